@@ -1,0 +1,61 @@
+/**
+ * Why an input, a peer's cell or a stored record was not applied.
+ * DESIGN §1 lists the minimum set; the extra validation reasons name the exact field.
+ */
+export type AnomalyReason =
+  | 'invalid_event'
+  | 'invalid_ts'
+  | 'invalid_value'
+  | 'missing_id'
+  | 'invalid_id'
+  | 'missing_source'
+  | 'invalid_source'
+  | 'invalid_seq'
+  | 'invalid_key'
+  | 'duplicate'
+  | 'beyond_lateness'
+  | 'overflow'
+  | 'invalid_remote_cell'
+  | 'source_conflict'
+  | 'corrupt_record'
+
+/** Every reason, for stats tables and exhaustive tests. */
+export const ANOMALY_REASONS: readonly AnomalyReason[] = [
+  'invalid_event',
+  'invalid_ts',
+  'invalid_value',
+  'missing_id',
+  'invalid_id',
+  'missing_source',
+  'invalid_source',
+  'invalid_seq',
+  'invalid_key',
+  'duplicate',
+  'beyond_lateness',
+  'overflow',
+  'invalid_remote_cell',
+  'source_conflict',
+  'corrupt_record',
+]
+
+/**
+ * One refused input with its reason.
+ *
+ * @example
+ * const a: Anomaly = { reason: 'invalid_ts', index: 3, id: 'd1-9', detail: 'ts must be a finite number' }
+ */
+export interface Anomaly {
+  readonly reason: AnomalyReason
+  /** Position in the batch passed to `ingest` / `push`. */
+  readonly index?: number
+  readonly id?: string
+  readonly source?: string
+  readonly detail?: string
+}
+
+/** A fresh zeroed counter per reason, with no prototype so any reason is a safe key. */
+export function emptyAnomalyCounts(): Record<AnomalyReason, number> {
+  const counts = Object.create(null) as Record<AnomalyReason, number>
+  for (const reason of ANOMALY_REASONS) counts[reason] = 0
+  return counts
+}

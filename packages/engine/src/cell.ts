@@ -1,0 +1,118 @@
+/**
+ * Lattice cells (DESIGN §4).
+ *
+ * A cell is one source's partial aggregate for one `(window spec, key, window start)`;
+ * for sessions, `start` is the start of the source's own session fragment and
+ * `maxTs` its last event time. Cells are single-writer: only the replica that owns
+ * the source writes them, bumping `version` on every write. Merge keeps the higher
+ * version, with a total order on content as the tie-break, so merge is commutative,
+ * associative and idempotent even when two writers collide. A cell with `count === 0`
+ * is a tombstone (a session fragment absorbed into another).
+ */
+export interface Cell {
+  count: number
+  sum: number
+  min: number
+  max: number
+  /** Largest event time in the cell (sessions derive their end from it). */
+  maxTs: number
+  version: number
+}
+
+/** A new empty cell. */
+export function emptyCell(): Cell {
+  return {
+    count: 0,
+    sum: 0,
+    min: Number.POSITIVE_INFINITY,
+    max: Number.NEGATIVE_INFINITY,
+    maxTs: Number.NEGATIVE_INFINITY,
+    version: 0,
+  }
+}
+
+/** Adds one event to a cell in place (the owner's write path). */
+export function addToCell(cell: Cell, ts: number, value: number): void {
+  cell.count++
+  cell.sum += value
+  if (value < cell.min) cell.min = value
+  if (value > cell.max) cell.max = value
+  if (ts > cell.maxTs) cell.maxTs = ts
+  cell.version++
+}
+
+/** Folds `from` into `into` in place (the owner merging two of its own session fragments). */
+export function absorbCell(into: Cell, from: Cell): void {
+  into.count += from.count
+  into.sum += from.sum
+  if (from.min < into.min) into.min = from.min
+  if (from.max > into.max) into.max = from.max
+  if (from.maxTs > into.maxTs) into.maxTs = from.maxTs
+  into.version = Math.max(into.version, from.version) + 1
+}
+
+/** Total order used to resolve two writes of one version; any fixed order keeps merge a lattice join. */
+export function compareCells(a: Cell, b: Cell): number {
+  return (
+    a.version - b.version ||
+    a.count - b.count ||
+    Math.sign(a.sum - b.sum) ||
+    Math.sign(a.min - b.min) ||
+    Math.sign(a.max - b.max) ||
+    Math.sign(a.maxTs - b.maxTs)
+  )
+}
+
+/**
+ * The lattice join of two versions of one cell.
+ *
+ * @example
+ * mergeCell({ ...a, version: 3 }, { ...a, version: 5 }).version // 5
+ */
+export function mergeCell(a: Cell, b: Cell): Cell {
+  return compareCells(a, b) >= 0 ? a : b
+}
+
+/** A replica's cells by cell key, as plain data. */
+export type CellMap = ReadonlyMap<string, Cell>
+
+/**
+ * The lattice join of two replicas' cell maps: the union of keys, each merged with `mergeCell`.
+ *
+ * @example
+ * const joined = mergeCellMaps(replicaA, replicaB)
+ */
+export function mergeCellMaps(a: CellMap, b: CellMap): Map<string, Cell> {
+  const out = new Map(a)
+  for (const [key, cell] of b) {
+    const mine = out.get(key)
+    out.set(key, mine === undefined ? cell : mergeCell(mine, cell))
+  }
+  return out
+}
+
+/**
+ * The key of a cell in replicated state. JSON keeps arbitrary key and source
+ * strings (including `__proto__`) unambiguous.
+ *
+ * @example
+ * cellKey('tumbling:60000', 'temp', 0, 'd1') // '["tumbling:60000","temp",0,"d1"]'
+ */
+export function cellKey(window: string, key: string, start: number, source: string): string {
+  return JSON.stringify([window, key, start, source])
+}
+
+/** Reads a cell key back; `null` when it is not one. */
+export function parseCellKey(text: string): { window: string; key: string; start: number; source: string } | null {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    return null
+  }
+  if (!Array.isArray(parsed) || parsed.length !== 4) return null
+  const [window, key, start, source] = parsed as unknown[]
+  if (typeof window !== 'string' || typeof key !== 'string' || typeof source !== 'string') return null
+  if (typeof start !== 'number' || !Number.isFinite(start)) return null
+  return { window, key, start, source }
+}

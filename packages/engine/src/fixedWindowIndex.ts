@@ -1,0 +1,100 @@
+import { addToCell, emptyCell } from './cell.ts'
+import { ADMITTED_LATE, type BatchFrontiers, ON_TIME, REFUSED, type WindowHooks, type WindowIndex } from './windowIndex.ts'
+import { alignedStart } from './windowSpec.ts'
+import { WindowState } from './windowState.ts'
+
+/**
+ * Tumbling and sliding windows: aligned starts every `slide` ms, each `size` long.
+ * Per event: one map lookup for the key, one per window, one per cell.
+ */
+export class FixedWindowIndex implements WindowIndex {
+  readonly id: string
+  readonly maxNewPerEvent: number
+  readonly #size: number
+  readonly #slide: number
+  /** key → start → window. A Map, so `__proto__` is an ordinary key. */
+  readonly #byKey = new Map<string, Map<number, WindowState>>()
+  #count = 0
+
+  constructor(id: string, size: number, slide: number) {
+    this.id = id
+    this.#size = size
+    this.#slide = slide
+    this.maxNewPerEvent = size / slide
+  }
+
+  get size(): number {
+    return this.#count
+  }
+
+  missingWindows(key: string, ts: number, frontiers: BatchFrontiers): number {
+    const series = this.#byKey.get(key)
+    let missing = 0
+    for (let start = alignedStart(ts, this.#slide); start > ts - this.#size; start -= this.#slide) {
+      if (start + this.#size + frontiers.lateness <= frontiers.watermark) continue
+      if (series?.get(start) === undefined) missing++
+    }
+    return missing
+  }
+
+  place(key: string, source: string, ts: number, value: number, frontiers: BatchFrontiers, hooks: WindowHooks): number {
+    let series = this.#byKey.get(key)
+    if (series === undefined) {
+      series = new Map()
+      this.#byKey.set(key, series)
+    }
+    let outcome = 0
+    const size = this.#size
+    for (let start = alignedStart(ts, this.#slide); start > ts - size; start -= this.#slide) {
+      const end = start + size
+      let window = series.get(start)
+      if (window === undefined || window.final) {
+        if (end + frontiers.lateness <= frontiers.watermark) {
+          outcome |= REFUSED
+          continue
+        }
+      }
+      if (window === undefined) {
+        window = new WindowState(this.id, key, start, end)
+        // Created past the firing frontier: it can only be a late correction.
+        window.fired = end <= frontiers.firing
+        series.set(start, window)
+        this.#count++
+        hooks.created(window)
+      }
+      let cell = window.cells.get(source)
+      if (cell === undefined) {
+        cell = emptyCell()
+        window.cells.set(source, cell)
+      }
+      addToCell(cell, ts, value)
+      outcome |= window.fired ? ADMITTED_LATE : ON_TIME
+      if (window.touchedIn !== frontiers.batch) {
+        window.touchedIn = frontiers.batch
+        hooks.touched(window)
+      }
+    }
+    return outcome
+  }
+
+  find(key: string, start: number): WindowState | undefined {
+    return this.#byKey.get(key)?.get(start)
+  }
+
+  remove(window: WindowState): void {
+    const series = this.#byKey.get(window.key)
+    if (series === undefined || series.get(window.start) !== window) return
+    series.delete(window.start)
+    if (series.size === 0) this.#byKey.delete(window.key)
+    window.live = false
+    this.#count--
+  }
+
+  *windows(): IterableIterator<WindowState> {
+    for (const series of this.#byKey.values()) yield* series.values()
+  }
+
+  horizon(frontiers: BatchFrontiers): number {
+    return frontiers.watermark - frontiers.lateness - this.#size
+  }
+}

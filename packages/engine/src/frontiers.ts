@@ -1,0 +1,76 @@
+import { SourceClock } from './sourceClock.ts'
+import type { WatermarkStrategy } from './watermarkStrategy.ts'
+
+/**
+ * The engine's event-time frontiers (DESIGN §2): the watermark `W`, the
+ * watermark with idle sources still counted (to tell `derived` from `fallback`),
+ * and the proof frontier `P`. They move only in `advance()`, between batches.
+ */
+export class Frontiers {
+  readonly sources = new Map<string, SourceClock>()
+  readonly #strategy: WatermarkStrategy
+  readonly #idleTimeout: number
+  /** The engine watermark; never goes backwards. */
+  watermark = Number.NEGATIVE_INFINITY
+  /** The watermark had no source been excluded as idle; never above `watermark`'s reasoning. */
+  strictWatermark = Number.NEGATIVE_INFINITY
+  /** Proof frontier: nothing unseen from a known source can fall below it. */
+  proof = Number.NEGATIVE_INFINITY
+  /** Sources currently excluded as idle. */
+  idleSources = 0
+  /** Largest event time seen from any source. */
+  maxTs = Number.NEGATIVE_INFINITY
+
+  constructor(strategy: WatermarkStrategy, idleTimeout: number) {
+    this.#strategy = strategy
+    this.#idleTimeout = idleTimeout
+  }
+
+  /** The clock of `name`, created on first sight. */
+  source(name: string, now: number): SourceClock {
+    let clock = this.sources.get(name)
+    if (clock === undefined) {
+      clock = new SourceClock(name, now)
+      this.sources.set(name, clock)
+    }
+    return clock
+  }
+
+  /** Manual strategy: moves W forward (never back). Returns true when it moved. */
+  advanceTo(t: number): boolean {
+    if (!(t > this.watermark)) return false
+    this.watermark = t
+    if (t > this.strictWatermark) this.strictWatermark = t
+    return true
+  }
+
+  /**
+   * Recomputes W and P from the source clocks at processing time `now`.
+   * One pass over sources per batch, never per event.
+   */
+  advance(now: number): void {
+    let proof = Number.POSITIVE_INFINITY
+    let active = Number.POSITIVE_INFINITY
+    let all = Number.POSITIVE_INFINITY
+    let idle = 0
+    for (const clock of this.sources.values()) {
+      const p = clock.proof()
+      if (p < proof) proof = p
+      if (clock.maxTs > this.maxTs) this.maxTs = clock.maxTs
+      if (clock.maxTs < all) all = clock.maxTs
+      if (now - clock.lastSeen > this.#idleTimeout) idle++
+      else if (clock.maxTs < active) active = clock.maxTs
+    }
+    this.idleSources = idle
+    this.proof = this.sources.size === 0 ? Number.NEGATIVE_INFINITY : proof
+    if (this.#strategy.kind !== 'bounded') return
+    const lag = this.#strategy.outOfOrderness
+    if (active !== Number.POSITIVE_INFINITY && active - lag > this.watermark) this.watermark = active - lag
+    if (all !== Number.POSITIVE_INFINITY && all - lag > this.strictWatermark) this.strictWatermark = all - lag
+  }
+
+  /** Largest of W and P: a window whose end is at or below it fires. */
+  firingFrontier(): number {
+    return Math.max(this.proof, this.watermark)
+  }
+}

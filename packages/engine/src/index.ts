@@ -1,0 +1,30 @@
+export { ANOMALY_REASONS } from './anomaly.ts'
+export { addToCell, cellKey, compareCells, emptyCell, mergeCell, mergeCellMaps, parseCellKey } from './cell.ts'
+export { createEngine, TidemarkEngine } from './engine.ts'
+export { invalidReason, MAX_ABS_TS, MAX_NAME_LENGTH } from './event.ts'
+export { isOverflowError, OverflowError } from './overflowError.ts'
+export { boundedOutOfOrderness, manual } from './watermarkStrategy.ts'
+export { session, sliding, tumbling } from './windowSpec.ts'
+
+export type { Anomaly, AnomalyReason } from './anomaly.ts'
+export type { Cell, CellMap } from './cell.ts'
+export type {
+  Engine,
+  EngineLimits,
+  EngineOptions,
+  EngineStats,
+  IngestReceipt,
+  LateEvent,
+  SyncStatus,
+} from './engineApi.ts'
+export type { StreamEvent } from './event.ts'
+export type { WatermarkStrategy } from './watermarkStrategy.ts'
+export type {
+  Basis,
+  ResultQuery,
+  ResultStatus,
+  WindowChange,
+  WindowChangeType,
+  WindowResult,
+} from './windowResult.ts'
+export type { WindowSpec } from './windowSpec.ts'

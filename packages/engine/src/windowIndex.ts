@@ -1,0 +1,49 @@
+import type { WindowState } from './windowState.ts'
+
+/** Frontiers as they stood before the batch (DESIGN §2: they move only between batches). */
+export interface BatchFrontiers {
+  /** Engine watermark W. */
+  readonly watermark: number
+  /** max(W, P): windows ending at or below it have fired. */
+  readonly firing: number
+  readonly lateness: number
+  /** Batch number, to mark touched windows once. */
+  readonly batch: number
+}
+
+/** What an index reports back to the engine while it places events. */
+export interface WindowHooks {
+  /** A window entered live state. */
+  created(window: WindowState): void
+  /** A window's cells changed in this batch. */
+  touched(window: WindowState): void
+  /** A session grew its end: it needs a new place in the firing queue. */
+  grown(window: WindowState): void
+  /** A session was absorbed into another (or changed identity): its emitted result is retracted. */
+  swallowed(window: WindowState): void
+}
+
+/** Outcome bits of placing one event under one spec. */
+export const ON_TIME = 1
+export const ADMITTED_LATE = 2
+export const REFUSED = 4
+
+/** Places events of one window spec into windows. */
+export interface WindowIndex {
+  readonly id: string
+  /** Windows this spec would create for the event; used only near the `maxWindows` bound. */
+  missingWindows(key: string, ts: number, frontiers: BatchFrontiers): number
+  /** Most windows one event can create. */
+  readonly maxNewPerEvent: number
+  /** Applies one event for `source`; returns ON_TIME / ADMITTED_LATE / REFUSED bits. */
+  place(key: string, source: string, ts: number, value: number, frontiers: BatchFrontiers, hooks: WindowHooks): number
+  /** The live window of `key` starting at `start`, if any. */
+  find(key: string, start: number): WindowState | undefined
+  /** Removes a window from live state. */
+  remove(window: WindowState): void
+  /** Live windows, unordered. */
+  windows(): IterableIterator<WindowState>
+  readonly size: number
+  /** Smallest event time whose copies could still change a window of this spec (dedup horizon). */
+  horizon(frontiers: BatchFrontiers): number
+}

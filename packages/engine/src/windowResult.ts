@@ -1,0 +1,49 @@
+/** How the engine knows a window is complete (DESIGN §3). */
+export type Basis = 'proven' | 'derived' | 'fallback' | 'unknown'
+
+/** Lifecycle of a window result. */
+export type ResultStatus = 'provisional' | 'on_time' | 'corrected'
+
+/**
+ * The value of one window for one key.
+ *
+ * @example
+ * // { window: 'tumbling:60000', key: 'temp', start: 0, end: 60000, count: 3, sum: 63, min: 20, max: 22,
+ * //   mean: 21, status: 'on_time', revision: 0, final: false, basis: 'derived' }
+ */
+export interface WindowResult {
+  readonly window: string
+  readonly key: string
+  readonly start: number
+  readonly end: number
+  readonly count: number
+  readonly sum: number
+  readonly min: number
+  readonly max: number
+  readonly mean: number
+  readonly status: ResultStatus
+  /** 0 for the first on-time emission, +1 per correction. */
+  readonly revision: number
+  readonly final: boolean
+  readonly basis: Basis
+}
+
+export type WindowChangeType = 'provisional' | 'on_time' | 'correction' | 'final' | 'retract'
+
+/**
+ * One change to one window. A `correction` carries `previous` so a consumer can
+ * subtract the old value and add the new (accumulating-and-retracting).
+ */
+export interface WindowChange {
+  readonly type: WindowChangeType
+  readonly result: WindowResult
+  readonly previous?: WindowResult
+}
+
+/** Filter for `engine.results(query)`: `from`/`to` bound window starts, `[from, to)`. */
+export interface ResultQuery {
+  readonly window?: string
+  readonly key?: string
+  readonly from?: number
+  readonly to?: number
+}

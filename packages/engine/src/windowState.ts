@@ -1,0 +1,110 @@
+import type { Cell } from './cell.ts'
+import type { Basis, ResultStatus, WindowResult } from './windowResult.ts'
+
+/** One source's session fragment inside a session window. */
+export interface SessionFragment {
+  readonly source: string
+  /** Start of the fragment; part of its cell key, so it never changes (a merge writes a new fragment). */
+  readonly start: number
+  readonly cell: Cell
+}
+
+/**
+ * Live state of one window of one key: its cells and what was emitted for it.
+ * Fixed windows hold one cell per source; session windows hold fragments.
+ */
+export class WindowState {
+  readonly window: string
+  readonly key: string
+  start: number
+  end: number
+  /** Fixed windows: the cell of each source. */
+  readonly cells = new Map<string, Cell>()
+  /** Session windows: fragments, in no particular order. */
+  fragments: SessionFragment[] = []
+  /** The on-time result was emitted (or the window was created already past the firing frontier). */
+  fired = false
+  final = false
+  /** False once removed from live state (retention, or swallowed by a session merge). */
+  live = true
+  /** Revision of the last emitted fired result; -1 before the first. */
+  revision = -1
+  /** Last result emitted under this window's current identity. */
+  emitted: WindowResult | null = null
+  /** How completeness was known when it fired. */
+  basis: Basis = 'unknown'
+  /** Batch number that last touched this window (0 = never). */
+  touchedIn = 0
+  #history: WindowResult[] | null = null
+
+  constructor(window: string, key: string, start: number, end: number) {
+    this.window = window
+    this.key = key
+    this.start = start
+    this.end = end
+  }
+
+  /** Combines the cells in a fixed order (by source, then fragment start), so every replica gets the same floats. */
+  result(status: ResultStatus, revision: number, final: boolean, basis: Basis): WindowResult {
+    let count = 0
+    let sum = 0
+    let min = Number.POSITIVE_INFINITY
+    let max = Number.NEGATIVE_INFINITY
+    const add = (cell: Cell) => {
+      count += cell.count
+      sum += cell.sum
+      if (cell.min < min) min = cell.min
+      if (cell.max > max) max = cell.max
+    }
+    if (this.fragments.length > 0) {
+      const ordered = this.fragments.length === 1 ? this.fragments : [...this.fragments].sort(byFragment)
+      for (const fragment of ordered) if (fragment.cell.count > 0) add(fragment.cell)
+    } else if (this.cells.size === 1) {
+      for (const cell of this.cells.values()) add(cell)
+    } else {
+      const sources = [...this.cells.keys()].sort()
+      for (const source of sources) add(this.cells.get(source) as Cell)
+    }
+    return {
+      window: this.window,
+      key: this.key,
+      start: this.start,
+      end: this.end,
+      count,
+      sum,
+      min: count === 0 ? 0 : min,
+      max: count === 0 ? 0 : max,
+      mean: count === 0 ? 0 : sum / count,
+      status,
+      revision,
+      final,
+      basis,
+    }
+  }
+
+  /** Records an emitted fired result (on-time or correction) in the window's history. */
+  remember(result: WindowResult, limit: number): void {
+    this.emitted = result
+    if (result.status === 'provisional' || limit <= 0) return
+    const history = this.#history ?? []
+    this.#history = history
+    history.push(result)
+    if (history.length > limit) history.splice(0, history.length - limit)
+  }
+
+  history(): readonly WindowResult[] {
+    return this.#history ?? []
+  }
+
+  /** Total events held in this window's cells. */
+  count(): number {
+    let n = 0
+    for (const cell of this.cells.values()) n += cell.count
+    for (const fragment of this.fragments) n += fragment.cell.count
+    return n
+  }
+}
+
+function byFragment(a: SessionFragment, b: SessionFragment): number {
+  return a.source < b.source ? -1 : a.source > b.source ? 1 : a.start - b.start
+}
