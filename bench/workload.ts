@@ -39,7 +39,8 @@ export function deviceStream(o: DeviceStreamOptions): StreamEvent[][] {
   const start = 1_700_000_000_000
   for (let i = 0; i < o.events; i++) {
     const s = i % o.sources
-    const seq = ++seqs[s]
+    const seq = (seqs[s] ?? 0) + 1
+    seqs[s] = seq
     const ts = start + Math.floor(i / o.sources) * o.spacing + Math.floor(random() * o.spacing)
     const event: StreamEvent = { id: `d${s}-${seq}`, source: `d${s}`, seq, ts, key: `m${s % 5}`, value: Math.round(random() * 100) }
     if (random() < o.lateShare) held.push({ event, releaseAt: i + Math.ceil((o.lateBy / o.spacing) * o.sources * random()) })

@@ -46,25 +46,16 @@ export class WindowState {
 
   /** Combines the cells in a fixed order (by source, then fragment start), so every replica gets the same floats. */
   result(status: ResultStatus, revision: number, final: boolean, basis: Basis): WindowResult {
-    let count = 0
-    let sum = 0
-    let min = Number.POSITIVE_INFINITY
-    let max = Number.NEGATIVE_INFINITY
-    const add = (cell: Cell) => {
-      count += cell.count
-      sum += cell.sum
-      if (cell.min < min) min = cell.min
-      if (cell.max > max) max = cell.max
-    }
+    const total = { count: 0, sum: 0, min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY }
     if (this.fragments.length > 0) {
       const ordered = this.fragments.length === 1 ? this.fragments : [...this.fragments].sort(byFragment)
-      for (const fragment of ordered) if (fragment.cell.count > 0) add(fragment.cell)
+      for (const fragment of ordered) if (fragment.cell.count > 0) accumulate(total, fragment.cell)
     } else if (this.cells.size === 1) {
-      for (const cell of this.cells.values()) add(cell)
+      for (const cell of this.cells.values()) accumulate(total, cell)
     } else {
-      const sources = [...this.cells.keys()].sort()
-      for (const source of sources) add(this.cells.get(source) as Cell)
+      for (const source of [...this.cells.keys()].sort()) accumulate(total, this.cells.get(source) as Cell)
     }
+    const { count, sum, min, max } = total
     return {
       window: this.window,
       key: this.key,
@@ -103,6 +94,13 @@ export class WindowState {
     for (const fragment of this.fragments) n += fragment.cell.count
     return n
   }
+}
+
+function accumulate(total: { count: number; sum: number; min: number; max: number }, cell: Cell): void {
+  total.count += cell.count
+  total.sum += cell.sum
+  if (cell.min < total.min) total.min = cell.min
+  if (cell.max > total.max) total.max = cell.max
 }
 
 function byFragment(a: SessionFragment, b: SessionFragment): number {
