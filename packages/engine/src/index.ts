@@ -3,6 +3,20 @@ export { addToCell, cellKey, compareCells, emptyCell, mergeCell, mergeCellMaps, 
 export { createEngine, TidemarkEngine } from './engine.ts'
 export { invalidReason, MAX_ABS_TS, MAX_NAME_LENGTH } from './event.ts'
 export { isOverflowError, OverflowError } from './overflowError.ts'
+export {
+  checkpointPolicy,
+  claimSource,
+  DEFAULT_CHECKPOINT_EVERY,
+  decodeCheckpoint,
+  decodeWalBatch,
+  encodeCheckpoint,
+  encodeWalBatch,
+  indexedDbPersistence,
+  isQuotaError,
+  memoryPersistence,
+  QuotaError,
+  SCHEMA_VERSION,
+} from './persistence/index.ts'
 export { boundedOutOfOrderness, manual } from './watermarkStrategy.ts'
 export { session, sliding, tumbling } from './windowSpec.ts'
 
@@ -18,6 +32,24 @@ export type {
   SyncStatus,
 } from './engineApi.ts'
 export type { StreamEvent } from './event.ts'
+export type {
+  Checkpoint,
+  CheckpointDecodeResult,
+  CheckpointPolicy,
+  ClaimSourceOptions,
+  CorruptRecord,
+  IndexedDbPersistenceOptions,
+  MemoryPersistenceOptions,
+  Persistence,
+  PersistenceStats,
+  RecoveredLog,
+  SourceClaim,
+  SourceLocks,
+  SourceMemory,
+  WalBatch,
+  WalDecodeFailure,
+  WalDecodeResult,
+} from './persistence/index.ts'
 export type { WatermarkStrategy } from './watermarkStrategy.ts'
 export type {
   Basis,

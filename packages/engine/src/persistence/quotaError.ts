@@ -1,0 +1,31 @@
+/**
+ * Storage is full: the batch was not written and nothing of it is durable.
+ * The engine surfaces it from `ingest(...).durable`; the caller should slow down,
+ * free space (checkpoint, drop old archives) or ask for persistent storage.
+ */
+export class QuotaError extends Error {
+  override readonly name = 'QuotaError'
+}
+
+/**
+ * Narrows an `append`/`checkpoint` rejection to a full quota.
+ *
+ * @example
+ * try {
+ *   await persistence.append(batch)
+ * } catch (error) {
+ *   if (isQuotaError(error)) pauseProducers()
+ *   else throw error
+ * }
+ */
+export function isQuotaError(error: unknown): error is QuotaError {
+  return error instanceof QuotaError
+}
+
+/** Whether a storage error means "quota exceeded", across browser spellings. */
+export function isQuotaExceeded(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false
+  const { name, code } = error as { name?: unknown; code?: unknown }
+  // 22 is the legacy DOMException code; Firefox once used its own name.
+  return name === 'QuotaExceededError' || name === 'NS_ERROR_DOM_QUOTA_REACHED' || code === 22
+}

@@ -1,0 +1,72 @@
+import type { Checkpoint, CorruptRecord, WalBatch } from './persistence.ts'
+import { decodeCheckpoint, decodeWalBatch } from './walCodec.ts'
+
+/** A value as a store returned it, under its key (the lsn, or the checkpoint's upToLsn). */
+export interface StoredRecord {
+  readonly key: number
+  readonly value: unknown
+}
+
+/**
+ * Checks one stored checkpoint: its envelope must verify and carry the key it is stored under.
+ */
+export function readCheckpoint(
+  record: StoredRecord,
+): { readonly ok: true; readonly checkpoint: Checkpoint } | { readonly ok: false; readonly corrupt: CorruptRecord } {
+  const key = String(record.key)
+  const bytes = asBytes(record.value)
+  if (bytes === null) {
+    return { ok: false, corrupt: { store: 'checkpoints', key, reason: `stored value is ${describe(record.value)}, not bytes` } }
+  }
+  const result = decodeCheckpoint(bytes)
+  if (!result.ok) return { ok: false, corrupt: { store: 'checkpoints', key, reason: result.reason } }
+  if (result.checkpoint.upToLsn !== record.key) {
+    const reason = `envelope says upToLsn ${result.checkpoint.upToLsn}, stored under ${key}`
+    return { ok: false, corrupt: { store: 'checkpoints', key, reason } }
+  }
+  return result
+}
+
+/**
+ * Decodes log records (in lsn order) into batches, appending a report to `corrupt` for
+ * each one that fails; a failure never stops the records after it.
+ */
+export function readTail(records: readonly StoredRecord[], corrupt: CorruptRecord[]): WalBatch[] {
+  const tail: WalBatch[] = []
+  for (const record of records) {
+    const key = String(record.key)
+    const bytes = asBytes(record.value)
+    if (bytes === null) {
+      corrupt.push({ store: 'wal', key, reason: `stored value is ${describe(record.value)}, not bytes` })
+      continue
+    }
+    const result = decodeWalBatch(bytes)
+    if (!result.ok) {
+      const report: CorruptRecord =
+        result.eventCount === undefined
+          ? { store: 'wal', key, reason: result.reason }
+          : { store: 'wal', key, reason: result.reason, lostEvents: result.eventCount }
+      corrupt.push(report)
+    } else if (result.lsn !== record.key) {
+      corrupt.push({ store: 'wal', key, reason: `record says lsn ${result.lsn}, stored under ${key}`, lostEvents: result.events.length })
+    } else {
+      tail.push({ lsn: result.lsn, events: result.events })
+    }
+  }
+  return tail
+}
+
+function asBytes(value: unknown): Uint8Array | null {
+  // toString also catches ArrayBuffers from another realm (a worker, a test VM).
+  if (value instanceof ArrayBuffer || Object.prototype.toString.call(value) === '[object ArrayBuffer]') {
+    return new Uint8Array(value as ArrayBuffer)
+  }
+  if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength)
+  return null
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null'
+  if (typeof value === 'object') return `an object (${Object.prototype.toString.call(value)})`
+  return `a ${typeof value}`
+}

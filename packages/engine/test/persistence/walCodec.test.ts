@@ -1,0 +1,139 @@
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import type { StreamEvent } from '../../src/event.ts'
+import { crc32 } from '../../src/persistence/crc32.ts'
+import { decodeCheckpoint, decodeWalBatch, encodeCheckpoint, encodeWalBatch } from '../../src/persistence/index.ts'
+import { batch, lsn } from './arbitraries.ts'
+import { assertSeeded } from './seeded.ts'
+
+const FILE = 'packages/engine/test/persistence/walCodec.test.ts'
+
+const sample: StreamEvent[] = [
+  { id: '\uFEFFbom-first', source: '🌊', ts: 1.5, key: 'ключ', value: 0 },
+  { id: 'd1-1', source: 'd1', seq: 1, ts: 1_700_000_000_000, key: 'temp', value: 21.5 },
+  { id: 'd1-2', source: 'd1', ts: -86_400_000, value: -0.25 },
+  { id: 'lone\uD800', source: '\uDC00d2', seq: 9, ts: 0, key: '', value: 1e300 },
+]
+
+/** The same bytes at an odd offset inside a larger buffer, as a view into stored data may be. */
+function unaligned(bytes: Uint8Array): Uint8Array {
+  const host = new Uint8Array(bytes.length + 7)
+  host.set(bytes, 3)
+  return host.subarray(3, 3 + bytes.length)
+}
+
+describe('crc32', () => {
+  it('matches the standard check value and composes over ranges', () => {
+    const text = new TextEncoder().encode('123456789')
+    expect(crc32(text)).toBe(0xcbf43926)
+    expect(crc32(text, 4, 9, crc32(text, 0, 4))).toBe(0xcbf43926)
+  })
+})
+
+describe('walCodec: log records', () => {
+  it('round-trips a batch with absent seq and key, negative ts, lone surrogates and a leading BOM', () => {
+    const result = decodeWalBatch(encodeWalBatch(7, sample))
+    expect(result).toEqual({ ok: true, lsn: 7, events: sample })
+    if (!result.ok) return
+    expect('seq' in (result.events[2] as StreamEvent)).toBe(false)
+    expect('key' in (result.events[2] as StreamEvent)).toBe(false)
+  })
+
+  it('round-trips arbitrary batches, also from unaligned views', () => {
+    assertSeeded(
+      fc.property(lsn, batch, (recordLsn, events) => {
+        const bytes = encodeWalBatch(recordLsn, events)
+        expect(decodeWalBatch(bytes)).toEqual({ ok: true, lsn: recordLsn, events })
+        expect(decodeWalBatch(unaligned(bytes))).toEqual({ ok: true, lsn: recordLsn, events })
+      }),
+      FILE,
+    )
+  })
+
+  it('stores a repeated string once', () => {
+    const many = Array.from({ length: 100 }, (_, i): StreamEvent => ({ id: `e${i}`, source: 'same-source', key: 'same-key', ts: i, value: i }))
+    const once = encodeWalBatch(1, many.slice(0, 1)).length
+    const hundred = encodeWalBatch(1, many).length
+    // 36 bytes of columns + a 4-byte length + the id per extra event; source and key add nothing.
+    expect(hundred - once).toBe(99 * 40 + many.slice(1).reduce((sum, e) => sum + e.id.length, 0))
+  })
+
+  it('reports every single changed byte of a record as corrupt', () => {
+    const bytes = encodeWalBatch(3, sample)
+    for (let at = 0; at < bytes.length; at++) {
+      const damaged = bytes.slice()
+      damaged[at] = (damaged[at] as number) ^ 0x5a
+      const result = decodeWalBatch(damaged)
+      expect(result.ok, `byte ${at}`).toBe(false)
+    }
+  })
+
+  it('reports random damage with a reason, never throws, and keeps lsn and count while the header is intact', () => {
+    assertSeeded(
+      fc.property(
+        lsn,
+        batch,
+        fc.array(fc.tuple(fc.nat(), fc.integer({ min: 1, max: 255 })), { minLength: 1, maxLength: 4 }),
+        (recordLsn, events, flips) => {
+          const bytes = encodeWalBatch(recordLsn, events)
+          const damaged = bytes.slice()
+          for (const [position, mask] of flips) {
+            const at = position % damaged.length
+            damaged[at] = (damaged[at] as number) ^ mask
+          }
+          if (damaged.every((byte, i) => byte === bytes[i])) return // flips cancelled out
+          const result = decodeWalBatch(damaged)
+          expect(result.ok).toBe(false)
+          if (result.ok) return
+          expect(result.reason.length).toBeGreaterThan(0)
+          const headerIntact = damaged.subarray(0, 40).every((byte, i) => byte === bytes[i])
+          if (headerIntact) expect(result).toMatchObject({ lsn: recordLsn, eventCount: events.length, reason: 'payload checksum mismatch' })
+          else expect(result.eventCount).toBeUndefined()
+        },
+      ),
+      FILE,
+    )
+  })
+
+  it('rejects truncated, extended and foreign bytes with a reason', () => {
+    const bytes = encodeWalBatch(5, sample)
+    expect(decodeWalBatch(bytes.subarray(0, 10))).toMatchObject({ ok: false, reason: expect.stringContaining('shorter') })
+    expect(decodeWalBatch(bytes.subarray(0, bytes.length - 1))).toMatchObject({ ok: false, lsn: 5, eventCount: 4 })
+    const longer = new Uint8Array(bytes.length + 1)
+    longer.set(bytes)
+    expect(decodeWalBatch(longer)).toMatchObject({ ok: false, lsn: 5, eventCount: 4 })
+    expect(decodeWalBatch(new TextEncoder().encode('{"not":"a record at all, just some json"}'))).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining('magic'),
+    })
+    expect(decodeWalBatch(encodeCheckpoint({ upToLsn: 1, state: new Uint8Array(64) }))).toMatchObject({ ok: false })
+  })
+
+  it('refuses to encode an lsn that is not a positive safe integer', () => {
+    expect(() => encodeWalBatch(0, sample)).toThrow(RangeError)
+    expect(() => encodeWalBatch(1.5, sample)).toThrow(RangeError)
+  })
+})
+
+describe('walCodec: checkpoint envelope', () => {
+  it('round-trips state bytes and the lsn', () => {
+    assertSeeded(
+      fc.property(fc.nat(), fc.uint8Array({ maxLength: 300 }), (upToLsn, state) => {
+        expect(decodeCheckpoint(encodeCheckpoint({ upToLsn, state }))).toEqual({ ok: true, checkpoint: { upToLsn, state } })
+        expect(decodeCheckpoint(unaligned(encodeCheckpoint({ upToLsn, state })))).toEqual({ ok: true, checkpoint: { upToLsn, state } })
+      }),
+      FILE,
+    )
+  })
+
+  it('reports every single changed byte as corrupt, with upToLsn while the header is intact', () => {
+    const bytes = encodeCheckpoint({ upToLsn: 12, state: new TextEncoder().encode('lattice state') })
+    for (let at = 0; at < bytes.length; at++) {
+      const damaged = bytes.slice()
+      damaged[at] = (damaged[at] as number) ^ 0x01
+      const result = decodeCheckpoint(damaged)
+      expect(result.ok, `byte ${at}`).toBe(false)
+      if (at >= 32) expect(result).toMatchObject({ upToLsn: 12, reason: 'payload checksum mismatch' })
+    }
+  })
+})
