@@ -34,8 +34,11 @@ export class ChangeFeed {
     }
   }
 
+  /**
+   * Notifies every listener. Called after every batch, also with no window change,
+   * so views of stats and the late lane stay current.
+   */
   publish(changes: readonly WindowChange[]): void {
-    if (changes.length === 0) return
     for (const listener of this.#listeners) {
       try {
         listener(changes)
@@ -56,6 +59,7 @@ export class ChangeFeed {
         start: (controller) => {
           this.#streams.add(controller)
           unsubscribe = this.subscribe((changes) => {
+            if (changes.length === 0) return
             if ((controller.desiredSize ?? 0) <= 0) {
               unsubscribe?.()
               this.#streams.delete(controller)

@@ -105,6 +105,7 @@ export interface Engine {
   advanceWatermark(t: number): void
   tick(): void
   results(query?: ResultQuery): readonly WindowResult[]
+  /** Called synchronously after every batch, watermark move or tick, with the window changes it caused (possibly none). */
   subscribe(listener: (changes: readonly WindowChange[]) => void): () => void
   watermark(): number
   lateEvents(): readonly LateEvent[]

@@ -1,0 +1,57 @@
+import type { EngineFeed } from './engineFeed.ts'
+import type { EngineFrame } from './engineFrame.ts'
+import type { EngineSlice } from './engineSlice.ts'
+
+/**
+ * One consumer's view of one slice. Its snapshot changes only in a frame that
+ * touched the slice and only when the value actually differs, so
+ * `useSyncExternalStore` sees a referentially stable snapshot and a component
+ * renders at most once per frame. Making one has no side effects (React may
+ * make and drop it); it listens to the feed only while subscribed.
+ */
+export class EngineObserver<T> {
+  #feed: EngineFeed
+  #slice: EngineSlice<T>
+  #snapshot: T
+  #listeners = new Set<() => void>()
+  #stopFeed: (() => void) | null = null
+
+  constructor(feed: EngineFeed, slice: EngineSlice<T>) {
+    this.#feed = feed
+    this.#slice = slice
+    this.#snapshot = slice.read(feed.engine)
+  }
+
+  getSnapshot = (): T => this.#snapshot
+
+  subscribe = (listener: () => void): (() => void) => {
+    this.#listeners.add(listener)
+    if (this.#stopFeed === null) {
+      this.#stopFeed = this.#feed.subscribe(this.#onFrame)
+      // The engine may have changed between the render that made this
+      // observer and the commit that subscribes it.
+      this.#refresh()
+    }
+    return () => {
+      this.#listeners.delete(listener)
+      if (this.#listeners.size === 0 && this.#stopFeed !== null) {
+        this.#stopFeed()
+        this.#stopFeed = null
+      }
+    }
+  }
+
+  #onFrame = (frame: EngineFrame): void => {
+    this.#publish(this.#slice.advance(this.#snapshot, frame, this.#feed.engine))
+  }
+
+  #refresh(): void {
+    this.#publish(this.#slice.share(this.#snapshot, this.#slice.read(this.#feed.engine)))
+  }
+
+  #publish(next: T): void {
+    if (next === this.#snapshot) return
+    this.#snapshot = next
+    for (const listener of this.#listeners) listener()
+  }
+}
