@@ -12,12 +12,15 @@
  *   node --import tsx --conditions=@tidemark/source bench/streaming-150k-watermark-lag.ts
  */
 import type { StreamEvent } from '@tidemark/engine'
-import { invalidReason } from '../packages/engine/src/event.ts'
-import { compareEventOrder } from '../packages/engine/src/eventOrder.ts'
+import {
+  boundedOutOfOrderness,
+  compareEventOrder,
+  createOrderedStream,
+  invalidReason,
+  type OrderedStreamStats,
+} from '@tidemark/engine'
+// The naive baseline reuses the engine's watermark bookkeeping, which is internal.
 import { Frontiers } from '../packages/engine/src/frontiers.ts'
-import { createOrderedStream } from '../packages/engine/src/orderedStream.ts'
-import type { OrderedStreamStats } from '../packages/engine/src/orderedStreamApi.ts'
-import { boundedOutOfOrderness } from '../packages/engine/src/watermarkStrategy.ts'
 import { isMain, perSecond, timeRuns } from './measure.ts'
 import { prng } from './workload.ts'
 

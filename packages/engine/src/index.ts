@@ -1,7 +1,10 @@
 export { ANOMALY_REASONS } from './anomaly.ts'
 export { addToCell, cellKey, compareCells, emptyCell, mergeCell, mergeCellMaps, parseCellKey } from './cell.ts'
 export { createEngine, TidemarkEngine } from './engine.ts'
+export { compareEventOrder } from './eventOrder.ts'
 export { invalidReason, MAX_ABS_TS, MAX_NAME_LENGTH } from './event.ts'
+export { orderEvents } from './orderEvents.ts'
+export { createOrderedStream, OrderedEventStream } from './orderedStream.ts'
 export { isOverflowError, OverflowError } from './overflowError.ts'
 export {
   checkpointPolicy,
@@ -32,6 +35,15 @@ export type {
   SyncStatus,
 } from './engineApi.ts'
 export type { StreamEvent } from './event.ts'
+export type { OrderedEvent } from './eventOrder.ts'
+export type { OrderedEvents, OrderEventsOptions } from './orderEvents.ts'
+export type {
+  OrderedBatch,
+  OrderedStream,
+  OrderedStreamOptions,
+  OrderedStreamStats,
+  OrderedStreamWork,
+} from './orderedStreamApi.ts'
 export type {
   Checkpoint,
   CheckpointDecodeResult,

@@ -1,0 +1,29 @@
+import type { StreamEvent } from '../../src/event.ts'
+import type { OrderedEvent } from '../../src/eventOrder.ts'
+import { createOrderedStream } from '../../src/orderedStream.ts'
+import type { OrderedBatch, OrderedStreamOptions } from '../../src/orderedStreamApi.ts'
+import { manual } from '../../src/watermarkStrategy.ts'
+
+/** A processing-time clock the test moves by hand. */
+export function fakeClock(start = 0): { now: () => number; advance: (ms: number) => void } {
+  let t = start
+  return { now: () => t, advance: (ms) => (t += ms) }
+}
+
+export function ev(source: string, seq: number | undefined, ts: number, id = `${source}-${seq ?? ts}`): StreamEvent {
+  return seq === undefined ? { id, source, ts, value: ts } : { id, source, seq, ts, value: ts }
+}
+
+export function ids(batches: readonly OrderedBatch[], kind?: 'ready' | 'correction'): string[] {
+  return batches.filter((b) => kind === undefined || b.kind === kind).flatMap((b) => b.events.map((e) => e.id))
+}
+
+export function flat(batches: readonly OrderedBatch[]): OrderedEvent[] {
+  return batches.flatMap((b) => b.events)
+}
+
+export function manualStream(options: OrderedStreamOptions = {}) {
+  const clock = fakeClock()
+  return { stream: createOrderedStream({ watermark: manual(), now: clock.now, ...options }), clock }
+}
+
