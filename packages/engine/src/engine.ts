@@ -2,7 +2,7 @@ import { type Anomaly, type AnomalyReason, emptyAnomalyCounts } from './anomaly.
 import { ChangeFeed } from './changeFeed.ts'
 import type { Engine, EngineOptions, EngineStats, IngestReceipt, LateEvent, SyncStatus } from './engineApi.ts'
 import { indexFor, type ResolvedOptions, resolveOptions } from './engineOptions.ts'
-import { invalidAnomaly, invalidReason, type StreamEvent } from './event.ts'
+import { copyStreamEvent, invalidAnomaly, invalidReason, type StreamEvent } from './event.ts'
 import { EventTimeQueue } from './eventTimeQueue.ts'
 import { Frontiers } from './frontiers.ts'
 import { LateLane } from './lateLane.ts'
@@ -109,19 +109,15 @@ export class TidemarkEngine implements Engine {
       }
       const { id, seq, ts, value } = event
       let clock = lastClock !== undefined && lastClock.name === event.source ? lastClock : sources.get(event.source)
-      if (clock === undefined) {
-        if (sources.size >= limits.maxSources) {
-          this.#reject(anomalies, 'overflow', event, i, `limits.maxSources (${limits.maxSources}) reached`)
-          continue
-        }
-        clock = this.#frontiers.source(event.source, now)
-      }
-      lastClock = clock
-      if (clock.seen(seq, id)) {
+      if (clock?.seen(seq, id)) {
         duplicates++
         continue
       }
-      if ((seq === undefined || seq !== clock.prefix + 1) && this.#dedupEntries >= limits.maxDedupEntries) {
+      if (clock === undefined && sources.size >= limits.maxSources) {
+        this.#reject(anomalies, 'overflow', event, i, `limits.maxSources (${limits.maxSources}) reached`)
+        continue
+      }
+      if ((seq === undefined || seq !== (clock?.prefix ?? 0) + 1) && this.#dedupEntries >= limits.maxDedupEntries) {
         this.#purgeDedup(frontiers)
         if (this.#dedupEntries >= limits.maxDedupEntries) {
           this.#reject(anomalies, 'overflow', event, i, `limits.maxDedupEntries (${limits.maxDedupEntries}) reached`)
@@ -133,11 +129,15 @@ export class TidemarkEngine implements Engine {
         this.#reject(anomalies, 'overflow', event, i, `limits.maxWindows (${limits.maxWindows}) reached`)
         continue
       }
+      // Created only once the event is accepted for placement: a refused first event
+      // must not leave a clock that holds the watermark at -Infinity.
+      clock ??= this.#frontiers.source(event.source, now)
+      lastClock = clock
       let outcome = 0
       for (let s = 0; s < indexes.length; s++) {
         const index = indexes[s] as WindowIndex
         const placed = index.place(key, clock.name, ts, value, frontiers, this.#hooks)
-        if (placed & REFUSED) this.#lateLane.push({ event: copyEvent(event), window: index.id, reason: 'beyond_lateness' })
+        if (placed & REFUSED) this.#lateLane.push({ event: copyStreamEvent(event), window: index.id, reason: 'beyond_lateness' })
         outcome |= placed
       }
       const before = clock.ahead.size + clock.ids.size
@@ -385,18 +385,6 @@ export class TidemarkEngine implements Engine {
     w.final = true
     this.#expiring.push(w.end + this.#options.allowedLateness + this.#options.retention, w)
   }
-}
-
-function copyEvent(event: StreamEvent): StreamEvent {
-  const copy: { -readonly [K in keyof StreamEvent]: StreamEvent[K] } = {
-    id: event.id,
-    source: event.source,
-    ts: event.ts,
-    value: event.value,
-  }
-  if (event.seq !== undefined) copy.seq = event.seq
-  if (event.key !== undefined) copy.key = event.key
-  return copy
 }
 
 function byWindowKeyStart(a: WindowResult, b: WindowResult): number {

@@ -89,3 +89,16 @@ export function invalidAnomaly(reason: AnomalyReason, event: unknown, index: num
   if (typeof e.source === 'string' && e.source.length > 0) anomaly.source = e.source.slice(0, MAX_NAME_LENGTH)
   return anomaly
 }
+
+/** A detached copy of a caller's event, for the late lane. */
+export function copyStreamEvent(event: StreamEvent): StreamEvent {
+  const copy: { -readonly [K in keyof StreamEvent]: StreamEvent[K] } = {
+    id: event.id,
+    source: event.source,
+    ts: event.ts,
+    value: event.value,
+  }
+  if (event.seq !== undefined) copy.seq = event.seq
+  if (event.key !== undefined) copy.key = event.key
+  return copy
+}

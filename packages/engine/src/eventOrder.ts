@@ -52,16 +52,3 @@ export function toPendingEvent(event: StreamEvent, basis: Basis): PendingEvent {
   if (event.key !== undefined) copy.key = event.key
   return copy
 }
-
-/** A detached copy of a caller's event, for the late lane. */
-export function copyStreamEvent(event: StreamEvent): StreamEvent {
-  const copy: { -readonly [K in keyof StreamEvent]: StreamEvent[K] } = {
-    id: event.id,
-    source: event.source,
-    ts: event.ts,
-    value: event.value,
-  }
-  if (event.seq !== undefined) copy.seq = event.seq
-  if (event.key !== undefined) copy.key = event.key
-  return copy
-}
