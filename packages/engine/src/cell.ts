@@ -54,13 +54,18 @@ export function absorbCell(into: Cell, from: Cell): void {
 /** Total order used to resolve two writes of one version; any fixed order keeps merge a lattice join. */
 export function compareCells(a: Cell, b: Cell): number {
   return (
-    a.version - b.version ||
-    a.count - b.count ||
-    Math.sign(a.sum - b.sum) ||
-    Math.sign(a.min - b.min) ||
-    Math.sign(a.max - b.max) ||
-    Math.sign(a.maxTs - b.maxTs)
+    order(a.version, b.version) ||
+    order(a.count, b.count) ||
+    order(a.sum, b.sum) ||
+    order(a.min, b.min) ||
+    order(a.max, b.max) ||
+    order(a.maxTs, b.maxTs)
   )
+}
+
+/** -1, 0 or 1; unlike subtraction, defined for equal infinities (empty cells). */
+function order(x: number, y: number): number {
+  return x < y ? -1 : x > y ? 1 : 0
 }
 
 /**

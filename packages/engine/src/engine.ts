@@ -3,6 +3,7 @@ import { ChangeFeed } from './changeFeed.ts'
 import type { Engine, EngineOptions, EngineStats, IngestReceipt, LateEvent, SyncStatus } from './engineApi.ts'
 import { indexFor, type ResolvedOptions, resolveOptions } from './engineOptions.ts'
 import { copyStreamEvent, invalidAnomaly, invalidReason, type StreamEvent } from './event.ts'
+import { compareEventOrder } from './eventOrder.ts'
 import { EventTimeQueue } from './eventTimeQueue.ts'
 import { Frontiers } from './frontiers.ts'
 import { LateLane } from './lateLane.ts'
@@ -37,6 +38,8 @@ export class TidemarkEngine implements Engine {
   #closed = false
   #writable: WritableStream<readonly StreamEvent[]> | null = null
   #maxNewPerEvent: number
+  /** Session placement depends on the order of events in a batch, so batches are placed in event order. */
+  readonly #hasSessions: boolean
   #dedupEntries = 0
   #dedupAtLastPurge = 0
   readonly #counts = {
@@ -51,8 +54,12 @@ export class TidemarkEngine implements Engine {
   readonly #anomalies = emptyAnomalyCounts()
   readonly #hooks: WindowHooks = {
     created: (w) => {
-      if (w.fired) this.#unfinal.push(w.end + this.#options.allowedLateness, w)
-      else this.#unfired.push(w.end, w)
+      if (w.fired) {
+        // Born past the firing frontier: record how that frontier knew, before it moves.
+        w.basis = this.#basis(w.end)
+        w.basisEnd = w.end
+        this.#unfinal.push(w.end + this.#options.allowedLateness, w)
+      } else this.#unfired.push(w.end, w)
     },
     touched: (w) => {
       this.#touched.push(w)
@@ -70,6 +77,7 @@ export class TidemarkEngine implements Engine {
     this.#options = resolveOptions(options)
     this.#indexes = this.#options.specs.map(indexFor)
     this.#maxNewPerEvent = this.#indexes.reduce((n, index) => n + index.maxNewPerEvent, 0)
+    this.#hasSessions = this.#options.specs.some((spec) => spec.kind === 'session')
     this.#frontiers = new Frontiers(this.#options.watermark, this.#options.idleTimeout)
     this.#lateLane = new LateLane(this.#options.limits.maxLateEvents)
   }
@@ -100,7 +108,9 @@ export class TidemarkEngine implements Engine {
     let duplicates = 0
     let beyond = 0
     let lastClock: SourceClock | undefined
-    for (let i = 0; i < n; i++) {
+    const order = this.#hasSessions ? placementOrder(events) : null
+    for (let k = 0; k < n; k++) {
+      const i = order === null ? k : (order[k] as number)
       const event = events[i] as StreamEvent
       const reason = invalidReason(event)
       if (reason !== null) {
@@ -330,8 +340,9 @@ export class TidemarkEngine implements Engine {
       }
       const revision = Math.max(w.revision + 1, 1)
       const final = w.end + lateness <= W
-      const basis = this.#basis(w.end)
-      const result = w.result('corrected', revision, final, basis === 'unknown' ? w.basis : basis)
+      let basis = this.#basis(w.end)
+      if (basis === 'unknown' && w.end <= w.basisEnd) basis = w.basis
+      const result = w.result('corrected', revision, final, basis)
       const previous = w.emitted
       changes.push(previous === null ? { type: 'correction', result } : { type: 'correction', result, previous })
       w.revision = revision
@@ -345,6 +356,7 @@ export class TidemarkEngine implements Engine {
       w.fired = true
       w.revision = 0
       w.basis = this.#basis(w.end)
+      w.basisEnd = w.end
       const final = w.end + lateness <= W
       const result = w.result('on_time', 0, final, w.basis)
       changes.push({ type: 'on_time', result })
@@ -385,6 +397,22 @@ export class TidemarkEngine implements Engine {
     w.final = true
     this.#expiring.push(w.end + this.#options.allowedLateness + this.#options.retention, w)
   }
+}
+
+/**
+ * Positions of a batch in the deterministic event order (ts, source, seq, id); invalid
+ * inputs first, by position. Used only with session specs, where which session an event
+ * joins depends on the events placed before it.
+ */
+function placementOrder(events: readonly StreamEvent[]): number[] {
+  const order = Array.from({ length: events.length }, (_, i) => i)
+  const valid = events.map((e) => invalidReason(e) === null)
+  return order.sort((a, b) => {
+    const va = valid[a] as boolean
+    const vb = valid[b] as boolean
+    if (!va || !vb) return va === vb ? a - b : va ? 1 : -1
+    return compareEventOrder(events[a] as StreamEvent, events[b] as StreamEvent) || a - b
+  })
 }
 
 function byWindowKeyStart(a: WindowResult, b: WindowResult): number {

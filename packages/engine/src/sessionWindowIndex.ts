@@ -13,6 +13,11 @@ export class SessionWindowIndex implements WindowIndex {
   readonly maxNewPerEvent = 1
   readonly #gap: number
   readonly #byKey = new Map<string, WindowState[]>()
+  /**
+   * Per key, the largest end of a final session that left live state: an event before it
+   * would have joined that session, so it is beyond lateness even after the session is gone.
+   */
+  readonly #sealed = new Map<string, number>()
   #count = 0
 
   constructor(id: string, gap: number) {
@@ -58,6 +63,8 @@ export class SessionWindowIndex implements WindowIndex {
       sessions = []
       this.#byKey.set(key, sessions)
     }
+    const sealed = this.#sealed.get(key)
+    if (sealed !== undefined && ts < sealed) return REFUSED
     const [from, to] = this.#overlapping(sessions, ts)
     let start = ts
     let end = ts + gap
@@ -78,6 +85,7 @@ export class SessionWindowIndex implements WindowIndex {
     let target: WindowState
     if (from === to) {
       target = new WindowState(this.id, key, start, end)
+      target.fired = fired
       sessions.splice(from, 0, target)
       this.#count++
       hooks.created(target)
@@ -163,6 +171,7 @@ export class SessionWindowIndex implements WindowIndex {
     if (i < 0) return
     sessions.splice(i, 1)
     if (sessions.length === 0) this.#byKey.delete(window.key)
+    if (window.end > (this.#sealed.get(window.key) ?? Number.NEGATIVE_INFINITY)) this.#sealed.set(window.key, window.end)
     window.live = false
     this.#count--
   }

@@ -33,6 +33,8 @@ export class WindowState {
   emitted: WindowResult | null = null
   /** How completeness was known when it fired. */
   basis: Basis = 'unknown'
+  /** The end `basis` speaks for; a session that grew past it is no longer known complete. */
+  basisEnd = Number.NEGATIVE_INFINITY
   /** Batch number that last touched this window (0 = never). */
   touchedIn = 0
   #history: WindowResult[] | null = null

@@ -1,0 +1,238 @@
+/**
+ * Every input is applied, a duplicate, on the late lane, or rejected with a
+ * reason (DESIGN.md §1, §7): each ingest-reachable reason, hostile names, bounded
+ * buffers refusing with `overflow`, and dedup memory released behind the horizon.
+ */
+import { describe, expect, it } from 'vitest'
+import {
+  ANOMALY_REASONS,
+  type AnomalyReason,
+  createEngine,
+  MAX_ABS_TS,
+  MAX_NAME_LENGTH,
+  manual,
+  type StreamEvent,
+  session,
+  sliding,
+  tumbling,
+} from '../src/index.ts'
+import { reading } from './scenarioKit.ts'
+
+const valid = { id: 'x', source: 'd1', ts: 5, value: 1 }
+const long = 'n'.repeat(MAX_NAME_LENGTH + 1)
+
+/** One input per row with exactly one fault, and the reason it must be refused with. */
+const INVALID: readonly [string, unknown, AnomalyReason][] = [
+  ['null', null, 'invalid_event'],
+  ['a number', 42, 'invalid_event'],
+  ['a string', 'event', 'invalid_event'],
+  ['undefined', undefined, 'invalid_event'],
+  ['no id', { source: 'd1', ts: 5, value: 1 }, 'missing_id'],
+  ['an empty id', { ...valid, id: '' }, 'missing_id'],
+  ['a numeric id', { ...valid, id: 7 }, 'missing_id'],
+  ['an over-long id', { ...valid, id: long }, 'invalid_id'],
+  ['no source', { id: 'x', ts: 5, value: 1 }, 'missing_source'],
+  ['an empty source', { ...valid, source: '' }, 'missing_source'],
+  ['an over-long source', { ...valid, source: long }, 'invalid_source'],
+  ['NaN ts', { ...valid, ts: Number.NaN }, 'invalid_ts'],
+  ['infinite ts', { ...valid, ts: Number.NEGATIVE_INFINITY }, 'invalid_ts'],
+  ['string ts', { ...valid, ts: '5' }, 'invalid_ts'],
+  ['ts beyond the representable range', { ...valid, ts: MAX_ABS_TS * 2 }, 'invalid_ts'],
+  ['no value', { id: 'x', source: 'd1', ts: 5 }, 'invalid_value'],
+  ['NaN value', { ...valid, value: Number.NaN }, 'invalid_value'],
+  ['infinite value', { ...valid, value: Number.POSITIVE_INFINITY }, 'invalid_value'],
+  ['seq 0', { ...valid, seq: 0 }, 'invalid_seq'],
+  ['negative seq', { ...valid, seq: -1 }, 'invalid_seq'],
+  ['fractional seq', { ...valid, seq: 1.5 }, 'invalid_seq'],
+  ['string seq', { ...valid, seq: '1' }, 'invalid_seq'],
+  ['unsafe seq', { ...valid, seq: 2 ** 53 }, 'invalid_seq'],
+  ['numeric key', { ...valid, key: 7 }, 'invalid_key'],
+  ['null key', { ...valid, key: null }, 'invalid_key'],
+  ['over-long key', { ...valid, key: long }, 'invalid_key'],
+]
+
+describe('validation', () => {
+  it.each(INVALID)('%s is rejected as %s, with its index, and its neighbours still apply', (_, input, reason) => {
+    const engine = createEngine({ windows: tumbling(10) })
+    const batch = [reading('d1', 1, 1, 1), input, reading('d1', 2, 2, 1)] as StreamEvent[]
+    const receipt = engine.ingest(batch)
+    expect(receipt).toMatchObject({ accepted: 2, duplicates: 0, beyondLateness: 0, rejected: 1 })
+    const [anomaly] = receipt.anomalies
+    expect(anomaly).toMatchObject({ reason, index: 1 })
+    expect(typeof anomaly?.detail).toBe('string')
+    const id = (input as { id?: unknown } | null)?.id
+    if (typeof id === 'string' && id !== '' && id.length <= MAX_NAME_LENGTH) expect(anomaly?.id).toBe(id)
+    else if (id === undefined || id === '') expect(anomaly?.id).toBeUndefined()
+    expect(engine.stats().anomalies[reason]).toBe(1)
+    expect(engine.stats().sources).toBe(1)
+    expect(engine.results()[0]?.count).toBe(2)
+  })
+
+  it('accepts the edges of every valid range', () => {
+    const engine = createEngine({ windows: tumbling(10) })
+    const edges: StreamEvent[] = [
+      { id: 'i'.repeat(MAX_NAME_LENGTH), source: 's'.repeat(MAX_NAME_LENGTH), ts: MAX_ABS_TS - 10, value: -1e300, key: 'k'.repeat(MAX_NAME_LENGTH) },
+      { id: 'neg', source: 'd1', ts: -MAX_ABS_TS, value: 0, seq: Number.MAX_SAFE_INTEGER },
+      { id: 'empty-key', source: 'd1', ts: 0, value: -0, key: '', seq: 1 },
+    ]
+    expect(engine.ingest(edges)).toMatchObject({ accepted: 3, rejected: 0 })
+  })
+})
+
+describe('duplicates', () => {
+  it('the same (source, seq), or (source, id) without seq, counts once, in the same and later batches', () => {
+    const engine = createEngine({ windows: tumbling(10) })
+    const first = engine.ingest([
+      reading('d1', 1, 1, 5),
+      { ...reading('d1', 1, 1, 5), id: 'another-id' }, // same (source, seq): a duplicate whatever its id
+      reading('d2', undefined, 2, 7),
+      reading('d2', undefined, 2, 7),
+    ])
+    expect(first).toMatchObject({ accepted: 2, duplicates: 2, rejected: 0, anomalies: [] })
+    const again = engine.ingest([reading('d1', 1, 1, 5), reading('d2', undefined, 2, 7)])
+    expect(again).toMatchObject({ accepted: 0, duplicates: 2, anomalies: [] })
+    // One id with two seqs is two events; one seq from two sources is two events.
+    const distinct = engine.ingest([{ ...reading('d1', 2, 3, 1), id: 'd1#1' }, reading('d3', 1, 4, 1)])
+    expect(distinct).toMatchObject({ accepted: 2, duplicates: 0 })
+    expect(engine.results()[0]).toMatchObject({ count: 4, sum: 14 })
+    expect(engine.stats()).toMatchObject({ duplicates: 4, applied: 4, ingested: 8 })
+    expect(engine.stats().anomalies.duplicate).toBe(4)
+  })
+})
+
+describe('every ingest-reachable reason', () => {
+  it('each reason outside replication and storage has a test here', () => {
+    const replicationOnly: AnomalyReason[] = ['invalid_remote_cell', 'source_conflict', 'corrupt_record']
+    const covered = new Set<AnomalyReason>([...INVALID.map(([, , r]) => r), 'duplicate', 'beyond_lateness', 'overflow'])
+    expect(ANOMALY_REASONS.filter((r) => !replicationOnly.includes(r) && !covered.has(r))).toEqual([])
+  })
+
+  it('beyond_lateness is counted and the event kept on the late lane', () => {
+    const engine = createEngine({ windows: tumbling(10) })
+    engine.ingest([reading('d1', undefined, 20, 1)])
+    const receipt = engine.ingest([reading('d1', undefined, 3, 1)])
+    expect(receipt).toMatchObject({ beyondLateness: 1, rejected: 0, anomalies: [] })
+    expect(engine.stats().anomalies.beyond_lateness).toBe(1)
+    expect(engine.lateEvents()).toEqual([{ event: reading('d1', undefined, 3, 1), window: 'tumbling:10', reason: 'beyond_lateness' }])
+  })
+})
+
+describe('bounded buffers refuse with overflow', () => {
+  it('maxWindows: an event needing a new window is refused, one for an open window is not', () => {
+    const engine = createEngine({ windows: tumbling(10), limits: { maxWindows: 2 } })
+    const receipt = engine.ingest([reading('d1', 1, 0, 1), reading('d1', 2, 10, 1), reading('d1', 3, 20, 1), reading('d1', 4, 5, 1)])
+    expect(receipt).toMatchObject({ accepted: 3, rejected: 1 })
+    expect(receipt.anomalies).toEqual([expect.objectContaining({ reason: 'overflow', index: 2, id: 'd1#3' })])
+    expect(engine.stats()).toMatchObject({ openWindows: 2 })
+    expect(engine.stats().anomalies.overflow).toBe(1)
+  })
+
+  it('maxDedupEntries: seq-less ids fill it, in-order seqs never do', () => {
+    const engine = createEngine({ windows: tumbling(10), limits: { maxDedupEntries: 2 } })
+    const receipt = engine.ingest([
+      reading('ids', undefined, 1, 1),
+      reading('ids', undefined, 2, 1),
+      reading('ids', undefined, 3, 1),
+      ...[1, 2, 3, 4, 5].map((s) => reading('seqs', s, s, 1)),
+    ])
+    expect(receipt).toMatchObject({ accepted: 7, rejected: 1 })
+    expect(receipt.anomalies).toEqual([expect.objectContaining({ reason: 'overflow', index: 2 })])
+    expect(engine.stats().dedupEntries).toBe(2)
+  })
+
+  it('maxSources: a new source is refused, a known one is not', () => {
+    const engine = createEngine({ windows: tumbling(10), limits: { maxSources: 1 } })
+    const receipt = engine.ingest([reading('d1', 1, 1, 1), reading('d2', 1, 1, 1), reading('d1', 2, 2, 1)])
+    expect(receipt).toMatchObject({ accepted: 2, rejected: 1 })
+    expect(receipt.anomalies).toEqual([expect.objectContaining({ reason: 'overflow', index: 1, source: 'd2' })])
+    expect(engine.stats().sources).toBe(1)
+  })
+
+  it('maxBatch: a batch over the bound is refused whole, and the next one is taken', () => {
+    const engine = createEngine({ windows: tumbling(10), limits: { maxBatch: 2 } })
+    const receipt = engine.ingest([reading('d1', 1, 1, 1), reading('d1', 2, 2, 1), reading('d1', 3, 3, 1)])
+    expect(receipt).toMatchObject({ accepted: 0, rejected: 3 })
+    expect(receipt.anomalies.map((a) => [a.reason, a.index])).toEqual([
+      ['overflow', 0],
+      ['overflow', 1],
+      ['overflow', 2],
+    ])
+    expect(engine.stats()).toMatchObject({ ingested: 3, applied: 0 })
+    expect(engine.ingest([reading('d1', 1, 1, 1), reading('d1', 2, 2, 1)]).accepted).toBe(2)
+  })
+
+  it('maxLateEvents: the late lane keeps the newest entries and counts what it trimmed', () => {
+    const engine = createEngine({ windows: tumbling(10), limits: { maxLateEvents: 2 } })
+    engine.ingest([reading('d1', undefined, 100, 1)])
+    const receipt = engine.ingest([1, 2, 3].map((ts) => reading('d1', undefined, ts, 1)))
+    expect(receipt.beyondLateness).toBe(3)
+    expect(engine.lateEvents().map((l) => l.event.ts)).toEqual([2, 3])
+    expect(engine.stats()).toMatchObject({ lateLane: 2, lateLaneTrimmed: 1, beyondLateness: 3 })
+  })
+})
+
+describe('hostile names', () => {
+  const NAMES = ['__proto__', 'constructor', 'hasOwnProperty', 'toString'] as const
+
+  it('__proto__, constructor, hasOwnProperty and toString work as key, source and id everywhere', () => {
+    const prototypeBefore = Object.getOwnPropertyNames(Object.prototype).sort()
+    const engine = createEngine({ windows: [tumbling(10), sliding(20, 10), session(5)], watermark: manual() })
+    const events = NAMES.flatMap((name) => [
+      { id: name, source: name, ts: 1, key: name, value: 2 },
+      { id: `${name}-seq`, source: `${name}-seq`, seq: 1, ts: 2, key: name, value: 3 },
+    ])
+    expect(engine.ingest(events)).toMatchObject({ accepted: 8, rejected: 0 })
+    // Copies: by id for the seq-less sources, by seq for the others.
+    expect(engine.ingest(events.map((e) => ({ ...e, value: 99 })))).toMatchObject({ accepted: 0, duplicates: 8 })
+
+    for (const name of NAMES) {
+      const mine = engine.results({ key: name })
+      expect(mine.map((r) => [r.window, r.start, r.count, r.sum])).toEqual([
+        ['session:5', 1, 2, 5],
+        ['sliding:20:10', -10, 2, 5],
+        ['sliding:20:10', 0, 2, 5],
+        ['tumbling:10', 0, 2, 5],
+      ])
+      expect(engine.history('tumbling:10', name, 0)).toEqual([])
+    }
+    engine.advanceWatermark(100)
+    engine.ingest([{ id: 'hasOwnProperty', source: 'toString', ts: 0, key: '__proto__', value: 1 }])
+    expect(engine.lateEvents().map((l) => [l.event.key, l.window])).toEqual([
+      ['__proto__', 'tumbling:10'],
+      ['__proto__', 'sliding:20:10'],
+      ['__proto__', 'session:5'],
+    ])
+    expect(engine.results({ key: '__proto__', window: 'tumbling:10' })[0]).toMatchObject({ count: 2, status: 'on_time' })
+    expect(engine.stats().sources).toBe(8)
+    expect(Object.getOwnPropertyNames(Object.prototype).sort()).toEqual(prototypeBefore)
+    expect(Object.keys(engine.stats().anomalies).sort()).toEqual([...ANOMALY_REASONS].sort())
+  })
+})
+
+describe('dedup memory', () => {
+  it('is released behind the lateness horizon, and a re-sent old event is not counted twice', () => {
+    const engine = createEngine({ windows: tumbling(10), limits: { maxDedupEntries: 4 } })
+    engine.ingest([reading('a', undefined, 0, 1), reading('a', undefined, 1, 1), reading('a', undefined, 2, 1)])
+    engine.ingest([reading('a', undefined, 100, 1)])
+    expect(engine.stats().dedupEntries).toBe(4)
+    // Full: the next id forces a purge of ids behind W - allowedLateness - size = 90.
+    expect(engine.ingest([reading('a', undefined, 105, 1)]).accepted).toBe(1)
+    expect(engine.stats().dedupEntries).toBe(2)
+
+    const resent = engine.ingest([reading('a', undefined, 0, 1)])
+    expect(resent).toMatchObject({ accepted: 0, beyondLateness: 1 })
+    expect(engine.results({ from: 0, to: 1 })[0]?.count).toBe(3)
+    expect(engine.stats().applied).toBe(5)
+    // What lies inside the horizon is still remembered.
+    expect(engine.ingest([reading('a', undefined, 100, 1)]).duplicates).toBe(1)
+  })
+
+  it('seqs held above a gap are released once the gap fills', () => {
+    const engine = createEngine({ windows: tumbling(10) })
+    engine.ingest([reading('s', 1, 0, 1), reading('s', 3, 2, 1), reading('s', 4, 3, 1)])
+    expect(engine.stats().dedupEntries).toBe(2)
+    engine.ingest([reading('s', 2, 1, 1)])
+    expect(engine.stats().dedupEntries).toBe(0)
+    expect(engine.ingest([reading('s', 3, 2, 1), reading('s', 1, 0, 1)]).duplicates).toBe(2)
+  })
+})
