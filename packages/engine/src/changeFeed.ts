@@ -54,9 +54,11 @@ export class ChangeFeed {
    */
   stream(highWaterMark = 1024): ReadableStream<readonly WindowChange[]> {
     let unsubscribe: (() => void) | null = null
+    let stream: ReadableStreamDefaultController<readonly WindowChange[]> | null = null
     return new ReadableStream<readonly WindowChange[]>(
       {
         start: (controller) => {
+          stream = controller
           this.#streams.add(controller)
           unsubscribe = this.subscribe((changes) => {
             if (changes.length === 0) return
@@ -71,6 +73,7 @@ export class ChangeFeed {
         },
         cancel: () => {
           unsubscribe?.()
+          if (stream !== null) this.#streams.delete(stream)
         },
       },
       new CountQueuingStrategy({ highWaterMark }),

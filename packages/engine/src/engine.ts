@@ -230,7 +230,11 @@ export class TidemarkEngine implements Engine {
           const receipt = this.ingest(batch)
           await receipt.durable
           const overflow = receipt.anomalies.filter((a) => a.reason === 'overflow').length
-          if (overflow > 0) throw new OverflowError('engine', `${overflow} events of a written batch refused; resend them later`)
+          if (overflow > 0) {
+            // An erroring sink errors its stream for good; the next `writable` is a fresh one.
+            this.#writable = null
+            throw new OverflowError('engine', `${overflow} events of a written batch refused; resend them later`)
+          }
         },
       },
       new CountQueuingStrategy({ highWaterMark: 8 }),
@@ -375,7 +379,9 @@ export class TidemarkEngine implements Engine {
       if (!w.live || w.final || w.end + lateness > W) continue
       const emitted = w.emitted
       if (emitted !== null) {
-        const result: WindowResult = { ...emitted, final: true }
+        // A session that grew past what was known gets its basis back: W passed end + lateness.
+        const basis = emitted.basis === 'unknown' ? this.#basis(w.end) : emitted.basis
+        const result: WindowResult = { ...emitted, final: true, basis }
         changes.push({ type: 'final', result })
         w.emitted = result
       }

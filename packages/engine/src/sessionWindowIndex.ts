@@ -49,11 +49,11 @@ export class SessionWindowIndex implements WindowIndex {
     return [from, to]
   }
 
-  missingWindows(key: string, ts: number, frontiers: BatchFrontiers): number {
+  missingWindows(key: string, ts: number, _frontiers: BatchFrontiers): number {
     const sessions = this.#byKey.get(key)
     if (sessions === undefined) return 1
     const [from, to] = this.#overlapping(sessions, ts)
-    return from === to && ts + this.#gap + frontiers.lateness > frontiers.watermark ? 1 : 0
+    return from === to ? 1 : 0
   }
 
   place(key: string, source: string, ts: number, value: number, frontiers: BatchFrontiers, hooks: WindowHooks): number {
@@ -65,6 +65,9 @@ export class SessionWindowIndex implements WindowIndex {
     }
     const sealed = this.#sealed.get(key)
     if (sealed !== undefined && ts < sealed) return REFUSED
+    // Lateness is judged on the event's own proto-window [ts, ts + gap), as in Beam: which
+    // sessions other events of the same batch opened cannot change whether it is admitted.
+    if (ts + gap + frontiers.lateness <= frontiers.watermark) return REFUSED
     const [from, to] = this.#overlapping(sessions, ts)
     let start = ts
     let end = ts + gap
@@ -79,7 +82,6 @@ export class SessionWindowIndex implements WindowIndex {
       if (s.fired) fired = true
       if (s.revision > revision) revision = s.revision
     }
-    if (end + frontiers.lateness <= frontiers.watermark) return REFUSED
     if (end <= frontiers.firing) fired = true
 
     let target: WindowState
@@ -181,14 +183,6 @@ export class SessionWindowIndex implements WindowIndex {
   }
 
   horizon(frontiers: BatchFrontiers): number {
-    let horizon = frontiers.watermark - frontiers.lateness - this.#gap
-    for (const sessions of this.#byKey.values()) {
-      for (const s of sessions) {
-        if (s.final) continue
-        if (s.start < horizon) horizon = s.start
-        break
-      }
-    }
-    return horizon
+    return frontiers.watermark - frontiers.lateness - this.#gap
   }
 }

@@ -8,11 +8,17 @@
  * decisions written down in packages/engine/README.md:
  * - frontiers `W` and `P` move between batches only;
  * - a window that gets its first event already past the firing frontier fires at
- *   once (its first emission is a correction, revision 1);
- * - sessions: an event touching a final session is refused; a merge keeps the
- *   fired state, the highest revision and the basis of the earliest session;
+ *   once (its first emission is a correction, revision 1), with the basis the
+ *   frontiers before the batch had for its end;
  * - a correction's basis is how completeness is known now, or, when it is not
- *   known now, the basis with which that window first fired;
+ *   known now, the basis the window fired with, as long as its end has not grown
+ *   since (a session that grew past that end is not known complete); a result
+ *   still 'unknown' when it becomes final says how it is known then (W >= end);
+ * - sessions: with a session spec, a batch is placed in event order (ts, source,
+ *   seq, id), since which session an event joins depends on what came before it;
+ *   an event touching a final session, or before the end of a final session that
+ *   left live state, is refused; a merge keeps the fired state, the highest
+ *   revision and the basis of the earliest session;
  * - `advanceWatermark(t)` forces W forward under any strategy.
  */
 import {
@@ -69,8 +75,10 @@ interface ModelWindow {
   final: boolean
   /** -1 until the window emits a fired result. */
   revision: number
-  /** Basis with which this window fired through the frontier ('unknown' when it was born fired). */
+  /** Basis with which this window fired (through the frontier, or at birth past it). */
   firedBasis: Basis
+  /** The end `firedBasis` speaks for. */
+  basisEnd: number
   /** Basis of the last fired emission. */
   basis: Basis
 }
@@ -130,6 +138,8 @@ export class ReferenceModel {
   readonly #deliveries: Delivery[] = []
   #windows: ModelWindow[] = []
   readonly #late: LateEvent[] = []
+  /** Per session spec and key, the largest end of a final session that left live state. */
+  readonly #sealed = new Map<string, number>()
   #watermark = Number.NEGATIVE_INFINITY
   /** The watermark with idle sources still counted: tells `derived` from `fallback`. */
   #strictWatermark = Number.NEGATIVE_INFINITY
@@ -158,17 +168,18 @@ export class ReferenceModel {
     let beyond = 0
     events.forEach((input, index) => {
       const reason = modelValidation(input)
-      if (reason !== null) {
-        const id = (input as { id?: unknown } | null)?.id
-        anomalies.push(typeof id === 'string' && id !== '' ? { reason, index, id: id.slice(0, MAX_NAME_LENGTH) } : { reason, index })
-        this.#anomalies[reason] = (this.#anomalies[reason] ?? 0) + 1
-        return
-      }
-      const event = input as StreamEvent
+      if (reason === null) return
+      const id = (input as { id?: unknown } | null)?.id
+      anomalies.push(typeof id === 'string' && id !== '' ? { reason, index, id: id.slice(0, MAX_NAME_LENGTH) } : { reason, index })
+      this.#anomalies[reason] = (this.#anomalies[reason] ?? 0) + 1
+    })
+    const valid = events.filter((e) => modelValidation(e) === null) as StreamEvent[]
+    const placed = this.config.windows.some((w) => w.kind === 'session') ? [...valid].sort(eventOrder) : valid
+    for (const event of placed) {
       const identity = JSON.stringify(event.seq === undefined ? [event.source, 'id', event.id] : [event.source, 'seq', event.seq])
       if (this.#seen.has(identity)) {
         duplicates++
-        return
+        continue
       }
       this.#seen.add(identity)
       const placements: Placement[] = []
@@ -184,7 +195,7 @@ export class ReferenceModel {
       } else {
         beyond++
       }
-    })
+    }
     const totals = this.#totals
     totals.ingested += events.length
     totals.applied += accepted
@@ -271,7 +282,7 @@ export class ReferenceModel {
       if (end + lateness <= watermark) return 'refused'
       let w = this.#windows.find((x) => x.spec === spec && x.key === key && x.fixedStart === start)
       if (w === undefined) {
-        w = this.#newWindow(spec, key, start, end <= firing)
+        w = this.#newWindow(spec, key, start, end <= firing, end)
         this.#windows.push(w)
       }
       w.events.push({ ts: event.ts, value: event.value })
@@ -290,18 +301,21 @@ export class ReferenceModel {
   ): Placement {
     const key = event.key ?? ''
     const { ts, value } = event
+    if (ts < (this.#sealed.get(JSON.stringify([spec.id, key])) ?? Number.NEGATIVE_INFINITY)) return 'refused'
+    // Lateness is judged on the event's own proto-window [ts, ts + gap), as in Beam.
+    if (ts + gap + this.config.allowedLateness <= watermark) return 'refused'
     const overlapping = this.#windows
       .filter((s) => s.spec === spec && s.key === key && endOf(s) > ts && startOf(s) < ts + gap)
       .sort((a, b) => startOf(a) - startOf(b))
     if (overlapping.some((s) => s.final)) return 'refused'
     const end = Math.max(ts + gap, ...overlapping.map(endOf))
-    if (end + this.config.allowedLateness <= watermark) return 'refused'
-    const merged = this.#newWindow(spec, key, Number.NaN, overlapping.some((s) => s.fired) || end <= firing)
+    const merged = this.#newWindow(spec, key, Number.NaN, overlapping.some((s) => s.fired) || end <= firing, end)
     merged.events.push(...overlapping.flatMap((s) => s.events), { ts, value })
     merged.revision = Math.max(-1, ...overlapping.map((s) => s.revision))
     const earliest = overlapping[0]
     if (earliest !== undefined) {
       merged.firedBasis = earliest.firedBasis
+      merged.basisEnd = earliest.basisEnd
       merged.basis = earliest.basis
     }
     this.#windows = this.#windows.filter((w) => !overlapping.includes(w))
@@ -311,8 +325,11 @@ export class ReferenceModel {
     return merged.fired ? 'late' : 'on_time'
   }
 
-  #newWindow(spec: WindowSpec, key: string, fixedStart: number, fired: boolean): ModelWindow {
-    return { spec, key, fixedStart, events: [], fired, final: false, revision: -1, firedBasis: 'unknown', basis: 'unknown' }
+  /** A window born fired records the basis the frontiers before the batch had for its end. */
+  #newWindow(spec: WindowSpec, key: string, fixedStart: number, fired: boolean, end: number): ModelWindow {
+    const firedBasis = fired ? this.#basisOf(end) : 'unknown'
+    const basisEnd = fired ? end : Number.NEGATIVE_INFINITY
+    return { spec, key, fixedStart, events: [], fired, final: false, revision: -1, firedBasis, basisEnd, basis: 'unknown' }
   }
 
   /** Recomputes W (bounded strategy) and P from every delivery so far, at processing time `now`. */
@@ -350,18 +367,38 @@ export class ReferenceModel {
       if (!w.fired) continue
       w.revision = Math.max(w.revision + 1, 1)
       const now = this.#basisOf(endOf(w))
-      w.basis = now === 'unknown' ? w.firedBasis : now
+      w.basis = now !== 'unknown' ? now : endOf(w) <= w.basisEnd ? w.firedBasis : 'unknown'
     }
     for (const w of this.#windows) {
       if (w.fired || endOf(w) > firing) continue
       w.fired = true
       w.revision = 0
       w.firedBasis = this.#basisOf(endOf(w))
+      w.basisEnd = endOf(w)
       w.basis = w.firedBasis
     }
-    for (const w of this.#windows) if (w.fired && endOf(w) + lateness <= watermark) w.final = true
-    this.#windows = this.#windows.filter((w) => !(w.final && endOf(w) + lateness + this.config.retention <= watermark))
+    for (const w of this.#windows) {
+      if (w.final || !w.fired || endOf(w) + lateness > watermark) continue
+      w.final = true
+      // Final means W >= end: a result that did not know how it was complete now does.
+      if (w.basis === 'unknown') w.basis = this.#basisOf(endOf(w))
+    }
+    const expired = (w: ModelWindow) => w.final && endOf(w) + lateness + this.config.retention <= watermark
+    for (const w of this.#windows.filter(expired)) {
+      if (w.spec.kind !== 'session') continue
+      const id = JSON.stringify([w.spec.id, w.key])
+      this.#sealed.set(id, Math.max(this.#sealed.get(id) ?? Number.NEGATIVE_INFINITY, endOf(w)))
+    }
+    this.#windows = this.#windows.filter((w) => !expired(w))
   }
+}
+
+/** The engine's deterministic event order: ts, then source, seq (absent first) and id by UTF-16 code units. */
+function eventOrder(a: StreamEvent, b: StreamEvent): number {
+  const keyOf = (e: StreamEvent) => [e.ts, e.source, e.seq ?? 0, e.id] as const
+  const [x, y] = [keyOf(a), keyOf(b)]
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return (x[i] as number | string) < (y[i] as number | string) ? -1 : 1
+  return 0
 }
 
 /** A source's contribution to P: the largest ts of its gap-free seq prefix, if ts never decreased along it. */

@@ -330,6 +330,18 @@ describe('sessions', () => {
     expect(outcome([94, 100])).toEqual(outcome([100, 94]))
   })
 
+  it('with the watermark pinned, splitting a batch does not change which session events are admitted', () => {
+    const outcome = (batches: readonly (readonly number[])[]) => {
+      const engine = createEngine({ windows: session(15), watermark: manual() })
+      engine.advanceWatermark(15)
+      const receipts = batches.map((batch) => engine.ingest(batch.map((ts) => reading('d1', undefined, ts, 1))))
+      const accepted = receipts.reduce((n, r) => n + r.accepted, 0)
+      return { accepted, results: engine.results().map((r) => [r.start, r.end, r.count]) }
+    }
+    // 0 alone ends at 15 <= W; next to 1 it belongs to the open session [0,16).
+    expect(outcome([[1, 0]])).toEqual(outcome([[1], [0]]))
+  })
+
   it('a session born past the firing frontier becomes final and leaves live state', () => {
     const engine = createEngine({ windows: session(5), allowedLateness: 10, retention: 1000 })
     const log = recordChanges(engine)
@@ -353,6 +365,17 @@ describe('sessions', () => {
     expect(engine.watermark()).toBeLessThan(15)
     expect(engine.stats().proofFrontier).toBeLessThan(15)
     expect(merged?.basis).toBe('unknown')
+  })
+
+  it('a session grown after firing says how it is known complete once it is final', () => {
+    const engine = createEngine({ windows: session(5), allowedLateness: 100 })
+    const log = recordChanges(engine)
+    engine.ingest([reading('d1', undefined, 0, 1), reading('d1', undefined, 4, 1)])
+    engine.ingest([reading('d1', undefined, 10, 1)])
+    engine.ingest([reading('d1', undefined, 8, 1)]) // [0,9) fired, grows to [0,15)
+    engine.ingest([reading('d1', undefined, 500, 1)]) // W = 500 >= 15 + 100
+    const final = log.take().filter((c) => c.type === 'final' && c.result.start === 0)
+    expect(final.map(brief)).toEqual(['final [0,15) n=4 corrected r1 final derived'])
   })
 
   it('retention shorter than the gap does not let an event join a final session that left live state', () => {

@@ -1,0 +1,137 @@
+/**
+ * How changes leave the engine and events enter it besides `ingest` (DESIGN.md §7):
+ * subscribers, `changes()` as a ReadableStream, `writable` as a WritableStream
+ * with overflow backpressure.
+ */
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { createEngine, isOverflowError, OverflowError, type StreamEvent, tumbling, type WindowChange } from '../src/index.ts'
+import { reading } from './scenarioKit.ts'
+
+afterEach(() => {
+  vi.unstubAllGlobals()
+})
+
+describe('subscribers', () => {
+  it('a throwing subscriber stops neither the other subscribers nor the engine', () => {
+    const reported: unknown[] = []
+    vi.stubGlobal('reportError', (error: unknown) => reported.push(error))
+    const engine = createEngine({ windows: tumbling(10) })
+    const boom = new Error('listener failed')
+    const before: WindowChange[] = []
+    const after: WindowChange[] = []
+    engine.subscribe((changes) => before.push(...changes))
+    engine.subscribe(() => {
+      throw boom
+    })
+    engine.subscribe((changes) => after.push(...changes))
+
+    const receipt = engine.ingest([reading('d1', undefined, 1, 1)])
+    expect(receipt.accepted).toBe(1)
+    expect(after.map((c) => c.type)).toEqual(['provisional'])
+    expect(before).toEqual(after)
+    expect(reported).toEqual([boom])
+
+    engine.ingest([reading('d1', undefined, 12, 1)])
+    expect(after.map((c) => c.type)).toEqual(['provisional', 'on_time', 'provisional'])
+    expect(engine.results()[0]).toMatchObject({ start: 0, status: 'on_time' })
+    expect(reported).toEqual([boom, boom])
+  })
+
+  it('unsubscribe stops notifications for that subscriber only', () => {
+    const engine = createEngine({ windows: tumbling(10) })
+    let a = 0
+    let b = 0
+    const stopA = engine.subscribe((changes) => {
+      a += changes.length
+    })
+    engine.subscribe((changes) => {
+      b += changes.length
+    })
+    engine.ingest([reading('d1', undefined, 1, 1)])
+    stopA()
+    engine.ingest([reading('d1', undefined, 2, 1)])
+    expect([a, b]).toEqual([1, 2])
+  })
+})
+
+describe('changes() ReadableStream', () => {
+  it('delivers each batch of changes in order and closes on close()', async () => {
+    const engine = createEngine({ windows: tumbling(10) })
+    const seen: (readonly WindowChange[])[] = []
+    engine.subscribe((changes) => {
+      if (changes.length > 0) seen.push(changes)
+    })
+    const reader = engine.changes().getReader()
+    engine.ingest([reading('d1', undefined, 1, 1)])
+    engine.tick() // no change: nothing enqueued
+    engine.ingest([reading('d1', undefined, 15, 1)])
+    engine.advanceWatermark(30)
+
+    const read: (readonly WindowChange[])[] = []
+    for (let i = 0; i < 3; i++) {
+      const next = await reader.read()
+      expect(next.done).toBe(false)
+      if (!next.done) read.push(next.value)
+    }
+    expect(read).toEqual(seen)
+    expect(read.map((batch) => batch.map((c) => c.type))).toEqual([['provisional'], ['on_time', 'provisional'], ['on_time']])
+
+    await engine.close()
+    expect(await reader.read()).toEqual({ done: true, value: undefined })
+  })
+
+  it('close() resolves after a reader cancelled its changes() stream', async () => {
+    const engine = createEngine({ windows: tumbling(10) })
+    const stream = engine.changes()
+    await stream.cancel()
+    await expect(engine.close()).resolves.toBeUndefined()
+  })
+
+  it('close() resolves after a for-await loop over changes() ended early', async () => {
+    const engine = createEngine({ windows: tumbling(10) })
+    const stream = engine.changes()
+    engine.ingest([reading('d1', undefined, 1, 1)])
+    for await (const batch of stream) {
+      expect(batch).toHaveLength(1)
+      break
+    }
+    await expect(engine.close()).resolves.toBeUndefined()
+  })
+})
+
+describe('writable WritableStream', () => {
+  it('ingests written batches', async () => {
+    const engine = createEngine({ windows: tumbling(10) })
+    const writer = engine.writable.getWriter()
+    await writer.write([reading('d1', 1, 1, 2), reading('d1', 2, 2, 3)])
+    await writer.write([reading('d1', 2, 2, 3)])
+    expect(engine.stats()).toMatchObject({ ingested: 3, applied: 2, duplicates: 1 })
+    expect(engine.results()[0]).toMatchObject({ count: 2, sum: 5 })
+  })
+
+  it('a write the engine cannot take rejects with OverflowError (backpressure, not growth)', async () => {
+    const engine = createEngine({ windows: tumbling(10), limits: { maxBatch: 2 } })
+    const writer = engine.writable.getWriter()
+    const error = await writer.write([reading('d1', 1, 1, 1), reading('d1', 2, 2, 1), reading('d1', 3, 3, 1)]).then(
+      () => null,
+      (e: unknown) => e,
+    )
+    expect(error).toBeInstanceOf(OverflowError)
+    expect(isOverflowError(error)).toBe(true)
+    expect(isOverflowError(new Error('other'))).toBe(false)
+    expect(engine.stats()).toMatchObject({ ingested: 3, applied: 0 })
+    expect(engine.stats().anomalies.overflow).toBe(3)
+  })
+
+  it('after an overflow, engine.writable takes later batches again', async () => {
+    const engine = createEngine({ windows: tumbling(10), limits: { maxBatch: 2 } })
+    const tooBig: StreamEvent[] = [reading('d1', 1, 1, 1), reading('d1', 2, 2, 1), reading('d1', 3, 3, 1)]
+    const first = engine.writable.getWriter()
+    await first.write(tooBig).catch(() => undefined)
+    first.releaseLock()
+    // The caller slows down and resends in smaller pieces.
+    const retry = engine.writable.getWriter()
+    await retry.write(tooBig.slice(0, 2))
+    expect(engine.stats().applied).toBe(2)
+  })
+})
