@@ -31,24 +31,36 @@ export function emptyCell(): Cell {
   }
 }
 
-/** Adds one event to a cell in place (the owner's write path). */
-export function addToCell(cell: Cell, ts: number, value: number): void {
+/**
+ * Adds one event to a cell in place (the owner's write path). `version` is the source's
+ * clock version for this event: monotone per source, so a rewrite of any cell key of that
+ * source (even one that was a tombstone) wins over every earlier write.
+ *
+ * @example
+ * const cell = emptyCell()
+ * addToCell(cell, 1_000, 21.5, 1)
+ */
+export function addToCell(cell: Cell, ts: number, value: number, version: number): void {
   cell.count++
   cell.sum += value
   if (value < cell.min) cell.min = value
   if (value > cell.max) cell.max = value
   if (ts > cell.maxTs) cell.maxTs = ts
-  cell.version++
+  cell.version = version
 }
 
-/** Folds `from` into `into` in place (the owner merging two of its own session fragments). */
+/** Folds `from`'s aggregate into `into` in place (the owner merging its own session fragments); the caller sets the version. */
 export function absorbCell(into: Cell, from: Cell): void {
   into.count += from.count
   into.sum += from.sum
   if (from.min < into.min) into.min = from.min
   if (from.max > into.max) into.max = from.max
   if (from.maxTs > into.maxTs) into.maxTs = from.maxTs
-  into.version = Math.max(into.version, from.version) + 1
+}
+
+/** The tombstone that replaces a cell absorbed into another, written at `version`. */
+export function tombstone(of: Cell, version: number): Cell {
+  return { count: 0, sum: 0, min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY, maxTs: of.maxTs, version }
 }
 
 /** Total order used to resolve two writes of one version; any fixed order keeps merge a lattice join. */

@@ -1,19 +1,28 @@
 import { type Anomaly, type AnomalyReason, emptyAnomalyCounts } from './anomaly.ts'
 import { ChangeFeed } from './changeFeed.ts'
 import type { Engine, EngineOptions, EngineStats, IngestReceipt, LateEvent, SyncStatus } from './engineApi.ts'
-import { indexFor, type ResolvedOptions, resolveOptions } from './engineOptions.ts'
+import { configurationOf, indexFor, type ResolvedOptions, resolveOptions } from './engineOptions.ts'
 import { copyStreamEvent, invalidAnomaly, invalidReason, type StreamEvent } from './event.ts'
-import { compareEventOrder } from './eventOrder.ts'
-import { EventTimeQueue } from './eventTimeQueue.ts'
+import { placementOrder } from './eventOrder.ts'
 import { Frontiers } from './frontiers.ts'
 import { LateLane } from './lateLane.ts'
 import { OverflowError } from './overflowError.ts'
+import { mergeRemoteCells, mergeRemoteClocks } from './remoteMerge.ts'
+import type { CellEntry, ClockEntry, MergeReport, ReplicaPort } from './replicaPort.ts'
+import { ReplicationOutbox } from './replicationOutbox.ts'
 import type { SourceClock } from './sourceClock.ts'
-import { ADMITTED_LATE, type BatchFrontiers, ON_TIME, REFUSED, type WindowHooks, type WindowIndex } from './windowIndex.ts'
-import type { Basis, ResultQuery, WindowChange, WindowResult } from './windowResult.ts'
-import type { WindowState } from './windowState.ts'
+import {
+  ADMITTED_LATE,
+  type BatchFrontiers,
+  ON_TIME,
+  REFUSED,
+  type WindowIndex,
+} from './windowIndex.ts'
+import { compareResults, type ResultQuery, type WindowChange, type WindowResult } from './windowResult.ts'
+import { WindowLifecycle } from './windowLifecycle.ts'
 
 const DURABLE: Promise<void> = Promise.resolve()
+const NO_CHANGES: readonly WindowChange[] = Object.freeze([])
 const LOCAL_SYNC: SyncStatus = Object.freeze({ state: 'local', lastSync: null, pendingLocalUpdates: 0, peers: 0 })
 
 /**
@@ -26,15 +35,7 @@ export class TidemarkEngine implements Engine {
   readonly #frontiers: Frontiers
   readonly #feed = new ChangeFeed()
   readonly #lateLane: LateLane
-  /** Windows not yet fired, by end. */
-  readonly #unfired = new EventTimeQueue<WindowState>()
-  /** Fired windows not yet final, by end + allowedLateness. */
-  readonly #unfinal = new EventTimeQueue<WindowState>()
-  /** Final windows waiting to leave live state, by end + allowedLateness + retention. */
-  readonly #expiring = new EventTimeQueue<WindowState>()
   #batch = 0
-  #touched: WindowState[] = []
-  #changes: WindowChange[] = []
   #closed = false
   #writable: WritableStream<readonly StreamEvent[]> | null = null
   #maxNewPerEvent: number
@@ -48,30 +49,17 @@ export class TidemarkEngine implements Engine {
     duplicates: 0,
     lateAdmitted: 0,
     beyondLateness: 0,
-    corrections: 0,
     finalityViolations: 0,
   }
   readonly #anomalies = emptyAnomalyCounts()
-  readonly #hooks: WindowHooks = {
-    created: (w) => {
-      if (w.fired) {
-        // Born past the firing frontier: record how that frontier knew, before it moves.
-        w.basis = this.#basis(w.end)
-        w.basisEnd = w.end
-        this.#unfinal.push(w.end + this.#options.allowedLateness, w)
-      } else this.#unfired.push(w.end, w)
-    },
-    touched: (w) => {
-      this.#touched.push(w)
-    },
-    grown: (w) => {
-      if (w.fired) this.#unfinal.push(w.end + this.#options.allowedLateness, w)
-      else this.#unfired.push(w.end, w)
-    },
-    swallowed: (w) => {
-      if (w.emitted !== null) this.#changes.push({ type: 'retract', result: w.emitted })
-    },
-  }
+  /** This replica's id: the writer of every source it ingests. */
+  readonly replicaId: string
+  readonly #outbox = new ReplicationOutbox()
+  #syncStatus: SyncStatus = LOCAL_SYNC
+  #docBytes = 0
+  #replica: ReplicaPort | null = null
+  readonly #lifecycle: WindowLifecycle
+
 
   constructor(options: EngineOptions) {
     this.#options = resolveOptions(options)
@@ -80,6 +68,9 @@ export class TidemarkEngine implements Engine {
     this.#hasSessions = this.#options.specs.some((spec) => spec.kind === 'session')
     this.#frontiers = new Frontiers(this.#options.watermark, this.#options.idleTimeout)
     this.#lateLane = new LateLane(this.#options.limits.maxLateEvents)
+    this.replicaId = this.#options.replicaId
+    const writes = (source: string) => this.#frontiers.sources.get(source)?.writer === this.replicaId
+    this.#lifecycle = new WindowLifecycle(this.#options, this.#frontiers, this.#indexes, this.#outbox, writes)
   }
 
   ingest(events: readonly StreamEvent[]): IngestReceipt {
@@ -119,6 +110,10 @@ export class TidemarkEngine implements Engine {
       }
       const { id, seq, ts, value } = event
       let clock = lastClock !== undefined && lastClock.name === event.source ? lastClock : sources.get(event.source)
+      if (clock !== undefined && clock.writer !== this.replicaId) {
+        this.#reject(anomalies, 'source_conflict', event, i, `source '${event.source}' is written by replica '${clock.writer}'`)
+        continue
+      }
       if (clock?.seen(seq, id)) {
         duplicates++
         continue
@@ -141,17 +136,22 @@ export class TidemarkEngine implements Engine {
       }
       // Created only once the event is accepted for placement: a refused first event
       // must not leave a clock that holds the watermark at -Infinity.
-      clock ??= this.#frontiers.source(event.source, now)
+      if (clock === undefined) {
+        clock = this.#frontiers.source(event.source, now)
+        clock.writer = this.replicaId
+      }
       lastClock = clock
+      const version = clock.version + 1
       let outcome = 0
       for (let s = 0; s < indexes.length; s++) {
         const index = indexes[s] as WindowIndex
-        const placed = index.place(key, clock.name, ts, value, frontiers, this.#hooks)
+        const placed = index.place(key, clock.name, ts, value, version, frontiers, this.#lifecycle.hooks)
         if (placed & REFUSED) this.#lateLane.push({ event: copyStreamEvent(event), window: index.id, reason: 'beyond_lateness' })
         outcome |= placed
       }
       const before = clock.ahead.size + clock.ids.size
       clock.remember(seq, id, ts, now)
+      this.#outbox.clock(clock)
       this.#dedupEntries += clock.ahead.size + clock.ids.size - before
       if (outcome & (ON_TIME | ADMITTED_LATE)) {
         accepted++
@@ -207,7 +207,7 @@ export class TidemarkEngine implements Engine {
         out.push(w.emitted)
       }
     }
-    return out.sort(byWindowKeyStart)
+    return out.sort(compareResults)
   }
 
   history(window: string, key: string, start: number): readonly WindowResult[] {
@@ -251,7 +251,27 @@ export class TidemarkEngine implements Engine {
   }
 
   syncStatus(): SyncStatus {
-    return LOCAL_SYNC
+    return this.#syncStatus
+  }
+
+  /** The replication side of this engine (what a Yjs binding drives). */
+  get replica(): ReplicaPort {
+    this.#replica ??= {
+      replicaId: this.replicaId,
+      configuration: configurationOf(this.#options),
+      onLocalWrite: (listener) => this.#outbox.listen(listener),
+      mergeRemote: (cells, clocks) => this.#mergeRemote(cells, clocks),
+      exportState: () => this.#exportState(),
+      reportAnomaly: (reason) => {
+        this.#anomalies[reason]++
+      },
+      setSyncStatus: (status, docBytes) => {
+        this.#syncStatus = status
+        this.#docBytes = docBytes
+        this.#feed.publish(NO_CHANGES)
+      },
+    }
+    return this.#replica
   }
 
   stats(): EngineStats {
@@ -266,6 +286,7 @@ export class TidemarkEngine implements Engine {
     const f = this.#frontiers
     return {
       ...this.#counts,
+      corrections: this.#lifecycle.corrections,
       anomalies: { ...this.#anomalies },
       pending,
       openWindows: this.#windowCount(),
@@ -277,7 +298,7 @@ export class TidemarkEngine implements Engine {
       watermark: f.watermark,
       proofFrontier: f.proof,
       watermarkLag: f.maxTs > f.watermark ? f.maxTs - f.watermark : 0,
-      docBytes: 0,
+      docBytes: this.#docBytes,
       walRecords: 0,
       walBytes: 0,
     }
@@ -320,111 +341,46 @@ export class TidemarkEngine implements Engine {
     this.#dedupAtLastPurge = this.#dedupEntries
   }
 
-  #basis(end: number): Basis {
-    const f = this.#frontiers
-    if (f.proof >= end) return 'proven'
-    if (f.strictWatermark >= end) return 'derived'
-    if (f.watermark >= end) return 'fallback'
-    return 'unknown'
-  }
-
-  /** After frontiers moved: corrections, firings, provisional updates, finality and expiry, then one notification. */
+  /** After frontiers moved: settle windows, purge dedup memory when due, publish to peers, then one notification. */
   #settle(batch: BatchFrontiers | null): void {
-    const changes = this.#changes
-    const lateness = this.#options.allowedLateness
-    const W = this.#frontiers.watermark
-    const F = this.#frontiers.firingFrontier()
-    const historyLimit = this.#options.historyLimit
-    const provisional: WindowState[] = []
-    for (const w of this.#touched) {
-      if (!w.live) continue
-      if (!w.fired) {
-        provisional.push(w)
-        continue
-      }
-      const revision = Math.max(w.revision + 1, 1)
-      const final = w.end + lateness <= W
-      let basis = this.#basis(w.end)
-      if (basis === 'unknown' && w.end <= w.basisEnd) basis = w.basis
-      const result = w.result('corrected', revision, final, basis)
-      const previous = w.emitted
-      changes.push(previous === null ? { type: 'correction', result } : { type: 'correction', result, previous })
-      w.revision = revision
-      w.remember(result, historyLimit)
-      this.#counts.corrections++
-    }
-    this.#touched = []
-    while (this.#unfired.peekAt() <= F) {
-      const w = this.#unfired.pop()
-      if (!w.live || w.fired || w.end > F) continue
-      w.fired = true
-      w.revision = 0
-      w.basis = this.#basis(w.end)
-      w.basisEnd = w.end
-      const final = w.end + lateness <= W
-      const result = w.result('on_time', 0, final, w.basis)
-      changes.push({ type: 'on_time', result })
-      w.remember(result, historyLimit)
-      if (final) this.#markFinal(w)
-      else this.#unfinal.push(w.end + lateness, w)
-    }
-    for (const w of provisional) {
-      if (w.fired || !w.live) continue
-      const result = w.result('provisional', 0, false, 'unknown')
-      changes.push({ type: 'provisional', result })
-      w.remember(result, historyLimit)
-    }
-    while (this.#unfinal.peekAt() <= W) {
-      const w = this.#unfinal.pop()
-      if (!w.live || w.final || w.end + lateness > W) continue
-      const emitted = w.emitted
-      if (emitted !== null) {
-        // A session that grew past what was known gets its basis back: W passed end + lateness.
-        const basis = emitted.basis === 'unknown' ? this.#basis(w.end) : emitted.basis
-        const result: WindowResult = { ...emitted, final: true, basis }
-        changes.push({ type: 'final', result })
-        w.emitted = result
-      }
-      this.#markFinal(w)
-    }
-    const retention = this.#options.retention
-    while (this.#expiring.peekAt() <= W) {
-      const w = this.#expiring.pop()
-      if (!w.live || w.end + lateness + retention > W) continue
-      const index = this.#indexes.find((i) => i.id === w.window)
-      index?.remove(w)
-    }
+    const changes = this.#lifecycle.settle()
     if (batch !== null && this.#dedupEntries > 2 * this.#dedupAtLastPurge + 4096) this.#purgeDedup(batch)
-    this.#changes = []
+    this.#outbox.flush()
     this.#feed.publish(changes)
   }
 
-  #markFinal(w: WindowState): void {
-    w.final = true
-    this.#expiring.push(w.end + this.#options.allowedLateness + this.#options.retention, w)
+  #mergeRemote(cells: readonly CellEntry[], clocks: readonly ClockEntry[]): MergeReport {
+    this.#assertOpen()
+    const now = this.#options.now()
+    const limits = this.#options.limits
+    const conflicts = mergeRemoteClocks(this.#frontiers, clocks, this.replicaId, limits.maxSources, now)
+    this.#anomalies.source_conflict += conflicts
+    const frontiers = {
+      watermark: this.#frontiers.watermark,
+      firing: this.#frontiers.firingFrontier(),
+      lateness: this.#options.allowedLateness,
+      retention: this.#options.retention,
+      batch: ++this.#batch,
+    }
+    const { invalid, ...merged } = mergeRemoteCells(this.#indexes, cells, frontiers, this.#lifecycle.hooks)
+    this.#anomalies.invalid_remote_cell += invalid
+    this.#counts.finalityViolations += merged.finalityViolations
+    this.#frontiers.advance(now)
+    this.#settle(frontiers)
+    return { ...merged, conflicts }
   }
-}
 
-/**
- * Positions of a batch in the deterministic event order (ts, source, seq, id); invalid
- * inputs first, by position. Used only with session specs, where which session an event
- * joins depends on the events placed before it.
- */
-function placementOrder(events: readonly StreamEvent[]): number[] {
-  const order = Array.from({ length: events.length }, (_, i) => i)
-  const valid = events.map((e) => invalidReason(e) === null)
-  return order.sort((a, b) => {
-    const va = valid[a] as boolean
-    const vb = valid[b] as boolean
-    if (!va || !vb) return va === vb ? a - b : va ? 1 : -1
-    return compareEventOrder(events[a] as StreamEvent, events[b] as StreamEvent) || a - b
-  })
-}
+  #exportState(): { cells: CellEntry[]; clocks: ClockEntry[] } {
+    const cells: CellEntry[] = []
+    for (const index of this.#indexes) {
+      for (const w of index.windows()) {
+        for (const [source, cell] of w.cells) cells.push({ address: { window: w.window, key: w.key, start: w.start, source }, cell })
+        for (const f of w.fragments) cells.push({ address: { window: w.window, key: w.key, start: f.start, source: f.source }, cell: f.cell })
+      }
+    }
+    return { cells, clocks: [...this.#frontiers.sources.values()].map((clock) => clock.entry()) }
+  }
 
-function byWindowKeyStart(a: WindowResult, b: WindowResult): number {
-  if (a.window !== b.window) return a.window < b.window ? -1 : 1
-  if (a.key !== b.key) return a.key < b.key ? -1 : 1
-  return a.start - b.start
 }
 
 /**

@@ -34,6 +34,8 @@ export interface EngineOptions {
   readonly limits?: EngineLimits
   /** Lattice state lives here; peers' updates applied to it are merged by the engine. */
   readonly doc?: Doc
+  /** This replica's id, the writer of every source it ingests; default a random UUID. */
+  readonly replicaId?: string
 }
 
 /**

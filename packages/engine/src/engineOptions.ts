@@ -14,6 +14,7 @@ export interface ResolvedOptions {
   readonly retention: number
   readonly now: () => number
   readonly limits: Required<EngineLimits>
+  readonly replicaId: string
   /** Corrections kept per window for `history()`. */
   readonly historyLimit: number
 }
@@ -60,6 +61,7 @@ export function resolveOptions(options: EngineOptions): ResolvedOptions {
     allowedLateness,
     retention: nonNegative('retention', options.retention, 60_000),
     now: options.now ?? Date.now,
+    replicaId: replicaIdOf(options.replicaId),
     limits,
     historyLimit: 64,
   }
@@ -77,4 +79,23 @@ export function indexFor(spec: WindowSpec): WindowIndex {
     default:
       throw new TypeError(`unknown window spec ${JSON.stringify(spec)}`)
   }
+}
+
+function replicaIdOf(given: string | undefined): string {
+  if (given !== undefined) {
+    if (typeof given !== 'string' || given.length === 0 || given.length > 128) {
+      throw new RangeError('replicaId must be a non-empty string of at most 128 characters')
+    }
+    return given
+  }
+  const random = (globalThis.crypto as Crypto | undefined)?.randomUUID?.()
+  return random ?? `r-${Math.random().toString(36).slice(2)}${Date.now().toString(36)}`
+}
+
+/**
+ * What replicas must agree on to merge: window specs and allowed lateness. Retention and
+ * limits are local choices.
+ */
+export function configurationOf(options: ResolvedOptions): string {
+  return JSON.stringify({ windows: options.specs.map((s) => s.id).sort(), allowedLateness: options.allowedLateness })
 }

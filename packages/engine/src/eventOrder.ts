@@ -1,4 +1,4 @@
-import type { StreamEvent } from './event.ts'
+import { invalidReason, type StreamEvent } from './event.ts'
 import type { Basis } from './windowResult.ts'
 
 /**
@@ -51,4 +51,20 @@ export function toPendingEvent(event: StreamEvent, basis: Basis): PendingEvent {
   if (event.seq !== undefined) copy.seq = event.seq
   if (event.key !== undefined) copy.key = event.key
   return copy
+}
+
+/**
+ * Positions of a batch in the deterministic event order (ts, source, seq, id); invalid
+ * inputs first, by position. Used only with session specs, where which session an event
+ * joins depends on the events placed before it.
+ */
+export function placementOrder(events: readonly StreamEvent[]): number[] {
+  const order = Array.from({ length: events.length }, (_, i) => i)
+  const valid = events.map((e) => invalidReason(e) === null)
+  return order.sort((a, b) => {
+    const va = valid[a] as boolean
+    const vb = valid[b] as boolean
+    if (!va || !vb) return va === vb ? a - b : va ? 1 : -1
+    return compareEventOrder(events[a] as StreamEvent, events[b] as StreamEvent) || a - b
+  })
 }

@@ -1,5 +1,15 @@
-import { addToCell, emptyCell } from './cell.ts'
-import { ADMITTED_LATE, type BatchFrontiers, ON_TIME, REFUSED, type WindowHooks, type WindowIndex } from './windowIndex.ts'
+import { addToCell, emptyCell, mergeCell } from './cell.ts'
+import {
+  ADMITTED_LATE,
+  type BatchFrontiers,
+  type MergeCounts,
+  ON_TIME,
+  REFUSED,
+  type RemoteCell,
+  type RemoteFrontiers,
+  type WindowHooks,
+  type WindowIndex,
+} from './windowIndex.ts'
 import { alignedStart } from './windowSpec.ts'
 import { WindowState } from './windowState.ts'
 
@@ -37,7 +47,15 @@ export class FixedWindowIndex implements WindowIndex {
     return missing
   }
 
-  place(key: string, source: string, ts: number, value: number, frontiers: BatchFrontiers, hooks: WindowHooks): number {
+  place(
+    key: string,
+    source: string,
+    ts: number,
+    value: number,
+    version: number,
+    frontiers: BatchFrontiers,
+    hooks: WindowHooks,
+  ): number {
     let series = this.#byKey.get(key)
     if (series === undefined) {
       series = new Map()
@@ -67,7 +85,8 @@ export class FixedWindowIndex implements WindowIndex {
         cell = emptyCell()
         window.cells.set(source, cell)
       }
-      addToCell(cell, ts, value)
+      addToCell(cell, ts, value, version)
+      hooks.written(window, source, start, cell)
       outcome |= window.fired ? ADMITTED_LATE : ON_TIME
       if (window.touchedIn !== frontiers.batch) {
         window.touchedIn = frontiers.batch
@@ -75,6 +94,48 @@ export class FixedWindowIndex implements WindowIndex {
       }
     }
     return outcome
+  }
+
+  mergeRemote(key: string, entries: readonly RemoteCell[], frontiers: RemoteFrontiers, hooks: WindowHooks): MergeCounts {
+    const counts: MergeCounts = { applied: 0, stale: 0, expired: 0, finalityViolations: 0, invalid: 0 }
+    for (const { start, source, cell } of entries) {
+      if (alignedStart(start, this.#slide) !== start) {
+        counts.invalid++
+        continue
+      }
+      const end = start + this.#size
+      let series = this.#byKey.get(key)
+      let window = series?.get(start)
+      if (window === undefined) {
+        // Already left live state here: the value it would change is no longer shown.
+        if (end + frontiers.lateness + frontiers.retention <= frontiers.watermark) {
+          counts.expired++
+          continue
+        }
+        if (series === undefined) {
+          series = new Map()
+          this.#byKey.set(key, series)
+        }
+        window = new WindowState(this.id, key, start, end)
+        window.fired = end <= frontiers.firing
+        series.set(start, window)
+        this.#count++
+        hooks.created(window)
+      }
+      const mine = window.cells.get(source)
+      if (mine !== undefined && mergeCell(mine, cell) === mine) {
+        counts.stale++
+        continue
+      }
+      window.cells.set(source, { ...cell })
+      counts.applied++
+      if (window.final || end + frontiers.lateness <= frontiers.watermark) counts.finalityViolations++
+      if (window.touchedIn !== frontiers.batch) {
+        window.touchedIn = frontiers.batch
+        hooks.touched(window)
+      }
+    }
+    return counts
   }
 
   find(key: string, start: number): WindowState | undefined {

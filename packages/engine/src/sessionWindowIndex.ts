@@ -1,5 +1,15 @@
-import { absorbCell, addToCell, emptyCell } from './cell.ts'
-import { ADMITTED_LATE, type BatchFrontiers, ON_TIME, REFUSED, type WindowHooks, type WindowIndex } from './windowIndex.ts'
+import { absorbCell, addToCell, emptyCell, mergeCell, tombstone } from './cell.ts'
+import {
+  ADMITTED_LATE,
+  type BatchFrontiers,
+  type MergeCounts,
+  ON_TIME,
+  REFUSED,
+  type RemoteCell,
+  type RemoteFrontiers,
+  type WindowHooks,
+  type WindowIndex,
+} from './windowIndex.ts'
 import { type SessionFragment, WindowState } from './windowState.ts'
 
 /**
@@ -56,78 +66,105 @@ export class SessionWindowIndex implements WindowIndex {
     return from === to ? 1 : 0
   }
 
-  place(key: string, source: string, ts: number, value: number, frontiers: BatchFrontiers, hooks: WindowHooks): number {
+  place(
+    key: string,
+    source: string,
+    ts: number,
+    value: number,
+    version: number,
+    frontiers: BatchFrontiers,
+    hooks: WindowHooks,
+  ): number {
     const gap = this.#gap
-    let sessions = this.#byKey.get(key)
-    if (sessions === undefined) {
-      sessions = []
-      this.#byKey.set(key, sessions)
-    }
     const sealed = this.#sealed.get(key)
     if (sealed !== undefined && ts < sealed) return REFUSED
     // Lateness is judged on the event's own proto-window [ts, ts + gap), as in Beam: which
     // sessions other events of the same batch opened cannot change whether it is admitted.
     if (ts + gap + frontiers.lateness <= frontiers.watermark) return REFUSED
+    let sessions = this.#byKey.get(key)
+    if (sessions === undefined) {
+      sessions = []
+      this.#byKey.set(key, sessions)
+    }
     const [from, to] = this.#overlapping(sessions, ts)
     let start = ts
     let end = ts + gap
-    let fired = false
-    let revision = -1
     for (let i = from; i < to; i++) {
       const s = sessions[i] as WindowState
       // A final session never changes again: the event is late for it.
       if (s.final) return REFUSED
       if (s.start < start) start = s.start
       if (s.end > end) end = s.end
-      if (s.fired) fired = true
-      if (s.revision > revision) revision = s.revision
     }
-    if (end <= frontiers.firing) fired = true
-
-    let target: WindowState
-    if (from === to) {
-      target = new WindowState(this.id, key, start, end)
-      target.fired = fired
-      sessions.splice(from, 0, target)
-      this.#count++
-      hooks.created(target)
-    } else {
-      target = sessions[from] as WindowState
-      if (target.start !== start) {
-        // The session's identity (its start) changes: retract what was shown under the old one.
-        hooks.swallowed(target)
-        target.emitted = null
-        target.start = start
-      }
-      for (let i = from + 1; i < to; i++) {
-        const swallowed = sessions[i] as WindowState
-        hooks.swallowed(swallowed)
-        for (const fragment of swallowed.fragments) target.fragments.push(fragment)
-        swallowed.fragments = []
-        swallowed.live = false
-      }
-      if (to - from > 1) {
-        sessions.splice(from + 1, to - from - 1)
-        this.#count -= to - from - 1
-      }
-      target.fired = target.fired || fired
-      target.revision = revision
-      if (end !== target.end) {
-        target.end = end
-        hooks.grown(target)
-      }
-    }
-    target.fired = fired
-    this.#addToFragment(target, source, ts, value)
+    const target = this.#join(key, sessions, from, to, start, end, frontiers, hooks)
+    this.#addToFragment(target, source, ts, value, version, hooks)
     if (target.touchedIn !== frontiers.batch) {
       target.touchedIn = frontiers.batch
       hooks.touched(target)
     }
-    return fired ? ADMITTED_LATE : ON_TIME
+    return target.fired ? ADMITTED_LATE : ON_TIME
+  }
+
+  /**
+   * Makes `sessions[from, to)` one session `[start, end)`, or opens a new one at `from` when
+   * the range is empty. Keeps the first session's object (its identity moves if its start
+   * does) and retracts the others. Fired if any part was, or if the firing frontier passed `end`.
+   */
+  #join(
+    key: string,
+    sessions: WindowState[],
+    from: number,
+    to: number,
+    start: number,
+    end: number,
+    frontiers: BatchFrontiers,
+    hooks: WindowHooks,
+  ): WindowState {
+    let fired = end <= frontiers.firing
+    let revision = -1
+    for (let i = from; i < to; i++) {
+      const s = sessions[i] as WindowState
+      if (s.fired) fired = true
+      if (s.revision > revision) revision = s.revision
+    }
+    if (from === to) {
+      const created = new WindowState(this.id, key, start, end)
+      created.fired = fired
+      sessions.splice(from, 0, created)
+      this.#count++
+      hooks.created(created)
+      return created
+    }
+    const target = sessions[from] as WindowState
+    if (target.start !== start) {
+      // The session's identity (its start) changes: retract what was shown under the old one.
+      hooks.swallowed(target)
+      target.emitted = null
+      target.start = start
+    }
+    for (let i = from + 1; i < to; i++) {
+      const swallowed = sessions[i] as WindowState
+      hooks.swallowed(swallowed)
+      for (const fragment of swallowed.fragments) target.fragments.push(fragment)
+      swallowed.fragments = []
+      swallowed.live = false
+      if (swallowed.final) target.final = true
+    }
+    if (to - from > 1) {
+      sessions.splice(from + 1, to - from - 1)
+      this.#count -= to - from - 1
+    }
+    target.fired = fired
+    target.revision = revision
+    if (end !== target.end) {
+      target.end = end
+      hooks.grown(target)
+    }
+    return target
   }
 
   /** Adds the event to `source`'s fragment, merging that source's fragments it bridges. */
-  #addToFragment(session: WindowState, source: string, ts: number, value: number): void {
+  #addToFragment(session: WindowState, source: string, ts: number, value: number, version: number, hooks: WindowHooks): void {
     const gap = this.#gap
     let only: SessionFragment | null = null
     let bridged = 0
@@ -138,24 +175,117 @@ export class SessionWindowIndex implements WindowIndex {
       }
     }
     if (bridged === 1 && only !== null && only.start <= ts) {
-      addToCell(only.cell, ts, value)
+      addToCell(only.cell, ts, value, version)
+      hooks.written(session, source, only.start, only.cell)
       return
     }
-    // A new fragment start: the old fragments become part of a new cell.
+    // A new fragment start: the bridged fragments fold into one new cell, the others' keys become tombstones.
     const cell = emptyCell()
     let start = ts
     const kept: SessionFragment[] = []
+    const absorbed: SessionFragment[] = []
     for (const f of session.fragments) {
       if (f.source === source && f.cell.count > 0 && f.start < ts + gap && f.cell.maxTs + gap > ts) {
         absorbCell(cell, f.cell)
+        absorbed.push(f)
         if (f.start < start) start = f.start
       } else {
         kept.push(f)
       }
     }
-    addToCell(cell, ts, value)
+    addToCell(cell, ts, value, version)
     kept.push({ source, start, cell })
     session.fragments = kept
+    for (const f of absorbed) if (f.start !== start) hooks.written(session, source, f.start, tombstone(f.cell, version))
+    hooks.written(session, source, start, cell)
+  }
+
+  mergeRemote(key: string, entries: readonly RemoteCell[], frontiers: RemoteFrontiers, hooks: WindowHooks): MergeCounts {
+    const counts: MergeCounts = { applied: 0, stale: 0, expired: 0, finalityViolations: 0, invalid: 0 }
+    const gap = this.#gap
+    const sessions = this.#byKey.get(key) ?? []
+    const owner = new Map<string, WindowState>()
+    const fragments = new Map<string, SessionFragment>()
+    for (const s of sessions) {
+      for (const f of s.fragments) {
+        const id = fragmentId(f.source, f.start)
+        owner.set(id, s)
+        fragments.set(id, f)
+      }
+    }
+    const changed = new Set<string>()
+    const sealed = this.#sealed.get(key) ?? Number.NEGATIVE_INFINITY
+    for (const { start, source, cell } of entries) {
+      if (!(cell.maxTs >= start) && cell.count > 0) {
+        counts.invalid++
+        continue
+      }
+      const reachEnd = Math.max(start, cell.maxTs) + gap
+      if (start < sealed || reachEnd + frontiers.lateness + frontiers.retention <= frontiers.watermark) {
+        counts.expired++
+        continue
+      }
+      const id = fragmentId(source, start)
+      const mine = fragments.get(id)
+      if (mine !== undefined && mergeCell(mine.cell, cell) === mine.cell) {
+        counts.stale++
+        continue
+      }
+      fragments.set(id, { source, start, cell: { ...cell } })
+      changed.add(id)
+      counts.applied++
+    }
+    if (changed.size === 0) return counts
+
+    // Sessions are the connected runs of live fragments [start, maxTs + gap).
+    const live = [...fragments.values()].filter((f) => f.cell.count > 0).sort((a, b) => a.start - b.start)
+    const next: WindowState[] = []
+    const kept = new Set<WindowState>()
+    let i = 0
+    while (i < live.length) {
+      const first = live[i] as SessionFragment
+      let end = first.cell.maxTs + gap
+      let j = i + 1
+      while (j < live.length && (live[j] as SessionFragment).start < end) {
+        end = Math.max(end, (live[j] as SessionFragment).cell.maxTs + gap)
+        j++
+      }
+      const members = live.slice(i, j)
+      const start = first.start
+      // A session split by tombstones lends its object to its first part only.
+      const olds = [...new Set(members.map((f) => owner.get(fragmentId(f.source, f.start))))].filter(
+        (s): s is WindowState => s !== undefined && !kept.has(s),
+      )
+      olds.sort((a, b) => a.start - b.start)
+      // Reuse the old session that already has this start (no identity change) when there is one.
+      const same = olds.findIndex((s) => s.start === start)
+      if (same > 0) olds.unshift(...olds.splice(same, 1))
+      const wasFinal = olds.some((s) => s.final)
+      const touched = members.some((f) => changed.has(fragmentId(f.source, f.start))) || olds.length !== 1
+      const target = this.#join(key, olds, 0, olds.length, start, end, frontiers, hooks)
+      target.fragments = members
+      kept.add(target)
+      next.push(target)
+      if (touched) {
+        if (wasFinal) counts.finalityViolations++
+        if (target.touchedIn !== frontiers.batch) {
+          target.touchedIn = frontiers.batch
+          hooks.touched(target)
+        }
+      }
+      i = j
+    }
+    // Sessions left with no live fragment (every one became a tombstone) leave live state.
+    for (const s of sessions) {
+      if (kept.has(s) || !s.live) continue
+      hooks.swallowed(s)
+      s.live = false
+      s.fragments = []
+      this.#count--
+    }
+    if (next.length === 0) this.#byKey.delete(key)
+    else this.#byKey.set(key, next)
+    return counts
   }
 
   find(key: string, start: number): WindowState | undefined {
@@ -185,4 +315,8 @@ export class SessionWindowIndex implements WindowIndex {
   horizon(frontiers: BatchFrontiers): number {
     return frontiers.watermark - frontiers.lateness - this.#gap
   }
+}
+
+function fragmentId(source: string, start: number): string {
+  return `${start}\u0000${source}`
 }

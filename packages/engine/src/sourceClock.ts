@@ -1,3 +1,5 @@
+import type { ClockEntry } from './replicaPort.ts'
+
 /**
  * Per-source clock and dedup memory (DESIGN §1, §2).
  *
@@ -22,6 +24,10 @@ export class SourceClock {
   readonly ahead = new Map<number, number>()
   /** Ids of events without seq, with their ts. */
   readonly ids = new Map<string, number>()
+  /** Replica that writes this source ('' when not replicated). */
+  writer = ''
+  /** Bumped on every change, so replicas keep the newest copy of a single-writer clock. */
+  version = 0
   /** Ts of the event at `prefix`, to detect a clock going backwards along seq. */
   #lastPrefixTs = Number.NEGATIVE_INFINITY
 
@@ -38,6 +44,7 @@ export class SourceClock {
 
   /** Records a valid, non-duplicate event: advances the clock, the seq prefix and the dedup memory. */
   remember(seq: number | undefined, id: string, ts: number, now: number): void {
+    this.version++
     if (ts > this.maxTs) this.maxTs = ts
     this.lastSeen = now
     if (seq === undefined) {
@@ -64,6 +71,31 @@ export class SourceClock {
     this.#lastPrefixTs = ts
     this.prefix = seq
     if (ts > this.prefixTs) this.prefixTs = ts
+  }
+
+  /** Takes a peer's copy of this clock (the peer writes the source; it has no dedup memory here). */
+  adopt(state: ClockEntry, now: number): void {
+    this.writer = state.writer
+    this.version = state.version
+    this.maxTs = Math.max(this.maxTs, state.maxTs)
+    this.prefix = state.prefix
+    this.prefixTs = state.prefixTs
+    this.#lastPrefixTs = state.prefixTs
+    this.provable = state.provable
+    this.lastSeen = now
+  }
+
+  /** This clock as replicated. */
+  entry(): ClockEntry {
+    return {
+      source: this.name,
+      writer: this.writer,
+      maxTs: this.maxTs,
+      prefix: this.prefix,
+      prefixTs: this.prefixTs,
+      provable: this.provable,
+      version: this.version,
+    }
   }
 
   /** This source's contribution to the proof frontier P. */
@@ -99,13 +131,4 @@ export class SourceClock {
     }
     return released
   }
-}
-
-/** Snapshot of a source clock, for checkpoints and replication. */
-export interface SourceClockState {
-  readonly name: string
-  readonly maxTs: number
-  readonly prefix: number
-  readonly prefixTs: number
-  readonly provable: boolean
 }

@@ -1,3 +1,4 @@
+import type { Cell } from './cell.ts'
 import type { WindowState } from './windowState.ts'
 
 /** Frontiers as they stood before the batch (DESIGN §2: they move only between batches). */
@@ -19,6 +20,8 @@ export interface WindowHooks {
   touched(window: WindowState): void
   /** A session grew its end: it needs a new place in the firing queue. */
   grown(window: WindowState): void
+  /** A local write changed a cell (or made a tombstone); the replication layer publishes it. */
+  written(window: WindowState, source: string, start: number, cell: Cell): void
   /** A session was absorbed into another (or changed identity): its emitted result is retracted. */
   swallowed(window: WindowState): void
 }
@@ -35,8 +38,8 @@ export interface WindowIndex {
   missingWindows(key: string, ts: number, frontiers: BatchFrontiers): number
   /** Most windows one event can create. */
   readonly maxNewPerEvent: number
-  /** Applies one event for `source`; returns ON_TIME / ADMITTED_LATE / REFUSED bits. */
-  place(key: string, source: string, ts: number, value: number, frontiers: BatchFrontiers, hooks: WindowHooks): number
+  /** Applies one event for `source` at the source's clock `version`; returns ON_TIME / ADMITTED_LATE / REFUSED bits. */
+  place(key: string, source: string, ts: number, value: number, version: number, frontiers: BatchFrontiers, hooks: WindowHooks): number
   /** The live window of `key` starting at `start`, if any. */
   find(key: string, start: number): WindowState | undefined
   /** Removes a window from live state. */
@@ -44,6 +47,31 @@ export interface WindowIndex {
   /** Live windows, unordered. */
   windows(): IterableIterator<WindowState>
   readonly size: number
+  /**
+   * Merges peers' cells for `key` (already validated). Returns how many changed state,
+   * were stale, or were past retention; touched windows go through `hooks`.
+   */
+  mergeRemote(key: string, entries: readonly RemoteCell[], frontiers: RemoteFrontiers, hooks: WindowHooks): MergeCounts
   /** Smallest event time whose copies could still change a window of this spec (dedup horizon). */
   horizon(frontiers: BatchFrontiers): number
+}
+
+/** A peer's cell for one window (fixed) or one session fragment. */
+export interface RemoteCell {
+  readonly start: number
+  readonly source: string
+  readonly cell: Cell
+}
+
+/** Frontiers for a remote merge: like a batch, plus retention to recognise expired cells. */
+export interface RemoteFrontiers extends BatchFrontiers {
+  readonly retention: number
+}
+
+export interface MergeCounts {
+  applied: number
+  stale: number
+  expired: number
+  finalityViolations: number
+  invalid: number
 }

@@ -47,3 +47,10 @@ export interface ResultQuery {
   readonly from?: number
   readonly to?: number
 }
+
+/** Order of `engine.results()`: by window spec id, key, start. */
+export function compareResults(a: WindowResult, b: WindowResult): number {
+  if (a.window !== b.window) return a.window < b.window ? -1 : 1
+  if (a.key !== b.key) return a.key < b.key ? -1 : 1
+  return a.start - b.start
+}

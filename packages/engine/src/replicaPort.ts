@@ -1,0 +1,81 @@
+import type { Cell } from './cell.ts'
+
+/**
+ * The seam between an engine and whatever replicates its lattice state (Yjs today).
+ * Everything here is plain data; the engine never sees the transport.
+ */
+
+/** Where a cell lives: window spec id, series key, window start (session: fragment start), source. */
+export interface CellAddress {
+  readonly window: string
+  readonly key: string
+  readonly start: number
+  readonly source: string
+}
+
+/** One cell and its address. A cell with `count === 0` is a tombstone. */
+export interface CellEntry {
+  readonly address: CellAddress
+  readonly cell: Readonly<Cell>
+}
+
+/** A source's clock as replicated: single-writer, newer `version` wins. */
+export interface ClockEntry {
+  readonly source: string
+  /** Replica that writes this source. */
+  readonly writer: string
+  readonly maxTs: number
+  /** Highest seq with 1..prefix all seen. */
+  readonly prefix: number
+  /** Largest ts in the gap-free prefix. */
+  readonly prefixTs: number
+  /** False once the source can prove nothing (ts went backwards along seq, or no seq). */
+  readonly provable: boolean
+  readonly version: number
+}
+
+/** What one local batch wrote: to be published to peers in one transaction. */
+export interface LocalWrite {
+  readonly cells: readonly CellEntry[]
+  readonly clocks: readonly ClockEntry[]
+  /** Cells that left live state (retention) and may leave the shared document. */
+  readonly expired: readonly CellAddress[]
+}
+
+/** What merging a peer's state did. */
+export interface MergeReport {
+  /** Cells that changed local state. */
+  readonly applied: number
+  /** Cells equal to or older than what this replica had. */
+  readonly stale: number
+  /** Cells for windows already past retention here: nothing to change. */
+  readonly expired: number
+  /** Cells that changed a window this replica had already declared final. */
+  readonly finalityViolations: number
+  /** Clocks of sources this replica also writes (`source_conflict`). */
+  readonly conflicts: number
+}
+
+/**
+ * The replication side of an engine: what a Yjs binding (or any other transport) needs.
+ *
+ * @example
+ * const stop = port.onLocalWrite((write) => doc.transact(() => publish(write), origin))
+ * port.mergeRemote(cellsFromPeer, clocksFromPeer)
+ */
+export interface ReplicaPort {
+  /** This replica's id (the `writer` of the clocks it publishes). */
+  readonly replicaId: string
+  /** Fingerprint of the window configuration; replicas with different ones must not merge. */
+  readonly configuration: string
+  /** Called synchronously after every local batch that wrote cells or clocks. */
+  onLocalWrite(listener: (write: LocalWrite) => void): () => void
+  /** Merges peers' cells and clocks (already validated); emits the resulting changes in one notification. */
+  mergeRemote(cells: readonly CellEntry[], clocks: readonly ClockEntry[]): MergeReport
+  /** Every live cell and known clock, for a first publish or a checkpoint. */
+  exportState(): { readonly cells: readonly CellEntry[]; readonly clocks: readonly ClockEntry[] }
+  /** Records an anomaly found while reading peers' state (`invalid_remote_cell`, `source_conflict`). */
+  reportAnomaly(reason: 'invalid_remote_cell' | 'source_conflict', detail: string): void
+  /** Lets the transport report sync status and document size into `syncStatus()` / `stats()`. */
+  setSyncStatus(status: import('./engineApi.ts').SyncStatus, docBytes: number): void
+}

@@ -1,0 +1,62 @@
+import { type Cell, cellKey } from './cell.ts'
+import type { CellAddress, CellEntry, LocalWrite } from './replicaPort.ts'
+import type { SourceClock } from './sourceClock.ts'
+import type { WindowState } from './windowState.ts'
+
+/**
+ * What the local replica wrote since the last batch ended, waiting to be handed to the
+ * replication layer as one `LocalWrite`. Costs nothing while nobody listens.
+ */
+export class ReplicationOutbox {
+  readonly #listeners = new Set<(write: LocalWrite) => void>()
+  #cells = new Map<string, CellEntry>()
+  #clocks = new Set<SourceClock>()
+  #expired: CellAddress[] = []
+
+  get listening(): boolean {
+    return this.#listeners.size > 0
+  }
+
+  listen(listener: (write: LocalWrite) => void): () => void {
+    this.#listeners.add(listener)
+    return () => {
+      this.#listeners.delete(listener)
+    }
+  }
+
+  /** A cell written locally; one entry per address per batch (the last write wins). */
+  cell(window: WindowState, source: string, start: number, cell: Cell): void {
+    if (this.#listeners.size === 0) return
+    this.#cells.set(cellKey(window.window, window.key, start, source), {
+      address: { window: window.window, key: window.key, start, source },
+      cell,
+    })
+  }
+
+  clock(clock: SourceClock): void {
+    if (this.#listeners.size > 0) this.#clocks.add(clock)
+  }
+
+  /** A window left live state: the cells this replica writes may leave the shared document. */
+  expire(window: WindowState, writes: (source: string) => boolean): void {
+    if (this.#listeners.size === 0) return
+    const { window: id, key } = window
+    for (const source of window.cells.keys()) if (writes(source)) this.#expired.push({ window: id, key, start: window.start, source })
+    for (const f of window.fragments) if (writes(f.source)) this.#expired.push({ window: id, key, start: f.start, source: f.source })
+  }
+
+  /** Hands everything collected to the listeners, in one write. */
+  flush(): void {
+    if (this.#listeners.size === 0) return
+    if (this.#cells.size === 0 && this.#clocks.size === 0 && this.#expired.length === 0) return
+    const write: LocalWrite = {
+      cells: [...this.#cells.values()],
+      clocks: [...this.#clocks].map((clock) => clock.entry()),
+      expired: this.#expired,
+    }
+    this.#cells = new Map()
+    this.#clocks = new Set()
+    this.#expired = []
+    for (const listener of this.#listeners) listener(write)
+  }
+}
