@@ -34,7 +34,10 @@ export interface ClockEntry {
   readonly version: number
 }
 
-/** What one local batch wrote: to be published to peers in one transaction. */
+/**
+ * What one local batch wrote: to be published to peers in one transaction. The cells are the
+ * engine's live state: read or copy them during the listener call, do not keep references.
+ */
 export interface LocalWrite {
   readonly cells: readonly CellEntry[]
   readonly clocks: readonly ClockEntry[]

@@ -28,6 +28,11 @@ export class SessionWindowIndex implements WindowIndex {
    * would have joined that session, so it is beyond lateness even after the session is gone.
    */
   readonly #sealed = new Map<string, number>()
+  /**
+   * Peers' tombstones per key: an absorbed fragment's cell key with its newest version, so an
+   * older copy of that fragment arriving later is recognised as stale rather than counted again.
+   */
+  readonly #tombstones = new Map<string, Map<string, SessionFragment>>()
   #count = 0
 
   constructor(id: string, gap: number) {
@@ -213,6 +218,14 @@ export class SessionWindowIndex implements WindowIndex {
         fragments.set(id, f)
       }
     }
+    const horizon = frontiers.watermark - frontiers.lateness - frontiers.retention
+    const tombstones = this.#tombstones.get(key)
+    if (tombstones !== undefined) {
+      for (const [id, f] of tombstones) {
+        if (Math.max(f.start, f.cell.maxTs) + gap <= horizon) tombstones.delete(id)
+        else fragments.set(id, f)
+      }
+    }
     const changed = new Set<string>()
     const sealed = this.#sealed.get(key) ?? Number.NEGATIVE_INFINITY
     for (const { start, source, cell } of entries) {
@@ -236,9 +249,23 @@ export class SessionWindowIndex implements WindowIndex {
       counts.applied++
     }
     if (changed.size === 0) return counts
+    // Sessions that held a fragment which changed (also one that became a tombstone) must be re-emitted.
+    const changedOwners = new Set<WindowState>()
+    for (const id of changed) {
+      const s = owner.get(id)
+      if (s !== undefined) changedOwners.add(s)
+    }
 
     // Sessions are the connected runs of live fragments [start, maxTs + gap).
-    const live = [...fragments.values()].filter((f) => f.cell.count > 0).sort((a, b) => a.start - b.start)
+    const live: SessionFragment[] = []
+    const dead = new Map<string, SessionFragment>()
+    for (const [id, f] of fragments) {
+      if (f.cell.count > 0) live.push(f)
+      else dead.set(id, f)
+    }
+    live.sort((a, b) => a.start - b.start)
+    if (dead.size > 0) this.#tombstones.set(key, dead)
+    else this.#tombstones.delete(key)
     const next: WindowState[] = []
     const kept = new Set<WindowState>()
     let i = 0
@@ -261,7 +288,8 @@ export class SessionWindowIndex implements WindowIndex {
       const same = olds.findIndex((s) => s.start === start)
       if (same > 0) olds.unshift(...olds.splice(same, 1))
       const wasFinal = olds.some((s) => s.final)
-      const touched = members.some((f) => changed.has(fragmentId(f.source, f.start))) || olds.length !== 1
+      const touched =
+        olds.length !== 1 || olds.some((s) => changedOwners.has(s)) || members.some((f) => changed.has(fragmentId(f.source, f.start)))
       const target = this.#join(key, olds, 0, olds.length, start, end, frontiers, hooks)
       target.fragments = members
       kept.add(target)

@@ -1,0 +1,115 @@
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { createEngine, type Engine, manual, type StreamEvent, session, sliding, tumbling, type WindowSpec } from '../src/index.ts'
+import type { TidemarkEngine } from '../src/engine.ts'
+import type { LocalWrite } from '../src/replicaPort.ts'
+import { assertSeeded, extensive } from './seededProperty.ts'
+
+const FILE = 'packages/engine/test/replicaMerge.test.ts'
+const SPECS: readonly WindowSpec[] = [tumbling(10), sliding(20, 5), session(7)]
+
+function values(engine: Engine) {
+  return engine.results().map(({ window, key, start, end, count, sum, min, max }) => ({ window, key, start, end, count, sum, min, max }))
+}
+
+/** A fresh engine plus every LocalWrite it publishes. */
+function replica(id: string): { engine: TidemarkEngine; writes: LocalWrite[] } {
+  const engine = createEngine({ windows: SPECS, watermark: manual(), replicaId: id, retention: Number.POSITIVE_INFINITY }) as TidemarkEngine
+  const writes: LocalWrite[] = []
+  // A write is only valid during the call (cells are live state): keep a copy, as a transport would.
+  engine.replica.onLocalWrite((w) => writes.push(structuredClone(w)))
+  return { engine, writes }
+}
+
+const event = fc.record({
+  source: fc.constantFrom('s0', 's1', 's2', 's3'),
+  ts: fc.integer({ min: 0, max: 80 }),
+  key: fc.constantFrom('a', 'b', '__proto__'),
+  value: fc.integer({ min: -50, max: 50 }),
+})
+
+describe('lattice state merged through the replica port', () => {
+  it('replicas that exchange their writes in any order, with repeats, show what one engine that saw every event shows', () => {
+    const property = fc.property(
+      fc.array(fc.array(event, { minLength: 1, maxLength: 12 }), { minLength: 1, maxLength: 8 }),
+      fc.integer(),
+      (batches, shuffleSeed) => {
+        const single = createEngine({ windows: SPECS, watermark: manual(), retention: Number.POSITIVE_INFINITY })
+        const owners = ['r0', 'r1', 'r2'].map(replica)
+        const seqs = new Map<string, number>()
+        for (const batch of batches) {
+          const events: StreamEvent[] = batch.map((e) => {
+            const seq = (seqs.get(e.source) ?? 0) + 1
+            seqs.set(e.source, seq)
+            return { id: `${e.source}-${seq}`, seq, ...e }
+          })
+          single.ingest(events)
+          // Source s<i> is written by replica r<i % 3>.
+          owners.forEach((o, i) => {
+            o.engine.ingest(events.filter((e) => Number(e.source.slice(1)) % 3 === i))
+          })
+        }
+        // Deliver every write to every other replica, shuffled and repeated.
+        let state = shuffleSeed >>> 0
+        const random = () => {
+          state = (Math.imul(state, 1_103_515_245) + 12_345) >>> 0
+          return state / 2 ** 32
+        }
+        owners.forEach((target, t) => {
+          const inbox = owners.flatMap((o, i) => (i === t ? [] : [...o.writes, ...o.writes.filter(() => random() < 0.3)]))
+          for (let i = inbox.length - 1; i > 0; i--) {
+            const j = Math.floor(random() * (i + 1))
+            ;[inbox[i], inbox[j]] = [inbox[j] as LocalWrite, inbox[i] as LocalWrite]
+          }
+          for (const write of inbox) target.engine.replica.mergeRemote(write.cells, write.clocks)
+        })
+        const expected = values(single)
+        for (const o of owners) expect(values(o.engine)).toEqual(expected)
+      },
+    )
+    assertSeeded(property, FILE, 'replicas that exchange their writes', 100)
+  }, extensive ? 600_000 : 30_000)
+
+  it('a peer clock for a source this replica writes is a source_conflict; the smaller replica id keeps the source', () => {
+    const a = replica('a')
+    const b = replica('b')
+    a.engine.ingest([{ id: '1', source: 'dev', seq: 1, ts: 1, value: 1 }])
+    b.engine.ingest([{ id: '1', source: 'dev', seq: 1, ts: 1, value: 1 }])
+    const fromA = a.writes.at(-1) as LocalWrite
+    const fromB = b.writes.at(-1) as LocalWrite
+    expect(a.engine.replica.mergeRemote(fromB.cells, fromB.clocks).conflicts).toBe(1)
+    expect(b.engine.replica.mergeRemote(fromA.cells, fromA.clocks).conflicts).toBe(1)
+    expect(b.engine.stats().anomalies.source_conflict).toBe(1)
+    // b lost the source: its next event for it is refused; a still writes it.
+    const refused = b.engine.ingest([{ id: '2', source: 'dev', seq: 2, ts: 2, value: 1 }])
+    expect(refused.anomalies.map((x) => x.reason)).toEqual(['source_conflict'])
+    expect(a.engine.ingest([{ id: '2', source: 'dev', seq: 2, ts: 2, value: 1 }]).accepted).toBe(1)
+    const next = a.writes.at(-1) as LocalWrite
+    b.engine.replica.mergeRemote(next.cells, next.clocks)
+    // Both replicas resolve the colliding cells alike.
+    expect(values(b.engine)).toEqual(values(a.engine))
+    expect(values(a.engine)[0]).toMatchObject({ count: 2 })
+  })
+
+  it('a cell for a window spec this replica does not have is counted invalid_remote_cell and ignored', () => {
+    const a = replica('a')
+    a.engine.replica.mergeRemote(
+      [{ address: { window: 'tumbling:999', key: '', start: 0, source: 'x' }, cell: { count: 1, sum: 1, min: 1, max: 1, maxTs: 0, version: 1 } }],
+      [],
+    )
+    expect(a.engine.stats().anomalies.invalid_remote_cell).toBe(1)
+    expect(a.engine.results()).toEqual([])
+  })
+
+  it('a peer cell for a window this replica already declared final is merged and flagged as a finality violation', () => {
+    const a = replica('a')
+    const b = replica('b')
+    b.engine.ingest([{ id: '1', source: 'late-device', seq: 1, ts: 3, value: 5 }])
+    a.engine.ingest([{ id: '1', source: 'dev', seq: 1, ts: 2, value: 1 }])
+    a.engine.advanceWatermark(100)
+    const report = a.engine.replica.mergeRemote((b.writes[0] as LocalWrite).cells, (b.writes[0] as LocalWrite).clocks)
+    expect(report.finalityViolations).toBeGreaterThan(0)
+    expect(a.engine.stats().finalityViolations).toBe(report.finalityViolations)
+    expect(a.engine.results({ window: 'tumbling:10' })[0]).toMatchObject({ count: 2, sum: 6, final: true, status: 'corrected' })
+  })
+})
