@@ -7,10 +7,11 @@ import { placementOrder } from './eventOrder.ts'
 import { Frontiers } from './frontiers.ts'
 import { LateLane } from './lateLane.ts'
 import { OverflowError } from './overflowError.ts'
+import type { EngineCheckpoint, Journal, JournalOp, SessionIndexSnapshot, WindowSnapshot } from './engineCheckpoint.ts'
 import { mergeRemoteCells, mergeRemoteClocks } from './remoteMerge.ts'
 import type { CellEntry, ClockEntry, MergeReport, ReplicaPort } from './replicaPort.ts'
 import { ReplicationOutbox } from './replicationOutbox.ts'
-import type { SourceClock } from './sourceClock.ts'
+import { SourceClock } from './sourceClock.ts'
 import {
   ADMITTED_LATE,
   type BatchFrontiers,
@@ -20,6 +21,7 @@ import {
 } from './windowIndex.ts'
 import { compareResults, type ResultQuery, type WindowChange, type WindowResult } from './windowResult.ts'
 import { WindowLifecycle } from './windowLifecycle.ts'
+import { WindowState } from './windowState.ts'
 
 const DURABLE: Promise<void> = Promise.resolve()
 const NO_CHANGES: readonly WindowChange[] = Object.freeze([])
@@ -58,6 +60,8 @@ export class TidemarkEngine implements Engine {
   #syncStatus: SyncStatus = LOCAL_SYNC
   #docBytes = 0
   #replica: ReplicaPort | null = null
+  #journal: Journal | null = null
+  #persistenceError: string | null = null
   readonly #lifecycle: WindowLifecycle
 
 
@@ -77,14 +81,28 @@ export class TidemarkEngine implements Engine {
     this.#assertOpen()
     if (!Array.isArray(events)) throw new TypeError('ingest expects an array of events')
     const n = events.length
-    const anomalies: Anomaly[] = []
-    if (n > this.#options.limits.maxBatch) {
-      for (let i = 0; i < n; i++) anomalies.push({ reason: 'overflow', index: i, detail: `batch of ${n} exceeds limits.maxBatch` })
+    const blocked = this.#journal?.blocked ?? null
+    if (n > this.#options.limits.maxBatch || blocked !== null) {
+      // Refused whole: nothing is applied, so nothing needs logging.
+      const detail = blocked !== null ? `storage refused: ${blocked.message}` : `batch of ${n} exceeds limits.maxBatch`
+      const anomalies: Anomaly[] = []
+      for (let i = 0; i < n; i++) anomalies.push({ reason: 'overflow', index: i, detail })
       this.#anomalies.overflow += n
       this.#counts.ingested += n
-      return { accepted: 0, late: 0, duplicates: 0, beyondLateness: 0, rejected: n, anomalies, durable: DURABLE }
+      const durable = blocked === null ? DURABLE : Promise.reject(blocked)
+      // The receipt reports the refusal; a caller that never awaits `durable` must not crash the host.
+      durable.catch(() => {})
+      return { accepted: 0, late: 0, duplicates: 0, beyondLateness: 0, rejected: n, anomalies, durable }
     }
-    const now = this.#options.now()
+    return this.#ingestAt(events, this.#options.now(), this.#journal)
+  }
+
+  /** Applies one batch at processing time `now`; logs it to `journal` when one is given (not during replay). */
+  #ingestAt(events: readonly StreamEvent[], now: number, journal: Journal | null): IngestReceipt {
+    const n = events.length
+    const anomalies: Anomaly[] = []
+    const logged: StreamEvent[] | null = journal === null ? null : []
+    const invalid: Partial<Record<AnomalyReason, number>> = {}
     const frontiers: BatchFrontiers = {
       watermark: this.#frontiers.watermark,
       firing: this.#frontiers.firingFrontier(),
@@ -106,8 +124,10 @@ export class TidemarkEngine implements Engine {
       const reason = invalidReason(event)
       if (reason !== null) {
         this.#reject(anomalies, reason, event, i)
+        if (logged !== null) invalid[reason] = (invalid[reason] ?? 0) + 1
         continue
       }
+      logged?.push(event)
       const { id, seq, ts, value } = event
       let clock = lastClock !== undefined && lastClock.name === event.source ? lastClock : sources.get(event.source)
       if (clock !== undefined && clock.writer !== this.replicaId) {
@@ -169,6 +189,9 @@ export class TidemarkEngine implements Engine {
     this.#anomalies.duplicate += duplicates
     this.#anomalies.beyond_lateness += beyond
     this.#frontiers.advance(now)
+    // Logged before any change is published or acknowledged; `durable` resolves on commit.
+    const durable =
+      journal === null || logged === null ? DURABLE : this.#log(journal, { kind: 'ingest', now, events: logged, rejected: invalid })
     this.#settle(frontiers)
     return {
       accepted,
@@ -177,7 +200,7 @@ export class TidemarkEngine implements Engine {
       beyondLateness: beyond,
       rejected: anomalies.length,
       anomalies,
-      durable: DURABLE,
+      durable,
     }
   }
 
@@ -185,13 +208,123 @@ export class TidemarkEngine implements Engine {
     this.#assertOpen()
     if (typeof t !== 'number' || Number.isNaN(t)) throw new RangeError(`advanceWatermark needs a number, got ${String(t)}`)
     if (!this.#frontiers.advanceTo(t)) return
+    if (this.#journal !== null) this.#log(this.#journal, { kind: 'advance', to: t })
     this.#settle(null)
   }
 
   tick(): void {
     this.#assertOpen()
-    this.#frontiers.advance(this.#options.now())
+    const now = this.#options.now()
+    if (this.#journal !== null) this.#log(this.#journal, { kind: 'tick', now })
+    this.#frontiers.advance(now)
     this.#settle(null)
+  }
+
+  /**
+   * Logs every later state-changing operation to `journal` (write-ahead log). Used by
+   * `openEngine`; an engine has at most one journal.
+   */
+  attachJournal(journal: Journal): void {
+    if (this.#journal !== null) throw new Error('engine already has a journal')
+    this.#journal = journal
+  }
+
+  /** Re-applies one logged operation during recovery (not logged again). */
+  replay(op: JournalOp): void {
+    this.#assertOpen()
+    switch (op.kind) {
+      case 'ingest': {
+        this.#ingestAt(op.events, op.now, null)
+        for (const [reason, n] of Object.entries(op.rejected) as [AnomalyReason, number][]) {
+          this.#anomalies[reason] += n
+          this.#counts.ingested += n
+        }
+        return
+      }
+      case 'advance':
+        if (this.#frontiers.advanceTo(op.to)) this.#settle(null)
+        return
+      case 'tick':
+        this.#frontiers.advance(op.now)
+        this.#settle(null)
+        return
+      case 'merge':
+        this.#mergeAt(op.cells, op.clocks, op.now)
+        return
+    }
+  }
+
+  /** Everything needed to continue exactly from here (see `EngineCheckpoint`). */
+  checkpoint(): EngineCheckpoint {
+    const windows: WindowSnapshot[] = []
+    const sessions: SessionIndexSnapshot[] = []
+    for (const index of this.#indexes) {
+      for (const w of index.windows()) windows.push(w.snapshot())
+      const extra = index.snapshot()
+      if (extra !== null) sessions.push(extra)
+    }
+    return {
+      format: 1,
+      configuration: configurationOf(this.#options),
+      replicaId: this.replicaId,
+      batch: this.#batch,
+      frontiers: {
+        watermark: this.#frontiers.watermark,
+        strictWatermark: this.#frontiers.strictWatermark,
+        maxTs: this.#frontiers.maxTs,
+        proof: this.#frontiers.proof,
+        idleSources: this.#frontiers.idleSources,
+      },
+      sources: [...this.#frontiers.sources.values()].map((clock) => clock.snapshot()),
+      windows,
+      sessions,
+      lateLane: { entries: [...this.#lateLane.list()], trimmed: this.#lateLane.trimmed, total: this.#lateLane.total },
+      counts: { ...this.#counts, corrections: this.#lifecycle.corrections },
+      anomalies: { ...this.#anomalies },
+      dedup: { entries: this.#dedupEntries, atLastPurge: this.#dedupAtLastPurge },
+    }
+  }
+
+  /** Loads a checkpoint into this fresh engine (same window configuration). Emits nothing. */
+  restore(checkpoint: EngineCheckpoint): void {
+    this.#assertOpen()
+    if (this.#batch !== 0 || this.#frontiers.sources.size > 0) throw new Error('restore needs a fresh engine')
+    if (checkpoint.format !== 1) throw new Error(`unknown checkpoint format ${String(checkpoint.format)}`)
+    const configuration = configurationOf(this.#options)
+    if (checkpoint.configuration !== configuration) {
+      throw new Error(`checkpoint was written with ${checkpoint.configuration}, this engine has ${configuration}`)
+    }
+    this.#batch = checkpoint.batch
+    const f = this.#frontiers
+    f.watermark = checkpoint.frontiers.watermark
+    f.strictWatermark = checkpoint.frontiers.strictWatermark
+    f.maxTs = checkpoint.frontiers.maxTs
+    f.proof = checkpoint.frontiers.proof
+    f.idleSources = checkpoint.frontiers.idleSources
+    for (const s of checkpoint.sources) f.sources.set(s.name, SourceClock.restore(s))
+    for (const s of checkpoint.windows) {
+      const index = this.#indexes.find((i) => i.id === s.window)
+      if (index === undefined) throw new Error(`checkpoint holds window spec ${s.window}, which this engine does not have`)
+      const w = WindowState.restore(s)
+      index.adopt(w)
+      this.#lifecycle.adopt(w)
+    }
+    for (const s of checkpoint.sessions) this.#indexes.find((i) => i.id === s.window)?.restore(s)
+    this.#lateLane.restore(checkpoint.lateLane.entries, checkpoint.lateLane.trimmed, checkpoint.lateLane.total)
+    const counts = this.#counts as Record<string, number>
+    for (const name of Object.keys(counts)) counts[name] = checkpoint.counts[name] ?? 0
+    this.#lifecycle.corrections = checkpoint.counts.corrections ?? 0
+    for (const reason of Object.keys(this.#anomalies) as AnomalyReason[]) this.#anomalies[reason] = checkpoint.anomalies[reason] ?? 0
+    this.#dedupEntries = checkpoint.dedup.entries
+    this.#dedupAtLastPurge = checkpoint.dedup.atLastPurge
+  }
+
+  #log(journal: Journal, op: JournalOp): Promise<void> {
+    const durable = journal.record(op)
+    durable.catch((error: unknown) => {
+      this.#persistenceError = error instanceof Error ? error.message : String(error)
+    })
+    return durable
   }
 
   results(query?: ResultQuery): readonly WindowResult[] {
@@ -284,6 +417,7 @@ export class TidemarkEngine implements Engine {
       }
     }
     const f = this.#frontiers
+    const wal = this.#journal?.stats()
     return {
       ...this.#counts,
       corrections: this.#lifecycle.corrections,
@@ -299,8 +433,9 @@ export class TidemarkEngine implements Engine {
       proofFrontier: f.proof,
       watermarkLag: f.maxTs > f.watermark ? f.maxTs - f.watermark : 0,
       docBytes: this.#docBytes,
-      walRecords: 0,
-      walBytes: 0,
+      walRecords: wal?.walRecords ?? 0,
+      walBytes: wal?.walBytes ?? 0,
+      persistenceError: this.#persistenceError,
     }
   }
 
@@ -352,6 +487,11 @@ export class TidemarkEngine implements Engine {
   #mergeRemote(cells: readonly CellEntry[], clocks: readonly ClockEntry[]): MergeReport {
     this.#assertOpen()
     const now = this.#options.now()
+    if (this.#journal !== null) this.#log(this.#journal, { kind: 'merge', now, cells, clocks })
+    return this.#mergeAt(cells, clocks, now)
+  }
+
+  #mergeAt(cells: readonly CellEntry[], clocks: readonly ClockEntry[], now: number): MergeReport {
     const limits = this.#options.limits
     const conflicts = mergeRemoteClocks(this.#frontiers, clocks, this.replicaId, limits.maxSources, now)
     this.#anomalies.source_conflict += conflicts

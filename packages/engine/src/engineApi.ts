@@ -91,6 +91,8 @@ export interface EngineStats {
   readonly docBytes: number
   readonly walRecords: number
   readonly walBytes: number
+  /** Last error the write-ahead log reported (quota, corruption), or null. */
+  readonly persistenceError: string | null
 }
 
 /** Connection state for the UI; an engine with no provider reports `local`. */

@@ -138,6 +138,22 @@ export class FixedWindowIndex implements WindowIndex {
     return counts
   }
 
+  adopt(window: WindowState): void {
+    let series = this.#byKey.get(window.key)
+    if (series === undefined) {
+      series = new Map()
+      this.#byKey.set(window.key, series)
+    }
+    if (!series.has(window.start)) this.#count++
+    series.set(window.start, window)
+  }
+
+  snapshot(): null {
+    return null
+  }
+
+  restore(): void {}
+
   find(key: string, start: number): WindowState | undefined {
     return this.#byKey.get(key)?.get(start)
   }

@@ -36,6 +36,15 @@ export class LateLane {
     return this.#ring.length
   }
 
+  /** Refills the lane from a checkpoint. */
+  restore(entries: readonly LateEvent[], trimmed: number, total: number): void {
+    this.#ring = entries.slice(-Math.max(1, this.#capacity)).slice(0, this.#capacity)
+    this.#head = 0
+    this.#snapshot = null
+    this.trimmed = trimmed
+    this.total = total
+  }
+
   /** Oldest first; the same array until the lane changes, so it is safe as a React snapshot. */
   list(): readonly LateEvent[] {
     if (this.#snapshot === null) {

@@ -1,3 +1,4 @@
+import type { SessionIndexSnapshot } from './engineCheckpoint.ts'
 import { absorbCell, addToCell, emptyCell, mergeCell, tombstone } from './cell.ts'
 import {
   ADMITTED_LATE,
@@ -314,6 +315,32 @@ export class SessionWindowIndex implements WindowIndex {
     if (next.length === 0) this.#byKey.delete(key)
     else this.#byKey.set(key, next)
     return counts
+  }
+
+  adopt(window: WindowState): void {
+    let sessions = this.#byKey.get(window.key)
+    if (sessions === undefined) {
+      sessions = []
+      this.#byKey.set(window.key, sessions)
+    }
+    const at = this.#firstEndingAfter(sessions, window.start)
+    sessions.splice(at, 0, window)
+    this.#count++
+  }
+
+  snapshot(): SessionIndexSnapshot {
+    return {
+      window: this.id,
+      sealed: [...this.#sealed],
+      tombstones: [...this.#tombstones].map(([key, dead]) => [key, [...dead.values()].map((f) => [f.source, f.start, { ...f.cell }] as const)] as const),
+    }
+  }
+
+  restore(snapshot: SessionIndexSnapshot): void {
+    for (const [key, end] of snapshot.sealed) this.#sealed.set(key, end)
+    for (const [key, dead] of snapshot.tombstones) {
+      this.#tombstones.set(key, new Map(dead.map(([source, start, cell]) => [fragmentId(source, start), { source, start, cell: { ...cell } }])))
+    }
   }
 
   find(key: string, start: number): WindowState | undefined {

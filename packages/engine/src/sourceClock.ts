@@ -1,3 +1,4 @@
+import type { SourceClockSnapshot } from './engineCheckpoint.ts'
 import type { ClockEntry } from './replicaPort.ts'
 
 /**
@@ -83,6 +84,36 @@ export class SourceClock {
     this.#lastPrefixTs = state.prefixTs
     this.provable = state.provable
     this.lastSeen = now
+  }
+
+  snapshot(): SourceClockSnapshot {
+    return {
+      name: this.name,
+      writer: this.writer,
+      version: this.version,
+      maxTs: this.maxTs,
+      lastSeen: this.lastSeen,
+      prefix: this.prefix,
+      prefixTs: this.prefixTs,
+      lastPrefixTs: this.#lastPrefixTs,
+      provable: this.provable,
+      ahead: [...this.ahead],
+      ids: [...this.ids],
+    }
+  }
+
+  static restore(s: SourceClockSnapshot): SourceClock {
+    const clock = new SourceClock(s.name, s.lastSeen)
+    clock.writer = s.writer
+    clock.version = s.version
+    clock.maxTs = s.maxTs
+    clock.prefix = s.prefix
+    clock.prefixTs = s.prefixTs
+    clock.#lastPrefixTs = s.lastPrefixTs
+    clock.provable = s.provable
+    for (const [seq, ts] of s.ahead) clock.ahead.set(seq, ts)
+    for (const [id, ts] of s.ids) clock.ids.set(id, ts)
+    return clock
   }
 
   /** This clock as replicated. */

@@ -1,4 +1,5 @@
 import type { Cell } from './cell.ts'
+import type { SessionIndexSnapshot } from './engineCheckpoint.ts'
 import type { WindowState } from './windowState.ts'
 
 /** Frontiers as they stood before the batch (DESIGN §2: they move only between batches). */
@@ -52,6 +53,11 @@ export interface WindowIndex {
    * were stale, or were past retention; touched windows go through `hooks`.
    */
   mergeRemote(key: string, entries: readonly RemoteCell[], frontiers: RemoteFrontiers, hooks: WindowHooks): MergeCounts
+  /** Puts a window back into live state (checkpoint recovery). */
+  adopt(window: WindowState): void
+  /** Index state beyond its windows (sessions: sealed ends and peers' tombstones). */
+  snapshot(): SessionIndexSnapshot | null
+  restore(snapshot: SessionIndexSnapshot): void
   /** Smallest event time whose copies could still change a window of this spec (dedup horizon). */
   horizon(frontiers: BatchFrontiers): number
 }

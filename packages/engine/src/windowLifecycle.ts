@@ -71,6 +71,14 @@ export class WindowLifecycle {
     }
   }
 
+  /** Queues a window restored from a checkpoint for its next step. */
+  adopt(w: WindowState): void {
+    const lateness = this.#settings.allowedLateness
+    if (w.final) this.#expiring.push(w.end + lateness + this.#settings.retention, w)
+    else if (w.fired) this.#unfinal.push(w.end + lateness, w)
+    else this.#unfired.push(w.end, w)
+  }
+
   /** How the current frontiers know a window ending at `end` is complete. */
   basis(end: number): Basis {
     const f = this.#frontiers

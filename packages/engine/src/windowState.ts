@@ -1,4 +1,5 @@
 import type { Cell } from './cell.ts'
+import type { WindowSnapshot } from './engineCheckpoint.ts'
 import type { Basis, ResultStatus, WindowResult } from './windowResult.ts'
 
 /** One source's session fragment inside a session window. */
@@ -87,6 +88,38 @@ export class WindowState {
 
   history(): readonly WindowResult[] {
     return this.#history ?? []
+  }
+
+  snapshot(): WindowSnapshot {
+    return {
+      window: this.window,
+      key: this.key,
+      start: this.start,
+      end: this.end,
+      fired: this.fired,
+      final: this.final,
+      revision: this.revision,
+      basis: this.basis,
+      basisEnd: this.basisEnd,
+      emitted: this.emitted,
+      history: [...this.history()],
+      cells: [...this.cells].map(([source, cell]) => [source, { ...cell }] as const),
+      fragments: this.fragments.map((f) => [f.source, f.start, { ...f.cell }] as const),
+    }
+  }
+
+  static restore(s: WindowSnapshot): WindowState {
+    const w = new WindowState(s.window, s.key, s.start, s.end)
+    w.fired = s.fired
+    w.final = s.final
+    w.revision = s.revision
+    w.basis = s.basis
+    w.basisEnd = s.basisEnd
+    w.emitted = s.emitted
+    w.#history = s.history.length > 0 ? [...s.history] : null
+    for (const [source, cell] of s.cells) w.cells.set(source, { ...cell })
+    w.fragments = s.fragments.map(([source, start, cell]) => ({ source, start, cell: { ...cell } }))
+    return w
   }
 
   /** Total events held in this window's cells. */

@@ -63,6 +63,7 @@ function emptyStats(): EngineStats {
     docBytes: 0,
     walRecords: 0,
     walBytes: 0,
+    persistenceError: null,
   }
 }
 

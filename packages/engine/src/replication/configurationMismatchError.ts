@@ -1,0 +1,34 @@
+/**
+ * Reported (never thrown into Yjs) when a replica sharing the doc uses another window
+ * configuration or doc schema: its cells mean something else, so none of them is merged.
+ *
+ * @example
+ * createEngine({ windows, doc, onReplicationError: (e) => { if (isConfigurationMismatchError(e)) warn(e.message) } })
+ */
+export class ConfigurationMismatchError extends Error {
+  /** The replica whose state is refused. */
+  readonly replicaId: string
+  /** This replica's configuration fingerprint. */
+  readonly expected: string
+  /** The peer's fingerprint as written in the doc (`null` when its meta entry is malformed). */
+  readonly received: string | null
+
+  constructor(replicaId: string, expected: string, received: string | null, detail?: string) {
+    super(
+      `replica ${JSON.stringify(replicaId)} uses ${
+        received === null ? 'an unreadable configuration' : `configuration ${JSON.stringify(received)}`
+      }, this replica uses ${JSON.stringify(expected)}: its state is not merged${detail === undefined ? '' : ` (${detail})`}`,
+    )
+    this.name = 'ConfigurationMismatchError'
+    this.replicaId = replicaId
+    this.expected = expected
+    this.received = received
+  }
+}
+
+/** Type guard for `ConfigurationMismatchError`, also across realms. */
+export function isConfigurationMismatchError(error: unknown): error is ConfigurationMismatchError {
+  return (
+    error instanceof ConfigurationMismatchError || (error instanceof Error && error.name === 'ConfigurationMismatchError')
+  )
+}

@@ -1,0 +1,56 @@
+import { WebsocketProvider } from 'y-websocket'
+import type * as Y from 'yjs'
+import { jitterReconnects, type ReconnectJitterOptions } from './reconnectJitter.ts'
+import { syncStatusTracker } from './syncStatusTracker.ts'
+
+export interface ConnectWebsocketOptions {
+  /** Server URL, e.g. `ws://127.0.0.1:1234`. */
+  readonly url: string
+  /** Room (document name) on the server. */
+  readonly room: string
+  /** A WebSocket implementation where there is no global one (Node 20: the `ws` package). */
+  readonly WebSocketPolyfill?: typeof WebSocket
+  /** Reconnect jitter (see `jitterReconnects`); `initialMs` spreads the first connect. */
+  readonly jitter?: ReconnectJitterOptions
+  /** Re-send sync step 1 every this many ms while connected (y-websocket `resyncInterval`; default off). */
+  readonly resyncInterval?: number
+  /**
+   * Keep y-websocket's own cross-tab BroadcastChannel (default false: use
+   * `BroadcastChannelProvider` for tabs, which exchanges state vectors instead of full state).
+   */
+  readonly crossTab?: boolean
+}
+
+/** A websocket connection of one doc; `destroy` closes it and stops its jitter and status tracking. */
+export interface WebsocketConnection {
+  readonly provider: WebsocketProvider
+  destroy(): void
+}
+
+/**
+ * Connects a doc to a y-websocket server with jittered (re)connects, reporting into the
+ * doc's sync status (and so into the bound engine's `syncStatus()`).
+ *
+ * @example
+ * const doc = new Y.Doc()
+ * const engine = createEngine({ windows: tumbling(60_000), doc })
+ * const connection = connectWebsocket(doc, { url: 'ws://127.0.0.1:1234', room: 'fleet', jitter: { initialMs: 2_000 } })
+ */
+export function connectWebsocket(doc: Y.Doc, options: ConnectWebsocketOptions): WebsocketConnection {
+  const provider = new WebsocketProvider(options.url, options.room, doc, {
+    connect: false,
+    disableBc: options.crossTab !== true,
+    ...(options.WebSocketPolyfill === undefined ? {} : { WebSocketPolyfill: options.WebSocketPolyfill }),
+    ...(options.resyncInterval === undefined ? {} : { resyncInterval: options.resyncInterval }),
+  })
+  const detachStatus = syncStatusTracker(doc).attach(provider)
+  const stopJitter = jitterReconnects(provider, options.jitter)
+  return {
+    provider,
+    destroy() {
+      stopJitter()
+      detachStatus()
+      provider.destroy()
+    },
+  }
+}
