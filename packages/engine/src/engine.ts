@@ -6,12 +6,12 @@ import { copyStreamEvent, invalidAnomaly, invalidReason, type StreamEvent } from
 import { placementOrder } from './eventOrder.ts'
 import { Frontiers } from './frontiers.ts'
 import { LateLane } from './lateLane.ts'
-import { OverflowError } from './overflowError.ts'
-import type { EngineCheckpoint, Journal, JournalOp, SessionIndexSnapshot, WindowSnapshot } from './engineCheckpoint.ts'
+import { ingestSink } from './ingestSink.ts'
+import type { EngineCheckpoint, Journal, JournalOp } from './engineCheckpoint.ts'
 import { mergeRemoteCells, mergeRemoteClocks } from './remoteMerge.ts'
 import type { CellEntry, ClockEntry, MergeReport, ReplicaPort } from './replicaPort.ts'
 import { ReplicationOutbox } from './replicationOutbox.ts'
-import { SourceClock } from './sourceClock.ts'
+import type { SourceClock } from './sourceClock.ts'
 import {
   ADMITTED_LATE,
   type BatchFrontiers,
@@ -21,7 +21,7 @@ import {
 } from './windowIndex.ts'
 import { compareResults, type ResultQuery, type WindowChange, type WindowResult } from './windowResult.ts'
 import { WindowLifecycle } from './windowLifecycle.ts'
-import { WindowState } from './windowState.ts'
+import { captureWindows, restoreWindows } from './windowCheckpoint.ts'
 
 const DURABLE: Promise<void> = Promise.resolve()
 const NO_CHANGES: readonly WindowChange[] = Object.freeze([])
@@ -256,28 +256,13 @@ export class TidemarkEngine implements Engine {
 
   /** Everything needed to continue exactly from here (see `EngineCheckpoint`). */
   checkpoint(): EngineCheckpoint {
-    const windows: WindowSnapshot[] = []
-    const sessions: SessionIndexSnapshot[] = []
-    for (const index of this.#indexes) {
-      for (const w of index.windows()) windows.push(w.snapshot())
-      const extra = index.snapshot()
-      if (extra !== null) sessions.push(extra)
-    }
     return {
       format: 1,
       configuration: configurationOf(this.#options),
       replicaId: this.replicaId,
       batch: this.#batch,
-      frontiers: {
-        watermark: this.#frontiers.watermark,
-        strictWatermark: this.#frontiers.strictWatermark,
-        maxTs: this.#frontiers.maxTs,
-        proof: this.#frontiers.proof,
-        idleSources: this.#frontiers.idleSources,
-      },
-      sources: [...this.#frontiers.sources.values()].map((clock) => clock.snapshot()),
-      windows,
-      sessions,
+      ...this.#frontiers.snapshot(),
+      ...captureWindows(this.#indexes),
       lateLane: { entries: [...this.#lateLane.list()], trimmed: this.#lateLane.trimmed, total: this.#lateLane.total },
       counts: { ...this.#counts, corrections: this.#lifecycle.corrections },
       anomalies: { ...this.#anomalies },
@@ -295,21 +280,8 @@ export class TidemarkEngine implements Engine {
       throw new Error(`checkpoint was written with ${checkpoint.configuration}, this engine has ${configuration}`)
     }
     this.#batch = checkpoint.batch
-    const f = this.#frontiers
-    f.watermark = checkpoint.frontiers.watermark
-    f.strictWatermark = checkpoint.frontiers.strictWatermark
-    f.maxTs = checkpoint.frontiers.maxTs
-    f.proof = checkpoint.frontiers.proof
-    f.idleSources = checkpoint.frontiers.idleSources
-    for (const s of checkpoint.sources) f.sources.set(s.name, SourceClock.restore(s))
-    for (const s of checkpoint.windows) {
-      const index = this.#indexes.find((i) => i.id === s.window)
-      if (index === undefined) throw new Error(`checkpoint holds window spec ${s.window}, which this engine does not have`)
-      const w = WindowState.restore(s)
-      index.adopt(w)
-      this.#lifecycle.adopt(w)
-    }
-    for (const s of checkpoint.sessions) this.#indexes.find((i) => i.id === s.window)?.restore(s)
+    this.#frontiers.restore(checkpoint)
+    restoreWindows(this.#indexes, this.#lifecycle, checkpoint)
     this.#lateLane.restore(checkpoint.lateLane.entries, checkpoint.lateLane.trimmed, checkpoint.lateLane.total)
     const counts = this.#counts as Record<string, number>
     for (const name of Object.keys(counts)) counts[name] = checkpoint.counts[name] ?? 0
@@ -357,20 +329,11 @@ export class TidemarkEngine implements Engine {
   }
 
   get writable(): WritableStream<readonly StreamEvent[]> {
-    this.#writable ??= new WritableStream<readonly StreamEvent[]>(
-      {
-        write: async (batch) => {
-          const receipt = this.ingest(batch)
-          await receipt.durable
-          const overflow = receipt.anomalies.filter((a) => a.reason === 'overflow').length
-          if (overflow > 0) {
-            // An erroring sink errors its stream for good; the next `writable` is a fresh one.
-            this.#writable = null
-            throw new OverflowError('engine', `${overflow} events of a written batch refused; resend them later`)
-          }
-        },
+    this.#writable ??= ingestSink(
+      (events) => this.ingest(events),
+      () => {
+        this.#writable = null
       },
-      new CountQueuingStrategy({ highWaterMark: 8 }),
     )
     return this.#writable
   }

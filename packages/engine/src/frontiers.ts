@@ -1,3 +1,4 @@
+import type { EngineCheckpoint } from './engineCheckpoint.ts'
 import { SourceClock } from './sourceClock.ts'
 import type { WatermarkStrategy } from './watermarkStrategy.ts'
 
@@ -67,6 +68,30 @@ export class Frontiers {
     const lag = this.#strategy.outOfOrderness
     if (active !== Number.POSITIVE_INFINITY && active - lag > this.watermark) this.watermark = active - lag
     if (all !== Number.POSITIVE_INFINITY && all - lag > this.strictWatermark) this.strictWatermark = all - lag
+  }
+
+  /** The frontiers and every source clock, for a checkpoint. */
+  snapshot(): Pick<EngineCheckpoint, 'frontiers' | 'sources'> {
+    return {
+      frontiers: {
+        watermark: this.watermark,
+        strictWatermark: this.strictWatermark,
+        maxTs: this.maxTs,
+        proof: this.proof,
+        idleSources: this.idleSources,
+      },
+      sources: [...this.sources.values()].map((clock) => clock.snapshot()),
+    }
+  }
+
+  restore(checkpoint: Pick<EngineCheckpoint, 'frontiers' | 'sources'>): void {
+    const f = checkpoint.frontiers
+    this.watermark = f.watermark
+    this.strictWatermark = f.strictWatermark
+    this.maxTs = f.maxTs
+    this.proof = f.proof
+    this.idleSources = f.idleSources
+    for (const s of checkpoint.sources) this.sources.set(s.name, SourceClock.restore(s))
   }
 
   /** Largest of W and P: a window whose end is at or below it fires. */
