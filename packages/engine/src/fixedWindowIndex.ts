@@ -25,6 +25,7 @@ export class FixedWindowIndex implements WindowIndex {
   /** key → start → window. A Map, so `__proto__` is an ordinary key. */
   readonly #byKey = new Map<string, Map<number, WindowState>>()
   #count = 0
+  #last: WindowState | null = null
 
   constructor(id: string, size: number, slide: number) {
     this.id = id
@@ -56,16 +57,17 @@ export class FixedWindowIndex implements WindowIndex {
     frontiers: BatchFrontiers,
     hooks: WindowHooks,
   ): number {
-    let series = this.#byKey.get(key)
-    if (series === undefined) {
-      series = new Map()
-      this.#byKey.set(key, series)
-    }
+    let series: Map<number, WindowState> | undefined
     let outcome = 0
     const size = this.#size
     for (let start = alignedStart(ts, this.#slide); start > ts - size; start -= this.#slide) {
       const end = start + size
-      let window = series.get(start)
+      // Consecutive events mostly hit the window of the previous one: skip two map lookups.
+      let window = this.#last
+      if (window === null || window.start !== start || window.key !== key || !window.live) {
+        series ??= this.#byKey.get(key)
+        window = series?.get(start)
+      }
       if (window === undefined || window.final) {
         if (end + frontiers.lateness <= frontiers.watermark) {
           outcome |= REFUSED
@@ -76,10 +78,15 @@ export class FixedWindowIndex implements WindowIndex {
         window = new WindowState(this.id, key, start, end)
         // Created past the firing frontier: it can only be a late correction.
         window.fired = end <= frontiers.firing
+        if (series === undefined) {
+          series = new Map()
+          this.#byKey.set(key, series)
+        }
         series.set(start, window)
         this.#count++
         hooks.created(window)
       }
+      this.#last = window
       let cell = window.cells.get(source)
       if (cell === undefined) {
         cell = emptyCell()
@@ -163,6 +170,7 @@ export class FixedWindowIndex implements WindowIndex {
     if (series === undefined || series.get(window.start) !== window) return
     series.delete(window.start)
     if (series.size === 0) this.#byKey.delete(window.key)
+    if (this.#last === window) this.#last = null
     window.live = false
     this.#count--
   }

@@ -1,5 +1,6 @@
 import type { SourceClockSnapshot } from './engineCheckpoint.ts'
 import type { ClockEntry } from './replicaPort.ts'
+import { SeqWindow } from './seqWindow.ts'
 
 /**
  * Per-source clock and dedup memory (DESIGN §1, §2).
@@ -22,7 +23,7 @@ export class SourceClock {
   /** False once ts decreased along seq, or an event came without seq: the source can prove nothing. */
   provable = true
   /** Seqs seen above a gap, with their ts. */
-  readonly ahead = new Map<number, number>()
+  readonly ahead = new SeqWindow()
   /** Ids of events without seq, with their ts. */
   readonly ids = new Map<string, number>()
   /** Replica that writes this source ('' when not replicated). */
@@ -58,13 +59,14 @@ export class SourceClock {
       return
     }
     this.#extend(seq, ts)
-    if (this.ahead.size === 0) return
-    let next = this.ahead.get(this.prefix + 1)
-    while (next !== undefined) {
-      this.ahead.delete(this.prefix + 1)
-      this.#extend(this.prefix + 1, next)
-      next = this.ahead.get(this.prefix + 1)
+    if (this.ahead.size > 0) {
+      let next = this.ahead.get(this.prefix + 1)
+      while (next !== undefined) {
+        this.#extend(this.prefix + 1, next)
+        next = this.ahead.get(this.prefix + 1)
+      }
     }
+    this.ahead.advanceBase(this.prefix)
   }
 
   #extend(seq: number, ts: number): void {
@@ -111,6 +113,7 @@ export class SourceClock {
     clock.prefixTs = s.prefixTs
     clock.#lastPrefixTs = s.lastPrefixTs
     clock.provable = s.provable
+    clock.ahead.advanceBase(s.prefix)
     for (const [seq, ts] of s.ahead) clock.ahead.set(seq, ts)
     for (const [id, ts] of s.ids) clock.ids.set(id, ts)
     return clock

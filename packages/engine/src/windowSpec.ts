@@ -51,7 +51,8 @@ export function session(gap: number): WindowSpec {
 
 /** Start of the aligned window of `size` containing `ts` (floor, also for negative times). */
 export function alignedStart(ts: number, size: number): number {
-  return ts - (((ts % size) + size) % size)
+  const r = ts % size
+  return r < 0 ? ts - r - size : ts - r
 }
 
 /** Longest distance from an event's time to the end of any window it can belong to, ignoring session growth. */

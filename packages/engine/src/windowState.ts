@@ -39,6 +39,8 @@ export class WindowState {
   /** Batch number that last touched this window (0 = never). */
   touchedIn = 0
   #history: WindowResult[] | null = null
+  /** Sources of `cells` in sorted order, for a deterministic combination. */
+  #sources: string[] = []
 
   constructor(window: string, key: string, start: number, end: number) {
     this.window = window
@@ -56,7 +58,9 @@ export class WindowState {
     } else if (this.cells.size === 1) {
       for (const cell of this.cells.values()) accumulate(total, cell)
     } else {
-      for (const source of [...this.cells.keys()].sort()) accumulate(total, this.cells.get(source) as Cell)
+      // Cells are never removed one by one, so a count change means a new source.
+      if (this.#sources.length !== this.cells.size) this.#sources = [...this.cells.keys()].sort()
+      for (const source of this.#sources) accumulate(total, this.cells.get(source) as Cell)
     }
     const { count, sum, min, max } = total
     return {
