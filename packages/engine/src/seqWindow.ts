@@ -24,7 +24,7 @@ export class SeqWindow {
     const offset = seq - this.#base
     if (offset >= 0 && offset < this.#slots.length) {
       const ts = this.#slots[(this.#head + offset) & (this.#slots.length - 1)] as number
-      if (ts === ts) return ts
+      if (!Number.isNaN(ts)) return ts
     }
     return this.#far.size === 0 ? undefined : this.#far.get(seq)
   }
@@ -38,7 +38,7 @@ export class SeqWindow {
     }
     if (offset >= this.#slots.length) this.#grow(offset + 1)
     const i = (this.#head + offset) & (this.#slots.length - 1)
-    if (this.#slots[i] !== this.#slots[i]) this.size++
+    if (Number.isNaN(this.#slots[i])) this.size++
     this.#slots[i] = ts
   }
 
@@ -46,7 +46,7 @@ export class SeqWindow {
     const offset = seq - this.#base
     if (offset >= 0 && offset < this.#slots.length) {
       const i = (this.#head + offset) & (this.#slots.length - 1)
-      if (this.#slots[i] === this.#slots[i]) {
+      if (!Number.isNaN(this.#slots[i])) {
         this.#slots[i] = Number.NaN
         this.size--
         return
@@ -68,7 +68,7 @@ export class SeqWindow {
     const mask = this.#slots.length - 1
     while (this.#base <= prefix) {
       const i = this.#head
-      if (this.#slots[i] === this.#slots[i]) {
+      if (!Number.isNaN(this.#slots[i])) {
         this.#slots[i] = Number.NaN
         this.size--
       }
@@ -87,7 +87,7 @@ export class SeqWindow {
     const n = this.#slots.length
     for (let offset = 0; offset < n; offset++) {
       const ts = this.#slots[(this.#head + offset) & (n - 1)] as number
-      if (ts === ts) yield [this.#base + offset, ts]
+      if (!Number.isNaN(ts)) yield [this.#base + offset, ts]
     }
     yield* this.#far
   }
