@@ -16,6 +16,10 @@ export default defineConfig({
       },
       {
         extends: true,
+        test: { name: 'demo', include: ['apps/demo/test/**/*.test.ts'], environment: 'node' },
+      },
+      {
+        extends: true,
         test: {
           name: 'react',
           include: ['packages/react-bindings/test/**/*.test.{ts,tsx}'],

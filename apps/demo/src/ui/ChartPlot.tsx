@@ -1,0 +1,147 @@
+import type { PointerEvent, ReactNode } from 'react'
+import { valueAxis } from './chartScale.ts'
+import { axisValues, type ChartWindow } from './chartWindows.ts'
+import { clockTime } from './timeFormat.ts'
+import { WindowColumn } from './WindowColumn.tsx'
+
+export interface ChartPlotProps {
+  readonly windows: readonly ChartWindow[]
+  /** Start of the leftmost slot. */
+  readonly firstStart: number
+  readonly windowMs: number
+  readonly slots: number
+  readonly width: number
+  readonly height: number
+  readonly watermark: number
+  /** max(W, P): windows ending at or before it have fired. */
+  readonly firingFrontier: number
+  readonly allowedLatenessMs: number
+  /** Readings refused as beyond lateness, `[start, count, …]`. */
+  readonly lateMarks: readonly number[]
+  readonly hoveredStart: number | null
+  readonly onHover: (start: number | null) => void
+}
+
+const LEFT = 46
+const RIGHT = 10
+const TOP = 14
+const BOTTOM = 46
+/** Time-axis label spacings, ms; the first that gives at most about 7 labels is used. */
+const LABEL_STEPS = [5_000, 10_000, 15_000, 20_000, 30_000, 60_000, 120_000, 300_000]
+
+/** The SVG of one windowed chart: value axis, time axis, lateness zones, the series line and one column per window. */
+export function ChartPlot(props: ChartPlotProps): ReactNode {
+  const { windows, firstStart, windowMs, slots, width, height } = props
+  const plotRight = width - RIGHT
+  const plotBottom = height - BOTTOM
+  const colW = (plotRight - LEFT) / slots
+  const xOf = (t: number): number => LEFT + ((t - firstStart) / windowMs) * colW
+  const clampX = (x: number): number => Math.max(LEFT, Math.min(plotRight, x))
+
+  const axis = valueAxis(axisValues(windows))
+  const yOf = (v: number): number =>
+    Math.max(TOP, Math.min(plotBottom, plotBottom - ((v - axis.min) / (axis.max - axis.min)) * (plotBottom - TOP)))
+  const late: { start: number; count: number }[] = []
+  for (let i = 0; i + 1 < props.lateMarks.length; i += 2) {
+    const start = props.lateMarks[i] as number
+    if (start >= firstStart) late.push({ start, count: props.lateMarks[i + 1] as number })
+  }
+
+  let line = ''
+  let previousStart = Number.NaN
+  for (const { result } of windows) {
+    const command = result.start === previousStart + windowMs ? 'L' : 'M'
+    line += `${command}${(xOf(result.start) + colW / 2).toFixed(1)},${yOf(result.mean).toFixed(1)}`
+    previousStart = result.start
+  }
+
+  const finalX = clampX(xOf(props.watermark - props.allowedLatenessMs))
+  const watermarkX = clampX(xOf(props.watermark))
+  const openX = clampX(xOf(props.firingFrontier))
+  const labelStep = LABEL_STEPS.find((step) => step >= (slots * windowMs) / 7) ?? 600_000
+  const labelEvery = Math.max(1, Math.round(labelStep / windowMs))
+  const timeLabels: number[] = []
+  for (let i = 0; i < slots; i++) {
+    const t = firstStart + i * windowMs
+    if (Math.round(t / windowMs) % labelEvery === 0) timeLabels.push(t)
+  }
+
+  const onPointerMove = (event: PointerEvent<SVGRectElement>): void => {
+    const box = event.currentTarget.getBoundingClientRect()
+    const slot = Math.floor((event.clientX - box.left) / colW)
+    props.onHover(slot >= 0 && slot < slots ? firstStart + slot * windowMs : null)
+  }
+
+  return (
+    <svg className="chart-svg" width={width} height={height} role="img" aria-label="windowed chart">
+      <rect className="zone-correctable" x={finalX} y={TOP} width={Math.max(0, watermarkX - finalX)} height={plotBottom - TOP} />
+      <rect className="zone-open" x={openX} y={TOP} width={Math.max(0, plotRight - openX)} height={plotBottom - TOP} />
+      {axis.ticks.map((tick) => (
+        <g key={tick}>
+          <line className="grid-line" x1={LEFT} x2={plotRight} y1={yOf(tick)} y2={yOf(tick)} />
+          <text className="axis-label" x={LEFT - 6} y={yOf(tick) + 3.5} textAnchor="end">
+            {tick.toFixed(axis.decimals)}
+          </text>
+        </g>
+      ))}
+      {timeLabels.map((t) => (
+        <text key={t} className="axis-label" x={xOf(t)} y={height - 6} textAnchor="middle">
+          {clockTime(t)}
+        </text>
+      ))}
+      {props.hoveredStart !== null && (
+        <rect className="hover-column" x={xOf(props.hoveredStart)} y={TOP} width={colW} height={plotBottom - TOP + 26} />
+      )}
+      {props.watermark > firstStart && (
+        <>
+          <line className="frontier-line final-line" x1={finalX} x2={finalX} y1={TOP} y2={plotBottom} />
+          <text className="frontier-label" x={finalX + 3} y={TOP + 9}>
+            final
+          </text>
+          <line className="frontier-line watermark-line" x1={watermarkX} x2={watermarkX} y1={TOP} y2={plotBottom} />
+          <text className="frontier-label watermark-label" x={watermarkX + 3} y={TOP + 9}>
+            W
+          </text>
+        </>
+      )}
+      <path className="series-line" d={line} />
+      {late.map(({ start, count }) => (
+        <g key={start} className="late-mark">
+          <title>{`${count} readings refused as beyond lateness`}</title>
+          <path d={lateGlyph(xOf(start) + colW / 2, plotBottom - 5)} />
+          {colW >= 16 && (
+            <text x={xOf(start) + colW / 2} y={plotBottom - 12} textAnchor="middle">
+              {count}
+            </text>
+          )}
+        </g>
+      ))}
+      {windows.map(({ result, onTimeMean }) => (
+        <WindowColumn
+          key={result.start}
+          result={result}
+          cx={xOf(result.start) + colW / 2}
+          width={colW}
+          y={yOf(result.mean)}
+          onTimeY={onTimeMean === null ? null : yOf(onTimeMean)}
+          stripY={plotBottom + 6}
+        />
+      ))}
+      <rect
+        className="hover-target"
+        x={LEFT}
+        y={TOP}
+        width={plotRight - LEFT}
+        height={plotBottom - TOP + 26}
+        onPointerMove={onPointerMove}
+        onPointerLeave={() => props.onHover(null)}
+      />
+    </svg>
+  )
+}
+
+/** A small cross marking refused readings. */
+function lateGlyph(x: number, y: number): string {
+  const r = 3
+  return `M${x - r},${y - r}L${x + r},${y + r}M${x + r},${y - r}L${x - r},${y + r}`
+}

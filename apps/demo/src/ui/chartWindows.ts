@@ -1,0 +1,57 @@
+import type { Engine, LateEvent, WindowResult } from '@tidemark/engine'
+import { CHART_WINDOWS } from '../fleet/fleetSettings.ts'
+
+/** A window on the chart, with the mean it showed on time when a correction has replaced it. */
+export interface ChartWindow {
+  readonly result: WindowResult
+  readonly onTimeMean: number | null
+}
+
+/** Fewest window slots a chart shows: a young fleet's few windows are not stretched across the whole width. */
+export const MIN_CHART_WINDOWS = 20
+
+/** The mean a window showed on time, or null when it was born late (its on-time result was the empty window). */
+export function onTimeMeanOf(engine: Pick<Engine, 'history'>, result: WindowResult): number | null {
+  const first = engine.history(result.window, result.key, result.start)[0]
+  return first !== undefined && first.revision === 0 ? first.mean : null
+}
+
+/** How many slots to show: from the oldest window there is up to `lastStart`, between the min and max slot counts. */
+export function slotCount(results: readonly WindowResult[], lastStart: number, windowMs: number): number {
+  let earliest = lastStart
+  for (const result of results) if (result.start < earliest) earliest = result.start
+  const span = Math.floor((lastStart - earliest) / windowMs) + 1
+  return Math.max(MIN_CHART_WINDOWS, Math.min(CHART_WINDOWS, span))
+}
+
+/**
+ * Per window start, how many readings of `key` it refused as beyond lateness,
+ * flattened `[start, count, start, count, …]` in start order so a selector
+ * result compares shallowly.
+ */
+export function lateMarks(events: readonly LateEvent[], key: string, windowMs: number): number[] {
+  const counts = new Map<number, number>()
+  for (const { event } of events) {
+    if (event.key !== key) continue
+    const start = Math.floor(event.ts / windowMs) * windowMs
+    counts.set(start, (counts.get(start) ?? 0) + 1)
+  }
+  return [...counts].sort((a, b) => a[0] - b[0]).flat()
+}
+
+/**
+ * The values that set the value axis: windows with at least half the readings
+ * of the fullest one. A window a single device opened (at start-up, or one
+ * running fast) is drawn, clamped to the edge, but does not squash the rest.
+ */
+export function axisValues(windows: readonly ChartWindow[]): number[] {
+  let fullest = 0
+  for (const { result } of windows) if (result.count > fullest) fullest = result.count
+  const values: number[] = []
+  for (const { result, onTimeMean } of windows) {
+    if (result.count < fullest / 2) continue
+    values.push(result.mean)
+    if (onTimeMean !== null) values.push(onTimeMean)
+  }
+  return values
+}

@@ -1,0 +1,87 @@
+import { invalidReason, type StreamEvent } from '@tidemark/engine'
+import { describe, expect, it } from 'vitest'
+import { createDeviceProfile } from '../src/fleet/device.ts'
+import { createPrng } from '../src/fleet/prng.ts'
+import { DEFAULT_FAULTS, ReadingProducer } from '../src/fleet/readingProducer.ts'
+
+const T0 = 1_800_000_000_000
+
+/** Polls a producer every `stepMs` for `durationMs` of fake time; returns every upload. */
+function run(producer: ReadingProducer, from: number, durationMs: number, stepMs = 100): StreamEvent[][] {
+  const uploads: StreamEvent[][] = []
+  for (let t = from; t <= from + durationMs; t += stepMs) {
+    const upload = producer.poll(t)
+    if (upload !== null) uploads.push(upload)
+  }
+  return uploads
+}
+
+function makeProducer(seed: number, faults = DEFAULT_FAULTS): ReadingProducer {
+  const rng = createPrng(seed)
+  return new ReadingProducer(createDeviceProfile(2, rng, T0), faults, rng, T0)
+}
+
+describe('ReadingProducer', () => {
+  it('stamps a gap-free seq with timestamps that never go backwards, skewed by the device clock', () => {
+    const producer = makeProducer(1)
+    const readings = new Map<number, StreamEvent>()
+    for (const upload of run(producer, T0, 60_000)) {
+      for (const event of upload) if (event.seq !== undefined) readings.set(event.seq, event)
+    }
+    const uploaded = producer.seq - producer.buffered
+    expect(readings.size).toBe(uploaded)
+    expect(uploaded).toBeGreaterThan(300)
+    let previousTs = Number.NEGATIVE_INFINITY
+    for (let seq = 1; seq <= uploaded; seq++) {
+      const event = readings.get(seq)
+      expect(event, `seq ${seq}`).toBeDefined()
+      expect((event as StreamEvent).ts).toBeGreaterThanOrEqual(previousTs)
+      previousTs = (event as StreamEvent).ts
+    }
+    const { skewMs, sampleEveryMs } = producer.profile
+    const first = readings.get(1) as StreamEvent
+    expect(Math.abs(first.ts - (T0 + skewMs))).toBeLessThan(sampleEveryMs / 2)
+  })
+
+  it('re-sends readings it already sent (same source and seq) at about the duplicate rate', () => {
+    const producer = makeProducer(2, { ...DEFAULT_FAULTS, duplicateRate: 0.5 })
+    const seen = new Set<number>()
+    let repeats = 0
+    for (const upload of run(producer, T0, 60_000)) {
+      for (const event of upload) {
+        if (event.seq === undefined) continue
+        if (seen.has(event.seq)) repeats++
+        seen.add(event.seq)
+      }
+    }
+    expect(repeats).toBeGreaterThan(20)
+  })
+
+  it('sends malformed records that the engine rejects, without seq, so they never open a gap', () => {
+    const producer = makeProducer(3, { ...DEFAULT_FAULTS, invalidRate: 1 })
+    const uploads = run(producer, T0, 20_000)
+    const malformed = uploads.flat().filter((event) => invalidReason(event) !== null)
+    expect(malformed.length).toBe(uploads.length)
+    for (const event of malformed) expect(event.seq).toBeUndefined()
+    const reasons = new Set(malformed.map((event) => invalidReason(event)))
+    expect(reasons.size).toBeGreaterThan(1)
+  })
+
+  it('is reproducible from its seed', () => {
+    const a = run(makeProducer(4), T0, 10_000)
+    const b = run(makeProducer(4), T0, 10_000)
+    expect(a).toEqual(b)
+  })
+
+  it('does not catch up on the time it was paused', () => {
+    const producer = makeProducer(5)
+    run(producer, T0, 5_000)
+    const seqBefore = producer.seq
+    producer.resume(T0 + 65_000)
+    const upload = run(producer, T0 + 65_000, 2_000).flat()
+    const readings = upload.filter((event) => event.seq !== undefined && event.seq > seqBefore)
+    // About 2 s of samples (3 metrics every 500 ms), not 62 s of them.
+    expect(producer.seq - seqBefore).toBeLessThanOrEqual(3 * 5)
+    for (const event of readings) expect(event.ts).toBeGreaterThan(T0 + 60_000)
+  })
+})
