@@ -1,4 +1,5 @@
 import { type Anomaly, type AnomalyReason, emptyAnomalyCounts } from './anomaly.ts'
+import type { Doc } from 'yjs'
 import { ChangeFeed } from './changeFeed.ts'
 import type { Engine, EngineOptions, EngineStats, IngestReceipt, LateEvent, SyncStatus } from './engineApi.ts'
 import { configurationOf, indexFor, type ResolvedOptions, resolveOptions } from './engineOptions.ts'
@@ -11,6 +12,7 @@ import type { EngineCheckpoint, Journal, JournalOp } from './engineCheckpoint.ts
 import { mergeRemoteCells, mergeRemoteClocks } from './remoteMerge.ts'
 import type { CellEntry, ClockEntry, MergeReport, ReplicaPort } from './replicaPort.ts'
 import { ReplicationOutbox } from './replicationOutbox.ts'
+import { bindDoc, type DocBinding } from './replication/bindDoc.ts'
 import type { SourceClock } from './sourceClock.ts'
 import {
   ADMITTED_LATE,
@@ -61,6 +63,10 @@ export class TidemarkEngine implements Engine {
   #docBytes = 0
   #replica: ReplicaPort | null = null
   #journal: Journal | null = null
+  #binding: DocBinding | null = null
+  #replicationError: string | null = null
+  /** Details of the last anomalies found in peers' state, newest last. */
+  #remoteAnomalies: string[] = []
   #persistenceError: string | null = null
   readonly #lifecycle: WindowLifecycle
 
@@ -75,6 +81,25 @@ export class TidemarkEngine implements Engine {
     this.replicaId = this.#options.replicaId
     const writes = (source: string) => this.#frontiers.sources.get(source)?.writer === this.replicaId
     this.#lifecycle = new WindowLifecycle(this.#options, this.#frontiers, this.#indexes, this.#outbox, writes)
+    if (options.doc !== undefined) this.attachDoc(options.doc)
+  }
+
+  /**
+   * Puts this engine's lattice state into `doc` and merges what peers write there
+   * (`createEngine({ doc })` does this at once; `openEngine` after recovery).
+   */
+  attachDoc(doc: Doc): void {
+    this.#assertOpen()
+    if (this.#binding !== null) throw new Error('engine is already bound to a Y.Doc')
+    const report = this.#options.onReplicationError
+    this.#binding = bindDoc(this.replica, doc, {
+      now: this.#options.now,
+      onError: (error) => {
+        this.#replicationError = error.message
+        if (report !== undefined) report(error)
+        else console.error(error)
+      },
+    })
   }
 
   ingest(events: readonly StreamEvent[]): IngestReceipt {
@@ -358,8 +383,10 @@ export class TidemarkEngine implements Engine {
       onLocalWrite: (listener) => this.#outbox.listen(listener),
       mergeRemote: (cells, clocks) => this.#mergeRemote(cells, clocks),
       exportState: () => this.#exportState(),
-      reportAnomaly: (reason) => {
+      reportAnomaly: (reason, detail) => {
         this.#anomalies[reason]++
+        this.#remoteAnomalies.push(`${reason}: ${detail}`)
+        if (this.#remoteAnomalies.length > 20) this.#remoteAnomalies.shift()
       },
       setSyncStatus: (status, docBytes) => {
         this.#syncStatus = status
@@ -399,12 +426,16 @@ export class TidemarkEngine implements Engine {
       walRecords: wal?.walRecords ?? 0,
       walBytes: wal?.walBytes ?? 0,
       persistenceError: this.#persistenceError,
+      replicationError: this.#replicationError,
+      remoteAnomalies: [...this.#remoteAnomalies],
     }
   }
 
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
+    this.#binding?.destroy()
+    this.#binding = null
     this.#feed.close()
   }
 

@@ -1,5 +1,6 @@
 import type { Doc } from 'yjs'
 import type { Anomaly, AnomalyReason } from './anomaly.ts'
+import type { ReplicaPort } from './replicaPort.ts'
 import type { StreamEvent } from './event.ts'
 import type { WatermarkStrategy } from './watermarkStrategy.ts'
 import type { ResultQuery, WindowChange, WindowResult } from './windowResult.ts'
@@ -36,6 +37,8 @@ export interface EngineOptions {
   readonly doc?: Doc
   /** This replica's id, the writer of every source it ingests; default a random UUID. */
   readonly replicaId?: string
+  /** Receives replication errors (a peer with another window configuration, a rejected update); default `console.error`. */
+  readonly onReplicationError?: (error: Error) => void
 }
 
 /**
@@ -93,6 +96,10 @@ export interface EngineStats {
   readonly walBytes: number
   /** Last error the write-ahead log reported (quota, corruption), or null. */
   readonly persistenceError: string | null
+  /** Last replication error (for example a peer with another window configuration), or null. */
+  readonly replicationError: string | null
+  /** The last (up to 20) anomalies found in peers' state, with details. */
+  readonly remoteAnomalies: readonly string[]
 }
 
 /** Connection state for the UI; an engine with no provider reports `local`. */
@@ -119,5 +126,7 @@ export interface Engine {
   history(window: string, key: string, start: number): readonly WindowResult[]
   readonly writable: WritableStream<readonly StreamEvent[]>
   changes(): ReadableStream<readonly WindowChange[]>
+  /** The replication side (what a Yjs binding or another transport drives). */
+  readonly replica: ReplicaPort
   close(): Promise<void>
 }

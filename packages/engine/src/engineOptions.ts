@@ -15,6 +15,7 @@ export interface ResolvedOptions {
   readonly now: () => number
   readonly limits: Required<EngineLimits>
   readonly replicaId: string
+  readonly onReplicationError: ((error: Error) => void) | undefined
   /** Corrections kept per window for `history()`. */
   readonly historyLimit: number
 }
@@ -62,6 +63,7 @@ export function resolveOptions(options: EngineOptions): ResolvedOptions {
     retention: nonNegative('retention', options.retention, 60_000),
     now: options.now ?? Date.now,
     replicaId: replicaIdOf(options.replicaId),
+    onReplicationError: options.onReplicationError,
     limits,
     historyLimit: 64,
   }

@@ -63,8 +63,10 @@ export class FixedWindowIndex implements WindowIndex {
     for (let start = alignedStart(ts, this.#slide); start > ts - size; start -= this.#slide) {
       const end = start + size
       // Consecutive events mostly hit the window of the previous one: skip two map lookups.
-      let window = this.#last
-      if (window === null || window.start !== start || window.key !== key || !window.live) {
+      const last = this.#last
+      let window: WindowState | undefined
+      if (last !== null && last.start === start && last.key === key && last.live) window = last
+      else {
         series ??= this.#byKey.get(key)
         window = series?.get(start)
       }

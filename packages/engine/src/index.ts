@@ -20,6 +20,20 @@ export {
   QuotaError,
   SCHEMA_VERSION,
 } from './persistence/index.ts'
+export {
+  applyPeerUpdate,
+  bindDoc,
+  BroadcastChannelProvider,
+  ConfigurationMismatchError,
+  connectWebsocket,
+  DOC_SCHEMA,
+  isConfigurationMismatchError,
+  jitterReconnects,
+  jitterWindow,
+  openBroadcastChannel,
+  SyncStatusTracker,
+  syncStatusTracker,
+} from './replication/index.ts'
 export { boundedOutOfOrderness, manual } from './watermarkStrategy.ts'
 export { session, sliding, tumbling } from './windowSpec.ts'
 
@@ -35,6 +49,22 @@ export type {
   SyncStatus,
 } from './engineApi.ts'
 export type { StreamEvent } from './event.ts'
+export type { EngineCheckpoint, Journal, JournalOp } from './engineCheckpoint.ts'
+export type { CellAddress, CellEntry, ClockEntry, LocalWrite, MergeReport, ReplicaPort } from './replicaPort.ts'
+export type {
+  BindDocOptions,
+  BroadcastChannelProviderOptions,
+  ConnectWebsocketOptions,
+  DocBinding,
+  JitteredProvider,
+  OpenTabChannel,
+  PeerAwareness,
+  ReconnectJitterOptions,
+  RejectedUpdate,
+  SyncProvider,
+  TabChannel,
+  WebsocketConnection,
+} from './replication/index.ts'
 export type { OrderedEvent } from './eventOrder.ts'
 export type { OrderedEvents, OrderEventsOptions } from './orderEvents.ts'
 export type {

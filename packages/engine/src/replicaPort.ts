@@ -1,4 +1,5 @@
 import type { Cell } from './cell.ts'
+import type { SyncStatus } from './engineApi.ts'
 
 /**
  * The seam between an engine and whatever replicates its lattice state (Yjs today).
@@ -80,5 +81,5 @@ export interface ReplicaPort {
   /** Records an anomaly found while reading peers' state (`invalid_remote_cell`, `source_conflict`). */
   reportAnomaly(reason: 'invalid_remote_cell' | 'source_conflict', detail: string): void
   /** Lets the transport report sync status and document size into `syncStatus()` / `stats()`. */
-  setSyncStatus(status: import('./engineApi.ts').SyncStatus, docBytes: number): void
+  setSyncStatus(status: SyncStatus, docBytes: number): void
 }

@@ -64,6 +64,8 @@ function emptyStats(): EngineStats {
     walRecords: 0,
     walBytes: 0,
     persistenceError: null,
+    replicationError: null,
+    remoteAnomalies: [],
   }
 }
 

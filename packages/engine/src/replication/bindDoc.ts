@@ -27,7 +27,7 @@ export interface BindDocOptions {
   readonly onError?: (error: Error) => void
   /** Processing-time clock for sync status and doc measurement (default `Date.now`). */
   readonly now?: () => number
-  /** Measure the encoded doc for `docBytes` at most this often, in ms of `now` (default 1000). */
+  /** Measure the encoded doc for `docBytes` at most this often, in ms of `now` (default 5000): encoding costs about as much as the doc is large. */
   readonly measureEvery?: number
   /** Most replicas a doc may list; further meta entries are refused (default 10,000). */
   readonly maxReplicas?: number
@@ -86,7 +86,7 @@ class DocReplication implements DocBinding {
     this.#origin = options.origin ?? { binding: port.replicaId }
     this.#onError = options.onError ?? ((error) => console.error(error))
     this.#now = options.now ?? Date.now
-    this.#measureEvery = options.measureEvery ?? 1000
+    this.#measureEvery = options.measureEvery ?? 5000
     this.#maxReplicas = options.maxReplicas ?? 10_000
     this.#meta = doc.getMap(META_NAME)
     this.#own = this.#openLog(port.replicaId) as ReplicaLog

@@ -28,6 +28,7 @@ import * as awarenessProtocol from 'y-protocols/awareness'
 import * as syncProtocol from 'y-protocols/sync'
 import type * as Y from 'yjs'
 import { applyPeerUpdate } from './applyPeerUpdate.ts'
+import { announcePresence, forgetAbsentPeers } from './presence.ts'
 import { syncStatusTracker } from './syncStatusTracker.ts'
 
 const KIND_SYNC = 0
@@ -116,7 +117,7 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
     this.#channel = this.#open(this.name, this.#receive)
     this.emit('status', [{ status: 'connected' }])
     this.#send(KIND_SYNC, EVERYONE, (encoder) => syncProtocol.writeSyncStep1(encoder, this.doc))
-    this.#sendAwareness(EVERYONE, [this.doc.clientID])
+    announcePresence(this.awareness)
   }
 
   disconnect(): void {
@@ -133,6 +134,7 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
     this.#channel = null
     const others = [...this.awareness.getStates().keys()].filter((client) => client !== this.doc.clientID)
     awarenessProtocol.removeAwarenessStates(this.awareness, others, this)
+    forgetAbsentPeers(this.awareness)
     this.#peers.clear()
     this.#setSynced(false)
     this.emit('status', [{ status: 'disconnected' }])

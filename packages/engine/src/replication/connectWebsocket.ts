@@ -1,5 +1,6 @@
 import { WebsocketProvider } from 'y-websocket'
 import type * as Y from 'yjs'
+import { announcePresence, forgetAbsentPeers } from './presence.ts'
 import { jitterReconnects, type ReconnectJitterOptions } from './reconnectJitter.ts'
 import { syncStatusTracker } from './syncStatusTracker.ts'
 
@@ -44,11 +45,17 @@ export function connectWebsocket(doc: Y.Doc, options: ConnectWebsocketOptions): 
     ...(options.resyncInterval === undefined ? {} : { resyncInterval: options.resyncInterval }),
   })
   const detachStatus = syncStatusTracker(doc).attach(provider)
+  const onStatus = (event: { status: string }): void => {
+    if (event.status === 'connected') announcePresence(provider.awareness)
+    else if (event.status === 'disconnected') forgetAbsentPeers(provider.awareness)
+  }
+  provider.on('status', onStatus)
   const stopJitter = jitterReconnects(provider, options.jitter)
   return {
     provider,
     destroy() {
       stopJitter()
+      provider.off('status', onStatus)
       detachStatus()
       provider.destroy()
     },

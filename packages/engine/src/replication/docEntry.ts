@@ -23,7 +23,6 @@
  * yet cleaned up, two sessions of one replica, two writers of one source): readers take the
  * lattice join, so the order in which entries are seen never matters.
  */
-import { cellKey } from '../cell.ts'
 import { MAX_ABS_TS, MAX_NAME_LENGTH } from '../event.ts'
 import type { CellEntry, ClockEntry } from '../replicaPort.ts'
 
@@ -149,12 +148,6 @@ export function readClockEntry(value: unknown): ClockEntry | string {
     provable: provable === 1,
     version,
   }
-}
-
-/** The index key of a validated cell entry. */
-export function cellEntryKey(entry: CellEntry): string {
-  const a = entry.address
-  return cellKey(a.window, a.key, a.start, a.source)
 }
 
 /**

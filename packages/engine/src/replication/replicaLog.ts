@@ -7,7 +7,6 @@ import type * as Y from 'yjs'
 import { compareCells } from '../cell.ts'
 import type { CellAddress, CellEntry, ClockEntry } from '../replicaPort.ts'
 import {
-  cellEntryKey,
   compareClocks,
   type DocEntry,
   entryKind,
@@ -16,7 +15,6 @@ import {
   writeCellEntry,
   writeClockEntry,
 } from './docEntry.ts'
-import { cellKey } from '../cell.ts'
 
 interface Indexed<T> {
   readonly raw: DocEntry
@@ -44,6 +42,8 @@ export class ReplicaLog {
   status: ReplicaStatus = 'unknown'
   readonly #cells = new Map<string, Indexed<CellEntry>[]>()
   readonly #clocks = new Map<string, Indexed<ClockEntry>[]>()
+  /** Where each indexed entry is filed, so a deleted one is forgotten without decoding it again. */
+  readonly #filed = new Map<DocEntry, string>()
 
   constructor(replicaId: string, array: Y.Array<DocEntry>) {
     this.replicaId = replicaId
@@ -67,31 +67,29 @@ export class ReplicaLog {
       if (clock.writer !== this.replicaId) {
         return { kind: 'invalid', detail: `clock of ${JSON.stringify(clock.source)} in another replica's log names writer ${JSON.stringify(clock.writer)}` }
       }
-      add(this.#clocks, clock.source, { raw: raw as DocEntry, value: clock })
+      this.#file(this.#clocks, clock.source, { raw: raw as DocEntry, value: clock })
       return { kind: 'clock', entry: clock }
     }
     const cell = readCellEntry(raw)
     if (typeof cell === 'string') return { kind: 'invalid', detail: cell }
-    add(this.#cells, cellEntryKey(cell), { raw: raw as DocEntry, value: cell })
+    this.#file(this.#cells, addressKey(cell.address), { raw: raw as DocEntry, value: cell })
     return { kind: 'cell', entry: cell }
   }
 
   /** Forgets an entry that left the doc. */
   forget(raw: unknown): void {
-    const kind = entryKind(raw)
-    if (kind === 'clock') {
-      const clock = readClockEntry(raw)
-      if (typeof clock !== 'string') remove(this.#clocks, clock.source, raw)
-    } else if (kind === 'cell') {
-      const cell = readCellEntry(raw)
-      if (typeof cell !== 'string') remove(this.#cells, cellEntryKey(cell), raw)
-    }
+    const key = this.#filed.get(raw as DocEntry)
+    if (key === undefined) return
+    this.#filed.delete(raw as DocEntry)
+    if (entryKind(raw) === 'clock') unfile(this.#clocks, key, raw)
+    else unfile(this.#cells, key, raw)
   }
 
   /** Drops the index and reads every entry now in the array. */
   reread(): ReadEntry[] {
     this.#cells.clear()
     this.#clocks.clear()
+    this.#filed.clear()
     return this.array.toArray().map((raw) => this.read(raw))
   }
 
@@ -100,7 +98,7 @@ export class ReplicaLog {
    * supersedes. Entries above it in the lattice order stay, so the doc never loses a join.
    */
   putCell(entry: CellEntry, write: LogWrite): void {
-    const key = cellEntryKey(entry)
+    const key = addressKey(entry.address)
     const existing = this.#cells.get(key)
     const kept: Indexed<CellEntry>[] = []
     let present = false
@@ -111,14 +109,16 @@ export class ReplicaLog {
           kept.push(old)
           present ||= order === 0
         } else {
-          write.doomed.add(old.raw)
+          this.#doom(old.raw, write)
         }
       }
     }
     if (!present) {
       const raw = writeCellEntry(entry)
       write.pushes.push(raw)
-      kept.push({ raw, value: entry })
+      this.#filed.set(raw, key)
+      // The engine hands out its live cells: keep a snapshot, as the doc does.
+      kept.push({ raw, value: { address: { ...entry.address }, cell: { ...entry.cell } } })
     }
     this.#cells.set(key, kept)
   }
@@ -135,24 +135,25 @@ export class ReplicaLog {
           kept.push(old)
           present ||= order === 0
         } else {
-          write.doomed.add(old.raw)
+          this.#doom(old.raw, write)
         }
       }
     }
     if (!present) {
       const raw = writeClockEntry(clock)
       write.pushes.push(raw)
-      kept.push({ raw, value: clock })
+      this.#filed.set(raw, clock.source)
+      kept.push({ raw, value: { ...clock } })
     }
     this.#clocks.set(clock.source, kept)
   }
 
   /** Dooms every entry of a cell that left live state. */
   expire(address: CellAddress, write: LogWrite): void {
-    const key = cellKey(address.window, address.key, address.start, address.source)
+    const key = addressKey(address)
     const existing = this.#cells.get(key)
     if (existing === undefined) return
-    for (const old of existing) write.doomed.add(old.raw)
+    for (const old of existing) this.#doom(old.raw, write)
     this.#cells.delete(key)
   }
 
@@ -162,6 +163,20 @@ export class ReplicaLog {
     for (const list of this.#clocks.values()) for (const e of list) write.doomed.add(e.raw)
     this.#cells.clear()
     this.#clocks.clear()
+    this.#filed.clear()
+  }
+
+  #doom(raw: DocEntry, write: LogWrite): void {
+    write.doomed.add(raw)
+    this.#filed.delete(raw)
+  }
+
+  #file<T>(index: Map<string, Indexed<T>[]>, key: string, entry: Indexed<T>): void {
+    if (this.#filed.has(entry.raw)) return
+    this.#filed.set(entry.raw, key)
+    const list = index.get(key)
+    if (list === undefined) index.set(key, [entry])
+    else list.push(entry)
   }
 
   /** Applies a write to the array; call inside the binding's transaction. */
@@ -192,16 +207,18 @@ function deleteEntries(array: Y.Array<DocEntry>, doomed: ReadonlySet<DocEntry>):
   for (let i = starts.length - 1; i >= 0; i--) array.delete(starts[i] as number, lengths[i] as number)
 }
 
-function add<T>(index: Map<string, Indexed<T>[]>, key: string, entry: Indexed<T>): void {
-  const list = index.get(key)
-  if (list === undefined) index.set(key, [entry])
-  else if (!list.some((e) => e.raw === entry.raw)) list.push(entry)
-}
-
-function remove<T>(index: Map<string, Indexed<T>[]>, key: string, raw: unknown): void {
+function unfile<T>(index: Map<string, Indexed<T>[]>, key: string, raw: unknown): void {
   const list = index.get(key)
   if (list === undefined) return
   const next = list.filter((e) => e.raw !== raw)
   if (next.length === 0) index.delete(key)
   else index.set(key, next)
+}
+
+/**
+ * The index key of a cell address: cheaper than the engine's JSON `cellKey`, and unambiguous
+ * for any strings (window and key are length-prefixed, start is a number, source is the rest).
+ */
+function addressKey(a: CellAddress): string {
+  return `${a.window.length}:${a.window}${a.key.length}:${a.key}${a.start}|${a.source}`
 }

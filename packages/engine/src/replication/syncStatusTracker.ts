@@ -81,7 +81,8 @@ export class SyncStatusTracker {
   constructor(doc: Y.Doc, now: () => number) {
     this.#doc = doc
     this.#now = now
-    doc.on('update', this.#onUpdate)
+    // afterTransaction rather than 'update': listening to 'update' makes Yjs encode every transaction.
+    doc.on('afterTransaction', this.#onTransaction)
   }
 
   status(): SyncStatus {
@@ -160,8 +161,8 @@ export class SyncStatusTracker {
     this.#publish()
   }
 
-  readonly #onUpdate = (_update: Uint8Array, _origin: unknown, _doc: Y.Doc, transaction: Y.Transaction): void => {
-    if (this.#providers.size === 0) return
+  readonly #onTransaction = (transaction: Y.Transaction): void => {
+    if (this.#providers.size === 0 || transaction.changed.size === 0) return
     if (transaction.local) {
       let changed = false
       for (const state of this.#providers.values()) {
@@ -221,7 +222,7 @@ export class SyncStatusTracker {
   /** Stops listening to the doc and every provider. */
   destroy(): void {
     for (const provider of [...this.#providers.keys()]) this.#detach(provider)
-    this.#doc.off('update', this.#onUpdate)
+    this.#doc.off('afterTransaction', this.#onTransaction)
     this.#listeners.clear()
     this.#rejectedListeners.clear()
     trackers.delete(this.#doc)

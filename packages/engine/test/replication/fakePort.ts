@@ -1,0 +1,108 @@
+/**
+ * A small ReplicaPort over plain maps: the lattice join of cells and clocks, a log of calls.
+ * Lets bindDoc be tested without an engine.
+ */
+import { type Cell, cellKey, mergeCell } from '../../src/cell.ts'
+import type { SyncStatus } from '../../src/engineApi.ts'
+import type { CellAddress, CellEntry, ClockEntry, LocalWrite, MergeReport, ReplicaPort } from '../../src/replicaPort.ts'
+import { compareClocks } from '../../src/replication/docEntry.ts'
+
+export interface FakePort extends ReplicaPort {
+  readonly cells: Map<string, CellEntry>
+  readonly clocks: Map<string, ClockEntry>
+  readonly merges: { cells: readonly CellEntry[]; clocks: readonly ClockEntry[] }[]
+  readonly anomalies: { reason: string; detail: string }[]
+  readonly statuses: { status: SyncStatus; docBytes: number }[]
+  /** Emulates one local ingest batch of this replica's own source(s). */
+  write(cells: readonly CellEntry[], clocks?: readonly ClockEntry[], expired?: readonly CellAddress[]): void
+  /** Makes `mergeRemote` throw (an engine bug) until reset. */
+  failMerges: boolean
+}
+
+export function fakePort(replicaId: string, configuration = 'tumbling:60000'): FakePort {
+  const listeners = new Set<(write: LocalWrite) => void>()
+  const port: FakePort = {
+    replicaId,
+    configuration,
+    cells: new Map(),
+    clocks: new Map(),
+    merges: [],
+    anomalies: [],
+    statuses: [],
+    failMerges: false,
+    onLocalWrite(listener) {
+      listeners.add(listener)
+      return () => listeners.delete(listener)
+    },
+    mergeRemote(cells, clocks): MergeReport {
+      if (port.failMerges) throw new Error('engine bug')
+      port.merges.push({ cells, clocks })
+      let applied = 0
+      let stale = 0
+      for (const entry of cells) {
+        const key = keyOf(entry.address)
+        const mine = port.cells.get(key)
+        const merged = mine === undefined ? entry.cell : mergeCell(mine.cell as Cell, entry.cell as Cell)
+        if (mine !== undefined && merged === mine.cell) stale++
+        else {
+          applied++
+          port.cells.set(key, { address: entry.address, cell: merged })
+        }
+      }
+      for (const clock of clocks) joinClock(port.clocks, clock)
+      return { applied, stale, expired: 0, finalityViolations: 0, conflicts: 0 }
+    },
+    exportState() {
+      return { cells: [...port.cells.values()], clocks: [...port.clocks.values()] }
+    },
+    reportAnomaly(reason, detail) {
+      port.anomalies.push({ reason, detail })
+    },
+    setSyncStatus(status, docBytes) {
+      port.statuses.push({ status, docBytes })
+    },
+    write(cells, clocks = [], expired = []) {
+      for (const entry of cells) port.cells.set(keyOf(entry.address), entry)
+      for (const clock of clocks) joinClock(port.clocks, clock)
+      for (const address of expired) port.cells.delete(keyOf(address))
+      for (const listener of listeners) listener({ cells, clocks, expired })
+    },
+  }
+  return port
+}
+
+function joinClock(clocks: Map<string, ClockEntry>, clock: ClockEntry): void {
+  const mine = clocks.get(clock.source)
+  if (mine === undefined || compareClocks(clock, mine) > 0) clocks.set(clock.source, clock)
+}
+
+export function keyOf(address: CellAddress): string {
+  return cellKey(address.window, address.key, address.start, address.source)
+}
+
+/** A cell entry with `count` events of value `value` (version = count unless given). */
+export function cellOf(
+  source: string,
+  key: string,
+  start: number,
+  count: number,
+  value = 1,
+  version = count,
+  window = 'tumbling:60000',
+): CellEntry {
+  return {
+    address: { window, key, start, source },
+    cell: { count, sum: count * value, min: value, max: value, maxTs: start + count, version },
+  }
+}
+
+export function clockOf(source: string, writer: string, maxTs: number, version: number): ClockEntry {
+  return { source, writer, maxTs, prefix: version, prefixTs: maxTs, provable: true, version }
+}
+
+/** The port's cells as a plain, sorted record for equality checks. */
+export function cellTable(port: FakePort): Record<string, Cell> {
+  const out: Record<string, Cell> = {}
+  for (const key of [...port.cells.keys()].sort()) out[key] = { ...(port.cells.get(key)?.cell as Cell) }
+  return out
+}
