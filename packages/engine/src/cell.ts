@@ -31,6 +31,11 @@ export function emptyCell(): Cell {
   }
 }
 
+/** A cell with the same content (a fixed shape, cheaper than a spread). */
+export function copyCell(cell: Readonly<Cell>): Cell {
+  return { count: cell.count, sum: cell.sum, min: cell.min, max: cell.max, maxTs: cell.maxTs, version: cell.version }
+}
+
 /**
  * Adds one event to a cell in place (the owner's write path). `version` is the source's
  * clock version for this event: monotone per source, so a rewrite of any cell key of that

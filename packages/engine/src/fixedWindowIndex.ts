@@ -1,11 +1,11 @@
-import { addToCell, emptyCell, mergeCell } from './cell.ts'
+import { addToCell, copyCell, emptyCell, mergeCell } from './cell.ts'
+import type { CellEntry } from './replicaPort.ts'
 import {
   ADMITTED_LATE,
   type BatchFrontiers,
   type MergeCounts,
   ON_TIME,
   REFUSED,
-  type RemoteCell,
   type RemoteFrontiers,
   type WindowHooks,
   type WindowIndex,
@@ -105,15 +105,22 @@ export class FixedWindowIndex implements WindowIndex {
     return outcome
   }
 
-  mergeRemote(key: string, entries: readonly RemoteCell[], frontiers: RemoteFrontiers, hooks: WindowHooks): MergeCounts {
+  mergeRemote(entries: readonly CellEntry[], frontiers: RemoteFrontiers, hooks: WindowHooks): MergeCounts {
     const counts: MergeCounts = { applied: 0, stale: 0, expired: 0, finalityViolations: 0, invalid: 0 }
-    for (const { start, source, cell } of entries) {
+    let lastKey: string | null = null
+    let series: Map<number, WindowState> | undefined
+    for (let i = 0; i < entries.length; i++) {
+      const { address, cell } = entries[i] as CellEntry
+      const { key, start, source } = address
       if (alignedStart(start, this.#slide) !== start) {
         counts.invalid++
         continue
       }
+      if (key !== lastKey) {
+        series = this.#byKey.get(key)
+        lastKey = key
+      }
       const end = start + this.#size
-      let series = this.#byKey.get(key)
       let window = series?.get(start)
       if (window === undefined) {
         // Already left live state here: the value it would change is no longer shown.
@@ -136,7 +143,8 @@ export class FixedWindowIndex implements WindowIndex {
         counts.stale++
         continue
       }
-      window.cells.set(source, { ...cell })
+      // A copy: the engine may later write this cell itself (a source it comes to own).
+      window.cells.set(source, copyCell(cell))
       counts.applied++
       if (window.final || end + frontiers.lateness <= frontiers.watermark) counts.finalityViolations++
       if (window.touchedIn !== frontiers.batch) {

@@ -1,6 +1,6 @@
 import type { Frontiers } from './frontiers.ts'
 import type { CellEntry, ClockEntry, MergeReport } from './replicaPort.ts'
-import type { MergeCounts, RemoteCell, RemoteFrontiers, WindowHooks, WindowIndex } from './windowIndex.ts'
+import type { MergeCounts, RemoteFrontiers, WindowHooks, WindowIndex } from './windowIndex.ts'
 
 /**
  * Takes peers' source clocks. A source is single-writer: a peer's clock for a source this
@@ -31,43 +31,47 @@ export function mergeRemoteClocks(
   return conflicts
 }
 
-/** Routes peers' cells to the index of their window spec, key by key. */
+/** Routes peers' cells to the index of their window spec. */
 export function mergeRemoteCells(
   indexes: readonly WindowIndex[],
   cells: readonly CellEntry[],
   frontiers: RemoteFrontiers,
   hooks: WindowHooks,
 ): Omit<MergeReport, 'conflicts'> & { invalid: number } {
-  const grouped = new Map<string, Map<string, RemoteCell[]>>()
-  for (const { address, cell } of cells) {
-    let byKey = grouped.get(address.window)
-    if (byKey === undefined) {
-      byKey = new Map()
-      grouped.set(address.window, byKey)
+  const total: MergeCounts = { applied: 0, stale: 0, expired: 0, finalityViolations: 0, invalid: 0 }
+  // One spec (the common case): no partitioning at all.
+  const only = indexes.length === 1 ? (indexes[0] as WindowIndex) : null
+  const bySpec = new Map<string, CellEntry[]>()
+  let matching = only === null ? null : ([] as CellEntry[])
+  for (const entry of cells) {
+    const id = entry.address.window
+    if (only !== null) {
+      if (id === only.id) (matching as CellEntry[]).push(entry)
+      // The binding refuses peers with another configuration; a stray window id is invalid.
+      else total.invalid++
+      continue
     }
-    let list = byKey.get(address.key)
+    let list = bySpec.get(id)
     if (list === undefined) {
       list = []
-      byKey.set(address.key, list)
+      bySpec.set(id, list)
     }
-    list.push({ start: address.start, source: address.source, cell })
+    list.push(entry)
   }
-  const total: MergeCounts = { applied: 0, stale: 0, expired: 0, finalityViolations: 0, invalid: 0 }
-  for (const [window, byKey] of grouped) {
-    const index = indexes.find((i) => i.id === window)
-    for (const [key, list] of byKey) {
-      if (index === undefined) {
-        // The binding refuses peers with another configuration; a stray window id is invalid.
-        total.invalid += list.length
-        continue
-      }
-      const counts = index.mergeRemote(key, list, frontiers, hooks)
-      total.applied += counts.applied
-      total.stale += counts.stale
-      total.expired += counts.expired
-      total.finalityViolations += counts.finalityViolations
-      total.invalid += counts.invalid
+  if (only !== null && matching !== null) bySpec.set(only.id, matching)
+  matching = null
+  for (const [id, list] of bySpec) {
+    const index = indexes.find((i) => i.id === id)
+    if (index === undefined) {
+      total.invalid += list.length
+      continue
     }
+    const counts = index.mergeRemote(list, frontiers, hooks)
+    total.applied += counts.applied
+    total.stale += counts.stale
+    total.expired += counts.expired
+    total.finalityViolations += counts.finalityViolations
+    total.invalid += counts.invalid
   }
   return total
 }

@@ -1,5 +1,6 @@
 import type { SessionIndexSnapshot } from './engineCheckpoint.ts'
-import { absorbCell, addToCell, emptyCell, mergeCell, tombstone } from './cell.ts'
+import { absorbCell, addToCell, copyCell, emptyCell, mergeCell, tombstone } from './cell.ts'
+import type { CellEntry } from './replicaPort.ts'
 import {
   ADMITTED_LATE,
   type BatchFrontiers,
@@ -206,7 +207,30 @@ export class SessionWindowIndex implements WindowIndex {
     hooks.written(session, source, start, cell)
   }
 
-  mergeRemote(key: string, entries: readonly RemoteCell[], frontiers: RemoteFrontiers, hooks: WindowHooks): MergeCounts {
+  mergeRemote(entries: readonly CellEntry[], frontiers: RemoteFrontiers, hooks: WindowHooks): MergeCounts {
+    const counts: MergeCounts = { applied: 0, stale: 0, expired: 0, finalityViolations: 0, invalid: 0 }
+    // Sessions of a key are rebuilt from all its fragments, so peers' cells are taken key by key.
+    const byKey = new Map<string, RemoteCell[]>()
+    for (const { address, cell } of entries) {
+      let list = byKey.get(address.key)
+      if (list === undefined) {
+        list = []
+        byKey.set(address.key, list)
+      }
+      list.push({ start: address.start, source: address.source, cell })
+    }
+    for (const [key, list] of byKey) {
+      const c = this.#mergeKey(key, list, frontiers, hooks)
+      counts.applied += c.applied
+      counts.stale += c.stale
+      counts.expired += c.expired
+      counts.finalityViolations += c.finalityViolations
+      counts.invalid += c.invalid
+    }
+    return counts
+  }
+
+  #mergeKey(key: string, entries: readonly RemoteCell[], frontiers: RemoteFrontiers, hooks: WindowHooks): MergeCounts {
     const counts: MergeCounts = { applied: 0, stale: 0, expired: 0, finalityViolations: 0, invalid: 0 }
     const gap = this.#gap
     const sessions = this.#byKey.get(key) ?? []
@@ -245,7 +269,7 @@ export class SessionWindowIndex implements WindowIndex {
         counts.stale++
         continue
       }
-      fragments.set(id, { source, start, cell: { ...cell } })
+      fragments.set(id, { source, start, cell: copyCell(cell) })
       changed.add(id)
       counts.applied++
     }
