@@ -5,15 +5,16 @@ export { compareEventOrder } from './eventOrder.ts'
 export { invalidReason, MAX_ABS_TS, MAX_NAME_LENGTH } from './event.ts'
 export { orderEvents } from './orderEvents.ts'
 export { createOrderedStream, OrderedEventStream } from './orderedStream.ts'
+export { openEngine, recoveryReport } from './openEngine.ts'
 export { isOverflowError, OverflowError } from './overflowError.ts'
 export {
   checkpointPolicy,
   claimSource,
   DEFAULT_CHECKPOINT_EVERY,
   decodeCheckpoint,
-  decodeWalBatch,
+  decodeWalRecord,
   encodeCheckpoint,
-  encodeWalBatch,
+  encodeWalRecord,
   indexedDbPersistence,
   isQuotaError,
   memoryPersistence,
@@ -66,6 +67,7 @@ export type {
   WebsocketConnection,
 } from './replication/index.ts'
 export type { OrderedEvent } from './eventOrder.ts'
+export type { OpenEngineOptions, RecoveryReport } from './openEngine.ts'
 export type { OrderedEvents, OrderEventsOptions } from './orderEvents.ts'
 export type {
   OrderedBatch,
@@ -88,9 +90,11 @@ export type {
   SourceClaim,
   SourceLocks,
   SourceMemory,
-  WalBatch,
   WalDecodeFailure,
   WalDecodeResult,
+  WalOp,
+  WalOpKind,
+  WalRecord,
 } from './persistence/index.ts'
 export type { WatermarkStrategy } from './watermarkStrategy.ts'
 export type {

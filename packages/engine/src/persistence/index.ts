@@ -1,10 +1,13 @@
+export { decodeEngineCheckpoint, encodeEngineCheckpoint } from './checkpointCodec.ts'
+export { decodeCheckpoint, encodeCheckpoint } from './checkpointEnvelope.ts'
 export { checkpointPolicy, DEFAULT_CHECKPOINT_EVERY } from './checkpointPolicy.ts'
 export { indexedDbPersistence, SCHEMA_VERSION } from './indexedDbPersistence.ts'
 export { memoryPersistence } from './memoryPersistence.ts'
 export { isQuotaError, QuotaError } from './quotaError.ts'
 export { claimSource } from './sourceClaim.ts'
-export { decodeCheckpoint, decodeWalBatch, encodeCheckpoint, encodeWalBatch } from './walCodec.ts'
+export { decodeWalRecord, encodeWalRecord } from './walCodec.ts'
 
+export type { CheckpointDecodeResult } from './checkpointEnvelope.ts'
 export type { IndexedDbPersistenceOptions } from './indexedDbPersistence.ts'
 export type { MemoryPersistenceOptions } from './memoryPersistence.ts'
 export type {
@@ -14,7 +17,9 @@ export type {
   Persistence,
   PersistenceStats,
   RecoveredLog,
-  WalBatch,
+  WalOp,
+  WalOpKind,
+  WalRecord,
 } from './persistence.ts'
 export type { ClaimSourceOptions, SourceClaim, SourceLocks, SourceMemory } from './sourceClaim.ts'
-export type { CheckpointDecodeResult, WalDecodeFailure, WalDecodeResult } from './walCodec.ts'
+export type { WalDecodeFailure, WalDecodeResult } from './walCodec.ts'

@@ -1,7 +1,7 @@
-import type { StreamEvent } from '../event.ts'
+import { encodeCheckpoint } from './checkpointEnvelope.ts'
 import { checkpointPolicy } from './checkpointPolicy.ts'
-import type { Checkpoint, CheckpointPolicy, CorruptRecord, Persistence, PersistenceStats, RecoveredLog } from './persistence.ts'
-import { encodeCheckpoint, encodeWalBatch } from './walCodec.ts'
+import type { Checkpoint, CheckpointPolicy, CorruptRecord, Persistence, PersistenceStats, RecoveredLog, WalOp } from './persistence.ts'
+import { encodeWalRecord } from './walCodec.ts'
 import { WalLedger } from './walLedger.ts'
 import { readCheckpoint, readTail } from './walRecovery.ts'
 
@@ -16,9 +16,7 @@ export interface MemoryPersistenceOptions {
  * survives `close()` + `open()` on the same handle (but not the process).
  *
  * @example
- * const persistence = memoryPersistence()
- * await persistence.open() // { checkpoint: null, tail: [], corrupt: [] }
- * const lsn = await persistence.append([{ id: 'a', source: 's', ts: 0, value: 1 }])
+ * const engine = await openEngine({ windows: tumbling(60_000), persistence: memoryPersistence() })
  */
 export function memoryPersistence(options: MemoryPersistenceOptions = {}): Persistence {
   return new MemoryPersistence(checkpointPolicy(options.checkpointEvery))
@@ -27,6 +25,7 @@ export function memoryPersistence(options: MemoryPersistenceOptions = {}): Persi
 class MemoryPersistence implements Persistence {
   readonly checkpointEvery: CheckpointPolicy
   readonly #wal = new Map<number, Uint8Array>()
+  readonly #meta = new Map<string, string>()
   #checkpoint: { readonly key: number; readonly bytes: Uint8Array } | null = null
   readonly #ledger = new WalLedger()
   #open = false
@@ -59,13 +58,13 @@ class MemoryPersistence implements Persistence {
       corrupt,
     )
     this.#ledger.recordCorrupt(corrupt.length)
-    return { checkpoint, tail, corrupt }
+    return { checkpoint, tail, corrupt, meta: new Map(this.#meta) }
   }
 
-  async append(events: readonly StreamEvent[]): Promise<number> {
+  async append(op: WalOp): Promise<number> {
     this.#requireOpen('append')
     const lsn = this.#ledger.nextLsn()
-    const bytes = encodeWalBatch(lsn, events)
+    const bytes = encodeWalRecord(lsn, op)
     this.#wal.set(lsn, bytes)
     this.#ledger.recordStored(lsn, bytes.length)
     return lsn
@@ -78,6 +77,15 @@ class MemoryPersistence implements Persistence {
     this.#checkpoint = { key: checkpoint.upToLsn, bytes }
     for (const lsn of this.#wal.keys()) if (lsn <= checkpoint.upToLsn) this.#wal.delete(lsn)
     this.#ledger.recordCheckpoint(checkpoint.upToLsn)
+  }
+
+  async putMeta(key: string, value: string): Promise<void> {
+    this.#requireOpen('putMeta')
+    this.#meta.set(key, value)
+  }
+
+  get lastLsn(): number {
+    return this.#ledger.lastLsn
   }
 
   stats(): PersistenceStats {

@@ -1,15 +1,25 @@
-import type { StreamEvent } from '../event.ts'
+import type { JournalOp } from '../engineCheckpoint.ts'
 
-/** A batch read back from the write-ahead log, in append order. */
-export interface WalBatch {
-  /** Monotone position of the batch in this log, starting at 1. */
+/**
+ * One operation of the engine's journal, as the log stores it: an ingest batch (its valid
+ * events, the processing time and the invalid inputs by reason), a watermark advance, a
+ * tick, or a merge of peers' cells and clocks. A record of the older format 1 reads back
+ * as an ingest with `now: NaN` (that format did not record processing time).
+ */
+export type WalOp = JournalOp
+
+export type WalOpKind = WalOp['kind']
+
+/** An operation read back from the write-ahead log, in append order. */
+export interface WalRecord {
+  /** Monotone position of the record in this log, starting at 1. */
   readonly lsn: number
-  readonly events: readonly StreamEvent[]
+  readonly op: WalOp
 }
 
 /** Engine state at a point of the log: opaque bytes the engine encodes and decodes itself. */
 export interface Checkpoint {
-  /** Every batch with `lsn <= upToLsn` is contained in `state`. */
+  /** Every record with `lsn <= upToLsn` is contained in `state`. */
   readonly upToLsn: number
   readonly state: Uint8Array
 }
@@ -19,15 +29,19 @@ export interface CorruptRecord {
   readonly store: string
   readonly key: string
   readonly reason: string
-  /** Events known to be lost with it, when the header could still be read. */
+  /** Kind of the lost log operation, when the header could still be read. */
+  readonly kind?: WalOpKind
+  /** Events known to be lost with it (ingest records), when the header could still be read. */
   readonly lostEvents?: number
 }
 
-/** What `open()` found: the newest valid checkpoint and every valid batch after it. */
+/** What `open()` found: the newest valid checkpoint, every valid record after it, and the metadata. */
 export interface RecoveredLog {
   readonly checkpoint: Checkpoint | null
-  readonly tail: readonly WalBatch[]
+  readonly tail: readonly WalRecord[]
   readonly corrupt: readonly CorruptRecord[]
+  /** Small values stored beside the log with `putMeta` (the replica id). */
+  readonly meta: ReadonlyMap<string, string>
 }
 
 export interface PersistenceStats {
@@ -48,18 +62,28 @@ export interface CheckpointPolicy {
 }
 
 /**
- * Where an engine logs accepted batches before applying them (DESIGN §5).
- * `append` resolves only after the batch is committed; a full quota rejects with `QuotaError`.
+ * Where an engine logs its journal (DESIGN §5): `openEngine` appends every operation and
+ * checkpoints the engine state. `append` resolves only after the record is committed; a
+ * full quota rejects with `QuotaError`.
  */
 export interface Persistence {
   /** Checkpoint cadence the engine should follow; absent means the engine's default. */
   readonly checkpointEvery?: CheckpointPolicy
+  /** Highest lsn found by `open()` or handed out by `append` (at call time, before commit). */
+  readonly lastLsn: number
   /** Reads what survived; call once before `append`, and again only after `close()`. */
   open(): Promise<RecoveredLog>
-  /** Appends one batch as one record; resolves with its lsn after commit. */
-  append(events: readonly StreamEvent[]): Promise<number>
+  /**
+   * Appends one operation as one record; resolves with its lsn after commit. Encodes
+   * `op` before it returns, so the caller may reuse it at once, and numbers records in
+   * call order.
+   */
+  append(op: WalOp): Promise<number>
   /** Stores a checkpoint, then drops log records with `lsn <= checkpoint.upToLsn`. */
   checkpoint(checkpoint: Checkpoint): Promise<void>
+  /** Stores a small value beside the log (read back by the next `open()`); resolves after commit. */
+  putMeta(key: string, value: string): Promise<void>
   stats(): PersistenceStats
+  /** Waits for appends already made, then releases the storage. */
   close(): Promise<void>
 }

@@ -14,6 +14,11 @@ export class WalLedger {
   #checkpoints = 0
   #corruptRecords = 0
 
+  /** Highest lsn handed out or seen on disk. */
+  get lastLsn(): number {
+    return this.#lastLsn
+  }
+
   /** The lsn for the next append; reserved at call time so concurrent appends stay ordered. */
   nextLsn(): number {
     this.#lastLsn += 1

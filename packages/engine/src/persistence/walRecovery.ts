@@ -1,5 +1,6 @@
-import type { Checkpoint, CorruptRecord, WalBatch } from './persistence.ts'
-import { decodeCheckpoint, decodeWalBatch } from './walCodec.ts'
+import { decodeCheckpoint } from './checkpointEnvelope.ts'
+import type { Checkpoint, CorruptRecord, WalRecord } from './persistence.ts'
+import { decodeWalRecord } from './walCodec.ts'
 
 /** A value as a store returned it, under its key (the lsn, or the checkpoint's upToLsn). */
 export interface StoredRecord {
@@ -28,11 +29,11 @@ export function readCheckpoint(
 }
 
 /**
- * Decodes log records (in lsn order) into batches, appending a report to `corrupt` for
- * each one that fails; a failure never stops the records after it.
+ * Decodes log records (in lsn order), appending a report to `corrupt` for each one that
+ * fails; a failure never stops the records after it.
  */
-export function readTail(records: readonly StoredRecord[], corrupt: CorruptRecord[]): WalBatch[] {
-  const tail: WalBatch[] = []
+export function readTail(records: readonly StoredRecord[], corrupt: CorruptRecord[]): WalRecord[] {
+  const tail: WalRecord[] = []
   for (const record of records) {
     const key = String(record.key)
     const bytes = asBytes(record.value)
@@ -40,17 +41,21 @@ export function readTail(records: readonly StoredRecord[], corrupt: CorruptRecor
       corrupt.push({ store: 'wal', key, reason: `stored value is ${describe(record.value)}, not bytes` })
       continue
     }
-    const result = decodeWalBatch(bytes)
+    const result = decodeWalRecord(bytes)
     if (!result.ok) {
-      const report: CorruptRecord =
-        result.eventCount === undefined
-          ? { store: 'wal', key, reason: result.reason }
-          : { store: 'wal', key, reason: result.reason, lostEvents: result.eventCount }
+      const report: { -readonly [K in keyof CorruptRecord]: CorruptRecord[K] } = { store: 'wal', key, reason: result.reason }
+      if (result.kind !== undefined) report.kind = result.kind
+      if (result.eventCount !== undefined) report.lostEvents = result.eventCount
       corrupt.push(report)
     } else if (result.lsn !== record.key) {
-      corrupt.push({ store: 'wal', key, reason: `record says lsn ${result.lsn}, stored under ${key}`, lostEvents: result.events.length })
+      const { op } = result
+      const report: CorruptRecord =
+        op.kind === 'ingest'
+          ? { store: 'wal', key, reason: `record says lsn ${result.lsn}, stored under ${key}`, kind: op.kind, lostEvents: op.events.length }
+          : { store: 'wal', key, reason: `record says lsn ${result.lsn}, stored under ${key}`, kind: op.kind }
+      corrupt.push(report)
     } else {
-      tail.push({ lsn: result.lsn, events: result.events })
+      tail.push({ lsn: result.lsn, op: result.op })
     }
   }
   return tail

@@ -1,5 +1,9 @@
 import fc from 'fast-check'
+import { ANOMALY_REASONS } from '../../src/anomaly.ts'
+import type { Cell } from '../../src/cell.ts'
 import { MAX_ABS_TS, type StreamEvent } from '../../src/event.ts'
+import type { WalOp } from '../../src/persistence/index.ts'
+import type { CellEntry, ClockEntry } from '../../src/replicaPort.ts'
 
 /** Any UTF-16 code unit, lone surrogates included: ids are arbitrary JS strings. */
 const codeUnit = fc.integer({ min: 0, max: 0xffff }).map((unit) => String.fromCharCode(unit))
@@ -29,3 +33,44 @@ export const streamEvent: fc.Arbitrary<StreamEvent> = fc.record(
 export const batch = fc.array(streamEvent, { maxLength: 40 })
 
 export const lsn = fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER })
+
+const anyNumber = fc.oneof(fc.double(), fc.constantFrom(Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, -0), fc.integer())
+
+const cell: fc.Arbitrary<Cell> = fc.record({
+  count: fc.nat(),
+  sum: anyNumber,
+  min: anyNumber,
+  max: anyNumber,
+  maxTs: anyNumber,
+  version: fc.nat(),
+})
+
+const cellEntry: fc.Arbitrary<CellEntry> = fc.record({
+  address: fc.record({ window: name, key: fc.oneof(fc.constant(''), name), start: anyNumber, source: name }),
+  cell,
+})
+
+const clockEntry: fc.Arbitrary<ClockEntry> = fc.record({
+  source: name,
+  writer: name,
+  maxTs: anyNumber,
+  prefix: fc.nat(),
+  prefixTs: anyNumber,
+  provable: fc.boolean(),
+  version: fc.nat(),
+})
+
+const rejected = fc.dictionary(fc.constantFrom(...ANOMALY_REASONS), fc.integer({ min: 1, max: 0xffffffff }), { maxKeys: 4 })
+
+/** Every kind of journal op, with non-finite times and cells where the engine can produce them. */
+export const walOp: fc.Arbitrary<WalOp> = fc.oneof(
+  fc.record({ kind: fc.constant('ingest' as const), now: anyNumber, events: batch, rejected }),
+  fc.record({ kind: fc.constant('advance' as const), to: anyNumber }),
+  fc.record({ kind: fc.constant('tick' as const), now: anyNumber }),
+  fc.record({
+    kind: fc.constant('merge' as const),
+    now: anyNumber,
+    cells: fc.array(cellEntry, { maxLength: 12 }),
+    clocks: fc.array(clockEntry, { maxLength: 6 }),
+  }),
+)

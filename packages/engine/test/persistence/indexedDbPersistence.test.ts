@@ -1,16 +1,19 @@
 import 'fake-indexeddb/auto'
-import { IDBDatabase as FakeDatabase, IDBFactory, IDBObjectStore as FakeObjectStore } from 'fake-indexeddb'
-import { type IDBPDatabase, wrap } from 'idb'
+import { IDBDatabase as FakeDatabase, IDBFactory } from 'fake-indexeddb'
+import { wrap } from 'idb'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { StreamEvent } from '../../src/event.ts'
 import {
   encodeCheckpoint,
-  encodeWalBatch,
+  encodeWalRecord,
   indexedDbPersistence,
   isQuotaError,
   QuotaError,
   SCHEMA_VERSION,
 } from '../../src/persistence/index.ts'
+import { abortWithQuota, damage, failNextWrite, raw } from './fakeStorage.ts'
+import { encodeFormat1Batch } from './walFormat1.ts'
+import { ingestOp } from './walOps.ts'
 
 afterEach(() => {
   vi.restoreAllMocks()
@@ -19,41 +22,6 @@ afterEach(() => {
 
 function events(from: number, count: number): StreamEvent[] {
   return Array.from({ length: count }, (_, i) => ({ id: `e${from + i}`, source: 'd1', seq: from + i, ts: from + i, value: i }))
-}
-
-/** A raw connection for inspecting or damaging what the persistence stored. */
-async function raw(factory: IDBFactory, name: string): Promise<IDBPDatabase> {
-  const db = await wrap(factory.open(name))
-  if (db === undefined) throw new Error('open failed')
-  return db
-}
-
-async function damage(factory: IDBFactory, name: string, store: string, key: number, at: (bytes: Uint8Array) => number) {
-  const db = await raw(factory, name)
-  const bytes = new Uint8Array((await db.get(store, key)) as ArrayBuffer)
-  const position = at(bytes)
-  bytes[position] = (bytes[position] as number) ^ 0xff
-  await db.put(store, bytes.buffer, key)
-  db.close()
-}
-
-type Quirk = (store: IDBObjectStore, request: IDBRequest) => void
-/** Makes the next write to `storeName` fail like a full disk would. */
-function failNextWrite(method: 'add' | 'put', storeName: string, quirk: Quirk | 'throw'): void {
-  const original = FakeObjectStore.prototype[method]
-  vi.spyOn(FakeObjectStore.prototype, method).mockImplementation(function (this: IDBObjectStore, ...args: [unknown, IDBValidKey?]) {
-    if (this.name !== storeName) return original.apply(this, args)
-    vi.mocked(FakeObjectStore.prototype[method]).mockRestore()
-    if (quirk === 'throw') throw new DOMException('The quota has been exceeded.', 'QuotaExceededError')
-    const request = original.apply(this, args)
-    quirk(this, request)
-    return request
-  })
-}
-
-/** What Chromium does on a full disk: the transaction aborts with QuotaExceededError, the request only sees AbortError. */
-const abortWithQuota: Quirk = (store) => {
-  ;(store.transaction as unknown as { _abort(name: string): void })._abort('QuotaExceededError')
 }
 
 describe('indexedDbPersistence', () => {
@@ -68,7 +36,7 @@ describe('indexedDbPersistence', () => {
       tx.addEventListener('complete', () => order.push('committed'))
       return tx
     })
-    await persistence.append(events(1, 3)).then(() => order.push('resolved'))
+    await persistence.append(ingestOp(events(1, 3))).then(() => order.push('resolved'))
     expect(order).toEqual(['committed', 'resolved'])
     const db = await raw(factory, 'durable')
     expect(await db.getAllKeys('wal')).toEqual([1])
@@ -78,23 +46,23 @@ describe('indexedDbPersistence', () => {
     const factory = new IDBFactory()
     const crashed = indexedDbPersistence({ name: 'crash', indexedDB: factory })
     await crashed.open()
-    await crashed.append(events(1, 2))
-    await crashed.append(events(3, 2))
+    await crashed.append(ingestOp(events(1, 2)))
+    await crashed.append(ingestOp(events(3, 2)))
     await crashed.checkpoint({ upToLsn: 1, state: new Uint8Array([7]) })
-    await crashed.append(events(5, 2))
+    await crashed.append(ingestOp(events(5, 2)))
     const reloaded = indexedDbPersistence({ name: 'crash', indexedDB: factory })
     const recovered = await reloaded.open()
     expect(recovered.checkpoint).toEqual({ upToLsn: 1, state: new Uint8Array([7]) })
     expect(recovered.tail).toEqual([
-      { lsn: 2, events: events(3, 2) },
-      { lsn: 3, events: events(5, 2) },
+      { lsn: 2, op: ingestOp(events(3, 2)) },
+      { lsn: 3, op: ingestOp(events(5, 2)) },
     ])
-    expect(await reloaded.append(events(7, 1))).toBe(4)
+    expect(await reloaded.append(ingestOp(events(7, 1)))).toBe(4)
     // The stale handle must not overwrite the batch the new one wrote under its next lsn.
-    await expect(crashed.append(events(99, 1))).rejects.toThrow(/another handle/)
+    await expect(crashed.append(ingestOp(events(99, 1)))).rejects.toThrow(/another handle/)
     expect((await indexedDbPersistence({ name: 'crash', indexedDB: factory }).open()).tail.at(-1)).toEqual({
       lsn: 4,
-      events: events(7, 1),
+      op: ingestOp(events(7, 1)),
     })
   })
 
@@ -103,7 +71,7 @@ describe('indexedDbPersistence', () => {
     const persistence = indexedDbPersistence({ name: 'checkpoints', indexedDB: factory })
     await persistence.open()
     for (let i = 0; i < 3; i++) {
-      await persistence.append(events(i, 1))
+      await persistence.append(ingestOp(events(i, 1)))
       await persistence.checkpoint({ upToLsn: i + 1, state: new Uint8Array([i]) })
     }
     const db = await raw(factory, 'checkpoints')
@@ -115,20 +83,20 @@ describe('indexedDbPersistence', () => {
     const factory = new IDBFactory()
     const persistence = indexedDbPersistence({ name: 'corrupt', indexedDB: factory })
     await persistence.open()
-    for (const count of [2, 3, 4, 5]) await persistence.append(events(10 * count, count))
+    for (const count of [2, 3, 4, 5]) await persistence.append(ingestOp(events(10 * count, count)))
     await persistence.close()
     await damage(factory, 'corrupt', 'wal', 2, (bytes) => bytes.length - 1)
     await damage(factory, 'corrupt', 'wal', 3, () => 16)
     const reloaded = indexedDbPersistence({ name: 'corrupt', indexedDB: factory })
     const recovered = await reloaded.open()
     expect(recovered.tail.map((batch) => batch.lsn)).toEqual([1, 4])
-    expect(recovered.tail[1]?.events).toEqual(events(50, 5))
+    expect(recovered.tail[1]?.op).toEqual(ingestOp(events(50, 5)))
     expect(recovered.corrupt).toEqual([
-      { store: 'wal', key: '2', reason: 'payload checksum mismatch', lostEvents: 3 },
+      { store: 'wal', key: '2', reason: 'payload checksum mismatch', kind: 'ingest', lostEvents: 3 },
       { store: 'wal', key: '3', reason: 'header checksum mismatch' },
     ])
     expect(reloaded.stats()).toMatchObject({ corruptRecords: 2, walRecords: 4 })
-    expect(await reloaded.append(events(60, 1))).toBe(5)
+    expect(await reloaded.append(ingestOp(events(60, 1)))).toBe(5)
   })
 
   it('reports stored values that are not records, or sit under the wrong lsn', async () => {
@@ -136,7 +104,7 @@ describe('indexedDbPersistence', () => {
     await indexedDbPersistence({ name: 'foreign', indexedDB: factory }).open()
     const db = await raw(factory, 'foreign')
     await db.put('wal', 'hello', 1)
-    await db.put('wal', encodeWalBatch(9, events(1, 2)).buffer, 2)
+    await db.put('wal', encodeWalRecord(9, ingestOp(events(1, 2))).buffer, 2)
     await db.put('checkpoints', encodeCheckpoint({ upToLsn: 5, state: new Uint8Array(4) }).buffer, 1)
     db.close()
     const recovered = await indexedDbPersistence({ name: 'foreign', indexedDB: factory }).open()
@@ -145,7 +113,7 @@ describe('indexedDbPersistence', () => {
     expect(recovered.corrupt).toEqual([
       { store: 'checkpoints', key: '1', reason: 'envelope says upToLsn 5, stored under 1' },
       { store: 'wal', key: '1', reason: 'stored value is a string, not bytes' },
-      { store: 'wal', key: '2', reason: 'record says lsn 9, stored under 2', lostEvents: 2 },
+      { store: 'wal', key: '2', reason: 'record says lsn 9, stored under 2', kind: 'ingest', lostEvents: 2 },
     ])
   })
 
@@ -153,17 +121,17 @@ describe('indexedDbPersistence', () => {
     const factory = new IDBFactory()
     const persistence = indexedDbPersistence({ name: 'bad-checkpoint', indexedDB: factory })
     await persistence.open()
-    await persistence.append(events(1, 1))
+    await persistence.append(ingestOp(events(1, 1)))
     await persistence.checkpoint({ upToLsn: 1, state: new Uint8Array(16) })
-    await persistence.append(events(2, 1))
+    await persistence.append(ingestOp(events(2, 1)))
     await persistence.close()
     await damage(factory, 'bad-checkpoint', 'checkpoints', 1, (bytes) => bytes.length - 1)
     const reloaded = indexedDbPersistence({ name: 'bad-checkpoint', indexedDB: factory })
     const recovered = await reloaded.open()
     expect(recovered.checkpoint).toBeNull()
     expect(recovered.corrupt).toEqual([{ store: 'checkpoints', key: '1', reason: 'payload checksum mismatch' }])
-    expect(recovered.tail).toEqual([{ lsn: 2, events: events(2, 1) }])
-    expect(await reloaded.append(events(3, 1))).toBe(3)
+    expect(recovered.tail).toEqual([{ lsn: 2, op: ingestOp(events(2, 1)) }])
+    expect(await reloaded.append(ingestOp(events(3, 1)))).toBe(3)
   })
 
   describe.each([
@@ -174,23 +142,23 @@ describe('indexedDbPersistence', () => {
       const factory = new IDBFactory()
       const persistence = indexedDbPersistence({ name: 'quota', indexedDB: factory })
       await persistence.open()
-      await persistence.append(events(1, 2))
+      await persistence.append(ingestOp(events(1, 2)))
       const before = persistence.stats()
       failNextWrite('add', 'wal', quirk)
-      const failure = await persistence.append(events(3, 2)).then(
+      const failure = await persistence.append(ingestOp(events(3, 2))).then(
         () => null,
         (error: unknown) => error,
       )
       expect(failure).toBeInstanceOf(QuotaError)
       expect(isQuotaError(failure)).toBe(true)
-      expect((failure as Error).message).toMatch(/quota exceeded; batch lsn 2 was not written/)
+      expect((failure as Error).message).toMatch(/quota exceeded; record lsn 2 was not written/)
       expect(((failure as Error).cause as DOMException).name).toBe('QuotaExceededError')
       expect(persistence.stats()).toEqual(before)
-      const next = await persistence.append(events(5, 1))
+      const next = await persistence.append(ingestOp(events(5, 1)))
       const recovered = await indexedDbPersistence({ name: 'quota', indexedDB: factory }).open()
       expect(recovered.tail).toEqual([
-        { lsn: 1, events: events(1, 2) },
-        { lsn: next, events: events(5, 1) },
+        { lsn: 1, op: ingestOp(events(1, 2)) },
+        { lsn: next, op: ingestOp(events(5, 1)) },
       ])
     })
   })
@@ -199,8 +167,8 @@ describe('indexedDbPersistence', () => {
     const factory = new IDBFactory()
     const persistence = indexedDbPersistence({ name: 'quota-checkpoint', indexedDB: factory })
     await persistence.open()
-    await persistence.append(events(1, 1))
-    await persistence.append(events(2, 1))
+    await persistence.append(ingestOp(events(1, 1)))
+    await persistence.append(ingestOp(events(2, 1)))
     failNextWrite('put', 'checkpoints', abortWithQuota)
     await expect(persistence.checkpoint({ upToLsn: 2, state: new Uint8Array(8) })).rejects.toBeInstanceOf(QuotaError)
     expect(persistence.stats()).toMatchObject({ walRecords: 2, checkpoints: 0 })
@@ -208,18 +176,18 @@ describe('indexedDbPersistence', () => {
     expect(recovered).toMatchObject({ checkpoint: null, tail: [{ lsn: 1 }, { lsn: 2 }] })
   })
 
-  it('upgrades a v1 database created by hand and keeps its log', async () => {
+  it('upgrades a v1 database created by hand and keeps its format-1 log', async () => {
     const factory = new IDBFactory()
     const request = factory.open('legacy', 1)
     request.addEventListener('upgradeneeded', () => {
       for (const store of ['wal', 'checkpoints', 'meta']) request.result.createObjectStore(store)
     })
     const v1 = await wrap(request)
-    await v1?.put('wal', encodeWalBatch(1, events(1, 3)).buffer, 1)
+    await v1?.put('wal', encodeFormat1Batch(1, events(1, 3)).buffer, 1)
     v1?.close()
     const persistence = indexedDbPersistence({ name: 'legacy', indexedDB: factory })
-    expect((await persistence.open()).tail).toEqual([{ lsn: 1, events: events(1, 3) }])
-    expect(await persistence.append(events(4, 1))).toBe(2)
+    expect((await persistence.open()).tail).toEqual([{ lsn: 1, op: ingestOp(events(1, 3), Number.NaN) }])
+    expect(await persistence.append(ingestOp(events(4, 1)))).toBe(2)
     await persistence.close()
     const db = await raw(factory, 'legacy')
     expect(db.version).toBe(SCHEMA_VERSION)
@@ -237,16 +205,16 @@ describe('indexedDbPersistence', () => {
     const persistence = indexedDbPersistence({ name: 'upgraded', indexedDB: factory })
     await persistence.open()
     ;(await wrap(factory.open('upgraded', SCHEMA_VERSION + 1)))?.close()
-    await expect(persistence.append(events(1, 1))).rejects.toThrow(/upgraded the database schema/)
+    await expect(persistence.append(ingestOp(events(1, 1)))).rejects.toThrow(/upgraded the database schema/)
   })
 
   it('refuses writes once the source claim is no longer held', async () => {
     const claim = { held: true }
     const persistence = indexedDbPersistence({ name: 'claimed', indexedDB: new IDBFactory(), claim })
     await persistence.open()
-    expect(await persistence.append(events(1, 1))).toBe(1)
+    expect(await persistence.append(ingestOp(events(1, 1)))).toBe(1)
     claim.held = false
-    await expect(persistence.append(events(2, 1))).rejects.toThrow(/no longer holds its source claim/)
+    await expect(persistence.append(ingestOp(events(2, 1)))).rejects.toThrow(/no longer holds its source claim/)
   })
 
   it('says what to do when there is no IndexedDB', () => {

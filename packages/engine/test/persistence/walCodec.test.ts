@@ -2,9 +2,11 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import type { StreamEvent } from '../../src/event.ts'
 import { crc32 } from '../../src/persistence/crc32.ts'
-import { decodeCheckpoint, decodeWalBatch, encodeCheckpoint, encodeWalBatch } from '../../src/persistence/index.ts'
-import { batch, lsn } from './arbitraries.ts'
+import { decodeCheckpoint, decodeWalRecord, encodeCheckpoint, encodeWalRecord, type WalOp } from '../../src/persistence/index.ts'
+import { batch, lsn, walOp } from './arbitraries.ts'
 import { assertSeeded } from './seeded.ts'
+import { encodeFormat1Batch } from './walFormat1.ts'
+import { ingestOp } from './walOps.ts'
 
 const FILE = 'packages/engine/test/persistence/walCodec.test.ts'
 
@@ -32,19 +34,53 @@ describe('crc32', () => {
 
 describe('walCodec: log records', () => {
   it('round-trips a batch with absent seq and key, negative ts, lone surrogates and a leading BOM', () => {
-    const result = decodeWalBatch(encodeWalBatch(7, sample))
-    expect(result).toEqual({ ok: true, lsn: 7, events: sample })
-    if (!result.ok) return
-    expect('seq' in (result.events[2] as StreamEvent)).toBe(false)
-    expect('key' in (result.events[2] as StreamEvent)).toBe(false)
+    const result = decodeWalRecord(encodeWalRecord(7, ingestOp(sample, 1_700_000_000_123)))
+    expect(result).toEqual({ ok: true, lsn: 7, op: ingestOp(sample, 1_700_000_000_123) })
+    if (!result.ok || result.op.kind !== 'ingest') return
+    expect('seq' in (result.op.events[2] as StreamEvent)).toBe(false)
+    expect('key' in (result.op.events[2] as StreamEvent)).toBe(false)
   })
 
-  it('round-trips arbitrary batches, also from unaligned views', () => {
+  it('round-trips every kind of op, also from unaligned views', () => {
+    assertSeeded(
+      fc.property(lsn, walOp, (recordLsn, op) => {
+        const bytes = encodeWalRecord(recordLsn, op)
+        expect(decodeWalRecord(bytes)).toEqual({ ok: true, lsn: recordLsn, op })
+        expect(decodeWalRecord(unaligned(bytes))).toEqual({ ok: true, lsn: recordLsn, op })
+      }),
+      FILE,
+    )
+  })
+
+  it('keeps rejected counts, a merge with tombstone cells and an advance to +Infinity exactly', () => {
+    const ingest: WalOp = { kind: 'ingest', now: 5, events: sample.slice(0, 1), rejected: { invalid_ts: 3, missing_id: 1 } }
+    const merge: WalOp = {
+      kind: 'merge',
+      now: 9,
+      cells: [
+        {
+          address: { window: 'tumbling:60000', key: '__proto__', start: -60_000, source: 'd1' },
+          cell: { count: 0, sum: 0, min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY, maxTs: Number.NEGATIVE_INFINITY, version: 7 },
+        },
+      ],
+      clocks: [{ source: 'd1', writer: 'r1', maxTs: 10, prefix: 3, prefixTs: Number.NEGATIVE_INFINITY, provable: false, version: 4 }],
+    }
+    const advance: WalOp = { kind: 'advance', to: Number.POSITIVE_INFINITY }
+    for (const op of [ingest, merge, advance, { kind: 'tick', now: -0 } as const]) {
+      expect(decodeWalRecord(encodeWalRecord(2, op))).toEqual({ ok: true, lsn: 2, op })
+    }
+  })
+
+  it('refuses to encode rejected counts that are not known reasons with 32-bit counts', () => {
+    const op = (rejected: Record<string, number>): WalOp => ({ kind: 'ingest', now: 0, events: [], rejected })
+    expect(() => encodeWalRecord(1, op({ not_a_reason: 1 }))).toThrow(RangeError)
+    expect(() => encodeWalRecord(1, op({ invalid_ts: 2 ** 32 }))).toThrow(RangeError)
+  })
+
+  it('reads format-1 records as ingest ops without processing time', () => {
     assertSeeded(
       fc.property(lsn, batch, (recordLsn, events) => {
-        const bytes = encodeWalBatch(recordLsn, events)
-        expect(decodeWalBatch(bytes)).toEqual({ ok: true, lsn: recordLsn, events })
-        expect(decodeWalBatch(unaligned(bytes))).toEqual({ ok: true, lsn: recordLsn, events })
+        expect(decodeWalRecord(encodeFormat1Batch(recordLsn, events))).toEqual({ ok: true, lsn: recordLsn, op: ingestOp(events, Number.NaN) })
       }),
       FILE,
     )
@@ -52,43 +88,46 @@ describe('walCodec: log records', () => {
 
   it('stores a repeated string once', () => {
     const many = Array.from({ length: 100 }, (_, i): StreamEvent => ({ id: `e${i}`, source: 'same-source', key: 'same-key', ts: i, value: i }))
-    const once = encodeWalBatch(1, many.slice(0, 1)).length
-    const hundred = encodeWalBatch(1, many).length
+    const once = encodeWalRecord(1, ingestOp(many.slice(0, 1))).length
+    const hundred = encodeWalRecord(1, ingestOp(many)).length
     // 36 bytes of columns + a 4-byte length + the id per extra event; source and key add nothing.
     expect(hundred - once).toBe(99 * 40 + many.slice(1).reduce((sum, e) => sum + e.id.length, 0))
   })
 
   it('reports every single changed byte of a record as corrupt', () => {
-    const bytes = encodeWalBatch(3, sample)
-    for (let at = 0; at < bytes.length; at++) {
-      const damaged = bytes.slice()
-      damaged[at] = (damaged[at] as number) ^ 0x5a
-      const result = decodeWalBatch(damaged)
-      expect(result.ok, `byte ${at}`).toBe(false)
+    for (const bytes of [encodeWalRecord(3, ingestOp(sample)), encodeFormat1Batch(3, sample)]) {
+      for (let at = 0; at < bytes.length; at++) {
+        const damaged = bytes.slice()
+        damaged[at] = (damaged[at] as number) ^ 0x5a
+        const result = decodeWalRecord(damaged)
+        expect(result.ok, `byte ${at}`).toBe(false)
+      }
     }
   })
 
-  it('reports random damage with a reason, never throws, and keeps lsn and count while the header is intact', () => {
+  it('reports random damage with a reason, never throws, and keeps lsn, kind and count while the header is intact', () => {
     assertSeeded(
       fc.property(
         lsn,
-        batch,
+        walOp,
         fc.array(fc.tuple(fc.nat(), fc.integer({ min: 1, max: 255 })), { minLength: 1, maxLength: 4 }),
-        (recordLsn, events, flips) => {
-          const bytes = encodeWalBatch(recordLsn, events)
+        (recordLsn, op, flips) => {
+          const bytes = encodeWalRecord(recordLsn, op)
           const damaged = bytes.slice()
           for (const [position, mask] of flips) {
             const at = position % damaged.length
             damaged[at] = (damaged[at] as number) ^ mask
           }
           if (damaged.every((byte, i) => byte === bytes[i])) return // flips cancelled out
-          const result = decodeWalBatch(damaged)
+          const result = decodeWalRecord(damaged)
           expect(result.ok).toBe(false)
           if (result.ok) return
           expect(result.reason.length).toBeGreaterThan(0)
-          const headerIntact = damaged.subarray(0, 40).every((byte, i) => byte === bytes[i])
-          if (headerIntact) expect(result).toMatchObject({ lsn: recordLsn, eventCount: events.length, reason: 'payload checksum mismatch' })
-          else expect(result.eventCount).toBeUndefined()
+          const headerIntact = damaged.subarray(0, 64).every((byte, i) => byte === bytes[i])
+          if (!headerIntact) expect(result.kind).toBeUndefined()
+          else if (op.kind === 'ingest') {
+            expect(result).toMatchObject({ lsn: recordLsn, kind: 'ingest', eventCount: op.events.length, reason: 'payload checksum mismatch' })
+          } else expect(result).toMatchObject({ lsn: recordLsn, kind: op.kind, reason: 'payload checksum mismatch' })
         },
       ),
       FILE,
@@ -96,22 +135,22 @@ describe('walCodec: log records', () => {
   })
 
   it('rejects truncated, extended and foreign bytes with a reason', () => {
-    const bytes = encodeWalBatch(5, sample)
-    expect(decodeWalBatch(bytes.subarray(0, 10))).toMatchObject({ ok: false, reason: expect.stringContaining('shorter') })
-    expect(decodeWalBatch(bytes.subarray(0, bytes.length - 1))).toMatchObject({ ok: false, lsn: 5, eventCount: 4 })
+    const bytes = encodeWalRecord(5, ingestOp(sample))
+    expect(decodeWalRecord(bytes.subarray(0, 10))).toMatchObject({ ok: false, reason: expect.stringContaining('shorter') })
+    expect(decodeWalRecord(bytes.subarray(0, bytes.length - 1))).toMatchObject({ ok: false, lsn: 5, kind: 'ingest', eventCount: 4 })
     const longer = new Uint8Array(bytes.length + 1)
     longer.set(bytes)
-    expect(decodeWalBatch(longer)).toMatchObject({ ok: false, lsn: 5, eventCount: 4 })
-    expect(decodeWalBatch(new TextEncoder().encode('{"not":"a record at all, just some json"}'))).toMatchObject({
+    expect(decodeWalRecord(longer)).toMatchObject({ ok: false, lsn: 5, eventCount: 4 })
+    expect(decodeWalRecord(new TextEncoder().encode('{"not":"a record at all, just some json"}'))).toMatchObject({
       ok: false,
       reason: expect.stringContaining('magic'),
     })
-    expect(decodeWalBatch(encodeCheckpoint({ upToLsn: 1, state: new Uint8Array(64) }))).toMatchObject({ ok: false })
+    expect(decodeWalRecord(encodeCheckpoint({ upToLsn: 1, state: new Uint8Array(64) }))).toMatchObject({ ok: false })
   })
 
   it('refuses to encode an lsn that is not a positive safe integer', () => {
-    expect(() => encodeWalBatch(0, sample)).toThrow(RangeError)
-    expect(() => encodeWalBatch(1.5, sample)).toThrow(RangeError)
+    expect(() => encodeWalRecord(0, ingestOp(sample))).toThrow(RangeError)
+    expect(() => encodeWalRecord(1.5, ingestOp(sample))).toThrow(RangeError)
   })
 })
 

@@ -1,0 +1,28 @@
+import type { StreamEvent } from '@tidemark/engine'
+import { tumbling } from '@tidemark/engine'
+
+/** The engine configuration every WAL bench uses: one-minute windows, the engine's defaults otherwise. */
+export const benchWindows = tumbling(60_000)
+
+const SOURCES = 10
+const KEYS = 8
+const BASE_TS = 1_700_000_000_000
+
+/**
+ * `count` readings in batches of `batchSize`: 10 devices taking turns, each reading 100 ms
+ * after its previous one, in seq order, over 8 series keys. Plain objects, as an app would
+ * hand them to `ingest`.
+ */
+export function readingBatches(count: number, batchSize: number): StreamEvent[][] {
+  const batches: StreamEvent[][] = []
+  for (let at = 0; at < count; at += batchSize) {
+    const batch: StreamEvent[] = []
+    for (let i = at; i < Math.min(count, at + batchSize); i++) {
+      const source = `device-${i % SOURCES}`
+      const seq = Math.floor(i / SOURCES) + 1
+      batch.push({ id: `${source}#${seq}`, source, seq, ts: BASE_TS + seq * 100, key: `metric-${(i * 7) % KEYS}`, value: (i % 1000) / 10 })
+    }
+    batches.push(batch)
+  }
+  return batches
+}

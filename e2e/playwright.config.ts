@@ -1,0 +1,54 @@
+import { execSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { defineConfig } from '@playwright/test'
+import { E2E_PORT } from './vite.config.ts'
+
+/** Debian's Chromium (never a downloaded browser); `CHROMIUM=/path/to/chrome` overrides. */
+function chromiumPath(): string {
+  const fromEnv = process.env.CHROMIUM
+  if (fromEnv !== undefined && fromEnv !== '') return fromEnv
+  try {
+    return execSync('command -v chromium', { encoding: 'utf8', shell: '/bin/sh' }).trim()
+  } catch {
+    throw new Error('e2e: chromium not found. Install Debian chromium (apt-get install chromium, or bash scripts/setup.sh) or set CHROMIUM=/path/to/chrome')
+  }
+}
+
+// Without this, Chromium service workers bypass Playwright's network emulation: setOffline(true)
+// would leave the worker's fetches online and the "offline" reload would not be one.
+process.env.PW_EXPERIMENTAL_SERVICE_WORKER_NETWORK_EVENTS = '1'
+
+const repoRoot = fileURLToPath(new URL('..', import.meta.url))
+const baseURL = `http://127.0.0.1:${E2E_PORT}`
+
+export default defineConfig({
+  testDir: './tests',
+  outputDir: './test-results',
+  timeout: 60_000,
+  expect: { timeout: 15_000 },
+  // Two cores: one browser at a time keeps timings honest.
+  workers: 1,
+  fullyParallel: false,
+  forbidOnly: process.env.CI !== undefined,
+  reporter: [['list']],
+  use: {
+    baseURL,
+    browserName: 'chromium',
+    headless: true,
+    launchOptions: {
+      executablePath: chromiumPath(),
+      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+    },
+    trace: 'retain-on-failure',
+  },
+  webServer: {
+    // A production build served by `vite preview`: few files, so the service worker can cache the shell.
+    command: `pnpm exec vite build -c e2e/vite.config.ts && pnpm exec vite preview -c e2e/vite.config.ts --host 127.0.0.1 --port ${E2E_PORT} --strictPort`,
+    cwd: repoRoot,
+    url: `${baseURL}/`,
+    reuseExistingServer: false,
+    timeout: 120_000,
+    stdout: 'pipe',
+    stderr: 'pipe',
+  },
+})

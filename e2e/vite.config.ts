@@ -1,0 +1,20 @@
+import { fileURLToPath } from 'node:url'
+import { defaultClientConditions, defineConfig } from 'vite'
+
+/** Port of the e2e page server (127.0.0.1 only); Playwright starts and stops it. */
+export const E2E_PORT = 4183
+
+// Workspace packages resolve to their src/ through this condition: the page needs no package build.
+export default defineConfig({
+  root: fileURLToPath(new URL('./pages', import.meta.url)),
+  logLevel: 'warn',
+  resolve: { conditions: ['@tidemark/source', ...defaultClientConditions] },
+  build: {
+    outDir: fileURLToPath(new URL('./dist', import.meta.url)),
+    emptyOutDir: true,
+    // Fixed names, so the service worker can precache the app shell for the offline reload.
+    rolldownOptions: { output: { entryFileNames: 'app.js', chunkFileNames: '[name].js', assetFileNames: '[name][extname]' } },
+  },
+  preview: { host: '127.0.0.1', port: E2E_PORT, strictPort: true },
+  server: { host: '127.0.0.1', port: E2E_PORT, strictPort: true },
+})

@@ -1,0 +1,212 @@
+import { TidemarkEngine } from './engine.ts'
+import type { Engine, EngineOptions, EngineStats } from './engineApi.ts'
+import type { EngineCheckpoint, JournalOp } from './engineCheckpoint.ts'
+import { decodeEngineCheckpoint, encodeEngineCheckpoint } from './persistence/checkpointCodec.ts'
+import { checkpointPolicy } from './persistence/checkpointPolicy.ts'
+import type { CheckpointPolicy, CorruptRecord, Persistence, RecoveredLog } from './persistence/persistence.ts'
+import { WalJournal, type WriteRetry } from './persistence/walJournal.ts'
+
+const REPLICA_ID_KEY = 'replicaId'
+
+export interface OpenEngineOptions extends EngineOptions {
+  /** Where the write-ahead log lives: `indexedDbPersistence(...)` in browsers, `memoryPersistence()` for tests and Node. */
+  readonly persistence: Persistence
+  /**
+   * Checkpoint after this many logged events (merged cells and clocks count too) or this
+   * many ms of processing time, whichever comes first. Defaults to the persistence's own
+   * `checkpointEvery`, itself 100,000 events or 30 s by default.
+   */
+  readonly checkpointEvery?: Partial<CheckpointPolicy>
+  /** After a failed write, retry a checkpoint after `firstMs`, doubling up to `maxMs` (default 1 s to 30 s). */
+  readonly writeRetry?: Partial<WriteRetry>
+  /** Write a checkpoint in `close()` so the next open replays nothing (default true). */
+  readonly checkpointOnClose?: boolean
+}
+
+/** What `openEngine` found and did, for logs and for a "some data was lost" banner. */
+export interface RecoveryReport {
+  /** The id this replica writes under, kept in the persistence across reloads. */
+  readonly replicaId: string
+  /** lsn of the checkpoint the state was restored from; null when there was none. */
+  readonly checkpointLsn: number | null
+  /** Log records replayed after the checkpoint, and the events in them. */
+  readonly replayedRecords: number
+  readonly replayedEvents: number
+  /** Records skipped because they failed their checksum, could not be decoded or failed to replay. */
+  readonly corrupt: readonly CorruptRecord[]
+  /** Events known to be lost with those records. */
+  readonly lostEvents: number
+  /** True when some loss cannot be counted: a corrupt checkpoint, or a record whose header is damaged too. */
+  readonly lossUnknown: boolean
+  /** Wall time from the call to the engine being ready. */
+  readonly durationMs: number
+  /** Where that time went: reading storage, decoding and restoring the checkpoint, replaying the tail. */
+  readonly phases: { readonly readMs: number; readonly restoreMs: number; readonly replayMs: number }
+}
+
+const reports = new WeakMap<Engine, RecoveryReport>()
+
+/**
+ * Opens an engine over a write-ahead log (DESIGN §5): restores the latest checkpoint,
+ * replays the log after it in lsn order, then logs every later operation before it is
+ * published. `ingest(...).durable` resolves once the batch's record is committed.
+ *
+ * Corrupt records are skipped and reported (`recoveryReport(engine)`,
+ * `stats().persistenceError`, `stats().anomalies.corrupt_record`). A failed write (full
+ * quota: `QuotaError`) rejects that batch's `durable` and blocks ingest, which refuses
+ * batches with `overflow`, until a retried checkpoint commits. `close()` writes a last
+ * checkpoint and closes the persistence.
+ *
+ * @example
+ * const claim = await claimSource({ prefix: 'dashboard' })
+ * const engine = await openEngine({
+ *   windows: tumbling(60_000),
+ *   persistence: indexedDbPersistence({ name: `tidemark-${claim.source}`, claim }),
+ * })
+ * const receipt = engine.ingest(readings)
+ * await receipt.durable // committed to IndexedDB: survives a crash or reload
+ */
+export async function openEngine(options: OpenEngineOptions): Promise<Engine> {
+  const started = performance.now()
+  const { persistence, checkpointEvery, writeRetry, checkpointOnClose, doc, ...engineOptions } = options
+  const policy = checkpointPolicy({ ...persistence.checkpointEvery, ...checkpointEvery })
+  const retry: WriteRetry = { firstMs: writeRetry?.firstMs ?? 1000, maxMs: writeRetry?.maxMs ?? 30_000 }
+  const now = options.now ?? Date.now
+  const recovered = await persistence.open()
+  const read = performance.now()
+  let engine: TidemarkEngine
+  let journal: WalJournal
+  let report: RecoveryReport
+  try {
+    const checkpoint = readCheckpoint(recovered)
+    const replicaId = ownReplicaId(options.replicaId, recovered, checkpoint)
+    engine = new TidemarkEngine(replicaId === undefined ? engineOptions : { ...engineOptions, replicaId })
+    if (checkpoint !== null) engine.restore(checkpoint)
+    const restored = performance.now()
+    const corrupt = [...recovered.corrupt]
+    const replayed = replay(engine, recovered, corrupt, now)
+    const phases = { readMs: read - started, restoreMs: restored - read, replayMs: performance.now() - restored }
+    if (recovered.meta.get(REPLICA_ID_KEY) !== engine.replicaId) await persistence.putMeta(REPLICA_ID_KEY, engine.replicaId)
+    report = {
+      replicaId: engine.replicaId,
+      checkpointLsn: recovered.checkpoint?.upToLsn ?? null,
+      replayedRecords: replayed.records,
+      replayedEvents: replayed.events,
+      corrupt,
+      lostEvents: corrupt.reduce((sum, record) => sum + (record.lostEvents ?? 0), 0),
+      lossUnknown: corrupt.some((record) => record.store !== 'wal' || (record.kind === undefined && record.lostEvents === undefined)),
+      durationMs: 0,
+      phases,
+    }
+    const live = engine
+    journal = new WalJournal({
+      persistence,
+      policy,
+      retry,
+      now,
+      snapshot: () => encodeEngineCheckpoint(live.checkpoint()),
+      eventsInTail: replayed.events,
+      checkpointOnClose: checkpointOnClose ?? true,
+    })
+    engine.attachJournal(journal)
+  } catch (error) {
+    await persistence.close()
+    throw error
+  }
+  // Corrupt records stay on disk until a checkpoint truncates them; do it now, so the next open is clean.
+  if (report.corrupt.length > 0) await journal.checkpoint()
+  // Bound only now: peers' state merged from here on is journaled like any other operation.
+  if (doc !== undefined) engine.attachDoc(doc)
+  wrap(engine, journal, describeLoss(report), report.corrupt.length)
+  report = { ...report, durationMs: performance.now() - started }
+  reports.set(engine, report)
+  return engine
+}
+
+/**
+ * What `openEngine` recovered for this engine: checkpoint, replayed records, corrupt
+ * records and the events lost with them. `undefined` for an engine not made by `openEngine`.
+ *
+ * @example
+ * const report = recoveryReport(engine)
+ * if (report && (report.lostEvents > 0 || report.lossUnknown)) showBanner(`${report.lostEvents} readings were lost`)
+ */
+export function recoveryReport(engine: Engine): RecoveryReport | undefined {
+  return reports.get(engine)
+}
+
+function readCheckpoint(recovered: RecoveredLog): EngineCheckpoint | null {
+  if (recovered.checkpoint === null) return null
+  try {
+    return decodeEngineCheckpoint(recovered.checkpoint.state)
+  } catch (error) {
+    // The envelope's checksum held, so these bytes are intact: written by another version, not damaged.
+    throw new Error(
+      `openEngine: the checkpoint at lsn ${recovered.checkpoint.upToLsn} cannot be read (${(error as Error).message}); open it with the version that wrote it, or use a new persistence name`,
+      { cause: error },
+    )
+  }
+}
+
+/** The stored replica id wins: a log's sources belong to the replica that wrote them. */
+function ownReplicaId(given: string | undefined, recovered: RecoveredLog, checkpoint: EngineCheckpoint | null): string | undefined {
+  const stored = recovered.meta.get(REPLICA_ID_KEY) ?? checkpoint?.replicaId
+  if (stored !== undefined && given !== undefined && given !== stored) {
+    throw new Error(`openEngine: this log belongs to replica '${stored}', but options.replicaId is '${given}'; omit replicaId or use a new persistence name`)
+  }
+  return stored ?? given
+}
+
+/** Replays the tail in lsn order; an op that throws is reported with the corrupt records and skipped. */
+function replay(engine: TidemarkEngine, recovered: RecoveredLog, corrupt: CorruptRecord[], now: () => number): { records: number; events: number } {
+  let records = 0
+  let events = 0
+  // Format-1 records carry no processing time; they replay at the last time the log knew.
+  let lastNow = Number.NaN
+  for (const { lsn, op } of recovered.tail) {
+    let replayed: JournalOp = op
+    if (op.kind === 'ingest' && Number.isNaN(op.now)) replayed = { ...op, now: Number.isNaN(lastNow) ? now() : lastNow }
+    if (replayed.kind !== 'advance') lastNow = replayed.now
+    try {
+      engine.replay(replayed)
+    } catch (error) {
+      const lost: CorruptRecord = { store: 'wal', key: String(lsn), reason: `replay failed: ${(error as Error).message}`, kind: op.kind }
+      corrupt.push(op.kind === 'ingest' ? { ...lost, lostEvents: op.events.length } : lost)
+      continue
+    }
+    records++
+    if (op.kind === 'ingest') events += op.events.length
+  }
+  return { records, events }
+}
+
+function describeLoss(report: RecoveryReport): string | null {
+  if (report.corrupt.length === 0) return null
+  const lost = report.lossUnknown ? `at least ${report.lostEvents} events lost` : `${report.lostEvents} events lost`
+  const first = report.corrupt[0] as CorruptRecord
+  return `recovery skipped ${report.corrupt.length} corrupt record(s), ${lost}; first: ${first.store} ${first.key}: ${first.reason}`
+}
+
+/** Makes `close()` close the log too, and `stats()` report what recovery and the log know. */
+function wrap(engine: TidemarkEngine, journal: WalJournal, recoveryError: string | null, corruptRecords: number): void {
+  const closeEngine = engine.close.bind(engine)
+  const engineStats = engine.stats.bind(engine)
+  let closing: Promise<void> | null = null
+  engine.close = () => {
+    closing ??= (async () => {
+      await closeEngine()
+      await journal.close()
+    })()
+    return closing
+  }
+  engine.stats = (): EngineStats => {
+    const stats = engineStats()
+    const persistenceError = journal.lastError ?? stats.persistenceError ?? recoveryError
+    if (corruptRecords === 0 && persistenceError === stats.persistenceError) return stats
+    return {
+      ...stats,
+      persistenceError,
+      anomalies: { ...stats.anomalies, corrupt_record: stats.anomalies.corrupt_record + corruptRecords },
+    }
+  }
+}
