@@ -1,7 +1,7 @@
 import { execSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { defineConfig } from '@playwright/test'
-import { E2E_PORT } from './vite.config.ts'
+import { DEMO_E2E_PORT, E2E_PORT } from './vite.config.ts'
 
 /** Debian's Chromium (never a downloaded browser); `CHROMIUM=/path/to/chrome` overrides. */
 function chromiumPath(): string {
@@ -20,11 +20,15 @@ process.env.PW_EXPERIMENTAL_SERVICE_WORKER_NETWORK_EVENTS = '1'
 
 const repoRoot = fileURLToPath(new URL('..', import.meta.url))
 const baseURL = `http://127.0.0.1:${E2E_PORT}`
+const DEMO_URL = `http://127.0.0.1:${DEMO_E2E_PORT}`
 
 export default defineConfig({
   testDir: './tests',
   outputDir: './test-results',
-  timeout: 60_000,
+  // Generous: CI shares two cores; a test that needs this long is reported, never hidden.
+  timeout: 120_000,
+  // One retry in CI only, and Playwright reports every retried test as flaky in its summary.
+  retries: process.env.CI ? 1 : 0,
   expect: { timeout: 15_000 },
   // Two cores: one browser at a time keeps timings honest.
   workers: 1,
@@ -41,14 +45,30 @@ export default defineConfig({
     },
     trace: 'retain-on-failure',
   },
-  webServer: {
-    // A production build served by `vite preview`: few files, so the service worker can cache the shell.
-    command: `pnpm exec vite build -c e2e/vite.config.ts && pnpm exec vite preview -c e2e/vite.config.ts --host 127.0.0.1 --port ${E2E_PORT} --strictPort`,
-    cwd: repoRoot,
-    url: `${baseURL}/`,
-    reuseExistingServer: false,
-    timeout: 120_000,
-    stdout: 'pipe',
-    stderr: 'pipe',
-  },
+  webServer: [
+    {
+      // A production build served by `vite preview`: few files, so the service worker can cache the shell.
+      command: `pnpm exec vite build -c e2e/vite.config.ts && pnpm exec vite preview -c e2e/vite.config.ts --host 127.0.0.1 --port ${E2E_PORT} --strictPort`,
+      cwd: repoRoot,
+      url: `${baseURL}/`,
+      reuseExistingServer: false,
+      timeout: 120_000,
+      stdout: 'pipe',
+      stderr: 'pipe',
+    },
+    {
+      // The fleet demo exactly as `pnpm start` runs it (build, sync server, preview), on its own port.
+      // SIGTERM lets scripts/demo.mjs stop its own children (each in its own process group).
+      command: 'node scripts/demo.mjs',
+      cwd: repoRoot,
+      // Its own build directory, so a concurrent `pnpm start` (or another run) never rebuilds what it serves.
+      env: { DEMO_PORT: String(DEMO_E2E_PORT), DEMO_OUT_DIR: `node_modules/.demo-e2e-${DEMO_E2E_PORT}` },
+      url: `${DEMO_URL}/config.json`,
+      reuseExistingServer: false,
+      timeout: 120_000,
+      gracefulShutdown: { signal: 'SIGTERM', timeout: 10_000 },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    },
+  ],
 })
