@@ -9,6 +9,7 @@ import { Frontiers } from './frontiers.ts'
 import { LateLane } from './lateLane.ts'
 import { ingestSink } from './ingestSink.ts'
 import type { EngineCheckpoint, Journal, JournalOp } from './engineCheckpoint.ts'
+import { cellEntryProblem, clockEntryProblem } from './remoteValidation.ts'
 import { mergeRemoteCells, mergeRemoteClocks } from './remoteMerge.ts'
 import type { CellEntry, ClockEntry, MergeReport, ReplicaPort } from './replicaPort.ts'
 import { ReplicationOutbox } from './replicationOutbox.ts'
@@ -146,7 +147,7 @@ export class TidemarkEngine implements Engine {
     for (let k = 0; k < n; k++) {
       const i = order === null ? k : (order[k] as number)
       const event = events[i] as StreamEvent
-      const reason = invalidReason(event)
+      const reason = safeInvalidReason(event)
       if (reason !== null) {
         this.#reject(anomalies, reason, event, i)
         if (logged !== null) invalid[reason] = (invalid[reason] ?? 0) + 1
@@ -444,7 +445,12 @@ export class TidemarkEngine implements Engine {
   }
 
   #reject(anomalies: Anomaly[], reason: AnomalyReason, event: unknown, index: number, detail?: string): void {
-    const anomaly = invalidAnomaly(reason, event, index)
+    let anomaly: Anomaly
+    try {
+      anomaly = invalidAnomaly(reason, event, index)
+    } catch {
+      anomaly = { reason, index, detail: 'the input could not be read (a getter threw, or a revoked Proxy)' }
+    }
     anomalies.push(detail === undefined ? anomaly : { ...anomaly, detail })
     this.#anomalies[reason]++
   }
@@ -485,7 +491,9 @@ export class TidemarkEngine implements Engine {
     return this.#mergeAt(cells, clocks, now)
   }
 
-  #mergeAt(cells: readonly CellEntry[], clocks: readonly ClockEntry[], now: number): MergeReport {
+  #mergeAt(peerCells: readonly CellEntry[], peerClocks: readonly ClockEntry[], now: number): MergeReport {
+    const cells = peerCells.filter((entry) => this.#acceptRemote('cell', cellEntryProblem(entry)))
+    const clocks = peerClocks.filter((entry) => this.#acceptRemote('clock', clockEntryProblem(entry)))
     const limits = this.#options.limits
     const conflicts = mergeRemoteClocks(this.#frontiers, clocks, this.replicaId, limits.maxSources, now)
     this.#anomalies.source_conflict += conflicts
@@ -502,6 +510,14 @@ export class TidemarkEngine implements Engine {
     this.#frontiers.advance(now)
     this.#settle(frontiers)
     return { ...merged, conflicts }
+  }
+
+  #acceptRemote(what: string, problem: string | null): boolean {
+    if (problem === null) return true
+    this.#anomalies.invalid_remote_cell++
+    this.#remoteAnomalies.push(`invalid_remote_cell: ${what}: ${problem}`)
+    if (this.#remoteAnomalies.length > 20) this.#remoteAnomalies.shift()
+    return false
   }
 
   #exportState(): { cells: CellEntry[]; clocks: ClockEntry[] } {
@@ -527,4 +543,13 @@ export class TidemarkEngine implements Engine {
  */
 export function createEngine(options: EngineOptions): Engine {
   return new TidemarkEngine(options)
+}
+
+/** `invalidReason`, where an input whose getters throw (or a revoked Proxy) is an `invalid_event`. */
+function safeInvalidReason(event: unknown): AnomalyReason | null {
+  try {
+    return invalidReason(event)
+  } catch {
+    return 'invalid_event'
+  }
 }

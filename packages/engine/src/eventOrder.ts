@@ -60,7 +60,14 @@ export function toPendingEvent(event: StreamEvent, basis: Basis): PendingEvent {
  */
 export function placementOrder(events: readonly StreamEvent[]): number[] {
   const order = Array.from({ length: events.length }, (_, i) => i)
-  const valid = events.map((e) => invalidReason(e) === null)
+  const valid = events.map((e) => {
+    try {
+      return invalidReason(e) === null
+    } catch {
+      // Unreadable input (a throwing getter, a revoked Proxy) is an invalid_event, placed first.
+      return false
+    }
+  })
   return order.sort((a, b) => {
     const va = valid[a] as boolean
     const vb = valid[b] as boolean

@@ -203,9 +203,16 @@ describe('bad-input catalogue: malformed events', () => {
         throw new Error('sensor detached')
       },
     }
-    // The caller's own error surfaces from ingest; it is not swallowed or turned into data.
-    expect(() => engine.ingest([proxy as StreamEvent])).toThrow(TypeError)
-    expect(() => engine.ingest([throwing])).toThrow('sensor detached')
+    // Unreadable input is refused as invalid_event with a reason, and nothing else in the batch is half-applied.
+    const appliedBefore = engine.stats().applied
+    const receipt = engine.ingest([{ ...base, id: 'before', seq: 1 }, proxy as StreamEvent, throwing, { ...base, id: 'after', seq: 2 }])
+    expect(receipt).toMatchObject({ accepted: 2, rejected: 2 })
+    expect(receipt.anomalies.map((a) => [a.reason, a.index])).toEqual([
+      ['invalid_event', 1],
+      ['invalid_event', 2],
+    ])
+    expect(receipt.anomalies[0]?.detail).toMatch(/could not be read/)
+    expect(engine.stats().applied - appliedBefore).toBe(2)
     expectServing(engine)
     return 2
   })

@@ -101,6 +101,28 @@ describe('lattice state merged through the replica port', () => {
     expect(a.engine.results()).toEqual([])
   })
 
+  it('peer cells and clocks with impossible numbers are refused by the engine itself, whatever the transport', () => {
+    const a = replica('a')
+    a.engine.ingest([{ id: '1', source: 'dev', seq: 1, ts: 2, value: 1 }])
+    const before = values(a.engine)
+    const address = { window: 'tumbling:10', key: '', start: 0, source: 'peer' }
+    const cell = { count: 1, sum: 1, min: 1, max: 1, maxTs: 1, version: 1 }
+    const report = a.engine.replica.mergeRemote(
+      [
+        { address, cell: { ...cell, count: -3 } },
+        { address, cell: { ...cell, sum: Number.NaN } },
+        { address, cell: { ...cell, count: 2, sum: 1e6 } },
+        { address, cell: { ...cell, count: 2 ** 41 } },
+      ],
+      [{ source: 'peer', writer: 'b', maxTs: Number.NaN, prefix: 1, prefixTs: 1, provable: true, version: 1 }],
+    )
+    expect(report.applied).toBe(0)
+    expect(a.engine.stats().anomalies.invalid_remote_cell).toBe(5)
+    expect(a.engine.stats().remoteAnomalies.at(-1)).toMatch(/clock: maxTs/)
+    expect(values(a.engine)).toEqual(before)
+    expect(a.engine.stats().sources).toBe(1)
+  })
+
   it('a peer cell for a window this replica already declared final is merged and flagged as a finality violation', () => {
     const a = replica('a')
     const b = replica('b')

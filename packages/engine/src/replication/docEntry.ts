@@ -23,6 +23,7 @@
  * yet cleaned up, two sessions of one replica, two writers of one source): readers take the
  * lattice join, so the order in which entries are seen never matters.
  */
+import { sumFits } from '../remoteValidation.ts'
 import { MAX_ABS_TS, MAX_NAME_LENGTH } from '../event.ts'
 import type { CellEntry, ClockEntry } from '../replicaPort.ts'
 
@@ -102,7 +103,8 @@ export function readCellEntry(value: unknown): CellEntry | string {
   if (typeof count !== 'number' || !Number.isInteger(count) || count < 0 || count > MAX_CELL_COUNT) {
     return `count must be an integer in 0..2^40: ${preview(count)}`
   }
-  if (typeof sum !== 'number' || !Number.isFinite(sum)) return `sum must be finite: ${preview(sum)}`
+  // ±Infinity is an honest overflow of huge values (the engine keeps it); NaN never is.
+  if (typeof sum !== 'number' || Number.isNaN(sum)) return `sum must be a number: ${preview(sum)}`
   if (typeof version !== 'number' || !Number.isSafeInteger(version) || version < 0) {
     return `version must be a safe integer >= 0: ${preview(version)}`
   }
@@ -114,6 +116,7 @@ export function readCellEntry(value: unknown): CellEntry | string {
       return `min and max must be finite with min <= max: ${preview(min)}, ${preview(max)}`
     }
     if (!isTime(maxTs)) return `maxTs must be a finite time within ±${MAX_ABS_TS}: ${preview(maxTs)}`
+    if (!sumFits(count, sum, min, max)) return `sum is impossible for ${count} values in [${min}, ${max}]: ${preview(sum)}`
   } else if (Number.isNaN(min) || Number.isNaN(max) || Number.isNaN(maxTs) || maxTs > MAX_ABS_TS) {
     // A tombstone keeps the empty cell's infinities, but never NaN.
     return 'a tombstone must not hold NaN'
