@@ -13,6 +13,7 @@ import { cellEntryProblem, clockEntryProblem } from './remoteValidation.ts'
 import { mergeRemoteCells, mergeRemoteClocks } from './remoteMerge.ts'
 import type { CellEntry, ClockEntry, MergeReport, ReplicaPort } from './replicaPort.ts'
 import { ReplicationOutbox } from './replicationOutbox.ts'
+import { SessionWindowIndex } from './sessionWindowIndex.ts'
 import { bindDoc, type DocBinding } from './replication/bindDoc.ts'
 import type { SourceClock } from './sourceClock.ts'
 import {
@@ -526,6 +527,9 @@ export class TidemarkEngine implements Engine {
       for (const w of index.windows()) {
         for (const [source, cell] of w.cells) cells.push({ address: { window: w.window, key: w.key, start: w.start, source }, cell })
         for (const f of w.fragments) cells.push({ address: { window: w.window, key: w.key, start: f.start, source: f.source }, cell: f.cell })
+      }
+      if (index instanceof SessionWindowIndex) {
+        for (const [key, f] of index.tombstones()) cells.push({ address: { window: index.id, key, start: f.start, source: f.source }, cell: f.cell })
       }
     }
     return { cells, clocks: [...this.#frontiers.sources.values()].map((clock) => clock.entry()) }

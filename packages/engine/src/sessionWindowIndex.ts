@@ -203,8 +203,28 @@ export class SessionWindowIndex implements WindowIndex {
     addToCell(cell, ts, value, version)
     kept.push({ source, start, cell })
     session.fragments = kept
-    for (const f of absorbed) if (f.start !== start) hooks.written(session, source, f.start, tombstone(f.cell, version))
+    for (const f of absorbed) {
+      if (f.start === start) continue
+      const dead = tombstone(f.cell, version)
+      // Kept, so a full-state exchange (anti-entropy) carries the deletion too, not just the live cells.
+      this.#keepTombstone(session.key, { source, start: f.start, cell: dead })
+      hooks.written(session, source, f.start, dead)
+    }
     hooks.written(session, source, start, cell)
+  }
+
+  #keepTombstone(key: string, fragment: SessionFragment): void {
+    let dead = this.#tombstones.get(key)
+    if (dead === undefined) {
+      dead = new Map()
+      this.#tombstones.set(key, dead)
+    }
+    dead.set(fragmentId(fragment.source, fragment.start), fragment)
+  }
+
+  /** Tombstones of absorbed fragments (own and peers'), for a full-state exchange. */
+  *tombstones(): IterableIterator<[string, SessionFragment]> {
+    for (const [key, dead] of this.#tombstones) for (const f of dead.values()) yield [key, f]
   }
 
   mergeRemote(entries: readonly CellEntry[], frontiers: RemoteFrontiers, hooks: WindowHooks): MergeCounts {
@@ -383,6 +403,12 @@ export class SessionWindowIndex implements WindowIndex {
     sessions.splice(i, 1)
     if (sessions.length === 0) this.#byKey.delete(window.key)
     if (window.end > (this.#sealed.get(window.key) ?? Number.NEGATIVE_INFINITY)) this.#sealed.set(window.key, window.end)
+    // Copies of fragments below a sealed end are refused as expired: their tombstones can go.
+    const dead = this.#tombstones.get(window.key)
+    if (dead !== undefined) {
+      for (const [id, f] of dead) if (f.start < window.end) dead.delete(id)
+      if (dead.size === 0) this.#tombstones.delete(window.key)
+    }
     window.live = false
     this.#count--
   }

@@ -101,6 +101,27 @@ describe('lattice state merged through the replica port', () => {
     expect(a.engine.results()).toEqual([])
   })
 
+  it('a full-state exchange carries session tombstones, so anti-entropy never counts an absorbed fragment twice', () => {
+    const mk = (id: string) => {
+      const engine = createEngine({ windows: session(15), watermark: manual(), retention: Number.POSITIVE_INFINITY, replicaId: id }) as TidemarkEngine
+      const writes: LocalWrite[] = []
+      engine.replica.onLocalWrite((w) => writes.push(structuredClone(w)))
+      return { engine, writes }
+    }
+    const owner = mk('r0')
+    const peer = mk('r1')
+    owner.engine.ingest([{ id: 'a', source: 's0', seq: 1, ts: 0, value: 1 }])
+    owner.engine.ingest([{ id: 'b', source: 's0', seq: 2, ts: -1, value: 1 }])
+    const first = owner.writes[0] as LocalWrite
+    peer.engine.replica.mergeRemote(first.cells, first.clocks)
+    const full = structuredClone(owner.engine.replica.exportState())
+    peer.engine.replica.mergeRemote(full.cells, full.clocks)
+    const back = structuredClone(peer.engine.replica.exportState())
+    owner.engine.replica.mergeRemote(back.cells, back.clocks)
+    expect(values(peer.engine)).toEqual(values(owner.engine))
+    expect(values(owner.engine)[0]).toMatchObject({ count: 2 })
+  })
+
   it('peer cells and clocks with impossible numbers are refused by the engine itself, whatever the transport', () => {
     const a = replica('a')
     a.engine.ingest([{ id: '1', source: 'dev', seq: 1, ts: 2, value: 1 }])
