@@ -1,8 +1,10 @@
 import { fileURLToPath } from 'node:url'
 import { defaultClientConditions, defineConfig } from 'vite'
 
-/** Port of the e2e page server (127.0.0.1 only); Playwright starts and stops it. */
-export const E2E_PORT = 4183
+/** Port of the e2e page server (127.0.0.1 only; `E2E_PORT` overrides, e.g. when another run holds 4183); Playwright starts and stops it. */
+export const E2E_PORT = Number(process.env.E2E_PORT ?? 4183)
+/** Port of the fleet demo (`scripts/demo.mjs` with DEMO_PORT) for tests/demo-smoke.spec.ts; `DEMO_E2E_PORT` overrides. */
+export const DEMO_E2E_PORT = Number(process.env.DEMO_E2E_PORT ?? 4184)
 
 // Workspace packages resolve to their src/ through this condition: the page needs no package build.
 export default defineConfig({
