@@ -7,7 +7,15 @@ self.addEventListener('install', (event) => {
   event.waitUntil(
     caches
       .open(CACHE)
-      .then((cache) => cache.addAll(SHELL))
+      .then((cache) =>
+        cache.addAll(SHELL).then(() =>
+          // Two pages (index.html, storm.html) share chunks: precache every script the built pages name.
+          Promise.all(['/', '/storm.html'].map((page) => fetch(page).then((response) => (response.ok ? response.text() : '')))).then((pages) => {
+            const scripts = new Set(pages.flatMap((html) => [...html.matchAll(/(?:src|href)="(\/[^"]+\.js)"/g)].map((match) => match[1])))
+            return cache.addAll([...scripts, '/storm.html'])
+          }),
+        ),
+      )
       .then(() => self.skipWaiting()),
   )
 })

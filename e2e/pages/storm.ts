@@ -1,0 +1,217 @@
+/**
+ * The storm page: a device (`?role=device`) or a dashboard (`?role=dashboard`) of one fleet.
+ * Claims a source (Web Locks), opens an engine over IndexedDB whose lattice state lives in a
+ * Y.Doc synced with the server (y-websocket, jittered reconnects) and with the other tabs of
+ * its browser context (BroadcastChannel). A device ingests readings on demand and reports each
+ * durable batch to the driver; every page reports its window values.
+ *
+ * Query: `server` (ws URL), `room`, `role`, `seed` (jitter), `prefix` (source claim prefix),
+ * `shell=1` (service worker, for offline reloads).
+ */
+import {
+  BroadcastChannelProvider,
+  claimSource,
+  connectWebsocket,
+  indexedDbPersistence,
+  openEngine,
+  type StreamEvent,
+  tumbling,
+} from '@tidemark/engine'
+import * as Y from 'yjs'
+import {
+  STORM_LATENESS_MS,
+  STORM_T0,
+  STORM_TS_STEP,
+  STORM_WINDOW_MS,
+  type StormPageApi,
+  type StormSnapshot,
+} from './stormApi.ts'
+
+const params = new URLSearchParams(location.search)
+const role = params.get('role') === 'dashboard' ? 'dashboard' : 'device'
+const server = params.get('server') ?? 'ws://127.0.0.1:1234'
+const room = params.get('room') ?? 'storm'
+
+/** Mulberry32: small seeded generator, the same sequence in every browser. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296
+  }
+}
+
+/** `?shell=1`: registers the app-shell service worker (pages/public/sw.js) and waits until it controls this page, so a reload works offline. */
+async function shellReady(): Promise<void> {
+  if (navigator.serviceWorker.controller !== null) return
+  await navigator.serviceWorker.register('/sw.js')
+  await navigator.serviceWorker.ready
+  if (navigator.serviceWorker.controller !== null) return
+  await new Promise<void>((resolve) => navigator.serviceWorker.addEventListener('controllerchange', () => resolve(), { once: true }))
+}
+
+async function start(): Promise<StormPageApi> {
+  if (params.get('shell') === '1') await shellReady()
+  const claim = await claimSource({ prefix: params.get('prefix') ?? `storm-${role}` })
+  const source = claim.source
+  const doc = new Y.Doc()
+  const errors: string[] = []
+  const engine = await openEngine({
+    windows: tumbling(STORM_WINDOW_MS),
+    allowedLateness: STORM_LATENESS_MS,
+    // Nothing leaves live state during a test: totals are read from results().
+    retention: 1e12,
+    persistence: indexedDbPersistence({ name: `tidemark-${source}`, claim }),
+    doc,
+    onReplicationError: (error) => errors.push(`replication: ${error.message}`),
+  })
+  const tabs = new BroadcastChannelProvider(doc, `tidemark:storm:${room}`)
+  const random = seeded(Number(params.get('seed') ?? 1))
+  const connection = connectWebsocket(doc, { url: server, room, jitter: { baseMs: 250, capMs: 2_000, initialMs: 200, random } })
+  // Chromium's offline emulation leaves open WebSockets alive (playwright#4910), and a real
+  // network drop may take minutes to surface: follow the browser's online/offline signal.
+  addEventListener('offline', () => connection.provider.disconnect())
+  addEventListener('online', () => connection.provider.connect())
+  if (!navigator.onLine) connection.provider.disconnect()
+
+  let produced = engine.stats().applied
+  let durable = produced
+  let accepted = 0
+  let beyondLateness = 0
+  let timer: ReturnType<typeof setTimeout> | null = null
+  const pending = new Set<Promise<void>>()
+
+  const reading = (seq: number, ts: number): StreamEvent => ({ id: `${source}#${seq}`, source, seq, ts, key: `k${seq % 4}`, value: (seq % 7) + 1 })
+
+  const pump = (size: number, everyMs: number, stragglerEvery: number, rng: () => number): void => {
+    const events: StreamEvent[] = []
+    const from = produced + 1
+    for (let seq = from; seq < from + size; seq++) {
+      let ts = STORM_T0 + seq * STORM_TS_STEP
+      if (rng() * stragglerEvery < 1) ts -= Math.floor(rng() * 3 * (STORM_LATENESS_MS + STORM_WINDOW_MS))
+      events.push(reading(seq, ts))
+    }
+    produced = from + size - 1
+    const to = produced
+    const receipt = engine.ingest(events)
+    accepted += receipt.accepted
+    beyondLateness += receipt.beyondLateness
+    const report = {
+      source,
+      from,
+      to,
+      accepted: receipt.accepted,
+      beyondLateness: receipt.beyondLateness,
+      duplicates: receipt.duplicates,
+      rejected: receipt.rejected,
+    }
+    const done = receipt.durable.then(
+      async () => {
+        durable = Math.max(durable, to)
+        await window.stormReport?.(report)
+      },
+      (error: unknown) => {
+        errors.push(`durable ${from}..${to}: ${error instanceof Error ? error.message : String(error)}`)
+      },
+    )
+    pending.add(done)
+    void done.finally(() => pending.delete(done))
+    timer = setTimeout(() => pump(size, everyMs, stragglerEvery, rng), everyMs)
+  }
+
+  const snapshot = (): StormSnapshot => {
+    const stats = engine.stats()
+    const results = engine.results()
+    const rows: string[] = []
+    let counted = 0
+    for (const r of results) {
+      rows.push(`${r.window}|${r.key}|${r.start}|${r.count}|${r.sum}`)
+      counted += r.count
+    }
+    rows.sort()
+    return {
+      role,
+      source,
+      produced,
+      durable,
+      accepted,
+      beyondLateness,
+      lateLane: stats.lateLane,
+      lateIds: engine.lateEvents().map((late) => late.event.id),
+      counted,
+      digest: rows.join('\n'),
+      windows: results.length,
+      syncState: engine.syncStatus().state,
+      online: navigator.onLine,
+      invalidRemote: stats.anomalies.invalid_remote_cell,
+      remoteAnomalies: [...stats.remoteAnomalies],
+      errors: [...errors],
+    }
+  }
+
+  let renderQueued = false
+  const render = (): void => {
+    if (renderQueued) return
+    renderQueued = true
+    setTimeout(() => {
+      renderQueued = false
+      const stats = engine.stats()
+      setText('online', navigator.onLine ? 'online' : 'offline')
+      setText('sync', engine.syncStatus().state)
+      setText('status', `${stats.applied} events applied here, ${stats.cells} cells, late lane ${stats.lateLane}`)
+    }, 250)
+  }
+  setText('role', role)
+  setText('source', source)
+  engine.subscribe(render)
+  addEventListener('online', render)
+  addEventListener('offline', render)
+  render()
+
+  return {
+    source,
+    start({ batch, everyMs, stragglerEvery, seed }) {
+      if (role === 'device' && timer === null) pump(batch, everyMs, stragglerEvery, seeded(seed))
+    },
+    async stop() {
+      if (timer !== null) clearTimeout(timer)
+      timer = null
+      await Promise.all([...pending])
+    },
+    snapshot,
+    writeMalformed(count) {
+      const meta = doc.getMap('tidemark:meta')
+      const fake = `hostile-${source}`
+      doc.transact(() => {
+        // Our own configuration, so the fake replica is judged entry by entry rather than refused whole.
+        meta.set(fake, [...meta.values()][0])
+        const log = doc.getArray(`tidemark:replica:${fake}`)
+        for (let k = 0; k < count; k++) log.push([k % 2 === 0 ? ['c', 'tumbling:1000', 'k0', Number.NaN] : ['k', 'nobody', 'x', 1, 2, 3, 9, 1]])
+      })
+    },
+    async close() {
+      if (timer !== null) clearTimeout(timer)
+      connection.destroy()
+      tabs.destroy()
+      await engine.close()
+    },
+  }
+}
+
+function setText(id: string, text: string): void {
+  const element = document.getElementById(id)
+  if (element !== null) element.textContent = text
+}
+
+start().then(
+  (api) => {
+    window.storm = api
+  },
+  (error: unknown) => {
+    window.stormError = error instanceof Error ? `${error.name}: ${error.message}` : String(error)
+    setText('status', `failed: ${window.stormError}`)
+  },
+)
