@@ -1,16 +1,25 @@
 /**
- * streaming-100k: 100k events, 50 sources, ~10% late, 2% duplicates, tumbling 1 minute.
- * Prints engine events/s beside a plain loop that only sums per window (the floor).
+ * streaming-100k: the routine comparison band. 100k readings from 50 devices, ~10% delivered
+ * up to 90 s late, 2% re-sent, in uploads of 500; one-minute tumbling windows, 10 s
+ * out-of-orderness, 60 s allowed lateness. Tidemark beside the plain-loop floor and RxJS.
  *
- *   node --import tsx --conditions=@tidemark/source bench/streaming-100k.ts
+ *   node --expose-gc --import tsx --conditions=@tidemark/source bench/streaming-100k.ts
  */
-import { boundedOutOfOrderness, createEngine, type StreamEvent, tumbling } from '@tidemark/engine'
-import { isMain, perSecond, timeRuns } from './measure.ts'
-import { deviceStream } from './workload.ts'
+import { boundedOutOfOrderness, tumbling } from '@tidemark/engine'
+import type { ProfileDefinition } from './harness/profile.ts'
+import { runProfileCli } from './harness/profile.ts'
+import { windowRatios } from './harness/ratios.ts'
+import { isMain } from './measure.ts'
+import { fixedWindows } from './peers/fixedWindows.ts'
+import { plainLoopContender } from './peers/plainLoop.ts'
+import { rxjsContender } from './peers/rxjsWindows.ts'
+import { tidemarkContender } from './peers/tidemark.ts'
+import { deviceStream, eventCount } from './workload.ts'
 
-const WINDOW = 60_000
+const OUT_OF_ORDERNESS = 10_000
+const ALLOWED_LATENESS = 60_000
 
-export function run() {
+export function define(): ProfileDefinition {
   const batches = deviceStream({
     events: 100_000,
     sources: 50,
@@ -21,62 +30,21 @@ export function run() {
     seed: 42,
     batchSize: 500,
   })
-  const total = batches.reduce((n, b) => n + b.length, 0)
-
-  let plainWindows = 0
-  const plain = timeRuns(() => {
-    const sums = new Map<number, number>()
-    for (const batch of batches) {
-      for (let i = 0; i < batch.length; i++) {
-        const e = batch[i] as StreamEvent
-        const start = e.ts - (e.ts % WINDOW)
-        sums.set(start, (sums.get(start) ?? 0) + e.value)
-      }
-    }
-    plainWindows = sums.size
-  })
-
-  let receiptTotals = { accepted: 0, late: 0, duplicates: 0, beyondLateness: 0, rejected: 0 }
-  let windows = 0
-  const engineRun = timeRuns(() => {
-    const engine = createEngine({
-      windows: tumbling(WINDOW),
-      watermark: boundedOutOfOrderness(10_000),
-      allowedLateness: 60_000,
-      now: () => 0,
-    })
-    const totals = { accepted: 0, late: 0, duplicates: 0, beyondLateness: 0, rejected: 0 }
-    for (const batch of batches) {
-      const r = engine.ingest(batch)
-      totals.accepted += r.accepted
-      totals.late += r.late
-      totals.duplicates += r.duplicates
-      totals.beyondLateness += r.beyondLateness
-      totals.rejected += r.rejected
-    }
-    windows = engine.stats().openWindows
-    receiptTotals = totals
-  })
-
-  const figures = {
-    profile: 'streaming-100k',
-    events: total,
-    engineEventsPerSec: perSecond(total, engineRun.medianMs),
-    plainLoopEventsPerSec: perSecond(total, plain.medianMs),
-    ratio: Number((plain.medianMs / engineRun.medianMs).toFixed(3)),
-    engineMs: engineRun,
-    plainMs: plain,
-    receipts: receiptTotals,
-    windows,
-    plainWindows,
+  const specs = [tumbling(60_000)]
+  const windows = fixedWindows(specs)
+  return {
+    name: 'streaming-100k',
+    description: '100k readings, 50 devices, 10% up to 90 s late, 2% re-sent; tumbling 1 min, out-of-orderness 10 s, lateness 60 s',
+    events: eventCount(batches),
+    batches: batches.length,
+    contenders: [
+      tidemarkContender(batches, { windows: specs, watermark: boundedOutOfOrderness(OUT_OF_ORDERNESS), allowedLateness: ALLOWED_LATENESS }),
+      plainLoopContender(batches, windows),
+      rxjsContender(batches, { windows, outOfOrderness: OUT_OF_ORDERNESS, allowedLateness: ALLOWED_LATENESS }),
+    ],
+    ratios: windowRatios(),
+    agree: [['tidemark', 'rxjs']],
   }
-  return figures
 }
 
-if (isMain(import.meta.url)) {
-  const f = run()
-  console.log(JSON.stringify(f, null, 2))
-  console.log(
-    `streaming-100k: engine ${f.engineEventsPerSec.toLocaleString('en')} ev/s, plain loop ${f.plainLoopEventsPerSec.toLocaleString('en')} ev/s, engine/plain = ${(f.ratio * 100).toFixed(1)}%`,
-  )
-}
+if (isMain(import.meta.url)) await runProfileCli(define)

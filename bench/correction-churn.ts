@@ -1,0 +1,52 @@
+/**
+ * correction-churn: repeated corrections in one engine. 120k readings from 10 devices, 40% of
+ * them delivered up to ~100 s late, 1% re-sent, uploads of 200. Windows are 5 s tumbling with no
+ * out-of-orderness allowance, so they fire as soon as every device has passed them, and 2 min of
+ * allowed lateness, so almost every late reading corrects a window that already fired: each
+ * window is re-emitted dozens of times before it turns final.
+ *
+ *   node --expose-gc --import tsx --conditions=@tidemark/source bench/correction-churn.ts
+ */
+import { boundedOutOfOrderness, tumbling } from '@tidemark/engine'
+import type { ProfileDefinition } from './harness/profile.ts'
+import { runProfileCli } from './harness/profile.ts'
+import { windowRatios } from './harness/ratios.ts'
+import { isMain } from './measure.ts'
+import { fixedWindows } from './peers/fixedWindows.ts'
+import { plainLoopContender } from './peers/plainLoop.ts'
+import { rxjsContender } from './peers/rxjsWindows.ts'
+import { tidemarkContender } from './peers/tidemark.ts'
+import { deviceStream, eventCount } from './workload.ts'
+
+const OUT_OF_ORDERNESS = 0
+const ALLOWED_LATENESS = 120_000
+
+export function define(): ProfileDefinition {
+  const batches = deviceStream({
+    events: 120_000,
+    sources: 10,
+    lateShare: 0.4,
+    duplicateShare: 0.01,
+    spacing: 100,
+    lateBy: 100_000,
+    seed: 7,
+    batchSize: 200,
+  })
+  const specs = [tumbling(5_000)]
+  const windows = fixedWindows(specs)
+  return {
+    name: 'correction-churn',
+    description: '120k readings, 10 devices, 40% up to ~100 s late, 1% re-sent; tumbling 5 s firing at once (out-of-orderness 0), lateness 2 min: most late readings correct a fired window',
+    events: eventCount(batches),
+    batches: batches.length,
+    contenders: [
+      tidemarkContender(batches, { windows: specs, watermark: boundedOutOfOrderness(OUT_OF_ORDERNESS), allowedLateness: ALLOWED_LATENESS }),
+      plainLoopContender(batches, windows),
+      rxjsContender(batches, { windows, outOfOrderness: OUT_OF_ORDERNESS, allowedLateness: ALLOWED_LATENESS }),
+    ],
+    ratios: windowRatios(),
+    agree: [['tidemark', 'rxjs']],
+  }
+}
+
+if (isMain(import.meta.url)) await runProfileCli(define)

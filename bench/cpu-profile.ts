@@ -1,0 +1,151 @@
+/**
+ * CPU profile of one profile's subject (Tidemark only, no peers, no memory runs), written to
+ * bench/results/<profile>.cpuprofile (open it in Chrome DevTools › Performance, or VS Code), and
+ * a summary of the hottest functions by self time, printed and written beside it as
+ * <profile>.hotspots.txt. Both are git-ignored.
+ *
+ *   pnpm bench:profile streaming-150k-watermark-lag [--contender=ordered-stream] [--rounds=N]
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { join, relative } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { REPO_DIR, RESULTS_DIR, runProfileProcess } from './harness/child.ts'
+
+interface CallFrame {
+  readonly functionName: string
+  readonly url: string
+  readonly lineNumber: number
+}
+
+interface ProfileNode {
+  readonly id: number
+  readonly callFrame: CallFrame
+  readonly children?: readonly number[]
+}
+
+interface CpuProfile {
+  readonly nodes: readonly ProfileNode[]
+  readonly samples: readonly number[]
+  readonly timeDeltas: readonly number[]
+}
+
+interface Hotspot {
+  readonly name: string
+  readonly file: string
+  self: number
+  total: number
+}
+
+const argv = process.argv.slice(2)
+const profile = argv.find((a) => !a.startsWith('--'))
+if (profile === undefined || !existsSync(join(REPO_DIR, 'bench', `${profile}.ts`))) {
+  process.stderr.write('usage: pnpm bench:profile <profile> [--contender=NAME] [--rounds=N], e.g. streaming-150k-watermark-lag\n')
+  process.exit(2)
+}
+const contender = argv.find((a) => a.startsWith('--contender='))?.slice('--contender='.length) ?? (profile === 'ordered-stream-flush' ? 'ordered-stream' : 'tidemark')
+const rounds = argv.find((a) => a.startsWith('--rounds=')) ?? '--rounds=10'
+const name = `${profile}.cpuprofile`
+
+const child = await runProfileProcess(
+  profile,
+  [`--only=${contender}`, '--no-memory', rounds, '--warmup=2'],
+  (line) => process.stdout.write(`[${profile}] ${line.trim()}\n`),
+  ['--cpu-prof', `--cpu-prof-dir=${RESULTS_DIR}`, `--cpu-prof-name=${name}`],
+)
+if (child.code !== 0) throw new Error(`${profile} failed:\n${child.tail}`)
+
+const cpu = JSON.parse(readFileSync(join(RESULTS_DIR, name), 'utf8')) as CpuProfile
+const summary = summarize(cpu)
+writeFileSync(join(RESULTS_DIR, `${profile}.hotspots.txt`), summary)
+process.stdout.write(summary)
+process.stdout.write(`profile: ${relative(REPO_DIR, join(RESULTS_DIR, name))}\n`)
+
+function summarize(p: CpuProfile): string {
+  const byId = new Map(p.nodes.map((n) => [n.id, n]))
+  const selfById = new Map<number, number>()
+  let totalUs = 0
+  for (let i = 0; i < p.samples.length; i++) {
+    const id = p.samples[i] as number
+    const dt = p.timeDeltas[i] ?? 0
+    selfById.set(id, (selfById.get(id) ?? 0) + dt)
+    totalUs += dt
+  }
+  const spots = new Map<string, Hotspot>()
+  const spotOf = (node: ProfileNode): Hotspot => {
+    const file = fileOf(node.callFrame.url)
+    const fn = node.callFrame.functionName || '(anonymous)'
+    const key = `${fn}\u0000${file}`
+    let spot = spots.get(key)
+    if (spot === undefined) {
+      spot = { name: fn, file, self: 0, total: 0 }
+      spots.set(key, spot)
+    }
+    return spot
+  }
+  // Inclusive time: each node's subtree, counted once per function even under recursion.
+  const visit = (id: number, open: Set<Hotspot>): number => {
+    const node = byId.get(id) as ProfileNode
+    const spot = spotOf(node)
+    const self = selfById.get(id) ?? 0
+    spot.self += self
+    const entered = !open.has(spot)
+    if (entered) open.add(spot)
+    let total = self
+    for (const child of node.children ?? []) total += visit(child, open)
+    if (entered) {
+      open.delete(spot)
+      spot.total += total
+    }
+    return total
+  }
+  const root = p.nodes[0]
+  if (root !== undefined) visit(root.id, new Set())
+
+  const ms = (us: number) => (us / 1000).toFixed(1).padStart(8)
+  const share = (us: number) => `${((us / totalUs) * 100).toFixed(1).padStart(5)}%`
+  const all = [...spots.values()]
+  const engine = all.filter((s) => s.file.startsWith('packages/engine/'))
+  const engineSelf = engine.reduce((n, s) => n + s.self, 0)
+  const lines: string[] = [
+    `CPU profile of ${profile} (${contender} only): ${(totalUs / 1000).toFixed(0)} ms sampled; engine code ${share(engineSelf).trim()} self time`,
+    '',
+    'Top functions by self time (total = inclusive; line = the declaration, found by name):',
+    `${'self ms'.padStart(8)} ${'self'.padStart(6)} ${'total ms'.padStart(8)}  function`,
+  ]
+  for (const s of all.sort((a, b) => b.self - a.self).slice(0, 25)) {
+    lines.push(`${ms(s.self)} ${share(s.self)} ${ms(s.total)}  ${s.name}  ${s.file}${declarationLine(s)}`)
+  }
+  lines.push('', 'Engine functions by inclusive time:')
+  for (const s of engine.sort((a, b) => b.total - a.total).slice(0, 15)) {
+    lines.push(`${ms(s.total)} ${share(s.total)}  ${s.name}  ${s.file}${declarationLine(s)}`)
+  }
+  const byFile = new Map<string, number>()
+  for (const s of all) byFile.set(s.file, (byFile.get(s.file) ?? 0) + s.self)
+  lines.push('', 'Self time by file:')
+  for (const [file, us] of [...byFile].sort((a, b) => b[1] - a[1]).slice(0, 12)) lines.push(`${ms(us)} ${share(us)}  ${file}`)
+  return `${lines.join('\n')}\n`
+}
+
+function fileOf(url: string): string {
+  if (url === '') return '(native)'
+  if (!url.startsWith('file://')) return url
+  const path = relative(REPO_DIR, fileURLToPath(url))
+  return path.includes('node_modules/') ? `node_modules/…/${path.split('node_modules/').pop() ?? path}` : path
+}
+
+/** Profile line numbers point into tsx's transpiled output, so the declaration is looked up by name in the source. */
+function declarationLine(s: Hotspot): string {
+  if (!s.file.endsWith('.ts') || s.name.startsWith('(')) return ''
+  const short = s.name.split('.').pop() ?? s.name
+  let source: string
+  try {
+    source = readFileSync(join(REPO_DIR, s.file), 'utf8')
+  } catch {
+    return ''
+  }
+  const escaped = short.replace(/[.*+?^${}()|[\]\\#]/g, '\\$&')
+  const pattern = new RegExp(`^\\s*(export\\s+)?(async\\s+)?(function\\s*\\*?\\s*|get\\s+|set\\s+|\\*\\s*)?${escaped}\\s*[(<]|^\\s*${escaped}\\s*[:=]\\s*\\(`)
+  const lines = source.split('\n')
+  for (let i = 0; i < lines.length; i++) if (pattern.test(lines[i] as string)) return `:${i + 1}`
+  return ''
+}

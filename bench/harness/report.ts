@@ -1,0 +1,116 @@
+/**
+ * Writes bench/results/latest.json, latest.md and latest.svg from the profiles' figures. Kept
+ * small on purpose (committed): no per-event data, a few numbers per contender.
+ */
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { ratioChart } from './chart.ts'
+import { type ContenderFigures, formatRatio, type ProfileFigures, type RatioFigures } from './profile.ts'
+
+/** A profile from the issue that this suite does not run (yet), listed so the table is honest about it. */
+export interface MissingProfile {
+  readonly name: string
+  readonly where: 'node' | 'browser'
+  readonly status: string
+}
+
+export interface BenchRun {
+  readonly date: string
+  readonly node: string
+  readonly cpu: string
+  readonly cores: number
+  /** Engine commit measured (and uncommitted engine files, if any). */
+  readonly engine: string
+  /** 1-minute load average when the run started and ended: other processes compete on a shared machine. */
+  readonly load: { readonly start: number; readonly end: number }
+  readonly wallMs: number
+  readonly results: readonly ProfileFigures[]
+  readonly failures: readonly { readonly profile: string; readonly error: string }[]
+  readonly missing: readonly MissingProfile[]
+}
+
+export function writeReport(dir: string, run: BenchRun): void {
+  writeFileSync(join(dir, 'latest.json'), `${JSON.stringify(run, null, 1)}\n`)
+  writeFileSync(join(dir, 'latest.md'), markdown(run))
+  writeFileSync(join(dir, 'latest.svg'), ratioChart(run.results))
+}
+
+function ratio(f: ProfileFigures, name: string): RatioFigures | undefined {
+  return f.ratios.find((r) => r.name === name)
+}
+
+function contender(f: ProfileFigures, name: string): ContenderFigures | undefined {
+  return f.contenders.find((c) => c.name === name)
+}
+
+/** The contender a profile is about: the window engine, or the ordered stream where there is no engine. */
+export function subjectOf(f: ProfileFigures): ContenderFigures | undefined {
+  return contender(f, 'tidemark') ?? contender(f, 'ordered-stream')
+}
+
+function rate(c: ContenderFigures | undefined): string {
+  return c === undefined ? '–' : c.eventsPerSec.toLocaleString('en')
+}
+
+function cellRatio(r: RatioFigures | undefined): string {
+  if (r === undefined) return '–'
+  const mark = r.meetsTarget === null ? '' : r.meetsTarget ? ' ✓' : ' ✗'
+  return `${formatRatio(r)}${mark}`
+}
+
+function markdown(run: BenchRun): string {
+  const lines: string[] = []
+  lines.push('# Tidemark benchmarks: latest run', '')
+  lines.push(
+    `${run.date.slice(0, 16).replace('T', ' ')} UTC · engine ${run.engine} · Node ${run.node} · ${run.cpu} × ${run.cores} · load average ${run.load.start.toFixed(1)} → ${run.load.end.toFixed(1)} · ${(run.wallMs / 1000).toFixed(0)} s`,
+    '',
+  )
+  lines.push(
+    'Ratios are the headline: every profile runs Tidemark, a plain-loop floor and an RxJS 7 peer on the same events in one process, in interleaved rounds after warm-up. Times are CPU time of the process (see bench/README.md); ev/s = events per CPU-second.',
+    'Shown: median [min–max over rounds]. `% of floor` is Tidemark throughput as a share of the floor (higher is better; target ≥ 25% on the guard profile); `× RxJS` is how many times faster than RxJS (target ≥ 20×). ✓/✗ mark the issue\'s targets.',
+    'Window totals of Tidemark and RxJS are checked equal window by window in every run (the ordered streams: same emitted sequence).',
+    '',
+  )
+  lines.push('| profile | events | Tidemark ev/s | floor ev/s | RxJS ev/s | % of floor | × RxJS | other |')
+  lines.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |')
+  for (const f of run.results) {
+    const subject = subjectOf(f)
+    const extra = f.ratios
+      .filter((r) => r.name !== 'engine/floor' && r.name !== 'engine-vs-rxjs')
+      .map((r) => `${r.label}: ${formatRatio(r)}`)
+    const ordered = f.profile !== 'ordered-stream-flush' ? contender(f, 'ordered-stream') : undefined
+    if (ordered !== undefined) extra.unshift(`ordered stream ${rate(ordered)} ev/s`)
+    lines.push(
+      `| ${f.profile}${f.profile === 'streaming-150k-watermark-lag' ? ' (guard)' : ''} | ${f.events.toLocaleString('en')} | ${rate(subject)} | ${rate(contender(f, 'plain-loop'))} | ${rate(contender(f, 'rxjs'))} | ${cellRatio(ratio(f, 'engine/floor'))} | ${cellRatio(ratio(f, 'engine-vs-rxjs'))} | ${extra.join('; ')} |`,
+    )
+  }
+  for (const m of run.missing) lines.push(`| ${m.name} (${m.where}) | – | – | – | – | – | – | ${m.status} |`)
+  for (const failure of run.failures) lines.push(`| ${failure.profile} | failed | – | – | – | – | – | ${failure.error.replaceAll('|', '/').slice(0, 160)} |`)
+  lines.push('', '![ratios](latest.svg)', '')
+  lines.push('## Memory', '')
+  lines.push(
+    'One observed run per contender (after a priming run, before warm-up), each profile in its own `node --expose-gc` process. Heap in MB: at start (after a forced GC) → end (peak sampled per batch); retained = heap after a forced GC with the run\'s state still alive, minus start. Live model = a minimal nested-Map model of Tidemark\'s live windows and cells (the yardstick for "retained ≤ 2× live window state"). Pending = events in windows not yet fired, counted once per window (ordered streams: events waiting).',
+    '',
+  )
+  lines.push('| profile | contender | heap start → end (peak) | RSS peak | GCs (pause ms) | retained | live model | pending at end | live windows at end |')
+  lines.push('| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |')
+  for (const f of run.results) {
+    for (const c of f.contenders) {
+      const m = c.memory
+      if (m === null) continue
+      lines.push(
+        `| ${f.profile} | ${c.name} | ${m.heapStartMB} → ${m.heapEndMB} (${m.heapPeakMB}) | ${m.rssPeakMB} | ${m.gcCount} (${m.gcPauseMs}) | ${m.retainedMB} | ${m.liveModelMB ?? '–'} | ${num(c.end.pending)} | ${num(c.end.liveWindows)} |`,
+      )
+    }
+  }
+  lines.push('', '## Contenders', '')
+  const labels = new Map<string, string>()
+  for (const f of run.results) for (const c of f.contenders) if (!labels.has(`${c.name}: ${c.label}`)) labels.set(`${c.name}: ${c.label}`, c.name)
+  for (const label of labels.keys()) lines.push(`- ${label}`)
+  lines.push('', 'Profiles: `bench/<profile>.ts`; raw figures: `latest.json`. Regenerate with `pnpm bench`.', '')
+  return lines.join('\n')
+}
+
+function num(x: number | undefined): string {
+  return x === undefined ? '–' : x.toLocaleString('en')
+}
