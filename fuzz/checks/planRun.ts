@@ -136,8 +136,6 @@ export async function runPlan(testCase: PlanCase, meter: Meter, hooks: PlanHooks
   const listen = (e: TidemarkEngine) => e.subscribe((changes) => delivered.push(changes))
   listen(engine)
   let overflow = 0
-  /** Events refused whole since the stored checkpoint (never logged). */
-  let unlogged = 0
   let watermark = Number.NEGATIVE_INFINITY
   const { allowedLateness, retention } = testCase.config
 
@@ -167,7 +165,6 @@ export async function runPlan(testCase: PlanCase, meter: Meter, hooks: PlanHooks
             check(outcome === 'rejected', 'quota.durable', () => `durable of a refused batch ${outcome}`, step)
           }
           overflow += op.events.length
-          unlogged += op.events.length
           break
         }
         const refused = new Set(receipt.anomalies.filter((a) => a.reason === 'overflow').map((a) => a.index as number))
@@ -229,7 +226,6 @@ export async function runPlan(testCase: PlanCase, meter: Meter, hooks: PlanHooks
       case 'checkpoint':
         if (store.kind !== 'journal') break
         stored = takeCheckpoint(engine, journal)
-        unlogged = 0
         break
       case 'crash': {
         meter.checks++
@@ -241,15 +237,11 @@ export async function runPlan(testCase: PlanCase, meter: Meter, hooks: PlanHooks
           engine = await open()
           const report = recoveryReport(engine)
           check(report !== undefined && report.corrupt.length === 0, 'recovery.corrupt', () => `reopen found ${JSON.stringify(report?.corrupt)}`, step)
-          checkRecovered(engine, live, unlogged, step)
-          overflow -= unlogged
-          unlogged = 0
+          checkRecovered(engine, live, step)
           listen(engine)
           break
         }
-        engine = crashAndRecover(engine, make, journal, stored, () => clock.now, step, unlogged)
-        overflow -= unlogged
-        unlogged = 0
+        engine = crashAndRecover(engine, make, journal, stored, () => clock.now, step)
         engine.attachJournal(journal)
         listen(engine)
         break

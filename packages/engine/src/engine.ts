@@ -110,13 +110,14 @@ export class TidemarkEngine implements Engine {
     const n = events.length
     const blocked = this.#journal?.blocked ?? null
     if (n > this.#options.limits.maxBatch || blocked !== null) {
-      // Refused whole: nothing is applied, so nothing needs logging.
+      // Refused whole: nothing is applied, but the counts are logged so recovery shows them too.
       const detail = blocked !== null ? `storage refused: ${blocked.message}` : `batch of ${n} exceeds limits.maxBatch`
       const anomalies: Anomaly[] = []
       for (let i = 0; i < n; i++) anomalies.push({ reason: 'overflow', index: i, detail })
       this.#anomalies.overflow += n
       this.#counts.ingested += n
-      const durable = blocked === null ? DURABLE : Promise.reject(blocked)
+      const logged = this.#journal === null || n === 0 ? DURABLE : this.#log(this.#journal, { kind: 'refuse', rejected: { overflow: n } })
+      const durable = blocked === null ? logged : Promise.reject(blocked)
       // The receipt reports the refusal; a caller that never awaits `durable` must not crash the host.
       durable.catch(() => {})
       return { accepted: 0, late: 0, duplicates: 0, beyondLateness: 0, rejected: n, anomalies, durable }
@@ -254,20 +255,21 @@ export class TidemarkEngine implements Engine {
   attachJournal(journal: Journal): void {
     if (this.#journal !== null) throw new Error('engine already has a journal')
     this.#journal = journal
+    // Peers see a write only once the op that made it is durable here: a crash cannot leave them ahead of this replica.
+    if (journal.publishWhenDurable !== undefined) this.#outbox.gate((write, deliver) => journal.publishWhenDurable?.(write, deliver))
   }
 
   /** Re-applies one logged operation during recovery (not logged again). */
   replay(op: JournalOp): void {
     this.#assertOpen()
     switch (op.kind) {
-      case 'ingest': {
+      case 'ingest':
         this.#ingestAt(op.events, op.now, null)
-        for (const [reason, n] of Object.entries(op.rejected) as [AnomalyReason, number][]) {
-          this.#anomalies[reason] += n
-          this.#counts.ingested += n
-        }
+        this.#countRejected(op.rejected)
         return
-      }
+      case 'refuse':
+        this.#countRejected(op.rejected)
+        return
       case 'advance':
         if (this.#frontiers.advanceTo(op.to)) this.#settle(null)
         return
@@ -316,6 +318,14 @@ export class TidemarkEngine implements Engine {
     for (const reason of Object.keys(this.#anomalies) as AnomalyReason[]) this.#anomalies[reason] = checkpoint.anomalies[reason] ?? 0
     this.#dedupEntries = checkpoint.dedup.entries
     this.#dedupAtLastPurge = checkpoint.dedup.atLastPurge
+  }
+
+  /** Counts logged invalid or refused inputs again during replay. */
+  #countRejected(rejected: Readonly<Partial<Record<AnomalyReason, number>>>): void {
+    for (const [reason, n] of Object.entries(rejected) as [AnomalyReason, number][]) {
+      this.#anomalies[reason] += n
+      this.#counts.ingested += n
+    }
   }
 
   #log(journal: Journal, op: JournalOp): Promise<void> {

@@ -2,7 +2,7 @@ import type { AnomalyReason } from './anomaly.ts'
 import type { Cell } from './cell.ts'
 import type { LateEvent } from './engineApi.ts'
 import type { StreamEvent } from './event.ts'
-import type { CellEntry, ClockEntry } from './replicaPort.ts'
+import type { CellEntry, ClockEntry, LocalWrite } from './replicaPort.ts'
 import type { Basis, WindowResult } from './windowResult.ts'
 
 /**
@@ -84,6 +84,15 @@ export type JournalOp =
       /** Invalid inputs of the batch by reason, so anomaly counters survive replay too. */
       readonly rejected: Readonly<Partial<Record<AnomalyReason, number>>>
     }
+  | {
+      /**
+       * A batch refused whole (over `limits.maxBatch`, or while the log refuses writes):
+       * nothing was applied, but its inputs were counted (`ingested`, anomalies by reason),
+       * so replay counts them again and changes nothing else.
+       */
+      readonly kind: 'refuse'
+      readonly rejected: Readonly<Partial<Record<AnomalyReason, number>>>
+    }
   | { readonly kind: 'advance'; readonly to: number }
   | { readonly kind: 'tick'; readonly now: number }
   | { readonly kind: 'merge'; readonly now: number; readonly cells: readonly CellEntry[]; readonly clocks: readonly ClockEntry[] }
@@ -96,4 +105,9 @@ export interface Journal {
   readonly blocked: Error | null
   /** Size of the log, for `engine.stats()`. */
   stats(): { readonly walRecords: number; readonly walBytes: number }
+  /**
+   * Called with each write for peers right after the op that made it was recorded; calls
+   * `deliver(write)` once that op is durable, writes in order. Absent: writes go out at once.
+   */
+  publishWhenDurable?(write: LocalWrite, deliver: (write: LocalWrite) => void): void
 }

@@ -166,7 +166,7 @@ function replay(engine: TidemarkEngine, recovered: RecoveredLog, corrupt: Corrup
   for (const { lsn, op } of recovered.tail) {
     let replayed: JournalOp = op
     if (op.kind === 'ingest' && Number.isNaN(op.now)) replayed = { ...op, now: Number.isNaN(lastNow) ? now() : lastNow }
-    if (replayed.kind !== 'advance') lastNow = replayed.now
+    if (replayed.kind !== 'advance' && replayed.kind !== 'refuse') lastNow = replayed.now
     try {
       engine.replay(replayed)
     } catch (error) {

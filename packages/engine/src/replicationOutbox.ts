@@ -1,4 +1,4 @@
-import { type Cell, cellKey } from './cell.ts'
+import { type Cell, cellKey, copyCell } from './cell.ts'
 import type { CellAddress, CellEntry, LocalWrite } from './replicaPort.ts'
 import type { SourceClock } from './sourceClock.ts'
 import type { WindowState } from './windowState.ts'
@@ -12,6 +12,10 @@ export class ReplicationOutbox {
   #cells = new Map<string, CellEntry>()
   #clocks = new Set<SourceClock>()
   #expired: CellAddress[] = []
+  #gate: ((write: LocalWrite, deliver: (write: LocalWrite) => void) => void) | null = null
+  readonly #deliver = (write: LocalWrite): void => {
+    for (const listener of this.#listeners) listener(write)
+  }
 
   get listening(): boolean {
     return this.#listeners.size > 0
@@ -45,18 +49,35 @@ export class ReplicationOutbox {
     for (const f of window.fragments) if (writes(f.source)) this.#expired.push({ window: id, key, start: f.start, source: f.source })
   }
 
+  /**
+   * Routes every later write through `gate`, which calls `deliver` when the write may go
+   * out (openEngine: once it is durable). Gated writes carry copies of their cells, since
+   * the live cells keep changing while a write waits.
+   */
+  gate(gate: (write: LocalWrite, deliver: (write: LocalWrite) => void) => void): void {
+    this.#gate = gate
+  }
+
   /** Hands everything collected to the listeners, in one write. */
   flush(): void {
     if (this.#listeners.size === 0) return
     if (this.#cells.size === 0 && this.#clocks.size === 0 && this.#expired.length === 0) return
+    const gate = this.#gate
+    const cells = [...this.#cells.values()]
+    if (gate !== null) for (let i = 0; i < cells.length; i++) cells[i] = copyEntry(cells[i] as CellEntry)
     const write: LocalWrite = {
-      cells: [...this.#cells.values()],
+      cells,
       clocks: [...this.#clocks].map((clock) => clock.entry()),
       expired: this.#expired,
     }
     this.#cells = new Map()
     this.#clocks = new Set()
     this.#expired = []
-    for (const listener of this.#listeners) listener(write)
+    if (gate === null) this.#deliver(write)
+    else gate(write, this.#deliver)
   }
+}
+
+function copyEntry(entry: CellEntry): CellEntry {
+  return { address: entry.address, cell: copyCell(entry.cell) }
 }

@@ -1,7 +1,7 @@
 /**
  * Binary records of the write-ahead log: one columnar record per journal operation
- * (an ingest batch, a watermark advance, a tick, a merge of peers' state). Every number
- * is little-endian.
+ * (an ingest batch, a watermark advance, a tick, a merge of peers' state, a batch refused
+ * whole). Every number is little-endian.
  *
  * Log record, format version 2 (written), n = events, c = cells, k = clocks,
  * r = rejected-reason entries, s = distinct strings:
@@ -9,9 +9,10 @@
  *   offset  bytes  field
  *   0       4      magic 0x4C574D54 (the bytes "TMWL")
  *   4       2      format version (2)
- *   6       2      flags: bits 0-1 op kind (0 ingest, 1 advance, 2 tick, 3 merge); others 0
+ *   6       2      flags: bits 0-2 op kind (0 ingest, 1 advance, 2 tick, 3 merge, 4 refuse);
+ *                  others 0
  *   8       8      lsn, float64 holding a safe integer >= 1
- *   16      8      time, float64: `now` (ingest, tick, merge) or `to` (advance)
+ *   16      8      time, float64: `now` (ingest, tick, merge), `to` (advance), NaN (refuse)
  *   24      4      n
  *   28      4      c
  *   32      4      k
@@ -52,7 +53,7 @@ const FORMAT_VERSION = 2
 const HEADER_BYTES = 64
 const V1_HEADER_BYTES = 40
 const ABSENT_KEY = 0xffffffff
-const KINDS: readonly WalOpKind[] = ['ingest', 'advance', 'tick', 'merge']
+const KINDS: readonly WalOpKind[] = ['ingest', 'advance', 'tick', 'merge', 'refuse']
 const KNOWN_REASONS: ReadonlySet<string> = new Set(ANOMALY_REASONS)
 
 const littleEndianHost = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1
@@ -101,7 +102,7 @@ export function encodeWalRecord(lsn: number, op: WalOp): Uint8Array<ArrayBuffer>
   const events = op.kind === 'ingest' ? op.events : []
   const cells = op.kind === 'merge' ? op.cells : []
   const clocks = op.kind === 'merge' ? op.clocks : []
-  const rejected = op.kind === 'ingest' ? rejectedEntries(op.rejected) : []
+  const rejected = op.kind === 'ingest' || op.kind === 'refuse' ? rejectedEntries(op.rejected) : []
   const n = events.length
   const c = cells.length
   const k = clocks.length
@@ -176,7 +177,7 @@ export function encodeWalRecord(lsn: number, op: WalOp): Uint8Array<ArrayBuffer>
   view.setUint16(4, FORMAT_VERSION, true)
   view.setUint16(6, KINDS.indexOf(op.kind), true)
   view.setFloat64(8, lsn, true)
-  view.setFloat64(16, op.kind === 'advance' ? op.to : op.now, true)
+  view.setFloat64(16, op.kind === 'advance' ? op.to : op.kind === 'refuse' ? Number.NaN : op.now, true)
   view.setUint32(24, n, true)
   view.setUint32(28, c, true)
   view.setUint32(32, k, true)
@@ -235,6 +236,11 @@ export function decodeWalRecord(bytes: Uint8Array): WalDecodeResult {
       return { ok: true, lsn: header.lsn, op: { kind: 'advance', to: header.time } }
     case 'tick':
       return { ok: true, lsn: header.lsn, op: { kind: 'tick', now: header.time } }
+    case 'refuse': {
+      const rejected = readRejected(columns, 0, r)
+      if (typeof rejected === 'string') return fail(rejected)
+      return { ok: true, lsn: header.lsn, op: { kind: 'refuse', rejected } }
+    }
     case 'merge': {
       const merged = readMerge(columns, c, k)
       if (typeof merged === 'string') return fail(merged)
@@ -274,8 +280,8 @@ function readHeader(bytes: Uint8Array): Header | string {
   const lsn = view.getFloat64(8, true)
   if (!Number.isSafeInteger(lsn) || lsn < 1) return `invalid lsn ${lsn}`
   const flags = view.getUint16(6, true)
-  const kind = KINDS[flags & 3] as WalOpKind
-  if (flags >>> 2 !== 0) return `unknown flags 0x${flags.toString(16)}`
+  const kind = KINDS[flags & 7]
+  if (kind === undefined || flags >>> 3 !== 0) return `unknown flags 0x${flags.toString(16)}`
   const header: Header = {
     version,
     kind,
@@ -291,7 +297,14 @@ function readHeader(bytes: Uint8Array): Header | string {
     headerBytes: HEADER_BYTES,
   }
   const { n, c, k, r } = header
-  const shapeFits = kind === 'ingest' ? c === 0 && k === 0 : kind === 'merge' ? n === 0 && r === 0 : n + c + k + r === 0
+  const shapeFits =
+    kind === 'ingest'
+      ? c === 0 && k === 0
+      : kind === 'merge'
+        ? n === 0 && r === 0
+        : kind === 'refuse'
+          ? n + c + k === 0
+          : n + c + k + r === 0
   if (!shapeFits) return `a ${kind} record with ${n} events, ${c} cells, ${k} clocks and ${r} rejected entries`
   return header
 }

@@ -67,6 +67,7 @@ export const walOp: fc.Arbitrary<WalOp> = fc.oneof(
   fc.record({ kind: fc.constant('ingest' as const), now: anyNumber, events: batch, rejected }),
   fc.record({ kind: fc.constant('advance' as const), to: anyNumber }),
   fc.record({ kind: fc.constant('tick' as const), now: anyNumber }),
+  fc.record({ kind: fc.constant('refuse' as const), rejected }),
   fc.record({
     kind: fc.constant('merge' as const),
     now: anyNumber,
