@@ -193,7 +193,7 @@ export class TidemarkEngine implements Engine {
       let outcome = 0
       for (let s = 0; s < indexes.length; s++) {
         const index = indexes[s] as WindowIndex
-        const placed = index.place(key, clock.name, ts, value, version, frontiers, this.#lifecycle.hooks)
+        const placed = index.place(key, clock, ts, value, version, frontiers, this.#lifecycle.hooks)
         if (placed & REFUSED) this.#lateLane.push({ event: copyStreamEvent(event), window: index.id, reason: 'beyond_lateness' })
         outcome |= placed
       }

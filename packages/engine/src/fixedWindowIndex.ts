@@ -1,10 +1,11 @@
-import { addToCell, copyCell, emptyCell, mergeCell } from './cell.ts'
+import { type Cell, addToCell, copyCell, emptyCell, mergeCell, overwriteCell } from './cell.ts'
 import type { CellEntry } from './replicaPort.ts'
 import {
   ADMITTED_LATE,
   type BatchFrontiers,
   type MergeCounts,
   ON_TIME,
+  type PlacementSource,
   REFUSED,
   type RemoteFrontiers,
   type WindowHooks,
@@ -15,17 +16,26 @@ import { WindowState } from './windowState.ts'
 
 /**
  * Tumbling and sliding windows: aligned starts every `slide` ms, each `size` long.
- * Per event: one map lookup for the key, one per window, one per cell.
+ *
+ * Windows of a key are found by ordinal, `(start - origin) / slide`, a small integer: exact,
+ * since every start is a multiple of `slide`, and hashed as a small integer where a raw start
+ * (~1.7e12) would be a boxed double. Per source, the windows and cells of its last event are
+ * remembered by position in the placement loop: a source's next event mostly lands in the
+ * same windows, so it is placed with no map lookup at all.
  */
 export class FixedWindowIndex implements WindowIndex {
   readonly id: string
   readonly maxNewPerEvent: number
   readonly #size: number
   readonly #slide: number
-  /** key → start → window. A Map, so `__proto__` is an ordinary key. */
+  /** key → ordinal → window. A Map, so `__proto__` is an ordinary key. */
   readonly #byKey = new Map<string, Map<number, WindowState>>()
   #count = 0
-  #last: WindowState | null = null
+  /** Start of ordinal 0: the first start this index saw (NaN before). */
+  #origin = Number.NaN
+  /** By `slot * maxNewPerEvent + position`: the window a source's last event reached there, and that source's cell in it. */
+  readonly #recentWindows: (WindowState | undefined)[] = []
+  readonly #recentCells: (Cell | undefined)[] = []
 
   constructor(id: string, size: number, slide: number) {
     this.id = id
@@ -38,19 +48,25 @@ export class FixedWindowIndex implements WindowIndex {
     return this.#count
   }
 
+  /** The map key of an aligned start; fixes the origin on first use. */
+  #ordinal(start: number): number {
+    if (Number.isNaN(this.#origin)) this.#origin = start
+    return (start - this.#origin) / this.#slide
+  }
+
   missingWindows(key: string, ts: number, frontiers: BatchFrontiers): number {
     const series = this.#byKey.get(key)
     let missing = 0
     for (let start = alignedStart(ts, this.#slide); start > ts - this.#size; start -= this.#slide) {
       if (start + this.#size + frontiers.lateness <= frontiers.watermark) continue
-      if (series?.get(start) === undefined) missing++
+      if (series === undefined || series.get(this.#ordinal(start)) === undefined) missing++
     }
     return missing
   }
 
   place(
     key: string,
-    source: string,
+    source: PlacementSource,
     ts: number,
     value: number,
     version: number,
@@ -60,15 +76,22 @@ export class FixedWindowIndex implements WindowIndex {
     let series: Map<number, WindowState> | undefined
     let outcome = 0
     const size = this.#size
-    for (let start = alignedStart(ts, this.#slide); start > ts - size; start -= this.#slide) {
+    const slide = this.#slide
+    const first = alignedStart(ts, slide)
+    const base = source.slot * this.maxNewPerEvent
+    const recentWindows = this.#recentWindows
+    const recentCells = this.#recentCells
+    for (let position = 0, start = first; start > ts - size; position++, start -= slide) {
       const end = start + size
-      // Consecutive events mostly hit the window of the previous one: skip two map lookups.
-      const last = this.#last
+      const recent = recentWindows[base + position]
       let window: WindowState | undefined
-      if (last !== null && last.start === start && last.key === key && last.live) window = last
-      else {
+      let cell: Cell | undefined
+      if (recent !== undefined && recent.start === start && recent.key === key && recent.live) {
+        window = recent
+        cell = recentCells[base + position]
+      } else {
         series ??= this.#byKey.get(key)
-        window = series?.get(start)
+        window = series?.get(this.#ordinal(start))
       }
       if (window === undefined || window.final) {
         if (end + frontiers.lateness <= frontiers.watermark) {
@@ -84,18 +107,21 @@ export class FixedWindowIndex implements WindowIndex {
           series = new Map()
           this.#byKey.set(key, series)
         }
-        series.set(start, window)
+        series.set(this.#ordinal(start), window)
         this.#count++
         hooks.created(window)
       }
-      this.#last = window
-      let cell = window.cells.get(source)
       if (cell === undefined) {
-        cell = emptyCell()
-        window.cells.set(source, cell)
+        cell = window.cells.get(source.name)
+        if (cell === undefined) {
+          cell = emptyCell()
+          window.addCell(source.name, cell)
+        }
+        recentWindows[base + position] = window
+        recentCells[base + position] = cell
       }
       addToCell(cell, ts, value, version)
-      hooks.written(window, source, start, cell)
+      hooks.written(window, source.name, start, cell)
       outcome |= window.fired ? ADMITTED_LATE : ON_TIME
       if (window.touchedIn !== frontiers.batch) {
         window.touchedIn = frontiers.batch
@@ -121,7 +147,7 @@ export class FixedWindowIndex implements WindowIndex {
         lastKey = key
       }
       const end = start + this.#size
-      let window = series?.get(start)
+      let window = series?.get(this.#ordinal(start))
       if (window === undefined) {
         // Already left live state here: the value it would change is no longer shown.
         if (end + frontiers.lateness + frontiers.retention <= frontiers.watermark) {
@@ -134,7 +160,7 @@ export class FixedWindowIndex implements WindowIndex {
         }
         window = new WindowState(this.id, key, start, end)
         window.fired = end <= frontiers.firing
-        series.set(start, window)
+        series.set(this.#ordinal(start), window)
         this.#count++
         hooks.created(window)
       }
@@ -143,8 +169,10 @@ export class FixedWindowIndex implements WindowIndex {
         counts.stale++
         continue
       }
-      // A copy: the engine may later write this cell itself (a source it comes to own).
-      window.cells.set(source, copyCell(cell))
+      // Into the cell it replaces (placement caches hold it), else a copy: the engine may
+      // later write this cell itself (a source it comes to own).
+      if (mine !== undefined) overwriteCell(mine, cell)
+      else window.addCell(source, copyCell(cell))
       counts.applied++
       if (window.final || end + frontiers.lateness <= frontiers.watermark) counts.finalityViolations++
       if (window.touchedIn !== frontiers.batch) {
@@ -161,8 +189,9 @@ export class FixedWindowIndex implements WindowIndex {
       series = new Map()
       this.#byKey.set(window.key, series)
     }
-    if (!series.has(window.start)) this.#count++
-    series.set(window.start, window)
+    const ordinal = this.#ordinal(window.start)
+    if (!series.has(ordinal)) this.#count++
+    series.set(ordinal, window)
   }
 
   snapshot(): null {
@@ -172,15 +201,16 @@ export class FixedWindowIndex implements WindowIndex {
   restore(): void {}
 
   find(key: string, start: number): WindowState | undefined {
-    return this.#byKey.get(key)?.get(start)
+    if (Number.isNaN(this.#origin)) return undefined
+    return this.#byKey.get(key)?.get((start - this.#origin) / this.#slide)
   }
 
   remove(window: WindowState): void {
     const series = this.#byKey.get(window.key)
-    if (series === undefined || series.get(window.start) !== window) return
-    series.delete(window.start)
+    const ordinal = this.#ordinal(window.start)
+    if (series === undefined || series.get(ordinal) !== window) return
+    series.delete(ordinal)
     if (series.size === 0) this.#byKey.delete(window.key)
-    if (this.#last === window) this.#last = null
     window.live = false
     this.#count--
   }

@@ -31,7 +31,8 @@ export class Frontiers {
   source(name: string, now: number): SourceClock {
     let clock = this.sources.get(name)
     if (clock === undefined) {
-      clock = new SourceClock(name, now)
+      // Sources are never forgotten, so the count is a fresh slot.
+      clock = new SourceClock(name, now, this.sources.size)
       this.sources.set(name, clock)
     }
     return clock
@@ -91,7 +92,7 @@ export class Frontiers {
     this.maxTs = f.maxTs
     this.proof = f.proof
     this.idleSources = f.idleSources
-    for (const s of checkpoint.sources) this.sources.set(s.name, SourceClock.restore(s))
+    for (const s of checkpoint.sources) this.sources.set(s.name, SourceClock.restore(s, this.sources.size))
   }
 
   /** Largest of W and P: a window whose end is at or below it fires. */

@@ -6,6 +6,7 @@ import {
   type BatchFrontiers,
   type MergeCounts,
   ON_TIME,
+  type PlacementSource,
   REFUSED,
   type RemoteCell,
   type RemoteFrontiers,
@@ -75,7 +76,7 @@ export class SessionWindowIndex implements WindowIndex {
 
   place(
     key: string,
-    source: string,
+    source: PlacementSource,
     ts: number,
     value: number,
     version: number,
@@ -104,7 +105,7 @@ export class SessionWindowIndex implements WindowIndex {
       if (s.end > end) end = s.end
     }
     const target = this.#join(key, sessions, from, to, start, end, frontiers, hooks)
-    this.#addToFragment(target, source, ts, value, version, hooks)
+    this.#addToFragment(target, source.name, ts, value, version, hooks)
     if (target.touchedIn !== frontiers.batch) {
       target.touchedIn = frontiers.batch
       hooks.touched(target)

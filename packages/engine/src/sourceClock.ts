@@ -12,6 +12,8 @@ import { SeqWindow } from './seqWindow.ts'
  */
 export class SourceClock {
   readonly name: string
+  /** Small integer unique among this engine's sources: where window indexes keep per-source caches. */
+  readonly slot: number
   /** Largest event time seen from this source (valid, non-duplicate events). */
   maxTs = Number.NEGATIVE_INFINITY
   /** Processing time of the last event. */
@@ -33,9 +35,10 @@ export class SourceClock {
   /** Ts of the event at `prefix`, to detect a clock going backwards along seq. */
   #lastPrefixTs = Number.NEGATIVE_INFINITY
 
-  constructor(name: string, now: number) {
+  constructor(name: string, now: number, slot = 0) {
     this.name = name
     this.lastSeen = now
+    this.slot = slot
   }
 
   /** True when this `(seq)` or `(id)` was already counted. */
@@ -104,8 +107,8 @@ export class SourceClock {
     }
   }
 
-  static restore(s: SourceClockSnapshot): SourceClock {
-    const clock = new SourceClock(s.name, s.lastSeen)
+  static restore(s: SourceClockSnapshot, slot = 0): SourceClock {
+    const clock = new SourceClock(s.name, s.lastSeen, slot)
     clock.writer = s.writer
     clock.version = s.version
     clock.maxTs = s.maxTs

@@ -28,6 +28,13 @@ export interface WindowHooks {
   swallowed(window: WindowState): void
 }
 
+/** The source an event is placed for (a `SourceClock`). */
+export interface PlacementSource {
+  readonly name: string
+  /** Small integer unique among the engine's sources, for per-source caches. */
+  readonly slot: number
+}
+
 /** Outcome bits of placing one event under one spec. */
 export const ON_TIME = 1
 export const ADMITTED_LATE = 2
@@ -41,7 +48,7 @@ export interface WindowIndex {
   /** Most windows one event can create. */
   readonly maxNewPerEvent: number
   /** Applies one event for `source` at the source's clock `version`; returns ON_TIME / ADMITTED_LATE / REFUSED bits. */
-  place(key: string, source: string, ts: number, value: number, version: number, frontiers: BatchFrontiers, hooks: WindowHooks): number
+  place(key: string, source: PlacementSource, ts: number, value: number, version: number, frontiers: BatchFrontiers, hooks: WindowHooks): number
   /** The live window of `key` starting at `start`, if any. */
   find(key: string, start: number): WindowState | undefined
   /** Removes a window from live state. */

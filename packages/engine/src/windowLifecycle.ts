@@ -1,3 +1,4 @@
+import type { Cell } from './cell.ts'
 import { EventTimeQueue } from './eventTimeQueue.ts'
 import type { Frontiers } from './frontiers.ts'
 import type { ReplicationOutbox } from './replicationOutbox.ts'
@@ -16,7 +17,7 @@ export interface LifecycleSettings {
  * order, from three queues keyed by the time each step becomes due, so that a step never
  * scans live windows. Collects the changes of one batch and hands them out in `settle()`.
  */
-export class WindowLifecycle {
+export class WindowLifecycle implements WindowHooks {
   readonly #settings: LifecycleSettings
   readonly #frontiers: Frontiers
   readonly #indexes: readonly WindowIndex[]
@@ -32,8 +33,14 @@ export class WindowLifecycle {
   #changes: WindowChange[] = []
   corrections = 0
 
-  /** What window indexes report while they place events or merge peers' cells. */
-  readonly hooks: WindowHooks
+  /**
+   * What window indexes report while they place events or merge peers' cells: this object
+   * itself, so the hooks are prototype methods shared by every engine (per-instance closures
+   * made the placement loop's call sites megamorphic across engines).
+   */
+  get hooks(): WindowHooks {
+    return this
+  }
 
   constructor(
     settings: LifecycleSettings,
@@ -47,28 +54,32 @@ export class WindowLifecycle {
     this.#indexes = indexes
     this.#outbox = outbox
     this.#writes = writes
-    const lateness = settings.allowedLateness
-    this.hooks = {
-      created: (w) => {
-        if (w.fired) {
-          // Born past the firing frontier: record how that frontier knew, before it moves.
-          w.basis = this.basis(w.end)
-          w.basisEnd = w.end
-          this.#unfinal.push(w.end + lateness, w)
-        } else this.#unfired.push(w.end, w)
-      },
-      touched: (w) => {
-        this.#touched.push(w)
-      },
-      grown: (w) => {
-        if (w.fired) this.#unfinal.push(w.end + lateness, w)
-        else this.#unfired.push(w.end, w)
-      },
-      swallowed: (w) => {
-        if (w.emitted !== null) this.#changes.push({ type: 'retract', result: w.emitted })
-      },
-      written: (w, source, start, cell) => outbox.cell(w, source, start, cell),
-    }
+  }
+
+  created(w: WindowState): void {
+    if (w.fired) {
+      // Born past the firing frontier: record how that frontier knew, before it moves.
+      w.basis = this.basis(w.end)
+      w.basisEnd = w.end
+      this.#unfinal.push(w.end + this.#settings.allowedLateness, w)
+    } else this.#unfired.push(w.end, w)
+  }
+
+  touched(w: WindowState): void {
+    this.#touched.push(w)
+  }
+
+  grown(w: WindowState): void {
+    if (w.fired) this.#unfinal.push(w.end + this.#settings.allowedLateness, w)
+    else this.#unfired.push(w.end, w)
+  }
+
+  swallowed(w: WindowState): void {
+    if (w.emitted !== null) this.#changes.push({ type: 'retract', result: w.emitted })
+  }
+
+  written(w: WindowState, source: string, start: number, cell: Cell): void {
+    this.#outbox.cell(w, source, start, cell)
   }
 
   /** Queues a window restored from a checkpoint for its next step. */

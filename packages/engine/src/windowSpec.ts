@@ -51,6 +51,9 @@ export function session(gap: number): WindowSpec {
 
 /** Start of the aligned window of `size` containing `ts` (floor, also for negative times). */
 export function alignedStart(ts: number, size: number): number {
+  // A division is several times cheaper than `%` on doubles; the check keeps it exact, `+ 0` never -0.
+  const start = Math.floor(ts / size) * size + 0
+  if (start <= ts && ts < start + size) return start
   const r = ts % size
   return r < 0 ? ts - r - size : ts - r
 }

@@ -19,7 +19,7 @@ export class WindowState {
   readonly key: string
   start: number
   end: number
-  /** Fixed windows: the cell of each source. */
+  /** Fixed windows: the cell of each source. Add with `addCell`, which keeps the combination order. */
   readonly cells = new Map<string, Cell>()
   /** Session windows: fragments, in no particular order. */
   fragments: SessionFragment[] = []
@@ -39,8 +39,9 @@ export class WindowState {
   /** Batch number that last touched this window (0 = never). */
   touchedIn = 0
   #history: WindowResult[] | null = null
-  /** Sources of `cells` in sorted order, for a deterministic combination. */
-  #sources: string[] = []
+  /** Sources of `cells` in sorted order, and their cells in that order, for a deterministic combination. */
+  readonly #sources: string[] = []
+  readonly #ordered: Cell[] = []
 
   constructor(window: string, key: string, start: number, end: number) {
     this.window = window
@@ -49,20 +50,43 @@ export class WindowState {
     this.end = end
   }
 
+  /** Adds a source's first cell; `cells` never loses one, and a source's cell is updated in place. */
+  addCell(source: string, cell: Cell): void {
+    this.cells.set(source, cell)
+    const sources = this.#sources
+    let lo = 0
+    let hi = sources.length
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      if ((sources[mid] as string) < source) lo = mid + 1
+      else hi = mid
+    }
+    if (lo === sources.length) {
+      sources.push(source)
+      this.#ordered.push(cell)
+    } else {
+      sources.splice(lo, 0, source)
+      this.#ordered.splice(lo, 0, cell)
+    }
+  }
+
   /** Combines the cells in a fixed order (by source, then fragment start), so every replica gets the same floats. */
   result(status: ResultStatus, revision: number, final: boolean, basis: Basis): WindowResult {
-    const total = { count: 0, sum: 0, min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY }
-    if (this.fragments.length > 0) {
-      const ordered = this.fragments.length === 1 ? this.fragments : [...this.fragments].sort(byFragment)
-      for (const fragment of ordered) if (fragment.cell.count > 0) accumulate(total, fragment.cell)
-    } else if (this.cells.size === 1) {
-      for (const cell of this.cells.values()) accumulate(total, cell)
-    } else {
-      // Cells are never removed one by one, so a count change means a new source.
-      if (this.#sources.length !== this.cells.size) this.#sources = [...this.cells.keys()].sort()
-      for (const source of this.#sources) accumulate(total, this.cells.get(source) as Cell)
+    let count = 0
+    let sum = 0
+    let min = Number.POSITIVE_INFINITY
+    let max = Number.NEGATIVE_INFINITY
+    // A session's absorbed fragments are tombstones; a fixed window adds every cell it holds.
+    const sessions = this.fragments.length > 0
+    const cells = sessions ? fragmentCells(this.fragments) : this.#ordered
+    for (let i = 0; i < cells.length; i++) {
+      const cell = cells[i] as Cell
+      if (sessions && cell.count === 0) continue
+      count += cell.count
+      sum += cell.sum
+      if (cell.min < min) min = cell.min
+      if (cell.max > max) max = cell.max
     }
-    const { count, sum, min, max } = total
     return {
       window: this.window,
       key: this.key,
@@ -121,7 +145,7 @@ export class WindowState {
     w.basisEnd = s.basisEnd
     w.emitted = s.emitted
     w.#history = s.history.length > 0 ? [...s.history] : null
-    for (const [source, cell] of s.cells) w.cells.set(source, { ...cell })
+    for (const [source, cell] of s.cells) w.addCell(source, { ...cell })
     w.fragments = s.fragments.map(([source, start, cell]) => ({ source, start, cell: { ...cell } }))
     return w
   }
@@ -135,11 +159,10 @@ export class WindowState {
   }
 }
 
-function accumulate(total: { count: number; sum: number; min: number; max: number }, cell: Cell): void {
-  total.count += cell.count
-  total.sum += cell.sum
-  if (cell.min < total.min) total.min = cell.min
-  if (cell.max > total.max) total.max = cell.max
+/** Fragments' cells by source, then start. */
+function fragmentCells(fragments: readonly SessionFragment[]): Cell[] {
+  const ordered = fragments.length === 1 ? fragments : [...fragments].sort(byFragment)
+  return ordered.map((f) => f.cell)
 }
 
 function byFragment(a: SessionFragment, b: SessionFragment): number {
