@@ -3,10 +3,19 @@ import type { Engine, EngineOptions, EngineStats } from './engineApi.ts'
 import type { EngineCheckpoint, JournalOp } from './engineCheckpoint.ts'
 import { decodeEngineCheckpoint, encodeEngineCheckpoint } from './persistence/checkpointCodec.ts'
 import { checkpointPolicy } from './persistence/checkpointPolicy.ts'
-import type { CheckpointPolicy, CorruptRecord, Persistence, RecoveredLog } from './persistence/persistence.ts'
+import { laneFromRecords } from './persistence/lateLaneRecords.ts'
+import type { CheckpointPolicy, CorruptRecord, LateLaneSnapshot, Persistence, RecoveredLog } from './persistence/persistence.ts'
 import { WalJournal, type WriteRetry } from './persistence/walJournal.ts'
+import type { WindowChange } from './windowResult.ts'
 
 const REPLICA_ID_KEY = 'replicaId'
+
+/**
+ * The engine checkpoint as `openEngine` stores it: the late lane's entries live in the
+ * persistence's `lateLane` store, and `lateLaneInStore` says how many of them the lane held.
+ * Checkpoints written before that (no `lateLaneInStore`) carry the entries inline.
+ */
+type StoredEngineCheckpoint = EngineCheckpoint & { readonly lateLaneInStore?: number }
 
 export interface OpenEngineOptions extends EngineOptions {
   /** Where the write-ahead log lives: `indexedDbPersistence(...)` in browsers, `memoryPersistence()` for tests and Node. */
@@ -55,7 +64,10 @@ const reports = new WeakMap<Engine, RecoveryReport>()
  * `stats().persistenceError`, `stats().anomalies.corrupt_record`). A failed write (full
  * quota: `QuotaError`) rejects that batch's `durable` and blocks ingest, which refuses
  * batches with `overflow`, until a retried checkpoint commits. `close()` writes a last
- * checkpoint and closes the persistence.
+ * checkpoint and closes the persistence. Writes for peers (`doc`, `replica.onLocalWrite`) go
+ * out only once the op that made them is durable. Windows that turn final are staged in the
+ * persistence's archive (`persistence.archive(query)`), the late lane is kept in its
+ * `lateLane` store; both are written with each checkpoint.
  *
  * @example
  * const claim = await claimSource({ prefix: 'dashboard' })
@@ -78,12 +90,14 @@ export async function openEngine(options: OpenEngineOptions): Promise<Engine> {
   let journal: WalJournal
   let report: RecoveryReport
   try {
-    const checkpoint = readCheckpoint(recovered)
+    const corrupt = [...recovered.corrupt]
+    const checkpoint = readCheckpoint(recovered, corrupt)
     const replicaId = ownReplicaId(options.replicaId, recovered, checkpoint)
     engine = new TidemarkEngine(replicaId === undefined ? engineOptions : { ...engineOptions, replicaId })
     if (checkpoint !== null) engine.restore(checkpoint)
     const restored = performance.now()
-    const corrupt = [...recovered.corrupt]
+    // Windows that turn final from here on (replay included) go to the archive; earlier ones are in it already.
+    engine.subscribe((changes) => archiveFinal(persistence, changes))
     const replayed = replay(engine, recovered, corrupt, now)
     const phases = { readMs: read - started, restoreMs: restored - read, replayMs: performance.now() - restored }
     if (recovered.meta.get(REPLICA_ID_KEY) !== engine.replicaId) await persistence.putMeta(REPLICA_ID_KEY, engine.replicaId)
@@ -94,7 +108,10 @@ export async function openEngine(options: OpenEngineOptions): Promise<Engine> {
       replayedEvents: replayed.events,
       corrupt,
       lostEvents: corrupt.reduce((sum, record) => sum + (record.lostEvents ?? 0), 0),
-      lossUnknown: corrupt.some((record) => record.store !== 'wal' || (record.kind === undefined && record.lostEvents === undefined)),
+      // The late lane and the archive hold no accepted events: their damage loses history, not data.
+      lossUnknown: corrupt.some(
+        (record) => record.store === 'checkpoints' || (record.store === 'wal' && record.kind === undefined && record.lostEvents === undefined),
+      ),
       durationMs: 0,
       phases,
     }
@@ -104,7 +121,7 @@ export async function openEngine(options: OpenEngineOptions): Promise<Engine> {
       policy,
       retry,
       now,
-      snapshot: () => encodeEngineCheckpoint(live.checkpoint()),
+      snapshot: () => snapshot(live),
       eventsInTail: replayed.events,
       checkpointOnClose: checkpointOnClose ?? true,
     })
@@ -135,10 +152,27 @@ export function recoveryReport(engine: Engine): RecoveryReport | undefined {
   return reports.get(engine)
 }
 
-function readCheckpoint(recovered: RecoveredLog): EngineCheckpoint | null {
+/** The engine's state for a checkpoint, its late lane apart (the persistence keeps it in its own store). */
+function snapshot(engine: TidemarkEngine): { state: Uint8Array; lateLane: LateLaneSnapshot } {
+  const checkpoint = engine.checkpoint()
+  const { entries, trimmed, total } = checkpoint.lateLane
+  const stored: StoredEngineCheckpoint = { ...checkpoint, lateLane: { entries: [], trimmed, total }, lateLaneInStore: entries.length }
+  return { state: encodeEngineCheckpoint(stored), lateLane: { entries, total } }
+}
+
+function archiveFinal(persistence: Persistence, changes: readonly WindowChange[]): void {
+  for (const change of changes) {
+    if (!change.result.final) continue
+    persistence.archiveFinal({ type: change.type === 'retract' ? 'retract' : 'final', result: change.result })
+  }
+}
+
+/** Decodes the checkpoint and puts its late lane back together from the `lateLane` store. */
+function readCheckpoint(recovered: RecoveredLog, corrupt: CorruptRecord[]): EngineCheckpoint | null {
   if (recovered.checkpoint === null) return null
+  let checkpoint: StoredEngineCheckpoint
   try {
-    return decodeEngineCheckpoint(recovered.checkpoint.state)
+    checkpoint = decodeEngineCheckpoint(recovered.checkpoint.state)
   } catch (error) {
     // The envelope's checksum held, so these bytes are intact: written by another version, not damaged.
     throw new Error(
@@ -146,6 +180,18 @@ function readCheckpoint(recovered: RecoveredLog): EngineCheckpoint | null {
       { cause: error },
     )
   }
+  const { lateLaneInStore: inStore, ...restored } = checkpoint
+  if (typeof inStore !== 'number') return restored
+  const { trimmed, total } = checkpoint.lateLane
+  const lane = laneFromRecords(recovered.lateLane, total - inStore, total)
+  if (lane.missing > 0) {
+    corrupt.push({
+      store: 'lateLane',
+      key: `${total - inStore}-${total - 1}`,
+      reason: `${lane.missing} of the checkpoint's ${inStore} late-lane entries are not in the store`,
+    })
+  }
+  return { ...restored, lateLane: { entries: lane.entries, trimmed, total } }
 }
 
 /** The stored replica id wins: a log's sources belong to the replica that wrote them. */

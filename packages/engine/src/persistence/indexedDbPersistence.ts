@@ -1,30 +1,26 @@
-import { type DBSchema, type IDBPDatabase, type IDBPTransaction, wrap } from 'idb'
+import type { IDBPDatabase } from 'idb'
+import type { WindowResult } from '../windowResult.ts'
 import { encodeCheckpoint } from './checkpointEnvelope.ts'
 import { checkpointPolicy } from './checkpointPolicy.ts'
-import type { Checkpoint, CheckpointPolicy, CorruptRecord, Persistence, PersistenceStats, RecoveredLog, WalOp } from './persistence.ts'
+import { ARCHIVE_ROTATED_KEY, DEFAULT_ARCHIVE_LIMIT, FinalArchive } from './finalArchive.ts'
+import { archiveWrites, errorName, type LogStore, type LogWrite, laneWrites, openDatabase, type TidemarkSchema } from './indexedDbSchema.ts'
+import { LateLaneRecords } from './lateLaneRecords.ts'
+import type {
+  ArchivedChange,
+  ArchiveQuery,
+  Checkpoint,
+  CheckpointPolicy,
+  CorruptRecord,
+  LateLaneRecord,
+  Persistence,
+  PersistenceStats,
+  RecoveredLog,
+  WalOp,
+} from './persistence.ts'
 import { isQuotaExceeded, QuotaError } from './quotaError.ts'
 import { encodeWalRecord } from './walCodec.ts'
 import { WalLedger } from './walLedger.ts'
-import { readCheckpoint, readTail } from './walRecovery.ts'
-
-/**
- * IndexedDB schema version. v1 held the log alone (`wal`, `checkpoints`, `meta`);
- * v2 added `lateLane` and `archive` (final windows). Record formats are versioned
- * separately, inside each record (see walCodec.ts).
- */
-export const SCHEMA_VERSION = 2
-
-/** Stores keyed out of line: log records by lsn, checkpoints by their upToLsn. Values are bytes. */
-interface TidemarkSchema extends DBSchema {
-  wal: { key: number; value: unknown }
-  checkpoints: { key: number; value: unknown }
-  lateLane: { key: IDBValidKey; value: unknown }
-  archive: { key: IDBValidKey; value: unknown }
-  meta: { key: string; value: unknown }
-}
-
-type LogStore = 'wal' | 'checkpoints' | 'meta'
-type LogWrite = IDBPTransaction<TidemarkSchema, LogStore[], 'readwrite'>
+import { isCorrupt, readArchiveRecord, readCheckpoint, readLateLaneRecord, readTail } from './walRecovery.ts'
 
 /** An encoded record waiting for its transaction. */
 interface PendingAppend {
@@ -55,12 +51,18 @@ export interface IndexedDbPersistenceOptions {
    * loss at the cost of an fsync per commit; `'relaxed'` survives a tab or browser crash.
    */
   readonly durability?: IDBTransactionDurability
+  /**
+   * Most changes the final-window archive keeps (default 100,000, about 8 MB; 0 turns it
+   * off). Oldest records go first; see `persistence.archive()`.
+   */
+  readonly archiveLimit?: number
 }
 
 /**
  * A `Persistence` over IndexedDB (DESIGN §5). Each journal operation is one columnar
- * record; `append` resolves only after its transaction committed; a checkpoint and the
- * truncation behind it commit together; `open()` skips and reports corrupt records.
+ * record; `append` resolves only after its transaction committed; a checkpoint, the
+ * truncation behind it, the late lane and the staged final-window archive commit together;
+ * `open()` skips and reports corrupt records.
  *
  * The `idb` wrapper needs the IndexedDB interfaces as globals (`IDBDatabase`,
  * `IDBKeyRange`, ...): browsers have them; in Node, `import 'fake-indexeddb/auto'`.
@@ -69,6 +71,7 @@ export interface IndexedDbPersistenceOptions {
  * const claim = await claimSource({ prefix: 'dashboard' })
  * const persistence = indexedDbPersistence({ name: `tidemark-${claim.source}`, claim })
  * const engine = await openEngine({ windows: tumbling(60_000), persistence })
+ * const history = await persistence.archive({ key: 'temp' }) // final windows, also past retention
  */
 export function indexedDbPersistence(options: IndexedDbPersistenceOptions): Persistence {
   const factory = options.indexedDB ?? globalThis.indexedDB
@@ -82,7 +85,7 @@ export function indexedDbPersistence(options: IndexedDbPersistenceOptions): Pers
       `indexedDbPersistence("${options.name}"): the idb package needs the IndexedDB interfaces (IDBDatabase, IDBKeyRange, ...) as globals; in Node, import 'fake-indexeddb/auto' first`,
     )
   }
-  return new IndexedDbPersistence(options, factory, checkpointPolicy(options.checkpointEvery))
+  return new IndexedDbPersistence(options, factory, checkpointPolicy(options.checkpointEvery), new FinalArchive(options.archiveLimit ?? DEFAULT_ARCHIVE_LIMIT))
 }
 
 class IndexedDbPersistence implements Persistence {
@@ -93,6 +96,9 @@ class IndexedDbPersistence implements Persistence {
   readonly #coalesce: boolean
   readonly #durability: IDBTransactionDurability
   readonly #ledger = new WalLedger()
+  readonly #lateLane = new LateLaneRecords()
+  readonly #archive: FinalArchive
+  readonly #corruptArchive = new Set<string>()
   /** Encoded appends not yet handed to a transaction (coalescing). */
   #pending: PendingAppend[] = []
   #flushScheduled = false
@@ -103,7 +109,8 @@ class IndexedDbPersistence implements Persistence {
   /** Why the database went away without `close()`, for the next error message. */
   #lostReason: string | null = null
 
-  constructor(options: IndexedDbPersistenceOptions, factory: IDBFactory, checkpointEvery: CheckpointPolicy) {
+  constructor(options: IndexedDbPersistenceOptions, factory: IDBFactory, checkpointEvery: CheckpointPolicy, archive: FinalArchive) {
+    this.#archive = archive
     this.#name = options.name
     this.#factory = factory
     this.#claim = options.claim ?? null
@@ -160,19 +167,57 @@ class IndexedDbPersistence implements Persistence {
     const { upToLsn } = checkpoint
     this.#ledger.requireCheckpointAt(upToLsn)
     const bytes = encodeCheckpoint(checkpoint)
+    // Taken now, with the state: the late lane and the staged archive changes belong to this checkpoint.
+    const lane = checkpoint.lateLane === undefined ? null : this.#lateLane.plan(checkpoint.lateLane)
+    const archive = this.#archive.plan()
     // Appends made before this call get their transaction first: transactions over one store run in creation order.
     this.#flush(db)
-    await this.#commit(
-      db,
-      ['checkpoints', 'wal'],
-      [
-        (tx) => tx.objectStore('checkpoints').put(bytes.buffer, upToLsn),
-        (tx) => tx.objectStore('checkpoints').delete(IDBKeyRange.upperBound(upToLsn, true)),
-        (tx) => tx.objectStore('wal').delete(IDBKeyRange.upperBound(upToLsn)),
-      ],
-      `checkpoint at lsn ${upToLsn} was not written`,
-    )
+    const stores: LogStore[] = ['checkpoints', 'wal']
+    const writes: ((tx: LogWrite) => Promise<unknown>)[] = [
+      (tx) => tx.objectStore('checkpoints').put(bytes.buffer, upToLsn),
+      (tx) => tx.objectStore('checkpoints').delete(IDBKeyRange.upperBound(upToLsn, true)),
+      (tx) => tx.objectStore('wal').delete(IDBKeyRange.upperBound(upToLsn)),
+    ]
+    if (lane !== null) {
+      stores.push('lateLane')
+      writes.push(...laneWrites(lane))
+    }
+    if (archive !== null) {
+      stores.push('archive', 'meta')
+      writes.push(...archiveWrites(archive))
+    }
+    await this.#commit(db, stores, writes, `checkpoint at lsn ${upToLsn} was not written`)
+    if (lane !== null) this.#lateLane.applied(lane)
+    if (archive !== null) this.#archive.applied(archive)
     this.#ledger.recordCheckpoint(upToLsn)
+  }
+
+  archiveFinal(change: ArchivedChange): void {
+    this.#archive.stage(change)
+  }
+
+  async archive(query?: ArchiveQuery): Promise<readonly WindowResult[]> {
+    const db = this.#requireOpen('archive')
+    // Taken together, now: a checkpoint committing meanwhile moves changes from one to the other.
+    const keys = this.#archive.keysFor(query)
+    const unwritten = this.#archive.unwritten()
+    const tx = db.transaction('archive', 'readonly')
+    const store = tx.objectStore('archive')
+    const values = await Promise.all(keys.map((key) => store.get([...key])))
+    await tx.done
+    const stored: (readonly ArchivedChange[])[] = []
+    keys.forEach((key, i) => {
+      // Rotation dropped it while this read waited for a checkpoint's transaction.
+      if (values[i] === undefined) return
+      const read = readArchiveRecord(key, values[i])
+      if (!isCorrupt(read)) stored.push(read)
+      else if (!this.#corruptArchive.has(read.key)) {
+        // Reported once, through stats(); the record stays until rotation drops it.
+        this.#corruptArchive.add(read.key)
+        this.#ledger.recordCorrupt(1)
+      }
+    })
+    return this.#archive.select(stored, unwritten, query)
   }
 
   async putMeta(key: string, value: string): Promise<void> {
@@ -185,7 +230,7 @@ class IndexedDbPersistence implements Persistence {
   }
 
   stats(): PersistenceStats {
-    return this.#ledger.stats()
+    return this.#ledger.stats(this.#lateLane, this.#archive)
   }
 
   async close(): Promise<void> {
@@ -237,7 +282,7 @@ class IndexedDbPersistence implements Persistence {
   }
 
   async #recover(db: IDBPDatabase<TidemarkSchema>): Promise<RecoveredLog> {
-    const tx = db.transaction(['checkpoints', 'wal', 'meta'], 'readonly')
+    const tx = db.transaction(['checkpoints', 'wal', 'meta', 'lateLane', 'archive'], 'readonly')
     const checkpoints = tx.objectStore('checkpoints')
     const corrupt: CorruptRecord[] = []
     let checkpoint: Checkpoint | null = null
@@ -253,7 +298,15 @@ class IndexedDbPersistence implements Persistence {
     const wal = tx.objectStore('wal')
     const after = IDBKeyRange.lowerBound(checkpoint?.upToLsn ?? 0, true)
     const metaStore = tx.objectStore('meta')
-    const [keys, metaValues, metaKeys] = await Promise.all([wal.getAllKeys(after), metaStore.getAll(), metaStore.getAllKeys()])
+    const laneStore = tx.objectStore('lateLane')
+    const [keys, metaValues, metaKeys, laneKeys, laneValues, archiveKeys] = await Promise.all([
+      wal.getAllKeys(after),
+      metaStore.getAll(),
+      metaStore.getAllKeys(),
+      laneStore.getAllKeys(),
+      laneStore.getAll(),
+      tx.objectStore('archive').getAllKeys(),
+    ])
     // One get per record, all in flight at once: in Chromium about twice as fast as one getAll over tens of MB.
     const values = await Promise.all(keys.map((key) => wal.get(key)))
     await tx.done
@@ -265,8 +318,19 @@ class IndexedDbPersistence implements Persistence {
     const records = keys.map((key, i) => ({ key, value: values[i] }))
     for (const { key, value } of records) this.#ledger.recordStored(key, byteLength(value))
     const tail = readTail(records, corrupt)
+    const logCorrupt = corrupt.length
+    const lateLane: LateLaneRecord[] = []
+    laneKeys.forEach((key, i) => {
+      const read = readLateLaneRecord(key, laneValues[i])
+      if (isCorrupt(read)) corrupt.push(read)
+      else lateLane.push(read)
+    })
+    this.#lateLane.load(lateLane, corrupt.length > logCorrupt)
+    for (const key of this.#archive.load(archiveKeys, meta.get(ARCHIVE_ROTATED_KEY))) {
+      corrupt.push({ store: 'archive', key: String(key), reason: 'key is not [seq, count, minStart, maxStart]' })
+    }
     this.#ledger.recordCorrupt(corrupt.length)
-    return { checkpoint, tail, corrupt, meta }
+    return { checkpoint, tail, corrupt, meta, lateLane }
   }
 
   /**
@@ -322,46 +386,9 @@ class IndexedDbPersistence implements Persistence {
   }
 }
 
-function openDatabase(factory: IDBFactory, name: string): Promise<IDBPDatabase<TidemarkSchema>> {
-  // idb's openDB always opens through the global indexedDB; opening through the given
-  // factory and wrapping the request keeps an injected IDBFactory working.
-  const request = factory.open(name, SCHEMA_VERSION)
-  request.addEventListener('upgradeneeded', (event) => {
-    upgradeSchema(wrap(request.result) as unknown as IDBPDatabase<TidemarkSchema>, event.oldVersion)
-  })
-  return wrap(request).then(
-    (db) => db as unknown as IDBPDatabase<TidemarkSchema>,
-    (error: unknown) => {
-      if (errorName(error) === 'VersionError') {
-        throw new Error(`indexedDbPersistence("${name}"): the database has a schema newer than ${SCHEMA_VERSION}`, {
-          cause: error,
-        })
-      }
-      throw error
-    },
-  )
-}
-
-/** Brings any older schema up to SCHEMA_VERSION, one step per version, keeping stored records. */
-function upgradeSchema(db: IDBPDatabase<TidemarkSchema>, oldVersion: number): void {
-  if (oldVersion < 1) {
-    db.createObjectStore('wal')
-    db.createObjectStore('checkpoints')
-    db.createObjectStore('meta')
-  }
-  if (oldVersion < 2) {
-    db.createObjectStore('lateLane')
-    db.createObjectStore('archive')
-  }
-}
-
 function byteLength(value: unknown): number {
   if (value instanceof ArrayBuffer || ArrayBuffer.isView(value)) return value.byteLength
   return 0
-}
-
-function errorName(error: unknown): unknown {
-  return typeof error === 'object' && error !== null ? (error as { name?: unknown }).name : undefined
 }
 
 function ignore(): void {}

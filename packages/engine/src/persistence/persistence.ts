@@ -1,4 +1,6 @@
+import type { LateEvent } from '../engineApi.ts'
 import type { JournalOp } from '../engineCheckpoint.ts'
+import type { ResultQuery, WindowResult } from '../windowResult.ts'
 
 /**
  * One operation of the engine's journal, as the log stores it: an ingest batch (its valid
@@ -22,7 +24,39 @@ export interface Checkpoint {
   /** Every record with `lsn <= upToLsn` is contained in `state`. */
   readonly upToLsn: number
   readonly state: Uint8Array
+  /**
+   * The engine's late lane at this point, kept in the `lateLane` store rather than in
+   * `state`. The persistence stores the entries it does not hold yet and drops the ones
+   * the lane trimmed, in the checkpoint's transaction; `open()` returns them.
+   */
+  readonly lateLane?: LateLaneSnapshot
 }
+
+/** The late lane as the engine holds it: a bounded ring, oldest entry first. */
+export interface LateLaneSnapshot {
+  readonly entries: readonly LateEvent[]
+  /** Entries ever put on the lane; `entries[i]` is entry number `total - entries.length + i` (from 0). */
+  readonly total: number
+}
+
+/** Consecutive late-lane entries as stored: `entries[i]` is entry number `from + i`. */
+export interface LateLaneRecord {
+  readonly from: number
+  readonly entries: readonly LateEvent[]
+}
+
+/**
+ * A change that the final-window archive keeps: a window's final result (`final`), or the
+ * retraction of a final result (`retract`: a peer's late session fragment merged it into
+ * another, a finality violation).
+ */
+export interface ArchivedChange {
+  readonly type: 'final' | 'retract'
+  readonly result: WindowResult
+}
+
+/** Filter for `persistence.archive(query)`, as for `engine.results(query)`: `from`/`to` bound window starts, `[from, to)`. */
+export type ArchiveQuery = ResultQuery
 
 /** A stored record that failed its checksum or could not be decoded. */
 export interface CorruptRecord {
@@ -42,6 +76,8 @@ export interface RecoveredLog {
   readonly corrupt: readonly CorruptRecord[]
   /** Small values stored beside the log with `putMeta` (the replica id). */
   readonly meta: ReadonlyMap<string, string>
+  /** Every late-lane record stored, by `from`; entries past the checkpoint's lane are the caller's to ignore. */
+  readonly lateLane: readonly LateLaneRecord[]
 }
 
 export interface PersistenceStats {
@@ -51,8 +87,15 @@ export interface PersistenceStats {
   readonly walBytes: number
   /** Checkpoints committed through this handle since it was opened. */
   readonly checkpoints: number
-  /** Corrupt log records and checkpoints reported by `open()`. */
+  /** Corrupt log records and checkpoints reported by `open()`, and corrupt archive records found by `archive()`. */
   readonly corruptRecords: number
+  /** Late-lane entries and records stored (the lane's bound, plus at most one record's worth). */
+  readonly lateLaneEntries: number
+  readonly lateLaneRecords: number
+  /** Final-window archive: changes stored, records, and changes dropped by rotation since the database was created. */
+  readonly archivedChanges: number
+  readonly archiveRecords: number
+  readonly archiveRotated: number
 }
 
 /** When the engine should take a checkpoint: after `events` logged events or `ms` of processing time, whichever comes first. */
@@ -64,7 +107,10 @@ export interface CheckpointPolicy {
 /**
  * Where an engine logs its journal (DESIGN §5): `openEngine` appends every operation and
  * checkpoints the engine state. `append` resolves only after the record is committed; a
- * full quota rejects with `QuotaError`.
+ * full quota rejects with `QuotaError`. Beside the log it keeps the late lane (written with
+ * each checkpoint) and the final-window archive (staged by `archiveFinal`, written with the
+ * next checkpoint): both are derived from the log, so a crash before that checkpoint loses
+ * nothing, replay derives them again.
  */
 export interface Persistence {
   /** Checkpoint cadence the engine should follow; absent means the engine's default. */
@@ -79,8 +125,25 @@ export interface Persistence {
    * call order.
    */
   append(op: WalOp): Promise<number>
-  /** Stores a checkpoint, then drops log records with `lsn <= checkpoint.upToLsn`. */
+  /**
+   * Stores a checkpoint, then drops log records with `lsn <= checkpoint.upToLsn`; in the
+   * same transaction, stores the late lane it carries and the archive changes staged so far.
+   */
   checkpoint(checkpoint: Checkpoint): Promise<void>
+  /**
+   * Stages final results (and retractions of final results) for the archive: `archive()`
+   * returns them at once; the next checkpoint stores them. No-op when the archive is off.
+   */
+  archiveFinal(change: ArchivedChange): void
+  /**
+   * The latest final result of every archived window matching `query`, in the order of
+   * `engine.results()`: windows that left live state (retention) included, within the
+   * archive's bound (`archiveLimit`). Needs `open()`.
+   *
+   * @example
+   * const lastWeek = await persistence.archive({ window: 'tumbling:60000', key: 'temp', from: Date.now() - 7 * 86_400_000 })
+   */
+  archive(query?: ArchiveQuery): Promise<readonly WindowResult[]>
   /** Stores a small value beside the log (read back by the next `open()`); resolves after commit. */
   putMeta(key: string, value: string): Promise<void>
   stats(): PersistenceStats

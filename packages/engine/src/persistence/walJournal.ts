@@ -1,5 +1,7 @@
 import type { Journal, JournalOp } from '../engineCheckpoint.ts'
-import type { CheckpointPolicy, Persistence } from './persistence.ts'
+import type { LocalWrite } from '../replicaPort.ts'
+import { DurableFrontier } from './durableFrontier.ts'
+import type { CheckpointPolicy, LateLaneSnapshot, Persistence } from './persistence.ts'
 
 /** Delays between attempts to recover from a failed write: the first, doubling up to the last. */
 export interface WriteRetry {
@@ -13,8 +15,8 @@ export interface WalJournalOptions {
   readonly retry: WriteRetry
   /** Processing-time clock, for the checkpoint cadence. */
   readonly now: () => number
-  /** The engine's state now, encoded; every op recorded so far is in it. */
-  readonly snapshot: () => Uint8Array
+  /** The engine's state now, encoded, and its late lane; every op recorded so far is in it. */
+  readonly snapshot: () => { readonly state: Uint8Array; readonly lateLane?: LateLaneSnapshot }
   /** Events already in the log tail after recovery (they count toward the next checkpoint). */
   readonly eventsInTail: number
   /** Checkpoint on `close()` when the log holds operations after the last checkpoint. */
@@ -46,6 +48,14 @@ export class WalJournal implements Journal {
   #retryDelay: number
   #retryTimer: ReturnType<typeof setTimeout> | null = null
   #closed = false
+  /** Writes for peers wait here until the op that made them is durable. */
+  readonly #durable = new DurableFrontier<{ readonly write: LocalWrite; readonly deliver: (write: LocalWrite) => void }>(({ write, deliver }) => {
+    try {
+      deliver(write)
+    } catch (error) {
+      reportDeliveryError(error)
+    }
+  })
 
   constructor(options: WalJournalOptions) {
     this.#options = options
@@ -76,17 +86,30 @@ export class WalJournal implements Journal {
       appended = Promise.reject(error)
     }
     const lsn = persistence.lastLsn
+    this.#durable.recorded(lsn)
     this.#opsSinceCheckpoint++
     if (op.kind === 'ingest') this.#eventsSinceCheckpoint += op.events.length
     else if (op.kind === 'merge') this.#eventsSinceCheckpoint += op.cells.length + op.clocks.length
     if (this.#due()) this.#scheduleCheckpoint()
     return appended.then(
-      () => undefined,
+      () => {
+        this.#durable.committed(lsn)
+      },
       (error: unknown) => {
         this.#fail(error, lsn)
         throw error
       },
     )
+  }
+
+  /**
+   * Hands `write` to `deliver` once the op recorded last (the one that made it) is durable:
+   * its record committed, or a checkpoint covering it did. Writes go out in order; after a
+   * failed write they wait for the checkpoint that repairs the log, and if the tab dies
+   * first, peers never see what this replica lost.
+   */
+  publishWhenDurable(write: LocalWrite, deliver: (write: LocalWrite) => void): void {
+    this.#durable.hold(this.#options.persistence.lastLsn, { write, deliver })
   }
 
   /** Whether the policy asks for a checkpoint now. */
@@ -118,9 +141,9 @@ export class WalJournal implements Journal {
     if (this.#checkpointing !== null) return this.#checkpointing
     const { persistence, snapshot, now } = this.#options
     const upToLsn = persistence.lastLsn
-    let state: Uint8Array
+    let taken: ReturnType<WalJournalOptions['snapshot']>
     try {
-      state = snapshot()
+      taken = snapshot()
     } catch (error) {
       // The log still holds everything; recovery only takes longer. Not a reason to refuse input.
       this.#lastError = `checkpoint could not be encoded: ${messageOf(error)}`
@@ -132,9 +155,17 @@ export class WalJournal implements Journal {
     this.#eventsSinceCheckpoint = 0
     this.#opsSinceCheckpoint = 0
     this.#checkpointedAt = now()
-    const attempt = persistence.checkpoint({ upToLsn, state }).then(
+    const { state, lateLane } = taken
+    let written: Promise<void>
+    try {
+      written = persistence.checkpoint(lateLane === undefined ? { upToLsn, state } : { upToLsn, state, lateLane })
+    } catch (error) {
+      written = Promise.reject(error)
+    }
+    const attempt = written.then(
       () => {
         this.#checkpointing = null
+        this.#durable.checkpointed(upToLsn)
         // Ops recorded while this one was being written may already call for the next.
         if (this.#due()) this.#scheduleCheckpoint()
         if (this.#blocked === null) return true
@@ -191,6 +222,16 @@ export class WalJournal implements Journal {
     // A pending retry must not keep a Node process alive on its own.
     ;(this.#retryTimer as { unref?: () => void }).unref?.()
   }
+}
+
+/** A peer-side listener threw: the host hears of it, the journal goes on with the next write. */
+function reportDeliveryError(error: unknown): void {
+  const report = (globalThis as { reportError?: (e: unknown) => void }).reportError
+  if (typeof report === 'function') report(error)
+  else
+    queueMicrotask(() => {
+      throw error
+    })
 }
 
 function messageOf(error: unknown): string {

@@ -72,12 +72,21 @@ export class WalLedger {
     this.#corruptRecords = 0
   }
 
-  stats(): PersistenceStats {
+  /** The log's figures, with those of the late-lane and archive stores beside it. */
+  stats(
+    lateLane: { readonly records: number; readonly entries: number },
+    archive: { readonly records: number; readonly changes: number; readonly rotated: number },
+  ): PersistenceStats {
     return {
       walRecords: this.#sizes.size,
       walBytes: this.#walBytes,
       checkpoints: this.#checkpoints,
       corruptRecords: this.#corruptRecords,
+      lateLaneEntries: lateLane.entries,
+      lateLaneRecords: lateLane.records,
+      archivedChanges: archive.changes,
+      archiveRecords: archive.records,
+      archiveRotated: archive.rotated,
     }
   }
 }

@@ -1,5 +1,8 @@
+import type { LateEvent } from '../engineApi.ts'
 import { decodeCheckpoint } from './checkpointEnvelope.ts'
-import type { Checkpoint, CorruptRecord, WalRecord } from './persistence.ts'
+import { type ArchiveKey, isArchivedChange } from './finalArchive.ts'
+import { decodeHistoryRecord } from './historyRecord.ts'
+import type { ArchivedChange, Checkpoint, CorruptRecord, LateLaneRecord, WalRecord } from './persistence.ts'
 import { decodeWalRecord } from './walCodec.ts'
 
 /** A value as a store returned it, under its key (the lsn, or the checkpoint's upToLsn). */
@@ -59,6 +62,44 @@ export function readTail(records: readonly StoredRecord[], corrupt: CorruptRecor
     }
   }
   return tail
+}
+
+/** Checks one stored late-lane record: it must verify, start at its key, and hold late events. */
+export function readLateLaneRecord(key: number, value: unknown): LateLaneRecord | CorruptRecord {
+  const bytes = asBytes(value)
+  const name = String(key)
+  if (bytes === null) return { store: 'lateLane', key: name, reason: `stored value is ${describe(value)}, not bytes` }
+  const read = decodeHistoryRecord('lateLane', bytes)
+  if (!read.ok) return { store: 'lateLane', key: name, reason: read.reason }
+  if (read.first !== key) return { store: 'lateLane', key: name, reason: `record says first ${read.first}, stored under ${name}` }
+  if (!read.entries.every(isLateEvent)) return { store: 'lateLane', key: name, reason: 'an entry is not a late event' }
+  return { from: key, entries: read.entries as LateEvent[] }
+}
+
+/** Checks one stored archive record: it must verify and hold the changes its key counts. */
+export function readArchiveRecord(key: ArchiveKey, value: unknown): readonly ArchivedChange[] | CorruptRecord {
+  const bytes = asBytes(value)
+  const name = key.join(',')
+  if (bytes === null) return { store: 'archive', key: name, reason: `stored value is ${describe(value)}, not bytes` }
+  const read = decodeHistoryRecord('archive', bytes)
+  if (!read.ok) return { store: 'archive', key: name, reason: read.reason }
+  if (read.first !== key[0] || read.entries.length !== key[1]) {
+    return { store: 'archive', key: name, reason: `record holds ${read.entries.length} changes as number ${read.first}` }
+  }
+  if (!read.entries.every(isArchivedChange)) return { store: 'archive', key: name, reason: 'an entry is not a window result' }
+  return read.entries as ArchivedChange[]
+}
+
+export function isCorrupt<T>(read: T | CorruptRecord): read is CorruptRecord {
+  return typeof read === 'object' && read !== null && 'reason' in read && 'store' in read
+}
+
+function isLateEvent(entry: unknown): entry is LateEvent {
+  if (typeof entry !== 'object' || entry === null) return false
+  const { event, reason } = entry as { event?: unknown; reason?: unknown }
+  if (typeof reason !== 'string' || typeof event !== 'object' || event === null) return false
+  const { id, source, ts, value } = event as { id?: unknown; source?: unknown; ts?: unknown; value?: unknown }
+  return typeof id === 'string' && typeof source === 'string' && typeof ts === 'number' && typeof value === 'number'
 }
 
 function asBytes(value: unknown): Uint8Array | null {

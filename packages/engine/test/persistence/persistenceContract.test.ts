@@ -49,7 +49,7 @@ function events(from: number, count: number): StreamEvent[] {
 describe.each(implementations)('%s', (_, subject) => {
   it('starts empty, numbers batches from 1 and recovers them in order after a reopen', async () => {
     const { first, reopen } = subject()
-    expect(await first.open()).toEqual({ checkpoint: null, tail: [], corrupt: [], meta: new Map() })
+    expect(await first.open()).toEqual({ checkpoint: null, tail: [], corrupt: [], meta: new Map(), lateLane: [] })
     const batches = [events(1, 3), events(4, 1), [], events(5, 2)]
     const lsns: number[] = []
     for (const batch of batches) lsns.push(await first.append(ingestOp(batch)))

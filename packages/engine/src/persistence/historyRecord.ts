@@ -1,0 +1,92 @@
+/**
+ * Records of the `lateLane` and `archive` stores: a list of entries (plain data, encoded
+ * like checkpoints, see checkpointCodec.ts) in a checksummed envelope. Every number is
+ * little-endian.
+ *
+ *   offset  bytes  field
+ *   0       4      magic 0x48434D54 (the bytes "TMCH")
+ *   4       2      format version (1)
+ *   6       2      kind: 1 late lane, 2 archive
+ *   8       8      first, float64 safe integer: index of the first late-lane entry, or the
+ *                  archive record's sequence number
+ *   16      4      entries
+ *   20      4      payload byte length
+ *   24      4      payload CRC-32 over [32, end)
+ *   28      4      header CRC-32 over [0, 28)
+ *   32      ...    payload: the entries as one plain-data array
+ *
+ * The store key repeats `first` and `entries` (and, for the archive, the range of window
+ * starts), so opening a database and rotating records needs keys only, never values.
+ */
+
+import { decodePlainData, encodePlainData } from './checkpointCodec.ts'
+import { crc32 } from './crc32.ts'
+
+const HISTORY_MAGIC = 0x48434d54
+const FORMAT_VERSION = 1
+const HEADER_BYTES = 32
+const KINDS = { lateLane: 1, archive: 2 } as const
+
+export type HistoryKind = keyof typeof KINDS
+
+export type HistoryDecodeResult =
+  | { readonly ok: true; readonly first: number; readonly entries: readonly unknown[] }
+  | { readonly ok: false; readonly reason: string }
+
+/**
+ * Encodes `entries` as one record of `kind` (layout in the file header).
+ *
+ * @example
+ * const bytes = encodeHistoryRecord('lateLane', 120, lateEvents)
+ * decodeHistoryRecord('lateLane', bytes) // { ok: true, first: 120, entries: lateEvents }
+ */
+export function encodeHistoryRecord(kind: HistoryKind, first: number, entries: readonly unknown[]): Uint8Array<ArrayBuffer> {
+  if (!Number.isSafeInteger(first) || first < 0) throw new RangeError(`first must be a safe integer >= 0, got ${first}`)
+  const payload = encodePlainData(entries, kind)
+  const bytes = new Uint8Array(HEADER_BYTES + payload.length)
+  bytes.set(payload, HEADER_BYTES)
+  const view = new DataView(bytes.buffer)
+  view.setUint32(0, HISTORY_MAGIC, true)
+  view.setUint16(4, FORMAT_VERSION, true)
+  view.setUint16(6, KINDS[kind], true)
+  view.setFloat64(8, first, true)
+  view.setUint32(16, entries.length, true)
+  view.setUint32(20, payload.length, true)
+  view.setUint32(24, crc32(bytes, HEADER_BYTES), true)
+  view.setUint32(28, crc32(bytes, 0, 28), true)
+  return bytes
+}
+
+/**
+ * Opens a record of `kind`, verifying both checksums. Never throws: damaged or foreign
+ * bytes give `{ ok: false, reason }`. Entries are returned as decoded; their shape is the
+ * caller's to check.
+ *
+ * @example
+ * const read = decodeHistoryRecord('archive', bytes)
+ * if (read.ok) for (const entry of read.entries) use(entry)
+ */
+export function decodeHistoryRecord(kind: HistoryKind, bytes: Uint8Array): HistoryDecodeResult {
+  if (bytes.length < HEADER_BYTES) return { ok: false, reason: `${bytes.length} bytes is shorter than the record header` }
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length)
+  if (view.getUint32(0, true) !== HISTORY_MAGIC) return { ok: false, reason: 'not a history record (bad magic)' }
+  if (crc32(bytes, 0, 28) !== view.getUint32(28, true)) return { ok: false, reason: 'header checksum mismatch' }
+  const version = view.getUint16(4, true)
+  if (version !== FORMAT_VERSION) return { ok: false, reason: `unsupported history record format version ${version}` }
+  if (view.getUint16(6, true) !== KINDS[kind]) return { ok: false, reason: `not a ${kind} record (kind ${view.getUint16(6, true)})` }
+  const first = view.getFloat64(8, true)
+  if (!Number.isSafeInteger(first) || first < 0) return { ok: false, reason: `invalid first ${first}` }
+  const expected = HEADER_BYTES + view.getUint32(20, true)
+  if (bytes.length !== expected) return { ok: false, reason: `${bytes.length} bytes, header describes ${expected}` }
+  if (crc32(bytes, HEADER_BYTES) !== view.getUint32(24, true)) return { ok: false, reason: 'payload checksum mismatch' }
+  let entries: unknown
+  try {
+    entries = decodePlainData(bytes.subarray(HEADER_BYTES))
+  } catch (error) {
+    return { ok: false, reason: `payload cannot be read: ${(error as Error).message}` }
+  }
+  if (!Array.isArray(entries) || entries.length !== view.getUint32(16, true)) {
+    return { ok: false, reason: `payload is not the ${view.getUint32(16, true)} entries the header describes` }
+  }
+  return { ok: true, first, entries }
+}
