@@ -2,46 +2,57 @@
 export interface PageResult {
   readonly components: number
   readonly events: number
-  readonly ingestMs: number
-  /** Events per second actually ingested. */
+  /** Events per second the run was asked for. */
+  readonly targetRate: number
+  /** From the first due event to the frame after the last ingest, ms. */
+  readonly runMs: number
+  /** Events per second actually ingested over `runMs`. */
   readonly eventsPerSecond: number
-  /** rAF frames counted during the ingest window. */
+  /** rAF frames counted during the run. */
   readonly frames: number
-  /** Intervals between consecutive rAF timestamps, ms (includes vsync waits and dropped frames). */
+  /** Intervals between consecutive rAF timestamps, ms (vsync waits and dropped frames included). */
   readonly frameIntervalMs: Percentiles
-  /** Main-thread time of each frame: rAF timestamp to the first task after the frame's rendering step, ms. */
-  readonly frameWorkMs: Percentiles
-  /** Intervals longer than 1.5 × the median interval (dropped frames). */
-  readonly droppedFrames: number
-  /** Time of each `engine.ingest` call, ms. */
+  /** The provider's feed handing one frame's changes to every observer (bindings), ms per frame it ran. */
+  readonly fanOutMs: Percentiles
+  /** React's render and commit after that fan-out (up to the DOM mutations; not style, layout, paint), ms. */
+  readonly reactMs: Percentiles
+  /** Frames in which the provider's feed ran. */
+  readonly feedFrames: number
+  /** Time of each `engine.ingest` call, ms (the engine, including its synchronous notification). */
   readonly ingestCallMs: Percentiles
   readonly ingestCalls: number
+  readonly ingestTotalMs: number
   /** Most renders of one component within one frame. */
   readonly maxRendersPerComponentPerFrame: number
   /** Renders / (component, frame) pairs in which the component rendered at all. */
   readonly meanRendersPerRenderingFrame: number
   /** Renders / (components × frames): how often a component shows a new value. */
   readonly meanRendersPerComponentPerFrame: number
-  readonly totalRenders: number
+  readonly measuredRenders: number
   readonly longTasks: number
   readonly longTaskTotalMs: number
   readonly longTaskMaxMs: number
-  /** False when the browser does not report 'longtask' entries (then the two counts above mean nothing). */
+  /** False when the browser does not report 'longtask' entries (then the counts above mean nothing). */
   readonly longTaskSupported: boolean
   readonly windowsWithValue: number
 }
 
 export interface Percentiles {
+  readonly count: number
   readonly p50: number
   readonly p95: number
+  readonly p99: number
   readonly max: number
   readonly mean: number
 }
 
+/** Nearest-rank percentiles; NaN for no values. */
 export function percentiles(values: readonly number[]): Percentiles {
-  if (values.length === 0) return { p50: Number.NaN, p95: Number.NaN, max: Number.NaN, mean: Number.NaN }
+  if (values.length === 0) {
+    return { count: 0, p50: Number.NaN, p95: Number.NaN, p99: Number.NaN, max: Number.NaN, mean: Number.NaN }
+  }
   const sorted = [...values].sort((a, b) => a - b)
-  const at = (q: number): number => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number
+  const at = (q: number): number => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)] as number
   const mean = sorted.reduce((s, v) => s + v, 0) / sorted.length
-  return { p50: at(0.5), p95: at(0.95), max: sorted[sorted.length - 1] as number, mean }
+  return { count: sorted.length, p50: at(0.5), p95: at(0.95), p99: at(0.99), max: sorted[sorted.length - 1] as number, mean }
 }
