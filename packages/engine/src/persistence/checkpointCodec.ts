@@ -86,33 +86,6 @@ export function decodeEngineCheckpoint(bytes: Uint8Array): EngineCheckpoint {
   return value as EngineCheckpoint
 }
 
-/**
- * Encodes any plain data (what the checkpoint codec allows) without the checkpoint header:
- * the payload of late-lane and archive records (historyRecord.ts).
- *
- * @example
- * const bytes = encodePlainData([{ window: 'tumbling:60000', start: 0 }], 'archive')
- * decodePlainData(bytes) // [{ window: 'tumbling:60000', start: 0 }]
- */
-export function encodePlainData(value: unknown, path: string): Uint8Array<ArrayBuffer> {
-  const writer = new Writer()
-  writer.value(value, path)
-  return writer.finish()
-}
-
-/**
- * Decodes what `encodePlainData` wrote; throws a RangeError naming the offset otherwise.
- *
- * @example
- * const entries = decodePlainData(bytes) as unknown[]
- */
-export function decodePlainData(bytes: Uint8Array): unknown {
-  const reader = new Reader(bytes)
-  const value = reader.value(0)
-  if (reader.at !== bytes.length) throw new RangeError(`plain data has ${bytes.length - reader.at} trailing bytes`)
-  return value
-}
-
 class Writer {
   #bytes = new Uint8Array(1 << 16)
   #view = new DataView(this.#bytes.buffer)

@@ -176,15 +176,6 @@ export class FinalArchive {
   }
 }
 
-/** Whether an entry read back from an archive record is an `ArchivedChange`. */
-export function isArchivedChange(entry: unknown): entry is ArchivedChange {
-  if (typeof entry !== 'object' || entry === null) return false
-  const { type, result } = entry as { type?: unknown; result?: unknown }
-  if ((type !== 'final' && type !== 'retract') || typeof result !== 'object' || result === null) return false
-  const { window, key, start } = result as { window?: unknown; key?: unknown; start?: unknown }
-  return typeof window === 'string' && typeof key === 'string' && typeof start === 'number'
-}
-
 function isArchiveKey(key: unknown): key is ArchiveKey {
   return (
     Array.isArray(key) &&

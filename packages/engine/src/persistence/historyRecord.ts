@@ -1,7 +1,6 @@
 /**
- * Records of the `lateLane` and `archive` stores: a list of entries (plain data, encoded
- * like checkpoints, see checkpointCodec.ts) in a checksummed envelope. Every number is
- * little-endian.
+ * Records of the `lateLane` and `archive` stores: a list of entries (columnar, see
+ * historyColumns.ts) in a checksummed envelope. Every number is little-endian.
  *
  *   offset  bytes  field
  *   0       4      magic 0x48434D54 (the bytes "TMCH")
@@ -13,14 +12,16 @@
  *   20      4      payload byte length
  *   24      4      payload CRC-32 over [32, end)
  *   28      4      header CRC-32 over [0, 28)
- *   32      ...    payload: the entries as one plain-data array
+ *   32      ...    payload: the entries' columns
  *
  * The store key repeats `first` and `entries` (and, for the archive, the range of window
  * starts), so opening a database and rotating records needs keys only, never values.
  */
 
-import { decodePlainData, encodePlainData } from './checkpointCodec.ts'
+import type { LateEvent } from '../engineApi.ts'
 import { crc32 } from './crc32.ts'
+import { decodeArchivedChanges, decodeLateEvents, encodeArchivedChanges, encodeLateEvents } from './historyColumns.ts'
+import type { ArchivedChange } from './persistence.ts'
 
 const HISTORY_MAGIC = 0x48434d54
 const FORMAT_VERSION = 1
@@ -29,20 +30,30 @@ const KINDS = { lateLane: 1, archive: 2 } as const
 
 export type HistoryKind = keyof typeof KINDS
 
-export type HistoryDecodeResult =
-  | { readonly ok: true; readonly first: number; readonly entries: readonly unknown[] }
+/** What each kind of record holds. */
+export interface HistoryEntries {
+  readonly lateLane: LateEvent
+  readonly archive: ArchivedChange
+}
+
+export type HistoryDecodeResult<K extends HistoryKind> =
+  | { readonly ok: true; readonly first: number; readonly entries: readonly HistoryEntries[K][] }
   | { readonly ok: false; readonly reason: string }
+
+const littleEndianHost = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1
 
 /**
  * Encodes `entries` as one record of `kind` (layout in the file header).
  *
  * @example
- * const bytes = encodeHistoryRecord('lateLane', 120, lateEvents)
- * decodeHistoryRecord('lateLane', bytes) // { ok: true, first: 120, entries: lateEvents }
+ * const bytes = encodeHistoryRecord('lateLane', 120, engine.lateEvents())
+ * decodeHistoryRecord('lateLane', bytes) // { ok: true, first: 120, entries: [...] }
  */
-export function encodeHistoryRecord(kind: HistoryKind, first: number, entries: readonly unknown[]): Uint8Array<ArrayBuffer> {
+export function encodeHistoryRecord<K extends HistoryKind>(kind: K, first: number, entries: readonly HistoryEntries[K][]): Uint8Array<ArrayBuffer> {
   if (!Number.isSafeInteger(first) || first < 0) throw new RangeError(`first must be a safe integer >= 0, got ${first}`)
-  const payload = encodePlainData(entries, kind)
+  if (!littleEndianHost) throw new Error('the history record codec needs a little-endian host')
+  const payload =
+    kind === 'lateLane' ? encodeLateEvents(entries as readonly LateEvent[]) : encodeArchivedChanges(entries as readonly ArchivedChange[])
   const bytes = new Uint8Array(HEADER_BYTES + payload.length)
   bytes.set(payload, HEADER_BYTES)
   const view = new DataView(bytes.buffer)
@@ -59,34 +70,29 @@ export function encodeHistoryRecord(kind: HistoryKind, first: number, entries: r
 
 /**
  * Opens a record of `kind`, verifying both checksums. Never throws: damaged or foreign
- * bytes give `{ ok: false, reason }`. Entries are returned as decoded; their shape is the
- * caller's to check.
+ * bytes give `{ ok: false, reason }`.
  *
  * @example
  * const read = decodeHistoryRecord('archive', bytes)
- * if (read.ok) for (const entry of read.entries) use(entry)
+ * if (read.ok) for (const change of read.entries) show(change.result)
  */
-export function decodeHistoryRecord(kind: HistoryKind, bytes: Uint8Array): HistoryDecodeResult {
+export function decodeHistoryRecord<K extends HistoryKind>(kind: K, bytes: Uint8Array): HistoryDecodeResult<K> {
   if (bytes.length < HEADER_BYTES) return { ok: false, reason: `${bytes.length} bytes is shorter than the record header` }
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length)
   if (view.getUint32(0, true) !== HISTORY_MAGIC) return { ok: false, reason: 'not a history record (bad magic)' }
   if (crc32(bytes, 0, 28) !== view.getUint32(28, true)) return { ok: false, reason: 'header checksum mismatch' }
   const version = view.getUint16(4, true)
   if (version !== FORMAT_VERSION) return { ok: false, reason: `unsupported history record format version ${version}` }
-  if (view.getUint16(6, true) !== KINDS[kind]) return { ok: false, reason: `not a ${kind} record (kind ${view.getUint16(6, true)})` }
+  if (view.getUint16(6, true) !== KINDS[kind]) return { ok: false, reason: `record kind ${view.getUint16(6, true)} is not ${kind}` }
   const first = view.getFloat64(8, true)
   if (!Number.isSafeInteger(first) || first < 0) return { ok: false, reason: `invalid first ${first}` }
   const expected = HEADER_BYTES + view.getUint32(20, true)
   if (bytes.length !== expected) return { ok: false, reason: `${bytes.length} bytes, header describes ${expected}` }
   if (crc32(bytes, HEADER_BYTES) !== view.getUint32(24, true)) return { ok: false, reason: 'payload checksum mismatch' }
-  let entries: unknown
-  try {
-    entries = decodePlainData(bytes.subarray(HEADER_BYTES))
-  } catch (error) {
-    return { ok: false, reason: `payload cannot be read: ${(error as Error).message}` }
-  }
-  if (!Array.isArray(entries) || entries.length !== view.getUint32(16, true)) {
-    return { ok: false, reason: `payload is not the ${view.getUint32(16, true)} entries the header describes` }
-  }
-  return { ok: true, first, entries }
+  if (!littleEndianHost) return { ok: false, reason: 'the history record codec needs a little-endian host' }
+  const payload = bytes.subarray(HEADER_BYTES)
+  const count = view.getUint32(16, true)
+  const entries = kind === 'lateLane' ? decodeLateEvents(payload, count) : decodeArchivedChanges(payload, count)
+  if (typeof entries === 'string') return { ok: false, reason: entries }
+  return { ok: true, first, entries: entries as HistoryEntries[K][] }
 }
