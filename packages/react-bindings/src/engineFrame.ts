@@ -1,4 +1,5 @@
 import type { ResultQuery, WindowChange, WindowResult } from '@tidemark/engine'
+import { lookup, sameWindow, startsOf, type WindowAddress, type WindowIndex } from './windowIndex.ts'
 
 /**
  * The window changes the engine announced between two frames, oldest first.
@@ -12,7 +13,7 @@ export class EngineFrame {
    * or moved away. Built on the first lookup, once per frame, however many
    * observers ask.
    */
-  #latest: Map<string, WindowResult | null> | null = null
+  #latest: WindowIndex<WindowResult | null> | null = null
 
   constructor(changes: readonly WindowChange[]) {
     this.changes = changes
@@ -25,7 +26,7 @@ export class EngineFrame {
    */
   latest(window: string, key: string, start: number): WindowResult | null | undefined {
     this.#latest ??= latestByWindow(this.changes)
-    return this.#latest.get(windowId(window, key, start))
+    return lookup(this.#latest, { window, key, start })
   }
 
   /** Whether any change in this frame is about window `(window, key, start)`. */
@@ -44,35 +45,20 @@ export class EngineFrame {
   }
 }
 
-function latestByWindow(changes: readonly WindowChange[]): Map<string, WindowResult | null> {
-  const latest = new Map<string, WindowResult | null>()
+function latestByWindow(changes: readonly WindowChange[]): WindowIndex<WindowResult | null> {
+  const latest: WindowIndex<WindowResult | null> = new Map()
   for (const { type, result, previous } of changes) {
-    const id = windowId(result.window, result.key, result.start)
-    if (previous !== undefined) {
-      const previousId = windowId(previous.window, previous.key, previous.start)
-      if (previousId !== id) latest.set(previousId, null)
-    }
-    latest.set(id, type === 'retract' ? null : result)
+    if (previous !== undefined && !sameWindow(previous, result)) startsOf(latest, previous).set(previous.start, null)
+    startsOf(latest, result).set(result.start, type === 'retract' ? null : result)
   }
   return latest
 }
 
-interface WindowPosition {
-  readonly window: string
-  readonly key: string
-  readonly start: number
-}
-
-function inQuery(result: WindowPosition, query: ResultQuery): boolean {
+function inQuery(result: WindowAddress, query: ResultQuery): boolean {
   return (
     (query.window === undefined || result.window === query.window) &&
     (query.key === undefined || result.key === query.key) &&
     (query.from === undefined || result.start >= query.from) &&
     (query.to === undefined || result.start < query.to)
   )
-}
-
-/** Spec ids hold no NUL and `start` is a number, so the id stays unambiguous whatever a key holds. */
-function windowId(window: string, key: string, start: number): string {
-  return `${window}\u0000${key}\u0000${start}`
 }

@@ -4,7 +4,8 @@ import type { EngineSlice } from './engineSlice.ts'
 
 /**
  * One consumer's view of one slice. Its snapshot changes only in a frame that
- * touched the slice and only when the value actually differs, so
+ * touched the slice (a slice that watches one window is not even called in
+ * other frames) and only when the value actually differs, so
  * `useSyncExternalStore` sees a referentially stable snapshot and a component
  * renders at most once per frame. Making one has no side effects (React may
  * make and drop it); it listens to the feed only while subscribed.
@@ -27,7 +28,7 @@ export class EngineObserver<T> {
   subscribe = (listener: () => void): (() => void) => {
     this.#listeners.add(listener)
     if (this.#stopFeed === null) {
-      this.#stopFeed = this.#feed.subscribe(this.#onFrame)
+      this.#stopFeed = this.#feed.subscribe(this.#onFrame, this.#slice.watches)
       // The engine may have changed between the render that made this
       // observer and the commit that subscribes it.
       this.#refresh()

@@ -2,6 +2,7 @@ import type { EngineStats, LateEvent, ResultQuery, SyncStatus, WindowResult } fr
 import type { ObservedEngine } from './engineFeed.ts'
 import type { EngineFrame } from './engineFrame.ts'
 import { sameWindowResult, shallowEqual, shallowEqual2, shareArray } from './structuralSharing.ts'
+import type { WindowAddress } from './windowIndex.ts'
 
 /**
  * One piece of engine state a consumer watches: how to read it, how a frame
@@ -13,8 +14,11 @@ import { sameWindowResult, shallowEqual, shallowEqual2, shareArray } from './str
  * (the engine keeps them in `history`).
  */
 export interface EngineSlice<T> {
-  /** Same id, same data: a hook keeps its observer while the id stays the same. */
-  readonly id: string
+  /**
+   * The one window this slice depends on: its observer is then called only in
+   * frames that changed that window. Without it, in every frame.
+   */
+  readonly watches?: WindowAddress
   /** The slice as the engine holds it now: at mount, on subscribe, and for a store nobody listens to. */
   read(engine: ObservedEngine): T
   /** `previous` when `next` shows the same thing, else `next` (sharing unchanged parts of `previous`). */
@@ -25,13 +29,11 @@ export interface EngineSlice<T> {
 
 /** A slice that is re-read from the engine in every frame that `affectedBy` says can have changed it. */
 function rereadSlice<T>(
-  id: string,
   read: (engine: ObservedEngine) => T,
   affectedBy: (frame: EngineFrame) => boolean,
   share: (previous: T, next: T) => T,
 ): EngineSlice<T> {
   return {
-    id,
     read,
     share,
     advance: (previous, frame, engine) => (affectedBy(frame) ? share(previous, read(engine)) : previous),
@@ -46,7 +48,6 @@ const everyFrame = (): boolean => true
 /** Results matching `query`, as `engine.results(query)` returns them. */
 export function windowsSlice(query?: ResultQuery): EngineSlice<readonly WindowResult[]> {
   return rereadSlice<readonly WindowResult[]>(
-    `windows:${JSON.stringify(query ?? {})}`,
     (engine) => engine.results(query).slice(),
     (frame) => frame.matches(query),
     (previous, next) => shareArray(previous, next, sameWindowResult),
@@ -63,7 +64,7 @@ export function windowSlice(window: string, key: string, start: number): EngineS
   const share = (previous: WindowResult | undefined, next: WindowResult | undefined) =>
     previous !== undefined && next !== undefined && sameWindowResult(previous, next) ? previous : next
   return {
-    id: `window:${JSON.stringify([window, key, start])}`,
+    watches: { window, key, start },
     // `to` is exclusive; the find guards against an engine that filters loosely.
     read: (engine) => engine.results({ window, key, from: start, to: start + 1 }).find((r) => r.start === start),
     share,
@@ -76,26 +77,26 @@ export function windowSlice(window: string, key: string, start: number): EngineS
 
 /** Every on-time value and correction of one window, oldest first. */
 export function windowHistorySlice(window: string, key: string, start: number): EngineSlice<readonly WindowResult[]> {
-  return rereadSlice<readonly WindowResult[]>(
-    `history:${JSON.stringify([window, key, start])}`,
-    (engine) => engine.history(window, key, start).slice(),
-    (frame) => frame.touches(window, key, start),
-    (previous, next) => shareArray(previous, next, sameWindowResult),
-  )
+  return {
+    ...rereadSlice<readonly WindowResult[]>(
+      (engine) => engine.history(window, key, start).slice(),
+      (frame) => frame.touches(window, key, start),
+      (previous, next) => shareArray(previous, next, sameWindowResult),
+    ),
+    watches: { window, key, start },
+  }
 }
 
 // The late lane, stats, sync status and watermark can change without a window
 // changing, so they are re-read in every frame and kept when equal.
 
 export const lateEventsSlice: EngineSlice<readonly LateEvent[]> = rereadSlice<readonly LateEvent[]>(
-  'lateEvents',
   (engine) => engine.lateEvents().slice(),
   everyFrame,
   (previous, next) => shareArray(previous, next, Object.is),
 )
 
 export const statsSlice: EngineSlice<EngineStats> = rereadSlice(
-  'stats',
   (engine) => {
     const stats = engine.stats()
     return { ...stats, anomalies: { ...stats.anomalies } }
@@ -105,14 +106,12 @@ export const statsSlice: EngineSlice<EngineStats> = rereadSlice(
 )
 
 export const syncStatusSlice: EngineSlice<SyncStatus> = rereadSlice(
-  'syncStatus',
   (engine) => ({ ...engine.syncStatus() }),
   everyFrame,
   sameOrNext<SyncStatus>(shallowEqual),
 )
 
 export const watermarkSlice: EngineSlice<number> = rereadSlice(
-  'watermark',
   (engine) => engine.watermark(),
   everyFrame,
   sameOrNext<number>(Object.is),

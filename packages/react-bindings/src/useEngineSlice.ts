@@ -4,46 +4,54 @@ import { EngineObserver } from './engineObserver.ts'
 import type { EngineSlice } from './engineSlice.ts'
 import { shallowEqual } from './structuralSharing.ts'
 
-const whole = <T>(value: T): T => value
+/** Stands for "no selector" in the effect below, whose dependency must not change then. */
+const WHOLE = Symbol('whole slice')
 
 /**
- * The one hook every public hook is built on: an observer of `slice` under the
- * nearest provider, read through `useSyncExternalStore`, narrowed by
- * `selector`. The selection is recomputed only when the observer's snapshot
- * changed, and kept by identity while `isEqual` (default: `Object.is` for the
- * whole slice, `shallowEqual` for a selection) says it is the same.
+ * The one hook every public hook is built on: an observer of the slice that
+ * `makeSlice` describes, under the nearest provider, read through
+ * `useSyncExternalStore`, narrowed by `selector`. The observer is kept while
+ * `deps` (what names the slice, e.g. window, key and start) stay the same.
+ * Without a selector the observer's snapshot is returned as is (it is already
+ * structurally shared). With one, the selection is recomputed only when the
+ * snapshot changed, and kept by identity while `isEqual` (default
+ * `shallowEqual`) says it is the same.
  */
 export function useEngineSlice<T, S = T>(
   hook: string,
-  slice: EngineSlice<T>,
+  makeSlice: () => EngineSlice<T>,
+  deps: readonly unknown[],
   selector?: (value: T) => S,
   isEqual?: (a: S, b: S) => boolean,
 ): S {
   const feed = useEngineFeed(hook)
-  const select = selector ?? (whole as (value: T) => S)
-  const same = isEqual ?? (selector === undefined ? Object.is : shallowEqual)
-  // biome-ignore lint/correctness/useExhaustiveDependencies: a slice is known by its id; a new object with the same id reads the same state, and a new id must get a new observer in this very render.
-  const observer = useMemo(() => new EngineObserver(feed, slice), [feed, slice.id])
+  // biome-ignore lint/correctness/useExhaustiveDependencies: `deps` name the slice; a new `makeSlice` closure over the same deps reads the same state, and new deps must get a new observer in this very render.
+  const observer = useMemo(() => new EngineObserver(feed, makeSlice()), [feed, ...deps])
 
   // The selection last rendered, so a re-created selector (an inline arrow)
   // that selects an equal value keeps the rendered identity.
   const rendered = useRef<{ readonly selection: S } | null>(null)
-  const getSelection = useMemo(() => {
+  const getSelection = useMemo((): (() => S) => {
+    if (selector === undefined) return observer.getSnapshot as unknown as () => S
+    const same = isEqual ?? shallowEqual
     let memo: { readonly snapshot: T; readonly selection: S } | null = null
-    return (): S => {
+    return () => {
       const snapshot = observer.getSnapshot()
       if (memo !== null && Object.is(memo.snapshot, snapshot)) return memo.selection
-      let selection = select(snapshot)
+      let selection = selector(snapshot)
       const previous = memo ?? rendered.current
       if (previous !== null && same(previous.selection, selection)) selection = previous.selection
       memo = { snapshot, selection }
       return selection
     }
-  }, [observer, select, same])
+  }, [observer, selector, isEqual])
 
   const selection = useSyncExternalStore(observer.subscribe, getSelection, getSelection)
+  // Only selections need remembering; without a selector the dependency stays
+  // the same, so React schedules no effect for each new value.
+  const committed = selector === undefined ? WHOLE : selection
   useEffect(() => {
-    rendered.current = { selection }
-  }, [selection])
+    if (committed !== WHOLE) rendered.current = { selection: committed as S }
+  }, [committed])
   return selection
 }

@@ -19,5 +19,5 @@ export function useEngineStats(
   selector?: (stats: EngineStats) => unknown,
   isEqual?: (a: unknown, b: unknown) => boolean,
 ): unknown {
-  return useEngineSlice('useEngineStats', statsSlice, selector, isEqual)
+  return useEngineSlice('useEngineStats', () => statsSlice, [], selector, isEqual)
 }

@@ -23,5 +23,5 @@ export function useLateEvents(
   selector?: (lateEvents: readonly LateEvent[]) => unknown,
   isEqual?: (a: unknown, b: unknown) => boolean,
 ): unknown {
-  return useEngineSlice('useLateEvents', lateEventsSlice, selector, isEqual)
+  return useEngineSlice('useLateEvents', () => lateEventsSlice, [], selector, isEqual)
 }

@@ -20,5 +20,5 @@ export function useSyncStatus(
   selector?: (status: SyncStatus) => unknown,
   isEqual?: (a: unknown, b: unknown) => boolean,
 ): unknown {
-  return useEngineSlice('useSyncStatus', syncStatusSlice, selector, isEqual)
+  return useEngineSlice('useSyncStatus', () => syncStatusSlice, [], selector, isEqual)
 }

@@ -12,5 +12,5 @@ import { useEngineSlice } from './useEngineSlice.ts'
  * }
  */
 export function useWatermark(): number {
-  return useEngineSlice('useWatermark', watermarkSlice)
+  return useEngineSlice('useWatermark', () => watermarkSlice, [])
 }

@@ -32,5 +32,5 @@ export function useWindow(
   selector?: (result: WindowResult | undefined) => unknown,
   isEqual?: (a: unknown, b: unknown) => boolean,
 ): unknown {
-  return useEngineSlice('useWindow', windowSlice(window, key, start), selector, isEqual)
+  return useEngineSlice('useWindow', () => windowSlice(window, key, start), [window, key, start], selector, isEqual)
 }

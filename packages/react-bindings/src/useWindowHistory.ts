@@ -31,5 +31,11 @@ export function useWindowHistory(
   selector?: (history: readonly WindowResult[]) => unknown,
   isEqual?: (a: unknown, b: unknown) => boolean,
 ): unknown {
-  return useEngineSlice('useWindowHistory', windowHistorySlice(window, key, start), selector, isEqual)
+  return useEngineSlice(
+    'useWindowHistory',
+    () => windowHistorySlice(window, key, start),
+    [window, key, start],
+    selector,
+    isEqual,
+  )
 }

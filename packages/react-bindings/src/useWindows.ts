@@ -27,5 +27,11 @@ export function useWindows(
   selector?: (results: readonly WindowResult[]) => unknown,
   isEqual?: (a: unknown, b: unknown) => boolean,
 ): unknown {
-  return useEngineSlice('useWindows', windowsSlice(query), selector, isEqual)
+  return useEngineSlice(
+    'useWindows',
+    () => windowsSlice(query),
+    [query?.window, query?.key, query?.from, query?.to],
+    selector,
+    isEqual,
+  )
 }
