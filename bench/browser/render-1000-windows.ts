@@ -9,7 +9,7 @@
  *
  *   node --import tsx --conditions=@tidemark/source bench/browser/render-1000-windows.ts [--build]
  *     [--seconds=10] [--rate=20000] [--components=1000] [--message=100]
- *     [--trace=run.json] [--cpu-profile=run.cpuprofile] [--json]
+ *     [--trace=run.json] [--cpu-profile=run.cpuprofile] [--bindings=dir] [--json]
  *
  * Starts Vite on 127.0.0.1 (the dev server; with `--build`, a production
  * build served by `vite preview`, i.e. production React, split into engine,
@@ -46,6 +46,12 @@ export interface RunOptions {
   readonly trace?: string
   /** Record a CPU profile of the page during the run and write it here (adds sampling overhead). */
   readonly cpuProfile?: string
+  /**
+   * Another copy of the bindings' `src` to measure instead of
+   * packages/react-bindings/src (A/B runs against an earlier commit); it must
+   * sit where `@tidemark/engine` and `react` resolve, e.g. under bench/node_modules.
+   */
+  readonly bindings?: string
 }
 
 export interface RunResult extends PageResult {
@@ -62,7 +68,9 @@ interface Served {
   close(): Promise<void>
 }
 
-function viteConfig(): InlineConfig {
+function viteConfig(bindings?: string): InlineConfig {
+  const zustand = join(here, '../../packages/react-bindings/node_modules/zustand/esm/vanilla.mjs')
+  const alias = bindings === undefined ? {} : { '@tidemark/react': join(bindings, 'index.ts'), 'zustand/vanilla': zustand }
   return {
     root: pageRoot,
     configFile: false,
@@ -71,6 +79,7 @@ function viteConfig(): InlineConfig {
     resolve: {
       conditions: ['@tidemark/source', ...defaultClientConditions],
       dedupe: ['react', 'react-dom'],
+      alias,
     },
     optimizeDeps: {
       // Listed so the first load does not discover them and reload the page mid-run.
@@ -93,9 +102,9 @@ function urlOf(server: { address(): AddressInfo | string | null } | null | undef
   return `http://127.0.0.1:${address.port}/`
 }
 
-async function serve(production: boolean, minify: boolean): Promise<Served> {
+async function serve(production: boolean, minify: boolean, bindings?: string): Promise<Served> {
   if (!production) {
-    const server = await createServer({ ...viteConfig(), server: { host: '127.0.0.1', port: 0, hmr: false } })
+    const server = await createServer({ ...viteConfig(bindings), server: { host: '127.0.0.1', port: 0, hmr: false } })
     try {
       await server.listen()
       return { url: urlOf(server.httpServer), close: () => server.close() }
@@ -106,7 +115,7 @@ async function serve(production: boolean, minify: boolean): Promise<Served> {
   }
   const outDir = join(tmpdir(), `tidemark-render-1000-windows-${process.pid}`)
   await build({
-    ...viteConfig(),
+    ...viteConfig(bindings),
     mode: 'production',
     build: {
       outDir,
@@ -115,7 +124,7 @@ async function serve(production: boolean, minify: boolean): Promise<Served> {
       rolldownOptions: { output: { codeSplitting: { groups: chunkGroups } } },
     },
   })
-  const server = await preview({ ...viteConfig(), build: { outDir }, preview: { host: '127.0.0.1', port: 0 } })
+  const server = await preview({ ...viteConfig(bindings), build: { outDir }, preview: { host: '127.0.0.1', port: 0 } })
   return { url: urlOf(server.httpServer), close: () => server.close() }
 }
 
@@ -164,7 +173,7 @@ export async function run(options: RunOptions = {}): Promise<RunResult> {
   let browser: Browser | undefined
   try {
     // Unminified when profiling, so the profile names functions.
-    served = await within(120_000, 'vite', serve(options.build === true, options.cpuProfile === undefined))
+    served = await within(120_000, 'vite', serve(options.build === true, options.cpuProfile === undefined, options.bindings))
     browser = await chromium.launch({
       executablePath: chromiumPath(),
       headless: true,
@@ -260,6 +269,8 @@ if (isMain(import.meta.url)) {
   }
   const trace = arg('trace')
   if (trace !== undefined) options.trace = trace
+  const bindings = arg('bindings')
+  if (bindings !== undefined) options.bindings = bindings
   const cpuProfile = arg('cpu-profile')
   if (cpuProfile !== undefined) options.cpuProfile = cpuProfile
   run(options)
