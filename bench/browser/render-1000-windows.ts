@@ -8,7 +8,7 @@
  * issue 6 (p95 frame < 16 ms, <= 1 render per component per frame).
  *
  *   node --import tsx --conditions=@tidemark/source bench/browser/render-1000-windows.ts [--build]
- *     [--seconds=10] [--rate=20000] [--components=1000] [--message=100]
+ *     [--view=dom|canvas] [--seconds=10] [--rate=20000] [--components=1000] [--message=100]
  *     [--trace=run.json] [--cpu-profile=run.cpuprofile] [--bindings=dir] [--json]
  *
  * Starts Vite on 127.0.0.1 (the dev server; with `--build`, a production
@@ -27,7 +27,7 @@ import react from '@vitejs/plugin-react'
 import { type Browser, chromium, type Page } from 'playwright-core'
 import { build, createServer, defaultClientConditions, type InlineConfig, preview } from 'vite'
 import { isMain } from '../measure.ts'
-import { summarizeProfile } from './render-1000-windows/cpuProfile.ts'
+import { type CpuProfile, summarizeProfile } from './render-1000-windows/cpuProfile.ts'
 import { analyzeTrace, type FrameTrace, PHASES, TRACE_CATEGORIES } from './render-1000-windows/frameTrace.ts'
 import type { PageResult, Percentiles } from './render-1000-windows/result.ts'
 
@@ -42,6 +42,8 @@ export interface RunOptions {
   readonly components?: number
   /** Events per network message. */
   readonly message?: number
+  /** How tiles show their value; each view is a page load of its own. Default both. */
+  readonly views?: readonly View[]
   /** Keep the Chrome trace of the run at this path (it is always recorded and analysed). */
   readonly trace?: string
   /** Record a CPU profile of the page during the run and write it here (adds sampling overhead). */
@@ -53,6 +55,8 @@ export interface RunOptions {
    */
   readonly bindings?: string
 }
+
+export type View = PageResult['view']
 
 export interface RunResult extends PageResult {
   readonly mode: 'dev' | 'build'
@@ -159,16 +163,8 @@ async function startProfiler(page: Page): Promise<() => Promise<unknown>> {
   return async () => (await cdp.send('Profiler.stop')).profile
 }
 
-export async function run(options: RunOptions = {}): Promise<RunResult> {
-  const seconds = options.seconds ?? 10
-  const query = new URLSearchParams({
-    seconds: String(seconds),
-    rate: String(options.rate ?? 20_000),
-    components: String(options.components ?? 1000),
-    message: String(options.message ?? 100),
-  })
-  const tracePath = options.trace ?? join(tmpdir(), `tidemark-render-1000-windows-${process.pid}.trace.json`)
-  const load = loadavg()
+export async function run(options: RunOptions = {}): Promise<RunResult[]> {
+  const views = options.views ?? ['dom', 'canvas']
   let served: Served | undefined
   let browser: Browser | undefined
   try {
@@ -180,14 +176,44 @@ export async function run(options: RunOptions = {}): Promise<RunResult> {
       args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--headless=new'],
       timeout: 30_000,
     })
-    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } })
+    const results: RunResult[] = []
+    for (const view of views) {
+      const suffix = views.length > 1 ? `.${view}` : ''
+      results.push(
+        await runPage(browser, served.url, view, {
+          ...options,
+          ...(options.trace === undefined ? {} : { trace: `${options.trace}${suffix}` }),
+          ...(options.cpuProfile === undefined ? {} : { cpuProfile: `${options.cpuProfile}${suffix}` }),
+        }),
+      )
+    }
+    return results
+  } finally {
+    if (browser !== undefined) await within(10_000, 'browser.close', browser.close()).catch((e: unknown) => console.error(e))
+    if (served !== undefined) await within(10_000, 'server.close', served.close()).catch((e: unknown) => console.error(e))
+  }
+}
+
+async function runPage(browser: Browser, url: string, view: View, options: RunOptions): Promise<RunResult> {
+  const seconds = options.seconds ?? 10
+  const query = new URLSearchParams({
+    view,
+    seconds: String(seconds),
+    rate: String(options.rate ?? 20_000),
+    components: String(options.components ?? 1000),
+    message: String(options.message ?? 100),
+  })
+  const tracePath = options.trace ?? join(tmpdir(), `tidemark-render-1000-windows-${process.pid}.trace.json`)
+  const load = loadavg()
+  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } })
+  try {
     page.on('pageerror', (error) => console.error(`page error: ${error.message}`))
     page.on('console', (message) => {
       if (message.type() === 'error' || message.type() === 'warning') console.error(`page ${message.type()}: ${message.text()}`)
     })
     await browser.startTracing(page, { path: tracePath, categories: TRACE_CATEGORIES })
     const stopProfiler = options.cpuProfile === undefined ? null : await startProfiler(page)
-    await page.goto(`${served.url}?${query}`, { waitUntil: 'load', timeout: 60_000 })
+    await page.goto(`${url}?${query}`, { waitUntil: 'load', timeout: 60_000 })
     await page.waitForFunction(() => window.__result !== undefined || window.__error !== undefined, null, {
       timeout: (seconds + 60) * 1000,
       polling: 1000,
@@ -203,7 +229,7 @@ export async function run(options: RunOptions = {}): Promise<RunResult> {
     let cpuProfileSummary: string | undefined
     if (profile !== null && options.cpuProfile !== undefined) {
       writeFileSync(options.cpuProfile, JSON.stringify(profile))
-      cpuProfileSummary = summarizeProfile(profile as Parameters<typeof summarizeProfile>[0])
+      cpuProfileSummary = summarizeProfile(profile as CpuProfile)
     }
     return {
       ...result,
@@ -218,8 +244,7 @@ export async function run(options: RunOptions = {}): Promise<RunResult> {
       },
     }
   } finally {
-    if (browser !== undefined) await within(10_000, 'browser.close', browser.close()).catch((e: unknown) => console.error(e))
-    if (served !== undefined) await within(10_000, 'server.close', served.close()).catch((e: unknown) => console.error(e))
+    await page.close()
   }
 }
 
@@ -230,7 +255,7 @@ export function report(r: RunResult): string {
   const t = r.trace
   const share = (ms: number): string => `${((ms / t.totalMs.runWall) * 100).toFixed(1)}%`
   const lines = [
-    `render-1000-windows (${r.mode}, ${r.browser}, headless, --disable-gpu; load average ${r.loadAverage[0].toFixed(1)} → ${r.loadAverage[1].toFixed(1)})`,
+    `render-1000-windows, ${r.view} view (${r.mode}, ${r.browser}, headless, --disable-gpu; load average ${r.loadAverage[0].toFixed(1)} → ${r.loadAverage[1].toFixed(1)})`,
     `  load       ${r.components} tiles, ${r.events} events in ${(r.runMs / 1000).toFixed(2)} s = ${r.eventsPerSecond} events/s (asked ${r.targetRate}), ${r.ingestCalls} ingest calls`,
     `  frame time (main-thread work per frame: rendering update + tasks since the previous frame)`,
     `             wall ${pct(t.workWallMs)}  [target p95 < 16 ms: ${mark(r.targets.p95FrameBelow16ms)}]`,
@@ -273,8 +298,13 @@ if (isMain(import.meta.url)) {
   if (bindings !== undefined) options.bindings = bindings
   const cpuProfile = arg('cpu-profile')
   if (cpuProfile !== undefined) options.cpuProfile = cpuProfile
+  const view = arg('view')
+  if (view === 'dom' || view === 'canvas') options.views = [view]
+  else if (view !== undefined) throw new Error(`--view must be dom or canvas, not ${view}`)
   run(options)
-    .then((r) => console.log(process.argv.includes('--json') ? JSON.stringify(r, null, 2) : report(r)))
+    .then((results) =>
+      console.log(process.argv.includes('--json') ? JSON.stringify(results, null, 2) : results.map(report).join('\n\n')),
+    )
     .catch((error: unknown) => {
       console.error(error)
       process.exitCode = 1

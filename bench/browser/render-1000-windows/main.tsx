@@ -2,7 +2,10 @@
  * The page of bench/browser/render-1000-windows.ts: 1,000 `useWindow` tiles
  * under one `EngineProvider`, while events arrive at 20k/s for 10 s. Query
  * parameters `components`, `rate` (events/s), `seconds` and `message` (events
- * per network message) change the load. Leaves a `PageResult` on
+ * per network message) change the load; `view` chooses how a tile shows its
+ * window's mean: `dom`, a text span in a fixed grid (React commits the text),
+ * or `canvas`, a cell of one shared canvas that the tile paints in a layout
+ * effect (React renders the tile, the browser lays nothing out). Leaves a `PageResult` on
  * `window.__result`, or a message on `window.__error`.
  *
  * Timed in the page: every `engine.ingest` call (the engine's share; it
@@ -15,7 +18,7 @@
  */
 import { createEngine, type StreamEvent, tumbling } from '@tidemark/engine'
 import { createFrameScheduler, EngineProvider, type FrameScheduler, useWindow } from '@tidemark/react'
-import { memo, type ReactNode } from 'react'
+import { memo, type ReactNode, useLayoutEffect } from 'react'
 import { createRoot } from 'react-dom/client'
 import { type PageResult, percentiles } from './result.ts'
 
@@ -32,6 +35,7 @@ const RATE = Number(params.get('rate') ?? 20_000)
 const SECONDS = Number(params.get('seconds') ?? 10)
 /** Events per network message: 100 at 20k/s is a message every 5 ms. */
 const MESSAGE = Number(params.get('message') ?? 100)
+const VIEW = params.get('view') === 'canvas' ? 'canvas' : 'dom'
 const TICK_MS = 5
 const SOURCES = 50
 const WINDOW_SIZE = 3_600_000
@@ -127,13 +131,43 @@ function countRender(index: number): void {
   }
 }
 
-const Tile = memo(function Tile({ index }: { index: number }): ReactNode {
+const COLUMNS = 40
+const TILE_WIDTH = 30
+const TILE_HEIGHT = 14
+
+const TextTile = memo(function TextTile({ index }: { index: number }): ReactNode {
   const result = useWindow(WINDOW_ID, keys[index] as string, 0)
   countRender(index)
   return <span>{result === undefined ? '…' : result.mean.toFixed(1)}</span>
 })
 
+// The canvas is made outside React, so every tile can paint into it from its
+// first layout effect on.
+const canvas = document.createElement('canvas')
+canvas.width = COLUMNS * TILE_WIDTH
+canvas.height = Math.ceil(COMPONENTS / COLUMNS) * TILE_HEIGHT
+const context = canvas.getContext('2d')
+
+function paintTile(index: number, text: string): void {
+  if (context === null) throw new Error('no 2d canvas context')
+  const x = (index % COLUMNS) * TILE_WIDTH
+  const y = Math.floor(index / COLUMNS) * TILE_HEIGHT
+  context.fillStyle = '#fff'
+  context.fillRect(x, y, TILE_WIDTH, TILE_HEIGHT)
+  context.fillStyle = '#000'
+  context.fillText(text, x + 1, y + 1, TILE_WIDTH - 2)
+}
+
+const CanvasTile = memo(function CanvasTile({ index }: { index: number }): ReactNode {
+  const result = useWindow(WINDOW_ID, keys[index] as string, 0)
+  countRender(index)
+  const text = result === undefined ? '…' : result.mean.toFixed(1)
+  useLayoutEffect(() => paintTile(index, text), [index, text])
+  return null
+})
+
 function Grid(): ReactNode {
+  const Tile = VIEW === 'canvas' ? CanvasTile : TextTile
   return keys.map((key, index) => <Tile key={key} index={index} />)
 }
 
@@ -192,6 +226,12 @@ const nextFrame = (): Promise<number> => new Promise((resolve) => requestAnimati
 async function main(): Promise<void> {
   const root = document.getElementById('root')
   if (root === null) throw new Error('no #root')
+  if (VIEW === 'canvas') {
+    if (context === null) throw new Error('no 2d canvas context')
+    context.font = '10px monospace'
+    context.textBaseline = 'top'
+    root.before(canvas)
+  }
   createRoot(root).render(
     <EngineProvider engine={engine} scheduler={scheduler}>
       <Grid />
@@ -225,6 +265,7 @@ async function main(): Promise<void> {
   const runMs = measureEnd - measureStart
   const inRun = longTasks.filter((t) => t.startTime >= measureStart && t.startTime <= measureEnd)
   window.__result = {
+    view: VIEW,
     components: COMPONENTS,
     events: ingested,
     targetRate: RATE,

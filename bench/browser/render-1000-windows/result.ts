@@ -1,5 +1,7 @@
 /** What the page leaves on `window.__result` when the run ends. */
 export interface PageResult {
+  /** How tiles show their value: text spans (`dom`) or cells of one canvas (`canvas`). */
+  readonly view: 'dom' | 'canvas'
   readonly components: number
   readonly events: number
   /** Events per second the run was asked for. */
