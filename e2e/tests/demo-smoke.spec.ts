@@ -1,15 +1,24 @@
 /**
  * The fleet demo (apps/demo, issue 7) in real Chromium, served exactly as `pnpm start`
  * serves it (scripts/demo.mjs: build, sync server, vite preview; port DEMO_E2E_PORT).
- * The page loads without console errors, every chart renders windows, and a device taken
- * offline and back lands a backlog that visibly corrects windows (an on-time ring joined
- * to the corrected value). Waits are on DOM state, bounded; no sleeps.
+ * Devices reach the dashboard only through their Y.Docs (BroadcastChannel + the sync
+ * server); the dashboard engine owns no source.
+ *
+ * 1. The page loads without console errors, syncs through the server, every chart renders
+ *    windows, and a device taken offline and back catches up by state-vector exchange and
+ *    visibly corrects windows (an on-time ring joined to the corrected value). Screenshot.
+ * 2. A device opened in its own `?device=` tab takes over from the dashboard page, and its
+ *    document's state reaches the dashboard tab: taken offline and back (a command over the
+ *    control channel), its catch-up corrects the dashboard's windows.
+ * Waits are on DOM state, bounded; no sleeps.
  */
-import { expect, test } from '@playwright/test'
+import { join } from 'node:path'
+import { expect, type Page, test } from '@playwright/test'
 import { DEMO_E2E_PORT } from '../vite.config.ts'
 
-const DEMO_URL = `http://127.0.0.1:${DEMO_E2E_PORT}/?tour=off`
-const DEVICE = 'd01'
+// Six devices (not the default twelve): the same machinery, half the work for a CI machine shared by many jobs.
+const DEVICES = 6
+const DEMO_URL = `http://127.0.0.1:${DEMO_E2E_PORT}/?tour=off&devices=${DEVICES}`
 
 /** `HH:MM:SS` (the page's clock format) as seconds of the day. */
 function secondsOfDay(text: string | null): number {
@@ -22,49 +31,99 @@ function secondsBetween(from: number, to: number): number {
   return ((to - from + 86_400 + 43_200) % 86_400) - 43_200
 }
 
-// A desktop window: the whole device table fits, so no sticky header covers a row's buttons.
-test.use({ viewport: { width: 1440, height: 1600 } })
-
-test('fleet demo: loads clean, renders windows, offline and back corrects windows', async ({ page }, testInfo) => {
-  test.setTimeout(60_000)
-  const errors: string[] = []
+/** Collects console errors and page errors of `page`. */
+function recordErrors(page: Page, label: string, errors: string[]): void {
   page.on('console', (message) => {
-    if (message.type() === 'error') errors.push(`console: ${message.text()}`)
+    if (message.type() === 'error') errors.push(`${label} console: ${message.text()}`)
   })
-  page.on('pageerror', (error) => errors.push(`pageerror: ${error.message}`))
+  page.on('pageerror', (error) => errors.push(`${label} pageerror: ${error.message}`))
+}
 
-  await page.goto(DEMO_URL)
-  const charts = page.locator('.chart-panel')
-  await expect(charts).toHaveCount(3)
-  // Every chart has fired windows on screen.
-  for (let i = 0; i < 3; i++) {
-    await expect.poll(() => charts.nth(i).locator('.value-dot').count(), { timeout: 15_000 }).toBeGreaterThan(2)
-  }
+function deviceRow(page: Page, id: string) {
+  return page.locator('.device-row', { has: page.locator('td', { hasText: id }) }).first()
+}
 
-  const row = page.locator('.device-row', { has: page.locator('td', { hasText: DEVICE }) }).first()
+/** Takes `id` offline from the dashboard, waits until windows fired without it, brings it back; returns its activity line. */
+async function offlineAndBack(page: Page, id: string) {
+  const row = deviceRow(page, id)
   await row.getByRole('button', { name: 'Disconnect' }).click()
   await expect(row.locator('.pill')).toHaveText('offline')
   // Offline long enough for windows to fire without it: the dashboard's watermark (which moves on once
   // the silent device is idle, 3 s) passes the moment it went offline by more than two 2 s windows.
-  // Its readings for those windows are then late but still within the 10 s allowed lateness.
-  const offlineAt = secondsOfDay(await page.locator('.activity li', { hasText: `${DEVICE} taken offline` }).locator('time').textContent())
+  // Its cells for those windows then land late but within the 10 s allowed lateness.
+  const offlineAt = secondsOfDay(await page.locator('.activity li', { hasText: `${id} taken offline` }).first().locator('time').textContent())
   const watermark = page.locator('.chip[title*="watermark and how far"] .mono')
   await expect
     .poll(async () => secondsBetween(offlineAt, secondsOfDay(await watermark.textContent())), { timeout: 25_000 })
     .toBeGreaterThanOrEqual(5)
   await expect(page.locator('.column-fallback').first()).toBeAttached()
-
   const ringsBefore = await page.locator('.on-time-ring').count()
   await row.getByRole('button', { name: 'Reconnect' }).click()
   await expect(row.locator('.pill')).toHaveText('online')
-  const backlog = page.locator('.activity li', { hasText: `${DEVICE} backlog of` }).first()
-  await expect(backlog).toContainText('late (windows corrected)', { timeout: 15_000 })
+  const report = page.locator('.activity li', { hasText: `${id} back after` }).first()
+  await expect(report).toContainText('window corrections', { timeout: 15_000 })
   // The correction is visible: more windows now show an on-time ring joined to a corrected value.
   await expect.poll(() => page.locator('.on-time-ring').count(), { timeout: 10_000 }).toBeGreaterThan(ringsBefore)
-  await expect(page.locator('.revision-mark').first()).toBeAttached()
+  return report
+}
 
-  const screenshot = testInfo.outputPath('demo-smoke.png')
+// A desktop window: the whole device table fits, so no sticky header covers a row's buttons.
+test.use({ viewport: { width: 1440, height: 1700 } })
+
+test('fleet demo: loads clean, renders windows, offline and back corrects windows', async ({ page }, testInfo) => {
+  const errors: string[] = []
+  recordErrors(page, 'dashboard', errors)
+
+  await page.goto(DEMO_URL)
+  // scripts/demo.mjs wrote /config.json and the server answered: BroadcastChannel plus the websocket.
+  await expect(page.locator('.chip', { hasText: 'Sync' })).toContainText('ws://127.0.0.1:')
+  await expect(page.locator('.notice')).toHaveCount(0)
+  const charts = page.locator('.chart-panel')
+  await expect(charts).toHaveCount(3)
+  for (let i = 0; i < 3; i++) {
+    await expect.poll(() => charts.nth(i).locator('.value-dot').count(), { timeout: 20_000 }).toBeGreaterThan(2)
+  }
+  // Every device runs in this page, each connected to its room on the server.
+  await expect(page.locator('.device-row')).toHaveCount(DEVICES)
+  await expect.poll(() => page.locator('.device-row td', { hasText: 'connected · ws' }).count(), { timeout: 15_000 }).toBe(DEVICES)
+
+  await offlineAndBack(page, 'd01')
+  await expect(page.locator('.revision-mark').first()).toBeAttached()
+  await expect(page.locator('.late-table .pill', { hasText: 'correction' }).first()).toBeAttached()
+
+  const screenshot = join(testInfo.project.outputDir, 'demo-smoke.png')
   await page.screenshot({ path: screenshot, fullPage: true })
   await testInfo.attach('demo-smoke', { path: screenshot, contentType: 'image/png' })
+  expect(errors).toEqual([])
+})
+
+test('fleet demo: a ?device= tab takes its device over and its document reaches the dashboard tab', async ({ page, context }, testInfo) => {
+  const errors: string[] = []
+  recordErrors(page, 'dashboard', errors)
+  await page.goto(DEMO_URL)
+  const row = deviceRow(page, 'd03')
+  // Every engine opens its IndexedDB log at once: slow on a loaded machine.
+  await expect(row.locator('.pill')).toHaveText('online', { timeout: 30_000 })
+
+  const [tab] = await Promise.all([context.waitForEvent('page'), row.getByRole('link', { name: 'Tab ↗' }).click()])
+  recordErrors(tab, 'device tab', errors)
+  await expect(tab.locator('h1')).toContainText('device d03')
+  // The dashboard page closed its d03 cleanly and let the tab have it; the tab reopened the same log.
+  await expect(row.locator('td').nth(1)).toHaveText('own tab', { timeout: 15_000 })
+  const tabSync = tab.locator('.stat', { has: tab.locator('.stat-label', { hasText: /^Sync$/ }) }).locator('.stat-value')
+  await expect(tabSync).toContainText('connected · server connected', { timeout: 15_000 })
+  await expect(tab.locator('.recovery-line')).toContainText('Recovered')
+  // Its updates keep arriving at the dashboard's copy of its document.
+  await expect.poll(async () => row.locator('td').nth(5).textContent(), { timeout: 20_000 }).toMatch(/just now|^\d\.\d s ago/)
+
+  // The dashboard in front again (a page behind the focused one gets few animation frames, and renders with them).
+  await page.bringToFront()
+  // A dashboard command reaches the tab (control channel); the data comes back through the document only.
+  await offlineAndBack(page, 'd03')
+  await expect(tab.locator('.pill')).toHaveText('online')
+
+  const screenshot = join(testInfo.project.outputDir, 'demo-device-tab.png')
+  await tab.screenshot({ path: screenshot, fullPage: true })
+  await testInfo.attach('demo-device-tab', { path: screenshot, contentType: 'image/png' })
   expect(errors).toEqual([])
 })

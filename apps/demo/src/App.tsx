@@ -6,7 +6,7 @@ import { ChartLegend } from './ui/ChartLegend.tsx'
 import { ControlBar } from './ui/ControlBar.tsx'
 import { DeviceTable } from './ui/DeviceTable.tsx'
 import { Header } from './ui/Header.tsx'
-import { LateLaneTable } from './ui/LateLaneTable.tsx'
+import { LateDataTable } from './ui/LateDataTable.tsx'
 import { StatsPanel } from './ui/StatsPanel.tsx'
 import { useFleet } from './ui/useFleet.ts'
 import { WindowChart } from './ui/WindowChart.tsx'
@@ -20,11 +20,13 @@ export function App(): ReactNode {
   const [scheduler] = useState(createFrameScheduler)
   const dashboard = useFleet((s) => s.dashboard)
   const generation = useFleet((s) => s.generation)
+  const notice = useFleet((s) => s.wiring.serverNotice)
   return (
     <EngineProvider key={generation} engine={dashboard} scheduler={scheduler}>
       <div className="app">
         <Header />
         <ControlBar />
+        {notice !== null && <p className="notice">{notice}</p>}
         <main className="layout">
           <div className="charts">
             <ChartLegend />
@@ -39,12 +41,12 @@ export function App(): ReactNode {
         </main>
         <div className="lower">
           <DeviceTable />
-          <LateLaneTable />
+          <LateDataTable />
         </div>
         <footer className="footer">
-          Each device runs its own engine and source; its uploads reach the dashboard engine through{' '}
-          <code>src/fleet/link.ts</code> (Yjs replication and the IndexedDB write-ahead log are not wired in yet, so a
-          crash loses unsent readings).
+          Each device is its own source with its own engine, Y.Doc and IndexedDB write-ahead log. The dashboard engine owns
+          no source: it sees only the lattice state merged from the devices' documents, through BroadcastChannel and the
+          sync server. Open a device with <span className="mono">Tab ↗</span> to run it in its own tab.
         </footer>
       </div>
     </EngineProvider>

@@ -1,19 +1,48 @@
 import { StrictMode } from 'react'
 import { createRoot } from 'react-dom/client'
 import { App } from './App.tsx'
+import { openControlChannel } from './fleet/controlChannel.ts'
+import { type DeviceLocks, pageDeviceLocks, webDeviceLocks } from './fleet/deviceLocks.ts'
+import { DeviceTab } from './fleet/deviceTab.ts'
 import { Fleet } from './fleet/fleet.ts'
+import { deviceIndexOf, settingsFromQuery } from './fleet/fleetSettings.ts'
+import { controlChannelName, fleetIdOf, loadWiring, probeWebsocket } from './fleet/fleetWiring.ts'
+import { DevicePage } from './ui/DevicePage.tsx'
 import { FleetContext } from './ui/useFleet.ts'
 
 const params = new URLSearchParams(location.search)
-const fleet = new Fleet({ intro: params.get('tour') !== 'off' })
-fleet.start(100)
-
 const root = document.getElementById('root')
 if (root === null) throw new Error('index.html has no #root')
-createRoot(root).render(
-  <StrictMode>
-    <FleetContext value={fleet}>
-      <App />
-    </FleetContext>
-  </StrictMode>,
-)
+
+// Where the sync server is (written by scripts/demo.mjs), or BroadcastChannel only.
+const wiring = await loadWiring(fleetIdOf(params, localStorage), (path) => fetch(path, { cache: 'no-store' }), probeWebsocket)
+// Web Locks make sure one page of this browser runs each device; without them, every page runs its own.
+const locks: DeviceLocks = navigator.locks === undefined ? pageDeviceLocks() : webDeviceLocks(navigator.locks)
+const control = openControlChannel(controlChannelName(wiring))
+const device = params.get('device')
+
+if (device !== null) {
+  const index = deviceIndexOf(device)
+  if (index === null) {
+    root.textContent = `?device=${device}: a device id is d01 … d64`
+  } else {
+    const tab = new DeviceTab({ index, settings: settingsFromQuery(params), wiring, locks, control })
+    tab.start()
+    tab.run(100)
+    createRoot(root).render(
+      <StrictMode>
+        <DevicePage tab={tab} wiring={wiring} />
+      </StrictMode>,
+    )
+  }
+} else {
+  const fleet = new Fleet({ wiring, locks, control, settings: settingsFromQuery(params), intro: params.get('tour') !== 'off' })
+  fleet.start(100)
+  createRoot(root).render(
+    <StrictMode>
+      <FleetContext value={fleet}>
+        <App />
+      </FleetContext>
+    </StrictMode>,
+  )
+}

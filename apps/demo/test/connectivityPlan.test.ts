@@ -39,11 +39,14 @@ describe('planStorm', () => {
 })
 
 describe('planIntro', () => {
-  it('keeps its device offline for longer than the allowed lateness', () => {
+  it('keeps its device offline long enough for windows to fire without it, and brings it back within the allowed lateness', () => {
     const [off, on] = planIntro('d3', T0, 10_000)
-    expect(off).toMatchObject({ device: 'd3', online: false })
+    expect(off).toMatchObject({ device: 'd3', online: false, at: T0 + 6_000 })
     expect(on).toMatchObject({ device: 'd3', online: true })
-    expect((on?.at ?? 0) - (off?.at ?? 0)).toBeGreaterThan(10_000)
+    const away = (on?.at ?? 0) - (off?.at ?? 0)
+    expect(away).toBeGreaterThanOrEqual(6_000)
+    expect(away).toBeLessThan(10_000)
+    expect(planIntro('d3', T0, 60_000)[1]?.at).toBe(T0 + 6_000 + 34_000)
   })
 })
 

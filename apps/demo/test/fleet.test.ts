@@ -1,123 +1,237 @@
-import { describe, expect, it } from 'vitest'
+import 'fake-indexeddb/auto'
+import type { Engine } from '@tidemark/engine'
+import { afterEach, describe, expect, it } from 'vitest'
+import { pageDeviceLocks } from '../src/fleet/deviceLocks.ts'
+import { DeviceTab } from '../src/fleet/deviceTab.ts'
 import { Fleet } from '../src/fleet/fleet.ts'
 import { DEFAULT_SETTINGS, type FleetSettings, windowIdOf } from '../src/fleet/fleetSettings.ts'
+import { memoryPages, until } from './memoryPages.ts'
 
 const T0 = 1_800_000_000_000
+const fleets: Fleet[] = []
 
-/** A fleet on a fake clock; `advance(ms)` ticks it every 100 ms. */
-function fakeFleet(settings: Partial<FleetSettings> = {}, intro = false) {
+afterEach(async () => {
+  await Promise.all(fleets.splice(0).map((fleet) => fleet.close()))
+})
+
+/** A fleet on a fake clock, its devices' documents linked through in-memory tab channels; `advance(ms)` ticks every 100 ms. */
+async function fakeFleet(settings: Partial<FleetSettings> = {}, intro = false) {
   const clock = { now: T0 }
-  const fleet = new Fleet({ settings: { ...DEFAULT_SETTINGS, deviceCount: 6, ...settings }, now: () => clock.now, intro })
+  const pages = memoryPages()
+  const fleet = new Fleet({ wiring: pages.wiring, settings: { ...DEFAULT_SETTINGS, deviceCount: 4, ...settings }, now: () => clock.now, intro })
+  fleets.push(fleet)
+  await fleet.ready()
+  pages.flush()
   const advance = (ms: number): void => {
     for (const end = clock.now + ms; clock.now < end; ) {
       clock.now += 100
       fleet.tick(clock.now)
+      pages.flush()
     }
   }
-  const device = (id: string) => fleet.snapshot().devices.find((d) => d.id === id)
-  return { fleet, clock, advance, device }
+  /** The device's status now (the snapshot's rows refresh on ticks only). */
+  const device = (id: string) => {
+    const status = fleet.slot(id)?.status(clock.now)
+    if (status == null) throw new Error(`no status for ${id}`)
+    return status
+  }
+  const engineOf = (id: string): Engine => {
+    const engine = fleet.slot(id)?.node?.engine
+    if (engine == null) throw new Error(`${id} has no engine here`)
+    return engine
+  }
+  return { fleet, clock, pages, advance, device, engineOf }
 }
 
-describe('Fleet', () => {
-  it('fills the dashboard engine with windows from every device', () => {
-    const { fleet, advance } = fakeFleet()
-    advance(20_000)
+/** `(key, start) → count` of every window in `engines`, summed. */
+function countsOf(engines: readonly Engine[], window: string): Map<string, number> {
+  const counts = new Map<string, number>()
+  for (const engine of engines) {
+    for (const r of engine.results({ window })) counts.set(`${r.key}@${r.start}`, (counts.get(`${r.key}@${r.start}`) ?? 0) + r.count)
+  }
+  return counts
+}
+
+describe('Fleet over Yjs documents', () => {
+  it('fills the dashboard engine with windows merged from every device document, ingesting nothing itself', async () => {
+    const { fleet, advance } = await fakeFleet()
+    advance(12_000)
     const { dashboard, settings, devices } = fleet.snapshot()
     const fired = dashboard.results({ window: windowIdOf(settings), key: 'temp' }).filter((r) => r.status !== 'provisional')
-    expect(fired.length).toBeGreaterThan(5)
-    expect(dashboard.stats().sources).toBe(6)
-    expect(devices.every((d) => d.online && d.lastSync !== null)).toBe(true)
+    expect(fired.length).toBeGreaterThan(3)
+    expect(fired.some((r) => r.basis === 'proven')).toBe(true)
+    const stats = dashboard.stats()
+    expect(stats.sources).toBe(4)
+    expect(stats.ingested).toBe(0)
+    expect(stats.docBytes).toBeGreaterThan(0)
+    expect(devices.every((row) => row.where === 'here' && row.status?.syncState === 'connected' && row.lastHeard !== null)).toBe(true)
   })
 
-  it('plays the tour: the device queues while offline, then its backlog corrects windows and fills the late lane', () => {
-    const { fleet, advance, device } = fakeFleet({}, true)
+  it('a device offline keeps ingesting into its log; back online, its document catches up and corrects fired windows', async () => {
+    const { fleet, advance, device, engineOf } = await fakeFleet()
+    advance(6_000)
+    fleet.setOnline('d02', false)
+    const offlineAt = fleet.snapshot().now
+    advance(7_000)
+    expect(device('d02')).toMatchObject({ online: false, syncState: 'offline' })
+    expect(device('d02').offlineReadings).toBeGreaterThan(0)
+    expect(device('d02').pending).toBeGreaterThan(0)
+    const { dashboard, settings } = fleet.snapshot()
+    const window = windowIdOf(settings)
+    // Without d02 the watermark moved on once it was idle: windows fired on a fallback basis.
+    const withoutIt = dashboard.results({ window, key: 'temp', from: offlineAt }).filter((r) => r.status !== 'provisional')
+    expect(withoutIt.some((r) => r.basis === 'fallback')).toBe(true)
+    const correctionsBefore = dashboard.stats().corrections
+
+    fleet.setOnline('d02', true)
+    advance(2_500)
+    expect(device('d02')).toMatchObject({ online: true, syncState: 'connected', pending: 0 })
+    expect(dashboard.stats().corrections).toBeGreaterThan(correctionsBefore)
+    const corrected = dashboard.results({ window, key: 'temp', from: offlineAt }).filter((r) => r.revision > 0)
+    expect(corrected.length).toBeGreaterThan(0)
+    expect(fleet.snapshot().lateCorrections.length).toBeGreaterThan(0)
+    expect(fleet.snapshot().activity.some((entry) => /^d02 back after \d+ s offline: \d+ readings .* [1-9]\d* window corrections/.test(entry.text))).toBe(true)
+    // Nothing lost, nothing counted twice: every window is the sum of the devices' own windows.
+    const devices = ['d01', 'd02', 'd03', 'd04'].map(engineOf)
+    expect(countsOf([dashboard], window)).toEqual(countsOf(devices, window))
+  })
+
+  it('crash and reopen from IndexedDB loses no durable reading, and the device continues its seq without a gap', async () => {
+    const { fleet, advance, device, engineOf, clock } = await fakeFleet()
+    advance(4_000)
+    fleet.setOnline('d03', false)
+    advance(3_000)
+    await until(() => device('d03').durable === device('d03').accepted, 'every d03 batch committed')
+    const durable = device('d03').durable
+    const applied = engineOf('d03').stats().applied
+    expect(applied).toBe(durable)
+    const seq = device('d03').seq
+
+    fleet.crash('d03')
+    expect(device('d03').phase).toBe('rebooting')
+    advance(1_600)
+    await fleet.slot('d03')?.node?.whenRunning()
+    const recovered = device('d03')
+    expect(recovered.phase).toBe('running')
+    expect(recovered.recovery).toMatchObject({ recoveredReadings: durable, lostEvents: 0, lossUnknown: false })
+    expect(recovered.recovery?.replayedEvents).toBeGreaterThan(0)
+    expect(recovered.recovery?.resumedAfterSeq).toBeLessThanOrEqual(seq)
+
+    fleet.setOnline('d03', true)
+    const backAt = clock.now
+    advance(8_000)
+    const { dashboard, settings } = fleet.snapshot()
+    const window = windowIdOf(settings)
+    expect(countsOf([dashboard], window)).toEqual(countsOf(['d01', 'd02', 'd03', 'd04'].map(engineOf), window))
+    // No seq gap: windows after the reboot are proven complete again.
+    const later = dashboard.results({ window, key: 'temp', from: backAt + 2_000 }).filter((r) => r.status !== 'provisional')
+    expect(later.some((r) => r.basis === 'proven')).toBe(true)
+  })
+
+  it('plays the tour: its device drops off, windows fire without it, and its catch-up corrects them before they are final', async () => {
+    const { fleet, advance, device } = await fakeFleet({}, true)
     const tour = fleet.snapshot().introDevice as string
-    advance(12_000)
-    expect(device(tour)).toMatchObject({ online: false })
-    expect(device(tour)?.queued).toBeGreaterThan(0)
-    advance(30_000)
-    expect(device(tour)).toMatchObject({ online: true, queued: 0 })
-    const stats = fleet.snapshot().dashboard.stats()
-    expect(stats.corrections).toBeGreaterThan(0)
-    expect(fleet.snapshot().dashboard.lateEvents().some((late) => late.event.source === tour)).toBe(true)
+    advance(8_000)
+    expect(device(tour).online).toBe(false)
+    advance(10_000)
+    expect(device(tour).online).toBe(true)
+    advance(3_000)
+    const { dashboard, activity } = fleet.snapshot()
+    expect(dashboard.stats().corrections).toBeGreaterThan(0)
+    expect(dashboard.stats().finalityViolations).toBe(0)
+    expect(activity.some((entry) => entry.text.startsWith(`${tour} back after`) && entry.tone === 'good')).toBe(true)
     expect(fleet.snapshot().introDevice).toBeNull()
   })
 
-  it('delivers every reading exactly once through storms: what devices ingested is what the dashboard ingested', () => {
-    const { fleet, advance } = fakeFleet({ deviceCount: 10 })
+  it('counts every reading once through a reconnect storm', async () => {
+    const { fleet, advance, engineOf } = await fakeFleet({ deviceCount: 8 })
     advance(3_000)
-    fleet.startStorm(15_000)
-    advance(16_000)
+    fleet.startStorm(12_000)
+    advance(13_000)
     expect(fleet.snapshot().storm).toBeNull()
-    fleet.setPaused(true)
-    advance(6_000) // every upload and backlog landed
-    const { dashboard, devices } = fleet.snapshot()
-    expect(devices.every((d) => d.online && d.queued === 0 && d.inFlight === 0)).toBe(true)
-    const stats = dashboard.stats()
-    const local = devices.reduce((sum, d) => sum + d.accepted, 0)
-    expect(stats.applied + stats.beyondLateness).toBe(local)
-    expect(stats.finalityViolations).toBe(0)
+    advance(2_500)
+    const { dashboard, settings, devices, activity } = fleet.snapshot()
+    expect(devices.every((row) => row.status?.online && row.status.pending === 0)).toBe(true)
+    expect(activity.some((entry) => entry.text.startsWith('Reconnect storm over'))).toBe(true)
+    const window = windowIdOf(settings)
+    expect(countsOf([dashboard], window)).toEqual(countsOf(devices.map((row) => engineOf(row.id)), window))
+    expect(dashboard.stats().finalityViolations).toBe(0)
   })
 
-  it('loses the unsent queue in a crash (no WAL yet), reboots, and continues its seq', () => {
-    const { fleet, advance, device } = fakeFleet()
-    advance(5_000)
-    fleet.setOnline('d02', false)
-    advance(4_000)
-    const queued = device('d02')?.queued ?? 0
-    const seq = device('d02')?.seq ?? 0
-    expect(queued).toBeGreaterThan(0)
-    fleet.crash('d02')
-    expect(device('d02')).toMatchObject({ phase: 'rebooting', queued: 0, crashes: 1 })
-    expect(device('d02')?.lost).toBeGreaterThanOrEqual(queued)
-    advance(3_000)
-    expect(device('d02')?.phase).toBe('running')
-    expect(device('d02')?.seq).toBeGreaterThan(seq)
-  })
-
-  it('after a crash that lost readings, no later window is proven complete: the seq gap stalls the proof frontier', () => {
-    const { fleet, advance, device } = fakeFleet()
-    advance(5_000)
-    fleet.setOnline('d03', false)
-    advance(3_000)
-    fleet.crash('d03')
-    expect(device('d03')?.lost).toBeGreaterThan(0)
-    fleet.setOnline('d03', true)
-    const crashedAt = fleet.snapshot().now
-    advance(20_000)
-    const { dashboard, settings } = fleet.snapshot()
-    const later = dashboard
-      .results({ window: windowIdOf(settings), key: 'temp', from: crashedAt + 2_000 })
-      .filter((r) => r.status !== 'provisional')
-    expect(later.length).toBeGreaterThan(3)
-    expect(later.some((r) => r.basis === 'proven')).toBe(false)
-    expect(dashboard.stats().proofFrontier).toBeLessThan(crashedAt)
-  })
-
-  it('stops producing while paused', () => {
-    const { fleet, advance, device } = fakeFleet()
+  it('stops producing while paused', async () => {
+    const { fleet, advance, device } = await fakeFleet()
     advance(3_000)
     fleet.setPaused(true)
-    advance(1_000) // uploads already in flight land
-    const seq = device('d01')?.seq
-    advance(10_000)
-    expect(device('d01')?.seq).toBe(seq)
+    const seq = device('d01').seq
+    advance(5_000)
+    expect(device('d01').seq).toBe(seq)
     fleet.setPaused(false)
     advance(2_000)
-    expect((device('d01')?.seq ?? 0) - (seq ?? 0)).toBeLessThanOrEqual(15)
+    expect(device('d01').seq - seq).toBeGreaterThan(0)
+    expect(device('d01').seq - seq).toBeLessThanOrEqual(15)
   })
 
-  it('recreates every engine when settings change', () => {
-    const { fleet, advance } = fakeFleet()
+  it('reopens every engine in a new epoch when settings change', async () => {
+    const { fleet, advance } = await fakeFleet()
     advance(3_000)
     const before = fleet.snapshot()
-    fleet.configure({ windowMs: 5_000, deviceCount: 9 })
+    fleet.configure({ windowMs: 5_000, deviceCount: 6 })
+    await fleet.ready()
     const after = fleet.snapshot()
     expect(after.dashboard).not.toBe(before.dashboard)
     expect(after.generation).toBe(before.generation + 1)
-    expect(after.devices).toHaveLength(9)
-    expect(after.dashboard.stats().ingested).toBe(0)
+    expect(after.epoch).not.toBe(before.epoch)
     advance(12_000)
+    expect(fleet.snapshot().devices).toHaveLength(6)
     expect(after.dashboard.results({ window: 'tumbling:5000' }).length).toBeGreaterThan(0)
+    expect(after.dashboard.stats().sources).toBe(6)
+  })
+
+  it('a ?device= tab takes its device over: the dashboard closes it cleanly, the tab continues from its log, its state reaches the dashboard', async () => {
+    const clock = { now: T0 }
+    const pages = memoryPages()
+    const locks = pageDeviceLocks()
+    const settings = { ...DEFAULT_SETTINGS, deviceCount: 3 }
+    const fleet = new Fleet({ wiring: pages.wiring, settings, now: () => clock.now, intro: false, locks, control: pages.openControl() })
+    fleets.push(fleet)
+    await fleet.ready()
+    const tab = new DeviceTab({ index: 1, settings, wiring: pages.wiring, now: () => clock.now, locks, control: pages.openControl() })
+    const advance = (ms: number): void => {
+      for (const end = clock.now + ms; clock.now < end; ) {
+        clock.now += 100
+        fleet.tick(clock.now)
+        tab.tick(clock.now)
+        pages.flush()
+      }
+    }
+    advance(4_000)
+    const inPage = fleet.slot('d02')?.node?.engine
+    if (inPage == null) throw new Error('d02 should run in the dashboard page first')
+    await until(() => fleet.slot('d02')?.status(clock.now)?.durable === fleet.slot('d02')?.status(clock.now)?.accepted, 'd02 committed')
+    const appliedHere = inPage.stats().applied
+
+    tab.start()
+    pages.flush()
+    await tab.opened()
+    expect(fleet.slot('d02')?.where).toBe('elsewhere')
+    expect(tab.slot.where).toBe('here')
+    // The dashboard closed it cleanly (last checkpoint): the tab recovers every reading from the same log.
+    expect(tab.slot.node?.status().recovery).toMatchObject({ recoveredReadings: appliedHere, lostEvents: 0, replayedRecords: 0 })
+
+    advance(6_000)
+    const row = fleet.snapshot().devices.find((r) => r.id === 'd02')
+    expect(row).toMatchObject({ where: 'elsewhere', status: { id: 'd02', phase: 'running', online: true } })
+    const engines = [fleet.slot('d01')?.node?.engine, tab.slot.node?.engine, fleet.slot('d03')?.node?.engine] as Engine[]
+    const window = windowIdOf(settings)
+    expect(countsOf([fleet.snapshot().dashboard], window)).toEqual(countsOf(engines, window))
+
+    // A command from the dashboard reaches the tab through the control channel.
+    fleet.setOnline('d02', false)
+    pages.flush()
+    expect(tab.slot.node?.online).toBe(false)
+
+    await tab.close()
+    await fleet.slot('d02')?.opened()
+    expect(fleet.slot('d02')?.where).toBe('here')
   })
 })

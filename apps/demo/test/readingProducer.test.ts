@@ -1,8 +1,6 @@
 import { invalidReason, type StreamEvent } from '@tidemark/engine'
 import { describe, expect, it } from 'vitest'
-import { createDeviceProfile } from '../src/fleet/device.ts'
-import { createPrng } from '../src/fleet/prng.ts'
-import { DEFAULT_FAULTS, ReadingProducer } from '../src/fleet/readingProducer.ts'
+import { createDeviceProfile, DEFAULT_FAULTS, ReadingProducer } from '../src/fleet/readingProducer.ts'
 
 const T0 = 1_800_000_000_000
 
@@ -17,8 +15,8 @@ function run(producer: ReadingProducer, from: number, durationMs: number, stepMs
 }
 
 function makeProducer(seed: number, faults = DEFAULT_FAULTS): ReadingProducer {
-  const rng = createPrng(seed)
-  return new ReadingProducer(createDeviceProfile(2, rng, T0), faults, rng, T0)
+  const { profile, rng } = createDeviceProfile(2, seed, T0)
+  return new ReadingProducer(profile, faults, rng, T0)
 }
 
 describe('ReadingProducer', () => {

@@ -53,16 +53,17 @@ export function planStorm(devices: readonly string[], start: number, options: St
 }
 
 /**
- * The first-minute tour: one device drops off shortly after the page opens
- * and comes back after longer than the allowed lateness, so a newcomer sees
- * the watermark move on without it (fallback), then corrections and late-lane
- * entries when its queue lands.
+ * The first-minute tour: one device drops off shortly after the page opens and comes back
+ * before its missing windows turn final. A newcomer sees the watermark move on without it
+ * (windows fire `fallback`), then its document catch up and correct those windows. Staying
+ * away longer than the allowed lateness would make the catch-up change final windows too
+ * (finality violations); the tour leaves that to the operator.
  */
 export function planIntro(device: string, start: number, allowedLatenessMs: number): Toggle[] {
   const offlineAt = start + 6_000
   return [
     { at: offlineAt, device, online: false },
-    { at: offlineAt + allowedLatenessMs + 8_000, device, online: true },
+    { at: offlineAt + Math.max(6_000, allowedLatenessMs / 2 + 4_000), device, online: true },
   ]
 }
 

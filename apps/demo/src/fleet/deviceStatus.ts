@@ -1,41 +1,64 @@
-import type { Device, DevicePhase } from './device.ts'
-import type { DeviceLink } from './link.ts'
+import type { SyncStatus } from '@tidemark/engine'
+import type { ServerLink } from './docLinks.ts'
 
-/** One row of the device table: the device and its link, flattened. */
+/** What `openEngine` recovered the last time the device opened (`recoveryReport`). */
+export interface RecoveryNote {
+  readonly at: number
+  readonly checkpointLsn: number | null
+  readonly replayedRecords: number
+  readonly replayedEvents: number
+  /** Events lost with corrupt log records. */
+  readonly lostEvents: number
+  readonly lossUnknown: boolean
+  readonly durationMs: number
+  /** Readings the recovered engine holds (`stats().applied`). */
+  readonly recoveredReadings: number
+  /** The seq the log had reached; the device continues after it. */
+  readonly resumedAfterSeq: number
+}
+
+/**
+ * One device as every table shows it, wherever it runs: plain data, so a `?device=` tab
+ * can post it to the dashboards over the control channel.
+ */
 export interface DeviceStatus {
   readonly id: string
-  readonly phase: DevicePhase
+  readonly epoch: string
+  /** `failed`: its write-ahead log could not be opened (`error` says why). */
+  readonly phase: 'opening' | 'running' | 'rebooting' | 'closed' | 'failed'
+  /** Its links are meant to be up (the operator's switch). */
   readonly online: boolean
+  readonly offlineSince: number | null
+  /** The device engine's `syncStatus()`: what its providers report. */
+  readonly syncState: SyncStatus['state']
+  /** Local document updates not yet acknowledged by every provider. */
+  readonly pending: number
+  readonly lastSync: number | null
+  readonly server: ServerLink
   readonly skewMs: number
   readonly seq: number
-  readonly queued: number
-  readonly inFlight: number
-  readonly lastSync: number | null
-  readonly uploads: number
+  /** Readings its own engine accepted (this page's run of the device). */
   readonly accepted: number
   readonly duplicates: number
   readonly rejected: number
-  readonly lost: number
+  /** Accepted readings whose batch is committed to the write-ahead log. */
+  readonly durable: number
+  /** Readings sampled but never ingested when the device crashed: never acknowledged. */
+  readonly lostUnacked: number
   readonly crashes: number
+  /** Readings accepted since the device went offline. */
+  readonly offlineReadings: number
+  readonly walRecords: number
+  readonly walBytes: number
+  readonly docBytes: number
+  readonly recovery: RecoveryNote | null
+  readonly error: string | null
 }
 
-/** The device's status, or `previous` itself when nothing in it changed (so memoized rows skip rendering). */
-export function deviceStatus(device: Device, link: DeviceLink, previous: DeviceStatus | undefined): DeviceStatus {
-  const state = link.status()
-  const next: DeviceStatus = {
-    id: device.id,
-    phase: device.phase,
-    online: state.online,
-    skewMs: device.profile.skewMs,
-    seq: device.seq,
-    queued: state.queued,
-    inFlight: state.inFlight,
-    lastSync: state.lastSync,
-    ...device.counters,
+/** Field by field; `recovery` by identity (a new note is a new object). */
+export function sameStatus(a: DeviceStatus, b: DeviceStatus): boolean {
+  for (const field of Object.keys(b) as (keyof DeviceStatus)[]) {
+    if (a[field] !== b[field]) return false
   }
-  if (previous === undefined) return next
-  for (const field of Object.keys(next) as (keyof DeviceStatus)[]) {
-    if (next[field] !== previous[field]) return next
-  }
-  return previous
+  return true
 }

@@ -1,21 +1,28 @@
-import type { Engine } from '@tidemark/engine'
+import type { Engine, WindowChange } from '@tidemark/engine'
+import * as Y from 'yjs'
 import { type ActivityEntry, ActivityLog } from './activityLog.ts'
-import { describeBacklog, StormTally } from './backlogReport.ts'
 import { DEFAULT_STORM, pickTourDevice, planIntro, planStorm, type Toggle } from './connectivityPlan.ts'
-import { createDeviceProfile, Device } from './device.ts'
-import { type DeviceStatus, deviceStatus } from './deviceStatus.ts'
-import {
-  createDashboardEngine,
-  createDeviceEngine,
-  DEFAULT_SETTINGS,
-  type FleetSettings,
-  MAX_DEVICES,
-} from './fleetSettings.ts'
-import { type Delivery, DeviceLink } from './link.ts'
-import { networkLatency } from './networkLatency.ts'
+import { type ControlChannel, type ControlMessage, silentControlChannel } from './controlChannel.ts'
+import { type DeviceLocks, pageDeviceLocks } from './deviceLocks.ts'
+import { DeviceMirror } from './deviceMirror.ts'
+import { DeviceSlot, type DeviceWhere } from './deviceSlot.ts'
+import type { DeviceStatus } from './deviceStatus.ts'
+import { createDashboardEngine, DEFAULT_SETTINGS, epochOf, type FleetSettings, MAX_DEVICES } from './fleetSettings.ts'
+import type { FleetWiring } from './fleetWiring.ts'
 import { createPrng } from './prng.ts'
 import { DEFAULT_FAULTS } from './readingProducer.ts'
+import { type LateCorrection, lateCorrectionsOf, RECONNECT_SETTLE_MS, ReconnectWatch, StormTally } from './reconnectReport.ts'
 import { ToggleSchedule } from './toggleSchedule.ts'
+
+/** One row of the device table. */
+export interface DeviceRow {
+  readonly id: string
+  readonly where: DeviceWhere
+  /** Its status: from its node here, from the page that runs it otherwise; null when unknown. */
+  readonly status: DeviceStatus | null
+  /** When the dashboard's copy of its document last synced with it (the mirror's sync status). */
+  readonly lastHeard: number | null
+}
 
 /** Everything the dashboard shows that is not engine state; a new object per tick, immutable. */
 export interface FleetSnapshot {
@@ -23,58 +30,86 @@ export interface FleetSnapshot {
   readonly generation: number
   readonly dashboard: Engine
   readonly settings: FleetSettings
+  readonly epoch: string
+  readonly wiring: FleetWiring
   readonly now: number
   readonly paused: boolean
-  /** The running reconnect storm, if any. */
   readonly storm: { readonly endsAt: number; readonly devices: number } | null
   /** The device the first-minute tour takes offline, while the tour runs. */
   readonly introDevice: string | null
-  readonly devices: readonly DeviceStatus[]
+  readonly devices: readonly DeviceRow[]
   readonly activity: readonly ActivityEntry[]
+  /** Windows changed by state that landed after they fired, newest first. */
+  readonly lateCorrections: readonly LateCorrection[]
 }
 
 export interface FleetOptions {
+  readonly wiring: FleetWiring
   readonly settings?: FleetSettings
-  /** Processing-time clock, for the simulation and every engine; default `Date.now`. */
+  /** Processing-time clock for the simulation and every engine; default `Date.now`. */
   readonly now?: () => number
   /** Play the first-minute tour (one device offline, then back); default true. */
   readonly intro?: boolean
+  /** Who may run which device; default: this page alone. */
+  readonly locks?: DeviceLocks
+  /** Messages to and from `?device=` tabs; default none. */
+  readonly control?: ControlChannel
 }
 
-const REBOOT_MS = 1_500
-/** Device rows refresh at most this often between control actions: a 64-row table need not repaint 10 times a second. */
+/** Device rows refresh at most this often between control actions. */
 const DEVICE_REFRESH_MS = 250
+const LATE_CORRECTIONS_KEPT = 60
 
 /**
- * The simulated fleet: devices, their links and the dashboard engine, driven
- * by `tick(now)`. Controls (offline, crash, storm, pause, settings) are
- * methods; the UI reads `snapshot()` through `subscribe`. No React here.
+ * The dashboard page's fleet: the dashboard engine over its own document, a mirror of
+ * every device's document feeding it, and a slot per device that runs the device in this
+ * page unless a `?device=` tab does. Driven by `tick(now)`; controls (offline, crash, storm,
+ * pause, settings) are methods; the UI reads `snapshot()` through `subscribe`. No React here.
+ *
+ * The dashboard engine owns no source and ingests nothing: its windows are the lattice
+ * state that the devices' engines wrote into their documents, merged.
  */
 export class Fleet {
   readonly #now: () => number
+  readonly #wiring: FleetWiring
+  readonly #locks: DeviceLocks
+  readonly #control: ControlChannel
   readonly #log = new ActivityLog()
   readonly #listeners = new Set<() => void>()
+  readonly #stopControl: () => void
   #settings: FleetSettings
   #generation = 0
-  #dashboard: Engine
-  #devices: Device[] = []
-  #links: DeviceLink[] = []
+  #doc = new Y.Doc()
+  #dashboard!: Engine
+  #stopChanges: () => void = () => {}
+  #mirrors: DeviceMirror[] = []
+  #slots: DeviceSlot[] = []
   #schedules: ToggleSchedule[] = []
   #storm: FleetSnapshot['storm'] = null
+  #stormTally: StormTally | null = null
+  #stormSettlesAt: number | null = null
+  #watches: ReconnectWatch[] = []
   #introDevice: string | null = null
   #paused = false
-  /** Devices whose uploads reached the dashboard at least once since the engines were made. */
-  #reported = new Set<string>()
+  #lateCorrections: readonly LateCorrection[] = []
+  #allReported = false
+  #reportedCheckAt = Number.NEGATIVE_INFINITY
   #devicesAt = Number.NEGATIVE_INFINITY
-  #stormTally = new StormTally()
+  #closing: Promise<void> = Promise.resolve()
   #snapshot: FleetSnapshot
 
-  constructor(options: FleetOptions = {}) {
+  constructor(options: FleetOptions) {
     this.#now = options.now ?? Date.now
+    this.#wiring = options.wiring
+    this.#locks = options.locks ?? pageDeviceLocks()
+    this.#control = options.control ?? silentControlChannel
     this.#settings = options.settings ?? DEFAULT_SETTINGS
-    this.#dashboard = this.#build(this.#now())
-    if (options.intro !== false) this.#startIntro(this.#now())
-    this.#snapshot = this.#makeSnapshot(this.#now(), [])
+    this.#stopControl = this.#control.listen((message) => this.#receive(message))
+    const now = this.#now()
+    this.#build()
+    if (options.intro !== false) this.#startIntro(now)
+    if (this.#wiring.serverNotice !== null) this.#log.add(now, 'warn', this.#wiring.serverNotice)
+    this.#snapshot = this.#makeSnapshot(now, [])
   }
 
   subscribe = (listener: () => void): (() => void) => {
@@ -84,59 +119,61 @@ export class Fleet {
 
   snapshot = (): FleetSnapshot => this.#snapshot
 
+  /** Resolves once every device this page can run has opened its engine (for tests). */
+  async ready(): Promise<void> {
+    await this.#closing
+    await Promise.all(this.#slots.map((slot) => slot.opened()))
+  }
+
+  /** The slot of device `id` (for tests and the tab handover). */
+  slot(id: string): DeviceSlot | undefined {
+    return this.#slots.find((slot) => slot.id === id)
+  }
+
   /** Ticks every `intervalMs` on the real clock until the returned function is called. */
   start(intervalMs = 100): () => void {
     const timer = setInterval(() => this.tick(), intervalMs)
     return () => clearInterval(timer)
   }
 
-  /** Advances the simulation to `now`: connectivity plans, devices, links, idle check; then publishes. */
+  /** Advances the simulation to `now`: connectivity plans, devices, the dashboard's idle check; then publishes. */
   tick(now = this.#now()): void {
     for (const schedule of this.#schedules) {
       for (const toggle of schedule.due(now)) this.#applyToggle(toggle, schedule.name, now)
     }
     this.#finishSchedules(now)
-    this.#devices.forEach((device, i) => {
-      const reboots = device.reboots
-      const upload = device.step(now, !this.#paused)
-      if (device.reboots !== reboots) {
-        this.#log.add(now, 'info', `${device.id} rebooted; continues at seq ${device.seq + 1}`)
-      }
-      if (upload !== null) this.#links[i]?.send(upload, now)
-    })
-    for (const link of this.#links) {
-      for (const delivery of link.deliverDue(now)) {
-        if (delivery.backlog) this.#logBacklog(delivery, now)
-        if (!this.#reported.has(delivery.source)) this.#noteReported(delivery.source, now)
-      }
-    }
+    for (const slot of this.#slots) slot.step(now)
     this.#dashboard.tick()
+    this.#finishWatches(now)
+    this.#noteAllReported(now)
     this.#publish(now, false)
   }
 
+  /** Connects or disconnects a device's providers; its engine keeps ingesting into its log. */
   setOnline(id: string, online: boolean): void {
     const now = this.#now()
-    this.#linkOf(id)?.setOnline(online, now)
-    this.#log.add(now, online ? 'good' : 'warn', `${id} ${online ? 'back online' : 'taken offline'}`)
+    this.#setOnline(id, online, now, 'operator')
+    this.#log.add(
+      now,
+      online ? 'good' : 'warn',
+      online ? `${id} back online: its providers reconnect and exchange state vectors` : `${id} taken offline: its providers disconnect, it keeps ingesting into its write-ahead log`,
+    )
     this.#publish(now)
   }
 
-  /** Kills a device: its engine, unsent readings and link queue are lost (no write-ahead log yet). */
+  /** Drops a device's engine without closing it, and reopens it from IndexedDB after a reboot delay. */
   crash(id: string): void {
     const now = this.#now()
-    const index = this.#devices.findIndex((device) => device.id === id)
-    const device = this.#devices[index]
-    const link = this.#links[index]
-    if (device === undefined || link === undefined || device.phase === 'rebooting') return
-    const queued = link.dropQueue()
-    const buffered = device.crash(now, REBOOT_MS, queued)
-    const lost = queued + buffered
+    const slot = this.slot(id)
+    if (slot === undefined) return
+    const here = slot.node !== null
+    const lost = slot.command('crash', now)
     this.#log.add(
       now,
-      lost > 0 ? 'bad' : 'warn',
-      lost > 0
-        ? `${id} crashed: lost ${lost} unsent readings (no WAL yet). The gap in its seq means windows can no longer be proven complete, only derived from the watermark.`
-        : `${id} crashed with nothing unsent; rebooting`,
+      'warn',
+      here
+        ? `${id} crashed: engine dropped without close${lost > 0 ? `; ${lost} sampled readings not yet ingested died with it (never acknowledged)` : ''}. It reopens from IndexedDB in 1.5 s.`
+        : `${id} (in its own tab) told to crash`,
     )
     this.#publish(now)
   }
@@ -145,7 +182,8 @@ export class Fleet {
     const now = this.#now()
     if (paused === this.#paused) return
     this.#paused = paused
-    if (!paused) for (const device of this.#devices) device.resume(now)
+    for (const slot of this.#slots) if (slot.node !== null) slot.command(paused ? 'pause' : 'resume', now)
+    this.#control.post({ type: 'command', device: '*', command: paused ? 'pause' : 'resume' })
     this.#log.add(now, 'info', paused ? 'Producers paused' : 'Producers resumed')
     this.#publish(now)
   }
@@ -155,7 +193,7 @@ export class Fleet {
     const now = this.#now()
     const rng = createPrng(this.#settings.seed + now)
     const toggles = planStorm(
-      this.#devices.map((device) => device.id),
+      this.#slots.map((slot) => slot.id),
       now,
       { ...DEFAULT_STORM, durationMs },
       rng,
@@ -164,115 +202,187 @@ export class Fleet {
     this.#schedules.push(schedule)
     const caught = new Set(toggles.map((toggle) => toggle.device)).size
     this.#storm = { endsAt: Math.max(schedule.endsAt, this.#storm?.endsAt ?? 0), devices: caught }
-    this.#log.add(now, 'warn', `Reconnect storm: ${caught} devices flapping for ${Math.round(durationMs / 1000)} s`)
+    this.#stormTally ??= new StormTally()
+    this.#log.add(now, 'warn', `Reconnect storm: ${caught} devices toggling their providers for ${Math.round(durationMs / 1000)} s`)
     this.#publish(now)
   }
 
-  /** Applies new settings: every engine, device and queue starts afresh. */
+  /** Applies new settings: a new epoch, every engine reopened (devices from their logs of that epoch). */
   configure(patch: Partial<FleetSettings>): void {
     const now = this.#now()
     const next = { ...this.#settings, ...patch }
     this.#settings = { ...next, deviceCount: Math.max(1, Math.min(MAX_DEVICES, Math.round(next.deviceCount))) }
-    this.#closeEngines()
+    const closing = this.#teardown()
     this.#schedules = []
     this.#storm = null
-    this.#stormTally = new StormTally()
+    this.#stormTally = null
+    this.#stormSettlesAt = null
+    this.#watches = []
     this.#introDevice = null
-    this.#dashboard = this.#build(now)
+    this.#lateCorrections = []
+    this.#build(closing)
+    this.#control.post({ type: 'settings', settings: this.#settings })
     const s = this.#settings
     this.#log.add(
       now,
       'info',
-      `Engines recreated: ${s.deviceCount} devices, ${s.windowMs / 1000} s windows, lateness ${s.allowedLatenessMs / 1000} s`,
+      `Engines reopened: ${s.deviceCount} devices, ${s.windowMs / 1000} s windows, lateness ${s.allowedLatenessMs / 1000} s (epoch ${epochOf(s)})`,
     )
     this.#publish(now)
   }
 
-  close(): void {
-    this.#closeEngines()
+  /** Closes every engine cleanly and stops listening. */
+  async close(): Promise<void> {
+    this.#stopControl()
     this.#listeners.clear()
+    await this.#teardown()
   }
 
-  #build(now: number): Engine {
+  #build(after: Promise<void> = Promise.resolve()): void {
     const settings = this.#settings
-    const clock = this.#now
+    const epoch = epochOf(settings)
     this.#generation++
-    this.#reported = new Set()
-    const dashboard = createDashboardEngine(settings, clock)
-    this.#devices = []
-    this.#links = []
+    this.#allReported = false
+    this.#doc = new Y.Doc()
+    this.#dashboard = createDashboardEngine(settings, this.#doc, this.#now, (error) =>
+      this.#log.add(this.#now(), 'bad', `Replication: ${error.message}`),
+    )
+    this.#stopChanges = this.#dashboard.subscribe((changes) => this.#onChanges(changes))
+    this.#mirrors = []
+    this.#slots = []
     for (let i = 0; i < settings.deviceCount; i++) {
-      const rng = createPrng(settings.seed * 7 + i * 7_919)
-      const profile = createDeviceProfile(i, rng, now)
-      this.#devices.push(new Device(profile, DEFAULT_FAULTS, rng, () => createDeviceEngine(settings, clock), now))
-      this.#links.push(new DeviceLink(profile.id, dashboard, networkLatency(rng)))
+      const slot = new DeviceSlot({
+        index: i,
+        settings,
+        wiring: this.#wiring,
+        epoch,
+        now: this.#now,
+        faults: DEFAULT_FAULTS,
+        locks: this.#locks,
+        control: this.#control,
+        mode: 'share',
+        paused: this.#paused,
+        onChange: () => this.#publish(this.#now()),
+      })
+      this.#slots.push(slot)
+      this.#mirrors.push(new DeviceMirror(slot.id, this.#doc, this.#wiring, epoch, this.#now))
     }
-    return dashboard
+    // The previous epoch's devices close first: with the same epoch they hold the same logs.
+    this.#closing = after.then(() => {
+      for (const slot of this.#slots) slot.start()
+    })
+  }
+
+  #teardown(): Promise<void> {
+    this.#stopChanges()
+    const slots = this.#slots
+    const mirrors = this.#mirrors
+    const dashboard = this.#dashboard
+    const doc = this.#doc
+    return Promise.all(slots.map((slot) => slot.close())).then(async () => {
+      for (const mirror of mirrors) mirror.destroy()
+      await dashboard.close()
+      doc.destroy()
+    })
+  }
+
+  #receive(message: ControlMessage): void {
+    const now = this.#now()
+    if (message.type === 'hello') {
+      this.#control.post({ type: 'settings', settings: this.#settings })
+      return
+    }
+    if (message.type === 'settings') return
+    const id = message.type === 'status' ? message.status.id : message.device
+    for (const slot of this.#slots) if (id === '*' || slot.id === id) slot.receive(message, now)
+  }
+
+  #onChanges(changes: readonly WindowChange[]): void {
+    let corrections = 0
+    for (const change of changes) {
+      if (change.type !== 'correction') continue
+      corrections++
+      for (const watch of this.#watches) watch.count(change)
+      this.#stormTally?.count(change)
+    }
+    if (corrections === 0) return
+    const now = this.#now()
+    this.#lateCorrections = [...lateCorrectionsOf(changes, now).reverse(), ...this.#lateCorrections].slice(0, LATE_CORRECTIONS_KEPT)
+  }
+
+  #setOnline(id: string, online: boolean, now: number, by: 'operator' | 'intro' | 'storm'): void {
+    const slot = this.slot(id)
+    if (slot === undefined) return
+    const status = slot.status(now)
+    if (status !== null && status.online === online) return
+    if (online) {
+      const offlineMs = status?.offlineSince == null ? 0 : now - status.offlineSince
+      if (this.#storm !== null || by === 'storm') this.#stormTally?.reconnected()
+      else this.#watches.push(new ReconnectWatch(id, now, offlineMs, status?.offlineReadings ?? 0))
+    }
+    slot.command(online ? 'online' : 'offline', now)
   }
 
   #startIntro(now: number): void {
-    const pick = pickTourDevice(this.#devices.map((device) => device.profile))
+    const pick = pickTourDevice(this.#slots.map((slot) => slot.profile))
     if (pick === undefined) return
     this.#introDevice = pick
     this.#schedules.push(new ToggleSchedule('intro', planIntro(pick, now, this.#settings.allowedLatenessMs)))
   }
 
   #applyToggle(toggle: Toggle, schedule: string, now: number): void {
-    this.#linkOf(toggle.device)?.setOnline(toggle.online, now)
-    if (schedule === 'intro') {
-      this.#log.add(
-        now,
-        toggle.online ? 'good' : 'warn',
-        toggle.online
-          ? `Tour: ${toggle.device} reconnects and uploads its queue`
-          : `Tour: ${toggle.device} loses its connection; it keeps sampling and queues its readings`,
-      )
-    }
+    this.#setOnline(toggle.device, toggle.online, now, schedule === 'storm' ? 'storm' : 'intro')
+    if (schedule !== 'intro') return
+    this.#log.add(
+      now,
+      toggle.online ? 'good' : 'warn',
+      toggle.online
+        ? `Tour: ${toggle.device} reconnects; its document catches up and corrects the windows that fired without it`
+        : `Tour: ${toggle.device} loses its connection; it keeps ingesting into its own engine and write-ahead log`,
+    )
   }
 
   #finishSchedules(now: number): void {
     if (!this.#schedules.some((schedule) => schedule.done)) return
-    for (const schedule of this.#schedules) {
-      if (!schedule.done) continue
-      if (schedule.name === 'intro') this.#introDevice = null
-    }
+    for (const schedule of this.#schedules) if (schedule.done && schedule.name === 'intro') this.#introDevice = null
     this.#schedules = this.#schedules.filter((schedule) => !schedule.done)
     if (this.#storm !== null && !this.#schedules.some((schedule) => schedule.name === 'storm')) {
       this.#storm = null
-      const report = this.#stormTally.report()
+      // The storm's corrections are counted until the last backlog had time to land.
+      this.#stormSettlesAt = now + RECONNECT_SETTLE_MS
+    }
+  }
+
+  #finishWatches(now: number): void {
+    if (this.#watches.length > 0 && this.#watches.some((watch) => watch.endsAt <= now)) {
+      for (const watch of this.#watches) {
+        if (watch.endsAt > now) continue
+        const report = watch.report()
+        this.#log.add(now, report.tone, report.text)
+      }
+      this.#watches = this.#watches.filter((watch) => watch.endsAt > now)
+    }
+    const tally = this.#stormTally
+    if (tally !== null && this.#stormSettlesAt !== null && now >= this.#stormSettlesAt) {
+      const report = tally.report()
       this.#log.add(now, report.tone, report.text)
-      this.#stormTally = new StormTally()
+      this.#stormTally = null
+      this.#stormSettlesAt = null
     }
   }
 
-  #logBacklog(delivery: Delivery, now: number): void {
-    if (this.#storm !== null) {
-      this.#stormTally.add(delivery)
-      return
-    }
-    const report = describeBacklog(delivery)
-    this.#log.add(now, report.tone, report.text)
-  }
-
-  // Proof covers known sources only: until a device's first upload lands, the
-  // others can prove windows it has readings for, and its readings then correct them.
-  #noteReported(source: string, now: number): void {
-    this.#reported.add(source)
-    if (this.#reported.size !== this.#devices.length) return
+  // Proof covers known sources only: until a device's state first lands, the others can
+  // prove windows it has readings for, and its cells then correct them.
+  #noteAllReported(now: number): void {
+    if (this.#allReported || now - this.#reportedCheckAt < 1_000) return
+    this.#reportedCheckAt = now
+    if (this.#dashboard.stats().sources < this.#slots.length) return
+    this.#allReported = true
     this.#log.add(
       now,
       'info',
-      `All ${this.#devices.length} devices have reported. The first windows were corrected as each device joined: proof covers only devices the engine already knows.`,
+      `All ${this.#slots.length} devices' documents have reached the dashboard. The first windows were corrected as each joined: proof covers only devices the engine already knows.`,
     )
-  }
-
-  #linkOf(id: string): DeviceLink | undefined {
-    return this.#links.find((link) => link.source === id)
-  }
-
-  #closeEngines(): void {
-    for (const device of this.#devices) device.close()
-    void this.#dashboard.close()
   }
 
   /** `refreshDevices` false: device rows are re-read only if the last read is older than DEVICE_REFRESH_MS. */
@@ -281,25 +391,41 @@ export class Fleet {
     for (const listener of this.#listeners) listener()
   }
 
-  #makeSnapshot(now: number, previous: readonly DeviceStatus[], refreshDevices = true): FleetSnapshot {
+  #makeSnapshot(now: number, previous: readonly DeviceRow[], refreshDevices = true): FleetSnapshot {
     let devices = previous
-    if (refreshDevices || now - this.#devicesAt >= DEVICE_REFRESH_MS || previous.length !== this.#devices.length) {
+    if (refreshDevices || now - this.#devicesAt >= DEVICE_REFRESH_MS || previous.length !== this.#slots.length) {
       this.#devicesAt = now
-      const next = this.#devices.map((device, i) =>
-        deviceStatus(device, this.#links[i] as DeviceLink, previous[i]?.id === device.id ? previous[i] : undefined),
-      )
-      if (next.length !== previous.length || next.some((status, i) => status !== previous[i])) devices = next
+      const next = this.#slots.map((slot, i) => rowOf(slot, this.#mirrors[i] as DeviceMirror, now, previous[i]))
+      if (next.length !== previous.length || next.some((row, i) => row !== previous[i])) devices = next
     }
     return {
       generation: this.#generation,
       dashboard: this.#dashboard,
       settings: this.#settings,
+      epoch: epochOf(this.#settings),
+      wiring: this.#wiring,
       now,
       paused: this.#paused,
       storm: this.#storm,
       introDevice: this.#introDevice,
       devices,
       activity: this.#log.entries(),
+      lateCorrections: this.#lateCorrections,
     }
   }
+}
+
+/** The slot's row, or `previous` itself when nothing in it changed (memoized rows skip rendering). */
+function rowOf(slot: DeviceSlot, mirror: DeviceMirror, now: number, previous: DeviceRow | undefined): DeviceRow {
+  const next: DeviceRow = { id: slot.id, where: slot.where, status: slot.status(now), lastHeard: mirror.lastSync() }
+  if (
+    previous !== undefined &&
+    previous.id === next.id &&
+    previous.where === next.where &&
+    previous.status === next.status &&
+    previous.lastHeard === next.lastHeard
+  ) {
+    return previous
+  }
+  return next
 }

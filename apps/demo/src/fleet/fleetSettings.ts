@@ -1,13 +1,14 @@
-import { boundedOutOfOrderness, createEngine, type Engine, tumbling } from '@tidemark/engine'
+import { boundedOutOfOrderness, createEngine, type Engine, type EngineOptions, tumbling } from '@tidemark/engine'
+import type * as Y from 'yjs'
 
-/** What the control bar can change. Changing any of them recreates every engine. */
+/** What the control bar can change. Changing any of them starts a new epoch: every engine is reopened. */
 export interface FleetSettings {
   readonly deviceCount: number
   readonly windowMs: number
   readonly allowedLatenessMs: number
   /** Bounded out-of-orderness of the watermark. */
   readonly outOfOrdernessMs: number
-  /** Processing time after which a silent device stops holding the watermark back. */
+  /** Processing time after which a silent device stops holding the dashboard's watermark back. */
   readonly idleTimeoutMs: number
   readonly seed: number
 }
@@ -26,36 +27,108 @@ export const MAX_DEVICES = 64
 /** Windows the dashboard keeps on screen per chart. */
 export const CHART_WINDOWS = 40
 
-/** The id the engine gives the dashboard's window spec, e.g. `tumbling:2000`. */
+/** The id the engine gives the fleet's window spec, e.g. `tumbling:2000`. */
 export function windowIdOf(settings: FleetSettings): string {
   return tumbling(settings.windowMs).id
 }
 
 /**
- * The engine the dashboard reads. Final windows stay in `results()` for as
- * long as the chart shows them; the late lane is kept short because the UI
- * re-reads it every frame.
+ * Which replicas can merge: engines of one epoch share window spec and allowed lateness
+ * (the engine's configuration fingerprint). Rooms, channels and databases are named after
+ * it, so a peer running other settings is never even met.
  */
-export function createDashboardEngine(settings: FleetSettings, now: () => number): Engine {
-  return createEngine({
+export function epochOf(settings: FleetSettings): string {
+  return `w${settings.windowMs}-l${settings.allowedLatenessMs}`
+}
+
+/** Device id of fleet slot `index`: `d01`, `d02`, … */
+export function deviceIdOf(index: number): string {
+  return `d${String(index + 1).padStart(2, '0')}`
+}
+
+/** Slot index of a device id (`d07` → 6), or null for an id that names no slot. */
+export function deviceIndexOf(id: string): number | null {
+  const match = /^d(\d{2,3})$/.exec(id)
+  if (match === null) return null
+  const index = Number(match[1]) - 1
+  return index >= 0 && index < MAX_DEVICES ? index : null
+}
+
+/**
+ * Options every engine of the fleet shares. Retention covers what the chart shows, on the
+ * devices too: a device that was offline longer still has every cell the dashboard would show.
+ */
+export function fleetEngineOptions(settings: FleetSettings, now: () => number): EngineOptions {
+  return {
     windows: tumbling(settings.windowMs),
     watermark: boundedOutOfOrderness(settings.outOfOrdernessMs),
     allowedLateness: settings.allowedLatenessMs,
-    idleTimeout: settings.idleTimeoutMs,
     retention: CHART_WINDOWS * settings.windowMs,
     now,
+  }
+}
+
+/**
+ * The engine the dashboard reads. It owns no source: everything it shows is lattice state
+ * merged from the devices' documents into `doc`. Silent devices stop holding its watermark
+ * back after the idle timeout.
+ */
+export function createDashboardEngine(
+  settings: FleetSettings,
+  doc: Y.Doc,
+  now: () => number,
+  onReplicationError: (error: Error) => void,
+): Engine {
+  return createEngine({
+    ...fleetEngineOptions(settings, now),
+    doc,
+    idleTimeout: settings.idleTimeoutMs,
     limits: { maxLateEvents: 500 },
+    onReplicationError,
   })
 }
 
-/** A device's own engine: the same windows over its own readings only. */
-export function createDeviceEngine(settings: FleetSettings, now: () => number): Engine {
-  return createEngine({
-    windows: tumbling(settings.windowMs),
-    watermark: boundedOutOfOrderness(settings.outOfOrdernessMs),
-    allowedLateness: settings.allowedLatenessMs,
-    retention: settings.windowMs * 5,
-    now,
-    limits: { maxLateEvents: 100 },
-  })
+/** URL parameter and accepted range of each field a `?device=` tab takes from its URL. */
+const QUERY_FIELDS = {
+  windowMs: ['window', 100, 600_000],
+  allowedLatenessMs: ['lateness', 0, 3_600_000],
+  outOfOrdernessMs: ['ooo', 0, 600_000],
+  deviceCount: ['devices', 1, MAX_DEVICES],
+} as const
+
+/** Settings as URL parameters, for a `?device=` tab opened from the dashboard. */
+export function settingsQuery(settings: FleetSettings): string {
+  const params = new URLSearchParams()
+  for (const [field, [name]] of Object.entries(QUERY_FIELDS)) params.set(name, String(settings[field as keyof typeof QUERY_FIELDS]))
+  return params.toString()
+}
+
+/** Settings read back from URL parameters; missing or unreadable ones keep their defaults. */
+export function settingsFromQuery(params: URLSearchParams): FleetSettings {
+  const settings: Record<string, number> = { ...DEFAULT_SETTINGS }
+  for (const [field, [name, min, max]] of Object.entries(QUERY_FIELDS)) {
+    const value = Number(params.get(name) ?? Number.NaN)
+    if (Number.isInteger(value) && value >= min && value <= max) settings[field] = value
+  }
+  return settings as unknown as FleetSettings
+}
+
+/** Settings another page posted: every field a finite number in range, or null. */
+export function parseSettings(value: unknown): FleetSettings | null {
+  if (typeof value !== 'object' || value === null) return null
+  const v = value as Record<string, unknown>
+  const ok = (field: string, min: number, max: number): boolean => {
+    const n = v[field]
+    return typeof n === 'number' && Number.isInteger(n) && n >= min && n <= max
+  }
+  for (const [field, [, min, max]] of Object.entries(QUERY_FIELDS)) if (!ok(field, min, max)) return null
+  if (!ok('idleTimeoutMs', 0, 3_600_000) || !ok('seed', 0, 2 ** 32)) return null
+  return {
+    deviceCount: v.deviceCount as number,
+    windowMs: v.windowMs as number,
+    allowedLatenessMs: v.allowedLatenessMs as number,
+    outOfOrdernessMs: v.outOfOrdernessMs as number,
+    idleTimeoutMs: v.idleTimeoutMs as number,
+    seed: v.seed as number,
+  }
 }

@@ -1,7 +1,8 @@
 import type { StreamEvent } from '@tidemark/engine'
+import { deviceIdOf } from './fleetSettings.ts'
 import { METRICS } from './metrics.ts'
-import type { Prng } from './prng.ts'
-import { type SensorBaseline, sensorReading } from './readingSignal.ts'
+import { createPrng, type Prng } from './prng.ts'
+import { createSensorBaseline, type SensorBaseline, sensorReading } from './readingSignal.ts'
 
 /** Who a simulated device is: its clock error, cadence and sensors. */
 export interface DeviceProfile {
@@ -11,6 +12,23 @@ export interface DeviceProfile {
   readonly sampleEveryMs: number
   readonly uploadEveryMs: number
   readonly sensors: SensorBaseline
+}
+
+/**
+ * Fleet slot `index` of the fleet seeded with `seed`: its id (`d01`, …), a clock off by up
+ * to ±1.5 s, and its own random stream. The same slot and seed give the same device in
+ * every page, so a `?device=` tab runs exactly the device the dashboard would have run.
+ */
+export function createDeviceProfile(index: number, seed: number, now: number): { profile: DeviceProfile; rng: Prng } {
+  const rng = createPrng(seed * 7 + index * 7_919)
+  const profile: DeviceProfile = {
+    id: deviceIdOf(index),
+    skewMs: Math.round(rng.between(-1_500, 1_500)),
+    sampleEveryMs: 500,
+    uploadEveryMs: 1_000,
+    sensors: createSensorBaseline(rng, now),
+  }
+  return { profile, rng }
 }
 
 /** How badly a device behaves. */

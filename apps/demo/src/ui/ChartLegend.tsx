@@ -22,6 +22,12 @@ export function ChartLegend(): ReactNode {
         </svg>
         on-time → corrected
       </span>
+      <span className="legend-item late-mark" title="A device's state landed after the window was final: merged anyway, counted as a finality violation">
+        <svg width="12" height="12" aria-hidden="true">
+          <path d="M3,3L9,9M9,3L3,9" />
+        </svg>
+        changed after final
+      </span>
       <span className="legend-item" title="Windows between the finality horizon (W − lateness) and the watermark accept late readings">
         <span className="legend-zone zone-correctable-swatch" />
         accepting corrections

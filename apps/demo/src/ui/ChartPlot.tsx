@@ -16,8 +16,8 @@ export interface ChartPlotProps {
   /** max(W, P): windows ending at or before it have fired. */
   readonly firingFrontier: number
   readonly allowedLatenessMs: number
-  /** Readings refused as beyond lateness, `[start, count, …]`. */
-  readonly lateMarks: readonly number[]
+  /** Corrections that changed a window after it was final, `[start, count, …]`. */
+  readonly afterFinalMarks: readonly number[]
   readonly hoveredStart: number | null
   readonly onHover: (start: number | null) => void
 }
@@ -42,9 +42,9 @@ export function ChartPlot(props: ChartPlotProps): ReactNode {
   const yOf = (v: number): number =>
     Math.max(TOP, Math.min(plotBottom, plotBottom - ((v - axis.min) / (axis.max - axis.min)) * (plotBottom - TOP)))
   const late: { start: number; count: number }[] = []
-  for (let i = 0; i + 1 < props.lateMarks.length; i += 2) {
-    const start = props.lateMarks[i] as number
-    if (start >= firstStart) late.push({ start, count: props.lateMarks[i + 1] as number })
+  for (let i = 0; i + 1 < props.afterFinalMarks.length; i += 2) {
+    const start = props.afterFinalMarks[i] as number
+    if (start >= firstStart) late.push({ start, count: props.afterFinalMarks[i + 1] as number })
   }
 
   let line = ''
@@ -107,7 +107,7 @@ export function ChartPlot(props: ChartPlotProps): ReactNode {
       <path className="series-line" d={line} />
       {late.map(({ start, count }) => (
         <g key={start} className="late-mark">
-          <title>{`${count} readings refused as beyond lateness`}</title>
+          <title>{`changed ${count}× after it was final (finality violation: merged anyway)`}</title>
           <path d={lateGlyph(xOf(start) + colW / 2, plotBottom - 5)} />
           {colW >= 16 && (
             <text x={xOf(start) + colW / 2} y={plotBottom - 12} textAnchor="middle">
@@ -140,7 +140,7 @@ export function ChartPlot(props: ChartPlotProps): ReactNode {
   )
 }
 
-/** A small cross marking refused readings. */
+/** A small cross marking a window changed after it was final. */
 function lateGlyph(x: number, y: number): string {
   const r = 3
   return `M${x - r},${y - r}L${x + r},${y + r}M${x + r},${y - r}L${x - r},${y + r}`

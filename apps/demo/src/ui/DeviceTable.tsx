@@ -1,98 +1,126 @@
 import { memo, type ReactNode } from 'react'
-import type { DeviceStatus } from '../fleet/deviceStatus.ts'
-import { ago, count, duration } from './timeFormat.ts'
+import type { DeviceRow } from '../fleet/fleet.ts'
+import { settingsQuery } from '../fleet/fleetSettings.ts'
+import { recoverySentence, recoveryShort } from './RecoveryText.tsx'
+import { ago, byteSize, count } from './timeFormat.ts'
 import { useFleet, useFleetControls } from './useFleet.ts'
 
-type LinkState = 'online' | 'offline' | 'rebooting'
+type LinkState = 'online' | 'offline' | 'rebooting' | 'opening' | 'failed' | 'waiting'
 
-function linkStateOf(device: DeviceStatus): LinkState {
-  if (device.phase === 'rebooting') return 'rebooting'
-  return device.online ? 'online' : 'offline'
+function linkStateOf(row: DeviceRow): LinkState {
+  const status = row.status
+  // No status: this page waits for the device's lock, and no other page has said it runs it.
+  if (status === null) return row.where === 'opening' ? 'opening' : 'waiting'
+  if (status.phase === 'running') return status.online ? 'online' : 'offline'
+  if (status.phase === 'closed') return 'waiting'
+  return status.phase
 }
 
-const DeviceRow = memo(function DeviceRow({
-  device,
+const PILL: Readonly<Record<LinkState, string>> = {
+  online: 'pill-online',
+  offline: 'pill-offline',
+  rebooting: 'pill-rebooting',
+  opening: 'pill-offline',
+  failed: 'pill-rebooting',
+  waiting: 'pill-late',
+}
+
+const DeviceTableRow = memo(function DeviceTableRow({
+  row,
   now,
   tour,
+  query,
 }: {
-  readonly device: DeviceStatus
-  /** Rounded to the second, so rows re-render once a second for "last sync". */
+  readonly row: DeviceRow
+  /** Rounded to the second, so rows re-render once a second for "last heard". */
   readonly now: number
   readonly tour: boolean
+  /** The fleet id and settings as URL parameters, for the device's own tab. */
+  readonly query: string
 }): ReactNode {
   const fleet = useFleetControls()
-  const state = linkStateOf(device)
+  const state = linkStateOf(row)
+  const status = row.status
+  const canAct = status !== null && status.phase === 'running'
   return (
     <tr className={`device-row device-${state}`}>
       <td className="mono strong">
-        {device.id}
+        {row.id}
         {tour && <span className="tour-tag">tour</span>}
       </td>
+      <td className="muted" title={row.where === 'here' ? 'runs in this page' : 'runs in another tab (its status comes over the control channel)'}>
+        {row.where === 'here' ? 'this page' : row.where === 'opening' ? 'opening' : 'own tab'}
+      </td>
       <td>
-        <span className={`pill pill-${state}`}>{state}</span>
+        <span className={`pill ${PILL[state]}`} title={status?.error ?? undefined}>
+          {state}
+        </span>
       </td>
-      <td className="mono num">
-        {device.skewMs >= 0 ? '+' : ''}
-        {duration(device.skewMs)}
+      <td className="muted" title="The device engine's syncStatus(); server: its websocket to the sync server">
+        {status === null ? '—' : `${status.syncState}${status.server === 'none' ? '' : status.server === 'connected' ? ' · ws' : ` · ws ${status.server}`}`}
       </td>
-      <td className="mono num">{count(device.seq)}</td>
-      <td className={`mono num ${device.queued > 0 ? 'warn' : 'muted'}`}>{count(device.queued)}</td>
-      <td className="muted">{ago(device.lastSync, now)}</td>
-      <td className="mono num muted" title="own engine: accepted / duplicates / rejected">
-        {count(device.accepted)}/{device.duplicates}/{device.rejected}
+      <td className={`mono num ${status !== null && status.pending > 0 ? 'warn' : 'muted'}`} title="Local document updates not yet acknowledged by every provider">
+        {status === null ? '—' : count(status.pending)}
       </td>
-      <td className={device.lost > 0 ? 'bad' : 'muted'}>
-        {device.lost > 0 ? (
-          <>
-            <span className="mono">{count(device.lost)}</span> <span className="no-wal">no WAL yet</span>
-          </>
-        ) : (
-          '0'
-        )}
+      <td className="muted" title="When the dashboard's copy of its document last synced with it">
+        {ago(row.lastHeard, now)}
+      </td>
+      <td className="mono num">{status === null ? '—' : count(status.seq)}</td>
+      <td className="mono num muted" title="its own engine: accepted / duplicates / rejected">
+        {status === null ? '—' : `${count(status.accepted)}/${status.duplicates}/${status.rejected}`}
+      </td>
+      <td className="mono num muted" title="write-ahead log records since the last checkpoint, and their bytes">
+        {status === null ? '—' : `${status.walRecords} · ${byteSize(status.walBytes)}`}
+      </td>
+      <td className={status?.recovery != null && status.recovery.lostEvents > 0 ? 'bad' : 'muted'} title={recoverySentence(status?.recovery ?? null)}>
+        {recoveryShort(status?.recovery ?? null)}
       </td>
       <td>
         <div className="actions">
-          <button
-            type="button"
-            className="btn btn-small"
-            disabled={state === 'rebooting'}
-            onClick={() => fleet.setOnline(device.id, !device.online)}
-          >
-            {device.online ? 'Disconnect' : 'Reconnect'}
+          <button type="button" className="btn btn-small" disabled={!canAct} onClick={() => fleet.setOnline(row.id, !status?.online)}>
+            {status?.online === false ? 'Reconnect' : 'Disconnect'}
           </button>
           <button
             type="button"
             className="btn btn-small btn-danger"
-            disabled={state === 'rebooting'}
-            onClick={() => fleet.crash(device.id)}
-            title="Drop the device's engine and unsent readings, then reload it (no WAL yet: the queue is lost)"
+            disabled={!canAct}
+            onClick={() => fleet.crash(row.id)}
+            title="Drop the device's engine without closing it, then reopen it from its IndexedDB write-ahead log"
           >
             Crash
           </button>
+          <a className="btn btn-small" href={`?device=${row.id}&${query}`} target="_blank" rel="noreferrer" title="Run this device in its own tab">
+            Tab ↗
+          </a>
         </div>
       </td>
     </tr>
   )
 })
 
-/** Every device: link state, clock skew, seq, queue, last sync, its own engine's counters, crash losses. */
+/** Every device: where it runs, its links and sync status, seq, its own engine's counters, its log and last recovery. */
 export function DeviceTable(): ReactNode {
   const devices = useFleet((s) => s.devices)
   const now = useFleet((s) => Math.floor(s.now / 1000) * 1000)
   const tourDevice = useFleet((s) => s.introDevice)
+  const settings = useFleet((s) => s.settings)
+  const fleetId = useFleet((s) => s.wiring.fleet)
+  const query = `fleet=${fleetId}&${settingsQuery(settings)}`
   let online = 0
-  let queued = 0
-  for (const device of devices) {
-    if (device.online && device.phase === 'running') online++
-    queued += device.queued
+  let pending = 0
+  let elsewhere = 0
+  for (const row of devices) {
+    if (row.status?.online === true && row.status.phase === 'running') online++
+    pending += row.status?.pending ?? 0
+    if (row.where === 'elsewhere') elsewhere++
   }
   return (
     <section className="panel device-panel">
       <header className="panel-header">
         <h2>Devices</h2>
-        <span className="panel-hint">each its own source and engine · Crash drops the engine and reloads it</span>
+        <span className="panel-hint">each its own engine, Y.Doc and IndexedDB log · Crash drops the engine without close</span>
         <span className="muted">
-          {online} of {devices.length} online · {count(queued)} readings queued
+          {online} of {devices.length} online{elsewhere > 0 ? ` · ${elsewhere} in own tabs` : ''} · {count(pending)} updates pending
         </span>
       </header>
       <div className="table-scroll">
@@ -100,21 +128,23 @@ export function DeviceTable(): ReactNode {
           <thead>
             <tr>
               <th>Device</th>
+              <th>Runs in</th>
               <th>Link</th>
-              <th className="num">Skew</th>
+              <th>Sync</th>
+              <th className="num">Pending</th>
+              <th>Last heard</th>
               <th className="num">Seq</th>
-              <th className="num">Queued</th>
-              <th>Last sync</th>
               <th className="num" title="The device's own engine: accepted / duplicates / rejected">
                 Local a/d/r
               </th>
-              <th>Lost</th>
+              <th className="num">WAL</th>
+              <th>Recovery</th>
               <th />
             </tr>
           </thead>
           <tbody>
-            {devices.map((device) => (
-              <DeviceRow key={device.id} device={device} now={now} tour={device.id === tourDevice} />
+            {devices.map((row) => (
+              <DeviceTableRow key={row.id} row={row} now={now} tour={row.id === tourDevice} query={query} />
             ))}
           </tbody>
         </table>

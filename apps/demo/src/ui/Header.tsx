@@ -20,6 +20,8 @@ export function Header(): ReactNode {
   const paused = useFleet((s) => s.paused)
   const stormEndsAt = useFleet((s) => s.storm?.endsAt ?? null)
   const watermark = useWatermark()
+  const server = useFleet((s) => s.wiring.server)
+  const fleetId = useFleet((s) => s.wiring.fleet)
   return (
     <header className="app-header">
       <div className="brand">
@@ -35,6 +37,15 @@ export function Header(): ReactNode {
         {stormEndsAt !== null && (
           <span className="chip chip-storm">Reconnect storm · {Math.max(0, Math.ceil((stormEndsAt - now) / 1000))} s left</span>
         )}
+        <span
+          className={`chip ${server === null ? 'chip-paused' : ''}`}
+          title="How devices' documents reach the dashboard: BroadcastChannel between tabs of this browser, and the y-websocket sync server"
+        >
+          <span className="chip-label">Sync</span> BroadcastChannel{server === null ? ' only' : <> + <span className="mono">{server.url}</span></>}
+        </span>
+        <span className="chip" title="This browser's fleet: rooms, channels and logs are named after it. Open ?fleet=<id> in another browser to join it.">
+          <span className="chip-label">Fleet</span> <span className="mono">{fleetId}</span>
+        </span>
         <span className={`chip ${paused ? 'chip-paused' : 'chip-live'}`}>
           <span className="dot" />
           {paused ? 'Producers paused' : 'Live'}

@@ -1,6 +1,7 @@
 import type { EngineStats } from '@tidemark/engine'
 import { useEngineStats } from '@tidemark/react'
 import type { ReactNode } from 'react'
+import type { DeviceRow } from '../fleet/fleet.ts'
 import { useFleet } from './useFleet.ts'
 import { byteSize, clockTimeTenths, count, duration } from './timeFormat.ts'
 
@@ -12,23 +13,41 @@ interface Tile {
   readonly hint: string
 }
 
-const REJECTED_REASONS = new Set(['duplicate', 'beyond_lateness'])
-
-function rejectedOf(stats: EngineStats): number {
-  let n = 0
-  for (const [reason, times] of Object.entries(stats.anomalies)) if (!REJECTED_REASONS.has(reason)) n += times
-  return n
+/** What the devices' own engines and logs hold, summed over the rows that have a status. */
+interface FleetTotals {
+  readonly duplicates: number
+  readonly rejected: number
+  readonly walRecords: number
+  readonly walBytes: number
+  readonly docBytes: number
+  readonly reporting: number
 }
 
-function tilesOf(stats: EngineStats, now: number, windowMs: number): Tile[] {
+function totalsOf(rows: readonly DeviceRow[]): FleetTotals {
+  const t = { duplicates: 0, rejected: 0, walRecords: 0, walBytes: 0, docBytes: 0, reporting: 0 }
+  for (const row of rows) {
+    const status = row.status
+    if (status === null) continue
+    t.reporting++
+    t.duplicates += status.duplicates
+    t.rejected += status.rejected
+    t.walRecords += status.walRecords
+    t.walBytes += status.walBytes
+    t.docBytes += status.docBytes
+  }
+  return t
+}
+
+function tilesOf(stats: EngineStats, totals: FleetTotals, now: number, windowMs: number): Tile[] {
   const behind = now - stats.watermark
   const proofLead = stats.proofFrontier - stats.watermark
+  const peerAnomalies = stats.anomalies.invalid_remote_cell + stats.anomalies.source_conflict
   return [
     {
       label: 'Watermark',
       value: clockTimeTenths(stats.watermark),
       note: `${duration(behind)} behind now`,
-      hint: 'Event time the dashboard engine considers complete (min over active devices of max ts − out-of-orderness)',
+      hint: 'Event time the dashboard engine considers complete: min over active devices (their replicated clocks) of max ts − out-of-orderness',
     },
     {
       label: 'Watermark lag',
@@ -47,67 +66,68 @@ function tilesOf(stats: EngineStats, now: number, windowMs: number): Tile[] {
     {
       label: 'Corrections',
       value: count(stats.corrections),
-      note: `${count(stats.lateAdmitted)} late readings`,
       tone: stats.corrections > 0 ? 'warn' : 'muted',
-      hint: 'Fired windows re-emitted because late readings landed within the allowed lateness',
-    },
-    {
-      label: 'Beyond lateness',
-      value: count(stats.beyondLateness),
-      note: 'on the late lane',
-      tone: stats.beyondLateness > 0 ? 'bad' : 'muted',
-      hint: 'Readings for windows that were already final; kept on the late lane, never counted',
-    },
-    {
-      label: 'Duplicates',
-      value: count(stats.duplicates),
-      note: 'counted once',
-      hint: 'Same (device, seq) seen again; ignored',
-    },
-    {
-      label: 'Rejected',
-      value: count(rejectedOf(stats)),
-      note: 'malformed records',
-      hint: 'Invalid readings (NaN ts or value, missing id), reported as anomalies',
+      hint: 'Fired windows re-emitted because a device\'s cells landed after they fired',
     },
     {
       label: 'Finality violations',
       value: count(stats.finalityViolations),
       tone: stats.finalityViolations > 0 ? 'bad' : 'good',
-      hint: 'Replicated state that arrived for a window already final here (needs Yjs replication)',
+      note: 'merged anyway',
+      hint: 'Replicated cells that changed a window already final here: merged anyway (convergence first) and counted',
+    },
+    {
+      label: 'Invalid peer state',
+      value: count(peerAnomalies),
+      tone: peerAnomalies > 0 ? 'bad' : 'muted',
+      hint: 'Peer cells or clocks the binding or engine refused (invalid_remote_cell, source_conflict)',
     },
     {
       label: 'Document',
       value: stats.docBytes === 0 ? '—' : byteSize(stats.docBytes),
-      note: stats.docBytes === 0 ? 'Yjs doc not wired yet' : 'encoded Y.Doc',
+      note: `devices ${byteSize(totals.docBytes)}`,
       tone: 'muted',
-      hint: 'Encoded size of the lattice state in its Y.Doc',
+      hint: "Encoded size of the dashboard's Y.Doc (the merged fleet) and the sum of the devices' own documents, measured every 5 s",
     },
     {
-      label: 'Write-ahead log',
-      value: stats.walRecords === 0 ? '—' : `${count(stats.walRecords)} rec`,
-      note: stats.walRecords === 0 ? 'no WAL yet' : byteSize(stats.walBytes),
+      label: 'Device WALs',
+      value: `${count(totals.walRecords)} rec`,
+      note: byteSize(totals.walBytes),
       tone: 'muted',
-      hint: 'IndexedDB write-ahead log records and bytes',
+      hint: "The devices' IndexedDB write-ahead logs: records since each one's last checkpoint, and bytes",
+    },
+    {
+      label: 'Duplicates',
+      value: count(totals.duplicates),
+      note: 'counted once',
+      hint: "Re-sent readings the devices' own engines recognised (same device, seq) and ignored",
+    },
+    {
+      label: 'Rejected',
+      value: count(totals.rejected),
+      note: 'malformed records',
+      hint: "Invalid readings (NaN ts or value, missing id) the devices' own engines refused as anomalies",
     },
   ]
 }
 
-/** The dashboard engine's counters and frontiers (`useEngineStats`). */
+/** The dashboard engine's counters and frontiers (`useEngineStats`), and what the devices' engines and logs hold. */
 export function StatsPanel(): ReactNode {
   const stats = useEngineStats()
   const now = useFleet((s) => s.now)
   const windowMs = useFleet((s) => s.settings.windowMs)
+  const devices = useFleet((s) => s.devices)
+  const totals = totalsOf(devices)
   return (
     <section className="panel stats-panel">
       <header className="panel-header">
         <h2>Dashboard engine</h2>
         <span className="muted">
-          {count(stats.ingested)} ingested · {stats.sources} sources
+          ingests nothing · {stats.sources} sources merged
         </span>
       </header>
       <div className="stat-grid">
-        {tilesOf(stats, now, windowMs).map((tile) => (
+        {tilesOf(stats, totals, now, windowMs).map((tile) => (
           <div key={tile.label} className={`stat ${tile.tone ? `stat-${tile.tone}` : ''}`} title={tile.hint}>
             <span className="stat-label">{tile.label}</span>
             <span className="stat-value">{tile.value}</span>

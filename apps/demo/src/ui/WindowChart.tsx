@@ -1,11 +1,11 @@
 import type { WindowResult } from '@tidemark/engine'
-import { useEngineStats, useLateEvents, useWatermark, useWindows } from '@tidemark/react'
+import { useEngineStats, useWatermark, useWindows } from '@tidemark/react'
 import { type ReactNode, useMemo, useState } from 'react'
 import { windowIdOf } from '../fleet/fleetSettings.ts'
 import type { Metric } from '../fleet/metrics.ts'
 import { BasisBadge, badgeKindOf } from './BasisBadge.tsx'
 import { ChartPlot } from './ChartPlot.tsx'
-import { type ChartWindow, lateMarks, onTimeMeanOf, slotCount } from './chartWindows.ts'
+import { afterFinalMarks, type ChartWindow, onTimeMeanOf, slotCount } from './chartWindows.ts'
 import { useElementWidth } from './useElementWidth.ts'
 import { useFleet } from './useFleet.ts'
 import { WindowDetail } from './WindowDetail.tsx'
@@ -30,7 +30,8 @@ export function WindowChart({ metric }: { readonly metric: Metric }): ReactNode 
   const firstStart = lastStart - (slots - 1) * windowMs
   const watermark = useWatermark()
   const proofFrontier = useEngineStats((s) => s.proofFrontier)
-  const late = useLateEvents((events) => lateMarks(events, metric.key, windowMs))
+  const lateCorrections = useFleet((s) => s.lateCorrections)
+  const late = useMemo(() => afterFinalMarks(lateCorrections, metric.key), [lateCorrections, metric.key])
   const [hovered, setHovered] = useState<number | null>(null)
   const [ref, width] = useElementWidth<HTMLDivElement>(760)
 
@@ -40,8 +41,8 @@ export function WindowChart({ metric }: { readonly metric: Metric }): ReactNode 
       .filter((r) => r.start >= firstStart && r.start < end)
       .map((result) => ({ result, onTimeMean: result.revision > 0 ? onTimeMeanOf(dashboard, result) : null }))
   }, [results, firstStart, slots, windowMs, dashboard])
-  let lateLane = 0
-  for (let i = 1; i < late.length; i += 2) lateLane += late[i] as number
+  let afterFinal = 0
+  for (let i = 1; i < late.length; i += 2) afterFinal += late[i] as number
 
   let latest: WindowResult | undefined
   let lastCorrected: WindowResult | undefined
@@ -63,7 +64,7 @@ export function WindowChart({ metric }: { readonly metric: Metric }): ReactNode 
             {metric.label} <span className="unit">mean, {metric.unit}</span>
           </h2>
           <p className="chart-sub">
-            {windowMs / 1000} s tumbling windows · {corrected} corrected in view · {lateLane} on the late lane
+            {windowMs / 1000} s tumbling windows · {corrected} corrected in view · {afterFinal} changed after final
           </p>
         </div>
         {latest !== undefined && (
@@ -82,7 +83,7 @@ export function WindowChart({ metric }: { readonly metric: Metric }): ReactNode 
           firstStart={firstStart}
           windowMs={windowMs}
           slots={slots}
-          lateMarks={late}
+          afterFinalMarks={late}
           width={width}
           height={HEIGHT}
           watermark={watermark}

@@ -1,5 +1,6 @@
-import type { Engine, LateEvent, WindowResult } from '@tidemark/engine'
+import type { Engine, WindowResult } from '@tidemark/engine'
 import { CHART_WINDOWS } from '../fleet/fleetSettings.ts'
+import type { LateCorrection } from '../fleet/reconnectReport.ts'
 
 /** A window on the chart, with the mean it showed on time when a correction has replaced it. */
 export interface ChartWindow {
@@ -25,16 +26,14 @@ export function slotCount(results: readonly WindowResult[], lastStart: number, w
 }
 
 /**
- * Per window start, how many readings of `key` it refused as beyond lateness,
- * flattened `[start, count, start, count, …]` in start order so a selector
- * result compares shallowly.
+ * Per window start, how many corrections of `key` changed it after it was final (finality
+ * violations), flattened `[start, count, start, count, …]` in start order.
  */
-export function lateMarks(events: readonly LateEvent[], key: string, windowMs: number): number[] {
+export function afterFinalMarks(corrections: readonly LateCorrection[], key: string): number[] {
   const counts = new Map<number, number>()
-  for (const { event } of events) {
-    if (event.key !== key) continue
-    const start = Math.floor(event.ts / windowMs) * windowMs
-    counts.set(start, (counts.get(start) ?? 0) + 1)
+  for (const correction of corrections) {
+    if (correction.key !== key || !correction.afterFinal) continue
+    counts.set(correction.start, (counts.get(correction.start) ?? 0) + 1)
   }
   return [...counts].sort((a, b) => a[0] - b[0]).flat()
 }

@@ -1,0 +1,152 @@
+import type { OpenTabChannel } from '@tidemark/engine'
+
+/** The local y-websocket sync server, as `/config.json` names it. */
+export interface SyncServer {
+  readonly url: string
+  /** Room prefix; each device of each epoch gets its own room under it. */
+  readonly room: string
+}
+
+/**
+ * How every document of the fleet reaches its peers, and where the write-ahead logs live.
+ * The browser uses the defaults; tests pass in-memory channels and fake-indexeddb.
+ */
+export interface FleetWiring {
+  /** The sync server, or null: BroadcastChannel only (tabs of this browser). */
+  readonly server: SyncServer | null
+  /** Why there is no server, shown to the user; null when there is one. */
+  readonly serverNotice: string | null
+  /** Tab channel factory for `BroadcastChannelProvider`; default the platform `BroadcastChannel`. */
+  readonly openChannel?: OpenTabChannel
+  /** WebSocket implementation where there is no global one. */
+  readonly WebSocketPolyfill?: typeof WebSocket
+  /** IndexedDB factory; default `globalThis.indexedDB`. */
+  readonly indexedDB?: IDBFactory
+  /** Prefix of channel, lock and database names, so two demos on one origin never meet. */
+  readonly namespace: string
+  /**
+   * This fleet's id (see `fleetIdOf`): rooms, channels, logs and locks are named after it,
+   * so devices of two browsers never write the same source into the same room.
+   */
+  readonly fleet: string
+}
+
+export const DEFAULT_NAMESPACE = 'tidemark-demo'
+
+/**
+ * One device's names in one epoch. Each device has its own room and tab channel: the
+ * dashboards listen to every device, devices never hear each other, so a device's document
+ * holds its own state only and the traffic grows with the fleet, not with its square.
+ */
+export function deviceChannelName(wiring: FleetWiring, epoch: string, device: string): string {
+  return `${wiring.namespace}:${wiring.fleet}:${epoch}:${device}`
+}
+
+export function deviceRoomName(wiring: FleetWiring, server: SyncServer, epoch: string, device: string): string {
+  return `${server.room}/${wiring.fleet}/${epoch}/${device}`
+}
+
+/** The device's write-ahead log: one IndexedDB database per device and epoch, kept across reloads. */
+export function deviceDatabaseName(wiring: FleetWiring, epoch: string, device: string): string {
+  return `${wiring.namespace}/${wiring.fleet}/${epoch}/${device}`
+}
+
+/** Web Lock held by whichever page runs the device, so one device never runs twice. */
+export function deviceLockName(wiring: FleetWiring, epoch: string, device: string): string {
+  return `${wiring.namespace}:run:${wiring.fleet}:${epoch}:${device}`
+}
+
+/** The control channel of the fleet's pages in this browser. */
+export function controlChannelName(wiring: FleetWiring): string {
+  return `${wiring.namespace}:${wiring.fleet}:control`
+}
+
+const FLEET_KEY = 'tidemark-demo:fleet'
+const FLEET_ID = /^[A-Za-z0-9-]{1,40}$/
+
+/**
+ * The fleet id: `?fleet=` when given (to join another browser's fleet), else the one this
+ * browser remembers, else a new one (remembered). A device is one replica, and its log
+ * lives in this browser: a device of the same name in another browser (or in a cleared
+ * profile) is another replica, and two replicas writing one source into one room conflict
+ * (`source_conflict`, one of them loses). Separate fleets keep them apart.
+ *
+ * @example
+ * const fleet = fleetIdOf(new URLSearchParams(location.search), localStorage)
+ */
+export function fleetIdOf(params: URLSearchParams, storage: Pick<Storage, 'getItem' | 'setItem'> | null): string {
+  const given = params.get('fleet')
+  if (given !== null && FLEET_ID.test(given)) return given
+  const remembered = storage?.getItem(FLEET_KEY) ?? null
+  if (remembered !== null && FLEET_ID.test(remembered)) return remembered
+  const fresh = `f${Math.random().toString(36).slice(2, 10)}`
+  storage?.setItem(FLEET_KEY, fresh)
+  return fresh
+}
+
+const PROBE_TIMEOUT_MS = 2_500
+
+/**
+ * Reads `/config.json` (written by `scripts/demo.mjs`) and checks that its sync server
+ * answers. Without a config, or with a server that does not open a socket in time, the
+ * fleet runs on BroadcastChannel alone and `serverNotice` says why.
+ *
+ * @example
+ * const wiring = await loadWiring('f1', fetch, probeWebsocket)
+ * if (wiring.serverNotice) showBanner(wiring.serverNotice)
+ */
+export async function loadWiring(
+  fleet: string,
+  fetchConfig: (path: string) => Promise<Response>,
+  probe: (url: string) => Promise<boolean>,
+): Promise<FleetWiring> {
+  const base = { namespace: DEFAULT_NAMESPACE, fleet }
+  let server: SyncServer | null
+  try {
+    const response = await fetchConfig('/config.json')
+    server = response.ok ? parseConfig(await response.json()) : null
+  } catch {
+    server = null
+  }
+  if (server === null) {
+    return {
+      ...base,
+      server: null,
+      serverNotice: 'No /config.json (start with `pnpm start` for the sync server): devices sync through BroadcastChannel only, within this browser.',
+    }
+  }
+  if (!(await probe(server.url))) {
+    return { ...base, server: null, serverNotice: `Sync server ${server.url} does not answer: devices sync through BroadcastChannel only, within this browser.` }
+  }
+  return { ...base, server, serverNotice: null }
+}
+
+function parseConfig(json: unknown): SyncServer | null {
+  if (typeof json !== 'object' || json === null) return null
+  const { syncUrl, room } = json as { syncUrl?: unknown; room?: unknown }
+  if (typeof syncUrl !== 'string' || !/^wss?:\/\//.test(syncUrl)) return null
+  return { url: syncUrl, room: typeof room === 'string' && room !== '' ? room : 'tidemark-fleet' }
+}
+
+/** True when a WebSocket to `url` opens within the timeout (the socket is closed at once). */
+export function probeWebsocket(url: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    let socket: WebSocket
+    try {
+      socket = new WebSocket(`${url}/tidemark-probe`)
+    } catch {
+      resolve(false)
+      return
+    }
+    const timer = setTimeout(() => finish(false), PROBE_TIMEOUT_MS)
+    const finish = (ok: boolean): void => {
+      clearTimeout(timer)
+      socket.onopen = null
+      socket.onerror = null
+      if (socket.readyState === WebSocket.OPEN || socket.readyState === WebSocket.CONNECTING) socket.close()
+      resolve(ok)
+    }
+    socket.onopen = () => finish(true)
+    socket.onerror = () => finish(false)
+  })
+}

@@ -1,0 +1,122 @@
+import { type ReactNode, useSyncExternalStore } from 'react'
+import type { DeviceStatus } from '../fleet/deviceStatus.ts'
+import type { DeviceTab } from '../fleet/deviceTab.ts'
+import type { FleetWiring } from '../fleet/fleetWiring.ts'
+import { RecoveryText } from './RecoveryText.tsx'
+import { ago, byteSize, count, duration } from './timeFormat.ts'
+
+/**
+ * A `?device=` tab: one device running on its own, with its own engine, document and log.
+ * Its readings reach the dashboards only through its document's links.
+ */
+export function DevicePage({ tab, wiring }: { readonly tab: DeviceTab; readonly wiring: FleetWiring }): ReactNode {
+  const snapshot = useSyncExternalStore(tab.subscribe, tab.snapshot)
+  const { id, status, where, paused, now, epoch } = snapshot
+  const running = where === 'here' && status !== null
+  return (
+    <div className="app device-page">
+      <header className="app-header">
+        <div className="brand">
+          <div>
+            <h1>
+              Tidemark <span className="brand-sub">device {id}</span>
+            </h1>
+            <p className="tagline">
+              This tab runs device {id} alone: its own engine, Y.Doc and IndexedDB write-ahead log. Dashboards see it only through
+              its document.
+            </p>
+          </div>
+        </div>
+        <div className="header-status">
+          <span className="chip">
+            <span className="chip-label">Fleet</span> <span className="mono">{wiring.fleet}</span>
+          </span>
+          <span className="chip">
+            <span className="chip-label">Epoch</span> <span className="mono">{epoch}</span>
+          </span>
+          <span className="chip">
+            <span className="chip-label">Links</span> BroadcastChannel{wiring.server === null ? ' only' : ` + ${wiring.server.url}`}
+          </span>
+        </div>
+      </header>
+      {wiring.serverNotice !== null && <p className="notice">{wiring.serverNotice}</p>}
+      {!running ? (
+        <section className="panel">
+          <p className="empty">
+            {where === 'opening'
+              ? `Opening ${id}'s write-ahead log…`
+              : `Waiting for the page that runs ${id} to close it and hand it over…`}
+          </p>
+        </section>
+      ) : (
+        <DevicePanel tab={tab} status={status} paused={paused} now={now} />
+      )}
+    </div>
+  )
+}
+
+function DevicePanel({
+  tab,
+  status,
+  paused,
+  now,
+}: {
+  readonly tab: DeviceTab
+  readonly status: DeviceStatus
+  readonly paused: boolean
+  readonly now: number
+}): ReactNode {
+  const state = status.phase === 'running' ? (status.online ? 'online' : 'offline') : status.phase
+  const facts: [string, string, string][] = [
+    ['Sync', `${status.syncState}${status.server === 'none' ? '' : ` · server ${status.server}`}`, "the engine's syncStatus()"],
+    ['Pending', count(status.pending), 'document updates not yet acknowledged by every provider'],
+    ['Last sync', ago(status.lastSync, now), 'when a provider last completed a sync exchange or received a peer update; uploads to an already synced peer do not move it'],
+    ['Seq', count(status.seq), 'last seq stamped on a reading'],
+    ['Clock skew', `${status.skewMs >= 0 ? '+' : ''}${duration(status.skewMs)}`, 'device clock minus true time'],
+    ['Accepted', count(status.accepted), 'readings its engine accepted in this tab'],
+    ['Durable', count(status.durable), 'accepted readings committed to the write-ahead log'],
+    ['Duplicates / rejected', `${count(status.duplicates)} / ${count(status.rejected)}`, 're-sent readings counted once; malformed records'],
+    ['Taken offline', count(status.offlineReadings), 'readings accepted since the links went down'],
+    ['Write-ahead log', `${count(status.walRecords)} rec · ${byteSize(status.walBytes)}`, 'IndexedDB records since the last checkpoint'],
+    ['Document', status.docBytes === 0 ? '—' : byteSize(status.docBytes), 'encoded Y.Doc (measured every 5 s)'],
+    ['Crashes', `${status.crashes}${status.lostUnacked > 0 ? ` · ${status.lostUnacked} unacked lost` : ''}`, 'sampled readings not yet ingested die with a crash'],
+  ]
+  return (
+    <>
+      <div className="control-bar">
+        <div className="control-group">
+          <span className={`pill pill-${state === 'online' ? 'online' : state === 'offline' ? 'offline' : 'rebooting'}`}>{state}</span>
+          <button type="button" className="btn" disabled={status.phase !== 'running'} onClick={() => tab.command(status.online ? 'offline' : 'online')}>
+            {status.online ? 'Disconnect' : 'Reconnect'}
+          </button>
+          <button type="button" className="btn btn-danger" disabled={status.phase !== 'running'} onClick={() => tab.command('crash')}>
+            Crash
+          </button>
+          <button type="button" className="btn btn-danger" onClick={() => location.reload()} title="Reload the tab: the engine is never closed">
+            Reload tab (real crash)
+          </button>
+          <button type="button" className={`btn ${paused ? 'btn-primary' : ''}`} onClick={() => tab.command(paused ? 'resume' : 'pause')}>
+            {paused ? 'Resume producer' : 'Pause producer'}
+          </button>
+        </div>
+      </div>
+      <section className="panel stats-panel">
+        <header className="panel-header">
+          <h2>Device {status.id}</h2>
+          <span className="muted">{status.error ?? 'no errors'}</span>
+        </header>
+        <div className="stat-grid">
+          {facts.map(([label, value, hint]) => (
+            <div key={label} className="stat" title={hint}>
+              <span className="stat-label">{label}</span>
+              <span className="stat-value">{value}</span>
+            </div>
+          ))}
+        </div>
+        <p className="recovery-line">
+          <RecoveryText recovery={status.recovery} />
+        </p>
+      </section>
+    </>
+  )
+}
