@@ -1,5 +1,6 @@
 import { type Anomaly, type AnomalyReason, emptyAnomalyCounts } from './anomaly.ts'
 import type { Doc } from 'yjs'
+import type { Cell } from './cell.ts'
 import { ChangeFeed } from './changeFeed.ts'
 import type { Engine, EngineOptions, EngineStats, IngestReceipt, LateEvent, SyncStatus } from './engineApi.ts'
 import { configurationOf, indexFor, type ResolvedOptions, resolveOptions } from './engineOptions.ts'
@@ -414,7 +415,7 @@ export class TidemarkEngine implements Engine {
     let pending = 0
     for (const index of this.#indexes) {
       for (const w of index.windows()) {
-        cells += w.cells.size + w.fragments.length
+        cells += w.cellCount + w.fragments.length
         if (!w.fired) pending += w.count()
       }
     }
@@ -535,7 +536,11 @@ export class TidemarkEngine implements Engine {
     const cells: CellEntry[] = []
     for (const index of this.#indexes) {
       for (const w of index.windows()) {
-        for (const [source, cell] of w.cells) cells.push({ address: { window: w.window, key: w.key, start: w.start, source }, cell })
+        const sources = w.sources()
+        const own = w.cells()
+        for (let i = 0; i < sources.length; i++) {
+          cells.push({ address: { window: w.window, key: w.key, start: w.start, source: sources[i] as string }, cell: own[i] as Cell })
+        }
         for (const f of w.fragments) cells.push({ address: { window: w.window, key: w.key, start: f.start, source: f.source }, cell: f.cell })
       }
       if (index instanceof SessionWindowIndex) {

@@ -112,7 +112,7 @@ export class FixedWindowIndex implements WindowIndex {
         hooks.created(window)
       }
       if (cell === undefined) {
-        cell = window.cells.get(source.name)
+        cell = window.cell(source.name)
         if (cell === undefined) {
           cell = emptyCell()
           window.addCell(source.name, cell)
@@ -164,7 +164,7 @@ export class FixedWindowIndex implements WindowIndex {
         this.#count++
         hooks.created(window)
       }
-      const mine = window.cells.get(source)
+      const mine = window.cell(source)
       if (mine !== undefined && mergeCell(mine, cell) === mine) {
         counts.stale++
         continue

@@ -45,7 +45,7 @@ export class ReplicationOutbox {
   expire(window: WindowState, writes: (source: string) => boolean): void {
     if (this.#listeners.size === 0) return
     const { window: id, key } = window
-    for (const source of window.cells.keys()) if (writes(source)) this.#expired.push({ window: id, key, start: window.start, source })
+    for (const source of window.sources()) if (writes(source)) this.#expired.push({ window: id, key, start: window.start, source })
     for (const f of window.fragments) if (writes(f.source)) this.#expired.push({ window: id, key, start: f.start, source: f.source })
   }
 

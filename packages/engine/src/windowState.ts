@@ -19,8 +19,6 @@ export class WindowState {
   readonly key: string
   start: number
   end: number
-  /** Fixed windows: the cell of each source. Add with `addCell`, which keeps the combination order. */
-  readonly cells = new Map<string, Cell>()
   /** Session windows: fragments, in no particular order. */
   fragments: SessionFragment[] = []
   /** The on-time result was emitted (or the window was created already past the firing frontier). */
@@ -39,7 +37,11 @@ export class WindowState {
   /** Batch number that last touched this window (0 = never). */
   touchedIn = 0
   #history: WindowResult[] | null = null
-  /** Sources of `cells` in sorted order, and their cells in that order, for a deterministic combination. */
+  /**
+   * Fixed windows: the sources with a cell, in sorted order (the combination order, so every
+   * replica adds the same floats), and their cells in that order. Arrays rather than a Map:
+   * a window holds few sources, and a fresh replica builds tens of thousands of windows at once.
+   */
   readonly #sources: string[] = []
   readonly #ordered: Cell[] = []
 
@@ -50,9 +52,41 @@ export class WindowState {
     this.end = end
   }
 
-  /** Adds a source's first cell; `cells` never loses one, and a source's cell is updated in place. */
+  /** Fixed windows: how many sources have a cell here. */
+  get cellCount(): number {
+    return this.#sources.length
+  }
+
+  /** Fixed windows: sources with a cell, sorted; `cells()` holds their cells in the same order. */
+  sources(): readonly string[] {
+    return this.#sources
+  }
+
+  cells(): readonly Cell[] {
+    return this.#ordered
+  }
+
+  /** Fixed windows: the cell of `source`, if it has one. */
+  cell(source: string): Cell | undefined {
+    const at = this.#position(source)
+    return this.#sources[at] === source ? this.#ordered[at] : undefined
+  }
+
+  /** Adds a source's first cell; a window never loses one, and a source's cell is updated in place. */
   addCell(source: string, cell: Cell): void {
-    this.cells.set(source, cell)
+    const at = this.#position(source)
+    if (this.#sources[at] === source) throw new Error(`window already holds a cell of source ${JSON.stringify(source)}`)
+    if (at === this.#sources.length) {
+      this.#sources.push(source)
+      this.#ordered.push(cell)
+    } else {
+      this.#sources.splice(at, 0, source)
+      this.#ordered.splice(at, 0, cell)
+    }
+  }
+
+  /** Where `source` is or would be inserted in `#sources`. */
+  #position(source: string): number {
     const sources = this.#sources
     let lo = 0
     let hi = sources.length
@@ -61,13 +95,7 @@ export class WindowState {
       if ((sources[mid] as string) < source) lo = mid + 1
       else hi = mid
     }
-    if (lo === sources.length) {
-      sources.push(source)
-      this.#ordered.push(cell)
-    } else {
-      sources.splice(lo, 0, source)
-      this.#ordered.splice(lo, 0, cell)
-    }
+    return lo
   }
 
   /** Combines the cells in a fixed order (by source, then fragment start), so every replica gets the same floats. */
@@ -131,7 +159,7 @@ export class WindowState {
       basisEnd: this.basisEnd,
       emitted: this.emitted,
       history: [...this.history()],
-      cells: [...this.cells].map(([source, cell]) => [source, { ...cell }] as const),
+      cells: this.#sources.map((source, i) => [source, { ...(this.#ordered[i] as Cell) }] as const),
       fragments: this.fragments.map((f) => [f.source, f.start, { ...f.cell }] as const),
     }
   }
@@ -153,7 +181,7 @@ export class WindowState {
   /** Total events held in this window's cells. */
   count(): number {
     let n = 0
-    for (const cell of this.cells.values()) n += cell.count
+    for (const cell of this.#ordered) n += cell.count
     for (const fragment of this.fragments) n += fragment.cell.count
     return n
   }

@@ -4,7 +4,7 @@
  * pushed or decoded, so a delete finds its entries in one scan without re-encoding keys.
  */
 import type * as Y from 'yjs'
-import { compareCells } from '../cell.ts'
+import { type Cell, compareCells } from '../cell.ts'
 import type { CellAddress, CellEntry, ClockEntry } from '../replicaPort.ts'
 import {
   compareClocks,
@@ -15,11 +15,6 @@ import {
   writeCellEntry,
   writeClockEntry,
 } from './docEntry.ts'
-
-interface Indexed<T> {
-  readonly raw: DocEntry
-  readonly value: T
-}
 
 /** A validated entry, or why it was refused. */
 export type ReadEntry =
@@ -40,10 +35,13 @@ export class ReplicaLog {
   readonly replicaId: string
   readonly array: Y.Array<DocEntry>
   status: ReplicaStatus = 'unknown'
-  readonly #cells = new Map<string, Indexed<CellEntry>[]>()
-  readonly #clocks = new Map<string, Indexed<ClockEntry>[]>()
-  /** Where each indexed entry is filed, so a deleted one is forgotten without decoding it again. */
-  readonly #filed = new Map<DocEntry, string>()
+  /**
+   * The raw entries read or written, by address key (cells) and source (clocks). Raw entries
+   * only: they are the doc's own immutable arrays, so nothing decoded outlives the read, and an
+   * entry's key is read back from it when it leaves.
+   */
+  readonly #cells = new Map<string, DocEntry[]>()
+  readonly #clocks = new Map<string, DocEntry[]>()
 
   constructor(replicaId: string, array: Y.Array<DocEntry>) {
     this.replicaId = replicaId
@@ -67,29 +65,27 @@ export class ReplicaLog {
       if (clock.writer !== this.replicaId) {
         return { kind: 'invalid', detail: `clock of ${JSON.stringify(clock.source)} in another replica's log names writer ${JSON.stringify(clock.writer)}` }
       }
-      this.#file(this.#clocks, clock.source, { raw: raw as DocEntry, value: clock })
+      file(this.#clocks, clock.source, raw as DocEntry)
       return { kind: 'clock', entry: clock }
     }
     const cell = readCellEntry(raw)
     if (typeof cell === 'string') return { kind: 'invalid', detail: cell }
-    this.#file(this.#cells, addressKey(cell.address), { raw: raw as DocEntry, value: cell })
+    file(this.#cells, addressKey(cell.address), raw as DocEntry)
     return { kind: 'cell', entry: cell }
   }
 
   /** Forgets an entry that left the doc. */
   forget(raw: unknown): void {
-    const key = this.#filed.get(raw as DocEntry)
-    if (key === undefined) return
-    this.#filed.delete(raw as DocEntry)
-    if (entryKind(raw) === 'clock') unfile(this.#clocks, key, raw)
-    else unfile(this.#cells, key, raw)
+    const kind = entryKind(raw)
+    const entry = raw as DocEntry
+    if (kind === 'clock' && typeof entry[1] === 'string') unfile(this.#clocks, entry[1], entry)
+    else if (kind === 'cell' && isAddress(entry)) unfile(this.#cells, rawAddressKey(entry), entry)
   }
 
   /** Drops the index and reads every entry now in the array. */
   reread(): ReadEntry[] {
     this.#cells.clear()
     this.#clocks.clear()
-    this.#filed.clear()
     return this.array.toArray().map((raw) => this.read(raw))
   }
 
@@ -100,25 +96,24 @@ export class ReplicaLog {
   putCell(entry: CellEntry, write: LogWrite): void {
     const key = addressKey(entry.address)
     const existing = this.#cells.get(key)
-    const kept: Indexed<CellEntry>[] = []
+    const kept: DocEntry[] = []
     let present = false
     if (existing !== undefined) {
       for (const old of existing) {
-        const order = compareCells(old.value.cell, entry.cell)
+        const order = compareCells(rawCell(old), entry.cell)
         if (order > 0 || (order === 0 && !present)) {
           kept.push(old)
           present ||= order === 0
         } else {
-          this.#doom(old.raw, write)
+          write.doomed.add(old)
         }
       }
     }
     if (!present) {
+      // Encoded now: the engine hands out its live cells, and the raw entry is the snapshot.
       const raw = writeCellEntry(entry)
       write.pushes.push(raw)
-      this.#filed.set(raw, key)
-      // The engine hands out its live cells: keep a snapshot, as the doc does.
-      kept.push({ raw, value: { address: { ...entry.address }, cell: { ...entry.cell } } })
+      kept.push(raw)
     }
     this.#cells.set(key, kept)
   }
@@ -126,24 +121,23 @@ export class ReplicaLog {
   /** Writes a clock, like `putCell`. */
   putClock(clock: ClockEntry, write: LogWrite): void {
     const existing = this.#clocks.get(clock.source)
-    const kept: Indexed<ClockEntry>[] = []
+    const kept: DocEntry[] = []
     let present = false
     if (existing !== undefined) {
       for (const old of existing) {
-        const order = compareClocks(old.value, clock)
+        const order = compareClocks(rawClock(old), clock)
         if (order > 0 || (order === 0 && !present)) {
           kept.push(old)
           present ||= order === 0
         } else {
-          this.#doom(old.raw, write)
+          write.doomed.add(old)
         }
       }
     }
     if (!present) {
       const raw = writeClockEntry(clock)
       write.pushes.push(raw)
-      this.#filed.set(raw, clock.source)
-      kept.push({ raw, value: { ...clock } })
+      kept.push(raw)
     }
     this.#clocks.set(clock.source, kept)
   }
@@ -153,30 +147,16 @@ export class ReplicaLog {
     const key = addressKey(address)
     const existing = this.#cells.get(key)
     if (existing === undefined) return
-    for (const old of existing) this.#doom(old.raw, write)
+    for (const old of existing) write.doomed.add(old)
     this.#cells.delete(key)
   }
 
   /** Dooms every entry (a replica that changed configuration starts its log afresh). */
   clear(write: LogWrite): void {
-    for (const list of this.#cells.values()) for (const e of list) write.doomed.add(e.raw)
-    for (const list of this.#clocks.values()) for (const e of list) write.doomed.add(e.raw)
+    for (const list of this.#cells.values()) for (const raw of list) write.doomed.add(raw)
+    for (const list of this.#clocks.values()) for (const raw of list) write.doomed.add(raw)
     this.#cells.clear()
     this.#clocks.clear()
-    this.#filed.clear()
-  }
-
-  #doom(raw: DocEntry, write: LogWrite): void {
-    write.doomed.add(raw)
-    this.#filed.delete(raw)
-  }
-
-  #file<T>(index: Map<string, Indexed<T>[]>, key: string, entry: Indexed<T>): void {
-    if (this.#filed.has(entry.raw)) return
-    this.#filed.set(entry.raw, key)
-    const list = index.get(key)
-    if (list === undefined) index.set(key, [entry])
-    else list.push(entry)
   }
 
   /** Applies a write to the array; call inside the binding's transaction. */
@@ -207,12 +187,51 @@ function deleteEntries(array: Y.Array<DocEntry>, doomed: ReadonlySet<DocEntry>):
   for (let i = starts.length - 1; i >= 0; i--) array.delete(starts[i] as number, lengths[i] as number)
 }
 
-function unfile<T>(index: Map<string, Indexed<T>[]>, key: string, raw: unknown): void {
+function file(index: Map<string, DocEntry[]>, key: string, raw: DocEntry): void {
+  const list = index.get(key)
+  if (list === undefined) index.set(key, [raw])
+  else if (!list.includes(raw)) list.push(raw)
+}
+
+function unfile(index: Map<string, DocEntry[]>, key: string, raw: DocEntry): void {
   const list = index.get(key)
   if (list === undefined) return
-  const next = list.filter((e) => e.raw !== raw)
+  const next = list.filter((e) => e !== raw)
   if (next.length === 0) index.delete(key)
   else index.set(key, next)
+}
+
+/** The cell of an entry this log indexed (validated when read, or written here). */
+function rawCell(raw: DocEntry): Cell {
+  return {
+    count: raw[5] as number,
+    sum: raw[6] as number,
+    min: raw[7] as number,
+    max: raw[8] as number,
+    maxTs: raw[9] as number,
+    version: raw[10] as number,
+  }
+}
+
+function rawClock(raw: DocEntry): ClockEntry {
+  return {
+    source: raw[1] as string,
+    writer: raw[2] as string,
+    maxTs: raw[3] as number,
+    prefix: raw[4] as number,
+    prefixTs: raw[5] as number,
+    provable: raw[6] === 1,
+    version: raw[7] as number,
+  }
+}
+
+/** True when a cell entry's address fields have the types `rawAddressKey` reads (a deleted entry may never have been valid). */
+function isAddress(raw: DocEntry): boolean {
+  return typeof raw[1] === 'string' && typeof raw[2] === 'string' && typeof raw[3] === 'number' && typeof raw[4] === 'string'
+}
+
+function rawAddressKey(raw: DocEntry): string {
+  return addressKey({ window: raw[1] as string, key: raw[2] as string, start: raw[3] as number, source: raw[4] as string })
 }
 
 /**
