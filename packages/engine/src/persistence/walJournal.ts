@@ -165,18 +165,18 @@ export class WalJournal implements Journal {
     const attempt = written.then(
       () => {
         this.#checkpointing = null
-        this.#durable.checkpointed(upToLsn)
         // Ops recorded while this one was being written may already call for the next.
         if (this.#due()) this.#scheduleCheckpoint()
-        if (this.#blocked === null) return true
-        if (upToLsn >= this.#holeAt) {
+        if (this.#blocked !== null && upToLsn >= this.#holeAt) {
           this.#blocked = null
           this.#holeAt = 0
           this.#retryDelay = this.#options.retry.firstMs
-        } else {
+        } else if (this.#blocked !== null) {
           // A write failed after this state was taken: the hole is still uncovered.
           this.#scheduleRetry()
         }
+        // Last: delivering writes to peers may run their code, which must find the journal settled.
+        this.#durable.checkpointed(upToLsn)
         return true
       },
       (error: unknown) => {
