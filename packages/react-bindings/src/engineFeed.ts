@@ -1,5 +1,5 @@
-import type { Engine, WindowChange } from '@tidemark/engine'
-import { EngineFrame } from './engineFrame.ts'
+import type { Engine, WindowChange, WindowResult } from '@tidemark/engine'
+import { EngineFrame, UNTOUCHED } from './engineFrame.ts'
 import type { FrameScheduler } from './frameScheduler.ts'
 import { lookup, sameWindow, startsOf, type WindowAddress, type WindowIndex } from './windowIndex.ts'
 
@@ -10,6 +10,15 @@ export type ObservedEngine = Pick<
 >
 
 type FrameListener = (frame: EngineFrame) => void
+
+/** The listeners of one window, and what the frame being dispatched did to it. */
+interface Watch {
+  readonly listeners: Set<FrameListener>
+  /** Number of the last frame that touched the window. */
+  frame: number
+  /** Its value after that frame; `null` when retracted or moved away. */
+  latest: WindowResult | null
+}
 
 /**
  * One engine subscription shared by every observer under a provider (or by
@@ -24,8 +33,9 @@ export class EngineFeed {
   readonly engine: ObservedEngine
   #scheduler: FrameScheduler
   #listeners = new Set<FrameListener>()
-  #watchers: WindowIndex<Set<FrameListener>> = new Map()
+  #watches: WindowIndex<Watch> = new Map()
   #watching = 0
+  #frames = 0
   #pending: WindowChange[] = []
   #stopEngine: (() => void) | null = null
   #cancelFrame: (() => void) | null = null
@@ -60,28 +70,28 @@ export class EngineFeed {
   }
 
   #watch(listener: FrameListener, window: WindowAddress): void {
-    const byStart = startsOf(this.#watchers, window)
-    let watchers = byStart.get(window.start)
-    if (watchers === undefined) {
-      watchers = new Set()
-      byStart.set(window.start, watchers)
+    const byStart = startsOf(this.#watches, window)
+    let watch = byStart.get(window.start)
+    if (watch === undefined) {
+      watch = { listeners: new Set(), frame: -1, latest: null }
+      byStart.set(window.start, watch)
     }
-    if (!watchers.has(listener)) this.#watching++
-    watchers.add(listener)
+    if (!watch.listeners.has(listener)) this.#watching++
+    watch.listeners.add(listener)
   }
 
   /** Removes the listener and prunes emptied maps, so windows that came and went leave no entries. */
   #unwatch(listener: FrameListener, window: WindowAddress): void {
-    const byKey = this.#watchers.get(window.window)
+    const byKey = this.#watches.get(window.window)
     const byStart = byKey?.get(window.key)
-    const watchers = byStart?.get(window.start)
-    if (byKey === undefined || byStart === undefined || watchers === undefined || !watchers.delete(listener)) return
+    const watch = byStart?.get(window.start)
+    if (byKey === undefined || byStart === undefined || watch === undefined || !watch.listeners.delete(listener)) return
     this.#watching--
-    if (watchers.size > 0) return
+    if (watch.listeners.size > 0) return
     byStart.delete(window.start)
     if (byStart.size > 0) return
     byKey.delete(window.key)
-    if (byKey.size === 0) this.#watchers.delete(window.window)
+    if (byKey.size === 0) this.#watches.delete(window.window)
   }
 
   #onChanges = (changes: readonly WindowChange[]): void => {
@@ -92,19 +102,35 @@ export class EngineFeed {
 
   #runFrame = (): void => {
     this.#cancelFrame = null
-    const frame = new EngineFrame(this.#pending)
+    const changes = this.#pending
     this.#pending = []
-    for (const listener of this.#listeners) listener(frame)
-    if (this.#watching === 0) return
-    // Each touched window's watchers once, after the whole frame is known.
-    const touched = new Set<Set<FrameListener>>()
-    for (const { result, previous } of frame.changes) {
-      const watchers = lookup(this.#watchers, result)
-      if (watchers !== undefined) touched.add(watchers)
-      if (previous === undefined || sameWindow(previous, result)) continue
-      const moved = lookup(this.#watchers, previous)
-      if (moved !== undefined) touched.add(moved)
+    // One pass over the changes: each watched window's value after the
+    // frame, and its watchers, found once however often it changed.
+    const number = ++this.#frames
+    const touched: Watch[] = []
+    if (this.#watching > 0) {
+      for (const { type, result, previous } of changes) {
+        if (previous !== undefined && !sameWindow(previous, result)) this.#touch(previous, null, number, touched)
+        this.#touch(result, type === 'retract' ? null : result, number, touched)
+      }
     }
-    for (const watchers of touched) for (const listener of watchers) listener(frame)
+    // Answers for this frame only; listeners read their frame while it is dispatched.
+    const frame = new EngineFrame(changes, (address) => {
+      const watch = lookup(this.#watches, address)
+      if (watch === undefined) return undefined
+      return watch.frame === number ? watch.latest : UNTOUCHED
+    })
+    for (const listener of this.#listeners) listener(frame)
+    for (const watch of touched) for (const listener of watch.listeners) listener(frame)
+  }
+
+  #touch(address: WindowAddress, latest: WindowResult | null, number: number, touched: Watch[]): void {
+    const watch = lookup(this.#watches, address)
+    if (watch === undefined) return
+    if (watch.frame !== number) {
+      watch.frame = number
+      touched.push(watch)
+    }
+    watch.latest = latest
   }
 }

@@ -1,6 +1,15 @@
 import type { ResultQuery, WindowChange, WindowResult } from '@tidemark/engine'
 import { lookup, sameWindow, startsOf, type WindowAddress, type WindowIndex } from './windowIndex.ts'
 
+/** What a `KnownLatest` answers for a window it knows no change in this frame touched. */
+export const UNTOUCHED = Symbol('untouched')
+
+/**
+ * The latest values the feed already worked out while dispatching the frame
+ * (for every watched window); `undefined` for a window it does not know.
+ */
+export type KnownLatest = (address: WindowAddress) => WindowResult | null | typeof UNTOUCHED | undefined
+
 /**
  * The window changes the engine announced between two frames, oldest first.
  * Observers ask it whether their slice was touched before they read the
@@ -10,13 +19,16 @@ export class EngineFrame {
   readonly changes: readonly WindowChange[]
   /**
    * Each touched window's value after the frame, `null` when it was retracted
-   * or moved away. Built on the first lookup, once per frame, however many
-   * observers ask.
+   * or moved away. Built on the first lookup of a window the feed did not
+   * already know, once per frame, however many observers ask.
    */
   #latest: WindowIndex<WindowResult | null> | null = null
 
-  constructor(changes: readonly WindowChange[]) {
+  #known: KnownLatest | undefined
+
+  constructor(changes: readonly WindowChange[], known?: KnownLatest) {
     this.changes = changes
+    this.#known = known
   }
 
   /**
@@ -25,8 +37,11 @@ export class EngineFrame {
    * merged into another, or that now starts elsewhere).
    */
   latest(window: string, key: string, start: number): WindowResult | null | undefined {
+    const address = { window, key, start }
+    const known = this.#known?.(address)
+    if (known !== undefined) return known === UNTOUCHED ? undefined : known
     this.#latest ??= latestByWindow(this.changes)
-    return lookup(this.#latest, { window, key, start })
+    return lookup(this.#latest, address)
   }
 
   /** Whether any change in this frame is about window `(window, key, start)`. */

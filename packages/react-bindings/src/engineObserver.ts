@@ -23,7 +23,30 @@ export class EngineObserver<T> {
     this.#snapshot = slice.read(feed.engine)
   }
 
+  /** The last selection any `select` getter of this observer returned, with the snapshot it came from. */
+  #selected: { readonly snapshot: T; readonly selection: unknown } | null = null
+
   getSnapshot = (): T => this.#snapshot
+
+  /**
+   * A `getSnapshot` for a selection of the slice: `selector` runs only when
+   * the snapshot changed, and the previous selection is returned instead of
+   * the new one while `isEqual` says they are the same, also when a
+   * re-render made a new `selector` closure (and so a new getter).
+   */
+  select<S>(selector: (value: T) => S, isEqual: (a: S, b: S) => boolean): () => S {
+    let memo: { readonly snapshot: T; readonly selection: S } | null = null
+    return () => {
+      const snapshot = this.#snapshot
+      if (memo !== null && Object.is(memo.snapshot, snapshot)) return memo.selection
+      let selection = selector(snapshot)
+      const previous = memo ?? (this.#selected as { readonly selection: S } | null)
+      if (previous !== null && isEqual(previous.selection, selection)) selection = previous.selection
+      memo = { snapshot, selection }
+      this.#selected = memo
+      return selection
+    }
+  }
 
   subscribe = (listener: () => void): (() => void) => {
     this.#listeners.add(listener)
