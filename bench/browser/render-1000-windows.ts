@@ -212,8 +212,9 @@ async function runPage(browser: Browser, url: string, view: View, options: RunOp
       if (message.type() === 'error' || message.type() === 'warning') console.error(`page ${message.type()}: ${message.text()}`)
     })
     await browser.startTracing(page, { path: tracePath, categories: TRACE_CATEGORIES })
-    const stopProfiler = options.cpuProfile === undefined ? null : await startProfiler(page)
     await page.goto(`${url}?${query}`, { waitUntil: 'load', timeout: 60_000 })
+    // After load: module evaluation and making the events are not part of the run.
+    const stopProfiler = options.cpuProfile === undefined ? null : await startProfiler(page)
     await page.waitForFunction(() => window.__result !== undefined || window.__error !== undefined, null, {
       timeout: (seconds + 60) * 1000,
       polling: 1000,
