@@ -18,9 +18,14 @@ export interface StormOptions {
   readonly onlineMs: readonly [number, number]
 }
 
+/**
+ * Offline spells from half a second (the watermark waits: no correction) to six seconds
+ * (longer than the dashboard's idle timeout: windows fire without the device, and its
+ * catch-up corrects them), all shorter than the default allowed lateness.
+ */
 export const DEFAULT_STORM: Omit<StormOptions, 'durationMs'> = {
   share: 0.6,
-  offlineMs: [400, 3_500],
+  offlineMs: [500, 6_000],
   onlineMs: [300, 2_500],
 }
 
