@@ -53,7 +53,12 @@ export function openControlChannel(name: string): ControlChannel {
   }
 }
 
-/** A channel that goes nowhere: a dashboard with no other pages to talk to (tests, Node). */
+/**
+ * A channel that goes nowhere: a dashboard with no other pages to talk to (tests, Node).
+ *
+ * @example
+ * const fleet = new Fleet({ wiring, control: silentControlChannel })
+ */
 export const silentControlChannel: ControlChannel = {
   post() {},
   listen: () => () => {},

@@ -36,7 +36,14 @@ export function webDeviceLocks(locks: LockManager): DeviceLocks {
   }
 }
 
-/** Locks within one page (Node, tests): the same order and abort rules, no other tabs. */
+/**
+ * Locks within one page (Node, tests): the same order and abort rules, no other tabs.
+ *
+ * @example
+ * const locks = pageDeviceLocks()
+ * const lease = await locks.acquire('d01', new AbortController().signal)
+ * lease.release()
+ */
 export function pageDeviceLocks(): DeviceLocks {
   const queues = new Map<string, { grant: () => void; signal: AbortSignal }[]>()
   const held = new Set<string>()

@@ -12,6 +12,12 @@ import type { FleetWiring } from './fleetWiring.ts'
  * every update of its document, so one document in many rooms would relay each device's
  * state into every other device's room, and every device would merge the whole fleet.
  * With a copy per device, updates flow device → dashboard only.
+ *
+ * @example
+ * const doc = new Y.Doc()
+ * const dashboard = createEngine({ windows: tumbling(2_000), doc })
+ * const mirror = new DeviceMirror('d01', doc, wiring, 'w2000-l10000', Date.now)
+ * mirror.lastSync() // when d01's state last arrived
  */
 export class DeviceMirror {
   readonly device: string

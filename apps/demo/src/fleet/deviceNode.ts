@@ -52,6 +52,12 @@ const DEFAULT_REBOOT_MS = 1_500
  * claim ended, as if the tab died. After the reboot delay, `openEngine` recovers it from
  * IndexedDB (checkpoint + log tail) and the device continues its seq from what the log
  * holds. Readings sampled but not yet ingested die with it: they were never acknowledged.
+ *
+ * @example
+ * const node = await DeviceNode.open({ profile, rng, faults: DEFAULT_FAULTS, settings, wiring, epoch, now: Date.now })
+ * node.step(Date.now(), true)      // samples, ingests a due upload into its own engine
+ * node.setOnline(false)            // providers down, log keeps growing
+ * node.crash(Date.now())           // dropped without close; reopens from IndexedDB on a later step
  */
 export class DeviceNode {
   readonly profile: DeviceProfile

@@ -38,6 +38,12 @@ const STATUS_EVERY_MS = 1_000
  * A `?device=` tab that asks for the device gets it: this page closes its engine cleanly
  * (last checkpoint), lets the lock go, and waits to take it back when the tab closes. The
  * tab opens the same IndexedDB log, so the device continues where it stopped.
+ *
+ * @example
+ * const slot = new DeviceSlot({ index: 2, settings, wiring, epoch, now: Date.now, faults: DEFAULT_FAULTS, locks, control, mode: 'share' })
+ * slot.start()
+ * control.listen((message) => slot.receive(message, Date.now()))
+ * slot.command('offline', Date.now()) // here: its providers; elsewhere: a message to the page that runs it
  */
 export class DeviceSlot {
   readonly id: string

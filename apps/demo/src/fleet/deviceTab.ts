@@ -32,6 +32,11 @@ export interface DeviceTabOptions {
  * A `?device=` tab: runs one device of the fleet on its own. It asks whoever runs the
  * device (usually the dashboard page) to hand it over, opens the device's log, follows the
  * dashboards' settings and commands, and posts its status for their device tables.
+ *
+ * @example
+ * const tab = new DeviceTab({ index: deviceIndexOf('d07') ?? 0, settings: settingsFromQuery(params), wiring, locks, control })
+ * tab.start()
+ * tab.run(100)
  */
 export class DeviceTab {
   readonly #options: DeviceTabOptions

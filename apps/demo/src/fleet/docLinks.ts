@@ -13,6 +13,11 @@ export type ServerLink = 'connected' | 'connecting' | 'off' | 'none'
  * Offline means both providers disconnected: nothing leaves or arrives, and the engine
  * keeps working. Back online, each provider starts with the sync protocol's state-vector
  * exchange, so each side sends only what the other misses.
+ *
+ * @example
+ * const links = new DocLinks(doc, wiring, 'w2000-l10000', 'd01')
+ * links.setOnline(false) // both providers disconnect
+ * links.server()         // 'off'
  */
 export class DocLinks {
   readonly #doc: Y.Doc

@@ -68,6 +68,12 @@ const LATE_CORRECTIONS_KEPT = 60
  *
  * The dashboard engine owns no source and ingests nothing: its windows are the lattice
  * state that the devices' engines wrote into their documents, merged.
+ *
+ * @example
+ * const fleet = new Fleet({ wiring: await loadWiring('f1', fetch, probeWebsocket), control: openControlChannel('c') })
+ * fleet.start(100)
+ * fleet.setOnline('d03', false) // its providers disconnect; it keeps ingesting
+ * fleet.snapshot().dashboard.results({ window: 'tumbling:2000', key: 'temp' })
  */
 export class Fleet {
   readonly #now: () => number

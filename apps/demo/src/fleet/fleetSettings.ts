@@ -36,6 +36,9 @@ export function windowIdOf(settings: FleetSettings): string {
  * Which replicas can merge: engines of one epoch share window spec and allowed lateness
  * (the engine's configuration fingerprint). Rooms, channels and databases are named after
  * it, so a peer running other settings is never even met.
+ *
+ * @example
+ * epochOf(DEFAULT_SETTINGS) // 'w2000-l10000'
  */
 export function epochOf(settings: FleetSettings): string {
   return `w${settings.windowMs}-l${settings.allowedLatenessMs}`
@@ -96,14 +99,24 @@ const QUERY_FIELDS = {
   deviceCount: ['devices', 1, MAX_DEVICES],
 } as const
 
-/** Settings as URL parameters, for a `?device=` tab opened from the dashboard. */
+/**
+ * Settings as URL parameters, for a `?device=` tab opened from the dashboard.
+ *
+ * @example
+ * settingsQuery(DEFAULT_SETTINGS) // 'window=2000&lateness=10000&ooo=1000&devices=12'
+ */
 export function settingsQuery(settings: FleetSettings): string {
   const params = new URLSearchParams()
   for (const [field, [name]] of Object.entries(QUERY_FIELDS)) params.set(name, String(settings[field as keyof typeof QUERY_FIELDS]))
   return params.toString()
 }
 
-/** Settings read back from URL parameters; missing or unreadable ones keep their defaults. */
+/**
+ * Settings read back from URL parameters; missing or unreadable ones keep their defaults.
+ *
+ * @example
+ * settingsFromQuery(new URLSearchParams('devices=48&window=5000')).deviceCount // 48
+ */
 export function settingsFromQuery(params: URLSearchParams): FleetSettings {
   const settings: Record<string, number> = { ...DEFAULT_SETTINGS }
   for (const [field, [name, min, max]] of Object.entries(QUERY_FIELDS)) {
@@ -113,7 +126,12 @@ export function settingsFromQuery(params: URLSearchParams): FleetSettings {
   return settings as unknown as FleetSettings
 }
 
-/** Settings another page posted: every field a finite number in range, or null. */
+/**
+ * Settings another page posted: every field a finite number in range, or null.
+ *
+ * @example
+ * parseSettings({ ...DEFAULT_SETTINGS, windowMs: 0 }) // null
+ */
 export function parseSettings(value: unknown): FleetSettings | null {
   if (typeof value !== 'object' || value === null) return null
   const v = value as Record<string, unknown>

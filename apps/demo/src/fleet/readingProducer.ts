@@ -18,6 +18,10 @@ export interface DeviceProfile {
  * Fleet slot `index` of the fleet seeded with `seed`: its id (`d01`, …), a clock off by up
  * to ±1.5 s, and its own random stream. The same slot and seed give the same device in
  * every page, so a `?device=` tab runs exactly the device the dashboard would have run.
+ *
+ * @example
+ * const { profile, rng } = createDeviceProfile(6, DEFAULT_SETTINGS.seed, Date.now()) // d07
+ * const producer = new ReadingProducer(profile, DEFAULT_FAULTS, rng, Date.now())
  */
 export function createDeviceProfile(index: number, seed: number, now: number): { profile: DeviceProfile; rng: Prng } {
   const rng = createPrng(seed * 7 + index * 7_919)

@@ -92,7 +92,12 @@ export class StormTally {
   }
 }
 
-/** The late corrections in `changes`, with the value each replaced. */
+/**
+ * The late corrections in `changes`, with the value each replaced.
+ *
+ * @example
+ * engine.subscribe((changes) => log.push(...lateCorrectionsOf(changes, Date.now())))
+ */
 export function lateCorrectionsOf(changes: readonly WindowChange[], at: number): LateCorrection[] {
   const out: LateCorrection[] = []
   for (const change of changes) {
