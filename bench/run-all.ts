@@ -30,15 +30,11 @@ const PROFILES: readonly ProfileEntry[] = [
   { name: 'reconnect-burst', streaming: false },
   { name: 'anomaly-heavy', streaming: false },
   { name: 'ordered-stream-flush', streaming: false },
+  { name: 'merge-8-replicas', streaming: false },
 ]
 
 /** Profiles from issue 9 that this command does not run; listed, never given numbers. */
 const MISSING: readonly MissingProfile[] = [
-  {
-    name: 'merge-8-replicas',
-    where: 'node',
-    status: 'TODO: not yet built as a profile of this suite (bench/replication.ts times an 8-replica merge on its own, without floor or peer)',
-  },
   { name: 'wal-append', where: 'browser', status: 'separate: `pnpm bench:browser:wal` (bench/browser/wal-append.ts); not part of `pnpm bench`' },
   { name: 'wal-recovery-1m', where: 'browser', status: 'separate: `pnpm bench:browser:wal` (bench/browser/wal-recovery-1m.ts); not part of `pnpm bench`' },
   { name: 'render-1000-windows', where: 'browser', status: 'separate: `pnpm bench:browser`; not part of `pnpm bench`' },

@@ -34,6 +34,10 @@ export interface ProfileDefinition {
   readonly agree?: readonly (readonly [string, string])[]
   readonly rounds?: number
   readonly warmup?: number
+  /** List each contender's median CPU time in the report (profiles whose target is absolute, in ms). */
+  readonly showTimes?: boolean
+  /** End gauges (of any contender) to list in the report, e.g. `bytesPerCell`. */
+  readonly showGauges?: readonly string[]
 }
 
 export interface ContenderFigures {
@@ -78,6 +82,8 @@ export interface ProfileFigures {
   readonly contenders: readonly ContenderFigures[]
   readonly ratios: readonly RatioFigures[]
   readonly agreement: readonly Agreement[]
+  readonly showTimes?: boolean
+  readonly showGauges?: readonly string[]
   /** Whole benchmark process: peak RSS (getrusage) and wall time, workload generation included. */
   readonly process: { readonly maxRssMB: number; readonly wallMs: number; readonly prepareMs: number }
 }
@@ -191,6 +197,8 @@ export async function runProfile(definition: ProfileDefinition, options: Profile
     contenders: figures,
     ratios,
     agreement,
+    ...(definition.showTimes === undefined ? {} : { showTimes: definition.showTimes }),
+    ...(definition.showGauges === undefined ? {} : { showGauges: definition.showGauges }),
     process: {
       maxRssMB: Number((process.resourceUsage().maxRSS / 1024).toFixed(1)),
       wallMs: Math.round(performance.now() - started + prepareMs),

@@ -78,6 +78,11 @@ function markdown(run: BenchRun): string {
     const extra = f.ratios
       .filter((r) => r.name !== 'engine/floor' && r.name !== 'engine-vs-rxjs')
       .map((r) => `${r.label}: ${formatRatio(r)}`)
+    if (f.showTimes === true) extra.unshift(f.contenders.map((c) => `${c.name} ${c.timeMs.median.toFixed(1)} ms`).join(', '))
+    for (const gauge of f.showGauges ?? []) {
+      const owner = f.contenders.find((c) => c.end[gauge] !== undefined)
+      if (owner !== undefined) extra.push(`${gauge} ${num(owner.end[gauge])}`)
+    }
     const ordered = f.profile !== 'ordered-stream-flush' ? contender(f, 'ordered-stream') : undefined
     if (ordered !== undefined) extra.unshift(`ordered stream ${rate(ordered)} ev/s`)
     lines.push(

@@ -6,6 +6,7 @@
 import type * as Y from 'yjs'
 import { type Cell, compareCells } from '../cell.ts'
 import type { CellAddress, CellEntry, ClockEntry } from '../replicaPort.ts'
+import { CellIndex } from './cellIndex.ts'
 import {
   compareClocks,
   type DocEntry,
@@ -40,7 +41,7 @@ export class ReplicaLog {
    * only: they are the doc's own immutable arrays, so nothing decoded outlives the read, and an
    * entry's key is read back from it when it leaves.
    */
-  readonly #cells = new Map<string, DocEntry[]>()
+  readonly #cells = new CellIndex()
   readonly #clocks = new Map<string, DocEntry[]>()
 
   constructor(replicaId: string, array: Y.Array<DocEntry>) {
@@ -51,7 +52,7 @@ export class ReplicaLog {
   /** Live entries indexed (cells and clocks). */
   get size(): number {
     let n = 0
-    for (const list of this.#cells.values()) n += list.length
+    for (const list of this.#cells.lists()) n += list.length
     for (const list of this.#clocks.values()) n += list.length
     return n
   }
@@ -70,7 +71,7 @@ export class ReplicaLog {
     }
     const cell = readCellEntry(raw)
     if (typeof cell === 'string') return { kind: 'invalid', detail: cell }
-    file(this.#cells, addressKey(cell.address), raw as DocEntry)
+    this.#cells.file(cell.address, raw as DocEntry)
     return { kind: 'cell', entry: cell }
   }
 
@@ -79,7 +80,7 @@ export class ReplicaLog {
     const kind = entryKind(raw)
     const entry = raw as DocEntry
     if (kind === 'clock' && typeof entry[1] === 'string') unfile(this.#clocks, entry[1], entry)
-    else if (kind === 'cell' && isAddress(entry)) unfile(this.#cells, rawAddressKey(entry), entry)
+    else if (kind === 'cell' && isAddress(entry)) this.#cells.unfile(rawAddress(entry), entry)
   }
 
   /** Drops the index and reads every entry now in the array. */
@@ -94,8 +95,7 @@ export class ReplicaLog {
    * supersedes. Entries above it in the lattice order stay, so the doc never loses a join.
    */
   putCell(entry: CellEntry, write: LogWrite): void {
-    const key = addressKey(entry.address)
-    const existing = this.#cells.get(key)
+    const existing = this.#cells.get(entry.address)
     const kept: DocEntry[] = []
     let present = false
     if (existing !== undefined) {
@@ -115,7 +115,7 @@ export class ReplicaLog {
       write.pushes.push(raw)
       kept.push(raw)
     }
-    this.#cells.set(key, kept)
+    this.#cells.set(entry.address, kept)
   }
 
   /** Writes a clock, like `putCell`. */
@@ -144,16 +144,15 @@ export class ReplicaLog {
 
   /** Dooms every entry of a cell that left live state. */
   expire(address: CellAddress, write: LogWrite): void {
-    const key = addressKey(address)
-    const existing = this.#cells.get(key)
+    const existing = this.#cells.get(address)
     if (existing === undefined) return
     for (const old of existing) write.doomed.add(old)
-    this.#cells.delete(key)
+    this.#cells.delete(address)
   }
 
   /** Dooms every entry (a replica that changed configuration starts its log afresh). */
   clear(write: LogWrite): void {
-    for (const list of this.#cells.values()) for (const raw of list) write.doomed.add(raw)
+    for (const list of this.#cells.lists()) for (const raw of list) write.doomed.add(raw)
     for (const list of this.#clocks.values()) for (const raw of list) write.doomed.add(raw)
     this.#cells.clear()
     this.#clocks.clear()
@@ -230,14 +229,6 @@ function isAddress(raw: DocEntry): boolean {
   return typeof raw[1] === 'string' && typeof raw[2] === 'string' && typeof raw[3] === 'number' && typeof raw[4] === 'string'
 }
 
-function rawAddressKey(raw: DocEntry): string {
-  return addressKey({ window: raw[1] as string, key: raw[2] as string, start: raw[3] as number, source: raw[4] as string })
-}
-
-/**
- * The index key of a cell address: cheaper than the engine's JSON `cellKey`, and unambiguous
- * for any strings (window and key are length-prefixed, start is a number, source is the rest).
- */
-function addressKey(a: CellAddress): string {
-  return `${a.window.length}:${a.window}${a.key.length}:${a.key}${a.start}|${a.source}`
+function rawAddress(raw: DocEntry): CellAddress {
+  return { window: raw[1] as string, key: raw[2] as string, start: raw[3] as number, source: raw[4] as string }
 }
