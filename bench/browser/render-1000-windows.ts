@@ -240,7 +240,7 @@ async function runPage(browser: Browser, url: string, view: View, options: RunOp
       trace,
       ...(cpuProfileSummary === undefined ? {} : { cpuProfileSummary }),
       targets: {
-        p95FrameBelow16ms: trace.workWallMs.p95 < 16,
+        p95FrameBelow16ms: trace.work.wall.p95 < 16,
         atMostOneRenderPerFrame: result.maxRendersPerComponentPerFrame <= 1,
       },
     }
@@ -251,31 +251,36 @@ async function runPage(browser: Browser, url: string, view: View, options: RunOp
 
 export function report(r: RunResult): string {
   const f = (v: number): string => (Number.isNaN(v) ? '–' : v.toFixed(1))
-  const pct = (p: Percentiles): string => `p50 ${f(p.p50)}  p95 ${f(p.p95)}  p99 ${f(p.p99)}  max ${f(p.max)} ms`
+  const pct = (p: Percentiles): string => `p50 ${f(p.p50)}  p95 ${f(p.p95)}  p99 ${f(p.p99)}  max ${f(p.max)}`
   const mark = (ok: boolean): string => (ok ? 'PASS' : 'FAIL')
   const t = r.trace
-  const share = (ms: number): string => `${((ms / t.totalMs.runWall) * 100).toFixed(1)}%`
+  const cpu = t.totals.rendering.cpu
+  const busyCpu = t.totals.busy.cpu
+  const share = (ms: number): string => `${((ms / busyCpu) * 100).toFixed(0)}%`
+  const per = (ms: number, count: number): string => `${((ms * 1000) / Math.max(1, count)).toFixed(1)} µs`
+  const browserCpu = cpu.style + cpu.layout + cpu.paint
+  const gcCpu = cpu.gc
   const lines = [
     `render-1000-windows, ${r.view} view (${r.mode}, ${r.browser}, headless, --disable-gpu; load average ${r.loadAverage[0].toFixed(1)} → ${r.loadAverage[1].toFixed(1)})`,
-    `  load       ${r.components} tiles, ${r.events} events in ${(r.runMs / 1000).toFixed(2)} s = ${r.eventsPerSecond} events/s (asked ${r.targetRate}), ${r.ingestCalls} ingest calls`,
-    `  frame time (main-thread work per frame: rendering update + tasks since the previous frame)`,
-    `             wall ${pct(t.workWallMs)}  [target p95 < 16 ms: ${mark(r.targets.p95FrameBelow16ms)}]`,
-    `             cpu  ${pct(t.workCpuMs)}`,
-    `  rendering update (rAF, React, style, layout, paint)`,
-    `             wall ${pct(t.renderingWallMs)}`,
-    `             cpu  ${pct(t.renderingCpuMs)}`,
-    ...PHASES.map((p) => `    ${p.padEnd(9)}${pct(t.renderingPhaseMs[p])}`),
-    `  per frame  engine ingest ${pct(t.ingestPerFrameMs)}`,
-    `  per feed frame (${r.feedFrames})  fan-out ${pct(r.fanOutMs)}`,
-    `             React render+commit ${pct(r.reactMs)}`,
-    `  ingest call ${pct(r.ingestCallMs)}`,
-    `  frame interval ${pct(r.frameIntervalMs)} (${t.frames} frames traced, ${r.frames} rAF)`,
-    `  run ${(t.totalMs.runWall / 1000).toFixed(2)} s wall, main thread busy ${share(t.totalMs.busyWall)}: engine ingest ${share(t.totalMs.ingest)}, fan-out ${share(t.totalMs.fanOut)}, React ${share(t.totalMs.react)}, ` +
-      `style ${share(t.totalMs.rendering.style)}, layout ${share(t.totalMs.rendering.layout)}, paint ${share(t.totalMs.rendering.paint)}, GC ${share(t.totalMs.rendering.gc + t.totalMs.between.gc)}`,
-    `  renders/component/frame  max ${r.maxRendersPerComponentPerFrame}  mean ${r.meanRendersPerRenderingFrame.toFixed(3)} (frames it rendered)  ${r.meanRendersPerComponentPerFrame.toFixed(3)} (all frames)  [target <= 1: ${mark(r.targets.atMostOneRenderPerFrame)}]`,
+    `  load           ${r.components} tiles, ${r.events} events in ${(r.runMs / 1000).toFixed(2)} s = ${r.eventsPerSecond} events/s (asked ${r.targetRate}), ${r.ingestCalls} messages`,
+    `  renders        ${r.meanRendersPerComponentPerFrame.toFixed(2)} per tile per frame, at most ${r.maxRendersPerComponentPerFrame} in one frame [target <= 1: ${mark(r.targets.atMostOneRenderPerFrame)}]; ${r.measuredRenders} renders`,
+    `  frame time     main-thread work per frame: the rendering update plus the tasks since the previous frame (${t.frames} frames), ms`,
+    `    wall         ${pct(t.work.wall)}  [target p95 < 16 ms: ${mark(r.targets.p95FrameBelow16ms)}]`,
+    `    cpu          ${pct(t.work.cpu)}  (thread CPU; the wall/CPU gap is time the thread waited for a core)`,
+    `  of which (cpu) rendering update ${pct(t.rendering.cpu)}`,
+    `                 ingest tasks     ${pct(t.ingest.cpu)}`,
+    ...PHASES.map((p) => `    ${p.padEnd(12)} ${pct(t.renderingPhases[p].cpu)}`),
+    `  frame interval ${pct(r.frameIntervalMs)} (rAF timestamps)`,
     r.longTaskSupported
-      ? `  long tasks ${r.longTasks}, total ${f(r.longTaskTotalMs)} ms, longest ${f(r.longTaskMaxMs)} ms`
-      : '  long tasks not reported by this browser',
+      ? `  long tasks     ${r.longTasks}, total ${f(r.longTaskTotalMs)} ms, longest ${f(r.longTaskMaxMs)} ms`
+      : '  long tasks     not reported by this browser',
+    `  main thread    ${f(busyCpu)} ms CPU in ${f(t.totals.runWall)} ms: engine ingest ${share(t.totals.ingestTasks.cpu)}, script in frames (bindings + React) ${share(cpu.script)}, ` +
+      `style+layout+paint ${share(browserCpu)}, GC ${share(gcCpu)}, other ${share(busyCpu - t.totals.ingestTasks.cpu - cpu.script - browserCpu - gcCpu)}`,
+    `  cost (cpu)     engine ${per(t.totals.ingestTasks.cpu, r.events)}/event; bindings + React ${per(cpu.script, r.measuredRenders)}/render; ` +
+      `style+layout+paint ${per(browserCpu, r.measuredRenders)}/render`,
+    `  in page (wall) fan-out ${pct(r.fanOutMs)} per feed frame (${r.feedFrames})`,
+    `                 React    ${pct(r.reactMs)}`,
+    `                 ingest   ${pct(r.ingestCallMs)} per call`,
   ]
   if (r.cpuProfileSummary !== undefined) lines.push('', r.cpuProfileSummary)
   return lines.join('\n')

@@ -63,27 +63,35 @@ const phaseOf: Readonly<Record<string, Phase>> = {
   BlinkGC: 'gc',
 }
 
+/** Wall time (what the page saw) and thread CPU time (without time the thread sat descheduled). */
+export interface WallCpu<T> {
+  readonly wall: T
+  readonly cpu: T
+}
+
 export interface FrameTrace {
   readonly frames: number
-  /** The rendering-update task of each frame. */
-  readonly renderingWallMs: Percentiles
-  readonly renderingCpuMs: Percentiles
-  /** The rendering update plus every task since the previous frame (ingest, GC). */
-  readonly workWallMs: Percentiles
-  readonly workCpuMs: Percentiles
-  /** Engine ingest (the `tidemark:ingest` measures) per frame interval. */
-  readonly ingestPerFrameMs: Percentiles
-  /** Wall self time per phase within the rendering-update tasks. */
-  readonly renderingPhaseMs: Readonly<Record<Phase, Percentiles>>
-  /** Wall self time per phase over the whole run, by task kind. */
-  readonly totalMs: {
-    readonly rendering: Readonly<Record<Phase, number>>
-    readonly between: Readonly<Record<Phase, number>>
-    readonly ingest: number
+  /** Per frame: the rendering update plus every task since the previous frame (ingest, GC). */
+  readonly work: WallCpu<Percentiles>
+  /** Per frame: the rendering-update task alone. */
+  readonly rendering: WallCpu<Percentiles>
+  /** Per frame: self time of each phase within the rendering update. */
+  readonly renderingPhases: Readonly<Record<Phase, WallCpu<Percentiles>>>
+  /** Per frame: the tasks that ingested since the previous frame (`engine.ingest` and its message dispatch). */
+  readonly ingest: WallCpu<Percentiles>
+  /** Whole run, ms. */
+  readonly totals: {
+    readonly runWall: number
+    readonly busy: WallCpu<number>
+    /** Self time per phase within rendering updates. */
+    readonly rendering: WallCpu<Readonly<Record<Phase, number>>>
+    /** Tasks between frames. */
+    readonly ingestTasks: WallCpu<number>
+    readonly otherTasks: WallCpu<number>
+    /** Inside `engine.ingest` calls, the bindings' fan-out, and React after it (the page's measures; wall). */
+    readonly engineIngest: number
     readonly fanOut: number
     readonly react: number
-    readonly runWall: number
-    readonly busyWall: number
   }
 }
 
@@ -92,7 +100,11 @@ interface Task {
   readonly end: number
   readonly cpu: number
   frame: boolean
+  /** Holds a `tidemark:ingest` measure. */
+  ingest: boolean
+  /** Self time per phase: wall and thread CPU. */
   readonly phases: Record<Phase, number>
+  readonly phasesCpu: Record<Phase, number>
 }
 
 const emptyPhases = (): Record<Phase, number> => ({ script: 0, style: 0, layout: 0, paint: 0, gc: 0, other: 0 })
@@ -112,7 +124,15 @@ export function analyzeTrace(events: readonly TraceEvent[]): FrameTrace {
     if (e.name !== 'ThreadControllerImpl::RunTask') continue
     const last = tasks[tasks.length - 1]
     if (last !== undefined && e.ts < last.end) continue // nested run loop
-    tasks.push({ start: e.ts, end: e.ts + (e.dur ?? 0), cpu: e.tdur ?? e.dur ?? 0, frame: false, phases: emptyPhases() })
+    tasks.push({
+      start: e.ts,
+      end: e.ts + (e.dur ?? 0),
+      cpu: e.tdur ?? e.dur ?? 0,
+      frame: false,
+      ingest: false,
+      phases: emptyPhases(),
+      phasesCpu: emptyPhases(),
+    })
   }
   const taskAt = (ts: number): Task | undefined => {
     let lo = 0
@@ -137,13 +157,16 @@ export function analyzeTrace(events: readonly TraceEvent[]): FrameTrace {
     readonly end: number
     readonly phase: Phase
     self: number
+    selfCpu: number
   }
   let stack: Open[] = []
   let current: Task | undefined
   const close = (until: number): void => {
     while (stack.length > 0 && (stack[stack.length - 1] as Open).end <= until) {
       const done = stack.pop() as Open
-      if (current !== undefined) current.phases[done.phase] += done.self
+      if (current === undefined) continue
+      current.phases[done.phase] += done.self
+      current.phasesCpu[done.phase] += done.selfCpu
     }
   }
   for (const e of inside) {
@@ -157,14 +180,18 @@ export function analyzeTrace(events: readonly TraceEvent[]): FrameTrace {
     if (e.name === 'ProxyMain::BeginMainFrame') task.frame = true
     close(e.ts)
     const dur = Math.min(e.dur ?? 0, task.end - e.ts)
+    const cpu = Math.min(e.tdur ?? dur, dur)
     const parent = stack[stack.length - 1]
-    if (parent !== undefined) parent.self -= dur
-    stack.push({ end: e.ts + dur, phase: phaseOf[e.name] ?? parent?.phase ?? 'other', self: dur })
+    if (parent !== undefined) {
+      parent.self -= dur
+      parent.selfCpu -= cpu
+    }
+    stack.push({ end: e.ts + dur, phase: phaseOf[e.name] ?? parent?.phase ?? 'other', self: dur, selfCpu: cpu })
   }
   close(Number.POSITIVE_INFINITY)
   for (const task of tasks) {
-    const charged = PHASES.reduce((s, p) => s + task.phases[p], 0)
-    task.phases.other += task.end - task.start - charged
+    task.phases.other += task.end - task.start - PHASES.reduce((s, p) => s + task.phases[p], 0)
+    task.phasesCpu.other += task.cpu - PHASES.reduce((s, p) => s + task.phasesCpu[p], 0)
   }
 
   // The page's measures: async begin/end pairs on the same thread.
@@ -184,63 +211,72 @@ export function analyzeTrace(events: readonly TraceEvent[]): FrameTrace {
     }
   }
   const sumOf = (name: string): number => (measures.get(name) ?? []).reduce((s, m) => s + m.end - m.start, 0)
+  for (const m of measures.get('tidemark:ingest') ?? []) {
+    const task = taskAt(m.start)
+    if (task !== undefined && !task.frame) task.ingest = true
+  }
 
   const ms = (us: number): number => us / 1000
-  const rendering: Record<Phase, number> = emptyPhases()
-  const between: Record<Phase, number> = emptyPhases()
-  const renderingWall: number[] = []
-  const renderingCpu: number[] = []
-  const workWall: number[] = []
-  const workCpu: number[] = []
-  const ingestPerFrame: number[] = []
-  const phasePerFrame: Record<Phase, number[]> = { script: [], style: [], layout: [], paint: [], gc: [], other: [] }
-  const ingests = (measures.get('tidemark:ingest') ?? []).slice().sort((a, b) => a.start - b.start)
-  let ingestIndex = 0
-  let sinceWall = 0
-  let sinceCpu = 0
-  let busy = 0
+  const series = (): WallCpu<number[]> => ({ wall: [], cpu: [] })
+  const work = series()
+  const rendering = series()
+  const ingest = series()
+  const phases = Object.fromEntries(PHASES.map((p) => [p, series()])) as Record<Phase, WallCpu<number[]>>
+  const renderingTotal = { wall: emptyPhases(), cpu: emptyPhases() }
+  const ingestTasks = { wall: 0, cpu: 0 }
+  const otherTasks = { wall: 0, cpu: 0 }
+  const busy = { wall: 0, cpu: 0 }
+  const since = { wall: 0, cpu: 0 }
+  const sinceIngest = { wall: 0, cpu: 0 }
   for (const task of tasks) {
-    busy += task.end - task.start
-    sinceWall += task.end - task.start
-    sinceCpu += task.cpu
-    for (const p of PHASES) (task.frame ? rendering : between)[p] += task.phases[p]
-    if (!task.frame) continue
-    renderingWall.push(ms(task.end - task.start))
-    renderingCpu.push(ms(task.cpu))
-    for (const p of PHASES) phasePerFrame[p].push(ms(task.phases[p]))
-    workWall.push(ms(sinceWall))
-    workCpu.push(ms(sinceCpu))
-    let ingest = 0
-    while (ingestIndex < ingests.length && (ingests[ingestIndex] as { start: number }).start < task.end) {
-      const m = ingests[ingestIndex] as { start: number; end: number }
-      ingest += m.end - m.start
-      ingestIndex++
+    const wall = task.end - task.start
+    busy.wall += wall
+    busy.cpu += task.cpu
+    since.wall += wall
+    since.cpu += task.cpu
+    if (!task.frame) {
+      const bucket = task.ingest ? ingestTasks : otherTasks
+      bucket.wall += wall
+      bucket.cpu += task.cpu
+      if (task.ingest) {
+        sinceIngest.wall += wall
+        sinceIngest.cpu += task.cpu
+      }
+      continue
     }
-    ingestPerFrame.push(ms(ingest))
-    sinceWall = 0
-    sinceCpu = 0
+    for (const p of PHASES) {
+      renderingTotal.wall[p] += task.phases[p]
+      renderingTotal.cpu[p] += task.phasesCpu[p]
+      phases[p].wall.push(ms(task.phases[p]))
+      phases[p].cpu.push(ms(task.phasesCpu[p]))
+    }
+    rendering.wall.push(ms(wall))
+    rendering.cpu.push(ms(task.cpu))
+    work.wall.push(ms(since.wall))
+    work.cpu.push(ms(since.cpu))
+    ingest.wall.push(ms(sinceIngest.wall))
+    ingest.cpu.push(ms(sinceIngest.cpu))
+    since.wall = since.cpu = sinceIngest.wall = sinceIngest.cpu = 0
   }
+  const summary = (v: WallCpu<number[]>): WallCpu<Percentiles> => ({ wall: percentiles(v.wall), cpu: percentiles(v.cpu) })
   const toMs = (r: Record<Phase, number>): Record<Phase, number> =>
     Object.fromEntries(PHASES.map((p) => [p, ms(r[p])])) as Record<Phase, number>
+  const totalMs = (v: { wall: number; cpu: number }): WallCpu<number> => ({ wall: ms(v.wall), cpu: ms(v.cpu) })
   return {
-    frames: renderingWall.length,
-    renderingWallMs: percentiles(renderingWall),
-    renderingCpuMs: percentiles(renderingCpu),
-    workWallMs: percentiles(workWall),
-    workCpuMs: percentiles(workCpu),
-    ingestPerFrameMs: percentiles(ingestPerFrame),
-    renderingPhaseMs: Object.fromEntries(PHASES.map((p) => [p, percentiles(phasePerFrame[p])])) as Record<
-      Phase,
-      Percentiles
-    >,
-    totalMs: {
-      rendering: toMs(rendering),
-      between: toMs(between),
-      ingest: ms(sumOf('tidemark:ingest')),
+    frames: rendering.wall.length,
+    work: summary(work),
+    rendering: summary(rendering),
+    renderingPhases: Object.fromEntries(PHASES.map((p) => [p, summary(phases[p])])) as Record<Phase, WallCpu<Percentiles>>,
+    ingest: summary(ingest),
+    totals: {
+      runWall: ms(to - from),
+      busy: totalMs(busy),
+      rendering: { wall: toMs(renderingTotal.wall), cpu: toMs(renderingTotal.cpu) },
+      ingestTasks: totalMs(ingestTasks),
+      otherTasks: totalMs(otherTasks),
+      engineIngest: ms(sumOf('tidemark:ingest')),
       fanOut: ms(sumOf('tidemark:fan-out')),
       react: ms(sumOf('react:render-commit')),
-      runWall: ms(to - from),
-      busyWall: ms(busy),
     },
   }
 }
