@@ -1,5 +1,5 @@
 import type { Engine, WindowChange, WindowResult } from '@tidemark/engine'
-import { EngineFrame, UNTOUCHED } from './engineFrame.ts'
+import { compactChanges, EngineFrame, UNTOUCHED } from './engineFrame.ts'
 import type { FrameScheduler } from './frameScheduler.ts'
 import { lookup, sameWindow, startsOf, type WindowAddress, type WindowIndex } from './windowIndex.ts'
 
@@ -10,6 +10,9 @@ export type ObservedEngine = Pick<
 >
 
 type FrameListener = (frame: EngineFrame) => void
+
+/** Changes waiting for a frame before they are compacted to one per window. */
+const COMPACT_AT = 4096
 
 /** The listeners of one window, and what the frame being dispatched did to it. */
 interface Watch {
@@ -37,6 +40,7 @@ export class EngineFeed {
   #watching = 0
   #frames = 0
   #pending: WindowChange[] = []
+  #compactAt = COMPACT_AT
   #stopEngine: (() => void) | null = null
   #cancelFrame: (() => void) | null = null
 
@@ -66,6 +70,7 @@ export class EngineFeed {
       this.#cancelFrame?.()
       this.#cancelFrame = null
       this.#pending = []
+      this.#compactAt = COMPACT_AT
     }
   }
 
@@ -94,9 +99,19 @@ export class EngineFeed {
     if (byKey.size === 0) this.#watches.delete(window.window)
   }
 
+  /** Changes waiting for the next frame (at most one per window once compacted). */
+  get pending(): number {
+    return this.#pending.length
+  }
+
   #onChanges = (changes: readonly WindowChange[]): void => {
     // Copied, not kept: the engine may reuse its array once the call returns.
     for (const change of changes) this.#pending.push(change)
+    if (this.#pending.length > this.#compactAt) {
+      // Frames are not running (a hidden tab): keep one change per window.
+      this.#pending = compactChanges(this.#pending)
+      this.#compactAt = Math.max(COMPACT_AT, 2 * this.#pending.length)
+    }
     this.#cancelFrame ??= this.#scheduler.schedule(this.#runFrame)
   }
 
@@ -104,6 +119,7 @@ export class EngineFeed {
     this.#cancelFrame = null
     const changes = this.#pending
     this.#pending = []
+    this.#compactAt = COMPACT_AT
     // One pass over the changes: each watched window's value after the
     // frame, and its watchers, found once however often it changed.
     const number = ++this.#frames

@@ -69,6 +69,28 @@ function latestByWindow(changes: readonly WindowChange[]): WindowIndex<WindowRes
   return latest
 }
 
+/**
+ * The same frame told shorter, for when frames stop running (a hidden tab
+ * runs no animation frames) while the engine keeps notifying: the last change
+ * of each window, and a `retract` for each window a change moved away from,
+ * unless a later change brought it back. Every answer of an `EngineFrame`
+ * (`latest`, `touches`, `matches`) stays the same; `previous` values are
+ * dropped, as no slice reads them. The result holds at most one change per
+ * window, so what waits for a frame stays bounded by the live windows.
+ */
+export function compactChanges(changes: readonly WindowChange[]): WindowChange[] {
+  const last: WindowIndex<WindowChange> = new Map()
+  for (const { type, result, previous } of changes) {
+    if (previous !== undefined && !sameWindow(previous, result)) {
+      startsOf(last, previous).set(previous.start, { type: 'retract', result: previous })
+    }
+    startsOf(last, result).set(result.start, { type, result })
+  }
+  const compacted: WindowChange[] = []
+  for (const byKey of last.values()) for (const byStart of byKey.values()) for (const change of byStart.values()) compacted.push(change)
+  return compacted
+}
+
 function inQuery(result: WindowAddress, query: ResultQuery): boolean {
   return (
     (query.window === undefined || result.window === query.window) &&

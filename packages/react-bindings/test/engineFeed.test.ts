@@ -70,4 +70,40 @@ describe('EngineFeed', () => {
     scheduler.flush()
     expect(again).toHaveBeenCalledTimes(1)
   })
+
+  it('keeps what waits for a frame bounded while frames do not run, and the next frame shows the same', () => {
+    const { engine, scheduler, feed } = feedOf()
+    const seen = new Map<string, EngineFrame>()
+    const watch = (key: string, start: number): void => {
+      feed.subscribe((frame) => seen.set(`${key}@${start}`, frame), { window: MINUTE, key, start })
+    }
+    watch('k0', 0)
+    watch('k0', 60_000)
+    watch('k1', 0)
+    watch('k2', 0)
+    let matched = 0
+    feed.subscribe((frame) => {
+      if (frame.matches({ key: 'k2', from: 0, to: 1 })) matched++
+    })
+
+    // A hidden tab: the engine goes on, no frame runs.
+    let most = 0
+    for (let i = 1; i <= 20_000; i++) {
+      engine.emit(MINUTE, `k${i % 10}`, 0, i)
+      if (i === 5_000) engine.move(MINUTE, 'k0', 0, 60_000, -1) // k0 moves away, and comes back below
+      most = Math.max(most, feed.pending)
+    }
+    engine.move(MINUTE, 'k2', 0, 60_000, -2) // moved away for good
+    expect(most).toBeLessThanOrEqual(2 * 4096)
+    expect(feed.pending).toBeLessThanOrEqual(4096)
+
+    scheduler.flush()
+    const latest = (key: string, start: number) => seen.get(`${key}@${start}`)?.latest(MINUTE, key, start)
+    expect(latest('k0', 0)?.sum).toBe(20_000)
+    expect(latest('k0', 60_000)?.sum).toBe(-1)
+    expect(latest('k1', 0)?.sum).toBe(19_991)
+    expect(latest('k2', 0)).toBeNull()
+    expect(matched).toBe(1)
+    expect(feed.pending).toBe(0)
+  })
 })
