@@ -171,29 +171,35 @@ export class SessionWindowIndex implements WindowIndex {
     return target
   }
 
-  /** Adds the event to `source`'s fragment, merging that source's fragments it bridges. */
+  /**
+   * Adds the event to `source`'s fragment of the session. A source keeps one fragment per
+   * session: its fragments in the session (an earlier stretch of its activity, or the fragments
+   * of two sessions this event joined) fold into one cell. Without that, a session that never
+   * ends (other sources keep it alive) would keep one fragment per stretch of this source's
+   * activity, without bound. Folding changes no result: the session is the same connected run,
+   * its extremes are the fragments' extremes, and its totals add the same cells.
+   */
   #addToFragment(session: WindowState, source: string, ts: number, value: number, version: number, hooks: WindowHooks): void {
-    const gap = this.#gap
     let only: SessionFragment | null = null
-    let bridged = 0
+    let own = 0
     for (const f of session.fragments) {
-      if (f.source === source && f.cell.count > 0 && f.start < ts + gap && f.cell.maxTs + gap > ts) {
+      if (f.source === source && f.cell.count > 0) {
         only = f
-        bridged++
+        own++
       }
     }
-    if (bridged === 1 && only !== null && only.start <= ts) {
+    if (own === 1 && only !== null && only.start <= ts) {
       addToCell(only.cell, ts, value, version)
       hooks.written(session, source, only.start, only.cell)
       return
     }
-    // A new fragment start: the bridged fragments fold into one new cell, the others' keys become tombstones.
+    // A new fragment start: the source's fragments fold into one new cell, the others' keys become tombstones.
     const cell = emptyCell()
     let start = ts
     const kept: SessionFragment[] = []
     const absorbed: SessionFragment[] = []
     for (const f of session.fragments) {
-      if (f.source === source && f.cell.count > 0 && f.start < ts + gap && f.cell.maxTs + gap > ts) {
+      if (f.source === source && f.cell.count > 0) {
         absorbCell(cell, f.cell)
         absorbed.push(f)
         if (f.start < start) start = f.start

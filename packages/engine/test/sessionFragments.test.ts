@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest'
+import { createEngine, manual, type StreamEvent, session } from '../src/index.ts'
+import type { TidemarkEngine } from '../src/engine.ts'
+
+const GAP = 1_000
+
+/**
+ * One key's session kept alive for `stretches` × 4 s by source `keeper` (a reading every 500 ms),
+ * while source `burst` reports 3 readings at the start of every stretch and is silent for
+ * longer than the gap in between: each of its stretches is its own run of activity.
+ */
+function neverEndingSession(stretches: number): StreamEvent[] {
+  const events: StreamEvent[] = []
+  let keeperSeq = 0
+  let burstSeq = 0
+  for (let s = 0; s < stretches; s++) {
+    const t0 = s * 4_000
+    for (let t = t0; t < t0 + 4_000; t += 500) {
+      keeperSeq++
+      events.push({ id: `keeper-${keeperSeq}`, source: 'keeper', seq: keeperSeq, ts: t, key: 'line', value: 1 })
+    }
+    for (let r = 0; r < 3; r++) {
+      burstSeq++
+      events.push({ id: `burst-${burstSeq}`, source: 'burst', seq: burstSeq, ts: t0 + 100 * r, key: 'line', value: 10 })
+    }
+  }
+  return events
+}
+
+describe('session fragments', () => {
+  it('a session that never ends keeps one fragment per source, however many stretches of activity a source has', () => {
+    const engine = createEngine({ windows: session(GAP), watermark: manual() })
+    const events = neverEndingSession(50)
+    // Batches of one stretch each: the burst source comes back to a session that is still open.
+    for (let i = 0; i < events.length; i += 11) engine.ingest(events.slice(i, i + 11))
+    const stats = engine.stats()
+    expect(stats.openWindows).toBe(1)
+    expect(stats.cells).toBe(2)
+    const [result] = engine.results()
+    expect(result).toMatchObject({ start: 0, end: 49 * 4_000 + 3_500 + GAP, count: 50 * 11, sum: 50 * (8 + 30), min: 1, max: 10 })
+  })
+
+  it('a replica that merges the folded fragments shows the same session', () => {
+    const writer = createEngine({ windows: session(GAP), watermark: manual(), replicaId: 'writer' }) as TidemarkEngine
+    const events = neverEndingSession(20)
+    for (let i = 0; i < events.length; i += 11) writer.ingest(events.slice(i, i + 11))
+    const reader = createEngine({ windows: session(GAP), watermark: manual(), replicaId: 'reader' }) as TidemarkEngine
+    const state = writer.replica.exportState()
+    reader.replica.mergeRemote(state.cells, state.clocks)
+    const shown = (e: TidemarkEngine) => e.results().map(({ start, end, count, sum, min, max }) => ({ start, end, count, sum, min, max }))
+    expect(shown(reader)).toEqual(shown(writer))
+    expect(reader.stats().cells).toBe(2)
+  })
+})
