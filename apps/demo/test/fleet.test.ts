@@ -235,6 +235,11 @@ describe('Fleet over Yjs documents', { timeout: 30_000 }, () => {
     fleet.setOnline('d02', false)
     pages.flush()
     expect(tab.slot.node?.online).toBe(false)
+    advance(7_000)
+    fleet.setOnline('d02', true)
+    advance(3_000)
+    // Its catch-up (through its document) corrected the windows the dashboard fired without it.
+    expect(fleet.snapshot().activity.some((entry) => /^d02 back after \d+ s offline: \d+ readings .* [1-9]\d* window corrections/.test(entry.text))).toBe(true)
 
     await tab.close()
     await fleet.slot('d02')?.opened()

@@ -56,8 +56,11 @@ export interface FleetOptions {
   readonly control?: ControlChannel
 }
 
-/** Device rows refresh at most this often between control actions. */
-const DEVICE_REFRESH_MS = 250
+/**
+ * Device rows refresh at most this often between control actions: each refresh reads every
+ * device's engine stats, and dozens of rows need not repaint more than twice a second.
+ */
+const DEVICE_REFRESH_MS = 500
 const LATE_CORRECTIONS_KEPT = 60
 
 /**
@@ -360,13 +363,17 @@ export class Fleet {
   }
 
   #finishWatches(now: number): void {
-    if (this.#watches.length > 0 && this.#watches.some((watch) => watch.endsAt <= now)) {
+    if (this.#watches.length > 0) {
       for (const watch of this.#watches) {
-        if (watch.endsAt > now) continue
+        const index = this.#slots.findIndex((slot) => slot.id === watch.device)
+        const status = this.#slots[index]?.status(now)
+        const heard = this.#mirrors[index]?.lastSync() ?? null
+        if (status?.online === true && status.pending === 0 && heard !== null && heard >= watch.at) watch.caughtUp(now)
+        if (!watch.due(now)) continue
         const report = watch.report()
         this.#log.add(now, report.tone, report.text)
       }
-      this.#watches = this.#watches.filter((watch) => watch.endsAt > now)
+      this.#watches = this.#watches.filter((watch) => !watch.due(now))
     }
     const tally = this.#stormTally
     if (tally !== null && this.#stormSettlesAt !== null && now >= this.#stormSettlesAt) {

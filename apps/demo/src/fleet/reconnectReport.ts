@@ -19,13 +19,20 @@ export interface LateCorrection {
   readonly afterFinal: boolean
 }
 
-/** How long after a reconnect the dashboard's corrections are credited to it. */
+/** How long after a storm's last toggle its corrections are still counted. */
 export const RECONNECT_SETTLE_MS = 2_000
+/** How long after a device caught up the dashboard's corrections are still credited to its reconnect. */
+const CAUGHT_UP_SETTLE_MS = 1_000
+/** A reconnect not caught up by then is reported as such. */
+const CATCH_UP_LIMIT_MS = 20_000
 
 /**
- * What the dashboard did in the seconds after one device came back: the windows its
- * backlog corrected, and how many of those were already final. Corrections are counted
- * from the dashboard engine's change feed, so they are what the charts show.
+ * What the dashboard did after one device came back: the windows its backlog corrected,
+ * and how many of those were already final. Corrections are counted from the dashboard
+ * engine's change feed (so they are what the charts show) from the reconnect until a
+ * second after the device caught up: its providers acknowledged every update and the
+ * dashboard's copy of its document heard from it. A device in another tab may take a
+ * while to get the command; the watch waits up to 20 s.
  */
 export class ReconnectWatch {
   readonly device: string
@@ -34,6 +41,7 @@ export class ReconnectWatch {
   readonly readings: number
   corrections = 0
   afterFinal = 0
+  #caughtUpAt: number | null = null
 
   /** `readings`: what the device accepted while offline (null when its page did not say). */
   constructor(device: string, at: number, offlineMs: number, readings: number) {
@@ -43,8 +51,14 @@ export class ReconnectWatch {
     this.readings = readings
   }
 
-  get endsAt(): number {
-    return this.at + RECONNECT_SETTLE_MS
+  /** Notes the first time the device was seen caught up. */
+  caughtUp(now: number): void {
+    this.#caughtUpAt ??= now
+  }
+
+  /** Time to report: settled after catching up, or past the limit. */
+  due(now: number): boolean {
+    return (this.#caughtUpAt !== null && now - this.#caughtUpAt >= CAUGHT_UP_SETTLE_MS) || now - this.at >= CATCH_UP_LIMIT_MS
   }
 
   count(change: WindowChange): void {
@@ -55,6 +69,12 @@ export class ReconnectWatch {
 
   report(): Report {
     const away = `after ${Math.round(this.offlineMs / 1000)} s offline`
+    if (this.#caughtUpAt === null) {
+      return {
+        tone: 'warn',
+        text: `${this.device} back ${away}, but not caught up within ${CATCH_UP_LIMIT_MS / 1000} s; ${this.corrections} window corrections so far`,
+      }
+    }
     const synced = `${this.readings} readings it took offline reached the dashboard through its document`
     if (this.corrections === 0) {
       return { tone: 'info', text: `${this.device} back ${away}: ${synced}; no fired window needed a correction` }
