@@ -2,11 +2,12 @@
  * The storm page: a device (`?role=device`) or a dashboard (`?role=dashboard`) of one fleet.
  * Claims a source (Web Locks), opens an engine over IndexedDB whose lattice state lives in a
  * Y.Doc synced with the server (y-websocket, jittered reconnects) and with the other tabs of
- * its browser context (BroadcastChannel). A device ingests readings on demand and reports each
- * durable batch to the driver; every page reports its window values.
+ * its browser context (BroadcastChannel). A device ingests readings on demand and reports its
+ * durable batches to the driver; every page reports its window values and the offline/online
+ * events it saw.
  *
- * Query: `server` (ws URL), `room`, `role`, `seed` (jitter), `prefix` (source claim prefix),
- * `shell=1` (service worker, for offline reloads).
+ * Query: `server` (ws URL), `room`, `role`, `seed` (readings and reconnect jitter), `prefix`
+ * (source claim prefix), `shell=1` (service worker, for offline reloads).
  */
 import {
   BroadcastChannelProvider,
@@ -20,17 +21,27 @@ import {
 import * as Y from 'yjs'
 import {
   STORM_LATENESS_MS,
-  STORM_T0,
-  STORM_TS_STEP,
   STORM_WINDOW_MS,
+  type StormBatchReport,
   type StormPageApi,
   type StormSnapshot,
+  type StormStatusChange,
+  type StormTransition,
+  stormReading,
 } from './stormApi.ts'
 
 const params = new URLSearchParams(location.search)
 const role = params.get('role') === 'dashboard' ? 'dashboard' : 'device'
 const server = params.get('server') ?? 'ws://127.0.0.1:1234'
 const room = params.get('room') ?? 'storm'
+const seed = Number(params.get('seed') ?? 1)
+/** Durable reports wait this long to travel together: one binding call (a driver round trip) per flush, not per batch. */
+const REPORT_EVERY_MS = 250
+
+// Registered before anything slow, so no transition is missed.
+const transitions: StormTransition[] = []
+addEventListener('offline', () => transitions.push({ at: Date.now(), online: false }))
+addEventListener('online', () => transitions.push({ at: Date.now(), online: true }))
 
 /** Mulberry32: small seeded generator, the same sequence in every browser. */
 function seeded(seed: number): () => number {
@@ -69,49 +80,54 @@ async function start(): Promise<StormPageApi> {
     onReplicationError: (error) => errors.push(`replication: ${error.message}`),
   })
   const tabs = new BroadcastChannelProvider(doc, `tidemark:storm:${room}`)
-  const random = seeded(Number(params.get('seed') ?? 1))
-  const connection = connectWebsocket(doc, { url: server, room, jitter: { baseMs: 250, capMs: 2_000, initialMs: 200, random } })
+  const connection = connectWebsocket(doc, { url: server, room, jitter: { baseMs: 250, capMs: 2_000, initialMs: 200, random: seeded(seed) } })
   // Chromium's offline emulation leaves open WebSockets alive (playwright#4910), and a real
   // network drop may take minutes to surface: follow the browser's online/offline signal.
+  const statusChanges: StormStatusChange[] = []
+  connection.provider.on('status', ({ status }: { status: string }) => statusChanges.push({ at: Date.now(), status }))
   addEventListener('offline', () => connection.provider.disconnect())
   addEventListener('online', () => connection.provider.connect())
   if (!navigator.onLine) connection.provider.disconnect()
 
-  let produced = engine.stats().applied
+  // Seqs 1..n are this device's readings, each either applied or on the late lane (also after a reload).
+  const recovered = engine.stats()
+  let produced = recovered.applied + recovered.lateLane + recovered.lateLaneTrimmed
   let durable = produced
   let accepted = 0
   let beyondLateness = 0
   let timer: ReturnType<typeof setTimeout> | null = null
   const pending = new Set<Promise<void>>()
 
-  const reading = (seq: number, ts: number): StreamEvent => ({ id: `${source}#${seq}`, source, seq, ts, key: `k${seq % 4}`, value: (seq % 7) + 1 })
+  let unreported: StormBatchReport[] = []
+  let flushTimer: ReturnType<typeof setTimeout> | null = null
+  const flush = async (): Promise<void> => {
+    if (flushTimer !== null) clearTimeout(flushTimer)
+    flushTimer = null
+    if (unreported.length === 0) return
+    const reports = unreported
+    unreported = []
+    await window.stormReport?.(reports)
+  }
+  const report = (batch: StormBatchReport): void => {
+    unreported.push(batch)
+    flushTimer ??= setTimeout(() => void flush().catch((error: unknown) => errors.push(`report: ${String(error)}`)), REPORT_EVERY_MS)
+  }
 
-  const pump = (size: number, everyMs: number, stragglerEvery: number, rng: () => number): void => {
+  // One batch per tick and nothing else: the page must stay free to notice offline/online on time.
+  const pump = (size: number, everyMs: number): void => {
     const events: StreamEvent[] = []
     const from = produced + 1
-    for (let seq = from; seq < from + size; seq++) {
-      let ts = STORM_T0 + seq * STORM_TS_STEP
-      if (rng() * stragglerEvery < 1) ts -= Math.floor(rng() * 3 * (STORM_LATENESS_MS + STORM_WINDOW_MS))
-      events.push(reading(seq, ts))
-    }
+    for (let seq = from; seq < from + size; seq++) events.push(stormReading(seed, source, seq))
     produced = from + size - 1
     const to = produced
     const receipt = engine.ingest(events)
     accepted += receipt.accepted
     beyondLateness += receipt.beyondLateness
-    const report = {
-      source,
-      from,
-      to,
-      accepted: receipt.accepted,
-      beyondLateness: receipt.beyondLateness,
-      duplicates: receipt.duplicates,
-      rejected: receipt.rejected,
-    }
+    const { duplicates, rejected } = receipt
     const done = receipt.durable.then(
-      async () => {
+      () => {
         durable = Math.max(durable, to)
-        await window.stormReport?.(report)
+        report({ source, from, to, accepted: receipt.accepted, beyondLateness: receipt.beyondLateness, duplicates, rejected })
       },
       (error: unknown) => {
         errors.push(`durable ${from}..${to}: ${error instanceof Error ? error.message : String(error)}`)
@@ -119,15 +135,14 @@ async function start(): Promise<StormPageApi> {
     )
     pending.add(done)
     void done.finally(() => pending.delete(done))
-    timer = setTimeout(() => pump(size, everyMs, stragglerEvery, rng), everyMs)
+    timer = setTimeout(() => pump(size, everyMs), everyMs)
   }
 
   const snapshot = (): StormSnapshot => {
     const stats = engine.stats()
-    const results = engine.results()
     const rows: string[] = []
     let counted = 0
-    for (const r of results) {
+    for (const r of engine.results()) {
       rows.push(`${r.window}|${r.key}|${r.start}|${r.count}|${r.sum}`)
       counted += r.count
     }
@@ -135,6 +150,7 @@ async function start(): Promise<StormPageApi> {
     return {
       role,
       source,
+      seed,
       produced,
       durable,
       accepted,
@@ -143,7 +159,7 @@ async function start(): Promise<StormPageApi> {
       lateIds: engine.lateEvents().map((late) => late.event.id),
       counted,
       digest: rows.join('\n'),
-      windows: results.length,
+      windows: rows.length,
       syncState: engine.syncStatus().state,
       online: navigator.onLine,
       invalidRemote: stats.anomalies.invalid_remote_cell,
@@ -173,15 +189,18 @@ async function start(): Promise<StormPageApi> {
 
   return {
     source,
-    start({ batch, everyMs, stragglerEvery, seed }) {
-      if (role === 'device' && timer === null) pump(batch, everyMs, stragglerEvery, seeded(seed))
+    start({ batch, everyMs }) {
+      if (role === 'device' && timer === null) pump(batch, everyMs)
     },
     async stop() {
       if (timer !== null) clearTimeout(timer)
       timer = null
       await Promise.all([...pending])
+      await flush()
     },
     snapshot,
+    transitions: () => [...transitions],
+    statusChanges: () => [...statusChanges],
     writeMalformed(count) {
       const meta = doc.getMap('tidemark:meta')
       const fake = `hostile-${source}`
@@ -194,6 +213,7 @@ async function start(): Promise<StormPageApi> {
     },
     async close() {
       if (timer !== null) clearTimeout(timer)
+      await flush()
       connection.destroy()
       tabs.destroy()
       await engine.close()

@@ -1,43 +1,47 @@
 /**
  * Storm driver: many devices and dashboards of one Tidemark app in real Chromium, devices
- * ingesting while their browser contexts drop offline and come back at seeded random intervals.
- * After the storm it brings everyone online, waits until every page shows the same window
- * values, and returns the figures a test asserts on (see e2e/README.md, "Storming your own app").
+ * ingesting while their browser contexts drop offline and come back on a seeded random
+ * schedule. After the storm it stops ingest, brings everyone back online, waits until every
+ * page shows the ground truth computed from the readings the devices produced, and returns
+ * the figures (see e2e/README.md, "Storming your own app").
  *
- * The pages it opens must expose the `StormPageApi` of `e2e/pages/stormApi.ts` as `window.storm`
- * and call the exposed `stormReport` binding once per durable batch.
+ * The pages it opens expose the `StormPageApi` of `e2e/pages/stormApi.ts` as `window.storm`
+ * and report durable batches through the `stormReport` binding; `e2e/pages/storm.ts` is one.
  */
-import type { Browser, BrowserContext, Page } from '@playwright/test'
-import type { StormBatchReport, StormPageApi, StormSnapshot } from '../pages/stormApi.ts'
+import type { Browser, BrowserContext } from '@playwright/test'
+import type { StormSnapshot } from '../pages/stormApi.ts'
+import { type DeviceNetworkMode, emulatedNetwork, type NetworkSwitch, partitionedNetwork } from './deviceNetwork.ts'
+import { digestDiff, groundTruth, type StormTruth, stormPageTruth, type TruthFigures } from './groundTruth.ts'
+import { NetworkToggles, type ToggleFigures } from './networkToggles.ts'
+import { StormLedger } from './stormLedger.ts'
+import { openStormPage, type StormPage, snapshotOf, transitionsOf, waitForConvergence } from './stormPage.ts'
+import { type SyncProxy, startSyncProxy } from './syncProxy.ts'
 
+export { type DeviceNetworkMode, emulatedNetwork, type NetworkSwitch, partitionedNetwork } from './deviceNetwork.ts'
+export { type Distribution, distribution, formatDistribution } from './distribution.ts'
+export { type DeviceOutcome, digestDiff, groundTruth, type StormTruth, stormPageTruth, type TruthFigures, tumblingTruth } from './groundTruth.ts'
+export { NetworkToggles, type ToggleFigures, type ToggleRecord } from './networkToggles.ts'
+export { seeded, stormSeed } from './seeded.ts'
+export { type LedgerTotals, StormLedger } from './stormLedger.ts'
+export { openStormPage, type StormPage, snapshotOf, statusChangesOf, stormReady, transitionsOf, waitForConvergence } from './stormPage.ts'
+export { type SyncProxy, startSyncProxy } from './syncProxy.ts'
 export { type SyncServer, startSyncServer } from './syncServer.ts'
-
-/** Mulberry32: a small seeded generator (the same sequence in Node and in the pages). */
-export function seeded(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296
-  }
-}
-
-/** The seed from `STORM_SEED` when set, else a fresh one (print it: a failure replays with it). */
-export function stormSeed(): number {
-  const fromEnv = Number(process.env.STORM_SEED)
-  return Number.isInteger(fromEnv) && fromEnv > 0 ? fromEnv : Math.floor(Math.random() * 2 ** 31) + 1
-}
 
 export interface StormOptions {
   readonly browser: Browser
   /** Origin serving the pages, e.g. `http://127.0.0.1:4183`. */
   readonly baseURL: string
-  /** The sync server's ws URL (see `startSyncServer`). */
+  /** The sync server's ws URL (see `startSyncServer`); `ws://127.0.0.1:<port>` when `network` is `partition`. */
   readonly serverUrl: string
+  /**
+   * How devices go offline (deviceNetwork.ts): `partition` (default) cuts each device's own
+   * proxy to the sync server and overrides its page's `navigator.onLine`; `emulate` is
+   * Playwright's `context.setOffline`.
+   */
+  readonly network?: DeviceNetworkMode
+  /** Device pages, each in its own browser context (own IndexedDB, Web Locks, network); default 6. */
   readonly devices?: number
-  /** Dashboard tabs, all in one browser context (they also sync through BroadcastChannel). */
+  /** Dashboard tabs, all in one more context (they also sync through BroadcastChannel); default 2. */
   readonly dashboards?: number
   readonly seconds: number
   readonly seed: number
@@ -47,7 +51,10 @@ export interface StormOptions {
   readonly room?: string
   /** Page path; default `/storm.html`. */
   readonly path?: string
-  readonly ingest?: { readonly batch?: number; readonly everyMs?: number; readonly stragglerEvery?: number }
+  /** Each device ingests `batch` readings every `everyMs`; default 20 every 200 ms. */
+  readonly ingest?: { readonly batch?: number; readonly everyMs?: number }
+  /** Readings and window values of the app; default `stormPageTruth` (pages/storm.ts). */
+  readonly truth?: StormTruth
   /** Runs alongside the storm (e.g. restart the server half way); the storm ends when both are done. */
   readonly during?: (storm: RunningStorm) => Promise<void>
   /** How long to wait for convergence after everyone is back online; default 60 s. */
@@ -57,207 +64,169 @@ export interface StormOptions {
 export interface RunningStorm {
   readonly devices: readonly StormPage[]
   readonly dashboards: readonly StormPage[]
-  /** Resolves after `ms`, or early if the storm is over. */
+  /** Resolves after `ms`, or early when the storm ends. */
   sleep(ms: number): Promise<void>
   readonly endsAt: number
-}
-
-export interface StormPage {
-  readonly context: BrowserContext
-  readonly page: Page
-  readonly source: string
 }
 
 export interface StormResult {
   readonly seed: number
   readonly seconds: number
+  /** Pages open (devices + dashboards). */
   readonly pages: number
-  readonly toggles: number
-  /** Toggles of the device that toggled least. */
-  readonly minTogglesPerDevice: number
-  /** Mean ms one `context.setOffline` call took (the storm's real toggle pace is the drawn delay plus this). */
-  readonly toggleLatencyMs: number
-  /** How long the storm really ran, ms (the last toggles finish after `seconds`). */
+  /** How long toggling ran, ms (the last toggles are acknowledged after `seconds`). */
   readonly stormMs: number
-  /** Events the devices produced (and reported durable), and what their receipts say happened to them. */
-  readonly produced: number
-  readonly accepted: number
-  readonly beyondLateness: number
-  readonly duplicates: number
-  readonly rejected: number
-  /** Seqs a device produced but never reported durable, or reported twice. */
+  readonly network: DeviceNetworkMode
+  readonly toggles: ToggleFigures
+  /** The truth from the readings the devices reported: produced, counted, late lane, window values. */
+  readonly truth: TruthFigures
+  /** What the receipts of the batches reported durable said, summed over devices. */
+  readonly receipts: { readonly accepted: number; readonly beyondLateness: number; readonly duplicates: number; readonly rejected: number }
+  /** Seqs produced but never reported durable, or reported twice. */
   readonly gaps: readonly string[]
-  /** Late-lane entries over all devices (each device keeps its own). */
-  readonly lateLane: number
+  /** Events counted by each dashboard (`counted` of its snapshot). */
   readonly dashboardCounts: readonly number[]
   readonly converged: boolean
-  /** ms from the last context coming back online until every page showed the same values. */
+  /** ms from the moment the last device was back online until every page showed the truth. */
   readonly convergenceMs: number
   readonly snapshots: readonly StormSnapshot[]
+  /** Everything that contradicts "nothing lost, nothing counted twice, everyone converged"; empty when the storm passed. */
+  readonly problems: readonly string[]
   summary(): string
   close(): Promise<void>
 }
 
-/** Opens a storm page and waits for its engine; `stormReport` must already be exposed on the context. */
-export async function openStormPage(context: BrowserContext, url: string): Promise<StormPage> {
-  const page = await context.newPage()
-  page.on('pageerror', (error) => console.error(`storm page error: ${error.message}`))
-  await page.goto(url)
-  await page.waitForFunction(() => window.storm !== undefined || window.stormError !== undefined)
-  const failure = await page.evaluate(() => window.stormError)
-  if (failure !== undefined) throw new Error(`storm page failed to open: ${failure}`)
-  const source = await page.evaluate(() => (window.storm as StormPageApi).source)
-  return { context, page, source }
-}
-
-export function snapshotOf(page: Page): Promise<StormSnapshot> {
-  return page.evaluate(() => (window.storm as StormPageApi).snapshot())
-}
-
-/** Collects every device's durable batch reports by source. */
-export class StormLedger {
-  readonly batches = new Map<string, StormBatchReport[]>()
-  async listen(context: BrowserContext): Promise<void> {
-    await context.exposeBinding('stormReport', (_source, report: StormBatchReport) => {
-      const list = this.batches.get(report.source) ?? []
-      list.push(report)
-      this.batches.set(report.source, list)
-    })
-  }
-  /** Totals over every reported batch, and any seq missing or reported twice (per source, up to `produced[source]`). */
-  totals(produced: ReadonlyMap<string, number>): { produced: number; accepted: number; beyondLateness: number; duplicates: number; rejected: number; gaps: string[] } {
-    let total = 0
-    let accepted = 0
-    let beyondLateness = 0
-    let duplicates = 0
-    let rejected = 0
-    const gaps: string[] = []
-    for (const [source, last] of produced) {
-      const list = [...(this.batches.get(source) ?? [])].sort((a, b) => a.from - b.from)
-      let next = 1
-      for (const batch of list) {
-        if (batch.from !== next) gaps.push(`${source}: expected seq ${next}, batch starts at ${batch.from}`)
-        next = batch.to + 1
-        total += batch.to - batch.from + 1
-        accepted += batch.accepted
-        beyondLateness += batch.beyondLateness
-        duplicates += batch.duplicates
-        rejected += batch.rejected
-      }
-      if (next !== last + 1) gaps.push(`${source}: produced up to ${last}, durable reports end at ${next - 1}`)
-    }
-    return { produced: total, accepted, beyondLateness, duplicates, rejected, gaps }
-  }
-}
-
-/** Polls every page until all show the same window values and `done(snapshots)` holds. */
-export async function waitForConvergence(
-  pages: readonly Page[],
-  timeoutMs: number,
-  done: (snapshots: readonly StormSnapshot[]) => boolean = () => true,
-): Promise<{ converged: boolean; snapshots: StormSnapshot[] }> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const snapshots = await Promise.all(pages.map(snapshotOf))
-    const first = snapshots[0]?.digest
-    if (snapshots.every((s) => s.digest === first) && done(snapshots)) return { converged: true, snapshots }
-    if (Date.now() > deadline) return { converged: false, snapshots }
-    await new Promise((resolve) => setTimeout(resolve, 250))
-  }
-}
-
+/**
+ * Runs a storm and returns its figures; the contexts stay open until `close()`.
+ *
+ * @example
+ * const storm = await runStorm({ browser, baseURL, serverUrl: server.url, seconds: 60, seed: stormSeed() })
+ * console.log(storm.summary())
+ * expect(storm.problems).toEqual([])
+ * await storm.close()
+ */
 export async function runStorm(options: StormOptions): Promise<StormResult> {
-  const random = seeded(options.seed)
-  const [minMs, maxMs] = options.toggle ?? [50, 500]
   const room = options.room ?? `storm-${options.seed}`
   const path = options.path ?? '/storm.html'
-  const url = (role: string, k: number): string =>
-    `${options.baseURL}${path}?role=${role}&server=${encodeURIComponent(options.serverUrl)}&room=${encodeURIComponent(room)}&seed=${options.seed + k}`
+  const truth = options.truth ?? stormPageTruth
+  const network = options.network ?? 'partition'
+  const url = (role: string, pageSeed: number, serverUrl = options.serverUrl): string =>
+    `${options.baseURL}${path}?role=${role}&server=${encodeURIComponent(serverUrl)}&room=${encodeURIComponent(room)}&seed=${pageSeed}`
   const ledger = new StormLedger()
   const contexts: BrowserContext[] = []
+  const proxies: SyncProxy[] = []
   const devices: StormPage[] = []
+  const switches: NetworkSwitch[] = []
   const dashboards: StormPage[] = []
   const close = async (): Promise<void> => {
-    for (const context of contexts) await context.close().catch(() => {})
+    for (const context of contexts) await context.close()
+    for (const proxy of proxies) await proxy.close()
   }
   try {
     for (let k = 0; k < (options.devices ?? 6); k++) {
       const context = await options.browser.newContext()
       contexts.push(context)
       await ledger.listen(context)
-      devices.push(await openStormPage(context, url('device', k)))
+      if (network === 'partition') {
+        const proxy = await startSyncProxy(Number(new URL(options.serverUrl).port))
+        proxies.push(proxy)
+        const device = await openStormPage(context, url('device', options.seed + k, proxy.url))
+        devices.push(device)
+        switches.push(await partitionedNetwork(device.page, proxy))
+      } else {
+        devices.push(await openStormPage(context, url('device', options.seed + k)))
+        switches.push(emulatedNetwork(context))
+      }
     }
     const board = await options.browser.newContext()
     contexts.push(board)
     await ledger.listen(board)
-    for (let k = 0; k < (options.dashboards ?? 2); k++) dashboards.push(await openStormPage(board, url('dashboard', 100 + k)))
+    for (let k = 0; k < (options.dashboards ?? 2); k++) dashboards.push(await openStormPage(board, url('dashboard', options.seed + 100 + k)))
 
-    const ingest = { batch: options.ingest?.batch ?? 10, everyMs: options.ingest?.everyMs ?? 100, stragglerEvery: options.ingest?.stragglerEvery ?? 20 }
-    for (const [k, device] of devices.entries()) {
-      await device.page.evaluate(([o, seed]) => window.storm?.start({ ...o, seed }), [ingest, options.seed * 31 + k] as const)
-    }
+    const ingest = { batch: options.ingest?.batch ?? 20, everyMs: options.ingest?.everyMs ?? 200 }
+    await Promise.all(devices.map((device) => device.page.evaluate((o) => window.storm?.start(o), ingest)))
     const endsAt = Date.now() + options.seconds * 1_000
     const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Math.max(0, Math.min(ms, endsAt - Date.now()))))
-    let toggles = 0
-    let toggleMs = 0
-    const stormStart = Date.now()
-    const delays = devices.map(() => () => minMs + random() * (maxMs - minMs))
-    const perDevice = devices.map(() => 0)
-    const storm = async (device: StormPage, delay: () => number, k: number): Promise<void> => {
-      let offline = false
-      while (Date.now() < endsAt) {
-        await sleep(delay())
-        if (Date.now() >= endsAt) break
-        offline = !offline
-        const before = Date.now()
-        await device.context.setOffline(offline)
-        toggleMs += Date.now() - before
-        toggles++
-        perDevice[k] = (perDevice[k] ?? 0) + 1
-      }
-    }
-    const running: RunningStorm = { devices, dashboards, sleep, endsAt }
-    await Promise.all([...devices.map((device, k) => storm(device, delays[k] as () => number, k)), options.during?.(running)])
+    const toggles = new NetworkToggles(switches, { seed: options.seed, intervalMs: options.toggle ?? [50, 500] })
+    await Promise.all([toggles.run(endsAt), options.during?.({ devices, dashboards, sleep, endsAt })])
+    const { startedAt, endedAt } = toggles.window
 
-    const stormMs = Date.now() - stormStart
-    for (const device of devices) await device.page.evaluate(() => window.storm?.stop())
-    const produced = new Map<string, number>()
-    for (const device of devices) produced.set(device.source, (await snapshotOf(device.page)).produced)
-    const totals = ledger.totals(produced)
-    // Everyone back online at once: the reconnect storm proper.
-    const back = Date.now()
-    await Promise.all(devices.map((device) => device.context.setOffline(false)))
-    const all = [...devices, ...dashboards].map((p) => p.page)
-    const { converged, snapshots } = await waitForConvergence(all, options.settleMs ?? 60_000, (s) =>
-      s.filter((x) => x.role === 'dashboard').every((x) => x.counted === totals.accepted),
+    await Promise.all(devices.map((device) => device.page.evaluate(() => window.storm?.stop())))
+    const transitions = await Promise.all(devices.map((device) => transitionsOf(device.page)))
+    const stopped = await Promise.all(devices.map((device) => snapshotOf(device.page)))
+    const totals = ledger.totals(new Map(stopped.map((s) => [s.source, s.produced])))
+    const truthFigures = groundTruth(
+      truth,
+      stopped.map((s) => ({ source: s.source, seed: s.seed, produced: s.produced, lateIds: s.lateIds, firstBatchEnd: ingest.batch })),
     )
-    const convergenceMs = Date.now() - back
-    const lateLane = snapshots.filter((s) => s.role === 'device').reduce((sum, s) => sum + s.lateLane, 0)
+    // Everyone back online at once: the reconnect storm proper.
+    await Promise.all(switches.map((toggle) => toggle(false)))
+    const backAt = Date.now()
+    const all = [...devices, ...dashboards].map((p) => p.page)
+    const { converged, convergedAt, snapshots } = await waitForConvergence(all, options.settleMs ?? 60_000, (s) => s[0]?.digest === truthFigures.digest)
+    const convergenceMs = converged ? Math.max(0, convergedAt - backAt) : Number.NaN
+
+    const { accepted, beyondLateness, duplicates, rejected } = totals
+    const receipts = { accepted, beyondLateness, duplicates, rejected }
     const dashboardCounts = snapshots.filter((s) => s.role === 'dashboard').map((s) => s.counted)
-    const result: StormResult = {
+    const toggleFigures = toggles.figures(transitions)
+    const problems = stormProblems({ truth: truthFigures, receipts, totals, snapshots, converged, stopped })
+    return {
       seed: options.seed,
       seconds: options.seconds,
       pages: all.length,
-      toggles,
-      minTogglesPerDevice: Math.min(...perDevice),
-      toggleLatencyMs: toggles === 0 ? 0 : Math.round(toggleMs / toggles),
-      stormMs,
-      ...totals,
-      lateLane,
+      stormMs: endedAt - startedAt,
+      network,
+      toggles: toggleFigures,
+      truth: truthFigures,
+      receipts,
+      gaps: totals.gaps,
       dashboardCounts,
       converged,
       convergenceMs,
       snapshots,
+      problems,
       summary: () =>
-        `storm seed=${options.seed} seconds=${options.seconds} pages=${all.length} (${devices.length} devices, ${dashboards.length} dashboards) ` +
-        `stormMs=${stormMs} toggles=${toggles} (min ${Math.min(...perDevice)} per device, setOffline ${toggles === 0 ? 0 : Math.round(toggleMs / toggles)} ms each) produced=${totals.produced} counted=${totals.accepted} beyondLateness=${totals.beyondLateness} lateLane=${lateLane} ` +
-        `duplicates=${totals.duplicates} rejected=${totals.rejected} dashboards=[${dashboardCounts.join(', ')}] converged=${converged} ` +
-        `convergenceMs=${convergenceMs} windows=${snapshots[0]?.windows ?? 0}`,
+        [
+          `storm seed=${options.seed} (replay: STORM_SEED=${options.seed}) seconds=${options.seconds} stormMs=${endedAt - startedAt} network=${network} ` +
+            `pages=${all.length} (${devices.length} devices in their own contexts, ${dashboards.length} dashboard tabs) ingest=${ingest.batch} every ${ingest.everyMs} ms`,
+          toggles.describe(toggleFigures),
+          `events: produced=${truthFigures.produced} counted=${truthFigures.counted} lateLane=${truthFigures.lateLane} ` +
+            `(receipts: accepted=${receipts.accepted} beyondLateness=${receipts.beyondLateness} duplicates=${receipts.duplicates} rejected=${receipts.rejected}) ` +
+            `windows=${truthFigures.windows} dashboards=[${dashboardCounts.join(', ')}]`,
+          `converged=${converged} convergenceMs=${convergenceMs} (after the last device was back online) problems=${problems.length}`,
+        ].join('\n'),
       close,
     }
-    return result
   } catch (error) {
-    await close()
+    await close().catch((closeError: unknown) => console.error(`storm: closing contexts after a failure also failed: ${String(closeError)}`))
     throw error
   }
+}
+
+/** Every failed expectation of a storm, one line each. */
+function stormProblems(run: {
+  readonly truth: TruthFigures
+  readonly receipts: StormResult['receipts']
+  readonly totals: { readonly produced: number; readonly gaps: readonly string[] }
+  readonly snapshots: readonly StormSnapshot[]
+  readonly stopped: readonly StormSnapshot[]
+  readonly converged: boolean
+}): string[] {
+  const problems = [...run.totals.gaps, ...run.truth.problems]
+  for (const s of run.snapshots) for (const error of s.errors) problems.push(`${s.source}: ${error}`)
+  if (!run.converged) problems.push('pages did not converge on the ground truth')
+  for (const s of run.snapshots) {
+    if (s.digest !== run.truth.digest) {
+      problems.push(`${s.role} ${s.source}: window values differ from the ground truth (counted ${s.counted}, truth ${run.truth.counted}): ${digestDiff(run.truth.digest, s.digest).join('; ')}`)
+    }
+  }
+  if (run.totals.produced !== run.truth.produced) problems.push(`durable reports cover ${run.totals.produced} readings, devices produced ${run.truth.produced}`)
+  if (run.receipts.accepted + run.receipts.beyondLateness !== run.truth.produced) {
+    problems.push(`receipts: accepted ${run.receipts.accepted} + beyond lateness ${run.receipts.beyondLateness} != produced ${run.truth.produced}`)
+  }
+  if (run.receipts.beyondLateness !== run.truth.lateLane) problems.push(`receipts say ${run.receipts.beyondLateness} beyond lateness, late lanes hold ${run.truth.lateLane}`)
+  if (run.receipts.duplicates !== 0 || run.receipts.rejected !== 0) problems.push(`receipts: ${run.receipts.duplicates} duplicates, ${run.receipts.rejected} rejected`)
+  for (const s of run.stopped) if (s.durable !== s.produced) problems.push(`${s.source}: produced ${s.produced}, durable ${s.durable}`)
+  return problems
 }
