@@ -2,6 +2,7 @@ import 'fake-indexeddb/auto'
 import type { Engine } from '@tidemark/engine'
 import { afterEach, describe, expect, it } from 'vitest'
 import { pageDeviceLocks } from '../src/fleet/deviceLocks.ts'
+import type { DeviceStatus } from '../src/fleet/deviceStatus.ts'
 import { DeviceTab } from '../src/fleet/deviceTab.ts'
 import { Fleet } from '../src/fleet/fleet.ts'
 import { DEFAULT_SETTINGS, type FleetSettings, windowIdOf } from '../src/fleet/fleetSettings.ts'
@@ -22,11 +23,12 @@ async function fakeFleet(settings: Partial<FleetSettings> = {}, intro = false) {
   fleets.push(fleet)
   await fleet.ready()
   pages.flush()
-  const advance = (ms: number): void => {
+  /** Ticks every 100 ms of fake time, letting each tick's log commits land (writes reach the documents once durable). */
+  const advance = async (ms: number): Promise<void> => {
     for (const end = clock.now + ms; clock.now < end; ) {
       clock.now += 100
       fleet.tick(clock.now)
-      pages.flush()
+      await pages.settle(() => uncommitted(fleet))
     }
   }
   /** The device's status now (the snapshot's rows refresh on ticks only). */
@@ -43,6 +45,12 @@ async function fakeFleet(settings: Partial<FleetSettings> = {}, intro = false) {
   return { fleet, clock, pages, advance, device, engineOf }
 }
 
+/** True while a device running in `fleet`'s page has accepted readings not yet committed to its log. */
+function uncommitted(fleet: Fleet, also: readonly (DeviceStatus | null | undefined)[] = []): boolean {
+  const statuses = [...fleet.snapshot().devices.map((row) => fleet.slot(row.id)?.node?.status()), ...also]
+  return statuses.some((status) => status != null && status.phase === 'running' && status.durable < status.accepted)
+}
+
 /** `(key, start) → count` of every window in `engines`, summed. */
 function countsOf(engines: readonly Engine[], window: string): Map<string, number> {
   const counts = new Map<string, number>()
@@ -56,7 +64,7 @@ function countsOf(engines: readonly Engine[], window: string): Map<string, numbe
 describe('Fleet over Yjs documents', { timeout: 30_000 }, () => {
   it('fills the dashboard engine with windows merged from every device document, ingesting nothing itself', async () => {
     const { fleet, advance } = await fakeFleet()
-    advance(12_000)
+    await advance(12_000)
     const { dashboard, settings, devices } = fleet.snapshot()
     const fired = dashboard.results({ window: windowIdOf(settings), key: 'temp' }).filter((r) => r.status !== 'provisional')
     expect(fired.length).toBeGreaterThan(3)
@@ -70,10 +78,10 @@ describe('Fleet over Yjs documents', { timeout: 30_000 }, () => {
 
   it('a device offline keeps ingesting into its log; back online, its document catches up and corrects fired windows', async () => {
     const { fleet, advance, device, engineOf } = await fakeFleet()
-    advance(6_000)
+    await advance(6_000)
     fleet.setOnline('d02', false)
     const offlineAt = fleet.snapshot().now
-    advance(7_000)
+    await advance(7_000)
     expect(device('d02')).toMatchObject({ online: false, syncState: 'offline' })
     expect(device('d02').offlineReadings).toBeGreaterThan(0)
     expect(device('d02').pending).toBeGreaterThan(0)
@@ -85,7 +93,7 @@ describe('Fleet over Yjs documents', { timeout: 30_000 }, () => {
     const correctionsBefore = dashboard.stats().corrections
 
     fleet.setOnline('d02', true)
-    advance(2_500)
+    await advance(2_500)
     expect(device('d02')).toMatchObject({ online: true, syncState: 'connected', pending: 0 })
     expect(dashboard.stats().corrections).toBeGreaterThan(correctionsBefore)
     const corrected = dashboard.results({ window, key: 'temp', from: offlineAt }).filter((r) => r.revision > 0)
@@ -99,9 +107,9 @@ describe('Fleet over Yjs documents', { timeout: 30_000 }, () => {
 
   it('crash and reopen from IndexedDB loses no durable reading, and the device continues its seq without a gap', async () => {
     const { fleet, advance, device, engineOf, clock } = await fakeFleet()
-    advance(4_000)
+    await advance(4_000)
     fleet.setOnline('d03', false)
-    advance(3_000)
+    await advance(3_000)
     await until(() => device('d03').durable === device('d03').accepted, 'every d03 batch committed')
     const durable = device('d03').durable
     const applied = engineOf('d03').stats().applied
@@ -110,7 +118,7 @@ describe('Fleet over Yjs documents', { timeout: 30_000 }, () => {
 
     fleet.crash('d03')
     expect(device('d03').phase).toBe('rebooting')
-    advance(1_600)
+    await advance(1_600)
     await fleet.slot('d03')?.node?.whenRunning()
     const recovered = device('d03')
     expect(recovered.phase).toBe('running')
@@ -121,7 +129,7 @@ describe('Fleet over Yjs documents', { timeout: 30_000 }, () => {
     fleet.setOnline('d03', true)
     const backAt = clock.now
     const acceptedAtReboot = device('d03').accepted
-    advance(8_000)
+    await advance(8_000)
     // Its new readings are new to its own engine (not taken for duplicates of what the log holds).
     expect(device('d03').accepted - acceptedAtReboot).toBeGreaterThan(30)
     const { dashboard, settings } = fleet.snapshot()
@@ -135,11 +143,11 @@ describe('Fleet over Yjs documents', { timeout: 30_000 }, () => {
   it('plays the tour: its device drops off, windows fire without it, and its catch-up corrects them before they are final', async () => {
     const { fleet, advance, device } = await fakeFleet({}, true)
     const tour = fleet.snapshot().introDevice as string
-    advance(8_000)
+    await advance(8_000)
     expect(device(tour).online).toBe(false)
-    advance(10_000)
+    await advance(10_000)
     expect(device(tour).online).toBe(true)
-    advance(3_000)
+    await advance(3_000)
     const { dashboard, activity } = fleet.snapshot()
     expect(dashboard.stats().corrections).toBeGreaterThan(0)
     expect(dashboard.stats().finalityViolations).toBe(0)
@@ -149,11 +157,11 @@ describe('Fleet over Yjs documents', { timeout: 30_000 }, () => {
 
   it('counts every reading once through a reconnect storm', async () => {
     const { fleet, advance, engineOf } = await fakeFleet({ deviceCount: 8 })
-    advance(3_000)
+    await advance(3_000)
     fleet.startStorm(12_000)
-    advance(13_000)
+    await advance(13_000)
     expect(fleet.snapshot().storm).toBeNull()
-    advance(2_500)
+    await advance(2_500)
     const { dashboard, settings, devices, activity } = fleet.snapshot()
     expect(devices.every((row) => row.status?.online && row.status.pending === 0)).toBe(true)
     expect(activity.some((entry) => entry.text.startsWith('Reconnect storm over'))).toBe(true)
@@ -166,20 +174,20 @@ describe('Fleet over Yjs documents', { timeout: 30_000 }, () => {
 
   it('stops producing while paused', async () => {
     const { fleet, advance, device } = await fakeFleet()
-    advance(3_000)
+    await advance(3_000)
     fleet.setPaused(true)
     const seq = device('d01').seq
-    advance(5_000)
+    await advance(5_000)
     expect(device('d01').seq).toBe(seq)
     fleet.setPaused(false)
-    advance(2_000)
+    await advance(2_000)
     expect(device('d01').seq - seq).toBeGreaterThan(0)
     expect(device('d01').seq - seq).toBeLessThanOrEqual(15)
   })
 
   it('reopens every engine in a new epoch when settings change', async () => {
     const { fleet, advance } = await fakeFleet()
-    advance(3_000)
+    await advance(3_000)
     const before = fleet.snapshot()
     fleet.configure({ windowMs: 5_000, deviceCount: 6 })
     await fleet.ready()
@@ -187,7 +195,7 @@ describe('Fleet over Yjs documents', { timeout: 30_000 }, () => {
     expect(after.dashboard).not.toBe(before.dashboard)
     expect(after.generation).toBe(before.generation + 1)
     expect(after.epoch).not.toBe(before.epoch)
-    advance(12_000)
+    await advance(12_000)
     expect(fleet.snapshot().devices).toHaveLength(6)
     expect(after.dashboard.results({ window: 'tumbling:5000' }).length).toBeGreaterThan(0)
     expect(after.dashboard.stats().sources).toBe(6)
@@ -202,15 +210,15 @@ describe('Fleet over Yjs documents', { timeout: 30_000 }, () => {
     fleets.push(fleet)
     await fleet.ready()
     const tab = new DeviceTab({ index: 1, settings, wiring: pages.wiring, now: () => clock.now, locks, control: pages.openControl() })
-    const advance = (ms: number): void => {
+    const advance = async (ms: number): Promise<void> => {
       for (const end = clock.now + ms; clock.now < end; ) {
         clock.now += 100
         fleet.tick(clock.now)
         tab.tick(clock.now)
-        pages.flush()
+        await pages.settle(() => uncommitted(fleet, [tab.slot.node?.status()]))
       }
     }
-    advance(4_000)
+    await advance(4_000)
     const inPage = fleet.slot('d02')?.node?.engine
     if (inPage == null) throw new Error('d02 should run in the dashboard page first')
     await until(() => fleet.slot('d02')?.status(clock.now)?.durable === fleet.slot('d02')?.status(clock.now)?.accepted, 'd02 committed')
@@ -224,7 +232,7 @@ describe('Fleet over Yjs documents', { timeout: 30_000 }, () => {
     // The dashboard closed it cleanly (last checkpoint): the tab recovers every reading from the same log.
     expect(tab.slot.node?.status().recovery).toMatchObject({ recoveredReadings: appliedHere, lostEvents: 0, replayedRecords: 0 })
 
-    advance(6_000)
+    await advance(6_000)
     const row = fleet.snapshot().devices.find((r) => r.id === 'd02')
     expect(row).toMatchObject({ where: 'elsewhere', status: { id: 'd02', phase: 'running', online: true } })
     const engines = [fleet.slot('d01')?.node?.engine, tab.slot.node?.engine, fleet.slot('d03')?.node?.engine] as Engine[]
@@ -235,9 +243,9 @@ describe('Fleet over Yjs documents', { timeout: 30_000 }, () => {
     fleet.setOnline('d02', false)
     pages.flush()
     expect(tab.slot.node?.online).toBe(false)
-    advance(7_000)
+    await advance(7_000)
     fleet.setOnline('d02', true)
-    advance(3_000)
+    await advance(3_000)
     // Its catch-up (through its document) corrected the windows the dashboard fired without it.
     expect(fleet.snapshot().activity.some((entry) => /^d02 back after \d+ s offline: \d+ readings .* [1-9]\d* window corrections/.test(entry.text))).toBe(true)
 

@@ -67,6 +67,23 @@ export function memoryPages(namespace = 'test') {
       }
       return delivered
     },
+    /**
+     * Lets IndexedDB commits land (fake-indexeddb works in event-loop turns) while delivering
+     * messages, until `busy()` is false: engines hand their writes to the documents only once
+     * they are durable, so a test that ticks must also let the log commit.
+     */
+    async settle(busy: () => boolean): Promise<void> {
+      for (let turn = 0; turn < 10_000; turn++) {
+        await new Promise((resolve) => setImmediate(resolve))
+        this.flush()
+        if (busy()) continue
+        // The held writes are released when the commit resolves: one more turn delivers them.
+        await new Promise((resolve) => setImmediate(resolve))
+        this.flush()
+        return
+      }
+      throw new Error('memoryPages: IndexedDB never settled')
+    },
     /** Tab-channel frames posted so far. */
     frames: () => frames,
   }
