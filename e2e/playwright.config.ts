@@ -21,6 +21,7 @@ process.env.PW_EXPERIMENTAL_SERVICE_WORKER_NETWORK_EVENTS = '1'
 const repoRoot = fileURLToPath(new URL('..', import.meta.url))
 const baseURL = `http://127.0.0.1:${E2E_PORT}`
 const DEMO_URL = `http://127.0.0.1:${DEMO_E2E_PORT}`
+const PAGES_OUT_DIR = `${repoRoot}node_modules/.e2e-pages-${E2E_PORT}`
 
 export default defineConfig({
   testDir: './tests',
@@ -48,7 +49,8 @@ export default defineConfig({
   webServer: [
     {
       // A production build served by `vite preview`: few files, so the service worker can cache the shell.
-      command: `pnpm exec vite build -c e2e/vite.config.ts && pnpm exec vite preview -c e2e/vite.config.ts --host 127.0.0.1 --port ${E2E_PORT} --strictPort`,
+      // Built into a directory of its own port, so a concurrent run on another port never empties what this one serves.
+      command: `pnpm exec vite build -c e2e/vite.config.ts --outDir ${PAGES_OUT_DIR} && pnpm exec vite preview -c e2e/vite.config.ts --outDir ${PAGES_OUT_DIR} --host 127.0.0.1 --port ${E2E_PORT} --strictPort`,
       cwd: repoRoot,
       url: `${baseURL}/`,
       reuseExistingServer: false,

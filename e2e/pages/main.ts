@@ -37,10 +37,14 @@ async function start(): Promise<PageApi> {
   let timer: ReturnType<typeof setTimeout> | null = null
   const errors: string[] = []
 
-  const pump = (size: number, everyMs: number): void => {
+  const pump = (size: number, everyMs: number, upTo: number): void => {
+    if (nextSeq > upTo) {
+      timer = null
+      return
+    }
     const events: StreamEvent[] = []
-    for (let k = 0; k < size; k++) events.push(reading(source, nextSeq + k))
-    nextSeq += size
+    for (let k = 0; k < Math.min(size, upTo - nextSeq + 1); k++) events.push(reading(source, nextSeq + k))
+    nextSeq += events.length
     const last = nextSeq - 1
     engine.ingest(events).durable.then(
       () => {
@@ -50,7 +54,7 @@ async function start(): Promise<PageApi> {
       },
       (error: unknown) => errors.push(error instanceof Error ? error.message : String(error)),
     )
-    timer = setTimeout(() => pump(size, everyMs), everyMs)
+    timer = setTimeout(() => pump(size, everyMs, upTo), everyMs)
   }
 
   const snapshot = (): PageSnapshot => {
@@ -91,8 +95,8 @@ async function start(): Promise<PageApi> {
   return {
     source,
     report,
-    start({ batch, everyMs }) {
-      if (timer === null) pump(batch, everyMs)
+    start({ batch, everyMs, upTo = Number.POSITIVE_INFINITY }) {
+      if (timer === null) pump(batch, everyMs, upTo)
     },
     stop() {
       if (timer !== null) clearTimeout(timer)

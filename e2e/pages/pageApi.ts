@@ -23,8 +23,8 @@ export interface PageSnapshot {
 export interface PageApi {
   readonly source: string
   readonly report: RecoveryReport | undefined
-  /** Starts ingesting batches of `batch` events every `everyMs` (0: as fast as the event loop allows). */
-  start(options: { batch: number; everyMs: number }): void
+  /** Starts ingesting batches of `batch` events every `everyMs` (0: as fast as the event loop allows), up to seq `upTo` (default: until stopped). */
+  start(options: { batch: number; everyMs: number; upTo?: number }): void
   stop(): void
   snapshot(): PageSnapshot
   /** Ingests the events with seq `from..to` again; resolves once durable, with the receipt totals. */

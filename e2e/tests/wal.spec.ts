@@ -83,6 +83,10 @@ test('a tab closed without warning mid-stream reloads offline and shows every du
   await reloaded.reload()
   await reloaded.waitForFunction(() => window.tidemark !== undefined)
   const final = await snapshot(reloaded)
+  console.log(
+    `wal offline reload: pages=1 toggles=1 (offline) acknowledged=${acknowledged} recovered=${after.applied} re-sent as duplicates=${again?.duplicates} ` +
+      `ingested offline to ${offlineDurable}, after a second offline reload applied=${final.applied}`,
+  )
   expect(final).toMatchObject({ source, online: false, controlled: true })
   expect(final.applied).toBeGreaterThanOrEqual(offlineDurable)
 })
@@ -102,6 +106,7 @@ test.describe('crashes and tab ownership (no service worker)', () => {
     expect(reopened).toBe(source)
     expect(report?.corrupt).toEqual([])
     const after = await snapshot(restored)
+    console.log(`wal renderer crash: pages=1 acknowledged=${acknowledged} recovered=${after.applied} (${after.applied - acknowledged} committed but not yet reported)`)
     expect(after.applied).toBeGreaterThanOrEqual(acknowledged)
     expect(await restored.evaluate((to) => window.tidemark?.reingest(1, to), acknowledged)).toEqual({ accepted: 0, duplicates: acknowledged })
   })
@@ -118,7 +123,9 @@ test.describe('crashes and tab ownership (no service worker)', () => {
     expect(sourceC).not.toBe(tabB.source)
     await duplicate.close()
 
-    for (const page of [a, b]) await page.evaluate(() => window.tidemark?.start({ batch: 100, everyMs: 1 }))
+    // A writes until it crashes, at a pace that keeps re-sending all it acknowledged (below) quick; B stops on its own after 30,000 readings.
+    await a.evaluate(() => window.tidemark?.start({ batch: 50, everyMs: 10 }))
+    await b.evaluate(() => window.tidemark?.start({ batch: 50, everyMs: 10, upTo: 30_000 }))
     await expect.poll(() => Math.min(durable.get(tabA.source) ?? 0, durable.get(tabB.source) ?? 0), { timeout: 30_000 }).toBeGreaterThan(5_000)
     await crash(a)
     await b.evaluate(() => window.tidemark?.stop())
@@ -133,6 +140,7 @@ test.describe('crashes and tab ownership (no service worker)', () => {
       [b, tabB.source, ackB],
     ] as const) {
       const after = await snapshot(page)
+      console.log(`wal two tabs: ${source} acknowledged=${acknowledged} recovered=${after.applied} sources in its engine=${after.sources}`)
       expect(after.source).toBe(source)
       expect(after.sources).toBe(1)
       expect(after.applied).toBeGreaterThanOrEqual(acknowledged)
@@ -167,6 +175,7 @@ test.describe('crashes and tab ownership (no service worker)', () => {
     const stored = await storedRecords(thief, source)
     const errorsThen = (await snapshot(page)).errors.length
     await expect.poll(async () => (await snapshot(page)).errors.length).toBeGreaterThan(errorsThen + 20)
+    console.log(`wal stolen lock: log records when the lock was taken=${stored}, refused writes since=${(await snapshot(page)).errors.length}`)
     expect(await storedRecords(thief, source)).toBe(stored)
   })
 })
