@@ -1,11 +1,9 @@
 import { type Anomaly, type AnomalyReason, emptyAnomalyCounts } from './anomaly.ts'
 import type { Doc } from 'yjs'
-import type { Cell } from './cell.ts'
 import { ChangeFeed } from './changeFeed.ts'
 import type { Engine, EngineOptions, EngineStats, IngestReceipt, LateEvent, SyncStatus } from './engineApi.ts'
 import { configurationOf, indexFor, type ResolvedOptions, resolveOptions } from './engineOptions.ts'
-import { copyStreamEvent, invalidAnomaly, invalidReason, type StreamEvent } from './event.ts'
-import { placementOrder } from './eventOrder.ts'
+import type { StreamEvent } from './event.ts'
 import { Frontiers } from './frontiers.ts'
 import { LateLane } from './lateLane.ts'
 import { ingestSink } from './ingestSink.ts'
@@ -14,19 +12,15 @@ import { cellEntryProblem, clockEntryProblem } from './remoteValidation.ts'
 import { mergeRemoteCells, mergeRemoteClocks } from './remoteMerge.ts'
 import type { CellEntry, ClockEntry, MergeReport, ReplicaPort } from './replicaPort.ts'
 import { ReplicationOutbox } from './replicationOutbox.ts'
-import { SessionWindowIndex } from './sessionWindowIndex.ts'
 import { bindDoc, type DocBinding } from './replication/bindDoc.ts'
-import type { SourceClock } from './sourceClock.ts'
-import {
-  ADMITTED_LATE,
-  type BatchFrontiers,
-  ON_TIME,
-  REFUSED,
-  type WindowIndex,
-} from './windowIndex.ts'
-import { compareResults, type ResultQuery, type WindowChange, type WindowResult } from './windowResult.ts'
+import type { BatchFrontiers, WindowIndex } from './windowIndex.ts'
+import type { ResultQuery, WindowChange, WindowResult } from './windowResult.ts'
 import { WindowLifecycle } from './windowLifecycle.ts'
 import { captureWindows, restoreWindows } from './windowCheckpoint.ts'
+import { DedupLedger } from './dedupLedger.ts'
+import { RemoteAnomalyLog } from './inputRejection.ts'
+import { BatchPlacement } from './batchPlacement.ts'
+import { liveCells, queryResults, windowGauges, windowHistory } from './liveWindows.ts'
 
 const DURABLE: Promise<void> = Promise.resolve()
 const NO_CHANGES: readonly WindowChange[] = Object.freeze([])
@@ -45,11 +39,7 @@ export class TidemarkEngine implements Engine {
   #batch = 0
   #closed = false
   #writable: WritableStream<readonly StreamEvent[]> | null = null
-  #maxNewPerEvent: number
-  /** Session placement depends on the order of events in a batch, so batches are placed in event order. */
-  readonly #hasSessions: boolean
-  #dedupEntries = 0
-  #dedupAtLastPurge = 0
+  readonly #dedup = new DedupLedger()
   readonly #counts = {
     ingested: 0,
     applied: 0,
@@ -68,22 +58,30 @@ export class TidemarkEngine implements Engine {
   #journal: Journal | null = null
   #binding: DocBinding | null = null
   #replicationError: string | null = null
-  /** Details of the last anomalies found in peers' state, newest last. */
-  #remoteAnomalies: string[] = []
+  readonly #remoteAnomalies = new RemoteAnomalyLog()
   #persistenceError: string | null = null
   readonly #lifecycle: WindowLifecycle
-
+  readonly #placement: BatchPlacement
 
   constructor(options: EngineOptions) {
     this.#options = resolveOptions(options)
     this.#indexes = this.#options.specs.map(indexFor)
-    this.#maxNewPerEvent = this.#indexes.reduce((n, index) => n + index.maxNewPerEvent, 0)
-    this.#hasSessions = this.#options.specs.some((spec) => spec.kind === 'session')
     this.#frontiers = new Frontiers(this.#options.watermark, this.#options.idleTimeout)
     this.#lateLane = new LateLane(this.#options.limits.maxLateEvents)
     this.replicaId = this.#options.replicaId
     const writes = (source: string) => this.#frontiers.sources.get(source)?.writer === this.replicaId
     this.#lifecycle = new WindowLifecycle(this.#options, this.#frontiers, this.#indexes, this.#outbox, writes)
+    this.#placement = new BatchPlacement({
+      options: this.#options,
+      replicaId: this.replicaId,
+      indexes: this.#indexes,
+      frontiers: this.#frontiers,
+      lateLane: this.#lateLane,
+      outbox: this.#outbox,
+      dedup: this.#dedup,
+      anomalies: this.#anomalies,
+      hooks: this.#lifecycle.hooks,
+    })
     if (options.doc !== undefined) this.attachDoc(options.doc)
   }
 
@@ -138,77 +136,7 @@ export class TidemarkEngine implements Engine {
       lateness: this.#options.allowedLateness,
       batch: ++this.#batch,
     }
-    const limits = this.#options.limits
-    const indexes = this.#indexes
-    const sources = this.#frontiers.sources
-    let accepted = 0
-    let late = 0
-    let duplicates = 0
-    let beyond = 0
-    let lastClock: SourceClock | undefined
-    const order = this.#hasSessions ? placementOrder(events) : null
-    for (let k = 0; k < n; k++) {
-      const i = order === null ? k : (order[k] as number)
-      const event = events[i] as StreamEvent
-      const reason = safeInvalidReason(event)
-      if (reason !== null) {
-        this.#reject(anomalies, reason, event, i)
-        if (logged !== null) invalid[reason] = (invalid[reason] ?? 0) + 1
-        continue
-      }
-      logged?.push(event)
-      const { id, seq, ts, value } = event
-      let clock = lastClock !== undefined && lastClock.name === event.source ? lastClock : sources.get(event.source)
-      if (clock !== undefined && clock.writer !== this.replicaId) {
-        this.#reject(anomalies, 'source_conflict', event, i, `source '${event.source}' is written by replica '${clock.writer}'`)
-        continue
-      }
-      if (clock?.seen(seq, id)) {
-        duplicates++
-        continue
-      }
-      if (clock === undefined && sources.size >= limits.maxSources) {
-        this.#reject(anomalies, 'overflow', event, i, `limits.maxSources (${limits.maxSources}) reached`)
-        continue
-      }
-      if ((seq === undefined || seq !== (clock?.prefix ?? 0) + 1) && this.#dedupEntries >= limits.maxDedupEntries) {
-        this.#purgeDedup(frontiers)
-        if (this.#dedupEntries >= limits.maxDedupEntries) {
-          this.#reject(anomalies, 'overflow', event, i, `limits.maxDedupEntries (${limits.maxDedupEntries}) reached`)
-          continue
-        }
-      }
-      const key = event.key ?? ''
-      if (this.#windowCount() + this.#maxNewPerEvent > limits.maxWindows && !this.#roomFor(key, ts, frontiers)) {
-        this.#reject(anomalies, 'overflow', event, i, `limits.maxWindows (${limits.maxWindows}) reached`)
-        continue
-      }
-      // Created only once the event is accepted for placement: a refused first event
-      // must not leave a clock that holds the watermark at -Infinity.
-      if (clock === undefined) {
-        clock = this.#frontiers.source(event.source, now)
-        clock.writer = this.replicaId
-      }
-      lastClock = clock
-      const version = clock.version + 1
-      let outcome = 0
-      for (let s = 0; s < indexes.length; s++) {
-        const index = indexes[s] as WindowIndex
-        const placed = index.place(key, clock, ts, value, version, frontiers, this.#lifecycle.hooks)
-        if (placed & REFUSED) this.#lateLane.push({ event: copyStreamEvent(event), window: index.id, reason: 'beyond_lateness' })
-        outcome |= placed
-      }
-      const before = clock.ahead.size + clock.ids.size
-      clock.remember(seq, id, ts, now)
-      this.#outbox.clock(clock)
-      this.#dedupEntries += clock.ahead.size + clock.ids.size - before
-      if (outcome & (ON_TIME | ADMITTED_LATE)) {
-        accepted++
-        if (outcome & ADMITTED_LATE) late++
-      } else {
-        beyond++
-      }
-    }
+    const { accepted, late, duplicates, beyond } = this.#placement.place(events, now, frontiers, anomalies, logged, invalid)
     const counts = this.#counts
     counts.ingested += n
     counts.applied += accepted
@@ -296,7 +224,7 @@ export class TidemarkEngine implements Engine {
       lateLane: { entries: [...this.#lateLane.list()], trimmed: this.#lateLane.trimmed, total: this.#lateLane.total },
       counts: { ...this.#counts, corrections: this.#lifecycle.corrections },
       anomalies: { ...this.#anomalies },
-      dedup: { entries: this.#dedupEntries, atLastPurge: this.#dedupAtLastPurge },
+      dedup: { entries: this.#dedup.entries, atLastPurge: this.#dedup.atLastPurge },
     }
   }
 
@@ -317,8 +245,8 @@ export class TidemarkEngine implements Engine {
     for (const name of Object.keys(counts)) counts[name] = checkpoint.counts[name] ?? 0
     this.#lifecycle.corrections = checkpoint.counts.corrections ?? 0
     for (const reason of Object.keys(this.#anomalies) as AnomalyReason[]) this.#anomalies[reason] = checkpoint.anomalies[reason] ?? 0
-    this.#dedupEntries = checkpoint.dedup.entries
-    this.#dedupAtLastPurge = checkpoint.dedup.atLastPurge
+    this.#dedup.entries = checkpoint.dedup.entries
+    this.#dedup.atLastPurge = checkpoint.dedup.atLastPurge
   }
 
   /** Counts logged invalid or refused inputs again during replay. */
@@ -338,24 +266,11 @@ export class TidemarkEngine implements Engine {
   }
 
   results(query?: ResultQuery): readonly WindowResult[] {
-    const out: WindowResult[] = []
-    const from = query?.from ?? Number.NEGATIVE_INFINITY
-    const to = query?.to ?? Number.POSITIVE_INFINITY
-    for (const index of this.#indexes) {
-      if (query?.window !== undefined && query.window !== index.id) continue
-      for (const w of index.windows()) {
-        if (w.emitted === null) continue
-        if (query?.key !== undefined && query.key !== w.key) continue
-        if (w.start < from || w.start >= to) continue
-        out.push(w.emitted)
-      }
-    }
-    return out.sort(compareResults)
+    return queryResults(this.#indexes, query)
   }
 
   history(window: string, key: string, start: number): readonly WindowResult[] {
-    const index = this.#indexes.find((i) => i.id === window)
-    return index?.find(key, start)?.history() ?? []
+    return windowHistory(this.#indexes, window, key, start)
   }
 
   subscribe(listener: (changes: readonly WindowChange[]) => void): () => void {
@@ -395,11 +310,10 @@ export class TidemarkEngine implements Engine {
       configuration: configurationOf(this.#options),
       onLocalWrite: (listener) => this.#outbox.listen(listener),
       mergeRemote: (cells, clocks) => this.#mergeRemote(cells, clocks),
-      exportState: () => this.#exportState(),
+      exportState: () => ({ cells: liveCells(this.#indexes), clocks: [...this.#frontiers.sources.values()].map((clock) => clock.entry()) }),
       reportAnomaly: (reason, detail) => {
         this.#anomalies[reason]++
-        this.#remoteAnomalies.push(`${reason}: ${detail}`)
-        if (this.#remoteAnomalies.length > 20) this.#remoteAnomalies.shift()
+        this.#remoteAnomalies.record(`${reason}: ${detail}`)
       },
       setSyncStatus: (status, docBytes) => {
         this.#syncStatus = status
@@ -411,25 +325,15 @@ export class TidemarkEngine implements Engine {
   }
 
   stats(): EngineStats {
-    let cells = 0
-    let pending = 0
-    for (const index of this.#indexes) {
-      for (const w of index.windows()) {
-        cells += w.cellCount + w.fragments.length
-        if (!w.fired) pending += w.count()
-      }
-    }
     const f = this.#frontiers
     const wal = this.#journal?.stats()
     return {
       ...this.#counts,
       corrections: this.#lifecycle.corrections,
       anomalies: { ...this.#anomalies },
-      pending,
-      openWindows: this.#windowCount(),
-      cells,
+      ...windowGauges(this.#indexes),
       sources: f.sources.size,
-      dedupEntries: this.#dedupEntries,
+      dedupEntries: this.#dedup.entries,
       lateLane: this.#lateLane.size,
       lateLaneTrimmed: this.#lateLane.trimmed,
       watermark: f.watermark,
@@ -440,7 +344,7 @@ export class TidemarkEngine implements Engine {
       walBytes: wal?.walBytes ?? 0,
       persistenceError: this.#persistenceError,
       replicationError: this.#replicationError,
-      remoteAnomalies: [...this.#remoteAnomalies],
+      remoteAnomalies: this.#remoteAnomalies.list(),
     }
   }
 
@@ -456,42 +360,10 @@ export class TidemarkEngine implements Engine {
     if (this.#closed) throw new Error('engine is closed')
   }
 
-  #reject(anomalies: Anomaly[], reason: AnomalyReason, event: unknown, index: number, detail?: string): void {
-    let anomaly: Anomaly
-    try {
-      anomaly = invalidAnomaly(reason, event, index)
-    } catch {
-      anomaly = { reason, index, detail: 'the input could not be read (a getter threw, or a revoked Proxy)' }
-    }
-    anomalies.push(detail === undefined ? anomaly : { ...anomaly, detail })
-    this.#anomalies[reason]++
-  }
-
-  #windowCount(): number {
-    let n = 0
-    for (const index of this.#indexes) n += index.size
-    return n
-  }
-
-  #roomFor(key: string, ts: number, frontiers: BatchFrontiers): boolean {
-    let missing = 0
-    for (const index of this.#indexes) missing += index.missingWindows(key, ts, frontiers)
-    return this.#windowCount() + missing <= this.#options.limits.maxWindows
-  }
-
-  /** Releases dedup memory behind the lateness horizon of every spec. */
-  #purgeDedup(frontiers: BatchFrontiers): void {
-    let horizon = Number.POSITIVE_INFINITY
-    for (const index of this.#indexes) horizon = Math.min(horizon, index.horizon(frontiers))
-    if (!Number.isFinite(horizon)) return
-    for (const clock of this.#frontiers.sources.values()) this.#dedupEntries -= clock.forgetBefore(horizon)
-    this.#dedupAtLastPurge = this.#dedupEntries
-  }
-
   /** After frontiers moved: settle windows, purge dedup memory when due, publish to peers, then one notification. */
   #settle(batch: BatchFrontiers | null): void {
     const changes = this.#lifecycle.settle()
-    if (batch !== null && this.#dedupEntries > 2 * this.#dedupAtLastPurge + 4096) this.#purgeDedup(batch)
+    if (batch !== null && this.#dedup.due) this.#dedup.purge(this.#indexes, this.#frontiers, batch)
     this.#outbox.flush()
     this.#feed.publish(changes)
   }
@@ -527,29 +399,9 @@ export class TidemarkEngine implements Engine {
   #acceptRemote(what: string, problem: string | null): boolean {
     if (problem === null) return true
     this.#anomalies.invalid_remote_cell++
-    this.#remoteAnomalies.push(`invalid_remote_cell: ${what}: ${problem}`)
-    if (this.#remoteAnomalies.length > 20) this.#remoteAnomalies.shift()
+    this.#remoteAnomalies.record(`invalid_remote_cell: ${what}: ${problem}`)
     return false
   }
-
-  #exportState(): { cells: CellEntry[]; clocks: ClockEntry[] } {
-    const cells: CellEntry[] = []
-    for (const index of this.#indexes) {
-      for (const w of index.windows()) {
-        const sources = w.sources()
-        const own = w.cells()
-        for (let i = 0; i < sources.length; i++) {
-          cells.push({ address: { window: w.window, key: w.key, start: w.start, source: sources[i] as string }, cell: own[i] as Cell })
-        }
-        for (const f of w.fragments) cells.push({ address: { window: w.window, key: w.key, start: f.start, source: f.source }, cell: f.cell })
-      }
-      if (index instanceof SessionWindowIndex) {
-        for (const [key, f] of index.tombstones()) cells.push({ address: { window: index.id, key, start: f.start, source: f.source }, cell: f.cell })
-      }
-    }
-    return { cells, clocks: [...this.#frontiers.sources.values()].map((clock) => clock.entry()) }
-  }
-
 }
 
 /**
@@ -562,13 +414,4 @@ export class TidemarkEngine implements Engine {
  */
 export function createEngine(options: EngineOptions): Engine {
   return new TidemarkEngine(options)
-}
-
-/** `invalidReason`, where an input whose getters throw (or a revoked Proxy) is an `invalid_event`. */
-function safeInvalidReason(event: unknown): AnomalyReason | null {
-  try {
-    return invalidReason(event)
-  } catch {
-    return 'invalid_event'
-  }
 }
