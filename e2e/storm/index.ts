@@ -87,7 +87,7 @@ export interface StormResult {
   /** Events counted by each dashboard (`counted` of its snapshot). */
   readonly dashboardCounts: readonly number[]
   readonly converged: boolean
-  /** ms from the moment the last device was back online until every page showed the truth. */
+  /** ms from the moment the last device was back online until every page was read showing the truth (an upper bound: 250 ms polls). */
   readonly convergenceMs: number
   readonly snapshots: readonly StormSnapshot[]
   /** Everything that contradicts "nothing lost, nothing counted twice, everyone converged"; empty when the storm passed. */

@@ -69,7 +69,8 @@ export function statusChangesOf(page: Page): Promise<readonly StormStatusChange[
 
 /**
  * Polls every page (every 250 ms) until all show the same window values and `done(snapshots)`
- * holds, or `timeoutMs` passes; `convergedAt` is when the agreeing snapshots were taken.
+ * holds, or `timeoutMs` passes; `convergedAt` is when the agreeing snapshots had all been
+ * read (an upper bound: the pages agreed at or before it).
  *
  * @example
  * const { converged, snapshots } = await waitForConvergence(pages, 30_000, (s) => s[0]?.digest === truth.digest)
@@ -81,10 +82,10 @@ export async function waitForConvergence(
 ): Promise<{ converged: boolean; convergedAt: number; snapshots: StormSnapshot[] }> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
-    const takenAt = Date.now()
     const snapshots = await Promise.all(pages.map(snapshotOf))
+    const readAt = Date.now()
     const first = snapshots[0]?.digest
-    if (snapshots.every((s) => s.digest === first) && done(snapshots)) return { converged: true, convergedAt: takenAt, snapshots }
+    if (snapshots.every((s) => s.digest === first) && done(snapshots)) return { converged: true, convergedAt: readAt, snapshots }
     if (Date.now() > deadline) return { converged: false, convergedAt: Number.NaN, snapshots }
     await new Promise((resolve) => setTimeout(resolve, 250))
   }
