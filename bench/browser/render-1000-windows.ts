@@ -5,10 +5,14 @@
  * what it consists of (engine ingest, the bindings' fan-out, React, style,
  * layout, paint, GC, from a Chrome trace of the run), renders per component
  * per frame, long tasks and the events/s achieved, against the targets of
- * issue 6 (p95 frame < 16 ms, <= 1 render per component per frame).
+ * issue 6 (p95 frame < 16 ms, <= 1 render per component per frame). Four
+ * views of the tiles: `dom` (text in a fixed grid), `canvas` (cells of one
+ * canvas painted in layout effects), and their floors `dom-floor` and
+ * `canvas-floor` (the same DOM or canvas work with no engine, bindings or
+ * React: what the browser alone costs).
  *
  *   node --import tsx --conditions=@tidemark/source bench/browser/render-1000-windows.ts [--build]
- *     [--view=dom|canvas] [--seconds=10] [--rate=20000] [--components=1000] [--message=100]
+ *     [--view=dom,dom-floor,canvas,canvas-floor] [--seconds=10] [--rate=20000] [--components=1000] [--message=100]
  *     [--trace=run.json] [--cpu-profile=run.cpuprofile] [--bindings=dir] [--json]
  *
  * Starts Vite on 127.0.0.1 (the dev server; with `--build`, a production
@@ -42,7 +46,7 @@ export interface RunOptions {
   readonly components?: number
   /** Events per network message. */
   readonly message?: number
-  /** How tiles show their value; each view is a page load of its own. Default both. */
+  /** How tiles show their value; each view is a page load of its own. Default all four. */
   readonly views?: readonly View[]
   /** Keep the Chrome trace of the run at this path (it is always recorded and analysed). */
   readonly trace?: string
@@ -57,8 +61,9 @@ export interface RunOptions {
 }
 
 export type View = PageResult['view']
+const ALL_VIEWS: readonly View[] = ['dom', 'dom-floor', 'canvas', 'canvas-floor']
 
-export interface RunResult extends PageResult {
+export interface RunResult extends Omit<PageResult, 'spans'> {
   readonly mode: 'dev' | 'build'
   readonly browser: string
   readonly loadAverage: readonly [number, number]
@@ -164,7 +169,7 @@ async function startProfiler(page: Page): Promise<() => Promise<unknown>> {
 }
 
 export async function run(options: RunOptions = {}): Promise<RunResult[]> {
-  const views = options.views ?? ['dom', 'canvas']
+  const views = options.views ?? ALL_VIEWS
   let served: Served | undefined
   let browser: Browser | undefined
   try {
@@ -225,15 +230,19 @@ async function runPage(browser: Browser, url: string, view: View, options: RunOp
     if (outcome.error !== undefined) throw new Error(`page failed: ${outcome.error}`)
     if (outcome.result === undefined) throw new Error('page left no result')
     const result = outcome.result
-    const trace = analyzeTrace((JSON.parse(readFileSync(tracePath, 'utf8')) as { traceEvents: never[] }).traceEvents)
+    const trace = analyzeTrace(
+      (JSON.parse(readFileSync(tracePath, 'utf8')) as { traceEvents: never[] }).traceEvents,
+      result.spans,
+    )
     if (options.trace === undefined) rmSync(tracePath, { force: true })
     let cpuProfileSummary: string | undefined
     if (profile !== null && options.cpuProfile !== undefined) {
       writeFileSync(options.cpuProfile, JSON.stringify(profile))
       cpuProfileSummary = summarizeProfile(profile as CpuProfile)
     }
+    const { spans: _spans, ...figures } = result
     return {
-      ...result,
+      ...figures,
       mode: options.build === true ? 'build' : 'dev',
       browser: `Chromium ${browser.version()}`,
       loadAverage: [load[0] ?? Number.NaN, loadavg()[0] ?? Number.NaN],
@@ -259,6 +268,9 @@ export function report(r: RunResult): string {
   const share = (ms: number): string => `${((ms / busyCpu) * 100).toFixed(0)}%`
   const per = (ms: number, count: number): string => `${((ms * 1000) / Math.max(1, count)).toFixed(1)} µs`
   const browserCpu = cpu.style + cpu.layout + cpu.paint
+  const floor = r.view.endsWith('-floor')
+  const ingestName = floor ? 'floor ingest (running means)' : 'engine ingest'
+  const scriptName = floor ? 'floor painting' : 'bindings + React'
   const gcCpu = cpu.gc
   const lines = [
     `render-1000-windows, ${r.view} view (${r.mode}, ${r.browser}, headless, --disable-gpu; load average ${r.loadAverage[0].toFixed(1)} → ${r.loadAverage[1].toFixed(1)})`,
@@ -274,9 +286,9 @@ export function report(r: RunResult): string {
     r.longTaskSupported
       ? `  long tasks     ${r.longTasks}, total ${f(r.longTaskTotalMs)} ms, longest ${f(r.longTaskMaxMs)} ms`
       : '  long tasks     not reported by this browser',
-    `  main thread    ${f(busyCpu)} ms CPU in ${f(t.totals.runWall)} ms: engine ingest ${share(t.totals.ingestTasks.cpu)}, script in frames (bindings + React) ${share(cpu.script)}, ` +
+    `  main thread    ${f(busyCpu)} ms CPU in ${f(t.totals.runWall)} ms: ${ingestName} ${share(t.totals.ingestTasks.cpu)}, script in frames (${scriptName}) ${share(cpu.script)}, ` +
       `style+layout+paint ${share(browserCpu)}, GC ${share(gcCpu)}, other ${share(busyCpu - t.totals.ingestTasks.cpu - cpu.script - browserCpu - gcCpu)}`,
-    `  cost (cpu)     engine ${per(t.totals.ingestTasks.cpu, r.events)}/event; bindings + React ${per(cpu.script, r.measuredRenders)}/render; ` +
+    `  cost (cpu)     ${ingestName} ${per(t.totals.ingestTasks.cpu, r.events)}/event; ${scriptName} ${per(cpu.script, r.measuredRenders)}/render; ` +
       `style+layout+paint ${per(browserCpu, r.measuredRenders)}/render`,
     `  in page (wall) fan-out ${pct(r.fanOutMs)} per feed frame (${r.feedFrames})`,
     `                 React    ${pct(r.reactMs)}`,
@@ -304,9 +316,12 @@ if (isMain(import.meta.url)) {
   if (bindings !== undefined) options.bindings = bindings
   const cpuProfile = arg('cpu-profile')
   if (cpuProfile !== undefined) options.cpuProfile = cpuProfile
-  const view = arg('view')
-  if (view === 'dom' || view === 'canvas') options.views = [view]
-  else if (view !== undefined) throw new Error(`--view must be dom or canvas, not ${view}`)
+  const views = arg('view')?.split(',')
+  if (views !== undefined) {
+    const unknown = views.filter((v) => !ALL_VIEWS.includes(v as View))
+    if (unknown.length > 0) throw new Error(`--view takes ${ALL_VIEWS.join(', ')} (comma-separated), not ${unknown.join(', ')}`)
+    options.views = views as View[]
+  }
   run(options)
     .then((results) =>
       console.log(process.argv.includes('--json') ? JSON.stringify(results, null, 2) : results.map(report).join('\n\n')),

@@ -25,8 +25,7 @@ interface TraceEvent {
   readonly ts: number
   readonly dur?: number
   readonly tdur?: number
-  readonly id?: string
-  readonly id2?: { readonly local?: string }
+  readonly args?: { readonly data?: { readonly startTime?: number } }
 }
 
 /** Trace categories the analysis needs (light enough to leave on for every run). */
@@ -88,7 +87,7 @@ export interface FrameTrace {
     /** Tasks between frames. */
     readonly ingestTasks: WallCpu<number>
     readonly otherTasks: WallCpu<number>
-    /** Inside `engine.ingest` calls, the bindings' fan-out, and React after it (the page's measures; wall). */
+    /** Inside `engine.ingest` calls, the bindings' fan-out, and React after it (the page's spans; wall). */
     readonly engineIngest: number
     readonly fanOut: number
     readonly react: number
@@ -109,7 +108,14 @@ interface Task {
 
 const emptyPhases = (): Record<Phase, number> => ({ script: 0, style: 0, layout: 0, paint: 0, gc: 0, other: 0 })
 
-export function analyzeTrace(events: readonly TraceEvent[]): FrameTrace {
+/** The page's spans (`performance.now()` start and end pairs, flat), by what they timed. */
+export interface PageSpans {
+  readonly ingest: readonly number[]
+  readonly fanOut: readonly number[]
+  readonly react: readonly number[]
+}
+
+export function analyzeTrace(events: readonly TraceEvent[], spans: PageSpans): FrameTrace {
   const marks = events.filter((e) => e.cat?.includes('blink.user_timing') === true)
   const runStart = marks.find((e) => e.name === 'run:start')
   const runEnd = marks.find((e) => e.name === 'run:end')
@@ -194,22 +200,21 @@ export function analyzeTrace(events: readonly TraceEvent[]): FrameTrace {
     task.phasesCpu.other += task.cpu - PHASES.reduce((s, p) => s + task.phasesCpu[p], 0)
   }
 
-  // The page's measures: async begin/end pairs on the same thread.
-  const measures = new Map<string, { start: number; end: number }[]>()
-  const open = new Map<string, number>()
-  for (const e of marks) {
-    if (e.pid !== pid || e.ts < from || e.ts > to) continue
-    const id = `${e.name}\u0000${e.id ?? e.id2?.local ?? ''}`
-    if (e.ph === 'b') open.set(id, e.ts)
-    else if (e.ph === 'e') {
-      const start = open.get(id)
-      if (start === undefined) continue
-      open.delete(id)
-      const list = measures.get(e.name) ?? []
-      list.push({ start, end: e.ts })
-      measures.set(e.name, list)
+  // The page's spans, moved onto the trace clock: the run:start mark has both times.
+  const origin = from - (runStart.args?.data?.startTime ?? Number.NaN) * 1000
+  if (Number.isNaN(origin)) throw new Error('run:start mark has no startTime')
+  const onTrace = (flat: readonly number[]): { start: number; end: number }[] => {
+    const list: { start: number; end: number }[] = []
+    for (let i = 0; i + 1 < flat.length; i += 2) {
+      list.push({ start: origin + (flat[i] as number) * 1000, end: origin + (flat[i + 1] as number) * 1000 })
     }
+    return list
   }
+  const measures = new Map([
+    ['tidemark:ingest', onTrace(spans.ingest)],
+    ['tidemark:fan-out', onTrace(spans.fanOut)],
+    ['react:render-commit', onTrace(spans.react)],
+  ])
   const sumOf = (name: string): number => (measures.get(name) ?? []).reduce((s, m) => s + m.end - m.start, 0)
   for (const m of measures.get('tidemark:ingest') ?? []) {
     const task = taskAt(m.start)

@@ -5,21 +5,25 @@
  * per network message) change the load; `view` chooses how a tile shows its
  * window's mean: `dom`, a text span in a fixed grid (React commits the text),
  * or `canvas`, a cell of one shared canvas that the tile paints in a layout
- * effect (React renders the tile, the browser lays nothing out). Leaves a `PageResult` on
+ * effect (React renders the tile, the browser lays nothing out); `dom-floor`
+ * and `canvas-floor` do the same DOM or canvas work with no engine, bindings
+ * or React (see floor.ts). Leaves a `PageResult` on
  * `window.__result`, or a message on `window.__error`.
  *
  * Timed in the page: every `engine.ingest` call (the engine's share; it
  * includes the synchronous notification of the provider's feed), every frame
  * the provider's feed runs (the bindings' fan-out to 1,000 observers), and
- * React's render and commit that follows it. Each is also a
- * `performance.measure` (`tidemark:ingest`, `tidemark:fan-out`,
- * `react:render-commit`), so a Chrome trace of the run puts them on the
- * timeline next to style, layout and paint.
+ * React's render and commit that follows it. Their spans go out with the
+ * result, and the runner places them on the Chrome trace's timeline next to
+ * style, layout and paint (through the `run:start` mark). Not as
+ * `performance.measure`: with tracing on, each costs about half a
+ * millisecond, more than the ingest it would time.
  */
 import { createEngine, type StreamEvent, tumbling } from '@tidemark/engine'
 import { createFrameScheduler, EngineProvider, type FrameScheduler, useWindow } from '@tidemark/react'
 import { memo, type ReactNode, useLayoutEffect } from 'react'
 import { createRoot } from 'react-dom/client'
+import { startFloor } from './floor.ts'
 import { type PageResult, percentiles } from './result.ts'
 
 declare global {
@@ -35,7 +39,10 @@ const RATE = Number(params.get('rate') ?? 20_000)
 const SECONDS = Number(params.get('seconds') ?? 10)
 /** Events per network message: 100 at 20k/s is a message every 5 ms. */
 const MESSAGE = Number(params.get('message') ?? 100)
-const VIEW = params.get('view') === 'canvas' ? 'canvas' : 'dom'
+const VIEWS = ['dom', 'canvas', 'dom-floor', 'canvas-floor'] as const
+const VIEW = VIEWS.find((view) => view === params.get('view')) ?? 'dom'
+const FLOOR = VIEW === 'dom-floor' || VIEW === 'canvas-floor'
+const ON_CANVAS = VIEW === 'canvas' || VIEW === 'canvas-floor'
 const TICK_MS = 5
 const SOURCES = 50
 const WINDOW_SIZE = 3_600_000
@@ -78,6 +85,8 @@ let measuring = false
 // once React has committed.
 const fanOutTimes: number[] = []
 const reactTimes: number[] = []
+/** `performance.now()` start and end of each, flat. */
+const spans = { ingest: [] as number[], fanOut: [] as number[], react: [] as number[] }
 const frameScheduler = createFrameScheduler()
 const timedTasks = new WeakMap<() => void, () => void>()
 const scheduler: FrameScheduler = {
@@ -93,8 +102,8 @@ const scheduler: FrameScheduler = {
           if (!measuring) return
           fanOutTimes.push(t1 - t0)
           reactTimes.push(t2 - t1)
-          performance.measure('tidemark:fan-out', { start: t0, end: t1 })
-          performance.measure('react:render-commit', { start: t1, end: t2 })
+          spans.fanOut.push(t0, t1)
+          spans.react.push(t1, t2)
         })
       }
       timedTasks.set(task, timed)
@@ -207,10 +216,12 @@ network.port1.onmessage = (message: MessageEvent<number>) => {
   const batch = events.slice(ingested, end)
   ingested = end
   const t0 = performance.now()
-  engine.ingest(batch)
+  if (floor === null) engine.ingest(batch)
+  else floor.ingest(batch)
   const t1 = performance.now()
+  if (!measuring) return
   ingestTimes.push(t1 - t0)
-  performance.measure('tidemark:ingest', { start: t0, end: t1 })
+  spans.ingest.push(t0, t1)
 }
 
 function deliverDue(): void {
@@ -221,22 +232,49 @@ function deliverDue(): void {
   }
 }
 
+let floor: ReturnType<typeof startFloor> | null = null
+
+/** The floor's tiles: text nodes in spans, or canvas cells; each shown once, like a mounted tile. */
+function mountFloor(root: HTMLElement): void {
+  const texts: Text[] = []
+  if (!ON_CANVAS) {
+    for (let i = 0; i < COMPONENTS; i++) {
+      const text = document.createTextNode('…')
+      root.appendChild(document.createElement('span')).appendChild(text)
+      texts.push(text)
+    }
+  }
+  const paint = ON_CANVAS
+    ? paintTile
+    : (index: number, text: string): void => {
+        ;(texts[index] as Text).nodeValue = text
+      }
+  for (let i = 0; i < COMPONENTS; i++) {
+    paint(i, '…')
+    countRender(i)
+  }
+  floor = startFloor({ keys, paint, countRender })
+}
+
 const nextFrame = (): Promise<number> => new Promise((resolve) => requestAnimationFrame(resolve))
 
 async function main(): Promise<void> {
   const root = document.getElementById('root')
   if (root === null) throw new Error('no #root')
-  if (VIEW === 'canvas') {
+  if (ON_CANVAS) {
     if (context === null) throw new Error('no 2d canvas context')
     context.font = '10px monospace'
     context.textBaseline = 'top'
     root.before(canvas)
   }
-  createRoot(root).render(
-    <EngineProvider engine={engine} scheduler={scheduler}>
-      <Grid />
-    </EngineProvider>,
-  )
+  if (FLOOR) mountFloor(root)
+  else {
+    createRoot(root).render(
+      <EngineProvider engine={engine} scheduler={scheduler}>
+        <Grid />
+      </EngineProvider>,
+    )
+  }
   requestAnimationFrame(onFrame)
   for (let i = 0; i < 10; i++) await nextFrame()
   if (totalRenders < COMPONENTS) throw new Error(`mounted ${totalRenders} of ${COMPONENTS} tiles`)
@@ -279,6 +317,7 @@ async function main(): Promise<void> {
     ingestCallMs: percentiles(ingestTimes),
     ingestCalls: ingestTimes.length,
     ingestTotalMs: ingestTimes.reduce((s, t) => s + t, 0),
+    spans,
     maxRendersPerComponentPerFrame: maxPerFrame,
     meanRendersPerRenderingFrame: renderingPairs === 0 ? 0 : measuredRenders / renderingPairs,
     meanRendersPerComponentPerFrame: measuredRenders / (COMPONENTS * Math.max(1, measuredFrames)),
@@ -287,7 +326,7 @@ async function main(): Promise<void> {
     longTaskTotalMs: inRun.reduce((s, t) => s + t.duration, 0),
     longTaskMaxMs: inRun.reduce((m, t) => Math.max(m, t.duration), 0),
     longTaskSupported,
-    windowsWithValue: engine.results({ window: WINDOW_ID }).length,
+    windowsWithValue: floor === null ? engine.results({ window: WINDOW_ID }).length : floor.keysWithValue,
   }
 }
 

@@ -1,7 +1,10 @@
 /** What the page leaves on `window.__result` when the run ends. */
 export interface PageResult {
-  /** How tiles show their value: text spans (`dom`) or cells of one canvas (`canvas`). */
-  readonly view: 'dom' | 'canvas'
+  /**
+   * How tiles show their value: text spans (`dom`) or cells of one canvas
+   * (`canvas`); `-floor`: the same without engine, bindings or React.
+   */
+  readonly view: 'dom' | 'canvas' | 'dom-floor' | 'canvas-floor'
   readonly components: number
   readonly events: number
   /** Events per second the run was asked for. */
@@ -24,6 +27,8 @@ export interface PageResult {
   readonly ingestCallMs: Percentiles
   readonly ingestCalls: number
   readonly ingestTotalMs: number
+  /** `performance.now()` start and end (flat pairs) of each ingest call, fan-out and React render + commit. */
+  readonly spans: { readonly ingest: readonly number[]; readonly fanOut: readonly number[]; readonly react: readonly number[] }
   /** Most renders of one component within one frame. */
   readonly maxRendersPerComponentPerFrame: number
   /** Renders / (component, frame) pairs in which the component rendered at all. */
