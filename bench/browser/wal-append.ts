@@ -8,7 +8,8 @@
  * Contenders, each into a fresh database, in rotating order every round:
  *   raw-put        one record per batch (the event objects as they are), one transaction each
  *   wal-append     indexedDbPersistence.append: one columnar, checksummed record per batch
- *   engine+wal     openEngine: engine.ingest(batch).durable, checkpoints included
+ *   engine+wal     openEngine: engine.ingest(batch).durable, checkpoints included; `/late`: the
+ *                  same with 10% of the readings beyond lateness (late lane and its store busy)
  *   y-indexeddb    the Yjs updates an engine bound to a Y.Doc publishes for the same batches
  * fed `sequential` (await each commit before the next batch), `stream` (one batch per task,
  * commits overlap), `burst` (ten batches per task: what append coalescing is for) or
@@ -54,6 +55,8 @@ function print(timings: readonly Timing[], browser: string, events: number, batc
     const target = raw / wal >= 0.5 ? 'PASS' : 'FAIL'
     console.log(`    ${how.padEnd(10)} wal-append / raw-put ${(raw / wal).toFixed(2)}x [target >= 0.5x: ${target}]`)
     if (Number.isFinite(engine)) console.log(`    ${how.padEnd(10)} engine+wal / raw-put ${(raw / engine).toFixed(2)}x`)
+    const late = medianMs(timings, `engine+wal/${how}/late`)
+    if (Number.isFinite(late)) console.log(`    ${how.padEnd(10)} engine+wal/late / raw-put ${(raw / late).toFixed(2)}x, / engine+wal ${(engine / late).toFixed(2)}x`)
     if (Number.isFinite(yjs)) {
       console.log(`    ${how.padEnd(10)} wal-append / y-indexeddb ${(yjs / wal).toFixed(2)}x, engine+wal / y-indexeddb ${(yjs / engine).toFixed(2)}x`)
     }

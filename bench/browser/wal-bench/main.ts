@@ -18,7 +18,7 @@ import { IndexeddbPersistence, storeState } from 'y-indexeddb'
 import * as Y from 'yjs'
 import { deleteDatabase, openRawStore, putBatch, putBatches, readAllBatches, settled } from './rawStore.ts'
 import type { PageOutcome, Timing } from './result.ts'
-import { benchWindows, readingBatches } from './workload.ts'
+import { benchWindows, lateReadingBatches, readingBatches } from './workload.ts'
 
 const params = new URLSearchParams(location.search)
 const number = (name: string, fallback: number): number => Number(params.get(name) ?? fallback)
@@ -86,7 +86,7 @@ interface Contender {
   prepare(name: string): Promise<{ run(): Promise<void>; bytes?: () => number; close(): Promise<void> }>
 }
 
-function appendContenders(batches: readonly StreamEvent[][], updates: readonly Uint8Array[]): Contender[] {
+function appendContenders(batches: readonly StreamEvent[][], lateBatches: readonly StreamEvent[][], updates: readonly Uint8Array[]): Contender[] {
   const raw = (how: Feed): Contender => ({
     name: `raw-put/${how}`,
     async prepare(name) {
@@ -108,11 +108,15 @@ function appendContenders(batches: readonly StreamEvent[][], updates: readonly U
       }
     },
   })
-  const engineWal = (how: Feed): Contender => ({
-    name: `engine+wal/${how}`,
+  const engineWal = (how: Feed, late = false): Contender => ({
+    name: `engine+wal/${how}${late ? '/late' : ''}`,
     async prepare(name) {
       const engine = await openEngine({ windows: benchWindows, persistence: indexedDbPersistence({ name }) })
-      return { run: () => feed(batches.length, how, (i) => engine.ingest(at(batches, i)).durable), close: () => engine.close() }
+      const input = late ? lateBatches : batches
+      return {
+        run: () => feed(input.length, how, (i) => engine.ingest(at(input, i)).durable),
+        close: () => engine.close(),
+      }
     },
   })
   const yjs = (how: Feed): Contender => ({
@@ -138,6 +142,8 @@ function appendContenders(batches: readonly StreamEvent[][], updates: readonly U
     raw('stream'),
     wal('stream'),
     engineWal('stream'),
+    // 10% of the readings beyond lateness: the late lane fills, trims, and goes to its store with each checkpoint.
+    engineWal('stream', true),
     yjs('stream'),
     raw('burst'),
     wal('burst'),
@@ -152,7 +158,7 @@ async function append(): Promise<Timing[]> {
   const events = number('events', 200_000)
   const batches = readingBatches(events, number('batch', 1_000))
   const updates = yjsUpdates(batches)
-  const contenders = appendContenders(batches, updates)
+  const contenders = appendContenders(batches, lateReadingBatches(events, number('batch', 1_000)), updates)
   const rounds = number('rounds', 3)
   const timings: Timing[] = []
   // Engine alone, without storage, for context.

@@ -26,3 +26,14 @@ export function readingBatches(count: number, batchSize: number): StreamEvent[][
   }
   return batches
 }
+
+/**
+ * `readingBatches`, but every `lateEvery`-th reading is a late one: the device's next seq
+ * with the stream's first timestamp, beyond lateness once the first window closed. Those land
+ * on the late lane (bounded, trimmed), which the log's checkpoints keep in their own store.
+ */
+export function lateReadingBatches(count: number, batchSize: number, lateEvery = 10): StreamEvent[][] {
+  return readingBatches(count, batchSize).map((batch, b) =>
+    batch.map((event, i) => ((b * batchSize + i) % lateEvery === lateEvery - 1 ? { ...event, ts: BASE_TS } : event)),
+  )
+}
