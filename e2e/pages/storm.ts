@@ -211,6 +211,12 @@ async function start(): Promise<StormPageApi> {
         for (let k = 0; k < count; k++) log.push([k % 2 === 0 ? ['c', 'tumbling:1000', 'k0', Number.NaN] : ['k', 'nobody', 'x', 1, 2, 3, 9, 1]])
       })
     },
+    writeGarbageFrames(count) {
+      const channel = new BroadcastChannel(`tidemark:storm:${room}`)
+      // Frames: kind 9 (no such kind); kind 0 (sync) from peer 77 to everyone, an update (2) of 5 bytes that do not decode.
+      for (let k = 0; k < count; k++) channel.postMessage(new Uint8Array(k % 2 === 0 ? [9, 77, 0] : [0, 77, 0, 2, 5, 1, 2, 3, 4, 5]))
+      channel.close()
+    },
     async close() {
       if (timer !== null) clearTimeout(timer)
       await flush()

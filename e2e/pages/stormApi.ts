@@ -102,6 +102,8 @@ export interface StormPageApi {
   statusChanges(): readonly StormStatusChange[]
   /** Acts as a hostile peer: registers a fake replica under this page's configuration and writes `count` malformed entries into its log. */
   writeMalformed(count: number): void
+  /** Acts as a hostile tab: posts `count` undecodable frames to the other tabs of its context (half bad framing, half a sync update that is not Yjs). */
+  writeGarbageFrames(count: number): void
   close(): Promise<void>
 }
 

@@ -127,6 +127,10 @@ test('hostile peer: malformed entries are refused as invalid_remote_cell, the ot
     during: async (storm) => {
       await storm.sleep(2_000)
       await storm.devices[0]?.page.evaluate(() => window.storm?.writeMalformed(20))
+      // Then, once the dashboards have judged those, bytes that are not even Yjs on the dashboards' tab channel
+      // (every tab's provider gets them, the sender's too: its channel is another object).
+      for (const board of storm.dashboards) await expect.poll(async () => (await snapshotOf(board.page)).invalidRemote).toBeGreaterThanOrEqual(20)
+      await storm.dashboards[1]?.page.evaluate(() => window.storm?.writeGarbageFrames(10))
       producedAtAttack = await Promise.all(storm.devices.map(async (d) => (await snapshotOf(d.page)).produced))
     },
   })
@@ -135,10 +139,15 @@ test('hostile peer: malformed entries are refused as invalid_remote_cell, the ot
     const invalid = result.snapshots.map((s) => s.invalidRemote)
     const devices = result.snapshots.filter((s) => s.role === 'device')
     console.log(
-      `hostile: 20 malformed entries; invalid_remote_cell per page [${invalid.join(', ')}]; readings after the attack per device ` +
+      `hostile: 20 malformed entries in the doc, 10 garbage tab frames; invalid_remote_cell per page [${invalid.join(', ')}]; readings after the attack per device ` +
         `[${devices.map((d, k) => d.produced - (producedAtAttack[k] ?? 0)).join(', ')}]; e.g. ${result.snapshots[1]?.remoteAnomalies[0] ?? 'none'}`,
     )
-    for (const count of invalid) expect(count).toBeGreaterThan(0)
+    for (const page of result.snapshots) {
+      // 20 entries each; the dashboards also 10 frames, each reported as an update that could not be applied.
+      expect(page.invalidRemote).toBe(page.role === 'dashboard' ? 30 : 20)
+      if (page.role === 'dashboard') expect(page.remoteAnomalies.filter((a) => /could not be applied/.test(a)).length).toBe(10)
+    }
+    console.log(`hostile: a dashboard's last anomaly: ${result.snapshots.at(-1)?.remoteAnomalies.at(-1)}`)
     // The others kept serving: every device went on ingesting after the attack, and those readings are in the truth every page shows.
     for (const [k, d] of devices.entries()) expect(d.produced).toBeGreaterThan(producedAtAttack[k] ?? Number.POSITIVE_INFINITY)
   } finally {
