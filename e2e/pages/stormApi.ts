@@ -15,11 +15,9 @@ export const STORM_TS_STEP = 10
 /** About one reading in this many is a straggler, up to 3 × (lateness + window) behind its seq's time. */
 export const STORM_STRAGGLER_EVERY = 20
 
-/** A 32-bit mix of `seed`, `source` and `seq` (FNV-1a over the source, then a Murmur3 finalizer). */
-function mix(seed: number, source: string, seq: number): number {
-  let h = (0x811c9dc5 ^ seed) >>> 0
-  for (let k = 0; k < source.length; k++) h = Math.imul(h ^ source.charCodeAt(k), 0x01000193) >>> 0
-  h = (h ^ Math.imul(seq, 0x9e3779b1)) >>> 0
+/** A 32-bit mix of `seed` and `seq` (a Murmur3 finalizer), the same in every browser and in Node. */
+function mix(seed: number, seq: number): number {
+  let h = (seed ^ Math.imul(seq, 0x9e3779b1)) >>> 0
   h = Math.imul(h ^ (h >>> 16), 0x85ebca6b) >>> 0
   h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35) >>> 0
   return (h ^ (h >>> 16)) >>> 0
@@ -27,13 +25,14 @@ function mix(seed: number, source: string, seq: number): number {
 
 /**
  * Reading `seq` of `source` on a page opened with `seed`: always the same event, in the
- * page and in the driver.
+ * page and in the driver. Which readings are stragglers depends on `seed` and `seq` only,
+ * so a run's seed replays its readings whatever source names the pages claim.
  *
  * @example
  * stormReading(7, 'storm-device-ab12', 1) // { id: 'storm-device-ab12#1', seq: 1, ts: 1700000000010, key: 'k1', value: 2, ... }
  */
 export function stormReading(seed: number, source: string, seq: number): StreamEvent {
-  const h = mix(seed, source, seq)
+  const h = mix(seed, seq)
   let ts = STORM_T0 + seq * STORM_TS_STEP
   if (h % STORM_STRAGGLER_EVERY === 0) ts -= (h >>> 8) % (3 * (STORM_LATENESS_MS + STORM_WINDOW_MS))
   return { id: `${source}#${seq}`, source, seq, ts, key: `k${seq % 4}`, value: (seq % 7) + 1 }
