@@ -134,7 +134,13 @@ async function serve(production: boolean, minify: boolean, bindings?: string): P
     },
   })
   const server = await preview({ ...viteConfig(bindings), build: { outDir }, preview: { host: '127.0.0.1', port: 0 } })
-  return { url: urlOf(server.httpServer), close: () => server.close() }
+  return {
+    url: urlOf(server.httpServer),
+    close: async () => {
+      await server.close()
+      rmSync(outDir, { recursive: true, force: true })
+    },
+  }
 }
 
 function chromiumPath(): string {
