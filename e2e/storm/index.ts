@@ -31,7 +31,7 @@ export interface StormOptions {
   readonly browser: Browser
   /** Origin serving the pages, e.g. `http://127.0.0.1:4183`. */
   readonly baseURL: string
-  /** The sync server's ws URL (see `startSyncServer`); `ws://127.0.0.1:<port>` when `network` is `partition`. */
+  /** The sync server's ws URL (see `startSyncServer`); `ws://host:port` when `network` is `partition` (each device gets a TCP proxy to it). */
   readonly serverUrl: string
   /**
    * How devices go offline (deviceNetwork.ts): `partition` (default) cuts each device's own
@@ -128,7 +128,9 @@ export async function runStorm(options: StormOptions): Promise<StormResult> {
       contexts.push(context)
       await ledger.listen(context)
       if (network === 'partition') {
-        const proxy = await startSyncProxy(Number(new URL(options.serverUrl).port))
+        const upstream = new URL(options.serverUrl)
+        if (upstream.protocol !== 'ws:' || upstream.port === '') throw new Error(`runStorm: network 'partition' proxies plain ws://host:port servers, not ${options.serverUrl}`)
+        const proxy = await startSyncProxy(Number(upstream.port), upstream.hostname)
         proxies.push(proxy)
         const device = await openStormPage(context, url('device', options.seed + k, proxy.url))
         devices.push(device)

@@ -17,7 +17,8 @@ export interface SyncProxy {
 }
 
 /**
- * Starts a proxy to the sync server on `upstreamPort` (127.0.0.1), on a free port.
+ * Starts a proxy (on 127.0.0.1, a free port) to the sync server at `upstreamPort` on
+ * `upstreamHost` (default 127.0.0.1).
  *
  * @example
  * const proxy = await startSyncProxy(server.port)
@@ -25,7 +26,7 @@ export interface SyncProxy {
  * proxy.cut(false)  // the path is back
  * await proxy.close()
  */
-export async function startSyncProxy(upstreamPort: number): Promise<SyncProxy> {
+export async function startSyncProxy(upstreamPort: number, upstreamHost = '127.0.0.1'): Promise<SyncProxy> {
   let isCut = false
   const counts = { accepted: 0, reset: 0 }
   const open = new Set<Socket>()
@@ -39,7 +40,7 @@ export async function startSyncProxy(upstreamPort: number): Promise<SyncProxy> {
       return
     }
     counts.accepted++
-    const upstream = connect(upstreamPort, '127.0.0.1')
+    const upstream = connect(upstreamPort, upstreamHost)
     open.add(client)
     const drop = (): void => {
       open.delete(client)
