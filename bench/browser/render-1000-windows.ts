@@ -15,6 +15,11 @@
  *     [--view=dom,dom-floor,canvas,canvas-floor] [--seconds=10] [--rate=20000] [--components=1000] [--message=100]
  *     [--trace=run.json] [--cpu-profile=run.cpuprofile] [--bindings=dir] [--json]
  *
+ * A/B against earlier bindings (the figures in packages/react-bindings/README.md):
+ *
+ *   mkdir -p bench/node_modules/.ab && git archive 727b920 packages/react-bindings/src | tar -x -C bench/node_modules/.ab
+ *   … render-1000-windows.ts --build --view=dom,canvas --bindings=bench/node_modules/.ab/packages/react-bindings/src
+ *
  * Starts Vite on 127.0.0.1 (the dev server; with `--build`, a production
  * build served by `vite preview`, i.e. production React, split into engine,
  * bindings, React and page chunks so a CPU profile says whose code ran), and
@@ -25,7 +30,7 @@ import { execFileSync } from 'node:child_process'
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
 import { loadavg, tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import react from '@vitejs/plugin-react'
 import { type Browser, chromium, type Page } from 'playwright-core'
@@ -79,7 +84,7 @@ interface Served {
 
 function viteConfig(bindings?: string): InlineConfig {
   const zustand = join(here, '../../packages/react-bindings/node_modules/zustand/esm/vanilla.mjs')
-  const alias = bindings === undefined ? {} : { '@tidemark/react': join(bindings, 'index.ts'), 'zustand/vanilla': zustand }
+  const alias = bindings === undefined ? {} : { '@tidemark/react': resolve(bindings, 'index.ts'), 'zustand/vanilla': zustand }
   return {
     root: pageRoot,
     configFile: false,
