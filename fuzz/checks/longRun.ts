@@ -80,8 +80,8 @@ export interface MemoryBounds {
  * offline source's silence until it counts as idle. A window leaves live state once
  * `end + allowedLateness + retention <= W`, so live windows span at most
  * `holdBack + allowedLateness + retention + reach` of event time per key. A session holds one
- * fragment per source and stretch of that source's own activity, so while a busy key's
- * session never ends (no quiet period) its fragments must still fit that span. Seq-less ids
+ * fragment per source (a source's stretches of activity fold into it), so sessions count
+ * like windows: a never-ending session is one window with one cell per source. Seq-less ids
  * are released behind `W - allowedLateness - reach` whenever the count doubles (+4096)
  * since the last release, so at most twice the ids inside that horizon, plus slack.
  */
@@ -95,10 +95,8 @@ export function memoryBounds(c: LongRunCase): MemoryBounds {
   const span = holdBack + c.allowedLateness + c.retention + reach + 2 * step
   const windowsPerKey = Math.ceil(span / step) + perWindow + 2
   const openWindows = c.keys * windowsPerKey
-  // Session fragments of one source are at least a gap apart, within the live span plus one
-  // session's length (sessions end at the quiet periods); fixed windows hold one cell per source.
-  const sessionSpan = c.quietEvery > 0 ? c.quietEvery * c.stepMs : 0
-  const cells = c.spec.kind === 'session' ? c.keys * c.sources * (windowsPerKey + Math.ceil(sessionSpan / step) + 2) : openWindows * c.sources
+  // Every live window or session holds at most one cell per source.
+  const cells = openWindows * c.sources
   const perRound = c.sources * c.perRound
   const liveEvents = perRound * (Math.ceil((holdBack + c.allowedLateness + reach) / c.stepMs) + c.reorderRounds + 4)
   const roundEvents = perRound * (c.offlineRounds + 2) + c.sources * c.replaySize
@@ -237,7 +235,9 @@ export function runLong(c: LongRunCase, meter: Meter, observe?: (stats: EngineSt
         else due.push(e)
       }
       if (r + 1 === s.offlineUntil) due.push(...s.backlog.splice(0))
-      if (s.recent.length > 0 && random() * 100 < c.replayPercent) {
+      // An offline device sends nothing, replays included: a replay from its recent events would
+      // deliver backlog early, make it speak again with an old clock and hold W past `silence`.
+      if (r >= s.offlineUntil && s.recent.length > 0 && random() * 100 < c.replayPercent) {
         // Replay a run of old events: copies spanning many windows, some past the lateness horizon.
         const from = int(s.recent.length)
         for (const e of s.recent.slice(from, from + c.replaySize)) due.push({ ...e })
