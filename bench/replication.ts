@@ -2,9 +2,7 @@
  * replication: what replicating lattice state through Yjs costs, measured through the real
  * binding (bindDoc) and engines.
  *
- *  - merge: 8 writer replicas x 10k live cells each, applied to a fresh replica as one Yjs
- *    update per writer (decode, validate, mergeRemote), and mergeRemote alone;
- *  - bytes per cell in the encoded doc;
+ *  (merging 8 replicas x 10k cells and bytes per cell are the merge-8-replicas profile);
  *  - reconnect burst: a device offline for 10 minutes ingests 20 readings a second; the sync
  *    step 2 it sends on reconnect, against the raw events (JSON) it summarizes;
  *  - steady run: 3 replicas, 20 keys each, one batch a second for an hour with 1-minute
@@ -12,81 +10,20 @@
  *
  *   node --import tsx --conditions=@tidemark/source bench/replication.ts
  */
-import { boundedOutOfOrderness, createEngine, type Engine, manual, type StreamEvent, tumbling } from '@tidemark/engine'
+import { boundedOutOfOrderness, createEngine, type Engine, type StreamEvent, tumbling } from '@tidemark/engine'
 import * as Y from 'yjs'
 import { bindDoc } from '../packages/engine/src/replication/bindDoc.ts'
-import type { ReplicaPort } from '../packages/engine/src/replicaPort.ts'
 import { isMain } from './measure.ts'
+import { portOf } from './merge-8-replicas.ts'
 
 const MINUTE = 60_000
 const T0 = 1_700_000_000_000 - (1_700_000_000_000 % MINUTE)
-
-/** The engine's replica port (not yet on the public Engine interface). */
-function portOf(engine: Engine): ReplicaPort {
-  return (engine as unknown as { replica: ReplicaPort }).replica
-}
 
 function bound(options: Parameters<typeof createEngine>[0]): { engine: Engine; doc: Y.Doc } {
   const engine = createEngine(options)
   const doc = new Y.Doc()
   bindDoc(portOf(engine), doc, { onError: (e) => console.error(e) })
   return { engine, doc }
-}
-
-/** 10k cells for one writer: 100 keys x 100 one-minute windows, one source, 2 readings per cell. */
-function writerEvents(source: string): StreamEvent[] {
-  const events: StreamEvent[] = []
-  let seq = 0
-  for (let w = 0; w < 100; w++) {
-    for (let k = 0; k < 100; k++) {
-      for (let r = 0; r < 2; r++) {
-        seq++
-        events.push({ id: `${source}-${seq}`, source, seq, ts: T0 + w * MINUTE + k * 100 + r, key: `k${k}`, value: (seq % 97) / 4 })
-      }
-    }
-  }
-  return events
-}
-
-export function merge(): Record<string, number> {
-  const options = { windows: tumbling(MINUTE), watermark: manual(), retention: Number.POSITIVE_INFINITY }
-  const writers = Array.from({ length: 8 }, (_, i) => {
-    const w = bound({ ...options, replicaId: `w${i}` })
-    w.engine.ingest(writerEvents(`d${i}`))
-    return w
-  })
-  const updates = writers.map((w) => Y.encodeStateAsUpdate(w.doc))
-  const cells = (writers[0] as { engine: Engine }).engine.stats().cells
-
-  const times: number[] = []
-  let reader: { engine: Engine; doc: Y.Doc } | null = null
-  for (let round = 0; round < 5; round++) {
-    reader = bound({ ...options, replicaId: 'reader' })
-    const target = reader.doc
-    const t0 = performance.now()
-    for (const update of updates) Y.applyUpdate(target, update, 'peer')
-    times.push(performance.now() - t0)
-  }
-  // mergeRemote alone: the same 80k cells handed to a fresh engine in one call
-  const exported = writers.flatMap((w) => portOf(w.engine).exportState().cells.map((c) => ({ address: c.address, cell: { ...c.cell } })))
-  const clocks = writers.flatMap((w) => portOf(w.engine).exportState().clocks.map((c) => ({ ...c })))
-  const engineTimes: number[] = []
-  for (let round = 0; round < 5; round++) {
-    const fresh = createEngine({ ...options, replicaId: 'fresh' })
-    const t0 = performance.now()
-    portOf(fresh).mergeRemote(exported, clocks)
-    engineTimes.push(performance.now() - t0)
-  }
-  // The fastest round: on a shared 2-core machine the others measure the neighbours.
-  const fastest = (xs: number[]): number => Math.min(...xs)
-  const docBytes = Y.encodeStateAsUpdate((writers[0] as { doc: Y.Doc }).doc).byteLength
-  return {
-    cellsPerWriter: cells,
-    readerResults: reader?.engine.results().length ?? 0,
-    mergeThroughDocMs: Math.round(fastest(times)),
-    mergeRemoteOnlyMs: Math.round(fastest(engineTimes)),
-    bytesPerCell: Math.round(docBytes / cells),
-  }
 }
 
 export function reconnectBurst(): Record<string, number> {
@@ -151,7 +88,7 @@ export function steady(seconds = 3600, sampleEvery = 600): { second: number; doc
 }
 
 export function run(): Record<string, unknown> {
-  return { merge: merge(), reconnectBurst: reconnectBurst(), steady: steady() }
+  return { reconnectBurst: reconnectBurst(), steady: steady() }
 }
 
 if (isMain(import.meta.url)) {
