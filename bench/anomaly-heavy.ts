@@ -8,16 +8,12 @@
  *
  *   node --expose-gc --import tsx --conditions=@tidemark/source bench/anomaly-heavy.ts
  */
-import { boundedOutOfOrderness, type StreamEvent, tumbling } from '@tidemark/engine'
+import { type StreamEvent, tumbling } from '@tidemark/engine'
 import type { ProfileDefinition } from './harness/profile.ts'
 import { runProfileCli } from './harness/profile.ts'
-import { windowRatios } from './harness/ratios.ts'
+import { windowProfile } from './harness/windowProfile.ts'
 import { isMain } from './measure.ts'
-import { fixedWindows } from './peers/fixedWindows.ts'
-import { plainLoopContender } from './peers/plainLoop.ts'
-import { rxjsContender } from './peers/rxjsWindows.ts'
-import { tidemarkContender } from './peers/tidemark.ts'
-import { deviceStream, eventCount, prng } from './workload.ts'
+import { deviceStream, prng } from './workload.ts'
 
 const OUT_OF_ORDERNESS = 10_000
 const ALLOWED_LATENESS = 60_000
@@ -73,21 +69,14 @@ function anomalyHeavyStream(): StreamEvent[][] {
 
 export function define(): ProfileDefinition {
   const batches = anomalyHeavyStream()
-  const specs = [tumbling(60_000)]
-  const windows = fixedWindows(specs)
-  return {
+  return windowProfile({
     name: 'anomaly-heavy',
     description: '~100k inputs: 70% readings (50 devices, 10% up to 60 s late), 15% invalid of 9 kinds, 15% duplicates; tumbling 1 min, out-of-orderness 10 s, lateness 60 s',
-    events: eventCount(batches),
-    batches: batches.length,
-    contenders: [
-      tidemarkContender(batches, { windows: specs, watermark: boundedOutOfOrderness(OUT_OF_ORDERNESS), allowedLateness: ALLOWED_LATENESS }),
-      plainLoopContender(batches, windows),
-      rxjsContender(batches, { windows, outOfOrderness: OUT_OF_ORDERNESS, allowedLateness: ALLOWED_LATENESS }),
-    ],
-    ratios: windowRatios(),
-    agree: [['tidemark', 'rxjs']],
-  }
+    batches,
+    specs: [tumbling(60_000)],
+    outOfOrderness: OUT_OF_ORDERNESS,
+    allowedLateness: ALLOWED_LATENESS,
+  })
 }
 
 if (isMain(import.meta.url)) await runProfileCli(define)

@@ -7,16 +7,12 @@
  *
  *   node --expose-gc --import tsx --conditions=@tidemark/source bench/correction-churn.ts
  */
-import { boundedOutOfOrderness, tumbling } from '@tidemark/engine'
+import { tumbling } from '@tidemark/engine'
 import type { ProfileDefinition } from './harness/profile.ts'
 import { runProfileCli } from './harness/profile.ts'
-import { windowRatios } from './harness/ratios.ts'
+import { windowProfile } from './harness/windowProfile.ts'
 import { isMain } from './measure.ts'
-import { fixedWindows } from './peers/fixedWindows.ts'
-import { plainLoopContender } from './peers/plainLoop.ts'
-import { rxjsContender } from './peers/rxjsWindows.ts'
-import { tidemarkContender } from './peers/tidemark.ts'
-import { deviceStream, eventCount } from './workload.ts'
+import { deviceStream } from './workload.ts'
 
 const OUT_OF_ORDERNESS = 0
 const ALLOWED_LATENESS = 120_000
@@ -32,21 +28,14 @@ export function define(): ProfileDefinition {
     seed: 7,
     batchSize: 200,
   })
-  const specs = [tumbling(5_000)]
-  const windows = fixedWindows(specs)
-  return {
+  return windowProfile({
     name: 'correction-churn',
     description: '120k readings, 10 devices, 40% up to ~100 s late, 1% re-sent; tumbling 5 s firing at once (out-of-orderness 0), lateness 2 min: most late readings correct a fired window',
-    events: eventCount(batches),
-    batches: batches.length,
-    contenders: [
-      tidemarkContender(batches, { windows: specs, watermark: boundedOutOfOrderness(OUT_OF_ORDERNESS), allowedLateness: ALLOWED_LATENESS }),
-      plainLoopContender(batches, windows),
-      rxjsContender(batches, { windows, outOfOrderness: OUT_OF_ORDERNESS, allowedLateness: ALLOWED_LATENESS }),
-    ],
-    ratios: windowRatios(),
-    agree: [['tidemark', 'rxjs']],
-  }
+    batches,
+    specs: [tumbling(5_000)],
+    outOfOrderness: OUT_OF_ORDERNESS,
+    allowedLateness: ALLOWED_LATENESS,
+  })
 }
 
 if (isMain(import.meta.url)) await runProfileCli(define)

@@ -12,16 +12,12 @@
  *
  *   node --expose-gc --import tsx --conditions=@tidemark/source bench/reconnect-burst.ts
  */
-import { boundedOutOfOrderness, type StreamEvent, tumbling } from '@tidemark/engine'
+import { type StreamEvent, tumbling } from '@tidemark/engine'
 import type { ProfileDefinition } from './harness/profile.ts'
 import { runProfileCli } from './harness/profile.ts'
-import { windowRatios } from './harness/ratios.ts'
+import { windowProfile } from './harness/windowProfile.ts'
 import { isMain } from './measure.ts'
-import { fixedWindows } from './peers/fixedWindows.ts'
-import { plainLoopContender } from './peers/plainLoop.ts'
-import { rxjsContender } from './peers/rxjsWindows.ts'
-import { tidemarkContender } from './peers/tidemark.ts'
-import { eventCount, prng, shuffle } from './workload.ts'
+import { prng, shuffle } from './workload.ts'
 
 const SOURCES = 400
 const TICKS = 500
@@ -73,25 +69,14 @@ function reconnectBurstStream(): StreamEvent[][] {
 
 export function define(): ProfileDefinition {
   const batches = reconnectBurstStream()
-  const specs = [tumbling(60_000)]
-  const windows = fixedWindows(specs)
-  return {
+  return windowProfile({
     name: 'reconnect-burst',
     description: '~200k readings, 400 devices, 30% offline 30–200 s then uploading shuffled 10–40-reading fragments (5% twice) amid live traffic; idle after 10 s; tumbling 1 min, out-of-orderness 5 s, lateness 2 min',
-    events: eventCount(batches),
-    batches: batches.length,
-    contenders: [
-      tidemarkContender(
-        batches,
-        { windows: specs, watermark: boundedOutOfOrderness(OUT_OF_ORDERNESS), allowedLateness: ALLOWED_LATENESS, idleTimeout: IDLE_TIMEOUT },
-        { clock },
-      ),
-      plainLoopContender(batches, windows),
-      rxjsContender(batches, { windows, outOfOrderness: OUT_OF_ORDERNESS, allowedLateness: ALLOWED_LATENESS, idleTimeout: IDLE_TIMEOUT }, clock),
-    ],
-    ratios: windowRatios(),
-    agree: [['tidemark', 'rxjs']],
-  }
+    batches,
+    specs: [tumbling(60_000)],
+    outOfOrderness: OUT_OF_ORDERNESS,
+    allowedLateness: ALLOWED_LATENESS, idleTimeout: IDLE_TIMEOUT, clock,
+  })
 }
 
 if (isMain(import.meta.url)) await runProfileCli(define)

@@ -5,16 +5,12 @@
  *
  *   node --expose-gc --import tsx --conditions=@tidemark/source bench/streaming-100k.ts
  */
-import { boundedOutOfOrderness, tumbling } from '@tidemark/engine'
+import { tumbling } from '@tidemark/engine'
 import type { ProfileDefinition } from './harness/profile.ts'
 import { runProfileCli } from './harness/profile.ts'
-import { windowRatios } from './harness/ratios.ts'
+import { windowProfile } from './harness/windowProfile.ts'
 import { isMain } from './measure.ts'
-import { fixedWindows } from './peers/fixedWindows.ts'
-import { plainLoopContender } from './peers/plainLoop.ts'
-import { rxjsContender } from './peers/rxjsWindows.ts'
-import { tidemarkContender } from './peers/tidemark.ts'
-import { deviceStream, eventCount } from './workload.ts'
+import { deviceStream } from './workload.ts'
 
 const OUT_OF_ORDERNESS = 10_000
 const ALLOWED_LATENESS = 60_000
@@ -30,21 +26,14 @@ export function define(): ProfileDefinition {
     seed: 42,
     batchSize: 500,
   })
-  const specs = [tumbling(60_000)]
-  const windows = fixedWindows(specs)
-  return {
+  return windowProfile({
     name: 'streaming-100k',
     description: '100k readings, 50 devices, 10% up to 90 s late, 2% re-sent; tumbling 1 min, out-of-orderness 10 s, lateness 60 s',
-    events: eventCount(batches),
-    batches: batches.length,
-    contenders: [
-      tidemarkContender(batches, { windows: specs, watermark: boundedOutOfOrderness(OUT_OF_ORDERNESS), allowedLateness: ALLOWED_LATENESS }),
-      plainLoopContender(batches, windows),
-      rxjsContender(batches, { windows, outOfOrderness: OUT_OF_ORDERNESS, allowedLateness: ALLOWED_LATENESS }),
-    ],
-    ratios: windowRatios(),
-    agree: [['tidemark', 'rxjs']],
-  }
+    batches,
+    specs: [tumbling(60_000)],
+    outOfOrderness: OUT_OF_ORDERNESS,
+    allowedLateness: ALLOWED_LATENESS,
+  })
 }
 
 if (isMain(import.meta.url)) await runProfileCli(define)
