@@ -95,51 +95,13 @@ export class ReplicaLog {
    * supersedes. Entries above it in the lattice order stay, so the doc never loses a join.
    */
   putCell(entry: CellEntry, write: LogWrite): void {
-    const existing = this.#cells.get(entry.address)
-    const kept: DocEntry[] = []
-    let present = false
-    if (existing !== undefined) {
-      for (const old of existing) {
-        const order = compareCells(rawCell(old), entry.cell)
-        if (order > 0 || (order === 0 && !present)) {
-          kept.push(old)
-          present ||= order === 0
-        } else {
-          write.doomed.add(old)
-        }
-      }
-    }
-    if (!present) {
-      // Encoded now: the engine hands out its live cells, and the raw entry is the snapshot.
-      const raw = writeCellEntry(entry)
-      write.pushes.push(raw)
-      kept.push(raw)
-    }
-    this.#cells.set(entry.address, kept)
+    // Encoded when pushed: the engine hands out its live cells, and the raw entry is the snapshot.
+    this.#cells.set(entry.address, supersede(this.#cells.get(entry.address), entry, cellOrder, writeCellEntry, write))
   }
 
   /** Writes a clock, like `putCell`. */
   putClock(clock: ClockEntry, write: LogWrite): void {
-    const existing = this.#clocks.get(clock.source)
-    const kept: DocEntry[] = []
-    let present = false
-    if (existing !== undefined) {
-      for (const old of existing) {
-        const order = compareClocks(rawClock(old), clock)
-        if (order > 0 || (order === 0 && !present)) {
-          kept.push(old)
-          present ||= order === 0
-        } else {
-          write.doomed.add(old)
-        }
-      }
-    }
-    if (!present) {
-      const raw = writeClockEntry(clock)
-      write.pushes.push(raw)
-      kept.push(raw)
-    }
-    this.#clocks.set(clock.source, kept)
+    this.#clocks.set(clock.source, supersede(this.#clocks.get(clock.source), clock, clockOrder, writeClockEntry, write))
   }
 
   /** Dooms every entry of a cell that left live state. */
@@ -231,4 +193,40 @@ function isAddress(raw: DocEntry): boolean {
 
 function rawAddress(raw: DocEntry): CellAddress {
   return { window: raw[1] as string, key: raw[2] as string, start: raw[3] as number, source: raw[4] as string }
+}
+
+const cellOrder = (old: DocEntry, entry: CellEntry): number => compareCells(rawCell(old), entry.cell)
+const clockOrder = (old: DocEntry, clock: ClockEntry): number => compareClocks(rawClock(old), clock)
+
+/**
+ * The entries of one address after writing `value`: those above it in the lattice order stay
+ * (and one equal to it), the rest are doomed; `value` is encoded and pushed unless an equal
+ * entry is already there.
+ */
+function supersede<T>(
+  existing: readonly DocEntry[] | undefined,
+  value: T,
+  order: (old: DocEntry, value: T) => number,
+  encode: (value: T) => DocEntry,
+  write: LogWrite,
+): DocEntry[] {
+  const kept: DocEntry[] = []
+  let present = false
+  if (existing !== undefined) {
+    for (const old of existing) {
+      const o = order(old, value)
+      if (o > 0 || (o === 0 && !present)) {
+        kept.push(old)
+        present ||= o === 0
+      } else {
+        write.doomed.add(old)
+      }
+    }
+  }
+  if (!present) {
+    const raw = encode(value)
+    write.pushes.push(raw)
+    kept.push(raw)
+  }
+  return kept
 }
