@@ -16,13 +16,9 @@
  * `one-task` (every batch at once: raw puts in a single transaction, the fastest raw write).
  */
 import type { Timing } from './wal-bench/result.ts'
-import { formatRate, isEntry, medianMs, startWalBench } from './wal-harness.ts'
+import { formatRate, isEntry, medianMs, startWalBench, type WalBenchOptions, walBenchArgs } from './wal-harness.ts'
 
-export interface AppendOptions {
-  readonly events?: number
-  readonly batch?: number
-  readonly rounds?: number
-}
+export type AppendOptions = WalBenchOptions
 
 export async function runAppend(options: AppendOptions = {}): Promise<void> {
   const events = options.events ?? 200_000
@@ -68,20 +64,8 @@ function print(timings: readonly Timing[], browser: string, events: number, batc
   console.log(`    durability 'strict' takes ${(strict / medianMs(timings, 'wal-append/sequential')).toFixed(2)}x the time of the default, sequential`)
 }
 
-function arg(name: string): number | undefined {
-  const found = process.argv.find((a) => a.startsWith(`--${name}=`))
-  return found === undefined ? undefined : Number(found.slice(name.length + 3))
-}
-
 if (isEntry(import.meta.url)) {
-  const options: { -readonly [K in keyof AppendOptions]: AppendOptions[K] } = {}
-  const events = arg('events')
-  const batch = arg('batch')
-  const rounds = arg('rounds')
-  if (events !== undefined) options.events = events
-  if (batch !== undefined) options.batch = batch
-  if (rounds !== undefined) options.rounds = rounds
-  runAppend(options).catch((error: unknown) => {
+  runAppend(walBenchArgs(process.argv)).catch((error: unknown) => {
     console.error(error)
     process.exitCode = 1
   })

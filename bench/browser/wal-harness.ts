@@ -110,3 +110,25 @@ export function isEntry(moduleUrl: string): boolean {
 export function formatRate(events: number, ms: number): string {
   return `${Math.round((events / ms) * 1000).toLocaleString('en-US')} events/s`
 }
+
+/** The size of a WAL bench run: events, events per batch, timed rounds (each defaulted by the bench). */
+export interface WalBenchOptions {
+  readonly events?: number
+  readonly batch?: number
+  readonly rounds?: number
+}
+
+/**
+ * Reads `--events=N --batch=N --rounds=N` from the command line; absent flags stay undefined.
+ *
+ * @example
+ * if (isEntry(import.meta.url)) runAppend(walBenchArgs(process.argv))
+ */
+export function walBenchArgs(argv: readonly string[]): WalBenchOptions {
+  const options: { -readonly [K in keyof WalBenchOptions]: WalBenchOptions[K] } = {}
+  for (const name of ['events', 'batch', 'rounds'] as const) {
+    const found = argv.find((a) => a.startsWith(`--${name}=`))
+    if (found !== undefined) options[name] = Number(found.slice(name.length + 3))
+  }
+  return options
+}

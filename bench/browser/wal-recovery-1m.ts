@@ -15,13 +15,9 @@
  *   y-indexeddb         load the compacted doc, then merge it into an engine (bindDoc)
  */
 import type { Timing } from './wal-bench/result.ts'
-import { isEntry, medianMs, startWalBench } from './wal-harness.ts'
+import { isEntry, medianMs, startWalBench, type WalBenchOptions, walBenchArgs } from './wal-harness.ts'
 
-export interface RecoveryOptions {
-  readonly events?: number
-  readonly batch?: number
-  readonly rounds?: number
-}
+export type RecoveryOptions = WalBenchOptions
 
 const STORES = ['wal-checkpointed', 'wal-closed', 'wal-no-checkpoint', 'raw', 'y-indexeddb'] as const
 
@@ -65,20 +61,8 @@ function print(written: readonly Timing[], recovered: readonly Timing[], browser
   console.log(`    wal-checkpointed / y-indexeddb load + engine merge ${(checkpointed / yjs).toFixed(2)}x`)
 }
 
-function arg(name: string): number | undefined {
-  const found = process.argv.find((a) => a.startsWith(`--${name}=`))
-  return found === undefined ? undefined : Number(found.slice(name.length + 3))
-}
-
 if (isEntry(import.meta.url)) {
-  const options: { -readonly [K in keyof RecoveryOptions]: RecoveryOptions[K] } = {}
-  const events = arg('events')
-  const batch = arg('batch')
-  const rounds = arg('rounds')
-  if (events !== undefined) options.events = events
-  if (batch !== undefined) options.batch = batch
-  if (rounds !== undefined) options.rounds = rounds
-  runRecovery(options).catch((error: unknown) => {
+  runRecovery(walBenchArgs(process.argv)).catch((error: unknown) => {
     console.error(error)
     process.exitCode = 1
   })
