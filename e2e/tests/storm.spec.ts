@@ -5,7 +5,7 @@
  * the devices report they produced. `STORM_SECONDS` sets the main storm's length (default
  * 60), `STORM_SEED` replays a run.
  */
-import { type BrowserContext, expect, type Page, test } from '@playwright/test'
+import { type Browser, type BrowserContext, expect, type Page, test } from '@playwright/test'
 import type { StormPageApi, StormSnapshot } from '../pages/stormApi.ts'
 import {
   digestDiff,
@@ -13,6 +13,7 @@ import {
   openStormPage,
   runStorm,
   StormLedger,
+  type StormPage,
   type StormResult,
   type SyncServer,
   snapshotOf,
@@ -173,24 +174,41 @@ function pageUrl(baseURL: string, role: string, room: string, seed: number, extr
   return `${baseURL}/storm.html?role=${role}&server=${encodeURIComponent((server as SyncServer).url)}&room=${room}&seed=${seed}${extra}`
 }
 
-test('crash: a device closed mid-ingest reopens offline with every durable event, then reconnects and converges', async ({ browser, baseURL }) => {
-  const seed = stormSeed()
-  const url = (role: string, extra = ''): string => pageUrl(baseURL as string, role, `crash-${seed}`, seed, extra)
+/**
+ * A device page that can reopen offline and a dashboard, each in its own browser context, both
+ * reporting to one ledger; both contexts are closed after `run`, whatever it throws.
+ */
+async function withDeviceAndBoard(
+  browser: Browser,
+  url: (role: string, extra?: string) => string,
+  run: (setup: { ledger: StormLedger; deviceContext: BrowserContext; device: StormPage; board: StormPage }) => Promise<void>,
+): Promise<void> {
   const ledger = new StormLedger()
   const deviceContext = await browser.newContext()
   const boardContext = await browser.newContext()
   try {
     await ledger.listen(deviceContext)
     await ledger.listen(boardContext)
-    const first = await openStormPage(deviceContext, url('device', '&shell=1'))
+    const device = await openStormPage(deviceContext, url('device', '&shell=1'))
     // Once the service worker controls the page, a reload caches every file of the page for the offline reopen.
-    await first.page.reload()
-    await stormReady(first.page)
+    await device.page.reload()
+    await stormReady(device.page)
     const board = await openStormPage(boardContext, url('dashboard'))
-    const source = first.source
-    await first.page.evaluate(() => window.storm?.start({ batch: 50, everyMs: 0 }))
+    await run({ ledger, deviceContext, device, board })
+  } finally {
+    await deviceContext.close()
+    await boardContext.close()
+  }
+}
+
+test('crash: a device closed mid-ingest reopens offline with every durable event, then reconnects and converges', async ({ browser, baseURL }) => {
+  const seed = stormSeed()
+  const url = (role: string, extra = ''): string => pageUrl(baseURL as string, role, `crash-${seed}`, seed, extra)
+  await withDeviceAndBoard(browser, url, async ({ ledger, deviceContext, device, board }) => {
+    const source = device.source
+    await device.page.evaluate(() => window.storm?.start({ batch: 50, everyMs: 0 }))
     await expect.poll(() => ledger.durable(source), { timeout: 30_000 }).toBeGreaterThan(5_000)
-    await first.page.close({ runBeforeUnload: false })
+    await device.page.close({ runBeforeUnload: false })
     const acknowledged = ledger.durable(source)
 
     await deviceContext.setOffline(true)
@@ -222,25 +240,13 @@ test('crash: a device closed mid-ingest reopens offline with every durable event
     expect(snapshots[0]?.digest).toBe(snapshots[1]?.digest)
     expect(snapshots.flatMap((s) => s.errors)).toEqual([])
     await reopened.evaluate(() => (window.storm as StormPageApi).close())
-  } finally {
-    await deviceContext.close()
-    await boardContext.close()
-  }
+  })
 })
 
 test('offline reload: a device goes offline, ingests, reloads offline, keeps ingesting, reconnects: nothing lost', async ({ browser, baseURL }) => {
   const seed = stormSeed()
   const url = (role: string, extra = ''): string => pageUrl(baseURL as string, role, `reload-${seed}`, seed, extra)
-  const ledger = new StormLedger()
-  const deviceContext = await browser.newContext()
-  const boardContext = await browser.newContext()
-  try {
-    await ledger.listen(deviceContext)
-    await ledger.listen(boardContext)
-    const device = await openStormPage(deviceContext, url('device', '&shell=1'))
-    await device.page.reload()
-    await stormReady(device.page)
-    const board = await openStormPage(boardContext, url('dashboard'))
+  await withDeviceAndBoard(browser, url, async ({ ledger, deviceContext, device, board }) => {
     const source = device.source
     const ingest = { batch: 20, everyMs: 20 }
     await device.page.evaluate((o) => window.storm?.start(o), ingest)
@@ -284,8 +290,5 @@ test('offline reload: a device goes offline, ingests, reloads offline, keeps ing
     expect(snapshots.flatMap((s) => s.errors)).toEqual([])
     expect(stopped.lateLane).toBe(truth.lateLane)
     expect(snapshots[1]?.counted).toBe(truth.counted)
-  } finally {
-    await deviceContext.close()
-    await boardContext.close()
-  }
+  })
 })
