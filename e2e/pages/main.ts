@@ -5,6 +5,7 @@
  */
 import { claimSource, indexedDbPersistence, openEngine, recoveryReport, type StreamEvent, tumbling } from '@tidemark/engine'
 import type { PageApi, PageSnapshot } from './pageApi.ts'
+import { bootPage, setText } from './pageBoot.ts'
 
 const params = new URLSearchParams(location.search)
 
@@ -128,17 +129,13 @@ async function start(): Promise<PageApi> {
   }
 }
 
-function setText(id: string, text: string): void {
-  const element = document.getElementById(id)
-  if (element !== null) element.textContent = text
-}
-
-start().then(
+bootPage(
+  start,
+  'recovery',
   (api) => {
     window.tidemark = api
   },
-  (error: unknown) => {
-    window.tidemarkError = error instanceof Error ? `${error.name}: ${error.message}` : String(error)
-    setText('recovery', `failed: ${window.tidemarkError}`)
+  (reason) => {
+    window.tidemarkError = reason
   },
 )

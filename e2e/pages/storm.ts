@@ -29,6 +29,7 @@ import {
   type StormTransition,
   stormReading,
 } from './stormApi.ts'
+import { bootPage, setText } from './pageBoot.ts'
 
 const params = new URLSearchParams(location.search)
 const role = params.get('role') === 'dashboard' ? 'dashboard' : 'device'
@@ -227,17 +228,13 @@ async function start(): Promise<StormPageApi> {
   }
 }
 
-function setText(id: string, text: string): void {
-  const element = document.getElementById(id)
-  if (element !== null) element.textContent = text
-}
-
-start().then(
+bootPage(
+  start,
+  'status',
   (api) => {
     window.storm = api
   },
-  (error: unknown) => {
-    window.stormError = error instanceof Error ? `${error.name}: ${error.message}` : String(error)
-    setText('status', `failed: ${window.stormError}`)
+  (reason) => {
+    window.stormError = reason
   },
 )
