@@ -27,6 +27,7 @@
  */
 import { type Engine, type EngineOptions, createEngine, manual, type StreamEvent, tumbling } from '@tidemark/engine'
 import * as Y from 'yjs'
+import { type CellGroup, groupCellEntries } from '../packages/engine/src/cellGroup.ts'
 import type { CellEntry, ClockEntry, ReplicaPort } from '../packages/engine/src/replicaPort.ts'
 import type { Contender, Outcome } from './harness/contender.ts'
 import { windowTotalId, type WindowTotals } from './harness/contender.ts'
@@ -61,6 +62,8 @@ export function writerEvents(source: string): StreamEvent[] {
 
 interface WriterState {
   readonly cells: readonly CellEntry[]
+  /** The same cells packed as the doc carries them (one group per window start). */
+  readonly groups: readonly CellGroup[]
   readonly clocks: readonly ClockEntry[]
   /** Everything this writer's doc holds, as one Yjs update (what a provider's sync step 2 carries). */
   readonly update: Uint8Array
@@ -78,7 +81,7 @@ export function writerStates(): WriterState[] {
     // Copies: the engine hands out its live cells.
     const cells = state.cells.map((c) => ({ address: { ...c.address }, cell: { ...c.cell } }))
     void engine.close()
-    return { cells, clocks: state.clocks.map((c) => ({ ...c })), update, docBytes: update.byteLength }
+    return { cells, groups: groupCellEntries(cells), clocks: state.clocks.map((c) => ({ ...c })), update, docBytes: update.byteLength }
   })
 }
 
@@ -102,7 +105,7 @@ function engineOutcome(engine: Engine, record: boolean, extra: Record<string, nu
 function engineContender(writers: readonly WriterState[]): Contender {
   return {
     name: 'tidemark',
-    label: 'Tidemark engine alone: one mergeRemote per writer replica into a fresh engine (validate, merge, settle, results and corrections)',
+    label: 'Tidemark engine alone: one mergeRemoteGroups per writer replica into a fresh engine (validate, merge, settle, results and corrections)',
     run: ({ probe, record }) => {
       const engine = createEngine({ ...OPTIONS, replicaId: 'reader', now: () => 0 })
       let changes = 0
@@ -111,7 +114,7 @@ function engineContender(writers: readonly WriterState[]): Contender {
       })
       const port = portOf(engine)
       for (const w of writers) {
-        port.mergeRemote(w.cells, w.clocks)
+        port.mergeRemoteGroups(w.groups, w.clocks)
         probe.tick()
       }
       return engineOutcome(engine, record, { changes })
@@ -120,18 +123,18 @@ function engineContender(writers: readonly WriterState[]): Contender {
 }
 
 function oneCallContender(writers: readonly WriterState[]): Contender {
-  const cells = writers.flatMap((w) => w.cells)
+  const groups = writers.flatMap((w) => w.groups)
   const clocks = writers.flatMap((w) => w.clocks)
   return {
     name: 'tidemark-one-call',
-    label: 'Tidemark engine alone: every writer\'s cells and clocks in one mergeRemote',
+    label: 'Tidemark engine alone: every writer\'s cell groups and clocks in one mergeRemoteGroups',
     run: ({ record }) => {
       const engine = createEngine({ ...OPTIONS, replicaId: 'reader', now: () => 0 })
       let changes = 0
       engine.subscribe((batch) => {
         changes += batch.length
       })
-      portOf(engine).mergeRemote(cells, clocks)
+      portOf(engine).mergeRemoteGroups(groups, clocks)
       return engineOutcome(engine, record, { changes })
     },
   }

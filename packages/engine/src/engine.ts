@@ -1,5 +1,6 @@
 import { type Anomaly, type AnomalyReason, emptyAnomalyCounts } from './anomaly.ts'
 import type { Doc } from 'yjs'
+import { type CellGroup, cellEntriesOf, groupCellEntries, validCellGroups } from './cellGroup.ts'
 import { ChangeFeed } from './changeFeed.ts'
 import type { Engine, EngineOptions, EngineStats, IngestReceipt, LateEvent, SyncStatus } from './engineApi.ts'
 import { configurationOf, indexFor, type ResolvedOptions, resolveOptions } from './engineOptions.ts'
@@ -9,7 +10,7 @@ import { LateLane } from './lateLane.ts'
 import { ingestSink } from './ingestSink.ts'
 import type { EngineCheckpoint, Journal, JournalOp } from './engineCheckpoint.ts'
 import { cellEntryProblem, clockEntryProblem } from './remoteValidation.ts'
-import { mergeRemoteCells, mergeRemoteClocks } from './remoteMerge.ts'
+import { mergeRemoteClocks, mergeRemoteGroups } from './remoteMerge.ts'
 import type { CellEntry, ClockEntry, MergeReport, ReplicaPort } from './replicaPort.ts'
 import { ReplicationOutbox } from './replicationOutbox.ts'
 import { bindDoc, type DocBinding } from './replication/bindDoc.ts'
@@ -207,7 +208,7 @@ export class TidemarkEngine implements Engine {
         this.#settle(null)
         return
       case 'merge':
-        this.#mergeAt(op.cells, op.clocks, op.now)
+        this.#mergeCellsAt(op.cells, op.clocks, op.now)
         return
     }
   }
@@ -310,6 +311,7 @@ export class TidemarkEngine implements Engine {
       configuration: configurationOf(this.#options),
       onLocalWrite: (listener) => this.#outbox.listen(listener),
       mergeRemote: (cells, clocks) => this.#mergeRemote(cells, clocks),
+      mergeRemoteGroups: (groups, clocks) => this.#mergeRemoteGroups(groups, clocks),
       exportState: () => ({ cells: liveCells(this.#indexes), clocks: [...this.#frontiers.sources.values()].map((clock) => clock.entry()) }),
       reportAnomaly: (reason, detail) => {
         this.#anomalies[reason]++
@@ -372,11 +374,25 @@ export class TidemarkEngine implements Engine {
     this.#assertOpen()
     const now = this.#options.now()
     if (this.#journal !== null) this.#log(this.#journal, { kind: 'merge', now, cells, clocks })
-    return this.#mergeAt(cells, clocks, now)
+    return this.#mergeCellsAt(cells, clocks, now)
   }
 
-  #mergeAt(peerCells: readonly CellEntry[], peerClocks: readonly ClockEntry[], now: number): MergeReport {
-    const cells = peerCells.filter((entry) => this.#acceptRemote('cell', cellEntryProblem(entry)))
+  #mergeRemoteGroups(groups: readonly CellGroup[], clocks: readonly ClockEntry[]): MergeReport {
+    this.#assertOpen()
+    const now = this.#options.now()
+    const valid = validCellGroups(groups, (what, problem) => this.#acceptRemote(what, problem))
+    // The log records loose cells: a merge is rare next to ingests, and replay takes either.
+    if (this.#journal !== null) this.#log(this.#journal, { kind: 'merge', now, cells: cellEntriesOf(valid), clocks })
+    return this.#mergeAt(valid, clocks, now)
+  }
+
+  #mergeCellsAt(cells: readonly CellEntry[], clocks: readonly ClockEntry[], now: number): MergeReport {
+    const valid = cells.filter((entry) => this.#acceptRemote('cell', cellEntryProblem(entry)))
+    return this.#mergeAt(groupCellEntries(valid), clocks, now)
+  }
+
+  /** Merges validated groups and clocks, then settles and notifies once. */
+  #mergeAt(groups: readonly CellGroup[], peerClocks: readonly ClockEntry[], now: number): MergeReport {
     const clocks = peerClocks.filter((entry) => this.#acceptRemote('clock', clockEntryProblem(entry)))
     const limits = this.#options.limits
     const conflicts = mergeRemoteClocks(this.#frontiers, clocks, this.replicaId, limits.maxSources, now)
@@ -388,7 +404,7 @@ export class TidemarkEngine implements Engine {
       retention: this.#options.retention,
       batch: ++this.#batch,
     }
-    const { invalid, ...merged } = mergeRemoteCells(this.#indexes, cells, frontiers, this.#lifecycle.hooks)
+    const { invalid, ...merged } = mergeRemoteGroups(this.#indexes, groups, frontiers, this.#lifecycle.hooks)
     this.#anomalies.invalid_remote_cell += invalid
     this.#counts.finalityViolations += merged.finalityViolations
     this.#frontiers.advance(now)

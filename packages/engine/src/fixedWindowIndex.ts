@@ -1,5 +1,5 @@
-import { type Cell, addToCell, copyCell, emptyCell, mergeCell, overwriteCell } from './cell.ts'
-import type { CellEntry } from './replicaPort.ts'
+import { type Cell, addToCell, emptyCell, overwriteCell } from './cell.ts'
+import { type CellGroup, compareGroupCell, groupCell } from './cellGroup.ts'
 import {
   ADMITTED_LATE,
   type BatchFrontiers,
@@ -131,53 +131,55 @@ export class FixedWindowIndex implements WindowIndex {
     return outcome
   }
 
-  mergeRemote(entries: readonly CellEntry[], frontiers: RemoteFrontiers, hooks: WindowHooks): MergeCounts {
+  mergeRemote(groups: readonly CellGroup[], frontiers: RemoteFrontiers, hooks: WindowHooks): MergeCounts {
     const counts: MergeCounts = { applied: 0, stale: 0, expired: 0, finalityViolations: 0, invalid: 0 }
-    let lastKey: string | null = null
-    let series: Map<number, WindowState> | undefined
-    for (let i = 0; i < entries.length; i++) {
-      const { address, cell } = entries[i] as CellEntry
-      const { key, start, source } = address
+    for (let g = 0; g < groups.length; g++) {
+      const group = groups[g] as CellGroup
+      const { start, source, keys } = group
+      const n = keys.length
       if (alignedStart(start, this.#slide) !== start) {
-        counts.invalid++
+        counts.invalid += n
         continue
-      }
-      if (key !== lastKey) {
-        series = this.#byKey.get(key)
-        lastKey = key
       }
       const end = start + this.#size
-      let window = series?.get(this.#ordinal(start))
-      if (window === undefined) {
-        // Already left live state here: the value it would change is no longer shown.
-        if (end + frontiers.lateness + frontiers.retention <= frontiers.watermark) {
-          counts.expired++
+      const ordinal = this.#ordinal(start)
+      // Already left live state here: the values it would change are no longer shown.
+      const expired = end + frontiers.lateness + frontiers.retention <= frontiers.watermark
+      const late = end + frontiers.lateness <= frontiers.watermark
+      for (let i = 0; i < n; i++) {
+        const key = keys[i] as string
+        let series = this.#byKey.get(key)
+        let window = series?.get(ordinal)
+        if (window === undefined) {
+          if (expired) {
+            counts.expired++
+            continue
+          }
+          if (series === undefined) {
+            series = new Map()
+            this.#byKey.set(key, series)
+          }
+          window = new WindowState(this.id, key, start, end)
+          window.fired = end <= frontiers.firing
+          series.set(ordinal, window)
+          this.#count++
+          hooks.created(window)
+        }
+        const mine = window.cell(source)
+        if (mine !== undefined && compareGroupCell(group, i, mine) <= 0) {
+          counts.stale++
           continue
         }
-        if (series === undefined) {
-          series = new Map()
-          this.#byKey.set(key, series)
+        // Into the cell it replaces (placement caches hold it), else a new one: the engine may
+        // later write this cell itself (a source it comes to own).
+        if (mine !== undefined) overwriteCell(mine, groupCell(group, i))
+        else window.addCell(source, groupCell(group, i))
+        counts.applied++
+        if (window.final || late) counts.finalityViolations++
+        if (window.touchedIn !== frontiers.batch) {
+          window.touchedIn = frontiers.batch
+          hooks.touched(window)
         }
-        window = new WindowState(this.id, key, start, end)
-        window.fired = end <= frontiers.firing
-        series.set(this.#ordinal(start), window)
-        this.#count++
-        hooks.created(window)
-      }
-      const mine = window.cell(source)
-      if (mine !== undefined && mergeCell(mine, cell) === mine) {
-        counts.stale++
-        continue
-      }
-      // Into the cell it replaces (placement caches hold it), else a copy: the engine may
-      // later write this cell itself (a source it comes to own).
-      if (mine !== undefined) overwriteCell(mine, cell)
-      else window.addCell(source, copyCell(cell))
-      counts.applied++
-      if (window.final || end + frontiers.lateness <= frontiers.watermark) counts.finalityViolations++
-      if (window.touchedIn !== frontiers.batch) {
-        window.touchedIn = frontiers.batch
-        hooks.touched(window)
       }
     }
     return counts

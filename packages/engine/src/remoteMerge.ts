@@ -1,5 +1,6 @@
 import type { Frontiers } from './frontiers.ts'
-import type { CellEntry, ClockEntry, MergeReport } from './replicaPort.ts'
+import type { CellGroup } from './cellGroup.ts'
+import type { ClockEntry, MergeReport } from './replicaPort.ts'
 import type { MergeCounts, RemoteFrontiers, WindowHooks, WindowIndex } from './windowIndex.ts'
 
 /**
@@ -31,39 +32,32 @@ export function mergeRemoteClocks(
   return conflicts
 }
 
-/** Routes peers' cells to the index of their window spec. */
-export function mergeRemoteCells(
+/** Routes peers' cell groups to the index of their window spec; cells of an unknown spec are invalid. */
+export function mergeRemoteGroups(
   indexes: readonly WindowIndex[],
-  cells: readonly CellEntry[],
+  groups: readonly CellGroup[],
   frontiers: RemoteFrontiers,
   hooks: WindowHooks,
 ): Omit<MergeReport, 'conflicts'> & { invalid: number } {
   const total: MergeCounts = { applied: 0, stale: 0, expired: 0, finalityViolations: 0, invalid: 0 }
-  // One spec (the common case): no partitioning at all.
-  const only = indexes.length === 1 ? (indexes[0] as WindowIndex) : null
-  const bySpec = new Map<string, CellEntry[]>()
-  let matching = only === null ? null : ([] as CellEntry[])
-  for (const entry of cells) {
-    const id = entry.address.window
-    if (only !== null) {
-      if (id === only.id) (matching as CellEntry[]).push(entry)
-      // The binding refuses peers with another configuration; a stray window id is invalid.
-      else total.invalid++
-      continue
+  // One spec (the common case): the groups go through as they are.
+  const bySpec = new Map<string, CellGroup[]>()
+  const only = indexes.length === 1 ? (indexes[0] as WindowIndex).id : null
+  if (only !== null && groups.every((group) => group.window === only)) bySpec.set(only, groups as CellGroup[])
+  else {
+    for (const group of groups) {
+      let list = bySpec.get(group.window)
+      if (list === undefined) {
+        list = []
+        bySpec.set(group.window, list)
+      }
+      list.push(group)
     }
-    let list = bySpec.get(id)
-    if (list === undefined) {
-      list = []
-      bySpec.set(id, list)
-    }
-    list.push(entry)
   }
-  if (only !== null && matching !== null) bySpec.set(only.id, matching)
-  matching = null
   for (const [id, list] of bySpec) {
     const index = indexes.find((i) => i.id === id)
     if (index === undefined) {
-      total.invalid += list.length
+      for (const group of list) total.invalid += group.keys.length
       continue
     }
     const counts = index.mergeRemote(list, frontiers, hooks)

@@ -1,4 +1,5 @@
 import type { Cell } from './cell.ts'
+import type { CellGroup } from './cellGroup.ts'
 import type { SyncStatus } from './engineApi.ts'
 
 /**
@@ -65,7 +66,7 @@ export interface MergeReport {
  *
  * @example
  * const stop = port.onLocalWrite((write) => doc.transact(() => publish(write), origin))
- * port.mergeRemote(cellsFromPeer, clocksFromPeer)
+ * port.mergeRemoteGroups(groupsFromPeer, clocksFromPeer)
  */
 export interface ReplicaPort {
   /** This replica's id (the `writer` of the clocks it publishes). */
@@ -74,8 +75,13 @@ export interface ReplicaPort {
   readonly configuration: string
   /** Called synchronously after every local batch that wrote cells or clocks. */
   onLocalWrite(listener: (write: LocalWrite) => void): () => void
-  /** Merges peers' cells and clocks (already validated); emits the resulting changes in one notification. */
+  /**
+   * Merges peers' cells and clocks; emits the resulting changes in one notification. Every cell
+   * and clock is validated first: invalid ones are counted as `invalid_remote_cell` and skipped.
+   */
   mergeRemote(cells: readonly CellEntry[], clocks: readonly ClockEntry[]): MergeReport
+  /** As `mergeRemote`, with the cells packed in groups (what the Yjs binding reads from the doc). */
+  mergeRemoteGroups(groups: readonly CellGroup[], clocks: readonly ClockEntry[]): MergeReport
   /** Every live cell and known clock, for a first publish or a checkpoint. */
   exportState(): { readonly cells: readonly CellEntry[]; readonly clocks: readonly ClockEntry[] }
   /** Records an anomaly found while reading peers' state (`invalid_remote_cell`, `source_conflict`). */

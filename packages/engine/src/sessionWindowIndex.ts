@@ -1,6 +1,6 @@
 import type { SessionIndexSnapshot } from './engineCheckpoint.ts'
-import { absorbCell, addToCell, copyCell, emptyCell, mergeCell, tombstone } from './cell.ts'
-import type { CellEntry } from './replicaPort.ts'
+import { absorbCell, addToCell, emptyCell, mergeCell, tombstone } from './cell.ts'
+import { type CellGroup, groupCell } from './cellGroup.ts'
 import {
   ADMITTED_LATE,
   type BatchFrontiers,
@@ -234,17 +234,20 @@ export class SessionWindowIndex implements WindowIndex {
     for (const [key, dead] of this.#tombstones) for (const f of dead.values()) yield [key, f]
   }
 
-  mergeRemote(entries: readonly CellEntry[], frontiers: RemoteFrontiers, hooks: WindowHooks): MergeCounts {
+  mergeRemote(groups: readonly CellGroup[], frontiers: RemoteFrontiers, hooks: WindowHooks): MergeCounts {
     const counts: MergeCounts = { applied: 0, stale: 0, expired: 0, finalityViolations: 0, invalid: 0 }
     // Sessions of a key are rebuilt from all its fragments, so peers' cells are taken key by key.
     const byKey = new Map<string, RemoteCell[]>()
-    for (const { address, cell } of entries) {
-      let list = byKey.get(address.key)
-      if (list === undefined) {
-        list = []
-        byKey.set(address.key, list)
+    for (const group of groups) {
+      for (let i = 0; i < group.keys.length; i++) {
+        const key = group.keys[i] as string
+        let list = byKey.get(key)
+        if (list === undefined) {
+          list = []
+          byKey.set(key, list)
+        }
+        list.push({ start: group.start, source: group.source, cell: groupCell(group, i) })
       }
-      list.push({ start: address.start, source: address.source, cell })
     }
     for (const [key, list] of byKey) {
       const c = this.#mergeKey(key, list, frontiers, hooks)
@@ -296,7 +299,7 @@ export class SessionWindowIndex implements WindowIndex {
         counts.stale++
         continue
       }
-      fragments.set(id, { source, start, cell: copyCell(cell) })
+      fragments.set(id, { source, start, cell })
       changed.add(id)
       counts.applied++
     }

@@ -1,6 +1,6 @@
 import type { Cell } from './cell.ts'
 import type { SessionIndexSnapshot } from './engineCheckpoint.ts'
-import type { CellEntry } from './replicaPort.ts'
+import type { CellGroup } from './cellGroup.ts'
 import type { WindowState } from './windowState.ts'
 
 /** Frontiers as they stood before the batch (DESIGN §2: they move only between batches). */
@@ -57,10 +57,10 @@ export interface WindowIndex {
   windows(): IterableIterator<WindowState>
   readonly size: number
   /**
-   * Merges peers' cells of this spec (already validated). Returns how many changed state,
-   * were stale, or were past retention; touched windows go through `hooks`.
+   * Merges peers' cell groups of this spec (already validated). Returns how many cells changed
+   * state, were stale, or were past retention; touched windows go through `hooks`.
    */
-  mergeRemote(entries: readonly CellEntry[], frontiers: RemoteFrontiers, hooks: WindowHooks): MergeCounts
+  mergeRemote(groups: readonly CellGroup[], frontiers: RemoteFrontiers, hooks: WindowHooks): MergeCounts
   /** Puts a window back into live state (checkpoint recovery). */
   adopt(window: WindowState): void
   /** Index state beyond its windows (sessions: sealed ends and peers' tombstones). */

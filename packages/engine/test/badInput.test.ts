@@ -40,6 +40,7 @@ import { applyPeerUpdate } from '../src/replication/applyPeerUpdate.ts'
 import { bindDoc } from '../src/replication/bindDoc.ts'
 import { isConfigurationMismatchError } from '../src/replication/configurationMismatchError.ts'
 import { DOC_SCHEMA, META_NAME, replicaArrayName } from '../src/replication/docEntry.ts'
+import { rawGroup, withField } from './replication/fakePort.ts'
 import { readFileSync } from 'node:fs'
 import { prng } from './streamPlan.ts'
 
@@ -489,8 +490,8 @@ function sync(from: Y.Doc, to: Y.Doc): boolean {
   return applyPeerUpdate(to, Y.encodeStateAsUpdate(from, Y.encodeStateVector(to)), 'peer')
 }
 
-const cellEntry = (start: number, count: unknown, sum: unknown = 1, min: unknown = 1, max: unknown = 1, maxTs: unknown = start + 1) =>
-  ['c', 'tumbling:10', 'k', start, 'peer-src', count, sum, min, max, maxTs, 1]
+const cellEntry = (start: number, count: number, sum = 1, min = 1, max = 1, maxTs = start + 1, version = 1) =>
+  rawGroup('peer-src', start, [['k', count, sum, min, max, maxTs, version]], 'tumbling:10')
 
 describe('bad-input catalogue: peers', () => {
   row('B26', 'hostile cells and clocks in a peer’s Yjs log', () => {
@@ -511,9 +512,10 @@ describe('bad-input catalogue: peers', () => {
       cellEntry(Number.NaN, 1),
       cellEntry(MAX_ABS_TS * 2, 1),
       cellEntry(0, 0, 0, Number.NaN, Number.NaN, 0),
-      ['c', 'tumbling:10', 'k', 0, 'x'.repeat(MAX_NAME_LENGTH + 1), 1, 1, 1, 1, 1, 1],
-      ['c', 'tumbling:10', 'k', '0', 'peer-src', '1', 1, 1, 1, 1, 1],
-      ['c', 'tumbling:10', 'k', 0, 'peer-src', 1, 1, 1, 1, 1, -1],
+      withField(cellEntry(0, 1), 3, 'x'.repeat(MAX_NAME_LENGTH + 1)),
+      withField(cellEntry(0, 1), 2, '0'),
+      withField(cellEntry(0, 1), 5, ['1', 1, 1, 1, 1, 1]),
+      cellEntry(0, 1, 1, 1, 1, 1, -1),
       ['k', 'peer-src', 'peer', Number.NaN, 1, 1, 1, 1],
       ['k', 'peer-src', 'peer', 1, -1, 1, 1, 1],
       ['k', 'peer-src', 'peer', 1, 1, 1, 2, 1],

@@ -4,14 +4,15 @@
  * Local: one transaction per `LocalWrite`, into this replica's own log (docEntry.ts).
  * Remote: every transaction not made by this binding (a provider applying a peer's update,
  * a persistence provider loading) is read once it has committed: its new entries are
- * validated, invalid ones are reported as `invalid_remote_cell`, and the valid ones go to
- * the engine in one `mergeRemote` call, so a peer's update batch causes one notification.
+ * checked for shape, malformed ones are reported as `invalid_remote_cell`, and the groups and
+ * clocks go to the engine in one `mergeRemoteGroups` call (which checks every cell's values), so a peer's update batch causes one notification.
  * Deletions from the doc are never merged: the lattice only grows, and a cell leaves the doc
  * only after it has left live state (retention).
  */
 import * as Y from 'yjs'
 import { MAX_NAME_LENGTH } from '../event.ts'
-import type { CellEntry, ClockEntry, LocalWrite, ReplicaPort } from '../replicaPort.ts'
+import type { CellGroup } from '../cellGroup.ts'
+import type { ClockEntry, LocalWrite, ReplicaPort } from '../replicaPort.ts'
 import { ConfigurationMismatchError } from './configurationMismatchError.ts'
 import { type DocEntry, META_NAME, metaValue, preview, readMeta, replicaArrayName, DOC_SCHEMA } from './docEntry.ts'
 import { emptyWrite, type LogWrite, type ReadEntry, ReplicaLog } from './replicaLog.ts'
@@ -129,18 +130,18 @@ class DocReplication implements DocBinding {
     const own = this.#port.replicaId
     const ownMeta = readMeta(this.#meta.get(own))
     const ownMatches = ownMeta !== null && ownMeta.schema === DOC_SCHEMA && ownMeta.configuration === this.#port.configuration
-    const cells: CellEntry[] = []
+    const groups: CellGroup[] = []
     const clocks: ClockEntry[] = []
     for (const replicaId of [...this.#meta.keys()]) {
       if (replicaId === own) continue
       const log = this.#judge(replicaId)
-      if (log?.status === 'accepted') this.#collect(log, log.reread(), cells, clocks)
+      if (log?.status === 'accepted') this.#collect(log, log.reread(), groups, clocks)
     }
     // Entries of an earlier session of this replica are ours to merge back, when they share our configuration.
     this.#own.status = 'accepted'
     const previous = this.#own.reread()
-    if (ownMatches) this.#collect(this.#own, previous, cells, clocks)
-    this.#merge(cells, clocks)
+    if (ownMatches) this.#collect(this.#own, previous, groups, clocks)
+    this.#merge(groups, clocks)
 
     // The engine's state also holds peers' cells; this log carries only the sources this replica writes.
     const state = this.#port.exportState()
@@ -196,7 +197,7 @@ class DocReplication implements DocBinding {
   }
 
   #mergeBatch(batch: RemoteBatch): void {
-    const cells: CellEntry[] = []
+    const groups: CellGroup[] = []
     const clocks: ClockEntry[] = []
     const reread = new Set<ReplicaLog>()
     for (const replicaId of batch.metaKeys) {
@@ -208,7 +209,7 @@ class DocReplication implements DocBinding {
       const log = this.#judge(replicaId)
       if (log === undefined || log.status !== 'accepted' || before === 'accepted') continue
       // Newly accepted: its whole log, including what this very transaction brought.
-      this.#collect(log, log.reread(), cells, clocks)
+      this.#collect(log, log.reread(), groups, clocks)
       reread.add(log)
     }
     for (const [log, raws] of batch.removed) {
@@ -219,17 +220,17 @@ class DocReplication implements DocBinding {
       this.#collect(
         log,
         raws.map((raw) => log.read(raw)),
-        cells,
+        groups,
         clocks,
       )
     }
-    this.#merge(cells, clocks)
+    this.#merge(groups, clocks)
   }
 
   /** Sorts read entries into the merge batch and reports the invalid ones. */
-  #collect(log: ReplicaLog, entries: readonly ReadEntry[], cells: CellEntry[], clocks: ClockEntry[]): void {
+  #collect(log: ReplicaLog, entries: readonly ReadEntry[], groups: CellGroup[], clocks: ClockEntry[]): void {
     for (const read of entries) {
-      if (read.kind === 'cell') cells.push(read.entry)
+      if (read.kind === 'group') groups.push(read.entry)
       else if (read.kind === 'clock') {
         clocks.push(read.entry)
         this.#noteWriter(read.entry)
@@ -239,9 +240,9 @@ class DocReplication implements DocBinding {
     }
   }
 
-  #merge(cells: readonly CellEntry[], clocks: readonly ClockEntry[]): void {
-    if (cells.length === 0 && clocks.length === 0) return
-    this.#port.mergeRemote(cells, clocks)
+  #merge(groups: readonly CellGroup[], clocks: readonly ClockEntry[]): void {
+    if (groups.length === 0 && clocks.length === 0) return
+    this.#port.mergeRemoteGroups(groups, clocks)
   }
 
   /**

@@ -2,7 +2,7 @@
  * How cells and clocks are laid out in the shared `Y.Doc`, and how entries read from
  * peers are validated.
  *
- * Document layout (schema 1):
+ * Document layout (schema 2):
  *
  *   Y.Map   'tidemark:meta'               replicaId → [schema, configuration fingerprint]
  *   Y.Array 'tidemark:replica:<replicaId>' that replica's entries, appended in write order
@@ -11,35 +11,38 @@
  * YKeyValue: a write appends the new entry and deletes the entries it supersedes. Only that
  * replica appends to its array, so its deleted entries are consecutive Yjs items of one
  * client and garbage-collect into a few runs; see README.md for the measurements that
- * chose this over a Y.Map or one shared array.
+ * chose this layout.
  *
- * Entries are flat arrays of Yjs "any" values (numbers are written as varints when they
- * are small integers, float32 when exact, else float64; ±Infinity are allowed):
+ * Entries are flat arrays of Yjs "any" values:
  *
- *   cell   ['c', window, key, start, source, count, sum, min, max, maxTs, version]
+ *   group  ['g', window, start, source, keys (JSON array of strings), columns (bytes)]
  *   clock  ['k', source, writer, maxTs, prefix, prefixTs, provable (1 | 0), version]
  *
- * A key (window, key, start, source) or source may appear in several entries (a write not
- * yet cleaned up, two sessions of one replica, two writers of one source): readers take the
- * lattice join, so the order in which entries are seen never matters.
+ * A group holds one source's cells for every key of one window start (cellGroup.ts): the
+ * columns are `6 × keys` little-endian float64 values, column after column (counts, sums,
+ * mins, maxs, maxTs, versions). Schema 1 wrote one entry per cell; Yjs alone then spent
+ * ~400 ms decoding 80k cells, where a group costs Yjs one item.
+ *
+ * A group address (window, start, source) or a source may appear in several entries (a write
+ * not yet cleaned up, two sessions of one replica, two writers of one source): readers take
+ * the lattice join, so the order in which entries are seen never matters.
  */
-import { sumFits } from '../remoteValidation.ts'
+import { type CellGroup, GROUP_COLUMNS, isName, isTime, MAX_GROUP_CELLS } from '../cellGroup.ts'
 import { MAX_ABS_TS, MAX_NAME_LENGTH } from '../event.ts'
-import type { CellEntry, ClockEntry } from '../replicaPort.ts'
+import type { ClockEntry } from '../replicaPort.ts'
 
 /** Bumped when the layout above changes incompatibly; part of each replica's meta entry. */
-export const DOC_SCHEMA = 1
+export const DOC_SCHEMA = 2
 
 export const META_NAME = 'tidemark:meta'
 export const REPLICA_PREFIX = 'tidemark:replica:'
 
-/** Counts above this are not plausible for one source in one window. */
-export const MAX_CELL_COUNT = 2 ** 40
-
-const CELL_TAG = 'c'
+const GROUP_TAG = 'g'
 const CLOCK_TAG = 'k'
-const CELL_LENGTH = 11
+const GROUP_LENGTH = 6
 const CLOCK_LENGTH = 8
+const BYTES_PER_CELL = GROUP_COLUMNS * 8
+const littleEndianHost = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1
 
 /** A cell or clock entry as stored in the doc. Never mutated: Yjs holds the same array. */
 export type DocEntry = readonly unknown[]
@@ -63,9 +66,17 @@ export function readMeta(value: unknown): { readonly schema: number; readonly co
   return { schema, configuration }
 }
 
-export function writeCellEntry(entry: CellEntry): DocEntry {
-  const { address: a, cell: c } = entry
-  return [CELL_TAG, a.window, a.key, a.start, a.source, c.count, c.sum, c.min, c.max, c.maxTs, c.version]
+/** The doc entry of a group. The columns are copied: the entry is immutable once in Yjs. */
+export function writeGroupEntry(group: CellGroup): DocEntry {
+  const columns = group.columns
+  let bytes: Uint8Array
+  if (littleEndianHost) bytes = new Uint8Array(columns.buffer.slice(columns.byteOffset, columns.byteOffset + columns.byteLength))
+  else {
+    bytes = new Uint8Array(columns.length * 8)
+    const view = new DataView(bytes.buffer)
+    for (let i = 0; i < columns.length; i++) view.setFloat64(i * 8, columns[i] as number, true)
+  }
+  return [GROUP_TAG, group.window, group.start, group.source, JSON.stringify(group.keys), bytes]
 }
 
 export function writeClockEntry(clock: ClockEntry): DocEntry {
@@ -82,48 +93,64 @@ export function writeClockEntry(clock: ClockEntry): DocEntry {
 }
 
 /** Which kind of entry this is, checked only as far as the tag and length. */
-export function entryKind(value: unknown): 'cell' | 'clock' | null {
+export function entryKind(value: unknown): 'group' | 'clock' | null {
   if (!Array.isArray(value)) return null
-  if (value.length === CELL_LENGTH && value[0] === CELL_TAG) return 'cell'
+  if (value.length === GROUP_LENGTH && value[0] === GROUP_TAG) return 'group'
   if (value.length === CLOCK_LENGTH && value[0] === CLOCK_TAG) return 'clock'
   return null
 }
 
+/** The group address of an entry, read without decoding its cells; `null` when it has none. */
+export function groupAddressOf(value: unknown): { readonly window: string; readonly start: number; readonly source: string } | null {
+  if (entryKind(value) !== 'group') return null
+  const [, window, start, source] = value as unknown[]
+  if (typeof window !== 'string' || typeof start !== 'number' || typeof source !== 'string') return null
+  return { window, start, source }
+}
+
 /**
- * A peer's cell entry, validated for type and shape; a string says why it is refused.
- * Window ids and window alignment are the engine's to check.
+ * A peer's group entry, checked for shape (names, start, keys, column length); a string says
+ * why it is refused. The cells' values are the engine's to check (`mergeRemoteGroups`), as are
+ * window ids and alignment. The columns are copied out of the update's buffer.
  */
-export function readCellEntry(value: unknown): CellEntry | string {
-  if (entryKind(value) !== 'cell') return `not a cell entry: ${preview(value)}`
-  const [, window, key, start, source, count, sum, min, max, maxTs, version] = value as unknown[]
+export function readGroupEntry(value: unknown): CellGroup | string {
+  if (entryKind(value) !== 'group') return `not a group entry: ${preview(value)}`
+  const [, window, start, source, keysJson, bytes] = value as unknown[]
   if (!isName(window, 1)) return `window must be a string of 1..${MAX_NAME_LENGTH} characters: ${preview(window)}`
-  if (!isName(key, 0)) return `key must be a string of at most ${MAX_NAME_LENGTH} characters: ${preview(key)}`
   if (!isName(source, 1)) return `source must be a string of 1..${MAX_NAME_LENGTH} characters: ${preview(source)}`
   if (!isTime(start)) return `start must be a finite time within ±${MAX_ABS_TS}: ${preview(start)}`
-  if (typeof count !== 'number' || !Number.isInteger(count) || count < 0 || count > MAX_CELL_COUNT) {
-    return `count must be an integer in 0..2^40: ${preview(count)}`
+  if (!(bytes instanceof Uint8Array) || bytes.byteLength === 0 || bytes.byteLength % BYTES_PER_CELL !== 0) {
+    return `columns must be bytes, ${BYTES_PER_CELL} per cell: ${preview(bytes)}`
   }
-  // ±Infinity is an honest overflow of huge values (the engine keeps it); NaN never is.
-  if (typeof sum !== 'number' || Number.isNaN(sum)) return `sum must be a number: ${preview(sum)}`
-  if (typeof version !== 'number' || !Number.isSafeInteger(version) || version < 0) {
-    return `version must be a safe integer >= 0: ${preview(version)}`
+  const n = bytes.byteLength / BYTES_PER_CELL
+  if (n > MAX_GROUP_CELLS) return `a group holds at most ${MAX_GROUP_CELLS} cells: ${n}`
+  // Each key costs at least 3 characters of JSON ("" and a comma) and at most 6 per character (\uXXXX).
+  if (typeof keysJson !== 'string' || keysJson.length > n * (6 * MAX_NAME_LENGTH + 3) + 2) return `keys must be a JSON array of ${n} strings: ${preview(keysJson)}`
+  let keys: unknown
+  try {
+    keys = JSON.parse(keysJson)
+  } catch {
+    return `keys must be a JSON array of ${n} strings: ${preview(keysJson)}`
   }
-  if (typeof min !== 'number' || typeof max !== 'number' || typeof maxTs !== 'number') {
-    return 'min, max and maxTs must be numbers'
+  if (!Array.isArray(keys) || keys.length !== n) return `keys must be a JSON array of ${n} strings: ${preview(keysJson)}`
+  for (const key of keys) if (!isName(key, 0)) return `keys must be strings of at most ${MAX_NAME_LENGTH} characters: ${preview(key)}`
+  let columns: Float64Array
+  if (littleEndianHost) columns = new Float64Array(bytes.slice().buffer)
+  else {
+    columns = new Float64Array(n * GROUP_COLUMNS)
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+    for (let i = 0; i < columns.length; i++) columns[i] = view.getFloat64(i * 8, true)
   }
-  if (count > 0) {
-    if (!Number.isFinite(min) || !Number.isFinite(max) || min > max) {
-      return `min and max must be finite with min <= max: ${preview(min)}, ${preview(max)}`
-    }
-    if (!isTime(maxTs)) return `maxTs must be a finite time within ±${MAX_ABS_TS}: ${preview(maxTs)}`
-    if (!sumFits(count, sum, min, max)) return `sum is impossible for ${count} values in [${min}, ${max}]: ${preview(sum)}`
-  } else if (Number.isNaN(min) || Number.isNaN(max) || Number.isNaN(maxTs) || maxTs > MAX_ABS_TS) {
-    // A tombstone keeps the empty cell's infinities, but never NaN.
-    return 'a tombstone must not hold NaN'
-  }
-  return {
-    address: { window: window as string, key: key as string, start: start as number, source: source as string },
-    cell: { count, sum, min, max, maxTs, version },
+  return { window, start, source, keys: keys as string[], columns }
+}
+
+/** The keys of a group entry this log wrote or read (already checked), or `null`. */
+export function groupKeysOf(value: DocEntry): readonly string[] | null {
+  try {
+    const keys: unknown = JSON.parse(value[4] as string)
+    return Array.isArray(keys) ? (keys as string[]) : null
+  } catch {
+    return null
   }
 }
 
@@ -170,14 +197,6 @@ export function compareClocks(a: ClockEntry, b: ClockEntry): number {
 
 function order<T extends number | string>(x: T, y: T): number {
   return x < y ? -1 : x > y ? 1 : 0
-}
-
-function isName(value: unknown, minLength: number): value is string {
-  return typeof value === 'string' && value.length >= minLength && value.length <= MAX_NAME_LENGTH
-}
-
-function isTime(value: unknown): value is number {
-  return typeof value === 'number' && Number.isFinite(value) && value <= MAX_ABS_TS && value >= -MAX_ABS_TS
 }
 
 function isTimeOrNone(value: unknown): value is number {

@@ -5,31 +5,50 @@
  */
 import type * as Y from 'yjs'
 import { type Cell, compareCells } from '../cell.ts'
+import { type CellGroup, GroupIndex, groupCell, packCellGroup } from '../cellGroup.ts'
 import type { CellAddress, CellEntry, ClockEntry } from '../replicaPort.ts'
-import { CellIndex } from './cellIndex.ts'
 import {
   compareClocks,
   type DocEntry,
   entryKind,
-  readCellEntry,
+  groupAddressOf,
+  groupKeysOf,
   readClockEntry,
-  writeCellEntry,
+  readGroupEntry,
   writeClockEntry,
+  writeGroupEntry,
 } from './docEntry.ts'
 
-/** A validated entry, or why it was refused. */
+/** A shape-checked entry, or why it was refused. */
 export type ReadEntry =
-  | { readonly kind: 'cell'; readonly entry: CellEntry }
+  | { readonly kind: 'group'; readonly entry: CellGroup }
   | { readonly kind: 'clock'; readonly entry: ClockEntry }
   | { readonly kind: 'invalid'; readonly detail: string }
 
 /** Whether this binding merges the replica's entries. */
 export type ReplicaStatus = 'unknown' | 'accepted' | 'mismatch'
 
+interface GroupAddress {
+  readonly window: string
+  readonly start: number
+  readonly source: string
+}
+
+/** A group this write rewrites: its cells by key, joined with the entries already in the log at commit. */
+interface GroupDraft {
+  readonly window: string
+  readonly start: number
+  readonly source: string
+  readonly cells: Map<string, Cell>
+}
+
 /** Appends and deletes collected during one local transaction, applied together by `commit`. */
 export interface LogWrite {
   readonly pushes: DocEntry[]
   readonly doomed: Set<DocEntry>
+  readonly drafts: GroupIndex<GroupDraft>
+  /** Groups that lost keys to retention in this write. */
+  readonly expiring: GroupIndex<GroupAddress>
 }
 
 export class ReplicaLog {
@@ -37,27 +56,29 @@ export class ReplicaLog {
   readonly array: Y.Array<DocEntry>
   status: ReplicaStatus = 'unknown'
   /**
-   * The raw entries read or written, by address key (cells) and source (clocks). Raw entries
-   * only: they are the doc's own immutable arrays, so nothing decoded outlives the read, and an
-   * entry's key is read back from it when it leaves.
+   * The raw entries read or written, by group address (groups) and source (clocks). Raw
+   * entries only: they are the doc's own immutable arrays, so nothing decoded outlives the
+   * read, and an entry's address is read back from it when it leaves.
    */
-  readonly #cells = new CellIndex()
+  readonly #groups = new GroupIndex<DocEntry[]>()
   readonly #clocks = new Map<string, DocEntry[]>()
+  /** Keys of a group whose windows left live state here; an entry goes once all its keys have. */
+  readonly #expired = new GroupIndex<Set<string>>()
 
   constructor(replicaId: string, array: Y.Array<DocEntry>) {
     this.replicaId = replicaId
     this.array = array
   }
 
-  /** Live entries indexed (cells and clocks). */
+  /** Live entries indexed (groups and clocks). */
   get size(): number {
     let n = 0
-    for (const list of this.#cells.lists()) n += list.length
+    for (const list of this.#groups.values()) n += list.length
     for (const list of this.#clocks.values()) n += list.length
     return n
   }
 
-  /** Validates an entry read from the doc and indexes it when valid. */
+  /** Checks an entry read from the doc and indexes it when well-formed. */
   read(raw: unknown): ReadEntry {
     const kind = entryKind(raw)
     if (kind === 'clock') {
@@ -69,67 +90,139 @@ export class ReplicaLog {
       file(this.#clocks, clock.source, raw as DocEntry)
       return { kind: 'clock', entry: clock }
     }
-    const cell = readCellEntry(raw)
-    if (typeof cell === 'string') return { kind: 'invalid', detail: cell }
-    this.#cells.file(cell.address, raw as DocEntry)
-    return { kind: 'cell', entry: cell }
+    const group = readGroupEntry(raw)
+    if (typeof group === 'string') return { kind: 'invalid', detail: group }
+    const list = this.#groups.get(group.window, group.source, group.start)
+    if (list === undefined) this.#groups.set(group.window, group.source, group.start, [raw as DocEntry])
+    else if (!list.includes(raw as DocEntry)) list.push(raw as DocEntry)
+    return { kind: 'group', entry: group }
   }
 
   /** Forgets an entry that left the doc. */
   forget(raw: unknown): void {
-    const kind = entryKind(raw)
     const entry = raw as DocEntry
-    if (kind === 'clock' && typeof entry[1] === 'string') unfile(this.#clocks, entry[1], entry)
-    else if (kind === 'cell' && isAddress(entry)) this.#cells.unfile(rawAddress(entry), entry)
+    if (entryKind(raw) === 'clock') {
+      if (typeof entry[1] === 'string') unfile(this.#clocks, entry[1], entry)
+      return
+    }
+    const at = groupAddressOf(raw)
+    if (at === null) return
+    const list = this.#groups.get(at.window, at.source, at.start)
+    if (list === undefined || !list.includes(entry)) return
+    const next = list.filter((e) => e !== entry)
+    if (next.length > 0) this.#groups.set(at.window, at.source, at.start, next)
+    else this.#dropGroup(at.window, at.source, at.start)
   }
 
   /** Drops the index and reads every entry now in the array. */
   reread(): ReadEntry[] {
-    this.#cells.clear()
+    this.#groups.clear()
     this.#clocks.clear()
+    this.#expired.clear()
     return this.array.toArray().map((raw) => this.read(raw))
   }
 
   /**
-   * Writes a cell: appends it unless an identical entry is there, and dooms the entries it
-   * supersedes. Entries above it in the lattice order stay, so the doc never loses a join.
+   * Writes a cell into its group's draft; `commit` rewrites the group as one entry holding the
+   * join of the draft and every entry of that group already in the log, and dooms those.
    */
   putCell(entry: CellEntry, write: LogWrite): void {
-    // Encoded when pushed: the engine hands out its live cells, and the raw entry is the snapshot.
-    this.#cells.set(entry.address, supersede(this.#cells.get(entry.address), entry, cellOrder, writeCellEntry, write))
+    const { window, start, source, key } = entry.address
+    let draft = write.drafts.get(window, source, start)
+    if (draft === undefined) {
+      draft = { window, start, source, cells: new Map() }
+      write.drafts.set(window, source, start, draft)
+    }
+    // Copied: the engine hands out its live cells, and the entry is the snapshot.
+    const cell = entry.cell
+    const mine = draft.cells.get(key)
+    if (mine === undefined || compareCells(cell, mine) > 0) draft.cells.set(key, { ...cell })
+    this.#expired.get(window, source, start)?.delete(key)
   }
 
-  /** Writes a clock, like `putCell`. */
+  /** Writes a clock: appends it unless an equal entry is there, and dooms the entries it supersedes. */
   putClock(clock: ClockEntry, write: LogWrite): void {
     this.#clocks.set(clock.source, supersede(this.#clocks.get(clock.source), clock, clockOrder, writeClockEntry, write))
   }
 
-  /** Dooms every entry of a cell that left live state. */
+  /** Notes a cell that left live state; its group's entries go once all their keys have. */
   expire(address: CellAddress, write: LogWrite): void {
-    const existing = this.#cells.get(address)
-    if (existing === undefined) return
-    for (const old of existing) write.doomed.add(old)
-    this.#cells.delete(address)
+    const { window, source, start } = address
+    if (this.#groups.get(window, source, start) === undefined) return
+    let keys = this.#expired.get(window, source, start)
+    if (keys === undefined) {
+      keys = new Set()
+      this.#expired.set(window, source, start, keys)
+    }
+    keys.add(address.key)
+    if (write.expiring.get(window, source, start) === undefined) write.expiring.set(window, source, start, { window, start, source })
   }
 
   /** Dooms every entry (a replica that changed configuration starts its log afresh). */
   clear(write: LogWrite): void {
-    for (const list of this.#cells.lists()) for (const raw of list) write.doomed.add(raw)
+    for (const list of this.#groups.values()) for (const raw of list) write.doomed.add(raw)
     for (const list of this.#clocks.values()) for (const raw of list) write.doomed.add(raw)
-    this.#cells.clear()
+    this.#groups.clear()
     this.#clocks.clear()
+    this.#expired.clear()
   }
 
   /** Applies a write to the array; call inside the binding's transaction. */
   commit(write: LogWrite): void {
+    for (const draft of write.drafts.values()) this.#rewrite(draft, write)
+    for (const group of write.expiring.values()) this.#retire(group, write)
     if (write.pushes.length > 0) this.array.push(write.pushes)
     if (write.doomed.size > 0) deleteEntries(this.array, write.doomed)
+  }
+
+  /** One entry for the draft's group: the draft joined with the group's entries, which it replaces. */
+  #rewrite(draft: GroupDraft, write: LogWrite): void {
+    const { window, start, source, cells } = draft
+    const expired = this.#expired.get(window, source, start)
+    for (const raw of this.#groups.get(window, source, start) ?? []) {
+      write.doomed.add(raw)
+      const old = readGroupEntry(raw)
+      // An unreadable entry in this replica's own log (a hostile peer's push) is dropped.
+      if (typeof old === 'string') continue
+      for (let i = 0; i < old.keys.length; i++) {
+        const key = old.keys[i] as string
+        if (expired?.has(key) === true) continue
+        const cell = groupCell(old, i)
+        const mine = cells.get(key)
+        if (mine === undefined || compareCells(cell, mine) > 0) cells.set(key, cell)
+      }
+    }
+    const keys = [...cells.keys()]
+    const raw = writeGroupEntry(packCellGroup(window, start, source, keys, keys.map((k) => cells.get(k) as Cell)))
+    write.pushes.push(raw)
+    this.#groups.set(window, source, start, [raw])
+    this.#expired.delete(window, source, start)
+  }
+
+  /** Dooms the group's entries whose every key has left live state. */
+  #retire(at: GroupAddress, write: LogWrite): void {
+    const expired = this.#expired.get(at.window, at.source, at.start)
+    const list = this.#groups.get(at.window, at.source, at.start)
+    if (expired === undefined || list === undefined) return
+    const kept = list.filter((raw) => {
+      const keys = groupKeysOf(raw)
+      if (keys !== null && !keys.every((key) => expired.has(key))) return true
+      write.doomed.add(raw)
+      return false
+    })
+    if (kept.length > 0) this.#groups.set(at.window, at.source, at.start, kept)
+    else this.#dropGroup(at.window, at.source, at.start)
+  }
+
+  #dropGroup(window: string, source: string, start: number): void {
+    this.#groups.delete(window, source, start)
+    this.#expired.delete(window, source, start)
   }
 }
 
 /** A fresh, empty write. */
 export function emptyWrite(): LogWrite {
-  return { pushes: [], doomed: new Set() }
+  return { pushes: [], doomed: new Set(), drafts: new GroupIndex(), expiring: new GroupIndex() }
 }
 
 /** Deletes the given entries (by identity) with one scan, as contiguous ranges from the end. */
@@ -162,18 +255,6 @@ function unfile(index: Map<string, DocEntry[]>, key: string, raw: DocEntry): voi
   else index.set(key, next)
 }
 
-/** The cell of an entry this log indexed (validated when read, or written here). */
-function rawCell(raw: DocEntry): Cell {
-  return {
-    count: raw[5] as number,
-    sum: raw[6] as number,
-    min: raw[7] as number,
-    max: raw[8] as number,
-    maxTs: raw[9] as number,
-    version: raw[10] as number,
-  }
-}
-
 function rawClock(raw: DocEntry): ClockEntry {
   return {
     source: raw[1] as string,
@@ -186,22 +267,12 @@ function rawClock(raw: DocEntry): ClockEntry {
   }
 }
 
-/** True when a cell entry's address fields have the types `rawAddressKey` reads (a deleted entry may never have been valid). */
-function isAddress(raw: DocEntry): boolean {
-  return typeof raw[1] === 'string' && typeof raw[2] === 'string' && typeof raw[3] === 'number' && typeof raw[4] === 'string'
-}
-
-function rawAddress(raw: DocEntry): CellAddress {
-  return { window: raw[1] as string, key: raw[2] as string, start: raw[3] as number, source: raw[4] as string }
-}
-
-const cellOrder = (old: DocEntry, entry: CellEntry): number => compareCells(rawCell(old), entry.cell)
 const clockOrder = (old: DocEntry, clock: ClockEntry): number => compareClocks(rawClock(old), clock)
 
 /**
- * The entries of one address after writing `value`: those above it in the lattice order stay
- * (and one equal to it), the rest are doomed; `value` is encoded and pushed unless an equal
- * entry is already there.
+ * The entries of one source's clock after writing `value`: those above it in the lattice order
+ * stay (and one equal to it), the rest are doomed; `value` is encoded and pushed unless an
+ * equal entry is already there.
  */
 function supersede<T>(
   existing: readonly DocEntry[] | undefined,

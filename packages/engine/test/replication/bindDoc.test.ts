@@ -4,7 +4,9 @@ import { applyPeerUpdate } from '../../src/replication/applyPeerUpdate.ts'
 import { bindDoc } from '../../src/replication/bindDoc.ts'
 import { isConfigurationMismatchError } from '../../src/replication/configurationMismatchError.ts'
 import { DOC_SCHEMA, META_NAME, replicaArrayName } from '../../src/replication/docEntry.ts'
-import { cellOf, cellTable, clockOf, fakePort } from './fakePort.ts'
+import { readGroupEntry } from '../../src/replication/docEntry.ts'
+import { groupCell } from '../../src/cellGroup.ts'
+import { cellOf, cellTable, clockOf, fakePort, rawGroup, withField } from './fakePort.ts'
 
 /** State-vector exchange both ways, as a provider does on (re)connect. */
 function exchange(a: Y.Doc, b: Y.Doc): void {
@@ -35,8 +37,8 @@ describe('bindDoc: local writes', () => {
       port.write([cellOf('d1', 'temp', T0, n), cellOf('d1', 'hum', T0, n)], [clockOf('d1', 'a', T0 + n, n)])
     }
     expect(updates).toBe(50)
-    // two cells and one clock live; every older entry deleted
-    expect(doc.getArray(replicaArrayName('a')).length).toBe(3)
+    // one group (both keys of the window) and one clock live; every older entry deleted
+    expect(doc.getArray(replicaArrayName('a')).length).toBe(2)
   })
 
   it('publishes a cell that the engine mutates in place between writes', () => {
@@ -52,7 +54,8 @@ describe('bindDoc: local writes', () => {
     port.write([live])
     const log = doc.getArray<unknown[]>(replicaArrayName('a')).toArray()
     expect(log).toHaveLength(1)
-    expect(log[0]?.[5]).toBe(2)
+    const group = readGroupEntry(log[0])
+    expect(typeof group === 'string' ? group : groupCell(group, 0).count).toBe(2)
   })
 
   it('keeps the encoded doc flat under overwrites (key-value log, not a Y.Map)', () => {
@@ -105,8 +108,8 @@ describe('bindDoc: local writes', () => {
     expect(b.merges).toHaveLength(1)
     expect(b.merges[0]?.cells).toHaveLength(1)
     const bLog = docB.getArray<unknown[]>(replicaArrayName('b')).toArray()
-    expect(bLog.map((e) => e[0])).toEqual(['c', 'k'])
-    expect(bLog[0]?.[4]).toBe('d2')
+    expect(bLog.map((e) => e[0]).sort()).toEqual(['g', 'k'])
+    expect(bLog.find((e) => e[0] === 'g')?.[3]).toBe('d2')
   })
 
   it('merges back the entries of an earlier session of the same replica', () => {
@@ -173,9 +176,9 @@ describe('bindDoc: remote updates', () => {
   })
 
   it('waits for a replica meta entry before merging its log', () => {
-    const peer = peerDoc('p', [['c', 'tumbling:60000', 'temp', T0, 'd1', 1, 1, 1, 1, T0, 1]])
+    const peer = peerDoc('p', [rawGroup('d1', T0, [['temp', 1, 1, 1, 1, T0, 1]])])
     const logOnly = new Y.Doc()
-    logOnly.getArray(replicaArrayName('p')).push([['c', 'tumbling:60000', 'temp', T0, 'd1', 1, 1, 1, 1, T0, 1]])
+    logOnly.getArray(replicaArrayName('p')).push([rawGroup('d1', T0, [['temp', 1, 1, 1, 1, T0, 1]])])
     const doc = new Y.Doc()
     const port = fakePort('a')
     bindDoc(port, doc)
@@ -187,23 +190,31 @@ describe('bindDoc: remote updates', () => {
 })
 
 describe('bindDoc: validation of peers', () => {
-  const valid = ['c', 'tumbling:60000', 'temp', T0, 'd1', 2, 3, 1, 2, T0 + 5, 2]
+  const valid = rawGroup('d1', T0, [['temp', 2, 3, 1, 2, T0 + 5, 2]])
+  const cell = (values: readonly [number, number, number, number, number, number]): unknown[] => rawGroup('d1', T0, [['temp', ...values]])
   const hostile: [string, unknown][] = [
-    ['NaN count', ['c', 'tumbling:60000', 'temp', T0, 'd1', Number.NaN, 3, 1, 2, T0, 2]],
-    ['string count', ['c', 'tumbling:60000', 'temp', T0, 'd1', '2', 3, 1, 2, T0, 2]],
-    ['negative count', ['c', 'tumbling:60000', 'temp', T0, 'd1', -1, 3, 1, 2, T0, 2]],
-    ['fractional count', ['c', 'tumbling:60000', 'temp', T0, 'd1', 1.5, 3, 1, 2, T0, 2]],
-    ['absurd count', ['c', 'tumbling:60000', 'temp', T0, 'd1', 2 ** 41, 3, 1, 2, T0, 2]],
-    ['infinite sum', ['c', 'tumbling:60000', 'temp', T0, 'd1', 2, Number.POSITIVE_INFINITY, 1, 2, T0, 2]],
-    ['min above max', ['c', 'tumbling:60000', 'temp', T0, 'd1', 2, 3, 5, 2, T0, 2]],
-    ['NaN maxTs', ['c', 'tumbling:60000', 'temp', T0, 'd1', 2, 3, 1, 2, Number.NaN, 2]],
-    ['NaN start', ['c', 'tumbling:60000', 'temp', Number.NaN, 'd1', 2, 3, 1, 2, T0, 2]],
-    ['negative version', ['c', 'tumbling:60000', 'temp', T0, 'd1', 2, 3, 1, 2, T0, -2]],
-    ['null window', ['c', null, 'temp', T0, 'd1', 2, 3, 1, 2, T0, 2]],
-    ['empty source', ['c', 'tumbling:60000', 'temp', T0, '', 2, 3, 1, 2, T0, 2]],
-    ['huge key', ['c', 'tumbling:60000', 'k'.repeat(100_000), T0, 'd1', 2, 3, 1, 2, T0, 2]],
+    ['NaN count', cell([Number.NaN, 3, 1, 2, T0, 2])],
+    ['negative count', cell([-1, 3, 1, 2, T0, 2])],
+    ['fractional count', cell([1.5, 3, 1, 2, T0, 2])],
+    ['absurd count', cell([2 ** 41, 3, 1, 2, T0, 2])],
+    ['infinite sum', cell([2, Number.POSITIVE_INFINITY, 1, 2, T0, 2])],
+    ['min above max', cell([2, 3, 5, 2, T0, 2])],
+    ['NaN maxTs', cell([2, 3, 1, 2, Number.NaN, 2])],
+    ['negative version', cell([2, 3, 1, 2, T0, -2])],
+    ['NaN start', withField(valid, 2, Number.NaN)],
+    ['string start', withField(valid, 2, String(T0))],
+    ['null window', withField(valid, 1, null)],
+    ['empty source', withField(valid, 3, '')],
+    ['huge key', withField(valid, 4, JSON.stringify(['k'.repeat(100_000)]))],
+    ['keys not JSON', withField(valid, 4, '["temp"')],
+    ['keys not strings', withField(valid, 4, '[1]')],
+    ['more keys than cells', withField(valid, 4, '["temp","hum"]')],
+    ['columns as numbers', withField(valid, 5, [2, 3, 1, 2, T0, 2])],
+    ['columns cut short', withField(valid, 5, new Uint8Array(47))],
+    ['no columns', withField(valid, 5, new Uint8Array(0))],
     ['huge array', Array.from({ length: 100_000 }, () => 1)],
-    ['short array', ['c', 'tumbling:60000']],
+    ['short array', ['g', 'tumbling:60000']],
+    ['schema 1 cell entry', ['c', 'tumbling:60000', 'temp', T0, 'd1', 2, 3, 1, 2, T0 + 5, 2]],
     ['object', { key: 'temp', val: [1, 2, 3] }],
     ['number', 42],
     ['string', '__proto__'],
@@ -219,7 +230,7 @@ describe('bindDoc: validation of peers', () => {
     const doc = new Y.Doc()
     const port = fakePort('a')
     bindDoc(port, doc)
-    const protoKey = ['c', 'tumbling:60000', '__proto__', T0, 'constructor', 1, 1, 1, 1, T0, 1]
+    const protoKey = rawGroup('constructor', T0, [['__proto__', 1, 1, 1, 1, T0, 1]])
     const peer = peerDoc('p', [valid, ...hostile.map(([, v]) => v), protoKey])
     expect(() => applyPeerUpdate(doc, Y.encodeStateAsUpdate(peer), 'peer')).not.toThrow()
     expect(port.anomalies.filter((a) => a.reason === 'invalid_remote_cell')).toHaveLength(hostile.length)
@@ -313,7 +324,7 @@ describe('bindDoc: validation of peers', () => {
     expect(() => applyPeerUpdate(doc, Y.encodeStateAsUpdate(peerDoc('p', [valid])), 'peer')).not.toThrow()
     expect(errors.map((e) => e.message)).toEqual(['engine bug'])
     port.failMerges = false
-    applyPeerUpdate(doc, Y.encodeStateAsUpdate(peerDoc('q', [['c', 'tumbling:60000', 'temp', T0, 'd2', 1, 1, 1, 1, T0, 1]])), 'peer')
+    applyPeerUpdate(doc, Y.encodeStateAsUpdate(peerDoc('q', [rawGroup('d2', T0, [['temp', 1, 1, 1, 1, T0, 1]])])), 'peer')
     expect(port.cells.size).toBe(1)
   })
 

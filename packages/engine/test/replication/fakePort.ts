@@ -3,9 +3,10 @@
  * Lets bindDoc be tested without an engine.
  */
 import { type Cell, cellKey, mergeCell } from '../../src/cell.ts'
+import { cellEntriesOf, packCellGroup, validCellGroups } from '../../src/cellGroup.ts'
 import type { SyncStatus } from '../../src/engineApi.ts'
 import type { CellAddress, CellEntry, ClockEntry, LocalWrite, MergeReport, ReplicaPort } from '../../src/replicaPort.ts'
-import { compareClocks } from '../../src/replication/docEntry.ts'
+import { compareClocks, writeGroupEntry } from '../../src/replication/docEntry.ts'
 
 export interface FakePort extends ReplicaPort {
   readonly cells: Map<string, CellEntry>
@@ -51,6 +52,11 @@ export function fakePort(replicaId: string, configuration = 'tumbling:60000'): F
       }
       for (const clock of clocks) joinClock(port.clocks, clock)
       return { applied, stale, expired: 0, finalityViolations: 0, conflicts: 0 }
+    },
+    mergeRemoteGroups(groups, clocks): MergeReport {
+      // As the engine does: every cell's values are checked, the invalid ones reported and skipped.
+      const valid = validCellGroups(groups, (what, problem) => port.reportAnomaly('invalid_remote_cell', `${what}: ${problem}`))
+      return port.mergeRemote(cellEntriesOf(valid), clocks)
     },
     exportState() {
       return { cells: [...port.cells.values()], clocks: [...port.clocks.values()] }
@@ -104,5 +110,30 @@ export function clockOf(source: string, writer: string, maxTs: number, version: 
 export function cellTable(port: FakePort): Record<string, Cell> {
   const out: Record<string, Cell> = {}
   for (const key of [...port.cells.keys()].sort()) out[key] = { ...(port.cells.get(key)?.cell as Cell) }
+  return out
+}
+
+/** One cell of a raw group: key, count, sum, min, max, maxTs, version. */
+export type RawCell = readonly [string, number, number, number, number, number, number]
+
+/**
+ * A group entry as any peer could push it into its log, values unchecked (hostile tests change
+ * its fields by position: 1 window, 2 start, 3 source, 4 keys JSON, 5 column bytes).
+ */
+export function rawGroup(source: string, start: number, cells: readonly RawCell[], window = 'tumbling:60000'): unknown[] {
+  const group = packCellGroup(
+    window,
+    start,
+    source,
+    cells.map((c) => c[0]),
+    cells.map(([, count, sum, min, max, maxTs, version]) => ({ count, sum, min, max, maxTs, version })),
+  )
+  return [...writeGroupEntry(group)]
+}
+
+/** `entry` with the field at `at` replaced. */
+export function withField(entry: readonly unknown[], at: number, value: unknown): unknown[] {
+  const out = [...entry]
+  out[at] = value
   return out
 }

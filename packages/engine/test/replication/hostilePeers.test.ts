@@ -11,6 +11,7 @@ import { createEngine, manual, type StreamEvent, tumbling } from '../../src/inde
 import { applyPeerUpdate } from '../../src/replication/applyPeerUpdate.ts'
 import { bindDoc } from '../../src/replication/bindDoc.ts'
 import { DOC_SCHEMA, META_NAME, replicaArrayName } from '../../src/replication/docEntry.ts'
+import { rawGroup, withField } from './fakePort.ts'
 
 const W = 'tumbling:60000'
 const T0 = 1_700_000_040_000 - (1_700_000_040_000 % 60_000)
@@ -41,14 +42,14 @@ describe('hostile peers against a real engine', () => {
     const engine = engineOn(doc, 'honest')
     engine.ingest(events('d1', 5))
     const configuration = engine.replica.configuration
-    const valid = ['c', W, 'temp', T0, 'm1', 2, 10, 4, 6, T0 + 10, 1]
+    const valid = rawGroup('m1', T0, [['temp', 2, 10, 4, 6, T0 + 10, 1]], W)
     const hostile = [
-      ['c', W, 'temp', T0, 'm1', Number.NaN, 10, 4, 6, T0, 2],
-      ['c', W, 'temp', T0, 'm2', 2 ** 45, 10, 4, 6, T0, 1],
-      ['c', W, 'temp', T0, 'm3', -3, 10, 4, 6, T0, 1],
-      ['c', W, 'temp', T0, 'm4', 2, Number.NEGATIVE_INFINITY, 4, 6, T0, 1],
-      ['c', W, 'temp', T0, 'm5', 2, 10, 4, 6, T0, '1'],
-      ['c', W, 'temp', T0, 'm6', 2, 10, 40, 6, T0, 1],
+      rawGroup('m1', T0, [['temp', Number.NaN, 10, 4, 6, T0, 2]], W),
+      rawGroup('m2', T0, [['temp', 2 ** 45, 10, 4, 6, T0, 1]], W),
+      rawGroup('m3', T0, [['temp', -3, 10, 4, 6, T0, 1]], W),
+      rawGroup('m4', T0, [['temp', 2, Number.NEGATIVE_INFINITY, 4, 6, T0, 1]], W),
+      withField(rawGroup('m5', T0, [['temp', 2, 10, 4, 6, T0, 1]], W), 5, [2, 10, 4, 6, T0, '1']),
+      rawGroup('m6', T0, [['temp', 2, 10, 40, 6, T0, 1]], W),
       Array.from({ length: 50_000 }, () => 0),
       { __proto__: { polluted: true } },
       'constructor',
