@@ -4,8 +4,10 @@ import type { ResolvedOptions } from './engineOptions.ts'
 import { copyStreamEvent, type StreamEvent } from './event.ts'
 import { placementOrder } from './eventOrder.ts'
 import type { Frontiers } from './frontiers.ts'
+import { FixedWindowIndex } from './fixedWindowIndex.ts'
 import { rejectInput, safeInvalidReason } from './inputRejection.ts'
 import type { LateLane } from './lateLane.ts'
+import { type PaneRun, PaneRuns } from './paneRuns.ts'
 import type { ReplicationOutbox } from './replicationOutbox.ts'
 import type { SourceClock } from './sourceClock.ts'
 import { ADMITTED_LATE, type BatchFrontiers, ON_TIME, REFUSED, type WindowHooks, type WindowIndex } from './windowIndex.ts'
@@ -32,6 +34,12 @@ export interface PlacementState {
 }
 
 /**
+ * Tests only: engines created while `placeEach` is true place every event on its own, the
+ * reference that placement by pane runs is checked against.
+ */
+export const placementReference = { placeEach: false }
+
+/**
  * The ingest hot path: validates, deduplicates and bounds each event of a batch, then places
  * it in every window spec against the frontiers as they stood before the batch (DESIGN §2).
  * The engine around it counts, logs, advances the frontiers and settles.
@@ -42,11 +50,19 @@ export class BatchPlacement {
   readonly #maxNewPerEvent: number
   /** Session placement depends on the order of events in a batch, so batches are placed in event order. */
   readonly #hasSessions: boolean
+  /** With fixed specs only: the batch's events grouped into runs per source, key and pane (null: place each event). */
+  readonly #runs: PaneRuns | null
+  readonly #fixed: readonly FixedWindowIndex[]
 
-  constructor(state: PlacementState) {
+  constructor(state: PlacementState, placeEach = placementReference.placeEach) {
     this.#state = state
     this.#maxNewPerEvent = state.indexes.reduce((n, index) => n + index.maxNewPerEvent, 0)
     this.#hasSessions = state.options.specs.some((spec) => spec.kind === 'session')
+    const fixed = state.indexes.filter((index) => index instanceof FixedWindowIndex)
+    // Refused specs are a bit mask per run.
+    const byRuns = !placeEach && fixed.length === state.indexes.length && fixed.length > 0 && fixed.length <= 30
+    this.#fixed = fixed
+    this.#runs = byRuns ? new PaneRuns(fixed.reduce((g, index) => gcd(g, index.slide), 0)) : null
   }
 
   /**
@@ -72,6 +88,9 @@ export class BatchPlacement {
     let beyond = 0
     let lastClock: SourceClock | undefined
     const order = this.#hasSessions ? placementOrder(events) : null
+    // Near `maxWindows`, each event's room depends on the windows placed before it: one by one.
+    const runs = this.#runs !== null && this.windowCount() + this.#maxNewPerEvent * n <= limits.maxWindows ? this.#runs : null
+    runs?.begin(n)
     for (let k = 0; k < n; k++) {
       const i = order === null ? k : (order[k] as number)
       const event = events[i] as StreamEvent
@@ -104,7 +123,7 @@ export class BatchPlacement {
         }
       }
       const key = event.key ?? ''
-      if (this.windowCount() + this.#maxNewPerEvent > limits.maxWindows && !this.#roomFor(key, ts, frontiers)) {
+      if (runs === null && this.windowCount() + this.#maxNewPerEvent > limits.maxWindows && !this.#roomFor(key, ts, frontiers)) {
         rejectInput(anomalies, counts, 'overflow', event, i, `limits.maxWindows (${limits.maxWindows}) reached`)
         continue
       }
@@ -116,25 +135,73 @@ export class BatchPlacement {
       }
       lastClock = clock
       const version = clock.version + 1
-      let outcome = 0
-      for (let s = 0; s < indexes.length; s++) {
-        const index = indexes[s] as WindowIndex
-        const placed = index.place(key, clock, ts, value, version, frontiers, hooks)
-        if (placed & REFUSED) lateLane.push({ event: copyStreamEvent(event), window: index.id, reason: 'beyond_lateness' })
-        outcome |= placed
+      if (runs !== null) runs.add(clock, key, ts, value, version, i)
+      else {
+        let outcome = 0
+        for (let s = 0; s < indexes.length; s++) {
+          const index = indexes[s] as WindowIndex
+          const placed = index.place(key, clock, ts, value, version, frontiers, hooks)
+          if (placed & REFUSED) lateLane.push({ event: copyStreamEvent(event), window: index.id, reason: 'beyond_lateness' })
+          outcome |= placed
+        }
+        if (outcome & (ON_TIME | ADMITTED_LATE)) {
+          accepted++
+          if (outcome & ADMITTED_LATE) late++
+        } else {
+          beyond++
+        }
       }
       const before = clock.ahead.size + clock.ids.size
       clock.remember(seq, id, ts, now)
       outbox.clock(clock)
       dedup.entries += clock.ahead.size + clock.ids.size - before
+    }
+    if (runs === null) return { accepted, late, duplicates, beyond }
+    return { ...this.#placeRuns(runs, events, frontiers), duplicates }
+  }
+
+  /**
+   * Places the collected runs, in order of their first events, then counts and sends refused
+   * events to the late lane in batch order, as placing each event would have.
+   */
+  #placeRuns(runs: PaneRuns, events: readonly StreamEvent[], frontiers: BatchFrontiers): Omit<PlacementTally, 'duplicates'> {
+    const { lateLane, hooks } = this.#state
+    const fixed = this.#fixed
+    const { values, next } = runs
+    let accepted = 0
+    let late = 0
+    let beyond = 0
+    let anyRefused = 0
+    for (let r = 0; r < runs.count; r++) {
+      const run = runs.runs[r] as PaneRun
+      let outcome = 0
+      let refused = 0
+      for (let s = 0; s < fixed.length; s++) {
+        const placed = (fixed[s] as FixedWindowIndex).placeRun(run, values, next, frontiers, hooks)
+        if (placed & REFUSED) refused |= 1 << s
+        outcome |= placed
+      }
+      run.refused = refused
+      anyRefused |= refused
       if (outcome & (ON_TIME | ADMITTED_LATE)) {
-        accepted++
-        if (outcome & ADMITTED_LATE) late++
+        accepted += run.count
+        if (outcome & ADMITTED_LATE) late += run.count
       } else {
-        beyond++
+        beyond += run.count
       }
     }
-    return { accepted, late, duplicates, beyond }
+    if (anyRefused !== 0) {
+      const { runOf, eventAt } = runs
+      for (let m = 0; m < runs.placed; m++) {
+        const refused = (runs.runs[runOf[m] as number] as PaneRun).refused
+        if (refused === 0) continue
+        const event = events[eventAt[m] as number] as StreamEvent
+        for (let s = 0; s < fixed.length; s++) {
+          if (refused & (1 << s)) lateLane.push({ event: copyStreamEvent(event), window: (fixed[s] as FixedWindowIndex).id, reason: 'beyond_lateness' })
+        }
+      }
+    }
+    return { accepted, late, beyond }
   }
 
   /** Live windows over all specs. */
@@ -149,4 +216,9 @@ export class BatchPlacement {
     for (const index of this.#state.indexes) missing += index.missingWindows(key, ts, frontiers)
     return this.windowCount() + missing <= this.#state.options.limits.maxWindows
   }
+}
+
+function gcd(a: number, b: number): number {
+  while (b !== 0) [a, b] = [b, a % b]
+  return a
 }

@@ -13,6 +13,7 @@ import {
 } from './windowIndex.ts'
 import { alignedStart } from './windowSpec.ts'
 import { WindowState } from './windowState.ts'
+import type { PaneRun } from './paneRuns.ts'
 
 /**
  * Tumbling and sliding windows: aligned starts every `slide` ms, each `size` long.
@@ -46,6 +47,11 @@ export class FixedWindowIndex implements WindowIndex {
 
   get size(): number {
     return this.#count
+  }
+
+  /** Distance between window starts: every start and end is a multiple of it. */
+  get slide(): number {
+    return this.#slide
   }
 
   /** The map key of an aligned start; fixes the origin on first use. */
@@ -223,5 +229,81 @@ export class FixedWindowIndex implements WindowIndex {
 
   horizon(frontiers: BatchFrontiers): number {
     return frontiers.watermark - frontiers.lateness - this.#size
+  }
+
+  /**
+   * Places a whole run (events of one source and key in one pane; see `PaneRuns`): reaches each
+   * window the pane falls in once, and folds the run's events into the source's cell there in
+   * their batch order, leaving the cell exactly as placing them one by one would. Returns the
+   * outcome bits every event of the run shares (frontiers do not move within a batch).
+   */
+  placeRun(run: PaneRun, values: Float64Array, next: Int32Array, frontiers: BatchFrontiers, hooks: WindowHooks): number {
+    const source = run.source
+    const key = run.key
+    // Every time in the pane falls in the same windows; its start stands for all of them.
+    const ts = run.pane
+    let series: Map<number, WindowState> | undefined
+    let outcome = 0
+    const size = this.#size
+    const slide = this.#slide
+    const first = alignedStart(ts, slide)
+    const base = source.slot * this.maxNewPerEvent
+    const recentWindows = this.#recentWindows
+    const recentCells = this.#recentCells
+    for (let position = 0, start = first; start > ts - size; position++, start -= slide) {
+      const end = start + size
+      const recent = recentWindows[base + position]
+      let window: WindowState | undefined
+      let cell: Cell | undefined
+      if (recent !== undefined && recent.start === start && recent.key === key && recent.live) {
+        window = recent
+        cell = recentCells[base + position]
+      } else {
+        series ??= this.#byKey.get(key)
+        window = series?.get(this.#ordinal(start))
+      }
+      if (window === undefined || window.final) {
+        if (end + frontiers.lateness <= frontiers.watermark) {
+          outcome |= REFUSED
+          continue
+        }
+      }
+      if (window === undefined) {
+        window = new WindowState(this.id, key, start, end)
+        window.fired = end <= frontiers.firing
+        if (series === undefined) {
+          series = new Map()
+          this.#byKey.set(key, series)
+        }
+        series.set(this.#ordinal(start), window)
+        this.#count++
+        hooks.created(window)
+      }
+      if (cell === undefined) {
+        cell = window.cell(source.name)
+        if (cell === undefined) {
+          cell = emptyCell()
+          window.addCell(source.name, cell)
+        }
+        recentWindows[base + position] = window
+        recentCells[base + position] = cell
+      }
+      // Added one by one, in batch order: a float sum depends on the order of its terms.
+      let sum = cell.sum
+      for (let m = run.head; m >= 0; m = next[m] as number) sum += values[m] as number
+      cell.sum = sum
+      cell.count += run.count
+      if (run.min < cell.min) cell.min = run.min
+      if (run.max > cell.max) cell.max = run.max
+      if (run.maxTs > cell.maxTs) cell.maxTs = run.maxTs
+      cell.version = run.version
+      hooks.written(window, source.name, start, cell)
+      outcome |= window.fired ? ADMITTED_LATE : ON_TIME
+      if (window.touchedIn !== frontiers.batch) {
+        window.touchedIn = frontiers.batch
+        hooks.touched(window)
+      }
+    }
+    return outcome
   }
 }
