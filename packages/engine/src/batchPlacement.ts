@@ -53,6 +53,8 @@ export class BatchPlacement {
   /** With fixed specs only: the batch's events grouped into runs per source, key and pane (null: place each event). */
   readonly #runs: PaneRuns | null
   readonly #fixed: readonly FixedWindowIndex[]
+  /** Per event of the batch being placed: why it is invalid, or null. */
+  readonly #reasons: (AnomalyReason | null)[] = []
 
   constructor(state: PlacementState, placeEach = placementReference.placeEach) {
     this.#state = state
@@ -91,10 +93,14 @@ export class BatchPlacement {
     // Near `maxWindows`, each event's room depends on the windows placed before it: one by one.
     const runs = this.#runs !== null && this.windowCount() + this.#maxNewPerEvent * n <= limits.maxWindows ? this.#runs : null
     runs?.begin(n)
+    // Checked in a pass of their own: the batch's objects and strings (scattered in the heap)
+    // are then fetched from memory many at a time instead of one event at a time.
+    const reasons = this.#reasons
+    for (let i = 0; i < n; i++) reasons[i] = safeInvalidReason(events[i])
     for (let k = 0; k < n; k++) {
       const i = order === null ? k : (order[k] as number)
       const event = events[i] as StreamEvent
-      const reason = safeInvalidReason(event)
+      const reason = reasons[i] as AnomalyReason | null
       if (reason !== null) {
         rejectInput(anomalies, counts, reason, event, i)
         if (logged !== null) invalid[reason] = (invalid[reason] ?? 0) + 1
