@@ -20,9 +20,11 @@ import type { PaneRun } from './paneRuns.ts'
  *
  * Windows of a key are found by ordinal, `(start - origin) / slide`, a small integer: exact,
  * since every start is a multiple of `slide`, and hashed as a small integer where a raw start
- * (~1.7e12) would be a boxed double. Per source, the windows and cells of its last event are
- * remembered by position in the placement loop: a source's next event mostly lands in the
- * same windows, so it is placed with no map lookup at all.
+ * (~1.7e12) would be a boxed double. Per source, the windows and cells it reached last are
+ * remembered in `size / slide` slots by ordinal modulo that count: the windows of one event
+ * (consecutive ordinals) never share a slot, and when a source's events move on by one slide,
+ * all but one of their windows are still remembered. A source's next event mostly lands in
+ * windows it reached before, so it is placed with no map lookup at all.
  */
 export class FixedWindowIndex implements WindowIndex {
   readonly id: string
@@ -34,7 +36,7 @@ export class FixedWindowIndex implements WindowIndex {
   #count = 0
   /** Start of ordinal 0: the first start this index saw (NaN before). */
   #origin = Number.NaN
-  /** By `slot * maxNewPerEvent + position`: the window a source's last event reached there, and that source's cell in it. */
+  /** By `slot * maxNewPerEvent + ordinal mod maxNewPerEvent`: the window a source last reached there, and its cell in it. */
   readonly #recentWindows: (WindowState | undefined)[] = []
   readonly #recentCells: (Cell | undefined)[] = []
 
@@ -84,20 +86,23 @@ export class FixedWindowIndex implements WindowIndex {
     const size = this.#size
     const slide = this.#slide
     const first = alignedStart(ts, slide)
-    const base = source.slot * this.maxNewPerEvent
+    const slots = this.maxNewPerEvent
+    const base = source.slot * slots
     const recentWindows = this.#recentWindows
     const recentCells = this.#recentCells
-    for (let position = 0, start = first; start > ts - size; position++, start -= slide) {
+    let ordinal = this.#ordinal(first)
+    let at = base + (((ordinal % slots) + slots) % slots)
+    for (let start = first; start > ts - size; start -= slide, ordinal--, at = at === base ? base + slots - 1 : at - 1) {
       const end = start + size
-      const recent = recentWindows[base + position]
+      const recent = recentWindows[at]
       let window: WindowState | undefined
       let cell: Cell | undefined
       if (recent !== undefined && recent.start === start && recent.key === key && recent.live) {
         window = recent
-        cell = recentCells[base + position]
+        cell = recentCells[at]
       } else {
         series ??= this.#byKey.get(key)
-        window = series?.get(this.#ordinal(start))
+        window = series?.get(ordinal)
       }
       if (window === undefined || window.final) {
         if (end + frontiers.lateness <= frontiers.watermark) {
@@ -113,7 +118,7 @@ export class FixedWindowIndex implements WindowIndex {
           series = new Map()
           this.#byKey.set(key, series)
         }
-        series.set(this.#ordinal(start), window)
+        series.set(ordinal, window)
         this.#count++
         hooks.created(window)
       }
@@ -123,8 +128,8 @@ export class FixedWindowIndex implements WindowIndex {
           cell = emptyCell()
           window.addCell(source.name, cell)
         }
-        recentWindows[base + position] = window
-        recentCells[base + position] = cell
+        recentWindows[at] = window
+        recentCells[at] = cell
       }
       addToCell(cell, ts, value, version)
       hooks.written(window, source.name, start, cell)
@@ -247,20 +252,23 @@ export class FixedWindowIndex implements WindowIndex {
     const size = this.#size
     const slide = this.#slide
     const first = alignedStart(ts, slide)
-    const base = source.slot * this.maxNewPerEvent
+    const slots = this.maxNewPerEvent
+    const base = source.slot * slots
     const recentWindows = this.#recentWindows
     const recentCells = this.#recentCells
-    for (let position = 0, start = first; start > ts - size; position++, start -= slide) {
+    let ordinal = this.#ordinal(first)
+    let at = base + (((ordinal % slots) + slots) % slots)
+    for (let start = first; start > ts - size; start -= slide, ordinal--, at = at === base ? base + slots - 1 : at - 1) {
       const end = start + size
-      const recent = recentWindows[base + position]
+      const recent = recentWindows[at]
       let window: WindowState | undefined
       let cell: Cell | undefined
       if (recent !== undefined && recent.start === start && recent.key === key && recent.live) {
         window = recent
-        cell = recentCells[base + position]
+        cell = recentCells[at]
       } else {
         series ??= this.#byKey.get(key)
-        window = series?.get(this.#ordinal(start))
+        window = series?.get(ordinal)
       }
       if (window === undefined || window.final) {
         if (end + frontiers.lateness <= frontiers.watermark) {
@@ -275,7 +283,7 @@ export class FixedWindowIndex implements WindowIndex {
           series = new Map()
           this.#byKey.set(key, series)
         }
-        series.set(this.#ordinal(start), window)
+        series.set(ordinal, window)
         this.#count++
         hooks.created(window)
       }
@@ -285,8 +293,8 @@ export class FixedWindowIndex implements WindowIndex {
           cell = emptyCell()
           window.addCell(source.name, cell)
         }
-        recentWindows[base + position] = window
-        recentCells[base + position] = cell
+        recentWindows[at] = window
+        recentCells[at] = cell
       }
       // Added one by one, in batch order: a float sum depends on the order of its terms.
       let sum = cell.sum
