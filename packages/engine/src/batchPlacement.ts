@@ -163,14 +163,14 @@ export class BatchPlacement {
       dedup.entries += clock.ahead.size + clock.ids.size - before
     }
     if (runs === null) return { accepted, late, duplicates, beyond }
-    return { ...this.#placeRuns(runs, events, frontiers), duplicates }
+    return this.#placeRuns(runs, events, frontiers, duplicates)
   }
 
   /**
    * Places the collected runs, in order of their first events, then counts and sends refused
    * events to the late lane in batch order, as placing each event would have.
    */
-  #placeRuns(runs: PaneRuns, events: readonly StreamEvent[], frontiers: BatchFrontiers): Omit<PlacementTally, 'duplicates'> {
+  #placeRuns(runs: PaneRuns, events: readonly StreamEvent[], frontiers: BatchFrontiers, duplicates: number): PlacementTally {
     const { lateLane, hooks } = this.#state
     const fixed = this.#fixed
     const { values, next } = runs
@@ -207,7 +207,7 @@ export class BatchPlacement {
         }
       }
     }
-    return { accepted, late, beyond }
+    return { accepted, late, duplicates, beyond }
   }
 
   /** Live windows over all specs. */

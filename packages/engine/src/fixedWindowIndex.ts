@@ -91,7 +91,7 @@ export class FixedWindowIndex implements WindowIndex {
     const recentWindows = this.#recentWindows
     const recentCells = this.#recentCells
     let ordinal = this.#ordinal(first)
-    let at = base + (((ordinal % slots) + slots) % slots)
+    let at = base + slotOf(ordinal, slots)
     for (let start = first; start > ts - size; start -= slide, ordinal--, at = at === base ? base + slots - 1 : at - 1) {
       const end = start + size
       const recent = recentWindows[at]
@@ -257,7 +257,7 @@ export class FixedWindowIndex implements WindowIndex {
     const recentWindows = this.#recentWindows
     const recentCells = this.#recentCells
     let ordinal = this.#ordinal(first)
-    let at = base + (((ordinal % slots) + slots) % slots)
+    let at = base + slotOf(ordinal, slots)
     for (let start = first; start > ts - size; start -= slide, ordinal--, at = at === base ? base + slots - 1 : at - 1) {
       const end = start + size
       const recent = recentWindows[at]
@@ -314,4 +314,10 @@ export class FixedWindowIndex implements WindowIndex {
     }
     return outcome
   }
+}
+
+/** `ordinal` modulo `slots`, in [0, slots): floor division, where `%` on doubles is a slow fmod. */
+function slotOf(ordinal: number, slots: number): number {
+  const r = ordinal - Math.floor(ordinal / slots) * slots
+  return r < 0 ? r + slots : r >= slots ? r - slots : r
 }
