@@ -36,16 +36,6 @@ export function copyCell(cell: Readonly<Cell>): Cell {
   return { count: cell.count, sum: cell.sum, min: cell.min, max: cell.max, maxTs: cell.maxTs, version: cell.version }
 }
 
-/** Makes `into` hold `from`'s content, keeping `into`'s identity (holders of it see the new value). */
-export function overwriteCell(into: Cell, from: Readonly<Cell>): void {
-  into.count = from.count
-  into.sum = from.sum
-  into.min = from.min
-  into.max = from.max
-  into.maxTs = from.maxTs
-  into.version = from.version
-}
-
 /**
  * Adds one event to a cell in place (the owner's write path). `version` is the source's
  * clock version for this event: monotone per source, so a rewrite of any cell key of that

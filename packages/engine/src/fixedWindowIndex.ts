@@ -1,5 +1,5 @@
-import { type Cell, addToCell, emptyCell, overwriteCell } from './cell.ts'
-import { type CellGroup, compareGroupCell, groupCell } from './cellGroup.ts'
+import { type Cell, addToCell, emptyCell } from './cell.ts'
+import type { CellGroup } from './cellGroup.ts'
 import {
   ADMITTED_LATE,
   type BatchFrontiers,
@@ -142,58 +142,70 @@ export class FixedWindowIndex implements WindowIndex {
     return outcome
   }
 
+  /**
+   * Peers' groups are taken window start by window start: the groups of one start (one per
+   * source, usually with the same keys in the same order) share their windows, so each key's
+   * window is looked up once per start rather than once per cell.
+   */
   mergeRemote(groups: readonly CellGroup[], frontiers: RemoteFrontiers, hooks: WindowHooks): MergeCounts {
     const counts: MergeCounts = { applied: 0, stale: 0, expired: 0, finalityViolations: 0, invalid: 0 }
-    for (let g = 0; g < groups.length; g++) {
-      const group = groups[g] as CellGroup
-      const { start, source, keys } = group
-      const n = keys.length
+    for (const list of byStart(groups)) {
+      const start = (list[0] as CellGroup).start
       if (alignedStart(start, this.#slide) !== start) {
-        counts.invalid += n
+        for (const group of list) counts.invalid += group.keys.length
         continue
       }
       const end = start + this.#size
-      const ordinal = this.#ordinal(start)
       // Already left live state here: the values it would change are no longer shown.
       const expired = end + frontiers.lateness + frontiers.retention <= frontiers.watermark
       const late = end + frontiers.lateness <= frontiers.watermark
-      for (let i = 0; i < n; i++) {
-        const key = keys[i] as string
-        let series = this.#byKey.get(key)
-        let window = series?.get(ordinal)
-        if (window === undefined) {
-          if (expired) {
+      let keys: readonly string[] | null = null
+      const windows: (WindowState | undefined)[] = []
+      for (const group of list) {
+        if (keys === null || !sameKeys(keys, group.keys)) {
+          keys = group.keys
+          windows.length = 0
+          for (const key of keys) windows.push(this.#windowFor(key, start, end, expired, frontiers, hooks))
+        }
+        const source = group.source
+        for (let i = 0; i < windows.length; i++) {
+          const window = windows[i]
+          if (window === undefined) {
             counts.expired++
             continue
           }
-          if (series === undefined) {
-            series = new Map()
-            this.#byKey.set(key, series)
+          if (!window.mergePeerCell(source, group, i)) {
+            counts.stale++
+            continue
           }
-          window = new WindowState(this.id, key, start, end)
-          window.fired = end <= frontiers.firing
-          series.set(ordinal, window)
-          this.#count++
-          hooks.created(window)
-        }
-        const mine = window.cell(source)
-        if (mine !== undefined && compareGroupCell(group, i, mine) <= 0) {
-          counts.stale++
-          continue
-        }
-        // Into the cell it replaces (placement caches hold it), else a new one: the engine may
-        // later write this cell itself (a source it comes to own).
-        if (mine !== undefined) overwriteCell(mine, groupCell(group, i))
-        else window.addCell(source, groupCell(group, i))
-        counts.applied++
-        if (window.final || late) counts.finalityViolations++
-        if (window.touchedIn !== frontiers.batch) {
-          window.touchedIn = frontiers.batch
-          hooks.touched(window)
+          counts.applied++
+          if (window.final || late) counts.finalityViolations++
+          if (window.touchedIn !== frontiers.batch) {
+            window.touchedIn = frontiers.batch
+            hooks.touched(window)
+          }
         }
       }
     }
     return counts
+  }
+
+  /** The live window of `key` at `start`, created unless it already left live state (`expired`). */
+  #windowFor(key: string, start: number, end: number, expired: boolean, frontiers: RemoteFrontiers, hooks: WindowHooks): WindowState | undefined {
+    const ordinal = this.#ordinal(start)
+    let series = this.#byKey.get(key)
+    let window = series?.get(ordinal)
+    if (window !== undefined || expired) return window
+    if (series === undefined) {
+      series = new Map()
+      this.#byKey.set(key, series)
+    }
+    window = new WindowState(this.id, key, start, end)
+    window.fired = end <= frontiers.firing
+    series.set(ordinal, window)
+    this.#count++
+    hooks.created(window)
+    return window
   }
 
   adopt(window: WindowState): void {
@@ -314,6 +326,34 @@ export class FixedWindowIndex implements WindowIndex {
     }
     return outcome
   }
+}
+
+/**
+ * Groups by window start, each list sorted by source: a window keeps its cells in source order,
+ * so a fresh window then takes its sources by appending.
+ */
+function byStart(groups: readonly CellGroup[]): Iterable<readonly CellGroup[]> {
+  if (groups.length <= 1) return groups.length === 0 ? [] : [groups]
+  const lists = new Map<number, CellGroup[]>()
+  for (const group of groups) {
+    const list = lists.get(group.start)
+    if (list === undefined) lists.set(group.start, [group])
+    else list.push(group)
+  }
+  for (const list of lists.values()) if (list.length > 1) list.sort(bySource)
+  return lists.values()
+}
+
+function bySource(a: CellGroup, b: CellGroup): number {
+  return a.source < b.source ? -1 : a.source > b.source ? 1 : 0
+}
+
+/** True when two key lists hold the same keys in the same order. */
+function sameKeys(a: readonly string[], b: readonly string[]): boolean {
+  if (a === b) return true
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
 }
 
 /** `ordinal` modulo `slots`, in [0, slots): floor division, where `%` on doubles is a slow fmod. */

@@ -1,4 +1,3 @@
-import type { Cell } from './cell.ts'
 import type { CellEntry } from './replicaPort.ts'
 import { SessionWindowIndex } from './sessionWindowIndex.ts'
 import type { WindowIndex } from './windowIndex.ts'
@@ -48,15 +47,14 @@ export function windowGauges(indexes: readonly WindowIndex[]): { openWindows: nu
   return { openWindows, cells, pending }
 }
 
-/** Every live cell, and the session tombstones, as a full-state exchange carries them. The cells are live state. */
+/** Every live cell, and the session tombstones, as a full-state exchange carries them. Cells may be live state: copy what you keep. */
 export function liveCells(indexes: readonly WindowIndex[]): CellEntry[] {
   const cells: CellEntry[] = []
   for (const index of indexes) {
     for (const w of index.windows()) {
       const sources = w.sources()
-      const own = w.cells()
       for (let i = 0; i < sources.length; i++) {
-        cells.push({ address: { window: w.window, key: w.key, start: w.start, source: sources[i] as string }, cell: own[i] as Cell })
+        cells.push({ address: { window: w.window, key: w.key, start: w.start, source: sources[i] as string }, cell: w.cellAt(i) })
       }
       for (const f of w.fragments) cells.push({ address: { window: w.window, key: w.key, start: f.start, source: f.source }, cell: f.cell })
     }

@@ -1,4 +1,5 @@
 import type { Cell } from './cell.ts'
+import { type CellGroup, compareGroupCell, compareGroupRow, overwriteFromGroup, writeGroupRow } from './cellGroup.ts'
 import type { WindowSnapshot } from './engineCheckpoint.ts'
 import type { Basis, ResultStatus, WindowResult } from './windowResult.ts'
 
@@ -39,11 +40,16 @@ export class WindowState {
   #history: WindowResult[] | null = null
   /**
    * Fixed windows: the sources with a cell, in sorted order (the combination order, so every
-   * replica adds the same floats), and their cells in that order. Arrays rather than a Map:
-   * a window holds few sources, and a fresh replica builds tens of thousands of windows at once.
+   * replica adds the same floats), and their cells in that order. A cell is an object when this
+   * replica writes it or someone holds it (placement caches); a peer's cell that nobody holds
+   * is `null` here and lives as six numbers in `#values` (count, sum, min, max, maxTs, version
+   * at `6 × position`): an array of doubles stores them unboxed, where an object would box each
+   * double field, and a fresh replica merging 80k cells would allocate ~400k objects.
    */
   readonly #sources: string[] = []
-  readonly #ordered: Cell[] = []
+  readonly #ordered: (Cell | null)[] = []
+  /** Row-aligned with `#sources` once any peer cell is kept as numbers; rows of object cells are unused. */
+  #values: number[] | null = null
 
   constructor(window: string, key: string, start: number, end: number) {
     this.window = window
@@ -57,39 +63,93 @@ export class WindowState {
     return this.#sources.length
   }
 
-  /** Fixed windows: sources with a cell, sorted; `cells()` holds their cells in the same order. */
+  /** Fixed windows: sources with a cell, sorted; `cellAt(i)` is the cell of `sources()[i]`. */
   sources(): readonly string[] {
     return this.#sources
   }
 
-  cells(): readonly Cell[] {
-    return this.#ordered
+  /** Fixed windows: the cell at a position of `sources()`: the live object, or a copy of a peer cell kept as numbers. */
+  cellAt(position: number): Readonly<Cell> {
+    return this.#ordered[position] ?? this.#rowCell(position)
   }
 
-  /** Fixed windows: the cell of `source`, if it has one. */
+  /** Fixed windows: the cell of `source` as a live object (a peer cell kept as numbers becomes one), if it has one. */
   cell(source: string): Cell | undefined {
     const at = this.#position(source)
-    return this.#sources[at] === source ? this.#ordered[at] : undefined
+    if (this.#sources[at] !== source) return undefined
+    let cell = this.#ordered[at] as Cell | null
+    if (cell === null) {
+      cell = this.#rowCell(at)
+      this.#ordered[at] = cell
+    }
+    return cell
   }
 
   /** Adds a source's first cell; a window never loses one, and a source's cell is updated in place. */
   addCell(source: string, cell: Cell): void {
     const at = this.#position(source)
     if (this.#sources[at] === source) throw new Error(`window already holds a cell of source ${JSON.stringify(source)}`)
-    if (at === this.#sources.length) {
-      this.#sources.push(source)
-      this.#ordered.push(cell)
-    } else {
-      this.#sources.splice(at, 0, source)
-      this.#ordered.splice(at, 0, cell)
+    this.#insert(at, source, cell)
+  }
+
+  /**
+   * Fixed windows: merges the `i`-th cell of a peer's group as `source`'s cell (lattice join).
+   * Returns false when the cell held here is equal or newer (stale).
+   */
+  mergePeerCell(source: string, group: CellGroup, i: number): boolean {
+    const at = this.#position(source)
+    if (this.#sources[at] !== source) {
+      this.#insert(at, source, null)
+      writeGroupRow(group, i, this.#values as number[], 6 * at)
+      return true
     }
+    const cell = this.#ordered[at] as Cell | null
+    if (cell !== null) {
+      if (compareGroupCell(group, i, cell) <= 0) return false
+      // In place: placement caches hold the object.
+      overwriteFromGroup(cell, group, i)
+      return true
+    }
+    const values = this.#values as number[]
+    if (compareGroupRow(group, i, values, 6 * at) <= 0) return false
+    writeGroupRow(group, i, values, 6 * at)
+    return true
+  }
+
+  /** Inserts a source at `at`, with its cell object or `null` (its values then go into its row). */
+  #insert(at: number, source: string, cell: Cell | null): void {
+    const sources = this.#sources
+    let values = this.#values
+    if (values === null && cell === null) {
+      values = []
+      for (let n = 6 * sources.length; n > 0; n--) values.push(0)
+      this.#values = values
+    }
+    if (at === sources.length) {
+      sources.push(source)
+      this.#ordered.push(cell)
+      if (values !== null) values.push(0, 0, 0, 0, 0, 0)
+    } else {
+      sources.splice(at, 0, source)
+      this.#ordered.splice(at, 0, cell)
+      if (values !== null) values.splice(6 * at, 0, 0, 0, 0, 0, 0, 0)
+    }
+  }
+
+  /** A new cell object from the numbers of row `at`. */
+  #rowCell(at: number): Cell {
+    const v = this.#values as number[]
+    const o = 6 * at
+    return { count: v[o] as number, sum: v[o + 1] as number, min: v[o + 2] as number, max: v[o + 3] as number, maxTs: v[o + 4] as number, version: v[o + 5] as number }
   }
 
   /** Where `source` is or would be inserted in `#sources`. */
   #position(source: string): number {
     const sources = this.#sources
-    let lo = 0
     let hi = sources.length
+    // Sources mostly arrive in order (a peer's groups, source after source): try the end first.
+    if (hi === 0 || (sources[hi - 1] as string) < source) return hi
+    let lo = 0
     while (lo < hi) {
       const mid = (lo + hi) >> 1
       if ((sources[mid] as string) < source) lo = mid + 1
@@ -104,16 +164,37 @@ export class WindowState {
     let sum = 0
     let min = Number.POSITIVE_INFINITY
     let max = Number.NEGATIVE_INFINITY
-    // A session's absorbed fragments are tombstones; a fixed window adds every cell it holds.
-    const sessions = this.fragments.length > 0
-    const cells = sessions ? fragmentCells(this.fragments) : this.#ordered
-    for (let i = 0; i < cells.length; i++) {
-      const cell = cells[i] as Cell
-      if (sessions && cell.count === 0) continue
-      count += cell.count
-      sum += cell.sum
-      if (cell.min < min) min = cell.min
-      if (cell.max > max) max = cell.max
+    if (this.fragments.length > 0) {
+      // A session's absorbed fragments are tombstones.
+      const cells = fragmentCells(this.fragments)
+      for (let i = 0; i < cells.length; i++) {
+        const cell = cells[i] as Cell
+        if (cell.count === 0) continue
+        count += cell.count
+        sum += cell.sum
+        if (cell.min < min) min = cell.min
+        if (cell.max > max) max = cell.max
+      }
+    } else {
+      // A fixed window adds every cell it holds, objects and rows alike, in source order.
+      const ordered = this.#ordered
+      const values = this.#values
+      for (let i = 0; i < ordered.length; i++) {
+        const cell = ordered[i] as Cell | null
+        if (cell !== null) {
+          count += cell.count
+          sum += cell.sum
+          if (cell.min < min) min = cell.min
+          if (cell.max > max) max = cell.max
+        } else {
+          const v = values as number[]
+          const o = 6 * i
+          count += v[o] as number
+          sum += v[o + 1] as number
+          if ((v[o + 2] as number) < min) min = v[o + 2] as number
+          if ((v[o + 3] as number) > max) max = v[o + 3] as number
+        }
+      }
     }
     return {
       window: this.window,
@@ -159,7 +240,7 @@ export class WindowState {
       basisEnd: this.basisEnd,
       emitted: this.emitted,
       history: [...this.history()],
-      cells: this.#sources.map((source, i) => [source, { ...(this.#ordered[i] as Cell) }] as const),
+      cells: this.#sources.map((source, i) => [source, { ...this.cellAt(i) }] as const),
       fragments: this.fragments.map((f) => [f.source, f.start, { ...f.cell }] as const),
     }
   }
@@ -181,7 +262,8 @@ export class WindowState {
   /** Total events held in this window's cells. */
   count(): number {
     let n = 0
-    for (const cell of this.#ordered) n += cell.count
+    const ordered = this.#ordered
+    for (let i = 0; i < ordered.length; i++) n += (ordered[i] as Cell | null)?.count ?? ((this.#values as number[])[6 * i] as number)
     for (const fragment of this.fragments) n += fragment.cell.count
     return n
   }

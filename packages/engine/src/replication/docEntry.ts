@@ -113,7 +113,7 @@ export function groupAddressOf(value: unknown): { readonly window: string; reado
  * why it is refused. The cells' values are the engine's to check (`mergeRemoteGroups`), as are
  * window ids and alignment. The columns are copied out of the update's buffer.
  */
-export function readGroupEntry(value: unknown): CellGroup | string {
+export function readGroupEntry(value: unknown, keyLists?: KeyLists): CellGroup | string {
   if (entryKind(value) !== 'group') return `not a group entry: ${preview(value)}`
   const [, window, start, source, keysJson, bytes] = value as unknown[]
   if (!isName(window, 1)) return `window must be a string of 1..${MAX_NAME_LENGTH} characters: ${preview(window)}`
@@ -126,14 +126,10 @@ export function readGroupEntry(value: unknown): CellGroup | string {
   if (n > MAX_GROUP_CELLS) return `a group holds at most ${MAX_GROUP_CELLS} cells: ${n}`
   // Each key costs at least 3 characters of JSON ("" and a comma) and at most 6 per character (\uXXXX).
   if (typeof keysJson !== 'string' || keysJson.length > n * (6 * MAX_NAME_LENGTH + 3) + 2) return `keys must be a JSON array of ${n} strings: ${preview(keysJson)}`
-  let keys: unknown
-  try {
-    keys = JSON.parse(keysJson)
-  } catch {
-    return `keys must be a JSON array of ${n} strings: ${preview(keysJson)}`
-  }
-  if (!Array.isArray(keys) || keys.length !== n) return `keys must be a JSON array of ${n} strings: ${preview(keysJson)}`
-  for (const key of keys) if (!isName(key, 0)) return `keys must be strings of at most ${MAX_NAME_LENGTH} characters: ${preview(key)}`
+  const keys = keyLists?.get(keysJson) ?? readKeys(keysJson)
+  if (typeof keys === 'string') return keys
+  if (keys.length !== n) return `keys must be a JSON array of ${n} strings: ${preview(keysJson)}`
+  keyLists?.set(keysJson, keys)
   let columns: Float64Array
   if (littleEndianHost) columns = new Float64Array(bytes.slice().buffer)
   else {
@@ -141,7 +137,43 @@ export function readGroupEntry(value: unknown): CellGroup | string {
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
     for (let i = 0; i < columns.length; i++) columns[i] = view.getFloat64(i * 8, true)
   }
-  return { window, start, source, keys: keys as string[], columns }
+  return { window, start, source, keys, columns }
+}
+
+/**
+ * Key lists already read, by their JSON text: a writer's groups mostly repeat one key list, and
+ * sharing the parsed list skips the parse and lets the engine see equal lists by identity.
+ */
+export class KeyLists {
+  readonly #lists = new Map<string, readonly string[]>()
+  readonly #limit: number
+
+  constructor(limit = 1024) {
+    this.#limit = limit
+  }
+
+  get(json: string): readonly string[] | undefined {
+    return this.#lists.get(json)
+  }
+
+  set(json: string, keys: readonly string[]): void {
+    if (this.#lists.has(json)) return
+    if (this.#lists.size >= this.#limit) this.#lists.clear()
+    this.#lists.set(json, keys)
+  }
+}
+
+/** A key list from its JSON text, or why it is not one. */
+function readKeys(json: string): readonly string[] | string {
+  let keys: unknown
+  try {
+    keys = JSON.parse(json)
+  } catch {
+    return `keys must be a JSON array of strings: ${preview(json)}`
+  }
+  if (!Array.isArray(keys)) return `keys must be a JSON array of strings: ${preview(json)}`
+  for (const key of keys) if (!isName(key, 0)) return `keys must be strings of at most ${MAX_NAME_LENGTH} characters: ${preview(key)}`
+  return keys as string[]
 }
 
 /** The keys of a group entry this log wrote or read (already checked), or `null`. */

@@ -13,6 +13,7 @@ import {
   entryKind,
   groupAddressOf,
   groupKeysOf,
+  KeyLists,
   readClockEntry,
   readGroupEntry,
   writeClockEntry,
@@ -64,6 +65,7 @@ export class ReplicaLog {
   readonly #clocks = new Map<string, DocEntry[]>()
   /** Keys of a group whose windows left live state here; an entry goes once all its keys have. */
   readonly #expired = new GroupIndex<Set<string>>()
+  readonly #keyLists = new KeyLists()
 
   constructor(replicaId: string, array: Y.Array<DocEntry>) {
     this.replicaId = replicaId
@@ -90,7 +92,7 @@ export class ReplicaLog {
       file(this.#clocks, clock.source, raw as DocEntry)
       return { kind: 'clock', entry: clock }
     }
-    const group = readGroupEntry(raw)
+    const group = readGroupEntry(raw, this.#keyLists)
     if (typeof group === 'string') return { kind: 'invalid', detail: group }
     const list = this.#groups.get(group.window, group.source, group.start)
     if (list === undefined) this.#groups.set(group.window, group.source, group.start, [raw as DocEntry])
