@@ -131,7 +131,11 @@ export function readGroupEntry(value: unknown, keyLists?: KeyLists): CellGroup |
   if (keys.length !== n) return `keys must be a JSON array of ${n} strings: ${preview(keysJson)}`
   keyLists?.set(keysJson, keys)
   let columns: Float64Array
-  if (littleEndianHost) columns = new Float64Array(bytes.slice().buffer)
+  if (littleEndianHost) {
+    // A copy: the bytes are a view into the whole update, at any alignment.
+    columns = new Float64Array(n * GROUP_COLUMNS)
+    new Uint8Array(columns.buffer).set(bytes)
+  }
   else {
     columns = new Float64Array(n * GROUP_COLUMNS)
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
