@@ -87,8 +87,28 @@ export function steady(seconds = 3600, sampleEvery = 600): { second: number; doc
   return samples
 }
 
+/**
+ * Sparse writes: one device with 100 keys per window, each batch one reading of one key (keys
+ * in turn), 10 batches a second for 10 minutes. What one batch costs on the wire (the Yjs
+ * update of its transaction, v1) when a window already holds up to 100 keys of that source.
+ */
+export function sparseWrites(): Record<string, number> {
+  const device = bound({ windows: tumbling(MINUTE), watermark: boundedOutOfOrderness(5_000), retention: 2 * MINUTE, replicaId: 'device' })
+  let bytes = 0
+  let updates = 0
+  device.doc.on('update', (update: Uint8Array) => {
+    bytes += update.byteLength
+    updates++
+  })
+  const batches = 6_000
+  for (let b = 1; b <= batches; b++) {
+    device.engine.ingest([{ id: `s-${b}`, source: 'dev', seq: b, ts: T0 + b * 100, key: `sensor-${b % 100}`, value: 20 + (b % 50) / 10 }])
+  }
+  return { batches, updates, bytesPerBatch: Math.round(bytes / updates), docBytes: Y.encodeStateAsUpdate(device.doc).byteLength }
+}
+
 export function run(): Record<string, unknown> {
-  return { reconnectBurst: reconnectBurst(), steady: steady() }
+  return { reconnectBurst: reconnectBurst(), steady: steady(), sparseWrites: sparseWrites() }
 }
 
 if (isMain(import.meta.url)) {

@@ -180,6 +180,12 @@ function readKeys(json: string): readonly string[] | string {
   return keys as string[]
 }
 
+/** How many cells a group entry this log wrote or read holds (0 when its columns are not bytes). */
+export function entryCells(value: DocEntry): number {
+  const bytes = value[5]
+  return bytes instanceof Uint8Array ? Math.floor(bytes.byteLength / BYTES_PER_CELL) : 0
+}
+
 /** The keys of a group entry this log wrote or read (already checked), or `null`. */
 export function groupKeysOf(value: DocEntry): readonly string[] | null {
   try {

@@ -10,6 +10,7 @@ import type { CellAddress, CellEntry, ClockEntry } from '../replicaPort.ts'
 import {
   compareClocks,
   type DocEntry,
+  entryCells,
   entryKind,
   groupAddressOf,
   groupKeysOf,
@@ -25,6 +26,9 @@ export type ReadEntry =
   | { readonly kind: 'group'; readonly entry: CellGroup }
   | { readonly kind: 'clock'; readonly entry: ClockEntry }
   | { readonly kind: 'invalid'; readonly detail: string }
+
+/** Most entries one group keeps (a full entry and its deltas) before it is rewritten as one. */
+const MAX_GROUP_ENTRIES = 32
 
 /** Whether this binding merges the replica's entries. */
 export type ReplicaStatus = 'unknown' | 'accepted' | 'mismatch'
@@ -177,13 +181,37 @@ export class ReplicaLog {
     if (write.doomed.size > 0) deleteEntries(this.array, write.doomed)
   }
 
-  /** One entry for the draft's group: the draft joined with the group's entries, which it replaces. */
+  /**
+   * Writes a draft. A draft that is small next to its group's entries is appended as a delta
+   * entry of its cells alone (readers join the entries of a group, and the draft's cells are
+   * the newest): a batch that changes one key of a window holding 100 keys then sends one cell,
+   * not 100. Once the deltas add up to half of the largest entry, or a group has
+   * `MAX_GROUP_ENTRIES` entries, the group is rewritten as one entry (the join of all of them
+   * and the draft) and its old entries are deleted.
+   */
   #rewrite(draft: GroupDraft, write: LogWrite): void {
     const { window, start, source, cells } = draft
+    const existing = this.#groups.get(window, source, start) ?? []
+    if (existing.length > 0 && existing.length < MAX_GROUP_ENTRIES) {
+      let total = 0
+      let largest = 0
+      for (const raw of existing) {
+        const n = entryCells(raw)
+        total += n
+        if (n > largest) largest = n
+      }
+      if (2 * (total - largest + cells.size) <= largest) {
+        const keys = [...cells.keys()]
+        const raw = writeGroupEntry(packCellGroup(window, start, source, keys, keys.map((k) => cells.get(k) as Cell)))
+        write.pushes.push(raw)
+        this.#groups.set(window, source, start, [...existing, raw])
+        return
+      }
+    }
     const expired = this.#expired.get(window, source, start)
-    for (const raw of this.#groups.get(window, source, start) ?? []) {
+    for (const raw of existing) {
       write.doomed.add(raw)
-      const old = readGroupEntry(raw)
+      const old = readGroupEntry(raw, this.#keyLists)
       // An unreadable entry in this replica's own log (a hostile peer's push) is dropped.
       if (typeof old === 'string') continue
       for (let i = 0; i < old.keys.length; i++) {

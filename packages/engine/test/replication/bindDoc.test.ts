@@ -76,6 +76,46 @@ describe('bindDoc: local writes', () => {
     expect(after1000).toBeLessThan(after100 * 1.2)
   }, 30_000)
 
+  it('appends a small change to a large window as a delta entry and compacts the deltas later', () => {
+    const doc = new Y.Doc()
+    const port = fakePort('a')
+    bindDoc(port, doc)
+    const log = doc.getArray<unknown[]>(replicaArrayName('a'))
+    const groups = (): number => log.toArray().filter((e) => e[0] === 'g').length
+    port.write(
+      Array.from({ length: 100 }, (_, k) => cellOf('d1', `k${k}`, T0, 1)),
+      [clockOf('d1', 'a', T0, 1)],
+    )
+    expect(groups()).toBe(1)
+    let updateBytes = 0
+    const onUpdate = (update: Uint8Array): void => {
+      updateBytes += update.byteLength
+    }
+    doc.on('update', onUpdate)
+    port.write([cellOf('d1', 'k7', T0, 2)], [clockOf('d1', 'a', T0, 2)])
+    doc.off('update', onUpdate)
+    // one delta of one cell next to the full entry, and its update is a small fraction of the window
+    expect(groups()).toBe(2)
+    expect(updateBytes).toBeLessThan(400)
+    // a replica joining now sees the join of both entries
+    const joined = new Y.Doc()
+    const reader = fakePort('r')
+    bindDoc(reader, joined)
+    applyPeerUpdate(joined, Y.encodeStateAsUpdate(doc), 'peer')
+    expect(cellTable(reader)).toEqual(cellTable(port))
+    expect(reader.cells.get(JSON.stringify(['tumbling:60000', 'k7', T0, 'd1']))?.cell.count).toBe(2)
+    // deltas pile up to a bound (32 entries, or half the full entry's cells), then the group is one entry again
+    const counts: number[] = []
+    for (let n = 3; n < 80; n++) {
+      port.write([cellOf('d1', `k${n % 100}`, T0, n)], [clockOf('d1', 'a', T0, n)])
+      counts.push(groups())
+    }
+    expect(Math.max(...counts)).toBe(32)
+    expect(counts.filter((c) => c === 1).length).toBeGreaterThanOrEqual(2)
+    applyPeerUpdate(joined, Y.encodeStateAsUpdate(doc, Y.encodeStateVector(joined)), 'peer')
+    expect(cellTable(reader)).toEqual(cellTable(port))
+  })
+
   it('removes expired cells from the doc but never retracts them from a peer', () => {
     const docA = new Y.Doc()
     const docB = new Y.Doc()
