@@ -209,7 +209,11 @@ async function start(): Promise<StormPageApi> {
         // Our own configuration, so the fake replica is judged entry by entry rather than refused whole.
         meta.set(fake, [...meta.values()][0])
         const log = doc.getArray(`tidemark:replica:${fake}`)
-        for (let k = 0; k < count; k++) log.push([k % 2 === 0 ? ['c', 'tumbling:1000', 'k0', Number.NaN] : ['k', 'nobody', 'x', 1, 2, 3, 9, 1]])
+        // A well-formed group whose one cell counts NaN events, and a clock naming another writer.
+        const nanCell = new Uint8Array(new Float64Array([Number.NaN, 1, 1, 1, 1, 1]).buffer)
+        for (let k = 0; k < count; k++) {
+          log.push([k % 2 === 0 ? ['g', 'tumbling:1000', 0, 'x', '["k0"]', nanCell] : ['k', 'nobody', 'x', 1, 2, 3, 9, 1]])
+        }
       })
     },
     writeGarbageFrames(count) {
