@@ -44,10 +44,11 @@ export class WindowState {
    * replica writes it or someone holds it (placement caches); a peer's cell that nobody holds
    * is `null` here and lives as six numbers in `#values` (count, sum, min, max, maxTs, version
    * at `6 × position`): an array of doubles stores them unboxed, where an object would box each
-   * double field, and a fresh replica merging 80k cells would allocate ~400k objects.
+   * double field, and a fresh replica merging 80k cells would allocate ~400k objects. A window
+   * holding only such rows has no `#ordered` at all.
    */
   readonly #sources: string[] = []
-  readonly #ordered: (Cell | null)[] = []
+  #ordered: (Cell | null)[] | null = null
   /** Row-aligned with `#sources` once any peer cell is kept as numbers; rows of object cells are unused. */
   #values: number[] | null = null
 
@@ -70,17 +71,18 @@ export class WindowState {
 
   /** Fixed windows: the cell at a position of `sources()`: the live object, or a copy of a peer cell kept as numbers. */
   cellAt(position: number): Readonly<Cell> {
-    return this.#ordered[position] ?? this.#rowCell(position)
+    return this.#ordered?.[position] ?? this.#rowCell(position)
   }
 
   /** Fixed windows: the cell of `source` as a live object (a peer cell kept as numbers becomes one), if it has one. */
   cell(source: string): Cell | undefined {
     const at = this.#position(source)
     if (this.#sources[at] !== source) return undefined
-    let cell = this.#ordered[at] as Cell | null
+    const ordered = this.#ordered ?? this.#objects()
+    let cell = ordered[at] as Cell | null
     if (cell === null) {
       cell = this.#rowCell(at)
-      this.#ordered[at] = cell
+      ordered[at] = cell
     }
     return cell
   }
@@ -103,7 +105,7 @@ export class WindowState {
       writeGroupRow(group, i, this.#values as number[], 6 * at)
       return true
     }
-    const cell = this.#ordered[at] as Cell | null
+    const cell = this.#ordered?.[at] ?? null
     if (cell !== null) {
       if (compareGroupCell(group, i, cell) <= 0) return false
       // In place: placement caches hold the object.
@@ -125,15 +127,24 @@ export class WindowState {
       for (let n = 6 * sources.length; n > 0; n--) values.push(0)
       this.#values = values
     }
+    const ordered = cell === null ? this.#ordered : (this.#ordered ?? this.#objects())
     if (at === sources.length) {
       sources.push(source)
-      this.#ordered.push(cell)
+      ordered?.push(cell)
       if (values !== null) values.push(0, 0, 0, 0, 0, 0)
     } else {
       sources.splice(at, 0, source)
-      this.#ordered.splice(at, 0, cell)
+      ordered?.splice(at, 0, cell)
       if (values !== null) values.splice(6 * at, 0, 0, 0, 0, 0, 0, 0)
     }
+  }
+
+  /** Creates `#ordered` for a window that so far held only rows (every position `null`). */
+  #objects(): (Cell | null)[] {
+    const ordered: (Cell | null)[] = []
+    for (let n = this.#sources.length; n > 0; n--) ordered.push(null)
+    this.#ordered = ordered
+    return ordered
   }
 
   /** A new cell object from the numbers of row `at`. */
@@ -179,8 +190,9 @@ export class WindowState {
       // A fixed window adds every cell it holds, objects and rows alike, in source order.
       const ordered = this.#ordered
       const values = this.#values
-      for (let i = 0; i < ordered.length; i++) {
-        const cell = ordered[i] as Cell | null
+      const n = this.#sources.length
+      for (let i = 0; i < n; i++) {
+        const cell = ordered === null ? null : (ordered[i] as Cell | null)
         if (cell !== null) {
           count += cell.count
           sum += cell.sum
@@ -217,8 +229,12 @@ export class WindowState {
   remember(result: WindowResult, limit: number): void {
     this.emitted = result
     if (result.status === 'provisional' || limit <= 0) return
-    const history = this.#history ?? []
-    this.#history = history
+    const history = this.#history
+    if (history === null) {
+      // Most windows fire once: a one-slot array, where [] would grow to 17 slots on the first push.
+      this.#history = [result]
+      return
+    }
     history.push(result)
     if (history.length > limit) history.splice(0, history.length - limit)
   }
@@ -263,7 +279,7 @@ export class WindowState {
   count(): number {
     let n = 0
     const ordered = this.#ordered
-    for (let i = 0; i < ordered.length; i++) n += (ordered[i] as Cell | null)?.count ?? ((this.#values as number[])[6 * i] as number)
+    for (let i = 0; i < this.#sources.length; i++) n += ordered?.[i]?.count ?? ((this.#values as number[])[6 * i] as number)
     for (const fragment of this.fragments) n += fragment.cell.count
     return n
   }
