@@ -4,11 +4,12 @@
  * window ends up with 8 cells. Issue 4's target: the merge takes under 50 ms.
  *
  * Contenders, on the same prepared state:
- * - tidemark: the engine alone, one `mergeRemote` per writer (its exported cells and clock), as
+ * - tidemark: the engine alone, one `mergeRemoteGroups` per writer (its cells packed as the doc
+ *   carries them, one group per window start, and its clock), as
  *   the binding calls it for one Yjs update per writer. Every call settles the windows it
  *   touched: the first writer's clock already proves the windows complete, so they fire on the
  *   first call and the other 7 calls correct every window (results, history, notifications).
- * - tidemark-one-call: the engine alone, all 80k cells and 8 clocks in one `mergeRemote` (what
+ * - tidemark-one-call: the engine alone, all 800 groups and 8 clocks in one `mergeRemoteGroups` (what
  *   one sync step carrying every writer, e.g. from a y-websocket server, becomes).
  * - through-yjs: the whole path, `createEngine({ doc })` and the 8 writers' Yjs updates applied
  *   to its doc (Yjs decoding and integrating, the binding's validation and index, the engine's
@@ -16,9 +17,9 @@
  * - through-yjs-one-update: the same, the 8 updates merged into one (a server's sync step 2).
  * - yjs-decode: the same 8 updates applied to a bare `Y.Doc`: what Yjs itself costs, the floor
  *   of through-yjs.
- * - plain-loop: the least work that gives the same window totals: nested Maps keep the newest
- *   cell per (key, start, source), then one pass adds each window's cells. No validation, no
- *   lattice order on ties, no results, no notifications.
+ * - plain-loop: the least work that gives the same window totals from the same groups: nested
+ *   Maps keep the newest cell per (key, start, source), then one pass adds each window's cells.
+ *   No validation, no lattice order on ties, no results, no notifications.
  *
  * Figures: time per merge (ms, CPU), cells per CPU-second, the engine's share of the floor, the
  * Yjs share of through-yjs, and the encoded doc's bytes per cell.
@@ -193,20 +194,25 @@ function plainLoopContender(writers: readonly WriterState[]): Contender {
     run: ({ probe, record }) => {
       const byKey = new Map<string, Map<number, Map<string, FloorCell>>>()
       for (const w of writers) {
-        for (let i = 0; i < w.cells.length; i++) {
-          const { address, cell } = w.cells[i] as CellEntry
-          let byStart = byKey.get(address.key)
-          if (byStart === undefined) {
-            byStart = new Map()
-            byKey.set(address.key, byStart)
+        for (const group of w.groups) {
+          const { keys, columns, start, source } = group
+          const n = keys.length
+          for (let i = 0; i < n; i++) {
+            const key = keys[i] as string
+            let byStart = byKey.get(key)
+            if (byStart === undefined) {
+              byStart = new Map()
+              byKey.set(key, byStart)
+            }
+            let bySource = byStart.get(start)
+            if (bySource === undefined) {
+              bySource = new Map()
+              byStart.set(start, bySource)
+            }
+            const version = columns[5 * n + i] as number
+            const mine = bySource.get(source)
+            if (mine === undefined || version > mine.version) bySource.set(source, { count: columns[i] as number, sum: columns[n + i] as number, version })
           }
-          let bySource = byStart.get(address.start)
-          if (bySource === undefined) {
-            bySource = new Map()
-            byStart.set(address.start, bySource)
-          }
-          const mine = bySource.get(address.source)
-          if (mine === undefined || cell.version > mine.version) bySource.set(address.source, { count: cell.count, sum: cell.sum, version: cell.version })
         }
         probe.tick()
       }
