@@ -41,6 +41,8 @@ export { session, sliding, tumbling } from './windowSpec.ts'
 
 export type { Anomaly, AnomalyReason } from './anomaly.ts'
 export type { Cell, CellMap } from './cell.ts'
+export type { CellGroup } from './cellGroup.ts'
+export { groupCell, groupCellEntries, packCellGroup } from './cellGroup.ts'
 export type {
   Engine,
   EngineLimits,
