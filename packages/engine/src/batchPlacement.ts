@@ -7,7 +7,7 @@ import type { Frontiers } from './frontiers.ts'
 import { FixedWindowIndex } from './fixedWindowIndex.ts'
 import { rejectInput, safeInvalidReason } from './inputRejection.ts'
 import type { LateLane } from './lateLane.ts'
-import { type PaneRun, PaneRuns } from './paneRuns.ts'
+import { LARGE_BATCH, type PaneRun, PaneRuns } from './paneRuns.ts'
 import type { ReplicationOutbox } from './replicationOutbox.ts'
 import type { SourceClock } from './sourceClock.ts'
 import { ADMITTED_LATE, type BatchFrontiers, ON_TIME, REFUSED, type WindowHooks, type WindowIndex } from './windowIndex.ts'
@@ -162,8 +162,11 @@ export class BatchPlacement {
       outbox.clock(clock)
       dedup.entries += clock.ahead.size + clock.ids.size - before
     }
+    if (n > LARGE_BATCH) reasons.length = 0
     if (runs === null) return { accepted, late, duplicates, beyond }
-    return this.#placeRuns(runs, events, frontiers, duplicates)
+    const tally = this.#placeRuns(runs, events, frontiers, duplicates)
+    runs.release()
+    return tally
   }
 
   /**

@@ -33,6 +33,11 @@ export class PaneRun {
   }
 }
 
+/** Events per batch above which the per-event buffers are released after the batch. */
+export const LARGE_BATCH = 1 << 16
+/** Runs kept in the pool across batches. */
+const KEPT_RUNS = 4096
+
 /**
  * The runs of the batch being placed, collected in order of their first event.
  *
@@ -74,6 +79,20 @@ export class PaneRuns {
     this.count = 0
     this.placed = 0
     this.#batch++
+  }
+
+  /**
+   * After a batch: buffers a batch far beyond the usual size grew are released, so one large
+   * backlog does not stay allocated for the engine's lifetime.
+   */
+  release(): void {
+    if (this.values.length > LARGE_BATCH) {
+      this.values = new Float64Array(128)
+      this.next = new Int32Array(128)
+      this.runOf = new Int32Array(128)
+      this.eventAt = new Int32Array(128)
+    }
+    if (this.runs.length > KEPT_RUNS) this.runs.length = KEPT_RUNS
   }
 
   /** Adds event `index` of the batch, of `source` at clock `version`, to its source's run or a new one. */

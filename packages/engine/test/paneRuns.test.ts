@@ -7,6 +7,8 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { placementReference } from '../src/batchPlacement.ts'
+import { LARGE_BATCH, PaneRuns } from '../src/paneRuns.ts'
+import { SourceClock } from '../src/sourceClock.ts'
 import { boundedOutOfOrderness, createEngine, type Engine, type StreamEvent, sliding, tumbling, type WindowSpec } from '../src/index.ts'
 import type { LocalWrite } from '../src/replicaPort.ts'
 import type { TidemarkEngine } from '../src/engine.ts'
@@ -153,5 +155,47 @@ describe('placement by pane runs', () => {
     ])
     expect(engine.results()[0]?.sum).toBe(1 + 1e16 + -1e16)
     expect(1 + 1e16 + -1e16).not.toBe(1 + (1e16 + -1e16))
+  })
+
+  it('releases the buffers a very large batch grew, and keeps working after', () => {
+    const runs = new PaneRuns(10)
+    const source = new SourceClock('a', 0, 0)
+    const n = LARGE_BATCH + 10
+    runs.begin(n)
+    for (let i = 0; i < n; i++) runs.add(source, '', i * 10, 1, i + 1, i)
+    expect(runs.count).toBe(n)
+    expect(runs.values.length).toBeGreaterThanOrEqual(n)
+    runs.release()
+    expect(runs.values.length).toBeLessThan(LARGE_BATCH)
+    expect(runs.runs.length).toBeLessThan(n)
+    runs.begin(3)
+    runs.add(source, '', 1, 2, n + 1, 0)
+    runs.add(source, '', 5, 3, n + 2, 1)
+    expect(runs.count).toBe(1)
+    expect(runs.runs[0]?.count).toBe(2)
+    expect(runs.runs[0]?.version).toBe(n + 2)
+  })
+
+  it('places a batch beyond the release size the same as event by event', () => {
+    const events: StreamEvent[] = Array.from({ length: LARGE_BATCH + 100 }, (_, i) => ({
+      id: `e${i}`,
+      source: `s${i % 7}`,
+      seq: Math.floor(i / 7) + 1,
+      ts: Math.floor(i / 7) * 3,
+      key: `k${i % 3}`,
+      value: (i % 13) / 10,
+    }))
+    const traces = [false, true].map((placeEach) => {
+      placementReference.placeEach = placeEach
+      try {
+        const engine = createEngine({ windows: [tumbling(1_000), sliding(3_000, 1_000)], replicaId: 'r', now: () => 0 })
+        const receipt = engine.ingest(events)
+        engine.ingest(events.slice(0, 10).map(({ seq: _seq, ...e }) => ({ ...e, id: `${e.id}b`, ts: e.ts + 1 })))
+        return exact([receipt, engine.results(), engine.stats()])
+      } finally {
+        placementReference.placeEach = false
+      }
+    })
+    expect(traces[0]).toBe(traces[1])
   })
 })
