@@ -264,6 +264,8 @@ export function define(): ProfileDefinition {
     ],
     showTimes: true,
     showGauges: ['bytesPerCell'],
+    // What a fresh replica receives when it joins: a server's sync step 2 (or a tab's) is one update.
+    timeTarget: { contender: 'through-yjs-one-update', maxMs: 50 },
     rounds: 7,
   }
 }

@@ -38,6 +38,13 @@ export interface ProfileDefinition {
   readonly showTimes?: boolean
   /** End gauges (of any contender) to list in the report, e.g. `bytesPerCell`. */
   readonly showGauges?: readonly string[]
+  /** An absolute target on one contender's median CPU time, marked ✓/✗ in the report. */
+  readonly timeTarget?: TimeTarget
+}
+
+export interface TimeTarget {
+  readonly contender: string
+  readonly maxMs: number
 }
 
 export interface ContenderFigures {
@@ -84,6 +91,7 @@ export interface ProfileFigures {
   readonly agreement: readonly Agreement[]
   readonly showTimes?: boolean
   readonly showGauges?: readonly string[]
+  readonly timeTarget?: TimeTarget
   /** Whole benchmark process: peak RSS (getrusage) and wall time, workload generation included. */
   readonly process: { readonly maxRssMB: number; readonly wallMs: number; readonly prepareMs: number }
 }
@@ -199,6 +207,7 @@ export async function runProfile(definition: ProfileDefinition, options: Profile
     agreement,
     ...(definition.showTimes === undefined ? {} : { showTimes: definition.showTimes }),
     ...(definition.showGauges === undefined ? {} : { showGauges: definition.showGauges }),
+    ...(definition.timeTarget === undefined ? {} : { timeTarget: definition.timeTarget }),
     process: {
       maxRssMB: Number((process.resourceUsage().maxRSS / 1024).toFixed(1)),
       wallMs: Math.round(performance.now() - started + prepareMs),

@@ -79,6 +79,12 @@ function markdown(run: BenchRun): string {
       .filter((r) => r.name !== 'engine/floor' && r.name !== 'engine-vs-rxjs')
       .map((r) => `${r.label}: ${formatRatio(r)}`)
     if (f.showTimes === true) extra.unshift(f.contenders.map((c) => `${c.name} ${c.timeMs.median.toFixed(1)} ms`).join(', '))
+    const target = f.timeTarget
+    const timed = target === undefined ? undefined : contender(f, target.contender)
+    if (target !== undefined && timed !== undefined) {
+      const ms = timed.timeMs.median
+      extra.unshift(`target: ${target.contender} < ${target.maxMs} ms: ${ms.toFixed(1)} ms ${ms < target.maxMs ? '✓' : '✗'}`)
+    }
     for (const gauge of f.showGauges ?? []) {
       const owner = f.contenders.find((c) => c.end[gauge] !== undefined)
       if (owner !== undefined) extra.push(`${gauge} ${num(owner.end[gauge])}`)
