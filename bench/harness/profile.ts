@@ -38,7 +38,10 @@ export interface ProfileDefinition {
   readonly showTimes?: boolean
   /** End gauges (of any contender) to list in the report, e.g. `bytesPerCell`. */
   readonly showGauges?: readonly string[]
-  /** An absolute target on one contender's median CPU time, marked ✓/✗ in the report. */
+  /**
+   * An absolute target on one contender's median elapsed (wall) time, marked ✓/✗ in the report:
+   * how long the work blocks the thread. Elapsed time overstates it on a loaded machine.
+   */
   readonly timeTarget?: TimeTarget
 }
 

@@ -82,8 +82,11 @@ function markdown(run: BenchRun): string {
     const target = f.timeTarget
     const timed = target === undefined ? undefined : contender(f, target.contender)
     if (target !== undefined && timed !== undefined) {
-      const ms = timed.timeMs.median
-      extra.unshift(`target: ${target.contender} < ${target.maxMs} ms: ${ms.toFixed(1)} ms ${ms < target.maxMs ? '✓' : '✗'}`)
+      // Judged on elapsed time: process CPU time also counts V8's parallel GC threads (about a third more here).
+      const ms = timed.wallMs.median
+      extra.unshift(
+        `target: ${target.contender} < ${target.maxMs} ms elapsed: ${ms.toFixed(1)} ms ${ms < target.maxMs ? '✓' : '✗'} (process CPU ${timed.timeMs.median.toFixed(1)} ms)`,
+      )
     }
     for (const gauge of f.showGauges ?? []) {
       const owner = f.contenders.find((c) => c.end[gauge] !== undefined)
