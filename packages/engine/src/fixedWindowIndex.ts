@@ -165,7 +165,7 @@ export class FixedWindowIndex implements WindowIndex {
         if (keys === null || !sameKeys(keys, group.keys)) {
           keys = group.keys
           windows.length = 0
-          for (const key of keys) windows.push(this.#windowFor(key, start, end, expired, frontiers, hooks))
+          for (const key of keys) windows.push(this.#windowFor(key, start, end, expired, list.length, frontiers, hooks))
         }
         const source = group.source
         for (let i = 0; i < windows.length; i++) {
@@ -190,8 +190,16 @@ export class FixedWindowIndex implements WindowIndex {
     return counts
   }
 
-  /** The live window of `key` at `start`, created unless it already left live state (`expired`). */
-  #windowFor(key: string, start: number, end: number, expired: boolean, frontiers: RemoteFrontiers, hooks: WindowHooks): WindowState | undefined {
+  /** The live window of `key` at `start`, created (with room for `sources` peers' cells) unless it already left live state (`expired`). */
+  #windowFor(
+    key: string,
+    start: number,
+    end: number,
+    expired: boolean,
+    sources: number,
+    frontiers: RemoteFrontiers,
+    hooks: WindowHooks,
+  ): WindowState | undefined {
     const ordinal = this.#ordinal(start)
     let series = this.#byKey.get(key)
     let window = series?.get(ordinal)
@@ -202,6 +210,7 @@ export class FixedWindowIndex implements WindowIndex {
     }
     window = new WindowState(this.id, key, start, end)
     window.fired = end <= frontiers.firing
+    window.reserveRows(sources)
     series.set(ordinal, window)
     this.#count++
     hooks.created(window)

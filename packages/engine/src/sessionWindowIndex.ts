@@ -153,7 +153,7 @@ export class SessionWindowIndex implements WindowIndex {
     for (let i = from + 1; i < to; i++) {
       const swallowed = sessions[i] as WindowState
       hooks.swallowed(swallowed)
-      for (const fragment of swallowed.fragments) target.fragments.push(fragment)
+      target.fragments = [...target.fragments, ...swallowed.fragments]
       swallowed.fragments = []
       swallowed.live = false
       if (swallowed.final) target.final = true

@@ -1,4 +1,6 @@
 import type { Cell } from './cell.ts'
+
+const NO_FRAGMENTS: readonly SessionFragment[] = Object.freeze([])
 import { type CellGroup, compareGroupCell, compareGroupRow, overwriteFromGroup, writeGroupRow } from './cellGroup.ts'
 import type { WindowSnapshot } from './engineCheckpoint.ts'
 import type { Basis, ResultStatus, WindowResult } from './windowResult.ts'
@@ -20,8 +22,8 @@ export class WindowState {
   readonly key: string
   start: number
   end: number
-  /** Session windows: fragments, in no particular order. */
-  fragments: SessionFragment[] = []
+  /** Session windows: fragments, in no particular order. Replaced, never mutated: fixed windows share one frozen empty list. */
+  fragments: SessionFragment[] = NO_FRAGMENTS as SessionFragment[]
   /** The on-time result was emitted (or the window was created already past the firing frontier). */
   fired = false
   final = false
@@ -49,7 +51,7 @@ export class WindowState {
    */
   readonly #sources: string[] = []
   #ordered: (Cell | null)[] | null = null
-  /** Row-aligned with `#sources` once any peer cell is kept as numbers; rows of object cells are unused. */
+  /** Row `i` belongs to `#sources[i]` once any peer cell is kept as numbers (rows of object cells are unused, rows past the sources are reserved room). */
   #values: number[] | null = null
 
   constructor(window: string, key: string, start: number, end: number) {
@@ -118,6 +120,16 @@ export class WindowState {
     return true
   }
 
+  /**
+   * Fixed windows: makes room for `rows` peers' cells kept as numbers, in one exact allocation
+   * (a merge knows how many sources' groups it brings for a window start; growing row by row
+   * allocates about twice the final size).
+   */
+  reserveRows(rows: number): void {
+    if (this.#values !== null || rows < 2) return
+    this.#values = new Array<number>(6 * Math.max(rows, this.#sources.length)).fill(0)
+  }
+
   /** Inserts a source at `at`, with its cell object or `null` (its values then go into its row). */
   #insert(at: number, source: string, cell: Cell | null): void {
     const sources = this.#sources
@@ -131,7 +143,8 @@ export class WindowState {
     if (at === sources.length) {
       sources.push(source)
       ordered?.push(cell)
-      if (values !== null) values.push(0, 0, 0, 0, 0, 0)
+      // Rows beyond the sources are room reserved by `reserveRows`.
+      if (values !== null && values.length < 6 * sources.length) values.push(0, 0, 0, 0, 0, 0)
     } else {
       sources.splice(at, 0, source)
       ordered?.splice(at, 0, cell)
