@@ -127,7 +127,7 @@ export class WindowState {
    */
   reserveRows(rows: number): void {
     if (this.#values !== null || rows < 2) return
-    this.#values = new Array<number>(6 * Math.max(rows, this.#sources.length)).fill(0)
+    this.#values = zeroRows(Math.max(rows, this.#sources.length))
   }
 
   /** Inserts a source at `at`, with its cell object or `null` (its values then go into its row). */
@@ -296,6 +296,22 @@ export class WindowState {
     for (const fragment of this.fragments) n += fragment.cell.count
     return n
   }
+}
+
+/** Arrays of `6 × rows` zeros already holding doubles, copied by `zeroRows` (a copy is one exact allocation). */
+const zeroTemplates: number[][] = []
+
+/** A new array of `6 × rows` zeros, stored as unboxed doubles from the start. */
+function zeroRows(rows: number): number[] {
+  if (rows > 64) return new Array<number>(6 * rows).fill(0)
+  let template = zeroTemplates[rows]
+  if (template === undefined) {
+    // Seeded with a fraction so the array's elements are doubles, then zeroed.
+    template = new Array<number>(6 * rows).fill(0.5)
+    template.fill(0)
+    zeroTemplates[rows] = template
+  }
+  return template.slice()
 }
 
 /** Fragments' cells by source, then start. */

@@ -66,6 +66,39 @@ export function readMeta(value: unknown): { readonly schema: number; readonly co
   return { schema, configuration }
 }
 
+/**
+ * Aligned copies of groups' column bytes, carved out of shared 512 KB buffers: the bytes are a
+ * view into the whole update at any alignment, and a new buffer per group (thousands in a cold
+ * join) costs more than the copy itself. A buffer is freed once no group read from it is held;
+ * the engine copies what it keeps, so groups live only as long as one merge.
+ */
+class ColumnArena {
+  static readonly SIZE = 1 << 16
+  #chunk = new Float64Array(0)
+  #bytes = new Uint8Array(0)
+  #used = 0
+
+  copy(bytes: Uint8Array): Float64Array {
+    const n = bytes.byteLength / 8
+    if (n > ColumnArena.SIZE / 8) {
+      const own = new Float64Array(n)
+      new Uint8Array(own.buffer).set(bytes)
+      return own
+    }
+    if (this.#used + n > this.#chunk.length) {
+      this.#chunk = new Float64Array(ColumnArena.SIZE)
+      this.#bytes = new Uint8Array(this.#chunk.buffer)
+      this.#used = 0
+    }
+    this.#bytes.set(bytes, this.#used * 8)
+    const columns = this.#chunk.subarray(this.#used, this.#used + n)
+    this.#used += n
+    return columns
+  }
+}
+
+const columnArena = new ColumnArena()
+
 /** The doc entry of a group. The columns are copied: the entry is immutable once in Yjs. */
 export function writeGroupEntry(group: CellGroup): DocEntry {
   const columns = group.columns
@@ -131,11 +164,7 @@ export function readGroupEntry(value: unknown, keyLists?: KeyLists): CellGroup |
   if (keys.length !== n) return `keys must be a JSON array of ${n} strings: ${preview(keysJson)}`
   keyLists?.set(keysJson, keys)
   let columns: Float64Array
-  if (littleEndianHost) {
-    // A copy: the bytes are a view into the whole update, at any alignment.
-    columns = new Float64Array(n * GROUP_COLUMNS)
-    new Uint8Array(columns.buffer).set(bytes)
-  }
+  if (littleEndianHost) columns = columnArena.copy(bytes)
   else {
     columns = new Float64Array(n * GROUP_COLUMNS)
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
@@ -156,11 +185,23 @@ export class KeyLists {
     this.#limit = limit
   }
 
+  #lastJson = ''
+  #lastKeys: readonly string[] | undefined
+
   get(json: string): readonly string[] | undefined {
-    return this.#lists.get(json)
+    // Consecutive groups of one writer mostly repeat the last list: one comparison, no hashing of the text.
+    if (json === this.#lastJson) return this.#lastKeys
+    const keys = this.#lists.get(json)
+    if (keys !== undefined) {
+      this.#lastJson = json
+      this.#lastKeys = keys
+    }
+    return keys
   }
 
   set(json: string, keys: readonly string[]): void {
+    this.#lastJson = json
+    this.#lastKeys = keys
     if (this.#lists.has(json)) return
     if (this.#lists.size >= this.#limit) this.#lists.clear()
     this.#lists.set(json, keys)
