@@ -224,6 +224,29 @@ export function cellGroupProblem(group: CellGroup): string | null {
 export function groupCellProblem(group: CellGroup, i: number): string | null {
   const n = group.keys.length
   const c = group.columns
+  // The common case in a few comparisons (every column value is a number already); anything
+  // unusual (tombstones, huge sums, bad values) takes the full check for its reason.
+  const count = c[i] as number
+  const min = c[2 * n + i] as number
+  const max = c[3 * n + i] as number
+  const maxTs = c[4 * n + i] as number
+  const version = c[5 * n + i] as number
+  const sum = c[n + i] as number
+  if (
+    count > 0 &&
+    count <= 2 ** 40 &&
+    Number.isInteger(count) &&
+    min <= max &&
+    min > -1e300 &&
+    max < 1e300 &&
+    maxTs >= -MAX_ABS_TS &&
+    maxTs <= MAX_ABS_TS &&
+    Number.isSafeInteger(version) &&
+    version >= 0 &&
+    Math.abs(sum) <= count * Math.max(-min, max)
+  ) {
+    return null
+  }
   return cellValuesProblem(c[i] as number, c[n + i] as number, c[2 * n + i] as number, c[3 * n + i] as number, c[4 * n + i] as number, c[5 * n + i] as number)
 }
 

@@ -39,7 +39,8 @@ export class WindowState {
   basisEnd = Number.NEGATIVE_INFINITY
   /** Batch number that last touched this window (0 = never). */
   touchedIn = 0
-  #history: WindowResult[] | null = null
+  /** Fired results, oldest first: the only one as itself (most windows fire once and are never corrected), an array from the second. */
+  #history: WindowResult[] | WindowResult | null = null
   /**
    * Fixed windows: the sources with a cell, in sorted order (the combination order, so every
    * replica adds the same floats), and their cells in that order. A cell is an object when this
@@ -243,17 +244,17 @@ export class WindowState {
     this.emitted = result
     if (result.status === 'provisional' || limit <= 0) return
     const history = this.#history
-    if (history === null) {
-      // Most windows fire once: a one-slot array, where [] would grow to 17 slots on the first push.
-      this.#history = [result]
-      return
+    if (history === null || limit === 1) this.#history = result
+    else if (!Array.isArray(history)) this.#history = [history, result]
+    else {
+      history.push(result)
+      if (history.length > limit) history.splice(0, history.length - limit)
     }
-    history.push(result)
-    if (history.length > limit) history.splice(0, history.length - limit)
   }
 
   history(): readonly WindowResult[] {
-    return this.#history ?? []
+    const history = this.#history
+    return history === null ? [] : Array.isArray(history) ? history : [history]
   }
 
   snapshot(): WindowSnapshot {
@@ -282,7 +283,7 @@ export class WindowState {
     w.basis = s.basis
     w.basisEnd = s.basisEnd
     w.emitted = s.emitted
-    w.#history = s.history.length > 0 ? [...s.history] : null
+    w.#history = s.history.length === 0 ? null : s.history.length === 1 ? (s.history[0] as WindowResult) : [...s.history]
     for (const [source, cell] of s.cells) w.addCell(source, { ...cell })
     w.fragments = s.fragments.map(([source, start, cell]) => ({ source, start, cell: { ...cell } }))
     return w
