@@ -1,4 +1,4 @@
-import { type Cell, addToCell, emptyCell } from './cell.ts'
+import { type Cell, emptyCell } from './cell.ts'
 import type { CellGroup } from './cellGroup.ts'
 import {
   ADMITTED_LATE,
@@ -13,7 +13,7 @@ import {
 } from './windowIndex.ts'
 import { alignedStart } from './windowSpec.ts'
 import { WindowState } from './windowState.ts'
-import type { PaneRun } from './paneRuns.ts'
+import { PaneRun } from './paneRuns.ts'
 
 /**
  * Tumbling and sliding windows: aligned starts every `slide` ms, each `size` long.
@@ -39,6 +39,9 @@ export class FixedWindowIndex implements WindowIndex {
   /** By `slot * maxNewPerEvent + ordinal mod maxNewPerEvent`: the window a source last reached there, and its cell in it. */
   readonly #recentWindows: (WindowState | undefined)[] = []
   readonly #recentCells: (Cell | undefined)[] = []
+  /** The run `place` reuses for one event, and its value. */
+  #single: PaneRun | null = null
+  readonly #singleValue = new Float64Array(1)
 
   constructor(id: string, size: number, slide: number) {
     this.id = id
@@ -72,6 +75,11 @@ export class FixedWindowIndex implements WindowIndex {
     return missing
   }
 
+  /**
+   * One event, as a run of one (`placeRun`): the windows it reaches, refusals and its cell
+   * update are those of a run, so the per-event path (sessions' batches near `maxWindows`, the
+   * reference placement in tests) and the run path cannot drift apart.
+   */
   place(
     key: string,
     source: PlacementSource,
@@ -81,65 +89,20 @@ export class FixedWindowIndex implements WindowIndex {
     frontiers: BatchFrontiers,
     hooks: WindowHooks,
   ): number {
-    let series: Map<number, WindowState> | undefined
-    let outcome = 0
-    const size = this.#size
-    const slide = this.#slide
-    const first = alignedStart(ts, slide)
-    const slots = this.maxNewPerEvent
-    const base = source.slot * slots
-    const recentWindows = this.#recentWindows
-    const recentCells = this.#recentCells
-    let ordinal = this.#ordinal(first)
-    let at = base + slotOf(ordinal, slots)
-    for (let start = first; start > ts - size; start -= slide, ordinal--, at = at === base ? base + slots - 1 : at - 1) {
-      const end = start + size
-      const recent = recentWindows[at]
-      let window: WindowState | undefined
-      let cell: Cell | undefined
-      if (recent !== undefined && recent.start === start && recent.key === key && recent.live) {
-        window = recent
-        cell = recentCells[at]
-      } else {
-        series ??= this.#byKey.get(key)
-        window = series?.get(ordinal)
-      }
-      if (window === undefined || window.final) {
-        if (end + frontiers.lateness <= frontiers.watermark) {
-          outcome |= REFUSED
-          continue
-        }
-      }
-      if (window === undefined) {
-        window = new WindowState(this.id, key, start, end)
-        // Created past the firing frontier: it can only be a late correction.
-        window.fired = end <= frontiers.firing
-        if (series === undefined) {
-          series = new Map()
-          this.#byKey.set(key, series)
-        }
-        series.set(ordinal, window)
-        this.#count++
-        hooks.created(window)
-      }
-      if (cell === undefined) {
-        cell = window.cell(source.name)
-        if (cell === undefined) {
-          cell = emptyCell()
-          window.addCell(source.name, cell)
-        }
-        recentWindows[at] = window
-        recentCells[at] = cell
-      }
-      addToCell(cell, ts, value, version)
-      hooks.written(window, source.name, start, cell)
-      outcome |= window.fired ? ADMITTED_LATE : ON_TIME
-      if (window.touchedIn !== frontiers.batch) {
-        window.touchedIn = frontiers.batch
-        hooks.touched(window)
-      }
-    }
-    return outcome
+    const run = this.#single ?? new PaneRun(source, -1)
+    this.#single = run
+    run.source = source
+    run.key = key
+    // Any time in a pane reaches the pane's windows: the event's own time will do.
+    run.pane = ts
+    run.count = 1
+    run.min = value
+    run.max = value
+    run.maxTs = ts
+    run.version = version
+    run.head = 0
+    this.#singleValue[0] = value
+    return this.placeRun(run, this.#singleValue, NO_NEXT, frontiers, hooks)
   }
 
   /**
@@ -370,3 +333,6 @@ function slotOf(ordinal: number, slots: number): number {
   const r = ordinal - Math.floor(ordinal / slots) * slots
   return r < 0 ? r + slots : r >= slots ? r - slots : r
 }
+
+/** The `next` list of a run of one event. */
+const NO_NEXT = Int32Array.of(-1)

@@ -1,4 +1,5 @@
 import type { SourceClock } from './sourceClock.ts'
+import type { PlacementSource } from './windowIndex.ts'
 import { alignedStart } from './windowSpec.ts'
 
 /**
@@ -7,7 +8,7 @@ import { alignedStart } from './windowSpec.ts'
  * every fixed spec, so the run is placed once per window instead of once per event.
  */
 export class PaneRun {
-  source: SourceClock
+  source: PlacementSource
   key = ''
   /** Start of the pane (an aligned multiple of the pane size). */
   pane = 0
@@ -27,7 +28,7 @@ export class PaneRun {
   /** Position in `PaneRuns.runs` (fixed: the pool never reorders). */
   readonly at: number
 
-  constructor(source: SourceClock, at: number) {
+  constructor(source: PlacementSource, at: number) {
     this.source = source
     this.at = at
   }
