@@ -102,7 +102,7 @@ export function compareGroupCell(group: CellGroup, i: number, cell: Readonly<Cel
  * @example
  * if (compareGroupRow(group, i, values, 6 * position) > 0) writeGroupRow(group, i, values, 6 * position)
  */
-export function compareGroupRow(group: CellGroup, i: number, values: readonly number[], at: number): number {
+export function compareGroupRow(group: CellGroup, i: number, values: Float64Array, at: number): number {
   const n = group.keys.length
   const c = group.columns
   return (
@@ -121,7 +121,7 @@ export function compareGroupRow(group: CellGroup, i: number, values: readonly nu
  * @example
  * writeGroupRow(group, 0, values, 0)
  */
-export function writeGroupRow(group: CellGroup, i: number, values: number[], at: number): void {
+export function writeGroupRow(group: CellGroup, i: number, values: Float64Array, at: number): void {
   const n = group.keys.length
   const c = group.columns
   values[at] = c[i] as number

@@ -1,4 +1,5 @@
 import type { Cell } from './cell.ts'
+import { takeRows } from './rowSpace.ts'
 
 const NO_FRAGMENTS: readonly SessionFragment[] = Object.freeze([])
 import { type CellGroup, compareGroupCell, compareGroupRow, overwriteFromGroup, writeGroupRow } from './cellGroup.ts'
@@ -46,14 +47,14 @@ export class WindowState {
    * replica adds the same floats), and their cells in that order. A cell is an object when this
    * replica writes it or someone holds it (placement caches); a peer's cell that nobody holds
    * is `null` here and lives as six numbers in `#values` (count, sum, min, max, maxTs, version
-   * at `6 × position`): an array of doubles stores them unboxed, where an object would box each
-   * double field, and a fresh replica merging 80k cells would allocate ~400k objects. A window
-   * holding only such rows has no `#ordered` at all.
+   * at `6 × position`, in shared typed-array storage: rowSpace.ts), where an object would box
+   * each double field and a fresh replica merging 80k cells would allocate ~400k objects. A
+   * window holding only such rows has no `#ordered` at all.
    */
   readonly #sources: string[] = []
   #ordered: (Cell | null)[] | null = null
   /** Row `i` belongs to `#sources[i]` once any peer cell is kept as numbers (rows of object cells are unused, rows past the sources are reserved room). */
-  #values: number[] | null = null
+  #values: Float64Array | null = null
 
   constructor(window: string, key: string, start: number, end: number) {
     this.window = window
@@ -105,7 +106,7 @@ export class WindowState {
     const at = this.#position(source)
     if (this.#sources[at] !== source) {
       this.#insert(at, source, null)
-      writeGroupRow(group, i, this.#values as number[], 6 * at)
+      writeGroupRow(group, i, this.#values as Float64Array, 6 * at)
       return true
     }
     const cell = this.#ordered?.[at] ?? null
@@ -115,41 +116,47 @@ export class WindowState {
       overwriteFromGroup(cell, group, i)
       return true
     }
-    const values = this.#values as number[]
+    const values = this.#values as Float64Array
     if (compareGroupRow(group, i, values, 6 * at) <= 0) return false
     writeGroupRow(group, i, values, 6 * at)
     return true
   }
 
   /**
-   * Fixed windows: makes room for `rows` peers' cells kept as numbers, in one exact allocation
-   * (a merge knows how many sources' groups it brings for a window start; growing row by row
-   * allocates about twice the final size).
+   * Fixed windows: makes room for `rows` peers' cells kept as numbers at once (a merge knows
+   * how many sources' groups it brings for a window start), rather than growing row by row.
    */
   reserveRows(rows: number): void {
     if (this.#values !== null || rows < 2) return
-    this.#values = zeroRows(Math.max(rows, this.#sources.length))
+    this.#values = takeRows(Math.max(rows, this.#sources.length))
   }
 
   /** Inserts a source at `at`, with its cell object or `null` (its values then go into its row). */
   #insert(at: number, source: string, cell: Cell | null): void {
     const sources = this.#sources
+    const n = sources.length
     let values = this.#values
-    if (values === null && cell === null) {
-      values = []
-      for (let n = 6 * sources.length; n > 0; n--) values.push(0)
+    if (values === null && cell === null) values = takeRows(Math.max(n + 1, 2))
+    if (values !== null) {
+      if (values.length < 6 * (n + 1)) {
+        // Outgrown: a block twice the size; the old one is left unused.
+        const grown = takeRows(2 * (n + 1))
+        grown.set(values.subarray(0, 6 * at))
+        grown.set(values.subarray(6 * at, 6 * n), 6 * (at + 1))
+        values = grown
+      } else if (at < n) {
+        values.copyWithin(6 * (at + 1), 6 * at, 6 * n)
+        values.fill(0, 6 * at, 6 * (at + 1))
+      }
       this.#values = values
     }
     const ordered = cell === null ? this.#ordered : (this.#ordered ?? this.#objects())
-    if (at === sources.length) {
+    if (at === n) {
       sources.push(source)
       ordered?.push(cell)
-      // Rows beyond the sources are room reserved by `reserveRows`.
-      if (values !== null && values.length < 6 * sources.length) values.push(0, 0, 0, 0, 0, 0)
     } else {
       sources.splice(at, 0, source)
       ordered?.splice(at, 0, cell)
-      if (values !== null) values.splice(6 * at, 0, 0, 0, 0, 0, 0, 0)
     }
   }
 
@@ -163,7 +170,7 @@ export class WindowState {
 
   /** A new cell object from the numbers of row `at`. */
   #rowCell(at: number): Cell {
-    const v = this.#values as number[]
+    const v = this.#values as Float64Array
     const o = 6 * at
     return { count: v[o] as number, sum: v[o + 1] as number, min: v[o + 2] as number, max: v[o + 3] as number, maxTs: v[o + 4] as number, version: v[o + 5] as number }
   }
@@ -213,7 +220,7 @@ export class WindowState {
           if (cell.min < min) min = cell.min
           if (cell.max > max) max = cell.max
         } else {
-          const v = values as number[]
+          const v = values as Float64Array
           const o = 6 * i
           count += v[o] as number
           sum += v[o + 1] as number
@@ -293,26 +300,10 @@ export class WindowState {
   count(): number {
     let n = 0
     const ordered = this.#ordered
-    for (let i = 0; i < this.#sources.length; i++) n += ordered?.[i]?.count ?? ((this.#values as number[])[6 * i] as number)
+    for (let i = 0; i < this.#sources.length; i++) n += ordered?.[i]?.count ?? ((this.#values as Float64Array)[6 * i] as number)
     for (const fragment of this.fragments) n += fragment.cell.count
     return n
   }
-}
-
-/** Arrays of `6 × rows` zeros already holding doubles, copied by `zeroRows` (a copy is one exact allocation). */
-const zeroTemplates: number[][] = []
-
-/** A new array of `6 × rows` zeros, stored as unboxed doubles from the start. */
-function zeroRows(rows: number): number[] {
-  if (rows > 64) return new Array<number>(6 * rows).fill(0)
-  let template = zeroTemplates[rows]
-  if (template === undefined) {
-    // Seeded with a fraction so the array's elements are doubles, then zeroed.
-    template = new Array<number>(6 * rows).fill(0.5)
-    template.fill(0)
-    zeroTemplates[rows] = template
-  }
-  return template.slice()
 }
 
 /** Fragments' cells by source, then start. */
