@@ -1,7 +1,14 @@
 import type { Cell } from './cell.ts'
-import { takeRows } from './rowSpace.ts'
+import { DoubleSlab } from './doubleSlab.ts'
 
 const NO_FRAGMENTS: readonly SessionFragment[] = Object.freeze([])
+
+/**
+ * Peers' cells kept as numbers, for every window: blocks of shared 64 KB buffers, so a cold join
+ * of 10k windows leaves V8's young-generation collector a view per window to copy, not 4 MB of
+ * rows. A window that outgrows its block takes one twice the size and leaves the old one unused.
+ */
+const peerRows = new DoubleSlab(8_192)
 import { type CellGroup, compareGroupCell, compareGroupRow, overwriteFromGroup, writeGroupRow } from './cellGroup.ts'
 import type { WindowSnapshot } from './engineCheckpoint.ts'
 import type { Basis, ResultStatus, WindowResult } from './windowResult.ts'
@@ -47,7 +54,7 @@ export class WindowState {
    * replica adds the same floats), and their cells in that order. A cell is an object when this
    * replica writes it or someone holds it (placement caches); a peer's cell that nobody holds
    * is `null` here and lives as six numbers in `#values` (count, sum, min, max, maxTs, version
-   * at `6 × position`, in shared typed-array storage: rowSpace.ts), where an object would box
+   * at `6 × position`, in typed-array blocks of shared 64 KB buffers: `peerRows`), where an object would box
    * each double field and a fresh replica merging 80k cells would allocate ~400k objects. A
    * window holding only such rows has no `#ordered` at all.
    */
@@ -128,7 +135,7 @@ export class WindowState {
    */
   reserveRows(rows: number): void {
     if (this.#values !== null || rows < 2) return
-    this.#values = takeRows(Math.max(rows, this.#sources.length))
+    this.#values = peerRows.take(6 * Math.max(rows, this.#sources.length))
   }
 
   /** Inserts a source at `at`, with its cell object or `null` (its values then go into its row). */
@@ -136,11 +143,11 @@ export class WindowState {
     const sources = this.#sources
     const n = sources.length
     let values = this.#values
-    if (values === null && cell === null) values = takeRows(Math.max(n + 1, 2))
+    if (values === null && cell === null) values = peerRows.take(6 * Math.max(n + 1, 2))
     if (values !== null) {
       if (values.length < 6 * (n + 1)) {
         // Outgrown: a block twice the size; the old one is left unused.
-        const grown = takeRows(2 * (n + 1))
+        const grown = peerRows.take(12 * (n + 1))
         grown.set(values.subarray(0, 6 * at))
         grown.set(values.subarray(6 * at, 6 * n), 6 * (at + 1))
         values = grown

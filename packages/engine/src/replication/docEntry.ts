@@ -28,6 +28,7 @@
  * the lattice join, so the order in which entries are seen never matters.
  */
 import { type CellGroup, GROUP_COLUMNS, isName, isTime, MAX_GROUP_CELLS } from '../cellGroup.ts'
+import { DoubleSlab } from '../doubleSlab.ts'
 import { MAX_ABS_TS, MAX_NAME_LENGTH } from '../event.ts'
 import type { ClockEntry } from '../replicaPort.ts'
 
@@ -67,37 +68,11 @@ export function readMeta(value: unknown): { readonly schema: number; readonly co
 }
 
 /**
- * Aligned copies of groups' column bytes, carved out of shared 512 KB buffers: the bytes are a
- * view into the whole update at any alignment, and a new buffer per group (thousands in a cold
- * join) costs more than the copy itself. A buffer is freed once no group read from it is held;
- * the engine copies what it keeps, so groups live only as long as one merge.
+ * Groups' columns, copied out of the update's bytes (a view into the whole update, at any
+ * alignment): one new buffer per group (thousands in a cold join) costs more than the copy. The
+ * engine copies what it keeps, so groups live only as long as one merge.
  */
-class ColumnArena {
-  static readonly SIZE = 1 << 16
-  #chunk = new Float64Array(0)
-  #bytes = new Uint8Array(0)
-  #used = 0
-
-  copy(bytes: Uint8Array): Float64Array {
-    const n = bytes.byteLength / 8
-    if (n > ColumnArena.SIZE / 8) {
-      const own = new Float64Array(n)
-      new Uint8Array(own.buffer).set(bytes)
-      return own
-    }
-    if (this.#used + n > this.#chunk.length) {
-      this.#chunk = new Float64Array(ColumnArena.SIZE)
-      this.#bytes = new Uint8Array(this.#chunk.buffer)
-      this.#used = 0
-    }
-    this.#bytes.set(bytes, this.#used * 8)
-    const columns = this.#chunk.subarray(this.#used, this.#used + n)
-    this.#used += n
-    return columns
-  }
-}
-
-const columnArena = new ColumnArena()
+const groupColumns = new DoubleSlab(1 << 16)
 
 /** The doc entry of a group. The columns are copied: the entry is immutable once in Yjs. */
 export function writeGroupEntry(group: CellGroup): DocEntry {
@@ -164,7 +139,10 @@ export function readGroupEntry(value: unknown, keyLists?: KeyLists): CellGroup |
   if (keys.length !== n) return `keys must be a JSON array of ${n} strings: ${preview(keysJson)}`
   keyLists?.set(keysJson, keys)
   let columns: Float64Array
-  if (littleEndianHost) columns = columnArena.copy(bytes)
+  if (littleEndianHost) {
+    columns = groupColumns.take(n * GROUP_COLUMNS)
+    new Uint8Array(columns.buffer, columns.byteOffset, columns.byteLength).set(bytes)
+  }
   else {
     columns = new Float64Array(n * GROUP_COLUMNS)
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
