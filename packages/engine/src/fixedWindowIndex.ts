@@ -128,7 +128,7 @@ export class FixedWindowIndex implements WindowIndex {
         if (keys === null || !sameKeys(keys, group.keys)) {
           keys = group.keys
           windows.length = 0
-          for (const key of keys) windows.push(this.#windowFor(key, start, end, expired, list.length, frontiers, hooks))
+          for (const key of keys) windows.push(this.#windowFor(key, start, expired, list.length, frontiers, hooks))
         }
         const source = group.source
         for (let i = 0; i < windows.length; i++) {
@@ -157,35 +157,42 @@ export class FixedWindowIndex implements WindowIndex {
   #windowFor(
     key: string,
     start: number,
-    end: number,
     expired: boolean,
     sources: number,
     frontiers: RemoteFrontiers,
     hooks: WindowHooks,
   ): WindowState | undefined {
     const ordinal = this.#ordinal(start)
-    let series = this.#byKey.get(key)
-    let window = series?.get(ordinal)
+    const window = this.#byKey.get(key)?.get(ordinal)
     if (window !== undefined || expired) return window
-    if (series === undefined) {
-      series = new Map()
-      this.#byKey.set(key, series)
-    }
-    window = new WindowState(this.id, key, start, end)
+    const created = this.#create(key, start, ordinal, frontiers, hooks)
+    created.reserveRows(sources)
+    return created
+  }
+
+  /** A new live window of `key` at `start` (ordinal `ordinal`); past the firing frontier it can only be corrected. */
+  #create(key: string, start: number, ordinal: number, frontiers: BatchFrontiers, hooks: WindowHooks): WindowState {
+    const end = start + this.#size
+    const window = new WindowState(this.id, key, start, end)
     window.fired = end <= frontiers.firing
-    window.reserveRows(sources)
-    series.set(ordinal, window)
+    this.#seriesOf(key).set(ordinal, window)
     this.#count++
     hooks.created(window)
     return window
   }
 
-  adopt(window: WindowState): void {
-    let series = this.#byKey.get(window.key)
+  /** The windows of `key` by ordinal, made when it has none. */
+  #seriesOf(key: string): Map<number, WindowState> {
+    let series = this.#byKey.get(key)
     if (series === undefined) {
       series = new Map()
-      this.#byKey.set(window.key, series)
+      this.#byKey.set(key, series)
     }
+    return series
+  }
+
+  adopt(window: WindowState): void {
+    const series = this.#seriesOf(window.key)
     const ordinal = this.#ordinal(window.start)
     if (!series.has(ordinal)) this.#count++
     series.set(ordinal, window)
@@ -260,17 +267,7 @@ export class FixedWindowIndex implements WindowIndex {
           continue
         }
       }
-      if (window === undefined) {
-        window = new WindowState(this.id, key, start, end)
-        window.fired = end <= frontiers.firing
-        if (series === undefined) {
-          series = new Map()
-          this.#byKey.set(key, series)
-        }
-        series.set(ordinal, window)
-        this.#count++
-        hooks.created(window)
-      }
+      window ??= this.#create(key, start, ordinal, frontiers, hooks)
       if (cell === undefined) {
         cell = window.cell(source.name)
         if (cell === undefined) {
