@@ -93,14 +93,12 @@ export class ReplicaLog {
       if (clock.writer !== this.replicaId) {
         return { kind: 'invalid', detail: `clock of ${JSON.stringify(clock.source)} in another replica's log names writer ${JSON.stringify(clock.writer)}` }
       }
-      file(this.#clocks, clock.source, raw as DocEntry)
+      this.#clocks.set(clock.source, filed(this.#clocks.get(clock.source), raw as DocEntry))
       return { kind: 'clock', entry: clock }
     }
     const group = readGroupEntry(raw, this.#keyLists)
     if (typeof group === 'string') return { kind: 'invalid', detail: group }
-    const list = this.#groups.get(group.window, group.source, group.start)
-    if (list === undefined) this.#groups.set(group.window, group.source, group.start, [raw as DocEntry])
-    else if (!list.includes(raw as DocEntry)) list.push(raw as DocEntry)
+    this.#groups.set(group.window, group.source, group.start, filed(this.#groups.get(group.window, group.source, group.start), raw as DocEntry))
     return { kind: 'group', entry: group }
   }
 
@@ -108,16 +106,18 @@ export class ReplicaLog {
   forget(raw: unknown): void {
     const entry = raw as DocEntry
     if (entryKind(raw) === 'clock') {
-      if (typeof entry[1] === 'string') unfile(this.#clocks, entry[1], entry)
+      const source = entry[1]
+      if (typeof source !== 'string') return
+      const rest = unfiled(this.#clocks.get(source), entry)
+      if (rest === null) this.#clocks.delete(source)
+      else this.#clocks.set(source, rest)
       return
     }
     const at = groupAddressOf(raw)
     if (at === null) return
-    const list = this.#groups.get(at.window, at.source, at.start)
-    if (list === undefined || !list.includes(entry)) return
-    const next = list.filter((e) => e !== entry)
-    if (next.length > 0) this.#groups.set(at.window, at.source, at.start, next)
-    else this.#dropGroup(at.window, at.source, at.start)
+    const rest = unfiled(this.#groups.get(at.window, at.source, at.start), entry)
+    if (rest === null) this.#dropGroup(at.window, at.source, at.start)
+    else this.#groups.set(at.window, at.source, at.start, rest)
   }
 
   /** Drops the index and reads every entry now in the array. */
@@ -201,8 +201,7 @@ export class ReplicaLog {
         if (n > largest) largest = n
       }
       if (2 * (total - largest + cells.size) <= largest) {
-        const keys = [...cells.keys()]
-        const raw = writeGroupEntry(packCellGroup(window, start, source, keys, keys.map((k) => cells.get(k) as Cell)))
+        const raw = draftEntry(draft)
         write.pushes.push(raw)
         this.#groups.set(window, source, start, [...existing, raw])
         return
@@ -222,8 +221,7 @@ export class ReplicaLog {
         if (mine === undefined || compareCells(cell, mine) > 0) cells.set(key, cell)
       }
     }
-    const keys = [...cells.keys()]
-    const raw = writeGroupEntry(packCellGroup(window, start, source, keys, keys.map((k) => cells.get(k) as Cell)))
+    const raw = draftEntry(draft)
     write.pushes.push(raw)
     this.#groups.set(window, source, start, [raw])
     this.#expired.delete(window, source, start)
@@ -271,18 +269,23 @@ function deleteEntries(array: Y.Array<DocEntry>, doomed: ReadonlySet<DocEntry>):
   for (let i = starts.length - 1; i >= 0; i--) array.delete(starts[i] as number, lengths[i] as number)
 }
 
-function file(index: Map<string, DocEntry[]>, key: string, raw: DocEntry): void {
-  const list = index.get(key)
-  if (list === undefined) index.set(key, [raw])
-  else if (!list.includes(raw)) list.push(raw)
+/** The doc entry of a draft's cells. */
+function draftEntry({ window, start, source, cells }: GroupDraft): DocEntry {
+  const keys = [...cells.keys()]
+  return writeGroupEntry(packCellGroup(window, start, source, keys, keys.map((k) => cells.get(k) as Cell)))
 }
 
-function unfile(index: Map<string, DocEntry[]>, key: string, raw: DocEntry): void {
-  const list = index.get(key)
-  if (list === undefined) return
-  const next = list.filter((e) => e !== raw)
-  if (next.length === 0) index.delete(key)
-  else index.set(key, next)
+/** `list` with `raw` in it once (a new list when there was none). */
+function filed(list: DocEntry[] | undefined, raw: DocEntry): DocEntry[] {
+  if (list === undefined) return [raw]
+  if (!list.includes(raw)) list.push(raw)
+  return list
+}
+
+/** `list` without `raw`; `null` when nothing is left. */
+function unfiled(list: readonly DocEntry[] | undefined, raw: DocEntry): DocEntry[] | null {
+  const rest = list === undefined ? [] : list.filter((e) => e !== raw)
+  return rest.length === 0 ? null : rest
 }
 
 function rawClock(raw: DocEntry): ClockEntry {
