@@ -76,28 +76,9 @@ export function groupCell(group: CellGroup, i: number): Cell {
 }
 
 /**
- * Lattice order of a group's `i`-th cell against `cell` (as `compareCells`), without allocating:
- * positive when the group's cell wins.
- *
- * @example
- * if (compareGroupCell(group, i, mine) > 0) overwriteFromGroup(mine, group, i)
- */
-export function compareGroupCell(group: CellGroup, i: number, cell: Readonly<Cell>): number {
-  const n = group.keys.length
-  const c = group.columns
-  return (
-    order(c[5 * n + i] as number, cell.version) ||
-    order(c[i] as number, cell.count) ||
-    order(c[n + i] as number, cell.sum) ||
-    order(c[2 * n + i] as number, cell.min) ||
-    order(c[3 * n + i] as number, cell.max) ||
-    order(c[4 * n + i] as number, cell.maxTs)
-  )
-}
-
-/**
  * Lattice order of a group's `i`-th cell against a cell kept as six numbers at `values[at]`
- * (count, sum, min, max, maxTs, version), as `compareGroupCell`.
+ * (count, sum, min, max, maxTs, version), in the order of `compareCells`; positive when the
+ * group's cell wins.
  *
  * @example
  * if (compareGroupRow(group, i, values, 6 * position) > 0) writeGroupRow(group, i, values, 6 * position)
@@ -130,23 +111,6 @@ export function writeGroupRow(group: CellGroup, i: number, values: Float64Array,
   values[at + 3] = c[3 * n + i] as number
   values[at + 4] = c[4 * n + i] as number
   values[at + 5] = c[5 * n + i] as number
-}
-
-/**
- * Makes `cell` hold a group's `i`-th cell, keeping its identity (holders of it see the new value).
- *
- * @example
- * overwriteFromGroup(mine, group, i)
- */
-export function overwriteFromGroup(cell: Cell, group: CellGroup, i: number): void {
-  const n = group.keys.length
-  const c = group.columns
-  cell.count = c[i] as number
-  cell.sum = c[n + i] as number
-  cell.min = c[2 * n + i] as number
-  cell.max = c[3 * n + i] as number
-  cell.maxTs = c[4 * n + i] as number
-  cell.version = c[5 * n + i] as number
 }
 
 function order(x: number, y: number): number {

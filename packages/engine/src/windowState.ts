@@ -1,4 +1,4 @@
-import type { Cell } from './cell.ts'
+import { type Cell, compareCells } from './cell.ts'
 import { DoubleSlab } from './doubleSlab.ts'
 
 const NO_FRAGMENTS: readonly SessionFragment[] = Object.freeze([])
@@ -9,7 +9,7 @@ const NO_FRAGMENTS: readonly SessionFragment[] = Object.freeze([])
  * rows. A window that outgrows its block takes one twice the size and leaves the old one unused.
  */
 const peerRows = new DoubleSlab(8_192)
-import { type CellGroup, compareGroupCell, compareGroupRow, overwriteFromGroup, writeGroupRow } from './cellGroup.ts'
+import { type CellGroup, compareGroupRow, groupCell, writeGroupRow } from './cellGroup.ts'
 import type { WindowSnapshot } from './engineCheckpoint.ts'
 import type { Basis, ResultStatus, WindowResult } from './windowResult.ts'
 
@@ -118,9 +118,11 @@ export class WindowState {
     }
     const cell = this.#ordered?.[at] ?? null
     if (cell !== null) {
-      if (compareGroupCell(group, i, cell) <= 0) return false
+      // An object cell (a source this replica writes, or wrote): rare, so the plain lattice order.
+      const peer = groupCell(group, i)
+      if (compareCells(peer, cell) <= 0) return false
       // In place: placement caches hold the object.
-      overwriteFromGroup(cell, group, i)
+      Object.assign(cell, peer)
       return true
     }
     const values = this.#values as Float64Array
