@@ -11,7 +11,7 @@ import { ingestSink } from './ingestSink.ts'
 import type { EngineCheckpoint, Journal, JournalOp } from './engineCheckpoint.ts'
 import { cellEntryProblem, clockEntryProblem } from './remoteValidation.ts'
 import { mergeRemoteClocks, mergeRemoteGroups } from './remoteMerge.ts'
-import type { CellEntry, ClockEntry, MergeReport, ReplicaPort } from './replicaPort.ts'
+import type { CellEntry, ClockEntry, MergeReport, ReplicaPort, ReplicaState } from './replicaPort.ts'
 import { ReplicationOutbox } from './replicationOutbox.ts'
 import { bindDoc, type DocBinding } from './replication/bindDoc.ts'
 import type { BatchFrontiers, WindowIndex } from './windowIndex.ts'
@@ -312,7 +312,8 @@ export class TidemarkEngine implements Engine {
       onLocalWrite: (listener) => this.#outbox.listen(listener),
       mergeRemote: (cells, clocks) => this.#mergeRemote(cells, clocks),
       mergeRemoteGroups: (groups, clocks) => this.#mergeRemoteGroups(groups, clocks),
-      exportState: () => ({ cells: liveCells(this.#indexes), clocks: [...this.#frontiers.sources.values()].map((clock) => clock.entry()) }),
+      exportState: () => this.#exportState(),
+      exportDurableState: (deliver) => this.#outbox.release({ ...this.#exportState(), expired: [] }, deliver),
       reportAnomaly: (reason, detail) => {
         this.#anomalies[reason]++
         this.#remoteAnomalies.record(`${reason}: ${detail}`)
@@ -368,6 +369,10 @@ export class TidemarkEngine implements Engine {
     if (batch !== null && this.#dedup.due) this.#dedup.purge(this.#indexes, this.#frontiers, batch)
     this.#outbox.flush()
     this.#feed.publish(changes)
+  }
+
+  #exportState(): ReplicaState {
+    return { cells: liveCells(this.#indexes), clocks: [...this.#frontiers.sources.values()].map((clock) => clock.entry()) }
   }
 
   #mergeRemote(cells: readonly CellEntry[], clocks: readonly ClockEntry[]): MergeReport {

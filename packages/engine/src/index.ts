@@ -54,7 +54,7 @@ export type {
 } from './engineApi.ts'
 export type { StreamEvent } from './event.ts'
 export type { EngineCheckpoint, Journal, JournalOp } from './engineCheckpoint.ts'
-export type { CellAddress, CellEntry, ClockEntry, LocalWrite, MergeReport, ReplicaPort } from './replicaPort.ts'
+export type { CellAddress, CellEntry, ClockEntry, LocalWrite, MergeReport, ReplicaPort, ReplicaState } from './replicaPort.ts'
 export type {
   BindDocOptions,
   BroadcastChannelProviderOptions,

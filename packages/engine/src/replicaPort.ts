@@ -47,6 +47,12 @@ export interface LocalWrite {
   readonly expired: readonly CellAddress[]
 }
 
+/** A replica's whole state: every live cell and known clock. */
+export interface ReplicaState {
+  readonly cells: readonly CellEntry[]
+  readonly clocks: readonly ClockEntry[]
+}
+
 /** What merging a peer's state did. */
 export interface MergeReport {
   /** Cells that changed local state. */
@@ -82,8 +88,21 @@ export interface ReplicaPort {
   mergeRemote(cells: readonly CellEntry[], clocks: readonly ClockEntry[]): MergeReport
   /** As `mergeRemote`, with the cells packed in groups (what the Yjs binding reads from the doc). */
   mergeRemoteGroups(groups: readonly CellGroup[], clocks: readonly ClockEntry[]): MergeReport
-  /** Every live cell and known clock, for a first publish or a checkpoint. */
-  exportState(): { readonly cells: readonly CellEntry[]; readonly clocks: readonly ClockEntry[] }
+  /**
+   * Every live cell and known clock, as they stand now: with a write-ahead log (`openEngine`)
+   * this can include batches not yet durable. To publish it to peers, use `exportDurableState`.
+   */
+  exportState(): ReplicaState
+  /**
+   * Every live cell and known clock as they stand now, handed to `deliver` once every operation
+   * they reflect is durable (at once for an engine without a write-ahead log), and before any
+   * later `onLocalWrite`. The cells are copies. A transport's first publish goes through here, so
+   * a crash cannot leave peers holding state this replica lost.
+   *
+   * @example
+   * port.exportDurableState((state) => doc.transact(() => publishAll(state), origin))
+   */
+  exportDurableState(deliver: (state: ReplicaState) => void): void
   /** Records an anomaly found while reading peers' state (`invalid_remote_cell`, `source_conflict`). */
   reportAnomaly(reason: 'invalid_remote_cell' | 'source_conflict', detail: string): void
   /** Lets the transport report sync status and document size into `syncStatus()` / `stats()`. */

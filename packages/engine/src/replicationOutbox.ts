@@ -62,19 +62,29 @@ export class ReplicationOutbox {
   flush(): void {
     if (this.#listeners.size === 0) return
     if (this.#cells.size === 0 && this.#clocks.size === 0 && this.#expired.length === 0) return
-    const gate = this.#gate
-    const cells = [...this.#cells.values()]
-    if (gate !== null) for (let i = 0; i < cells.length; i++) cells[i] = copyEntry(cells[i] as CellEntry)
     const write: LocalWrite = {
-      cells,
+      cells: [...this.#cells.values()],
       clocks: [...this.#clocks].map((clock) => clock.entry()),
       expired: this.#expired,
     }
     this.#cells = new Map()
     this.#clocks = new Set()
     this.#expired = []
-    if (gate === null) this.#deliver(write)
-    else gate(write, this.#deliver)
+    this.release(write, this.#deliver)
+  }
+
+  /**
+   * Hands `write` (the replica's whole state, for a first publish) to `deliver` once everything
+   * it reflects may go out: at once without a gate, else through the gate, after the writes
+   * already waiting there. Gated, its cells are copied now.
+   */
+  release(write: LocalWrite, deliver: (write: LocalWrite) => void): void {
+    const gate = this.#gate
+    if (gate === null) {
+      deliver(write)
+      return
+    }
+    gate({ ...write, cells: write.cells.map(copyEntry) }, deliver)
   }
 }
 

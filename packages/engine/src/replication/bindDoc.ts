@@ -12,7 +12,7 @@
 import * as Y from 'yjs'
 import { MAX_NAME_LENGTH } from '../event.ts'
 import type { CellGroup } from '../cellGroup.ts'
-import type { ClockEntry, LocalWrite, ReplicaPort } from '../replicaPort.ts'
+import type { ClockEntry, LocalWrite, ReplicaPort, ReplicaState } from '../replicaPort.ts'
 import { ConfigurationMismatchError } from './configurationMismatchError.ts'
 import { type DocEntry, META_NAME, metaValue, preview, readMeta, replicaArrayName, DOC_SCHEMA } from './docEntry.ts'
 import { emptyWrite, type LogWrite, type ReadEntry, ReplicaLog } from './replicaLog.ts'
@@ -143,20 +143,35 @@ class DocReplication implements DocBinding {
     if (ownMatches) this.#collect(this.#own, previous, groups, clocks)
     this.#merge(groups, clocks)
 
-    // The engine's state also holds peers' cells; this log carries only the sources this replica writes.
-    const state = this.#port.exportState()
-    const sources = new Set<string>()
-    for (const clock of state.clocks) if (clock.writer === own) sources.add(clock.source)
     this.#doc.transact(() => {
-      const write = emptyWrite()
       if (!ownMatches) {
+        const write = emptyWrite()
         this.#own.clear(write)
         this.#meta.set(own, metaValue(this.#port.configuration))
+        this.#own.commit(write)
       }
-      for (const cell of state.cells) if (sources.has(cell.address.source)) this.#own.putCell(cell, write)
-      for (const clock of state.clocks) if (clock.writer === own) this.#own.putClock(clock, write)
-      this.#own.commit(write)
+      // Once durable here (a batch ingested just before binding may not be yet), before any later
+      // write; in this same transaction when it already is.
+      this.#port.exportDurableState((state) => this.#publishState(state))
     }, this.#origin)
+  }
+
+  /** This replica's whole state into its log. The engine's state also holds peers' cells; the log carries only the sources this replica writes. */
+  #publishState(state: ReplicaState): void {
+    if (this.#destroyed) return
+    const own = this.#port.replicaId
+    const sources = new Set<string>()
+    for (const clock of state.clocks) if (clock.writer === own) sources.add(clock.source)
+    try {
+      this.#doc.transact(() => {
+        const write = emptyWrite()
+        for (const cell of state.cells) if (sources.has(cell.address.source)) this.#own.putCell(cell, write)
+        for (const clock of state.clocks) if (clock.writer === own) this.#own.putClock(clock, write)
+        this.#own.commit(write)
+      }, this.#origin)
+    } catch (error) {
+      this.#fail(error)
+    }
   }
 
   #publish(write: LocalWrite): void {

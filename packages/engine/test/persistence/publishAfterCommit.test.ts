@@ -23,6 +23,7 @@ import {
   type WalOp,
 } from '../../src/index.ts'
 import { DurableFrontier } from '../../src/persistence/durableFrontier.ts'
+import { bindDoc } from '../../src/replication/index.ts'
 import { reading } from '../scenarioKit.ts'
 import { fillDisk } from './fakeStorage.ts'
 
@@ -150,6 +151,59 @@ describe('openEngine publishes to peers only what is durable', () => {
     held.commit()
     await new Promise((resolve) => setImmediate(resolve))
     expect(seen).toEqual([1, 3, 6])
+  })
+
+  it('a doc bound after a batch that is not durable yet publishes it only once it commits', async () => {
+    const inner = memoryPersistence({ checkpointEvery: { events: 1e9, ms: 1e12 } })
+    const held = new HeldCommits(inner)
+    const device = await openEngine({ ...config, persistence: held, replicaId: 'device-a', checkpointOnClose: false })
+    const first = device.ingest(batch(1, 2))
+    held.commit()
+    await first.durable
+    device.ingest(batch(3, 3))
+    // The app connects its doc while the second batch waits for IndexedDB.
+    const deviceDoc = new Y.Doc()
+    const peerDoc = new Y.Doc()
+    link(deviceDoc, peerDoc)
+    const peer = createEngine({ ...config, replicaId: 'peer-b', doc: peerDoc })
+    const binding = bindDoc(device.replica, deviceDoc)
+    expect(count(device)).toBe(5)
+    expect(count(peer)).toBe(0)
+    // A batch after binding waits behind the first publish.
+    device.ingest(batch(6, 1))
+    held.commit()
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(count(peer)).toBe(6)
+    expect(peer.results()).toEqual(device.results())
+    binding.destroy()
+  })
+
+  it('a doc bound before a crash never shows the batch the crash lost', async () => {
+    const inner = memoryPersistence({ checkpointEvery: { events: 1e9, ms: 1e12 } })
+    const held = new HeldCommits(inner)
+    const device = await openEngine({ ...config, persistence: held, replicaId: 'device-a', checkpointOnClose: false })
+    const first = device.ingest(batch(1, 2))
+    held.commit()
+    await first.durable
+    device.ingest(batch(3, 3))
+    const deviceDoc = new Y.Doc()
+    const peerDoc = new Y.Doc()
+    link(deviceDoc, peerDoc)
+    const peer = createEngine({ ...config, replicaId: 'peer-b', doc: peerDoc })
+    bindDoc(device.replica, deviceDoc)
+    // The tab dies before IndexedDB commits the second batch; its producer re-sends it with other values.
+    held.crash()
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(count(peer)).toBe(0)
+    await inner.close()
+    const reloadedDoc = new Y.Doc()
+    link(reloadedDoc, peerDoc)
+    const reloaded = await openEngine({ ...config, persistence: inner, doc: reloadedDoc, replicaId: 'device-a' })
+    await reloaded.ingest(batch(3, 3, 7)).durable
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(count(reloaded)).toBe(5)
+    expect(reloaded.results().reduce((sum, r) => sum + r.sum, 0)).toBe(2 + 21)
+    expect(peer.results()).toEqual(reloaded.results())
   })
 
   it('holds writes behind a failed write until the retried checkpoint repairs the log', async () => {

@@ -61,6 +61,10 @@ export function fakePort(replicaId: string, configuration = 'tumbling:60000'): F
     exportState() {
       return { cells: [...port.cells.values()], clocks: [...port.clocks.values()] }
     },
+    exportDurableState(deliver) {
+      // No write-ahead log here: everything is durable at once.
+      deliver(port.exportState())
+    },
     reportAnomaly(reason, detail) {
       port.anomalies.push({ reason, detail })
     },
