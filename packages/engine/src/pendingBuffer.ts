@@ -32,26 +32,9 @@ export class PendingBuffer {
     arrival.remaining++
     const n = this.#events.length
     if (n === this.#ts.length) this.#resize(this.#ts.length * 2)
-    const tsOf = this.#ts
-    const events = this.#events
-    const arrivals = this.#arrivals
-    const t = event.ts
-    events.push(event)
-    arrivals.push(arrival)
-    let i = n
-    while (i > 0) {
-      const parent = (i - 1) >> 1
-      if (!this.#before(t, event, tsOf[parent] as number, events[parent] as PendingEvent)) break
-      tsOf[i] = tsOf[parent] as number
-      events[i] = events[parent] as PendingEvent
-      arrivals[i] = arrivals[parent] as Arrival
-      this.moves++
-      i = parent
-    }
-    tsOf[i] = t
-    events[i] = event
-    arrivals[i] = arrival
-    this.moves++
+    this.#events.push(event)
+    this.#arrivals.push(arrival)
+    this.#siftUp(n, event.ts, event, arrival)
   }
 
   /** Event time of the first event in order, or +Infinity when empty. */
@@ -88,22 +71,30 @@ export class PendingBuffer {
         this.moves++
         i = child
       }
-      while (i > 0) {
-        const parent = (i - 1) >> 1
-        if (!this.#before(lastTs, lastEvent, tsOf[parent] as number, events[parent] as PendingEvent)) break
-        tsOf[i] = tsOf[parent] as number
-        events[i] = events[parent] as PendingEvent
-        arrivals[i] = arrivals[parent] as Arrival
-        this.moves++
-        i = parent
-      }
-      tsOf[i] = lastTs
-      events[i] = lastEvent
-      arrivals[i] = lastArrival
-      this.moves++
+      this.#siftUp(i, lastTs, lastEvent, lastArrival)
     }
     if (n * 4 < tsOf.length && tsOf.length > MIN_CAPACITY * 16) this.#compact()
     return top
+  }
+
+  /** Moves the hole at `i` up until `event` (time `t`) belongs there, and puts it there. */
+  #siftUp(i: number, t: number, event: PendingEvent, arrival: Arrival): void {
+    const tsOf = this.#ts
+    const events = this.#events
+    const arrivals = this.#arrivals
+    while (i > 0) {
+      const parent = (i - 1) >> 1
+      if (!this.#before(t, event, tsOf[parent] as number, events[parent] as PendingEvent)) break
+      tsOf[i] = tsOf[parent] as number
+      events[i] = events[parent] as PendingEvent
+      arrivals[i] = arrivals[parent] as Arrival
+      this.moves++
+      i = parent
+    }
+    tsOf[i] = t
+    events[i] = event
+    arrivals[i] = arrival
+    this.moves++
   }
 
   #before(ta: number, a: PendingEvent, tb: number, b: PendingEvent): boolean {
