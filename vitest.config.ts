@@ -20,6 +20,10 @@ export default defineConfig({
       },
       {
         extends: true,
+        test: { name: 'seeded-random', include: ['packages/seeded-random/test/**/*.test.ts'], environment: 'node' },
+      },
+      {
+        extends: true,
         test: {
           name: 'react',
           include: ['packages/react-bindings/test/**/*.test.{ts,tsx}'],
