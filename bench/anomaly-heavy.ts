@@ -9,11 +9,12 @@
  *   node --expose-gc --import tsx --conditions=@tidemark/source bench/anomaly-heavy.ts
  */
 import { type StreamEvent, tumbling } from '@tidemark/engine'
+import { seededRandom } from '@tidemark/seeded-random'
 import type { ProfileDefinition } from './harness/profile.ts'
 import { runProfileCli } from './harness/profile.ts'
 import { windowProfile } from './harness/windowProfile.ts'
 import { isMain } from './measure.ts'
-import { deviceStream, prng } from './workload.ts'
+import { deviceStream } from './workload.ts'
 
 const OUT_OF_ORDERNESS = 10_000
 const ALLOWED_LATENESS = 60_000
@@ -44,7 +45,7 @@ function anomalyHeavyStream(): StreamEvent[][] {
     seed: 30,
     batchSize: 500,
   })
-  const random = prng(31)
+  const random = seededRandom(31)
   const recent: StreamEvent[] = []
   let n = 0
   return base.map((batch) => {

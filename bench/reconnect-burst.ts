@@ -13,11 +13,12 @@
  *   node --expose-gc --import tsx --conditions=@tidemark/source bench/reconnect-burst.ts
  */
 import { type StreamEvent, tumbling } from '@tidemark/engine'
+import { seededRandom } from '@tidemark/seeded-random'
 import type { ProfileDefinition } from './harness/profile.ts'
 import { runProfileCli } from './harness/profile.ts'
 import { windowProfile } from './harness/windowProfile.ts'
 import { isMain } from './measure.ts'
-import { prng, shuffle } from './workload.ts'
+import { shuffle } from './workload.ts'
 
 const SOURCES = 400
 const TICKS = 500
@@ -30,7 +31,7 @@ const IDLE_TIMEOUT = 10_000
 const clock = (batch: number): number => batch * TICK_MS
 
 function reconnectBurstStream(): StreamEvent[][] {
-  const random = prng(404)
+  const random = seededRandom(404)
   const start = 1_700_000_000_000
   const uploads: StreamEvent[][] = Array.from({ length: TICKS + 12 }, () => [])
   for (let s = 0; s < SOURCES; s++) {

@@ -1,16 +1,5 @@
 import type { StreamEvent } from '@tidemark/engine'
-
-/** Small deterministic PRNG (mulberry32), so every profile replays the same events. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+import { seededRandom } from '@tidemark/seeded-random'
 
 export interface DeviceStreamOptions {
   readonly events: number
@@ -32,7 +21,7 @@ export interface DeviceStreamOptions {
  * times; some are delivered late, some twice. Returned as ingest batches.
  */
 export function deviceStream(o: DeviceStreamOptions): StreamEvent[][] {
-  const random = prng(o.seed)
+  const random = seededRandom(o.seed)
   const seqs = new Array<number>(o.sources).fill(0)
   const delivered: StreamEvent[] = []
   const held: { event: StreamEvent; releaseAt: number }[] = []
@@ -74,7 +63,7 @@ export interface LaggingFleetOptions {
  * Pushes are shuffled internally and a share of events arrives 1–20 pushes late.
  */
 export function laggingFleet(o: LaggingFleetOptions): StreamEvent[][] {
-  const random = prng(o.seed)
+  const random = seededRandom(o.seed)
   const seqs = new Array<number>(o.sources).fill(0)
   const start = 1_700_000_000_000
   const all: StreamEvent[] = []
