@@ -18,6 +18,7 @@ import {
   type StreamEvent,
   tumbling,
 } from '@tidemark/engine'
+import { seededRandom } from '@tidemark/seeded-random'
 import * as Y from 'yjs'
 import {
   STORM_LATENESS_MS,
@@ -44,18 +45,6 @@ const transitions: StormTransition[] = []
 addEventListener('offline', () => transitions.push({ at: Date.now(), online: false }))
 addEventListener('online', () => transitions.push({ at: Date.now(), online: true }))
 
-/** Mulberry32: small seeded generator, the same sequence in every browser. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296
-  }
-}
-
 /** `?shell=1`: registers the app-shell service worker (pages/public/sw.js) and waits until it controls this page, so a reload works offline. */
 async function shellReady(): Promise<void> {
   if (navigator.serviceWorker.controller !== null) return
@@ -81,7 +70,7 @@ async function start(): Promise<StormPageApi> {
     onReplicationError: (error) => errors.push(`replication: ${error.message}`),
   })
   const tabs = new BroadcastChannelProvider(doc, `tidemark:storm:${room}`)
-  const connection = connectWebsocket(doc, { url: server, room, jitter: { baseMs: 250, capMs: 2_000, initialMs: 200, random: seeded(seed) } })
+  const connection = connectWebsocket(doc, { url: server, room, jitter: { baseMs: 250, capMs: 2_000, initialMs: 200, random: seededRandom(seed) } })
   // Chromium's offline emulation leaves open WebSockets alive (playwright#4910), and a real
   // network drop may take minutes to surface: follow the browser's online/offline signal.
   const statusChanges: StormStatusChange[] = []

@@ -1,22 +1,9 @@
-/** Seeds for storm runs: a fixed one from `STORM_SEED` replays a run. */
-
 /**
- * Mulberry32: a small seeded generator (the same sequence in Node and in the pages).
- *
- * @example
- * const random = seeded(42)
- * random() // 0.6011037519201636, every time
+ * The storm's seeded generator: `seededRandom` of `@tidemark/seeded-random` (mulberry32), the one
+ * the storm pages draw their reconnect jitter from, so a seed replays in Node and in the pages.
+ * Exported from the driver as `seeded`.
  */
-export function seeded(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296
-  }
-}
+export { seededRandom as seeded } from '@tidemark/seeded-random'
 
 /**
  * The seed from `STORM_SEED` when set, else a fresh one. Print it: `STORM_SEED=<seed>` replays
