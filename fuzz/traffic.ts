@@ -21,7 +21,7 @@ import {
   type WatermarkStrategy,
   type WindowSpec,
 } from '../packages/engine/src/index.ts'
-import { prng } from '../packages/engine/test/streamPlan.ts'
+import { seededRandom } from '../packages/seeded-random/src/index.ts'
 import type { FuzzOp, PlanCase } from './checks/planRun.ts'
 import { malformedInput } from './malformed.ts'
 
@@ -126,7 +126,7 @@ interface SourceState {
 }
 
 export function buildTraffic(d: TrafficDraft): PlanCase {
-  const random = prng(d.rngSeed)
+  const random = seededRandom(d.rngSeed)
   const int = (n: number) => Math.floor(random() * n)
   const chance = (p: number) => random() * 100 < p
   const modes = ['seq', 'none', 'mixed'] as const

@@ -23,7 +23,7 @@ import {
   type WindowChange,
   type WindowSpec,
 } from '../../packages/engine/src/index.ts'
-import { prng } from '../../packages/engine/test/streamPlan.ts'
+import { seededRandom } from '../../packages/seeded-random/src/index.ts'
 import { check } from '../invariant.ts'
 import type { Meter } from '../scenario.ts'
 import { checkAccounting } from './planRun.ts'
@@ -146,7 +146,7 @@ export function runLong(c: LongRunCase, meter: Meter, observe?: (stats: EngineSt
       shownTotal += (type === 'retract' ? 0 : result.count) - before
     }
   })
-  const random = prng(c.rngSeed)
+  const random = seededRandom(c.rngSeed)
   const int = (n: number) => Math.floor(random() * n)
   const sources: Source[] = Array.from({ length: c.sources }, (_, i) => ({
     name: SOURCES[i % SOURCES.length] as string,

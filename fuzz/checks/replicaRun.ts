@@ -16,7 +16,7 @@
 import type { TidemarkEngine } from '../../packages/engine/src/engine.ts'
 import { boundedOutOfOrderness, cellKey, createEngine, manual, type StreamEvent, type WindowSpec } from '../../packages/engine/src/index.ts'
 import type { CellEntry, ClockEntry, LocalWrite } from '../../packages/engine/src/replicaPort.ts'
-import { prng } from '../../packages/engine/test/streamPlan.ts'
+import { seededRandom } from '../../packages/seeded-random/src/index.ts'
 import { check, checkEqual } from '../invariant.ts'
 import type { Meter } from '../scenario.ts'
 import { checkAccounting } from './planRun.ts'
@@ -137,7 +137,7 @@ export async function runReplicas(testCase: ReplicaCase, meter: Meter): Promise<
         return
       }
       case 'flood': {
-        const random = prng(op.seed)
+        const random = seededRandom(op.seed)
         const inbox: [number, number][] = []
         replicas.forEach((r, from) => {
           r.outbox.forEach((_, index) => {
@@ -185,7 +185,7 @@ export async function runReplicas(testCase: ReplicaCase, meter: Meter): Promise<
 
   // Anti-entropy after the partition heals.
   const before = replicas.map((r) => ownCells(r.engine))
-  const random = prng(testCase.antiEntropySeed)
+  const random = seededRandom(testCase.antiEntropySeed)
   groups = replicas.map(() => 0)
   if (testCase.antiEntropy === 'log') {
     replicas.forEach((_, to) => {

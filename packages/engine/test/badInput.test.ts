@@ -6,6 +6,7 @@
  * printed at the end.
  */
 import 'fake-indexeddb/auto'
+import { seededRandom } from '@tidemark/seeded-random'
 import { IDBFactory, IDBObjectStore as FakeObjectStore } from 'fake-indexeddb'
 import { wrap } from 'idb'
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
@@ -42,7 +43,6 @@ import { isConfigurationMismatchError } from '../src/replication/configurationMi
 import { DOC_SCHEMA, META_NAME, replicaArrayName } from '../src/replication/docEntry.ts'
 import { rawGroup, withField } from './replication/fakePort.ts'
 import { readFileSync } from 'node:fs'
-import { prng } from './streamPlan.ts'
 
 let cases = 0
 let rows = 0
@@ -558,7 +558,7 @@ describe('bad-input catalogue: peers', () => {
     const doc = new Y.Doc()
     bindDoc(engine.replica, doc, { onError: () => {} })
     const good = Y.encodeStateAsUpdate(peerDoc('peer', [cellEntry(10, 1)], engine.replica.configuration))
-    const random = prng(10)
+    const random = seededRandom(10)
     const garbage = Array.from({ length: 40 }, (_, i) => Uint8Array.from({ length: 1 + i * 7 }, () => Math.floor(random() * 256)))
     const truncated = Array.from({ length: 16 }, (_, i) => good.subarray(0, Math.floor((good.length * i) / 16) + 1))
     const damaged = Array.from({ length: 40 }, (_, i) => {
@@ -660,7 +660,7 @@ describe('bad-input catalogue: storage', () => {
       expect(decodeWalRecord(record.subarray(0, length)).ok, `truncated to ${length}`).toBe(false)
       n++
     }
-    const random = prng(31)
+    const random = seededRandom(31)
     for (let k = 0; k < 200; k++) {
       const garbage = Uint8Array.from({ length: Math.floor(random() * 400) }, () => Math.floor(random() * 256))
       expect(decodeWalRecord(garbage).ok).toBe(false)

@@ -1,3 +1,4 @@
+import { seededRandom } from '@tidemark/seeded-random'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import {
@@ -12,7 +13,7 @@ import {
 import { ChangeFold } from './changeFold.ts'
 import { type ModelReceipt, modelValidation, ReferenceModel } from './referenceModel.ts'
 import { assertSeeded, numRuns } from './seededProperty.ts'
-import { type PlanOp, prng, type StreamPlan, streamPlan, type WindowKind } from './streamPlan.ts'
+import { type PlanOp, type StreamPlan, streamPlan, type WindowKind } from './streamPlan.ts'
 
 const FILE = 'packages/engine/test/properties.test.ts'
 
@@ -171,7 +172,7 @@ describe('batch boundaries and order', () => {
    */
   const anyBatching = ([plan, pinnedWatermark, cutSeed]: [StreamPlan, number, number], history = true) => {
     const events = plan.ops.flatMap((op) => (op.kind === 'ingest' ? op.events : []))
-    const random = prng(cutSeed)
+    const random = seededRandom(cutSeed)
     const rebatched: StreamEvent[][] = [[]]
     for (const e of events) {
       if (random() < 0.4) rebatched.push([])
@@ -206,7 +207,7 @@ describe('batch boundaries and order', () => {
   )
 
   const shuffled = (plan: StreamPlan, seed: number): StreamPlan => {
-    const random = prng(seed)
+    const random = seededRandom(seed)
     const ops = plan.ops.map((op) => {
       if (op.kind !== 'ingest') return op
       const events = [...op.events]

@@ -5,6 +5,7 @@
  * backwards, seq-less sources, hostile names, a few invalid inputs, and batch
  * boundaries anywhere. A plan is plain data, so fast-check prints it as a repro.
  */
+import { seededRandom } from '@tidemark/seeded-random'
 import fc from 'fast-check'
 import {
   boundedOutOfOrderness,
@@ -116,18 +117,6 @@ export function streamPlan(options: PlanOptions = {}): fc.Arbitrary<StreamPlan> 
     )
 }
 
-/** mulberry32: a tiny seeded PRNG for tie-breaks the shrinker need not see. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
 /** One input with a single fault, for every validation reason. */
 export function invalidInput(kind: number, n: number): unknown {
   const base = { id: `bad#${n}`, source: 'd1', ts: 5, value: 1 }
@@ -159,7 +148,7 @@ function buildPlan(
   rngSeed: number,
   invalid: boolean,
 ): StreamPlan {
-  const random = prng(rngSeed)
+  const random = seededRandom(rngSeed)
   const deliveries: { slot: number; order: number; event: StreamEvent }[] = []
   for (const src of sources) {
     let ts = src.start

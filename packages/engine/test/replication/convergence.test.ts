@@ -7,6 +7,7 @@
  * Seeded, in tiers; a failure prints the seed, the tier and a one-line repro.
  * TIDEMARK_SEED=<n> replays; TIDEMARK_EXTENSIVE=1 runs more seeds and a larger tier.
  */
+import { seededRandom } from '@tidemark/seeded-random'
 import { describe, expect, it } from 'vitest'
 import * as Y from 'yjs'
 import type { TidemarkEngine } from '../../src/engine.ts'
@@ -32,18 +33,6 @@ const TIERS: readonly Tier[] = [
   { name: 'medium', replicas: 6, sources: 12, steps: 600, seeds: extensive ? 20 : 2 },
   ...(extensive ? [{ name: 'large', replicas: 8, sources: 24, steps: 3000, seeds: 4 }] : []),
 ]
-
-/** mulberry32 */
-function prng(seed: number): () => number {
-  let s = seed >>> 0
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0
-    let t = s
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32
-  }
-}
 
 function values(engine: Engine) {
   return engine
@@ -71,7 +60,7 @@ interface Traffic {
 }
 
 function runScenario(tier: Tier, seed: number): void {
-  const random = prng(seed)
+  const random = seededRandom(seed)
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T
   const options = { windows: SPECS, watermark: manual(), retention: Number.POSITIVE_INFINITY }
   const single = createEngine(options)

@@ -1,3 +1,4 @@
+import { seededRandom } from '@tidemark/seeded-random'
 import { ObservableV2 } from 'lib0/observable'
 import { describe, expect, it } from 'vitest'
 import { jitterReconnects, jitterWindow } from '../../src/replication/reconnectJitter.ts'
@@ -35,24 +36,12 @@ class FakeWebsocketProvider extends ObservableV2<{
   }
 }
 
-/** mulberry32: well spread from the first draw even for neighbouring seeds. */
-function seeded(seed: number): () => number {
-  let s = seed >>> 0
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0
-    let t = s
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32
-  }
-}
-
 describe('jitterReconnects', () => {
   it('spreads reconnect delays uniformly over a window that doubles per failed attempt', () => {
     const delays: number[][] = [[], [], [], [], [], []]
     for (let device = 0; device < 400; device++) {
       const provider = new FakeWebsocketProvider()
-      jitterReconnects(provider, { random: seeded(device + 1), baseMs: 500, capMs: 8_000 })
+      jitterReconnects(provider, { random: seededRandom(device + 1), baseMs: 500, capMs: 8_000 })
       for (let attempt = 0; attempt < 6; attempt++) delays[attempt]?.push(provider.close())
     }
     delays.forEach((sample, attempt) => {
