@@ -1,6 +1,9 @@
 import type { StreamEvent } from '@tidemark/engine'
 import { seededRandom } from '@tidemark/seeded-random'
 
+/** Event time of a fleet's first readings (Nov 2023), ms since epoch. */
+const FLEET_START = 1_700_000_000_000
+
 export interface DeviceStreamOptions {
   readonly events: number
   readonly sources: number
@@ -25,22 +28,15 @@ export function deviceStream(o: DeviceStreamOptions): StreamEvent[][] {
   const seqs = new Array<number>(o.sources).fill(0)
   const delivered: StreamEvent[] = []
   const held: { event: StreamEvent; releaseAt: number }[] = []
-  const start = 1_700_000_000_000
   for (let i = 0; i < o.events; i++) {
-    const s = i % o.sources
-    const seq = (seqs[s] ?? 0) + 1
-    seqs[s] = seq
-    const ts = start + Math.floor(i / o.sources) * o.spacing + Math.floor(random() * o.spacing)
-    const event: StreamEvent = { id: `d${s}-${seq}`, source: `d${s}`, seq, ts, key: `m${s % 5}`, value: Math.round(random() * 100) }
+    const event = fleetReading(i, o, seqs, random, 0)
     if (random() < o.lateShare) held.push({ event, releaseAt: i + Math.ceil((o.lateBy / o.spacing) * o.sources * random()) })
     else delivered.push(event)
     if (random() < o.duplicateShare) delivered.push(event)
     while (held.length > 0 && (held[0] as { releaseAt: number }).releaseAt <= i) delivered.push((held.shift() as { event: StreamEvent }).event)
   }
   for (const h of held) delivered.push(h.event)
-  const batches: StreamEvent[][] = []
-  for (let i = 0; i < delivered.length; i += o.batchSize) batches.push(delivered.slice(i, i + o.batchSize))
-  return batches
+  return inBatches(delivered, o.batchSize)
 }
 
 export interface LaggingFleetOptions {
@@ -65,17 +61,9 @@ export interface LaggingFleetOptions {
 export function laggingFleet(o: LaggingFleetOptions): StreamEvent[][] {
   const random = seededRandom(o.seed)
   const seqs = new Array<number>(o.sources).fill(0)
-  const start = 1_700_000_000_000
   const all: StreamEvent[] = []
-  for (let i = 0; i < o.events; i++) {
-    const s = i % o.sources
-    const seq = (seqs[s] ?? 0) + 1
-    seqs[s] = seq
-    const ts = start + Math.floor(i / o.sources) * o.spacing + Math.floor(random() * o.spacing) - (s === 0 ? o.slowBehind : 0)
-    all.push({ id: `d${s}-${seq}`, source: `d${s}`, seq, ts, key: `m${s % 5}`, value: Math.round(random() * 100) })
-  }
-  const pushes: StreamEvent[][] = []
-  for (let i = 0; i < all.length; i += o.push) pushes.push(all.slice(i, i + o.push))
+  for (let i = 0; i < o.events; i++) all.push(fleetReading(i, o, seqs, random, i % o.sources === 0 ? o.slowBehind : 0))
+  const pushes = inBatches(all, o.push)
   for (const push of pushes) shuffle(push, random)
   for (let p = 0; p < pushes.length; p++) {
     const push = pushes[p] as StreamEvent[]
@@ -86,6 +74,32 @@ export function laggingFleet(o: LaggingFleetOptions): StreamEvent[][] {
     }
   }
   return pushes
+}
+
+/**
+ * Reading `i` of a fleet whose sources take turns: the next gap-free seq of source `i % sources`,
+ * at a random time inside its `spacing` slot, `behind` ms earlier. Draws twice from `random`
+ * (time, then value), so the workloads replay the same events from the same seed.
+ */
+function fleetReading(
+  i: number,
+  o: { readonly sources: number; readonly spacing: number },
+  seqs: number[],
+  random: () => number,
+  behind: number,
+): StreamEvent {
+  const s = i % o.sources
+  const seq = (seqs[s] ?? 0) + 1
+  seqs[s] = seq
+  const ts = FLEET_START + Math.floor(i / o.sources) * o.spacing + Math.floor(random() * o.spacing) - behind
+  return { id: `d${s}-${seq}`, source: `d${s}`, seq, ts, key: `m${s % 5}`, value: Math.round(random() * 100) }
+}
+
+/** `items` cut into consecutive runs of `size` (the last may be shorter). */
+function inBatches<T>(items: readonly T[], size: number): T[][] {
+  const batches: T[][] = []
+  for (let i = 0; i < items.length; i += size) batches.push(items.slice(i, i + size))
+  return batches
 }
 
 /** Fisher–Yates in place. */
