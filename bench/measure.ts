@@ -10,6 +10,7 @@
  * processes often take the CPU for whole seconds; CPU time does not count the time this process
  * sat descheduled, so the profiles use it for their headline figures and keep wall time beside it.
  */
+import { pathToFileURL } from 'node:url'
 
 /** Median and spread of a set of measurements. */
 export interface Spread {
@@ -130,5 +131,5 @@ export function perSecond(count: number, ms: number): number {
 /** True when the module is the script node was started with. */
 export function isMain(url: string): boolean {
   const entry = process.argv[1]
-  return entry !== undefined && url === new URL(`file://${entry}`).href
+  return entry !== undefined && url === pathToFileURL(entry).href
 }

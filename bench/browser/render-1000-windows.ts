@@ -26,17 +26,18 @@
  * Debian's Chromium through playwright-core (`CHROMIUM` overrides the
  * executable).
  */
-import { execFileSync } from 'node:child_process'
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
+import type { Profiler } from 'node:inspector'
 import type { AddressInfo } from 'node:net'
 import { loadavg, tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import react from '@vitejs/plugin-react'
-import { type Browser, chromium, type Page } from 'playwright-core'
+import type { Browser, Page } from 'playwright-core'
 import { build, createServer, defaultClientConditions, type InlineConfig, preview } from 'vite'
 import { isMain } from '../measure.ts'
-import { type CpuProfile, summarizeProfile } from './render-1000-windows/cpuProfile.ts'
+import { launchChromium } from './chromium.ts'
+import { summarizeProfile } from './render-1000-windows/cpuProfile.ts'
 import { analyzeTrace, type FrameTrace, PHASES, TRACE_CATEGORIES } from './render-1000-windows/frameTrace.ts'
 import type { PageResult, Percentiles } from './render-1000-windows/result.ts'
 
@@ -148,16 +149,6 @@ async function serve(production: boolean, minify: boolean, bindings?: string): P
   }
 }
 
-function chromiumPath(): string {
-  const fromEnv = process.env.CHROMIUM
-  if (fromEnv !== undefined && fromEnv !== '') return fromEnv
-  try {
-    return execFileSync('sh', ['-c', 'command -v chromium'], { encoding: 'utf8' }).trim()
-  } catch {
-    throw new Error('chromium not found: install Debian chromium or set CHROMIUM=/path/to/chrome')
-  }
-}
-
 /** Resolves with `promise`, or rejects after `ms`. */
 async function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined
@@ -186,12 +177,7 @@ export async function run(options: RunOptions = {}): Promise<RunResult[]> {
   try {
     // Unminified when profiling, so the profile names functions.
     served = await within(120_000, 'vite', serve(options.build === true, options.cpuProfile === undefined, options.bindings))
-    browser = await chromium.launch({
-      executablePath: chromiumPath(),
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--headless=new'],
-      timeout: 30_000,
-    })
+    browser = await launchChromium()
     const results: RunResult[] = []
     for (const view of views) {
       const suffix = views.length > 1 ? `.${view}` : ''
@@ -249,7 +235,7 @@ async function runPage(browser: Browser, url: string, view: View, options: RunOp
     let cpuProfileSummary: string | undefined
     if (profile !== null && options.cpuProfile !== undefined) {
       writeFileSync(options.cpuProfile, JSON.stringify(profile))
-      cpuProfileSummary = summarizeProfile(profile as CpuProfile)
+      cpuProfileSummary = summarizeProfile(profile as Profiler.Profile)
     }
     const { spans: _spans, ...figures } = result
     return {

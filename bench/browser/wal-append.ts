@@ -15,8 +15,9 @@
  * commits overlap), `burst` (ten batches per task: what append coalescing is for) or
  * `one-task` (every batch at once: raw puts in a single transaction, the fastest raw write).
  */
+import { isMain } from '../measure.ts'
 import type { Timing } from './wal-bench/result.ts'
-import { formatRate, isEntry, medianMs, startWalBench, type WalBenchOptions, walBenchArgs } from './wal-harness.ts'
+import { formatRate, medianMs, startWalBench, type WalBenchOptions, walBenchArgs } from './wal-harness.ts'
 
 export type AppendOptions = WalBenchOptions
 
@@ -64,7 +65,7 @@ function print(timings: readonly Timing[], browser: string, events: number, batc
   console.log(`    durability 'strict' takes ${(strict / medianMs(timings, 'wal-append/sequential')).toFixed(2)}x the time of the default, sequential`)
 }
 
-if (isEntry(import.meta.url)) {
+if (isMain(import.meta.url)) {
   runAppend(walBenchArgs(process.argv)).catch((error: unknown) => {
     console.error(error)
     process.exitCode = 1

@@ -3,13 +3,13 @@
  * with Vite, serves it with `vite preview` on 127.0.0.1, launches Debian's Chromium through
  * playwright-core (`CHROMIUM` overrides the executable) and reads the page's timings.
  */
-import { execFileSync } from 'node:child_process'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
-import { type Browser, type BrowserContext, chromium } from 'playwright-core'
+import { fileURLToPath } from 'node:url'
+import type { Browser, BrowserContext } from 'playwright-core'
 import { build, defaultClientConditions, type InlineConfig, preview } from 'vite'
+import { launchChromium } from './chromium.ts'
 import type { PageOutcome, Timing } from './wal-bench/result.ts'
 
 const pageRoot = join(dirname(fileURLToPath(import.meta.url)), 'wal-bench')
@@ -30,16 +30,6 @@ function viteConfig(): InlineConfig {
   }
 }
 
-function chromiumPath(): string {
-  const fromEnv = process.env.CHROMIUM
-  if (fromEnv !== undefined && fromEnv !== '') return fromEnv
-  try {
-    return execFileSync('sh', ['-c', 'command -v chromium'], { encoding: 'utf8' }).trim()
-  } catch {
-    throw new Error('chromium not found: install Debian chromium or set CHROMIUM=/path/to/chrome')
-  }
-}
-
 /** Starts the server and the browser; one browser context, so every tab shares the origin's IndexedDB. */
 export async function startWalBench(): Promise<WalBenchSession> {
   const outDir = join(tmpdir(), `tidemark-wal-bench-${process.pid}`)
@@ -51,12 +41,7 @@ export async function startWalBench(): Promise<WalBenchSession> {
   let browser: Browser | undefined
   let context: BrowserContext
   try {
-    browser = await chromium.launch({
-      executablePath: chromiumPath(),
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--headless=new'],
-      timeout: 30_000,
-    })
+    browser = await launchChromium()
     context = await browser.newContext()
   } catch (error) {
     await browser?.close()
@@ -101,12 +86,6 @@ export function medianMs(timings: readonly Timing[], name: string): number {
   return times.length % 2 === 1 ? (times[mid] as number) : ((times[mid - 1] as number) + (times[mid] as number)) / 2
 }
 
-/** True when this module is the process entry point. */
-export function isEntry(moduleUrl: string): boolean {
-  const entry = process.argv[1]
-  return entry !== undefined && pathToFileURL(entry).href === moduleUrl
-}
-
 export function formatRate(events: number, ms: number): string {
   return `${Math.round((events / ms) * 1000).toLocaleString('en-US')} events/s`
 }
@@ -122,7 +101,7 @@ export interface WalBenchOptions {
  * Reads `--events=N --batch=N --rounds=N` from the command line; absent flags stay undefined.
  *
  * @example
- * if (isEntry(import.meta.url)) runAppend(walBenchArgs(process.argv))
+ * if (isMain(import.meta.url)) runAppend(walBenchArgs(process.argv))
  */
 export function walBenchArgs(argv: readonly string[]): WalBenchOptions {
   const options: { -readonly [K in keyof WalBenchOptions]: WalBenchOptions[K] } = {}

@@ -14,8 +14,9 @@
  *   raw                 raw batched puts: read back, then rebuilt by ingesting into an engine
  *   y-indexeddb         load the compacted doc, then merge it into an engine (bindDoc)
  */
+import { isMain } from '../measure.ts'
 import type { Timing } from './wal-bench/result.ts'
-import { isEntry, medianMs, startWalBench, type WalBenchOptions, walBenchArgs } from './wal-harness.ts'
+import { medianMs, startWalBench, type WalBenchOptions, walBenchArgs } from './wal-harness.ts'
 
 export type RecoveryOptions = WalBenchOptions
 
@@ -61,7 +62,7 @@ function print(written: readonly Timing[], recovered: readonly Timing[], browser
   console.log(`    wal-checkpointed / y-indexeddb load + engine merge ${(checkpointed / yjs).toFixed(2)}x`)
 }
 
-if (isEntry(import.meta.url)) {
+if (isMain(import.meta.url)) {
   runRecovery(walBenchArgs(process.argv)).catch((error: unknown) => {
     console.error(error)
     process.exitCode = 1
