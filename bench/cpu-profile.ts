@@ -7,27 +7,10 @@
  *   pnpm bench:profile streaming-150k-watermark-lag [--contender=ordered-stream] [--rounds=N]
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import type { Profiler } from 'node:inspector'
 import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { REPO_DIR, RESULTS_DIR, runProfileProcess } from './harness/child.ts'
-
-interface CallFrame {
-  readonly functionName: string
-  readonly url: string
-  readonly lineNumber: number
-}
-
-interface ProfileNode {
-  readonly id: number
-  readonly callFrame: CallFrame
-  readonly children?: readonly number[]
-}
-
-interface CpuProfile {
-  readonly nodes: readonly ProfileNode[]
-  readonly samples: readonly number[]
-  readonly timeDeltas: readonly number[]
-}
 
 interface Hotspot {
   readonly name: string
@@ -54,24 +37,25 @@ const child = await runProfileProcess(
 )
 if (child.code !== 0) throw new Error(`${profile} failed:\n${child.tail}`)
 
-const cpu = JSON.parse(readFileSync(join(RESULTS_DIR, name), 'utf8')) as CpuProfile
+const cpu = JSON.parse(readFileSync(join(RESULTS_DIR, name), 'utf8')) as Profiler.Profile
 const summary = summarize(cpu)
 writeFileSync(join(RESULTS_DIR, `${profile}.hotspots.txt`), summary)
 process.stdout.write(summary)
 process.stdout.write(`profile: ${relative(REPO_DIR, join(RESULTS_DIR, name))}\n`)
 
-function summarize(p: CpuProfile): string {
+function summarize(p: Profiler.Profile): string {
   const byId = new Map(p.nodes.map((n) => [n.id, n]))
   const selfById = new Map<number, number>()
+  const samples = p.samples ?? []
   let totalUs = 0
-  for (let i = 0; i < p.samples.length; i++) {
-    const id = p.samples[i] as number
-    const dt = p.timeDeltas[i] ?? 0
+  for (let i = 0; i < samples.length; i++) {
+    const id = samples[i] as number
+    const dt = p.timeDeltas?.[i] ?? 0
     selfById.set(id, (selfById.get(id) ?? 0) + dt)
     totalUs += dt
   }
   const spots = new Map<string, Hotspot>()
-  const spotOf = (node: ProfileNode): Hotspot => {
+  const spotOf = (node: Profiler.ProfileNode): Hotspot => {
     const file = fileOf(node.callFrame.url)
     const fn = node.callFrame.functionName || '(anonymous)'
     const key = `${fn}\u0000${file}`
@@ -84,7 +68,7 @@ function summarize(p: CpuProfile): string {
   }
   // Inclusive time: each node's subtree, counted once per function even under recursion.
   const visit = (id: number, open: Set<Hotspot>): number => {
-    const node = byId.get(id) as ProfileNode
+    const node = byId.get(id) as Profiler.ProfileNode
     const spot = spotOf(node)
     const self = selfById.get(id) ?? 0
     spot.self += self

@@ -4,39 +4,25 @@
  * page in chunks of their own) and the hottest functions. Runs in Node.
  */
 
-interface CallFrame {
-  readonly functionName: string
-  readonly url: string
-  readonly lineNumber: number
-}
-
-interface ProfileNode {
-  readonly id: number
-  readonly callFrame: CallFrame
-}
-
-export interface CpuProfile {
-  readonly nodes: readonly ProfileNode[]
-  readonly samples: readonly number[]
-  readonly timeDeltas: readonly number[]
-}
+import type { Profiler, Runtime } from 'node:inspector'
 
 /** The owner of a script URL: its chunk name, or what V8 calls it (`(garbage collector)`, `(program)`, …). */
-function ownerOf(frame: CallFrame): string {
+function ownerOf(frame: Runtime.CallFrame): string {
   if (frame.url === '') return frame.functionName.startsWith('(') ? frame.functionName : '(native)'
   const file = frame.url.split('/').pop() ?? frame.url
   const chunk = /^([a-z]+)-[\w-]+\.js$/.exec(file)?.[1]
   return chunk === 'index' ? 'page' : (chunk ?? file)
 }
 
-export function summarizeProfile(profile: CpuProfile, top = 25): string {
+export function summarizeProfile(profile: Profiler.Profile, top = 25): string {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]))
   const byOwner = new Map<string, number>()
   const byFunction = new Map<string, number>()
+  const samples = profile.samples ?? []
   let total = 0
-  for (let i = 0; i < profile.samples.length; i++) {
-    const node = byId.get(profile.samples[i] as number)
-    const dt = profile.timeDeltas[i] ?? 0
+  for (let i = 0; i < samples.length; i++) {
+    const node = byId.get(samples[i] as number)
+    const dt = profile.timeDeltas?.[i] ?? 0
     if (node === undefined) continue
     total += dt
     const owner = ownerOf(node.callFrame)
