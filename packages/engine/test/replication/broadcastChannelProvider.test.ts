@@ -39,16 +39,22 @@ function memoryTabs() {
   return { open, flush, bytes: () => bytes, inject: (name: string, frame: Uint8Array) => queue.push({ from: () => {}, name, frame }) }
 }
 
+/** Replicas `a` and `b`, each bound to a doc of its own, as in two tabs. */
+function boundReplicas() {
+  const [docA, docB] = [new Y.Doc(), new Y.Doc()]
+  const [a, b] = [fakePort('a'), fakePort('b')]
+  bindDoc(a, docA)
+  bindDoc(b, docB)
+  return { docA, docB, a, b }
+}
+
 const T0 = 1_700_000_040_000
 const MINUTE = 60_000
 
 describe('BroadcastChannelProvider', () => {
   it('syncs two bound docs through y-protocols sync messages', () => {
     const tabs = memoryTabs()
-    const [docA, docB] = [new Y.Doc(), new Y.Doc()]
-    const [a, b] = [fakePort('a'), fakePort('b')]
-    bindDoc(a, docA)
-    bindDoc(b, docB)
+    const { docA, docB, a, b } = boundReplicas()
     a.write([cellOf('d1', 'temp', T0, 2)], [clockOf('d1', 'a', T0 + 2, 2)])
     const pa = new BroadcastChannelProvider(docA, 'fleet', { channel: tabs.open })
     const pb = new BroadcastChannelProvider(docB, 'fleet', { channel: tabs.open })
@@ -66,10 +72,7 @@ describe('BroadcastChannelProvider', () => {
 
   it('catches up after a disconnect by exchanging state vectors, not the full history', () => {
     const tabs = memoryTabs()
-    const [docA, docB] = [new Y.Doc(), new Y.Doc()]
-    const [a, b] = [fakePort('a'), fakePort('b')]
-    bindDoc(a, docA)
-    bindDoc(b, docB)
+    const { docA, docB, a, b } = boundReplicas()
     const pa = new BroadcastChannelProvider(docA, 'fleet', { channel: tabs.open })
     const pb = new BroadcastChannelProvider(docB, 'fleet', { channel: tabs.open })
     // Twenty windows: a's later write rewrites one of them (one group entry), not the whole doc.
@@ -95,10 +98,7 @@ describe('BroadcastChannelProvider', () => {
 
   it('reports frames and updates that cannot be read, and keeps syncing', () => {
     const tabs = memoryTabs()
-    const [docA, docB] = [new Y.Doc(), new Y.Doc()]
-    const [a, b] = [fakePort('a'), fakePort('b')]
-    bindDoc(a, docA)
-    bindDoc(b, docB)
+    const { docA, docB, a, b } = boundReplicas()
     const pa = new BroadcastChannelProvider(docA, 'fleet', { channel: tabs.open })
     const pb = new BroadcastChannelProvider(docB, 'fleet', { channel: tabs.open })
     const errors: unknown[] = []
@@ -148,10 +148,7 @@ describe('BroadcastChannelProvider', () => {
   })
 
   it('syncs through the Node 20 global BroadcastChannel', async () => {
-    const [docA, docB] = [new Y.Doc(), new Y.Doc()]
-    const [a, b] = [fakePort('a'), fakePort('b')]
-    bindDoc(a, docA)
-    bindDoc(b, docB)
+    const { docA, docB, a, b } = boundReplicas()
     a.write([cellOf('d1', 'temp', T0, 4)], [clockOf('d1', 'a', T0 + 4, 4)])
     const name = `tidemark-test-${Math.random()}`
     const pa = new BroadcastChannelProvider(docA, name)
