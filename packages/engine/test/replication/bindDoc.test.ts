@@ -6,7 +6,7 @@ import { isConfigurationMismatchError } from '../../src/replication/configuratio
 import { DOC_SCHEMA, META_NAME, replicaArrayName } from '../../src/replication/docEntry.ts'
 import { readGroupEntry } from '../../src/replication/docEntry.ts'
 import { groupCell } from '../../src/cellGroup.ts'
-import { cellOf, cellTable, clockOf, fakePort, rawGroup, withField } from './fakePort.ts'
+import { boundReplicas, cellOf, cellTable, clockOf, fakePort, rawGroup, withField } from './fakePort.ts'
 
 /** State-vector exchange both ways, as a provider does on (re)connect. */
 function exchange(a: Y.Doc, b: Y.Doc): void {
@@ -117,12 +117,7 @@ describe('bindDoc: local writes', () => {
   })
 
   it('removes expired cells from the doc but never retracts them from a peer', () => {
-    const docA = new Y.Doc()
-    const docB = new Y.Doc()
-    const a = fakePort('a')
-    const b = fakePort('b')
-    bindDoc(a, docA)
-    bindDoc(b, docB)
+    const { docA, docB, a, b } = boundReplicas()
     a.write([cellOf('d1', 'temp', T0, 3), cellOf('d1', 'temp', T0 + 60_000, 1)], [clockOf('d1', 'a', T0 + 60_001, 4)])
     exchange(docA, docB)
     expect(Object.keys(cellTable(b))).toHaveLength(2)
@@ -167,12 +162,7 @@ describe('bindDoc: local writes', () => {
 
 describe('bindDoc: remote updates', () => {
   it('merges one remote update batch with one mergeRemote call', () => {
-    const docA = new Y.Doc()
-    const docB = new Y.Doc()
-    const a = fakePort('a')
-    const b = fakePort('b')
-    bindDoc(a, docA)
-    bindDoc(b, docB)
+    const { docA, docB, a, b } = boundReplicas()
     const before = Y.encodeStateVector(docB)
     for (let n = 1; n <= 5; n++) a.write([cellOf('d1', 'temp', T0, n), cellOf('d1', 'hum', T0, n)], [clockOf('d1', 'a', T0 + n, n)])
     applyPeerUpdate(docB, Y.encodeStateAsUpdate(docA, before), 'peer')

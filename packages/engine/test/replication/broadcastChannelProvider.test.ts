@@ -3,7 +3,7 @@ import * as Y from 'yjs'
 import { bindDoc } from '../../src/replication/bindDoc.ts'
 import { BroadcastChannelProvider, type OpenTabChannel } from '../../src/replication/broadcastChannelProvider.ts'
 import { syncStatusTracker } from '../../src/replication/syncStatusTracker.ts'
-import { cellOf, cellTable, clockOf, fakePort } from './fakePort.ts'
+import { boundReplicas, cellOf, cellTable, clockOf, fakePort } from './fakePort.ts'
 
 /** In-memory tabs: frames are queued and delivered by `flush`, so tests control the interleaving. */
 function memoryTabs() {
@@ -37,15 +37,6 @@ function memoryTabs() {
     return delivered
   }
   return { open, flush, bytes: () => bytes, inject: (name: string, frame: Uint8Array) => queue.push({ from: () => {}, name, frame }) }
-}
-
-/** Replicas `a` and `b`, each bound to a doc of its own, as in two tabs. */
-function boundReplicas() {
-  const [docA, docB] = [new Y.Doc(), new Y.Doc()]
-  const [a, b] = [fakePort('a'), fakePort('b')]
-  bindDoc(a, docA)
-  bindDoc(b, docB)
-  return { docA, docB, a, b }
 }
 
 const T0 = 1_700_000_040_000

@@ -2,10 +2,12 @@
  * A small ReplicaPort over plain maps: the lattice join of cells and clocks, a log of calls.
  * Lets bindDoc be tested without an engine.
  */
+import * as Y from 'yjs'
 import { type Cell, cellKey, mergeCell } from '../../src/cell.ts'
 import { cellEntriesOf, packCellGroup, validCellGroups } from '../../src/cellGroup.ts'
 import type { SyncStatus } from '../../src/engineApi.ts'
 import type { CellAddress, CellEntry, ClockEntry, LocalWrite, MergeReport, ReplicaPort } from '../../src/replicaPort.ts'
+import { bindDoc } from '../../src/replication/bindDoc.ts'
 import { compareClocks, writeGroupEntry } from '../../src/replication/docEntry.ts'
 
 export interface FakePort extends ReplicaPort {
@@ -140,4 +142,13 @@ export function withField(entry: readonly unknown[], at: number, value: unknown)
   const out = [...entry]
   out[at] = value
   return out
+}
+
+/** Replicas `a` and `b` (fake ports), each bound to a doc of its own, as in two tabs or on two devices. */
+export function boundReplicas(): { docA: Y.Doc; docB: Y.Doc; a: FakePort; b: FakePort } {
+  const [docA, docB] = [new Y.Doc(), new Y.Doc()]
+  const [a, b] = [fakePort('a'), fakePort('b')]
+  bindDoc(a, docA)
+  bindDoc(b, docB)
+  return { docA, docB, a, b }
 }
