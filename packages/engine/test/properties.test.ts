@@ -13,7 +13,7 @@ import {
 import { ChangeFold } from './changeFold.ts'
 import { type ModelReceipt, modelValidation, ReferenceModel } from './referenceModel.ts'
 import { assertSeeded, numRuns } from './seededProperty.ts'
-import { type PlanOp, type StreamPlan, streamPlan, type WindowKind } from './streamPlan.ts'
+import { type PlanOp, runPlanOp, type StreamPlan, streamPlan, type WindowKind } from './streamPlan.ts'
 
 const FILE = 'packages/engine/test/properties.test.ts'
 
@@ -27,23 +27,6 @@ function engineFor(plan: StreamPlan): { engine: Engine; clock: { now: number } }
   const { windows, watermark, idleTimeout, allowedLateness, retention } = plan.config
   const engine = createEngine({ windows, watermark, idleTimeout, allowedLateness, retention, now: () => clock.now })
   return { engine, clock }
-}
-
-/** Runs one op on the engine; returns the receipt of an ingest. */
-function runOp(engine: Engine, clock: { now: number }, op: PlanOp): IngestReceipt | null {
-  switch (op.kind) {
-    case 'ingest':
-      return engine.ingest(op.events)
-    case 'clock':
-      clock.now = op.to
-      return null
-    case 'tick':
-      engine.tick()
-      return null
-    case 'advanceWatermark':
-      engine.advanceWatermark(op.to)
-      return null
-  }
 }
 
 function receiptCounts(r: IngestReceipt | ModelReceipt) {
@@ -91,7 +74,7 @@ describe('engine against the reference model', () => {
     const { engine, clock } = engineFor(plan)
     const model = new ReferenceModel(plan.config)
     plan.ops.forEach((op, step) => {
-      const receipt = runOp(engine, clock, op)
+      const receipt = runPlanOp(engine, clock, op)
       if (op.kind === 'ingest') {
         const expected = model.ingest(op.events, clock.now)
         expectAccounting(receipt as IngestReceipt, op.events)
@@ -126,7 +109,7 @@ describe('engine against the reference model', () => {
     let accepted = 0
     let duplicates = 0
     for (const op of plan.ops) {
-      const receipt = runOp(engine, clock, op)
+      const receipt = runPlanOp(engine, clock, op)
       if (receipt !== null && op.kind === 'ingest') {
         expectAccounting(receipt, op.events)
         for (const a of receipt.anomalies) expect(a.reason).toBe(modelValidation(op.events[a.index as number]))
@@ -149,7 +132,7 @@ describe('engine against the reference model', () => {
     engine.subscribe((changes) => delivered.push(changes))
     const { allowedLateness, retention } = plan.config
     for (const op of plan.ops) {
-      runOp(engine, clock, op)
+      runPlanOp(engine, clock, op)
       for (const changes of delivered) fold.apply(changes)
       delivered = []
       // Windows past end + allowedLateness + retention leave live state without a change (DESIGN §4).
@@ -225,8 +208,8 @@ describe('batch boundaries and order', () => {
     const other = shuffled(plan, seed)
     const b = engineFor(other)
     plan.ops.forEach((op, step) => {
-      const ra = runOp(a.engine, a.clock, op)
-      const rb = runOp(b.engine, b.clock, other.ops[step] as PlanOp)
+      const ra = runPlanOp(a.engine, a.clock, op)
+      const rb = runPlanOp(b.engine, b.clock, other.ops[step] as PlanOp)
       if (ra !== null && rb !== null) expect(receiptCounts(rb), `receipt of op ${step}`).toEqual(receiptCounts(ra))
       expect(b.engine.watermark()).toBe(a.engine.watermark())
       expect(b.engine.results(), `results after op ${step}`).toEqual(a.engine.results())
@@ -250,7 +233,7 @@ describe('batch boundaries and order', () => {
 describe('duplicates and basis', () => {
   property('re-sending every event changes nothing and counts nothing twice', streamPlan({ kinds: ALL }), (plan) => {
     const { engine, clock } = engineFor(plan)
-    for (const op of plan.ops) runOp(engine, clock, op)
+    for (const op of plan.ops) runPlanOp(engine, clock, op)
     const before = engine.results()
     const applied = engine.stats().applied
     const everything = plan.ops.flatMap((op) => (op.kind === 'ingest' ? op.events : []))
@@ -281,7 +264,7 @@ describe('duplicates and basis', () => {
     })
     const violations: string[] = []
     for (const op of plan.ops) {
-      runOp(engine, clock, op)
+      runPlanOp(engine, clock, op)
       for (const { changes, watermark, bestProof } of delivered) {
         for (const { type, result } of changes) {
           // Provisional results claim nothing; a final one has W >= end, so it knows at least that much.

@@ -4,7 +4,7 @@ import type { TidemarkEngine } from '../src/engine.ts'
 import type { EngineCheckpoint, Journal, JournalOp } from '../src/engineCheckpoint.ts'
 import { createEngine, type StreamEvent, tumbling } from '../src/index.ts'
 import { assertSeeded, extensive } from './seededProperty.ts'
-import { type PlanOp, type StreamPlan, streamPlan } from './streamPlan.ts'
+import { runPlanOp, type StreamPlan, streamPlan } from './streamPlan.ts'
 
 const FILE = 'packages/engine/test/recovery.test.ts'
 
@@ -25,13 +25,6 @@ function memoryJournal(): Journal & { ops: JournalOp[] } {
 function engineFor(plan: StreamPlan, clock: { now: number }): TidemarkEngine {
   const { windows, watermark, idleTimeout, allowedLateness, retention } = plan.config
   return createEngine({ windows, watermark, idleTimeout, allowedLateness, retention, now: () => clock.now, replicaId: 'r' }) as TidemarkEngine
-}
-
-function run(engine: TidemarkEngine, clock: { now: number }, op: PlanOp): void {
-  if (op.kind === 'ingest') engine.ingest(op.events)
-  else if (op.kind === 'clock') clock.now = op.to
-  else if (op.kind === 'tick') engine.tick()
-  else engine.advanceWatermark(op.to)
 }
 
 /** What a user can see, minus the log's own size. */
@@ -55,7 +48,7 @@ describe('checkpoint plus journal replay', () => {
           checkpoint = structuredClone(live.checkpoint())
           logged = journal.ops.length
         }
-        run(live, clock, op)
+        runPlanOp(live, clock, op)
       })
       if (checkpoint === null) {
         checkpoint = structuredClone(live.checkpoint())

@@ -9,6 +9,8 @@ import { seededRandom } from '@tidemark/seeded-random'
 import fc from 'fast-check'
 import {
   boundedOutOfOrderness,
+  type Engine,
+  type IngestReceipt,
   manual,
   type StreamEvent,
   session,
@@ -23,6 +25,35 @@ export type PlanOp =
   | { readonly kind: 'clock'; readonly to: number }
   | { readonly kind: 'tick' }
   | { readonly kind: 'advanceWatermark'; readonly to: number }
+
+/**
+ * Runs one op of a plan: ingests a batch (returning its receipt), moves the processing-time
+ * clock the engine reads, ticks, or advances a manual watermark.
+ *
+ * @example
+ * const clock = { now: 0 }
+ * const engine = createEngine({ ...plan.config, now: () => clock.now })
+ * for (const op of plan.ops) runPlanOp(engine, clock, op)
+ */
+export function runPlanOp(
+  engine: Pick<Engine, 'ingest' | 'tick' | 'advanceWatermark'>,
+  clock: { now: number },
+  op: PlanOp,
+): IngestReceipt | null {
+  switch (op.kind) {
+    case 'ingest':
+      return engine.ingest(op.events)
+    case 'clock':
+      clock.now = op.to
+      return null
+    case 'tick':
+      engine.tick()
+      return null
+    case 'advanceWatermark':
+      engine.advanceWatermark(op.to)
+      return null
+  }
+}
 
 export interface StreamPlan {
   readonly config: ModelConfig

@@ -4,7 +4,7 @@ import type { TidemarkEngine } from '../../src/engine.ts'
 import { createEngine, tumbling } from '../../src/index.ts'
 import { decodeEngineCheckpoint, encodeEngineCheckpoint } from '../../src/persistence/index.ts'
 import { assertSeeded } from '../seededProperty.ts'
-import { type PlanOp, streamPlan } from '../streamPlan.ts'
+import { runPlanOp, streamPlan } from '../streamPlan.ts'
 import { name } from './arbitraries.ts'
 
 const FILE = 'packages/engine/test/persistence/checkpointCodec.test.ts'
@@ -62,7 +62,7 @@ describe('checkpointCodec', () => {
       fc.property(streamPlan(), (plan) => {
         const clock = { now: 0 }
         const engine = createEngine({ ...plan.config, now: () => clock.now, replicaId: 'r' }) as TidemarkEngine
-        for (const op of plan.ops) run(engine, clock, op)
+        for (const op of plan.ops) runPlanOp(engine, clock, op)
         const checkpoint = engine.checkpoint()
         expect(decodeEngineCheckpoint(encodeEngineCheckpoint(checkpoint))).toStrictEqual(structuredClone(checkpoint))
       }),
@@ -122,9 +122,3 @@ function identical(a: unknown, b: unknown): boolean {
   return keysA.every((key) => identical((a as Record<string, unknown>)[key], (b as Record<string, unknown>)[key]))
 }
 
-function run(engine: TidemarkEngine, clock: { now: number }, op: PlanOp): void {
-  if (op.kind === 'ingest') engine.ingest(op.events)
-  else if (op.kind === 'clock') clock.now = op.to
-  else if (op.kind === 'tick') engine.tick()
-  else engine.advanceWatermark(op.to)
-}
