@@ -10,7 +10,6 @@ import { wrap } from 'idb'
 import { describe, expect, it, vi } from 'vitest'
 import {
   createEngine,
-  type Engine,
   type EngineOptions,
   encodeCheckpoint,
   indexedDbPersistence,
@@ -29,6 +28,7 @@ import { decodeCheckpoint } from '../../src/persistence/checkpointEnvelope.ts'
 import { FinalArchive } from '../../src/persistence/finalArchive.ts'
 import { reading } from '../scenarioKit.ts'
 import { damage, raw } from './fakeStorage.ts'
+import { drain, visible } from './recoveryView.ts'
 
 const config: EngineOptions = { windows: tumbling(10), retention: 20, now: () => 1_000, limits: { maxLateEvents: 6 } }
 
@@ -78,15 +78,6 @@ const subjects: Subject[] = [
     },
   },
 ]
-
-function visible(engine: Engine) {
-  const { walRecords: _r, walBytes: _b, persistenceError: _e, ...stats } = engine.stats()
-  return { results: engine.results(), late: engine.lateEvents(), watermark: engine.watermark(), stats }
-}
-
-async function drain(engine: Engine): Promise<void> {
-  await engine.ingest([]).durable
-}
 
 describe.each(subjects)('$name: late lane store', (subject) => {
   it('holds the lane written with each checkpoint, trimmed with its bound, and restores it after a crash', async () => {

@@ -23,8 +23,9 @@ import {
 } from '../../src/index.ts'
 import { reading } from '../scenarioKit.ts'
 import { assertSeededAsync } from './seeded.ts'
-import { type PlanOp, streamPlan } from '../streamPlan.ts'
+import { runPlanOp, streamPlan } from '../streamPlan.ts'
 import { damage, fillDisk, raw } from './fakeStorage.ts'
+import { drain, visible } from './recoveryView.ts'
 import { encodeFormat1Batch } from './walFormat1.ts'
 
 const FILE = 'packages/engine/test/persistence/openEngine.test.ts'
@@ -43,17 +44,6 @@ function batch(from: number, count: number, source = 'd1'): StreamEvent[] {
 
 function open(factory: IDBFactory, name: string, extra: Partial<OpenEngineOptions> = {}): Promise<Engine> {
   return openEngine({ ...config, persistence: indexedDbPersistence({ name, indexedDB: factory }), ...extra })
-}
-
-/** What a user can see, minus the log's own size and error text. */
-function visible(engine: Engine) {
-  const { walRecords: _r, walBytes: _b, persistenceError: _e, ...stats } = engine.stats()
-  return { results: engine.results(), late: engine.lateEvents(), watermark: engine.watermark(), stats }
-}
-
-/** Resolves once every record appended so far is committed: an empty batch is logged after them all. */
-async function drain(engine: Engine): Promise<void> {
-  await engine.ingest([]).durable
 }
 
 function count(engine: Engine): number {
@@ -132,7 +122,7 @@ describe('openEngine: durability', () => {
         const live = await openEngine(options(() => liveClock.now))
         const at = cut % (plan.ops.length + 1)
         for (const [i, op] of plan.ops.slice(0, at).entries()) {
-          run(live, liveClock, op)
+          runPlanOp(live, liveClock, op)
           // Sometimes let commits and checkpoints happen between operations.
           if (yields[i % Math.max(1, yields.length)] === true) await new Promise((resolve) => setImmediate(resolve))
         }
@@ -393,9 +383,3 @@ describe('openEngine: replication and Node', () => {
   })
 })
 
-function run(engine: Engine, now: { now: number }, op: PlanOp): void {
-  if (op.kind === 'ingest') engine.ingest(op.events)
-  else if (op.kind === 'clock') now.now = op.to
-  else if (op.kind === 'tick') engine.tick()
-  else engine.advanceWatermark(op.to)
-}

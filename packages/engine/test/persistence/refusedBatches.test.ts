@@ -20,6 +20,7 @@ import {
 } from '../../src/index.ts'
 import { reading } from '../scenarioKit.ts'
 import { fillDisk } from './fakeStorage.ts'
+import { visible } from './recoveryView.ts'
 
 afterEach(() => {
   vi.restoreAllMocks()
@@ -35,12 +36,6 @@ function batch(from: number, count: number): StreamEvent[] {
 
 function open(factory: IDBFactory, name: string, extra: Partial<OpenEngineOptions> = {}): Promise<Engine> {
   return openEngine({ ...config, persistence: indexedDbPersistence({ name, indexedDB: factory }), ...extra })
-}
-
-/** What a user can see, minus the log's own size and error text. */
-function visible(engine: Engine) {
-  const { walRecords: _r, walBytes: _b, persistenceError: _e, ...stats } = engine.stats()
-  return { results: engine.results(), late: engine.lateEvents(), watermark: engine.watermark(), stats }
 }
 
 describe('batches refused whole, after a crash', () => {
