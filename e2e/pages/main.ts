@@ -5,22 +5,13 @@
  */
 import { claimSource, indexedDbPersistence, openEngine, recoveryReport, type StreamEvent, tumbling } from '@tidemark/engine'
 import type { PageApi, PageSnapshot } from './pageApi.ts'
-import { bootPage, setText } from './pageBoot.ts'
+import { bootPage, setText, shellReady } from './pageBoot.ts'
 
 const params = new URLSearchParams(location.search)
 
 /** Reading `seq` of `source`: the same id, time and value every time it is generated. */
 function reading(source: string, seq: number): StreamEvent {
   return { id: `${source}#${seq}`, source, seq, ts: seq, key: `k${seq % 4}`, value: 1 }
-}
-
-/** Registers the app-shell service worker and waits until it controls this page. */
-async function shellReady(): Promise<void> {
-  if (navigator.serviceWorker.controller !== null) return
-  await navigator.serviceWorker.register('/sw.js')
-  await navigator.serviceWorker.ready
-  if (navigator.serviceWorker.controller !== null) return
-  await new Promise<void>((resolve) => navigator.serviceWorker.addEventListener('controllerchange', () => resolve(), { once: true }))
 }
 
 async function start(): Promise<PageApi> {

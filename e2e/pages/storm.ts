@@ -30,7 +30,7 @@ import {
   type StormTransition,
   stormReading,
 } from './stormApi.ts'
-import { bootPage, setText } from './pageBoot.ts'
+import { bootPage, setText, shellReady } from './pageBoot.ts'
 
 const params = new URLSearchParams(location.search)
 const role = params.get('role') === 'dashboard' ? 'dashboard' : 'device'
@@ -44,15 +44,6 @@ const REPORT_EVERY_MS = 250
 const transitions: StormTransition[] = []
 addEventListener('offline', () => transitions.push({ at: Date.now(), online: false }))
 addEventListener('online', () => transitions.push({ at: Date.now(), online: true }))
-
-/** `?shell=1`: registers the app-shell service worker (pages/public/sw.js) and waits until it controls this page, so a reload works offline. */
-async function shellReady(): Promise<void> {
-  if (navigator.serviceWorker.controller !== null) return
-  await navigator.serviceWorker.register('/sw.js')
-  await navigator.serviceWorker.ready
-  if (navigator.serviceWorker.controller !== null) return
-  await new Promise<void>((resolve) => navigator.serviceWorker.addEventListener('controllerchange', () => resolve(), { once: true }))
-}
 
 async function start(): Promise<StormPageApi> {
   if (params.get('shell') === '1') await shellReady()
