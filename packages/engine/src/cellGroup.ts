@@ -142,7 +142,19 @@ export function groupCellEntries(entries: readonly CellEntry[]): CellGroup[] {
 }
 
 /**
- * Every cell of the groups as loose entries (what the write-ahead log records for a merge).
+ * How many cells the groups hold.
+ *
+ * @example
+ * cellCount([packCellGroup('tumbling:60000', 0, 'd1', ['a', 'b'], [cellA, cellB])]) // 2
+ */
+export function cellCount(groups: readonly CellGroup[]): number {
+  let n = 0
+  for (const group of groups) n += group.keys.length
+  return n
+}
+
+/**
+ * Every cell of the groups as loose entries (what `mergeRemote` takes).
  *
  * @example
  * const entries = cellEntriesOf(groups)

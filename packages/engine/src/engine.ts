@@ -1,6 +1,6 @@
 import { type Anomaly, type AnomalyReason, emptyAnomalyCounts } from './anomaly.ts'
 import type { Doc } from 'yjs'
-import { type CellGroup, cellEntriesOf, groupCellEntries, validCellGroups } from './cellGroup.ts'
+import { type CellGroup, groupCellEntries, validCellGroups } from './cellGroup.ts'
 import { ChangeFeed } from './changeFeed.ts'
 import type { Engine, EngineOptions, EngineStats, IngestReceipt, LateEvent, SyncStatus } from './engineApi.ts'
 import { configurationOf, indexFor, type ResolvedOptions, resolveOptions } from './engineOptions.ts'
@@ -208,7 +208,7 @@ export class TidemarkEngine implements Engine {
         this.#settle(null)
         return
       case 'merge':
-        this.#mergeCellsAt(op.cells, op.clocks, op.now)
+        this.#mergeAt(this.#validGroups(op.groups), op.clocks, op.now)
         return
     }
   }
@@ -377,23 +377,22 @@ export class TidemarkEngine implements Engine {
 
   #mergeRemote(cells: readonly CellEntry[], clocks: readonly ClockEntry[]): MergeReport {
     this.#assertOpen()
-    const now = this.#options.now()
-    if (this.#journal !== null) this.#log(this.#journal, { kind: 'merge', now, cells, clocks })
-    return this.#mergeCellsAt(cells, clocks, now)
+    // Addresses are checked here; groups carry theirs checked by the transport that read them.
+    const valid = cells.filter((entry) => this.#acceptRemote('cell', cellEntryProblem(entry)))
+    return this.#mergeRemoteGroups(groupCellEntries(valid), clocks)
   }
 
   #mergeRemoteGroups(groups: readonly CellGroup[], clocks: readonly ClockEntry[]): MergeReport {
     this.#assertOpen()
     const now = this.#options.now()
-    const valid = validCellGroups(groups, (what, problem) => this.#acceptRemote(what, problem))
-    // The log records loose cells: a merge is rare next to ingests, and replay takes either.
-    if (this.#journal !== null) this.#log(this.#journal, { kind: 'merge', now, cells: cellEntriesOf(valid), clocks })
+    const valid = this.#validGroups(groups)
+    // Logged as groups: their columns go into the record as they are.
+    if (this.#journal !== null) this.#log(this.#journal, { kind: 'merge', now, groups: valid, clocks })
     return this.#mergeAt(valid, clocks, now)
   }
 
-  #mergeCellsAt(cells: readonly CellEntry[], clocks: readonly ClockEntry[], now: number): MergeReport {
-    const valid = cells.filter((entry) => this.#acceptRemote('cell', cellEntryProblem(entry)))
-    return this.#mergeAt(groupCellEntries(valid), clocks, now)
+  #validGroups(groups: readonly CellGroup[]): readonly CellGroup[] {
+    return validCellGroups(groups, (what, problem) => this.#acceptRemote(what, problem))
   }
 
   /** Merges validated groups and clocks, then settles and notifies once. */

@@ -1,8 +1,9 @@
 import type { AnomalyReason } from './anomaly.ts'
 import type { Cell } from './cell.ts'
+import type { CellGroup } from './cellGroup.ts'
 import type { LateEvent } from './engineApi.ts'
 import type { StreamEvent } from './event.ts'
-import type { CellEntry, ClockEntry, LocalWrite } from './replicaPort.ts'
+import type { ClockEntry, LocalWrite } from './replicaPort.ts'
 import type { Basis, WindowResult } from './windowResult.ts'
 
 /**
@@ -95,7 +96,13 @@ export type JournalOp =
     }
   | { readonly kind: 'advance'; readonly to: number }
   | { readonly kind: 'tick'; readonly now: number }
-  | { readonly kind: 'merge'; readonly now: number; readonly cells: readonly CellEntry[]; readonly clocks: readonly ClockEntry[] }
+  | {
+      /** Peers' state merged: their cells packed in groups (as the doc carries them) and their clocks. */
+      readonly kind: 'merge'
+      readonly now: number
+      readonly groups: readonly CellGroup[]
+      readonly clocks: readonly ClockEntry[]
+    }
 
 /** Where an engine logs every state-changing operation before it is published or acknowledged. */
 export interface Journal {

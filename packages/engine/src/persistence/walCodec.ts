@@ -10,7 +10,8 @@
  *   0       4      magic 0x4C574D54 (the bytes "TMWL")
  *   4       2      format version (2)
  *   6       2      flags: bits 0-2 op kind (0 ingest, 1 advance, 2 tick, 3 merge, 4 refuse);
- *                  others 0
+ *                  bit 3 set: a merge's cells are packed in groups (written since
+ *                  schema-2 docs); others 0
  *   8       8      lsn, float64 holding a safe integer >= 1
  *   16      8      time, float64: `now` (ingest, tick, merge), `to` (advance), NaN (refuse)
  *   24      4      n
@@ -20,7 +21,7 @@
  *   40      4      s
  *   44      4      u8: bytes in the UTF-8 section
  *   48      4      u16: code units in the UTF-16 section
- *   52      4      reserved (0)
+ *   52      4      g: cell groups of a grouped merge (else 0)
  *   56      4      payload CRC-32 over [64, end)
  *   60      4      header CRC-32 over [0, 60)
  *   64      ...    Float64 columns: ts, value, seq (NaN = absent) per event; start, count,
@@ -30,6 +31,11 @@
  *                  key, source per cell; source, writer, provable (0 or 1) per clock;
  *                  reason, count per rejected entry (string indexes except counts)
  *   ...     ...    string table (walStrings.ts): 4s lengths, then UTF-8, then UTF-16
+ *
+ * A grouped merge (bit 3) lays its c cells out as the doc carries them: Float64 columns start
+ * per group, then each group's count, sum, min, max, maxTs and version columns (6 per cell,
+ * copied whole), then the clocks; Uint32 columns window, source and cell count per group, key
+ * per cell, then the clocks'. A merge without bit 3 (loose cells, as above) reads back grouped.
  *
  * Format version 1 (read only) held ingest batches without processing time: a 40-byte
  * header (magic, version, flags, lsn, n, s, u8, u16, payload CRC, header CRC over [0, 36))
@@ -42,6 +48,7 @@
 
 import { ANOMALY_REASONS, type AnomalyReason } from '../anomaly.ts'
 import type { Cell } from '../cell.ts'
+import { type CellGroup, cellCount, GROUP_COLUMNS, groupCellEntries } from '../cellGroup.ts'
 import type { StreamEvent } from '../event.ts'
 import type { CellEntry, ClockEntry } from '../replicaPort.ts'
 import { crc32 } from './crc32.ts'
@@ -53,6 +60,8 @@ const FORMAT_VERSION = 2
 const HEADER_BYTES = 64
 const V1_HEADER_BYTES = 40
 const ABSENT_KEY = 0xffffffff
+/** Flag bit: a merge's cells are packed in groups. */
+const GROUPED = 8
 const KINDS: readonly WalOpKind[] = ['ingest', 'advance', 'tick', 'merge', 'refuse']
 const KNOWN_REASONS: ReadonlySet<string> = new Set(ANOMALY_REASONS)
 
@@ -85,6 +94,16 @@ interface Header {
   readonly utf8Bytes: number
   readonly utf16Units: number
   readonly headerBytes: number
+  /** A merge whose cells are packed in `g` groups. */
+  readonly grouped: boolean
+  readonly g: number
+}
+
+/** How many Float64 values and Uint32 references (before the string lengths) a record's columns hold. */
+function columnSizes({ n, c, k, r, g, grouped }: Pick<Header, 'n' | 'c' | 'k' | 'r' | 'g' | 'grouped'>): { floats: number; refs: number } {
+  return grouped
+    ? { floats: 3 * n + g + GROUP_COLUMNS * c + 4 * k, refs: 3 * n + 3 * g + c + 3 * k + 2 * r }
+    : { floats: 3 * n + 7 * c + 4 * k, refs: 3 * n + 3 * c + 3 * k + 2 * r }
 }
 
 /**
@@ -100,16 +119,19 @@ export function encodeWalRecord(lsn: number, op: WalOp): Uint8Array<ArrayBuffer>
   if (!Number.isSafeInteger(lsn) || lsn < 1) throw new RangeError(`lsn must be a safe integer >= 1, got ${lsn}`)
   if (!littleEndianHost) throw new Error('the log codec needs a little-endian host')
   const events = op.kind === 'ingest' ? op.events : []
-  const cells = op.kind === 'merge' ? op.cells : []
+  const groups = op.kind === 'merge' ? op.groups : []
   const clocks = op.kind === 'merge' ? op.clocks : []
   const rejected = op.kind === 'ingest' || op.kind === 'refuse' ? rejectedEntries(op.rejected) : []
   const n = events.length
-  const c = cells.length
+  const g = groups.length
+  const c = cellCount(groups)
   const k = clocks.length
   const r = rejected.length
+  const grouped = op.kind === 'merge'
+  const sizes = columnSizes({ n, c, k, r, g, grouped })
   const table = new StringTable()
   // Uint32 columns in layout order; string lengths follow once the table is complete.
-  const refs = new Uint32Array(3 * n + 3 * c + 3 * k + 2 * r)
+  const refs = new Uint32Array(sizes.refs)
   for (let i = 0; i < n; i++) {
     const event = events[i] as StreamEvent
     refs[i] = table.add(event.id)
@@ -117,13 +139,17 @@ export function encodeWalRecord(lsn: number, op: WalOp): Uint8Array<ArrayBuffer>
     refs[2 * n + i] = event.key === undefined ? ABSENT_KEY : table.intern(event.key)
   }
   let at = 3 * n
-  for (let i = 0; i < c; i++) {
-    const { address } = cells[i] as CellEntry
-    refs[at + i] = table.intern(address.window)
-    refs[at + c + i] = table.intern(address.key)
-    refs[at + 2 * c + i] = table.intern(address.source)
+  for (let j = 0; j < g; j++) {
+    const group = groups[j] as CellGroup
+    if (group.columns.length !== GROUP_COLUMNS * group.keys.length) {
+      throw new RangeError(`a cell group needs ${GROUP_COLUMNS} values per key, got ${group.columns.length} for ${group.keys.length} keys`)
+    }
+    refs[at + j] = table.intern(group.window)
+    refs[at + g + j] = table.intern(group.source)
+    refs[at + 2 * g + j] = group.keys.length
   }
-  at += 3 * c
+  at += 3 * g
+  for (const group of groups) for (const key of group.keys) refs[at++] = table.intern(key)
   for (let i = 0; i < k; i++) {
     const clock = clocks[i] as ClockEntry
     refs[at + i] = table.intern(clock.source)
@@ -137,7 +163,7 @@ export function encodeWalRecord(lsn: number, op: WalOp): Uint8Array<ArrayBuffer>
     refs[at + r + i] = count
   }
   const s = table.lengths.length
-  const floats = 3 * n + 7 * c + 4 * k
+  const floats = sizes.floats
   const u32At = HEADER_BYTES + 8 * floats
   const utf8At = u32At + 4 * (refs.length + s)
   const buffer = new ArrayBuffer(utf8At + table.utf8Bytes + 2 * table.utf16Units)
@@ -150,17 +176,12 @@ export function encodeWalRecord(lsn: number, op: WalOp): Uint8Array<ArrayBuffer>
     f64[2 * n + i] = event.seq ?? Number.NaN
   }
   at = 3 * n
-  for (let i = 0; i < c; i++) {
-    const { address, cell } = cells[i] as CellEntry
-    f64[at + i] = address.start
-    f64[at + c + i] = cell.count
-    f64[at + 2 * c + i] = cell.sum
-    f64[at + 3 * c + i] = cell.min
-    f64[at + 4 * c + i] = cell.max
-    f64[at + 5 * c + i] = cell.maxTs
-    f64[at + 6 * c + i] = cell.version
+  for (let j = 0; j < g; j++) f64[at + j] = (groups[j] as CellGroup).start
+  at += g
+  for (const group of groups) {
+    f64.set(group.columns, at)
+    at += group.columns.length
   }
-  at += 7 * c
   for (let i = 0; i < k; i++) {
     const clock = clocks[i] as ClockEntry
     f64[at + i] = clock.maxTs
@@ -175,7 +196,7 @@ export function encodeWalRecord(lsn: number, op: WalOp): Uint8Array<ArrayBuffer>
   const view = new DataView(buffer)
   view.setUint32(0, WAL_MAGIC, true)
   view.setUint16(4, FORMAT_VERSION, true)
-  view.setUint16(6, KINDS.indexOf(op.kind), true)
+  view.setUint16(6, KINDS.indexOf(op.kind) | (grouped ? GROUPED : 0), true)
   view.setFloat64(8, lsn, true)
   view.setFloat64(16, op.kind === 'advance' ? op.to : op.kind === 'refuse' ? Number.NaN : op.now, true)
   view.setUint32(24, n, true)
@@ -185,7 +206,7 @@ export function encodeWalRecord(lsn: number, op: WalOp): Uint8Array<ArrayBuffer>
   view.setUint32(40, s, true)
   view.setUint32(44, table.utf8Bytes, true)
   view.setUint32(48, table.utf16Units, true)
-  view.setUint32(52, 0, true)
+  view.setUint32(52, g, true)
   view.setUint32(56, crc32(bytes, HEADER_BYTES), true)
   view.setUint32(60, crc32(bytes, 0, 60), true)
   return bytes
@@ -206,8 +227,9 @@ export function decodeWalRecord(bytes: Uint8Array): WalDecodeResult {
   const known = header.kind === 'ingest' ? { lsn: header.lsn, kind: header.kind, eventCount: header.n } : { lsn: header.lsn, kind: header.kind }
   const fail = (reason: string): WalDecodeFailure => ({ ok: false, reason, ...known })
   const { n, c, k, r, s, utf8Bytes, utf16Units, headerBytes } = header
-  const floats = 3 * n + 7 * c + 4 * k
-  const u32Count = 3 * n + 3 * c + 3 * k + 2 * r + s
+  const sizes = columnSizes(header)
+  const floats = sizes.floats
+  const u32Count = sizes.refs + s
   const utf8At = headerBytes + 8 * floats + 4 * u32Count
   const expected = utf8At + utf8Bytes + 2 * utf16Units
   if (bytes.length !== expected) return fail(`${bytes.length} bytes, header describes ${expected}`)
@@ -242,9 +264,11 @@ export function decodeWalRecord(bytes: Uint8Array): WalDecodeResult {
       return { ok: true, lsn: header.lsn, op: { kind: 'refuse', rejected } }
     }
     case 'merge': {
-      const merged = readMerge(columns, c, k)
-      if (typeof merged === 'string') return fail(merged)
-      return { ok: true, lsn: header.lsn, op: { kind: 'merge', now: header.time, ...merged } }
+      const groups = header.grouped ? readGroups(columns, header.g, c) : readCells(columns, c)
+      if (typeof groups === 'string') return fail(groups)
+      const clocks = readClocks(columns, header.grouped ? header.g + GROUP_COLUMNS * c : 7 * c, header.grouped ? 3 * header.g + c : 3 * c, k)
+      if (typeof clocks === 'string') return fail(clocks)
+      return { ok: true, lsn: header.lsn, op: { kind: 'merge', now: header.time, groups, clocks } }
     }
   }
 }
@@ -272,6 +296,8 @@ function readHeader(bytes: Uint8Array): Header | string {
       utf8Bytes: view.getUint32(24, true),
       utf16Units: view.getUint32(28, true),
       headerBytes: V1_HEADER_BYTES,
+      grouped: false,
+      g: 0,
     }
   }
   if (bytes.length < HEADER_BYTES) return `${bytes.length} bytes is shorter than the record header`
@@ -281,7 +307,10 @@ function readHeader(bytes: Uint8Array): Header | string {
   if (!Number.isSafeInteger(lsn) || lsn < 1) return `invalid lsn ${lsn}`
   const flags = view.getUint16(6, true)
   const kind = KINDS[flags & 7]
-  if (kind === undefined || flags >>> 3 !== 0) return `unknown flags 0x${flags.toString(16)}`
+  const grouped = (flags & GROUPED) !== 0
+  if (kind === undefined || flags >>> 4 !== 0 || (grouped && kind !== 'merge')) return `unknown flags 0x${flags.toString(16)}`
+  const g = view.getUint32(52, true)
+  if (!grouped && g !== 0) return `${g} cell groups in a record that holds none`
   const header: Header = {
     version,
     kind,
@@ -295,6 +324,8 @@ function readHeader(bytes: Uint8Array): Header | string {
     utf8Bytes: view.getUint32(44, true),
     utf16Units: view.getUint32(48, true),
     headerBytes: HEADER_BYTES,
+    grouped,
+    g,
   }
   const { n, c, k, r } = header
   const shapeFits =
@@ -344,7 +375,35 @@ function readRejected({ u32, strings }: Columns, at: number, r: number): Partial
   return rejected
 }
 
-function readMerge({ f64, u32, strings }: Columns, c: number, k: number): { cells: CellEntry[]; clocks: ClockEntry[] } | string {
+/** A grouped merge's cells: `g` groups holding `c` cells. */
+function readGroups({ f64, u32, strings }: Columns, g: number, c: number): CellGroup[] | string {
+  const groups = new Array<CellGroup>(g)
+  let key = 3 * g
+  let column = g
+  for (let j = 0; j < g; j++) {
+    const window = strings[u32[j] as number]
+    const source = strings[u32[g + j] as number]
+    const size = u32[2 * g + j] as number
+    if (window === undefined || source === undefined) return `cell group ${j} refers to a missing string`
+    if (key + size > 3 * g + c) return `cell group ${j} holds more cells than the record`
+    const keys = new Array<string>(size)
+    for (let i = 0; i < size; i++) {
+      const text = strings[u32[key + i] as number]
+      if (text === undefined) return `cell group ${j} refers to a missing string`
+      keys[i] = text
+    }
+    key += size
+    // A copy: the record's buffer is not kept alive by the state built from it.
+    const columns = f64.slice(column, column + GROUP_COLUMNS * size)
+    column += GROUP_COLUMNS * size
+    groups[j] = { window, start: f64[j] as number, source, keys, columns }
+  }
+  if (key !== 3 * g + c) return `cell groups hold ${key - 3 * g} cells, the header says ${c}`
+  return groups
+}
+
+/** A merge written as loose cells, read back grouped. */
+function readCells({ f64, u32, strings }: Columns, c: number): CellGroup[] | string {
   const cells = new Array<CellEntry>(c)
   for (let i = 0; i < c; i++) {
     const window = strings[u32[i] as number]
@@ -361,9 +420,12 @@ function readMerge({ f64, u32, strings }: Columns, c: number, k: number): { cell
     }
     cells[i] = { address: { window, key, start: f64[i] as number, source }, cell }
   }
+  return groupCellEntries(cells)
+}
+
+/** A merge's `k` clocks, from Float64 value `fAt` and Uint32 reference `uAt`. */
+function readClocks({ f64, u32, strings }: Columns, fAt: number, uAt: number, k: number): ClockEntry[] | string {
   const clocks = new Array<ClockEntry>(k)
-  const fAt = 7 * c
-  const uAt = 3 * c
   for (let i = 0; i < k; i++) {
     const source = strings[u32[uAt + i] as number]
     const writer = strings[u32[uAt + k + i] as number]
@@ -380,7 +442,7 @@ function readMerge({ f64, u32, strings }: Columns, c: number, k: number): { cell
       version: f64[fAt + 3 * k + i] as number,
     }
   }
-  return { cells, clocks }
+  return clocks
 }
 
 function rejectedEntries(rejected: Readonly<Partial<Record<AnomalyReason, number>>>): [string, number][] {

@@ -1,3 +1,4 @@
+import { cellCount } from '../cellGroup.ts'
 import type { Journal, JournalOp } from '../engineCheckpoint.ts'
 import type { LocalWrite } from '../replicaPort.ts'
 import { DurableFrontier } from './durableFrontier.ts'
@@ -89,7 +90,7 @@ export class WalJournal implements Journal {
     this.#durable.recorded(lsn)
     this.#opsSinceCheckpoint++
     if (op.kind === 'ingest') this.#eventsSinceCheckpoint += op.events.length
-    else if (op.kind === 'merge') this.#eventsSinceCheckpoint += op.cells.length + op.clocks.length
+    else if (op.kind === 'merge') this.#eventsSinceCheckpoint += cellCount(op.groups) + op.clocks.length
     if (this.#due()) this.#scheduleCheckpoint()
     return appended.then(
       () => {

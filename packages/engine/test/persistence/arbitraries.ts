@@ -1,9 +1,10 @@
 import fc from 'fast-check'
 import { ANOMALY_REASONS } from '../../src/anomaly.ts'
 import type { Cell } from '../../src/cell.ts'
+import { type CellGroup, packCellGroup } from '../../src/cellGroup.ts'
 import { MAX_ABS_TS, type StreamEvent } from '../../src/event.ts'
 import type { WalOp } from '../../src/persistence/index.ts'
-import type { CellEntry, ClockEntry } from '../../src/replicaPort.ts'
+import type { ClockEntry } from '../../src/replicaPort.ts'
 
 /** Any UTF-16 code unit, lone surrogates included: ids are arbitrary JS strings. */
 const codeUnit = fc.integer({ min: 0, max: 0xffff }).map((unit) => String.fromCharCode(unit))
@@ -45,10 +46,18 @@ const cell: fc.Arbitrary<Cell> = fc.record({
   version: fc.nat(),
 })
 
-const cellEntry: fc.Arbitrary<CellEntry> = fc.record({
-  address: fc.record({ window: name, key: fc.oneof(fc.constant(''), name), start: anyNumber, source: name }),
-  cell,
-})
+/** One source's cells of one window start, packed as the doc and the log carry them. */
+const cellGroup: fc.Arbitrary<CellGroup> = fc
+  .record({ window: name, start: anyNumber, source: name, cells: fc.array(fc.tuple(fc.oneof(fc.constant(''), name), cell), { maxLength: 6 }) })
+  .map(({ window, start, source, cells }) =>
+    packCellGroup(
+      window,
+      start,
+      source,
+      cells.map(([key]) => key),
+      cells.map(([, c]) => c),
+    ),
+  )
 
 const clockEntry: fc.Arbitrary<ClockEntry> = fc.record({
   source: name,
@@ -71,7 +80,7 @@ export const walOp: fc.Arbitrary<WalOp> = fc.oneof(
   fc.record({
     kind: fc.constant('merge' as const),
     now: anyNumber,
-    cells: fc.array(cellEntry, { maxLength: 12 }),
+    groups: fc.array(cellGroup, { maxLength: 4 }),
     clocks: fc.array(clockEntry, { maxLength: 6 }),
   }),
 )
