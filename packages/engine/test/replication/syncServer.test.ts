@@ -12,12 +12,13 @@ import { createEngine, type Engine, manual, type StreamEvent, session, tumbling 
 import { bindDoc } from '../../src/replication/bindDoc.ts'
 import { connectWebsocket, type WebsocketConnection } from '../../src/replication/connectWebsocket.ts'
 import { replicaArrayName } from '../../src/replication/docEntry.ts'
-import { type RunningServer, sameState, startSyncServer, whenDocs, whenSynced } from './syncServerHarness.ts'
+import { startSyncServer, type SyncServer } from '../../../../e2e/storm/syncServer.ts'
+import { sameState, whenDocs, whenSynced } from './syncServerHarness.ts'
 
 const T0 = 1_700_000_040_000
 const WAIT = 10_000
 
-let server: RunningServer
+let server: SyncServer
 
 beforeAll(async () => {
   server = await startSyncServer()

@@ -1,63 +1,10 @@
 /**
- * Starts packages/sync-server/src/server.js on 127.0.0.1 with a free port, and stops it by
- * its own PID. Awaits real events only, each bounded by a timeout.
+ * Waits of the sync-server tests: for docs to reach a state, for a provider to sync. Awaits
+ * real events only, each bounded by a timeout. The server itself is started and stopped by the
+ * e2e storm driver's `startSyncServer` (e2e/storm/syncServer.ts), the one launcher of
+ * packages/sync-server/src/server.js in TypeScript.
  */
-import { type ChildProcess, spawn } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
 import * as Y from 'yjs'
-
-const SERVER = fileURLToPath(new URL('../../../sync-server/src/server.js', import.meta.url))
-
-export interface RunningServer {
-  readonly url: string
-  readonly pid: number
-  stop(): Promise<void>
-}
-
-export async function startSyncServer(timeoutMs = 15_000): Promise<RunningServer> {
-  const child = spawn(process.execPath, [SERVER], {
-    env: { ...process.env, HOST: '127.0.0.1', PORT: '0' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let stderr = ''
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString()
-  })
-  const port = await withTimeout(
-    new Promise<number>((resolve, reject) => {
-      let stdout = ''
-      child.stdout?.on('data', (chunk: Buffer) => {
-        stdout += chunk.toString()
-        const match = /tidemark-sync-server ready (\{.*\})/.exec(stdout)
-        if (match?.[1] !== undefined) resolve((JSON.parse(match[1]) as { port: number }).port)
-      })
-      child.once('exit', (code) => reject(new Error(`sync server exited with ${code}: ${stderr}`)))
-      child.once('error', reject)
-    }),
-    timeoutMs,
-    'sync server ready line',
-  ).catch((error: unknown) => {
-    stopChild(child)
-    throw error
-  })
-  const pid = child.pid as number
-  return {
-    url: `ws://127.0.0.1:${port}`,
-    pid,
-    stop: async () => {
-      if (child.exitCode !== null || child.signalCode !== null) return
-      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-      process.kill(pid, 'SIGTERM')
-      await withTimeout(exited, 5_000, 'sync server exit').catch(() => {
-        if (child.exitCode === null) process.kill(pid, 'SIGKILL')
-      })
-    },
-  }
-}
-
-function stopChild(child: ChildProcess): void {
-  if (child.pid !== undefined && child.exitCode === null) process.kill(child.pid, 'SIGKILL')
-}
 
 export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined
