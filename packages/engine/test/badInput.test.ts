@@ -378,6 +378,12 @@ describe('bad-input catalogue: names, values and sequence numbers', () => {
     // Two finite values whose sum overflows: count, min and max stay exact; the sum is ±Infinity.
     engine.ingest([1, 2].map((i) => ({ ...base, id: `big${i}`, key: 'big', value: Number.MAX_VALUE })))
     expect(engine.results({ window: 'tumbling:10', key: 'big' })).toMatchObject([{ count: 2, max: Number.MAX_VALUE, sum: Number.POSITIVE_INFINITY }])
+    // A peer takes the overflowed cell as it is: the replicas agree.
+    const peer = engineFor({ replicaId: 'peer-of-b19' })
+    const state = engine.replica.exportState()
+    expect(peer.replica.mergeRemote(state.cells, state.clocks)).toMatchObject({ applied: state.cells.length })
+    expect(peer.stats().anomalies.invalid_remote_cell).toBe(0)
+    expect(peer.results()).toEqual(engine.results())
     expectServing(engine)
     return values.length + 2
   })
