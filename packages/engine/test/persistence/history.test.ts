@@ -6,7 +6,6 @@
  */
 import 'fake-indexeddb/auto'
 import { IDBFactory } from 'fake-indexeddb'
-import { wrap } from 'idb'
 import { describe, expect, it, vi } from 'vitest'
 import {
   createEngine,
@@ -27,7 +26,7 @@ import { decodeEngineCheckpoint, encodeEngineCheckpoint } from '../../src/persis
 import { decodeCheckpoint } from '../../src/persistence/checkpointEnvelope.ts'
 import { FinalArchive } from '../../src/persistence/finalArchive.ts'
 import { reading } from '../scenarioKit.ts'
-import { damage, raw } from './fakeStorage.ts'
+import { damage, legacyDatabase, raw, SCHEMA_1_STORES } from './fakeStorage.ts'
 import { drain, visible } from './recoveryView.ts'
 
 const config: EngineOptions = { windows: tumbling(10), retention: 20, now: () => 1_000, limits: { maxLateEvents: 6 } }
@@ -248,12 +247,7 @@ describe('indexedDbPersistence: history stores on disk', () => {
     before.ingest(device.readings(0, 30))
     before.ingest(device.late(3))
     // What the previous version stored: a schema-2 database, the lane inline in the checkpoint, empty history stores.
-    const request = factory.open('inline-lane', 2)
-    request.addEventListener('upgradeneeded', () => {
-      for (const store of ['wal', 'checkpoints', 'meta', 'lateLane', 'archive']) request.result.createObjectStore(store)
-    })
-    const db = await wrap(request)
-    if (db === undefined) throw new Error('open failed')
+    const db = await legacyDatabase(factory, 'inline-lane', 2, [...SCHEMA_1_STORES, 'lateLane', 'archive'])
     await db.put('checkpoints', encodeCheckpoint({ upToLsn: 0, state: encodeEngineCheckpoint(before.checkpoint()) }).buffer, 0)
     db.close()
     const open = () => openEngine({ ...config, persistence: indexedDbPersistence({ name: 'inline-lane', indexedDB: factory }) })
@@ -275,11 +269,7 @@ describe('indexedDbPersistence: history stores on disk', () => {
 
   it('upgrades a schema-1 database and starts using the late lane and archive stores', async () => {
     const factory = new IDBFactory()
-    const request = factory.open('schema-1', 1)
-    request.addEventListener('upgradeneeded', () => {
-      for (const store of ['wal', 'checkpoints', 'meta']) request.result.createObjectStore(store)
-    })
-    ;(await wrap(request))?.close()
+    ;(await legacyDatabase(factory, 'schema-1', 1, SCHEMA_1_STORES)).close()
     const persistence = indexedDbPersistence({ name: 'schema-1', indexedDB: factory })
     const engine = await openEngine({ ...config, persistence })
     const device = new Device()

@@ -11,7 +11,7 @@ import {
   QuotaError,
   SCHEMA_VERSION,
 } from '../../src/persistence/index.ts'
-import { abortWithQuota, damage, failNextWrite, raw } from './fakeStorage.ts'
+import { abortWithQuota, damage, failNextWrite, legacyDatabase, raw, SCHEMA_1_STORES } from './fakeStorage.ts'
 import { encodeFormat1Batch } from './walFormat1.ts'
 import { ingestOp } from './walOps.ts'
 
@@ -178,13 +178,9 @@ describe('indexedDbPersistence', () => {
 
   it('upgrades a v1 database created by hand and keeps its format-1 log', async () => {
     const factory = new IDBFactory()
-    const request = factory.open('legacy', 1)
-    request.addEventListener('upgradeneeded', () => {
-      for (const store of ['wal', 'checkpoints', 'meta']) request.result.createObjectStore(store)
-    })
-    const v1 = await wrap(request)
-    await v1?.put('wal', encodeFormat1Batch(1, events(1, 3)).buffer, 1)
-    v1?.close()
+    const v1 = await legacyDatabase(factory, 'legacy', 1, SCHEMA_1_STORES)
+    await v1.put('wal', encodeFormat1Batch(1, events(1, 3)).buffer, 1)
+    v1.close()
     const persistence = indexedDbPersistence({ name: 'legacy', indexedDB: factory })
     expect((await persistence.open()).tail).toEqual([{ lsn: 1, op: ingestOp(events(1, 3), Number.NaN) }])
     expect(await persistence.append(ingestOp(events(4, 1)))).toBe(2)

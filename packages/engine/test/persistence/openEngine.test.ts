@@ -1,7 +1,6 @@
 import 'fake-indexeddb/auto'
 import fc from 'fast-check'
 import { IDBDatabase as FakeDatabase, IDBFactory } from 'fake-indexeddb'
-import { wrap } from 'idb'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import * as Y from 'yjs'
 import type { TidemarkEngine } from '../../src/engine.ts'
@@ -24,7 +23,7 @@ import {
 import { reading } from '../scenarioKit.ts'
 import { assertSeededAsync } from './seeded.ts'
 import { runPlanOp, streamPlan } from '../streamPlan.ts'
-import { damage, fillDisk, raw } from './fakeStorage.ts'
+import { damage, fillDisk, legacyDatabase, raw, SCHEMA_1_STORES } from './fakeStorage.ts'
 import { drain, visible } from './recoveryView.ts'
 import { encodeFormat1Batch } from './walFormat1.ts'
 
@@ -312,14 +311,10 @@ describe('openEngine: identity and upgrades', () => {
 
   it('opens a schema-1 database holding format-1 records, and upgrades it', async () => {
     const factory = new IDBFactory()
-    const request = factory.open('legacy', 1)
-    request.addEventListener('upgradeneeded', () => {
-      for (const store of ['wal', 'checkpoints', 'meta']) request.result.createObjectStore(store)
-    })
-    const v1 = await wrap(request)
-    await v1?.put('wal', encodeFormat1Batch(1, batch(1, 3)).buffer, 1)
-    await v1?.put('wal', encodeFormat1Batch(2, batch(4, 2)).buffer, 2)
-    v1?.close()
+    const v1 = await legacyDatabase(factory, 'legacy', 1, SCHEMA_1_STORES)
+    await v1.put('wal', encodeFormat1Batch(1, batch(1, 3)).buffer, 1)
+    await v1.put('wal', encodeFormat1Batch(2, batch(4, 2)).buffer, 2)
+    v1.close()
     const engine = await open(factory, 'legacy')
     const reference = createEngine(config)
     reference.ingest(batch(1, 3))
