@@ -8,7 +8,7 @@ import { manual } from '../../src/watermarkStrategy.ts'
 import type { Basis } from '../../src/windowResult.ts'
 import { disorderedEvents, signature } from './arbitraries.ts'
 import { dedupKey, naiveOrder } from './referenceModel.ts'
-import { assertSeeded, PROPERTY_TIMEOUT } from './seeded.ts'
+import { assertFreshSeeded, PROPERTY_TIMEOUT } from '../seededProperty.ts'
 
 const FILE = 'packages/engine/test/ordered/orderEvents.test.ts'
 
@@ -182,7 +182,7 @@ describe('orderEvents: named scenarios', () => {
 
 describe('orderEvents: properties', () => {
   it('the same events in any order give the same output', () => {
-    assertSeeded(
+    assertFreshSeeded(
       fc.property(
         withConflictingCopies.chain((events) => fc.tuple(fc.constant(events), fc.shuffledSubarray(events, { minLength: events.length, maxLength: events.length }))),
         ([events, shuffled]) => {
@@ -200,7 +200,7 @@ describe('orderEvents: properties', () => {
   }, PROPERTY_TIMEOUT)
 
   it('is strictly sorted, dedups to exactly the valid keys, keeps the first copy in order, and accounts for every input', () => {
-    assertSeeded(
+    assertFreshSeeded(
       fc.property(withConflictingCopies, (events) => {
         const { ordered, anomalies } = orderEvents(events)
         for (let i = 1; i < ordered.length; i++) expect(naiveOrder(ordered[i - 1] as StreamEvent, ordered[i] as StreamEvent)).toBe(-1)
@@ -221,7 +221,7 @@ describe('orderEvents: properties', () => {
   }, PROPERTY_TIMEOUT)
 
   it('basis matches the rules written out naively on the whole batch', () => {
-    assertSeeded(
+    assertFreshSeeded(
       fc.property(withConflictingCopies, (events) => {
         const { ordered } = orderEvents(events)
         expect(ordered.map((e) => e.basis)).toEqual(naiveBasis(ordered))
@@ -232,7 +232,7 @@ describe('orderEvents: properties', () => {
   }, PROPERTY_TIMEOUT)
 
   it('agrees with the ordered stream, events and basis, when the stream gets the whole batch at once in seq order', () => {
-    assertSeeded(
+    assertFreshSeeded(
       fc.property(disorderedEvents, (events) => {
         const bySourceSeq = [...events].sort((a, b) =>
           a.source !== b.source ? (a.source < b.source ? -1 : 1) : (a.seq ?? Number.POSITIVE_INFINITY) - (b.seq ?? Number.POSITIVE_INFINITY) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),

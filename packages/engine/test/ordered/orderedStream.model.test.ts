@@ -7,7 +7,7 @@ import type { OrderedBatch, OrderedStream } from '../../src/orderedStreamApi.ts'
 import { manual, boundedOutOfOrderness } from '../../src/watermarkStrategy.ts'
 import { cut, disorderedEvents, reconnectBurst, type Step, signature, steps, streamSetup } from './arbitraries.ts'
 import { ReferenceStream } from './referenceModel.ts'
-import { assertSeeded, PROPERTY_TIMEOUT } from './seeded.ts'
+import { assertFreshSeeded, PROPERTY_TIMEOUT } from '../seededProperty.ts'
 
 const FILE = 'packages/engine/test/ordered/orderedStream.model.test.ts'
 
@@ -83,7 +83,7 @@ function runAgainstModel(setup: Setup, pushes: readonly { events: StreamEvent[];
 
 describe('ordered stream against the reference model (sort everything, filter by watermark)', () => {
   it('random disorder and duplicates, manual or bounded watermark, any batch size', () => {
-    assertSeeded(
+    assertFreshSeeded(
       fc.property(streamSetup, disorderedEvents, steps, (setup, events, plan) => runAgainstModel(setup, cut(events, plan))),
       FILE,
       300,
@@ -91,7 +91,7 @@ describe('ordered stream against the reference model (sort everything, filter by
   }, PROPERTY_TIMEOUT)
 
   it('lagging watermark: one source far behind holds W while the others run ahead', () => {
-    assertSeeded(
+    assertFreshSeeded(
       fc.property(streamSetup, disorderedEvents, steps, fc.integer({ min: 50, max: 300 }), (setup, events, plan, behind) => {
         const lagged = events.map((e) => (e.source === 'b' && Number.isFinite(e.ts) ? { ...e, ts: Math.max(0, e.ts - behind) } : e))
         runAgainstModel({ ...setup, lag: setup.lag ?? 40 }, cut(lagged, plan))
@@ -102,7 +102,7 @@ describe('ordered stream against the reference model (sort everything, filter by
   }, PROPERTY_TIMEOUT)
 
   it('reconnect bursts: a source offline for a while delivers its whole backlog at once', () => {
-    assertSeeded(
+    assertFreshSeeded(
       fc.property(streamSetup, reconnectBurst, steps, (setup, pushes, plan) => {
         runAgainstModel(
           setup,
@@ -115,7 +115,7 @@ describe('ordered stream against the reference model (sort everything, filter by
   }, PROPERTY_TIMEOUT)
 
   it('what is emitted does not depend on when flushReady is called or on the batch size', () => {
-    assertSeeded(
+    assertFreshSeeded(
       fc.property(streamSetup, disorderedEvents, steps, fc.integer({ min: 1, max: 50 }), (setup, events, plan, otherSize) => {
         const pushes = cut(events, plan)
         const drive = (batchSize: number, flushEveryStep: boolean) => {

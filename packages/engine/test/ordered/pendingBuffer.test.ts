@@ -4,7 +4,7 @@ import { ArrivalLog } from '../../src/arrivalLog.ts'
 import { compareEventOrder, type PendingEvent } from '../../src/eventOrder.ts'
 import { PendingBuffer } from '../../src/pendingBuffer.ts'
 import { naiveOrder } from './referenceModel.ts'
-import { assertSeeded, PROPERTY_TIMEOUT } from './seeded.ts'
+import { assertFreshSeeded, PROPERTY_TIMEOUT } from '../seededProperty.ts'
 
 const FILE = 'packages/engine/test/ordered/pendingBuffer.test.ts'
 
@@ -23,7 +23,7 @@ function toEvent(raw: { ts: number; source: string; seq: number | undefined; id:
 
 describe('PendingBuffer', () => {
   it('pops in the total order (ts, source, seq, id), however events were pushed and popped in between', () => {
-    assertSeeded(
+    assertFreshSeeded(
       fc.property(fc.array(fc.tuple(pendingEvent, fc.boolean()), { maxLength: 200 }), (ops) => {
         const buffer = new PendingBuffer()
         const arrivals = new ArrivalLog()
@@ -52,7 +52,7 @@ describe('PendingBuffer', () => {
   }, PROPERTY_TIMEOUT)
 
   it('agrees with the reference comparator on the order itself', () => {
-    assertSeeded(
+    assertFreshSeeded(
       fc.property(pendingEvent, pendingEvent, (a, b) => {
         const x = toEvent(a)
         const y = toEvent(b)

@@ -6,7 +6,7 @@ import { decodeHistoryRecord, encodeHistoryRecord } from '../../src/persistence/
 import type { ArchivedChange } from '../../src/persistence/index.ts'
 import type { WindowResult } from '../../src/windowResult.ts'
 import { name, streamEvent } from './arbitraries.ts'
-import { assertSeeded } from './seeded.ts'
+import { assertFreshSeeded } from '../seededProperty.ts'
 
 const FILE = 'packages/engine/test/persistence/historyRecord.test.ts'
 
@@ -44,7 +44,7 @@ function unaligned(bytes: Uint8Array): Uint8Array {
 
 describe('history records', () => {
   it('round-trip late events exactly: absent fields stay absent, lone surrogates and -0 survive', () => {
-    assertSeeded(
+    assertFreshSeeded(
       fc.property(fc.nat({ max: 2 ** 40 }), fc.array(lateEvent, { maxLength: 30 }), (first, entries) => {
         const bytes = encodeHistoryRecord('lateLane', first, entries)
         expect(decodeHistoryRecord('lateLane', bytes)).toEqual({ ok: true, first, entries })
@@ -55,7 +55,7 @@ describe('history records', () => {
   })
 
   it('round-trip archived changes exactly', () => {
-    assertSeeded(
+    assertFreshSeeded(
       fc.property(fc.nat({ max: 2 ** 40 }), fc.array(archivedChange, { maxLength: 30 }), (first, entries) => {
         const bytes = encodeHistoryRecord('archive', first, entries)
         const read = decodeHistoryRecord('archive', unaligned(bytes))

@@ -21,7 +21,7 @@ import {
   tumbling,
 } from '../../src/index.ts'
 import { reading } from '../scenarioKit.ts'
-import { assertSeededAsync } from './seeded.ts'
+import { assertSeededAsync } from '../seededProperty.ts'
 import { runPlanOp, streamPlan } from '../streamPlan.ts'
 import { damage, fillDisk, legacyDatabase, raw, SCHEMA_1_STORES } from './fakeStorage.ts'
 import { drain, visible } from './recoveryView.ts'

@@ -5,7 +5,7 @@ import { packCellGroup } from '../../src/cellGroup.ts'
 import { crc32 } from '../../src/persistence/crc32.ts'
 import { decodeCheckpoint, decodeWalRecord, encodeCheckpoint, encodeWalRecord, type WalOp } from '../../src/persistence/index.ts'
 import { batch, lsn, walOp } from './arbitraries.ts'
-import { assertSeeded } from './seeded.ts'
+import { assertFreshSeeded } from '../seededProperty.ts'
 import { encodeFormat1Batch } from './walFormat1.ts'
 import { ingestOp } from './walOps.ts'
 
@@ -50,7 +50,7 @@ describe('walCodec: log records', () => {
   })
 
   it('round-trips every kind of op, also from unaligned views', () => {
-    assertSeeded(
+    assertFreshSeeded(
       fc.property(lsn, walOp, (recordLsn, op) => {
         const bytes = encodeWalRecord(recordLsn, op)
         expect(decodeWalRecord(bytes)).toEqual({ ok: true, lsn: recordLsn, op })
@@ -115,7 +115,7 @@ describe('walCodec: log records', () => {
   })
 
   it('reads format-1 records as ingest ops without processing time', () => {
-    assertSeeded(
+    assertFreshSeeded(
       fc.property(lsn, batch, (recordLsn, events) => {
         expect(decodeWalRecord(encodeFormat1Batch(recordLsn, events))).toEqual({ ok: true, lsn: recordLsn, op: ingestOp(events, Number.NaN) })
       }),
@@ -143,7 +143,7 @@ describe('walCodec: log records', () => {
   })
 
   it('reports random damage with a reason, never throws, and keeps lsn, kind and count while the header is intact', () => {
-    assertSeeded(
+    assertFreshSeeded(
       fc.property(
         lsn,
         walOp,
@@ -193,7 +193,7 @@ describe('walCodec: log records', () => {
 
 describe('walCodec: checkpoint envelope', () => {
   it('round-trips state bytes and the lsn', () => {
-    assertSeeded(
+    assertFreshSeeded(
       fc.property(fc.nat(), fc.uint8Array({ maxLength: 300 }), (upToLsn, state) => {
         expect(decodeCheckpoint(encodeCheckpoint({ upToLsn, state }))).toEqual({ ok: true, checkpoint: { upToLsn, state } })
         expect(decodeCheckpoint(unaligned(encodeCheckpoint({ upToLsn, state })))).toEqual({ ok: true, checkpoint: { upToLsn, state } })
