@@ -19,7 +19,12 @@ export interface Cell {
   version: number
 }
 
-/** A new empty cell. */
+/**
+ * A new empty cell.
+ *
+ * @example
+ * emptyCell() // { count: 0, sum: 0, min: Infinity, max: -Infinity, maxTs: -Infinity, version: 0 }
+ */
 export function emptyCell(): Cell {
   return {
     count: 0,
@@ -68,7 +73,13 @@ export function tombstone(of: Cell, version: number): Cell {
   return { count: 0, sum: 0, min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY, maxTs: of.maxTs, version }
 }
 
-/** Total order used to resolve two writes of one version; any fixed order keeps merge a lattice join. */
+/**
+ * Total order used to resolve two writes of one version; any fixed order keeps merge a lattice join.
+ *
+ * @example
+ * compareCells({ ...emptyCell(), version: 2 }, { ...emptyCell(), version: 1 }) // 1
+ * compareCells(emptyCell(), emptyCell()) // 0
+ */
 export function compareCells(a: Cell, b: Cell): number {
   return (
     order(a.version, b.version) ||
@@ -89,13 +100,19 @@ function order(x: number, y: number): number {
  * The lattice join of two versions of one cell.
  *
  * @example
+ * const a = emptyCell()
  * mergeCell({ ...a, version: 3 }, { ...a, version: 5 }).version // 5
  */
 export function mergeCell(a: Cell, b: Cell): Cell {
   return compareCells(a, b) >= 0 ? a : b
 }
 
-/** A replica's cells by cell key, as plain data. */
+/**
+ * A replica's cells by cell key, as plain data.
+ *
+ * @example
+ * const cells: CellMap = new Map([[cellKey('tumbling:60000', 'temp', 0, 'd1'), emptyCell()]])
+ */
 export type CellMap = ReadonlyMap<string, Cell>
 
 /**
@@ -124,7 +141,13 @@ export function cellKey(window: string, key: string, start: number, source: stri
   return JSON.stringify([window, key, start, source])
 }
 
-/** Reads a cell key back; `null` when it is not one. */
+/**
+ * Reads a cell key back; `null` when it is not one.
+ *
+ * @example
+ * parseCellKey(cellKey('tumbling:60000', 'temp', 0, 'd1')) // { window: 'tumbling:60000', key: 'temp', start: 0, source: 'd1' }
+ * parseCellKey('temp/0/d1') // null
+ */
 export function parseCellKey(text: string): { window: string; key: string; start: number; source: string } | null {
   let parsed: unknown
   try {

@@ -56,8 +56,9 @@ const textDecoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
  * path of a value that is not plain data (a Map, a function, a class instance).
  *
  * @example
+ * const engine = new TidemarkEngine({ windows: tumbling(60_000) })
  * const state = encodeEngineCheckpoint(engine.checkpoint())
- * await persistence.checkpoint({ upToLsn, state })
+ * await persistence.checkpoint({ upToLsn: persistence.lastLsn, state })
  */
 export function encodeEngineCheckpoint(checkpoint: EngineCheckpoint): Uint8Array<ArrayBuffer> {
   const writer = new Writer()
@@ -73,7 +74,9 @@ export function encodeEngineCheckpoint(checkpoint: EngineCheckpoint): Uint8Array
  * damage, so a failure here means another writer or a newer format.
  *
  * @example
- * engine.restore(decodeEngineCheckpoint(recovered.checkpoint.state))
+ * const { checkpoint } = await persistence.open()
+ * const engine = new TidemarkEngine({ windows: tumbling(60_000) })
+ * if (checkpoint !== null) engine.restore(decodeEngineCheckpoint(checkpoint.state))
  */
 export function decodeEngineCheckpoint(bytes: Uint8Array): EngineCheckpoint {
   const reader = new Reader(bytes)

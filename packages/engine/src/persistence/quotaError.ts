@@ -2,17 +2,21 @@
  * Storage is full: the batch was not written and nothing of it is durable.
  * The engine surfaces it from `ingest(...).durable`; the caller should slow down,
  * free space (checkpoint, drop old archives) or ask for persistent storage.
+ *
+ * @example
+ * new QuotaError('tidemark: storage quota exceeded').name // 'QuotaError'
  */
 export class QuotaError extends Error {
   override readonly name = 'QuotaError'
 }
 
 /**
- * Narrows an `append`/`checkpoint` rejection to a full quota.
+ * Narrows a rejection of `ingest(...).durable` (or of `Persistence.append`/`checkpoint`)
+ * to a full quota.
  *
  * @example
  * try {
- *   await persistence.append(batch)
+ *   await engine.ingest(batch).durable
  * } catch (error) {
  *   if (isQuotaError(error)) pauseProducers()
  *   else throw error

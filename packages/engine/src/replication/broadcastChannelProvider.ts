@@ -234,7 +234,14 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
   }
 }
 
-/** The default channel: the platform `BroadcastChannel`, unref'd in Node so it never holds the process open. */
+/**
+ * The default channel: the platform `BroadcastChannel`, unref'd in Node so it never holds the process open.
+ *
+ * @example
+ * const channel = openBroadcastChannel('tidemark:fleet', (frame) => console.log(frame.byteLength))
+ * channel.post(new Uint8Array([1, 2, 3])) // other endpoints of 'tidemark:fleet' receive it
+ * channel.close()
+ */
 export const openBroadcastChannel: OpenTabChannel = (name, receive) => {
   const channel = new BroadcastChannel(name)
   channel.onmessage = (event: MessageEvent) => {

@@ -13,6 +13,10 @@ export class ConfigurationMismatchError extends Error {
   /** The peer's fingerprint as written in the doc (`null` when its meta entry is malformed). */
   readonly received: string | null
 
+  /**
+   * @example
+   * new ConfigurationMismatchError('r2', 'cfg-a', 'cfg-b').replicaId // 'r2'
+   */
   constructor(replicaId: string, expected: string, received: string | null, detail?: string) {
     super(
       `replica ${JSON.stringify(replicaId)} uses ${
@@ -26,7 +30,18 @@ export class ConfigurationMismatchError extends Error {
   }
 }
 
-/** Type guard for `ConfigurationMismatchError`, also across realms. */
+/**
+ * Type guard for `ConfigurationMismatchError`, also across realms.
+ *
+ * @example
+ * const engine = createEngine({
+ *   windows: tumbling(60_000),
+ *   doc,
+ *   onReplicationError: (error) => {
+ *     if (isConfigurationMismatchError(error)) console.warn(`peer ${error.replicaId} counts other windows`)
+ *   },
+ * })
+ */
 export function isConfigurationMismatchError(error: unknown): error is ConfigurationMismatchError {
   return (
     error instanceof ConfigurationMismatchError || (error instanceof Error && error.name === 'ConfigurationMismatchError')

@@ -46,7 +46,14 @@ export interface ReconnectJitterOptions {
 /** y-websocket's backoff unit, in ms. */
 const PROVIDER_UNIT_MS = 100
 
-/** The delay window of attempt `attempt` (0-based): `min(capMs, baseMs · 2^attempt)`. */
+/**
+ * The delay window of attempt `attempt` (0-based): `min(capMs, baseMs · 2^attempt)`.
+ *
+ * @example
+ * jitterWindow(0, 500, 10_000) // 500
+ * jitterWindow(3, 500, 10_000) // 4000
+ * jitterWindow(9, 500, 10_000) // 10000
+ */
 export function jitterWindow(attempt: number, baseMs: number, capMs: number): number {
   return Math.min(capMs, baseMs * 2 ** Math.min(attempt, 30))
 }
