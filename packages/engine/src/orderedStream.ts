@@ -24,6 +24,10 @@ const NO_BATCHES: readonly OrderedBatch[] = Object.freeze([])
  * `ts < W` (its range was already released): a correction when `onLate` is `'emit_correction'`
  * and `ts >= W - allowedLateness`, otherwise the late lane. So what is emitted, and as which
  * kind, depends on pushes and watermark moves only, never on when `flushReady` is called.
+ * The member examples below continue one stream; `OrderedStream` documents each member in full.
+ *
+ * @example
+ * const stream = new OrderedEventStream({ watermark: manual(), allowedLateness: 5_000 })
  */
 export class OrderedEventStream implements OrderedStream {
   readonly #options: ResolvedOrderedStreamOptions
@@ -54,12 +58,24 @@ export class OrderedEventStream implements OrderedStream {
   }
   readonly #work = { pushComparisons: 0, pushMoves: 0, flushComparisons: 0, flushMoves: 0 }
 
+  /**
+   * Same as `createOrderedStream(options)`.
+   *
+   * @example
+   * new OrderedEventStream().watermark() // -Infinity (default bounded strategy, no event yet)
+   */
   constructor(options?: OrderedStreamOptions) {
     this.#options = resolveOrderedStreamOptions(options)
     this.#frontiers = new Frontiers(this.#options.watermark, this.#options.idleTimeout)
     this.#lateLane = new LateLane(this.#options.maxLateEvents)
   }
 
+  /**
+   * Validates, dedups and classifies one batch (see `OrderedStream.push`).
+   *
+   * @example
+   * stream.push([{ id: 'b', source: 'd1', seq: 2, ts: 2_000, value: 1 }, { id: 'a', source: 'd1', seq: 1, ts: 1_000, value: 1 }]).accepted // 2
+   */
   push(events: readonly StreamEvent[]): IngestReceipt {
     if (!Array.isArray(events)) throw new TypeError('push expects an array of events')
     const options = this.#options
@@ -153,11 +169,23 @@ export class OrderedEventStream implements OrderedStream {
     return { accepted, late, duplicates, beyondLateness: beyond, rejected, anomalies: anomalies ?? NO_ANOMALIES, durable: DURABLE }
   }
 
+  /**
+   * Moves the watermark forward, never back (see `OrderedStream.advanceWatermark`).
+   *
+   * @example
+   * stream.advanceWatermark(10_000)
+   */
   advanceWatermark(t: number): void {
     if (typeof t !== 'number' || Number.isNaN(t)) throw new RangeError(`advanceWatermark needs a number, got ${String(t)}`)
     this.#frontiers.advanceTo(t)
   }
 
+  /**
+   * Emits held events below the watermark in order, then pending corrections (see `OrderedStream.flushReady`).
+   *
+   * @example
+   * stream.flushReady().map((b) => [b.kind, b.events.map((e) => e.id)]) // [['ready', ['a', 'b']]]
+   */
   flushReady(): readonly OrderedBatch[] {
     this.#counts.flushes++
     // Between batches: idle sources stop holding the watermark from here.
@@ -175,22 +203,53 @@ export class OrderedEventStream implements OrderedStream {
     return batches.length === 0 ? NO_BATCHES : batches
   }
 
+  /**
+   * Events held: waiting for the watermark plus corrections not yet flushed.
+   *
+   * @example
+   * stream.pending() // 0 after the flush above
+   */
   pending(): number {
     return this.#buffer.size + this.#corrections.length
   }
 
+  /**
+   * Events refused as late, oldest first, bounded by `maxLateEvents`.
+   *
+   * @example
+   * stream.push([{ id: 'd', source: 'd1', seq: 4, ts: 1_000, value: 1 }]) // below finality (5000)
+   * stream.lateEvents().map((l) => l.reason) // ['beyond_lateness']
+   */
   lateEvents(): readonly LateEvent[] {
     return this.#lateLane.list()
   }
 
+  /**
+   * The watermark W: events with `ts < W` are ready.
+   *
+   * @example
+   * stream.watermark() // 10000
+   */
   watermark(): number {
     return this.#frontiers.watermark
   }
 
+  /**
+   * `W - allowedLateness`: nothing below it can be emitted any more.
+   *
+   * @example
+   * stream.finality() // 5000
+   */
   finality(): number {
     return this.#frontiers.watermark - this.#options.allowedLateness
   }
 
+  /**
+   * Counters and gauges (see `OrderedStreamStats`).
+   *
+   * @example
+   * const { pushed, accepted, beyondLateness } = stream.stats()
+   */
   stats(): OrderedStreamStats {
     const counts = this.#counts
     const f = this.#frontiers
