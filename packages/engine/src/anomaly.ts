@@ -19,7 +19,12 @@ export type AnomalyReason =
   | 'source_conflict'
   | 'corrupt_record'
 
-/** Every reason, for stats tables and exhaustive tests. */
+/**
+ * Every reason, for stats tables and exhaustive tests.
+ *
+ * @example
+ * for (const reason of ANOMALY_REASONS) console.log(reason, engine.stats().anomalies[reason])
+ */
 export const ANOMALY_REASONS: readonly AnomalyReason[] = [
   'invalid_event',
   'invalid_ts',

@@ -1,6 +1,12 @@
 import type { CheckpointPolicy } from './persistence.ts'
 
-/** Checkpoint after 100,000 logged events or 30 s, whichever comes first. */
+/**
+ * Checkpoint after 100,000 logged events or 30 s, whichever comes first.
+ *
+ * @example
+ * DEFAULT_CHECKPOINT_EVERY // { events: 100000, ms: 30000 }
+ * memoryPersistence({ checkpointEvery: { ms: DEFAULT_CHECKPOINT_EVERY.ms / 6 } }) // every 5 s, events unchanged
+ */
 export const DEFAULT_CHECKPOINT_EVERY: CheckpointPolicy = { events: 100_000, ms: 30_000 }
 
 /**

@@ -2,7 +2,13 @@ import { compareResults, type WindowResult } from '../windowResult.ts'
 import { encodeHistoryRecord } from './historyRecord.ts'
 import type { ArchivedChange, ArchiveQuery } from './persistence.ts'
 
-/** Changes the archive keeps by default (about 80 bytes each as stored). */
+/**
+ * Changes the archive keeps by default (about 80 bytes each as stored).
+ *
+ * @example
+ * DEFAULT_ARCHIVE_LIMIT // 100000
+ * indexedDbPersistence({ name: 'tidemark:d1', archiveLimit: 4 * DEFAULT_ARCHIVE_LIMIT })
+ */
 export const DEFAULT_ARCHIVE_LIMIT = 100_000
 
 /** Most changes in one archive record: rotation drops whole records, so this is its granularity. */

@@ -7,6 +7,9 @@ import type { LateLaneWrite } from './lateLaneRecords.ts'
  * v2 added `lateLane` (keyed by the number of the record's first entry) and `archive`
  * (final windows, keyed by `[seq, count, minStart, maxStart]`). Record formats are
  * versioned separately, inside each record (see walCodec.ts and historyRecord.ts).
+ *
+ * @example
+ * SCHEMA_VERSION // 2: `indexedDbPersistence` opens (and upgrades) its database at this version
  */
 export const SCHEMA_VERSION = 2
 

@@ -32,7 +32,12 @@ import { DoubleSlab } from '../doubleSlab.ts'
 import { MAX_ABS_TS, MAX_NAME_LENGTH } from '../event.ts'
 import type { ClockEntry } from '../replicaPort.ts'
 
-/** Bumped when the layout above changes incompatibly; part of each replica's meta entry. */
+/**
+ * Bumped when the layout above changes incompatibly; part of each replica's meta entry.
+ *
+ * @example
+ * DOC_SCHEMA // 2: a peer that writes another schema is refused with a ConfigurationMismatchError
+ */
 export const DOC_SCHEMA = 2
 
 export const META_NAME = 'tidemark:meta'
