@@ -60,7 +60,8 @@ export default defineConfig({
     },
     {
       // The fleet demo exactly as `pnpm start` runs it (build, sync server, preview), on its own port.
-      // SIGTERM lets scripts/demo.mjs stop its own children (each in its own process group).
+      // SIGTERM lets scripts/demo.mjs stop its own children by PID; they stay in its process group,
+      // so a SIGKILL of the group (Playwright on abort) takes them too.
       command: 'node scripts/demo.mjs',
       cwd: repoRoot,
       // Its own build directory, so a concurrent `pnpm start` (or another run) never rebuilds what it serves.
