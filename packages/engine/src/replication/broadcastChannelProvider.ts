@@ -36,15 +36,50 @@ const KIND_AWARENESS = 1
 const KIND_BYE = 2
 const EVERYONE = 0
 
-/** A message channel shared by every tab of one name; the default wraps `BroadcastChannel`. */
+/**
+ * A message channel shared by every tab of one name; the default wraps `BroadcastChannel`.
+ *
+ * @example
+ * const channel: TabChannel = openBroadcastChannel('tidemark:fleet', (frame) => console.log(frame.byteLength))
+ */
 export interface TabChannel {
+  /**
+   * Sends one frame to every other endpoint of the name.
+   *
+   * @example
+   * channel.post(new Uint8Array([1, 2, 3]))
+   */
   post(frame: Uint8Array): void
+  /**
+   * Stops sending and receiving.
+   *
+   * @example
+   * channel.close()
+   */
   close(): void
 }
 
-/** Opens a channel by name; `receive` gets every frame posted by another endpoint. */
+/**
+ * Opens a channel by name; `receive` gets every frame posted by another endpoint.
+ *
+ * @example
+ * // In-process endpoints (tests, one Node process): every frame goes to the other endpoints of the name.
+ * const endpoints = new Map<string, Set<(frame: Uint8Array) => void>>()
+ * const openLocal: OpenTabChannel = (name, receive) => {
+ *   const peers = endpoints.get(name) ?? new Set()
+ *   endpoints.set(name, peers.add(receive))
+ *   return { post: (frame) => { for (const peer of peers) if (peer !== receive) peer(frame) }, close: () => peers.delete(receive) }
+ * }
+ * new BroadcastChannelProvider(doc, 'fleet', { channel: openLocal })
+ */
 export type OpenTabChannel = (name: string, receive: (frame: Uint8Array) => void) => TabChannel
 
+/**
+ * Options of `new BroadcastChannelProvider(doc, name, options)`; all optional.
+ *
+ * @example
+ * new BroadcastChannelProvider(doc, 'tidemark:fleet', { connect: false, trackStatus: false })
+ */
 export interface BroadcastChannelProviderOptions {
   /** Connect at construction (default true). */
   readonly connect?: boolean
@@ -73,8 +108,11 @@ type ProviderEvents = {
  * provider.destroy()
  */
 export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
+  /** The doc it syncs. */
   readonly doc: Y.Doc
+  /** The channel name: tabs that open the same name sync with each other. */
   readonly name: string
+  /** Presence of the tabs on this channel (y-protocols `Awareness`). */
   readonly awareness: awarenessProtocol.Awareness
   readonly #open: OpenTabChannel
   readonly #ownsAwareness: boolean
@@ -84,6 +122,12 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
   #synced = false
   #detachStatus: (() => void) | null = null
 
+  /**
+   * Connects at once unless `connect: false`, and attaches itself to the doc's sync status tracker unless `trackStatus: false`.
+   *
+   * @example
+   * const provider = new BroadcastChannelProvider(doc, 'tidemark:fleet', { connect: false })
+   */
   constructor(doc: Y.Doc, name: string, options: BroadcastChannelProviderOptions = {}) {
     super()
     this.doc = doc
@@ -97,20 +141,42 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
     if (options.connect !== false) this.connect()
   }
 
+  /**
+   * Whether the channel is open (between `connect()` and `disconnect()`).
+   *
+   * @example
+   * new BroadcastChannelProvider(doc, 'tidemark:fleet').connected // true
+   */
   get connected(): boolean {
     return this.#channel !== null
   }
 
-  /** True once a peer answered this tab's step 1 since it (re)connected. */
+  /**
+   * True once a peer answered this tab's step 1 since it (re)connected.
+   *
+   * @example
+   * provider.on('sync', (synced) => console.log(synced === provider.synced)) // true
+   */
   get synced(): boolean {
     return this.#synced
   }
 
-  /** Peers that said hello on this connection and have not said bye. */
+  /**
+   * Peers that said hello on this connection and have not said bye.
+   *
+   * @example
+   * provider.peers() // 0 when no other tab has the channel open
+   */
   peers(): number {
     return this.#peers.size
   }
 
+  /**
+   * Opens the channel and asks the other tabs for what this doc lacks; no-op when connected.
+   *
+   * @example
+   * provider.connect()
+   */
   connect(): void {
     if (this.#channel !== null) return
     this.#peerId = randomPeerId()
@@ -120,6 +186,13 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
     announcePresence(this.awareness)
   }
 
+  /**
+   * Says bye to the other tabs and closes the channel; the doc keeps its content. `connect()` resumes.
+   *
+   * @example
+   * provider.disconnect()
+   * provider.connected // false
+   */
   disconnect(): void {
     const channel = this.#channel
     if (channel === null) return
@@ -140,6 +213,12 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
     this.emit('status', [{ status: 'disconnected' }])
   }
 
+  /**
+   * Disconnects, stops listening to the doc and detaches from its sync status tracker.
+   *
+   * @example
+   * provider.destroy()
+   */
   override destroy(): void {
     this.disconnect()
     this.doc.off('update', this.#onDocUpdate)

@@ -9,7 +9,12 @@
 import type * as Y from 'yjs'
 import type { SyncStatus } from '../engineApi.ts'
 
-/** What the tracker reads from a provider: y-websocket's events and, when present, awareness for peers. */
+/**
+ * What the tracker reads from a provider: y-websocket's events and, when present, awareness for peers.
+ *
+ * @example
+ * const provider: SyncProvider = new BroadcastChannelProvider(doc, 'tidemark:fleet', { trackStatus: false })
+ */
 export interface SyncProvider {
   on(name: 'status', listener: (event: { status: 'connected' | 'connecting' | 'disconnected' }) => void): unknown
   on(name: 'sync', listener: (synced: boolean) => void): unknown
@@ -24,7 +29,12 @@ export interface SyncProvider {
   readonly awareness?: PeerAwareness
 }
 
-/** The part of y-protocols' `Awareness` used to count peers. */
+/**
+ * The part of y-protocols' `Awareness` used to count peers.
+ *
+ * @example
+ * const awareness: PeerAwareness = new BroadcastChannelProvider(doc, 'tidemark:fleet').awareness
+ */
 export interface PeerAwareness {
   readonly clientID: number
   getStates(): Map<number, unknown>
@@ -32,7 +42,12 @@ export interface PeerAwareness {
   off(name: 'change', listener: () => void): void
 }
 
-/** A peer's update that could not be applied (undecodable or truncated bytes). */
+/**
+ * A peer's update that could not be applied (undecodable or truncated bytes).
+ *
+ * @example
+ * syncStatusTracker(doc).onRejectedUpdate((rejected: RejectedUpdate) => console.warn(`dropped ${rejected.bytes} bytes`, rejected.error))
+ */
 export interface RejectedUpdate {
   readonly error: unknown
   readonly bytes: number
@@ -69,6 +84,14 @@ export function syncStatusTracker(doc: Y.Doc, options: { now?: () => number } = 
   return tracker
 }
 
+/**
+ * Folds the providers attached to one doc into one `SyncStatus`; get the doc's tracker
+ * with `syncStatusTracker(doc)`. The member examples below use that tracker.
+ *
+ * @example
+ * const tracker = syncStatusTracker(new Y.Doc())
+ * tracker.status().state // 'local' (no provider attached)
+ */
 export class SyncStatusTracker {
   readonly #doc: Y.Doc
   readonly #now: () => number
@@ -78,6 +101,13 @@ export class SyncStatusTracker {
   #status: SyncStatus = LOCAL
   #lastSync: number | null = null
 
+  /**
+   * Prefer `syncStatusTracker(doc)`: it keeps one tracker per doc, where providers and the
+   * engine meet; a tracker made here is seen by neither.
+   *
+   * @example
+   * const tracker = new SyncStatusTracker(new Y.Doc(), () => performance.now())
+   */
   constructor(doc: Y.Doc, now: () => number) {
     this.#doc = doc
     this.#now = now
@@ -85,17 +115,37 @@ export class SyncStatusTracker {
     doc.on('afterTransaction', this.#onTransaction)
   }
 
+  /**
+   * The current status of all attached providers together.
+   *
+   * @example
+   * syncStatusTracker(doc).status() // { state: 'local', lastSync: null, pendingLocalUpdates: 0, peers: 0 } with no provider
+   */
   status(): SyncStatus {
     return this.#status
   }
 
-  /** Calls `listener` with every new status; returns the unsubscribe function. */
+  /**
+   * Calls `listener` with every new status; returns the unsubscribe function.
+   *
+   * @example
+   * const unsubscribe = syncStatusTracker(doc).subscribe((status) => console.log(status.state, status.peers))
+   */
   subscribe(listener: (status: SyncStatus) => void): () => void {
     this.#listeners.add(listener)
     return () => this.#listeners.delete(listener)
   }
 
-  /** Follows a provider's connection, sync and peers; returns the detach function. */
+  /**
+   * Follows a provider's connection, sync and peers; returns the detach function.
+   * `BroadcastChannelProvider` attaches itself unless `trackStatus: false`.
+   *
+   * @example
+   * const provider = new BroadcastChannelProvider(doc, 'tidemark:fleet', { trackStatus: false })
+   * const detach = syncStatusTracker(doc).attach(provider)
+   * syncStatusTracker(doc).status().state // 'connected'
+   * detach()
+   */
   attach(provider: SyncProvider): () => void {
     if (this.#providers.has(provider)) return () => this.#detach(provider)
     const state: ProviderState = {
@@ -141,12 +191,22 @@ export class SyncStatusTracker {
     return () => this.#detach(provider)
   }
 
-  /** Reports a peer's update that failed to apply (see `applyPeerUpdate`). */
+  /**
+   * Reports a peer's update that failed to apply (see `applyPeerUpdate`, which calls this).
+   *
+   * @example
+   * syncStatusTracker(doc).reportRejectedUpdate({ error: new RangeError('truncated'), bytes: update.byteLength, origin: socket })
+   */
   reportRejectedUpdate(rejected: RejectedUpdate): void {
     for (const listener of this.#rejectedListeners) listener(rejected)
   }
 
-  /** Calls `listener` for every rejected peer update; returns the unsubscribe function. */
+  /**
+   * Calls `listener` for every rejected peer update; returns the unsubscribe function.
+   *
+   * @example
+   * const stop = syncStatusTracker(doc).onRejectedUpdate(({ bytes }) => console.warn(`dropped a ${bytes}-byte update`))
+   */
   onRejectedUpdate(listener: (rejected: RejectedUpdate) => void): () => void {
     this.#rejectedListeners.add(listener)
     return () => this.#rejectedListeners.delete(listener)
@@ -219,7 +279,12 @@ export class SyncStatusTracker {
     }
   }
 
-  /** Stops listening to the doc and every provider. */
+  /**
+   * Stops listening to the doc and every provider; the next `syncStatusTracker(doc)` makes a new tracker.
+   *
+   * @example
+   * syncStatusTracker(doc).destroy()
+   */
   destroy(): void {
     for (const provider of [...this.#providers.keys()]) this.#detach(provider)
     this.#doc.off('afterTransaction', this.#onTransaction)
