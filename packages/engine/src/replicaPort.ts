@@ -79,18 +79,36 @@ export interface ReplicaPort {
   readonly replicaId: string
   /** Fingerprint of the window configuration; replicas with different ones must not merge. */
   readonly configuration: string
-  /** Called synchronously after every local batch that wrote cells or clocks. */
+  /**
+   * Called synchronously after every local batch that wrote cells or clocks; returns the unsubscribe function.
+   *
+   * @example
+   * const stop = engine.replica.onLocalWrite((write) => console.log(write.cells.length, 'cells to publish'))
+   */
   onLocalWrite(listener: (write: LocalWrite) => void): () => void
   /**
    * Merges peers' cells and clocks; emits the resulting changes in one notification. Every cell
    * and clock is validated first: invalid ones are counted as `invalid_remote_cell` and skipped.
+   *
+   * @example
+   * const peer = other.replica.exportState()
+   * engine.replica.mergeRemote(peer.cells, peer.clocks).applied // cells that changed something here
    */
   mergeRemote(cells: readonly CellEntry[], clocks: readonly ClockEntry[]): MergeReport
-  /** As `mergeRemote`, with the cells packed in groups (what the Yjs binding reads from the doc). */
+  /**
+   * As `mergeRemote`, with the cells packed in groups (what the Yjs binding reads from the doc).
+   *
+   * @example
+   * const peer = other.replica.exportState()
+   * engine.replica.mergeRemoteGroups(groupCellEntries(peer.cells), peer.clocks)
+   */
   mergeRemoteGroups(groups: readonly CellGroup[], clocks: readonly ClockEntry[]): MergeReport
   /**
    * Every live cell and known clock, as they stand now: with a write-ahead log (`openEngine`)
    * this can include batches not yet durable. To publish it to peers, use `exportDurableState`.
+   *
+   * @example
+   * const { cells, clocks } = engine.replica.exportState()
    */
   exportState(): ReplicaState
   /**
@@ -103,8 +121,19 @@ export interface ReplicaPort {
    * port.exportDurableState((state) => doc.transact(() => publishAll(state), origin))
    */
   exportDurableState(deliver: (state: ReplicaState) => void): void
-  /** Records an anomaly found while reading peers' state (`invalid_remote_cell`, `source_conflict`). */
+  /**
+   * Records an anomaly found while reading peers' state (`invalid_remote_cell`, `source_conflict`).
+   *
+   * @example
+   * engine.replica.reportAnomaly('invalid_remote_cell', 'replica r2: cell with count -1')
+   * engine.stats().remoteAnomalies.at(-1) // the entry just recorded (the last 20 are kept)
+   */
   reportAnomaly(reason: 'invalid_remote_cell' | 'source_conflict', detail: string): void
-  /** Lets the transport report sync status and document size into `syncStatus()` / `stats()`. */
+  /**
+   * Lets the transport report sync status and document size into `syncStatus()` / `stats()`.
+   *
+   * @example
+   * engine.replica.setSyncStatus({ state: 'connected', lastSync: Date.now(), pendingLocalUpdates: 0, peers: 2 }, Y.encodeStateAsUpdate(doc).byteLength)
+   */
   setSyncStatus(status: SyncStatus, docBytes: number): void
 }

@@ -117,22 +117,41 @@ export interface Persistence {
   readonly checkpointEvery?: CheckpointPolicy
   /** Highest lsn found by `open()` or handed out by `append` (at call time, before commit). */
   readonly lastLsn: number
-  /** Reads what survived; call once before `append`, and again only after `close()`. */
+  /**
+   * Reads what survived; call once before `append`, and again only after `close()`.
+   *
+   * @example
+   * const { checkpoint, tail, corrupt } = await persistence.open()
+   */
   open(): Promise<RecoveredLog>
   /**
    * Appends one operation as one record; resolves with its lsn after commit. Encodes
    * `op` before it returns, so the caller may reuse it at once, and numbers records in
    * call order.
+   *
+   * @example
+   * const lsn = await persistence.append({ kind: 'advance', to: 60_000 })
    */
   append(op: WalOp): Promise<number>
   /**
    * Stores a checkpoint, then drops log records with `lsn <= checkpoint.upToLsn`; in the
    * same transaction, stores the late lane it carries and the archive changes staged so far.
+   *
+   * @example
+   * // `state` is opaque to the persistence: openEngine stores its engine's encoded checkpoint here.
+   * await persistence.checkpoint({ upToLsn: persistence.lastLsn, state: new Uint8Array([1, 2, 3]) })
+   * // after close(), open() returns it: checkpoint.state is Uint8Array [1, 2, 3], the tail is empty
    */
   checkpoint(checkpoint: Checkpoint): Promise<void>
   /**
    * Stages final results (and retractions of final results) for the archive: `archive()`
    * returns them at once; the next checkpoint stores them. No-op when the archive is off.
+   *
+   * @example
+   * // openEngine does this for the engine it opens; by hand:
+   * engine.subscribe((changes) => {
+   *   for (const change of changes) if (change.type === 'final') persistence.archiveFinal({ type: 'final', result: change.result })
+   * })
    */
   archiveFinal(change: ArchivedChange): void
   /**
@@ -144,9 +163,25 @@ export interface Persistence {
    * const lastWeek = await persistence.archive({ window: 'tumbling:60000', key: 'temp', from: Date.now() - 7 * 86_400_000 })
    */
   archive(query?: ArchiveQuery): Promise<readonly WindowResult[]>
-  /** Stores a small value beside the log (read back by the next `open()`); resolves after commit. */
+  /**
+   * Stores a small value beside the log (read back by the next `open()`); resolves after commit.
+   *
+   * @example
+   * await persistence.putMeta('replicaId', engine.replica.replicaId)
+   */
   putMeta(key: string, value: string): Promise<void>
+  /**
+   * Counters of the log and what is stored beside it.
+   *
+   * @example
+   * const { walRecords, walBytes, corruptRecords } = persistence.stats()
+   */
   stats(): PersistenceStats
-  /** Waits for appends already made, then releases the storage. */
+  /**
+   * Waits for appends already made, then releases the storage.
+   *
+   * @example
+   * await persistence.close()
+   */
   close(): Promise<void>
 }
