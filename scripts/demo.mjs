@@ -11,12 +11,13 @@
  * webServer on abort) takes them too, which a detached child would survive. If either
  * child dies, the other is stopped and this exits non-zero.
  *
- * Env: DEMO_PORT (default 5173) for the page server; DEMO_OUT_DIR (default dist, relative to
- * apps/demo) for the build; DEMO_SKIP_BUILD=1 serves an existing build.
+ * Env: DEMO_PORT (default 5173) for the page server; DEMO_OUT_DIR (default dist; a relative
+ * path is taken from apps/demo) for the build; DEMO_SKIP_BUILD=1 serves an existing build.
  */
 import { spawn, spawnSync } from 'node:child_process'
 import { existsSync, writeFileSync } from 'node:fs'
 import { request } from 'node:http'
+import { resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -25,7 +26,7 @@ const viteBin = `${demoDir}/node_modules/vite/bin/vite.js`
 const serverScript = `${root}packages/sync-server/src/server.js`
 const host = '127.0.0.1'
 const port = Number.parseInt(process.env.DEMO_PORT || '5173', 10)
-const outDir = process.env.DEMO_OUT_DIR || 'dist'
+const outDir = resolve(demoDir, process.env.DEMO_OUT_DIR || 'dist')
 const READY_TIMEOUT_MS = 30_000
 const KILL_GRACE_MS = 3_000
 
@@ -49,7 +50,7 @@ function install() {
 }
 
 function build() {
-  if (process.env.DEMO_SKIP_BUILD === '1' && existsSync(`${demoDir}/${outDir}/index.html`)) return
+  if (process.env.DEMO_SKIP_BUILD === '1' && existsSync(`${outDir}/index.html`)) return
   log('building apps/demo (vite build)')
   const result = spawnSync(process.execPath, [viteBin, 'build', '--logLevel', 'warn', '--outDir', outDir, '--emptyOutDir'], { cwd: demoDir, stdio: 'inherit' })
   if (result.status !== 0) process.exit(result.status ?? 1)
@@ -171,7 +172,7 @@ try {
   const ready = await waitForLine('sync-server', server, /^tidemark-sync-server ready (\{.*\})$/)
   const { port: syncPort } = JSON.parse(ready[1] ?? '{}')
   const syncUrl = `ws://${host}:${syncPort}`
-  writeFileSync(`${demoDir}/${outDir}/config.json`, `${JSON.stringify({ syncUrl, room: 'tidemark-fleet' })}\n`)
+  writeFileSync(`${outDir}/config.json`, `${JSON.stringify({ syncUrl, room: 'tidemark-fleet' })}\n`)
   log(`sync server ${syncUrl} (pid ${server.pid})`)
 
   const preview = start('preview', [viteBin, 'preview', '--host', host, '--port', String(port), '--strictPort', '--outDir', outDir], {
