@@ -29,7 +29,14 @@ const LOCAL_SYNC: SyncStatus = Object.freeze({ state: 'local', lastSync: null, p
 
 /**
  * The window engine. One instance per replica; see DESIGN.md §2–§8 for the meaning
- * of every result. Created with `createEngine(options)`.
+ * of every result. Created with `createEngine(options)` (or `openEngine` with a write-ahead
+ * log); the members of `Engine` are documented there. The members below are what recovery
+ * and replication drive.
+ *
+ * @example
+ * const engine = createEngine({ windows: tumbling(60_000), allowedLateness: 5_000 })
+ * engine.ingest([{ id: 'd1-1', source: 'd1', seq: 1, ts: 1_000, key: 'temp', value: 21 }])
+ * engine.results({ key: 'temp' })[0]?.status // 'provisional'
  */
 export class TidemarkEngine implements Engine {
   readonly #options: ResolvedOptions
@@ -50,7 +57,12 @@ export class TidemarkEngine implements Engine {
     finalityViolations: 0,
   }
   readonly #anomalies = emptyAnomalyCounts()
-  /** This replica's id: the writer of every source it ingests. */
+  /**
+   * This replica's id: the writer of every source it ingests.
+   *
+   * @example
+   * new TidemarkEngine({ windows: tumbling(1_000), replicaId: 'tab-1' }).replicaId // 'tab-1'
+   */
   readonly replicaId: string
   readonly #outbox = new ReplicationOutbox()
   #syncStatus: SyncStatus = LOCAL_SYNC
@@ -88,7 +100,14 @@ export class TidemarkEngine implements Engine {
 
   /**
    * Puts this engine's lattice state into `doc` and merges what peers write there
-   * (`createEngine({ doc })` does this at once; `openEngine` after recovery).
+   * (`createEngine({ doc })` does this at once; `openEngine` after recovery). An engine binds
+   * to one doc; its state goes out once it is durable (`ReplicaPort.exportDurableState`).
+   *
+   * @example
+   * const engine = new TidemarkEngine({ windows: tumbling(60_000), replicaId: 'tab-1' })
+   * const doc = new Y.Doc()
+   * engine.attachDoc(doc)
+   * new BroadcastChannelProvider(doc, 'tidemark:fleet') // tabs of this origin now share the state
    */
   attachDoc(doc: Doc): void {
     this.#assertOpen()
@@ -181,6 +200,11 @@ export class TidemarkEngine implements Engine {
   /**
    * Logs every later state-changing operation to `journal` (write-ahead log). Used by
    * `openEngine`; an engine has at most one journal.
+   *
+   * @example
+   * const engine = new TidemarkEngine({ windows: tumbling(60_000) })
+   * const ops: JournalOp[] = []
+   * engine.attachJournal({ record: (op) => (ops.push(op), Promise.resolve()), blocked: null, stats: () => ({ walRecords: ops.length, walBytes: 0 }) })
    */
   attachJournal(journal: Journal): void {
     if (this.#journal !== null) throw new Error('engine already has a journal')
@@ -189,7 +213,13 @@ export class TidemarkEngine implements Engine {
     if (journal.publishWhenDurable !== undefined) this.#outbox.gate((write, deliver) => journal.publishWhenDurable?.(write, deliver))
   }
 
-  /** Re-applies one logged operation during recovery (not logged again). */
+  /**
+   * Re-applies one logged operation during recovery (not logged again).
+   *
+   * @example
+   * const copy = new TidemarkEngine(options)
+   * for (const op of ops) copy.replay(op) // the same results as the engine that logged them
+   */
   replay(op: JournalOp): void {
     this.#assertOpen()
     switch (op.kind) {
@@ -213,7 +243,13 @@ export class TidemarkEngine implements Engine {
     }
   }
 
-  /** Everything needed to continue exactly from here (see `EngineCheckpoint`). */
+  /**
+   * Everything needed to continue exactly from here (see `EngineCheckpoint`).
+   *
+   * @example
+   * const engine = new TidemarkEngine({ windows: tumbling(60_000) })
+   * const bytes = encodeEngineCheckpoint(engine.checkpoint(), lsn)
+   */
   checkpoint(): EngineCheckpoint {
     return {
       format: 1,
@@ -229,7 +265,14 @@ export class TidemarkEngine implements Engine {
     }
   }
 
-  /** Loads a checkpoint into this fresh engine (same window configuration). Emits nothing. */
+  /**
+   * Loads a checkpoint into this fresh engine (same window configuration). Emits nothing.
+   *
+   * @example
+   * const checkpoint = new TidemarkEngine(options).checkpoint()
+   * const resumed = new TidemarkEngine(options)
+   * resumed.restore(checkpoint)
+   */
   restore(checkpoint: EngineCheckpoint): void {
     this.#assertOpen()
     if (this.#batch !== 0 || this.#frontiers.sources.size > 0) throw new Error('restore needs a fresh engine')
