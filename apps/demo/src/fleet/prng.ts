@@ -2,6 +2,8 @@
  * A seeded pseudo-random generator (mulberry32), so a simulated fleet, a storm
  * plan or a test run can be replayed from the seed it printed.
  */
+import { seededRandom } from '@tidemark/seeded-random'
+
 export interface Prng {
   /** Uniform in [0, 1). */
   next(): number
@@ -13,15 +15,15 @@ export interface Prng {
   index(n: number): number
 }
 
+/**
+ * A `Prng` over `seededRandom(seed)`: the same draws as every other seeded part of the repo.
+ *
+ * @example
+ * const random = createPrng(7)
+ * random.index(12) // a device slot, the same one for seed 7 every time
+ */
 export function createPrng(seed: number): Prng {
-  let state = seed >>> 0
-  const next = (): number => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
+  const next = seededRandom(seed)
   return {
     next,
     between: (min, max) => min + next() * (max - min),
