@@ -99,6 +99,25 @@ class HeldCommits implements Persistence {
   close = () => this.inner.close()
 }
 
+/**
+ * A device whose first batch (2 readings) committed and whose second (3) waits for IndexedDB,
+ * with no doc bound yet, and a peer on a doc linked to the device's future doc.
+ */
+async function deviceWithPendingBatch() {
+  const inner = memoryPersistence({ checkpointEvery: { events: 1e9, ms: 1e12 } })
+  const held = new HeldCommits(inner)
+  const device = await openEngine({ ...config, persistence: held, replicaId: 'device-a', checkpointOnClose: false })
+  const first = device.ingest(batch(1, 2))
+  held.commit()
+  await first.durable
+  device.ingest(batch(3, 3))
+  const deviceDoc = new Y.Doc()
+  const peerDoc = new Y.Doc()
+  link(deviceDoc, peerDoc)
+  const peer = createEngine({ ...config, replicaId: 'peer-b', doc: peerDoc })
+  return { inner, held, device, deviceDoc, peerDoc, peer }
+}
+
 describe('openEngine publishes to peers only what is durable', () => {
   it('a crash between apply and commit leaves peers without the batch, and the replicas agree afterwards', async () => {
     const inner = memoryPersistence({ checkpointEvery: { events: 1e9, ms: 1e12 } })
@@ -154,18 +173,8 @@ describe('openEngine publishes to peers only what is durable', () => {
   })
 
   it('a doc bound after a batch that is not durable yet publishes it only once it commits', async () => {
-    const inner = memoryPersistence({ checkpointEvery: { events: 1e9, ms: 1e12 } })
-    const held = new HeldCommits(inner)
-    const device = await openEngine({ ...config, persistence: held, replicaId: 'device-a', checkpointOnClose: false })
-    const first = device.ingest(batch(1, 2))
-    held.commit()
-    await first.durable
-    device.ingest(batch(3, 3))
+    const { held, device, deviceDoc, peer } = await deviceWithPendingBatch()
     // The app connects its doc while the second batch waits for IndexedDB.
-    const deviceDoc = new Y.Doc()
-    const peerDoc = new Y.Doc()
-    link(deviceDoc, peerDoc)
-    const peer = createEngine({ ...config, replicaId: 'peer-b', doc: peerDoc })
     const binding = bindDoc(device.replica, deviceDoc)
     expect(count(device)).toBe(5)
     expect(count(peer)).toBe(0)
@@ -179,17 +188,7 @@ describe('openEngine publishes to peers only what is durable', () => {
   })
 
   it('a doc bound before a crash never shows the batch the crash lost', async () => {
-    const inner = memoryPersistence({ checkpointEvery: { events: 1e9, ms: 1e12 } })
-    const held = new HeldCommits(inner)
-    const device = await openEngine({ ...config, persistence: held, replicaId: 'device-a', checkpointOnClose: false })
-    const first = device.ingest(batch(1, 2))
-    held.commit()
-    await first.durable
-    device.ingest(batch(3, 3))
-    const deviceDoc = new Y.Doc()
-    const peerDoc = new Y.Doc()
-    link(deviceDoc, peerDoc)
-    const peer = createEngine({ ...config, replicaId: 'peer-b', doc: peerDoc })
+    const { inner, held, device, deviceDoc, peerDoc, peer } = await deviceWithPendingBatch()
     bindDoc(device.replica, deviceDoc)
     // The tab dies before IndexedDB commits the second batch; its producer re-sends it with other values.
     held.crash()
