@@ -15,6 +15,9 @@
  *   to its doc (Yjs decoding and integrating, the binding's validation and index, the engine's
  *   merges). The doc-size measurement (every 5 s of processing time) is left out: `now` is fixed.
  * - through-yjs-one-update: the same, the 8 updates merged into one (a server's sync step 2).
+ * - through-yjs-one-update-logged: the same join by an engine with a write-ahead log, as
+ *   `openEngine({ doc })` runs it: the merge is encoded as a log record (cell groups, CRC-32)
+ *   before it is applied. The IndexedDB write itself runs off the main thread and is left out.
  * - yjs-decode: the same 8 updates applied to a bare `Y.Doc`: what Yjs itself costs, the floor
  *   of through-yjs.
  * - plain-loop: the least work that gives the same window totals from the same groups: nested
@@ -26,7 +29,7 @@
  *
  *   node --expose-gc --import tsx --conditions=@tidemark/source bench/merge-8-replicas.ts
  */
-import { type Engine, type EngineOptions, createEngine, manual, type StreamEvent, tumbling } from '@tidemark/engine'
+import { type Engine, type EngineOptions, createEngine, encodeWalRecord, manual, type StreamEvent, TidemarkEngine, tumbling } from '@tidemark/engine'
 import * as Y from 'yjs'
 import { type CellGroup, groupCellEntries } from '../packages/engine/src/cellGroup.ts'
 import type { CellEntry, ClockEntry, ReplicaPort } from '../packages/engine/src/replicaPort.ts'
@@ -166,6 +169,36 @@ function throughYjsContender(writers: readonly WriterState[], merged: boolean): 
   }
 }
 
+function loggedJoinContender(writers: readonly WriterState[]): Contender {
+  const update = Y.mergeUpdates(writers.map((w) => w.update))
+  return {
+    name: 'through-yjs-one-update-logged',
+    label: 'Tidemark through Yjs with a write-ahead log: the one-update join, the merge encoded as a log record before it is applied (openEngine\'s synchronous part)',
+    run: ({ probe, record }) => {
+      const doc = new Y.Doc()
+      const engine = new TidemarkEngine({ ...OPTIONS, replicaId: 'reader', now: () => 0 })
+      let lsn = 0
+      let walBytes = 0
+      engine.attachJournal({
+        record: (op) => {
+          walBytes += encodeWalRecord(++lsn, op).byteLength
+          return Promise.resolve()
+        },
+        blocked: null,
+        stats: () => ({ walRecords: lsn, walBytes }),
+      })
+      engine.attachDoc(doc)
+      let changes = 0
+      engine.subscribe((batch) => {
+        changes += batch.length
+      })
+      Y.applyUpdate(doc, update, 'peer')
+      probe.tick()
+      return engineOutcome(engine, record, { changes, walBytes })
+    },
+  }
+}
+
 function yjsDecodeContender(writers: readonly WriterState[]): Contender {
   return {
     name: 'yjs-decode',
@@ -249,6 +282,7 @@ export function define(): ProfileDefinition {
       oneCallContender(writers),
       throughYjsContender(writers, false),
       throughYjsContender(writers, true),
+      loggedJoinContender(writers),
       yjsDecodeContender(writers),
       plainLoopContender(writers),
     ],
@@ -261,6 +295,7 @@ export function define(): ProfileDefinition {
       ['tidemark-one-call', 'plain-loop'],
       ['through-yjs', 'plain-loop'],
       ['through-yjs-one-update', 'plain-loop'],
+      ['through-yjs-one-update-logged', 'plain-loop'],
     ],
     showTimes: true,
     showGauges: ['bytesPerCell'],
