@@ -20,9 +20,14 @@ export class DurableFrontier<T> {
   #waitingHead = 0
   readonly #release: (item: T) => void
 
-  /** `release` runs once per item, in the order items were held, when their lsn is durable. */
-  constructor(release: (item: T) => void) {
+  /**
+   * `release` runs once per item, in the order items were held, when their lsn is durable.
+   * `durableUpTo`: the log's last lsn when it was opened; everything it recovered is durable.
+   */
+  constructor(release: (item: T) => void, durableUpTo = 0) {
     this.#release = release
+    this.#last = durableUpTo
+    this.#covered = durableUpTo
   }
 
   /** Every recorded operation at or below this lsn is durable. */

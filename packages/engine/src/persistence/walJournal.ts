@@ -49,17 +49,18 @@ export class WalJournal implements Journal {
   #retryDelay: number
   #retryTimer: ReturnType<typeof setTimeout> | null = null
   #closed = false
-  /** Writes for peers wait here until the op that made them is durable. */
-  readonly #durable = new DurableFrontier<{ readonly write: LocalWrite; readonly deliver: (write: LocalWrite) => void }>(({ write, deliver }) => {
-    try {
-      deliver(write)
-    } catch (error) {
-      reportDeliveryError(error)
-    }
-  })
+  /** Writes for peers wait here until the op that made them is durable; what the log held when opened already is. */
+  readonly #durable: DurableFrontier<{ readonly write: LocalWrite; readonly deliver: (write: LocalWrite) => void }>
 
   constructor(options: WalJournalOptions) {
     this.#options = options
+    this.#durable = new DurableFrontier(({ write, deliver }) => {
+      try {
+        deliver(write)
+      } catch (error) {
+        reportDeliveryError(error)
+      }
+    }, options.persistence.lastLsn)
     this.#eventsSinceCheckpoint = options.eventsInTail
     this.#opsSinceCheckpoint = options.eventsInTail > 0 ? 1 : 0
     this.#checkpointedAt = options.now()

@@ -18,6 +18,7 @@ import {
   memoryPersistence,
   openEngine,
   type Persistence,
+  recoveryReport,
   type StreamEvent,
   tumbling,
   type WalOp,
@@ -187,6 +188,23 @@ describe('openEngine publishes to peers only what is durable', () => {
     binding.destroy()
   })
 
+  it('a device reopened from its log publishes what it recovered at once, with nothing new to log', async () => {
+    const persistence = memoryPersistence({ checkpointEvery: { events: 1e9, ms: 1e12 } })
+    const device = await openEngine({ ...config, persistence, replicaId: 'device-a', checkpointOnClose: false })
+    await device.ingest(batch(1, 3)).durable
+    await device.close()
+    // Reopened on a fresh doc (its earlier doc is gone): a replay of 1 record, no new op.
+    const deviceDoc = new Y.Doc()
+    const peerDoc = new Y.Doc()
+    link(deviceDoc, peerDoc)
+    const peer = createEngine({ ...config, replicaId: 'peer-b', doc: peerDoc })
+    const reopened = await openEngine({ ...config, persistence, doc: deviceDoc, replicaId: 'device-a' })
+    expect(recoveryReport(reopened)?.replayedRecords).toBe(1)
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(count(peer)).toBe(3)
+    expect(peer.results()).toEqual(reopened.results())
+  })
+
   it('a doc bound before a crash never shows the batch the crash lost', async () => {
     const { inner, held, device, deviceDoc, peerDoc, peer } = await deviceWithPendingBatch()
     bindDoc(device.replica, deviceDoc)
@@ -249,6 +267,19 @@ describe('DurableFrontier', () => {
     expect(released).toEqual(['a', 'b', 'c'])
     frontier.hold(3, 'd')
     expect(released).toEqual(['a', 'b', 'c', 'd'])
+  })
+
+  it('starts durable up to the lsn the log was opened at', () => {
+    const released: string[] = []
+    const frontier = new DurableFrontier<string>((item) => released.push(item), 5)
+    expect(frontier.lsn).toBe(5)
+    frontier.hold(5, 'recovered')
+    expect(released).toEqual(['recovered'])
+    frontier.recorded(6)
+    frontier.hold(6, 'new')
+    expect(released).toEqual(['recovered'])
+    frontier.committed(6)
+    expect(released).toEqual(['recovered', 'new'])
   })
 
   it('lets a checkpoint cover a record that failed, and ignores commits it already covered', () => {
