@@ -91,10 +91,14 @@ describe('changes() ReadableStream', () => {
     const engine = createEngine({ windows: tumbling(10) })
     const stream = engine.changes()
     engine.ingest([reading('d1', undefined, 1, 1)])
+    let read = 0
     for await (const batch of stream) {
       expect(batch).toHaveLength(1)
+      read++
       break
     }
+    // The loop really ran and left early, rather than finding the stream already closed.
+    expect(read).toBe(1)
     await expect(engine.close()).resolves.toBeUndefined()
   })
 })
@@ -127,7 +131,7 @@ describe('writable WritableStream', () => {
     const engine = createEngine({ windows: tumbling(10), limits: { maxBatch: 2 } })
     const tooBig: StreamEvent[] = [reading('d1', 1, 1, 1), reading('d1', 2, 2, 1), reading('d1', 3, 3, 1)]
     const first = engine.writable.getWriter()
-    await first.write(tooBig).catch(() => undefined)
+    await expect(first.write(tooBig)).rejects.toBeInstanceOf(OverflowError)
     first.releaseLock()
     // The caller slows down and resends in smaller pieces.
     const retry = engine.writable.getWriter()
