@@ -39,13 +39,6 @@ export const boundedMemoryCrossWindowReplay: Scenario<LongRunCase> = {
     rngSeed: fc.integer(),
   }),
   check: (testCase, meter) => runLong(testCase, meter),
-  /**
-   * Engine bug (see the fuzz report): a session that never ends (a busy key) keeps one
-   * fragment per source and stretch of activity, so its cells grow with the run. The gate
-   * gives sessions quiet periods.
-   */
-  avoidKnownBugs: (testCase) =>
-    testCase.spec.kind === 'session' && testCase.quietEvery === 0 ? { ...testCase, quietEvery: 120 } : testCase,
   describe(c) {
     const b = memoryBounds(c)
     return `${c.rounds} rounds x ${c.sources} sources x ${c.perRound}/round, ${c.spec.id} lag ${c.lag} lateness ${c.allowedLateness} retention ${c.retention} idle ${c.idleTimeout} ${c.seqMode}, replay ${c.replayPercent}% depth ${c.replayDepth}, quiet every ${c.quietEvery}; bounds windows ${b.openWindows} cells ${b.cells} dedup ${b.dedupEntries}`
