@@ -88,7 +88,7 @@ const PROBE_TIMEOUT_MS = 2_500
 
 /**
  * Reads `/config.json` (written by `scripts/demo.mjs`) and checks that its sync server
- * answers. Without a config, or with a server that does not open a socket in time, the
+ * answers. Without a usable config, or with a server that does not open a socket in time, the
  * fleet runs on BroadcastChannel alone and `serverNotice` says why.
  *
  * @example
@@ -98,27 +98,33 @@ const PROBE_TIMEOUT_MS = 2_500
 export async function loadWiring(
   fleet: string,
   fetchConfig: (path: string) => Promise<Response>,
-  probe: (url: string) => Promise<boolean>,
+  probe: (url: string) => Promise<string | null>,
 ): Promise<FleetWiring> {
   const base = { namespace: DEFAULT_NAMESPACE, fleet }
-  let server: SyncServer | null
+  const alone = 'devices sync through BroadcastChannel only, within this browser.'
+  const config = await readConfig(fetchConfig)
+  if (typeof config === 'string') return { ...base, server: null, serverNotice: `${config}: ${alone}` }
+  const failure = await probe(config.url)
+  if (failure !== null) return { ...base, server: null, serverNotice: `Sync server ${config.url} ${failure}: ${alone}` }
+  return { ...base, server: config, serverNotice: null }
+}
+
+/** The sync server `/config.json` names, or why there is none. */
+async function readConfig(fetchConfig: (path: string) => Promise<Response>): Promise<SyncServer | string> {
+  let response: Response
   try {
-    const response = await fetchConfig('/config.json')
-    server = response.ok ? parseConfig(await response.json()) : null
-  } catch {
-    server = null
+    response = await fetchConfig('/config.json')
+  } catch (error) {
+    return `/config.json could not be fetched (${messageOf(error)})`
   }
-  if (server === null) {
-    return {
-      ...base,
-      server: null,
-      serverNotice: 'No /config.json (start with `pnpm start` for the sync server): devices sync through BroadcastChannel only, within this browser.',
-    }
+  if (!response.ok) return `No /config.json (HTTP ${response.status}; start with \`pnpm start\` for the sync server)`
+  let json: unknown
+  try {
+    json = await response.json()
+  } catch (error) {
+    return `/config.json is not JSON (${messageOf(error)})`
   }
-  if (!(await probe(server.url))) {
-    return { ...base, server: null, serverNotice: `Sync server ${server.url} does not answer: devices sync through BroadcastChannel only, within this browser.` }
-  }
-  return { ...base, server, serverNotice: null }
+  return parseConfig(json) ?? '/config.json names no sync server (expected { "syncUrl": "ws://…" })'
 }
 
 function parseConfig(json: unknown): SyncServer | null {
@@ -128,25 +134,36 @@ function parseConfig(json: unknown): SyncServer | null {
   return { url: syncUrl, room: typeof room === 'string' && room !== '' ? room : 'tidemark-fleet' }
 }
 
-/** True when a WebSocket to `url` opens within the timeout (the socket is closed at once). */
-export function probeWebsocket(url: string): Promise<boolean> {
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}
+
+/**
+ * Null when a WebSocket to `url` opens within the timeout (the socket is closed at once), else
+ * why not, as a phrase after the server's URL.
+ *
+ * @example
+ * const failure = await probeWebsocket('ws://127.0.0.1:1234')
+ * if (failure !== null) console.warn(`sync server ${failure}`) // e.g. 'refused the connection'
+ */
+export function probeWebsocket(url: string): Promise<string | null> {
   return new Promise((resolve) => {
     let socket: WebSocket
     try {
       socket = new WebSocket(`${url}/tidemark-probe`)
-    } catch {
-      resolve(false)
+    } catch (error) {
+      resolve(`is not a usable WebSocket URL (${messageOf(error)})`)
       return
     }
-    const timer = setTimeout(() => finish(false), PROBE_TIMEOUT_MS)
-    const finish = (ok: boolean): void => {
+    const timer = setTimeout(() => finish(`does not answer within ${PROBE_TIMEOUT_MS / 1000} s`), PROBE_TIMEOUT_MS)
+    const finish = (failure: string | null): void => {
       clearTimeout(timer)
       socket.onopen = null
       socket.onerror = null
       if (socket.readyState === WebSocket.OPEN || socket.readyState === WebSocket.CONNECTING) socket.close()
-      resolve(ok)
+      resolve(failure)
     }
-    socket.onopen = () => finish(true)
-    socket.onerror = () => finish(false)
+    socket.onopen = () => finish(null)
+    socket.onerror = () => finish('refused the connection')
   })
 }
