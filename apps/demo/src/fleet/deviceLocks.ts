@@ -8,7 +8,10 @@ export interface DeviceLease {
  * writes the device's source and log), so a page holds the device's lock while it runs it.
  */
 export interface DeviceLocks {
-  /** Waits for the lock; a waiter whose `signal` aborts never gets it. Requests are served in order. */
+  /**
+   * Waits for the lock; a waiter whose `signal` aborts never gets it and is never answered (its
+   * owner is closing). Requests are served in order; a lock manager's failure rejects.
+   */
   acquire(name: string, signal: AbortSignal): Promise<DeviceLease>
 }
 
@@ -28,8 +31,9 @@ export function webDeviceLocks(locks: LockManager): DeviceLocks {
             return new Promise<void>((release) => resolve({ release: () => release() }))
           })
           .catch((error: unknown) => {
-            // An aborted wait rejects with AbortError: the caller asked for that.
-            if (!signal.aborted) reject(error)
+            // An aborted wait rejects with the abort's reason: the caller asked for that (and,
+            // as in pageDeviceLocks, the waiter is left unanswered). Anything else is a failure.
+            if (!signal.aborted || error !== signal.reason) reject(error)
           })
       })
     },
