@@ -28,6 +28,12 @@ export interface SourceClaim {
   readonly lost: Promise<void>
   /** Lets the lock go; resolves once another tab could take it. */
   release(): Promise<void>
+  /**
+   * Why the id could not be recalled from or kept in the storage (a sandboxed frame, full or
+   * disabled storage), or null. Correctness does not depend on it: the next load of this tab
+   * then claims a fresh id instead of reusing this one.
+   */
+  readonly memoryError: string | null
 }
 
 /**
@@ -51,26 +57,32 @@ export async function claimSource(options: ClaimSourceOptions): Promise<SourceCl
   if (locks === undefined) {
     throw new Error('claimSource: this environment has no Web Locks API (navigator.locks); pass options.locks')
   }
-  const storage = options.storage === undefined ? defaultStorage() : options.storage
+  const memory: Memory = { error: null }
+  const storage = options.storage === undefined ? defaultStorage(memory) : options.storage
   const memoryKey = `tidemark:source:${prefix}`
-  const remembered = recall(storage, memoryKey)
+  const remembered = recall(storage, memoryKey, memory)
   const maxAttempts = options.maxAttempts ?? 16
   for (let attempt = 0; attempt < maxAttempts; attempt++) {
     const source =
       attempt === 0 && remembered !== null && remembered.startsWith(`${prefix}-`) && remembered.length <= MAX_NAME_LENGTH
         ? remembered
         : `${prefix}-${randomSuffix()}`
-    const claim = await tryClaim(locks, source)
+    const claim = await tryClaim(locks, source, memory)
     if (claim !== null) {
-      remember(storage, memoryKey, source)
+      remember(storage, memoryKey, source, memory)
       return claim
     }
   }
   throw new Error(`claimSource: every one of ${maxAttempts} source ids tried was held by another tab`)
 }
 
+/** What went wrong with the session storage, for `SourceClaim.memoryError`. */
+interface Memory {
+  error: string | null
+}
+
 /** Takes the lock for `source` if it is free; `null` when another context holds it. */
-function tryClaim(locks: SourceLocks, source: string): Promise<SourceClaim | null> {
+function tryClaim(locks: SourceLocks, source: string, memory: Memory): Promise<SourceClaim | null> {
   return new Promise((resolve, reject) => {
     let granted = false
     let held = false
@@ -85,6 +97,9 @@ function tryClaim(locks: SourceLocks, source: string): Promise<SourceClaim | nul
       source,
       get held() {
         return held
+      },
+      get memoryError() {
+        return memory.error
       },
       lost,
       async release() {
@@ -123,29 +138,36 @@ function defaultLocks(): SourceLocks | undefined {
   return (globalThis as { navigator?: { locks?: SourceLocks } }).navigator?.locks
 }
 
-function defaultStorage(): SourceMemory | null {
+function defaultStorage(memory: Memory): SourceMemory | null {
   try {
     return (globalThis as { sessionStorage?: SourceMemory }).sessionStorage ?? null
-  } catch {
+  } catch (error) {
     // Sandboxed frames throw SecurityError on access; the tab then picks a fresh id each load.
+    memory.error = `sessionStorage is not accessible: ${messageOf(error)}`
     return null
   }
 }
 
-function recall(storage: SourceMemory | null, key: string): string | null {
+function recall(storage: SourceMemory | null, key: string, memory: Memory): string | null {
   try {
     return storage?.getItem(key) ?? null
-  } catch {
+  } catch (error) {
+    memory.error = `the remembered source id could not be read: ${messageOf(error)}`
     return null
   }
 }
 
-function remember(storage: SourceMemory | null, key: string, source: string): void {
+function remember(storage: SourceMemory | null, key: string, source: string, memory: Memory): void {
   try {
     storage?.setItem(key, source)
-  } catch {
+  } catch (error) {
     // Full or disabled storage only costs reuse after a reload, never correctness.
+    memory.error = `the source id could not be remembered: ${messageOf(error)}`
   }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
 }
 
 function randomSuffix(): string {

@@ -74,6 +74,28 @@ describe('claimSource', () => {
     expect([a.held, b.held, locks.isHeld(a.source), locks.isHeld(b.source)]).toEqual([true, true, true, true])
   })
 
+  it('says why the id could not be remembered, and still claims one', async () => {
+    const full: SourceMemory = {
+      getItem: () => null,
+      setItem: () => {
+        throw new DOMException('the quota has been exceeded', 'QuotaExceededError')
+      },
+    }
+    const claim = await claimSource({ prefix: 'dash', locks: new FakeLocks(), storage: full })
+    expect(claim.held).toBe(true)
+    expect(claim.memoryError).toBe('the source id could not be remembered: the quota has been exceeded')
+    const unreadable: SourceMemory = {
+      getItem: () => {
+        throw new DOMException('access denied', 'SecurityError')
+      },
+      setItem: () => {},
+    }
+    expect((await claimSource({ prefix: 'dash', locks: new FakeLocks(), storage: unreadable })).memoryError).toBe(
+      'the remembered source id could not be read: access denied',
+    )
+    expect((await claimSource({ prefix: 'dash', locks: new FakeLocks(), storage: new TabStorage() })).memoryError).toBeNull()
+  })
+
   it('reuses the id after a reload', async () => {
     const locks = new FakeLocks()
     const storage = new TabStorage()
