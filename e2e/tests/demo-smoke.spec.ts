@@ -67,6 +67,7 @@ async function offlineAndBack(page: Page, id: string) {
   await expect.poll(async () => secondsBetween(backAt, secondsOfDay(await newestLanded.textContent())), { timeout: 10_000 }).toBeGreaterThanOrEqual(0)
   // The correction is visible: each chart's latest correction is a window of the offline spell, drawn as an
   // on-time ring joined to its corrected value.
+  await expect(page.locator('.chart-panel .window-detail')).toHaveCount(3)
   for (const detail of await page.locator('.chart-panel .window-detail').all()) {
     await expect(detail.locator('.detail-label')).toHaveText('Latest correction')
     await expect

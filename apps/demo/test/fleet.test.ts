@@ -73,6 +73,7 @@ describe('Fleet over Yjs documents', { timeout: 30_000 }, () => {
     expect(stats.sources).toBe(4)
     expect(stats.ingested).toBe(0)
     expect(stats.docBytes).toBeGreaterThan(0)
+    expect(devices).toHaveLength(4)
     expect(devices.every((row) => row.where === 'here' && row.status?.syncState === 'connected' && row.lastHeard !== null)).toBe(true)
   })
 
@@ -163,6 +164,7 @@ describe('Fleet over Yjs documents', { timeout: 30_000 }, () => {
     expect(fleet.snapshot().storm).toBeNull()
     await advance(2_500)
     const { dashboard, settings, devices, activity } = fleet.snapshot()
+    expect(devices).toHaveLength(8)
     expect(devices.every((row) => row.status?.online && row.status.pending === 0)).toBe(true)
     expect(activity.some((entry) => entry.text.startsWith('Reconnect storm over'))).toBe(true)
     const window = windowIdOf(settings)

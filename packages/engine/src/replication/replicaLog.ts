@@ -233,6 +233,7 @@ export class ReplicaLog {
     const list = this.#groups.get(at.window, at.source, at.start)
     if (expired === undefined || list === undefined) return
     const kept = list.filter((raw) => {
+      // Indexed entries were read (or written) whole, so their keys parse; null cannot happen here.
       const keys = groupKeysOf(raw)
       if (keys !== null && !keys.every((key) => expired.has(key))) return true
       write.doomed.add(raw)
