@@ -31,9 +31,10 @@ export function webDeviceLocks(locks: LockManager): DeviceLocks {
             return new Promise<void>((release) => resolve({ release: () => release() }))
           })
           .catch((error: unknown) => {
-            // An aborted wait rejects with the abort's reason: the caller asked for that (and,
-            // as in pageDeviceLocks, the waiter is left unanswered). Anything else is a failure.
-            if (!signal.aborted || error !== signal.reason) reject(error)
+            // An aborted wait rejects with the abort's reason (an AbortError in browsers that predate
+            // reasons): the caller asked for that, and as in pageDeviceLocks the waiter is left
+            // unanswered. Anything else is a failure.
+            if (!(signal.aborted && (error === signal.reason || (error instanceof DOMException && error.name === 'AbortError')))) reject(error)
           })
       })
     },
