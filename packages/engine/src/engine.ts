@@ -1,6 +1,6 @@
 import { type Anomaly, type AnomalyReason, emptyAnomalyCounts } from './anomaly.ts'
 import type { Doc } from 'yjs'
-import { type CellGroup, groupCellEntries, validCellGroups } from './cellGroup.ts'
+import type { CellGroup } from './cellGroup.ts'
 import { ChangeFeed } from './changeFeed.ts'
 import type { Engine, EngineOptions, EngineStats, IngestReceipt, LateEvent, SyncStatus } from './engineApi.ts'
 import { configurationOf, indexFor, type ResolvedOptions, resolveOptions } from './engineOptions.ts'
@@ -9,15 +9,14 @@ import { Frontiers } from './frontiers.ts'
 import { LateLane } from './lateLane.ts'
 import { ingestSink } from './ingestSink.ts'
 import type { EngineCheckpoint, Journal, JournalOp } from './engineCheckpoint.ts'
-import { cellEntryProblem, clockEntryProblem } from './remoteValidation.ts'
-import { mergeRemoteClocks, mergeRemoteGroups } from './remoteMerge.ts'
-import type { CellEntry, ClockEntry, MergeReport, ReplicaPort, ReplicaState } from './replicaPort.ts'
+import { PeerMerge } from './remoteMerge.ts'
+import type { ClockEntry, MergeReport, ReplicaPort, ReplicaState } from './replicaPort.ts'
 import { ReplicationOutbox } from './replicationOutbox.ts'
 import { bindDoc, type DocBinding } from './replication/bindDoc.ts'
 import type { BatchFrontiers, WindowIndex } from './windowIndex.ts'
 import type { ResultQuery, WindowChange, WindowResult } from './windowResult.ts'
 import { WindowLifecycle } from './windowLifecycle.ts'
-import { captureWindows, restoreWindows } from './windowCheckpoint.ts'
+import { captureEngine, type EngineParts, restoreEngine } from './checkpointState.ts'
 import { DedupLedger } from './dedupLedger.ts'
 import { RemoteAnomalyLog } from './inputRejection.ts'
 import { BatchPlacement } from './batchPlacement.ts'
@@ -71,10 +70,11 @@ export class TidemarkEngine implements Engine {
   #journal: Journal | null = null
   #binding: DocBinding | null = null
   #replicationError: string | null = null
-  readonly #remoteAnomalies = new RemoteAnomalyLog()
+  readonly #remoteAnomalies = new RemoteAnomalyLog(this.#anomalies)
   #persistenceError: string | null = null
   readonly #lifecycle: WindowLifecycle
   readonly #placement: BatchPlacement
+  readonly #peers: PeerMerge
 
   constructor(options: EngineOptions) {
     this.#options = resolveOptions(options)
@@ -94,6 +94,16 @@ export class TidemarkEngine implements Engine {
       dedup: this.#dedup,
       anomalies: this.#anomalies,
       hooks: this.#lifecycle.hooks,
+    })
+    this.#peers = new PeerMerge({
+      options: this.#options,
+      replicaId: this.replicaId,
+      frontiers: this.#frontiers,
+      indexes: this.#indexes,
+      hooks: this.#lifecycle.hooks,
+      counts: this.#counts,
+      anomalies: this.#anomalies,
+      remoteAnomalies: this.#remoteAnomalies,
     })
     if (options.doc !== undefined) this.attachDoc(options.doc)
   }
@@ -238,7 +248,7 @@ export class TidemarkEngine implements Engine {
         this.#settle(null)
         return
       case 'merge':
-        this.#mergeAt(this.#validGroups(op.groups), op.clocks, op.now)
+        this.#mergeAt(this.#peers.validGroups(op.groups), op.clocks, op.now)
         return
     }
   }
@@ -251,18 +261,7 @@ export class TidemarkEngine implements Engine {
    * const bytes = encodeEngineCheckpoint(engine.checkpoint(), lsn)
    */
   checkpoint(): EngineCheckpoint {
-    return {
-      format: 1,
-      configuration: configurationOf(this.#options),
-      replicaId: this.replicaId,
-      batch: this.#batch,
-      ...this.#frontiers.snapshot(),
-      ...captureWindows(this.#indexes),
-      lateLane: { entries: [...this.#lateLane.list()], trimmed: this.#lateLane.trimmed, total: this.#lateLane.total },
-      counts: { ...this.#counts, corrections: this.#lifecycle.corrections },
-      anomalies: { ...this.#anomalies },
-      dedup: { entries: this.#dedup.entries, atLastPurge: this.#dedup.atLastPurge },
-    }
+    return captureEngine(this.#parts(), this.#batch)
   }
 
   /**
@@ -276,21 +275,21 @@ export class TidemarkEngine implements Engine {
   restore(checkpoint: EngineCheckpoint): void {
     this.#assertOpen()
     if (this.#batch !== 0 || this.#frontiers.sources.size > 0) throw new Error('restore needs a fresh engine')
-    if (checkpoint.format !== 1) throw new Error(`unknown checkpoint format ${String(checkpoint.format)}`)
-    const configuration = configurationOf(this.#options)
-    if (checkpoint.configuration !== configuration) {
-      throw new Error(`checkpoint was written with ${checkpoint.configuration}, this engine has ${configuration}`)
+    this.#batch = restoreEngine(this.#parts(), checkpoint)
+  }
+
+  #parts(): EngineParts {
+    return {
+      options: this.#options,
+      replicaId: this.replicaId,
+      frontiers: this.#frontiers,
+      indexes: this.#indexes,
+      lifecycle: this.#lifecycle,
+      lateLane: this.#lateLane,
+      counts: this.#counts,
+      anomalies: this.#anomalies,
+      dedup: this.#dedup,
     }
-    this.#batch = checkpoint.batch
-    this.#frontiers.restore(checkpoint)
-    restoreWindows(this.#indexes, this.#lifecycle, checkpoint)
-    this.#lateLane.restore(checkpoint.lateLane.entries, checkpoint.lateLane.trimmed, checkpoint.lateLane.total)
-    const counts = this.#counts as Record<string, number>
-    for (const name of Object.keys(counts)) counts[name] = checkpoint.counts[name] ?? 0
-    this.#lifecycle.corrections = checkpoint.counts.corrections ?? 0
-    for (const reason of Object.keys(this.#anomalies) as AnomalyReason[]) this.#anomalies[reason] = checkpoint.anomalies[reason] ?? 0
-    this.#dedup.entries = checkpoint.dedup.entries
-    this.#dedup.atLastPurge = checkpoint.dedup.atLastPurge
   }
 
   /** Counts logged invalid or refused inputs again during replay. */
@@ -353,14 +352,14 @@ export class TidemarkEngine implements Engine {
       replicaId: this.replicaId,
       configuration: configurationOf(this.#options),
       onLocalWrite: (listener) => this.#outbox.listen(listener),
-      mergeRemote: (cells, clocks) => this.#mergeRemote(cells, clocks),
+      mergeRemote: (cells, clocks) => {
+        this.#assertOpen()
+        return this.#mergeRemoteGroups(this.#peers.validCells(cells), clocks)
+      },
       mergeRemoteGroups: (groups, clocks) => this.#mergeRemoteGroups(groups, clocks),
       exportState: () => this.#exportState(),
       exportDurableState: (deliver) => this.#outbox.release({ ...this.#exportState(), expired: [] }, deliver),
-      reportAnomaly: (reason, detail) => {
-        this.#anomalies[reason]++
-        this.#remoteAnomalies.record(`${reason}: ${detail}`)
-      },
+      reportAnomaly: (reason, detail) => this.#remoteAnomalies.report(reason, detail),
       setSyncStatus: (status, docBytes) => {
         this.#syncStatus = status
         this.#docBytes = docBytes
@@ -418,52 +417,20 @@ export class TidemarkEngine implements Engine {
     return { cells: liveCells(this.#indexes), clocks: [...this.#frontiers.sources.values()].map((clock) => clock.entry()) }
   }
 
-  #mergeRemote(cells: readonly CellEntry[], clocks: readonly ClockEntry[]): MergeReport {
-    this.#assertOpen()
-    // Addresses are checked here; groups carry theirs checked by the transport that read them.
-    const valid = cells.filter((entry) => this.#acceptRemote('cell', cellEntryProblem(entry)))
-    return this.#mergeRemoteGroups(groupCellEntries(valid), clocks)
-  }
-
+  /** Peers' groups, checked, logged (their columns go into the record as they are), merged and settled. */
   #mergeRemoteGroups(groups: readonly CellGroup[], clocks: readonly ClockEntry[]): MergeReport {
     this.#assertOpen()
     const now = this.#options.now()
-    const valid = this.#validGroups(groups)
-    // Logged as groups: their columns go into the record as they are.
+    const valid = this.#peers.validGroups(groups)
     if (this.#journal !== null) this.#log(this.#journal, { kind: 'merge', now, groups: valid, clocks })
     return this.#mergeAt(valid, clocks, now)
   }
 
-  #validGroups(groups: readonly CellGroup[]): readonly CellGroup[] {
-    return validCellGroups(groups, (what, problem) => this.#acceptRemote(what, problem))
-  }
-
-  /** Merges validated groups and clocks, then settles and notifies once. */
-  #mergeAt(groups: readonly CellGroup[], peerClocks: readonly ClockEntry[], now: number): MergeReport {
-    const clocks = peerClocks.filter((entry) => this.#acceptRemote('clock', clockEntryProblem(entry)))
-    const limits = this.#options.limits
-    const conflicts = mergeRemoteClocks(this.#frontiers, clocks, this.replicaId, limits.maxSources, now)
-    this.#anomalies.source_conflict += conflicts
-    const frontiers = {
-      watermark: this.#frontiers.watermark,
-      firing: this.#frontiers.firingFrontier(),
-      lateness: this.#options.allowedLateness,
-      retention: this.#options.retention,
-      batch: ++this.#batch,
-    }
-    const { invalid, ...merged } = mergeRemoteGroups(this.#indexes, groups, frontiers, this.#lifecycle.hooks)
-    this.#anomalies.invalid_remote_cell += invalid
-    this.#counts.finalityViolations += merged.finalityViolations
-    this.#frontiers.advance(now)
+  /** Merges valid groups and peers' clocks, then settles and notifies once. */
+  #mergeAt(groups: readonly CellGroup[], clocks: readonly ClockEntry[], now: number): MergeReport {
+    const { report, frontiers } = this.#peers.merge(groups, clocks, now, ++this.#batch)
     this.#settle(frontiers)
-    return { ...merged, conflicts }
-  }
-
-  #acceptRemote(what: string, problem: string | null): boolean {
-    if (problem === null) return true
-    this.#anomalies.invalid_remote_cell++
-    this.#remoteAnomalies.record(`invalid_remote_cell: ${what}: ${problem}`)
-    return false
+    return report
   }
 }
 

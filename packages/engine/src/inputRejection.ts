@@ -29,12 +29,18 @@ export function rejectInput(
   counts[reason]++
 }
 
-/** Peers' state problems, newest last, bounded: what `stats().remoteAnomalies` shows. */
+/** Peers' state problems: counted by reason, and their details kept, newest last, bounded (`stats().remoteAnomalies`). */
 export class RemoteAnomalyLog {
+  readonly #counts: Record<AnomalyReason, number>
   readonly #details: string[] = []
 
-  record(detail: string): void {
-    this.#details.push(detail)
+  constructor(counts: Record<AnomalyReason, number>) {
+    this.#counts = counts
+  }
+
+  report(reason: 'invalid_remote_cell' | 'source_conflict', detail: string): void {
+    this.#counts[reason]++
+    this.#details.push(`${reason}: ${detail}`)
     if (this.#details.length > 20) this.#details.shift()
   }
 

@@ -1,7 +1,74 @@
+import type { AnomalyReason } from './anomaly.ts'
+import { type CellGroup, groupCellEntries, validCellGroups } from './cellGroup.ts'
+import type { ResolvedOptions } from './engineOptions.ts'
 import type { Frontiers } from './frontiers.ts'
-import type { CellGroup } from './cellGroup.ts'
-import type { ClockEntry, MergeReport } from './replicaPort.ts'
+import type { RemoteAnomalyLog } from './inputRejection.ts'
+import { cellEntryProblem, clockEntryProblem } from './remoteValidation.ts'
+import type { CellEntry, ClockEntry, MergeReport } from './replicaPort.ts'
 import type { MergeCounts, RemoteFrontiers, WindowHooks, WindowIndex } from './windowIndex.ts'
+
+/** What merging peers' state reads and writes of an engine. */
+export interface PeerMergeState {
+  readonly options: ResolvedOptions
+  readonly replicaId: string
+  readonly frontiers: Frontiers
+  readonly indexes: readonly WindowIndex[]
+  readonly hooks: WindowHooks
+  readonly counts: { finalityViolations: number }
+  readonly anomalies: Record<AnomalyReason, number>
+  readonly remoteAnomalies: RemoteAnomalyLog
+}
+
+/**
+ * Merges peers' cells and clocks into an engine's windows, every one checked first: what the
+ * engine's replica port and the replay of a logged merge run. Logging and settling stay the
+ * engine's.
+ */
+export class PeerMerge {
+  readonly #state: PeerMergeState
+
+  constructor(state: PeerMergeState) {
+    this.#state = state
+  }
+
+  /** Peers' loose cells, packed in groups; cells with a bad address or values are reported and left out. */
+  validCells(cells: readonly CellEntry[]): CellGroup[] {
+    return groupCellEntries(cells.filter((entry) => this.#accept('cell', cellEntryProblem(entry))))
+  }
+
+  /** Peers' groups with every cell whose values are impossible reported and left out. */
+  validGroups(groups: readonly CellGroup[]): readonly CellGroup[] {
+    return validCellGroups(groups, (what, problem) => this.#accept(what, problem))
+  }
+
+  /**
+   * Merges valid groups and peers' clocks (checked here) as batch `batch`. Returns the report
+   * and the frontiers the batch was judged against, for the engine to settle.
+   */
+  merge(groups: readonly CellGroup[], peerClocks: readonly ClockEntry[], now: number, batch: number): { report: MergeReport; frontiers: RemoteFrontiers } {
+    const { options, frontiers, anomalies } = this.#state
+    const clocks = peerClocks.filter((entry) => this.#accept('clock', clockEntryProblem(entry)))
+    const conflicts = mergeRemoteClocks(frontiers, clocks, this.#state.replicaId, options.limits.maxSources, now)
+    anomalies.source_conflict += conflicts
+    const judged: RemoteFrontiers = {
+      watermark: frontiers.watermark,
+      firing: frontiers.firingFrontier(),
+      lateness: options.allowedLateness,
+      retention: options.retention,
+      batch,
+    }
+    const { invalid, ...merged } = mergeRemoteGroups(this.#state.indexes, groups, judged, this.#state.hooks)
+    anomalies.invalid_remote_cell += invalid
+    this.#state.counts.finalityViolations += merged.finalityViolations
+    frontiers.advance(now)
+    return { report: { ...merged, conflicts }, frontiers: judged }
+  }
+
+  #accept(what: string, problem: string | null): boolean {
+    if (problem !== null) this.#state.remoteAnomalies.report('invalid_remote_cell', `${what}: ${problem}`)
+    return problem === null
+  }
+}
 
 /**
  * Takes peers' source clocks. A source is single-writer: a peer's clock for a source this
