@@ -46,24 +46,22 @@
  * decoding views them in place; the typed-array views assume a little-endian host.
  */
 
-import { ANOMALY_REASONS, type AnomalyReason } from '../anomaly.ts'
-import type { Cell } from '../cell.ts'
-import { type CellGroup, cellCount, GROUP_COLUMNS, groupCellEntries } from '../cellGroup.ts'
+import type { AnomalyReason } from '../anomaly.ts'
+import { type CellGroup, cellCount, GROUP_COLUMNS } from '../cellGroup.ts'
 import type { StreamEvent } from '../event.ts'
-import type { CellEntry, ClockEntry } from '../replicaPort.ts'
+import type { ClockEntry } from '../replicaPort.ts'
 import { crc32 } from './crc32.ts'
 import type { WalOp, WalOpKind } from './persistence.ts'
+import { ABSENT_KEY, KNOWN_REASONS, readCells, readClocks, readEvents, readGroups, readRejected } from './walColumns.ts'
 import { decodeStrings, StringTable } from './walStrings.ts'
 
 const WAL_MAGIC = 0x4c574d54
 const FORMAT_VERSION = 2
 const HEADER_BYTES = 64
 const V1_HEADER_BYTES = 40
-const ABSENT_KEY = 0xffffffff
 /** Flag bit: a merge's cells are packed in groups. */
 const GROUPED = 8
 const KINDS: readonly WalOpKind[] = ['ingest', 'advance', 'tick', 'merge', 'refuse']
-const KNOWN_REASONS: ReadonlySet<string> = new Set(ANOMALY_REASONS)
 
 const littleEndianHost = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1
 
@@ -78,8 +76,6 @@ export interface WalDecodeFailure {
 }
 
 export type WalDecodeResult = { readonly ok: true; readonly lsn: number; readonly op: WalOp } | WalDecodeFailure
-
-type MutableEvent = { -readonly [K in keyof StreamEvent]: StreamEvent[K] }
 
 interface Header {
   readonly version: number
@@ -338,111 +334,6 @@ function readHeader(bytes: Uint8Array): Header | string {
           : n + c + k + r === 0
   if (!shapeFits) return `a ${kind} record with ${n} events, ${c} cells, ${k} clocks and ${r} rejected entries`
   return header
-}
-
-interface Columns {
-  readonly f64: Float64Array
-  readonly u32: Uint32Array
-  readonly strings: readonly string[]
-}
-
-function readEvents({ f64, u32, strings }: Columns, n: number): StreamEvent[] | string {
-  const events = new Array<StreamEvent>(n)
-  for (let i = 0; i < n; i++) {
-    const id = strings[u32[i] as number]
-    const source = strings[u32[n + i] as number]
-    const keyRef = u32[2 * n + i] as number
-    const key = keyRef === ABSENT_KEY ? undefined : strings[keyRef]
-    if (id === undefined || source === undefined || (key === undefined && keyRef !== ABSENT_KEY)) {
-      return `event ${i} refers to a missing string`
-    }
-    const event: MutableEvent = { id, source, ts: f64[i] as number, value: f64[n + i] as number }
-    const seq = f64[2 * n + i] as number
-    if (!Number.isNaN(seq)) event.seq = seq
-    if (key !== undefined) event.key = key
-    events[i] = event
-  }
-  return events
-}
-
-function readRejected({ u32, strings }: Columns, at: number, r: number): Partial<Record<AnomalyReason, number>> | string {
-  const rejected: Partial<Record<AnomalyReason, number>> = {}
-  for (let i = 0; i < r; i++) {
-    const reason = strings[u32[at + i] as number]
-    if (reason === undefined || !KNOWN_REASONS.has(reason)) return `rejected entry ${i} names no known anomaly reason`
-    rejected[reason as AnomalyReason] = u32[at + r + i] as number
-  }
-  return rejected
-}
-
-/** A grouped merge's cells: `g` groups holding `c` cells. */
-function readGroups({ f64, u32, strings }: Columns, g: number, c: number): CellGroup[] | string {
-  const groups = new Array<CellGroup>(g)
-  let key = 3 * g
-  let column = g
-  for (let j = 0; j < g; j++) {
-    const window = strings[u32[j] as number]
-    const source = strings[u32[g + j] as number]
-    const size = u32[2 * g + j] as number
-    if (window === undefined || source === undefined) return `cell group ${j} refers to a missing string`
-    if (key + size > 3 * g + c) return `cell group ${j} holds more cells than the record`
-    const keys = new Array<string>(size)
-    for (let i = 0; i < size; i++) {
-      const text = strings[u32[key + i] as number]
-      if (text === undefined) return `cell group ${j} refers to a missing string`
-      keys[i] = text
-    }
-    key += size
-    // A copy: the record's buffer is not kept alive by the state built from it.
-    const columns = f64.slice(column, column + GROUP_COLUMNS * size)
-    column += GROUP_COLUMNS * size
-    groups[j] = { window, start: f64[j] as number, source, keys, columns }
-  }
-  if (key !== 3 * g + c) return `cell groups hold ${key - 3 * g} cells, the header says ${c}`
-  return groups
-}
-
-/** A merge written as loose cells, read back grouped. */
-function readCells({ f64, u32, strings }: Columns, c: number): CellGroup[] | string {
-  const cells = new Array<CellEntry>(c)
-  for (let i = 0; i < c; i++) {
-    const window = strings[u32[i] as number]
-    const key = strings[u32[c + i] as number]
-    const source = strings[u32[2 * c + i] as number]
-    if (window === undefined || key === undefined || source === undefined) return `cell ${i} refers to a missing string`
-    const cell: Cell = {
-      count: f64[c + i] as number,
-      sum: f64[2 * c + i] as number,
-      min: f64[3 * c + i] as number,
-      max: f64[4 * c + i] as number,
-      maxTs: f64[5 * c + i] as number,
-      version: f64[6 * c + i] as number,
-    }
-    cells[i] = { address: { window, key, start: f64[i] as number, source }, cell }
-  }
-  return groupCellEntries(cells)
-}
-
-/** A merge's `k` clocks, from Float64 value `fAt` and Uint32 reference `uAt`. */
-function readClocks({ f64, u32, strings }: Columns, fAt: number, uAt: number, k: number): ClockEntry[] | string {
-  const clocks = new Array<ClockEntry>(k)
-  for (let i = 0; i < k; i++) {
-    const source = strings[u32[uAt + i] as number]
-    const writer = strings[u32[uAt + k + i] as number]
-    const provable = u32[uAt + 2 * k + i] as number
-    if (source === undefined || writer === undefined) return `clock ${i} refers to a missing string`
-    if (provable > 1) return `clock ${i} has provable flag ${provable}`
-    clocks[i] = {
-      source,
-      writer,
-      maxTs: f64[fAt + i] as number,
-      prefix: f64[fAt + k + i] as number,
-      prefixTs: f64[fAt + 2 * k + i] as number,
-      provable: provable === 1,
-      version: f64[fAt + 3 * k + i] as number,
-    }
-  }
-  return clocks
 }
 
 function rejectedEntries(rejected: Readonly<Partial<Record<AnomalyReason, number>>>): [string, number][] {
