@@ -262,7 +262,8 @@ export function decodeWalRecord(bytes: Uint8Array): WalDecodeResult {
     case 'merge': {
       const groups = header.grouped ? readGroups(columns, header.g, c) : readCells(columns, c)
       if (typeof groups === 'string') return fail(groups)
-      const clocks = readClocks(columns, header.grouped ? header.g + GROUP_COLUMNS * c : 7 * c, header.grouped ? 3 * header.g + c : 3 * c, k)
+      // A merge's clocks are its last columns in either layout.
+      const clocks = readClocks(columns, floats - 4 * k, sizes.refs - 3 * k, k)
       if (typeof clocks === 'string') return fail(clocks)
       return { ok: true, lsn: header.lsn, op: { kind: 'merge', now: header.time, groups, clocks } }
     }
