@@ -158,20 +158,10 @@ class DocReplication implements DocBinding {
 
   /** This replica's whole state into its log. The engine's state also holds peers' cells; the log carries only the sources this replica writes. */
   #publishState(state: ReplicaState): void {
-    if (this.#destroyed) return
     const own = this.#port.replicaId
-    const sources = new Set<string>()
-    for (const clock of state.clocks) if (clock.writer === own) sources.add(clock.source)
-    try {
-      this.#doc.transact(() => {
-        const write = emptyWrite()
-        for (const cell of state.cells) if (sources.has(cell.address.source)) this.#own.putCell(cell, write)
-        for (const clock of state.clocks) if (clock.writer === own) this.#own.putClock(clock, write)
-        this.#own.commit(write)
-      }, this.#origin)
-    } catch (error) {
-      this.#fail(error)
-    }
+    const clocks = state.clocks.filter((clock) => clock.writer === own)
+    const sources = new Set(clocks.map((clock) => clock.source))
+    this.#publish({ cells: state.cells.filter((cell) => sources.has(cell.address.source)), clocks, expired: [] })
   }
 
   #publish(write: LocalWrite): void {
