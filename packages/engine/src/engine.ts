@@ -2,6 +2,7 @@ import { type Anomaly, type AnomalyReason, emptyAnomalyCounts } from './anomaly.
 import type { Doc } from 'yjs'
 import type { CellGroup } from './cellGroup.ts'
 import { ChangeFeed } from './changeFeed.ts'
+import { messageOf } from './errorMessage.ts'
 import type { Engine, EngineOptions, EngineStats, IngestReceipt, LateEvent, SyncStatus } from './engineApi.ts'
 import { configurationOf, indexFor, type ResolvedOptions, resolveOptions } from './engineOptions.ts'
 import type { StreamEvent } from './event.ts'
@@ -303,7 +304,7 @@ export class TidemarkEngine implements Engine {
   #log(journal: Journal, op: JournalOp): Promise<void> {
     const durable = journal.record(op)
     durable.catch((error: unknown) => {
-      this.#persistenceError = error instanceof Error ? error.message : String(error)
+      this.#persistenceError = messageOf(error)
     })
     return durable
   }

@@ -1,3 +1,4 @@
+import { messageOf } from '../errorMessage.ts'
 import { MAX_NAME_LENGTH } from '../event.ts'
 
 /** The part of the Web Locks `LockManager` a claim needs; `navigator.locks` fits. */
@@ -166,9 +167,6 @@ function remember(storage: SourceMemory | null, key: string, source: string, mem
   }
 }
 
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error)
-}
 
 function randomSuffix(): string {
   const words = crypto.getRandomValues(new Uint32Array(2))

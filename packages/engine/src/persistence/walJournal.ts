@@ -1,3 +1,4 @@
+import { messageOf } from '../errorMessage.ts'
 import { cellCount } from '../cellGroup.ts'
 import type { Journal, JournalOp } from '../engineCheckpoint.ts'
 import type { LocalWrite } from '../replicaPort.ts'
@@ -236,6 +237,3 @@ function reportDeliveryError(error: unknown): void {
     })
 }
 
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error)
-}
