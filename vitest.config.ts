@@ -5,31 +5,24 @@ import { defineConfig } from 'vitest/config'
 // so tests need no build step.
 const source = '@tidemark/source'
 
+/** One Vitest project per package: its own tests, in Node unless it renders. */
+const project = (name: string, include: string[], environment: 'node' | 'happy-dom' = 'node') => ({
+  extends: true as const,
+  test: { name, include, environment },
+})
+
 export default defineConfig({
   resolve: { conditions: [source, ...defaultClientConditions] },
   ssr: { resolve: { conditions: [source, ...defaultServerConditions] } },
   test: {
     projects: [
-      {
-        extends: true,
-        test: { name: 'engine', include: ['packages/engine/test/**/*.test.ts'], environment: 'node' },
-      },
-      {
-        extends: true,
-        test: { name: 'demo', include: ['apps/demo/test/**/*.test.ts'], environment: 'node' },
-      },
-      {
-        extends: true,
-        test: { name: 'seeded-random', include: ['packages/seeded-random/test/**/*.test.ts'], environment: 'node' },
-      },
-      {
-        extends: true,
-        test: {
-          name: 'react',
-          include: ['packages/react-bindings/test/**/*.test.{ts,tsx}'],
-          environment: 'happy-dom',
-        },
-      },
+      project('engine', ['packages/engine/test/**/*.test.ts']),
+      project('yjs', ['packages/yjs/test/**/*.test.ts']),
+      project('idb', ['packages/idb/test/**/*.test.ts']),
+      project('react', ['packages/react/test/**/*.test.{ts,tsx}'], 'happy-dom'),
+      project('testkit', ['packages/testkit/test/**/*.test.ts']),
+      project('seeded-random', ['packages/seeded-random/test/**/*.test.ts']),
+      project('demo', ['apps/demo/test/**/*.test.ts']),
     ],
   },
 })

@@ -29,10 +29,23 @@
  *
  *   node --expose-gc --import tsx --conditions=@tidemark/source bench/merge-8-replicas.ts
  */
-import { type Engine, type EngineOptions, createEngine, encodeWalRecord, manual, type StreamEvent, TidemarkEngine, tumbling } from '@tidemark/engine'
+import {
+  type CellEntry,
+  type CellGroup,
+  type ClockEntry,
+  createEngine,
+  type Engine,
+  type EngineOptions,
+  groupCellEntries,
+  manual,
+  type ReplicaPort,
+  type StreamEvent,
+  TidemarkEngine,
+  tumbling,
+} from '@tidemark/engine'
+import { encodeWalRecord } from '@tidemark/idb'
+import { bindDoc } from '@tidemark/yjs'
 import * as Y from 'yjs'
-import { type CellGroup, groupCellEntries } from '../packages/engine/src/cellGroup.ts'
-import type { CellEntry, ClockEntry, ReplicaPort } from '../packages/engine/src/replicaPort.ts'
 import type { Contender, Outcome } from './harness/contender.ts'
 import { windowTotalId, type WindowTotals } from './harness/contender.ts'
 import type { ProfileDefinition } from './harness/profile.ts'
@@ -78,7 +91,8 @@ interface WriterState {
 export function writerStates(): WriterState[] {
   return Array.from({ length: WRITERS }, (_, i) => {
     const doc = new Y.Doc()
-    const engine = createEngine({ ...OPTIONS, replicaId: `w${i}`, doc, now: () => 0 })
+    const engine = createEngine({ ...OPTIONS, replicaId: `w${i}`, now: () => 0 })
+    bindDoc(engine, doc)
     engine.ingest(writerEvents(`d${i}`))
     const state = portOf(engine).exportState()
     const update = Y.encodeStateAsUpdate(doc)
@@ -150,11 +164,12 @@ function throughYjsContender(writers: readonly WriterState[], merged: boolean): 
   return {
     name: merged ? 'through-yjs-one-update' : 'through-yjs',
     label: merged
-      ? 'Tidemark through Yjs: the writers\' updates merged into one (a server\'s sync step 2) applied to createEngine({ doc })\'s doc'
-      : 'Tidemark through Yjs: createEngine({ doc }) and one Yjs update per writer applied to its doc (decode, binding validation and index, merge)',
+      ? 'Tidemark through Yjs: the writers\' updates merged into one (a server\'s sync step 2) applied to the doc of an engine bound with bindDoc'
+      : 'Tidemark through Yjs: an engine bound with bindDoc and one Yjs update per writer applied to its doc (decode, binding validation and index, merge)',
     run: ({ probe, record }) => {
       const doc = new Y.Doc()
-      const engine = createEngine({ ...OPTIONS, replicaId: 'reader', doc, now: () => 0 })
+      const engine = createEngine({ ...OPTIONS, replicaId: 'reader', now: () => 0 })
+      bindDoc(engine, doc)
       let changes = 0
       engine.subscribe((batch) => {
         changes += batch.length
@@ -179,7 +194,7 @@ function loggedJoinContender(writers: readonly WriterState[]): Contender {
       const engine = new TidemarkEngine({ ...OPTIONS, replicaId: 'reader', now: () => 0 })
       let lsn = 0
       let walBytes = 0
-      engine.attachJournal({
+      engine.attachLog({
         record: (op) => {
           walBytes += encodeWalRecord(++lsn, op).byteLength
           return Promise.resolve()
@@ -187,7 +202,7 @@ function loggedJoinContender(writers: readonly WriterState[]): Contender {
         blocked: null,
         stats: () => ({ walRecords: lsn, walBytes }),
       })
-      engine.attachDoc(doc)
+      bindDoc(engine, doc)
       let changes = 0
       engine.subscribe((batch) => {
         changes += batch.length

@@ -12,9 +12,8 @@
  */
 import { boundedOutOfOrderness, createEngine, type Engine, type StreamEvent, tumbling } from '@tidemark/engine'
 import * as Y from 'yjs'
-import { bindDoc } from '../packages/engine/src/replication/bindDoc.ts'
+import { bindDoc } from '@tidemark/yjs'
 import { isMain } from './measure.ts'
-import { portOf } from './merge-8-replicas.ts'
 
 const MINUTE = 60_000
 const T0 = 1_700_000_000_000 - (1_700_000_000_000 % MINUTE)
@@ -22,7 +21,7 @@ const T0 = 1_700_000_000_000 - (1_700_000_000_000 % MINUTE)
 function bound(options: Parameters<typeof createEngine>[0]): { engine: Engine; doc: Y.Doc } {
   const engine = createEngine(options)
   const doc = new Y.Doc()
-  bindDoc(portOf(engine), doc, { onError: (e) => console.error(e) })
+  bindDoc(engine, doc, { onError: (e) => console.error(e) })
   return { engine, doc }
 }
 

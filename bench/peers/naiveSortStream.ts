@@ -5,8 +5,8 @@
  * structure, so the ratio isolates what the heap buys.
  */
 import { boundedOutOfOrderness, compareEventOrder, invalidReason, type StreamEvent } from '@tidemark/engine'
+import { Frontiers } from '@tidemark/engine/adapter'
 // Internal on purpose: the baseline must share the engine's watermark bookkeeping exactly.
-import { Frontiers } from '../../packages/engine/src/frontiers.ts'
 import type { Contender, Outcome, RunContext } from '../harness/contender.ts'
 import { CHECKSUM_SEED, hashId } from './emissionChecksum.ts'
 

@@ -2,7 +2,7 @@
  * Tidemark's window engine as a contender: one `createEngine` per run, every batch through
  * `ingest`, one subscriber that consumes the changes (as a dashboard would).
  */
-import { type Engine, type EngineOptions, type StreamEvent, createEngine } from '@tidemark/engine'
+import { createEngine, type Engine, type EngineOptions, type StreamEvent } from '@tidemark/engine'
 import type { Contender, Outcome, RunContext, WindowTotals } from '../harness/contender.ts'
 import { windowTotalId } from '../harness/contender.ts'
 

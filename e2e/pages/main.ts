@@ -3,7 +3,8 @@
  * with `openEngine`, and streams readings into it on demand, reporting every durable batch
  * to the test. After a crash or reload it shows what recovery found.
  */
-import { claimSource, indexedDbPersistence, openEngine, recoveryReport, type StreamEvent, tumbling } from '@tidemark/engine'
+import { type StreamEvent, tumbling } from '@tidemark/engine'
+import { claimSource, indexedDbPersistence, openEngine, recoveryReport } from '@tidemark/idb'
 import type { PageApi, PageSnapshot } from './pageApi.ts'
 import { bootPage, setText, shellReady } from './pageBoot.ts'
 

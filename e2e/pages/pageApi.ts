@@ -1,4 +1,4 @@
-import type { RecoveryReport } from '@tidemark/engine'
+import type { RecoveryReport } from '@tidemark/idb'
 
 /** What the e2e page shows the test (and a person looking at it). */
 export interface PageSnapshot {

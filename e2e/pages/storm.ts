@@ -9,15 +9,9 @@
  * Query: `server` (ws URL), `room`, `role`, `seed` (readings and reconnect jitter), `prefix`
  * (source claim prefix), `shell=1` (service worker, for offline reloads).
  */
-import {
-  BroadcastChannelProvider,
-  claimSource,
-  connectWebsocket,
-  indexedDbPersistence,
-  openEngine,
-  type StreamEvent,
-  tumbling,
-} from '@tidemark/engine'
+import { type StreamEvent, tumbling } from '@tidemark/engine'
+import { claimSource, indexedDbPersistence, openEngine } from '@tidemark/idb'
+import { BroadcastChannelProvider, bindDoc, connectWebsocket } from '@tidemark/yjs'
 import { seededRandom } from '@tidemark/seeded-random'
 import * as Y from 'yjs'
 import {
@@ -57,9 +51,8 @@ async function start(): Promise<StormPageApi> {
     // Nothing leaves live state during a test: totals are read from results().
     retention: 1e12,
     persistence: indexedDbPersistence({ name: `tidemark-${source}`, claim }),
-    doc,
-    onReplicationError: (error) => errors.push(`replication: ${error.message}`),
   })
+  bindDoc(engine, doc, { onError: (error) => errors.push(`replication: ${error.message}`) })
   const tabs = new BroadcastChannelProvider(doc, `tidemark:storm:${room}`)
   const connection = connectWebsocket(doc, { url: server, room, jitter: { baseMs: 250, capMs: 2_000, initialMs: 200, random: seededRandom(seed) } })
   // Chromium's offline emulation leaves open WebSockets alive (playwright#4910), and a real

@@ -25,7 +25,7 @@ export { seeded, stormSeed } from './seeded.ts'
 export { type LedgerTotals, StormLedger } from './stormLedger.ts'
 export { openStormPage, type StormPage, snapshotOf, statusChangesOf, stormReady, transitionsOf, waitForConvergence } from './stormPage.ts'
 export { type SyncProxy, startSyncProxy } from './syncProxy.ts'
-export { type SyncServer, startSyncServer } from './syncServer.ts'
+export { type SyncServer, startSyncServer } from '@tidemark/sync-server'
 
 export interface StormOptions {
   readonly browser: Browser

@@ -1,4 +1,4 @@
-import type { OpenTabChannel } from '@tidemark/engine'
+import type { OpenTabChannel } from '@tidemark/yjs'
 import { IDBFactory } from 'fake-indexeddb'
 import type { ControlChannel, ControlMessage } from '../src/fleet/controlChannel.ts'
 import type { FleetWiring } from '../src/fleet/fleetWiring.ts'

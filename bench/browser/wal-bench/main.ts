@@ -6,14 +6,9 @@
  *   mode=setup&events=N&batch=B             write N events into every store for recovery
  *   mode=recover&store=S                    cold-start recovery of one store (a fresh page)
  */
-import {
-  createEngine,
-  type Engine,
-  indexedDbPersistence,
-  openEngine,
-  recoveryReport,
-  type StreamEvent,
-} from '@tidemark/engine'
+import { createEngine, type Engine, type StreamEvent } from '@tidemark/engine'
+import { indexedDbPersistence, openEngine, recoveryReport } from '@tidemark/idb'
+import { bindDoc } from '@tidemark/yjs'
 import { IndexeddbPersistence, storeState } from 'y-indexeddb'
 import * as Y from 'yjs'
 import { deleteDatabase, openRawStore, putBatch, putBatches, readAllBatches, settled } from './rawStore.ts'
@@ -38,12 +33,13 @@ function ingestOp(events: readonly StreamEvent[]) {
   return { kind: 'ingest' as const, now: Date.now(), events, rejected: {} }
 }
 
-/** The Yjs updates a replica publishes for these batches (`createEngine({ doc })`), one per batch. */
+/** The Yjs updates a replica publishes for these batches (an engine bound to a doc), one per batch. */
 function yjsUpdates(batches: readonly StreamEvent[][]): Uint8Array[] {
   const doc = new Y.Doc()
   const updates: Uint8Array[] = []
   doc.on('update', (update: Uint8Array) => updates.push(update))
-  const engine = createEngine({ windows: benchWindows, replicaId: 'bench', doc })
+  const engine = createEngine({ windows: benchWindows, replicaId: 'bench' })
+  bindDoc(engine, doc)
   for (const batch of batches) engine.ingest(batch)
   void engine.close()
   return updates
@@ -277,7 +273,8 @@ async function recover(): Promise<Timing[]> {
   const t0 = performance.now()
   const { doc, store: yStore } = await openYjsStore(name)
   const loaded = performance.now() - t0
-  const engine = createEngine({ windows: benchWindows, replicaId: 'reader', doc })
+  const engine = createEngine({ windows: benchWindows, replicaId: 'reader' })
+  bindDoc(engine, doc)
   const merged = performance.now() - t0
   await yStore.destroy()
   const cells = engine.stats().cells

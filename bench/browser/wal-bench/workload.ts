@@ -1,5 +1,4 @@
-import type { StreamEvent } from '@tidemark/engine'
-import { tumbling } from '@tidemark/engine'
+import { type StreamEvent, tumbling } from '@tidemark/engine'
 
 /** The engine configuration every WAL bench uses: one-minute windows, the engine's defaults otherwise. */
 export const benchWindows = tumbling(60_000)

@@ -1,48 +1,30 @@
-export { ANOMALY_REASONS } from './anomaly.ts'
-export { addToCell, cellKey, compareCells, emptyCell, mergeCell, mergeCellMaps, parseCellKey } from './cell.ts'
-export { createEngine, TidemarkEngine } from './engine.ts'
-export { compareEventOrder } from './eventOrder.ts'
-export { invalidReason, MAX_ABS_TS, MAX_NAME_LENGTH } from './event.ts'
-export { orderEvents } from './orderEvents.ts'
-export { createOrderedStream, OrderedEventStream } from './orderedStream.ts'
-export { openEngine, recoveryReport } from './openEngine.ts'
-export { isOverflowError, OverflowError } from './overflowError.ts'
+export { ANOMALY_REASONS } from './core/anomaly.ts'
+export { createEngine, TidemarkEngine } from './core/engine.ts'
+export { invalidReason, MAX_ABS_TS, MAX_NAME_LENGTH } from './core/event.ts'
+export { isOverflowError, OverflowError } from './core/overflowError.ts'
+export { addToCell, cellKey, compareCells, emptyCell, mergeCell, mergeCellMaps, parseCellKey } from './lattice/cell.ts'
+export { groupCell, groupCellEntries, packCellGroup } from './lattice/cellGroup.ts'
+export { compareEventOrder } from './ordered/eventOrder.ts'
+export { orderEvents } from './ordered/orderEvents.ts'
+export { createOrderedStream, OrderedEventStream } from './ordered/orderedStream.ts'
+export { boundedOutOfOrderness, manual } from './time/watermarkStrategy.ts'
+export { EngineFeed } from './view/engineFeed.ts'
+export { EngineObserver } from './view/engineObserver.ts'
 export {
-  checkpointPolicy,
-  claimSource,
-  DEFAULT_CHECKPOINT_EVERY,
-  DEFAULT_ARCHIVE_LIMIT,
-  decodeCheckpoint,
-  decodeWalRecord,
-  encodeCheckpoint,
-  encodeWalRecord,
-  indexedDbPersistence,
-  isQuotaError,
-  memoryPersistence,
-  QuotaError,
-  SCHEMA_VERSION,
-} from './persistence/index.ts'
-export {
-  applyPeerUpdate,
-  bindDoc,
-  BroadcastChannelProvider,
-  ConfigurationMismatchError,
-  connectWebsocket,
-  DOC_SCHEMA,
-  isConfigurationMismatchError,
-  jitterReconnects,
-  jitterWindow,
-  openBroadcastChannel,
-  SyncStatusTracker,
-  syncStatusTracker,
-} from './replication/index.ts'
-export { boundedOutOfOrderness, manual } from './watermarkStrategy.ts'
-export { session, sliding, tumbling } from './windowSpec.ts'
+  lateEventsSlice,
+  statsSlice,
+  syncStatusSlice,
+  watermarkSlice,
+  windowHistorySlice,
+  windowSlice,
+  windowsSlice,
+} from './view/engineSlice.ts'
+export { createFrameScheduler } from './view/frameScheduler.ts'
+export { createManualScheduler } from './view/manualScheduler.ts'
+export { shallowEqual } from './view/structuralSharing.ts'
+export { session, sliding, tumbling } from './windows/windowSpec.ts'
 
-export type { Anomaly, AnomalyReason } from './anomaly.ts'
-export type { Cell, CellMap } from './cell.ts'
-export type { CellGroup } from './cellGroup.ts'
-export { groupCell, groupCellEntries, packCellGroup } from './cellGroup.ts'
+export type { Anomaly, AnomalyReason } from './core/anomaly.ts'
 export type {
   Engine,
   EngineLimits,
@@ -51,59 +33,36 @@ export type {
   IngestReceipt,
   LateEvent,
   SyncStatus,
-} from './engineApi.ts'
-export type { StreamEvent } from './event.ts'
-export type { EngineCheckpoint, Journal, JournalOp } from './engineCheckpoint.ts'
-export type { CellAddress, CellEntry, ClockEntry, LocalWrite, MergeReport, ReplicaPort, ReplicaState } from './replicaPort.ts'
-export type {
-  BindDocOptions,
-  BroadcastChannelProviderOptions,
-  ConnectWebsocketOptions,
-  DocBinding,
-  JitteredProvider,
-  OpenTabChannel,
-  PeerAwareness,
-  ReconnectJitterOptions,
-  RejectedUpdate,
-  SyncProvider,
-  TabChannel,
-  WebsocketConnection,
-} from './replication/index.ts'
-export type { OrderedEvent } from './eventOrder.ts'
-export type { OpenEngineOptions, RecoveryReport } from './openEngine.ts'
-export type { OrderedEvents, OrderEventsOptions } from './orderEvents.ts'
+} from './core/engineApi.ts'
+export type { StreamEvent } from './core/event.ts'
+export type { Cell, CellMap } from './lattice/cell.ts'
+export type { CellGroup } from './lattice/cellGroup.ts'
+export type { OrderedEvent } from './ordered/eventOrder.ts'
+export type { OrderedEvents, OrderEventsOptions } from './ordered/orderEvents.ts'
 export type {
   OrderedBatch,
   OrderedStream,
   OrderedStreamOptions,
   OrderedStreamStats,
   OrderedStreamWork,
-} from './orderedStreamApi.ts'
+} from './ordered/orderedStreamApi.ts'
+export type { EngineCheckpoint } from './recovery/engineCheckpoint.ts'
+export type { WalOp, WriteAheadLog } from './recovery/writeAheadLog.ts'
 export type {
-  ArchivedChange,
-  ArchiveQuery,
-  Checkpoint,
-  CheckpointDecodeResult,
-  CheckpointPolicy,
-  ClaimSourceOptions,
-  CorruptRecord,
-  IndexedDbPersistenceOptions,
-  LateLaneRecord,
-  LateLaneSnapshot,
-  MemoryPersistenceOptions,
-  Persistence,
-  PersistenceStats,
-  RecoveredLog,
-  SourceClaim,
-  SourceLocks,
-  SourceMemory,
-  WalDecodeFailure,
-  WalDecodeResult,
-  WalOp,
-  WalOpKind,
-  WalRecord,
-} from './persistence/index.ts'
-export type { WatermarkStrategy } from './watermarkStrategy.ts'
+  CellAddress,
+  CellEntry,
+  ClockEntry,
+  LocalWrite,
+  MergeReport,
+  ReplicaPort,
+  ReplicaState,
+} from './replica/replicaPort.ts'
+export type { WatermarkStrategy } from './time/watermarkStrategy.ts'
+export type { ObservedEngine } from './view/engineFeed.ts'
+export type { EngineFrame } from './view/engineFrame.ts'
+export type { EngineSlice } from './view/engineSlice.ts'
+export type { FrameScheduler } from './view/frameScheduler.ts'
+export type { ManualScheduler } from './view/manualScheduler.ts'
 export type {
   Basis,
   ResultQuery,
@@ -111,5 +70,5 @@ export type {
   WindowChange,
   WindowChangeType,
   WindowResult,
-} from './windowResult.ts'
-export type { WindowSpec } from './windowSpec.ts'
+} from './windows/windowResult.ts'
+export type { WindowSpec } from './windows/windowSpec.ts'

@@ -16,7 +16,7 @@ import {
   sliding,
   tumbling,
 } from '../src/index.ts'
-import { reading } from './scenarioKit.ts'
+import { reading } from '../src/testing/index.ts'
 
 const valid = { id: 'x', source: 'd1', ts: 5, value: 1 }
 const long = 'n'.repeat(MAX_NAME_LENGTH + 1)

@@ -4,8 +4,15 @@
  * with overflow backpressure.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { createEngine, isOverflowError, OverflowError, type StreamEvent, tumbling, type WindowChange } from '../src/index.ts'
-import { reading } from './scenarioKit.ts'
+import {
+  createEngine,
+  isOverflowError,
+  OverflowError,
+  type StreamEvent,
+  tumbling,
+  type WindowChange,
+} from '../src/index.ts'
+import { reading } from '../src/testing/index.ts'
 
 afterEach(() => {
   vi.unstubAllGlobals()

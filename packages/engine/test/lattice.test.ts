@@ -1,7 +1,16 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { type Cell, type CellMap, cellKey, compareCells, emptyCell, mergeCell, mergeCellMaps, parseCellKey } from '../src/index.ts'
-import { assertSeeded } from './seededProperty.ts'
+import {
+  type Cell,
+  type CellMap,
+  cellKey,
+  compareCells,
+  emptyCell,
+  mergeCell,
+  mergeCellMaps,
+  parseCellKey,
+} from '../src/index.ts'
+import { assertSeeded } from '@tidemark/seeded-random/property'
 
 const FILE = 'packages/engine/test/lattice.test.ts'
 

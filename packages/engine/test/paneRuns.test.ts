@@ -6,13 +6,21 @@
  */
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { placementReference } from '../src/batchPlacement.ts'
-import { LARGE_BATCH, PaneRuns } from '../src/paneRuns.ts'
-import { SourceClock } from '../src/sourceClock.ts'
-import { boundedOutOfOrderness, createEngine, type Engine, type StreamEvent, sliding, tumbling, type WindowSpec } from '../src/index.ts'
-import type { LocalWrite } from '../src/replicaPort.ts'
-import type { TidemarkEngine } from '../src/engine.ts'
-import { assertSeeded } from './seededProperty.ts'
+import { placementReference } from '../src/windows/batchPlacement.ts'
+import { LARGE_BATCH, PaneRuns } from '../src/windows/paneRuns.ts'
+import { SourceClock } from '../src/time/sourceClock.ts'
+import {
+  boundedOutOfOrderness,
+  createEngine,
+  type Engine,
+  type StreamEvent,
+  sliding,
+  tumbling,
+  type WindowSpec,
+} from '../src/index.ts'
+import type { LocalWrite } from '../src/replica/replicaPort.ts'
+import type { TidemarkEngine } from '../src/core/engine.ts'
+import { assertSeeded } from '@tidemark/seeded-random/property'
 
 const FILE = 'packages/engine/test/paneRuns.test.ts'
 

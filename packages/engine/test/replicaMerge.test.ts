@@ -1,9 +1,18 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { createEngine, type Engine, manual, type StreamEvent, session, sliding, tumbling, type WindowSpec } from '../src/index.ts'
-import type { TidemarkEngine } from '../src/engine.ts'
-import type { LocalWrite } from '../src/replicaPort.ts'
-import { assertSeeded, extensive } from './seededProperty.ts'
+import {
+  createEngine,
+  type Engine,
+  manual,
+  type StreamEvent,
+  session,
+  sliding,
+  tumbling,
+  type WindowSpec,
+} from '../src/index.ts'
+import type { TidemarkEngine } from '../src/core/engine.ts'
+import type { LocalWrite } from '../src/replica/replicaPort.ts'
+import { assertSeeded, extensive } from '@tidemark/seeded-random/property'
 
 const FILE = 'packages/engine/test/replicaMerge.test.ts'
 const SPECS: readonly WindowSpec[] = [tumbling(10), sliding(20, 5), session(7)]

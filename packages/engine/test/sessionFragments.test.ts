@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { createEngine, manual, type StreamEvent, session } from '../src/index.ts'
-import type { TidemarkEngine } from '../src/engine.ts'
+import type { TidemarkEngine } from '../src/core/engine.ts'
 
 const GAP = 1_000
 

@@ -1,9 +1,9 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { type Cell, emptyCell } from '../src/cell.ts'
-import { packCellGroup } from '../src/cellGroup.ts'
-import { WindowState } from '../src/windowState.ts'
-import { assertSeeded } from './seededProperty.ts'
+import { type Cell, emptyCell } from '../src/lattice/cell.ts'
+import { packCellGroup } from '../src/lattice/cellGroup.ts'
+import { WindowState } from '../src/windows/windowState.ts'
+import { assertSeeded } from '@tidemark/seeded-random/property'
 
 const FILE = 'packages/engine/test/windowRows.test.ts'
 const T0 = 1_700_000_040_000

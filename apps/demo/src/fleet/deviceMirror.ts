@@ -1,4 +1,4 @@
-import { syncStatusTracker } from '@tidemark/engine'
+import { syncStatusTracker } from '@tidemark/yjs'
 import * as Y from 'yjs'
 import { DocLinks } from './docLinks.ts'
 import type { FleetWiring } from './fleetWiring.ts'

@@ -1,11 +1,6 @@
-import {
-  type Engine,
-  indexedDbPersistence,
-  openEngine,
-  type Persistence,
-  recoveryReport,
-  syncStatusTracker,
-} from '@tidemark/engine'
+import type { Engine } from '@tidemark/engine'
+import { indexedDbPersistence, openEngine, type Persistence, recoveryReport } from '@tidemark/idb'
+import { bindDoc, syncStatusTracker } from '@tidemark/yjs'
 import * as Y from 'yjs'
 import { DocLinks } from './docLinks.ts'
 import { type DeviceStatus, type RecoveryNote, sameStatus } from './deviceStatus.ts'
@@ -235,11 +230,9 @@ export class DeviceNode {
     })
     let engine: Engine
     try {
-      engine = await openEngine({
-        ...fleetEngineOptions(settings, now),
-        doc,
-        persistence,
-        onReplicationError: (error) => {
+      engine = await openEngine({ ...fleetEngineOptions(settings, now), persistence })
+      bindDoc(engine, doc, {
+        onError: (error) => {
           this.#error = `replication: ${error.message}`
         },
       })

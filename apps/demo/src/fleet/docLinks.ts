@@ -1,4 +1,4 @@
-import { BroadcastChannelProvider, connectWebsocket, type WebsocketConnection } from '@tidemark/engine'
+import { BroadcastChannelProvider, connectWebsocket, type WebsocketConnection } from '@tidemark/yjs'
 import type * as Y from 'yjs'
 import { deviceChannelName, deviceRoomName, type FleetWiring } from './fleetWiring.ts'
 

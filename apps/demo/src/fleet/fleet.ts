@@ -11,7 +11,13 @@ import { createDashboardEngine, DEFAULT_SETTINGS, epochOf, type FleetSettings, M
 import type { FleetWiring } from './fleetWiring.ts'
 import { createPrng } from './prng.ts'
 import { DEFAULT_FAULTS } from './readingProducer.ts'
-import { type LateCorrection, lateCorrectionsOf, RECONNECT_SETTLE_MS, ReconnectWatch, StormTally } from './reconnectReport.ts'
+import {
+  type LateCorrection,
+  lateCorrectionsOf,
+  RECONNECT_SETTLE_MS,
+  ReconnectWatch,
+  StormTally,
+} from './reconnectReport.ts'
 import { ToggleSchedule } from './toggleSchedule.ts'
 
 /** One row of the device table. */

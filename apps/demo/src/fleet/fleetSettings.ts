@@ -1,4 +1,5 @@
 import { boundedOutOfOrderness, createEngine, type Engine, type EngineOptions, tumbling } from '@tidemark/engine'
+import { bindDoc } from '@tidemark/yjs'
 import type * as Y from 'yjs'
 
 /** What the control bar can change. Changing any of them starts a new epoch: every engine is reopened. */
@@ -82,13 +83,13 @@ export function createDashboardEngine(
   now: () => number,
   onReplicationError: (error: Error) => void,
 ): Engine {
-  return createEngine({
+  const engine = createEngine({
     ...fleetEngineOptions(settings, now),
-    doc,
     idleTimeout: settings.idleTimeoutMs,
     limits: { maxLateEvents: 500 },
-    onReplicationError,
   })
+  bindDoc(engine, doc, { onError: onReplicationError })
+  return engine
 }
 
 /** URL parameter and accepted range of each field a `?device=` tab takes from its URL. */

@@ -1,4 +1,4 @@
-import type { OpenTabChannel } from '@tidemark/engine'
+import type { OpenTabChannel } from '@tidemark/yjs'
 
 /** The local y-websocket sync server, as `/config.json` names it. */
 export interface SyncServer {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import type { StreamEvent } from '../../src/event.ts'
-import { createOrderedStream } from '../../src/orderedStream.ts'
-import { manual } from '../../src/watermarkStrategy.ts'
+import type { StreamEvent } from '../../src/core/event.ts'
+import { createOrderedStream } from '../../src/ordered/orderedStream.ts'
+import { manual } from '../../src/time/watermarkStrategy.ts'
 
 /**
  * Flush cost must follow the ready subset, not the backlog. Measured in work the pending

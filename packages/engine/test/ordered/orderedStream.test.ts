@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { createOrderedStream } from '../../src/orderedStream.ts'
-import { boundedOutOfOrderness } from '../../src/watermarkStrategy.ts'
+import { createOrderedStream } from '../../src/ordered/orderedStream.ts'
+import { boundedOutOfOrderness } from '../../src/time/watermarkStrategy.ts'
 import { ev, fakeClock, flat, ids, manualStream } from './streamHelpers.ts'
 
 describe('createOrderedStream: release by watermark', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import type { StreamEvent } from '../../src/event.ts'
-import { createOrderedStream } from '../../src/orderedStream.ts'
-import { boundedOutOfOrderness } from '../../src/watermarkStrategy.ts'
+import type { StreamEvent } from '../../src/core/event.ts'
+import { createOrderedStream } from '../../src/ordered/orderedStream.ts'
+import { boundedOutOfOrderness } from '../../src/time/watermarkStrategy.ts'
 import { ev, ids, manualStream } from './streamHelpers.ts'
 
 describe('createOrderedStream: receipts, duplicates and anomalies', () => {

@@ -1,10 +1,10 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { ArrivalLog } from '../../src/arrivalLog.ts'
-import { compareEventOrder, type PendingEvent } from '../../src/eventOrder.ts'
-import { PendingBuffer } from '../../src/pendingBuffer.ts'
-import { naiveOrder } from './referenceModel.ts'
-import { assertFreshSeeded, PROPERTY_TIMEOUT } from '../seededProperty.ts'
+import { ArrivalQueue } from '../../src/ordered/arrivalQueue.ts'
+import { compareEventOrder, type PendingEvent } from '../../src/ordered/eventOrder.ts'
+import { PendingBuffer } from '../../src/ordered/pendingBuffer.ts'
+import { naiveOrder } from './orderedReference.ts'
+import { assertFreshSeeded, PROPERTY_TIMEOUT } from '@tidemark/seeded-random/property'
 
 const FILE = 'packages/engine/test/ordered/pendingBuffer.test.ts'
 
@@ -26,7 +26,7 @@ describe('PendingBuffer', () => {
     assertFreshSeeded(
       fc.property(fc.array(fc.tuple(pendingEvent, fc.boolean()), { maxLength: 200 }), (ops) => {
         const buffer = new PendingBuffer()
-        const arrivals = new ArrivalLog()
+        const arrivals = new ArrivalQueue()
         const model: PendingEvent[] = []
         for (const [raw, popAfter] of ops) {
           const event = toEvent(raw)
@@ -65,7 +65,7 @@ describe('PendingBuffer', () => {
 
   it('tracks the arrival of what is still waiting, and shrinks its storage after a drain', () => {
     const buffer = new PendingBuffer()
-    const log = new ArrivalLog()
+    const log = new ArrivalQueue()
     const early = log.open(100)
     const late = log.open(200)
     for (let i = 0; i < 5_000; i++) buffer.push({ id: `e${i}`, source: 's', ts: i, value: 0, basis: 'unknown' }, i < 10 ? late : early)

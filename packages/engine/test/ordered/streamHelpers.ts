@@ -1,8 +1,8 @@
-import type { StreamEvent } from '../../src/event.ts'
-import type { OrderedEvent } from '../../src/eventOrder.ts'
-import { createOrderedStream } from '../../src/orderedStream.ts'
-import type { OrderedBatch, OrderedStreamOptions } from '../../src/orderedStreamApi.ts'
-import { manual } from '../../src/watermarkStrategy.ts'
+import type { StreamEvent } from '../../src/core/event.ts'
+import type { OrderedEvent } from '../../src/ordered/eventOrder.ts'
+import { createOrderedStream } from '../../src/ordered/orderedStream.ts'
+import type { OrderedBatch, OrderedStreamOptions } from '../../src/ordered/orderedStreamApi.ts'
+import { manual } from '../../src/time/watermarkStrategy.ts'
 
 /** A processing-time clock the test moves by hand. */
 export function fakeClock(start = 0): { now: () => number; advance: (ms: number) => void } {

@@ -1,0 +1,31 @@
+/**
+ * `@tidemark/engine/adapter`: what transports and storage adapters build on, beyond the
+ * application API. `@tidemark/yjs` and `@tidemark/idb` are written on it; so can an adapter
+ * for another transport (WebRTC, a custom server) or another store (OPFS, SQLite).
+ *
+ * - The packed cell-group layout the ports exchange, and its validation.
+ * - Typed-array blocks of shared buffers for decoding many small groups.
+ * - The engine's total order of window results.
+ * - The event-time frontiers (watermark, proof frontier) over source clocks, for operators
+ *   and baselines that must keep the same time as the engine.
+ */
+export { messageOf } from './core/errorMessage.ts'
+export {
+  cellCount,
+  cellEntriesOf,
+  cellGroupProblem,
+  cellValuesProblem,
+  compareGroupRow,
+  GROUP_COLUMNS,
+  GroupIndex,
+  groupCellProblem,
+  isName,
+  isTime,
+  MAX_CELL_COUNT,
+  MAX_GROUP_CELLS,
+  validCellGroups,
+  writeGroupRow,
+} from './lattice/cellGroup.ts'
+export { DoubleSlab } from './lattice/doubleSlab.ts'
+export { compareResults } from './windows/windowResult.ts'
+export { Frontiers } from './time/frontiers.ts'

@@ -1,0 +1,89 @@
+import { OverflowError } from './overflowError.ts'
+import type { WindowChange } from '../windows/windowResult.ts'
+
+type Listener = (changes: readonly WindowChange[]) => void
+
+/** Hands a listener's exception to the host without stopping the engine or other listeners. */
+function reportListenerError(error: unknown): void {
+  const report = (globalThis as { reportError?: (e: unknown) => void }).reportError
+  if (typeof report === 'function') report(error)
+  else
+    queueMicrotask(() => {
+      throw error
+    })
+}
+
+/**
+ * Synchronous change notification (DESIGN §6: the engine notifies synchronously;
+ * schedulers coalesce) plus a Web Streams view of the same feed.
+ */
+export class ChangeFeed {
+  readonly #listeners = new Set<Listener>()
+  readonly #streams = new Set<ReadableStreamDefaultController<readonly WindowChange[]>>()
+
+  get listeners(): number {
+    return this.#listeners.size
+  }
+
+  subscribe(listener: Listener): () => void {
+    // A wrapper per subscription, so subscribing one function twice gives two independent subscriptions.
+    const entry: Listener = (changes) => listener(changes)
+    this.#listeners.add(entry)
+    return () => {
+      this.#listeners.delete(entry)
+    }
+  }
+
+  /**
+   * Notifies every listener. Called after every batch, also with no window change,
+   * so views of stats and the late lane stay current.
+   */
+  publish(changes: readonly WindowChange[]): void {
+    for (const listener of this.#listeners) {
+      try {
+        listener(changes)
+      } catch (error) {
+        reportListenerError(error)
+      }
+    }
+  }
+
+  /**
+   * A ReadableStream of change batches. At most `highWaterMark` batches wait for a
+   * slow reader; past that the stream errors with `OverflowError` rather than buffer without bound.
+   */
+  stream(highWaterMark = 1024): ReadableStream<readonly WindowChange[]> {
+    let unsubscribe: (() => void) | null = null
+    let stream: ReadableStreamDefaultController<readonly WindowChange[]> | null = null
+    return new ReadableStream<readonly WindowChange[]>(
+      {
+        start: (controller) => {
+          stream = controller
+          this.#streams.add(controller)
+          unsubscribe = this.subscribe((changes) => {
+            if (changes.length === 0) return
+            if ((controller.desiredSize ?? 0) <= 0) {
+              unsubscribe?.()
+              this.#streams.delete(controller)
+              controller.error(new OverflowError('changes() stream', `reader fell ${highWaterMark} batches behind`))
+              return
+            }
+            controller.enqueue(changes)
+          })
+        },
+        cancel: () => {
+          unsubscribe?.()
+          if (stream !== null) this.#streams.delete(stream)
+        },
+      },
+      new CountQueuingStrategy({ highWaterMark }),
+    )
+  }
+
+  /** Ends every listener and closes every stream. */
+  close(): void {
+    this.#listeners.clear()
+    for (const controller of this.#streams) controller.close()
+    this.#streams.clear()
+  }
+}

@@ -1,0 +1,434 @@
+import { type Anomaly, type AnomalyReason, emptyAnomalyCounts } from './anomaly.ts'
+import type { CellGroup } from '../lattice/cellGroup.ts'
+import { ChangeFeed } from './changeFeed.ts'
+import { messageOf } from './errorMessage.ts'
+import type { Engine, EngineOptions, EngineStats, IngestReceipt, LateEvent, SyncStatus } from './engineApi.ts'
+import { configurationOf, indexFor, type ResolvedOptions, resolveOptions } from './engineOptions.ts'
+import type { StreamEvent } from './event.ts'
+import { Frontiers } from '../time/frontiers.ts'
+import { LateLane } from './lateLane.ts'
+import { ingestSink } from './ingestSink.ts'
+import type { EngineCheckpoint } from '../recovery/engineCheckpoint.ts'
+import type { WalOp, WriteAheadLog } from '../recovery/writeAheadLog.ts'
+import { PeerMerge } from '../replica/remoteMerge.ts'
+import type { ClockEntry, MergeReport, ReplicaPort, ReplicaState } from '../replica/replicaPort.ts'
+import { ReplicationOutbox } from '../replica/replicationOutbox.ts'
+import type { BatchFrontiers, WindowIndex } from '../windows/windowIndex.ts'
+import type { ResultQuery, WindowChange, WindowResult } from '../windows/windowResult.ts'
+import { WindowLifecycle } from '../windows/windowLifecycle.ts'
+import { captureEngine, type EngineParts, restoreEngine } from '../recovery/checkpointState.ts'
+import { DedupMemory } from './dedupMemory.ts'
+import { RemoteAnomalies } from '../replica/remoteAnomalies.ts'
+import { BatchPlacement } from '../windows/batchPlacement.ts'
+import { liveCells, queryResults, windowGauges, windowHistory } from '../windows/liveWindows.ts'
+
+const DURABLE: Promise<void> = Promise.resolve()
+const NO_CHANGES: readonly WindowChange[] = Object.freeze([])
+const LOCAL_SYNC: SyncStatus = Object.freeze({ state: 'local', lastSync: null, pendingLocalUpdates: 0, peers: 0 })
+
+/**
+ * The window engine. One instance per replica; see DESIGN.md §2–§8 for the meaning
+ * of every result. Created with `createEngine(options)` (or `openEngine` with a write-ahead
+ * log); the members of `Engine` are documented there. The members below are what recovery
+ * and replication drive.
+ *
+ * @example
+ * const engine = createEngine({ windows: tumbling(60_000), allowedLateness: 5_000 })
+ * engine.ingest([{ id: 'd1-1', source: 'd1', seq: 1, ts: 1_000, key: 'temp', value: 21 }])
+ * engine.results({ key: 'temp' })[0]?.status // 'provisional'
+ */
+export class TidemarkEngine implements Engine {
+  readonly #options: ResolvedOptions
+  readonly #indexes: readonly WindowIndex[]
+  readonly #frontiers: Frontiers
+  readonly #feed = new ChangeFeed()
+  readonly #lateLane: LateLane
+  #batch = 0
+  #closed = false
+  #writable: WritableStream<readonly StreamEvent[]> | null = null
+  readonly #dedup = new DedupMemory()
+  readonly #counts = {
+    ingested: 0,
+    applied: 0,
+    duplicates: 0,
+    lateAdmitted: 0,
+    beyondLateness: 0,
+    finalityViolations: 0,
+  }
+  readonly #anomalies = emptyAnomalyCounts()
+  /**
+   * This replica's id: the writer of every source it ingests.
+   *
+   * @example
+   * new TidemarkEngine({ windows: tumbling(1_000), replicaId: 'tab-1' }).replicaId // 'tab-1'
+   */
+  readonly replicaId: string
+  readonly #outbox = new ReplicationOutbox()
+  #syncStatus: SyncStatus = LOCAL_SYNC
+  #docBytes = 0
+  #replica: ReplicaPort | null = null
+  #wal: WriteAheadLog | null = null
+  readonly #closeListeners = new Set<() => void>()
+  #replicationError: string | null = null
+  readonly #remoteAnomalies = new RemoteAnomalies(this.#anomalies)
+  #persistenceError: string | null = null
+  readonly #lifecycle: WindowLifecycle
+  readonly #placement: BatchPlacement
+  readonly #peers: PeerMerge
+
+  constructor(options: EngineOptions) {
+    this.#options = resolveOptions(options)
+    this.#indexes = this.#options.specs.map(indexFor)
+    this.#frontiers = new Frontiers(this.#options.watermark, this.#options.idleTimeout)
+    this.#lateLane = new LateLane(this.#options.limits.maxLateEvents)
+    this.replicaId = this.#options.replicaId
+    const writes = (source: string) => this.#frontiers.sources.get(source)?.writer === this.replicaId
+    this.#lifecycle = new WindowLifecycle(this.#options, this.#frontiers, this.#indexes, this.#outbox, writes)
+    this.#placement = new BatchPlacement({
+      options: this.#options,
+      replicaId: this.replicaId,
+      indexes: this.#indexes,
+      frontiers: this.#frontiers,
+      lateLane: this.#lateLane,
+      outbox: this.#outbox,
+      dedup: this.#dedup,
+      anomalies: this.#anomalies,
+      tracker: this.#lifecycle.tracker,
+    })
+    this.#peers = new PeerMerge({
+      options: this.#options,
+      replicaId: this.replicaId,
+      frontiers: this.#frontiers,
+      indexes: this.#indexes,
+      tracker: this.#lifecycle.tracker,
+      counts: this.#counts,
+      anomalies: this.#anomalies,
+      remoteAnomalies: this.#remoteAnomalies,
+    })
+  }
+
+  ingest(events: readonly StreamEvent[]): IngestReceipt {
+    this.#assertOpen()
+    if (!Array.isArray(events)) throw new TypeError('ingest expects an array of events')
+    const n = events.length
+    const blocked = this.#wal?.blocked ?? null
+    if (n > this.#options.limits.maxBatch || blocked !== null) {
+      // Refused whole: nothing is applied, but the counts are logged so recovery shows them too.
+      const detail = blocked !== null ? `storage refused: ${blocked.message}` : `batch of ${n} exceeds limits.maxBatch`
+      const anomalies: Anomaly[] = []
+      for (let i = 0; i < n; i++) anomalies.push({ reason: 'overflow', index: i, detail })
+      this.#anomalies.overflow += n
+      this.#counts.ingested += n
+      const logged = this.#wal === null || n === 0 ? DURABLE : this.#record(this.#wal, { kind: 'refuse', rejected: { overflow: n } })
+      const durable = blocked === null ? logged : Promise.reject(blocked)
+      // The receipt reports the refusal; a caller that never awaits `durable` must not crash the host.
+      durable.catch(() => {})
+      return { accepted: 0, late: 0, duplicates: 0, beyondLateness: 0, rejected: n, anomalies, durable }
+    }
+    return this.#ingestAt(events, this.#options.now(), this.#wal)
+  }
+
+  /** Applies one batch at processing time `now`; logs it to `wal` when one is given (not during replay). */
+  #ingestAt(events: readonly StreamEvent[], now: number, wal: WriteAheadLog | null): IngestReceipt {
+    const n = events.length
+    const anomalies: Anomaly[] = []
+    const logged: StreamEvent[] | null = wal === null ? null : []
+    const invalid: Partial<Record<AnomalyReason, number>> = {}
+    const frontiers: BatchFrontiers = {
+      watermark: this.#frontiers.watermark,
+      firing: this.#frontiers.firingFrontier(),
+      lateness: this.#options.allowedLateness,
+      batch: ++this.#batch,
+    }
+    const { accepted, late, duplicates, beyond } = this.#placement.place(events, now, frontiers, anomalies, logged, invalid)
+    const counts = this.#counts
+    counts.ingested += n
+    counts.applied += accepted
+    counts.duplicates += duplicates
+    counts.lateAdmitted += late
+    counts.beyondLateness += beyond
+    this.#anomalies.duplicate += duplicates
+    this.#anomalies.beyond_lateness += beyond
+    this.#frontiers.advance(now)
+    // Logged before any change is published or acknowledged; `durable` resolves on commit.
+    const durable =
+      wal === null || logged === null ? DURABLE : this.#record(wal, { kind: 'ingest', now, events: logged, rejected: invalid })
+    this.#settle(frontiers)
+    return {
+      accepted,
+      late,
+      duplicates,
+      beyondLateness: beyond,
+      rejected: anomalies.length,
+      anomalies,
+      durable,
+    }
+  }
+
+  advanceWatermark(t: number): void {
+    this.#assertOpen()
+    if (typeof t !== 'number' || Number.isNaN(t)) throw new RangeError(`advanceWatermark needs a number, got ${String(t)}`)
+    if (!this.#frontiers.advanceTo(t)) return
+    if (this.#wal !== null) this.#record(this.#wal, { kind: 'advance', to: t })
+    this.#settle(null)
+  }
+
+  tick(): void {
+    this.#assertOpen()
+    const now = this.#options.now()
+    if (this.#wal !== null) this.#record(this.#wal, { kind: 'tick', now })
+    this.#frontiers.advance(now)
+    this.#settle(null)
+  }
+
+  /**
+   * Logs every later state-changing operation to `wal` (write-ahead log). Used by
+   * `openEngine`; an engine has at most one log.
+   *
+   * @example
+   * const engine = new TidemarkEngine({ windows: tumbling(60_000) })
+   * const ops: WalOp[] = []
+   * engine.attachLog({ record: (op) => (ops.push(op), Promise.resolve()), blocked: null, stats: () => ({ walRecords: ops.length, walBytes: 0 }) })
+   */
+  attachLog(wal: WriteAheadLog): void {
+    if (this.#wal !== null) throw new Error('engine already has a write-ahead log')
+    this.#wal = wal
+    // Peers see a write only once the op that made it is durable here: a crash cannot leave them ahead of this replica.
+    if (wal.publishWhenDurable !== undefined) this.#outbox.gate((write, deliver) => wal.publishWhenDurable?.(write, deliver))
+  }
+
+  /**
+   * Re-applies one logged operation during recovery (not logged again).
+   *
+   * @example
+   * const copy = new TidemarkEngine(options)
+   * for (const op of ops) copy.replay(op) // the same results as the engine that logged them
+   */
+  replay(op: WalOp): void {
+    this.#assertOpen()
+    switch (op.kind) {
+      case 'ingest':
+        this.#ingestAt(op.events, op.now, null)
+        this.#countRejected(op.rejected)
+        return
+      case 'refuse':
+        this.#countRejected(op.rejected)
+        return
+      case 'advance':
+        if (this.#frontiers.advanceTo(op.to)) this.#settle(null)
+        return
+      case 'tick':
+        this.#frontiers.advance(op.now)
+        this.#settle(null)
+        return
+      case 'merge':
+        this.#mergeAt(this.#peers.validGroups(op.groups), op.clocks, op.now)
+        return
+    }
+  }
+
+  /**
+   * Everything needed to continue exactly from here (see `EngineCheckpoint`).
+   *
+   * @example
+   * const engine = new TidemarkEngine({ windows: tumbling(60_000) })
+   * const bytes = encodeEngineCheckpoint(engine.checkpoint(), lsn)
+   */
+  checkpoint(): EngineCheckpoint {
+    return captureEngine(this.#parts(), this.#batch)
+  }
+
+  /**
+   * Loads a checkpoint into this fresh engine (same window configuration). Emits nothing.
+   *
+   * @example
+   * const checkpoint = new TidemarkEngine(options).checkpoint()
+   * const resumed = new TidemarkEngine(options)
+   * resumed.restore(checkpoint)
+   */
+  restore(checkpoint: EngineCheckpoint): void {
+    this.#assertOpen()
+    if (this.#batch !== 0 || this.#frontiers.sources.size > 0) throw new Error('restore needs a fresh engine')
+    this.#batch = restoreEngine(this.#parts(), checkpoint)
+  }
+
+  #parts(): EngineParts {
+    return {
+      options: this.#options,
+      replicaId: this.replicaId,
+      frontiers: this.#frontiers,
+      indexes: this.#indexes,
+      lifecycle: this.#lifecycle,
+      lateLane: this.#lateLane,
+      counts: this.#counts,
+      anomalies: this.#anomalies,
+      dedup: this.#dedup,
+    }
+  }
+
+  /** Counts logged invalid or refused inputs again during replay. */
+  #countRejected(rejected: Readonly<Partial<Record<AnomalyReason, number>>>): void {
+    for (const [reason, n] of Object.entries(rejected) as [AnomalyReason, number][]) {
+      this.#anomalies[reason] += n
+      this.#counts.ingested += n
+    }
+  }
+
+  #record(wal: WriteAheadLog, op: WalOp): Promise<void> {
+    const durable = wal.record(op)
+    durable.catch((error: unknown) => {
+      this.#persistenceError = messageOf(error)
+    })
+    return durable
+  }
+
+  results(query?: ResultQuery): readonly WindowResult[] {
+    return queryResults(this.#indexes, query)
+  }
+
+  history(window: string, key: string, start: number): readonly WindowResult[] {
+    return windowHistory(this.#indexes, window, key, start)
+  }
+
+  subscribe(listener: (changes: readonly WindowChange[]) => void): () => void {
+    return this.#feed.subscribe(listener)
+  }
+
+  changes(): ReadableStream<readonly WindowChange[]> {
+    return this.#feed.stream()
+  }
+
+  get writable(): WritableStream<readonly StreamEvent[]> {
+    this.#writable ??= ingestSink(
+      (events) => this.ingest(events),
+      () => {
+        this.#writable = null
+      },
+    )
+    return this.#writable
+  }
+
+  watermark(): number {
+    return this.#frontiers.watermark
+  }
+
+  lateEvents(): readonly LateEvent[] {
+    return this.#lateLane.list()
+  }
+
+  syncStatus(): SyncStatus {
+    return this.#syncStatus
+  }
+
+  /** The replication side of this engine (what a Yjs binding drives). */
+  get replica(): ReplicaPort {
+    this.#replica ??= {
+      replicaId: this.replicaId,
+      configuration: configurationOf(this.#options),
+      onLocalWrite: (listener) => this.#outbox.listen(listener),
+      mergeRemote: (cells, clocks) => {
+        this.#assertOpen()
+        return this.#mergeRemoteGroups(this.#peers.validCells(cells), clocks)
+      },
+      mergeRemoteGroups: (groups, clocks) => this.#mergeRemoteGroups(groups, clocks),
+      exportState: () => this.#exportState(),
+      exportDurableState: (deliver) => this.#outbox.release({ ...this.#exportState(), expired: [] }, deliver),
+      reportAnomaly: (reason, detail) => this.#remoteAnomalies.report(reason, detail),
+      reportError: (error) => {
+        this.#replicationError = error.message
+      },
+      onClose: (listener) => {
+        if (this.#closed) {
+          listener()
+          return () => {}
+        }
+        this.#closeListeners.add(listener)
+        return () => {
+          this.#closeListeners.delete(listener)
+        }
+      },
+      setSyncStatus: (status, docBytes) => {
+        this.#syncStatus = status
+        this.#docBytes = docBytes
+        this.#feed.publish(NO_CHANGES)
+      },
+    }
+    return this.#replica
+  }
+
+  stats(): EngineStats {
+    const f = this.#frontiers
+    const wal = this.#wal?.stats()
+    return {
+      ...this.#counts,
+      corrections: this.#lifecycle.corrections,
+      anomalies: { ...this.#anomalies },
+      ...windowGauges(this.#indexes),
+      sources: f.sources.size,
+      dedupEntries: this.#dedup.entries,
+      lateLane: this.#lateLane.size,
+      lateLaneTrimmed: this.#lateLane.trimmed,
+      watermark: f.watermark,
+      proofFrontier: f.proof,
+      watermarkLag: f.maxTs > f.watermark ? f.maxTs - f.watermark : 0,
+      docBytes: this.#docBytes,
+      walRecords: wal?.walRecords ?? 0,
+      walBytes: wal?.walBytes ?? 0,
+      persistenceError: this.#persistenceError,
+      replicationError: this.#replicationError,
+      remoteAnomalies: this.#remoteAnomalies.list(),
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return
+    this.#closed = true
+    for (const listener of [...this.#closeListeners]) listener()
+    this.#closeListeners.clear()
+    this.#feed.close()
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new Error('engine is closed')
+  }
+
+  /** After frontiers moved: settle windows, purge dedup memory when due, publish to peers, then one notification. */
+  #settle(batch: BatchFrontiers | null): void {
+    const changes = this.#lifecycle.settle()
+    if (batch !== null && this.#dedup.due) this.#dedup.purge(this.#indexes, this.#frontiers, batch)
+    this.#outbox.flush()
+    this.#feed.publish(changes)
+  }
+
+  #exportState(): ReplicaState {
+    return { cells: liveCells(this.#indexes), clocks: [...this.#frontiers.sources.values()].map((clock) => clock.entry()) }
+  }
+
+  /** Peers' groups, checked, logged (their columns go into the record as they are), merged and settled. */
+  #mergeRemoteGroups(groups: readonly CellGroup[], clocks: readonly ClockEntry[]): MergeReport {
+    this.#assertOpen()
+    const now = this.#options.now()
+    const valid = this.#peers.validGroups(groups)
+    if (this.#wal !== null) this.#record(this.#wal, { kind: 'merge', now, groups: valid, clocks })
+    return this.#mergeAt(valid, clocks, now)
+  }
+
+  /** Merges valid groups and peers' clocks, then settles and notifies once. */
+  #mergeAt(groups: readonly CellGroup[], clocks: readonly ClockEntry[], now: number): MergeReport {
+    const { report, frontiers } = this.#peers.merge(groups, clocks, now, ++this.#batch)
+    this.#settle(frontiers)
+    return report
+  }
+}
+
+/**
+ * Creates an in-memory engine.
+ *
+ * @example
+ * const engine = createEngine({ windows: tumbling(60_000), watermark: boundedOutOfOrderness(5_000), allowedLateness: 30_000 })
+ * engine.subscribe((changes) => console.log(changes))
+ * engine.ingest([{ id: 'a', source: 'd1', seq: 1, ts: 1_000, value: 3 }])
+ */
+export function createEngine(options: EngineOptions): Engine {
+  return new TidemarkEngine(options)
+}

@@ -1,0 +1,259 @@
+import type { Anomaly, AnomalyReason } from './anomaly.ts'
+import type { ReplicaPort } from '../replica/replicaPort.ts'
+import type { StreamEvent } from './event.ts'
+import type { WatermarkStrategy } from '../time/watermarkStrategy.ts'
+import type { ResultQuery, WindowChange, WindowResult } from '../windows/windowResult.ts'
+import type { WindowSpec } from '../windows/windowSpec.ts'
+
+/**
+ * Bounds on every buffer; reaching one refuses input with `overflow` instead of growing.
+ *
+ * @example
+ * createEngine({ windows: tumbling(60_000), limits: { maxWindows: 10_000, maxBatch: 5_000 } })
+ */
+export interface EngineLimits {
+  /** Live windows across specs and keys (default 100,000). */
+  readonly maxWindows?: number
+  /** Remembered event ids and out-of-order seqs across sources (default 1,000,000). */
+  readonly maxDedupEntries?: number
+  /** Entries kept on the late lane; older ones are trimmed and counted (default 10,000). */
+  readonly maxLateEvents?: number
+  /** Known sources (default 100,000). */
+  readonly maxSources?: number
+  /** Events in one `ingest` call (default 1,000,000). */
+  readonly maxBatch?: number
+}
+
+/**
+ * What `createEngine` and `openEngine` take; only `windows` is required.
+ *
+ * @example
+ * const options: EngineOptions = { windows: [tumbling(60_000), sliding(60_000, 10_000)], watermark: boundedOutOfOrderness(5_000), allowedLateness: 30_000 }
+ * const engine = createEngine(options)
+ */
+export interface EngineOptions {
+  readonly windows: WindowSpec | readonly WindowSpec[]
+  /** Default `boundedOutOfOrderness(0)`. */
+  readonly watermark?: WatermarkStrategy
+  /** Processing-time ms after which a silent source stops holding the watermark; default Infinity. */
+  readonly idleTimeout?: number
+  /** Event-time ms a fired window still accepts corrections; default 0. */
+  readonly allowedLateness?: number
+  /** Event-time ms a final window stays in `results()` before it leaves live state; default 60,000. */
+  readonly retention?: number
+  /** Processing-time clock; default `Date.now`. */
+  readonly now?: () => number
+  readonly limits?: EngineLimits
+  /** This replica's id, the writer of every source it ingests; default a random UUID. */
+  readonly replicaId?: string
+}
+
+/**
+ * What happened to one `ingest` batch.
+ * Always `accepted + duplicates + beyondLateness + rejected === events.length`.
+ *
+ * @example
+ * const receipt = engine.ingest(batch)
+ * for (const anomaly of receipt.anomalies) console.warn(anomaly.reason, anomaly.id)
+ * await receipt.durable
+ */
+export interface IngestReceipt {
+  /** Applied to at least one window, on time or admitted late. */
+  readonly accepted: number
+  /** The admitted-late part of `accepted`. */
+  readonly late: number
+  readonly duplicates: number
+  /** Admitted by no window; kept on the late lane. */
+  readonly beyondLateness: number
+  /** Invalid input or refused by a full buffer (`overflow`). */
+  readonly rejected: number
+  /** One entry per rejected event. */
+  readonly anomalies: readonly Anomaly[]
+  /** Resolves once the batch is durable (committed to the write-ahead log, or at once without one). */
+  readonly durable: Promise<void>
+}
+
+/**
+ * An event that a window refused, and why.
+ *
+ * @example
+ * for (const { event, window, reason } of engine.lateEvents()) console.log(event.id, window, reason) // for example: c tumbling:60000 beyond_lateness
+ */
+export interface LateEvent {
+  readonly event: StreamEvent
+  /** Id of the window spec that refused it, when one did. */
+  readonly window?: string
+  readonly reason: AnomalyReason
+}
+
+/**
+ * The engine's counters (`engine.stats()`); a snapshot, not live.
+ *
+ * @example
+ * const { ingested, applied, duplicates, watermarkLag } = engine.stats()
+ */
+export interface EngineStats {
+  readonly ingested: number
+  readonly applied: number
+  readonly duplicates: number
+  readonly anomalies: Readonly<Record<AnomalyReason, number>>
+  readonly lateAdmitted: number
+  readonly beyondLateness: number
+  /** Events in windows that have not fired yet (waiting for completeness). */
+  readonly pending: number
+  readonly openWindows: number
+  readonly cells: number
+  readonly sources: number
+  readonly dedupEntries: number
+  readonly lateLane: number
+  readonly lateLaneTrimmed: number
+  readonly corrections: number
+  readonly watermark: number
+  /** Proof frontier P (DESIGN §2). */
+  readonly proofFrontier: number
+  /** Largest event time seen minus the watermark (0 when nothing is held back). */
+  readonly watermarkLag: number
+  readonly finalityViolations: number
+  readonly docBytes: number
+  readonly walRecords: number
+  readonly walBytes: number
+  /** Last error the write-ahead log reported (quota, corruption), or null. */
+  readonly persistenceError: string | null
+  /** Last replication error (for example a peer with another window configuration), or null. */
+  readonly replicationError: string | null
+  /** The last (up to 20) anomalies found in peers' state, with details. */
+  readonly remoteAnomalies: readonly string[]
+}
+
+/**
+ * Connection state for the UI; an engine with no provider reports `local`.
+ *
+ * @example
+ * createEngine({ windows: tumbling(60_000) }).syncStatus() // { state: 'local', lastSync: null, pendingLocalUpdates: 0, peers: 0 }
+ */
+export interface SyncStatus {
+  readonly state: 'local' | 'connecting' | 'connected' | 'offline'
+  readonly lastSync: number | null
+  readonly pendingLocalUpdates: number
+  readonly peers: number
+}
+
+/**
+ * The event-time window engine (DESIGN §8). The member examples below share this engine.
+ *
+ * @example
+ * const engine: Engine = createEngine({ windows: tumbling(60_000), watermark: manual() })
+ */
+export interface Engine {
+  /**
+   * Applies one batch of events to their windows and says what became of each event;
+   * changes reach subscribers before it returns.
+   *
+   * @example
+   * const receipt = engine.ingest([
+   *   { id: 'a', source: 'd1', ts: 1_000, key: 'temp', value: 20 },
+   *   { id: 'b', source: 'd1', ts: 2_000, key: 'temp', value: 22 },
+   * ])
+   * receipt.accepted // 2
+   */
+  ingest(events: readonly StreamEvent[]): IngestReceipt
+  /**
+   * Moves the watermark up to `t` (never back) and fires the windows it completes.
+   *
+   * @example
+   * engine.advanceWatermark(60_000)
+   * engine.results()[0]?.status // 'on_time' (the minute [0, 60000) fired)
+   */
+  advanceWatermark(t: number): void
+  /**
+   * Reads the processing-time clock (`now`) so that sources silent for `idleTimeout` stop holding the watermark.
+   *
+   * @example
+   * setInterval(() => engine.tick(), 1_000)
+   */
+  tick(): void
+  /**
+   * The current result of every live window matching `query`, ordered by window spec, key and start.
+   *
+   * @example
+   * engine.results({ window: 'tumbling:60000', key: 'temp', from: 0, to: 60_000 }).map((r) => r.mean) // [21]
+   */
+  results(query?: ResultQuery): readonly WindowResult[]
+  /**
+   * Called synchronously after every batch, watermark move or tick, with the window changes it caused (possibly none).
+   * Returns the function that unsubscribes.
+   *
+   * @example
+   * const unsubscribe = engine.subscribe((changes) => {
+   *   for (const { type, result } of changes) console.log(type, result.key, result.mean)
+   * })
+   * unsubscribe()
+   */
+  subscribe(listener: (changes: readonly WindowChange[]) => void): () => void
+  /**
+   * The engine watermark `W` in event-time ms (`-Infinity` before any event or move).
+   *
+   * @example
+   * engine.watermark() // 60000
+   */
+  watermark(): number
+  /**
+   * The late lane: events no window admitted (beyond allowed lateness), oldest first, up to `limits.maxLateEvents`.
+   *
+   * @example
+   * engine.ingest([{ id: 'c', source: 'd1', ts: 3_000, key: 'temp', value: 30 }]) // after the minute fired
+   * engine.lateEvents().map((late) => late.reason) // ['beyond_lateness']
+   */
+  lateEvents(): readonly LateEvent[]
+  /**
+   * A snapshot of the engine's counters.
+   *
+   * @example
+   * engine.stats().beyondLateness // 1
+   */
+  stats(): EngineStats
+  /**
+   * Connection state of the replication providers attached to the engine's doc.
+   *
+   * @example
+   * engine.syncStatus().state // 'local' (no provider)
+   */
+  syncStatus(): SyncStatus
+  /**
+   * Every on-time value and correction this engine emitted for one window, oldest first.
+   *
+   * @example
+   * engine.history('tumbling:60000', 'temp', 0).map((r) => `${r.status} #${r.revision}`) // ['on_time #0']
+   */
+  history(window: string, key: string, start: number): readonly WindowResult[]
+  /**
+   * A sink for batches: each write is one `ingest`; a write with refused (`overflow`) events rejects with `OverflowError`.
+   *
+   * @example
+   * await readable.pipeTo(engine.writable)
+   */
+  readonly writable: WritableStream<readonly StreamEvent[]>
+  /**
+   * The batches `subscribe` sees, as a stream; a reader that falls too far behind gets an `OverflowError`.
+   *
+   * @example
+   * const reader = engine.changes().getReader()
+   * const { value: changes } = await reader.read()
+   */
+  changes(): ReadableStream<readonly WindowChange[]>
+  /**
+   * The replication side (what a Yjs binding or another transport drives).
+   *
+   * @example
+   * const binding = bindDoc(engine, new Y.Doc()) // from @tidemark/yjs
+   */
+  readonly replica: ReplicaPort
+  /**
+   * Stops the engine: detaches it from its doc, drops subscribers and ends `changes()` streams
+   * (an engine from `openEngine` also writes a last checkpoint and closes its log). Later calls throw `engine is closed`.
+   *
+   * @example
+   * await engine.close()
+   */
+  close(): Promise<void>
+}

@@ -1,0 +1,358 @@
+/**
+ * Cell groups: the cells one source holds in one window start of one window spec, for every
+ * key, as columns (DESIGN §4, the packed replication unit).
+ *
+ * A fresh replica joining 8 writers of 10k cells each takes 80k cells at once. As one object
+ * per cell (an address, a cell) that is 160k allocations before any window is touched, and as
+ * one Yjs entry per cell Yjs alone spends ~400 ms decoding them. A group carries the same
+ * cells as one key list and one `Float64Array`, so the doc holds one entry per group and the
+ * engine resolves the window spec, alignment and source once per group.
+ */
+import { type Cell, cellKey } from './cell.ts'
+import { MAX_ABS_TS, MAX_NAME_LENGTH } from '../core/event.ts'
+import type { CellEntry } from '../replica/replicaPort.ts'
+
+/** Columns of a group, in this order: count, sum, min, max, maxTs, version. */
+export const GROUP_COLUMNS = 6
+
+/** Most cells one group may hold: more keys than this in one window of one source is not plausible. */
+export const MAX_GROUP_CELLS = 1 << 16
+
+/** Largest count a peer's cell may claim: beyond it the cell is absurd, not merely large. */
+export const MAX_CELL_COUNT = 2 ** 40
+
+/**
+ * One source's cells for every key of one window (fixed windows) or session-fragment start.
+ * `columns` holds `GROUP_COLUMNS × keys.length` values, column after column: counts, sums,
+ * mins, maxs, maxTs, versions. A cell with count 0 is a tombstone.
+ */
+export interface CellGroup {
+  readonly window: string
+  readonly start: number
+  readonly source: string
+  readonly keys: readonly string[]
+  readonly columns: Float64Array
+}
+
+/**
+ * Packs cells of one window start and source into a group.
+ *
+ * @example
+ * const group = packCellGroup('tumbling:60000', 0, 'd1', ['temp'], [{ count: 1, sum: 3, min: 3, max: 3, maxTs: 10, version: 1 }])
+ * groupCell(group, 0).sum // 3
+ */
+export function packCellGroup(window: string, start: number, source: string, keys: readonly string[], cells: readonly Readonly<Cell>[]): CellGroup {
+  const n = keys.length
+  const columns = new Float64Array(GROUP_COLUMNS * n)
+  for (let i = 0; i < n; i++) {
+    const cell = cells[i] as Cell
+    columns[i] = cell.count
+    columns[n + i] = cell.sum
+    columns[2 * n + i] = cell.min
+    columns[3 * n + i] = cell.max
+    columns[4 * n + i] = cell.maxTs
+    columns[5 * n + i] = cell.version
+  }
+  return { window, start, source, keys, columns }
+}
+
+/**
+ * The `i`-th cell of a group, as a new object.
+ *
+ * @example
+ * for (let i = 0; i < group.keys.length; i++) console.log(group.keys[i], groupCell(group, i).count)
+ */
+export function groupCell(group: CellGroup, i: number): Cell {
+  const n = group.keys.length
+  const c = group.columns
+  return {
+    count: c[i] as number,
+    sum: c[n + i] as number,
+    min: c[2 * n + i] as number,
+    max: c[3 * n + i] as number,
+    maxTs: c[4 * n + i] as number,
+    version: c[5 * n + i] as number,
+  }
+}
+
+/**
+ * Lattice order of a group's `i`-th cell against a cell kept as six numbers at `values[at]`
+ * (count, sum, min, max, maxTs, version), in the order of `compareCells`; positive when the
+ * group's cell wins.
+ *
+ * @example
+ * if (compareGroupRow(group, i, values, 6 * position) > 0) writeGroupRow(group, i, values, 6 * position)
+ */
+export function compareGroupRow(group: CellGroup, i: number, values: Float64Array, at: number): number {
+  const n = group.keys.length
+  const c = group.columns
+  return (
+    order(c[5 * n + i] as number, values[at + 5] as number) ||
+    order(c[i] as number, values[at] as number) ||
+    order(c[n + i] as number, values[at + 1] as number) ||
+    order(c[2 * n + i] as number, values[at + 2] as number) ||
+    order(c[3 * n + i] as number, values[at + 3] as number) ||
+    order(c[4 * n + i] as number, values[at + 4] as number)
+  )
+}
+
+/**
+ * Writes a group's `i`-th cell as six numbers at `values[at]` (count, sum, min, max, maxTs, version).
+ *
+ * @example
+ * writeGroupRow(group, 0, values, 0)
+ */
+export function writeGroupRow(group: CellGroup, i: number, values: Float64Array, at: number): void {
+  const n = group.keys.length
+  const c = group.columns
+  values[at] = c[i] as number
+  values[at + 1] = c[n + i] as number
+  values[at + 2] = c[2 * n + i] as number
+  values[at + 3] = c[3 * n + i] as number
+  values[at + 4] = c[4 * n + i] as number
+  values[at + 5] = c[5 * n + i] as number
+}
+
+function order(x: number, y: number): number {
+  return x < y ? -1 : x > y ? 1 : 0
+}
+
+/**
+ * Groups loose cell entries by (window, source, start), in first-seen order. Keys repeat when
+ * the entries repeat an address: a group's reader takes the lattice join.
+ *
+ * @example
+ * const groups = groupCellEntries(port.exportState().cells)
+ */
+export function groupCellEntries(entries: readonly CellEntry[]): CellGroup[] {
+  const drafts = new GroupIndex<{ keys: string[]; cells: Cell[] }>()
+  const order: { window: string; start: number; source: string; keys: string[]; cells: Cell[] }[] = []
+  for (const { address, cell } of entries) {
+    let draft = drafts.get(address.window, address.source, address.start)
+    if (draft === undefined) {
+      const made = { window: address.window, start: address.start, source: address.source, keys: [] as string[], cells: [] as Cell[] }
+      drafts.set(address.window, address.source, address.start, made)
+      order.push(made)
+      draft = made
+    }
+    draft.keys.push(address.key)
+    draft.cells.push(cell)
+  }
+  return order.map((d) => packCellGroup(d.window, d.start, d.source, d.keys, d.cells))
+}
+
+/**
+ * How many cells the groups hold.
+ *
+ * @example
+ * cellCount([packCellGroup('tumbling:60000', 0, 'd1', ['a', 'b'], [cellA, cellB])]) // 2
+ */
+export function cellCount(groups: readonly CellGroup[]): number {
+  let n = 0
+  for (const group of groups) n += group.keys.length
+  return n
+}
+
+/**
+ * Every cell of the groups as loose entries (what `mergeRemote` takes).
+ *
+ * @example
+ * const entries = cellEntriesOf(groups)
+ */
+export function cellEntriesOf(groups: readonly CellGroup[]): CellEntry[] {
+  const out: CellEntry[] = []
+  for (const group of groups) {
+    const { window, start, source } = group
+    for (let i = 0; i < group.keys.length; i++) {
+      out.push({ address: { window, key: group.keys[i] as string, start, source }, cell: groupCell(group, i) })
+    }
+  }
+  return out
+}
+
+/**
+ * Why a peer's group cannot be read at all (its address or shape), or null. Values are checked
+ * cell by cell with `groupCellProblem`.
+ *
+ * @example
+ * const problem = cellGroupProblem(group) // 'columns must hold 6 values per key'
+ */
+export function cellGroupProblem(group: CellGroup): string | null {
+  if (typeof group !== 'object' || group === null) return 'not a cell group'
+  if (!isName(group.window, 1)) return `window must be a string of 1..${MAX_NAME_LENGTH} characters`
+  if (!isName(group.source, 1)) return `source must be a string of 1..${MAX_NAME_LENGTH} characters`
+  if (!isTime(group.start)) return `start must be a finite time within ±${MAX_ABS_TS}: ${String(group.start)}`
+  const keys = group.keys
+  if (!Array.isArray(keys) || keys.length === 0 || keys.length > MAX_GROUP_CELLS) return `a group holds 1..${MAX_GROUP_CELLS} keys`
+  for (const key of keys) if (!isName(key, 0)) return `keys must be strings of at most ${MAX_NAME_LENGTH} characters`
+  if (!(group.columns instanceof Float64Array) || group.columns.length !== GROUP_COLUMNS * keys.length) {
+    return `columns must hold ${GROUP_COLUMNS} numbers per key`
+  }
+  return null
+}
+
+/**
+ * Why the `i`-th cell of a well-formed group cannot be merged, or null.
+ *
+ * @example
+ * if (groupCellProblem(group, i) !== null) skip(i)
+ */
+export function groupCellProblem(group: CellGroup, i: number): string | null {
+  const n = group.keys.length
+  const c = group.columns
+  // The common case in a few comparisons (every column value is a number already); anything
+  // unusual (tombstones, huge sums, bad values) takes the full check for its reason.
+  const count = c[i] as number
+  const min = c[2 * n + i] as number
+  const max = c[3 * n + i] as number
+  const maxTs = c[4 * n + i] as number
+  const version = c[5 * n + i] as number
+  const sum = c[n + i] as number
+  if (
+    count > 0 &&
+    count <= 2 ** 40 &&
+    Number.isInteger(count) &&
+    min <= max &&
+    min > -1e300 &&
+    max < 1e300 &&
+    maxTs >= -MAX_ABS_TS &&
+    maxTs <= MAX_ABS_TS &&
+    Number.isSafeInteger(version) &&
+    version >= 0 &&
+    Math.abs(sum) <= count * Math.max(-min, max)
+  ) {
+    return null
+  }
+  return cellValuesProblem(c[i] as number, c[n + i] as number, c[2 * n + i] as number, c[3 * n + i] as number, c[4 * n + i] as number, c[5 * n + i] as number)
+}
+
+/**
+ * The groups with every invalid group and cell left out, each reported through `invalid`
+ * (what was refused, why). Returns `groups` itself when everything is valid.
+ *
+ * @example
+ * const valid = validCellGroups(groups, (what, why) => console.warn(`${what}: ${why}`))
+ */
+export function validCellGroups(groups: readonly CellGroup[], invalid: (what: string, problem: string) => void): readonly CellGroup[] {
+  let out: CellGroup[] | null = null
+  for (let g = 0; g < groups.length; g++) {
+    const group = groups[g] as CellGroup
+    let keep: CellGroup | null = group
+    const problem = cellGroupProblem(group)
+    if (problem !== null) {
+      invalid('cell group', problem)
+      keep = null
+    } else {
+      let bad: Set<number> | null = null
+      for (let i = 0; i < group.keys.length; i++) {
+        const cellProblem = groupCellProblem(group, i)
+        if (cellProblem === null) continue
+        invalid(`cell ${cellKey(group.window, group.keys[i] as string, group.start, group.source)}`, cellProblem)
+        bad ??= new Set()
+        bad.add(i)
+      }
+      if (bad !== null) keep = bad.size === group.keys.length ? null : withoutCells(group, bad)
+    }
+    if (keep !== group && out === null) out = groups.slice(0, g)
+    if (out !== null && keep !== null) out.push(keep)
+  }
+  return out ?? groups
+}
+
+/** A copy of `group` without the cells at the given positions. */
+function withoutCells(group: CellGroup, drop: ReadonlySet<number>): CellGroup {
+  const keys: string[] = []
+  const cells: Cell[] = []
+  for (let i = 0; i < group.keys.length; i++) {
+    if (drop.has(i)) continue
+    keys.push(group.keys[i] as string)
+    cells.push(groupCell(group, i))
+  }
+  return packCellGroup(group.window, group.start, group.source, keys, cells)
+}
+
+/**
+ * Why a cell's values are impossible, or null: the one check every transport's cells pass
+ * before they touch window state, so a hostile or buggy peer can never poison results. A sum
+ * may be ±Infinity (an honest overflow of huge values), never NaN.
+ *
+ * @example
+ * cellValuesProblem(2, 10, 4, 6, 1_000, 1) // null
+ * cellValuesProblem(2, 10, 40, 6, 1_000, 1) // 'min and max must be finite with min <= max: 40, 6'
+ */
+export function cellValuesProblem(count: unknown, sum: unknown, min: unknown, max: unknown, maxTs: unknown, version: unknown): string | null {
+  if (typeof count !== 'number' || !Number.isInteger(count) || count < 0 || count > MAX_CELL_COUNT) return `count must be an integer in 0..2^40: ${String(count)}`
+  if (typeof sum !== 'number' || Number.isNaN(sum)) return `sum must be a number: ${String(sum)}`
+  if (typeof version !== 'number' || !Number.isSafeInteger(version) || version < 0) return `version must be a safe integer >= 0: ${String(version)}`
+  if (typeof min !== 'number' || typeof max !== 'number' || typeof maxTs !== 'number') return 'min, max and maxTs must be numbers'
+  if (count > 0) {
+    if (!Number.isFinite(min) || !Number.isFinite(max) || min > max) return `min and max must be finite with min <= max: ${min}, ${max}`
+    if (!isTime(maxTs)) return `maxTs must be a finite time within ±${MAX_ABS_TS}: ${maxTs}`
+    if (!sumFits(count, sum, min, max)) return `sum ${sum} is impossible for ${count} values in [${min}, ${max}]`
+  } else if (Number.isNaN(min) || Number.isNaN(max) || Number.isNaN(maxTs) || maxTs > MAX_ABS_TS) {
+    // A tombstone keeps the empty cell's infinities, but never NaN.
+    return 'a tombstone must not hold NaN'
+  }
+  return null
+}
+
+/**
+ * True when `count` values within [min, max] can add up to `sum`: only values near the float
+ * limit can overflow to ±Infinity honestly.
+ */
+export function sumFits(count: number, sum: number, min: number, max: number): boolean {
+  const bound = count * Math.max(Math.abs(min), Math.abs(max))
+  return Math.abs(sum) <= bound * (1 + 1e-9) || !Number.isFinite(bound)
+}
+
+export function isName(value: unknown, minLength: number): value is string {
+  return typeof value === 'string' && value.length >= minLength && value.length <= MAX_NAME_LENGTH
+}
+
+export function isTime(value: unknown): value is number {
+  return typeof value === 'number' && Number.isFinite(value) && value <= MAX_ABS_TS && value >= -MAX_ABS_TS
+}
+
+/**
+ * Values by group address in nested Maps (window → source → start). No string is built per
+ * address: a flat key would need the start as text, and turning a time like 1.7e12 into a
+ * string costs about a microsecond.
+ */
+export class GroupIndex<T> {
+  readonly #byWindow = new Map<string, Map<string, Map<number, T>>>()
+
+  get(window: string, source: string, start: number): T | undefined {
+    return this.#byWindow.get(window)?.get(source)?.get(start)
+  }
+
+  set(window: string, source: string, start: number, value: T): void {
+    let bySource = this.#byWindow.get(window)
+    if (bySource === undefined) {
+      bySource = new Map()
+      this.#byWindow.set(window, bySource)
+    }
+    let byStart = bySource.get(source)
+    if (byStart === undefined) {
+      byStart = new Map()
+      bySource.set(source, byStart)
+    }
+    byStart.set(start, value)
+  }
+
+  delete(window: string, source: string, start: number): void {
+    const bySource = this.#byWindow.get(window)
+    const byStart = bySource?.get(source)
+    if (byStart === undefined || !byStart.delete(start) || byStart.size > 0) return
+    bySource?.delete(source)
+    if ((bySource?.size ?? 0) === 0) this.#byWindow.delete(window)
+  }
+
+  /** Every value. */
+  *values(): IterableIterator<T> {
+    for (const bySource of this.#byWindow.values()) for (const byStart of bySource.values()) yield* byStart.values()
+  }
+
+  clear(): void {
+    this.#byWindow.clear()
+  }
+}

@@ -1,0 +1,77 @@
+import { invalidReason, type StreamEvent } from '../core/event.ts'
+import type { Basis } from '../windows/windowResult.ts'
+
+/**
+ * An event in the ordered stream, with how its place in the order is known (DESIGN §9):
+ * - `proven`: its source's `seq` is gap-free up to it and `ts` never decreased along that prefix;
+ * - `derived`: placed by event time alone (its source gives no usable `seq`);
+ * - `fallback`: placed by a tie-break (another event has the same `ts`), or its source's clock
+ *   went backwards along `seq` at or before it;
+ * - `unknown`: its source's `seq` shows a gap before it, so an event of its own source that
+ *   belongs earlier may still be missing.
+ *
+ * `proven` wins over a tie: events of different sources with one `ts` are simultaneous, and the
+ * tie-break only fixes a convention between them, not the evidence about each source.
+ *
+ * @example
+ * const e: OrderedEvent = { id: 'd1-1', source: 'd1', seq: 1, ts: 1_000, value: 3, basis: 'proven' }
+ */
+export interface OrderedEvent extends StreamEvent {
+  readonly basis: Basis
+}
+
+/** The stream's own, writable form of an ordered event: `basis` is settled when it leaves. */
+export type PendingEvent = { -readonly [K in keyof OrderedEvent]: OrderedEvent[K] }
+
+/**
+ * The total order of the ordered stream: `(ts, source, seq, id)`, strings by UTF-16 code
+ * units (locale-independent), an absent `seq` before every `seq` (which starts at 1).
+ * Two different accepted events never compare equal: equal `(source, seq)`, or equal
+ * `(source, id)` without `seq`, is a duplicate.
+ *
+ * @example
+ * [b, a].sort(compareEventOrder) // a first when a.ts < b.ts
+ */
+export function compareEventOrder(a: StreamEvent, b: StreamEvent): number {
+  if (a.ts !== b.ts) return a.ts < b.ts ? -1 : 1
+  if (a.source !== b.source) return a.source < b.source ? -1 : 1
+  const sa = a.seq ?? 0
+  const sb = b.seq ?? 0
+  if (sa !== sb) return sa - sb
+  if (a.id !== b.id) return a.id < b.id ? -1 : 1
+  return 0
+}
+
+/**
+ * A detached copy of a caller's event with a basis, so that later changes to the caller's
+ * object cannot move an event that already waits in order. Absent optional fields stay absent.
+ */
+export function toPendingEvent(event: StreamEvent, basis: Basis): PendingEvent {
+  const copy: PendingEvent = { id: event.id, source: event.source, ts: event.ts, value: event.value, basis }
+  if (event.seq !== undefined) copy.seq = event.seq
+  if (event.key !== undefined) copy.key = event.key
+  return copy
+}
+
+/**
+ * Positions of a batch in the deterministic event order (ts, source, seq, id); invalid
+ * inputs first, by position. Used only with session specs, where which session an event
+ * joins depends on the events placed before it.
+ */
+export function placementOrder(events: readonly StreamEvent[]): number[] {
+  const order = Array.from({ length: events.length }, (_, i) => i)
+  const valid = events.map((e) => {
+    try {
+      return invalidReason(e) === null
+    } catch {
+      // Unreadable input (a throwing getter, a revoked Proxy) is an invalid_event, placed first.
+      return false
+    }
+  })
+  return order.sort((a, b) => {
+    const va = valid[a] as boolean
+    const vb = valid[b] as boolean
+    if (!va || !vb) return va === vb ? a - b : va ? 1 : -1
+    return compareEventOrder(events[a] as StreamEvent, events[b] as StreamEvent) || a - b
+  })
+}

@@ -1,0 +1,161 @@
+import type { AnomalyReason } from '../core/anomaly.ts'
+import type { IngestReceipt, LateEvent } from '../core/engineApi.ts'
+import type { StreamEvent } from '../core/event.ts'
+import type { OrderedEvent } from './eventOrder.ts'
+import type { WatermarkStrategy } from '../time/watermarkStrategy.ts'
+
+export interface OrderedStreamOptions {
+  /** Default `boundedOutOfOrderness(0)`. */
+  readonly watermark?: WatermarkStrategy
+  /** Processing-time ms after which a silent source stops holding the watermark; default Infinity. */
+  readonly idleTimeout?: number
+  /** Event-time ms below the watermark within which a late event is still emitted as a correction; default 0. */
+  readonly allowedLateness?: number
+  /** Most events in one emitted batch; default 1,000. */
+  readonly batchSize?: number
+  /** What happens to an event for a range already released (`ts < W` at arrival); default `'emit_correction'`. */
+  readonly onLate?: 'emit_correction' | 'drop'
+  /** Processing-time clock; default `Date.now`. */
+  readonly now?: () => number
+  /** Events held (waiting plus corrections not yet flushed); beyond it `push` refuses with `overflow`. Default 1,000,000. */
+  readonly maxPending?: number
+  /** Remembered ids and out-of-order seqs across sources; default 1,000,000. */
+  readonly maxDedupEntries?: number
+  /** Entries kept on the late lane; older ones are trimmed and counted. Default 10,000. */
+  readonly maxLateEvents?: number
+  /** Known sources; default 100,000. */
+  readonly maxSources?: number
+}
+
+/** One emitted batch: events in order, at most `batchSize` of them. */
+export interface OrderedBatch {
+  /** `ready`: released by the watermark; `correction`: arrived late for an already released range. */
+  readonly kind: 'ready' | 'correction'
+  readonly events: readonly OrderedEvent[]
+}
+
+/** Work done by the pending buffer, in comparisons and element moves (not time). */
+export interface OrderedStreamWork {
+  readonly pushComparisons: number
+  readonly pushMoves: number
+  /** Includes sorting the corrections of each flush. */
+  readonly flushComparisons: number
+  readonly flushMoves: number
+}
+
+export interface OrderedStreamStats {
+  /** Events passed to `push`. */
+  readonly pushed: number
+  /** Held for emission: waiting for the watermark, or admitted late as a correction. */
+  readonly accepted: number
+  /** The admitted-late part of `accepted`. */
+  readonly lateAdmitted: number
+  readonly duplicates: number
+  /** Put on the late lane (beyond lateness, or `onLate: 'drop'`). */
+  readonly beyondLateness: number
+  /** Invalid, or refused by a full bound (`overflow`). */
+  readonly rejected: number
+  readonly anomalies: Readonly<Record<AnomalyReason, number>>
+  /** Events waiting for the watermark. */
+  readonly pending: number
+  /** Late events admitted and waiting for the next `flushReady`. */
+  readonly pendingCorrections: number
+  readonly peakPending: number
+  /** Processing-time ms since the oldest still-held event arrived; 0 when none is held. */
+  readonly oldestPendingAge: number
+  /** `flushReady` calls. */
+  readonly flushes: number
+  readonly readyEmitted: number
+  readonly correctionsEmitted: number
+  readonly readyBatches: number
+  readonly correctionBatches: number
+  /** Mean emitted batch size divided by `batchSize`: 1 when every batch is full, near 0 when flushes emit crumbs. */
+  readonly batchFragmentation: number
+  /** Times the pending buffer's storage was shrunk after a backlog drained. */
+  readonly compactions: number
+  readonly dedupEntries: number
+  /** Dedup entries released below finality. */
+  readonly dedupReleased: number
+  readonly lateLane: number
+  readonly lateLaneTrimmed: number
+  readonly sources: number
+  readonly watermark: number
+  /** `watermark - allowedLateness`: nothing below it can be emitted any more. */
+  readonly finality: number
+  /** Proof frontier P (DESIGN §2). */
+  readonly proofFrontier: number
+  /** Largest event time seen minus the watermark (0 when nothing is held back). */
+  readonly watermarkLag: number
+  readonly work: OrderedStreamWork
+}
+
+/**
+ * Events in a deterministic total order, released by the watermark (DESIGN §9).
+ *
+ * @example
+ * const stream = createOrderedStream({ watermark: boundedOutOfOrderness(5_000), allowedLateness: 60_000 })
+ * stream.push(batch)
+ * for (const { kind, events } of stream.flushReady()) (kind === 'ready' ? timeline.append : timeline.amend)(events)
+ */
+export interface OrderedStream {
+  /**
+   * Validates, dedups and classifies one batch against the watermark as it stood before the call;
+   * the watermark moves after it. `accepted + duplicates + beyondLateness + rejected === events.length`.
+   *
+   * @example
+   * const receipt = stream.push(events)
+   * if (receipt.anomalies.some((a) => a.reason === 'overflow')) retryLater(events)
+   */
+  push(events: readonly StreamEvent[]): IngestReceipt
+  /**
+   * Moves the watermark forward (never back); meant for the `manual()` strategy.
+   *
+   * @example
+   * stream.advanceWatermark(Date.parse('2026-01-01T00:00:00Z'))
+   */
+  advanceWatermark(t: number): void
+  /**
+   * Emits every held event with `ts < W` in order (`ready` batches), then the corrections admitted
+   * since the last flush (`correction` batches, in order among themselves). Re-checks idle sources first.
+   *
+   * @example
+   * for (const batch of stream.flushReady()) send(batch.kind, batch.events)
+   */
+  flushReady(): readonly OrderedBatch[]
+  /**
+   * Events held: waiting for the watermark plus corrections not yet flushed.
+   *
+   * @example
+   * if (stream.pending() > 100_000) showBacklogWarning()
+   */
+  pending(): number
+  /**
+   * Events refused as late (beyond lateness, or `onLate: 'drop'`), oldest first, bounded.
+   *
+   * @example
+   * const refused = stream.lateEvents().map((l) => l.event.id)
+   */
+  lateEvents(): readonly LateEvent[]
+  /**
+   * Counters and gauges, including the work the pending buffer did.
+   *
+   * @example
+   * const { pending, oldestPendingAge, batchFragmentation } = stream.stats()
+   */
+  stats(): OrderedStreamStats
+  /**
+   * `W - allowedLateness`: the event time below which nothing can be emitted any more. Dedup
+   * memory below it is released (amortized: when it doubled, or when its bound is reached).
+   *
+   * @example
+   * archive.sealBefore(stream.finality())
+   */
+  finality(): number
+  /**
+   * The watermark W: events with `ts < W` are ready.
+   *
+   * @example
+   * const lagMs = Date.now() - stream.watermark()
+   */
+  watermark(): number
+}

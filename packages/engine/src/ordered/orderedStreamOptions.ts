@@ -1,0 +1,51 @@
+import type { OrderedStreamOptions } from './orderedStreamApi.ts'
+import { boundedOutOfOrderness, type WatermarkStrategy } from '../time/watermarkStrategy.ts'
+
+/** Ordered-stream options with every default filled in and every value checked. */
+export interface ResolvedOrderedStreamOptions {
+  readonly watermark: WatermarkStrategy
+  readonly idleTimeout: number
+  readonly allowedLateness: number
+  readonly batchSize: number
+  readonly onLate: 'emit_correction' | 'drop'
+  readonly now: () => number
+  readonly maxPending: number
+  readonly maxDedupEntries: number
+  readonly maxLateEvents: number
+  readonly maxSources: number
+}
+
+function count(name: string, value: number | undefined, fallback: number, min: number): number {
+  if (value === undefined) return fallback
+  if (!Number.isSafeInteger(value) || value < min) throw new RangeError(`${name} must be an integer >= ${min}, got ${String(value)}`)
+  return value
+}
+
+/** Checks options and fills defaults; throws a RangeError or TypeError naming the bad option. */
+export function resolveOrderedStreamOptions(options: OrderedStreamOptions = {}): ResolvedOrderedStreamOptions {
+  if (typeof options !== 'object' || options === null) throw new TypeError('createOrderedStream needs an options object')
+  const idleTimeout = options.idleTimeout ?? Number.POSITIVE_INFINITY
+  if (typeof idleTimeout !== 'number' || Number.isNaN(idleTimeout) || idleTimeout < 0) {
+    throw new RangeError(`idleTimeout must be a number >= 0 (Infinity allowed), got ${String(idleTimeout)}`)
+  }
+  const allowedLateness = options.allowedLateness ?? 0
+  if (typeof allowedLateness !== 'number' || !Number.isFinite(allowedLateness) || allowedLateness < 0) {
+    throw new RangeError(`allowedLateness must be a finite number >= 0, got ${String(allowedLateness)}`)
+  }
+  const onLate = options.onLate ?? 'emit_correction'
+  if (onLate !== 'emit_correction' && onLate !== 'drop') throw new RangeError(`onLate must be 'emit_correction' or 'drop', got ${String(onLate)}`)
+  const now = options.now ?? Date.now
+  if (typeof now !== 'function') throw new TypeError('now must be a function returning processing time in ms')
+  return {
+    watermark: options.watermark ?? boundedOutOfOrderness(0),
+    idleTimeout,
+    allowedLateness,
+    batchSize: count('batchSize', options.batchSize, 1_000, 1),
+    onLate,
+    now,
+    maxPending: count('maxPending', options.maxPending, 1_000_000, 0),
+    maxDedupEntries: count('maxDedupEntries', options.maxDedupEntries, 1_000_000, 0),
+    maxLateEvents: count('maxLateEvents', options.maxLateEvents, 10_000, 0),
+    maxSources: count('maxSources', options.maxSources, 100_000, 0),
+  }
+}

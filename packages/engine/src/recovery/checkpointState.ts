@@ -1,0 +1,96 @@
+/**
+ * What a checkpoint holds of a running engine, and how it is put back: frontiers, windows,
+ * late lane, counters and dedup memory (the `EngineCheckpoint` shape).
+ */
+import type { AnomalyReason } from '../core/anomaly.ts'
+import type { DedupMemory } from '../core/dedupMemory.ts'
+import type { EngineCheckpoint, SessionIndexSnapshot, WindowSnapshot } from './engineCheckpoint.ts'
+import { configurationOf, type ResolvedOptions } from '../core/engineOptions.ts'
+import type { Frontiers } from '../time/frontiers.ts'
+import type { LateLane } from '../core/lateLane.ts'
+import type { WindowIndex } from '../windows/windowIndex.ts'
+import type { WindowLifecycle } from '../windows/windowLifecycle.ts'
+import { WindowState } from '../windows/windowState.ts'
+
+/** The parts of an engine a checkpoint captures; `restoreEngine` writes into the mutable ones. */
+export interface EngineParts {
+  readonly options: ResolvedOptions
+  readonly replicaId: string
+  readonly frontiers: Frontiers
+  readonly indexes: readonly WindowIndex[]
+  readonly lifecycle: WindowLifecycle
+  readonly lateLane: LateLane
+  readonly counts: Record<string, number>
+  readonly anomalies: Record<AnomalyReason, number>
+  readonly dedup: DedupMemory
+}
+
+/**
+ * Everything needed to continue exactly from here; `batch` is the engine's batch counter.
+ *
+ * @example
+ * const checkpoint = captureEngine(parts, batch)
+ */
+export function captureEngine(parts: EngineParts, batch: number): EngineCheckpoint {
+  const { lateLane, dedup } = parts
+  return {
+    format: 1,
+    configuration: configurationOf(parts.options),
+    replicaId: parts.replicaId,
+    batch,
+    ...parts.frontiers.snapshot(),
+    ...captureWindows(parts.indexes),
+    lateLane: { entries: [...lateLane.list()], trimmed: lateLane.trimmed, total: lateLane.total },
+    counts: { ...parts.counts, corrections: parts.lifecycle.corrections },
+    anomalies: { ...parts.anomalies },
+    dedup: { entries: dedup.entries, atLastPurge: dedup.atLastPurge },
+  }
+}
+
+/**
+ * Loads a checkpoint into a fresh engine's parts (same window configuration); returns the
+ * batch counter to continue from. Throws, naming both, on another format or configuration.
+ *
+ * @example
+ * batch = restoreEngine(parts, checkpoint)
+ */
+export function restoreEngine(parts: EngineParts, checkpoint: EngineCheckpoint): number {
+  if (checkpoint.format !== 1) throw new Error(`unknown checkpoint format ${String(checkpoint.format)}`)
+  const configuration = configurationOf(parts.options)
+  if (checkpoint.configuration !== configuration) {
+    throw new Error(`checkpoint was written with ${checkpoint.configuration}, this engine has ${configuration}`)
+  }
+  parts.frontiers.restore(checkpoint)
+  restoreWindows(parts.indexes, parts.lifecycle, checkpoint)
+  parts.lateLane.restore(checkpoint.lateLane.entries, checkpoint.lateLane.trimmed, checkpoint.lateLane.total)
+  for (const name of Object.keys(parts.counts)) parts.counts[name] = checkpoint.counts[name] ?? 0
+  parts.lifecycle.corrections = checkpoint.counts.corrections ?? 0
+  for (const reason of Object.keys(parts.anomalies) as AnomalyReason[]) parts.anomalies[reason] = checkpoint.anomalies[reason] ?? 0
+  parts.dedup.entries = checkpoint.dedup.entries
+  parts.dedup.atLastPurge = checkpoint.dedup.atLastPurge
+  return checkpoint.batch
+}
+
+/** Every live window and each index's extra state, for a checkpoint. */
+function captureWindows(indexes: readonly WindowIndex[]): { windows: WindowSnapshot[]; sessions: SessionIndexSnapshot[] } {
+  const windows: WindowSnapshot[] = []
+  const sessions: SessionIndexSnapshot[] = []
+  for (const index of indexes) {
+    for (const w of index.windows()) windows.push(w.snapshot())
+    const extra = index.snapshot()
+    if (extra !== null) sessions.push(extra)
+  }
+  return { windows, sessions }
+}
+
+/** Puts a checkpoint's windows back into their indexes and queues each for its next lifecycle step. */
+function restoreWindows(indexes: readonly WindowIndex[], lifecycle: WindowLifecycle, checkpoint: EngineCheckpoint): void {
+  for (const s of checkpoint.windows) {
+    const index = indexes.find((i) => i.id === s.window)
+    if (index === undefined) throw new Error(`checkpoint holds window spec ${s.window}, which this engine does not have`)
+    const w = WindowState.restore(s)
+    index.adopt(w)
+    lifecycle.adopt(w)
+  }
+  for (const s of checkpoint.sessions) indexes.find((i) => i.id === s.window)?.restore(s)
+}

@@ -1,0 +1,51 @@
+import type { AnomalyReason } from '../core/anomaly.ts'
+import type { StreamEvent } from '../core/event.ts'
+import type { CellGroup } from '../lattice/cellGroup.ts'
+import type { ClockEntry, LocalWrite } from '../replica/replicaPort.ts'
+
+/**
+ * One operation of the write-ahead log. Replaying the log after a checkpoint, each
+ * with its recorded processing time, rebuilds exactly the state before a crash.
+ */
+export type WalOp =
+  | {
+      readonly kind: 'ingest'
+      readonly now: number
+      /** The valid events of the batch, in input order (invalid inputs never change state). */
+      readonly events: readonly StreamEvent[]
+      /** Invalid inputs of the batch by reason, so anomaly counters survive replay too. */
+      readonly rejected: Readonly<Partial<Record<AnomalyReason, number>>>
+    }
+  | {
+      /**
+       * A batch refused whole (over `limits.maxBatch`, or while the log refuses writes):
+       * nothing was applied, but its inputs were counted (`ingested`, anomalies by reason),
+       * so replay counts them again and changes nothing else.
+       */
+      readonly kind: 'refuse'
+      readonly rejected: Readonly<Partial<Record<AnomalyReason, number>>>
+    }
+  | { readonly kind: 'advance'; readonly to: number }
+  | { readonly kind: 'tick'; readonly now: number }
+  | {
+      /** Peers' state merged: their cells packed in groups (as the doc carries them) and their clocks. */
+      readonly kind: 'merge'
+      readonly now: number
+      readonly groups: readonly CellGroup[]
+      readonly clocks: readonly ClockEntry[]
+    }
+
+/** Where an engine logs every state-changing operation before it is published or acknowledged. */
+export interface WriteAheadLog {
+  /** Takes the operation synchronously (encode it now); resolves once it is durable. */
+  record(op: WalOp): Promise<void>
+  /** When set, ingest refuses new batches (for example, the storage quota is exhausted). */
+  readonly blocked: Error | null
+  /** Size of the log, for `engine.stats()`. */
+  stats(): { readonly walRecords: number; readonly walBytes: number }
+  /**
+   * Called with each write for peers right after the op that made it was recorded; calls
+   * `deliver(write)` once that op is durable, writes in order. Absent: writes go out at once.
+   */
+  publishWhenDurable?(write: LocalWrite, deliver: (write: LocalWrite) => void): void
+}

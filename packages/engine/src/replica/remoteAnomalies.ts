@@ -1,0 +1,21 @@
+import type { AnomalyReason } from '../core/anomaly.ts'
+
+/** Peers' state problems: counted by reason, and their details kept, newest last, bounded (`stats().remoteAnomalies`). */
+export class RemoteAnomalies {
+  readonly #counts: Record<AnomalyReason, number>
+  readonly #details: string[] = []
+
+  constructor(counts: Record<AnomalyReason, number>) {
+    this.#counts = counts
+  }
+
+  report(reason: 'invalid_remote_cell' | 'source_conflict', detail: string): void {
+    this.#counts[reason]++
+    this.#details.push(`${reason}: ${detail}`)
+    if (this.#details.length > 20) this.#details.shift()
+  }
+
+  list(): string[] {
+    return [...this.#details]
+  }
+}

@@ -1,0 +1,138 @@
+import type { AnomalyReason } from '../core/anomaly.ts'
+import { type CellGroup, groupCellEntries, validCellGroups } from '../lattice/cellGroup.ts'
+import type { ResolvedOptions } from '../core/engineOptions.ts'
+import type { Frontiers } from '../time/frontiers.ts'
+import type { RemoteAnomalies } from './remoteAnomalies.ts'
+import { cellEntryProblem, clockEntryProblem } from './remoteValidation.ts'
+import type { CellEntry, ClockEntry, MergeReport } from './replicaPort.ts'
+import type { MergeCounts, RemoteFrontiers, WindowTracker, WindowIndex } from '../windows/windowIndex.ts'
+
+/** What merging peers' state reads and writes of an engine. */
+export interface PeerMergeState {
+  readonly options: ResolvedOptions
+  readonly replicaId: string
+  readonly frontiers: Frontiers
+  readonly indexes: readonly WindowIndex[]
+  readonly tracker: WindowTracker
+  readonly counts: { finalityViolations: number }
+  readonly anomalies: Record<AnomalyReason, number>
+  readonly remoteAnomalies: RemoteAnomalies
+}
+
+/**
+ * Merges peers' cells and clocks into an engine's windows, every one checked first: what the
+ * engine's replica port and the replay of a logged merge run. Logging and settling stay the
+ * engine's.
+ */
+export class PeerMerge {
+  readonly #state: PeerMergeState
+
+  constructor(state: PeerMergeState) {
+    this.#state = state
+  }
+
+  /** Peers' loose cells, packed in groups; cells with a bad address or values are reported and left out. */
+  validCells(cells: readonly CellEntry[]): CellGroup[] {
+    return groupCellEntries(cells.filter((entry) => this.#accept('cell', cellEntryProblem(entry))))
+  }
+
+  /** Peers' groups with every cell whose values are impossible reported and left out. */
+  validGroups(groups: readonly CellGroup[]): readonly CellGroup[] {
+    return validCellGroups(groups, (what, problem) => this.#accept(what, problem))
+  }
+
+  /**
+   * Merges valid groups and peers' clocks (checked here) as batch `batch`. Returns the report
+   * and the frontiers the batch was judged against, for the engine to settle.
+   */
+  merge(groups: readonly CellGroup[], peerClocks: readonly ClockEntry[], now: number, batch: number): { report: MergeReport; frontiers: RemoteFrontiers } {
+    const { options, frontiers, anomalies } = this.#state
+    const clocks = peerClocks.filter((entry) => this.#accept('clock', clockEntryProblem(entry)))
+    const conflicts = mergeRemoteClocks(frontiers, clocks, this.#state.replicaId, options.limits.maxSources, now)
+    anomalies.source_conflict += conflicts
+    const judged: RemoteFrontiers = {
+      watermark: frontiers.watermark,
+      firing: frontiers.firingFrontier(),
+      lateness: options.allowedLateness,
+      retention: options.retention,
+      batch,
+    }
+    const { invalid, ...merged } = mergeRemoteGroups(this.#state.indexes, groups, judged, this.#state.tracker)
+    anomalies.invalid_remote_cell += invalid
+    this.#state.counts.finalityViolations += merged.finalityViolations
+    frontiers.advance(now)
+    return { report: { ...merged, conflicts }, frontiers: judged }
+  }
+
+  #accept(what: string, problem: string | null): boolean {
+    if (problem !== null) this.#state.remoteAnomalies.report('invalid_remote_cell', `${what}: ${problem}`)
+    return problem === null
+  }
+}
+
+/**
+ * Takes peers' source clocks. A source is single-writer: a peer's clock for a source this
+ * replica writes is a `source_conflict`, resolved the same way on every replica (the smaller
+ * replica id keeps the source). Returns how many conflicts were seen.
+ */
+export function mergeRemoteClocks(
+  frontiers: Frontiers,
+  clocks: readonly ClockEntry[],
+  replicaId: string,
+  maxSources: number,
+  now: number,
+): number {
+  let conflicts = 0
+  for (const entry of clocks) {
+    const clock = frontiers.sources.get(entry.source)
+    if (clock !== undefined && clock.writer === replicaId && entry.writer !== replicaId) {
+      conflicts++
+      if (entry.writer < replicaId) clock.adopt(entry, now)
+      continue
+    }
+    if (clock === undefined) {
+      if (frontiers.sources.size < maxSources) frontiers.source(entry.source, now).adopt(entry, now)
+    } else if (entry.version > clock.version || (entry.version === clock.version && entry.writer < clock.writer)) {
+      clock.adopt(entry, now)
+    }
+  }
+  return conflicts
+}
+
+/** Routes peers' cell groups to the index of their window spec; cells of an unknown spec are invalid. */
+export function mergeRemoteGroups(
+  indexes: readonly WindowIndex[],
+  groups: readonly CellGroup[],
+  frontiers: RemoteFrontiers,
+  tracker: WindowTracker,
+): Omit<MergeReport, 'conflicts'> & { invalid: number } {
+  const total: MergeCounts = { applied: 0, stale: 0, expired: 0, finalityViolations: 0, invalid: 0 }
+  // One spec (the common case): the groups go through as they are.
+  const bySpec = new Map<string, CellGroup[]>()
+  const only = indexes.length === 1 ? (indexes[0] as WindowIndex).id : null
+  if (only !== null && groups.every((group) => group.window === only)) bySpec.set(only, groups as CellGroup[])
+  else {
+    for (const group of groups) {
+      let list = bySpec.get(group.window)
+      if (list === undefined) {
+        list = []
+        bySpec.set(group.window, list)
+      }
+      list.push(group)
+    }
+  }
+  for (const [id, list] of bySpec) {
+    const index = indexes.find((i) => i.id === id)
+    if (index === undefined) {
+      for (const group of list) total.invalid += group.keys.length
+      continue
+    }
+    const counts = index.mergeRemote(list, frontiers, tracker)
+    total.applied += counts.applied
+    total.stale += counts.stale
+    total.expired += counts.expired
+    total.finalityViolations += counts.finalityViolations
+    total.invalid += counts.invalid
+  }
+  return total
+}

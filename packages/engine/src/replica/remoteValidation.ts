@@ -1,0 +1,29 @@
+import { cellValuesProblem, isName, isTime } from '../lattice/cellGroup.ts'
+import { MAX_ABS_TS } from '../core/event.ts'
+import type { CellEntry, ClockEntry } from './replicaPort.ts'
+
+/**
+ * Why a peer's loose cell entry cannot be merged, or null. Every transport's cells pass here
+ * (or, packed, through `cellGroupProblem` and `groupCellProblem`) before they touch window
+ * state, so a hostile or buggy peer can never poison results.
+ */
+export function cellEntryProblem(entry: CellEntry): string | null {
+  const address = entry?.address
+  const cell = entry?.cell
+  if (typeof address !== 'object' || address === null || typeof cell !== 'object' || cell === null) return 'not a cell entry'
+  if (!isName(address.window, 1) || !isName(address.key, 0) || !isName(address.source, 1)) return 'bad window, key or source name'
+  if (!isTime(address.start)) return `start must be a finite time: ${String(address.start)}`
+  return cellValuesProblem(cell.count, cell.sum, cell.min, cell.max, cell.maxTs, cell.version)
+}
+
+/** Why a peer's source clock cannot be taken, or null. */
+export function clockEntryProblem(entry: ClockEntry): string | null {
+  if (typeof entry !== 'object' || entry === null) return 'not a clock entry'
+  if (!isName(entry.source, 1) || !isName(entry.writer, 1)) return 'bad source or writer name'
+  if (typeof entry.maxTs !== 'number' || Number.isNaN(entry.maxTs) || entry.maxTs > MAX_ABS_TS) return `maxTs must be a time: ${String(entry.maxTs)}`
+  if (typeof entry.prefix !== 'number' || !Number.isSafeInteger(entry.prefix) || entry.prefix < 0) return `prefix must be a safe integer >= 0: ${String(entry.prefix)}`
+  if (typeof entry.prefixTs !== 'number' || Number.isNaN(entry.prefixTs) || entry.prefixTs > MAX_ABS_TS) return `prefixTs must be a time: ${String(entry.prefixTs)}`
+  if (typeof entry.provable !== 'boolean') return 'provable must be a boolean'
+  if (typeof entry.version !== 'number' || !Number.isSafeInteger(entry.version) || entry.version < 0) return `version must be a safe integer >= 0: ${String(entry.version)}`
+  return null
+}

@@ -1,0 +1,93 @@
+import { type Cell, cellKey, copyCell } from '../lattice/cell.ts'
+import type { CellAddress, CellEntry, LocalWrite } from './replicaPort.ts'
+import type { SourceClock } from '../time/sourceClock.ts'
+import type { WindowState } from '../windows/windowState.ts'
+
+/**
+ * What the local replica wrote since the last batch ended, waiting to be handed to the
+ * replication layer as one `LocalWrite`. Costs nothing while nobody listens.
+ */
+export class ReplicationOutbox {
+  readonly #listeners = new Set<(write: LocalWrite) => void>()
+  #cells = new Map<string, CellEntry>()
+  #clocks = new Set<SourceClock>()
+  #expired: CellAddress[] = []
+  #gate: ((write: LocalWrite, deliver: (write: LocalWrite) => void) => void) | null = null
+  readonly #deliver = (write: LocalWrite): void => {
+    for (const listener of this.#listeners) listener(write)
+  }
+
+  get listening(): boolean {
+    return this.#listeners.size > 0
+  }
+
+  listen(listener: (write: LocalWrite) => void): () => void {
+    this.#listeners.add(listener)
+    return () => {
+      this.#listeners.delete(listener)
+    }
+  }
+
+  /** A cell written locally; one entry per address per batch (the last write wins). */
+  cell(window: WindowState, source: string, start: number, cell: Cell): void {
+    if (this.#listeners.size === 0) return
+    this.#cells.set(cellKey(window.window, window.key, start, source), {
+      address: { window: window.window, key: window.key, start, source },
+      cell,
+    })
+  }
+
+  clock(clock: SourceClock): void {
+    if (this.#listeners.size > 0) this.#clocks.add(clock)
+  }
+
+  /** A window left live state: the cells this replica writes may leave the shared document. */
+  expire(window: WindowState, writes: (source: string) => boolean): void {
+    if (this.#listeners.size === 0) return
+    const { window: id, key } = window
+    for (const source of window.sources()) if (writes(source)) this.#expired.push({ window: id, key, start: window.start, source })
+    for (const f of window.fragments) if (writes(f.source)) this.#expired.push({ window: id, key, start: f.start, source: f.source })
+  }
+
+  /**
+   * Routes every later write through `gate`, which calls `deliver` when the write may go
+   * out (openEngine: once it is durable). Gated writes carry copies of their cells, since
+   * the live cells keep changing while a write waits.
+   */
+  gate(gate: (write: LocalWrite, deliver: (write: LocalWrite) => void) => void): void {
+    this.#gate = gate
+  }
+
+  /** Hands everything collected to the listeners, in one write. */
+  flush(): void {
+    if (this.#listeners.size === 0) return
+    if (this.#cells.size === 0 && this.#clocks.size === 0 && this.#expired.length === 0) return
+    const write: LocalWrite = {
+      cells: [...this.#cells.values()],
+      clocks: [...this.#clocks].map((clock) => clock.entry()),
+      expired: this.#expired,
+    }
+    this.#cells = new Map()
+    this.#clocks = new Set()
+    this.#expired = []
+    this.release(write, this.#deliver)
+  }
+
+  /**
+   * Hands `write` (the replica's whole state, for a first publish) to `deliver` once everything
+   * it reflects may go out: at once without a gate, else through the gate, after the writes
+   * already waiting there. Gated, its cells are copied now.
+   */
+  release(write: LocalWrite, deliver: (write: LocalWrite) => void): void {
+    const gate = this.#gate
+    if (gate === null) {
+      deliver(write)
+      return
+    }
+    gate({ ...write, cells: write.cells.map(copyEntry) }, deliver)
+  }
+}
+
+function copyEntry(entry: CellEntry): CellEntry {
+  return { address: entry.address, cell: copyCell(entry.cell) }
+}

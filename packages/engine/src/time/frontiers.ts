@@ -1,0 +1,102 @@
+import type { EngineCheckpoint } from '../recovery/engineCheckpoint.ts'
+import { SourceClock } from './sourceClock.ts'
+import type { WatermarkStrategy } from './watermarkStrategy.ts'
+
+/**
+ * The engine's event-time frontiers (DESIGN §2): the watermark `W`, the
+ * watermark with idle sources still counted (to tell `derived` from `fallback`),
+ * and the proof frontier `P`. They move only in `advance()`, between batches.
+ */
+export class Frontiers {
+  readonly sources = new Map<string, SourceClock>()
+  readonly #strategy: WatermarkStrategy
+  readonly #idleTimeout: number
+  /** The engine watermark; never goes backwards. */
+  watermark = Number.NEGATIVE_INFINITY
+  /** The watermark had no source been excluded as idle; never above `watermark`'s reasoning. */
+  strictWatermark = Number.NEGATIVE_INFINITY
+  /** Proof frontier: nothing unseen from a known source can fall below it. */
+  proof = Number.NEGATIVE_INFINITY
+  /** Sources currently excluded as idle. */
+  idleSources = 0
+  /** Largest event time seen from any source. */
+  maxTs = Number.NEGATIVE_INFINITY
+
+  constructor(strategy: WatermarkStrategy, idleTimeout: number) {
+    this.#strategy = strategy
+    this.#idleTimeout = idleTimeout
+  }
+
+  /** The clock of `name`, created on first sight. */
+  source(name: string, now: number): SourceClock {
+    let clock = this.sources.get(name)
+    if (clock === undefined) {
+      // Sources are never forgotten, so the count is a fresh slot.
+      clock = new SourceClock(name, now, this.sources.size)
+      this.sources.set(name, clock)
+    }
+    return clock
+  }
+
+  /** Manual strategy: moves W forward (never back). Returns true when it moved. */
+  advanceTo(t: number): boolean {
+    if (!(t > this.watermark)) return false
+    this.watermark = t
+    if (t > this.strictWatermark) this.strictWatermark = t
+    return true
+  }
+
+  /**
+   * Recomputes W and P from the source clocks at processing time `now`.
+   * One pass over sources per batch, never per event.
+   */
+  advance(now: number): void {
+    let proof = Number.POSITIVE_INFINITY
+    let active = Number.POSITIVE_INFINITY
+    let all = Number.POSITIVE_INFINITY
+    let idle = 0
+    for (const clock of this.sources.values()) {
+      const p = clock.proof()
+      if (p < proof) proof = p
+      if (clock.maxTs > this.maxTs) this.maxTs = clock.maxTs
+      if (clock.maxTs < all) all = clock.maxTs
+      if (now - clock.lastSeen > this.#idleTimeout) idle++
+      else if (clock.maxTs < active) active = clock.maxTs
+    }
+    this.idleSources = idle
+    this.proof = this.sources.size === 0 ? Number.NEGATIVE_INFINITY : proof
+    if (this.#strategy.kind !== 'bounded') return
+    const lag = this.#strategy.outOfOrderness
+    if (active !== Number.POSITIVE_INFINITY && active - lag > this.watermark) this.watermark = active - lag
+    if (all !== Number.POSITIVE_INFINITY && all - lag > this.strictWatermark) this.strictWatermark = all - lag
+  }
+
+  /** The frontiers and every source clock, for a checkpoint. */
+  snapshot(): Pick<EngineCheckpoint, 'frontiers' | 'sources'> {
+    return {
+      frontiers: {
+        watermark: this.watermark,
+        strictWatermark: this.strictWatermark,
+        maxTs: this.maxTs,
+        proof: this.proof,
+        idleSources: this.idleSources,
+      },
+      sources: [...this.sources.values()].map((clock) => clock.snapshot()),
+    }
+  }
+
+  restore(checkpoint: Pick<EngineCheckpoint, 'frontiers' | 'sources'>): void {
+    const f = checkpoint.frontiers
+    this.watermark = f.watermark
+    this.strictWatermark = f.strictWatermark
+    this.maxTs = f.maxTs
+    this.proof = f.proof
+    this.idleSources = f.idleSources
+    for (const s of checkpoint.sources) this.sources.set(s.name, SourceClock.restore(s, this.sources.size))
+  }
+
+  /** Largest of W and P: a window whose end is at or below it fires. */
+  firingFrontier(): number {
+    return Math.max(this.proof, this.watermark)
+  }
+}

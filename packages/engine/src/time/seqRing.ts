@@ -1,0 +1,104 @@
+/**
+ * The seqs a source delivered above a gap in its sequence, with their event times.
+ *
+ * Reordered uploads keep this busy: every event behind a late one lands here until the
+ * gap fills. A hash map costs a hash per lookup; this keeps seqs near the gap in a ring of
+ * Float64 slots indexed by distance from `base` (NaN = absent), so has/get/set/delete are
+ * an array access. Seqs farther than `MAX_RING` ahead go to an overflow Map.
+ */
+const MAX_RING = 1 << 16
+
+export class SeqRing {
+  /** Smallest seq the ring can hold; moves up as the gap-free prefix grows. */
+  #base = 1
+  #head = 0
+  #slots = new Float64Array(16).fill(Number.NaN)
+  #far = new Map<number, number>()
+  size = 0
+
+  has(seq: number): boolean {
+    return this.get(seq) !== undefined
+  }
+
+  get(seq: number): number | undefined {
+    const offset = seq - this.#base
+    if (offset >= 0 && offset < this.#slots.length) {
+      const ts = this.#slots[(this.#head + offset) & (this.#slots.length - 1)] as number
+      if (!Number.isNaN(ts)) return ts
+    }
+    return this.#far.size === 0 ? undefined : this.#far.get(seq)
+  }
+
+  set(seq: number, ts: number): void {
+    const offset = seq - this.#base
+    if (offset < 0 || offset >= MAX_RING) {
+      if (!this.#far.has(seq)) this.size++
+      this.#far.set(seq, ts)
+      return
+    }
+    if (offset >= this.#slots.length) this.#grow(offset + 1)
+    const i = (this.#head + offset) & (this.#slots.length - 1)
+    if (Number.isNaN(this.#slots[i])) this.size++
+    this.#slots[i] = ts
+  }
+
+  delete(seq: number): void {
+    const offset = seq - this.#base
+    if (offset >= 0 && offset < this.#slots.length) {
+      const i = (this.#head + offset) & (this.#slots.length - 1)
+      if (!Number.isNaN(this.#slots[i])) {
+        this.#slots[i] = Number.NaN
+        this.size--
+        return
+      }
+    }
+    if (this.#far.delete(seq)) this.size--
+  }
+
+  /** The gap-free prefix reached `prefix`: the ring now starts right above it. */
+  advanceBase(prefix: number): void {
+    if (this.#far.size > 0) {
+      for (const seq of this.#far.keys()) {
+        if (seq <= prefix) {
+          this.#far.delete(seq)
+          this.size--
+        }
+      }
+    }
+    const mask = this.#slots.length - 1
+    while (this.#base <= prefix) {
+      const i = this.#head
+      if (!Number.isNaN(this.#slots[i])) {
+        this.#slots[i] = Number.NaN
+        this.size--
+      }
+      this.#head = (i + 1) & mask
+      this.#base++
+      // A long jump of the prefix: nothing left in the ring to clear.
+      if (this.size === this.#far.size && this.#base <= prefix) {
+        this.#base = prefix + 1
+        this.#head = 0
+        break
+      }
+    }
+  }
+
+  *[Symbol.iterator](): IterableIterator<[number, number]> {
+    const n = this.#slots.length
+    for (let offset = 0; offset < n; offset++) {
+      const ts = this.#slots[(this.#head + offset) & (n - 1)] as number
+      if (!Number.isNaN(ts)) yield [this.#base + offset, ts]
+    }
+    yield* this.#far
+  }
+
+  #grow(needed: number): void {
+    let n = this.#slots.length
+    while (n < needed) n *= 2
+    const slots = new Float64Array(n).fill(Number.NaN)
+    const old = this.#slots
+    for (let offset = 0; offset < old.length; offset++) slots[offset] = old[(this.#head + offset) & (old.length - 1)] as number
+    this.#slots = slots
+    this.#head = 0
+  }
+}

@@ -1,0 +1,171 @@
+import type { SourceClockSnapshot } from '../recovery/engineCheckpoint.ts'
+import type { ClockEntry } from '../replica/replicaPort.ts'
+import { SeqRing } from './seqRing.ts'
+
+/**
+ * Per-source clock and dedup memory (DESIGN §1, §2).
+ *
+ * With `seq`, dedup costs one comparison on the in-order path: every seq at or
+ * below the gap-free prefix is a duplicate, and only seqs that arrive ahead of
+ * a gap are remembered individually. Without `seq`, ids are remembered with
+ * their event time so that memory can be released behind the lateness horizon.
+ */
+export class SourceClock {
+  readonly name: string
+  /** Small integer unique among this engine's sources: where window indexes keep per-source caches. */
+  readonly slot: number
+  /** Largest event time seen from this source (valid, non-duplicate events). */
+  maxTs = Number.NEGATIVE_INFINITY
+  /** Processing time of the last event. */
+  lastSeen: number
+  /** Highest seq such that 1..prefix were all seen. */
+  prefix = 0
+  /** Largest ts in the gap-free prefix. */
+  prefixTs = Number.NEGATIVE_INFINITY
+  /** False once ts decreased along seq, or an event came without seq: the source can prove nothing. */
+  provable = true
+  /** Seqs seen above a gap, with their ts. */
+  readonly ahead = new SeqRing()
+  /** Ids of events without seq, with their ts. */
+  readonly ids = new Map<string, number>()
+  /** Replica that writes this source ('' when not replicated). */
+  writer = ''
+  /** Bumped on every change, so replicas keep the newest copy of a single-writer clock. */
+  version = 0
+  /** Ts of the event at `prefix`, to detect a clock going backwards along seq. */
+  #lastPrefixTs = Number.NEGATIVE_INFINITY
+
+  constructor(name: string, now: number, slot = 0) {
+    this.name = name
+    this.lastSeen = now
+    this.slot = slot
+  }
+
+  /** True when this `(seq)` or `(id)` was already counted. */
+  seen(seq: number | undefined, id: string): boolean {
+    if (seq === undefined) return this.ids.has(id)
+    return seq <= this.prefix || this.ahead.has(seq)
+  }
+
+  /** Records a valid, non-duplicate event: advances the clock, the seq prefix and the dedup memory. */
+  remember(seq: number | undefined, id: string, ts: number, now: number): void {
+    this.version++
+    if (ts > this.maxTs) this.maxTs = ts
+    this.lastSeen = now
+    if (seq === undefined) {
+      this.ids.set(id, ts)
+      this.provable = false
+      return
+    }
+    if (seq !== this.prefix + 1) {
+      this.ahead.set(seq, ts)
+      return
+    }
+    this.#extend(seq, ts)
+    if (this.ahead.size > 0) {
+      let next = this.ahead.get(this.prefix + 1)
+      while (next !== undefined) {
+        this.#extend(this.prefix + 1, next)
+        next = this.ahead.get(this.prefix + 1)
+      }
+    }
+    this.ahead.advanceBase(this.prefix)
+  }
+
+  #extend(seq: number, ts: number): void {
+    if (ts < this.#lastPrefixTs) this.provable = false
+    this.#lastPrefixTs = ts
+    this.prefix = seq
+    if (ts > this.prefixTs) this.prefixTs = ts
+  }
+
+  /** Takes a peer's copy of this clock (the peer writes the source; it has no dedup memory here). */
+  adopt(state: ClockEntry, now: number): void {
+    this.writer = state.writer
+    this.version = state.version
+    this.maxTs = Math.max(this.maxTs, state.maxTs)
+    this.prefix = state.prefix
+    this.prefixTs = state.prefixTs
+    this.#lastPrefixTs = state.prefixTs
+    this.provable = state.provable
+    this.lastSeen = now
+  }
+
+  snapshot(): SourceClockSnapshot {
+    return {
+      name: this.name,
+      writer: this.writer,
+      version: this.version,
+      maxTs: this.maxTs,
+      lastSeen: this.lastSeen,
+      prefix: this.prefix,
+      prefixTs: this.prefixTs,
+      lastPrefixTs: this.#lastPrefixTs,
+      provable: this.provable,
+      ahead: [...this.ahead],
+      ids: [...this.ids],
+    }
+  }
+
+  static restore(s: SourceClockSnapshot, slot = 0): SourceClock {
+    const clock = new SourceClock(s.name, s.lastSeen, slot)
+    clock.writer = s.writer
+    clock.version = s.version
+    clock.maxTs = s.maxTs
+    clock.prefix = s.prefix
+    clock.prefixTs = s.prefixTs
+    clock.#lastPrefixTs = s.lastPrefixTs
+    clock.provable = s.provable
+    clock.ahead.advanceBase(s.prefix)
+    for (const [seq, ts] of s.ahead) clock.ahead.set(seq, ts)
+    for (const [id, ts] of s.ids) clock.ids.set(id, ts)
+    return clock
+  }
+
+  /** This clock as replicated. */
+  entry(): ClockEntry {
+    return {
+      source: this.name,
+      writer: this.writer,
+      maxTs: this.maxTs,
+      prefix: this.prefix,
+      prefixTs: this.prefixTs,
+      provable: this.provable,
+      version: this.version,
+    }
+  }
+
+  /** This source's contribution to the proof frontier P. */
+  proof(): number {
+    return this.provable ? this.prefixTs : Number.NEGATIVE_INFINITY
+  }
+
+  /** Entries held in dedup memory. */
+  dedupEntries(): number {
+    return this.ahead.size + this.ids.size
+  }
+
+  /**
+   * Releases dedup memory for events with `ts < horizon`: any copy of them that
+   * arrives later is beyond lateness for every window, so it cannot be counted twice.
+   * Returns how many entries were released.
+   */
+  forgetBefore(horizon: number): number {
+    let released = 0
+    for (const [id, ts] of this.ids) {
+      if (ts < horizon) {
+        this.ids.delete(id)
+        released++
+      }
+    }
+    for (const [seq, ts] of this.ahead) {
+      if (ts < horizon) {
+        this.ahead.delete(seq)
+        // The prefix stops below this seq until a copy arrives again (as a late
+        // event), which keeps P conservative rather than wrong.
+        released++
+      }
+    }
+    return released
+  }
+}

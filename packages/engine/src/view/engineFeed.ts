@@ -1,0 +1,152 @@
+import type { Engine, WindowChange, WindowResult } from '@tidemark/engine'
+import { compactChanges, EngineFrame, UNTOUCHED } from './engineFrame.ts'
+import type { FrameScheduler } from './frameScheduler.ts'
+import { lookup, sameWindow, startsOf, type WindowAddress, type WindowAddressMap } from './windowAddresses.ts'
+
+/** What the bindings read from an engine; a structural subset, so tests can pass a fake. */
+export type ObservedEngine = Pick<
+  Engine,
+  'subscribe' | 'results' | 'lateEvents' | 'stats' | 'syncStatus' | 'history' | 'watermark'
+>
+
+type FrameListener = (frame: EngineFrame) => void
+
+/** Changes waiting for a frame before they are compacted to one per window. */
+const COMPACT_AT = 4096
+
+/** The listeners of one window, and what the frame being dispatched did to it. */
+interface Watch {
+  readonly listeners: Set<FrameListener>
+  /** Number of the last frame that touched the window. */
+  frame: number
+  /** Its value after that frame; `null` when retracted or moved away. */
+  latest: WindowResult | null
+}
+
+/**
+ * One engine subscription shared by every observer under a provider (or by
+ * one store). The engine notifies synchronously, once per batch; the feed
+ * gathers those changes and hands them to its listeners once per frame.
+ * A listener for one window is called only in frames that changed that
+ * window, found through an index, so a frame costs what it changed, not what
+ * is mounted. It listens to the engine only while it has listeners, so a feed
+ * that React made and threw away holds nothing.
+ */
+export class EngineFeed {
+  readonly engine: ObservedEngine
+  #scheduler: FrameScheduler
+  #listeners = new Set<FrameListener>()
+  #watches: WindowAddressMap<Watch> = new Map()
+  #watching = 0
+  #frames = 0
+  #pending: WindowChange[] = []
+  #compactAt = COMPACT_AT
+  #stopEngine: (() => void) | null = null
+  #cancelFrame: (() => void) | null = null
+
+  constructor(engine: ObservedEngine, scheduler: FrameScheduler) {
+    this.engine = engine
+    this.#scheduler = scheduler
+  }
+
+  /**
+   * Calls `listener` once per frame in which the engine notified or, with
+   * `window`, once per frame that changed that window, until the returned
+   * function is called.
+   */
+  subscribe(listener: FrameListener, window?: WindowAddress): () => void {
+    if (window === undefined) this.#listeners.add(listener)
+    else this.#watch(listener, window)
+    this.#stopEngine ??= this.engine.subscribe(this.#onChanges)
+    let subscribed = true
+    return () => {
+      if (!subscribed) return
+      subscribed = false
+      if (window === undefined) this.#listeners.delete(listener)
+      else this.#unwatch(listener, window)
+      if (this.#listeners.size > 0 || this.#watching > 0 || this.#stopEngine === null) return
+      this.#stopEngine()
+      this.#stopEngine = null
+      this.#cancelFrame?.()
+      this.#cancelFrame = null
+      this.#pending = []
+      this.#compactAt = COMPACT_AT
+    }
+  }
+
+  #watch(listener: FrameListener, window: WindowAddress): void {
+    const byStart = startsOf(this.#watches, window)
+    let watch = byStart.get(window.start)
+    if (watch === undefined) {
+      watch = { listeners: new Set(), frame: -1, latest: null }
+      byStart.set(window.start, watch)
+    }
+    if (!watch.listeners.has(listener)) this.#watching++
+    watch.listeners.add(listener)
+  }
+
+  /** Removes the listener and prunes emptied maps, so windows that came and went leave no entries. */
+  #unwatch(listener: FrameListener, window: WindowAddress): void {
+    const byKey = this.#watches.get(window.window)
+    const byStart = byKey?.get(window.key)
+    const watch = byStart?.get(window.start)
+    if (byKey === undefined || byStart === undefined || watch === undefined || !watch.listeners.delete(listener)) return
+    this.#watching--
+    if (watch.listeners.size > 0) return
+    byStart.delete(window.start)
+    if (byStart.size > 0) return
+    byKey.delete(window.key)
+    if (byKey.size === 0) this.#watches.delete(window.window)
+  }
+
+  /** Changes waiting for the next frame (at most one per window once compacted). */
+  get pending(): number {
+    return this.#pending.length
+  }
+
+  #onChanges = (changes: readonly WindowChange[]): void => {
+    // Copied, not kept: the engine may reuse its array once the call returns.
+    for (const change of changes) this.#pending.push(change)
+    if (this.#pending.length > this.#compactAt) {
+      // Frames are not running (a hidden tab): keep one change per window.
+      this.#pending = compactChanges(this.#pending)
+      this.#compactAt = Math.max(COMPACT_AT, 2 * this.#pending.length)
+    }
+    this.#cancelFrame ??= this.#scheduler.schedule(this.#runFrame)
+  }
+
+  #runFrame = (): void => {
+    this.#cancelFrame = null
+    const changes = this.#pending
+    this.#pending = []
+    this.#compactAt = COMPACT_AT
+    // One pass over the changes: each watched window's value after the
+    // frame, and its watchers, found once however often it changed.
+    const number = ++this.#frames
+    const touched: Watch[] = []
+    if (this.#watching > 0) {
+      for (const { type, result, previous } of changes) {
+        if (previous !== undefined && !sameWindow(previous, result)) this.#touch(previous, null, number, touched)
+        this.#touch(result, type === 'retract' ? null : result, number, touched)
+      }
+    }
+    // Answers for this frame only; listeners read their frame while it is dispatched.
+    const frame = new EngineFrame(changes, (address) => {
+      const watch = lookup(this.#watches, address)
+      if (watch === undefined) return undefined
+      return watch.frame === number ? watch.latest : UNTOUCHED
+    })
+    for (const listener of this.#listeners) listener(frame)
+    for (const watch of touched) for (const listener of watch.listeners) listener(frame)
+  }
+
+  #touch(address: WindowAddress, latest: WindowResult | null, number: number, touched: Watch[]): void {
+    const watch = lookup(this.#watches, address)
+    if (watch === undefined) return
+    if (watch.frame !== number) {
+      watch.frame = number
+      touched.push(watch)
+    }
+    watch.latest = latest
+  }
+}

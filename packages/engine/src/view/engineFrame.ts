@@ -1,0 +1,101 @@
+import type { ResultQuery, WindowChange, WindowResult } from '@tidemark/engine'
+import { lookup, sameWindow, startsOf, type WindowAddress, type WindowAddressMap } from './windowAddresses.ts'
+
+/** What a `KnownLatest` answers for a window it knows no change in this frame touched. */
+export const UNTOUCHED = Symbol('untouched')
+
+/**
+ * The latest values the feed already worked out while dispatching the frame
+ * (for every watched window); `undefined` for a window it does not know.
+ */
+export type KnownLatest = (address: WindowAddress) => WindowResult | null | typeof UNTOUCHED | undefined
+
+/**
+ * The window changes the engine announced between two frames, oldest first.
+ * Observers ask it whether their slice was touched before they read the
+ * engine, so a frame costs a reader nothing when its windows did not change.
+ */
+export class EngineFrame {
+  readonly changes: readonly WindowChange[]
+  /**
+   * Each touched window's value after the frame, `null` when it was retracted
+   * or moved away. Built on the first lookup of a window the feed did not
+   * already know, once per frame, however many observers ask.
+   */
+  #latest: WindowAddressMap<WindowResult | null> | null = null
+
+  #known: KnownLatest | undefined
+
+  constructor(changes: readonly WindowChange[], known?: KnownLatest) {
+    this.changes = changes
+    this.#known = known
+  }
+
+  /**
+   * The value window `(window, key, start)` has after this frame: `undefined`
+   * when no change touched it, `null` when it was retracted (a session that
+   * merged into another, or that now starts elsewhere).
+   */
+  latest(window: string, key: string, start: number): WindowResult | null | undefined {
+    const address = { window, key, start }
+    const known = this.#known?.(address)
+    if (known !== undefined) return known === UNTOUCHED ? undefined : known
+    this.#latest ??= latestByWindow(this.changes)
+    return lookup(this.#latest, address)
+  }
+
+  /** Whether any change in this frame is about window `(window, key, start)`. */
+  touches(window: string, key: string, start: number): boolean {
+    return this.latest(window, key, start) !== undefined
+  }
+
+  /** Whether any change in this frame falls inside `query` (as `engine.results(query)` filters). */
+  matches(query: ResultQuery | undefined): boolean {
+    if (query === undefined) return this.changes.length > 0
+    for (const change of this.changes) {
+      if (inQuery(change.result, query)) return true
+      if (change.previous !== undefined && inQuery(change.previous, query)) return true
+    }
+    return false
+  }
+}
+
+function latestByWindow(changes: readonly WindowChange[]): WindowAddressMap<WindowResult | null> {
+  const latest: WindowAddressMap<WindowResult | null> = new Map()
+  for (const { type, result, previous } of changes) {
+    if (previous !== undefined && !sameWindow(previous, result)) startsOf(latest, previous).set(previous.start, null)
+    startsOf(latest, result).set(result.start, type === 'retract' ? null : result)
+  }
+  return latest
+}
+
+/**
+ * The same frame told shorter, for when frames stop running (a hidden tab
+ * runs no animation frames) while the engine keeps notifying: the last change
+ * of each window, and a `retract` for each window a change moved away from,
+ * unless a later change brought it back. Every answer of an `EngineFrame`
+ * (`latest`, `touches`, `matches`) stays the same; `previous` values are
+ * dropped, as no slice reads them. The result holds at most one change per
+ * window, so what waits for a frame stays bounded by the live windows.
+ */
+export function compactChanges(changes: readonly WindowChange[]): WindowChange[] {
+  const last: WindowAddressMap<WindowChange> = new Map()
+  for (const { type, result, previous } of changes) {
+    if (previous !== undefined && !sameWindow(previous, result)) {
+      startsOf(last, previous).set(previous.start, { type: 'retract', result: previous })
+    }
+    startsOf(last, result).set(result.start, { type, result })
+  }
+  const compacted: WindowChange[] = []
+  for (const byKey of last.values()) for (const byStart of byKey.values()) for (const change of byStart.values()) compacted.push(change)
+  return compacted
+}
+
+function inQuery(result: WindowAddress, query: ResultQuery): boolean {
+  return (
+    (query.window === undefined || result.window === query.window) &&
+    (query.key === undefined || result.key === query.key) &&
+    (query.from === undefined || result.start >= query.from) &&
+    (query.to === undefined || result.start < query.to)
+  )
+}

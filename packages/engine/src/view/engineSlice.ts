@@ -1,0 +1,118 @@
+import type { EngineStats, LateEvent, ResultQuery, SyncStatus, WindowResult } from '@tidemark/engine'
+import type { ObservedEngine } from './engineFeed.ts'
+import type { EngineFrame } from './engineFrame.ts'
+import { sameWindowResult, shallowEqual, shallowEqual2, shareArray } from './structuralSharing.ts'
+import type { WindowAddress } from './windowAddresses.ts'
+
+/**
+ * One piece of engine state a consumer watches: how to read it, how a frame
+ * moves it on, and how to keep the old value when the new one is equal.
+ *
+ * `read` copies arrays and records: an engine may return its own buffers and
+ * mutate them later, which would change a snapshot React already rendered
+ * and hide the change from `share`. Results themselves are taken as immutable
+ * (the engine keeps them in `history`).
+ */
+export interface EngineSlice<T> {
+  /**
+   * The one window this slice depends on: its observer is then called only in
+   * frames that changed that window. Without it, in every frame.
+   */
+  readonly watches?: WindowAddress
+  /** The slice as the engine holds it now: at mount, on subscribe, and for a store nobody listens to. */
+  read(engine: ObservedEngine): T
+  /** `previous` when `next` shows the same thing, else `next` (sharing unchanged parts of `previous`). */
+  share(previous: T, next: T): T
+  /** The slice after `frame`; `previous` itself when the frame did not change it. */
+  advance(previous: T, frame: EngineFrame, engine: ObservedEngine): T
+}
+
+/** A slice that is re-read from the engine in every frame that `affectedBy` says can have changed it. */
+function rereadSlice<T>(
+  read: (engine: ObservedEngine) => T,
+  affectedBy: (frame: EngineFrame) => boolean,
+  share: (previous: T, next: T) => T,
+): EngineSlice<T> {
+  return {
+    read,
+    share,
+    advance: (previous, frame, engine) => (affectedBy(frame) ? share(previous, read(engine)) : previous),
+  }
+}
+
+const sameOrNext = <T>(same: (a: T, b: T) => boolean) => (previous: T, next: T): T =>
+  same(previous, next) ? previous : next
+
+const everyFrame = (): boolean => true
+
+/** Results matching `query`, as `engine.results(query)` returns them. */
+export function windowsSlice(query?: ResultQuery): EngineSlice<readonly WindowResult[]> {
+  return rereadSlice<readonly WindowResult[]>(
+    (engine) => engine.results(query).slice(),
+    (frame) => frame.matches(query),
+    (previous, next) => shareArray(previous, next, sameWindowResult),
+  )
+}
+
+/**
+ * The current result of one window, or `undefined` while it has none. A frame
+ * is answered from its own changes, without asking the engine: the last
+ * change to a window carries its value (`retract` removes it), and
+ * `engine.results()` may scan every window.
+ */
+export function windowSlice(window: string, key: string, start: number): EngineSlice<WindowResult | undefined> {
+  const share = (previous: WindowResult | undefined, next: WindowResult | undefined) =>
+    previous !== undefined && next !== undefined && sameWindowResult(previous, next) ? previous : next
+  return {
+    watches: { window, key, start },
+    // `to` is exclusive; the find guards against an engine that filters loosely.
+    read: (engine) => engine.results({ window, key, from: start, to: start + 1 }).find((r) => r.start === start),
+    share,
+    advance: (previous, frame) => {
+      const latest = frame.latest(window, key, start)
+      return latest === undefined ? previous : share(previous, latest ?? undefined)
+    },
+  }
+}
+
+/** Every on-time value and correction of one window, oldest first. */
+export function windowHistorySlice(window: string, key: string, start: number): EngineSlice<readonly WindowResult[]> {
+  return {
+    ...rereadSlice<readonly WindowResult[]>(
+      (engine) => engine.history(window, key, start).slice(),
+      (frame) => frame.touches(window, key, start),
+      (previous, next) => shareArray(previous, next, sameWindowResult),
+    ),
+    watches: { window, key, start },
+  }
+}
+
+// The late lane, stats, sync status and watermark can change without a window
+// changing, so they are re-read in every frame and kept when equal.
+
+export const lateEventsSlice: EngineSlice<readonly LateEvent[]> = rereadSlice<readonly LateEvent[]>(
+  (engine) => engine.lateEvents().slice(),
+  everyFrame,
+  (previous, next) => shareArray(previous, next, Object.is),
+)
+
+export const statsSlice: EngineSlice<EngineStats> = rereadSlice(
+  (engine) => {
+    const stats = engine.stats()
+    return { ...stats, anomalies: { ...stats.anomalies } }
+  },
+  everyFrame,
+  sameOrNext<EngineStats>(shallowEqual2),
+)
+
+export const syncStatusSlice: EngineSlice<SyncStatus> = rereadSlice(
+  (engine) => ({ ...engine.syncStatus() }),
+  everyFrame,
+  sameOrNext<SyncStatus>(shallowEqual),
+)
+
+export const watermarkSlice: EngineSlice<number> = rereadSlice(
+  (engine) => engine.watermark(),
+  everyFrame,
+  sameOrNext<number>(Object.is),
+)

@@ -1,0 +1,66 @@
+import type { CellEntry } from '../replica/replicaPort.ts'
+import { SessionWindowIndex } from './sessionWindowIndex.ts'
+import type { WindowIndex } from './windowIndex.ts'
+import { compareResults, type ResultQuery, type WindowResult } from './windowResult.ts'
+
+/**
+ * Read-only views over the live windows of an engine's indexes: the results a query asks
+ * for, a window's history, the gauges `stats()` shows, and the lattice cells a full-state
+ * exchange carries.
+ */
+
+/** Emitted results matching `query`, in result order. */
+export function queryResults(indexes: readonly WindowIndex[], query?: ResultQuery): WindowResult[] {
+  const out: WindowResult[] = []
+  const from = query?.from ?? Number.NEGATIVE_INFINITY
+  const to = query?.to ?? Number.POSITIVE_INFINITY
+  for (const index of indexes) {
+    if (query?.window !== undefined && query.window !== index.id) continue
+    for (const w of index.windows()) {
+      if (w.emitted === null) continue
+      if (query?.key !== undefined && query.key !== w.key) continue
+      if (w.start < from || w.start >= to) continue
+      out.push(w.emitted)
+    }
+  }
+  return out.sort(compareResults)
+}
+
+/** The fired results of one live window, oldest first (empty when it is not live). */
+export function windowHistory(indexes: readonly WindowIndex[], window: string, key: string, start: number): readonly WindowResult[] {
+  const index = indexes.find((i) => i.id === window)
+  return index?.find(key, start)?.history() ?? []
+}
+
+/** Live windows, their cells (fixed-window cells and session fragments) and the events of windows not yet fired. */
+export function windowGauges(indexes: readonly WindowIndex[]): { openWindows: number; cells: number; pending: number } {
+  let openWindows = 0
+  let cells = 0
+  let pending = 0
+  for (const index of indexes) {
+    openWindows += index.size
+    for (const w of index.windows()) {
+      cells += w.cellCount + w.fragments.length
+      if (!w.fired) pending += w.count()
+    }
+  }
+  return { openWindows, cells, pending }
+}
+
+/** Every live cell, and the session tombstones, as a full-state exchange carries them. Cells may be live state: copy what you keep. */
+export function liveCells(indexes: readonly WindowIndex[]): CellEntry[] {
+  const cells: CellEntry[] = []
+  for (const index of indexes) {
+    for (const w of index.windows()) {
+      const sources = w.sources()
+      for (let i = 0; i < sources.length; i++) {
+        cells.push({ address: { window: w.window, key: w.key, start: w.start, source: sources[i] as string }, cell: w.cellAt(i) })
+      }
+      for (const f of w.fragments) cells.push({ address: { window: w.window, key: w.key, start: f.start, source: f.source }, cell: f.cell })
+    }
+    if (index instanceof SessionWindowIndex) {
+      for (const [key, f] of index.tombstones()) cells.push({ address: { window: index.id, key, start: f.start, source: f.source }, cell: f.cell })
+    }
+  }
+  return cells
+}

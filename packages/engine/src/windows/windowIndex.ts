@@ -1,0 +1,91 @@
+import type { Cell } from '../lattice/cell.ts'
+import type { SessionIndexSnapshot } from '../recovery/engineCheckpoint.ts'
+import type { CellGroup } from '../lattice/cellGroup.ts'
+import type { WindowState } from './windowState.ts'
+
+/** Frontiers as they stood before the batch (DESIGN §2: they move only between batches). */
+export interface BatchFrontiers {
+  /** Engine watermark W. */
+  readonly watermark: number
+  /** max(W, P): windows ending at or below it have fired. */
+  readonly firing: number
+  readonly lateness: number
+  /** Batch number, to mark touched windows once. */
+  readonly batch: number
+}
+
+/** What an index reports back to the engine while it places events. */
+export interface WindowTracker {
+  /** A window entered live state. */
+  created(window: WindowState): void
+  /** A window's cells changed in this batch. */
+  touched(window: WindowState): void
+  /** A session grew its end: it needs a new place in the firing queue. */
+  grown(window: WindowState): void
+  /** A local write changed a cell (or made a tombstone); the replication layer publishes it. */
+  written(window: WindowState, source: string, start: number, cell: Cell): void
+  /** A session was absorbed into another (or changed identity): its emitted result is retracted. */
+  swallowed(window: WindowState): void
+}
+
+/** The source an event is placed for (a `SourceClock`). */
+export interface PlacementSource {
+  readonly name: string
+  /** Small integer unique among the engine's sources, for per-source caches. */
+  readonly slot: number
+}
+
+/** Outcome bits of placing one event under one spec. */
+export const ON_TIME = 1
+export const ADMITTED_LATE = 2
+export const REFUSED = 4
+
+/** Places events of one window spec into windows. */
+export interface WindowIndex {
+  readonly id: string
+  /** Windows this spec would create for the event; used only near the `maxWindows` bound. */
+  missingWindows(key: string, ts: number, frontiers: BatchFrontiers): number
+  /** Most windows one event can create. */
+  readonly maxNewPerEvent: number
+  /** Applies one event for `source` at the source's clock `version`; returns ON_TIME / ADMITTED_LATE / REFUSED bits. */
+  place(key: string, source: PlacementSource, ts: number, value: number, version: number, frontiers: BatchFrontiers, tracker: WindowTracker): number
+  /** The live window of `key` starting at `start`, if any. */
+  find(key: string, start: number): WindowState | undefined
+  /** Removes a window from live state. */
+  remove(window: WindowState): void
+  /** Live windows, unordered. */
+  windows(): IterableIterator<WindowState>
+  readonly size: number
+  /**
+   * Merges peers' cell groups of this spec (already validated). Returns how many cells changed
+   * state, were stale, or were past retention; touched windows go through `tracker`.
+   */
+  mergeRemote(groups: readonly CellGroup[], frontiers: RemoteFrontiers, tracker: WindowTracker): MergeCounts
+  /** Puts a window back into live state (checkpoint recovery). */
+  adopt(window: WindowState): void
+  /** Index state beyond its windows (sessions: sealed ends and peers' tombstones). */
+  snapshot(): SessionIndexSnapshot | null
+  restore(snapshot: SessionIndexSnapshot): void
+  /** Smallest event time whose copies could still change a window of this spec (dedup horizon). */
+  horizon(frontiers: BatchFrontiers): number
+}
+
+/** A peer's cell for one window (fixed) or one session fragment. */
+export interface RemoteCell {
+  readonly start: number
+  readonly source: string
+  readonly cell: Cell
+}
+
+/** Frontiers for a remote merge: like a batch, plus retention to recognise expired cells. */
+export interface RemoteFrontiers extends BatchFrontiers {
+  readonly retention: number
+}
+
+export interface MergeCounts {
+  applied: number
+  stale: number
+  expired: number
+  finalityViolations: number
+  invalid: number
+}

@@ -1,0 +1,43 @@
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { SeqRing } from '../src/time/seqRing.ts'
+import { assertSeeded } from '@tidemark/seeded-random/property'
+
+const FILE = 'packages/engine/test/seqRing.test.ts'
+
+type Op = { kind: 'set'; seq: number; ts: number } | { kind: 'delete'; seq: number } | { kind: 'advance'; by: number }
+
+const op: fc.Arbitrary<Op> = fc.oneof(
+  fc.record({ kind: fc.constant('set' as const), seq: fc.oneof(fc.integer({ min: 1, max: 300 }), fc.integer({ min: 60_000, max: 200_000 })), ts: fc.integer() }),
+  fc.record({ kind: fc.constant('delete' as const), seq: fc.integer({ min: 1, max: 300 }) }),
+  fc.record({ kind: fc.constant('advance' as const), by: fc.oneof(fc.integer({ min: 0, max: 20 }), fc.integer({ min: 60_000, max: 140_000 })) }),
+)
+
+describe('SeqRing', () => {
+  it('behaves like a Map of the seqs above the prefix', () => {
+    const property = fc.property(fc.array(op, { maxLength: 200 }), (ops) => {
+      const window = new SeqRing()
+      const model = new Map<number, number>()
+      let prefix = 0
+      for (const o of ops) {
+        if (o.kind === 'set') {
+          if (o.seq <= prefix) continue
+          window.set(o.seq, o.ts)
+          model.set(o.seq, o.ts)
+        } else if (o.kind === 'delete') {
+          window.delete(o.seq)
+          model.delete(o.seq)
+        } else {
+          prefix += o.by
+          window.advanceBase(prefix)
+          for (const seq of model.keys()) if (seq <= prefix) model.delete(seq)
+        }
+        expect(window.size).toBe(model.size)
+      }
+      for (const [seq, ts] of model) expect(window.get(seq)).toBe(ts)
+      expect(new Map(window)).toEqual(model)
+      for (let seq = prefix + 1; seq < prefix + 400; seq++) expect(window.has(seq)).toBe(model.has(seq))
+    })
+    assertSeeded(property, FILE, 'behaves like a Map of the seqs above the prefix', 300)
+  })
+})

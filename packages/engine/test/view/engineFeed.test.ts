@@ -1,0 +1,112 @@
+import { describe, expect, it, vi } from 'vitest'
+import { EngineFeed } from '../../src/view/engineFeed.ts'
+import type { EngineFrame } from '../../src/view/engineFrame.ts'
+import { createManualScheduler } from '../../src/view/manualScheduler.ts'
+import { FakeEngine } from '../../src/testing/index.ts'
+
+const MINUTE = 'tumbling:60000'
+const HOUR = 'tumbling:3600000'
+
+function feedOf(engine = new FakeEngine()) {
+  const scheduler = createManualScheduler()
+  return { engine, scheduler, feed: new EngineFeed(engine, scheduler) }
+}
+
+describe('EngineFeed', () => {
+  it('calls a window listener only in frames that changed its window, once however often it changed', () => {
+    const { engine, scheduler, feed } = feedOf()
+    const a = vi.fn<(frame: EngineFrame) => void>()
+    const b = vi.fn<(frame: EngineFrame) => void>()
+    const every = vi.fn<(frame: EngineFrame) => void>()
+    feed.subscribe(a, { window: MINUTE, key: 'a', start: 0 })
+    feed.subscribe(b, { window: MINUTE, key: 'b', start: 0 })
+    feed.subscribe(every)
+
+    engine.emit(MINUTE, 'a', 0, 1)
+    engine.emitMany([
+      [MINUTE, 'a', 0, 2],
+      [MINUTE, 'a', 60_000, 3], // same key, other window
+      [HOUR, 'b', 0, 4], // same key and start, other spec
+    ])
+    scheduler.flush()
+    expect(a).toHaveBeenCalledTimes(1)
+    expect(a.mock.calls[0]?.[0].latest(MINUTE, 'a', 0)?.sum).toBe(2)
+    expect(b).not.toHaveBeenCalled()
+    expect(every).toHaveBeenCalledTimes(1)
+
+    engine.setStats({ ingested: 9 }) // no window changed
+    scheduler.flush()
+    expect(a).toHaveBeenCalledTimes(1)
+    expect(every).toHaveBeenCalledTimes(2)
+  })
+
+  it('tells the listener of a window that a correction moved away from it', () => {
+    const { engine, scheduler, feed } = feedOf()
+    engine.emit(MINUTE, 'a', 10, 1)
+    const old = vi.fn<(frame: EngineFrame) => void>()
+    feed.subscribe(old, { window: MINUTE, key: 'a', start: 10 })
+    engine.move(MINUTE, 'a', 10, 5, 2)
+    scheduler.flush()
+    expect(old).toHaveBeenCalledTimes(1)
+    expect(old.mock.calls[0]?.[0].latest(MINUTE, 'a', 10)).toBeNull()
+  })
+
+  it('leaves the engine once its last window listener is gone, and starts afresh after', () => {
+    const { engine, scheduler, feed } = feedOf()
+    const stops = Array.from({ length: 100 }, (_, i) =>
+      feed.subscribe(() => {}, { window: MINUTE, key: `k${i}`, start: i * 60_000 }),
+    )
+    expect(engine.listenerCount).toBe(1)
+    engine.emit(MINUTE, 'k0', 0, 1)
+    for (const stop of stops) {
+      stop()
+      stop() // a second call is harmless
+    }
+    expect(engine.listenerCount).toBe(0)
+    expect(scheduler.pending).toBe(0)
+
+    // A new listener starts from an empty index and a fresh engine subscription.
+    const again = vi.fn<(frame: EngineFrame) => void>()
+    feed.subscribe(again, { window: MINUTE, key: 'k0', start: 0 })
+    expect(engine.listenerCount).toBe(1)
+    engine.emit(MINUTE, 'k0', 0, 2)
+    scheduler.flush()
+    expect(again).toHaveBeenCalledTimes(1)
+  })
+
+  it('keeps what waits for a frame bounded while frames do not run, and the next frame shows the same', () => {
+    const { engine, scheduler, feed } = feedOf()
+    const seen = new Map<string, EngineFrame>()
+    const watch = (key: string, start: number): void => {
+      feed.subscribe((frame) => seen.set(`${key}@${start}`, frame), { window: MINUTE, key, start })
+    }
+    watch('k0', 0)
+    watch('k0', 60_000)
+    watch('k1', 0)
+    watch('k2', 0)
+    let matched = 0
+    feed.subscribe((frame) => {
+      if (frame.matches({ key: 'k2', from: 0, to: 1 })) matched++
+    })
+
+    // A hidden tab: the engine goes on, no frame runs.
+    let most = 0
+    for (let i = 1; i <= 20_000; i++) {
+      engine.emit(MINUTE, `k${i % 10}`, 0, i)
+      if (i === 5_000) engine.move(MINUTE, 'k0', 0, 60_000, -1) // k0 moves away, and comes back below
+      most = Math.max(most, feed.pending)
+    }
+    engine.move(MINUTE, 'k2', 0, 60_000, -2) // moved away for good
+    expect(most).toBeLessThanOrEqual(2 * 4096)
+    expect(feed.pending).toBeLessThanOrEqual(4096)
+
+    scheduler.flush()
+    const latest = (key: string, start: number) => seen.get(`${key}@${start}`)?.latest(MINUTE, key, start)
+    expect(latest('k0', 0)?.sum).toBe(20_000)
+    expect(latest('k0', 60_000)?.sum).toBe(-1)
+    expect(latest('k1', 0)?.sum).toBe(19_991)
+    expect(latest('k2', 0)).toBeNull()
+    expect(matched).toBe(1)
+    expect(feed.pending).toBe(0)
+  })
+})

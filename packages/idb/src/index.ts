@@ -1,0 +1,32 @@
+export { decodeEngineCheckpoint, encodeEngineCheckpoint } from './checkpoint/checkpointCodec.ts'
+export { decodeCheckpoint, encodeCheckpoint } from './checkpoint/checkpointEnvelope.ts'
+export { checkpointPolicy, DEFAULT_CHECKPOINT_EVERY } from './checkpoint/checkpointPolicy.ts'
+export { DEFAULT_ARCHIVE_LIMIT } from './history/finalArchive.ts'
+export { indexedDbPersistence } from './store/indexedDbPersistence.ts'
+export { SCHEMA_VERSION } from './store/indexedDbSchema.ts'
+export { memoryPersistence } from './store/memoryPersistence.ts'
+export { isQuotaError, QuotaError } from './store/quotaError.ts'
+export { claimSource } from './sourceClaim.ts'
+export { openEngine, recoveryReport } from './openEngine.ts'
+export { decodeWalRecord, encodeWalRecord } from './wal/walCodec.ts'
+
+export type { CheckpointDecodeResult } from './checkpoint/checkpointEnvelope.ts'
+export type { IndexedDbPersistenceOptions } from './store/indexedDbPersistence.ts'
+export type { MemoryPersistenceOptions } from './store/memoryPersistence.ts'
+export type {
+  ArchivedChange,
+  ArchiveQuery,
+  Checkpoint,
+  CheckpointPolicy,
+  CorruptRecord,
+  LateLaneRecord,
+  LateLaneSnapshot,
+  Persistence,
+  PersistenceStats,
+  RecoveredLog,
+  WalOpKind,
+  WalRecord,
+} from './store/persistence.ts'
+export type { OpenEngineOptions, RecoveryReport } from './openEngine.ts'
+export type { ClaimSourceOptions, SourceClaim, SourceLocks, SourceMemory } from './sourceClaim.ts'
+export type { WalDecodeFailure, WalDecodeResult } from './wal/walCodec.ts'

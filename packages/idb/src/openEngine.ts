@@ -1,0 +1,268 @@
+import {
+  type Engine,
+  type EngineCheckpoint,
+  type EngineOptions,
+  type EngineStats,
+  TidemarkEngine,
+  type WalOp,
+  type WindowChange,
+} from '@tidemark/engine'
+import { decodeEngineCheckpoint, encodeEngineCheckpoint } from './checkpoint/checkpointCodec.ts'
+import { checkpointPolicy } from './checkpoint/checkpointPolicy.ts'
+import { laneFromRecords } from './history/lateLaneRecords.ts'
+import type {
+  CheckpointPolicy,
+  CorruptRecord,
+  LateLaneSnapshot,
+  Persistence,
+  RecoveredLog,
+} from './store/persistence.ts'
+import { WalWriter, type WriteRetry } from './wal/walWriter.ts'
+
+const REPLICA_ID_KEY = 'replicaId'
+
+/**
+ * The engine checkpoint as `openEngine` stores it: the late lane's entries live in the
+ * persistence's `lateLane` store, and `lateLaneInStore` says how many of them the lane held.
+ * Checkpoints written before that (no `lateLaneInStore`) carry the entries inline.
+ */
+type StoredEngineCheckpoint = EngineCheckpoint & { readonly lateLaneInStore?: number }
+
+export interface OpenEngineOptions extends EngineOptions {
+  /** Where the write-ahead log lives: `indexedDbPersistence(...)` in browsers, `memoryPersistence()` for tests and Node. */
+  readonly persistence: Persistence
+  /**
+   * Checkpoint after this many logged events (merged cells and clocks count too) or this
+   * many ms of processing time, whichever comes first. Defaults to the persistence's own
+   * `checkpointEvery`, itself 100,000 events or 30 s by default.
+   */
+  readonly checkpointEvery?: Partial<CheckpointPolicy>
+  /** After a failed write, retry a checkpoint after `firstMs`, doubling up to `maxMs` (default 1 s to 30 s). */
+  readonly writeRetry?: Partial<WriteRetry>
+  /** Write a checkpoint in `close()` so the next open replays nothing (default true). */
+  readonly checkpointOnClose?: boolean
+}
+
+/** What `openEngine` found and did, for logs and for a "some data was lost" banner. */
+export interface RecoveryReport {
+  /** The id this replica writes under, kept in the persistence across reloads. */
+  readonly replicaId: string
+  /** lsn of the checkpoint the state was restored from; null when there was none. */
+  readonly checkpointLsn: number | null
+  /** Log records replayed after the checkpoint, and the events in them. */
+  readonly replayedRecords: number
+  readonly replayedEvents: number
+  /** Records skipped because they failed their checksum, could not be decoded or failed to replay. */
+  readonly corrupt: readonly CorruptRecord[]
+  /** Events known to be lost with those records. */
+  readonly lostEvents: number
+  /** True when some loss cannot be counted: a corrupt checkpoint, or a record whose header is damaged too. */
+  readonly lossUnknown: boolean
+  /** Wall time from the call to the engine being ready. */
+  readonly durationMs: number
+  /** Where that time went: reading storage, decoding and restoring the checkpoint, replaying the tail. */
+  readonly phases: { readonly readMs: number; readonly restoreMs: number; readonly replayMs: number }
+}
+
+const reports = new WeakMap<Engine, RecoveryReport>()
+
+/**
+ * Opens an engine over a write-ahead log: restores the latest checkpoint,
+ * replays the log after it in lsn order, then logs every later operation before it is
+ * published. `ingest(...).durable` resolves once the batch's record is committed.
+ *
+ * Corrupt records are skipped and reported (`recoveryReport(engine)`,
+ * `stats().persistenceError`, `stats().anomalies.corrupt_record`). A failed write (full
+ * quota: `QuotaError`) rejects that batch's `durable` and blocks ingest, which refuses
+ * batches with `overflow`, until a retried checkpoint commits. `close()` writes a last
+ * checkpoint and closes the persistence. Writes for peers (a doc bound with `bindDoc`, any
+ * `replica.onLocalWrite` listener) go out only once the op that made them is durable, so bind
+ * the doc after `openEngine` resolves: peers' state merged from then on is logged too. Windows that turn final are staged in the
+ * persistence's archive (`persistence.archive(query)`), the late lane is kept in its
+ * `lateLane` store; both are written with each checkpoint.
+ *
+ * @example
+ * const claim = await claimSource({ prefix: 'dashboard' })
+ * const engine = await openEngine({
+ *   windows: tumbling(60_000),
+ *   persistence: indexedDbPersistence({ name: `tidemark-${claim.source}`, claim }),
+ * })
+ * const receipt = engine.ingest(readings)
+ * await receipt.durable // committed to IndexedDB: survives a crash or reload
+ */
+export async function openEngine(options: OpenEngineOptions): Promise<Engine> {
+  const started = performance.now()
+  const { persistence, checkpointEvery, writeRetry, checkpointOnClose, ...engineOptions } = options
+  const policy = checkpointPolicy({ ...persistence.checkpointEvery, ...checkpointEvery })
+  const retry: WriteRetry = { firstMs: writeRetry?.firstMs ?? 1000, maxMs: writeRetry?.maxMs ?? 30_000 }
+  const now = options.now ?? Date.now
+  const recovered = await persistence.open()
+  const read = performance.now()
+  let engine: TidemarkEngine
+  let wal: WalWriter
+  let report: RecoveryReport
+  try {
+    const corrupt = [...recovered.corrupt]
+    const checkpoint = readCheckpoint(recovered, corrupt)
+    const replicaId = ownReplicaId(options.replicaId, recovered, checkpoint)
+    engine = new TidemarkEngine(replicaId === undefined ? engineOptions : { ...engineOptions, replicaId })
+    if (checkpoint !== null) engine.restore(checkpoint)
+    const restored = performance.now()
+    // Windows that turn final from here on (replay included) go to the archive; earlier ones are in it already.
+    engine.subscribe((changes) => archiveFinal(persistence, changes))
+    const replayed = replay(engine, recovered, corrupt, now)
+    const phases = { readMs: read - started, restoreMs: restored - read, replayMs: performance.now() - restored }
+    if (recovered.meta.get(REPLICA_ID_KEY) !== engine.replicaId) await persistence.putMeta(REPLICA_ID_KEY, engine.replicaId)
+    report = {
+      replicaId: engine.replicaId,
+      checkpointLsn: recovered.checkpoint?.upToLsn ?? null,
+      replayedRecords: replayed.records,
+      replayedEvents: replayed.events,
+      corrupt,
+      lostEvents: corrupt.reduce((sum, record) => sum + (record.lostEvents ?? 0), 0),
+      // The late lane and the archive hold no accepted events: their damage loses history, not data.
+      lossUnknown: corrupt.some(
+        (record) => record.store === 'checkpoints' || (record.store === 'wal' && record.kind === undefined && record.lostEvents === undefined),
+      ),
+      durationMs: 0,
+      phases,
+    }
+    const live = engine
+    wal = new WalWriter({
+      persistence,
+      policy,
+      retry,
+      now,
+      snapshot: () => snapshot(live),
+      eventsInTail: replayed.events,
+      checkpointOnClose: checkpointOnClose ?? true,
+    })
+    engine.attachLog(wal)
+  } catch (error) {
+    await persistence.close()
+    throw error
+  }
+  // Corrupt records stay on disk until a checkpoint truncates them; do it now, so the next open is clean.
+  if (report.corrupt.length > 0) await wal.checkpoint()
+  wrap(engine, wal, describeLoss(report), report.corrupt.length)
+  report = { ...report, durationMs: performance.now() - started }
+  reports.set(engine, report)
+  return engine
+}
+
+/**
+ * What `openEngine` recovered for this engine: checkpoint, replayed records, corrupt
+ * records and the events lost with them. `undefined` for an engine not made by `openEngine`.
+ *
+ * @example
+ * const report = recoveryReport(engine)
+ * if (report && (report.lostEvents > 0 || report.lossUnknown)) showBanner(`${report.lostEvents} readings were lost`)
+ */
+export function recoveryReport(engine: Engine): RecoveryReport | undefined {
+  return reports.get(engine)
+}
+
+/** The engine's state for a checkpoint, its late lane apart (the persistence keeps it in its own store). */
+function snapshot(engine: TidemarkEngine): { state: Uint8Array; lateLane: LateLaneSnapshot } {
+  const checkpoint = engine.checkpoint()
+  const { entries, trimmed, total } = checkpoint.lateLane
+  const stored: StoredEngineCheckpoint = { ...checkpoint, lateLane: { entries: [], trimmed, total }, lateLaneInStore: entries.length }
+  return { state: encodeEngineCheckpoint(stored), lateLane: { entries, total } }
+}
+
+function archiveFinal(persistence: Persistence, changes: readonly WindowChange[]): void {
+  for (const change of changes) {
+    if (!change.result.final) continue
+    persistence.archiveFinal({ type: change.type === 'retract' ? 'retract' : 'final', result: change.result })
+  }
+}
+
+/** Decodes the checkpoint and puts its late lane back together from the `lateLane` store. */
+function readCheckpoint(recovered: RecoveredLog, corrupt: CorruptRecord[]): EngineCheckpoint | null {
+  if (recovered.checkpoint === null) return null
+  let checkpoint: StoredEngineCheckpoint
+  try {
+    checkpoint = decodeEngineCheckpoint(recovered.checkpoint.state)
+  } catch (error) {
+    // The envelope's checksum held, so these bytes are intact: written by another version, not damaged.
+    throw new Error(
+      `openEngine: the checkpoint at lsn ${recovered.checkpoint.upToLsn} cannot be read (${(error as Error).message}); open it with the version that wrote it, or use a new persistence name`,
+      { cause: error },
+    )
+  }
+  const { lateLaneInStore: inStore, ...restored } = checkpoint
+  if (typeof inStore !== 'number') return restored
+  const { trimmed, total } = checkpoint.lateLane
+  const lane = laneFromRecords(recovered.lateLane, total - inStore, total)
+  if (lane.missing > 0) {
+    corrupt.push({
+      store: 'lateLane',
+      key: `${total - inStore}-${total - 1}`,
+      reason: `${lane.missing} of the checkpoint's ${inStore} late-lane entries are not in the store`,
+    })
+  }
+  return { ...restored, lateLane: { entries: lane.entries, trimmed, total } }
+}
+
+/** The stored replica id wins: a log's sources belong to the replica that wrote them. */
+function ownReplicaId(given: string | undefined, recovered: RecoveredLog, checkpoint: EngineCheckpoint | null): string | undefined {
+  const stored = recovered.meta.get(REPLICA_ID_KEY) ?? checkpoint?.replicaId
+  if (stored !== undefined && given !== undefined && given !== stored) {
+    throw new Error(`openEngine: this log belongs to replica '${stored}', but options.replicaId is '${given}'; omit replicaId or use a new persistence name`)
+  }
+  return stored ?? given
+}
+
+/** Replays the tail in lsn order; an op that throws is reported with the corrupt records and skipped. */
+function replay(engine: TidemarkEngine, recovered: RecoveredLog, corrupt: CorruptRecord[], now: () => number): { records: number; events: number } {
+  let records = 0
+  let events = 0
+  // Format-1 records carry no processing time; they replay at the last time the log knew.
+  let lastNow = Number.NaN
+  for (const { lsn, op } of recovered.tail) {
+    let replayed: WalOp = op
+    if (op.kind === 'ingest' && Number.isNaN(op.now)) replayed = { ...op, now: Number.isNaN(lastNow) ? now() : lastNow }
+    if (replayed.kind !== 'advance' && replayed.kind !== 'refuse') lastNow = replayed.now
+    try {
+      engine.replay(replayed)
+    } catch (error) {
+      const lost: CorruptRecord = { store: 'wal', key: String(lsn), reason: `replay failed: ${(error as Error).message}`, kind: op.kind }
+      corrupt.push(op.kind === 'ingest' ? { ...lost, lostEvents: op.events.length } : lost)
+      continue
+    }
+    records++
+    if (op.kind === 'ingest') events += op.events.length
+  }
+  return { records, events }
+}
+
+function describeLoss(report: RecoveryReport): string | null {
+  if (report.corrupt.length === 0) return null
+  const lost = report.lossUnknown ? `at least ${report.lostEvents} events lost` : `${report.lostEvents} events lost`
+  const first = report.corrupt[0] as CorruptRecord
+  return `recovery skipped ${report.corrupt.length} corrupt record(s), ${lost}; first: ${first.store} ${first.key}: ${first.reason}`
+}
+
+/** Makes `close()` close the log too, and `stats()` report what recovery and the log know. */
+function wrap(engine: TidemarkEngine, wal: WalWriter, recoveryError: string | null, corruptRecords: number): void {
+  const closeEngine = engine.close.bind(engine)
+  const engineStats = engine.stats.bind(engine)
+  let closing: Promise<void> | null = null
+  engine.close = () => {
+    closing ??= (async () => {
+      await closeEngine()
+      await wal.close()
+    })()
+    return closing
+  }
+  engine.stats = (): EngineStats => {
+    const stats = engineStats()
+    const persistenceError = wal.lastError ?? stats.persistenceError ?? recoveryError
+    if (corruptRecords === 0 && persistenceError === stats.persistenceError) return stats
+    return {
+      ...stats,
+      persistenceError,
+      anomalies: { ...stats.anomalies, corrupt_record: stats.anomalies.corrupt_record + corruptRecords },
+    }
+  }
+}

@@ -1,0 +1,87 @@
+import { type DBSchema, type IDBPDatabase, type IDBPTransaction, wrap } from 'idb'
+import { ARCHIVE_ROTATED_KEY, type ArchiveKey, type ArchiveWrite } from '../history/finalArchive.ts'
+import type { LateLaneWrite } from '../history/lateLaneRecords.ts'
+
+/**
+ * IndexedDB schema version. v1 held the log alone (`wal`, `checkpoints`, `meta`);
+ * v2 added `lateLane` (keyed by the number of the record's first entry) and `archive`
+ * (final windows, keyed by `[seq, count, minStart, maxStart]`). Record formats are
+ * versioned separately, inside each record (see walCodec.ts and historyRecord.ts).
+ *
+ * @example
+ * SCHEMA_VERSION // 2: `indexedDbPersistence` opens (and upgrades) its database at this version
+ */
+export const SCHEMA_VERSION = 2
+
+/** Stores keyed out of line: log records by lsn, checkpoints by their upToLsn. Values are bytes. */
+export interface TidemarkSchema extends DBSchema {
+  wal: { key: number; value: unknown }
+  checkpoints: { key: number; value: unknown }
+  lateLane: { key: number; value: unknown }
+  archive: { key: IDBValidKey; value: unknown }
+  meta: { key: string; value: unknown }
+}
+
+export type LogStore = 'wal' | 'checkpoints' | 'meta' | 'lateLane' | 'archive'
+export type LogWrite = IDBPTransaction<TidemarkSchema, LogStore[], 'readwrite'>
+
+/** Opens (creating or upgrading) the database through the given factory. */
+export function openDatabase(factory: IDBFactory, name: string): Promise<IDBPDatabase<TidemarkSchema>> {
+  // idb's openDB always opens through the global indexedDB; opening through the given
+  // factory and wrapping the request keeps an injected IDBFactory working.
+  const request = factory.open(name, SCHEMA_VERSION)
+  request.addEventListener('upgradeneeded', (event) => {
+    upgradeSchema(wrap(request.result) as unknown as IDBPDatabase<TidemarkSchema>, event.oldVersion)
+  })
+  return wrap(request).then(
+    (db) => db as unknown as IDBPDatabase<TidemarkSchema>,
+    (error: unknown) => {
+      if (errorName(error) === 'VersionError') {
+        throw new Error(`indexedDbPersistence("${name}"): the database has a schema newer than ${SCHEMA_VERSION}`, {
+          cause: error,
+        })
+      }
+      throw error
+    },
+  )
+}
+
+/** Brings any older schema up to SCHEMA_VERSION, one step per version, keeping stored records. */
+function upgradeSchema(db: IDBPDatabase<TidemarkSchema>, oldVersion: number): void {
+  if (oldVersion < 1) {
+    db.createObjectStore('wal')
+    db.createObjectStore('checkpoints')
+    db.createObjectStore('meta')
+  }
+  if (oldVersion < 2) {
+    db.createObjectStore('lateLane')
+    db.createObjectStore('archive')
+  }
+}
+
+/** The late-lane store writes of one checkpoint. */
+export function laneWrites(lane: LateLaneWrite): ((tx: LogWrite) => Promise<unknown>)[] {
+  const writes: ((tx: LogWrite) => Promise<unknown>)[] = []
+  if (lane.clear) writes.push((tx) => tx.objectStore('lateLane').clear())
+  for (const key of lane.remove) writes.push((tx) => tx.objectStore('lateLane').delete(key))
+  const put = lane.put
+  if (put !== null) writes.push((tx) => tx.objectStore('lateLane').put(put.bytes.buffer, put.from))
+  return writes
+}
+
+/** The archive store writes of one checkpoint, with the rotation count in `meta`. */
+export function archiveWrites(archive: ArchiveWrite): ((tx: LogWrite) => Promise<unknown>)[] {
+  const writes: ((tx: LogWrite) => Promise<unknown>)[] = []
+  for (const key of archive.remove) writes.push((tx) => tx.objectStore('archive').delete(archiveKey(key)))
+  for (const record of archive.put) writes.push((tx) => tx.objectStore('archive').put(record.bytes.buffer, archiveKey(record.key)))
+  writes.push((tx) => tx.objectStore('meta').put(String(archive.rotated), ARCHIVE_ROTATED_KEY))
+  return writes
+}
+
+function archiveKey(key: ArchiveKey): IDBValidKey {
+  return [...key]
+}
+
+export function errorName(error: unknown): unknown {
+  return typeof error === 'object' && error !== null ? (error as { name?: unknown }).name : undefined
+}

@@ -1,0 +1,237 @@
+import type { LocalWrite, WalOp, WriteAheadLog } from '@tidemark/engine'
+import { cellCount, messageOf } from '@tidemark/engine/adapter'
+import { DurableFrontier } from './durableFrontier.ts'
+import type { CheckpointPolicy, LateLaneSnapshot, Persistence } from '../store/persistence.ts'
+
+/** Delays between attempts to recover from a failed write: the first, doubling up to the last. */
+export interface WriteRetry {
+  readonly firstMs: number
+  readonly maxMs: number
+}
+
+export interface WalWriterOptions {
+  readonly persistence: Persistence
+  readonly policy: CheckpointPolicy
+  readonly retry: WriteRetry
+  /** Processing-time clock, for the checkpoint cadence. */
+  readonly now: () => number
+  /** The engine's state now, encoded, and its late lane; every op recorded so far is in it. */
+  readonly snapshot: () => { readonly state: Uint8Array; readonly lateLane?: LateLaneSnapshot }
+  /** Events already in the log tail after recovery (they count toward the next checkpoint). */
+  readonly eventsInTail: number
+  /** Checkpoint on `close()` when the log holds operations after the last checkpoint. */
+  readonly checkpointOnClose: boolean
+}
+
+/**
+ * The engine's journal over a `Persistence` (DESIGN §5): every operation becomes one
+ * record, appended as it is recorded; checkpoints follow the policy and truncate the log.
+ *
+ * A failed write (full quota, lost source claim, closed database) leaves a hole in the
+ * log, so the journal blocks: the engine refuses new batches with `overflow`, and their
+ * `durable` rejects with the error. The journal then retries a checkpoint, with backoff.
+ * A checkpoint holds the whole state, the refused batch's effects included, so once one
+ * commits the log is whole again (and the truncation behind it freed space) and ingest
+ * resumes.
+ */
+export class WalWriter implements WriteAheadLog {
+  readonly #options: WalWriterOptions
+  #blocked: Error | null = null
+  /** Highest lsn whose write failed and that no committed checkpoint covers yet. */
+  #holeAt = 0
+  #lastError: string | null = null
+  #eventsSinceCheckpoint: number
+  #opsSinceCheckpoint: number
+  #checkpointedAt: number
+  #checkpointDue = false
+  #checkpointing: Promise<boolean> | null = null
+  #retryDelay: number
+  #retryTimer: ReturnType<typeof setTimeout> | null = null
+  #closed = false
+  /** Writes for peers wait here until the op that made them is durable; what the log held when opened already is. */
+  readonly #durable: DurableFrontier<{ readonly write: LocalWrite; readonly deliver: (write: LocalWrite) => void }>
+
+  constructor(options: WalWriterOptions) {
+    this.#options = options
+    this.#durable = new DurableFrontier(({ write, deliver }) => {
+      try {
+        deliver(write)
+      } catch (error) {
+        reportDeliveryError(error)
+      }
+    }, options.persistence.lastLsn)
+    this.#eventsSinceCheckpoint = options.eventsInTail
+    this.#opsSinceCheckpoint = options.eventsInTail > 0 ? 1 : 0
+    this.#checkpointedAt = options.now()
+    this.#retryDelay = options.retry.firstMs
+  }
+
+  get blocked(): Error | null {
+    return this.#blocked
+  }
+
+  /** The last write error, kept after the journal unblocked. */
+  get lastError(): string | null {
+    return this.#lastError
+  }
+
+  record(op: WalOp): Promise<void> {
+    if (this.#closed) return Promise.reject(new Error('the write-ahead log is closed'))
+    // Encodes and numbers the record now; the caller may reuse `op` once this returns.
+    const { persistence } = this.#options
+    let appended: Promise<number>
+    try {
+      appended = persistence.append(op)
+    } catch (error) {
+      // A persistence that throws instead of rejecting still must not throw into the engine mid-batch.
+      appended = Promise.reject(error)
+    }
+    const lsn = persistence.lastLsn
+    this.#durable.recorded(lsn)
+    this.#opsSinceCheckpoint++
+    if (op.kind === 'ingest') this.#eventsSinceCheckpoint += op.events.length
+    else if (op.kind === 'merge') this.#eventsSinceCheckpoint += cellCount(op.groups) + op.clocks.length
+    if (this.#due()) this.#scheduleCheckpoint()
+    return appended.then(
+      () => {
+        this.#durable.committed(lsn)
+      },
+      (error: unknown) => {
+        this.#fail(error, lsn)
+        throw error
+      },
+    )
+  }
+
+  /**
+   * Hands `write` to `deliver` once the op recorded last (the one that made it) is durable:
+   * its record committed, or a checkpoint covering it did. Writes go out in order; after a
+   * failed write they wait for the checkpoint that repairs the log, and if the tab dies
+   * first, peers never see what this replica lost.
+   */
+  publishWhenDurable(write: LocalWrite, deliver: (write: LocalWrite) => void): void {
+    this.#durable.hold(this.#options.persistence.lastLsn, { write, deliver })
+  }
+
+  /** Whether the policy asks for a checkpoint now. */
+  #due(): boolean {
+    const { policy, now } = this.#options
+    return this.#opsSinceCheckpoint > 0 && (this.#eventsSinceCheckpoint >= policy.events || now() - this.#checkpointedAt >= policy.ms)
+  }
+
+  #scheduleCheckpoint(): void {
+    if (this.#checkpointDue || this.#checkpointing !== null) return
+    this.#checkpointDue = true
+    // After the caller's synchronous work: the engine records an op before it finished applying it.
+    queueMicrotask(() => {
+      this.#checkpointDue = false
+      if (!this.#closed) void this.checkpoint()
+    })
+  }
+
+  stats(): { readonly walRecords: number; readonly walBytes: number } {
+    const { walRecords, walBytes } = this.#options.persistence.stats()
+    return { walRecords, walBytes }
+  }
+
+  /**
+   * Writes the engine's current state as a checkpoint covering every record so far.
+   * Resolves true once it committed (and unblocks the journal), false when it failed.
+   */
+  checkpoint(): Promise<boolean> {
+    if (this.#checkpointing !== null) return this.#checkpointing
+    const { persistence, snapshot, now } = this.#options
+    const upToLsn = persistence.lastLsn
+    let taken: ReturnType<WalWriterOptions['snapshot']>
+    try {
+      taken = snapshot()
+    } catch (error) {
+      // The log still holds everything; recovery only takes longer. Not a reason to refuse input.
+      this.#lastError = `checkpoint could not be encoded: ${messageOf(error)}`
+      if (this.#blocked !== null) this.#scheduleRetry()
+      return Promise.resolve(false)
+    }
+    const events = this.#eventsSinceCheckpoint
+    const ops = this.#opsSinceCheckpoint
+    this.#eventsSinceCheckpoint = 0
+    this.#opsSinceCheckpoint = 0
+    this.#checkpointedAt = now()
+    const { state, lateLane } = taken
+    let written: Promise<void>
+    try {
+      written = persistence.checkpoint(lateLane === undefined ? { upToLsn, state } : { upToLsn, state, lateLane })
+    } catch (error) {
+      written = Promise.reject(error)
+    }
+    const attempt = written.then(
+      () => {
+        this.#checkpointing = null
+        // Ops recorded while this one was being written may already call for the next.
+        if (this.#due()) this.#scheduleCheckpoint()
+        if (this.#blocked !== null && upToLsn >= this.#holeAt) {
+          this.#blocked = null
+          this.#holeAt = 0
+          this.#retryDelay = this.#options.retry.firstMs
+        } else if (this.#blocked !== null) {
+          // A write failed after this state was taken: the hole is still uncovered.
+          this.#scheduleRetry()
+        }
+        // Last: delivering writes to peers may run their code, which must find the journal settled.
+        this.#durable.checkpointed(upToLsn)
+        return true
+      },
+      (error: unknown) => {
+        this.#checkpointing = null
+        this.#eventsSinceCheckpoint += events
+        this.#opsSinceCheckpoint += ops
+        this.#fail(error, 0)
+        return false
+      },
+    )
+    this.#checkpointing = attempt
+    return attempt
+  }
+
+  /** Stops retrying, takes a last checkpoint when one is due, and closes the persistence. */
+  async close(): Promise<void> {
+    if (this.#closed) return
+    this.#closed = true
+    if (this.#retryTimer !== null) clearTimeout(this.#retryTimer)
+    this.#retryTimer = null
+    if (this.#checkpointing !== null) await this.#checkpointing
+    if (this.#options.checkpointOnClose && this.#opsSinceCheckpoint > 0) await this.checkpoint()
+    await this.#options.persistence.close()
+  }
+
+  #fail(error: unknown, lsn: number): void {
+    this.#lastError = messageOf(error)
+    if (this.#closed) return
+    this.#blocked ??= error instanceof Error ? error : new Error(String(error))
+    if (lsn > this.#holeAt) this.#holeAt = lsn
+    this.#scheduleRetry()
+  }
+
+  #scheduleRetry(): void {
+    // A checkpoint under way reschedules when it settles, if it did not unblock.
+    if (this.#closed || this.#retryTimer !== null || this.#checkpointing !== null) return
+    const delay = this.#retryDelay
+    this.#retryDelay = Math.min(2 * delay, this.#options.retry.maxMs)
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = null
+      if (!this.#closed && this.#blocked !== null) void this.checkpoint()
+    }, delay)
+    // A pending retry must not keep a Node process alive on its own.
+    ;(this.#retryTimer as { unref?: () => void }).unref?.()
+  }
+}
+
+/** A peer-side listener threw: the host hears of it, the journal goes on with the next write. */
+function reportDeliveryError(error: unknown): void {
+  const report = (globalThis as { reportError?: (e: unknown) => void }).reportError
+  if (typeof report === 'function') report(error)
+  else
+    queueMicrotask(() => {
+      throw error
+    })
+}
+

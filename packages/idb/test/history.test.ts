@@ -1,0 +1,326 @@
+/**
+ * The late lane and the final-window archive beside the log: the `lateLane` store holds the
+ * engine's late lane (written with each checkpoint, trimmed with the lane's bound), the
+ * `archive` store every final window result (read with `persistence.archive(query)`, also
+ * after the window left live state), both bounded, both recovered exactly after a crash.
+ */
+import 'fake-indexeddb/auto'
+import { IDBFactory } from 'fake-indexeddb'
+import { describe, expect, it, vi } from 'vitest'
+import {
+  createEngine,
+  type EngineOptions,
+  type StreamEvent,
+  type TidemarkEngine,
+  tumbling,
+  type WindowResult,
+} from '@tidemark/engine'
+import {
+  encodeCheckpoint,
+  indexedDbPersistence,
+  memoryPersistence,
+  openEngine,
+  type Persistence,
+  recoveryReport,
+  SCHEMA_VERSION,
+} from '@tidemark/idb'
+import { reading, visibleState, whenDurable } from '@tidemark/engine/testing'
+import { decodeEngineCheckpoint, encodeEngineCheckpoint } from '../src/checkpoint/checkpointCodec.ts'
+import { decodeCheckpoint } from '../src/checkpoint/checkpointEnvelope.ts'
+import { FinalArchive } from '../src/history/finalArchive.ts'
+import { damage, legacyDatabase, raw, SCHEMA_1_STORES } from './fakeStorage.ts'
+
+const config: EngineOptions = { windows: tumbling(10), retention: 20, now: () => 1_000, limits: { maxLateEvents: 6 } }
+
+/** One device, one reading per time unit; `late` readings land in the window [0, 10), final long ago. */
+class Device {
+  #seq = 0
+  readings(from: number, to: number): StreamEvent[] {
+    const out: StreamEvent[] = []
+    for (let ts = from; ts < to; ts++) out.push(reading('d1', ++this.#seq, ts, ts))
+    return out
+  }
+  late(count: number): StreamEvent[] {
+    return Array.from({ length: count }, () => reading('d1', ++this.#seq, 1, -1))
+  }
+}
+
+/** A persistence under test and how to get at the same storage again, as a crash or reload would. */
+interface Subject {
+  readonly name: string
+  create(options?: { checkpointEvery?: { events: number }; archiveLimit?: number }): {
+    persistence: Persistence
+    /** A handle on the same storage, as the next page load would make (the old one is dropped, not closed). */
+    crash(): Promise<Persistence>
+  }
+}
+
+const subjects: Subject[] = [
+  {
+    name: 'memoryPersistence',
+    create(options = {}) {
+      const persistence = memoryPersistence(options)
+      return {
+        persistence,
+        crash: async () => {
+          await persistence.close()
+          return persistence
+        },
+      }
+    },
+  },
+  {
+    name: 'indexedDbPersistence',
+    create(options = {}) {
+      const factory = new IDBFactory()
+      const make = () => indexedDbPersistence({ name: 'history', indexedDB: factory, ...options })
+      return { persistence: make(), crash: async () => make() }
+    },
+  },
+]
+
+describe.each(subjects)('$name: late lane store', (subject) => {
+  it('holds the lane written with each checkpoint, trimmed with its bound, and restores it after a crash', async () => {
+    const { persistence, crash } = subject.create({ checkpointEvery: { events: 8 } })
+    const engine = await openEngine({ ...config, persistence })
+    const device = new Device()
+    engine.ingest(device.readings(0, 20))
+    for (let i = 0; i < 5; i++) {
+      engine.ingest([...device.late(2), ...device.readings(20 + 4 * i, 24 + 4 * i)])
+      await whenDurable(engine)
+    }
+    expect(engine.stats()).toMatchObject({ lateLane: 6, lateLaneTrimmed: 4, beyondLateness: 10 })
+    // Stored: the lane plus at most one record's worth of trimmed entries, in few records.
+    const stored = persistence.stats()
+    expect(stored.lateLaneEntries).toBeGreaterThanOrEqual(6)
+    expect(stored.lateLaneEntries).toBeLessThan(6 + 10)
+    expect(stored.lateLaneRecords).toBeLessThanOrEqual(5)
+    const recovered = await openEngine({ ...config, persistence: await crash() })
+    expect(recoveryReport(recovered)?.corrupt).toEqual([])
+    expect(visibleState(recovered)).toEqual(visibleState(engine))
+  })
+
+  it('keeps late events out of the checkpoint state', async () => {
+    const { persistence, crash } = subject.create()
+    const engine = await openEngine({ ...config, persistence })
+    const device = new Device()
+    engine.ingest(device.readings(0, 30))
+    engine.ingest(device.late(4))
+    await engine.close()
+    const again = await crash()
+    const { checkpoint } = await again.open()
+    const state = decodeEngineCheckpoint(checkpoint?.state as Uint8Array) as ReturnType<typeof decodeEngineCheckpoint> & { lateLaneInStore?: number }
+    expect(state.lateLane).toEqual({ entries: [], trimmed: 0, total: 4 })
+    expect(state.lateLaneInStore).toBe(4)
+    await again.close()
+    const reopened = await openEngine({ ...config, persistence: again })
+    expect(reopened.lateEvents()).toEqual(engine.lateEvents())
+  })
+
+  it('compacts many small records into one', async () => {
+    const { persistence } = subject.create({ checkpointEvery: { events: 1 } })
+    const engine = await openEngine({ ...config, limits: { maxLateEvents: 100 }, persistence })
+    const device = new Device()
+    engine.ingest(device.readings(0, 20))
+    for (let i = 0; i < 40; i++) {
+      engine.ingest(device.late(1))
+      await whenDurable(engine)
+    }
+    await engine.close()
+    expect(persistence.stats().lateLaneEntries).toBe(40)
+    expect(persistence.stats().lateLaneRecords).toBeLessThanOrEqual(16)
+  })
+})
+
+describe.each(subjects)('$name: final-window archive', (subject) => {
+  it('keeps final results after windows leave live state, and answers queries like results()', async () => {
+    const { persistence } = subject.create()
+    const engine = await openEngine({ ...config, persistence })
+    const device = new Device()
+    const finals: WindowResult[] = []
+    engine.subscribe((changes) => {
+      for (const change of changes) if (change.result.final) finals.push(change.result)
+    })
+    engine.ingest(device.readings(0, 100))
+    engine.ingest(device.readings(100, 101))
+    // W = 100, retention 20: windows ending at 80 or before left live state.
+    expect(engine.results().map((r) => r.start)).toEqual([80, 90, 100])
+    const archived = await persistence.archive()
+    expect(archived.map((r) => r.start)).toEqual([0, 10, 20, 30, 40, 50, 60, 70, 80, 90])
+    expect(archived).toEqual(finals)
+    expect(archived.every((r) => r.final && r.count === 10)).toBe(true)
+    expect((await persistence.archive({ from: 20, to: 50 })).map((r) => r.start)).toEqual([20, 30, 40])
+    expect(await persistence.archive({ key: 'other' })).toEqual([])
+    expect(await persistence.archive({ window: 'tumbling:10', key: '' })).toEqual(archived)
+  })
+
+  it('survives close and reopen, and a crash before any checkpoint wrote it (replay derives it again)', async () => {
+    const { persistence, crash } = subject.create({ checkpointEvery: { events: 50 } })
+    const engine = await openEngine({ ...config, persistence })
+    const device = new Device()
+    engine.ingest(device.readings(0, 50))
+    await vi.waitFor(() => expect(persistence.stats().checkpoints).toBe(1))
+    engine.ingest(device.readings(50, 60))
+    await whenDurable(engine)
+    // The checkpoint after 50 events wrote the windows final by then ([0, 40)); [40, 50) is only staged.
+    expect(persistence.stats()).toMatchObject({ archiveRecords: 1, archivedChanges: 5 })
+    const expected = await persistence.archive()
+    expect(expected.map((r) => r.start)).toEqual([0, 10, 20, 30, 40])
+    const recovered = await crash()
+    const reopened = await openEngine({ ...config, persistence: recovered })
+    expect(await recovered.archive()).toEqual(expected)
+    await reopened.close()
+    const again = await crash()
+    await openEngine({ ...config, persistence: again })
+    expect(await again.archive()).toEqual(expected)
+    expect(again.stats()).toMatchObject({ archivedChanges: 5, archiveRotated: 0 })
+  })
+
+  it('rotates: keeps the newest changes within archiveLimit, oldest records first, and counts what it dropped', async () => {
+    const { persistence, crash } = subject.create({ checkpointEvery: { events: 10 }, archiveLimit: 4 })
+    const engine = await openEngine({ ...config, persistence })
+    const device = new Device()
+    for (let t = 0; t < 100; t += 10) {
+      engine.ingest(device.readings(t, t + 10))
+      await whenDurable(engine)
+    }
+    const starts = (await persistence.archive()).map((r) => r.start)
+    expect(starts.length).toBeLessThanOrEqual(4)
+    expect(starts.at(-1)).toBe(80)
+    expect(starts).toEqual([...starts].sort((a, b) => a - b))
+    expect(persistence.stats().archiveRotated).toBe(9 - starts.length)
+    await engine.close()
+    const again = await crash()
+    await openEngine({ ...config, persistence: again })
+    expect((await again.archive()).map((r) => r.start)).toEqual(starts)
+    expect(again.stats().archiveRotated).toBe(9 - starts.length)
+  })
+
+  it('stays empty with archiveLimit 0', async () => {
+    const { persistence } = subject.create({ archiveLimit: 0 })
+    const engine = await openEngine({ ...config, persistence })
+    engine.ingest(new Device().readings(0, 50))
+    await engine.close()
+    await persistence.open()
+    expect(await persistence.archive()).toEqual([])
+    expect(persistence.stats()).toMatchObject({ archivedChanges: 0, archiveRecords: 0 })
+  })
+})
+
+describe('indexedDbPersistence: history stores on disk', () => {
+  it('writes the lane and the archive as few large records, in the checkpoint transaction', async () => {
+    const factory = new IDBFactory()
+    const engine = await openEngine({ ...config, limits: { maxLateEvents: 1_000 }, persistence: indexedDbPersistence({ name: 'disk', indexedDB: factory }) })
+    const device = new Device()
+    for (let i = 0; i < 10; i++) engine.ingest([...device.readings(100 * i, 100 * i + 100), ...device.late(50)])
+    await engine.close()
+    const db = await raw(factory, 'disk')
+    expect(await db.getAllKeys('lateLane')).toEqual([0])
+    expect(await db.getAllKeys('archive')).toEqual([[1, 99, 0, 980]])
+    db.close()
+  })
+
+  it('reports a damaged late-lane record without calling it a loss of events, and repairs the store', async () => {
+    const factory = new IDBFactory()
+    const open = () => openEngine({ ...config, persistence: indexedDbPersistence({ name: 'damaged-lane', indexedDB: factory }) })
+    const engine = await open()
+    const device = new Device()
+    engine.ingest(device.readings(0, 30))
+    engine.ingest(device.late(3))
+    await engine.close()
+    await damage(factory, 'damaged-lane', 'lateLane', 0, (bytes) => bytes.length - 1)
+    const reopened = await open()
+    const report = recoveryReport(reopened)
+    expect(report?.corrupt.map((c) => c.store)).toEqual(['lateLane', 'lateLane'])
+    expect(report?.corrupt[0]).toMatchObject({ reason: 'payload checksum mismatch' })
+    expect(report).toMatchObject({ lostEvents: 0, lossUnknown: false })
+    expect(reopened.lateEvents()).toEqual([])
+    expect(reopened.results()).toEqual(engine.results())
+    // The open checkpointed at once: the store matches the lane again.
+    const clean = await open()
+    expect(recoveryReport(clean)?.corrupt).toEqual([])
+  })
+
+  it('restores a late lane kept inside a checkpoint written before the lateLane store was used, and moves it there', async () => {
+    const factory = new IDBFactory()
+    const device = new Device()
+    const before = createEngine({ ...config, replicaId: 'old-version' }) as TidemarkEngine
+    before.ingest(device.readings(0, 30))
+    before.ingest(device.late(3))
+    // What the previous version stored: a schema-2 database, the lane inline in the checkpoint, empty history stores.
+    const db = await legacyDatabase(factory, 'inline-lane', 2, [...SCHEMA_1_STORES, 'lateLane', 'archive'])
+    await db.put('checkpoints', encodeCheckpoint({ upToLsn: 0, state: encodeEngineCheckpoint(before.checkpoint()) }).buffer, 0)
+    db.close()
+    const open = () => openEngine({ ...config, persistence: indexedDbPersistence({ name: 'inline-lane', indexedDB: factory }) })
+    const engine = await open()
+    expect(engine.lateEvents()).toEqual(before.lateEvents())
+    expect(engine.results()).toEqual(before.results())
+    // The next checkpoint (here the one close() takes after an op) moves the lane to its store.
+    await engine.ingest(device.readings(30, 31)).durable
+    await engine.close()
+    const check = await raw(factory, 'inline-lane')
+    expect(check.version).toBe(SCHEMA_VERSION)
+    expect(await check.getAllKeys('lateLane')).toEqual([0])
+    const [key] = await check.getAllKeys('checkpoints')
+    const envelope = decodeCheckpoint(new Uint8Array((await check.get('checkpoints', key as number)) as ArrayBuffer))
+    check.close()
+    expect(envelope.ok && decodeEngineCheckpoint(envelope.checkpoint.state).lateLane.entries).toEqual([])
+    expect((await open()).lateEvents()).toEqual(before.lateEvents())
+  })
+
+  it('upgrades a schema-1 database and starts using the late lane and archive stores', async () => {
+    const factory = new IDBFactory()
+    ;(await legacyDatabase(factory, 'schema-1', 1, SCHEMA_1_STORES)).close()
+    const persistence = indexedDbPersistence({ name: 'schema-1', indexedDB: factory })
+    const engine = await openEngine({ ...config, persistence })
+    const device = new Device()
+    engine.ingest(device.readings(0, 30))
+    engine.ingest(device.late(2))
+    await engine.close()
+    const db = await raw(factory, 'schema-1')
+    expect(db.version).toBe(SCHEMA_VERSION)
+    expect(await db.count('lateLane')).toBe(1)
+    expect(await db.count('archive')).toBe(1)
+    db.close()
+  })
+})
+
+describe('FinalArchive', () => {
+  const result = (start: number, revision = 0): WindowResult => ({
+    window: 'tumbling:10',
+    key: 'k',
+    start,
+    end: start + 10,
+    count: 1,
+    sum: revision,
+    min: 0,
+    max: 0,
+    mean: revision,
+    status: revision === 0 ? 'on_time' : 'corrected',
+    revision,
+    final: true,
+    basis: 'derived',
+  })
+
+  it('keeps the latest change per window, and a retraction hides the window', () => {
+    const archive = new FinalArchive(10)
+    archive.stage({ type: 'final', result: result(0) })
+    archive.stage({ type: 'final', result: result(10) })
+    const write = archive.plan()
+    expect(write?.put.map((p) => p.key)).toEqual([[1, 2, 0, 10]])
+    archive.applied(write as NonNullable<typeof write>)
+    // A peer's late cell corrected a final window (a finality violation); another was merged away.
+    archive.stage({ type: 'final', result: result(0, 1) })
+    archive.stage({ type: 'retract', result: result(10) })
+    const stored = [[{ type: 'final' as const, result: result(0) }, { type: 'final' as const, result: result(10) }]]
+    expect(archive.select(stored, archive.unwritten())).toEqual([result(0, 1)])
+    expect(archive.select(stored, archive.unwritten(), { from: 5 })).toEqual([])
+  })
+
+  it('drops the oldest staged changes past the limit, and counts them', () => {
+    const archive = new FinalArchive(3)
+    for (let start = 0; start < 50; start += 10) archive.stage({ type: 'final', result: result(start) })
+    expect(archive.select([], archive.unwritten()).map((r) => r.start)).toEqual([20, 30, 40])
+    expect(archive).toMatchObject({ changes: 3, rotated: 2 })
+  })
+})

@@ -1,0 +1,220 @@
+import 'fake-indexeddb/auto'
+import { IDBDatabase as FakeDatabase, IDBFactory } from 'fake-indexeddb'
+import { wrap } from 'idb'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import type { StreamEvent } from '@tidemark/engine'
+import {
+  encodeCheckpoint,
+  encodeWalRecord,
+  indexedDbPersistence,
+  isQuotaError,
+  QuotaError,
+  SCHEMA_VERSION,
+} from '../src/index.ts'
+import { abortWithQuota, damage, failNextWrite, legacyDatabase, raw, SCHEMA_1_STORES } from './fakeStorage.ts'
+import { encodeFormat1Batch } from './walFormat1.ts'
+import { ingestOp } from './walOps.ts'
+
+afterEach(() => {
+  vi.restoreAllMocks()
+  vi.unstubAllGlobals()
+})
+
+function events(from: number, count: number): StreamEvent[] {
+  return Array.from({ length: count }, (_, i) => ({ id: `e${from + i}`, source: 'd1', seq: from + i, ts: from + i, value: i }))
+}
+
+describe('indexedDbPersistence', () => {
+  it('resolves append only after the transaction committed', async () => {
+    const factory = new IDBFactory()
+    const persistence = indexedDbPersistence({ name: 'durable', indexedDB: factory })
+    await persistence.open()
+    const order: string[] = []
+    const transaction = FakeDatabase.prototype.transaction
+    vi.spyOn(FakeDatabase.prototype, 'transaction').mockImplementation(function (this: IDBDatabase, ...args) {
+      const tx = transaction.apply(this, args)
+      tx.addEventListener('complete', () => order.push('committed'))
+      return tx
+    })
+    await persistence.append(ingestOp(events(1, 3))).then(() => order.push('resolved'))
+    expect(order).toEqual(['committed', 'resolved'])
+    const db = await raw(factory, 'durable')
+    expect(await db.getAllKeys('wal')).toEqual([1])
+  })
+
+  it('recovers everything after a crash: a second handle opened without closing the first', async () => {
+    const factory = new IDBFactory()
+    const crashed = indexedDbPersistence({ name: 'crash', indexedDB: factory })
+    await crashed.open()
+    await crashed.append(ingestOp(events(1, 2)))
+    await crashed.append(ingestOp(events(3, 2)))
+    await crashed.checkpoint({ upToLsn: 1, state: new Uint8Array([7]) })
+    await crashed.append(ingestOp(events(5, 2)))
+    const reloaded = indexedDbPersistence({ name: 'crash', indexedDB: factory })
+    const recovered = await reloaded.open()
+    expect(recovered.checkpoint).toEqual({ upToLsn: 1, state: new Uint8Array([7]) })
+    expect(recovered.tail).toEqual([
+      { lsn: 2, op: ingestOp(events(3, 2)) },
+      { lsn: 3, op: ingestOp(events(5, 2)) },
+    ])
+    expect(await reloaded.append(ingestOp(events(7, 1)))).toBe(4)
+    // The stale handle must not overwrite the batch the new one wrote under its next lsn.
+    await expect(crashed.append(ingestOp(events(99, 1)))).rejects.toThrow(/another handle/)
+    expect((await indexedDbPersistence({ name: 'crash', indexedDB: factory }).open()).tail.at(-1)).toEqual({
+      lsn: 4,
+      op: ingestOp(events(7, 1)),
+    })
+  })
+
+  it('keeps only the newest checkpoint', async () => {
+    const factory = new IDBFactory()
+    const persistence = indexedDbPersistence({ name: 'checkpoints', indexedDB: factory })
+    await persistence.open()
+    for (let i = 0; i < 3; i++) {
+      await persistence.append(ingestOp(events(i, 1)))
+      await persistence.checkpoint({ upToLsn: i + 1, state: new Uint8Array([i]) })
+    }
+    const db = await raw(factory, 'checkpoints')
+    expect(await db.getAllKeys('checkpoints')).toEqual([3])
+    expect(await db.getAllKeys('wal')).toEqual([])
+  })
+
+  it('skips and reports a corrupt record in the middle, with the events lost', async () => {
+    const factory = new IDBFactory()
+    const persistence = indexedDbPersistence({ name: 'corrupt', indexedDB: factory })
+    await persistence.open()
+    for (const count of [2, 3, 4, 5]) await persistence.append(ingestOp(events(10 * count, count)))
+    await persistence.close()
+    await damage(factory, 'corrupt', 'wal', 2, (bytes) => bytes.length - 1)
+    await damage(factory, 'corrupt', 'wal', 3, () => 16)
+    const reloaded = indexedDbPersistence({ name: 'corrupt', indexedDB: factory })
+    const recovered = await reloaded.open()
+    expect(recovered.tail.map((batch) => batch.lsn)).toEqual([1, 4])
+    expect(recovered.tail[1]?.op).toEqual(ingestOp(events(50, 5)))
+    expect(recovered.corrupt).toEqual([
+      { store: 'wal', key: '2', reason: 'payload checksum mismatch', kind: 'ingest', lostEvents: 3 },
+      { store: 'wal', key: '3', reason: 'header checksum mismatch' },
+    ])
+    expect(reloaded.stats()).toMatchObject({ corruptRecords: 2, walRecords: 4 })
+    expect(await reloaded.append(ingestOp(events(60, 1)))).toBe(5)
+  })
+
+  it('reports stored values that are not records, or sit under the wrong lsn', async () => {
+    const factory = new IDBFactory()
+    await indexedDbPersistence({ name: 'foreign', indexedDB: factory }).open()
+    const db = await raw(factory, 'foreign')
+    await db.put('wal', 'hello', 1)
+    await db.put('wal', encodeWalRecord(9, ingestOp(events(1, 2))).buffer, 2)
+    await db.put('checkpoints', encodeCheckpoint({ upToLsn: 5, state: new Uint8Array(4) }).buffer, 1)
+    db.close()
+    const recovered = await indexedDbPersistence({ name: 'foreign', indexedDB: factory }).open()
+    expect(recovered.checkpoint).toBeNull()
+    expect(recovered.tail).toEqual([])
+    expect(recovered.corrupt).toEqual([
+      { store: 'checkpoints', key: '1', reason: 'envelope says upToLsn 5, stored under 1' },
+      { store: 'wal', key: '1', reason: 'stored value is a string, not bytes' },
+      { store: 'wal', key: '2', reason: 'record says lsn 9, stored under 2', kind: 'ingest', lostEvents: 2 },
+    ])
+  })
+
+  it('reports a corrupt checkpoint and still returns the log after it', async () => {
+    const factory = new IDBFactory()
+    const persistence = indexedDbPersistence({ name: 'bad-checkpoint', indexedDB: factory })
+    await persistence.open()
+    await persistence.append(ingestOp(events(1, 1)))
+    await persistence.checkpoint({ upToLsn: 1, state: new Uint8Array(16) })
+    await persistence.append(ingestOp(events(2, 1)))
+    await persistence.close()
+    await damage(factory, 'bad-checkpoint', 'checkpoints', 1, (bytes) => bytes.length - 1)
+    const reloaded = indexedDbPersistence({ name: 'bad-checkpoint', indexedDB: factory })
+    const recovered = await reloaded.open()
+    expect(recovered.checkpoint).toBeNull()
+    expect(recovered.corrupt).toEqual([{ store: 'checkpoints', key: '1', reason: 'payload checksum mismatch' }])
+    expect(recovered.tail).toEqual([{ lsn: 2, op: ingestOp(events(2, 1)) }])
+    expect(await reloaded.append(ingestOp(events(3, 1)))).toBe(3)
+  })
+
+  describe.each([
+    ['throws from add()', 'throw' as const],
+    ['aborts the transaction', abortWithQuota],
+  ])('when a full quota %s', (_, quirk) => {
+    it('rejects append with QuotaError and acknowledges nothing', async () => {
+      const factory = new IDBFactory()
+      const persistence = indexedDbPersistence({ name: 'quota', indexedDB: factory })
+      await persistence.open()
+      await persistence.append(ingestOp(events(1, 2)))
+      const before = persistence.stats()
+      failNextWrite('add', 'wal', quirk)
+      const failure = await persistence.append(ingestOp(events(3, 2))).then(
+        () => null,
+        (error: unknown) => error,
+      )
+      expect(failure).toBeInstanceOf(QuotaError)
+      expect(isQuotaError(failure)).toBe(true)
+      expect((failure as Error).message).toMatch(/quota exceeded; record lsn 2 was not written/)
+      expect(((failure as Error).cause as DOMException).name).toBe('QuotaExceededError')
+      expect(persistence.stats()).toEqual(before)
+      const next = await persistence.append(ingestOp(events(5, 1)))
+      const recovered = await indexedDbPersistence({ name: 'quota', indexedDB: factory }).open()
+      expect(recovered.tail).toEqual([
+        { lsn: 1, op: ingestOp(events(1, 2)) },
+        { lsn: next, op: ingestOp(events(5, 1)) },
+      ])
+    })
+  })
+
+  it('rejects a checkpoint with QuotaError and keeps the log it would have truncated', async () => {
+    const factory = new IDBFactory()
+    const persistence = indexedDbPersistence({ name: 'quota-checkpoint', indexedDB: factory })
+    await persistence.open()
+    await persistence.append(ingestOp(events(1, 1)))
+    await persistence.append(ingestOp(events(2, 1)))
+    failNextWrite('put', 'checkpoints', abortWithQuota)
+    await expect(persistence.checkpoint({ upToLsn: 2, state: new Uint8Array(8) })).rejects.toBeInstanceOf(QuotaError)
+    expect(persistence.stats()).toMatchObject({ walRecords: 2, checkpoints: 0 })
+    const recovered = await indexedDbPersistence({ name: 'quota-checkpoint', indexedDB: factory }).open()
+    expect(recovered).toMatchObject({ checkpoint: null, tail: [{ lsn: 1 }, { lsn: 2 }] })
+  })
+
+  it('upgrades a v1 database created by hand and keeps its format-1 log', async () => {
+    const factory = new IDBFactory()
+    const v1 = await legacyDatabase(factory, 'legacy', 1, SCHEMA_1_STORES)
+    await v1.put('wal', encodeFormat1Batch(1, events(1, 3)).buffer, 1)
+    v1.close()
+    const persistence = indexedDbPersistence({ name: 'legacy', indexedDB: factory })
+    expect((await persistence.open()).tail).toEqual([{ lsn: 1, op: ingestOp(events(1, 3), Number.NaN) }])
+    expect(await persistence.append(ingestOp(events(4, 1)))).toBe(2)
+    await persistence.close()
+    const db = await raw(factory, 'legacy')
+    expect(db.version).toBe(SCHEMA_VERSION)
+    expect([...db.objectStoreNames].sort()).toEqual(['archive', 'checkpoints', 'lateLane', 'meta', 'wal'])
+  })
+
+  it('explains a database written by a newer schema', async () => {
+    const factory = new IDBFactory()
+    ;(await wrap(factory.open('future', SCHEMA_VERSION + 1)))?.close()
+    await expect(indexedDbPersistence({ name: 'future', indexedDB: factory }).open()).rejects.toThrow(/newer than 2/)
+  })
+
+  it('stops writing once another connection upgrades the schema', async () => {
+    const factory = new IDBFactory()
+    const persistence = indexedDbPersistence({ name: 'upgraded', indexedDB: factory })
+    await persistence.open()
+    ;(await wrap(factory.open('upgraded', SCHEMA_VERSION + 1)))?.close()
+    await expect(persistence.append(ingestOp(events(1, 1)))).rejects.toThrow(/upgraded the database schema/)
+  })
+
+  it('refuses writes once the source claim is no longer held', async () => {
+    const claim = { held: true }
+    const persistence = indexedDbPersistence({ name: 'claimed', indexedDB: new IDBFactory(), claim })
+    await persistence.open()
+    expect(await persistence.append(ingestOp(events(1, 1)))).toBe(1)
+    claim.held = false
+    await expect(persistence.append(ingestOp(events(2, 1)))).rejects.toThrow(/no longer holds its source claim/)
+  })
+
+  it('says what to do when there is no IndexedDB', () => {
+    vi.stubGlobal('indexedDB', undefined)
+    expect(() => indexedDbPersistence({ name: 'nowhere' })).toThrow(/no IndexedDB here; pass options.indexedDB/)
+  })
+})

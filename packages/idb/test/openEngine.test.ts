@@ -1,0 +1,344 @@
+import 'fake-indexeddb/auto'
+import { IDBDatabase as FakeDatabase, IDBFactory } from 'fake-indexeddb'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import * as Y from 'yjs'
+import { bindDoc } from '@tidemark/yjs'
+import {
+  createEngine,
+  type Engine,
+  type EngineOptions,
+  manual,
+  type StreamEvent,
+  type TidemarkEngine,
+  tumbling,
+} from '@tidemark/engine'
+import {
+  indexedDbPersistence,
+  isQuotaError,
+  memoryPersistence,
+  openEngine,
+  type OpenEngineOptions,
+  QuotaError,
+  recoveryReport,
+  SCHEMA_VERSION,
+} from '../src/index.ts'
+import { reading, visibleState, whenDurable } from '@tidemark/engine/testing'
+import { damage, fillDisk, legacyDatabase, raw, SCHEMA_1_STORES } from './fakeStorage.ts'
+import { encodeFormat1Batch } from './walFormat1.ts'
+
+const _FILE = 'packages/idb/test/openEngine.test.ts'
+
+afterEach(() => {
+  vi.restoreAllMocks()
+  vi.useRealTimers()
+})
+
+const clock = { now: 1_000 }
+const config: EngineOptions = { windows: tumbling(10), allowedLateness: 10, now: () => clock.now }
+
+function batch(from: number, count: number, source = 'd1'): StreamEvent[] {
+  return Array.from({ length: count }, (_, i) => reading(source, from + i, 3 * (from + i), from + i))
+}
+
+function open(factory: IDBFactory, name: string, extra: Partial<OpenEngineOptions> = {}): Promise<Engine> {
+  return openEngine({ ...config, persistence: indexedDbPersistence({ name, indexedDB: factory }), ...extra })
+}
+
+function count(engine: Engine): number {
+  return engine.results().reduce((sum, r) => sum + r.count, 0)
+}
+
+describe('openEngine: durability', () => {
+  it('resolves durable only after the record committed, and publishes before that', async () => {
+    const engine = await open(new IDBFactory(), 'durable')
+    const order: string[] = []
+    const transaction = FakeDatabase.prototype.transaction
+    vi.spyOn(FakeDatabase.prototype, 'transaction').mockImplementation(function (this: IDBDatabase, ...args) {
+      const tx = transaction.apply(this, args)
+      tx.addEventListener('complete', () => order.push(`committed ${[...tx.objectStoreNames].join(',')}`))
+      return tx
+    })
+    engine.subscribe(() => order.push('published'))
+    const receipt = engine.ingest(batch(1, 3))
+    order.push('returned')
+    await receipt.durable
+    order.push('durable')
+    expect(order).toEqual(['published', 'returned', 'committed wal', 'durable'])
+  })
+
+  it('puts batches ingested in one task into one transaction, one record each', async () => {
+    const factory = new IDBFactory()
+    const engine = await open(factory, 'coalesced')
+    let transactions = 0
+    const transaction = FakeDatabase.prototype.transaction
+    vi.spyOn(FakeDatabase.prototype, 'transaction').mockImplementation(function (this: IDBDatabase, ...args) {
+      if (args[1] === 'readwrite') transactions++
+      return transaction.apply(this, args)
+    })
+    const receipts = Array.from({ length: 10 }, (_, i) => engine.ingest(batch(1 + 5 * i, 5)))
+    await Promise.all(receipts.map((r) => r.durable))
+    expect(transactions).toBe(1)
+    expect(engine.stats()).toMatchObject({ walRecords: 10 })
+    const reopened = await open(factory, 'coalesced')
+    expect(count(reopened)).toBe(count(engine))
+  })
+
+  it('recovers exactly after a crash: a second engine on the same database, the first never closed', async () => {
+    const factory = new IDBFactory()
+    const live = await open(factory, 'crash')
+    live.ingest(batch(1, 4))
+    clock.now += 50
+    live.ingest([...batch(5, 3), reading('d2', 1, 30, 7), { id: 'bad', source: 'd1', ts: Number.NaN, value: 1 }])
+    live.tick()
+    live.ingest(batch(8, 2))
+    live.ingest([reading('d1', 10, 1, 99)]) // beyond lateness by now
+    await whenDurable(live)
+    const crashed = await open(factory, 'crash')
+    expect(visibleState(crashed)).toEqual(visibleState(live))
+    expect(visibleState(crashed).late.length).toBeGreaterThan(0)
+    expect(crashed.stats().anomalies.invalid_ts).toBe(1)
+    // Dedup memory came back too: the recovered batch counts as duplicates.
+    const again = crashed.ingest(batch(1, 4))
+    expect(again).toMatchObject({ accepted: 0, duplicates: 4 })
+  })
+
+  it('checkpoints every N events, truncates the log behind, and checkpoints on close', async () => {
+    const factory = new IDBFactory()
+    const engine = await open(factory, 'checkpoints', { checkpointEvery: { events: 10 } })
+    for (let i = 0; i < 5; i++) await engine.ingest(batch(1 + 4 * i, 4)).durable
+    await whenDurable(engine)
+    const db = await raw(factory, 'checkpoints')
+    const [checkpointKey] = await db.getAllKeys('checkpoints')
+    expect(checkpointKey).toBeGreaterThan(0)
+    expect(Math.min(...((await db.getAllKeys('wal')) as number[]))).toBeGreaterThan(checkpointKey as number)
+    db.close()
+    const crashed = await open(factory, 'checkpoints', { checkpointEvery: { events: 10 } })
+    expect(recoveryReport(crashed)?.checkpointLsn).toBe(checkpointKey)
+    expect(recoveryReport(crashed)?.replayedEvents).toBeLessThan(10)
+    expect(visibleState(crashed)).toEqual(visibleState(engine))
+    await crashed.close()
+    const reopened = await open(factory, 'checkpoints')
+    expect(recoveryReport(reopened)).toMatchObject({ replayedRecords: 0, corrupt: [] })
+    expect(count(reopened)).toBe(20)
+  })
+
+  it('checkpoints after T ms of processing time', async () => {
+    const factory = new IDBFactory()
+    const engine = await open(factory, 'timed', { checkpointEvery: { ms: 1_000 } })
+    await engine.ingest(batch(1, 2)).durable
+    clock.now += 1_000
+    await engine.ingest(batch(3, 2)).durable
+    await whenDurable(engine)
+    expect(await (await raw(factory, 'timed')).getAllKeys('checkpoints')).toEqual([2])
+  })
+})
+
+describe('openEngine: corruption', () => {
+  it('skips a damaged record, says what was lost, and keeps serving', async () => {
+    const factory = new IDBFactory()
+    const live = await open(factory, 'corrupt')
+    for (const [from, n] of [
+      [1, 2],
+      [3, 3],
+      [6, 4],
+      [10, 5],
+    ] as const) {
+      await live.ingest(batch(from, n)).durable
+    }
+    await damage(factory, 'corrupt', 'wal', 2, (bytes) => bytes.length - 1)
+    await damage(factory, 'corrupt', 'wal', 3, () => 20)
+    const recovered = await open(factory, 'corrupt')
+    const report = recoveryReport(recovered)
+    expect(report?.corrupt).toEqual([
+      { store: 'wal', key: '2', reason: 'payload checksum mismatch', kind: 'ingest', lostEvents: 3 },
+      { store: 'wal', key: '3', reason: 'header checksum mismatch' },
+    ])
+    expect(report).toMatchObject({ lostEvents: 3, lossUnknown: true, replayedRecords: 2 })
+    const stats = recovered.stats()
+    expect(stats.persistenceError).toMatch(/2 corrupt record\(s\), at least 3 events lost; first: wal 2: payload checksum mismatch/)
+    expect(stats.anomalies.corrupt_record).toBe(2)
+    expect(count(recovered)).toBe(2 + 5)
+    // It keeps serving: the lost seqs are a gap, and new batches are durable.
+    const receipt = recovered.ingest(batch(15, 2))
+    expect(receipt.accepted).toBe(2)
+    await receipt.durable
+    // The damaged records were dropped behind a checkpoint at open: the next open is clean.
+    const again = await open(factory, 'corrupt')
+    expect(recoveryReport(again)?.corrupt).toEqual([])
+    expect(count(again)).toBe(2 + 5 + 2)
+  })
+
+  it('reports a damaged checkpoint as a loss of unknown size and recovers the log after it', async () => {
+    const factory = new IDBFactory()
+    const live = await open(factory, 'bad-checkpoint', { checkpointEvery: { events: 4 } })
+    await live.ingest(batch(1, 4)).durable
+    await live.ingest(batch(5, 2)).durable
+    await whenDurable(live)
+    const [key] = await (await raw(factory, 'bad-checkpoint')).getAllKeys('checkpoints')
+    await damage(factory, 'bad-checkpoint', 'checkpoints', key as number, (bytes) => bytes.length - 1)
+    const recovered = await open(factory, 'bad-checkpoint')
+    expect(recoveryReport(recovered)).toMatchObject({ checkpointLsn: null, lossUnknown: true })
+    expect(recoveryReport(recovered)?.corrupt[0]).toMatchObject({ store: 'checkpoints', reason: 'payload checksum mismatch' })
+    expect(recovered.stats().persistenceError).toMatch(/corrupt/)
+  })
+})
+
+describe('openEngine: full quota', () => {
+  it('rejects durable with QuotaError, refuses later batches with overflow, and resumes after a retried checkpoint', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    const factory = new IDBFactory()
+    const engine = await open(factory, 'quota', { writeRetry: { firstMs: 1_000, maxMs: 8_000 } })
+    await engine.ingest(batch(1, 3)).durable
+    const free = fillDisk()
+    const refusedByDisk = engine.ingest(batch(4, 2))
+    // Applied in memory, but never acknowledged.
+    expect(refusedByDisk.accepted).toBe(2)
+    const failure = await refusedByDisk.durable.then(
+      () => null,
+      (error: unknown) => error,
+    )
+    expect(isQuotaError(failure)).toBe(true)
+    expect((failure as Error).message).toMatch(/storage quota exceeded; record lsn \d+ was not written/)
+    // Backpressure: whole batches are refused with overflow until storage works again.
+    const refused = engine.ingest(batch(6, 2))
+    expect(refused).toMatchObject({ accepted: 0, rejected: 2 })
+    expect(refused.anomalies[0]).toMatchObject({ reason: 'overflow', detail: expect.stringMatching(/storage refused: .*quota exceeded/) })
+    await expect(refused.durable).rejects.toBeInstanceOf(QuotaError)
+    expect(engine.stats().persistenceError).toMatch(/quota exceeded/)
+    // The first retry finds the disk still full.
+    await vi.advanceTimersByTimeAsync(1_000)
+    await vi.waitFor(() => expect(engine.stats().persistenceError).toMatch(/checkpoint at lsn \d+ was not written/))
+    expect(engine.ingest(batch(6, 2)).rejected).toBe(2)
+    free()
+    await vi.advanceTimersByTimeAsync(2_000)
+    await vi.waitFor(() => engine.ingest([]).durable)
+    const resumed = engine.ingest(batch(6, 2))
+    expect(resumed.accepted).toBe(2)
+    await resumed.durable
+    expect(engine.stats().anomalies.overflow).toBe(4)
+    // The retried checkpoint holds the refused-by-disk batch too; nothing acknowledged is missing.
+    const reopened = await open(factory, 'quota')
+    expect(count(reopened)).toBe(3 + 2 + 2)
+    expect(visibleState(reopened)).toEqual(visibleState(engine))
+  })
+
+  it('acknowledges nothing that was not written: a crash while the disk is full recovers what was durable', async () => {
+    const factory = new IDBFactory()
+    const engine = await open(factory, 'quota-crash')
+    await engine.ingest(batch(1, 3)).durable
+    fillDisk()
+    await expect(engine.ingest(batch(4, 2)).durable).rejects.toBeInstanceOf(QuotaError)
+    vi.restoreAllMocks()
+    const crashed = await open(factory, 'quota-crash')
+    expect(count(crashed)).toBe(3)
+    // The refused batch was never acknowledged, so the producer still has it and sends it again.
+    expect(crashed.ingest(batch(4, 2)).accepted).toBe(2)
+  })
+
+  it('stops writing at once when the tab loses its source claim', async () => {
+    const claim = { held: true }
+    const engine = await openEngine({ ...config, persistence: indexedDbPersistence({ name: 'claim', indexedDB: new IDBFactory(), claim }) })
+    await engine.ingest(batch(1, 1)).durable
+    claim.held = false
+    await expect(engine.ingest(batch(2, 1)).durable).rejects.toThrow(/no longer holds its source claim/)
+    expect(engine.ingest(batch(3, 1)).anomalies[0]).toMatchObject({ reason: 'overflow' })
+  })
+})
+
+describe('openEngine: identity and upgrades', () => {
+  it('keeps the replica id across reloads and refuses a different one', async () => {
+    const factory = new IDBFactory()
+    const first = await open(factory, 'identity')
+    const replicaId = recoveryReport(first)?.replicaId
+    expect(replicaId).toMatch(/.{8,}/)
+    // A crash right after open, before any batch: the id was stored before the engine was handed out.
+    const second = await open(factory, 'identity')
+    expect(recoveryReport(second)?.replicaId).toBe(replicaId)
+    await second.ingest(batch(1, 2)).durable
+    await second.close()
+    const third = await open(factory, 'identity', { replicaId: replicaId as string })
+    expect(recoveryReport(third)?.replicaId).toBe(replicaId)
+    expect((third as TidemarkEngine).replicaId).toBe(replicaId)
+    await third.close()
+    await expect(open(factory, 'identity', { replicaId: 'someone-else' })).rejects.toThrow(/belongs to replica/)
+  })
+
+  it('uses a replica id given for a new log', async () => {
+    const engine = await open(new IDBFactory(), 'given', { replicaId: 'tab-7' })
+    expect(recoveryReport(engine)?.replicaId).toBe('tab-7')
+  })
+
+  it('opens a schema-1 database holding format-1 records, and upgrades it', async () => {
+    const factory = new IDBFactory()
+    const v1 = await legacyDatabase(factory, 'legacy', 1, SCHEMA_1_STORES)
+    await v1.put('wal', encodeFormat1Batch(1, batch(1, 3)).buffer, 1)
+    await v1.put('wal', encodeFormat1Batch(2, batch(4, 2)).buffer, 2)
+    v1.close()
+    const engine = await open(factory, 'legacy')
+    const reference = createEngine(config)
+    reference.ingest(batch(1, 3))
+    reference.ingest(batch(4, 2))
+    expect(engine.results()).toEqual(reference.results())
+    expect(recoveryReport(engine)).toMatchObject({ replayedRecords: 2, replayedEvents: 5, corrupt: [] })
+    await engine.ingest(batch(6, 1)).durable
+    await engine.close()
+    const db = await raw(factory, 'legacy')
+    expect(db.version).toBe(SCHEMA_VERSION)
+    db.close()
+    expect(count(await open(factory, 'legacy'))).toBe(6)
+  })
+
+  it('refuses a checkpoint written for other windows, and closes the log', async () => {
+    const factory = new IDBFactory()
+    const engine = await open(factory, 'config')
+    await engine.ingest(batch(1, 2)).durable
+    await engine.close()
+    await expect(open(factory, 'config', { windows: tumbling(20) })).rejects.toThrow(/checkpoint was written with/)
+    // The failed open released the database: the right configuration opens it.
+    expect(count(await open(factory, 'config'))).toBe(2)
+  })
+})
+
+describe('openEngine: replication and Node', () => {
+  it('logs peers’ state merged through Yjs, so a reload without peers still shows it', async () => {
+    const factory = new IDBFactory()
+    const docA = new Y.Doc()
+    const docB = new Y.Doc()
+    docA.on('update', (update: Uint8Array, origin: unknown) => origin !== 'wire' && Y.applyUpdate(docB, update, 'wire'))
+    docB.on('update', (update: Uint8Array, origin: unknown) => origin !== 'wire' && Y.applyUpdate(docA, update, 'wire'))
+    const a = await open(factory, 'replica-a', { watermark: manual() })
+    bindDoc(a, docA)
+    const replicationErrors: string[] = []
+    const b = createEngine({ ...config, watermark: manual(), replicaId: 'peer-b' })
+    bindDoc(b, docB, { onError: (error) => replicationErrors.push(error.message) })
+    await a.ingest(batch(1, 2, 'da')).durable
+    b.ingest(batch(1, 3, 'db'))
+    a.advanceWatermark(100)
+    expect(count(a)).toBe(5)
+    await whenDurable(a)
+    await b.close()
+    const reloaded = await open(factory, 'replica-a', { watermark: manual() })
+    bindDoc(reloaded, new Y.Doc())
+    // The new doc holds only this replica's own state until peers sync: its size differs, nothing else.
+    const withoutDoc = (engine: Engine) => {
+      const { stats, ...rest } = visibleState(engine)
+      return { ...rest, stats: { ...stats, docBytes: 0 } }
+    }
+    expect(withoutDoc(reloaded)).toEqual(withoutDoc(a))
+    expect(count(reloaded)).toBe(5)
+    expect(replicationErrors).toEqual([])
+  })
+
+  it('runs on memoryPersistence: close and reopen keep everything', async () => {
+    const persistence = memoryPersistence({ checkpointEvery: { events: 3 } })
+    const engine = await openEngine({ ...config, persistence })
+    engine.ingest(batch(1, 2))
+    engine.ingest(batch(3, 2))
+    await engine.ingest(batch(5, 2)).durable
+    await engine.close()
+    await expect(engine.close()).resolves.toBeUndefined()
+    const reopened = await openEngine({ ...config, persistence })
+    expect(visibleState(reopened)).toEqual(visibleState(engine))
+  })
+})
+

@@ -1,0 +1,31 @@
+import { type ReactNode, useMemo, useState } from 'react'
+import { EngineContext } from './engineContext.ts'
+import { createFrameScheduler, EngineFeed, type FrameScheduler, type ObservedEngine } from '@tidemark/engine'
+
+export interface EngineProviderProps {
+  /** The engine whose state the hooks below read. */
+  readonly engine: ObservedEngine
+  /** When frames run; default `createFrameScheduler()` (one per provider). */
+  readonly scheduler?: FrameScheduler | undefined
+  readonly children?: ReactNode
+}
+
+/**
+ * Gives the hooks below it an engine. All of them share one engine
+ * subscription, held only while at least one hook is mounted, and see the
+ * engine's changes at most once per frame.
+ *
+ * @example
+ * const engine = createEngine({ windows: tumbling(60_000) })
+ * createRoot(el).render(
+ *   <EngineProvider engine={engine}>
+ *     <Dashboard />
+ *   </EngineProvider>,
+ * )
+ */
+export function EngineProvider({ engine, scheduler, children }: EngineProviderProps): ReactNode {
+  const [defaultScheduler] = useState(createFrameScheduler)
+  const frameScheduler = scheduler ?? defaultScheduler
+  const feed = useMemo(() => new EngineFeed(engine, frameScheduler), [engine, frameScheduler])
+  return <EngineContext value={feed}>{children}</EngineContext>
+}

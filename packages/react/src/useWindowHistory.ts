@@ -1,0 +1,40 @@
+import { windowHistorySlice, type WindowResult } from '@tidemark/engine'
+import { useEngineSlice } from './useEngineSlice.ts'
+
+/**
+ * Every value one window has shown, oldest first, from `engine.history()`:
+ * the on-time result (revision 0) and each correction after it, so a chart
+ * can draw what was shown at first next to what it became. Renders at most
+ * once per frame, and only in frames that changed this window.
+ *
+ * @example
+ * function CorrectedBar({ start }: { start: number }) {
+ *   const history = useWindowHistory('tumbling:60000', 'temp', start)
+ *   const onTime = history[0]
+ *   const latest = history.at(-1)
+ *   return <Bar value={latest?.sum} ghost={onTime !== latest ? onTime?.sum : undefined} />
+ * }
+ */
+export function useWindowHistory(window: string, key: string, start: number): readonly WindowResult[]
+export function useWindowHistory<S>(
+  window: string,
+  key: string,
+  start: number,
+  selector: (history: readonly WindowResult[]) => S,
+  isEqual?: (a: S, b: S) => boolean,
+): S
+export function useWindowHistory(
+  window: string,
+  key: string,
+  start: number,
+  selector?: (history: readonly WindowResult[]) => unknown,
+  isEqual?: (a: unknown, b: unknown) => boolean,
+): unknown {
+  return useEngineSlice(
+    'useWindowHistory',
+    () => windowHistorySlice(window, key, start),
+    [window, key, start],
+    selector,
+    isEqual,
+  )
+}

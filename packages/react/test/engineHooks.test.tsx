@@ -1,0 +1,81 @@
+import { cleanup } from '@testing-library/react'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { MINUTE } from './windowIds.ts'
+import { Lag, LateLane, renders, resetProbes, Stats, SyncBadge, setup, text, Watermark } from './probes.tsx'
+
+beforeEach(resetProbes)
+afterEach(cleanup)
+
+describe('useLateEvents', () => {
+  it('shows the late lane after the frame and ignores frames that left it alone', () => {
+    const { engine, frame } = setup(<LateLane />)
+    engine.addLate({ id: 'e1', source: 'd1', ts: 5, value: 1 }, MINUTE)
+    expect(text('late')).toBe('')
+    frame()
+    expect(text('late')).toBe('e1:beyond_lateness')
+    expect(renders('late')).toBe(2)
+
+    engine.emit(MINUTE, 'temp', 0, 1)
+    frame()
+    expect(renders('late')).toBe(2)
+
+    // The fake pushes onto the array it returned before.
+    engine.addLate({ id: 'e2', source: 'd1', ts: 6, value: 1 }, MINUTE)
+    frame()
+    expect(text('late')).toBe('e1:beyond_lateness e2:beyond_lateness')
+  })
+})
+
+describe('useEngineStats', () => {
+  it('renders when a counter changed, and a selector renders only for its own counter', () => {
+    const { engine, frame } = setup(
+      <>
+        <Stats />
+        <Lag />
+      </>,
+    )
+    engine.setStats({ ingested: 10 })
+    engine.setStats({ ingested: 20 })
+    frame()
+    expect(text('ingested')).toBe('20')
+    expect(renders('stats')).toBe(2)
+    expect(renders('lag')).toBe(1)
+
+    engine.setStats({ watermarkLag: 300 })
+    frame()
+    expect(text('lag')).toBe('300')
+    expect(renders('lag')).toBe(2)
+
+    engine.setStats({}) // a new but equal stats object
+    frame()
+    expect(renders('stats')).toBe(3)
+    engine.setStats({ anomalies: { ...engine.stats().anomalies } }) // an equal nested record
+    frame()
+    expect(renders('stats')).toBe(3)
+  })
+})
+
+describe('useSyncStatus and useWatermark', () => {
+  it('show connection changes and the watermark, and skip equal values', () => {
+    const { engine, frame } = setup(
+      <>
+        <SyncBadge />
+        <Watermark />
+      </>,
+    )
+    expect(text('sync')).toBe('local 0')
+
+    engine.setSync({ state: 'connecting' })
+    engine.setSync({ state: 'connected', peers: 2 })
+    frame()
+    expect(text('sync')).toBe('connected 2')
+    expect(renders('sync')).toBe(2)
+    expect(renders('watermark')).toBe(1)
+
+    engine.setSync({}) // a new object, the same status
+    engine.setWatermark(60_000)
+    frame()
+    expect(renders('sync')).toBe(2)
+    expect(text('watermark')).toBe('60000')
+  })
+})

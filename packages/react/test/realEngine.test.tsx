@@ -1,0 +1,69 @@
+import { createEngine, createManualScheduler, manual, type StreamEvent, tumbling } from '@tidemark/engine'
+import { act, cleanup, render, screen } from '@testing-library/react'
+import { afterEach, describe, expect, it } from 'vitest'
+import { EngineProvider } from '../src/EngineProvider.tsx'
+import { useEngineStats } from '../src/useEngineStats.ts'
+import { useLateEvents } from '../src/useLateEvents.ts'
+import { useWindow } from '../src/useWindow.ts'
+import { useWindowHistory } from '../src/useWindowHistory.ts'
+
+afterEach(cleanup)
+
+const MINUTE = 'tumbling:60000'
+
+function Minute() {
+  const result = useWindow(MINUTE, 'temp', 0)
+  const history = useWindowHistory(MINUTE, 'temp', 0, (h) => h.map((r) => r.sum).join(','))
+  const ingested = useEngineStats((s) => s.ingested)
+  const late = useLateEvents((lane) => lane.map((l) => l.event.id).join(','))
+  return (
+    <>
+      <output data-testid="result">{result ? `${result.status} r${result.revision} ${result.sum}` : 'none'}</output>
+      <output data-testid="history">{history}</output>
+      <output data-testid="ingested">{ingested}</output>
+      <output data-testid="late">{late}</output>
+    </>
+  )
+}
+
+const reading = (id: string, ts: number, value: number): StreamEvent => ({ id, source: 'd1', ts, key: 'temp', value })
+const text = (testId: string): string | null => screen.getByTestId(testId).textContent
+
+describe('with the real engine', () => {
+  it('shows the provisional, on-time and corrected value, its history, stats and the late lane', () => {
+    const engine = createEngine({ windows: tumbling(60_000), watermark: manual(), allowedLateness: 60_000 })
+    const scheduler = createManualScheduler()
+    const frame = (): void => act(() => scheduler.flush())
+    const view = render(
+      <EngineProvider engine={engine} scheduler={scheduler}>
+        <Minute />
+      </EngineProvider>,
+    )
+    expect(text('result')).toBe('none')
+
+    engine.ingest([reading('1', 10, 20), reading('2', 20, 22)])
+    frame()
+    expect(text('result')).toBe('provisional r0 42')
+    expect(text('ingested')).toBe('2')
+
+    engine.advanceWatermark(60_000)
+    frame()
+    expect(text('result')).toBe('on_time r0 42')
+
+    engine.ingest([reading('3', 30, 30)]) // late, within allowed lateness
+    frame()
+    expect(text('result')).toBe('corrected r1 72')
+    expect(text('history')).toBe('42,72')
+
+    engine.advanceWatermark(200_000)
+    // Beyond lateness for [0, 60000), on time for [180000, 240000): one batch, one notification.
+    engine.ingest([reading('4', 31, 30), reading('5', 190_000, 1)])
+    frame()
+    expect(text('late')).toBe('4')
+    expect(text('result')).toBe('corrected r1 72')
+
+    view.unmount()
+    act(() => scheduler.flush())
+    expect(scheduler.pending).toBe(0)
+  })
+})

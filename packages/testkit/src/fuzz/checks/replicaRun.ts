@@ -1,0 +1,242 @@
+/**
+ * In-process replicas exchanging lattice state through the `ReplicaPort`: each source is
+ * written by exactly one replica; every local write becomes a message that the network
+ * delivers late, out of order, repeatedly or never (partitions drop it). At the end the
+ * partition heals and anti-entropy runs (every replica merges every other's
+ * `exportState()`, in a seeded order, for as many rounds as there are replicas). Then:
+ *
+ * - every replica shows the same window values;
+ * - nothing an owner accepted was lost: each owner's own cells are what they were before
+ *   anti-entropy, and the converged values are the join of all owners' own cells;
+ * - a correct peer's state is never flagged (`invalid_remote_cell`, `source_conflict`);
+ * - with a watermark that never moves, the values equal one engine that saw every event;
+ * - every receipt balances, and a crashed replica recovers exactly (merges are journaled
+ *   through the WAL codec too).
+ */
+import {
+  boundedOutOfOrderness,
+  type CellEntry,
+  cellKey,
+  type ClockEntry,
+  createEngine,
+  type LocalWrite,
+  manual,
+  type StreamEvent,
+  type TidemarkEngine,
+  type WindowSpec,
+} from '@tidemark/engine'
+import { seededRandom } from '@tidemark/seeded-random'
+import { check, checkEqual } from '../invariant.ts'
+import type { Meter } from '../scenario.ts'
+import { checkAccounting } from './planRun.ts'
+import { crashAndRecover, FuzzJournal, type StoredCheckpoint, takeCheckpoint } from './walWriter.ts'
+
+export type ReplicaOp =
+  | { readonly kind: 'ingest'; readonly replica: number; readonly events: readonly StreamEvent[] }
+  /** Delivers one message of `from` (any, old or new: reordering and repeats) to `to`. */
+  | { readonly kind: 'deliver'; readonly from: number; readonly to: number; readonly pick: number }
+  /** Delivers every message `to` has not had yet from reachable peers, shuffled. */
+  | { readonly kind: 'flood'; readonly to: number; readonly seed: number }
+  /** Replica i joins group groups[i]; messages cross no group boundary. */
+  | { readonly kind: 'partition'; readonly groups: readonly number[] }
+  | { readonly kind: 'heal' }
+  | { readonly kind: 'advance'; readonly replica: number; readonly to: number }
+  | { readonly kind: 'clock'; readonly to: number }
+  | { readonly kind: 'tick'; readonly replica: number }
+  | { readonly kind: 'checkpoint'; readonly replica: number }
+  | { readonly kind: 'crash'; readonly replica: number }
+
+export interface ReplicaCase {
+  readonly windows: readonly WindowSpec[]
+  /** `null`: manual watermark. */
+  readonly lag: number | null
+  readonly allowedLateness: number
+  readonly replicas: number
+  readonly antiEntropySeed: number
+  /**
+   * How replicas catch up after the partition heals:
+   * - `export-echo`: every replica merges every other's `exportState()`, its own sources'
+   *   cells included, as peers hold them (a generic transport);
+   * - `export`: the same without a replica's own sources (each reads only the others' state);
+   * - `log`: every write a replica has not had yet is delivered, shuffled (what a Yjs
+   *   state-vector exchange amounts to: the missing log entries).
+   */
+  readonly antiEntropy: 'export-echo' | 'export' | 'log'
+  readonly ops: readonly ReplicaOp[]
+}
+
+interface Replica {
+  engine: TidemarkEngine
+  readonly journal: FuzzJournal
+  stored: StoredCheckpoint
+  readonly outbox: LocalWrite[]
+  /** `${from}:${index}` of messages already delivered here, for `flood`. */
+  readonly received: Set<string>
+}
+
+export function replicaId(i: number): string {
+  return `r${i}`
+}
+
+export function values(engine: TidemarkEngine) {
+  return engine.results().map(({ window, key, start, end, count, sum, min, max }) => ({ window, key, start, end, count, sum, min, max }))
+}
+
+/** Cells of the sources this engine writes, in a canonical order. */
+function ownCells(engine: TidemarkEngine): { cells: CellEntry[]; clocks: ClockEntry[] } {
+  const state = structuredClone(engine.replica.exportState())
+  const mine = new Set(state.clocks.filter((c) => c.writer === engine.replicaId).map((c) => c.source))
+  const key = (e: CellEntry) => cellKey(e.address.window, e.address.key, e.address.start, e.address.source)
+  const cells = state.cells.filter((c) => mine.has(c.address.source)).sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0))
+  const clocks = state.clocks.filter((c) => c.writer === engine.replicaId).sort((a, b) => (a.source < b.source ? -1 : 1))
+  return { cells, clocks }
+}
+
+export async function runReplicas(testCase: ReplicaCase, meter: Meter): Promise<void> {
+  const clock = { now: 0 }
+  const make = (i: number) => (now: () => number) =>
+    createEngine({
+      windows: testCase.windows,
+      watermark: testCase.lag === null ? manual() : boundedOutOfOrderness(testCase.lag),
+      allowedLateness: testCase.allowedLateness,
+      retention: Number.POSITIVE_INFINITY,
+      replicaId: replicaId(i),
+      now,
+    }) as TidemarkEngine
+  const replicas: Replica[] = []
+  const wire = (r: Replica) => {
+    r.engine.attachLog(r.journal)
+    // A write is only valid during the call (its cells are live state): copy it, as a transport would.
+    r.engine.replica.onLocalWrite((write) => r.outbox.push(structuredClone(write)))
+  }
+  for (let i = 0; i < testCase.replicas; i++) {
+    const journal = new FuzzJournal()
+    const engine = make(i)(() => clock.now)
+    const r: Replica = { engine, journal, stored: takeCheckpoint(engine, journal), outbox: [], received: new Set() }
+    wire(r)
+    replicas.push(r)
+  }
+  const single = createEngine({ windows: testCase.windows, watermark: manual(), retention: Number.POSITIVE_INFINITY, replicaId: 'single' })
+  let pure = testCase.lag === null
+  let groups: readonly number[] = replicas.map(() => 0)
+  const linked = (a: number, b: number) => (groups[a] ?? 0) === (groups[b] ?? 0)
+  const deliver = (from: number, to: number, index: number) => {
+    const write = replicas[from]?.outbox[index]
+    const target = replicas[to]
+    if (write === undefined || target === undefined || from === to || !linked(from, to)) return
+    target.received.add(`${from}:${index}`)
+    target.engine.replica.mergeRemote(structuredClone(write.cells), structuredClone(write.clocks))
+    meter.checks++
+  }
+
+  testCase.ops.forEach((op, step) => {
+    meter.ops++
+    switch (op.kind) {
+      case 'ingest': {
+        const r = replicas[op.replica]
+        if (r === undefined) return
+        meter.events += op.events.length
+        checkAccounting(r.engine.ingest(op.events), op.events, meter, step)
+        single.ingest(op.events)
+        return
+      }
+      case 'deliver': {
+        const count = replicas[op.from]?.outbox.length ?? 0
+        if (count > 0) deliver(op.from, op.to, op.pick % count)
+        return
+      }
+      case 'flood': {
+        const random = seededRandom(op.seed)
+        const inbox: [number, number][] = []
+        replicas.forEach((r, from) => {
+          r.outbox.forEach((_, index) => {
+            if (!replicas[op.to]?.received.has(`${from}:${index}`)) inbox.push([from, index])
+          })
+        })
+        for (let i = inbox.length - 1; i > 0; i--) {
+          const j = Math.floor(random() * (i + 1))
+          ;[inbox[i], inbox[j]] = [inbox[j] as [number, number], inbox[i] as [number, number]]
+        }
+        for (const [from, index] of inbox) deliver(from, op.to, index)
+        return
+      }
+      case 'partition':
+        groups = op.groups
+        return
+      case 'heal':
+        groups = replicas.map(() => 0)
+        return
+      case 'advance':
+        pure = false
+        replicas[op.replica]?.engine.advanceWatermark(op.to)
+        return
+      case 'clock':
+        clock.now = op.to
+        return
+      case 'tick':
+        replicas[op.replica]?.engine.tick()
+        return
+      case 'checkpoint': {
+        const r = replicas[op.replica]
+        if (r !== undefined) r.stored = takeCheckpoint(r.engine, r.journal)
+        return
+      }
+      case 'crash': {
+        const r = replicas[op.replica]
+        if (r === undefined) return
+        meter.checks++
+        r.engine = crashAndRecover(r.engine, make(op.replica), r.journal, r.stored, () => clock.now, step)
+        wire(r)
+        return
+      }
+    }
+  })
+
+  // Anti-entropy after the partition heals.
+  const before = replicas.map((r) => ownCells(r.engine))
+  const random = seededRandom(testCase.antiEntropySeed)
+  groups = replicas.map(() => 0)
+  if (testCase.antiEntropy === 'log') {
+    replicas.forEach((_, to) => {
+      const inbox: [number, number][] = []
+      replicas.forEach((r, from) => {
+        for (let index = 0; index < r.outbox.length; index++) inbox.push([from, index])
+      })
+      inbox.sort(() => random() - 0.5)
+      for (const [from, index] of inbox) if (!replicas[to]?.received.has(`${from}:${index}`)) deliver(from, to, index)
+    })
+  }
+  for (let round = 0; testCase.antiEntropy !== 'log' && round < replicas.length; round++) {
+    const pairs: [number, number][] = []
+    for (let a = 0; a < replicas.length; a++) for (let b = 0; b < replicas.length; b++) if (a !== b) pairs.push([a, b])
+    pairs.sort(() => random() - 0.5)
+    for (const [a, b] of pairs) {
+      const state = structuredClone((replicas[a] as Replica).engine.replica.exportState())
+      const target = (replicas[b] as Replica).engine
+      const own = new Set(before[b]?.clocks.map((c) => c.source))
+      const cells = testCase.antiEntropy === 'export-echo' ? state.cells : state.cells.filter((c) => !own.has(c.address.source))
+      target.replica.mergeRemote(cells, state.clocks)
+    }
+  }
+  const end = testCase.ops.length
+  const reference = values((replicas[0] as Replica).engine)
+  replicas.forEach((r, i) => {
+    meter.checks += 4
+    checkEqual(values(r.engine), reference, `convergence.values(r${i} vs r0)`, end)
+    checkEqual(ownCells(r.engine), before[i], 'convergence.owner-lost-data', end)
+    const anomalies = r.engine.stats().anomalies
+    check(anomalies.invalid_remote_cell === 0, 'convergence.flagged-valid-peer', () => `r${i} flagged ${anomalies.invalid_remote_cell} valid cells invalid`, end)
+    check(anomalies.source_conflict === 0, 'convergence.spurious-conflict', () => `r${i} reports ${anomalies.source_conflict} source conflicts`, end)
+  })
+  const oracle = createEngine({ windows: testCase.windows, watermark: manual(), retention: Number.POSITIVE_INFINITY, replicaId: 'oracle' }) as TidemarkEngine
+  oracle.replica.mergeRemote(
+    before.flatMap((b) => b.cells),
+    before.flatMap((b) => b.clocks),
+  )
+  meter.checks++
+  checkEqual(reference, values(oracle), 'convergence.join-of-owners', end)
+  if (pure) {
+    meter.checks++
+    checkEqual(reference, values(single as TidemarkEngine), 'convergence.single-engine', end)
+  }
+}

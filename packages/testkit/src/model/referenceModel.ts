@@ -1,0 +1,415 @@
+/**
+ * A reference model of the engine's contract (DESIGN.md §1–§3, §8), written to
+ * be read, not to be fast: every window is recomputed from the list of events it
+ * admitted, every frontier from the list of events each source delivered.
+ *
+ * It shares no code with `src/` beyond types, the window spec constructors and the
+ * two documented validation bounds. Where the contract is silent it follows the
+ * decisions written down in packages/engine/README.md:
+ * - frontiers `W` and `P` move between batches only;
+ * - a window that gets its first event already past the firing frontier fires at
+ *   once (its first emission is a correction, revision 1), with the basis the
+ *   frontiers before the batch had for its end;
+ * - a correction's basis is how completeness is known now, or, when it is not
+ *   known now, the basis the window fired with, as long as its end has not grown
+ *   since (a session that grew past that end is not known complete); a result
+ *   still 'unknown' when it becomes final says how it is known then (W >= end);
+ * - sessions: with a session spec, a batch is placed in event order (ts, source,
+ *   seq, id), since which session an event joins depends on what came before it;
+ *   an event touching a final session, or before the end of a final session that
+ *   left live state, is refused; a merge keeps the fired state, the highest
+ *   revision and the basis of the earliest session;
+ * - `advanceWatermark(t)` forces W forward under any strategy.
+ */
+import {
+  type AnomalyReason,
+  type Basis,
+  type LateEvent,
+  MAX_ABS_TS,
+  MAX_NAME_LENGTH,
+  type StreamEvent,
+  type WatermarkStrategy,
+  type WindowResult,
+  type WindowSpec,
+} from '@tidemark/engine'
+
+export interface ModelConfig {
+  readonly windows: readonly WindowSpec[]
+  readonly watermark: WatermarkStrategy
+  readonly idleTimeout: number
+  readonly allowedLateness: number
+  readonly retention: number
+}
+
+export interface ModelAnomaly {
+  readonly reason: AnomalyReason
+  readonly index: number
+  readonly id?: string
+}
+
+export interface ModelReceipt {
+  readonly accepted: number
+  readonly late: number
+  readonly duplicates: number
+  readonly beyondLateness: number
+  readonly rejected: number
+  readonly anomalies: readonly ModelAnomaly[]
+}
+
+/** A valid, first-seen event as its source delivered it. */
+interface Delivery {
+  readonly source: string
+  readonly seq: number | undefined
+  readonly ts: number
+  /** Processing time of the ingest that brought it. */
+  readonly now: number
+}
+
+interface ModelWindow {
+  readonly spec: WindowSpec
+  readonly key: string
+  /** Start of a tumbling or sliding window; sessions derive theirs from their events. */
+  readonly fixedStart: number
+  readonly events: { readonly ts: number; readonly value: number }[]
+  fired: boolean
+  final: boolean
+  /** -1 until the window emits a fired result. */
+  revision: number
+  /** Basis with which this window fired (through the frontier, or at birth past it). */
+  firedBasis: Basis
+  /** The end `firedBasis` speaks for. */
+  basisEnd: number
+  /** Basis of the last fired emission. */
+  basis: Basis
+}
+
+type Placement = 'refused' | 'on_time' | 'late'
+
+function startOf(w: ModelWindow): number {
+  if (w.spec.kind !== 'session') return w.fixedStart
+  return Math.min(...w.events.map((e) => e.ts))
+}
+
+function endOf(w: ModelWindow): number {
+  switch (w.spec.kind) {
+    case 'session':
+      return Math.max(...w.events.map((e) => e.ts)) + w.spec.gap
+    default:
+      return w.fixedStart + w.spec.size
+  }
+}
+
+/** Starts of every tumbling/sliding window holding `ts`. */
+function fixedStarts(spec: WindowSpec, ts: number): number[] {
+  if (spec.kind === 'session') return []
+  const slide = spec.kind === 'sliding' ? spec.slide : spec.size
+  const last = Math.floor(ts / slide) * slide
+  const starts: number[] = []
+  for (let start = last - spec.size + slide; start <= last; start += slide) starts.push(start)
+  return starts
+}
+
+/** Why an input is refused before it reaches any window, or null. Generated invalid inputs have a single fault. */
+export function modelValidation(input: unknown): AnomalyReason | null {
+  if (input === null || typeof input !== 'object') return 'invalid_event'
+  const { id, source, ts, value, seq, key } = input as Record<string, unknown>
+  if (typeof id !== 'string' || id === '') return 'missing_id'
+  if (id.length > MAX_NAME_LENGTH) return 'invalid_id'
+  if (typeof source !== 'string' || source === '') return 'missing_source'
+  if (source.length > MAX_NAME_LENGTH) return 'invalid_source'
+  if (typeof ts !== 'number' || !Number.isFinite(ts) || Math.abs(ts) > MAX_ABS_TS) return 'invalid_ts'
+  if (typeof value !== 'number' || !Number.isFinite(value)) return 'invalid_value'
+  if (seq !== undefined && !(typeof seq === 'number' && Number.isInteger(seq) && seq >= 1 && seq <= Number.MAX_SAFE_INTEGER)) {
+    return 'invalid_seq'
+  }
+  if (key !== undefined && (typeof key !== 'string' || key.length > MAX_NAME_LENGTH)) return 'invalid_key'
+  return null
+}
+
+export function compareResults(a: WindowResult, b: WindowResult): number {
+  if (a.window !== b.window) return a.window < b.window ? -1 : 1
+  if (a.key !== b.key) return a.key < b.key ? -1 : 1
+  return a.start - b.start
+}
+
+export class ReferenceModel {
+  readonly config: ModelConfig
+  readonly #seen = new Set<string>()
+  readonly #deliveries: Delivery[] = []
+  #windows: ModelWindow[] = []
+  readonly #late: LateEvent[] = []
+  /** Per session spec and key, the largest end of a final session that left live state. */
+  readonly #sealed = new Map<string, number>()
+  #watermark = Number.NEGATIVE_INFINITY
+  /** The watermark with idle sources still counted: tells `derived` from `fallback`. */
+  #strictWatermark = Number.NEGATIVE_INFINITY
+  #proof = Number.NEGATIVE_INFINITY
+  readonly #totals = {
+    ingested: 0,
+    applied: 0,
+    duplicates: 0,
+    lateAdmitted: 0,
+    beyondLateness: 0,
+  }
+  readonly #anomalies: Partial<Record<AnomalyReason, number>> = {}
+
+  constructor(config: ModelConfig) {
+    this.config = config
+  }
+
+  ingest(events: readonly unknown[], now: number): ModelReceipt {
+    const watermark = this.#watermark
+    const firing = Math.max(this.#watermark, this.#proof)
+    const touched = new Set<ModelWindow>()
+    const anomalies: ModelAnomaly[] = []
+    let accepted = 0
+    let late = 0
+    let duplicates = 0
+    let beyond = 0
+    events.forEach((input, index) => {
+      const reason = modelValidation(input)
+      if (reason === null) return
+      const id = (input as { id?: unknown } | null)?.id
+      anomalies.push(typeof id === 'string' && id !== '' ? { reason, index, id: id.slice(0, MAX_NAME_LENGTH) } : { reason, index })
+      this.#anomalies[reason] = (this.#anomalies[reason] ?? 0) + 1
+    })
+    const valid = events.filter((e) => modelValidation(e) === null) as StreamEvent[]
+    const placed = this.config.windows.some((w) => w.kind === 'session') ? [...valid].sort(eventOrder) : valid
+    for (const event of placed) {
+      const identity = JSON.stringify(event.seq === undefined ? [event.source, 'id', event.id] : [event.source, 'seq', event.seq])
+      if (this.#seen.has(identity)) {
+        duplicates++
+        continue
+      }
+      this.#seen.add(identity)
+      const placements: Placement[] = []
+      for (const spec of this.config.windows) {
+        const outcomes = this.#place(spec, event, watermark, firing, touched)
+        if (outcomes.includes('refused')) this.#late.push({ event: { ...event }, window: spec.id, reason: 'beyond_lateness' })
+        placements.push(...outcomes)
+      }
+      this.#deliveries.push({ source: event.source, seq: event.seq, ts: event.ts, now })
+      if (placements.some((p) => p !== 'refused')) {
+        accepted++
+        if (placements.includes('late')) late++
+      } else {
+        beyond++
+      }
+    }
+    const totals = this.#totals
+    totals.ingested += events.length
+    totals.applied += accepted
+    totals.duplicates += duplicates
+    totals.lateAdmitted += late
+    totals.beyondLateness += beyond
+    this.#advance(now)
+    this.#settle(touched)
+    return { accepted, late, duplicates, beyondLateness: beyond, rejected: anomalies.length, anomalies }
+  }
+
+  tick(now: number): void {
+    this.#advance(now)
+    this.#settle(new Set())
+  }
+
+  advanceWatermark(t: number): void {
+    if (!(t > this.#watermark)) return
+    this.#watermark = t
+    this.#strictWatermark = Math.max(this.#strictWatermark, t)
+    this.#settle(new Set())
+  }
+
+  watermark(): number {
+    return this.#watermark
+  }
+
+  proofFrontier(): number {
+    return this.#proof
+  }
+
+  /** The part of `EngineStats` the model can state; anomaly counts only for reasons that occurred. */
+  stats() {
+    return {
+      ...this.#totals,
+      proofFrontier: this.#proof,
+      watermark: this.#watermark,
+      sources: new Set(this.#deliveries.map((d) => d.source)).size,
+      openWindows: this.#windows.length,
+      pending: this.#windows.filter((w) => !w.fired).reduce((n, w) => n + w.events.length, 0),
+      lateLane: this.#late.length,
+      anomalies: {
+        ...this.#anomalies,
+        duplicate: this.#totals.duplicates,
+        beyond_lateness: this.#totals.beyondLateness,
+      } as Partial<Record<AnomalyReason, number>>,
+    }
+  }
+
+  lateEvents(): readonly LateEvent[] {
+    return this.#late
+  }
+
+  results(): WindowResult[] {
+    return this.#windows
+      .map((w): WindowResult => {
+        const values = w.events.map((e) => e.value)
+        const sum = values.reduce((a, b) => a + b, 0)
+        return {
+          window: w.spec.id,
+          key: w.key,
+          start: startOf(w),
+          end: endOf(w),
+          count: values.length,
+          sum,
+          min: Math.min(...values),
+          max: Math.max(...values),
+          mean: sum / values.length,
+          status: !w.fired ? 'provisional' : w.revision === 0 ? 'on_time' : 'corrected',
+          revision: w.fired ? w.revision : 0,
+          final: w.final,
+          basis: w.fired ? w.basis : 'unknown',
+        }
+      })
+      .sort(compareResults)
+  }
+
+  #place(spec: WindowSpec, event: StreamEvent, watermark: number, firing: number, touched: Set<ModelWindow>): Placement[] {
+    const key = event.key ?? ''
+    const lateness = this.config.allowedLateness
+    if (spec.kind === 'session') return [this.#placeInSession(spec.gap, spec, event, watermark, firing, touched)]
+    return fixedStarts(spec, event.ts).map((start): Placement => {
+      const end = start + spec.size
+      if (end + lateness <= watermark) return 'refused'
+      let w = this.#windows.find((x) => x.spec === spec && x.key === key && x.fixedStart === start)
+      if (w === undefined) {
+        w = this.#newWindow(spec, key, start, end <= firing, end)
+        this.#windows.push(w)
+      }
+      w.events.push({ ts: event.ts, value: event.value })
+      touched.add(w)
+      return w.fired ? 'late' : 'on_time'
+    })
+  }
+
+  #placeInSession(
+    gap: number,
+    spec: WindowSpec,
+    event: StreamEvent,
+    watermark: number,
+    firing: number,
+    touched: Set<ModelWindow>,
+  ): Placement {
+    const key = event.key ?? ''
+    const { ts, value } = event
+    if (ts < (this.#sealed.get(JSON.stringify([spec.id, key])) ?? Number.NEGATIVE_INFINITY)) return 'refused'
+    // Lateness is judged on the event's own proto-window [ts, ts + gap), as in Beam.
+    if (ts + gap + this.config.allowedLateness <= watermark) return 'refused'
+    const overlapping = this.#windows
+      .filter((s) => s.spec === spec && s.key === key && endOf(s) > ts && startOf(s) < ts + gap)
+      .sort((a, b) => startOf(a) - startOf(b))
+    if (overlapping.some((s) => s.final)) return 'refused'
+    const end = Math.max(ts + gap, ...overlapping.map(endOf))
+    const merged = this.#newWindow(spec, key, Number.NaN, overlapping.some((s) => s.fired) || end <= firing, end)
+    merged.events.push(...overlapping.flatMap((s) => s.events), { ts, value })
+    merged.revision = Math.max(-1, ...overlapping.map((s) => s.revision))
+    const earliest = overlapping[0]
+    if (earliest !== undefined) {
+      merged.firedBasis = earliest.firedBasis
+      merged.basisEnd = earliest.basisEnd
+      merged.basis = earliest.basis
+    }
+    this.#windows = this.#windows.filter((w) => !overlapping.includes(w))
+    for (const s of overlapping) touched.delete(s)
+    this.#windows.push(merged)
+    touched.add(merged)
+    return merged.fired ? 'late' : 'on_time'
+  }
+
+  /** A window born fired records the basis the frontiers before the batch had for its end. */
+  #newWindow(spec: WindowSpec, key: string, fixedStart: number, fired: boolean, end: number): ModelWindow {
+    const firedBasis = fired ? this.#basisOf(end) : 'unknown'
+    const basisEnd = fired ? end : Number.NEGATIVE_INFINITY
+    return { spec, key, fixedStart, events: [], fired, final: false, revision: -1, firedBasis, basisEnd, basis: 'unknown' }
+  }
+
+  /** Recomputes W (bounded strategy) and P from every delivery so far, at processing time `now`. */
+  #advance(now: number): void {
+    const names = [...new Set(this.#deliveries.map((d) => d.source))]
+    const clocks = names.map((name) => {
+      const mine = this.#deliveries.filter((d) => d.source === name)
+      return {
+        maxTs: Math.max(...mine.map((d) => d.ts)),
+        idle: now - Math.max(...mine.map((d) => d.now)) > this.config.idleTimeout,
+        proof: proofOf(mine),
+      }
+    })
+    this.#proof = clocks.length === 0 ? Number.NEGATIVE_INFINITY : Math.min(...clocks.map((c) => c.proof))
+    if (this.config.watermark.kind !== 'bounded') return
+    const lag = this.config.watermark.outOfOrderness
+    const active = clocks.filter((c) => !c.idle)
+    if (active.length > 0) this.#watermark = Math.max(this.#watermark, Math.min(...active.map((c) => c.maxTs)) - lag)
+    if (clocks.length > 0) this.#strictWatermark = Math.max(this.#strictWatermark, Math.min(...clocks.map((c) => c.maxTs)) - lag)
+  }
+
+  #basisOf(end: number): Basis {
+    if (this.#proof >= end) return 'proven'
+    if (this.#strictWatermark >= end) return 'derived'
+    if (this.#watermark >= end) return 'fallback'
+    return 'unknown'
+  }
+
+  /** After frontiers moved: corrections, firings, finality, expiry. */
+  #settle(touched: Set<ModelWindow>): void {
+    const lateness = this.config.allowedLateness
+    const watermark = this.#watermark
+    const firing = Math.max(this.#watermark, this.#proof)
+    for (const w of touched) {
+      if (!w.fired) continue
+      w.revision = Math.max(w.revision + 1, 1)
+      const now = this.#basisOf(endOf(w))
+      w.basis = now !== 'unknown' ? now : endOf(w) <= w.basisEnd ? w.firedBasis : 'unknown'
+    }
+    for (const w of this.#windows) {
+      if (w.fired || endOf(w) > firing) continue
+      w.fired = true
+      w.revision = 0
+      w.firedBasis = this.#basisOf(endOf(w))
+      w.basisEnd = endOf(w)
+      w.basis = w.firedBasis
+    }
+    for (const w of this.#windows) {
+      if (w.final || !w.fired || endOf(w) + lateness > watermark) continue
+      w.final = true
+      // Final means W >= end: a result that did not know how it was complete now does.
+      if (w.basis === 'unknown') w.basis = this.#basisOf(endOf(w))
+    }
+    const expired = (w: ModelWindow) => w.final && endOf(w) + lateness + this.config.retention <= watermark
+    for (const w of this.#windows.filter(expired)) {
+      if (w.spec.kind !== 'session') continue
+      const id = JSON.stringify([w.spec.id, w.key])
+      this.#sealed.set(id, Math.max(this.#sealed.get(id) ?? Number.NEGATIVE_INFINITY, endOf(w)))
+    }
+    this.#windows = this.#windows.filter((w) => !expired(w))
+  }
+}
+
+/** The engine's deterministic event order: ts, then source, seq (absent first) and id by UTF-16 code units. */
+function eventOrder(a: StreamEvent, b: StreamEvent): number {
+  const keyOf = (e: StreamEvent) => [e.ts, e.source, e.seq ?? 0, e.id] as const
+  const [x, y] = [keyOf(a), keyOf(b)]
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return (x[i] as number | string) < (y[i] as number | string) ? -1 : 1
+  return 0
+}
+
+/** A source's contribution to P: the largest ts of its gap-free seq prefix, if ts never decreased along it. */
+function proofOf(deliveries: readonly Delivery[]): number {
+  if (deliveries.some((d) => d.seq === undefined)) return Number.NEGATIVE_INFINITY
+  const tsBySeq = new Map(deliveries.map((d) => [d.seq as number, d.ts]))
+  let proof = Number.NEGATIVE_INFINITY
+  for (let seq = 1; tsBySeq.has(seq); seq++) {
+    const ts = tsBySeq.get(seq) as number
+    if (ts < proof) return Number.NEGATIVE_INFINITY
+    proof = ts
+  }
+  return proof
+}

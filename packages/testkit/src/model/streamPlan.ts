@@ -1,0 +1,231 @@
+/**
+ * Random device streams for the property tests: several sources with their own
+ * clocks, disorder, exact duplicates re-sent in the same or later batches,
+ * reconnect backlogs (a source silent, then a burst of old events), clocks that go
+ * backwards, seq-less sources, hostile names, a few invalid inputs, and batch
+ * boundaries anywhere. A plan is plain data, so fast-check prints it as a repro.
+ */
+import { seededRandom } from '@tidemark/seeded-random'
+import fc from 'fast-check'
+import {
+  boundedOutOfOrderness,
+  type Engine,
+  type IngestReceipt,
+  manual,
+  session,
+  sliding,
+  type StreamEvent,
+  tumbling,
+  type WindowSpec,
+} from '@tidemark/engine'
+import type { ModelConfig } from './referenceModel.ts'
+
+export type PlanOp =
+  | { readonly kind: 'ingest'; readonly events: readonly StreamEvent[] }
+  | { readonly kind: 'clock'; readonly to: number }
+  | { readonly kind: 'tick' }
+  | { readonly kind: 'advanceWatermark'; readonly to: number }
+
+/**
+ * Runs one op of a plan: ingests a batch (returning its receipt), moves the processing-time
+ * clock the engine reads, ticks, or advances a manual watermark.
+ *
+ * @example
+ * const clock = { now: 0 }
+ * const engine = createEngine({ ...plan.config, now: () => clock.now })
+ * for (const op of plan.ops) runPlanOp(engine, clock, op)
+ */
+export function runPlanOp(
+  engine: Pick<Engine, 'ingest' | 'tick' | 'advanceWatermark'>,
+  clock: { now: number },
+  op: PlanOp,
+): IngestReceipt | null {
+  switch (op.kind) {
+    case 'ingest':
+      return engine.ingest(op.events)
+    case 'clock':
+      clock.now = op.to
+      return null
+    case 'tick':
+      engine.tick()
+      return null
+    case 'advanceWatermark':
+      engine.advanceWatermark(op.to)
+      return null
+  }
+}
+
+export interface StreamPlan {
+  readonly config: ModelConfig
+  readonly ops: readonly PlanOp[]
+}
+
+export type WindowKind = WindowSpec['kind']
+
+const WINDOW_CHOICES: readonly WindowSpec[] = [
+  tumbling(10),
+  tumbling(25),
+  sliding(20, 5),
+  sliding(30, 10),
+  session(6),
+  session(15),
+]
+
+/** Some shorter than a session gap: a final session that left live state must still refuse its late events. */
+const RETENTIONS = [Number.POSITIVE_INFINITY, 0, 5, 15, 100]
+
+const SOURCE_NAMES = ['d1', 'd2', 'd3', '__proto__', 'constructor', 'hasOwnProperty'] as const
+const KEYS = [undefined, 'temp', '__proto__', 'constructor'] as const
+
+const step = fc.record({
+  /** Event-time step from the previous event of the source; sometimes backwards. */
+  dt: fc.oneof({ weight: 6, arbitrary: fc.integer({ min: 0, max: 12 }) }, { weight: 1, arbitrary: fc.integer({ min: -15, max: -1 }) }),
+  key: fc.nat(KEYS.length - 1),
+  value: fc.integer({ min: -50, max: 50 }),
+  /** Delivery delay, in slots. */
+  delay: fc.oneof({ weight: 3, arbitrary: fc.constant(0) }, { weight: 2, arbitrary: fc.nat(6) }),
+  /** Extra exact copies, each delivered this many slots after the original (0: possibly the same batch). */
+  copies: fc.oneof({ weight: 4, arbitrary: fc.constant([]) }, { weight: 1, arbitrary: fc.array(fc.nat(8), { maxLength: 2 }) }),
+  /** In a `mixed` source, this event carries no seq. */
+  noSeq: fc.boolean(),
+})
+
+const source = fc.record({
+  name: fc.constantFrom(...SOURCE_NAMES),
+  seqMode: fc.constantFrom('seq', 'seq', 'none', 'mixed'),
+  start: fc.integer({ min: -20, max: 40 }),
+  steps: fc.array(step, { maxLength: 12 }),
+  /** From this event on, the source is offline for `silence` slots, then sends everything at once. */
+  backlog: fc.option(fc.record({ from: fc.nat(11), silence: fc.integer({ min: 3, max: 25 }) }), { nil: undefined }),
+})
+
+type SourceDraft = typeof source extends fc.Arbitrary<infer T> ? T : never
+
+export interface PlanOptions {
+  readonly kinds?: readonly WindowKind[]
+  readonly watermark?: 'bounded' | 'manual' | 'any'
+  /** Invalid inputs sprinkled in; off for plans that compare engines with each other. */
+  readonly invalid?: boolean
+}
+
+export function streamPlan(options: PlanOptions = {}): fc.Arbitrary<StreamPlan> {
+  const kinds = options.kinds ?? ['tumbling', 'sliding', 'session']
+  const choices = WINDOW_CHOICES.filter((w) => kinds.includes(w.kind))
+  const bounded = fc.constantFrom(0, 5, 20).map(boundedOutOfOrderness)
+  const watermark =
+    options.watermark === 'manual'
+      ? fc.constant(manual())
+      : options.watermark === 'bounded'
+        ? bounded
+        : fc.oneof({ weight: 3, arbitrary: bounded }, { weight: 1, arbitrary: fc.constant(manual()) })
+  return fc
+    .record({
+      windows: fc.subarray([...choices], { minLength: 1, maxLength: Math.min(3, choices.length) }),
+      watermark,
+      allowedLateness: fc.constantFrom(0, 10, 40),
+      idleTimeout: fc.constantFrom(Number.POSITIVE_INFINITY, 20, 60),
+      retention: fc.constantFrom(...RETENTIONS),
+      sources: fc.uniqueArray(source, { selector: (s) => s.name, minLength: 1, maxLength: 4 }),
+      slotMs: fc.integer({ min: 0, max: 30 }),
+      cutPercent: fc.integer({ min: 5, max: 80 }),
+      rngSeed: fc.integer(),
+    })
+    .map((draft) =>
+      buildPlan(
+        {
+          windows: draft.windows,
+          watermark: draft.watermark,
+          allowedLateness: draft.allowedLateness,
+          idleTimeout: draft.idleTimeout,
+          retention: draft.retention,
+        },
+        draft.sources,
+        draft.slotMs,
+        draft.cutPercent,
+        draft.rngSeed,
+        options.invalid ?? true,
+      ),
+    )
+}
+
+/** One input with a single fault, for every validation reason. */
+export function invalidInput(kind: number, n: number): unknown {
+  const base = { id: `bad#${n}`, source: 'd1', ts: 5, value: 1 }
+  const long = 'x'.repeat(1025)
+  const faults: unknown[] = [
+    null,
+    { ...base, ts: Number.NaN },
+    { ...base, ts: Number.POSITIVE_INFINITY },
+    { ...base, value: Number.NEGATIVE_INFINITY },
+    { ...base, value: '3' },
+    { ...base, id: '' },
+    { source: 'd1', ts: 5, value: 1 },
+    { ...base, source: '' },
+    { ...base, seq: 0 },
+    { ...base, seq: 1.5 },
+    { ...base, key: 7 },
+    { ...base, id: long },
+    { ...base, source: long },
+    { ...base, key: long },
+  ]
+  return faults[kind % faults.length]
+}
+
+function buildPlan(
+  config: ModelConfig,
+  sources: readonly SourceDraft[],
+  slotMs: number,
+  cutPercent: number,
+  rngSeed: number,
+  invalid: boolean,
+): StreamPlan {
+  const random = seededRandom(rngSeed)
+  const deliveries: { slot: number; order: number; event: StreamEvent }[] = []
+  for (const src of sources) {
+    let ts = src.start
+    src.steps.forEach((s, i) => {
+      ts += s.dt
+      const key = KEYS[s.key]
+      const withSeq = src.seqMode === 'seq' || (src.seqMode === 'mixed' && !s.noSeq)
+      const event: StreamEvent = {
+        id: `${src.name}#${i}`,
+        source: src.name,
+        ts,
+        value: s.value,
+        ...(withSeq ? { seq: i + 1 } : {}),
+        ...(key === undefined ? {} : { key }),
+      }
+      const slot = src.backlog !== undefined && i >= src.backlog.from ? src.backlog.from + src.backlog.silence : i + s.delay
+      deliveries.push({ slot, order: random(), event })
+      for (const later of s.copies) deliveries.push({ slot: slot + later, order: random(), event: { ...event } })
+    })
+  }
+  deliveries.sort((a, b) => a.slot - b.slot || a.order - b.order)
+
+  const ops: PlanOp[] = []
+  let batch: unknown[] = []
+  let maxTs = 0
+  let invalidCount = 0
+  const flush = () => {
+    if (batch.length === 0) return
+    if (invalid && random() < 0.2) {
+      batch.splice(Math.floor(random() * (batch.length + 1)), 0, invalidInput(Math.floor(random() * 100), invalidCount++))
+    }
+    ops.push({ kind: 'ingest', events: batch as StreamEvent[] })
+    batch = []
+    if (random() < 0.3) ops.push({ kind: 'tick' })
+    if (config.watermark.kind === 'manual' && random() < 0.4) ops.push({ kind: 'advanceWatermark', to: maxTs - Math.floor(random() * 20) })
+  }
+  for (const d of deliveries) {
+    if (batch.length > 0 && random() * 100 < cutPercent) flush()
+    if (batch.length === 0) ops.push({ kind: 'clock', to: d.slot * slotMs })
+    batch.push(d.event)
+    maxTs = Math.max(maxTs, d.event.ts)
+  }
+  flush()
+  // Much later in processing time: idle sources stop holding the watermark.
+  const lastClock = ops.reduce((t, op) => (op.kind === 'clock' ? op.to : t), 0)
+  ops.push({ kind: 'clock', to: lastClock + 1000 }, { kind: 'tick' })
+  if (config.watermark.kind === 'manual') ops.push({ kind: 'advanceWatermark', to: maxTs + 30 })
+  return { config, ops }
+}

@@ -1,0 +1,876 @@
+/**
+ * The bad-input catalogue (packages/engine/README.md, "Bad input catalogue"): one test per
+ * row. Every row feeds the engine one kind of bad input and checks the answer (an anomaly
+ * with its reason, or a typed error), that the engine still serves afterwards, and that
+ * nothing it had accepted was lost. Rows count the individual cases they try; the total is
+ * printed at the end.
+ */
+import 'fake-indexeddb/auto'
+import { seededRandom } from '@tidemark/seeded-random'
+import { IDBFactory, IDBObjectStore as FakeObjectStore } from 'fake-indexeddb'
+import { wrap } from 'idb'
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
+import * as Y from 'yjs'
+import {
+  ANOMALY_REASONS,
+  type AnomalyReason,
+  packCellGroup,
+  boundedOutOfOrderness,
+  type CellEntry,
+  createEngine,
+  type Engine,
+  type EngineOptions,
+  manual,
+  MAX_ABS_TS,
+  MAX_NAME_LENGTH,
+  session,
+  sliding,
+  type StreamEvent,
+  type TidemarkEngine,
+  tumbling,
+} from '@tidemark/engine'
+import {
+  decodeCheckpoint,
+  decodeWalRecord,
+  encodeCheckpoint,
+  encodeWalRecord,
+  indexedDbPersistence,
+  isQuotaError,
+  openEngine,
+  QuotaError,
+  recoveryReport,
+} from '@tidemark/idb'
+import { applyPeerUpdate } from '@tidemark/yjs'
+import { bindDoc } from '@tidemark/yjs'
+import { isConfigurationMismatchError } from '@tidemark/yjs'
+import { DOC_SCHEMA, META_NAME, replicaArrayName, writeGroupEntry } from '@tidemark/yjs'
+import { readFileSync } from 'node:fs'
+
+let cases = 0
+let rows = 0
+const ROW_IDS: string[] = []
+
+/** One catalogue row: `run` returns how many cases it tried. */
+function row(id: string, input: string, run: () => number | Promise<number>, timeout?: number): void {
+  ROW_IDS.push(id)
+  it(
+    `${id} ${input}`,
+    async () => {
+      const tried = await run()
+      expect(tried).toBeGreaterThan(0)
+      cases += tried
+      rows++
+    },
+    timeout,
+  )
+}
+
+afterAll(() => {
+  console.log(`bad-input catalogue: ${rows} rows, ${cases} cases tried`)
+})
+
+afterEach(() => {
+  vi.restoreAllMocks()
+  vi.useRealTimers()
+})
+
+const clock = { now: 0 }
+const WINDOWS = [tumbling(10), sliding(20, 5), session(5)]
+
+function engineFor(options: Partial<EngineOptions> = {}): TidemarkEngine {
+  return createEngine({ windows: WINDOWS, watermark: manual(), replicaId: 'me', now: () => clock.now, ...options }) as TidemarkEngine
+}
+
+const CANARY: StreamEvent = { id: 'canary#1', source: 'canary', seq: 1, ts: 3, key: 'canary', value: 7 }
+
+/** An engine that already accepted the canary event. */
+function withCanary(options: Partial<EngineOptions> = {}): TidemarkEngine {
+  const engine = engineFor(options)
+  expect(engine.ingest([CANARY]).accepted).toBe(1)
+  return engine
+}
+
+let freshCount = 0
+/** Nothing accepted was lost (the canary's window), and a fresh valid event is accepted and shown. */
+function expectServing(engine: Engine, ts = 4): void {
+  expect(engine.results({ window: 'tumbling:10', key: 'canary' })).toMatchObject([{ start: 0, count: 1, sum: 7 }])
+  const n = ++freshCount
+  const receipt = engine.ingest([{ id: `fresh#${n}`, source: `fresh-${n}`, seq: 1, ts, key: `fresh-${n}`, value: 1 }])
+  expect(receipt).toMatchObject({ accepted: 1, rejected: 0 })
+  expect(engine.results({ window: 'tumbling:10', key: `fresh-${n}` })).toMatchObject([{ count: 1 }])
+}
+
+/** Ingests `inputs` as one batch; every one must be rejected with `reason` at its own index. */
+function expectRejected(engine: Engine, inputs: readonly unknown[], reason: AnomalyReason): number {
+  const before = engine.stats().anomalies[reason]
+  const receipt = engine.ingest(inputs as StreamEvent[])
+  expect(receipt.accepted + receipt.duplicates + receipt.beyondLateness + receipt.rejected).toBe(inputs.length)
+  expect(receipt.rejected).toBe(inputs.length)
+  expect(receipt.anomalies.map((a) => a.reason)).toEqual(inputs.map(() => reason))
+  expect(receipt.anomalies.map((a) => a.index)).toEqual(inputs.map((_, i) => i))
+  for (const a of receipt.anomalies) expect(a.detail).toEqual(expect.any(String))
+  expect(engine.stats().anomalies[reason]).toBe(before + inputs.length)
+  return inputs.length
+}
+
+const base = { id: 'x', source: 'd1', ts: 5, value: 1 }
+
+describe('bad-input catalogue: malformed events', () => {
+  row('B01', 'null and undefined instead of an event', () => {
+    const engine = withCanary()
+    const n = expectRejected(engine, [null, undefined], 'invalid_event')
+    expectServing(engine)
+    return n
+  })
+
+  row('B02', 'primitives, functions and symbols instead of an event', () => {
+    const engine = withCanary()
+    const n = expectRejected(engine, [0, 42, Number.NaN, '', 'event', true, false, 7n, Symbol('e'), () => base], 'invalid_event')
+    expectServing(engine)
+    return n
+  })
+
+  row('B03', 'arrays and empty objects', () => {
+    const engine = withCanary()
+    const n = expectRejected(engine, [[], [base], { length: 3 }, {}, new Map(Object.entries(base))], 'missing_id')
+    expectServing(engine)
+    return n
+  })
+
+  row('B04', 'each required field missing', () => {
+    const engine = withCanary()
+    const without = (field: keyof typeof base) => {
+      const copy: Record<string, unknown> = { ...base }
+      delete copy[field]
+      return copy
+    }
+    let n = expectRejected(engine, [without('id')], 'missing_id')
+    n += expectRejected(engine, [without('source')], 'missing_source')
+    n += expectRejected(engine, [without('ts')], 'invalid_ts')
+    n += expectRejected(engine, [without('value')], 'invalid_value')
+    expectServing(engine)
+    return n
+  })
+
+  row('B05', 'fields of the wrong type', () => {
+    const engine = withCanary()
+    let n = expectRejected(engine, [7, null, {}, ['a'], true, ''].map((id) => ({ ...base, id })), 'missing_id')
+    n += expectRejected(engine, [3, null, {}, false, ''].map((source) => ({ ...base, source })), 'missing_source')
+    n += expectRejected(engine, ['5', null, 5n, new Date(5), {}, [5]].map((ts) => ({ ...base, ts })), 'invalid_ts')
+    n += expectRejected(engine, ['3', null, 3n, true, {}].map((value) => ({ ...base, value })), 'invalid_value')
+    n += expectRejected(engine, ['2', null, 2n, {}, true].map((seq) => ({ ...base, seq })), 'invalid_seq')
+    n += expectRejected(engine, [7, null, {}, ['k'], false].map((key) => ({ ...base, key })), 'invalid_key')
+    expectServing(engine)
+    return n
+  })
+
+  row('B06', 'extra fields on a valid event', () => {
+    const engine = withCanary()
+    engine.advanceWatermark(100)
+    const extra = { ...base, id: 'extra', extra: 'x', nested: { deep: [1] }, seqNo: 9, toJSON: () => 'hijack' }
+    const on = engine.ingest([{ ...extra, ts: 150, id: 'extra-on-time' } as StreamEvent])
+    const late = engine.ingest([extra as StreamEvent])
+    expect(on.accepted).toBe(1)
+    expect(late.beyondLateness).toBe(1)
+    // Only the contract's fields are kept: the late lane holds a clean copy.
+    expect(engine.lateEvents().at(-1)?.event).toEqual({ id: 'extra', source: 'd1', ts: 5, value: 1 })
+    expectServing(engine, 160)
+    return 2
+  })
+
+  row('B07', 'null-prototype, frozen and class-instance events', () => {
+    const engine = withCanary()
+    const bare = Object.assign(Object.create(null) as object, { ...base, id: 'bare' })
+    const frozen = Object.freeze({ ...base, id: 'frozen' })
+    class Reading {
+      get id() {
+        return 'instance'
+      }
+      readonly source = 'd1'
+      readonly ts = 6
+      readonly value = 2
+    }
+    const receipt = engine.ingest([bare, frozen, new Reading()] as StreamEvent[])
+    expect(receipt).toMatchObject({ accepted: 3, rejected: 0 })
+    expect(engine.results({ window: 'tumbling:10', key: '' })).toMatchObject([{ count: 3, sum: 4 }])
+    expectServing(engine)
+    return 3
+  })
+
+  row('B08', 'an event whose fields throw when read (revoked proxy, throwing getter)', () => {
+    const engine = withCanary()
+    const { proxy, revoke } = Proxy.revocable({ ...base }, {})
+    revoke()
+    const throwing = {
+      ...base,
+      get ts(): number {
+        throw new Error('sensor detached')
+      },
+    }
+    // Unreadable input is refused as invalid_event with a reason, and nothing else in the batch is half-applied.
+    const appliedBefore = engine.stats().applied
+    const receipt = engine.ingest([{ ...base, id: 'before', seq: 1 }, proxy as StreamEvent, throwing, { ...base, id: 'after', seq: 2 }])
+    expect(receipt).toMatchObject({ accepted: 2, rejected: 2 })
+    expect(receipt.anomalies.map((a) => [a.reason, a.index])).toEqual([
+      ['invalid_event', 1],
+      ['invalid_event', 2],
+    ])
+    expect(receipt.anomalies[0]?.detail).toMatch(/could not be read/)
+    expect(engine.stats().applied - appliedBefore).toBe(2)
+    expectServing(engine)
+    return 2
+  })
+
+  row('B09', 'a batch that is not an array, or has holes', () => {
+    const engine = withCanary()
+    const notArrays = [null, undefined, base, 'events', { length: 1, 0: base }, new Set([base])]
+    for (const batch of notArrays) expect(() => engine.ingest(batch as unknown as StreamEvent[])).toThrow(TypeError)
+    // biome-ignore lint/suspicious/noSparseArray: a batch with a hole is the input under test
+    const holey = [, { ...base, id: 'after-hole' }] as StreamEvent[]
+    const receipt = engine.ingest(holey)
+    expect(receipt).toMatchObject({ accepted: 1, rejected: 1 })
+    expect(receipt.anomalies).toMatchObject([{ reason: 'invalid_event', index: 0 }])
+    expectServing(engine)
+    return notArrays.length + 1
+  })
+
+  row('B10', 'an empty batch', () => {
+    const engine = withCanary()
+    const before = engine.stats()
+    expect(engine.ingest([])).toMatchObject({ accepted: 0, duplicates: 0, beyondLateness: 0, rejected: 0, anomalies: [] })
+    expect(engine.stats().applied).toBe(before.applied)
+    expectServing(engine)
+    return 1
+  })
+})
+
+describe('bad-input catalogue: timestamps and clocks', () => {
+  row('B11', 'non-finite timestamps', () => {
+    const engine = withCanary()
+    const n = expectRejected(engine, [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY].map((ts) => ({ ...base, ts })), 'invalid_ts')
+    expectServing(engine)
+    return n
+  })
+
+  row('B12', 'absurd timestamps, and the largest accepted ones', () => {
+    const engine = withCanary()
+    const absurd = [MAX_ABS_TS + 1, -MAX_ABS_TS - 1, 1e300, -1e300, Number.MAX_VALUE, 2 ** 60]
+    const n = expectRejected(engine, absurd.map((ts) => ({ ...base, ts })), 'invalid_ts')
+    // ±MAX_ABS_TS is accepted and window arithmetic stays exact there.
+    const edges = engine.ingest([
+      { ...base, id: 'max', ts: MAX_ABS_TS, key: 'edge' },
+      { ...base, id: 'min', ts: -MAX_ABS_TS, key: 'edge' },
+    ])
+    expect(edges.accepted).toBe(2)
+    const edgeWindows = engine.results({ window: 'tumbling:10', key: 'edge' })
+    // One window each: the multiple of 10 at or below each edge.
+    expect(edgeWindows.map((r) => r.start)).toEqual([-MAX_ABS_TS, MAX_ABS_TS].map((ts) => Math.floor(ts / 10) * 10))
+    for (const r of edgeWindows) {
+      expect(r.end - r.start).toBe(10)
+      expect(r.start % 10 === 0).toBe(true)
+    }
+    expectServing(engine)
+    return n + 2
+  })
+
+  row('B13', 'negative zero and fractional timestamps', () => {
+    const engine = withCanary()
+    const receipt = engine.ingest([0.5, -0, 1e-9, 9.999].map((ts, i) => ({ ...base, id: `f${i}`, ts, key: 'frac' })))
+    expect(receipt.accepted).toBe(4)
+    expect(engine.results({ window: 'tumbling:10', key: 'frac' })).toMatchObject([{ start: 0, end: 10, count: 4 }])
+    expectServing(engine)
+    return 4
+  })
+
+  row('B14', 'one source jumps far into the future while it is the only active source', () => {
+    clock.now = 0
+    const engine = withCanary({ watermark: boundedOutOfOrderness(10), allowedLateness: 100, retention: Number.POSITIVE_INFINITY })
+    const future = Date.UTC(2200, 0, 1)
+    const jump = engine.ingest([{ id: 'j', source: 'canary', seq: 2, ts: future, value: 1 }])
+    expect(jump.accepted).toBe(1)
+    // W follows the lone source: every window before the jump fires and turns final, values intact.
+    expect(engine.watermark()).toBe(future - 10)
+    expect(engine.results({ window: 'tumbling:10', key: 'canary' })).toMatchObject([{ start: 0, count: 1, sum: 7, final: true }])
+    // Later data of the present is refused onto the late lane, never dropped, never stalls ingest.
+    const present = engine.ingest([{ id: 'p', source: 'other', seq: 1, ts: 50, value: 1 }])
+    expect(present).toMatchObject({ accepted: 0, beyondLateness: 1 })
+    expect(engine.lateEvents().at(-1)).toMatchObject({ event: { id: 'p' }, reason: 'beyond_lateness' })
+    // Only the windows of the two accepted events exist (tumbling 1 + sliding 4 + session 1 each): none in between.
+    expect(engine.stats().openWindows).toBe(2 * 6)
+    expectServing(engine, future + 1)
+    return 3
+  })
+
+  row('B15', 'one source jumps far into the future while others are active', () => {
+    clock.now = 0
+    const engine = withCanary({ watermark: boundedOutOfOrderness(10) })
+    engine.ingest([{ id: 'o1', source: 'other', seq: 1, ts: 40, value: 1 }])
+    const future = Date.UTC(2200, 0, 1)
+    expect(engine.ingest([{ id: 'j', source: 'canary', seq: 2, ts: future, value: 1 }]).accepted).toBe(1)
+    // W is the minimum over active sources: the others keep it in the present.
+    expect(engine.watermark()).toBe(30)
+    expect(engine.stats().watermarkLag).toBe(future - 30)
+    const more = engine.ingest([{ id: 'o2', source: 'other', seq: 2, ts: 60, value: 1 }])
+    expect(more.accepted).toBe(1)
+    expect(engine.results({ window: 'tumbling:10', key: '' }).find((r) => r.start === future - (future % 10))).toMatchObject({
+      status: 'provisional',
+    })
+    expectServing(engine, 61)
+    return 3
+  })
+
+  row('B16', 'a source jumps far into the past', () => {
+    clock.now = 0
+    const engine = engineFor({ watermark: boundedOutOfOrderness(0), windows: tumbling(10) })
+    engine.ingest([1, 2, 3].map((seq) => ({ id: `s${seq}`, source: 's', seq, ts: seq * 10, value: 1 })))
+    expect(engine.results()[0]).toMatchObject({ start: 10, basis: 'proven' })
+    const past = engine.ingest([{ id: 's4', source: 's', seq: 4, ts: -1e9, value: 1 }])
+    // Beyond lateness: on the late lane; the clock keeps its max, but the source can no longer prove completeness.
+    expect(past).toMatchObject({ accepted: 0, beyondLateness: 1 })
+    expect(engine.stats().proofFrontier).toBe(Number.NEGATIVE_INFINITY)
+    engine.ingest([{ id: 's5', source: 's', seq: 5, ts: 50, value: 1 }])
+    expect(engine.results().find((r) => r.start === 30)).toMatchObject({ status: 'on_time', basis: 'derived' })
+    expect(engine.watermark()).toBe(50)
+    return 1
+  })
+
+  row('B17', 'the processing-time clock jumps forward, backward, or reads NaN', () => {
+    clock.now = 1000
+    const engine = withCanary({ watermark: boundedOutOfOrderness(0), idleTimeout: 100 })
+    engine.ingest([{ id: 'b1', source: 'busy', seq: 1, ts: 40, value: 1 }])
+    expect(engine.watermark()).toBe(3)
+    for (const now of [Number.NaN, -1e12, 999]) {
+      clock.now = now
+      engine.tick()
+      // Nobody goes idle on a clock that reads NaN or went back.
+      expect(engine.watermark()).toBe(3)
+    }
+    clock.now = 1e12
+    engine.tick()
+    // Far forward: both sources idle; W never moves back, nothing is lost.
+    expect(engine.watermark()).toBe(3)
+    engine.ingest([{ id: 'b2', source: 'busy', seq: 2, ts: 60, value: 1 }])
+    expect(engine.watermark()).toBe(60)
+    expect(engine.results({ window: 'tumbling:10', key: 'canary' })).toMatchObject([{ count: 1, final: true, basis: 'fallback' }])
+    return 4
+  })
+})
+
+describe('bad-input catalogue: names, values and sequence numbers', () => {
+  row('B18', 'huge ids, sources and keys', () => {
+    const engine = withCanary()
+    const longest = 'n'.repeat(MAX_NAME_LENGTH)
+    const over = 'o'.repeat(MAX_NAME_LENGTH + 1)
+    const huge = 'h'.repeat(1 << 20)
+    expect(engine.ingest([{ ...base, id: longest, source: longest, key: longest }]).accepted).toBe(1)
+    let n = 1 + expectRejected(engine, [{ ...base, id: over }, { ...base, id: huge }], 'invalid_id')
+    n += expectRejected(engine, [{ ...base, source: over }, { ...base, source: huge }], 'invalid_source')
+    n += expectRejected(engine, [{ ...base, key: over }, { ...base, key: huge }], 'invalid_key')
+    // Anomalies never echo a huge string back.
+    const receipt = engine.ingest([{ ...base, id: huge }])
+    expect(receipt.anomalies[0]?.id?.length).toBe(MAX_NAME_LENGTH)
+    expectServing(engine)
+    return n + 1
+  })
+
+  row('B19', 'huge and tiny values', () => {
+    const engine = withCanary()
+    const values = [Number.MAX_VALUE, -Number.MAX_VALUE, Number.MIN_VALUE, -0, 2 ** 53 + 2]
+    const receipt = engine.ingest(values.map((value, i) => ({ ...base, id: `v${i}`, key: `v${i}`, value })))
+    expect(receipt.accepted).toBe(values.length)
+    values.forEach((value, i) => {
+      expect(engine.results({ window: 'tumbling:10', key: `v${i}` })).toMatchObject([{ count: 1, sum: 0 + value, min: value, max: value }])
+    })
+    // Two finite values whose sum overflows: count, min and max stay exact; the sum is ±Infinity.
+    engine.ingest([1, 2].map((i) => ({ ...base, id: `big${i}`, key: 'big', value: Number.MAX_VALUE })))
+    expect(engine.results({ window: 'tumbling:10', key: 'big' })).toMatchObject([{ count: 2, max: Number.MAX_VALUE, sum: Number.POSITIVE_INFINITY }])
+    // A peer takes the overflowed cell as it is: the replicas agree.
+    const peer = engineFor({ replicaId: 'peer-of-b19' })
+    const state = engine.replica.exportState()
+    expect(peer.replica.mergeRemote(state.cells, state.clocks)).toMatchObject({ applied: state.cells.length })
+    expect(peer.stats().anomalies.invalid_remote_cell).toBe(0)
+    expect(peer.results()).toEqual(engine.results())
+    expectServing(engine)
+    return values.length + 2
+  })
+
+  row('B20', 'prototype names as ids, sources and keys; own __proto__ fields', () => {
+    const engine = withCanary()
+    const names = ['__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'valueOf', '__defineGetter__']
+    const events = names.flatMap((name, i) => [
+      { id: name, source: name, seq: 1, ts: 5, key: name, value: i },
+      { id: `${name}-2`, source: 'd1', seq: i + 1, ts: 6, key: name, value: 10 },
+    ])
+    const ownProto = JSON.parse('{"id":"own","source":"d2","ts":5,"value":1,"__proto__":{"ts":"poison","polluted":true}}') as StreamEvent
+    const receipt = engine.ingest([...events, ownProto])
+    expect(receipt).toMatchObject({ accepted: events.length + 1, rejected: 0 })
+    names.forEach((name, i) => {
+      expect(engine.results({ window: 'tumbling:10', key: name })).toMatchObject([{ key: name, count: 2, sum: i + 10 }])
+    })
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined()
+    expect(Object.keys(engine.stats().anomalies).sort()).toEqual([...ANOMALY_REASONS].sort())
+    expect(engine.stats().sources).toBe(names.length + 3)
+    expectServing(engine)
+    return events.length + 1
+  })
+
+  row('B21', 'sequence gaps', () => {
+    const engine = engineFor({ windows: tumbling(10), watermark: manual() })
+    const at = (seq: number) => ({ id: `g${seq}`, source: 'g', seq, ts: seq * 10, value: 1 })
+    expect(engine.ingest([at(1), at(2), at(5)]).accepted).toBe(3)
+    // P stops at the gap; the seq above it is remembered for dedup.
+    expect(engine.stats()).toMatchObject({ proofFrontier: 20, dedupEntries: 1 })
+    expect(engine.ingest([at(5)]).duplicates).toBe(1)
+    expect(engine.ingest([at(3), at(4)]).accepted).toBe(2)
+    expect(engine.stats()).toMatchObject({ proofFrontier: 50, dedupEntries: 0 })
+    return 6
+  })
+
+  row('B22', 'a seq reused with other content', () => {
+    const engine = withCanary()
+    const first = { id: 'r1', source: 'r', seq: 1, ts: 5, key: 'reuse', value: 1 }
+    engine.ingest([first])
+    const impostors = [
+      { ...first, id: 'r1-other' },
+      { ...first, ts: 7 },
+      { ...first, value: 999 },
+      { ...first, key: 'elsewhere' },
+      { ...first, ts: 500, value: -5 },
+    ]
+    const receipt = engine.ingest(impostors)
+    // Counted once: the first delivery of (source, seq) wins; the others are duplicates, not anomalies.
+    expect(receipt).toMatchObject({ accepted: 0, duplicates: impostors.length, rejected: 0 })
+    expect(engine.results({ window: 'tumbling:10', key: 'reuse' })).toMatchObject([{ count: 1, sum: 1 }])
+    expect(engine.results({ key: 'elsewhere' })).toEqual([])
+    expect(engine.stats().anomalies.duplicate).toBe(impostors.length)
+    expectServing(engine)
+    return impostors.length
+  })
+
+  row('B23', 'an id reused without seq, with other content', () => {
+    const engine = withCanary()
+    engine.ingest([{ id: 'same', source: 'n', ts: 5, key: 'ids', value: 1 }])
+    const receipt = engine.ingest([
+      { id: 'same', source: 'n', ts: 8, key: 'ids', value: 50 },
+      { id: 'same', source: 'other', ts: 8, key: 'ids', value: 2 },
+    ])
+    // Identity is (source, id): the same id from another source is another event.
+    expect(receipt).toMatchObject({ accepted: 1, duplicates: 1 })
+    expect(engine.results({ window: 'tumbling:10', key: 'ids' })).toMatchObject([{ count: 2, sum: 3 }])
+    expectServing(engine)
+    return 2
+  })
+
+  row('B24', 'seq overflow and other impossible seqs', () => {
+    const engine = withCanary()
+    const bad = [2 ** 53, 2 ** 53 + 2, 1e300, Number.POSITIVE_INFINITY, Number.NaN, 0, -1, 1.5, -0.5]
+    const n = expectRejected(engine, bad.map((seq, i) => ({ ...base, id: `o${i}`, seq })), 'invalid_seq')
+    // The largest safe seq is valid: a gap, remembered, proves nothing.
+    const receipt = engine.ingest([{ ...base, id: 'maxseq', source: 'big', seq: Number.MAX_SAFE_INTEGER }])
+    expect(receipt.accepted).toBe(1)
+    expect(engine.ingest([{ ...base, id: 'maxseq-again', source: 'big', seq: Number.MAX_SAFE_INTEGER }]).duplicates).toBe(1)
+    expectServing(engine)
+    return n + 2
+  })
+
+  row('B25', 'one source mixing events with and without seq', () => {
+    const engine = engineFor({ windows: tumbling(10) })
+    const receipt = engine.ingest([
+      { id: 'm1', source: 'm', seq: 1, ts: 5, value: 1 },
+      { id: 'm-free', source: 'm', ts: 6, value: 1 },
+      { id: 'm2', source: 'm', seq: 2, ts: 7, value: 1 },
+    ])
+    expect(receipt.accepted).toBe(3)
+    // A source that sends any event without seq can prove nothing.
+    expect(engine.stats().proofFrontier).toBe(Number.NEGATIVE_INFINITY)
+    expect(engine.ingest([{ id: 'm-free', source: 'm', ts: 6, value: 1 }]).duplicates).toBe(1)
+    return 4
+  })
+})
+
+/** A doc in which replica `id` wrote `entries` raw, as a hostile or buggy peer could. */
+function peerDoc(id: string, entries: unknown[], configuration: string): Y.Doc {
+  const doc = new Y.Doc()
+  doc.transact(() => {
+    doc.getMap(META_NAME).set(id, [DOC_SCHEMA, configuration])
+    doc.getArray(replicaArrayName(id)).push(entries)
+  })
+  return doc
+}
+
+function sync(from: Y.Doc, to: Y.Doc): boolean {
+  return applyPeerUpdate(to, Y.encodeStateAsUpdate(from, Y.encodeStateVector(to)), 'peer')
+}
+
+/** A peer's group entry of one cell, as its binding writes it (values unchecked, so hostile ones too). */
+const cellEntry = (start: number, count: number, sum = 1, min = 1, max = 1, maxTs = start + 1, version = 1): unknown[] => [
+  ...writeGroupEntry(packCellGroup('tumbling:10', start, 'peer-src', ['k'], [{ count, sum, min, max, maxTs, version }])),
+]
+
+/** `entry` with field `at` replaced. */
+const withField = (entry: readonly unknown[], at: number, value: unknown): unknown[] => entry.map((field, i) => (i === at ? value : field))
+
+describe('bad-input catalogue: peers', () => {
+  row('B26', 'hostile cells and clocks in a peer’s Yjs log', () => {
+    const engine = withCanary({ windows: tumbling(10) })
+    const doc = new Y.Doc()
+    const errors: Error[] = []
+    bindDoc(engine, doc, { onError: (e) => errors.push(e) })
+    const hostile: unknown[] = [
+      cellEntry(0, Number.NaN),
+      cellEntry(0, -3),
+      cellEntry(0, 2 ** 41),
+      cellEntry(0, 1.5),
+      cellEntry(0, 1, Number.POSITIVE_INFINITY),
+      cellEntry(0, 1, Number.NaN),
+      cellEntry(0, 2, 2, 5, 1),
+      cellEntry(0, 1, 1, Number.NaN, 1),
+      cellEntry(0, 1, 1, 1, 1, Number.NaN),
+      cellEntry(Number.NaN, 1),
+      cellEntry(MAX_ABS_TS * 2, 1),
+      cellEntry(0, 0, 0, Number.NaN, Number.NaN, 0),
+      withField(cellEntry(0, 1), 3, 'x'.repeat(MAX_NAME_LENGTH + 1)),
+      withField(cellEntry(0, 1), 2, '0'),
+      withField(cellEntry(0, 1), 5, ['1', 1, 1, 1, 1, 1]),
+      cellEntry(0, 1, 1, 1, 1, 1, -1),
+      ['k', 'peer-src', 'peer', Number.NaN, 1, 1, 1, 1],
+      ['k', 'peer-src', 'peer', 1, -1, 1, 1, 1],
+      ['k', 'peer-src', 'peer', 1, 1, 1, 2, 1],
+      ['z', 1, 2],
+      'not an entry',
+      42,
+      null,
+      { c: 1 },
+    ]
+    const valid = cellEntry(10, 2, 6, 1, 5, 15)
+    expect(sync(peerDoc('peer', [...hostile, valid], engine.replica.configuration), doc)).toBe(true)
+    expect(engine.stats().anomalies.invalid_remote_cell).toBe(hostile.length)
+    // The valid entry of the same update is merged; nothing local changed.
+    expect(engine.results({ key: 'k' })).toMatchObject([{ start: 10, count: 2, sum: 6, min: 1, max: 5 }])
+    expect(errors).toEqual([])
+    expectServing(engine)
+    return hostile.length + 1
+  })
+
+  row('B27', 'hostile cells through ReplicaPort.mergeRemote: unknown windows, misaligned starts', () => {
+    const engine = withCanary()
+    const cell = { count: 1, sum: 1, min: 1, max: 1, maxTs: 3, version: 1 }
+    const entries: CellEntry[] = [
+      { address: { window: 'tumbling:999', key: 'k', start: 0, source: 'p' }, cell },
+      { address: { window: 'no such window', key: 'k', start: 0, source: 'p' }, cell },
+      { address: { window: 'tumbling:10', key: 'k', start: 3, source: 'p' }, cell },
+      { address: { window: 'sliding:20:5', key: 'k', start: 7, source: 'p' }, cell },
+      { address: { window: 'session:5', key: 'k', start: 10, source: 'p' }, cell: { ...cell, maxTs: 3 } },
+    ]
+    const report = engine.replica.mergeRemote(entries, [])
+    expect(report.applied).toBe(0)
+    expect(engine.stats().anomalies.invalid_remote_cell).toBe(entries.length)
+    expect(engine.results({ key: 'k' })).toEqual([])
+    expectServing(engine)
+    return entries.length
+  })
+
+  row('B28', 'malformed and truncated Yjs updates', () => {
+    const engine = withCanary({ windows: tumbling(10) })
+    const doc = new Y.Doc()
+    bindDoc(engine, doc, { onError: () => {} })
+    const good = Y.encodeStateAsUpdate(peerDoc('peer', [cellEntry(10, 1)], engine.replica.configuration))
+    const random = seededRandom(10)
+    const garbage = Array.from({ length: 40 }, (_, i) => Uint8Array.from({ length: 1 + i * 7 }, () => Math.floor(random() * 256)))
+    const truncated = Array.from({ length: 16 }, (_, i) => good.subarray(0, Math.floor((good.length * i) / 16) + 1))
+    const damaged = Array.from({ length: 40 }, (_, i) => {
+      const copy = Uint8Array.from(good)
+      copy[i % copy.length] = (copy[i % copy.length] as number) ^ 0xa5
+      return copy
+    })
+    let refused = 0
+    const inputs = [new Uint8Array(0), ...garbage, ...truncated, ...damaged]
+    for (const update of inputs) if (!applyPeerUpdate(doc, update, 'peer')) refused++
+    // Every update Yjs cannot apply is reported; none throws into the transport.
+    expect(engine.stats().anomalies.invalid_remote_cell).toBeGreaterThanOrEqual(refused)
+    expect(refused).toBeGreaterThan(0)
+    expect(applyPeerUpdate(doc, good, 'peer')).toBe(true)
+    expect(engine.results({ key: 'k' })).toMatchObject([{ start: 10, count: 1 }])
+    expectServing(engine)
+    return inputs.length + 1
+  })
+
+  row('B29', 'a peer claiming a source this replica writes (source_conflict)', () => {
+    const engine = withCanary({ replicaId: 'm' })
+    const clock = { source: 'canary', writer: 'a', maxTs: 50, prefix: 9, prefixTs: 50, provable: true, version: 99 }
+    const report = engine.replica.mergeRemote([], [clock])
+    expect(report.conflicts).toBe(1)
+    expect(engine.stats().anomalies.source_conflict).toBe(1)
+    // 'a' < 'm': the smaller replica id keeps the source; this replica's later events for it are refused, one anomaly each.
+    const refused = engine.ingest([2, 3].map((seq) => ({ ...CANARY, id: `canary#${seq}`, seq })))
+    expect(refused).toMatchObject({ accepted: 0, rejected: 2 })
+    expect(refused.anomalies.map((a) => a.reason)).toEqual(['source_conflict', 'source_conflict'])
+    // Two remote replicas writing one source, seen through the binding, are reported too.
+    const doc = new Y.Doc()
+    bindDoc(engine, doc, { onError: () => {} })
+    sync(peerDoc('p1', [['k', 'shared', 'p1', 1, 1, 1, 1, 1]], engine.replica.configuration), doc)
+    sync(peerDoc('p2', [['k', 'shared', 'p2', 1, 1, 1, 1, 2]], engine.replica.configuration), doc)
+    expect(engine.stats().anomalies.source_conflict).toBe(4)
+    expectServing(engine)
+    return 4
+  })
+
+  row('B30', 'a peer with another window configuration or doc schema; a foreign checkpoint', () => {
+    const engine = withCanary({ windows: tumbling(10) })
+    const doc = new Y.Doc()
+    const errors: Error[] = []
+    const binding = bindDoc(engine, doc, { onError: (e) => errors.push(e) })
+    sync(peerDoc('other-config', [cellEntry(10, 1)], '{"windows":["tumbling:60000"],"allowedLateness":0}'), doc)
+    const schema = new Y.Doc()
+    schema.getMap(META_NAME).set('other-schema', [DOC_SCHEMA + 1, engine.replica.configuration])
+    sync(schema, doc)
+    const malformed = new Y.Doc()
+    malformed.getMap(META_NAME).set('malformed', 'not a meta entry')
+    sync(malformed, doc)
+    expect(errors).toHaveLength(3)
+    expect(errors.every(isConfigurationMismatchError)).toBe(true)
+    expect(binding.mismatches().map((e) => e.replicaId).sort()).toEqual(['malformed', 'other-config', 'other-schema'])
+    // None of their cells were merged.
+    expect(engine.results({ key: 'k' })).toEqual([])
+    const foreign = engineFor({ windows: tumbling(60) })
+    foreign.ingest([{ ...base }])
+    expect(() => engineFor({ windows: tumbling(10) }).restore(foreign.checkpoint())).toThrow(/tumbling:60.*tumbling:10/)
+    expectServing(engine)
+    return 4
+  })
+})
+
+function walEvents(): StreamEvent[] {
+  return [
+    { id: '\ud800lone', source: '__proto__', seq: 1, ts: -0, key: 'constructor', value: Number.MAX_VALUE },
+    { id: 'b', source: 'd1', ts: MAX_ABS_TS, value: -1 },
+    { id: 'c'.repeat(MAX_NAME_LENGTH), source: 'd1', seq: Number.MAX_SAFE_INTEGER, ts: 1.5, key: '', value: 0 },
+  ]
+}
+
+/** Makes the next write to `storeName` fail like a full disk does in Chromium (the transaction aborts with QuotaExceededError). */
+function failNextWrite(storeName: string): void {
+  const original = FakeObjectStore.prototype.add
+  vi.spyOn(FakeObjectStore.prototype, 'add').mockImplementation(function (this: IDBObjectStore, ...args: [unknown, IDBValidKey?]) {
+    if (this.name !== storeName) return original.apply(this, args)
+    vi.mocked(FakeObjectStore.prototype.add).mockRestore()
+    const request = original.apply(this, args)
+    ;(this.transaction as unknown as { _abort(name: string): void })._abort('QuotaExceededError')
+    return request
+  })
+}
+
+describe('bad-input catalogue: storage', () => {
+  row('B31', 'corrupt write-ahead-log records (every byte flipped, every truncation, garbage)', () => {
+    const record = encodeWalRecord(7, { kind: 'ingest', now: 5, events: walEvents(), rejected: { invalid_ts: 2 } })
+    expect(decodeWalRecord(record)).toMatchObject({ ok: true, lsn: 7 })
+    let n = 0
+    for (let i = 0; i < record.length; i++) {
+      const damaged = Uint8Array.from(record)
+      damaged[i] = (damaged[i] as number) ^ 0xff
+      const result = decodeWalRecord(damaged)
+      expect(result.ok, `byte ${i}`).toBe(false)
+      if (!result.ok) expect(result.reason).toEqual(expect.any(String))
+      n++
+    }
+    for (let length = 0; length < record.length; length++) {
+      expect(decodeWalRecord(record.subarray(0, length)).ok, `truncated to ${length}`).toBe(false)
+      n++
+    }
+    const random = seededRandom(31)
+    for (let k = 0; k < 200; k++) {
+      const garbage = Uint8Array.from({ length: Math.floor(random() * 400) }, () => Math.floor(random() * 256))
+      expect(decodeWalRecord(garbage).ok).toBe(false)
+      n++
+    }
+    return n
+  })
+
+  row('B32', 'corrupt checkpoints (every byte flipped, every truncation)', () => {
+    const bytes = encodeCheckpoint({ upToLsn: 3, state: Uint8Array.from({ length: 64 }, (_, i) => i) })
+    let n = 0
+    for (let i = 0; i < bytes.length; i++) {
+      const damaged = Uint8Array.from(bytes)
+      damaged[i] = (damaged[i] as number) ^ 0x01
+      expect(decodeCheckpoint(damaged).ok, `byte ${i}`).toBe(false)
+      n++
+    }
+    for (let length = 0; length < bytes.length; length++) {
+      expect(decodeCheckpoint(bytes.subarray(0, length)).ok).toBe(false)
+      n++
+    }
+    return n
+  })
+
+  row('B33', 'a corrupt log record found when the engine opens', async () => {
+    const factory = new IDBFactory()
+    const options = { windows: tumbling(10), watermark: manual(), now: () => clock.now, checkpointOnClose: false }
+    const first = await openEngine({ ...options, persistence: indexedDbPersistence({ name: 'b33', indexedDB: factory }) })
+    await first.ingest([CANARY]).durable
+    await first.ingest([{ id: 'lost', source: 'd', seq: 1, ts: 5, value: 1 }, { id: 'lost2', source: 'd', seq: 2, ts: 6, value: 1 }]).durable
+    await first.ingest([{ id: 'kept', source: 'e', seq: 1, ts: 5, value: 1 }]).durable
+    await first.close()
+    const db = await wrap(factory.open('b33'))
+    if (db === undefined) throw new Error('open failed')
+    const keys = (await db.getAllKeys('wal')) as number[]
+    const damagedKey = keys[1] as number
+    const bytes = new Uint8Array((await db.get('wal', damagedKey)) as ArrayBuffer)
+    bytes[bytes.length - 1] = (bytes[bytes.length - 1] as number) ^ 0xff
+    await db.put('wal', bytes.buffer, damagedKey)
+    db.close()
+    const reopened = await openEngine({ ...options, persistence: indexedDbPersistence({ name: 'b33', indexedDB: factory }) })
+    const report = recoveryReport(reopened)
+    expect(report?.corrupt).toHaveLength(1)
+    expect(report).toMatchObject({ lostEvents: 2, lossUnknown: false })
+    expect(reopened.stats().anomalies.corrupt_record).toBe(1)
+    expect(reopened.stats().persistenceError).toMatch(/corrupt/)
+    // The records around the damaged one were recovered; the engine serves.
+    expect(reopened.results({ key: 'canary' })).toMatchObject([{ count: 1 }])
+    expect(reopened.results({ key: '' })).toMatchObject([{ count: 1 }])
+    expectServing(reopened)
+    await reopened.close()
+    return 1
+  })
+
+  row('B34', 'storage quota exhausted under the engine', async () => {
+    // The retried checkpoint waits on the fake clock, never on real time.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    const factory = new IDBFactory()
+    const engine = await openEngine({
+      windows: tumbling(10),
+      watermark: manual(),
+      persistence: indexedDbPersistence({ name: 'b34', indexedDB: factory }),
+      writeRetry: { firstMs: 1_000, maxMs: 1_000 },
+    })
+    await engine.ingest([CANARY]).durable
+    failNextWrite('wal')
+    const full = engine.ingest([{ id: 'q1', source: 'q', seq: 1, ts: 5, value: 1 }])
+    const error = await full.durable.then(
+      () => null,
+      (e: unknown) => e,
+    )
+    // A typed error, and backpressure: batches are refused with overflow while the log has a hole.
+    expect(error).toBeInstanceOf(QuotaError)
+    expect(isQuotaError(error)).toBe(true)
+    const refused = engine.ingest([{ id: 'q2', source: 'q', seq: 2, ts: 6, value: 1 }])
+    expect(refused.anomalies.map((a) => a.reason)).toEqual(['overflow'])
+    await expect(refused.durable).rejects.toBeInstanceOf(QuotaError)
+    expect(engine.stats().persistenceError).toMatch(/quota/i)
+    // Space comes back: the checkpoint retried a second later covers the hole and ingest resumes.
+    await vi.advanceTimersByTimeAsync(1_000)
+    await vi.waitFor(() => engine.ingest([]).durable)
+    const resumed = engine.ingest([{ id: 'q2', source: 'q', seq: 2, ts: 6, value: 1 }])
+    expect(resumed.accepted).toBe(1)
+    await resumed.durable
+    await engine.close()
+    const reopened = await openEngine({ windows: tumbling(10), watermark: manual(), persistence: indexedDbPersistence({ name: 'b34', indexedDB: factory }) })
+    // Nothing accepted was lost: the batch whose write failed was applied and is in the checkpoint.
+    expect(reopened.results({ key: 'canary' })).toMatchObject([{ count: 1 }])
+    expect(reopened.results({ key: '' })).toMatchObject([{ count: 2 }])
+    await reopened.close()
+    return 3
+  })
+})
+
+describe('bad-input catalogue: limits and misuse', () => {
+  row('B35', 'batches and streams beyond the configured bounds', () => {
+    const engine = withCanary({ limits: { maxBatch: 4, maxWindows: 12, maxSources: 2 }, windows: tumbling(10) })
+    const big = Array.from({ length: 5 }, (_, i) => ({ ...base, id: `big${i}` }))
+    let n = expectRejected(engine, big, 'overflow')
+    const windows = engine.ingest(Array.from({ length: 4 }, (_, i) => ({ ...base, id: `w${i}`, source: 'd1', key: `k${i}` })))
+    expect(windows.accepted).toBe(4)
+    const sources = engine.ingest([{ ...base, id: 's', source: 'one-too-many' }])
+    expect(sources.anomalies).toMatchObject([{ reason: 'overflow', detail: expect.stringContaining('maxSources') }])
+    n += 1
+    for (let k = 0; k < 12; k++) engine.ingest([{ ...base, id: `many${k}`, key: `many${k}` }])
+    const full = engine.ingest([{ ...base, id: 'no-room', key: 'no-room' }])
+    expect(full.anomalies).toMatchObject([{ reason: 'overflow', detail: expect.stringContaining('maxWindows') }])
+    expect(engine.stats().openWindows).toBeLessThanOrEqual(12)
+    expect(engine.results({ key: 'canary' })).toMatchObject([{ count: 1 }])
+    // Room again once the windows are final and past retention.
+    engine.advanceWatermark(1e6)
+    expect(engine.stats().openWindows).toBe(0)
+    expect(engine.ingest([{ ...base, id: 'room', ts: 1e6 + 5, key: 'room' }]).accepted).toBe(1)
+    return n + 1
+  })
+
+  row('B36', 'API misuse: bad options, bad watermark moves, use after close', async () => {
+    const bad: (() => unknown)[] = [
+      () => createEngine({ windows: [] }),
+      () => createEngine({ windows: [tumbling(10), tumbling(10)] }),
+      () => createEngine({ windows: tumbling(10), allowedLateness: -1 }),
+      () => createEngine({ windows: tumbling(10), allowedLateness: Number.POSITIVE_INFINITY }),
+      () => createEngine({ windows: tumbling(10), idleTimeout: Number.NaN }),
+      () => createEngine({ windows: tumbling(10), limits: { maxWindows: 1.5 } }),
+      () => createEngine({ windows: tumbling(10), replicaId: '' }),
+      () => createEngine(null as unknown as EngineOptions),
+      () => tumbling(0),
+      () => tumbling(1.5),
+      () => sliding(10, 3),
+      () => sliding(10_000, 1),
+      () => session(-1),
+    ]
+    for (const make of bad) expect(make).toThrow(/must|needs|window|same/)
+    const engine = withCanary()
+    expect(() => engine.advanceWatermark(Number.NaN)).toThrow(RangeError)
+    expect(() => engine.advanceWatermark('5' as unknown as number)).toThrow(RangeError)
+    engine.advanceWatermark(100)
+    engine.advanceWatermark(-Number.MAX_VALUE)
+    expect(engine.watermark()).toBe(100)
+    await engine.close()
+    expect(() => engine.ingest([base])).toThrow(/closed/)
+    return bad.length + 4
+  })
+
+  row('B37', 'a subscriber that throws', () => {
+    const engine = withCanary()
+    const reported: unknown[] = []
+    vi.stubGlobal('reportError', (e: unknown) => reported.push(e))
+    engine.subscribe(() => {
+      throw new Error('render failed')
+    })
+    let seen = 0
+    engine.subscribe((changes) => {
+      seen += changes.length
+    })
+    expectServing(engine)
+    expect(reported).toHaveLength(1)
+    expect(seen).toBeGreaterThan(0)
+    vi.unstubAllGlobals()
+    return 1
+  })
+
+  row('B38', 'events mutated by the caller after ingest', () => {
+    const engine = withCanary()
+    engine.advanceWatermark(100)
+    const late = { ...base, id: 'mut-late', key: 'mut' }
+    const onTime = { ...base, id: 'mut-on-time', ts: 150, key: 'mut' }
+    engine.ingest([late, onTime])
+    const before = { results: engine.results(), late: engine.lateEvents() }
+    Object.assign(late, { ts: 999, value: -1, key: 'other' })
+    Object.assign(onTime, { ts: 999, value: -1, key: 'other', id: 'changed' })
+    expect({ results: engine.results(), late: engine.lateEvents() }).toEqual(before)
+    // Dedup remembers what was ingested, not the caller's object.
+    expect(engine.ingest([{ ...onTime, id: 'mut-on-time', ts: 150 }]).duplicates).toBe(1)
+    return 2
+  })
+
+  row('B39', 'the same event many times in one batch', () => {
+    const engine = withCanary()
+    const copies = Array.from({ length: 10_000 }, () => ({ ...base, id: 'flood', source: 'flood', seq: 1, key: 'flood' }))
+    const receipt = engine.ingest(copies)
+    expect(receipt).toMatchObject({ accepted: 1, duplicates: copies.length - 1 })
+    expect(engine.results({ window: 'tumbling:10', key: 'flood' })).toMatchObject([{ count: 1 }])
+    expectServing(engine)
+    return copies.length
+  })
+})
+
+describe('bad-input catalogue: documentation', () => {
+  it('every row of the README table has a test here, and every test a row', () => {
+    const readme = readFileSync(new URL('../../engine/README.md', import.meta.url), 'utf8')
+    const section = readme.slice(readme.indexOf('## Bad input catalogue'))
+    const documented = [...section.matchAll(/^\| (B\d\d) \|/gm)].map((m) => m[1])
+    expect(documented).toEqual(ROW_IDS)
+  })
+})

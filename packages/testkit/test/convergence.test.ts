@@ -1,0 +1,192 @@
+/**
+ * Convergence of N >= 5 engines, each bound to its own Y.Doc, exchanging Yjs updates through
+ * a connector that reorders, repeats and drops them, under random partitions; then
+ * anti-entropy (state-vector exchange). Every replica must equal every other and a single
+ * engine that saw every event (window values per (window, key, start)).
+ *
+ * Seeded, in tiers; a failure prints the seed, the tier and a one-line repro.
+ * TIDEMARK_SEED=<n> replays; TIDEMARK_EXTENSIVE=1 runs more seeds and a larger tier.
+ */
+import { seededRandom } from '@tidemark/seeded-random'
+import { describe, expect, it } from 'vitest'
+import * as Y from 'yjs'
+import {
+  createEngine,
+  type Engine,
+  manual,
+  session,
+  sliding,
+  type StreamEvent,
+  type TidemarkEngine,
+  tumbling,
+  type WindowSpec,
+} from '@tidemark/engine'
+import { applyPeerUpdate } from '@tidemark/yjs'
+import { bindDoc } from '@tidemark/yjs'
+import { extensive, seed as baseSeed } from '@tidemark/seeded-random/property'
+
+const FILE = 'packages/testkit/test/convergence.test.ts'
+const SPECS: readonly WindowSpec[] = [tumbling(10), sliding(20, 5), session(7)]
+const PEER = 'connector'
+
+interface Tier {
+  readonly name: string
+  readonly replicas: number
+  readonly sources: number
+  readonly steps: number
+  readonly seeds: number
+}
+
+const TIERS: readonly Tier[] = [
+  { name: 'small', replicas: 5, sources: 7, steps: 150, seeds: extensive ? 60 : 6 },
+  { name: 'medium', replicas: 6, sources: 12, steps: 600, seeds: extensive ? 20 : 2 },
+  ...(extensive ? [{ name: 'large', replicas: 8, sources: 24, steps: 3000, seeds: 4 }] : []),
+]
+
+function values(engine: Engine) {
+  return engine
+    .results()
+    .map(({ window, key, start, end, count, sum, min, max }) => ({ window, key, start, end, count, sum, min, max }))
+}
+
+interface Replica {
+  readonly engine: TidemarkEngine
+  readonly doc: Y.Doc
+}
+
+interface Message {
+  readonly to: number
+  readonly update: Uint8Array
+}
+
+/** The connector's statistics, for the failure message. */
+interface Traffic {
+  sent: number
+  delivered: number
+  dropped: number
+  repeated: number
+  partitioned: number
+}
+
+function runScenario(tier: Tier, seed: number): void {
+  const random = seededRandom(seed)
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T
+  const options = { windows: SPECS, watermark: manual(), retention: Number.POSITIVE_INFINITY }
+  const single = createEngine(options)
+  const replicas: Replica[] = Array.from({ length: tier.replicas }, (_, i) => {
+    const engine = createEngine({ ...options, replicaId: `r${i}` }) as TidemarkEngine
+    const doc = new Y.Doc()
+    bindDoc(engine, doc, { onError: (e) => { throw e } })
+    return { engine, doc }
+  })
+  const traffic: Traffic = { sent: 0, delivered: 0, dropped: 0, repeated: 0, partitioned: 0 }
+  let queue: Message[] = []
+  /** Group of each replica; messages between groups are lost while a partition lasts. */
+  let groups: number[] | null = null
+  replicas.forEach((from, f) => {
+    from.doc.on('update', (update: Uint8Array, origin: unknown) => {
+      if (origin === PEER) return
+      replicas.forEach((_, to) => {
+        if (to === f) return
+        traffic.sent++
+        if (groups !== null && groups[to] !== groups[f]) traffic.partitioned++
+        else queue.push({ to, update })
+      })
+    })
+  })
+  const deliver = (): void => {
+    if (queue.length === 0) return
+    const i = Math.floor(random() * queue.length)
+    const message = queue[i] as Message
+    const roll = random()
+    if (roll < 0.1) {
+      queue.splice(i, 1)
+      traffic.dropped++
+      return
+    }
+    if (roll < 0.25) traffic.repeated++
+    else queue.splice(i, 1)
+    applyPeerUpdate((replicas[message.to] as Replica).doc, message.update, PEER)
+    traffic.delivered++
+  }
+  const antiEntropy = (a: Replica, b: Replica): void => {
+    applyPeerUpdate(b.doc, Y.encodeStateAsUpdate(a.doc, Y.encodeStateVector(b.doc)), PEER)
+    applyPeerUpdate(a.doc, Y.encodeStateAsUpdate(b.doc, Y.encodeStateVector(a.doc)), PEER)
+  }
+
+  const seqs = new Map<string, number>()
+  const sent: StreamEvent[] = []
+  for (let step = 0; step < tier.steps; step++) {
+    const roll = random()
+    if (roll < 0.4) {
+      const s = Math.floor(random() * tier.sources)
+      const source = `s${s}`
+      const batch: StreamEvent[] = []
+      const size = 1 + Math.floor(random() * 4)
+      for (let k = 0; k < size; k++) {
+        if (sent.length > 0 && random() < 0.1) {
+          // a duplicate, resent by its device
+          const old = pick(sent)
+          if (old.source === source) batch.push(old)
+          continue
+        }
+        const seq = (seqs.get(source) ?? 0) + 1
+        seqs.set(source, seq)
+        const event = {
+          id: `${source}-${seq}`,
+          source,
+          seq,
+          ts: Math.floor(random() * 120),
+          key: pick(['a', 'b', '__proto__']),
+          value: Math.floor(random() * 101) - 50,
+        }
+        batch.push(event)
+        sent.push(event)
+      }
+      if (batch.length === 0) continue
+      single.ingest(batch)
+      ;(replicas[s % tier.replicas] as Replica).engine.ingest(batch)
+    } else if (roll < 0.9) {
+      deliver()
+    } else if (roll < 0.95) {
+      groups = groups === null ? replicas.map(() => Math.floor(random() * 2)) : null
+    } else {
+      antiEntropy(pick(replicas), pick(replicas))
+    }
+  }
+  // Heal, deliver what is still in flight (still lossy), then anti-entropy until quiet.
+  groups = null
+  while (queue.length > 0) deliver()
+  queue = []
+  for (let round = 0; round < 2; round++) {
+    for (const a of replicas) for (const b of replicas) if (a !== b) antiEntropy(a, b)
+  }
+
+  const expected = values(single)
+  const vector = Y.encodeStateVector((replicas[0] as Replica).doc)
+  replicas.forEach((r, i) => {
+    const detail = `replica r${i}, traffic ${JSON.stringify(traffic)}`
+    expect(Y.encodeStateVector(r.doc), detail).toEqual(vector)
+    expect(values(r.engine), detail).toEqual(expected)
+    expect(r.engine.stats().anomalies.invalid_remote_cell, detail).toBe(0)
+  })
+  expect(expected.length).toBeGreaterThan(0)
+}
+
+describe('replicas exchanging Yjs updates through a lossy, reordering, repeating connector', () => {
+  for (const tier of TIERS) {
+    it(`${tier.name}: ${tier.replicas} replicas, partitions, then anti-entropy, equal one engine that saw everything`, () => {
+      for (let i = 0; i < tier.seeds; i++) {
+        const seed = baseSeed + i
+        try {
+          runScenario(tier, seed)
+        } catch (error) {
+          const repro = `TIDEMARK_SEED=${seed} npx vitest run ${FILE} -t ${JSON.stringify(tier.name)}`
+          const message = `seed ${seed} tier ${tier.name}\nrepro: ${repro}\n${error instanceof Error ? error.message : String(error)}`
+          console.error(message)
+          throw new Error(message, { cause: error })
+        }
+      }
+    }, extensive ? 1_800_000 : 180_000)
+  }
+})

@@ -1,0 +1,104 @@
+/**
+ * A real engine bound to a doc that receives hostile peer updates: random bytes, truncated
+ * updates, and well-formed updates carrying hostile values. The engine counts them as
+ * `invalid_remote_cell`, its results stay exactly what its own events and the valid peer
+ * cells give, and it keeps ingesting and publishing.
+ */
+import { describe, expect, it } from 'vitest'
+import * as Y from 'yjs'
+import { createEngine, manual, type StreamEvent, type TidemarkEngine, tumbling } from '@tidemark/engine'
+import { applyPeerUpdate } from '../src/binding/applyPeerUpdate.ts'
+import { bindDoc } from '../src/binding/bindDoc.ts'
+import { DOC_SCHEMA, META_NAME, replicaArrayName } from '../src/schema/docEntry.ts'
+import { rawGroup, withField } from './fakePort.ts'
+
+const W = 'tumbling:60000'
+const T0 = 1_700_000_040_000 - (1_700_000_040_000 % 60_000)
+
+function engineOn(doc: Y.Doc, replicaId: string): TidemarkEngine {
+  const engine = createEngine({ windows: tumbling(60_000), watermark: manual(), replicaId }) as TidemarkEngine
+  bindDoc(engine, doc)
+  return engine
+}
+
+function events(source: string, n: number): StreamEvent[] {
+  return Array.from({ length: n }, (_, i) => ({ id: `${source}-${i + 1}`, source, seq: i + 1, ts: T0 + i * 1000, key: 'temp', value: i }))
+}
+
+/** A peer (same configuration as the engine) that wrote `entries` raw into its log. */
+function hostilePeer(configuration: string, entries: unknown[]): Uint8Array {
+  const doc = new Y.Doc()
+  doc.transact(() => {
+    doc.getMap(META_NAME).set('mallory', [DOC_SCHEMA, configuration])
+    doc.getArray(replicaArrayName('mallory')).push(entries)
+  })
+  return Y.encodeStateAsUpdate(doc)
+}
+
+describe('hostile peers against a real engine', () => {
+  it('ignores and counts hostile cells, merges the valid one, and keeps serving', () => {
+    const doc = new Y.Doc()
+    const engine = engineOn(doc, 'honest')
+    engine.ingest(events('d1', 5))
+    const configuration = engine.replica.configuration
+    const valid = rawGroup('m1', T0, [['temp', 2, 10, 4, 6, T0 + 10, 1]], W)
+    const hostile = [
+      rawGroup('m1', T0, [['temp', Number.NaN, 10, 4, 6, T0, 2]], W),
+      rawGroup('m2', T0, [['temp', 2 ** 45, 10, 4, 6, T0, 1]], W),
+      rawGroup('m3', T0, [['temp', -3, 10, 4, 6, T0, 1]], W),
+      rawGroup('m4', T0, [['temp', 2, Number.NEGATIVE_INFINITY, 4, 6, T0, 1]], W),
+      withField(rawGroup('m5', T0, [['temp', 2, 10, 4, 6, T0, 1]], W), 5, [2, 10, 4, 6, T0, '1']),
+      rawGroup('m6', T0, [['temp', 2, 10, 40, 6, T0, 1]], W),
+      Array.from({ length: 50_000 }, () => 0),
+      { __proto__: { polluted: true } },
+      'constructor',
+      new Uint8Array(8),
+      ['k', 'd1', 'honest', T0 + 999_999, 999, T0, 1, 999],
+    ]
+    expect(applyPeerUpdate(doc, hostilePeer(configuration, [valid, ...hostile]), 'peer')).toBe(true)
+    expect(engine.stats().anomalies.invalid_remote_cell).toBe(hostile.length)
+
+    const window = engine.results({ window: W, key: 'temp' })
+    expect(window).toHaveLength(1)
+    expect(window[0]).toMatchObject({ count: 5 + 2, sum: 10 + 10, min: 0, max: 6 })
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined()
+
+    // still ingesting and publishing
+    engine.ingest(events('d1', 6).slice(5))
+    expect(engine.results({ window: W, key: 'temp' })[0]?.count).toBe(8)
+    const peer = new Y.Doc()
+    const reader = engineOn(peer, 'reader')
+    applyPeerUpdate(peer, Y.encodeStateAsUpdate(doc), 'peer')
+    expect(reader.results({ window: W, key: 'temp' })[0]?.count).toBe(8)
+  })
+
+  it('survives random and truncated updates, counts them, and merges the intact update', () => {
+    const doc = new Y.Doc()
+    const engine = engineOn(doc, 'honest')
+    engine.ingest(events('d1', 3))
+    let state = 0x2545f491
+    const random = (): number => {
+      state ^= state << 13
+      state ^= state >>> 17
+      state ^= state << 5
+      return (state >>> 0) / 2 ** 32
+    }
+    let rejected = 0
+    for (let i = 0; i < 100; i++) {
+      const bytes = Uint8Array.from({ length: 1 + Math.floor(random() * 120) }, () => Math.floor(random() * 256))
+      if (!applyPeerUpdate(doc, bytes, 'peer')) rejected++
+    }
+    const source = new Y.Doc()
+    const writer = engineOn(source, 'writer')
+    writer.ingest(events('d2', 4))
+    const full = Y.encodeStateAsUpdate(source)
+    for (let cut = 1; cut < full.byteLength; cut += 7) if (!applyPeerUpdate(doc, full.slice(0, cut), 'peer')) rejected++
+    expect(rejected).toBeGreaterThan(0)
+    expect(engine.stats().anomalies.invalid_remote_cell).toBeGreaterThanOrEqual(rejected)
+
+    applyPeerUpdate(doc, full, 'peer')
+    expect(engine.results({ window: W, key: 'temp' })[0]).toMatchObject({ count: 3 + 4 })
+    engine.ingest(events('d1', 4).slice(3))
+    expect(engine.results({ window: W, key: 'temp' })[0]).toMatchObject({ count: 8 })
+  })
+})
