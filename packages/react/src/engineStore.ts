@@ -15,7 +15,6 @@ import {
   type WindowResult,
   windowsSlice,
 } from '@tidemark/engine'
-import { createStore, type StoreApi } from 'zustand/vanilla'
 
 /** The engine state a store holds; each field keeps its identity while unchanged. */
 export interface EngineState {
@@ -27,8 +26,16 @@ export interface EngineState {
   readonly watermark: number
 }
 
-/** A read-only zustand store: the engine is the only writer. */
-export type EngineStore = Pick<StoreApi<EngineState>, 'getState' | 'getInitialState' | 'subscribe'>
+/**
+ * A read-only store of the engine's state, with zustand's store contract (`getState`,
+ * `getInitialState`, `subscribe(listener(state, previous))`): zustand's `useStore(store,
+ * selector)` reads it, and so can any selector library. The engine is the only writer.
+ */
+export interface EngineStore {
+  getState(): EngineState
+  getInitialState(): EngineState
+  subscribe(listener: (state: EngineState, previous: EngineState) => void): () => void
+}
 
 export interface EngineStoreOptions {
   /** When frames run; default `createFrameScheduler()`. */
@@ -48,12 +55,12 @@ const stateSlices: StateSlices = {
 const stateKeys = Object.keys(stateSlices) as readonly (keyof EngineState)[]
 
 /**
- * A vanilla zustand store of the engine's state, updated at most once per
- * frame, for selector-based dashboards (`useStore(store, selector)`). It
- * listens to the engine only while it has subscribers, so a store nobody
- * subscribes to leaks nothing; meanwhile `getState()` reads the engine
- * directly. Fields that did not change keep their identity, so a selector
- * over them does not re-render.
+ * A store of the engine's state for selector-based dashboards, updated at most once per frame
+ * and read with zustand's `useStore(store, selector)` (zustand is needed only for that hook:
+ * the store itself depends on nothing). It listens to the engine only while it has
+ * subscribers, so a store nobody subscribes to leaks nothing; meanwhile `getState()` reads the
+ * engine directly. Fields that did not change keep their identity, so a selector over them
+ * does not re-render.
  *
  * @example
  * const store = createEngineStore(engine)
@@ -64,17 +71,18 @@ const stateKeys = Object.keys(stateSlices) as readonly (keyof EngineState)[]
  */
 export function createEngineStore(engine: ObservedEngine, options: EngineStoreOptions = {}): EngineStore {
   const feed = new EngineFeed(engine, options.scheduler ?? createFrameScheduler())
-  const store = createStore<EngineState>()(() => ({
+  const initial: EngineState = {
     results: stateSlices.results.read(engine),
     lateEvents: stateSlices.lateEvents.read(engine),
     stats: stateSlices.stats.read(engine),
     syncStatus: stateSlices.syncStatus.read(engine),
     watermark: stateSlices.watermark.read(engine),
-  }))
+  }
+  let state = initial
+  const listeners = new Set<(state: EngineState, previous: EngineState) => void>()
 
-  /** Re-reads the fields `frame` can have changed (all of them without a frame); one `setState` at most. */
+  /** Re-reads the fields `frame` can have changed (all of them without a frame); one notification at most. */
   const refresh = (frame: EngineFrame | null): void => {
-    const state = store.getState()
     let next: Record<string, unknown> | null = null
     for (const key of stateKeys) {
       const slice = stateSlices[key] as EngineSlice<unknown>
@@ -84,7 +92,10 @@ export function createEngineStore(engine: ObservedEngine, options: EngineStoreOp
       next ??= { ...state }
       next[key] = value
     }
-    if (next !== null) store.setState(next as unknown as EngineState, true)
+    if (next === null) return
+    const previous = state
+    state = next as unknown as EngineState
+    for (const listener of [...listeners]) listener(state, previous)
   }
 
   let subscribers = 0
@@ -92,11 +103,14 @@ export function createEngineStore(engine: ObservedEngine, options: EngineStoreOp
   return {
     getState: () => {
       if (stopFeed === null) refresh(null)
-      return store.getState()
+      return state
     },
-    getInitialState: store.getInitialState,
+    getInitialState: () => initial,
     subscribe: (listener) => {
-      const unsubscribe = store.subscribe(listener)
+      // A wrapper per call, so one function subscribed twice is called twice, as in zustand.
+      const entry = (next: EngineState, previous: EngineState): void => listener(next, previous)
+      listeners.add(entry)
+      const unsubscribe = () => listeners.delete(entry)
       subscribers++
       if (stopFeed === null) {
         stopFeed = feed.subscribe(refresh)
