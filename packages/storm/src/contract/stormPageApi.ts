@@ -5,10 +5,20 @@
  * (`@tidemark/storm`) only reads it.
  */
 
-/** A device ingests its own readings; a dashboard only shows what it syncs. */
+/**
+ * A device ingests its own readings; a dashboard only shows what it syncs.
+ *
+ * @example
+ * if (session.query.role === 'device') claimPrefix = 'storm-device'
+ */
 export type StormRole = 'device' | 'dashboard'
 
-/** How fast a device ingests: `batch` readings every `everyMs` (0: as fast as the page allows, one batch per task). */
+/**
+ * How fast a device ingests: `batch` readings every `everyMs` (0: as fast as the page allows, one batch per task).
+ *
+ * @example
+ * await startIngest(device.page, { batch: 20, everyMs: 200 } satisfies StormIngest)
+ */
 export interface StormIngest {
   readonly batch: number
   readonly everyMs: number

@@ -2,6 +2,10 @@
 import { describeToggles } from './networkToggles.ts'
 import type { StormFigures } from './stormResult.ts'
 
+function plural(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`
+}
+
 /**
  * A finished storm's figures as a few printable lines: seed and replay command, pages,
  * toggles (intended against acknowledged and seen), events (produced, counted, late lane,
@@ -14,7 +18,7 @@ import type { StormFigures } from './stormResult.ts'
 export function describeStorm(storm: StormFigures): string {
   return [
     `storm seed=${storm.seed} (replay: STORM_SEED=${storm.seed}) seconds=${storm.seconds} stormMs=${storm.stormMs} network=${storm.network} ` +
-      `pages=${storm.pages} (${storm.devices} devices in their own contexts, ${storm.dashboards} dashboard tabs) ingest=${storm.ingest.batch} every ${storm.ingest.everyMs} ms`,
+      `pages=${storm.pages} (${plural(storm.devices, 'device')} in their own contexts, ${plural(storm.dashboards, 'dashboard tab')}) ingest=${storm.ingest.batch} every ${storm.ingest.everyMs} ms`,
     describeToggles(storm.toggles),
     `events: produced=${storm.truth.produced} counted=${storm.truth.counted} lateLane=${storm.truth.lateLane} ` +
       `(receipts: accepted=${storm.receipts.accepted} beyondLateness=${storm.receipts.beyondLateness} duplicates=${storm.receipts.duplicates} rejected=${storm.receipts.rejected}) ` +

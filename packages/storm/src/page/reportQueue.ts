@@ -5,7 +5,12 @@
  */
 import type { StormBatchReport } from '../contract/stormPageApi.ts'
 
-/** Sends reports to the driver; `undefined` when no driver listens (a page opened by hand). */
+/**
+ * Sends reports to the driver; `undefined` when no driver listens (a page opened by hand).
+ *
+ * @example
+ * const sink: ReportSink = (reports) => (globalThis as StormGlobals).tidemarkStormReport?.(reports)
+ */
 export type ReportSink = (reports: readonly StormBatchReport[]) => Promise<void> | undefined
 
 /**
