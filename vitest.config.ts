@@ -22,6 +22,7 @@ export default defineConfig({
       project('react', ['packages/react/test/**/*.test.{ts,tsx}'], 'happy-dom'),
       project('testkit', ['packages/testkit/test/**/*.test.ts']),
       project('seeded-random', ['packages/seeded-random/test/**/*.test.ts']),
+      project('storm', ['packages/storm/test/**/*.test.ts']),
       project('demo', ['apps/demo/test/**/*.test.ts']),
     ],
   },

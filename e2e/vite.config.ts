@@ -15,10 +15,14 @@ export default defineConfig({
     outDir: fileURLToPath(new URL('./dist', import.meta.url)),
     emptyOutDir: true,
     // Fixed names, so the service worker can precache the app shell for the offline reload.
-    // storm.html: the reconnect-storm pages (storm/, tests/storm.spec.ts).
+    // storm.html: the reconnect-storm pages (tests/storm.spec.ts); storm-example.html: @tidemark/storm's README example.
     rolldownOptions: {
-      input: { index: fileURLToPath(new URL('./pages/index.html', import.meta.url)), storm: fileURLToPath(new URL('./pages/storm.html', import.meta.url)) },
-      output: { entryFileNames: (chunk) => (chunk.name === 'storm' ? 'storm.js' : 'app.js'), chunkFileNames: '[name].js', assetFileNames: '[name][extname]' },
+      input: {
+        index: fileURLToPath(new URL('./pages/index.html', import.meta.url)),
+        storm: fileURLToPath(new URL('./pages/storm.html', import.meta.url)),
+        stormExample: fileURLToPath(new URL('./pages/storm-example.html', import.meta.url)),
+      },
+      output: { entryFileNames: (chunk) => (chunk.name === 'index' ? 'app.js' : `${chunk.name}.js`), chunkFileNames: '[name].js', assetFileNames: '[name][extname]' },
     },
   },
   preview: { host: '127.0.0.1', port: E2E_PORT, strictPort: true },

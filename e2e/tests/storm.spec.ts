@@ -1,13 +1,13 @@
 /**
- * Reconnect storms and crash recovery against a real sync server (issue 8): devices in
+ * Reconnect storms and crash recovery against a real sync server (`@tidemark/storm`): devices in
  * separate browser contexts ingest while their network drops and returns on a seeded random
  * schedule; every page ends up with the window values the driver computes from the readings
  * the devices report they produced. `STORM_SECONDS` sets the main storm's length (default
  * 60), `STORM_SEED` replays a run.
  */
 import { type Browser, type BrowserContext, expect, type Page, test } from '@playwright/test'
-import type { StormPageApi, StormSnapshot } from '../pages/stormApi.ts'
 import {
+  closeStormApp,
   digestDiff,
   groundTruth,
   openStormPage,
@@ -15,21 +15,29 @@ import {
   StormLedger,
   type StormPage,
   type StormResult,
-  type SyncServer,
+  type StormSnapshot,
   snapshotOf,
-  startSyncServer,
+  startIngest,
   statusChangesOf,
-  stormPageTruth,
+  stopIngest,
+  stormCommand,
+  stormPageUrl,
   stormReady,
   stormSeed,
   type TruthFigures,
   transitionsOf,
+  tumblingTruth,
   waitForConvergence,
-} from '../storm/index.ts'
+} from '@tidemark/storm'
+import { type SyncServer, startSyncServer } from '@tidemark/sync-server'
+import { STORM_LATENESS_MS, STORM_WINDOW_MS } from '../pages/stormConfig.ts'
 
 const STORM_SECONDS = Number(process.env.STORM_SECONDS ?? 60)
 /** The restart storm and the hostile peer are shorter: the first storm is the long one. */
 const SHORT_SECONDS = Math.max(5, Math.min(STORM_SECONDS, 20))
+/** The storm page's readings (the default `stormReading`) and its window values. */
+const truth = tumblingTruth({ windowMs: STORM_WINDOW_MS, allowedLateness: STORM_LATENESS_MS })
+const STORM_PATH = '/storm.html'
 test.describe.configure({ timeout: STORM_SECONDS * 1_000 + 180_000 })
 // Traces of eight pages for a minute are large and slow the pages down.
 test.use({ trace: 'off' })
@@ -65,7 +73,7 @@ function checkStorm(result: StormResult): void {
 test('storm: 6 devices toggling offline at random, 2 dashboards, all converge on the ground truth', async ({ browser, baseURL }) => {
   const seed = stormSeed()
   console.log(`storm: seed=${seed} STORM_SECONDS=${STORM_SECONDS}`)
-  const result = await runStorm({ browser, baseURL: baseURL as string, serverUrl: (server as SyncServer).url, seconds: STORM_SECONDS, seed })
+  const result = await runStorm({ browser, baseURL: baseURL as string, path: STORM_PATH, server: (server as SyncServer).url, truth, seconds: STORM_SECONDS, seed })
   try {
     checkStorm(result)
   } finally {
@@ -81,7 +89,9 @@ test('server restart in the middle of a storm: clients reconnect with jitter and
   const result = await runStorm({
     browser,
     baseURL: baseURL as string,
-    serverUrl: (server as SyncServer).url,
+    path: STORM_PATH,
+    server: (server as SyncServer).url,
+    truth,
     seconds: SHORT_SECONDS,
     seed,
     // Playwright's own setOffline here (the other storms cut each device's sync path): both ways of going offline are stormed.
@@ -118,7 +128,9 @@ test('hostile peer: malformed entries are refused as invalid_remote_cell, the ot
   const result = await runStorm({
     browser,
     baseURL: baseURL as string,
-    serverUrl: (server as SyncServer).url,
+    path: STORM_PATH,
+    server: (server as SyncServer).url,
+    truth,
     devices: 3,
     dashboards: 2,
     seconds: 8,
@@ -126,11 +138,11 @@ test('hostile peer: malformed entries are refused as invalid_remote_cell, the ot
     toggle: [200, 800],
     during: async (storm) => {
       await storm.sleep(2_000)
-      await storm.devices[0]?.page.evaluate(() => window.storm?.writeMalformed(20))
+      await stormCommand((storm.devices[0] as StormPage).page, 'writeMalformed', 20)
       // Then, once the dashboards have judged those, bytes that are not even Yjs on the dashboards' tab channel
       // (every tab's provider gets them, the sender's too: its channel is another object).
       for (const board of storm.dashboards) await expect.poll(async () => (await snapshotOf(board.page)).invalidRemote).toBeGreaterThanOrEqual(20)
-      await storm.dashboards[1]?.page.evaluate(() => window.storm?.writeGarbageFrames(10))
+      await stormCommand((storm.dashboards[1] as StormPage).page, 'writeGarbageFrames', 10)
       producedAtAttack = await Promise.all(storm.devices.map(async (d) => (await snapshotOf(d.page)).produced))
     },
   })
@@ -157,7 +169,7 @@ test('hostile peer: malformed entries are refused as invalid_remote_cell, the ot
 
 /** The truth of one device's readings `1..produced`, with its late lane. */
 function deviceTruth(device: StormSnapshot, produced = device.produced, firstBatchEnd = 50): TruthFigures {
-  return groundTruth(stormPageTruth, [{ source: device.source, seed: device.seed, produced, lateIds: device.lateIds, firstBatchEnd }])
+  return groundTruth(truth, [{ source: device.source, seed: device.seed, produced, lateIds: device.lateIds, firstBatchEnd }])
 }
 
 /** Opens a device page as a browser restoring its session would: a new tab whose sessionStorage names the old source. */
@@ -170,8 +182,8 @@ async function restoreDevice(context: BrowserContext, source: string, url: strin
   return page
 }
 
-function pageUrl(baseURL: string, role: string, room: string, seed: number, extra = ''): string {
-  return `${baseURL}/storm.html?role=${role}&server=${encodeURIComponent((server as SyncServer).url)}&room=${room}&seed=${seed}${extra}`
+function pageUrl(baseURL: string, role: 'device' | 'dashboard', room: string, seed: number, extra = ''): string {
+  return stormPageUrl(`${baseURL}${STORM_PATH}${extra}`, { role, server: (server as SyncServer).url, room, seed })
 }
 
 /**
@@ -180,7 +192,7 @@ function pageUrl(baseURL: string, role: string, room: string, seed: number, extr
  */
 async function withDeviceAndBoard(
   browser: Browser,
-  url: (role: string, extra?: string) => string,
+  url: (role: 'device' | 'dashboard', extra?: string) => string,
   run: (setup: { ledger: StormLedger; deviceContext: BrowserContext; device: StormPage; board: StormPage }) => Promise<void>,
 ): Promise<void> {
   const ledger = new StormLedger()
@@ -189,7 +201,7 @@ async function withDeviceAndBoard(
   try {
     await ledger.listen(deviceContext)
     await ledger.listen(boardContext)
-    const device = await openStormPage(deviceContext, url('device', '&shell=1'))
+    const device = await openStormPage(deviceContext, url('device', '?shell=1'))
     // Once the service worker controls the page, a reload caches every file of the page for the offline reopen.
     await device.page.reload()
     await stormReady(device.page)
@@ -203,16 +215,16 @@ async function withDeviceAndBoard(
 
 test('crash: a device closed mid-ingest reopens offline with every durable event, then reconnects and converges', async ({ browser, baseURL }) => {
   const seed = stormSeed()
-  const url = (role: string, extra = ''): string => pageUrl(baseURL as string, role, `crash-${seed}`, seed, extra)
+  const url = (role: 'device' | 'dashboard', extra = ''): string => pageUrl(baseURL as string, role, `crash-${seed}`, seed, extra)
   await withDeviceAndBoard(browser, url, async ({ ledger, deviceContext, device, board }) => {
     const source = device.source
-    await device.page.evaluate(() => window.storm?.start({ batch: 50, everyMs: 0 }))
+    await startIngest(device.page, { batch: 50, everyMs: 0 })
     await expect.poll(() => ledger.durable(source), { timeout: 30_000 }).toBeGreaterThan(5_000)
     await device.page.close({ runBeforeUnload: false })
     const acknowledged = ledger.durable(source)
 
     await deviceContext.setOffline(true)
-    const reopened = await restoreDevice(deviceContext, source, url('device', '&shell=1'))
+    const reopened = await restoreDevice(deviceContext, source, url('device', '?shell=1'))
     const after = await snapshotOf(reopened)
     expect(after.online).toBe(false)
     expect(after.errors).toEqual([])
@@ -239,17 +251,17 @@ test('crash: a device closed mid-ingest reopens offline with every durable event
     expect(converged).toBe(true)
     expect(snapshots[0]?.digest).toBe(snapshots[1]?.digest)
     expect(snapshots.flatMap((s) => s.errors)).toEqual([])
-    await reopened.evaluate(() => (window.storm as StormPageApi).close())
+    await closeStormApp(reopened)
   })
 })
 
 test('offline reload: a device goes offline, ingests, reloads offline, keeps ingesting, reconnects: nothing lost', async ({ browser, baseURL }) => {
   const seed = stormSeed()
-  const url = (role: string, extra = ''): string => pageUrl(baseURL as string, role, `reload-${seed}`, seed, extra)
+  const url = (role: 'device' | 'dashboard', extra = ''): string => pageUrl(baseURL as string, role, `reload-${seed}`, seed, extra)
   await withDeviceAndBoard(browser, url, async ({ ledger, deviceContext, device, board }) => {
     const source = device.source
     const ingest = { batch: 20, everyMs: 20 }
-    await device.page.evaluate((o) => window.storm?.start(o), ingest)
+    await startIngest(device.page, ingest)
     await expect.poll(() => ledger.durable(source), { timeout: 30_000 }).toBeGreaterThan(500)
 
     await deviceContext.setOffline(true)
@@ -266,9 +278,9 @@ test('offline reload: a device goes offline, ingests, reloads offline, keeps ing
     expect(reloaded.produced).toBeGreaterThanOrEqual(acknowledged)
     expect(reloaded.digest).toBe(deviceTruth(reloaded, reloaded.produced, ingest.batch).digest)
 
-    await device.page.evaluate((o) => window.storm?.start(o), ingest)
+    await startIngest(device.page, ingest)
     await expect.poll(() => ledger.durable(source), { timeout: 30_000 }).toBeGreaterThan(reloaded.produced + 1_000)
-    await device.page.evaluate(() => window.storm?.stop())
+    await stopIngest(device.page)
     const stopped = await snapshotOf(device.page)
     await deviceContext.setOffline(false)
     const backAt = Date.now()

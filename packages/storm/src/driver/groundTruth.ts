@@ -5,13 +5,20 @@
  * counted, each one really beyond lateness.
  */
 import type { StreamEvent } from '@tidemark/engine'
-import { STORM_LATENESS_MS, STORM_WINDOW_MS, stormReading } from '../pages/stormApi.ts'
+import { type StormReading, stormReading } from '../contract/stormReading.ts'
+import { windowDigest } from '../contract/windowDigest.ts'
 
-/** How an app's readings and window values look, for the driver to compute the truth. */
+/**
+ * How an app's readings and window values look, for the driver to compute the truth.
+ *
+ * @example
+ * const truth: StormTruth = tumblingTruth({ windowMs: 1_000, allowedLateness: 2_000 })
+ * truth.digest([truth.reading(7, 'device-a1', 1)]) // 'tumbling:1000|k1|1700000000000|1|2'
+ */
 export interface StormTruth {
   /** Reading `seq` of `source` on a device page opened with `seed`: exactly what it ingested. */
-  reading(seed: number, source: string, seq: number): StreamEvent
-  /** Canonical window values of `events`, in the format of the pages' `snapshot().digest`. */
+  readonly reading: StormReading
+  /** Canonical window values of `events`, in the format of the pages' `snapshot().digest` (`windowDigest`). */
   digest(events: readonly StreamEvent[]): string
   /**
    * Whether `event` may be beyond lateness on its device when that device's earlier readings
@@ -24,42 +31,43 @@ export interface StormTruth {
 /**
  * Truth for pages with one `tumbling(windowMs)` spec, `allowedLateness` and the default
  * watermark (`boundedOutOfOrderness(0)`); digest rows are `tumbling:<ms>|key|start|count|sum`.
+ * `reading` defaults to `stormReading`.
  *
  * @example
  * const truth = tumblingTruth({ windowMs: 60_000, allowedLateness: 5_000, reading: myReading })
  * await runStorm({ ..., truth })
  */
-export function tumblingTruth(options: {
-  readonly windowMs: number
-  readonly allowedLateness: number
-  readonly reading: (seed: number, source: string, seq: number) => StreamEvent
-}): StormTruth {
+export function tumblingTruth(options: { readonly windowMs: number; readonly allowedLateness: number; readonly reading?: StormReading }): StormTruth {
   const { windowMs, allowedLateness } = options
+  if (!Number.isSafeInteger(windowMs) || windowMs <= 0) throw new RangeError(`tumblingTruth: windowMs must be a positive integer, got ${windowMs}`)
+  if (!Number.isFinite(allowedLateness) || allowedLateness < 0) throw new RangeError(`tumblingTruth: allowedLateness must be a non-negative number of ms, got ${allowedLateness}`)
+  const window = `tumbling:${windowMs}`
   const startOf = (ts: number): number => ts - (((ts % windowMs) + windowMs) % windowMs)
   return {
-    reading: options.reading,
+    reading: options.reading ?? stormReading,
     digest(events) {
-      const cells = new Map<string, { count: number; sum: number }>()
+      const cells = new Map<string, { window: string; key: string; start: number; count: number; sum: number }>()
       for (const event of events) {
-        const row = `tumbling:${windowMs}|${event.key ?? ''}|${startOf(event.ts)}`
-        const cell = cells.get(row) ?? { count: 0, sum: 0 }
+        const key = event.key ?? ''
+        const start = startOf(event.ts)
+        const id = `${key}|${start}`
+        const cell = cells.get(id) ?? { window, key, start, count: 0, sum: 0 }
         cell.count++
         cell.sum += event.value
-        cells.set(row, cell)
+        cells.set(id, cell)
       }
-      return [...cells]
-        .map(([row, cell]) => `${row}|${cell.count}|${cell.sum}`)
-        .sort()
-        .join('\n')
+      return windowDigest(cells.values())
     },
     canBeLate: (event, maxTsBefore) => startOf(event.ts) + windowMs + allowedLateness <= maxTsBefore,
   }
 }
 
-/** The truth of the pages in `e2e/pages/storm.ts`. */
-export const stormPageTruth: StormTruth = tumblingTruth({ windowMs: STORM_WINDOW_MS, allowedLateness: STORM_LATENESS_MS, reading: stormReading })
-
-/** One device as the truth sees it: every seq it produced, and its late lane. */
+/**
+ * One device as the truth sees it: every seq it produced, and its late lane.
+ *
+ * @example
+ * const outcome: DeviceOutcome = { source: 'device-a1', seed: 7, produced: 1_000, lateIds: ['device-a1#412'], firstBatchEnd: 20 }
+ */
 export interface DeviceOutcome {
   readonly source: string
   readonly seed: number
@@ -70,6 +78,13 @@ export interface DeviceOutcome {
   readonly firstBatchEnd: number
 }
 
+/**
+ * The ground truth of a storm: what every converged page must show.
+ *
+ * @example
+ * const figures: TruthFigures = groundTruth(truth, outcomes)
+ * expect(figures.counted + figures.lateLane).toBe(figures.produced)
+ */
 export interface TruthFigures {
   /** Readings produced over all devices. */
   readonly produced: number
@@ -88,7 +103,7 @@ export interface TruthFigures {
  * late lane.
  *
  * @example
- * const truth = groundTruth(stormPageTruth, [{ source, seed, produced: 1_000, lateIds, firstBatchEnd: 10 }])
+ * const truth = groundTruth(tumblingTruth({ windowMs: 1_000, allowedLateness: 2_000 }), [{ source, seed, produced: 1_000, lateIds, firstBatchEnd: 10 }])
  * expect(dashboard.digest).toBe(truth.digest)
  */
 export function groundTruth(truth: StormTruth, devices: readonly DeviceOutcome[]): TruthFigures {
@@ -121,32 +136,4 @@ export function groundTruth(truth: StormTruth, devices: readonly DeviceOutcome[]
   }
   const digest = truth.digest(counted)
   return { produced, counted: counted.length, lateLane, digest, windows: digest === '' ? 0 : digest.split('\n').length, problems }
-}
-
-/**
- * The rows where two digests differ (`row: expected count/sum, got count/sum`), at most
- * `limit` of them: what a failed comparison prints.
- *
- * @example
- * digestDiff(truth.digest, dashboard.digest) // ['tumbling:1000|k1|1700000003000: expected 25/100, got 24/97']
- */
-export function digestDiff(expected: string, actual: string, limit = 5): string[] {
-  const rows = (digest: string): Map<string, string> => {
-    const map = new Map<string, string>()
-    for (const line of digest.split('\n')) {
-      if (line === '') continue
-      const parts = line.split('|')
-      map.set(parts.slice(0, -2).join('|'), parts.slice(-2).join('/'))
-    }
-    return map
-  }
-  const want = rows(expected)
-  const got = rows(actual)
-  const diff: string[] = []
-  for (const row of new Set([...want.keys(), ...got.keys()])) {
-    if (want.get(row) === got.get(row)) continue
-    diff.push(`${row}: expected ${want.get(row) ?? 'none'}, got ${got.get(row) ?? 'none'}`)
-    if (diff.length >= limit) break
-  }
-  return diff
 }

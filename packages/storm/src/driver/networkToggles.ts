@@ -7,19 +7,25 @@
  * cut sync path plus an overridden `navigator.onLine`) is issued at its due time and NOT
  * awaited before the next one: the browser acknowledges it only after its network service and
  * the page's renderer have handled it, so under load an awaited toggle waits seconds and the
- * schedule stretches (the old driver managed 70 toggles in a 60 s storm). Commands to one
+ * schedule stretches (awaited, six devices got through 70 toggles in a 60 s storm). Commands to one
  * page keep their order, so the last one wins.
  *
  * Three clocks are measured and compared with what was intended: when each toggle was
  * issued (driver), when Playwright acknowledged it, and when the page saw the
  * `offline`/`online` event (`StormTransition`, reported by the page).
  */
-import type { StormTransition } from '../pages/stormApi.ts'
+import type { StormTransition } from '../contract/stormPageApi.ts'
 import type { NetworkSwitch } from './deviceNetwork.ts'
 import { type Distribution, distribution, formatDistribution } from './distribution.ts'
-import { seeded } from './seeded.ts'
+import { toggleIntervals, toggleRange } from './toggleSchedule.ts'
 
-/** One toggle of one device. */
+/**
+ * One toggle of one device: when it was due, issued and acknowledged.
+ *
+ * @example
+ * const record = toggles.records[0] // { device: 0, offline: true, intervalMs: 273.4, dueAt, issuedAt, ackAt }
+ * const ackMs = (record.ackAt ?? Number.NaN) - record.issuedAt
+ */
 export interface ToggleRecord {
   readonly device: number
   readonly offline: boolean
@@ -31,6 +37,13 @@ export interface ToggleRecord {
   ackAt?: number
 }
 
+/**
+ * What the schedule intended against what happened, as distributions (see `describe`).
+ *
+ * @example
+ * const figures = toggles.figures(transitions)
+ * expect(figures.acknowledged).toBe(figures.issued)
+ */
 export interface ToggleFigures {
   /** Toggles issued (every one the schedule drew before the end), acknowledged, and seen by the pages. */
   readonly issued: number
@@ -57,7 +70,7 @@ export interface ToggleFigures {
  * @example
  * const toggles = new NetworkToggles(devices.map((d) => emulatedNetwork(d.context)), { seed: 42, intervalMs: [50, 500] })
  * await toggles.run(Date.now() + 60_000)
- * console.log(toggles.describe(toggles.figures(pageTransitions)))
+ * console.log(describeToggles(toggles.figures(pageTransitions)))
  */
 export class NetworkToggles {
   readonly records: ToggleRecord[] = []
@@ -71,7 +84,7 @@ export class NetworkToggles {
   constructor(switches: readonly NetworkSwitch[], options: { readonly seed: number; readonly intervalMs: readonly [number, number] }) {
     this.#switches = switches
     this.#seed = options.seed
-    this.#intervalMs = options.intervalMs
+    this.#intervalMs = toggleRange(options.intervalMs)
     this.#maxInFlight = switches.map(() => 0)
   }
 
@@ -87,16 +100,15 @@ export class NetworkToggles {
   }
 
   async #toggle(toggle: NetworkSwitch, device: number, endsAt: number): Promise<void> {
-    const [min, max] = this.#intervalMs
-    // Seeded per device, independent of timing: the same seed draws the same schedule.
-    const random = seeded(this.#seed * 1_000 + device + 1)
+    // Seeded per device, independent of timing: the same seed draws the same schedule (toggleSchedule).
+    const nextInterval = toggleIntervals(this.#seed, device, this.#intervalMs)
     const inFlight: Promise<void>[] = []
     const failures: unknown[] = []
     let inFlightNow = 0
     let offline = false
     let dueAt = this.#startedAt
     for (;;) {
-      const intervalMs = min + random() * (max - min)
+      const intervalMs = nextInterval()
       dueAt += intervalMs
       if (dueAt >= endsAt) break
       const wait = dueAt - Date.now()
@@ -155,17 +167,24 @@ export class NetworkToggles {
       observedLagMs: distribution(observedLagMs),
     }
   }
+}
 
-  /** The figures as a few printable lines. */
-  describe(figures: ToggleFigures): string {
-    return [
-      `toggles: issued=${figures.issued} acknowledged=${figures.acknowledged} seen by pages=${figures.observed} ` +
-        `(per device issued/seen/max in flight: ${figures.perDevice.map((d) => `${d.issued}/${d.observed}/${d.maxInFlight}`).join(' ')})`,
-      `  intended interval  ${formatDistribution(figures.intendedMs)}`,
-      `  page-seen interval ${formatDistribution(figures.observedMs)}`,
-      `  issue lag          ${formatDistribution(figures.issueLagMs)}`,
-      `  switch ack         ${formatDistribution(figures.ackMs)}`,
-      `  issue→page event   ${formatDistribution(figures.observedLagMs)}`,
-    ].join('\n')
-  }
+/**
+ * Toggle figures as a few printable lines: counts, then the intended, page-seen, issue-lag,
+ * acknowledgement and issue-to-page distributions.
+ *
+ * @example
+ * console.log(describeToggles(toggles.figures(transitions)))
+ * // toggles: issued=1315 acknowledged=1315 seen by pages=1315 (per device issued/seen/max in flight: 216/216/4 ...)
+ */
+export function describeToggles(figures: ToggleFigures): string {
+  return [
+    `toggles: issued=${figures.issued} acknowledged=${figures.acknowledged} seen by pages=${figures.observed} ` +
+      `(per device issued/seen/max in flight: ${figures.perDevice.map((d) => `${d.issued}/${d.observed}/${d.maxInFlight}`).join(' ')})`,
+    `  intended interval  ${formatDistribution(figures.intendedMs)}`,
+    `  page-seen interval ${formatDistribution(figures.observedMs)}`,
+    `  issue lag          ${formatDistribution(figures.issueLagMs)}`,
+    `  switch ack         ${formatDistribution(figures.ackMs)}`,
+    `  issue→page event   ${formatDistribution(figures.observedLagMs)}`,
+  ].join('\n')
 }

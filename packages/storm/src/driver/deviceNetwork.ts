@@ -16,9 +16,20 @@
 import type { BrowserContext, CDPSession, Page } from '@playwright/test'
 import type { SyncProxy } from './syncProxy.ts'
 
+/**
+ * How a device goes offline: `partition` (its own proxy cut, its page told over CDP) or `emulate` (`context.setOffline`).
+ *
+ * @example
+ * await runStorm({ ...options, network: 'emulate' satisfies DeviceNetworkMode })
+ */
 export type DeviceNetworkMode = 'emulate' | 'partition'
 
-/** Takes a device offline (true) or online (false); resolves when the browser acknowledged it. */
+/**
+ * Takes a device offline (true) or online (false); resolves when the browser acknowledged it.
+ *
+ * @example
+ * const toggle: NetworkSwitch = (offline) => context.setOffline(offline)
+ */
 export type NetworkSwitch = (offline: boolean) => Promise<void>
 
 /**
@@ -37,7 +48,7 @@ export function emulatedNetwork(context: BrowserContext): NetworkSwitch {
  *
  * @example
  * const proxy = await startSyncProxy(server.port)
- * const device = await openStormPage(context, pageUrlWithServer(proxy.url))
+ * const device = await openStormPage(context, stormPageUrl(pageUrl, { role: 'device', server: proxy.url, room, seed }))
  * const toggle = await partitionedNetwork(device.page, proxy)
  * await toggle(true) // socket reset, navigator.onLine false, 'offline' fired
  */

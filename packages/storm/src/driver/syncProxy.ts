@@ -5,6 +5,13 @@
  */
 import { createServer, type Server, type Socket, connect } from 'node:net'
 
+/**
+ * A running proxy (`startSyncProxy`).
+ *
+ * @example
+ * const proxy: SyncProxy = await startSyncProxy(4001)
+ * proxy.cut(true)
+ */
 export interface SyncProxy {
   /** `ws://127.0.0.1:<port>`: give this to the device instead of the server's URL. */
   readonly url: string

@@ -1,5 +1,11 @@
 /** Order statistics of a list of durations, for the figures every storm test prints. */
 
+/**
+ * Nearest-rank order statistics of some durations, ms.
+ *
+ * @example
+ * const { p50, p90 }: Distribution = storm.toggles.observedMs
+ */
 export interface Distribution {
   readonly n: number
   readonly min: number

@@ -1,12 +1,18 @@
 /**
  * The durable ledger: every batch a device reported as durable (committed to its write-ahead
- * log), collected in the driver through the `stormReport` binding. It outlives the pages, so
+ * log), collected in the driver through the `tidemarkStormReport` binding. It outlives the pages, so
  * after a crash it still says what the device had acknowledged.
  */
 import type { BrowserContext } from '@playwright/test'
-import type { StormBatchReport } from '../pages/stormApi.ts'
+import { STORM_REPORT_BINDING, type StormBatchReport } from '../contract/stormPageApi.ts'
 
-/** What a source's reports add up to, and what is wrong with them. */
+/**
+ * What a source's reports add up to, and what is wrong with them.
+ *
+ * @example
+ * const totals: LedgerTotals = ledger.totals(new Map([[source, 1_000]]))
+ * expect(totals.gaps).toEqual([])
+ */
 export interface LedgerTotals {
   /** Seqs covered by reports. */
   readonly produced: number
@@ -31,15 +37,18 @@ export interface LedgerTotals {
 export class StormLedger {
   readonly batches = new Map<string, StormBatchReport[]>()
 
-  /** Exposes `stormReport` on `context`; call before its pages load. */
+  /** Exposes the report binding (`tidemarkStormReport`) on `context`; call before its pages load. */
   async listen(context: BrowserContext): Promise<void> {
-    await context.exposeBinding('stormReport', (_source, reports: readonly StormBatchReport[]) => {
-      for (const report of reports) {
-        const list = this.batches.get(report.source) ?? []
-        list.push(report)
-        this.batches.set(report.source, list)
-      }
-    })
+    await context.exposeBinding(STORM_REPORT_BINDING, (_source, reports: readonly StormBatchReport[]) => this.record(reports))
+  }
+
+  /** Records `reports` (what the binding does with every call). */
+  record(reports: readonly StormBatchReport[]): void {
+    for (const report of reports) {
+      const list = this.batches.get(report.source) ?? []
+      list.push(report)
+      this.batches.set(report.source, list)
+    }
   }
 
   /** Highest seq of `source` reported durable (0 when none). */
