@@ -1,7 +1,7 @@
 /**
  * Waits of the sync-server tests: for docs to reach a state, for a provider to sync. Awaits
  * real events only, each bounded by a timeout. The server itself is started and stopped by the
- * e2e storm driver's `startSyncServer` (e2e/storm/syncServer.ts), the one launcher of
+ * e2e storm driver's `startSyncServer` (@tidemark/sync-server), the one launcher of
  * packages/sync-server/src/server.js in TypeScript.
  */
 import * as Y from 'yjs'
