@@ -38,7 +38,7 @@ export interface SourceClaim {
 }
 
 /**
- * Claims a source id for this tab (DESIGN §5): reuses the id remembered in
+ * Claims a source id for this tab (docs/durability.md, tabs and sources): reuses the id remembered in
  * `sessionStorage` when no other tab holds it (a reload), otherwise picks a fresh one,
  * and holds a Web Lock named after it until `release()` or the tab goes away. Two tabs
  * of one device therefore never write the same source; a duplicated tab, which inherits

@@ -1,6 +1,6 @@
 /**
  * Why an input, a peer's cell or a stored record was not applied.
- * DESIGN §1 lists the minimum set; the extra validation reasons name the exact field.
+ * docs/semantics.md lists each reason and where it is raised; the validation reasons name the exact field.
  */
 export type AnomalyReason =
   | 'invalid_event'

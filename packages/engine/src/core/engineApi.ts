@@ -109,7 +109,7 @@ export interface EngineStats {
   readonly lateLaneTrimmed: number
   readonly corrections: number
   readonly watermark: number
-  /** Proof frontier P (DESIGN §2). */
+  /** Proof frontier P: nothing not yet seen from a known source can fall below it (docs/semantics.md). */
   readonly proofFrontier: number
   /** Largest event time seen minus the watermark (0 when nothing is held back). */
   readonly watermarkLag: number
@@ -139,7 +139,7 @@ export interface SyncStatus {
 }
 
 /**
- * The event-time window engine (DESIGN §8). The member examples below share this engine.
+ * The event-time window engine; docs/semantics.md says what every result means. The member examples below share this engine.
  *
  * @example
  * const engine: Engine = createEngine({ windows: tumbling(60_000), watermark: manual() })

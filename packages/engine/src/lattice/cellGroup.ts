@@ -1,6 +1,6 @@
 /**
  * Cell groups: the cells one source holds in one window start of one window spec, for every
- * key, as columns (DESIGN §4, the packed replication unit).
+ * key, as columns (the packed replication unit, docs/replication.md).
  *
  * A fresh replica joining 8 writers of 10k cells each takes 80k cells at once. As one object
  * per cell (an address, a cell) that is 160k allocations before any window is touched, and as

@@ -18,7 +18,7 @@ export interface OrderedEvents {
 
 /**
  * Orders one complete batch deterministically by `(ts, source, seq, id)`, validates and dedups
- * it (DESIGN §1, §9) and gives each event its `basis` (see `OrderedEvent`).
+ * it (docs/semantics.md) and gives each event its `basis` (see `OrderedEvent`).
  *
  * The result depends on the batch as a multiset only: the same events in any order give the
  * same `ordered` array and the same anomalies (their `index` refers to the input). When copies

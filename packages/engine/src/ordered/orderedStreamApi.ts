@@ -82,7 +82,7 @@ export interface OrderedStreamStats {
   readonly watermark: number
   /** `watermark - allowedLateness`: nothing below it can be emitted any more. */
   readonly finality: number
-  /** Proof frontier P (DESIGN §2). */
+  /** Proof frontier P: nothing not yet seen from a known source can fall below it (docs/semantics.md). */
   readonly proofFrontier: number
   /** Largest event time seen minus the watermark (0 when nothing is held back). */
   readonly watermarkLag: number
@@ -90,7 +90,7 @@ export interface OrderedStreamStats {
 }
 
 /**
- * Events in a deterministic total order, released by the watermark (DESIGN §9).
+ * Events in a deterministic total order, released by the watermark (docs/semantics.md, the ordered event stream).
  *
  * @example
  * const stream = createOrderedStream({ watermark: boundedOutOfOrderness(5_000), allowedLateness: 60_000 })

@@ -3,7 +3,7 @@ import { SourceClock } from './sourceClock.ts'
 import type { WatermarkStrategy } from './watermarkStrategy.ts'
 
 /**
- * The engine's event-time frontiers (DESIGN §2): the watermark `W`, the
+ * The engine's event-time frontiers (docs/semantics.md, Time): the watermark `W`, the
  * watermark with idle sources still counted (to tell `derived` from `fallback`),
  * and the proof frontier `P`. They move only in `advance()`, between batches.
  */

@@ -1,4 +1,4 @@
-/** How the engine knows a window is complete (DESIGN §3). */
+/** How the engine knows a window is complete (docs/semantics.md, Basis). */
 export type Basis = 'proven' | 'derived' | 'fallback' | 'unknown'
 
 /** Lifecycle of a window result. */

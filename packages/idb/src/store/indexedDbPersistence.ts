@@ -67,7 +67,7 @@ export interface IndexedDbPersistenceOptions {
 }
 
 /**
- * A `Persistence` over IndexedDB (DESIGN §5). Each journal operation is one columnar
+ * A `Persistence` over IndexedDB (docs/durability.md). Each journal operation is one columnar
  * record; `append` resolves only after its transaction committed; a checkpoint, the
  * truncation behind it, the late lane and the staged final-window archive commit together;
  * `open()` skips and reports corrupt records.

@@ -100,7 +100,7 @@ export interface CheckpointPolicy {
 }
 
 /**
- * Where an engine logs its journal (DESIGN §5): `openEngine` appends every operation and
+ * Where an engine logs its journal (docs/durability.md): `openEngine` appends every operation and
  * checkpoints the engine state. `append` resolves only after the record is committed; a
  * full quota rejects with `QuotaError`. Beside the log it keeps the late lane (written with
  * each checkpoint) and the final-window archive (staged by `archiveFinal`, written with the

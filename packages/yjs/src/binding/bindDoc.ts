@@ -1,5 +1,5 @@
 /**
- * Binds an engine's lattice state (through its `ReplicaPort`) to a `Y.Doc` (DESIGN §4).
+ * Binds an engine's lattice state (through its `ReplicaPort`) to a `Y.Doc` (docs/replication.md).
  *
  * Local: one transaction per `LocalWrite`, into this replica's own log (docEntry.ts).
  * Remote: every transaction not made by this binding (a provider applying a peer's update,

@@ -1,5 +1,5 @@
 /**
- * Sync status of one `Y.Doc` across the providers attached to it (DESIGN §4, §6 `useSyncStatus`).
+ * Sync status of one `Y.Doc` across the providers attached to it (`engine.syncStatus()`, `useSyncStatus`).
  *
  * The engine binds to a doc, the application connects providers to the same doc; the
  * tracker is the meeting point, found by doc (`syncStatusTracker(doc)`), so neither side
