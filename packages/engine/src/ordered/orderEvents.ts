@@ -4,6 +4,12 @@ import { compareEventOrder, type OrderedEvent, type PendingEvent, toPendingEvent
 import { OrderProof } from '../time/orderProof.ts'
 import { SourceClock } from '../time/sourceClock.ts'
 
+/**
+ * Options of `orderEvents`.
+ *
+ * @example
+ * orderEvents(batch, { maxEvents: 10_000 }) // a larger batch is refused whole with overflow
+ */
 export interface OrderEventsOptions {
   /** Largest batch; a larger one is refused whole with `overflow` anomalies. Default 1,000,000. */
   readonly maxEvents?: number

@@ -4,6 +4,12 @@ import type { StreamEvent } from '../core/event.ts'
 import type { OrderedEvent } from './eventOrder.ts'
 import type { WatermarkStrategy } from '../time/watermarkStrategy.ts'
 
+/**
+ * Options of `createOrderedStream`; all optional.
+ *
+ * @example
+ * createOrderedStream({ watermark: boundedOutOfOrderness(5_000), allowedLateness: 60_000, batchSize: 500, onLate: 'drop' })
+ */
 export interface OrderedStreamOptions {
   /** Default `boundedOutOfOrderness(0)`. */
   readonly watermark?: WatermarkStrategy
@@ -43,6 +49,12 @@ export interface OrderedStreamWork {
   readonly flushMoves: number
 }
 
+/**
+ * The ordered stream's counters and gauges (`stream.stats()`); a snapshot.
+ *
+ * @example
+ * const { pending, oldestPendingAge, lateLane } = stream.stats()
+ */
 export interface OrderedStreamStats {
   /** Events passed to `push`. */
   readonly pushed: number

@@ -28,6 +28,16 @@ export interface WindowResult {
   readonly basis: Basis
 }
 
+/**
+ * What happened to a window: `provisional` (changed before it fired), `on_time` (it fired),
+ * `correction` (changed after it fired), `final` (it turned final), `retract` (a session that no
+ * longer exists under this identity).
+ *
+ * @example
+ * engine.subscribe((changes) => {
+ *   for (const change of changes) if (change.type === 'correction') redraw(change.result, change.previous)
+ * })
+ */
 export type WindowChangeType = 'provisional' | 'on_time' | 'correction' | 'final' | 'retract'
 
 /**
@@ -48,7 +58,12 @@ export interface ResultQuery {
   readonly to?: number
 }
 
-/** Order of `engine.results()`: by window spec id, key, start. */
+/**
+ * Order of `engine.results()`: by window spec id, key, start.
+ *
+ * @example
+ * [...archived, ...live].sort(compareResults) // merged in the order results() uses
+ */
 export function compareResults(a: WindowResult, b: WindowResult): number {
   if (a.window !== b.window) return a.window < b.window ? -1 : 1
   if (a.key !== b.key) return a.key < b.key ? -1 : 1

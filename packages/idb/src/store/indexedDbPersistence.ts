@@ -38,6 +38,12 @@ interface PendingAppend {
   reject(error: unknown): void
 }
 
+/**
+ * Options of `indexedDbPersistence`: only `name` is required.
+ *
+ * @example
+ * indexedDbPersistence({ name: `tidemark-${claim.source}`, claim, durability: 'strict', archiveLimit: 0 })
+ */
 export interface IndexedDbPersistenceOptions {
   /** Database name; one per tab's source, so two tabs never share a log. */
   readonly name: string
