@@ -24,6 +24,7 @@ export default defineConfig({
       project('seeded-random', ['packages/seeded-random/test/**/*.test.ts']),
       project('storm', ['packages/storm/test/**/*.test.ts']),
       project('demo', ['apps/demo/test/**/*.test.ts']),
+      project('docs', ['docs/test/**/*.test.ts']),
     ],
   },
 })

@@ -21,7 +21,7 @@ const ALLOWED_LATENESS = 60_000
 /** Chance, per good reading, of inserting an invalid input and, separately, a duplicate: 0.15 / 0.7 each. */
 const INSERT = 0.15 / 0.7
 
-/** Ways an input can be invalid (DESIGN §1); cast because the point is that they break the type. */
+/** Ways an input can be invalid (docs/semantics.md, Events); cast because the point is that they break the type. */
 const INVALID: readonly ((e: StreamEvent, n: number) => StreamEvent)[] = [
   (e, n) => ({ ...e, id: `bad-ts-${n}`, ts: Number.NaN }),
   (e, n) => ({ ...e, id: `inf-ts-${n}`, ts: Number.POSITIVE_INFINITY }),

@@ -2,7 +2,7 @@
  * ordered-stream-flush: `flushReady()` under a lagging watermark. 100k readings from 25 devices,
  * one 120 s behind, shuffled pushes of 200, 2% 1–20 pushes late; a flush after every push, so
  * each flush releases a few hundred ready events while ~30k wait. Flush cost must follow the
- * ready subset, not the backlog (DESIGN §9): `flushWorkPerEmitted` shows it.
+ * ready subset, not the backlog (docs/semantics.md, the ordered event stream): `flushWorkPerEmitted` shows it.
  *
  * Contenders: Tidemark's ordered stream; the floor (collect the valid events and sort them once
  * at the end: the least work for the same order, with no incremental release); RxJS (a `scan`

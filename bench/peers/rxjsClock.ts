@@ -1,7 +1,7 @@
 /**
  * The upstream half of both RxJS peers: flatten uploads into events, validate, `distinct`, and a
  * `scan` that keeps per-source clocks and derives the watermark the way the engine defines it
- * (DESIGN §2): per source max ts − out-of-orderness, min over sources not idle, never backwards,
+ * (docs/semantics.md, the watermark W): per source max ts − out-of-orderness, min over sources not idle, never backwards,
  * moved at the end of each upload, so every event of an upload is judged against the watermark
  * as it stood before it.
  */

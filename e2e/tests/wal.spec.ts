@@ -1,5 +1,5 @@
 /**
- * The write-ahead log in real Chromium (issue 5, DESIGN §5): a tab killed mid-stream and
+ * The write-ahead log in real Chromium (docs/durability.md): a tab killed mid-stream and
  * reloaded offline shows every event it had acknowledged as durable; tabs of one device
  * write different sources and never touch each other's log.
  */

@@ -8,6 +8,8 @@
  * - The engine's total order of window results.
  * - The event-time frontiers (watermark, proof frontier) over source clocks, for operators
  *   and baselines that must keep the same time as the engine.
+ *
+ * @module @tidemark/engine/adapter
  */
 export { messageOf } from './core/errorMessage.ts'
 export {

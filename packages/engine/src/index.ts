@@ -1,3 +1,11 @@
+/**
+ * `@tidemark/engine`: event-time windows (tumbling, sliding, session) with watermarks, allowed
+ * lateness, corrections and a late lane, kept as lattice state per source; the ordered event
+ * stream; framework-free observers and frame schedulers for views. No runtime dependency, no
+ * DOM required. What every result means: docs/semantics.md in the repository.
+ *
+ * @module @tidemark/engine
+ */
 export { ANOMALY_REASONS } from './core/anomaly.ts'
 export { createEngine, TidemarkEngine } from './core/engine.ts'
 export { invalidReason, MAX_ABS_TS, MAX_NAME_LENGTH } from './core/event.ts'

@@ -1,6 +1,6 @@
 /**
  * Every input is applied, a duplicate, on the late lane, or rejected with a
- * reason (DESIGN.md §1, §7): each ingest-reachable reason, hostile names, bounded
+ * reason (docs/semantics.md, docs/bounds.md): each ingest-reachable reason, hostile names, bounded
  * buffers refusing with `overflow`, and dedup memory released behind the horizon.
  */
 import { describe, expect, it } from 'vitest'

@@ -1,5 +1,5 @@
 /**
- * How changes leave the engine and events enter it besides `ingest` (DESIGN.md §7):
+ * How changes leave the engine and events enter it besides `ingest` (docs/semantics.md, Changes):
  * subscribers, `changes()` as a ReadableStream, `writable` as a WritableStream
  * with overflow backpressure.
  */

@@ -1,6 +1,6 @@
 /**
- * The engine core imports no React and needs no DOM (DESIGN.md layout; STYLE.md:
- * "core tests run with React mocked away"). Any import of React by the engine
+ * The engine core imports no React and needs no DOM (packages/engine/README.md: it runs in
+ * browsers, workers and Node; core tests run with React mocked away). Any import of React by the engine
  * throws at module load; the run happens in Node with no window or document.
  */
 import { readdirSync, readFileSync } from 'node:fs'

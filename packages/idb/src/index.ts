@@ -1,3 +1,11 @@
+/**
+ * `@tidemark/idb`: a write-ahead log in IndexedDB for an engine. `openEngine` recovers the
+ * latest checkpoint plus the log tail and logs every later operation before it is published;
+ * `claimSource` gives each tab its own source id; `indexedDbPersistence` and
+ * `memoryPersistence` are the stores.
+ *
+ * @module @tidemark/idb
+ */
 export { decodeEngineCheckpoint, encodeEngineCheckpoint } from './checkpoint/checkpointCodec.ts'
 export { decodeCheckpoint, encodeCheckpoint } from './checkpoint/checkpointEnvelope.ts'
 export { checkpointPolicy, DEFAULT_CHECKPOINT_EVERY } from './checkpoint/checkpointPolicy.ts'

@@ -3,12 +3,19 @@ import { messageOf } from '@tidemark/engine/adapter'
 
 /** The part of the Web Locks `LockManager` a claim needs; `navigator.locks` fits. */
 export interface SourceLocks {
+  /** Web Locks' `request` with `ifAvailable`: the callback gets `null` when another context holds the lock, and the lock lasts until its promise settles. */
   request(name: string, options: { ifAvailable: true }, callback: (lock: unknown) => Promise<void> | undefined): Promise<unknown>
 }
 
 /** Where a tab remembers its source id across reloads; `sessionStorage` fits. */
 export type SourceMemory = Pick<Storage, 'getItem' | 'setItem'>
 
+/**
+ * Options of `claimSource`: only `prefix` is required.
+ *
+ * @example
+ * claimSource({ prefix: 'sensor', storage: null }) // a fresh id on every load
+ */
 export interface ClaimSourceOptions {
   /** New source ids are `${prefix}-${random}`. */
   readonly prefix: string
@@ -38,7 +45,7 @@ export interface SourceClaim {
 }
 
 /**
- * Claims a source id for this tab (DESIGN §5): reuses the id remembered in
+ * Claims a source id for this tab (docs/durability.md, tabs and sources): reuses the id remembered in
  * `sessionStorage` when no other tab holds it (a reload), otherwise picks a fresh one,
  * and holds a Web Lock named after it until `release()` or the tab goes away. Two tabs
  * of one device therefore never write the same source; a duplicated tab, which inherits

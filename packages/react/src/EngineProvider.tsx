@@ -2,6 +2,12 @@ import { type ReactNode, useMemo, useState } from 'react'
 import { EngineContext } from './engineContext.ts'
 import { createFrameScheduler, EngineFeed, type FrameScheduler, type ObservedEngine } from '@tidemark/engine'
 
+/**
+ * Props of `EngineProvider`.
+ *
+ * @example
+ * const props: EngineProviderProps = { engine, scheduler: createManualScheduler() }
+ */
 export interface EngineProviderProps {
   /** The engine whose state the hooks below read. */
   readonly engine: ObservedEngine

@@ -32,11 +32,20 @@ export interface EngineState {
  * selector)` reads it, and so can any selector library. The engine is the only writer.
  */
 export interface EngineStore {
+  /** The state now (read from the engine directly while nobody subscribes). */
   getState(): EngineState
+  /** The state when the store was made. */
   getInitialState(): EngineState
+  /** Calls `listener` after each frame that changed the state, with the state before it; returns the unsubscribe function. */
   subscribe(listener: (state: EngineState, previous: EngineState) => void): () => void
 }
 
+/**
+ * Options of `createEngineStore`.
+ *
+ * @example
+ * const store = createEngineStore(engine, { scheduler: createManualScheduler() }) // frames on flush(), for tests
+ */
 export interface EngineStoreOptions {
   /** When frames run; default `createFrameScheduler()`. */
   readonly scheduler?: FrameScheduler | undefined

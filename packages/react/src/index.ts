@@ -1,3 +1,9 @@
+/**
+ * `@tidemark/react`: React hooks, a provider and a zustand-compatible store over an engine,
+ * rendering at most once per animation frame.
+ *
+ * @module @tidemark/react
+ */
 export { createEngineStore } from './engineStore.ts'
 export { EngineProvider } from './EngineProvider.tsx'
 export { createFrameScheduler } from '@tidemark/engine'

@@ -1,5 +1,5 @@
 /**
- * The bad-input catalogue (packages/engine/README.md, "Bad input catalogue"): one test per
+ * The bad-input catalogue (docs/bad-input.md): one test per
  * row. Every row feeds the engine one kind of bad input and checks the answer (an anomaly
  * with its reason, or a typed error), that the engine still serves afterwards, and that
  * nothing it had accepted was lost. Rows count the individual cases they try; the total is
@@ -867,10 +867,9 @@ describe('bad-input catalogue: limits and misuse', () => {
 })
 
 describe('bad-input catalogue: documentation', () => {
-  it('every row of the README table has a test here, and every test a row', () => {
-    const readme = readFileSync(new URL('../../engine/README.md', import.meta.url), 'utf8')
-    const section = readme.slice(readme.indexOf('## Bad input catalogue'))
-    const documented = [...section.matchAll(/^\| (B\d\d) \|/gm)].map((m) => m[1])
+  it('every row of the docs/bad-input.md table has a test here, and every test a row', () => {
+    const catalogue = readFileSync(new URL('../../../docs/bad-input.md', import.meta.url), 'utf8')
+    const documented = [...catalogue.matchAll(/^\| (B\d\d) \|/gm)].map((m) => m[1])
     expect(documented).toEqual(ROW_IDS)
   })
 })

@@ -135,7 +135,7 @@ describe('engine against the reference model', () => {
       runPlanOp(engine, clock, op)
       for (const changes of delivered) fold.apply(changes)
       delivered = []
-      // Windows past end + allowedLateness + retention leave live state without a change (DESIGN §4).
+      // Windows past end + allowedLateness + retention leave live state without a change (docs/semantics.md, Retention).
       const live = (r: WindowResult) => r.end + allowedLateness + retention > engine.watermark()
       expect(fold.results(live)).toEqual(engine.results())
     }
@@ -252,7 +252,7 @@ describe('duplicates and basis', () => {
     expect(engine.stats().applied).toBe(applied)
   })
 
-  /** A fired result's basis must be true of its own end when it is emitted (DESIGN §3). */
+  /** A fired result's basis must be true of its own end when it is emitted (docs/semantics.md, Basis). */
   const basisIsTrue = (plan: StreamPlan) => {
     const { engine, clock } = engineFor(plan)
     let bestProof = Number.NEGATIVE_INFINITY

@@ -1,5 +1,5 @@
 /**
- * Named event-time scenarios (DESIGN.md §2, §3): lateness, watermarks, idle
+ * Named event-time scenarios (docs/semantics.md): lateness, watermarks, idle
  * sources, completeness basis, sessions, retention. Fake clocks only.
  * Anomalies and stream interop have their own files.
  */

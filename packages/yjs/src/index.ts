@@ -1,3 +1,11 @@
+/**
+ * `@tidemark/yjs`: replicates an engine's lattice state through a Yjs document. `bindDoc`
+ * connects an engine to a `Y.Doc`; `BroadcastChannelProvider` syncs tabs with no server;
+ * `connectWebsocket` syncs devices through a y-websocket server; the document schema and its
+ * validation are exported for tools that read the document.
+ *
+ * @module @tidemark/yjs
+ */
 export { applyPeerUpdate } from './binding/applyPeerUpdate.ts'
 export { bindDoc } from './binding/bindDoc.ts'
 export { BroadcastChannelProvider, openBroadcastChannel } from './transport/broadcastChannelProvider.ts'

@@ -1,6 +1,6 @@
 /**
  * Why an input, a peer's cell or a stored record was not applied.
- * DESIGN §1 lists the minimum set; the extra validation reasons name the exact field.
+ * docs/semantics.md lists each reason and where it is raised; the validation reasons name the exact field.
  */
 export type AnomalyReason =
   | 'invalid_event'
@@ -50,11 +50,15 @@ export const ANOMALY_REASONS: readonly AnomalyReason[] = [
  * const a: Anomaly = { reason: 'invalid_ts', index: 3, id: 'd1-9', detail: 'ts must be a finite number' }
  */
 export interface Anomaly {
+  /** Why the input was refused. */
   readonly reason: AnomalyReason
   /** Position in the batch passed to `ingest` / `push`. */
   readonly index?: number
+  /** The input's `id`, when it could be read (at most 1,024 units). */
   readonly id?: string
+  /** The input's `source`, when it could be read. */
   readonly source?: string
+  /** A human-readable explanation (the limit reached, the field and value refused). */
   readonly detail?: string
 }
 

@@ -14,7 +14,7 @@ function reportListenerError(error: unknown): void {
 }
 
 /**
- * Synchronous change notification (DESIGN §6: the engine notifies synchronously;
+ * Synchronous change notification (the engine notifies synchronously;
  * schedulers coalesce) plus a Web Streams view of the same feed.
  */
 export class ChangeFeed {

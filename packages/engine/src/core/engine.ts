@@ -27,7 +27,7 @@ const NO_CHANGES: readonly WindowChange[] = Object.freeze([])
 const LOCAL_SYNC: SyncStatus = Object.freeze({ state: 'local', lastSync: null, pendingLocalUpdates: 0, peers: 0 })
 
 /**
- * The window engine. One instance per replica; see DESIGN.md §2–§8 for the meaning
+ * The window engine. One instance per replica; see docs/semantics.md for the meaning
  * of every result. Created with `createEngine(options)` (or `openEngine` with a write-ahead
  * log); the members of `Engine` are documented there. The members below are what recovery
  * and replication drive.

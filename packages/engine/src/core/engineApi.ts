@@ -32,6 +32,7 @@ export interface EngineLimits {
  * const engine = createEngine(options)
  */
 export interface EngineOptions {
+  /** One window spec or several (`tumbling`, `sliding`, `session`); every event is placed in every spec. */
   readonly windows: WindowSpec | readonly WindowSpec[]
   /** Default `boundedOutOfOrderness(0)`. */
   readonly watermark?: WatermarkStrategy
@@ -43,6 +44,7 @@ export interface EngineOptions {
   readonly retention?: number
   /** Processing-time clock; default `Date.now`. */
   readonly now?: () => number
+  /** Bounds on every buffer (see `EngineLimits`). */
   readonly limits?: EngineLimits
   /** This replica's id, the writer of every source it ingests; default a random UUID. */
   readonly replicaId?: string
@@ -62,6 +64,7 @@ export interface IngestReceipt {
   readonly accepted: number
   /** The admitted-late part of `accepted`. */
   readonly late: number
+  /** Already counted (same `(source, seq)`, or `(source, id)` without `seq`); nothing changed. */
   readonly duplicates: number
   /** Admitted by no window; kept on the late lane. */
   readonly beyondLateness: number
@@ -80,9 +83,11 @@ export interface IngestReceipt {
  * for (const { event, window, reason } of engine.lateEvents()) console.log(event.id, window, reason) // for example: c tumbling:60000 beyond_lateness
  */
 export interface LateEvent {
+  /** A copy of the refused event. */
   readonly event: StreamEvent
   /** Id of the window spec that refused it, when one did. */
   readonly window?: string
+  /** Why it was refused: `beyond_lateness` for the engine's late lane. */
   readonly reason: AnomalyReason
 }
 
@@ -93,29 +98,47 @@ export interface LateEvent {
  * const { ingested, applied, duplicates, watermarkLag } = engine.stats()
  */
 export interface EngineStats {
+  /** Inputs passed to `ingest`, valid or not. */
   readonly ingested: number
+  /** Events applied to at least one window. */
   readonly applied: number
+  /** Events already counted. */
   readonly duplicates: number
+  /** Count per reason, including peers' and storage's (`invalid_remote_cell`, `corrupt_record`). */
   readonly anomalies: Readonly<Record<AnomalyReason, number>>
+  /** Events admitted late by at least one window (each caused a correction). */
   readonly lateAdmitted: number
+  /** Events refused by every window they belong to. */
   readonly beyondLateness: number
   /** Events in windows that have not fired yet (waiting for completeness). */
   readonly pending: number
+  /** Live windows over all specs and keys. */
   readonly openWindows: number
+  /** Cells held by live windows (one per source per window; session fragments included). */
   readonly cells: number
+  /** Known sources, local and learnt from peers. */
   readonly sources: number
+  /** Remembered ids and out-of-order seqs (`limits.maxDedupEntries`). */
   readonly dedupEntries: number
+  /** Entries on the late lane now. */
   readonly lateLane: number
+  /** Late-lane entries dropped by its bound (`limits.maxLateEvents`). */
   readonly lateLaneTrimmed: number
+  /** Correction changes emitted. */
   readonly corrections: number
+  /** The watermark W. */
   readonly watermark: number
-  /** Proof frontier P (DESIGN §2). */
+  /** Proof frontier P: nothing not yet seen from a known source can fall below it (docs/semantics.md). */
   readonly proofFrontier: number
   /** Largest event time seen minus the watermark (0 when nothing is held back). */
   readonly watermarkLag: number
+  /** Peers' cells that changed a window already final here (merged anyway). */
   readonly finalityViolations: number
+  /** The encoded Yjs document as last measured by the binding; 0 without one. */
   readonly docBytes: number
+  /** Write-ahead log records and bytes stored (an engine from `openEngine`; 0 otherwise). */
   readonly walRecords: number
+  /** See `walRecords`. */
   readonly walBytes: number
   /** Last error the write-ahead log reported (quota, corruption), or null. */
   readonly persistenceError: string | null
@@ -132,14 +155,18 @@ export interface EngineStats {
  * createEngine({ windows: tumbling(60_000) }).syncStatus() // { state: 'local', lastSync: null, pendingLocalUpdates: 0, peers: 0 }
  */
 export interface SyncStatus {
+  /** `local` with no provider; `connected` when any provider is. */
   readonly state: 'local' | 'connecting' | 'connected' | 'offline'
+  /** When a provider last synced, or a peer's update arrived while synced (processing time); null before. */
   readonly lastSync: number | null
+  /** Local transactions since the least-synced provider last synced. */
   readonly pendingLocalUpdates: number
+  /** Other clients in the providers' awareness. */
   readonly peers: number
 }
 
 /**
- * The event-time window engine (DESIGN §8). The member examples below share this engine.
+ * The event-time window engine; docs/semantics.md says what every result means. The member examples below share this engine.
  *
  * @example
  * const engine: Engine = createEngine({ windows: tumbling(60_000), watermark: manual() })

@@ -28,7 +28,7 @@ export const MAX_NAME_LENGTH = 1024
 export const MAX_ABS_TS = 2 ** 53 / 1000
 
 /**
- * Checks one input against DESIGN §1. Returns `null` when the event is valid,
+ * Checks one input against the rules for a valid event (docs/semantics.md, Events). Returns `null` when the event is valid,
  * otherwise the anomaly reason. Allocation-free: the hot path calls it per event.
  *
  * @example

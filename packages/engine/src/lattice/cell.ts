@@ -1,5 +1,5 @@
 /**
- * Lattice cells (DESIGN §4).
+ * Lattice cells (docs/replication.md).
  *
  * A cell is one source's partial aggregate for one `(window spec, key, window start)`;
  * for sessions, `start` is the start of the source's own session fragment and

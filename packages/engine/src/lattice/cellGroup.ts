@@ -1,6 +1,6 @@
 /**
  * Cell groups: the cells one source holds in one window start of one window spec, for every
- * key, as columns (DESIGN §4, the packed replication unit).
+ * key, as columns (the packed replication unit, docs/replication.md).
  *
  * A fresh replica joining 8 writers of 10k cells each takes 80k cells at once. As one object
  * per cell (an address, a cell) that is 160k allocations before any window is touched, and as
@@ -305,10 +305,25 @@ export function sumFits(count: number, sum: number, min: number, max: number): b
   return Math.abs(sum) <= bound * (1 + 1e-9) || !Number.isFinite(bound)
 }
 
+/**
+ * True for a string of `minLength` to `MAX_NAME_LENGTH` UTF-16 units: a valid window, source or
+ * key name from a peer (keys may be empty, the others may not).
+ *
+ * @example
+ * isName('temp', 0) // true
+ * isName('', 1) // false
+ */
 export function isName(value: unknown, minLength: number): value is string {
   return typeof value === 'string' && value.length >= minLength && value.length <= MAX_NAME_LENGTH
 }
 
+/**
+ * True for a finite time within `±MAX_ABS_TS`: a valid start or event time from a peer.
+ *
+ * @example
+ * isTime(1_700_000_000_000) // true
+ * isTime(Number.NaN) // false
+ */
 export function isTime(value: unknown): value is number {
   return typeof value === 'number' && Number.isFinite(value) && value <= MAX_ABS_TS && value >= -MAX_ABS_TS
 }
@@ -317,14 +332,21 @@ export function isTime(value: unknown): value is number {
  * Values by group address in nested Maps (window → source → start). No string is built per
  * address: a flat key would need the start as text, and turning a time like 1.7e12 into a
  * string costs about a microsecond.
+ *
+ * @example
+ * const index = new GroupIndex<number>()
+ * index.set('tumbling:60000', 'd1', 1_700_000_040_000, 3)
+ * index.get('tumbling:60000', 'd1', 1_700_000_040_000) // 3
  */
 export class GroupIndex<T> {
   readonly #byWindow = new Map<string, Map<string, Map<number, T>>>()
 
+  /** The value at one group address, if any. */
   get(window: string, source: string, start: number): T | undefined {
     return this.#byWindow.get(window)?.get(source)?.get(start)
   }
 
+  /** Puts the value at one group address, replacing what was there. */
   set(window: string, source: string, start: number, value: T): void {
     let bySource = this.#byWindow.get(window)
     if (bySource === undefined) {
@@ -339,6 +361,7 @@ export class GroupIndex<T> {
     byStart.set(start, value)
   }
 
+  /** Removes the value at one group address (and the maps it leaves empty). */
   delete(window: string, source: string, start: number): void {
     const bySource = this.#byWindow.get(window)
     const byStart = bySource?.get(source)
@@ -352,6 +375,7 @@ export class GroupIndex<T> {
     for (const bySource of this.#byWindow.values()) for (const byStart of bySource.values()) yield* byStart.values()
   }
 
+  /** Removes every value. */
   clear(): void {
     this.#byWindow.clear()
   }

@@ -6,6 +6,10 @@
  * builds 10k windows at once). A block is a view into a shared buffer; a buffer is freed when no
  * block of it is held. Blocks of one slab should live about as long as each other: one slab for
  * windows' peer rows (retired together by retention), another for transient group columns.
+ *
+ * @example
+ * const slab = new DoubleSlab(8_192) // buffers of 8,192 doubles (64 KB)
+ * const columns = slab.take(6 * keys.length) // zeroed, a view into a shared buffer
  */
 export class DoubleSlab {
   readonly #size: number

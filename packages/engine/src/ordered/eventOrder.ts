@@ -2,7 +2,7 @@ import { invalidReason, type StreamEvent } from '../core/event.ts'
 import type { Basis } from '../windows/windowResult.ts'
 
 /**
- * An event in the ordered stream, with how its place in the order is known (DESIGN §9):
+ * An event in the ordered stream, with how its place in the order is known (docs/semantics.md, the ordered event stream):
  * - `proven`: its source's `seq` is gap-free up to it and `ts` never decreased along that prefix;
  * - `derived`: placed by event time alone (its source gives no usable `seq`);
  * - `fallback`: placed by a tie-break (another event has the same `ts`), or its source's clock

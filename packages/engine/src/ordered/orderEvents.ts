@@ -4,6 +4,12 @@ import { compareEventOrder, type OrderedEvent, type PendingEvent, toPendingEvent
 import { OrderProof } from '../time/orderProof.ts'
 import { SourceClock } from '../time/sourceClock.ts'
 
+/**
+ * Options of `orderEvents`.
+ *
+ * @example
+ * orderEvents(batch, { maxEvents: 10_000 }) // a larger batch is refused whole with overflow
+ */
 export interface OrderEventsOptions {
   /** Largest batch; a larger one is refused whole with `overflow` anomalies. Default 1,000,000. */
   readonly maxEvents?: number
@@ -18,7 +24,7 @@ export interface OrderedEvents {
 
 /**
  * Orders one complete batch deterministically by `(ts, source, seq, id)`, validates and dedups
- * it (DESIGN §1, §9) and gives each event its `basis` (see `OrderedEvent`).
+ * it (docs/semantics.md) and gives each event its `basis` (see `OrderedEvent`).
  *
  * The result depends on the batch as a multiset only: the same events in any order give the
  * same `ordered` array and the same anomalies (their `index` refers to the input). When copies

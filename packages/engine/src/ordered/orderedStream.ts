@@ -16,10 +16,10 @@ const NO_ANOMALIES: readonly Anomaly[] = Object.freeze([])
 const NO_BATCHES: readonly OrderedBatch[] = Object.freeze([])
 
 /**
- * The ordered event stream (DESIGN §9), on the engine's shared validation, source clocks,
+ * The ordered event stream (docs/semantics.md), on the engine's shared validation, source clocks,
  * frontiers and late lane. Created with `createOrderedStream(options)`.
  *
- * Classification follows DESIGN §2: every event of one `push` is judged against the watermark
+ * Classification follows the engine's rule that frontiers move between batches: every event of one `push` is judged against the watermark
  * as it stood before the call. `ts >= W`: it waits in the pending buffer until `ts < W`.
  * `ts < W` (its range was already released): a correction when `onLate` is `'emit_correction'`
  * and `ts >= W - allowedLateness`, otherwise the late lane. So what is emitted, and as which

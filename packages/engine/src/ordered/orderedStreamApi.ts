@@ -4,6 +4,12 @@ import type { StreamEvent } from '../core/event.ts'
 import type { OrderedEvent } from './eventOrder.ts'
 import type { WatermarkStrategy } from '../time/watermarkStrategy.ts'
 
+/**
+ * Options of `createOrderedStream`; all optional.
+ *
+ * @example
+ * createOrderedStream({ watermark: boundedOutOfOrderness(5_000), allowedLateness: 60_000, batchSize: 500, onLate: 'drop' })
+ */
 export interface OrderedStreamOptions {
   /** Default `boundedOutOfOrderness(0)`. */
   readonly watermark?: WatermarkStrategy
@@ -43,6 +49,12 @@ export interface OrderedStreamWork {
   readonly flushMoves: number
 }
 
+/**
+ * The ordered stream's counters and gauges (`stream.stats()`); a snapshot.
+ *
+ * @example
+ * const { pending, oldestPendingAge, lateLane } = stream.stats()
+ */
 export interface OrderedStreamStats {
   /** Events passed to `push`. */
   readonly pushed: number
@@ -82,7 +94,7 @@ export interface OrderedStreamStats {
   readonly watermark: number
   /** `watermark - allowedLateness`: nothing below it can be emitted any more. */
   readonly finality: number
-  /** Proof frontier P (DESIGN §2). */
+  /** Proof frontier P: nothing not yet seen from a known source can fall below it (docs/semantics.md). */
   readonly proofFrontier: number
   /** Largest event time seen minus the watermark (0 when nothing is held back). */
   readonly watermarkLag: number
@@ -90,7 +102,7 @@ export interface OrderedStreamStats {
 }
 
 /**
- * Events in a deterministic total order, released by the watermark (DESIGN §9).
+ * Events in a deterministic total order, released by the watermark (docs/semantics.md, the ordered event stream).
  *
  * @example
  * const stream = createOrderedStream({ watermark: boundedOutOfOrderness(5_000), allowedLateness: 60_000 })

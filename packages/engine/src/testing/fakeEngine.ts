@@ -190,11 +190,13 @@ export class FakeEngine implements ObservedEngine {
     this.notify([])
   }
 
+  /** Sets what `watermark()` returns and notifies (a batch that moved only the watermark). */
   setWatermark(watermark: number): void {
     this.#watermark = watermark
     this.notify([])
   }
 
+  /** Calls every subscriber with `changes`, as the engine does after a batch. */
   notify(changes: readonly WindowChange[]): void {
     for (const listener of this.#listeners) listener(changes)
   }

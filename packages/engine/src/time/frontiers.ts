@@ -3,9 +3,15 @@ import { SourceClock } from './sourceClock.ts'
 import type { WatermarkStrategy } from './watermarkStrategy.ts'
 
 /**
- * The engine's event-time frontiers (DESIGN §2): the watermark `W`, the
+ * The engine's event-time frontiers (docs/semantics.md, Time): the watermark `W`, the
  * watermark with idle sources still counted (to tell `derived` from `fallback`),
  * and the proof frontier `P`. They move only in `advance()`, between batches.
+ *
+ * @example
+ * const frontiers = new Frontiers(boundedOutOfOrderness(5_000), 30_000)
+ * frontiers.source('d1', now).remember(1, 'd1-1', 60_000, now)
+ * frontiers.advance(now)
+ * frontiers.watermark // 55000
  */
 export class Frontiers {
   readonly sources = new Map<string, SourceClock>()
@@ -85,6 +91,7 @@ export class Frontiers {
     }
   }
 
+  /** Loads frontiers and source clocks from a checkpoint (`snapshot()`), into fresh frontiers. */
   restore(checkpoint: Pick<EngineCheckpoint, 'frontiers' | 'sources'>): void {
     const f = checkpoint.frontiers
     this.watermark = f.watermark

@@ -3,7 +3,7 @@ import type { ClockEntry } from '../replica/replicaPort.ts'
 import { SeqRing } from './seqRing.ts'
 
 /**
- * Per-source clock and dedup memory (DESIGN §1, §2).
+ * Per-source clock and dedup memory (docs/semantics.md: duplicates, the proof frontier).
  *
  * With `seq`, dedup costs one comparison on the in-order path: every seq at or
  * below the gap-free prefix is a duplicate, and only seqs that arrive ahead of

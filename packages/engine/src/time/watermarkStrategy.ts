@@ -1,5 +1,5 @@
 /**
- * How the engine watermark `W` is derived (DESIGN §2).
+ * How the engine watermark `W` is derived (docs/semantics.md, the watermark W).
  * - `bounded`: per source `maxTs(source) - outOfOrderness`, engine W = min over active sources.
  * - `manual`: only `advanceWatermark(t)` moves it.
  */

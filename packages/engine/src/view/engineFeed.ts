@@ -31,8 +31,13 @@ interface Watch {
  * window, found through an index, so a frame costs what it changed, not what
  * is mounted. It listens to the engine only while it has listeners, so a feed
  * that React made and threw away holds nothing.
+ *
+ * @example
+ * const feed = new EngineFeed(engine, createFrameScheduler())
+ * const stop = feed.subscribe((frame) => console.log(frame.changes.length, 'changes this frame'))
  */
 export class EngineFeed {
+  /** The engine this feed listens to. */
   readonly engine: ObservedEngine
   #scheduler: FrameScheduler
   #listeners = new Set<FrameListener>()

@@ -9,6 +9,12 @@ import type { EngineSlice } from './engineSlice.ts'
  * `useSyncExternalStore` sees a referentially stable snapshot and a component
  * renders at most once per frame. Making one has no side effects (React may
  * make and drop it); it listens to the feed only while subscribed.
+ *
+ * @example
+ * const feed = new EngineFeed(engine, createFrameScheduler())
+ * const minutes = new EngineObserver(feed, windowsSlice({ window: 'tumbling:60000' }))
+ * const stop = minutes.subscribe(() => render(minutes.getSnapshot())) // at most once per frame
+ * // React: useSyncExternalStore(minutes.subscribe, minutes.getSnapshot)
  */
 export class EngineObserver<T> {
   #feed: EngineFeed
@@ -26,6 +32,7 @@ export class EngineObserver<T> {
   /** The last selection any `select` getter of this observer returned, with the snapshot it came from. */
   #selected: { readonly snapshot: T; readonly selection: unknown } | null = null
 
+  /** The slice's current value: the same object until a frame changed it. */
   getSnapshot = (): T => this.#snapshot
 
   /**
@@ -48,6 +55,7 @@ export class EngineObserver<T> {
     }
   }
 
+  /** Calls `listener` after each frame that changed the snapshot; returns the unsubscribe function. Bound, so it can be passed as is. */
   subscribe = (listener: () => void): (() => void) => {
     this.#listeners.add(listener)
     if (this.#stopFeed === null) {

@@ -45,7 +45,14 @@ const sameOrNext = <T>(same: (a: T, b: T) => boolean) => (previous: T, next: T):
 
 const everyFrame = (): boolean => true
 
-/** Results matching `query`, as `engine.results(query)` returns them. */
+/**
+ * Results matching `query`, as `engine.results(query)` returns them; re-read only in frames with
+ * a change inside `query`.
+ *
+ * @example
+ * const observer = new EngineObserver(feed, windowsSlice({ window: 'tumbling:60000', key: 'temp' }))
+ * observer.getSnapshot() // the live minutes of 'temp', the same array until one of them changes
+ */
 export function windowsSlice(query?: ResultQuery): EngineSlice<readonly WindowResult[]> {
   return rereadSlice<readonly WindowResult[]>(
     (engine) => engine.results(query).slice(),
@@ -59,6 +66,10 @@ export function windowsSlice(query?: ResultQuery): EngineSlice<readonly WindowRe
  * is answered from its own changes, without asking the engine: the last
  * change to a window carries its value (`retract` removes it), and
  * `engine.results()` may scan every window.
+ *
+ * @example
+ * const minute = new EngineObserver(feed, windowSlice('tumbling:60000', 'temp', 0))
+ * const stop = minute.subscribe(() => draw(minute.getSnapshot())) // called only in frames that changed this minute
  */
 export function windowSlice(window: string, key: string, start: number): EngineSlice<WindowResult | undefined> {
   const share = (previous: WindowResult | undefined, next: WindowResult | undefined) =>
@@ -75,7 +86,13 @@ export function windowSlice(window: string, key: string, start: number): EngineS
   }
 }
 
-/** Every on-time value and correction of one window, oldest first. */
+/**
+ * Every on-time value and correction of one window, oldest first (`engine.history()`).
+ *
+ * @example
+ * const history = new EngineObserver(feed, windowHistorySlice('tumbling:60000', 'temp', 0))
+ * history.getSnapshot()[0]?.status // 'on_time' once the minute fired
+ */
 export function windowHistorySlice(window: string, key: string, start: number): EngineSlice<readonly WindowResult[]> {
   return {
     ...rereadSlice<readonly WindowResult[]>(
@@ -90,12 +107,26 @@ export function windowHistorySlice(window: string, key: string, start: number): 
 // The late lane, stats, sync status and watermark can change without a window
 // changing, so they are re-read in every frame and kept when equal.
 
+/**
+ * The late lane (`engine.lateEvents()`), re-read in every frame and kept while equal.
+ *
+ * @example
+ * const late = new EngineObserver(feed, lateEventsSlice)
+ * late.getSnapshot().length // entries on the late lane
+ */
 export const lateEventsSlice: EngineSlice<readonly LateEvent[]> = rereadSlice<readonly LateEvent[]>(
   (engine) => engine.lateEvents().slice(),
   everyFrame,
   (previous, next) => shareArray(previous, next, Object.is),
 )
 
+/**
+ * The engine's counters (`engine.stats()`), re-read in every frame and kept while equal.
+ *
+ * @example
+ * const stats = new EngineObserver(feed, statsSlice)
+ * const lag = stats.select((s) => s.watermarkLag, Object.is)
+ */
 export const statsSlice: EngineSlice<EngineStats> = rereadSlice(
   (engine) => {
     const stats = engine.stats()
@@ -105,12 +136,26 @@ export const statsSlice: EngineSlice<EngineStats> = rereadSlice(
   sameOrNext<EngineStats>(shallowEqual2),
 )
 
+/**
+ * The connection state (`engine.syncStatus()`), re-read in every frame and kept while equal.
+ *
+ * @example
+ * const sync = new EngineObserver(feed, syncStatusSlice)
+ * sync.getSnapshot().state // 'local' without a provider
+ */
 export const syncStatusSlice: EngineSlice<SyncStatus> = rereadSlice(
   (engine) => ({ ...engine.syncStatus() }),
   everyFrame,
   sameOrNext<SyncStatus>(shallowEqual),
 )
 
+/**
+ * The watermark (`engine.watermark()`), re-read in every frame.
+ *
+ * @example
+ * const watermark = new EngineObserver(feed, watermarkSlice)
+ * watermark.getSnapshot() // -Infinity before the first event
+ */
 export const watermarkSlice: EngineSlice<number> = rereadSlice(
   (engine) => engine.watermark(),
   everyFrame,

@@ -49,6 +49,11 @@ export function sameWindowResult(a: WindowResult, b: WindowResult): boolean {
  * Equal by `Object.is`, or arrays with equal items, or plain objects with the
  * same keys and equal values; items and values compare with `sameValue`
  * (`Object.is` unless given, so one level deep).
+ *
+ * @example
+ * shallowEqual({ a: 1, b: [2] }, { a: 1, b: [2] }) // false: the arrays are different objects
+ * shallowEqual([1, 2], [1, 2]) // true
+ * useEngineStats((s) => ({ lag: s.watermarkLag, late: s.lateLane }), shallowEqual) // the hooks' default comparison
  */
 export function shallowEqual(
   a: unknown,

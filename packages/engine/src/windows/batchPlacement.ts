@@ -48,7 +48,7 @@ export const placementReference = { placeEach: false }
 
 /**
  * The ingest hot path: validates, deduplicates and bounds each event of a batch, then places
- * it in every window spec against the frontiers as they stood before the batch (DESIGN §2).
+ * it in every window spec against the frontiers as they stood before the batch (docs/semantics.md: frontiers move between batches).
  * The engine around it counts, logs, advances the frontiers and settles.
  */
 export class BatchPlacement {

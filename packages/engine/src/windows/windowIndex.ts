@@ -3,7 +3,7 @@ import type { SessionIndexSnapshot } from '../recovery/engineCheckpoint.ts'
 import type { CellGroup } from '../lattice/cellGroup.ts'
 import type { WindowState } from './windowState.ts'
 
-/** Frontiers as they stood before the batch (DESIGN §2: they move only between batches). */
+/** Frontiers as they stood before the batch (they move only between batches: docs/semantics.md). */
 export interface BatchFrontiers {
   /** Engine watermark W. */
   readonly watermark: number

@@ -33,7 +33,7 @@ const withConflictingCopies = disorderedEvents.chain((events) =>
     }),
 )
 
-/** The basis rules of DESIGN §9 written out directly on the whole deduped batch. */
+/** The basis rules of docs/semantics.md (the ordered event stream) written out directly on the whole deduped batch. */
 function naiveBasis(ordered: readonly StreamEvent[]): Basis[] {
   const seqTs = new Map<string, Map<number, number>>()
   for (const e of ordered) {

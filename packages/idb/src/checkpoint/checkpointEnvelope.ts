@@ -21,6 +21,14 @@ const CHECKPOINT_MAGIC = 0x50434d54
 const FORMAT_VERSION = 1
 const CHECKPOINT_HEADER_BYTES = 32
 
+/**
+ * What `decodeCheckpoint` found: the checkpoint, or why the bytes are not one (with the lsn it
+ * covers when the header could be read).
+ *
+ * @example
+ * const decoded: CheckpointDecodeResult = decodeCheckpoint(bytes)
+ * if (!decoded.ok) console.warn('checkpoint refused:', decoded.reason)
+ */
 export type CheckpointDecodeResult =
   | { readonly ok: true; readonly checkpoint: Checkpoint }
   | { readonly ok: false; readonly reason: string; readonly upToLsn?: number }

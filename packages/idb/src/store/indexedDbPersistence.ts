@@ -38,6 +38,12 @@ interface PendingAppend {
   reject(error: unknown): void
 }
 
+/**
+ * Options of `indexedDbPersistence`: only `name` is required.
+ *
+ * @example
+ * indexedDbPersistence({ name: `tidemark-${claim.source}`, claim, durability: 'strict', archiveLimit: 0 })
+ */
 export interface IndexedDbPersistenceOptions {
   /** Database name; one per tab's source, so two tabs never share a log. */
   readonly name: string
@@ -67,7 +73,7 @@ export interface IndexedDbPersistenceOptions {
 }
 
 /**
- * A `Persistence` over IndexedDB (DESIGN §5). Each journal operation is one columnar
+ * A `Persistence` over IndexedDB (docs/durability.md). Each journal operation is one columnar
  * record; `append` resolves only after its transaction committed; a checkpoint, the
  * truncation behind it, the late lane and the staged final-window archive commit together;
  * `open()` skips and reports corrupt records.

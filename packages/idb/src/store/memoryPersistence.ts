@@ -19,6 +19,12 @@ import { encodeWalRecord } from '../wal/walCodec.ts'
 import { WalCatalog } from '../wal/walCatalog.ts'
 import { isCorrupt, readArchiveRecord, readCheckpoint, readLateLaneRecord, readTail } from '../wal/walRecovery.ts'
 
+/**
+ * Options of `memoryPersistence`; all optional.
+ *
+ * @example
+ * const engine = await openEngine({ windows: tumbling(60_000), persistence: memoryPersistence({ checkpointEvery: { events: 1_000 } }) })
+ */
 export interface MemoryPersistenceOptions {
   /** Cadence the engine should checkpoint at; defaults to `DEFAULT_CHECKPOINT_EVERY`. */
   readonly checkpointEvery?: Partial<CheckpointPolicy>

@@ -1,5 +1,11 @@
 import type { LateEvent, ResultQuery, WalOp, WindowResult } from '@tidemark/engine'
 
+/**
+ * The kinds of logged operation: `ingest`, `advance`, `tick`, `merge`, `refuse`.
+ *
+ * @example
+ * const kind: WalOpKind = 'ingest'
+ */
 export type WalOpKind = WalOp['kind']
 
 /**
@@ -75,6 +81,12 @@ export interface RecoveredLog {
   readonly lateLane: readonly LateLaneRecord[]
 }
 
+/**
+ * Counters of a persistence's log and of what it stores beside it (`persistence.stats()`).
+ *
+ * @example
+ * const { walRecords, archiveRotated } = persistence.stats()
+ */
 export interface PersistenceStats {
   /** Log records currently stored (valid or not), found by `open()` or appended since. */
   readonly walRecords: number
@@ -100,7 +112,7 @@ export interface CheckpointPolicy {
 }
 
 /**
- * Where an engine logs its journal (DESIGN §5): `openEngine` appends every operation and
+ * Where an engine logs its journal (docs/durability.md): `openEngine` appends every operation and
  * checkpoints the engine state. `append` resolves only after the record is committed; a
  * full quota rejects with `QuotaError`. Beside the log it keeps the late lane (written with
  * each checkpoint) and the final-window archive (staged by `archiveFinal`, written with the

@@ -74,6 +74,13 @@ export interface WalDecodeFailure {
   readonly eventCount?: number
 }
 
+/**
+ * What `decodeWalRecord` found: the record's lsn and operation, or a `WalDecodeFailure`.
+ *
+ * @example
+ * const decoded: WalDecodeResult = decodeWalRecord(bytes)
+ * if (decoded.ok) engine.replay(decoded.op)
+ */
 export type WalDecodeResult = { readonly ok: true; readonly lsn: number; readonly op: WalOp } | WalDecodeFailure
 
 interface Header {

@@ -24,7 +24,7 @@ export interface WalWriterOptions {
 }
 
 /**
- * The engine's journal over a `Persistence` (DESIGN §5): every operation becomes one
+ * The engine's journal over a `Persistence` (docs/durability.md): every operation becomes one
  * record, appended as it is recorded; checkpoints follow the policy and truncate the log.
  *
  * A failed write (full quota, lost source claim, closed database) leaves a hole in the

@@ -1,5 +1,5 @@
 /**
- * Seeded exploratory fuzz campaigns (DESIGN §10).
+ * Seeded exploratory fuzz campaigns (packages/testkit/README.md).
  *
  *   pnpm fuzz --seed N --seconds S [--scenario NAME]   run campaigns (S split across scenarios)
  *   pnpm fuzz --seed N --scenario NAME --iteration I    re-run one iteration (a repro)

@@ -25,7 +25,7 @@ import { seededRandom } from '@tidemark/seeded-random'
 import type { FuzzOp, PlanCase } from './checks/planRun.ts'
 import { malformedInput } from './malformed.ts'
 
-/** Source names; the hostile ones must be ordinary names everywhere (DESIGN §1). */
+/** Source names; the hostile ones must be ordinary names everywhere (docs/semantics.md, Events). */
 export const SOURCE_POOL = ['d0', 'd1', '__proto__', 'constructor', 'd4', 'hasOwnProperty', 'toString', 'd7'] as const
 export const KEY_POOL = [undefined, 'temp', '__proto__', 'constructor', 'hum', 'valueOf'] as const
 

@@ -1,5 +1,5 @@
 /**
- * A reference model of the engine's contract (DESIGN.md §1–§3, §8), written to
+ * A reference model of the engine's semantics (docs/semantics.md), written to
  * be read, not to be fast: every window is recomputed from the list of events it
  * admitted, every frontier from the list of events each source delivered.
  *

@@ -1,5 +1,5 @@
 /**
- * Binds an engine's lattice state (through its `ReplicaPort`) to a `Y.Doc` (DESIGN §4).
+ * Binds an engine's lattice state (through its `ReplicaPort`) to a `Y.Doc` (docs/replication.md).
  *
  * Local: one transaction per `LocalWrite`, into this replica's own log (docEntry.ts).
  * Remote: every transaction not made by this binding (a provider applying a peer's update,
@@ -31,6 +31,12 @@ import {
 import { emptyWrite, type LogWrite, type ReadEntry, ReplicaEntries } from './replicaEntries.ts'
 import { syncStatusTracker } from '../transport/syncStatusTracker.ts'
 
+/**
+ * Options of `bindDoc`; all optional.
+ *
+ * @example
+ * bindDoc(engine, doc, { onError: (error) => console.warn(error.message), measureEvery: 10_000 })
+ */
 export interface BindDocOptions {
   /** Origin of this replica's transactions (default: a private object). */
   readonly origin?: unknown
@@ -53,6 +59,7 @@ export interface BindDocOptions {
  * Closing the engine destroys it too.
  */
 export interface DocBinding {
+  /** Detaches the binding from the doc and the engine; the doc keeps its content. */
   destroy(): void
   /** Peer replicas currently refused for another configuration. */
   mismatches(): readonly ConfigurationMismatchError[]

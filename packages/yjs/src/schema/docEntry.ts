@@ -38,7 +38,20 @@ import { DoubleSlab, GROUP_COLUMNS, isName, isTime, MAX_GROUP_CELLS } from '@tid
  */
 export const DOC_SCHEMA = 2
 
+/**
+ * The root `Y.Map` that lists replicas: replica id → `[schema, configuration fingerprint]`.
+ *
+ * @example
+ * doc.getMap(META_NAME).keys() // the ids of every replica that wrote to this doc
+ */
 export const META_NAME = 'tidemark:meta'
+
+/**
+ * Prefix of each replica's root `Y.Array` of entries (`replicaArrayName`).
+ *
+ * @example
+ * REPLICA_PREFIX + 'tab-1' // 'tidemark:replica:tab-1'
+ */
 export const REPLICA_PREFIX = 'tidemark:replica:'
 
 const GROUP_TAG = 'g'
@@ -51,17 +64,33 @@ const littleEndianHost = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1
 /** A cell or clock entry as stored in the doc. Never mutated: Yjs holds the same array. */
 export type DocEntry = readonly unknown[]
 
-/** The name of a replica's root array. */
+/**
+ * The name of a replica's root array.
+ *
+ * @example
+ * doc.getArray(replicaArrayName('tab-1')).length // entries tab-1 has written and not superseded
+ */
 export function replicaArrayName(replicaId: string): string {
   return REPLICA_PREFIX + replicaId
 }
 
-/** The meta value a replica writes for itself. */
+/**
+ * The meta value a replica writes for itself.
+ *
+ * @example
+ * doc.getMap(META_NAME).set(port.replicaId, metaValue(port.configuration))
+ */
 export function metaValue(configuration: string): readonly [number, string] {
   return [DOC_SCHEMA, configuration]
 }
 
-/** The configuration fingerprint of a meta value, or `null` when it is malformed or another schema. */
+/**
+ * The schema and configuration fingerprint of a meta value, or `null` when it is malformed.
+ *
+ * @example
+ * const meta = readMeta(doc.getMap(META_NAME).get('tab-2'))
+ * if (meta !== null && meta.schema !== DOC_SCHEMA) console.warn('tab-2 writes another schema')
+ */
 export function readMeta(value: unknown): { readonly schema: number; readonly configuration: string } | null {
   if (!Array.isArray(value) || value.length !== 2) return null
   const [schema, configuration] = value as unknown[]
@@ -77,7 +106,12 @@ export function readMeta(value: unknown): { readonly schema: number; readonly co
  */
 const groupColumns = new DoubleSlab(1 << 16)
 
-/** The doc entry of a group. The columns are copied: the entry is immutable once in Yjs. */
+/**
+ * The doc entry of a group. The columns are copied: the entry is immutable once in Yjs.
+ *
+ * @example
+ * doc.getArray(replicaArrayName(replicaId)).push([writeGroupEntry(packCellGroup('tumbling:60000', 0, 'd1', ['temp'], [cell]))])
+ */
 export function writeGroupEntry(group: CellGroup): DocEntry {
   const columns = group.columns
   let bytes: Uint8Array
@@ -90,6 +124,12 @@ export function writeGroupEntry(group: CellGroup): DocEntry {
   return [GROUP_TAG, group.window, group.start, group.source, JSON.stringify(group.keys), bytes]
 }
 
+/**
+ * The doc entry of a source clock.
+ *
+ * @example
+ * const entries = engine.replica.exportState().clocks.map(writeClockEntry)
+ */
 export function writeClockEntry(clock: ClockEntry): DocEntry {
   return [
     CLOCK_TAG,
@@ -103,7 +143,13 @@ export function writeClockEntry(clock: ClockEntry): DocEntry {
   ]
 }
 
-/** Which kind of entry this is, checked only as far as the tag and length. */
+/**
+ * Which kind of entry this is, checked only as far as the tag and length.
+ *
+ * @example
+ * entryKind(writeClockEntry(clock)) // 'clock'
+ * entryKind(['c', 'tumbling:60000']) // null: not an entry of this schema
+ */
 export function entryKind(value: unknown): 'group' | 'clock' | null {
   if (!Array.isArray(value)) return null
   if (value.length === GROUP_LENGTH && value[0] === GROUP_TAG) return 'group'
@@ -123,6 +169,11 @@ export function groupAddressOf(value: unknown): { readonly window: string; reado
  * A peer's group entry, checked for shape (names, start, keys, column length); a string says
  * why it is refused. The cells' values are the engine's to check (`mergeRemoteGroups`), as are
  * window ids and alignment. The columns are copied out of the update's buffer.
+ *
+ * @example
+ * const group = readGroupEntry(entry)
+ * if (typeof group === 'string') engine.replica.reportAnomaly('invalid_remote_cell', group)
+ * else engine.replica.mergeRemoteGroups([group], [])
  */
 export function readGroupEntry(value: unknown, keyLists?: KeyLists): CellGroup | string {
   if (entryKind(value) !== 'group') return `not a group entry: ${preview(value)}`
@@ -218,7 +269,13 @@ export function groupKeysOf(value: DocEntry): readonly string[] | null {
   }
 }
 
-/** A peer's clock entry, validated; a string says why it is refused. */
+/**
+ * A peer's clock entry, validated; a string says why it is refused.
+ *
+ * @example
+ * const clock = readClockEntry(entry)
+ * if (typeof clock !== 'string') console.log(clock.source, 'written by', clock.writer)
+ */
 export function readClockEntry(value: unknown): ClockEntry | string {
   if (entryKind(value) !== 'clock') return `not a clock entry: ${preview(value)}`
   const [, source, writer, maxTs, prefix, prefixTs, provable, version] = value as unknown[]

@@ -4,6 +4,12 @@ import { announcePresence, forgetAbsentPeers } from './presence.ts'
 import { jitterReconnects, type ReconnectJitterOptions } from './reconnectJitter.ts'
 import { syncStatusTracker } from './syncStatusTracker.ts'
 
+/**
+ * Options of `connectWebsocket`: `url` and `room` are required.
+ *
+ * @example
+ * connectWebsocket(doc, { url: 'ws://127.0.0.1:1234', room: 'fleet', jitter: { baseMs: 300, capMs: 5_000 } })
+ */
 export interface ConnectWebsocketOptions {
   /** Server URL, e.g. `ws://127.0.0.1:1234`. */
   readonly url: string
@@ -24,7 +30,9 @@ export interface ConnectWebsocketOptions {
 
 /** A websocket connection of one doc; `destroy` closes it and stops its jitter and status tracking. */
 export interface WebsocketConnection {
+  /** y-websocket's provider: `disconnect()`, `connect()`, its events. */
   readonly provider: WebsocketProvider
+  /** Closes the connection and stops its jitter and status tracking. */
   destroy(): void
 }
 
@@ -34,7 +42,7 @@ export interface WebsocketConnection {
  *
  * @example
  * const doc = new Y.Doc()
- * const engine = createEngine({ windows: tumbling(60_000), doc })
+ * bindDoc(createEngine({ windows: tumbling(60_000) }), doc)
  * const connection = connectWebsocket(doc, { url: 'ws://127.0.0.1:1234', room: 'fleet', jitter: { initialMs: 2_000 } })
  */
 export function connectWebsocket(doc: Y.Doc, options: ConnectWebsocketOptions): WebsocketConnection {

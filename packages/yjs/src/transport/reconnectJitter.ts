@@ -20,13 +20,24 @@ export interface JitteredProvider {
   readonly shouldConnect: boolean
   readonly wsconnected: boolean
   readonly wsconnecting: boolean
+  /** Starts (re)connecting. */
   connect(): void
+  /** y-websocket emits `connection-close` just before it schedules the next attempt. */
   on(name: 'connection-close', listener: (event: unknown, provider: never) => void): unknown
+  /** `sync(true)` after a good sync resets the attempt count. */
   on(name: 'sync', listener: (synced: boolean) => void): unknown
+  /** Removes a `connection-close` listener. */
   off(name: 'connection-close', listener: (event: unknown, provider: never) => void): unknown
+  /** Removes a `sync` listener. */
   off(name: 'sync', listener: (synced: boolean) => void): unknown
 }
 
+/**
+ * Options of `jitterReconnects` (and `connectWebsocket`'s `jitter`); all optional.
+ *
+ * @example
+ * jitterReconnects(provider, { baseMs: 300, capMs: 5_000, random: seededRandom(7) })
+ */
 export interface ReconnectJitterOptions {
   /** Spread of the first reconnect after a good connection, in ms (default 500). */
   readonly baseMs?: number
@@ -39,7 +50,9 @@ export interface ReconnectJitterOptions {
   readonly initialMs?: number
   /** Uniform random numbers in [0, 1) (default `Math.random`); inject a seeded one in tests. */
   readonly random?: () => number
+  /** Schedules the first connect (default the global `setTimeout`); inject a fake one in tests. */
   readonly setTimeout?: (callback: () => void, ms: number) => unknown
+  /** Cancels it (default the global `clearTimeout`). */
   readonly clearTimeout?: (handle: unknown) => void
 }
 

@@ -1,5 +1,5 @@
 /**
- * Sync status of one `Y.Doc` across the providers attached to it (DESIGN §4, §6 `useSyncStatus`).
+ * Sync status of one `Y.Doc` across the providers attached to it (`engine.syncStatus()`, `useSyncStatus`).
  *
  * The engine binds to a doc, the application connects providers to the same doc; the
  * tracker is the meeting point, found by doc (`syncStatusTracker(doc)`), so neither side
@@ -16,9 +16,13 @@ import type { SyncStatus } from '@tidemark/engine'
  * const provider: SyncProvider = new BroadcastChannelProvider(doc, 'tidemark:fleet', { trackStatus: false })
  */
 export interface SyncProvider {
+  /** Connection state changes. */
   on(name: 'status', listener: (event: { status: 'connected' | 'connecting' | 'disconnected' }) => void): unknown
+  /** `true` once a sync with the other side completed, `false` when it was lost. */
   on(name: 'sync', listener: (synced: boolean) => void): unknown
+  /** Removes a `status` listener. */
   off(name: 'status', listener: (event: { status: 'connected' | 'connecting' | 'disconnected' }) => void): unknown
+  /** Removes a `sync` listener. */
   off(name: 'sync', listener: (synced: boolean) => void): unknown
   readonly synced?: boolean
   /** y-websocket's connection flags, read once when the provider is attached. */
@@ -36,9 +40,13 @@ export interface SyncProvider {
  * const awareness: PeerAwareness = new BroadcastChannelProvider(doc, 'tidemark:fleet').awareness
  */
 export interface PeerAwareness {
+  /** This client's id: its own state is not a peer. */
   readonly clientID: number
+  /** Every known client's state, by client id. */
   getStates(): Map<number, unknown>
+  /** Called when clients come, go or change state. */
   on(name: 'change', listener: () => void): void
+  /** Removes a `change` listener. */
   off(name: 'change', listener: () => void): void
 }
 
