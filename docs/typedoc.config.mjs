@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs'
 
 /** The folders under packages/ whose exports make up the API reference. */
-const PACKAGES = ['engine', 'yjs', 'idb', 'react']
+const PACKAGES = ['engine', 'yjs', 'idb', 'react', 'storm']
 
 /** @param {string} folder */
 function manifest(folder) {
@@ -28,6 +28,8 @@ export default {
   packagesRequiringDocumentation: PACKAGES.map((folder) => manifest(folder).name),
   tsconfig: './tsconfig.api.json',
   out: './api',
+  // Source links need a hosted git remote; a clone of a local path (CI) has none, so none are made.
+  disableSources: true,
   readme: './api-index.md',
   plugin: ['./requireExamples.mjs'],
   sort: ['kind', 'alphabetical'],

@@ -3,6 +3,8 @@
  * page as devices and dashboards, cuts each device's network on a seeded schedule, collects
  * the durable ledger, compares every page with the ground truth and prints a report. The page
  * side is `@tidemark/storm/page`; the contract between them is re-exported here.
+ *
+ * @module @tidemark/storm
  */
 export { type DeviceNetworkMode, emulatedNetwork, type NetworkSwitch, partitionedNetwork } from './driver/deviceNetwork.ts'
 export { digestDiff } from './driver/digestDiff.ts'

@@ -1,6 +1,8 @@
 /**
  * `@tidemark/storm/page`: what an app's page calls to take part in a storm (`beginStormPage`),
  * and the contract it shares with the driver. Runs in the browser; no Playwright, no Node.
+ *
+ * @module @tidemark/storm/page
  */
 export { beginStormPage, type StormApp, type StormCommand, type StormPageSession } from './page/beginStormPage.ts'
 export type { StormEngine } from './page/deviceIngest.ts'

@@ -121,6 +121,7 @@ export interface StormPageApi {
   start(ingest: StormIngest): void
   /** Stops ingesting; resolves once every produced batch is durable and reported. */
   stop(): Promise<void>
+  /** What the page shows and has produced, now: its window digest, late lane, counts and sync status. */
   snapshot(): StormSnapshot
   /** Every offline/online event this page saw since it began, oldest first. */
   transitions(): readonly StormTransition[]

@@ -93,6 +93,7 @@ export class NetworkToggles {
     return { startedAt: this.#startedAt, endedAt: this.#endedAt }
   }
 
+  /** Issues every device's toggles until `endsAt` (ms since epoch); resolves once each is acknowledged. */
   async run(endsAt: number): Promise<void> {
     this.#startedAt = Date.now()
     await Promise.all(this.#switches.map((toggle, k) => this.#toggle(toggle, k, endsAt)))

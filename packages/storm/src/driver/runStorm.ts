@@ -25,6 +25,7 @@ import { type SyncProxy, startSyncProxy } from './syncProxy.ts'
 export interface StormServer {
   /** The URL pages sync through; `ws://host:port` for `network: 'partition'`. */
   readonly url: string
+  /** Stops the server; resolves once it has exited. */
   stop(): Promise<void>
 }
 

@@ -51,7 +51,8 @@ export interface StormFigures {
  * expect(storm.problems).toEqual([])
  * await storm.close()
  */
-export interface StormResult extends StormFigures {  /** The printout: seed and replay, pages, toggles (intended against seen), events, convergence. */
+export interface StormResult extends StormFigures {
+  /** The printout: seed and replay, pages, toggles (intended against seen), events, convergence. */
   summary(): string
   /** Closes every context and proxy, and stops the server the storm started. */
   close(): Promise<void>

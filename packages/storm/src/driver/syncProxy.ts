@@ -20,6 +20,7 @@ export interface SyncProxy {
   readonly counts: { readonly accepted: number; readonly reset: number }
   /** Cuts (true) or restores (false) the path. */
   cut(cut: boolean): void
+  /** Stops listening and resets every connection it carries. */
   close(): Promise<void>
 }
 
