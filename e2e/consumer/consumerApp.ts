@@ -59,7 +59,14 @@ export async function prepareConsumerApp(tarballDir: string | undefined): Promis
   const dir = realpathSync(mkdtempSync(join(tmpdir(), 'tidemark-consumer-')))
   if (!relative(repoRoot, dir).startsWith('..')) throw new Error(`consumer app ${dir} must be outside the workspace ${repoRoot}`)
   let server: ReturnType<typeof spawn> | undefined
+  // If the runner exits without its teardown (a second Ctrl-C), still leave nothing behind.
+  const onExit = (): void => {
+    if (server?.pid !== undefined && server.exitCode === null && server.signalCode === null) process.kill(server.pid, 'SIGKILL')
+    rmSync(dir, { recursive: true, force: true })
+  }
+  process.on('exit', onExit)
   const stop = async (): Promise<void> => {
+    process.off('exit', onExit)
     if (server !== undefined) await stopProcess(server)
     rmSync(dir, { recursive: true, force: true })
     console.log(`[consumer] removed ${dir}`)

@@ -62,20 +62,40 @@ function report(lines: readonly string[]): boolean {
 }
 
 function cleanUp(): void {
-  if (consumerPid !== undefined) {
-    try {
-      process.kill(consumerPid, 'SIGTERM')
-    } catch {
-      // It has exited already.
-    }
-  }
   rmSync(workDir, { recursive: true, force: true })
 }
 
+/** Resolves once `pid` is gone, or after `ms`. */
+async function exited(pid: number, ms: number): Promise<void> {
+  const deadline = Date.now() + ms
+  while (Date.now() < deadline) {
+    try {
+      process.kill(pid, 0)
+    } catch {
+      return
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+}
+
+let interrupted = false
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
-    cleanUp()
-    process.exit(130)
+    if (interrupted) return
+    interrupted = true
+    void (async () => {
+      // Playwright stops on SIGINT and runs its teardown (the consumer app's server and folder).
+      if (consumerPid !== undefined) {
+        try {
+          process.kill(consumerPid, 'SIGINT')
+        } catch {
+          // It has exited already.
+        }
+        await exited(consumerPid, 15_000)
+      }
+      cleanUp()
+      process.exit(130)
+    })()
   })
 }
 
