@@ -20,7 +20,7 @@ import { toolBin } from '../../scripts/packaging/toolBin.ts'
 const TEMPLATE = fileURLToPath(new URL('./app', import.meta.url))
 /** Installed from the registry (the shared store serves them offline), at the versions the workspace uses. */
 const APP_DEPENDENCIES = ['react', 'react-dom', 'yjs', 'y-protocols']
-const APP_DEV_DEPENDENCIES = ['vite', '@vitejs/plugin-react', 'typescript', '@types/react', '@types/react-dom']
+const APP_DEV_DEPENDENCIES = ['vite', '@vitejs/plugin-react', 'typescript', '@types/react', '@types/react-dom', '@types/node']
 const READY_TIMEOUT_MS = 30_000
 const KILL_GRACE_MS = 3_000
 
@@ -83,9 +83,11 @@ export async function prepareConsumerApp(tarballDir: string | undefined): Promis
     await timed('pnpm install (tarballs + registry, --prefer-offline)', () =>
       runOrFail('pnpm', ['install', '--prefer-offline', '--no-frozen-lockfile', '--reporter=append-only'], { cwd: app, env: cleanEnv() }),
     )
-    await timed('typecheck (tsc, strict, skipLibCheck false)', () =>
-      runOrFail(process.execPath, [toolBin('typescript', 'tsc', app), '-p', 'tsconfig.json'], { cwd: app, env: cleanEnv() }),
-    )
+    await timed('typecheck (tsc, strict, skipLibCheck false; the app, and node-check.mjs under NodeNext without DOM)', async () => {
+      for (const config of ['tsconfig.json', 'tsconfig.node.json']) {
+        await runOrFail(process.execPath, [toolBin('typescript', 'tsc', app), '-p', config], { cwd: app, env: cleanEnv() })
+      }
+    })
     await timed('vite build', () =>
       runOrFail(process.execPath, [toolBin('vite', 'vite', app), 'build', '--logLevel', 'warn'], { cwd: app, env: cleanEnv() }),
     )

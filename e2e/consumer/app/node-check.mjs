@@ -15,3 +15,9 @@ for (const r of [...engine.results()].sort(compareResults)) {
 }
 console.log(`accepted=${receipt.accepted} duplicates=${receipt.duplicates}`)
 await engine.close()
+
+// Typechecked with checkJs (tsconfig.node.json): were the package's types missing, this
+// directive would have no error to expect and the check would fail. Never called.
+export const typesAreLoaded = () =>
+  // @ts-expect-error tumbling takes the window size as a number of ms
+  tumbling('1 second')
