@@ -1,8 +1,9 @@
 /**
  * Every package a built package imports at runtime must be one it declares (dependencies or
  * peerDependencies): anything else works in the workspace, where pnpm links devDependencies,
- * and fails for a user who installs the tarball.
+ * and fails for a user who installs the tarball. Node's builtin modules need no declaration.
  */
+import { builtinModules } from 'node:module'
 import { join } from 'node:path'
 import { moduleGraph, packageOf } from './moduleGraph.ts'
 import type { PackageManifest, PublicPackage } from './publicPackages.ts'
@@ -32,10 +33,20 @@ export async function declaredImports(pkg: PublicPackage, root: string, manifest
   for (const [specifier, importers] of graph.bareImports) {
     const name = packageOf(specifier)
     imported.add(name)
-    if (!declared.has(name)) {
+    if (!declared.has(name) && !isNodeBuiltin(name)) {
       const where = importers.map((file) => file.slice(root.length + 1)).join(', ')
       problems.push(`imports "${specifier}" (${where}) but ${name} is not in dependencies or peerDependencies`)
     }
   }
   return { modules: graph.modules.length, imported: [...imported].sort(), problems }
+}
+
+/**
+ * True for Node's own modules (`node:fs`, `fs`), which a package for Node imports without declaring them.
+ *
+ * @example
+ * isNodeBuiltin('node:path') // true
+ */
+export function isNodeBuiltin(specifier: string): boolean {
+  return specifier.startsWith('node:') || builtinModules.includes(specifier)
 }
