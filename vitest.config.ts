@@ -25,6 +25,7 @@ export default defineConfig({
       project('storm', ['packages/storm/test/**/*.test.ts']),
       project('demo', ['apps/demo/test/**/*.test.ts']),
       project('docs', ['docs/test/**/*.test.ts']),
+      project('packaging', ['scripts/packaging/test/**/*.test.ts']),
     ],
   },
 })

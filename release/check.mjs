@@ -7,6 +7,8 @@
  *   4. bench:check    the perf guard, when the workspace defines it (skipped with a note otherwise)
  *   5. fuzz gate      packages/engine/test/fuzz-gate.test.ts: every fuzz scenario, fixed seeds,
  *                     fixed iteration budgets (longer campaigns: `pnpm fuzz`)
+ *   6. packages       `pnpm test:packages`: build, pack and check the public packages (publint,
+ *                     attw, size budget) and install them into a fresh consumer app
  *
  * Every step runs even when an earlier one failed, so one run shows everything that is wrong;
  * the exit code is 1 when any step failed.
@@ -28,6 +30,7 @@ const steps = [
     ? { name: 'bench:check', skip: 'no bench:check script in package.json' }
     : { name: 'bench:check', command: ['pnpm', 'bench:check'] },
   { name: 'fuzz gate', command: ['pnpm', 'exec', 'vitest', 'run', GATE] },
+  { name: 'packages', command: ['pnpm', 'test:packages'] },
 ]
 
 const outcomes = []
