@@ -5,7 +5,7 @@
  *   2. lint           Biome
  *   3. tests          every Vitest project, except the fuzz gate (step 5)
  *   4. bench:check    the perf guard, when the workspace defines it (skipped with a note otherwise)
- *   5. fuzz gate      packages/engine/test/fuzz-gate.test.ts: every fuzz scenario, fixed seeds,
+ *   5. fuzz gate      packages/testkit/test/fuzz-gate.test.ts: every fuzz scenario, fixed seeds,
  *                     fixed iteration budgets (longer campaigns: `pnpm fuzz`)
  *   6. packages       `pnpm test:packages`: build, pack and check the public packages (publint,
  *                     attw, size budget) and install them into a fresh consumer app
@@ -19,7 +19,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
-const GATE = 'packages/engine/test/fuzz-gate.test.ts'
+const GATE = 'packages/testkit/test/fuzz-gate.test.ts'
 const scripts = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts ?? {}
 
 const steps = [
