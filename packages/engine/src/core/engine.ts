@@ -316,6 +316,12 @@ export class TidemarkEngine implements Engine {
     return this.#lateLane.list()
   }
 
+  nextSeq(source: string): number {
+    if (typeof source !== 'string') throw new TypeError(`nextSeq needs a source name (a string), got ${typeof source}`)
+    const clock = this.#frontiers.sources.get(source)
+    return clock === undefined ? 1 : clock.highestSeq() + 1
+  }
+
   syncStatus(): SyncStatus {
     return this.#syncStatus
   }

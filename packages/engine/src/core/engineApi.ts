@@ -206,6 +206,26 @@ export interface Engine {
    */
   lateEvents(): readonly LateEvent[]
   /**
+   * The `seq` to give the next event of `source`: 1 + the highest seq this engine has taken
+   * from it, 1 for a source it has not seen. O(1).
+   *
+   * "Taken" means accepted, admitted late or sent to the late lane: a seq above a gap counts
+   * too (reusing it would make the new event a duplicate of the old one), also once its dedup
+   * memory was released. Seqs of refused events (invalid input, `overflow`) do not count:
+   * those events were not taken and should be sent again with their own seq. The answer
+   * survives a checkpoint and recovery by `openEngine`, so a producer that reloads resumes
+   * its numbering here instead of keeping a counter of its own. For a source another replica
+   * writes, it counts what that replica's clock has told this one (its gap-free prefix).
+   *
+   * @example
+   * // after a reload: continue the tab's own source where the log left it
+   * let seq = engine.nextSeq('d1')
+   * engine.ingest([{ id: `d1-${seq}`, source: 'd1', seq: seq++, ts: Date.now(), key: 'temp', value: 21 }])
+   * engine.nextSeq('d1') === seq // true
+   * engine.nextSeq('never-seen') // 1
+   */
+  nextSeq(source: string): number
+  /**
    * A snapshot of the engine's counters.
    *
    * @example

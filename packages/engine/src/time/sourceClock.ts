@@ -26,6 +26,12 @@ export class SourceClock {
   provable = true
   /** Seqs seen above a gap, with their ts. */
   readonly ahead = new SeqRing()
+  /**
+   * Highest seq ever remembered above the gap-free prefix (0: none). Kept apart from `ahead`,
+   * whose entries are released behind the lateness horizon, so `highestSeq()` never goes back;
+   * updated on the out-of-order path only, so the in-order path pays nothing for it.
+   */
+  aheadMax = 0
   /** Ids of events without seq, with their ts. */
   readonly ids = new Map<string, number>()
   /** Replica that writes this source ('' when not replicated). */
@@ -59,6 +65,7 @@ export class SourceClock {
     }
     if (seq !== this.prefix + 1) {
       this.ahead.set(seq, ts)
+      if (seq > this.aheadMax) this.aheadMax = seq
       return
     }
     this.#extend(seq, ts)
@@ -70,6 +77,11 @@ export class SourceClock {
       }
     }
     this.ahead.advanceBase(this.prefix)
+  }
+
+  /** Highest seq this clock has remembered (0 when none): the prefix, or a seq seen above a gap. */
+  highestSeq(): number {
+    return this.prefix > this.aheadMax ? this.prefix : this.aheadMax
   }
 
   #extend(seq: number, ts: number): void {
@@ -99,6 +111,7 @@ export class SourceClock {
       maxTs: this.maxTs,
       lastSeen: this.lastSeen,
       prefix: this.prefix,
+      highestSeq: this.highestSeq(),
       prefixTs: this.prefixTs,
       lastPrefixTs: this.#lastPrefixTs,
       provable: this.provable,
@@ -118,6 +131,10 @@ export class SourceClock {
     clock.provable = s.provable
     clock.ahead.advanceBase(s.prefix)
     for (const [seq, ts] of s.ahead) clock.ahead.set(seq, ts)
+    // A checkpoint without `highestSeq` predates it: the seqs still in dedup memory are the best it knows.
+    let highest = typeof s.highestSeq === 'number' ? s.highestSeq : 0
+    for (const [seq] of s.ahead) if (seq > highest) highest = seq
+    clock.aheadMax = highest > s.prefix ? highest : 0
     for (const [id, ts] of s.ids) clock.ids.set(id, ts)
     return clock
   }
