@@ -92,11 +92,12 @@ describe('openEngine: durability', () => {
     live.tick()
     live.ingest(batch(8, 2))
     live.ingest([reading('d1', 10, 1, 99)]) // beyond lateness by now
+    live.ingest([reading('d1', 2, 999, 1)]) // a copy of seq 2 with another ts
     await whenDurable(live)
     const crashed = await open(factory, 'crash')
     expect(visibleState(crashed)).toEqual(visibleState(live))
     expect(visibleState(crashed).late.length).toBeGreaterThan(0)
-    expect(crashed.stats().anomalies.invalid_ts).toBe(1)
+    expect(crashed.stats().anomalies).toMatchObject({ invalid_ts: 1, conflicting_duplicate: 1 })
     // Dedup memory came back too: the recovered batch counts as duplicates.
     const again = crashed.ingest(batch(1, 4))
     expect(again).toMatchObject({ accepted: 0, duplicates: 4 })

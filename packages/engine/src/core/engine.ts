@@ -140,7 +140,7 @@ export class TidemarkEngine implements Engine {
       lateness: this.#options.allowedLateness,
       batch: ++this.#batch,
     }
-    const { accepted, late, duplicates, beyond } = this.#placement.place(events, now, frontiers, anomalies, logged, invalid)
+    const { accepted, late, duplicates, conflicting, beyond } = this.#placement.place(events, now, frontiers, anomalies, logged, invalid)
     const counts = this.#counts
     counts.ingested += n
     counts.applied += accepted
@@ -159,7 +159,7 @@ export class TidemarkEngine implements Engine {
       late,
       duplicates,
       beyondLateness: beyond,
-      rejected: anomalies.length,
+      rejected: anomalies.length - conflicting,
       anomalies,
       durable,
     }

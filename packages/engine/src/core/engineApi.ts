@@ -50,7 +50,8 @@ export interface EngineOptions {
 
 /**
  * What happened to one `ingest` batch.
- * Always `accepted + duplicates + beyondLateness + rejected === events.length`.
+ * Always `accepted + duplicates + beyondLateness + rejected === events.length`, and
+ * `rejected` counts the anomalies other than `conflicting_duplicate`.
  *
  * @example
  * const receipt = engine.ingest(batch)
@@ -62,12 +63,27 @@ export interface IngestReceipt {
   readonly accepted: number
   /** The admitted-late part of `accepted`. */
   readonly late: number
+  /**
+   * Events whose `(source, seq)` (or, without `seq`, `(source, id)`) was already taken: the
+   * first delivery wins and a copy changes nothing, whatever it holds. Conflicting copies
+   * (see `anomalies`) are counted here too.
+   */
   readonly duplicates: number
   /** Admitted by no window; kept on the late lane. */
   readonly beyondLateness: number
   /** Invalid input or refused by a full buffer (`overflow`). */
   readonly rejected: number
-  /** One entry per rejected event. */
+  /**
+   * One entry per rejected event, plus one `conflicting_duplicate` per duplicate whose content
+   * provably differs from the first delivery (counted in `duplicates`, not in `rejected`):
+   * its `ts` differs from the one the engine still remembers for that seq or id. The engine
+   * remembers the ts of events without `seq`, of seqs above a gap and of the last seq of the
+   * gap-free prefix, until dedup memory releases them behind the lateness horizon; for a seq
+   * inside the gap-free prefix it only knows the prefix's latest ts, so a copy is caught when
+   * its ts is later than that (a producer that restarted its numbering, for example). A copy
+   * that differs only in `key`, `value` or `id`, or whose first delivery left dedup memory,
+   * is a plain duplicate.
+   */
   readonly anomalies: readonly Anomaly[]
   /** Resolves once the batch is durable (committed to the write-ahead log, or at once without one). */
   readonly durable: Promise<void>
@@ -96,6 +112,10 @@ export interface EngineStats {
   readonly ingested: number
   readonly applied: number
   readonly duplicates: number
+  /**
+   * Count per reason. `duplicate` equals `duplicates`; `conflicting_duplicate` counts the part
+   * of them whose content provably differed from the first delivery (see `IngestReceipt.anomalies`).
+   */
   readonly anomalies: Readonly<Record<AnomalyReason, number>>
   readonly lateAdmitted: number
   readonly beyondLateness: number

@@ -38,7 +38,7 @@ export class SourceClock {
   writer = ''
   /** Bumped on every change, so replicas keep the newest copy of a single-writer clock. */
   version = 0
-  /** Ts of the event at `prefix`, to detect a clock going backwards along seq. */
+  /** Ts of the event at `prefix` (NaN when a peer's clock did not say), to detect a clock going backwards along seq. */
   #lastPrefixTs = Number.NEGATIVE_INFINITY
 
   constructor(name: string, now: number, slot = 0) {
@@ -51,6 +51,28 @@ export class SourceClock {
   seen(seq: number | undefined, id: string): boolean {
     if (seq === undefined) return this.ids.has(id)
     return seq <= this.prefix || this.ahead.has(seq)
+  }
+
+  /**
+   * For an event `seen()` reported, why its event time proves it is not the event first taken
+   * under this `(seq)` or `(id)`, or null when nothing proves it. Called on the duplicate path
+   * only. What can be checked is what the clock keeps anyway: the ts of each event remembered
+   * individually (ids, seqs above a gap, the seq at the prefix) must be equal, and a seq inside
+   * the gap-free prefix cannot have a ts later than the prefix's latest. Keys and values are
+   * not kept, so they are not compared.
+   */
+  conflict(seq: number | undefined, id: string, ts: number): string | null {
+    let first: number | undefined
+    if (seq === undefined) first = this.ids.get(id)
+    else if (seq > this.prefix) first = this.ahead.get(seq)
+    else if (seq === this.prefix && !Number.isNaN(this.#lastPrefixTs)) first = this.#lastPrefixTs
+    else {
+      if (ts <= this.prefixTs) return null
+      return `seq ${seq} of source '${this.name}' was first taken at or before ts ${this.prefixTs}; this copy has ts ${ts} (the first delivery wins)`
+    }
+    if (first === undefined || first === ts) return null
+    const what = seq === undefined ? `id '${id}'` : `seq ${seq}`
+    return `${what} of source '${this.name}' was first taken with ts ${first}; this copy has ts ${ts} (the first delivery wins)`
   }
 
   /** Records a valid, non-duplicate event: advances the clock, the seq prefix and the dedup memory. */
@@ -81,7 +103,7 @@ export class SourceClock {
 
   /** Highest seq this clock has remembered (0 when none): the prefix, or a seq seen above a gap. */
   highestSeq(): number {
-    return this.prefix > this.aheadMax ? this.prefix : this.aheadMax
+    return Math.max(this.prefix, this.aheadMax)
   }
 
   #extend(seq: number, ts: number): void {
@@ -98,7 +120,8 @@ export class SourceClock {
     this.maxTs = Math.max(this.maxTs, state.maxTs)
     this.prefix = state.prefix
     this.prefixTs = state.prefixTs
-    this.#lastPrefixTs = state.prefixTs
+    // A provable clock's ts never decreased along seq, so its last prefix ts is its largest; otherwise it is unknown here.
+    this.#lastPrefixTs = state.provable ? state.prefixTs : Number.NaN
     this.provable = state.provable
     this.lastSeen = now
   }
