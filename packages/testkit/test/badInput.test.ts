@@ -831,8 +831,12 @@ describe('bad-input catalogue: limits and misuse', () => {
       () => sliding(10, 3),
       () => sliding(10_000, 1),
       () => session(-1),
+      () => createEngine({ windows: tumbling(10), allowedLatness: 5 } as EngineOptions),
+      () => createEngine({ windows: tumbling(10), watermark: 5000 as unknown as EngineOptions['watermark'] }),
+      () => createEngine({ windows: tumbling(10), limits: { maxBatch: 0 } }),
+      () => createEngine({ windows: tumbling(10), limits: { maxBatches: 5 } as EngineOptions['limits'] }),
     ]
-    for (const make of bad) expect(make).toThrow(/must|needs|window|same/)
+    for (const make of bad) expect(make).toThrow(/must|needs|window|same|unknown option/)
     const engine = withCanary()
     expect(() => engine.advanceWatermark(Number.NaN)).toThrow(RangeError)
     expect(() => engine.advanceWatermark('5' as unknown as number)).toThrow(RangeError)

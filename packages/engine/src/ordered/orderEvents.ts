@@ -1,4 +1,5 @@
 import type { Anomaly } from '../core/anomaly.ts'
+import { assertKnownOptions } from '../core/knownOptions.ts'
 import { invalidAnomaly, invalidReason, MAX_NAME_LENGTH, type StreamEvent } from '../core/event.ts'
 import { compareEventOrder, type OrderedEvent, type PendingEvent, toPendingEvent } from './eventOrder.ts'
 import { OrderProof } from '../time/orderProof.ts'
@@ -42,8 +43,14 @@ export interface OrderedEvents {
  */
 export function orderEvents(events: readonly StreamEvent[], options?: OrderEventsOptions): OrderedEvents {
   if (!Array.isArray(events)) throw new TypeError('orderEvents expects an array of events')
+  if (options !== undefined) {
+    if (typeof options !== 'object' || options === null) throw new TypeError('orderEvents options must be an object')
+    assertKnownOptions('orderEvents', options, ['maxEvents'])
+  }
   const maxEvents = options?.maxEvents ?? 1_000_000
-  if (!Number.isSafeInteger(maxEvents) || maxEvents < 0) throw new RangeError(`maxEvents must be an integer >= 0, got ${String(maxEvents)}`)
+  if (!Number.isSafeInteger(maxEvents) || maxEvents < 1) {
+    throw new RangeError(`maxEvents must be an integer >= 1 (with 0 every batch would be refused), got ${String(maxEvents)}`)
+  }
   const n = events.length
   const anomalies: Anomaly[] = []
   if (n > maxEvents) {

@@ -2,8 +2,9 @@ import type { WalOp } from '@tidemark/engine'
 import type { IDBPDatabase } from 'idb'
 import type { WindowResult } from '@tidemark/engine'
 import { encodeCheckpoint } from '../checkpoint/checkpointEnvelope.ts'
+import { assertKnownOptions } from '@tidemark/engine/adapter'
 import { checkpointPolicy } from '../checkpoint/checkpointPolicy.ts'
-import { ARCHIVE_ROTATED_KEY, DEFAULT_ARCHIVE_LIMIT, FinalArchive } from '../history/finalArchive.ts'
+import { ARCHIVE_ROTATED_KEY, checkArchiveLimit, DEFAULT_ARCHIVE_LIMIT, FinalArchive } from '../history/finalArchive.ts'
 import {
   archiveWrites,
   errorName,
@@ -82,6 +83,7 @@ export interface IndexedDbPersistenceOptions {
  * const history = await persistence.archive({ key: 'temp' }) // final windows, also past retention
  */
 export function indexedDbPersistence(options: IndexedDbPersistenceOptions): Persistence {
+  checkOptions(options)
   const factory = options.indexedDB ?? globalThis.indexedDB
   if (factory === undefined) {
     throw new Error(
@@ -94,6 +96,30 @@ export function indexedDbPersistence(options: IndexedDbPersistenceOptions): Pers
     )
   }
   return new IndexedDbPersistence(options, factory, checkpointPolicy(options.checkpointEvery), new FinalArchive(options.archiveLimit ?? DEFAULT_ARCHIVE_LIMIT))
+}
+
+const OPTION_KEYS: readonly (keyof IndexedDbPersistenceOptions)[] = ['name', 'indexedDB', 'checkpointEvery', 'claim', 'coalesce', 'durability', 'archiveLimit']
+const DURABILITIES: readonly IDBTransactionDurability[] = ['default', 'strict', 'relaxed']
+
+/** Throws a TypeError or RangeError naming the first bad option. */
+function checkOptions(options: IndexedDbPersistenceOptions): void {
+  if (typeof options !== 'object' || options === null) throw new TypeError('indexedDbPersistence needs an options object with a name')
+  assertKnownOptions('indexedDbPersistence', options, OPTION_KEYS)
+  const { name, indexedDB, claim, coalesce, durability } = options
+  if (typeof name !== 'string' || name.length === 0) throw new TypeError(`indexedDbPersistence: name must be a non-empty string (the database name), got ${String(name)}`)
+  const where = `indexedDbPersistence("${name}")`
+  if (indexedDB !== undefined && (typeof indexedDB !== 'object' || indexedDB === null || typeof indexedDB.open !== 'function')) {
+    throw new TypeError(`${where}: indexedDB must be an IDBFactory (new IDBFactory() from fake-indexeddb in Node), got ${String(indexedDB)}`)
+  }
+  if (options.checkpointEvery !== undefined) checkpointPolicy(options.checkpointEvery, `${where}: checkpointEvery`)
+  if (claim !== undefined && (typeof claim !== 'object' || claim === null || typeof claim.held !== 'boolean')) {
+    throw new TypeError(`${where}: claim must be the SourceClaim from claimSource(), got ${String(claim)}`)
+  }
+  if (coalesce !== undefined && typeof coalesce !== 'boolean') throw new TypeError(`${where}: coalesce must be true or false, got ${String(coalesce)}`)
+  if (durability !== undefined && !DURABILITIES.includes(durability)) {
+    throw new RangeError(`${where}: durability must be 'default', 'strict' or 'relaxed', got ${String(durability)}`)
+  }
+  checkArchiveLimit(options.archiveLimit, where)
 }
 
 class IndexedDbPersistence implements Persistence {

@@ -21,6 +21,7 @@
  * step 1 addressed to it, so both sides end with the union, sending only differences.
  * Local updates are sent to everyone as sync updates.
  */
+import { assertKnownOptions } from '@tidemark/engine/adapter'
 import * as decoding from 'lib0/decoding'
 import * as encoding from 'lib0/encoding'
 import { ObservableV2 } from 'lib0/observable'
@@ -130,6 +131,7 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
    */
   constructor(doc: Y.Doc, name: string, options: BroadcastChannelProviderOptions = {}) {
     super()
+    checkOptions(name, options)
     this.doc = doc
     this.name = name
     this.#ownsAwareness = options.awareness === undefined
@@ -310,6 +312,25 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
     if (this.#synced === synced) return
     this.#synced = synced
     this.emit('sync', [synced])
+  }
+}
+
+const OPTION_KEYS: readonly (keyof BroadcastChannelProviderOptions)[] = ['connect', 'awareness', 'channel', 'trackStatus']
+
+/** Throws a TypeError naming the first bad argument or option. */
+function checkOptions(name: string, options: BroadcastChannelProviderOptions): void {
+  if (typeof name !== 'string' || name.length === 0) throw new TypeError(`BroadcastChannelProvider: name must be a non-empty string (the channel name), got ${String(name)}`)
+  if (typeof options !== 'object' || options === null) throw new TypeError('BroadcastChannelProvider: options must be an object')
+  assertKnownOptions('BroadcastChannelProvider', options, OPTION_KEYS)
+  for (const flag of ['connect', 'trackStatus'] as const) {
+    if (options[flag] !== undefined && typeof options[flag] !== 'boolean') throw new TypeError(`BroadcastChannelProvider: ${flag} must be true or false, got ${String(options[flag])}`)
+  }
+  if (options.channel !== undefined && typeof options.channel !== 'function') {
+    throw new TypeError('BroadcastChannelProvider: channel must be a function (name, receive) => TabChannel')
+  }
+  const awareness = options.awareness
+  if (awareness !== undefined && (typeof awareness !== 'object' || awareness === null || typeof awareness.getStates !== 'function')) {
+    throw new TypeError('BroadcastChannelProvider: awareness must be a y-protocols Awareness')
   }
 }
 
