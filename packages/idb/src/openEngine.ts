@@ -86,7 +86,7 @@ const reports = new WeakMap<Engine, RecoveryReport>()
  * const claim = await claimSource({ prefix: 'dashboard' })
  * const engine = await openEngine({
  *   windows: tumbling(60_000),
- *   persistence: indexedDbPersistence({ name: `tidemark-${claim.source}`, claim }),
+ *   persistence: indexedDbPersistence({ name: claim.database, claim }),
  * })
  * const receipt = engine.ingest(readings)
  * await receipt.durable // committed to IndexedDB: survives a crash or reload

@@ -832,9 +832,9 @@ describe('bad-input catalogue: limits and misuse', () => {
       () => sliding(10_000, 1),
       () => session(-1),
       () => createEngine({ windows: tumbling(10), allowedLatness: 5 } as EngineOptions),
-      () => createEngine({ windows: tumbling(10), watermark: 5000 as unknown as EngineOptions['watermark'] }),
+      () => createEngine({ windows: tumbling(10), watermark: 5000 } as unknown as EngineOptions),
       () => createEngine({ windows: tumbling(10), limits: { maxBatch: 0 } }),
-      () => createEngine({ windows: tumbling(10), limits: { maxBatches: 5 } as EngineOptions['limits'] }),
+      () => createEngine({ windows: tumbling(10), limits: { maxBatches: 5 } } as unknown as EngineOptions),
     ]
     for (const make of bad) expect(make).toThrow(/must|needs|window|same|unknown option/)
     const engine = withCanary()

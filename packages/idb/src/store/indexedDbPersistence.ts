@@ -26,6 +26,7 @@ import type {
   PersistenceStats,
   RecoveredLog,
 } from './persistence.ts'
+import { markClosed, markOpen } from './openDatabases.ts'
 import { isQuotaExceeded, QuotaError } from './quotaError.ts'
 import { encodeWalRecord } from '../wal/walCodec.ts'
 import { WalCatalog } from '../wal/walCatalog.ts'
@@ -78,7 +79,7 @@ export interface IndexedDbPersistenceOptions {
  *
  * @example
  * const claim = await claimSource({ prefix: 'dashboard' })
- * const persistence = indexedDbPersistence({ name: `tidemark-${claim.source}`, claim })
+ * const persistence = indexedDbPersistence({ name: claim.database, claim })
  * const engine = await openEngine({ windows: tumbling(60_000), persistence })
  * const history = await persistence.archive({ key: 'temp' }) // final windows, also past retention
  */
@@ -165,14 +166,17 @@ class IndexedDbPersistence implements Persistence {
       this.#state = 'closed'
       throw error
     }
-    // Another tab upgrading the schema needs this connection gone; later writes then fail clearly.
-    db.addEventListener('versionchange', () => this.#lose(db, 'another connection upgraded the database schema'))
+    // Another tab upgrading the schema (or deleting the database) needs this connection gone; later writes then fail clearly.
+    db.addEventListener('versionchange', (event) =>
+      this.#lose(db, event.newVersion === null ? 'another connection deleted the database' : 'another connection upgraded the database schema'),
+    )
     db.addEventListener('close', () => this.#lose(db, 'the browser closed the database'))
     try {
       const recovered = await this.#recover(db)
       if (this.#lostReason !== null) throw new Error(`${this.#label()}: ${this.#lostReason} while opening`)
       this.#db = db
       this.#state = 'open'
+      markOpen(this.#name)
       return recovered
     } catch (error) {
       db.close()
@@ -269,7 +273,10 @@ class IndexedDbPersistence implements Persistence {
 
   async close(): Promise<void> {
     const db = this.#db
-    if (db !== null) this.#flush(db)
+    if (db !== null) {
+      this.#flush(db)
+      markClosed(this.#name)
+    }
     this.#db = null
     this.#state = 'closed'
     // Transactions already started still commit; IndexedDB closes after them.
@@ -410,6 +417,7 @@ class IndexedDbPersistence implements Persistence {
     db.close()
     if (this.#state === 'opening') this.#lostReason = reason
     if (this.#db !== db) return
+    markClosed(this.#name)
     this.#db = null
     this.#state = 'closed'
     this.#lostReason = reason
