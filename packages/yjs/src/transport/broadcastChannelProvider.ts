@@ -139,6 +139,7 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
     this.#open = options.channel ?? openBroadcastChannel
     doc.on('update', this.#onDocUpdate)
     this.awareness.on('update', this.#onAwarenessUpdate)
+    this.awareness.on('change', this.#onAwarenessChange)
     if (options.trackStatus !== false) this.#detachStatus = syncStatusTracker(doc).attach(this)
     if (options.connect !== false) this.connect()
   }
@@ -154,7 +155,8 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
   }
 
   /**
-   * True once a peer answered this tab's step 1 since it (re)connected.
+   * True once a peer answered this tab's step 1 since it (re)connected, while at least one
+   * peer is still there (false again when the last one says bye or times out).
    *
    * @example
    * provider.on('sync', (synced) => console.log(synced === provider.synced)) // true
@@ -225,6 +227,7 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
     this.disconnect()
     this.doc.off('update', this.#onDocUpdate)
     this.awareness.off('update', this.#onAwarenessUpdate)
+    this.awareness.off('change', this.#onAwarenessChange)
     this.#detachStatus?.()
     if (this.#ownsAwareness) this.awareness.destroy()
     super.destroy()
@@ -249,6 +252,8 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
     if (from === this.#peerId || (to !== EVERYONE && to !== this.#peerId)) return
     if (kind === KIND_BYE) {
       this.#peers.delete(from)
+      // Nobody left to be in sync with: local updates now wait for the next tab.
+      if (this.#peers.size === 0) this.#setSynced(false)
       return
     }
     if (kind === KIND_AWARENESS) {
@@ -289,6 +294,17 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
   ): void => {
     if (origin === this) return
     this.#sendAwareness(EVERYONE, [...changes.added, ...changes.updated, ...changes.removed])
+  }
+
+  /**
+   * A tab that vanished without a bye (a crash, a killed process) stops renewing its presence;
+   * awareness drops it after 30 s. When no other tab is left, nobody is in sync with this one.
+   */
+  readonly #onAwarenessChange = (_changes: unknown, origin: unknown): void => {
+    if (origin !== 'timeout' || this.#peers.size === 0) return
+    for (const client of this.awareness.getStates().keys()) if (client !== this.awareness.clientID) return
+    this.#peers.clear()
+    this.#setSynced(false)
   }
 
   #sendAwareness(to: number, clients: number[]): void {
