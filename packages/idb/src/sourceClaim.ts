@@ -3,7 +3,12 @@ import { assertKnownOptions, messageOf } from '@tidemark/engine/adapter'
 import { defaultRegistry, isSourceOf, SourceRegistry, type SourceRegistryStorage, sourceDatabaseName } from './sourceRegistry.ts'
 import { defaultLocks, noWebLocksError, type SourceLocks, sourceLockName } from './webLocks.ts'
 
-/** Where a tab remembers its source id across reloads; `sessionStorage` fits. */
+/**
+ * Where a tab remembers its source id across reloads; `sessionStorage` fits.
+ *
+ * @example
+ * const memory: SourceMemory = sessionStorage
+ */
 export type SourceMemory = Pick<Storage, 'getItem' | 'setItem'>
 
 /**

@@ -28,7 +28,12 @@ export const DEFAULT_LIMITS: Required<EngineLimits> = {
   maxBatch: 1_000_000,
 }
 
-/** The keys `createEngine` takes (`openEngine` adds its own). */
+/**
+ * The keys `createEngine` takes (`openEngine` adds its own).
+ *
+ * @example
+ * assertKnownOptions('openEngine', options, [...ENGINE_OPTION_KEYS, 'persistence', 'checkpointEvery', 'writeRetry', 'checkpointOnClose'])
+ */
 export const ENGINE_OPTION_KEYS: readonly (keyof EngineOptions)[] = [
   'windows',
   'watermark',
