@@ -1,10 +1,13 @@
 /**
- * Code blocks in the guides are quotes of files under docs/examples/, which `pnpm typecheck`
- * compiles. A quote is a fenced block right after a marker naming the file and a region:
+ * Code blocks in the guides are quotes of typechecked files: docs/examples/ (compiled by
+ * `pnpm typecheck`), or a package's test samples that also run (the recipes quote
+ * packages/idb/test/recipes/). A quote is a fenced block right after a marker naming the file,
+ * relative to docs/, and a region:
  *
  *   <!-- example: examples/device.ts#open -->
  *
- * A region is the lines between `// #region open` and `// #endregion open` in that file, without
+ * A region is the lines between `// #region open` and `// #endregion open` (or a bare
+ * `// #endregion`) in that file, without
  * other region markers, dedented. The docs test fails when a block differs from its region;
  * `pnpm --filter @tidemark/docs examples` rewrites the blocks from the files.
  */
@@ -53,7 +56,8 @@ export function region(file: string, name: string): string | null {
   }
   const lines = text.split('\n')
   const start = lines.findIndex((line) => line.trim() === `// #region ${name}`)
-  const end = lines.findIndex((line, i) => i > start && line.trim() === `// #endregion ${name}`)
+  // `// #endregion` may name its region or not (a file whose regions do not nest).
+  const end = lines.findIndex((line, i) => i > start && (line.trim() === `// #endregion ${name}` || line.trim() === '// #endregion'))
   if (start < 0 || end < 0) return null
   const body = lines.slice(start + 1, end).filter((line) => !/^\s*\/\/ #(end)?region /.test(line))
   const indent = Math.min(...body.filter((line) => line.trim() !== '').map((line) => line.length - line.trimStart().length))

@@ -31,13 +31,15 @@ const hhmm = (t: number) => new Date(t).toISOString().slice(11, 16)
 const show = (r: WindowResult) =>
   `${r.key.padEnd(6)} ${hhmm(r.start)}–${hhmm(r.end)}  count ${String(r.count).padStart(2)}  mean ${r.mean.toFixed(1).padStart(5)}  [${r.basis}${r.final ? ', final' : ''}]`
 
+// Changes arrive synchronously, inside ingest(); they are kept and printed under the summary of the batch that caused them.
+const changeLines: string[] = []
 engine.subscribe((changes: readonly WindowChange[]) => {
   for (const c of changes) {
-    if (c.type === 'on_time') console.log(`  on time     ${show(c.result)}`)
+    if (c.type === 'on_time') changeLines.push(`  on time     ${show(c.result)}`)
     else if (c.type === 'correction') {
       const was = c.previous ? ` (was count ${c.previous.count}, mean ${c.previous.mean.toFixed(1)})` : ''
-      console.log(`  correction  ${show(c.result)} rev ${c.result.revision}${was}`)
-    } else if (c.type === 'retract') console.log(`  retract     ${show(c.result)}`)
+      changeLines.push(`  correction  ${show(c.result)} rev ${c.result.revision}${was}`)
+    } else if (c.type === 'retract') changeLines.push(`  retract     ${show(c.result)}`)
   }
 })
 
@@ -55,6 +57,7 @@ function upload(label: string, events: readonly StreamEvent[], advanceClockMs = 
     `${label}: ${events.length} events → accepted ${r.accepted} (late ${r.late}), duplicates ${r.duplicates}, beyond lateness ${r.beyondLateness}, rejected ${r.rejected}`,
   )
   for (const a of r.anomalies) console.log(`  anomaly ${a.reason} at #${a.index}: ${a.detail}`)
+  for (const line of changeLines.splice(0)) console.log(line)
 }
 
 // Device c goes offline after its first reading; its readings are kept for later.

@@ -8,10 +8,13 @@
  * - The engine's total order of window results.
  * - The event-time frontiers (watermark, proof frontier) over source clocks, for operators
  *   and baselines that must keep the same time as the engine.
+ * - Option checks, so an adapter refuses unknown or bad options the way the engine does.
  *
  * @module @tidemark/engine/adapter
  */
+export { checkEngineOptions, ENGINE_OPTION_KEYS } from './core/engineOptions.ts'
 export { messageOf } from './core/errorMessage.ts'
+export { assertKnownOptions, closestName } from './core/knownOptions.ts'
 export {
   cellCount,
   cellEntriesOf,
@@ -31,3 +34,4 @@ export {
 export { DoubleSlab } from './lattice/doubleSlab.ts'
 export { compareResults } from './windows/windowResult.ts'
 export { Frontiers } from './time/frontiers.ts'
+export { checkWatermarkStrategy } from './time/watermarkStrategy.ts'

@@ -30,7 +30,7 @@ export {
 export { createFrameScheduler } from './view/frameScheduler.ts'
 export { createManualScheduler } from './view/manualScheduler.ts'
 export { shallowEqual } from './view/structuralSharing.ts'
-export { session, sliding, tumbling } from './windows/windowSpec.ts'
+export { session, sliding, tumbling, windowStart } from './windows/windowSpec.ts'
 
 export type { Anomaly, AnomalyReason } from './core/anomaly.ts'
 export type {

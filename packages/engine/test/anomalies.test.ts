@@ -8,6 +8,10 @@ import {
   ANOMALY_REASONS,
   type AnomalyReason,
   createEngine,
+  createOrderedStream,
+  orderEvents,
+  TidemarkEngine,
+  type WalOp,
   MAX_ABS_TS,
   MAX_NAME_LENGTH,
   manual,
@@ -100,10 +104,82 @@ describe('duplicates', () => {
   })
 })
 
+describe('conflicting duplicates', () => {
+  const reasons = (receipt: { anomalies: readonly { reason: string; index?: number }[] }) => receipt.anomalies.map((a) => `${a.index} ${a.reason}`)
+
+  it('flags a copy whose ts differs from the one remembered, counts it once, and keeps the first delivery', () => {
+    const engine = createEngine({ windows: tumbling(10), watermark: manual() })
+    engine.ingest([reading('d1', 1, 1, 5), reading('d1', 2, 2, 5), reading('d1', 4, 4, 5), reading('n', undefined, 3, 5)])
+    const receipt = engine.ingest([
+      reading('d1', 2, 7, 9), // the last seq of the gap-free prefix, another ts
+      reading('d1', 4, 8, 9), // a seq above the gap, another ts
+      { ...reading('n', undefined, 3, 5), ts: 6 }, // an id without seq, another ts
+      reading('d1', 1, 9, 9), // inside the prefix, later than all of it
+      reading('d1', 1, 1, 9), // same ts, another value: cannot be told apart
+      { ...reading('d1', 4, 4, 5), key: 'other' }, // same ts, another key: cannot be told apart
+    ])
+    expect(receipt).toMatchObject({ accepted: 0, duplicates: 6, rejected: 0 })
+    expect(reasons(receipt)).toEqual(['0 conflicting_duplicate', '1 conflicting_duplicate', '2 conflicting_duplicate', '3 conflicting_duplicate'])
+    expect(receipt.anomalies[0]).toEqual({
+      reason: 'conflicting_duplicate',
+      index: 0,
+      id: 'd1#2',
+      source: 'd1',
+      detail: "seq 2 of source 'd1' was first taken with ts 2; this copy has ts 7 (the first delivery wins)",
+    })
+    expect(receipt.anomalies[2]?.detail).toBe("id 'n@3' of source 'n' was first taken with ts 3; this copy has ts 6 (the first delivery wins)")
+    expect(engine.stats()).toMatchObject({ duplicates: 6, anomalies: { duplicate: 6, conflicting_duplicate: 4 } })
+    expect(engine.results({ window: 'tumbling:10' })).toMatchObject([{ count: 4, sum: 20 }])
+  })
+
+  it('cannot tell a copy inside the prefix with an earlier ts, nor one whose first delivery left dedup memory', () => {
+    const engine = createEngine({ windows: tumbling(10), watermark: manual() })
+    engine.ingest([reading('d1', 1, 1, 5), reading('d1', 2, 5, 5), reading('d1', 3, 9, 5)])
+    expect(engine.ingest([reading('d1', 1, 2, 5)]).anomalies).toEqual([])
+    // 5,000 seqs above a gap, released behind the horizon: a copy of one is no duplicate any more but beyond lateness.
+    engine.ingest(Array.from({ length: 5000 }, (_, i) => reading('g', i + 2, i, 1)))
+    engine.advanceWatermark(1_000_000)
+    engine.ingest(Array.from({ length: 5000 }, (_, i) => reading('h', i + 2, 2_000_000, 1)))
+    expect(engine.ingest([reading('g', 2, 77, 1)])).toMatchObject({ duplicates: 0, beyondLateness: 1, anomalies: [] })
+  })
+
+  it('is reported by an ordered stream too, and by orderEvents for the copy it drops', () => {
+    const stream = createOrderedStream({ watermark: manual() })
+    stream.push([reading('d1', 1, 1, 5)])
+    const receipt = stream.push([reading('d1', 1, 2, 5), reading('d1', 1, 1, 6)])
+    expect(receipt).toMatchObject({ duplicates: 2, rejected: 0 })
+    expect(reasons(receipt)).toEqual(['0 conflicting_duplicate'])
+    expect(stream.stats().anomalies).toMatchObject({ duplicate: 2, conflicting_duplicate: 1 })
+    const { anomalies } = orderEvents([reading('d1', 1, 1, 5), reading('d1', 1, 2, 5), reading('d1', 1, 1, 6)])
+    expect(reasons({ anomalies })).toEqual(['1 conflicting_duplicate', '2 duplicate'])
+  })
+
+  it('comes back with a checkpoint and with a replayed log', () => {
+    const options = { windows: tumbling(10), watermark: manual(), replicaId: 'r' }
+    const engine = new TidemarkEngine(options)
+    const ops: WalOp[] = []
+    const record = (op: WalOp): Promise<void> => {
+      ops.push(op)
+      return Promise.resolve()
+    }
+    engine.attachLog({ record, blocked: null, stats: () => ({ walRecords: ops.length, walBytes: 0 }) })
+    engine.ingest([reading('d1', 1, 1, 5), reading('d1', 3, 3, 5)])
+    const checkpoint = structuredClone(engine.checkpoint())
+    engine.ingest([reading('d1', 3, 4, 5), reading('d1', 1, 8, 5)])
+    const replayed = new TidemarkEngine(options)
+    for (const op of ops) replayed.replay(op)
+    const restored = new TidemarkEngine(options)
+    restored.restore(checkpoint)
+    expect(restored.ingest([reading('d1', 3, 4, 5)]).anomalies.map((a) => a.reason)).toEqual(['conflicting_duplicate'])
+    expect(replayed.stats().anomalies).toEqual(engine.stats().anomalies)
+    expect(engine.stats().anomalies.conflicting_duplicate).toBe(2)
+  })
+})
+
 describe('every ingest-reachable reason', () => {
   it('each reason outside replication and storage has a test here', () => {
     const replicationOnly: AnomalyReason[] = ['invalid_remote_cell', 'source_conflict', 'corrupt_record']
-    const covered = new Set<AnomalyReason>([...INVALID.map(([, , r]) => r), 'duplicate', 'beyond_lateness', 'overflow'])
+    const covered = new Set<AnomalyReason>([...INVALID.map(([, , r]) => r), 'duplicate', 'conflicting_duplicate', 'beyond_lateness', 'overflow'])
     expect(ANOMALY_REASONS.filter((r) => !replicationOnly.includes(r) && !covered.has(r))).toEqual([])
   })
 

@@ -15,6 +15,8 @@ export { SCHEMA_VERSION } from './store/indexedDbSchema.ts'
 export { memoryPersistence } from './store/memoryPersistence.ts'
 export { isQuotaError, QuotaError } from './store/quotaError.ts'
 export { claimSource } from './sourceClaim.ts'
+export { deleteSource, listSources } from './sourceCleanup.ts'
+export { sourceDatabaseName } from './sourceRegistry.ts'
 export { openEngine, recoveryReport } from './openEngine.ts'
 export { decodeWalRecord, encodeWalRecord } from './wal/walCodec.ts'
 
@@ -36,5 +38,8 @@ export type {
   WalRecord,
 } from './store/persistence.ts'
 export type { OpenEngineOptions, RecoveryReport } from './openEngine.ts'
-export type { ClaimSourceOptions, SourceClaim, SourceLocks, SourceMemory } from './sourceClaim.ts'
+export type { ClaimSourceOptions, SourceClaim, SourceMemory } from './sourceClaim.ts'
+export type { SourceCleanupOptions, SourceListing } from './sourceCleanup.ts'
+export type { SourceRegistryStorage } from './sourceRegistry.ts'
+export type { SourceLocks } from './webLocks.ts'
 export type { WalDecodeFailure, WalDecodeResult } from './wal/walCodec.ts'

@@ -7,6 +7,7 @@ import {
   type WalOp,
   type WindowChange,
 } from '@tidemark/engine'
+import { assertKnownOptions, checkEngineOptions, ENGINE_OPTION_KEYS } from '@tidemark/engine/adapter'
 import { decodeEngineCheckpoint, encodeEngineCheckpoint } from './checkpoint/checkpointCodec.ts'
 import { checkpointPolicy } from './checkpoint/checkpointPolicy.ts'
 import { laneFromRecords } from './history/lateLaneRecords.ts'
@@ -85,16 +86,27 @@ const reports = new WeakMap<Engine, RecoveryReport>()
  * const claim = await claimSource({ prefix: 'dashboard' })
  * const engine = await openEngine({
  *   windows: tumbling(60_000),
- *   persistence: indexedDbPersistence({ name: `tidemark-${claim.source}`, claim }),
+ *   persistence: indexedDbPersistence({ name: claim.database, claim }),
  * })
  * const receipt = engine.ingest(readings)
  * await receipt.durable // committed to IndexedDB: survives a crash or reload
  */
 export async function openEngine(options: OpenEngineOptions): Promise<Engine> {
   const started = performance.now()
+  if (typeof options !== 'object' || options === null) throw new TypeError('openEngine needs an options object')
+  assertKnownOptions('openEngine', options, OPEN_ENGINE_OPTION_KEYS)
   const { persistence, checkpointEvery, writeRetry, checkpointOnClose, ...engineOptions } = options
-  const policy = checkpointPolicy({ ...persistence.checkpointEvery, ...checkpointEvery })
-  const retry: WriteRetry = { firstMs: writeRetry?.firstMs ?? 1000, maxMs: writeRetry?.maxMs ?? 30_000 }
+  // Every option is checked before the storage is opened.
+  checkEngineOptions(engineOptions, 'openEngine')
+  if (typeof persistence !== 'object' || persistence === null || typeof persistence.open !== 'function') {
+    throw new TypeError(`openEngine: persistence must be a Persistence (indexedDbPersistence(...) or memoryPersistence()), got ${String(persistence)}`)
+  }
+  if (checkpointOnClose !== undefined && typeof checkpointOnClose !== 'boolean') {
+    throw new TypeError(`openEngine: checkpointOnClose must be true or false, got ${String(checkpointOnClose)}`)
+  }
+  if (checkpointEvery !== undefined) checkpointPolicy(checkpointEvery, 'openEngine: checkpointEvery')
+  const policy = checkpointPolicy({ ...persistence.checkpointEvery, ...checkpointEvery }, 'openEngine: checkpointEvery')
+  const retry = writeRetryOf(writeRetry)
   const now = options.now ?? Date.now
   const recovered = await persistence.open()
   const read = performance.now()
@@ -148,6 +160,25 @@ export async function openEngine(options: OpenEngineOptions): Promise<Engine> {
   report = { ...report, durationMs: performance.now() - started }
   reports.set(engine, report)
   return engine
+}
+
+/** The keys `openEngine` takes: the engine's, and its own. */
+const OPEN_ENGINE_OPTION_KEYS: readonly string[] = [...ENGINE_OPTION_KEYS, 'persistence', 'checkpointEvery', 'writeRetry', 'checkpointOnClose']
+
+/** `writeRetry` with defaults: finite ms > 0, the first at most the largest. */
+function writeRetryOf(given: Partial<WriteRetry> | undefined): WriteRetry {
+  if (given === undefined) return { firstMs: 1000, maxMs: 30_000 }
+  if (typeof given !== 'object' || given === null) throw new TypeError(`openEngine: writeRetry must be an object { firstMs?, maxMs? }, got ${String(given)}`)
+  assertKnownOptions('openEngine: writeRetry', given, ['firstMs', 'maxMs'])
+  const retry = { firstMs: given.firstMs ?? 1000, maxMs: given.maxMs ?? 30_000 }
+  for (const name of ['firstMs', 'maxMs'] as const) {
+    const value = retry[name]
+    if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+      throw new RangeError(`openEngine: writeRetry.${name} must be a finite number of ms > 0, got ${String(value)}`)
+    }
+  }
+  if (retry.firstMs > retry.maxMs) throw new RangeError(`openEngine: writeRetry.firstMs (${retry.firstMs}) must be at most maxMs (${retry.maxMs})`)
+  return retry
 }
 
 /**

@@ -1,35 +1,66 @@
 import { MAX_NAME_LENGTH } from '@tidemark/engine'
-import { messageOf } from '@tidemark/engine/adapter'
+import { assertKnownOptions, messageOf } from '@tidemark/engine/adapter'
+import { defaultRegistry, isSourceOf, SourceRegistry, type SourceRegistryStorage, sourceDatabaseName } from './sourceRegistry.ts'
+import { defaultLocks, noWebLocksError, type SourceLocks, sourceLockName } from './webLocks.ts'
 
-/** The part of the Web Locks `LockManager` a claim needs; `navigator.locks` fits. */
-export interface SourceLocks {
-  /** Web Locks' `request` with `ifAvailable`: the callback gets `null` when another context holds the lock, and the lock lasts until its promise settles. */
-  request(name: string, options: { ifAvailable: true }, callback: (lock: unknown) => Promise<void> | undefined): Promise<unknown>
-}
-
-/** Where a tab remembers its source id across reloads; `sessionStorage` fits. */
+/**
+ * Where a tab remembers its source id across reloads; `sessionStorage` fits.
+ *
+ * @example
+ * const memory: SourceMemory = sessionStorage
+ */
 export type SourceMemory = Pick<Storage, 'getItem' | 'setItem'>
 
 /**
- * Options of `claimSource`: only `prefix` is required.
+ * Options of `claimSource`; only `prefix` is required.
  *
  * @example
- * claimSource({ prefix: 'sensor', storage: null }) // a fresh id on every load
+ * const options: ClaimSourceOptions = { prefix: 'dashboard' }
  */
 export interface ClaimSourceOptions {
-  /** New source ids are `${prefix}-${random}`. */
+  /** New source ids are `${prefix}-${random}`; sources of other prefixes are never touched. */
   readonly prefix: string
   /** Defaults to `navigator.locks`. */
   readonly locks?: SourceLocks
-  /** Defaults to `sessionStorage`; `null` remembers nothing (every claim picks a new id). */
+  /** This tab's memory of its id across reloads. Defaults to `sessionStorage`; `null` remembers nothing. */
   readonly storage?: SourceMemory | null
-  /** Ids tried before giving up; default 16. */
+  /**
+   * The origin's registry of claimed sources, shared by its tabs. Defaults to `localStorage`;
+   * `null` keeps none (every new tab session then makes a new source and database).
+   */
+  readonly registry?: SourceRegistryStorage | null
+  /** New ids tried before giving up, after the remembered and registered ones; default 16. */
   readonly maxAttempts?: number
+  /**
+   * What to do where there are no Web Locks (a page on plain http from a LAN address is not a
+   * secure context, and browsers give it no `navigator.locks`). Unset: `claimSource` throws an
+   * error naming the cause and the fix. `'single-tab'`: claim without a lock, trusting that only
+   * one tab of the page runs at a time. If a second tab runs anyway (or the tab is duplicated),
+   * both write the same source into the same database: their seqs collide (one tab's events are
+   * refused as duplicates of the other's) and both append to one log. Where Web Locks exist, the
+   * option changes nothing.
+   */
+  readonly withoutLocks?: 'single-tab'
 }
 
-/** A source id this tab alone writes, held through a Web Lock. */
+/**
+ * A source id this tab alone writes, held through a Web Lock.
+ *
+ * @example
+ * const claim: SourceClaim = await claimSource({ prefix: 'dashboard' })
+ * claim.source // 'dashboard-k2j9x0', the same after a reload
+ */
 export interface SourceClaim {
   readonly source: string
+  /** Its IndexedDB database name (`sourceDatabaseName(source)`): give it to `indexedDbPersistence`. */
+  readonly database: string
+  /**
+   * How it was found: `'reload'` this tab's own id from before a reload, `'takeover'` a
+   * registered source no tab held (the log of an earlier tab session resumes), `'new'` a new one.
+   */
+  readonly reuse: 'reload' | 'takeover' | 'new'
+  /** True when held through a Web Lock; false for a claim made with `withoutLocks: 'single-tab'`. */
+  readonly exclusive: boolean
   /** False once the lock ended: stop writing under `source` at once. */
   readonly held: boolean
   /** Resolves if the lock ends without `release()` (another context stole it, or the lock manager went away). */
@@ -37,49 +68,85 @@ export interface SourceClaim {
   /** Lets the lock go; resolves once another tab could take it. */
   release(): Promise<void>
   /**
-   * Why the id could not be recalled from or kept in the storage (a sandboxed frame, full or
-   * disabled storage), or null. Correctness does not depend on it: the next load of this tab
-   * then claims a fresh id instead of reusing this one.
+   * Why the id could not be recalled from or kept in the session storage or the registry (a
+   * sandboxed frame, full or disabled storage), or null. Correctness does not depend on it: the
+   * next load of this tab then claims another id instead of reusing this one.
    */
   readonly memoryError: string | null
 }
 
+const CLAIM_OPTION_KEYS: readonly (keyof ClaimSourceOptions)[] = ['prefix', 'locks', 'storage', 'registry', 'maxAttempts', 'withoutLocks']
+
+/** Sources claimed in this page and not released: the only ones a lock-less page knows are in use. */
+export const claimedHere = new Set<string>()
+
 /**
- * Claims a source id for this tab (docs/durability.md, tabs and sources): reuses the id remembered in
- * `sessionStorage` when no other tab holds it (a reload), otherwise picks a fresh one,
- * and holds a Web Lock named after it until `release()` or the tab goes away. Two tabs
- * of one device therefore never write the same source; a duplicated tab, which inherits
- * the session storage, finds the id held and takes another.
+ * Claims a source id for this tab (docs/durability.md, tabs and sources) and holds a Web Lock named after it until
+ * `release()` or the tab goes away, so two tabs never write the same source. In order:
+ *
+ * 1. the id this tab remembered in `sessionStorage` (a reload), when no other tab holds it;
+ * 2. a source in the origin's registry (`localStorage`) that no tab holds, the most recently
+ *    claimed first: a new tab session takes over the source, and so the database, of a tab
+ *    session that ended, and its log and `seq` resume (`engine.nextSeq`);
+ * 3. a new id `${prefix}-${random}`, added to the registry.
+ *
+ * A duplicated tab, which inherits the session storage, finds its id held and goes on to 2.
+ * Sources no longer needed are removed with `deleteSource` (see `listSources`).
+ * Without Web Locks (plain http on a LAN address: not a secure context) it throws an error
+ * naming the cause and the fix, unless `withoutLocks: 'single-tab'` accepts the risk.
  *
  * @example
  * const claim = await claimSource({ prefix: 'dashboard' })
- * const persistence = indexedDbPersistence({ name: `tidemark-${claim.source}`, claim })
+ * const persistence = indexedDbPersistence({ name: claim.database, claim })
  * claim.lost.then(() => showBanner('This tab no longer owns its source'))
  */
 export async function claimSource(options: ClaimSourceOptions): Promise<SourceClaim> {
-  const { prefix } = options
+  if (typeof options !== 'object' || options === null) throw new TypeError('claimSource needs an options object with a prefix')
+  assertKnownOptions('claimSource', options, CLAIM_OPTION_KEYS)
+  const { prefix, withoutLocks } = options
   if (typeof prefix !== 'string' || prefix.length === 0 || prefix.length > MAX_NAME_LENGTH - 20) {
     throw new RangeError(`claimSource: prefix must be a non-empty string of at most ${MAX_NAME_LENGTH - 20} characters`)
   }
-  const locks = options.locks ?? defaultLocks()
-  if (locks === undefined) {
-    throw new Error('claimSource: this environment has no Web Locks API (navigator.locks); pass options.locks')
+  if (withoutLocks !== undefined && withoutLocks !== 'single-tab') {
+    throw new RangeError(`claimSource: withoutLocks must be 'single-tab' (or left out), got ${String(withoutLocks)}`)
   }
+  const maxAttempts = options.maxAttempts ?? 16
+  if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1) throw new RangeError(`claimSource: maxAttempts must be an integer >= 1, got ${String(maxAttempts)}`)
+  const locks = options.locks ?? defaultLocks()
+  if (locks === undefined && withoutLocks === undefined) throw noWebLocksError('claimSource')
   const memory: Memory = { error: null }
   const storage = options.storage === undefined ? defaultStorage(memory) : options.storage
+  const registry = options.registry === undefined ? defaultRegistry() : new SourceRegistry(options.registry)
   const memoryKey = `tidemark:source:${prefix}`
   const remembered = recall(storage, memoryKey, memory)
-  const maxAttempts = options.maxAttempts ?? 16
+  const reloaded = remembered !== null && isSourceOf(prefix, remembered) && remembered.length <= MAX_NAME_LENGTH ? remembered : null
+  const listed = registry.list(prefix)
+  const registered = listed.map((r) => r.source).filter((source) => source !== reloaded)
+  // Strictly after every claim listed, so claims made within one millisecond keep their order.
+  const stamp = Math.max(Date.now(), (listed[0]?.lastClaimed ?? 0) + 1)
+  const finish = (claim: SourceClaim): SourceClaim => {
+    remember(storage, memoryKey, claim.source, memory)
+    registry.record(claim.source, stamp)
+    memory.error ??= registry.error
+    return claim
+  }
+  if (locks === undefined) {
+    // withoutLocks: 'single-tab': this tab's id after a reload, else the last tab session's.
+    const mine = reloaded !== null && !claimedHere.has(reloaded) ? reloaded : null
+    const source = mine ?? registered.find((s) => !claimedHere.has(s)) ?? `${prefix}-${randomSuffix()}`
+    return finish(unlockedClaim(source, source === mine ? 'reload' : registered.includes(source) ? 'takeover' : 'new', memory))
+  }
+  const known: [string, SourceClaim['reuse']][] = [
+    ...(reloaded === null ? [] : [[reloaded, 'reload'] as [string, SourceClaim['reuse']]]),
+    ...registered.map((source): [string, SourceClaim['reuse']] => [source, 'takeover']),
+  ]
+  for (const [source, reuse] of known) {
+    const claim = await tryClaim(locks, source, reuse, memory)
+    if (claim !== null) return finish(claim)
+  }
   for (let attempt = 0; attempt < maxAttempts; attempt++) {
-    const source =
-      attempt === 0 && remembered !== null && remembered.startsWith(`${prefix}-`) && remembered.length <= MAX_NAME_LENGTH
-        ? remembered
-        : `${prefix}-${randomSuffix()}`
-    const claim = await tryClaim(locks, source, memory)
-    if (claim !== null) {
-      remember(storage, memoryKey, source, memory)
-      return claim
-    }
+    const claim = await tryClaim(locks, `${prefix}-${randomSuffix()}`, 'new', memory)
+    if (claim !== null) return finish(claim)
   }
   throw new Error(`claimSource: every one of ${maxAttempts} source ids tried was held by another tab`)
 }
@@ -89,8 +156,31 @@ interface Memory {
   error: string | null
 }
 
+/** A claim with no lock behind it (`withoutLocks: 'single-tab'`): held until released, never lost. */
+function unlockedClaim(source: string, reuse: SourceClaim['reuse'], memory: Memory): SourceClaim {
+  let held = true
+  claimedHere.add(source)
+  return {
+    source,
+    database: sourceDatabaseName(source),
+    reuse,
+    exclusive: false,
+    get held() {
+      return held
+    },
+    get memoryError() {
+      return memory.error
+    },
+    lost: new Promise<void>(() => {}),
+    async release() {
+      held = false
+      claimedHere.delete(source)
+    },
+  }
+}
+
 /** Takes the lock for `source` if it is free; `null` when another context holds it. */
-function tryClaim(locks: SourceLocks, source: string, memory: Memory): Promise<SourceClaim | null> {
+function tryClaim(locks: SourceLocks, source: string, reuse: SourceClaim['reuse'], memory: Memory): Promise<SourceClaim | null> {
   return new Promise((resolve, reject) => {
     let granted = false
     let held = false
@@ -103,6 +193,9 @@ function tryClaim(locks: SourceLocks, source: string, memory: Memory): Promise<S
     })
     const claim: SourceClaim = {
       source,
+      database: sourceDatabaseName(source),
+      reuse,
+      exclusive: true,
       get held() {
         return held
       },
@@ -113,17 +206,19 @@ function tryClaim(locks: SourceLocks, source: string, memory: Memory): Promise<S
       async release() {
         if (released) return
         released = true
+        claimedHere.delete(source)
         letGo()
         await ended.then(ignore, ignore)
       },
     }
-    ended = locks.request(`tidemark:source:${source}`, { ifAvailable: true }, (lock) => {
+    ended = locks.request(sourceLockName(source), { ifAvailable: true }, (lock) => {
       if (lock === null) {
         resolve(null)
         return undefined
       }
       granted = true
       held = true
+      claimedHere.add(source)
       resolve(claim)
       // The lock lasts as long as this promise is pending.
       return new Promise<void>((settle) => {
@@ -132,6 +227,7 @@ function tryClaim(locks: SourceLocks, source: string, memory: Memory): Promise<S
     })
     const end = (error?: unknown): void => {
       held = false
+      claimedHere.delete(source)
       if (!granted) reject(error)
       else if (!released) markLost()
     }
@@ -140,10 +236,6 @@ function tryClaim(locks: SourceLocks, source: string, memory: Memory): Promise<S
       (error: unknown) => end(error),
     )
   })
-}
-
-function defaultLocks(): SourceLocks | undefined {
-  return (globalThis as { navigator?: { locks?: SourceLocks } }).navigator?.locks
 }
 
 function defaultStorage(memory: Memory): SourceMemory | null {

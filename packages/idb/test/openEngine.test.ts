@@ -92,11 +92,12 @@ describe('openEngine: durability', () => {
     live.tick()
     live.ingest(batch(8, 2))
     live.ingest([reading('d1', 10, 1, 99)]) // beyond lateness by now
+    live.ingest([reading('d1', 2, 999, 1)]) // a copy of seq 2 with another ts
     await whenDurable(live)
     const crashed = await open(factory, 'crash')
     expect(visibleState(crashed)).toEqual(visibleState(live))
     expect(visibleState(crashed).late.length).toBeGreaterThan(0)
-    expect(crashed.stats().anomalies.invalid_ts).toBe(1)
+    expect(crashed.stats().anomalies).toMatchObject({ invalid_ts: 1, conflicting_duplicate: 1 })
     // Dedup memory came back too: the recovered batch counts as duplicates.
     const again = crashed.ingest(batch(1, 4))
     expect(again).toMatchObject({ accepted: 0, duplicates: 4 })
@@ -120,6 +121,27 @@ describe('openEngine: durability', () => {
     const reopened = await open(factory, 'checkpoints')
     expect(recoveryReport(reopened)).toMatchObject({ replayedRecords: 0, corrupt: [] })
     expect(count(reopened)).toBe(20)
+  })
+
+  it('gives back nextSeq exactly after a reload: from the checkpoint and from the log after it', async () => {
+    const factory = new IDBFactory()
+    const live = await open(factory, 'next-seq', { checkpointEvery: { events: 10_000 }, watermark: manual() })
+    // d1 has a gap (5, 6 above 1..3); d3's seqs above a gap are released from dedup memory behind the horizon.
+    await live.ingest([...batch(1, 3), reading('d1', 5, 15, 1), reading('d1', 6, 18, 1)]).durable
+    await live.ingest(Array.from({ length: 5000 }, (_, i) => reading('d3', i + 2, 20, 1))).durable
+    live.advanceWatermark(999_000)
+    live.ingest(Array.from({ length: 5000 }, (_, i) => reading('d4', i + 2, 1_000_000, 1)))
+    await whenDurable(live) // 10,005 events logged: a checkpoint
+    // After the last checkpoint: only the log knows these.
+    live.ingest([reading('d2', 1, 30, 7), reading('d1', 9, 1_000_001, 2)])
+    await whenDurable(live)
+    expect(live.stats().dedupEntries).toBeLessThan(5000 + 3)
+    const reloaded = await open(factory, 'next-seq', { watermark: manual() })
+    expect(recoveryReport(reloaded)?.checkpointLsn).not.toBeNull()
+    expect(recoveryReport(reloaded)?.replayedRecords).toBeGreaterThan(0)
+    const sources = ['d1', 'd2', 'd3', 'd4', 'd5']
+    expect(sources.map((s) => reloaded.nextSeq(s))).toEqual(sources.map((s) => live.nextSeq(s)))
+    expect(sources.map((s) => reloaded.nextSeq(s))).toEqual([10, 2, 5002, 5002, 1])
   })
 
   it('checkpoints after T ms of processing time', async () => {

@@ -1,5 +1,19 @@
+import 'fake-indexeddb/auto'
+import { IDBFactory } from 'fake-indexeddb'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { claimSource, type SourceLocks, type SourceMemory } from '../src/index.ts'
+import { tumbling } from '@tidemark/engine'
+import { reading } from '@tidemark/engine/testing'
+import {
+  claimSource,
+  deleteSource,
+  indexedDbPersistence,
+  listSources,
+  openEngine,
+  type SourceClaim,
+  type SourceLocks,
+  type SourceMemory,
+  type SourceRegistryStorage,
+} from '../src/index.ts'
 
 afterEach(() => {
   vi.unstubAllGlobals()
@@ -31,6 +45,11 @@ class FakeLocks implements SourceLocks {
     })
   }
 
+  /** What `navigator.locks.query()` says about the origin's held locks. */
+  async query(): Promise<{ held: { name: string }[] }> {
+    return { held: [...this.#held.keys()].map((name) => ({ name })) }
+  }
+
   isHeld(name: string): boolean {
     return this.#held.has(`tidemark:source:${name}`)
   }
@@ -58,6 +77,26 @@ class TabStorage implements SourceMemory {
   }
   copy(): TabStorage {
     return new TabStorage(new Map(this.#items))
+  }
+}
+
+/** The origin's localStorage, shared by its tabs. */
+class OriginStorage implements SourceRegistryStorage {
+  readonly items = new Map<string, string>()
+  get length(): number {
+    return this.items.size
+  }
+  key(index: number): string | null {
+    return [...this.items.keys()][index] ?? null
+  }
+  getItem(key: string): string | null {
+    return this.items.get(key) ?? null
+  }
+  setItem(key: string, value: string): void {
+    this.items.set(key, value)
+  }
+  removeItem(key: string): void {
+    this.items.delete(key)
   }
 }
 
@@ -167,5 +206,196 @@ describe('claimSource', () => {
     const claim = await claimSource({ prefix: 'dash' })
     expect(locks.isHeld(claim.source)).toBe(true)
     expect(storage.getItem('tidemark:source:dash')).toBe(claim.source)
+  })
+})
+
+/** One browser origin: its locks, its localStorage, its IndexedDB; each tab session has its own sessionStorage. */
+function origin() {
+  const locks = new FakeLocks()
+  const registry = new OriginStorage()
+  const indexedDB = new IDBFactory()
+  const tab = (storage = new TabStorage()) => claimSource({ prefix: 'dash', locks, storage, registry })
+  return { locks, registry, indexedDB, tab, cleanup: { prefix: 'dash', locks, registry, indexedDB } }
+}
+
+describe('claimSource: reuse across tab sessions', () => {
+  it('a new tab session takes over a source no tab holds instead of making one more', async () => {
+    const { tab, registry } = origin()
+    const sources = new Set<string>()
+    for (let session = 0; session < 3; session++) {
+      const claim = await tab()
+      sources.add(claim.source)
+      expect(claim.reuse).toBe(session === 0 ? 'new' : 'takeover')
+      await claim.release() // the tab is closed
+    }
+    expect(sources.size).toBe(1)
+    expect([...registry.items.keys()]).toEqual([`tidemark:registry:${[...sources][0]}`])
+  })
+
+  it('makes a new source only when every registered one is held, and reuses the most recent free one', async () => {
+    const { tab, locks } = origin()
+    const open = [await tab(), await tab(), await tab()]
+    expect(new Set(open.map((c) => c.source)).size).toBe(3)
+    expect(open.map((c) => c.reuse)).toEqual(['new', 'new', 'new'])
+    await (open[0] as SourceClaim).release()
+    await (open[2] as SourceClaim).release()
+    // Both free; the one claimed last is taken first.
+    const next = await tab()
+    expect([next.source, next.reuse]).toEqual([(open[2] as SourceClaim).source, 'takeover'])
+    expect((await tab()).source).toBe((open[0] as SourceClaim).source)
+    const fourth = await tab()
+    expect(fourth.reuse).toBe('new')
+    expect(locks.isHeld(fourth.source)).toBe(true)
+  })
+
+  it('still prefers this tab’s own id after a reload', async () => {
+    const { tab } = origin()
+    const storage = new TabStorage()
+    const other = await tab()
+    const mine = await tab(storage)
+    await other.release()
+    await mine.release()
+    const reloaded = await tab(storage)
+    expect([reloaded.source, reloaded.reuse]).toEqual([mine.source, 'reload'])
+  })
+
+  it('reopens the taken-over source’s database: its log and its seq resume', async () => {
+    const { tab, indexedDB } = origin()
+    const first = await tab()
+    const engine = await openEngine({ windows: tumbling(10), persistence: indexedDbPersistence({ name: first.database, claim: first, indexedDB }) })
+    await engine.ingest([1, 2, 3].map((seq) => reading(first.source, seq, seq, 1))).durable
+    await engine.close()
+    await first.release()
+    const second = await tab()
+    expect([second.source, second.database]).toEqual([first.source, `tidemark-${first.source}`])
+    const resumed = await openEngine({ windows: tumbling(10), persistence: indexedDbPersistence({ name: second.database, claim: second, indexedDB }) })
+    expect(resumed.nextSeq(second.source)).toBe(4)
+    expect(resumed.results()[0]?.count).toBe(3)
+    await resumed.close()
+  })
+
+  it('says why the registry could not be kept, and still claims', async () => {
+    const registry = new OriginStorage()
+    registry.setItem = () => {
+      throw new DOMException('the quota has been exceeded', 'QuotaExceededError')
+    }
+    const claim = await claimSource({ prefix: 'dash', locks: new FakeLocks(), storage: new TabStorage(), registry })
+    expect(claim.held).toBe(true)
+    expect(claim.memoryError).toBe('the source could not be registered: the quota has been exceeded')
+  })
+
+  it('refuses unknown options, naming the closest', async () => {
+    await expect(claimSource({ prefix: 'dash', withoutLock: 'single-tab' } as never)).rejects.toThrow(
+      "claimSource: unknown option 'withoutLock' (did you mean 'withoutLocks'?)",
+    )
+    await expect(claimSource({ prefix: 'dash', withoutLocks: 'many-tabs' } as never)).rejects.toThrow(/withoutLocks must be 'single-tab'/)
+    await expect(claimSource({ prefix: 'dash', maxAttempts: 0 })).rejects.toThrow(/maxAttempts must be an integer >= 1/)
+  })
+})
+
+describe('listSources and deleteSource', () => {
+  it('lists the registered sources, most recent first, with which a tab holds', async () => {
+    const { tab, cleanup } = origin()
+    const a = await tab()
+    const b = await tab()
+    await a.release()
+    const listed = await listSources(cleanup)
+    expect(listed.map(({ source, held, registered, database }) => ({ source, held, registered, database }))).toEqual([
+      { source: b.source, held: true, registered: true, database: b.database },
+      { source: a.source, held: false, registered: true, database: a.database },
+    ])
+    // Without locks.query(), each lock is tried and let go at once.
+    const { query: _query, ...probing } = { request: cleanup.locks.request.bind(cleanup.locks), query: undefined }
+    const probed = await listSources({ ...cleanup, locks: probing })
+    expect(probed.map((l) => l.held)).toEqual([true, false])
+    expect(cleanup.locks.isHeld(a.source)).toBe(false)
+  })
+
+  it('deletes a free source’s database and registry entry, and never a held one', async () => {
+    const { tab, cleanup, indexedDB, registry } = origin()
+    const kept = await tab()
+    const done = await tab()
+    for (const claim of [kept, done]) {
+      const engine = await openEngine({ windows: tumbling(10), persistence: indexedDbPersistence({ name: claim.database, claim, indexedDB }) })
+      await engine.ingest([reading(claim.source, 1, 1, 1)]).durable
+      await engine.close()
+    }
+    await done.release()
+    await expect(deleteSource(kept.source, cleanup)).rejects.toThrow(`deleteSource: ${kept.source} is held by a tab`)
+    await deleteSource(done.source, cleanup)
+    const names = (await indexedDB.databases()).map((d) => d.name)
+    expect(names).toEqual([kept.database])
+    expect([...registry.items.keys()]).toEqual([`tidemark:registry:${kept.source}`])
+    expect((await listSources(cleanup)).map((l) => l.source)).toEqual([kept.source])
+    // The next tab session finds nothing free to take over: a new source, a fresh database.
+    expect((await tab()).reuse).toBe('new')
+  })
+
+  it('finds databases the registry does not know, and refuses sources of another prefix', async () => {
+    const { cleanup, indexedDB } = origin()
+    const orphan = await openEngine({ windows: tumbling(10), persistence: indexedDbPersistence({ name: 'tidemark-dash-old1', indexedDB }) })
+    await orphan.close()
+    const other = await openEngine({ windows: tumbling(10), persistence: indexedDbPersistence({ name: 'tidemark-fleet-x1', indexedDB }) })
+    await other.close()
+    expect(await listSources(cleanup)).toEqual([{ source: 'dash-old1', database: 'tidemark-dash-old1', held: false, registered: false, lastClaimed: 0 }])
+    await expect(deleteSource('fleet-x1', cleanup)).rejects.toThrow(/is not a source claimed with prefix 'dash'/)
+    await deleteSource('dash-old1', cleanup)
+    expect((await indexedDB.databases()).map((d) => d.name)).toEqual(['tidemark-fleet-x1'])
+  })
+
+  it('refuses to delete a database still open in this page', async () => {
+    const { tab, cleanup, indexedDB } = origin()
+    const claim = await tab()
+    const engine = await openEngine({ windows: tumbling(10), persistence: indexedDbPersistence({ name: claim.database, indexedDB }) })
+    await claim.release()
+    await expect(deleteSource(claim.source, cleanup)).rejects.toThrow(`the database ${claim.database} is open in this page`)
+    await engine.close()
+    await deleteSource(claim.source, cleanup)
+    expect(await indexedDB.databases()).toEqual([])
+  })
+})
+
+describe('claimSource without Web Locks', () => {
+  it('names the cause and the fix on a plain-http LAN origin', async () => {
+    vi.stubGlobal('navigator', {})
+    vi.stubGlobal('isSecureContext', false)
+    vi.stubGlobal('location', { origin: 'http://192.168.1.20:5173' })
+    const error = await claimSource({ prefix: 'dash', storage: null, registry: null }).then(
+      () => null,
+      (e: unknown) => e as Error,
+    )
+    expect(error?.message).toBe(
+      'claimSource: this page has no Web Locks (navigator.locks) because it is not a secure context: http://192.168.1.20:5173 is plain http on an address other than localhost. ' +
+        "Serve the page over https, or open it from http://localhost or http://127.0.0.1; or accept the risk of one tab at a time with withoutLocks: 'single-tab' (two tabs of this page would then write one source)",
+    )
+    await expect(listSources({ prefix: 'dash', registry: null })).rejects.toThrow(/not a secure context/)
+  })
+
+  it("with withoutLocks: 'single-tab' claims without a lock, reusing this tab's id and then the last session's", async () => {
+    vi.stubGlobal('navigator', {})
+    const registry = new OriginStorage()
+    const storage = new TabStorage()
+    const single = (tabStorage: TabStorage) => claimSource({ prefix: 'dash', storage: tabStorage, registry, withoutLocks: 'single-tab' })
+    const first = await single(storage)
+    expect([first.exclusive, first.held, first.reuse]).toEqual([false, true, 'new'])
+    // Two claims in one page never share a source, even without locks.
+    const second = await single(new TabStorage())
+    expect(second.source).not.toBe(first.source)
+    await first.release()
+    await second.release()
+    expect([(await single(storage)).reuse, (await single(new TabStorage())).reuse]).toEqual(['reload', 'takeover'])
+  })
+
+  it("deletes without locks only what this page does not hold, under withoutLocks: 'single-tab'", async () => {
+    vi.stubGlobal('navigator', {})
+    const registry = new OriginStorage()
+    const indexedDB = new IDBFactory()
+    const cleanup = { prefix: 'dash', registry, indexedDB, withoutLocks: 'single-tab' } as const
+    const mine = await claimSource({ prefix: 'dash', storage: null, registry, withoutLocks: 'single-tab' })
+    expect(await listSources(cleanup)).toMatchObject([{ source: mine.source, held: true }])
+    await expect(deleteSource(mine.source, cleanup)).rejects.toThrow(/is held by a tab/)
+    await mine.release()
+    await deleteSource(mine.source, cleanup)
+    expect(await listSources(cleanup)).toEqual([])
   })
 })

@@ -438,13 +438,33 @@ describe('bad-input catalogue: names, values and sequence numbers', () => {
       { ...first, ts: 500, value: -5 },
     ]
     const receipt = engine.ingest(impostors)
-    // Counted once: the first delivery of (source, seq) wins; the others are duplicates, not anomalies.
+    // Counted once: the first delivery of (source, seq) wins. A copy whose ts differs is flagged.
     expect(receipt).toMatchObject({ accepted: 0, duplicates: impostors.length, rejected: 0 })
+    expect(receipt.anomalies).toEqual([
+      { reason: 'conflicting_duplicate', index: 1, id: 'r1', source: 'r', detail: "seq 1 of source 'r' was first taken with ts 5; this copy has ts 7 (the first delivery wins)" },
+      { reason: 'conflicting_duplicate', index: 4, id: 'r1', source: 'r', detail: "seq 1 of source 'r' was first taken with ts 5; this copy has ts 500 (the first delivery wins)" },
+    ])
     expect(engine.results({ window: 'tumbling:10', key: 'reuse' })).toMatchObject([{ count: 1, sum: 1 }])
     expect(engine.results({ key: 'elsewhere' })).toEqual([])
-    expect(engine.stats().anomalies.duplicate).toBe(impostors.length)
+    expect(engine.stats().anomalies).toMatchObject({ duplicate: impostors.length, conflicting_duplicate: 2 })
+    expect(engine.stats().duplicates).toBe(impostors.length)
+    // A producer that restarted its numbering: inside the gap-free prefix a later ts is caught,
+    // an earlier one cannot be told from the first delivery (only the prefix's latest ts is known).
+    engine.ingest([{ ...first, seq: 2, ts: 6 }, { ...first, seq: 3, ts: 8 }, { ...first, seq: 5, ts: 9 }])
+    const restarted = engine.ingest([
+      { ...first, seq: 1, ts: 9 },
+      { ...first, seq: 2, ts: 4 },
+      { ...first, seq: 3, ts: 8 },
+      { ...first, seq: 5, ts: 10 },
+    ])
+    expect(restarted.duplicates).toBe(4)
+    expect(restarted.anomalies.map((a) => [a.index, a.detail])).toEqual([
+      [0, "seq 1 of source 'r' was first taken at or before ts 8; this copy has ts 9 (the first delivery wins)"],
+      [3, "seq 5 of source 'r' was first taken with ts 9; this copy has ts 10 (the first delivery wins)"],
+    ])
+    expect(engine.stats().anomalies.conflicting_duplicate).toBe(4)
     expectServing(engine)
-    return impostors.length
+    return impostors.length + 4
   })
 
   row('B23', 'an id reused without seq, with other content', () => {
@@ -453,12 +473,14 @@ describe('bad-input catalogue: names, values and sequence numbers', () => {
     const receipt = engine.ingest([
       { id: 'same', source: 'n', ts: 8, key: 'ids', value: 50 },
       { id: 'same', source: 'other', ts: 8, key: 'ids', value: 2 },
+      { id: 'same', source: 'n', ts: 5, key: 'ids', value: 70 },
     ])
     // Identity is (source, id): the same id from another source is another event.
-    expect(receipt).toMatchObject({ accepted: 1, duplicates: 1 })
+    expect(receipt).toMatchObject({ accepted: 1, duplicates: 2, rejected: 0 })
+    expect(receipt.anomalies).toMatchObject([{ reason: 'conflicting_duplicate', index: 0, id: 'same', source: 'n' }])
     expect(engine.results({ window: 'tumbling:10', key: 'ids' })).toMatchObject([{ count: 2, sum: 3 }])
     expectServing(engine)
-    return 2
+    return 3
   })
 
   row('B24', 'seq overflow and other impossible seqs', () => {
@@ -809,8 +831,12 @@ describe('bad-input catalogue: limits and misuse', () => {
       () => sliding(10, 3),
       () => sliding(10_000, 1),
       () => session(-1),
+      () => createEngine({ windows: tumbling(10), allowedLatness: 5 } as EngineOptions),
+      () => createEngine({ windows: tumbling(10), watermark: 5000 } as unknown as EngineOptions),
+      () => createEngine({ windows: tumbling(10), limits: { maxBatch: 0 } }),
+      () => createEngine({ windows: tumbling(10), limits: { maxBatches: 5 } } as unknown as EngineOptions),
     ]
-    for (const make of bad) expect(make).toThrow(/must|needs|window|same/)
+    for (const make of bad) expect(make).toThrow(/must|needs|window|same|unknown option/)
     const engine = withCanary()
     expect(() => engine.advanceWatermark(Number.NaN)).toThrow(RangeError)
     expect(() => engine.advanceWatermark('5' as unknown as number)).toThrow(RangeError)

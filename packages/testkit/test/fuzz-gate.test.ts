@@ -35,7 +35,8 @@ function explain(f: CampaignFailure): string {
     `fuzz gate: ${f.scenario} broke ${f.invariant} (seed ${f.seed}, iteration ${f.iteration})`,
     f.message,
     `shrunk: ${f.shrunkSummary}`,
-    JSON.stringify(f.shrunk, (_k, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? String(v) : v)).slice(0, 4000),
+    // Malformed inputs hold bigints and non-finite numbers, which JSON cannot carry as they are.
+    JSON.stringify(f.shrunk, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : typeof v === 'number' && !Number.isFinite(v) ? String(v) : v)).slice(0, 4000),
     `repro: pnpm fuzz --seed ${f.seed} --scenario ${f.scenario} --iteration ${f.iteration} --avoid-known-bugs`,
   ].join('\n')
 }

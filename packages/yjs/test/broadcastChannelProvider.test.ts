@@ -119,7 +119,8 @@ describe('BroadcastChannelProvider', () => {
     bindDoc(a, docA, { now: () => now })
     expect(tracker.status().state).toBe('local')
     const pa = new BroadcastChannelProvider(docA, 'fleet', { channel: tabs.open })
-    expect(tracker.status().state).toBe('connected')
+    // The channel is open, but no other tab has answered: not connected.
+    expect(tracker.status().state).toBe('connecting')
     a.write([cellOf('d1', 'temp', T0, 1)])
     a.write([cellOf('d1', 'temp', T0, 2)])
     expect(tracker.status().pendingLocalUpdates).toBe(2)

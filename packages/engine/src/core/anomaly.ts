@@ -1,6 +1,12 @@
 /**
  * Why an input, a peer's cell or a stored record was not applied.
  * docs/semantics.md lists each reason and where it is raised; the validation reasons name the exact field.
+ * `conflicting_duplicate` is the one reason that refuses nothing new: it marks a duplicate
+ * (counted in `duplicates` and under `duplicate` like any other) whose content provably
+ * differs from the first delivery, which stays the one applied.
+ *
+ * @example
+ * const reason: AnomalyReason = 'conflicting_duplicate'
  */
 export type AnomalyReason =
   | 'invalid_event'
@@ -13,6 +19,7 @@ export type AnomalyReason =
   | 'invalid_seq'
   | 'invalid_key'
   | 'duplicate'
+  | 'conflicting_duplicate'
   | 'beyond_lateness'
   | 'overflow'
   | 'invalid_remote_cell'
@@ -36,6 +43,7 @@ export const ANOMALY_REASONS: readonly AnomalyReason[] = [
   'invalid_seq',
   'invalid_key',
   'duplicate',
+  'conflicting_duplicate',
   'beyond_lateness',
   'overflow',
   'invalid_remote_cell',
@@ -44,7 +52,7 @@ export const ANOMALY_REASONS: readonly AnomalyReason[] = [
 ]
 
 /**
- * One refused input with its reason.
+ * One refused input with its reason, or one conflicting duplicate (`conflicting_duplicate`).
  *
  * @example
  * const a: Anomaly = { reason: 'invalid_ts', index: 3, id: 'd1-9', detail: 'ts must be a finite number' }

@@ -140,7 +140,7 @@ export class TidemarkEngine implements Engine {
       lateness: this.#options.allowedLateness,
       batch: ++this.#batch,
     }
-    const { accepted, late, duplicates, beyond } = this.#placement.place(events, now, frontiers, anomalies, logged, invalid)
+    const { accepted, late, duplicates, conflicting, beyond } = this.#placement.place(events, now, frontiers, anomalies, logged, invalid)
     const counts = this.#counts
     counts.ingested += n
     counts.applied += accepted
@@ -159,7 +159,7 @@ export class TidemarkEngine implements Engine {
       late,
       duplicates,
       beyondLateness: beyond,
-      rejected: anomalies.length,
+      rejected: anomalies.length - conflicting,
       anomalies,
       durable,
     }
@@ -314,6 +314,12 @@ export class TidemarkEngine implements Engine {
 
   lateEvents(): readonly LateEvent[] {
     return this.#lateLane.list()
+  }
+
+  nextSeq(source: string): number {
+    if (typeof source !== 'string') throw new TypeError(`nextSeq needs a source name (a string), got ${typeof source}`)
+    const clock = this.#frontiers.sources.get(source)
+    return clock === undefined ? 1 : clock.highestSeq() + 1
   }
 
   syncStatus(): SyncStatus {

@@ -52,7 +52,8 @@ export interface EngineOptions {
 
 /**
  * What happened to one `ingest` batch.
- * Always `accepted + duplicates + beyondLateness + rejected === events.length`.
+ * Always `accepted + duplicates + beyondLateness + rejected === events.length`, and
+ * `rejected` counts the anomalies other than `conflicting_duplicate`.
  *
  * @example
  * const receipt = engine.ingest(batch)
@@ -64,13 +65,27 @@ export interface IngestReceipt {
   readonly accepted: number
   /** The admitted-late part of `accepted`. */
   readonly late: number
-  /** Already counted (same `(source, seq)`, or `(source, id)` without `seq`); nothing changed. */
+  /**
+   * Events whose `(source, seq)` (or, without `seq`, `(source, id)`) was already taken: the
+   * first delivery wins and a copy changes nothing, whatever it holds. Conflicting copies
+   * (see `anomalies`) are counted here too.
+   */
   readonly duplicates: number
   /** Admitted by no window; kept on the late lane. */
   readonly beyondLateness: number
   /** Invalid input or refused by a full buffer (`overflow`). */
   readonly rejected: number
-  /** One entry per rejected event. */
+  /**
+   * One entry per rejected event, plus one `conflicting_duplicate` per duplicate whose content
+   * provably differs from the first delivery (counted in `duplicates`, not in `rejected`):
+   * its `ts` differs from the one the engine still remembers for that seq or id. The engine
+   * remembers the ts of events without `seq`, of seqs above a gap and of the last seq of the
+   * gap-free prefix, until dedup memory releases them behind the lateness horizon; for a seq
+   * inside the gap-free prefix it only knows the prefix's latest ts, so a copy is caught when
+   * its ts is later than that (a producer that restarted its numbering, for example). A copy
+   * that differs only in `key`, `value` or `id`, or whose first delivery left dedup memory,
+   * is a plain duplicate.
+   */
   readonly anomalies: readonly Anomaly[]
   /** Resolves once the batch is durable (committed to the write-ahead log, or at once without one). */
   readonly durable: Promise<void>
@@ -104,7 +119,10 @@ export interface EngineStats {
   readonly applied: number
   /** Events already counted. */
   readonly duplicates: number
-  /** Count per reason, including peers' and storage's (`invalid_remote_cell`, `corrupt_record`). */
+  /**
+   * Count per reason. `duplicate` equals `duplicates`; `conflicting_duplicate` counts the part
+   * of them whose content provably differed from the first delivery (see `IngestReceipt.anomalies`).
+   */
   readonly anomalies: Readonly<Record<AnomalyReason, number>>
   /** Events admitted late by at least one window (each caused a correction). */
   readonly lateAdmitted: number
@@ -149,19 +167,41 @@ export interface EngineStats {
 }
 
 /**
- * Connection state for the UI; an engine with no provider reports `local`.
+ * Where this replica's state stands with the others, for the UI. Filled in by the transport
+ * bound to the engine (`bindDoc` with its doc's providers); an engine with no provider
+ * reports `local`.
  *
  * @example
  * createEngine({ windows: tumbling(60_000) }).syncStatus() // { state: 'local', lastSync: null, pendingLocalUpdates: 0, peers: 0 }
+ * const { state, pendingLocalUpdates } = engine.syncStatus()
+ * const label = state === 'connected' ? 'in sync' : `${pendingLocalUpdates} updates not shared yet (${state})`
  */
 export interface SyncStatus {
-  /** `local` with no provider; `connected` when any provider is. */
+  /**
+   * - `local`: no provider is attached; nothing is shared, and nothing is meant to be.
+   * - `connected`: at least one provider is in sync now: a server answered its sync request
+   *   on the current connection, or another tab or peer did and is still there. Local updates
+   *   reach them as they are made.
+   * - `connecting`: none is in sync, but one is trying: a socket opening, or open and waiting
+   *   for the server's answer; a tab channel open with no other tab to answer yet.
+   * - `offline`: every provider is disconnected.
+   */
   readonly state: 'local' | 'connecting' | 'connected' | 'offline'
-  /** When a provider last synced, or a peer's update arrived while synced (processing time); null before. */
+  /**
+   * Processing time (the binding's `now`) of the last sync exchange a provider completed, or
+   * of the last peer update applied while in sync; null before the first.
+   */
   readonly lastSync: number | null
-  /** Local transactions since the least-synced provider last synced. */
+  /**
+   * Local updates no server or peer has yet: counted while no provider is in sync, back to 0
+   * when one completes a sync exchange (which carries them). 0 in `local` and, after that
+   * exchange, for as long as a provider stays in sync.
+   */
   readonly pendingLocalUpdates: number
-  /** Other clients in the providers' awareness. */
+  /**
+   * Other clients present now (tabs, devices), counted once however many providers see them;
+   * a server is not a peer, so `connected` with `peers: 0` means a server and no one else.
+   */
   readonly peers: number
 }
 
@@ -232,6 +272,26 @@ export interface Engine {
    * engine.lateEvents().map((late) => late.reason) // ['beyond_lateness']
    */
   lateEvents(): readonly LateEvent[]
+  /**
+   * The `seq` to give the next event of `source`: 1 + the highest seq this engine has taken
+   * from it, 1 for a source it has not seen. O(1).
+   *
+   * "Taken" means accepted, admitted late or sent to the late lane: a seq above a gap counts
+   * too (reusing it would make the new event a duplicate of the old one), also once its dedup
+   * memory was released. Seqs of refused events (invalid input, `overflow`) do not count:
+   * those events were not taken and should be sent again with their own seq. The answer
+   * survives a checkpoint and recovery by `openEngine`, so a producer that reloads resumes
+   * its numbering here instead of keeping a counter of its own. For a source another replica
+   * writes, it counts what that replica's clock has told this one (its gap-free prefix).
+   *
+   * @example
+   * // after a reload: continue the tab's own source where the log left it
+   * let seq = engine.nextSeq('d1')
+   * engine.ingest([{ id: `d1-${seq}`, source: 'd1', seq: seq++, ts: Date.now(), key: 'temp', value: 21 }])
+   * engine.nextSeq('d1') === seq // true
+   * engine.nextSeq('never-seen') // 1
+   */
+  nextSeq(source: string): number
   /**
    * A snapshot of the engine's counters.
    *

@@ -1,9 +1,10 @@
 import type { EngineLimits, EngineOptions } from './engineApi.ts'
 import { FixedWindowIndex } from '../windows/fixedWindowIndex.ts'
 import { SessionWindowIndex } from '../windows/sessionWindowIndex.ts'
-import { boundedOutOfOrderness, type WatermarkStrategy } from '../time/watermarkStrategy.ts'
+import { boundedOutOfOrderness, checkWatermarkStrategy, type WatermarkStrategy } from '../time/watermarkStrategy.ts'
+import { assertKnownOptions } from './knownOptions.ts'
 import type { WindowIndex } from '../windows/windowIndex.ts'
-import type { WindowSpec } from '../windows/windowSpec.ts'
+import { session, sliding, tumbling, type WindowSpec } from '../windows/windowSpec.ts'
 
 /** Options with every default filled in and every value checked. */
 export interface ResolvedOptions {
@@ -27,44 +28,147 @@ export const DEFAULT_LIMITS: Required<EngineLimits> = {
   maxBatch: 1_000_000,
 }
 
-function nonNegative(name: string, value: number | undefined, fallback: number): number {
+/**
+ * The keys `createEngine` takes (`openEngine` adds its own).
+ *
+ * @example
+ * assertKnownOptions('openEngine', options, [...ENGINE_OPTION_KEYS, 'persistence', 'checkpointEvery', 'writeRetry', 'checkpointOnClose'])
+ */
+export const ENGINE_OPTION_KEYS: readonly (keyof EngineOptions)[] = [
+  'windows',
+  'watermark',
+  'idleTimeout',
+  'allowedLateness',
+  'retention',
+  'now',
+  'limits',
+  'replicaId',
+]
+
+/** Options that live elsewhere: the hint given when one is passed here. */
+export const MOVED_ENGINE_OPTIONS: Readonly<Record<string, string>> = {
+  doc: "bind a Y.Doc with bindDoc(engine, doc) from '@tidemark/yjs'",
+  onReplicationError: "pass onError to bindDoc(engine, doc, { onError }) from '@tidemark/yjs'",
+}
+
+/** Why each limit has the smallest value it has: a smaller one would refuse every input. */
+const LIMIT_MINIMUMS: Readonly<Record<keyof EngineLimits, readonly [number, string]>> = {
+  maxWindows: [1, 'with 0 every event would be refused'],
+  maxDedupEntries: [1, 'with 0 every event out of order or without seq would be refused'],
+  maxLateEvents: [0, '0 keeps no late events, only their count'],
+  maxSources: [1, 'with 0 every event would be refused'],
+  maxBatch: [1, 'with 0 every batch would be refused'],
+}
+
+/** A duration option: a number >= 0 of ms; Infinity only where `infinite` says what it means. */
+function duration(name: string, value: unknown, fallback: number, infinite: string | null): number {
   if (value === undefined) return fallback
   if (typeof value !== 'number' || Number.isNaN(value) || value < 0) {
-    throw new RangeError(`${name} must be a number >= 0 (Infinity allowed), got ${String(value)}`)
+    const range = infinite === null ? 'a finite number >= 0' : `a number >= 0 (Infinity: ${infinite})`
+    throw new RangeError(`${name} must be ${range} of ms, got ${describeValue(value)}`)
   }
   return value
 }
 
+function describeValue(value: unknown): string {
+  return typeof value === 'string' ? `the string '${value}'` : String(value)
+}
+
+/**
+ * Checks engine options as `createEngine` does, without making an engine: for a wrapper
+ * (`openEngine`) that must refuse bad options before it opens storage. `where` names the
+ * function in the errors.
+ *
+ * @example
+ * checkEngineOptions({ windows: tumbling(60_000), allowedLateness: -1 }, 'openEngine') // RangeError naming allowedLateness
+ */
+export function checkEngineOptions(options: EngineOptions, where = 'createEngine'): void {
+  resolveOptions(options, where)
+}
+
 /** Checks options and fills defaults; throws a RangeError or TypeError naming the bad option. */
-export function resolveOptions(options: EngineOptions): ResolvedOptions {
-  if (typeof options !== 'object' || options === null) throw new TypeError('createEngine needs an options object')
-  const specs = (Array.isArray(options.windows) ? options.windows : [options.windows]) as WindowSpec[]
-  if (specs.length === 0 || specs.some((s) => typeof s !== 'object' || s === null || typeof s.id !== 'string')) {
-    throw new TypeError('options.windows must be a window spec or a non-empty array of them (tumbling, sliding, session)')
+export function resolveOptions(options: EngineOptions, where = 'createEngine'): ResolvedOptions {
+  if (typeof options !== 'object' || options === null) throw new TypeError(`${where} needs an options object`)
+  assertKnownOptions(where, options, ENGINE_OPTION_KEYS, MOVED_ENGINE_OPTIONS)
+  const specs = checkSpecs(options.windows)
+  const allowedLateness = duration('allowedLateness', options.allowedLateness, 0, null)
+  if (!Number.isFinite(allowedLateness)) {
+    // Infinite lateness: no window would ever turn final, so neither windows nor dedup memory could be released.
+    throw new RangeError(
+      'allowedLateness must be a finite number >= 0 of ms, got Infinity: a window that never turns final is never released (to keep final windows in results() longer, raise retention)',
+    )
   }
-  const ids = new Set(specs.map((s) => s.id))
-  if (ids.size !== specs.length) throw new RangeError('options.windows has the same window spec twice')
-  const limits = { ...DEFAULT_LIMITS }
-  for (const name of Object.keys(DEFAULT_LIMITS) as (keyof EngineLimits)[]) {
-    const given = options.limits?.[name]
-    if (given !== undefined) {
-      if (!Number.isInteger(given) || given < 0) throw new RangeError(`limits.${name} must be an integer >= 0`)
-      limits[name] = given
-    }
-  }
-  const allowedLateness = nonNegative('allowedLateness', options.allowedLateness, 0)
-  if (!Number.isFinite(allowedLateness)) throw new RangeError('allowedLateness must be finite')
+  const now = options.now ?? Date.now
+  if (typeof now !== 'function') throw new TypeError(`now must be a function returning processing time in ms, got ${describeValue(now)}`)
   return {
     specs,
-    watermark: options.watermark ?? boundedOutOfOrderness(0),
-    idleTimeout: nonNegative('idleTimeout', options.idleTimeout, Number.POSITIVE_INFINITY),
+    watermark: options.watermark === undefined ? boundedOutOfOrderness(0) : checkWatermarkStrategy(options.watermark),
+    idleTimeout: duration('idleTimeout', options.idleTimeout, Number.POSITIVE_INFINITY, 'sources never turn idle'),
     allowedLateness,
-    retention: nonNegative('retention', options.retention, 60_000),
-    now: options.now ?? Date.now,
+    retention: duration('retention', options.retention, 60_000, 'final windows stay in results() until limits.maxWindows refuses new ones'),
+    now,
     replicaId: replicaIdOf(options.replicaId),
-    limits,
+    limits: limitsOf(options.limits, where),
     historyLimit: 64,
   }
+}
+
+/** The window specs, each one made by `tumbling`, `sliding` or `session`. */
+function checkSpecs(windows: EngineOptions['windows']): WindowSpec[] {
+  const specs = (Array.isArray(windows) ? windows : [windows]) as unknown[]
+  if (windows === undefined || specs.length === 0) {
+    throw new TypeError('options.windows must be a window spec or a non-empty array of them (tumbling, sliding, session)')
+  }
+  specs.forEach((spec, i) => {
+    const made = remade(spec)
+    if (made === null || made.id !== (spec as WindowSpec).id) {
+      const where = Array.isArray(windows) ? `options.windows[${i}]` : 'options.windows'
+      throw new TypeError(`${where} must be a window spec made by tumbling(size), sliding(size, slide) or session(gap), got ${describeSpec(spec)}`)
+    }
+  })
+  const ids = new Set(specs.map((s) => (s as WindowSpec).id))
+  if (ids.size !== specs.length) throw new RangeError('options.windows has the same window spec twice')
+  return specs as WindowSpec[]
+}
+
+/** The spec its constructor makes from the same numbers, or null when they make none. */
+function remade(spec: unknown): WindowSpec | null {
+  if (typeof spec !== 'object' || spec === null) return null
+  const s = spec as Record<string, unknown>
+  try {
+    if (s.kind === 'tumbling') return tumbling(s.size as number)
+    if (s.kind === 'sliding') return sliding(s.size as number, s.slide as number)
+    if (s.kind === 'session') return session(s.gap as number)
+  } catch {
+    return null
+  }
+  return null
+}
+
+function describeSpec(spec: unknown): string {
+  if (typeof spec !== 'object' || spec === null) return describeValue(spec)
+  try {
+    return JSON.stringify(spec)
+  } catch {
+    return 'an object that is not one'
+  }
+}
+
+function limitsOf(given: EngineLimits | undefined, where: string): Required<EngineLimits> {
+  const limits = { ...DEFAULT_LIMITS }
+  if (given === undefined) return limits
+  if (typeof given !== 'object' || given === null) throw new TypeError(`limits must be an object of limits, got ${describeValue(given)}`)
+  assertKnownOptions(`${where}: limits`, given, Object.keys(DEFAULT_LIMITS))
+  for (const name of Object.keys(DEFAULT_LIMITS) as (keyof EngineLimits)[]) {
+    const value = given[name]
+    if (value === undefined) continue
+    const [min, why] = LIMIT_MINIMUMS[name]
+    if (!Number.isSafeInteger(value) || value < min) {
+      throw new RangeError(`limits.${name} must be an integer >= ${min} (${why}), got ${describeValue(value)}`)
+    }
+    limits[name] = value
+  }
+  return limits
 }
 
 /** One window index per spec. */

@@ -1,4 +1,5 @@
 import type { Anomaly } from '../core/anomaly.ts'
+import { assertKnownOptions } from '../core/knownOptions.ts'
 import { invalidAnomaly, invalidReason, MAX_NAME_LENGTH, type StreamEvent } from '../core/event.ts'
 import { compareEventOrder, type OrderedEvent, type PendingEvent, toPendingEvent } from './eventOrder.ts'
 import { OrderProof } from '../time/orderProof.ts'
@@ -18,7 +19,10 @@ export interface OrderEventsOptions {
 /** A batch in the stream's total order, with what was refused and why. */
 export interface OrderedEvents {
   readonly ordered: OrderedEvent[]
-  /** One entry per refused input (invalid, duplicate, overflow), by input index. */
+  /**
+   * One entry per refused input (invalid, duplicate, overflow), by input index. A copy whose
+   * `ts` differs from the copy kept is a `conflicting_duplicate` rather than a `duplicate`.
+   */
   readonly anomalies: Anomaly[]
 }
 
@@ -28,7 +32,9 @@ export interface OrderedEvents {
  *
  * The result depends on the batch as a multiset only: the same events in any order give the
  * same `ordered` array and the same anomalies (their `index` refers to the input). When copies
- * of one event differ, the copy that comes first in the order is kept, whatever the input order.
+ * of one event differ, the copy that comes first in the order is kept, whatever the input order;
+ * a copy with another `ts` is refused as `conflicting_duplicate` (one with only another `id`,
+ * `key` or `value`, as `duplicate`).
  * Basis is judged on the whole batch: a seq is proven when 1..seq are all present and their
  * `ts` never decreases along seq (events without `seq` of a source that also has seqs are not
  * counted against that proof, unlike in the stream, where arrival order decides).
@@ -43,8 +49,14 @@ export interface OrderedEvents {
  */
 export function orderEvents(events: readonly StreamEvent[], options?: OrderEventsOptions): OrderedEvents {
   if (!Array.isArray(events)) throw new TypeError('orderEvents expects an array of events')
+  if (options !== undefined) {
+    if (typeof options !== 'object' || options === null) throw new TypeError('orderEvents options must be an object')
+    assertKnownOptions('orderEvents', options, ['maxEvents'])
+  }
   const maxEvents = options?.maxEvents ?? 1_000_000
-  if (!Number.isSafeInteger(maxEvents) || maxEvents < 0) throw new RangeError(`maxEvents must be an integer >= 0, got ${String(maxEvents)}`)
+  if (!Number.isSafeInteger(maxEvents) || maxEvents < 1) {
+    throw new RangeError(`maxEvents must be an integer >= 1 (with 0 every batch would be refused), got ${String(maxEvents)}`)
+  }
   const n = events.length
   const anomalies: Anomaly[] = []
   if (n > maxEvents) {
@@ -72,7 +84,12 @@ export function orderEvents(events: readonly StreamEvent[], options?: OrderEvent
       clocks.set(event.source, clock)
     }
     if (clock.seen(event.seq, event.id)) {
-      anomalies.push({ ...invalidAnomaly('duplicate', event, i), detail: duplicateDetail(event) })
+      const conflict = clock.conflict(event.seq, event.id, event.ts)
+      anomalies.push(
+        conflict === null
+          ? { ...invalidAnomaly('duplicate', event, i), detail: duplicateDetail(event) }
+          : { ...invalidAnomaly('conflicting_duplicate', event, i), detail: conflict },
+      )
       continue
     }
     proof.remember(clock, event.seq, event.id, event.ts, 0)

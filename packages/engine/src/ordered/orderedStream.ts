@@ -93,6 +93,7 @@ export class OrderedEventStream implements OrderedStream {
     let accepted = 0
     let late = 0
     let duplicates = 0
+    let conflicting = 0
     let beyond = 0
     let lastClock: SourceClock | undefined
     for (let i = 0; i < n; i++) {
@@ -112,6 +113,13 @@ export class OrderedEventStream implements OrderedStream {
       }
       if (clock?.seen(seq, id)) {
         duplicates++
+        const conflict = clock.conflict(seq, id, ts)
+        if (conflict !== null) {
+          anomalies ??= []
+          anomalies.push({ reason: 'conflicting_duplicate', index: i, id, source: event.source, detail: conflict })
+          this.#anomalies.conflicting_duplicate++
+          conflicting++
+        }
         continue
       }
       if ((seq === undefined || seq !== (clock?.prefix ?? 0) + 1) && this.#dedupEntries >= options.maxDedupEntries) {
@@ -151,7 +159,7 @@ export class OrderedEventStream implements OrderedStream {
       this.#proof.remember(clock, seq, id, ts, now)
       this.#dedupEntries += clock.ahead.size + clock.ids.size - before
     }
-    const rejected = anomalies === null ? 0 : anomalies.length
+    const rejected = anomalies === null ? 0 : anomalies.length - conflicting
     const counts = this.#counts
     counts.pushed += n
     counts.accepted += accepted

@@ -112,7 +112,9 @@ export interface OrderedStreamStats {
 export interface OrderedStream {
   /**
    * Validates, dedups and classifies one batch against the watermark as it stood before the call;
-   * the watermark moves after it. `accepted + duplicates + beyondLateness + rejected === events.length`.
+   * the watermark moves after it. `accepted + duplicates + beyondLateness + rejected === events.length`;
+   * a duplicate whose content provably differs from the first delivery also gets a
+   * `conflicting_duplicate` anomaly, as in `engine.ingest`.
    *
    * @example
    * const receipt = stream.push(events)

@@ -36,6 +36,8 @@ export interface SourceClockSnapshot {
   readonly maxTs: number
   readonly lastSeen: number
   readonly prefix: number
+  /** Highest seq remembered, also above a gap whose dedup memory was released (what `engine.nextSeq` counts from). */
+  readonly highestSeq: number
   readonly prefixTs: number
   readonly lastPrefixTs: number
   readonly provable: boolean

@@ -26,13 +26,19 @@ export class SourceClock {
   provable = true
   /** Seqs seen above a gap, with their ts. */
   readonly ahead = new SeqRing()
+  /**
+   * Highest seq ever remembered above the gap-free prefix (0: none). Kept apart from `ahead`,
+   * whose entries are released behind the lateness horizon, so `highestSeq()` never goes back;
+   * updated on the out-of-order path only, so the in-order path pays nothing for it.
+   */
+  aheadMax = 0
   /** Ids of events without seq, with their ts. */
   readonly ids = new Map<string, number>()
   /** Replica that writes this source ('' when not replicated). */
   writer = ''
   /** Bumped on every change, so replicas keep the newest copy of a single-writer clock. */
   version = 0
-  /** Ts of the event at `prefix`, to detect a clock going backwards along seq. */
+  /** Ts of the event at `prefix` (NaN when a peer's clock did not say), to detect a clock going backwards along seq. */
   #lastPrefixTs = Number.NEGATIVE_INFINITY
 
   constructor(name: string, now: number, slot = 0) {
@@ -47,6 +53,28 @@ export class SourceClock {
     return seq <= this.prefix || this.ahead.has(seq)
   }
 
+  /**
+   * For an event `seen()` reported, why its event time proves it is not the event first taken
+   * under this `(seq)` or `(id)`, or null when nothing proves it. Called on the duplicate path
+   * only. What can be checked is what the clock keeps anyway: the ts of each event remembered
+   * individually (ids, seqs above a gap, the seq at the prefix) must be equal, and a seq inside
+   * the gap-free prefix cannot have a ts later than the prefix's latest. Keys and values are
+   * not kept, so they are not compared.
+   */
+  conflict(seq: number | undefined, id: string, ts: number): string | null {
+    let first: number | undefined
+    if (seq === undefined) first = this.ids.get(id)
+    else if (seq > this.prefix) first = this.ahead.get(seq)
+    else if (seq === this.prefix && !Number.isNaN(this.#lastPrefixTs)) first = this.#lastPrefixTs
+    else {
+      if (ts <= this.prefixTs) return null
+      return `seq ${seq} of source '${this.name}' was first taken at or before ts ${this.prefixTs}; this copy has ts ${ts} (the first delivery wins)`
+    }
+    if (first === undefined || first === ts) return null
+    const what = seq === undefined ? `id '${id}'` : `seq ${seq}`
+    return `${what} of source '${this.name}' was first taken with ts ${first}; this copy has ts ${ts} (the first delivery wins)`
+  }
+
   /** Records a valid, non-duplicate event: advances the clock, the seq prefix and the dedup memory. */
   remember(seq: number | undefined, id: string, ts: number, now: number): void {
     this.version++
@@ -59,6 +87,7 @@ export class SourceClock {
     }
     if (seq !== this.prefix + 1) {
       this.ahead.set(seq, ts)
+      if (seq > this.aheadMax) this.aheadMax = seq
       return
     }
     this.#extend(seq, ts)
@@ -70,6 +99,11 @@ export class SourceClock {
       }
     }
     this.ahead.advanceBase(this.prefix)
+  }
+
+  /** Highest seq this clock has remembered (0 when none): the prefix, or a seq seen above a gap. */
+  highestSeq(): number {
+    return Math.max(this.prefix, this.aheadMax)
   }
 
   #extend(seq: number, ts: number): void {
@@ -86,7 +120,8 @@ export class SourceClock {
     this.maxTs = Math.max(this.maxTs, state.maxTs)
     this.prefix = state.prefix
     this.prefixTs = state.prefixTs
-    this.#lastPrefixTs = state.prefixTs
+    // A provable clock's ts never decreased along seq, so its last prefix ts is its largest; otherwise it is unknown here.
+    this.#lastPrefixTs = state.provable ? state.prefixTs : Number.NaN
     this.provable = state.provable
     this.lastSeen = now
   }
@@ -99,6 +134,7 @@ export class SourceClock {
       maxTs: this.maxTs,
       lastSeen: this.lastSeen,
       prefix: this.prefix,
+      highestSeq: this.highestSeq(),
       prefixTs: this.prefixTs,
       lastPrefixTs: this.#lastPrefixTs,
       provable: this.provable,
@@ -118,6 +154,10 @@ export class SourceClock {
     clock.provable = s.provable
     clock.ahead.advanceBase(s.prefix)
     for (const [seq, ts] of s.ahead) clock.ahead.set(seq, ts)
+    // A checkpoint without `highestSeq` predates it: the seqs still in dedup memory are the best it knows.
+    let highest = typeof s.highestSeq === 'number' ? s.highestSeq : 0
+    for (const [seq] of s.ahead) if (seq > highest) highest = seq
+    clock.aheadMax = highest > s.prefix ? highest : 0
     for (const [id, ts] of s.ids) clock.ids.set(id, ts)
     return clock
   }

@@ -24,6 +24,8 @@ export interface PlacementTally {
   readonly accepted: number
   readonly late: number
   readonly duplicates: number
+  /** The part of `duplicates` whose content provably differs from the first delivery (each has an anomaly). */
+  readonly conflicting: number
   readonly beyond: number
 }
 
@@ -94,6 +96,7 @@ export class BatchPlacement {
     let accepted = 0
     let late = 0
     let duplicates = 0
+    let conflicting = 0
     let beyond = 0
     let lastClock: SourceClock | undefined
     const order = this.#hasSessions ? placementOrder(events) : null
@@ -122,6 +125,13 @@ export class BatchPlacement {
       }
       if (clock?.seen(seq, id)) {
         duplicates++
+        // Off the in-order path: only copies pay for the check.
+        const conflict = clock.conflict(seq, id, ts)
+        if (conflict !== null) {
+          anomalies.push({ reason: 'conflicting_duplicate', index: i, id, source: event.source, detail: conflict })
+          counts.conflicting_duplicate++
+          conflicting++
+        }
         continue
       }
       if (clock === undefined && sources.size >= limits.maxSources) {
@@ -170,8 +180,8 @@ export class BatchPlacement {
       dedup.entries += clock.ahead.size + clock.ids.size - before
     }
     if (n > LARGE_BATCH) reasons.length = 0
-    if (runs === null) return { accepted, late, duplicates, beyond }
-    const tally = this.#placeRuns(runs, events, frontiers, duplicates)
+    if (runs === null) return { accepted, late, duplicates, conflicting, beyond }
+    const tally = this.#placeRuns(runs, events, frontiers, duplicates, conflicting)
     runs.release()
     return tally
   }
@@ -180,7 +190,7 @@ export class BatchPlacement {
    * Places the collected runs, in order of their first events, then counts and sends refused
    * events to the late lane in batch order, as placing each event would have.
    */
-  #placeRuns(runs: PaneRuns, events: readonly StreamEvent[], frontiers: BatchFrontiers, duplicates: number): PlacementTally {
+  #placeRuns(runs: PaneRuns, events: readonly StreamEvent[], frontiers: BatchFrontiers, duplicates: number, conflicting: number): PlacementTally {
     const { lateLane, tracker } = this.#state
     const fixed = this.#fixed
     const { values, next } = runs
@@ -217,7 +227,7 @@ export class BatchPlacement {
         }
       }
     }
-    return { accepted, late, duplicates, beyond }
+    return { accepted, late, duplicates, conflicting, beyond }
   }
 
   /** Live windows over all specs. */

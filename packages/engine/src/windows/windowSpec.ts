@@ -1,7 +1,18 @@
 /**
- * Window shapes. All windows are half-open `[start, end)` in event time.
- * A spec's `id` names it in results (`'tumbling:60000'`) and in replicated state,
- * so replicas with different specs can refuse to merge.
+ * Window shapes. All windows are half-open `[start, end)` in event time, aligned to the epoch
+ * (tumbling and sliding starts are multiples of the size or slide, also before 1970).
+ *
+ * A spec's `id` names it wherever a window is named: `WindowResult.window`, `results({ window })`,
+ * `history(window, ...)`, the React hooks' `window` argument, the late lane, and the
+ * replicated state (replicas with different specs refuse to merge). Ids are derived from the
+ * shape, never chosen: `tumbling(60_000).id === 'tumbling:60000'`,
+ * `sliding(60_000, 10_000).id === 'sliding:60000:10000'` (size, then slide),
+ * `session(30_000).id === 'session:30000'` (the gap), all in ms. Read it from the spec rather
+ * than writing it by hand.
+ *
+ * @example
+ * const minute: WindowSpec = tumbling(60_000)
+ * engine.results({ window: minute.id, key: 'temp' }) // minute.id === 'tumbling:60000'
  */
 export type WindowSpec =
   | { readonly kind: 'tumbling'; readonly id: string; readonly size: number }
@@ -47,6 +58,39 @@ export function sliding(size: number, slide: number): WindowSpec {
 export function session(gap: number): WindowSpec {
   positiveInteger('session gap', gap)
   return { kind: 'session', id: `session:${gap}`, gap }
+}
+
+/**
+ * Start of the window of `spec` that contains event time `ts`, to name a window in
+ * `results({ window, from })`, `history(window, key, start)` or `useWindow(window, key, start)`:
+ * for `tumbling(size)` the one window holding `ts`; for `sliding(size, slide)` the latest of the
+ * `size / slide` windows holding it (the others start `slide`, `2 × slide`, ... earlier).
+ * Times before 1970 round down too. Throws a RangeError for a session spec (a session starts
+ * at its first event, which `ts` alone cannot tell: read `start` from its results) and for a
+ * `ts` that is not a finite number.
+ *
+ * @example
+ * windowStart(tumbling(60_000), Date.parse('2026-01-01T10:15:42Z')) // Date.parse('2026-01-01T10:15:00Z')
+ * windowStart(sliding(60_000, 10_000), 125_000) // 120000: [120000, 180000), the latest of 6 windows holding it
+ * windowStart(tumbling(60_000), -1) // -60000
+ * const minute = tumbling(60_000)
+ * const result = engine.results({ window: minute.id, key: 'temp', from: windowStart(minute, now) })[0]
+ */
+export function windowStart(spec: WindowSpec, ts: number): number {
+  if (typeof spec !== 'object' || spec === null || typeof spec.kind !== 'string') {
+    throw new TypeError('windowStart needs a window spec: tumbling(size), sliding(size, slide) or session(gap)')
+  }
+  if (typeof ts !== 'number' || !Number.isFinite(ts)) throw new RangeError(`windowStart needs a finite event time in ms, got ${String(ts)}`)
+  switch (spec.kind) {
+    case 'tumbling':
+      return alignedStart(ts, spec.size)
+    case 'sliding':
+      return alignedStart(ts, spec.slide)
+    case 'session':
+      throw new RangeError(`windowStart: ${spec.id} windows start at their first event, not at a time computable from ts; read start from the session's results`)
+    default:
+      throw new TypeError(`windowStart: unknown window spec ${JSON.stringify(spec)}`)
+  }
 }
 
 /** Start of the aligned window of `size` containing `ts` (floor, also for negative times). */

@@ -212,7 +212,13 @@ describe('orderEvents: properties', () => {
           for (const c of copies) expect(naiveOrder(kept, c)).toBeLessThanOrEqual(0)
         }
         expect(ordered.length + anomalies.length).toBe(events.length)
-        expect(anomalies.filter((a) => a.reason === 'duplicate')).toHaveLength(valid.length - keys.size)
+        const copies = anomalies.filter((a) => a.reason === 'duplicate' || a.reason === 'conflicting_duplicate')
+        expect(copies).toHaveLength(valid.length - keys.size)
+        for (const a of copies) {
+          const copy = events[a.index as number] as StreamEvent
+          const kept = ordered.find((k) => dedupKey(k) === dedupKey(copy)) as StreamEvent
+          expect(a.reason).toBe(kept.ts === copy.ts ? 'duplicate' : 'conflicting_duplicate')
+        }
         expect(anomalies.map((a) => a.index)).toEqual([...anomalies.map((a) => a.index)].sort((x, y) => (x as number) - (y as number)))
       }),
       FILE,

@@ -1,3 +1,4 @@
+import { assertKnownOptions } from '@tidemark/engine/adapter'
 import type { CheckpointPolicy } from '../store/persistence.ts'
 
 /**
@@ -10,15 +11,27 @@ import type { CheckpointPolicy } from '../store/persistence.ts'
 export const DEFAULT_CHECKPOINT_EVERY: CheckpointPolicy = { events: 100_000, ms: 30_000 }
 
 /**
- * Fills a partial policy from the defaults and checks it.
+ * Fills a partial policy from the defaults and checks it: `events` and `ms` are numbers > 0
+ * (Infinity turns that trigger off), not both infinite (a log that is never checkpointed
+ * grows without bound). Throws a TypeError or RangeError naming `checkpointEvery`.
  *
  * @example
  * checkpointPolicy({ events: 10_000 }) // { events: 10_000, ms: 30_000 }
  */
-export function checkpointPolicy(partial: Partial<CheckpointPolicy> = {}): CheckpointPolicy {
-  const policy = { ...DEFAULT_CHECKPOINT_EVERY, ...partial }
-  if (!(policy.events > 0) || !(policy.ms > 0)) {
-    throw new RangeError(`checkpointEvery needs events > 0 and ms > 0, got ${JSON.stringify(partial)}`)
+export function checkpointPolicy(partial: Partial<CheckpointPolicy> = {}, where = 'checkpointEvery'): CheckpointPolicy {
+  if (typeof partial !== 'object' || partial === null) throw new TypeError(`${where} must be an object { events?, ms? }, got ${String(partial)}`)
+  assertKnownOptions(where, partial, ['events', 'ms'])
+  const policy = { ...DEFAULT_CHECKPOINT_EVERY }
+  for (const name of ['events', 'ms'] as const) {
+    const value = partial[name]
+    if (value === undefined) continue
+    if (typeof value !== 'number' || !(value > 0)) {
+      throw new RangeError(`${where}.${name} must be a number > 0 (Infinity: never by ${name === 'ms' ? 'time' : 'count'}), got ${String(value)}`)
+    }
+    policy[name] = value
+  }
+  if (policy.events === Number.POSITIVE_INFINITY && policy.ms === Number.POSITIVE_INFINITY) {
+    throw new RangeError(`${where}: events and ms cannot both be Infinity: a log that is never checkpointed grows without bound`)
   }
   return policy
 }

@@ -12,6 +12,20 @@ import type { ArchivedChange, ArchiveQuery } from '../store/persistence.ts'
  */
 export const DEFAULT_ARCHIVE_LIMIT = 100_000
 
+/**
+ * Checks an `archiveLimit` option (`where` names the function): an integer >= 0, 0 turning
+ * the archive off. Throws a RangeError.
+ *
+ * @example
+ * checkArchiveLimit(-1, 'memoryPersistence') // RangeError: memoryPersistence: archiveLimit must be an integer >= 0 ...
+ */
+export function checkArchiveLimit(limit: unknown, where: string): void {
+  if (limit === undefined) return
+  if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 0) {
+    throw new RangeError(`${where}: archiveLimit must be an integer >= 0 of changes (0 turns the archive off), got ${String(limit)}`)
+  }
+}
+
 /** Most changes in one archive record: rotation drops whole records, so this is its granularity. */
 export const ARCHIVE_RECORD_CHANGES = 4096
 

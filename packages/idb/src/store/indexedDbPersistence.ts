@@ -2,8 +2,9 @@ import type { WalOp } from '@tidemark/engine'
 import type { IDBPDatabase } from 'idb'
 import type { WindowResult } from '@tidemark/engine'
 import { encodeCheckpoint } from '../checkpoint/checkpointEnvelope.ts'
+import { assertKnownOptions } from '@tidemark/engine/adapter'
 import { checkpointPolicy } from '../checkpoint/checkpointPolicy.ts'
-import { ARCHIVE_ROTATED_KEY, DEFAULT_ARCHIVE_LIMIT, FinalArchive } from '../history/finalArchive.ts'
+import { ARCHIVE_ROTATED_KEY, checkArchiveLimit, DEFAULT_ARCHIVE_LIMIT, FinalArchive } from '../history/finalArchive.ts'
 import {
   archiveWrites,
   errorName,
@@ -25,6 +26,7 @@ import type {
   PersistenceStats,
   RecoveredLog,
 } from './persistence.ts'
+import { markClosed, markOpen } from './openDatabases.ts'
 import { isQuotaExceeded, QuotaError } from './quotaError.ts'
 import { encodeWalRecord } from '../wal/walCodec.ts'
 import { WalCatalog } from '../wal/walCatalog.ts'
@@ -83,11 +85,12 @@ export interface IndexedDbPersistenceOptions {
  *
  * @example
  * const claim = await claimSource({ prefix: 'dashboard' })
- * const persistence = indexedDbPersistence({ name: `tidemark-${claim.source}`, claim })
+ * const persistence = indexedDbPersistence({ name: claim.database, claim })
  * const engine = await openEngine({ windows: tumbling(60_000), persistence })
  * const history = await persistence.archive({ key: 'temp' }) // final windows, also past retention
  */
 export function indexedDbPersistence(options: IndexedDbPersistenceOptions): Persistence {
+  checkOptions(options)
   const factory = options.indexedDB ?? globalThis.indexedDB
   if (factory === undefined) {
     throw new Error(
@@ -100,6 +103,30 @@ export function indexedDbPersistence(options: IndexedDbPersistenceOptions): Pers
     )
   }
   return new IndexedDbPersistence(options, factory, checkpointPolicy(options.checkpointEvery), new FinalArchive(options.archiveLimit ?? DEFAULT_ARCHIVE_LIMIT))
+}
+
+const OPTION_KEYS: readonly (keyof IndexedDbPersistenceOptions)[] = ['name', 'indexedDB', 'checkpointEvery', 'claim', 'coalesce', 'durability', 'archiveLimit']
+const DURABILITIES: readonly IDBTransactionDurability[] = ['default', 'strict', 'relaxed']
+
+/** Throws a TypeError or RangeError naming the first bad option. */
+function checkOptions(options: IndexedDbPersistenceOptions): void {
+  if (typeof options !== 'object' || options === null) throw new TypeError('indexedDbPersistence needs an options object with a name')
+  assertKnownOptions('indexedDbPersistence', options, OPTION_KEYS)
+  const { name, indexedDB, claim, coalesce, durability } = options
+  if (typeof name !== 'string' || name.length === 0) throw new TypeError(`indexedDbPersistence: name must be a non-empty string (the database name), got ${String(name)}`)
+  const where = `indexedDbPersistence("${name}")`
+  if (indexedDB !== undefined && (typeof indexedDB !== 'object' || indexedDB === null || typeof indexedDB.open !== 'function')) {
+    throw new TypeError(`${where}: indexedDB must be an IDBFactory (new IDBFactory() from fake-indexeddb in Node), got ${String(indexedDB)}`)
+  }
+  if (options.checkpointEvery !== undefined) checkpointPolicy(options.checkpointEvery, `${where}: checkpointEvery`)
+  if (claim !== undefined && (typeof claim !== 'object' || claim === null || typeof claim.held !== 'boolean')) {
+    throw new TypeError(`${where}: claim must be the SourceClaim from claimSource(), got ${String(claim)}`)
+  }
+  if (coalesce !== undefined && typeof coalesce !== 'boolean') throw new TypeError(`${where}: coalesce must be true or false, got ${String(coalesce)}`)
+  if (durability !== undefined && !DURABILITIES.includes(durability)) {
+    throw new RangeError(`${where}: durability must be 'default', 'strict' or 'relaxed', got ${String(durability)}`)
+  }
+  checkArchiveLimit(options.archiveLimit, where)
 }
 
 class IndexedDbPersistence implements Persistence {
@@ -145,14 +172,17 @@ class IndexedDbPersistence implements Persistence {
       this.#state = 'closed'
       throw error
     }
-    // Another tab upgrading the schema needs this connection gone; later writes then fail clearly.
-    db.addEventListener('versionchange', () => this.#lose(db, 'another connection upgraded the database schema'))
+    // Another tab upgrading the schema (or deleting the database) needs this connection gone; later writes then fail clearly.
+    db.addEventListener('versionchange', (event) =>
+      this.#lose(db, event.newVersion === null ? 'another connection deleted the database' : 'another connection upgraded the database schema'),
+    )
     db.addEventListener('close', () => this.#lose(db, 'the browser closed the database'))
     try {
       const recovered = await this.#recover(db)
       if (this.#lostReason !== null) throw new Error(`${this.#label()}: ${this.#lostReason} while opening`)
       this.#db = db
       this.#state = 'open'
+      markOpen(this.#name)
       return recovered
     } catch (error) {
       db.close()
@@ -249,7 +279,10 @@ class IndexedDbPersistence implements Persistence {
 
   async close(): Promise<void> {
     const db = this.#db
-    if (db !== null) this.#flush(db)
+    if (db !== null) {
+      this.#flush(db)
+      markClosed(this.#name)
+    }
     this.#db = null
     this.#state = 'closed'
     // Transactions already started still commit; IndexedDB closes after them.
@@ -390,6 +423,7 @@ class IndexedDbPersistence implements Persistence {
     db.close()
     if (this.#state === 'opening') this.#lostReason = reason
     if (this.#db !== db) return
+    markClosed(this.#name)
     this.#db = null
     this.#state = 'closed'
     this.#lostReason = reason

@@ -1,8 +1,9 @@
 import type { WalOp } from '@tidemark/engine'
 import type { WindowResult } from '@tidemark/engine'
 import { encodeCheckpoint } from '../checkpoint/checkpointEnvelope.ts'
+import { assertKnownOptions } from '@tidemark/engine/adapter'
 import { checkpointPolicy } from '../checkpoint/checkpointPolicy.ts'
-import { ARCHIVE_ROTATED_KEY, type ArchiveKey, DEFAULT_ARCHIVE_LIMIT, FinalArchive } from '../history/finalArchive.ts'
+import { ARCHIVE_ROTATED_KEY, type ArchiveKey, checkArchiveLimit, DEFAULT_ARCHIVE_LIMIT, FinalArchive } from '../history/finalArchive.ts'
 import { LateLaneRecords } from '../history/lateLaneRecords.ts'
 import type {
   ArchivedChange,
@@ -44,6 +45,10 @@ export interface MemoryPersistenceOptions {
  * await persistence.archive({ key: 'temp' }) // final windows, also those past retention
  */
 export function memoryPersistence(options: MemoryPersistenceOptions = {}): Persistence {
+  if (typeof options !== 'object' || options === null) throw new TypeError('memoryPersistence options must be an object')
+  assertKnownOptions('memoryPersistence', options, ['checkpointEvery', 'archiveLimit'])
+  if (options.checkpointEvery !== undefined) checkpointPolicy(options.checkpointEvery, 'memoryPersistence: checkpointEvery')
+  checkArchiveLimit(options.archiveLimit, 'memoryPersistence')
   return new MemoryPersistence(checkpointPolicy(options.checkpointEvery), new FinalArchive(options.archiveLimit ?? DEFAULT_ARCHIVE_LIMIT))
 }
 

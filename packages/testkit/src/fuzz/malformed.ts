@@ -60,10 +60,10 @@ export function malformedInput(random: Random, n: number, sources: readonly stri
       // Valid at the edges: longest names, largest safe seq (a gap), hostile key names.
       return { ...base, id: `${LONGEST.slice(0, MAX_NAME_LENGTH - String(n).length - 1)}#${n}`, key: pick([LONGEST, '__proto__', 'toString', '']), seq: pick([undefined, Number.MAX_SAFE_INTEGER, 2 ** 31]) }
     case 7:
-      // A seq already used by the source, with other content: a duplicate, counted once.
+      // A seq already used by the source, with other content: a duplicate, counted once (also a conflicting_duplicate when its ts provably differs).
       return { ...base, seq: 1 + Math.floor(random() * 6), value: 999 }
     case 8:
-      // An id reused without seq, other content.
+      // An id reused without seq, other content (a conflicting_duplicate when its ts differs).
       return { id: `${source}#${1 + Math.floor(random() * 6)}`, source, ts: base.ts, value: -999 }
     case 9:
       // Lone surrogates and odd code points in names (valid).

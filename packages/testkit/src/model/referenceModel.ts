@@ -19,7 +19,10 @@
  *   an event touching a final session, or before the end of a final session that
  *   left live state, is refused; a merge keeps the fired state, the highest
  *   revision and the basis of the earliest session;
- * - `advanceWatermark(t)` forces W forward under any strategy.
+ * - `advanceWatermark(t)` forces W forward under any strategy;
+ * - the first delivery of a `(source, seq)` or `(source, id)` wins; a later copy is a
+ *   duplicate, and also a `conflicting_duplicate` anomaly when its ts provably differs (see
+ *   `#conflicts`).
  */
 import {
   type AnomalyReason,
@@ -134,7 +137,10 @@ export function compareResults(a: WindowResult, b: WindowResult): number {
 
 export class ReferenceModel {
   readonly config: ModelConfig
-  readonly #seen = new Set<string>()
+  /** Identity of every event taken, with the ts of its first delivery. */
+  readonly #seen = new Map<string, number>()
+  /** Per source, the ts of each seq taken. */
+  readonly #seqTs = new Map<string, Map<number, number>>()
   readonly #deliveries: Delivery[] = []
   #windows: ModelWindow[] = []
   readonly #late: LateEvent[] = []
@@ -165,6 +171,7 @@ export class ReferenceModel {
     let accepted = 0
     let late = 0
     let duplicates = 0
+    let conflicting = 0
     let beyond = 0
     events.forEach((input, index) => {
       const reason = modelValidation(input)
@@ -173,15 +180,25 @@ export class ReferenceModel {
       anomalies.push(typeof id === 'string' && id !== '' ? { reason, index, id: id.slice(0, MAX_NAME_LENGTH) } : { reason, index })
       this.#anomalies[reason] = (this.#anomalies[reason] ?? 0) + 1
     })
-    const valid = events.filter((e) => modelValidation(e) === null) as StreamEvent[]
-    const placed = this.config.windows.some((w) => w.kind === 'session') ? [...valid].sort(eventOrder) : valid
-    for (const event of placed) {
+    const valid = events.flatMap((input, index) => (modelValidation(input) === null ? [{ event: input as StreamEvent, index }] : []))
+    const placed = this.config.windows.some((w) => w.kind === 'session') ? [...valid].sort((a, b) => eventOrder(a.event, b.event)) : valid
+    for (const { event, index } of placed) {
       const identity = JSON.stringify(event.seq === undefined ? [event.source, 'id', event.id] : [event.source, 'seq', event.seq])
-      if (this.#seen.has(identity)) {
+      const first = this.#seen.get(identity)
+      if (first !== undefined) {
         duplicates++
+        if (this.#conflicts(event, first)) {
+          anomalies.push({ reason: 'conflicting_duplicate', index, id: event.id })
+          this.#anomalies.conflicting_duplicate = (this.#anomalies.conflicting_duplicate ?? 0) + 1
+          conflicting++
+        }
         continue
       }
-      this.#seen.add(identity)
+      this.#seen.set(identity, event.ts)
+      if (event.seq !== undefined) {
+        const seqs = this.#seqTs.get(event.source) ?? new Map<number, number>()
+        this.#seqTs.set(event.source, seqs.set(event.seq, event.ts))
+      }
       const placements: Placement[] = []
       for (const spec of this.config.windows) {
         const outcomes = this.#place(spec, event, watermark, firing, touched)
@@ -196,6 +213,8 @@ export class ReferenceModel {
         beyond++
       }
     }
+    // The engine reports as it goes: in input order, or with sessions invalid inputs first and then event order.
+    if (placed === valid) anomalies.sort((a, b) => a.index - b.index)
     const totals = this.#totals
     totals.ingested += events.length
     totals.applied += accepted
@@ -204,7 +223,26 @@ export class ReferenceModel {
     totals.beyondLateness += beyond
     this.#advance(now)
     this.#settle(touched)
-    return { accepted, late, duplicates, beyondLateness: beyond, rejected: anomalies.length, anomalies }
+    return { accepted, late, duplicates, beyondLateness: beyond, rejected: anomalies.length - conflicting, anomalies }
+  }
+
+  /**
+   * Whether a copy of an event already taken provably differs from its first delivery
+   * (`conflicting_duplicate`). Only event times are compared: the first delivery's ts must be
+   * equal for an event without seq and for a seq at or above the end of the source's gap-free
+   * prefix; a seq inside the prefix is caught only by a ts later than every ts of the prefix.
+   */
+  #conflicts(event: StreamEvent, firstTs: number): boolean {
+    if (event.seq === undefined) return event.ts !== firstTs
+    const seqs = this.#seqTs.get(event.source) ?? new Map<number, number>()
+    let prefix = 0
+    let prefixTs = Number.NEGATIVE_INFINITY
+    while (seqs.has(prefix + 1)) {
+      prefix++
+      prefixTs = Math.max(prefixTs, seqs.get(prefix) as number)
+    }
+    if (event.seq >= prefix) return event.ts !== firstTs
+    return event.ts > prefixTs
   }
 
   tick(now: number): void {

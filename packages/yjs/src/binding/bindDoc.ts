@@ -18,6 +18,7 @@ import {
   type ReplicaPort,
   type ReplicaState,
 } from '@tidemark/engine'
+import { assertKnownOptions } from '@tidemark/engine/adapter'
 import { ConfigurationMismatchError } from '../schema/configurationMismatchError.ts'
 import {
   type DocEntry,
@@ -86,7 +87,30 @@ interface RemoteBatch {
  * // later: binding.destroy(), or engine.close()
  */
 export function bindDoc(engine: { readonly replica: ReplicaPort }, doc: Y.Doc, options: BindDocOptions = {}): DocBinding {
+  if (typeof engine !== 'object' || engine === null || typeof engine.replica !== 'object' || engine.replica === null) {
+    throw new TypeError('bindDoc: engine must be an engine (createEngine or openEngine), got one without a replica port')
+  }
+  if (typeof doc !== 'object' || doc === null || typeof doc.getMap !== 'function' || typeof doc.transact !== 'function') throw new TypeError('bindDoc: doc must be a Y.Doc')
+  checkOptions(options)
   return new DocReplication(engine.replica, doc, options)
+}
+
+const OPTION_KEYS: readonly (keyof BindDocOptions)[] = ['origin', 'onError', 'now', 'measureEvery', 'maxReplicas']
+
+/** Throws a TypeError or RangeError naming the first bad option. */
+function checkOptions(options: BindDocOptions): void {
+  if (typeof options !== 'object' || options === null) throw new TypeError('bindDoc: options must be an object')
+  assertKnownOptions('bindDoc', options, OPTION_KEYS)
+  for (const name of ['onError', 'now'] as const) {
+    if (options[name] !== undefined && typeof options[name] !== 'function') throw new TypeError(`bindDoc: ${name} must be a function, got ${String(options[name])}`)
+  }
+  const { measureEvery, maxReplicas } = options
+  if (measureEvery !== undefined && (typeof measureEvery !== 'number' || Number.isNaN(measureEvery) || measureEvery < 0)) {
+    throw new RangeError(`bindDoc: measureEvery must be a number of ms >= 0 (Infinity: measure once), got ${String(measureEvery)}`)
+  }
+  if (maxReplicas !== undefined && (!Number.isSafeInteger(maxReplicas) || maxReplicas < 1)) {
+    throw new RangeError(`bindDoc: maxReplicas must be an integer >= 1, got ${String(maxReplicas)}`)
+  }
 }
 
 class DocReplication implements DocBinding {

@@ -21,6 +21,7 @@
  * step 1 addressed to it, so both sides end with the union, sending only differences.
  * Local updates are sent to everyone as sync updates.
  */
+import { assertKnownOptions } from '@tidemark/engine/adapter'
 import * as decoding from 'lib0/decoding'
 import * as encoding from 'lib0/encoding'
 import { ObservableV2 } from 'lib0/observable'
@@ -130,6 +131,7 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
    */
   constructor(doc: Y.Doc, name: string, options: BroadcastChannelProviderOptions = {}) {
     super()
+    checkOptions(name, options)
     this.doc = doc
     this.name = name
     this.#ownsAwareness = options.awareness === undefined
@@ -137,6 +139,7 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
     this.#open = options.channel ?? openBroadcastChannel
     doc.on('update', this.#onDocUpdate)
     this.awareness.on('update', this.#onAwarenessUpdate)
+    this.awareness.on('change', this.#onAwarenessChange)
     if (options.trackStatus !== false) this.#detachStatus = syncStatusTracker(doc).attach(this)
     if (options.connect !== false) this.connect()
   }
@@ -152,7 +155,8 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
   }
 
   /**
-   * True once a peer answered this tab's step 1 since it (re)connected.
+   * True once a peer answered this tab's step 1 since it (re)connected, while at least one
+   * peer is still there (false again when the last one says bye or times out).
    *
    * @example
    * provider.on('sync', (synced) => console.log(synced === provider.synced)) // true
@@ -223,6 +227,7 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
     this.disconnect()
     this.doc.off('update', this.#onDocUpdate)
     this.awareness.off('update', this.#onAwarenessUpdate)
+    this.awareness.off('change', this.#onAwarenessChange)
     this.#detachStatus?.()
     if (this.#ownsAwareness) this.awareness.destroy()
     super.destroy()
@@ -247,6 +252,8 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
     if (from === this.#peerId || (to !== EVERYONE && to !== this.#peerId)) return
     if (kind === KIND_BYE) {
       this.#peers.delete(from)
+      // Nobody left to be in sync with: local updates now wait for the next tab.
+      if (this.#peers.size === 0) this.#setSynced(false)
       return
     }
     if (kind === KIND_AWARENESS) {
@@ -289,6 +296,17 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
     this.#sendAwareness(EVERYONE, [...changes.added, ...changes.updated, ...changes.removed])
   }
 
+  /**
+   * A tab that vanished without a bye (a crash, a killed process) stops renewing its presence;
+   * awareness drops it after 30 s. When no other tab is left, nobody is in sync with this one.
+   */
+  readonly #onAwarenessChange = (_changes: unknown, origin: unknown): void => {
+    if (origin !== 'timeout' || this.#peers.size === 0) return
+    for (const client of this.awareness.getStates().keys()) if (client !== this.awareness.clientID) return
+    this.#peers.clear()
+    this.#setSynced(false)
+  }
+
   #sendAwareness(to: number, clients: number[]): void {
     this.#send(KIND_AWARENESS, to, (encoder) =>
       encoding.writeVarUint8Array(encoder, awarenessProtocol.encodeAwarenessUpdate(this.awareness, clients)),
@@ -310,6 +328,25 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
     if (this.#synced === synced) return
     this.#synced = synced
     this.emit('sync', [synced])
+  }
+}
+
+const OPTION_KEYS: readonly (keyof BroadcastChannelProviderOptions)[] = ['connect', 'awareness', 'channel', 'trackStatus']
+
+/** Throws a TypeError naming the first bad argument or option. */
+function checkOptions(name: string, options: BroadcastChannelProviderOptions): void {
+  if (typeof name !== 'string' || name.length === 0) throw new TypeError(`BroadcastChannelProvider: name must be a non-empty string (the channel name), got ${String(name)}`)
+  if (typeof options !== 'object' || options === null) throw new TypeError('BroadcastChannelProvider: options must be an object')
+  assertKnownOptions('BroadcastChannelProvider', options, OPTION_KEYS)
+  for (const flag of ['connect', 'trackStatus'] as const) {
+    if (options[flag] !== undefined && typeof options[flag] !== 'boolean') throw new TypeError(`BroadcastChannelProvider: ${flag} must be true or false, got ${String(options[flag])}`)
+  }
+  if (options.channel !== undefined && typeof options.channel !== 'function') {
+    throw new TypeError('BroadcastChannelProvider: channel must be a function (name, receive) => TabChannel')
+  }
+  const awareness = options.awareness
+  if (awareness !== undefined && (typeof awareness !== 'object' || awareness === null || typeof awareness.getStates !== 'function')) {
+    throw new TypeError('BroadcastChannelProvider: awareness must be a y-protocols Awareness')
   }
 }
 

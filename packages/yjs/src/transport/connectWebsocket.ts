@@ -1,7 +1,8 @@
+import { assertKnownOptions } from '@tidemark/engine/adapter'
 import { WebsocketProvider } from 'y-websocket'
 import type * as Y from 'yjs'
 import { announcePresence, forgetAbsentPeers } from './presence.ts'
-import { jitterReconnects, type ReconnectJitterOptions } from './reconnectJitter.ts'
+import { checkJitterOptions, jitterReconnects, type ReconnectJitterOptions } from './reconnectJitter.ts'
 import { syncStatusTracker } from './syncStatusTracker.ts'
 
 /**
@@ -42,10 +43,12 @@ export interface WebsocketConnection {
  *
  * @example
  * const doc = new Y.Doc()
- * bindDoc(createEngine({ windows: tumbling(60_000) }), doc)
+ * const engine = createEngine({ windows: tumbling(60_000) })
+ * bindDoc(engine, doc)
  * const connection = connectWebsocket(doc, { url: 'ws://127.0.0.1:1234', room: 'fleet', jitter: { initialMs: 2_000 } })
  */
 export function connectWebsocket(doc: Y.Doc, options: ConnectWebsocketOptions): WebsocketConnection {
+  checkOptions(options)
   const provider = new WebsocketProvider(options.url, options.room, doc, {
     connect: false,
     disableBc: options.crossTab !== true,
@@ -68,4 +71,32 @@ export function connectWebsocket(doc: Y.Doc, options: ConnectWebsocketOptions): 
       provider.destroy()
     },
   }
+}
+
+const OPTION_KEYS: readonly (keyof ConnectWebsocketOptions)[] = ['url', 'room', 'WebSocketPolyfill', 'jitter', 'resyncInterval', 'crossTab']
+const SOCKET_PROTOCOLS = ['ws:', 'wss:', 'http:', 'https:']
+
+/** Throws a TypeError or RangeError naming the first bad option. */
+function checkOptions(options: ConnectWebsocketOptions): void {
+  if (typeof options !== 'object' || options === null) throw new TypeError('connectWebsocket needs an options object { url, room }')
+  assertKnownOptions('connectWebsocket', options, OPTION_KEYS)
+  const { url, room, WebSocketPolyfill, jitter, resyncInterval, crossTab } = options
+  let protocol: string | null = null
+  try {
+    protocol = typeof url === 'string' ? new URL(url).protocol : null
+  } catch {
+    protocol = null
+  }
+  if (protocol === null || !SOCKET_PROTOCOLS.includes(protocol)) {
+    throw new TypeError(`connectWebsocket: url must be a ws:// or wss:// URL of the sync server, got ${String(url)}`)
+  }
+  if (typeof room !== 'string' || room.length === 0) throw new TypeError(`connectWebsocket: room must be a non-empty string, got ${String(room)}`)
+  if (WebSocketPolyfill !== undefined && typeof WebSocketPolyfill !== 'function') {
+    throw new TypeError('connectWebsocket: WebSocketPolyfill must be a WebSocket class (the ws package in Node)')
+  }
+  if (jitter !== undefined) checkJitterOptions(jitter, 'connectWebsocket: jitter')
+  if (resyncInterval !== undefined && (typeof resyncInterval !== 'number' || !Number.isFinite(resyncInterval) || resyncInterval <= 0)) {
+    throw new RangeError(`connectWebsocket: resyncInterval must be a finite number of ms > 0 (omit it to turn it off), got ${String(resyncInterval)}`)
+  }
+  if (crossTab !== undefined && typeof crossTab !== 'boolean') throw new TypeError(`connectWebsocket: crossTab must be true or false, got ${String(crossTab)}`)
 }

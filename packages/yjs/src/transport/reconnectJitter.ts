@@ -13,6 +13,8 @@
  * (a `disconnect()` stays disconnected, close codes 4400-4499 are permanent) are untouched.
  */
 
+import { assertKnownOptions } from '@tidemark/engine/adapter'
+
 /** The members of y-websocket 3.x's `WebsocketProvider` this helper reads and writes. */
 export interface JitteredProvider {
   maxBackoffTime: number
@@ -80,6 +82,7 @@ export function jitterWindow(attempt: number, baseMs: number, capMs: number): nu
  * const stop = jitterReconnects(provider, { initialMs: 2_000 })
  */
 export function jitterReconnects(provider: JitteredProvider, options: ReconnectJitterOptions = {}): () => void {
+  checkJitterOptions(options, 'jitterReconnects')
   const baseMs = options.baseMs ?? 500
   const capMs = options.capMs ?? 10_000
   const random = options.random ?? Math.random
@@ -120,5 +123,29 @@ export function jitterReconnects(provider: JitteredProvider, options: ReconnectJ
     provider.off('sync', onSync)
     if (first !== null) cancel(first)
     first = null
+  }
+}
+
+const JITTER_OPTION_KEYS: readonly (keyof ReconnectJitterOptions)[] = ['baseMs', 'capMs', 'initialMs', 'random', 'setTimeout', 'clearTimeout']
+
+/**
+ * Checks reconnect jitter options (`where` names the function): ms are finite numbers >= 0
+ * (`baseMs`, `capMs` > 0), the hooks are functions. Throws a TypeError or RangeError naming the option.
+ *
+ * @example
+ * checkJitterOptions({ baseMs: 300, capMs: 5_000 }, 'connectWebsocket: jitter') // fine
+ * checkJitterOptions({ baseMS: 300 }, 'connectWebsocket: jitter') // TypeError: ... unknown option 'baseMS' (did you mean 'baseMs'?)
+ */
+export function checkJitterOptions(options: ReconnectJitterOptions, where: string): void {
+  if (typeof options !== 'object' || options === null) throw new TypeError(`${where} must be an object of jitter options, got ${String(options)}`)
+  assertKnownOptions(where, options, JITTER_OPTION_KEYS)
+  for (const [name, min] of [['baseMs', 1], ['capMs', 1], ['initialMs', 0]] as const) {
+    const value = options[name]
+    if (value !== undefined && (typeof value !== 'number' || !Number.isFinite(value) || value < min)) {
+      throw new RangeError(`${where}: ${name} must be a finite number of ms ${min === 0 ? '>= 0' : '> 0'}, got ${String(value)}`)
+    }
+  }
+  for (const name of ['random', 'setTimeout', 'clearTimeout'] as const) {
+    if (options[name] !== undefined && typeof options[name] !== 'function') throw new TypeError(`${where}: ${name} must be a function`)
   }
 }

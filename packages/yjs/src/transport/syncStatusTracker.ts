@@ -63,12 +63,12 @@ export interface RejectedUpdate {
 }
 
 interface ProviderState {
+  /** Its transport is open (a socket, a tab channel); says nothing about anyone answering. */
   connected: boolean
   connecting: boolean
+  /** A server or a peer answered its sync request on this connection, and is still there. */
   synced: boolean
-  /** Local updates made while this provider was not synced: its sync step 2 will carry them. */
-  pending: number
-  peers: number
+  readonly awareness: PeerAwareness | undefined
 }
 
 const LOCAL: SyncStatus = { state: 'local', lastSync: null, pendingLocalUpdates: 0, peers: 0 }
@@ -108,6 +108,8 @@ export class SyncStatusTracker {
   readonly #rejectedListeners = new Set<(rejected: RejectedUpdate) => void>()
   #status: SyncStatus = LOCAL
   #lastSync: number | null = null
+  /** Local transactions made while no provider was in sync: nobody has them yet. */
+  #pending = 0
 
   /**
    * Prefer `syncStatusTracker(doc)`: it keeps one tracker per doc, where providers and the
@@ -156,12 +158,13 @@ export class SyncStatusTracker {
    */
   attach(provider: SyncProvider): () => void {
     if (this.#providers.has(provider)) return () => this.#detach(provider)
+    const connected = provider.wsconnected === true || provider.connected === true
+    const awareness = provider.awareness
     const state: ProviderState = {
-      connected: provider.wsconnected === true || provider.connected === true,
+      connected,
       connecting: provider.wsconnecting === true,
-      synced: provider.synced === true,
-      pending: 0,
-      peers: 0,
+      synced: connected && provider.synced === true,
+      awareness,
     }
     this.#providers.set(provider, state)
     const onStatus = (event: { status: 'connected' | 'connecting' | 'disconnected' }): void => {
@@ -171,21 +174,15 @@ export class SyncStatusTracker {
       this.#publish()
     }
     const onSync = (synced: boolean): void => {
-      state.synced = synced
-      if (synced) {
-        state.pending = 0
+      state.synced = synced && state.connected
+      if (state.synced) {
+        // The exchange carried every local update the other side lacked.
+        this.#pending = 0
         this.#lastSync = this.#now()
       }
       this.#publish()
     }
-    const awareness = provider.awareness
-    const onPeers = (): void => {
-      if (awareness === undefined) return
-      let peers = 0
-      for (const client of awareness.getStates().keys()) if (client !== awareness.clientID) peers++
-      state.peers = peers
-      this.#publish()
-    }
+    const onPeers = (): void => this.#publish()
     provider.on('status', onStatus)
     provider.on('sync', onSync)
     awareness?.on('change', onPeers)
@@ -194,7 +191,6 @@ export class SyncStatusTracker {
       provider.off('sync', onSync)
       awareness?.off('change', onPeers)
     })
-    onPeers()
     this.#publish()
     return () => this.#detach(provider)
   }
@@ -226,30 +222,31 @@ export class SyncStatusTracker {
     this.#detachers.get(provider)?.()
     this.#detachers.delete(provider)
     this.#providers.delete(provider)
+    // Local updates are counted only while some provider is meant to carry them.
+    if (this.#providers.size === 0) this.#pending = 0
     this.#publish()
   }
 
   readonly #onTransaction = (transaction: Y.Transaction): void => {
     if (this.#providers.size === 0 || transaction.changed.size === 0) return
+    const synced = this.#anySynced()
     if (transaction.local) {
-      let changed = false
-      for (const state of this.#providers.values()) {
-        if (!state.synced) {
-          state.pending++
-          changed = true
-        }
-      }
-      if (changed) this.#publish()
+      // Sent at once over a connection in sync; otherwise it waits for the next sync exchange.
+      if (synced) return
+      this.#pending++
+      this.#publish()
       return
     }
-    // A peer's update applied while some provider is synced: the doc just exchanged state.
-    for (const state of this.#providers.values()) {
-      if (state.synced) {
-        this.#lastSync = this.#now()
-        this.#publish()
-        return
-      }
+    // A peer's update applied while some provider is in sync: the doc just exchanged state.
+    if (synced) {
+      this.#lastSync = this.#now()
+      this.#publish()
     }
+  }
+
+  #anySynced(): boolean {
+    for (const state of this.#providers.values()) if (state.synced) return true
+    return false
   }
 
   #publish(): void {
@@ -269,21 +266,22 @@ export class SyncStatusTracker {
 
   #compute(): SyncStatus {
     if (this.#providers.size === 0) return this.#lastSync === null ? LOCAL : { ...LOCAL, lastSync: this.#lastSync }
-    let connected = false
-    let connecting = false
-    let pending = 0
-    let peers = 0
+    let synced = false
+    let trying = false
+    const peers = new Set<number>()
     for (const state of this.#providers.values()) {
-      connected ||= state.connected
-      connecting ||= state.connecting
-      if (state.pending > pending) pending = state.pending
-      peers += state.peers
+      synced ||= state.synced
+      // Opening, or open and waiting for a server or a peer to answer.
+      trying ||= state.connecting || state.connected
+      const awareness = state.awareness
+      if (awareness === undefined) continue
+      for (const client of awareness.getStates().keys()) if (client !== awareness.clientID) peers.add(client)
     }
     return {
-      state: connected ? 'connected' : connecting ? 'connecting' : 'offline',
+      state: synced ? 'connected' : trying ? 'connecting' : 'offline',
       lastSync: this.#lastSync,
-      pendingLocalUpdates: pending,
-      peers,
+      pendingLocalUpdates: this.#pending,
+      peers: peers.size,
     }
   }
 

@@ -75,11 +75,19 @@ export function eventView(e: StreamEvent): StreamEvent {
 }
 
 export function checkAccounting(receipt: IngestReceipt, events: readonly unknown[], meter: Meter, step: number): void {
-  meter.checks += 3
+  meter.checks += 4
   const total = receipt.accepted + receipt.duplicates + receipt.beyondLateness + receipt.rejected
   check(total === events.length, 'receipt.accounting', () => `accepted+duplicates+beyond+rejected = ${total}, batch has ${events.length}`, step)
   check(receipt.late <= receipt.accepted && receipt.late >= 0, 'receipt.accounting', () => `late ${receipt.late} > accepted ${receipt.accepted}`, step)
-  check(receipt.anomalies.length === receipt.rejected, 'receipt.accounting', () => `${receipt.anomalies.length} anomalies for ${receipt.rejected} rejected`, step)
+  // Conflicting duplicates are counted in `duplicates`; every other anomaly is a rejected event.
+  const conflicting = receipt.anomalies.filter((a) => a.reason === 'conflicting_duplicate').length
+  check(conflicting <= receipt.duplicates, 'receipt.accounting', () => `${conflicting} conflicting duplicates, ${receipt.duplicates} duplicates`, step)
+  check(
+    receipt.anomalies.length - conflicting === receipt.rejected,
+    'receipt.accounting',
+    () => `${receipt.anomalies.length - conflicting} anomalies other than conflicting_duplicate for ${receipt.rejected} rejected`,
+    step,
+  )
   const seen = new Set<number>()
   for (const a of receipt.anomalies) {
     check(

@@ -1,0 +1,102 @@
+/**
+ * Options are checked, never ignored: an unknown key is named with the closest known one, a
+ * value that would make the engine useless (a number as watermark, a zero limit) is refused,
+ * and what a message says is allowed is allowed.
+ */
+import { describe, expect, it } from 'vitest'
+import {
+  boundedOutOfOrderness,
+  createEngine,
+  createOrderedStream,
+  type EngineOptions,
+  manual,
+  orderEvents,
+  type OrderedStreamOptions,
+  tumbling,
+} from '../src/index.ts'
+import { closestName } from '../src/adapter.ts'
+
+const windows = tumbling(10)
+const engineWith = (extra: Record<string, unknown>) => () => createEngine({ windows, ...extra } as EngineOptions)
+const streamWith = (extra: Record<string, unknown>) => () => createOrderedStream(extra as OrderedStreamOptions)
+
+describe('createEngine options', () => {
+  it('refuses an unknown key, naming it and the closest known one', () => {
+    expect(engineWith({ allowedLatness: 5_000 })).toThrow(new TypeError("createEngine: unknown option 'allowedLatness' (did you mean 'allowedLateness'?)"))
+    expect(engineWith({ watermarks: manual() })).toThrow(/unknown option 'watermarks' \(did you mean 'watermark'\?\)/)
+    expect(engineWith({ limits: { maxBatches: 5 } })).toThrow(/createEngine: limits: unknown option 'maxBatches' \(did you mean 'maxBatch'\?\)/)
+    // Nothing close: the known keys are listed.
+    expect(engineWith({ colour: 'blue' })).toThrow(/unknown option 'colour'; known options: windows, watermark, idleTimeout/)
+  })
+
+  it('says where an option moved', () => {
+    expect(engineWith({ doc: {} })).toThrow(/option 'doc' is not taken here; bind a Y.Doc with bindDoc\(engine, doc\)/)
+  })
+
+  it('refuses a watermark that is not a strategy, saying how to write one', () => {
+    expect(engineWith({ watermark: 5000 })).toThrow(
+      new TypeError(
+        'watermark must be a strategy made by boundedOutOfOrderness(ms) or manual(), got the number 5000; for events up to 5000 ms out of order write watermark: boundedOutOfOrderness(5000)',
+      ),
+    )
+    expect(engineWith({ watermark: 'manual' })).toThrow(/watermark must be a strategy .* got the string 'manual'/)
+    expect(engineWith({ watermark: manual })).toThrow(/got a function \(call it/)
+    expect(engineWith({ watermark: { kind: 'bounded', outOfOrderness: -1 } })).toThrow(/watermark.outOfOrderness must be a finite number/)
+    expect(() => createEngine({ windows, watermark: boundedOutOfOrderness(5) })).not.toThrow()
+  })
+
+  it('refuses limits that would refuse every input, and allows 0 late events', () => {
+    expect(engineWith({ limits: { maxBatch: 0 } })).toThrow(new RangeError('limits.maxBatch must be an integer >= 1 (with 0 every batch would be refused), got 0'))
+    for (const name of ['maxWindows', 'maxSources', 'maxDedupEntries']) expect(engineWith({ limits: { [name]: 0 } })).toThrow(`limits.${name} must be an integer >= 1`)
+    expect(engineWith({ limits: { maxWindows: Number.POSITIVE_INFINITY } })).toThrow(RangeError)
+    expect(engineWith({ limits: 5 })).toThrow(/limits must be an object/)
+    const engine = createEngine({ windows, limits: { maxLateEvents: 0 }, watermark: manual() })
+    engine.advanceWatermark(100)
+    expect(engine.ingest([{ id: 'a', source: 'd1', ts: 1, value: 1 }]).beyondLateness).toBe(1)
+    expect(engine.stats()).toMatchObject({ lateLane: 0, lateLaneTrimmed: 1 })
+  })
+
+  it('says the same thing about Infinity as it does: lateness must be finite, idle timeout and retention may be infinite', () => {
+    const lateness = engineWith({ allowedLateness: -1 })
+    expect(lateness).toThrow(/allowedLateness must be a finite number >= 0 of ms, got -1/)
+    expect(engineWith({ allowedLateness: Number.POSITIVE_INFINITY })).toThrow(/allowedLateness must be a finite number >= 0 of ms, got Infinity: a window that never turns final/)
+    expect(engineWith({ idleTimeout: -1 })).toThrow(/idleTimeout must be a number >= 0 \(Infinity: sources never turn idle\)/)
+    expect(engineWith({ retention: Number.NaN })).toThrow(/retention must be a number >= 0 \(Infinity: final windows stay/)
+    expect(engineWith({ idleTimeout: Number.POSITIVE_INFINITY, retention: Number.POSITIVE_INFINITY })).not.toThrow()
+  })
+
+  it('refuses window specs not made by the spec functions, and a clock that is not a function', () => {
+    expect(() => createEngine({ windows: [tumbling(10), { kind: 'tumbling', id: 'minute', size: 60_000 }] } as EngineOptions)).toThrow(
+      /options.windows\[1\] must be a window spec made by tumbling\(size\), sliding\(size, slide\) or session\(gap\)/,
+    )
+    expect(() => createEngine({ windows: 60_000 } as unknown as EngineOptions)).toThrow(/options.windows must be a window spec/)
+    expect(engineWith({ now: 5 })).toThrow(/now must be a function/)
+  })
+})
+
+describe('createOrderedStream and orderEvents options', () => {
+  it('refuse unknown keys, non-strategy watermarks and zero limits the same way', () => {
+    expect(streamWith({ alowedLateness: 5 })).toThrow(/createOrderedStream: unknown option 'alowedLateness' \(did you mean 'allowedLateness'\?\)/)
+    expect(streamWith({ watermark: 5000 })).toThrow(/write watermark: boundedOutOfOrderness\(5000\)/)
+    expect(streamWith({ maxPending: 0 })).toThrow(/maxPending must be an integer >= 1/)
+    expect(streamWith({ allowedLateness: Number.POSITIVE_INFINITY })).toThrow(/allowedLateness must be a finite number >= 0/)
+    expect(streamWith({ maxLateEvents: 0, idleTimeout: Number.POSITIVE_INFINITY })).not.toThrow()
+    expect(() => orderEvents([], { maxEvent: 5 } as never)).toThrow(/orderEvents: unknown option 'maxEvent' \(did you mean 'maxEvents'\?\)/)
+    expect(() => orderEvents([], { maxEvents: 0 })).toThrow(/maxEvents must be an integer >= 1/)
+  })
+})
+
+describe('closestName', () => {
+  it('finds typos, swaps and case slips, and nothing for an unrelated name', () => {
+    const keys = ['windows', 'watermark', 'idleTimeout', 'allowedLateness', 'retention', 'now', 'limits', 'replicaId']
+    expect(['allowedLatness', 'alowedLateness', 'allowedlateness', 'idleTimout', 'retnetion', 'replicaID'].map((k) => closestName(k, keys))).toEqual([
+      'allowedLateness',
+      'allowedLateness',
+      'allowedLateness',
+      'idleTimeout',
+      'retention',
+      'replicaId',
+    ])
+    expect(closestName('doc', keys)).toBe(null)
+  })
+})

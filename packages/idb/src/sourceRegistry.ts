@@ -1,0 +1,110 @@
+/**
+ * The origin's registry of the source ids `claimSource` has handed out, kept in
+ * `localStorage` (shared by every tab of the origin, kept across sessions). A new tab
+ * session takes over a registered source no tab holds before it makes a new one, so an
+ * origin has as many sources (and databases) as it ever had tabs open at once, not one per
+ * tab session.
+ *
+ * One key per source (`tidemark:registry:<source>`, value `{"lastClaimed": ms}`), so tabs
+ * registering at the same moment never overwrite each other's entries.
+ */
+import { messageOf } from '@tidemark/engine/adapter'
+
+/**
+ * Where the registry lives; `localStorage` fits.
+ *
+ * @example
+ * const registry: SourceRegistryStorage = localStorage
+ */
+export type SourceRegistryStorage = Pick<Storage, 'getItem' | 'setItem' | 'removeItem' | 'key' | 'length'>
+
+/** One registered source. */
+export interface RegisteredSource {
+  readonly source: string
+  /** When a tab last claimed it, ms since epoch (0 when unknown); a later claim always has a larger value. */
+  readonly lastClaimed: number
+}
+
+const KEY_PREFIX = 'tidemark:registry:'
+
+/**
+ * The IndexedDB database of `source`: the name to give `indexedDbPersistence`, so that a tab
+ * that takes the source over reopens its log, and `deleteSource` finds it.
+ *
+ * @example
+ * sourceDatabaseName('dashboard-k2j9x0') // 'tidemark-dashboard-k2j9x0'
+ * indexedDbPersistence({ name: sourceDatabaseName(claim.source), claim }) // the same as name: claim.database
+ */
+export function sourceDatabaseName(source: string): string {
+  return `tidemark-${source}`
+}
+
+/** True when `source` is an id `claimSource` makes for `prefix`: `${prefix}-` and a random suffix. */
+export function isSourceOf(prefix: string, source: string): boolean {
+  return source.startsWith(`${prefix}-`) && /^[0-9a-z]+$/.test(source.slice(prefix.length + 1))
+}
+
+/** Reads and writes the registry; every storage failure is kept in `error`, never thrown. */
+export class SourceRegistry {
+  readonly #storage: SourceRegistryStorage | null
+  /** Why the registry could not be read or written, or null. */
+  error: string | null = null
+
+  constructor(storage: SourceRegistryStorage | null, error: string | null = null) {
+    this.#storage = storage
+    this.error = error
+  }
+
+  /** The registered sources of `prefix`, most recently claimed first. */
+  list(prefix: string): RegisteredSource[] {
+    const storage = this.#storage
+    if (storage === null) return []
+    const found: RegisteredSource[] = []
+    try {
+      for (let i = 0; i < storage.length; i++) {
+        const key = storage.key(i)
+        if (key === null || !key.startsWith(KEY_PREFIX)) continue
+        const source = key.slice(KEY_PREFIX.length)
+        if (isSourceOf(prefix, source)) found.push({ source, lastClaimed: lastClaimedOf(storage.getItem(key)) })
+      }
+    } catch (error) {
+      this.error = `the source registry could not be read: ${messageOf(error)}`
+      return []
+    }
+    return found.sort((a, b) => b.lastClaimed - a.lastClaimed || (a.source < b.source ? -1 : 1))
+  }
+
+  /** Records that `source` was claimed at `now`. */
+  record(source: string, now: number): void {
+    try {
+      this.#storage?.setItem(`${KEY_PREFIX}${source}`, JSON.stringify({ lastClaimed: now }))
+    } catch (error) {
+      // Full or disabled storage costs reuse by later tab sessions, never correctness.
+      this.error = `the source could not be registered: ${messageOf(error)}`
+    }
+  }
+
+  /** Removes `source` from the registry; throws what the storage threw. */
+  forget(source: string): void {
+    this.#storage?.removeItem(`${KEY_PREFIX}${source}`)
+  }
+}
+
+function lastClaimedOf(value: string | null): number {
+  if (value === null) return 0
+  try {
+    const parsed = JSON.parse(value) as { lastClaimed?: unknown }
+    return typeof parsed.lastClaimed === 'number' && Number.isFinite(parsed.lastClaimed) ? parsed.lastClaimed : 0
+  } catch {
+    return 0
+  }
+}
+
+/** `localStorage`, or null with the reason where it cannot be used (a sandboxed frame, Node). */
+export function defaultRegistry(): SourceRegistry {
+  try {
+    return new SourceRegistry((globalThis as { localStorage?: SourceRegistryStorage }).localStorage ?? null)
+  } catch (error) {
+    return new SourceRegistry(null, `localStorage is not accessible: ${messageOf(error)}`)
+  }
+}

@@ -1,0 +1,128 @@
+/**
+ * docs/recipes quote the regions of test/recipes/*.ts (the docs test checks them word for
+ * word); here the samples run, against fake locks and storage, and do what the recipes say.
+ */
+import 'fake-indexeddb/auto'
+import { IDBFactory } from 'fake-indexeddb'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { claimSource, type SourceLocks } from '../src/index.ts'
+import { cleanUp, describeSources } from './recipes/cleaningUpSources.ts'
+import { openDashboard, shareState } from './recipes/deviceIdentity.ts'
+import { claimOrExplain, claimSingleTab } from './recipes/insecureOrigins.ts'
+import type { Screen } from './recipes/screen.ts'
+
+/** Exclusive locks of one origin, as `navigator.locks` shares them between tabs. */
+class OriginLocks implements SourceLocks {
+  readonly #held = new Set<string>()
+  async request(name: string, _options: { ifAvailable: true }, callback: (lock: unknown) => Promise<void> | undefined): Promise<unknown> {
+    if (this.#held.has(name)) return callback(null)
+    this.#held.add(name)
+    try {
+      return await callback({ name })
+    } finally {
+      this.#held.delete(name)
+    }
+  }
+  async query(): Promise<{ held: { name: string }[] }> {
+    return { held: [...this.#held].map((name) => ({ name })) }
+  }
+}
+
+/** One Storage (localStorage or a tab's sessionStorage). */
+class MemoryStorage {
+  readonly #items = new Map<string, string>()
+  get length(): number {
+    return this.#items.size
+  }
+  key(index: number): string | null {
+    return [...this.#items.keys()][index] ?? null
+  }
+  getItem(key: string): string | null {
+    return this.#items.get(key) ?? null
+  }
+  setItem(key: string, value: string): void {
+    this.#items.set(key, value)
+  }
+  removeItem(key: string): void {
+    this.#items.delete(key)
+  }
+}
+
+/** A socket that never opens: a server out of reach. */
+class UnreachableSocket {
+  binaryType = 'arraybuffer'
+  onopen: unknown = null
+  onclose: unknown = null
+  onerror: unknown = null
+  onmessage: unknown = null
+  send(): void {}
+  close(): void {}
+}
+
+/** A browser origin: secure, with its locks, localStorage and IndexedDB; `newTab()` starts a tab session. */
+function browser() {
+  vi.stubGlobal('navigator', { locks: new OriginLocks() })
+  vi.stubGlobal('localStorage', new MemoryStorage())
+  vi.stubGlobal('indexedDB', new IDBFactory())
+  vi.stubGlobal('WebSocket', UnreachableSocket)
+  return { newTab: () => vi.stubGlobal('sessionStorage', new MemoryStorage()) }
+}
+
+afterEach(() => {
+  vi.unstubAllGlobals()
+})
+
+describe('recipes: the samples do what the recipes say', () => {
+  it('device identity: a later tab session takes the source over and its seq resumes; offline updates are counted', async () => {
+    const { newTab } = browser()
+    newTab()
+    const first = await openDashboard()
+    first.record('temp', 21)
+    first.record('temp', 22)
+    await first.engine.close()
+    await first.claim.release()
+    newTab()
+    const second = await openDashboard()
+    expect([second.claim.source, second.claim.reuse]).toEqual([first.claim.source, 'takeover'])
+    expect(second.engine.nextSeq(second.claim.source)).toBe(3)
+    second.record('temp', 23)
+    expect(second.engine.stats()).toMatchObject({ applied: 3, duplicates: 0 })
+    const screen: Screen = { banner: '', error: '' }
+    shareState(second.engine, screen)
+    second.record('temp', 24)
+    expect(screen.banner).toMatch(/^\d+ updates not shared yet \(connecting\)$/)
+    await second.engine.close()
+  })
+
+  it('cleaning up: lists the sources, deletes only free ones the server has', async () => {
+    const { newTab } = browser()
+    const tabs = []
+    for (let i = 0; i < 3; i++) {
+      newTab()
+      tabs.push(await claimSource({ prefix: 'dashboard' }))
+    }
+    const [mine, synced, unsynced] = tabs as [(typeof tabs)[0], (typeof tabs)[0], (typeof tabs)[0]]
+    await synced.release()
+    await unsynced.release()
+    expect(await describeSources()).toHaveLength(3)
+    expect((await describeSources()).filter((line) => line.includes('open in a tab'))).toEqual([expect.stringContaining(mine.source)])
+    const deleted = await cleanUp(mine, async (source) => source === synced.source)
+    expect(deleted).toEqual([synced.source])
+    expect((await describeSources()).map((line) => line.split(':')[0]).sort()).toEqual([mine.source, unsynced.source].sort())
+  })
+
+  it('insecure origins: the error names cause and fix; the single-tab fallback claims and says so', async () => {
+    vi.stubGlobal('navigator', {})
+    vi.stubGlobal('isSecureContext', false)
+    vi.stubGlobal('location', { origin: 'http://192.168.1.20:5173' })
+    vi.stubGlobal('localStorage', new MemoryStorage())
+    vi.stubGlobal('sessionStorage', new MemoryStorage())
+    const screen: Screen = { banner: '', error: '' }
+    expect(await claimOrExplain(screen)).toBeNull()
+    expect(screen.error).toMatch(/not a secure context: http:\/\/192\.168\.1\.20:5173 .* Serve the page over https, or open it from http:\/\/localhost/)
+    const claim = await claimSingleTab(screen)
+    expect([claim.exclusive, claim.held]).toEqual([false, true])
+    expect(screen.banner).toMatch(/one tab only/)
+    await claim.release()
+  })
+})

@@ -1,0 +1,50 @@
+/**
+ * The code samples of docs/recipes/device-identity.md, typechecked here. Each region between
+ * `// #region` and `// #endregion` is one `ts` block of the recipe, word for word
+ * (indentation aside): the docs test (docs/test/examples.test.ts) checks that, and
+ * recipes.test.ts runs the samples.
+ */
+import type { Engine } from '@tidemark/engine'
+import type { SourceClaim } from '@tidemark/idb'
+import type { Screen } from './screen.ts'
+// #region imports
+import { tumbling } from '@tidemark/engine'
+import { claimSource, indexedDbPersistence, openEngine } from '@tidemark/idb'
+import { BroadcastChannelProvider, bindDoc, connectWebsocket } from '@tidemark/yjs'
+import * as Y from 'yjs'
+// #endregion
+
+/** Claims the tab's source, opens its log, resumes its seq. */
+export async function openDashboard(): Promise<{ claim: SourceClaim; engine: Engine; record: (key: string, value: number) => void }> {
+  // #region open
+  const claim = await claimSource({ prefix: 'dashboard' })
+  const engine = await openEngine({
+    windows: tumbling(60_000),
+    persistence: indexedDbPersistence({ name: claim.database, claim }),
+  })
+  claim.lost.then(() => engine.close()) // another context took the source: stop writing at once
+
+  // Where this source's numbering stands after a reload or a takeover (1 for a new source).
+  let seq = engine.nextSeq(claim.source)
+  function record(key: string, value: number): void {
+    const id = `${claim.source}-${seq}`
+    engine.ingest([{ id, source: claim.source, seq: seq++, ts: Date.now(), key, value }])
+  }
+  // #endregion
+  return { claim, engine, record }
+}
+
+/** Shares the state and tells the user what has not reached anyone yet. */
+export function shareState(engine: Engine, screen: Screen): void {
+  // #region offline
+  const doc = new Y.Doc()
+  bindDoc(engine, doc)
+  new BroadcastChannelProvider(doc, 'dashboard') // the other tabs of this origin
+  connectWebsocket(doc, { url: 'wss://sync.example.com', room: 'fleet' })
+
+  engine.subscribe(() => {
+    const { state, pendingLocalUpdates } = engine.syncStatus()
+    screen.banner = state === 'connected' ? '' : `${pendingLocalUpdates} updates not shared yet (${state})`
+  })
+  // #endregion
+}
