@@ -51,6 +51,14 @@ function uncommitted(fleet: Fleet, also: readonly (DeviceStatus | null | undefin
   return statuses.some((status) => status != null && status.phase === 'running' && status.durable < status.accepted)
 }
 
+/** Delivers the pages' messages while IndexedDB works, until `tab` runs its device. */
+async function untilTabRuns(pages: ReturnType<typeof memoryPages>, tab: DeviceTab): Promise<void> {
+  await until(() => {
+    pages.flush()
+    return tab.slot.where === 'here'
+  }, `${tab.slot.id} runs in its tab`)
+}
+
 /** `(key, start) → count` of every window in `engines`, summed. */
 function countsOf(engines: readonly Engine[], window: string): Map<string, number> {
   const counts = new Map<string, number>()
@@ -224,15 +232,21 @@ describe('Fleet over Yjs documents', { timeout: 30_000 }, () => {
     const inPage = fleet.slot('d02')?.node?.engine
     if (inPage == null) throw new Error('d02 should run in the dashboard page first')
     await until(() => fleet.slot('d02')?.status(clock.now)?.durable === fleet.slot('d02')?.status(clock.now)?.accepted, 'd02 committed')
-    const appliedHere = inPage.stats().applied
+    // Every reading it sampled so far, uploads due or not (seq is gap-free).
+    const sampledHere = fleet.slot('d02')?.status(clock.now)?.seq ?? 0
+    expect(sampledHere).toBeGreaterThan(inPage.stats().applied)
 
     tab.start()
-    pages.flush()
-    await tab.opened()
+    await untilTabRuns(pages, tab)
     expect(fleet.slot('d02')?.where).toBe('elsewhere')
     expect(tab.slot.where).toBe('here')
-    // The dashboard closed it cleanly (last checkpoint): the tab recovers every reading from the same log.
-    expect(tab.slot.node?.status().recovery).toMatchObject({ recoveredReadings: appliedHere, lostEvents: 0, replayedRecords: 0 })
+    // The dashboard closed it cleanly (its last upload, then a last checkpoint): the tab recovers every reading from the same log.
+    expect(tab.slot.node?.status().recovery).toMatchObject({
+      recoveredReadings: sampledHere,
+      resumedAfterSeq: sampledHere,
+      lostEvents: 0,
+      replayedRecords: 0,
+    })
 
     await advance(6_000)
     const row = fleet.snapshot().devices.find((r) => r.id === 'd02')
@@ -254,5 +268,30 @@ describe('Fleet over Yjs documents', { timeout: 30_000 }, () => {
     await tab.close()
     await fleet.slot('d02')?.opened()
     expect(fleet.slot('d02')?.where).toBe('here')
+  })
+
+  it('a device handed to a tab before its first upload: the tab recovers the readings it sampled and continues after their seq', async () => {
+    const clock = { now: T0 }
+    const pages = memoryPages()
+    const locks = pageDeviceLocks()
+    const settings = { ...DEFAULT_SETTINGS, deviceCount: 3 }
+    const fleet = new Fleet({ wiring: pages.wiring, settings, now: () => clock.now, intro: false, locks, control: pages.openControl() })
+    fleets.push(fleet)
+    await fleet.ready()
+    // One tick: d02 sampled at once, but its first upload is not due yet.
+    clock.now += 100
+    fleet.tick(clock.now)
+    const before = fleet.slot('d02')?.status(clock.now)
+    expect(before).toMatchObject({ phase: 'running', accepted: 0 })
+    const sampled = before?.seq ?? 0
+    expect(sampled).toBeGreaterThan(0)
+
+    const tab = new DeviceTab({ index: 1, settings, wiring: pages.wiring, now: () => clock.now, locks, control: pages.openControl() })
+    tab.start()
+    await untilTabRuns(pages, tab)
+    expect(fleet.slot('d02')?.where).toBe('elsewhere')
+    // The clean close uploaded what it had sampled: the tab finds it in the log, nothing lost, and goes on from there.
+    expect(tab.slot.node?.status().recovery).toMatchObject({ recoveredReadings: sampled, resumedAfterSeq: sampled, lostEvents: 0 })
+    await tab.close()
   })
 })
