@@ -1,7 +1,7 @@
 import 'fake-indexeddb/auto'
 import type { Engine } from '@tidemark/engine'
 import { afterEach, describe, expect, it } from 'vitest'
-import { pageDeviceLocks } from '../src/fleet/deviceLocks.ts'
+import { type DeviceLocks, pageDeviceLocks } from '../src/fleet/deviceLocks.ts'
 import type { DeviceStatus } from '../src/fleet/deviceStatus.ts'
 import { DeviceTab } from '../src/fleet/deviceTab.ts'
 import { Fleet } from '../src/fleet/fleet.ts'
@@ -51,7 +51,24 @@ function uncommitted(fleet: Fleet, also: readonly (DeviceStatus | null | undefin
   return statuses.some((status) => status != null && status.phase === 'running' && status.durable < status.accepted)
 }
 
-/** Delivers the pages' messages while IndexedDB works, until `tab` runs its device. */
+/**
+ * One page's way to `manager`: its requests arrive only on `deliver()`, as a tab's Web Locks
+ * requests travel apart from its BroadcastChannel messages and may arrive after them.
+ * `queued()` goes the same way, so it resolves once the requests before it arrived.
+ */
+function laggingLocks(manager: DeviceLocks) {
+  const inTransit: (() => void)[] = []
+  const locks: DeviceLocks = {
+    acquire: (name, signal) => new Promise((resolve, reject) => inTransit.push(() => manager.acquire(name, signal).then(resolve, reject))),
+    queued: () => new Promise((resolve) => inTransit.push(() => resolve(manager.queued()))),
+  }
+  const deliver = (): void => {
+    for (const arrive of inTransit.splice(0)) arrive()
+  }
+  return { locks, deliver }
+}
+
+/** Delivers the pages' messages while IndexedDB works (the tab asks once its lock request is queued), until `tab` runs its device. */
 async function untilTabRuns(pages: ReturnType<typeof memoryPages>, tab: DeviceTab): Promise<void> {
   await until(() => {
     pages.flush()
@@ -292,6 +309,26 @@ describe('Fleet over Yjs documents', { timeout: 30_000 }, () => {
     expect(fleet.slot('d02')?.where).toBe('elsewhere')
     // The clean close uploaded what it had sampled: the tab finds it in the log, nothing lost, and goes on from there.
     expect(tab.slot.node?.status().recovery).toMatchObject({ recoveredReadings: sampled, resumedAfterSeq: sampled, lostEvents: 0 })
+    await tab.close()
+  })
+
+  it('a tab asks for its device only once its lock request is queued, so the dashboard never takes the device back first', async () => {
+    const clock = { now: T0 }
+    const pages = memoryPages()
+    const manager = pageDeviceLocks()
+    const settings = { ...DEFAULT_SETTINGS, deviceCount: 3 }
+    const fleet = new Fleet({ wiring: pages.wiring, settings, now: () => clock.now, intro: false, locks: manager, control: pages.openControl() })
+    fleets.push(fleet)
+    await fleet.ready()
+    const tabLocks = laggingLocks(manager)
+    const tab = new DeviceTab({ index: 1, settings, wiring: pages.wiring, now: () => clock.now, locks: tabLocks.locks, control: pages.openControl() })
+    tab.start()
+    // Whatever the tab posted arrives before its lock request; a dashboard that let d02 go and asked again has it back by now.
+    pages.flush()
+    await until(() => fleet.slot('d02')?.where === 'here', 'd02 runs in the dashboard page')
+    tabLocks.deliver()
+    await untilTabRuns(pages, tab)
+    expect(fleet.slot('d02')?.where).toBe('elsewhere')
     await tab.close()
   })
 })

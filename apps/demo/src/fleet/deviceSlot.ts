@@ -171,9 +171,14 @@ export class DeviceSlot {
     const { locks, wiring, epoch, control } = this.#options
     const name = deviceLockName(wiring, epoch, this.id)
     const granted = locks.acquire(name, this.#abort.signal)
-    // The request is queued before the ask goes out, so the lock comes here next.
-    if (ask) control.post({ type: 'takeover', device: this.id, epoch })
-    const lease = await granted
+    // The ask goes out once the request is in the lock manager's queue, so the lock comes here
+    // next: the page that lets the device go asks for it again at once, behind this request.
+    const asked = ask
+      ? locks.queued().then(() => {
+          if (!this.#closed) control.post({ type: 'takeover', device: this.id, epoch })
+        })
+      : undefined
+    const [lease] = await Promise.all([granted, asked])
     if (this.#closed) {
       lease.release()
       return
