@@ -21,7 +21,7 @@ async function start(): Promise<PageApi> {
   const claim = await claimSource({ prefix: params.get('prefix') ?? 'e2e' })
   const engine = await openEngine({
     windows: tumbling(1_000),
-    persistence: indexedDbPersistence({ name: `tidemark-${claim.source}`, claim }),
+    persistence: indexedDbPersistence({ name: claim.database, claim }),
     checkpointEvery: { events: Number(params.get('checkpointEvery') ?? 20_000) },
   })
   const source = claim.source

@@ -1,7 +1,7 @@
 import 'fake-indexeddb/auto'
 import type { Engine } from '@tidemark/engine'
 import { afterEach, describe, expect, it } from 'vitest'
-import { pageDeviceLocks } from '../src/fleet/deviceLocks.ts'
+import { type DeviceLocks, pageDeviceLocks } from '../src/fleet/deviceLocks.ts'
 import type { DeviceStatus } from '../src/fleet/deviceStatus.ts'
 import { DeviceTab } from '../src/fleet/deviceTab.ts'
 import { Fleet } from '../src/fleet/fleet.ts'
@@ -49,6 +49,31 @@ async function fakeFleet(settings: Partial<FleetSettings> = {}, intro = false) {
 function uncommitted(fleet: Fleet, also: readonly (DeviceStatus | null | undefined)[] = []): boolean {
   const statuses = [...fleet.snapshot().devices.map((row) => fleet.slot(row.id)?.node?.status()), ...also]
   return statuses.some((status) => status != null && status.phase === 'running' && status.durable < status.accepted)
+}
+
+/**
+ * One page's way to `manager`: its requests arrive only on `deliver()`, as a tab's Web Locks
+ * requests travel apart from its BroadcastChannel messages and may arrive after them.
+ * `queued()` goes the same way, so it resolves once the requests before it arrived.
+ */
+function laggingLocks(manager: DeviceLocks) {
+  const inTransit: (() => void)[] = []
+  const locks: DeviceLocks = {
+    acquire: (name, signal) => new Promise((resolve, reject) => inTransit.push(() => manager.acquire(name, signal).then(resolve, reject))),
+    queued: () => new Promise((resolve) => inTransit.push(() => resolve(manager.queued()))),
+  }
+  const deliver = (): void => {
+    for (const arrive of inTransit.splice(0)) arrive()
+  }
+  return { locks, deliver }
+}
+
+/** Delivers the pages' messages while IndexedDB works (the tab asks once its lock request is queued), until `tab` runs its device. */
+async function untilTabRuns(pages: ReturnType<typeof memoryPages>, tab: DeviceTab): Promise<void> {
+  await until(() => {
+    pages.flush()
+    return tab.slot.where === 'here'
+  }, `${tab.slot.id} runs in its tab`)
 }
 
 /** `(key, start) → count` of every window in `engines`, summed. */
@@ -224,15 +249,21 @@ describe('Fleet over Yjs documents', { timeout: 30_000 }, () => {
     const inPage = fleet.slot('d02')?.node?.engine
     if (inPage == null) throw new Error('d02 should run in the dashboard page first')
     await until(() => fleet.slot('d02')?.status(clock.now)?.durable === fleet.slot('d02')?.status(clock.now)?.accepted, 'd02 committed')
-    const appliedHere = inPage.stats().applied
+    // Every reading it sampled so far, uploads due or not (seq is gap-free).
+    const sampledHere = fleet.slot('d02')?.status(clock.now)?.seq ?? 0
+    expect(sampledHere).toBeGreaterThan(inPage.stats().applied)
 
     tab.start()
-    pages.flush()
-    await tab.opened()
+    await untilTabRuns(pages, tab)
     expect(fleet.slot('d02')?.where).toBe('elsewhere')
     expect(tab.slot.where).toBe('here')
-    // The dashboard closed it cleanly (last checkpoint): the tab recovers every reading from the same log.
-    expect(tab.slot.node?.status().recovery).toMatchObject({ recoveredReadings: appliedHere, lostEvents: 0, replayedRecords: 0 })
+    // The dashboard closed it cleanly (its last upload, then a last checkpoint): the tab recovers every reading from the same log.
+    expect(tab.slot.node?.status().recovery).toMatchObject({
+      recoveredReadings: sampledHere,
+      resumedAfterSeq: sampledHere,
+      lostEvents: 0,
+      replayedRecords: 0,
+    })
 
     await advance(6_000)
     const row = fleet.snapshot().devices.find((r) => r.id === 'd02')
@@ -254,5 +285,50 @@ describe('Fleet over Yjs documents', { timeout: 30_000 }, () => {
     await tab.close()
     await fleet.slot('d02')?.opened()
     expect(fleet.slot('d02')?.where).toBe('here')
+  })
+
+  it('a device handed to a tab before its first upload: the tab recovers the readings it sampled and continues after their seq', async () => {
+    const clock = { now: T0 }
+    const pages = memoryPages()
+    const locks = pageDeviceLocks()
+    const settings = { ...DEFAULT_SETTINGS, deviceCount: 3 }
+    const fleet = new Fleet({ wiring: pages.wiring, settings, now: () => clock.now, intro: false, locks, control: pages.openControl() })
+    fleets.push(fleet)
+    await fleet.ready()
+    // One tick: d02 sampled at once, but its first upload is not due yet.
+    clock.now += 100
+    fleet.tick(clock.now)
+    const before = fleet.slot('d02')?.status(clock.now)
+    expect(before).toMatchObject({ phase: 'running', accepted: 0 })
+    const sampled = before?.seq ?? 0
+    expect(sampled).toBeGreaterThan(0)
+
+    const tab = new DeviceTab({ index: 1, settings, wiring: pages.wiring, now: () => clock.now, locks, control: pages.openControl() })
+    tab.start()
+    await untilTabRuns(pages, tab)
+    expect(fleet.slot('d02')?.where).toBe('elsewhere')
+    // The clean close uploaded what it had sampled: the tab finds it in the log, nothing lost, and goes on from there.
+    expect(tab.slot.node?.status().recovery).toMatchObject({ recoveredReadings: sampled, resumedAfterSeq: sampled, lostEvents: 0 })
+    await tab.close()
+  })
+
+  it('a tab asks for its device only once its lock request is queued, so the dashboard never takes the device back first', async () => {
+    const clock = { now: T0 }
+    const pages = memoryPages()
+    const manager = pageDeviceLocks()
+    const settings = { ...DEFAULT_SETTINGS, deviceCount: 3 }
+    const fleet = new Fleet({ wiring: pages.wiring, settings, now: () => clock.now, intro: false, locks: manager, control: pages.openControl() })
+    fleets.push(fleet)
+    await fleet.ready()
+    const tabLocks = laggingLocks(manager)
+    const tab = new DeviceTab({ index: 1, settings, wiring: pages.wiring, now: () => clock.now, locks: tabLocks.locks, control: pages.openControl() })
+    tab.start()
+    // Whatever the tab posted arrives before its lock request; a dashboard that let d02 go and asked again has it back by now.
+    pages.flush()
+    await until(() => fleet.slot('d02')?.where === 'here', 'd02 runs in the dashboard page')
+    tabLocks.deliver()
+    await untilTabRuns(pages, tab)
+    expect(fleet.slot('d02')?.where).toBe('elsewhere')
+    await tab.close()
   })
 })

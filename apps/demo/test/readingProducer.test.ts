@@ -84,4 +84,21 @@ describe('ReadingProducer', () => {
     expect(readings.length).toBeGreaterThan(0)
     for (const event of readings) expect(event.ts).toBeGreaterThan(T0 + 60_000)
   })
+
+  it('flush hands out everything sampled, due or not, without faults; paused, it samples nothing new', () => {
+    const producer = makeProducer(4, { jitterMs: 120, duplicateRate: 1, invalidRate: 1 })
+    // Sampled at T0 and T0 + 500; whether an upload was due by then or not, flush takes what is left.
+    const polled = run(producer, T0, 500).flat()
+    const flushed = producer.flush(T0 + 500) ?? []
+    expect(producer.buffered).toBe(0)
+    expect(flushed.length).toBeGreaterThan(0)
+    expect(flushed.every((event) => invalidReason(event) === null)).toBe(true)
+    const seqs = [...polled, ...flushed].flatMap((event) => (event.seq === undefined ? [] : [event.seq]))
+    expect(new Set(seqs)).toEqual(new Set([1, 2, 3, 4, 5, 6]))
+    expect(flushed.map((event) => event.seq)).toEqual([...new Set(flushed.map((event) => event.seq))])
+    // Paused: nothing new is sampled, and nothing is left to hand out.
+    expect(producer.flush(null)).toBeNull()
+    expect(producer.seq).toBe(6)
+    expect(producer.flush(T0 + 1_000)?.map((event) => event.seq)).toEqual([7, 8, 9])
+  })
 })

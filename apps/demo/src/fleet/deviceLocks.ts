@@ -13,13 +13,24 @@ export interface DeviceLocks {
    * owner is closing). Requests are served in order; a lock manager's failure rejects.
    */
   acquire(name: string, signal: AbortSignal): Promise<DeviceLease>
+  /**
+   * Resolves once every `acquire` this page made so far is in the lock manager's queue (or
+   * granted). Tell another page about a request only after this: a message can otherwise
+   * reach that page before the request reaches the lock manager, and a page that lets the
+   * lock go and asks for it again on that message would get it back first.
+   */
+  queued(): Promise<void>
 }
 
 /**
  * The browser's Web Locks (`navigator.locks`), shared by every tab of the origin.
  *
  * @example
- * const lease = await webDeviceLocks(navigator.locks).acquire('tidemark-demo:run:w2000-l10000:d03', signal)
+ * const locks = webDeviceLocks(navigator.locks)
+ * const lease = locks.acquire('tidemark-demo:run:w2000-l10000:d03', signal)
+ * await locks.queued() // the request is in the lock manager's queue: now ask its holder to let go
+ * control.post({ type: 'takeover', device: 'd03', epoch: 'w2000-l10000' })
+ * await lease
  */
 export function webDeviceLocks(locks: LockManager): DeviceLocks {
   return {
@@ -38,6 +49,9 @@ export function webDeviceLocks(locks: LockManager): DeviceLocks {
           })
       })
     },
+    // The lock manager answers a page's calls in the order it made them: once it has answered a
+    // query, it holds every request made before.
+    queued: () => locks.query().then(() => undefined),
   }
 }
 
@@ -86,5 +100,7 @@ export function pageDeviceLocks(): DeviceLocks {
         queues.set(name, queue)
       })
     },
+    // Requests join their queue as acquire() is called.
+    queued: () => Promise.resolve(),
   }
 }

@@ -1,4 +1,4 @@
-import type { Engine } from '@tidemark/engine'
+import type { Engine, StreamEvent } from '@tidemark/engine'
 import { indexedDbPersistence, openEngine, type Persistence, recoveryReport } from '@tidemark/idb'
 import { bindDoc, syncStatusTracker } from '@tidemark/yjs'
 import * as Y from 'yjs'
@@ -115,21 +115,7 @@ export class DeviceNode {
     const producer = this.#producer
     if (this.#phase !== 'running' || incarnation === null || producer === null || !producing) return
     const upload = producer.poll(now)
-    if (upload === null) return
-    const receipt = incarnation.engine.ingest(upload)
-    const counters = this.#counters
-    counters.accepted += receipt.accepted
-    counters.duplicates += receipt.duplicates
-    counters.rejected += receipt.rejected
-    if (!this.#online) counters.offlineReadings += receipt.accepted
-    receipt.durable.then(
-      () => {
-        counters.durable += receipt.accepted
-      },
-      (error: unknown) => {
-        this.#error = `write-ahead log refused a batch: ${error instanceof Error ? error.message : String(error)}`
-      },
-    )
+    if (upload !== null) void this.#ingest(incarnation.engine, upload)
   }
 
   /** Producing again after a pause: no catch-up burst for the time spent paused. */
@@ -205,16 +191,44 @@ export class DeviceNode {
     return next
   }
 
-  /** A clean shutdown: the engine writes a last checkpoint and releases its log. */
-  async close(): Promise<void> {
+  /**
+   * A clean shutdown: the device uploads what it sampled (sampling up to now unless
+   * `producing` is false, as while paused) and waits for that batch to commit, then the
+   * engine writes a last checkpoint and releases its log. The page that opens the log next
+   * (a `?device=` tab taking over) finds every reading and continues the seq after them,
+   * even when this one closes before its first upload was due.
+   */
+  async close(producing = true): Promise<void> {
     await this.#reopening
     const incarnation = this.#incarnation
+    const producer = this.#producer
     this.#incarnation = null
     this.#producer = null
     this.#phase = 'closed'
     if (incarnation === null) return
+    const upload = producer?.flush(producing ? this.#options.now() : null) ?? null
+    // Links still up: once durable, its cells go to the peers from here too.
+    if (upload !== null) await this.#ingest(incarnation.engine, upload)
     incarnation.links.destroy()
     await incarnation.engine.close()
+  }
+
+  /** Ingests an upload and counts it; resolves once its batch committed or the log refused it (then `#error` says why). */
+  #ingest(engine: Engine, upload: readonly StreamEvent[]): Promise<void> {
+    const receipt = engine.ingest(upload)
+    const counters = this.#counters
+    counters.accepted += receipt.accepted
+    counters.duplicates += receipt.duplicates
+    counters.rejected += receipt.rejected
+    if (!this.#online) counters.offlineReadings += receipt.accepted
+    return receipt.durable.then(
+      () => {
+        counters.durable += receipt.accepted
+      },
+      (error: unknown) => {
+        this.#error = `write-ahead log refused a batch: ${error instanceof Error ? error.message : String(error)}`
+      },
+    )
   }
 
   async #openIncarnation(): Promise<void> {

@@ -36,8 +36,9 @@ const STATUS_EVERY_MS = 1_000
  * One device slot of a page: runs the device here while this page holds its lock, or
  * forwards commands to the page that runs it and shows the status that page posts.
  * A `?device=` tab that asks for the device gets it: this page closes its engine cleanly
- * (last checkpoint), lets the lock go, and waits to take it back when the tab closes. The
- * tab opens the same IndexedDB log, so the device continues where it stopped.
+ * (what it sampled uploaded and committed, then a last checkpoint), lets the lock go, and
+ * waits to take it back when the tab closes. The tab opens the same IndexedDB log, so the
+ * device continues where it stopped.
  *
  * @example
  * const slot = new DeviceSlot({ index: 2, settings, wiring, epoch, now: Date.now, faults: DEFAULT_FAULTS, locks, control, mode: 'share' })
@@ -142,7 +143,7 @@ export class DeviceSlot {
     const node = this.#node
     this.#node = null
     this.#where = 'elsewhere'
-    await node?.close()
+    await node?.close(!this.#paused)
     this.#lease?.release()
     this.#lease = null
   }
@@ -170,9 +171,14 @@ export class DeviceSlot {
     const { locks, wiring, epoch, control } = this.#options
     const name = deviceLockName(wiring, epoch, this.id)
     const granted = locks.acquire(name, this.#abort.signal)
-    // The request is queued before the ask goes out, so the lock comes here next.
-    if (ask) control.post({ type: 'takeover', device: this.id, epoch })
-    const lease = await granted
+    // The ask goes out once the request is in the lock manager's queue, so the lock comes here
+    // next: the page that lets the device go asks for it again at once, behind this request.
+    const asked = ask
+      ? locks.queued().then(() => {
+          if (!this.#closed) control.post({ type: 'takeover', device: this.id, epoch })
+        })
+      : undefined
+    const [lease] = await Promise.all([granted, asked])
     if (this.#closed) {
       lease.release()
       return
@@ -191,7 +197,7 @@ export class DeviceSlot {
       now: this.#options.now,
     })
     if (this.#closed) {
-      await node.close()
+      await node.close(!this.#paused)
       lease.release()
       return
     }
@@ -213,7 +219,7 @@ export class DeviceSlot {
     this.#node = null
     this.#where = 'elsewhere'
     this.#options.onChange?.()
-    await node.close()
+    await node.close(!this.#paused)
     this.#lease?.release()
     this.#lease = null
     if (!this.#closed) this.#opened = this.#claim(false)

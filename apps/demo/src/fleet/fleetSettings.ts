@@ -1,4 +1,4 @@
-import { boundedOutOfOrderness, createEngine, type Engine, type EngineOptions, tumbling } from '@tidemark/engine'
+import { boundedOutOfOrderness, createEngine, type Engine, type EngineOptions, tumbling, type WindowSpec } from '@tidemark/engine'
 import { bindDoc } from '@tidemark/yjs'
 import type * as Y from 'yjs'
 
@@ -28,9 +28,19 @@ export const MAX_DEVICES = 64
 /** Windows the dashboard keeps on screen per chart. */
 export const CHART_WINDOWS = 40
 
+/**
+ * The fleet's window spec: tumbling windows of `windowMs`, on every engine of the epoch.
+ *
+ * @example
+ * windowStart(windowSpecOf(DEFAULT_SETTINGS), Date.now()) // start of the 2 s window holding now
+ */
+export function windowSpecOf(settings: FleetSettings): WindowSpec {
+  return tumbling(settings.windowMs)
+}
+
 /** The id the engine gives the fleet's window spec, e.g. `tumbling:2000`. */
 export function windowIdOf(settings: FleetSettings): string {
-  return tumbling(settings.windowMs).id
+  return windowSpecOf(settings).id
 }
 
 /**
@@ -64,7 +74,7 @@ export function deviceIndexOf(id: string): number | null {
  */
 export function fleetEngineOptions(settings: FleetSettings, now: () => number): EngineOptions {
   return {
-    windows: tumbling(settings.windowMs),
+    windows: windowSpecOf(settings),
     watermark: boundedOutOfOrderness(settings.outOfOrdernessMs),
     allowedLateness: settings.allowedLatenessMs,
     retention: CHART_WINDOWS * settings.windowMs,

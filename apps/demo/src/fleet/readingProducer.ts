@@ -96,10 +96,7 @@ export class ReadingProducer {
 
   /** Samples everything due by true time `now`; returns an upload when one is due, else null. */
   poll(now: number): StreamEvent[] | null {
-    while (this.#nextSampleAt <= now) {
-      this.#sample(this.#nextSampleAt)
-      this.#nextSampleAt += this.profile.sampleEveryMs
-    }
+    this.#sampleUntil(now)
     if (now < this.#nextUploadAt) return null
     this.#nextUploadAt = now + this.profile.uploadEveryMs + this.#rng.between(-0.2, 0.2) * this.profile.uploadEveryMs
     if (this.#buffer.length === 0) return null
@@ -115,10 +112,32 @@ export class ReadingProducer {
     return upload
   }
 
+  /**
+   * The last upload before a clean shutdown: samples what is due by `now` (null while paused:
+   * nothing new), then hands out everything buffered at once, due or not, with no faults.
+   * Null when nothing is buffered. A device handed to another page before its first upload
+   * thus still logs what it sampled, and the next page continues after that seq.
+   */
+  flush(now: number | null): StreamEvent[] | null {
+    if (now !== null) this.#sampleUntil(now)
+    if (this.#buffer.length === 0) return null
+    const readings = this.#buffer
+    this.#buffer = []
+    this.#lastUpload = readings
+    return readings
+  }
+
   /** Forgets the time spent paused: sampling restarts at `now` instead of catching up. */
   resume(now: number): void {
     this.#nextSampleAt = Math.max(this.#nextSampleAt, now)
     this.#nextUploadAt = Math.max(this.#nextUploadAt, now)
+  }
+
+  #sampleUntil(now: number): void {
+    while (this.#nextSampleAt <= now) {
+      this.#sample(this.#nextSampleAt)
+      this.#nextSampleAt += this.profile.sampleEveryMs
+    }
   }
 
   #sample(at: number): void {

@@ -1,7 +1,7 @@
-import type { WindowResult } from '@tidemark/engine'
+import { type WindowResult, windowStart } from '@tidemark/engine'
 import { useEngineStats, useWatermark, useWindows } from '@tidemark/react'
 import { type ReactNode, useMemo, useState } from 'react'
-import { windowIdOf } from '../fleet/fleetSettings.ts'
+import { windowIdOf, windowSpecOf } from '../fleet/fleetSettings.ts'
 import type { Metric } from '../fleet/metrics.ts'
 import { BasisBadge, badgeKindOf } from './BasisBadge.tsx'
 import { ChartPlot } from './ChartPlot.tsx'
@@ -24,7 +24,7 @@ export function WindowChart({ metric }: { readonly metric: Metric }): ReactNode 
   const lateness = useFleet((s) => s.settings.allowedLatenessMs)
   const dashboard = useFleet((s) => s.dashboard)
   // One slot of headroom on the right: devices whose clocks run fast open windows "in the future".
-  const lastStart = useFleet((s) => (Math.floor(s.now / s.settings.windowMs) + 1) * s.settings.windowMs)
+  const lastStart = useFleet((s) => windowStart(windowSpecOf(s.settings), s.now) + s.settings.windowMs)
   const results = useWindows({ window: windowId, key: metric.key })
   const slots = slotCount(results, lastStart, windowMs)
   const firstStart = lastStart - (slots - 1) * windowMs
