@@ -30,7 +30,7 @@ async function start(): Promise<void> {
     allowedLateness: STORM_LATENESS_MS,
     // Nothing leaves live state during a test: totals are read from results().
     retention: 1e12,
-    persistence: indexedDbPersistence({ name: `tidemark-${claim.source}`, claim }),
+    persistence: indexedDbPersistence({ name: claim.database, claim }),
   })
   bindDoc(engine, doc, { onError: (error) => storm.error(`replication: ${error.message}`) })
   const channel = `tidemark:storm:${room}`
