@@ -1,8 +1,8 @@
 /**
  * `@tidemark/idb`: a write-ahead log in IndexedDB for an engine. `openEngine` recovers the
  * latest checkpoint plus the log tail and logs every later operation before it is published;
- * `claimSource` gives each tab its own source id; `indexedDbPersistence` and
- * `memoryPersistence` are the stores.
+ * `claimSource` gives each tab its own source id; `indexedDbPersistence` is the store
+ * (`memoryPersistence`, for tests and Node, is in `@tidemark/idb/memory`).
  *
  * @module @tidemark/idb
  */
@@ -12,7 +12,6 @@ export { checkpointPolicy, DEFAULT_CHECKPOINT_EVERY } from './checkpoint/checkpo
 export { DEFAULT_ARCHIVE_LIMIT } from './history/finalArchive.ts'
 export { indexedDbPersistence } from './store/indexedDbPersistence.ts'
 export { SCHEMA_VERSION } from './store/indexedDbSchema.ts'
-export { memoryPersistence } from './store/memoryPersistence.ts'
 export { isQuotaError, QuotaError } from './store/quotaError.ts'
 export { claimSource } from './sourceClaim.ts'
 export { deleteSource, listSources } from './sourceCleanup.ts'
@@ -22,7 +21,6 @@ export { decodeWalRecord, encodeWalRecord } from './wal/walCodec.ts'
 
 export type { CheckpointDecodeResult } from './checkpoint/checkpointEnvelope.ts'
 export type { IndexedDbPersistenceOptions } from './store/indexedDbPersistence.ts'
-export type { MemoryPersistenceOptions } from './store/memoryPersistence.ts'
 export type {
   ArchivedChange,
   ArchiveQuery,

@@ -30,7 +30,7 @@ const REPLICA_ID_KEY = 'replicaId'
 type StoredEngineCheckpoint = EngineCheckpoint & { readonly lateLaneInStore?: number }
 
 export interface OpenEngineOptions extends EngineOptions {
-  /** Where the write-ahead log lives: `indexedDbPersistence(...)` in browsers, `memoryPersistence()` for tests and Node. */
+  /** Where the write-ahead log lives: `indexedDbPersistence(...)` in browsers, `memoryPersistence()` from `@tidemark/idb/memory` for tests and Node. */
   readonly persistence: Persistence
   /**
    * Checkpoint after this many logged events (merged cells and clocks count too) or this
@@ -99,7 +99,7 @@ export async function openEngine(options: OpenEngineOptions): Promise<Engine> {
   // Every option is checked before the storage is opened.
   checkEngineOptions(engineOptions, 'openEngine')
   if (typeof persistence !== 'object' || persistence === null || typeof persistence.open !== 'function') {
-    throw new TypeError(`openEngine: persistence must be a Persistence (indexedDbPersistence(...) or memoryPersistence()), got ${String(persistence)}`)
+    throw new TypeError(`openEngine: persistence must be a Persistence (indexedDbPersistence(...), or memoryPersistence() from @tidemark/idb/memory), got ${String(persistence)}`)
   }
   if (checkpointOnClose !== undefined && typeof checkpointOnClose !== 'boolean') {
     throw new TypeError(`openEngine: checkpointOnClose must be true or false, got ${String(checkpointOnClose)}`)

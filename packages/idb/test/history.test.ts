@@ -18,12 +18,12 @@ import {
 import {
   encodeCheckpoint,
   indexedDbPersistence,
-  memoryPersistence,
   openEngine,
   type Persistence,
   recoveryReport,
   SCHEMA_VERSION,
 } from '@tidemark/idb'
+import { memoryPersistence } from '@tidemark/idb/memory'
 import { reading, visibleState, whenDurable } from '@tidemark/engine/testing'
 import { decodeEngineCheckpoint, encodeEngineCheckpoint } from '../src/checkpoint/checkpointCodec.ts'
 import { decodeCheckpoint } from '../src/checkpoint/checkpointEnvelope.ts'

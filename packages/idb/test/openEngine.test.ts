@@ -15,13 +15,13 @@ import {
 import {
   indexedDbPersistence,
   isQuotaError,
-  memoryPersistence,
   openEngine,
   type OpenEngineOptions,
   QuotaError,
   recoveryReport,
   SCHEMA_VERSION,
 } from '../src/index.ts'
+import { memoryPersistence } from '../src/memory.ts'
 import { reading, visibleState, whenDurable } from '@tidemark/engine/testing'
 import { damage, fillDisk, legacyDatabase, raw, SCHEMA_1_STORES } from './fakeStorage.ts'
 import { encodeFormat1Batch } from './walFormat1.ts'

@@ -6,7 +6,8 @@ import 'fake-indexeddb/auto'
 import { IDBFactory } from 'fake-indexeddb'
 import { describe, expect, it, vi } from 'vitest'
 import { tumbling } from '@tidemark/engine'
-import { indexedDbPersistence, memoryPersistence, openEngine, type OpenEngineOptions } from '../src/index.ts'
+import { indexedDbPersistence, openEngine, type OpenEngineOptions } from '../src/index.ts'
+import { memoryPersistence } from '../src/memory.ts'
 
 const windows = tumbling(10)
 

@@ -18,7 +18,8 @@ import {
   tumbling,
   type WalOp,
 } from '@tidemark/engine'
-import { indexedDbPersistence, memoryPersistence, openEngine, type Persistence, recoveryReport } from '../src/index.ts'
+import { indexedDbPersistence, openEngine, type Persistence, recoveryReport } from '../src/index.ts'
+import { memoryPersistence } from '../src/memory.ts'
 import { reading } from '@tidemark/engine/testing'
 import { DurableFrontier } from '../src/wal/durableFrontier.ts'
 import { bindDoc } from '@tidemark/yjs'

@@ -94,7 +94,7 @@ export function indexedDbPersistence(options: IndexedDbPersistenceOptions): Pers
   const factory = options.indexedDB ?? globalThis.indexedDB
   if (factory === undefined) {
     throw new Error(
-      `indexedDbPersistence("${options.name}"): no IndexedDB here; pass options.indexedDB (in Node, new IDBFactory() from fake-indexeddb) or use memoryPersistence()`,
+      `indexedDbPersistence("${options.name}"): no IndexedDB here; pass options.indexedDB (in Node, new IDBFactory() from fake-indexeddb) or use memoryPersistence() from @tidemark/idb/memory`,
     )
   }
   if (typeof IDBDatabase === 'undefined' || typeof IDBKeyRange === 'undefined') {
