@@ -4,7 +4,6 @@ import {
   type EngineOptions,
   type EngineStats,
   TidemarkEngine,
-  type WalOp,
   type WindowChange,
 } from '@tidemark/engine'
 import { assertKnownOptions, checkEngineOptions, ENGINE_OPTION_KEYS } from '@tidemark/engine/adapter'
@@ -25,9 +24,8 @@ const REPLICA_ID_KEY = 'replicaId'
 /**
  * The engine checkpoint as `openEngine` stores it: the late lane's entries live in the
  * persistence's `lateLane` store, and `lateLaneInStore` says how many of them the lane held.
- * Checkpoints written before that (no `lateLaneInStore`) carry the entries inline.
  */
-type StoredEngineCheckpoint = EngineCheckpoint & { readonly lateLaneInStore?: number }
+type StoredEngineCheckpoint = EngineCheckpoint & { readonly lateLaneInStore: number }
 
 export interface OpenEngineOptions extends EngineOptions {
   /** Where the write-ahead log lives: `indexedDbPersistence(...)` in browsers, `memoryPersistence()` from `@tidemark/idb/memory` for tests and Node. */
@@ -122,7 +120,7 @@ export async function openEngine(options: OpenEngineOptions): Promise<Engine> {
     const restored = performance.now()
     // Windows that turn final from here on (replay included) go to the archive; earlier ones are in it already.
     engine.subscribe((changes) => archiveFinal(persistence, changes))
-    const replayed = replay(engine, recovered, corrupt, now)
+    const replayed = replay(engine, recovered, corrupt)
     const phases = { readMs: read - started, restoreMs: restored - read, replayMs: performance.now() - restored }
     if (recovered.meta.get(REPLICA_ID_KEY) !== engine.replicaId) await persistence.putMeta(REPLICA_ID_KEY, engine.replicaId)
     report = {
@@ -213,7 +211,8 @@ function readCheckpoint(recovered: RecoveredLog, corrupt: CorruptRecord[]): Engi
   if (recovered.checkpoint === null) return null
   let checkpoint: StoredEngineCheckpoint
   try {
-    checkpoint = decodeEngineCheckpoint(recovered.checkpoint.state)
+    checkpoint = decodeEngineCheckpoint(recovered.checkpoint.state) as StoredEngineCheckpoint
+    if (typeof checkpoint.lateLaneInStore !== 'number') throw new RangeError('it does not say how many late-lane entries are in the lateLane store')
   } catch (error) {
     // The envelope's checksum held, so these bytes are intact: written by another version, not damaged.
     throw new Error(
@@ -222,7 +221,6 @@ function readCheckpoint(recovered: RecoveredLog, corrupt: CorruptRecord[]): Engi
     )
   }
   const { lateLaneInStore: inStore, ...restored } = checkpoint
-  if (typeof inStore !== 'number') return restored
   const { trimmed, total } = checkpoint.lateLane
   const lane = laneFromRecords(recovered.lateLane, total - inStore, total)
   if (lane.missing > 0) {
@@ -245,17 +243,12 @@ function ownReplicaId(given: string | undefined, recovered: RecoveredLog, checkp
 }
 
 /** Replays the tail in lsn order; an op that throws is reported with the corrupt records and skipped. */
-function replay(engine: TidemarkEngine, recovered: RecoveredLog, corrupt: CorruptRecord[], now: () => number): { records: number; events: number } {
+function replay(engine: TidemarkEngine, recovered: RecoveredLog, corrupt: CorruptRecord[]): { records: number; events: number } {
   let records = 0
   let events = 0
-  // Format-1 records carry no processing time; they replay at the last time the log knew.
-  let lastNow = Number.NaN
   for (const { lsn, op } of recovered.tail) {
-    let replayed: WalOp = op
-    if (op.kind === 'ingest' && Number.isNaN(op.now)) replayed = { ...op, now: Number.isNaN(lastNow) ? now() : lastNow }
-    if (replayed.kind !== 'advance' && replayed.kind !== 'refuse') lastNow = replayed.now
     try {
-      engine.replay(replayed)
+      engine.replay(op)
     } catch (error) {
       const lost: CorruptRecord = { store: 'wal', key: String(lsn), reason: `replay failed: ${(error as Error).message}`, kind: op.kind }
       corrupt.push(op.kind === 'ingest' ? { ...lost, lostEvents: op.events.length } : lost)

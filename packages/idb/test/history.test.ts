@@ -16,19 +16,16 @@ import {
   type WindowResult,
 } from '@tidemark/engine'
 import {
-  encodeCheckpoint,
   indexedDbPersistence,
   openEngine,
   type Persistence,
   recoveryReport,
-  SCHEMA_VERSION,
 } from '@tidemark/idb'
 import { memoryPersistence } from '@tidemark/idb/memory'
 import { reading, visibleState, whenDurable } from '@tidemark/engine/testing'
 import { decodeEngineCheckpoint, encodeEngineCheckpoint } from '../src/checkpoint/checkpointCodec.ts'
-import { decodeCheckpoint } from '../src/checkpoint/checkpointEnvelope.ts'
 import { FinalArchive } from '../src/history/finalArchive.ts'
-import { damage, legacyDatabase, raw, SCHEMA_1_STORES } from './fakeStorage.ts'
+import { damage, raw } from './fakeStorage.ts'
 
 const config: EngineOptions = { windows: tumbling(10), retention: 20, now: () => 1_000, limits: { maxLateEvents: 6 } }
 
@@ -241,47 +238,17 @@ describe('indexedDbPersistence: history stores on disk', () => {
     expect(recoveryReport(clean)?.corrupt).toEqual([])
   })
 
-  it('restores a late lane kept inside a checkpoint written before the lateLane store was used, and moves it there', async () => {
-    const factory = new IDBFactory()
-    const device = new Device()
-    const before = createEngine({ ...config, replicaId: 'old-version' }) as TidemarkEngine
-    before.ingest(device.readings(0, 30))
-    before.ingest(device.late(3))
-    // What the previous version stored: a schema-2 database, the lane inline in the checkpoint, empty history stores.
-    const db = await legacyDatabase(factory, 'inline-lane', 2, [...SCHEMA_1_STORES, 'lateLane', 'archive'])
-    await db.put('checkpoints', encodeCheckpoint({ upToLsn: 0, state: encodeEngineCheckpoint(before.checkpoint()) }).buffer, 0)
-    db.close()
-    const open = () => openEngine({ ...config, persistence: indexedDbPersistence({ name: 'inline-lane', indexedDB: factory }) })
-    const engine = await open()
-    expect(engine.lateEvents()).toEqual(before.lateEvents())
-    expect(engine.results()).toEqual(before.results())
-    // The next checkpoint (here the one close() takes after an op) moves the lane to its store.
-    await engine.ingest(device.readings(30, 31)).durable
-    await engine.close()
-    const check = await raw(factory, 'inline-lane')
-    expect(check.version).toBe(SCHEMA_VERSION)
-    expect(await check.getAllKeys('lateLane')).toEqual([0])
-    const [key] = await check.getAllKeys('checkpoints')
-    const envelope = decodeCheckpoint(new Uint8Array((await check.get('checkpoints', key as number)) as ArrayBuffer))
-    check.close()
-    expect(envelope.ok && decodeEngineCheckpoint(envelope.checkpoint.state).lateLane.entries).toEqual([])
-    expect((await open()).lateEvents()).toEqual(before.lateEvents())
-  })
-
-  it('upgrades a schema-1 database and starts using the late lane and archive stores', async () => {
-    const factory = new IDBFactory()
-    ;(await legacyDatabase(factory, 'schema-1', 1, SCHEMA_1_STORES)).close()
-    const persistence = indexedDbPersistence({ name: 'schema-1', indexedDB: factory })
-    const engine = await openEngine({ ...config, persistence })
-    const device = new Device()
-    engine.ingest(device.readings(0, 30))
-    engine.ingest(device.late(2))
-    await engine.close()
-    const db = await raw(factory, 'schema-1')
-    expect(db.version).toBe(SCHEMA_VERSION)
-    expect(await db.count('lateLane')).toBe(1)
-    expect(await db.count('archive')).toBe(1)
-    db.close()
+  it('refuses a checkpoint that does not say how many late-lane entries its store holds, naming the lsn', async () => {
+    const persistence = memoryPersistence()
+    await persistence.open()
+    const engine = createEngine(config) as TidemarkEngine
+    engine.ingest(new Device().readings(0, 30))
+    // The engine's own checkpoint, without what openEngine adds: the lane is inline, its store empty.
+    await persistence.checkpoint({ upToLsn: 0, state: encodeEngineCheckpoint(engine.checkpoint()) })
+    await persistence.close()
+    await expect(openEngine({ ...config, persistence })).rejects.toThrow(
+      /checkpoint at lsn 0 cannot be read \(it does not say how many late-lane entries are in the lateLane store\)/,
+    )
   })
 })
 

@@ -3,15 +3,16 @@ import { ARCHIVE_ROTATED_KEY, type ArchiveKey, type ArchiveWrite } from '../hist
 import type { LateLaneWrite } from '../history/lateLaneRecords.ts'
 
 /**
- * IndexedDB schema version. v1 held the log alone (`wal`, `checkpoints`, `meta`);
- * v2 added `lateLane` (keyed by the number of the record's first entry) and `archive`
- * (final windows, keyed by `[seq, count, minStart, maxStart]`). Record formats are
- * versioned separately, inside each record (see walCodec.ts and historyRecord.ts).
+ * IndexedDB schema version: stores `wal` (log records by lsn), `checkpoints` (by upToLsn),
+ * `meta`, `lateLane` (keyed by the number of the record's first entry) and `archive` (final
+ * windows, keyed by `[seq, count, minStart, maxStart]`). Record formats are versioned
+ * separately, inside each record (see walCodec.ts and historyRecord.ts). A later schema will
+ * upgrade databases of this one in place.
  *
  * @example
- * SCHEMA_VERSION // 2: `indexedDbPersistence` opens (and upgrades) its database at this version
+ * SCHEMA_VERSION // 1: `indexedDbPersistence` creates and opens its database at this version
  */
-export const SCHEMA_VERSION = 2
+export const SCHEMA_VERSION = 1
 
 /** Stores keyed out of line: log records by lsn, checkpoints by their upToLsn. Values are bytes. */
 export interface TidemarkSchema extends DBSchema {
@@ -23,15 +24,17 @@ export interface TidemarkSchema extends DBSchema {
 }
 
 export type LogStore = 'wal' | 'checkpoints' | 'meta' | 'lateLane' | 'archive'
+const STORES: readonly LogStore[] = ['wal', 'checkpoints', 'meta', 'lateLane', 'archive']
 export type LogWrite = IDBPTransaction<TidemarkSchema, LogStore[], 'readwrite'>
 
-/** Opens (creating or upgrading) the database through the given factory. */
+/** Opens (creating) the database through the given factory. */
 export function openDatabase(factory: IDBFactory, name: string): Promise<IDBPDatabase<TidemarkSchema>> {
   // idb's openDB always opens through the global indexedDB; opening through the given
   // factory and wrapping the request keeps an injected IDBFactory working.
   const request = factory.open(name, SCHEMA_VERSION)
-  request.addEventListener('upgradeneeded', (event) => {
-    upgradeSchema(wrap(request.result) as unknown as IDBPDatabase<TidemarkSchema>, event.oldVersion)
+  // The only upgrade from an older version is from none (0): the database is new.
+  request.addEventListener('upgradeneeded', () => {
+    for (const store of STORES) request.result.createObjectStore(store)
   })
   return wrap(request).then(
     (db) => db as unknown as IDBPDatabase<TidemarkSchema>,
@@ -44,19 +47,6 @@ export function openDatabase(factory: IDBFactory, name: string): Promise<IDBPDat
       throw error
     },
   )
-}
-
-/** Brings any older schema up to SCHEMA_VERSION, one step per version, keeping stored records. */
-function upgradeSchema(db: IDBPDatabase<TidemarkSchema>, oldVersion: number): void {
-  if (oldVersion < 1) {
-    db.createObjectStore('wal')
-    db.createObjectStore('checkpoints')
-    db.createObjectStore('meta')
-  }
-  if (oldVersion < 2) {
-    db.createObjectStore('lateLane')
-    db.createObjectStore('archive')
-  }
 }
 
 /** The late-lane store writes of one checkpoint. */

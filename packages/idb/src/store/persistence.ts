@@ -11,8 +11,7 @@ export type WalOpKind = WalOp['kind']
 /**
  * An operation read back from the write-ahead log, in append order: an ingest batch (its
  * valid events, the processing time and the invalid inputs by reason), a watermark advance,
- * a tick, or a merge of peers' cells and clocks. A record of the older format 1 reads back
- * as an ingest with `now: NaN` (that format did not record processing time).
+ * a tick, or a merge of peers' cells and clocks.
  */
 export interface WalRecord {
   /** Monotone position of the record in this log, starting at 1. */

@@ -4,16 +4,7 @@
  * Never throws: a reference to a missing string or an impossible count gives the reason as a
  * string.
  */
-import {
-  ANOMALY_REASONS,
-  type AnomalyReason,
-  type Cell,
-  type CellEntry,
-  type CellGroup,
-  type ClockEntry,
-  groupCellEntries,
-  type StreamEvent,
-} from '@tidemark/engine'
+import { ANOMALY_REASONS, type AnomalyReason, type CellGroup, type ClockEntry, type StreamEvent } from '@tidemark/engine'
 import { GROUP_COLUMNS } from '@tidemark/engine/adapter'
 
 /** The event key reference that means "no key". */
@@ -82,27 +73,6 @@ export function readGroups({ f64, u32, strings }: Columns, g: number, c: number)
   }
   if (key !== 3 * g + c) return `cell groups hold ${key - 3 * g} cells, the header says ${c}`
   return groups
-}
-
-/** A merge written as loose cells, read back grouped. */
-export function readCells({ f64, u32, strings }: Columns, c: number): CellGroup[] | string {
-  const cells = new Array<CellEntry>(c)
-  for (let i = 0; i < c; i++) {
-    const window = strings[u32[i] as number]
-    const key = strings[u32[c + i] as number]
-    const source = strings[u32[2 * c + i] as number]
-    if (window === undefined || key === undefined || source === undefined) return `cell ${i} refers to a missing string`
-    const cell: Cell = {
-      count: f64[c + i] as number,
-      sum: f64[2 * c + i] as number,
-      min: f64[3 * c + i] as number,
-      max: f64[4 * c + i] as number,
-      maxTs: f64[5 * c + i] as number,
-      version: f64[6 * c + i] as number,
-    }
-    cells[i] = { address: { window, key, start: f64[i] as number, source }, cell }
-  }
-  return groupCellEntries(cells)
 }
 
 /** A merge's `k` clocks, from Float64 value `fAt` and Uint32 reference `uAt`. */
