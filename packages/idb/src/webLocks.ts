@@ -14,6 +14,7 @@
  * const locks: SourceLocks = navigator.locks
  */
 export interface SourceLocks {
+  /** `LockManager.request` with `ifAvailable`: `callback` gets the lock, or null when another context holds it; the lock lasts until the promise it returns settles. */
   request(name: string, options: { ifAvailable: true }, callback: (lock: unknown) => Promise<void> | undefined): Promise<unknown>
   /** The origin's held locks (`LockManager.query`); without it, `listSources` probes each lock instead. */
   query?(): Promise<{ readonly held?: readonly { readonly name?: string }[] }>
