@@ -76,9 +76,10 @@ const reports = new WeakMap<Engine, RecoveryReport>()
  * batches with `overflow`, until a retried checkpoint commits. `close()` writes a last
  * checkpoint and closes the persistence. Writes for peers (a doc bound with `bindDoc`, any
  * `replica.onLocalWrite` listener) go out only once the op that made them is durable, so bind
- * the doc after `openEngine` resolves: peers' state merged from then on is logged too. Windows that turn final are staged in the
- * persistence's archive (`persistence.archive(query)`), the late lane is kept in its
- * `lateLane` store; both are written with each checkpoint.
+ * the doc after `openEngine` resolves: peers' state merged from then on is logged too. The
+ * late lane is kept in the persistence's `lateLane` store, and, when the persistence has an
+ * archive (`archive: finalArchive()`), windows that turn final are staged in it
+ * (`persistence.archive(query)`); both are written with each checkpoint.
  *
  * @example
  * const claim = await claimSource({ prefix: 'dashboard' })
@@ -118,8 +119,8 @@ export async function openEngine(options: OpenEngineOptions): Promise<Engine> {
     engine = new TidemarkEngine(replicaId === undefined ? engineOptions : { ...engineOptions, replicaId })
     if (checkpoint !== null) engine.restore(checkpoint)
     const restored = performance.now()
-    // Windows that turn final from here on (replay included) go to the archive; earlier ones are in it already.
-    engine.subscribe((changes) => archiveFinal(persistence, changes))
+    // Windows that turn final from here on (replay included) go to the archive, if there is one; earlier ones are in it already.
+    if (persistence.archiveFinal !== undefined) engine.subscribe((changes) => archiveFinals(persistence, changes))
     const replayed = replay(engine, recovered, corrupt)
     const phases = { readMs: read - started, restoreMs: restored - read, replayMs: performance.now() - restored }
     if (recovered.meta.get(REPLICA_ID_KEY) !== engine.replicaId) await persistence.putMeta(REPLICA_ID_KEY, engine.replicaId)
@@ -199,10 +200,10 @@ function snapshot(engine: TidemarkEngine): { state: Uint8Array; lateLane: LateLa
   return { state: encodeEngineCheckpoint(stored), lateLane: { entries, total } }
 }
 
-function archiveFinal(persistence: Persistence, changes: readonly WindowChange[]): void {
+function archiveFinals(persistence: Persistence, changes: readonly WindowChange[]): void {
   for (const change of changes) {
     if (!change.result.final) continue
-    persistence.archiveFinal({ type: change.type === 'retract' ? 'retract' : 'final', result: change.result })
+    persistence.archiveFinal?.({ type: change.type === 'retract' ? 'retract' : 'final', result: change.result })
   }
 }
 

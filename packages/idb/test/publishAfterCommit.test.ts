@@ -90,7 +90,6 @@ class HeldCommits implements Persistence {
   }
 
   checkpoint = (checkpoint: Parameters<Persistence['checkpoint']>[0]) => this.inner.checkpoint(checkpoint)
-  archiveFinal = (change: Parameters<Persistence['archiveFinal']>[0]) => this.inner.archiveFinal(change)
   archive = (query?: Parameters<Persistence['archive']>[0]) => this.inner.archive(query)
   putMeta = (key: string, value: string) => this.inner.putMeta(key, value)
   stats = () => this.inner.stats()

@@ -4,7 +4,7 @@ import type { WindowResult } from '@tidemark/engine'
 import { encodeCheckpoint } from '../checkpoint/checkpointEnvelope.ts'
 import { assertKnownOptions } from '@tidemark/engine/adapter'
 import { checkpointPolicy } from '../checkpoint/checkpointPolicy.ts'
-import { ARCHIVE_ROTATED_KEY, checkArchiveLimit, DEFAULT_ARCHIVE_LIMIT, FinalArchive } from '../history/finalArchive.ts'
+import { ARCHIVE_ROTATED_KEY, type ArchivePort, checkArchive, noArchiveError } from '../history/archivePort.ts'
 import {
   archiveWrites,
   errorName,
@@ -30,7 +30,7 @@ import { markClosed, markOpen } from './openDatabases.ts'
 import { isQuotaExceeded, QuotaError } from './quotaError.ts'
 import { encodeWalRecord } from '../wal/walCodec.ts'
 import { WalCatalog } from '../wal/walCatalog.ts'
-import { isCorrupt, readArchiveRecord, readCheckpoint, readLateLaneRecord, readTail } from '../wal/walRecovery.ts'
+import { isCorrupt, readCheckpoint, readLateLaneRecord, readTail } from '../wal/walRecovery.ts'
 
 /** An encoded record waiting for its transaction. */
 interface PendingAppend {
@@ -44,7 +44,7 @@ interface PendingAppend {
  * Options of `indexedDbPersistence`: only `name` is required.
  *
  * @example
- * indexedDbPersistence({ name: `tidemark-${claim.source}`, claim, durability: 'strict', archiveLimit: 0 })
+ * indexedDbPersistence({ name: claim.database, claim, durability: 'strict', archive: finalArchive() })
  */
 export interface IndexedDbPersistenceOptions {
   /** Database name; one per tab's source, so two tabs never share a log. */
@@ -68,16 +68,17 @@ export interface IndexedDbPersistenceOptions {
    */
   readonly durability?: IDBTransactionDurability
   /**
-   * Most changes the final-window archive keeps (default 100,000, about 8 MB; 0 turns it
-   * off). Oldest records go first; see `persistence.archive()`.
+   * The final-window archive, `finalArchive()` from `@tidemark/idb/archive`: final window
+   * results kept past `retention`, read with `persistence.archive(query)`. Without it, no
+   * history is kept and `archive(query)` rejects.
    */
-  readonly archiveLimit?: number
+  readonly archive?: ArchivePort
 }
 
 /**
  * A `Persistence` over IndexedDB (docs/durability.md). Each journal operation is one columnar
  * record; `append` resolves only after its transaction committed; a checkpoint, the
- * truncation behind it, the late lane and the staged final-window archive commit together;
+ * truncation behind it, the late lane and the staged final-window archive (when there is one) commit together;
  * `open()` skips and reports corrupt records.
  *
  * The `idb` wrapper needs the IndexedDB interfaces as globals (`IDBDatabase`,
@@ -85,7 +86,7 @@ export interface IndexedDbPersistenceOptions {
  *
  * @example
  * const claim = await claimSource({ prefix: 'dashboard' })
- * const persistence = indexedDbPersistence({ name: claim.database, claim })
+ * const persistence = indexedDbPersistence({ name: claim.database, claim, archive: finalArchive() })
  * const engine = await openEngine({ windows: tumbling(60_000), persistence })
  * const history = await persistence.archive({ key: 'temp' }) // final windows, also past retention
  */
@@ -102,10 +103,10 @@ export function indexedDbPersistence(options: IndexedDbPersistenceOptions): Pers
       `indexedDbPersistence("${options.name}"): the idb package needs the IndexedDB interfaces (IDBDatabase, IDBKeyRange, ...) as globals; in Node, import 'fake-indexeddb/auto' first`,
     )
   }
-  return new IndexedDbPersistence(options, factory, checkpointPolicy(options.checkpointEvery), new FinalArchive(options.archiveLimit ?? DEFAULT_ARCHIVE_LIMIT))
+  return new IndexedDbPersistence(options, factory, checkpointPolicy(options.checkpointEvery))
 }
 
-const OPTION_KEYS: readonly (keyof IndexedDbPersistenceOptions)[] = ['name', 'indexedDB', 'checkpointEvery', 'claim', 'coalesce', 'durability', 'archiveLimit']
+const OPTION_KEYS: readonly (keyof IndexedDbPersistenceOptions)[] = ['name', 'indexedDB', 'checkpointEvery', 'claim', 'coalesce', 'durability', 'archive']
 const DURABILITIES: readonly IDBTransactionDurability[] = ['default', 'strict', 'relaxed']
 
 /** Throws a TypeError or RangeError naming the first bad option. */
@@ -126,7 +127,7 @@ function checkOptions(options: IndexedDbPersistenceOptions): void {
   if (durability !== undefined && !DURABILITIES.includes(durability)) {
     throw new RangeError(`${where}: durability must be 'default', 'strict' or 'relaxed', got ${String(durability)}`)
   }
-  checkArchiveLimit(options.archiveLimit, where)
+  checkArchive(options.archive, where)
 }
 
 class IndexedDbPersistence implements Persistence {
@@ -138,8 +139,9 @@ class IndexedDbPersistence implements Persistence {
   readonly #durability: IDBTransactionDurability
   readonly #ledger = new WalCatalog()
   readonly #lateLane = new LateLaneRecords()
-  readonly #archive: FinalArchive
-  readonly #corruptArchive = new Set<string>()
+  readonly #archive: ArchivePort | null
+  /** Present only with an archive, so that openEngine stages final windows only then. */
+  declare readonly archiveFinal?: (change: ArchivedChange) => void
   /** Encoded appends not yet handed to a transaction (coalescing). */
   #pending: PendingAppend[] = []
   #flushScheduled = false
@@ -150,9 +152,12 @@ class IndexedDbPersistence implements Persistence {
   /** Why the database went away without `close()`, for the next error message. */
   #lostReason: string | null = null
 
-  constructor(options: IndexedDbPersistenceOptions, factory: IDBFactory, checkpointEvery: CheckpointPolicy, archive: FinalArchive) {
-    this.#archive = archive
+  constructor(options: IndexedDbPersistenceOptions, factory: IDBFactory, checkpointEvery: CheckpointPolicy) {
     this.#name = options.name
+    const archive = options.archive ?? null
+    archive?.attach(this.#label())
+    if (archive !== null) this.archiveFinal = (change) => archive.stage(change)
+    this.#archive = archive
     this.#factory = factory
     this.#claim = options.claim ?? null
     this.#coalesce = options.coalesce ?? true
@@ -213,7 +218,7 @@ class IndexedDbPersistence implements Persistence {
     const bytes = encodeCheckpoint(checkpoint)
     // Taken now, with the state: the late lane and the staged archive changes belong to this checkpoint.
     const lane = checkpoint.lateLane === undefined ? null : this.#lateLane.plan(checkpoint.lateLane)
-    const archive = this.#archive.plan()
+    const archive = this.#archive?.plan() ?? null
     // Appends made before this call get their transaction first: transactions over one store run in creation order.
     this.#flush(db)
     const stores: LogStore[] = ['checkpoints', 'wal']
@@ -232,36 +237,20 @@ class IndexedDbPersistence implements Persistence {
     }
     await this.#commit(db, stores, writes, `checkpoint at lsn ${upToLsn} was not written`)
     if (lane !== null) this.#lateLane.applied(lane)
-    if (archive !== null) this.#archive.applied(archive)
+    archive?.applied()
     this.#ledger.recordCheckpoint(upToLsn)
   }
 
-  archiveFinal(change: ArchivedChange): void {
-    this.#archive.stage(change)
-  }
-
   async archive(query?: ArchiveQuery): Promise<readonly WindowResult[]> {
+    if (this.#archive === null) throw noArchiveError(this.#label())
     const db = this.#requireOpen('archive')
-    // Taken together, now: a checkpoint committing meanwhile moves changes from one to the other.
-    const keys = this.#archive.keysFor(query)
-    const unwritten = this.#archive.unwritten()
-    const tx = db.transaction('archive', 'readonly')
-    const store = tx.objectStore('archive')
-    const values = await Promise.all(keys.map((key) => store.get([...key])))
-    await tx.done
-    const stored: (readonly ArchivedChange[])[] = []
-    keys.forEach((key, i) => {
-      // Rotation dropped it while this read waited for a checkpoint's transaction.
-      if (values[i] === undefined) return
-      const read = readArchiveRecord(key, values[i])
-      if (!isCorrupt(read)) stored.push(read)
-      else if (!this.#corruptArchive.has(read.key)) {
-        // Reported once, through stats(); the record stays until rotation drops it.
-        this.#corruptArchive.add(read.key)
-        this.#ledger.recordCorrupt(1)
-      }
+    return this.#archive.read(query, async (keys) => {
+      const tx = db.transaction('archive', 'readonly')
+      const store = tx.objectStore('archive')
+      const values = await Promise.all(keys.map((key) => store.get([...key])))
+      await tx.done
+      return values
     })
-    return this.#archive.select(stored, unwritten, query)
   }
 
   async putMeta(key: string, value: string): Promise<void> {
@@ -352,7 +341,7 @@ class IndexedDbPersistence implements Persistence {
       metaStore.getAllKeys(),
       laneStore.getAllKeys(),
       laneStore.getAll(),
-      tx.objectStore('archive').getAllKeys(),
+      this.#archive === null ? [] : tx.objectStore('archive').getAllKeys(),
     ])
     // One get per record, all in flight at once: in Chromium about twice as fast as one getAll over tens of MB.
     const values = await Promise.all(keys.map((key) => wal.get(key)))
@@ -373,9 +362,7 @@ class IndexedDbPersistence implements Persistence {
       else lateLane.push(read)
     })
     this.#lateLane.load(lateLane, corrupt.length > logCorrupt)
-    for (const key of this.#archive.load(archiveKeys, meta.get(ARCHIVE_ROTATED_KEY))) {
-      corrupt.push({ store: 'archive', key: String(key), reason: 'key is not [seq, count, minStart, maxStart]' })
-    }
+    if (this.#archive !== null) corrupt.push(...this.#archive.load(archiveKeys, meta.get(ARCHIVE_ROTATED_KEY)))
     this.#ledger.recordCorrupt(corrupt.length)
     return { checkpoint, tail, corrupt, meta, lateLane }
   }

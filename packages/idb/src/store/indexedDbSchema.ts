@@ -1,5 +1,5 @@
 import { type DBSchema, type IDBPDatabase, type IDBPTransaction, wrap } from 'idb'
-import { ARCHIVE_ROTATED_KEY, type ArchiveKey, type ArchiveWrite } from '../history/finalArchive.ts'
+import { ARCHIVE_ROTATED_KEY, type ArchiveKey, type ArchiveWrite } from '../history/archivePort.ts'
 import type { LateLaneWrite } from '../history/lateLaneRecords.ts'
 
 /**

@@ -3,7 +3,7 @@ import type { WindowResult } from '@tidemark/engine'
 import { encodeCheckpoint } from '../checkpoint/checkpointEnvelope.ts'
 import { assertKnownOptions } from '@tidemark/engine/adapter'
 import { checkpointPolicy } from '../checkpoint/checkpointPolicy.ts'
-import { ARCHIVE_ROTATED_KEY, type ArchiveKey, checkArchiveLimit, DEFAULT_ARCHIVE_LIMIT, FinalArchive } from '../history/finalArchive.ts'
+import { ARCHIVE_ROTATED_KEY, type ArchiveKey, type ArchivePort, checkArchive, noArchiveError } from '../history/archivePort.ts'
 import { LateLaneRecords } from '../history/lateLaneRecords.ts'
 import type {
   ArchivedChange,
@@ -18,7 +18,7 @@ import type {
 } from './persistence.ts'
 import { encodeWalRecord } from '../wal/walCodec.ts'
 import { WalCatalog } from '../wal/walCatalog.ts'
-import { isCorrupt, readArchiveRecord, readCheckpoint, readLateLaneRecord, readTail } from '../wal/walRecovery.ts'
+import { isCorrupt, readCheckpoint, readLateLaneRecord, readTail } from '../wal/walRecovery.ts'
 
 /**
  * Options of `memoryPersistence`; all optional.
@@ -29,27 +29,27 @@ import { isCorrupt, readArchiveRecord, readCheckpoint, readLateLaneRecord, readT
 export interface MemoryPersistenceOptions {
   /** Cadence the engine should checkpoint at; defaults to `DEFAULT_CHECKPOINT_EVERY`. */
   readonly checkpointEvery?: Partial<CheckpointPolicy>
-  /** Most changes the final-window archive keeps (default 100,000; 0 turns it off). */
-  readonly archiveLimit?: number
+  /** The final-window archive, `finalArchive()` from `@tidemark/idb/archive`; without it `archive(query)` rejects. */
+  readonly archive?: ArchivePort
 }
 
 /**
  * A `Persistence` that keeps the log in memory: for Node processes that need no
  * durability, and for tests. Records go through the same codecs as on disk, and the log,
- * the late lane and the archive survive `close()` + `open()` on the same handle (but not
- * the process).
+ * the late lane and the archive (when there is one) survive `close()` + `open()` on the same
+ * handle (but not the process).
  *
  * @example
- * const persistence = memoryPersistence()
+ * const persistence = memoryPersistence({ archive: finalArchive() })
  * const engine = await openEngine({ windows: tumbling(60_000), persistence })
  * await persistence.archive({ key: 'temp' }) // final windows, also those past retention
  */
 export function memoryPersistence(options: MemoryPersistenceOptions = {}): Persistence {
   if (typeof options !== 'object' || options === null) throw new TypeError('memoryPersistence options must be an object')
-  assertKnownOptions('memoryPersistence', options, ['checkpointEvery', 'archiveLimit'])
+  assertKnownOptions('memoryPersistence', options, ['checkpointEvery', 'archive'])
   if (options.checkpointEvery !== undefined) checkpointPolicy(options.checkpointEvery, 'memoryPersistence: checkpointEvery')
-  checkArchiveLimit(options.archiveLimit, 'memoryPersistence')
-  return new MemoryPersistence(checkpointPolicy(options.checkpointEvery), new FinalArchive(options.archiveLimit ?? DEFAULT_ARCHIVE_LIMIT))
+  checkArchive(options.archive, 'memoryPersistence')
+  return new MemoryPersistence(checkpointPolicy(options.checkpointEvery), options.archive ?? null)
 }
 
 class MemoryPersistence implements Persistence {
@@ -62,12 +62,15 @@ class MemoryPersistence implements Persistence {
   #checkpoint: { readonly key: number; readonly bytes: Uint8Array } | null = null
   readonly #ledger = new WalCatalog()
   readonly #lateLane = new LateLaneRecords()
-  readonly #archive: FinalArchive
-  readonly #corruptArchive = new Set<string>()
+  readonly #archive: ArchivePort | null
+  /** Present only with an archive, so that openEngine stages final windows only then. */
+  declare readonly archiveFinal?: (change: ArchivedChange) => void
   #open = false
 
-  constructor(checkpointEvery: CheckpointPolicy, archive: FinalArchive) {
+  constructor(checkpointEvery: CheckpointPolicy, archive: ArchivePort | null) {
     this.checkpointEvery = checkpointEvery
+    archive?.attach('memoryPersistence')
+    if (archive !== null) this.archiveFinal = (change) => archive.stage(change)
     this.#archive = archive
   }
 
@@ -102,10 +105,9 @@ class MemoryPersistence implements Persistence {
       else lateLane.push(read)
     }
     this.#lateLane.load(lateLane, corrupt.length > walCorrupt)
-    this.#archive.load(
-      [...this.#archiveStore.values()].map((r) => r.key),
-      this.#meta.get(ARCHIVE_ROTATED_KEY),
-    )
+    if (this.#archive !== null) {
+      corrupt.push(...this.#archive.load([...this.#archiveStore.values()].map((r) => r.key), this.#meta.get(ARCHIVE_ROTATED_KEY)))
+    }
     this.#ledger.recordCorrupt(corrupt.length)
     return { checkpoint, tail, corrupt, meta: new Map(this.#meta), lateLane }
   }
@@ -124,7 +126,7 @@ class MemoryPersistence implements Persistence {
     this.#ledger.requireCheckpointAt(checkpoint.upToLsn)
     const bytes = encodeCheckpoint(checkpoint)
     const lane = checkpoint.lateLane === undefined ? null : this.#lateLane.plan(checkpoint.lateLane)
-    const archive = this.#archive.plan()
+    const archive = this.#archive?.plan() ?? null
     this.#checkpoint = { key: checkpoint.upToLsn, bytes }
     for (const lsn of this.#wal.keys()) if (lsn <= checkpoint.upToLsn) this.#wal.delete(lsn)
     if (lane !== null) {
@@ -137,28 +139,15 @@ class MemoryPersistence implements Persistence {
       for (const key of archive.remove) this.#archiveStore.delete(key[0])
       for (const record of archive.put) this.#archiveStore.set(record.key[0], record)
       this.#meta.set(ARCHIVE_ROTATED_KEY, String(archive.rotated))
-      this.#archive.applied(archive)
+      archive.applied()
     }
     this.#ledger.recordCheckpoint(checkpoint.upToLsn)
   }
 
-  archiveFinal(change: ArchivedChange): void {
-    this.#archive.stage(change)
-  }
-
   async archive(query?: ArchiveQuery): Promise<readonly WindowResult[]> {
+    if (this.#archive === null) throw noArchiveError('memoryPersistence')
     this.#requireOpen('archive')
-    const stored: (readonly ArchivedChange[])[] = []
-    for (const key of this.#archive.keysFor(query)) {
-      const record = this.#archiveStore.get(key[0])
-      const read = readArchiveRecord(key, record?.bytes)
-      if (!isCorrupt(read)) stored.push(read)
-      else if (!this.#corruptArchive.has(read.key)) {
-        this.#corruptArchive.add(read.key)
-        this.#ledger.recordCorrupt(1)
-      }
-    }
-    return this.#archive.select(stored, this.#archive.unwritten(), query)
+    return this.#archive.read(query, async (keys) => keys.map((key) => this.#archiveStore.get(key[0])?.bytes))
   }
 
   async putMeta(key: string, value: string): Promise<void> {

@@ -72,21 +72,21 @@ export class WalCatalog {
     this.#corruptRecords = 0
   }
 
-  /** The log's figures, with those of the late-lane and archive stores beside it. */
+  /** The log's figures, with those of the late-lane and archive stores beside it (no archive: zeros). */
   stats(
     lateLane: { readonly records: number; readonly entries: number },
-    archive: { readonly records: number; readonly changes: number; readonly rotated: number },
+    archive: { readonly records: number; readonly changes: number; readonly rotated: number; readonly corrupt: number } | null,
   ): PersistenceStats {
     return {
       walRecords: this.#sizes.size,
       walBytes: this.#walBytes,
       checkpoints: this.#checkpoints,
-      corruptRecords: this.#corruptRecords,
+      corruptRecords: this.#corruptRecords + (archive?.corrupt ?? 0),
       lateLaneEntries: lateLane.entries,
       lateLaneRecords: lateLane.records,
-      archivedChanges: archive.changes,
-      archiveRecords: archive.records,
-      archiveRotated: archive.rotated,
+      archivedChanges: archive?.changes ?? 0,
+      archiveRecords: archive?.records ?? 0,
+      archiveRotated: archive?.rotated ?? 0,
     }
   }
 }
