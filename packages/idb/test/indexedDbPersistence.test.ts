@@ -213,4 +213,11 @@ describe('indexedDbPersistence', () => {
     vi.stubGlobal('indexedDB', undefined)
     expect(() => indexedDbPersistence({ name: 'nowhere' })).toThrow(/no IndexedDB here; pass options.indexedDB/)
   })
+
+  it('says what to do when IDBKeyRange is not a global (Node without fake-indexeddb/auto)', () => {
+    vi.stubGlobal('IDBKeyRange', undefined)
+    expect(() => indexedDbPersistence({ name: 'bare', indexedDB: new IDBFactory() })).toThrow(
+      `indexedDbPersistence("bare"): IDBKeyRange is not a global here; in Node, import 'fake-indexeddb/auto' first`,
+    )
+  })
 })

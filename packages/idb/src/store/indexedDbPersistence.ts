@@ -1,19 +1,11 @@
 import type { WalOp } from '@tidemark/engine'
-import type { IDBPDatabase } from 'idb'
 import type { WindowResult } from '@tidemark/engine'
 import { encodeCheckpoint } from '../checkpoint/checkpointEnvelope.ts'
 import { assertKnownOptions } from '@tidemark/engine/adapter'
 import { checkpointPolicy } from '../checkpoint/checkpointPolicy.ts'
 import { ARCHIVE_ROTATED_KEY, type ArchivePort, checkArchive, noArchiveError } from '../history/archivePort.ts'
-import {
-  archiveWrites,
-  errorName,
-  type LogStore,
-  type LogWrite,
-  laneWrites,
-  openDatabase,
-  type TidemarkSchema,
-} from './indexedDbSchema.ts'
+import { committed, requested } from './idbRequests.ts'
+import { archiveWrites, errorName, type LogStore, type LogWrite, laneWrites, openDatabase } from './indexedDbSchema.ts'
 import { LateLaneRecords } from '../history/lateLaneRecords.ts'
 import type {
   ArchivedChange,
@@ -81,8 +73,8 @@ export interface IndexedDbPersistenceOptions {
  * truncation behind it, the late lane and the staged final-window archive (when there is one) commit together;
  * `open()` skips and reports corrupt records.
  *
- * The `idb` wrapper needs the IndexedDB interfaces as globals (`IDBDatabase`,
- * `IDBKeyRange`, ...): browsers have them; in Node, `import 'fake-indexeddb/auto'`.
+ * Key ranges need `IDBKeyRange` as a global: browsers have it; in Node,
+ * `import 'fake-indexeddb/auto'`.
  *
  * @example
  * const claim = await claimSource({ prefix: 'dashboard' })
@@ -98,10 +90,8 @@ export function indexedDbPersistence(options: IndexedDbPersistenceOptions): Pers
       `indexedDbPersistence("${options.name}"): no IndexedDB here; pass options.indexedDB (in Node, new IDBFactory() from fake-indexeddb) or use memoryPersistence() from @tidemark/idb/memory`,
     )
   }
-  if (typeof IDBDatabase === 'undefined' || typeof IDBKeyRange === 'undefined') {
-    throw new Error(
-      `indexedDbPersistence("${options.name}"): the idb package needs the IndexedDB interfaces (IDBDatabase, IDBKeyRange, ...) as globals; in Node, import 'fake-indexeddb/auto' first`,
-    )
+  if (typeof IDBKeyRange === 'undefined') {
+    throw new Error(`indexedDbPersistence("${options.name}"): IDBKeyRange is not a global here; in Node, import 'fake-indexeddb/auto' first`)
   }
   return new IndexedDbPersistence(options, factory, checkpointPolicy(options.checkpointEvery))
 }
@@ -148,7 +138,7 @@ class IndexedDbPersistence implements Persistence {
   /** Commits under way, for `close()` to wait on. */
   readonly #inFlight = new Set<Promise<void>>()
   #state: 'closed' | 'opening' | 'open' = 'closed'
-  #db: IDBPDatabase<TidemarkSchema> | null = null
+  #db: IDBDatabase | null = null
   /** Why the database went away without `close()`, for the next error message. */
   #lostReason: string | null = null
 
@@ -170,7 +160,7 @@ class IndexedDbPersistence implements Persistence {
     this.#state = 'opening'
     this.#lostReason = null
     this.#ledger.reset()
-    let db: IDBPDatabase<TidemarkSchema>
+    let db: IDBDatabase
     try {
       db = await openDatabase(this.#factory, this.#name)
     } catch (error) {
@@ -222,7 +212,7 @@ class IndexedDbPersistence implements Persistence {
     // Appends made before this call get their transaction first: transactions over one store run in creation order.
     this.#flush(db)
     const stores: LogStore[] = ['checkpoints', 'wal']
-    const writes: ((tx: LogWrite) => Promise<unknown>)[] = [
+    const writes: LogWrite[] = [
       (tx) => tx.objectStore('checkpoints').put(bytes.buffer, upToLsn),
       (tx) => tx.objectStore('checkpoints').delete(IDBKeyRange.upperBound(upToLsn, true)),
       (tx) => tx.objectStore('wal').delete(IDBKeyRange.upperBound(upToLsn)),
@@ -245,11 +235,8 @@ class IndexedDbPersistence implements Persistence {
     if (this.#archive === null) throw noArchiveError(this.#label())
     const db = this.#requireOpen('archive')
     return this.#archive.read(query, async (keys) => {
-      const tx = db.transaction('archive', 'readonly')
-      const store = tx.objectStore('archive')
-      const values = await Promise.all(keys.map((key) => store.get([...key])))
-      await tx.done
-      return values
+      const store = db.transaction('archive', 'readonly').objectStore('archive')
+      return Promise.all(keys.map((key) => requested(store.get([...key]))))
     })
   }
 
@@ -280,7 +267,7 @@ class IndexedDbPersistence implements Persistence {
   }
 
   /** Hands every pending append to one transaction; each resolves with its lsn once it committed. */
-  #flush(db: IDBPDatabase<TidemarkSchema>): void {
+  #flush(db: IDBDatabase): void {
     this.#flushScheduled = false
     const batch = this.#pending
     if (batch.length === 0) return
@@ -293,7 +280,7 @@ class IndexedDbPersistence implements Persistence {
       // The claim or the connection may have gone since append() was called.
       if (this.#requireOpen('append') !== db) throw new Error(`${this.#label()}: the database was reopened; ${what} not written`)
       // add, not put: an lsn already present means a second writer, which must not be overwritten.
-      const writes = batch.map((p) => (tx: LogWrite) => tx.objectStore('wal').add(p.bytes.buffer, p.lsn))
+      const writes = batch.map((p): LogWrite => (tx) => tx.objectStore('wal').add(p.bytes.buffer, p.lsn))
       commit = this.#commit(db, ['wal'], writes, `${what} not written`)
     } catch (error) {
       commit = Promise.reject(error)
@@ -317,16 +304,17 @@ class IndexedDbPersistence implements Persistence {
     settled.then(() => this.#inFlight.delete(settled))
   }
 
-  async #recover(db: IDBPDatabase<TidemarkSchema>): Promise<RecoveredLog> {
+  async #recover(db: IDBDatabase): Promise<RecoveredLog> {
     const tx = db.transaction(['checkpoints', 'wal', 'meta', 'lateLane', 'archive'], 'readonly')
     const checkpoints = tx.objectStore('checkpoints')
     const corrupt: CorruptRecord[] = []
     let checkpoint: Checkpoint | null = null
-    const checkpointKeys = await checkpoints.getAllKeys()
+    const done = committed(tx)
+    const checkpointKeys = await requested(checkpoints.getAllKeys())
     for (let k = checkpointKeys.length - 1; k >= 0 && checkpoint === null; k--) {
       const key = checkpointKeys[k] as number
       this.#ledger.observeLsn(key)
-      const read = readCheckpoint({ key, value: await checkpoints.get(key) })
+      const read = readCheckpoint({ key, value: await requested(checkpoints.get(key)) })
       if (read.ok) checkpoint = read.checkpoint
       else corrupt.push(read.corrupt)
     }
@@ -336,28 +324,28 @@ class IndexedDbPersistence implements Persistence {
     const metaStore = tx.objectStore('meta')
     const laneStore = tx.objectStore('lateLane')
     const [keys, metaValues, metaKeys, laneKeys, laneValues, archiveKeys] = await Promise.all([
-      wal.getAllKeys(after),
-      metaStore.getAll(),
-      metaStore.getAllKeys(),
-      laneStore.getAllKeys(),
-      laneStore.getAll(),
-      this.#archive === null ? [] : tx.objectStore('archive').getAllKeys(),
+      requested(wal.getAllKeys(after)),
+      requested(metaStore.getAll()),
+      requested(metaStore.getAllKeys()),
+      requested(laneStore.getAllKeys()),
+      requested(laneStore.getAll()),
+      this.#archive === null ? [] : requested(tx.objectStore('archive').getAllKeys()),
     ])
     // One get per record, all in flight at once: in Chromium about twice as fast as one getAll over tens of MB.
-    const values = await Promise.all(keys.map((key) => wal.get(key)))
-    await tx.done
+    const values = await Promise.all(keys.map((key) => requested(wal.get(key))))
+    await done
     const meta = new Map<string, string>()
     metaKeys.forEach((key, i) => {
       const value = metaValues[i]
       if (typeof key === 'string' && typeof value === 'string') meta.set(key, value)
     })
-    const records = keys.map((key, i) => ({ key, value: values[i] }))
+    const records = keys.map((key, i) => ({ key: key as number, value: values[i] }))
     for (const { key, value } of records) this.#ledger.recordStored(key, byteLength(value))
     const tail = readTail(records, corrupt)
     const logCorrupt = corrupt.length
     const lateLane: LateLaneRecord[] = []
     laneKeys.forEach((key, i) => {
-      const read = readLateLaneRecord(key, laneValues[i])
+      const read = readLateLaneRecord(key as number, laneValues[i])
       if (isCorrupt(read)) corrupt.push(read)
       else lateLane.push(read)
     })
@@ -372,26 +360,19 @@ class IndexedDbPersistence implements Persistence {
    * A quota failure may surface as a thrown request, a request error or a transaction
    * abort (the request then only says AbortError); all of them become `QuotaError`.
    */
-  async #commit(
-    db: IDBPDatabase<TidemarkSchema>,
-    stores: LogStore[],
-    writes: readonly ((tx: LogWrite) => Promise<unknown>)[],
-    what: string,
-  ): Promise<void> {
+  async #commit(db: IDBDatabase, stores: LogStore[], writes: readonly LogWrite[], what: string): Promise<void> {
     const tx = db.transaction(stores, 'readwrite', { durability: this.#durability })
-    const pending: Promise<unknown>[] = [tx.done]
+    const done = committed(tx)
     try {
-      for (const write of writes) pending.push(write(tx))
-      await Promise.all(pending)
+      for (const write of writes) write(tx)
+      await done
     } catch (error) {
-      // A write that threw leaves earlier requests to fail with AbortError; nobody awaits them now.
-      for (const request of pending) request.catch(ignore)
       try {
         tx.abort()
       } catch {
         // Already aborted or finished: nothing was committed, or the error came after commit.
       }
-      await tx.done.catch(ignore)
+      await done.catch(ignore)
       if (isQuotaExceeded(tx.error) || isQuotaExceeded(error)) {
         throw new QuotaError(`${this.#label()}: storage quota exceeded; ${what}`, { cause: tx.error ?? error })
       }
@@ -399,14 +380,14 @@ class IndexedDbPersistence implements Persistence {
     }
   }
 
-  #requireOpen(operation: string): IDBPDatabase<TidemarkSchema> {
+  #requireOpen(operation: string): IDBDatabase {
     if (this.#claim?.held === false) throw new Error(`${this.#label()}: this tab no longer holds its source claim; ${operation}() refused`)
     if (this.#db !== null) return this.#db
     const why = this.#lostReason === null ? `call open() before ${operation}()` : `${this.#lostReason}; open() again`
     throw new Error(`${this.#label()}: ${why}`)
   }
 
-  #lose(db: IDBPDatabase<TidemarkSchema>, reason: string): void {
+  #lose(db: IDBDatabase, reason: string): void {
     db.close()
     if (this.#state === 'opening') this.#lostReason = reason
     if (this.#db !== db) return

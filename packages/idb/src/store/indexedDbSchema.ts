@@ -1,6 +1,6 @@
-import { type DBSchema, type IDBPDatabase, type IDBPTransaction, wrap } from 'idb'
 import { ARCHIVE_ROTATED_KEY, type ArchiveKey, type ArchiveWrite } from '../history/archivePort.ts'
 import type { LateLaneWrite } from '../history/lateLaneRecords.ts'
+import { requested } from './idbRequests.ts'
 
 /**
  * IndexedDB schema version: stores `wal` (log records by lsn), `checkpoints` (by upToLsn),
@@ -15,43 +15,32 @@ import type { LateLaneWrite } from '../history/lateLaneRecords.ts'
 export const SCHEMA_VERSION = 1
 
 /** Stores keyed out of line: log records by lsn, checkpoints by their upToLsn. Values are bytes. */
-export interface TidemarkSchema extends DBSchema {
-  wal: { key: number; value: unknown }
-  checkpoints: { key: number; value: unknown }
-  lateLane: { key: number; value: unknown }
-  archive: { key: IDBValidKey; value: unknown }
-  meta: { key: string; value: unknown }
-}
-
 export type LogStore = 'wal' | 'checkpoints' | 'meta' | 'lateLane' | 'archive'
 const STORES: readonly LogStore[] = ['wal', 'checkpoints', 'meta', 'lateLane', 'archive']
-export type LogWrite = IDBPTransaction<TidemarkSchema, LogStore[], 'readwrite'>
+
+/** One write of a readwrite transaction; a request that fails aborts the transaction. */
+export type LogWrite = (tx: IDBTransaction) => unknown
 
 /** Opens (creating) the database through the given factory. */
-export function openDatabase(factory: IDBFactory, name: string): Promise<IDBPDatabase<TidemarkSchema>> {
-  // idb's openDB always opens through the global indexedDB; opening through the given
-  // factory and wrapping the request keeps an injected IDBFactory working.
+export async function openDatabase(factory: IDBFactory, name: string): Promise<IDBDatabase> {
   const request = factory.open(name, SCHEMA_VERSION)
   // The only upgrade from an older version is from none (0): the database is new.
-  request.addEventListener('upgradeneeded', () => {
+  request.onupgradeneeded = () => {
     for (const store of STORES) request.result.createObjectStore(store)
-  })
-  return wrap(request).then(
-    (db) => db as unknown as IDBPDatabase<TidemarkSchema>,
-    (error: unknown) => {
-      if (errorName(error) === 'VersionError') {
-        throw new Error(`indexedDbPersistence("${name}"): the database has a schema newer than ${SCHEMA_VERSION}`, {
-          cause: error,
-        })
-      }
-      throw error
-    },
-  )
+  }
+  try {
+    return await requested(request)
+  } catch (error) {
+    if (errorName(error) === 'VersionError') {
+      throw new Error(`indexedDbPersistence("${name}"): the database has a schema newer than ${SCHEMA_VERSION}`, { cause: error })
+    }
+    throw error
+  }
 }
 
 /** The late-lane store writes of one checkpoint. */
-export function laneWrites(lane: LateLaneWrite): ((tx: LogWrite) => Promise<unknown>)[] {
-  const writes: ((tx: LogWrite) => Promise<unknown>)[] = []
+export function laneWrites(lane: LateLaneWrite): LogWrite[] {
+  const writes: LogWrite[] = []
   if (lane.clear) writes.push((tx) => tx.objectStore('lateLane').clear())
   for (const key of lane.remove) writes.push((tx) => tx.objectStore('lateLane').delete(key))
   const put = lane.put
@@ -60,8 +49,8 @@ export function laneWrites(lane: LateLaneWrite): ((tx: LogWrite) => Promise<unkn
 }
 
 /** The archive store writes of one checkpoint, with the rotation count in `meta`. */
-export function archiveWrites(archive: ArchiveWrite): ((tx: LogWrite) => Promise<unknown>)[] {
-  const writes: ((tx: LogWrite) => Promise<unknown>)[] = []
+export function archiveWrites(archive: ArchiveWrite): LogWrite[] {
+  const writes: LogWrite[] = []
   for (const key of archive.remove) writes.push((tx) => tx.objectStore('archive').delete(archiveKey(key)))
   for (const record of archive.put) writes.push((tx) => tx.objectStore('archive').put(record.bytes.buffer, archiveKey(record.key)))
   writes.push((tx) => tx.objectStore('meta').put(String(archive.rotated), ARCHIVE_ROTATED_KEY))
