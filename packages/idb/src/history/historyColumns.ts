@@ -14,18 +14,10 @@
  * What the columns are is each kind's own (lateLaneColumns.ts, archiveColumns.ts).
  */
 
-import { decodeStrings, type StringTable } from '../wal/walStrings.ts'
+import { type Columns, columnsLength, layColumns, viewColumns } from '../wal/walColumns.ts'
+import type { StringTable } from '../wal/walStrings.ts'
 
 const HEADER_BYTES = 16
-/** The string reference that means "absent". */
-export const ABSENT = 0xffffffff
-
-/** A payload's columns, viewed in place, and its strings. */
-export interface Columns {
-  readonly f64: Float64Array
-  readonly u32: Uint32Array
-  readonly strings: readonly string[]
-}
 
 /** How one kind of history record stores its entries: its kind number in the record header, and its payload codec. */
 export interface HistoryColumns<T> {
@@ -40,46 +32,22 @@ export interface HistoryColumns<T> {
 
 /** A payload of `floats` Float64 values (`fill` writes them), the Uint32 `refs` and the string table. */
 export function writeColumns(floats: number, refs: Uint32Array, table: StringTable, fill: (f64: Float64Array) => void): Uint8Array<ArrayBuffer> {
-  const s = table.lengths.length
-  const u32At = HEADER_BYTES + 8 * floats
-  const utf8At = u32At + 4 * (refs.length + s)
-  const buffer = new ArrayBuffer(utf8At + table.utf8Bytes + 2 * table.utf16Units)
-  const bytes = new Uint8Array(buffer)
-  fill(new Float64Array(buffer, HEADER_BYTES, floats))
-  const u32 = new Uint32Array(buffer, u32At, refs.length + s)
-  u32.set(refs)
-  u32.set(table.lengths, refs.length)
-  table.writeText(bytes, utf8At)
-  const view = new DataView(buffer)
-  view.setUint32(0, s, true)
+  const bytes = layColumns(HEADER_BYTES, floats, refs, table, fill)
+  const view = new DataView(bytes.buffer)
+  view.setUint32(0, table.lengths.length, true)
   view.setUint32(4, table.utf8Bytes, true)
   view.setUint32(8, table.utf16Units, true)
-  view.setUint32(12, 0, true)
   return bytes
 }
 
 /** The columns of a payload of `floats` Float64 values and `refs` Uint32 references, or why they do not fit. */
-export function readColumns(bytes: Uint8Array, floats: number, refs: number): Columns | string {
-  if (bytes.length < HEADER_BYTES) return `payload of ${bytes.length} bytes is shorter than its header`
-  // Typed-array views need aligned offsets; a payload sliced out of a larger buffer may not be.
-  const payload = bytes.byteOffset % 8 === 0 ? bytes : bytes.slice()
+export function readColumns(payload: Uint8Array, floats: number, refs: number): Columns | string {
+  if (payload.length < HEADER_BYTES) return `payload of ${payload.length} bytes is shorter than its header`
   const view = new DataView(payload.buffer, payload.byteOffset, payload.length)
   const s = view.getUint32(0, true)
   const utf8Bytes = view.getUint32(4, true)
   const utf16Units = view.getUint32(8, true)
-  const utf8At = HEADER_BYTES + 8 * floats + 4 * (refs + s)
-  const expected = utf8At + utf8Bytes + 2 * utf16Units
+  const expected = columnsLength(HEADER_BYTES, floats, refs, s, utf8Bytes, utf16Units)
   if (payload.length !== expected) return `payload of ${payload.length} bytes, its header describes ${expected}`
-  const base = payload.byteOffset
-  const f64 = new Float64Array(payload.buffer, base + HEADER_BYTES, floats)
-  const u32 = new Uint32Array(payload.buffer, base + HEADER_BYTES + 8 * floats, refs + s)
-  const strings = decodeStrings(payload, u32.subarray(refs), utf8At, utf8Bytes, utf16Units)
-  if (typeof strings === 'string') return strings
-  return { f64, u32, strings }
-}
-
-export /** The string at `ref`, undefined when absent, null when the index is out of range. */
-function optional(strings: readonly string[], ref: number): string | undefined | null {
-  if (ref === ABSENT) return undefined
-  return strings[ref] ?? null
+  return viewColumns(payload, HEADER_BYTES, floats, refs, s, utf8Bytes, utf16Units)
 }

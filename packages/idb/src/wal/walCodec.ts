@@ -43,8 +43,8 @@ import type { AnomalyReason, CellGroup, ClockEntry, StreamEvent } from '@tidemar
 import { cellCount, GROUP_COLUMNS } from '@tidemark/engine/adapter'
 import { crc32 } from './crc32.ts'
 import type { WalOpKind } from '../store/persistence.ts'
-import { ABSENT_KEY, KNOWN_REASONS, readClocks, readEvents, readGroups, readRejected } from './walColumns.ts'
-import { decodeStrings, StringTable } from './walStrings.ts'
+import { columnsLength, eventFloats, eventRefs, KNOWN_REASONS, layColumns, readClocks, readEvents, readGroups, readRejected, viewColumns } from './walColumns.ts'
+import { StringTable } from './walStrings.ts'
 
 const WAL_MAGIC = 0x4c574d54
 const FORMAT_VERSION = 1
@@ -116,12 +116,7 @@ export function encodeWalRecord(lsn: number, op: WalOp): Uint8Array<ArrayBuffer>
   const table = new StringTable()
   // Uint32 columns in layout order; string lengths follow once the table is complete.
   const refs = new Uint32Array(sizes.refs)
-  for (let i = 0; i < n; i++) {
-    const event = events[i] as StreamEvent
-    refs[i] = table.add(event.id)
-    refs[n + i] = table.intern(event.source)
-    refs[2 * n + i] = event.key === undefined ? ABSENT_KEY : table.intern(event.key)
-  }
+  eventRefs(events, refs, table)
   let at = 3 * n
   for (let j = 0; j < g; j++) {
     const group = groups[j] as CellGroup
@@ -146,38 +141,24 @@ export function encodeWalRecord(lsn: number, op: WalOp): Uint8Array<ArrayBuffer>
     refs[at + i] = table.intern(reason)
     refs[at + r + i] = count
   }
-  const s = table.lengths.length
-  const floats = sizes.floats
-  const u32At = HEADER_BYTES + 8 * floats
-  const utf8At = u32At + 4 * (refs.length + s)
-  const buffer = new ArrayBuffer(utf8At + table.utf8Bytes + 2 * table.utf16Units)
-  const bytes = new Uint8Array(buffer)
-  const f64 = new Float64Array(buffer, HEADER_BYTES, floats)
-  for (let i = 0; i < n; i++) {
-    const event = events[i] as StreamEvent
-    f64[i] = event.ts
-    f64[n + i] = event.value
-    f64[2 * n + i] = event.seq ?? Number.NaN
-  }
-  at = 3 * n
-  for (let j = 0; j < g; j++) f64[at + j] = (groups[j] as CellGroup).start
-  at += g
-  for (const group of groups) {
-    f64.set(group.columns, at)
-    at += group.columns.length
-  }
-  for (let i = 0; i < k; i++) {
-    const clock = clocks[i] as ClockEntry
-    f64[at + i] = clock.maxTs
-    f64[at + k + i] = clock.prefix
-    f64[at + 2 * k + i] = clock.prefixTs
-    f64[at + 3 * k + i] = clock.version
-  }
-  const u32 = new Uint32Array(buffer, u32At, refs.length + s)
-  u32.set(refs)
-  u32.set(table.lengths, refs.length)
-  table.writeText(bytes, utf8At)
-  const view = new DataView(buffer)
+  const bytes = layColumns(HEADER_BYTES, sizes.floats, refs, table, (f64) => {
+    eventFloats(events, f64)
+    let value = 3 * n
+    for (let j = 0; j < g; j++) f64[value + j] = (groups[j] as CellGroup).start
+    value += g
+    for (const group of groups) {
+      f64.set(group.columns, value)
+      value += group.columns.length
+    }
+    for (let i = 0; i < k; i++) {
+      const clock = clocks[i] as ClockEntry
+      f64[value + i] = clock.maxTs
+      f64[value + k + i] = clock.prefix
+      f64[value + 2 * k + i] = clock.prefixTs
+      f64[value + 3 * k + i] = clock.version
+    }
+  })
+  const view = new DataView(bytes.buffer)
   view.setUint32(0, WAL_MAGIC, true)
   view.setUint16(4, FORMAT_VERSION, true)
   view.setUint16(6, KINDS.indexOf(op.kind), true)
@@ -187,7 +168,7 @@ export function encodeWalRecord(lsn: number, op: WalOp): Uint8Array<ArrayBuffer>
   view.setUint32(28, c, true)
   view.setUint32(32, k, true)
   view.setUint32(36, r, true)
-  view.setUint32(40, s, true)
+  view.setUint32(40, table.lengths.length, true)
   view.setUint32(44, table.utf8Bytes, true)
   view.setUint32(48, table.utf16Units, true)
   view.setUint32(52, g, true)
@@ -211,25 +192,15 @@ export function decodeWalRecord(bytes: Uint8Array): WalDecodeResult {
   const known = header.kind === 'ingest' ? { lsn: header.lsn, kind: header.kind, eventCount: header.n } : { lsn: header.lsn, kind: header.kind }
   const fail = (reason: string): WalDecodeFailure => ({ ok: false, reason, ...known })
   const { n, c, k, r, s, utf8Bytes, utf16Units } = header
-  const sizes = columnSizes(header)
-  const floats = sizes.floats
-  const u32Count = sizes.refs + s
-  const utf8At = HEADER_BYTES + 8 * floats + 4 * u32Count
-  const expected = utf8At + utf8Bytes + 2 * utf16Units
+  const { floats, refs } = columnSizes(header)
+  const expected = columnsLength(HEADER_BYTES, floats, refs, s, utf8Bytes, utf16Units)
   if (bytes.length !== expected) return fail(`${bytes.length} bytes, header describes ${expected}`)
   if (crc32(bytes, HEADER_BYTES) !== new DataView(bytes.buffer, bytes.byteOffset, bytes.length).getUint32(56, true)) {
     return fail('payload checksum mismatch')
   }
   if (!littleEndianHost) return fail('the log codec needs a little-endian host')
-
-  // Typed-array views need aligned offsets; a record sliced out of a larger buffer may not be.
-  const record = bytes.byteOffset % 8 === 0 ? bytes : bytes.slice()
-  const base = record.byteOffset
-  const f64 = new Float64Array(record.buffer, base + HEADER_BYTES, floats)
-  const u32 = new Uint32Array(record.buffer, base + HEADER_BYTES + 8 * floats, u32Count)
-  const strings = decodeStrings(record, u32.subarray(u32Count - s), utf8At, utf8Bytes, utf16Units)
-  if (typeof strings === 'string') return fail(strings)
-  const columns = { f64, u32, strings }
+  const columns = viewColumns(bytes, HEADER_BYTES, floats, refs, s, utf8Bytes, utf16Units)
+  if (typeof columns === 'string') return fail(columns)
   switch (header.kind) {
     case 'ingest': {
       const events = readEvents(columns, n)
@@ -251,7 +222,7 @@ export function decodeWalRecord(bytes: Uint8Array): WalDecodeResult {
       const groups = readGroups(columns, header.g, c)
       if (typeof groups === 'string') return fail(groups)
       // A merge's clocks are its last columns.
-      const clocks = readClocks(columns, floats - 4 * k, sizes.refs - 3 * k, k)
+      const clocks = readClocks(columns, floats - 4 * k, refs - 3 * k, k)
       if (typeof clocks === 'string') return fail(clocks)
       return { ok: true, lsn: header.lsn, op: { kind: 'merge', now: header.time, groups, clocks } }
     }
