@@ -39,7 +39,7 @@ import type { WalOp } from '@tidemark/engine'
  * decoding views them in place; the typed-array views assume a little-endian host.
  */
 
-import type { AnomalyReason, CellGroup, ClockEntry, StreamEvent } from '@tidemark/engine'
+import type { AnomalyReason, CellGroup, ClockEntry } from '@tidemark/engine'
 import { cellCount, GROUP_COLUMNS } from '@tidemark/engine/adapter'
 import { crc32 } from './crc32.ts'
 import type { WalOpKind } from '../store/persistence.ts'
