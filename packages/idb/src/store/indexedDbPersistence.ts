@@ -1,19 +1,15 @@
-import type { WalOp } from '@tidemark/engine'
-import type { WindowResult } from '@tidemark/engine'
-import { encodeCheckpoint } from '../checkpoint/checkpointEnvelope.ts'
+import type { WalOp, WindowResult } from '@tidemark/engine'
 import { assertKnownOptions } from '@tidemark/engine/adapter'
 import { checkpointPolicy } from '../checkpoint/checkpointPolicy.ts'
-import { ARCHIVE_ROTATED_KEY, type ArchivePort, checkArchive, noArchiveError } from '../history/archivePort.ts'
+import { type ArchivePort, checkArchive } from '../history/archivePort.ts'
 import { committed, requested } from './idbRequests.ts'
 import { archiveWrites, errorName, type LogStore, type LogWrite, laneWrites, openDatabase } from './indexedDbSchema.ts'
-import { LateLaneRecords } from '../history/lateLaneRecords.ts'
 import type {
   ArchivedChange,
   ArchiveQuery,
   Checkpoint,
   CheckpointPolicy,
   CorruptRecord,
-  LateLaneRecord,
   Persistence,
   PersistenceStats,
   RecoveredLog,
@@ -22,7 +18,7 @@ import { markClosed, markOpen } from './openDatabases.ts'
 import { isQuotaExceeded, QuotaError } from './quotaError.ts'
 import { encodeWalRecord } from '../wal/walCodec.ts'
 import { WalCatalog } from '../wal/walCatalog.ts'
-import { isCorrupt, readCheckpoint, readLateLaneRecord, readTail } from '../wal/walRecovery.ts'
+import { readCheckpoint } from '../wal/walRecovery.ts'
 
 /** An encoded record waiting for its transaction. */
 interface PendingAppend {
@@ -127,9 +123,7 @@ class IndexedDbPersistence implements Persistence {
   readonly #claim: { readonly held: boolean } | null
   readonly #coalesce: boolean
   readonly #durability: IDBTransactionDurability
-  readonly #ledger = new WalCatalog()
-  readonly #lateLane = new LateLaneRecords()
-  readonly #archive: ArchivePort | null
+  readonly #catalog: WalCatalog
   /** Present only with an archive, so that openEngine stages final windows only then. */
   declare readonly archiveFinal?: (change: ArchivedChange) => void
   /** Encoded appends not yet handed to a transaction (coalescing). */
@@ -145,9 +139,8 @@ class IndexedDbPersistence implements Persistence {
   constructor(options: IndexedDbPersistenceOptions, factory: IDBFactory, checkpointEvery: CheckpointPolicy) {
     this.#name = options.name
     const archive = options.archive ?? null
-    archive?.attach(this.#label())
+    this.#catalog = new WalCatalog(this.#label(), archive)
     if (archive !== null) this.archiveFinal = (change) => archive.stage(change)
-    this.#archive = archive
     this.#factory = factory
     this.#claim = options.claim ?? null
     this.#coalesce = options.coalesce ?? true
@@ -159,7 +152,7 @@ class IndexedDbPersistence implements Persistence {
     if (this.#state !== 'closed') throw new Error(`${this.#label()}: already ${this.#state}; close() it first`)
     this.#state = 'opening'
     this.#lostReason = null
-    this.#ledger.reset()
+    this.#catalog.reset()
     let db: IDBDatabase
     try {
       db = await openDatabase(this.#factory, this.#name)
@@ -188,7 +181,7 @@ class IndexedDbPersistence implements Persistence {
 
   async append(op: WalOp): Promise<number> {
     const db = this.#requireOpen('append')
-    const lsn = this.#ledger.nextLsn()
+    const lsn = this.#catalog.nextLsn()
     const bytes = encodeWalRecord(lsn, op)
     const committed = new Promise<number>((resolve, reject) => {
       this.#pending.push({ lsn, bytes, resolve, reject })
@@ -203,12 +196,9 @@ class IndexedDbPersistence implements Persistence {
 
   async checkpoint(checkpoint: Checkpoint): Promise<void> {
     const db = this.#requireOpen('checkpoint')
-    const { upToLsn } = checkpoint
-    this.#ledger.requireCheckpointAt(upToLsn)
-    const bytes = encodeCheckpoint(checkpoint)
     // Taken now, with the state: the late lane and the staged archive changes belong to this checkpoint.
-    const lane = checkpoint.lateLane === undefined ? null : this.#lateLane.plan(checkpoint.lateLane)
-    const archive = this.#archive?.plan() ?? null
+    const write = this.#catalog.planCheckpoint(checkpoint)
+    const { upToLsn, bytes, lane, archive } = write
     // Appends made before this call get their transaction first: transactions over one store run in creation order.
     this.#flush(db)
     const stores: LogStore[] = ['checkpoints', 'wal']
@@ -226,16 +216,12 @@ class IndexedDbPersistence implements Persistence {
       writes.push(...archiveWrites(archive))
     }
     await this.#commit(db, stores, writes, `checkpoint at lsn ${upToLsn} was not written`)
-    if (lane !== null) this.#lateLane.applied(lane)
-    archive?.applied()
-    this.#ledger.recordCheckpoint(upToLsn)
+    this.#catalog.checkpointed(write)
   }
 
   async archive(query?: ArchiveQuery): Promise<readonly WindowResult[]> {
-    if (this.#archive === null) throw noArchiveError(this.#label())
-    const db = this.#requireOpen('archive')
-    return this.#archive.read(query, async (keys) => {
-      const store = db.transaction('archive', 'readonly').objectStore('archive')
+    return this.#catalog.readArchive(query, (keys) => {
+      const store = this.#requireOpen('archive').transaction('archive', 'readonly').objectStore('archive')
       return Promise.all(keys.map((key) => requested(store.get([...key]))))
     })
   }
@@ -246,11 +232,11 @@ class IndexedDbPersistence implements Persistence {
   }
 
   get lastLsn(): number {
-    return this.#ledger.lastLsn
+    return this.#catalog.lastLsn
   }
 
   stats(): PersistenceStats {
-    return this.#ledger.stats(this.#lateLane, this.#archive)
+    return this.#catalog.stats()
   }
 
   async close(): Promise<void> {
@@ -287,7 +273,7 @@ class IndexedDbPersistence implements Persistence {
     }
     const settled = commit.then(
       () => {
-        for (const p of batch) this.#ledger.recordStored(p.lsn, p.bytes.length)
+        for (const p of batch) this.#catalog.recordStored(p.lsn, p.bytes.length)
         for (const p of batch) p.resolve(p.lsn)
       },
       (error: unknown) => {
@@ -306,30 +292,28 @@ class IndexedDbPersistence implements Persistence {
 
   async #recover(db: IDBDatabase): Promise<RecoveredLog> {
     const tx = db.transaction(['checkpoints', 'wal', 'meta', 'lateLane', 'archive'], 'readonly')
+    const done = committed(tx)
     const checkpoints = tx.objectStore('checkpoints')
     const corrupt: CorruptRecord[] = []
     let checkpoint: Checkpoint | null = null
-    const done = committed(tx)
     const checkpointKeys = await requested(checkpoints.getAllKeys())
     for (let k = checkpointKeys.length - 1; k >= 0 && checkpoint === null; k--) {
       const key = checkpointKeys[k] as number
-      this.#ledger.observeLsn(key)
+      this.#catalog.observeLsn(key)
       const read = readCheckpoint({ key, value: await requested(checkpoints.get(key)) })
       if (read.ok) checkpoint = read.checkpoint
       else corrupt.push(read.corrupt)
     }
-    if (checkpoint !== null) this.#ledger.observeCheckpoint(checkpoint.upToLsn)
     const wal = tx.objectStore('wal')
-    const after = IDBKeyRange.lowerBound(checkpoint?.upToLsn ?? 0, true)
     const metaStore = tx.objectStore('meta')
     const laneStore = tx.objectStore('lateLane')
     const [keys, metaValues, metaKeys, laneKeys, laneValues, archiveKeys] = await Promise.all([
-      requested(wal.getAllKeys(after)),
+      requested(wal.getAllKeys(IDBKeyRange.lowerBound(checkpoint?.upToLsn ?? 0, true))),
       requested(metaStore.getAll()),
       requested(metaStore.getAllKeys()),
       requested(laneStore.getAllKeys()),
       requested(laneStore.getAll()),
-      this.#archive === null ? [] : requested(tx.objectStore('archive').getAllKeys()),
+      this.#catalog.archiving ? requested(tx.objectStore('archive').getAllKeys()) : [],
     ])
     // One get per record, all in flight at once: in Chromium about twice as fast as one getAll over tens of MB.
     const values = await Promise.all(keys.map((key) => requested(wal.get(key))))
@@ -339,20 +323,8 @@ class IndexedDbPersistence implements Persistence {
       const value = metaValues[i]
       if (typeof key === 'string' && typeof value === 'string') meta.set(key, value)
     })
-    const records = keys.map((key, i) => ({ key: key as number, value: values[i] }))
-    for (const { key, value } of records) this.#ledger.recordStored(key, byteLength(value))
-    const tail = readTail(records, corrupt)
-    const logCorrupt = corrupt.length
-    const lateLane: LateLaneRecord[] = []
-    laneKeys.forEach((key, i) => {
-      const read = readLateLaneRecord(key as number, laneValues[i])
-      if (isCorrupt(read)) corrupt.push(read)
-      else lateLane.push(read)
-    })
-    this.#lateLane.load(lateLane, corrupt.length > logCorrupt)
-    if (this.#archive !== null) corrupt.push(...this.#archive.load(archiveKeys, meta.get(ARCHIVE_ROTATED_KEY)))
-    this.#ledger.recordCorrupt(corrupt.length)
-    return { checkpoint, tail, corrupt, meta, lateLane }
+    const records = (storedKeys: IDBValidKey[], stored: unknown[]) => storedKeys.map((key, i) => ({ key: key as number, value: stored[i] }))
+    return this.#catalog.recovered({ checkpoint, wal: records(keys, values), lateLane: records(laneKeys, laneValues), archiveKeys, meta }, corrupt)
   }
 
   /**
@@ -400,11 +372,6 @@ class IndexedDbPersistence implements Persistence {
   #label(): string {
     return `indexedDbPersistence("${this.#name}")`
   }
-}
-
-function byteLength(value: unknown): number {
-  if (value instanceof ArrayBuffer || ArrayBuffer.isView(value)) return value.byteLength
-  return 0
 }
 
 function ignore(): void {}
