@@ -25,9 +25,19 @@ export function sourceLockName(source: string): string {
   return `tidemark:source:${source}`
 }
 
-/** `navigator.locks`, or undefined where there is none (no secure context, an old browser, Node). */
-export function defaultLocks(): SourceLocks | undefined {
-  return (globalThis as { navigator?: { locks?: SourceLocks } }).navigator?.locks
+/**
+ * The locks of `options` (`where` names the function): the given ones, else `navigator.locks`;
+ * null where there are none and `withoutLocks: 'single-tab'` accepts that, else it throws the
+ * error that names the cause and the fixes. Throws a RangeError for a bad `withoutLocks`.
+ */
+export function sourceLocks(options: { readonly locks?: SourceLocks; readonly withoutLocks?: 'single-tab' }, where: string): SourceLocks | null {
+  const { withoutLocks } = options
+  if (withoutLocks !== undefined && withoutLocks !== 'single-tab') {
+    throw new RangeError(`${where}: withoutLocks must be 'single-tab' (or left out), got ${String(withoutLocks)}`)
+  }
+  const locks = options.locks ?? (globalThis as { navigator?: { locks?: SourceLocks } }).navigator?.locks ?? null
+  if (locks === null && withoutLocks === undefined) throw noWebLocksError(where)
+  return locks
 }
 
 /**
