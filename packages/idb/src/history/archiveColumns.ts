@@ -6,7 +6,7 @@
 import type { Basis, ResultStatus, WindowResult } from '@tidemark/engine'
 import type { ArchivedChange } from '../store/persistence.ts'
 import { StringTable } from '../wal/walStrings.ts'
-import { type HistoryColumns, readColumns, writeColumns } from './historyColumns.ts'
+import { HISTORY_MAGIC, type HistoryColumns, readColumns, writeColumns } from './historyColumns.ts'
 
 const STATUSES: readonly ResultStatus[] = ['provisional', 'on_time', 'corrected']
 const BASES: readonly Basis[] = ['proven', 'derived', 'fallback', 'unknown']
@@ -17,7 +17,7 @@ const BASES: readonly Basis[] = ['proven', 'derived', 'fallback', 'unknown']
  * @example
  * const bytes = encodeHistoryRecord(ARCHIVE_COLUMNS, seq, changes)
  */
-export const ARCHIVE_COLUMNS: HistoryColumns<ArchivedChange> = { kind: 2, name: 'archive', encode: encodeArchivedChanges, decode: decodeArchivedChanges }
+export const ARCHIVE_COLUMNS: HistoryColumns<ArchivedChange> = { magic: HISTORY_MAGIC, kind: 2, name: 'archive', first: 'first', encode: encodeArchivedChanges, decode: decodeArchivedChanges }
 
 /**
  * Archived changes as columns (layout in the file header).

@@ -15,16 +15,16 @@
  */
 
 import { type Columns, columnsLength, layColumns, viewColumns } from '../wal/walColumns.ts'
+import type { EnvelopeKind } from '../wal/recordEnvelope.ts'
 import type { StringTable } from '../wal/walStrings.ts'
 
 const HEADER_BYTES = 16
 
-/** How one kind of history record stores its entries: its kind number in the record header, and its payload codec. */
-export interface HistoryColumns<T> {
-  /** In the record header: 1 late lane, 2 archive. */
-  readonly kind: number
-  /** The store the records live in, for messages. */
-  readonly name: string
+/** The magic of history records (the bytes "TMCH"). */
+export const HISTORY_MAGIC = 0x48434d54
+
+/** How one kind of history record stores its entries: its envelope kind (1 late lane, 2 archive, named after its store), and its payload codec. */
+export interface HistoryColumns<T> extends EnvelopeKind {
   encode(entries: readonly T[]): Uint8Array<ArrayBuffer>
   /** Reads `n` entries; never throws: inconsistent bytes give the reason as a string. */
   decode(payload: Uint8Array, n: number): T[] | string

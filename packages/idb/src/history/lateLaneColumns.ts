@@ -5,7 +5,7 @@
 import type { AnomalyReason, LateEvent } from '@tidemark/engine'
 import { ABSENT, eventFloats, eventRefs, KNOWN_REASONS, readEvents } from '../wal/walColumns.ts'
 import { StringTable } from '../wal/walStrings.ts'
-import { type HistoryColumns, readColumns, writeColumns } from './historyColumns.ts'
+import { HISTORY_MAGIC, type HistoryColumns, readColumns, writeColumns } from './historyColumns.ts'
 
 /**
  * The codec of late-lane records.
@@ -13,7 +13,7 @@ import { type HistoryColumns, readColumns, writeColumns } from './historyColumns
  * @example
  * const bytes = encodeHistoryRecord(LATE_LANE_COLUMNS, 120, engine.lateEvents())
  */
-export const LATE_LANE_COLUMNS: HistoryColumns<LateEvent> = { kind: 1, name: 'lateLane', encode: encodeLateEvents, decode: decodeLateEvents }
+export const LATE_LANE_COLUMNS: HistoryColumns<LateEvent> = { magic: HISTORY_MAGIC, kind: 1, name: 'lateLane', first: 'first', encode: encodeLateEvents, decode: decodeLateEvents }
 
 function encodeLateEvents(entries: readonly LateEvent[]): Uint8Array<ArrayBuffer> {
   const n = entries.length
