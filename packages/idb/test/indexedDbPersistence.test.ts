@@ -186,6 +186,16 @@ describe('indexedDbPersistence', () => {
     db.close()
   })
 
+  it('refuses a database of its version that lacks its stores, naming them', async () => {
+    const factory = new IDBFactory()
+    const request = factory.open('foreign', SCHEMA_VERSION)
+    request.onupgradeneeded = () => request.result.createObjectStore('wal')
+    ;(await wrap(request))?.close()
+    await expect(indexedDbPersistence({ name: 'foreign', indexedDB: factory }).open()).rejects.toThrow(
+      'indexedDbPersistence("foreign"): the database lacks the stores checkpoints, meta, lateLane, archive of schema 1: another program made it; use another name',
+    )
+  })
+
   it('explains a database written by a newer schema', async () => {
     const factory = new IDBFactory()
     ;(await wrap(factory.open('future', SCHEMA_VERSION + 1)))?.close()

@@ -28,14 +28,22 @@ export async function openDatabase(factory: IDBFactory, name: string): Promise<I
   request.onupgradeneeded = () => {
     for (const store of STORES) request.result.createObjectStore(store)
   }
+  let db: IDBDatabase
   try {
-    return await requested(request)
+    db = await requested(request)
   } catch (error) {
     if (errorName(error) === 'VersionError') {
       throw new Error(`indexedDbPersistence("${name}"): the database has a schema newer than ${SCHEMA_VERSION}`, { cause: error })
     }
     throw error
   }
+  // A database of this version made by something else (another program, an unreleased version) is not ours to use.
+  const missing = STORES.filter((store) => !db.objectStoreNames.contains(store))
+  if (missing.length > 0) {
+    db.close()
+    throw new Error(`indexedDbPersistence("${name}"): the database lacks the stores ${missing.join(', ')} of schema ${SCHEMA_VERSION}: another program made it; use another name`)
+  }
+  return db
 }
 
 /** The late-lane store writes of one checkpoint. */
