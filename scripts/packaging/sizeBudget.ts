@@ -7,8 +7,8 @@
  *   of the entry kept: the whole public API, not what one app happens to use.
  * - Peer dependencies stay external: the app brings them (yjs, y-protocols, react, zustand).
  * - Other dependencies are bundled from node_modules: y-websocket and lib0 count for
- *   @tidemark/yjs, idb for @tidemark/idb. lib0 counts in full although the app's yjs shares
- *   some of its modules, so that figure is an upper bound.
+ *   @tidemark/yjs. lib0 counts in full although the app's yjs shares some of its modules, so
+ *   that figure is an upper bound.
  * - "adds" leaves the sibling @tidemark packages external: what the package adds to an app that
  *   already uses them. The budget applies to it. "with siblings" also bundles the siblings the
  *   package imports (from their dist/, tree-shaken to what it uses), for reference.
@@ -46,7 +46,7 @@ export interface PackageSize {
  */
 export const SIZE_DEFINITION: readonly string[] = [
   'size = gzip -9 of the minified ESM bundle of the main entry (every export kept) from dist/, bundled for the browser (rolldown, NODE_ENV=production);',
-  'peer dependencies external (the app brings them); other dependencies bundled (lib0 + y-websocket for yjs, idb for idb; lib0 in full though yjs shares part of it);',
+  'peer dependencies external (the app brings them); other dependencies bundled (lib0 + y-websocket for yjs; lib0 in full though yjs shares part of it);',
   '"adds" = sibling @tidemark packages external, what the package adds next to them (budgeted); "with siblings" = siblings bundled too. 1 kB = 1000 B.',
 ]
 

@@ -1,18 +1,17 @@
 /**
  * `@tidemark/idb`: a write-ahead log in IndexedDB for an engine. `openEngine` recovers the
  * latest checkpoint plus the log tail and logs every later operation before it is published;
- * `claimSource` gives each tab its own source id; `indexedDbPersistence` and
- * `memoryPersistence` are the stores.
+ * `claimSource` gives each tab its own source id; `indexedDbPersistence` is the store
+ * (`memoryPersistence`, for tests and Node, is in `@tidemark/idb/memory`; the opt-in
+ * final-window archive, `finalArchive`, in `@tidemark/idb/archive`).
  *
  * @module @tidemark/idb
  */
 export { decodeEngineCheckpoint, encodeEngineCheckpoint } from './checkpoint/checkpointCodec.ts'
 export { decodeCheckpoint, encodeCheckpoint } from './checkpoint/checkpointEnvelope.ts'
 export { checkpointPolicy, DEFAULT_CHECKPOINT_EVERY } from './checkpoint/checkpointPolicy.ts'
-export { DEFAULT_ARCHIVE_LIMIT } from './history/finalArchive.ts'
 export { indexedDbPersistence } from './store/indexedDbPersistence.ts'
 export { SCHEMA_VERSION } from './store/indexedDbSchema.ts'
-export { memoryPersistence } from './store/memoryPersistence.ts'
 export { isQuotaError, QuotaError } from './store/quotaError.ts'
 export { claimSource } from './sourceClaim.ts'
 export { deleteSource, listSources } from './sourceCleanup.ts'
@@ -21,8 +20,8 @@ export { openEngine, recoveryReport } from './openEngine.ts'
 export { decodeWalRecord, encodeWalRecord } from './wal/walCodec.ts'
 
 export type { CheckpointDecodeResult } from './checkpoint/checkpointEnvelope.ts'
+export type { ArchiveKey, ArchivePort, ArchiveWrite } from './history/archivePort.ts'
 export type { IndexedDbPersistenceOptions } from './store/indexedDbPersistence.ts'
-export type { MemoryPersistenceOptions } from './store/memoryPersistence.ts'
 export type {
   ArchivedChange,
   ArchiveQuery,

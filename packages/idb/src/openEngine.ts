@@ -4,7 +4,6 @@ import {
   type EngineOptions,
   type EngineStats,
   TidemarkEngine,
-  type WalOp,
   type WindowChange,
 } from '@tidemark/engine'
 import { assertKnownOptions, checkEngineOptions, ENGINE_OPTION_KEYS } from '@tidemark/engine/adapter'
@@ -25,12 +24,11 @@ const REPLICA_ID_KEY = 'replicaId'
 /**
  * The engine checkpoint as `openEngine` stores it: the late lane's entries live in the
  * persistence's `lateLane` store, and `lateLaneInStore` says how many of them the lane held.
- * Checkpoints written before that (no `lateLaneInStore`) carry the entries inline.
  */
-type StoredEngineCheckpoint = EngineCheckpoint & { readonly lateLaneInStore?: number }
+type StoredEngineCheckpoint = EngineCheckpoint & { readonly lateLaneInStore: number }
 
 export interface OpenEngineOptions extends EngineOptions {
-  /** Where the write-ahead log lives: `indexedDbPersistence(...)` in browsers, `memoryPersistence()` for tests and Node. */
+  /** Where the write-ahead log lives: `indexedDbPersistence(...)` in browsers, `memoryPersistence()` from `@tidemark/idb/memory` for tests and Node. */
   readonly persistence: Persistence
   /**
    * Checkpoint after this many logged events (merged cells and clocks count too) or this
@@ -78,9 +76,10 @@ const reports = new WeakMap<Engine, RecoveryReport>()
  * batches with `overflow`, until a retried checkpoint commits. `close()` writes a last
  * checkpoint and closes the persistence. Writes for peers (a doc bound with `bindDoc`, any
  * `replica.onLocalWrite` listener) go out only once the op that made them is durable, so bind
- * the doc after `openEngine` resolves: peers' state merged from then on is logged too. Windows that turn final are staged in the
- * persistence's archive (`persistence.archive(query)`), the late lane is kept in its
- * `lateLane` store; both are written with each checkpoint.
+ * the doc after `openEngine` resolves: peers' state merged from then on is logged too. The
+ * late lane is kept in the persistence's `lateLane` store, and, when the persistence has an
+ * archive (`archive: finalArchive()`), windows that turn final are staged in it
+ * (`persistence.archive(query)`); both are written with each checkpoint.
  *
  * @example
  * const claim = await claimSource({ prefix: 'dashboard' })
@@ -99,7 +98,7 @@ export async function openEngine(options: OpenEngineOptions): Promise<Engine> {
   // Every option is checked before the storage is opened.
   checkEngineOptions(engineOptions, 'openEngine')
   if (typeof persistence !== 'object' || persistence === null || typeof persistence.open !== 'function') {
-    throw new TypeError(`openEngine: persistence must be a Persistence (indexedDbPersistence(...) or memoryPersistence()), got ${String(persistence)}`)
+    throw new TypeError(`openEngine: persistence must be a Persistence (indexedDbPersistence(...), or memoryPersistence() from @tidemark/idb/memory), got ${String(persistence)}`)
   }
   if (checkpointOnClose !== undefined && typeof checkpointOnClose !== 'boolean') {
     throw new TypeError(`openEngine: checkpointOnClose must be true or false, got ${String(checkpointOnClose)}`)
@@ -120,9 +119,9 @@ export async function openEngine(options: OpenEngineOptions): Promise<Engine> {
     engine = new TidemarkEngine(replicaId === undefined ? engineOptions : { ...engineOptions, replicaId })
     if (checkpoint !== null) engine.restore(checkpoint)
     const restored = performance.now()
-    // Windows that turn final from here on (replay included) go to the archive; earlier ones are in it already.
-    engine.subscribe((changes) => archiveFinal(persistence, changes))
-    const replayed = replay(engine, recovered, corrupt, now)
+    // Windows that turn final from here on (replay included) go to the archive, if there is one; earlier ones are in it already.
+    if (persistence.archiveFinal !== undefined) engine.subscribe((changes) => archiveFinals(persistence, changes))
+    const replayed = replay(engine, recovered, corrupt)
     const phases = { readMs: read - started, restoreMs: restored - read, replayMs: performance.now() - restored }
     if (recovered.meta.get(REPLICA_ID_KEY) !== engine.replicaId) await persistence.putMeta(REPLICA_ID_KEY, engine.replicaId)
     report = {
@@ -201,10 +200,10 @@ function snapshot(engine: TidemarkEngine): { state: Uint8Array; lateLane: LateLa
   return { state: encodeEngineCheckpoint(stored), lateLane: { entries, total } }
 }
 
-function archiveFinal(persistence: Persistence, changes: readonly WindowChange[]): void {
+function archiveFinals(persistence: Persistence, changes: readonly WindowChange[]): void {
   for (const change of changes) {
     if (!change.result.final) continue
-    persistence.archiveFinal({ type: change.type === 'retract' ? 'retract' : 'final', result: change.result })
+    persistence.archiveFinal?.({ type: change.type === 'retract' ? 'retract' : 'final', result: change.result })
   }
 }
 
@@ -213,7 +212,8 @@ function readCheckpoint(recovered: RecoveredLog, corrupt: CorruptRecord[]): Engi
   if (recovered.checkpoint === null) return null
   let checkpoint: StoredEngineCheckpoint
   try {
-    checkpoint = decodeEngineCheckpoint(recovered.checkpoint.state)
+    checkpoint = decodeEngineCheckpoint(recovered.checkpoint.state) as StoredEngineCheckpoint
+    if (typeof checkpoint.lateLaneInStore !== 'number') throw new RangeError('it does not say how many late-lane entries are in the lateLane store')
   } catch (error) {
     // The envelope's checksum held, so these bytes are intact: written by another version, not damaged.
     throw new Error(
@@ -222,7 +222,6 @@ function readCheckpoint(recovered: RecoveredLog, corrupt: CorruptRecord[]): Engi
     )
   }
   const { lateLaneInStore: inStore, ...restored } = checkpoint
-  if (typeof inStore !== 'number') return restored
   const { trimmed, total } = checkpoint.lateLane
   const lane = laneFromRecords(recovered.lateLane, total - inStore, total)
   if (lane.missing > 0) {
@@ -245,17 +244,12 @@ function ownReplicaId(given: string | undefined, recovered: RecoveredLog, checkp
 }
 
 /** Replays the tail in lsn order; an op that throws is reported with the corrupt records and skipped. */
-function replay(engine: TidemarkEngine, recovered: RecoveredLog, corrupt: CorruptRecord[], now: () => number): { records: number; events: number } {
+function replay(engine: TidemarkEngine, recovered: RecoveredLog, corrupt: CorruptRecord[]): { records: number; events: number } {
   let records = 0
   let events = 0
-  // Format-1 records carry no processing time; they replay at the last time the log knew.
-  let lastNow = Number.NaN
   for (const { lsn, op } of recovered.tail) {
-    let replayed: WalOp = op
-    if (op.kind === 'ingest' && Number.isNaN(op.now)) replayed = { ...op, now: Number.isNaN(lastNow) ? now() : lastNow }
-    if (replayed.kind !== 'advance' && replayed.kind !== 'refuse') lastNow = replayed.now
     try {
-      engine.replay(replayed)
+      engine.replay(op)
     } catch (error) {
       const lost: CorruptRecord = { store: 'wal', key: String(lsn), reason: `replay failed: ${(error as Error).message}`, kind: op.kind }
       corrupt.push(op.kind === 'ingest' ? { ...lost, lostEvents: op.events.length } : lost)

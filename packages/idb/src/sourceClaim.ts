@@ -1,7 +1,7 @@
 import { MAX_NAME_LENGTH } from '@tidemark/engine'
 import { assertKnownOptions, messageOf } from '@tidemark/engine/adapter'
-import { defaultRegistry, isSourceOf, SourceRegistry, type SourceRegistryStorage, sourceDatabaseName } from './sourceRegistry.ts'
-import { defaultLocks, noWebLocksError, type SourceLocks, sourceLockName } from './webLocks.ts'
+import { isSourceOf, type SourceRegistryStorage, sourceDatabaseName, sourceRegistry } from './sourceRegistry.ts'
+import { type SourceLocks, sourceLockName, sourceLocks } from './webLocks.ts'
 
 /**
  * Where a tab remembers its source id across reloads; `sessionStorage` fits.
@@ -103,20 +103,17 @@ export const claimedHere = new Set<string>()
 export async function claimSource(options: ClaimSourceOptions): Promise<SourceClaim> {
   if (typeof options !== 'object' || options === null) throw new TypeError('claimSource needs an options object with a prefix')
   assertKnownOptions('claimSource', options, CLAIM_OPTION_KEYS)
-  const { prefix, withoutLocks } = options
+  const { prefix } = options
   if (typeof prefix !== 'string' || prefix.length === 0 || prefix.length > MAX_NAME_LENGTH - 20) {
     throw new RangeError(`claimSource: prefix must be a non-empty string of at most ${MAX_NAME_LENGTH - 20} characters`)
   }
-  if (withoutLocks !== undefined && withoutLocks !== 'single-tab') {
-    throw new RangeError(`claimSource: withoutLocks must be 'single-tab' (or left out), got ${String(withoutLocks)}`)
-  }
   const maxAttempts = options.maxAttempts ?? 16
   if (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1) throw new RangeError(`claimSource: maxAttempts must be an integer >= 1, got ${String(maxAttempts)}`)
-  const locks = options.locks ?? defaultLocks()
-  if (locks === undefined && withoutLocks === undefined) throw noWebLocksError('claimSource')
+  // Last: every option's value is checked before the environment is.
+  const locks = sourceLocks(options, 'claimSource')
   const memory: Memory = { error: null }
   const storage = options.storage === undefined ? defaultStorage(memory) : options.storage
-  const registry = options.registry === undefined ? defaultRegistry() : new SourceRegistry(options.registry)
+  const registry = sourceRegistry(options.registry)
   const memoryKey = `tidemark:source:${prefix}`
   const remembered = recall(storage, memoryKey, memory)
   const reloaded = remembered !== null && isSourceOf(prefix, remembered) && remembered.length <= MAX_NAME_LENGTH ? remembered : null
@@ -130,7 +127,7 @@ export async function claimSource(options: ClaimSourceOptions): Promise<SourceCl
     memory.error ??= registry.error
     return claim
   }
-  if (locks === undefined) {
+  if (locks === null) {
     // withoutLocks: 'single-tab': this tab's id after a reload, else the last tab session's.
     const mine = reloaded !== null && !claimedHere.has(reloaded) ? reloaded : null
     const source = mine ?? registered.find((s) => !claimedHere.has(s)) ?? `${prefix}-${randomSuffix()}`

@@ -9,8 +9,8 @@
 import { assertKnownOptions, messageOf } from '@tidemark/engine/adapter'
 import { claimedHere } from './sourceClaim.ts'
 import { isOpenHere } from './store/openDatabases.ts'
-import { defaultRegistry, isSourceOf, SourceRegistry, type SourceRegistryStorage, sourceDatabaseName } from './sourceRegistry.ts'
-import { defaultLocks, noWebLocksError, type SourceLocks, sourceLockName } from './webLocks.ts'
+import { isSourceOf, type SourceRegistryStorage, sourceDatabaseName, sourceRegistry } from './sourceRegistry.ts'
+import { type SourceLocks, sourceLockName, sourceLocks } from './webLocks.ts'
 
 /**
  * Options of `listSources` and `deleteSource`; only `prefix` is required. Give the same
@@ -126,14 +126,10 @@ function heldError(source: string): Error {
 function resolve(options: SourceCleanupOptions, where: string) {
   if (typeof options !== 'object' || options === null) throw new TypeError(`${where} needs an options object with a prefix`)
   assertKnownOptions(where, options, OPTION_KEYS)
-  const { prefix, withoutLocks } = options
+  const { prefix } = options
   if (typeof prefix !== 'string' || prefix.length === 0) throw new RangeError(`${where}: prefix must be a non-empty string`)
-  if (withoutLocks !== undefined && withoutLocks !== 'single-tab') {
-    throw new RangeError(`${where}: withoutLocks must be 'single-tab' (or left out), got ${String(withoutLocks)}`)
-  }
-  const locks = options.locks ?? defaultLocks() ?? null
-  if (locks === null && withoutLocks === undefined) throw noWebLocksError(where)
-  const registry = options.registry === undefined ? defaultRegistry() : new SourceRegistry(options.registry)
+  const locks = sourceLocks(options, where)
+  const registry = sourceRegistry(options.registry)
   const factory = options.indexedDB ?? (globalThis as { indexedDB?: IDBFactory }).indexedDB
   return { prefix, locks, registry, factory }
 }

@@ -100,8 +100,9 @@ function lastClaimedOf(value: string | null): number {
   }
 }
 
-/** `localStorage`, or null with the reason where it cannot be used (a sandboxed frame, Node). */
-export function defaultRegistry(): SourceRegistry {
+/** The registry over `storage`; when it is undefined, over `localStorage`, or none with the reason where that cannot be used (a sandboxed frame, Node). */
+export function sourceRegistry(storage: SourceRegistryStorage | null | undefined): SourceRegistry {
+  if (storage !== undefined) return new SourceRegistry(storage)
   try {
     return new SourceRegistry((globalThis as { localStorage?: SourceRegistryStorage }).localStorage ?? null)
   } catch (error) {

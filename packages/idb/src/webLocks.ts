@@ -14,6 +14,7 @@
  * const locks: SourceLocks = navigator.locks
  */
 export interface SourceLocks {
+  /** `LockManager.request` with `ifAvailable`: `callback` gets the lock, or null when another context holds it; the lock lasts until the promise it returns settles. */
   request(name: string, options: { ifAvailable: true }, callback: (lock: unknown) => Promise<void> | undefined): Promise<unknown>
   /** The origin's held locks (`LockManager.query`); without it, `listSources` probes each lock instead. */
   query?(): Promise<{ readonly held?: readonly { readonly name?: string }[] }>
@@ -24,9 +25,19 @@ export function sourceLockName(source: string): string {
   return `tidemark:source:${source}`
 }
 
-/** `navigator.locks`, or undefined where there is none (no secure context, an old browser, Node). */
-export function defaultLocks(): SourceLocks | undefined {
-  return (globalThis as { navigator?: { locks?: SourceLocks } }).navigator?.locks
+/**
+ * The locks of `options` (`where` names the function): the given ones, else `navigator.locks`;
+ * null where there are none and `withoutLocks: 'single-tab'` accepts that, else it throws the
+ * error that names the cause and the fixes. Throws a RangeError for a bad `withoutLocks`.
+ */
+export function sourceLocks(options: { readonly locks?: SourceLocks; readonly withoutLocks?: 'single-tab' }, where: string): SourceLocks | null {
+  const { withoutLocks } = options
+  if (withoutLocks !== undefined && withoutLocks !== 'single-tab') {
+    throw new RangeError(`${where}: withoutLocks must be 'single-tab' (or left out), got ${String(withoutLocks)}`)
+  }
+  const locks = options.locks ?? (globalThis as { navigator?: { locks?: SourceLocks } }).navigator?.locks ?? null
+  if (locks === null && withoutLocks === undefined) throw noWebLocksError(where)
+  return locks
 }
 
 /**

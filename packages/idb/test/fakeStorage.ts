@@ -10,28 +10,6 @@ export async function raw(factory: IDBFactory, name: string): Promise<IDBPDataba
   return db
 }
 
-/** The object stores schema 1 created (before the late lane and archive stores). */
-export const SCHEMA_1_STORES = ['wal', 'checkpoints', 'meta'] as const
-
-/**
- * A database as an earlier schema left it: version `version` with just `stores`, opened raw so
- * the test can write what that version stored.
- *
- * @example
- * const v1 = await legacyDatabase(factory, 'legacy', 1, SCHEMA_1_STORES)
- * await v1.put('wal', encodeFormat1Batch(1, events).buffer, 1)
- * v1.close()
- */
-export async function legacyDatabase(factory: IDBFactory, name: string, version: number, stores: readonly string[]): Promise<IDBPDatabase> {
-  const request = factory.open(name, version)
-  request.addEventListener('upgradeneeded', () => {
-    for (const store of stores) request.result.createObjectStore(store)
-  })
-  const db = await wrap(request)
-  if (db === undefined) throw new Error('open failed')
-  return db
-}
-
 /** Flips the bits of one byte of a stored record, as a bad disk sector would. */
 export async function damage(factory: IDBFactory, name: string, store: string, key: number, at: (bytes: Uint8Array) => number) {
   const db = await raw(factory, name)

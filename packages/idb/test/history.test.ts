@@ -1,8 +1,9 @@
 /**
  * The late lane and the final-window archive beside the log: the `lateLane` store holds the
  * engine's late lane (written with each checkpoint, trimmed with the lane's bound), the
- * `archive` store every final window result (read with `persistence.archive(query)`, also
- * after the window left live state), both bounded, both recovered exactly after a crash.
+ * `archive` store, with `archive: finalArchive()`, every final window result (read with
+ * `persistence.archive(query)`, also after the window left live state), both bounded, both
+ * recovered exactly after a crash.
  */
 import 'fake-indexeddb/auto'
 import { IDBFactory } from 'fake-indexeddb'
@@ -16,19 +17,16 @@ import {
   type WindowResult,
 } from '@tidemark/engine'
 import {
-  encodeCheckpoint,
   indexedDbPersistence,
-  memoryPersistence,
   openEngine,
   type Persistence,
   recoveryReport,
-  SCHEMA_VERSION,
 } from '@tidemark/idb'
+import { type FinalArchiveOptions, finalArchive } from '@tidemark/idb/archive'
+import { memoryPersistence } from '@tidemark/idb/memory'
 import { reading, visibleState, whenDurable } from '@tidemark/engine/testing'
 import { decodeEngineCheckpoint, encodeEngineCheckpoint } from '../src/checkpoint/checkpointCodec.ts'
-import { decodeCheckpoint } from '../src/checkpoint/checkpointEnvelope.ts'
-import { FinalArchive } from '../src/history/finalArchive.ts'
-import { damage, legacyDatabase, raw, SCHEMA_1_STORES } from './fakeStorage.ts'
+import { damage, raw } from './fakeStorage.ts'
 
 const config: EngineOptions = { windows: tumbling(10), retention: 20, now: () => 1_000, limits: { maxLateEvents: 6 } }
 
@@ -48,7 +46,8 @@ class Device {
 /** A persistence under test and how to get at the same storage again, as a crash or reload would. */
 interface Subject {
   readonly name: string
-  create(options?: { checkpointEvery?: { events: number }; archiveLimit?: number }): {
+  /** `archive`: the options of its `finalArchive()`; none without. */
+  create(options?: { checkpointEvery?: { events: number }; archive?: FinalArchiveOptions }): {
     persistence: Persistence
     /** A handle on the same storage, as the next page load would make (the old one is dropped, not closed). */
     crash(): Promise<Persistence>
@@ -58,8 +57,11 @@ interface Subject {
 const subjects: Subject[] = [
   {
     name: 'memoryPersistence',
-    create(options = {}) {
-      const persistence = memoryPersistence(options)
+    create({ checkpointEvery, archive } = {}) {
+      const persistence = memoryPersistence({
+        ...(checkpointEvery === undefined ? {} : { checkpointEvery }),
+        ...(archive === undefined ? {} : { archive: finalArchive(archive) }),
+      })
       return {
         persistence,
         crash: async () => {
@@ -71,9 +73,15 @@ const subjects: Subject[] = [
   },
   {
     name: 'indexedDbPersistence',
-    create(options = {}) {
+    create({ checkpointEvery, archive } = {}) {
       const factory = new IDBFactory()
-      const make = () => indexedDbPersistence({ name: 'history', indexedDB: factory, ...options })
+      const make = () =>
+        indexedDbPersistence({
+          name: 'history',
+          indexedDB: factory,
+          ...(checkpointEvery === undefined ? {} : { checkpointEvery }),
+          ...(archive === undefined ? {} : { archive: finalArchive(archive) }),
+        })
       return { persistence: make(), crash: async () => make() }
     },
   },
@@ -134,7 +142,7 @@ describe.each(subjects)('$name: late lane store', (subject) => {
 
 describe.each(subjects)('$name: final-window archive', (subject) => {
   it('keeps final results after windows leave live state, and answers queries like results()', async () => {
-    const { persistence } = subject.create()
+    const { persistence } = subject.create({ archive: {} })
     const engine = await openEngine({ ...config, persistence })
     const device = new Device()
     const finals: WindowResult[] = []
@@ -155,7 +163,7 @@ describe.each(subjects)('$name: final-window archive', (subject) => {
   })
 
   it('survives close and reopen, and a crash before any checkpoint wrote it (replay derives it again)', async () => {
-    const { persistence, crash } = subject.create({ checkpointEvery: { events: 50 } })
+    const { persistence, crash } = subject.create({ checkpointEvery: { events: 50 }, archive: {} })
     const engine = await openEngine({ ...config, persistence })
     const device = new Device()
     engine.ingest(device.readings(0, 50))
@@ -176,8 +184,8 @@ describe.each(subjects)('$name: final-window archive', (subject) => {
     expect(again.stats()).toMatchObject({ archivedChanges: 5, archiveRotated: 0 })
   })
 
-  it('rotates: keeps the newest changes within archiveLimit, oldest records first, and counts what it dropped', async () => {
-    const { persistence, crash } = subject.create({ checkpointEvery: { events: 10 }, archiveLimit: 4 })
+  it('rotates: keeps the newest changes within its limit, oldest records first, and counts what it dropped', async () => {
+    const { persistence, crash } = subject.create({ checkpointEvery: { events: 10 }, archive: { limit: 4 } })
     const engine = await openEngine({ ...config, persistence })
     const device = new Device()
     for (let t = 0; t < 100; t += 10) {
@@ -196,21 +204,23 @@ describe.each(subjects)('$name: final-window archive', (subject) => {
     expect(again.stats().archiveRotated).toBe(9 - starts.length)
   })
 
-  it('stays empty with archiveLimit 0', async () => {
-    const { persistence } = subject.create({ archiveLimit: 0 })
+  it('is opt-in: without one, archive() says so, nothing is staged and the stats count nothing', async () => {
+    const { persistence } = subject.create()
+    expect(persistence.archiveFinal).toBeUndefined()
     const engine = await openEngine({ ...config, persistence })
     engine.ingest(new Device().readings(0, 50))
+    await expect(persistence.archive()).rejects.toThrow(/no archive configured; pass archive: finalArchive\(\) from @tidemark\/idb\/archive to keep final windows/)
     await engine.close()
     await persistence.open()
-    expect(await persistence.archive()).toEqual([])
-    expect(persistence.stats()).toMatchObject({ archivedChanges: 0, archiveRecords: 0 })
+    expect(persistence.stats()).toMatchObject({ archivedChanges: 0, archiveRecords: 0, archiveRotated: 0 })
   })
 })
 
 describe('indexedDbPersistence: history stores on disk', () => {
   it('writes the lane and the archive as few large records, in the checkpoint transaction', async () => {
     const factory = new IDBFactory()
-    const engine = await openEngine({ ...config, limits: { maxLateEvents: 1_000 }, persistence: indexedDbPersistence({ name: 'disk', indexedDB: factory }) })
+    const persistence = indexedDbPersistence({ name: 'disk', indexedDB: factory, archive: finalArchive() })
+    const engine = await openEngine({ ...config, limits: { maxLateEvents: 1_000 }, persistence })
     const device = new Device()
     for (let i = 0; i < 10; i++) engine.ingest([...device.readings(100 * i, 100 * i + 100), ...device.late(50)])
     await engine.close()
@@ -218,6 +228,26 @@ describe('indexedDbPersistence: history stores on disk', () => {
     expect(await db.getAllKeys('lateLane')).toEqual([0])
     expect(await db.getAllKeys('archive')).toEqual([[1, 99, 0, 980]])
     db.close()
+  })
+
+  it('leaves archive records alone while opened without an archive, and finds them again with one', async () => {
+    const factory = new IDBFactory()
+    const open = (archive: boolean) =>
+      openEngine({ ...config, persistence: indexedDbPersistence({ name: 'kept', indexedDB: factory, ...(archive ? { archive: finalArchive() } : {}) }) })
+    const device = new Device()
+    const first = await open(true)
+    first.ingest(device.readings(0, 50))
+    await first.close()
+    // Windows that turn final now are not archived: [40, 50) stays out.
+    const without = await open(false)
+    without.ingest(device.readings(50, 60))
+    await without.close()
+    const db = await raw(factory, 'kept')
+    expect(await db.getAllKeys('archive')).toEqual([[1, 4, 0, 30]])
+    db.close()
+    const persistence = indexedDbPersistence({ name: 'kept', indexedDB: factory, archive: finalArchive() })
+    await openEngine({ ...config, persistence })
+    expect((await persistence.archive()).map((r) => r.start)).toEqual([0, 10, 20, 30])
   })
 
   it('reports a damaged late-lane record without calling it a loss of events, and repairs the store', async () => {
@@ -241,47 +271,17 @@ describe('indexedDbPersistence: history stores on disk', () => {
     expect(recoveryReport(clean)?.corrupt).toEqual([])
   })
 
-  it('restores a late lane kept inside a checkpoint written before the lateLane store was used, and moves it there', async () => {
-    const factory = new IDBFactory()
-    const device = new Device()
-    const before = createEngine({ ...config, replicaId: 'old-version' }) as TidemarkEngine
-    before.ingest(device.readings(0, 30))
-    before.ingest(device.late(3))
-    // What the previous version stored: a schema-2 database, the lane inline in the checkpoint, empty history stores.
-    const db = await legacyDatabase(factory, 'inline-lane', 2, [...SCHEMA_1_STORES, 'lateLane', 'archive'])
-    await db.put('checkpoints', encodeCheckpoint({ upToLsn: 0, state: encodeEngineCheckpoint(before.checkpoint()) }).buffer, 0)
-    db.close()
-    const open = () => openEngine({ ...config, persistence: indexedDbPersistence({ name: 'inline-lane', indexedDB: factory }) })
-    const engine = await open()
-    expect(engine.lateEvents()).toEqual(before.lateEvents())
-    expect(engine.results()).toEqual(before.results())
-    // The next checkpoint (here the one close() takes after an op) moves the lane to its store.
-    await engine.ingest(device.readings(30, 31)).durable
-    await engine.close()
-    const check = await raw(factory, 'inline-lane')
-    expect(check.version).toBe(SCHEMA_VERSION)
-    expect(await check.getAllKeys('lateLane')).toEqual([0])
-    const [key] = await check.getAllKeys('checkpoints')
-    const envelope = decodeCheckpoint(new Uint8Array((await check.get('checkpoints', key as number)) as ArrayBuffer))
-    check.close()
-    expect(envelope.ok && decodeEngineCheckpoint(envelope.checkpoint.state).lateLane.entries).toEqual([])
-    expect((await open()).lateEvents()).toEqual(before.lateEvents())
-  })
-
-  it('upgrades a schema-1 database and starts using the late lane and archive stores', async () => {
-    const factory = new IDBFactory()
-    ;(await legacyDatabase(factory, 'schema-1', 1, SCHEMA_1_STORES)).close()
-    const persistence = indexedDbPersistence({ name: 'schema-1', indexedDB: factory })
-    const engine = await openEngine({ ...config, persistence })
-    const device = new Device()
-    engine.ingest(device.readings(0, 30))
-    engine.ingest(device.late(2))
-    await engine.close()
-    const db = await raw(factory, 'schema-1')
-    expect(db.version).toBe(SCHEMA_VERSION)
-    expect(await db.count('lateLane')).toBe(1)
-    expect(await db.count('archive')).toBe(1)
-    db.close()
+  it('refuses a checkpoint that does not say how many late-lane entries its store holds, naming the lsn', async () => {
+    const persistence = memoryPersistence()
+    await persistence.open()
+    const engine = createEngine(config) as TidemarkEngine
+    engine.ingest(new Device().readings(0, 30))
+    // The engine's own checkpoint, without what openEngine adds: the lane is inline, its store empty.
+    await persistence.checkpoint({ upToLsn: 0, state: encodeEngineCheckpoint(engine.checkpoint()) })
+    await persistence.close()
+    await expect(openEngine({ ...config, persistence })).rejects.toThrow(
+      /checkpoint at lsn 0 cannot be read \(it does not say how many late-lane entries are in the lateLane store\)/,
+    )
   })
 })
 
@@ -302,25 +302,40 @@ describe('FinalArchive', () => {
     basis: 'derived',
   })
 
-  it('keeps the latest change per window, and a retraction hides the window', () => {
-    const archive = new FinalArchive(10)
+  /** An archive over a Map, as a persistence would keep its records. */
+  function archiveOver(limit: number) {
+    const archive = finalArchive({ limit })
+    const stored = new Map<number, Uint8Array>()
+    const get = async (keys: readonly (readonly number[])[]) => keys.map((key) => stored.get(key[0] as number))
+    const checkpoint = () => {
+      const write = archive.plan()
+      for (const { key, bytes } of write?.put ?? []) stored.set(key[0], bytes)
+      for (const key of write?.remove ?? []) stored.delete(key[0])
+      write?.applied()
+      return write
+    }
+    return { archive, read: (query?: { from?: number }) => archive.read(query, get), checkpoint }
+  }
+
+  it('keeps the latest change per window, and a retraction hides the window', async () => {
+    const { archive, read, checkpoint } = archiveOver(10)
     archive.stage({ type: 'final', result: result(0) })
     archive.stage({ type: 'final', result: result(10) })
-    const write = archive.plan()
-    expect(write?.put.map((p) => p.key)).toEqual([[1, 2, 0, 10]])
-    archive.applied(write as NonNullable<typeof write>)
+    expect(checkpoint()?.put.map((p) => p.key)).toEqual([[1, 2, 0, 10]])
     // A peer's late cell corrected a final window (a finality violation); another was merged away.
     archive.stage({ type: 'final', result: result(0, 1) })
     archive.stage({ type: 'retract', result: result(10) })
-    const stored = [[{ type: 'final' as const, result: result(0) }, { type: 'final' as const, result: result(10) }]]
-    expect(archive.select(stored, archive.unwritten())).toEqual([result(0, 1)])
-    expect(archive.select(stored, archive.unwritten(), { from: 5 })).toEqual([])
+    expect(await read()).toEqual([result(0, 1)])
+    expect(await read({ from: 5 })).toEqual([])
+    checkpoint()
+    expect(await read()).toEqual([result(0, 1)])
+    expect(archive).toMatchObject({ records: 2, changes: 4, rotated: 0 })
   })
 
-  it('drops the oldest staged changes past the limit, and counts them', () => {
-    const archive = new FinalArchive(3)
+  it('drops the oldest staged changes past the limit, and counts them', async () => {
+    const { archive, read } = archiveOver(3)
     for (let start = 0; start < 50; start += 10) archive.stage({ type: 'final', result: result(start) })
-    expect(archive.select([], archive.unwritten()).map((r) => r.start)).toEqual([20, 30, 40])
+    expect((await read()).map((r) => r.start)).toEqual([20, 30, 40])
     expect(archive).toMatchObject({ changes: 3, rotated: 2 })
   })
 })

@@ -1,7 +1,9 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { ANOMALY_REASONS, type LateEvent, type WindowResult } from '@tidemark/engine'
+import { ARCHIVE_COLUMNS } from '../src/history/archiveColumns.ts'
 import { decodeHistoryRecord, encodeHistoryRecord } from '../src/history/historyRecord.ts'
+import { LATE_LANE_COLUMNS } from '../src/history/lateLaneColumns.ts'
 import type { ArchivedChange } from '../src/index.ts'
 import { name, streamEvent } from './arbitraries.ts'
 import { assertFreshSeeded } from '@tidemark/seeded-random/property'
@@ -44,9 +46,9 @@ describe('history records', () => {
   it('round-trip late events exactly: absent fields stay absent, lone surrogates and -0 survive', () => {
     assertFreshSeeded(
       fc.property(fc.nat({ max: 2 ** 40 }), fc.array(lateEvent, { maxLength: 30 }), (first, entries) => {
-        const bytes = encodeHistoryRecord('lateLane', first, entries)
-        expect(decodeHistoryRecord('lateLane', bytes)).toEqual({ ok: true, first, entries })
-        expect(decodeHistoryRecord('lateLane', unaligned(bytes))).toEqual({ ok: true, first, entries })
+        const bytes = encodeHistoryRecord(LATE_LANE_COLUMNS, first, entries)
+        expect(decodeHistoryRecord(LATE_LANE_COLUMNS, bytes)).toEqual({ ok: true, first, entries })
+        expect(decodeHistoryRecord(LATE_LANE_COLUMNS, unaligned(bytes))).toEqual({ ok: true, first, entries })
       }),
       FILE,
     )
@@ -55,8 +57,8 @@ describe('history records', () => {
   it('round-trip archived changes exactly', () => {
     assertFreshSeeded(
       fc.property(fc.nat({ max: 2 ** 40 }), fc.array(archivedChange, { maxLength: 30 }), (first, entries) => {
-        const bytes = encodeHistoryRecord('archive', first, entries)
-        const read = decodeHistoryRecord('archive', unaligned(bytes))
+        const bytes = encodeHistoryRecord(ARCHIVE_COLUMNS, first, entries)
+        const read = decodeHistoryRecord(ARCHIVE_COLUMNS, unaligned(bytes))
         expect(read).toEqual({ ok: true, first, entries })
         if (read.ok) for (const [i, change] of read.entries.entries()) expect(Object.is(change.result.start, entries[i]?.result.start)).toBe(true)
       }),
@@ -69,13 +71,13 @@ describe('history records', () => {
       { event: { id: 'a', source: 'd1', seq: 3, ts: 5, value: 1, key: 'k' }, window: 'tumbling:10', reason: 'beyond_lateness' },
       { event: { id: 'b\uD800', source: 'd1', ts: -0, value: 2 }, reason: 'beyond_lateness' },
     ]
-    const bytes = encodeHistoryRecord('lateLane', 7, entries)
+    const bytes = encodeHistoryRecord(LATE_LANE_COLUMNS, 7, entries)
     for (let at = 0; at < bytes.length; at++) {
       const damaged = bytes.slice()
       damaged[at] = (damaged[at] as number) ^ 0x5a
-      expect(decodeHistoryRecord('lateLane', damaged)).toMatchObject({ ok: false, reason: expect.any(String) })
-      expect(decodeHistoryRecord('lateLane', bytes.subarray(0, at))).toMatchObject({ ok: false })
+      expect(decodeHistoryRecord(LATE_LANE_COLUMNS, damaged)).toMatchObject({ ok: false, reason: expect.any(String) })
+      expect(decodeHistoryRecord(LATE_LANE_COLUMNS, bytes.subarray(0, at))).toMatchObject({ ok: false })
     }
-    expect(decodeHistoryRecord('archive', bytes)).toEqual({ ok: false, reason: 'record kind 1 is not archive' })
+    expect(decodeHistoryRecord(ARCHIVE_COLUMNS, bytes)).toEqual({ ok: false, reason: 'record kind 1 is not archive' })
   })
 })

@@ -11,8 +11,7 @@ import {
   QuotaError,
   SCHEMA_VERSION,
 } from '../src/index.ts'
-import { abortWithQuota, damage, failNextWrite, legacyDatabase, raw, SCHEMA_1_STORES } from './fakeStorage.ts'
-import { encodeFormat1Batch } from './walFormat1.ts'
+import { abortWithQuota, damage, failNextWrite, raw } from './fakeStorage.ts'
 import { ingestOp } from './walOps.ts'
 
 afterEach(() => {
@@ -176,24 +175,31 @@ describe('indexedDbPersistence', () => {
     expect(recovered).toMatchObject({ checkpoint: null, tail: [{ lsn: 1 }, { lsn: 2 }] })
   })
 
-  it('upgrades a v1 database created by hand and keeps its format-1 log', async () => {
+  it('creates a new database at SCHEMA_VERSION with its five stores', async () => {
     const factory = new IDBFactory()
-    const v1 = await legacyDatabase(factory, 'legacy', 1, SCHEMA_1_STORES)
-    await v1.put('wal', encodeFormat1Batch(1, events(1, 3)).buffer, 1)
-    v1.close()
-    const persistence = indexedDbPersistence({ name: 'legacy', indexedDB: factory })
-    expect((await persistence.open()).tail).toEqual([{ lsn: 1, op: ingestOp(events(1, 3), Number.NaN) }])
-    expect(await persistence.append(ingestOp(events(4, 1)))).toBe(2)
+    const persistence = indexedDbPersistence({ name: 'fresh', indexedDB: factory })
+    await persistence.open()
     await persistence.close()
-    const db = await raw(factory, 'legacy')
+    const db = await raw(factory, 'fresh')
     expect(db.version).toBe(SCHEMA_VERSION)
     expect([...db.objectStoreNames].sort()).toEqual(['archive', 'checkpoints', 'lateLane', 'meta', 'wal'])
+    db.close()
+  })
+
+  it('refuses a database of its version that lacks its stores, naming them', async () => {
+    const factory = new IDBFactory()
+    const request = factory.open('foreign', SCHEMA_VERSION)
+    request.onupgradeneeded = () => request.result.createObjectStore('wal')
+    ;(await wrap(request))?.close()
+    await expect(indexedDbPersistence({ name: 'foreign', indexedDB: factory }).open()).rejects.toThrow(
+      'indexedDbPersistence("foreign"): the database lacks the stores checkpoints, meta, lateLane, archive of schema 1: another program made it; use another name',
+    )
   })
 
   it('explains a database written by a newer schema', async () => {
     const factory = new IDBFactory()
     ;(await wrap(factory.open('future', SCHEMA_VERSION + 1)))?.close()
-    await expect(indexedDbPersistence({ name: 'future', indexedDB: factory }).open()).rejects.toThrow(/newer than 2/)
+    await expect(indexedDbPersistence({ name: 'future', indexedDB: factory }).open()).rejects.toThrow(/newer than 1/)
   })
 
   it('stops writing once another connection upgrades the schema', async () => {
@@ -216,5 +222,12 @@ describe('indexedDbPersistence', () => {
   it('says what to do when there is no IndexedDB', () => {
     vi.stubGlobal('indexedDB', undefined)
     expect(() => indexedDbPersistence({ name: 'nowhere' })).toThrow(/no IndexedDB here; pass options.indexedDB/)
+  })
+
+  it('says what to do when IDBKeyRange is not a global (Node without fake-indexeddb/auto)', () => {
+    vi.stubGlobal('IDBKeyRange', undefined)
+    expect(() => indexedDbPersistence({ name: 'bare', indexedDB: new IDBFactory() })).toThrow(
+      `indexedDbPersistence("bare"): IDBKeyRange is not a global here; in Node, import 'fake-indexeddb/auto' first`,
+    )
   })
 })

@@ -15,16 +15,14 @@ import {
 import {
   indexedDbPersistence,
   isQuotaError,
-  memoryPersistence,
   openEngine,
   type OpenEngineOptions,
   QuotaError,
   recoveryReport,
-  SCHEMA_VERSION,
 } from '../src/index.ts'
+import { memoryPersistence } from '../src/memory.ts'
 import { reading, visibleState, whenDurable } from '@tidemark/engine/testing'
-import { damage, fillDisk, legacyDatabase, raw, SCHEMA_1_STORES } from './fakeStorage.ts'
-import { encodeFormat1Batch } from './walFormat1.ts'
+import { damage, fillDisk, raw } from './fakeStorage.ts'
 
 const _FILE = 'packages/idb/test/openEngine.test.ts'
 
@@ -288,26 +286,6 @@ describe('openEngine: identity and upgrades', () => {
   it('uses a replica id given for a new log', async () => {
     const engine = await open(new IDBFactory(), 'given', { replicaId: 'tab-7' })
     expect(recoveryReport(engine)?.replicaId).toBe('tab-7')
-  })
-
-  it('opens a schema-1 database holding format-1 records, and upgrades it', async () => {
-    const factory = new IDBFactory()
-    const v1 = await legacyDatabase(factory, 'legacy', 1, SCHEMA_1_STORES)
-    await v1.put('wal', encodeFormat1Batch(1, batch(1, 3)).buffer, 1)
-    await v1.put('wal', encodeFormat1Batch(2, batch(4, 2)).buffer, 2)
-    v1.close()
-    const engine = await open(factory, 'legacy')
-    const reference = createEngine(config)
-    reference.ingest(batch(1, 3))
-    reference.ingest(batch(4, 2))
-    expect(engine.results()).toEqual(reference.results())
-    expect(recoveryReport(engine)).toMatchObject({ replayedRecords: 2, replayedEvents: 5, corrupt: [] })
-    await engine.ingest(batch(6, 1)).durable
-    await engine.close()
-    const db = await raw(factory, 'legacy')
-    expect(db.version).toBe(SCHEMA_VERSION)
-    db.close()
-    expect(count(await open(factory, 'legacy'))).toBe(6)
   })
 
   it('refuses a checkpoint written for other windows, and closes the log', async () => {

@@ -6,7 +6,9 @@ import 'fake-indexeddb/auto'
 import { IDBFactory } from 'fake-indexeddb'
 import { describe, expect, it, vi } from 'vitest'
 import { tumbling } from '@tidemark/engine'
-import { indexedDbPersistence, memoryPersistence, openEngine, type OpenEngineOptions } from '../src/index.ts'
+import { indexedDbPersistence, openEngine, type OpenEngineOptions } from '../src/index.ts'
+import { finalArchive } from '../src/archive.ts'
+import { memoryPersistence } from '../src/memory.ts'
 
 const windows = tumbling(10)
 
@@ -39,18 +41,31 @@ describe('persistence options', () => {
     const make = (extra: Record<string, unknown>) => () => indexedDbPersistence({ name: 'db', indexedDB, ...extra } as never)
     expect(make({ durabilty: 'strict' })).toThrow("indexedDbPersistence: unknown option 'durabilty' (did you mean 'durability'?)")
     expect(make({ durability: 'fast' })).toThrow(/durability must be 'default', 'strict' or 'relaxed', got fast/)
-    expect(make({ archiveLimit: -1 })).toThrow(/archiveLimit must be an integer >= 0/)
+    expect(make({ archive: 100 })).toThrow(/archive must be made by finalArchive\(\) from @tidemark\/idb\/archive, got 100/)
     expect(make({ coalesce: 1 })).toThrow(/coalesce must be true or false/)
     expect(make({ claim: 'dash-1' })).toThrow(/claim must be the SourceClaim from claimSource\(\)/)
     expect(make({ indexedDB: {} })).toThrow(/indexedDB must be an IDBFactory/)
     expect(make({ checkpointEvery: { ms: Number.NaN } })).toThrow(/checkpointEvery.ms must be a number > 0/)
     expect(make({ name: '' })).toThrow(/name must be a non-empty string/)
-    expect(make({ durability: 'strict', archiveLimit: 0, coalesce: false })).not.toThrow()
+    expect(make({ durability: 'strict', archive: finalArchive(), coalesce: false })).not.toThrow()
   })
 
   it('memoryPersistence names the bad option', () => {
-    expect(() => memoryPersistence({ archiveLimt: 5 } as never)).toThrow("memoryPersistence: unknown option 'archiveLimt' (did you mean 'archiveLimit'?)")
-    expect(() => memoryPersistence({ archiveLimit: 1.5 })).toThrow(/archiveLimit must be an integer >= 0/)
+    expect(() => memoryPersistence({ archiv: finalArchive() } as never)).toThrow("memoryPersistence: unknown option 'archiv' (did you mean 'archive'?)")
+    expect(() => memoryPersistence({ archive: {} as never })).toThrow(/memoryPersistence: archive must be made by finalArchive\(\)/)
     expect(() => memoryPersistence({ checkpointEvery: { events: '5' as never } })).toThrow(/checkpointEvery.events must be a number > 0/)
+  })
+
+  it('finalArchive names the bad option, and belongs to one persistence', () => {
+    expect(() => finalArchive({ limt: 5 } as never)).toThrow("finalArchive: unknown option 'limt' (did you mean 'limit'?)")
+    expect(() => finalArchive({ limit: 0 })).toThrow(/finalArchive: limit must be an integer >= 1 of changes \(leave the archive out to keep none\), got 0/)
+    expect(() => finalArchive({ limit: 1.5 })).toThrow(/limit must be an integer >= 1/)
+    expect(() => finalArchive(null as never)).toThrow(/finalArchive options must be an object/)
+    const archive = finalArchive()
+    indexedDbPersistence({ name: 'first', indexedDB: new IDBFactory(), archive })
+    expect(() => indexedDbPersistence({ name: 'second', indexedDB: new IDBFactory(), archive })).toThrow(
+      'indexedDbPersistence("second"): this finalArchive() is the archive of indexedDbPersistence("first") already; give each persistence its own',
+    )
+    expect(() => memoryPersistence({ archive })).toThrow(/memoryPersistence: this finalArchive\(\) is the archive of/)
   })
 })

@@ -2,7 +2,8 @@ import 'fake-indexeddb/auto'
 import { IDBFactory } from 'fake-indexeddb'
 import { describe, expect, it } from 'vitest'
 import type { StreamEvent } from '@tidemark/engine'
-import { indexedDbPersistence, memoryPersistence, type Persistence } from '../src/index.ts'
+import { indexedDbPersistence, type Persistence } from '../src/index.ts'
+import { memoryPersistence } from '../src/memory.ts'
 import { ingestOp } from './walOps.ts'
 
 /** A persistence under test plus how to get at the same log again, as a reload would. */

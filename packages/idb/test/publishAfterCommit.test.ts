@@ -18,7 +18,8 @@ import {
   tumbling,
   type WalOp,
 } from '@tidemark/engine'
-import { indexedDbPersistence, memoryPersistence, openEngine, type Persistence, recoveryReport } from '../src/index.ts'
+import { indexedDbPersistence, openEngine, type Persistence, recoveryReport } from '../src/index.ts'
+import { memoryPersistence } from '../src/memory.ts'
 import { reading } from '@tidemark/engine/testing'
 import { DurableFrontier } from '../src/wal/durableFrontier.ts'
 import { bindDoc } from '@tidemark/yjs'
@@ -89,7 +90,6 @@ class HeldCommits implements Persistence {
   }
 
   checkpoint = (checkpoint: Parameters<Persistence['checkpoint']>[0]) => this.inner.checkpoint(checkpoint)
-  archiveFinal = (change: Parameters<Persistence['archiveFinal']>[0]) => this.inner.archiveFinal(change)
   archive = (query?: Parameters<Persistence['archive']>[0]) => this.inner.archive(query)
   putMeta = (key: string, value: string) => this.inner.putMeta(key, value)
   stats = () => this.inner.stats()

@@ -4,9 +4,8 @@ import { describe, expect, it } from 'vitest'
 import { packCellGroup, type StreamEvent } from '@tidemark/engine'
 import { crc32 } from '../src/wal/crc32.ts'
 import { decodeCheckpoint, decodeWalRecord, encodeCheckpoint, encodeWalRecord } from '../src/index.ts'
-import { batch, lsn, walOp } from './arbitraries.ts'
+import { lsn, walOp } from './arbitraries.ts'
 import { assertFreshSeeded } from '@tidemark/seeded-random/property'
-import { encodeFormat1Batch } from './walFormat1.ts'
 import { ingestOp } from './walOps.ts'
 
 const FILE = 'packages/idb/test/walCodec.test.ts'
@@ -20,10 +19,6 @@ const sample: StreamEvent[] = [
 
 const TOMBSTONE = { count: 0, sum: 0, min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY, maxTs: Number.NEGATIVE_INFINITY, version: 7 }
 const CLOCK = { source: 'd1', writer: 'r1', maxTs: 10, prefix: 3, prefixTs: Number.NEGATIVE_INFINITY, provable: false, version: 4 }
-
-/** lsn 5, merge at now 9: d1's tombstone for '__proto__' at -60000, d2's 'temp' and 'hum' at 0, the clock above. */
-const LOOSE_MERGE_RECORD =
-  'VE1XTAIAAwAAAAAAAAAUQAAAAAAAACJAAAAAAAMAAAABAAAAAAAAAAcAAAAkAAAAAAAAAAAAAADXCq2YGH1tGAAAAAAATO3AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAEAAAAAAAADwPwAAAAAAAAAAAAAAAAAADEAAAAAAAABEQAAAAAAAAPB/AAAAAAAA8D8AAAAAAABEQAAAAAAAAPD/AAAAAAAABEAAAAAAAABEQAAAAAAAAPD/AAAAAOBL7UAAAAAAAAAkQAAAAAAAABxAAAAAAAAACEAAAAAAAAAAQAAAAAAAACRAAAAAAAAACEAAAAAAAADw/wAAAAAAABBAAAAAAAAAAAAAAAAAAQAAAAMAAAAFAAAAAgAAAAQAAAAEAAAAAgAAAAYAAAAAAAAADgAAAAkAAAACAAAABAAAAAIAAAADAAAAAgAAAHR1bWJsaW5nOjYwMDAwX19wcm90b19fZDF0ZW1wZDJodW1yMQ=='
 
 /** The same bytes at an odd offset inside a larger buffer, as a view into stored data may be. */
 function unaligned(bytes: Uint8Array): Uint8Array {
@@ -83,26 +78,6 @@ describe('walCodec: log records', () => {
     expect(hundred.length - one.length).toBe(99 * (6 * 8 + 4 + 4) + keys.slice(1).reduce((sum, key) => sum + key.length, 0))
   })
 
-  it('reads a merge written as loose cells (before groups) back grouped', () => {
-    // Written by the loose-cell encoder this codec had until groups: two sources, three cells.
-    const loose = Uint8Array.from(atob(LOOSE_MERGE_RECORD), (ch) => ch.charCodeAt(0))
-    const temp = { count: 2, sum: 3.5, min: 1, max: 2.5, maxTs: 59_999, version: 3 }
-    const hum = { count: 1, sum: 40, min: 40, max: 40, maxTs: 10, version: 2 }
-    expect(decodeWalRecord(loose)).toEqual({
-      ok: true,
-      lsn: 5,
-      op: {
-        kind: 'merge',
-        now: 9,
-        groups: [
-          packCellGroup('tumbling:60000', -60_000, 'd1', ['__proto__'], [TOMBSTONE]),
-          packCellGroup('tumbling:60000', 0, 'd2', ['temp', 'hum'], [temp, hum]),
-        ],
-        clocks: [CLOCK],
-      },
-    })
-  })
-
   it('refuses to encode a group whose columns do not fit its keys', () => {
     const group = { window: 'w', start: 0, source: 'd1', keys: ['a', 'b'], columns: new Float64Array(6) }
     expect(() => encodeWalRecord(1, { kind: 'merge', now: 0, groups: [group], clocks: [] })).toThrow(RangeError)
@@ -114,15 +89,6 @@ describe('walCodec: log records', () => {
     expect(() => encodeWalRecord(1, op({ invalid_ts: 2 ** 32 }))).toThrow(RangeError)
   })
 
-  it('reads format-1 records as ingest ops without processing time', () => {
-    assertFreshSeeded(
-      fc.property(lsn, batch, (recordLsn, events) => {
-        expect(decodeWalRecord(encodeFormat1Batch(recordLsn, events))).toEqual({ ok: true, lsn: recordLsn, op: ingestOp(events, Number.NaN) })
-      }),
-      FILE,
-    )
-  })
-
   it('stores a repeated string once', () => {
     const many = Array.from({ length: 100 }, (_, i): StreamEvent => ({ id: `e${i}`, source: 'same-source', key: 'same-key', ts: i, value: i }))
     const once = encodeWalRecord(1, ingestOp(many.slice(0, 1))).length
@@ -132,7 +98,8 @@ describe('walCodec: log records', () => {
   })
 
   it('reports every single changed byte of a record as corrupt', () => {
-    for (const bytes of [encodeWalRecord(3, ingestOp(sample)), encodeFormat1Batch(3, sample)]) {
+    const merge: WalOp = { kind: 'merge', now: 9, groups: [packCellGroup('tumbling:60000', -60_000, 'd1', ['__proto__'], [TOMBSTONE])], clocks: [CLOCK] }
+    for (const bytes of [encodeWalRecord(3, ingestOp(sample)), encodeWalRecord(4, merge)]) {
       for (let at = 0; at < bytes.length; at++) {
         const damaged = bytes.slice()
         damaged[at] = (damaged[at] as number) ^ 0x5a

@@ -3,7 +3,7 @@
  * (fake-indexeddb): the first render already shows what the engine held
  * before the tab went away.
  */
-// idb needs the IndexedDB interfaces as globals; each test still opens its own factory.
+// indexedDbPersistence needs IDBKeyRange as a global; each test still opens its own factory.
 import 'fake-indexeddb/auto'
 import { createManualScheduler, type Engine, type EngineOptions, type StreamEvent, tumbling } from '@tidemark/engine'
 import { indexedDbPersistence, openEngine } from '@tidemark/idb'

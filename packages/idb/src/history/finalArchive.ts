@@ -1,56 +1,61 @@
 import type { WindowResult } from '@tidemark/engine'
-import { compareResults } from '@tidemark/engine/adapter'
-import { encodeHistoryRecord } from './historyRecord.ts'
-import type { ArchivedChange, ArchiveQuery } from '../store/persistence.ts'
+import { assertKnownOptions, compareResults } from '@tidemark/engine/adapter'
+import { notBytes, storedBytes } from '../store/storedBytes.ts'
+import type { ArchivedChange, ArchiveQuery, CorruptRecord } from '../store/persistence.ts'
+import { ARCHIVE_COLUMNS } from './archiveColumns.ts'
+import type { ArchiveKey, ArchivePort, ArchiveWrite } from './archivePort.ts'
+import { decodeHistoryRecord, encodeHistoryRecord } from './historyRecord.ts'
 
 /**
  * Changes the archive keeps by default (about 80 bytes each as stored).
  *
  * @example
  * DEFAULT_ARCHIVE_LIMIT // 100000
- * indexedDbPersistence({ name: 'tidemark:d1', archiveLimit: 4 * DEFAULT_ARCHIVE_LIMIT })
+ * finalArchive({ limit: 4 * DEFAULT_ARCHIVE_LIMIT })
  */
 export const DEFAULT_ARCHIVE_LIMIT = 100_000
-
-/**
- * Checks an `archiveLimit` option (`where` names the function): an integer >= 0, 0 turning
- * the archive off. Throws a RangeError.
- *
- * @example
- * checkArchiveLimit(-1, 'memoryPersistence') // RangeError: memoryPersistence: archiveLimit must be an integer >= 0 ...
- */
-export function checkArchiveLimit(limit: unknown, where: string): void {
-  if (limit === undefined) return
-  if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 0) {
-    throw new RangeError(`${where}: archiveLimit must be an integer >= 0 of changes (0 turns the archive off), got ${String(limit)}`)
-  }
-}
 
 /** Most changes in one archive record: rotation drops whole records, so this is its granularity. */
 export const ARCHIVE_RECORD_CHANGES = 4096
 
-/** Meta key of the count of changes rotation dropped. */
-export const ARCHIVE_ROTATED_KEY = 'archiveRotated'
-
 /**
- * Key of one archive record: its sequence number, how many changes it holds and the range
- * of window starts they cover, so rotation and range queries need keys only.
+ * Options of `finalArchive`; all optional.
+ *
+ * @example
+ * const options: FinalArchiveOptions = { limit: 50_000 }
  */
-export type ArchiveKey = readonly [seq: number, count: number, minStart: number, maxStart: number]
-
-/** What one checkpoint does to the `archive` store, in its transaction. */
-export interface ArchiveWrite {
-  readonly put: readonly { readonly key: ArchiveKey; readonly bytes: Uint8Array<ArrayBuffer> }[]
-  /** Oldest records dropped to stay within the limit. */
-  readonly remove: readonly ArchiveKey[]
-  /** The rotation count to store with this write (the count at plan time plus `remove`). */
-  readonly rotated: number
-  readonly changes: readonly ArchivedChange[]
+export interface FinalArchiveOptions {
+  /** Most changes kept (default 100,000, about 8 MB); the oldest records go first. */
+  readonly limit?: number
 }
 
 /**
- * The final-window archive's bookkeeping, shared by every persistence: changes staged since
- * they were written, the keys of stored records, and the rotation policy.
+ * The final-window archive, for the `archive` option of `indexedDbPersistence` or
+ * `memoryPersistence`: every window result that turns final (and a later change to a final
+ * window, from a peer) is staged as it happens and written with the next checkpoint;
+ * `persistence.archive(query)` reads it back, also for windows that left live state through
+ * `retention`. Bounded by `limit`: each checkpoint drops the oldest records beyond it, counted
+ * in `persistence.stats().archiveRotated`. One archive per persistence.
+ *
+ * @example
+ * import { finalArchive } from '@tidemark/idb/archive'
+ * const persistence = indexedDbPersistence({ name: claim.database, claim, archive: finalArchive() })
+ * const engine = await openEngine({ windows: tumbling(60_000), persistence })
+ * const lastWeek = await persistence.archive({ key: 'temp', from: Date.now() - 7 * 86_400_000 })
+ */
+export function finalArchive(options: FinalArchiveOptions = {}): ArchivePort {
+  if (typeof options !== 'object' || options === null) throw new TypeError(`finalArchive options must be an object { limit? }, got ${String(options)}`)
+  assertKnownOptions('finalArchive', options, ['limit'])
+  const { limit = DEFAULT_ARCHIVE_LIMIT } = options
+  if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1) {
+    throw new RangeError(`finalArchive: limit must be an integer >= 1 of changes (leave the archive out to keep none), got ${String(limit)}`)
+  }
+  return new FinalArchive(limit)
+}
+
+/**
+ * The archive's bookkeeping: changes staged since they were written, the keys of stored
+ * records, and the rotation policy.
  *
  * Policy: the archive keeps at most `limit` changes (stored plus staged). Staged changes
  * are deduplicated per window (the latest wins). Each checkpoint writes the staged changes
@@ -58,28 +63,36 @@ export interface ArchiveWrite {
  * the store would exceed the limit; when more than `limit` are staged at once, the oldest
  * staged ones go. Every dropped change is counted (`rotated`, kept in `meta`).
  */
-export class FinalArchive {
+export class FinalArchive implements ArchivePort {
   readonly limit: number
+  #owner: string | null = null
   /** Stored records, by seq ascending. */
   #stored: ArchiveKey[] = []
   #storedChanges = 0
   #nextSeq = 1
   #rotated = 0
+  /** Keys of corrupt records `read` reported. */
+  readonly #corrupt = new Set<string>()
   /** Changes not yet in a committed record, by window identity; insertion order is age. */
   readonly #unwritten = new Map<string, ArchivedChange>()
 
   constructor(limit: number) {
-    if (!Number.isSafeInteger(limit) || limit < 0) throw new RangeError(`archiveLimit must be a safe integer >= 0, got ${limit}`)
     this.limit = limit
   }
 
-  /** Takes the stored keys (valid ones; the rest are returned) and the rotation count, as `open()` found them. */
-  load(keys: readonly unknown[], rotated: string | undefined): unknown[] {
-    const invalid: unknown[] = []
+  attach(owner: string): void {
+    if (this.#owner !== null) {
+      throw new Error(`${owner}: this finalArchive() is the archive of ${this.#owner} already; give each persistence its own`)
+    }
+    this.#owner = owner
+  }
+
+  load(keys: readonly unknown[], rotated: string | undefined): CorruptRecord[] {
+    const invalid: CorruptRecord[] = []
     this.#stored = []
     this.#storedChanges = 0
     for (const key of keys) {
-      if (!isArchiveKey(key)) invalid.push(key)
+      if (!isArchiveKey(key)) invalid.push({ store: 'archive', key: String(key), reason: 'key is not [seq, count, minStart, maxStart]' })
       else {
         this.#stored.push(key)
         this.#storedChanges += key[1]
@@ -106,8 +119,11 @@ export class FinalArchive {
     return this.#rotated
   }
 
+  get corrupt(): number {
+    return this.#corrupt.size
+  }
+
   stage(change: ArchivedChange): void {
-    if (this.limit === 0) return
     const id = identity(change.result)
     // Re-inserted, so that insertion order stays the age of the latest change per window.
     this.#unwritten.delete(id)
@@ -119,7 +135,6 @@ export class FinalArchive {
     }
   }
 
-  /** Records for every change not yet written, and the oldest records rotation drops; null when there is nothing to do. */
   plan(): ArchiveWrite | null {
     if (this.#unwritten.size === 0) return null
     const changes = [...this.#unwritten.values()]
@@ -133,7 +148,7 @@ export class FinalArchive {
         if (result.start < minStart) minStart = result.start
         if (result.start > maxStart) maxStart = result.start
       }
-      put.push({ key: [seq, chunk.length, minStart, maxStart], bytes: encodeHistoryRecord('archive', seq, chunk) })
+      put.push({ key: [seq, chunk.length, minStart, maxStart], bytes: encodeHistoryRecord(ARCHIVE_COLUMNS, seq, chunk) })
       seq++
     }
     const remove: ArchiveKey[] = []
@@ -145,43 +160,16 @@ export class FinalArchive {
       total -= key[1]
       rotated += key[1]
     }
-    return { put, remove, rotated, changes }
+    return { put, remove, rotated, applied: () => this.#applied(put, remove, changes) }
   }
 
-  /** The write committed: its records are stored, its changes no longer pending. */
-  applied(write: ArchiveWrite): void {
-    const removed = new Set(write.remove.map((key) => key[0]))
-    this.#stored = this.#stored.filter((key) => !removed.has(key[0]))
-    for (const key of write.remove) this.#storedChanges -= key[1]
-    for (const { key } of write.put) {
-      this.#stored.push(key)
-      this.#storedChanges += key[1]
-      if (key[0] >= this.#nextSeq) this.#nextSeq = key[0] + 1
-    }
-    for (const key of write.remove) this.#rotated += key[1]
-    for (const change of write.changes) {
-      const id = identity(change.result)
-      if (this.#unwritten.get(id) === change) this.#unwritten.delete(id)
-    }
-  }
-
-  /** Keys of the stored records that may hold windows `query` asks for, oldest first. */
-  keysFor(query: ArchiveQuery = {}): ArchiveKey[] {
+  async read(query: ArchiveQuery = {}, get: (keys: readonly ArchiveKey[]) => Promise<readonly unknown[]>): Promise<WindowResult[]> {
+    // Taken together, before the read: a checkpoint committing meanwhile moves changes from one to the other.
     const from = query.from ?? Number.NEGATIVE_INFINITY
     const to = query.to ?? Number.POSITIVE_INFINITY
-    return this.#stored.filter((key) => key[3] >= from && key[2] < to)
-  }
-
-  /** The changes no records hold yet, oldest first: take them with `keysFor`, before reading those records. */
-  unwritten(): ArchivedChange[] {
-    return [...this.#unwritten.values()]
-  }
-
-  /**
-   * The latest final result per window matching `query`, from stored records (oldest
-   * first, as `keysFor` listed them) and then the changes `unwritten()` gave at that time.
-   */
-  select(stored: readonly (readonly ArchivedChange[])[], unwritten: readonly ArchivedChange[], query: ArchiveQuery = {}): WindowResult[] {
+    const keys = this.#stored.filter((key) => key[3] >= from && key[2] < to)
+    const unwritten = [...this.#unwritten.values()]
+    const values = await get(keys)
     const latest = new Map<string, ArchivedChange>()
     const take = (change: ArchivedChange) => {
       if (!matches(change.result, query)) return
@@ -189,12 +177,48 @@ export class FinalArchive {
       latest.delete(id)
       latest.set(id, change)
     }
-    for (const changes of stored) for (const change of changes) take(change)
+    keys.forEach((key, i) => {
+      const value = values[i]
+      // Rotation dropped it while this read waited for a checkpoint's transaction.
+      if (value === undefined) return
+      const read = readArchiveRecord(key, value)
+      // Reported once, through stats(); the record stays until rotation drops it.
+      if (typeof read === 'string') this.#corrupt.add(key.join(','))
+      else for (const change of read) take(change)
+    })
     for (const change of unwritten) take(change)
     const results: WindowResult[] = []
     for (const change of latest.values()) if (change.type === 'final') results.push(change.result)
     return results.sort(compareResults)
   }
+
+  #applied(put: ArchiveWrite['put'], remove: readonly ArchiveKey[], changes: readonly ArchivedChange[]): void {
+    const removed = new Set(remove.map((key) => key[0]))
+    this.#stored = this.#stored.filter((key) => !removed.has(key[0]))
+    for (const key of remove) {
+      this.#storedChanges -= key[1]
+      this.#rotated += key[1]
+    }
+    for (const { key } of put) {
+      this.#stored.push(key)
+      this.#storedChanges += key[1]
+      if (key[0] >= this.#nextSeq) this.#nextSeq = key[0] + 1
+    }
+    for (const change of changes) {
+      const id = identity(change.result)
+      if (this.#unwritten.get(id) === change) this.#unwritten.delete(id)
+    }
+  }
+}
+
+/** The changes of one stored record, or why it is corrupt. */
+function readArchiveRecord(key: ArchiveKey, value: unknown): readonly ArchivedChange[] | string {
+  const bytes = storedBytes(value)
+  if (bytes === null) return notBytes(value)
+  const read = decodeHistoryRecord(ARCHIVE_COLUMNS, bytes)
+  if (!read.ok) return read.reason
+  if (read.first !== key[0] || read.entries.length !== key[1]) return `record holds ${read.entries.length} changes as number ${read.first}`
+  return read.entries
 }
 
 function isArchiveKey(key: unknown): key is ArchiveKey {

@@ -1,5 +1,6 @@
 import type { LateEvent } from '@tidemark/engine'
 import { encodeHistoryRecord } from './historyRecord.ts'
+import { LATE_LANE_COLUMNS } from './lateLaneColumns.ts'
 import type { LateLaneRecord, LateLaneSnapshot } from '../store/persistence.ts'
 
 /** Past this many records, the next checkpoint writes the lane whole, as one record. */
@@ -111,5 +112,5 @@ function lastEnd(ranges: readonly Range[]): number {
 
 function record(from: number, entries: readonly LateEvent[]): LateLaneWrite['put'] {
   if (entries.length === 0) return null
-  return { from, count: entries.length, bytes: encodeHistoryRecord('lateLane', from, entries) }
+  return { from, count: entries.length, bytes: encodeHistoryRecord(LATE_LANE_COLUMNS, from, entries) }
 }

@@ -1,27 +1,15 @@
-import type { WalOp } from '@tidemark/engine'
-import type { IDBPDatabase } from 'idb'
-import type { WindowResult } from '@tidemark/engine'
-import { encodeCheckpoint } from '../checkpoint/checkpointEnvelope.ts'
+import type { WalOp, WindowResult } from '@tidemark/engine'
 import { assertKnownOptions } from '@tidemark/engine/adapter'
 import { checkpointPolicy } from '../checkpoint/checkpointPolicy.ts'
-import { ARCHIVE_ROTATED_KEY, checkArchiveLimit, DEFAULT_ARCHIVE_LIMIT, FinalArchive } from '../history/finalArchive.ts'
-import {
-  archiveWrites,
-  errorName,
-  type LogStore,
-  type LogWrite,
-  laneWrites,
-  openDatabase,
-  type TidemarkSchema,
-} from './indexedDbSchema.ts'
-import { LateLaneRecords } from '../history/lateLaneRecords.ts'
+import { type ArchivePort, checkArchive } from '../history/archivePort.ts'
+import { committed, requested } from './idbRequests.ts'
+import { archiveWrites, errorName, type LogStore, type LogWrite, laneWrites, openDatabase } from './indexedDbSchema.ts'
 import type {
   ArchivedChange,
   ArchiveQuery,
   Checkpoint,
   CheckpointPolicy,
   CorruptRecord,
-  LateLaneRecord,
   Persistence,
   PersistenceStats,
   RecoveredLog,
@@ -30,7 +18,7 @@ import { markClosed, markOpen } from './openDatabases.ts'
 import { isQuotaExceeded, QuotaError } from './quotaError.ts'
 import { encodeWalRecord } from '../wal/walCodec.ts'
 import { WalCatalog } from '../wal/walCatalog.ts'
-import { isCorrupt, readArchiveRecord, readCheckpoint, readLateLaneRecord, readTail } from '../wal/walRecovery.ts'
+import { readCheckpoint } from '../wal/walRecovery.ts'
 
 /** An encoded record waiting for its transaction. */
 interface PendingAppend {
@@ -44,7 +32,7 @@ interface PendingAppend {
  * Options of `indexedDbPersistence`: only `name` is required.
  *
  * @example
- * indexedDbPersistence({ name: `tidemark-${claim.source}`, claim, durability: 'strict', archiveLimit: 0 })
+ * indexedDbPersistence({ name: claim.database, claim, durability: 'strict', archive: finalArchive() })
  */
 export interface IndexedDbPersistenceOptions {
   /** Database name; one per tab's source, so two tabs never share a log. */
@@ -68,24 +56,25 @@ export interface IndexedDbPersistenceOptions {
    */
   readonly durability?: IDBTransactionDurability
   /**
-   * Most changes the final-window archive keeps (default 100,000, about 8 MB; 0 turns it
-   * off). Oldest records go first; see `persistence.archive()`.
+   * The final-window archive, `finalArchive()` from `@tidemark/idb/archive`: final window
+   * results kept past `retention`, read with `persistence.archive(query)`. Without it, no
+   * history is kept and `archive(query)` rejects.
    */
-  readonly archiveLimit?: number
+  readonly archive?: ArchivePort
 }
 
 /**
  * A `Persistence` over IndexedDB (docs/durability.md). Each journal operation is one columnar
  * record; `append` resolves only after its transaction committed; a checkpoint, the
- * truncation behind it, the late lane and the staged final-window archive commit together;
+ * truncation behind it, the late lane and the staged final-window archive (when there is one) commit together;
  * `open()` skips and reports corrupt records.
  *
- * The `idb` wrapper needs the IndexedDB interfaces as globals (`IDBDatabase`,
- * `IDBKeyRange`, ...): browsers have them; in Node, `import 'fake-indexeddb/auto'`.
+ * Key ranges need `IDBKeyRange` as a global: browsers have it; in Node,
+ * `import 'fake-indexeddb/auto'`.
  *
  * @example
  * const claim = await claimSource({ prefix: 'dashboard' })
- * const persistence = indexedDbPersistence({ name: claim.database, claim })
+ * const persistence = indexedDbPersistence({ name: claim.database, claim, archive: finalArchive() })
  * const engine = await openEngine({ windows: tumbling(60_000), persistence })
  * const history = await persistence.archive({ key: 'temp' }) // final windows, also past retention
  */
@@ -94,18 +83,16 @@ export function indexedDbPersistence(options: IndexedDbPersistenceOptions): Pers
   const factory = options.indexedDB ?? globalThis.indexedDB
   if (factory === undefined) {
     throw new Error(
-      `indexedDbPersistence("${options.name}"): no IndexedDB here; pass options.indexedDB (in Node, new IDBFactory() from fake-indexeddb) or use memoryPersistence()`,
+      `indexedDbPersistence("${options.name}"): no IndexedDB here; pass options.indexedDB (in Node, new IDBFactory() from fake-indexeddb) or use memoryPersistence() from @tidemark/idb/memory`,
     )
   }
-  if (typeof IDBDatabase === 'undefined' || typeof IDBKeyRange === 'undefined') {
-    throw new Error(
-      `indexedDbPersistence("${options.name}"): the idb package needs the IndexedDB interfaces (IDBDatabase, IDBKeyRange, ...) as globals; in Node, import 'fake-indexeddb/auto' first`,
-    )
+  if (typeof IDBKeyRange === 'undefined') {
+    throw new Error(`indexedDbPersistence("${options.name}"): IDBKeyRange is not a global here; in Node, import 'fake-indexeddb/auto' first`)
   }
-  return new IndexedDbPersistence(options, factory, checkpointPolicy(options.checkpointEvery), new FinalArchive(options.archiveLimit ?? DEFAULT_ARCHIVE_LIMIT))
+  return new IndexedDbPersistence(options, factory, checkpointPolicy(options.checkpointEvery))
 }
 
-const OPTION_KEYS: readonly (keyof IndexedDbPersistenceOptions)[] = ['name', 'indexedDB', 'checkpointEvery', 'claim', 'coalesce', 'durability', 'archiveLimit']
+const OPTION_KEYS: readonly (keyof IndexedDbPersistenceOptions)[] = ['name', 'indexedDB', 'checkpointEvery', 'claim', 'coalesce', 'durability', 'archive']
 const DURABILITIES: readonly IDBTransactionDurability[] = ['default', 'strict', 'relaxed']
 
 /** Throws a TypeError or RangeError naming the first bad option. */
@@ -126,7 +113,7 @@ function checkOptions(options: IndexedDbPersistenceOptions): void {
   if (durability !== undefined && !DURABILITIES.includes(durability)) {
     throw new RangeError(`${where}: durability must be 'default', 'strict' or 'relaxed', got ${String(durability)}`)
   }
-  checkArchiveLimit(options.archiveLimit, where)
+  checkArchive(options.archive, where)
 }
 
 class IndexedDbPersistence implements Persistence {
@@ -136,23 +123,24 @@ class IndexedDbPersistence implements Persistence {
   readonly #claim: { readonly held: boolean } | null
   readonly #coalesce: boolean
   readonly #durability: IDBTransactionDurability
-  readonly #ledger = new WalCatalog()
-  readonly #lateLane = new LateLaneRecords()
-  readonly #archive: FinalArchive
-  readonly #corruptArchive = new Set<string>()
+  readonly #catalog: WalCatalog
+  /** Present only with an archive, so that openEngine stages final windows only then. */
+  declare readonly archiveFinal?: (change: ArchivedChange) => void
   /** Encoded appends not yet handed to a transaction (coalescing). */
   #pending: PendingAppend[] = []
   #flushScheduled = false
   /** Commits under way, for `close()` to wait on. */
   readonly #inFlight = new Set<Promise<void>>()
   #state: 'closed' | 'opening' | 'open' = 'closed'
-  #db: IDBPDatabase<TidemarkSchema> | null = null
+  #db: IDBDatabase | null = null
   /** Why the database went away without `close()`, for the next error message. */
   #lostReason: string | null = null
 
-  constructor(options: IndexedDbPersistenceOptions, factory: IDBFactory, checkpointEvery: CheckpointPolicy, archive: FinalArchive) {
-    this.#archive = archive
+  constructor(options: IndexedDbPersistenceOptions, factory: IDBFactory, checkpointEvery: CheckpointPolicy) {
     this.#name = options.name
+    const archive = options.archive ?? null
+    this.#catalog = new WalCatalog(this.#label(), archive)
+    if (archive !== null) this.archiveFinal = (change) => archive.stage(change)
     this.#factory = factory
     this.#claim = options.claim ?? null
     this.#coalesce = options.coalesce ?? true
@@ -164,8 +152,8 @@ class IndexedDbPersistence implements Persistence {
     if (this.#state !== 'closed') throw new Error(`${this.#label()}: already ${this.#state}; close() it first`)
     this.#state = 'opening'
     this.#lostReason = null
-    this.#ledger.reset()
-    let db: IDBPDatabase<TidemarkSchema>
+    this.#catalog.reset()
+    let db: IDBDatabase
     try {
       db = await openDatabase(this.#factory, this.#name)
     } catch (error) {
@@ -193,7 +181,7 @@ class IndexedDbPersistence implements Persistence {
 
   async append(op: WalOp): Promise<number> {
     const db = this.#requireOpen('append')
-    const lsn = this.#ledger.nextLsn()
+    const lsn = this.#catalog.nextLsn()
     const bytes = encodeWalRecord(lsn, op)
     const committed = new Promise<number>((resolve, reject) => {
       this.#pending.push({ lsn, bytes, resolve, reject })
@@ -208,16 +196,13 @@ class IndexedDbPersistence implements Persistence {
 
   async checkpoint(checkpoint: Checkpoint): Promise<void> {
     const db = this.#requireOpen('checkpoint')
-    const { upToLsn } = checkpoint
-    this.#ledger.requireCheckpointAt(upToLsn)
-    const bytes = encodeCheckpoint(checkpoint)
     // Taken now, with the state: the late lane and the staged archive changes belong to this checkpoint.
-    const lane = checkpoint.lateLane === undefined ? null : this.#lateLane.plan(checkpoint.lateLane)
-    const archive = this.#archive.plan()
+    const write = this.#catalog.planCheckpoint(checkpoint)
+    const { upToLsn, bytes, lane, archive } = write
     // Appends made before this call get their transaction first: transactions over one store run in creation order.
     this.#flush(db)
     const stores: LogStore[] = ['checkpoints', 'wal']
-    const writes: ((tx: LogWrite) => Promise<unknown>)[] = [
+    const writes: LogWrite[] = [
       (tx) => tx.objectStore('checkpoints').put(bytes.buffer, upToLsn),
       (tx) => tx.objectStore('checkpoints').delete(IDBKeyRange.upperBound(upToLsn, true)),
       (tx) => tx.objectStore('wal').delete(IDBKeyRange.upperBound(upToLsn)),
@@ -231,37 +216,14 @@ class IndexedDbPersistence implements Persistence {
       writes.push(...archiveWrites(archive))
     }
     await this.#commit(db, stores, writes, `checkpoint at lsn ${upToLsn} was not written`)
-    if (lane !== null) this.#lateLane.applied(lane)
-    if (archive !== null) this.#archive.applied(archive)
-    this.#ledger.recordCheckpoint(upToLsn)
-  }
-
-  archiveFinal(change: ArchivedChange): void {
-    this.#archive.stage(change)
+    this.#catalog.checkpointed(write)
   }
 
   async archive(query?: ArchiveQuery): Promise<readonly WindowResult[]> {
-    const db = this.#requireOpen('archive')
-    // Taken together, now: a checkpoint committing meanwhile moves changes from one to the other.
-    const keys = this.#archive.keysFor(query)
-    const unwritten = this.#archive.unwritten()
-    const tx = db.transaction('archive', 'readonly')
-    const store = tx.objectStore('archive')
-    const values = await Promise.all(keys.map((key) => store.get([...key])))
-    await tx.done
-    const stored: (readonly ArchivedChange[])[] = []
-    keys.forEach((key, i) => {
-      // Rotation dropped it while this read waited for a checkpoint's transaction.
-      if (values[i] === undefined) return
-      const read = readArchiveRecord(key, values[i])
-      if (!isCorrupt(read)) stored.push(read)
-      else if (!this.#corruptArchive.has(read.key)) {
-        // Reported once, through stats(); the record stays until rotation drops it.
-        this.#corruptArchive.add(read.key)
-        this.#ledger.recordCorrupt(1)
-      }
+    return this.#catalog.readArchive(query, (keys) => {
+      const store = this.#requireOpen('archive').transaction('archive', 'readonly').objectStore('archive')
+      return Promise.all(keys.map((key) => requested(store.get([...key]))))
     })
-    return this.#archive.select(stored, unwritten, query)
   }
 
   async putMeta(key: string, value: string): Promise<void> {
@@ -270,11 +232,11 @@ class IndexedDbPersistence implements Persistence {
   }
 
   get lastLsn(): number {
-    return this.#ledger.lastLsn
+    return this.#catalog.lastLsn
   }
 
   stats(): PersistenceStats {
-    return this.#ledger.stats(this.#lateLane, this.#archive)
+    return this.#catalog.stats()
   }
 
   async close(): Promise<void> {
@@ -291,7 +253,7 @@ class IndexedDbPersistence implements Persistence {
   }
 
   /** Hands every pending append to one transaction; each resolves with its lsn once it committed. */
-  #flush(db: IDBPDatabase<TidemarkSchema>): void {
+  #flush(db: IDBDatabase): void {
     this.#flushScheduled = false
     const batch = this.#pending
     if (batch.length === 0) return
@@ -304,14 +266,14 @@ class IndexedDbPersistence implements Persistence {
       // The claim or the connection may have gone since append() was called.
       if (this.#requireOpen('append') !== db) throw new Error(`${this.#label()}: the database was reopened; ${what} not written`)
       // add, not put: an lsn already present means a second writer, which must not be overwritten.
-      const writes = batch.map((p) => (tx: LogWrite) => tx.objectStore('wal').add(p.bytes.buffer, p.lsn))
+      const writes = batch.map((p): LogWrite => (tx) => tx.objectStore('wal').add(p.bytes.buffer, p.lsn))
       commit = this.#commit(db, ['wal'], writes, `${what} not written`)
     } catch (error) {
       commit = Promise.reject(error)
     }
     const settled = commit.then(
       () => {
-        for (const p of batch) this.#ledger.recordStored(p.lsn, p.bytes.length)
+        for (const p of batch) this.#catalog.recordStored(p.lsn, p.bytes.length)
         for (const p of batch) p.resolve(p.lsn)
       },
       (error: unknown) => {
@@ -328,56 +290,41 @@ class IndexedDbPersistence implements Persistence {
     settled.then(() => this.#inFlight.delete(settled))
   }
 
-  async #recover(db: IDBPDatabase<TidemarkSchema>): Promise<RecoveredLog> {
+  async #recover(db: IDBDatabase): Promise<RecoveredLog> {
     const tx = db.transaction(['checkpoints', 'wal', 'meta', 'lateLane', 'archive'], 'readonly')
+    const done = committed(tx)
     const checkpoints = tx.objectStore('checkpoints')
     const corrupt: CorruptRecord[] = []
     let checkpoint: Checkpoint | null = null
-    const checkpointKeys = await checkpoints.getAllKeys()
+    const checkpointKeys = await requested(checkpoints.getAllKeys())
     for (let k = checkpointKeys.length - 1; k >= 0 && checkpoint === null; k--) {
       const key = checkpointKeys[k] as number
-      this.#ledger.observeLsn(key)
-      const read = readCheckpoint({ key, value: await checkpoints.get(key) })
+      this.#catalog.observeLsn(key)
+      const read = readCheckpoint({ key, value: await requested(checkpoints.get(key)) })
       if (read.ok) checkpoint = read.checkpoint
       else corrupt.push(read.corrupt)
     }
-    if (checkpoint !== null) this.#ledger.observeCheckpoint(checkpoint.upToLsn)
     const wal = tx.objectStore('wal')
-    const after = IDBKeyRange.lowerBound(checkpoint?.upToLsn ?? 0, true)
     const metaStore = tx.objectStore('meta')
     const laneStore = tx.objectStore('lateLane')
     const [keys, metaValues, metaKeys, laneKeys, laneValues, archiveKeys] = await Promise.all([
-      wal.getAllKeys(after),
-      metaStore.getAll(),
-      metaStore.getAllKeys(),
-      laneStore.getAllKeys(),
-      laneStore.getAll(),
-      tx.objectStore('archive').getAllKeys(),
+      requested(wal.getAllKeys(IDBKeyRange.lowerBound(checkpoint?.upToLsn ?? 0, true))),
+      requested(metaStore.getAll()),
+      requested(metaStore.getAllKeys()),
+      requested(laneStore.getAllKeys()),
+      requested(laneStore.getAll()),
+      this.#catalog.archiving ? requested(tx.objectStore('archive').getAllKeys()) : [],
     ])
     // One get per record, all in flight at once: in Chromium about twice as fast as one getAll over tens of MB.
-    const values = await Promise.all(keys.map((key) => wal.get(key)))
-    await tx.done
+    const values = await Promise.all(keys.map((key) => requested(wal.get(key))))
+    await done
     const meta = new Map<string, string>()
     metaKeys.forEach((key, i) => {
       const value = metaValues[i]
       if (typeof key === 'string' && typeof value === 'string') meta.set(key, value)
     })
-    const records = keys.map((key, i) => ({ key, value: values[i] }))
-    for (const { key, value } of records) this.#ledger.recordStored(key, byteLength(value))
-    const tail = readTail(records, corrupt)
-    const logCorrupt = corrupt.length
-    const lateLane: LateLaneRecord[] = []
-    laneKeys.forEach((key, i) => {
-      const read = readLateLaneRecord(key, laneValues[i])
-      if (isCorrupt(read)) corrupt.push(read)
-      else lateLane.push(read)
-    })
-    this.#lateLane.load(lateLane, corrupt.length > logCorrupt)
-    for (const key of this.#archive.load(archiveKeys, meta.get(ARCHIVE_ROTATED_KEY))) {
-      corrupt.push({ store: 'archive', key: String(key), reason: 'key is not [seq, count, minStart, maxStart]' })
-    }
-    this.#ledger.recordCorrupt(corrupt.length)
-    return { checkpoint, tail, corrupt, meta, lateLane }
+    const records = (storedKeys: IDBValidKey[], stored: unknown[]) => storedKeys.map((key, i) => ({ key: key as number, value: stored[i] }))
+    return this.#catalog.recovered({ checkpoint, wal: records(keys, values), lateLane: records(laneKeys, laneValues), archiveKeys, meta }, corrupt)
   }
 
   /**
@@ -385,26 +332,19 @@ class IndexedDbPersistence implements Persistence {
    * A quota failure may surface as a thrown request, a request error or a transaction
    * abort (the request then only says AbortError); all of them become `QuotaError`.
    */
-  async #commit(
-    db: IDBPDatabase<TidemarkSchema>,
-    stores: LogStore[],
-    writes: readonly ((tx: LogWrite) => Promise<unknown>)[],
-    what: string,
-  ): Promise<void> {
+  async #commit(db: IDBDatabase, stores: LogStore[], writes: readonly LogWrite[], what: string): Promise<void> {
     const tx = db.transaction(stores, 'readwrite', { durability: this.#durability })
-    const pending: Promise<unknown>[] = [tx.done]
+    const done = committed(tx)
     try {
-      for (const write of writes) pending.push(write(tx))
-      await Promise.all(pending)
+      for (const write of writes) write(tx)
+      await done
     } catch (error) {
-      // A write that threw leaves earlier requests to fail with AbortError; nobody awaits them now.
-      for (const request of pending) request.catch(ignore)
       try {
         tx.abort()
       } catch {
         // Already aborted or finished: nothing was committed, or the error came after commit.
       }
-      await tx.done.catch(ignore)
+      await done.catch(ignore)
       if (isQuotaExceeded(tx.error) || isQuotaExceeded(error)) {
         throw new QuotaError(`${this.#label()}: storage quota exceeded; ${what}`, { cause: tx.error ?? error })
       }
@@ -412,14 +352,14 @@ class IndexedDbPersistence implements Persistence {
     }
   }
 
-  #requireOpen(operation: string): IDBPDatabase<TidemarkSchema> {
+  #requireOpen(operation: string): IDBDatabase {
     if (this.#claim?.held === false) throw new Error(`${this.#label()}: this tab no longer holds its source claim; ${operation}() refused`)
     if (this.#db !== null) return this.#db
     const why = this.#lostReason === null ? `call open() before ${operation}()` : `${this.#lostReason}; open() again`
     throw new Error(`${this.#label()}: ${why}`)
   }
 
-  #lose(db: IDBPDatabase<TidemarkSchema>, reason: string): void {
+  #lose(db: IDBDatabase, reason: string): void {
     db.close()
     if (this.#state === 'opening') this.#lostReason = reason
     if (this.#db !== db) return
@@ -432,11 +372,6 @@ class IndexedDbPersistence implements Persistence {
   #label(): string {
     return `indexedDbPersistence("${this.#name}")`
   }
-}
-
-function byteLength(value: unknown): number {
-  if (value instanceof ArrayBuffer || ArrayBuffer.isView(value)) return value.byteLength
-  return 0
 }
 
 function ignore(): void {}

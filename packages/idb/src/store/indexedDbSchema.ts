@@ -1,67 +1,54 @@
-import { type DBSchema, type IDBPDatabase, type IDBPTransaction, wrap } from 'idb'
-import { ARCHIVE_ROTATED_KEY, type ArchiveKey, type ArchiveWrite } from '../history/finalArchive.ts'
+import { ARCHIVE_ROTATED_KEY, type ArchiveKey, type ArchiveWrite } from '../history/archivePort.ts'
 import type { LateLaneWrite } from '../history/lateLaneRecords.ts'
+import { requested } from './idbRequests.ts'
 
 /**
- * IndexedDB schema version. v1 held the log alone (`wal`, `checkpoints`, `meta`);
- * v2 added `lateLane` (keyed by the number of the record's first entry) and `archive`
- * (final windows, keyed by `[seq, count, minStart, maxStart]`). Record formats are
- * versioned separately, inside each record (see walCodec.ts and historyRecord.ts).
+ * IndexedDB schema version: stores `wal` (log records by lsn), `checkpoints` (by upToLsn),
+ * `meta`, `lateLane` (keyed by the number of the record's first entry) and `archive` (final
+ * windows, keyed by `[seq, count, minStart, maxStart]`). Record formats are versioned
+ * separately, inside each record (see walCodec.ts and historyRecord.ts). A later schema will
+ * upgrade databases of this one in place.
  *
  * @example
- * SCHEMA_VERSION // 2: `indexedDbPersistence` opens (and upgrades) its database at this version
+ * SCHEMA_VERSION // 1: `indexedDbPersistence` creates and opens its database at this version
  */
-export const SCHEMA_VERSION = 2
+export const SCHEMA_VERSION = 1
 
 /** Stores keyed out of line: log records by lsn, checkpoints by their upToLsn. Values are bytes. */
-export interface TidemarkSchema extends DBSchema {
-  wal: { key: number; value: unknown }
-  checkpoints: { key: number; value: unknown }
-  lateLane: { key: number; value: unknown }
-  archive: { key: IDBValidKey; value: unknown }
-  meta: { key: string; value: unknown }
-}
-
 export type LogStore = 'wal' | 'checkpoints' | 'meta' | 'lateLane' | 'archive'
-export type LogWrite = IDBPTransaction<TidemarkSchema, LogStore[], 'readwrite'>
+const STORES: readonly LogStore[] = ['wal', 'checkpoints', 'meta', 'lateLane', 'archive']
 
-/** Opens (creating or upgrading) the database through the given factory. */
-export function openDatabase(factory: IDBFactory, name: string): Promise<IDBPDatabase<TidemarkSchema>> {
-  // idb's openDB always opens through the global indexedDB; opening through the given
-  // factory and wrapping the request keeps an injected IDBFactory working.
+/** One write of a readwrite transaction; a request that fails aborts the transaction. */
+export type LogWrite = (tx: IDBTransaction) => unknown
+
+/** Opens (creating) the database through the given factory. */
+export async function openDatabase(factory: IDBFactory, name: string): Promise<IDBDatabase> {
   const request = factory.open(name, SCHEMA_VERSION)
-  request.addEventListener('upgradeneeded', (event) => {
-    upgradeSchema(wrap(request.result) as unknown as IDBPDatabase<TidemarkSchema>, event.oldVersion)
-  })
-  return wrap(request).then(
-    (db) => db as unknown as IDBPDatabase<TidemarkSchema>,
-    (error: unknown) => {
-      if (errorName(error) === 'VersionError') {
-        throw new Error(`indexedDbPersistence("${name}"): the database has a schema newer than ${SCHEMA_VERSION}`, {
-          cause: error,
-        })
-      }
-      throw error
-    },
-  )
-}
-
-/** Brings any older schema up to SCHEMA_VERSION, one step per version, keeping stored records. */
-function upgradeSchema(db: IDBPDatabase<TidemarkSchema>, oldVersion: number): void {
-  if (oldVersion < 1) {
-    db.createObjectStore('wal')
-    db.createObjectStore('checkpoints')
-    db.createObjectStore('meta')
+  // The only upgrade from an older version is from none (0): the database is new.
+  request.onupgradeneeded = () => {
+    for (const store of STORES) request.result.createObjectStore(store)
   }
-  if (oldVersion < 2) {
-    db.createObjectStore('lateLane')
-    db.createObjectStore('archive')
+  let db: IDBDatabase
+  try {
+    db = await requested(request)
+  } catch (error) {
+    if (errorName(error) === 'VersionError') {
+      throw new Error(`indexedDbPersistence("${name}"): the database has a schema newer than ${SCHEMA_VERSION}`, { cause: error })
+    }
+    throw error
   }
+  // A database of this version made by something else (another program, an unreleased version) is not ours to use.
+  const missing = STORES.filter((store) => !db.objectStoreNames.contains(store))
+  if (missing.length > 0) {
+    db.close()
+    throw new Error(`indexedDbPersistence("${name}"): the database lacks the stores ${missing.join(', ')} of schema ${SCHEMA_VERSION}: another program made it; use another name`)
+  }
+  return db
 }
 
 /** The late-lane store writes of one checkpoint. */
-export function laneWrites(lane: LateLaneWrite): ((tx: LogWrite) => Promise<unknown>)[] {
-  const writes: ((tx: LogWrite) => Promise<unknown>)[] = []
+export function laneWrites(lane: LateLaneWrite): LogWrite[] {
+  const writes: LogWrite[] = []
   if (lane.clear) writes.push((tx) => tx.objectStore('lateLane').clear())
   for (const key of lane.remove) writes.push((tx) => tx.objectStore('lateLane').delete(key))
   const put = lane.put
@@ -70,8 +57,8 @@ export function laneWrites(lane: LateLaneWrite): ((tx: LogWrite) => Promise<unkn
 }
 
 /** The archive store writes of one checkpoint, with the rotation count in `meta`. */
-export function archiveWrites(archive: ArchiveWrite): ((tx: LogWrite) => Promise<unknown>)[] {
-  const writes: ((tx: LogWrite) => Promise<unknown>)[] = []
+export function archiveWrites(archive: ArchiveWrite): LogWrite[] {
+  const writes: LogWrite[] = []
   for (const key of archive.remove) writes.push((tx) => tx.objectStore('archive').delete(archiveKey(key)))
   for (const record of archive.put) writes.push((tx) => tx.objectStore('archive').put(record.bytes.buffer, archiveKey(record.key)))
   writes.push((tx) => tx.objectStore('meta').put(String(archive.rotated), ARCHIVE_ROTATED_KEY))

@@ -11,8 +11,7 @@ export type WalOpKind = WalOp['kind']
 /**
  * An operation read back from the write-ahead log, in append order: an ingest batch (its
  * valid events, the processing time and the invalid inputs by reason), a watermark advance,
- * a tick, or a merge of peers' cells and clocks. A record of the older format 1 reads back
- * as an ingest with `now: NaN` (that format did not record processing time).
+ * a tick, or a merge of peers' cells and clocks.
  */
 export interface WalRecord {
   /** Monotone position of the record in this log, starting at 1. */
@@ -99,7 +98,7 @@ export interface PersistenceStats {
   /** Late-lane entries and records stored (the lane's bound, plus at most one record's worth). */
   readonly lateLaneEntries: number
   readonly lateLaneRecords: number
-  /** Final-window archive: changes stored, records, and changes dropped by rotation since the database was created. */
+  /** Final-window archive: changes kept, records, and changes dropped by rotation since the database was created (0 without an archive). */
   readonly archivedChanges: number
   readonly archiveRecords: number
   readonly archiveRotated: number
@@ -115,9 +114,9 @@ export interface CheckpointPolicy {
  * Where an engine logs its journal (docs/durability.md): `openEngine` appends every operation and
  * checkpoints the engine state. `append` resolves only after the record is committed; a
  * full quota rejects with `QuotaError`. Beside the log it keeps the late lane (written with
- * each checkpoint) and the final-window archive (staged by `archiveFinal`, written with the
- * next checkpoint): both are derived from the log, so a crash before that checkpoint loses
- * nothing, replay derives them again.
+ * each checkpoint) and, when given one, the final-window archive (staged by `archiveFinal`,
+ * written with the next checkpoint): both are derived from the log, so a crash before that
+ * checkpoint loses nothing, replay derives them again.
  */
 export interface Persistence {
   /** Checkpoint cadence the engine should follow; absent means the engine's default. */
@@ -152,19 +151,22 @@ export interface Persistence {
   checkpoint(checkpoint: Checkpoint): Promise<void>
   /**
    * Stages final results (and retractions of final results) for the archive: `archive()`
-   * returns them at once; the next checkpoint stores them. No-op when the archive is off.
+   * returns them at once; the next checkpoint stores them. Present only when the persistence
+   * has an archive (its `archive: finalArchive()` option): `openEngine` watches for final
+   * windows only then.
    *
    * @example
    * // openEngine does this for the engine it opens; by hand:
    * engine.subscribe((changes) => {
-   *   for (const change of changes) if (change.type === 'final') persistence.archiveFinal({ type: 'final', result: change.result })
+   *   for (const change of changes) if (change.type === 'final') persistence.archiveFinal?.({ type: 'final', result: change.result })
    * })
    */
-  archiveFinal(change: ArchivedChange): void
+  readonly archiveFinal?: (change: ArchivedChange) => void
   /**
    * The latest final result of every archived window matching `query`, in the order of
    * `engine.results()`: windows that left live state (retention) included, within the
-   * archive's bound (`archiveLimit`). Needs `open()`.
+   * archive's bound (`finalArchive({ limit })`). Needs `open()`; rejects with an Error
+   * when the persistence has no archive.
    *
    * @example
    * const lastWeek = await persistence.archive({ window: 'tumbling:60000', key: 'temp', from: Date.now() - 7 * 86_400_000 })

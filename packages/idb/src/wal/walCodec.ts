@@ -4,15 +4,14 @@ import type { WalOp } from '@tidemark/engine'
  * (an ingest batch, a watermark advance, a tick, a merge of peers' state, a batch refused
  * whole). Every number is little-endian.
  *
- * Log record, format version 2 (written), n = events, c = cells, k = clocks,
+ * Log record, format version 1, n = events, c = cells, g = cell groups, k = clocks,
  * r = rejected-reason entries, s = distinct strings:
  *
  *   offset  bytes  field
  *   0       4      magic 0x4C574D54 (the bytes "TMWL")
- *   4       2      format version (2)
+ *   4       2      format version (1)
  *   6       2      flags: bits 0-2 op kind (0 ingest, 1 advance, 2 tick, 3 merge, 4 refuse);
- *                  bit 3 set: a merge's cells are packed in groups (written since
- *                  schema-2 docs); others 0
+ *                  others 0
  *   8       8      lsn, float64 holding a safe integer >= 1
  *   16      8      time, float64: `now` (ingest, tick, merge), `to` (advance), NaN (refuse)
  *   24      4      n
@@ -22,44 +21,34 @@ import type { WalOp } from '@tidemark/engine'
  *   40      4      s
  *   44      4      u8: bytes in the UTF-8 section
  *   48      4      u16: code units in the UTF-16 section
- *   52      4      g: cell groups of a grouped merge (else 0)
+ *   52      4      g
  *   56      4      payload CRC-32 over [64, end)
  *   60      4      header CRC-32 over [0, 60)
- *   64      ...    Float64 columns: ts, value, seq (NaN = absent) per event; start, count,
- *                  sum, min, max, maxTs, version per cell; maxTs, prefix, prefixTs,
+ *   64      ...    Float64 columns: ts, value, seq (NaN = absent) per event; start per group,
+ *                  then each group's count, sum, min, max, maxTs and version columns (6 per
+ *                  cell, copied whole, as the doc carries them); maxTs, prefix, prefixTs,
  *                  version per clock
  *   ...     ...    Uint32 columns: id, source, key (0xFFFFFFFF = absent) per event; window,
- *                  key, source per cell; source, writer, provable (0 or 1) per clock;
- *                  reason, count per rejected entry (string indexes except counts)
+ *                  source and cell count per group, then key per cell; source, writer,
+ *                  provable (0 or 1) per clock; reason, count per rejected entry (string
+ *                  indexes except counts and flags)
  *   ...     ...    string table (walStrings.ts): 4s lengths, then UTF-8, then UTF-16
- *
- * A grouped merge (bit 3) lays its c cells out as the doc carries them: Float64 columns start
- * per group, then each group's count, sum, min, max, maxTs and version columns (6 per cell,
- * copied whole), then the clocks; Uint32 columns window, source and cell count per group, key
- * per cell, then the clocks'. A merge without bit 3 (loose cells, as above) reads back grouped.
- *
- * Format version 1 (read only) held ingest batches without processing time: a 40-byte
- * header (magic, version, flags, lsn, n, s, u8, u16, payload CRC, header CRC over [0, 36))
- * and the event columns. It decodes as an ingest op with `now: NaN`.
  *
  * The header has its own checksum so a damaged payload still tells which lsn, which kind
  * of op and how many events were lost. Float64 columns come first, at 8-byte offsets, so
  * decoding views them in place; the typed-array views assume a little-endian host.
  */
 
-import type { AnomalyReason, CellGroup, ClockEntry, StreamEvent } from '@tidemark/engine'
+import type { AnomalyReason, CellGroup, ClockEntry } from '@tidemark/engine'
 import { cellCount, GROUP_COLUMNS } from '@tidemark/engine/adapter'
 import { crc32 } from './crc32.ts'
 import type { WalOpKind } from '../store/persistence.ts'
-import { ABSENT_KEY, KNOWN_REASONS, readCells, readClocks, readEvents, readGroups, readRejected } from './walColumns.ts'
-import { decodeStrings, StringTable } from './walStrings.ts'
+import { columnsLength, eventFloats, eventRefs, KNOWN_REASONS, layColumns, readClocks, readEvents, readGroups, readRejected, viewColumns } from './walColumns.ts'
+import { StringTable } from './walStrings.ts'
 
 const WAL_MAGIC = 0x4c574d54
-const FORMAT_VERSION = 2
+const FORMAT_VERSION = 1
 const HEADER_BYTES = 64
-const V1_HEADER_BYTES = 40
-/** Flag bit: a merge's cells are packed in groups. */
-const GROUPED = 8
 const KINDS: readonly WalOpKind[] = ['ingest', 'advance', 'tick', 'merge', 'refuse']
 
 const littleEndianHost = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1
@@ -84,7 +73,6 @@ export interface WalDecodeFailure {
 export type WalDecodeResult = { readonly ok: true; readonly lsn: number; readonly op: WalOp } | WalDecodeFailure
 
 interface Header {
-  readonly version: number
   readonly kind: WalOpKind
   readonly lsn: number
   readonly time: number
@@ -95,17 +83,12 @@ interface Header {
   readonly s: number
   readonly utf8Bytes: number
   readonly utf16Units: number
-  readonly headerBytes: number
-  /** A merge whose cells are packed in `g` groups. */
-  readonly grouped: boolean
   readonly g: number
 }
 
 /** How many Float64 values and Uint32 references (before the string lengths) a record's columns hold. */
-function columnSizes({ n, c, k, r, g, grouped }: Pick<Header, 'n' | 'c' | 'k' | 'r' | 'g' | 'grouped'>): { floats: number; refs: number } {
-  return grouped
-    ? { floats: 3 * n + g + GROUP_COLUMNS * c + 4 * k, refs: 3 * n + 3 * g + c + 3 * k + 2 * r }
-    : { floats: 3 * n + 7 * c + 4 * k, refs: 3 * n + 3 * c + 3 * k + 2 * r }
+function columnSizes({ n, c, k, r, g }: Pick<Header, 'n' | 'c' | 'k' | 'r' | 'g'>): { floats: number; refs: number } {
+  return { floats: 3 * n + g + GROUP_COLUMNS * c + 4 * k, refs: 3 * n + 3 * g + c + 3 * k + 2 * r }
 }
 
 /**
@@ -129,17 +112,11 @@ export function encodeWalRecord(lsn: number, op: WalOp): Uint8Array<ArrayBuffer>
   const c = cellCount(groups)
   const k = clocks.length
   const r = rejected.length
-  const grouped = op.kind === 'merge'
-  const sizes = columnSizes({ n, c, k, r, g, grouped })
+  const sizes = columnSizes({ n, c, k, r, g })
   const table = new StringTable()
   // Uint32 columns in layout order; string lengths follow once the table is complete.
   const refs = new Uint32Array(sizes.refs)
-  for (let i = 0; i < n; i++) {
-    const event = events[i] as StreamEvent
-    refs[i] = table.add(event.id)
-    refs[n + i] = table.intern(event.source)
-    refs[2 * n + i] = event.key === undefined ? ABSENT_KEY : table.intern(event.key)
-  }
+  eventRefs(events, refs, table)
   let at = 3 * n
   for (let j = 0; j < g; j++) {
     const group = groups[j] as CellGroup
@@ -164,48 +141,34 @@ export function encodeWalRecord(lsn: number, op: WalOp): Uint8Array<ArrayBuffer>
     refs[at + i] = table.intern(reason)
     refs[at + r + i] = count
   }
-  const s = table.lengths.length
-  const floats = sizes.floats
-  const u32At = HEADER_BYTES + 8 * floats
-  const utf8At = u32At + 4 * (refs.length + s)
-  const buffer = new ArrayBuffer(utf8At + table.utf8Bytes + 2 * table.utf16Units)
-  const bytes = new Uint8Array(buffer)
-  const f64 = new Float64Array(buffer, HEADER_BYTES, floats)
-  for (let i = 0; i < n; i++) {
-    const event = events[i] as StreamEvent
-    f64[i] = event.ts
-    f64[n + i] = event.value
-    f64[2 * n + i] = event.seq ?? Number.NaN
-  }
-  at = 3 * n
-  for (let j = 0; j < g; j++) f64[at + j] = (groups[j] as CellGroup).start
-  at += g
-  for (const group of groups) {
-    f64.set(group.columns, at)
-    at += group.columns.length
-  }
-  for (let i = 0; i < k; i++) {
-    const clock = clocks[i] as ClockEntry
-    f64[at + i] = clock.maxTs
-    f64[at + k + i] = clock.prefix
-    f64[at + 2 * k + i] = clock.prefixTs
-    f64[at + 3 * k + i] = clock.version
-  }
-  const u32 = new Uint32Array(buffer, u32At, refs.length + s)
-  u32.set(refs)
-  u32.set(table.lengths, refs.length)
-  table.writeText(bytes, utf8At)
-  const view = new DataView(buffer)
+  const bytes = layColumns(HEADER_BYTES, sizes.floats, refs, table, (f64) => {
+    eventFloats(events, f64)
+    let value = 3 * n
+    for (let j = 0; j < g; j++) f64[value + j] = (groups[j] as CellGroup).start
+    value += g
+    for (const group of groups) {
+      f64.set(group.columns, value)
+      value += group.columns.length
+    }
+    for (let i = 0; i < k; i++) {
+      const clock = clocks[i] as ClockEntry
+      f64[value + i] = clock.maxTs
+      f64[value + k + i] = clock.prefix
+      f64[value + 2 * k + i] = clock.prefixTs
+      f64[value + 3 * k + i] = clock.version
+    }
+  })
+  const view = new DataView(bytes.buffer)
   view.setUint32(0, WAL_MAGIC, true)
   view.setUint16(4, FORMAT_VERSION, true)
-  view.setUint16(6, KINDS.indexOf(op.kind) | (grouped ? GROUPED : 0), true)
+  view.setUint16(6, KINDS.indexOf(op.kind), true)
   view.setFloat64(8, lsn, true)
   view.setFloat64(16, op.kind === 'advance' ? op.to : op.kind === 'refuse' ? Number.NaN : op.now, true)
   view.setUint32(24, n, true)
   view.setUint32(28, c, true)
   view.setUint32(32, k, true)
   view.setUint32(36, r, true)
-  view.setUint32(40, s, true)
+  view.setUint32(40, table.lengths.length, true)
   view.setUint32(44, table.utf8Bytes, true)
   view.setUint32(48, table.utf16Units, true)
   view.setUint32(52, g, true)
@@ -215,7 +178,7 @@ export function encodeWalRecord(lsn: number, op: WalOp): Uint8Array<ArrayBuffer>
 }
 
 /**
- * Decodes a log record of either format version, verifying both checksums. Never
+ * Decodes a log record, verifying both checksums. Never
  * throws: damaged or foreign bytes give `{ ok: false, reason }`, with the lsn, op kind
  * and event count when the header survived.
  *
@@ -228,26 +191,16 @@ export function decodeWalRecord(bytes: Uint8Array): WalDecodeResult {
   if (typeof header === 'string') return { ok: false, reason: header }
   const known = header.kind === 'ingest' ? { lsn: header.lsn, kind: header.kind, eventCount: header.n } : { lsn: header.lsn, kind: header.kind }
   const fail = (reason: string): WalDecodeFailure => ({ ok: false, reason, ...known })
-  const { n, c, k, r, s, utf8Bytes, utf16Units, headerBytes } = header
-  const sizes = columnSizes(header)
-  const floats = sizes.floats
-  const u32Count = sizes.refs + s
-  const utf8At = headerBytes + 8 * floats + 4 * u32Count
-  const expected = utf8At + utf8Bytes + 2 * utf16Units
+  const { n, c, k, r, s, utf8Bytes, utf16Units } = header
+  const { floats, refs } = columnSizes(header)
+  const expected = columnsLength(HEADER_BYTES, floats, refs, s, utf8Bytes, utf16Units)
   if (bytes.length !== expected) return fail(`${bytes.length} bytes, header describes ${expected}`)
-  if (crc32(bytes, headerBytes) !== new DataView(bytes.buffer, bytes.byteOffset, bytes.length).getUint32(headerBytes - 8, true)) {
+  if (crc32(bytes, HEADER_BYTES) !== new DataView(bytes.buffer, bytes.byteOffset, bytes.length).getUint32(56, true)) {
     return fail('payload checksum mismatch')
   }
   if (!littleEndianHost) return fail('the log codec needs a little-endian host')
-
-  // Typed-array views need aligned offsets; a record sliced out of a larger buffer may not be.
-  const record = bytes.byteOffset % 8 === 0 ? bytes : bytes.slice()
-  const base = record.byteOffset
-  const f64 = new Float64Array(record.buffer, base + headerBytes, floats)
-  const u32 = new Uint32Array(record.buffer, base + headerBytes + 8 * floats, u32Count)
-  const strings = decodeStrings(record, u32.subarray(u32Count - s), utf8At, utf8Bytes, utf16Units)
-  if (typeof strings === 'string') return fail(strings)
-  const columns = { f64, u32, strings }
+  const columns = viewColumns(bytes, HEADER_BYTES, floats, refs, s, utf8Bytes, utf16Units)
+  if (typeof columns === 'string') return fail(columns)
   switch (header.kind) {
     case 'ingest': {
       const events = readEvents(columns, n)
@@ -266,10 +219,10 @@ export function decodeWalRecord(bytes: Uint8Array): WalDecodeResult {
       return { ok: true, lsn: header.lsn, op: { kind: 'refuse', rejected } }
     }
     case 'merge': {
-      const groups = header.grouped ? readGroups(columns, header.g, c) : readCells(columns, c)
+      const groups = readGroups(columns, header.g, c)
       if (typeof groups === 'string') return fail(groups)
-      // A merge's clocks are its last columns in either layout.
-      const clocks = readClocks(columns, floats - 4 * k, sizes.refs - 3 * k, k)
+      // A merge's clocks are its last columns.
+      const clocks = readClocks(columns, floats - 4 * k, refs - 3 * k, k)
       if (typeof clocks === 'string') return fail(clocks)
       return { ok: true, lsn: header.lsn, op: { kind: 'merge', now: header.time, groups, clocks } }
     }
@@ -278,44 +231,19 @@ export function decodeWalRecord(bytes: Uint8Array): WalDecodeResult {
 
 /** The header fields, or why the header cannot be trusted. */
 function readHeader(bytes: Uint8Array): Header | string {
-  if (bytes.length < V1_HEADER_BYTES) return `${bytes.length} bytes is shorter than the record header`
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length)
-  if (view.getUint32(0, true) !== WAL_MAGIC) return 'not a log record (bad magic)'
-  const version = view.getUint16(4, true)
-  if (version === 1) {
-    if (crc32(bytes, 0, 36) !== view.getUint32(36, true)) return 'header checksum mismatch'
-    const lsn = view.getFloat64(8, true)
-    if (!Number.isSafeInteger(lsn) || lsn < 1) return `invalid lsn ${lsn}`
-    return {
-      version,
-      kind: 'ingest',
-      lsn,
-      time: Number.NaN,
-      n: view.getUint32(16, true),
-      c: 0,
-      k: 0,
-      r: 0,
-      s: view.getUint32(20, true),
-      utf8Bytes: view.getUint32(24, true),
-      utf16Units: view.getUint32(28, true),
-      headerBytes: V1_HEADER_BYTES,
-      grouped: false,
-      g: 0,
-    }
-  }
+  // Foreign bytes are named as such even when they are short.
+  if (bytes.length >= 4 && view.getUint32(0, true) !== WAL_MAGIC) return 'not a log record (bad magic)'
   if (bytes.length < HEADER_BYTES) return `${bytes.length} bytes is shorter than the record header`
   if (crc32(bytes, 0, 60) !== view.getUint32(60, true)) return 'header checksum mismatch'
+  const version = view.getUint16(4, true)
   if (version !== FORMAT_VERSION) return `unsupported log format version ${version}`
   const lsn = view.getFloat64(8, true)
   if (!Number.isSafeInteger(lsn) || lsn < 1) return `invalid lsn ${lsn}`
   const flags = view.getUint16(6, true)
-  const kind = KINDS[flags & 7]
-  const grouped = (flags & GROUPED) !== 0
-  if (kind === undefined || flags >>> 4 !== 0 || (grouped && kind !== 'merge')) return `unknown flags 0x${flags.toString(16)}`
-  const g = view.getUint32(52, true)
-  if (!grouped && g !== 0) return `${g} cell groups in a record that holds none`
+  const kind = KINDS[flags]
+  if (kind === undefined) return `unknown flags 0x${flags.toString(16)}`
   const header: Header = {
-    version,
     kind,
     lsn,
     time: view.getFloat64(16, true),
@@ -326,20 +254,18 @@ function readHeader(bytes: Uint8Array): Header | string {
     s: view.getUint32(40, true),
     utf8Bytes: view.getUint32(44, true),
     utf16Units: view.getUint32(48, true),
-    headerBytes: HEADER_BYTES,
-    grouped,
-    g,
+    g: view.getUint32(52, true),
   }
-  const { n, c, k, r } = header
+  const { n, c, g, k, r } = header
   const shapeFits =
     kind === 'ingest'
-      ? c === 0 && k === 0
+      ? c + g + k === 0
       : kind === 'merge'
-        ? n === 0 && r === 0
+        ? n + r === 0
         : kind === 'refuse'
-          ? n + c + k === 0
-          : n + c + k + r === 0
-  if (!shapeFits) return `a ${kind} record with ${n} events, ${c} cells, ${k} clocks and ${r} rejected entries`
+          ? n + c + g + k === 0
+          : n + c + g + k + r === 0
+  if (!shapeFits) return `a ${kind} record with ${n} events, ${c} cells in ${g} groups, ${k} clocks and ${r} rejected entries`
   return header
 }
 

@@ -1,41 +1,86 @@
 /**
- * The column readers of a log record (layout in walCodec.ts): each turns a record's typed-array
- * columns and string table back into an op's events, rejected counts, cell groups or clocks.
- * Never throws: a reference to a missing string or an impossible count gives the reason as a
- * string.
+ * The columns of log records (layout in walCodec.ts) and of history records (historyColumns.ts):
+ * after the record's header, Float64 columns (at an 8-byte offset, so decoding views them in
+ * place), Uint32 columns, then the string table (walStrings.ts). The readers turn a record's
+ * columns back into events, rejected counts, cell groups or clocks; they never throw: a
+ * reference to a missing string or an impossible count gives the reason as a string.
  */
-import {
-  ANOMALY_REASONS,
-  type AnomalyReason,
-  type Cell,
-  type CellEntry,
-  type CellGroup,
-  type ClockEntry,
-  groupCellEntries,
-  type StreamEvent,
-} from '@tidemark/engine'
+import { ANOMALY_REASONS, type AnomalyReason, type CellGroup, type ClockEntry, type StreamEvent } from '@tidemark/engine'
 import { GROUP_COLUMNS } from '@tidemark/engine/adapter'
+import { decodeStrings, type StringTable } from './walStrings.ts'
 
-/** The event key reference that means "no key". */
-export const ABSENT_KEY = 0xffffffff
+/** The string reference that means "absent" (an event's key, a late entry's window). */
+export const ABSENT = 0xffffffff
 export const KNOWN_REASONS: ReadonlySet<string> = new Set(ANOMALY_REASONS)
 
 type MutableEvent = { -readonly [K in keyof StreamEvent]: StreamEvent[K] }
 
+/** A record's columns, viewed in place, and its strings. */
 export interface Columns {
   readonly f64: Float64Array
   readonly u32: Uint32Array
   readonly strings: readonly string[]
 }
 
+/** Bytes of a record: `headerBytes`, `floats` Float64 values, `refs` Uint32 values, `s` string lengths, then the text sections. */
+export function columnsLength(headerBytes: number, floats: number, refs: number, s: number, utf8Bytes: number, utf16Units: number): number {
+  return headerBytes + 8 * floats + 4 * (refs + s) + utf8Bytes + 2 * utf16Units
+}
+
+/** A record with room for its header, the `floats` Float64 values `fill` writes, the Uint32 `refs` and the string table. */
+export function layColumns(headerBytes: number, floats: number, refs: Uint32Array, table: StringTable, fill: (f64: Float64Array) => void): Uint8Array<ArrayBuffer> {
+  const s = table.lengths.length
+  const bytes = new Uint8Array(columnsLength(headerBytes, floats, refs.length, s, table.utf8Bytes, table.utf16Units))
+  fill(new Float64Array(bytes.buffer, headerBytes, floats))
+  const u32 = new Uint32Array(bytes.buffer, headerBytes + 8 * floats, refs.length + s)
+  u32.set(refs)
+  u32.set(table.lengths, refs.length)
+  table.writeText(bytes, headerBytes + 8 * floats + 4 * (refs.length + s))
+  return bytes
+}
+
+/** The columns of a record whose length matches its header's sizes, or why its strings do not fit. */
+export function viewColumns(bytes: Uint8Array, headerBytes: number, floats: number, refs: number, s: number, utf8Bytes: number, utf16Units: number): Columns | string {
+  // Typed-array views need aligned offsets; a record sliced out of a larger buffer may not be.
+  const record = bytes.byteOffset % 8 === 0 ? bytes : bytes.slice()
+  const base = record.byteOffset + headerBytes
+  const f64 = new Float64Array(record.buffer, base, floats)
+  const u32 = new Uint32Array(record.buffer, base + 8 * floats, refs + s)
+  const strings = decodeStrings(record, u32.subarray(refs), headerBytes + 8 * floats + 4 * (refs + s), utf8Bytes, utf16Units)
+  return typeof strings === 'string' ? strings : { f64, u32, strings }
+}
+
+/** Writes the events' id, source and key references (string indexes) into `refs` [0, 3n). */
+export function eventRefs(events: readonly StreamEvent[], refs: Uint32Array, table: StringTable): void {
+  const n = events.length
+  for (let i = 0; i < n; i++) {
+    const event = events[i] as StreamEvent
+    refs[i] = table.add(event.id)
+    refs[n + i] = table.intern(event.source)
+    refs[2 * n + i] = event.key === undefined ? ABSENT : table.intern(event.key)
+  }
+}
+
+/** Writes the events' ts, value and seq (NaN = absent) into `f64` [0, 3n). */
+export function eventFloats(events: readonly StreamEvent[], f64: Float64Array): void {
+  const n = events.length
+  for (let i = 0; i < n; i++) {
+    const event = events[i] as StreamEvent
+    f64[i] = event.ts
+    f64[n + i] = event.value
+    f64[2 * n + i] = event.seq ?? Number.NaN
+  }
+}
+
+/** The `n` events of [0, 3n) in both column kinds (as `eventRefs` and `eventFloats` wrote them). */
 export function readEvents({ f64, u32, strings }: Columns, n: number): StreamEvent[] | string {
   const events = new Array<StreamEvent>(n)
   for (let i = 0; i < n; i++) {
     const id = strings[u32[i] as number]
     const source = strings[u32[n + i] as number]
     const keyRef = u32[2 * n + i] as number
-    const key = keyRef === ABSENT_KEY ? undefined : strings[keyRef]
-    if (id === undefined || source === undefined || (key === undefined && keyRef !== ABSENT_KEY)) {
+    const key = keyRef === ABSENT ? undefined : strings[keyRef]
+    if (id === undefined || source === undefined || (key === undefined && keyRef !== ABSENT)) {
       return `event ${i} refers to a missing string`
     }
     const event: MutableEvent = { id, source, ts: f64[i] as number, value: f64[n + i] as number }
@@ -82,27 +127,6 @@ export function readGroups({ f64, u32, strings }: Columns, g: number, c: number)
   }
   if (key !== 3 * g + c) return `cell groups hold ${key - 3 * g} cells, the header says ${c}`
   return groups
-}
-
-/** A merge written as loose cells, read back grouped. */
-export function readCells({ f64, u32, strings }: Columns, c: number): CellGroup[] | string {
-  const cells = new Array<CellEntry>(c)
-  for (let i = 0; i < c; i++) {
-    const window = strings[u32[i] as number]
-    const key = strings[u32[c + i] as number]
-    const source = strings[u32[2 * c + i] as number]
-    if (window === undefined || key === undefined || source === undefined) return `cell ${i} refers to a missing string`
-    const cell: Cell = {
-      count: f64[c + i] as number,
-      sum: f64[2 * c + i] as number,
-      min: f64[3 * c + i] as number,
-      max: f64[4 * c + i] as number,
-      maxTs: f64[5 * c + i] as number,
-      version: f64[6 * c + i] as number,
-    }
-    cells[i] = { address: { window, key, start: f64[i] as number, source }, cell }
-  }
-  return groupCellEntries(cells)
 }
 
 /** A merge's `k` clocks, from Float64 value `fAt` and Uint32 reference `uAt`. */

@@ -21,7 +21,8 @@ import {
   type WindowChange,
   type WindowResult,
 } from '@tidemark/engine'
-import { memoryPersistence, openEngine, QuotaError, recoveryReport } from '@tidemark/idb'
+import { openEngine, QuotaError, recoveryReport } from '@tidemark/idb'
+import { memoryPersistence } from '@tidemark/idb/memory'
 import { ChangeFold } from '../../model/changeFold.ts'
 import { type ModelConfig, ReferenceModel } from '../../model/referenceModel.ts'
 import type { PlanOp } from '../../model/streamPlan.ts'

@@ -1,0 +1,24 @@
+/**
+ * IndexedDB requests and transactions as promises: the few the persistence needs, on the
+ * plain API (no wrapper library), so any `IDBFactory` works, an injected one included.
+ */
+
+/** Resolves with the request's result, rejects with its error. */
+export function requested<T>(request: IDBRequest<T>): Promise<T> {
+  return new Promise((resolve, reject) => {
+    request.onsuccess = () => resolve(request.result)
+    request.onerror = () => reject(request.error)
+  })
+}
+
+/**
+ * Resolves once the transaction committed; rejects with its error (a failed request's, a full
+ * quota's) when it aborted. Only `abort` is heard: a failed request aborts the transaction, and
+ * its error is the transaction's only from then on.
+ */
+export function committed(tx: IDBTransaction): Promise<void> {
+  return new Promise((resolve, reject) => {
+    tx.oncomplete = () => resolve()
+    tx.onabort = () => reject(tx.error ?? new DOMException('the transaction was aborted', 'AbortError'))
+  })
+}
