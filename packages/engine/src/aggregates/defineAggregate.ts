@@ -25,8 +25,15 @@ import { eventValue, finiteInput } from './numericInput.ts'
  *   add: (sum, x) => sum + x * x,
  *   merge: (a, b) => a + b,
  *   result: (sum) => sum,
- *   encode: (sum) => new Uint8Array(new Float64Array([sum]).buffer),
- *   decode: (bytes) => new Float64Array(bytes.slice().buffer)[0] ?? 0,
+ *   encode: (sum) => {
+ *     const bytes = new Uint8Array(8)
+ *     new DataView(bytes.buffer).setFloat64(0, sum, true)
+ *     return bytes
+ *   },
+ *   decode: (bytes) => {
+ *     if (bytes.length !== 8) throw new RangeError(`expected 8 bytes, got ${bytes.length}`)
+ *     return new DataView(bytes.buffer, bytes.byteOffset).getFloat64(0, true)
+ *   },
  * }
  */
 export interface AggregateDefinition<State, Result, Input = number> {
@@ -65,10 +72,14 @@ const REQUIRED = ['init', 'add', 'merge', 'result', 'encode', 'decode'] as const
  *   add: (sum, x) => sum + x * x,
  *   merge: (a, b) => a + b,
  *   result: (sum) => sum,
- *   encode: (sum) => new Uint8Array(new Float64Array([sum]).buffer),
+ *   encode: (sum) => {
+ *     const bytes = new Uint8Array(8)
+ *     new DataView(bytes.buffer).setFloat64(0, sum, true)
+ *     return bytes
+ *   },
  *   decode: (bytes) => {
  *     if (bytes.length !== 8) throw new RangeError(`expected 8 bytes, got ${bytes.length}`)
- *     return new Float64Array(bytes.slice().buffer)[0] as number
+ *     return new DataView(bytes.buffer, bytes.byteOffset).getFloat64(0, true)
  *   },
  * })
  * createEngine({ windows: tumbling(60_000), aggregates: { energy: sumOfSquares } })

@@ -47,7 +47,7 @@ export function histogram(options: HistogramOptions): Aggregate<number[], number
     bounds.length > 1024 ||
     !bounds.every((b, i) => typeof b === 'number' && Number.isFinite(b) && (i === 0 || b > (bounds[i - 1] as number)))
   ) {
-    throw new RangeError(`histogram: bounds must list 1 to 1024 finite, strictly increasing numbers, got ${JSON.stringify(bounds)}`)
+    throw new RangeError(`histogram: bounds must list 1 to 1024 finite, strictly increasing numbers, got ${Array.isArray(bounds) ? `${bounds.length} item(s): ${JSON.stringify(bounds.slice(0, 5))}` : typeof bounds}`)
   }
   const edges = bounds.slice()
   const size = edges.length + 1

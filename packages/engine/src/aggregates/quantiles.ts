@@ -85,7 +85,7 @@ export function quantiles(options: QuantilesOptions): Aggregate<QuantileSketch, 
   checkAggregateOptions('quantiles', options, ['at', 'relativeAccuracy', 'maxBuckets', 'of'], true)
   const at = options.at
   if (!Array.isArray(at) || at.length === 0 || at.length > 100 || !at.every((q) => typeof q === 'number' && q >= 0 && q <= 1)) {
-    throw new RangeError(`quantiles: at must list 1 to 100 numbers from 0 to 1, got ${JSON.stringify(at)}`)
+    throw new RangeError(`quantiles: at must list 1 to 100 numbers from 0 to 1, got ${Array.isArray(at) ? `${at.length} item(s): ${JSON.stringify(at.slice(0, 5))}` : typeof at}`)
   }
   const wanted = at.slice()
   const alpha = numberOption('quantiles', 'relativeAccuracy', options.relativeAccuracy, 0.01, 0.0001, 0.5, false)

@@ -40,7 +40,7 @@ describe('histogram', () => {
   })
 
   it.each([
-    [{ bounds: [] }, /bounds must list 1 to 1024 finite, strictly increasing numbers, got \[\]/],
+    [{ bounds: [] }, /bounds must list 1 to 1024 finite, strictly increasing numbers, got 0 item\(s\): \[\]/],
     [{ bounds: [5, 5] }, /strictly increasing/],
     [{ bounds: [1, Number.NaN] }, /strictly increasing/],
     [{ bounds: [1], bins: 3 }, /unknown option 'bins'/],

@@ -222,7 +222,9 @@ describe('quantiles: hostile bytes', () => {
 
 describe('quantiles: options', () => {
   it.each([
-    [{ at: [] }, /at must list 1 to 100 numbers from 0 to 1, got \[\]/],
+    [{ at: [] }, /at must list 1 to 100 numbers from 0 to 1, got 0 item\(s\): \[\]/],
+    [{ at: new Array(101).fill(0.5) }, /got 101 item\(s\): \[0.5,0.5,0.5,0.5,0.5\]$/],
+    [{ at: '0.5' }, /got string/],
     [{ at: [1.5] }, /at must list/],
     [{ at: [0.5], relativeAccuracy: 0 }, /relativeAccuracy must be a number from 0.0001 to 0.5, got 0/],
     [{ at: [0.5], maxBuckets: 10.5 }, /maxBuckets must be an integer from 16 to 65536/],
