@@ -31,6 +31,7 @@ const PROFILES: readonly ProfileEntry[] = [
   { name: 'anomaly-heavy', streaming: false },
   { name: 'ordered-stream-flush', streaming: false },
   { name: 'merge-8-replicas', streaming: false },
+  { name: 'aggregates-accuracy', streaming: false },
 ]
 
 /** Profiles from issue 9 that this command does not run; listed, never given numbers. */
@@ -66,7 +67,7 @@ for (const [i, profile] of selected.entries()) {
     continue
   }
   fresh.push(child.figures)
-  const headline = child.figures.ratios.map((r) => `${r.name} ${formatRatio(r)}`).join(', ')
+  const headline = child.figures.headline ?? child.figures.ratios.map((r) => `${r.name} ${formatRatio(r)}`).join(', ')
   process.stdout.write(`${tag} done in ${(child.ms / 1000).toFixed(1)} s: ${headline}\n`)
 }
 

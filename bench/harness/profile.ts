@@ -97,6 +97,10 @@ export interface ProfileFigures {
   readonly timeTarget?: TimeTarget
   /** Whole benchmark process: peak RSS (getrusage) and wall time, workload generation included. */
   readonly process: { readonly maxRssMB: number; readonly wallMs: number; readonly prepareMs: number }
+  /** A profile that measures no ratio (accuracy, sizes): its one-line summary, for progress and the report. */
+  readonly headline?: string
+  /** Markdown lines the report prints in the profile's own section (tables). */
+  readonly tables?: readonly string[]
 }
 
 export interface ProfileOptions {

@@ -32,7 +32,7 @@ export interface BenchRun {
 export function writeReport(dir: string, run: BenchRun): void {
   writeFileSync(join(dir, 'latest.json'), `${JSON.stringify(run, null, 1)}\n`)
   writeFileSync(join(dir, 'latest.md'), markdown(run))
-  writeFileSync(join(dir, 'latest.svg'), ratioChart(run.results))
+  writeFileSync(join(dir, 'latest.svg'), ratioChart(run.results.filter((f) => f.ratios.length > 0)))
 }
 
 function ratio(f: ProfileFigures, name: string): RatioFigures | undefined {
@@ -92,6 +92,7 @@ function markdown(run: BenchRun): string {
       const owner = f.contenders.find((c) => c.end[gauge] !== undefined)
       if (owner !== undefined) extra.push(`${gauge} ${num(owner.end[gauge])}`)
     }
+    if (f.headline !== undefined) extra.push(f.headline)
     const ordered = f.profile !== 'ordered-stream-flush' ? contender(f, 'ordered-stream') : undefined
     if (ordered !== undefined) extra.unshift(`ordered stream ${rate(ordered)} ev/s`)
     lines.push(
@@ -101,6 +102,9 @@ function markdown(run: BenchRun): string {
   for (const m of run.missing) lines.push(`| ${m.name} (${m.where}) | – | – | – | – | – | – | ${m.status} |`)
   for (const failure of run.failures) lines.push(`| ${failure.profile} | failed | – | – | – | – | – | ${failure.error.replaceAll('|', '/').slice(0, 160)} |`)
   lines.push('', '![ratios](latest.svg)', '')
+  for (const f of run.results) {
+    if (f.tables !== undefined) lines.push(`## ${f.profile}`, '', ...f.tables, '')
+  }
   lines.push('## Memory', '')
   lines.push(
     'One observed run per contender (after a priming run, before warm-up), each profile in its own `node --expose-gc` process. Heap in MB: at start (after a forced GC) → end (peak sampled per batch); retained = heap after a forced GC with the run\'s state still alive, minus start. Live model = a minimal nested-Map model of Tidemark\'s live windows and cells (the yardstick for "retained ≤ 2× live window state"). Pending = events in windows not yet fired, counted once per window (ordered streams: events waiting).',

@@ -1,0 +1,140 @@
+import type { ByteReader } from './byteReader.ts'
+import type { ByteWriter } from './byteWriter.ts'
+
+/**
+ * One side (positive or negative values) of a quantile sketch: counts by bucket key, dense from
+ * `offset`, at most `limit` keys wide. Both ends are non-zero unless the store is empty.
+ *
+ * The collapse rule keeps it bounded: a count whose key is below `top − limit + 1` (`top` = the
+ * highest key ever counted) is counted at `top − limit + 1` instead. Each count therefore ends
+ * at `max(key, top − limit + 1)`, a function of its own key and of the highest key of the
+ * multiset, never of the order of adds and merges, so collapsing stays exact, commutative and
+ * associative: any delivery order, batching or merge tree gives the same counts.
+ *
+ * @example
+ * const store: BucketStore = { offset: 0, counts: [] }
+ * addToStore(store, 230, 1, 2048)
+ * store // { offset: 230, counts: [1] }
+ */
+export interface BucketStore {
+  offset: number
+  counts: number[]
+}
+
+/**
+ * Counts `count` at `key`, collapsing as the rule says; in place.
+ *
+ * @example
+ * const store: BucketStore = { offset: 0, counts: [] }
+ * addToStore(store, 5, 1, 4)
+ * addToStore(store, 9, 1, 4) // key 5 collapses into 6 = 9 − 4 + 1
+ * store // { offset: 6, counts: [1, 0, 0, 1] }
+ */
+export function addToStore(store: BucketStore, key: number, count: number, limit: number): void {
+  let counts = store.counts
+  if (counts.length === 0) {
+    store.offset = key
+    counts.push(count)
+    return
+  }
+  const top = store.offset + counts.length - 1
+  if (key > top) {
+    const cutoff = key - limit + 1
+    if (cutoff > store.offset) {
+      const drop = Math.min(cutoff - store.offset, counts.length)
+      let moved = 0
+      for (let i = 0; i < drop; i++) moved += counts[i] as number
+      counts.splice(0, drop)
+      store.offset = cutoff
+      if (counts.length === 0) counts.push(0)
+      counts[0] = (counts[0] as number) + moved
+    }
+    while (store.offset + counts.length <= key) counts.push(0)
+  } else if (key < store.offset) {
+    const low = Math.max(key, top - limit + 1)
+    if (low < store.offset) {
+      counts = store.counts = new Array<number>(store.offset - low).fill(0).concat(counts)
+      store.offset = low
+    }
+    key = low
+  }
+  counts[key - store.offset] = (counts[key - store.offset] as number) + count
+}
+
+/**
+ * The combination of two stores under one limit: counts add, then collapse. A new store.
+ *
+ * @example
+ * mergeStores({ offset: 5, counts: [1] }, { offset: 9, counts: [2] }, 4) // { offset: 6, counts: [1, 0, 0, 2] }
+ */
+export function mergeStores(a: BucketStore, b: BucketStore, limit: number): BucketStore {
+  if (a.counts.length === 0) return { offset: b.offset, counts: b.counts.slice() }
+  if (b.counts.length === 0) return { offset: a.offset, counts: a.counts.slice() }
+  const top = Math.max(a.offset + a.counts.length, b.offset + b.counts.length) - 1
+  const cutoff = top - limit + 1
+  const low = Math.max(Math.min(a.offset, b.offset), cutoff)
+  const counts = new Array<number>(top - low + 1).fill(0)
+  for (const store of [a, b]) {
+    for (let i = 0; i < store.counts.length; i++) {
+      const c = store.counts[i] as number
+      if (c !== 0) {
+        const at = Math.max(store.offset + i, cutoff) - low
+        counts[at] = (counts[at] as number) + c
+      }
+    }
+  }
+  return { offset: low, counts }
+}
+
+/**
+ * Writes the store's non-empty buckets: `varint n`, then per bucket its key (the first as a
+ * zigzag varint, the others as the varint gap from the previous key, at least 1) and its count
+ * (varint, at least 1).
+ *
+ * @example
+ * encodeStore(writer, { offset: 230, counts: [2, 0, 1] }) // 02 cc 03 02 02 01
+ */
+export function encodeStore(writer: ByteWriter, store: BucketStore): void {
+  let n = 0
+  for (const c of store.counts) if (c !== 0) n++
+  writer.varint(n)
+  let previous: number | null = null
+  for (let i = 0; i < store.counts.length; i++) {
+    const c = store.counts[i] as number
+    if (c === 0) continue
+    const key = store.offset + i
+    if (previous === null) writer.signed(key)
+    else writer.varint(key - previous)
+    writer.varint(c)
+    previous = key
+  }
+}
+
+/**
+ * Reads a store written by `encodeStore`, checking: at most `limit` buckets spanning at most
+ * `limit` keys, keys increasing and within ±`keyLimit`, counts at least 1.
+ *
+ * @example
+ * decodeStore(new ByteReader(bytes, 'quantiles state'), 'positive', 2048, 35_839)
+ */
+export function decodeStore(reader: ByteReader, side: string, limit: number, keyLimit: number): BucketStore {
+  const n = reader.varint(`${side} number of buckets`, limit)
+  const keys: number[] = []
+  const values: number[] = []
+  for (let i = 0; i < n; i++) {
+    const key: number = i === 0 ? reader.signed(`${side} first key`, keyLimit) : (keys[i - 1] as number) + reader.varint(`${side} key gap`, 2 * keyLimit)
+    if (i > 0 && key === keys[i - 1]) throw reader.fail(`${side} bucket keys must increase`)
+    if (key > keyLimit) throw reader.fail(`${side} bucket key ${key} exceeds ${keyLimit}`)
+    const count = reader.varint(`${side} bucket count`, Number.MAX_SAFE_INTEGER)
+    if (count === 0) throw reader.fail(`${side} bucket ${key} has a zero count`)
+    keys.push(key)
+    values.push(count)
+  }
+  if (n === 0) return { offset: 0, counts: [] }
+  const offset = keys[0] as number
+  const span = (keys[n - 1] as number) - offset + 1
+  if (span > limit) throw reader.fail(`${side} buckets span ${span} keys, more than maxBuckets ${limit}`)
+  const counts = new Array<number>(span).fill(0)
+  for (let i = 0; i < n; i++) counts[(keys[i] as number) - offset] = values[i] as number
+  return { offset, counts }
+}
