@@ -57,6 +57,7 @@ class UnreachableSocket {
   onmessage: unknown = null
   send(): void {}
   close(): void {}
+  addEventListener(): void {}
 }
 
 /** A browser origin: secure, with its locks, localStorage and IndexedDB; `newTab()` starts a tab session. */

@@ -10,7 +10,7 @@ import type { Screen } from './screen.ts'
 // #region imports
 import { tumbling } from '@tidemark/engine'
 import { claimSource, indexedDbPersistence, openEngine } from '@tidemark/idb'
-import { BroadcastChannelProvider, bindDoc, connectWebsocket } from '@tidemark/yjs'
+import { BroadcastChannelProvider, bindDoc, connectRelay } from '@tidemark/yjs'
 import * as Y from 'yjs'
 // #endregion
 
@@ -34,13 +34,19 @@ export async function openDashboard(): Promise<{ claim: SourceClaim; engine: Eng
   return { claim, engine, record }
 }
 
+/** The relay token of this tab's room (from the application's login). */
+async function fetchToken(): Promise<string> {
+  return 'a JWT for the room fleet-a/dashboard'
+}
+
 /** Shares the state and tells the user what has not reached anyone yet. */
 export function shareState(engine: Engine, screen: Screen): void {
   // #region offline
   const doc = new Y.Doc()
   bindDoc(engine, doc)
   new BroadcastChannelProvider(doc, 'dashboard') // the other tabs of this origin
-  connectWebsocket(doc, { url: 'wss://sync.example.com', room: 'fleet' })
+  const relay = connectRelay({ url: 'wss://relay.example.com', token: fetchToken }) // fetchToken: a JWT from your login, read on every connection
+  relay.join(doc, 'fleet-a/dashboard')
 
   engine.subscribe(() => {
     const { state, pendingLocalUpdates } = engine.syncStatus()

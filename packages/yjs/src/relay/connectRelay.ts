@@ -1,0 +1,403 @@
+/**
+ * A client of a Tidemark relay: one WebSocket per relay URL carrying many documents (rooms),
+ * each authenticated with a token, synced, acknowledged (relayProtocol.ts, relayRoom.ts).
+ *
+ * Why not `@hocuspocus/provider`: it weighs about as much as this whole package, reconnects
+ * every client after a server restart on one schedule, and gives no hold on refusals; this
+ * client keeps the protocol and adds full-jitter reconnects, refusals that stick, and
+ * `pendingLocalUpdates` that drop as the relay acknowledges.
+ *
+ * Hocuspocus keeps some state per (socket, room) that shapes the rules below: a room refused
+ * at authentication stays refused on that socket, and a room whose Close is in flight must not
+ * authenticate again before the server's own Close answers it.
+ */
+import { assertKnownOptions } from '@tidemark/engine/adapter'
+import * as decoding from 'lib0/decoding'
+import type { Awareness } from 'y-protocols/awareness'
+import type * as Y from 'yjs'
+import { checkJitterOptions, jitterWindow, type ReconnectJitterOptions } from '../transport/reconnectJitter.ts'
+import { AUTH_PERMISSION_DENIED, MESSAGE_AUTH, MESSAGE_CLOSE, type RelayMessage, readRelayMessage } from './relayProtocol.ts'
+import { RelayRoom, type RoomLink, refusalOf, type SocketState } from './relayRoom.ts'
+
+/**
+ * The part of a WebSocket the relay client uses: the browser's `WebSocket` and the `ws`
+ * package's both fit.
+ *
+ * @example
+ * const socket: RelaySocket = new WebSocket('ws://127.0.0.1:8787')
+ */
+export interface RelaySocket {
+  /** Set to `'arraybuffer'` before the socket opens. */
+  binaryType: string
+  /** Sends one binary message. */
+  send(data: Uint8Array): void
+  /** Closes the socket. */
+  close(code?: number, reason?: string): void
+  /** Listens to `open`, `message` (binary `data`), `close` and `error`. */
+  addEventListener(type: 'open' | 'message' | 'close' | 'error', listener: (event: { readonly data?: unknown }) => void): void
+}
+
+/**
+ * A token, or a function returning one (sync or async): called again for every connection, so
+ * it can return a fresh token when the last one expired.
+ *
+ * @example
+ * const token: RelayToken = async () => (await (await fetch('/dev/token?role=device&room=fleet-a/d07')).json()).token
+ */
+export type RelayToken = string | (() => string | Promise<string>)
+
+/**
+ * Options of `connectRelay`: `url` and `token` are required.
+ *
+ * @example
+ * connectRelay({ url: 'wss://relay.example.com', token: () => session.token(), jitter: { baseMs: 500, capMs: 10_000 } })
+ */
+export interface ConnectRelayOptions {
+  /** The relay, e.g. `wss://relay.example.com` or `ws://127.0.0.1:8787`. */
+  readonly url: string
+  /** The JWT the relay checks for every room (a function is read again on every connection). */
+  readonly token: RelayToken
+  /**
+   * Reconnect jitter: attempt `n` since the last message from the relay waits a uniform random
+   * time in `[0, min(capMs, baseMs · 2^n))`; `initialMs` spreads the first connect. The same
+   * spread applies to a room the relay closed (not refused) before it joins again.
+   */
+  readonly jitter?: ReconnectJitterOptions
+  /** A WebSocket class where there is no global one (Node 20: the `ws` package). */
+  readonly WebSocket?: new (url: string) => RelaySocket
+  /** Receives what the client could not use: an undecodable message, a token function that threw (default `console.error`). */
+  readonly onError?: (error: Error) => void
+}
+
+/**
+ * Options of `relay.join`; all optional.
+ *
+ * @example
+ * relay.join(doc, 'fleet-a/d07', { awareness: new Awareness(doc) })
+ */
+export interface JoinOptions {
+  /** Presence in this room (y-protocols `Awareness` of the doc): exchanged with the relay, counted as `peers`. */
+  readonly awareness?: Awareness
+}
+
+/**
+ * One document joined to a relay room; `destroy` leaves the room (the doc keeps its content).
+ *
+ * @example
+ * const handle: RelayRoomHandle = relay.join(doc, 'fleet-a/d07')
+ * handle.destroy()
+ */
+export interface RelayRoomHandle {
+  /** The room name on the relay. */
+  readonly room: string
+  /** The doc synced with it. */
+  readonly doc: Y.Doc
+  /** Leaves the room and stops reporting its status. */
+  destroy(): void
+}
+
+/**
+ * A connection to a relay: `join` documents to rooms on its one socket, `destroy` closes it.
+ *
+ * @example
+ * const relay: Relay = connectRelay({ url: 'ws://127.0.0.1:8787', token })
+ */
+export interface Relay {
+  /** The relay's URL. */
+  readonly url: string
+  /**
+   * Syncs `doc` with `room`: authenticates it with the token, exchanges state, sends local
+   * updates and reports into the doc's sync status (`connected` once the relay answered,
+   * `pendingLocalUpdates` until it acknowledged, `refusal` when it refused). A refused room is
+   * not retried; join it again with a fresh `Y.Doc` once the cause is fixed (a doc whose update
+   * was refused cannot sync again: the join throws).
+   */
+  join(doc: Y.Doc, room: string, options?: JoinOptions): RelayRoomHandle
+  /** Leaves every room and closes the socket. */
+  destroy(): void
+}
+
+/**
+ * Connects to a Tidemark relay (a Hocuspocus 3.4 server): one socket, any number of rooms,
+ * jittered reconnects.
+ *
+ * @example
+ * const relay = connectRelay({ url: 'ws://127.0.0.1:8787', token: () => fetchToken(), WebSocket }) // WebSocket from 'ws' in Node 20
+ * const doc = new Y.Doc()
+ * bindDoc(engine, doc)
+ * const room = relay.join(doc, 'fleet-a/d07')
+ * engine.syncStatus() // { state: 'connected', pendingLocalUpdates: 0, refusal: null, ... } once the relay answered
+ */
+export function connectRelay(options: ConnectRelayOptions): Relay {
+  checkOptions(options)
+  return new RelayConnection(options)
+}
+
+class RelayConnection implements Relay {
+  readonly url: string
+  readonly #token: RelayToken
+  readonly #WebSocket: new (url: string) => RelaySocket
+  readonly #onError: (error: Error) => void
+  readonly #baseMs: number
+  readonly #capMs: number
+  readonly #random: () => number
+  readonly #schedule: (run: () => void, ms: number) => unknown
+  readonly #cancel: (handle: unknown) => void
+  readonly #rooms = new Map<string, RelayRoom>()
+  /** Rooms whose Close is in flight on this socket: they authenticate again once the server's Close answers. */
+  readonly #closing = new Set<string>()
+  /** Rooms denied on this socket: Hocuspocus ignores a second Auth for them until the socket closes. */
+  readonly #denied = new Set<string>()
+  #socket: RelaySocket | null = null
+  #state: SocketState = 'closed'
+  #attempt = 0
+  #timer: unknown = null
+  #readingToken = false
+  #tokenAttempt = 0
+  #tokenTimer: unknown = null
+  #restartNow = false
+  #destroyed = false
+
+  constructor(options: ConnectRelayOptions) {
+    this.url = options.url
+    this.#token = options.token
+    this.#WebSocket = options.WebSocket ?? (globalThis.WebSocket as new (url: string) => RelaySocket)
+    this.#onError = options.onError ?? ((error) => console.error(error))
+    const jitter = options.jitter ?? {}
+    this.#baseMs = jitter.baseMs ?? 500
+    this.#capMs = jitter.capMs ?? 10_000
+    this.#random = jitter.random ?? Math.random
+    this.#schedule = jitter.setTimeout ?? ((run, ms) => setTimeout(run, ms))
+    this.#cancel = jitter.clearTimeout ?? ((handle) => clearTimeout(handle as ReturnType<typeof setTimeout>))
+    const initialMs = jitter.initialMs ?? 0
+    if (initialMs > 0) {
+      this.#state = 'connecting'
+      this.#timer = this.#schedule(() => {
+        this.#timer = null
+        this.#connect()
+      }, Math.floor(this.#random() * initialMs))
+    } else {
+      this.#connect()
+    }
+  }
+
+  join(doc: Y.Doc, room: string, options: JoinOptions = {}): RelayRoomHandle {
+    if (this.#destroyed) throw new Error(`relay.join: the relay ${this.url} was destroyed; connect again`)
+    if (typeof doc !== 'object' || doc === null || typeof doc.getMap !== 'function' || typeof doc.transact !== 'function') throw new TypeError('relay.join: doc must be a Y.Doc')
+    if (typeof room !== 'string' || room.length === 0) throw new TypeError(`relay.join: room must be a non-empty string, got ${String(room)}`)
+    if (typeof options !== 'object' || options === null) throw new TypeError('relay.join: options must be an object')
+    assertKnownOptions('relay.join', options, ['awareness'])
+    if (options.awareness !== undefined && (typeof options.awareness !== 'object' || options.awareness === null || options.awareness.doc !== doc)) {
+      throw new TypeError(`relay.join: awareness must be a y-protocols Awareness of the joined doc (room ${room})`)
+    }
+    if (this.#rooms.has(room)) throw new Error(`relay.join: room ${room} is already joined on this relay; destroy its handle first`)
+    const refused = refusalOf(doc)
+    if (refused !== undefined) throw new Error(`relay.join: the relay refused this doc (${refused}); it cannot sync again: join ${room} with a fresh Y.Doc`)
+    const joined = new RelayRoom(doc, room, this.#linkFor(room), options.awareness)
+    this.#rooms.set(room, joined)
+    this.#authenticateIdle()
+    return { room, doc, destroy: () => this.#leave(joined) }
+  }
+
+  destroy(): void {
+    if (this.#destroyed) return
+    this.#destroyed = true
+    for (const timer of [this.#timer, this.#tokenTimer]) if (timer !== null) this.#cancel(timer)
+    this.#timer = null
+    this.#tokenTimer = null
+    const socket = this.#socket
+    this.#socket = null
+    // Closed first, so leaving rooms sends nothing: the socket's close ends them all on the server.
+    this.#state = 'closed'
+    for (const room of this.#rooms.values()) room.destroy()
+    this.#rooms.clear()
+    socket?.close(1000)
+  }
+
+  #linkFor(name: string): RoomLink {
+    return {
+      socketState: () => this.#state,
+      send: (bytes) => {
+        if (this.#state === 'open') this.#socket?.send(bytes)
+      },
+      token: () => this.#readToken(),
+      delay: (attempt) => this.#delay(attempt),
+      schedule: this.#schedule,
+      cancel: this.#cancel,
+      ready: () => this.#authenticateIdle(),
+      denied: () => {
+        this.#denied.add(name)
+      },
+      onError: this.#onError,
+    }
+  }
+
+  #leave(room: RelayRoom): void {
+    if (this.#rooms.get(room.name) !== room) return
+    this.#rooms.delete(room.name)
+    if (room.destroy()) this.#closing.add(room.name)
+  }
+
+  #connect(): void {
+    if (this.#destroyed) return
+    this.#state = 'connecting'
+    let socket: RelaySocket
+    try {
+      socket = new this.#WebSocket(this.url)
+    } catch (error) {
+      this.#onError(new Error(`relay ${this.url}: could not open a socket (${String(error)})`))
+      this.#closed()
+      return
+    }
+    socket.binaryType = 'arraybuffer'
+    this.#socket = socket
+    socket.addEventListener('open', () => {
+      if (socket !== this.#socket) return
+      this.#state = 'open'
+      this.#reportRooms()
+      this.#authenticateIdle()
+    })
+    socket.addEventListener('message', (event) => {
+      if (socket === this.#socket) this.#receive(event.data)
+    })
+    socket.addEventListener('close', () => {
+      if (socket === this.#socket) this.#closed()
+    })
+    // A failed connect or a broken socket: its close follows, and the sync status shows it.
+    socket.addEventListener('error', () => {})
+    this.#reportRooms()
+  }
+
+  #closed(): void {
+    this.#socket = null
+    this.#state = 'closed'
+    this.#closing.clear()
+    this.#denied.clear()
+    if (this.#tokenTimer !== null) this.#cancel(this.#tokenTimer)
+    this.#tokenTimer = null
+    for (const room of this.#rooms.values()) room.socketClosed()
+    if (this.#destroyed) return
+    const delay = this.#restartNow ? 0 : this.#delay(this.#attempt++)
+    this.#restartNow = false
+    this.#timer = this.#schedule(() => {
+      this.#timer = null
+      this.#connect()
+    }, delay)
+  }
+
+  #receive(data: unknown): void {
+    const bytes = data instanceof ArrayBuffer ? new Uint8Array(data) : ArrayBuffer.isView(data) ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : null
+    if (bytes === null) {
+      this.#onError(new Error(`relay ${this.url}: a ${typeof data} message ignored (the relay speaks binary messages only)`))
+      return
+    }
+    let message: RelayMessage
+    try {
+      message = readRelayMessage(bytes)
+    } catch (error) {
+      this.#onError(new Error(`relay ${this.url}: an undecodable message of ${bytes.byteLength} bytes ignored (${String(error)})`))
+      return
+    }
+    // The relay is there: the next reconnect starts from the smallest spread again.
+    this.#attempt = 0
+    if (this.#closing.has(message.room)) {
+      this.#closingAnswer(message)
+      return
+    }
+    const room = this.#rooms.get(message.room)
+    // A room left since: the server's last words to it are moot.
+    if (room === undefined) return
+    try {
+      room.receive(message.type, message.decoder)
+    } catch (error) {
+      this.#onError(new Error(`relay room ${message.room}: a malformed message of type ${message.type} ignored (${String(error)})`))
+    }
+  }
+
+  /** A message for a room whose Close is in flight: its Close (or a denial) frees the name. */
+  #closingAnswer(message: RelayMessage): void {
+    const denied = message.type === MESSAGE_AUTH && decoding.hasContent(message.decoder) && decoding.readVarUint(message.decoder) === AUTH_PERMISSION_DENIED
+    if (message.type !== MESSAGE_CLOSE && !denied) return
+    this.#closing.delete(message.room)
+    if (denied) this.#denied.add(message.room)
+    this.#authenticateIdle()
+  }
+
+  /** Authenticates every idle room with one read of the token. */
+  #authenticateIdle(): void {
+    if (this.#state !== 'open' || this.#readingToken || this.#tokenTimer !== null) return
+    const idle = [...this.#rooms.values()].filter((room) => room.idle && !this.#closing.has(room.name))
+    if (idle.some((room) => this.#denied.has(room.name))) {
+      // Joined again after a denial: only a new socket lets it authenticate (the other rooms sync again on it).
+      this.#restart()
+      return
+    }
+    if (idle.length === 0) return
+    this.#readingToken = true
+    const socket = this.#socket
+    this.#readToken().then(
+      (token) => {
+        this.#readingToken = false
+        this.#tokenAttempt = 0
+        // Another socket opened while the token was read: read it again for that one.
+        if (socket !== this.#socket) this.#authenticateIdle()
+        if (socket !== this.#socket || this.#state !== 'open') return
+        // Rooms joined while the token was read get it too.
+        for (const room of this.#rooms.values()) if (room.idle && !this.#closing.has(room.name) && !this.#denied.has(room.name)) room.authenticate(token)
+      },
+      (error: unknown) => {
+        this.#readingToken = false
+        if (this.#destroyed) return
+        this.#onError(new Error(`relay ${this.url}: the token function failed (${error instanceof Error ? error.message : String(error)}); trying again`))
+        this.#tokenTimer = this.#schedule(() => {
+          this.#tokenTimer = null
+          this.#authenticateIdle()
+        }, this.#delay(this.#tokenAttempt++))
+      },
+    )
+  }
+
+  async #readToken(): Promise<string> {
+    const token = typeof this.#token === 'function' ? await this.#token() : this.#token
+    if (typeof token !== 'string') throw new TypeError(`the token function must return a string (a JWT), got ${typeof token}`)
+    return token
+  }
+
+  #restart(): void {
+    if (this.#socket === null) return
+    this.#restartNow = true
+    this.#socket.close(1000)
+  }
+
+  #delay(attempt: number): number {
+    return Math.floor(this.#random() * jitterWindow(attempt, this.#baseMs, this.#capMs))
+  }
+
+  #reportRooms(): void {
+    for (const room of this.#rooms.values()) room.report()
+  }
+}
+
+const OPTION_KEYS: readonly (keyof ConnectRelayOptions)[] = ['url', 'token', 'jitter', 'WebSocket', 'onError']
+const SOCKET_PROTOCOLS = ['ws:', 'wss:', 'http:', 'https:']
+
+/** Throws a TypeError naming the first bad option. */
+function checkOptions(options: ConnectRelayOptions): void {
+  if (typeof options !== 'object' || options === null) throw new TypeError('connectRelay needs an options object { url, token }')
+  assertKnownOptions('connectRelay', options, OPTION_KEYS)
+  const { url, token, jitter, WebSocket, onError } = options
+  let protocol: string | null = null
+  try {
+    protocol = typeof url === 'string' ? new URL(url).protocol : null
+  } catch {
+    protocol = null
+  }
+  if (protocol === null || !SOCKET_PROTOCOLS.includes(protocol)) throw new TypeError(`connectRelay: url must be a ws:// or wss:// URL of the relay, got ${String(url)}`)
+  if (typeof token !== 'string' && typeof token !== 'function') throw new TypeError(`connectRelay: token must be a string (a JWT) or a function returning one, got ${typeof token}`)
+  if (WebSocket !== undefined && typeof WebSocket !== 'function') throw new TypeError('connectRelay: WebSocket must be a WebSocket class (the ws package in Node 20)')
+  if (WebSocket === undefined && typeof globalThis.WebSocket !== 'function') {
+    throw new TypeError('connectRelay: there is no global WebSocket here (Node 20); pass one: connectRelay({ ..., WebSocket }) with WebSocket from the ws package')
+  }
+  if (jitter !== undefined) checkJitterOptions(jitter, 'connectRelay: jitter')
+  if (onError !== undefined && typeof onError !== 'function') throw new TypeError('connectRelay: onError must be a function')
+}
