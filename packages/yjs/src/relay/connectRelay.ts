@@ -339,11 +339,13 @@ class RelayConnection implements Relay {
       (token) => {
         this.#readingToken = false
         this.#tokenAttempt = 0
-        // Another socket opened while the token was read: read it again for that one.
-        if (socket !== this.#socket) this.#authenticateIdle()
-        if (socket !== this.#socket || this.#state !== 'open') return
-        // Rooms joined while the token was read get it too.
-        for (const room of this.#rooms.values()) if (room.idle && !this.#closing.has(room.name) && !this.#denied.has(room.name)) room.authenticate(token)
+        if (socket === this.#socket && this.#state === 'open') {
+          // Rooms joined while the token was read get it too.
+          for (const room of this.#rooms.values()) if (room.idle && !this.#closing.has(room.name) && !this.#denied.has(room.name)) room.authenticate(token)
+        }
+        // What is still idle: rooms denied on this socket (joined again while the token was read),
+        // or a new socket opened meanwhile, which needs a token of its own.
+        this.#authenticateIdle()
       },
       (error: unknown) => {
         this.#readingToken = false

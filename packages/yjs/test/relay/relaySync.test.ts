@@ -3,7 +3,9 @@
  * ways, `connected` means the relay answered, and pending local updates drop only as the
  * relay acknowledges them.
  */
+import { HocuspocusProvider, HocuspocusProviderWebsocket } from '@hocuspocus/provider'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import WebSocket from 'ws'
 import { Awareness } from 'y-protocols/awareness'
 import * as Y from 'yjs'
 import { counted, device, relayClient, readings, statusOf, until, untilEngine, untilStatus } from './harness.ts'
@@ -112,6 +114,32 @@ describe('relay client: sync', () => {
     await untilStatus(docA, 'b gone', (s) => s.peers === 0)
     a.relay.destroy()
     b.relay.destroy()
+  })
+
+  it("speaks the protocol of @hocuspocus/provider 3.4: both sync one room through the relay", async () => {
+    const token = await signToken({ sub: 'fleet', role: 'device', rooms: ['fleet-a/*'] })
+    const socket = new HocuspocusProviderWebsocket({ url: server.url, WebSocketPolyfill: WebSocket })
+    const theirs = new Y.Doc()
+    const provider = new HocuspocusProvider({ websocketProvider: socket, name: 'fleet-a/shared', document: theirs, token })
+    provider.attach()
+    const ours = relayClient(server.url, token)
+    const doc = new Y.Doc()
+    ours.relay.join(doc, 'fleet-a/shared')
+    theirs.getMap('data').set('from', 'provider')
+    doc.getMap('data').set('to', 'provider')
+    await until('both ways', () => doc.getMap('data').get('from') === 'provider' && theirs.getMap('data').get('to') === 'provider', (notify) => {
+      doc.on('update', notify)
+      theirs.on('update', notify)
+      return () => {
+        doc.off('update', notify)
+        theirs.off('update', notify)
+      }
+    })
+    await untilStatus(doc, 'ours acknowledged', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    expect(ours.errors).toEqual([])
+    provider.destroy()
+    socket.destroy()
+    ours.relay.destroy()
   })
 })
 

@@ -73,6 +73,8 @@ export interface TestRelay {
   list(directory: string, rooms: readonly string[]): Promise<void>
   /** A room's current server-side content, as an update. */
   content(room: string): Promise<Uint8Array>
+  /** Closes every connection of `room` (not a refusal: as when the relay unloads it); sockets stay open. */
+  closeRoom(room: string): void
   /** WebSocket connections open now. */
   sockets(): number
   /** Drops every socket and stops listening; `start` listens again on the same port. */
@@ -121,6 +123,7 @@ export async function startTestRelay(): Promise<TestRelay> {
       await connection.disconnect()
       return update
     },
+    closeRoom: (room) => requireRunning().hocuspocus.closeConnections(room),
     sockets: () => requireRunning().wss.clients.size,
     async stop() {
       if (running === null) return
