@@ -97,7 +97,7 @@ interface RemoteBatch {
  */
 export function bindDoc(engine: { readonly replica: ReplicaPort }, doc: Y.Doc, options: BindDocOptions = {}): DocBinding {
   if (typeof engine !== 'object' || engine === null || typeof engine.replica !== 'object' || engine.replica === null) {
-    throw new TypeError('bindDoc: engine must be an engine (createEngine or openEngine), got one without a replica port')
+    throw new TypeError('bindDoc: engine must be an engine (createEngine or openEngine)')
   }
   if (typeof doc !== 'object' || doc === null || typeof doc.getMap !== 'function' || typeof doc.transact !== 'function') throw new TypeError('bindDoc: doc must be a Y.Doc')
   checkOptions(options)

@@ -30,11 +30,11 @@ export interface RelaySocket {
   /** Set to `'arraybuffer'` before the socket opens. */
   binaryType: string
   /** Sends one binary message. */
-  send(data: Uint8Array): void
+  send(data: Uint8Array<ArrayBuffer>): void
   /** Closes the socket. */
   close(code?: number, reason?: string): void
   /** Listens to `open`, `message` (binary `data`), `close` and `error`. */
-  addEventListener(type: 'open' | 'message' | 'close' | 'error', listener: (event: { readonly data?: unknown }) => void): void
+  addEventListener(type: 'open' | 'message' | 'close' | 'error', listener: (event: unknown) => void): void
 }
 
 /**
@@ -153,8 +153,6 @@ class RelayConnection implements Relay {
   #attempt = 0
   #timer: unknown = null
   #readingToken = false
-  #tokenAttempt = 0
-  #tokenTimer: unknown = null
   #restartNow = false
   #destroyed = false
 
@@ -182,18 +180,19 @@ class RelayConnection implements Relay {
   }
 
   join(doc: Y.Doc, room: string, options: JoinOptions = {}): RelayRoomHandle {
-    if (this.#destroyed) throw new Error(`relay.join: the relay ${this.url} was destroyed; connect again`)
-    if (typeof doc !== 'object' || doc === null || typeof doc.getMap !== 'function' || typeof doc.transact !== 'function') throw new TypeError('relay.join: doc must be a Y.Doc')
-    if (typeof room !== 'string' || room.length === 0) throw new TypeError(`relay.join: room must be a non-empty string, got ${String(room)}`)
-    if (typeof options !== 'object' || options === null) throw new TypeError('relay.join: options must be an object')
-    assertKnownOptions('relay.join', options, ['awareness'])
-    if (options.awareness !== undefined && (typeof options.awareness !== 'object' || options.awareness === null || options.awareness.doc !== doc)) {
-      throw new TypeError(`relay.join: awareness must be a y-protocols Awareness of the joined doc (room ${room})`)
+    const fail = (message: string): never => {
+      throw new TypeError(`relay.join: ${message}`)
     }
-    if (this.#rooms.has(room)) throw new Error(`relay.join: room ${room} is already joined on this relay; destroy its handle first`)
+    if (this.#destroyed) fail('the relay was destroyed')
+    if (typeof doc?.transact !== 'function') fail('doc must be a Y.Doc')
+    if (typeof room !== 'string' || room === '') fail(`room must be a non-empty string, got ${room}`)
+    if (typeof options !== 'object' || options === null) fail('options must be an object')
+    assertKnownOptions('relay.join', options, ['awareness'])
+    if (options.awareness !== undefined && options.awareness?.doc !== doc) fail(`${room}: awareness must be of the doc`)
+    if (this.#rooms.has(room)) fail(`${room} is already joined; destroy its handle first`)
     const refused = refusalOf(doc)
-    if (refused !== undefined) throw new Error(`relay.join: the relay refused this doc (${refused}); it cannot sync again: join ${room} with a fresh Y.Doc`)
-    const joined = new RelayRoom(doc, room, this.#linkFor(room), options.awareness)
+    if (refused !== undefined) fail(`${room}: the relay refused this doc (${refused}), join with a new Y.Doc`)
+    const joined = new RelayRoom(doc, room, this.#link, options.awareness)
     this.#rooms.set(room, joined)
     this.#authenticateIdle()
     return { room, doc, destroy: () => this.#leave(joined) }
@@ -202,9 +201,8 @@ class RelayConnection implements Relay {
   destroy(): void {
     if (this.#destroyed) return
     this.#destroyed = true
-    for (const timer of [this.#timer, this.#tokenTimer]) if (timer !== null) this.#cancel(timer)
+    if (this.#timer !== null) this.#cancel(this.#timer)
     this.#timer = null
-    this.#tokenTimer = null
     const socket = this.#socket
     this.#socket = null
     // Closed first, so leaving rooms sends nothing: the socket's close ends them all on the server.
@@ -214,22 +212,18 @@ class RelayConnection implements Relay {
     socket?.close(1000)
   }
 
-  #linkFor(name: string): RoomLink {
-    return {
-      socketState: () => this.#state,
-      send: (bytes) => {
-        if (this.#state === 'open') this.#socket?.send(bytes)
-      },
-      token: () => this.#readToken(),
-      delay: (attempt) => this.#delay(attempt),
-      schedule: this.#schedule,
-      cancel: this.#cancel,
-      ready: () => this.#authenticateIdle(),
-      denied: () => {
-        this.#denied.add(name)
-      },
-      onError: this.#onError,
-    }
+  readonly #link: RoomLink = {
+    socketState: () => this.#state,
+    send: (bytes) => {
+      if (this.#state === 'open') this.#socket?.send(bytes)
+    },
+    delay: (attempt) => this.#delay(attempt),
+    schedule: (run, ms) => this.#schedule(run, ms),
+    cancel: (handle) => this.#cancel(handle),
+    ready: () => this.#authenticateIdle(),
+    denied: (room) => {
+      this.#denied.add(room)
+    },
   }
 
   #leave(room: RelayRoom): void {
@@ -245,7 +239,7 @@ class RelayConnection implements Relay {
     try {
       socket = new this.#WebSocket(this.url)
     } catch (error) {
-      this.#onError(new Error(`relay ${this.url}: could not open a socket (${String(error)})`))
+      this.#fail(`no socket (${error})`)
       this.#closed()
       return
     }
@@ -258,7 +252,7 @@ class RelayConnection implements Relay {
       this.#authenticateIdle()
     })
     socket.addEventListener('message', (event) => {
-      if (socket === this.#socket) this.#receive(event.data)
+      if (socket === this.#socket) this.#receive((event as MessageEvent).data)
     })
     socket.addEventListener('close', () => {
       if (socket === this.#socket) this.#closed()
@@ -273,8 +267,6 @@ class RelayConnection implements Relay {
     this.#state = 'closed'
     this.#closing.clear()
     this.#denied.clear()
-    if (this.#tokenTimer !== null) this.#cancel(this.#tokenTimer)
-    this.#tokenTimer = null
     for (const room of this.#rooms.values()) room.socketClosed()
     if (this.#destroyed) return
     const delay = this.#restartNow ? 0 : this.#delay(this.#attempt++)
@@ -286,46 +278,38 @@ class RelayConnection implements Relay {
   }
 
   #receive(data: unknown): void {
-    const bytes = data instanceof ArrayBuffer ? new Uint8Array(data) : ArrayBuffer.isView(data) ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : null
-    if (bytes === null) {
-      this.#onError(new Error(`relay ${this.url}: a ${typeof data} message ignored (the relay speaks binary messages only)`))
-      return
-    }
+    // ArrayBuffer (binaryType), anything else fails to decode below.
+    const bytes = data instanceof ArrayBuffer ? new Uint8Array(data) : data
     let message: RelayMessage
     try {
-      message = readRelayMessage(bytes)
+      message = readRelayMessage(bytes as Uint8Array)
     } catch (error) {
-      this.#onError(new Error(`relay ${this.url}: an undecodable message of ${bytes.byteLength} bytes ignored (${String(error)})`))
+      this.#fail(`undecodable message ignored (${error})`)
       return
     }
     // The relay is there: the next reconnect starts from the smallest spread again.
     this.#attempt = 0
-    if (this.#closing.has(message.room)) {
-      this.#closingAnswer(message)
-      return
-    }
-    const room = this.#rooms.get(message.room)
-    // A room left since: the server's last words to it are moot.
-    if (room === undefined) return
+    const { room, type, decoder } = message
     try {
-      room.receive(message.type, message.decoder)
+      if (this.#closing.has(room)) {
+        // A room whose Close is in flight: its Close (or a denial) frees the name.
+        const denied = type === MESSAGE_AUTH && decoding.readVarUint(decoder) === AUTH_PERMISSION_DENIED
+        if (type !== MESSAGE_CLOSE && !denied) return
+        this.#closing.delete(room)
+        if (denied) this.#denied.add(room)
+        this.#authenticateIdle()
+      } else {
+        // A room left since gets nothing: the server's last words to it are moot.
+        this.#rooms.get(room)?.receive(type, decoder)
+      }
     } catch (error) {
-      this.#onError(new Error(`relay room ${message.room}: a malformed message of type ${message.type} ignored (${String(error)})`))
+      this.#fail(`${room}: malformed message of type ${type} ignored (${error})`)
     }
-  }
-
-  /** A message for a room whose Close is in flight: its Close (or a denial) frees the name. */
-  #closingAnswer(message: RelayMessage): void {
-    const denied = message.type === MESSAGE_AUTH && decoding.hasContent(message.decoder) && decoding.readVarUint(message.decoder) === AUTH_PERMISSION_DENIED
-    if (message.type !== MESSAGE_CLOSE && !denied) return
-    this.#closing.delete(message.room)
-    if (denied) this.#denied.add(message.room)
-    this.#authenticateIdle()
   }
 
   /** Authenticates every idle room with one read of the token. */
   #authenticateIdle(): void {
-    if (this.#state !== 'open' || this.#readingToken || this.#tokenTimer !== null) return
+    if (this.#state !== 'open' || this.#readingToken) return
     const idle = [...this.#rooms.values()].filter((room) => room.idle && !this.#closing.has(room.name))
     if (idle.some((room) => this.#denied.has(room.name))) {
       // Joined again after a denial: only a new socket lets it authenticate (the other rooms sync again on it).
@@ -338,7 +322,6 @@ class RelayConnection implements Relay {
     this.#readToken().then(
       (token) => {
         this.#readingToken = false
-        this.#tokenAttempt = 0
         if (socket === this.#socket && this.#state === 'open') {
           // Rooms joined while the token was read get it too.
           for (const room of this.#rooms.values()) if (room.idle && !this.#closing.has(room.name) && !this.#denied.has(room.name)) room.authenticate(token)
@@ -349,19 +332,17 @@ class RelayConnection implements Relay {
       },
       (error: unknown) => {
         this.#readingToken = false
-        if (this.#destroyed) return
-        this.#onError(new Error(`relay ${this.url}: the token function failed (${error instanceof Error ? error.message : String(error)}); trying again`))
-        this.#tokenTimer = this.#schedule(() => {
-          this.#tokenTimer = null
-          this.#authenticateIdle()
-        }, this.#delay(this.#tokenAttempt++))
+        if (socket !== this.#socket) return
+        // Its close schedules a jittered reconnect, which reads the token again.
+        this.#fail(`the token function failed (${error}); reconnecting`)
+        socket?.close(1000)
       },
     )
   }
 
   async #readToken(): Promise<string> {
     const token = typeof this.#token === 'function' ? await this.#token() : this.#token
-    if (typeof token !== 'string') throw new TypeError(`the token function must return a string (a JWT), got ${typeof token}`)
+    if (typeof token !== 'string') throw new TypeError(`not a string: ${typeof token}`)
     return token
   }
 
@@ -369,6 +350,10 @@ class RelayConnection implements Relay {
     if (this.#socket === null) return
     this.#restartNow = true
     this.#socket.close(1000)
+  }
+
+  #fail(detail: string): void {
+    this.#onError(new Error(`relay ${this.url}: ${detail}`))
   }
 
   #delay(attempt: number): number {
@@ -380,26 +365,18 @@ class RelayConnection implements Relay {
   }
 }
 
-const OPTION_KEYS: readonly (keyof ConnectRelayOptions)[] = ['url', 'token', 'jitter', 'WebSocket', 'onError']
-const SOCKET_PROTOCOLS = ['ws:', 'wss:', 'http:', 'https:']
-
 /** Throws a TypeError naming the first bad option. */
 function checkOptions(options: ConnectRelayOptions): void {
-  if (typeof options !== 'object' || options === null) throw new TypeError('connectRelay needs an options object { url, token }')
-  assertKnownOptions('connectRelay', options, OPTION_KEYS)
-  const { url, token, jitter, WebSocket, onError } = options
-  let protocol: string | null = null
-  try {
-    protocol = typeof url === 'string' ? new URL(url).protocol : null
-  } catch {
-    protocol = null
+  const fail = (message: string): never => {
+    throw new TypeError(`connectRelay: ${message}`)
   }
-  if (protocol === null || !SOCKET_PROTOCOLS.includes(protocol)) throw new TypeError(`connectRelay: url must be a ws:// or wss:// URL of the relay, got ${String(url)}`)
-  if (typeof token !== 'string' && typeof token !== 'function') throw new TypeError(`connectRelay: token must be a string (a JWT) or a function returning one, got ${typeof token}`)
-  if (WebSocket !== undefined && typeof WebSocket !== 'function') throw new TypeError('connectRelay: WebSocket must be a WebSocket class (the ws package in Node 20)')
-  if (WebSocket === undefined && typeof globalThis.WebSocket !== 'function') {
-    throw new TypeError('connectRelay: there is no global WebSocket here (Node 20); pass one: connectRelay({ ..., WebSocket }) with WebSocket from the ws package')
-  }
+  if (typeof options !== 'object' || options === null) fail('needs options { url, token }')
+  assertKnownOptions('connectRelay', options, ['url', 'token', 'jitter', 'WebSocket', 'onError'])
+  const { url, token, jitter, WebSocket = globalThis.WebSocket, onError } = options
+  if (!/^wss?:\/\/./.test(String(url))) fail(`url must be a ws:// or wss:// URL, got ${url}`)
+  if (typeof token !== 'string' && typeof token !== 'function') fail(`token must be a string or a function, got ${typeof token}`)
+  // No global one: Node 20.
+  if (typeof WebSocket !== 'function') fail('WebSocket must be a class (Node 20: the ws package)')
   if (jitter !== undefined) checkJitterOptions(jitter, 'connectRelay: jitter')
-  if (onError !== undefined && typeof onError !== 'function') throw new TypeError('connectRelay: onError must be a function')
+  if (onError !== undefined && typeof onError !== 'function') fail('onError must be a function')
 }

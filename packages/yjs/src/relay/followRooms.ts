@@ -64,15 +64,16 @@ interface Followed {
  * // later: follower.destroy(), relay.destroy()
  */
 export function followRooms(engine: { readonly replica: ReplicaPort }, relay: Relay, options: FollowRoomsOptions): RoomFollower {
-  if (typeof engine !== 'object' || engine === null || typeof engine.replica !== 'object' || engine.replica === null) {
-    throw new TypeError('followRooms: engine must be an engine (createEngine or openEngine), got one without a replica port')
+  const fail = (message: string): never => {
+    throw new TypeError(`followRooms: ${message}`)
   }
-  if (typeof relay !== 'object' || relay === null || typeof relay.join !== 'function') throw new TypeError('followRooms: relay must come from connectRelay')
-  if (typeof options !== 'object' || options === null) throw new TypeError('followRooms needs options { directory }')
+  if (typeof engine?.replica !== 'object') fail('engine must be an engine (createEngine or openEngine)')
+  if (typeof relay?.join !== 'function') fail('relay must come from connectRelay')
+  if (typeof options !== 'object' || options === null) fail('needs options { directory }')
   assertKnownOptions('followRooms', options, ['directory', 'bind'])
   const { directory, bind = {} } = options
-  if (typeof directory !== 'string' || directory.length === 0) throw new TypeError(`followRooms: directory must be a room name (e.g. 'fleet-a/_directory'), got ${String(directory)}`)
-  if (typeof bind !== 'object' || bind === null || 'readOnly' in bind) throw new TypeError('followRooms: bind must be bindDoc options without readOnly (every room is bound read-only)')
+  if (typeof directory !== 'string' || directory === '') fail(`directory must be a room name, got ${directory}`)
+  if (typeof bind !== 'object' || bind === null || 'readOnly' in bind) fail('bind must be bindDoc options without readOnly')
   return new DirectoryFollower(engine.replica, relay, directory, bind)
 }
 
@@ -139,7 +140,7 @@ class DirectoryFollower implements RoomFollower {
     } catch (error) {
       // The application joined this room on the same relay itself: its doc already carries the room.
       binding.destroy()
-      const failure = new Error(`followRooms: room ${room} of the directory not followed: ${error instanceof Error ? error.message : String(error)}`)
+      const failure = new Error(`followRooms: ${room} not followed: ${error}`)
       this.#engine.replica.reportError(failure)
       ;(this.#bind.onError ?? console.error)(failure)
       return

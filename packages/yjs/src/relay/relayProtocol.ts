@@ -14,7 +14,8 @@
  * - Auth 2: varUint subtype, then Token 0 + varString token (client to server; from the server,
  *   Token 0 alone asks for a fresh token), PermissionDenied 1 + varString reason, Authenticated 2
  *   + varString scope (`read-write` or `readonly`).
- * - QueryAwareness 3: no payload. Stateless 5 / BroadcastStateless 6: varString payload.
+ * - QueryAwareness 3: no payload (client to server only). Stateless 5 / BroadcastStateless 6:
+ *   varString payload.
  * - Close 7: from the client, no payload (close this room); from the server, varString reason
  *   (the server closed this room's connection; the socket stays open for the others).
  * - SyncStatus 8: varUint 1 when the client's step 2 or update was applied, 0 when it was not
@@ -26,7 +27,6 @@ import * as encoding from 'lib0/encoding'
 export const MESSAGE_SYNC = 0
 export const MESSAGE_AWARENESS = 1
 export const MESSAGE_AUTH = 2
-export const MESSAGE_QUERY_AWARENESS = 3
 export const MESSAGE_SYNC_REPLY = 4
 export const MESSAGE_STATELESS = 5
 export const MESSAGE_CLOSE = 7
@@ -43,6 +43,19 @@ export const AUTH_AUTHENTICATED = 2
 /** The scope a server grants with `Authenticated`: a read-only connection applies no update. */
 export const SCOPE_READ_ONLY = 'readonly'
 
+const utf8Encoder = new TextEncoder()
+const utf8Decoder = new TextDecoder()
+
+/** Writes a varString (lib0's layout: varUint byte length, UTF-8 bytes) without lib0's string fallbacks for engines that lack TextEncoder. */
+export function writeString(encoder: encoding.Encoder, text: string): void {
+  encoding.writeVarUint8Array(encoder, utf8Encoder.encode(text))
+}
+
+/** Reads a varString. */
+export function readString(decoder: decoding.Decoder): string {
+  return utf8Decoder.decode(decoding.readVarUint8Array(decoder))
+}
+
 /** An incoming message: its room and type read, the payload left in `decoder`. */
 export interface RelayMessage {
   readonly room: string
@@ -53,22 +66,22 @@ export interface RelayMessage {
 /** Reads a message's room and type; throws (lib0's errors) on bytes too short to hold them. */
 export function readRelayMessage(bytes: Uint8Array): RelayMessage {
   const decoder = decoding.createDecoder(bytes)
-  const room = decoding.readVarString(decoder)
+  const room = readString(decoder)
   const type = decoding.readVarUint(decoder)
   return { room, type, decoder }
 }
 
 /** A message for `room` of `type`, its payload written by `write`. */
-export function relayMessage(room: string, type: number, write?: (encoder: encoding.Encoder) => void): Uint8Array {
+export function relayMessage(room: string, type: number, write?: (encoder: encoding.Encoder) => void): Uint8Array<ArrayBuffer> {
   const encoder = encoding.createEncoder()
-  encoding.writeVarString(encoder, room)
+  writeString(encoder, room)
   encoding.writeVarUint(encoder, type)
   write?.(encoder)
   return encoding.toUint8Array(encoder)
 }
 
 /** A Sync message: `step` and its bytes (a state vector or an update). */
-export function syncMessage(room: string, step: number, bytes: Uint8Array): Uint8Array {
+export function syncMessage(room: string, step: number, bytes: Uint8Array): Uint8Array<ArrayBuffer> {
   return relayMessage(room, MESSAGE_SYNC, (encoder) => {
     encoding.writeVarUint(encoder, step)
     encoding.writeVarUint8Array(encoder, bytes)

@@ -22,17 +22,18 @@ import {
   MESSAGE_AUTH,
   MESSAGE_AWARENESS,
   MESSAGE_CLOSE,
-  MESSAGE_QUERY_AWARENESS,
   MESSAGE_STATELESS,
   MESSAGE_SYNC,
   MESSAGE_SYNC_REPLY,
   MESSAGE_SYNC_STATUS,
+  readString,
   relayMessage,
   SCOPE_READ_ONLY,
   SYNC_STEP_1,
   SYNC_STEP_2,
   SYNC_UPDATE,
   syncMessage,
+  writeString,
 } from './relayProtocol.ts'
 
 /** Where the relay socket is: a room can only talk while it is `open`. */
@@ -42,21 +43,30 @@ export type SocketState = 'connecting' | 'open' | 'closed'
 export interface RoomLink {
   socketState(): SocketState
   /** Sends on the open socket (dropped otherwise: a room only sends while open). */
-  send(bytes: Uint8Array): void
-  /** The current token (the server asked this room for a fresh one). */
-  token(): Promise<string>
+  send(bytes: Uint8Array<ArrayBuffer>): void
   /** Jittered delay of rejoin attempt `attempt` (0-based). */
   delay(attempt: number): number
   schedule(run: () => void, ms: number): unknown
   cancel(handle: unknown): void
-  /** This room may authenticate again (its rejoin delay ended). */
+  /** A room may authenticate again (its rejoin delay ended). */
   ready(): void
-  /** The server denied this room's authentication: its name cannot authenticate again on this socket. */
-  denied(): void
-  onError(error: Error): void
+  /** The server denied `room`'s authentication: that name cannot authenticate again on this socket. */
+  denied(room: string): void
 }
 
-type Phase = 'idle' | 'delayed' | 'authenticating' | 'syncing' | 'synced' | 'refused' | 'destroyed'
+// Where a room is, in this order: waiting, live on the socket, ended.
+/** Waiting for the socket; authenticates once it is open. */
+const IDLE = 0
+/** Closed by the relay without a refusal: waiting for its rejoin delay. */
+const DELAYED = 1
+/** Its token sent. */
+const AUTHENTICATING = 2
+/** Authenticated, our step 1 sent. */
+const SYNCING = 3
+/** The relay's step 2 arrived: in sync. */
+const SYNCED = 4
+const REFUSED = 5
+const DESTROYED = 6
 
 /** Docs whose update a relay refused: their clocks have a gap no relay will fill, so they cannot sync again. */
 const refusedDocs = new WeakMap<Y.Doc, string>()
@@ -77,7 +87,7 @@ export class RelayRoom {
   readonly #link: RoomLink
   readonly #awareness: Awareness | undefined
   readonly #connection: TrackedConnection
-  #phase: Phase = 'idle'
+  #phase = IDLE
   #refusal: string | null = null
   /** The relay granted a read-only connection: it applies no update, so none is offered. */
   #readOnlyScope = false
@@ -90,7 +100,7 @@ export class RelayRoom {
   #attempt = 0
   #timer: unknown = null
   /** The server has (or is about to have) a connection for this room on the current socket. */
-  serverOpen = false
+  #serverOpen = false
 
   constructor(doc: Y.Doc, name: string, link: RoomLink, awareness: Awareness | undefined) {
     this.doc = doc
@@ -107,43 +117,43 @@ export class RelayRoom {
 
   /** Waiting for the socket (or for its rejoin delay) and free to authenticate once it is open. */
   get idle(): boolean {
-    return this.#phase === 'idle'
+    return this.#phase === IDLE
   }
 
   /** Sends the token: the first message of this room on the current socket. */
   authenticate(token: string): void {
-    if (this.#phase !== 'idle') return
-    this.#phase = 'authenticating'
-    this.serverOpen = true
+    if (this.#phase !== IDLE) return
+    this.#phase = AUTHENTICATING
+    this.#serverOpen = true
     this.#sendToken(token)
     this.report()
   }
 
   /** The socket dropped: everything sent and not acknowledged goes again with the next sync. */
   socketClosed(): void {
-    this.serverOpen = false
-    if (this.#phase !== 'refused' && this.#phase !== 'destroyed') {
+    this.#serverOpen = false
+    if (this.#phase < REFUSED) {
       this.#cancelTimer()
-      this.#phase = 'idle'
+      this.#phase = IDLE
     }
     this.#disconnected()
   }
 
-  /** Handles one message of this room (its room and type already read). */
+  /** Handles one message of this room (its room and type already read); throws on a malformed one. */
   receive(type: number, decoder: decoding.Decoder): void {
-    if (this.#phase === 'destroyed') return
+    if (this.#phase === DESTROYED) return
     switch (type) {
       case MESSAGE_CLOSE:
-        this.#closed(decoding.readVarString(decoder))
+        this.#closed(readString(decoder))
         return
       case MESSAGE_AUTH:
         this.#auth(decoder)
         return
       case MESSAGE_STATELESS:
-        this.#stateless(decoding.readVarString(decoder))
+        this.#stateless(readString(decoder))
         return
     }
-    if (this.#phase !== 'syncing' && this.#phase !== 'synced') return
+    if (this.#phase !== SYNCING && this.#phase !== SYNCED) return
     switch (type) {
       case MESSAGE_SYNC:
       case MESSAGE_SYNC_REPLY:
@@ -155,11 +165,8 @@ export class RelayRoom {
       case MESSAGE_AWARENESS:
         if (this.#awareness !== undefined) applyAwarenessUpdate(this.#awareness, decoding.readVarUint8Array(decoder), this)
         return
-      case MESSAGE_QUERY_AWARENESS:
-        if (this.#awareness !== undefined) this.#sendAwareness([...this.#awareness.getStates().keys()])
-        return
       default:
-        this.#link.onError(new Error(`relay room ${this.name}: message of unknown type ${type} ignored`))
+        throw new Error('unknown type')
     }
   }
 
@@ -168,11 +175,11 @@ export class RelayRoom {
    * Close (an answer to ours, or the one that follows a refusal) frees the name for a new join.
    */
   destroy(): boolean {
-    if (this.#phase === 'destroyed') return false
-    const closing = this.serverOpen && this.#link.socketState() === 'open'
+    if (this.#phase === DESTROYED) return false
+    const closing = this.#serverOpen && this.#link.socketState() === 'open'
     // A refused room's connection is closed by the relay itself; a Close of ours arriving after it would be held for the next join.
-    if (closing && this.#phase !== 'refused') this.#link.send(relayMessage(this.name, MESSAGE_CLOSE))
-    this.#phase = 'destroyed'
+    if (closing && this.#phase !== REFUSED) this.#link.send(relayMessage(this.name, MESSAGE_CLOSE))
+    this.#phase = DESTROYED
     this.#cancelTimer()
     this.doc.off('update', this.#onUpdate)
     this.#awareness?.off('update', this.#onAwareness)
@@ -183,14 +190,12 @@ export class RelayRoom {
 
   /** Republishes this room's facts into the doc's sync status. */
   report(): void {
-    if (this.#phase === 'destroyed') return
-    const socket = this.#link.socketState()
-    const live = this.#phase === 'authenticating' || this.#phase === 'syncing' || this.#phase === 'synced'
-    const waiting = this.#phase === 'idle' || this.#phase === 'delayed'
+    const phase = this.#phase
+    if (phase === DESTROYED) return
     this.#connection.update({
-      connected: live,
-      connecting: waiting && socket !== 'closed',
-      synced: this.#phase === 'synced',
+      connected: phase >= AUTHENTICATING && phase <= SYNCED,
+      connecting: phase <= DELAYED && this.#link.socketState() !== 'closed',
+      synced: phase === SYNCED,
       unacknowledged: this.#unsent + this.#inFlight.reduce((sum, n) => sum + n, 0),
       refusal: this.#refusal,
     })
@@ -199,24 +204,19 @@ export class RelayRoom {
   #auth(decoder: decoding.Decoder): void {
     const kind = decoding.readVarUint(decoder)
     if (kind === AUTH_PERMISSION_DENIED) {
-      this.serverOpen = false
-      this.#link.denied()
-      this.#refuse(decoding.readVarString(decoder), false)
-    } else if (kind === AUTH_AUTHENTICATED && this.#phase === 'authenticating') {
-      this.#readOnlyScope = decoding.readVarString(decoder) === SCOPE_READ_ONLY
-      this.#phase = 'syncing'
+      this.#serverOpen = false
+      this.#link.denied(this.name)
+      this.#refuse(readString(decoder), false)
+    } else if (kind === AUTH_AUTHENTICATED && this.#phase === AUTHENTICATING) {
+      this.#readOnlyScope = readString(decoder) === SCOPE_READ_ONLY
+      this.#phase = SYNCING
       this.#answered = false
       this.#link.send(syncMessage(this.name, SYNC_STEP_1, Y.encodeStateVector(this.doc)))
       if (this.#awareness !== undefined) announcePresence(this.#awareness)
       this.report()
-    } else if (kind === AUTH_TOKEN && this.#phase !== 'refused') {
-      // The server asks for a fresh token on a live connection.
-      this.#link.token().then(
-        (token) => {
-          if (this.serverOpen && this.#phase !== 'destroyed') this.#sendToken(token)
-        },
-        (error: unknown) => this.#link.onError(error instanceof Error ? error : new Error(String(error))),
-      )
+    } else if (kind === AUTH_TOKEN) {
+      // Hocuspocus' request for a fresh token on a live connection (onTokenSync): the relay does not ask.
+      throw new Error('token requests are not supported')
     }
   }
 
@@ -227,25 +227,19 @@ export class RelayRoom {
       this.#answer(bytes)
     } else if (step === SYNC_STEP_2 || step === SYNC_UPDATE) {
       applyPeerUpdate(this.doc, bytes, this)
-      if (step === SYNC_STEP_2 && this.#phase === 'syncing') {
-        this.#phase = 'synced'
+      if (step === SYNC_STEP_2 && this.#phase === SYNCING) {
+        this.#phase = SYNCED
         this.#attempt = 0
         this.report()
       }
     } else {
-      this.#link.onError(new Error(`relay room ${this.name}: sync message of unknown step ${step} ignored`))
+      throw new Error(`unknown sync step ${step}`)
     }
   }
 
-  /** The relay's step 1 (its state vector): send what it misses, and from now on every update. */
+  /** The relay's step 1 (its state vector): send what it misses, and from now on every update. An undecodable one throws. */
   #answer(stateVector: Uint8Array): void {
-    let update: Uint8Array
-    try {
-      update = Y.encodeStateAsUpdate(this.doc, stateVector)
-    } catch (error) {
-      this.#link.onError(new Error(`relay room ${this.name}: undecodable state vector from the relay (${String(error)})`))
-      return
-    }
+    const update = Y.encodeStateAsUpdate(this.doc, stateVector)
     // A read-only connection applies nothing: a step 2 is offered only for local changes (which the relay will refuse, visibly).
     if (!this.#readOnlyScope || this.#unsent > 0) {
       this.#link.send(syncMessage(this.name, SYNC_STEP_2, update))
@@ -283,19 +277,19 @@ export class RelayRoom {
 
   /** The server closed this room's connection (the socket stays open). */
   #closed(reason: string): void {
-    this.serverOpen = false
-    if (this.#phase === 'refused') return
+    this.#serverOpen = false
+    if (this.#phase === REFUSED) return
     if (reason.startsWith('tidemark:refused')) {
       this.#refuse(reason, true)
       return
     }
     // Not a refusal (the relay unloaded the room, an error on its side): join again after a jittered delay.
-    this.#phase = 'delayed'
+    this.#phase = DELAYED
     this.#cancelTimer()
     this.#timer = this.#link.schedule(() => {
       this.#timer = null
-      if (this.#phase !== 'delayed') return
-      this.#phase = 'idle'
+      if (this.#phase !== DELAYED) return
+      this.#phase = IDLE
       this.report()
       this.#link.ready()
     }, this.#link.delay(this.#attempt++))
@@ -303,9 +297,9 @@ export class RelayRoom {
   }
 
   #refuse(reason: string, tainted: boolean): void {
-    if (this.#phase === 'destroyed') return
+    if (this.#phase === DESTROYED) return
     if (tainted) refusedDocs.set(this.doc, reason)
-    this.#phase = 'refused'
+    this.#phase = REFUSED
     this.#refusal = reason
     this.#cancelTimer()
     this.#disconnected()
@@ -322,7 +316,8 @@ export class RelayRoom {
   readonly #onUpdate = (update: Uint8Array, origin: unknown, _doc: Y.Doc, transaction: Y.Transaction): void => {
     if (origin === this) return
     const local = transaction.local
-    if (this.#answered && (this.#phase === 'syncing' || this.#phase === 'synced')) {
+    // Answered: syncing or in sync on this connection.
+    if (this.#answered) {
       // A read-only connection gets this client's own changes only (refused, visibly), never a peer tab's.
       if (this.#readOnlyScope && !local) return
       this.#link.send(syncMessage(this.name, SYNC_UPDATE, update))
@@ -336,7 +331,7 @@ export class RelayRoom {
   }
 
   readonly #onAwareness = (change: { added: number[]; updated: number[]; removed: number[] }, origin: unknown): void => {
-    if (origin === this || (this.#phase !== 'syncing' && this.#phase !== 'synced')) return
+    if (origin === this || (this.#phase !== SYNCING && this.#phase !== SYNCED)) return
     this.#sendAwareness([...change.added, ...change.updated, ...change.removed])
   }
 
@@ -350,7 +345,7 @@ export class RelayRoom {
     this.#link.send(
       relayMessage(this.name, MESSAGE_AUTH, (encoder) => {
         encoding.writeVarUint(encoder, AUTH_TOKEN)
-        encoding.writeVarString(encoder, token)
+        writeString(encoder, token)
       }),
     )
   }

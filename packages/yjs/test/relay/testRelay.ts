@@ -116,7 +116,7 @@ export async function startTestRelay(): Promise<TestRelay> {
     },
     async content(room) {
       const connection = await requireRunning().hocuspocus.openDirectConnection(room)
-      let update = new Uint8Array()
+      let update: Uint8Array = new Uint8Array()
       await connection.transact((doc) => {
         update = Y.encodeStateAsUpdate(doc)
       })
@@ -155,7 +155,7 @@ export async function startTestRelay(): Promise<TestRelay> {
       quiet: true,
       async onAuthenticate({ token, documentName, connectionConfig }: onAuthenticatePayload): Promise<Context> {
         if (token === '') throw refusal('tidemark:no-token')
-        let claims: { role?: unknown; rooms?: unknown }
+        let claims: Record<string, unknown>
         try {
           claims = (await jwtVerify(token, SECRET, { algorithms: ['HS256'] })).payload
         } catch (error) {
