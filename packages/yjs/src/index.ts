@@ -13,7 +13,6 @@ export { BroadcastChannelProvider, openBroadcastChannel } from './transport/broa
 export { ConfigurationMismatchError, isConfigurationMismatchError } from './schema/configurationMismatchError.ts'
 export { connectRelay } from './relay/connectRelay.ts'
 export { DIRECTORY_ROOMS, followRooms } from './relay/followRooms.ts'
-export { foldSyncStatus } from './binding/engineSyncStatus.ts'
 export {
   DOC_SCHEMA,
   entryKind,

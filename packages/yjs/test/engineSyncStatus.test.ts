@@ -12,23 +12,37 @@ import { cellOf, fakePort } from './fakePort.ts'
 
 const status = (patch: Partial<SyncStatus>): SyncStatus => ({ state: 'connected', lastSync: null, pendingLocalUpdates: 0, peers: 0, refusal: null, ...patch })
 
+const followed = (patch: Partial<SyncStatus>) => ({ status: status(patch), writes: false })
+const written = (patch: Partial<SyncStatus>) => ({ status: status(patch), writes: true })
+
 describe('foldSyncStatus', () => {
-  it('is connected only when every doc is, sums what is pending, keeps the first refusal', () => {
+  it('read-only docs (rooms followed): connected only when every one is, the first refusal shown', () => {
     expect(foldSyncStatus([])).toBeNull()
-    const one = status({ state: 'offline', refusal: 'tidemark:token-expired' })
-    expect(foldSyncStatus([one])).toBe(one)
-    expect(foldSyncStatus([status({ lastSync: 5, pendingLocalUpdates: 2, peers: 1 }), status({ lastSync: 9, pendingLocalUpdates: 3, peers: 2 })])).toEqual(
-      status({ lastSync: 9, pendingLocalUpdates: 5, peers: 3 }),
-    )
-    expect(foldSyncStatus([status({}), status({ state: 'connecting' })])?.state).toBe('connecting')
-    expect(foldSyncStatus([status({ state: 'offline' }), status({ state: 'offline' })])?.state).toBe('offline')
-    expect(foldSyncStatus([status({}), status({ state: 'offline' })])?.state).toBe('connecting')
-    // A refused doc shows through `refusal` and does not hold the others' state down.
-    expect(foldSyncStatus([status({}), status({ state: 'offline', refusal: 'tidemark:room-not-allowed fleet-b/d09' }), status({ state: 'offline', refusal: 'second' })])).toEqual(
-      status({ refusal: 'tidemark:room-not-allowed fleet-b/d09' }),
-    )
-    expect(foldSyncStatus([status({ state: 'offline', refusal: 'a' }), status({ state: 'local' })])?.state).toBe('offline')
-    expect(foldSyncStatus([status({ state: 'local' }), status({ state: 'local' })])?.state).toBe('local')
+    const one = followed({ state: 'offline', refusal: 'tidemark:token-expired' })
+    expect(foldSyncStatus([one])).toBe(one.status)
+    expect(foldSyncStatus([followed({ lastSync: 5, peers: 1 }), followed({ lastSync: 9, peers: 2 })])).toEqual(status({ lastSync: 9, peers: 3 }))
+    expect(foldSyncStatus([followed({}), followed({ state: 'connecting' })])?.state).toBe('connecting')
+    expect(foldSyncStatus([followed({ state: 'offline' }), followed({ state: 'offline' })])?.state).toBe('offline')
+    expect(foldSyncStatus([followed({}), followed({ state: 'offline' })])?.state).toBe('connecting')
+    // A refused room shows through `refusal` and does not hold the others' state down.
+    expect(
+      foldSyncStatus([followed({}), followed({ state: 'offline', refusal: 'tidemark:room-not-allowed fleet-b/d09' }), followed({ state: 'offline', refusal: 'second' })]),
+    ).toEqual(status({ refusal: 'tidemark:room-not-allowed fleet-b/d09' }))
+    expect(foldSyncStatus([followed({ state: 'offline', refusal: 'a' }), followed({ state: 'local' })])?.state).toBe('offline')
+    expect(foldSyncStatus([followed({ state: 'local' }), followed({ state: 'local' })])?.state).toBe('local')
+  })
+
+  it('writable docs (a relay room and a tab doc of one engine) carry the same writes: in sync when either is', () => {
+    const relayDown = written({ state: 'offline', pendingLocalUpdates: 4 })
+    const tabAnswered = written({ state: 'connected', pendingLocalUpdates: 0 })
+    expect(foldSyncStatus([relayDown, tabAnswered])).toEqual(status({ state: 'connected', pendingLocalUpdates: 0 }))
+    const aloneInTabs = written({ state: 'connecting', pendingLocalUpdates: 5 })
+    expect(foldSyncStatus([relayDown, aloneInTabs])).toEqual(status({ state: 'connecting', pendingLocalUpdates: 4 }))
+    const refused = written({ state: 'offline', pendingLocalUpdates: 4, refusal: 'tidemark:refused foreign-source s9' })
+    expect(foldSyncStatus([refused, tabAnswered])).toEqual(status({ state: 'connected', refusal: 'tidemark:refused foreign-source s9' }))
+    // A device that also follows rooms: its own writes and every followed room.
+    expect(foldSyncStatus([relayDown, tabAnswered, followed({ state: 'connecting' })])?.state).toBe('connecting')
+    expect(foldSyncStatus([relayDown, tabAnswered, followed({})])?.state).toBe('connected')
   })
 })
 

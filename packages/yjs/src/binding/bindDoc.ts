@@ -160,7 +160,7 @@ class DocReplication implements DocBinding {
     this.#measureEvery = options.measureEvery ?? 5000
     this.#maxReplicas = options.maxReplicas ?? 10_000
     this.#readOnly = options.readOnly === true
-    this.#status = engineSyncStatus(port).share()
+    this.#status = engineSyncStatus(port).share(!this.#readOnly)
     this.#cleanups.push(() => this.#status.leave())
     this.#meta = doc.getMap(META_NAME)
     this.#own = this.#openLog(port.replicaId) as ReplicaEntries

@@ -95,7 +95,7 @@ class DirectoryFollower implements RoomFollower {
     this.#name = directory
     this.#rooms = this.#directory.getMap(DIRECTORY_ROOMS)
     // The directory's status first: a dashboard that may not read it shows that refusal.
-    const share = engineSyncStatus(port).share()
+    const share = engineSyncStatus(port).share(false)
     const tracker = syncStatusTracker(this.#directory)
     this.#cleanups.push(tracker.subscribe((status) => share.report(status, 0)))
     this.#cleanups.push(() => share.leave())
