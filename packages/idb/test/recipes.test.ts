@@ -89,7 +89,7 @@ describe('recipes: the samples do what the recipes say', () => {
     second.record('temp', 23)
     expect(second.engine.stats()).toMatchObject({ applied: 3, duplicates: 0 })
     const screen: Screen = { banner: '', error: '' }
-    shareState(second.engine, screen)
+    shareState(second.engine, second.claim.source, screen)
     second.record('temp', 24)
     expect(screen.banner).toMatch(/^\d+ updates not shared yet \(connecting\)$/)
     await second.engine.close()
