@@ -278,11 +278,11 @@ class RelayConnection implements Relay {
   }
 
   #receive(data: unknown): void {
-    // ArrayBuffer (binaryType), anything else fails to decode below.
-    const bytes = data instanceof ArrayBuffer ? new Uint8Array(data) : data
     let message: RelayMessage
     try {
-      message = readRelayMessage(bytes as Uint8Array)
+      // binaryType 'arraybuffer': a text frame is no relay message.
+      if (!(data instanceof ArrayBuffer)) throw new TypeError(typeof data)
+      message = readRelayMessage(new Uint8Array(data))
     } catch (error) {
       this.#fail(`undecodable message ignored (${error})`)
       return

@@ -116,6 +116,27 @@ describe('relay client: sync', () => {
     b.relay.destroy()
   })
 
+  it('reports what it cannot read from the relay and keeps syncing', async () => {
+    const token = await signToken({ sub: 'd01', role: 'device', rooms: ['fleet-a/d01'] })
+    const { relay, errors } = relayClient(server.url, token)
+    const { engine, doc } = device(relay, 'fleet-a/d01', 'd01')
+    await untilStatus(doc, 'in sync', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    server.sendRaw('a text frame')
+    server.sendRaw(new Uint8Array([0xff]))
+    // Room fleet-a/d01, type 9 (none), then a sync message of an unknown step.
+    server.sendRaw(new Uint8Array([11, ...new TextEncoder().encode('fleet-a/d01'), 9]))
+    server.sendRaw(new Uint8Array([11, ...new TextEncoder().encode('fleet-a/d01'), 0, 7, 0]))
+    engine.ingest(readings('d01', 2))
+    await untilStatus(doc, 'still acknowledged', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    expect(errors.map((e) => e.message)).toEqual([
+      `relay ${server.url}: undecodable message ignored (TypeError: string)`,
+      expect.stringMatching(new RegExp(`^relay ${server.url}: undecodable message ignored \\(Error: `)),
+      `relay ${server.url}: fleet-a/d01: malformed message of type 9 ignored (Error: unknown type)`,
+      `relay ${server.url}: fleet-a/d01: malformed message of type 0 ignored (Error: unknown sync step 7)`,
+    ])
+    relay.destroy()
+  })
+
   it("speaks the protocol of @hocuspocus/provider 3.4: both sync one room through the relay", async () => {
     const token = await signToken({ sub: 'fleet', role: 'device', rooms: ['fleet-a/*'] })
     const socket = new HocuspocusProviderWebsocket({ url: server.url, WebSocketPolyfill: WebSocket })

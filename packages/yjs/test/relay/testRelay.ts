@@ -75,6 +75,8 @@ export interface TestRelay {
   content(room: string): Promise<Uint8Array>
   /** Closes every connection of `room` (not a refusal: as when the relay unloads it); sockets stay open. */
   closeRoom(room: string): void
+  /** Sends `data` as it is to every open socket (what a broken or hostile server could send). */
+  sendRaw(data: string | Uint8Array): void
   /** WebSocket connections open now. */
   sockets(): number
   /** Drops every socket and stops listening; `start` listens again on the same port. */
@@ -124,6 +126,9 @@ export async function startTestRelay(): Promise<TestRelay> {
       return update
     },
     closeRoom: (room) => requireRunning().hocuspocus.closeConnections(room),
+    sendRaw: (data) => {
+      for (const ws of requireRunning().wss.clients) ws.send(data)
+    },
     sockets: () => requireRunning().wss.clients.size,
     async stop() {
       if (running === null) return
