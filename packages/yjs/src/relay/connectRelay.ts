@@ -113,6 +113,13 @@ export interface Relay {
    * was refused cannot sync again: the join throws).
    */
   join(doc: Y.Doc, room: string, options?: JoinOptions): RelayRoomHandle
+  /**
+   * Closes the socket and stays offline (the rooms stay joined, their updates pending) until
+   * `connect()`: for an application that knows it is offline (the browser's `offline` event).
+   */
+  disconnect(): void
+  /** Connects again at once after `disconnect()`; does nothing otherwise. */
+  connect(): void
   /** Leaves every room and closes the socket. */
   destroy(): void
 }
@@ -154,6 +161,7 @@ class RelayConnection implements Relay {
   #timer: unknown = null
   #readingToken = false
   #restartNow = false
+  #paused = false
   #destroyed = false
 
   constructor(options: ConnectRelayOptions) {
@@ -196,6 +204,20 @@ class RelayConnection implements Relay {
     this.#rooms.set(room, joined)
     this.#authenticateIdle()
     return { room, doc, destroy: () => this.#leave(joined) }
+  }
+
+  disconnect(): void {
+    if (this.#paused || this.#destroyed) return
+    this.#paused = true
+    if (this.#timer !== null) this.#cancel(this.#timer)
+    this.#timer = null
+    this.#drop()
+  }
+
+  connect(): void {
+    if (!this.#paused || this.#destroyed) return
+    this.#paused = false
+    this.#connect()
   }
 
   destroy(): void {
@@ -268,7 +290,7 @@ class RelayConnection implements Relay {
     this.#closing.clear()
     this.#denied.clear()
     for (const room of this.#rooms.values()) room.socketClosed()
-    if (this.#destroyed) return
+    if (this.#destroyed || this.#paused) return
     const delay = this.#restartNow ? 0 : this.#delay(this.#attempt++)
     this.#restartNow = false
     this.#timer = this.#schedule(() => {
@@ -333,9 +355,9 @@ class RelayConnection implements Relay {
       (error: unknown) => {
         this.#readingToken = false
         if (socket !== this.#socket) return
-        // Its close schedules a jittered reconnect, which reads the token again.
+        // A jittered reconnect reads the token again.
         this.#fail(`the token function failed (${error}); reconnecting`)
-        socket?.close(1000)
+        this.#drop()
       },
     )
   }
@@ -347,9 +369,16 @@ class RelayConnection implements Relay {
   }
 
   #restart(): void {
-    if (this.#socket === null) return
     this.#restartNow = true
-    this.#socket.close(1000)
+    this.#drop()
+  }
+
+  /** Closes the socket now, without waiting for its close event (which is then ignored). */
+  #drop(): void {
+    const socket = this.#socket
+    this.#socket = null
+    socket?.close(1000)
+    this.#closed()
   }
 
   #fail(detail: string): void {

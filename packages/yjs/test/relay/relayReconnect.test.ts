@@ -142,4 +142,30 @@ describe('relay client: reconnects', () => {
     expect(errors).toEqual([])
     relay.destroy()
   })
+
+  it('stays offline after disconnect() until connect(), then carries what was written meanwhile', async () => {
+    const token = await signToken({ sub: 'd01', role: 'device', rooms: ['fleet-a/d01'] })
+    const timers = new FakeTimers()
+    const { relay, errors } = relayClient(server.url, token, { jitter: { random: seededRandom(SEED), setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout } })
+    const { engine, doc } = device(relay, 'fleet-a/d01', 'd01')
+    await untilStatus(doc, 'in sync', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    relay.disconnect()
+    // At once, and no reconnect scheduled: offline is the application's word.
+    expect(statusOf(doc).state).toBe('offline')
+    engine.ingest(readings('d01', 3))
+    expect(statusOf(doc)).toMatchObject({ state: 'offline', pendingLocalUpdates: 1 })
+    await until('the server saw the socket go', () => server.sockets() === 0, (notify) => {
+      server.events.on('socket-closed', notify)
+      return () => server.events.off('socket-closed', notify)
+    })
+    expect(timers.delays()).toEqual([])
+    relay.connect()
+    await untilStatus(doc, 'in sync again', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    expect(server.authenticated.get('fleet-a/d01')).toHaveLength(2)
+    // connect() while connected does nothing.
+    relay.connect()
+    expect(server.sockets()).toBe(1)
+    expect(errors).toEqual([])
+    relay.destroy()
+  })
 })

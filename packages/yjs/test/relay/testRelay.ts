@@ -63,7 +63,7 @@ export interface TestRelay {
   readonly received: WireMessage[]
   /** Tokens that passed onAuthenticate, per room, in order. */
   readonly authenticated: Map<string, string[]>
-  /** Emits `message` (a WireMessage) and `auth` (room). */
+  /** Emits `message` (a WireMessage), `auth` (room) and `socket-closed`. */
   readonly events: EventEmitter
   /** Refuses an update to `room` with a reason, or lets it through (null). */
   refuse: (room: string) => string | null
@@ -202,6 +202,7 @@ export async function startTestRelay(): Promise<TestRelay> {
     wss.on('connection', (ws, request) => {
       const socket = ++socketCount
       ws.on('error', () => {})
+      ws.on('close', () => events.emit('socket-closed'))
       // Recorded before Hocuspocus sees it: what the client put on the wire.
       ws.on('message', (data: Buffer) => {
         const message = readWire(socket, new Uint8Array(data))
