@@ -2,10 +2,10 @@
  * A client of a Tidemark relay: one WebSocket per relay URL carrying many documents (rooms),
  * each authenticated with a token, synced, acknowledged (relayProtocol.ts, relayRoom.ts).
  *
- * Why not `@hocuspocus/provider`: it weighs about as much as this whole package, reconnects
- * every client after a server restart on one schedule, and gives no hold on refusals; this
- * client keeps the protocol and adds full-jitter reconnects, refusals that stick, and
- * `pendingLocalUpdates` that drop as the relay acknowledges.
+ * Why not `@hocuspocus/provider`: it weighs 8.1 kB gzip on its own, reconnects every client
+ * after a server restart on one schedule, and gives no hold on refusals; this client keeps the
+ * protocol and adds full-jitter reconnects, refusals that stick, and `pendingLocalUpdates` that
+ * drop as the relay acknowledges.
  *
  * Hocuspocus keeps some state per (socket, room) that shapes the rules below: a room refused
  * at authentication stays refused on that socket, and a room whose Close is in flight must not

@@ -81,6 +81,7 @@ export function refusalOf(doc: Y.Doc): string | undefined {
   return refusedDocs.get(doc)
 }
 
+/** One joined room: its phase on the current socket, its pending updates, its refusal. */
 export class RelayRoom {
   readonly name: string
   readonly doc: Y.Doc
