@@ -7,27 +7,25 @@ import {
   useWindowHistory,
   useWindows,
 } from '@tidemark/react'
-import { BroadcastChannelProvider, bindDoc, connectWebsocket } from '@tidemark/yjs'
+import { connectRelay, followRooms, type RelayToken } from '@tidemark/yjs'
 import type { ReactNode } from 'react'
 import { createRoot } from 'react-dom/client'
-import * as Y from 'yjs'
-import { FLEET_ROOM, fleetOptions } from './fleet.ts'
+import { FLEET, fleetOptions } from './fleet.ts'
 
 // #region engine
 /** A dashboard's engine: it ingests nothing and shows what the devices' cells add up to. */
-export function openDashboard(serverUrl: string): { engine: Engine; close(): Promise<void> } {
+export function openDashboard(relayUrl: string, token: RelayToken): { engine: Engine; close(): Promise<void> } {
   const engine = createEngine(fleetOptions)
-  const doc = new Y.Doc()
-  bindDoc(engine, doc)
-  const tabs = new BroadcastChannelProvider(doc, `tidemark:${FLEET_ROOM}`)
-  const server = connectWebsocket(doc, { url: serverUrl, room: FLEET_ROOM })
+  const relay = connectRelay({ url: relayUrl, token })
+  // Every device room the relay lists, now and later, bound read-only, over one socket.
+  const fleet = followRooms(engine, relay, { directory: `${FLEET}/_directory` })
   const ticking = setInterval(() => engine.tick(), 1_000)
   return {
     engine,
     async close() {
       clearInterval(ticking)
-      tabs.destroy()
-      server.destroy()
+      fleet.destroy()
+      relay.destroy()
       await engine.close()
     },
   }
@@ -64,7 +62,7 @@ function Series({ metric }: { metric: string }): ReactNode {
 
 /** Connection and health: the sync status, the watermark, and what the engine counted. */
 function Status(): ReactNode {
-  const sync = useSyncStatus((status) => status.state)
+  const sync = useSyncStatus((status) => status.refusal ?? status.state)
   const watermark = useWatermark()
   const { corrections, finalityViolations } = useEngineStats((stats) => ({
     corrections: stats.corrections,
@@ -80,8 +78,8 @@ function Status(): ReactNode {
 // #endregion components
 
 // #region mount
-export function mountDashboard(element: HTMLElement, serverUrl: string): () => Promise<void> {
-  const dashboard = openDashboard(serverUrl)
+export function mountDashboard(element: HTMLElement, relayUrl: string, token: RelayToken): () => Promise<void> {
+  const dashboard = openDashboard(relayUrl, token)
   const root = createRoot(element)
   root.render(
     <EngineProvider engine={dashboard.engine}>

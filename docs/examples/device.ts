@@ -1,10 +1,10 @@
 import type { Engine } from '@tidemark/engine'
 import { claimSource, indexedDbPersistence, openEngine, recoveryReport } from '@tidemark/idb'
-import { BroadcastChannelProvider, bindDoc, connectWebsocket } from '@tidemark/yjs'
+import { BroadcastChannelProvider, bindDoc, connectRelay, type RelayToken } from '@tidemark/yjs'
 import * as Y from 'yjs'
-import { FLEET_ROOM, fleetOptions } from './fleet.ts'
+import { FLEET, fleetOptions } from './fleet.ts'
 
-/** A running device: it records readings and keeps them until they reached the server. */
+/** A running device: it records readings and keeps them until they reached the relay. */
 export interface Device {
   readonly engine: Engine
   /** This tab's source id. */
@@ -14,7 +14,8 @@ export interface Device {
   close(): Promise<void>
 }
 
-export async function startDevice(serverUrl: string): Promise<Device> {
+/** `tokenFor(source, replica)`: the relay token of this tab's source and engine replica, e.g. `devDeviceToken` of examples/server.ts. */
+export async function startDevice(relayUrl: string, tokenFor: (source: string, replica: string) => RelayToken): Promise<Device> {
   // #region open
   // A source id for this tab alone, held with a Web Lock and reused after a reload.
   const claim = await claimSource({ prefix: 'sensor' })
@@ -28,12 +29,16 @@ export async function startDevice(serverUrl: string): Promise<Device> {
   // #endregion open
 
   // #region replicate
-  // The engine's cells go into a Y.Doc (bound after recovery, so merges are logged too),
-  // which other tabs reach over a BroadcastChannel and other devices through the server.
-  const doc = new Y.Doc()
-  bindDoc(engine, doc, { onError: (error) => console.warn(error.message) })
-  const tabs = new BroadcastChannelProvider(doc, `tidemark:${FLEET_ROOM}`)
-  const server = connectWebsocket(doc, { url: serverUrl, room: FLEET_ROOM, jitter: { initialMs: 2_000 } })
+  // The engine's cells go into this device's room on the relay (bound after recovery, so merges
+  // are logged too). The room's doc holds this device alone: the relay refuses anything else.
+  const room = new Y.Doc()
+  bindDoc(engine, room, { onError: (error) => console.warn(error.message) })
+  const relay = connectRelay({ url: relayUrl, token: tokenFor(claim.source, engine.replica.replicaId), jitter: { initialMs: 2_000 } })
+  relay.join(room, `${FLEET}/${claim.source}`)
+  // The other tabs of this origin share a doc of their own, with no server.
+  const shared = new Y.Doc()
+  bindDoc(engine, shared, { onError: (error) => console.warn(error.message) })
+  const tabs = new BroadcastChannelProvider(shared, `tidemark:${FLEET}`)
   // #endregion replicate
 
   // #region record
@@ -56,8 +61,8 @@ export async function startDevice(serverUrl: string): Promise<Device> {
   async function close(): Promise<void> {
     clearInterval(ticking)
     tabs.destroy()
-    server.destroy()
-    await engine.close() // writes a last checkpoint and detaches the doc
+    relay.destroy()
+    await engine.close() // writes a last checkpoint and detaches the docs
     await claim.release()
   }
   // #endregion close

@@ -12,6 +12,9 @@ export const fleetOptions: EngineOptions = {
   idleTimeout: 30_000, // a device silent for 30 s stops holding the watermark back
 }
 
-/** The room on the sync server and the channel between tabs that the fleet shares. */
-export const FLEET_ROOM = 'fleet'
+/**
+ * The fleet on the relay: each device writes the room `fleet-a/<its source>`, the relay lists
+ * them in `fleet-a/_directory`, and the fleet's tabs share the channel `tidemark:fleet-a`.
+ */
+export const FLEET = 'fleet-a'
 // #endregion options

@@ -1,7 +1,8 @@
 import { tumbling } from '@tidemark/engine'
 import { claimSource, indexedDbPersistence, openEngine } from '@tidemark/idb'
 import { beginStormPage } from '@tidemark/storm/page'
-import { bindDoc, connectWebsocket } from '@tidemark/yjs'
+import { bindDoc } from '@tidemark/yjs'
+import { connectWebsocket } from '@tidemark/yjs/websocket'
 import * as Y from 'yjs'
 
 // First thing: start recording offline/online events, read role, server, room and seed.

@@ -57,6 +57,7 @@ class UnreachableSocket {
   onmessage: unknown = null
   send(): void {}
   close(): void {}
+  addEventListener(): void {}
 }
 
 /** A browser origin: secure, with its locks, localStorage and IndexedDB; `newTab()` starts a tab session. */
@@ -88,7 +89,7 @@ describe('recipes: the samples do what the recipes say', () => {
     second.record('temp', 23)
     expect(second.engine.stats()).toMatchObject({ applied: 3, duplicates: 0 })
     const screen: Screen = { banner: '', error: '' }
-    shareState(second.engine, screen)
+    shareState(second.engine, second.claim.source, screen)
     second.record('temp', 24)
     expect(screen.banner).toMatch(/^\d+ updates not shared yet \(connecting\)$/)
     await second.engine.close()

@@ -4,7 +4,7 @@ import { useEngineSlice } from './useEngineSlice.ts'
 /**
  * The engine's connection state (`engine.syncStatus()`): `local`,
  * `connecting`, `connected` or `offline`, with last sync time, pending local
- * updates and peers. Re-read in each frame the engine notified; renders only
+ * updates, peers and why a server refused this client (`refusal`, or null). Re-read in each frame the engine notified; renders only
  * when it changed.
  *
  * @example

@@ -77,5 +77,9 @@ describe('useSyncStatus and useWatermark', () => {
     frame()
     expect(renders('sync')).toBe(2)
     expect(text('watermark')).toBe('60000')
+
+    engine.setSync({ state: 'offline', peers: 0, refusal: 'tidemark:token-expired' })
+    frame()
+    expect(text('sync')).toBe('offline 0 refused: tidemark:token-expired')
   })
 })

@@ -90,7 +90,7 @@ export function Lag() {
 export function SyncBadge() {
   hit('sync')
   const status = useSyncStatus()
-  return <output data-testid="sync">{`${status.state} ${status.peers}`}</output>
+  return <output data-testid="sync">{`${status.state} ${status.peers}${status.refusal === null ? '' : ` refused: ${status.refusal}`}`}</output>
 }
 
 export function Watermark() {

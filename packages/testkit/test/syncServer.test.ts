@@ -16,7 +16,8 @@ import {
   type TidemarkEngine,
   tumbling,
 } from '@tidemark/engine'
-import { bindDoc, connectWebsocket, replicaArrayName, type WebsocketConnection } from '@tidemark/yjs'
+import { bindDoc, replicaArrayName } from '@tidemark/yjs'
+import { connectWebsocket, type WebsocketConnection } from '@tidemark/yjs/websocket'
 import { startSyncServer, type SyncServer } from '@tidemark/sync-server'
 import { sameState, whenDocs, whenSynced } from './syncServerHarness.ts'
 

@@ -1,8 +1,9 @@
 /**
  * `@tidemark/yjs`: replicates an engine's lattice state through a Yjs document. `bindDoc`
  * connects an engine to a `Y.Doc`; `BroadcastChannelProvider` syncs tabs with no server;
- * `connectWebsocket` syncs devices through a y-websocket server; the document schema and its
- * validation are exported for tools that read the document.
+ * `connectRelay` syncs devices and dashboards through a Tidemark relay, and `followRooms`
+ * follows a fleet's rooms there; the document schema and its validation are exported for tools
+ * that read the document.
  *
  * @module @tidemark/yjs
  */
@@ -10,7 +11,8 @@ export { applyPeerUpdate } from './binding/applyPeerUpdate.ts'
 export { bindDoc } from './binding/bindDoc.ts'
 export { BroadcastChannelProvider, openBroadcastChannel } from './transport/broadcastChannelProvider.ts'
 export { ConfigurationMismatchError, isConfigurationMismatchError } from './schema/configurationMismatchError.ts'
-export { connectWebsocket } from './transport/connectWebsocket.ts'
+export { connectRelay } from './relay/connectRelay.ts'
+export { DIRECTORY_ROOMS, followRooms } from './relay/followRooms.ts'
 export {
   DOC_SCHEMA,
   entryKind,
@@ -24,12 +26,13 @@ export {
   writeClockEntry,
   writeGroupEntry,
 } from './schema/docEntry.ts'
-export { jitterReconnects, jitterWindow } from './transport/reconnectJitter.ts'
+export { jitterWindow } from './transport/reconnectJitter.ts'
 export { SyncStatusTracker, syncStatusTracker } from './transport/syncStatusTracker.ts'
 
 export type { BindDocOptions, DocBinding } from './binding/bindDoc.ts'
 export type { DocEntry } from './schema/docEntry.ts'
 export type { BroadcastChannelProviderOptions, OpenTabChannel, TabChannel } from './transport/broadcastChannelProvider.ts'
-export type { ConnectWebsocketOptions, WebsocketConnection } from './transport/connectWebsocket.ts'
-export type { JitteredProvider, ReconnectJitterOptions } from './transport/reconnectJitter.ts'
-export type { PeerAwareness, RejectedUpdate, SyncProvider } from './transport/syncStatusTracker.ts'
+export type { ConnectRelayOptions, JoinOptions, Relay, RelayRoomHandle, RelaySocket, RelayToken } from './relay/connectRelay.ts'
+export type { FollowRoomsOptions, RoomFollower } from './relay/followRooms.ts'
+export type { ReconnectJitterOptions } from './transport/reconnectJitter.ts'
+export type { ConnectionFacts, PeerAwareness, RejectedUpdate, SyncProvider, TrackedConnection } from './transport/syncStatusTracker.ts'

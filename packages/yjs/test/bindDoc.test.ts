@@ -219,6 +219,66 @@ describe('bindDoc: remote updates', () => {
   })
 })
 
+describe('bindDoc: expiry in other logs', () => {
+  it("retires expired entries of its own sources from another replica's log, and nobody else's", () => {
+    // An earlier session of this device (replica a0) left d1's cells; a peer (b) writes d9.
+    const doc = new Y.Doc()
+    const earlier = fakePort('a0')
+    const first = bindDoc(earlier, doc)
+    earlier.write([cellOf('d1', 'temp', T0, 2)], [clockOf('d1', 'a0', T0 + 2, 2)])
+    first.destroy()
+    const b = fakePort('b')
+    const peer = new Y.Doc()
+    bindDoc(b, peer)
+    b.write([cellOf('d9', 'temp', T0, 1)], [clockOf('d9', 'b', T0 + 1, 1)])
+    exchange(doc, peer)
+
+    const a = fakePort('a')
+    bindDoc(a, doc)
+    a.write([cellOf('d1', 'temp', T0, 3)], [clockOf('d1', 'a', T0 + 3, 3)])
+    const groupsOf = (id: string) => doc.getArray<unknown[]>(replicaArrayName(id)).toArray().filter((e) => e[0] === 'g').map((e) => e[3])
+    expect([groupsOf('a0'), groupsOf('b')]).toEqual([['d1'], ['d9']])
+    // Both windows leave a's live state; only d1 is a source a writes.
+    a.write([], [], [cellOf('d1', 'temp', T0, 3).address, cellOf('d9', 'temp', T0, 1).address])
+    expect([groupsOf('a'), groupsOf('a0'), groupsOf('b')]).toEqual([[], [], ['d9']])
+  })
+})
+
+describe('bindDoc: read-only', () => {
+  it('merges what peers write and never writes to the doc', () => {
+    const { docA, a } = boundReplicas()
+    a.write([cellOf('d1', 'temp', T0, 2)], [clockOf('d1', 'a', T0 + 2, 2)])
+    const doc = new Y.Doc()
+    let updates = 0
+    doc.on('update', (_update: Uint8Array, origin: unknown) => {
+      if (origin !== 'peer') updates++
+    })
+    const wall = fakePort('wall')
+    bindDoc(wall, doc, { readOnly: true })
+    exchange(docA, doc)
+    expect(cellTable(wall)).toEqual(cellTable(a))
+    // Its own ingest, an expiry, a peer overwriting its (absent) meta entry: still nothing written.
+    wall.write([cellOf('w1', 'temp', T0, 1)], [clockOf('w1', 'wall', T0 + 1, 1)], [cellOf('d1', 'temp', T0, 2).address])
+    applyPeerUpdate(doc, metaUpdate('wall', 'tumbling:1'), 'peer')
+    expect(updates).toBe(0)
+    expect(doc.getMap(META_NAME).get('wall')).toEqual([DOC_SCHEMA, 'tumbling:1'])
+    expect(doc.getArray(replicaArrayName('wall')).length).toBe(0)
+    expect(doc.getArray(replicaArrayName('a')).length).toBe(2)
+    a.write([cellOf('d1', 'temp', T0, 5)], [clockOf('d1', 'a', T0 + 5, 5)])
+    exchange(docA, doc)
+    // a's cells (the wall also holds its own local w1)
+    expect(cellTable(wall)).toMatchObject(cellTable(a))
+    expect(updates).toBe(0)
+  })
+})
+
+/** An update of another doc that sets `id`'s meta entry. */
+function metaUpdate(id: string, configuration: string): Uint8Array {
+  const other = new Y.Doc()
+  other.getMap(META_NAME).set(id, [DOC_SCHEMA, configuration])
+  return Y.encodeStateAsUpdate(other)
+}
+
 describe('bindDoc: validation of peers', () => {
   const valid = rawGroup('d1', T0, [['temp', 2, 3, 1, 2, T0 + 5, 2]])
   const cell = (values: readonly [number, number, number, number, number, number]): unknown[] => rawGroup('d1', T0, [['temp', ...values]])

@@ -127,7 +127,7 @@ describe('BroadcastChannelProvider', () => {
     now = 5_000
     const pb = new BroadcastChannelProvider(docB, 'fleet', { channel: tabs.open })
     tabs.flush()
-    expect(tracker.status()).toEqual({ state: 'connected', lastSync: 5_000, pendingLocalUpdates: 0, peers: 1 })
+    expect(tracker.status()).toEqual({ state: 'connected', lastSync: 5_000, pendingLocalUpdates: 0, peers: 1, refusal: null })
     expect(a.statuses.at(-1)?.status).toEqual(tracker.status())
     expect(a.statuses.at(-1)?.docBytes).toBeGreaterThan(0)
     pa.disconnect()

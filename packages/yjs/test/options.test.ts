@@ -5,7 +5,8 @@
 import { describe, expect, it } from 'vitest'
 import * as Y from 'yjs'
 import { createEngine, tumbling } from '@tidemark/engine'
-import { bindDoc, BroadcastChannelProvider, connectWebsocket, type OpenTabChannel } from '../src/index.ts'
+import { bindDoc, BroadcastChannelProvider, connectRelay, followRooms, type OpenTabChannel } from '../src/index.ts'
+import { connectWebsocket } from '../src/websocket.ts'
 
 const noChannel: OpenTabChannel = () => ({ post: () => {}, close: () => {} })
 
@@ -17,6 +18,7 @@ describe('bindDoc options', () => {
     expect(() => bindDoc(engine, doc, { measureEvery: -1 })).toThrow(/measureEvery must be a number of ms >= 0/)
     expect(() => bindDoc(engine, doc, { maxReplicas: 0 })).toThrow(/maxReplicas must be an integer >= 1/)
     expect(() => bindDoc(engine, doc, { now: 5 as never })).toThrow(/now must be a function/)
+    expect(() => bindDoc(engine, doc, { readOnly: 'yes' as never })).toThrow(/readOnly must be true or false/)
     expect(() => bindDoc(engine, {} as Y.Doc)).toThrow(/doc must be a Y.Doc/)
     expect(() => bindDoc({} as never, doc)).toThrow(/engine must be an engine/)
     bindDoc(engine, doc, { measureEvery: Number.POSITIVE_INFINITY }).destroy()
@@ -35,6 +37,55 @@ describe('connectWebsocket options', () => {
     expect(connect({ jitter: { baseMS: 10 } })).toThrow(/connectWebsocket: jitter: unknown option 'baseMS' \(did you mean 'baseMs'\?\)/)
     expect(connect({ jitter: { capMs: -5 } })).toThrow(/jitter: capMs must be a finite number of ms > 0/)
     expect(connect({ crossTab: 'no' })).toThrow(/crossTab must be true or false/)
+  })
+})
+
+/** A socket that never opens: options are checked before any socket matters. */
+class ClosedSocket {
+  binaryType = 'arraybuffer'
+  send(): void {}
+  close(): void {}
+  addEventListener(): void {}
+}
+
+describe('connectRelay options', () => {
+  it('names the bad option before it connects', () => {
+    const connect = (options: Record<string, unknown>) => () => connectRelay({ url: 'ws://127.0.0.1:1', token: 't', WebSocket: ClosedSocket, ...options } as never)
+    expect(connect({ tokn: 'x' })).toThrow("connectRelay: unknown option 'tokn' (did you mean 'token'?)")
+    expect(connect({ url: '127.0.0.1:1234' })).toThrow(/url must be a ws:\/\/ or wss:\/\/ URL/)
+    expect(connect({ token: 42 })).toThrow('connectRelay: token must be a string or a function, got number')
+    expect(connect({ WebSocket: 'ws' })).toThrow('connectRelay: WebSocket must be a class (Node 20: the ws package)')
+    // Node 20 has no global WebSocket.
+    expect(connect({ WebSocket: undefined })).toThrow('connectRelay: WebSocket must be a class (Node 20: the ws package)')
+    expect(connect({ jitter: { capMS: 10 } })).toThrow(/connectRelay: jitter: unknown option 'capMS' \(did you mean 'capMs'\?\)/)
+    expect(connect({ onError: true })).toThrow(/onError must be a function/)
+  })
+
+  it('names a bad join, and a room joined twice', () => {
+    const relay = connectRelay({ url: 'ws://127.0.0.1:1', token: 't', WebSocket: ClosedSocket })
+    const doc = new Y.Doc()
+    expect(() => relay.join({} as Y.Doc, 'fleet-a/d01')).toThrow(/doc must be a Y.Doc/)
+    expect(() => relay.join(doc, '')).toThrow(/room must be a non-empty string/)
+    expect(() => relay.join(doc, 'fleet-a/d01', { awarness: null } as never)).toThrow("relay.join: unknown option 'awarness' (did you mean 'awareness'?)")
+    expect(() => relay.join(doc, 'fleet-a/d01', { awareness: {} as never })).toThrow('relay.join: fleet-a/d01: awareness must be of the doc')
+    const handle = relay.join(doc, 'fleet-a/d01')
+    expect(() => relay.join(new Y.Doc(), 'fleet-a/d01')).toThrow('relay.join: fleet-a/d01 is already joined; destroy its handle first')
+    handle.destroy()
+    relay.join(new Y.Doc(), 'fleet-a/d01')
+    relay.destroy()
+    expect(() => relay.join(new Y.Doc(), 'fleet-a/d02')).toThrow('relay.join: the relay was destroyed')
+  })
+})
+
+describe('followRooms options', () => {
+  it('names the bad option', () => {
+    const engine = createEngine({ windows: tumbling(10) })
+    const relay = connectRelay({ url: 'ws://127.0.0.1:1', token: 't', WebSocket: ClosedSocket })
+    expect(() => followRooms(engine, relay, { directory: '' })).toThrow(/directory must be a room name/)
+    expect(() => followRooms(engine, relay, { directroy: 'fleet-a/_directory' } as never)).toThrow("followRooms: unknown option 'directroy' (did you mean 'directory'?)")
+    expect(() => followRooms(engine, relay, { directory: 'fleet-a/_directory', bind: { readOnly: false } as never })).toThrow(/without readOnly/)
+    expect(() => followRooms(engine, {} as never, { directory: 'fleet-a/_directory' })).toThrow(/relay must come from connectRelay/)
+    relay.destroy()
   })
 })
 

@@ -1,7 +1,8 @@
 import { seededRandom } from '@tidemark/seeded-random'
 import { ObservableV2 } from 'lib0/observable'
 import { describe, expect, it } from 'vitest'
-import { jitterReconnects, jitterWindow } from '../src/transport/reconnectJitter.ts'
+import { jitterWindow } from '../src/transport/reconnectJitter.ts'
+import { jitterReconnects } from '../src/websocket/jitterReconnects.ts'
 
 /**
  * The reconnect arithmetic of y-websocket 3.1's closeWebsocketConnection: emit

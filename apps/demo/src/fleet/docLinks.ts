@@ -1,4 +1,5 @@
-import { BroadcastChannelProvider, connectWebsocket, type WebsocketConnection } from '@tidemark/yjs'
+import { BroadcastChannelProvider } from '@tidemark/yjs'
+import { connectWebsocket, type WebsocketConnection } from '@tidemark/yjs/websocket'
 import type * as Y from 'yjs'
 import { deviceChannelName, deviceRoomName, type FleetWiring } from './fleetWiring.ts'
 

@@ -24,7 +24,7 @@ import { liveCells, queryResults, windowGauges, windowHistory } from '../windows
 
 const DURABLE: Promise<void> = Promise.resolve()
 const NO_CHANGES: readonly WindowChange[] = Object.freeze([])
-const LOCAL_SYNC: SyncStatus = Object.freeze({ state: 'local', lastSync: null, pendingLocalUpdates: 0, peers: 0 })
+const LOCAL_SYNC: SyncStatus = Object.freeze({ state: 'local', lastSync: null, pendingLocalUpdates: 0, peers: 0, refusal: null })
 
 /**
  * The window engine. One instance per replica; see docs/semantics.md for the meaning

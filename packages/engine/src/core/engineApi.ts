@@ -172,7 +172,7 @@ export interface EngineStats {
  * reports `local`.
  *
  * @example
- * createEngine({ windows: tumbling(60_000) }).syncStatus() // { state: 'local', lastSync: null, pendingLocalUpdates: 0, peers: 0 }
+ * createEngine({ windows: tumbling(60_000) }).syncStatus() // { state: 'local', lastSync: null, pendingLocalUpdates: 0, peers: 0, refusal: null }
  * const { state, pendingLocalUpdates } = engine.syncStatus()
  * const label = state === 'connected' ? 'in sync' : `${pendingLocalUpdates} updates not shared yet (${state})`
  */
@@ -203,6 +203,13 @@ export interface SyncStatus {
    * a server is not a peer, so `connected` with `peers: 0` means a server and no one else.
    */
   readonly peers: number
+  /**
+   * Why a server refused this client, as the server said it, or null: a failed authentication
+   * (`tidemark:token-expired`, `tidemark:room-not-allowed fleet-a/d07`, ...) or a refused update
+   * (`tidemark:refused foreign-source s9`). A refused document is not retried: its state stays
+   * `offline` (unless another provider carries it) until the application joins it again.
+   */
+  readonly refusal: string | null
 }
 
 /**

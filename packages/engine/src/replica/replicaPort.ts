@@ -150,7 +150,7 @@ export interface ReplicaPort {
    * Lets the transport report sync status and document size into `syncStatus()` / `stats()`.
    *
    * @example
-   * engine.replica.setSyncStatus({ state: 'connected', lastSync: Date.now(), pendingLocalUpdates: 0, peers: 2 }, Y.encodeStateAsUpdate(doc).byteLength)
+   * engine.replica.setSyncStatus({ state: 'connected', lastSync: Date.now(), pendingLocalUpdates: 0, peers: 2, refusal: null }, Y.encodeStateAsUpdate(doc).byteLength)
    */
   setSyncStatus(status: SyncStatus, docBytes: number): void
 }

@@ -88,7 +88,7 @@ export class FakeEngine implements ObservedEngine {
   #history = new Map<string, WindowResult[]>()
   #late: LateEvent[] = []
   #stats: EngineStats = emptyStats()
-  #sync: SyncStatus = { state: 'local', lastSync: null, pendingLocalUpdates: 0, peers: 0 }
+  #sync: SyncStatus = { state: 'local', lastSync: null, pendingLocalUpdates: 0, peers: 0, refusal: null }
   #watermark = 0
   #listeners = new Set<(changes: readonly WindowChange[]) => void>()
 

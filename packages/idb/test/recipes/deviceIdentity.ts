@@ -10,7 +10,7 @@ import type { Screen } from './screen.ts'
 // #region imports
 import { tumbling } from '@tidemark/engine'
 import { claimSource, indexedDbPersistence, openEngine } from '@tidemark/idb'
-import { BroadcastChannelProvider, bindDoc, connectWebsocket } from '@tidemark/yjs'
+import { BroadcastChannelProvider, bindDoc, connectRelay } from '@tidemark/yjs'
 import * as Y from 'yjs'
 // #endregion
 
@@ -34,13 +34,20 @@ export async function openDashboard(): Promise<{ claim: SourceClaim; engine: Eng
   return { claim, engine, record }
 }
 
+/** A JWT for this tab's relay room (from the application's login); read on every connection. */
+async function fetchToken(): Promise<string> {
+  return 'a JWT for the room fleet-a/<source>'
+}
+
 /** Shares the state and tells the user what has not reached anyone yet. */
-export function shareState(engine: Engine, screen: Screen): void {
+export function shareState(engine: Engine, source: string, screen: Screen): void {
   // #region offline
-  const doc = new Y.Doc()
-  bindDoc(engine, doc)
-  new BroadcastChannelProvider(doc, 'dashboard') // the other tabs of this origin
-  connectWebsocket(doc, { url: 'wss://sync.example.com', room: 'fleet' })
+  const tabs = new Y.Doc() // the other tabs of this origin
+  bindDoc(engine, tabs)
+  new BroadcastChannelProvider(tabs, 'dashboard')
+  const room = new Y.Doc() // this source's room on the relay: its replica alone
+  bindDoc(engine, room)
+  connectRelay({ url: 'wss://relay.example.com', token: fetchToken }).join(room, `fleet-a/${source}`)
 
   engine.subscribe(() => {
     const { state, pendingLocalUpdates } = engine.syncStatus()

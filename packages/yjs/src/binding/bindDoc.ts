@@ -8,6 +8,8 @@
  * clocks go to the engine in one `mergeRemoteGroups` call (which checks every cell's values), so a peer's update batch causes one notification.
  * Deletions from the doc are never merged: the lattice only grows, and a cell leaves the doc
  * only after it has left live state (retention).
+ * Read-only (dashboards): the remote side alone; nothing is ever written to the doc, so a
+ * read-only connection never has an update to send.
  */
 import * as Y from 'yjs'
 import {
@@ -31,6 +33,7 @@ import {
 } from '../schema/docEntry.ts'
 import { emptyWrite, type LogWrite, type ReadEntry, ReplicaEntries } from './replicaEntries.ts'
 import { syncStatusTracker } from '../transport/syncStatusTracker.ts'
+import { engineSyncStatus, type StatusShare } from './engineSyncStatus.ts'
 
 /**
  * Options of `bindDoc`; all optional.
@@ -53,6 +56,12 @@ export interface BindDocOptions {
   readonly measureEvery?: number
   /** Most replicas a doc may list; further meta entries are refused (default 10,000). */
   readonly maxReplicas?: number
+  /**
+   * Merge what peers write and never write to the doc (default false): no meta entry, no log,
+   * no expiry, nothing of the engine's local writes. For dashboards, whose relay connection is
+   * read-only: such a doc never has an update to send.
+   */
+  readonly readOnly?: boolean
 }
 
 /**
@@ -88,14 +97,14 @@ interface RemoteBatch {
  */
 export function bindDoc(engine: { readonly replica: ReplicaPort }, doc: Y.Doc, options: BindDocOptions = {}): DocBinding {
   if (typeof engine !== 'object' || engine === null || typeof engine.replica !== 'object' || engine.replica === null) {
-    throw new TypeError('bindDoc: engine must be an engine (createEngine or openEngine), got one without a replica port')
+    throw new TypeError('bindDoc: engine must be an engine (createEngine or openEngine)')
   }
   if (typeof doc !== 'object' || doc === null || typeof doc.getMap !== 'function' || typeof doc.transact !== 'function') throw new TypeError('bindDoc: doc must be a Y.Doc')
   checkOptions(options)
   return new DocReplication(engine.replica, doc, options)
 }
 
-const OPTION_KEYS: readonly (keyof BindDocOptions)[] = ['origin', 'onError', 'now', 'measureEvery', 'maxReplicas']
+const OPTION_KEYS: readonly (keyof BindDocOptions)[] = ['origin', 'onError', 'now', 'measureEvery', 'maxReplicas', 'readOnly']
 
 /** Throws a TypeError or RangeError naming the first bad option. */
 function checkOptions(options: BindDocOptions): void {
@@ -104,7 +113,8 @@ function checkOptions(options: BindDocOptions): void {
   for (const name of ['onError', 'now'] as const) {
     if (options[name] !== undefined && typeof options[name] !== 'function') throw new TypeError(`bindDoc: ${name} must be a function, got ${String(options[name])}`)
   }
-  const { measureEvery, maxReplicas } = options
+  const { measureEvery, maxReplicas, readOnly } = options
+  if (readOnly !== undefined && typeof readOnly !== 'boolean') throw new TypeError(`bindDoc: readOnly must be true or false, got ${String(readOnly)}`)
   if (measureEvery !== undefined && (typeof measureEvery !== 'number' || Number.isNaN(measureEvery) || measureEvery < 0)) {
     throw new RangeError(`bindDoc: measureEvery must be a number of ms >= 0 (Infinity: measure once), got ${String(measureEvery)}`)
   }
@@ -121,6 +131,10 @@ class DocReplication implements DocBinding {
   readonly #now: () => number
   readonly #measureEvery: number
   readonly #maxReplicas: number
+  readonly #readOnly: boolean
+  /** Sources whose clocks this replica writes: the only ones it expires in other replicas' logs. */
+  readonly #ownSources = new Set<string>()
+  readonly #status: StatusShare
   readonly #meta: Y.Map<unknown>
   readonly #logs = new Map<string, ReplicaEntries>()
   readonly #own: ReplicaEntries
@@ -145,6 +159,9 @@ class DocReplication implements DocBinding {
     this.#now = options.now ?? Date.now
     this.#measureEvery = options.measureEvery ?? 5000
     this.#maxReplicas = options.maxReplicas ?? 10_000
+    this.#readOnly = options.readOnly === true
+    this.#status = engineSyncStatus(port).share(!this.#readOnly)
+    this.#cleanups.push(() => this.#status.leave())
     this.#meta = doc.getMap(META_NAME)
     this.#own = this.#openLog(port.replicaId) as ReplicaEntries
 
@@ -159,7 +176,7 @@ class DocReplication implements DocBinding {
 
     this.#start()
 
-    this.#cleanups.push(port.onLocalWrite((write) => this.#publish(write)))
+    if (!this.#readOnly) this.#cleanups.push(port.onLocalWrite((write) => this.#publish(write)))
     this.#cleanups.push(port.onClose(() => this.destroy()))
     const tracker = syncStatusTracker(doc, { now: this.#now })
     this.#cleanups.push(tracker.subscribe(() => this.#reportStatus()))
@@ -197,8 +214,12 @@ class DocReplication implements DocBinding {
     // Entries of an earlier session of this replica are ours to merge back, when they share our configuration.
     this.#own.status = 'accepted'
     const previous = this.#own.reread()
-    if (ownMatches) this.#collect(this.#own, previous, groups, clocks)
+    if (ownMatches) {
+      this.#collect(this.#own, previous, groups, clocks)
+      for (const read of previous) if (read.kind === 'clock') this.#ownSources.add(read.entry.source)
+    }
     this.#merge(groups, clocks)
+    if (this.#readOnly) return
 
     this.#doc.transact(() => {
       if (!ownMatches) {
@@ -228,13 +249,17 @@ class DocReplication implements DocBinding {
         const own = emptyWrite()
         for (const cell of write.cells) this.#own.putCell(cell, own)
         for (const clock of write.clocks) this.#own.putClock(clock, own)
+        for (const clock of write.clocks) if (clock.writer === this.#port.replicaId) this.#ownSources.add(clock.source)
         for (const address of write.expired) this.#own.expire(address, own)
         this.#own.commit(own)
-        // A departed replica never expires its own cells; every replica retires what left its live state.
+        // An earlier session of this replica's sources (another replica id: a reloaded tab, a
+        // reclaimed source) never expires what it left behind, so this one retires it; entries
+        // of sources it does not write are their writers' to retire (a relay refuses the rest).
+        const expired = write.expired.filter((address) => this.#ownSources.has(address.source))
         for (const log of this.#logs.values()) {
-          if (log === this.#own || write.expired.length === 0) continue
+          if (log === this.#own || expired.length === 0) continue
           const theirs: LogWrite = emptyWrite()
-          for (const address of write.expired) log.expire(address, theirs)
+          for (const address of expired) log.expire(address, theirs)
           log.commit(theirs)
         }
       }, this.#origin)
@@ -264,7 +289,7 @@ class DocReplication implements DocBinding {
     const reread = new Set<ReplicaEntries>()
     for (const replicaId of batch.metaKeys) {
       if (replicaId === this.#port.replicaId) {
-        this.#repairOwnMeta()
+        if (!this.#readOnly) this.#repairOwnMeta()
         continue
       }
       const before = this.#logs.get(replicaId)?.status
@@ -407,7 +432,7 @@ class DocReplication implements DocBinding {
 
   #reportStatus(): void {
     if (this.#destroyed) return
-    this.#port.setSyncStatus(syncStatusTracker(this.#doc).status(), this.#docBytes)
+    this.#status.report(syncStatusTracker(this.#doc).status(), this.#docBytes)
   }
 
   #fail(error: unknown): void {

@@ -3,8 +3,9 @@
  *
  * The engine binds to a doc, the application connects providers to the same doc; the
  * tracker is the meeting point, found by doc (`syncStatusTracker(doc)`), so neither side
- * needs a handle on the other. Providers are typed structurally: y-websocket's
- * `WebsocketProvider`, `BroadcastChannelProvider` and Hocuspocus' provider all fit.
+ * needs a handle on the other. Event providers are typed structurally (`attach`: y-websocket's
+ * `WebsocketProvider`, `BroadcastChannelProvider`); a transport that knows more (the relay
+ * client: acknowledgements, refusals) reports through `open()`.
  */
 import type * as Y from 'yjs'
 import type { SyncStatus } from '@tidemark/engine'
@@ -62,16 +63,60 @@ export interface RejectedUpdate {
   readonly origin: unknown
 }
 
-interface ProviderState {
+/**
+ * What a transport knows about its connection of one doc, reported through `TrackedConnection.update`.
+ *
+ * @example
+ * const facts: ConnectionFacts = { connected: true, connecting: false, synced: true, unacknowledged: 0, refusal: null }
+ */
+export interface ConnectionFacts {
   /** Its transport is open (a socket, a tab channel); says nothing about anyone answering. */
+  readonly connected: boolean
+  /** Opening, or about to retry. */
+  readonly connecting: boolean
+  /** A server or a peer answered its sync request on this connection, and is still there. */
+  readonly synced: boolean
+  /**
+   * Local updates the other side has not acknowledged, for a transport whose server
+   * acknowledges each update (the relay). `null`: it does not, and the tracker counts the local
+   * transactions made while this connection is not in sync instead.
+   */
+  readonly unacknowledged: number | null
+  /** Why the server refused this client (authentication or an update), or null. */
+  readonly refusal: string | null
+}
+
+/**
+ * One connection reported by its transport: `update` with what changed, `exchanged` after each
+ * sync exchange (an acknowledgement), `detach` when it ends.
+ *
+ * @example
+ * const connection: TrackedConnection = syncStatusTracker(doc).open()
+ * connection.update({ connected: true })
+ * connection.update({ synced: true, unacknowledged: 0 })
+ * connection.detach()
+ */
+export interface TrackedConnection {
+  /** Merges changed facts and republishes the doc's status. */
+  update(facts: Partial<ConnectionFacts>): void
+  /** A sync exchange completed (an update acknowledged): moves `lastSync`. */
+  exchanged(): void
+  /** Stops counting this connection. */
+  detach(): void
+}
+
+interface ConnectionState {
   connected: boolean
   connecting: boolean
-  /** A server or a peer answered its sync request on this connection, and is still there. */
   synced: boolean
+  unacknowledged: number | null
+  refusal: string | null
+  /** Local transactions made while this connection was not in sync (when it does not acknowledge). */
+  missed: number
   readonly awareness: PeerAwareness | undefined
 }
 
-const LOCAL: SyncStatus = { state: 'local', lastSync: null, pendingLocalUpdates: 0, peers: 0 }
+const LOCAL: SyncStatus = { state: 'local', lastSync: null, pendingLocalUpdates: 0, peers: 0, refusal: null }
 
 const trackers = new WeakMap<Y.Doc, SyncStatusTracker>()
 
@@ -103,13 +148,12 @@ export function syncStatusTracker(doc: Y.Doc, options: { now?: () => number } = 
 export class SyncStatusTracker {
   readonly #doc: Y.Doc
   readonly #now: () => number
-  readonly #providers = new Map<SyncProvider, ProviderState>()
+  readonly #connections = new Set<ConnectionState>()
+  readonly #providers = new Map<SyncProvider, TrackedConnection>()
   readonly #listeners = new Set<(status: SyncStatus) => void>()
   readonly #rejectedListeners = new Set<(rejected: RejectedUpdate) => void>()
   #status: SyncStatus = LOCAL
   #lastSync: number | null = null
-  /** Local transactions made while no provider was in sync: nobody has them yet. */
-  #pending = 0
 
   /**
    * Prefer `syncStatusTracker(doc)`: it keeps one tracker per doc, where providers and the
@@ -129,7 +173,7 @@ export class SyncStatusTracker {
    * The current status of all attached providers together.
    *
    * @example
-   * syncStatusTracker(doc).status() // { state: 'local', lastSync: null, pendingLocalUpdates: 0, peers: 0 } with no provider
+   * syncStatusTracker(doc).status() // { state: 'local', lastSync: null, pendingLocalUpdates: 0, peers: 0, refusal: null } with no provider
    */
   status(): SyncStatus {
     return this.#status
@@ -147,52 +191,96 @@ export class SyncStatusTracker {
   }
 
   /**
-   * Follows a provider's connection, sync and peers; returns the detach function.
-   * `BroadcastChannelProvider` attaches itself unless `trackStatus: false`.
+   * Follows a provider's connection, sync and peers through its events; returns the detach
+   * function. `BroadcastChannelProvider` attaches itself unless `trackStatus: false`.
    *
    * @example
    * const provider = new BroadcastChannelProvider(doc, 'tidemark:fleet', { trackStatus: false })
    * const detach = syncStatusTracker(doc).attach(provider)
-   * syncStatusTracker(doc).status().state // 'connected'
+   * syncStatusTracker(doc).status().state // 'connecting' until another tab answers
    * detach()
    */
   attach(provider: SyncProvider): () => void {
     if (this.#providers.has(provider)) return () => this.#detach(provider)
     const connected = provider.wsconnected === true || provider.connected === true
-    const awareness = provider.awareness
-    const state: ProviderState = {
+    const connection = this.open(provider.awareness, {
       connected,
       connecting: provider.wsconnecting === true,
       synced: connected && provider.synced === true,
-      awareness,
-    }
-    this.#providers.set(provider, state)
+    })
+    let open = connected
     const onStatus = (event: { status: 'connected' | 'connecting' | 'disconnected' }): void => {
-      state.connected = event.status === 'connected'
-      state.connecting = event.status === 'connecting'
-      if (!state.connected) state.synced = false
-      this.#publish()
+      open = event.status === 'connected'
+      connection.update({ connected: open, connecting: event.status === 'connecting', ...(open ? {} : { synced: false }) })
     }
-    const onSync = (synced: boolean): void => {
-      state.synced = synced && state.connected
-      if (state.synced) {
-        // The exchange carried every local update the other side lacked.
-        this.#pending = 0
-        this.#lastSync = this.#now()
-      }
-      this.#publish()
-    }
-    const onPeers = (): void => this.#publish()
+    // The exchange carried every local update the other side lacked.
+    const onSync = (synced: boolean): void => connection.update({ synced: synced && open })
     provider.on('status', onStatus)
     provider.on('sync', onSync)
-    awareness?.on('change', onPeers)
-    this.#detachers.set(provider, () => {
-      provider.off('status', onStatus)
-      provider.off('sync', onSync)
-      awareness?.off('change', onPeers)
+    this.#providers.set(provider, {
+      update: connection.update,
+      exchanged: connection.exchanged,
+      detach: () => {
+        provider.off('status', onStatus)
+        provider.off('sync', onSync)
+        connection.detach()
+      },
     })
-    this.#publish()
     return () => this.#detach(provider)
+  }
+
+  /**
+   * Starts counting a connection whose transport reports its facts itself (the relay client
+   * does); `awareness`, when given, counts its peers. Returns the connection's handle.
+   *
+   * @example
+   * const connection = syncStatusTracker(doc).open()
+   * connection.update({ connecting: true })
+   * connection.update({ connected: true, connecting: false })
+   * connection.update({ synced: true, unacknowledged: 0 }) // the server answered
+   * syncStatusTracker(doc).status().state // 'connected'
+   */
+  open(awareness?: PeerAwareness, initial: Partial<ConnectionFacts> = {}): TrackedConnection {
+    const state: ConnectionState = {
+      connected: false,
+      connecting: false,
+      synced: false,
+      unacknowledged: null,
+      refusal: null,
+      missed: 0,
+      awareness,
+    }
+    Object.assign(state, initial)
+    this.#connections.add(state)
+    const onPeers = (): void => this.#publish()
+    awareness?.on('change', onPeers)
+    let attached = true
+    const connection: TrackedConnection = {
+      update: (facts) => {
+        if (!attached) return
+        const wasSynced = state.synced
+        Object.assign(state, facts)
+        if (state.synced && !wasSynced) {
+          state.missed = 0
+          this.#lastSync = this.#now()
+        }
+        this.#publish()
+      },
+      exchanged: () => {
+        if (!attached) return
+        this.#lastSync = this.#now()
+        this.#publish()
+      },
+      detach: () => {
+        if (!attached) return
+        attached = false
+        awareness?.off('change', onPeers)
+        this.#connections.delete(state)
+        this.#publish()
+      },
+    }
+    this.#publish()
+    return connection
   }
 
   /**
@@ -216,37 +304,31 @@ export class SyncStatusTracker {
     return () => this.#rejectedListeners.delete(listener)
   }
 
-  readonly #detachers = new Map<SyncProvider, () => void>()
-
   #detach(provider: SyncProvider): void {
-    this.#detachers.get(provider)?.()
-    this.#detachers.delete(provider)
+    this.#providers.get(provider)?.detach()
     this.#providers.delete(provider)
-    // Local updates are counted only while some provider is meant to carry them.
-    if (this.#providers.size === 0) this.#pending = 0
-    this.#publish()
   }
 
   readonly #onTransaction = (transaction: Y.Transaction): void => {
-    if (this.#providers.size === 0 || transaction.changed.size === 0) return
-    const synced = this.#anySynced()
+    if (this.#connections.size === 0 || transaction.changed.size === 0) return
     if (transaction.local) {
-      // Sent at once over a connection in sync; otherwise it waits for the next sync exchange.
-      if (synced) return
-      this.#pending++
-      this.#publish()
+      // Sent at once over a connection in sync; otherwise it waits for that connection's next sync exchange.
+      let missed = false
+      for (const state of this.#connections) {
+        if (state.synced || state.unacknowledged !== null) continue
+        state.missed++
+        missed = true
+      }
+      if (missed) this.#publish()
       return
     }
     // A peer's update applied while some provider is in sync: the doc just exchanged state.
-    if (synced) {
+    for (const state of this.#connections) {
+      if (!state.synced) continue
       this.#lastSync = this.#now()
       this.#publish()
+      return
     }
-  }
-
-  #anySynced(): boolean {
-    for (const state of this.#providers.values()) if (state.synced) return true
-    return false
   }
 
   #publish(): void {
@@ -256,7 +338,8 @@ export class SyncStatusTracker {
       next.state === prev.state &&
       next.lastSync === prev.lastSync &&
       next.pendingLocalUpdates === prev.pendingLocalUpdates &&
-      next.peers === prev.peers
+      next.peers === prev.peers &&
+      next.refusal === prev.refusal
     ) {
       return
     }
@@ -265,14 +348,19 @@ export class SyncStatusTracker {
   }
 
   #compute(): SyncStatus {
-    if (this.#providers.size === 0) return this.#lastSync === null ? LOCAL : { ...LOCAL, lastSync: this.#lastSync }
+    if (this.#connections.size === 0) return this.#lastSync === null ? LOCAL : { ...LOCAL, lastSync: this.#lastSync }
     let synced = false
     let trying = false
+    // An update is pending while no connection has it: the least any connection misses.
+    let pending = Number.POSITIVE_INFINITY
+    let refusal: string | null = null
     const peers = new Set<number>()
-    for (const state of this.#providers.values()) {
+    for (const state of this.#connections) {
       synced ||= state.synced
       // Opening, or open and waiting for a server or a peer to answer.
       trying ||= state.connecting || state.connected
+      pending = Math.min(pending, state.unacknowledged ?? state.missed)
+      refusal ??= state.refusal
       const awareness = state.awareness
       if (awareness === undefined) continue
       for (const client of awareness.getStates().keys()) if (client !== awareness.clientID) peers.add(client)
@@ -280,8 +368,9 @@ export class SyncStatusTracker {
     return {
       state: synced ? 'connected' : trying ? 'connecting' : 'offline',
       lastSync: this.#lastSync,
-      pendingLocalUpdates: this.#pending,
+      pendingLocalUpdates: pending,
       peers: peers.size,
+      refusal,
     }
   }
 

@@ -1,9 +1,15 @@
+/**
+ * A doc over y-websocket, kept only while the demo, the end-to-end tests and the storm pages
+ * still run against the y-websocket sync server; `connectRelay` replaces it. To be removed,
+ * with the `@tidemark/yjs/websocket` entry and the y-websocket dependency.
+ */
 import { assertKnownOptions } from '@tidemark/engine/adapter'
 import { WebsocketProvider } from 'y-websocket'
 import type * as Y from 'yjs'
-import { announcePresence, forgetAbsentPeers } from './presence.ts'
-import { checkJitterOptions, jitterReconnects, type ReconnectJitterOptions } from './reconnectJitter.ts'
-import { syncStatusTracker } from './syncStatusTracker.ts'
+import { announcePresence, forgetAbsentPeers } from '../transport/presence.ts'
+import { checkJitterOptions, type ReconnectJitterOptions } from '../transport/reconnectJitter.ts'
+import { syncStatusTracker } from '../transport/syncStatusTracker.ts'
+import { jitterReconnects } from './jitterReconnects.ts'
 
 /**
  * Options of `connectWebsocket`: `url` and `room` are required.
@@ -40,6 +46,8 @@ export interface WebsocketConnection {
 /**
  * Connects a doc to a y-websocket server with jittered (re)connects, reporting into the
  * doc's sync status (and so into the bound engine's `syncStatus()`).
+ *
+ * @deprecated For the y-websocket sync server only, and removed with it: use `connectRelay`.
  *
  * @example
  * const doc = new Y.Doc()

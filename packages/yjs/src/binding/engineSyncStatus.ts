@@ -1,0 +1,131 @@
+/**
+ * One engine, several docs: a dashboard binds a doc per device room to one engine, a device may
+ * bind its relay room's doc and a doc its tabs share. Each doc has its own sync status, the
+ * engine one `syncStatus()` slot, so every doc reports here and the engine receives one fold of
+ * all of them, whichever reported last.
+ */
+import type { ReplicaPort, SyncStatus } from '@tidemark/engine'
+
+/**
+ * One doc's place in its engine's sync status: `report` its status and size, `leave` when it
+ * is no longer bound.
+ *
+ * @example
+ * const share: StatusShare = engineSyncStatus(engine.replica).share(true)
+ * share.report(syncStatusTracker(doc).status(), Y.encodeStateAsUpdate(doc).byteLength)
+ * share.leave()
+ */
+export interface StatusShare {
+  /** This doc's current status and encoded size; the engine receives the new fold. */
+  report(status: SyncStatus, docBytes: number): void
+  /** Removes this doc from the fold (the engine keeps the last status reported when it was the only one). */
+  leave(): void
+}
+
+/** What one doc reported, and whether it carries the engine's own writes. */
+export interface ReportedStatus {
+  readonly status: SyncStatus
+  /** A writable binding's doc: it carries every local write of the engine. */
+  readonly writes: boolean
+}
+
+interface Share {
+  status: SyncStatus | null
+  docBytes: number
+  readonly writes: boolean
+}
+
+const folds = new WeakMap<ReplicaPort, Set<Share>>()
+
+/**
+ * The sync status fold of the engine behind `port`: every binding of that engine takes a share
+ * (`writes`: it publishes the engine's writes), and so does a follower's directory doc.
+ *
+ * @example
+ * const share = engineSyncStatus(engine.replica).share(false)
+ */
+export function engineSyncStatus(port: ReplicaPort): { share(writes: boolean): StatusShare } {
+  let shares = folds.get(port)
+  if (shares === undefined) {
+    shares = new Set()
+    folds.set(port, shares)
+  }
+  const all = shares
+  const publish = (): void => {
+    const reported: ReportedStatus[] = []
+    let docBytes = 0
+    for (const { status, writes, docBytes: bytes } of all) {
+      if (status !== null) reported.push({ status, writes })
+      docBytes += bytes
+    }
+    const folded = foldSyncStatus(reported)
+    if (folded !== null) port.setSyncStatus(folded, docBytes)
+  }
+  return {
+    share(writes) {
+      const share: Share = { status: null, docBytes: 0, writes }
+      all.add(share)
+      return {
+        report(status, docBytes) {
+          if (!all.has(share)) return
+          share.status = status
+          share.docBytes = docBytes
+          publish()
+        },
+        leave() {
+          if (all.delete(share) && all.size > 0) publish()
+        },
+      }
+    },
+  }
+}
+
+/**
+ * Folds several docs' statuses into one (null for none; one is returned as it is).
+ *
+ * The writable docs carry the same updates (every local write of the engine goes into each), so
+ * they are alternatives, folded as one provider's doc is: in sync when any of them is, an update
+ * pending while none of them has it (the least pending), the best state otherwise. The read-only
+ * docs each carry other replicas' state, so all of them matter: over that writable fold and the
+ * read-only docs, `connected` when every one is, `offline` when every one is, `connecting`
+ * otherwise; a doc that is `local`, or refused and offline, does not count (`offline` when only
+ * refused ones are left, `local` when none is connected to anything). `lastSync` is the latest,
+ * `peers` the sum (different docs' awareness cannot tell one client from another), `refusal`
+ * the first, in the order the docs were bound.
+ *
+ * @example
+ * foldSyncStatus([{ status: relayRoom, writes: true }, { status: tabs, writes: true }]) // connected when either is
+ */
+export function foldSyncStatus(reported: readonly ReportedStatus[]): SyncStatus | null {
+  if (reported.length <= 1) return reported[0]?.status ?? null
+  const writable = reported.filter((r) => r.writes).map((r) => r.status)
+  const parts = reported.filter((r) => !r.writes).map((r) => r.status)
+  // A read-only doc holds no local write, unless the application wrote into it itself.
+  let pending = parts.reduce((sum, s) => sum + s.pendingLocalUpdates, 0)
+  if (writable.length > 0) {
+    pending += Math.min(...writable.map((s) => s.pendingLocalUpdates))
+    parts.unshift(writable.reduce((a, b) => (RANK[b.state] > RANK[a.state] ? b : a)))
+  }
+  let lastSync: number | null = null
+  let peers = 0
+  let refusal: string | null = null
+  let live = 0
+  let connected = 0
+  let offline = 0
+  for (const status of reported.map((r) => r.status)) {
+    if (status.lastSync !== null && (lastSync === null || status.lastSync > lastSync)) lastSync = status.lastSync
+    peers += status.peers
+    refusal ??= status.refusal
+  }
+  for (const { state, refusal: refused } of parts) {
+    if (state === 'local' || (refused !== null && state === 'offline')) continue
+    live++
+    if (state === 'connected') connected++
+    else if (state === 'offline') offline++
+  }
+  const state = live === 0 ? (refusal === null ? 'local' : 'offline') : connected === live ? 'connected' : offline === live ? 'offline' : 'connecting'
+  return { state, lastSync, pendingLocalUpdates: pending, peers, refusal }
+}
+
+/** Which state of alternative docs wins: the one closest to in sync. */
+const RANK = { local: 0, offline: 1, connecting: 2, connected: 3 } as const

@@ -1,0 +1,368 @@
+/**
+ * One document on a relay socket: authenticate, sync, send local updates, count what the relay
+ * has acknowledged, follow refusals and server-side closes (relayProtocol.ts has the messages).
+ *
+ * Order on a fresh socket: Auth(token) → Authenticated(scope) → our step 1 → the relay's step 1,
+ * answered with our step 2 (what it misses), after which local updates are sent as they are made
+ * → the relay's step 2: in sync. Each step 2 or update we send is acknowledged by a SyncStatus;
+ * the local transactions it carried stop being pending then. Nothing is sent before the relay
+ * authenticated the room, so a refused token leaves nothing queued on the server.
+ */
+import * as decoding from 'lib0/decoding'
+import * as encoding from 'lib0/encoding'
+import { type Awareness, applyAwarenessUpdate, encodeAwarenessUpdate, removeAwarenessStates } from 'y-protocols/awareness'
+import * as Y from 'yjs'
+import { applyPeerUpdate } from '../binding/applyPeerUpdate.ts'
+import { announcePresence, forgetAbsentPeers } from '../transport/presence.ts'
+import { syncStatusTracker, type TrackedConnection } from '../transport/syncStatusTracker.ts'
+import {
+  AUTH_AUTHENTICATED,
+  AUTH_PERMISSION_DENIED,
+  AUTH_TOKEN,
+  MESSAGE_AUTH,
+  MESSAGE_AWARENESS,
+  MESSAGE_CLOSE,
+  MESSAGE_STATELESS,
+  MESSAGE_SYNC,
+  MESSAGE_SYNC_REPLY,
+  MESSAGE_SYNC_STATUS,
+  readString,
+  relayMessage,
+  SCOPE_READ_ONLY,
+  SYNC_STEP_1,
+  SYNC_STEP_2,
+  SYNC_UPDATE,
+  syncMessage,
+  writeString,
+} from './relayProtocol.ts'
+
+/** Where the relay socket is: a room can only talk while it is `open`. */
+export type SocketState = 'connecting' | 'open' | 'closed'
+
+/** What a room needs from the relay that owns the socket. */
+export interface RoomLink {
+  socketState(): SocketState
+  /** Sends on the open socket (dropped otherwise: a room only sends while open). */
+  send(bytes: Uint8Array<ArrayBuffer>): void
+  /** Jittered delay of rejoin attempt `attempt` (0-based). */
+  delay(attempt: number): number
+  schedule(run: () => void, ms: number): unknown
+  cancel(handle: unknown): void
+  /** A room may authenticate again (its rejoin delay ended). */
+  ready(): void
+  /** The server denied `room`'s authentication: that name cannot authenticate again on this socket. */
+  denied(room: string): void
+}
+
+// Where a room is, in this order: waiting, live on the socket, ended.
+/** Waiting for the socket; authenticates once it is open. */
+const IDLE = 0
+/** Closed by the relay without a refusal: waiting for its rejoin delay. */
+const DELAYED = 1
+/** Its token sent. */
+const AUTHENTICATING = 2
+/** Authenticated, our step 1 sent. */
+const SYNCING = 3
+/** The relay's step 2 arrived: in sync. */
+const SYNCED = 4
+const REFUSED = 5
+const DESTROYED = 6
+
+/** Docs whose update a relay refused: their clocks have a gap no relay will fill, so they cannot sync again. */
+const refusedDocs = new WeakMap<Y.Doc, string>()
+
+/**
+ * Why `doc` can no longer sync through a relay (an update of it was refused), or undefined.
+ *
+ * @example
+ * refusalOf(doc) // 'tidemark:refused foreign-source s9'
+ */
+export function refusalOf(doc: Y.Doc): string | undefined {
+  return refusedDocs.get(doc)
+}
+
+/** One joined room: its phase on the current socket, its pending updates, its refusal. */
+export class RelayRoom {
+  readonly name: string
+  readonly doc: Y.Doc
+  readonly #link: RoomLink
+  readonly #awareness: Awareness | undefined
+  readonly #connection: TrackedConnection
+  #phase = IDLE
+  #refusal: string | null = null
+  /** The relay granted a read-only connection: it applies no update, so none is offered. */
+  #readOnlyScope = false
+  /** Our step 2 went out on this connection: from now on local updates are sent as they are made. */
+  #answered = false
+  /** Local transactions no message has carried yet. */
+  #unsent: number
+  /** Per message sent and not yet acknowledged, the local transactions it carries. */
+  #inFlight: number[] = []
+  #attempt = 0
+  #timer: unknown = null
+  /** The server has (or is about to have) a connection for this room on the current socket. */
+  #serverOpen = false
+
+  constructor(doc: Y.Doc, name: string, link: RoomLink, awareness: Awareness | undefined) {
+    this.doc = doc
+    this.name = name
+    this.#link = link
+    this.#awareness = awareness
+    // What this client wrote before joining has not reached the relay as far as anyone knows: one pending update until the first acknowledgement.
+    this.#unsent = Y.getState(doc.store, doc.clientID) > 0 ? 1 : 0
+    this.#connection = syncStatusTracker(doc).open(awareness)
+    doc.on('update', this.#onUpdate)
+    awareness?.on('update', this.#onAwareness)
+    this.report()
+  }
+
+  /** Waiting for the socket (or for its rejoin delay) and free to authenticate once it is open. */
+  get idle(): boolean {
+    return this.#phase === IDLE
+  }
+
+  /** Sends the token: the first message of this room on the current socket. */
+  authenticate(token: string): void {
+    if (this.#phase !== IDLE) return
+    this.#phase = AUTHENTICATING
+    this.#serverOpen = true
+    this.#sendToken(token)
+    this.report()
+  }
+
+  /** The socket dropped: everything sent and not acknowledged goes again with the next sync. */
+  socketClosed(): void {
+    this.#serverOpen = false
+    if (this.#phase < REFUSED) {
+      this.#cancelTimer()
+      this.#phase = IDLE
+    }
+    this.#disconnected()
+  }
+
+  /** Handles one message of this room (its room and type already read); throws on a malformed one. */
+  receive(type: number, decoder: decoding.Decoder): void {
+    if (this.#phase === DESTROYED) return
+    switch (type) {
+      case MESSAGE_CLOSE:
+        this.#closed(readString(decoder))
+        return
+      case MESSAGE_AUTH:
+        this.#auth(decoder)
+        return
+      case MESSAGE_STATELESS:
+        this.#stateless(readString(decoder))
+        return
+    }
+    if (this.#phase !== SYNCING && this.#phase !== SYNCED) return
+    switch (type) {
+      case MESSAGE_SYNC:
+      case MESSAGE_SYNC_REPLY:
+        this.#sync(decoder)
+        return
+      case MESSAGE_SYNC_STATUS:
+        this.#acknowledged(decoding.readVarUint(decoder) === 1)
+        return
+      case MESSAGE_AWARENESS:
+        if (this.#awareness !== undefined) applyAwarenessUpdate(this.#awareness, decoding.readVarUint8Array(decoder), this)
+        return
+      default:
+        throw new Error('unknown type')
+    }
+  }
+
+  /**
+   * Leaves the room. True while the server still holds a connection for it on this socket: its
+   * Close (an answer to ours, or the one that follows a refusal) frees the name for a new join.
+   */
+  destroy(): boolean {
+    if (this.#phase === DESTROYED) return false
+    const closing = this.#serverOpen && this.#link.socketState() === 'open'
+    // A refused room's connection is closed by the relay itself; a Close of ours arriving after it would be held for the next join.
+    if (closing && this.#phase !== REFUSED) this.#link.send(relayMessage(this.name, MESSAGE_CLOSE))
+    this.#phase = DESTROYED
+    this.#cancelTimer()
+    this.doc.off('update', this.#onUpdate)
+    this.#awareness?.off('update', this.#onAwareness)
+    this.#forgetPeers()
+    this.#connection.detach()
+    return closing
+  }
+
+  /** Republishes this room's facts into the doc's sync status. */
+  report(): void {
+    const phase = this.#phase
+    if (phase === DESTROYED) return
+    this.#connection.update({
+      connected: phase >= AUTHENTICATING && phase <= SYNCED,
+      connecting: phase <= DELAYED && this.#link.socketState() !== 'closed',
+      synced: phase === SYNCED,
+      unacknowledged: this.#unsent + this.#inFlight.reduce((sum, n) => sum + n, 0),
+      refusal: this.#refusal,
+    })
+  }
+
+  #auth(decoder: decoding.Decoder): void {
+    const kind = decoding.readVarUint(decoder)
+    if (kind === AUTH_PERMISSION_DENIED) {
+      this.#serverOpen = false
+      this.#link.denied(this.name)
+      this.#refuse(readString(decoder), false)
+    } else if (kind === AUTH_AUTHENTICATED && this.#phase === AUTHENTICATING) {
+      this.#readOnlyScope = readString(decoder) === SCOPE_READ_ONLY
+      this.#phase = SYNCING
+      this.#answered = false
+      this.#link.send(syncMessage(this.name, SYNC_STEP_1, Y.encodeStateVector(this.doc)))
+      if (this.#awareness !== undefined) announcePresence(this.#awareness)
+      this.report()
+    } else if (kind === AUTH_TOKEN) {
+      // Hocuspocus' request for a fresh token on a live connection (onTokenSync): the relay does not ask.
+      throw new Error('token requests are not supported')
+    }
+  }
+
+  #sync(decoder: decoding.Decoder): void {
+    const step = decoding.readVarUint(decoder)
+    const bytes = decoding.readVarUint8Array(decoder)
+    if (step === SYNC_STEP_1) {
+      this.#answer(bytes)
+    } else if (step === SYNC_STEP_2 || step === SYNC_UPDATE) {
+      applyPeerUpdate(this.doc, bytes, this)
+      if (step === SYNC_STEP_2 && this.#phase === SYNCING) {
+        this.#phase = SYNCED
+        this.#attempt = 0
+        this.report()
+      }
+    } else {
+      throw new Error(`unknown sync step ${step}`)
+    }
+  }
+
+  /** The relay's step 1 (its state vector): send what it misses, and from now on every update. An undecodable one throws. */
+  #answer(stateVector: Uint8Array): void {
+    const update = Y.encodeStateAsUpdate(this.doc, stateVector)
+    // A read-only connection applies nothing: a step 2 is offered only for local changes (which the relay will refuse, visibly).
+    if (!this.#readOnlyScope || this.#unsent > 0) {
+      this.#link.send(syncMessage(this.name, SYNC_STEP_2, update))
+      this.#inFlight.push(this.#unsent)
+      this.#unsent = 0
+    }
+    this.#answered = true
+    this.report()
+  }
+
+  #acknowledged(applied: boolean): void {
+    if (!applied) {
+      // Hocuspocus' answer on a read-only connection: the update was not applied, and never will
+      // be. The connection stays open on its side, so this room closes it.
+      this.#link.send(relayMessage(this.name, MESSAGE_CLOSE))
+      this.#refuse('tidemark:refused read-only', true)
+      return
+    }
+    this.#inFlight.shift()
+    this.#connection.exchanged()
+    this.report()
+  }
+
+  #stateless(payload: string): void {
+    let message: unknown
+    try {
+      message = JSON.parse(payload)
+    } catch {
+      return // not the relay's: applications may send their own stateless messages
+    }
+    if (typeof message !== 'object' || message === null) return
+    const { tidemark, reason } = message as { tidemark?: unknown; reason?: unknown }
+    if (tidemark === 'refused') this.#refuse(`tidemark:refused ${String(reason)}`, true)
+  }
+
+  /** The server closed this room's connection (the socket stays open). */
+  #closed(reason: string): void {
+    this.#serverOpen = false
+    if (this.#phase === REFUSED) return
+    if (reason.startsWith('tidemark:refused')) {
+      this.#refuse(reason, true)
+      return
+    }
+    // Not a refusal (the relay unloaded the room, an error on its side): join again after a jittered delay.
+    this.#phase = DELAYED
+    this.#cancelTimer()
+    this.#timer = this.#link.schedule(() => {
+      this.#timer = null
+      if (this.#phase !== DELAYED) return
+      this.#phase = IDLE
+      this.report()
+      this.#link.ready()
+    }, this.#link.delay(this.#attempt++))
+    this.#disconnected()
+  }
+
+  #refuse(reason: string, tainted: boolean): void {
+    if (this.#phase === DESTROYED) return
+    if (tainted) refusedDocs.set(this.doc, reason)
+    this.#phase = REFUSED
+    this.#refusal = reason
+    this.#cancelTimer()
+    this.#disconnected()
+  }
+
+  /** This connection ended: unacknowledged updates wait for the next sync, peers are gone. */
+  #disconnected(): void {
+    this.#answered = false
+    for (const n of this.#inFlight.splice(0)) this.#unsent += n
+    this.#forgetPeers()
+    this.report()
+  }
+
+  readonly #onUpdate = (update: Uint8Array, origin: unknown, _doc: Y.Doc, transaction: Y.Transaction): void => {
+    if (origin === this) return
+    const local = transaction.local
+    // Answered: syncing or in sync on this connection.
+    if (this.#answered) {
+      // A read-only connection gets this client's own changes only (refused, visibly), never a peer tab's.
+      if (this.#readOnlyScope && !local) return
+      this.#link.send(syncMessage(this.name, SYNC_UPDATE, update))
+      this.#inFlight.push(local ? 1 : 0)
+    } else if (local) {
+      this.#unsent++
+    } else {
+      return
+    }
+    this.report()
+  }
+
+  readonly #onAwareness = (change: { added: number[]; updated: number[]; removed: number[] }, origin: unknown): void => {
+    if (origin === this || (this.#phase !== SYNCING && this.#phase !== SYNCED)) return
+    this.#sendAwareness([...change.added, ...change.updated, ...change.removed])
+  }
+
+  #sendAwareness(clients: number[]): void {
+    const awareness = this.#awareness
+    if (awareness === undefined || clients.length === 0) return
+    this.#link.send(relayMessage(this.name, MESSAGE_AWARENESS, (encoder) => encoding.writeVarUint8Array(encoder, encodeAwarenessUpdate(awareness, clients))))
+  }
+
+  #sendToken(token: string): void {
+    this.#link.send(
+      relayMessage(this.name, MESSAGE_AUTH, (encoder) => {
+        encoding.writeVarUint(encoder, AUTH_TOKEN)
+        writeString(encoder, token)
+      }),
+    )
+  }
+
+  /** Peers seen through this room are gone; their states apply again when they come back. */
+  #forgetPeers(): void {
+    const awareness = this.#awareness
+    if (awareness === undefined) return
+    const others = [...awareness.getStates().keys()].filter((client) => client !== awareness.clientID)
+    if (others.length > 0) removeAwarenessStates(awareness, others, this)
+    forgetAbsentPeers(awareness)
+  }
+
+  #cancelTimer(): void {
+    if (this.#timer === null) return
+    this.#link.cancel(this.#timer)
+    this.#timer = null
+  }
+}

@@ -1,0 +1,108 @@
+/**
+ * A dashboard follows a fleet through the relay's directory room: rooms listed now and later
+ * are bound read-only to its engine on one socket, nothing it does ever puts an update on the
+ * wire, and its engine's sync status is one fold of all those rooms.
+ */
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import * as Y from 'yjs'
+import { followRooms } from '../../src/relay/followRooms.ts'
+import { counted, device, fleetEngine, readings, relayClient, statusOf, untilEngine, untilStatus } from './harness.ts'
+import { signToken, startTestRelay, type TestRelay } from './testRelay.ts'
+
+let server: TestRelay
+beforeEach(async () => {
+  server = await startTestRelay()
+  // Hocuspocus logs each refused authentication; none other is expected.
+  vi.spyOn(console, 'error').mockImplementation((...args: unknown[]) => {
+    if (String(args[0]) !== '[onAuthenticate]') throw new Error(`unexpected console.error: ${args.map(String).join(' ')}`)
+  })
+})
+afterEach(async () => {
+  await server.stop()
+  vi.restoreAllMocks()
+})
+
+const DIRECTORY = 'fleet-a/_directory'
+
+describe('followRooms', () => {
+  it('follows the rooms of the directory, now and later, read-only and on one socket', async () => {
+    const devices = relayClient(server.url, await signToken({ sub: 'devices', role: 'device', rooms: ['fleet-a/*'] }))
+    const d01 = device(devices.relay, 'fleet-a/d01', 'd01')
+    d01.engine.ingest(readings('d01', 3))
+    await untilStatus(d01.doc, 'd01 stored', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    await server.list(DIRECTORY, ['fleet-a/d01'])
+
+    const dashboardToken = await signToken({ sub: 'wall', role: 'dashboard', rooms: ['fleet-a/*'] })
+    const dashboard = relayClient(server.url, dashboardToken)
+    const engine = fleetEngine('wall')
+    const follower = followRooms(engine, dashboard.relay, { directory: DIRECTORY })
+    await untilEngine(engine, "d01's readings", () => counted(engine) === 3)
+    await untilEngine(engine, 'in sync', () => engine.syncStatus().state === 'connected')
+
+    // A device that appears later: listed by the relay, followed at once.
+    const d02 = device(devices.relay, 'fleet-a/d02', 'd02')
+    d02.engine.ingest(readings('d02', 2))
+    await untilStatus(d02.doc, 'd02 stored', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    await server.list(DIRECTORY, ['fleet-a/d02'])
+    await untilEngine(engine, "d02's readings", () => counted(engine) === 5)
+    // And live updates of a followed room.
+    d01.engine.ingest(readings('d01', 4, 4))
+    await untilEngine(engine, "d01's live readings", () => counted(engine) === 9)
+    await untilEngine(engine, 'all in sync', () => engine.syncStatus().state === 'connected')
+    expect([...follower.rooms().keys()]).toEqual(['fleet-a/d01', 'fleet-a/d02'])
+    expect(engine.syncStatus()).toMatchObject({ state: 'connected', pendingLocalUpdates: 0, refusal: null })
+
+    // On the wire, the dashboard's socket carried tokens and sync step 1 only: never a step 2, never an update.
+    const sent = server.received.filter((m) => m.socket === socketOf(dashboardToken))
+    const kinds = new Set(sent.map((m) => `${m.type}/${m.step}`))
+    expect([...kinds].sort()).toEqual(['0/0', '2/null'])
+    expect(new Set(sent.map((m) => m.room))).toEqual(new Set([DIRECTORY, 'fleet-a/d01', 'fleet-a/d02']))
+    expect(server.sockets()).toBe(2)
+
+    follower.destroy()
+    expect(follower.rooms().size).toBe(0)
+    // The engine keeps what it merged.
+    expect(counted(engine)).toBe(9)
+    expect(dashboard.errors).toEqual([])
+    expect(devices.errors).toEqual([])
+    dashboard.relay.destroy()
+    devices.relay.destroy()
+  })
+
+  it("folds every room into the engine's status: a refused room shows, the others keep it connected", async () => {
+    await server.list(DIRECTORY, ['fleet-a/d01', 'fleet-b/d09'])
+    const dashboard = relayClient(server.url, await signToken({ sub: 'wall', role: 'dashboard', rooms: ['fleet-a/*'] }))
+    const engine = fleetEngine('wall')
+    const follower = followRooms(engine, dashboard.relay, { directory: DIRECTORY })
+    await untilEngine(engine, 'the refusal', () => engine.syncStatus().refusal !== null && engine.syncStatus().state === 'connected')
+    expect(engine.syncStatus()).toMatchObject({ state: 'connected', refusal: 'tidemark:room-not-allowed fleet-b/d09' })
+    expect(follower.rooms().get('fleet-b/d09')).toMatchObject({ state: 'offline', refusal: 'tidemark:room-not-allowed fleet-b/d09' })
+    expect(follower.rooms().get('fleet-a/d01')).toMatchObject({ state: 'connected', refusal: null })
+
+    // The relay goes away: every room and the directory offline, so is the engine.
+    await server.stop()
+    await untilEngine(engine, 'offline', () => engine.syncStatus().state === 'offline')
+    follower.destroy()
+    dashboard.relay.destroy()
+  })
+
+  it('shows a directory the token may not read as the refusal, and closes with the engine', async () => {
+    const dashboard = relayClient(server.url, await signToken({ sub: 'wall', role: 'dashboard', rooms: ['fleet-a/d01'] }))
+    const engine = fleetEngine('wall')
+    const follower = followRooms(engine, dashboard.relay, { directory: DIRECTORY })
+    await untilEngine(engine, 'the refusal', () => engine.syncStatus().refusal !== null)
+    expect(engine.syncStatus()).toMatchObject({ state: 'offline', refusal: `tidemark:room-not-allowed ${DIRECTORY}` })
+    await engine.close()
+    // Closing the engine destroyed the follower: the directory can be joined again.
+    expect(follower.rooms().size).toBe(0)
+    expect(statusOf(dashboard.relay.join(new Y.Doc(), DIRECTORY).doc).refusal).toBeNull()
+    dashboard.relay.destroy()
+  })
+})
+
+/** The socket on which `token` authenticated. */
+function socketOf(token: string): number {
+  const auth = server.received.find((m) => m.token === token)
+  if (auth === undefined) throw new Error('that token never authenticated')
+  return auth.socket
+}

@@ -1,0 +1,170 @@
+/**
+ * The relay client against a real Hocuspocus 3.4 server: many rooms on one socket sync both
+ * ways, `connected` means the relay answered, and pending local updates drop only as the
+ * relay acknowledges them.
+ */
+import { HocuspocusProvider, HocuspocusProviderWebsocket } from '@hocuspocus/provider'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import WebSocket from 'ws'
+import { Awareness } from 'y-protocols/awareness'
+import * as Y from 'yjs'
+import { counted, device, relayClient, readings, statusOf, until, untilEngine, untilStatus } from './harness.ts'
+import { signToken, startTestRelay, type TestRelay } from './testRelay.ts'
+
+let server: TestRelay
+beforeEach(async () => {
+  server = await startTestRelay()
+})
+afterEach(async () => {
+  await server.stop()
+})
+
+describe('relay client: sync', () => {
+  it('syncs twelve rooms over one socket, both ways', async () => {
+    const rooms = Array.from({ length: 12 }, (_, i) => `fleet-a/d${String(i + 1).padStart(2, '0')}`)
+    const token = await signToken({ sub: 'writer', role: 'device', rooms: ['fleet-a/*'] })
+    const writer = relayClient(server.url, token)
+    const docs = rooms.map((room, i) => {
+      const doc = new Y.Doc()
+      doc.getMap('data').set('room', room)
+      doc.getMap('data').set('n', i)
+      writer.relay.join(doc, room)
+      return doc
+    })
+    await Promise.all(docs.map((doc, i) => untilStatus(doc, `room ${rooms[i]} in sync`, (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)))
+    expect(server.sockets()).toBe(1)
+
+    const reader = relayClient(server.url, token)
+    const copies = rooms.map((room) => {
+      const doc = new Y.Doc()
+      reader.relay.join(doc, room)
+      return doc
+    })
+    await Promise.all(copies.map((doc, i) => until(`copy of ${rooms[i]}`, () => doc.getMap('data').get('n') === i, (notify) => on(doc, notify))))
+    expect(copies.map((doc) => doc.getMap('data').get('room'))).toEqual(rooms)
+    expect(server.sockets()).toBe(2)
+
+    // A live update on one room reaches the other socket's copy, and no other room.
+    docs[3]?.getMap('data').set('live', 'yes')
+    await until('the live update', () => copies[3]?.getMap('data').get('live') === 'yes', (notify) => on(copies[3] as Y.Doc, notify))
+    expect(copies.filter((doc) => doc.getMap('data').has('live'))).toHaveLength(1)
+    expect(writer.errors).toEqual([])
+    expect(reader.errors).toEqual([])
+    writer.relay.destroy()
+    reader.relay.destroy()
+  })
+
+  it('is connecting until the relay answered, and counts updates pending until the relay acknowledges them', async () => {
+    const token = await signToken({ sub: 'd01', role: 'device', rooms: ['fleet-a/d01'] })
+    let release: () => void = () => {}
+    let held = new Promise<void>((resolve) => (release = resolve))
+    server.hold = () => held
+    const { relay, errors } = relayClient(server.url, token)
+    const { engine, doc } = device(relay, 'fleet-a/d01', 'd01')
+    // What the binding wrote before the join (its meta entry) counts as one update, each batch as one more.
+    expect(statusOf(doc)).toMatchObject({ state: 'connecting', pendingLocalUpdates: 1 })
+    engine.ingest(readings('d01', 3))
+    expect(statusOf(doc).pendingLocalUpdates).toBe(2)
+    // The relay answered (its step 2) but holds our step 2: in sync, and both still pending.
+    await untilStatus(doc, 'the relay answered', (s) => s.state === 'connected')
+    expect(statusOf(doc)).toMatchObject({ state: 'connected', pendingLocalUpdates: 2, refusal: null })
+    expect(engine.syncStatus()).toMatchObject({ state: 'connected', pendingLocalUpdates: 2 })
+    engine.ingest(readings('d01', 2, 4))
+    expect(statusOf(doc).pendingLocalUpdates).toBe(3)
+    release()
+    await untilStatus(doc, 'every update acknowledged', (s) => s.pendingLocalUpdates === 0)
+
+    held = new Promise<void>((resolve) => (release = resolve))
+    engine.ingest(readings('d01', 1, 6))
+    expect(engine.syncStatus().pendingLocalUpdates).toBe(1)
+    release()
+    await untilEngine(engine, 'the live update acknowledged', () => engine.syncStatus().pendingLocalUpdates === 0)
+    const lastSync = engine.syncStatus().lastSync
+    expect(lastSync).not.toBeNull()
+    expect(errors).toEqual([])
+    relay.destroy()
+  })
+
+  it('carries what was written before the join, and merges it into a second device', async () => {
+    const token = await signToken({ sub: 'fleet', role: 'device', rooms: ['fleet-a/*'] })
+    const a = relayClient(server.url, token)
+    const engineA = device(a.relay, 'fleet-a/shared', 'a')
+    engineA.engine.ingest(readings('a', 4))
+    await untilStatus(engineA.doc, 'a in sync', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    const b = relayClient(server.url, token)
+    const engineB = device(b.relay, 'fleet-a/shared', 'b')
+    await untilEngine(engineB.engine, "a's readings at b", () => counted(engineB.engine) === 4)
+    engineB.engine.ingest(readings('b', 2))
+    await untilEngine(engineA.engine, "b's readings at a", () => counted(engineA.engine) === 6)
+    a.relay.destroy()
+    b.relay.destroy()
+  })
+
+  it('counts the peers present in a room through awareness, and forgets them when they leave', async () => {
+    const token = await signToken({ sub: 'fleet', role: 'device', rooms: ['fleet-a/*'] })
+    const a = relayClient(server.url, token)
+    const b = relayClient(server.url, token)
+    const docA = new Y.Doc()
+    const docB = new Y.Doc()
+    a.relay.join(docA, 'fleet-a/d01', { awareness: new Awareness(docA) })
+    const roomB = b.relay.join(docB, 'fleet-a/d01', { awareness: new Awareness(docB) })
+    await untilStatus(docA, 'a sees b', (s) => s.peers === 1)
+    await untilStatus(docB, 'b sees a', (s) => s.peers === 1)
+    roomB.destroy()
+    await untilStatus(docA, 'b gone', (s) => s.peers === 0)
+    a.relay.destroy()
+    b.relay.destroy()
+  })
+
+  it('reports what it cannot read from the relay and keeps syncing', async () => {
+    const token = await signToken({ sub: 'd01', role: 'device', rooms: ['fleet-a/d01'] })
+    const { relay, errors } = relayClient(server.url, token)
+    const { engine, doc } = device(relay, 'fleet-a/d01', 'd01')
+    await untilStatus(doc, 'in sync', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    server.sendRaw('a text frame')
+    server.sendRaw(new Uint8Array([0xff]))
+    // Room fleet-a/d01, type 9 (none), then a sync message of an unknown step.
+    server.sendRaw(new Uint8Array([11, ...new TextEncoder().encode('fleet-a/d01'), 9]))
+    server.sendRaw(new Uint8Array([11, ...new TextEncoder().encode('fleet-a/d01'), 0, 7, 0]))
+    engine.ingest(readings('d01', 2))
+    await untilStatus(doc, 'still acknowledged', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    expect(errors.map((e) => e.message)).toEqual([
+      `relay ${server.url}: undecodable message ignored (TypeError: string)`,
+      expect.stringMatching(new RegExp(`^relay ${server.url}: undecodable message ignored \\(Error: `)),
+      `relay ${server.url}: fleet-a/d01: malformed message of type 9 ignored (Error: unknown type)`,
+      `relay ${server.url}: fleet-a/d01: malformed message of type 0 ignored (Error: unknown sync step 7)`,
+    ])
+    relay.destroy()
+  })
+
+  it("speaks the protocol of @hocuspocus/provider 3.4: both sync one room through the relay", async () => {
+    const token = await signToken({ sub: 'fleet', role: 'device', rooms: ['fleet-a/*'] })
+    const socket = new HocuspocusProviderWebsocket({ url: server.url, WebSocketPolyfill: WebSocket })
+    const theirs = new Y.Doc()
+    const provider = new HocuspocusProvider({ websocketProvider: socket, name: 'fleet-a/shared', document: theirs, token })
+    provider.attach()
+    const ours = relayClient(server.url, token)
+    const doc = new Y.Doc()
+    ours.relay.join(doc, 'fleet-a/shared')
+    theirs.getMap('data').set('from', 'provider')
+    doc.getMap('data').set('to', 'provider')
+    await until('both ways', () => doc.getMap('data').get('from') === 'provider' && theirs.getMap('data').get('to') === 'provider', (notify) => {
+      doc.on('update', notify)
+      theirs.on('update', notify)
+      return () => {
+        doc.off('update', notify)
+        theirs.off('update', notify)
+      }
+    })
+    await untilStatus(doc, 'ours acknowledged', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    expect(ours.errors).toEqual([])
+    provider.destroy()
+    socket.destroy()
+    ours.relay.destroy()
+  })
+})
+
+function on(doc: Y.Doc, notify: () => void): () => void {
+  doc.on('update', notify)
+  return () => doc.off('update', notify)
+}
