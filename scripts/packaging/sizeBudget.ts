@@ -5,10 +5,9 @@
  * - The package's main entry (`.`) from its dist/, bundled with rolldown as a browser app's
  *   production build would (minified, `process.env.NODE_ENV` = "production"), with every export
  *   of the entry kept: the whole public API, not what one app happens to use.
- * - Peer dependencies stay external: the app brings them (yjs, y-protocols, react, zustand).
- * - Other dependencies are bundled from node_modules: y-websocket and lib0 count for
- *   @tidemark/yjs. lib0 counts in full although the app's yjs shares some of its modules, so
- *   that figure is an upper bound.
+ * - Peer dependencies stay external: the app brings them (yjs, y-protocols, react, zustand), and
+ *   with them their own dependencies (lib0 comes with yjs): those stay external too.
+ * - Other dependencies are bundled from node_modules.
  * - "adds" leaves the sibling @tidemark packages external: what the package adds to an app that
  *   already uses them. The budget applies to it. "with siblings" also bundles the siblings the
  *   package imports (from their dist/, tree-shaken to what it uses), for reference.
@@ -46,7 +45,7 @@ export interface PackageSize {
  */
 export const SIZE_DEFINITION: readonly string[] = [
   'size = gzip -9 of the minified ESM bundle of the main entry (every export kept) from dist/, bundled for the browser (rolldown, NODE_ENV=production);',
-  'peer dependencies external (the app brings them); other dependencies bundled (lib0 + y-websocket for yjs; lib0 in full though yjs shares part of it);',
+  'peer dependencies external (the app brings them), and their own dependencies (lib0 comes with yjs); other dependencies bundled;',
   '"adds" = sibling @tidemark packages external, what the package adds next to them (budgeted); "with siblings" = siblings bundled too. 1 kB = 1000 B.',
 ]
 
@@ -76,11 +75,27 @@ export async function measurePackage(pkg: PublicPackage, budget: number | undefi
   const main = pkg.entries.find((entry) => entry.subpath === '.')
   if (main?.js === undefined) throw new Error(`${pkg.name}: no main entry (exports["."].default) to measure`)
   const entry = join(pkg.dir, main.js)
-  const peers = Object.keys(pkg.manifest.peerDependencies ?? {}).sort()
+  const peers = withTheirDependencies(Object.keys(pkg.manifest.peerDependencies ?? {}), pkg.dir)
   const siblings = Object.keys({ ...pkg.manifest.dependencies }).filter((name) => name.startsWith('@tidemark/'))
   const adds = await bundledSize(entry, pkg.dir, [...peers, ...siblings])
   const withSiblings = await bundledSize(entry, pkg.dir, peers)
   return { name: pkg.name, adds: adds.gzip, addsMinified: adds.minified, withSiblings: withSiblings.gzip, budget, peers }
+}
+
+/** Peers and the packages they depend on themselves (an app that has yjs has lib0), sorted. */
+function withTheirDependencies(peers: readonly string[], dir: string): string[] {
+  const all = new Set(peers)
+  for (const peer of peers) {
+    let manifest: { dependencies?: Record<string, string> }
+    try {
+      manifest = JSON.parse(readFileSync(join(dir, 'node_modules', peer, 'package.json'), 'utf8')) as typeof manifest
+    } catch {
+      // A peer not installed next to the package (an optional one) brings nothing we can see.
+      continue
+    }
+    for (const name of Object.keys(manifest.dependencies ?? {})) all.add(name)
+  }
+  return [...all].sort()
 }
 
 /**
