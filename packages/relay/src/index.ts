@@ -16,6 +16,8 @@ export { DEFAULT_LIMITS, DEFAULT_PERSISTENCE, isLoopback, resolveRelayOptions } 
 export { LIMIT_VARIABLES, RelayConfigError, relayOptionsFromEnv } from './relayOptionsFromEnv.ts'
 export { classifyRoom, DIRECTORY_SEGMENT, directoryRoom, MAX_ROOM_NAME_LENGTH, roomPatternAdmits } from './rooms/roomName.ts'
 export { startRelay } from './startRelay.ts'
+export { openPglite } from './store/pgliteClient.ts'
+export { openPostgres } from './store/postgresClient.ts'
 
 export type { AccessGrant, TokenClaims } from './auth/accessGrant.ts'
 export type { TokenKey } from './auth/tokenVerifier.ts'
@@ -25,3 +27,4 @@ export type { RelayLog, RelayLogLevel } from './relayLog.ts'
 export type { RelayLimits, RelayOptions, RelayPersistence, RelayStoreOption, ResolvedRelayOptions } from './relayOptions.ts'
 export type { RoomKind } from './rooms/roomName.ts'
 export type { Relay } from './startRelay.ts'
+export type { SqlClient, SqlQueryable, SqlResult } from './store/sqlClient.ts'

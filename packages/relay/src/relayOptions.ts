@@ -2,6 +2,7 @@
  * Options of `startRelay`, their defaults, and their validation.
  */
 import type { TokenKey } from './auth/tokenVerifier.ts'
+import type { SqlClient } from './store/sqlClient.ts'
 import type { RelayLog } from './relayLog.ts'
 import { stderrLog } from './relayLog.ts'
 
@@ -48,13 +49,15 @@ export const DEFAULT_LIMITS: RelayLimits = {
 }
 
 /**
- * Where rooms are stored: an embedded PGlite data directory, or a PostgreSQL database.
+ * Where rooms are stored: an embedded PGlite data directory, a PostgreSQL database, or a SQL
+ * client of your own (PostgreSQL's SQL; the relay closes it when it closes).
  *
  * @example
  * const embedded: RelayStoreOption = { dataDir: '.tidemark-relay' }
  * const shared: RelayStoreOption = { databaseUrl: 'postgres://relay@db.internal/tidemark' }
+ * const own: RelayStoreOption = { sql: await openPglite('/var/lib/relay') }
  */
-export type RelayStoreOption = { readonly dataDir: string } | { readonly databaseUrl: string }
+export type RelayStoreOption = { readonly dataDir: string } | { readonly databaseUrl: string } | { readonly sql: SqlClient }
 
 /**
  * When the store writes and compacts.
@@ -180,7 +183,11 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
   const port = options.port ?? 1234
   if (!Number.isSafeInteger(port) || port < 0 || port > 65_535) throw new RangeError(`startRelay: port must be an integer in 0..65535, got ${String(port)}`)
   const store = options.store ?? { dataDir: '.tidemark-relay' }
-  if ('databaseUrl' in store) {
+  if ('sql' in store) {
+    if (typeof store.sql !== 'object' || store.sql === null || typeof store.sql.query !== 'function' || typeof store.sql.transaction !== 'function') {
+      throw new TypeError('startRelay: store.sql must be a SqlClient (query, transaction, close)')
+    }
+  } else if ('databaseUrl' in store) {
     if (typeof store.databaseUrl !== 'string' || !/^postgres(ql)?:\/\//.test(store.databaseUrl)) throw new TypeError('startRelay: store.databaseUrl must be a postgres:// URL')
   } else if (typeof store.dataDir !== 'string' || store.dataDir.length === 0) {
     throw new TypeError('startRelay: store.dataDir must be a directory path')

@@ -76,7 +76,8 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
 
   let sql: SqlClient
   try {
-    if ('databaseUrl' in o.store) {
+    if ('sql' in o.store) sql = o.store.sql
+    else if ('databaseUrl' in o.store) {
       sql = await openPostgres(o.store.databaseUrl, (error) => log('warn', `PostgreSQL connection: ${describeError(error)}`))
     } else {
       await mkdir(o.store.dataDir, { recursive: true })

@@ -229,6 +229,7 @@ export class AccessGate implements Extension {
     gate.held.push({ payload: frame.payload.slice(), step: frame.step })
     gate.heldBytes += frame.payload.byteLength
     this.#heldUpdates++
+    this.#metrics.updatesHeld++
     return 'drop'
   }
 

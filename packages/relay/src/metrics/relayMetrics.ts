@@ -45,6 +45,8 @@ export class RelayMetrics {
   updatesOut = 0
   /** Update rows written to the store. */
   updatesStored = 0
+  /** Updates held until the updates they depend on arrived. */
+  updatesHeld = 0
   /** WebSocket protocol errors (invalid UTF-8, oversized frames, bad opcodes…). */
   socketErrors = 0
   /** Promise rejections nobody handled, logged instead of ending the process. */
@@ -111,6 +113,7 @@ export class RelayMetrics {
       `tidemark_relay_stored_bytes ${gauges.storedBytes ?? Number.NaN}`,
     ])
     metric('tidemark_relay_store_pending_bytes', 'gauge', 'Accepted update bytes waiting for the next store write.', [`tidemark_relay_store_pending_bytes ${gauges.pendingBytes}`])
+    metric('tidemark_relay_updates_held_total', 'counter', 'Updates that arrived before the updates they depend on, held until those came.', [`tidemark_relay_updates_held_total ${this.updatesHeld}`])
     metric('tidemark_relay_held_updates', 'gauge', 'Updates held until the updates they depend on arrive.', [`tidemark_relay_held_updates ${gauges.heldUpdates}`])
     metric('tidemark_relay_room_load_failures_total', 'counter', 'Rooms whose load failed.', [`tidemark_relay_room_load_failures_total ${this.loadFailures}`])
     metric('tidemark_relay_socket_errors_total', 'counter', 'WebSocket protocol errors.', [`tidemark_relay_socket_errors_total ${this.socketErrors}`])

@@ -100,13 +100,17 @@ export class RoomPersistence implements Extension {
     if (transactionOrigin instanceof Connection) this.#listInDirectory(documentName)
   }
 
+  /**
+   * Hocuspocus' debounced store: a compaction check. Writing is the store's own (its write
+   * window), so a relay killed without warning loses at most that window.
+   */
   async onStoreDocument({ documentName }: onStoreDocumentPayload): Promise<void> {
+    if (!this.#store.needsCompaction(documentName)) return
     try {
-      await this.#store.flush()
-      if (this.#store.needsCompaction(documentName)) await this.#compact(documentName)
+      await this.#compact(documentName)
     } catch (error) {
-      // Already logged and retried by the store; rejecting here would end the process.
-      this.#log('info', `storing ${documentName} deferred: ${describeError(error)}`)
+      // Rejecting here would end the process; the next store tries again.
+      this.#log('warn', `compacting ${documentName} failed: ${describeError(error)}`)
     }
   }
 

@@ -115,3 +115,12 @@ export async function scrapeMetrics(httpUrl: string): Promise<Map<string, number
 export async function metric(httpUrl: string, name: string): Promise<number> {
   return (await scrapeMetrics(httpUrl)).get(name) ?? 0
 }
+
+/** Polls an async `condition` every 20 ms until it holds; fails naming `what` after `ms`. */
+export async function waitUntil(condition: () => Promise<boolean>, what: string, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms
+  while (!(await condition())) {
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
