@@ -4,7 +4,7 @@
  * restarted on the same data directory serves the state it had.
  */
 import { afterAll, expect, it } from 'vitest'
-import * as Y from 'yjs'
+import type * as Y from 'yjs'
 import { type Relay, startRelay } from '../src/index.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
 import { clockEntry, dashboardToken, deviceToken, groupEntry, metric, openRoom, relaySocket, replicaLog, SECRET, waitFor, waitUntil } from './support/roomClients.ts'
