@@ -25,6 +25,8 @@ export interface RelayProcess {
   readonly exited: Promise<Exit>
   /** What it wrote to stderr so far. */
   stderr(): string
+  /** What it wrote to stdout so far. */
+  stdout(): string
   /** Sends `signal` (default SIGTERM) to its PID and waits for it to end. */
   stop(signal?: NodeJS.Signals): Promise<Exit>
 }
@@ -58,9 +60,9 @@ export async function spawnRelay(env: Record<string, string>, timeoutMs = 60_000
     }),
   )
   let timer: ReturnType<typeof setTimeout> | undefined
+  let stdout = ''
   try {
     const ready = await new Promise<{ port: number; pid: number }>((resolve, reject) => {
-      let stdout = ''
       timer = setTimeout(() => reject(new Error(`no ready line after ${timeoutMs} ms; stderr:\n${stderr}`)), timeoutMs)
       child.stdout?.on('data', (chunk: Buffer) => {
         stdout += chunk.toString()
@@ -77,6 +79,7 @@ export async function spawnRelay(env: Record<string, string>, timeoutMs = 60_000
       pid,
       exited,
       stderr: () => stderr,
+      stdout: () => stdout,
       async stop(signal = 'SIGTERM') {
         if (child.exitCode === null && child.signalCode === null) process.kill(pid, signal)
         return exited
