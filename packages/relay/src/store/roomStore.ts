@@ -59,6 +59,7 @@ const STORED_BYTES = `select (
   (select coalesce(sum(octet_length(bytes)), 0) from tidemark_relay_updates))::float8 as n`
 
 const ROWS_PER_INSERT = 200
+const STORED_BYTES_READ_EVERY_MS = 60_000
 const MAX_PENDING_PER_ROOM = 64
 const HEALTH_TIMEOUT_MS = 2000
 const VACUUM_EVERY_COMPACTIONS = 100
@@ -93,7 +94,10 @@ export class RoomStore {
   #retryMs = 0
   #compactions: Promise<void> = Promise.resolve()
   #compactionsSinceVacuum = 0
-  #storedBytes: { readonly at: number; readonly value: Promise<number> } | undefined
+  /** Stored bytes as counted from the last read of the database plus this relay's writes since. */
+  #stored: number | undefined
+  #storedReadAt = 0
+  #storedRead: Promise<number> | undefined
   #closed = false
 
   private constructor(sql: SqlClient, timing: RoomStoreTiming, metrics: RelayMetrics, log: RelayLog) {
@@ -196,6 +200,7 @@ export class RoomStore {
       await writing
       this.#retryMs = 0
       this.#metrics.updatesStored += rows.length
+      if (this.#stored !== undefined) this.#stored += rows.reduce((n, [, update]) => n + update.byteLength, 0)
       for (const [room, updates] of batch) {
         const tail = this.#tailOf(room)
         tail.rows += updates.length
@@ -268,6 +273,8 @@ export class RoomStore {
       return true
     })
     if (!written) return null
+    const folded = rows.reduce((n, row) => n + row.bytes.byteLength, 0)
+    if (this.#stored !== undefined) this.#stored += snapshot.byteLength - folded
     const tail = this.#tailOf(room)
     tail.rows = Math.max(0, tail.rows - updates.length)
     tail.bytes = Math.max(0, tail.bytes - updates.reduce((n, row) => n + row.bytes.byteLength, 0))
@@ -286,15 +293,27 @@ export class RoomStore {
     if (!this.#pending.has(room)) this.#tails.delete(room)
   }
 
-  /** Bytes of snapshots and updates stored, read at most once a second. */
-  storedBytes(): Promise<number> {
+  /**
+   * Bytes of snapshots and updates stored: read from the database at most once a minute (other
+   * relays may share it), counted from this relay's writes and compactions in between.
+   */
+  async storedBytes(): Promise<number> {
     const now = Date.now()
-    if (this.#storedBytes === undefined || now - this.#storedBytes.at >= 1000) {
-      const value = this.#sql.query<{ n: number }>(STORED_BYTES).then((result) => Number(result.rows[0]?.n ?? 0))
-      value.catch(() => undefined)
-      this.#storedBytes = { at: now, value }
+    if (this.#stored === undefined || now - this.#storedReadAt >= STORED_BYTES_READ_EVERY_MS) {
+      this.#storedRead ??= this.#sql
+        .query<{ n: number }>(STORED_BYTES)
+        .then((result) => {
+          this.#stored = Number(result.rows[0]?.n ?? 0)
+          this.#storedReadAt = Date.now()
+          return this.#stored
+        })
+        .finally(() => {
+          this.#storedRead = undefined
+        })
+      if (this.#stored === undefined) return this.#storedRead
+      this.#storedRead.catch(() => undefined)
     }
-    return this.#storedBytes.value
+    return this.#stored
   }
 
   /** Resolves when the store answers a query within 2 s. */
