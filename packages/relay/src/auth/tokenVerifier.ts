@@ -17,7 +17,12 @@ import { type AccessGrant, readGrant } from './accessGrant.ts'
  */
 export type TokenKey = { readonly secret: Uint8Array } | { readonly publicKeyPem: string }
 
-/** Shortest HS256 secret accepted, in bytes. */
+/**
+ * Shortest HS256 secret accepted, in bytes.
+ *
+ * @example
+ * new TextEncoder().encode(process.env.TIDEMARK_AUTH_SECRET ?? '').byteLength >= MIN_SECRET_BYTES // 32
+ */
 export const MIN_SECRET_BYTES = 32
 
 const MAX_TOKEN_LENGTH = 16_384

@@ -4,10 +4,20 @@
  * most 200 characters; a segment starting with `_` is reserved for the relay.
  */
 
-/** Longest room name accepted. */
+/**
+ * Longest room name accepted.
+ *
+ * @example
+ * if (room.length > MAX_ROOM_NAME_LENGTH) throw new RangeError('room name too long')
+ */
 export const MAX_ROOM_NAME_LENGTH = 200
 
-/** Last segment of a fleet's directory room. */
+/**
+ * Last segment of a fleet's directory room.
+ *
+ * @example
+ * `fleet-a/${DIRECTORY_SEGMENT}` // 'fleet-a/_directory'
+ */
 export const DIRECTORY_SEGMENT = '_directory'
 
 const SEGMENT = /^[A-Za-z0-9._-]+$/
