@@ -7,7 +7,7 @@ import * as Y from 'yjs'
 import { type RedisServer, startRedisServer } from '../scripts/redisServer.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
 import { killRelays, spawnRelay } from './support/relayProcess.ts'
-import { clockEntry, dashboardToken, deviceToken, groupEntry, metric, openRoom, relaySocket, replicaLog, SECRET_TEXT, waitFor } from './support/roomClients.ts'
+import { clockEntry, dashboardToken, deviceToken, groupEntry, metric, openRoom, relaySocket, replicaLog, SECRET_TEXT, scrapeMetrics, waitFor, waitUntil } from './support/roomClients.ts'
 
 let redis: RedisServer | undefined
 const sockets: ReturnType<typeof relaySocket>[] = []
@@ -29,9 +29,10 @@ function entries(doc: Y.Doc): string {
   return JSON.stringify(replicaLog(doc, 'd1').toJSON(), (_key, value: unknown) => (value instanceof Uint8Array ? [...value] : value))
 }
 
-it('a writer on relay A and a reader on relay B share a room through Redis; A dies, the writer moves to B and converges', async () => {
+it('a writer on relay A and a reader on relay B share a room through Redis; A dies, the writer moves to B and converges; Redis dies, B keeps serving', async () => {
   redis = await startRedisServer()
-  const env = (): Record<string, string> => ({ TIDEMARK_DATA_DIR: freshDataDir(), TIDEMARK_AUTH_SECRET: SECRET_TEXT, REDIS_URL: redis?.url ?? '', TIDEMARK_STORE_DEBOUNCE_MS: '100' })
+  const url = redis.url
+  const env = (): Record<string, string> => ({ TIDEMARK_DATA_DIR: freshDataDir(), TIDEMARK_AUTH_SECRET: SECRET_TEXT, REDIS_URL: url, TIDEMARK_STORE_DEBOUNCE_MS: '100' })
   const a = await spawnRelay(env())
   const b = await spawnRelay(env())
   const deviceDoc = new Y.Doc()
@@ -53,5 +54,16 @@ it('a writer on relay A and a reader on relay B share a room through Redis; A di
   await waitFor(() => late.synced(), 'a new reader on B synced')
   expect(entries(late.doc)).toEqual(entries(deviceDoc))
   expect(moved.closed).toEqual([])
+
+  // Redis goes away: B keeps serving its connections, logs and counts the failed publishes.
+  await redis.stop()
+  redis = undefined
+  for (let i = 30; i < 35; i++) replicaLog(deviceDoc, 'd1').push([groupEntry('d1-temp', i * 60_000), clockEntry('d1-temp', 'd1', i)])
+  await waitFor(() => !moved.provider.hasUnsyncedChanges, 'B acknowledged the writes without Redis')
+  await waitFor(() => replicaLog(reader.doc, 'd1').length === 70, 'the reader on B has them')
+  await waitUntil(async () => (await metric(b.httpUrl, 'tidemark_relay_redis_errors_total')) > 0, 'the failed publishes counted')
+  const metrics = await scrapeMetrics(b.httpUrl)
+  expect(metrics.get('tidemark_relay_unhandled_rejections_total')).toBe(0)
+  expect((await fetch(`${b.httpUrl}/healthz`)).status).toBe(200)
   expect(await b.stop('SIGTERM')).toEqual({ code: 0, signal: null })
 })
