@@ -155,6 +155,10 @@ export class AccessGate implements Extension {
         try {
           const refusal = this.#releaseHeld(gate, connection, document)
           if (refusal !== null) this.#refuse(gate, connection, null, null, refusal)
+        } catch (error) {
+          // Thrown out of a timer callback this would end the process.
+          this.#log('error', `applying held updates of ${gate.roomName} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`)
+          this.#refuse(gate, connection, null, null, new Refusal('malformed-update', 'a held update could not be applied'))
         } finally {
           end()
         }

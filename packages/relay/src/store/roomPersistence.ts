@@ -92,12 +92,17 @@ export class RoomPersistence implements Extension {
   }
 
   async onChange({ transactionOrigin, documentName, update, document }: onChangePayload): Promise<void> {
-    this.#sizes.add(documentName, update.byteLength)
-    this.#metrics.updatesOut += document.getConnections().length
-    // Redis-relayed updates are stored by the relay their client is connected to.
-    if (!(transactionOrigin instanceof Connection) && transactionOrigin !== DIRECTORY_ORIGIN) return
-    this.#store.append(documentName, update)
-    if (transactionOrigin instanceof Connection) this.#listInDirectory(documentName)
+    try {
+      this.#sizes.add(documentName, update.byteLength)
+      this.#metrics.updatesOut += document.getConnections().length
+      // Redis-relayed updates are stored by the relay their client is connected to.
+      if (!(transactionOrigin instanceof Connection) && transactionOrigin !== DIRECTORY_ORIGIN) return
+      this.#store.append(documentName, update)
+      if (transactionOrigin instanceof Connection) this.#listInDirectory(documentName)
+    } catch (error) {
+      // Hocuspocus does not await onChange: a rejection here would be unhandled.
+      this.#log('error', `queueing an update of ${documentName} for the store failed: ${describeError(error)}`)
+    }
   }
 
   /**
