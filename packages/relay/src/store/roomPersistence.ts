@@ -59,6 +59,10 @@ export class RoomPersistence implements Extension {
   constructor(deps: { readonly store: RoomStore; readonly sizes: RoomSizes; readonly idle: IdleRooms; readonly metrics: RelayMetrics; readonly log: RelayLog }) {
     this.#store = deps.store
     this.#sizes = deps.sizes
+    deps.store.onCompacted = (room, snapshotBytes) => {
+      deps.sizes.set(room, snapshotBytes)
+      deps.log('info', `compacted ${room}: snapshot ${snapshotBytes} bytes`)
+    }
     this.#idle = deps.idle
     this.#metrics = deps.metrics
     this.#log = deps.log
@@ -143,11 +147,7 @@ export class RoomPersistence implements Extension {
   }
 
   async #compact(room: string): Promise<void> {
-    const snapshotBytes = await this.#store.compact(room)
-    if (snapshotBytes !== null) {
-      this.#sizes.set(room, snapshotBytes)
-      this.#log('info', `compacted ${room}: snapshot ${snapshotBytes} bytes`)
-    }
+    await this.#store.compact(room)
   }
 
   #listInDirectory(room: string): void {

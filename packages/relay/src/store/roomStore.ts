@@ -93,6 +93,10 @@ export class RoomStore {
   #writing: Promise<void> | undefined
   #retryMs = 0
   #compactions: Promise<void> = Promise.resolve()
+  /** Rooms with a compaction queued. */
+  readonly #compacting = new Set<string>()
+  /** Told each room's new snapshot size after a compaction. */
+  onCompacted: (room: string, snapshotBytes: number) => void = () => undefined
   #compactionsSinceVacuum = 0
   /** Stored bytes as counted from the last read of the database plus this relay's writes since. */
   #stored: number | undefined
@@ -205,6 +209,9 @@ export class RoomStore {
         const tail = this.#tailOf(room)
         tail.rows += updates.length
         for (const update of updates) tail.bytes += update.byteLength
+        // Compacting as soon as a room's rows outgrow their threshold keeps its stored bytes
+        // within snapshot + threshold + one write window, however fast it is written.
+        if (this.needsCompaction(room)) this.compact(room).catch((error: unknown) => this.#log('warn', `compacting ${room} failed: ${describeError(error)}`))
       }
     } catch (error) {
       // Put the batch back in front of what arrived meanwhile, and retry with a growing delay.
@@ -236,14 +243,25 @@ export class RoomStore {
     return (this.#tails.get(room)?.rows ?? 0) > 0
   }
 
-  /** Compacts the room (one compaction at a time). Resolves with the snapshot's size, or null when there was nothing to fold. */
+  /**
+   * Compacts the room (one compaction at a time; one queued per room). Resolves with the
+   * snapshot's size, or null when there was nothing to fold (or it was already queued).
+   */
   compact(room: string): Promise<number | null> {
-    const run = this.#compactions.then(() => this.#timed('compact', () => this.#compact(room)))
+    if (this.#compacting.has(room)) return this.#compactions.then(() => null)
+    this.#compacting.add(room)
+    const run = this.#compactions.then(() => {
+      this.#compacting.delete(room)
+      return this.#timed('compact', () => this.#compact(room))
+    })
     this.#compactions = run.then(
       () => undefined,
       () => undefined,
     )
-    return run
+    return run.then((snapshotBytes) => {
+      if (snapshotBytes !== null) this.onCompacted(room, snapshotBytes)
+      return snapshotBytes
+    })
   }
 
   async #compact(room: string): Promise<number | null> {
