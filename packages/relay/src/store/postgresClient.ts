@@ -33,6 +33,7 @@ export async function openPostgres(url: string, onError: (error: Error) => void)
       // An error of a checked-out client is reported through the query that hits it.
       const ignore = (): void => undefined
       client.on('error', ignore)
+      let failure: Error | undefined
       try {
         await client.query('begin')
         const scoped: SqlQueryable = { query: (text, params) => run(client, text, params) }
@@ -40,11 +41,13 @@ export async function openPostgres(url: string, onError: (error: Error) => void)
         await client.query('commit')
         return result
       } catch (error) {
+        failure = error instanceof Error ? error : new Error(String(error))
         await client.query('rollback').catch(() => undefined)
         throw error
       } finally {
         client.off('error', ignore)
-        client.release()
+        // A connection whose transaction failed is discarded rather than reused.
+        client.release(failure)
       }
     },
     close: () => pool.end(),
