@@ -26,6 +26,19 @@ export default defineConfig({
       project('demo', ['apps/demo/test/**/*.test.ts']),
       project('docs', ['docs/test/**/*.test.ts']),
       project('packaging', ['scripts/packaging/test/**/*.test.ts']),
+      // Real relay processes, PGlite, Redis and PostgreSQL: one PGlite data directory is
+      // initialized per run (globalSetup) and copied for each relay.
+      {
+        extends: true as const,
+        test: {
+          name: 'relay',
+          include: ['packages/relay/test/**/*.test.ts'],
+          environment: 'node' as const,
+          globalSetup: ['packages/relay/test/support/pgliteTemplate.globalSetup.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
+        },
+      },
     ],
   },
 })

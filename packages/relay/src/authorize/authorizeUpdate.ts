@@ -1,0 +1,377 @@
+/**
+ * Decides, before a Yjs (v1) update is applied, whether a connection may apply it to a room's
+ * document, without mutating the document. Tidemark's layout (@tidemark/yjs):
+ *
+ *   Y.Map   'tidemark:meta'                replicaId → [schema, configuration]
+ *   Y.Array 'tidemark:replica:<replicaId>'  group and clock entries of that replica
+ *
+ * For every struct the update would integrate (clock at or past the document's state for its
+ * client) and every range of its delete set that deletes a live item, the root type (and map
+ * key) it belongs to is resolved the way Yjs' `Item.getMissing` does: the parent written in the
+ * struct (only when it has neither origin nor right origin), else copied from the item its
+ * origin (left) or right origin names, looked up in the document first and then among the
+ * update's own structs. A GC neighbour makes Yjs integrate the item as GC (content dropped):
+ * harmless. An origin found nowhere makes the verdict `missing`: Yjs would park the struct and
+ * integrate it later, unchecked, so it is held until the connection's later messages bring what
+ * it depends on.
+ *
+ * Entry shapes are checked with @tidemark/yjs's own readers, the ones every replica uses.
+ */
+import * as Y from 'yjs'
+import { entryKind, META_NAME, readClockEntry, readGroupEntry, readMeta, REPLICA_PREFIX } from '@tidemark/yjs'
+import { clipName, Refusal } from '../protocol/refusal.ts'
+
+/**
+ * What a device connection may write, from its token's claims.
+ *
+ * @example
+ * const grant: WriteGrant = { replicas: new Set(['d07']), sources: new Set(['d07-temp']) }
+ */
+export interface WriteGrant {
+  /** Replica ids whose log array and meta entry it may write. */
+  readonly replicas: ReadonlySet<string>
+  /** Sources whose groups and clocks it may write, and whose live entries it may delete in any log. */
+  readonly sources: ReadonlySet<string>
+}
+
+/**
+ * The verdict on one update. `missing`: it depends on structs the document does not have yet
+ * (an earlier update of the same client that has not arrived, or was lost).
+ *
+ * @example
+ * const verdict = authorizeUpdate(document, update, grant)
+ * if (verdict.ok && verdict.inserts + verdict.deletes === 0) console.log('nothing new')
+ */
+export type UpdateVerdict =
+  | { readonly ok: true; readonly inserts: number; readonly deletes: number }
+  | { readonly ok: false; readonly missing: true; readonly detail: string }
+  | { readonly ok: false; readonly missing: false; readonly refusal: Refusal }
+
+type Struct = Y.Item | Y.GC | Y.Skip
+type StoredStruct = Y.Item | Y.GC
+/** Where a struct lives: a root type and map key, or it integrates as GC, or it cannot be placed. */
+type Place = { readonly root: string; readonly key: string | null } | 'gc' | 'nested' | 'missing' | 'cycle'
+
+interface DecodedUpdate {
+  readonly structs: Struct[]
+  readonly ds: { readonly clients: Map<number, { readonly clock: number; readonly len: number }[]> }
+}
+
+const rootNames = new WeakMap<Y.Doc, Map<unknown, string>>()
+
+/** Name of a root type of `doc`, cached: `doc.share` is scanned only when a type is new. */
+function rootName(doc: Y.Doc, type: unknown): string | undefined {
+  let names = rootNames.get(doc)
+  if (names === undefined) {
+    names = new Map()
+    rootNames.set(doc, names)
+  }
+  let name = names.get(type)
+  if (name === undefined) {
+    names.clear()
+    for (const [key, value] of doc.share) names.set(value, key)
+    name = names.get(type)
+  }
+  return name
+}
+
+function placeOfStored(doc: Y.Doc, struct: StoredStruct): Place {
+  if (!(struct instanceof Y.Item)) return 'gc'
+  const parent = struct.parent as Y.AbstractType<unknown> | null
+  if (parent === null) return 'gc'
+  if (parent._item !== null) return 'nested'
+  const root = rootName(doc, parent)
+  return root === undefined ? 'missing' : { root, key: struct.parentSub }
+}
+
+/** The struct of `structs` (sorted by clock) that holds `clock`. */
+function findIn(structs: readonly Struct[] | undefined, clock: number): Struct | undefined {
+  if (structs === undefined) return undefined
+  let lo = 0
+  let hi = structs.length - 1
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1
+    const struct = structs[mid] as Struct
+    if (struct.id.clock > clock) hi = mid - 1
+    else if (clock >= struct.id.clock + struct.length) lo = mid + 1
+    else return struct
+  }
+  return undefined
+}
+
+/** An update's structs by client, placed against a document. */
+class UpdatePlaces {
+  readonly byClient = new Map<number, Struct[]>()
+  readonly #memo = new Map<Struct, Place>()
+  readonly #doc: Y.Doc
+
+  constructor(doc: Y.Doc, structs: readonly Struct[]) {
+    this.#doc = doc
+    for (const struct of structs) {
+      let list = this.byClient.get(struct.id.client)
+      if (list === undefined) {
+        list = []
+        this.byClient.set(struct.id.client, list)
+      }
+      list.push(struct)
+    }
+  }
+
+  /** The struct holding `id`: the document's when it has that clock, else the update's. */
+  #lookup(id: Y.ID): { readonly struct: Struct; readonly stored: boolean } | undefined {
+    const store = this.#doc.store
+    if (id.clock < Y.getState(store, id.client)) {
+      const structs = store.clients.get(id.client) as StoredStruct[]
+      return { struct: structs[Y.findIndexSS(structs, id.clock)] as StoredStruct, stored: true }
+    }
+    const struct = findIn(this.byClient.get(id.client), id.clock)
+    return struct === undefined || struct instanceof Y.Skip ? undefined : { struct, stored: false }
+  }
+
+  #placeOfRef(id: Y.ID): Place {
+    const found = this.#lookup(id)
+    if (found === undefined) return 'missing'
+    if (found.stored) return placeOfStored(this.#doc, found.struct as StoredStruct)
+    return this.placeOf(found.struct)
+  }
+
+  /** Mirrors `Item.getMissing`: an explicit parent, else the left (origin) or right item's. */
+  placeOf(struct: Struct): Place {
+    if (!(struct instanceof Y.Item)) return 'gc'
+    const known = this.#memo.get(struct)
+    if (known !== undefined) return known
+    this.#memo.set(struct, 'cycle')
+    const left = struct.origin === null ? null : this.#placeOfRef(struct.origin)
+    const right = struct.rightOrigin === null ? null : this.#placeOfRef(struct.rightOrigin)
+    let place: Place
+    if (left === 'cycle' || right === 'cycle') place = 'cycle'
+    else if (left === 'missing' || right === 'missing') place = 'missing'
+    else if (left === 'gc' || right === 'gc') place = 'gc'
+    else if (left === 'nested' || right === 'nested') place = 'nested'
+    else if (struct.parent !== null) {
+      // Written only when the item has neither origin nor right origin.
+      place = typeof struct.parent === 'string' ? { root: struct.parent, key: struct.parentSub } : 'nested'
+    } else if (left !== null) place = left
+    else if (right !== null) place = right
+    else place = 'missing'
+    this.#memo.set(struct, place)
+    return place
+  }
+}
+
+/** A problem with a place: a refusal, or `missing` when it cannot be placed yet. */
+type PlaceProblem = Refusal | 'missing' | null
+
+function unplaced(place: Exclude<Place, { root: string }>, struct: Y.Item): PlaceProblem {
+  if (place === 'gc') return null
+  if (place === 'nested') return new Refusal('nested-type')
+  if (place === 'cycle') return new Refusal('malformed-update', `origin cycle at ${struct.id.client}:${struct.id.clock}`)
+  return 'missing'
+}
+
+/** The replica whose meta entry or log a place is, or a refusal when the place is outside the schema. */
+function ownerOfPlace(place: { readonly root: string; readonly key: string | null }): { readonly replica: string; readonly meta: boolean } | Refusal {
+  if (place.root === META_NAME) {
+    if (place.key === null) return new Refusal('malformed-entry', `${META_NAME} holds only replica keys`)
+    return { replica: place.key, meta: true }
+  }
+  if (place.root.startsWith(REPLICA_PREFIX)) {
+    const replica = place.root.slice(REPLICA_PREFIX.length)
+    if (place.key !== null) return new Refusal('malformed-entry', `the log of ${clipName(replica)} is an array, not a map`)
+    return { replica, meta: false }
+  }
+  return new Refusal('unknown-root', clipName(place.root))
+}
+
+function contentProblem(content: Y.Item['content'], where: string): Refusal {
+  if (content instanceof Y.ContentType) return new Refusal('nested-type')
+  return new Refusal('malformed-entry', `${content.constructor.name} in ${where}`)
+}
+
+/** Why `entry` may not be written into `replica`'s log by this grant, or null. */
+function entryProblem(entry: unknown, replica: string, grant: WriteGrant): Refusal | null {
+  const kind = entryKind(entry)
+  if (kind === 'group') {
+    const group = readGroupEntry(entry)
+    if (typeof group === 'string') return new Refusal('malformed-entry', group)
+    return grant.sources.has(group.source) ? null : new Refusal('foreign-source', clipName(group.source))
+  }
+  if (kind === 'clock') {
+    const clock = readClockEntry(entry)
+    if (typeof clock === 'string') return new Refusal('malformed-entry', clock)
+    if (!grant.sources.has(clock.source)) return new Refusal('foreign-source', clipName(clock.source))
+    // A clock names its writer; writing one for another replica impersonates it.
+    return clock.writer === replica ? null : new Refusal('foreign-replica', clipName(clock.writer))
+  }
+  return new Refusal('malformed-entry', `not a group or clock entry in the log of ${clipName(replica)}`)
+}
+
+/** Why this grant may not insert `item` (from `offset` on: the document may hold its start) at `place`. */
+function insertProblem(item: Y.Item, place: Place, grant: WriteGrant, offset: number): PlaceProblem {
+  if (typeof place === 'string') return unplaced(place, item)
+  const owner = ownerOfPlace(place)
+  if (owner instanceof Refusal) return owner
+  if (!grant.replicas.has(owner.replica)) return new Refusal(owner.meta ? 'foreign-meta' : 'foreign-replica', clipName(owner.replica))
+  const content = item.content
+  if (content instanceof Y.ContentDeleted) return null
+  const where = owner.meta ? `the meta entry of ${clipName(owner.replica)}` : `the log of ${clipName(owner.replica)}`
+  if (!(content instanceof Y.ContentAny)) return contentProblem(content, where)
+  const values = offset === 0 ? content.arr : content.arr.slice(offset)
+  for (const value of values) {
+    if (owner.meta) {
+      if (readMeta(value) === null) return new Refusal('malformed-entry', `malformed meta value for ${clipName(owner.replica)}`)
+      continue
+    }
+    const problem = entryProblem(value, owner.replica, grant)
+    if (problem !== null) return problem
+  }
+  return null
+}
+
+/** The source of a group or clock entry, or undefined. */
+function sourceOf(entry: unknown): unknown {
+  const kind = entryKind(entry)
+  if (kind === 'group') return (entry as unknown[])[3]
+  if (kind === 'clock') return (entry as unknown[])[1]
+  return undefined
+}
+
+/**
+ * Why this grant may not delete `item`'s part `from..to` at `place`. A replica that retires a
+ * cell deletes its entries in every log (bindDoc), so deleting live entries of the grant's own
+ * sources in another replica's log is allowed.
+ */
+function deleteProblem(item: Y.Item, place: Place, grant: WriteGrant, from: number, to: number): PlaceProblem {
+  if (typeof place === 'string') return unplaced(place, item)
+  const owner = ownerOfPlace(place)
+  if (owner instanceof Refusal) return owner
+  if (grant.replicas.has(owner.replica)) return null
+  if (!owner.meta && item.content instanceof Y.ContentAny) {
+    const entries = item.content.arr.slice(from, to)
+    if (entries.every((entry) => grant.sources.has(sourceOf(entry) as string))) return null
+  }
+  return new Refusal(owner.meta ? 'foreign-meta' : 'foreign-replica', clipName(owner.replica))
+}
+
+const clientOwners = new WeakMap<Y.Doc, Map<number, string | null>>()
+
+/**
+ * The replica a Yjs client id has written for in `doc` (the owner of its first placeable item),
+ * or null. A client id is one session of one replica: new items under a client id another
+ * replica owns would make that replica's later items look like duplicates, and Yjs drop them.
+ */
+function ownerOfClient(doc: Y.Doc, client: number): string | null {
+  let owners = clientOwners.get(doc)
+  if (owners === undefined) {
+    owners = new Map()
+    clientOwners.set(doc, owners)
+  }
+  const known = owners.get(client)
+  if (known !== undefined && known !== null) return known
+  const structs = doc.store.clients.get(client)
+  let owner: string | null = null
+  if (structs !== undefined) {
+    for (let i = 0; i < structs.length && i < 64; i++) {
+      const place = placeOfStored(doc, structs[i] as StoredStruct)
+      if (typeof place === 'string') continue
+      const placed = ownerOfPlace(place)
+      if (!(placed instanceof Refusal)) {
+        owner = placed.replica
+        break
+      }
+    }
+  }
+  owners.set(client, owner)
+  return owner
+}
+
+function refused(refusal: Refusal): UpdateVerdict {
+  return { ok: false, missing: false, refusal }
+}
+
+function missing(detail: string): UpdateVerdict {
+  return { ok: false, missing: true, detail }
+}
+
+/**
+ * Decides whether a connection holding `grant` may apply `update` (Yjs v1) to `doc`. Does not
+ * mutate `doc` and throws nothing: undecodable bytes are refused.
+ *
+ * @example
+ * const verdict = authorizeUpdate(document, update, { replicas: new Set(['d07']), sources: new Set(['d07-temp']) })
+ * if (!verdict.ok && !verdict.missing) console.log(verdict.refusal.text) // e.g. 'foreign-source d08-temp'
+ */
+export function authorizeUpdate(doc: Y.Doc, update: Uint8Array, grant: WriteGrant): UpdateVerdict {
+  let decoded: DecodedUpdate
+  try {
+    decoded = Y.decodeUpdate(update) as unknown as DecodedUpdate
+  } catch (error) {
+    return refused(new Refusal('malformed-update', `undecodable: ${error instanceof Error ? error.message : String(error)}`))
+  }
+  const places = new UpdatePlaces(doc, decoded.structs)
+  const store = doc.store
+  let inserts = 0
+  let deletes = 0
+
+  for (const [client, structs] of places.byClient) {
+    const state = Y.getState(store, client)
+    let fresh = false
+    // Yjs integrates a client's structs only contiguously from its state; past a gap it parks them.
+    let next = state
+    for (const struct of structs) {
+      if (struct.id.clock + struct.length <= state) continue
+      if (struct instanceof Y.Skip) {
+        next = Number.POSITIVE_INFINITY
+        continue
+      }
+      if (struct.id.clock > next) return missing(`client ${client} continues at ${struct.id.clock}, the document has up to ${state}`)
+      next = struct.id.clock + struct.length
+      fresh = true
+      if (!(struct instanceof Y.Item)) continue
+      const offset = Math.max(0, state - struct.id.clock)
+      const problem = insertProblem(struct, places.placeOf(struct), grant, offset)
+      if (problem === 'missing') return missing(`origin of ${client}:${struct.id.clock} not found`)
+      if (problem !== null) return refused(problem)
+      inserts += struct.length - offset
+    }
+    if (fresh && state > 0) {
+      const owner = ownerOfClient(doc, client)
+      if (owner !== null && !grant.replicas.has(owner)) return refused(new Refusal('client-id-squatting', `client ${client} writes for ${clipName(owner)}`))
+    }
+  }
+
+  for (const [client, ranges] of decoded.ds.clients) {
+    const state = Y.getState(store, client)
+    const stored = store.clients.get(client) as StoredStruct[] | undefined
+    const own = places.byClient.get(client)
+    for (const { clock, len } of ranges) {
+      const end = clock + len
+      // The part the document holds: only live items change.
+      if (stored !== undefined && clock < state) {
+        for (let i = Y.findIndexSS(stored, clock); i < stored.length; i++) {
+          const struct = stored[i] as StoredStruct
+          if (struct.id.clock >= end) break
+          if (!(struct instanceof Y.Item) || struct.deleted) continue
+          const from = Math.max(clock, struct.id.clock) - struct.id.clock
+          const to = Math.min(end, struct.id.clock + struct.length) - struct.id.clock
+          const problem = deleteProblem(struct, placeOfStored(doc, struct), grant, from, to)
+          if (problem === 'missing') return missing(`deleted item ${client}:${struct.id.clock} cannot be placed`)
+          if (problem !== null) return refused(problem)
+          deletes += to - from
+        }
+      }
+      // The part past the document's state must be structs of this very update.
+      for (let c = Math.max(clock, state); c < end; ) {
+        const struct = findIn(own, c)
+        if (struct === undefined || struct instanceof Y.Skip) return missing(`delete of unknown range ${client}:${c}`)
+        if (struct instanceof Y.Item) {
+          const problem = deleteProblem(struct, places.placeOf(struct), grant, c - struct.id.clock, Math.min(end, struct.id.clock + struct.length) - struct.id.clock)
+          if (problem === 'missing') return missing(`deleted item ${client}:${struct.id.clock} cannot be placed`)
+          if (problem !== null) return refused(problem)
+        }
+        c = struct.id.clock + struct.length
+      }
+    }
+  }
+  return { ok: true, inserts, deletes }
+}

@@ -1,0 +1,51 @@
+/**
+ * `tidemark-relay`: the relay as a command, configured by environment variables
+ * (`relayOptionsFromEnv`). Once listening it prints one line to stdout,
+ *
+ *   tidemark-relay ready {"host":"127.0.0.1","port":1234,"pid":4242}
+ *
+ * Logs go to stderr. SIGTERM or SIGINT stores every loaded room, closes the connections with
+ * the reason `tidemark:shutdown` and exits 0 (1 when updates could not be stored). Exit code 2:
+ * bad configuration, with a message naming the variable; 1: the relay could not start.
+ */
+import { describeError } from './relayLog.ts'
+import { RelayConfigError, relayOptionsFromEnv } from './relayOptionsFromEnv.ts'
+import { startRelay } from './startRelay.ts'
+
+async function main(): Promise<void> {
+  let options: ReturnType<typeof relayOptionsFromEnv>
+  try {
+    options = relayOptionsFromEnv(process.env)
+  } catch (error) {
+    if (error instanceof RelayConfigError) {
+      process.stderr.write(`tidemark-relay: bad configuration: ${error.message}\n`)
+      process.exit(2)
+    }
+    throw error
+  }
+  let relay: Awaited<ReturnType<typeof startRelay>>
+  try {
+    relay = await startRelay({ ...options, guardProcess: true })
+  } catch (error) {
+    process.stderr.write(`tidemark-relay: could not start: ${describeError(error)}\n`)
+    process.exit(1)
+  }
+  process.stdout.write(`tidemark-relay ready ${JSON.stringify({ host: relay.host, port: relay.port, pid: process.pid })}\n`)
+  let stopping = false
+  const stop = (signal: string): void => {
+    if (stopping) return
+    stopping = true
+    process.stderr.write(`tidemark-relay: ${signal}: storing rooms and closing\n`)
+    relay.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        process.stderr.write(`tidemark-relay: ${describeError(error)}\n`)
+        process.exit(1)
+      },
+    )
+  }
+  process.on('SIGTERM', () => stop('SIGTERM'))
+  process.on('SIGINT', () => stop('SIGINT'))
+}
+
+await main()

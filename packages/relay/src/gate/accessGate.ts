@@ -1,0 +1,280 @@
+/**
+ * The Hocuspocus extension that decides who opens which room and which messages reach a room's
+ * document: token and room checks in `onAuthenticate` (before any document exists), and every
+ * message of an open connection in `beforeHandleMessage`, before Hocuspocus applies, stores or
+ * forwards it.
+ *
+ * A refused or held message is turned into a no-op for Hocuspocus by rewriting its type byte
+ * (QueryAwareness, which Hocuspocus ignores for a client connection) rather than by throwing:
+ * Hocuspocus logs every thrown error and would apply messages already in flight.
+ */
+import {
+  type beforeHandleMessagePayload,
+  type Connection,
+  type connectedPayload,
+  type Document,
+  type Extension,
+  type onAuthenticatePayload,
+  type onDisconnectPayload,
+  OutgoingMessage,
+} from '@hocuspocus/server'
+import * as Y from 'yjs'
+import { grantAdmits } from '../auth/accessGrant.ts'
+import type { TokenVerifier } from '../auth/tokenVerifier.ts'
+import { authorizeUpdate, type WriteGrant } from '../authorize/authorizeUpdate.ts'
+import type { RelayMetrics } from '../metrics/relayMetrics.ts'
+import { awarenessProblem, MESSAGE, type RelayFrame, readFrame, SYNC_STEP } from '../protocol/relayFrame.ts'
+import { OpenRefused, Refusal, refusedPayload } from '../protocol/refusal.ts'
+import type { IdleRooms } from '../rooms/idleRooms.ts'
+import { classifyRoom } from '../rooms/roomName.ts'
+import type { RoomSizes } from '../rooms/roomSizes.ts'
+import type { RelayLog } from '../relayLog.ts'
+import { ConnectionGate, type HeldUpdate } from './connectionGate.ts'
+import type { SocketGuard } from './socketGuard.ts'
+
+/**
+ * What the gate enforces.
+ *
+ * @example
+ * const limits: AccessGateLimits = { updatesPerSecond: 100, updateBurst: 1000, maxRooms: 10_000, maxHeldBytes: 4 << 20 }
+ */
+export interface AccessGateLimits {
+  readonly updatesPerSecond: number
+  readonly updateBurst: number
+  readonly maxRooms: number
+  /** Bytes of updates one connection may have held, waiting for what they depend on. */
+  readonly maxHeldBytes: number
+}
+
+/**
+ * The hook context of a room connection: the socket's guard (set when the socket connects) and
+ * the connection's gate (added by `onAuthenticate`).
+ *
+ * @example
+ * const gate = (context as RelayContext).tidemark?.gate
+ */
+export interface RelayContext {
+  readonly socket?: SocketGuard
+  readonly tidemark?: { readonly gate: ConnectionGate }
+}
+
+const NOTHING: WriteGrant = { replicas: new Set(), sources: new Set() }
+
+/** A message goes through, is dropped silently (held, or already refused), or is refused. */
+type Decision = 'pass' | 'drop' | Refusal
+
+/**
+ * Authentication and per-message authorization, as a Hocuspocus extension.
+ *
+ * @example
+ * const gate = new AccessGate({ verifier, metrics, limits, sizes, idle, log, now: Date.now })
+ * new Hocuspocus({ extensions: [gate] })
+ */
+export class AccessGate implements Extension {
+  readonly extensionName = 'TidemarkAccessGate'
+  /** Before every other extension: nothing runs for a room or a message the gate refuses. */
+  readonly priority = 10_000
+  readonly #verifier: TokenVerifier
+  readonly #metrics: RelayMetrics
+  readonly #limits: AccessGateLimits
+  readonly #sizes: RoomSizes
+  readonly #idle: IdleRooms
+  readonly #log: RelayLog
+  readonly #now: () => number
+  #heldUpdates = 0
+
+  constructor(deps: {
+    readonly verifier: TokenVerifier
+    readonly metrics: RelayMetrics
+    readonly limits: AccessGateLimits
+    readonly sizes: RoomSizes
+    readonly idle: IdleRooms
+    readonly log: RelayLog
+    readonly now: () => number
+  }) {
+    this.#verifier = deps.verifier
+    this.#metrics = deps.metrics
+    this.#limits = deps.limits
+    this.#sizes = deps.sizes
+    this.#idle = deps.idle
+    this.#log = deps.log
+    this.#now = deps.now
+  }
+
+  /** Updates currently held, across connections. */
+  get heldUpdates(): number {
+    return this.#heldUpdates
+  }
+
+  async onAuthenticate({ token, documentName, connectionConfig, context, instance }: onAuthenticatePayload): Promise<RelayContext> {
+    const room = classifyRoom(documentName)
+    if (room.kind === 'invalid') throw this.#openRefused(new Refusal('bad-room', room.problem))
+    const grant = await this.#verifier.verify(token)
+    if (grant instanceof Refusal) throw this.#openRefused(grant)
+    if (!grantAdmits(grant, documentName)) throw this.#openRefused(new Refusal('room-not-allowed', documentName))
+    if (!instance.documents.has(documentName) && !instance.loadingDocuments.has(documentName)) {
+      if (instance.documents.size + instance.loadingDocuments.size >= this.#limits.maxRooms && !(await this.#idle.evictOne())) {
+        throw this.#openRefused(new Refusal('too-many-rooms', `${this.#limits.maxRooms} rooms are loaded`))
+      }
+    }
+    ;(context as RelayContext).socket?.authenticated()
+    // Dashboards only read; a directory is written by the relay alone.
+    connectionConfig.readOnly = grant.role === 'dashboard' || room.kind === 'directory'
+    const rate = { perSecond: this.#limits.updatesPerSecond, burst: this.#limits.updateBurst }
+    return { tidemark: { gate: new ConnectionGate(grant, room, documentName, rate, this.#now) } }
+  }
+
+  async connected({ documentName, context }: connectedPayload): Promise<void> {
+    ;(context as RelayContext).socket?.opened(documentName)
+    this.#idle.touch(documentName)
+  }
+
+  async onDisconnect({ documentName, context }: onDisconnectPayload): Promise<void> {
+    const relayContext = context as RelayContext
+    relayContext.socket?.closed(documentName)
+    const gate = relayContext.tidemark?.gate
+    if (gate !== undefined) this.#heldUpdates -= gate.dropHeld()
+  }
+
+  async beforeHandleMessage({ connection, document, update: data }: beforeHandleMessagePayload): Promise<void> {
+    const gate = (connection.context as RelayContext).tidemark?.gate
+    if (gate === undefined) return
+    const end = await gate.turn()
+    const frame = readFrame(data)
+    try {
+      const decision = gate.refused ? 'drop' : this.#decide(gate, connection, document, frame)
+      if (decision instanceof Refusal) this.#refuse(gate, connection, data, frame, decision)
+      else if (decision === 'drop') this.#neutralize(data, frame)
+    } catch (error) {
+      // A bug here must not let an unchecked message through.
+      this.#log('error', `checking a message of ${gate.roomName} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`)
+      this.#refuse(gate, connection, data, frame, new Refusal('malformed-message', 'the relay could not check it'))
+    } finally {
+      // Hocuspocus applies the message in the microtasks after this hook resolves.
+      setImmediate(() => {
+        try {
+          const refusal = this.#releaseHeld(gate, connection, document)
+          if (refusal !== null) this.#refuse(gate, connection, null, null, refusal)
+        } catch (error) {
+          // Thrown out of a timer callback this would end the process.
+          this.#log('error', `applying held updates of ${gate.roomName} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`)
+          this.#refuse(gate, connection, null, null, new Refusal('malformed-update', 'a held update could not be applied'))
+        } finally {
+          end()
+        }
+      })
+    }
+  }
+
+  #openRefused(refusal: Refusal): OpenRefused {
+    this.#metrics.refused(refusal.kind)
+    this.#log('info', `room not opened: ${refusal.text}`)
+    return new OpenRefused(refusal)
+  }
+
+  /** What to do with a message: let it through, drop it silently, or refuse it. */
+  #decide(gate: ConnectionGate, connection: Connection, document: Document, frame: RelayFrame): Decision {
+    // The socket guard let only readable frames through; this is the last line.
+    if (!frame.ok) return new Refusal('malformed-message', frame.problem)
+    switch (frame.type) {
+      case MESSAGE.close:
+        return 'pass'
+      case MESSAGE.auth:
+        // A token refresh on an open connection: the relay checks tokens when a room opens.
+        return 'drop'
+      case MESSAGE.broadcastStateless:
+        return new Refusal('malformed-message', 'clients may not broadcast')
+      case MESSAGE.queryAwareness:
+      case MESSAGE.stateless:
+        return gate.bucket.take() ? 'pass' : new Refusal('rate-limited')
+      case MESSAGE.awareness: {
+        if (!gate.bucket.take()) return new Refusal('rate-limited')
+        const problem = awarenessProblem(frame.payload)
+        return problem === null ? 'pass' : new Refusal('malformed-message', problem)
+      }
+      case MESSAGE.sync:
+      case MESSAGE.syncReply:
+        if (!gate.bucket.take()) return new Refusal('rate-limited')
+        return this.#decideSync(gate, connection, document, frame)
+      default:
+        return new Refusal('malformed-message', `unknown message type ${frame.type}`)
+    }
+  }
+
+  #decideSync(gate: ConnectionGate, connection: Connection, document: Document, frame: RelayFrame & { ok: true }): Decision {
+    if (frame.step === SYNC_STEP.step1) {
+      try {
+        Y.decodeStateVector(frame.payload)
+        return 'pass'
+      } catch {
+        return new Refusal('malformed-message', 'undecodable state vector')
+      }
+    }
+    if (frame.step !== SYNC_STEP.step2 && frame.step !== SYNC_STEP.update) return new Refusal('malformed-message', `unknown sync step ${frame.step}`)
+    if (connection.readOnly) {
+      const verdict = authorizeUpdate(document, frame.payload, NOTHING)
+      if (!verdict.ok && !verdict.missing && verdict.refusal.kind === 'malformed-update') return verdict.refusal
+      // A reader's step 2 answers the relay's step 1 with whatever its document holds (a
+      // dashboard may hold what a restarted relay lost): Hocuspocus does not apply it.
+      if (frame.step === SYNC_STEP.step2) return 'pass'
+      return verdict.ok && verdict.inserts + verdict.deletes === 0 ? 'pass' : new Refusal('read-only')
+    }
+    const verdict = authorizeUpdate(document, frame.payload, gate.grant)
+    if (verdict.ok) {
+      if (verdict.inserts + verdict.deletes === 0) return 'pass'
+      if (!this.#sizes.admits(gate.roomName, document, frame.payload.byteLength)) return new Refusal('room-too-large')
+      this.#metrics.updatesIn++
+      return 'pass'
+    }
+    if (!verdict.missing) return verdict.refusal
+    if (gate.heldBytes + frame.payload.byteLength > this.#limits.maxHeldBytes) return new Refusal('missing-origin', verdict.detail)
+    // It depends on updates not here yet (sent later in this connection, or lost by a restarted
+    // relay and re-sent by the client's sync step 2): held, checked again after each message.
+    gate.held.push({ payload: frame.payload.slice(), step: frame.step })
+    gate.heldBytes += frame.payload.byteLength
+    this.#heldUpdates++
+    this.#metrics.updatesHeld++
+    return 'drop'
+  }
+
+  /** Applies the held updates that have become applicable, in order, as Hocuspocus would have; a refusal when one never can be. */
+  #releaseHeld(gate: ConnectionGate, connection: Connection, document: Document): Refusal | null {
+    if (gate.held.length === 0 || gate.refused || document.isDestroyed || !document.hasConnection(connection)) return null
+    let progress = true
+    while (progress && gate.held.length > 0) {
+      progress = false
+      for (let i = 0; i < gate.held.length; i++) {
+        const held = gate.held[i] as HeldUpdate
+        const verdict = authorizeUpdate(document, held.payload, gate.grant)
+        if (!verdict.ok && verdict.missing) continue
+        gate.held.splice(i, 1)
+        gate.heldBytes -= held.payload.byteLength
+        this.#heldUpdates--
+        i--
+        if (!verdict.ok) return verdict.refusal
+        if (!this.#sizes.admits(gate.roomName, document, held.payload.byteLength)) return new Refusal('room-too-large')
+        Y.applyUpdate(document, held.payload, connection)
+        this.#metrics.updatesIn++
+        connection.send(new OutgoingMessage(document.name).writeSyncStatus(true).toUint8Array())
+        progress = true
+      }
+    }
+    return null
+  }
+
+  #neutralize(data: Uint8Array, frame: RelayFrame): void {
+    if (frame.ok) data[frame.typeAt] = MESSAGE.queryAwareness
+  }
+
+  /** Tells the client why, closes this room's connection, and keeps the message from Hocuspocus. */
+  #refuse(gate: ConnectionGate, connection: Connection, data: Uint8Array | null, frame: RelayFrame | null, refusal: Refusal): void {
+    if (data !== null && frame !== null) this.#neutralize(data, frame)
+    if (gate.refused) return
+    gate.refused = true
+    this.#heldUpdates -= gate.dropHeld()
+    this.#metrics.refused(refusal.kind)
+    this.#log('info', `refused ${gate.grant.subject} in ${gate.roomName}: ${refusal.text}`)
+    connection.sendStateless(refusedPayload(gate.roomName, refusal))
+    connection.close({ code: 1000, reason: `tidemark:refused ${refusal.text}` })
+  }
+}

@@ -1,0 +1,67 @@
+/**
+ * The relay's state for one room connection (one room on one socket): what it may write, its
+ * rate limit, the order in which its messages are checked, and the updates held until what they
+ * depend on arrives.
+ */
+import type { AccessGrant } from '../auth/accessGrant.ts'
+import type { RoomKind } from '../rooms/roomName.ts'
+import { TokenBucket } from './tokenBucket.ts'
+
+/**
+ * An update waiting for the updates it depends on, and the sync step it came in.
+ *
+ * @example
+ * const held: HeldUpdate = { payload: update, step: SYNC_STEP.update }
+ */
+export interface HeldUpdate {
+  readonly payload: Uint8Array
+  readonly step: number
+}
+
+/**
+ * Per room connection. Hocuspocus runs `beforeHandleMessage` for back-to-back messages of one
+ * connection concurrently and applies each once its hook resolves; `turn` chains them, so a
+ * message is checked only after the previous one was applied.
+ *
+ * @example
+ * const gate = new ConnectionGate(grant, { kind: 'device', fleet: 'fleet-a' }, 'fleet-a/d07', { perSecond: 100, burst: 1000 }, Date.now)
+ */
+export class ConnectionGate {
+  readonly grant: AccessGrant
+  readonly room: RoomKind
+  readonly roomName: string
+  readonly bucket: TokenBucket
+  readonly held: HeldUpdate[] = []
+  heldBytes = 0
+  refused = false
+  #chain: Promise<void> = Promise.resolve()
+
+  constructor(grant: AccessGrant, room: RoomKind, roomName: string, rate: { readonly perSecond: number; readonly burst: number }, now: () => number) {
+    this.grant = grant
+    this.room = room
+    this.roomName = roomName
+    this.bucket = new TokenBucket(rate.perSecond, rate.burst, now)
+  }
+
+  /**
+   * Waits for the previous message's turn to end; returns the function that ends this one.
+   * Call it once the message has been applied (a macrotask after the hook resolved).
+   */
+  async turn(): Promise<() => void> {
+    const previous = this.#chain
+    let end!: () => void
+    this.#chain = new Promise<void>((resolve) => {
+      end = resolve
+    })
+    await previous
+    return end
+  }
+
+  /** Drops the held updates; returns how many there were. */
+  dropHeld(): number {
+    const n = this.held.length
+    this.held.length = 0
+    this.heldBytes = 0
+    return n
+  }
+}

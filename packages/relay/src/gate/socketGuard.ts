@@ -1,0 +1,146 @@
+/**
+ * Per WebSocket, before Hocuspocus sees a frame: frames must be readable, a socket must
+ * authenticate a room within a deadline, and the bytes it sends for rooms it has not opened
+ * (which Hocuspocus queues without bound until the room's authentication and load finish, or
+ * forever when they fail) are capped.
+ */
+import type WebSocket from 'ws'
+import type { RelayMetrics } from '../metrics/relayMetrics.ts'
+import { readFrame } from '../protocol/relayFrame.ts'
+import type { SocketRefusalKind } from '../protocol/refusal.ts'
+
+/**
+ * The guard's limits.
+ *
+ * @example
+ * const limits: SocketGuardLimits = { maxUnauthenticatedBytes: 1 << 20, authTimeoutMs: 10_000 }
+ */
+export interface SocketGuardLimits {
+  readonly maxUnauthenticatedBytes: number
+  readonly authTimeoutMs: number
+}
+
+const CLOSE_CODES: Record<SocketRefusalKind | 'malformed-message', number> = {
+  'auth-timeout': 4408,
+  'unauthenticated-limit': 4413,
+  'too-large': 1009,
+  'malformed-message': 4400,
+  shutdown: 1001,
+}
+
+/** How long a closing socket may take to say goodbye before it is cut. */
+const CLOSE_GRACE_MS = 1000
+
+/**
+ * Guards one WebSocket. `install` must run before Hocuspocus attaches to the socket: the guard
+ * filters the socket's `message` events, so a dropped frame never reaches Hocuspocus.
+ *
+ * @example
+ * const guard = new SocketGuard(ws, limits, metrics)
+ * guard.install()
+ * hocuspocus.handleConnection(ws, request, { socket: guard })
+ */
+export class SocketGuard {
+  readonly #ws: WebSocket
+  readonly #limits: SocketGuardLimits
+  readonly #metrics: RelayMetrics
+  /** Rooms with an open Hocuspocus connection on this socket. */
+  readonly #open = new Set<string>()
+  /** Bytes sent for each room not open yet. */
+  readonly #pendingByRoom = new Map<string, number>()
+  /** Frames counted as pending: Hocuspocus replays these same objects once their room opens. */
+  readonly #counted = new WeakSet<object>()
+  #pending = 0
+  #closing = false
+  #deadline: ReturnType<typeof setTimeout> | undefined
+  #grace: ReturnType<typeof setTimeout> | undefined
+
+  constructor(ws: WebSocket, limits: SocketGuardLimits, metrics: RelayMetrics) {
+    this.#ws = ws
+    this.#limits = limits
+    this.#metrics = metrics
+  }
+
+  /** Starts guarding: filters `message` events and arms the authentication deadline. */
+  install(): void {
+    const ws = this.#ws
+    const emit = ws.emit.bind(ws)
+    // Hocuspocus listens to `message` itself; filtering the event is the one way to keep a frame from it.
+    ws.emit = ((event: string | symbol, ...args: unknown[]): boolean => {
+      if (event === 'message' && !this.#admit(args[0])) return false
+      return emit(event, ...args)
+    }) as typeof ws.emit
+    this.#deadline = setTimeout(() => this.close('auth-timeout'), this.#limits.authTimeoutMs)
+    ws.once('close', () => this.#dispose())
+  }
+
+  /** A room of this socket passed authentication: the deadline no longer applies. */
+  authenticated(): void {
+    if (this.#deadline !== undefined) clearTimeout(this.#deadline)
+    this.#deadline = undefined
+  }
+
+  /** A room's connection is established: its frames go straight to it from now on. */
+  opened(room: string): void {
+    this.#open.add(room)
+    this.#pending -= this.#pendingByRoom.get(room) ?? 0
+    this.#pendingByRoom.delete(room)
+  }
+
+  /** A room's connection closed: frames for it count as unauthenticated again. */
+  closed(room: string): void {
+    this.#open.delete(room)
+  }
+
+  /** Bytes held for rooms not open yet. */
+  get pendingBytes(): number {
+    return this.#pending
+  }
+
+  /** Closes the whole socket with `tidemark:<kind>`, stops reading it, and cuts it after a grace period. */
+  close(kind: SocketRefusalKind | 'malformed-message'): void {
+    if (this.#closing) return
+    this.#closing = true
+    if (kind !== 'shutdown') this.#metrics.refused(kind)
+    this.authenticated()
+    const ws = this.#ws
+    try {
+      ws.close(CLOSE_CODES[kind], `tidemark:${kind}`)
+      ws.pause()
+    } catch {
+      ws.terminate()
+    }
+    this.#grace = setTimeout(() => ws.terminate(), CLOSE_GRACE_MS)
+  }
+
+  #admit(data: unknown): boolean {
+    if (this.#closing) return false
+    if (!(data instanceof Uint8Array)) return false
+    if (this.#counted.has(data)) {
+      // A frame Hocuspocus queued, replayed now that its room opened.
+      this.#counted.delete(data)
+      return true
+    }
+    const frame = readFrame(data)
+    if (!frame.ok) {
+      this.close('malformed-message')
+      return false
+    }
+    if (this.#open.has(frame.room)) return true
+    this.#pending += data.byteLength
+    this.#pendingByRoom.set(frame.room, (this.#pendingByRoom.get(frame.room) ?? 0) + data.byteLength)
+    if (this.#pending > this.#limits.maxUnauthenticatedBytes) {
+      this.close('unauthenticated-limit')
+      return false
+    }
+    this.#counted.add(data)
+    return true
+  }
+
+  #dispose(): void {
+    this.authenticated()
+    if (this.#grace !== undefined) clearTimeout(this.#grace)
+    this.#grace = undefined
+    this.#closing = true
+  }
+}

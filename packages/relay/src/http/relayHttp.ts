@@ -1,0 +1,64 @@
+/**
+ * The relay's HTTP routes, beside the WebSocket upgrade: `GET /healthz`, `GET /metrics` and,
+ * for local development, `GET /dev/token`.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { DevTokenIssuer } from '../auth/devTokenIssuer.ts'
+import type { MetricGauges, RelayMetrics } from '../metrics/relayMetrics.ts'
+import { describeError } from '../relayLog.ts'
+
+/**
+ * What the routes read.
+ *
+ * @example
+ * const routes = relayHttp({ metrics, gauges, checkStore: () => store.check(), devTokens: undefined, closing: () => false })
+ */
+export interface RelayHttpDeps {
+  readonly metrics: RelayMetrics
+  readonly gauges: () => Promise<MetricGauges>
+  /** Resolves when the store answers a query. */
+  readonly checkStore: () => Promise<void>
+  readonly devTokens: DevTokenIssuer | undefined
+  readonly closing: () => boolean
+}
+
+/**
+ * The request handler.
+ *
+ * @example
+ * http.createServer(relayHttp(deps))
+ */
+export function relayHttp(deps: RelayHttpDeps): (request: IncomingMessage, response: ServerResponse) => void {
+  return (request, response) => {
+    respond(deps, request, response).catch((error: unknown) => {
+      if (!response.headersSent) response.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' })
+      response.end(`internal error: ${describeError(error)}\n`)
+    })
+  }
+}
+
+async function respond(deps: RelayHttpDeps, request: IncomingMessage, response: ServerResponse): Promise<void> {
+  const url = new URL(request.url ?? '/', 'http://relay')
+  const text = (status: number, body: string, headers: Record<string, string> = {}): void => {
+    response.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', ...headers }).end(body)
+  }
+  if (request.method !== 'GET' && request.method !== 'HEAD') return text(405, 'GET only\n', { allow: 'GET, HEAD' })
+  if (url.pathname === '/healthz') {
+    if (deps.closing()) return text(503, 'shutting down\n')
+    try {
+      await deps.checkStore()
+      return text(200, 'ok\n')
+    } catch (error) {
+      return text(503, `store unavailable: ${describeError(error)}\n`)
+    }
+  }
+  if (url.pathname === '/metrics') return text(200, deps.metrics.render(await deps.gauges()), { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' })
+  if (url.pathname === '/dev/token' && deps.devTokens !== undefined) {
+    const result = await deps.devTokens.issue(url.searchParams)
+    const status = 'token' in result ? 200 : 400
+    // A local demo page on another port fetches its tokens here.
+    response.writeHead(status, { 'content-type': 'application/json', 'access-control-allow-origin': '*' }).end(JSON.stringify(result))
+    return
+  }
+  return text(404, 'not found: the relay serves WebSocket upgrades, /healthz and /metrics\n')
+}

@@ -1,0 +1,127 @@
+/**
+ * The relay's counters, rendered as Prometheus text at `GET /metrics`.
+ */
+import type { RefusalKind } from '../protocol/refusal.ts'
+import { LatencySummary } from './latencySummary.ts'
+
+/**
+ * Store operations timed by `tidemark_relay_store_seconds{op}`.
+ *
+ * @example
+ * metrics.timeStore('flush', 0.012)
+ */
+export type StoreOperation = 'load' | 'flush' | 'compact'
+
+/**
+ * Values read at scrape time.
+ *
+ * @example
+ * metrics.render({ connections: 3, roomsLoaded: 2, storedBytes: 40_960, pendingBytes: 0, heldUpdates: 0 })
+ */
+export interface MetricGauges {
+  /** Open WebSocket connections. */
+  readonly connections: number
+  readonly roomsLoaded: number
+  /** Bytes of snapshots and updates in the store; null when the store did not answer. */
+  readonly storedBytes: number | null
+  /** Accepted updates waiting for the next store write. */
+  readonly pendingBytes: number
+  /** Updates held until the updates they depend on arrive. */
+  readonly heldUpdates: number
+}
+
+/**
+ * Counters of one relay.
+ *
+ * @example
+ * const metrics = new RelayMetrics()
+ * metrics.refused('rate-limited')
+ * metrics.refusalCount('rate-limited') // 1
+ */
+export class RelayMetrics {
+  /** Client updates accepted and applied. */
+  updatesIn = 0
+  /** Updates sent to connections (one per update and receiving connection). */
+  updatesOut = 0
+  /** Update rows written to the store. */
+  updatesStored = 0
+  /** Updates held until the updates they depend on arrived. */
+  updatesHeld = 0
+  /** WebSocket protocol errors (invalid UTF-8, oversized frames, bad opcodes…). */
+  socketErrors = 0
+  /** Promise rejections nobody handled, logged instead of ending the process. */
+  unhandledRejections = 0
+  /** Redis operations that failed. */
+  redisErrors = 0
+  /** Rooms whose load failed. */
+  loadFailures = 0
+  readonly #refusals = new Map<RefusalKind, number>()
+  readonly #storeFailures = new Map<StoreOperation, number>()
+  readonly #store = new Map<StoreOperation, LatencySummary>()
+
+  /** Counts one refusal. */
+  refused(kind: RefusalKind): void {
+    this.#refusals.set(kind, (this.#refusals.get(kind) ?? 0) + 1)
+  }
+
+  /** Refusals of one kind so far. */
+  refusalCount(kind: RefusalKind): number {
+    return this.#refusals.get(kind) ?? 0
+  }
+
+  /** Records how long a store operation took. */
+  timeStore(op: StoreOperation, seconds: number): void {
+    let summary = this.#store.get(op)
+    if (summary === undefined) {
+      summary = new LatencySummary()
+      this.#store.set(op, summary)
+    }
+    summary.observe(seconds)
+  }
+
+  /** Counts a failed store operation. */
+  storeFailed(op: StoreOperation): void {
+    this.#storeFailures.set(op, (this.#storeFailures.get(op) ?? 0) + 1)
+  }
+
+  /** The Prometheus text exposition. */
+  render(gauges: MetricGauges): string {
+    const lines: string[] = []
+    const metric = (name: string, type: 'counter' | 'gauge' | 'summary', help: string, samples: string[]): void => {
+      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`, ...samples)
+    }
+    metric('tidemark_relay_connections', 'gauge', 'Open WebSocket connections.', [`tidemark_relay_connections ${gauges.connections}`])
+    metric('tidemark_relay_rooms_loaded', 'gauge', 'Rooms loaded in memory.', [`tidemark_relay_rooms_loaded ${gauges.roomsLoaded}`])
+    metric('tidemark_relay_updates_in_total', 'counter', 'Client updates accepted and applied.', [`tidemark_relay_updates_in_total ${this.updatesIn}`])
+    metric('tidemark_relay_updates_out_total', 'counter', 'Updates sent to connections.', [`tidemark_relay_updates_out_total ${this.updatesOut}`])
+    metric('tidemark_relay_updates_stored_total', 'counter', 'Update rows written to the store.', [`tidemark_relay_updates_stored_total ${this.updatesStored}`])
+    metric(
+      'tidemark_relay_refusals_total',
+      'counter',
+      'Refusals by reason: rooms not opened, updates refused, sockets closed.',
+      [...this.#refusals].sort(([a], [b]) => a.localeCompare(b)).map(([kind, n]) => `tidemark_relay_refusals_total{reason="${kind}"} ${n}`),
+    )
+    const summaries = [...this.#store].sort(([a], [b]) => a.localeCompare(b))
+    metric('tidemark_relay_store_seconds', 'summary', 'Store operations: loads, writes of accepted updates, compactions.', summaries.flatMap(([op, s]) => s.lines('tidemark_relay_store_seconds', `op="${op}"`)))
+    metric(
+      'tidemark_relay_store_failures_total',
+      'counter',
+      'Store operations that failed (retried).',
+      [...this.#storeFailures].map(([op, n]) => `tidemark_relay_store_failures_total{op="${op}"} ${n}`),
+    )
+    metric('tidemark_relay_stored_bytes', 'gauge', 'Bytes of snapshots and updates in the store (NaN when it did not answer).', [
+      `tidemark_relay_stored_bytes ${gauges.storedBytes ?? Number.NaN}`,
+    ])
+    metric('tidemark_relay_store_pending_bytes', 'gauge', 'Accepted update bytes waiting for the next store write.', [`tidemark_relay_store_pending_bytes ${gauges.pendingBytes}`])
+    metric('tidemark_relay_updates_held_total', 'counter', 'Updates that arrived before the updates they depend on, held until those came.', [`tidemark_relay_updates_held_total ${this.updatesHeld}`])
+    metric('tidemark_relay_held_updates', 'gauge', 'Updates held until the updates they depend on arrive.', [`tidemark_relay_held_updates ${gauges.heldUpdates}`])
+    metric('tidemark_relay_room_load_failures_total', 'counter', 'Rooms whose load failed.', [`tidemark_relay_room_load_failures_total ${this.loadFailures}`])
+    metric('tidemark_relay_socket_errors_total', 'counter', 'WebSocket protocol errors.', [`tidemark_relay_socket_errors_total ${this.socketErrors}`])
+    metric('tidemark_relay_redis_errors_total', 'counter', 'Redis operations that failed.', [`tidemark_relay_redis_errors_total ${this.redisErrors}`])
+    metric('tidemark_relay_unhandled_rejections_total', 'counter', 'Unhandled promise rejections logged instead of ending the process.', [
+      `tidemark_relay_unhandled_rejections_total ${this.unhandledRejections}`,
+    ])
+    metric('process_resident_memory_bytes', 'gauge', 'Resident memory size in bytes.', [`process_resident_memory_bytes ${process.memoryUsage.rss()}`])
+    return `${lines.join('\n')}\n`
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * The Hocuspocus wire format, as far as the relay reads it before Hocuspocus does:
+ *
+ *   varString documentName, varUint type, then per type:
+ *     Sync (0) / SyncReply (4): varUint step (0 step 1, 1 step 2, 2 update), varUint8Array payload
+ *     Awareness (1): varUint8Array awareness update
+ *     Auth (2), QueryAwareness (3), Stateless (5), BroadcastStateless (6), CLOSE (7)
+ */
+import * as decoding from 'lib0/decoding'
+
+/**
+ * Hocuspocus message types (the relay's subset of its MessageType).
+ *
+ * @example
+ * MESSAGE.sync // 0
+ */
+export const MESSAGE = {
+  sync: 0,
+  awareness: 1,
+  auth: 2,
+  queryAwareness: 3,
+  syncReply: 4,
+  stateless: 5,
+  broadcastStateless: 6,
+  close: 7,
+} as const
+
+/**
+ * Sync steps inside a Sync or SyncReply message (y-protocols).
+ *
+ * @example
+ * SYNC_STEP.update // 2
+ */
+export const SYNC_STEP = { step1: 0, step2: 1, update: 2 } as const
+
+/**
+ * One decoded frame header. `typeAt` is the offset of the type byte, so the relay can turn a
+ * message it refuses or holds into a no-op for Hocuspocus.
+ *
+ * @example
+ * const frame = readFrame(bytes)
+ * if (frame.ok && frame.type === MESSAGE.sync) console.log(frame.room, frame.step)
+ */
+export type RelayFrame =
+  | {
+      readonly ok: true
+      readonly room: string
+      readonly type: number
+      readonly typeAt: number
+      /** Sync step for Sync / SyncReply, else -1. */
+      readonly step: number
+      /** The sync or awareness payload; empty for other types. */
+      readonly payload: Uint8Array
+    }
+  | { readonly ok: false; readonly problem: string }
+
+const EMPTY = new Uint8Array(0)
+
+/**
+ * Reads a frame's header and payload. Never throws: malformed bytes give `ok: false`.
+ *
+ * @example
+ * readFrame(new Uint8Array([0xff])) // { ok: false, problem: 'truncated frame' }
+ */
+export function readFrame(bytes: Uint8Array): RelayFrame {
+  try {
+    const decoder = decoding.createDecoder(bytes)
+    const room = decoding.readVarString(decoder)
+    const typeAt = decoder.pos
+    const type = decoding.readVarUint(decoder)
+    if (decoder.pos !== typeAt + 1) return { ok: false, problem: `message type ${type} out of range` }
+    if (type === MESSAGE.sync || type === MESSAGE.syncReply) {
+      const step = decoding.readVarUint(decoder)
+      const payload = decoding.readVarUint8Array(decoder)
+      return { ok: true, room, type, typeAt, step, payload }
+    }
+    if (type === MESSAGE.awareness) return { ok: true, room, type, typeAt, step: -1, payload: decoding.readVarUint8Array(decoder) }
+    if (type === MESSAGE.auth) {
+      // Hocuspocus reads the sub-type and the token without a guard of its own.
+      decoding.readVarUint(decoder)
+      decoding.readVarString(decoder)
+    }
+    if (type === MESSAGE.stateless || type === MESSAGE.broadcastStateless) decoding.readVarString(decoder)
+    return { ok: true, room, type, typeAt, step: -1, payload: EMPTY }
+  } catch {
+    return { ok: false, problem: 'truncated frame' }
+  }
+}
+
+/**
+ * The room a frame is for, or undefined when the frame does not even start with one.
+ *
+ * @example
+ * frameRoom(bytes) // 'fleet-a/d07'
+ */
+export function frameRoom(bytes: Uint8Array): string | undefined {
+  try {
+    return decoding.readVarString(decoding.createDecoder(bytes))
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Why an awareness update is malformed, or null. y-protocols applies it unchecked: it is read
+ * here first (clients, clocks, JSON states) so a bad one is refused rather than thrown inside
+ * Hocuspocus.
+ *
+ * @example
+ * awarenessProblem(new Uint8Array([1, 5, 1, 4, 110, 117, 108, 108])) // null: client 5, clock 1, state null
+ */
+export function awarenessProblem(update: Uint8Array): string | null {
+  try {
+    const decoder = decoding.createDecoder(update)
+    const count = decoding.readVarUint(decoder)
+    if (count > 1024) return `${count} awareness states in one update`
+    for (let i = 0; i < count; i++) {
+      decoding.readVarUint(decoder)
+      decoding.readVarUint(decoder)
+      JSON.parse(decoding.readVarString(decoder))
+    }
+    return null
+  } catch (error) {
+    return `malformed awareness update: ${error instanceof Error ? error.message : String(error)}`
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * Where the relay reports what happens to it.
+ */
+
+/**
+ * Log levels: `info` (rooms refused, updates refused, compactions), `warn` (retried store
+ * writes, Redis trouble), `error` (what an operator must look at).
+ *
+ * @example
+ * const level: RelayLogLevel = 'warn'
+ */
+export type RelayLogLevel = 'info' | 'warn' | 'error'
+
+/**
+ * Receives the relay's log lines.
+ *
+ * @example
+ * const log: RelayLog = (level, message) => { if (level !== 'info') console.error(`${level}: ${message}`) }
+ */
+export type RelayLog = (level: RelayLogLevel, message: string) => void
+
+const ORDER: Record<RelayLogLevel, number> = { info: 0, warn: 1, error: 2 }
+
+/**
+ * A log that writes lines from `least` up to stderr as `tidemark-relay <level>: <message>`.
+ *
+ * @example
+ * const log = stderrLog('warn') // info lines are dropped
+ */
+export function stderrLog(least: RelayLogLevel): RelayLog {
+  return (level, message) => {
+    if (ORDER[level] >= ORDER[least]) process.stderr.write(`tidemark-relay ${level}: ${message}\n`)
+  }
+}
+
+/**
+ * A short text for an error of unknown type.
+ *
+ * @example
+ * log('warn', `store write failed: ${describeError(error)}`)
+ */
+export function describeError(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}

@@ -1,0 +1,225 @@
+/**
+ * Options of `startRelay`, their defaults, and their validation.
+ */
+import type { TokenKey } from './auth/tokenVerifier.ts'
+import type { SqlClient } from './store/sqlClient.ts'
+import type { RelayLog } from './relayLog.ts'
+import { stderrLog } from './relayLog.ts'
+
+/**
+ * The relay's limits; each has a default and an environment variable (`relayOptionsFromEnv`).
+ *
+ * @example
+ * await startRelay({ auth: { secret }, limits: { maxRoomBytes: 64 << 20 } })
+ */
+export interface RelayLimits {
+  /** Largest WebSocket message (ws `maxPayload`); a larger one closes the socket (1009). Default 1 MiB. */
+  readonly maxMessageBytes: number
+  /** Messages per second one room connection may send on average (token bucket). Default 100. */
+  readonly updatesPerSecond: number
+  /** Messages one room connection may send in a burst. Default 1000. */
+  readonly updateBurst: number
+  /** Rooms loaded at once; opening one more unloads the longest-idle room, or is refused. Default 10,000. */
+  readonly maxRooms: number
+  /** Bytes a room may hold; updates past it are refused (`room-too-large`). Default 16 MiB. */
+  readonly maxRoomBytes: number
+  /** How long a room nobody is connected to stays loaded before it is stored and unloaded, ms. Default 30 s. */
+  readonly idleRoomMs: number
+  /** Bytes a socket may send for rooms it has not opened yet. Default 1 MiB. */
+  readonly maxUnauthenticatedBytes: number
+  /** Time a new socket has to authenticate a room, ms. Default 10 s. */
+  readonly authTimeoutMs: number
+}
+
+/**
+ * The default limits.
+ *
+ * @example
+ * DEFAULT_LIMITS.maxMessageBytes // 1048576
+ */
+export const DEFAULT_LIMITS: RelayLimits = {
+  maxMessageBytes: 1 << 20,
+  updatesPerSecond: 100,
+  updateBurst: 1000,
+  maxRooms: 10_000,
+  maxRoomBytes: 16 << 20,
+  idleRoomMs: 30_000,
+  maxUnauthenticatedBytes: 1 << 20,
+  authTimeoutMs: 10_000,
+}
+
+/**
+ * Where rooms are stored: an embedded PGlite data directory, a PostgreSQL database, or a SQL
+ * client of your own (PostgreSQL's SQL; the relay closes it when it closes).
+ *
+ * @example
+ * const embedded: RelayStoreOption = { dataDir: '.tidemark-relay' }
+ * const shared: RelayStoreOption = { databaseUrl: 'postgres://relay@db.internal/tidemark' }
+ * const own: RelayStoreOption = { sql: await openPglite('/var/lib/relay') }
+ */
+export type RelayStoreOption = { readonly dataDir: string } | { readonly databaseUrl: string } | { readonly sql: SqlClient }
+
+/**
+ * When the store writes and compacts.
+ *
+ * @example
+ * await startRelay({ auth: { secret }, persistence: { writeWindowMs: 200 } })
+ */
+export interface RelayPersistence {
+  /** Accepted updates are written at most this long after the first of a batch arrived, ms. A relay killed without warning loses at most this window. Default 500. */
+  readonly writeWindowMs: number
+  /** A room is compacted once it has this many update rows. Default 256. */
+  readonly compactAfterRows: number
+  /** …or update bytes past both this and its snapshot's size. Default 16 KiB. */
+  readonly compactAfterBytes: number
+  /** Hocuspocus' store debounce (quiet time before a room's compaction check), ms. Default 2000. */
+  readonly storeDebounceMs: number
+  /** …and its longest delay under a steady stream of writes, ms. Default 10,000. */
+  readonly storeMaxDebounceMs: number
+}
+
+/**
+ * The default persistence timing.
+ *
+ * @example
+ * DEFAULT_PERSISTENCE.writeWindowMs // 500
+ */
+export const DEFAULT_PERSISTENCE: RelayPersistence = {
+  writeWindowMs: 500,
+  compactAfterRows: 256,
+  compactAfterBytes: 16 << 10,
+  storeDebounceMs: 2000,
+  storeMaxDebounceMs: 10_000,
+}
+
+/**
+ * Options of `startRelay`. Only `auth` is required.
+ *
+ * @example
+ * const options: RelayOptions = {
+ *   host: '127.0.0.1',
+ *   port: 1234,
+ *   store: { dataDir: '.tidemark-relay' },
+ *   auth: { secret: new TextEncoder().encode(process.env.TIDEMARK_AUTH_SECRET) },
+ * }
+ */
+export interface RelayOptions {
+  /** Address to bind. Default `127.0.0.1`. */
+  readonly host?: string
+  /** Port to bind; 0 picks a free one. Default 1234. */
+  readonly port?: number
+  /** Default `{ dataDir: '.tidemark-relay' }`. */
+  readonly store?: RelayStoreOption
+  /** `redis://…`: share rooms with the other relays on this Redis. */
+  readonly redisUrl?: string
+  /** How tokens are verified. */
+  readonly auth: TokenKey
+  /** Serve `GET /dev/token` (needs an HS256 secret and a loopback `host`). Default false. */
+  readonly devTokens?: boolean
+  readonly limits?: Partial<RelayLimits>
+  readonly persistence?: Partial<RelayPersistence>
+  /** Default: `warn` and `error` lines to stderr. */
+  readonly log?: RelayLog
+  /**
+   * Log unhandled promise rejections (and count them) instead of letting Node end the process.
+   * For a process that is only a relay (the CLI sets it); it changes the whole process. Default false.
+   */
+  readonly guardProcess?: boolean
+  /** Clock for rate limits and idle rooms. Default `Date.now`. */
+  readonly now?: () => number
+}
+
+/**
+ * Options with every default filled in.
+ *
+ * @example
+ * const resolved = resolveRelayOptions({ auth: { secret } })
+ * resolved.limits.maxRooms // 10000
+ */
+export interface ResolvedRelayOptions {
+  readonly host: string
+  readonly port: number
+  readonly store: RelayStoreOption
+  readonly redisUrl: string | undefined
+  readonly auth: TokenKey
+  readonly devTokens: boolean
+  readonly limits: RelayLimits
+  readonly persistence: RelayPersistence
+  readonly log: RelayLog
+  readonly guardProcess: boolean
+  readonly now: () => number
+}
+
+const OPTION_KEYS = new Set(['host', 'port', 'store', 'redisUrl', 'auth', 'devTokens', 'limits', 'persistence', 'log', 'guardProcess', 'now'])
+
+/**
+ * True for an address only this machine can reach.
+ *
+ * @example
+ * isLoopback('127.0.0.1') // true
+ * isLoopback('0.0.0.0') // false
+ */
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)
+}
+
+function positiveInteger(value: unknown, name: string, min = 1): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) throw new RangeError(`startRelay: ${name} must be an integer >= ${min}, got ${String(value)}`)
+  return value
+}
+
+/**
+ * Validates options and fills in defaults; throws a TypeError or RangeError naming the first
+ * bad option.
+ *
+ * @example
+ * resolveRelayOptions({ auth: { secret }, port: -1 }) // RangeError: startRelay: port must be an integer in 0..65535, got -1
+ */
+export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions {
+  if (typeof options !== 'object' || options === null) throw new TypeError('startRelay: options must be an object')
+  for (const key of Object.keys(options)) if (!OPTION_KEYS.has(key)) throw new TypeError(`startRelay: unknown option ${key}`)
+  const host = options.host ?? '127.0.0.1'
+  if (typeof host !== 'string' || host.length === 0) throw new TypeError('startRelay: host must be a non-empty string')
+  const port = options.port ?? 1234
+  if (!Number.isSafeInteger(port) || port < 0 || port > 65_535) throw new RangeError(`startRelay: port must be an integer in 0..65535, got ${String(port)}`)
+  const store = options.store ?? { dataDir: '.tidemark-relay' }
+  if ('sql' in store) {
+    if (typeof store.sql !== 'object' || store.sql === null || typeof store.sql.query !== 'function' || typeof store.sql.transaction !== 'function') {
+      throw new TypeError('startRelay: store.sql must be a SqlClient (query, transaction, close)')
+    }
+  } else if ('databaseUrl' in store) {
+    if (typeof store.databaseUrl !== 'string' || !/^postgres(ql)?:\/\//.test(store.databaseUrl)) throw new TypeError('startRelay: store.databaseUrl must be a postgres:// URL')
+  } else if (typeof store.dataDir !== 'string' || store.dataDir.length === 0) {
+    throw new TypeError('startRelay: store.dataDir must be a directory path')
+  }
+  if (options.redisUrl !== undefined && (typeof options.redisUrl !== 'string' || !/^rediss?:\/\//.test(options.redisUrl))) throw new TypeError('startRelay: redisUrl must be a redis:// URL')
+  if (typeof options.auth !== 'object' || options.auth === null || !('secret' in options.auth || 'publicKeyPem' in options.auth)) {
+    throw new TypeError('startRelay: auth must be { secret } or { publicKeyPem }')
+  }
+  const devTokens = options.devTokens ?? false
+  if (devTokens && !('secret' in options.auth)) throw new TypeError('startRelay: devTokens needs auth.secret to sign tokens with')
+  if (devTokens && !isLoopback(host)) throw new TypeError(`startRelay: devTokens is refused unless host is a loopback address, got ${host}`)
+  for (const [group, defaults] of [['limits', DEFAULT_LIMITS], ['persistence', DEFAULT_PERSISTENCE]] as const) {
+    for (const key of Object.keys(options[group] ?? {})) if (!(key in defaults)) throw new TypeError(`startRelay: unknown option ${group}.${key}`)
+  }
+  const limits = { ...DEFAULT_LIMITS, ...options.limits }
+  for (const [name, value] of Object.entries(limits)) positiveInteger(value, `limits.${name}`)
+  const persistence = { ...DEFAULT_PERSISTENCE, ...options.persistence }
+  for (const [name, value] of Object.entries(persistence)) positiveInteger(value, `persistence.${name}`)
+  for (const name of ['log', 'now'] as const) {
+    if (options[name] !== undefined && typeof options[name] !== 'function') throw new TypeError(`startRelay: ${name} must be a function`)
+  }
+  return {
+    host,
+    port,
+    store,
+    redisUrl: options.redisUrl,
+    auth: options.auth,
+    devTokens,
+    limits,
+    persistence,
+    log: options.log ?? stderrLog('warn'),
+    guardProcess: options.guardProcess === true,
+    now: options.now ?? Date.now,
+  }
+}

@@ -1,0 +1,235 @@
+/**
+ * Starts a relay in this process: Hocuspocus' `Hocuspocus` class on the relay's own HTTP server
+ * (routes `/healthz`, `/metrics`, `/dev/token`) and its own `ws` server (`maxPayload`, an error
+ * listener on every socket: without one, a single invalid-UTF-8 frame ends the process).
+ */
+import { mkdir } from 'node:fs/promises'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { Hocuspocus } from '@hocuspocus/server'
+import { WebSocketServer } from 'ws'
+import { DevTokenIssuer } from './auth/devTokenIssuer.ts'
+import { TokenVerifier } from './auth/tokenVerifier.ts'
+import { FleetDirectory } from './directory/fleetDirectory.ts'
+import { AccessGate } from './gate/accessGate.ts'
+import { SocketGuard } from './gate/socketGuard.ts'
+import { relayHttp } from './http/relayHttp.ts'
+import { RelayMetrics } from './metrics/relayMetrics.ts'
+import { installProcessBackstop } from './processBackstop.ts'
+import { describeError } from './relayLog.ts'
+import { type RelayOptions, resolveRelayOptions } from './relayOptions.ts'
+import { IdleRooms } from './rooms/idleRooms.ts'
+import { RoomSizes } from './rooms/roomSizes.ts'
+import { GuardedRedis } from './scaleout/guardedRedis.ts'
+import { openPglite } from './store/pgliteClient.ts'
+import { openPostgres } from './store/postgresClient.ts'
+import { RoomPersistence } from './store/roomPersistence.ts'
+import { RoomStore } from './store/roomStore.ts'
+import type { SqlClient } from './store/sqlClient.ts'
+
+/**
+ * A running relay.
+ *
+ * @example
+ * const relay = await startRelay({ port: 0, auth: { secret } })
+ * console.log(relay.url) // ws://127.0.0.1:41234
+ * await relay.close()
+ */
+export interface Relay {
+  /** WebSocket URL clients connect to. */
+  readonly url: string
+  /** HTTP base URL of `/healthz`, `/metrics` and `/dev/token`. */
+  readonly httpUrl: string
+  readonly host: string
+  readonly port: number
+  /**
+   * Stops accepting connections, closes every room connection with the reason
+   * `tidemark:shutdown`, writes every accepted update to the store and closes it. Rejects
+   * (after closing everything) when updates could not be stored.
+   */
+  close(): Promise<void>
+}
+
+/** Longest a closing socket is waited for before it is cut. */
+const SOCKET_CLOSE_MS = 1000
+
+/**
+ * Starts a relay (see `RelayOptions`); resolves once it listens.
+ *
+ * @example
+ * import { startRelay } from '@tidemark/relay'
+ *
+ * const relay = await startRelay({
+ *   port: 0,
+ *   store: { dataDir: '/var/lib/tidemark-relay' },
+ *   auth: { secret: new TextEncoder().encode(process.env.TIDEMARK_AUTH_SECRET) },
+ * })
+ * // devices and dashboards connect to relay.url; Prometheus scrapes `${relay.httpUrl}/metrics`
+ * process.on('SIGTERM', () => relay.close().then(() => process.exit(0)))
+ */
+export async function startRelay(options: RelayOptions): Promise<Relay> {
+  const o = resolveRelayOptions(options)
+  const verifier = new TokenVerifier(o.auth)
+  const { log } = o
+  const metrics = new RelayMetrics()
+  const uninstallBackstop = o.guardProcess ? installProcessBackstop(metrics, log) : () => undefined
+
+  let sql: SqlClient
+  try {
+    if ('sql' in o.store) sql = o.store.sql
+    else if ('databaseUrl' in o.store) {
+      sql = await openPostgres(o.store.databaseUrl, (error) => log('warn', `PostgreSQL connection: ${describeError(error)}`))
+    } else {
+      await mkdir(o.store.dataDir, { recursive: true })
+      sql = await openPglite(o.store.dataDir)
+    }
+  } catch (error) {
+    uninstallBackstop()
+    throw new Error(`the store could not be opened: ${describeError(error)}`, { cause: error })
+  }
+  let store: RoomStore
+  try {
+    store = await RoomStore.open(sql, o.persistence, metrics, log)
+  } catch (error) {
+    await sql.close().catch(() => undefined)
+    uninstallBackstop()
+    throw new Error(`the store's tables could not be created: ${describeError(error)}`, { cause: error })
+  }
+
+  const sizes = new RoomSizes(o.limits.maxRoomBytes)
+  const idle = new IdleRooms(o.limits.idleRoomMs, o.now, log)
+  const gate = new AccessGate({
+    verifier,
+    metrics,
+    limits: { ...o.limits, maxHeldBytes: 4 * o.limits.maxMessageBytes },
+    sizes,
+    idle,
+    log,
+    now: o.now,
+  })
+  const persistence = new RoomPersistence({ store, sizes, idle, metrics, log })
+  const redis = o.redisUrl === undefined ? undefined : new GuardedRedis(o.redisUrl, metrics, log)
+  const hocuspocus = new Hocuspocus({
+    name: 'tidemark-relay',
+    quiet: true,
+    debounce: o.persistence.storeDebounceMs,
+    maxDebounce: o.persistence.storeMaxDebounceMs,
+    extensions: redis === undefined ? [gate, persistence] : [gate, persistence, redis],
+  })
+  idle.attach(hocuspocus)
+  const directory = new FleetDirectory(hocuspocus, o.now, log)
+  persistence.attachDirectory(directory)
+
+  const wss = new WebSocketServer({ noServer: true, maxPayload: o.limits.maxMessageBytes, perMessageDeflate: false })
+  wss.on('error', (error) => log('warn', `WebSocket server: ${describeError(error)}`))
+  const devTokens = o.devTokens && 'secret' in o.auth ? new DevTokenIssuer(o.auth.secret) : undefined
+  let shutdown: Promise<void> | undefined
+
+  const server = http.createServer(
+    relayHttp({
+      metrics,
+      devTokens,
+      checkStore: () => store.check(),
+      closing: () => shutdown !== undefined,
+      gauges: async () => ({
+        connections: wss.clients.size,
+        roomsLoaded: hocuspocus.documents.size,
+        storedBytes: await store.storedBytes().catch(() => null),
+        pendingBytes: store.pendingBytes,
+        heldUpdates: gate.heldUpdates,
+      }),
+    }),
+  )
+  server.on('upgrade', (request, socket, head) => {
+    socket.on('error', () => {
+      metrics.socketErrors++
+    })
+    if (shutdown !== undefined) {
+      socket.destroy()
+      return
+    }
+    wss.handleUpgrade(request, socket, head, (ws) => {
+      ws.on('error', (error: Error & { code?: string }) => {
+        metrics.socketErrors++
+        if (error.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') metrics.refused('too-large')
+      })
+      const guard = new SocketGuard(ws, o.limits, metrics)
+      guard.install()
+      hocuspocus.handleConnection(ws, request, { socket: guard })
+    })
+  })
+
+  const closeAll = async (): Promise<void> => {
+    persistence.closing()
+    idle.close()
+    const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()))
+    for (const document of hocuspocus.documents.values()) {
+      for (const connection of document.getConnections()) connection.close({ code: 1001, reason: 'tidemark:shutdown' })
+    }
+    const socketsClosed = Promise.all(
+      [...wss.clients].map(
+        (ws) =>
+          new Promise<void>((resolve) => {
+            ws.once('close', () => resolve())
+            ws.close(1001, 'tidemark:shutdown')
+          }),
+      ),
+    )
+    await directory.close()
+    let failure: unknown
+    try {
+      await store.flush()
+    } catch (error) {
+      failure = error
+    }
+    // Hocuspocus' debounced store timers would otherwise outlive the relay.
+    await Promise.allSettled([...hocuspocus.documents.keys()].map((name) => hocuspocus.debouncer.executeNow(`onStoreDocument-${name}`)))
+    await redis?.onDestroy()
+    for (const document of hocuspocus.documents.values()) document.destroy()
+    hocuspocus.documents.clear()
+    let cut: ReturnType<typeof setTimeout> | undefined
+    await Promise.race([socketsClosed, new Promise<void>((resolve) => (cut = setTimeout(resolve, SOCKET_CLOSE_MS)))])
+    clearTimeout(cut)
+    for (const ws of wss.clients) ws.terminate()
+    wss.close()
+    server.closeAllConnections()
+    await serverClosed
+    const unstored = store.pendingBytes
+    try {
+      await store.close()
+    } catch (error) {
+      failure ??= error
+    }
+    uninstallBackstop()
+    if (failure !== undefined) throw new Error(`the relay closed, but ${unstored} bytes of accepted updates could not be stored: ${describeError(failure)}`, { cause: failure })
+  }
+
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(o.port, o.host, () => {
+        server.off('error', reject)
+        resolve()
+      })
+    })
+  } catch (error) {
+    shutdown = Promise.resolve()
+    await redis?.onDestroy()
+    await store.close().catch(() => undefined)
+    uninstallBackstop()
+    throw new Error(`could not listen on ${o.host}:${o.port}: ${describeError(error)}`, { cause: error })
+  }
+  server.on('error', (error) => log('error', `HTTP server: ${describeError(error)}`))
+  const port = (server.address() as AddressInfo).port
+  const urlHost = o.host === '0.0.0.0' ? '127.0.0.1' : o.host === '::' ? '[::1]' : o.host.includes(':') ? `[${o.host}]` : o.host
+  return {
+    url: `ws://${urlHost}:${port}`,
+    httpUrl: `http://${urlHost}:${port}`,
+    host: o.host,
+    port,
+    close() {
+      shutdown ??= closeAll()
+      return shutdown
+    },
+  }
+}

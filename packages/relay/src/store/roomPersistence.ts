@@ -1,0 +1,157 @@
+/**
+ * The Hocuspocus extension that loads rooms from the room store, queues what clients change for
+ * it, compacts, keeps idle rooms for a while, and lists device rooms in their fleet's directory.
+ *
+ * No hook here rejects except `onLoadDocument`, and it destroys the half-made document first:
+ * in Hocuspocus 3.4 a rejecting `onChange` or `onStoreDocument` ends the process (an unhandled
+ * rejection) or pins the document in memory, and a failed load that is not destroyed leaks the
+ * document and its awareness timer.
+ */
+import {
+  type afterUnloadDocumentPayload,
+  type beforeUnloadDocumentPayload,
+  Connection,
+  type Extension,
+  type onChangePayload,
+  type onLoadDocumentPayload,
+  type onStoreDocumentPayload,
+} from '@hocuspocus/server'
+import * as Y from 'yjs'
+import { DIRECTORY_ORIGIN, type FleetDirectory } from '../directory/fleetDirectory.ts'
+import type { RelayMetrics } from '../metrics/relayMetrics.ts'
+import { OpenRefused, Refusal } from '../protocol/refusal.ts'
+import { describeError, type RelayLog } from '../relayLog.ts'
+import type { IdleRooms } from '../rooms/idleRooms.ts'
+import { classifyRoom } from '../rooms/roomName.ts'
+import type { RoomSizes } from '../rooms/roomSizes.ts'
+import type { RoomStore } from './roomStore.ts'
+
+/** The origin of a room's load transaction: not a client's change, so not stored again. */
+const LOAD_ORIGIN: object = Object.freeze({ tidemark: 'load' })
+
+/** Thrown by `beforeUnloadDocument` to keep a room loaded; empty, so Hocuspocus logs nothing. */
+class KeepLoaded extends Error {
+  constructor() {
+    super('')
+  }
+}
+
+/**
+ * Room persistence as a Hocuspocus extension.
+ *
+ * @example
+ * const persistence = new RoomPersistence({ store, sizes, idle, metrics, log })
+ * const hocuspocus = new Hocuspocus({ extensions: [persistence] })
+ * persistence.attachDirectory(new FleetDirectory(hocuspocus, Date.now, log))
+ */
+export class RoomPersistence implements Extension {
+  readonly extensionName = 'TidemarkRoomPersistence'
+  /** Before the Redis extension (1000), whose unload delay then runs only for rooms really unloading. */
+  readonly priority = 2000
+  readonly #store: RoomStore
+  readonly #sizes: RoomSizes
+  readonly #idle: IdleRooms
+  readonly #metrics: RelayMetrics
+  readonly #log: RelayLog
+  #directory: FleetDirectory | undefined
+  #closing = false
+
+  constructor(deps: { readonly store: RoomStore; readonly sizes: RoomSizes; readonly idle: IdleRooms; readonly metrics: RelayMetrics; readonly log: RelayLog }) {
+    this.#store = deps.store
+    this.#sizes = deps.sizes
+    deps.store.onCompacted = (room, snapshotBytes) => {
+      deps.sizes.set(room, snapshotBytes)
+      deps.log('info', `compacted ${room}: snapshot ${snapshotBytes} bytes`)
+    }
+    this.#idle = deps.idle
+    this.#metrics = deps.metrics
+    this.#log = deps.log
+  }
+
+  /** The directory device rooms are listed in. */
+  attachDirectory(directory: FleetDirectory): void {
+    this.#directory = directory
+  }
+
+  /** The relay is shutting down: rooms unload without waiting, the shutdown stores them. */
+  closing(): void {
+    this.#closing = true
+  }
+
+  async onLoadDocument({ document, documentName }: onLoadDocumentPayload): Promise<void> {
+    let parts: Uint8Array[]
+    try {
+      parts = await this.#store.load(documentName)
+      document.transact(() => {
+        for (const part of parts) Y.applyUpdate(document, part)
+      }, LOAD_ORIGIN)
+    } catch (error) {
+      this.#metrics.loadFailures++
+      this.#log('error', `loading ${documentName} failed: ${describeError(error)}`)
+      document.destroy()
+      throw new OpenRefused(new Refusal('store-unavailable', 'the room could not be loaded'))
+    }
+    this.#sizes.set(documentName, parts.reduce((n, part) => n + part.byteLength, 0))
+    if (parts.length > 0) this.#listInDirectory(documentName)
+  }
+
+  async onChange({ transactionOrigin, documentName, update, document }: onChangePayload): Promise<void> {
+    try {
+      this.#sizes.add(documentName, update.byteLength)
+      this.#metrics.updatesOut += document.getConnections().length
+      // Redis-relayed updates are stored by the relay their client is connected to.
+      if (!(transactionOrigin instanceof Connection) && transactionOrigin !== DIRECTORY_ORIGIN) return
+      this.#store.append(documentName, update)
+      if (transactionOrigin instanceof Connection) this.#listInDirectory(documentName)
+    } catch (error) {
+      // Hocuspocus does not await onChange: a rejection here would be unhandled.
+      this.#log('error', `queueing an update of ${documentName} for the store failed: ${describeError(error)}`)
+    }
+  }
+
+  /**
+   * Hocuspocus' debounced store: a compaction check. Writing is the store's own (its write
+   * window), so a relay killed without warning loses at most that window.
+   */
+  async onStoreDocument({ documentName }: onStoreDocumentPayload): Promise<void> {
+    if (!this.#store.needsCompaction(documentName)) return
+    try {
+      await this.#compact(documentName)
+    } catch (error) {
+      // Rejecting here would end the process; the next store tries again.
+      this.#log('warn', `compacting ${documentName} failed: ${describeError(error)}`)
+    }
+  }
+
+  async beforeUnloadDocument({ documentName }: beforeUnloadDocumentPayload): Promise<void> {
+    if (this.#closing) return
+    if (this.#idle.holds(documentName)) throw new KeepLoaded()
+    try {
+      await this.#store.flush()
+      if (this.#store.hasRows(documentName)) await this.#compact(documentName)
+    } catch (error) {
+      if (this.#store.hasPending(documentName)) {
+        // Its updates are not stored yet: keep it in memory and try again later.
+        this.#log('warn', `keeping ${documentName} loaded: its updates are not stored yet (${describeError(error)})`)
+        this.#idle.retryLater(documentName)
+        throw new KeepLoaded()
+      }
+      this.#log('warn', `compacting ${documentName} before unloading failed: ${describeError(error)}`)
+    }
+  }
+
+  async afterUnloadDocument({ documentName }: afterUnloadDocumentPayload): Promise<void> {
+    this.#sizes.forget(documentName)
+    this.#store.forget(documentName)
+    this.#idle.forget(documentName)
+  }
+
+  async #compact(room: string): Promise<void> {
+    await this.#store.compact(room)
+  }
+
+  #listInDirectory(room: string): void {
+    const kind = classifyRoom(room)
+    if (kind.kind === 'device') this.#directory?.list(room, kind.fleet)
+  }
+}

@@ -1,0 +1,380 @@
+/**
+ * Durable rooms: per room a compacted snapshot plus the updates accepted since.
+ *
+ *   tidemark_relay_updates   (seq, room, bytes)      one row per accepted client update
+ *   tidemark_relay_snapshots (room, version, bytes)  the room's state when last compacted
+ *
+ * Accepted updates are written in batches, at most `writeWindowMs` after the first of a batch
+ * arrived: a relay killed without warning loses at most that window, which the devices' own
+ * write-ahead logs cover (their next sync step 2 re-sends what the relay lacks). A room loads
+ * as its snapshot plus its update rows. Compaction folds a room's rows into a new snapshot,
+ * through a Y.Doc so superseded entries are garbage-collected, and deletes exactly the rows it
+ * folded, in one transaction guarded by the snapshot's version: relays sharing one PostgreSQL
+ * never lose each other's rows. Stored bytes then plateau under a steady stream of writes.
+ */
+import * as Y from 'yjs'
+import type { RelayMetrics, StoreOperation } from '../metrics/relayMetrics.ts'
+import { describeError, type RelayLog } from '../relayLog.ts'
+import type { SqlClient } from './sqlClient.ts'
+
+/**
+ * When the store writes and compacts.
+ *
+ * @example
+ * const timing: RoomStoreTiming = { writeWindowMs: 500, compactAfterRows: 256, compactAfterBytes: 16_384 }
+ */
+export interface RoomStoreTiming {
+  /** Accepted updates are written at most this long after the first of a batch arrived. */
+  readonly writeWindowMs: number
+  /** A room is compacted once it has this many update rows… */
+  readonly compactAfterRows: number
+  /** …or update bytes past both this and its snapshot's size. */
+  readonly compactAfterBytes: number
+}
+
+/** What the store knows of a room's rows. */
+interface RoomTail {
+  rows: number
+  bytes: number
+  snapshotBytes: number
+}
+
+const SCHEMA = [
+  // Two relays starting at once on one PostgreSQL must not race on `create table`.
+  'select pg_advisory_xact_lock(7315041)',
+  'create table if not exists tidemark_relay_updates (seq bigint generated always as identity primary key, room text not null, bytes bytea not null)',
+  'create index if not exists tidemark_relay_updates_room on tidemark_relay_updates (room, seq)',
+  'create table if not exists tidemark_relay_snapshots (room text primary key, version bigint not null, bytes bytea not null)',
+]
+
+/** Snapshot and update rows of a room, read in one statement: one consistent view of both. */
+const READ_ROOM = `
+  select 0 as part, version::text as version, null::bigint as seq, bytes from tidemark_relay_snapshots where room = $1
+  union all
+  select 1, null, seq, bytes from tidemark_relay_updates where room = $1
+  order by part, seq`
+
+const STORED_BYTES = `select (
+  (select coalesce(sum(octet_length(bytes)), 0) from tidemark_relay_snapshots) +
+  (select coalesce(sum(octet_length(bytes)), 0) from tidemark_relay_updates))::float8 as n`
+
+const ROWS_PER_INSERT = 200
+const STORED_BYTES_READ_EVERY_MS = 60_000
+const MAX_PENDING_PER_ROOM = 64
+const HEALTH_TIMEOUT_MS = 2000
+const VACUUM_EVERY_COMPACTIONS = 100
+
+interface RoomRow {
+  readonly part: number
+  readonly version: string | null
+  /** A number from PGlite, a string from pg (int8). */
+  readonly seq: number | string | null
+  readonly bytes: Uint8Array
+}
+
+/**
+ * The room store over a `SqlClient`.
+ *
+ * @example
+ * const store = await RoomStore.open(await openPglite('.tidemark-relay'), timing, metrics, log)
+ * const parts = await store.load('fleet-a/d07')
+ * store.append('fleet-a/d07', update)
+ * await store.flush()
+ */
+export class RoomStore {
+  readonly #sql: SqlClient
+  readonly #timing: RoomStoreTiming
+  readonly #metrics: RelayMetrics
+  readonly #log: RelayLog
+  readonly #pending = new Map<string, Uint8Array[]>()
+  readonly #tails = new Map<string, RoomTail>()
+  #pendingBytes = 0
+  #timer: ReturnType<typeof setTimeout> | undefined
+  #writing: Promise<void> | undefined
+  #retryMs = 0
+  #compactions: Promise<void> = Promise.resolve()
+  /** Rooms with a compaction queued. */
+  readonly #compacting = new Set<string>()
+  /** Told each room's new snapshot size after a compaction. */
+  onCompacted: (room: string, snapshotBytes: number) => void = () => undefined
+  #compactionsSinceVacuum = 0
+  /** Stored bytes as counted from the last read of the database plus this relay's writes since. */
+  #stored: number | undefined
+  #storedReadAt = 0
+  #storedRead: Promise<number> | undefined
+  #closed = false
+
+  private constructor(sql: SqlClient, timing: RoomStoreTiming, metrics: RelayMetrics, log: RelayLog) {
+    this.#sql = sql
+    this.#timing = timing
+    this.#metrics = metrics
+    this.#log = log
+  }
+
+  /** Creates the tables when missing. */
+  static async open(sql: SqlClient, timing: RoomStoreTiming, metrics: RelayMetrics, log: RelayLog): Promise<RoomStore> {
+    await sql.transaction(async (tx) => {
+      for (const statement of SCHEMA) await tx.query(statement)
+    })
+    return new RoomStore(sql, timing, metrics, log)
+  }
+
+  /** Accepted update bytes not written yet. */
+  get pendingBytes(): number {
+    return this.#pendingBytes
+  }
+
+  /** True when the room has updates not written yet. */
+  hasPending(room: string): boolean {
+    return this.#pending.has(room)
+  }
+
+  /** The room's snapshot and updates, in the order to apply them. */
+  async load(room: string): Promise<Uint8Array[]> {
+    const rows = await this.#timed('load', () => this.#sql.query<RoomRow>(READ_ROOM, [room]))
+    const tail: RoomTail = { rows: 0, bytes: 0, snapshotBytes: 0 }
+    for (const row of rows.rows) {
+      if (row.part === 0) tail.snapshotBytes = row.bytes.byteLength
+      else {
+        tail.rows++
+        tail.bytes += row.bytes.byteLength
+      }
+    }
+    this.#tails.set(room, tail)
+    return rows.rows.map((row) => row.bytes)
+  }
+
+  /** Queues an accepted update; it is written within the write window. */
+  append(room: string, update: Uint8Array): void {
+    let list = this.#pending.get(room)
+    if (list === undefined) {
+      list = []
+      this.#pending.set(room, list)
+    }
+    list.push(update)
+    this.#pendingBytes += update.byteLength
+    if (list.length > MAX_PENDING_PER_ROOM) {
+      // While the store is unreachable, a room's backlog stays about as large as its state.
+      const merged = Y.mergeUpdates(list)
+      for (const u of list) this.#pendingBytes -= u.byteLength
+      list.length = 0
+      list.push(merged)
+      this.#pendingBytes += merged.byteLength
+    }
+    if (this.#timer === undefined && this.#writing === undefined && !this.#closed) {
+      this.#timer = setTimeout(() => this.#flushInBackground(), this.#timing.writeWindowMs)
+    }
+  }
+
+  /**
+   * Writes every update queued so far. Rejects when the write failed: the updates stay queued
+   * and a retry is scheduled.
+   */
+  async flush(): Promise<void> {
+    // One write at a time: a caller that waited re-checks, as another may have started one.
+    while (this.#writing !== undefined) await this.#writing.catch(() => undefined)
+    if (this.#pending.size > 0) await this.#write()
+  }
+
+  #flushInBackground(): void {
+    this.#timer = undefined
+    this.#write().catch(() => undefined)
+  }
+
+  async #write(): Promise<void> {
+    if (this.#timer !== undefined) clearTimeout(this.#timer)
+    this.#timer = undefined
+    const batch = [...this.#pending]
+    if (batch.length === 0) return
+    this.#pending.clear()
+    const bytes = this.#pendingBytes
+    this.#pendingBytes = 0
+    const rows = batch.flatMap(([room, updates]) => updates.map((update) => [room, update] as const))
+    const writing = this.#timed('flush', () =>
+      this.#sql.transaction(async (tx) => {
+        for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
+          const chunk = rows.slice(i, i + ROWS_PER_INSERT)
+          const values = chunk.map((_, j) => `($${2 * j + 1}, $${2 * j + 2})`).join(', ')
+          await tx.query(`insert into tidemark_relay_updates (room, bytes) values ${values}`, chunk.flat())
+        }
+      }),
+    )
+    this.#writing = writing
+    try {
+      await writing
+      this.#retryMs = 0
+      this.#metrics.updatesStored += rows.length
+      if (this.#stored !== undefined) this.#stored += rows.reduce((n, [, update]) => n + update.byteLength, 0)
+      for (const [room, updates] of batch) {
+        const tail = this.#tailOf(room)
+        tail.rows += updates.length
+        for (const update of updates) tail.bytes += update.byteLength
+        // Compacting as soon as a room's rows outgrow their threshold keeps its stored bytes
+        // within snapshot + threshold + one write window, however fast it is written.
+        if (this.needsCompaction(room)) this.compact(room).catch((error: unknown) => this.#log('warn', `compacting ${room} failed: ${describeError(error)}`))
+      }
+    } catch (error) {
+      // Put the batch back in front of what arrived meanwhile, and retry with a growing delay.
+      const newer = [...this.#pending]
+      this.#pending.clear()
+      for (const [room, updates] of batch) this.#pending.set(room, updates)
+      for (const [room, updates] of newer) this.#pending.set(room, [...(this.#pending.get(room) ?? []), ...updates])
+      this.#pendingBytes += bytes
+      this.#retryMs = Math.min(30_000, Math.max(250, this.#retryMs * 2))
+      this.#log('warn', `writing ${rows.length} updates failed (retry in ${this.#retryMs} ms): ${describeError(error)}`)
+      throw error
+    } finally {
+      this.#writing = undefined
+      if (this.#pending.size > 0 && this.#timer === undefined && !this.#closed) {
+        this.#timer = setTimeout(() => this.#flushInBackground(), this.#retryMs > 0 ? this.#retryMs : this.#timing.writeWindowMs)
+      }
+    }
+  }
+
+  /** True when the room's update rows warrant a compaction. */
+  needsCompaction(room: string): boolean {
+    const tail = this.#tails.get(room)
+    if (tail === undefined || tail.rows === 0) return false
+    return tail.rows >= this.#timing.compactAfterRows || tail.bytes >= Math.max(this.#timing.compactAfterBytes, tail.snapshotBytes)
+  }
+
+  /** True when the room has update rows besides its snapshot. */
+  hasRows(room: string): boolean {
+    return (this.#tails.get(room)?.rows ?? 0) > 0
+  }
+
+  /**
+   * Compacts the room (one compaction at a time; one queued per room). Resolves with the
+   * snapshot's size, or null when there was nothing to fold (or it was already queued).
+   */
+  compact(room: string): Promise<number | null> {
+    if (this.#compacting.has(room)) return this.#compactions.then(() => null)
+    this.#compacting.add(room)
+    const run = this.#compactions.then(() => {
+      this.#compacting.delete(room)
+      return this.#timed('compact', () => this.#compact(room))
+    })
+    this.#compactions = run.then(
+      () => undefined,
+      () => undefined,
+    )
+    return run.then((snapshotBytes) => {
+      if (snapshotBytes !== null) this.onCompacted(room, snapshotBytes)
+      return snapshotBytes
+    })
+  }
+
+  async #compact(room: string): Promise<number | null> {
+    const { rows } = await this.#sql.query<RoomRow>(READ_ROOM, [room])
+    const updates = rows.filter((row) => row.part === 1)
+    if (updates.length === 0) return null
+    const version = rows.find((row) => row.part === 0)?.version ?? null
+    const doc = new Y.Doc()
+    doc.transact(() => {
+      for (const row of rows) Y.applyUpdate(doc, row.bytes)
+    })
+    // A gap (rows of one client missing in between) leaves structs pending, which a state
+    // encoding would drop: the merged rows keep everything.
+    const complete = doc.store.pendingStructs === null && doc.store.pendingDs === null
+    const snapshot = complete ? Y.encodeStateAsUpdate(doc) : Y.mergeUpdates(rows.map((row) => row.bytes))
+    doc.destroy()
+    if (!complete) this.#log('warn', `room ${room} has updates that depend on updates it lacks; its snapshot keeps them unmerged`)
+    const seqs = updates.map((row) => String(row.seq))
+    const written = await this.#sql.transaction(async (tx) => {
+      const result =
+        version === null
+          ? await tx.query('insert into tidemark_relay_snapshots (room, version, bytes) values ($1, 1, $2) on conflict (room) do nothing', [room, snapshot])
+          : await tx.query('update tidemark_relay_snapshots set version = version + 1, bytes = $2 where room = $1 and version = $3', [room, snapshot, version])
+      // Another relay compacted this room since the read: its snapshot holds these rows.
+      if (result.affected !== 1) return false
+      await tx.query('delete from tidemark_relay_updates where room = $1 and seq = any($2::bigint[])', [room, seqs])
+      return true
+    })
+    if (!written) return null
+    const folded = rows.reduce((n, row) => n + row.bytes.byteLength, 0)
+    if (this.#stored !== undefined) this.#stored += snapshot.byteLength - folded
+    const tail = this.#tailOf(room)
+    tail.rows = Math.max(0, tail.rows - updates.length)
+    tail.bytes = Math.max(0, tail.bytes - updates.reduce((n, row) => n + row.bytes.byteLength, 0))
+    tail.snapshotBytes = snapshot.byteLength
+    if (this.#sql.kind === 'pglite' && ++this.#compactionsSinceVacuum >= VACUUM_EVERY_COMPACTIONS) {
+      // PGlite runs no autovacuum: without this, deleted rows' space is never reused.
+      this.#compactionsSinceVacuum = 0
+      await this.#sql.query('vacuum tidemark_relay_updates')
+      await this.#sql.query('vacuum tidemark_relay_snapshots')
+    }
+    return snapshot.byteLength
+  }
+
+  /** Drops what the store knows of an unloaded room (its rows stay stored). */
+  forget(room: string): void {
+    if (!this.#pending.has(room)) this.#tails.delete(room)
+  }
+
+  /**
+   * Bytes of snapshots and updates stored: read from the database at most once a minute (other
+   * relays may share it), counted from this relay's writes and compactions in between.
+   */
+  async storedBytes(): Promise<number> {
+    const now = Date.now()
+    if (this.#stored === undefined || now - this.#storedReadAt >= STORED_BYTES_READ_EVERY_MS) {
+      this.#storedRead ??= this.#sql
+        .query<{ n: number }>(STORED_BYTES)
+        .then((result) => {
+          this.#stored = Number(result.rows[0]?.n ?? 0)
+          this.#storedReadAt = Date.now()
+          return this.#stored
+        })
+        .finally(() => {
+          this.#storedRead = undefined
+        })
+      if (this.#stored === undefined) return this.#storedRead
+      this.#storedRead.catch(() => undefined)
+    }
+    return this.#stored
+  }
+
+  /** Resolves when the store answers a query within 2 s. */
+  async check(): Promise<void> {
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`the store did not answer within ${HEALTH_TIMEOUT_MS} ms`)), HEALTH_TIMEOUT_MS)
+    })
+    try {
+      await Promise.race([this.#sql.query('select 1'), late])
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+
+  /** Stops writing (queued updates stay unwritten: flush first) and closes the connection. */
+  async close(): Promise<void> {
+    this.#closed = true
+    if (this.#timer !== undefined) clearTimeout(this.#timer)
+    this.#timer = undefined
+    await this.#writing?.catch(() => undefined)
+    await this.#compactions
+    await this.#sql.close()
+  }
+
+  #tailOf(room: string): RoomTail {
+    let tail = this.#tails.get(room)
+    if (tail === undefined) {
+      tail = { rows: 0, bytes: 0, snapshotBytes: 0 }
+      this.#tails.set(room, tail)
+    }
+    return tail
+  }
+
+  async #timed<T>(op: StoreOperation, work: () => Promise<T>): Promise<T> {
+    const start = performance.now()
+    try {
+      return await work()
+    } catch (error) {
+      this.#metrics.storeFailed(op)
+      throw error
+    } finally {
+      this.#metrics.timeStore(op, (performance.now() - start) / 1000)
+    }
+  }
+}

@@ -1,0 +1,104 @@
+/**
+ * The `tidemark-relay` command: configuration errors (exit 2, naming the variable), the ready
+ * line, the HTTP routes, dev tokens, public-key tokens, and a clean stop on SIGINT.
+ */
+import { generateKeyPairSync } from 'node:crypto'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { SignJWT } from 'jose'
+import { afterAll, describe, expect, it } from 'vitest'
+import { freshDataDir, removeDataDirs, tempDir } from './support/dataDirs.ts'
+import { killRelays, runRelayToExit, spawnRelay } from './support/relayProcess.ts'
+import { groupEntry, openRoom, relaySocket, replicaLog, SECRET_TEXT, waitFor } from './support/roomClients.ts'
+
+const sockets: ReturnType<typeof relaySocket>[] = []
+
+afterAll(async () => {
+  for (const socket of sockets) socket.destroy()
+  await killRelays()
+  removeDataDirs()
+})
+
+describe('bad configuration exits 2 with a message naming the variable', () => {
+  it.each([
+    ['no key at all', {}, 'TIDEMARK_AUTH_SECRET: set TIDEMARK_AUTH_SECRET (HS256) or TIDEMARK_AUTH_PUBLIC_KEY (a PEM file path), or TIDEMARK_DEV_TOKENS=1 for local development'],
+    ['a short secret', { TIDEMARK_AUTH_SECRET: 'short' }, 'TIDEMARK_AUTH_SECRET: must be at least 32 bytes, got 5'],
+    ['a port out of range', { TIDEMARK_AUTH_SECRET: SECRET_TEXT, PORT: '70000' }, 'PORT: must be an integer in 0..65535, got "70000"'],
+    ['dev tokens on a public address', { TIDEMARK_DEV_TOKENS: '1', HOST: '0.0.0.0' }, 'TIDEMARK_DEV_TOKENS: dev tokens are served only on a loopback HOST (127.0.0.1, ::1, localhost), not 0.0.0.0'],
+    ['a Redis URL of another scheme', { TIDEMARK_AUTH_SECRET: SECRET_TEXT, REDIS_URL: 'http://127.0.0.1:6379' }, 'REDIS_URL: must be a redis://host:port URL'],
+    ['a database URL of another scheme', { TIDEMARK_AUTH_SECRET: SECRET_TEXT, DATABASE_URL: 'mysql://db' }, 'DATABASE_URL: must be a postgres:// or postgresql:// URL'],
+    ['a limit that is not a number', { TIDEMARK_AUTH_SECRET: SECRET_TEXT, TIDEMARK_MAX_ROOMS: 'lots' }, 'TIDEMARK_MAX_ROOMS: must be an integer in 1..9007199254740991, got "lots"'],
+    ['a missing public key file', { TIDEMARK_AUTH_PUBLIC_KEY: '/nonexistent/key.pem' }, "TIDEMARK_AUTH_PUBLIC_KEY: cannot read /nonexistent/key.pem: ENOENT: no such file or directory, open '/nonexistent/key.pem'"],
+  ] as const)('%s', async (_, env, message) => {
+    const result = await runRelayToExit({ TIDEMARK_DATA_DIR: tempDir('unused'), ...env })
+    expect(result.code).toBe(2)
+    expect(result.stderr).toBe(`tidemark-relay: bad configuration: ${message}\n`)
+    expect(result.stdout).toBe('')
+  })
+})
+
+describe('a running relay', () => {
+  it('prints one ready line, serves /healthz, /metrics and dev tokens, and stops cleanly on SIGINT', async () => {
+    const relay = await spawnRelay({ TIDEMARK_DATA_DIR: freshDataDir(), TIDEMARK_DEV_TOKENS: '1' })
+    expect(relay.stdout()).toBe(`tidemark-relay ready ${JSON.stringify({ host: '127.0.0.1', port: relay.port, pid: relay.pid })}\n`)
+    const health = await fetch(`${relay.httpUrl}/healthz`)
+    expect([health.status, await health.text()]).toEqual([200, 'ok\n'])
+    expect((await fetch(`${relay.httpUrl}/nothing`)).status).toBe(404)
+
+    const token = async (query: string): Promise<string> => {
+      const response = await fetch(`${relay.httpUrl}/dev/token?${query}`)
+      expect(response.status).toBe(200)
+      return ((await response.json()) as { token: string }).token
+    }
+    const bad = await fetch(`${relay.httpUrl}/dev/token?role=device&room=fleet-d/d1`)
+    expect([bad.status, await bad.json()]).toEqual([400, { error: 'replica is required' }])
+    const socket = relaySocket(relay.url)
+    const dashboardSocket = relaySocket(relay.url)
+    sockets.push(socket, dashboardSocket)
+    const device = openRoom(socket, 'fleet-d/d1', await token('role=device&room=fleet-d/d1&replica=d1&source=d1-temp'))
+    const dashboard = openRoom(dashboardSocket, 'fleet-d/d1', await token('role=dashboard&rooms=fleet-d/*'))
+    await waitFor(() => device.synced() && dashboard.synced(), 'synced with dev tokens')
+    replicaLog(device.doc, 'd1').push([groupEntry('d1-temp', 0)])
+    await waitFor(() => replicaLog(dashboard.doc, 'd1').length === 1, 'the dashboard got the entry')
+
+    const metrics = await (await fetch(`${relay.httpUrl}/metrics`)).text()
+    for (const name of [
+      'tidemark_relay_connections',
+      'tidemark_relay_rooms_loaded',
+      'tidemark_relay_updates_in_total',
+      'tidemark_relay_updates_out_total',
+      'tidemark_relay_refusals_total',
+      'tidemark_relay_store_seconds',
+      'tidemark_relay_stored_bytes',
+      'process_resident_memory_bytes',
+    ]) {
+      expect(metrics).toMatch(new RegExp(`^# TYPE ${name} (counter|gauge|summary)$`, 'm'))
+    }
+    expect(metrics).toMatch(/^tidemark_relay_updates_in_total 1$/m)
+    expect(metrics).toMatch(/^tidemark_relay_store_seconds_count\{op="load"\} [1-9]/m)
+
+    device.destroy()
+    dashboard.destroy()
+    socket.destroy()
+    dashboardSocket.destroy()
+    expect(await relay.stop('SIGINT')).toEqual({ code: 0, signal: null })
+    expect(relay.stderr()).toBe('tidemark-relay: SIGINT: storing rooms and closing\n')
+  })
+
+  it('verifies tokens with a public key (ES256) given as a PEM file', async () => {
+    const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' })
+    const keyFile = join(tempDir('key'), 'relay.pem')
+    writeFileSync(keyFile, publicKey.export({ type: 'spki', format: 'pem' }))
+    const relay = await spawnRelay({ TIDEMARK_DATA_DIR: freshDataDir(), TIDEMARK_AUTH_PUBLIC_KEY: keyFile })
+    const sign = (claims: Record<string, unknown>, alg: string, key: Parameters<SignJWT['sign']>[0]): Promise<string> =>
+      new SignJWT(claims).setProtectedHeader({ alg }).setExpirationTime('1h').sign(key)
+    const socket = relaySocket(relay.url)
+    sockets.push(socket)
+    const good = openRoom(socket, 'fleet-e/d1', await sign({ sub: 'ops', role: 'dashboard', rooms: ['fleet-e/*'] }, 'ES256', privateKey))
+    const forged = openRoom(socket, 'fleet-e/d2', await sign({ sub: 'ops', role: 'dashboard', rooms: ['fleet-e/*'] }, 'HS256', new TextEncoder().encode(SECRET_TEXT)))
+    await waitFor(() => good.synced() && forged.denied.length > 0, 'one accepted, one refused')
+    expect(forged.denied).toEqual(['tidemark:bad-signature'])
+    good.destroy()
+    forged.destroy()
+  })
+})

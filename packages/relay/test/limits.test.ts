@@ -1,0 +1,211 @@
+/**
+ * Limits, each set low on a relay in this process: update rate, room bytes, rooms loaded, idle
+ * rooms, unauthenticated bytes, the authentication deadline, message size; and store failures:
+ * failed loads leave no document and no timer behind, failed writes are retried.
+ */
+import * as encoding from 'lib0/encoding'
+import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import WebSocket from 'ws'
+import { openPglite, type Relay, type RelayOptions, type SqlClient, startRelay } from '../src/index.ts'
+import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
+import { dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, waitFor, waitUntil } from './support/roomClients.ts'
+
+const relays: Relay[] = []
+const sockets: ReturnType<typeof relaySocket>[] = []
+const clients: RoomClient[] = []
+
+async function relayWith(options: Partial<RelayOptions>): Promise<Relay> {
+  const relay = await startRelay({ port: 0, store: { dataDir: freshDataDir() }, auth: { secret: SECRET }, persistence: { writeWindowMs: 20 }, log: () => undefined, ...options })
+  relays.push(relay)
+  return relay
+}
+
+function open(relay: Relay, room: string, token: string): RoomClient {
+  const socket = relaySocket(relay.url)
+  sockets.push(socket)
+  const client = openRoom(socket, room, token)
+  clients.push(client)
+  return client
+}
+
+function closeClients(): void {
+  for (const client of clients.splice(0)) client.destroy()
+  for (const socket of sockets.splice(0)) socket.destroy()
+}
+
+/** A raw WebSocket, recording how it was closed. */
+async function rawSocket(relay: Relay): Promise<{ ws: WebSocket; closed: Promise<{ code: number; reason: string }> }> {
+  const ws = new WebSocket(relay.url)
+  ws.on('error', () => undefined)
+  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })))
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve)
+    ws.once('error', reject)
+  })
+  return { ws, closed }
+}
+
+/** A Hocuspocus sync-update frame for `room`. */
+function updateFrame(room: string, payload: Uint8Array): Uint8Array {
+  const encoder = encoding.createEncoder()
+  encoding.writeVarString(encoder, room)
+  encoding.writeVarUint(encoder, 0)
+  encoding.writeVarUint(encoder, 2)
+  encoding.writeVarUint8Array(encoder, payload)
+  return encoding.toUint8Array(encoder)
+}
+
+afterEach(async () => {
+  closeClients()
+  await Promise.all(relays.splice(0).map((relay) => relay.close()))
+})
+
+afterAll(() => removeDataDirs())
+
+describe('limits', () => {
+  it('an update rate past the bucket is refused with rate-limited', async () => {
+    const relay = await relayWith({ limits: { updatesPerSecond: 1, updateBurst: 20 } })
+    const device = open(relay, 'fleet-r/d1', await deviceToken('fleet-r', 'd1'))
+    await waitFor(() => device.synced(), 'synced')
+    for (let i = 0; i < 100; i++) replicaLog(device.doc, 'd1').push([groupEntry('d1-temp', i * 60_000)])
+    await waitFor(() => device.closed.length > 0, 'the refusal')
+    expect(device.closed).toEqual(['tidemark:refused rate-limited'])
+    expect(await metric(relay.httpUrl, 'tidemark_relay_refusals_total{reason="rate-limited"}')).toBe(1)
+    expect(await metric(relay.httpUrl, 'tidemark_relay_updates_in_total')).toBeLessThan(20)
+  })
+
+  it('updates past the bytes of a room are refused with room-too-large', async () => {
+    const relay = await relayWith({ limits: { maxRoomBytes: 4096 } })
+    const device = open(relay, 'fleet-b/d1', await deviceToken('fleet-b', 'd1'))
+    await waitFor(() => device.synced(), 'synced')
+    for (let i = 0; i < 100 && device.closed.length === 0; i++) {
+      replicaLog(device.doc, 'd1').push([groupEntry('d1-temp', i * 60_000)])
+      await waitFor(() => !device.provider.hasUnsyncedChanges || device.closed.length > 0, `update ${i} acknowledged`)
+    }
+    expect(device.closed).toEqual(['tidemark:refused room-too-large'])
+    const dashboard = open(relay, 'fleet-b/d1', await dashboardToken('fleet-b'))
+    await waitFor(() => dashboard.synced(), 'dashboard synced')
+    const entries = replicaLog(dashboard.doc, 'd1').length
+    expect(entries).toBeGreaterThan(10)
+    expect(entries).toBeLessThan(100)
+    expect(await metric(relay.httpUrl, 'tidemark_relay_refusals_total{reason="room-too-large"}')).toBe(1)
+  })
+
+  it('past the rooms loaded, an idle room is unloaded to make room; with none idle, opening is refused', async () => {
+    const relay = await relayWith({ limits: { maxRooms: 2, idleRoomMs: 600_000 } })
+    const a = open(relay, 'fleet-m/a', await deviceToken('fleet-m', 'a'))
+    const b = open(relay, 'fleet-m/b', await deviceToken('fleet-m', 'b'))
+    await waitFor(() => a.synced() && b.synced(), 'two rooms open')
+    const c = open(relay, 'fleet-m/c', await deviceToken('fleet-m', 'c'))
+    await waitFor(() => c.denied.length > 0, 'the third room refused')
+    expect(c.denied).toEqual(['tidemark:too-many-rooms 2 rooms are loaded'])
+    a.destroy()
+    sockets[0]?.destroy()
+    await waitUntil(async () => (await metric(relay.httpUrl, 'tidemark_relay_connections')) === 2, "the relay saw a's socket close")
+    const d = open(relay, 'fleet-m/d', await deviceToken('fleet-m', 'd'))
+    await waitFor(() => d.synced() || d.denied.length > 0, 'the fourth room')
+    expect(d.denied).toEqual([])
+    expect(await metric(relay.httpUrl, 'tidemark_relay_rooms_loaded')).toBe(2)
+  })
+
+  it('a room nobody is connected to is stored and unloaded after the idle time', async () => {
+    const relay = await relayWith({ limits: { idleRoomMs: 3000 } })
+    const device = open(relay, 'fleet-i/d1', await deviceToken('fleet-i', 'd1'))
+    await waitFor(() => device.synced(), 'synced')
+    replicaLog(device.doc, 'd1').push([groupEntry('d1-temp', 0)])
+    await waitFor(() => !device.provider.hasUnsyncedChanges, 'acknowledged')
+    closeClients()
+    await waitUntil(async () => (await metric(relay.httpUrl, 'tidemark_relay_connections')) === 0, 'the socket closed')
+    // The device room and the fleet's directory (which the relay opened to list it) stay loaded for a while…
+    expect(await metric(relay.httpUrl, 'tidemark_relay_rooms_loaded')).toBe(2)
+    // …then are unloaded.
+    await waitUntil(async () => (await metric(relay.httpUrl, 'tidemark_relay_rooms_loaded')) === 0, 'both rooms unloaded')
+    const dashboard = open(relay, 'fleet-i/d1', await dashboardToken('fleet-i'))
+    await waitFor(() => replicaLog(dashboard.doc, 'd1').length === 1, 'the room loaded again from the store')
+  })
+
+  it('a socket sending too much before authenticating is closed with unauthenticated-limit', async () => {
+    const relay = await relayWith({ limits: { maxUnauthenticatedBytes: 64 << 10 } })
+    const { ws, closed } = await rawSocket(relay)
+    const frame = updateFrame('fleet-u/d1', new Uint8Array(1024))
+    for (let i = 0; i < 256 && ws.readyState === WebSocket.OPEN; i++) ws.send(frame)
+    expect(await closed).toEqual({ code: 4413, reason: 'tidemark:unauthenticated-limit' })
+    expect(await metric(relay.httpUrl, 'tidemark_relay_refusals_total{reason="unauthenticated-limit"}')).toBe(1)
+  })
+
+  it('a socket that authenticates nothing in time is closed with auth-timeout', async () => {
+    const relay = await relayWith({ limits: { authTimeoutMs: 300 } })
+    const { closed } = await rawSocket(relay)
+    expect(await closed).toEqual({ code: 4408, reason: 'tidemark:auth-timeout' })
+    expect(await metric(relay.httpUrl, 'tidemark_relay_refusals_total{reason="auth-timeout"}')).toBe(1)
+  })
+
+  it('a message past the size limit closes its socket (1009) and is counted as too-large', async () => {
+    const relay = await relayWith({ limits: { maxMessageBytes: 64 << 10 } })
+    const { ws, closed } = await rawSocket(relay)
+    ws.send(updateFrame('fleet-s/d1', new Uint8Array(100 << 10)))
+    expect((await closed).code).toBe(1009)
+    expect(await metric(relay.httpUrl, 'tidemark_relay_refusals_total{reason="too-large"}')).toBe(1)
+  })
+})
+
+/** A PGlite client whose queries fail while `failing` is set. */
+function failable(sql: SqlClient): SqlClient & { failing: boolean } {
+  const check = (): void => {
+    if (wrapped.failing) throw new Error('the database is down')
+  }
+  const wrapped: SqlClient & { failing: boolean } = {
+    kind: sql.kind,
+    failing: false,
+    async query(text, params) {
+      check()
+      return sql.query(text, params)
+    },
+    async transaction(work) {
+      check()
+      return sql.transaction(work)
+    },
+    close: () => sql.close(),
+  }
+  return wrapped
+}
+
+describe('store failures', () => {
+  it('failed loads close their connections with a reason and leave no document and no timer behind', async () => {
+    const sql = failable(await openPglite(freshDataDir()))
+    const relay = await relayWith({ store: { sql } })
+    const timers = (): number => process.getActiveResourcesInfo().filter((name) => name === 'Timeout').length
+    const baseline = timers()
+    sql.failing = true
+    const token = await dashboardToken('fleet-f')
+    const socket = relaySocket(relay.url)
+    const attempts = Array.from({ length: 50 }, (_, i) => openRoom(socket, `fleet-f/d${i}`, token))
+    await waitFor(() => attempts.every((client) => client.denied.length > 0), 'every load refused')
+    expect(new Set(attempts.flatMap((client) => client.denied))).toEqual(new Set(['tidemark:store-unavailable the room could not be loaded']))
+    for (const client of attempts) client.destroy()
+    socket.destroy()
+    expect(await metric(relay.httpUrl, 'tidemark_relay_room_load_failures_total')).toBe(50)
+    expect(await metric(relay.httpUrl, 'tidemark_relay_rooms_loaded')).toBe(0)
+    await waitFor(() => timers() <= baseline, `timers back to ${baseline} (now ${timers()})`)
+    const health = await fetch(`${relay.httpUrl}/healthz`)
+    expect(health.status).toBe(503)
+    expect(await health.text()).toBe('store unavailable: the database is down\n')
+    sql.failing = false
+    expect((await fetch(`${relay.httpUrl}/healthz`)).status).toBe(200)
+  })
+
+  it('writes that fail are retried until the store is back; the room meanwhile keeps syncing', async () => {
+    const sql = failable(await openPglite(freshDataDir()))
+    const relay = await relayWith({ store: { sql } })
+    const device = open(relay, 'fleet-w/d1', await deviceToken('fleet-w', 'd1'))
+    const dashboard = open(relay, 'fleet-w/d1', await dashboardToken('fleet-w'))
+    await waitFor(() => device.synced() && dashboard.synced(), 'synced')
+    sql.failing = true
+    for (let i = 0; i < 5; i++) replicaLog(device.doc, 'd1').push([groupEntry('d1-temp', i * 60_000)])
+    await waitFor(() => replicaLog(dashboard.doc, 'd1').length === 5, 'the dashboard has the updates')
+    await waitUntil(async () => (await metric(relay.httpUrl, 'tidemark_relay_store_failures_total{op="flush"}')) > 0, 'a failed write')
+    expect(await metric(relay.httpUrl, 'tidemark_relay_updates_stored_total')).toBe(0)
+    sql.failing = false
+    await waitUntil(async () => (await metric(relay.httpUrl, 'tidemark_relay_updates_stored_total')) >= 5, 'the updates stored after the store came back')
+  })
+})

@@ -1,0 +1,60 @@
+/**
+ * PostgreSQL as the store (DATABASE_URL), on a PostgreSQL 15 server started here: a relay
+ * process stores and compacts rooms there, and a relay started again serves them.
+ */
+import { afterAll, expect, it } from 'vitest'
+import * as Y from 'yjs'
+import { killRelays, spawnRelay } from './support/relayProcess.ts'
+import { type PostgresServer, startPostgres } from './support/postgresServer.ts'
+import { clockEntry, dashboardToken, deviceToken, groupEntry, metric, openRoom, relaySocket, replicaLog, SECRET_TEXT, waitFor, waitUntil } from './support/roomClients.ts'
+
+let postgres: PostgresServer | undefined
+const sockets: ReturnType<typeof relaySocket>[] = []
+
+afterAll(async () => {
+  for (const socket of sockets) socket.destroy()
+  await killRelays()
+  await postgres?.stop()
+})
+
+function socketTo(url: string): ReturnType<typeof relaySocket> {
+  const socket = relaySocket(url)
+  sockets.push(socket)
+  return socket
+}
+
+function entries(doc: Y.Doc): string {
+  return JSON.stringify(replicaLog(doc, 'd1').toJSON(), (_key, value: unknown) => (value instanceof Uint8Array ? [...value] : value))
+}
+
+it('a relay on PostgreSQL stores, compacts and serves rooms across a restart', async () => {
+  postgres = await startPostgres()
+  const env = { DATABASE_URL: postgres.url, TIDEMARK_AUTH_SECRET: SECRET_TEXT, TIDEMARK_STORE_DEBOUNCE_MS: '50', TIDEMARK_IDLE_ROOM_MS: '200' }
+  const first = await spawnRelay(env)
+  expect((await fetch(`${first.httpUrl}/healthz`)).status).toBe(200)
+  const deviceDoc = new Y.Doc()
+  const device = openRoom(socketTo(first.url), 'fleet-p/d1', await deviceToken('fleet-p', 'd1'), deviceDoc)
+  await waitFor(() => device.synced(), 'synced')
+  deviceDoc.getMap('tidemark:meta').set('d1', [2, 'cfg'])
+  const log = replicaLog(deviceDoc, 'd1')
+  for (let i = 0; i < 300; i++) {
+    deviceDoc.transact(() => {
+      if (log.length >= 10) log.delete(0, 2)
+      log.push([groupEntry('d1-temp', i * 60_000, i % 256), clockEntry('d1-temp', 'd1', i)])
+    })
+  }
+  await waitFor(() => !device.provider.hasUnsyncedChanges, 'acknowledged')
+  device.destroy()
+  // Unloading the idle room stores and compacts it.
+  await waitUntil(async () => (await metric(first.httpUrl, 'tidemark_relay_rooms_loaded')) === 0, 'the room unloaded')
+  expect(await metric(first.httpUrl, 'tidemark_relay_store_seconds_count{op="compact"}')).toBeGreaterThan(0)
+  expect(await metric(first.httpUrl, 'tidemark_relay_stored_bytes')).toBeLessThan(8000)
+  expect(await first.stop('SIGTERM')).toEqual({ code: 0, signal: null })
+
+  const second = await spawnRelay(env)
+  const dashboard = openRoom(socketTo(second.url), 'fleet-p/d1', await dashboardToken('fleet-p'))
+  await waitFor(() => dashboard.synced(), 'the dashboard synced')
+  expect(entries(dashboard.doc)).toEqual(entries(deviceDoc))
+  expect(dashboard.doc.getMap('tidemark:meta').toJSON()).toEqual({ d1: [2, 'cfg'] })
+  expect(await second.stop('SIGTERM')).toEqual({ code: 0, signal: null })
+})

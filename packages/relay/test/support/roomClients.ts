@@ -1,0 +1,126 @@
+/**
+ * Simulated devices and dashboards: one Y.Doc per device, Hocuspocus providers over `ws`, and
+ * tokens signed with the tests' secret.
+ */
+import { HocuspocusProvider, HocuspocusProviderWebsocket } from '@hocuspocus/provider'
+import { SignJWT } from 'jose'
+import WebSocket from 'ws'
+import * as Y from 'yjs'
+
+/** The HS256 secret of the tests' relays. */
+export const SECRET_TEXT = 'tidemark-relay-tests-secret-0123456789abcdef'
+export const SECRET = new TextEncoder().encode(SECRET_TEXT)
+
+/** Signs a token; `expiresAt` in seconds since the epoch (default: in an hour). */
+export async function signToken(claims: Record<string, unknown>, options: { readonly expiresAt?: number; readonly secret?: Uint8Array } = {}): Promise<string> {
+  return new SignJWT(claims)
+    .setProtectedHeader({ alg: 'HS256' })
+    .setExpirationTime(options.expiresAt ?? Math.floor(Date.now() / 1000) + 3600)
+    .sign(options.secret ?? SECRET)
+}
+
+/** A device's token: its own room `<fleet>/<device>`, its replica and source `<device>-temp`. */
+export function deviceToken(fleet: string, device: string): Promise<string> {
+  return signToken({ sub: device, role: 'device', rooms: [`${fleet}/${device}`], replicas: [device], sources: [`${device}-temp`] })
+}
+
+/** A dashboard's token for every room of a fleet. */
+export function dashboardToken(fleet: string): Promise<string> {
+  return signToken({ sub: 'dashboard', role: 'dashboard', rooms: [`${fleet}/*`] })
+}
+
+/** A group entry of one key (the shape @tidemark/yjs writes). */
+export function groupEntry(source: string, start: number, fill = 0): unknown[] {
+  return ['g', 'tumbling:60000', start, source, '["k"]', new Uint8Array(48).fill(fill)]
+}
+
+/** A clock entry. */
+export function clockEntry(source: string, writer: string, version: number): unknown[] {
+  return ['k', source, writer, version * 1000, version, version * 1000, 1, version]
+}
+
+/** A replica's log array in a doc. */
+export function replicaLog(doc: Y.Doc, replica: string): Y.Array<unknown[]> {
+  return doc.getArray<unknown[]>(`tidemark:replica:${replica}`)
+}
+
+/** A WebSocket to the relay, shared by the rooms opened on it. */
+export function relaySocket(url: string): HocuspocusProviderWebsocket {
+  return new HocuspocusProviderWebsocket({ url, WebSocketPolyfill: WebSocket, delay: 100, minDelay: 100, factor: 1.5, maxDelay: 1000, jitter: false })
+}
+
+/** A room opened on a socket, with what the relay told it. */
+export interface RoomClient {
+  readonly provider: HocuspocusProvider
+  readonly doc: Y.Doc
+  /** Reasons of permission-denied answers. */
+  readonly denied: string[]
+  /** Reasons of CLOSE messages for this room. */
+  readonly closed: string[]
+  /** Stateless payloads received. */
+  readonly stateless: string[]
+  /** Times the provider synced. */
+  synced(): boolean
+  destroy(): void
+}
+
+/** Opens `room` on `socket` with `token`, for `doc` (default: a new Y.Doc). */
+export function openRoom(socket: HocuspocusProviderWebsocket, room: string, token: string, doc = new Y.Doc()): RoomClient {
+  const denied: string[] = []
+  const closed: string[] = []
+  const stateless: string[] = []
+  const provider = new HocuspocusProvider({
+    websocketProvider: socket,
+    name: room,
+    document: doc,
+    token,
+    onAuthenticationFailed: ({ reason }) => denied.push(reason),
+    onClose: ({ event }) => closed.push(event.reason),
+    onStateless: ({ payload }) => stateless.push(payload),
+  })
+  provider.attach()
+  return {
+    provider,
+    doc,
+    denied,
+    closed,
+    stateless,
+    synced: () => provider.synced,
+    destroy: () => provider.destroy(),
+  }
+}
+
+/** Polls `condition` every 10 ms until it holds; fails naming `what` after `ms`. */
+export async function waitFor(condition: () => boolean, what: string, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms
+  while (!condition()) {
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+
+/** The relay's metrics as name{labels} → value. */
+export async function scrapeMetrics(httpUrl: string): Promise<Map<string, number>> {
+  const text = await (await fetch(`${httpUrl}/metrics`)).text()
+  const values = new Map<string, number>()
+  for (const line of text.split('\n')) {
+    if (line.startsWith('#') || line.trim() === '') continue
+    const at = line.lastIndexOf(' ')
+    values.set(line.slice(0, at), Number(line.slice(at + 1)))
+  }
+  return values
+}
+
+/** One metric value (0 when absent). */
+export async function metric(httpUrl: string, name: string): Promise<number> {
+  return (await scrapeMetrics(httpUrl)).get(name) ?? 0
+}
+
+/** Polls an async `condition` every 20 ms until it holds; fails naming `what` after `ms`. */
+export async function waitUntil(condition: () => Promise<boolean>, what: string, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms
+  while (!(await condition())) {
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
