@@ -116,8 +116,8 @@ export async function connectEngineWith(options: ConnectEngineOptions, platform:
     clock,
     ownsHost: (link) => owns(link),
   })
-  // The host watches this lock: it is released when the tab goes away, however it goes.
-  const leaving = holdTabLock(locks, name, tab)
+  // The host watches this lock, released when the tab goes away however it goes: held before the first hello.
+  const leaving = await holdTabLock(locks, name, tab)
   engine.onConnection((connection) => {
     if (connection.state === 'closed' || connection.state === 'failed') leaving()
   })
@@ -132,15 +132,14 @@ export async function connectEngineWith(options: ConnectEngineOptions, platform:
   return engine
 }
 
-function holdTabLock(locks: WorkerLocks | null, name: string, tab: string): () => void {
-  if (locks === null) return () => {}
-  let release = (): void => {}
-  void locks
-    .request(lockNames.tab(name, tab), {}, () => new Promise<void>((resolve) => {
-      release = resolve
-    }))
-    .catch(() => {})
-  return () => release()
+/** Takes this tab's lock; resolves once it is held, with the function that lets it go. */
+function holdTabLock(locks: WorkerLocks | null, name: string, tab: string): Promise<() => void> {
+  if (locks === null) return Promise.resolve(() => {})
+  return new Promise((held) => {
+    void locks
+      .request(lockNames.tab(name, tab), {}, () => new Promise<void>((release) => held(release)))
+      .catch(() => held(() => {}))
+  })
 }
 
 function chooseMode(asked: NonNullable<ConnectEngineOptions['mode']>, shared: boolean, leader: boolean): HostMode {
