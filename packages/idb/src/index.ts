@@ -1,8 +1,8 @@
 /**
  * `@tidemark/idb`: a write-ahead log in IndexedDB for an engine. `openEngine` recovers the
  * latest checkpoint plus the log tail and logs every later operation before it is published;
- * `claimSource` gives each tab its own source id; `claimLog` gives one writer per origin (a
- * worker hosting the engine) a fixed log, fenced by a writer epoch; `indexedDbPersistence` is the store
+ * `claimSource` gives each tab its own source id; `indexedDbPersistence` is the store, fenced
+ * by the writer epoch of a claim from `claimLog` (in `@tidemark/idb/log`)
  * (`memoryPersistence`, for tests and Node, is in `@tidemark/idb/memory`; the opt-in
  * final-window archive, `finalArchive`, in `@tidemark/idb/archive`).
  *
@@ -15,7 +15,6 @@ export { indexedDbPersistence } from './store/indexedDbPersistence.ts'
 export { SCHEMA_VERSION } from './store/indexedDbSchema.ts'
 export { FencedError, isFencedError } from './store/fencedError.ts'
 export { isQuotaError, QuotaError } from './store/quotaError.ts'
-export { claimLog, logDatabaseName } from './logClaim.ts'
 export { claimSource } from './sourceClaim.ts'
 export { deleteSource, listSources } from './sourceCleanup.ts'
 export { sourceDatabaseName } from './sourceRegistry.ts'
@@ -39,7 +38,6 @@ export type {
   WalOpKind,
   WalRecord,
 } from './store/persistence.ts'
-export type { ClaimLogOptions, LogClaim, LogLocks } from './logClaim.ts'
 export type { OpenEngineOptions, RecoveryReport } from './openEngine.ts'
 export type { ClaimSourceOptions, SourceClaim, SourceMemory } from './sourceClaim.ts'
 export type { SourceCleanupOptions, SourceListing } from './sourceCleanup.ts'

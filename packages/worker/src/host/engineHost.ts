@@ -1,5 +1,6 @@
 import { createEngine, type Engine, type EngineOptions, type EngineStats, OverflowError, shallowEqual, type SyncStatus, type WindowResult } from '@tidemark/engine'
-import { claimLog, indexedDbPersistence, isFencedError, type LogClaim, type LogLocks, openEngine, recoveryReport } from '@tidemark/idb'
+import { indexedDbPersistence, isFencedError, openEngine, recoveryReport } from '@tidemark/idb'
+import { claimLog, type LogClaim, type LogLocks } from '@tidemark/idb/log'
 import type { WindowAddress } from '../common/addressMap.ts'
 import { batchProblem, decodeEvents, type EventBatch } from '../protocol/eventColumns.ts'
 import { type HostCall, type HostMessage, type HostMode, type MirroredOptions, PROTOCOL_VERSION, type WireError, wireError } from '../protocol/messages.ts'

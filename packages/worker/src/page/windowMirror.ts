@@ -4,39 +4,51 @@ import { forEachRow, type WindowRows } from '../protocol/windowRows.ts'
 import { AddressMap, type WindowAddress } from '../common/addressMap.ts'
 import { ExpiryQueue } from './expiryQueue.ts'
 
-/** The live windows of one key of one spec, by start. */
+/** The live windows of one key of one spec, in ascending start order (one array: no map per key). */
 class KeyWindows {
-  /** Starts in ascending order. */
-  readonly starts: number[] = []
-  readonly byStart = new Map<number, WindowResult>()
+  readonly results: WindowResult[] = []
+
+  get(start: number): WindowResult | undefined {
+    const results = this.results
+    const at = lowerBoundBy(results, start)
+    const found = results[at]
+    return found !== undefined && found.start === start ? found : undefined
+  }
 
   set(result: WindowResult): WindowResult | undefined {
-    const previous = this.byStart.get(result.start)
-    this.byStart.set(result.start, result)
-    if (previous === undefined) {
-      const starts = this.starts
-      // Windows open mostly in time order: appending is the common case.
-      if (starts.length === 0 || (starts[starts.length - 1] as number) < result.start) starts.push(result.start)
-      else starts.splice(lowerBound(starts, result.start), 0, result.start)
+    const results = this.results
+    // Windows open mostly in time order: appending is the common case.
+    const last = results[results.length - 1]
+    if (last === undefined || last.start < result.start) {
+      results.push(result)
+      return undefined
     }
-    return previous
+    const at = lowerBoundBy(results, result.start)
+    const found = results[at]
+    if (found !== undefined && found.start === result.start) {
+      results[at] = result
+      return found
+    }
+    results.splice(at, 0, result)
+    return undefined
   }
 
   delete(start: number): WindowResult | undefined {
-    const previous = this.byStart.get(start)
-    if (previous === undefined) return undefined
-    this.byStart.delete(start)
-    this.starts.splice(lowerBound(this.starts, start), 1)
-    return previous
+    const at = lowerBoundBy(this.results, start)
+    const found = this.results[at]
+    if (found === undefined || found.start !== start) return undefined
+    this.results.splice(at, 1)
+    return found
   }
 }
 
-function lowerBound(sorted: readonly number[], value: number): number {
+/** The first index whose result starts at or after `start`. */
+function lowerBoundBy(sorted: readonly WindowResult[], start: number): number {
   let lo = 0
   let hi = sorted.length
   while (lo < hi) {
     const mid = (lo + hi) >> 1
-    if ((sorted[mid] as number) < value) lo = mid + 1
+    if ((sorted[mid] as WindowResult).start < start) lo = mid + 1
     else hi = mid
   }
   return lo
@@ -78,6 +90,19 @@ export class WindowMirror {
   readonly #expiry = new ExpiryQueue()
   #options: MirroredOptions = { allowedLateness: 0, retention: 60_000 }
   #size = 0
+  /** Keys of all specs together, for the bound of `#names`. */
+  #keys = 0
+  /** One copy of each window id and key: a frame's strings are fresh copies, and 10,000 results would hold 20,000 of them. */
+  #names = new Map<string, string>()
+
+  #intern = (text: string): string => {
+    const kept = this.#names.get(text)
+    if (kept !== undefined) return kept
+    // Bounded by the live keys: names of keys that left are dropped with the rest now and then.
+    if (this.#names.size > 2 * (this.#keys + this.#specs.size) + 256) this.#names = new Map()
+    this.#names.set(text, text)
+    return text
+  }
 
   /** Live windows held. */
   get size(): number {
@@ -89,7 +114,7 @@ export class WindowMirror {
   }
 
   get(address: WindowAddress): WindowResult | undefined {
-    return this.#specs.get(address.window)?.get(address.key)?.byStart.get(address.start)
+    return this.#specs.get(address.window)?.get(address.key)?.get(address.start)
   }
 
   /**
@@ -118,7 +143,7 @@ export class WindowMirror {
       }
       const previous = this.#set(result)
       changes.push(kind === 'correction' && previous !== undefined ? { type: kind, result, previous } : { type: kind, result })
-    })
+    }, this.#intern)
     return resets
   }
 
@@ -129,11 +154,15 @@ export class WindowMirror {
    */
   replace(rows: WindowRows, changes: WindowChange[]): WindowAddress[] {
     const next = new AddressMap<WindowResult>()
-    forEachRow(rows, (kind, result) => {
-      if (kind !== 'history' && kind !== 'history-reset' && kind !== 'retract') next.set(result, result)
-    })
+    forEachRow(
+      rows,
+      (kind, result) => {
+        if (kind !== 'history' && kind !== 'history-reset' && kind !== 'retract') next.set(result, result)
+      },
+      this.#intern,
+    )
     const gone: WindowResult[] = []
-    for (const [, byKey] of this.#specs) for (const [, windows] of byKey) for (const result of windows.byStart.values()) if (!next.has(result)) gone.push(result)
+    for (const [, byKey] of this.#specs) for (const [, windows] of byKey) for (const result of windows.results) if (!next.has(result)) gone.push(result)
     for (const result of gone) {
       this.#delete(result)
       changes.push({ type: 'retract', result })
@@ -170,13 +199,11 @@ export class WindowMirror {
       const byKey = this.#specs.get(spec) as Map<string, KeyWindows>
       const keys = key === undefined ? this.#keysOf(spec, byKey) : byKey.has(key) ? [key] : []
       for (const k of keys) {
-        const windows = byKey.get(k) as KeyWindows
-        const starts = windows.starts
-        let i = from === undefined ? 0 : lowerBound(starts, from)
-        for (; i < starts.length; i++) {
-          const start = starts[i] as number
-          if (to !== undefined && start >= to) break
-          out.push(windows.byStart.get(start) as WindowResult)
+        const results = (byKey.get(k) as KeyWindows).results
+        for (let i = from === undefined ? 0 : lowerBoundBy(results, from); i < results.length; i++) {
+          const result = results[i] as WindowResult
+          if (to !== undefined && result.start >= to) break
+          out.push(result)
         }
       }
     }
@@ -213,6 +240,7 @@ export class WindowMirror {
     if (windows === undefined) {
       windows = new KeyWindows()
       byKey.set(result.key, windows)
+      this.#keys++
       this.#sortedKeys.delete(result.window)
     }
     const previous = windows.set(result)
@@ -229,8 +257,9 @@ export class WindowMirror {
     const windows = byKey?.get(address.key)
     if (byKey === undefined || windows === undefined || windows.delete(address.start) === undefined) return
     this.#size--
-    if (windows.starts.length > 0) return
+    if (windows.results.length > 0) return
     byKey.delete(address.key)
+    this.#keys--
     this.#sortedKeys.delete(address.window)
     if (byKey.size > 0) return
     this.#specs.delete(address.window)

@@ -93,10 +93,12 @@ export function rowCount(rows: WindowRows): number {
 
 /**
  * Calls `visit` with each row in order, the result as a fresh object (the page keeps them as
- * its mirror's values).
+ * its mirror's values). `intern` maps each string of the frame to the copy the caller keeps, so
+ * results of every frame share one copy of each window id and key.
  */
-export function forEachRow(rows: WindowRows, visit: (kind: RowKind, result: WindowResult) => void): void {
-  const { strings, ints, nums } = rows
+export function forEachRow(rows: WindowRows, visit: (kind: RowKind, result: WindowResult) => void, intern?: (text: string) => string): void {
+  const { ints, nums } = rows
+  const strings = intern === undefined ? rows.strings : rows.strings.map(intern)
   const n = ints.length / INTS
   for (let i = 0; i < n; i++) {
     const flags = ints[i * INTS + 2] as number
