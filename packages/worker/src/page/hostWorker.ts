@@ -1,7 +1,12 @@
 import { PROTOCOL_VERSION, type StartMessage } from '../protocol/messages.ts'
 import type { HostLink, LinkSink } from './hostLink.ts'
 
-/** Makes the app's host worker as a dedicated Worker (the app's own `new Worker(new URL(...))`, so bundlers find the file). */
+/**
+ * Makes the app's host worker as a dedicated Worker (the app's own `new Worker(new URL(...))`, so bundlers find the file).
+ *
+ * @example
+ * const dedicated: DedicatedWorkerFactory = (name) => new Worker(new URL('./tidemark.worker.ts', import.meta.url), { type: 'module', name })
+ */
 export type DedicatedWorkerFactory = (name: string) => Worker
 
 /**

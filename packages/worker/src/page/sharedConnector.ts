@@ -1,6 +1,11 @@
 import type { HostConnector, HostLink, LinkSink } from './hostLink.ts'
 
-/** Makes the app's host worker as a SharedWorker (the app's own `new SharedWorker(new URL(...), { type: 'module', name })`). */
+/**
+ * Makes the app's host worker as a SharedWorker (the app's own `new SharedWorker(new URL(...), { type: 'module', name })`).
+ *
+ * @example
+ * const shared: SharedWorkerFactory = (name) => new SharedWorker(new URL('./tidemark.worker.ts', import.meta.url), { type: 'module', name })
+ */
 export type SharedWorkerFactory = (name: string) => SharedWorker
 
 /**

@@ -12,7 +12,12 @@ export interface WireError {
   readonly message: string
 }
 
-/** How the host runs: a SharedWorker, a leader tab's worker, or this tab's own worker. */
+/**
+ * How the host runs: a SharedWorker, a leader tab's worker, or this tab's own worker.
+ *
+ * @example
+ * const mode: HostMode = engine.connection().mode // 'shared' where the browser has SharedWorker
+ */
 export type HostMode = 'shared' | 'leader' | 'single'
 
 /** The late lane's news in a frame: entries appended since the last frame (or all of it, `replace`). */
