@@ -18,6 +18,8 @@ export interface WorkerPageInfo {
   readonly sharedWorker: boolean
   /** Lifecycle events this page saw (`freeze`, `resume`), with `Date.now()`. */
   readonly lifecycle: readonly { readonly event: string; readonly at: number }[]
+  /** Content-Security-Policy violations (`directive blocked-uri`). */
+  readonly violations: readonly string[]
   /** When each host welcomed this page (`Date.now()`), with its instance and epoch. */
   readonly hosts: readonly { readonly instance: string; readonly epoch: number; readonly at: number }[]
 }
@@ -42,6 +44,8 @@ export interface WorkerPageApi {
   nextSeq(source: string): Promise<number>
   /** The host engine's sync status, as this page mirrors it. */
   sync(): { readonly state: string; readonly peers: number }
+  /** Whether this page's policy refuses a `blob:` worker (it must: the policy is in force). */
+  blobWorkerRefused(): Promise<boolean>
   /** The names of the origin's held Web Locks (`navigator.locks.query()`). */
   locks(): Promise<readonly string[]>
 }
@@ -54,6 +58,9 @@ declare global {
 }
 
 const lifecycle: { event: string; at: number }[] = []
+/** Content-Security-Policy violations this page saw (the page carries a strict policy). */
+const violations: string[] = []
+document.addEventListener('securitypolicyviolation', (event) => violations.push(`${event.violatedDirective} ${event.blockedURI}`))
 for (const event of ['freeze', 'resume']) document.addEventListener(event, () => lifecycle.push({ event, at: Date.now() }))
 
 async function start(): Promise<WorkerPageApi> {
@@ -107,7 +114,7 @@ async function start(): Promise<WorkerPageApi> {
   }
 
   return {
-    info: () => ({ connection: engine.connection(), applied: engine.stats().applied, sharedWorker: typeof SharedWorker === 'function', lifecycle: [...lifecycle], hosts: [...hosts] }),
+    info: () => ({ connection: engine.connection(), applied: engine.stats().applied, sharedWorker: typeof SharedWorker === 'function', lifecycle: [...lifecycle], violations: [...violations], hosts: [...hosts] }),
     produce({ source, seed, batch, everyMs, from = 1 }) {
       if (timer !== null) return
       produced = from - 1
@@ -131,6 +138,20 @@ async function start(): Promise<WorkerPageApi> {
     },
     nextSeq: (source) => engine.nextSeq(source),
     sync: () => ({ state: engine.syncStatus().state, peers: engine.syncStatus().peers }),
+    blobWorkerRefused() {
+      const before = violations.length
+      return new Promise<boolean>((resolve) => {
+        const url = URL.createObjectURL(new Blob(['postMessage(1)'], { type: 'text/javascript' }))
+        try {
+          const worker = new Worker(url)
+          worker.onmessage = () => resolve(false)
+          worker.onerror = () => resolve(true)
+        } catch {
+          resolve(true)
+        }
+        setTimeout(() => resolve(violations.length > before), 2_000)
+      })
+    },
     locks: async () => ((await navigator.locks.query()).held ?? []).map((lock) => lock.name ?? ''),
   }
 }

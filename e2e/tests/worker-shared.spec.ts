@@ -45,6 +45,9 @@ test('three tabs share one engine, one log writer and one socket; a reload of ev
     expect(infos.map((i) => i.connection.mode)).toEqual(['shared', 'shared', 'shared'])
     expect(new Set(infos.map((i) => i.connection.instance)).size).toBe(1)
     expect(infos.map((i) => i.connection.epoch)).toEqual([1, 1, 1])
+    // Under the page's strict policy (script-src 'self'; worker-src 'self'), which refuses a blob: worker, the host's was not refused.
+    expect(await tabs[0]?.evaluate('window.workerPage.blobWorkerRefused()')).toBe(true)
+    expect(infos.flatMap((i) => i.violations)).toEqual([])
 
     // One writer of the log, one host: the origin's held Web Locks say so.
     const locks = await tabs[0]?.evaluate<string[]>('window.workerPage.locks()')
