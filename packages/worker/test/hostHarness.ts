@@ -46,10 +46,11 @@ export class World {
   readonly indexedDB = new IDBFactory()
   #hosts = 0
 
-  host(options: HostEngineOptions, role: HostRole = { mode: 'shared', steal: false }): TestHost {
+  /** A host; `withoutLocks` gives it no Web Locks (single mode on an insecure origin). */
+  host(options: HostEngineOptions, role: HostRole = { mode: 'shared', steal: false }, withoutLocks = false): TestHost {
     const id = `host-${++this.#hosts}`
     const platform: HostPlatform = {
-      locks: this.locks.as(id) as HostPlatform['locks'],
+      locks: withoutLocks ? null : (this.locks.as(id) as HostPlatform['locks']),
       indexedDB: this.indexedDB,
       clock: this.time.clock(id),
     }
@@ -57,10 +58,10 @@ export class World {
   }
 
   /** A page connected through a connector that links to whichever host `to()` names. */
-  page(to: () => TestHost | null, options: { config?: unknown; maxQueuedEvents?: number } = {}): TestPage {
+  page(to: () => TestHost | null, options: { config?: unknown; maxQueuedEvents?: number; withoutLocks?: boolean } = {}): TestPage {
     const tab = `tab-${Math.random().toString(36).slice(2)}`
     const connector = new TestConnector(to)
-    const locks: WorkerLocks = this.locks.as(tab)
+    const locks: WorkerLocks | null = options.withoutLocks === true ? null : this.locks.as(tab)
     const engine = new MirroredEngine({
       name: 'fleet',
       tab,
@@ -73,7 +74,7 @@ export class World {
       ownsHost: () => false,
     })
     // The tab's own lock, which hosts watch.
-    void locks.request(`tidemark-worker:fleet:tab:${tab}`, {}, () => new Promise<void>(() => {}))
+    void locks?.request(`tidemark-worker:fleet:tab:${tab}`, {}, () => new Promise<void>(() => {}))
     connector.start(engine)
     return { tab, engine, connector }
   }

@@ -83,8 +83,11 @@ class Origin {
     if (tab.worker !== null) this.time.freeze(tab.worker.context, true)
   }
 
-  /** Thaws a tab: by default its overdue timers run first, then what reached it meanwhile. */
-  thaw(tab: Tab, order: 'timers-first' | 'messages-first' = 'timers-first'): void {
+  /**
+   * Thaws a tab: by default its overdue timers run first and what reached it meanwhile only
+   * after the promise callbacks those timers started have run (a lock request included).
+   */
+  async thaw(tab: Tab, order: 'timers-first' | 'messages-first' = 'timers-first'): Promise<void> {
     tab.frozen = false
     const deliver = (): void => {
       for (const run of tab.waiting.splice(0)) run()
@@ -92,7 +95,11 @@ class Origin {
     if (order === 'messages-first') deliver()
     this.time.freeze(tab.id, false)
     if (tab.worker !== null) this.time.freeze(tab.worker.context, false)
-    if (order === 'timers-first') deliver()
+    if (order === 'timers-first') {
+      await settle()
+      await settle()
+      deliver()
+    }
   }
 
   leaders(): string[] {
@@ -166,7 +173,7 @@ describe('leader election', () => {
     expect(tookOverAfter).toBeLessThanOrEqual(STALE_MS + HEARTBEAT_MS)
     expect(origin.steals).toHaveLength(1)
     expect(a.deposedAt).toEqual([])
-    origin.thaw(a)
+    await origin.thaw(a)
     await origin.time.run(2_000)
     expect(a.deposedAt).toHaveLength(1)
     expect(a.election.role).toBe('follower')
@@ -182,7 +189,7 @@ describe('leader election', () => {
     origin.freeze(b)
     await origin.time.run(5_000)
     // The worst order: the watchdog runs before the beats that queued up meanwhile are delivered.
-    origin.thaw(b, 'timers-first')
+    await origin.thaw(b, 'timers-first')
     await origin.time.run(5_000)
     expect(origin.leaders()).toEqual(['a'])
     expect(origin.steals).toEqual([])
