@@ -23,6 +23,7 @@ export default defineConfig({
       project('testkit', ['packages/testkit/test/**/*.test.ts']),
       project('seeded-random', ['packages/seeded-random/test/**/*.test.ts']),
       project('storm', ['packages/storm/test/**/*.test.ts']),
+      project('worker', ['packages/worker/test/**/*.test.ts']),
       project('demo', ['apps/demo/test/**/*.test.ts']),
       project('docs', ['docs/test/**/*.test.ts']),
       project('packaging', ['scripts/packaging/test/**/*.test.ts']),

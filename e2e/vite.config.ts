@@ -21,10 +21,14 @@ export default defineConfig({
         index: fileURLToPath(new URL('./pages/index.html', import.meta.url)),
         storm: fileURLToPath(new URL('./pages/storm.html', import.meta.url)),
         stormExample: fileURLToPath(new URL('./pages/storm-example.html', import.meta.url)),
+        // worker.html: one engine per origin in a worker (@tidemark/worker; tests/worker*.spec.ts).
+        worker: fileURLToPath(new URL('./pages/worker.html', import.meta.url)),
       },
       output: { entryFileNames: (chunk) => (chunk.name === 'index' ? 'app.js' : `${chunk.name}.js`), chunkFileNames: '[name].js', assetFileNames: '[name][extname]' },
     },
   },
+  // Module workers (the worker page's host), as @tidemark/worker's README recommends.
+  worker: { format: 'es' },
   preview: { host: '127.0.0.1', port: E2E_PORT, strictPort: true },
   server: { host: '127.0.0.1', port: E2E_PORT, strictPort: true },
 })

@@ -1,7 +1,8 @@
 /**
  * `@tidemark/idb`: a write-ahead log in IndexedDB for an engine. `openEngine` recovers the
  * latest checkpoint plus the log tail and logs every later operation before it is published;
- * `claimSource` gives each tab its own source id; `indexedDbPersistence` is the store
+ * `claimSource` gives each tab its own source id; `indexedDbPersistence` is the store, fenced
+ * by the writer epoch of a claim from `claimLog` (in `@tidemark/idb/log`)
  * (`memoryPersistence`, for tests and Node, is in `@tidemark/idb/memory`; the opt-in
  * final-window archive, `finalArchive`, in `@tidemark/idb/archive`).
  *
@@ -12,6 +13,7 @@ export { decodeCheckpoint, encodeCheckpoint } from './checkpoint/checkpointEnvel
 export { checkpointPolicy, DEFAULT_CHECKPOINT_EVERY } from './checkpoint/checkpointPolicy.ts'
 export { indexedDbPersistence } from './store/indexedDbPersistence.ts'
 export { SCHEMA_VERSION } from './store/indexedDbSchema.ts'
+export { FencedError, isFencedError } from './store/fencedError.ts'
 export { isQuotaError, QuotaError } from './store/quotaError.ts'
 export { claimSource } from './sourceClaim.ts'
 export { deleteSource, listSources } from './sourceCleanup.ts'

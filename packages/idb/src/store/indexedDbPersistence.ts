@@ -3,7 +3,8 @@ import { assertKnownOptions } from '@tidemark/engine/adapter'
 import { checkpointPolicy } from '../checkpoint/checkpointPolicy.ts'
 import { type ArchivePort, checkArchive } from '../history/archivePort.ts'
 import { committed, requested } from './idbRequests.ts'
-import { archiveWrites, errorName, type LogStore, type LogWrite, laneWrites, openDatabase } from './indexedDbSchema.ts'
+import { FencedError } from './fencedError.ts'
+import { archiveWrites, errorName, type LogStore, type LogWrite, laneWrites, openDatabase, WRITER_EPOCH_KEY } from './indexedDbSchema.ts'
 import type {
   ArchivedChange,
   ArchiveQuery,
@@ -41,8 +42,13 @@ export interface IndexedDbPersistenceOptions {
   readonly indexedDB?: IDBFactory
   /** Cadence the engine should checkpoint at; defaults to `DEFAULT_CHECKPOINT_EVERY`. */
   readonly checkpointEvery?: Partial<CheckpointPolicy>
-  /** The tab's source claim: once it is no longer held, writes are refused at once. */
-  readonly claim?: { readonly held: boolean }
+  /**
+   * The tab's source claim (`claimSource`) or the log's claim (`claimLog`): once it is no
+   * longer held, writes are refused at once. A claim with an `epoch` (from `claimLog`) also
+   * fences: every write transaction first reads the log's writer epoch and aborts, with
+   * `FencedError`, when a later writer raised it; `open()` refuses such a claim too.
+   */
+  readonly claim?: { readonly held: boolean; readonly epoch?: number }
   /**
    * Appends made in the same task share one transaction (default true): one commit
    * instead of many when a caller ingests several batches in a row. Each append still
@@ -107,7 +113,10 @@ function checkOptions(options: IndexedDbPersistenceOptions): void {
   }
   if (options.checkpointEvery !== undefined) checkpointPolicy(options.checkpointEvery, `${where}: checkpointEvery`)
   if (claim !== undefined && (typeof claim !== 'object' || claim === null || typeof claim.held !== 'boolean')) {
-    throw new TypeError(`${where}: claim must be the SourceClaim from claimSource(), got ${String(claim)}`)
+    throw new TypeError(`${where}: claim must be the SourceClaim from claimSource() or the LogClaim from claimLog(), got ${String(claim)}`)
+  }
+  if (claim?.epoch !== undefined && !(Number.isSafeInteger(claim.epoch) && claim.epoch >= 1)) {
+    throw new RangeError(`${where}: claim.epoch must be an integer >= 1 (the LogClaim from claimLog()), got ${String(claim.epoch)}`)
   }
   if (coalesce !== undefined && typeof coalesce !== 'boolean') throw new TypeError(`${where}: coalesce must be true or false, got ${String(coalesce)}`)
   if (durability !== undefined && !DURABILITIES.includes(durability)) {
@@ -121,6 +130,8 @@ class IndexedDbPersistence implements Persistence {
   readonly #name: string
   readonly #factory: IDBFactory
   readonly #claim: { readonly held: boolean } | null
+  /** The writer epoch every write transaction checks; null without a fencing claim. */
+  readonly #epoch: number | null
   readonly #coalesce: boolean
   readonly #durability: IDBTransactionDurability
   readonly #catalog: WalCatalog
@@ -143,6 +154,7 @@ class IndexedDbPersistence implements Persistence {
     if (archive !== null) this.archiveFinal = (change) => archive.stage(change)
     this.#factory = factory
     this.#claim = options.claim ?? null
+    this.#epoch = options.claim?.epoch ?? null
     this.#coalesce = options.coalesce ?? true
     this.#durability = options.durability ?? 'default'
     this.checkpointEvery = checkpointEvery
@@ -227,6 +239,7 @@ class IndexedDbPersistence implements Persistence {
   }
 
   async putMeta(key: string, value: string): Promise<void> {
+    if (key === WRITER_EPOCH_KEY) throw new RangeError(`${this.#label()}: meta key '${WRITER_EPOCH_KEY}' belongs to claimLog; use another key`)
     const db = this.#requireOpen('putMeta')
     await this.#commit(db, ['meta'], [(tx) => tx.objectStore('meta').put(value, key)], `meta ${key} was not written`)
   }
@@ -319,10 +332,13 @@ class IndexedDbPersistence implements Persistence {
     const values = await Promise.all(keys.map((key) => requested(wal.get(key))))
     await done
     const meta = new Map<string, string>()
+    let storedEpoch: unknown
     metaKeys.forEach((key, i) => {
       const value = metaValues[i]
-      if (typeof key === 'string' && typeof value === 'string') meta.set(key, value)
+      if (key === WRITER_EPOCH_KEY) storedEpoch = value
+      else if (typeof key === 'string' && typeof value === 'string') meta.set(key, value)
     })
+    if (this.#epoch !== null && storedEpoch !== this.#epoch) throw new FencedError(this.#label(), this.#epoch, storedEpoch, 'open() refused')
     const records = (storedKeys: IDBValidKey[], stored: unknown[]) => storedKeys.map((key, i) => ({ key: key as number, value: stored[i] }))
     return this.#catalog.recovered({ checkpoint, wal: records(keys, values), lateLane: records(laneKeys, laneValues), archiveKeys, meta }, corrupt)
   }
@@ -333,22 +349,45 @@ class IndexedDbPersistence implements Persistence {
    * abort (the request then only says AbortError); all of them become `QuotaError`.
    */
   async #commit(db: IDBDatabase, stores: LogStore[], writes: readonly LogWrite[], what: string): Promise<void> {
-    const tx = db.transaction(stores, 'readwrite', { durability: this.#durability })
+    const epoch = this.#epoch
+    const scope: LogStore[] = epoch === null || stores.includes('meta') ? stores : [...stores, 'meta']
+    const tx = db.transaction(scope, 'readwrite', { durability: this.#durability })
     const done = committed(tx)
+    let failure: { readonly error: unknown } | null = null
+    let fencedBy: { readonly epoch: unknown } | null = null
+    const write = (): void => {
+      try {
+        for (const write of writes) write(tx)
+      } catch (error) {
+        failure = { error }
+        abortQuietly(tx)
+      }
+    }
     try {
-      for (const write of writes) write(tx)
+      if (epoch === null) write()
+      else {
+        // The check and the writes share the transaction: a writer that claimed the log since
+        // cannot commit in between, and one that claims it later waits for this commit.
+        const check = tx.objectStore('meta').get(WRITER_EPOCH_KEY)
+        check.onsuccess = () => {
+          if (check.result === epoch) write()
+          else {
+            fencedBy = { epoch: check.result }
+            abortQuietly(tx)
+          }
+        }
+      }
       await done
     } catch (error) {
-      try {
-        tx.abort()
-      } catch {
-        // Already aborted or finished: nothing was committed, or the error came after commit.
-      }
+      abortQuietly(tx)
       await done.catch(ignore)
-      if (isQuotaExceeded(tx.error) || isQuotaExceeded(error)) {
-        throw new QuotaError(`${this.#label()}: storage quota exceeded; ${what}`, { cause: tx.error ?? error })
+      const fenced = fencedBy as { readonly epoch: unknown } | null
+      if (fenced !== null) throw new FencedError(this.#label(), epoch as number, fenced.epoch, what)
+      const thrown = (failure as { readonly error: unknown } | null)?.error ?? error
+      if (isQuotaExceeded(tx.error) || isQuotaExceeded(thrown)) {
+        throw new QuotaError(`${this.#label()}: storage quota exceeded; ${what}`, { cause: tx.error ?? thrown })
       }
-      throw error
+      throw thrown
     }
   }
 
@@ -375,3 +414,11 @@ class IndexedDbPersistence implements Persistence {
 }
 
 function ignore(): void {}
+
+function abortQuietly(tx: IDBTransaction): void {
+  try {
+    tx.abort()
+  } catch {
+    // Already aborted or finished: nothing was committed, or the error came after commit.
+  }
+}

@@ -18,6 +18,12 @@ export const SCHEMA_VERSION = 1
 export type LogStore = 'wal' | 'checkpoints' | 'meta' | 'lateLane' | 'archive'
 const STORES: readonly LogStore[] = ['wal', 'checkpoints', 'meta', 'lateLane', 'archive']
 
+/**
+ * The `meta` key of the log's writer epoch (a number), raised by `claimLog` and checked inside
+ * every write transaction of a persistence opened with that claim.
+ */
+export const WRITER_EPOCH_KEY = 'writerEpoch'
+
 /** One write of a readwrite transaction; a request that fails aborts the transaction. */
 export type LogWrite = (tx: IDBTransaction) => unknown
 

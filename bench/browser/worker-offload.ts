@@ -1,0 +1,392 @@
+/**
+ * worker-offload: what moving the engine into a worker (`@tidemark/worker`) takes off the
+ * main thread, measured in one run against the same app with the engine on the page
+ * (`openEngine` over IndexedDB). Four scenarios, each page in a fresh browser context:
+ *
+ * 1. `devices` at 48 and 200 simulated devices (20 readings per device per second, one
+ *    message for the fleet every 100 ms, arriving where the socket is: on the page, or in the
+ *    worker; also 200 devices at 100 readings/s, and at none, the dashboard's floor), with a
+ *    dashboard of one tile per device: main-thread busy time per second and the p95
+ *    animation-frame interval, from a Chrome trace of the page's main thread.
+ * 2. `million`: the page ingests 10^6 events in batches of 10,000; the longest main-thread task.
+ * 3. `memory`: four tabs, each with its engine on the page, against four tabs of one
+ *    SharedWorker engine (the pages keep only their mirrors), a minute of 200 devices each;
+ *    JS heap of every page and worker target after a forced GC (`Runtime.getHeapUsage`
+ *    through a raw CDP client, which sees SharedWorker targets).
+ * 4. `takeover` without SharedWorker (leader mode): the leader tab closed (Playwright) and
+ *    frozen (raw CDP: Playwright's pages cannot freeze), the time until the other tabs are
+ *    welcomed by the next host.
+ *
+ *   node --import tsx --conditions=@tidemark/source bench/browser/worker-offload.ts [--seconds=10] [--only=devices,million,memory,takeover] [--json]
+ *
+ * Targets (from the worker's introduction): at 200 devices p95 frame interval <= 16.7 ms with
+ * the worker, and main-thread busy time <= 25% of the page engine's; longest task while 10^6
+ * events are ingested < 16 ms.
+ */
+import { readFileSync, rmSync } from 'node:fs'
+import type { AddressInfo } from 'node:net'
+import { loadavg, tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import react from '@vitejs/plugin-react'
+import type { Browser, BrowserContext, Page } from 'playwright-core'
+import { build, defaultClientConditions, type InlineConfig, preview } from 'vite'
+import { RawBrowser, type RawPage } from '../../e2e/tests/workerRawCdp.ts'
+import { isMain } from '../measure.ts'
+import { launchChromium } from './chromium.ts'
+import type { OffloadResult } from './worker-offload/result.ts'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const pageRoot = join(here, 'worker-offload')
+
+type Scenario = 'devices' | 'million' | 'memory' | 'takeover'
+
+/**
+ * Fleets of the devices scenario. 20 readings per device per second is the fleet the targets are
+ * set for; 100 shows how the difference grows with the load; 0 is the floor of the dashboard
+ * itself (frames, React, paint) with no reading arriving.
+ */
+const DEVICE_LOADS: readonly { readonly devices: number; readonly rate: number }[] = [
+  { devices: 200, rate: 0 },
+  { devices: 48, rate: 20 },
+  { devices: 200, rate: 20 },
+  { devices: 200, rate: 100 },
+]
+const SCENARIOS: readonly Scenario[] = ['devices', 'million', 'memory', 'takeover']
+
+export interface OffloadOptions {
+  readonly seconds?: number
+  readonly only?: readonly Scenario[]
+}
+
+/** Main-thread figures of one run, from the trace between the page's run:start and run:end marks. */
+export interface MainThread {
+  readonly runMs: number
+  /** Task wall time per second of run, ms. */
+  readonly busyMsPerSecond: number
+  /** Task CPU time per second of run, ms. */
+  readonly cpuMsPerSecond: number
+  readonly longestTaskMs: number
+  /** CPU time of the task with the most CPU time (without time the thread waited for a core). */
+  readonly longestTaskCpuMs: number
+  readonly tasksOver16ms: number
+  readonly frameP50Ms: number
+  readonly frameP95Ms: number
+  readonly frameMaxMs: number
+  readonly events: number
+  readonly mode: string
+}
+
+export interface OffloadReport {
+  readonly browser: string
+  readonly loadAverage: readonly [number, number]
+  readonly devices: readonly { readonly devices: number; readonly rate: number; readonly page: MainThread; readonly worker: MainThread }[]
+  readonly million: { readonly page: MainThread; readonly worker: MainThread } | null
+  readonly memory: { readonly page: Heap; readonly worker: Heap } | null
+  readonly takeover: { readonly closeMs: readonly number[]; readonly freezeMs: readonly number[] } | null
+}
+
+/** JS heap after a forced GC, MB, per target and in total. */
+export interface Heap {
+  readonly totalMB: number
+  readonly targets: readonly { readonly type: string; readonly usedMB: number }[]
+}
+
+interface TraceEvent {
+  readonly name: string
+  readonly cat?: string
+  readonly ph: string
+  readonly pid: number
+  readonly tid: number
+  readonly ts: number
+  readonly dur?: number
+  readonly tdur?: number
+}
+
+function viteConfig(): InlineConfig {
+  return {
+    root: pageRoot,
+    configFile: false,
+    logLevel: 'warn',
+    plugins: [react()],
+    resolve: { conditions: ['@tidemark/source', ...defaultClientConditions], dedupe: ['react', 'react-dom'] },
+    worker: { format: 'es' },
+  }
+}
+
+async function serve(): Promise<{ url: string; close(): Promise<void> }> {
+  const outDir = join(tmpdir(), `tidemark-worker-offload-${process.pid}`)
+  await build({ ...viteConfig(), mode: 'production', build: { outDir, emptyOutDir: true } })
+  const server = await preview({ ...viteConfig(), build: { outDir }, preview: { host: '127.0.0.1', port: 0 } })
+  const address = server.httpServer.address() as AddressInfo
+  return {
+    url: `http://127.0.0.1:${address.port}/`,
+    close: async () => {
+      await server.close()
+      rmSync(outDir, { recursive: true, force: true })
+    },
+  }
+}
+
+function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return Number.NaN
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] as number
+}
+
+async function waitForResult(page: Page, timeoutMs: number): Promise<OffloadResult> {
+  await page.waitForFunction(() => window.__offloadResult !== undefined || window.__offloadError !== undefined, null, { timeout: timeoutMs, polling: 250 })
+  const outcome = await page.evaluate(() => ({ result: window.__offloadResult, error: window.__offloadError }))
+  if (outcome.error !== undefined) throw new Error(`page failed: ${outcome.error}`)
+  return outcome.result as OffloadResult
+}
+
+/** Runs one page with a trace of its main thread; the page waits for `bench:go` after loading. */
+async function traced(browser: Browser, url: string, timeoutMs: number): Promise<MainThread> {
+  const context: BrowserContext = await browser.newContext({ viewport: { width: 1280, height: 800 } })
+  const path = join(tmpdir(), `tidemark-worker-offload-${process.pid}-${Date.now()}.trace.json`)
+  try {
+    const page = await context.newPage()
+    page.on('pageerror', (error) => console.error(`page error: ${error.message}`))
+    await page.goto(`${url}&wait=1`, { waitUntil: 'load', timeout: 60_000 })
+    await page.waitForFunction(() => window.__offloadReady === true || window.__offloadError !== undefined, null, { timeout: 60_000 })
+    await browser.startTracing(page, { path, categories: ['toplevel', 'blink.user_timing', 'devtools.timeline'] })
+    await page.evaluate(() => window.dispatchEvent(new Event('bench:go')))
+    const result = await waitForResult(page, timeoutMs)
+    await browser.stopTracing()
+    const events = (JSON.parse(readFileSync(path, 'utf8')) as { traceEvents: TraceEvent[] }).traceEvents
+    return mainThread(events, result)
+  } finally {
+    if (process.env.KEEP_TRACE === undefined) rmSync(path, { force: true })
+    else console.error(`trace kept: ${path}`)
+    await context.close()
+  }
+}
+
+function mainThread(events: readonly TraceEvent[], result: OffloadResult): MainThread {
+  const start = events.find((e) => e.name === 'run:start' && e.cat?.includes('blink.user_timing') === true)
+  const end = events.find((e) => e.name === 'run:end' && e.cat?.includes('blink.user_timing') === true)
+  if (start === undefined || end === undefined) throw new Error('trace has no run:start/run:end marks')
+  let busy = 0
+  let cpu = 0
+  let longest = 0
+  let longestCpu = 0
+  let over = 0
+  let lastEnd = 0
+  const tasks = events
+    .filter((e) => e.pid === start.pid && e.tid === start.tid && e.ph === 'X' && e.name === 'ThreadControllerImpl::RunTask' && e.ts >= start.ts && e.ts <= end.ts)
+    .sort((a, b) => a.ts - b.ts)
+  for (const task of tasks) {
+    if (task.ts < lastEnd) continue // a nested run loop
+    const dur = (task.dur ?? 0) / 1000
+    lastEnd = task.ts + (task.dur ?? 0)
+    busy += dur
+    const taskCpu = (task.tdur ?? task.dur ?? 0) / 1000
+    cpu += taskCpu
+    longest = Math.max(longest, dur)
+    longestCpu = Math.max(longestCpu, taskCpu)
+    if (dur > 16) over++
+  }
+  const seconds = (end.ts - start.ts) / 1e6
+  return {
+    runMs: result.runMs,
+    busyMsPerSecond: busy / seconds,
+    cpuMsPerSecond: cpu / seconds,
+    longestTaskMs: longest,
+    longestTaskCpuMs: longestCpu,
+    tasksOver16ms: over,
+    frameP50Ms: percentile(result.frameIntervals, 0.5),
+    frameP95Ms: percentile(result.frameIntervals, 0.95),
+    frameMaxMs: Math.max(0, ...result.frameIntervals),
+    events: result.events,
+    mode: result.mode,
+  }
+}
+
+async function heapOf(browser: RawBrowser, origin: string): Promise<Heap> {
+  const { targetInfos } = await browser.send<{ targetInfos: { targetId: string; type: string; url: string }[] }>('Target.getTargets')
+  const ours = targetInfos.filter((t) => t.url.startsWith(origin) && ['page', 'shared_worker', 'worker'].includes(t.type))
+  const targets: { type: string; usedMB: number }[] = []
+  for (const target of ours) {
+    const { sessionId } = await browser.send<{ sessionId: string }>('Target.attachToTarget', { targetId: target.targetId, flatten: true })
+    await browser.send('HeapProfiler.collectGarbage', {}, sessionId)
+    const { usedSize } = await browser.send<{ usedSize: number }>('Runtime.getHeapUsage', {}, sessionId)
+    targets.push({ type: target.type, usedMB: usedSize / 1e6 })
+  }
+  return { totalMB: targets.reduce((sum, t) => sum + t.usedMB, 0), targets }
+}
+
+async function memory(url: string, engine: 'page' | 'worker'): Promise<Heap> {
+  const browser = new RawBrowser()
+  try {
+    const pages: RawPage[] = []
+    for (let tab = 0; tab < 4; tab++) {
+      const page = await browser.open(`${url}?engine=${engine}&scenario=fill&devices=200&filler=${tab === 0 ? 1 : 0}`, { newWindow: true })
+      await page.waitFor('window.__offloadReady === true || window.__offloadError !== undefined', 60_000)
+      pages.push(page)
+    }
+    for (const page of pages) await page.waitFor('window.__offloadResult !== undefined || window.__offloadError !== undefined', 120_000)
+    const error = await pages[0]?.evaluate<string | undefined>('window.__offloadError')
+    if (error !== undefined && error !== null) throw new Error(`memory page failed: ${error}`)
+    const windows = await Promise.all(pages.map((page) => page.evaluate<number>('window.__offloadResult.windows')))
+    if (windows.some((w) => w !== windows[0])) throw new Error(`the four tabs show different windows: ${windows.join(', ')}`)
+    return await heapOf(browser, url)
+  } finally {
+    await browser.close()
+  }
+}
+
+const NO_SHARED_WORKER = 'delete globalThis.SharedWorker'
+
+/** One frame at 60 Hz (16.67 ms), plus the 0.2 ms by which consecutive rAF timestamps of on-time frames differ. */
+const ONE_FRAME_MS = 1000 / 60 + 0.2
+
+/** Leader mode: the leader tab closes; ms until the other tabs are welcomed by a new host. */
+async function closeTakeovers(browser: Browser, url: string, trials: number): Promise<number[]> {
+  const context = await browser.newContext()
+  await context.addInitScript(NO_SHARED_WORKER)
+  const times: number[] = []
+  try {
+    const open = async (): Promise<Page> => {
+      const page = await context.newPage()
+      await page.goto(`${url}?engine=worker&scenario=idle`)
+      await page.waitForFunction(() => window.__offloadReady === true || window.__offloadError !== undefined)
+      return page
+    }
+    const tabs = [await open(), await open(), await open()]
+    for (let trial = 0; trial < trials; trial++) {
+      const hosts = await Promise.all(tabs.map((tab) => tab.evaluate(() => window.__offloadHosts?.at(-1))))
+      const at = hosts.findIndex((h) => h?.leader === true)
+      const leader = tabs[at]
+      if (leader === undefined) throw new Error('no leader tab')
+      const before = hosts[at]?.instance
+      tabs.splice(at, 1)
+      const closedAt = Date.now()
+      await leader.close()
+      const welcomed = await Promise.all(
+        tabs.map(async (tab) => {
+          await tab.waitForFunction((old) => window.__offloadHosts?.at(-1)?.instance !== old, before, { timeout: 20_000, polling: 20 })
+          return tab.evaluate(() => window.__offloadHosts?.at(-1)?.at ?? Number.NaN)
+        }),
+      )
+      times.push(Math.max(...welcomed) - closedAt)
+      tabs.push(await open())
+    }
+    return times
+  } finally {
+    await context.close()
+  }
+}
+
+/** Leader mode: the leader tab freezes for real (raw CDP); ms until the other tabs are welcomed by a new host. */
+async function freezeTakeover(url: string): Promise<number> {
+  const browser = new RawBrowser()
+  try {
+    const open = async (newWindow: boolean): Promise<RawPage> => {
+      const page = await browser.open(`${url}?engine=worker&scenario=idle`, { newWindow, initScript: NO_SHARED_WORKER })
+      await page.waitFor('window.__offloadReady === true || window.__offloadError !== undefined', 60_000)
+      return page
+    }
+    const leader = await open(false)
+    await browser.send('Target.createTarget', { url: 'about:blank', newWindow: false })
+    await leader.waitFor("document.visibilityState === 'hidden'")
+    const followers = [await open(true), await open(true)]
+    const before = await leader.evaluate<string>('window.__offloadHosts.at(-1).instance')
+    const frozenAt = Date.now()
+    await leader.freeze()
+    const welcomed: number[] = []
+    for (const follower of followers) {
+      await follower.waitFor(`window.__offloadHosts.at(-1).instance !== ${JSON.stringify(before)}`, 20_000)
+      welcomed.push(await follower.evaluate<number>('window.__offloadHosts.at(-1).at'))
+    }
+    await leader.thaw()
+    return Math.max(...welcomed) - frozenAt
+  } finally {
+    await browser.close()
+  }
+}
+
+export async function run(options: OffloadOptions = {}): Promise<OffloadReport> {
+  const only = options.only ?? SCENARIOS
+  const seconds = options.seconds ?? 10
+  const load = loadavg()
+  const served = await serve()
+  const browser = await launchChromium()
+  try {
+    const devices: { devices: number; rate: number; page: MainThread; worker: MainThread }[] = []
+    if (only.includes('devices')) {
+      for (const { devices: n, rate } of DEVICE_LOADS) {
+        const at = (engine: string): string => `${served.url}?engine=${engine}&scenario=devices&devices=${n}&rate=${rate}&seconds=${seconds}`
+        const page = await traced(browser, at('page'), (seconds + 60) * 1000)
+        const worker = await traced(browser, at('worker'), (seconds + 60) * 1000)
+        devices.push({ devices: n, rate, page, worker })
+      }
+    }
+    let million: OffloadReport['million'] = null
+    if (only.includes('million')) {
+      const at = (engine: string): string => `${served.url}?engine=${engine}&scenario=million&events=1000000&batch=10000`
+      million = { page: await traced(browser, at('page'), 180_000), worker: await traced(browser, at('worker'), 180_000) }
+    }
+    const memoryFigures = only.includes('memory') ? { page: await memory(served.url, 'page'), worker: await memory(served.url, 'worker') } : null
+    let takeover: OffloadReport['takeover'] = null
+    if (only.includes('takeover')) {
+      const closeMs = await closeTakeovers(browser, served.url, 5)
+      const freezeMs: number[] = []
+      for (let trial = 0; trial < 3; trial++) freezeMs.push(await freezeTakeover(served.url))
+      takeover = { closeMs, freezeMs }
+    }
+    return { browser: `Chromium ${browser.version()}`, loadAverage: [load[0] ?? Number.NaN, loadavg()[0] ?? Number.NaN], devices, million, memory: memoryFigures, takeover }
+  } finally {
+    await browser.close().catch((error: unknown) => console.error(error))
+    await served.close().catch((error: unknown) => console.error(error))
+  }
+}
+
+export function report(r: OffloadReport): string {
+  const f = (v: number, digits = 1): string => (Number.isFinite(v) ? v.toFixed(digits) : '–')
+  const mark = (ok: boolean): string => (ok ? 'PASS' : 'FAIL')
+  const line = (label: string, m: MainThread): string =>
+    `    ${label.padEnd(7)} busy ${f(m.busyMsPerSecond)} ms/s (cpu ${f(m.cpuMsPerSecond)}), frames p50 ${f(m.frameP50Ms)} p95 ${f(m.frameP95Ms)} max ${f(m.frameMaxMs)} ms, longest task ${f(m.longestTaskMs)} ms (cpu ${f(m.longestTaskCpuMs)}; ${m.tasksOver16ms} over 16 ms), ${m.events} events in ${f(m.runMs / 1000, 2)} s [${m.mode}]`
+  const lines = [`worker-offload (${r.browser}, headless, --disable-gpu; load average ${f(r.loadAverage[0])} → ${f(r.loadAverage[1])})`]
+  for (const d of r.devices) {
+    const ratio = d.worker.busyMsPerSecond / d.page.busyMsPerSecond
+    const cpuRatio = d.worker.cpuMsPerSecond / d.page.cpuMsPerSecond
+    lines.push(`  ${d.devices} devices, ${d.rate} readings/s each, a tile per device${d.rate === 0 ? ' (the floor: no reading arrives)' : ''}`, line('page', d.page), line('worker', d.worker))
+    if (d.rate === 0) continue
+    const targeted = d.devices === 200 && d.rate === 20
+    lines.push(
+      `    main-thread busy with the worker: ${f(ratio * 100, 0)}% of the page engine's (cpu ${f(cpuRatio * 100, 0)}%)` +
+        (targeted ? ` [target <= 25%: ${mark(ratio <= 0.25)}]; p95 frame interval ${f(d.worker.frameP95Ms, 2)} ms [target <= 16.7 ms, one 60 Hz frame: ${mark(d.worker.frameP95Ms <= ONE_FRAME_MS)}]` : ''),
+    )
+  }
+  if (r.million !== null) {
+    lines.push('  10^6 events ingested by the page in batches of 10,000', line('page', r.million.page), line('worker', r.million.worker))
+    lines.push(`    longest main-thread task with the worker ${f(r.million.worker.longestTaskMs)} ms [target < 16 ms: ${mark(r.million.worker.longestTaskMs < 16)}], on the page ${f(r.million.page.longestTaskMs)} ms`)
+  }
+  if (r.memory !== null) {
+    const heap = (h: Heap): string => `${f(h.totalMB)} MB (${h.targets.map((t) => `${t.type} ${f(t.usedMB)}`).join(', ')})`
+    lines.push('  memory, four tabs, a minute of 200 devices (12,000 windows), JS heap after GC', `    page    ${heap(r.memory.page)}`, `    worker  ${heap(r.memory.worker)}`)
+  }
+  if (r.takeover !== null) {
+    lines.push(
+      '  leader takeover without SharedWorker, ms from the leader going to the other tabs welcomed by the next host',
+      `    closed  ${r.takeover.closeMs.map((ms) => f(ms, 0)).join(', ')} (median ${f(percentile(r.takeover.closeMs, 0.5), 0)})`,
+      `    frozen  ${r.takeover.freezeMs.map((ms) => f(ms, 0)).join(', ')} (median ${f(percentile(r.takeover.freezeMs, 0.5), 0)})`,
+    )
+  }
+  return lines.join('\n')
+}
+
+if (isMain(import.meta.url)) {
+  const arg = (name: string): string | undefined => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3)
+  const only = arg('only')?.split(',')
+  const unknown = only?.filter((s) => !SCENARIOS.includes(s as Scenario)) ?? []
+  if (unknown.length > 0) throw new Error(`--only takes ${SCENARIOS.join(', ')} (comma-separated), not ${unknown.join(', ')}`)
+  const seconds = arg('seconds')
+  run({ ...(only === undefined ? {} : { only: only as Scenario[] }), ...(seconds === undefined ? {} : { seconds: Number(seconds) }) })
+    .then((r) => console.log(process.argv.includes('--json') ? JSON.stringify(r, null, 2) : report(r)))
+    .catch((error: unknown) => {
+      console.error(error)
+      process.exitCode = 1
+    })
+}

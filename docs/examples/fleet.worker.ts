@@ -1,0 +1,31 @@
+// #region host
+// src/fleet.worker.ts: the app's worker file. Every tab's connectEngine starts this same file,
+// as a SharedWorker where there is one, else as a leader tab's dedicated Worker.
+import { hostEngine } from '@tidemark/worker/host'
+import { bindDoc, connectWebsocket } from '@tidemark/yjs'
+import * as Y from 'yjs'
+import { FLEET_ROOM, fleetOptions } from './fleet.ts'
+
+/** What the pages pass the host (`connectEngine({ config })`): the first tab's is used. */
+export interface FleetConfig {
+  readonly serverUrl: string
+}
+
+hostEngine({
+  name: 'fleet',
+  engine: fleetOptions,
+  // The log is IndexedDB's `tidemark-log-fleet`, written by this host alone (default `log: {}`).
+  setup({ engine, config }) {
+    // One doc and one socket for the whole origin, however many tabs are open.
+    const doc = new Y.Doc()
+    const binding = bindDoc(engine, doc)
+    const server = connectWebsocket(doc, { url: (config as FleetConfig).serverUrl, room: FLEET_ROOM, jitter: { initialMs: 2_000 } })
+    const ticking = setInterval(() => engine.tick(), 1_000)
+    return () => {
+      clearInterval(ticking)
+      server.destroy()
+      binding.destroy()
+    }
+  },
+})
+// #endregion host

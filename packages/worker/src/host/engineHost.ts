@@ -1,0 +1,452 @@
+import { createEngine, type Engine, type EngineOptions, type EngineStats, OverflowError, shallowEqual, type SyncStatus, type WindowResult } from '@tidemark/engine'
+import { indexedDbPersistence, isFencedError, openEngine, recoveryReport } from '@tidemark/idb'
+import { claimLog, type LogClaim, type LogLocks } from '@tidemark/idb/log'
+import type { WindowAddress } from '../common/addressMap.ts'
+import { batchProblem, decodeEvents, type EventBatch } from '../protocol/eventColumns.ts'
+import { type HostCall, type HostMessage, type HostMode, type MirroredOptions, PROTOCOL_VERSION, type WireError, wireError } from '../protocol/messages.ts'
+import { lockNames, type WorkerClock, type WorkerLocks } from '../page/platform.ts'
+import { ChangeCompactor } from './changeCompactor.ts'
+import { type ClientLink, HostClient, type HostState } from './hostClient.ts'
+import type { HostContext, HostEngineOptions } from './hostOptions.ts'
+
+/** What the host uses of its worker's platform (injected in tests). */
+export interface HostPlatform {
+  /** `navigator.locks`, or null without Web Locks. */
+  readonly locks: (WorkerLocks & LogLocks) | null
+  /** Defaults to `globalThis.indexedDB`. */
+  readonly indexedDB?: IDBFactory
+  readonly clock: WorkerClock
+}
+
+/** How this host was started. */
+export interface HostRole {
+  readonly mode: HostMode
+  /** Take the log from a silent writer (a leader tab that stole leadership). */
+  readonly steal: boolean
+}
+
+/** What the host tells the worker scope around it (which beats and closes). */
+export interface HostEvents {
+  /** The log is claimed: the host's epoch is known. */
+  claimed?(epoch: number): void
+  /** The engine is open and pages are welcomed. */
+  ready?(): void
+  /** Another host took the log; this one answers nothing more. */
+  deposed?(reason: string): void
+  /** The page behind `link` is gone. */
+  dropped?(link: ClientLink): void
+}
+
+const DEFAULT_CREDITS = 50_000
+const DEFAULT_FRAME_MS = 16
+
+function statsEqual(a: EngineStats, b: EngineStats): boolean {
+  return shallowEqual(a, b, (x, y) => shallowEqual(x, y))
+}
+
+/**
+ * The engine's host, inside a worker: opens the engine over the origin's log, runs the app's
+ * `setup` (its providers), welcomes pages with a snapshot, applies their batches (answering
+ * each with its receipt, then with its durability), and sends each page, about once per frame,
+ * only the windows that changed since its last frame. Free of worker globals, so tests drive it
+ * over MessageChannels with fake locks and timers; `hostEngine` wires it into a worker.
+ */
+export class EngineHost {
+  readonly instance: string
+  readonly #options: HostEngineOptions
+  readonly #platform: HostPlatform
+  readonly #role: HostRole
+  readonly #events: HostEvents
+  readonly #clients = new Map<ClientLink, HostClient>()
+  /** Hellos that came before the engine was open. */
+  readonly #waiting: { readonly link: ClientLink; readonly tab: string }[] = []
+  readonly #compactor = new ChangeCompactor()
+  #epoch = 0
+  #engine: Engine | null = null
+  #claim: LogClaim | null = null
+  #config: { readonly value: unknown } | null = null
+  #configArrived: (() => void) | null = null
+  #context: HostContext | null = null
+  #cleanup: (() => void) | null = null
+  #state: HostState | null = null
+  /** What pages need of the engine's options to expire windows as it does. */
+  #mirrored: MirroredOptions = { allowedLateness: 0, retention: 60_000 }
+  #timer: unknown = null
+  #deposed: string | null = null
+  /** Why the host could not start, told to every page. */
+  #failure: string | null = null
+  #stopped = false
+  #releaseHostLock: (() => void) | null = null
+  readonly #tabWatches = new Map<HostClient, AbortController>()
+
+  constructor(options: HostEngineOptions, platform: HostPlatform, role: HostRole, events: HostEvents = {}) {
+    this.#options = options
+    this.#platform = platform
+    this.#role = role
+    this.#events = events
+    this.instance = globalThis.crypto.randomUUID()
+  }
+
+  get epoch(): number {
+    return this.#epoch
+  }
+
+  get ready(): boolean {
+    return this.#state !== null && this.#deposed === null
+  }
+
+  /** The pages connected now. */
+  get clients(): number {
+    return this.#clients.size
+  }
+
+  /** The hosted engine, once open. */
+  get engine(): Engine | null {
+    return this.#engine
+  }
+
+  /**
+   * Claims the log, waits for the first page's config, opens the engine and runs `setup`;
+   * then welcomes the waiting pages. When that fails, every page is told why.
+   */
+  async start(): Promise<HostContext> {
+    try {
+      await this.#start()
+    } catch (error) {
+      this.#failure = `the engine's host could not start: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`
+      for (const { link } of this.#waiting.splice(0)) link.send({ t: 'refused', reason: this.#failure }, [])
+      void this.#shutdown()
+      throw error
+    }
+    return this.#context as HostContext
+  }
+
+  async #start(): Promise<void> {
+    const { name, log } = this.#options
+    const locks = this.#platform.locks
+    this.#holdHostLock(locks, name)
+    if (log !== false) {
+      this.#claim = await claimLog({
+        name,
+        steal: this.#role.steal,
+        ...(locks === null ? { withoutLocks: 'single-tab' as const } : { locks }),
+        ...(this.#platform.indexedDB === undefined ? {} : { indexedDB: this.#platform.indexedDB }),
+      })
+      this.#claim.lost.then(() => this.depose('another host took the log'))
+      this.#epoch = this.#claim.epoch
+    } else this.#epoch = this.#platform.clock.now()
+    if (this.#stopped) return
+    this.#events.claimed?.(this.#epoch)
+    const config = await this.#firstConfig()
+    const engineOptions = typeof this.#options.engine === 'function' ? await this.#options.engine(config) : this.#options.engine
+    const engine = await this.#open(engineOptions)
+    this.#mirrored = { allowedLateness: engineOptions.allowedLateness ?? 0, retention: engineOptions.retention ?? 60_000 }
+    this.#engine = engine
+    const context: HostContext = { engine, config, mode: this.#role.mode, instance: this.instance, epoch: this.#epoch }
+    this.#context = context
+    const cleanup = await this.#options.setup?.(context)
+    if (typeof cleanup === 'function') this.#cleanup = cleanup
+    engine.subscribe((changes) => {
+      this.#compactor.add(changes)
+      this.#schedule()
+    })
+    this.#state = this.#readState(null)
+    if (this.#deposed !== null || this.#stopped) return
+    this.#events.ready?.()
+    for (const { link, tab } of this.#waiting.splice(0)) this.#welcome(link, tab)
+  }
+
+  /** Hands a page's message to the host; `link` is how the host answers that page. */
+  receive(link: ClientLink, message: unknown): void {
+    if (typeof message !== 'object' || message === null) return
+    const m = message as { readonly t?: unknown }
+    if (m.t === 'hello') {
+      this.#hello(link, message as { v?: unknown; tab?: unknown; config?: unknown })
+      return
+    }
+    const client = this.#clients.get(link)
+    if (client === undefined) return
+    switch (m.t) {
+      case 'ingest': {
+        const { req, batch } = message as { req: number; batch: EventBatch }
+        this.#ingest(client, req, batch)
+        return
+      }
+      case 'ack':
+        client.ack((message as { frame: number }).frame)
+        if (this.#state !== null) client.flush(this.#state, this.#history)
+        return
+      case 'watch-history':
+        client.watch(address(message as WindowAddress))
+        this.#schedule()
+        return
+      case 'unwatch-history':
+        client.unwatch(address(message as WindowAddress))
+        return
+      case 'call': {
+        const { req, call } = message as { req: number; call: HostCall }
+        void this.#call(client, req, call)
+        return
+      }
+      case 'bye':
+        this.drop(link)
+        return
+    }
+  }
+
+  /** Forgets the page behind `link` (its tab is gone). */
+  drop(link: ClientLink): void {
+    const client = this.#clients.get(link)
+    if (client === undefined) return
+    this.#clients.delete(link)
+    this.#tabWatches.get(client)?.abort()
+    this.#tabWatches.delete(client)
+    this.#events.dropped?.(link)
+  }
+
+  /** Stops answering: another host took the log. Pages are told, and send their batches to the next host. */
+  depose(reason: string): void {
+    if (this.#deposed !== null || this.#stopped) return
+    this.#deposed = reason
+    for (const client of this.#clients.values()) client.link.send({ t: 'refused', reason, deposed: true }, [])
+    this.#events.deposed?.(reason)
+    void this.#shutdown()
+  }
+
+  /** Stops the host: runs the setup's cleanup, closes the engine (a last checkpoint) and lets the log go. */
+  async stop(): Promise<void> {
+    if (this.#stopped) return
+    this.#stopped = true
+    await this.#shutdown()
+  }
+
+  async #shutdown(): Promise<void> {
+    this.#platform.clock.clearTimeout(this.#timer)
+    this.#timer = null
+    for (const watch of this.#tabWatches.values()) watch.abort()
+    this.#tabWatches.clear()
+    try {
+      this.#cleanup?.()
+    } catch (error) {
+      reportError(error)
+    }
+    this.#cleanup = null
+    const engine = this.#engine
+    this.#engine = null
+    // A deposed host's last checkpoint is refused by the fence: nothing to keep of it.
+    await engine?.close().catch((error: unknown) => {
+      if (this.#deposed === null) reportError(error)
+    })
+    await this.#claim?.release()
+    this.#releaseHostLock?.()
+  }
+
+  #holdHostLock(locks: WorkerLocks | null, name: string): void {
+    if (locks === null) return
+    // Pages wait on this lock: it is granted to them when this host is gone (a crash included).
+    void locks
+      .request(lockNames.host(name, this.instance), {}, () => new Promise<void>((resolve) => {
+        this.#releaseHostLock = resolve
+      }))
+      .catch(() => {})
+  }
+
+  #firstConfig(): Promise<unknown> {
+    if (this.#config !== null) return Promise.resolve(this.#config.value)
+    return new Promise((resolve) => {
+      this.#configArrived = () => resolve(this.#config?.value)
+    })
+  }
+
+  async #open(engineOptions: EngineOptions): Promise<Engine> {
+    const claim = this.#claim
+    const log = this.#options.log
+    if (claim === null || log === false) return createEngine(engineOptions)
+    const persistence = indexedDbPersistence({
+      name: claim.database,
+      claim,
+      ...(log?.durability === undefined ? {} : { durability: log.durability }),
+      ...(log?.archive === undefined ? {} : { archive: log.archive }),
+      ...(this.#platform.indexedDB === undefined ? {} : { indexedDB: this.#platform.indexedDB }),
+    })
+    return openEngine({ ...engineOptions, persistence, ...(log?.checkpointEvery === undefined ? {} : { checkpointEvery: log.checkpointEvery }) })
+  }
+
+  #hello(link: ClientLink, hello: { v?: unknown; tab?: unknown; config?: unknown }): void {
+    if (hello.v !== PROTOCOL_VERSION) {
+      link.send({ t: 'refused', reason: `this host speaks protocol ${PROTOCOL_VERSION}, the page ${String(hello.v)}: reload the page` }, [])
+      return
+    }
+    if (this.#deposed !== null) {
+      link.send({ t: 'refused', reason: this.#deposed, deposed: true }, [])
+      return
+    }
+    if (this.#failure !== null) {
+      link.send({ t: 'refused', reason: this.#failure }, [])
+      return
+    }
+    const tab = typeof hello.tab === 'string' ? hello.tab : ''
+    if (this.#config === null) {
+      this.#config = { value: hello.config }
+      this.#configArrived?.()
+    }
+    if (this.#state === null) this.#waiting.push({ link, tab })
+    else this.#welcome(link, tab)
+  }
+
+  #welcome(link: ClientLink, tab: string): void {
+    const engine = this.#engine
+    if (engine === null) return
+    this.drop(link)
+    const client = new HostClient(tab, link)
+    this.#clients.set(link, client)
+    this.#watchTab(client, link)
+    const state = this.#readState(this.#state)
+    this.#state = state
+    const options = this.#mirrored
+    const frame = client.snapshot(state, engine.results())
+    const message: HostMessage = {
+      t: 'welcome',
+      v: PROTOCOL_VERSION,
+      instance: this.instance,
+      epoch: this.#epoch,
+      mode: this.#role.mode,
+      credits: this.#options.credits ?? DEFAULT_CREDITS,
+      options,
+      recovery: recoveryReport(engine) ?? null,
+      frame,
+    }
+    link.send(message, [frame.rows.ints.buffer, frame.rows.nums.buffer])
+  }
+
+  /** When the tab goes away (its lock is released), its client goes too. */
+  #watchTab(client: HostClient, link: ClientLink): void {
+    const locks = this.#platform.locks
+    if (locks === null || client.tab === '') return
+    const controller = new AbortController()
+    this.#tabWatches.set(client, controller)
+    void locks
+      .request(lockNames.tab(this.#options.name, client.tab), { signal: controller.signal }, () => {
+        this.drop(link)
+        return undefined
+      })
+      .catch(() => {})
+  }
+
+  #schedule(): void {
+    if (this.#timer !== null || this.#state === null) return
+    this.#timer = this.#platform.clock.setTimeout(this.#tick, this.#options.frameMs ?? DEFAULT_FRAME_MS)
+  }
+
+  #tick = (): void => {
+    this.#timer = null
+    if (this.#engine === null) return
+    const touched = this.#compactor.take()
+    const state = this.#readState(this.#state)
+    this.#state = state
+    for (const client of this.#clients.values()) {
+      client.absorb(touched)
+      client.flush(state, this.#history)
+    }
+  }
+
+  #history = (at: WindowAddress): readonly WindowResult[] =>
+    this.#engine?.history(at.window, at.key, at.start) ?? []
+
+  /** The scalars now; unchanged ones keep the identity they had in `last`. */
+  #readState(last: HostState | null): HostState {
+    const engine = this.#engine as Engine
+    let stats = engine.stats()
+    if (last !== null && statsEqual(last.stats, stats)) stats = last.stats
+    let sync: SyncStatus = engine.syncStatus()
+    if (last !== null && shallowEqual(last.sync, sync)) sync = last.sync
+    return { watermark: engine.watermark(), stats, sync, latePosition: stats.lateLane + stats.lateLaneTrimmed, lateLane: engine.lateEvents() }
+  }
+
+  #ingest(client: HostClient, req: number, batch: EventBatch): void {
+    const refuse = (error: WireError, retry: boolean): void => client.link.send({ t: 'ingest-refused', req, error, retry }, [])
+    const engine = this.#engine
+    if (engine === null || this.#deposed !== null) {
+      refuse({ name: 'Error', message: 'the host stopped' }, true)
+      return
+    }
+    const problem = batchProblem(batch)
+    if (problem !== null) {
+      refuse({ name: 'TypeError', message: `ingest: ${problem}` }, false)
+      return
+    }
+    const events = decodeEvents(batch)
+    const n = events.length
+    const credits = this.#options.credits ?? DEFAULT_CREDITS
+    if (client.inFlight > 0 && client.inFlight + n > credits) {
+      refuse(wireError(new OverflowError('worker host', `the page has ${client.inFlight} events in flight and sent ${n} more, past its ${credits} credits`)), false)
+      return
+    }
+    let receipt: ReturnType<Engine['ingest']>
+    try {
+      receipt = engine.ingest(events as Parameters<Engine['ingest']>[0])
+    } catch (error) {
+      refuse(wireError(error), this.#deposed !== null)
+      return
+    }
+    client.inFlight += n
+    const { durable, ...counts } = receipt
+    client.link.send({ t: 'receipt', req, receipt: counts }, [])
+    durable.then(
+      () => {
+        client.inFlight -= n
+        client.link.send({ t: 'durable', req }, [])
+      },
+      (error: unknown) => {
+        client.inFlight -= n
+        const fenced = isFencedError(error)
+        client.link.send({ t: 'durable', req, error: wireError(error), retry: fenced || this.#deposed !== null }, [])
+        if (fenced) this.depose('another host took the log (a write was fenced)')
+      },
+    )
+  }
+
+  async #call(client: HostClient, req: number, call: HostCall): Promise<void> {
+    const engine = this.#engine
+    const context = this.#context
+    if (engine === null || context === null || this.#deposed !== null) {
+      client.link.send({ t: 'reply', req, error: { name: 'Error', message: 'the host stopped' }, retry: true }, [])
+      return
+    }
+    try {
+      let value: unknown
+      switch (call.op) {
+        case 'nextSeq':
+          value = engine.nextSeq(call.source)
+          break
+        case 'advance':
+          engine.advanceWatermark(call.to)
+          break
+        case 'tick':
+          engine.tick()
+          break
+        case 'command': {
+          const run = this.#options.commands?.[call.name]
+          if (run === undefined) throw new RangeError(`the host has no command '${call.name}' (hostEngine({ commands }) lists ${Object.keys(this.#options.commands ?? {}).join(', ') || 'none'})`)
+          value = await run(call.payload, context)
+          break
+        }
+        default:
+          throw new RangeError(`unknown call ${String((call as { op?: unknown }).op)}`)
+      }
+      client.link.send({ t: 'reply', req, value }, [])
+    } catch (error) {
+      client.link.send({ t: 'reply', req, error: wireError(error) }, [])
+    }
+  }
+}
+
+function address(m: WindowAddress): WindowAddress {
+  return { window: String(m.window), key: String(m.key), start: Number(m.start) }
+}
+
+function reportError(error: unknown): void {
+  const report = (globalThis as { reportError?: (e: unknown) => void }).reportError
+  if (typeof report === 'function') report(error)
+  else console.error(error)
+}

@@ -1,0 +1,171 @@
+import { assertKnownOptions } from '@tidemark/engine/adapter'
+import { tabChannelName } from '../protocol/tabChannel.ts'
+import type { HostMode } from '../protocol/messages.ts'
+import type { HostConnector, HostLink } from './hostLink.ts'
+import type { DedicatedWorkerFactory } from './hostWorker.ts'
+import { LeaderConnector } from './leaderConnector.ts'
+import { MirroredEngine } from './mirroredEngine.ts'
+import { lockNames, platformClock, platformLocks, type TabChannel, type WorkerClock, type WorkerLocks } from './platform.ts'
+import type { RemoteEngine } from './remoteEngine.ts'
+import { SharedConnector, type SharedWorkerFactory } from './sharedConnector.ts'
+import { SingleConnector } from './singleConnector.ts'
+
+/**
+ * Options of `connectEngine`: `name` and `dedicated` are required.
+ *
+ * @example
+ * const options: ConnectEngineOptions = {
+ *   name: 'fleet',
+ *   shared: (name) => new SharedWorker(new URL('./tidemark.worker.ts', import.meta.url), { type: 'module', name }),
+ *   dedicated: (name) => new Worker(new URL('./tidemark.worker.ts', import.meta.url), { type: 'module', name }),
+ *   config: { syncUrl: 'wss://sync.example.com' },
+ * }
+ */
+export interface ConnectEngineOptions {
+  /** The engine's name: the same as the worker's `hostEngine({ name })`. */
+  readonly name: string
+  /**
+   * Makes the app's worker file as a SharedWorker. Write the `new SharedWorker(new URL('./file.ts',
+   * import.meta.url), { type: 'module', name })` expression in the app itself, so the bundler
+   * finds and emits the file. Without it (or without SharedWorker in this browser), leader mode.
+   */
+  readonly shared?: SharedWorkerFactory
+  /** Makes the same worker file as a dedicated Worker (leader and single mode): `new Worker(new URL(...), { type: 'module', name })`. */
+  readonly dedicated: DedicatedWorkerFactory
+  /**
+   * `auto` (default): `shared` where there is a SharedWorker and a `shared` factory, else
+   * `leader` where there are Web Locks and BroadcastChannel, else `single`. Every tab of an
+   * origin must end up in the same mode (with `auto` they do).
+   */
+  readonly mode?: 'auto' | HostMode
+  /** Passed to the host's `engine` (when a function) and `setup`: the first page's is used. Structured-cloneable. */
+  readonly config?: unknown
+  /** Events that may wait on this page for the host (default 200,000); past it `ingest` rejects with `OverflowError`. */
+  readonly maxQueuedEvents?: number
+  /** Leader mode: how often the leader's host beats (default 250 ms) and how long a silent one is waited for before a follower takes over (default 1,500 ms). */
+  readonly election?: { readonly heartbeatMs?: number; readonly staleMs?: number }
+  /** Gives up waiting for the first host (the promise rejects with the signal's reason). */
+  readonly signal?: AbortSignal
+}
+
+/** What the page uses of the platform; tests inject fakes. */
+export interface ConnectPlatform {
+  readonly locks?: WorkerLocks | null
+  readonly clock?: WorkerClock
+  readonly channel?: (name: string) => TabChannel
+  readonly sharedWorkers?: boolean
+}
+
+const OPTION_KEYS: readonly (keyof ConnectEngineOptions)[] = ['name', 'shared', 'dedicated', 'mode', 'config', 'maxQueuedEvents', 'election', 'signal']
+const MODES: readonly ConnectEngineOptions['mode'][] = ['auto', 'shared', 'leader', 'single']
+
+/**
+ * Connects this page to the engine hosted in a worker, so every tab of the origin shares one
+ * engine, one log writer and one socket, and the page's main thread only draws. Resolves once
+ * a host welcomed the page with the engine's state; the `RemoteEngine` goes wherever an engine
+ * is read (`EngineProvider`, the hooks, `createEngineStore`). The host is found by mode: a
+ * SharedWorker (`shared`); a dedicated worker in a leader tab elected with Web Locks, reached by
+ * the other tabs over a BroadcastChannel, with takeover when the leader closes, crashes or
+ * freezes (`leader`); or this tab's own worker (`single`, with neither).
+ *
+ * @example
+ * import { connectEngine } from '@tidemark/worker'
+ *
+ * const engine = await connectEngine({
+ *   name: 'fleet',
+ *   shared: (name) => new SharedWorker(new URL('./tidemark.worker.ts', import.meta.url), { type: 'module', name }),
+ *   dedicated: (name) => new Worker(new URL('./tidemark.worker.ts', import.meta.url), { type: 'module', name }),
+ * })
+ * engine.connection().mode // 'shared' in Chromium and Firefox, 'leader' where there is no SharedWorker
+ */
+export function connectEngine(options: ConnectEngineOptions): Promise<RemoteEngine> {
+  return connectEngineWith(options, {})
+}
+
+/** `connectEngine` on the given platform pieces (tests pass fake locks, timers and channels). */
+export async function connectEngineWith(options: ConnectEngineOptions, platform: ConnectPlatform): Promise<RemoteEngine> {
+  checkOptions(options)
+  const { name, shared, dedicated } = options
+  const locks = platform.locks === undefined ? platformLocks() : platform.locks
+  const clock = platform.clock ?? platformClock
+  const channel = platform.channel ?? (typeof BroadcastChannel === 'function' ? (channelName: string) => new BroadcastChannel(channelName) : null)
+  const sharedWorkers = platform.sharedWorkers ?? typeof SharedWorker === 'function'
+  const mode = chooseMode(options.mode ?? 'auto', shared !== undefined && sharedWorkers, locks !== null && channel !== null)
+  const tab = globalThis.crypto.randomUUID()
+  let connector: HostConnector
+  let owns: (link: HostLink) => boolean = () => false
+  if (mode === 'shared') connector = new SharedConnector(shared as SharedWorkerFactory, name)
+  else if (mode === 'leader') {
+    const { heartbeatMs = 250, staleMs = 1_500 } = options.election ?? {}
+    const leader = new LeaderConnector({ name, tab, factory: dedicated, locks: locks as WorkerLocks, clock, channel: (channel as (n: string) => TabChannel)(tabChannelName(name)), heartbeatMs, staleMs })
+    connector = leader
+    owns = (link) => leader.owns(link)
+  } else {
+    const single = new SingleConnector(dedicated, name, tab)
+    connector = single
+    owns = (link) => single.owns(link)
+  }
+  const engine = new MirroredEngine({
+    name,
+    tab,
+    mode,
+    config: options.config,
+    maxQueuedEvents: options.maxQueuedEvents ?? 200_000,
+    connector,
+    locks,
+    clock,
+    ownsHost: (link) => owns(link),
+  })
+  // The host watches this lock, released when the tab goes away however it goes: held before the first hello.
+  const leaving = await holdTabLock(locks, name, tab)
+  engine.onConnection((connection) => {
+    if (connection.state === 'closed' || connection.state === 'failed') leaving()
+  })
+  connector.start(engine)
+  const signal = options.signal
+  if (signal !== undefined) {
+    const abort = (): void => engine.failed(`gave up waiting for the engine's host: ${String(signal.reason)}`)
+    if (signal.aborted) abort()
+    else signal.addEventListener('abort', abort, { once: true })
+  }
+  await engine.ready
+  return engine
+}
+
+/** Takes this tab's lock; resolves once it is held, with the function that lets it go. */
+function holdTabLock(locks: WorkerLocks | null, name: string, tab: string): Promise<() => void> {
+  if (locks === null) return Promise.resolve(() => {})
+  return new Promise((held) => {
+    void locks
+      .request(lockNames.tab(name, tab), {}, () => new Promise<void>((release) => held(release)))
+      .catch(() => held(() => {}))
+  })
+}
+
+function chooseMode(asked: NonNullable<ConnectEngineOptions['mode']>, shared: boolean, leader: boolean): HostMode {
+  if (asked === 'auto') return shared ? 'shared' : leader ? 'leader' : 'single'
+  if (asked === 'shared' && !shared) throw new Error("connectEngine: mode 'shared' needs SharedWorker in this browser and the shared option")
+  if (asked === 'leader' && !leader) throw new Error("connectEngine: mode 'leader' needs Web Locks (a secure context) and BroadcastChannel")
+  return asked
+}
+
+function checkOptions(options: ConnectEngineOptions): void {
+  if (typeof options !== 'object' || options === null) throw new TypeError('connectEngine needs an options object { name, dedicated }')
+  assertKnownOptions('connectEngine', options, OPTION_KEYS)
+  const { name, shared, dedicated, mode, maxQueuedEvents, election, signal } = options
+  if (typeof name !== 'string' || name.length === 0 || name.length > 200) throw new TypeError(`connectEngine: name must be a non-empty string of at most 200 characters, got ${String(name)}`)
+  if (typeof dedicated !== 'function') throw new TypeError("connectEngine: dedicated must be a function making the host worker: (name) => new Worker(new URL('./tidemark.worker.ts', import.meta.url), { type: 'module', name })")
+  if (shared !== undefined && typeof shared !== 'function') throw new TypeError('connectEngine: shared must be a function making the host SharedWorker')
+  if (mode !== undefined && !MODES.includes(mode)) throw new RangeError(`connectEngine: mode must be 'auto', 'shared', 'leader' or 'single', got ${String(mode)}`)
+  if (maxQueuedEvents !== undefined && !(Number.isSafeInteger(maxQueuedEvents) && maxQueuedEvents >= 1)) {
+    throw new RangeError(`connectEngine: maxQueuedEvents must be an integer >= 1, got ${String(maxQueuedEvents)}`)
+  }
+  if (election !== undefined) {
+    if (typeof election !== 'object' || election === null) throw new TypeError('connectEngine: election must be an object { heartbeatMs?, staleMs? }')
+    assertKnownOptions('connectEngine: election', election, ['heartbeatMs', 'staleMs'])
+    const { heartbeatMs = 250, staleMs = 1_500 } = election
+    if (!(Number.isFinite(heartbeatMs) && heartbeatMs > 0)) throw new RangeError(`connectEngine: election.heartbeatMs must be a finite number of ms > 0, got ${String(heartbeatMs)}`)
+    if (!(Number.isFinite(staleMs) && staleMs >= 2 * heartbeatMs)) throw new RangeError(`connectEngine: election.staleMs must be at least twice heartbeatMs, got ${String(staleMs)}`)
+  }
+  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError('connectEngine: signal must be an AbortSignal')
+}

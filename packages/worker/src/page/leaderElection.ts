@@ -1,0 +1,205 @@
+import { lockNames, type WorkerClock, type WorkerLocks } from './platform.ts'
+
+/**
+ * Options of a `LeaderElection`.
+ *
+ * @example
+ * new LeaderElection({ name: 'fleet', tab, locks: navigator.locks, clock: platformClock, heartbeatMs: 250, staleMs: 1_500, lead, deposed, announceSteal })
+ */
+export interface LeaderElectionOptions {
+  /** The engine name; the election's lock names derive from it. */
+  readonly name: string
+  /** This tab's id. */
+  readonly tab: string
+  readonly locks: WorkerLocks
+  readonly clock: WorkerClock
+  /** How often the leader's host beats (the watchdog looks twice as often). */
+  readonly heartbeatMs: number
+  /** A leader silent this long (with this tab's own timers on time) is stolen from. */
+  readonly staleMs: number
+  /** This tab holds leadership now; `stolen` when it took it from a silent leader. */
+  readonly lead: (stolen: boolean) => void
+  /** Leadership was taken from this tab (it was frozen or hung, and another tab stole it). */
+  readonly deposed: () => void
+  /** Tells the other tabs that this tab stole leadership from the leader of `epoch`. */
+  readonly announceSteal: (epoch: number) => void
+}
+
+/** Where a tab stands. */
+export type ElectionRole = 'follower' | 'leader' | 'stopped'
+
+/**
+ * Leader election among the tabs of an origin where there is no SharedWorker. Every tab
+ * queues for one exclusive Web Lock; the holder leads (it runs the engine's host in a worker).
+ * A lock alone is not enough: a frozen tab keeps its locks, and its worker freezes with it.
+ * So the leader's host beats on the tab channel; a follower that hears no beat of the newest
+ * epoch for `staleMs` steals the lock, but only when its own watchdog ran on time (a follower
+ * that was asleep itself knows nothing), only while holding a second lock that one stealer at
+ * a time can hold, and only once per epoch (other tabs hear the steal and hold off, until
+ * four times `staleMs` passed without a beat of a newer epoch). The stolen-from tab learns it
+ * when it runs again, and steps down; its host's writes are refused by the log's epoch fence.
+ */
+export class LeaderElection {
+  readonly #options: LeaderElectionOptions
+  #role: ElectionRole = 'follower'
+  /** Newest host epoch heard (0: none yet). */
+  #epoch = 0
+  #lastBeatAt = 0
+  #lastTick = 0
+  /** The last steal from the leader of `epoch`, by this tab or another. */
+  #lastSteal: { readonly epoch: number; readonly at: number } | null = null
+  #stealing = false
+  #queued: AbortController | null = null
+  #release: (() => void) | null = null
+  #watchdog: unknown = null
+  #newerBeat: ((epoch: number) => void)[] = []
+
+  constructor(options: LeaderElectionOptions) {
+    this.#options = options
+  }
+
+  get role(): ElectionRole {
+    return this.#role
+  }
+
+  /** The newest host epoch this tab heard. */
+  get epoch(): number {
+    return this.#epoch
+  }
+
+  /** Queues for leadership and starts watching the leader's beats. */
+  start(): void {
+    const { clock, heartbeatMs } = this.#options
+    const now = clock.now()
+    this.#lastBeatAt = now
+    this.#lastTick = now
+    this.#queue()
+    this.#watchdog = clock.setInterval(() => this.#watch(), Math.max(50, Math.floor(heartbeatMs / 2)))
+  }
+
+  /** A beat of the host of `epoch` was heard. */
+  beat(epoch: number): void {
+    if (epoch < this.#epoch) return
+    this.#epoch = epoch
+    this.#lastBeatAt = this.#options.clock.now()
+    const waiting = this.#newerBeat
+    this.#newerBeat = []
+    for (const notify of waiting) notify(epoch)
+  }
+
+  /** Another tab stole leadership from the leader of `epoch`: give it time to start. */
+  stolen(epoch: number): void {
+    const now = this.#options.clock.now()
+    this.#lastSteal = { epoch, at: now }
+    this.#lastBeatAt = now
+  }
+
+  /** Leaves the election, letting leadership go if this tab holds it. */
+  stop(): void {
+    if (this.#role === 'stopped') return
+    this.#role = 'stopped'
+    this.#options.clock.clearInterval(this.#watchdog)
+    this.#queued?.abort()
+    this.#release?.()
+    this.#release = null
+  }
+
+  #queue(): void {
+    const controller = new AbortController()
+    this.#queued = controller
+    this.#hold({ signal: controller.signal }, false, controller)
+  }
+
+  /** Requests the leader lock; holds it until `stop()` or until another tab steals it. */
+  #hold(options: { readonly signal?: AbortSignal; readonly steal?: boolean }, stolen: boolean, controller: AbortController | null): void {
+    const { locks, name } = this.#options
+    let held = false
+    locks
+      .request(lockNames.leader(name), options, () => {
+        if (this.#role === 'stopped') return undefined
+        held = true
+        this.#role = 'leader'
+        this.#queued = null
+        const kept = new Promise<void>((resolve) => {
+          this.#release = resolve
+        })
+        this.#options.lead(stolen)
+        return kept
+      })
+      .then(
+        () => {},
+        () => {
+          // Our own withdrawal of a queued request ends here too: nothing to do.
+          if (controller?.signal.aborted === true && !held) return
+          if (!held || this.#role !== 'leader') return
+          this.#role = 'follower'
+          this.#release = null
+          this.#lastBeatAt = this.#options.clock.now()
+          this.#options.deposed()
+          this.#queue()
+        },
+      )
+  }
+
+  #watch(): void {
+    const { clock, staleMs } = this.#options
+    const now = clock.now()
+    // This tab's own timers ran late (it was frozen or throttled): what it heard is stale, not the leader.
+    const late = now - this.#lastTick > staleMs / 2
+    this.#lastTick = now
+    if (late || this.#role !== 'follower' || this.#stealing || !this.#leaderSilent(now)) return
+    this.#steal()
+  }
+
+  #leaderSilent(now: number): boolean {
+    const { staleMs } = this.#options
+    if (now - this.#lastBeatAt < staleMs) return false
+    const steal = this.#lastSteal
+    // At most one steal per epoch, unless the stealer's host never beat.
+    return steal === null || steal.epoch < this.#epoch || now - steal.at >= staleMs * 4
+  }
+
+  #steal(): void {
+    const { locks, name, clock, staleMs } = this.#options
+    this.#stealing = true
+    // A stealer that went silent itself may still hold the steal lock: past the grace, take it.
+    const last = this.#lastSteal
+    const overdue = last !== null && last.epoch >= this.#epoch && clock.now() - last.at >= staleMs * 4
+    locks
+      .request(lockNames.steal(name), overdue ? { steal: true } : { ifAvailable: true }, async (lock) => {
+        if (lock === null || this.#role !== 'follower' || !this.#leaderSilent(clock.now())) return
+        const from = this.#epoch
+        this.#lastSteal = { epoch: from, at: clock.now() }
+        this.#options.announceSteal(from)
+        this.#queued?.abort()
+        this.#queued = null
+        this.#hold({ steal: true }, true, null)
+        // Kept until this tab's host beats (or for a bound): no second tab steals meanwhile.
+        await this.#beatAfter(from, staleMs * 4)
+      })
+      .then(
+        () => {},
+        () => {},
+      )
+      .finally(() => {
+        this.#stealing = false
+      })
+  }
+
+  /** Resolves at the first beat of an epoch newer than `epoch`, or after `ms`. */
+  #beatAfter(epoch: number, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const { clock } = this.#options
+      const timer = clock.setTimeout(resolve, ms)
+      const notify = (heard: number): void => {
+        if (heard <= epoch) {
+          this.#newerBeat.push(notify)
+          return
+        }
+        clock.clearTimeout(timer)
+        resolve()
+      }
+      this.#newerBeat.push(notify)
+    })
+  }
+}

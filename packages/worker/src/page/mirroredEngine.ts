@@ -1,0 +1,463 @@
+import {
+  type EngineStats,
+  type IngestReceipt,
+  type LateEvent,
+  OverflowError,
+  type ResultQuery,
+  type StreamEvent,
+  type SyncStatus,
+  type WindowChange,
+  type WindowResult,
+} from '@tidemark/engine'
+import type { RecoveryReport } from '@tidemark/idb'
+import { encodeEvents } from '../protocol/eventColumns.ts'
+import {
+  errorFromWire,
+  type FrameMessage,
+  type HostCall,
+  type HostMessage,
+  type HostMode,
+  PROTOCOL_VERSION,
+  type WelcomeMessage,
+  type WireError,
+} from '../protocol/messages.ts'
+import { rowsProblem } from '../protocol/windowRows.ts'
+import type { HostConnector, HostLink, LinkSink } from './hostLink.ts'
+import { IngestQueue } from './ingestQueue.ts'
+import { lockNames, type WorkerClock, type WorkerLocks } from './platform.ts'
+import type { RemoteEngine, WorkerConnection } from './remoteEngine.ts'
+import { WindowMirror } from './windowMirror.ts'
+
+/** What a `MirroredEngine` is made of (`connectEngine` assembles it). */
+export interface MirroredEngineOptions {
+  readonly name: string
+  readonly tab: string
+  readonly mode: HostMode
+  readonly config: unknown
+  readonly maxQueuedEvents: number
+  readonly connector: HostConnector
+  readonly locks: WorkerLocks | null
+  readonly clock: WorkerClock
+  /** Whether `link` belongs to a worker this tab runs. */
+  readonly ownsHost: (link: HostLink) => boolean
+}
+
+interface PendingCall {
+  readonly call: HostCall
+  /** Safe to send again to the next host (reads and idempotent moves). */
+  readonly retry: boolean
+  readonly resolve: (value: unknown) => void
+  readonly reject: (error: unknown) => void
+  sent: boolean
+}
+
+const EMPTY_LANE: readonly LateEvent[] = Object.freeze([])
+const CLOSED = 'the remote engine is closed'
+
+/**
+ * The `RemoteEngine` behind `connectEngine`: the page's mirror of the host engine, fed by
+ * frames, and the queue that carries its batches. It speaks to one host at a time through the
+ * link its connector opened, and starts over with the next host's snapshot after a takeover.
+ */
+export class MirroredEngine implements RemoteEngine, LinkSink {
+  readonly #options: MirroredEngineOptions
+  readonly #mirror = new WindowMirror()
+  readonly #queue: IngestQueue
+  readonly #listeners = new Set<(changes: readonly WindowChange[]) => void>()
+  readonly #connectionListeners = new Set<(connection: WorkerConnection) => void>()
+  readonly #calls = new Map<number, PendingCall>()
+  #nextCall = 1
+  #link: HostLink | null = null
+  #welcomed = false
+  #watermark = Number.NEGATIVE_INFINITY
+  #stats: EngineStats | null = null
+  #sync: SyncStatus | null = null
+  #lane: readonly LateEvent[] = EMPTY_LANE
+  #recovery: RecoveryReport | null = null
+  #connection: WorkerConnection
+  #lostAt: number | null = null
+  #hostWatch: AbortController | null = null
+  #writable: WritableStream<readonly StreamEvent[]> | null = null
+  readonly #streams = new Set<ReadableStreamDefaultController<readonly WindowChange[]>>()
+  #ready: { resolve: () => void; reject: (error: unknown) => void } | null = null
+  /** Resolves when the first host welcomed this page. */
+  readonly ready: Promise<void>
+
+  constructor(options: MirroredEngineOptions) {
+    this.#options = options
+    this.#queue = new IngestQueue({
+      maxQueuedEvents: options.maxQueuedEvents,
+      send: (req, batch) => this.#link?.send({ t: 'ingest', req, batch }),
+    })
+    this.#connection = {
+      mode: options.mode,
+      state: 'reconnecting',
+      leader: false,
+      instance: '',
+      epoch: 0,
+      takeovers: 0,
+      lastTakeoverMs: null,
+      inFlightEvents: 0,
+      queuedEvents: 0,
+      reason: null,
+    }
+    this.ready = new Promise((resolve, reject) => {
+      this.#ready = { resolve, reject }
+    })
+    this.ready.catch(() => {})
+  }
+
+  // ---- LinkSink: what the connector reports ----
+
+  opened(link: HostLink): void {
+    if (this.#connection.state === 'closed') {
+      link.close()
+      return
+    }
+    if (this.#link !== null && this.#link !== link) this.lost(this.#link, 'another host took over')
+    this.#link = link
+    link.send({ t: 'hello', v: PROTOCOL_VERSION, tab: this.#options.tab, config: this.#options.config })
+  }
+
+  message(link: HostLink, data: unknown): void {
+    if (link !== this.#link || typeof data !== 'object' || data === null) return
+    const message = data as HostMessage
+    switch (message.t) {
+      case 'welcome':
+        this.#welcome(link, message)
+        return
+      case 'frame':
+        if (this.#welcomed) this.#frame(link, message, false)
+        return
+      case 'receipt':
+        this.#queue.receipt(message.req, message.receipt)
+        return
+      case 'ingest-refused':
+        this.#queue.refused(message.req, message.error, message.retry)
+        return
+      case 'durable':
+        this.#queue.durable(message.req, message.error, message.retry === true)
+        return
+      case 'reply':
+        this.#reply(message.req, message.value, message.error, message.retry === true)
+        return
+      case 'refused':
+        if (message.deposed === true) {
+          this.lost(link, message.reason)
+          this.#options.connector.gone(link)
+        } else this.failed(message.reason)
+        return
+    }
+  }
+
+  lost(link: HostLink, reason: string): void {
+    if (link !== this.#link) return
+    this.#link = null
+    this.#welcomed = false
+    this.#hostWatch?.abort()
+    this.#hostWatch = null
+    this.#lostAt = this.#options.clock.now()
+    this.#queue.disconnected()
+    for (const [req, call] of this.#calls) {
+      if (!call.sent || call.retry) {
+        call.sent = false
+        continue
+      }
+      this.#calls.delete(req)
+      call.reject(new Error(`the engine's host went away before answering ${call.call.op} (${reason}); it may or may not have run it`))
+    }
+    if (this.#connection.state === 'connected') this.#setConnection({ state: 'reconnecting', reason })
+  }
+
+  failed(reason: string): void {
+    if (this.#connection.state === 'closed') return
+    this.#setConnection({ state: 'failed', reason })
+    const error = new Error(`connectEngine: ${reason}`)
+    this.#ready?.reject(error)
+    this.#queue.close(error)
+    this.#rejectCalls(error)
+  }
+
+  // ---- RemoteEngine ----
+
+  ingest(events: readonly StreamEvent[]): Promise<IngestReceipt> {
+    if (!Array.isArray(events)) return Promise.reject(new TypeError('ingest expects an array of events'))
+    return this.#queue.enqueue(encodeEvents(events))
+  }
+
+  nextSeq(source: string): Promise<number> {
+    if (typeof source !== 'string') return Promise.reject(new TypeError(`nextSeq needs a source name (a string), got ${typeof source}`))
+    return this.#call({ op: 'nextSeq', source }, true) as Promise<number>
+  }
+
+  async advanceWatermark(t: number): Promise<void> {
+    if (typeof t !== 'number' || Number.isNaN(t)) throw new RangeError(`advanceWatermark needs a number, got ${String(t)}`)
+    await this.#call({ op: 'advance', to: t }, true)
+  }
+
+  async tick(): Promise<void> {
+    await this.#call({ op: 'tick' }, true)
+  }
+
+  command(name: string, payload?: unknown): Promise<unknown> {
+    if (typeof name !== 'string') return Promise.reject(new TypeError(`command needs a name (a string), got ${typeof name}`))
+    return this.#call({ op: 'command', name, payload }, false)
+  }
+
+  recovery(): RecoveryReport | null {
+    return this.#recovery
+  }
+
+  connection(): WorkerConnection {
+    return { ...this.#connection, inFlightEvents: this.#queue.inFlight, queuedEvents: this.#queue.queued }
+  }
+
+  onConnection(listener: (connection: WorkerConnection) => void): () => void {
+    const entry = (connection: WorkerConnection): void => listener(connection)
+    this.#connectionListeners.add(entry)
+    return () => {
+      this.#connectionListeners.delete(entry)
+    }
+  }
+
+  results(query?: ResultQuery): readonly WindowResult[] {
+    return this.#mirror.results(query)
+  }
+
+  subscribe(listener: (changes: readonly WindowChange[]) => void): () => void {
+    const entry = (changes: readonly WindowChange[]): void => listener(changes)
+    this.#listeners.add(entry)
+    return () => {
+      this.#listeners.delete(entry)
+    }
+  }
+
+  watermark(): number {
+    return this.#watermark
+  }
+
+  lateEvents(): readonly LateEvent[] {
+    return this.#lane
+  }
+
+  stats(): EngineStats {
+    if (this.#stats === null) throw new Error('the remote engine has no stats before its host welcomed it')
+    return this.#stats
+  }
+
+  syncStatus(): SyncStatus {
+    return this.#sync ?? { state: 'local', lastSync: null, pendingLocalUpdates: 0, peers: 0 }
+  }
+
+  history(window: string, key: string, start: number): readonly WindowResult[] {
+    const address = { window, key, start }
+    const kept = this.#mirror.history(address)
+    if (kept !== undefined) return kept
+    this.#mirror.watch(address)
+    if (this.#welcomed) this.#link?.send({ t: 'watch-history', window, key, start })
+    const latest = this.#mirror.get(address)
+    return latest === undefined || latest.status === 'provisional' ? [] : [latest]
+  }
+
+  get writable(): WritableStream<readonly StreamEvent[]> {
+    this.#writable ??= new WritableStream<readonly StreamEvent[]>(
+      {
+        write: async (batch) => {
+          const receipt = await this.ingest(batch)
+          await receipt.durable
+          const overflow = receipt.anomalies.filter((a) => a.reason === 'overflow').length
+          if (overflow > 0) {
+            this.#writable = null
+            throw new OverflowError('engine', `${overflow} events of a written batch refused; resend them later`)
+          }
+        },
+      },
+      new CountQueuingStrategy({ highWaterMark: 8 }),
+    )
+    return this.#writable
+  }
+
+  changes(): ReadableStream<readonly WindowChange[]> {
+    const highWaterMark = 1024
+    let stop: (() => void) | null = null
+    let own: ReadableStreamDefaultController<readonly WindowChange[]> | null = null
+    return new ReadableStream<readonly WindowChange[]>(
+      {
+        start: (controller) => {
+          own = controller
+          this.#streams.add(controller)
+          stop = this.subscribe((changes) => {
+            if (changes.length === 0) return
+            if ((controller.desiredSize ?? 0) <= 0) {
+              stop?.()
+              this.#streams.delete(controller)
+              controller.error(new OverflowError('changes() stream', `reader fell ${highWaterMark} batches behind`))
+              return
+            }
+            controller.enqueue(changes)
+          })
+        },
+        cancel: () => {
+          stop?.()
+          if (own !== null) this.#streams.delete(own)
+        },
+      },
+      new CountQueuingStrategy({ highWaterMark }),
+    )
+  }
+
+  async close(): Promise<void> {
+    if (this.#connection.state === 'closed') throw new Error(CLOSED)
+    const closing = new Error(CLOSED)
+    this.#queue.stopAccepting(closing)
+    if (this.#link !== null) await this.#queue.drained()
+    this.#setConnection({ state: 'closed', reason: null })
+    this.#queue.close(closing)
+    this.#rejectCalls(closing)
+    this.#link?.send({ t: 'bye' })
+    this.#link = null
+    this.#hostWatch?.abort()
+    this.#options.connector.stop()
+    this.#listeners.clear()
+    for (const controller of this.#streams) controller.close()
+    this.#streams.clear()
+  }
+
+  // ---- internals ----
+
+  #welcome(link: HostLink, welcome: WelcomeMessage): void {
+    const problem = rowsProblem(welcome.frame?.rows)
+    if (welcome.v !== PROTOCOL_VERSION || problem !== null) {
+      this.failed(problem ?? `the host speaks protocol ${String(welcome.v)}, this page ${PROTOCOL_VERSION}: reload the page`)
+      return
+    }
+    const previous = this.#connection
+    const takeover = previous.instance !== '' && previous.instance !== welcome.instance
+    this.#mirror.options = welcome.options
+    this.#recovery = welcome.recovery
+    this.#welcomed = true
+    this.#frame(link, welcome.frame, true)
+    this.#watchHost(link, welcome.instance)
+    for (const address of this.#mirror.watched()) link.send({ t: 'watch-history', ...address })
+    this.#queue.connected(welcome.credits)
+    for (const [req, call] of this.#calls) {
+      if (call.sent) continue
+      call.sent = true
+      link.send({ t: 'call', req, call: call.call })
+    }
+    this.#setConnection({
+      state: 'connected',
+      leader: this.#options.ownsHost(link),
+      instance: welcome.instance,
+      epoch: welcome.epoch,
+      mode: welcome.mode,
+      takeovers: previous.takeovers + (takeover ? 1 : 0),
+      lastTakeoverMs: takeover && this.#lostAt !== null ? this.#options.clock.now() - this.#lostAt : previous.lastTakeoverMs,
+      reason: null,
+    })
+    this.#ready?.resolve()
+  }
+
+  #frame(link: HostLink, frame: FrameMessage, replace: boolean): void {
+    if (!replace && rowsProblem(frame.rows) !== null) return
+    const changes: WindowChange[] = []
+    const resets = replace ? this.#mirror.replace(frame.rows, changes) : this.#mirror.apply(frame.rows, changes)
+    if (resets.length > 0) this.#touchHistories(resets, changes)
+    this.#watermark = frame.watermark
+    if (frame.stats !== undefined) this.#stats = frame.stats
+    if (frame.sync !== undefined) this.#sync = frame.sync
+    if (frame.late !== undefined) {
+      const { entries, replace: whole } = frame.late
+      const lane = whole ? [...entries] : [...this.#lane, ...entries]
+      const keep = this.#stats?.lateLane ?? lane.length
+      this.#lane = Object.freeze(lane.length > keep ? lane.slice(lane.length - keep) : lane)
+    }
+    for (const address of this.#mirror.expire(frame.watermark)) link.send({ t: 'unwatch-history', ...address })
+    link.send({ t: 'ack', frame: frame.frame })
+    for (const listener of this.#listeners) {
+      try {
+        listener(changes)
+      } catch (error) {
+        reportError(error)
+      }
+    }
+  }
+
+  /** A history that arrived for a window no change row touched still needs a change, so views re-read it. */
+  #touchHistories(addresses: readonly { window: string; key: string; start: number }[], changes: WindowChange[]): void {
+    for (const address of addresses) {
+      if (changes.some(({ result }) => result.window === address.window && result.key === address.key && result.start === address.start)) continue
+      const result = this.#mirror.get(address)
+      if (result === undefined) continue
+      changes.push({ type: result.status === 'provisional' ? 'provisional' : result.status === 'on_time' ? 'on_time' : 'correction', result })
+    }
+  }
+
+  /** Waits on the host's lock: granted when the host is gone, whatever ended it. */
+  #watchHost(link: HostLink, instance: string): void {
+    this.#hostWatch?.abort()
+    const locks = this.#options.locks
+    if (locks === null) return
+    const controller = new AbortController()
+    this.#hostWatch = controller
+    locks
+      .request(lockNames.host(this.#options.name, instance), { signal: controller.signal }, () => {
+        if (controller.signal.aborted || link !== this.#link) return undefined
+        this.lost(link, 'the host stopped')
+        this.#options.connector.gone(link)
+        return undefined
+      })
+      .catch(() => {})
+  }
+
+  #call(call: HostCall, retry: boolean): Promise<unknown> {
+    const state = this.#connection.state
+    if (state === 'closed' || state === 'failed') return Promise.reject(new Error(state === 'closed' ? CLOSED : `connectEngine: ${this.#connection.reason}`))
+    return new Promise((resolve, reject) => {
+      const req = this.#nextCall++
+      const pending: PendingCall = { call, retry, resolve, reject, sent: false }
+      this.#calls.set(req, pending)
+      if (this.#welcomed && this.#link !== null) {
+        pending.sent = true
+        this.#link.send({ t: 'call', req, call })
+      }
+    })
+  }
+
+  #reply(req: number, value: unknown, error: WireError | undefined, retry: boolean): void {
+    const call = this.#calls.get(req)
+    if (call === undefined) return
+    if (error !== undefined && retry && call.retry) {
+      call.sent = false
+      return
+    }
+    this.#calls.delete(req)
+    if (error === undefined) call.resolve(value)
+    else call.reject(errorFromWire(error))
+  }
+
+  #rejectCalls(error: Error): void {
+    for (const call of this.#calls.values()) call.reject(error)
+    this.#calls.clear()
+  }
+
+  #setConnection(change: Partial<WorkerConnection>): void {
+    this.#connection = { ...this.#connection, ...change }
+    const snapshot = this.connection()
+    for (const listener of this.#connectionListeners) {
+      try {
+        listener(snapshot)
+      } catch (error) {
+        reportError(error)
+      }
+    }
+  }
+}
+
+function reportError(error: unknown): void {
+  const report = (globalThis as { reportError?: (e: unknown) => void }).reportError
+  if (typeof report === 'function') report(error)
+  else queueMicrotask(() => {
+    throw error
+  })
+}

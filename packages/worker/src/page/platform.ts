@@ -1,0 +1,61 @@
+/**
+ * What the page side uses of the platform, so tests can run it with fake locks and timers:
+ * `navigator.locks`, `BroadcastChannel` and the timer functions fit.
+ */
+
+/**
+ * The Web Locks calls leader election and liveness need; `navigator.locks` fits.
+ *
+ * @example
+ * const locks: WorkerLocks = navigator.locks
+ */
+export interface WorkerLocks {
+  /**
+   * `LockManager.request`: `callback` gets the lock (or null with `ifAvailable` when it is
+   * held); the lock lasts until the promise it returns settles; `steal` breaks another
+   * holder's lock; `signal` withdraws a waiting request.
+   */
+  request(
+    name: string,
+    options: { readonly ifAvailable?: boolean; readonly steal?: boolean; readonly signal?: AbortSignal },
+    callback: (lock: unknown) => Promise<void> | undefined,
+  ): Promise<unknown>
+}
+
+/** Timers and the clock. */
+export interface WorkerClock {
+  now(): number
+  setTimeout(callback: () => void, ms: number): unknown
+  clearTimeout(handle: unknown): void
+  setInterval(callback: () => void, ms: number): unknown
+  clearInterval(handle: unknown): void
+}
+
+/** A channel every tab of the origin shares (`BroadcastChannel`). */
+export interface TabChannel {
+  postMessage(message: unknown): void
+  addEventListener(type: 'message', listener: (event: { readonly data: unknown }) => void): void
+  close(): void
+}
+
+/** The platform's clock and timers. */
+export const platformClock: WorkerClock = {
+  now: () => Date.now(),
+  setTimeout: (callback, ms) => globalThis.setTimeout(callback, ms),
+  clearTimeout: (handle) => globalThis.clearTimeout(handle as ReturnType<typeof setTimeout>),
+  setInterval: (callback, ms) => globalThis.setInterval(callback, ms),
+  clearInterval: (handle) => globalThis.clearInterval(handle as ReturnType<typeof setInterval>),
+}
+
+/** `navigator.locks`, or null where there are none (not a secure context, an old browser). */
+export function platformLocks(): WorkerLocks | null {
+  return (globalThis as { navigator?: { locks?: WorkerLocks } }).navigator?.locks ?? null
+}
+
+/** The lock names of one engine name. */
+export const lockNames = {
+  leader: (name: string) => `tidemark-worker:${name}:leader`,
+  steal: (name: string) => `tidemark-worker:${name}:leader-steal`,
+  tab: (name: string, tab: string) => `tidemark-worker:${name}:tab:${tab}`,
+  host: (name: string, instance: string) => `tidemark-worker:${name}:host:${instance}`,
+}

@@ -1,0 +1,65 @@
+import type { HostConnector, HostLink, LinkSink } from './hostLink.ts'
+
+/**
+ * Makes the app's host worker as a SharedWorker (the app's own `new SharedWorker(new URL(...), { type: 'module', name })`).
+ *
+ * @example
+ * const shared: SharedWorkerFactory = (name) => new SharedWorker(new URL('./tidemark.worker.ts', import.meta.url), { type: 'module', name })
+ */
+export type SharedWorkerFactory = (name: string) => SharedWorker
+
+/**
+ * Shared mode: every tab connects a port to the one SharedWorker of the origin (same script
+ * URL and `name`), which hosts the engine. When that worker is gone (its lock is released:
+ * a crash, or it lost the log), the page makes the SharedWorker again, which starts a new one.
+ */
+export class SharedConnector implements HostConnector {
+  readonly #factory: SharedWorkerFactory
+  readonly #name: string
+  #link: HostLink | null = null
+  #sink: LinkSink | null = null
+
+  constructor(factory: SharedWorkerFactory, name: string) {
+    this.#factory = factory
+    this.#name = name
+  }
+
+  start(sink: LinkSink): void {
+    this.#sink = sink
+    this.#open(sink)
+  }
+
+  gone(link: HostLink): void {
+    if (link !== this.#link || this.#sink === null) return
+    link.close()
+    this.#open(this.#sink)
+  }
+
+  stop(): void {
+    this.#link?.close()
+    this.#link = null
+    this.#sink = null
+  }
+
+  #open(sink: LinkSink): void {
+    const worker = this.#factory(this.#name)
+    const port = worker.port
+    let open = true
+    const link: HostLink = {
+      send: (message) => {
+        if (open) port.postMessage(message)
+      },
+      close: () => {
+        open = false
+        port.close()
+      },
+    }
+    this.#link = link
+    port.addEventListener('message', (event) => sink.message(link, event.data))
+    worker.addEventListener('error', () => {
+      if (open) sink.failed("the SharedWorker did not run (check the URL given to connectEngine({ shared }) and the page's worker-src CSP)")
+    })
+    port.start()
+    sink.opened(link)
+  }
+}

@@ -1,0 +1,42 @@
+import type { HostConnector, HostLink, LinkSink } from './hostLink.ts'
+import { type DedicatedWorkerFactory, startHostWorker } from './hostWorker.ts'
+
+/**
+ * Single-tab mode, where there are neither SharedWorkers nor Web Locks: this tab runs the
+ * host in its own dedicated worker, as if it were the only tab (a second tab's host would
+ * claim the log after it, and this one's writes would then be refused by the epoch fence).
+ */
+export class SingleConnector implements HostConnector {
+  readonly #factory: DedicatedWorkerFactory
+  readonly #name: string
+  readonly #tab: string
+  #link: HostLink | null = null
+  #sink: LinkSink | null = null
+
+  constructor(factory: DedicatedWorkerFactory, name: string, tab: string) {
+    this.#factory = factory
+    this.#name = name
+    this.#tab = tab
+  }
+
+  owns(link: HostLink): boolean {
+    return link === this.#link
+  }
+
+  start(sink: LinkSink): void {
+    this.#sink = sink
+    this.#link = startHostWorker(this.#factory, this.#name, { mode: 'single', tab: this.#tab, steal: false, heartbeatMs: 0 }, sink)
+  }
+
+  gone(link: HostLink): void {
+    if (link !== this.#link || this.#sink === null) return
+    link.close()
+    this.#link = startHostWorker(this.#factory, this.#name, { mode: 'single', tab: this.#tab, steal: false, heartbeatMs: 0 }, this.#sink)
+  }
+
+  stop(): void {
+    this.#link?.close()
+    this.#link = null
+    this.#sink = null
+  }
+}

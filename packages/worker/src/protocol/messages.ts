@@ -1,0 +1,155 @@
+import type { Anomaly, EngineStats, LateEvent, SyncStatus } from '@tidemark/engine'
+import type { RecoveryReport } from '@tidemark/idb'
+import type { EventBatch } from './eventColumns.ts'
+import type { WindowRows } from './windowRows.ts'
+
+/** Bumped when a message changes shape; a page and a host of different versions refuse each other. */
+export const PROTOCOL_VERSION = 1
+
+/** An error as it crosses a port: its name and message (the structured clone keeps no class). */
+export interface WireError {
+  readonly name: string
+  readonly message: string
+}
+
+/**
+ * How the host runs: a SharedWorker, a leader tab's worker, or this tab's own worker.
+ *
+ * @example
+ * const mode: HostMode = engine.connection().mode // 'shared' where the browser has SharedWorker
+ */
+export type HostMode = 'shared' | 'leader' | 'single'
+
+/** The late lane's news in a frame: entries appended since the last frame (or all of it, `replace`). */
+export interface LateNews {
+  /** Entries ever put on the lane (`lateLane + lateLaneTrimmed`): how far the page is now. */
+  readonly position: number
+  readonly entries: readonly LateEvent[]
+  readonly replace: boolean
+}
+
+/**
+ * What changed since the last frame this page acknowledged: at most one row per window, the
+ * history rows of the windows it watches, and the scalars that moved.
+ */
+export interface FrameMessage {
+  readonly t: 'frame'
+  readonly frame: number
+  readonly rows: WindowRows
+  readonly watermark: number
+  readonly stats?: EngineStats
+  readonly sync?: SyncStatus
+  readonly late?: LateNews
+}
+
+/** A page's first message to a host. */
+export interface HelloMessage {
+  readonly t: 'hello'
+  readonly v: number
+  /** The page's tab id (the host watches its Web Lock to notice the tab is gone). */
+  readonly tab: string
+  /** The app's `config` of `connectEngine`; the host's `engine` and `setup` get the first tab's. */
+  readonly config: unknown
+}
+
+/** Pages' requests. */
+export type PageMessage =
+  | HelloMessage
+  | { readonly t: 'ingest'; readonly req: number; readonly batch: EventBatch }
+  | { readonly t: 'ack'; readonly frame: number }
+  | { readonly t: 'watch-history'; readonly window: string; readonly key: string; readonly start: number }
+  | { readonly t: 'unwatch-history'; readonly window: string; readonly key: string; readonly start: number }
+  | { readonly t: 'call'; readonly req: number; readonly call: HostCall }
+  | { readonly t: 'bye' }
+
+/** The calls a page makes that answer with a value (or nothing). */
+export type HostCall =
+  | { readonly op: 'nextSeq'; readonly source: string }
+  | { readonly op: 'advance'; readonly to: number }
+  | { readonly op: 'tick' }
+  | { readonly op: 'command'; readonly name: string; readonly payload: unknown }
+
+/** The options of the engine the page mirrors, for window expiry. */
+export interface MirroredOptions {
+  readonly allowedLateness: number
+  readonly retention: number
+}
+
+/** A host's answer to `hello`: who it is, the credits, and the whole state as a first frame. */
+export interface WelcomeMessage {
+  readonly t: 'welcome'
+  readonly v: number
+  readonly instance: string
+  readonly epoch: number
+  readonly mode: HostMode
+  /** Events this page may have sent and not yet seen durable. */
+  readonly credits: number
+  readonly options: MirroredOptions
+  readonly recovery: RecoveryReport | null
+  readonly frame: FrameMessage
+}
+
+/** The counts of an ingest receipt; its `durable` follows as a `durable` message. */
+export interface ReceiptCounts {
+  readonly accepted: number
+  readonly late: number
+  readonly duplicates: number
+  readonly beyondLateness: number
+  readonly rejected: number
+  readonly anomalies: readonly Anomaly[]
+}
+
+/** The host's messages to one page. */
+export type HostMessage =
+  | WelcomeMessage
+  | FrameMessage
+  | { readonly t: 'receipt'; readonly req: number; readonly receipt: ReceiptCounts }
+  /** The batch was not applied; `retry`: send it to the next host (this one stopped). */
+  | { readonly t: 'ingest-refused'; readonly req: number; readonly error: WireError; readonly retry: boolean }
+  /** `retry`: not durable here because this host lost the log; send the batch to the next host. */
+  | { readonly t: 'durable'; readonly req: number; readonly error?: WireError; readonly retry?: boolean }
+  | { readonly t: 'reply'; readonly req: number; readonly value?: unknown; readonly error?: WireError; readonly retry?: boolean }
+  /** The host will not serve this page (another protocol version) or stopped (`deposed`: another host took the log). */
+  | { readonly t: 'refused'; readonly reason: string; readonly deposed?: boolean }
+
+/** A leader tab's host announces itself on the tab channel (leader mode only). */
+export interface BeatMessage {
+  readonly t: 'beat'
+  readonly epoch: number
+  readonly instance: string
+  /** The tab whose worker this is. */
+  readonly tab: string
+  /** The engine is open and answers `hello`. */
+  readonly ready: boolean
+}
+
+/** A follower announces it stole leadership from a silent leader of `epoch` (others then hold off). */
+export interface StealMessage {
+  readonly t: 'steal'
+  readonly epoch: number
+  readonly tab: string
+}
+
+/** The first message a dedicated host worker gets from its tab. */
+export interface StartMessage {
+  readonly t: 'start'
+  readonly v: number
+  readonly mode: 'leader' | 'single'
+  readonly tab: string
+  /** Take the log from a silent writer instead of waiting for it. */
+  readonly steal: boolean
+  readonly heartbeatMs: number
+}
+
+/** The error as it crosses a port. */
+export function wireError(error: unknown): WireError {
+  if (error instanceof Error) return { name: error.name, message: error.message }
+  return { name: 'Error', message: String(error) }
+}
+
+/** An Error rebuilt from a `WireError`: same name and message. */
+export function errorFromWire(wire: WireError): Error {
+  const error = new Error(wire.message)
+  error.name = wire.name
+  return error
+}
