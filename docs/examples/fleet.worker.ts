@@ -2,13 +2,16 @@
 // src/fleet.worker.ts: the app's worker file. Every tab's connectEngine starts this same file,
 // as a SharedWorker where there is one, else as a leader tab's dedicated Worker.
 import { hostEngine } from '@tidemark/worker/host'
-import { bindDoc, connectWebsocket } from '@tidemark/yjs'
+import { bindDoc, connectRelay } from '@tidemark/yjs'
 import * as Y from 'yjs'
-import { FLEET_ROOM, fleetOptions } from './fleet.ts'
+import { fleetOptions } from './fleet.ts'
 
 /** What the pages pass the host (`connectEngine({ config })`): the first tab's is used. */
 export interface FleetConfig {
-  readonly serverUrl: string
+  /** The relay (`ws://…`), a token for this device, and its room `<fleet>/<device>`. */
+  readonly relayUrl: string
+  readonly token: string
+  readonly room: string
 }
 
 hostEngine({
@@ -17,13 +20,15 @@ hostEngine({
   // The log is IndexedDB's `tidemark-log-fleet`, written by this host alone (default `log: {}`).
   setup({ engine, config }) {
     // One doc and one socket for the whole origin, however many tabs are open.
+    const { relayUrl, token, room } = config as FleetConfig
     const doc = new Y.Doc()
     const binding = bindDoc(engine, doc)
-    const server = connectWebsocket(doc, { url: (config as FleetConfig).serverUrl, room: FLEET_ROOM, jitter: { initialMs: 2_000 } })
+    const relay = connectRelay({ url: relayUrl, token, jitter: { initialMs: 2_000 } })
+    relay.join(doc, room)
     const ticking = setInterval(() => engine.tick(), 1_000)
     return () => {
       clearInterval(ticking)
-      server.destroy()
+      relay.destroy()
       binding.destroy()
     }
   },

@@ -6,8 +6,7 @@ import type { FleetConfig } from './fleet.worker.ts'
 
 // #region connect
 /** Every page of the app, dashboard or device, connects to the one engine of the origin. */
-export function connectFleet(serverUrl: string): Promise<RemoteEngine> {
-  const config: FleetConfig = { serverUrl }
+export function connectFleet(config: FleetConfig): Promise<RemoteEngine> {
   return connectEngine({
     name: 'fleet',
     // Written here, in the app, so Vite finds the worker file and emits it (no plugin, no blob: URL).
@@ -34,8 +33,8 @@ function Minutes() {
 }
 
 /** The hooks read the page's mirror of the hosted engine, synchronously, as they read an engine. */
-export async function showDashboard(element: HTMLElement, serverUrl: string): Promise<void> {
-  const engine = await connectFleet(serverUrl)
+export async function showDashboard(element: HTMLElement, config: FleetConfig): Promise<void> {
+  const engine = await connectFleet(config)
   createRoot(element).render(
     <EngineProvider engine={engine}>
       <Minutes />

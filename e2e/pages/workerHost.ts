@@ -5,7 +5,8 @@
  */
 import { tumbling } from '@tidemark/engine'
 import { hostEngine } from '@tidemark/worker/host'
-import { bindDoc, connectWebsocket } from '@tidemark/yjs'
+import { bindDoc } from '@tidemark/yjs'
+import { connectWebsocket } from '@tidemark/yjs/websocket'
 import * as Y from 'yjs'
 import { WORKER_ENGINE_NAME, WORKER_LATENESS_MS, WORKER_ROOM, WORKER_WINDOW_MS, type WorkerPageConfig } from './workerConfig.ts'
 

@@ -246,7 +246,7 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
   }
 
   syncStatus(): SyncStatus {
-    return this.#sync ?? { state: 'local', lastSync: null, pendingLocalUpdates: 0, peers: 0 }
+    return this.#sync ?? { state: 'local', lastSync: null, pendingLocalUpdates: 0, peers: 0, refusal: null }
   }
 
   history(window: string, key: string, start: number): readonly WindowResult[] {
