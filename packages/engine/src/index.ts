@@ -1,6 +1,6 @@
 /**
- * `@tidemark/engine`: event-time windows (tumbling, sliding, session) with watermarks, allowed
- * lateness, corrections and a late lane, kept as lattice state per source; the ordered event
+ * `@tidemark/engine`: event-time windows (tumbling, sliding, cumulating, session) with watermarks,
+ * allowed lateness, triggers, corrections and a late lane, kept as lattice state per source; the ordered event
  * stream; framework-free observers and frame schedulers for views. No runtime dependency, no
  * DOM required. What every result means: docs/semantics.md in the repository.
  *
@@ -30,7 +30,8 @@ export {
 export { createFrameScheduler } from './view/frameScheduler.ts'
 export { createManualScheduler } from './view/manualScheduler.ts'
 export { shallowEqual } from './view/structuralSharing.ts'
-export { session, sliding, tumbling, windowStart } from './windows/windowSpec.ts'
+export { afterProcessingTime, alignedProcessingTime, everyElement, never } from './windows/trigger.ts'
+export { cumulating, session, sliding, tumbling, windowStart } from './windows/windowSpec.ts'
 
 export type { Anomaly, AnomalyReason } from './core/anomaly.ts'
 export type {
@@ -43,6 +44,7 @@ export type {
   SyncStatus,
 } from './core/engineApi.ts'
 export type { StreamEvent } from './core/event.ts'
+export type { FutureSource } from './core/futureSources.ts'
 export type { Cell, CellMap } from './lattice/cell.ts'
 export type { CellGroup } from './lattice/cellGroup.ts'
 export type { OrderedEvent } from './ordered/eventOrder.ts'
@@ -71,8 +73,12 @@ export type { EngineFrame } from './view/engineFrame.ts'
 export type { EngineSlice } from './view/engineSlice.ts'
 export type { FrameScheduler } from './view/frameScheduler.ts'
 export type { ManualScheduler } from './view/manualScheduler.ts'
+export type { Trigger, TriggerOptions } from './windows/trigger.ts'
 export type {
+  Accumulation,
   Basis,
+  PaneInfo,
+  PaneTiming,
   ResultQuery,
   ResultStatus,
   WindowChange,

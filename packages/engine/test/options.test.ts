@@ -67,7 +67,7 @@ describe('createEngine options', () => {
 
   it('refuses window specs not made by the spec functions, and a clock that is not a function', () => {
     expect(() => createEngine({ windows: [tumbling(10), { kind: 'tumbling', id: 'minute', size: 60_000 }] } as EngineOptions)).toThrow(
-      /options.windows\[1\] must be a window spec made by tumbling\(size\), sliding\(size, slide\) or session\(gap\)/,
+      /options.windows\[1\] must be a window spec made by tumbling\(size\), sliding\(size, slide\), cumulating\(maxSize, step\) or session\(gap\)/,
     )
     expect(() => createEngine({ windows: 60_000 } as unknown as EngineOptions)).toThrow(/options.windows must be a window spec/)
     expect(engineWith({ now: 5 })).toThrow(/now must be a function/)

@@ -137,19 +137,22 @@ describe('placement by pane runs', () => {
   })
 
   it("adds a cell's values in event order when a source moves between panes within a batch", () => {
-    // 1e16 + 1 rounds back to 1e16: in event order the window [0, 20) sums to 0, grouped by pane to 1.
+    // 1e16 + 1 rounds back to 1e16. The panes are 10 ms (the slide); the tumbling slice [0, 20)
+    // spans two of them: its one cell adds in event order, 1e16 + 1 + -1e16 = 0. A sliding
+    // window adds its slices' sums: [0, 20) is (1e16 + -1e16) + 1 = 1.
     const events: StreamEvent[] = [
       { id: '1', source: 'a', seq: 1, ts: 1, value: 1e16 },
       { id: '2', source: 'a', seq: 2, ts: 12, value: 1 },
       { id: '3', source: 'a', seq: 3, ts: 3, value: -1e16 },
     ]
-    const engine = createEngine({ windows: sliding(20, 10), now: () => 0 })
+    const engine = createEngine({ windows: [tumbling(20), sliding(20, 10)], now: () => 0 })
     engine.ingest(events)
-    const sums = engine.results().map((r) => [r.start, r.sum])
+    const sums = engine.results().map((r) => [r.window, r.start, r.sum])
     expect(sums).toEqual([
-      [-10, 1e16 + -1e16],
-      [0, 1e16 + 1 + -1e16],
-      [10, 1],
+      ['sliding:20:10', -10, 1e16 + -1e16],
+      ['sliding:20:10', 0, 1e16 + -1e16 + 1],
+      ['sliding:20:10', 10, 1],
+      ['tumbling:20', 0, 1e16 + 1 + -1e16],
     ])
     expect(1e16 + 1 + -1e16).not.toBe(1e16 + -1e16 + 1)
   })

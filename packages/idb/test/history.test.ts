@@ -300,6 +300,7 @@ describe('FinalArchive', () => {
     revision,
     final: true,
     basis: 'derived',
+    pane: { timing: revision === 0 ? 'on_time' : 'late', index: revision, onTimeIndex: revision },
   })
 
   it('keeps the latest change per window, and a retraction hides the window', () => {

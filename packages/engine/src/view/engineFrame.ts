@@ -82,9 +82,9 @@ export function compactChanges(changes: readonly WindowChange[]): WindowChange[]
   const last: WindowAddressMap<WindowChange> = new Map()
   for (const { type, result, previous } of changes) {
     if (previous !== undefined && !sameWindow(previous, result)) {
-      startsOf(last, previous).set(previous.start, { type: 'retract', result: previous })
+      startsOf(last, previous).set(previous.start, { type: 'retract', result: previous, pane: previous.pane })
     }
-    startsOf(last, result).set(result.start, { type, result })
+    startsOf(last, result).set(result.start, { type, result, pane: result.pane })
   }
   const compacted: WindowChange[] = []
   for (const byKey of last.values()) for (const byStart of byKey.values()) for (const change of byStart.values()) compacted.push(change)

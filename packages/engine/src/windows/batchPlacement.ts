@@ -1,10 +1,10 @@
 import type { Anomaly, AnomalyReason } from '../core/anomaly.ts'
 import type { DedupMemory } from '../core/dedupMemory.ts'
 import type { ResolvedOptions } from '../core/engineOptions.ts'
-import { copyStreamEvent, type StreamEvent } from '../core/event.ts'
+import { copyStreamEvent, invalidAnomaly, type StreamEvent } from '../core/event.ts'
 import { placementOrder } from '../ordered/eventOrder.ts'
+import type { FutureSources } from '../core/futureSources.ts'
 import type { Frontiers } from '../time/frontiers.ts'
-import { FixedWindowIndex } from './fixedWindowIndex.ts'
 import { rejectInput, safeInvalidReason } from '../core/inputRejection.ts'
 import type { LateLane } from '../core/lateLane.ts'
 import { LARGE_BATCH, type PaneRun, PaneRuns } from './paneRuns.ts'
@@ -18,6 +18,16 @@ import {
   type WindowTracker,
   type WindowIndex,
 } from './windowIndex.ts'
+
+/** An index that places whole runs (fixed specs): every window start and end is a multiple of `unit`. */
+export interface RunIndex extends WindowIndex {
+  readonly unit: number
+  placeRun(run: PaneRun, values: Float64Array, next: Int32Array, frontiers: BatchFrontiers, tracker: WindowTracker): number
+}
+
+function placesRuns(index: WindowIndex): index is RunIndex {
+  return 'placeRun' in index
+}
 
 /** What placing one batch did, beyond the anomalies it recorded. */
 export interface PlacementTally {
@@ -40,6 +50,7 @@ export interface PlacementState {
   readonly dedup: DedupMemory
   readonly anomalies: Record<AnomalyReason, number>
   readonly tracker: WindowTracker
+  readonly futureSources: FutureSources
 }
 
 /**
@@ -61,7 +72,7 @@ export class BatchPlacement {
   readonly #hasSessions: boolean
   /** With fixed specs only: the batch's events grouped into runs per source, key and pane (null: place each event). */
   readonly #runs: PaneRuns | null
-  readonly #fixed: readonly FixedWindowIndex[]
+  readonly #fixed: readonly RunIndex[]
   /** Per event of the batch being placed: why it is invalid, or null. */
   readonly #reasons: (AnomalyReason | null)[] = []
 
@@ -69,11 +80,11 @@ export class BatchPlacement {
     this.#state = state
     this.#maxNewPerEvent = state.indexes.reduce((n, index) => n + index.maxNewPerEvent, 0)
     this.#hasSessions = state.options.specs.some((spec) => spec.kind === 'session')
-    const fixed = state.indexes.filter((index) => index instanceof FixedWindowIndex)
+    const fixed = state.indexes.filter(placesRuns)
     // Refused specs are a bit mask per run.
     const byRuns = !placeEach && fixed.length === state.indexes.length && fixed.length > 0 && fixed.length <= 30
     this.#fixed = fixed
-    this.#runs = byRuns ? new PaneRuns(fixed.reduce((g, index) => gcd(g, index.slide), 0)) : null
+    this.#runs = byRuns ? new PaneRuns(fixed.reduce((g, index) => gcd(g, index.unit), 0)) : null
   }
 
   /**
@@ -88,7 +99,7 @@ export class BatchPlacement {
     logged: StreamEvent[] | null,
     invalid: Partial<Record<AnomalyReason, number>>,
   ): PlacementTally {
-    const { options, replicaId, indexes, lateLane, outbox, dedup, tracker } = this.#state
+    const { options, replicaId, indexes, lateLane, outbox, dedup, tracker, futureSources } = this.#state
     const counts = this.#state.anomalies
     const limits = options.limits
     const sources = this.#state.frontiers.sources
@@ -99,6 +110,8 @@ export class BatchPlacement {
     let conflicting = 0
     let beyond = 0
     let lastClock: SourceClock | undefined
+    // Later than this is stamped too far ahead of the clock (NaN when `now` is not a time: then nothing is).
+    const future = now + options.maxFutureSkew
     const order = this.#hasSessions ? placementOrder(events) : null
     // Near `maxWindows`, each event's room depends on the windows placed before it: one by one.
     const runs = this.#runs !== null && this.windowCount() + this.#maxNewPerEvent * n <= limits.maxWindows ? this.#runs : null
@@ -118,6 +131,14 @@ export class BatchPlacement {
       }
       logged?.push(event)
       const { id, seq, ts, value } = event
+      if (ts > future) {
+        // Logged with the batch: replay, at the logged `now`, refuses it the same way.
+        const detail = `ts ${ts} is ${ts - now} ms ahead of now (${now}); maxFutureSkew is ${options.maxFutureSkew} ms`
+        anomalies.push({ ...invalidAnomaly('future_ts', event, i), detail, event: copyStreamEvent(event) })
+        counts.future_ts++
+        futureSources.note(event.source, ts)
+        continue
+      }
       let clock = lastClock !== undefined && lastClock.name === event.source ? lastClock : sources.get(event.source)
       if (clock !== undefined && clock.writer !== replicaId) {
         rejectInput(anomalies, counts, 'source_conflict', event, i, `source '${event.source}' is written by replica '${clock.writer}'`)
@@ -203,7 +224,7 @@ export class BatchPlacement {
       let outcome = 0
       let refused = 0
       for (let s = 0; s < fixed.length; s++) {
-        const placed = (fixed[s] as FixedWindowIndex).placeRun(run, values, next, frontiers, tracker)
+        const placed = (fixed[s] as RunIndex).placeRun(run, values, next, frontiers, tracker)
         if (placed & REFUSED) refused |= 1 << s
         outcome |= placed
       }
@@ -223,7 +244,7 @@ export class BatchPlacement {
         if (refused === 0) continue
         const event = events[eventAt[m] as number] as StreamEvent
         for (let s = 0; s < fixed.length; s++) {
-          if (refused & (1 << s)) lateLane.push({ event: copyStreamEvent(event), window: (fixed[s] as FixedWindowIndex).id, reason: 'beyond_lateness' })
+          if (refused & (1 << s)) lateLane.push({ event: copyStreamEvent(event), window: (fixed[s] as RunIndex).id, reason: 'beyond_lateness' })
         }
       }
     }

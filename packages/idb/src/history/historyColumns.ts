@@ -8,14 +8,16 @@
  *   0       4      s
  *   4       4      u8: bytes in the UTF-8 section
  *   8       4      u16: code units in the UTF-16 section
- *   12      4      reserved (0)
+ *   12      4      layout: 0, or 1 for archive payloads with pane columns
  *   16      ...    Float64 columns, then Uint32 columns, then s string lengths, UTF-8, UTF-16
  *
  * Late lane, per entry: Float64 ts, value, seq (NaN = absent); Uint32 id, source, key,
  * window (0xFFFFFFFF = absent), reason (string indexes).
- * Archive, per change: Float64 start, end, count, sum, min, max, mean, revision; Uint32
- * window, key (string indexes) and flags: bit 0 type (0 final, 1 retract), bits 1-2 status,
- * bits 3-4 basis, bit 5 final.
+ * Archive, per change: Float64 start, end, count, sum, min, max, mean, revision, then (layout
+ * 1) pane index and pane onTimeIndex; Uint32 window, key (string indexes) and flags: bit 0 type
+ * (0 final, 1 retract), bits 1-2 status, bits 3-4 basis, bit 5 final, bits 6-7 pane timing
+ * (layout 1). A layout-0 change has no pane columns: it reads as a window without early panes
+ * (pane index and onTimeIndex both its revision).
  */
 
 import {
@@ -23,6 +25,7 @@ import {
   type AnomalyReason,
   type Basis,
   type LateEvent,
+  type PaneTiming,
   type ResultStatus,
   type StreamEvent,
   type WindowResult,
@@ -33,6 +36,9 @@ import { decodeStrings, StringTable } from '../wal/walStrings.ts'
 const HEADER_BYTES = 16
 const ABSENT = 0xffffffff
 const STATUSES: readonly ResultStatus[] = ['provisional', 'on_time', 'corrected']
+const TIMINGS: readonly PaneTiming[] = ['early', 'on_time', 'late']
+/** Payload layout with pane columns. */
+const WITH_PANES = 1
 const BASES: readonly Basis[] = ['proven', 'derived', 'fallback', 'unknown']
 const KNOWN_REASONS: ReadonlySet<string> = new Set(ANOMALY_REASONS)
 
@@ -63,7 +69,7 @@ export function encodeLateEvents(entries: readonly LateEvent[]): Uint8Array<Arra
     refs[3 * n + i] = window === undefined ? ABSENT : table.intern(window)
     refs[4 * n + i] = table.intern(reason)
   }
-  return write(3 * n, refs, table, (f64) => {
+  return write(3 * n, refs, table, 0, (f64) => {
     for (let i = 0; i < n; i++) {
       const { event } = entries[i] as LateEvent
       f64[i] = event.ts
@@ -119,9 +125,13 @@ export function encodeArchivedChanges(changes: readonly ArchivedChange[]): Uint8
     refs[i] = table.intern(result.window)
     refs[n + i] = table.intern(result.key)
     refs[2 * n + i] =
-      (type === 'retract' ? 1 : 0) | (STATUSES.indexOf(result.status) << 1) | (BASES.indexOf(result.basis) << 3) | (result.final ? 32 : 0)
+      (type === 'retract' ? 1 : 0) |
+      (STATUSES.indexOf(result.status) << 1) |
+      (BASES.indexOf(result.basis) << 3) |
+      (result.final ? 32 : 0) |
+      (TIMINGS.indexOf(result.pane.timing) << 6)
   }
-  return write(8 * n, refs, table, (f64) => {
+  return write(10 * n, refs, table, WITH_PANES, (f64) => {
     for (let i = 0; i < n; i++) {
       const { result } = changes[i] as ArchivedChange
       f64[i] = result.start
@@ -132,6 +142,8 @@ export function encodeArchivedChanges(changes: readonly ArchivedChange[]): Uint8
       f64[5 * n + i] = result.max
       f64[6 * n + i] = result.mean
       f64[7 * n + i] = result.revision
+      f64[8 * n + i] = result.pane.index
+      f64[9 * n + i] = result.pane.onTimeIndex
     }
   })
 }
@@ -143,7 +155,8 @@ export function encodeArchivedChanges(changes: readonly ArchivedChange[]): Uint8
  * const changes = decodeArchivedChanges(payload, count)
  */
 export function decodeArchivedChanges(payload: Uint8Array, n: number): ArchivedChange[] | string {
-  const columns = read(payload, 8 * n, 3 * n)
+  const panes = payload.length >= HEADER_BYTES && new DataView(payload.buffer, payload.byteOffset, HEADER_BYTES).getUint32(12, true) === WITH_PANES
+  const columns = read(payload, (panes ? 10 : 8) * n, 3 * n)
   if (typeof columns === 'string') return columns
   const { f64, u32, strings } = columns
   const changes = new Array<ArchivedChange>(n)
@@ -154,7 +167,9 @@ export function decodeArchivedChanges(payload: Uint8Array, n: number): ArchivedC
     const status = STATUSES[(flags >>> 1) & 3]
     const basis = BASES[(flags >>> 3) & 3]
     if (window === undefined || key === undefined) return `change ${i} refers to a missing string`
-    if (status === undefined || basis === undefined || flags >>> 6 !== 0) return `change ${i} has flags 0x${flags.toString(16)}`
+    const timing = panes ? TIMINGS[(flags >>> 6) & 3] : status === 'provisional' ? 'early' : status === 'on_time' ? 'on_time' : 'late'
+    if (status === undefined || basis === undefined || timing === undefined || flags >>> (panes ? 8 : 6) !== 0) return `change ${i} has flags 0x${flags.toString(16)}`
+    const revision = f64[7 * n + i] as number
     const result: WindowResult = {
       window,
       key,
@@ -166,16 +181,17 @@ export function decodeArchivedChanges(payload: Uint8Array, n: number): ArchivedC
       max: f64[5 * n + i] as number,
       mean: f64[6 * n + i] as number,
       status,
-      revision: f64[7 * n + i] as number,
+      revision,
       final: (flags & 32) !== 0,
       basis,
+      pane: panes ? { timing, index: f64[8 * n + i] as number, onTimeIndex: f64[9 * n + i] as number } : { timing, index: revision, onTimeIndex: timing === 'early' ? -1 : revision },
     }
     changes[i] = { type: flags & 1 ? 'retract' : 'final', result }
   }
   return changes
 }
 
-function write(floats: number, refs: Uint32Array, table: StringTable, fill: (f64: Float64Array) => void): Uint8Array<ArrayBuffer> {
+function write(floats: number, refs: Uint32Array, table: StringTable, layout: number, fill: (f64: Float64Array) => void): Uint8Array<ArrayBuffer> {
   const s = table.lengths.length
   const u32At = HEADER_BYTES + 8 * floats
   const utf8At = u32At + 4 * (refs.length + s)
@@ -190,7 +206,7 @@ function write(floats: number, refs: Uint32Array, table: StringTable, fill: (f64
   view.setUint32(0, s, true)
   view.setUint32(4, table.utf8Bytes, true)
   view.setUint32(8, table.utf16Units, true)
-  view.setUint32(12, 0, true)
+  view.setUint32(12, layout, true)
   return bytes
 }
 

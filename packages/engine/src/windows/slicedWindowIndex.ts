@@ -1,0 +1,459 @@
+import { type Cell, emptyCell } from '../lattice/cell.ts'
+import type { CellGroup } from '../lattice/cellGroup.ts'
+import type { CellSet } from '../lattice/cellSet.ts'
+import type { SessionIndexSnapshot, SliceIndexSnapshot } from '../recovery/engineCheckpoint.ts'
+import type { CellEntry } from '../replica/replicaPort.ts'
+import { PaneRun } from './paneRuns.ts'
+import { parsePartName, partName, Slice } from './slice.ts'
+import { SliceGeometry } from './sliceGeometry.ts'
+import { SliceSeries } from './sliceSeries.ts'
+import {
+  ADMITTED_LATE,
+  type BatchFrontiers,
+  type ExpiredCell,
+  type MergeCounts,
+  ON_TIME,
+  type PlacementSource,
+  REFUSED,
+  type RemoteFrontiers,
+  type WindowIndex,
+  type WindowTracker,
+} from './windowIndex.ts'
+import { alignedStart, type WindowSpec } from './windowSpec.ts'
+import { WindowState } from './windowState.ts'
+
+/**
+ * Tumbling, sliding and cumulating windows over shared slices (Flink's window slicing, Jet's
+ * frames). A slice is `unit` long: the slide, the cumulating step, or the tumbling size. An
+ * event updates one cell, its source's in its slice, whatever the window size; a window's value
+ * is folded from the slices it holds (`SliceSeries`). Windows still exist one by one, for what
+ * they emitted and where they are in their lifecycle.
+ *
+ * Lateness stays per window: an event is admitted by the windows holding its slice whose end
+ * plus allowed lateness is above the watermark. Those are always the later ones (by end); when
+ * the earlier ones are final already, the event goes to a partial part of its slice, counted only
+ * from the first window that admitted it (`Slice`), so every window shows what it would have
+ * shown with cells of its own, on this replica and, through the replicated parts, on every other.
+ */
+export class SlicedWindowIndex implements WindowIndex {
+  readonly id: string
+  readonly maxNewPerEvent: number
+  /** Slice length: every window start and end is a multiple of it. */
+  readonly unit: number
+  discarding = false
+  readonly #geometry: SliceGeometry
+  /** Largest window size (dedup horizon). */
+  readonly #reach: number
+  /** key → series. A Map, so `__proto__` is an ordinary key. */
+  readonly #byKey = new Map<string, SliceSeries>()
+  #windows = 0
+  #cells = 0
+  /** By source slot: the slice the source wrote last, and its cell in that slice's main part. */
+  readonly #recentSlices: (Slice | undefined)[] = []
+  readonly #recentCells: (Cell | undefined)[] = []
+  /** The run `place` reuses for one event, and its value. */
+  #single: PaneRun | null = null
+  readonly #singleValue = new Float64Array(1)
+
+  constructor(spec: WindowSpec & { kind: 'tumbling' | 'sliding' | 'cumulating' }) {
+    this.id = spec.id
+    this.unit = spec.kind === 'cumulating' ? spec.step : spec.kind === 'sliding' ? spec.slide : spec.size
+    this.#reach = spec.size
+    this.maxNewPerEvent = this.#reach / this.unit
+    this.#geometry = new SliceGeometry(this.unit, this.maxNewPerEvent, spec.kind === 'cumulating')
+  }
+
+  get size(): number {
+    return this.#windows
+  }
+
+  takes(window: string): boolean {
+    return window === this.id || (window.startsWith(this.id) && window.charCodeAt(this.id.length) === 64)
+  }
+
+  missingWindows(key: string, ts: number, frontiers: BatchFrontiers): number {
+    const g = this.#geometry
+    const s = g.ordinal(alignedStart(ts, this.unit))
+    const series = this.#byKey.get(key)
+    let missing = 0
+    for (let b = g.firstAbove(s, frontiers.watermark - frontiers.lateness); b <= g.lastOf(s); b++) {
+      if (series?.windows.get(b) === undefined) missing++
+    }
+    return missing
+  }
+
+  /** One event, as a run of one (`placeRun`), so the per-event path and the run path cannot drift apart. */
+  place(key: string, source: PlacementSource, ts: number, value: number, version: number, frontiers: BatchFrontiers, tracker: WindowTracker): number {
+    const run = this.#single ?? new PaneRun(source, -1)
+    this.#single = run
+    run.source = source
+    run.key = key
+    run.pane = ts
+    run.count = 1
+    run.min = value
+    run.max = value
+    run.maxTs = ts
+    run.version = version
+    run.head = 0
+    this.#singleValue[0] = value
+    return this.placeRun(run, this.#singleValue, NO_NEXT, frontiers, tracker)
+  }
+
+  /**
+   * Places a whole run (events of one source and key in one pane; see `PaneRuns`): folds its
+   * events into the source's cell of their slice, in batch order, leaving the cell exactly as
+   * placing them one by one would, and touches the windows that admit them (once per slice per
+   * batch). Returns the outcome bits every event of the run shares.
+   */
+  placeRun(run: PaneRun, values: Float64Array, next: Int32Array, frontiers: BatchFrontiers, tracker: WindowTracker): number {
+    const g = this.#geometry
+    const source = run.source
+    const key = run.key
+    const start = alignedStart(run.pane, this.unit)
+    let slice = this.#recentSlices[source.slot]
+    let cell: Cell | undefined
+    if (slice !== undefined && slice.start === start && slice.key === key && slice.live) cell = this.#recentCells[source.slot]
+    else slice = undefined
+    const s = slice?.ordinal ?? g.ordinal(start)
+    const last = g.lastOf(s)
+    const from = g.firstAbove(s, frontiers.watermark - frontiers.lateness)
+    if (from > last) return REFUSED
+    const series = this.#seriesOf(key)
+    slice ??= this.#sliceOf(series, s, start)
+    const main = from === s
+    if (!main || cell === undefined) {
+      const part = slice.part(from)
+      cell = part.cell(source.name)
+      if (cell === undefined) {
+        cell = emptyCell()
+        this.#addCell(part, source.name, cell)
+        if (!main) series.notePartial(s)
+      }
+      if (main) {
+        this.#recentSlices[source.slot] = slice
+        this.#recentCells[source.slot] = cell
+      }
+    }
+    // Added one by one, in batch order: a float sum depends on the order of its terms.
+    let sum = cell.sum
+    for (let m = run.head; m >= 0; m = next[m] as number) sum += values[m] as number
+    cell.sum = sum
+    cell.count += run.count
+    if (run.min < cell.min) cell.min = run.min
+    if (run.max > cell.max) cell.max = run.max
+    if (run.maxTs > cell.maxTs) cell.maxTs = run.maxTs
+    cell.version = run.version
+    slice.version++
+    series.version++
+    tracker.written(main ? this.id : partName(this.id, g.endOf(from)), key, start, source.name, cell)
+    const batch = frontiers.batch
+    if (slice.touchedIn !== batch) {
+      slice.touchedIn = batch
+      slice.touchedFrom = last + 1
+    }
+    if (from < slice.touchedFrom) {
+      this.#touch(series, from, slice.touchedFrom - 1, frontiers, tracker, false)
+      slice.touchedFrom = from
+    }
+    if (slice.bitsIn !== batch || slice.bitsFrom !== from) {
+      slice.bitsIn = batch
+      slice.bitsFrom = from
+      slice.bits = this.#outcome(series, from, last)
+    }
+    if (this.discarding) addPending(series, from, last, run, values, next)
+    return main ? slice.bits : slice.bits | REFUSED
+  }
+
+  /** ON_TIME when some window `from..last` has not fired, ADMITTED_LATE when some has. */
+  #outcome(series: SliceSeries, from: number, last: number): number {
+    let bits = 0
+    for (let b = from; b <= last; b++) bits |= (series.windows.get(b) as WindowState).fired ? ADMITTED_LATE : ON_TIME
+    return bits
+  }
+
+  /**
+   * Touches windows `from..to` of `series`, latest end first (the order the windows of one slice
+   * were always reached in), creating those that are missing: born fired past the firing frontier.
+   */
+  #touch(series: SliceSeries, from: number, to: number, frontiers: BatchFrontiers, tracker: WindowTracker, replaced: boolean): void {
+    const g = this.#geometry
+    const batch = frontiers.batch
+    for (let b = to; b >= from; b--) {
+      let w = series.windows.get(b)
+      if (w === undefined) {
+        const end = g.endOf(b)
+        w = new WindowState(this.id, series.key, g.startOf(g.firstOf(b)), end)
+        w.values = series
+        w.fired = end <= frontiers.firing
+        series.windows.set(b, w)
+        this.#windows++
+        tracker.created(w)
+      }
+      if (replaced) tracker.replaced(w)
+      if (w.touchedIn !== batch) {
+        w.touchedIn = batch
+        tracker.touched(w)
+      }
+    }
+  }
+
+  #seriesOf(key: string): SliceSeries {
+    let series = this.#byKey.get(key)
+    if (series === undefined) {
+      series = new SliceSeries(key, this.#geometry)
+      this.#byKey.set(key, series)
+    }
+    return series
+  }
+
+  #sliceOf(series: SliceSeries, ordinal: number, start: number): Slice {
+    let slice = series.slices.get(ordinal)
+    if (slice === undefined) {
+      slice = new Slice(ordinal, start, series.key)
+      series.slices.set(ordinal, slice)
+    }
+    return slice
+  }
+
+  #addCell(part: CellSet, source: string, cell: Cell): void {
+    part.addCell(source, cell)
+    this.#cells++
+  }
+
+  /**
+   * Peers' groups, slice part by slice part: each changed cell touches the windows that count
+   * it and are still live here (its newer version is a lattice join; a window already final counts
+   * a finality violation), and makes their next discarding pane carry the whole window.
+   */
+  mergeRemote(groups: readonly CellGroup[], frontiers: RemoteFrontiers, tracker: WindowTracker): MergeCounts {
+    const counts: MergeCounts = { applied: 0, stale: 0, expired: 0, finalityViolations: 0, invalid: 0 }
+    const g = this.#geometry
+    const lateFloor = frontiers.watermark - frontiers.lateness
+    const liveFloor = lateFloor - frontiers.retention
+    for (const list of byPart(groups)) {
+      const first = list[0] as CellGroup
+      const start = first.start
+      const named = parsePartName(first.window)
+      if (alignedStart(start, this.unit) !== start || named.spec !== this.id) {
+        for (const group of list) counts.invalid += group.keys.length
+        continue
+      }
+      const s = g.ordinal(start)
+      const last = g.lastOf(s)
+      let from = s
+      if (!Number.isNaN(named.end)) {
+        from = Number.isSafeInteger(named.end) && alignedStart(named.end, this.unit) === named.end ? g.ordinal(named.end) - 1 : Number.NaN
+        if (!(from > s && from <= last)) {
+          for (const group of list) counts.invalid += group.keys.length
+          continue
+        }
+      }
+      // Windows ending at or below the live floor left live state here: nothing they show can change.
+      const alive = Math.max(from, g.firstAbove(s, liveFloor))
+      if (alive > last) {
+        for (const group of list) counts.expired += group.keys.length
+        continue
+      }
+      // Windows alive here that are past their lateness: each changed cell is a finality violation in each.
+      const late = Math.max(0, Math.min(last + 1, g.firstAbove(s, lateFloor)) - alive)
+      const batch = frontiers.batch
+      for (const group of list) {
+        const source = group.source
+        for (let i = 0; i < group.keys.length; i++) {
+          const key = group.keys[i] as string
+          const series = this.#seriesOf(key)
+          const slice = this.#sliceOf(series, s, start)
+          const part = slice.part(from)
+          const before = part.size
+          if (before === 0 && list.length > 1) part.reserveRows(list.length)
+          if (!part.mergePeerCell(source, group, i)) {
+            counts.stale++
+            continue
+          }
+          if (part.size > before) {
+            this.#cells++
+            if (from !== s) series.notePartial(s)
+          }
+          counts.applied++
+          counts.finalityViolations += late
+          slice.version++
+          series.version++
+          if (slice.touchedIn !== batch) {
+            slice.touchedIn = batch
+            slice.touchedFrom = last + 1
+          }
+          if (alive < slice.touchedFrom) {
+            this.#touch(series, alive, slice.touchedFrom - 1, frontiers, tracker, true)
+            slice.touchedFrom = alive
+          }
+        }
+      }
+    }
+    return counts
+  }
+
+  adopt(window: WindowState): void {
+    const series = this.#seriesOf(window.key)
+    const b = this.#geometry.ordinal(window.end) - 1
+    if (!series.windows.has(b)) this.#windows++
+    series.windows.set(b, window)
+    window.values = series
+  }
+
+  /** A format-1 checkpoint's tumbling window held its own cells: they are its one slice's. */
+  adoptCells(window: WindowState, cells: readonly (readonly [string, Cell])[]): void {
+    const g = this.#geometry
+    const s = g.ordinal(window.start)
+    const slice = this.#sliceOf(this.#seriesOf(window.key), s, window.start)
+    for (const [source, cell] of cells) this.#addCell(slice.main, source, { ...cell })
+  }
+
+  snapshot(): SliceIndexSnapshot {
+    const g = this.#geometry
+    const slices: [string, number, [number, [string, Cell][]][]][] = []
+    for (const series of this.#byKey.values()) {
+      for (const slice of series.slices.values()) {
+        const parts: [number, [string, Cell][]][] = [[g.endOf(slice.ordinal), slice.main.entries()]]
+        for (const [from, part] of slice.partials()) parts.push([g.endOf(from), part.entries()])
+        slices.push([series.key, slice.start, parts])
+      }
+    }
+    return { window: this.id, slices }
+  }
+
+  restore(snapshot: SessionIndexSnapshot | SliceIndexSnapshot): void {
+    if (!('slices' in snapshot)) return
+    const g = this.#geometry
+    for (const [key, start, parts] of snapshot.slices) {
+      const series = this.#seriesOf(key)
+      const s = g.ordinal(start)
+      const slice = this.#sliceOf(series, s, start)
+      for (const [end, cells] of parts) {
+        const from = g.ordinal(end) - 1
+        const part = slice.part(from)
+        if (from !== s) series.notePartial(s)
+        for (const [source, cell] of cells) this.#addCell(part, source, { ...cell })
+      }
+    }
+  }
+
+  find(key: string, start: number, end?: number): WindowState | undefined {
+    const g = this.#geometry
+    const series = this.#byKey.get(key)
+    if (series === undefined || Number.isNaN(g.origin)) return undefined
+    const last = end === undefined ? g.lastOf(g.ordinal(start)) : g.ordinal(end) - 1
+    const w = series.windows.get(last)
+    return w !== undefined && w.start === start ? w : undefined
+  }
+
+  remove(window: WindowState, expired: ExpiredCell): void {
+    const g = this.#geometry
+    const series = this.#byKey.get(window.key)
+    const b = g.ordinal(window.end) - 1
+    if (series === undefined || series.windows.get(b) !== window) return
+    series.windows.delete(b)
+    window.live = false
+    this.#windows--
+    // The slices whose last window this was are counted by no live window any more: a sliding
+    // window's first slice; every slice of a cumulating period with its whole-period window.
+    const first = g.firstOf(b)
+    const to = g.cumulating ? (g.lastOf(b) === b ? b : first - 1) : first
+    for (let s = first; s <= to; s++) {
+      const slice = series.slices.get(s)
+      if (slice !== undefined) this.#dropSlice(series, slice, expired)
+    }
+    if (series.windows.size === 0 && series.slices.size === 0) {
+      this.#byKey.delete(window.key)
+      g.folds.clear()
+    }
+  }
+
+  #dropSlice(series: SliceSeries, slice: Slice, expired: ExpiredCell): void {
+    const g = this.#geometry
+    const parts: [number, CellSet][] = [[slice.ordinal, slice.main], ...slice.partials()]
+    for (const [from, part] of parts) {
+      const name = from === slice.ordinal ? this.id : partName(this.id, g.endOf(from))
+      for (const source of part.sources()) expired(name, series.key, slice.start, source)
+      this.#cells -= part.size
+    }
+    series.dropSlice(slice)
+  }
+
+  *windows(): IterableIterator<WindowState> {
+    for (const series of this.#byKey.values()) yield* series.windows.values()
+  }
+
+  horizon(frontiers: BatchFrontiers): number {
+    return frontiers.watermark - frontiers.lateness - this.#reach
+  }
+
+  gauges(): { cells: number; pending: number } {
+    let pending = 0
+    for (const w of this.windows()) if (!w.fired) pending += w.count()
+    return { cells: this.#cells, pending }
+  }
+
+  liveCells(out: CellEntry[]): void {
+    const g = this.#geometry
+    for (const series of this.#byKey.values()) {
+      for (const slice of series.slices.values()) {
+        const parts: [number, CellSet][] = [[slice.ordinal, slice.main], ...slice.partials()]
+        for (const [from, part] of parts) {
+          const window = from === slice.ordinal ? this.id : partName(this.id, g.endOf(from))
+          const sources = part.sources()
+          for (let i = 0; i < sources.length; i++) {
+            out.push({ address: { window, key: series.key, start: slice.start, source: sources[i] as string }, cell: part.cellAt(i) })
+          }
+        }
+      }
+    }
+  }
+}
+
+/** Discarding mode: a run's events join what windows `from..last` collect until their next pane. */
+function addPending(series: SliceSeries, from: number, last: number, run: PaneRun, values: Float64Array, next: Int32Array): void {
+  let sum = 0
+  for (let m = run.head; m >= 0; m = next[m] as number) sum += values[m] as number
+  for (let b = from; b <= last; b++) {
+    const w = series.windows.get(b) as WindowState
+    const pending = (w.pending ??= emptyCell())
+    pending.count += run.count
+    pending.sum += sum
+    if (run.min < pending.min) pending.min = run.min
+    if (run.max > pending.max) pending.max = run.max
+  }
+}
+
+/**
+ * Groups by part name and slice start, each list sorted by source: a part keeps its cells in
+ * source order, so a fresh one then takes its sources by appending.
+ */
+function byPart(groups: readonly CellGroup[]): Iterable<readonly CellGroup[]> {
+  if (groups.length <= 1) return groups.length === 0 ? [] : [groups]
+  const lists = new Map<string, Map<number, CellGroup[]>>()
+  for (const group of groups) {
+    let byStart = lists.get(group.window)
+    if (byStart === undefined) {
+      byStart = new Map()
+      lists.set(group.window, byStart)
+    }
+    const list = byStart.get(group.start)
+    if (list === undefined) byStart.set(group.start, [group])
+    else list.push(group)
+  }
+  const out: CellGroup[][] = []
+  for (const byStart of lists.values()) {
+    for (const list of byStart.values()) {
+      if (list.length > 1) list.sort(bySource)
+      out.push(list)
+    }
+  }
+  return out
+}
+
+function bySource(a: CellGroup, b: CellGroup): number {
+  return a.source < b.source ? -1 : a.source > b.source ? 1 : 0
+}
+
+/** The `next` list of a run of one event. */
+const NO_NEXT = Int32Array.of(-1)
