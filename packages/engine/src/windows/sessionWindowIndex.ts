@@ -150,14 +150,14 @@ export class SessionWindowIndex implements WindowIndex {
     const target = sessions[from] as WindowState
     if (target.start !== start) {
       // The session's identity (its start) changes: retract what was shown under the old one.
-      tracker.swallowed(target)
+      tracker.swallowed(target, false)
       target.emitted = null
       target.start = start
       tracker.replaced(target)
     }
     for (let i = from + 1; i < to; i++) {
       const swallowed = sessions[i] as WindowState
-      tracker.swallowed(swallowed)
+      tracker.swallowed(swallowed, true)
       tracker.replaced(target)
       target.fragments = [...target.fragments, ...swallowed.fragments]
       swallowed.fragments = []
@@ -368,7 +368,7 @@ export class SessionWindowIndex implements WindowIndex {
     // Sessions left with no live fragment (every one became a tombstone) leave live state.
     for (const s of sessions) {
       if (kept.has(s) || !s.live) continue
-      tracker.swallowed(s)
+      tracker.swallowed(s, true)
       s.live = false
       s.fragments = []
       this.#count--

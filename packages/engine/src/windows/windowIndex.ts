@@ -25,8 +25,11 @@ export interface WindowTracker {
   grown(window: WindowState): void
   /** A local write changed the cell at this address (or made a tombstone); the replication layer publishes it. */
   written(window: string, key: string, start: number, source: string, cell: Cell): void
-  /** A session was absorbed into another (or changed identity): its emitted result is retracted. */
-  swallowed(window: WindowState): void
+  /**
+   * A session was absorbed into another (`gone`: it leaves live state) or changed identity (it
+   * stays, under a new start): its emitted result is retracted.
+   */
+  swallowed(window: WindowState, gone: boolean): void
   /**
    * A window changed in a way its discarding panes cannot add up to: a peer's cell replaced one
    * it already counted, or a session absorbed another. Its next pane carries the whole window.

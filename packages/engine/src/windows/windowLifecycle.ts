@@ -99,8 +99,9 @@ export class WindowLifecycle implements WindowTracker {
     else this.#unfired.push(w.end, w)
   }
 
-  swallowed(w: WindowState): void {
-    this.#cancel(w)
+  swallowed(w: WindowState, gone: boolean): void {
+    // A session that stays under a new start keeps its trigger: its pane is still to come.
+    if (gone) this.#cancel(w)
     const emitted = w.emitted
     if (emitted !== null) this.#changes.push({ type: 'retract', result: emitted, pane: emitted.pane })
   }
