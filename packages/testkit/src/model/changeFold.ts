@@ -1,15 +1,5 @@
 import type { WindowChange, WindowResult } from '@tidemark/engine'
-import { compareResults } from './referenceModel.ts'
-
-/**
- * Identity of a window result: spec, key, start, and for windows of a fixed end (the windows of
- * a cumulating spec share their start) the end; a session's end moves, so it is not part of it.
- */
-export function resultId(result: Pick<WindowResult, 'window' | 'key' | 'start' | 'end'>): string {
-  return result.window.startsWith('session:')
-    ? JSON.stringify([result.window, result.key, result.start])
-    : JSON.stringify([result.window, result.key, result.start, result.end])
-}
+import { compareResults, resultId } from './referenceModel.ts'
 
 /**
  * What an accumulating-and-retracting consumer holds after applying every change
@@ -112,6 +102,11 @@ export class DiscardingFold {
         ? before
         : { count: before.count + r.count, sum: before.sum + r.sum, min: Math.min(before.min, r.min), max: Math.max(before.max, r.max) }
     this.#totals.set(id, { value, last: r })
+  }
+
+  /** The last pane (or final change) of each window held, by identity. */
+  lasts(): Map<string, WindowResult> {
+    return new Map([...this.#totals].map(([id, { last }]) => [id, last]))
   }
 
   /** The total per window identity, for the windows whose last pane passes `keep`. */

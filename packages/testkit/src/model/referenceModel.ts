@@ -110,6 +110,8 @@ interface ModelWindow {
   basisEnd: number
   /** What the window showed last (its last pane, or that pane made final); null before its first. */
   shown: WindowResult | null
+  /** The whole window as of its last pane (what discarding panes add up to). */
+  shownWhole: { count: number; sum: number; min: number; max: number } | null
   panes: number
   onTimePanes: number
   /** Changed since its last pane. */
@@ -170,6 +172,13 @@ export function compareResults(a: WindowResult, b: WindowResult): number {
   if (a.window !== b.window) return a.window < b.window ? -1 : 1
   if (a.key !== b.key) return a.key < b.key ? -1 : 1
   return a.start - b.start || a.end - b.end
+}
+
+/** Identity of a window result (a session's end moves; the windows of a cumulating spec share their start). */
+export function resultId(result: Pick<WindowResult, 'window' | 'key' | 'start' | 'end'>): string {
+  return result.window.startsWith('session:')
+    ? JSON.stringify([result.window, result.key, result.start])
+    : JSON.stringify([result.window, result.key, result.start, result.end])
 }
 
 /** A canonical text of one change, for comparing the changes of one operation as a multiset. */
@@ -371,6 +380,19 @@ export class ReferenceModel {
     return this.#late
   }
 
+  /**
+   * Per live window that showed something, the whole window as of its last pane, keyed like
+   * `DiscardingFold.totals` (what a consumer adding up discarding panes holds).
+   */
+  shownWholes(): Map<string, { count: number; sum: number; min: number; max: number }> {
+    const out = new Map<string, { count: number; sum: number; min: number; max: number }>()
+    for (const w of this.#windows) {
+      if (w.shown === null) continue
+      out.set(resultId(w.shown), w.shownWhole ?? { count: 0, sum: 0, min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY })
+    }
+    return out
+  }
+
   /** What each live window showed last, in the engine's result order. */
   results(): WindowResult[] {
     return this.#windows.flatMap((w) => (w.shown === null ? [] : [w.shown])).sort(compareResults)
@@ -424,6 +446,7 @@ export class ReferenceModel {
       merged.firedBasis = earliest.firedBasis
       merged.basisEnd = earliest.basisEnd
       merged.shown = moved ? null : earliest.shown
+      merged.shownWhole = moved ? null : earliest.shownWhole
       merged.panes = earliest.panes
       merged.onTimePanes = earliest.onTimePanes
       merged.dirty = earliest.dirty
@@ -461,6 +484,7 @@ export class ReferenceModel {
       firedBasis,
       basisEnd,
       shown: null,
+      shownWhole: null,
       panes: 0,
       onTimePanes: 0,
       dirty: false,
@@ -603,6 +627,8 @@ export class ReferenceModel {
     const type = status === 'corrected' ? 'correction' : status
     this.#changes.push(previous === null ? { type, result, pane } : { type, result, pane, previous })
     w.shown = result
+    const all = w.events.map((e) => e.value)
+    w.shownWhole = all.length === 0 ? null : { count: all.length, sum: all.reduce((a, b) => a + b, 0), min: Math.min(...all), max: Math.max(...all) }
     w.pending = []
     w.whole = false
     w.dirty = false
