@@ -1,8 +1,7 @@
-import { type Cell, emptyCell } from '../lattice/cell.ts'
+import { addToCell, type Cell, emptyCell } from '../lattice/cell.ts'
 import type { Aggregate } from '../lattice/cellSet.ts'
 import { CellSet } from '../lattice/cellSet.ts'
 import type { CellEntry } from '../replica/replicaPort.ts'
-import { PaneRun } from '../windows/paneRuns.ts'
 import {
   ADMITTED_LATE,
   type BatchFrontiers,
@@ -51,8 +50,6 @@ export class PerWindowIndex implements WindowIndex {
   #origin = Number.NaN
   readonly #recentWindows: (WindowState | undefined)[] = []
   readonly #recentCells: (Cell | undefined)[] = []
-  #single: PaneRun | null = null
-  readonly #singleValue = new Float64Array(1)
 
   constructor(spec: WindowSpec & { kind: 'tumbling' | 'sliding' | 'cumulating' }) {
     this.id = spec.id
@@ -94,29 +91,11 @@ export class PerWindowIndex implements WindowIndex {
   }
 
   place(key: string, source: PlacementSource, ts: number, value: number, version: number, frontiers: BatchFrontiers, tracker: WindowTracker): number {
-    const run = this.#single ?? new PaneRun(source, -1)
-    this.#single = run
-    run.source = source
-    run.key = key
-    run.pane = ts
-    run.count = 1
-    run.min = value
-    run.max = value
-    run.maxTs = ts
-    run.version = version
-    run.head = 0
-    this.#singleValue[0] = value
-    return this.placeRun(run, this.#singleValue, NO_NEXT, frontiers, tracker)
-  }
-
-  placeRun(run: PaneRun, values: Float64Array, next: Int32Array, frontiers: BatchFrontiers, tracker: WindowTracker): number {
-    const source = run.source
-    const key = run.key
     let series: Map<number, WindowState> | undefined
     let outcome = 0
     const slots = this.maxNewPerEvent
     const base = source.slot * slots
-    const { first, last } = this.#ends(run.pane)
+    const { first, last } = this.#ends(ts)
     let ordinal = this.#ordinal(last)
     for (let end = last; end >= first; end -= this.unit, ordinal--) {
       const at = base + slotOf(ordinal, slots)
@@ -154,25 +133,8 @@ export class PerWindowIndex implements WindowIndex {
         this.#recentWindows[at] = window
         this.#recentCells[at] = cell
       }
-      let sum = cell.sum
-      let added = 0
-      for (let m = run.head; m >= 0; m = next[m] as number) {
-        sum += values[m] as number
-        added += values[m] as number
-      }
-      cell.sum = sum
-      cell.count += run.count
-      if (run.min < cell.min) cell.min = run.min
-      if (run.max > cell.max) cell.max = run.max
-      if (run.maxTs > cell.maxTs) cell.maxTs = run.maxTs
-      cell.version = run.version
-      if (this.discarding) {
-        const pending = (window.pending ??= emptyCell())
-        pending.count += run.count
-        pending.sum += added
-        if (run.min < pending.min) pending.min = run.min
-        if (run.max > pending.max) pending.max = run.max
-      }
+      addToCell(cell, ts, value, version)
+      if (this.discarding) addToCell((window.pending ??= emptyCell()), ts, value, 0)
       tracker.written(this.id, key, start, source.name, cell)
       outcome |= window.fired ? ADMITTED_LATE : ON_TIME
       if (window.touchedIn !== frontiers.batch) {
@@ -266,4 +228,3 @@ function slotOf(ordinal: number, slots: number): number {
   return r < 0 ? r + slots : r >= slots ? r - slots : r
 }
 
-const NO_NEXT = Int32Array.of(-1)

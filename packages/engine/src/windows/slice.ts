@@ -1,4 +1,5 @@
 import { CellSet } from '../lattice/cellSet.ts'
+import type { SliceSeries } from './sliceSeries.ts'
 
 /**
  * One key's slice of a tumbling, sliding or cumulating spec: `[start, start + unit)`, every
@@ -12,6 +13,7 @@ export class Slice {
   readonly ordinal: number
   readonly start: number
   readonly key: string
+  readonly series: SliceSeries
   readonly main = new CellSet()
   /** Partial parts by the ordinal of the first window counting them (sorted when read). */
   partial: Map<number, CellSet> | null = null
@@ -25,6 +27,9 @@ export class Slice {
   sum = 0
   min = Number.POSITIVE_INFINITY
   max = Number.NEGATIVE_INFINITY
+  /** The first window admitting its events (later ones as well), as of batch `fromIn`. */
+  fromIn = 0
+  from = 0
   /** Batch that last touched its windows, and the first window ordinal touched then. */
   touchedIn = 0
   touchedFrom = 0
@@ -33,10 +38,11 @@ export class Slice {
   bitsFrom = 0
   bits = 0
 
-  constructor(ordinal: number, start: number, key: string) {
+  constructor(ordinal: number, start: number, series: SliceSeries) {
     this.ordinal = ordinal
     this.start = start
-    this.key = key
+    this.series = series
+    this.key = series.key
   }
 
   /** The part counted from window `from` on: `main` when that is the first window holding the slice. */

@@ -3,7 +3,6 @@ import type { CellGroup } from '../lattice/cellGroup.ts'
 import type { CellSet } from '../lattice/cellSet.ts'
 import type { SessionIndexSnapshot, SliceIndexSnapshot } from '../recovery/engineCheckpoint.ts'
 import type { CellEntry } from '../replica/replicaPort.ts'
-import { PaneRun } from './paneRuns.ts'
 import { parsePartName, partName, Slice } from './slice.ts'
 import { SliceGeometry } from './sliceGeometry.ts'
 import { SliceSeries } from './sliceSeries.ts'
@@ -51,9 +50,6 @@ export class SlicedWindowIndex implements WindowIndex {
   /** By source slot: the slice the source wrote last, and its cell in that slice's main part. */
   readonly #recentSlices: (Slice | undefined)[] = []
   readonly #recentCells: (Cell | undefined)[] = []
-  /** The run `place` reuses for one event, and its value. */
-  #single: PaneRun | null = null
-  readonly #singleValue = new Float64Array(1)
 
   constructor(spec: WindowSpec & { kind: 'tumbling' | 'sliding' | 'cumulating' }) {
     this.id = spec.id
@@ -82,71 +78,50 @@ export class SlicedWindowIndex implements WindowIndex {
     return missing
   }
 
-  /** One event, as a run of one (`placeRun`), so the per-event path and the run path cannot drift apart. */
-  place(key: string, source: PlacementSource, ts: number, value: number, version: number, frontiers: BatchFrontiers, tracker: WindowTracker): number {
-    const run = this.#single ?? new PaneRun(source, -1)
-    this.#single = run
-    run.source = source
-    run.key = key
-    run.pane = ts
-    run.count = 1
-    run.min = value
-    run.max = value
-    run.maxTs = ts
-    run.version = version
-    run.head = 0
-    this.#singleValue[0] = value
-    return this.placeRun(run, this.#singleValue, NO_NEXT, frontiers, tracker)
-  }
-
   /**
-   * Places a whole run (events of one source and key in one pane; see `PaneRuns`): folds its
-   * events into the source's cell of their slice, in batch order, leaving the cell exactly as
-   * placing them one by one would, and touches the windows that admit them (once per slice per
-   * batch). Returns the outcome bits every event of the run shares.
+   * Places one event: folds it into its source's cell of its slice (the one cell update, whatever
+   * the window size), and, the first time a batch reaches the slice, touches the windows that
+   * admit what it brings. Returns ON_TIME / ADMITTED_LATE / REFUSED bits.
    */
-  placeRun(run: PaneRun, values: Float64Array, next: Int32Array, frontiers: BatchFrontiers, tracker: WindowTracker): number {
-    const g = this.#geometry
-    const source = run.source
-    const key = run.key
-    const start = alignedStart(run.pane, this.unit)
+  place(key: string, source: PlacementSource, ts: number, value: number, version: number, frontiers: BatchFrontiers, tracker: WindowTracker): number {
+    const batch = frontiers.batch
     let slice = this.#recentSlices[source.slot]
     let cell: Cell | undefined
-    if (slice !== undefined && slice.start === start && slice.key === key && slice.live) cell = this.#recentCells[source.slot]
-    else slice = undefined
-    const s = slice?.ordinal ?? g.ordinal(start)
-    const last = g.lastOf(s)
-    const from = g.firstAbove(s, frontiers.watermark - frontiers.lateness)
+    // The source's slice of its previous event: no alignment, no lookup.
+    if (slice !== undefined && ts >= slice.start && ts < slice.start + this.unit && slice.key === key && slice.live) cell = this.#recentCells[source.slot]
+    else slice = this.#sliceAt(key, alignedStart(ts, this.unit))
+    // Frontiers stand still within a batch: a slice's first admitting window is worked out once per batch.
+    if (slice.fromIn !== batch) {
+      slice.fromIn = batch
+      slice.from = this.#geometry.firstAbove(slice.ordinal, frontiers.watermark - frontiers.lateness)
+    }
+    const from = slice.from
+    const last = this.#geometry.lastOf(slice.ordinal)
     if (from > last) return REFUSED
-    const series = this.#seriesOf(key)
-    slice ??= this.#sliceOf(series, s, start)
-    const main = from === s
+    const series = slice.series
+    const main = from === slice.ordinal
     if (!main || cell === undefined) {
       const part = slice.part(from)
       cell = part.cell(source.name)
       if (cell === undefined) {
         cell = emptyCell()
         this.#addCell(part, source.name, cell)
-        if (!main) series.notePartial(s)
+        if (!main) series.notePartial(slice.ordinal)
       }
       if (main) {
         this.#recentSlices[source.slot] = slice
         this.#recentCells[source.slot] = cell
       }
     }
-    // Added one by one, in batch order: a float sum depends on the order of its terms.
-    let sum = cell.sum
-    for (let m = run.head; m >= 0; m = next[m] as number) sum += values[m] as number
-    cell.sum = sum
-    cell.count += run.count
-    if (run.min < cell.min) cell.min = run.min
-    if (run.max > cell.max) cell.max = run.max
-    if (run.maxTs > cell.maxTs) cell.maxTs = run.maxTs
-    cell.version = run.version
+    cell.count++
+    cell.sum += value
+    if (value < cell.min) cell.min = value
+    if (value > cell.max) cell.max = value
+    if (ts > cell.maxTs) cell.maxTs = ts
+    cell.version = version
     slice.version++
     series.version++
-    tracker.written(main ? this.id : partName(this.id, g.endOf(from)), key, start, source.name, cell)
-    const batch = frontiers.batch
+    tracker.written(main ? this.id : partName(this.id, this.#geometry.endOf(from)), key, slice.start, source.name, cell)
     if (slice.touchedIn !== batch) {
       slice.touchedIn = batch
       slice.touchedFrom = last + 1
@@ -160,7 +135,7 @@ export class SlicedWindowIndex implements WindowIndex {
       slice.bitsFrom = from
       slice.bits = this.#outcome(series, from, last)
     }
-    if (this.discarding) addPending(series, from, last, run, values, next)
+    if (this.discarding) addPending(series, from, last, value)
     return main ? slice.bits : slice.bits | REFUSED
   }
 
@@ -209,10 +184,15 @@ export class SlicedWindowIndex implements WindowIndex {
   #sliceOf(series: SliceSeries, ordinal: number, start: number): Slice {
     let slice = series.slices.get(ordinal)
     if (slice === undefined) {
-      slice = new Slice(ordinal, start, series.key)
+      slice = new Slice(ordinal, start, series)
       series.slices.set(ordinal, slice)
     }
     return slice
+  }
+
+  /** The slice of `key` starting at `start`, made when missing. */
+  #sliceAt(key: string, start: number): Slice {
+    return this.#sliceOf(this.#seriesOf(key), this.#geometry.ordinal(start), start)
   }
 
   #addCell(part: CellSet, source: string, cell: Cell): void {
@@ -261,8 +241,8 @@ export class SlicedWindowIndex implements WindowIndex {
         const source = group.source
         for (let i = 0; i < group.keys.length; i++) {
           const key = group.keys[i] as string
-          const series = this.#seriesOf(key)
-          const slice = this.#sliceOf(series, s, start)
+          const slice = this.#sliceAt(key, start)
+          const series = slice.series
           const part = slice.part(from)
           const before = part.size
           if (before === 0 && list.length > 1) part.reserveRows(list.length)
@@ -302,9 +282,7 @@ export class SlicedWindowIndex implements WindowIndex {
 
   /** A format-1 checkpoint's tumbling window held its own cells: they are its one slice's. */
   adoptCells(window: WindowState, cells: readonly (readonly [string, Cell])[]): void {
-    const g = this.#geometry
-    const s = g.ordinal(window.start)
-    const slice = this.#sliceOf(this.#seriesOf(window.key), s, window.start)
+    const slice = this.#sliceAt(window.key, window.start)
     for (const [source, cell] of cells) this.#addCell(slice.main, source, { ...cell })
   }
 
@@ -325,9 +303,9 @@ export class SlicedWindowIndex implements WindowIndex {
     if (!('slices' in snapshot)) return
     const g = this.#geometry
     for (const [key, start, parts] of snapshot.slices) {
-      const series = this.#seriesOf(key)
-      const s = g.ordinal(start)
-      const slice = this.#sliceOf(series, s, start)
+      const slice = this.#sliceAt(key, start)
+      const series = slice.series
+      const s = slice.ordinal
       for (const [end, cells] of parts) {
         const from = g.ordinal(end) - 1
         const part = slice.part(from)
@@ -410,17 +388,15 @@ export class SlicedWindowIndex implements WindowIndex {
   }
 }
 
-/** Discarding mode: a run's events join what windows `from..last` collect until their next pane. */
-function addPending(series: SliceSeries, from: number, last: number, run: PaneRun, values: Float64Array, next: Int32Array): void {
-  let sum = 0
-  for (let m = run.head; m >= 0; m = next[m] as number) sum += values[m] as number
+/** Discarding mode: an event joins what windows `from..last` collect until their next pane. */
+function addPending(series: SliceSeries, from: number, last: number, value: number): void {
   for (let b = from; b <= last; b++) {
     const w = series.windows.get(b) as WindowState
     const pending = (w.pending ??= emptyCell())
-    pending.count += run.count
-    pending.sum += sum
-    if (run.min < pending.min) pending.min = run.min
-    if (run.max > pending.max) pending.max = run.max
+    pending.count++
+    pending.sum += value
+    if (value < pending.min) pending.min = value
+    if (value > pending.max) pending.max = value
   }
 }
 
@@ -455,5 +431,3 @@ function bySource(a: CellGroup, b: CellGroup): number {
   return a.source < b.source ? -1 : a.source > b.source ? 1 : 0
 }
 
-/** The `next` list of a run of one event. */
-const NO_NEXT = Int32Array.of(-1)
