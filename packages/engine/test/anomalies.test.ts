@@ -8,8 +8,6 @@ import {
   ANOMALY_REASONS,
   type AnomalyReason,
   createEngine,
-  createOrderedStream,
-  orderEvents,
   TidemarkEngine,
   type WalOp,
   MAX_ABS_TS,
@@ -20,6 +18,7 @@ import {
   sliding,
   tumbling,
 } from '../src/index.ts'
+import { createOrderedStream, orderEvents } from '../src/ordered.ts'
 import { reading } from '../src/testing/index.ts'
 
 const valid = { id: 'x', source: 'd1', ts: 5, value: 1 }

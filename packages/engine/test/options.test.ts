@@ -4,16 +4,8 @@
  * and what a message says is allowed is allowed.
  */
 import { describe, expect, it } from 'vitest'
-import {
-  boundedOutOfOrderness,
-  createEngine,
-  createOrderedStream,
-  type EngineOptions,
-  manual,
-  orderEvents,
-  type OrderedStreamOptions,
-  tumbling,
-} from '../src/index.ts'
+import { boundedOutOfOrderness, createEngine, type EngineOptions, manual, tumbling } from '../src/index.ts'
+import { createOrderedStream, orderEvents, type OrderedStreamOptions } from '../src/ordered.ts'
 import { closestName } from '../src/adapter.ts'
 
 const windows = tumbling(10)
