@@ -9,8 +9,8 @@ export interface BlockFold {
   readonly suffix: Float64Array
 }
 
-/** Blocks whose folds are kept: a sliding window reads two, and a batch's windows come a key at a time. */
-const SLOTS = 4
+/** Blocks whose folds are kept: a sliding window reads two, and a batch's windows come from a few keys. */
+const SLOTS = 16
 
 /**
  * Prefix and suffix folds of recently read blocks, shared by the series of one spec: a batch

@@ -47,9 +47,14 @@ export class SlicedWindowIndex implements WindowIndex {
   readonly #byKey = new Map<string, SliceSeries>()
   #windows = 0
   #cells = 0
-  /** By source slot: the slice the source wrote last, and its cell in that slice's main part. */
+  /**
+   * By `RECENT × source slot + i`: the slices a source wrote last (one per key it writes, up to
+   * `RECENT` keys: a device reporting several metrics alternates between them), and its cell in
+   * each slice's main part. `#recentNext` says which entry of a slot to replace next.
+   */
   readonly #recentSlices: (Slice | undefined)[] = []
   readonly #recentCells: (Cell | undefined)[] = []
+  readonly #recentNext: number[] = []
 
   constructor(spec: WindowSpec & { kind: 'tumbling' | 'sliding' | 'cumulating' }) {
     this.id = spec.id
@@ -85,11 +90,19 @@ export class SlicedWindowIndex implements WindowIndex {
    */
   place(key: string, source: PlacementSource, ts: number, value: number, version: number, frontiers: BatchFrontiers, tracker: WindowTracker): number {
     const batch = frontiers.batch
-    let slice = this.#recentSlices[source.slot]
+    const base = RECENT * source.slot
+    let slice: Slice | undefined
     let cell: Cell | undefined
-    // The source's slice of its previous event: no alignment, no lookup.
-    if (slice !== undefined && ts >= slice.start && ts < slice.start + this.unit && slice.key === key && slice.live) cell = this.#recentCells[source.slot]
-    else slice = this.#sliceAt(key, alignedStart(ts, this.unit))
+    // A slice the source wrote lately, in the key's series: no alignment, no lookup.
+    for (let i = base; i < base + RECENT; i++) {
+      const recent = this.#recentSlices[i]
+      if (recent !== undefined && ts >= recent.start && ts < recent.start + this.unit && recent.key === key && recent.live) {
+        slice = recent
+        cell = this.#recentCells[i]
+        break
+      }
+    }
+    slice ??= this.#sliceAt(key, alignedStart(ts, this.unit))
     // Frontiers stand still within a batch: a slice's first admitting window is worked out once per batch.
     if (slice.fromIn !== batch) {
       slice.fromIn = batch
@@ -109,8 +122,16 @@ export class SlicedWindowIndex implements WindowIndex {
         if (!main) series.notePartial(slice.ordinal)
       }
       if (main) {
-        this.#recentSlices[source.slot] = slice
-        this.#recentCells[source.slot] = cell
+        // The entry of this key's slice, or else the next in turn.
+        let at = base
+        while (at < base + RECENT && this.#recentSlices[at]?.key !== key) at++
+        if (at === base + RECENT) {
+          const next = this.#recentNext[source.slot] ?? 0
+          at = base + next
+          this.#recentNext[source.slot] = (next + 1) % RECENT
+        }
+        this.#recentSlices[at] = slice
+        this.#recentCells[at] = cell
       }
     }
     cell.count++
@@ -399,6 +420,9 @@ function addPending(series: SliceSeries, from: number, last: number, value: numb
     if (value > pending.max) pending.max = value
   }
 }
+
+/** Slices remembered per source: the keys a source writes in turn. */
+const RECENT = 4
 
 /**
  * Groups by part name and slice start, each list sorted by source: a part keeps its cells in
