@@ -26,6 +26,16 @@ function Minute() {
   )
 }
 
+/** Panes of a minute, and of the first, second and whole windows of a cumulating spec. */
+function Panes() {
+  const minute = useWindow(MINUTE, 'temp', 0, (r) => (r === undefined ? 'none' : `${r.pane.timing} #${r.pane.index}/${r.pane.onTimeIndex} ${r.sum}`))
+  const first = useWindow('cumulating:180000:60000', 'temp', { start: 0, end: 60_000 }, (r) => r?.sum ?? 'none')
+  const second = useWindow('cumulating:180000:60000', 'temp', { start: 0, end: 120_000 }, (r) => r?.sum ?? 'none')
+  const whole = useWindow('cumulating:180000:60000', 'temp', 0, (r) => r?.end ?? 'none')
+  const late = useWindowHistory('cumulating:180000:60000', 'temp', { start: 0, end: 60_000 }, (h) => h.map((r) => r.pane.timing).join(','))
+  return <output data-testid="panes">{`${minute} | ${first} ${second} ${whole} | ${late}`}</output>
+}
+
 const reading = (id: string, ts: number, value: number): StreamEvent => ({ id, source: 'd1', ts, key: 'temp', value })
 const text = (testId: string): string | null => screen.getByTestId(testId).textContent
 
@@ -78,14 +88,6 @@ describe('with the real engine', () => {
     })
     const scheduler = createManualScheduler()
     const frame = (): void => act(() => scheduler.flush())
-    function Panes() {
-      const minute = useWindow(MINUTE, 'temp', 0, (r) => (r === undefined ? 'none' : `${r.pane.timing} #${r.pane.index}/${r.pane.onTimeIndex} ${r.sum}`))
-      const first = useWindow('cumulating:180000:60000', 'temp', { start: 0, end: 60_000 }, (r) => r?.sum ?? 'none')
-      const second = useWindow('cumulating:180000:60000', 'temp', { start: 0, end: 120_000 }, (r) => r?.sum ?? 'none')
-      const whole = useWindow('cumulating:180000:60000', 'temp', 0, (r) => r?.end ?? 'none')
-      const late = useWindowHistory('cumulating:180000:60000', 'temp', { start: 0, end: 60_000 }, (h) => h.map((r) => r.pane.timing).join(','))
-      return <output data-testid="panes">{`${minute} | ${first} ${second} ${whole} | ${late}`}</output>
-    }
     render(
       <EngineProvider engine={engine} scheduler={scheduler}>
         <Panes />

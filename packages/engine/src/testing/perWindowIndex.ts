@@ -134,7 +134,10 @@ export class PerWindowIndex implements WindowIndex {
         this.#recentCells[at] = cell
       }
       addToCell(cell, ts, value, version)
-      if (this.discarding) addToCell((window.pending ??= emptyCell()), ts, value, 0)
+      if (this.discarding) {
+        window.pending ??= emptyCell()
+        addToCell(window.pending, ts, value, 0)
+      }
       tracker.written(this.id, key, start, source.name, cell)
       outcome |= window.fired ? ADMITTED_LATE : ON_TIME
       if (window.touchedIn !== frontiers.batch) {

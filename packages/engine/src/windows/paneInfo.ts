@@ -7,7 +7,12 @@ const onTime: PaneInfo[] = []
 
 /** The pane info `{ timing, index, onTimeIndex }`, frozen; shared for early and on-time panes of a small index, so a pane costs no allocation. */
 export function paneInfo(timing: PaneTiming, index: number, onTimeIndex: number): PaneInfo {
-  if (timing === 'early' && index < SHARED) return (early[index] ??= Object.freeze({ timing, index, onTimeIndex: -1 }))
-  if (timing === 'on_time' && index < SHARED && onTimeIndex === 0) return (onTime[index] ??= Object.freeze({ timing, index, onTimeIndex: 0 }))
-  return Object.freeze({ timing, index, onTimeIndex })
+  const shared = index >= SHARED ? null : timing === 'early' ? early : timing === 'on_time' && onTimeIndex === 0 ? onTime : null
+  if (shared === null) return Object.freeze({ timing, index, onTimeIndex })
+  let pane = shared[index]
+  if (pane === undefined) {
+    pane = Object.freeze({ timing, index, onTimeIndex })
+    shared[index] = pane
+  }
+  return pane
 }

@@ -109,7 +109,10 @@ export class SessionWindowIndex implements WindowIndex {
     }
     const target = this.#join(key, sessions, from, to, start, end, frontiers, tracker)
     this.#addToFragment(target, source.name, ts, value, version, tracker)
-    if (this.discarding) addToCell((target.pending ??= emptyCell()), ts, value, 0)
+    if (this.discarding) {
+      target.pending ??= emptyCell()
+      addToCell(target.pending, ts, value, 0)
+    }
     if (target.touchedIn !== frontiers.batch) {
       target.touchedIn = frontiers.batch
       tracker.touched(target)

@@ -413,7 +413,8 @@ export class SlicedWindowIndex implements WindowIndex {
 function addPending(series: SliceSeries, from: number, last: number, value: number): void {
   for (let b = from; b <= last; b++) {
     const w = series.windows.get(b) as WindowState
-    const pending = (w.pending ??= emptyCell())
+    w.pending ??= emptyCell()
+    const pending = w.pending
     pending.count++
     pending.sum += value
     if (value < pending.min) pending.min = value

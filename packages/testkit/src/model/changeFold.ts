@@ -93,7 +93,7 @@ export class DiscardingFold {
     }
     if (change.previous !== undefined) {
       if (held === undefined || JSON.stringify(held.last) !== JSON.stringify(change.previous)) fail('a whole-window pane whose previous is not the last pane')
-      this.#totals.set(id, { value: valueOf(r), last: r })
+      this.#totals.set(id, { value: foldedOf(r), last: r })
       return
     }
     const before = held?.value ?? { count: 0, sum: 0, min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY }
@@ -117,7 +117,7 @@ export class DiscardingFold {
   }
 }
 
-function valueOf(r: WindowResult): FoldedValue {
+function foldedOf(r: WindowResult): FoldedValue {
   return r.count === 0 ? { count: 0, sum: 0, min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY } : { count: r.count, sum: r.sum, min: r.min, max: r.max }
 }
 
@@ -126,5 +126,5 @@ function valueOf(r: WindowResult): FoldedValue {
  * discarding panes of the same input must add up to.
  */
 export function wholeValues(results: readonly WindowResult[]): Map<string, FoldedValue> {
-  return new Map(results.map((r) => [resultId(r), valueOf(r)]))
+  return new Map(results.map((r) => [resultId(r), foldedOf(r)]))
 }
