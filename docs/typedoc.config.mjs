@@ -15,9 +15,10 @@ function manifest(folder) {
 
 /** @param {string} folder */
 function entryPoints(folder) {
-  /** @type {Record<string, Record<string, string>>} */
+  /** @type {Record<string, Record<string, string> | string>} */
   const exports = manifest(folder).exports
-  return Object.values(exports).map((targets) => `../packages/${folder}/${targets['@tidemark/source']}`)
+  // `./package.json` maps to a file, not to conditions: it is no entry point.
+  return Object.values(exports).flatMap((targets) => (typeof targets === 'string' ? [] : [`../packages/${folder}/${targets['@tidemark/source']}`]))
 }
 
 /** @type {Partial<import('typedoc').TypeDocOptions>} */

@@ -14,6 +14,7 @@
  * const locks: SourceLocks = navigator.locks
  */
 export interface SourceLocks {
+  /** Takes lock `name` if no one holds it (`LockManager.request` with `ifAvailable`), holding it until `callback`'s promise settles. */
   request(name: string, options: { ifAvailable: true }, callback: (lock: unknown) => Promise<void> | undefined): Promise<unknown>
   /** The origin's held locks (`LockManager.query`); without it, `listSources` probes each lock instead. */
   query?(): Promise<{ readonly held?: readonly { readonly name?: string }[] }>
