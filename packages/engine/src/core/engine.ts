@@ -143,6 +143,7 @@ export class TidemarkEngine implements Engine {
       firing: this.#frontiers.firingFrontier(),
       lateness: this.#options.allowedLateness,
       batch: ++this.#batch,
+      publish: this.#outbox.listening,
     }
     const { accepted, late, duplicates, conflicting, beyond } = this.#placement.place(events, now, frontiers, anomalies, logged, invalid)
     const counts = this.#counts

@@ -17,10 +17,10 @@ export type WindowAddressMap<V> = Map<string, Map<string, Map<number, V>>>
 
 /** Where `address` sits among its spec's and key's windows: its start, or a cumulating window's end. */
 export function positionOf(address: WindowAddress): number {
-  const { window, start, end } = address
-  if (!window.startsWith('cumulating:')) return start
+  const spec = address.window
+  if (!spec.startsWith('cumulating:')) return address.start
   // A cumulating id is `cumulating:<size>:<step>`: without an end, the window covering the whole period.
-  return end ?? start + Number(window.split(':')[1])
+  return address.end ?? address.start + Number(spec.split(':')[1])
 }
 
 /** The entry of `index` at `address`, or `undefined`. */

@@ -90,6 +90,7 @@ export class BatchPlacement {
     const order = this.#hasSessions ? placementOrder(events) : null
     // Far from `maxWindows`, no event of the batch can reach it: no room to check per event.
     const roomy = this.windowCount() + this.#maxNewPerEvent * n <= limits.maxWindows
+    const publish = frontiers.publish === true
     // Checked in a pass of their own: the batch's objects and strings (scattered in the heap)
     // are then fetched from memory many at a time instead of one event at a time.
     const reasons = this.#reasons
@@ -173,7 +174,7 @@ export class BatchPlacement {
         clock.remember(seq, id, ts, now)
         dedup.entries += clock.ahead.size + clock.ids.size - before
       }
-      outbox.clock(clock)
+      if (publish) outbox.clock(clock)
     }
     if (n > LARGE_BATCH) reasons.length = 0
     return { accepted, late, duplicates, conflicting, beyond }

@@ -3,6 +3,9 @@ import type { Slice } from './slice.ts'
 import type { SliceGeometry } from './sliceGeometry.ts'
 import type { WindowState, WindowValues } from './windowState.ts'
 
+/** Slices per window from which a block's prefix and suffix folds are kept for all its windows; below it each window folds its own. */
+const SHARED_FOLDS = 16
+
 /**
  * One key's slices and windows under one spec, and how a window's value is folded from its
  * slices. The fold is one fixed function of the slices' cells, so every replica, and every
@@ -41,6 +44,11 @@ export class SliceSeries implements WindowValues {
     const first = g.firstOf(last)
     if (g.perBlock === 1) {
       this.#add(this.slices.get(last), into)
+    } else if (g.perBlock < SHARED_FOLDS) {
+      // Few slices per window: folded here, with the additions the shared block folds make.
+      const block = g.blockStart(first)
+      if (first !== block) this.#foldRange(block + g.perBlock - 1, first, into)
+      this.#foldRange(g.blockStart(last), last, into)
     } else {
       const block = g.blockStart(first)
       if (first !== block) this.#suffixInto(first, into)
@@ -65,6 +73,31 @@ export class SliceSeries implements WindowValues {
       const at = this.partialSlices.indexOf(slice.ordinal)
       if (at >= 0) this.partialSlices.splice(at, 1)
     }
+  }
+
+  /**
+   * Adds the fold of slices `from` to `to` (either direction), started from nothing: what
+   * `BlockFolds` keeps as a block's prefix (`from` its start) or suffix (`from` its end).
+   */
+  #foldRange(from: number, to: number, into: Aggregate): void {
+    const step = from <= to ? 1 : -1
+    let count = 0
+    let sum = 0
+    let min = Number.POSITIVE_INFINITY
+    let max = Number.NEGATIVE_INFINITY
+    for (let i = from; i !== to + step; i += step) {
+      const slice = this.slices.get(i)
+      if (slice === undefined) continue
+      slice.refold()
+      count += slice.count
+      sum += slice.sum
+      if (slice.min < min) min = slice.min
+      if (slice.max > max) max = slice.max
+    }
+    into.count += count
+    into.sum += sum
+    if (min < into.min) into.min = min
+    if (max > into.max) into.max = max
   }
 
   /** Adds slice `slice`'s `main` fold. */

@@ -142,7 +142,7 @@ export class SlicedWindowIndex implements WindowIndex {
     cell.version = version
     slice.version++
     series.version++
-    tracker.written(main ? this.id : partName(this.id, this.#geometry.endOf(from)), key, slice.start, source.name, cell)
+    if (frontiers.publish === true) tracker.written(main ? this.id : partName(this.id, this.#geometry.endOf(from)), key, slice.start, source.name, cell)
     if (slice.touchedIn !== batch) {
       slice.touchedIn = batch
       slice.touchedFrom = last + 1

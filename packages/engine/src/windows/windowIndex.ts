@@ -13,6 +13,8 @@ export interface BatchFrontiers {
   readonly lateness: number
   /** Batch number, to mark touched windows once. */
   readonly batch: number
+  /** Someone listens for local writes (a transport): placement reports each written cell (`WindowTracker.written`). */
+  readonly publish?: boolean
 }
 
 /** What an index reports back to the engine while it places events. */

@@ -5,6 +5,9 @@ import type { Basis, PaneInfo, ResultStatus, WindowResult } from './windowResult
 
 const NO_FRAGMENTS: readonly SessionFragment[] = Object.freeze([])
 
+/** Where `value()` folds: results are made one at a time, so one object serves every window. */
+const SCRATCH: Aggregate = { count: 0, sum: 0, min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY }
+
 /** One source's session fragment inside a session window. */
 export interface SessionFragment {
   readonly source: string
@@ -95,9 +98,13 @@ export class WindowState {
     }
   }
 
-  /** The window's whole value. */
+  /** The window's whole value, in an object shared by every window: read it before the next call. */
   value(): Aggregate {
-    const a: Aggregate = { count: 0, sum: 0, min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY }
+    const a = SCRATCH
+    a.count = 0
+    a.sum = 0
+    a.min = Number.POSITIVE_INFINITY
+    a.max = Number.NEGATIVE_INFINITY
     if (this.fragments.length > 0) {
       // A session's absorbed fragments are tombstones.
       for (const cell of fragmentCells(this.fragments)) {
