@@ -238,6 +238,30 @@ describe('future_ts: events stamped too far ahead of the clock', () => {
     expect(engine.stats().anomalies.future_ts).toBe(51)
   })
 
+  it('comes back the same from a replayed log: the logged events are refused again at their batch’s now', () => {
+    const clock = { now: 1_000 }
+    const options = { windows: tumbling(10), watermark: manual(), replicaId: 'r', now: () => clock.now, maxFutureSkew: 100 }
+    const engine = new TidemarkEngine(options)
+    const ops: WalOp[] = []
+    const record = (op: WalOp): Promise<void> => {
+      ops.push(structuredClone(op))
+      return Promise.resolve()
+    }
+    engine.attachLog({ record, blocked: null, stats: () => ({ walRecords: ops.length, walBytes: 0 }) })
+    engine.ingest([reading('d1', 1, 1_050, 1), reading('d2', 1, 1_200, 2), { id: 'x', source: 'd1', ts: Number.NaN, value: 1 }])
+    clock.now = 5_000
+    engine.ingest([reading('d2', 1, 1_200, 2)])
+    // Replayed with a clock that reads nonsense: each batch is judged at its logged now.
+    clock.now = Number.NaN
+    const replayed = new TidemarkEngine(options)
+    for (const op of ops) replayed.replay(op)
+    expect(replayed.stats().anomalies).toEqual(engine.stats().anomalies)
+    expect(replayed.stats().futureSources).toEqual([{ source: 'd2', count: 1, lastTs: 1_200 }])
+    expect(replayed.stats().ingested).toBe(4)
+    expect(replayed.results()).toEqual(engine.results())
+    expect(replayed.nextSeq('d2')).toBe(2)
+  })
+
   it('is off with Infinity, and refuses only what is ahead with 0', () => {
     const off = createEngine({ windows: tumbling(10), now: () => 0, maxFutureSkew: Number.POSITIVE_INFINITY })
     expect(off.ingest([reading('d1', 1, 1e12, 1)])).toMatchObject({ accepted: 1 })
