@@ -20,7 +20,7 @@ import { WindowState, type WindowValues } from '../windows/windowState.ts'
 class WindowCells implements WindowValues {
   readonly cells = new CellSet()
 
-  fold(_window: WindowState, into: Aggregate): void {
+  foldWindow(_window: WindowState, into: Aggregate): void {
     this.cells.fold(into)
   }
 }

@@ -56,11 +56,11 @@ export class BlockFolds {
     for (let i = 0; i < k; i++) {
       const slice = slices.get(block + i)
       if (slice !== undefined) {
-        slice.refold()
-        count += slice.count
-        sum += slice.sum
-        if (slice.min < min) min = slice.min
-        if (slice.max > max) max = slice.max
+        const f = slice.folded()
+        count += f[0] as number
+        sum += f[1] as number
+        if ((f[2] as number) < min) min = f[2] as number
+        if ((f[3] as number) > max) max = f[3] as number
       }
       prefix[4 * i] = count
       prefix[4 * i + 1] = sum
@@ -74,10 +74,11 @@ export class BlockFolds {
     for (let i = k - 1; i >= 0; i--) {
       const slice = slices.get(block + i)
       if (slice !== undefined) {
-        count += slice.count
-        sum += slice.sum
-        if (slice.min < min) min = slice.min
-        if (slice.max > max) max = slice.max
+        const f = slice.folded()
+        count += f[0] as number
+        sum += f[1] as number
+        if ((f[2] as number) < min) min = f[2] as number
+        if ((f[3] as number) > max) max = f[3] as number
       }
       suffix[4 * i] = count
       suffix[4 * i + 1] = sum

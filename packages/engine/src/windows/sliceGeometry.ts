@@ -70,6 +70,7 @@ export class SliceGeometry {
     const last = this.lastOf(ordinal)
     // At most two steps: the division only guesses, the comparison decides.
     while (b <= last && this.endOf(b) <= floor) b++
-    return Number.isNaN(b) ? last + 1 : b
+    // Past the last (also for an infinite floor): one past it, a small integer like every ordinal.
+    return b <= last ? b : last + 1
   }
 }

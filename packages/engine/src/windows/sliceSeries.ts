@@ -38,12 +38,13 @@ export class SliceSeries implements WindowValues {
     this.geometry = geometry
   }
 
-  fold(window: WindowState, into: Aggregate): void {
+  foldWindow(window: WindowState, into: Aggregate): void {
     const g = this.geometry
     const last = g.ordinal(window.end) - 1
     const first = g.firstOf(last)
     if (g.perBlock === 1) {
-      this.#add(this.slices.get(last), into)
+      // One slice, one window: its cells folded straight in (the same additions as from a cached fold).
+      this.slices.get(last)?.fold(into)
     } else if (g.perBlock < SHARED_FOLDS) {
       // Few slices per window: folded here, with the additions the shared block folds make.
       const block = g.blockStart(first)
@@ -88,26 +89,16 @@ export class SliceSeries implements WindowValues {
     for (let i = from; i !== to + step; i += step) {
       const slice = this.slices.get(i)
       if (slice === undefined) continue
-      slice.refold()
-      count += slice.count
-      sum += slice.sum
-      if (slice.min < min) min = slice.min
-      if (slice.max > max) max = slice.max
+      const f = slice.folded()
+      count += f[0] as number
+      sum += f[1] as number
+      if ((f[2] as number) < min) min = f[2] as number
+      if ((f[3] as number) > max) max = f[3] as number
     }
     into.count += count
     into.sum += sum
     if (min < into.min) into.min = min
     if (max > into.max) into.max = max
-  }
-
-  /** Adds slice `slice`'s `main` fold. */
-  #add(slice: Slice | undefined, into: Aggregate): void {
-    if (slice === undefined) return
-    slice.refold()
-    into.count += slice.count
-    into.sum += slice.sum
-    if (slice.min < into.min) into.min = slice.min
-    if (slice.max > into.max) into.max = slice.max
   }
 
   /** Adds the fold of the block's slices from its start up to `last`, left to right. */

@@ -3,7 +3,7 @@ import type { CellGroup } from '../lattice/cellGroup.ts'
 import type { CellSet } from '../lattice/cellSet.ts'
 import type { SessionIndexSnapshot, SliceIndexSnapshot } from '../recovery/engineCheckpoint.ts'
 import type { CellEntry } from '../replica/replicaPort.ts'
-import { parsePartName, partName, Slice } from './slice.ts'
+import { NO_ORDINAL, parsePartName, partName, Slice } from './slice.ts'
 import { SliceGeometry } from './sliceGeometry.ts'
 import { SliceSeries } from './sliceSeries.ts'
 import {
@@ -104,12 +104,14 @@ export class SlicedWindowIndex implements WindowIndex {
     }
     slice ??= this.#sliceAt(key, alignedStart(ts, this.unit))
     // Frontiers stand still within a batch: a slice's first admitting window is worked out once per batch.
-    if (slice.fromIn !== batch) {
-      slice.fromIn = batch
+    const last = this.#geometry.lastOf(slice.ordinal)
+    if (slice.batch !== batch) {
+      slice.batch = batch
       slice.from = this.#geometry.firstAbove(slice.ordinal, frontiers.watermark - frontiers.lateness)
+      slice.touchedFrom = last + 1
+      slice.bitsFrom = NO_ORDINAL
     }
     const from = slice.from
-    const last = this.#geometry.lastOf(slice.ordinal)
     if (from > last) return REFUSED
     const series = slice.series
     const main = from === slice.ordinal
@@ -143,16 +145,11 @@ export class SlicedWindowIndex implements WindowIndex {
     slice.version++
     series.version++
     if (frontiers.publish === true) tracker.written(main ? this.id : partName(this.id, this.#geometry.endOf(from)), key, slice.start, source.name, cell)
-    if (slice.touchedIn !== batch) {
-      slice.touchedIn = batch
-      slice.touchedFrom = last + 1
-    }
     if (from < slice.touchedFrom) {
       this.#touch(series, from, slice.touchedFrom - 1, frontiers, tracker, false)
       slice.touchedFrom = from
     }
-    if (slice.bitsIn !== batch || slice.bitsFrom !== from) {
-      slice.bitsIn = batch
+    if (slice.bitsFrom !== from) {
       slice.bitsFrom = from
       slice.bits = this.#outcome(series, from, last)
     }
@@ -179,7 +176,8 @@ export class SlicedWindowIndex implements WindowIndex {
       if (w === undefined) {
         const end = g.endOf(b)
         w = new WindowState(this.id, series.key, g.startOf(g.firstOf(b)), end)
-        w.values = series
+        // A tumbling window folds its one slice straight away; others through the series.
+        w.values = (g.perBlock === 1 ? series.slices.get(b) : undefined) ?? series
         w.fired = end <= frontiers.firing
         series.windows.set(b, w)
         this.#windows++
@@ -258,11 +256,18 @@ export class SlicedWindowIndex implements WindowIndex {
       // Windows alive here that are past their lateness: each changed cell is a finality violation in each.
       const late = Math.max(0, Math.min(last + 1, g.firstAbove(s, lateFloor)) - alive)
       const batch = frontiers.batch
+      // The groups of one part and start (one per source) mostly list the same keys: their slices are looked up once.
+      let keys: readonly string[] | null = null
+      const slices: Slice[] = []
       for (const group of list) {
         const source = group.source
-        for (let i = 0; i < group.keys.length; i++) {
-          const key = group.keys[i] as string
-          const slice = this.#sliceAt(key, start)
+        if (keys === null || !sameKeys(keys, group.keys)) {
+          keys = group.keys
+          slices.length = 0
+          for (const key of keys) slices.push(this.#sliceAt(key, start))
+        }
+        for (let i = 0; i < slices.length; i++) {
+          const slice = slices[i] as Slice
           const series = slice.series
           const part = slice.part(from)
           const before = part.size
@@ -279,9 +284,11 @@ export class SlicedWindowIndex implements WindowIndex {
           counts.finalityViolations += late
           slice.version++
           series.version++
-          if (slice.touchedIn !== batch) {
-            slice.touchedIn = batch
+          if (slice.batch !== batch) {
+            slice.batch = batch
+            slice.from = last + 1
             slice.touchedFrom = last + 1
+            slice.bitsFrom = NO_ORDINAL
           }
           if (alive < slice.touchedFrom) {
             this.#touch(series, alive, slice.touchedFrom - 1, frontiers, tracker, true)
@@ -304,7 +311,7 @@ export class SlicedWindowIndex implements WindowIndex {
   /** A format-1 checkpoint's tumbling window held its own cells: they are its one slice's. */
   adoptCells(window: WindowState, cells: readonly (readonly [string, Cell])[]): void {
     const slice = this.#sliceAt(window.key, window.start)
-    for (const [source, cell] of cells) this.#addCell(slice.main, source, { ...cell })
+    for (const [source, cell] of cells) this.#addCell(slice, source, { ...cell })
   }
 
   snapshot(): SliceIndexSnapshot {
@@ -312,7 +319,7 @@ export class SlicedWindowIndex implements WindowIndex {
     const slices: [string, number, [number, [string, Cell][]][]][] = []
     for (const series of this.#byKey.values()) {
       for (const slice of series.slices.values()) {
-        const parts: [number, [string, Cell][]][] = [[g.endOf(slice.ordinal), slice.main.entries()]]
+        const parts: [number, [string, Cell][]][] = [[g.endOf(slice.ordinal), slice.entries()]]
         for (const [from, part] of slice.partials()) parts.push([g.endOf(from), part.entries()])
         slices.push([series.key, slice.start, parts])
       }
@@ -369,7 +376,7 @@ export class SlicedWindowIndex implements WindowIndex {
 
   #dropSlice(series: SliceSeries, slice: Slice, expired: ExpiredCell): void {
     const g = this.#geometry
-    const parts: [number, CellSet][] = [[slice.ordinal, slice.main], ...slice.partials()]
+    const parts: [number, CellSet][] = [[slice.ordinal, slice], ...slice.partials()]
     for (const [from, part] of parts) {
       const name = from === slice.ordinal ? this.id : partName(this.id, g.endOf(from))
       for (const source of part.sources()) expired(name, series.key, slice.start, source)
@@ -396,7 +403,7 @@ export class SlicedWindowIndex implements WindowIndex {
     const g = this.#geometry
     for (const series of this.#byKey.values()) {
       for (const slice of series.slices.values()) {
-        const parts: [number, CellSet][] = [[slice.ordinal, slice.main], ...slice.partials()]
+        const parts: [number, CellSet][] = [[slice.ordinal, slice], ...slice.partials()]
         for (const [from, part] of parts) {
           const window = from === slice.ordinal ? this.id : partName(this.id, g.endOf(from))
           const sources = part.sources()
@@ -450,6 +457,14 @@ function byPart(groups: readonly CellGroup[]): Iterable<readonly CellGroup[]> {
     }
   }
   return out
+}
+
+/** True when two key lists hold the same keys in the same order. */
+function sameKeys(a: readonly string[], b: readonly string[]): boolean {
+  if (a === b) return true
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
 }
 
 function bySource(a: CellGroup, b: CellGroup): number {

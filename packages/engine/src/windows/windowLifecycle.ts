@@ -7,7 +7,7 @@ import { paneInfo } from './paneInfo.ts'
 import { deadlineOf, type Trigger } from './trigger.ts'
 import type { WindowIndex, WindowTracker } from './windowIndex.ts'
 import type { Accumulation, Basis, PaneTiming, ResultStatus, WindowChange, WindowChangeType, WindowResult } from './windowResult.ts'
-import type { WindowState } from './windowState.ts'
+import type { PaneTimer, WindowState } from './windowState.ts'
 
 export interface LifecycleSettings {
   readonly allowedLateness: number
@@ -120,8 +120,8 @@ export class WindowLifecycle implements WindowTracker {
     if (w.final) this.#expiring.push(w.end + lateness + this.#settings.retention, w)
     else if (w.fired) this.#unfinal.push(w.end + lateness, w)
     else this.#unfired.push(w.end, w)
-    if (!Number.isNaN(w.timerAt)) {
-      this.#timers.push(w.timerAt, w)
+    if (w.timer !== null) {
+      this.#timers.push(w.timer.at, w)
       this.#armed++
     }
   }
@@ -243,22 +243,21 @@ export class WindowLifecycle implements WindowTracker {
   }
 
   #arm(w: WindowState, trigger: Trigger, now: number): void {
-    if (!Number.isNaN(w.timerAt)) return
+    if (w.timer !== null) return
     const at = deadlineOf(trigger, now)
     // A clock that gave no usable time arms nothing: the next change tries again.
     if (!Number.isFinite(at)) return
-    w.timerAt = at
-    w.timerSeq = ++this.timerSeq
+    w.timer = { at, seq: ++this.timerSeq }
     this.#timers.push(at, w)
     this.#armed++
   }
 
   #cancel(w: WindowState): void {
-    if (Number.isNaN(w.timerAt)) return
-    w.timerAt = Number.NaN
+    if (w.timer === null) return
+    w.timer = null
     this.#armed--
     // Cancelled timers stay queued until due: drop them once they outnumber the armed ones.
-    if (this.#timers.size > 2 * this.#armed + 64) this.#timers.retain((item, at) => item.live && item.timerAt === at)
+    if (this.#timers.size > 2 * this.#armed + 64) this.#timers.retain((item, at) => item.live && item.timer?.at === at)
   }
 
   /** Fires the processing-time triggers due at `now`, in deadline order, then the order they were armed in. */
@@ -267,9 +266,9 @@ export class WindowLifecycle implements WindowTracker {
     while (this.#timers.peekAt() <= now) {
       const at = this.#timers.peekAt()
       const w = this.#timers.pop()
-      if (w.live && w.timerAt === at) due.push(w)
+      if (w.live && w.timer?.at === at) due.push(w)
     }
-    due.sort((a, b) => a.timerAt - b.timerAt || a.timerSeq - b.timerSeq)
+    due.sort((a, b) => (a.timer as PaneTimer).at - (b.timer as PaneTimer).at || (a.timer as PaneTimer).seq - (b.timer as PaneTimer).seq)
     let last: WindowState | null = null
     for (const w of due) {
       // A window queued twice at one deadline (cancelled, then armed again) sorts next to itself.

@@ -16,10 +16,16 @@ export interface SessionFragment {
   readonly cell: Cell
 }
 
+/** A window's armed processing-time trigger: when it fires, and the order it was armed in. */
+export interface PaneTimer {
+  readonly at: number
+  readonly seq: number
+}
+
 /** Where a fixed window's value comes from: the slices its index keeps (or, for the reference placement, its own cells). */
 export interface WindowValues {
   /** Adds the window's whole value, every cell it counts in a fixed order, into `into`. */
-  fold(window: WindowState, into: Aggregate): void
+  foldWindow(window: WindowState, into: Aggregate): void
 }
 
 /**
@@ -56,9 +62,8 @@ export class WindowState {
   onTimePanes = 0
   /** Changed since its last pane: data no pane has shown yet. */
   dirty = false
-  /** Processing time at which its armed trigger fires (NaN: none armed), and the order it was armed in. */
-  timerAt = Number.NaN
-  timerSeq = 0
+  /** Its armed processing-time trigger, if any (most windows never arm one: no number to box per window). */
+  timer: PaneTimer | null = null
   /** Discarding mode: what arrived since the last pane (merged, never subtracted). */
   pending: Cell | null = null
   /** Discarding mode: the next pane carries the whole window, with `previous` (what changed cannot be told apart by merging). */
@@ -114,7 +119,7 @@ export class WindowState {
         if (cell.min < a.min) a.min = cell.min
         if (cell.max > a.max) a.max = cell.max
       }
-    } else this.values?.fold(this, a)
+    } else this.values?.foldWindow(this, a)
     return a
   }
 
@@ -154,8 +159,8 @@ export class WindowState {
       panes: this.panes,
       onTimePanes: this.onTimePanes,
       dirty: this.dirty,
-      timerAt: this.timerAt,
-      timerSeq: this.timerSeq,
+      timerAt: this.timer?.at ?? Number.NaN,
+      timerSeq: this.timer?.seq ?? 0,
       pending: this.pending === null ? null : { ...this.pending },
       whole: this.whole,
     }
@@ -174,8 +179,8 @@ export class WindowState {
     w.panes = s.panes ?? 0
     w.onTimePanes = s.onTimePanes ?? 0
     w.dirty = s.dirty ?? false
-    w.timerAt = s.timerAt ?? Number.NaN
-    w.timerSeq = s.timerSeq ?? 0
+    const at = s.timerAt ?? Number.NaN
+    w.timer = Number.isNaN(at) ? null : { at, seq: s.timerSeq ?? 0 }
     w.pending = s.pending == null ? null : { ...s.pending }
     w.whole = s.whole ?? false
     return w
