@@ -82,7 +82,8 @@ export interface MemoryBounds {
  * `end + allowedLateness + retention <= W`, so live windows span at most
  * `holdBack + allowedLateness + retention + reach` of event time per key. A session holds one
  * fragment per source (a source's stretches of activity fold into it), so sessions count
- * like windows: a never-ending session is one window with one cell per source. Seq-less ids
+ * like windows: a never-ending session is one window with one cell per source. Fixed specs keep
+ * cells per slice part: per source, at most `size / slide` parts per live slice. Seq-less ids
  * are released behind `W - allowedLateness - reach` whenever the count doubles (+4096)
  * since the last release, so at most twice the ids inside that horizon, plus slack.
  */
@@ -96,8 +97,9 @@ export function memoryBounds(c: LongRunCase): MemoryBounds {
   const span = holdBack + c.allowedLateness + c.retention + reach + 2 * step
   const windowsPerKey = Math.ceil(span / step) + perWindow + 2
   const openWindows = c.keys * windowsPerKey
-  // Every live window or session holds at most one cell per source.
-  const cells = openWindows * c.sources
+  // A session holds at most one cell per source; a fixed spec one per source per slice part: the
+  // live slices reach `perWindow` past the live windows, and a slice has at most `perWindow` parts.
+  const cells = c.spec.kind === 'session' ? openWindows * c.sources : c.keys * (windowsPerKey + perWindow) * c.sources * perWindow
   const perRound = c.sources * c.perRound
   const liveEvents = perRound * (Math.ceil((holdBack + c.allowedLateness + reach) / c.stepMs) + c.reorderRounds + 4)
   const roundEvents = perRound * (c.offlineRounds + 2) + c.sources * c.replaySize
