@@ -91,7 +91,7 @@ interface WriterState {
 export function writerStates(): WriterState[] {
   return Array.from({ length: WRITERS }, (_, i) => {
     const doc = new Y.Doc()
-    const engine = createEngine({ ...OPTIONS, replicaId: `w${i}`, now: () => 0 })
+    const engine = createEngine({ ...OPTIONS, replicaId: `w${i}`, now: () => T0 })
     bindDoc(engine, doc)
     engine.ingest(writerEvents(`d${i}`))
     const state = portOf(engine).exportState()
@@ -125,7 +125,7 @@ function engineContender(writers: readonly WriterState[]): Contender {
     name: 'tidemark',
     label: 'Tidemark engine alone: one mergeRemoteGroups per writer replica into a fresh engine (validate, merge, settle, results and corrections)',
     run: ({ probe, record }) => {
-      const engine = createEngine({ ...OPTIONS, replicaId: 'reader', now: () => 0 })
+      const engine = createEngine({ ...OPTIONS, replicaId: 'reader', now: () => T0 })
       let changes = 0
       engine.subscribe((batch) => {
         changes += batch.length
@@ -147,7 +147,7 @@ function oneCallContender(writers: readonly WriterState[]): Contender {
     name: 'tidemark-one-call',
     label: 'Tidemark engine alone: every writer\'s cell groups and clocks in one mergeRemoteGroups',
     run: ({ record }) => {
-      const engine = createEngine({ ...OPTIONS, replicaId: 'reader', now: () => 0 })
+      const engine = createEngine({ ...OPTIONS, replicaId: 'reader', now: () => T0 })
       let changes = 0
       engine.subscribe((batch) => {
         changes += batch.length
@@ -168,7 +168,7 @@ function throughYjsContender(writers: readonly WriterState[], merged: boolean): 
       : 'Tidemark through Yjs: an engine bound with bindDoc and one Yjs update per writer applied to its doc (decode, binding validation and index, merge)',
     run: ({ probe, record }) => {
       const doc = new Y.Doc()
-      const engine = createEngine({ ...OPTIONS, replicaId: 'reader', now: () => 0 })
+      const engine = createEngine({ ...OPTIONS, replicaId: 'reader', now: () => T0 })
       bindDoc(engine, doc)
       let changes = 0
       engine.subscribe((batch) => {
@@ -191,7 +191,7 @@ function loggedJoinContender(writers: readonly WriterState[]): Contender {
     label: 'Tidemark through Yjs with a write-ahead log: the one-update join, the merge encoded as a log record before it is applied (openEngine\'s synchronous part)',
     run: ({ probe, record }) => {
       const doc = new Y.Doc()
-      const engine = new TidemarkEngine({ ...OPTIONS, replicaId: 'reader', now: () => 0 })
+      const engine = new TidemarkEngine({ ...OPTIONS, replicaId: 'reader', now: () => T0 })
       let lsn = 0
       let walBytes = 0
       engine.attachLog({

@@ -66,7 +66,7 @@ export function steady(seconds = 3600, sampleEvery = 600): { second: number; doc
   })
   const samples: { second: number; docBytes: number; liveCells: number }[] = []
   for (let second = 1; second <= seconds; second++) {
-    now = second * 1000
+    now = T0 + second * 1000
     replicas.forEach((r, i) => {
       const batch = Array.from({ length: 20 }, (_, k) => ({
         id: `d${i}-${second}-${k}`,

@@ -29,6 +29,7 @@ const PROFILES: readonly ProfileEntry[] = [
   { name: 'correction-churn', streaming: false },
   { name: 'reconnect-burst', streaming: false },
   { name: 'anomaly-heavy', streaming: false },
+  { name: 'sliding-1h-1m', streaming: true },
   { name: 'ordered-stream-flush', streaming: false },
   { name: 'merge-8-replicas', streaming: false },
   { name: 'aggregates-accuracy', streaming: false },

@@ -33,6 +33,7 @@ export function define(): ProfileDefinition {
     specs: [tumbling(60_000)],
     outOfOrderness: OUT_OF_ORDERNESS,
     allowedLateness: ALLOWED_LATENESS,
+    floorTarget: 0.4,
   })
 }
 

@@ -6,14 +6,16 @@
  * 10 s (7 windows per event), 5 s allowed lateness.
  *
  * Window engine: Tidemark beside the plain-loop floor and RxJS on the same pushes; the guard is
- * Tidemark's throughput as a share of the floor's, measured in the same run.
+ * Tidemark's throughput as a share of the floor's, measured in the same run. Also Tidemark with
+ * early panes a second apart (`afterProcessingTime(1000)`, pushes 250 ms apart, a tick after
+ * each) against its default of a pane for every push that changes a window.
  * Ordered stream: Tidemark's `createOrderedStream` with `flushReady()` after every push, beside
  * a naive stream that sorts its whole pending array on every flush; both must emit the same
  * sequence.
  *
  *   node --expose-gc --import tsx --conditions=@tidemark/source bench/streaming-150k-watermark-lag.ts
  */
-import { boundedOutOfOrderness, sliding, tumbling } from '@tidemark/engine'
+import { afterProcessingTime, boundedOutOfOrderness, sliding, tumbling } from '@tidemark/engine'
 import type { ProfileDefinition } from './harness/profile.ts'
 import { runProfileCli } from './harness/profile.ts'
 import { windowRatios } from './harness/ratios.ts'
@@ -27,6 +29,8 @@ import { tidemarkContender } from './peers/tidemark.ts'
 import { eventCount, type LaggingFleetOptions, laggingFleet } from './workload.ts'
 
 const OUT_OF_ORDERNESS = 2_000
+/** Processing time between pushes, for the contender whose early panes are timed. */
+const PUSH_EVERY_MS = 250
 const ALLOWED_LATENESS = 5_000
 
 export const FLEET_150K: LaggingFleetOptions = {
@@ -55,6 +59,17 @@ export function laggingFleetProfile(name: string, description: string, fleet: La
     batches: pushes.length,
     contenders: [
       tidemarkContender(pushes, { windows: specs, watermark, allowedLateness: ALLOWED_LATENESS }),
+      // The same with early panes a second of processing time apart: pushes arrive every 250 ms, a tick after each.
+      tidemarkContender(
+        pushes,
+        { windows: specs, watermark, allowedLateness: ALLOWED_LATENESS, trigger: { early: afterProcessingTime(1_000) } },
+        {
+          clock: (push) => push * PUSH_EVERY_MS,
+          tick: true,
+          name: 'tidemark-early-1s',
+          label: 'Tidemark with early: afterProcessingTime(1000): pushes 250 ms apart, tick() after each',
+        },
+      ),
       plainLoopContender(pushes, windows),
       rxjsContender(pushes, { windows, outOfOrderness: OUT_OF_ORDERNESS, allowedLateness: ALLOWED_LATENESS }),
       orderedStreamContender(pushes, { watermark, allowedLateness: ALLOWED_LATENESS, batchSize: 256 }),
@@ -62,6 +77,13 @@ export function laggingFleetProfile(name: string, description: string, fleet: La
     ],
     ratios: [
       ...windowRatios(),
+      {
+        name: 'early-1s-vs-default',
+        label: 'early: afterProcessingTime(1000) against the default trigger',
+        subject: 'tidemark-early-1s',
+        reference: 'tidemark',
+        format: 'times',
+      },
       {
         name: 'ordered-vs-naive',
         label: 'ordered stream speed-up over the sort-per-flush baseline',

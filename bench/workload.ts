@@ -95,6 +95,48 @@ function fleetReading(
   return { id: `d${s}-${seq}`, source: `d${s}`, seq, ts, key: `m${s % 5}`, value: Math.round(random() * 100) }
 }
 
+export interface MetricFleetOptions {
+  readonly events: number
+  readonly sources: number
+  /** Metrics (series keys) each device reports in turn, every `spacing` ms. */
+  readonly metrics: number
+  readonly spacing: number
+  /** Share of readings delivered late, up to `lateBy` ms after their time. */
+  readonly lateShare: number
+  readonly lateBy: number
+  readonly seed: number
+  readonly batchSize: number
+}
+
+/**
+ * A fleet of multi-metric devices: every `spacing` ms each device reports each of its metrics
+ * (keys `temp`, `humidity`, ...), one after another, with gap-free seqs; consecutive readings of a
+ * device alternate keys. Keys are fleet-wide metrics: windows aggregate every device's reading of
+ * a metric. Some readings are held back and delivered late. Returned as ingest batches.
+ */
+export function metricFleet(o: MetricFleetOptions): StreamEvent[][] {
+  const random = seededRandom(o.seed)
+  const names = ['temp', 'humidity', 'pressure', 'co2', 'noise', 'light']
+  const seqs = new Array<number>(o.sources).fill(0)
+  const delivered: StreamEvent[] = []
+  const held: { event: StreamEvent; releaseAt: number }[] = []
+  for (let i = 0; delivered.length + held.length < o.events; i++) {
+    const s = i % o.sources
+    const round = Math.floor(i / o.sources)
+    for (let m = 0; m < o.metrics && delivered.length + held.length < o.events; m++) {
+      const seq = (seqs[s] ?? 0) + 1
+      seqs[s] = seq
+      const ts = FLEET_START + round * o.spacing + Math.floor(random() * o.spacing)
+      const event: StreamEvent = { id: `d${s}-${seq}`, source: `d${s}`, seq, ts, key: names[m % names.length] as string, value: Math.round(random() * 1000) / 10 }
+      if (random() < o.lateShare) held.push({ event, releaseAt: delivered.length + Math.ceil((o.lateBy / o.spacing) * o.sources * o.metrics * random()) })
+      else delivered.push(event)
+      while (held.length > 0 && (held[0] as { releaseAt: number }).releaseAt <= delivered.length) delivered.push((held.shift() as { event: StreamEvent }).event)
+    }
+  }
+  for (const h of held) delivered.push(h.event)
+  return inBatches(delivered, o.batchSize)
+}
+
 /** `items` cut into consecutive runs of `size` (the last may be shorter). */
 function inBatches<T>(items: readonly T[], size: number): T[][] {
   const batches: T[][] = []

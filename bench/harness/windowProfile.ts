@@ -23,6 +23,8 @@ export interface WindowProfileSetup {
   readonly idleTimeout?: number
   /** Processing time (ms) at which batch `i` is ingested; default 0 for every batch. */
   readonly clock?: (batch: number) => number
+  /** Tidemark's share of the floor to reach (default 35%). */
+  readonly floorTarget?: number
 }
 
 /**
@@ -50,7 +52,7 @@ export function windowProfile(setup: WindowProfileSetup): ProfileDefinition {
       plainLoopContender(batches, windows),
       rxjsContender(batches, { windows, outOfOrderness, allowedLateness, ...idle }, clock),
     ],
-    ratios: windowRatios(),
+    ratios: windowRatios(setup.floorTarget),
     agree: [['tidemark', 'rxjs']],
   }
 }

@@ -4,7 +4,8 @@
  * pending buffer is one array sorted whole on every flush. It differs only in the pending
  * structure, so the ratio isolates what the heap buys.
  */
-import { boundedOutOfOrderness, compareEventOrder, invalidReason, type StreamEvent } from '@tidemark/engine'
+import { boundedOutOfOrderness, invalidReason, type StreamEvent } from '@tidemark/engine'
+import { compareEventOrder } from '@tidemark/engine/ordered'
 import { Frontiers } from '@tidemark/engine/adapter'
 // Internal on purpose: the baseline must share the engine's watermark bookkeeping exactly.
 import type { Contender, Outcome, RunContext } from '../harness/contender.ts'

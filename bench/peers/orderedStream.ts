@@ -2,7 +2,8 @@
  * Tidemark's ordered event stream as a contender: `push` then `flushReady()` after every push,
  * as a consumer that wants events in order (a timeline, an export) would call it.
  */
-import { createOrderedStream, type OrderedStreamOptions, type StreamEvent } from '@tidemark/engine'
+import type { StreamEvent } from '@tidemark/engine'
+import { createOrderedStream, type OrderedStreamOptions } from '@tidemark/engine/ordered'
 import type { Contender, Outcome, RunContext } from '../harness/contender.ts'
 import { CHECKSUM_SEED, hashId } from './emissionChecksum.ts'
 

@@ -6,9 +6,28 @@ import { createEngine, type Engine, type EngineOptions, type StreamEvent } from 
 import type { Contender, Outcome, RunContext, WindowTotals } from '../harness/contender.ts'
 import { windowTotalId } from '../harness/contender.ts'
 
+/**
+ * Processing time of the first batch: the fleets' first readings (workload.ts), so event and
+ * processing time run side by side and no reading is ahead of the clock (`maxFutureSkew`).
+ */
+const PROCESSING_START = 1_700_000_000_000
+
+/**
+ * The engine a contender builds unless its options name another: `createEngine` from the source
+ * tree. A script comparing two builds of the engine in one process (interleaved rounds, as the
+ * README asks) swaps `create` around a contender's run.
+ */
+export const engineBuild: { create: (options: EngineOptions) => Engine } = { create: createEngine }
+
 export interface TidemarkRunOptions {
-  /** Processing time (ms) at which batch `i` is ingested; default 0 for every batch. */
+  /** Processing time (ms after the fleet's start) at which batch `i` is ingested; default 0 for every batch. */
   readonly clock?: (batch: number) => number
+  /** Call `tick()` after every batch (processing-time triggers fire there). */
+  readonly tick?: boolean
+  /** The engine to run (default `createEngine`): another placement, or another build of the engine. */
+  readonly create?: (options: EngineOptions) => Engine
+  readonly name?: string
+  readonly label?: string
 }
 
 export function tidemarkContender(
@@ -17,8 +36,8 @@ export function tidemarkContender(
   run: TidemarkRunOptions = {},
 ): Contender {
   return {
-    name: 'tidemark',
-    label: 'Tidemark createEngine: ingest per batch, one subscriber consuming the changes',
+    name: run.name ?? 'tidemark',
+    label: run.label ?? 'Tidemark createEngine: ingest per batch, one subscriber consuming the changes',
     run: (context) => runEngine(batches, options, run, context),
   }
 }
@@ -26,11 +45,11 @@ export function tidemarkContender(
 function runEngine(
   batches: readonly (readonly StreamEvent[])[],
   options: Omit<EngineOptions, 'now'>,
-  { clock }: TidemarkRunOptions,
+  { clock, tick, create = engineBuild.create }: TidemarkRunOptions,
   { probe, record }: RunContext,
 ): Outcome {
-  let now = 0
-  const engine = createEngine({ ...options, now: () => now })
+  let now = PROCESSING_START
+  const engine = create({ ...options, now: () => now })
   let changes = 0
   const totals: WindowTotals | undefined = record ? new Map() : undefined
   engine.subscribe((batchChanges) => {
@@ -48,8 +67,9 @@ function runEngine(
   let beyondLateness = 0
   let rejected = 0
   for (let i = 0; i < batches.length; i++) {
-    if (clock !== undefined) now = clock(i)
+    if (clock !== undefined) now = PROCESSING_START + clock(i)
     const receipt = engine.ingest(batches[i] as readonly StreamEvent[])
+    if (tick === true) engine.tick()
     accepted += receipt.accepted
     late += receipt.late
     duplicates += receipt.duplicates

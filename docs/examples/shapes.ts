@@ -33,6 +33,11 @@ interface WindowResult {
   revision: number // 0 for the on-time result, +1 per correction
   final: boolean
   basis: 'proven' | 'derived' | 'fallback' | 'unknown'
+  pane: {
+    timing: 'early' | 'on_time' | 'late' // provisional, on_time and corrected results
+    index: number // the window's panes counted from 0
+    onTimeIndex: number // the on-time and late panes counted from 0; -1 for an early pane
+  }
 }
 // #endregion window-result
 

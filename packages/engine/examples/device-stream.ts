@@ -16,7 +16,8 @@ import {
 
 const MINUTE = 60_000
 const T0 = Date.UTC(2026, 10, 29, 8, 0, 0)
-const clock = { now: 0 }
+// Processing time starts with the fleet: an event stamped more than a day ahead of it would be refused (`future_ts`).
+const clock = { now: T0 }
 
 const engine = createEngine({
   windows: tumbling(MINUTE),

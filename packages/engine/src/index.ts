@@ -1,8 +1,9 @@
 /**
- * `@tidemark/engine`: event-time windows (tumbling, sliding, session) with watermarks, allowed
- * lateness, corrections and a late lane, kept as lattice state per source; the ordered event
- * stream; framework-free observers and frame schedulers for views. No runtime dependency, no
- * DOM required. What every result means: docs/semantics.md in the repository.
+ * `@tidemark/engine`: event-time windows (tumbling, sliding, cumulating, session) with watermarks,
+ * allowed lateness, triggers, corrections and a late lane, kept as lattice state per source;
+ * framework-free observers and frame schedulers for views. No runtime dependency, no DOM
+ * required. The ordered event stream is its own entry, `@tidemark/engine/ordered`. What every
+ * result means: docs/semantics.md in the repository.
  *
  * @module @tidemark/engine
  */
@@ -12,9 +13,6 @@ export { invalidReason, MAX_ABS_TS, MAX_NAME_LENGTH } from './core/event.ts'
 export { isOverflowError, OverflowError } from './core/overflowError.ts'
 export { addToCell, cellKey, compareCells, emptyCell, mergeCell, mergeCellMaps, parseCellKey } from './lattice/cell.ts'
 export { groupCell, groupCellEntries, packCellGroup } from './lattice/cellGroup.ts'
-export { compareEventOrder } from './ordered/eventOrder.ts'
-export { orderEvents } from './ordered/orderEvents.ts'
-export { createOrderedStream, OrderedEventStream } from './ordered/orderedStream.ts'
 export { boundedOutOfOrderness, manual } from './time/watermarkStrategy.ts'
 export { EngineFeed } from './view/engineFeed.ts'
 export { EngineObserver } from './view/engineObserver.ts'
@@ -30,7 +28,8 @@ export {
 export { createFrameScheduler } from './view/frameScheduler.ts'
 export { createManualScheduler } from './view/manualScheduler.ts'
 export { shallowEqual } from './view/structuralSharing.ts'
-export { session, sliding, tumbling, windowStart } from './windows/windowSpec.ts'
+export { afterProcessingTime, alignedProcessingTime, everyElement, never } from './windows/trigger.ts'
+export { cumulating, session, sliding, tumbling, windowStart } from './windows/windowSpec.ts'
 
 export type { Anomaly, AnomalyReason } from './core/anomaly.ts'
 export type {
@@ -43,17 +42,9 @@ export type {
   SyncStatus,
 } from './core/engineApi.ts'
 export type { StreamEvent } from './core/event.ts'
+export type { FutureSource } from './core/futureSources.ts'
 export type { Cell, CellMap } from './lattice/cell.ts'
 export type { CellGroup } from './lattice/cellGroup.ts'
-export type { OrderedEvent } from './ordered/eventOrder.ts'
-export type { OrderedEvents, OrderEventsOptions } from './ordered/orderEvents.ts'
-export type {
-  OrderedBatch,
-  OrderedStream,
-  OrderedStreamOptions,
-  OrderedStreamStats,
-  OrderedStreamWork,
-} from './ordered/orderedStreamApi.ts'
 export type { EngineCheckpoint } from './recovery/engineCheckpoint.ts'
 export type { WalOp, WriteAheadLog } from './recovery/writeAheadLog.ts'
 export type {
@@ -71,8 +62,12 @@ export type { EngineFrame } from './view/engineFrame.ts'
 export type { EngineSlice } from './view/engineSlice.ts'
 export type { FrameScheduler } from './view/frameScheduler.ts'
 export type { ManualScheduler } from './view/manualScheduler.ts'
+export type { Trigger, TriggerOptions } from './windows/trigger.ts'
 export type {
+  Accumulation,
   Basis,
+  PaneInfo,
+  PaneTiming,
   ResultQuery,
   ResultStatus,
   WindowChange,

@@ -8,8 +8,6 @@ import {
   ANOMALY_REASONS,
   type AnomalyReason,
   createEngine,
-  createOrderedStream,
-  orderEvents,
   TidemarkEngine,
   type WalOp,
   MAX_ABS_TS,
@@ -20,6 +18,7 @@ import {
   sliding,
   tumbling,
 } from '../src/index.ts'
+import { createOrderedStream, orderEvents } from '../src/ordered.ts'
 import { reading } from '../src/testing/index.ts'
 
 const valid = { id: 'x', source: 'd1', ts: 5, value: 1 }
@@ -73,7 +72,8 @@ describe('validation', () => {
   })
 
   it('accepts the edges of every valid range', () => {
-    const engine = createEngine({ windows: tumbling(10) })
+    // A ts at the far edge is also far ahead of any clock: only with the skew check off.
+    const engine = createEngine({ windows: tumbling(10), maxFutureSkew: Number.POSITIVE_INFINITY })
     const edges: StreamEvent[] = [
       { id: 'i'.repeat(MAX_NAME_LENGTH), source: 's'.repeat(MAX_NAME_LENGTH), ts: MAX_ABS_TS - 10, value: -1e300, key: 'k'.repeat(MAX_NAME_LENGTH) },
       { id: 'neg', source: 'd1', ts: -MAX_ABS_TS, value: 0, seq: Number.MAX_SAFE_INTEGER },
@@ -179,7 +179,7 @@ describe('conflicting duplicates', () => {
 describe('every ingest-reachable reason', () => {
   it('each reason outside replication and storage has a test here', () => {
     const replicationOnly: AnomalyReason[] = ['invalid_remote_cell', 'source_conflict', 'corrupt_record']
-    const covered = new Set<AnomalyReason>([...INVALID.map(([, , r]) => r), 'duplicate', 'conflicting_duplicate', 'beyond_lateness', 'overflow'])
+    const covered = new Set<AnomalyReason>([...INVALID.map(([, , r]) => r), 'duplicate', 'conflicting_duplicate', 'beyond_lateness', 'overflow', 'future_ts'])
     expect(ANOMALY_REASONS.filter((r) => !replicationOnly.includes(r) && !covered.has(r))).toEqual([])
   })
 
@@ -190,6 +190,83 @@ describe('every ingest-reachable reason', () => {
     expect(receipt).toMatchObject({ beyondLateness: 1, rejected: 0, anomalies: [] })
     expect(engine.stats().anomalies.beyond_lateness).toBe(1)
     expect(engine.lateEvents()).toEqual([{ event: reading('d1', undefined, 3, 1), window: 'tumbling:10', reason: 'beyond_lateness' }])
+  })
+})
+
+describe('future_ts: events stamped too far ahead of the clock', () => {
+  const DAY = 86_400_000
+
+  it('refuses an event more than maxFutureSkew ahead of now, with the event, and moves nothing', () => {
+    const clock = { now: 1_000 }
+    const engine = createEngine({ windows: tumbling(10), now: () => clock.now })
+    engine.ingest([reading('d1', 1, 500, 1)])
+    const ahead = { ...reading('d1', 2, 1_000 + DAY + 1, 7), key: 'temp' }
+    const receipt = engine.ingest([ahead, reading('d2', 1, 600, 2), { ...reading('d2', 2, 1_000 + DAY, 3) }])
+    // Exactly maxFutureSkew ahead is still accepted.
+    expect(receipt).toMatchObject({ accepted: 2, rejected: 1, duplicates: 0, beyondLateness: 0 })
+    expect(receipt.anomalies).toEqual([
+      {
+        reason: 'future_ts',
+        index: 0,
+        id: 'd1#2',
+        source: 'd1',
+        detail: `ts ${1_000 + DAY + 1} is ${DAY + 1} ms ahead of now (1000); maxFutureSkew is ${DAY} ms`,
+        event: ahead,
+      },
+    ])
+    const stats = engine.stats()
+    expect(stats.anomalies.future_ts).toBe(1)
+    expect(stats.futureSources).toEqual([{ source: 'd1', count: 1, lastTs: 1_000 + DAY + 1 }])
+    // Its clock did not move: the watermark follows d1's own 500, and seq 2 is still free.
+    expect(engine.watermark()).toBe(500)
+    expect(engine.nextSeq('d1')).toBe(2)
+    expect(stats.dedupEntries).toBe(0)
+    // Once the clock has caught up, the same event is taken.
+    clock.now = 2 + DAY
+    expect(engine.ingest([ahead])).toMatchObject({ accepted: 1, rejected: 0 })
+  })
+
+  it('names at most 20 sources, the least recently seen leaving first, with their counts', () => {
+    const engine = createEngine({ windows: tumbling(10), now: () => 0, maxFutureSkew: 0 })
+    for (let i = 0; i < 25; i++) engine.ingest([reading(`s${i}`, undefined, 10 + i, 1), reading(`s${i}`, undefined, 20 + i, 1)])
+    engine.ingest([reading('s7', undefined, 99, 1)])
+    const named = engine.stats().futureSources
+    // s0..s4 left when s20..s24 came; s7, seen again, is now the most recent.
+    const kept = Array.from({ length: 20 }, (_, i) => `s${i + 5}`).filter((s) => s !== 's7')
+    expect(named.map((f) => f.source)).toEqual([...kept, 's7'])
+    expect(named.at(-1)).toEqual({ source: 's7', count: 3, lastTs: 99 })
+    expect(engine.stats().anomalies.future_ts).toBe(51)
+  })
+
+  it('comes back the same from a replayed log: the logged events are refused again at their batch’s now', () => {
+    const clock = { now: 1_000 }
+    const options = { windows: tumbling(10), watermark: manual(), replicaId: 'r', now: () => clock.now, maxFutureSkew: 100 }
+    const engine = new TidemarkEngine(options)
+    const ops: WalOp[] = []
+    const record = (op: WalOp): Promise<void> => {
+      ops.push(structuredClone(op))
+      return Promise.resolve()
+    }
+    engine.attachLog({ record, blocked: null, stats: () => ({ walRecords: ops.length, walBytes: 0 }) })
+    engine.ingest([reading('d1', 1, 1_050, 1), reading('d2', 1, 1_200, 2), { id: 'x', source: 'd1', ts: Number.NaN, value: 1 }])
+    clock.now = 5_000
+    engine.ingest([reading('d2', 1, 1_200, 2)])
+    // Replayed with a clock that reads nonsense: each batch is judged at its logged now.
+    clock.now = Number.NaN
+    const replayed = new TidemarkEngine(options)
+    for (const op of ops) replayed.replay(op)
+    expect(replayed.stats().anomalies).toEqual(engine.stats().anomalies)
+    expect(replayed.stats().futureSources).toEqual([{ source: 'd2', count: 1, lastTs: 1_200 }])
+    expect(replayed.stats().ingested).toBe(4)
+    expect(replayed.results()).toEqual(engine.results())
+    expect(replayed.nextSeq('d2')).toBe(2)
+  })
+
+  it('is off with Infinity, and refuses only what is ahead with 0', () => {
+    const off = createEngine({ windows: tumbling(10), now: () => 0, maxFutureSkew: Number.POSITIVE_INFINITY })
+    expect(off.ingest([reading('d1', 1, 1e12, 1)])).toMatchObject({ accepted: 1 })
+    const strict = createEngine({ windows: tumbling(10), now: () => 50, maxFutureSkew: 0 })
+    expect(strict.ingest([reading('d1', 1, 50, 1), reading('d1', 2, 51, 1)])).toMatchObject({ accepted: 1, rejected: 1 })
   })
 })
 

@@ -1,6 +1,6 @@
 /**
  * The engine as it is published: built to dist/ (the test builds it first, with the package's
- * own build script), its three entries resolved through package.json `exports`. Its module
+ * own build script), its four entries resolved through package.json `exports`. Its module
  * graph imports no package at all (so no Yjs, idb, React, y-* or lib0), and importing it in
  * plain Node with every browser global removed touches none of them.
  */
@@ -16,7 +16,7 @@ import { type PublicPackage, publicPackages } from '../../../scripts/packaging/p
 
 const FORBIDDEN = /^(yjs|idb|react|react-dom|lib0|y-[^/]+|@tidemark\/(yjs|idb|react))(\/|$)/
 const TRAP = fileURLToPath(new URL('./importWithoutDom.mjs', import.meta.url))
-const SUBPATHS = ['.', './adapter', './testing']
+const SUBPATHS = ['.', './adapter', './ordered', './testing']
 
 interface TrapReport {
   readonly modules: readonly { readonly file: string; readonly exports: readonly string[] }[]
@@ -52,7 +52,7 @@ beforeAll(async () => {
 afterAll(() => rmSync(fixtures, { recursive: true, force: true }))
 
 describe('the built @tidemark/engine', () => {
-  it('exports its three entries from dist/', () => {
+  it('exports its four entries from dist/', () => {
     expect(engine.entries.map((entry) => entry.subpath)).toEqual(SUBPATHS)
     for (const entry of engine.entries) {
       expect(entry.js).toMatch(/^\.\/dist\/.+\.js$/)

@@ -5,15 +5,18 @@
  */
 import { describe, expect, it } from 'vitest'
 import {
+  afterProcessingTime,
+  alignedProcessingTime,
   boundedOutOfOrderness,
   createEngine,
-  createOrderedStream,
+  cumulating,
   type EngineOptions,
+  everyElement,
   manual,
-  orderEvents,
-  type OrderedStreamOptions,
+  never,
   tumbling,
 } from '../src/index.ts'
+import { createOrderedStream, orderEvents, type OrderedStreamOptions } from '../src/ordered.ts'
 import { closestName } from '../src/adapter.ts'
 
 const windows = tumbling(10)
@@ -67,10 +70,45 @@ describe('createEngine options', () => {
 
   it('refuses window specs not made by the spec functions, and a clock that is not a function', () => {
     expect(() => createEngine({ windows: [tumbling(10), { kind: 'tumbling', id: 'minute', size: 60_000 }] } as EngineOptions)).toThrow(
-      /options.windows\[1\] must be a window spec made by tumbling\(size\), sliding\(size, slide\) or session\(gap\)/,
+      /options.windows\[1\] must be a window spec made by tumbling\(size\), sliding\(size, slide\), cumulating\(maxSize, step\) or session\(gap\)/,
     )
     expect(() => createEngine({ windows: 60_000 } as unknown as EngineOptions)).toThrow(/options.windows must be a window spec/)
     expect(engineWith({ now: 5 })).toThrow(/now must be a function/)
+  })
+})
+
+describe('trigger, accumulation and maxFutureSkew', () => {
+  it('take the triggers their functions make, and refuse anything else, naming the option', () => {
+    expect(engineWith({ trigger: { early: afterProcessingTime(1_000), late: never() } })).not.toThrow()
+    expect(engineWith({ trigger: { early: alignedProcessingTime(5_000, 1_000) } })).not.toThrow()
+    expect(engineWith({ trigger: {} })).not.toThrow()
+    expect(engineWith({ trigger: { eraly: never() } })).toThrow("createEngine: trigger: unknown option 'eraly' (did you mean 'early'?)")
+    expect(engineWith({ trigger: { early: 'never' } })).toThrow(/trigger.early must be everyElement\(\), afterProcessingTime\(ms\), alignedProcessingTime\(periodMs, offsetMs\) or never\(\), got the string 'never'/)
+    expect(engineWith({ trigger: { early: { kind: 'after_processing_time', delayMs: -5 } } })).toThrow(/trigger.early must be/)
+    // Late panes have no aligned trigger.
+    expect(engineWith({ trigger: { late: alignedProcessingTime(5_000) } })).toThrow(/trigger.late must be everyElement\(\), afterProcessingTime\(ms\) or never\(\)/)
+    expect(engineWith({ trigger: everyElement() })).toThrow(/unknown option 'kind'/)
+    expect(engineWith({ trigger: 5 })).toThrow(/trigger must be an object \{ early\?, late\? \}, got 5/)
+    expect(() => afterProcessingTime(-1)).toThrow(/afterProcessingTime needs a finite number of ms >= 0, got -1/)
+    expect(() => alignedProcessingTime(0)).toThrow(/alignedProcessingTime needs a period of ms > 0, got 0/)
+    expect(() => alignedProcessingTime(1_000, 1_000)).toThrow(/offset in \[0, 1000\) ms, got 1000/)
+  })
+
+  it('accumulation is accumulating or discarding; maxFutureSkew a number >= 0 of ms, Infinity turning it off', () => {
+    expect(engineWith({ accumulation: 'discarding' })).not.toThrow()
+    expect(engineWith({ accumulation: 'retracting' })).toThrow("accumulation must be 'accumulating' or 'discarding', got the string 'retracting'")
+    expect(engineWith({ maxFutureSkew: Number.POSITIVE_INFINITY })).not.toThrow()
+    expect(engineWith({ maxFutureSkew: 0 })).not.toThrow()
+    expect(engineWith({ maxFutureSkew: -1 })).toThrow(/maxFutureSkew must be a number >= 0 \(Infinity: no event is refused for being ahead of the clock\) of ms, got -1/)
+    expect(engineWith({ maxFutureSkew: '1d' })).toThrow(/maxFutureSkew must be a number >= 0/)
+  })
+
+  it('cumulating windows: maxSize a multiple of step, at most 1,000 steps', () => {
+    expect(cumulating(86_400_000, 3_600_000).id).toBe('cumulating:86400000:3600000')
+    expect(() => cumulating(100, 30)).toThrow('cumulating maxSize 100 must be a multiple of step 30')
+    expect(() => cumulating(100_000, 10)).toThrow('cumulating maxSize/step must be at most 1000, got 10000')
+    expect(() => cumulating(0, 10)).toThrow(/cumulating maxSize must be a positive integer of ms, got 0/)
+    expect(engineWith({ windows: { kind: 'cumulating', id: 'cumulating:100:10', size: 100, step: 30 } })).toThrow(/options.windows must be a window spec made by/)
   })
 })
 

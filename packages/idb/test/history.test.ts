@@ -300,6 +300,7 @@ describe('FinalArchive', () => {
     revision,
     final: true,
     basis: 'derived',
+    pane: { timing: revision === 0 ? 'on_time' : 'late', index: revision, onTimeIndex: revision },
   })
 
   /** An archive over a Map, as a persistence would keep its records. */

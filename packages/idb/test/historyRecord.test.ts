@@ -31,6 +31,7 @@ const windowResult: fc.Arbitrary<WindowResult> = fc.record({
   revision: fc.nat(),
   final: fc.boolean(),
   basis: fc.constantFrom('proven', 'derived', 'fallback', 'unknown'),
+  pane: fc.record({ timing: fc.constantFrom('early', 'on_time', 'late'), index: fc.nat(), onTimeIndex: fc.integer({ min: -1, max: 1000 }) }),
 })
 
 const archivedChange: fc.Arbitrary<ArchivedChange> = fc.record({ type: fc.constantFrom('final', 'retract'), result: windowResult })

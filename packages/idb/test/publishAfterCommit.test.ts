@@ -188,7 +188,9 @@ describe('openEngine publishes to peers only what is durable', () => {
     held.commit()
     await new Promise((resolve) => setImmediate(resolve))
     expect(count(peer)).toBe(6)
-    expect(peer.results()).toEqual(device.results())
+    // Panes are each replica's own emission (the peer merged the batches in other groupings): the rest is the same.
+    const shown = (engine: typeof peer) => engine.results().map(({ pane: _pane, ...rest }) => rest)
+    expect(shown(peer)).toEqual(shown(device))
     binding.destroy()
   })
 

@@ -1,11 +1,13 @@
 import { windowHistorySlice, type WindowResult } from '@tidemark/engine'
 import { useEngineSlice } from './useEngineSlice.ts'
+import type { WindowAt } from './useWindow.ts'
 
 /**
  * Every value one window has shown, oldest first, from `engine.history()`:
- * the on-time result (revision 0) and each correction after it, so a chart
- * can draw what was shown at first next to what it became. Renders at most
- * once per frame, and only in frames that changed this window.
+ * the on-time pane (revision 0) and each late pane after it, each with its
+ * `pane`, so a chart can draw what was shown at first next to what it became.
+ * Renders at most once per frame, and only in frames that changed this window.
+ * A window of a cumulating spec is named by `{ start, end }`.
  *
  * @example
  * function CorrectedBar({ start }: { start: number }) {
@@ -15,25 +17,27 @@ import { useEngineSlice } from './useEngineSlice.ts'
  *   return <Bar value={latest?.sum} ghost={onTime !== latest ? onTime?.sum : undefined} />
  * }
  */
-export function useWindowHistory(window: string, key: string, start: number): readonly WindowResult[]
+export function useWindowHistory(window: string, key: string, at: WindowAt): readonly WindowResult[]
 export function useWindowHistory<S>(
   window: string,
   key: string,
-  start: number,
+  at: WindowAt,
   selector: (history: readonly WindowResult[]) => S,
   isEqual?: (a: S, b: S) => boolean,
 ): S
 export function useWindowHistory(
   window: string,
   key: string,
-  start: number,
+  at: WindowAt,
   selector?: (history: readonly WindowResult[]) => unknown,
   isEqual?: (a: unknown, b: unknown) => boolean,
 ): unknown {
+  const start = typeof at === 'number' ? at : at.start
+  const end = typeof at === 'number' ? undefined : at.end
   return useEngineSlice(
     'useWindowHistory',
-    () => windowHistorySlice(window, key, start),
-    [window, key, start],
+    () => windowHistorySlice(window, key, start, end),
+    [window, key, start, end],
     selector,
     isEqual,
   )

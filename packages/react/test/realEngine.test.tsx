@@ -1,4 +1,4 @@
-import { createEngine, createManualScheduler, manual, type StreamEvent, tumbling } from '@tidemark/engine'
+import { afterProcessingTime, createEngine, createManualScheduler, cumulating, manual, type StreamEvent, tumbling } from '@tidemark/engine'
 import { act, cleanup, render, screen } from '@testing-library/react'
 import { afterEach, describe, expect, it } from 'vitest'
 import { EngineProvider } from '../src/EngineProvider.tsx'
@@ -24,6 +24,16 @@ function Minute() {
       <output data-testid="late">{late}</output>
     </>
   )
+}
+
+/** Panes of a minute, and of the first, second and whole windows of a cumulating spec. */
+function Panes() {
+  const minute = useWindow(MINUTE, 'temp', 0, (r) => (r === undefined ? 'none' : `${r.pane.timing} #${r.pane.index}/${r.pane.onTimeIndex} ${r.sum}`))
+  const first = useWindow('cumulating:180000:60000', 'temp', { start: 0, end: 60_000 }, (r) => r?.sum ?? 'none')
+  const second = useWindow('cumulating:180000:60000', 'temp', { start: 0, end: 120_000 }, (r) => r?.sum ?? 'none')
+  const whole = useWindow('cumulating:180000:60000', 'temp', 0, (r) => r?.end ?? 'none')
+  const late = useWindowHistory('cumulating:180000:60000', 'temp', { start: 0, end: 60_000 }, (h) => h.map((r) => r.pane.timing).join(','))
+  return <output data-testid="panes">{`${minute} | ${first} ${second} ${whole} | ${late}`}</output>
 }
 
 const reading = (id: string, ts: number, value: number): StreamEvent => ({ id, source: 'd1', ts, key: 'temp', value })
@@ -66,4 +76,41 @@ describe('with the real engine', () => {
     act(() => scheduler.flush())
     expect(scheduler.pending).toBe(0)
   })
+
+  it('passes each result’s pane through, and tells the windows of a cumulating spec apart by their end', () => {
+    const clock = { now: 0 }
+    const engine = createEngine({
+      windows: [tumbling(60_000), cumulating(180_000, 60_000)],
+      watermark: manual(),
+      allowedLateness: 60_000,
+      trigger: { early: afterProcessingTime(1_000) },
+      now: () => clock.now,
+    })
+    const scheduler = createManualScheduler()
+    const frame = (): void => act(() => scheduler.flush())
+    render(
+      <EngineProvider engine={engine} scheduler={scheduler}>
+        <Panes />
+      </EngineProvider>,
+    )
+    engine.ingest([reading('1', 10, 20), reading('2', 70_000, 5)])
+    frame()
+    // The early trigger waits for a tick a second after the first element.
+    expect(text('panes')).toBe('none | none none none | ')
+    clock.now = 1_000
+    engine.tick()
+    frame()
+    expect(text('panes')).toBe('early #0/-1 20 | 20 25 180000 | ')
+    engine.advanceWatermark(60_000)
+    engine.ingest([reading('3', 20, 1)])
+    frame()
+    // [0, 60000) fired: its late pane comes at once (the default late trigger); [0, 120000) has
+    // not, so its next early pane waits for the timer the new element started.
+    expect(text('panes')).toBe('late #2/1 21 | 21 25 180000 | on_time,late')
+    clock.now = 2_000
+    engine.tick()
+    frame()
+    expect(text('panes')).toBe('late #2/1 21 | 21 26 180000 | on_time,late')
+  })
 })
+

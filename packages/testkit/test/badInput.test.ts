@@ -253,10 +253,10 @@ describe('bad-input catalogue: timestamps and clocks', () => {
   })
 
   row('B12', 'absurd timestamps, and the largest accepted ones', () => {
-    const engine = withCanary()
+    const engine = withCanary({ maxFutureSkew: Number.POSITIVE_INFINITY })
     const absurd = [MAX_ABS_TS + 1, -MAX_ABS_TS - 1, 1e300, -1e300, Number.MAX_VALUE, 2 ** 60]
     const n = expectRejected(engine, absurd.map((ts) => ({ ...base, ts })), 'invalid_ts')
-    // ±MAX_ABS_TS is accepted and window arithmetic stays exact there.
+    // ±MAX_ABS_TS is accepted (the upper edge only with the future-skew check off) and window arithmetic stays exact there.
     const edges = engine.ingest([
       { ...base, id: 'max', ts: MAX_ABS_TS, key: 'edge' },
       { ...base, id: 'min', ts: -MAX_ABS_TS, key: 'edge' },
@@ -269,8 +269,12 @@ describe('bad-input catalogue: timestamps and clocks', () => {
       expect(r.end - r.start).toBe(10)
       expect(r.start % 10 === 0).toBe(true)
     }
+    // With the default maxFutureSkew the upper edge is far ahead of any clock: future_ts.
+    const skewed = withCanary()
+    expect(skewed.ingest([{ ...base, id: 'max', ts: MAX_ABS_TS }]).anomalies.map((a) => a.reason)).toEqual(['future_ts'])
     expectServing(engine)
-    return n + 2
+    expectServing(skewed)
+    return n + 3
   })
 
   row('B13', 'negative zero and fractional timestamps', () => {
@@ -284,21 +288,36 @@ describe('bad-input catalogue: timestamps and clocks', () => {
 
   row('B14', 'one source jumps far into the future while it is the only active source', () => {
     clock.now = 0
-    const engine = withCanary({ watermark: boundedOutOfOrderness(10), allowedLateness: 100, retention: Number.POSITIVE_INFINITY })
+    const options = { watermark: boundedOutOfOrderness(10), allowedLateness: 100, retention: Number.POSITIVE_INFINITY }
+    const engine = withCanary(options)
+    const wBefore = engine.watermark()
     const future = Date.UTC(2200, 0, 1)
-    const jump = engine.ingest([{ id: 'j', source: 'canary', seq: 2, ts: future, value: 1 }])
-    expect(jump.accepted).toBe(1)
-    // W follows the lone source: every window before the jump fires and turns final, values intact.
-    expect(engine.watermark()).toBe(future - 10)
-    expect(engine.results({ window: 'tumbling:10', key: 'canary' })).toMatchObject([{ start: 0, count: 1, sum: 7, final: true }])
-    // Later data of the present is refused onto the late lane, never dropped, never stalls ingest.
-    const present = engine.ingest([{ id: 'p', source: 'other', seq: 1, ts: 50, value: 1 }])
-    expect(present).toMatchObject({ accepted: 0, beyondLateness: 1 })
-    expect(engine.lateEvents().at(-1)).toMatchObject({ event: { id: 'p' }, reason: 'beyond_lateness' })
+    const event = { id: 'j', source: 'canary', seq: 2, ts: future, value: 1 }
+    const jump = engine.ingest([event])
+    // More than maxFutureSkew (a day) ahead of now(): refused with the event, and nothing moves.
+    expect(jump).toMatchObject({ accepted: 0, rejected: 1 })
+    expect(jump.anomalies).toEqual([expect.objectContaining({ reason: 'future_ts', index: 0, id: 'j', source: 'canary', event })])
+    expect(engine.watermark()).toBe(wBefore)
+    expect(engine.nextSeq('canary')).toBe(2)
+    expect(engine.stats().futureSources).toEqual([{ source: 'canary', count: 1, lastTs: future }])
+    // The lag is the out-of-orderness alone: the jump is not part of it.
+    expect(engine.stats().watermarkLag).toBe(10)
+    // The present goes on as before: on time, in the canary's window.
+    const present = engine.ingest([{ id: 'p', source: 'other', seq: 1, ts: 5, value: 1 }])
+    expect(present).toMatchObject({ accepted: 1, late: 0, beyondLateness: 0 })
+    expect(engine.stats().openWindows).toBeLessThanOrEqual(2 * 6)
+    expectServing(engine)
+
+    // With the check off (maxFutureSkew: Infinity) the jump is taken and W follows the lone source:
+    // every earlier window turns final, and the present goes to the late lane for good.
+    const poisoned = withCanary({ ...options, maxFutureSkew: Number.POSITIVE_INFINITY })
+    expect(poisoned.ingest([event]).accepted).toBe(1)
+    expect(poisoned.watermark()).toBe(future - 10)
+    expect(poisoned.results({ window: 'tumbling:10', key: 'canary' })).toMatchObject([{ start: 0, count: 1, sum: 7, final: true }])
+    expect(poisoned.ingest([{ id: 'p', source: 'other', seq: 1, ts: 50, value: 1 }])).toMatchObject({ accepted: 0, beyondLateness: 1 })
     // Only the windows of the two accepted events exist (tumbling 1 + sliding 4 + session 1 each): none in between.
-    expect(engine.stats().openWindows).toBe(2 * 6)
-    expectServing(engine, future + 1)
-    return 3
+    expect(poisoned.stats().openWindows).toBe(2 * 6)
+    return 5
   })
 
   row('B15', 'one source jumps far into the future while others are active', () => {
@@ -306,17 +325,25 @@ describe('bad-input catalogue: timestamps and clocks', () => {
     const engine = withCanary({ watermark: boundedOutOfOrderness(10) })
     engine.ingest([{ id: 'o1', source: 'other', seq: 1, ts: 40, value: 1 }])
     const future = Date.UTC(2200, 0, 1)
-    expect(engine.ingest([{ id: 'j', source: 'canary', seq: 2, ts: future, value: 1 }]).accepted).toBe(1)
-    // W is the minimum over active sources: the others keep it in the present.
-    expect(engine.watermark()).toBe(30)
-    expect(engine.stats().watermarkLag).toBe(future - 30)
-    const more = engine.ingest([{ id: 'o2', source: 'other', seq: 2, ts: 60, value: 1 }])
+    expect(engine.ingest([{ id: 'j', source: 'canary', seq: 2, ts: future, value: 1 }]).anomalies.map((a) => a.reason)).toEqual(['future_ts'])
+    // W stays the minimum over active sources, and nothing of the jump is held pending.
+    const w = engine.watermark()
+    expect(w).toBe(CANARY.ts - 10)
+    expect(engine.stats().watermarkLag).toBe(40 - w)
+    // Within maxFutureSkew of the clock the same jump is taken: W stays with the others, the future window waits.
+    const within = withCanary({ watermark: boundedOutOfOrderness(10), maxFutureSkew: Number.POSITIVE_INFINITY })
+    within.ingest([{ id: 'o1', source: 'other', seq: 1, ts: 40, value: 1 }])
+    expect(within.ingest([{ id: 'j', source: 'canary', seq: 2, ts: future, value: 1 }]).accepted).toBe(1)
+    expect(within.watermark()).toBe(30)
+    expect(within.stats().watermarkLag).toBe(future - 30)
+    const more = within.ingest([{ id: 'o2', source: 'other', seq: 2, ts: 60, value: 1 }])
     expect(more.accepted).toBe(1)
-    expect(engine.results({ window: 'tumbling:10', key: '' }).find((r) => r.start === future - (future % 10))).toMatchObject({
+    expect(within.results({ window: 'tumbling:10', key: '' }).find((r) => r.start === future - (future % 10))).toMatchObject({
       status: 'provisional',
     })
-    expectServing(engine, 61)
-    return 3
+    expectServing(engine, 41)
+    expectServing(within, 61)
+    return 4
   })
 
   row('B16', 'a source jumps far into the past', () => {

@@ -15,6 +15,7 @@ import {
   type Engine,
   manual,
   session,
+  cumulating,
   sliding,
   type StreamEvent,
   type TidemarkEngine,
@@ -26,7 +27,7 @@ import { bindDoc } from '@tidemark/yjs'
 import { extensive, seed as baseSeed } from '@tidemark/seeded-random/property'
 
 const FILE = 'packages/testkit/test/convergence.test.ts'
-const SPECS: readonly WindowSpec[] = [tumbling(10), sliding(20, 5), session(7)]
+const SPECS: readonly WindowSpec[] = [tumbling(10), sliding(20, 5), cumulating(30, 10), session(7)]
 const PEER = 'connector'
 
 interface Tier {

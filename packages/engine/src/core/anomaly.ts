@@ -1,3 +1,5 @@
+import type { StreamEvent } from './event.ts'
+
 /**
  * Why an input, a peer's cell or a stored record was not applied.
  * docs/semantics.md lists each reason and where it is raised; the validation reasons name the exact field.
@@ -18,6 +20,7 @@ export type AnomalyReason =
   | 'invalid_source'
   | 'invalid_seq'
   | 'invalid_key'
+  | 'future_ts'
   | 'duplicate'
   | 'conflicting_duplicate'
   | 'beyond_lateness'
@@ -42,6 +45,7 @@ export const ANOMALY_REASONS: readonly AnomalyReason[] = [
   'invalid_source',
   'invalid_seq',
   'invalid_key',
+  'future_ts',
   'duplicate',
   'conflicting_duplicate',
   'beyond_lateness',
@@ -68,6 +72,11 @@ export interface Anomaly {
   readonly source?: string
   /** A human-readable explanation (the limit reached, the field and value refused). */
   readonly detail?: string
+  /**
+   * `future_ts` only: a copy of the refused event (its six fields), to send again once the
+   * clock that stamped it is fixed or real time has caught up with it.
+   */
+  readonly event?: StreamEvent
 }
 
 /** A fresh zeroed counter per reason, with no prototype so any reason is a safe key. */

@@ -3,7 +3,7 @@ import type { CellGroup } from '../lattice/cellGroup.ts'
 import { ChangeFeed } from './changeFeed.ts'
 import { messageOf } from './errorMessage.ts'
 import type { Engine, EngineOptions, EngineStats, IngestReceipt, LateEvent, SyncStatus } from './engineApi.ts'
-import { configurationOf, indexFor, type ResolvedOptions, resolveOptions } from './engineOptions.ts'
+import { configurationOf, type ResolvedOptions, resolveOptions, windowIndexes } from './engineOptions.ts'
 import type { StreamEvent } from './event.ts'
 import { Frontiers } from '../time/frontiers.ts'
 import { LateLane } from './lateLane.ts'
@@ -18,6 +18,7 @@ import type { ResultQuery, WindowChange, WindowResult } from '../windows/windowR
 import { WindowLifecycle } from '../windows/windowLifecycle.ts'
 import { captureEngine, type EngineParts, restoreEngine } from '../recovery/checkpointState.ts'
 import { DedupMemory } from './dedupMemory.ts'
+import { FutureSources } from './futureSources.ts'
 import { RemoteAnomalies } from '../replica/remoteAnomalies.ts'
 import { BatchPlacement } from '../windows/batchPlacement.ts'
 import { liveCells, queryResults, windowGauges, windowHistory } from '../windows/liveWindows.ts'
@@ -47,6 +48,7 @@ export class TidemarkEngine implements Engine {
   #closed = false
   #writable: WritableStream<readonly StreamEvent[]> | null = null
   readonly #dedup = new DedupMemory()
+  readonly #futureSources = new FutureSources()
   readonly #counts = {
     ingested: 0,
     applied: 0,
@@ -78,7 +80,8 @@ export class TidemarkEngine implements Engine {
 
   constructor(options: EngineOptions) {
     this.#options = resolveOptions(options)
-    this.#indexes = this.#options.specs.map(indexFor)
+    this.#indexes = this.#options.specs.map((spec) => windowIndexes.of(spec))
+    for (const index of this.#indexes) index.discarding = this.#options.accumulation === 'discarding'
     this.#frontiers = new Frontiers(this.#options.watermark, this.#options.idleTimeout)
     this.#lateLane = new LateLane(this.#options.limits.maxLateEvents)
     this.replicaId = this.#options.replicaId
@@ -94,6 +97,7 @@ export class TidemarkEngine implements Engine {
       dedup: this.#dedup,
       anomalies: this.#anomalies,
       tracker: this.#lifecycle.tracker,
+      futureSources: this.#futureSources,
     })
     this.#peers = new PeerMerge({
       options: this.#options,
@@ -139,6 +143,7 @@ export class TidemarkEngine implements Engine {
       firing: this.#frontiers.firingFrontier(),
       lateness: this.#options.allowedLateness,
       batch: ++this.#batch,
+      publish: this.#outbox.listening,
     }
     const { accepted, late, duplicates, conflicting, beyond } = this.#placement.place(events, now, frontiers, anomalies, logged, invalid)
     const counts = this.#counts
@@ -153,7 +158,7 @@ export class TidemarkEngine implements Engine {
     // Logged before any change is published or acknowledged; `durable` resolves on commit.
     const durable =
       wal === null || logged === null ? DURABLE : this.#record(wal, { kind: 'ingest', now, events: logged, rejected: invalid })
-    this.#settle(frontiers)
+    this.#settle(frontiers, now, false)
     return {
       accepted,
       late,
@@ -170,7 +175,7 @@ export class TidemarkEngine implements Engine {
     if (typeof t !== 'number' || Number.isNaN(t)) throw new RangeError(`advanceWatermark needs a number, got ${String(t)}`)
     if (!this.#frontiers.advanceTo(t)) return
     if (this.#wal !== null) this.#record(this.#wal, { kind: 'advance', to: t })
-    this.#settle(null)
+    this.#settle(null, Number.NaN, false)
   }
 
   tick(): void {
@@ -178,7 +183,7 @@ export class TidemarkEngine implements Engine {
     const now = this.#options.now()
     if (this.#wal !== null) this.#record(this.#wal, { kind: 'tick', now })
     this.#frontiers.advance(now)
-    this.#settle(null)
+    this.#settle(null, now, true)
   }
 
   /**
@@ -215,11 +220,11 @@ export class TidemarkEngine implements Engine {
         this.#countRejected(op.rejected)
         return
       case 'advance':
-        if (this.#frontiers.advanceTo(op.to)) this.#settle(null)
+        if (this.#frontiers.advanceTo(op.to)) this.#settle(null, Number.NaN, false)
         return
       case 'tick':
         this.#frontiers.advance(op.now)
-        this.#settle(null)
+        this.#settle(null, op.now, true)
         return
       case 'merge':
         this.#mergeAt(this.#peers.validGroups(op.groups), op.clocks, op.now)
@@ -263,6 +268,7 @@ export class TidemarkEngine implements Engine {
       counts: this.#counts,
       anomalies: this.#anomalies,
       dedup: this.#dedup,
+      futureSources: this.#futureSources,
     }
   }
 
@@ -286,8 +292,8 @@ export class TidemarkEngine implements Engine {
     return queryResults(this.#indexes, query)
   }
 
-  history(window: string, key: string, start: number): readonly WindowResult[] {
-    return windowHistory(this.#indexes, window, key, start)
+  history(window: string, key: string, start: number, end?: number): readonly WindowResult[] {
+    return windowHistory(this.#indexes, window, key, start, end)
   }
 
   subscribe(listener: (changes: readonly WindowChange[]) => void): () => void {
@@ -383,6 +389,8 @@ export class TidemarkEngine implements Engine {
       persistenceError: this.#persistenceError,
       replicationError: this.#replicationError,
       remoteAnomalies: this.#remoteAnomalies.list(),
+      futureSources: this.#futureSources.list(),
+      timers: this.#lifecycle.timers,
     }
   }
 
@@ -398,9 +406,12 @@ export class TidemarkEngine implements Engine {
     if (this.#closed) throw new Error('engine is closed')
   }
 
-  /** After frontiers moved: settle windows, purge dedup memory when due, publish to peers, then one notification. */
-  #settle(batch: BatchFrontiers | null): void {
-    const changes = this.#lifecycle.settle()
+  /**
+   * After frontiers moved at processing time `now`: settle windows (firing due processing-time
+   * triggers on a tick), purge dedup memory when due, publish to peers, then one notification.
+   */
+  #settle(batch: BatchFrontiers | null, now: number, tick: boolean): void {
+    const changes = this.#lifecycle.settle(now, tick)
     if (batch !== null && this.#dedup.due) this.#dedup.purge(this.#indexes, this.#frontiers, batch)
     this.#outbox.flush()
     this.#feed.publish(changes)
@@ -422,7 +433,7 @@ export class TidemarkEngine implements Engine {
   /** Merges valid groups and peers' clocks, then settles and notifies once. */
   #mergeAt(groups: readonly CellGroup[], clocks: readonly ClockEntry[], now: number): MergeReport {
     const { report, frontiers } = this.#peers.merge(groups, clocks, now, ++this.#batch)
-    this.#settle(frontiers)
+    this.#settle(frontiers, now, false)
     return report
   }
 }

@@ -2,7 +2,9 @@ import type { Anomaly, AnomalyReason } from './anomaly.ts'
 import type { ReplicaPort } from '../replica/replicaPort.ts'
 import type { StreamEvent } from './event.ts'
 import type { WatermarkStrategy } from '../time/watermarkStrategy.ts'
-import type { ResultQuery, WindowChange, WindowResult } from '../windows/windowResult.ts'
+import type { FutureSource } from './futureSources.ts'
+import type { TriggerOptions } from '../windows/trigger.ts'
+import type { Accumulation, ResultQuery, WindowChange, WindowResult } from '../windows/windowResult.ts'
 import type { WindowSpec } from '../windows/windowSpec.ts'
 
 /**
@@ -32,7 +34,7 @@ export interface EngineLimits {
  * const engine = createEngine(options)
  */
 export interface EngineOptions {
-  /** One window spec or several (`tumbling`, `sliding`, `session`); every event is placed in every spec. */
+  /** One window spec or several (`tumbling`, `sliding`, `cumulating`, `session`); every event is placed in every spec. */
   readonly windows: WindowSpec | readonly WindowSpec[]
   /** Default `boundedOutOfOrderness(0)`. */
   readonly watermark?: WatermarkStrategy
@@ -48,6 +50,22 @@ export interface EngineOptions {
   readonly limits?: EngineLimits
   /** This replica's id, the writer of every source it ingests; default a random UUID. */
   readonly replicaId?: string
+  /**
+   * When panes besides the on-time one fire: `early` (before the window fires on time) and
+   * `late` (after it, while late data is admitted), each `everyElement()` by default
+   * (docs/semantics.md, Triggers and accumulation).
+   */
+  readonly trigger?: TriggerOptions
+  /**
+   * What each pane carries: `'accumulating'` (default), the whole window, corrections with
+   * `previous`; or `'discarding'`, only what arrived since the window's last pane.
+   */
+  readonly accumulation?: Accumulation
+  /**
+   * Processing-time ms an event's `ts` may be ahead of `now()`: a later one is refused with
+   * `future_ts` and moves no frontier. Default 86,400,000 (a day); Infinity accepts any.
+   */
+  readonly maxFutureSkew?: number
 }
 
 /**
@@ -164,6 +182,13 @@ export interface EngineStats {
   readonly replicationError: string | null
   /** The last (up to 20) anomalies found in peers' state, with details. */
   readonly remoteAnomalies: readonly string[]
+  /**
+   * Sources whose events were refused as `future_ts` (stamped more than `maxFutureSkew` ahead of
+   * `now()`), with counts: the 20 most recently seen, least recent first.
+   */
+  readonly futureSources: readonly FutureSource[]
+  /** Processing-time triggers armed now (at most one per live window). */
+  readonly timers: number
 }
 
 /**
@@ -240,7 +265,9 @@ export interface Engine {
    */
   advanceWatermark(t: number): void
   /**
-   * Reads the processing-time clock (`now`) so that sources silent for `idleTimeout` stop holding the watermark.
+   * Reads the processing-time clock (`now`) so that sources silent for `idleTimeout` stop holding
+   * the watermark, and fires the processing-time triggers now due (`afterProcessingTime`,
+   * `alignedProcessingTime`).
    *
    * @example
    * setInterval(() => engine.tick(), 1_000)
@@ -314,12 +341,15 @@ export interface Engine {
    */
   syncStatus(): SyncStatus
   /**
-   * Every on-time value and correction this engine emitted for one window, oldest first.
+   * Every on-time and late pane this engine emitted for one live window, oldest first (each with
+   * its `pane`). The windows of a cumulating spec share their start: `end` names one (without
+   * it, the one ending last).
    *
    * @example
    * engine.history('tumbling:60000', 'temp', 0).map((r) => `${r.status} #${r.revision}`) // ['on_time #0']
+   * engine.history('cumulating:86400000:3600000', 'temp', day, day + 7_200_000) // the window [day, day + 2 h)
    */
-  history(window: string, key: string, start: number): readonly WindowResult[]
+  history(window: string, key: string, start: number, end?: number): readonly WindowResult[]
   /**
    * A sink for batches: each write is one `ingest`; a write with refused (`overflow`) events rejects with `OverflowError`.
    *

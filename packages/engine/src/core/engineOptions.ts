@@ -1,10 +1,12 @@
 import type { EngineLimits, EngineOptions } from './engineApi.ts'
-import { FixedWindowIndex } from '../windows/fixedWindowIndex.ts'
 import { SessionWindowIndex } from '../windows/sessionWindowIndex.ts'
+import { SlicedWindowIndex } from '../windows/slicedWindowIndex.ts'
 import { boundedOutOfOrderness, checkWatermarkStrategy, type WatermarkStrategy } from '../time/watermarkStrategy.ts'
 import { assertKnownOptions } from './knownOptions.ts'
 import type { WindowIndex } from '../windows/windowIndex.ts'
-import { session, sliding, tumbling, type WindowSpec } from '../windows/windowSpec.ts'
+import { everyElement, remadeTrigger, type Trigger } from '../windows/trigger.ts'
+import type { Accumulation } from '../windows/windowResult.ts'
+import { cumulating, session, sliding, tumbling, type WindowSpec } from '../windows/windowSpec.ts'
 
 /** Options with every default filled in and every value checked. */
 export interface ResolvedOptions {
@@ -18,6 +20,10 @@ export interface ResolvedOptions {
   readonly replicaId: string
   /** Corrections kept per window for `history()`. */
   readonly historyLimit: number
+  readonly early: Trigger
+  readonly late: Trigger
+  readonly accumulation: Accumulation
+  readonly maxFutureSkew: number
 }
 
 export const DEFAULT_LIMITS: Required<EngineLimits> = {
@@ -43,6 +49,9 @@ export const ENGINE_OPTION_KEYS: readonly (keyof EngineOptions)[] = [
   'now',
   'limits',
   'replicaId',
+  'trigger',
+  'accumulation',
+  'maxFutureSkew',
 ]
 
 /** Options that live elsewhere: the hint given when one is passed here. */
@@ -100,6 +109,11 @@ export function resolveOptions(options: EngineOptions, where = 'createEngine'): 
   }
   const now = options.now ?? Date.now
   if (typeof now !== 'function') throw new TypeError(`now must be a function returning processing time in ms, got ${describeValue(now)}`)
+  const { early, late } = triggersOf(options.trigger, where)
+  const accumulation = options.accumulation ?? 'accumulating'
+  if (accumulation !== 'accumulating' && accumulation !== 'discarding') {
+    throw new RangeError(`accumulation must be 'accumulating' or 'discarding', got ${describeValue(accumulation)}`)
+  }
   return {
     specs,
     watermark: options.watermark === undefined ? boundedOutOfOrderness(0) : checkWatermarkStrategy(options.watermark),
@@ -110,20 +124,43 @@ export function resolveOptions(options: EngineOptions, where = 'createEngine'): 
     replicaId: replicaIdOf(options.replicaId),
     limits: limitsOf(options.limits, where),
     historyLimit: 64,
+    early,
+    late,
+    accumulation,
+    maxFutureSkew: duration('maxFutureSkew', options.maxFutureSkew, 86_400_000, 'no event is refused for being ahead of the clock'),
   }
+}
+
+/** The early and late triggers, each made by its constructor; late panes have no aligned trigger. */
+function triggersOf(given: EngineOptions['trigger'], where: string): { early: Trigger; late: Trigger } {
+  if (given === undefined) return { early: everyElement(), late: everyElement() }
+  if (typeof given !== 'object' || given === null) throw new TypeError(`trigger must be an object { early?, late? }, got ${describeValue(given)}`)
+  assertKnownOptions(`${where}: trigger`, given, ['early', 'late'])
+  const made = (name: 'early' | 'late', value: unknown): Trigger => {
+    if (value === undefined) return everyElement()
+    const trigger = remadeTrigger(value)
+    const allowed = name === 'early' ? 'everyElement(), afterProcessingTime(ms), alignedProcessingTime(periodMs, offsetMs) or never()' : 'everyElement(), afterProcessingTime(ms) or never()'
+    if (trigger === null || (name === 'late' && trigger.kind === 'aligned_processing_time')) {
+      throw new TypeError(`trigger.${name} must be ${allowed}, got ${describeSpec(value)}`)
+    }
+    return trigger
+  }
+  return { early: made('early', given.early), late: made('late', given.late) }
 }
 
 /** The window specs, each one made by `tumbling`, `sliding` or `session`. */
 function checkSpecs(windows: EngineOptions['windows']): WindowSpec[] {
   const specs = (Array.isArray(windows) ? windows : [windows]) as unknown[]
   if (windows === undefined || specs.length === 0) {
-    throw new TypeError('options.windows must be a window spec or a non-empty array of them (tumbling, sliding, session)')
+    throw new TypeError('options.windows must be a window spec or a non-empty array of them (tumbling, sliding, cumulating, session)')
   }
   specs.forEach((spec, i) => {
     const made = remade(spec)
     if (made === null || made.id !== (spec as WindowSpec).id) {
       const where = Array.isArray(windows) ? `options.windows[${i}]` : 'options.windows'
-      throw new TypeError(`${where} must be a window spec made by tumbling(size), sliding(size, slide) or session(gap), got ${describeSpec(spec)}`)
+      throw new TypeError(
+        `${where} must be a window spec made by tumbling(size), sliding(size, slide), cumulating(maxSize, step) or session(gap), got ${describeSpec(spec)}`,
+      )
     }
   })
   const ids = new Set(specs.map((s) => (s as WindowSpec).id))
@@ -138,6 +175,7 @@ function remade(spec: unknown): WindowSpec | null {
   try {
     if (s.kind === 'tumbling') return tumbling(s.size as number)
     if (s.kind === 'sliding') return sliding(s.size as number, s.slide as number)
+    if (s.kind === 'cumulating') return cumulating(s.size as number, s.step as number)
     if (s.kind === 'session') return session(s.gap as number)
   } catch {
     return null
@@ -171,13 +209,19 @@ function limitsOf(given: EngineLimits | undefined, where: string): Required<Engi
   return limits
 }
 
+/**
+ * Where engines get their window indexes: `indexFor`, except while the testing entry builds an
+ * engine on the per-window reference placement (`createPerWindowEngine`).
+ */
+export const windowIndexes: { of: (spec: WindowSpec) => WindowIndex } = { of: indexFor }
+
 /** One window index per spec. */
 export function indexFor(spec: WindowSpec): WindowIndex {
   switch (spec.kind) {
     case 'tumbling':
-      return new FixedWindowIndex(spec.id, spec.size, spec.size)
     case 'sliding':
-      return new FixedWindowIndex(spec.id, spec.size, spec.slide)
+    case 'cumulating':
+      return new SlicedWindowIndex(spec)
     case 'session':
       return new SessionWindowIndex(spec.id, spec.gap)
     default:
@@ -197,9 +241,12 @@ function replicaIdOf(given: string | undefined): string {
 }
 
 /**
- * What replicas must agree on to merge: window specs and allowed lateness. Retention and
- * limits are local choices.
+ * What replicas must agree on to merge: window specs and allowed lateness, and, with a sliding
+ * or cumulating spec, that their cells are slices. Retention, limits, triggers, accumulation and
+ * clock skew are local choices.
  */
 export function configurationOf(options: ResolvedOptions): string {
-  return JSON.stringify({ windows: options.specs.map((s) => s.id).sort(), allowedLateness: options.allowedLateness })
+  const windows = options.specs.map((s) => s.id).sort()
+  const sliced = options.specs.some((s) => s.kind === 'sliding' || s.kind === 'cumulating')
+  return JSON.stringify(sliced ? { windows, allowedLateness: options.allowedLateness, cells: 'slices' } : { windows, allowedLateness: options.allowedLateness })
 }

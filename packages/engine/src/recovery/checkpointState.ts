@@ -4,11 +4,13 @@
  */
 import type { AnomalyReason } from '../core/anomaly.ts'
 import type { DedupMemory } from '../core/dedupMemory.ts'
-import type { EngineCheckpoint, SessionIndexSnapshot, WindowSnapshot } from './engineCheckpoint.ts'
+import type { FutureSources } from '../core/futureSources.ts'
+import type { EngineCheckpoint, SessionIndexSnapshot, SliceIndexSnapshot, WindowSnapshot } from './engineCheckpoint.ts'
 import { configurationOf, type ResolvedOptions } from '../core/engineOptions.ts'
 import type { Frontiers } from '../time/frontiers.ts'
 import type { LateLane } from '../core/lateLane.ts'
 import type { WindowIndex } from '../windows/windowIndex.ts'
+import { SlicedWindowIndex } from '../windows/slicedWindowIndex.ts'
 import type { WindowLifecycle } from '../windows/windowLifecycle.ts'
 import { WindowState } from '../windows/windowState.ts'
 
@@ -23,6 +25,7 @@ export interface EngineParts {
   readonly counts: Record<string, number>
   readonly anomalies: Record<AnomalyReason, number>
   readonly dedup: DedupMemory
+  readonly futureSources: FutureSources
 }
 
 /**
@@ -34,12 +37,14 @@ export interface EngineParts {
 export function captureEngine(parts: EngineParts, batch: number): EngineCheckpoint {
   const { lateLane, dedup } = parts
   return {
-    format: 1,
+    format: 2,
     configuration: configurationOf(parts.options),
     replicaId: parts.replicaId,
     batch,
     ...parts.frontiers.snapshot(),
     ...captureWindows(parts.indexes),
+    timerSeq: parts.lifecycle.timerSeq,
+    futureSources: parts.futureSources.list(),
     lateLane: { entries: [...lateLane.list()], trimmed: lateLane.trimmed, total: lateLane.total },
     counts: { ...parts.counts, corrections: parts.lifecycle.corrections },
     anomalies: { ...parts.anomalies },
@@ -55,7 +60,7 @@ export function captureEngine(parts: EngineParts, batch: number): EngineCheckpoi
  * batch = restoreEngine(parts, checkpoint)
  */
 export function restoreEngine(parts: EngineParts, checkpoint: EngineCheckpoint): number {
-  if (checkpoint.format !== 1) throw new Error(`unknown checkpoint format ${String(checkpoint.format)}`)
+  if (checkpoint.format !== 1 && checkpoint.format !== 2) throw new Error(`unknown checkpoint format ${String(checkpoint.format)}`)
   const configuration = configurationOf(parts.options)
   if (checkpoint.configuration !== configuration) {
     throw new Error(`checkpoint was written with ${checkpoint.configuration}, this engine has ${configuration}`)
@@ -68,19 +73,24 @@ export function restoreEngine(parts: EngineParts, checkpoint: EngineCheckpoint):
   for (const reason of Object.keys(parts.anomalies) as AnomalyReason[]) parts.anomalies[reason] = checkpoint.anomalies[reason] ?? 0
   parts.dedup.entries = checkpoint.dedup.entries
   parts.dedup.atLastPurge = checkpoint.dedup.atLastPurge
+  parts.lifecycle.timerSeq = checkpoint.timerSeq ?? 0
+  parts.futureSources.restore(checkpoint.futureSources ?? [])
   return checkpoint.batch
 }
 
-/** Every live window and each index's extra state, for a checkpoint. */
-function captureWindows(indexes: readonly WindowIndex[]): { windows: WindowSnapshot[]; sessions: SessionIndexSnapshot[] } {
+/** Every live window and each index's extra state (sessions' sealed ends and tombstones, fixed specs' slices), for a checkpoint. */
+function captureWindows(indexes: readonly WindowIndex[]): { windows: WindowSnapshot[]; sessions: SessionIndexSnapshot[]; slices: SliceIndexSnapshot[] } {
   const windows: WindowSnapshot[] = []
   const sessions: SessionIndexSnapshot[] = []
+  const slices: SliceIndexSnapshot[] = []
   for (const index of indexes) {
     for (const w of index.windows()) windows.push(w.snapshot())
     const extra = index.snapshot()
-    if (extra !== null) sessions.push(extra)
+    if (extra === null) continue
+    if ('sealed' in extra) sessions.push(extra)
+    else slices.push(extra)
   }
-  return { windows, sessions }
+  return { windows, sessions, slices }
 }
 
 /** Puts a checkpoint's windows back into their indexes and queues each for its next lifecycle step. */
@@ -91,6 +101,9 @@ function restoreWindows(indexes: readonly WindowIndex[], lifecycle: WindowLifecy
     const w = WindowState.restore(s)
     index.adopt(w)
     lifecycle.adopt(w)
+    // Format 1: a tumbling window held its own cells, which are now its slice's.
+    if (s.cells.length > 0 && index instanceof SlicedWindowIndex) index.adoptCells(w, s.cells)
   }
   for (const s of checkpoint.sessions) indexes.find((i) => i.id === s.window)?.restore(s)
+  for (const s of checkpoint.slices ?? []) indexes.find((i) => i.id === s.window)?.restore(s)
 }

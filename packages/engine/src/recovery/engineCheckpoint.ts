@@ -1,6 +1,7 @@
 import type { AnomalyReason } from '../core/anomaly.ts'
 import type { Cell } from '../lattice/cell.ts'
 import type { LateEvent } from '../core/engineApi.ts'
+import type { FutureSource } from '../core/futureSources.ts'
 import type { Basis, WindowResult } from '../windows/windowResult.ts'
 
 /**
@@ -9,7 +10,8 @@ import type { Basis, WindowResult } from '../windows/windowResult.ts'
  * the late lane and the counters. Plain data; `checkpointCodec.ts` turns it into bytes.
  */
 export interface EngineCheckpoint {
-  readonly format: 1
+  /** 2 since cells of fixed windows live in slices (`slices`); 1 (tumbling windows' cells on the windows) is still read. */
+  readonly format: 1 | 2
   readonly configuration: string
   readonly replicaId: string
   readonly batch: number
@@ -23,6 +25,12 @@ export interface EngineCheckpoint {
   readonly sources: readonly SourceClockSnapshot[]
   readonly windows: readonly WindowSnapshot[]
   readonly sessions: readonly SessionIndexSnapshot[]
+  /** Cells of tumbling, sliding and cumulating specs, by slice (format 2). */
+  readonly slices?: readonly SliceIndexSnapshot[]
+  /** The processing-time trigger armed last (timers fire in the order they were armed). */
+  readonly timerSeq?: number
+  /** Sources of `future_ts` events, for `stats().futureSources`. */
+  readonly futureSources?: readonly FutureSource[]
   readonly lateLane: { readonly entries: readonly LateEvent[]; readonly trimmed: number; readonly total: number }
   readonly counts: Readonly<Record<string, number>>
   readonly anomalies: Readonly<Record<AnomalyReason, number>>
@@ -59,10 +67,27 @@ export interface WindowSnapshot {
   readonly basisEnd: number
   readonly emitted: WindowResult | null
   readonly history: readonly WindowResult[]
-  /** Fixed windows: [source, cell]. */
+  /** Format 1 only, tumbling windows: [source, cell] (their cells now live in `slices`). */
   readonly cells: readonly (readonly [string, Cell])[]
   /** Session windows: [source, fragment start, cell]. */
   readonly fragments: readonly (readonly [string, number, Cell])[]
+  /** Panes emitted, and how many of them on time or late. */
+  readonly panes?: number
+  readonly onTimePanes?: number
+  /** Changed since its last pane. */
+  readonly dirty?: boolean
+  /** When its processing-time trigger fires (NaN: none armed), and the order it was armed in. */
+  readonly timerAt?: number
+  readonly timerSeq?: number
+  /** Discarding mode: what arrived since its last pane, and whether the next pane carries the whole window. */
+  readonly pending?: Cell | null
+  readonly whole?: boolean
+}
+
+/** One spec's slices: per key and slice start, its parts (`from`: the first window end counting it), each a list of [source, cell]. */
+export interface SliceIndexSnapshot {
+  readonly window: string
+  readonly slices: readonly (readonly [string, number, readonly (readonly [number, readonly (readonly [string, Cell])[]])[]])[]
 }
 
 export interface SessionIndexSnapshot {

@@ -99,7 +99,7 @@ export function mergeRemoteClocks(
   return conflicts
 }
 
-/** Routes peers' cell groups to the index of their window spec; cells of an unknown spec are invalid. */
+/** Routes peers' cell groups to the index of their window spec (or slice part); cells of an unknown spec are invalid. */
 export function mergeRemoteGroups(
   indexes: readonly WindowIndex[],
   groups: readonly CellGroup[],
@@ -122,7 +122,7 @@ export function mergeRemoteGroups(
     }
   }
   for (const [id, list] of bySpec) {
-    const index = indexes.find((i) => i.id === id)
+    const index = indexes.find((i) => i.takes(id))
     if (index === undefined) {
       for (const group of list) total.invalid += group.keys.length
       continue

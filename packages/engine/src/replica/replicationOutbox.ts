@@ -1,7 +1,6 @@
 import { type Cell, cellKey, copyCell } from '../lattice/cell.ts'
 import type { CellAddress, CellEntry, LocalWrite } from './replicaPort.ts'
 import type { SourceClock } from '../time/sourceClock.ts'
-import type { WindowState } from '../windows/windowState.ts'
 
 /**
  * What the local replica wrote since the last batch ended, waiting to be handed to the
@@ -29,24 +28,18 @@ export class ReplicationOutbox {
   }
 
   /** A cell written locally; one entry per address per batch (the last write wins). */
-  cell(window: WindowState, source: string, start: number, cell: Cell): void {
+  cell(window: string, key: string, start: number, source: string, cell: Cell): void {
     if (this.#listeners.size === 0) return
-    this.#cells.set(cellKey(window.window, window.key, start, source), {
-      address: { window: window.window, key: window.key, start, source },
-      cell,
-    })
+    this.#cells.set(cellKey(window, key, start, source), { address: { window, key, start, source }, cell })
   }
 
   clock(clock: SourceClock): void {
     if (this.#listeners.size > 0) this.#clocks.add(clock)
   }
 
-  /** A window left live state: the cells this replica writes may leave the shared document. */
-  expire(window: WindowState, writes: (source: string) => boolean): void {
-    if (this.#listeners.size === 0) return
-    const { window: id, key } = window
-    for (const source of window.sources()) if (writes(source)) this.#expired.push({ window: id, key, start: window.start, source })
-    for (const f of window.fragments) if (writes(f.source)) this.#expired.push({ window: id, key, start: f.start, source: f.source })
+  /** A cell this replica writes left live state: it may leave the shared document. */
+  expire(address: CellAddress): void {
+    if (this.#listeners.size > 0) this.#expired.push(address)
   }
 
   /**

@@ -1,13 +1,14 @@
 import type { EngineStats, LateEvent, SyncStatus } from '../core/engineApi.ts'
 import type { StreamEvent } from '../core/event.ts'
 import type { ObservedEngine } from '../view/engineFeed.ts'
-import type { ResultQuery, WindowChange, WindowResult } from '../windows/windowResult.ts'
+import type { PaneInfo, ResultQuery, WindowChange, WindowResult } from '../windows/windowResult.ts'
 
 const HOUR = 'tumbling:3600000'
 
 /**
  * A window result with plausible values for one event of value `sum`; a window id of
- * `'tumbling:3600000'` spans an hour, any other a minute.
+ * `'tumbling:3600000'` spans an hour, any other a minute. Its pane follows its status and
+ * revision: an on-time result is the on-time pane, revision `n` the `n`-th late pane.
  *
  * @example
  * fakeWindowResult('tumbling:60000', 'temp', 0, 21).end // 60000
@@ -20,6 +21,12 @@ export function fakeWindowResult(
   overrides: Partial<WindowResult> = {},
 ): WindowResult {
   const size = window === HOUR ? 3_600_000 : 60_000
+  const status = overrides.status ?? 'on_time'
+  const revision = overrides.revision ?? 0
+  const pane: PaneInfo =
+    status === 'provisional'
+      ? { timing: 'early', index: 0, onTimeIndex: -1 }
+      : { timing: status === 'on_time' ? 'on_time' : 'late', index: revision, onTimeIndex: revision }
   return {
     window,
     key,
@@ -30,10 +37,11 @@ export function fakeWindowResult(
     min: sum,
     max: sum,
     mean: sum,
-    status: 'on_time',
-    revision: 0,
+    status,
+    revision,
     final: false,
     basis: 'derived',
+    pane,
     ...overrides,
   }
 }
@@ -64,6 +72,8 @@ function emptyStats(): EngineStats {
     persistenceError: null,
     replicationError: null,
     remoteAnomalies: [],
+    futureSources: [],
+    timers: 0,
   }
 }
 
@@ -119,7 +129,7 @@ export class FakeEngine implements ObservedEngine {
       .map((r) => ({ ...r }))
   }
 
-  history(window: string, key: string, start: number): readonly WindowResult[] {
+  history(window: string, key: string, start: number, _end?: number): readonly WindowResult[] {
     this.reads.history++
     return this.#history.get(id(window, key, start)) ?? []
   }
@@ -158,7 +168,7 @@ export class FakeEngine implements ObservedEngine {
     const result = this.#results.get(windowId)
     if (result === undefined) throw new Error(`no window ${windowId} to retract`)
     this.#results.delete(windowId)
-    this.notify([{ type: 'retract', result }])
+    this.notify([{ type: 'retract', result, pane: result.pane }])
   }
 
   /** A batch that corrects a window into one with another start (a session extended to the left). */
@@ -168,7 +178,7 @@ export class FakeEngine implements ObservedEngine {
     this.#results.delete(id(window, key, from))
     const result = fakeWindowResult(window, key, to, sum, { status: 'corrected', revision: previous.revision + 1 })
     this.#results.set(id(window, key, to), result)
-    this.notify([{ type: 'correction', result, previous }])
+    this.notify([{ type: 'correction', result, pane: result.pane, previous }])
   }
 
   /** A batch that changed no window but put `event` on the late lane. */
@@ -216,7 +226,7 @@ export class FakeEngine implements ObservedEngine {
     const history = this.#history.get(windowId)
     if (history === undefined) this.#history.set(windowId, [result])
     else history.push(result)
-    return previous === undefined ? { type: 'on_time', result } : { type: 'correction', result, previous }
+    return previous === undefined ? { type: 'on_time', result, pane: result.pane } : { type: 'correction', result, pane: result.pane, previous }
   }
 }
 

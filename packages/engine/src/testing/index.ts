@@ -1,9 +1,11 @@
 /**
  * `@tidemark/engine/testing`: what tests of an app or adapter build on: a fake processing-time
- * clock, event and change helpers, a scripted `FakeEngine`, and views of recovered state.
+ * clock, event and change helpers, a scripted `FakeEngine`, views of recovered state, and an
+ * engine on the per-window reference placement.
  *
  * @module @tidemark/engine/testing
  */
 export { visibleState, whenDurable } from './recoveryView.ts'
 export { brief, fakeClock, reading, recordChanges } from './scenarioKit.ts'
 export { FakeEngine, fakeWindowResult } from './fakeEngine.ts'
+export { createPerWindowEngine } from './perWindowEngine.ts'

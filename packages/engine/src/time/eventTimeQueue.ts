@@ -60,6 +60,15 @@ export class EventTimeQueue<T> {
     return top
   }
 
+  /** Keeps only the entries for which `keep` holds, as a new heap. */
+  retain(keep: (item: T, at: number) => boolean): void {
+    const at = this.#at
+    const items = this.#items
+    this.#at = []
+    this.#items = []
+    for (let i = 0; i < at.length; i++) if (keep(items[i] as T, at[i] as number)) this.push(at[i] as number, items[i] as T)
+  }
+
   clear(): void {
     this.#at = []
     this.#items = []

@@ -57,6 +57,14 @@ export class SeqRing {
 
   /** The gap-free prefix reached `prefix`: the ring now starts right above it. */
   advanceBase(prefix: number): void {
+    if (this.size === 0) {
+      // Nothing held (the in-order path): the ring just starts above the prefix.
+      if (this.#base <= prefix) {
+        this.#base = prefix + 1
+        this.#head = 0
+      }
+      return
+    }
     if (this.#far.size > 0) {
       for (const seq of this.#far.keys()) {
         if (seq <= prefix) {

@@ -1,7 +1,7 @@
 import type { Engine, WindowChange, WindowResult } from '@tidemark/engine'
 import { compactChanges, EngineFrame, UNTOUCHED } from './engineFrame.ts'
 import type { FrameScheduler } from './frameScheduler.ts'
-import { lookup, sameWindow, startsOf, type WindowAddress, type WindowAddressMap } from './windowAddresses.ts'
+import { lookup, positionOf, positionsOf, sameWindow, type WindowAddress, type WindowAddressMap } from './windowAddresses.ts'
 
 /** What the bindings read from an engine; a structural subset, so tests can pass a fake. */
 export type ObservedEngine = Pick<
@@ -80,11 +80,11 @@ export class EngineFeed {
   }
 
   #watch(listener: FrameListener, window: WindowAddress): void {
-    const byStart = startsOf(this.#watches, window)
-    let watch = byStart.get(window.start)
+    const byPosition = positionsOf(this.#watches, window)
+    let watch = byPosition.get(positionOf(window))
     if (watch === undefined) {
       watch = { listeners: new Set(), frame: -1, latest: null }
-      byStart.set(window.start, watch)
+      byPosition.set(positionOf(window), watch)
     }
     if (!watch.listeners.has(listener)) this.#watching++
     watch.listeners.add(listener)
@@ -93,13 +93,13 @@ export class EngineFeed {
   /** Removes the listener and prunes emptied maps, so windows that came and went leave no entries. */
   #unwatch(listener: FrameListener, window: WindowAddress): void {
     const byKey = this.#watches.get(window.window)
-    const byStart = byKey?.get(window.key)
-    const watch = byStart?.get(window.start)
-    if (byKey === undefined || byStart === undefined || watch === undefined || !watch.listeners.delete(listener)) return
+    const byPosition = byKey?.get(window.key)
+    const watch = byPosition?.get(positionOf(window))
+    if (byKey === undefined || byPosition === undefined || watch === undefined || !watch.listeners.delete(listener)) return
     this.#watching--
     if (watch.listeners.size > 0) return
-    byStart.delete(window.start)
-    if (byStart.size > 0) return
+    byPosition.delete(positionOf(window))
+    if (byPosition.size > 0) return
     byKey.delete(window.key)
     if (byKey.size === 0) this.#watches.delete(window.window)
   }

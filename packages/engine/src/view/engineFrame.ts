@@ -1,5 +1,5 @@
 import type { ResultQuery, WindowChange, WindowResult } from '@tidemark/engine'
-import { lookup, sameWindow, startsOf, type WindowAddress, type WindowAddressMap } from './windowAddresses.ts'
+import { lookup, place, sameWindow, type WindowAddress, type WindowAddressMap } from './windowAddresses.ts'
 
 /** What a `KnownLatest` answers for a window it knows no change in this frame touched. */
 export const UNTOUCHED = Symbol('untouched')
@@ -32,21 +32,21 @@ export class EngineFrame {
   }
 
   /**
-   * The value window `(window, key, start)` has after this frame: `undefined`
-   * when no change touched it, `null` when it was retracted (a session that
-   * merged into another, or that now starts elsewhere).
+   * The value window `(window, key, start)` has after this frame (`end` tells the windows of a
+   * cumulating spec apart): `undefined` when no change touched it, `null` when it was retracted
+   * (a session that merged into another, or that now starts elsewhere).
    */
-  latest(window: string, key: string, start: number): WindowResult | null | undefined {
-    const address = { window, key, start }
+  latest(window: string, key: string, start: number, end?: number): WindowResult | null | undefined {
+    const address = end === undefined ? { window, key, start } : { window, key, start, end }
     const known = this.#known?.(address)
     if (known !== undefined) return known === UNTOUCHED ? undefined : known
     this.#latest ??= latestByWindow(this.changes)
     return lookup(this.#latest, address)
   }
 
-  /** Whether any change in this frame is about window `(window, key, start)`. */
-  touches(window: string, key: string, start: number): boolean {
-    return this.latest(window, key, start) !== undefined
+  /** Whether any change in this frame is about window `(window, key, start)` (ending at `end`). */
+  touches(window: string, key: string, start: number, end?: number): boolean {
+    return this.latest(window, key, start, end) !== undefined
   }
 
   /** Whether any change in this frame falls inside `query` (as `engine.results(query)` filters). */
@@ -63,8 +63,8 @@ export class EngineFrame {
 function latestByWindow(changes: readonly WindowChange[]): WindowAddressMap<WindowResult | null> {
   const latest: WindowAddressMap<WindowResult | null> = new Map()
   for (const { type, result, previous } of changes) {
-    if (previous !== undefined && !sameWindow(previous, result)) startsOf(latest, previous).set(previous.start, null)
-    startsOf(latest, result).set(result.start, type === 'retract' ? null : result)
+    if (previous !== undefined && !sameWindow(previous, result)) place(latest, previous, null)
+    place(latest, result, type === 'retract' ? null : result)
   }
   return latest
 }
@@ -82,12 +82,12 @@ export function compactChanges(changes: readonly WindowChange[]): WindowChange[]
   const last: WindowAddressMap<WindowChange> = new Map()
   for (const { type, result, previous } of changes) {
     if (previous !== undefined && !sameWindow(previous, result)) {
-      startsOf(last, previous).set(previous.start, { type: 'retract', result: previous })
+      place(last, previous, { type: 'retract', result: previous, pane: previous.pane })
     }
-    startsOf(last, result).set(result.start, { type, result })
+    place(last, result, { type, result, pane: result.pane })
   }
   const compacted: WindowChange[] = []
-  for (const byKey of last.values()) for (const byStart of byKey.values()) for (const change of byStart.values()) compacted.push(change)
+  for (const byKey of last.values()) for (const byPosition of byKey.values()) for (const change of byPosition.values()) compacted.push(change)
   return compacted
 }
 

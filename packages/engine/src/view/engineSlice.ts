@@ -2,7 +2,7 @@ import type { EngineStats, LateEvent, ResultQuery, SyncStatus, WindowResult } fr
 import type { ObservedEngine } from './engineFeed.ts'
 import type { EngineFrame } from './engineFrame.ts'
 import { sameWindowResult, shallowEqual, shallowEqual2, shareArray } from './structuralSharing.ts'
-import type { WindowAddress } from './windowAddresses.ts'
+import { positionOf, type WindowAddress } from './windowAddresses.ts'
 
 /**
  * One piece of engine state a consumer watches: how to read it, how a frame
@@ -67,40 +67,47 @@ export function windowsSlice(query?: ResultQuery): EngineSlice<readonly WindowRe
  * change to a window carries its value (`retract` removes it), and
  * `engine.results()` may scan every window.
  *
+ * The windows of a cumulating spec share their start: `end` names one (without it, the one
+ * covering the whole period).
+ *
  * @example
  * const minute = new EngineObserver(feed, windowSlice('tumbling:60000', 'temp', 0))
  * const stop = minute.subscribe(() => draw(minute.getSnapshot())) // called only in frames that changed this minute
+ * const twoHours = windowSlice('cumulating:86400000:3600000', 'temp', day, day + 7_200_000) // the day's first two hours
  */
-export function windowSlice(window: string, key: string, start: number): EngineSlice<WindowResult | undefined> {
+export function windowSlice(window: string, key: string, start: number, end?: number): EngineSlice<WindowResult | undefined> {
   const share = (previous: WindowResult | undefined, next: WindowResult | undefined) =>
     previous !== undefined && next !== undefined && sameWindowResult(previous, next) ? previous : next
+  const watches: WindowAddress = end === undefined ? { window, key, start } : { window, key, start, end }
+  const position = positionOf(watches)
   return {
-    watches: { window, key, start },
+    watches,
     // `to` is exclusive; the find guards against an engine that filters loosely.
-    read: (engine) => engine.results({ window, key, from: start, to: start + 1 }).find((r) => r.start === start),
+    read: (engine) => engine.results({ window, key, from: start, to: start + 1 }).find((r) => r.start === start && positionOf(r) === position),
     share,
     advance: (previous, frame) => {
-      const latest = frame.latest(window, key, start)
+      const latest = frame.latest(window, key, start, end)
       return latest === undefined ? previous : share(previous, latest ?? undefined)
     },
   }
 }
 
 /**
- * Every on-time value and correction of one window, oldest first (`engine.history()`).
+ * Every on-time and late pane of one window, oldest first (`engine.history()`); `end` names one
+ * window of a cumulating spec.
  *
  * @example
  * const history = new EngineObserver(feed, windowHistorySlice('tumbling:60000', 'temp', 0))
  * history.getSnapshot()[0]?.status // 'on_time' once the minute fired
  */
-export function windowHistorySlice(window: string, key: string, start: number): EngineSlice<readonly WindowResult[]> {
+export function windowHistorySlice(window: string, key: string, start: number, end?: number): EngineSlice<readonly WindowResult[]> {
   return {
     ...rereadSlice<readonly WindowResult[]>(
-      (engine) => engine.history(window, key, start).slice(),
-      (frame) => frame.touches(window, key, start),
+      (engine) => engine.history(window, key, start, end).slice(),
+      (frame) => frame.touches(window, key, start, end),
       (previous, next) => shareArray(previous, next, sameWindowResult),
     ),
-    watches: { window, key, start },
+    watches: end === undefined ? { window, key, start } : { window, key, start, end },
   }
 }
 

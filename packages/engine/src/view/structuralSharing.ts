@@ -37,6 +37,9 @@ export function sameWindowResult(a: WindowResult, b: WindowResult): boolean {
       a.status === b.status &&
       a.final === b.final &&
       a.basis === b.basis &&
+      a.pane.index === b.pane.index &&
+      a.pane.onTimeIndex === b.pane.onTimeIndex &&
+      a.pane.timing === b.pane.timing &&
       Object.is(a.count, b.count) &&
       Object.is(a.sum, b.sum) &&
       Object.is(a.min, b.min) &&

@@ -1,13 +1,12 @@
 import type { Anomaly, AnomalyReason } from '../core/anomaly.ts'
 import type { DedupMemory } from '../core/dedupMemory.ts'
 import type { ResolvedOptions } from '../core/engineOptions.ts'
-import { copyStreamEvent, type StreamEvent } from '../core/event.ts'
+import { copyStreamEvent, invalidAnomaly, type StreamEvent } from '../core/event.ts'
 import { placementOrder } from '../ordered/eventOrder.ts'
+import type { FutureSources } from '../core/futureSources.ts'
 import type { Frontiers } from '../time/frontiers.ts'
-import { FixedWindowIndex } from './fixedWindowIndex.ts'
 import { rejectInput, safeInvalidReason } from '../core/inputRejection.ts'
 import type { LateLane } from '../core/lateLane.ts'
-import { LARGE_BATCH, type PaneRun, PaneRuns } from './paneRuns.ts'
 import type { ReplicationOutbox } from '../replica/replicationOutbox.ts'
 import type { SourceClock } from '../time/sourceClock.ts'
 import {
@@ -40,13 +39,8 @@ export interface PlacementState {
   readonly dedup: DedupMemory
   readonly anomalies: Record<AnomalyReason, number>
   readonly tracker: WindowTracker
+  readonly futureSources: FutureSources
 }
-
-/**
- * Tests only: engines created while `placeEach` is true place every event on its own, the
- * reference that placement by pane runs is checked against.
- */
-export const placementReference = { placeEach: false }
 
 /**
  * The ingest hot path: validates, deduplicates and bounds each event of a batch, then places
@@ -59,21 +53,13 @@ export class BatchPlacement {
   readonly #maxNewPerEvent: number
   /** Session placement depends on the order of events in a batch, so batches are placed in event order. */
   readonly #hasSessions: boolean
-  /** With fixed specs only: the batch's events grouped into runs per source, key and pane (null: place each event). */
-  readonly #runs: PaneRuns | null
-  readonly #fixed: readonly FixedWindowIndex[]
   /** Per event of the batch being placed: why it is invalid, or null. */
   readonly #reasons: (AnomalyReason | null)[] = []
 
-  constructor(state: PlacementState, placeEach = placementReference.placeEach) {
+  constructor(state: PlacementState) {
     this.#state = state
     this.#maxNewPerEvent = state.indexes.reduce((n, index) => n + index.maxNewPerEvent, 0)
     this.#hasSessions = state.options.specs.some((spec) => spec.kind === 'session')
-    const fixed = state.indexes.filter((index) => index instanceof FixedWindowIndex)
-    // Refused specs are a bit mask per run.
-    const byRuns = !placeEach && fixed.length === state.indexes.length && fixed.length > 0 && fixed.length <= 30
-    this.#fixed = fixed
-    this.#runs = byRuns ? new PaneRuns(fixed.reduce((g, index) => gcd(g, index.slide), 0)) : null
   }
 
   /**
@@ -88,7 +74,7 @@ export class BatchPlacement {
     logged: StreamEvent[] | null,
     invalid: Partial<Record<AnomalyReason, number>>,
   ): PlacementTally {
-    const { options, replicaId, indexes, lateLane, outbox, dedup, tracker } = this.#state
+    const { options, replicaId, indexes, lateLane, outbox, dedup, tracker, futureSources } = this.#state
     const counts = this.#state.anomalies
     const limits = options.limits
     const sources = this.#state.frontiers.sources
@@ -99,10 +85,12 @@ export class BatchPlacement {
     let conflicting = 0
     let beyond = 0
     let lastClock: SourceClock | undefined
+    // Later than this is stamped too far ahead of the clock (NaN when `now` is not a time: then nothing is).
+    const future = now + options.maxFutureSkew
     const order = this.#hasSessions ? placementOrder(events) : null
-    // Near `maxWindows`, each event's room depends on the windows placed before it: one by one.
-    const runs = this.#runs !== null && this.windowCount() + this.#maxNewPerEvent * n <= limits.maxWindows ? this.#runs : null
-    runs?.begin(n)
+    // Far from `maxWindows`, no event of the batch can reach it: no room to check per event.
+    const roomy = this.windowCount() + this.#maxNewPerEvent * n <= limits.maxWindows
+    const publish = frontiers.publish === true
     // Checked in a pass of their own: the batch's objects and strings (scattered in the heap)
     // are then fetched from memory many at a time instead of one event at a time.
     const reasons = this.#reasons
@@ -118,6 +106,14 @@ export class BatchPlacement {
       }
       logged?.push(event)
       const { id, seq, ts, value } = event
+      if (ts > future) {
+        // Logged with the batch: replay, at the logged `now`, refuses it the same way.
+        const detail = `ts ${ts} is ${ts - now} ms ahead of now (${now}); maxFutureSkew is ${options.maxFutureSkew} ms`
+        anomalies.push({ ...invalidAnomaly('future_ts', event, i), detail, event: copyStreamEvent(event) })
+        counts.future_ts++
+        futureSources.note(event.source, ts)
+        continue
+      }
       let clock = lastClock !== undefined && lastClock.name === event.source ? lastClock : sources.get(event.source)
       if (clock !== undefined && clock.writer !== replicaId) {
         rejectInput(anomalies, counts, 'source_conflict', event, i, `source '${event.source}' is written by replica '${clock.writer}'`)
@@ -146,7 +142,7 @@ export class BatchPlacement {
         }
       }
       const key = event.key ?? ''
-      if (runs === null && this.windowCount() + this.#maxNewPerEvent > limits.maxWindows && !this.#roomFor(key, ts, frontiers)) {
+      if (!roomy && this.windowCount() + this.#maxNewPerEvent > limits.maxWindows && !this.#roomFor(key, ts, frontiers)) {
         rejectInput(anomalies, counts, 'overflow', event, i, `limits.maxWindows (${limits.maxWindows}) reached`)
         continue
       }
@@ -158,75 +154,29 @@ export class BatchPlacement {
       }
       lastClock = clock
       const version = clock.version + 1
-      if (runs !== null) runs.add(clock, key, ts, value, version, i)
-      else {
-        let outcome = 0
-        for (let s = 0; s < indexes.length; s++) {
-          const index = indexes[s] as WindowIndex
-          const placed = index.place(key, clock, ts, value, version, frontiers, tracker)
-          if (placed & REFUSED) lateLane.push({ event: copyStreamEvent(event), window: index.id, reason: 'beyond_lateness' })
-          outcome |= placed
-        }
-        if (outcome & (ON_TIME | ADMITTED_LATE)) {
-          accepted++
-          if (outcome & ADMITTED_LATE) late++
-        } else {
-          beyond++
-        }
-      }
-      const before = clock.ahead.size + clock.ids.size
-      clock.remember(seq, id, ts, now)
-      outbox.clock(clock)
-      dedup.entries += clock.ahead.size + clock.ids.size - before
-    }
-    if (n > LARGE_BATCH) reasons.length = 0
-    if (runs === null) return { accepted, late, duplicates, conflicting, beyond }
-    const tally = this.#placeRuns(runs, events, frontiers, duplicates, conflicting)
-    runs.release()
-    return tally
-  }
-
-  /**
-   * Places the collected runs, in order of their first events, then counts and sends refused
-   * events to the late lane in batch order, as placing each event would have.
-   */
-  #placeRuns(runs: PaneRuns, events: readonly StreamEvent[], frontiers: BatchFrontiers, duplicates: number, conflicting: number): PlacementTally {
-    const { lateLane, tracker } = this.#state
-    const fixed = this.#fixed
-    const { values, next } = runs
-    let accepted = 0
-    let late = 0
-    let beyond = 0
-    let anyRefused = 0
-    for (let r = 0; r < runs.count; r++) {
-      const run = runs.runs[r] as PaneRun
       let outcome = 0
-      let refused = 0
-      for (let s = 0; s < fixed.length; s++) {
-        const placed = (fixed[s] as FixedWindowIndex).placeRun(run, values, next, frontiers, tracker)
-        if (placed & REFUSED) refused |= 1 << s
+      for (let s = 0; s < indexes.length; s++) {
+        const index = indexes[s] as WindowIndex
+        const placed = index.place(key, clock, ts, value, version, frontiers, tracker)
+        if (placed & REFUSED) lateLane.push({ event: copyStreamEvent(event), window: index.id, reason: 'beyond_lateness' })
         outcome |= placed
       }
-      run.refused = refused
-      anyRefused |= refused
       if (outcome & (ON_TIME | ADMITTED_LATE)) {
-        accepted += run.count
-        if (outcome & ADMITTED_LATE) late += run.count
+        accepted++
+        if (outcome & ADMITTED_LATE) late++
       } else {
-        beyond += run.count
+        beyond++
       }
-    }
-    if (anyRefused !== 0) {
-      const { runOf, eventAt } = runs
-      for (let m = 0; m < runs.placed; m++) {
-        const refused = (runs.runs[runOf[m] as number] as PaneRun).refused
-        if (refused === 0) continue
-        const event = events[eventAt[m] as number] as StreamEvent
-        for (let s = 0; s < fixed.length; s++) {
-          if (refused & (1 << s)) lateLane.push({ event: copyStreamEvent(event), window: (fixed[s] as FixedWindowIndex).id, reason: 'beyond_lateness' })
-        }
+      // Only an event out of seq order, or without seq, can add to dedup memory.
+      if (seq !== undefined && seq === clock.prefix + 1 && clock.ahead.size === 0) clock.remember(seq, id, ts, now)
+      else {
+        const before = clock.ahead.size + clock.ids.size
+        clock.remember(seq, id, ts, now)
+        dedup.entries += clock.ahead.size + clock.ids.size - before
       }
+      if (publish) outbox.clock(clock)
     }
+    if (n > LARGE_BATCH) reasons.length = 0
     return { accepted, late, duplicates, conflicting, beyond }
   }
 
@@ -244,7 +194,5 @@ export class BatchPlacement {
   }
 }
 
-function gcd(a: number, b: number): number {
-  while (b !== 0) [a, b] = [b, a % b]
-  return a
-}
+/** Events per batch above which the per-event buffer is released after the batch. */
+const LARGE_BATCH = 1 << 16

@@ -1,5 +1,4 @@
 import type { CellEntry } from '../replica/replicaPort.ts'
-import { SessionWindowIndex } from './sessionWindowIndex.ts'
 import type { WindowIndex } from './windowIndex.ts'
 import { compareResults, type ResultQuery, type WindowResult } from './windowResult.ts'
 
@@ -27,22 +26,21 @@ export function queryResults(indexes: readonly WindowIndex[], query?: ResultQuer
 }
 
 /** The fired results of one live window, oldest first (empty when it is not live). */
-export function windowHistory(indexes: readonly WindowIndex[], window: string, key: string, start: number): readonly WindowResult[] {
+export function windowHistory(indexes: readonly WindowIndex[], window: string, key: string, start: number, end?: number): readonly WindowResult[] {
   const index = indexes.find((i) => i.id === window)
-  return index?.find(key, start)?.history() ?? []
+  return index?.find(key, start, end)?.history() ?? []
 }
 
-/** Live windows, their cells (fixed-window cells and session fragments) and the events of windows not yet fired. */
+/** Live windows, their cells (slice cells and session fragments) and the events of windows not yet fired. */
 export function windowGauges(indexes: readonly WindowIndex[]): { openWindows: number; cells: number; pending: number } {
   let openWindows = 0
   let cells = 0
   let pending = 0
   for (const index of indexes) {
     openWindows += index.size
-    for (const w of index.windows()) {
-      cells += w.cellCount + w.fragments.length
-      if (!w.fired) pending += w.count()
-    }
+    const gauges = index.gauges()
+    cells += gauges.cells
+    pending += gauges.pending
   }
   return { openWindows, cells, pending }
 }
@@ -50,17 +48,6 @@ export function windowGauges(indexes: readonly WindowIndex[]): { openWindows: nu
 /** Every live cell, and the session tombstones, as a full-state exchange carries them. Cells may be live state: copy what you keep. */
 export function liveCells(indexes: readonly WindowIndex[]): CellEntry[] {
   const cells: CellEntry[] = []
-  for (const index of indexes) {
-    for (const w of index.windows()) {
-      const sources = w.sources()
-      for (let i = 0; i < sources.length; i++) {
-        cells.push({ address: { window: w.window, key: w.key, start: w.start, source: sources[i] as string }, cell: w.cellAt(i) })
-      }
-      for (const f of w.fragments) cells.push({ address: { window: w.window, key: w.key, start: f.start, source: f.source }, cell: f.cell })
-    }
-    if (index instanceof SessionWindowIndex) {
-      for (const [key, f] of index.tombstones()) cells.push({ address: { window: index.id, key, start: f.start, source: f.source }, cell: f.cell })
-    }
-  }
+  for (const index of indexes) index.liveCells(cells)
   return cells
 }

@@ -1,9 +1,11 @@
-import type { SessionIndexSnapshot } from '../recovery/engineCheckpoint.ts'
+import type { SessionIndexSnapshot, SliceIndexSnapshot } from '../recovery/engineCheckpoint.ts'
 import { absorbCell, addToCell, emptyCell, mergeCell, tombstone } from '../lattice/cell.ts'
 import { type CellGroup, groupCell } from '../lattice/cellGroup.ts'
+import type { CellEntry } from '../replica/replicaPort.ts'
 import {
   ADMITTED_LATE,
   type BatchFrontiers,
+  type ExpiredCell,
   type MergeCounts,
   ON_TIME,
   type PlacementSource,
@@ -24,6 +26,7 @@ import { type SessionFragment, WindowState } from './windowState.ts'
 export class SessionWindowIndex implements WindowIndex {
   readonly id: string
   readonly maxNewPerEvent = 1
+  discarding = false
   readonly #gap: number
   readonly #byKey = new Map<string, WindowState[]>()
   /**
@@ -106,6 +109,10 @@ export class SessionWindowIndex implements WindowIndex {
     }
     const target = this.#join(key, sessions, from, to, start, end, frontiers, tracker)
     this.#addToFragment(target, source.name, ts, value, version, tracker)
+    if (this.discarding) {
+      target.pending ??= emptyCell()
+      addToCell(target.pending, ts, value, 0)
+    }
     if (target.touchedIn !== frontiers.batch) {
       target.touchedIn = frontiers.batch
       tracker.touched(target)
@@ -146,13 +153,15 @@ export class SessionWindowIndex implements WindowIndex {
     const target = sessions[from] as WindowState
     if (target.start !== start) {
       // The session's identity (its start) changes: retract what was shown under the old one.
-      tracker.swallowed(target)
+      tracker.swallowed(target, false)
       target.emitted = null
       target.start = start
+      tracker.replaced(target)
     }
     for (let i = from + 1; i < to; i++) {
       const swallowed = sessions[i] as WindowState
-      tracker.swallowed(swallowed)
+      tracker.swallowed(swallowed, true)
+      tracker.replaced(target)
       target.fragments = [...target.fragments, ...swallowed.fragments]
       swallowed.fragments = []
       swallowed.live = false
@@ -190,7 +199,7 @@ export class SessionWindowIndex implements WindowIndex {
     }
     if (own === 1 && only !== null && only.start <= ts) {
       addToCell(only.cell, ts, value, version)
-      tracker.written(session, source, only.start, only.cell)
+      tracker.written(this.id, session.key, only.start, source, only.cell)
       return
     }
     // A new fragment start: the source's fragments fold into one new cell, the others' keys become tombstones.
@@ -215,9 +224,9 @@ export class SessionWindowIndex implements WindowIndex {
       const dead = tombstone(f.cell, version)
       // Kept, so a full-state exchange (anti-entropy) carries the deletion too, not just the live cells.
       this.#keepTombstone(session.key, { source, start: f.start, cell: dead })
-      tracker.written(session, source, f.start, dead)
+      tracker.written(this.id, session.key, f.start, source, dead)
     }
-    tracker.written(session, source, start, cell)
+    tracker.written(this.id, session.key, start, source, cell)
   }
 
   #keepTombstone(key: string, fragment: SessionFragment): void {
@@ -351,6 +360,7 @@ export class SessionWindowIndex implements WindowIndex {
       next.push(target)
       if (touched) {
         if (wasFinal) counts.finalityViolations++
+        tracker.replaced(target)
         if (target.touchedIn !== frontiers.batch) {
           target.touchedIn = frontiers.batch
           tracker.touched(target)
@@ -361,7 +371,7 @@ export class SessionWindowIndex implements WindowIndex {
     // Sessions left with no live fragment (every one became a tombstone) leave live state.
     for (const s of sessions) {
       if (kept.has(s) || !s.live) continue
-      tracker.swallowed(s)
+      tracker.swallowed(s, true)
       s.live = false
       s.fragments = []
       this.#count--
@@ -390,7 +400,8 @@ export class SessionWindowIndex implements WindowIndex {
     }
   }
 
-  restore(snapshot: SessionIndexSnapshot): void {
+  restore(snapshot: SessionIndexSnapshot | SliceIndexSnapshot): void {
+    if (!('sealed' in snapshot)) return
     for (const [key, end] of snapshot.sealed) this.#sealed.set(key, end)
     for (const [key, dead] of snapshot.tombstones) {
       this.#tombstones.set(key, new Map(dead.map(([source, start, cell]) => [fragmentId(source, start), { source, start, cell: { ...cell } }])))
@@ -405,11 +416,12 @@ export class SessionWindowIndex implements WindowIndex {
     return s !== undefined && s.start === start ? s : undefined
   }
 
-  remove(window: WindowState): void {
+  remove(window: WindowState, expired: ExpiredCell): void {
     const sessions = this.#byKey.get(window.key)
     if (sessions === undefined) return
     const i = sessions.indexOf(window)
     if (i < 0) return
+    for (const f of window.fragments) expired(this.id, window.key, f.start, f.source)
     sessions.splice(i, 1)
     if (sessions.length === 0) this.#byKey.delete(window.key)
     if (window.end > (this.#sealed.get(window.key) ?? Number.NEGATIVE_INFINITY)) this.#sealed.set(window.key, window.end)
@@ -429,6 +441,27 @@ export class SessionWindowIndex implements WindowIndex {
 
   horizon(frontiers: BatchFrontiers): number {
     return frontiers.watermark - frontiers.lateness - this.#gap
+  }
+
+  takes(window: string): boolean {
+    return window === this.id
+  }
+
+  gauges(): { cells: number; pending: number } {
+    let cells = 0
+    let pending = 0
+    for (const w of this.windows()) {
+      cells += w.fragments.length
+      if (!w.fired) pending += w.count()
+    }
+    return { cells, pending }
+  }
+
+  liveCells(out: CellEntry[]): void {
+    for (const w of this.windows()) {
+      for (const f of w.fragments) out.push({ address: { window: this.id, key: w.key, start: f.start, source: f.source }, cell: f.cell })
+    }
+    for (const [key, f] of this.tombstones()) out.push({ address: { window: this.id, key, start: f.start, source: f.source }, cell: f.cell })
   }
 }
 

@@ -1,6 +1,7 @@
 import type { Cell } from '../lattice/cell.ts'
-import type { SessionIndexSnapshot } from '../recovery/engineCheckpoint.ts'
+import type { SessionIndexSnapshot, SliceIndexSnapshot } from '../recovery/engineCheckpoint.ts'
 import type { CellGroup } from '../lattice/cellGroup.ts'
+import type { CellEntry } from '../replica/replicaPort.ts'
 import type { WindowState } from './windowState.ts'
 
 /** Frontiers as they stood before the batch (they move only between batches: docs/semantics.md). */
@@ -12,6 +13,8 @@ export interface BatchFrontiers {
   readonly lateness: number
   /** Batch number, to mark touched windows once. */
   readonly batch: number
+  /** Someone listens for local writes (a transport): placement reports each written cell (`WindowTracker.written`). */
+  readonly publish?: boolean
 }
 
 /** What an index reports back to the engine while it places events. */
@@ -22,11 +25,22 @@ export interface WindowTracker {
   touched(window: WindowState): void
   /** A session grew its end: it needs a new place in the firing queue. */
   grown(window: WindowState): void
-  /** A local write changed a cell (or made a tombstone); the replication layer publishes it. */
-  written(window: WindowState, source: string, start: number, cell: Cell): void
-  /** A session was absorbed into another (or changed identity): its emitted result is retracted. */
-  swallowed(window: WindowState): void
+  /** A local write changed the cell at this address (or made a tombstone); the replication layer publishes it. */
+  written(window: string, key: string, start: number, source: string, cell: Cell): void
+  /**
+   * A session was absorbed into another (`gone`: it leaves live state) or changed identity (it
+   * stays, under a new start): its emitted result is retracted.
+   */
+  swallowed(window: WindowState, gone: boolean): void
+  /**
+   * A window changed in a way its discarding panes cannot add up to: a peer's cell replaced one
+   * it already counted, or a session absorbed another. Its next pane carries the whole window.
+   */
+  replaced(window: WindowState): void
 }
+
+/** Called for each cell address of a window or slice that left live state. */
+export type ExpiredCell = (window: string, key: string, start: number, source: string) => void
 
 /** The source an event is placed for (a `SourceClock`). */
 export interface PlacementSource {
@@ -43,16 +57,18 @@ export const REFUSED = 4
 /** Places events of one window spec into windows. */
 export interface WindowIndex {
   readonly id: string
+  /** Discarding mode: windows collect what arrived since their last pane (`WindowState.pending`). */
+  discarding: boolean
   /** Windows this spec would create for the event; used only near the `maxWindows` bound. */
   missingWindows(key: string, ts: number, frontiers: BatchFrontiers): number
   /** Most windows one event can create. */
   readonly maxNewPerEvent: number
   /** Applies one event for `source` at the source's clock `version`; returns ON_TIME / ADMITTED_LATE / REFUSED bits. */
   place(key: string, source: PlacementSource, ts: number, value: number, version: number, frontiers: BatchFrontiers, tracker: WindowTracker): number
-  /** The live window of `key` starting at `start`, if any. */
-  find(key: string, start: number): WindowState | undefined
-  /** Removes a window from live state. */
-  remove(window: WindowState): void
+  /** The live window of `key` starting at `start` (ending at `end`, to tell cumulating windows apart), if any. */
+  find(key: string, start: number, end?: number): WindowState | undefined
+  /** Removes a window from live state, and the cells only it still counted (each through `expired`). */
+  remove(window: WindowState, expired: ExpiredCell): void
   /** Live windows, unordered. */
   windows(): IterableIterator<WindowState>
   readonly size: number
@@ -63,11 +79,17 @@ export interface WindowIndex {
   mergeRemote(groups: readonly CellGroup[], frontiers: RemoteFrontiers, tracker: WindowTracker): MergeCounts
   /** Puts a window back into live state (checkpoint recovery). */
   adopt(window: WindowState): void
-  /** Index state beyond its windows (sessions: sealed ends and peers' tombstones). */
-  snapshot(): SessionIndexSnapshot | null
-  restore(snapshot: SessionIndexSnapshot): void
+  /** Index state beyond its windows (sessions: sealed ends and peers' tombstones; fixed specs: slices). */
+  snapshot(): SessionIndexSnapshot | SliceIndexSnapshot | null
+  restore(snapshot: SessionIndexSnapshot | SliceIndexSnapshot): void
   /** Smallest event time whose copies could still change a window of this spec (dedup horizon). */
   horizon(frontiers: BatchFrontiers): number
+  /** Whether peers' cells named `window` (a spec id, or a slice part's name) belong to this index. */
+  takes(window: string): boolean
+  /** Cells held, and events in windows not fired yet (counted once per window). */
+  gauges(): { cells: number; pending: number }
+  /** Appends every live cell (and session tombstone) as a full-state exchange carries them. */
+  liveCells(out: CellEntry[]): void
 }
 
 /** A peer's cell for one window (fixed) or one session fragment. */

@@ -1,21 +1,30 @@
 import type { Cell } from '../lattice/cell.ts'
+import type { Aggregate } from '../lattice/cellSet.ts'
+import type { ReplicationOutbox } from '../replica/replicationOutbox.ts'
 import { EventTimeQueue } from '../time/eventTimeQueue.ts'
 import type { Frontiers } from '../time/frontiers.ts'
-import type { ReplicationOutbox } from '../replica/replicationOutbox.ts'
-import type { WindowTracker, WindowIndex } from './windowIndex.ts'
-import type { Basis, WindowChange, WindowResult } from './windowResult.ts'
-import type { WindowState } from './windowState.ts'
+import { paneInfo } from './paneInfo.ts'
+import { deadlineOf, type Trigger } from './trigger.ts'
+import type { WindowIndex, WindowTracker } from './windowIndex.ts'
+import type { Accumulation, Basis, PaneTiming, ResultStatus, WindowChange, WindowChangeType, WindowResult } from './windowResult.ts'
+import type { PaneTimer, WindowState } from './windowState.ts'
 
 export interface LifecycleSettings {
   readonly allowedLateness: number
   readonly retention: number
   readonly historyLimit: number
+  readonly early: Trigger
+  readonly late: Trigger
+  readonly accumulation: Accumulation
 }
+
+const NOTHING: Aggregate = Object.freeze({ count: 0, sum: 0, min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY })
 
 /**
  * Moves windows through provisional → on time → corrected → final → gone, in event-time
  * order, from three queues keyed by the time each step becomes due, so that a step never
- * scans live windows. Collects the changes of one batch and hands them out in `settle()`.
+ * scans live windows; and fires their panes as the triggers say, processing-time triggers from
+ * a fourth queue keyed by deadline. Collects the changes of one batch and hands them out in `settle()`.
  */
 export class WindowLifecycle implements WindowTracker {
   readonly #settings: LifecycleSettings
@@ -29,9 +38,19 @@ export class WindowLifecycle implements WindowTracker {
   readonly #unfinal = new EventTimeQueue<WindowState>()
   /** Final windows waiting to leave live state, by end + allowedLateness + retention. */
   readonly #expiring = new EventTimeQueue<WindowState>()
+  /** Windows with an armed processing-time trigger, by deadline (entries of cancelled timers are skipped). */
+  readonly #timers = new EventTimeQueue<WindowState>()
+  #armed = 0
+  /** The last timer armed: timers due together fire in the order they were armed. */
+  timerSeq = 0
   #touched: WindowState[] = []
+  readonly #early: WindowState[] = []
   #changes: WindowChange[] = []
   corrections = 0
+  readonly #discarding: boolean
+  readonly #expired = (window: string, key: string, start: number, source: string): void => {
+    if (this.#writes(source)) this.#outbox.expire({ window, key, start, source })
+  }
 
   /**
    * What window indexes report while they place events or merge peers' cells: this object
@@ -40,6 +59,11 @@ export class WindowLifecycle implements WindowTracker {
    */
   get tracker(): WindowTracker {
     return this
+  }
+
+  /** Processing-time triggers armed now. */
+  get timers(): number {
+    return this.#armed
   }
 
   constructor(
@@ -54,6 +78,7 @@ export class WindowLifecycle implements WindowTracker {
     this.#indexes = indexes
     this.#outbox = outbox
     this.#writes = writes
+    this.#discarding = settings.accumulation === 'discarding'
   }
 
   created(w: WindowState): void {
@@ -74,20 +99,31 @@ export class WindowLifecycle implements WindowTracker {
     else this.#unfired.push(w.end, w)
   }
 
-  swallowed(w: WindowState): void {
-    if (w.emitted !== null) this.#changes.push({ type: 'retract', result: w.emitted })
+  swallowed(w: WindowState, gone: boolean): void {
+    // A session that stays under a new start keeps its trigger: its pane is still to come.
+    if (gone) this.#cancel(w)
+    const emitted = w.emitted
+    if (emitted !== null) this.#changes.push({ type: 'retract', result: emitted, pane: emitted.pane })
   }
 
-  written(w: WindowState, source: string, start: number, cell: Cell): void {
-    this.#outbox.cell(w, source, start, cell)
+  written(window: string, key: string, start: number, source: string, cell: Cell): void {
+    this.#outbox.cell(window, key, start, source, cell)
   }
 
-  /** Queues a window restored from a checkpoint for its next step. */
+  replaced(w: WindowState): void {
+    if (this.#discarding) w.whole = true
+  }
+
+  /** Queues a window restored from a checkpoint for its next step, and its armed trigger. */
   adopt(w: WindowState): void {
     const lateness = this.#settings.allowedLateness
     if (w.final) this.#expiring.push(w.end + lateness + this.#settings.retention, w)
     else if (w.fired) this.#unfinal.push(w.end + lateness, w)
     else this.#unfired.push(w.end, w)
+    if (w.timer !== null) {
+      this.#timers.push(w.timer.at, w)
+      this.#armed++
+    }
   }
 
   /** How the current frontiers know a window ending at `end` is complete. */
@@ -99,28 +135,25 @@ export class WindowLifecycle implements WindowTracker {
     return 'unknown'
   }
 
-  /** After the frontiers moved: corrections, firings, provisional updates, finality and expiry. Returns the batch's changes. */
-  settle(): WindowChange[] {
+  /**
+   * After the frontiers moved, at processing time `now`: late and early panes of the windows the
+   * operation changed (or their timers), on-time firings, processing-time panes now due (only
+   * when `timers`: a `tick`), finality and expiry. Returns the operation's changes.
+   */
+  settle(now: number, timers: boolean): WindowChange[] {
     const changes = this.#changes
-    const { allowedLateness: lateness, historyLimit, retention } = this.#settings
+    const { allowedLateness: lateness, retention, early, late } = this.#settings
     const W = this.#frontiers.watermark
     const F = this.#frontiers.firingFrontier()
-    const provisional: WindowState[] = []
+    const provisional = this.#early
     for (const w of this.#touched) {
       if (!w.live) continue
+      w.dirty = true
       if (!w.fired) {
-        provisional.push(w)
-        continue
-      }
-      const revision = Math.max(w.revision + 1, 1)
-      let basis = this.basis(w.end)
-      if (basis === 'unknown' && w.end <= w.basisEnd) basis = w.basis
-      const result = w.result('corrected', revision, w.end + lateness <= W, basis)
-      const previous = w.emitted
-      changes.push(previous === null ? { type: 'correction', result } : { type: 'correction', result, previous })
-      w.revision = revision
-      w.remember(result, historyLimit)
-      this.corrections++
+        if (early.kind === 'every_element') provisional.push(w)
+        else if (early.kind !== 'never') this.#arm(w, early, now)
+      } else if (late.kind === 'every_element') this.#latePane(w, W, changes)
+      else if (late.kind !== 'never') this.#arm(w, late, now)
     }
     this.#touched = []
     while (this.#unfired.peekAt() <= F) {
@@ -131,27 +164,27 @@ export class WindowLifecycle implements WindowTracker {
       w.basis = this.basis(w.end)
       w.basisEnd = w.end
       const final = w.end + lateness <= W
-      const result = w.result('on_time', 0, final, w.basis)
-      changes.push({ type: 'on_time', result })
-      w.remember(result, historyLimit)
+      this.#pane(w, 'on_time', 'on_time', 0, final, w.basis, false, changes)
       if (final) this.#markFinal(w)
       else this.#unfinal.push(w.end + lateness, w)
     }
     for (const w of provisional) {
       if (w.fired || !w.live) continue
-      const result = w.result('provisional', 0, false, 'unknown')
-      changes.push({ type: 'provisional', result })
-      w.remember(result, historyLimit)
+      this.#pane(w, 'provisional', 'provisional', 0, false, 'unknown', false, changes)
     }
+    provisional.length = 0
+    if (timers && this.#timers.peekAt() <= now) this.#fireTimers(now, W, changes)
     while (this.#unfinal.peekAt() <= W) {
       const w = this.#unfinal.pop()
       if (!w.live || w.final || w.end + lateness > W) continue
+      // Late data no pane has shown yet (its trigger waits, or never fires): its pane comes now.
+      if (w.dirty && w.fired) this.#latePane(w, W, changes)
       const emitted = w.emitted
       if (emitted !== null) {
         // A session that grew past what was known gets its basis back: W passed end + lateness.
         const basis = emitted.basis === 'unknown' ? this.basis(w.end) : emitted.basis
         const result: WindowResult = { ...emitted, final: true, basis }
-        changes.push({ type: 'final', result })
+        changes.push({ type: 'final', result, pane: result.pane })
         w.emitted = result
       }
       this.#markFinal(w)
@@ -159,11 +192,93 @@ export class WindowLifecycle implements WindowTracker {
     while (this.#expiring.peekAt() <= W) {
       const w = this.#expiring.pop()
       if (!w.live || w.end + lateness + retention > W) continue
-      this.#outbox.expire(w, this.#writes)
-      this.#indexes.find((i) => i.id === w.window)?.remove(w)
+      this.#indexes.find((i) => i.id === w.window)?.remove(w, this.#expired)
     }
     this.#changes = []
     return changes
+  }
+
+  /** A late pane: a correction of a fired window, final once W passed its end + allowedLateness. */
+  #latePane(w: WindowState, W: number, changes: WindowChange[]): void {
+    const revision = Math.max(w.revision + 1, 1)
+    let basis = this.basis(w.end)
+    if (basis === 'unknown' && w.end <= w.basisEnd) basis = w.basis
+    w.revision = revision
+    this.#pane(w, 'correction', 'corrected', revision, w.end + this.#settings.allowedLateness <= W, basis, true, changes)
+    this.corrections++
+  }
+
+  /**
+   * Emits a pane of `w`: its whole value (accumulating, or a discarding pane that must carry the
+   * whole window) or what arrived since its last pane. `previous` is the result it replaces:
+   * accumulating mode, for a correction; discarding mode, for a pane carrying the whole window.
+   */
+  #pane(
+    w: WindowState,
+    type: WindowChangeType,
+    status: ResultStatus,
+    revision: number,
+    final: boolean,
+    basis: Basis,
+    correction: boolean,
+    changes: WindowChange[],
+  ): void {
+    const timing: PaneTiming = status === 'provisional' ? 'early' : status === 'on_time' ? 'on_time' : 'late'
+    const pane = paneInfo(timing, w.panes, timing === 'early' ? -1 : w.onTimePanes)
+    w.panes++
+    if (timing !== 'early') w.onTimePanes++
+    let part: Aggregate | null = null
+    let previous = correction ? w.emitted : null
+    if (this.#discarding) {
+      previous = w.whole ? w.emitted : null
+      if (!w.whole) part = w.pending ?? NOTHING
+      w.pending = null
+      w.whole = false
+    }
+    const result = w.result(status, revision, final, basis, pane, part)
+    changes.push(previous === null ? { type, result, pane } : { type, result, pane, previous })
+    w.remember(result, this.#settings.historyLimit)
+    w.dirty = false
+    this.#cancel(w)
+  }
+
+  #arm(w: WindowState, trigger: Trigger, now: number): void {
+    if (w.timer !== null) return
+    const at = deadlineOf(trigger, now)
+    // A clock that gave no usable time arms nothing: the next change tries again.
+    if (!Number.isFinite(at)) return
+    w.timer = { at, seq: ++this.timerSeq }
+    this.#timers.push(at, w)
+    this.#armed++
+  }
+
+  #cancel(w: WindowState): void {
+    if (w.timer === null) return
+    w.timer = null
+    this.#armed--
+    // Cancelled timers stay queued until due: drop them once they outnumber the armed ones.
+    if (this.#timers.size > 2 * this.#armed + 64) this.#timers.retain((item, at) => item.live && item.timer?.at === at)
+  }
+
+  /** Fires the processing-time triggers due at `now`, in deadline order, then the order they were armed in. */
+  #fireTimers(now: number, W: number, changes: WindowChange[]): void {
+    const due: WindowState[] = []
+    while (this.#timers.peekAt() <= now) {
+      const at = this.#timers.peekAt()
+      const w = this.#timers.pop()
+      if (w.live && w.timer?.at === at) due.push(w)
+    }
+    due.sort((a, b) => (a.timer as PaneTimer).at - (b.timer as PaneTimer).at || (a.timer as PaneTimer).seq - (b.timer as PaneTimer).seq)
+    let last: WindowState | null = null
+    for (const w of due) {
+      // A window queued twice at one deadline (cancelled, then armed again) sorts next to itself.
+      if (w === last) continue
+      last = w
+      if (!w.dirty) this.#cancel(w)
+      else if (!w.fired) this.#pane(w, 'provisional', 'provisional', 0, false, 'unknown', false, changes)
+      else if (!w.final) this.#latePane(w, W, changes)
+      else this.#cancel(w)
+    }
   }
 
   #markFinal(w: WindowState): void {

@@ -5,11 +5,45 @@ export type Basis = 'proven' | 'derived' | 'fallback' | 'unknown'
 export type ResultStatus = 'provisional' | 'on_time' | 'corrected'
 
 /**
+ * What the panes of a window carry: `accumulating`, the whole window each time; `discarding`,
+ * only what arrived since the window's last pane (docs/semantics.md, Triggers and accumulation).
+ *
+ * @example
+ * createEngine({ windows: tumbling(60_000), accumulation: 'discarding' })
+ */
+export type Accumulation = 'accumulating' | 'discarding'
+
+/**
+ * Where a pane stands against the window's on-time firing: `early` before it (a `provisional`
+ * result), `on_time` the firing itself, `late` after it (a `corrected` result).
+ *
+ * @example
+ * const timing: PaneTiming = 'early'
+ */
+export type PaneTiming = 'early' | 'on_time' | 'late'
+
+/**
+ * Which pane of its window a result is (Beam's PaneInfo).
+ *
+ * @example
+ * // the third pane of a window, its first late one, after one early pane and the on-time one:
+ * // { timing: 'late', index: 2, onTimeIndex: 1 }
+ */
+export interface PaneInfo {
+  readonly timing: PaneTiming
+  /** Counts the window's panes from 0, early ones included. */
+  readonly index: number
+  /** Counts the on-time and late panes from 0 (the on-time pane is 0); -1 for an early pane. */
+  readonly onTimeIndex: number
+}
+
+/**
  * The value of one window for one key.
  *
  * @example
  * // { window: 'tumbling:60000', key: 'temp', start: 0, end: 60000, count: 3, sum: 63, min: 20, max: 22,
- * //   mean: 21, status: 'on_time', revision: 0, final: false, basis: 'derived' }
+ * //   mean: 21, status: 'on_time', revision: 0, final: false, basis: 'derived',
+ * //   pane: { timing: 'on_time', index: 2, onTimeIndex: 0 } }
  */
 export interface WindowResult {
   /** Id of the window spec, e.g. `'tumbling:60000'`. */
@@ -35,6 +69,8 @@ export interface WindowResult {
   readonly final: boolean
   /** How the engine knew the window was complete when this result was emitted. */
   readonly basis: Basis
+  /** Which pane of the window this result is; a `final` or `retract` change repeats the pane of the result it carries. */
+  readonly pane: PaneInfo
 }
 
 /**
@@ -50,15 +86,24 @@ export interface WindowResult {
 export type WindowChangeType = 'provisional' | 'on_time' | 'correction' | 'final' | 'retract'
 
 /**
- * One change to one window. A `correction` carries `previous` so a consumer can
- * subtract the old value and add the new (accumulating-and-retracting).
+ * One change to one window. `provisional`, `on_time` and `correction` changes are panes
+ * (early, on-time and late); `final` and `retract` repeat the result they carry, pane included.
+ * In accumulating mode a `correction` carries `previous`, the result it replaces, so a consumer
+ * can subtract the old value and add the new (accumulating-and-retracting). In discarding mode
+ * a pane carries only what arrived since the window's last pane and has no `previous`, except
+ * a pane that had to carry the whole window (docs/semantics.md, Triggers and accumulation).
  */
 export interface WindowChange {
   /** What happened to the window. */
   readonly type: WindowChangeType
   /** The window's result after the change (for `retract`, the result withdrawn). */
   readonly result: WindowResult
-  /** For a `correction`: the result it replaces (absent for a window whose first result is a correction). */
+  /** `result.pane`: which pane of the window this is. */
+  readonly pane: PaneInfo
+  /**
+   * The result this change replaces: accumulating mode, a `correction` (absent for a window whose
+   * first result is a correction); discarding mode, a pane that carries the whole window again.
+   */
   readonly previous?: WindowResult
 }
 
@@ -75,7 +120,8 @@ export interface ResultQuery {
 }
 
 /**
- * Order of `engine.results()`: by window spec id, key, start.
+ * Order of `engine.results()`: by window spec id, key, start, then end (the windows of a
+ * cumulating spec share their start).
  *
  * @example
  * [...archived, ...live].sort(compareResults) // merged in the order results() uses
@@ -83,5 +129,5 @@ export interface ResultQuery {
 export function compareResults(a: WindowResult, b: WindowResult): number {
   if (a.window !== b.window) return a.window < b.window ? -1 : 1
   if (a.key !== b.key) return a.key < b.key ? -1 : 1
-  return a.start - b.start
+  return a.start - b.start || a.end - b.end
 }

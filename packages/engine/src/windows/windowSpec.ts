@@ -7,7 +7,8 @@
  * replicated state (replicas with different specs refuse to merge). Ids are derived from the
  * shape, never chosen: `tumbling(60_000).id === 'tumbling:60000'`,
  * `sliding(60_000, 10_000).id === 'sliding:60000:10000'` (size, then slide),
- * `session(30_000).id === 'session:30000'` (the gap), all in ms. Read it from the spec rather
+ * `cumulating(86_400_000, 3_600_000).id === 'cumulating:86400000:3600000'` (largest size, then
+ * step), `session(30_000).id === 'session:30000'` (the gap), all in ms. Read it from the spec rather
  * than writing it by hand.
  *
  * @example
@@ -17,6 +18,13 @@
 export type WindowSpec =
   | { readonly kind: 'tumbling'; readonly id: string; readonly size: number }
   | { readonly kind: 'sliding'; readonly id: string; readonly size: number; readonly slide: number }
+  | {
+      readonly kind: 'cumulating'
+      readonly id: string
+      /** The largest window: the period whose windows grow by `step`. */
+      readonly size: number
+      readonly step: number
+    }
   | { readonly kind: 'session'; readonly id: string; readonly gap: number }
 
 function positiveInteger(name: string, n: number): number {
@@ -50,6 +58,24 @@ export function sliding(size: number, slide: number): WindowSpec {
 }
 
 /**
+ * Windows that grow by `step` up to `maxSize` (Flink's CUMULATE): in each period of `maxSize` ms
+ * aligned to the epoch, the windows `[d, d + step)`, `[d, d + 2 × step)`, ... `[d, d + maxSize)`,
+ * all starting at the period's start `d`. `maxSize` must be a multiple of `step`, at most 1,000
+ * steps. Each window fires, corrects and turns final by its own end; windows of one period share
+ * their start, so they are told apart by their end.
+ *
+ * @example
+ * createEngine({ windows: cumulating(86_400_000, 3_600_000) }) // day to date, updated every hour
+ */
+export function cumulating(maxSize: number, step: number): WindowSpec {
+  positiveInteger('cumulating maxSize', maxSize)
+  positiveInteger('cumulating step', step)
+  if (maxSize % step !== 0) throw new RangeError(`cumulating maxSize ${maxSize} must be a multiple of step ${step}`)
+  if (maxSize / step > 1000) throw new RangeError(`cumulating maxSize/step must be at most 1000, got ${maxSize / step}`)
+  return { kind: 'cumulating', id: `cumulating:${maxSize}:${step}`, size: maxSize, step }
+}
+
+/**
  * Per-key sessions: events closer than `gap` ms share a session `[minTs, maxTs + gap)`.
  *
  * @example
@@ -64,7 +90,8 @@ export function session(gap: number): WindowSpec {
  * Start of the window of `spec` that contains event time `ts`, to name a window in
  * `results({ window, from })`, `history(window, key, start)` or `useWindow(window, key, start)`:
  * for `tumbling(size)` the one window holding `ts`; for `sliding(size, slide)` the latest of the
- * `size / slide` windows holding it (the others start `slide`, `2 × slide`, ... earlier).
+ * `size / slide` windows holding it (the others start `slide`, `2 × slide`, ... earlier); for
+ * `cumulating(maxSize, step)` the start of the period holding `ts`, shared by all its windows.
  * Times before 1970 round down too. Throws a RangeError for a session spec (a session starts
  * at its first event, which `ts` alone cannot tell: read `start` from its results) and for a
  * `ts` that is not a finite number.
@@ -78,7 +105,7 @@ export function session(gap: number): WindowSpec {
  */
 export function windowStart(spec: WindowSpec, ts: number): number {
   if (typeof spec !== 'object' || spec === null || typeof spec.kind !== 'string') {
-    throw new TypeError('windowStart needs a window spec: tumbling(size), sliding(size, slide) or session(gap)')
+    throw new TypeError('windowStart needs a window spec: tumbling(size), sliding(size, slide), cumulating(maxSize, step) or session(gap)')
   }
   if (typeof ts !== 'number' || !Number.isFinite(ts)) throw new RangeError(`windowStart needs a finite event time in ms, got ${String(ts)}`)
   switch (spec.kind) {
@@ -86,6 +113,8 @@ export function windowStart(spec: WindowSpec, ts: number): number {
       return alignedStart(ts, spec.size)
     case 'sliding':
       return alignedStart(ts, spec.slide)
+    case 'cumulating':
+      return alignedStart(ts, spec.size)
     case 'session':
       throw new RangeError(`windowStart: ${spec.id} windows start at their first event, not at a time computable from ts; read start from the session's results`)
     default:

@@ -1,17 +1,12 @@
-import { type Cell, compareCells } from '../lattice/cell.ts'
-import { DoubleSlab } from '../lattice/doubleSlab.ts'
+import type { Cell } from '../lattice/cell.ts'
+import type { Aggregate } from '../lattice/cellSet.ts'
+import type { WindowSnapshot } from '../recovery/engineCheckpoint.ts'
+import type { Basis, PaneInfo, ResultStatus, WindowResult } from './windowResult.ts'
 
 const NO_FRAGMENTS: readonly SessionFragment[] = Object.freeze([])
 
-/**
- * Peers' cells kept as numbers, for every window: blocks of shared 64 KB buffers, so a cold join
- * of 10k windows leaves V8's young-generation collector a view per window to copy, not 4 MB of
- * rows. A window that outgrows its block takes one twice the size and leaves the old one unused.
- */
-const peerRows = new DoubleSlab(8_192)
-import { type CellGroup, compareGroupRow, groupCell, writeGroupRow } from '../lattice/cellGroup.ts'
-import type { WindowSnapshot } from '../recovery/engineCheckpoint.ts'
-import type { Basis, ResultStatus, WindowResult } from './windowResult.ts'
+/** Where `value()` folds: results are made one at a time, so one object serves every window. */
+const SCRATCH: Aggregate = { count: 0, sum: 0, min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY }
 
 /** One source's session fragment inside a session window. */
 export interface SessionFragment {
@@ -21,9 +16,22 @@ export interface SessionFragment {
   readonly cell: Cell
 }
 
+/** A window's armed processing-time trigger: when it fires, and the order it was armed in. */
+export interface PaneTimer {
+  readonly at: number
+  readonly seq: number
+}
+
+/** Where a fixed window's value comes from: the slices its index keeps (or, for the reference placement, its own cells). */
+export interface WindowValues {
+  /** Adds the window's whole value, every cell it counts in a fixed order, into `into`. */
+  foldWindow(window: WindowState, into: Aggregate): void
+}
+
 /**
- * Live state of one window of one key: its cells and what was emitted for it.
- * Fixed windows hold one cell per source; session windows hold fragments.
+ * Live state of one window of one key: what it emitted, and where it is in its lifecycle
+ * (fired, final, its panes and their trigger). A session window holds its fragments; a fixed
+ * window's cells live in the slices of its index (`values`).
  */
 export class WindowState {
   readonly window: string
@@ -32,6 +40,8 @@ export class WindowState {
   end: number
   /** Session windows: fragments, in no particular order. Replaced, never mutated: fixed windows share one frozen empty list. */
   fragments: SessionFragment[] = NO_FRAGMENTS as SessionFragment[]
+  /** Fixed windows: what folds their value. */
+  values: WindowValues | null = null
   /** The on-time result was emitted (or the window was created already past the firing frontier). */
   fired = false
   final = false
@@ -47,21 +57,19 @@ export class WindowState {
   basisEnd = Number.NEGATIVE_INFINITY
   /** Batch number that last touched this window (0 = never). */
   touchedIn = 0
+  /** Panes emitted so far (the next one's index), and how many of them were on time or late. */
+  panes = 0
+  onTimePanes = 0
+  /** Changed since its last pane: data no pane has shown yet. */
+  dirty = false
+  /** Its armed processing-time trigger, if any (most windows never arm one: no number to box per window). */
+  timer: PaneTimer | null = null
+  /** Discarding mode: what arrived since the last pane (merged, never subtracted). */
+  pending: Cell | null = null
+  /** Discarding mode: the next pane carries the whole window, with `previous` (what changed cannot be told apart by merging). */
+  whole = false
   /** Fired results, oldest first: the only one as itself (most windows fire once and are never corrected), an array from the second. */
   #history: WindowResult[] | WindowResult | null = null
-  /**
-   * Fixed windows: the sources with a cell, in sorted order (the combination order, so every
-   * replica adds the same floats), and their cells in that order. A cell is an object when this
-   * replica writes it or someone holds it (placement caches); a peer's cell that nobody holds
-   * is `null` here and lives as six numbers in `#values` (count, sum, min, max, maxTs, version
-   * at `6 × position`, in typed-array blocks of shared 64 KB buffers: `peerRows`), where an object would box
-   * each double field and a fresh replica merging 80k cells would allocate ~400k objects. A
-   * window holding only such rows has no `#ordered` at all.
-   */
-  readonly #sources: string[] = []
-  #ordered: (Cell | null)[] | null = null
-  /** Row `i` belongs to `#sources[i]` once any peer cell is kept as numbers (rows of object cells are unused, rows past the sources are reserved room). */
-  #values: Float64Array | null = null
 
   constructor(window: string, key: string, start: number, end: number) {
     this.window = window
@@ -70,174 +78,13 @@ export class WindowState {
     this.end = end
   }
 
-  /** Fixed windows: how many sources have a cell here. */
-  get cellCount(): number {
-    return this.#sources.length
-  }
-
-  /** Fixed windows: sources with a cell, sorted; `cellAt(i)` is the cell of `sources()[i]`. */
-  sources(): readonly string[] {
-    return this.#sources
-  }
-
-  /** Fixed windows: the cell at a position of `sources()`: the live object, or a copy of a peer cell kept as numbers. */
-  cellAt(position: number): Readonly<Cell> {
-    return this.#ordered?.[position] ?? this.#rowCell(position)
-  }
-
-  /** Fixed windows: the cell of `source` as a live object (a peer cell kept as numbers becomes one), if it has one. */
-  cell(source: string): Cell | undefined {
-    const at = this.#position(source)
-    if (this.#sources[at] !== source) return undefined
-    const ordered = this.#ordered ?? this.#objects()
-    let cell = ordered[at] as Cell | null
-    if (cell === null) {
-      cell = this.#rowCell(at)
-      ordered[at] = cell
-    }
-    return cell
-  }
-
-  /** Adds a source's first cell; a window never loses one, and a source's cell is updated in place. */
-  addCell(source: string, cell: Cell): void {
-    const at = this.#position(source)
-    if (this.#sources[at] === source) throw new Error(`window already holds a cell of source ${JSON.stringify(source)}`)
-    this.#insert(at, source, cell)
-  }
-
   /**
-   * Fixed windows: merges the `i`-th cell of a peer's group as `source`'s cell (lattice join).
-   * Returns false when the cell held here is equal or newer (stale).
+   * The window's result with the given lifecycle fields: its whole value (`part` null), or, for a
+   * discarding pane, `part`. Cells are combined in a fixed order (a fixed window's by slice,
+   * source and part; a session's by source, then fragment start), so every replica gets the same floats.
    */
-  mergePeerCell(source: string, group: CellGroup, i: number): boolean {
-    const at = this.#position(source)
-    if (this.#sources[at] !== source) {
-      this.#insert(at, source, null)
-      writeGroupRow(group, i, this.#values as Float64Array, 6 * at)
-      return true
-    }
-    const cell = this.#ordered?.[at] ?? null
-    if (cell !== null) {
-      // An object cell (a source this replica writes, or wrote): rare, so the plain lattice order.
-      const peer = groupCell(group, i)
-      if (compareCells(peer, cell) <= 0) return false
-      // In place: placement caches hold the object.
-      Object.assign(cell, peer)
-      return true
-    }
-    const values = this.#values as Float64Array
-    if (compareGroupRow(group, i, values, 6 * at) <= 0) return false
-    writeGroupRow(group, i, values, 6 * at)
-    return true
-  }
-
-  /**
-   * Fixed windows: makes room for `rows` peers' cells kept as numbers at once (a merge knows
-   * how many sources' groups it brings for a window start), rather than growing row by row.
-   */
-  reserveRows(rows: number): void {
-    if (this.#values !== null || rows < 2) return
-    this.#values = peerRows.take(6 * Math.max(rows, this.#sources.length))
-  }
-
-  /** Inserts a source at `at`, with its cell object or `null` (its values then go into its row). */
-  #insert(at: number, source: string, cell: Cell | null): void {
-    const sources = this.#sources
-    const n = sources.length
-    let values = this.#values
-    if (values === null && cell === null) values = peerRows.take(6 * Math.max(n + 1, 2))
-    if (values !== null) {
-      if (values.length < 6 * (n + 1)) {
-        // Outgrown: a block twice the size; the old one is left unused.
-        const grown = peerRows.take(12 * (n + 1))
-        grown.set(values.subarray(0, 6 * at))
-        grown.set(values.subarray(6 * at, 6 * n), 6 * (at + 1))
-        values = grown
-      } else if (at < n) {
-        values.copyWithin(6 * (at + 1), 6 * at, 6 * n)
-        values.fill(0, 6 * at, 6 * (at + 1))
-      }
-      this.#values = values
-    }
-    const ordered = cell === null ? this.#ordered : (this.#ordered ?? this.#objects())
-    if (at === n) {
-      sources.push(source)
-      ordered?.push(cell)
-    } else {
-      sources.splice(at, 0, source)
-      ordered?.splice(at, 0, cell)
-    }
-  }
-
-  /** Creates `#ordered` for a window that so far held only rows (every position `null`). */
-  #objects(): (Cell | null)[] {
-    const ordered: (Cell | null)[] = []
-    for (let n = this.#sources.length; n > 0; n--) ordered.push(null)
-    this.#ordered = ordered
-    return ordered
-  }
-
-  /** A new cell object from the numbers of row `at`. */
-  #rowCell(at: number): Cell {
-    const v = this.#values as Float64Array
-    const o = 6 * at
-    return { count: v[o] as number, sum: v[o + 1] as number, min: v[o + 2] as number, max: v[o + 3] as number, maxTs: v[o + 4] as number, version: v[o + 5] as number }
-  }
-
-  /** Where `source` is or would be inserted in `#sources`. */
-  #position(source: string): number {
-    const sources = this.#sources
-    let hi = sources.length
-    // Sources mostly arrive in order (a peer's groups, source after source): try the end first.
-    if (hi === 0 || (sources[hi - 1] as string) < source) return hi
-    let lo = 0
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1
-      if ((sources[mid] as string) < source) lo = mid + 1
-      else hi = mid
-    }
-    return lo
-  }
-
-  /** Combines the cells in a fixed order (by source, then fragment start), so every replica gets the same floats. */
-  result(status: ResultStatus, revision: number, final: boolean, basis: Basis): WindowResult {
-    let count = 0
-    let sum = 0
-    let min = Number.POSITIVE_INFINITY
-    let max = Number.NEGATIVE_INFINITY
-    if (this.fragments.length > 0) {
-      // A session's absorbed fragments are tombstones.
-      const cells = fragmentCells(this.fragments)
-      for (let i = 0; i < cells.length; i++) {
-        const cell = cells[i] as Cell
-        if (cell.count === 0) continue
-        count += cell.count
-        sum += cell.sum
-        if (cell.min < min) min = cell.min
-        if (cell.max > max) max = cell.max
-      }
-    } else {
-      // A fixed window adds every cell it holds, objects and rows alike, in source order.
-      const ordered = this.#ordered
-      const values = this.#values
-      const n = this.#sources.length
-      for (let i = 0; i < n; i++) {
-        const cell = ordered === null ? null : (ordered[i] as Cell | null)
-        if (cell !== null) {
-          count += cell.count
-          sum += cell.sum
-          if (cell.min < min) min = cell.min
-          if (cell.max > max) max = cell.max
-        } else {
-          const v = values as Float64Array
-          const o = 6 * i
-          count += v[o] as number
-          sum += v[o + 1] as number
-          if ((v[o + 2] as number) < min) min = v[o + 2] as number
-          if ((v[o + 3] as number) > max) max = v[o + 3] as number
-        }
-      }
-    }
+  result(status: ResultStatus, revision: number, final: boolean, basis: Basis, pane: PaneInfo, part: Aggregate | null = null): WindowResult {
+    const { count, sum, min, max } = part ?? this.value()
     return {
       window: this.window,
       key: this.key,
@@ -252,10 +99,31 @@ export class WindowState {
       revision,
       final,
       basis,
+      pane,
     }
   }
 
-  /** Records an emitted fired result (on-time or correction) in the window's history. */
+  /** The window's whole value, in an object shared by every window: read it before the next call. */
+  value(): Aggregate {
+    const a = SCRATCH
+    a.count = 0
+    a.sum = 0
+    a.min = Number.POSITIVE_INFINITY
+    a.max = Number.NEGATIVE_INFINITY
+    if (this.fragments.length > 0) {
+      // A session's absorbed fragments are tombstones.
+      for (const cell of fragmentCells(this.fragments)) {
+        if (cell.count === 0) continue
+        a.count += cell.count
+        a.sum += cell.sum
+        if (cell.min < a.min) a.min = cell.min
+        if (cell.max > a.max) a.max = cell.max
+      }
+    } else this.values?.foldWindow(this, a)
+    return a
+  }
+
+  /** Records an emitted result: the last one is what `results()` shows; fired ones (on-time and late panes) enter the history. */
   remember(result: WindowResult, limit: number): void {
     this.emitted = result
     if (result.status === 'provisional' || limit <= 0) return
@@ -286,8 +154,15 @@ export class WindowState {
       basisEnd: this.basisEnd,
       emitted: this.emitted,
       history: [...this.history()],
-      cells: this.#sources.map((source, i) => [source, { ...this.cellAt(i) }] as const),
+      cells: [],
       fragments: this.fragments.map((f) => [f.source, f.start, { ...f.cell }] as const),
+      panes: this.panes,
+      onTimePanes: this.onTimePanes,
+      dirty: this.dirty,
+      timerAt: this.timer?.at ?? Number.NaN,
+      timerSeq: this.timer?.seq ?? 0,
+      pending: this.pending === null ? null : { ...this.pending },
+      whole: this.whole,
     }
   }
 
@@ -300,18 +175,20 @@ export class WindowState {
     w.basisEnd = s.basisEnd
     w.emitted = s.emitted
     w.#history = s.history.length === 0 ? null : s.history.length === 1 ? (s.history[0] as WindowResult) : [...s.history]
-    for (const [source, cell] of s.cells) w.addCell(source, { ...cell })
     w.fragments = s.fragments.map(([source, start, cell]) => ({ source, start, cell: { ...cell } }))
+    w.panes = s.panes ?? 0
+    w.onTimePanes = s.onTimePanes ?? 0
+    w.dirty = s.dirty ?? false
+    const at = s.timerAt ?? Number.NaN
+    w.timer = Number.isNaN(at) ? null : { at, seq: s.timerSeq ?? 0 }
+    w.pending = s.pending == null ? null : { ...s.pending }
+    w.whole = s.whole ?? false
     return w
   }
 
-  /** Total events held in this window's cells. */
+  /** Events the window counts. */
   count(): number {
-    let n = 0
-    const ordered = this.#ordered
-    for (let i = 0; i < this.#sources.length; i++) n += ordered?.[i]?.count ?? ((this.#values as Float64Array)[6 * i] as number)
-    for (const fragment of this.fragments) n += fragment.cell.count
-    return n
+    return this.value().count
   }
 }
 

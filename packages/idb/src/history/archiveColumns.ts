@@ -1,15 +1,18 @@
 /**
  * The archive's history records: per change, Float64 start, end, count, sum, min, max, mean,
- * revision; Uint32 window, key (string indexes) and flags: bit 0 type (0 final, 1 retract),
- * bits 1-2 status, bits 3-4 basis, bit 5 final.
+ * revision, pane index, pane onTimeIndex; Uint32 window, key (string indexes) and flags: bit 0
+ * type (0 final, 1 retract), bits 1-2 status, bits 3-4 basis, bit 5 final, bits 6-7 pane timing.
  */
-import type { Basis, ResultStatus, WindowResult } from '@tidemark/engine'
+import type { Basis, PaneTiming, ResultStatus, WindowResult } from '@tidemark/engine'
 import type { ArchivedChange } from '../store/persistence.ts'
 import { StringTable } from '../wal/walStrings.ts'
 import { HISTORY_MAGIC, type HistoryColumns, readColumns, writeColumns } from './historyColumns.ts'
 
 const STATUSES: readonly ResultStatus[] = ['provisional', 'on_time', 'corrected']
 const BASES: readonly Basis[] = ['proven', 'derived', 'fallback', 'unknown']
+const TIMINGS: readonly PaneTiming[] = ['early', 'on_time', 'late']
+/** Float64 columns per change. */
+const FLOATS = 10
 
 /**
  * The codec of archive records.
@@ -35,9 +38,13 @@ function encodeArchivedChanges(changes: readonly ArchivedChange[]): Uint8Array<A
     refs[i] = table.intern(result.window)
     refs[n + i] = table.intern(result.key)
     refs[2 * n + i] =
-      (type === 'retract' ? 1 : 0) | (STATUSES.indexOf(result.status) << 1) | (BASES.indexOf(result.basis) << 3) | (result.final ? 32 : 0)
+      (type === 'retract' ? 1 : 0) |
+      (STATUSES.indexOf(result.status) << 1) |
+      (BASES.indexOf(result.basis) << 3) |
+      (result.final ? 32 : 0) |
+      (TIMINGS.indexOf(result.pane.timing) << 6)
   }
-  return writeColumns(8 * n, refs, table, (f64) => {
+  return writeColumns(FLOATS * n, refs, table, (f64) => {
     for (let i = 0; i < n; i++) {
       const { result } = changes[i] as ArchivedChange
       f64[i] = result.start
@@ -48,6 +55,8 @@ function encodeArchivedChanges(changes: readonly ArchivedChange[]): Uint8Array<A
       f64[5 * n + i] = result.max
       f64[6 * n + i] = result.mean
       f64[7 * n + i] = result.revision
+      f64[8 * n + i] = result.pane.index
+      f64[9 * n + i] = result.pane.onTimeIndex
     }
   })
 }
@@ -59,7 +68,7 @@ function encodeArchivedChanges(changes: readonly ArchivedChange[]): Uint8Array<A
  * const changes = decodeArchivedChanges(payload, count)
  */
 function decodeArchivedChanges(payload: Uint8Array, n: number): ArchivedChange[] | string {
-  const columns = readColumns(payload, 8 * n, 3 * n)
+  const columns = readColumns(payload, FLOATS * n, 3 * n)
   if (typeof columns === 'string') return columns
   const { f64, u32, strings } = columns
   const changes = new Array<ArchivedChange>(n)
@@ -69,8 +78,9 @@ function decodeArchivedChanges(payload: Uint8Array, n: number): ArchivedChange[]
     const flags = u32[2 * n + i] as number
     const status = STATUSES[(flags >>> 1) & 3]
     const basis = BASES[(flags >>> 3) & 3]
+    const timing = TIMINGS[(flags >>> 6) & 3]
     if (window === undefined || key === undefined) return `change ${i} refers to a missing string`
-    if (status === undefined || basis === undefined || flags >>> 6 !== 0) return `change ${i} has flags 0x${flags.toString(16)}`
+    if (status === undefined || basis === undefined || timing === undefined || flags >>> 8 !== 0) return `change ${i} has flags 0x${flags.toString(16)}`
     const result: WindowResult = {
       window,
       key,
@@ -85,6 +95,7 @@ function decodeArchivedChanges(payload: Uint8Array, n: number): ArchivedChange[]
       revision: f64[7 * n + i] as number,
       final: (flags & 32) !== 0,
       basis,
+      pane: { timing, index: f64[8 * n + i] as number, onTimeIndex: f64[9 * n + i] as number },
     }
     changes[i] = { type: flags & 1 ? 'retract' : 'final', result }
   }

@@ -10,26 +10,39 @@
  */
 import fc from 'fast-check'
 import {
+  type Accumulation,
   boundedOutOfOrderness,
+  cumulating,
   type EngineLimits,
   manual,
   MAX_ABS_TS,
   session,
   sliding,
   type StreamEvent,
+  type Trigger,
   tumbling,
   type WatermarkStrategy,
   type WindowSpec,
 } from '@tidemark/engine'
 import { seededRandom } from '@tidemark/seeded-random'
 import type { FuzzOp, PlanCase } from './checks/planRun.ts'
+import { EARLY_TRIGGERS, FUTURE_SKEWS, LATE_TRIGGERS } from '../model/streamPlan.ts'
 import { malformedInput } from './malformed.ts'
 
 /** Source names; the hostile ones must be ordinary names everywhere (docs/semantics.md, Events). */
 export const SOURCE_POOL = ['d0', 'd1', '__proto__', 'constructor', 'd4', 'hasOwnProperty', 'toString', 'd7'] as const
 export const KEY_POOL = [undefined, 'temp', '__proto__', 'constructor', 'hum', 'valueOf'] as const
 
-export const WINDOW_POOL: readonly WindowSpec[] = [tumbling(10), tumbling(25), sliding(20, 5), sliding(30, 10), session(6), session(15)]
+export const WINDOW_POOL: readonly WindowSpec[] = [
+  tumbling(10),
+  tumbling(25),
+  sliding(20, 5),
+  sliding(30, 10),
+  cumulating(20, 5),
+  cumulating(40, 10),
+  session(6),
+  session(15),
+]
 
 export interface TrafficDraft {
   readonly windows: readonly WindowSpec[]
@@ -38,6 +51,11 @@ export interface TrafficDraft {
   readonly idleTimeout: number
   readonly retention: number
   readonly limits?: EngineLimits
+  readonly early: Trigger
+  readonly late: Trigger
+  readonly accumulation: Accumulation
+  /** Undefined: the default (a day, so none of these events). */
+  readonly maxFutureSkew: number | undefined
   readonly sources: number
   readonly keys: number
   readonly rounds: number
@@ -85,6 +103,10 @@ export const BASE_RANGES: TrafficRanges = {
   idleTimeout: fc.constantFrom(Number.POSITIVE_INFINITY, 40, 150),
   retention: fc.constantFrom(Number.POSITIVE_INFINITY, 0, 15, 100),
   limits: fc.constant(undefined),
+  early: EARLY_TRIGGERS,
+  late: LATE_TRIGGERS,
+  accumulation: fc.constantFrom('accumulating', 'accumulating', 'discarding'),
+  maxFutureSkew: FUTURE_SKEWS,
   sources: fc.integer({ min: 1, max: 5 }),
   keys: fc.integer({ min: 1, max: 3 }),
   rounds: fc.integer({ min: 3, max: 40 }),
@@ -232,7 +254,8 @@ export function buildTraffic(d: TrafficDraft): PlanCase {
     const reach = Math.max(...d.windows.map((w) => (w.kind === 'session' ? w.gap : w.size)))
     const retention = Number.isFinite(d.retention) ? d.retention : 0
     const t = maxTs + reach + d.allowedLateness + retention + 100
-    if (t < MAX_ABS_TS / 2) ops.push({ kind: 'advanceWatermark', to: t }, { kind: 'tick' })
+    // The clock catches up with the probe's time, so that no maxFutureSkew refuses it.
+    if (t < MAX_ABS_TS / 2) ops.push({ kind: 'clock', to: Math.max(last + 1000, t + 1) }, { kind: 'advanceWatermark', to: t }, { kind: 'tick' })
     ops.push({ kind: 'probe', events: [{ id: 'probe#1', source: 'probe', seq: 1, ts: t + 1, value: 1 }] })
   }
   return {
@@ -242,6 +265,9 @@ export function buildTraffic(d: TrafficDraft): PlanCase {
       allowedLateness: d.allowedLateness,
       idleTimeout: d.idleTimeout,
       retention: d.retention,
+      trigger: { early: d.early, late: d.late },
+      accumulation: d.accumulation,
+      ...(d.maxFutureSkew === undefined ? {} : { maxFutureSkew: d.maxFutureSkew }),
     },
     ...(d.limits === undefined ? {} : { limits: d.limits }),
     ops,
@@ -258,12 +284,24 @@ export function* planReductions(testCase: PlanCase, opLists: (ops: readonly Fuzz
   if (c.allowedLateness !== 0) yield { ...testCase, config: { ...c, allowedLateness: 0 } }
   if (c.retention !== Number.POSITIVE_INFINITY) yield { ...testCase, config: { ...c, retention: Number.POSITIVE_INFINITY } }
   if (c.idleTimeout !== Number.POSITIVE_INFINITY) yield { ...testCase, config: { ...c, idleTimeout: Number.POSITIVE_INFINITY } }
+  if (c.trigger !== undefined) {
+    const { trigger: _trigger, ...defaults } = c
+    yield { ...testCase, config: defaults }
+  }
+  if (c.accumulation === 'discarding') yield { ...testCase, config: { ...c, accumulation: 'accumulating' } }
+  if (c.maxFutureSkew !== undefined) {
+    const { maxFutureSkew: _skew, ...defaults } = c
+    yield { ...testCase, config: defaults }
+  }
 }
 
 export function describePlan(testCase: PlanCase): string {
   const events = testCase.ops.reduce((n, op) => n + ('events' in op ? op.events.length : 0), 0)
   const c = testCase.config
   const wm = c.watermark.kind === 'bounded' ? `bounded(${c.watermark.outOfOrderness})` : 'manual'
+  const early = c.trigger?.early?.kind ?? 'every_element'
+  const late = c.trigger?.late?.kind ?? 'every_element'
+  const panes = `${c.accumulation ?? 'accumulating'} early ${early} late ${late}${c.maxFutureSkew === undefined ? '' : ` skew ${c.maxFutureSkew}`}`
   const limits = testCase.limits === undefined ? '' : ` limits ${JSON.stringify(testCase.limits)}`
-  return `${testCase.ops.length} ops, ${events} events; windows ${c.windows.map((w) => w.id).join(',')} ${wm} lateness ${c.allowedLateness} idle ${c.idleTimeout} retention ${c.retention}${limits}`
+  return `${testCase.ops.length} ops, ${events} events; windows ${c.windows.map((w) => w.id).join(',')} ${wm} lateness ${c.allowedLateness} idle ${c.idleTimeout} retention ${c.retention}; ${panes}${limits}`
 }

@@ -22,16 +22,30 @@
  * - `advanceWatermark(t)` forces W forward under any strategy;
  * - the first delivery of a `(source, seq)` or `(source, id)` wins; a later copy is a
  *   duplicate, and also a `conflicting_duplicate` anomaly when its ts provably differs (see
- *   `#conflicts`).
+ *   `#conflicts`);
+ * - an event stamped more than `maxFutureSkew` ahead of the batch's `now` is refused as
+ *   `future_ts` before anything else looks at it;
+ * - panes (docs/semantics.md, Triggers and accumulation): each window keeps what it showed
+ *   last, and emits a pane when its trigger says so: early panes before it fires, the on-time
+ *   pane, late panes after; processing-time triggers are armed by the first change after a pane
+ *   and fire on a tick, in deadline order; late data not shown yet gets its pane when the window
+ *   turns final. Discarding panes carry the events since the window's last pane, or the whole
+ *   window when a session merged or moved.
  */
 import {
+  type Accumulation,
   type AnomalyReason,
   type Basis,
   type LateEvent,
   MAX_ABS_TS,
   MAX_NAME_LENGTH,
+  type PaneInfo,
+  type PaneTiming,
+  type ResultStatus,
   type StreamEvent,
+  type Trigger,
   type WatermarkStrategy,
+  type WindowChange,
   type WindowResult,
   type WindowSpec,
 } from '@tidemark/engine'
@@ -42,6 +56,12 @@ export interface ModelConfig {
   readonly idleTimeout: number
   readonly allowedLateness: number
   readonly retention: number
+  /** Default `everyElement()` early and late. */
+  readonly trigger?: { readonly early?: Trigger; readonly late?: Trigger }
+  /** Default `'accumulating'`. */
+  readonly accumulation?: Accumulation
+  /** Default a day. */
+  readonly maxFutureSkew?: number
 }
 
 export interface ModelAnomaly {
@@ -68,12 +88,18 @@ interface Delivery {
   readonly now: number
 }
 
+interface ModelEvent {
+  readonly ts: number
+  readonly value: number
+}
+
 interface ModelWindow {
   readonly spec: WindowSpec
   readonly key: string
-  /** Start of a tumbling or sliding window; sessions derive theirs from their events. */
+  /** Start and end of a tumbling, sliding or cumulating window; sessions derive theirs from their events. */
   readonly fixedStart: number
-  readonly events: { readonly ts: number; readonly value: number }[]
+  readonly fixedEnd: number
+  readonly events: ModelEvent[]
   fired: boolean
   final: boolean
   /** -1 until the window emits a fired result. */
@@ -82,8 +108,20 @@ interface ModelWindow {
   firedBasis: Basis
   /** The end `firedBasis` speaks for. */
   basisEnd: number
-  /** Basis of the last fired emission. */
-  basis: Basis
+  /** What the window showed last (its last pane, or that pane made final); null before its first. */
+  shown: WindowResult | null
+  /** The whole window as of its last pane (what discarding panes add up to). */
+  shownWhole: { count: number; sum: number; min: number; max: number } | null
+  panes: number
+  onTimePanes: number
+  /** Changed since its last pane. */
+  dirty: boolean
+  /** When its processing-time trigger fires (NaN: none armed), and the order it was armed in. */
+  timerAt: number
+  timerSeq: number
+  /** Discarding: the events since its last pane, and whether its next pane carries the whole window. */
+  pending: ModelEvent[]
+  whole: boolean
 }
 
 type Placement = 'refused' | 'on_time' | 'late'
@@ -94,22 +132,23 @@ function startOf(w: ModelWindow): number {
 }
 
 function endOf(w: ModelWindow): number {
-  switch (w.spec.kind) {
-    case 'session':
-      return Math.max(...w.events.map((e) => e.ts)) + w.spec.gap
-    default:
-      return w.fixedStart + w.spec.size
-  }
+  if (w.spec.kind !== 'session') return w.fixedEnd
+  return Math.max(...w.events.map((e) => e.ts)) + w.spec.gap
 }
 
-/** Starts of every tumbling/sliding window holding `ts`. */
-function fixedStarts(spec: WindowSpec, ts: number): number[] {
-  if (spec.kind === 'session') return []
+/** Every tumbling, sliding or cumulating window holding `ts`, as [start, end). */
+function fixedWindows(spec: WindowSpec, ts: number): { start: number; end: number }[] {
+  const out: { start: number; end: number }[] = []
+  if (spec.kind === 'session') return out
+  if (spec.kind === 'cumulating') {
+    const period = Math.floor(ts / spec.size) * spec.size
+    for (let end = period + spec.step; end <= period + spec.size; end += spec.step) if (end > ts) out.push({ start: period, end })
+    return out
+  }
   const slide = spec.kind === 'sliding' ? spec.slide : spec.size
   const last = Math.floor(ts / slide) * slide
-  const starts: number[] = []
-  for (let start = last - spec.size + slide; start <= last; start += slide) starts.push(start)
-  return starts
+  for (let start = last - spec.size + slide; start <= last; start += slide) out.push({ start, end: start + spec.size })
+  return out
 }
 
 /** Why an input is refused before it reaches any window, or null. Generated invalid inputs have a single fault. */
@@ -132,11 +171,30 @@ export function modelValidation(input: unknown): AnomalyReason | null {
 export function compareResults(a: WindowResult, b: WindowResult): number {
   if (a.window !== b.window) return a.window < b.window ? -1 : 1
   if (a.key !== b.key) return a.key < b.key ? -1 : 1
-  return a.start - b.start
+  return a.start - b.start || a.end - b.end
 }
+
+/** Identity of a window result (a session's end moves; the windows of a cumulating spec share their start). */
+export function resultId(result: Pick<WindowResult, 'window' | 'key' | 'start' | 'end'>): string {
+  return result.window.startsWith('session:')
+    ? JSON.stringify([result.window, result.key, result.start])
+    : JSON.stringify([result.window, result.key, result.start, result.end])
+}
+
+/** A canonical text of one change, for comparing the changes of one operation as a multiset. */
+export function changeText(change: WindowChange): string {
+  const { type, result, pane, previous } = change
+  return JSON.stringify([type, result, pane, previous ?? null])
+}
+
+const EVERY: Trigger = { kind: 'every_element' }
 
 export class ReferenceModel {
   readonly config: ModelConfig
+  readonly #early: Trigger
+  readonly #lateTrigger: Trigger
+  readonly #discarding: boolean
+  readonly #skew: number
   /** Identity of every event taken, with the ts of its first delivery. */
   readonly #seen = new Map<string, number>()
   /** Per source, the ts of each seq taken. */
@@ -150,17 +208,25 @@ export class ReferenceModel {
   /** The watermark with idle sources still counted: tells `derived` from `fallback`. */
   #strictWatermark = Number.NEGATIVE_INFINITY
   #proof = Number.NEGATIVE_INFINITY
+  #timerSeq = 0
+  #changes: WindowChange[] = []
   readonly #totals = {
     ingested: 0,
     applied: 0,
     duplicates: 0,
     lateAdmitted: 0,
     beyondLateness: 0,
+    corrections: 0,
   }
   readonly #anomalies: Partial<Record<AnomalyReason, number>> = {}
+  readonly #futureSources = new Map<string, { count: number; lastTs: number }>()
 
   constructor(config: ModelConfig) {
     this.config = config
+    this.#early = config.trigger?.early ?? EVERY
+    this.#lateTrigger = config.trigger?.late ?? EVERY
+    this.#discarding = config.accumulation === 'discarding'
+    this.#skew = config.maxFutureSkew ?? 86_400_000
   }
 
   ingest(events: readonly unknown[], now: number): ModelReceipt {
@@ -178,18 +244,27 @@ export class ReferenceModel {
       if (reason === null) return
       const id = (input as { id?: unknown } | null)?.id
       anomalies.push(typeof id === 'string' && id !== '' ? { reason, index, id: id.slice(0, MAX_NAME_LENGTH) } : { reason, index })
-      this.#anomalies[reason] = (this.#anomalies[reason] ?? 0) + 1
+      this.#count(reason)
     })
     const valid = events.flatMap((input, index) => (modelValidation(input) === null ? [{ event: input as StreamEvent, index }] : []))
     const placed = this.config.windows.some((w) => w.kind === 'session') ? [...valid].sort((a, b) => eventOrder(a.event, b.event)) : valid
     for (const { event, index } of placed) {
+      if (event.ts > now + this.#skew) {
+        anomalies.push({ reason: 'future_ts', index, id: event.id })
+        this.#count('future_ts')
+        const named = this.#futureSources.get(event.source)
+        this.#futureSources.delete(event.source)
+        this.#futureSources.set(event.source, { count: (named?.count ?? 0) + 1, lastTs: event.ts })
+        if (this.#futureSources.size > 20) this.#futureSources.delete(this.#futureSources.keys().next().value as string)
+        continue
+      }
       const identity = JSON.stringify(event.seq === undefined ? [event.source, 'id', event.id] : [event.source, 'seq', event.seq])
       const first = this.#seen.get(identity)
       if (first !== undefined) {
         duplicates++
         if (this.#conflicts(event, first)) {
           anomalies.push({ reason: 'conflicting_duplicate', index, id: event.id })
-          this.#anomalies.conflicting_duplicate = (this.#anomalies.conflicting_duplicate ?? 0) + 1
+          this.#count('conflicting_duplicate')
           conflicting++
         }
         continue
@@ -222,8 +297,12 @@ export class ReferenceModel {
     totals.lateAdmitted += late
     totals.beyondLateness += beyond
     this.#advance(now)
-    this.#settle(touched)
+    this.#settle(touched, now, false)
     return { accepted, late, duplicates, beyondLateness: beyond, rejected: anomalies.length - conflicting, anomalies }
+  }
+
+  #count(reason: AnomalyReason): void {
+    this.#anomalies[reason] = (this.#anomalies[reason] ?? 0) + 1
   }
 
   /**
@@ -247,14 +326,14 @@ export class ReferenceModel {
 
   tick(now: number): void {
     this.#advance(now)
-    this.#settle(new Set())
+    this.#settle(new Set(), now, true)
   }
 
   advanceWatermark(t: number): void {
     if (!(t > this.#watermark)) return
     this.#watermark = t
     this.#strictWatermark = Math.max(this.#strictWatermark, t)
-    this.#settle(new Set())
+    this.#settle(new Set(), Number.NaN, false)
   }
 
   watermark(): number {
@@ -265,16 +344,30 @@ export class ReferenceModel {
     return this.#proof
   }
 
+  /** The changes emitted since the last call (the engine's notifications since then, together). */
+  changes(): WindowChange[] {
+    const changes = this.#changes
+    this.#changes = []
+    return changes
+  }
+
   /** The part of `EngineStats` the model can state; anomaly counts only for reasons that occurred. */
   stats() {
     return {
-      ...this.#totals,
+      ingested: this.#totals.ingested,
+      applied: this.#totals.applied,
+      duplicates: this.#totals.duplicates,
+      lateAdmitted: this.#totals.lateAdmitted,
+      beyondLateness: this.#totals.beyondLateness,
+      corrections: this.#totals.corrections,
       proofFrontier: this.#proof,
       watermark: this.#watermark,
       sources: new Set(this.#deliveries.map((d) => d.source)).size,
       openWindows: this.#windows.length,
       pending: this.#windows.filter((w) => !w.fired).reduce((n, w) => n + w.events.length, 0),
       lateLane: this.#late.length,
+      timers: this.#windows.filter((w) => !Number.isNaN(w.timerAt)).length,
+      futureSources: [...this.#futureSources].map(([source, { count, lastTs }]) => ({ source, count, lastTs })),
       anomalies: {
         ...this.#anomalies,
         duplicate: this.#totals.duplicates,
@@ -287,43 +380,38 @@ export class ReferenceModel {
     return this.#late
   }
 
+  /**
+   * Per live window that showed something, the whole window as of its last pane, keyed like
+   * `DiscardingFold.totals` (what a consumer adding up discarding panes holds).
+   */
+  shownWholes(): Map<string, { count: number; sum: number; min: number; max: number }> {
+    const out = new Map<string, { count: number; sum: number; min: number; max: number }>()
+    for (const w of this.#windows) {
+      if (w.shown === null) continue
+      out.set(resultId(w.shown), w.shownWhole ?? { count: 0, sum: 0, min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY })
+    }
+    return out
+  }
+
+  /** What each live window showed last, in the engine's result order. */
   results(): WindowResult[] {
-    return this.#windows
-      .map((w): WindowResult => {
-        const values = w.events.map((e) => e.value)
-        const sum = values.reduce((a, b) => a + b, 0)
-        return {
-          window: w.spec.id,
-          key: w.key,
-          start: startOf(w),
-          end: endOf(w),
-          count: values.length,
-          sum,
-          min: Math.min(...values),
-          max: Math.max(...values),
-          mean: sum / values.length,
-          status: !w.fired ? 'provisional' : w.revision === 0 ? 'on_time' : 'corrected',
-          revision: w.fired ? w.revision : 0,
-          final: w.final,
-          basis: w.fired ? w.basis : 'unknown',
-        }
-      })
-      .sort(compareResults)
+    return this.#windows.flatMap((w) => (w.shown === null ? [] : [w.shown])).sort(compareResults)
   }
 
   #place(spec: WindowSpec, event: StreamEvent, watermark: number, firing: number, touched: Set<ModelWindow>): Placement[] {
     const key = event.key ?? ''
     const lateness = this.config.allowedLateness
     if (spec.kind === 'session') return [this.#placeInSession(spec.gap, spec, event, watermark, firing, touched)]
-    return fixedStarts(spec, event.ts).map((start): Placement => {
-      const end = start + spec.size
+    return fixedWindows(spec, event.ts).map(({ start, end }): Placement => {
       if (end + lateness <= watermark) return 'refused'
-      let w = this.#windows.find((x) => x.spec === spec && x.key === key && x.fixedStart === start)
+      let w = this.#windows.find((x) => x.spec === spec && x.key === key && x.fixedStart === start && x.fixedEnd === end)
       if (w === undefined) {
-        w = this.#newWindow(spec, key, start, end <= firing, end)
+        w = this.#newWindow(spec, key, start, end, end <= firing)
         this.#windows.push(w)
       }
-      w.events.push({ ts: event.ts, value: event.value })
+      const e = { ts: event.ts, value: event.value }
+      w.events.push(e)
+      w.pending.push(e)
       touched.add(w)
       return w.fired ? 'late' : 'on_time'
     })
@@ -347,15 +435,28 @@ export class ReferenceModel {
       .sort((a, b) => startOf(a) - startOf(b))
     if (overlapping.some((s) => s.final)) return 'refused'
     const end = Math.max(ts + gap, ...overlapping.map(endOf))
-    const merged = this.#newWindow(spec, key, Number.NaN, overlapping.some((s) => s.fired) || end <= firing, end)
-    merged.events.push(...overlapping.flatMap((s) => s.events), { ts, value })
+    const merged = this.#newWindow(spec, key, Number.NaN, Number.NaN, overlapping.some((s) => s.fired) || end <= firing, end)
+    const e = { ts, value }
+    merged.events.push(...overlapping.flatMap((s) => s.events), e)
     merged.revision = Math.max(-1, ...overlapping.map((s) => s.revision))
     const earliest = overlapping[0]
     if (earliest !== undefined) {
+      // The earliest session carries on: what it showed (unless its start moved), its panes and its trigger.
+      const moved = Math.min(ts, startOf(earliest)) !== startOf(earliest)
       merged.firedBasis = earliest.firedBasis
       merged.basisEnd = earliest.basisEnd
-      merged.basis = earliest.basis
-    }
+      merged.shown = moved ? null : earliest.shown
+      merged.shownWhole = moved ? null : earliest.shownWhole
+      merged.panes = earliest.panes
+      merged.onTimePanes = earliest.onTimePanes
+      merged.dirty = earliest.dirty
+      merged.timerAt = earliest.timerAt
+      merged.timerSeq = earliest.timerSeq
+      merged.pending = [...earliest.pending, e]
+      merged.whole = earliest.whole || moved || overlapping.length > 1
+      if (moved && earliest.shown !== null) this.#retract(earliest.shown)
+      for (const absorbed of overlapping.slice(1)) if (absorbed.shown !== null) this.#retract(absorbed.shown)
+    } else merged.pending.push(e)
     this.#windows = this.#windows.filter((w) => !overlapping.includes(w))
     for (const s of overlapping) touched.delete(s)
     this.#windows.push(merged)
@@ -363,11 +464,35 @@ export class ReferenceModel {
     return merged.fired ? 'late' : 'on_time'
   }
 
+  #retract(shown: WindowResult): void {
+    this.#changes.push({ type: 'retract', result: shown, pane: shown.pane })
+  }
+
   /** A window born fired records the basis the frontiers before the batch had for its end. */
-  #newWindow(spec: WindowSpec, key: string, fixedStart: number, fired: boolean, end: number): ModelWindow {
+  #newWindow(spec: WindowSpec, key: string, fixedStart: number, fixedEnd: number, fired: boolean, end = fixedEnd): ModelWindow {
     const firedBasis = fired ? this.#basisOf(end) : 'unknown'
     const basisEnd = fired ? end : Number.NEGATIVE_INFINITY
-    return { spec, key, fixedStart, events: [], fired, final: false, revision: -1, firedBasis, basisEnd, basis: 'unknown' }
+    return {
+      spec,
+      key,
+      fixedStart,
+      fixedEnd,
+      events: [],
+      fired,
+      final: false,
+      revision: -1,
+      firedBasis,
+      basisEnd,
+      shown: null,
+      shownWhole: null,
+      panes: 0,
+      onTimePanes: 0,
+      dirty: false,
+      timerAt: Number.NaN,
+      timerSeq: 0,
+      pending: [],
+      whole: false,
+    }
   }
 
   /** Recomputes W (bounded strategy) and P from every delivery so far, at processing time `now`. */
@@ -396,16 +521,19 @@ export class ReferenceModel {
     return 'unknown'
   }
 
-  /** After frontiers moved: corrections, firings, finality, expiry. */
-  #settle(touched: Set<ModelWindow>): void {
+  /** After frontiers moved: panes of the touched windows (or their timers), firings, due timers (on a tick), finality, expiry. */
+  #settle(touched: Set<ModelWindow>, now: number, tick: boolean): void {
     const lateness = this.config.allowedLateness
     const watermark = this.#watermark
     const firing = Math.max(this.#watermark, this.#proof)
+    const early: ModelWindow[] = []
     for (const w of touched) {
-      if (!w.fired) continue
-      w.revision = Math.max(w.revision + 1, 1)
-      const now = this.#basisOf(endOf(w))
-      w.basis = now !== 'unknown' ? now : endOf(w) <= w.basisEnd ? w.firedBasis : 'unknown'
+      w.dirty = true
+      if (!w.fired) {
+        if (this.#early.kind === 'every_element') early.push(w)
+        else this.#arm(w, this.#early, now)
+      } else if (this.#lateTrigger.kind === 'every_element') this.#latePane(w)
+      else this.#arm(w, this.#lateTrigger, now)
     }
     for (const w of this.#windows) {
       if (w.fired || endOf(w) > firing) continue
@@ -413,13 +541,31 @@ export class ReferenceModel {
       w.revision = 0
       w.firedBasis = this.#basisOf(endOf(w))
       w.basisEnd = endOf(w)
-      w.basis = w.firedBasis
+      // A window that fires already final shows only its on-time pane, with final: true.
+      w.final = endOf(w) + lateness <= watermark
+      this.#pane(w, 'on_time', 0, w.final, w.firedBasis, false)
+    }
+    for (const w of early) if (!w.fired) this.#pane(w, 'provisional', 0, false, 'unknown', false)
+    if (tick) {
+      const due = this.#windows.filter((w) => w.timerAt <= now).sort((a, b) => a.timerAt - b.timerAt || a.timerSeq - b.timerSeq)
+      for (const w of due) {
+        if (!w.dirty) w.timerAt = Number.NaN
+        else if (!w.fired) this.#pane(w, 'provisional', 0, false, 'unknown', false)
+        else if (!w.final) this.#latePane(w)
+        else w.timerAt = Number.NaN
+      }
     }
     for (const w of this.#windows) {
       if (w.final || !w.fired || endOf(w) + lateness > watermark) continue
+      if (w.dirty) this.#latePane(w)
       w.final = true
-      // Final means W >= end: a result that did not know how it was complete now does.
-      if (w.basis === 'unknown') w.basis = this.#basisOf(endOf(w))
+      const shown = w.shown
+      if (shown !== null) {
+        // Final means W >= end: a result that did not know how it was complete now does.
+        const result: WindowResult = { ...shown, final: true, basis: shown.basis === 'unknown' ? this.#basisOf(endOf(w)) : shown.basis }
+        this.#changes.push({ type: 'final', result, pane: result.pane })
+        w.shown = result
+      }
     }
     const expired = (w: ModelWindow) => w.final && endOf(w) + lateness + this.config.retention <= watermark
     for (const w of this.#windows.filter(expired)) {
@@ -428,6 +574,65 @@ export class ReferenceModel {
       this.#sealed.set(id, Math.max(this.#sealed.get(id) ?? Number.NEGATIVE_INFINITY, endOf(w)))
     }
     this.#windows = this.#windows.filter((w) => !expired(w))
+  }
+
+  #arm(w: ModelWindow, trigger: Trigger, now: number): void {
+    if (trigger.kind === 'never' || !Number.isNaN(w.timerAt)) return
+    const at =
+      trigger.kind === 'after_processing_time'
+        ? now + trigger.delayMs
+        : trigger.kind === 'aligned_processing_time'
+          ? Math.floor((now - trigger.offsetMs) / trigger.periodMs) * trigger.periodMs + trigger.offsetMs + trigger.periodMs
+          : Number.NaN
+    if (!Number.isFinite(at)) return
+    w.timerAt = at
+    w.timerSeq = ++this.#timerSeq
+  }
+
+  /** A correction: revision + 1, the basis known now or, if none, the one it fired with while its end has not grown. */
+  #latePane(w: ModelWindow): void {
+    w.revision = Math.max(w.revision + 1, 1)
+    const known = this.#basisOf(endOf(w))
+    const basis = known !== 'unknown' ? known : endOf(w) <= w.basisEnd ? w.firedBasis : 'unknown'
+    this.#pane(w, 'corrected', w.revision, endOf(w) + this.config.allowedLateness <= this.#watermark, basis, true)
+    this.#totals.corrections++
+  }
+
+  #pane(w: ModelWindow, status: ResultStatus, revision: number, final: boolean, basis: Basis, correction: boolean): void {
+    const timing: PaneTiming = status === 'provisional' ? 'early' : status === 'on_time' ? 'on_time' : 'late'
+    const pane: PaneInfo = { timing, index: w.panes, onTimeIndex: timing === 'early' ? -1 : w.onTimePanes }
+    w.panes++
+    if (timing !== 'early') w.onTimePanes++
+    const part = this.#discarding && !w.whole ? w.pending : w.events
+    const previous = this.#discarding ? (w.whole ? w.shown : null) : correction ? w.shown : null
+    const values = part.map((e) => e.value)
+    const sum = values.reduce((a, b) => a + b, 0)
+    const count = values.length
+    const result: WindowResult = {
+      window: w.spec.id,
+      key: w.key,
+      start: startOf(w),
+      end: endOf(w),
+      count,
+      sum,
+      min: count === 0 ? 0 : Math.min(...values),
+      max: count === 0 ? 0 : Math.max(...values),
+      mean: count === 0 ? 0 : sum / count,
+      status,
+      revision,
+      final,
+      basis,
+      pane,
+    }
+    const type = status === 'corrected' ? 'correction' : status
+    this.#changes.push(previous === null ? { type, result, pane } : { type, result, pane, previous })
+    w.shown = result
+    const all = w.events.map((e) => e.value)
+    w.shownWhole = all.length === 0 ? null : { count: all.length, sum: all.reduce((a, b) => a + b, 0), min: Math.min(...all), max: Math.max(...all) }
+    w.pending = []
+    w.whole = false
+    w.dirty = false
+    w.timerAt = Number.NaN
   }
 }
 

@@ -8,13 +8,19 @@
 import { seededRandom } from '@tidemark/seeded-random'
 import fc from 'fast-check'
 import {
+  afterProcessingTime,
+  alignedProcessingTime,
   boundedOutOfOrderness,
+  cumulating,
   type Engine,
+  everyElement,
   type IngestReceipt,
   manual,
+  never,
   session,
   sliding,
   type StreamEvent,
+  type Trigger,
   tumbling,
   type WindowSpec,
 } from '@tidemark/engine'
@@ -67,9 +73,28 @@ const WINDOW_CHOICES: readonly WindowSpec[] = [
   tumbling(25),
   sliding(20, 5),
   sliding(30, 10),
+  cumulating(20, 5),
+  cumulating(30, 10),
   session(6),
   session(15),
 ]
+
+/** Early triggers, the default most often; processing-time ones fire on the plans' ticks (clock steps of 0–30 ms). */
+export const EARLY_TRIGGERS: fc.Arbitrary<Trigger> = fc.oneof(
+  { weight: 4, arbitrary: fc.constant(everyElement()) },
+  { weight: 1, arbitrary: fc.constantFrom(0, 15, 60).map(afterProcessingTime) },
+  { weight: 1, arbitrary: fc.constantFrom([20, 0], [25, 10]).map(([period, offset]) => alignedProcessingTime(period as number, offset as number)) },
+  { weight: 1, arbitrary: fc.constant(never()) },
+)
+
+export const LATE_TRIGGERS: fc.Arbitrary<Trigger> = fc.oneof(
+  { weight: 4, arbitrary: fc.constant(everyElement()) },
+  { weight: 1, arbitrary: fc.constantFrom(0, 15, 60).map(afterProcessingTime) },
+  { weight: 1, arbitrary: fc.constant(never()) },
+)
+
+/** Skews that refuse some of the plans' events (their times run a little ahead of the clock), and none. */
+export const FUTURE_SKEWS: fc.Arbitrary<number | undefined> = fc.constantFrom(undefined, undefined, 0, 20, Number.POSITIVE_INFINITY)
 
 /** Some shorter than a session gap: a final session that left live state must still refuse its late events. */
 const RETENTIONS = [Number.POSITIVE_INFINITY, 0, 5, 15, 100]
@@ -106,6 +131,10 @@ export interface PlanOptions {
   readonly watermark?: 'bounded' | 'manual' | 'any'
   /** Invalid inputs sprinkled in; off for plans that compare engines with each other. */
   readonly invalid?: boolean
+  /** Random triggers and accumulation (default), or always the defaults. */
+  readonly panes?: 'any' | 'default'
+  /** Random `maxFutureSkew` (default), or none set. */
+  readonly skew?: boolean
 }
 
 export function streamPlan(options: PlanOptions = {}): fc.Arbitrary<StreamPlan> {
@@ -118,6 +147,7 @@ export function streamPlan(options: PlanOptions = {}): fc.Arbitrary<StreamPlan> 
       : options.watermark === 'bounded'
         ? bounded
         : fc.oneof({ weight: 3, arbitrary: bounded }, { weight: 1, arbitrary: fc.constant(manual()) })
+  const anyPanes = (options.panes ?? 'any') === 'any'
   return fc
     .record({
       windows: fc.subarray([...choices], { minLength: 1, maxLength: Math.min(3, choices.length) }),
@@ -125,6 +155,10 @@ export function streamPlan(options: PlanOptions = {}): fc.Arbitrary<StreamPlan> 
       allowedLateness: fc.constantFrom(0, 10, 40),
       idleTimeout: fc.constantFrom(Number.POSITIVE_INFINITY, 20, 60),
       retention: fc.constantFrom(...RETENTIONS),
+      early: anyPanes ? EARLY_TRIGGERS : fc.constant(everyElement()),
+      late: anyPanes ? LATE_TRIGGERS : fc.constant(everyElement()),
+      accumulation: anyPanes ? fc.constantFrom('accumulating', 'accumulating', 'discarding') : fc.constant('accumulating'),
+      maxFutureSkew: (options.skew ?? true) ? FUTURE_SKEWS : fc.constant(undefined),
       sources: fc.uniqueArray(source, { selector: (s) => s.name, minLength: 1, maxLength: 4 }),
       slotMs: fc.integer({ min: 0, max: 30 }),
       cutPercent: fc.integer({ min: 5, max: 80 }),
@@ -138,6 +172,9 @@ export function streamPlan(options: PlanOptions = {}): fc.Arbitrary<StreamPlan> 
           allowedLateness: draft.allowedLateness,
           idleTimeout: draft.idleTimeout,
           retention: draft.retention,
+          trigger: { early: draft.early, late: draft.late },
+          accumulation: draft.accumulation as 'accumulating' | 'discarding',
+          ...(draft.maxFutureSkew === undefined ? {} : { maxFutureSkew: draft.maxFutureSkew }),
         },
         draft.sources,
         draft.slotMs,

@@ -7,7 +7,8 @@
  *   that counts what it trims;
  * - `openWindows`, `cells`, `dedupEntries` and `pending` stay under bounds derived from the
  *   configuration alone (see `memoryBounds`), however long the run;
- * - conservation (single tumbling or session spec): the values a consumer folded from the
+ * - conservation (single tumbling or session spec; a sliding or cumulating spec counts each
+ *   event at most once per window holding it): the values a consumer folded from the
  *   change stream add up to exactly the events the receipts accepted, never more than
  *   distinct events were sent, although old events are replayed across many windows, also
  *   after dedup memory for them was released;
@@ -81,22 +82,24 @@ export interface MemoryBounds {
  * `end + allowedLateness + retention <= W`, so live windows span at most
  * `holdBack + allowedLateness + retention + reach` of event time per key. A session holds one
  * fragment per source (a source's stretches of activity fold into it), so sessions count
- * like windows: a never-ending session is one window with one cell per source. Seq-less ids
+ * like windows: a never-ending session is one window with one cell per source. Fixed specs keep
+ * cells per slice part: per source, at most `size / slide` parts per live slice. Seq-less ids
  * are released behind `W - allowedLateness - reach` whenever the count doubles (+4096)
  * since the last release, so at most twice the ids inside that horizon, plus slack.
  */
 export function memoryBounds(c: LongRunCase): MemoryBounds {
   const reach = c.spec.kind === 'session' ? c.spec.gap : c.spec.size
-  const step = c.spec.kind === 'sliding' ? c.spec.slide : reach
-  const perWindow = c.spec.kind === 'sliding' ? c.spec.size / c.spec.slide : 1
+  const step = c.spec.kind === 'sliding' ? c.spec.slide : c.spec.kind === 'cumulating' ? c.spec.step : reach
+  const perWindow = reach / step
   const idleRounds = Number.isFinite(c.idleTimeout) ? Math.ceil(c.idleTimeout / Math.max(1, c.slotMs)) + 1 : c.offlineRounds
   const silence = Math.min(c.offlineRounds, idleRounds) + c.reorderRounds + 1
   const holdBack = c.lag + c.jitter + silence * c.stepMs
   const span = holdBack + c.allowedLateness + c.retention + reach + 2 * step
   const windowsPerKey = Math.ceil(span / step) + perWindow + 2
   const openWindows = c.keys * windowsPerKey
-  // Every live window or session holds at most one cell per source.
-  const cells = openWindows * c.sources
+  // A session holds at most one cell per source; a fixed spec one per source per slice part: the
+  // live slices reach `perWindow` past the live windows, and a slice has at most `perWindow` parts.
+  const cells = c.spec.kind === 'session' ? openWindows * c.sources : c.keys * (windowsPerKey + perWindow) * c.sources * perWindow
   const perRound = c.sources * c.perRound
   const liveEvents = perRound * (Math.ceil((holdBack + c.allowedLateness + reach) / c.stepMs) + c.reorderRounds + 4)
   const roundEvents = perRound * (c.offlineRounds + 2) + c.sources * c.replaySize
@@ -194,10 +197,10 @@ export function runLong(c: LongRunCase, meter: Meter, observe?: (stats: EngineSt
     check(s.dedupEntries <= bounds.dedupEntries, 'memory.dedupEntries', () => `${s.dedupEntries} dedup entries > bound ${bounds.dedupEntries} (${at})`, step)
     // A session that keeps receiving events within its gap never ends, so its events stay pending: no bound.
     check(c.spec.kind === 'session' || s.pending <= bounds.pending, 'memory.pending', () => `${s.pending} pending > bound ${bounds.pending} (${at})`, step)
-    // One entry per refusing spec: a sliding event may be refused by one window and admitted by another.
+    // One entry per refusing spec: a sliding or cumulating event may be refused by one window and admitted by another.
     const pushed = s.lateLane + s.lateLaneTrimmed
     check(
-      s.lateLane <= maxLate && (c.spec.kind === 'sliding' ? pushed >= beyond : pushed === beyond),
+      s.lateLane <= maxLate && (c.spec.kind === 'sliding' || c.spec.kind === 'cumulating' ? pushed >= beyond : pushed === beyond),
       'memory.late-lane',
       () => `late lane ${s.lateLane} (+${s.lateLaneTrimmed} trimmed) for ${beyond} refused, bound ${maxLate}`,
       step,
@@ -266,10 +269,11 @@ export function runLong(c: LongRunCase, meter: Meter, observe?: (stats: EngineSt
 
   meter.checks += 2
   check(accepted <= originals, 'long.double-count', () => `${accepted} accepted of ${originals} distinct events`, step)
-  if (c.spec.kind !== 'sliding') {
+  if (c.spec.kind === 'tumbling' || c.spec.kind === 'session') {
     check(shownTotal === accepted, 'long.conservation', () => `folded changes hold ${shownTotal} events, receipts accepted ${accepted}`, step)
   } else {
-    check(shownTotal <= accepted * (c.spec.size / c.spec.slide), 'long.double-count', () => `folded ${shownTotal} > ${accepted} x windows per event`, step)
+    const perEvent = c.spec.size / (c.spec.kind === 'sliding' ? c.spec.slide : c.spec.step)
+    check(shownTotal <= accepted * perEvent, 'long.double-count', () => `folded ${shownTotal} > ${accepted} x windows per event`, step)
   }
 
   // Forced past everything: live state empties and a fresh event is accepted.

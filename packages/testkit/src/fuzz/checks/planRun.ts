@@ -1,8 +1,9 @@
 /**
  * Runs an op list on one engine and on the reference model side by side, checking after
  * every op: receipts (and the accounting identity), anomalies, the watermark (equal to the
- * model's, never backwards), every window result, the change stream folded by a
- * retracting consumer, and the buffer bounds. `checkpoint` / `crash` ops recover the engine
+ * model's, never backwards), every window result, the changes (as the model emits them), the
+ * change stream folded by a retracting consumer (or, for discarding panes, added up), and the
+ * buffer bounds. `checkpoint` / `crash` ops recover the engine
  * from the stored checkpoint plus the journal tail and check it shows exactly what it
  * showed before; `quota` ops make the journal refuse writes (ingest must refuse whole
  * batches with `overflow` and a rejected `durable`).
@@ -23,8 +24,8 @@ import {
 } from '@tidemark/engine'
 import { openEngine, QuotaError, recoveryReport } from '@tidemark/idb'
 import { memoryPersistence } from '@tidemark/idb/memory'
-import { ChangeFold } from '../../model/changeFold.ts'
-import { type ModelConfig, ReferenceModel } from '../../model/referenceModel.ts'
+import { ChangeFold, DiscardingFold } from '../../model/changeFold.ts'
+import { changeText, type ModelConfig, ReferenceModel, resultId } from '../../model/referenceModel.ts'
 import type { PlanOp } from '../../model/streamPlan.ts'
 import { check, checkEqual, InvariantViolation } from '../invariant.ts'
 import type { Meter } from '../scenario.ts'
@@ -137,7 +138,9 @@ export async function runPlan(testCase: PlanCase, meter: Meter, hooks: PlanHooks
   }
   let stored: StoredCheckpoint = takeCheckpoint(engine, journal)
   const model = new ReferenceModel(testCase.config)
+  const discarding = testCase.config.accumulation === 'discarding'
   const fold = new ChangeFold()
+  const panes = new DiscardingFold()
   let delivered: (readonly WindowChange[])[] = []
   const listen = (e: TidemarkEngine) => e.subscribe((changes) => delivered.push(changes))
   listen(engine)
@@ -204,7 +207,10 @@ export async function runPlan(testCase: PlanCase, meter: Meter, hooks: PlanHooks
         check(outcome === 'resolved', 'journal.durable', () => `durable of a logged batch ${outcome}`, step)
         if (op.kind === 'probe') {
           // Overflow is honest only when the probe's windows could not fit.
-          const needed = testCase.config.windows.reduce((n, w) => n + (w.kind === 'sliding' ? w.size / w.slide : 1), 0)
+          const needed = testCase.config.windows.reduce(
+            (n, w) => n + (w.kind === 'sliding' ? w.size / w.slide : w.kind === 'cumulating' ? w.size / w.step : 1),
+            0,
+          )
           const full = windowsBefore + needed * op.events.length > limits.maxWindows
           check(
             receipt.accepted === op.events.length || (full && receipt.anomalies.every((a) => a.reason === 'overflow')),
@@ -261,14 +267,22 @@ export async function runPlan(testCase: PlanCase, meter: Meter, hooks: PlanHooks
     check(Object.is(w, model.watermark()), 'model.watermark', () => `engine ${w}, model ${model.watermark()}`, step)
     const results = engine.results()
     checkEqual(results, model.results(), 'model.results', step)
+    meter.checks += 2
+    const emitted = delivered.flat().map(changeText).sort()
+    checkEqual(emitted, model.changes().map(changeText).sort(), 'model.changes', step)
     try {
-      for (const changes of delivered) fold.apply(changes)
+      for (const changes of delivered) (discarding ? panes : fold).apply(changes)
     } catch (error) {
       throw new InvariantViolation('changes.fold', (error as Error).message, step)
     }
     delivered = []
-    const live = (r: WindowResult) => r.end + allowedLateness + retention > w
-    checkEqual(fold.results(live), results, 'changes.fold', step)
+    // A window that left live state leaves no change; its last pane may show an end it has since
+    // grown past (a session), so only what no longer shows is checked to have expired.
+    const expired = (r: WindowResult) => r.end + allowedLateness + retention <= w
+    const shown = discarding ? panes.totals() : fold.results()
+    const expected = discarding ? model.shownWholes() : results
+    if (discarding) checkEqual(keepShown(shown as Map<string, unknown>, expected as Map<string, unknown>, panes.lasts(), expired, step), expected, 'changes.fold', step)
+    else checkEqual(keepShownResults(shown as WindowResult[], results, expired, step), results, 'changes.fold', step)
     checkBounds(engine, limits, meter, step)
     hooks.afterOp?.(engine, step, meter)
   }
@@ -287,6 +301,31 @@ export async function runPlan(testCase: PlanCase, meter: Meter, hooks: PlanHooks
   const reasons = Object.fromEntries(ANOMALY_REASONS.map((r) => [r, (anomalies[r] ?? 0) + (r === 'overflow' ? overflow : 0)]))
   checkEqual({ ...stats.anomalies }, reasons, 'model.anomaly-counts', testCase.ops.length)
   hooks.end?.(engine, meter)
+}
+
+/** The fold's results that `engine.results()` still shows; each other one must have expired. */
+function keepShownResults(shown: readonly WindowResult[], live: readonly WindowResult[], expired: (r: WindowResult) => boolean, step: number): WindowResult[] {
+  const ids = new Set(live.map(resultId))
+  for (const r of shown) {
+    if (!ids.has(resultId(r))) check(expired(r), 'changes.fold', () => `the fold shows ${JSON.stringify(r)}, results() does not, and it has not expired`, step)
+  }
+  return shown.filter((r) => ids.has(resultId(r)))
+}
+
+/** The discarding fold's totals for the windows the model still shows; each other one must have expired. */
+function keepShown<V>(
+  shown: ReadonlyMap<string, V>,
+  live: ReadonlyMap<string, unknown>,
+  lasts: ReadonlyMap<string, WindowResult>,
+  expired: (r: WindowResult) => boolean,
+  step: number,
+): Map<string, V> {
+  const out = new Map<string, V>()
+  for (const [id, value] of shown) {
+    if (live.has(id)) out.set(id, value)
+    else check(expired(lasts.get(id) as WindowResult), 'changes.fold', () => `the fold holds ${id}, the engine does not, and it has not expired`, step)
+  }
+  return out
 }
 
 /** Every buffer stays within its configured limit. */

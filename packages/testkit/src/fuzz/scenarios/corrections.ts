@@ -46,7 +46,7 @@ export const sustainedCorrectionChurn = planScenario({
     end(engine, meter) {
       for (const result of engine.results()) {
         meter.checks++
-        const history = engine.history(result.window, result.key, result.start)
+        const history = engine.history(result.window, result.key, result.start, result.end)
         check(history.length <= HISTORY_LIMIT, 'history.bound', () => `${history.length} history entries for ${JSON.stringify(result)}`)
         if (result.status === 'provisional') continue
         const last = history.at(-1)

@@ -5,7 +5,7 @@
  * twice). See checks/longRun.ts for the bounds and the conservation check.
  */
 import fc from 'fast-check'
-import { session, sliding, tumbling } from '@tidemark/engine'
+import { cumulating, session, sliding, tumbling } from '@tidemark/engine'
 import { type LongRunCase, memoryBounds, runLong } from '../checks/longRun.ts'
 import type { Scenario } from '../scenario.ts'
 
@@ -14,7 +14,7 @@ export const boundedMemoryCrossWindowReplay: Scenario<LongRunCase> = {
   family: 'memory',
   summary: 'long steady runs (300-4000 rounds, up to ~100k events) replaying old events across windows; stats under config-derived bounds',
   arbitrary: fc.record({
-    spec: fc.constantFrom(tumbling(10), tumbling(60), sliding(40, 10), session(8), session(30)),
+    spec: fc.constantFrom(tumbling(10), tumbling(60), sliding(40, 10), sliding(120, 5), cumulating(60, 10), session(8), session(30)),
     lag: fc.constantFrom(0, 5, 25),
     allowedLateness: fc.constantFrom(0, 20, 100),
     retention: fc.constantFrom(0, 10, 80),

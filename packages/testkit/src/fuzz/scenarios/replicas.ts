@@ -6,12 +6,15 @@
  */
 import fc from 'fast-check'
 import type { StreamEvent } from '@tidemark/engine'
-import { type ReplicaCase, type ReplicaOp, runReplicas } from '../checks/replicaRun.ts'
+import { type ReplicaCase, type ReplicaOp, type ReplicaPanes, runReplicas } from '../checks/replicaRun.ts'
+import { EARLY_TRIGGERS, LATE_TRIGGERS } from '../../model/streamPlan.ts'
 import type { Scenario } from '../scenario.ts'
 import { opListReductions } from '../shrink.ts'
 import { WINDOW_POOL } from '../traffic.ts'
 
 const KEYS = ['a', 'b', '__proto__', undefined] as const
+
+const DEFAULT_PANES: ReplicaPanes = { trigger: { early: { kind: 'every_element' }, late: { kind: 'every_element' } }, accumulation: 'accumulating' }
 
 const rawEvent = fc.record({
   source: fc.nat(7),
@@ -38,9 +41,22 @@ const rawOp = fc.oneof(
 
 type RawOp = typeof rawOp extends fc.Arbitrary<infer T> ? T : never
 
+/** Some replicas emit other panes than the defaults (replica 0, the reference, never does). */
+const replicaPanes: fc.Arbitrary<ReplicaPanes | null> = fc.oneof(
+  { weight: 2, arbitrary: fc.constant(null) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      trigger: fc.record({ early: EARLY_TRIGGERS, late: LATE_TRIGGERS }),
+      accumulation: fc.constantFrom('accumulating' as const, 'discarding' as const),
+    }),
+  },
+)
+
 function build(draft: {
   replicas: number
   sources: number
+  panes: (ReplicaPanes | null)[]
   windows: ReplicaCase['windows']
   mode: 'pure' | 'manual' | 'bounded'
   lag: number
@@ -107,8 +123,10 @@ function build(draft: {
         break
     }
   }
+  const panes = draft.panes.slice(0, R).map((p, i) => (i === 0 ? null : p))
   return {
     windows: draft.windows,
+    ...(panes.some((p) => p !== null) ? { panes: panes.map((p) => p ?? DEFAULT_PANES) } : {}),
     lag: draft.mode === 'bounded' ? draft.lag : null,
     allowedLateness: draft.allowedLateness,
     replicas: R,
@@ -126,6 +144,7 @@ export const replicaPartitions: Scenario<ReplicaCase> = {
     .record({
       replicas: fc.integer({ min: 2, max: 4 }),
       sources: fc.integer({ min: 1, max: 8 }),
+      panes: fc.array(replicaPanes, { minLength: 4, maxLength: 4 }),
       windows: fc.subarray([...WINDOW_POOL], { minLength: 1, maxLength: 3 }),
       mode: fc.constantFrom('pure', 'pure', 'manual', 'bounded'),
       lag: fc.constantFrom(0, 5, 20),

@@ -2,17 +2,17 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { type Cell, emptyCell } from '../src/lattice/cell.ts'
 import { packCellGroup } from '../src/lattice/cellGroup.ts'
-import { WindowState } from '../src/windows/windowState.ts'
+import { type Aggregate, CellSet } from '../src/lattice/cellSet.ts'
 import { assertSeeded } from '@tidemark/seeded-random/property'
 
-const FILE = 'packages/engine/test/windowRows.test.ts'
+const FILE = 'packages/engine/test/cellRows.test.ts'
 const T0 = 1_700_000_040_000
 
 function peerCell(n: number): Cell {
   return { count: n, sum: n * 1.5, min: 1, max: n * 2, maxTs: T0 + n, version: n }
 }
 
-describe('WindowState: peers’ cells kept as rows', () => {
+describe('CellSet: peers’ cells kept as rows', () => {
   it('keeps every source’s cell in source order whatever the arrival order, room reserved or not, with objects mixed in', () => {
     const name = 'keeps every source’s cell in source order whatever the arrival order, room reserved or not, with objects mixed in'
     assertSeeded(
@@ -21,7 +21,7 @@ describe('WindowState: peers’ cells kept as rows', () => {
         fc.integer({ min: 0, max: 12 }),
         fc.integer({ min: -1, max: 30 }),
         (sources, reserve, ownAt) => {
-          const w = new WindowState('tumbling:60000', 'k', T0, T0 + 60_000)
+          const w = new CellSet()
           w.reserveRows(reserve)
           const expected = new Map<string, Cell>()
           sources.forEach((s, i) => {
@@ -41,7 +41,8 @@ describe('WindowState: peers’ cells kept as rows', () => {
           expect(w.sources()).toEqual(names)
           for (const [i, name] of names.entries()) expect(w.cellAt(i)).toEqual(expected.get(name))
           const all = [...expected.values()]
-          const result = w.result('on_time', 0, false, 'unknown')
+          const result: Aggregate = { count: 0, sum: 0, min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY }
+          w.fold(result)
           expect(result.count).toBe(all.reduce((n, c) => n + c.count, 0))
           expect(result.max).toBe(Math.max(...all.map((c) => c.max)))
           expect(w.count()).toBe(result.count)

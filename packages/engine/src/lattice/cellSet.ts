@@ -1,0 +1,208 @@
+import { type Cell, compareCells } from './cell.ts'
+import { type CellGroup, compareGroupRow, groupCell, writeGroupRow } from './cellGroup.ts'
+import { DoubleSlab } from './doubleSlab.ts'
+
+/**
+ * Peers' cells kept as numbers: blocks of shared 64 KB buffers, so a cold join of 10k slices
+ * leaves V8's young-generation collector a view per slice to copy, not 4 MB of rows. A set that
+ * outgrows its block takes one twice the size and leaves the old one unused.
+ */
+const peerRows = new DoubleSlab(8_192)
+
+/** What windows add up: the value fields of cells. */
+export interface Aggregate {
+  count: number
+  sum: number
+  min: number
+  max: number
+}
+
+/**
+ * One cell per source, kept in source order (the combination order, so every replica adds the
+ * same floats). A cell is an object when this replica writes it or someone holds it (placement
+ * caches); a peer's cell that nobody holds is `null` here and lives as six numbers in `#values`
+ * (count, sum, min, max, maxTs, version at `6 × position`, in blocks of `peerRows`), where an
+ * object would box each double field and a fresh replica merging 80k cells would allocate
+ * ~400k objects. A set holding only such rows has no `#ordered` at all.
+ *
+ * @example
+ * const set = new CellSet()
+ * set.addCell('d1', emptyCell())
+ * set.fold(into) // adds every cell, in source order
+ */
+export class CellSet {
+  readonly #sources: string[] = []
+  #ordered: (Cell | null)[] | null = null
+  /** Row `i` belongs to `#sources[i]` once any peer cell is kept as numbers (rows of object cells are unused, rows past the sources are reserved room). */
+  #values: Float64Array | null = null
+
+  /** How many sources have a cell here. */
+  get size(): number {
+    return this.#sources.length
+  }
+
+  /** Sources with a cell, sorted; `cellAt(i)` is the cell of `sources()[i]`. */
+  sources(): readonly string[] {
+    return this.#sources
+  }
+
+  /** The cell at a position of `sources()`: the live object, or a copy of a peer cell kept as numbers. */
+  cellAt(position: number): Readonly<Cell> {
+    return this.#ordered?.[position] ?? this.#rowCell(position)
+  }
+
+  /** The cell of `source` as a live object (a peer cell kept as numbers becomes one), if it has one. */
+  cell(source: string): Cell | undefined {
+    const at = this.#position(source)
+    if (this.#sources[at] !== source) return undefined
+    const ordered = this.#ordered ?? this.#objects()
+    let cell = ordered[at] as Cell | null
+    if (cell === null) {
+      cell = this.#rowCell(at)
+      ordered[at] = cell
+    }
+    return cell
+  }
+
+  /** Adds a source's first cell; a set never loses one, and a source's cell is updated in place. */
+  addCell(source: string, cell: Cell): void {
+    const at = this.#position(source)
+    if (this.#sources[at] === source) throw new Error(`already holds a cell of source ${JSON.stringify(source)}`)
+    this.#insert(at, source, cell)
+  }
+
+  /**
+   * Merges the `i`-th cell of a peer's group as `source`'s cell (lattice join). Returns false
+   * when the cell held here is equal or newer (stale).
+   */
+  mergePeerCell(source: string, group: CellGroup, i: number): boolean {
+    const at = this.#position(source)
+    if (this.#sources[at] !== source) {
+      this.#insert(at, source, null)
+      writeGroupRow(group, i, this.#values as Float64Array, 6 * at)
+      return true
+    }
+    const cell = this.#ordered?.[at] ?? null
+    if (cell !== null) {
+      // An object cell (a source this replica writes, or wrote): rare, so the plain lattice order.
+      const peer = groupCell(group, i)
+      if (compareCells(peer, cell) <= 0) return false
+      // In place: placement caches hold the object.
+      Object.assign(cell, peer)
+      return true
+    }
+    const values = this.#values as Float64Array
+    if (compareGroupRow(group, i, values, 6 * at) <= 0) return false
+    writeGroupRow(group, i, values, 6 * at)
+    return true
+  }
+
+  /**
+   * Makes room for `rows` peers' cells kept as numbers at once (a merge knows how many sources'
+   * groups it brings for a start), rather than growing row by row.
+   */
+  reserveRows(rows: number): void {
+    if (this.#values !== null || rows < 2) return
+    this.#values = peerRows.take(6 * Math.max(rows, this.#sources.length))
+  }
+
+  /** Adds every cell's count, sum, min and max into `into`, in source order. */
+  fold(into: Aggregate): void {
+    const ordered = this.#ordered
+    const values = this.#values
+    const n = this.#sources.length
+    let { count, sum, min, max } = into
+    for (let i = 0; i < n; i++) {
+      const cell = ordered === null ? null : (ordered[i] as Cell | null)
+      if (cell !== null) {
+        count += cell.count
+        sum += cell.sum
+        if (cell.min < min) min = cell.min
+        if (cell.max > max) max = cell.max
+      } else {
+        const v = values as Float64Array
+        const o = 6 * i
+        count += v[o] as number
+        sum += v[o + 1] as number
+        if ((v[o + 2] as number) < min) min = v[o + 2] as number
+        if ((v[o + 3] as number) > max) max = v[o + 3] as number
+      }
+    }
+    into.count = count
+    into.sum = sum
+    into.min = min
+    into.max = max
+  }
+
+  /** Events held in the cells. */
+  count(): number {
+    let n = 0
+    const ordered = this.#ordered
+    for (let i = 0; i < this.#sources.length; i++) n += ordered?.[i]?.count ?? ((this.#values as Float64Array)[6 * i] as number)
+    return n
+  }
+
+  /** `[source, cell copy]` per source, in source order. */
+  entries(): [string, Cell][] {
+    return this.#sources.map((source, i) => [source, { ...this.cellAt(i) }])
+  }
+
+  /** Inserts a source at `at`, with its cell object or `null` (its values then go into its row). */
+  #insert(at: number, source: string, cell: Cell | null): void {
+    const sources = this.#sources
+    const n = sources.length
+    let values = this.#values
+    if (values === null && cell === null) values = peerRows.take(6 * Math.max(n + 1, 2))
+    if (values !== null) {
+      if (values.length < 6 * (n + 1)) {
+        // Outgrown: a block twice the size; the old one is left unused.
+        const grown = peerRows.take(12 * (n + 1))
+        grown.set(values.subarray(0, 6 * at))
+        grown.set(values.subarray(6 * at, 6 * n), 6 * (at + 1))
+        values = grown
+      } else if (at < n) {
+        values.copyWithin(6 * (at + 1), 6 * at, 6 * n)
+        values.fill(0, 6 * at, 6 * (at + 1))
+      }
+      this.#values = values
+    }
+    const ordered = cell === null ? this.#ordered : (this.#ordered ?? this.#objects())
+    if (at === n) {
+      sources.push(source)
+      ordered?.push(cell)
+    } else {
+      sources.splice(at, 0, source)
+      ordered?.splice(at, 0, cell)
+    }
+  }
+
+  /** Creates `#ordered` for a set that so far held only rows (every position `null`). */
+  #objects(): (Cell | null)[] {
+    const ordered: (Cell | null)[] = []
+    for (let n = this.#sources.length; n > 0; n--) ordered.push(null)
+    this.#ordered = ordered
+    return ordered
+  }
+
+  /** A new cell object from the numbers of row `at`. */
+  #rowCell(at: number): Cell {
+    const v = this.#values as Float64Array
+    const o = 6 * at
+    return { count: v[o] as number, sum: v[o + 1] as number, min: v[o + 2] as number, max: v[o + 3] as number, maxTs: v[o + 4] as number, version: v[o + 5] as number }
+  }
+
+  /** Where `source` is or would be inserted in `#sources`. */
+  #position(source: string): number {
+    const sources = this.#sources
+    let hi = sources.length
+    // Sources mostly arrive in order (a peer's groups, source after source): try the end first.
+    if (hi === 0 || (sources[hi - 1] as string) < source) return hi
+    let lo = 0
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      if ((sources[mid] as string) < source) lo = mid + 1
+      else hi = mid
+    }
+    return lo
+  }
+}

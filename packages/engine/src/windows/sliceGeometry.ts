@@ -1,0 +1,76 @@
+import { BlockFolds } from './blockFolds.ts'
+import { alignedStart } from './windowSpec.ts'
+
+/**
+ * Where the slices and windows of one tumbling, sliding or cumulating spec lie. Slices are
+ * `unit` long (the slide, the step, or the tumbling size) and numbered by ordinal from an
+ * origin; a window is named by the ordinal of its last slice (unique per key: no two windows of
+ * a spec end together). Slices group into blocks of `perBlock` (the slides per sliding window,
+ * the steps per cumulating period, 1 for tumbling), aligned to the epoch: a sliding window
+ * spans at most two blocks, a cumulating window is a prefix of one.
+ *
+ * Ordinals count from an origin fixed at the first slice seen and aligned to a block, so they
+ * stay small integers (a raw start, ~1.7e12, is a boxed double as a map key) and
+ * `ordinal mod perBlock` is the same on every replica.
+ */
+export class SliceGeometry {
+  readonly unit: number
+  readonly perBlock: number
+  /** Cumulating: every window of a block starts at the block's start. Sliding: a window is `perBlock` slices. */
+  readonly cumulating: boolean
+  origin = Number.NaN
+  /** Folds of recently read blocks, shared by the spec's series. */
+  readonly folds: BlockFolds
+
+  constructor(unit: number, perBlock: number, cumulating: boolean) {
+    this.unit = unit
+    this.perBlock = perBlock
+    this.cumulating = cumulating
+    this.folds = new BlockFolds(perBlock)
+  }
+
+  /** The ordinal of an aligned slice start; fixes the origin on first use. */
+  ordinal(start: number): number {
+    if (Number.isNaN(this.origin)) this.origin = alignedStart(start, this.unit * this.perBlock)
+    return (start - this.origin) / this.unit
+  }
+
+  startOf(ordinal: number): number {
+    return this.origin + ordinal * this.unit
+  }
+
+  /** First ordinal of the block holding `ordinal`. */
+  blockStart(ordinal: number): number {
+    const k = this.perBlock
+    return ordinal - (ordinal - Math.floor(ordinal / k) * k)
+  }
+
+  /** The last window holding slice `ordinal` (every window holding it ends at or before this one's end). */
+  lastOf(ordinal: number): number {
+    return this.cumulating ? this.blockStart(ordinal) + this.perBlock - 1 : ordinal + this.perBlock - 1
+  }
+
+  /** The first slice of window `last`. */
+  firstOf(last: number): number {
+    return this.cumulating ? this.blockStart(last) : last - this.perBlock + 1
+  }
+
+  /** End of window `last`. */
+  endOf(last: number): number {
+    return this.origin + (last + 1) * this.unit
+  }
+
+  /**
+   * The first window holding slice `ordinal` whose end is above `floor`: windows ending at or below
+   * it are out (final for an event's lateness, gone for a peer's retention). Past `lastOf` when none.
+   */
+  firstAbove(ordinal: number, floor: number): number {
+    if (!(floor > Number.NEGATIVE_INFINITY)) return ordinal
+    let b = Math.max(ordinal, Math.floor((floor - this.origin) / this.unit) - 1)
+    const last = this.lastOf(ordinal)
+    // At most two steps: the division only guesses, the comparison decides.
+    while (b <= last && this.endOf(b) <= floor) b++
+    // Past the last (also for an infinite floor): one past it, a small integer like every ordinal.
+    return b <= last ? b : last + 1
+  }
+}

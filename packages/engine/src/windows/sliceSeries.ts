@@ -1,0 +1,136 @@
+import type { Aggregate } from '../lattice/cellSet.ts'
+import type { Slice } from './slice.ts'
+import type { SliceGeometry } from './sliceGeometry.ts'
+import type { WindowState, WindowValues } from './windowState.ts'
+
+/** Slices per window from which a block's prefix and suffix folds are kept for all its windows; below it each window folds its own. */
+const SHARED_FOLDS = 16
+
+/**
+ * One key's slices and windows under one spec, and how a window's value is folded from its
+ * slices. The fold is one fixed function of the slices' cells, so every replica, and every
+ * path through this one, adds the same floats in the same order:
+ *
+ * - a window whose first slice starts a block is the block's prefix up to its last slice,
+ *   folded left to right (every cumulating window, every tumbling window, every sliding window
+ *   aligned to its size);
+ * - any other sliding window spans two blocks: the suffix of the first block from its first
+ *   slice, folded right to left, then the prefix of the next block up to its last slice;
+ * - then the partial parts of its slices that it counts, by slice, part and source.
+ *
+ * Prefixes and suffixes of one block are shared by every window that ends or starts in it:
+ * `BlockFolds` computes them once per block while the series is unchanged, with the same
+ * additions a single window's fold would make.
+ */
+export class SliceSeries implements WindowValues {
+  readonly key: string
+  readonly geometry: SliceGeometry
+  /** Slices by ordinal. */
+  readonly slices = new Map<number, Slice>()
+  /** Windows by the ordinal of their last slice. */
+  readonly windows = new Map<number, WindowState>()
+  /** Ordinals of slices holding partial parts, ascending. */
+  readonly partialSlices: number[] = []
+  /** Bumped on every change to a cell of the series. */
+  version = 0
+  constructor(key: string, geometry: SliceGeometry) {
+    this.key = key
+    this.geometry = geometry
+  }
+
+  foldWindow(window: WindowState, into: Aggregate): void {
+    const g = this.geometry
+    const last = g.ordinal(window.end) - 1
+    const first = g.firstOf(last)
+    if (g.perBlock === 1) {
+      // One slice, one window: its cells folded straight in (the same additions as from a cached fold).
+      this.slices.get(last)?.fold(into)
+    } else if (g.perBlock < SHARED_FOLDS) {
+      // Few slices per window: folded here, with the additions the shared block folds make.
+      const block = g.blockStart(first)
+      if (first !== block) this.#foldRange(block + g.perBlock - 1, first, into)
+      this.#foldRange(g.blockStart(last), last, into)
+    } else {
+      const block = g.blockStart(first)
+      if (first !== block) this.#suffixInto(first, into)
+      this.#prefixInto(last, into)
+    }
+    if (this.partialSlices.length > 0) this.#partialsInto(first, last, into)
+  }
+
+  /** Notes that slice `ordinal` now holds a partial part. */
+  notePartial(ordinal: number): void {
+    const list = this.partialSlices
+    let at = list.length
+    while (at > 0 && (list[at - 1] as number) > ordinal) at--
+    if (list[at - 1] !== ordinal) list.splice(at, 0, ordinal)
+  }
+
+  /** Forgets a dropped slice. */
+  dropSlice(slice: Slice): void {
+    this.slices.delete(slice.ordinal)
+    slice.live = false
+    if (slice.partial !== null) {
+      const at = this.partialSlices.indexOf(slice.ordinal)
+      if (at >= 0) this.partialSlices.splice(at, 1)
+    }
+  }
+
+  /**
+   * Adds the fold of slices `from` to `to` (either direction), started from nothing: what
+   * `BlockFolds` keeps as a block's prefix (`from` its start) or suffix (`from` its end).
+   */
+  #foldRange(from: number, to: number, into: Aggregate): void {
+    const step = from <= to ? 1 : -1
+    let count = 0
+    let sum = 0
+    let min = Number.POSITIVE_INFINITY
+    let max = Number.NEGATIVE_INFINITY
+    for (let i = from; i !== to + step; i += step) {
+      const slice = this.slices.get(i)
+      if (slice === undefined) continue
+      const f = slice.folded()
+      count += f[0] as number
+      sum += f[1] as number
+      if ((f[2] as number) < min) min = f[2] as number
+      if ((f[3] as number) > max) max = f[3] as number
+    }
+    into.count += count
+    into.sum += sum
+    if (min < into.min) into.min = min
+    if (max > into.max) into.max = max
+  }
+
+  /** Adds the fold of the block's slices from its start up to `last`, left to right. */
+  #prefixInto(last: number, into: Aggregate): void {
+    const block = this.geometry.blockStart(last)
+    const p = this.geometry.folds.of(this, block).prefix
+    const at = 4 * (last - block)
+    into.count += p[at] as number
+    into.sum += p[at + 1] as number
+    if ((p[at + 2] as number) < into.min) into.min = p[at + 2] as number
+    if ((p[at + 3] as number) > into.max) into.max = p[at + 3] as number
+  }
+
+  /** Adds the fold of the block's slices from `first` to its end, right to left. */
+  #suffixInto(first: number, into: Aggregate): void {
+    const block = this.geometry.blockStart(first)
+    const s = this.geometry.folds.of(this, block).suffix
+    const at = 4 * (first - block)
+    into.count += s[at] as number
+    into.sum += s[at + 1] as number
+    if ((s[at + 2] as number) < into.min) into.min = s[at + 2] as number
+    if ((s[at + 3] as number) > into.max) into.max = s[at + 3] as number
+  }
+
+  /** Adds the partial parts of slices `first..last` counted by the window ending with slice `last`. */
+  #partialsInto(first: number, last: number, into: Aggregate): void {
+    for (const ordinal of this.partialSlices) {
+      if (ordinal < first) continue
+      if (ordinal > last) break
+      for (const [from, part] of (this.slices.get(ordinal) as Slice).partials()) {
+        if (from <= last) part.fold(into)
+      }
+    }
+  }
+}

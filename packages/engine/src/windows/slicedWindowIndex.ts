@@ -1,0 +1,473 @@
+import { type Cell, emptyCell } from '../lattice/cell.ts'
+import type { CellGroup } from '../lattice/cellGroup.ts'
+import type { CellSet } from '../lattice/cellSet.ts'
+import type { SessionIndexSnapshot, SliceIndexSnapshot } from '../recovery/engineCheckpoint.ts'
+import type { CellEntry } from '../replica/replicaPort.ts'
+import { NO_ORDINAL, parsePartName, partName, Slice } from './slice.ts'
+import { SliceGeometry } from './sliceGeometry.ts'
+import { SliceSeries } from './sliceSeries.ts'
+import {
+  ADMITTED_LATE,
+  type BatchFrontiers,
+  type ExpiredCell,
+  type MergeCounts,
+  ON_TIME,
+  type PlacementSource,
+  REFUSED,
+  type RemoteFrontiers,
+  type WindowIndex,
+  type WindowTracker,
+} from './windowIndex.ts'
+import { alignedStart, type WindowSpec } from './windowSpec.ts'
+import { WindowState } from './windowState.ts'
+
+/**
+ * Tumbling, sliding and cumulating windows over shared slices (Flink's window slicing, Jet's
+ * frames). A slice is `unit` long: the slide, the cumulating step, or the tumbling size. An
+ * event updates one cell, its source's in its slice, whatever the window size; a window's value
+ * is folded from the slices it holds (`SliceSeries`). Windows still exist one by one, for what
+ * they emitted and where they are in their lifecycle.
+ *
+ * Lateness stays per window: an event is admitted by the windows holding its slice whose end
+ * plus allowed lateness is above the watermark. Those are always the later ones (by end); when
+ * the earlier ones are final already, the event goes to a partial part of its slice, counted only
+ * from the first window that admitted it (`Slice`), so every window shows what it would have
+ * shown with cells of its own, on this replica and, through the replicated parts, on every other.
+ */
+export class SlicedWindowIndex implements WindowIndex {
+  readonly id: string
+  readonly maxNewPerEvent: number
+  /** Slice length: every window start and end is a multiple of it. */
+  readonly unit: number
+  discarding = false
+  readonly #geometry: SliceGeometry
+  /** Largest window size (dedup horizon). */
+  readonly #reach: number
+  /** key → series. A Map, so `__proto__` is an ordinary key. */
+  readonly #byKey = new Map<string, SliceSeries>()
+  #windows = 0
+  #cells = 0
+  /**
+   * By `RECENT × source slot + i`: the slices a source wrote last (one per key it writes, up to
+   * `RECENT` keys: a device reporting several metrics alternates between them), and its cell in
+   * each slice's main part. `#recentNext` says which entry of a slot to replace next.
+   */
+  readonly #recentSlices: (Slice | undefined)[] = []
+  readonly #recentCells: (Cell | undefined)[] = []
+  readonly #recentNext: number[] = []
+
+  constructor(spec: WindowSpec & { kind: 'tumbling' | 'sliding' | 'cumulating' }) {
+    this.id = spec.id
+    this.unit = spec.kind === 'cumulating' ? spec.step : spec.kind === 'sliding' ? spec.slide : spec.size
+    this.#reach = spec.size
+    this.maxNewPerEvent = this.#reach / this.unit
+    this.#geometry = new SliceGeometry(this.unit, this.maxNewPerEvent, spec.kind === 'cumulating')
+  }
+
+  get size(): number {
+    return this.#windows
+  }
+
+  takes(window: string): boolean {
+    return window === this.id || (window.startsWith(this.id) && window.charCodeAt(this.id.length) === 64)
+  }
+
+  missingWindows(key: string, ts: number, frontiers: BatchFrontiers): number {
+    const g = this.#geometry
+    const s = g.ordinal(alignedStart(ts, this.unit))
+    const series = this.#byKey.get(key)
+    let missing = 0
+    for (let b = g.firstAbove(s, frontiers.watermark - frontiers.lateness); b <= g.lastOf(s); b++) {
+      if (series?.windows.get(b) === undefined) missing++
+    }
+    return missing
+  }
+
+  /**
+   * Places one event: folds it into its source's cell of its slice (the one cell update, whatever
+   * the window size), and, the first time a batch reaches the slice, touches the windows that
+   * admit what it brings. Returns ON_TIME / ADMITTED_LATE / REFUSED bits.
+   */
+  place(key: string, source: PlacementSource, ts: number, value: number, version: number, frontiers: BatchFrontiers, tracker: WindowTracker): number {
+    const batch = frontiers.batch
+    const base = RECENT * source.slot
+    let slice: Slice | undefined
+    let cell: Cell | undefined
+    // A slice the source wrote lately, in the key's series: no alignment, no lookup.
+    for (let i = base; i < base + RECENT; i++) {
+      const recent = this.#recentSlices[i]
+      if (recent !== undefined && ts >= recent.start && ts < recent.start + this.unit && recent.key === key && recent.live) {
+        slice = recent
+        cell = this.#recentCells[i]
+        break
+      }
+    }
+    slice ??= this.#sliceAt(key, alignedStart(ts, this.unit))
+    // Frontiers stand still within a batch: a slice's first admitting window is worked out once per batch.
+    const last = this.#geometry.lastOf(slice.ordinal)
+    if (slice.batch !== batch) {
+      slice.batch = batch
+      slice.from = this.#geometry.firstAbove(slice.ordinal, frontiers.watermark - frontiers.lateness)
+      slice.touchedFrom = last + 1
+      slice.bitsFrom = NO_ORDINAL
+    }
+    const from = slice.from
+    if (from > last) return REFUSED
+    const series = slice.series
+    const main = from === slice.ordinal
+    if (!main || cell === undefined) {
+      const part = slice.part(from)
+      cell = part.cell(source.name)
+      if (cell === undefined) {
+        cell = emptyCell()
+        this.#addCell(part, source.name, cell)
+        if (!main) series.notePartial(slice.ordinal)
+      }
+      if (main) {
+        // The entry of this key's slice, or else the next in turn.
+        let at = base
+        while (at < base + RECENT && this.#recentSlices[at]?.key !== key) at++
+        if (at === base + RECENT) {
+          const next = this.#recentNext[source.slot] ?? 0
+          at = base + next
+          this.#recentNext[source.slot] = (next + 1) % RECENT
+        }
+        this.#recentSlices[at] = slice
+        this.#recentCells[at] = cell
+      }
+    }
+    cell.count++
+    cell.sum += value
+    if (value < cell.min) cell.min = value
+    if (value > cell.max) cell.max = value
+    if (ts > cell.maxTs) cell.maxTs = ts
+    cell.version = version
+    slice.version++
+    series.version++
+    if (frontiers.publish === true) tracker.written(main ? this.id : partName(this.id, this.#geometry.endOf(from)), key, slice.start, source.name, cell)
+    if (from < slice.touchedFrom) {
+      this.#touch(series, from, slice.touchedFrom - 1, frontiers, tracker, false)
+      slice.touchedFrom = from
+    }
+    if (slice.bitsFrom !== from) {
+      slice.bitsFrom = from
+      slice.bits = this.#outcome(series, from, last)
+    }
+    if (this.discarding) addPending(series, from, last, value)
+    return main ? slice.bits : slice.bits | REFUSED
+  }
+
+  /** ON_TIME when some window `from..last` has not fired, ADMITTED_LATE when some has. */
+  #outcome(series: SliceSeries, from: number, last: number): number {
+    let bits = 0
+    for (let b = from; b <= last; b++) bits |= (series.windows.get(b) as WindowState).fired ? ADMITTED_LATE : ON_TIME
+    return bits
+  }
+
+  /**
+   * Touches windows `from..to` of `series`, latest end first (the order the windows of one slice
+   * were always reached in), creating those that are missing: born fired past the firing frontier.
+   */
+  #touch(series: SliceSeries, from: number, to: number, frontiers: BatchFrontiers, tracker: WindowTracker, replaced: boolean): void {
+    const g = this.#geometry
+    const batch = frontiers.batch
+    for (let b = to; b >= from; b--) {
+      let w = series.windows.get(b)
+      if (w === undefined) {
+        const end = g.endOf(b)
+        w = new WindowState(this.id, series.key, g.startOf(g.firstOf(b)), end)
+        // A tumbling window folds its one slice straight away; others through the series.
+        w.values = (g.perBlock === 1 ? series.slices.get(b) : undefined) ?? series
+        w.fired = end <= frontiers.firing
+        series.windows.set(b, w)
+        this.#windows++
+        tracker.created(w)
+      }
+      if (replaced) tracker.replaced(w)
+      if (w.touchedIn !== batch) {
+        w.touchedIn = batch
+        tracker.touched(w)
+      }
+    }
+  }
+
+  #seriesOf(key: string): SliceSeries {
+    let series = this.#byKey.get(key)
+    if (series === undefined) {
+      series = new SliceSeries(key, this.#geometry)
+      this.#byKey.set(key, series)
+    }
+    return series
+  }
+
+  #sliceOf(series: SliceSeries, ordinal: number, start: number): Slice {
+    let slice = series.slices.get(ordinal)
+    if (slice === undefined) {
+      slice = new Slice(ordinal, start, series)
+      series.slices.set(ordinal, slice)
+    }
+    return slice
+  }
+
+  /** The slice of `key` starting at `start`, made when missing. */
+  #sliceAt(key: string, start: number): Slice {
+    return this.#sliceOf(this.#seriesOf(key), this.#geometry.ordinal(start), start)
+  }
+
+  #addCell(part: CellSet, source: string, cell: Cell): void {
+    part.addCell(source, cell)
+    this.#cells++
+  }
+
+  /**
+   * Peers' groups, slice part by slice part: each changed cell touches the windows that count
+   * it and are still live here (its newer version is a lattice join; a window already final counts
+   * a finality violation), and makes their next discarding pane carry the whole window.
+   */
+  mergeRemote(groups: readonly CellGroup[], frontiers: RemoteFrontiers, tracker: WindowTracker): MergeCounts {
+    const counts: MergeCounts = { applied: 0, stale: 0, expired: 0, finalityViolations: 0, invalid: 0 }
+    const g = this.#geometry
+    const lateFloor = frontiers.watermark - frontiers.lateness
+    const liveFloor = lateFloor - frontiers.retention
+    for (const list of byPart(groups)) {
+      const first = list[0] as CellGroup
+      const start = first.start
+      const named = parsePartName(first.window)
+      if (alignedStart(start, this.unit) !== start || named.spec !== this.id) {
+        for (const group of list) counts.invalid += group.keys.length
+        continue
+      }
+      const s = g.ordinal(start)
+      const last = g.lastOf(s)
+      let from = s
+      if (!Number.isNaN(named.end)) {
+        from = Number.isSafeInteger(named.end) && alignedStart(named.end, this.unit) === named.end ? g.ordinal(named.end) - 1 : Number.NaN
+        if (!(from > s && from <= last)) {
+          for (const group of list) counts.invalid += group.keys.length
+          continue
+        }
+      }
+      // Windows ending at or below the live floor left live state here: nothing they show can change.
+      const alive = Math.max(from, g.firstAbove(s, liveFloor))
+      if (alive > last) {
+        for (const group of list) counts.expired += group.keys.length
+        continue
+      }
+      // Windows alive here that are past their lateness: each changed cell is a finality violation in each.
+      const late = Math.max(0, Math.min(last + 1, g.firstAbove(s, lateFloor)) - alive)
+      const batch = frontiers.batch
+      // The groups of one part and start (one per source) mostly list the same keys: their slices are looked up once.
+      let keys: readonly string[] | null = null
+      const slices: Slice[] = []
+      for (const group of list) {
+        const source = group.source
+        if (keys === null || !sameKeys(keys, group.keys)) {
+          keys = group.keys
+          slices.length = 0
+          for (const key of keys) slices.push(this.#sliceAt(key, start))
+        }
+        for (let i = 0; i < slices.length; i++) {
+          const slice = slices[i] as Slice
+          const series = slice.series
+          const part = slice.part(from)
+          const before = part.size
+          if (before === 0 && list.length > 1) part.reserveRows(list.length)
+          if (!part.mergePeerCell(source, group, i)) {
+            counts.stale++
+            continue
+          }
+          if (part.size > before) {
+            this.#cells++
+            if (from !== s) series.notePartial(s)
+          }
+          counts.applied++
+          counts.finalityViolations += late
+          slice.version++
+          series.version++
+          if (slice.batch !== batch) {
+            slice.batch = batch
+            slice.from = last + 1
+            slice.touchedFrom = last + 1
+            slice.bitsFrom = NO_ORDINAL
+          }
+          if (alive < slice.touchedFrom) {
+            this.#touch(series, alive, slice.touchedFrom - 1, frontiers, tracker, true)
+            slice.touchedFrom = alive
+          }
+        }
+      }
+    }
+    return counts
+  }
+
+  adopt(window: WindowState): void {
+    const series = this.#seriesOf(window.key)
+    const b = this.#geometry.ordinal(window.end) - 1
+    if (!series.windows.has(b)) this.#windows++
+    series.windows.set(b, window)
+    window.values = series
+  }
+
+  /** A format-1 checkpoint's tumbling window held its own cells: they are its one slice's. */
+  adoptCells(window: WindowState, cells: readonly (readonly [string, Cell])[]): void {
+    const slice = this.#sliceAt(window.key, window.start)
+    for (const [source, cell] of cells) this.#addCell(slice, source, { ...cell })
+  }
+
+  snapshot(): SliceIndexSnapshot {
+    const g = this.#geometry
+    const slices: [string, number, [number, [string, Cell][]][]][] = []
+    for (const series of this.#byKey.values()) {
+      for (const slice of series.slices.values()) {
+        const parts: [number, [string, Cell][]][] = [[g.endOf(slice.ordinal), slice.entries()]]
+        for (const [from, part] of slice.partials()) parts.push([g.endOf(from), part.entries()])
+        slices.push([series.key, slice.start, parts])
+      }
+    }
+    return { window: this.id, slices }
+  }
+
+  restore(snapshot: SessionIndexSnapshot | SliceIndexSnapshot): void {
+    if (!('slices' in snapshot)) return
+    const g = this.#geometry
+    for (const [key, start, parts] of snapshot.slices) {
+      const slice = this.#sliceAt(key, start)
+      const series = slice.series
+      const s = slice.ordinal
+      for (const [end, cells] of parts) {
+        const from = g.ordinal(end) - 1
+        const part = slice.part(from)
+        if (from !== s) series.notePartial(s)
+        for (const [source, cell] of cells) this.#addCell(part, source, { ...cell })
+      }
+    }
+  }
+
+  find(key: string, start: number, end?: number): WindowState | undefined {
+    const g = this.#geometry
+    const series = this.#byKey.get(key)
+    if (series === undefined || Number.isNaN(g.origin)) return undefined
+    const last = end === undefined ? g.lastOf(g.ordinal(start)) : g.ordinal(end) - 1
+    const w = series.windows.get(last)
+    return w !== undefined && w.start === start ? w : undefined
+  }
+
+  remove(window: WindowState, expired: ExpiredCell): void {
+    const g = this.#geometry
+    const series = this.#byKey.get(window.key)
+    const b = g.ordinal(window.end) - 1
+    if (series === undefined || series.windows.get(b) !== window) return
+    series.windows.delete(b)
+    window.live = false
+    this.#windows--
+    // The slices whose last window this was are counted by no live window any more: a sliding
+    // window's first slice; every slice of a cumulating period with its whole-period window.
+    const first = g.firstOf(b)
+    const to = g.cumulating ? (g.lastOf(b) === b ? b : first - 1) : first
+    for (let s = first; s <= to; s++) {
+      const slice = series.slices.get(s)
+      if (slice !== undefined) this.#dropSlice(series, slice, expired)
+    }
+    if (series.windows.size === 0 && series.slices.size === 0) {
+      this.#byKey.delete(window.key)
+      g.folds.clear()
+    }
+  }
+
+  #dropSlice(series: SliceSeries, slice: Slice, expired: ExpiredCell): void {
+    const g = this.#geometry
+    const parts: [number, CellSet][] = [[slice.ordinal, slice], ...slice.partials()]
+    for (const [from, part] of parts) {
+      const name = from === slice.ordinal ? this.id : partName(this.id, g.endOf(from))
+      for (const source of part.sources()) expired(name, series.key, slice.start, source)
+      this.#cells -= part.size
+    }
+    series.dropSlice(slice)
+  }
+
+  *windows(): IterableIterator<WindowState> {
+    for (const series of this.#byKey.values()) yield* series.windows.values()
+  }
+
+  horizon(frontiers: BatchFrontiers): number {
+    return frontiers.watermark - frontiers.lateness - this.#reach
+  }
+
+  gauges(): { cells: number; pending: number } {
+    let pending = 0
+    for (const w of this.windows()) if (!w.fired) pending += w.count()
+    return { cells: this.#cells, pending }
+  }
+
+  liveCells(out: CellEntry[]): void {
+    const g = this.#geometry
+    for (const series of this.#byKey.values()) {
+      for (const slice of series.slices.values()) {
+        const parts: [number, CellSet][] = [[slice.ordinal, slice], ...slice.partials()]
+        for (const [from, part] of parts) {
+          const window = from === slice.ordinal ? this.id : partName(this.id, g.endOf(from))
+          const sources = part.sources()
+          for (let i = 0; i < sources.length; i++) {
+            out.push({ address: { window, key: series.key, start: slice.start, source: sources[i] as string }, cell: part.cellAt(i) })
+          }
+        }
+      }
+    }
+  }
+}
+
+/** Discarding mode: an event joins what windows `from..last` collect until their next pane. */
+function addPending(series: SliceSeries, from: number, last: number, value: number): void {
+  for (let b = from; b <= last; b++) {
+    const w = series.windows.get(b) as WindowState
+    w.pending ??= emptyCell()
+    const pending = w.pending
+    pending.count++
+    pending.sum += value
+    if (value < pending.min) pending.min = value
+    if (value > pending.max) pending.max = value
+  }
+}
+
+/** Slices remembered per source: the keys a source writes in turn. */
+const RECENT = 4
+
+/**
+ * Groups by part name and slice start, each list sorted by source: a part keeps its cells in
+ * source order, so a fresh one then takes its sources by appending.
+ */
+function byPart(groups: readonly CellGroup[]): Iterable<readonly CellGroup[]> {
+  if (groups.length <= 1) return groups.length === 0 ? [] : [groups]
+  const lists = new Map<string, Map<number, CellGroup[]>>()
+  for (const group of groups) {
+    let byStart = lists.get(group.window)
+    if (byStart === undefined) {
+      byStart = new Map()
+      lists.set(group.window, byStart)
+    }
+    const list = byStart.get(group.start)
+    if (list === undefined) byStart.set(group.start, [group])
+    else list.push(group)
+  }
+  const out: CellGroup[][] = []
+  for (const byStart of lists.values()) {
+    for (const list of byStart.values()) {
+      if (list.length > 1) list.sort(bySource)
+      out.push(list)
+    }
+  }
+  return out
+}
+
+/** True when two key lists hold the same keys in the same order. */
+function sameKeys(a: readonly string[], b: readonly string[]): boolean {
+  if (a === b) return true
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
+}
+
+function bySource(a: CellGroup, b: CellGroup): number {
+  return a.source < b.source ? -1 : a.source > b.source ? 1 : 0
+}
+
