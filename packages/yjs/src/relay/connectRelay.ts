@@ -55,9 +55,10 @@ export type RelayToken = string | (() => string | Promise<string>)
 export interface ConnectRelayOptions {
   /**
    * The relay, e.g. `wss://relay.example.com` or `ws://127.0.0.1:8787`; or several relays that
-   * share their rooms (a scale-out group), tried in turn: the client stays on a relay while it
-   * answers, and a connection that fails before the relay said anything moves the next attempt
-   * to the next URL of the list (after the last, the first again).
+   * share their rooms (a scale-out group), in order of preference: the client stays on a relay
+   * while it answers, a connection that fails before the relay said anything moves the next
+   * attempt to the next URL of the list (after the last, the first again), and `connect()` after
+   * `disconnect()` starts from the first.
    */
   readonly url: string | readonly string[]
   /** The JWT the relay checks for every room (a function is read again on every connection). */
@@ -123,7 +124,7 @@ export interface Relay {
    * `connect()`: for an application that knows it is offline (the browser's `offline` event).
    */
   disconnect(): void
-  /** Connects again at once after `disconnect()`; does nothing otherwise. */
+  /** Connects again at once after `disconnect()` (to the first relay of a list); does nothing otherwise. */
   connect(): void
   /** Leaves every room and closes the socket. */
   destroy(): void
@@ -227,6 +228,8 @@ class RelayConnection implements Relay {
   connect(): void {
     if (!this.#paused || this.#destroyed) return
     this.#paused = false
+    // Back from an offline spell: the relay of choice first, whichever one the last attempts reached.
+    this.#urlIndex = 0
     this.#connect()
   }
 

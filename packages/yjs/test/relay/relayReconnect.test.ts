@@ -210,6 +210,13 @@ describe('relay client: reconnects', () => {
       await untilStatus(doc, 'in sync again', (s) => s.state === 'connected')
       expect(relay.url).toBe(other.url)
       expect(server.sockets()).toBe(0)
+
+      // Back from an offline spell, it starts from the first relay again.
+      relay.disconnect()
+      relay.connect()
+      expect(relay.url).toBe(server.url)
+      await untilStatus(doc, 'in sync on the first relay again', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+      expect(server.sockets()).toBe(1)
       expect(errors).toEqual([])
       relay.destroy()
       readerClient.relay.destroy()
