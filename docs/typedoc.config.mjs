@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs'
 
 /** The folders under packages/ whose exports make up the API reference. */
-const PACKAGES = ['engine', 'yjs', 'idb', 'react', 'storm']
+const PACKAGES = ['engine', 'yjs', 'idb', 'react', 'storm', 'relay']
 
 /** @param {string} folder */
 function manifest(folder) {

@@ -35,7 +35,8 @@ function forgedGroup(source: string): unknown[] {
  * - `writeMalformed(count)` registers a fake replica under this page's configuration and writes
  *   `count` malformed entries into its log (half a group whose one cell counts NaN events, half
  *   a clock naming another writer): `foreign-meta`;
- * - `writeMalformedOwn(count)`: the same malformed entries in this page's own log: `malformed-entry`;
+ * - `writeMalformedOwn(count)`: `count` misshapen entries in this page's own log (half a group
+ *   whose columns are not 48 bytes per cell, half an entry of no kind): `malformed-entry`;
  * - `writeForeignSource(source)`: a well-formed group of another device's source in its own log: `foreign-source`;
  * - `writeForeignLog(replica)`: a well-formed group of its own source in another device's log: `foreign-replica`.
  *
@@ -43,11 +44,16 @@ function forgedGroup(source: string): unknown[] {
  * session.ready({ engine, source, commands: deviceHostileCommands(() => room.doc, source) })
  */
 export function deviceHostileCommands(doc: () => Y.Doc, source: string): Record<string, StormCommand> {
+  /** Half a group whose one cell counts NaN events, half a clock naming another writer. */
   const malformed = (log: Y.Array<unknown[]>, n: number): void => {
     const nanCell = new Uint8Array(new Float64Array([Number.NaN, 1, 1, 1, 1, 1]).buffer)
     for (let k = 0; k < n; k++) {
       log.push([k % 2 === 0 ? ['g', `tumbling:${STORM_WINDOW_MS}`, 0, source, '["k0"]', nanCell] : ['k', source, 'nobody', 1, 2, 3, 1, 1]])
     }
+  }
+  /** Half a group whose columns are not 48 bytes per cell, half an entry of no kind at all. */
+  const misshapen = (log: Y.Array<unknown[]>, n: number): void => {
+    for (let k = 0; k < n; k++) log.push([k % 2 === 0 ? ['g', `tumbling:${STORM_WINDOW_MS}`, 0, source, '["k0"]', new Uint8Array(7)] : ['x', source]])
   }
   return {
     writeMalformed(count) {
@@ -63,7 +69,7 @@ export function deviceHostileCommands(doc: () => Y.Doc, source: string): Record<
     writeMalformedOwn(count) {
       const n = positiveCount('writeMalformedOwn', count)
       const target = doc()
-      target.transact(() => malformed(target.getArray(`tidemark:replica:${source}`), n))
+      target.transact(() => misshapen(target.getArray(`tidemark:replica:${source}`), n))
     },
     writeForeignSource(other) {
       const target = doc()
