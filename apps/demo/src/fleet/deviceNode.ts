@@ -51,7 +51,7 @@ const DEFAULT_REBOOT_MS = 1_500
  * @example
  * const node = await DeviceNode.open({ profile, rng, faults: DEFAULT_FAULTS, settings, wiring, epoch, now: Date.now })
  * node.step(Date.now(), true)      // samples, ingests a due upload into its own engine
- * node.setOnline(false)            // providers down, log keeps growing
+ * node.setOnline(false)            // its link down, log keeps growing
  * node.crash(Date.now())           // dropped without close; reopens from IndexedDB on a later step
  */
 export class DeviceNode {
@@ -242,7 +242,7 @@ export class DeviceNode {
   async #openIncarnation(): Promise<void> {
     const { wiring, epoch, settings, now } = this.#options
     const doc = new Y.Doc()
-    // Created first, with the fleet's clock: the providers and the binding find it by doc.
+    // Created first, with the fleet's clock: the link and the binding find it by doc.
     syncStatusTracker(doc, { now })
     const claim = { held: true }
     const persistence = indexedDbPersistence({

@@ -28,7 +28,7 @@ export interface DeviceStatus {
   /** Its links are meant to be up (the operator's switch). */
   readonly online: boolean
   readonly offlineSince: number | null
-  /** The device engine's `syncStatus()`: what its providers report. */
+  /** The device engine's `syncStatus()`: what its link reports. */
   readonly syncState: SyncStatus['state']
   /** Local document updates not yet acknowledged by every provider. */
   readonly pending: number

@@ -82,7 +82,7 @@ const LATE_CORRECTIONS_KEPT = 60
  * @example
  * const fleet = new Fleet({ wiring: await loadWiring('f1', fetch, probeWebsocket), control: openControlChannel('c') })
  * fleet.start(100)
- * fleet.setOnline('d03', false) // its providers disconnect; it keeps ingesting
+ * fleet.setOnline('d03', false) // its relay link disconnects; it keeps ingesting
  * fleet.snapshot().dashboard.results({ window: 'tumbling:2000', key: 'temp' })
  */
 export class Fleet {
@@ -165,14 +165,14 @@ export class Fleet {
     this.#publish(now, false)
   }
 
-  /** Connects or disconnects a device's providers; its engine keeps ingesting into its log. */
+  /** Connects or disconnects a device's link; its engine keeps ingesting into its log. */
   setOnline(id: string, online: boolean): void {
     const now = this.#now()
     this.#setOnline(id, online, now, 'operator')
     this.#log.add(
       now,
       online ? 'good' : 'warn',
-      online ? `${id} back online: its providers reconnect and exchange state vectors` : `${id} taken offline: its providers disconnect, it keeps ingesting into its write-ahead log`,
+      online ? `${id} back online: its link reconnects and exchanges state vectors` : `${id} taken offline: its link disconnects, it keeps ingesting into its write-ahead log`,
     )
     this.#publish(now)
   }
@@ -219,7 +219,7 @@ export class Fleet {
     const caught = new Set(toggles.map((toggle) => toggle.device)).size
     this.#storm = { endsAt: Math.max(schedule.endsAt, this.#storm?.endsAt ?? 0), devices: caught }
     this.#stormTally ??= new StormTally()
-    this.#log.add(now, 'warn', `Reconnect storm: ${caught} devices toggling their providers for ${Math.round(durationMs / 1000)} s`)
+    this.#log.add(now, 'warn', `Reconnect storm: ${caught} devices toggling their links for ${Math.round(durationMs / 1000)} s`)
     this.#publish(now)
   }
 
