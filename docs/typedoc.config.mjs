@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs'
 
 /** The folders under packages/ whose exports make up the API reference. */
-const PACKAGES = ['engine', 'yjs', 'idb', 'react', 'storm', 'worker']
+const PACKAGES = ['engine', 'yjs', 'idb', 'react', 'storm', 'relay', 'worker']
 
 /** @param {string} folder */
 function manifest(folder) {

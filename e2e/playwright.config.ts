@@ -26,6 +26,8 @@ const PAGES_OUT_DIR = `${repoRoot}node_modules/.e2e-pages-${E2E_PORT}`
 export default defineConfig({
   testDir: './tests',
   outputDir: './test-results',
+  // A temporary directory for the test relays' stores, with one initialized PGlite directory they start from.
+  globalSetup: './globalSetup.ts',
   // Generous: CI shares two cores; a test that needs this long is reported, never hidden.
   timeout: 120_000,
   // One retry in CI only, and Playwright reports every retried test as flaky in its summary.
@@ -59,17 +61,23 @@ export default defineConfig({
       stderr: 'pipe',
     },
     {
-      // The fleet demo exactly as `pnpm start` runs it (build, sync server, preview), on its own port.
+      // The fleet demo exactly as `pnpm start` runs it (build, relay, preview), on its own port.
       // SIGTERM lets scripts/demo.mjs stop its own children by PID; they stay in its process group,
       // so a SIGKILL of the group (Playwright on abort) takes them too.
       command: 'node scripts/demo.mjs',
       cwd: repoRoot,
-      // Its own build directory, so a concurrent `pnpm start` (or another run) never rebuilds what it serves.
-      env: { DEMO_PORT: String(DEMO_E2E_PORT), DEMO_OUT_DIR: `node_modules/.demo-e2e-${DEMO_E2E_PORT}` },
+      // Its own build directory and relay store, so a concurrent `pnpm start` (or another run) never rebuilds what it
+      // serves nor holds its store (one relay at a time opens a store; this one is kept between runs, so only the
+      // first run initializes it).
+      env: {
+        DEMO_PORT: String(DEMO_E2E_PORT),
+        DEMO_OUT_DIR: `node_modules/.demo-e2e-${DEMO_E2E_PORT}`,
+        DEMO_RELAY_DIR: `node_modules/.demo-e2e-${DEMO_E2E_PORT}-relay`,
+      },
       url: `${DEMO_URL}/config.json`,
       reuseExistingServer: false,
       timeout: 120_000,
-      gracefulShutdown: { signal: 'SIGTERM', timeout: 10_000 },
+      gracefulShutdown: { signal: 'SIGTERM', timeout: 20_000 },
       stdout: 'pipe',
       stderr: 'pipe',
     },

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { buildPackages } from '../../scripts/packaging/buildPackages.ts'
+import { isNodePackage } from '../../scripts/packaging/nodePackages.ts'
 import { packTarballs } from '../../scripts/packaging/packTarballs.ts'
 import { publicPackages, repoRoot } from '../../scripts/packaging/publicPackages.ts'
 import { runOrFail } from '../../scripts/packaging/runProcess.ts'
@@ -74,7 +75,7 @@ export async function prepareConsumerApp(tarballDir: string | undefined): Promis
   try {
     const tarballs = await timed(tarballDir === undefined ? 'build and pack the packages' : 'tarballs from the packages check', async () => {
       if (tarballDir !== undefined) return tarballFiles(tarballDir)
-      const packages = publicPackages()
+      const packages = browserPackages()
       await buildPackages(packages)
       return (await packTarballs(packages, join(dir, '.tarballs'))).map((t) => ({ name: t.pkg.name, file: t.file }))
     })
@@ -115,9 +116,14 @@ interface TarballFile {
   readonly file: string
 }
 
-/** The tarballs in a folder, named by the package.json inside each. */
+/** The public packages a browser app installs: the Node-only ones (a server) are checked on their own (scripts/packaging/binSmoke.ts). */
+function browserPackages(): ReturnType<typeof publicPackages> {
+  return publicPackages().filter((pkg) => !isNodePackage(pkg))
+}
+
+/** The browser packages' tarballs in a folder, named by the package.json inside each. */
 function tarballFiles(dir: string): TarballFile[] {
-  const packages = publicPackages()
+  const packages = browserPackages()
   const files = readdirSync(dir).filter((file) => file.endsWith('.tgz'))
   return packages.map((pkg) => {
     const prefix = `${pkg.name.replace('@', '').replace('/', '-')}-${pkg.version}.tgz`

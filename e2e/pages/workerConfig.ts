@@ -9,11 +9,13 @@ export { STORM_LATENESS_MS as WORKER_LATENESS_MS, STORM_WINDOW_MS as WORKER_WIND
 /** The name of the hosted engine: its locks, tab channel and log (`tidemark-log-e2e-worker`). */
 export const WORKER_ENGINE_NAME = 'e2e-worker'
 
-/** The Yjs room the host's websocket joins. */
-export const WORKER_ROOM = 'worker-e2e'
+/** The relay room the host's document joins, and the replica id the host's engine writes under (its token names both). */
+export const WORKER_ROOM = 'worker-e2e/host'
+export const WORKER_REPLICA = 'e2e-worker-host'
 
 /** What a page passes its host (`connectEngine({ config })`). */
 export interface WorkerPageConfig {
-  /** The sync server (or a proxy in front of it); null: no socket. */
-  readonly syncUrl: string | null
+  /** The relay (or a proxy in front of it) and a device token for `WORKER_ROOM`; null: no socket. */
+  readonly relayUrl: string | null
+  readonly token: string | null
 }

@@ -1,7 +1,7 @@
 /**
  * The worker e2e page: connects to the engine its origin hosts in a worker (`connectEngine`),
  * and on demand produces `@tidemark/storm` readings of one device source into it, keeping a
- * report of every batch once it is durable. `?sync=ws://…` makes the host join a sync server.
+ * report of every batch once it is durable. `?relay=ws://…&token=…` makes the host join the relay.
  * Tests reach it through `window.workerPage` (Playwright, or a raw CDP client for freezes).
  */
 import type { StreamEvent } from '@tidemark/engine'
@@ -64,7 +64,7 @@ document.addEventListener('securitypolicyviolation', (event) => violations.push(
 for (const event of ['freeze', 'resume']) document.addEventListener(event, () => lifecycle.push({ event, at: Date.now() }))
 
 async function start(): Promise<WorkerPageApi> {
-  const config: WorkerPageConfig = { syncUrl: params.get('sync') }
+  const config: WorkerPageConfig = { relayUrl: params.get('relay'), token: params.get('token') }
   const engine = await connectEngine({
     name: WORKER_ENGINE_NAME,
     shared: (name) => new SharedWorker(new URL('./workerHost.ts', import.meta.url), { type: 'module', name }),

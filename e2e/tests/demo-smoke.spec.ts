@@ -1,10 +1,10 @@
 /**
- * The fleet demo (apps/demo, issue 7) in real Chromium, served exactly as `pnpm start`
- * serves it (scripts/demo.mjs: build, sync server, vite preview; port DEMO_E2E_PORT).
- * Devices reach the dashboard only through their Y.Docs (BroadcastChannel + the sync
- * server); the dashboard engine owns no source.
+ * The fleet demo (apps/demo) in real Chromium, served exactly as `pnpm start` serves it
+ * (scripts/demo.mjs: build, relay, vite preview; port DEMO_E2E_PORT). Devices reach the
+ * dashboard only through their Y.Docs, each in its own room on the relay; the dashboard engine
+ * owns no source and follows every room read-only.
  *
- * 1. The page loads without console errors, syncs through the server, every chart renders
+ * 1. The page loads without console errors, syncs through the relay, every chart renders
  *    windows, and a device taken offline and back catches up by state-vector exchange and
  *    visibly corrects windows (an on-time ring joined to the corrected value). Screenshot.
  * 2. A device opened in its own `?device=` tab takes over from the dashboard page, and its
@@ -89,17 +89,20 @@ test('fleet demo: loads clean, renders windows, offline and back corrects window
   recordErrors(page, 'dashboard', errors)
 
   await page.goto(demoUrl(DEVICES))
-  // scripts/demo.mjs wrote /config.json and the server answered: BroadcastChannel plus the websocket.
-  await expect(page.locator('.chip', { hasText: 'Sync' })).toContainText('ws://127.0.0.1:')
+  // scripts/demo.mjs wrote /config.json and the relay answered.
+  await expect(page.locator('.chip', { hasText: 'Sync' })).toContainText('relay ws://127.0.0.1:')
   await expect(page.locator('.notice')).toHaveCount(0)
   const charts = page.locator('.chart-panel')
   await expect(charts).toHaveCount(3)
   for (let i = 0; i < 3; i++) {
     await expect.poll(() => charts.nth(i).locator('.value-dot').count(), { timeout: 20_000 }).toBeGreaterThan(2)
   }
-  // Every device runs in this page, each connected to its room on the server.
+  // Every device runs in this page, each connected to its room on the relay; the dashboard follows them all, nothing refused.
   await expect(page.locator('.device-row')).toHaveCount(DEVICES)
-  await expect.poll(() => page.locator('.device-row td', { hasText: 'connected · ws' }).count(), { timeout: 15_000 }).toBe(DEVICES)
+  await expect.poll(() => page.locator('.device-row td', { hasText: /^relay connected$/ }).count(), { timeout: 15_000 }).toBe(DEVICES)
+  const relayTile = page.locator('.stat', { has: page.locator('.stat-label', { hasText: /^Relay$/ }) })
+  await expect(relayTile.locator('.stat-value')).toHaveText('connected')
+  await expect(relayTile.locator('.stat-note')).toHaveText(`${DEVICES} rooms followed`)
 
   await offlineAndBack(page, 'd01')
   await expect(page.locator('.revision-mark').first()).toBeAttached()
@@ -123,7 +126,7 @@ test('fleet demo: a ?device= tab takes its device over and its document reaches 
   await expect(tab.locator('h1')).toContainText('device d03')
   // The tab reopened the dashboard's log of d03 and syncs.
   const tabSync = tab.locator('.stat', { has: tab.locator('.stat-label', { hasText: /^Sync$/ }) }).locator('.stat-value')
-  await expect(tabSync).toContainText('connected · server connected', { timeout: 15_000 })
+  await expect(tabSync).toHaveText('relay connected', { timeout: 15_000 })
   await expect(tab.locator('.recovery-line')).toContainText('Recovered')
 
   // The dashboard in front again before reading its page: a page behind the focused one gets few

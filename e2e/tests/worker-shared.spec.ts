@@ -1,25 +1,27 @@
 /**
  * One engine per origin in a SharedWorker (`@tidemark/worker`): three tabs hold one engine
- * instance, one log writer and one WebSocket to the sync server; what they produce is counted
+ * instance, one log writer and one WebSocket to the relay; what they produce is counted
  * exactly once; and a reload of every tab mid-stream loses nothing that was durable.
  */
 import { type BrowserContext, expect, type Page, test } from '@playwright/test'
 import { startSyncProxy, type SyncProxy } from '@tidemark/storm'
-import { type SyncServer, startSyncServer } from '@tidemark/sync-server'
-import { WORKER_ENGINE_NAME } from '../pages/workerConfig.ts'
+import { WORKER_ENGINE_NAME, WORKER_REPLICA, WORKER_ROOM } from '../pages/workerConfig.ts'
+import { killRelays, type RelayProcess, relayDataDir, startRelayProcess } from '../support/relayProcess.ts'
+import { devToken } from '../support/relayTokens.ts'
 import { collect, connected, type Device, expectGroundTruth, info, produce, snapshot, StormLedger, stop, type WorkerTab } from './workerDriver.ts'
 
 test.use({ trace: 'off' })
 
-let server: SyncServer | undefined
+let relay: RelayProcess | undefined
 let proxy: SyncProxy | undefined
 test.beforeEach(async () => {
-  server = await startSyncServer()
-  proxy = await startSyncProxy(server.port)
+  relay = await startRelayProcess({ dataDir: relayDataDir() })
+  proxy = await startSyncProxy(relay.port)
 })
 test.afterEach(async () => {
   await proxy?.close()
-  await server?.stop()
+  await relay?.stop()
+  await killRelays()
 })
 
 function tabOf(page: Page, label: string): WorkerTab {
@@ -38,7 +40,9 @@ async function openTab(context: BrowserContext, url: string, label: string): Pro
 test('three tabs share one engine, one log writer and one socket; a reload of every tab loses nothing durable', async ({ browser, baseURL }) => {
   const context = await browser.newContext()
   try {
-    const url = `${baseURL}/worker.html?sync=${encodeURIComponent((proxy as SyncProxy).url)}`
+    // The host writes the three tabs' sources under one replica: its token says so.
+    const token = await devToken(relay as RelayProcess, { role: 'device', room: WORKER_ROOM, replica: WORKER_REPLICA, source: ['device-a', 'device-b', 'device-c'] })
+    const url = `${baseURL}/worker.html?relay=${encodeURIComponent((proxy as SyncProxy).url)}&token=${encodeURIComponent(token)}`
     const opened = [await openTab(context, url, 'A'), await openTab(context, url, 'B'), await openTab(context, url, 'C')]
     const tabs = opened.map((o) => o.tab)
     const infos = await Promise.all(tabs.map(info))
@@ -53,7 +57,7 @@ test('three tabs share one engine, one log writer and one socket; a reload of ev
     const locks = await tabs[0]?.evaluate<string[]>('window.workerPage.locks()')
     expect(locks?.filter((name) => name === `tidemark:log:${WORKER_ENGINE_NAME}`)).toHaveLength(1)
     expect(locks?.filter((name) => name.startsWith(`tidemark-worker:${WORKER_ENGINE_NAME}:host:`))).toHaveLength(1)
-    // One socket: the proxy in front of the sync server accepted one connection for three tabs.
+    // One socket: the proxy in front of the relay accepted one connection for three tabs.
     await expect.poll(async () => (await tabs[2]?.evaluate<{ state: string }>('window.workerPage.sync()'))?.state, { timeout: 20_000 }).toBe('connected')
     expect((proxy as SyncProxy).counts.accepted).toBe(1)
 

@@ -8,22 +8,28 @@
  *   4. contents    each tarball's files, maps and manifest (tarballContents.ts), and the
  *                  packages its built code imports are declared (declaredImports.ts)
  *   5. lint        publint --strict and attw --profile esm-only on each tarball
- *   6. size        gzipped size against size-budget.json (sizeBudget.ts says what is measured)
- *   7. consumer    the tarballs installed in a fresh Vite + React app outside the workspace,
- *                  typechecked, built, opened in two Chromium tabs, and run from Node
- *                  (e2e/consumer/, also `pnpm test:consumer`)
+ *   6. size        gzipped size against size-budget.json (sizeBudget.ts says what is measured),
+ *                  for the packages a browser app bundles
+ *   7. bin         each Node-only package (nodePackages.ts): its tarball installed in a new
+ *                  project outside the workspace, its command run, its ready line read, its
+ *                  health path fetched, stopped with SIGTERM (binSmoke.ts)
+ *   8. consumer    the browser packages' tarballs installed in a fresh Vite + React app outside
+ *                  the workspace, typechecked, built, opened in two Chromium tabs, and run from
+ *                  Node (e2e/consumer/, also `pnpm test:consumer`)
  *
- * The checks (1, 4, 5, 6) all run even when one fails, so one run shows every problem; build
- * and pack failures stop the run. `--skip-consumer` leaves out step 7. The temporary folder
+ * The checks (1, 4, 5, 6, 7) all run even when one fails, so one run shows every problem; build
+ * and pack failures stop the run. `--skip-consumer` leaves out step 8. The temporary folder
  * is removed at the end, on failure and on Ctrl-C. Exit code 1 when any step failed.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { smokeBin } from './binSmoke.ts'
 import { boundedParallel } from './boundedParallel.ts'
 import { buildPackages } from './buildPackages.ts'
 import { declaredImports } from './declaredImports.ts'
 import { manifestProblems } from './manifestRules.ts'
+import { isNodePackage, NODE_PACKAGES } from './nodePackages.ts'
 import { packTarballs, type Tarball } from './packTarballs.ts'
 import { type PackageManifest, packagesFolder, publicPackages, repoRoot } from './publicPackages.ts'
 import { runOrFail, runProcess } from './runProcess.ts'
@@ -163,9 +169,27 @@ async function main(): Promise<void> {
   })
 
   await step('size (gzip, budget in scripts/packaging/size-budget.json)', async () => {
-    const sizes = await boundedParallel(packages, 2, (pkg) => measurePackage(pkg, budgets[pkg.name]))
-    report([...SIZE_DEFINITION, '', ...sizeTable(sizes)])
+    const browser = packages.filter((pkg) => !isNodePackage(pkg))
+    const sizes = await boundedParallel(browser, 2, (pkg) => measurePackage(pkg, budgets[pkg.name]))
+    const skipped = packages.filter(isNodePackage).map((pkg) => pkg.name)
+    report([...SIZE_DEFINITION, ...(skipped.length === 0 ? [] : [`Node-only, not measured: ${skipped.join(', ')}`]), '', ...sizeTable(sizes)])
     return sizes.every(withinBudget)
+  })
+
+  await step('bin (Node-only packages: tarball installed in a new project, command run, health path fetched)', async () => {
+    let ok = true
+    for (const tarball of tarballs) {
+      const smoke = NODE_PACKAGES[tarball.pkg.name]
+      if (smoke === undefined) continue
+      const result = await smokeBin(tarball, tarballs, smoke, workDir)
+      ok &&= result.problems.length === 0
+      report([
+        `${result.problems.length === 0 ? 'ok  ' : 'FAIL'} ${result.name}: installed in ${(result.installMs / 1000).toFixed(1)} s; ${result.bin} ready on 127.0.0.1:${result.port} after ${(result.readyMs / 1000).toFixed(1)} s; ` +
+          `GET ${smoke.probe} ${result.probe.status} ${JSON.stringify(result.probe.body)}; SIGTERM: exit ${result.exit.signal ?? result.exit.code}`,
+        ...result.problems.map((p) => `     - ${p}`),
+      ])
+    }
+    return ok
   })
 
   if (skipConsumer) return

@@ -25,7 +25,9 @@ export interface DeclaredImports {
  * const { problems } = await declaredImports(pkg, '/tmp/x/package', manifest)
  */
 export async function declaredImports(pkg: PublicPackage, root: string, manifest: PackageManifest): Promise<DeclaredImports> {
-  const entries = pkg.entries.flatMap((entry) => (entry.js === undefined ? [] : [join(root, entry.js)]))
+  const bin = manifest.bin === undefined ? [] : typeof manifest.bin === 'string' ? [manifest.bin] : Object.values(manifest.bin)
+  // Its commands too: they run from the tarball as much as its entries do.
+  const entries = [...pkg.entries.flatMap((entry) => (entry.js === undefined ? [] : [join(root, entry.js)])), ...bin.map((target) => join(root, target))]
   const graph = await moduleGraph(entries)
   const declared = new Set([pkg.name, ...Object.keys(manifest.dependencies ?? {}), ...Object.keys(manifest.peerDependencies ?? {})])
   const imported = new Set<string>()

@@ -3,10 +3,12 @@
  * anything is built: ESM only, an `exports` map whose entries resolve to src/ in the workspace
  * (the `@tidemark/source` condition) and to dist/ everywhere else, the published `files`,
  * MIT license, repository with its directory, Node >= 20, `workspace:^` between siblings,
- * the build scripts, a tsconfig.build.json, a LICENSE and a size budget.
+ * the build scripts, a tsconfig.build.json, a LICENSE and a size budget; for a Node-only
+ * package (nodePackages.ts), its command in `bin`, built from src/, and no size budget.
  */
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { isNodePackage, NODE_PACKAGES } from './nodePackages.ts'
 import type { PublicPackage } from './publicPackages.ts'
 import { BUDGET_FILE } from './sizeBudget.ts'
 
@@ -68,7 +70,27 @@ export function manifestProblems(
     existsSync(license) && readFileSync(license, 'utf8') === readFileSync(join(root, 'LICENSE'), 'utf8'),
     'LICENSE must exist and match the root LICENSE',
   )
-  expect(budgets[pkg.name] !== undefined, `no size budget: add "${pkg.name}": <gzip bytes> to ${BUDGET_FILE}`)
+  if (isNodePackage(pkg)) {
+    problems.push(...binProblems(pkg))
+    expect(budgets[pkg.name] === undefined, `a Node-only package goes into no browser bundle: remove its size budget from ${BUDGET_FILE}`)
+  } else {
+    expect(budgets[pkg.name] !== undefined, `no size budget: add "${pkg.name}": <gzip bytes> to ${BUDGET_FILE}`)
+  }
+  return problems
+}
+
+/** A Node-only package's `bin` names its smoke-tested command, and every command is dist/X.js built from src/X.ts. */
+function binProblems(pkg: PublicPackage): string[] {
+  const bin = pkg.manifest.bin
+  const smoke = NODE_PACKAGES[pkg.name]
+  const problems: string[] = []
+  if (typeof bin !== 'object' || bin === null) return [`"bin" must map each command to ./dist/<path>.js (a Node-only package is run as a command)`]
+  if (smoke !== undefined && bin[smoke.bin] === undefined) problems.push(`"bin" must have the command ${smoke.bin} (its smoke test in scripts/packaging/nodePackages.ts)`)
+  for (const [command, target] of Object.entries(bin)) {
+    const base = /^\.\/dist\/(.+)\.js$/.exec(target)?.[1]
+    if (base === undefined) problems.push(`bin.${command} must be ./dist/<path>.js, is ${target}`)
+    else if (!existsSync(join(pkg.dir, 'src', `${base}.ts`))) problems.push(`bin.${command}: no src/${base}.ts to build ${target} from`)
+  }
   return problems
 }
 

@@ -29,6 +29,8 @@ export interface PackageManifest {
   readonly repository?: { readonly type?: string; readonly url?: string; readonly directory?: string }
   readonly engines?: { readonly node?: string }
   readonly files?: readonly string[]
+  /** Commands the package installs: name to script (a single string names one after the package). */
+  readonly bin?: string | Readonly<Record<string, string>>
   readonly scripts?: Readonly<Record<string, string>>
   readonly exports?: Readonly<Record<string, EntryConditions | string>>
   readonly dependencies?: Readonly<Record<string, string>>

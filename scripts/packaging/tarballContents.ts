@@ -40,7 +40,22 @@ export function tarballProblems(tarball: Tarball, extracted: string): string[] {
       else if (!files.has(normalize(target))) problems.push(`export "${entry.subpath}" points at ${target}, which is not in the tarball`)
     }
   }
+  problems.push(...binTargetProblems(tarball, files, extracted))
   problems.push(...outputProblems(files), ...mapProblems(files, extracted), ...manifestProblems(extracted))
+  return problems
+}
+
+/** Every command in `bin` is in the tarball and starts with a `#!/usr/bin/env node` line, so the installed command runs. */
+function binTargetProblems(tarball: Tarball, files: ReadonlySet<string>, extracted: string): string[] {
+  const file = join(extracted, 'package.json')
+  if (!existsSync(file)) return []
+  const { bin } = JSON.parse(readFileSync(file, 'utf8')) as PackageManifest
+  const commands = typeof bin === 'string' ? { [tarball.pkg.name]: bin } : (bin ?? {})
+  const problems: string[] = []
+  for (const [command, target] of Object.entries(commands)) {
+    if (!files.has(normalize(target))) problems.push(`bin.${command} points at ${target}, which is not in the tarball`)
+    else if (!readFileSync(join(extracted, target), 'utf8').startsWith('#!/usr/bin/env node\n')) problems.push(`bin.${command}: ${target} does not start with #!/usr/bin/env node`)
+  }
   return problems
 }
 

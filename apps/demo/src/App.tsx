@@ -20,7 +20,7 @@ export function App(): ReactNode {
   const [scheduler] = useState(createFrameScheduler)
   const dashboard = useFleet((s) => s.dashboard)
   const generation = useFleet((s) => s.generation)
-  const notice = useFleet((s) => s.wiring.serverNotice)
+  const notice = useFleet((s) => s.wiring.relayNotice)
   return (
     <EngineProvider key={generation} engine={dashboard} scheduler={scheduler}>
       <div className="app">
@@ -44,9 +44,10 @@ export function App(): ReactNode {
           <LateDataTable />
         </div>
         <footer className="footer">
-          Each device is its own source with its own engine, Y.Doc and IndexedDB write-ahead log. The dashboard engine owns
-          no source: it sees only the lattice state merged from the devices' documents, through BroadcastChannel and the
-          sync server. Open a device with <span className="mono">Tab ↗</span> to run it in its own tab.
+          Each device is its own source with its own engine, Y.Doc and IndexedDB write-ahead log, and writes its own room on
+          the relay with a token for that room alone. The dashboard engine owns no source: it follows every device room
+          read-only and sees only the lattice state merged from them. Open a device with{' '}
+          <span className="mono">Tab ↗</span> to run it in its own tab.
         </footer>
       </div>
     </EngineProvider>

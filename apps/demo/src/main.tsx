@@ -14,7 +14,7 @@ const params = new URLSearchParams(location.search)
 const root = document.getElementById('root')
 if (root === null) throw new Error('index.html has no #root')
 
-// Where the sync server is (written by scripts/demo.mjs), or BroadcastChannel only.
+// Where the relay is (written by scripts/demo.mjs), or BroadcastChannel only.
 const wiring = await loadWiring(fleetIdOf(params, localStorage), (path) => fetch(path, { cache: 'no-store' }), probeWebsocket)
 // Web Locks make sure one page of this browser runs each device; without them, every page runs its own.
 const locks: DeviceLocks = navigator.locks === undefined ? pageDeviceLocks() : webDeviceLocks(navigator.locks)

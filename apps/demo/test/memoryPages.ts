@@ -52,7 +52,7 @@ export function memoryPages(namespace = 'test') {
     }
   }
 
-  const wiring: FleetWiring = { server: null, serverNotice: null, openChannel, indexedDB: new IDBFactory(), namespace, fleet: 'f1' }
+  const wiring: FleetWiring = { relay: null, relayNotice: null, openChannel, indexedDB: new IDBFactory(), namespace, fleet: 'f1' }
 
   return {
     wiring,

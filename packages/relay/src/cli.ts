@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 /**
  * `tidemark-relay`: the relay as a command, configured by environment variables
  * (`relayOptionsFromEnv`). Once listening it prints one line to stdout,

@@ -147,6 +147,7 @@ export interface ResolvedRelayOptions {
   readonly persistence: RelayPersistence
   readonly log: RelayLog
   readonly guardProcess: boolean
+  /** Clock for rate limits and idle rooms. */
   readonly now: () => number
 }
 

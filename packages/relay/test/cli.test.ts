@@ -52,6 +52,15 @@ describe('a running relay', () => {
     }
     const bad = await fetch(`${relay.httpUrl}/dev/token?role=device&room=fleet-d/d1`)
     expect([bad.status, await bad.json()]).toEqual([400, { error: 'replica is required' }])
+    // A page served from this machine on another port may read the tokens (CORS); a page of any other origin may not.
+    const allowedFrom = async (origin: string): Promise<string | null> =>
+      (await fetch(`${relay.httpUrl}/dev/token?role=dashboard&rooms=fleet-d/*`, { headers: { origin } })).headers.get('access-control-allow-origin')
+    expect(await allowedFrom('http://127.0.0.1:5173')).toBe('http://127.0.0.1:5173')
+    expect(await allowedFrom('http://localhost:4183')).toBe('http://localhost:4183')
+    expect(await allowedFrom('http://[::1]:8080')).toBe('http://[::1]:8080')
+    expect(await allowedFrom('https://relay-demo.example.com')).toBeNull()
+    expect(await allowedFrom('http://127.0.0.1.example.com')).toBeNull()
+    expect(await allowedFrom('null')).toBeNull()
     const socket = relaySocket(relay.url)
     const dashboardSocket = relaySocket(relay.url)
     sockets.push(socket, dashboardSocket)

@@ -11,7 +11,7 @@ export { digestDiff } from './driver/digestDiff.ts'
 export { type Distribution, distribution, formatDistribution } from './driver/distribution.ts'
 export { type DeviceOutcome, groundTruth, type StormTruth, type TruthFigures, tumblingTruth } from './driver/groundTruth.ts'
 export { describeToggles, NetworkToggles, type ToggleFigures, type ToggleRecord } from './driver/networkToggles.ts'
-export { type RunningStorm, runStorm, type StormOptions, type StormServer } from './driver/runStorm.ts'
+export { type RunningStorm, runStorm, type StormOptions, type StormPageSlot, type StormServer } from './driver/runStorm.ts'
 export { seeded, stormSeed } from './driver/seeded.ts'
 export { type LedgerTotals, StormLedger } from './driver/stormLedger.ts'
 export {
@@ -26,6 +26,7 @@ export {
   stormReady,
   transitionsOf,
   waitForConvergence,
+  waitForTruth,
 } from './driver/stormPage.ts'
 export { stormProblems } from './driver/stormProblems.ts'
 export type { StormFigures, StormResult } from './driver/stormResult.ts'

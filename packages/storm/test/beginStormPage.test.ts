@@ -74,7 +74,7 @@ describe('beginStormPage', () => {
     expect(snapshot.digest).toBe(windowDigest(engine.results()))
     expect(snapshot.counted).toBe(truth.counted)
     expect(snapshot.accepted + snapshot.beyondLateness).toBe(220)
-    expect(snapshot).toMatchObject({ role: 'device', source: 'device-a', seed: 7, online: true, errors: [], syncState: 'local' })
+    expect(snapshot).toMatchObject({ role: 'device', source: 'device-a', seed: 7, online: true, errors: [], syncState: 'local', pendingLocalUpdates: 0, refusal: null })
   })
 
   it('records every offline/online event from the moment it begins, and the sync statuses the app reports', async () => {

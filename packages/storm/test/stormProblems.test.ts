@@ -21,6 +21,8 @@ function snapshot(overrides: Partial<StormSnapshot> = {}): StormSnapshot {
     digest: truth.digest,
     windows: 1,
     syncState: 'connected',
+    pendingLocalUpdates: 0,
+    refusal: null,
     online: true,
     invalidRemote: 0,
     remoteAnomalies: [],
@@ -74,5 +76,16 @@ describe('distribution', () => {
     expect(formatDistribution(d)).toBe('n=3 min 50 p50 120 p90 480 p99 480 max 480 ms')
     expect(distribution([])).toEqual({ n: 0, min: 0, p50: 0, p90: 0, p99: 0, max: 0, mean: 0 })
     expect(distribution(Array.from({ length: 100 }, (_, k) => k + 1))).toMatchObject({ p50: 50, p90: 90, p99: 99, max: 100 })
+  })
+
+  it('compares a device with the truth of its own readings when devices show their own', () => {
+    const own: TruthFigures = { produced: 4, counted: 4, lateLane: 0, digest: 'tumbling:1000|k0|0|4|4', windows: 1, problems: [] }
+    const devices = [snapshot({ digest: own.digest, counted: 4 }), snapshot({ source: 'e', digest: truth.digest })]
+    const run = { ...passing, snapshots: [...devices, snapshot({ role: 'dashboard', source: 'b' })], deviceTruths: { d: own, e: own } }
+    expect(stormProblems(run)).toEqual([
+      'device e: window values differ from the truth of its own readings (counted 9, truth 4): tumbling:1000|k0|0: expected 4/4, got 9/9',
+    ])
+    // Without deviceTruths, every page is held to the fleet's truth.
+    expect(stormProblems({ ...passing, snapshots: run.snapshots })[0]).toMatch(/^device d: window values differ from the ground truth \(counted 4, truth 9\)/)
   })
 })

@@ -16,6 +16,8 @@ const figures: StormFigures = {
   network: 'partition',
   toggles: { issued: 3, acknowledged: 3, observed: 3, perDevice: [{ issued: 1, observed: 1, maxInFlight: 1 }], intendedMs: d, issueLagMs: d, ackMs: d, observedMs: d, observedLagMs: d },
   truth: { produced: 100, counted: 97, lateLane: 3, digest: '', windows: 5, problems: [] },
+  devicesShow: 'own',
+  deviceTruths: {},
   receipts: { accepted: 97, beyondLateness: 3, duplicates: 0, rejected: 0 },
   gaps: [],
   dashboardCounts: [97],
@@ -37,7 +39,7 @@ describe('describeStorm', () => {
       '  switch ack         n=3 min 50 p50 270 p90 450 p99 450 max 450 ms',
       '  issue→page event   n=3 min 50 p50 270 p90 450 p99 450 max 450 ms',
       'events: produced=100 counted=97 lateLane=3 (receipts: accepted=97 beyondLateness=3 duplicates=0 rejected=0) windows=5 dashboards=[97]',
-      'converged=true convergenceMs=250 (after the last device was back online) problems=0',
+      'converged=true convergenceMs=250 (after the last device was back online; dashboards on the ground truth, devices on their own readings) problems=0',
     ])
   })
 })

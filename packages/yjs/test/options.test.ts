@@ -6,7 +6,6 @@ import { describe, expect, it } from 'vitest'
 import * as Y from 'yjs'
 import { createEngine, tumbling } from '@tidemark/engine'
 import { bindDoc, BroadcastChannelProvider, connectRelay, followRooms, type OpenTabChannel } from '../src/index.ts'
-import { connectWebsocket } from '../src/websocket.ts'
 
 const noChannel: OpenTabChannel = () => ({ post: () => {}, close: () => {} })
 
@@ -25,21 +24,6 @@ describe('bindDoc options', () => {
   })
 })
 
-describe('connectWebsocket options', () => {
-  it('names the bad option before it connects', () => {
-    const doc = new Y.Doc()
-    const connect = (options: Record<string, unknown>) => () => connectWebsocket(doc, { url: 'ws://127.0.0.1:1', room: 'fleet', ...options } as never)
-    expect(connect({ rooms: 'x' })).toThrow("connectWebsocket: unknown option 'rooms' (did you mean 'room'?)")
-    expect(connect({ url: '127.0.0.1:1234' })).toThrow(/url must be a ws:\/\/ or wss:\/\/ URL/)
-    expect(connect({ url: 'ftp://host' })).toThrow(/url must be a ws:\/\/ or wss:\/\/ URL/)
-    expect(connect({ room: '' })).toThrow(/room must be a non-empty string/)
-    expect(connect({ resyncInterval: 0 })).toThrow(/resyncInterval must be a finite number of ms > 0/)
-    expect(connect({ jitter: { baseMS: 10 } })).toThrow(/connectWebsocket: jitter: unknown option 'baseMS' \(did you mean 'baseMs'\?\)/)
-    expect(connect({ jitter: { capMs: -5 } })).toThrow(/jitter: capMs must be a finite number of ms > 0/)
-    expect(connect({ crossTab: 'no' })).toThrow(/crossTab must be true or false/)
-  })
-})
-
 /** A socket that never opens: options are checked before any socket matters. */
 class ClosedSocket {
   binaryType = 'arraybuffer'
@@ -53,6 +37,8 @@ describe('connectRelay options', () => {
     const connect = (options: Record<string, unknown>) => () => connectRelay({ url: 'ws://127.0.0.1:1', token: 't', WebSocket: ClosedSocket, ...options } as never)
     expect(connect({ tokn: 'x' })).toThrow("connectRelay: unknown option 'tokn' (did you mean 'token'?)")
     expect(connect({ url: '127.0.0.1:1234' })).toThrow(/url must be a ws:\/\/ or wss:\/\/ URL/)
+    expect(connect({ url: [] })).toThrow('connectRelay: url must be a ws:// or wss:// URL, or a non-empty list of them')
+    expect(connect({ url: ['ws://127.0.0.1:1', 'http://127.0.0.1:2'] })).toThrow('connectRelay: url[1] must be a ws:// or wss:// URL, got http://127.0.0.1:2')
     expect(connect({ token: 42 })).toThrow('connectRelay: token must be a string or a function, got number')
     expect(connect({ WebSocket: 'ws' })).toThrow('connectRelay: WebSocket must be a class (Node 20: the ws package)')
     // Node 20 has no global WebSocket.

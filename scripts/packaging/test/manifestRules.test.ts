@@ -53,4 +53,17 @@ describe('manifestProblems', () => {
       'no size budget: add "@tidemark/new": <gzip bytes> to scripts/packaging/size-budget.json',
     ])
   })
+
+  it('asks a Node-only package for its command in bin, built from src/, and no size budget', () => {
+    const relay = publicPackages().find((pkg) => pkg.name === '@tidemark/relay') as PublicPackage
+    expect(manifestProblems(relay, repoRoot, budgets, new Set())).toEqual([])
+    const broken: PublicPackage = { ...relay, manifest: { ...relay.manifest, bin: { 'tidemark-relay': './bin/relay.js', 'relay-tool': './dist/nothing.js' } } }
+    expect(manifestProblems(broken, repoRoot, { ...budgets, '@tidemark/relay': 40_000 }, new Set())).toEqual([
+      'bin.tidemark-relay must be ./dist/<path>.js, is ./bin/relay.js',
+      'bin.relay-tool: no src/nothing.ts to build ./dist/nothing.js from',
+      'a Node-only package goes into no browser bundle: remove its size budget from scripts/packaging/size-budget.json',
+    ])
+    const noBin: PublicPackage = { ...relay, manifest: { ...relay.manifest, bin: { other: './dist/cli.js' } } }
+    expect(manifestProblems(noBin, repoRoot, budgets, new Set())).toEqual(['"bin" must have the command tidemark-relay (its smoke test in scripts/packaging/nodePackages.ts)'])
+  })
 })

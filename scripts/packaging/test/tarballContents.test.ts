@@ -78,4 +78,15 @@ describe('tarballProblems', () => {
     const { 'dist/index.js': _js, ...rest } = GOOD
     expect(problemsOf(rest)).toContain('export "." points at ./dist/index.js, which is not in the tarball')
   })
+
+  it('reports a command that is not packed or would not run as one', () => {
+    const withBin = (bin: Record<string, string>, cli: string | null): Record<string, string> => {
+      const files: Record<string, string> = { ...GOOD, 'package.json': JSON.stringify({ name: '@tidemark/example', bin }) }
+      if (cli !== null) Object.assign(files, { 'src/cli.ts': '', 'dist/cli.js': cli, 'dist/cli.js.map': MAP, 'dist/cli.d.ts': '', 'dist/cli.d.ts.map': MAP })
+      return files
+    }
+    expect(problemsOf(withBin({ example: './dist/cli.js' }, '#!/usr/bin/env node\nawait main()\n'))).toEqual([])
+    expect(problemsOf(withBin({ example: './dist/cli.js' }, 'await main()\n'))).toEqual(['bin.example: ./dist/cli.js does not start with #!/usr/bin/env node'])
+    expect(problemsOf(withBin({ example: './dist/cli.js' }, null))).toEqual(['bin.example points at ./dist/cli.js, which is not in the tarball'])
+  })
 })

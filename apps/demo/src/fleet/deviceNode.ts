@@ -39,9 +39,9 @@ const DEFAULT_REBOOT_MS = 1_500
 /**
  * One simulated device: a reading producer, and its own engine over its own `Y.Doc` and
  * IndexedDB write-ahead log. It ingests every upload into that engine (log before apply);
- * the engine writes the lattice cells into the doc, and the doc's links (its tab channel
- * and its room on the sync server) carry them to the dashboards. Nothing else leaves the
- * device.
+ * the engine writes the lattice cells into the doc, and the doc's link (its room on the relay,
+ * with a token for that room, its replica and its source; or its tab channel when there is no
+ * relay) carries them to the dashboards. Nothing else leaves the device.
  *
  * `crash()` drops the engine without `close()`: no last checkpoint, links cut, the log's
  * claim ended, as if the tab died. After the reboot delay, `openEngine` recovers it from
@@ -51,7 +51,7 @@ const DEFAULT_REBOOT_MS = 1_500
  * @example
  * const node = await DeviceNode.open({ profile, rng, faults: DEFAULT_FAULTS, settings, wiring, epoch, now: Date.now })
  * node.step(Date.now(), true)      // samples, ingests a due upload into its own engine
- * node.setOnline(false)            // providers down, log keeps growing
+ * node.setOnline(false)            // its link down, log keeps growing
  * node.crash(Date.now())           // dropped without close; reopens from IndexedDB on a later step
  */
 export class DeviceNode {
@@ -167,6 +167,8 @@ export class DeviceNode {
     const incarnation = this.#incarnation
     const stats = incarnation?.engine.stats()
     const sync = incarnation?.engine.syncStatus()
+    const relay = incarnation?.links.relayLink() ?? null
+    const hasRelay = this.#options.wiring.relay !== null
     const next: DeviceStatus = {
       id: this.id,
       epoch: this.#options.epoch,
@@ -176,7 +178,8 @@ export class DeviceNode {
       syncState: sync?.state ?? 'offline',
       pending: sync?.pendingLocalUpdates ?? 0,
       lastSync: sync?.lastSync ?? null,
-      server: incarnation?.links.server() ?? 'none',
+      relayState: hasRelay ? (relay?.state ?? 'offline') : null,
+      relayRefusal: relay?.refusal ?? null,
       skewMs: this.profile.skewMs,
       seq: this.#producer?.seq ?? 0,
       ...this.#counters,
@@ -184,7 +187,12 @@ export class DeviceNode {
       walBytes: stats?.walBytes ?? 0,
       docBytes: stats?.docBytes ?? 0,
       recovery: this.#recovery,
-      error: this.#error ?? stats?.persistenceError ?? stats?.replicationError ?? conflictOf(stats?.anomalies.source_conflict ?? 0, this.id),
+      error:
+        this.#error ??
+        stats?.persistenceError ??
+        stats?.replicationError ??
+        incarnation?.links.relayError() ??
+        conflictOf(stats?.anomalies.source_conflict ?? 0, this.id),
     }
     if (this.#status !== null && sameStatus(this.#status, next)) return this.#status
     this.#status = next
@@ -234,7 +242,7 @@ export class DeviceNode {
   async #openIncarnation(): Promise<void> {
     const { wiring, epoch, settings, now } = this.#options
     const doc = new Y.Doc()
-    // Created first, with the fleet's clock: the providers and the binding find it by doc.
+    // Created first, with the fleet's clock: the link and the binding find it by doc.
     syncStatusTracker(doc, { now })
     const claim = { held: true }
     const persistence = indexedDbPersistence({
@@ -259,7 +267,7 @@ export class DeviceNode {
       await engine.close()
       return
     }
-    const links = new DocLinks(doc, wiring, epoch, this.id, this.#online)
+    const links = new DocLinks(doc, wiring, { epoch, device: this.id, replica: engine.replica.replicaId }, this.#online)
     this.#incarnation = { doc, engine, persistence, claim, links }
     // The log knows the last seq this device ingested; readings that died unsampled left no gap.
     const clock = engine.replica.exportState().clocks.find((entry) => entry.source === this.id)

@@ -44,7 +44,7 @@ const STATUS_EVERY_MS = 1_000
  * const slot = new DeviceSlot({ index: 2, settings, wiring, epoch, now: Date.now, faults: DEFAULT_FAULTS, locks, control, mode: 'share' })
  * slot.start()
  * control.listen((message) => slot.receive(message, Date.now()))
- * slot.command('offline', Date.now()) // here: its providers; elsewhere: a message to the page that runs it
+ * slot.command('offline', Date.now()) // here: its link; elsewhere: a message to the page that runs it
  */
 export class DeviceSlot {
   readonly id: string

@@ -1,5 +1,4 @@
 import type { SyncStatus } from '@tidemark/engine'
-import type { ServerLink } from './docLinks.ts'
 
 /** What `openEngine` recovered the last time the device opened (`recoveryReport`). */
 export interface RecoveryNote {
@@ -29,12 +28,15 @@ export interface DeviceStatus {
   /** Its links are meant to be up (the operator's switch). */
   readonly online: boolean
   readonly offlineSince: number | null
-  /** The device engine's `syncStatus()`: what its providers report. */
+  /** The device engine's `syncStatus()`: what its link reports. */
   readonly syncState: SyncStatus['state']
   /** Local document updates not yet acknowledged by every provider. */
   readonly pending: number
   readonly lastSync: number | null
-  readonly server: ServerLink
+  /** Its room on the relay: the document's sync status there (null when the fleet has no relay). */
+  readonly relayState: SyncStatus['state'] | null
+  /** Why the relay refused its document (`tidemark:…`), or null. */
+  readonly relayRefusal: string | null
   readonly skewMs: number
   readonly seq: number
   /** Readings its own engine accepted (this page's run of the device). */

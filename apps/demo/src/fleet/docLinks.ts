@@ -1,87 +1,120 @@
-import { BroadcastChannelProvider } from '@tidemark/yjs'
-import { connectWebsocket, type WebsocketConnection } from '@tidemark/yjs/websocket'
+import type { SyncStatus } from '@tidemark/engine'
+import { BroadcastChannelProvider, connectRelay, type Relay, syncStatusTracker } from '@tidemark/yjs'
 import type * as Y from 'yjs'
+import { deviceToken } from './devTokens.ts'
 import { deviceChannelName, deviceRoomName, type FleetWiring } from './fleetWiring.ts'
 
-/** The websocket side of a document's links, as the device table shows it. */
-export type ServerLink = 'connected' | 'connecting' | 'off' | 'none'
+/** A device document's room on the relay, as the device table shows it (its sync status). */
+export interface RelayLink {
+  readonly state: SyncStatus['state']
+  /** Why the relay refused this document (`tidemark:…`), or null. */
+  readonly refusal: string | null
+}
+
+/** Who a device is, to the relay: its room, its replica (whose log it writes) and its source. */
+export interface DeviceIdentity {
+  readonly epoch: string
+  readonly device: string
+  readonly replica: string
+}
 
 /**
- * A document's links to its device's peers: the device's tab channel (BroadcastChannel,
- * no server) and, when the fleet has a sync server, the device's room on it. Both report
- * into the document's sync status tracker, so the bound engine's `syncStatus()` follows them.
+ * A device document's link to the dashboards: its own room on the relay, with a device token
+ * for exactly that room, its replica and its source (the device id); or, when the fleet has no
+ * relay, its own tab channel (BroadcastChannel, no server). Never both: a room on the relay must
+ * hold this device's replica alone, and a tab channel would bring in whatever its other members
+ * hold. Either reports into the document's sync status tracker, so the bound engine's
+ * `syncStatus()` follows it.
  *
- * Offline means both providers disconnected: nothing leaves or arrives, and the engine
- * keeps working. Back online, each provider starts with the sync protocol's state-vector
- * exchange, so each side sends only what the other misses.
+ * Offline means the link is disconnected: nothing leaves or arrives, and the engine keeps
+ * working. Back online, the link starts with the sync protocol's state-vector exchange, so each
+ * side sends only what the other misses.
  *
  * @example
- * const links = new DocLinks(doc, wiring, 'w2000-l10000', 'd01')
- * links.setOnline(false) // both providers disconnect
- * links.server()         // 'off'
+ * const links = new DocLinks(doc, wiring, { epoch: 'w2000-l10000', device: 'd01', replica: engine.replica.replicaId })
+ * links.setOnline(false) // the relay socket closes (or the tab channel disconnects)
+ * links.relayLink()      // { state: 'offline', refusal: null }
  */
 export class DocLinks {
   readonly #doc: Y.Doc
   readonly #wiring: FleetWiring
-  readonly #room: string | null
-  readonly #tabs: BroadcastChannelProvider
-  /** Made on the first time online: connectWebsocket connects at once, and an offline start must not. */
-  #server: WebsocketConnection | null = null
+  readonly #identity: DeviceIdentity
+  readonly #tabs: BroadcastChannelProvider | null
+  /** Made on the first time online: connectRelay connects at once, and an offline start must not. */
+  #relay: Relay | null = null
   #online: boolean
+  #relayError: string | null = null
 
-  constructor(doc: Y.Doc, wiring: FleetWiring, epoch: string, device: string, online = true) {
+  constructor(doc: Y.Doc, wiring: FleetWiring, identity: DeviceIdentity, online = true) {
     this.#doc = doc
     this.#wiring = wiring
-    this.#room = wiring.server === null ? null : deviceRoomName(wiring, wiring.server, epoch, device)
+    this.#identity = identity
     this.#online = online
-    this.#tabs = new BroadcastChannelProvider(doc, deviceChannelName(wiring, epoch, device), {
-      connect: online,
-      ...(wiring.openChannel === undefined ? {} : { channel: wiring.openChannel }),
-    })
-    if (online) this.#connectServer()
+    this.#tabs =
+      wiring.relay !== null
+        ? null
+        : new BroadcastChannelProvider(doc, deviceChannelName(wiring, identity.epoch, identity.device), {
+            connect: online,
+            ...(wiring.openChannel === undefined ? {} : { channel: wiring.openChannel }),
+          })
+    if (online) this.#connectRelay()
   }
 
   get online(): boolean {
     return this.#online
   }
 
-  /** Connects or disconnects both providers. */
+  /** Connects or disconnects the link. */
   setOnline(online: boolean): void {
     if (online === this.#online) return
     this.#online = online
     if (online) {
-      this.#tabs.connect()
-      if (this.#server === null) this.#connectServer()
-      else this.#server.provider.connect()
+      this.#tabs?.connect()
+      if (this.#relay === null) this.#connectRelay()
+      else this.#relay.connect()
     } else {
-      this.#tabs.disconnect()
-      this.#server?.provider.disconnect()
+      this.#tabs?.disconnect()
+      this.#relay?.disconnect()
     }
   }
 
-  server(): ServerLink {
-    const provider = this.#server?.provider
-    if (provider === undefined) return 'none'
-    if (provider.wsconnected) return 'connected'
-    return provider.shouldConnect ? 'connecting' : 'off'
+  /** The document's relay room: its sync status and the relay's refusal; null when the fleet has no relay. */
+  relayLink(): RelayLink | null {
+    if (this.#wiring.relay === null) return null
+    if (this.#relay === null) return { state: 'offline', refusal: null }
+    const { state, refusal } = syncStatusTracker(this.#doc).status()
+    // A failure of the relay client (a token that could not be fetched) lasts until the room is in sync again.
+    if (state === 'connected') this.#relayError = null
+    return { state, refusal }
   }
 
-  #connectServer(): void {
-    const server = this.#wiring.server
-    if (server === null || this.#room === null) return
-    const polyfill = this.#wiring.WebSocketPolyfill
-    this.#server = connectWebsocket(this.#doc, {
-      url: server.url,
-      room: this.#room,
-      // Retries after a failure are spread, so a fleet does not hit a restarted server in lockstep.
+  /** The last thing the relay client could not use (a token it could not fetch, an undecodable message) since the room was last in sync. */
+  relayError(): string | null {
+    return this.#relayError
+  }
+
+  #connectRelay(): void {
+    const relay = this.#wiring.relay
+    if (relay === null) return
+    const { epoch, device, replica } = this.#identity
+    const room = deviceRoomName(this.#wiring, epoch, device)
+    const WebSocket = this.#wiring.WebSocket
+    this.#relay = connectRelay({
+      url: relay.url,
+      token: deviceToken(relay, room, replica, device),
+      // Retries after a failure are spread, so a fleet does not hit a restarted relay in lockstep.
       jitter: { baseMs: 300, capMs: 5_000 },
-      ...(polyfill === undefined ? {} : { WebSocketPolyfill: polyfill }),
+      ...(WebSocket === undefined ? {} : { WebSocket }),
+      onError: (error) => {
+        this.#relayError = `relay: ${error.message}`
+      },
     })
+    this.#relay.join(this.#doc, room)
   }
 
-  /** Closes both providers (a crash, or the end of the epoch). */
+  /** Closes the link (a crash, or the end of the epoch). */
   destroy(): void {
-    this.#tabs.destroy()
-    this.#server?.destroy()
+    this.#tabs?.destroy()
+    this.#relay?.destroy()
   }
 }

@@ -1,10 +1,9 @@
 import type { Engine, WindowChange } from '@tidemark/engine'
-import * as Y from 'yjs'
 import { type ActivityEntry, ActivityLog } from './activityLog.ts'
 import { DEFAULT_STORM, pickTourDevice, planIntro, planStorm, type Toggle } from './connectivityPlan.ts'
 import { type ControlChannel, type ControlMessage, silentControlChannel } from './controlChannel.ts'
+import { DashboardLinks, type FollowedRooms } from './dashboardLinks.ts'
 import { type DeviceLocks, pageDeviceLocks } from './deviceLocks.ts'
-import { DeviceMirror } from './deviceMirror.ts'
 import { DeviceSlot, type DeviceWhere } from './deviceSlot.ts'
 import type { DeviceStatus } from './deviceStatus.ts'
 import { createDashboardEngine, DEFAULT_SETTINGS, epochOf, type FleetSettings, MAX_DEVICES } from './fleetSettings.ts'
@@ -26,7 +25,7 @@ export interface DeviceRow {
   readonly where: DeviceWhere
   /** Its status: from its node here, from the page that runs it otherwise; null when unknown. */
   readonly status: DeviceStatus | null
-  /** When the dashboard's copy of its document last synced with it (the mirror's sync status). */
+  /** When the dashboard's document of this device (its room, or its tab channel) last synced. */
   readonly lastHeard: number | null
 }
 
@@ -47,6 +46,8 @@ export interface FleetSnapshot {
   readonly activity: readonly ActivityEntry[]
   /** Windows changed by state that landed after they fired, newest first. */
   readonly lateCorrections: readonly LateCorrection[]
+  /** The device rooms the dashboard follows on the relay and those refused; null without a relay. */
+  readonly relayRooms: FollowedRooms | null
 }
 
 export interface FleetOptions {
@@ -70,9 +71,9 @@ const DEVICE_REFRESH_MS = 500
 const LATE_CORRECTIONS_KEPT = 60
 
 /**
- * The dashboard page's fleet: the dashboard engine over its own document, a mirror of
- * every device's document feeding it, and a slot per device that runs the device in this
- * page unless a `?device=` tab does. Driven by `tick(now)`; controls (offline, crash, storm,
+ * The dashboard page's fleet: the dashboard engine, the links through which it follows every
+ * device's document (read-only: the relay's directory of device rooms, or each device's tab
+ * channel), and a slot per device that runs the device in this page unless a `?device=` tab does. Driven by `tick(now)`; controls (offline, crash, storm,
  * pause, settings) are methods; the UI reads `snapshot()` through `subscribe`. No React here.
  *
  * The dashboard engine owns no source and ingests nothing: its windows are the lattice
@@ -81,7 +82,7 @@ const LATE_CORRECTIONS_KEPT = 60
  * @example
  * const fleet = new Fleet({ wiring: await loadWiring('f1', fetch, probeWebsocket), control: openControlChannel('c') })
  * fleet.start(100)
- * fleet.setOnline('d03', false) // its providers disconnect; it keeps ingesting
+ * fleet.setOnline('d03', false) // its relay link disconnects; it keeps ingesting
  * fleet.snapshot().dashboard.results({ window: 'tumbling:2000', key: 'temp' })
  */
 export class Fleet {
@@ -94,10 +95,9 @@ export class Fleet {
   readonly #stopControl: () => void
   #settings: FleetSettings
   #generation = 0
-  #doc = new Y.Doc()
   #dashboard!: Engine
   #stopChanges: () => void = () => {}
-  #mirrors: DeviceMirror[] = []
+  #links!: DashboardLinks
   #slots: DeviceSlot[] = []
   #schedules: ToggleSchedule[] = []
   #storm: FleetSnapshot['storm'] = null
@@ -110,6 +110,7 @@ export class Fleet {
   #allReported = false
   #reportedCheckAt = Number.NEGATIVE_INFINITY
   #devicesAt = Number.NEGATIVE_INFINITY
+  #relayRooms: FollowedRooms | null = null
   #closing: Promise<void> = Promise.resolve()
   #snapshot: FleetSnapshot
 
@@ -123,7 +124,7 @@ export class Fleet {
     const now = this.#now()
     this.#build()
     if (options.intro !== false) this.#startIntro(now)
-    if (this.#wiring.serverNotice !== null) this.#log.add(now, 'warn', this.#wiring.serverNotice)
+    if (this.#wiring.relayNotice !== null) this.#log.add(now, 'warn', this.#wiring.relayNotice)
     this.#snapshot = this.#makeSnapshot(now, [])
   }
 
@@ -164,14 +165,14 @@ export class Fleet {
     this.#publish(now, false)
   }
 
-  /** Connects or disconnects a device's providers; its engine keeps ingesting into its log. */
+  /** Connects or disconnects a device's link; its engine keeps ingesting into its log. */
   setOnline(id: string, online: boolean): void {
     const now = this.#now()
     this.#setOnline(id, online, now, 'operator')
     this.#log.add(
       now,
       online ? 'good' : 'warn',
-      online ? `${id} back online: its providers reconnect and exchange state vectors` : `${id} taken offline: its providers disconnect, it keeps ingesting into its write-ahead log`,
+      online ? `${id} back online: its link reconnects and exchanges state vectors` : `${id} taken offline: its link disconnects, it keeps ingesting into its write-ahead log`,
     )
     this.#publish(now)
   }
@@ -218,7 +219,7 @@ export class Fleet {
     const caught = new Set(toggles.map((toggle) => toggle.device)).size
     this.#storm = { endsAt: Math.max(schedule.endsAt, this.#storm?.endsAt ?? 0), devices: caught }
     this.#stormTally ??= new StormTally()
-    this.#log.add(now, 'warn', `Reconnect storm: ${caught} devices toggling their providers for ${Math.round(durationMs / 1000)} s`)
+    this.#log.add(now, 'warn', `Reconnect storm: ${caught} devices toggling their links for ${Math.round(durationMs / 1000)} s`)
     this.#publish(now)
   }
 
@@ -258,12 +259,8 @@ export class Fleet {
     const epoch = epochOf(settings)
     this.#generation++
     this.#allReported = false
-    this.#doc = new Y.Doc()
-    this.#dashboard = createDashboardEngine(settings, this.#doc, this.#now, (error) =>
-      this.#log.add(this.#now(), 'bad', `Replication: ${error.message}`),
-    )
+    this.#dashboard = createDashboardEngine(settings, this.#now)
     this.#stopChanges = this.#dashboard.subscribe((changes) => this.#onChanges(changes))
-    this.#mirrors = []
     this.#slots = []
     for (let i = 0; i < settings.deviceCount; i++) {
       const slot = new DeviceSlot({
@@ -280,8 +277,14 @@ export class Fleet {
         onChange: () => this.#publish(this.#now()),
       })
       this.#slots.push(slot)
-      this.#mirrors.push(new DeviceMirror(slot.id, this.#doc, this.#wiring, epoch, this.#now))
     }
+    this.#links = new DashboardLinks(this.#dashboard, {
+      wiring: this.#wiring,
+      epoch,
+      devices: this.#slots.map((slot) => slot.id),
+      now: this.#now,
+      onError: (error) => this.#log.add(this.#now(), 'bad', `Replication: ${error.message}`),
+    })
     // The previous epoch's devices close first: with the same epoch they hold the same logs.
     this.#closing = after.then(() => {
       for (const slot of this.#slots) slot.start()
@@ -291,13 +294,11 @@ export class Fleet {
   #teardown(): Promise<void> {
     this.#stopChanges()
     const slots = this.#slots
-    const mirrors = this.#mirrors
+    const links = this.#links
     const dashboard = this.#dashboard
-    const doc = this.#doc
     return Promise.all(slots.map((slot) => slot.close())).then(async () => {
-      for (const mirror of mirrors) mirror.destroy()
+      links.destroy()
       await dashboard.close()
-      doc.destroy()
     })
   }
 
@@ -370,10 +371,10 @@ export class Fleet {
 
   #finishWatches(now: number): void {
     if (this.#watches.length > 0) {
+      const lastHeard = this.#links.lastHeard()
       for (const watch of this.#watches) {
-        const index = this.#slots.findIndex((slot) => slot.id === watch.device)
-        const status = this.#slots[index]?.status(now)
-        const heard = this.#mirrors[index]?.lastSync() ?? null
+        const status = this.slot(watch.device)?.status(now)
+        const heard = lastHeard.get(watch.device) ?? null
         if (status?.online === true && status.pending === 0 && heard !== null && heard >= watch.at) watch.caughtUp(now)
         if (!watch.due(now)) continue
         const report = watch.report()
@@ -414,8 +415,10 @@ export class Fleet {
     let devices = previous
     if (refreshDevices || now - this.#devicesAt >= DEVICE_REFRESH_MS || previous.length !== this.#slots.length) {
       this.#devicesAt = now
-      const next = this.#slots.map((slot, i) => rowOf(slot, this.#mirrors[i] as DeviceMirror, now, previous[i]))
+      const lastHeard = this.#links.lastHeard()
+      const next = this.#slots.map((slot, i) => rowOf(slot, lastHeard.get(slot.id) ?? null, now, previous[i]))
       if (next.length !== previous.length || next.some((row, i) => row !== previous[i])) devices = next
+      this.#relayRooms = sameFollowed(this.#relayRooms, this.#links.followed())
     }
     return {
       generation: this.#generation,
@@ -430,13 +433,24 @@ export class Fleet {
       devices,
       activity: this.#log.entries(),
       lateCorrections: this.#lateCorrections,
+      relayRooms: this.#relayRooms,
     }
   }
 }
 
+/** `next`, or `previous` itself when it says the same (an unchanged slice does not render). */
+function sameFollowed(previous: FollowedRooms | null, next: FollowedRooms | null): FollowedRooms | null {
+  if (previous === null || next === null) return next
+  const same =
+    previous.rooms === next.rooms &&
+    previous.refused.length === next.refused.length &&
+    previous.refused.every((r, i) => r.room === next.refused[i]?.room && r.refusal === next.refused[i]?.refusal)
+  return same ? previous : next
+}
+
 /** The slot's row, or `previous` itself when nothing in it changed (memoized rows skip rendering). */
-function rowOf(slot: DeviceSlot, mirror: DeviceMirror, now: number, previous: DeviceRow | undefined): DeviceRow {
-  const next: DeviceRow = { id: slot.id, where: slot.where, status: slot.status(now), lastHeard: mirror.lastSync() }
+function rowOf(slot: DeviceSlot, lastHeard: number | null, now: number, previous: DeviceRow | undefined): DeviceRow {
+  const next: DeviceRow = { id: slot.id, where: slot.where, status: slot.status(now), lastHeard }
   if (
     previous !== undefined &&
     previous.id === next.id &&

@@ -1,6 +1,4 @@
 import { boundedOutOfOrderness, createEngine, type Engine, type EngineOptions, tumbling, type WindowSpec } from '@tidemark/engine'
-import { bindDoc } from '@tidemark/yjs'
-import type * as Y from 'yjs'
 
 /** What the control bar can change. Changing any of them starts a new epoch: every engine is reopened. */
 export interface FleetSettings {
@@ -84,22 +82,15 @@ export function fleetEngineOptions(settings: FleetSettings, now: () => number): 
 
 /**
  * The engine the dashboard reads. It owns no source: everything it shows is lattice state
- * merged from the devices' documents into `doc`. Silent devices stop holding its watermark
- * back after the idle timeout.
+ * merged from the devices' documents, which its links (`DashboardLinks`) bind to it read-only.
+ * Silent devices stop holding its watermark back after the idle timeout.
  */
-export function createDashboardEngine(
-  settings: FleetSettings,
-  doc: Y.Doc,
-  now: () => number,
-  onReplicationError: (error: Error) => void,
-): Engine {
-  const engine = createEngine({
+export function createDashboardEngine(settings: FleetSettings, now: () => number): Engine {
+  return createEngine({
     ...fleetEngineOptions(settings, now),
     idleTimeout: settings.idleTimeoutMs,
     limits: { maxLateEvents: 500 },
   })
-  bindDoc(engine, doc, { onError: onReplicationError })
-  return engine
 }
 
 /** URL parameter and accepted range of each field a `?device=` tab takes from its URL. */

@@ -1,10 +1,11 @@
-import type { OpenTabChannel } from '@tidemark/yjs'
+import type { OpenTabChannel, RelaySocket } from '@tidemark/yjs'
 
-/** The local y-websocket sync server, as `/config.json` names it. */
-export interface SyncServer {
+/** The local relay, as `/config.json` names it (written by `scripts/demo.mjs`). */
+export interface RelayConfig {
+  /** The relay's WebSocket URL, e.g. `ws://127.0.0.1:41234`. */
   readonly url: string
-  /** Room prefix; each device of each epoch gets its own room under it. */
-  readonly room: string
+  /** Its development-token endpoint, e.g. `http://127.0.0.1:41234/dev/token`. */
+  readonly tokenUrl: string
 }
 
 /**
@@ -12,17 +13,17 @@ export interface SyncServer {
  * The browser uses the defaults; tests pass in-memory channels and fake-indexeddb.
  */
 export interface FleetWiring {
-  /** The sync server, or null: BroadcastChannel only (tabs of this browser). */
-  readonly server: SyncServer | null
-  /** Why there is no server, shown to the user; null when there is one. */
-  readonly serverNotice: string | null
+  /** The relay, or null: BroadcastChannel only (tabs of this browser). */
+  readonly relay: RelayConfig | null
+  /** Why there is no relay, shown to the user; null when there is one. */
+  readonly relayNotice: string | null
   /** Tab channel factory for `BroadcastChannelProvider`; default the platform `BroadcastChannel`. */
   readonly openChannel?: OpenTabChannel
-  /** WebSocket implementation where there is no global one. */
-  readonly WebSocketPolyfill?: typeof WebSocket
+  /** WebSocket implementation where there is no global one (Node 20: the `ws` package). */
+  readonly WebSocket?: new (url: string) => RelaySocket
   /** IndexedDB factory; default `globalThis.indexedDB`. */
   readonly indexedDB?: IDBFactory
-  /** Prefix of channel, lock and database names, so two demos on one origin never meet. */
+  /** Prefix of channel, room, lock and database names, so two demos on one relay or origin never meet. */
   readonly namespace: string
   /**
    * This fleet's id (see `fleetIdOf`): rooms, channels, logs and locks are named after it,
@@ -34,16 +35,33 @@ export interface FleetWiring {
 export const DEFAULT_NAMESPACE = 'tidemark-demo'
 
 /**
- * One device's names in one epoch. Each device has its own room and tab channel: the
- * dashboards listen to every device, devices never hear each other, so a device's document
- * holds its own state only and the traffic grows with the fleet, not with its square.
+ * One device's tab channel in one epoch (used when there is no relay). Each device has its own
+ * channel, as it has its own room on a relay: the dashboards listen to every device, devices
+ * never hear each other, so a device's document holds its own state only.
  */
 export function deviceChannelName(wiring: FleetWiring, epoch: string, device: string): string {
   return `${wiring.namespace}:${wiring.fleet}:${epoch}:${device}`
 }
 
-export function deviceRoomName(wiring: FleetWiring, server: SyncServer, epoch: string, device: string): string {
-  return `${server.room}/${wiring.fleet}/${epoch}/${device}`
+/**
+ * The fleet of one epoch on the relay, `<namespace>/<fleet>/<epoch>`: its devices' rooms and its
+ * directory are under it. The epoch is part of it because only engines of one epoch can merge.
+ *
+ * @example
+ * relayFleetName(wiring, 'w2000-l10000') // 'tidemark-demo/fk2j9x0ab/w2000-l10000'
+ */
+export function relayFleetName(wiring: FleetWiring, epoch: string): string {
+  return `${wiring.namespace}/${wiring.fleet}/${epoch}`
+}
+
+/** A device's room on the relay: `<fleet>/<device>`. It holds that device's replica alone. */
+export function deviceRoomName(wiring: FleetWiring, epoch: string, device: string): string {
+  return `${relayFleetName(wiring, epoch)}/${device}`
+}
+
+/** The relay's directory of the epoch's device rooms, which the dashboards follow. */
+export function directoryRoomName(wiring: FleetWiring, epoch: string): string {
+  return `${relayFleetName(wiring, epoch)}/_directory`
 }
 
 /** The device's write-ahead log: one IndexedDB database per device and epoch, kept across reloads. */
@@ -87,13 +105,13 @@ export function fleetIdOf(params: URLSearchParams, storage: Pick<Storage, 'getIt
 const PROBE_TIMEOUT_MS = 2_500
 
 /**
- * Reads `/config.json` (written by `scripts/demo.mjs`) and checks that its sync server
- * answers. Without a usable config, or with a server that does not open a socket in time, the
- * fleet runs on BroadcastChannel alone and `serverNotice` says why.
+ * Reads `/config.json` (written by `scripts/demo.mjs`) and checks that its relay answers.
+ * Without a usable config, or with a relay that does not open a socket in time, the fleet runs
+ * on BroadcastChannel alone and `relayNotice` says why.
  *
  * @example
  * const wiring = await loadWiring('f1', fetch, probeWebsocket)
- * if (wiring.serverNotice) showBanner(wiring.serverNotice)
+ * if (wiring.relayNotice) showBanner(wiring.relayNotice)
  */
 export async function loadWiring(
   fleet: string,
@@ -103,35 +121,36 @@ export async function loadWiring(
   const base = { namespace: DEFAULT_NAMESPACE, fleet }
   const alone = 'devices sync through BroadcastChannel only, within this browser.'
   const config = await readConfig(fetchConfig)
-  if (typeof config === 'string') return { ...base, server: null, serverNotice: `${config}: ${alone}` }
+  if (typeof config === 'string') return { ...base, relay: null, relayNotice: `${config}: ${alone}` }
   const failure = await probe(config.url)
-  if (failure !== null) return { ...base, server: null, serverNotice: `Sync server ${config.url} ${failure}: ${alone}` }
-  return { ...base, server: config, serverNotice: null }
+  if (failure !== null) return { ...base, relay: null, relayNotice: `Relay ${config.url} ${failure}: ${alone}` }
+  return { ...base, relay: config, relayNotice: null }
 }
 
-/** The sync server `/config.json` names, or why there is none. */
-async function readConfig(fetchConfig: (path: string) => Promise<Response>): Promise<SyncServer | string> {
+/** The relay `/config.json` names, or why there is none. */
+async function readConfig(fetchConfig: (path: string) => Promise<Response>): Promise<RelayConfig | string> {
   let response: Response
   try {
     response = await fetchConfig('/config.json')
   } catch (error) {
     return `/config.json could not be fetched (${messageOf(error)})`
   }
-  if (!response.ok) return `No /config.json (HTTP ${response.status}; start with \`pnpm start\` for the sync server)`
+  if (!response.ok) return `No /config.json (HTTP ${response.status}; start with \`pnpm start\` for the relay)`
   let json: unknown
   try {
     json = await response.json()
   } catch (error) {
     return `/config.json is not JSON (${messageOf(error)})`
   }
-  return parseConfig(json) ?? '/config.json names no sync server (expected { "syncUrl": "ws://…" })'
+  return parseConfig(json) ?? '/config.json names no relay (expected { "relayUrl": "ws://…", "tokenUrl": "http://…" })'
 }
 
-function parseConfig(json: unknown): SyncServer | null {
+function parseConfig(json: unknown): RelayConfig | null {
   if (typeof json !== 'object' || json === null) return null
-  const { syncUrl, room } = json as { syncUrl?: unknown; room?: unknown }
-  if (typeof syncUrl !== 'string' || !/^wss?:\/\//.test(syncUrl)) return null
-  return { url: syncUrl, room: typeof room === 'string' && room !== '' ? room : 'tidemark-fleet' }
+  const { relayUrl, tokenUrl } = json as { relayUrl?: unknown; tokenUrl?: unknown }
+  if (typeof relayUrl !== 'string' || !/^wss?:\/\//.test(relayUrl)) return null
+  if (typeof tokenUrl !== 'string' || !/^https?:\/\//.test(tokenUrl)) return null
+  return { url: relayUrl, tokenUrl }
 }
 
 function messageOf(error: unknown): string {
@@ -144,13 +163,13 @@ function messageOf(error: unknown): string {
  *
  * @example
  * const failure = await probeWebsocket('ws://127.0.0.1:1234')
- * if (failure !== null) console.warn(`sync server ${failure}`) // e.g. 'refused the connection'
+ * if (failure !== null) console.warn(`relay ${failure}`) // e.g. 'refused the connection'
  */
 export function probeWebsocket(url: string): Promise<string | null> {
   return new Promise((resolve) => {
     let socket: WebSocket
     try {
-      socket = new WebSocket(`${url}/tidemark-probe`)
+      socket = new WebSocket(url)
     } catch (error) {
       resolve(`is not a usable WebSocket URL (${messageOf(error)})`)
       return

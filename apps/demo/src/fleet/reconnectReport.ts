@@ -30,7 +30,7 @@ const CATCH_UP_LIMIT_MS = 20_000
  * What the dashboard did after one device came back: the windows its backlog corrected,
  * and how many of those were already final. Corrections are counted from the dashboard
  * engine's change feed (so they are what the charts show) from the reconnect until a
- * second after the device caught up: its providers acknowledged every update and the
+ * second after the device caught up: its link acknowledged every update and the
  * dashboard's copy of its document heard from it. A device in another tab may take a
  * while to get the command; the watch waits up to 20 s.
  */

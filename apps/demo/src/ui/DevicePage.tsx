@@ -2,6 +2,7 @@ import { type ReactNode, useSyncExternalStore } from 'react'
 import type { DeviceStatus } from '../fleet/deviceStatus.ts'
 import type { DeviceTab } from '../fleet/deviceTab.ts'
 import type { FleetWiring } from '../fleet/fleetWiring.ts'
+import { linkText } from './linkText.ts'
 import { RecoveryText } from './RecoveryText.tsx'
 import { ago, byteSize, count, duration } from './timeFormat.ts'
 
@@ -23,7 +24,7 @@ export function DevicePage({ tab, wiring }: { readonly tab: DeviceTab; readonly 
             </h1>
             <p className="tagline">
               This tab runs device {id} alone: its own engine, Y.Doc and IndexedDB write-ahead log. Dashboards see it only through
-              its document.
+              its document, in its own room on the relay with a token for that room alone.
             </p>
           </div>
         </div>
@@ -35,11 +36,11 @@ export function DevicePage({ tab, wiring }: { readonly tab: DeviceTab; readonly 
             <span className="chip-label">Epoch</span> <span className="mono">{epoch}</span>
           </span>
           <span className="chip">
-            <span className="chip-label">Links</span> BroadcastChannel{wiring.server === null ? ' only' : ` + ${wiring.server.url}`}
+            <span className="chip-label">Link</span> {wiring.relay === null ? 'BroadcastChannel only' : <span className="mono">{wiring.relay.url}</span>}
           </span>
         </div>
       </header>
-      {wiring.serverNotice !== null && <p className="notice">{wiring.serverNotice}</p>}
+      {wiring.relayNotice !== null && <p className="notice">{wiring.relayNotice}</p>}
       {!running ? (
         <section className="panel">
           <p className="empty">
@@ -68,7 +69,7 @@ function DevicePanel({
 }): ReactNode {
   const state = status.phase === 'running' ? (status.online ? 'online' : 'offline') : status.phase
   const facts: [string, string, string][] = [
-    ['Sync', `${status.syncState}${status.server === 'none' ? '' : ` · server ${status.server}`}`, "the engine's syncStatus()"],
+    ['Sync', linkText(status), "its room on the relay (the document's sync status there, with the relay's refusal), or its tab channel"],
     ['Pending', count(status.pending), 'document updates not yet acknowledged by every provider'],
     ['Last sync', ago(status.lastSync, now), 'when a provider last completed a sync exchange or received a peer update; uploads to an already synced peer do not move it'],
     ['Seq', count(status.seq), 'last seq stamped on a reading'],

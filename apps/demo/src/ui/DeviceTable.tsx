@@ -1,6 +1,7 @@
 import { memo, type ReactNode } from 'react'
 import type { DeviceRow } from '../fleet/fleet.ts'
 import { settingsQuery } from '../fleet/fleetSettings.ts'
+import { linkText } from './linkText.ts'
 import { recoverySentence, recoveryShort } from './RecoveryText.tsx'
 import { ago, byteSize, count } from './timeFormat.ts'
 import { useFleet, useFleetControls } from './useFleet.ts'
@@ -56,13 +57,16 @@ const DeviceTableRow = memo(function DeviceTableRow({
           {state}
         </span>
       </td>
-      <td className="muted" title="The device engine's syncStatus(); server: its websocket to the sync server">
-        {status === null ? '—' : `${status.syncState}${status.server === 'none' ? '' : status.server === 'connected' ? ' · ws' : ` · ws ${status.server}`}`}
+      <td
+        className={status?.relayRefusal != null ? 'bad' : 'muted'}
+        title="The device document's sync status in its room on the relay (syncStatusTracker(doc).status()), and the relay's refusal if it refused the device"
+      >
+        {status === null ? '—' : linkText(status)}
       </td>
       <td className={`mono num ${status !== null && status.pending > 0 ? 'warn' : 'muted'}`} title="Local document updates not yet acknowledged by every provider">
         {status === null ? '—' : count(status.pending)}
       </td>
-      <td className="muted" title="When the dashboard's copy of its document last synced with it">
+      <td className="muted" title="When the dashboard's read-only copy of its room last synced">
         {ago(row.lastHeard, now)}
       </td>
       <td className="mono num">{status === null ? '—' : count(status.seq)}</td>
@@ -130,7 +134,7 @@ export function DeviceTable(): ReactNode {
               <th>Device</th>
               <th>Runs in</th>
               <th>Link</th>
-              <th>Sync</th>
+              <th>Relay</th>
               <th className="num">Pending</th>
               <th>Last heard</th>
               <th className="num">Seq</th>

@@ -20,7 +20,7 @@ export function Header(): ReactNode {
   const paused = useFleet((s) => s.paused)
   const stormEndsAt = useFleet((s) => s.storm?.endsAt ?? null)
   const watermark = useWatermark()
-  const server = useFleet((s) => s.wiring.server)
+  const relay = useFleet((s) => s.wiring.relay)
   const fleetId = useFleet((s) => s.wiring.fleet)
   return (
     <header className="app-header">
@@ -38,10 +38,10 @@ export function Header(): ReactNode {
           <span className="chip chip-storm">Reconnect storm · {Math.max(0, Math.ceil((stormEndsAt - now) / 1000))} s left</span>
         )}
         <span
-          className={`chip ${server === null ? 'chip-paused' : ''}`}
-          title="How devices' documents reach the dashboard: BroadcastChannel between tabs of this browser, and the y-websocket sync server"
+          className={`chip ${relay === null ? 'chip-paused' : ''}`}
+          title="How devices' documents reach the dashboard: each device writes its own room on the Tidemark relay, the dashboard follows them all read-only (without a relay: BroadcastChannel between tabs of this browser)"
         >
-          <span className="chip-label">Sync</span> BroadcastChannel{server === null ? ' only' : <> + <span className="mono">{server.url}</span></>}
+          <span className="chip-label">Sync</span> {relay === null ? 'BroadcastChannel only' : <>relay <span className="mono">{relay.url}</span></>}
         </span>
         <span className="chip" title="This browser's fleet: rooms, channels and logs are named after it. Open ?fleet=<id> in another browser to join it.">
           <span className="chip-label">Fleet</span> <span className="mono">{fleetId}</span>

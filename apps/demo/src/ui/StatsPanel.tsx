@@ -1,6 +1,7 @@
-import type { EngineStats } from '@tidemark/engine'
-import { useEngineStats } from '@tidemark/react'
+import type { EngineStats, SyncStatus } from '@tidemark/engine'
+import { useEngineStats, useSyncStatus } from '@tidemark/react'
 import type { ReactNode } from 'react'
+import type { FollowedRooms } from '../fleet/dashboardLinks.ts'
 import type { DeviceRow } from '../fleet/fleet.ts'
 import { useFleet } from './useFleet.ts'
 import { byteSize, clockTimeTenths, count, duration } from './timeFormat.ts'
@@ -38,11 +39,33 @@ function totalsOf(rows: readonly DeviceRow[]): FleetTotals {
   return t
 }
 
-function tilesOf(stats: EngineStats, totals: FleetTotals, now: number, windowMs: number): Tile[] {
+/**
+ * The dashboard's link: on the relay, the dashboard engine's sync status (the fold of the
+ * directory's and every followed room's `syncStatusTracker(doc).status()`, refusal included)
+ * and the rooms it follows; without a relay, its tab channels.
+ */
+function linkTile(sync: SyncStatus, rooms: FollowedRooms | null, hasRelay: boolean): Tile {
+  if (!hasRelay) {
+    return { label: 'Sync', value: sync.state, note: 'tab channels only', tone: 'muted', hint: 'No relay: the dashboard follows each device over its tab channel (this browser only)' }
+  }
+  const refused = rooms?.refused ?? []
+  const refusal = sync.refusal ?? refused[0]?.refusal ?? null
+  return {
+    label: 'Relay',
+    value: refusal !== null ? 'refused' : sync.state,
+    note: refusal !== null ? refusal : `${count(rooms?.rooms ?? 0)} rooms followed`,
+    tone: refusal !== null ? 'bad' : sync.state === 'connected' ? 'good' : 'warn',
+    hint:
+      "The dashboard's read-only link to the relay: the fleet's directory room and every device room it lists, each a document bound read-only (the dashboard engine's syncStatus(), with the relay's refusal if it refused one)",
+  }
+}
+
+function tilesOf(stats: EngineStats, totals: FleetTotals, now: number, windowMs: number, link: Tile): Tile[] {
   const behind = now - stats.watermark
   const proofLead = stats.proofFrontier - stats.watermark
   const peerAnomalies = stats.anomalies.invalid_remote_cell + stats.anomalies.source_conflict
   return [
+    link,
     {
       label: 'Watermark',
       value: clockTimeTenths(stats.watermark),
@@ -87,7 +110,7 @@ function tilesOf(stats: EngineStats, totals: FleetTotals, now: number, windowMs:
       value: stats.docBytes === 0 ? '—' : byteSize(stats.docBytes),
       note: `devices ${byteSize(totals.docBytes)}`,
       tone: 'muted',
-      hint: "Encoded size of the dashboard's Y.Doc (the merged fleet) and the sum of the devices' own documents, measured every 5 s",
+      hint: "Encoded size of the dashboard's documents (one read-only copy per device room) and the sum of the devices' own documents, measured every 5 s",
     },
     {
       label: 'Device WALs',
@@ -117,6 +140,9 @@ export function StatsPanel(): ReactNode {
   const now = useFleet((s) => s.now)
   const windowMs = useFleet((s) => s.settings.windowMs)
   const devices = useFleet((s) => s.devices)
+  const rooms = useFleet((s) => s.relayRooms)
+  const hasRelay = useFleet((s) => s.wiring.relay !== null)
+  const sync = useSyncStatus()
   const totals = totalsOf(devices)
   return (
     <section className="panel stats-panel">
@@ -127,7 +153,7 @@ export function StatsPanel(): ReactNode {
         </span>
       </header>
       <div className="stat-grid">
-        {tilesOf(stats, totals, now, windowMs).map((tile) => (
+        {tilesOf(stats, totals, now, windowMs, linkTile(sync, rooms, hasRelay)).map((tile) => (
           <div key={tile.label} className={`stat ${tile.tone ? `stat-${tile.tone}` : ''}`} title={tile.hint}>
             <span className="stat-label">{tile.label}</span>
             <span className="stat-value">{tile.value}</span>

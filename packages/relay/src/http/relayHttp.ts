@@ -56,9 +56,25 @@ async function respond(deps: RelayHttpDeps, request: IncomingMessage, response: 
   if (url.pathname === '/dev/token' && deps.devTokens !== undefined) {
     const result = await deps.devTokens.issue(url.searchParams)
     const status = 'token' in result ? 200 : 400
-    // A local demo page on another port fetches its tokens here.
-    response.writeHead(status, { 'content-type': 'application/json', 'access-control-allow-origin': '*' }).end(JSON.stringify(result))
+    // A local page on another port (a demo, a test page) fetches its tokens here; a page of any other origin may not read them.
+    const origin = loopbackOrigin(request.headers.origin)
+    const cors: Record<string, string> = origin === null ? {} : { 'access-control-allow-origin': origin }
+    response.writeHead(status, { 'content-type': 'application/json', vary: 'Origin', ...cors }).end(JSON.stringify(result))
     return
   }
   return text(404, 'not found: the relay serves WebSocket upgrades, /healthz and /metrics\n')
+}
+
+/** `origin` when it is a page served from this machine (`http://127.0.0.1:5173`, `http://localhost:3000`, `http://[::1]:8080`), else null. */
+function loopbackOrigin(origin: string | undefined): string | null {
+  if (origin === undefined) return null
+  let url: URL
+  try {
+    url = new URL(origin)
+  } catch {
+    return null
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return null
+  if (url.origin !== origin) return null
+  return url.hostname === 'localhost' || url.hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(url.hostname) ? origin : null
 }

@@ -21,6 +21,7 @@ export interface SqlResult<T> {
  * await sql.query('delete from tidemark_relay_updates where room = $1', ['fleet-a/d07'])
  */
 export interface SqlQueryable {
+  /** Runs one statement with its parameters; rejects with the database's error. */
   query<T = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<SqlResult<T>>
 }
 
@@ -37,5 +38,6 @@ export interface SqlClient extends SqlQueryable {
   readonly kind: 'pglite' | 'postgres'
   /** Runs `work` in one transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(work: (tx: SqlQueryable) => Promise<T>): Promise<T>
+  /** Closes the connection (the pool, the PGlite instance); nothing runs on it afterwards. */
   close(): Promise<void>
 }

@@ -55,8 +55,8 @@ export interface StormTransition {
 }
 
 /**
- * A status change of the page's sync connection, as the app reports it (for y-websocket:
- * `connecting`, `connected`, `disconnected`).
+ * A status change of the page's sync connection, as the app reports it (for a Tidemark sync
+ * status: `connecting`, `connected`, `offline`, or a refusal).
  *
  * @example
  * const change: StormStatusChange = { at: 1764410000456, status: 'connected' }
@@ -95,6 +95,10 @@ export interface StormSnapshot {
   readonly windows: number
   /** The engine's `syncStatus().state`. */
   readonly syncState: string
+  /** The engine's `syncStatus().pendingLocalUpdates`: local updates the sync server has not acknowledged. */
+  readonly pendingLocalUpdates: number
+  /** The engine's `syncStatus().refusal`: why the sync server refused this page, or null. */
+  readonly refusal: string | null
   /** `navigator.onLine` as the page sees it. */
   readonly online: boolean
   /** `invalid_remote_cell` anomalies: peers' entries this engine refused. */

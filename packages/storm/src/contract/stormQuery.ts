@@ -20,19 +20,30 @@ export interface StormQuery {
   readonly seed: number
 }
 
+/** The parameters the storm query owns; a page's own parameters may not reuse them. */
+const STORM_PARAMETERS: readonly string[] = ['role', 'server', 'room', 'seed']
+
 /**
- * `page` (an absolute URL, which may carry the app's own parameters) with the storm query set.
+ * `page` (an absolute URL, which may carry the app's own parameters) with the storm query set,
+ * and the app's own `params` for this page (an identity, an access token for the sync server);
+ * `params` may not name a storm parameter.
  *
  * @example
  * stormPageUrl('http://127.0.0.1:4183/storm.html?shell=1', { role: 'device', server: 'ws://127.0.0.1:4001', room: 'r', seed: 7 })
  * // 'http://127.0.0.1:4183/storm.html?shell=1&role=device&server=ws%3A%2F%2F127.0.0.1%3A4001&room=r&seed=7'
+ * stormPageUrl(page, query, { token: 'eyJ…' }) // …&seed=7&token=eyJ…
  */
-export function stormPageUrl(page: string, query: StormQuery): string {
+export function stormPageUrl(page: string, query: StormQuery, params: Readonly<Record<string, string>> = {}): string {
   const url = new URL(page)
   url.searchParams.set('role', query.role)
   url.searchParams.set('server', query.server)
   url.searchParams.set('room', query.room)
   url.searchParams.set('seed', String(query.seed))
+  for (const [name, value] of Object.entries(params)) {
+    if (STORM_PARAMETERS.includes(name)) throw new RangeError(`stormPageUrl: the page parameter ${JSON.stringify(name)} is the storm's own (${STORM_PARAMETERS.join(', ')})`)
+    if (typeof value !== 'string') throw new TypeError(`stormPageUrl: the page parameter ${JSON.stringify(name)} must be a string, got ${typeof value}`)
+    url.searchParams.set(name, value)
+  }
   return url.href
 }
 

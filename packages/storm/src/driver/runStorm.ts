@@ -5,12 +5,13 @@
  * readings the devices produced, and returns the figures.
  */
 import type { Browser, BrowserContext } from '@playwright/test'
+import type { StormRole } from '../contract/stormPageApi.ts'
 import { stormPageUrl } from '../contract/stormQuery.ts'
 import { type DeviceNetworkMode, emulatedNetwork, type NetworkSwitch, partitionedNetwork } from './deviceNetwork.ts'
-import { groundTruth, type StormTruth } from './groundTruth.ts'
+import { type DeviceOutcome, groundTruth, type StormTruth, type TruthFigures } from './groundTruth.ts'
 import { NetworkToggles } from './networkToggles.ts'
 import { StormLedger } from './stormLedger.ts'
-import { openStormPage, type StormPage, snapshotOf, startIngest, stopIngest, transitionsOf, waitForConvergence } from './stormPage.ts'
+import { openStormPage, type StormPage, snapshotOf, startIngest, stopIngest, transitionsOf, waitForTruth } from './stormPage.ts'
 import { stormProblems } from './stormProblems.ts'
 import type { StormFigures, StormResult } from './stormResult.ts'
 import { describeStorm } from './stormSummary.ts'
@@ -27,6 +28,25 @@ export interface StormServer {
   readonly url: string
   /** Stops the server; resolves once it has exited. */
   stop(): Promise<void>
+}
+
+/**
+ * Which page of the storm is about to open, for `StormOptions.params`.
+ *
+ * @example
+ * params: async ({ role, index, room }) => ({ token: await tokenFor(role, `${room}/device-${index}`) })
+ */
+export interface StormPageSlot {
+  readonly role: StormRole
+  /** Its place among the devices, or among the dashboards, from 0. */
+  readonly index: number
+  /** The seed it is opened with (`seed + index` for devices, `seed + 100 + index` for dashboards). */
+  readonly seed: number
+  readonly room: string
+  /** The sync server's URL. */
+  readonly serverUrl: string
+  /** The URL the page is told to sync through (its `server` query parameter): for a partitioned device, its own proxy to `serverUrl`. */
+  readonly server: string
 }
 
 /**
@@ -72,6 +92,19 @@ export interface StormOptions {
   readonly during?: (storm: RunningStorm) => Promise<void>
   /** How long to wait for convergence after everyone is back online; default 60 s. */
   readonly settleMs?: number
+  /**
+   * What a device page must show once everyone has synced: `own` (default), the truth of its
+   * own readings, for an app whose devices never receive each other's state (each writes its
+   * own room on a Tidemark relay); `fleet`, the whole fleet's truth, for devices that share one
+   * document. Dashboards always show the whole fleet's.
+   */
+  readonly devicesShow?: 'own' | 'fleet'
+  /**
+   * The app's own query parameters of each page, added to its URL (e.g. the identity and the
+   * access token the sync server wants from it); called once per page, before it opens. May not
+   * name a storm parameter (`role`, `server`, `room`, `seed`).
+   */
+  readonly params?: (page: StormPageSlot) => Readonly<Record<string, string>> | Promise<Readonly<Record<string, string>>>
 }
 
 /**
@@ -135,7 +168,8 @@ export async function runStorm(options: StormOptions): Promise<StormResult> {
       started = await options.server()
       serverUrl = started.url
     }
-    const url = (role: 'device' | 'dashboard', seed: number, server = serverUrl): string => stormPageUrl(page, { role, server, room, seed })
+    const url = async (role: StormRole, index: number, seed: number, server = serverUrl): Promise<string> =>
+      stormPageUrl(page, { role, server, room, seed }, (await options.params?.({ role, index, seed, room, serverUrl, server })) ?? {})
     for (let k = 0; k < deviceCount; k++) {
       const context = await options.browser.newContext()
       contexts.push(context)
@@ -145,11 +179,11 @@ export async function runStorm(options: StormOptions): Promise<StormResult> {
         if (upstream.protocol !== 'ws:' || upstream.port === '') throw new Error(`runStorm: network 'partition' proxies plain ws://host:port servers, not ${serverUrl}`)
         const proxy = await startSyncProxy(Number(upstream.port), upstream.hostname)
         proxies.push(proxy)
-        const device = await openStormPage(context, url('device', options.seed + k, proxy.url))
+        const device = await openStormPage(context, await url('device', k, options.seed + k, proxy.url))
         devices.push(device)
         switches.push(await partitionedNetwork(device.page, proxy))
       } else {
-        devices.push(await openStormPage(context, url('device', options.seed + k)))
+        devices.push(await openStormPage(context, await url('device', k, options.seed + k)))
         switches.push(emulatedNetwork(context))
       }
     }
@@ -157,7 +191,7 @@ export async function runStorm(options: StormOptions): Promise<StormResult> {
       const board = await options.browser.newContext()
       contexts.push(board)
       await ledger.listen(board)
-      for (let k = 0; k < dashboardCount; k++) dashboards.push(await openStormPage(board, url('dashboard', options.seed + 100 + k)))
+      for (let k = 0; k < dashboardCount; k++) dashboards.push(await openStormPage(board, await url('dashboard', k, options.seed + 100 + k)))
     }
 
     await Promise.all(devices.map((device) => startIngest(device.page, ingest)))
@@ -171,15 +205,17 @@ export async function runStorm(options: StormOptions): Promise<StormResult> {
     const transitions = await Promise.all(devices.map((device) => transitionsOf(device.page)))
     const stopped = await Promise.all(devices.map((device) => snapshotOf(device.page)))
     const totals = ledger.totals(new Map(stopped.map((s) => [s.source, s.produced])))
-    const truth = groundTruth(
-      options.truth,
-      stopped.map((s) => ({ source: s.source, seed: s.seed, produced: s.produced, lateIds: s.lateIds, firstBatchEnd: ingest.batch })),
-    )
+    const outcomes: DeviceOutcome[] = stopped.map((s) => ({ source: s.source, seed: s.seed, produced: s.produced, lateIds: s.lateIds, firstBatchEnd: ingest.batch }))
+    const truth = groundTruth(options.truth, outcomes)
+    const devicesShow = options.devicesShow ?? 'own'
+    const deviceTruths: Record<string, TruthFigures> = Object.fromEntries(outcomes.map((outcome) => [outcome.source, groundTruth(options.truth, [outcome])]))
     // Everyone back online at once: the reconnect storm proper.
     await Promise.all(switches.map((toggle) => toggle(false)))
     const backAt = Date.now()
     const all = [...devices, ...dashboards].map((p) => p.page)
-    const { converged, convergedAt, snapshots } = await waitForConvergence(all, options.settleMs ?? 60_000, (s) => s[0]?.digest === truth.digest)
+    const expected = (s: { readonly role: string; readonly source: string }): string =>
+      s.role === 'device' && devicesShow === 'own' ? (deviceTruths[s.source]?.digest ?? truth.digest) : truth.digest
+    const { converged, convergedAt, snapshots } = await waitForTruth(all, options.settleMs ?? 60_000, expected)
 
     const { accepted, beyondLateness, duplicates, rejected } = totals
     const receipts = { accepted, beyondLateness, duplicates, rejected }
@@ -194,6 +230,8 @@ export async function runStorm(options: StormOptions): Promise<StormResult> {
       network,
       toggles: toggles.figures(transitions),
       truth,
+      devicesShow,
+      deviceTruths,
       receipts,
       gaps: totals.gaps,
       dashboardCounts: snapshots.filter((s) => s.role === 'dashboard').map((s) => s.counted),
@@ -201,7 +239,7 @@ export async function runStorm(options: StormOptions): Promise<StormResult> {
       convergenceMs: converged ? Math.max(0, convergedAt - backAt) : Number.NaN,
       snapshots,
       ledger,
-      problems: stormProblems({ truth, receipts, totals, snapshots, converged, stopped }),
+      problems: stormProblems({ truth, receipts, totals, snapshots, converged, stopped, ...(devicesShow === 'own' ? { deviceTruths } : {}) }),
     }
     return { ...figures, summary: () => describeStorm(figures), close }
   } catch (error) {

@@ -135,6 +135,29 @@ export async function closeStormApp(page: Page): Promise<void> {
 }
 
 /**
+ * Polls every page (every 250 ms) until each shows the window values `expected(snapshot)` names
+ * for it (a device its own readings, a dashboard the whole fleet's), or `timeoutMs` passes;
+ * `convergedAt` is when the matching snapshots had all been read.
+ *
+ * @example
+ * const { converged } = await waitForTruth(pages, 30_000, (s) => (s.role === 'device' ? own.get(s.source) : fleet.digest) ?? '')
+ */
+export async function waitForTruth(
+  pages: readonly Page[],
+  timeoutMs: number,
+  expected: (snapshot: StormSnapshot) => string,
+): Promise<{ converged: boolean; convergedAt: number; snapshots: StormSnapshot[] }> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const snapshots = await Promise.all(pages.map(snapshotOf))
+    const readAt = Date.now()
+    if (snapshots.every((s) => s.digest === expected(s))) return { converged: true, convergedAt: readAt, snapshots }
+    if (Date.now() > deadline) return { converged: false, convergedAt: Number.NaN, snapshots }
+    await new Promise((resolve) => setTimeout(resolve, 250))
+  }
+}
+
+/**
  * Polls every page (every 250 ms) until all show the same window values and `done(snapshots)`
  * holds, or `timeoutMs` passes; `convergedAt` is when the agreeing snapshots had all been
  * read (an upper bound: the pages agreed at or before it).

@@ -20,13 +20,18 @@ export function stormProblems(run: {
   /** The devices when their ingest stopped. */
   readonly stopped: readonly StormSnapshot[]
   readonly converged: boolean
+  /** When given, each device page must show the truth of its own readings (by source) rather than the fleet's. */
+  readonly deviceTruths?: Readonly<Record<string, TruthFigures>>
 }): string[] {
   const problems = [...run.totals.gaps, ...run.truth.problems]
   for (const s of run.snapshots) for (const error of s.errors) problems.push(`${s.source}: ${error}`)
   if (!run.converged) problems.push('pages did not converge on the ground truth')
   for (const s of run.snapshots) {
-    if (s.digest !== run.truth.digest) {
-      problems.push(`${s.role} ${s.source}: window values differ from the ground truth (counted ${s.counted}, truth ${run.truth.counted}): ${digestDiff(run.truth.digest, s.digest).join('; ')}`)
+    const own = s.role === 'device' ? run.deviceTruths?.[s.source] : undefined
+    const expected = own ?? run.truth
+    if (s.digest !== expected.digest) {
+      const which = own === undefined ? 'the ground truth' : 'the truth of its own readings'
+      problems.push(`${s.role} ${s.source}: window values differ from ${which} (counted ${s.counted}, truth ${expected.counted}): ${digestDiff(expected.digest, s.digest).join('; ')}`)
     }
   }
   if (run.totals.produced !== run.truth.produced) problems.push(`durable reports cover ${run.totals.produced} readings, devices produced ${run.truth.produced}`)

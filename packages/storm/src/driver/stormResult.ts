@@ -26,6 +26,10 @@ export interface StormFigures {
   readonly toggles: ToggleFigures
   /** The truth from the readings the devices reported: produced, counted, late lane, window values. */
   readonly truth: TruthFigures
+  /** What the device pages had to show: `own` readings, or the whole `fleet`'s (`StormOptions.devicesShow`). */
+  readonly devicesShow: 'own' | 'fleet'
+  /** The truth of each device's own readings, by source. */
+  readonly deviceTruths: Readonly<Record<string, TruthFigures>>
   /** What the receipts of the batches reported durable said, summed over devices. */
   readonly receipts: { readonly accepted: number; readonly beyondLateness: number; readonly duplicates: number; readonly rejected: number }
   /** Seqs produced but never reported durable, or reported twice. */

@@ -23,6 +23,6 @@ export function describeStorm(storm: StormFigures): string {
     `events: produced=${storm.truth.produced} counted=${storm.truth.counted} lateLane=${storm.truth.lateLane} ` +
       `(receipts: accepted=${storm.receipts.accepted} beyondLateness=${storm.receipts.beyondLateness} duplicates=${storm.receipts.duplicates} rejected=${storm.receipts.rejected}) ` +
       `windows=${storm.truth.windows} dashboards=[${storm.dashboardCounts.join(', ')}]`,
-    `converged=${storm.converged} convergenceMs=${storm.convergenceMs} (after the last device was back online) problems=${storm.problems.length}`,
+    `converged=${storm.converged} convergenceMs=${storm.convergenceMs} (after the last device was back online; dashboards on the ground truth, devices on ${storm.devicesShow === 'own' ? 'their own readings' : 'the ground truth'}) problems=${storm.problems.length}`,
   ].join('\n')
 }

@@ -53,8 +53,9 @@ export interface StormApp {
  *
  * @example
  * const session = beginStormPage()
- * const connection = connectWebsocket(doc, { url: session.query.server, room: session.query.room })
- * connection.provider.on('status', ({ status }) => session.syncStatus(status))
+ * const relay = connectRelay({ url: session.query.server, token: session.params.get('token') ?? '' })
+ * relay.join(doc, `${session.query.room}/${source}`)
+ * syncStatusTracker(doc).subscribe(({ state }) => session.syncStatus(state))
  */
 export interface StormPageSession {
   /** What the driver said: role, sync server URL, room, seed. */
@@ -153,6 +154,7 @@ function stormPageApi(page: {
   const commands = app.commands ?? {}
   const snapshot = (): StormSnapshot => {
     const stats = engine.stats()
+    const sync = engine.syncStatus()
     const results = engine.results()
     let counted = 0
     for (const r of results) counted += r.count
@@ -166,7 +168,9 @@ function stormPageApi(page: {
       counted,
       digest: windowDigest(results),
       windows: results.length,
-      syncState: engine.syncStatus().state,
+      syncState: sync.state,
+      pendingLocalUpdates: sync.pendingLocalUpdates,
+      refusal: sync.refusal,
       online: environment.isOnline(),
       invalidRemote: stats.anomalies.invalid_remote_cell ?? 0,
       remoteAnomalies: [...stats.remoteAnomalies],

@@ -53,8 +53,14 @@ export type RelayToken = string | (() => string | Promise<string>)
  * connectRelay({ url: 'wss://relay.example.com', token: () => session.token(), jitter: { baseMs: 500, capMs: 10_000 } })
  */
 export interface ConnectRelayOptions {
-  /** The relay, e.g. `wss://relay.example.com` or `ws://127.0.0.1:8787`. */
-  readonly url: string
+  /**
+   * The relay, e.g. `wss://relay.example.com` or `ws://127.0.0.1:8787`; or several relays that
+   * share their rooms (a scale-out group), in order of preference: the client stays on a relay
+   * while it answers, a connection that fails before the relay said anything moves the next
+   * attempt to the next URL of the list (after the last, the first again), and `connect()` after
+   * `disconnect()` starts from the first.
+   */
+  readonly url: string | readonly string[]
   /** The JWT the relay checks for every room (a function is read again on every connection). */
   readonly token: RelayToken
   /**
@@ -103,7 +109,7 @@ export interface RelayRoomHandle {
  * const relay: Relay = connectRelay({ url: 'ws://127.0.0.1:8787', token })
  */
 export interface Relay {
-  /** The relay's URL. */
+  /** The relay's URL: with several, the one the current socket uses (or the next one will). */
   readonly url: string
   /**
    * Syncs `doc` with `room`: authenticates it with the token, exchanges state, sends local
@@ -118,7 +124,7 @@ export interface Relay {
    * `connect()`: for an application that knows it is offline (the browser's `offline` event).
    */
   disconnect(): void
-  /** Connects again at once after `disconnect()`; does nothing otherwise. */
+  /** Connects again at once after `disconnect()` (to the first relay of a list); does nothing otherwise. */
   connect(): void
   /** Leaves every room and closes the socket. */
   destroy(): void
@@ -141,7 +147,8 @@ export function connectRelay(options: ConnectRelayOptions): Relay {
 }
 
 class RelayConnection implements Relay {
-  readonly url: string
+  readonly #urls: readonly string[]
+  #urlIndex = 0
   readonly #token: RelayToken
   readonly #WebSocket: new (url: string) => RelaySocket
   readonly #onError: (error: Error) => void
@@ -165,7 +172,7 @@ class RelayConnection implements Relay {
   #destroyed = false
 
   constructor(options: ConnectRelayOptions) {
-    this.url = options.url
+    this.#urls = typeof options.url === 'string' ? [options.url] : [...options.url]
     this.#token = options.token
     this.#WebSocket = options.WebSocket ?? (globalThis.WebSocket as new (url: string) => RelaySocket)
     this.#onError = options.onError ?? ((error) => console.error(error))
@@ -185,6 +192,10 @@ class RelayConnection implements Relay {
     } else {
       this.#connect()
     }
+  }
+
+  get url(): string {
+    return this.#urls[this.#urlIndex] as string
   }
 
   join(doc: Y.Doc, room: string, options: JoinOptions = {}): RelayRoomHandle {
@@ -217,6 +228,8 @@ class RelayConnection implements Relay {
   connect(): void {
     if (!this.#paused || this.#destroyed) return
     this.#paused = false
+    // Back from an offline spell: the relay of choice first, whichever one the last attempts reached.
+    this.#urlIndex = 0
     this.#connect()
   }
 
@@ -262,9 +275,12 @@ class RelayConnection implements Relay {
       socket = new this.#WebSocket(this.url)
     } catch (error) {
       this.#fail(`no socket (${error})`)
+      this.#nextUrl()
       this.#closed()
       return
     }
+    // Whether the relay said anything on this socket: one that closes before it did failed, and the next attempt tries the next URL.
+    let heard = false
     socket.binaryType = 'arraybuffer'
     this.#socket = socket
     socket.addEventListener('open', () => {
@@ -274,14 +290,23 @@ class RelayConnection implements Relay {
       this.#authenticateIdle()
     })
     socket.addEventListener('message', (event) => {
-      if (socket === this.#socket) this.#receive((event as MessageEvent).data)
+      if (socket !== this.#socket) return
+      heard = true
+      this.#receive((event as MessageEvent).data)
     })
     socket.addEventListener('close', () => {
-      if (socket === this.#socket) this.#closed()
+      if (socket !== this.#socket) return
+      if (!heard) this.#nextUrl()
+      this.#closed()
     })
     // A failed connect or a broken socket: its close follows, and the sync status shows it.
     socket.addEventListener('error', () => {})
     this.#reportRooms()
+  }
+
+  /** After a failed connection: the next relay of the list, if there are several. */
+  #nextUrl(): void {
+    this.#urlIndex = (this.#urlIndex + 1) % this.#urls.length
   }
 
   #closed(): void {
@@ -402,7 +427,14 @@ function checkOptions(options: ConnectRelayOptions): void {
   if (typeof options !== 'object' || options === null) fail('needs options { url, token }')
   assertKnownOptions('connectRelay', options, ['url', 'token', 'jitter', 'WebSocket', 'onError'])
   const { url, token, jitter, WebSocket = globalThis.WebSocket, onError } = options
-  if (!/^wss?:\/\/./.test(String(url))) fail(`url must be a ws:// or wss:// URL, got ${url}`)
+  if (Array.isArray(url)) {
+    if (url.length === 0) fail('url must be a ws:// or wss:// URL, or a non-empty list of them')
+    url.forEach((entry: unknown, i: number) => {
+      if (typeof entry !== 'string' || !/^wss?:\/\/./.test(entry)) fail(`url[${i}] must be a ws:// or wss:// URL, got ${entry}`)
+    })
+  } else if (typeof url !== 'string' || !/^wss?:\/\/./.test(url)) {
+    fail(`url must be a ws:// or wss:// URL, or a non-empty list of them, got ${url}`)
+  }
   if (typeof token !== 'string' && typeof token !== 'function') fail(`token must be a string or a function, got ${typeof token}`)
   // No global one: Node 20.
   if (typeof WebSocket !== 'function') fail('WebSocket must be a class (Node 20: the ws package)')

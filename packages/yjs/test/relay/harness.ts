@@ -91,7 +91,7 @@ export class FakeTimers {
 }
 
 /** A relay client over `ws`, its errors collected rather than logged. */
-export function relayClient(url: string, token: ConnectRelayOptions['token'], options: Partial<ConnectRelayOptions> = {}): { relay: Relay; errors: Error[] } {
+export function relayClient(url: ConnectRelayOptions['url'], token: ConnectRelayOptions['token'], options: Partial<ConnectRelayOptions> = {}): { relay: Relay; errors: Error[] } {
   const errors: Error[] = []
   const relay = connectRelay({ url, token, WebSocket, onError: (error) => errors.push(error), ...options })
   return { relay, errors }

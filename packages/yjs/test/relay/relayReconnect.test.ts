@@ -168,4 +168,60 @@ describe('relay client: reconnects', () => {
     expect(errors).toEqual([])
     relay.destroy()
   })
+
+  it('with a list of relays, moves to the next one after a failed connection and stays there', async () => {
+    const other = await startTestRelay()
+    try {
+      const token = await signToken({ sub: 'd01', role: 'device', rooms: ['fleet-a/d01'] })
+      const timers = new FakeTimers()
+      const { relay, errors } = relayClient([server.url, other.url], token, { jitter: { random: seededRandom(SEED), setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout } })
+      const { engine, doc } = device(relay, 'fleet-a/d01', 'd01')
+      engine.ingest(readings('d01', 2))
+      await untilStatus(doc, 'in sync on the first relay', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+      expect(relay.url).toBe(server.url)
+      expect(other.sockets()).toBe(0)
+
+      // The first relay goes away: its socket closes (the relay had answered on it), so the client tries it once more.
+      await server.stop()
+      await untilStatus(doc, 'offline', (s) => s.state === 'offline')
+      engine.ingest(readings('d01', 3, 3))
+      expect(relay.url).toBe(server.url)
+      await until('a reconnect scheduled', () => timers.delays().length === 1, (notify) => timers.subscribe(notify))
+      timers.runAll()
+      // That attempt fails before any answer: the next one goes to the second relay.
+      await until('the failed attempt moved on', () => relay.url === other.url && timers.delays().length === 1, (notify) => timers.subscribe(notify))
+      timers.runAll()
+      await untilStatus(doc, 'in sync on the second relay', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+      expect(other.sockets()).toBe(1)
+      // Everything the device holds reached the second relay in its sync step: a reader there counts all five readings.
+      const reader = fleetEngine('reader')
+      const readerDoc = new Y.Doc()
+      bindDoc(reader, readerDoc, { readOnly: true })
+      const readerClient = relayClient(other.url, await signToken({ sub: 'dashboard', role: 'dashboard', rooms: ['fleet-a/*'] }))
+      readerClient.relay.join(readerDoc, 'fleet-a/d01')
+      await untilEngine(reader, 'the reader has every reading', () => counted(reader) === 5)
+
+      // The first relay is back, but the client stays where it is answered: a dropped socket reconnects to the same relay.
+      await server.start()
+      other.dropSockets()
+      await untilStatus(doc, 'offline', (s) => s.state === 'offline')
+      await until('a reconnect scheduled', () => timers.delays().length === 1, (notify) => timers.subscribe(notify))
+      timers.runAll()
+      await untilStatus(doc, 'in sync again', (s) => s.state === 'connected')
+      expect(relay.url).toBe(other.url)
+      expect(server.sockets()).toBe(0)
+
+      // Back from an offline spell, it starts from the first relay again.
+      relay.disconnect()
+      relay.connect()
+      expect(relay.url).toBe(server.url)
+      await untilStatus(doc, 'in sync on the first relay again', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+      expect(server.sockets()).toBe(1)
+      expect(errors).toEqual([])
+      relay.destroy()
+      readerClient.relay.destroy()
+    } finally {
+      await other.stop()
+    }
+  })
 })

@@ -79,6 +79,8 @@ export interface TestRelay {
   sendRaw(data: string | Uint8Array): void
   /** WebSocket connections open now. */
   sockets(): number
+  /** Cuts every open socket (a network drop); the relay keeps listening. */
+  dropSockets(): void
   /** Drops every socket and stops listening; `start` listens again on the same port. */
   stop(): Promise<void>
   start(): Promise<void>
@@ -130,6 +132,9 @@ export async function startTestRelay(): Promise<TestRelay> {
       for (const ws of requireRunning().wss.clients) ws.send(data)
     },
     sockets: () => requireRunning().wss.clients.size,
+    dropSockets: () => {
+      for (const ws of requireRunning().wss.clients) ws.terminate()
+    },
     async stop() {
       if (running === null) return
       const { server, wss, hocuspocus } = running

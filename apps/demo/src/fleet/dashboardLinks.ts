@@ -1,0 +1,109 @@
+import type { Engine } from '@tidemark/engine'
+import { BroadcastChannelProvider, bindDoc, connectRelay, type DocBinding, followRooms, type Relay, type RoomFollower, syncStatusTracker } from '@tidemark/yjs'
+import * as Y from 'yjs'
+import { dashboardToken } from './devTokens.ts'
+import { deviceChannelName, deviceRoomName, directoryRoomName, type FleetWiring, relayFleetName } from './fleetWiring.ts'
+
+/** What the dashboard follows on the relay: rooms, and those the relay refused (room and reason). */
+export interface FollowedRooms {
+  readonly rooms: number
+  readonly refused: readonly { readonly room: string; readonly refusal: string }[]
+}
+
+export interface DashboardLinksOptions {
+  readonly wiring: FleetWiring
+  readonly epoch: string
+  /** The devices of the fleet (without a relay, one tab channel is followed per device). */
+  readonly devices: readonly string[]
+  /** Processing-time clock of the followed documents' sync status. */
+  readonly now: () => number
+  /** What a followed document's binding or the relay client could not use. */
+  readonly onError: (error: Error) => void
+}
+
+/** One device followed over its tab channel (no relay). */
+interface TabFollower {
+  readonly doc: Y.Doc
+  readonly binding: DocBinding
+  readonly provider: BroadcastChannelProvider
+}
+
+/**
+ * How the dashboard engine reads the fleet. With a relay: one socket with a read-only dashboard
+ * token, `followRooms` on the epoch's directory (`<fleet>/_directory`), which the relay keeps:
+ * every device room listed there, now or later, gets a document bound read-only to the engine.
+ * Without one: a read-only document per device on that device's tab channel. Either way the
+ * dashboard writes nothing and a device never receives another device's state, so the traffic
+ * grows with the fleet, not with its square.
+ *
+ * @example
+ * const links = new DashboardLinks(dashboard, { wiring, epoch: 'w2000-l10000', devices: ['d01', 'd02'], now: Date.now, onError: console.warn })
+ * links.lastHeard().get('d01') // when d01's state last arrived
+ */
+export class DashboardLinks {
+  readonly #options: DashboardLinksOptions
+  readonly #relay: Relay | null = null
+  readonly #follower: RoomFollower | null = null
+  readonly #tabs = new Map<string, TabFollower>()
+
+  constructor(engine: Engine, options: DashboardLinksOptions) {
+    this.#options = options
+    const { wiring, epoch, now, onError } = options
+    const relay = wiring.relay
+    if (relay !== null) {
+      const WebSocket = wiring.WebSocket
+      this.#relay = connectRelay({
+        url: relay.url,
+        token: dashboardToken(relay, relayFleetName(wiring, epoch)),
+        jitter: { baseMs: 300, capMs: 5_000 },
+        ...(WebSocket === undefined ? {} : { WebSocket }),
+        onError,
+      })
+      this.#follower = followRooms(engine, this.#relay, { directory: directoryRoomName(wiring, epoch), bind: { onError, now } })
+      return
+    }
+    for (const device of options.devices) {
+      const doc = new Y.Doc()
+      syncStatusTracker(doc, { now })
+      const binding = bindDoc(engine, doc, { readOnly: true, onError, now })
+      const provider = new BroadcastChannelProvider(doc, deviceChannelName(wiring, epoch, device), {
+        ...(wiring.openChannel === undefined ? {} : { channel: wiring.openChannel }),
+      })
+      this.#tabs.set(device, { doc, binding, provider })
+    }
+  }
+
+  /** When each device's state last arrived (its followed document's last sync), by device id. */
+  lastHeard(): ReadonlyMap<string, number | null> {
+    const heard = new Map<string, number | null>()
+    if (this.#follower !== null) {
+      const rooms = this.#follower.rooms()
+      for (const device of this.#options.devices) heard.set(device, rooms.get(deviceRoomName(this.#options.wiring, this.#options.epoch, device))?.lastSync ?? null)
+      return heard
+    }
+    for (const [device, follower] of this.#tabs) heard.set(device, syncStatusTracker(follower.doc).status().lastSync)
+    return heard
+  }
+
+  /** The rooms followed on the relay and the refused ones; null without a relay. */
+  followed(): FollowedRooms | null {
+    if (this.#follower === null) return null
+    const refused: { room: string; refusal: string }[] = []
+    const rooms = this.#follower.rooms()
+    for (const [room, status] of rooms) if (status.refusal !== null) refused.push({ room, refusal: status.refusal })
+    return { rooms: rooms.size, refused }
+  }
+
+  /** Leaves every room (or channel) and unbinds the documents; the engine keeps what it merged. */
+  destroy(): void {
+    this.#follower?.destroy()
+    this.#relay?.destroy()
+    for (const { doc, binding, provider } of this.#tabs.values()) {
+      provider.destroy()
+      binding.destroy()
+      syncStatusTracker(doc).destroy()
+      doc.destroy()
+    }
+    this.#tabs.clear()
+  }
+}

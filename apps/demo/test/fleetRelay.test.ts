@@ -1,0 +1,188 @@
+/**
+ * The fleet through a real relay (`startRelay` in this process, development tokens, its own
+ * PGlite directory): every device writes its own room with a device token, the dashboard
+ * follows the epoch's directory with a read-only token, and a `?device=` tab takes a device
+ * over with a token of its own. Processing time is a fake clock; the relay's traffic is real,
+ * so each step waits (bounded) until the documents have travelled.
+ */
+import 'fake-indexeddb/auto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Engine } from '@tidemark/engine'
+import { DevTokenIssuer, type Relay, startRelay } from '@tidemark/relay'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import WebSocket from 'ws'
+import { pageDeviceLocks } from '../src/fleet/deviceLocks.ts'
+import type { DeviceStatus } from '../src/fleet/deviceStatus.ts'
+import { DeviceTab } from '../src/fleet/deviceTab.ts'
+import { Fleet } from '../src/fleet/fleet.ts'
+import { DEFAULT_SETTINGS, type FleetSettings, windowIdOf } from '../src/fleet/fleetSettings.ts'
+import type { FleetWiring, RelayConfig } from '../src/fleet/fleetWiring.ts'
+import { memoryPages } from './memoryPages.ts'
+
+const T0 = 1_800_000_000_000
+const SECRET = new TextEncoder().encode('tidemark demo tests: a relay secret of 32+ bytes')
+let relay: Relay
+let dataDir: string
+const fleets: Fleet[] = []
+const tabs: DeviceTab[] = []
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(join(tmpdir(), 'tidemark-demo-relay-'))
+  relay = await startRelay({ port: 0, store: { dataDir }, auth: { secret: SECRET }, devTokens: true, log: () => undefined })
+}, 120_000)
+
+afterEach(async () => {
+  await Promise.all(tabs.splice(0).map((tab) => tab.close()))
+  await Promise.all(fleets.splice(0).map((fleet) => fleet.close()))
+})
+
+afterAll(async () => {
+  await relay?.close()
+  rmSync(dataDir, { recursive: true, force: true })
+})
+
+const relayConfig = (): RelayConfig => ({ url: relay.url, tokenUrl: `${relay.httpUrl}/dev/token` })
+
+/** Polls `done` every 10 ms of real time (the relay's traffic is real) until it holds; fails naming `what` after 20 s. */
+async function eventually(done: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 20_000
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`never happened within 20 s: ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+
+/** `(key, start) → count` of every window in `engines`, summed. */
+function countsOf(engines: readonly Engine[], window: string): Map<string, number> {
+  const counts = new Map<string, number>()
+  for (const engine of engines) {
+    for (const r of engine.results({ window })) counts.set(`${r.key}@${r.start}`, (counts.get(`${r.key}@${r.start}`) ?? 0) + r.count)
+  }
+  return counts
+}
+
+const same = (a: Map<string, number>, b: Map<string, number>): boolean => a.size === b.size && [...a].every(([k, v]) => b.get(k) === v)
+
+/** A fleet through the relay (fake clock, in-memory pages), with `advance(ms)` and the waits of these tests. */
+async function relayFleet(settings: Partial<FleetSettings> = {}, wiringPatch: Partial<FleetWiring> = {}) {
+  const clock = { now: T0 }
+  const pages = memoryPages(`relay-${fleets.length}-${Date.now()}`)
+  const wiring: FleetWiring = { ...pages.wiring, fleet: `f${Date.now().toString(36)}`, relay: relayConfig(), WebSocket, ...wiringPatch }
+  const locks = pageDeviceLocks()
+  const all = { ...DEFAULT_SETTINGS, deviceCount: 3, ...settings }
+  const fleet = new Fleet({ wiring, settings: all, now: () => clock.now, intro: false, locks, control: pages.openControl() })
+  fleets.push(fleet)
+  await fleet.ready()
+  const statuses = (): DeviceStatus[] => fleet.snapshot().devices.map((row) => fleet.slot(row.id)?.status(clock.now)).filter((s): s is DeviceStatus => s != null)
+  /** A device running in this page or in a tab has accepted readings not yet committed to its log. */
+  const uncommitted = (): boolean =>
+    [...fleet.snapshot().devices.map((row) => fleet.slot(row.id)?.node?.status()), ...tabs.map((tab) => tab.slot.node?.status())].some(
+      (s) => s != null && s.phase === 'running' && s.durable < s.accepted,
+    )
+  const extra: (() => void)[] = []
+  /** Ticks every 100 ms of fake time, letting each tick's log commits land. */
+  const advance = async (ms: number): Promise<void> => {
+    for (const end = clock.now + ms; clock.now < end; ) {
+      clock.now += 100
+      fleet.tick(clock.now)
+      for (const tick of extra) tick()
+      await pages.settle(uncommitted)
+    }
+  }
+  const engines = (): Engine[] => fleet.snapshot().devices.map((row) => fleet.slot(row.id)?.node?.engine ?? tabs.find((tab) => tab.slot.id === row.id)?.slot.node?.engine) as Engine[]
+  const window = windowIdOf(all)
+  /** Every device's room in sync (nothing pending) and the dashboard showing exactly what the devices' engines hold. */
+  const settled = (): boolean =>
+    engines().every((engine) => engine !== undefined && engine.syncStatus().state === 'connected' && engine.syncStatus().pendingLocalUpdates === 0) &&
+    same(countsOf([fleet.snapshot().dashboard], window), countsOf(engines(), window))
+  return { fleet, clock, pages, wiring, locks, advance, engines, window, settled, statuses, extra }
+}
+
+describe('the fleet through a relay', { timeout: 60_000 }, () => {
+  it('each device writes its own room with its own token; the dashboard follows the directory read-only and shows what the devices hold', async () => {
+    const { fleet, advance, engines, settled, statuses, window } = await relayFleet()
+    await advance(6_000)
+    await eventually(settled, 'the dashboard shows what the devices hold')
+    const { dashboard } = fleet.snapshot()
+    expect(countsOf([dashboard], window)).toEqual(countsOf(engines(), window))
+    expect(dashboard.stats()).toMatchObject({ sources: 3, ingested: 0 })
+    expect(dashboard.syncStatus()).toMatchObject({ state: 'connected', refusal: null })
+    expect(statuses().map((s) => [s.id, s.relayState, s.relayRefusal])).toEqual([
+      ['d01', 'connected', null],
+      ['d02', 'connected', null],
+      ['d03', 'connected', null],
+    ])
+    await advance(600)
+    expect(fleet.snapshot().relayRooms).toEqual({ rooms: 3, refused: [] })
+    expect(fleet.snapshot().devices.every((row) => row.lastHeard !== null)).toBe(true)
+    // A device's connection never receives the fleet's state: each device engine knows its own source only.
+    for (const engine of engines()) expect(engine.stats().sources).toBe(1)
+  })
+
+  it('a device offline keeps ingesting; back online it sends what the relay misses and the dashboard corrects fired windows', async () => {
+    const { fleet, advance, settled, statuses } = await relayFleet()
+    await advance(4_000)
+    await eventually(settled, 'first convergence')
+    fleet.setOnline('d02', false)
+    await advance(7_000)
+    const away = statuses().find((s) => s.id === 'd02')
+    expect(away).toMatchObject({ online: false, relayState: 'offline', relayRefusal: null })
+    expect(away?.pending).toBeGreaterThan(0)
+    const correctionsBefore = fleet.snapshot().dashboard.stats().corrections
+
+    fleet.setOnline('d02', true)
+    await advance(200)
+    await eventually(settled, 'convergence after the reconnect')
+    expect(statuses().find((s) => s.id === 'd02')).toMatchObject({ online: true, relayState: 'connected', pending: 0 })
+    expect(fleet.snapshot().dashboard.stats().corrections).toBeGreaterThan(correctionsBefore)
+    await advance(2_000)
+    expect(fleet.snapshot().activity.some((entry) => /^d02 back after \d+ s offline: \d+ readings .* [1-9]\d* window corrections/.test(entry.text))).toBe(true)
+  })
+
+  it('a ?device= tab takes its device over and writes its room with a token of its own; the dashboard keeps hearing it', async () => {
+    const { fleet, advance, settled, pages, wiring, locks, clock, extra } = await relayFleet()
+    await advance(3_000)
+    await eventually(settled, 'first convergence')
+    const tab = new DeviceTab({ index: 1, settings: fleet.snapshot().settings, wiring, now: () => clock.now, locks, control: pages.openControl() })
+    tabs.push(tab)
+    extra.push(() => tab.tick(clock.now))
+    tab.start()
+    // Real time rather than a count of event-loop turns: with the relay's sockets busy, the hand-over's log work takes more turns.
+    await eventually(() => {
+      pages.flush()
+      return tab.slot.where === 'here'
+    }, 'd02 runs in its tab')
+    expect(fleet.slot('d02')?.where).toBe('elsewhere')
+    await advance(4_000)
+    await eventually(settled, 'the dashboard shows what the tab and the page hold')
+    expect(tab.slot.node?.status()).toMatchObject({ relayState: 'connected', relayRefusal: null })
+    expect(fleet.snapshot().dashboard.syncStatus().refusal).toBeNull()
+    expect(fleet.snapshot().devices.find((row) => row.id === 'd02')).toMatchObject({ where: 'elsewhere', status: { relayState: 'connected' } })
+  })
+
+  it('a relay that refuses the tokens: every device and the dashboard show why, and nothing reaches the dashboard', async () => {
+    // A token service signing with another secret: the relay refuses every token it hands out.
+    const issuer = new DevTokenIssuer(new TextEncoder().encode('not the relay secret, but 32+ bytes long'))
+    const server = http.createServer((request, response) => {
+      void issuer.issue(new URL(request.url ?? '/', 'http://tokens').searchParams).then((result) => response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(result)))
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    try {
+      const tokenUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/dev/token`
+      const { fleet, advance, statuses } = await relayFleet({}, { relay: { url: relay.url, tokenUrl } })
+      await advance(1_000)
+      await eventually(() => statuses().every((s) => s.relayRefusal !== null) && fleet.snapshot().dashboard.syncStatus().refusal !== null, 'every refusal shown')
+      for (const status of statuses()) expect(status).toMatchObject({ relayState: 'offline', relayRefusal: 'tidemark:bad-signature' })
+      expect(fleet.snapshot().dashboard.syncStatus().refusal).toBe('tidemark:bad-signature')
+      await advance(2_000)
+      expect(fleet.snapshot().dashboard.stats().sources).toBe(0)
+    } finally {
+      server.closeAllConnections()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    }
+  })
+})
