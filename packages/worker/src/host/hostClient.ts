@@ -1,8 +1,9 @@
-import type { EngineStats, LateEvent, SyncStatus, WindowChangeType, WindowResult } from '@tidemark/engine'
-import { AddressMap, type WindowAddress } from '../common/addressMap.ts'
+import type { EngineStats, LateEvent, PaneInfo, SyncStatus, WindowResult } from '@tidemark/engine'
+import { AddressMap } from '../common/addressMap.ts'
+import type { WindowAddress } from '../common/windowAddress.ts'
 import type { FrameMessage, HostMessage, LateNews } from '../protocol/messages.ts'
 import { rowBuffers, WindowRowWriter } from '../protocol/windowRows.ts'
-import type { TouchedWindow } from './changeCompactor.ts'
+import type { ChangeRow, TouchedWindow } from './changeCompactor.ts'
 
 /**
  * How the host reaches one page: a MessagePort (SharedWorker, or the leader tab's own worker),
@@ -26,9 +27,20 @@ export interface HostState {
 const MAX_UNACKED = 2
 
 /**
+ * Discarding mode: panes a lagging page's backlog keeps beyond each window's last one. Past
+ * that, each window keeps only its last pane (what `results()` shows), so the backlog stays
+ * bounded by the live windows.
+ */
+export const MAX_BACKLOG_PANES = 20_000
+
+/** The pane of a `history-reset` row, which carries only an address. */
+const NO_PANE: PaneInfo = Object.freeze({ timing: 'early', index: 0, onTimeIndex: -1 })
+
+/**
  * One connected page: what it has not been sent yet, and how far it acknowledged. A page
  * that stops reading (a frozen or busy tab) is sent nothing more after two unacknowledged
- * frames; its changes wait as one row per window (so at most the live windows), and go in one
+ * frames; its changes wait as one row per window (so at most the live windows) or, in
+ * discarding mode, as every pane of each window up to `MAX_BACKLOG_PANES` more, and go in one
  * frame when it acknowledges again. The port never fills up.
  */
 export class HostClient {
@@ -38,7 +50,10 @@ export class HostClient {
   inFlight = 0
   #frame = 0
   #unacked = 0
-  readonly #backlog = new AddressMap<{ type: WindowChangeType; result: WindowResult }>()
+  /** Changes not sent yet, per window, oldest first. */
+  readonly #backlog = new AddressMap<ChangeRow[]>()
+  /** Rows in `#backlog` beyond one per window. */
+  #extraRows = 0
   readonly #watches = new AddressMap<true>()
   /** Windows whose whole history goes in the next frame. */
   readonly #historyResets = new AddressMap<true>()
@@ -46,19 +61,43 @@ export class HostClient {
   readonly #historyNews = new AddressMap<WindowResult[]>()
   #sent: HostState | null = null
 
-  constructor(tab: string, link: ClientLink) {
+  readonly #keepsPanes: boolean
+
+  /** `keepsPanes`: the engine's panes are increments (discarding mode), each one sent. */
+  constructor(tab: string, link: ClientLink, keepsPanes: boolean) {
     this.tab = tab
     this.link = link
+    this.#keepsPanes = keepsPanes
   }
 
   /** Takes in what a tick changed. */
   absorb(touched: readonly TouchedWindow[]): void {
     for (const entry of touched) {
-      this.#backlog.set(entry.address, { type: entry.type, result: entry.result })
+      this.#backlogRows(entry)
       if (entry.fired.length === 0 || !this.#watches.has(entry.address) || this.#historyResets.has(entry.address)) continue
       const news = this.#historyNews.get(entry.address)
       if (news === undefined) this.#historyNews.set(entry.address, [...entry.fired])
       else news.push(...entry.fired)
+    }
+    if (this.#extraRows > MAX_BACKLOG_PANES) {
+      this.#backlog.forEach((rows) => {
+        rows.splice(0, rows.length - 1)
+      })
+      this.#extraRows = 0
+    }
+  }
+
+  /** Queues the rows of `entry`: after the window's waiting ones when they are panes to add up, else in their place. */
+  #backlogRows(entry: TouchedWindow): void {
+    const waiting = this.#backlog.get(entry.address)
+    const { rows } = entry
+    if (waiting === undefined) {
+      this.#backlog.set(entry.address, rows.slice())
+      this.#extraRows += rows.length - 1
+    } else if (!this.#keepsPanes) waiting.splice(0, waiting.length, ...rows)
+    else {
+      waiting.push(...rows)
+      this.#extraRows += rows.length
     }
   }
 
@@ -80,6 +119,7 @@ export class HostClient {
     const writer = new WindowRowWriter()
     for (const result of results) writer.add(result.status === 'provisional' ? 'provisional' : result.status === 'on_time' ? 'on_time' : 'correction', result)
     this.#backlog.clear()
+    this.#extraRows = 0
     this.#sent = state
     this.#unacked++
     return {
@@ -107,12 +147,17 @@ export class HostClient {
     const sent = this.#sent
     if (sent === null || this.#unacked >= MAX_UNACKED) return
     const writer = new WindowRowWriter()
-    this.#backlog.forEach(({ type, result }) => {
-      writer.add(type, result)
+    this.#backlog.forEach((rows) => {
+      for (const { type, result, previous } of rows) writer.add(type, result, previous)
     })
     this.#backlog.clear()
+    this.#extraRows = 0
     this.#historyResets.forEach((_, address) => {
-      writer.add('history-reset', { ...address, end: 0, count: 0, sum: 0, min: 0, max: 0, mean: 0, status: 'provisional', revision: 0, final: false, basis: 'unknown' })
+      const { window, key, start } = address
+      writer.add('history-reset', {
+        window, key, start, end: address.end ?? 0, count: 0, sum: 0, min: 0, max: 0, mean: 0,
+        status: 'provisional', revision: 0, final: false, basis: 'unknown', pane: NO_PANE,
+      })
       for (const result of history(address)) writer.add('history', result)
     })
     this.#historyResets.clear()
