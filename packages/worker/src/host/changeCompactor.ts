@@ -2,73 +2,62 @@ import type { WindowChange, WindowChangeType, WindowResult } from '@tidemark/eng
 import { AddressMap } from '../common/addressMap.ts'
 import { addressOf, sameAddress, type WindowAddress } from '../common/windowAddress.ts'
 
-/** One change a page is sent: its type, the window's result, and whether the engine's change carried `previous`. */
+/** One change a page is sent: its window, type and result, and whether the engine's change carried `previous`. */
 export interface ChangeRow {
+  readonly address: WindowAddress
   readonly type: WindowChangeType
   readonly result: WindowResult
   readonly previous: boolean
 }
 
-/** What a tick did to one window: its changes, and the results it fired (for watched histories). */
-export interface TouchedWindow {
-  readonly address: WindowAddress
-  /**
-   * The window's changes in the tick, oldest first: only the last one when panes carry the whole
-   * window (accumulating), every one when each pane is an increment a consumer adds up (discarding).
-   */
-  readonly rows: ChangeRow[]
-  /** On-time results and corrections emitted in the tick, oldest first: what the engine added to the window's history. */
-  readonly fired: WindowResult[]
-}
-
 /**
- * Gathers the engine's changes between two ticks into one entry per window: its last change
- * (accumulating mode) or all of them (discarding mode, where a pane is only what arrived since
- * the last one), and the results it fired. A change whose `previous` names another window
- * retracts that one, unless a later change brought it back. In accumulating mode what a page is
- * sent is then bounded by the windows that changed, however many batches changed them.
+ * Gathers the engine's changes between two ticks. In accumulating mode a pane carries the whole
+ * window, so a window's last change says all: one row per window, in first-touched order, and
+ * what a page is sent is bounded by the windows that changed, however many batches changed
+ * them. In discarding mode a pane is only what arrived since the window's last one, which a
+ * consumer adds up: every change is kept, in the engine's order. A change whose `previous`
+ * names another window retracts that one.
  */
 export class ChangeCompactor {
   readonly #keepsPanes: boolean
-  #touched = new AddressMap<TouchedWindow>()
-  #order: TouchedWindow[] = []
+  #latest = new AddressMap<ChangeRow>()
+  #rows: ChangeRow[] = []
 
-  /** `keepsPanes`: keep every change of a window (discarding mode), not only its last. */
+  /** `keepsPanes`: keep every change (discarding mode), not only each window's last. */
   constructor(keepsPanes: boolean) {
     this.#keepsPanes = keepsPanes
   }
 
   get size(): number {
-    return this.#order.length
+    return this.#rows.length
   }
 
   add(changes: readonly WindowChange[]): void {
     for (const { type, result, previous } of changes) {
-      if (previous !== undefined && !sameAddress(previous, result)) {
-        this.#touch(previous).rows.push({ type: 'retract', result: previous, previous: false })
-      }
-      const entry = this.#touch(result)
-      entry.rows.push({ type, result, previous: previous !== undefined })
-      if (type === 'on_time' || type === 'correction') entry.fired.push(result)
+      if (previous !== undefined && !sameAddress(previous, result)) this.#add({ address: addressOf(previous), type: 'retract', result: previous, previous: false })
+      this.#add({ address: addressOf(result), type, result, previous: previous !== undefined })
     }
   }
 
-  /** The windows touched since the last `take`, in first-touched order; starts empty again. */
-  take(): TouchedWindow[] {
-    const order = this.#order
-    this.#touched = new AddressMap()
-    this.#order = []
-    return order
+  /** The rows since the last `take`; starts empty again. */
+  take(): ChangeRow[] {
+    const rows = this.#keepsPanes ? this.#rows : this.#firstTouched()
+    this.#rows = []
+    this.#latest = new AddressMap()
+    return rows
   }
 
-  /** The entry of `address`, ready for one more row (emptied first unless every pane is kept). */
-  #touch(address: WindowAddress): TouchedWindow {
-    let entry = this.#touched.get(address)
-    if (entry === undefined) {
-      entry = { address: addressOf(address), rows: [], fired: [] }
-      this.#touched.set(address, entry)
-      this.#order.push(entry)
-    } else if (!this.#keepsPanes) entry.rows.length = 0
-    return entry
+  #add(row: ChangeRow): void {
+    if (this.#keepsPanes) {
+      this.#rows.push(row)
+      return
+    }
+    if (!this.#latest.has(row.address)) this.#rows.push(row)
+    this.#latest.set(row.address, row)
+  }
+
+  /** Each window's last row, in the order the windows were first touched. */
+  #firstTouched(): ChangeRow[] {
+    return this.#rows.map((first) => this.#latest.get(first.address) as ChangeRow)
   }
 }

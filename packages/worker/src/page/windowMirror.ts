@@ -151,15 +151,19 @@ export class WindowMirror {
    */
   apply(rows: WindowRows, changes: WindowChange[]): WindowAddress[] {
     const resets: WindowAddress[] = []
+    /** The history the `history` rows go to: the one the last `history-reset` row started. */
+    let history: WindowResult[] | null = null
     forEachRow(rows, (kind, result, hadPrevious) => {
-      if (kind === 'history-reset') {
-        if (!this.#histories.has(result)) return
-        this.#histories.set(result, [])
-        resets.push(addressOf(result))
+      if (kind === 'history') {
+        history?.push(result)
         return
       }
-      if (kind === 'history') {
-        this.#histories.get(result)?.push(result)
+      history = null
+      if (kind === 'history-reset') {
+        if (!this.#histories.has(result)) return
+        history = []
+        this.#histories.set(result, history)
+        resets.push(addressOf(result))
         return
       }
       if (kind === 'retract') {

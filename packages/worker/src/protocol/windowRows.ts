@@ -3,9 +3,9 @@ import { paneOf } from './paneInfos.ts'
 
 /**
  * What one row of a frame says about one window. A change row (`provisional` … `retract`)
- * carries the window's value after the frame; `history` appends one fired result to the
- * window's history (for a page that watches it); `history-reset` starts that history afresh
- * (the rows after it are all of it).
+ * carries one change of the window; `history-reset` starts a watched window's history afresh,
+ * and the `history` rows after it are all of it, oldest first (results the window fired,
+ * possibly under another start: a session whose start moved keeps what it fired before).
  */
 export type RowKind = WindowChangeType | 'history' | 'history-reset'
 
