@@ -25,6 +25,7 @@ import {
 } from '@tidemark/engine'
 import type { WindowAddress } from '../src/common/windowAddress.ts'
 import { assertSeededAsync } from '@tidemark/seeded-random/property'
+import { MAX_BACKLOG_PANES } from '../src/host/hostClient.ts'
 import type { HostEngineOptions } from '../src/host/hostOptions.ts'
 import { type TestHost, type TestPage, type Wire, World } from './hostHarness.ts'
 
@@ -384,7 +385,7 @@ describe('a page mirroring a hosted engine', () => {
     await catchUp()
     expect(emitted).toHaveLength(3_000)
     expect(seen.map(plain)).toEqual(emitted.map(plain))
-    // Past MAX_BACKLOG_PANES (20,000) the waiting panes are cut down to each window's last one.
+    // Past MAX_BACKLOG_PANES the waiting panes are cut down to each window's last one.
     seen.length = 0
     emitted.length = 0
     wires(page).toHost.drop.add('ack')
@@ -394,6 +395,7 @@ describe('a page mirroring a hosted engine', () => {
     }
     await catchUp()
     expect(emitted).toHaveLength(23_000)
+    expect(MAX_BACKLOG_PANES).toBeLessThan(23_000)
     expect(seen.length).toBeLessThan(emitted.length)
     expect(page.engine.results()).toEqual(engine.results())
     expect(page.engine.results().every((r) => r.pane.index === 259 && r.count === 1 && r.sum === 260)).toBe(true)

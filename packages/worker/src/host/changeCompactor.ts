@@ -28,10 +28,6 @@ export class ChangeCompactor {
     this.#keepsPanes = keepsPanes
   }
 
-  get size(): number {
-    return this.#rows.length
-  }
-
   add(changes: readonly WindowChange[]): void {
     for (const { type, result, previous } of changes) {
       if (previous !== undefined && !sameAddress(previous, result)) this.#add({ address: addressOf(previous), type: 'retract', result: previous, previous: false })

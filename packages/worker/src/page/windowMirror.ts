@@ -81,7 +81,10 @@ class KeyWindows {
 
 /** The change type a snapshot row stands for, given what the mirror held before. */
 function snapshotType(previous: WindowResult | undefined, next: WindowResult): WindowChangeType {
-  if (previous !== undefined && !previous.final && next.final && previous.revision === next.revision && previous.status === next.status) return 'final'
+  // A `final` change repeats the window's last pane; a pane that is final already is a new pane.
+  if (previous !== undefined && !previous.final && next.final && previous.revision === next.revision && previous.status === next.status && previous.pane.index === next.pane.index) {
+    return 'final'
+  }
   return next.status === 'provisional' ? 'provisional' : next.status === 'on_time' ? 'on_time' : 'correction'
 }
 
