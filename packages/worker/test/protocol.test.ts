@@ -1,9 +1,9 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import type { WindowResult } from '@tidemark/engine'
+import type { PaneInfo, PaneTiming, WindowResult } from '@tidemark/engine'
 import { assertSeeded } from '@tidemark/seeded-random/property'
 import { batchProblem, decodeEvents, encodeEvents } from '../src/protocol/eventColumns.ts'
-import { decodeRows, encodeRows, type RowKind, rowsProblem } from '../src/protocol/windowRows.ts'
+import { decodeRows, encodeRows, type RowKind, rowsProblem, type WindowRow } from '../src/protocol/windowRows.ts'
 import { envelope, openEnvelope } from '../src/protocol/tabChannel.ts'
 import { errorFromWire, wireError } from '../src/protocol/messages.ts'
 
@@ -22,8 +22,21 @@ const event = fc.record(
   { requiredKeys: ['id', 'source', 'ts', 'value'] },
 )
 
+const pane: fc.Arbitrary<PaneInfo> = fc.oneof(
+  // As the engine makes them: early panes have no on-time index (-1).
+  fc.record({ timing: fc.constant('early' as const), index: fc.nat({ max: 2_000 }), onTimeIndex: fc.constant(-1) }),
+  fc.record({ timing: fc.constant('on_time' as const), index: fc.nat({ max: 2_000 }), onTimeIndex: fc.constant(0) }),
+  fc.record({ timing: fc.constant('late' as const), index: fc.nat({ max: 2_000 }), onTimeIndex: fc.nat({ max: 200 }) }),
+  // Any index a long-lived window can reach, past 32 bits, and -1 under every timing.
+  fc.record({
+    timing: fc.constantFrom<PaneTiming>('early', 'on_time', 'late'),
+    index: fc.maxSafeNat(),
+    onTimeIndex: fc.integer({ min: -1, max: Number.MAX_SAFE_INTEGER }),
+  }),
+)
+
 const result: fc.Arbitrary<WindowResult> = fc.record({
-  window: fc.constantFrom('tumbling:60000', 'sliding:60000:10000', 'session:5000'),
+  window: fc.constantFrom('tumbling:60000', 'sliding:60000:10000', 'session:5000', 'cumulating:86400000:3600000'),
   key: fc.string({ maxLength: 8 }),
   start: fc.integer({ min: -1e12, max: 1e12 }),
   end: fc.integer({ min: -1e12, max: 1e12 }),
@@ -36,8 +49,10 @@ const result: fc.Arbitrary<WindowResult> = fc.record({
   revision: fc.nat({ max: 2 ** 32 - 1 }),
   final: fc.boolean(),
   basis: fc.constantFrom('proven', 'derived', 'fallback', 'unknown'),
+  pane,
 })
 const kind = fc.constantFrom<RowKind>('provisional', 'on_time', 'correction', 'final', 'retract', 'history', 'history-reset')
+const row: fc.Arbitrary<WindowRow> = fc.oneof(fc.record({ kind, result }), fc.record({ kind, result, previous: fc.constant(true) }))
 
 describe('event batches', () => {
   it('carry well-formed events as columns, field for field', () => {
@@ -90,9 +105,9 @@ describe('event batches', () => {
 })
 
 describe('window rows', () => {
-  it('carry every field of every result, in order', () => {
+  it('carry every field of every result (pane included), and whether the change had a previous, in order', () => {
     assertSeeded(
-      fc.property(fc.array(fc.record({ kind, result }), { maxLength: 40 }), (rows) => {
+      fc.property(fc.array(row, { maxLength: 40 }), (rows) => {
         const encoded = encodeRows(rows)
         expect(rowsProblem(encoded)).toBeNull()
         expect(decodeRows(encoded)).toEqual(rows)
@@ -106,17 +121,51 @@ describe('window rows', () => {
   it('keep NaN, infinities and negative zero as they are', () => {
     const special: WindowResult = {
       window: 'tumbling:1000', key: 'k', start: -0, end: 1000, count: 0, sum: Number.NaN, min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY, mean: -0,
-      status: 'provisional', revision: 0, final: false, basis: 'unknown',
+      status: 'provisional', revision: 0, final: false, basis: 'unknown', pane: { timing: 'early', index: 0, onTimeIndex: -1 },
     }
-    const [row] = decodeRows(encodeRows([{ kind: 'provisional', result: special }]))
-    expect(Object.is(row?.result.start, -0) && Object.is(row?.result.mean, -0) && Number.isNaN(row?.result.sum)).toBe(true)
-    expect([row?.result.min, row?.result.max]).toEqual([Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY])
+    const [decoded] = decodeRows(encodeRows([{ kind: 'provisional', result: special }]))
+    expect(Object.is(decoded?.result.start, -0) && Object.is(decoded?.result.mean, -0) && Number.isNaN(decoded?.result.sum)).toBe(true)
+    expect([decoded?.result.min, decoded?.result.max]).toEqual([Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY])
+  })
+
+  it('carry the panes a window goes through: early ones with onTimeIndex -1, the on-time one, late ones; and the windows of a cumulating spec by their end', () => {
+    const day = 1_700_006_400_000
+    const base = { window: 'cumulating:86400000:3600000', key: 'temp', start: day, count: 1, sum: 2, min: 2, max: 2, mean: 2, final: false, basis: 'derived' } as const
+    const results: WindowResult[] = [
+      { ...base, end: day + 3_600_000, status: 'provisional', revision: 0, basis: 'unknown', pane: { timing: 'early', index: 0, onTimeIndex: -1 } },
+      { ...base, end: day + 7_200_000, status: 'provisional', revision: 0, basis: 'unknown', pane: { timing: 'early', index: 3, onTimeIndex: -1 } },
+      { ...base, end: day + 3_600_000, status: 'on_time', revision: 0, pane: { timing: 'on_time', index: 1, onTimeIndex: 0 } },
+      { ...base, end: day + 3_600_000, status: 'corrected', revision: 1, pane: { timing: 'late', index: 2, onTimeIndex: 1 } },
+      { ...base, end: day + 86_400_000, status: 'corrected', revision: 5_000, pane: { timing: 'late', index: 70_000, onTimeIndex: 5_000 } },
+    ]
+    const rows: WindowRow[] = results.map((result, i) => (i === 3 ? { kind: 'correction', result, previous: true } : { kind: 'provisional', result }))
+    const decoded = decodeRows(encodeRows(rows))
+    expect(decoded).toEqual(rows)
+    expect(decoded.map((r) => [r.result.end - day, r.result.pane.onTimeIndex])).toEqual([
+      [3_600_000, -1],
+      [7_200_000, -1],
+      [3_600_000, 0],
+      [3_600_000, 1],
+      [86_400_000, 5_000],
+    ])
+    // As in the engine, a mirror of many windows holds few pane infos: equal small ones are one object.
+    const again = decodeRows(encodeRows(rows))
+    expect(again[0]?.result.pane).toBe(decoded[0]?.result.pane)
+    expect(Object.isFrozen(again[4]?.result.pane)).toBe(true)
   })
 
   it('says what is wrong with rows a host sent', () => {
+    const nums = (index: number, onTimeIndex: number) => Float64Array.of(0, 1, 0, 0, 0, 0, 0, index, onTimeIndex)
     expect(rowsProblem({ strings: [], ints: new Uint32Array(3), nums: new Float64Array(0) })).toBe('the row columns have different lengths')
-    expect(rowsProblem({ strings: ['w'], ints: Uint32Array.of(0, 1, 0, 0), nums: new Float64Array(7) })).toBe('a row names a string out of range')
-    expect(rowsProblem({ strings: ['w'], ints: Uint32Array.of(0, 0, 7, 0), nums: new Float64Array(7) })).toBe('a row has bad flags 7')
+    expect(rowsProblem({ strings: ['w'], ints: Uint32Array.of(0, 0, 0, 0), nums: new Float64Array(7) })).toBe('the row columns have different lengths')
+    expect(rowsProblem({ strings: ['w'], ints: Uint32Array.of(0, 1, 0, 0), nums: nums(0, -1) })).toBe('a row names a string out of range')
+    expect(rowsProblem({ strings: ['w'], ints: Uint32Array.of(0, 0, 7, 0), nums: nums(0, -1) })).toBe('a row has bad flags 7')
+    expect(rowsProblem({ strings: ['w'], ints: Uint32Array.of(0, 0, 3 << 8, 0), nums: nums(0, -1) })).toBe('a row has bad flags 768')
+    expect(rowsProblem({ strings: ['w'], ints: Uint32Array.of(0, 0, 1 << 11, 0), nums: nums(0, -1) })).toBe('a row has bad flags 2048')
+    expect(rowsProblem({ strings: ['w'], ints: Uint32Array.of(0, 0, 0, 0), nums: nums(0, -1) })).toBeNull()
+    expect(rowsProblem({ strings: ['w'], ints: Uint32Array.of(0, 0, 0, 0), nums: nums(0, -2) })).toBe('a row has a bad pane (index 0, onTimeIndex -2)')
+    expect(rowsProblem({ strings: ['w'], ints: Uint32Array.of(0, 0, 0, 0), nums: nums(-1, 0) })).toBe('a row has a bad pane (index -1, onTimeIndex 0)')
+    expect(rowsProblem({ strings: ['w'], ints: Uint32Array.of(0, 0, 0, 0), nums: nums(1.5, 0) })).toBe('a row has a bad pane (index 1.5, onTimeIndex 0)')
   })
 })
 

@@ -1,19 +1,31 @@
+import { isDeepStrictEqual } from 'node:util'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import {
+  type Accumulation,
+  afterProcessingTime,
+  alignedProcessingTime,
   boundedOutOfOrderness,
+  cumulating,
   createManualScheduler,
   EngineFeed,
   EngineObserver,
   type Engine,
+  everyElement,
+  manual,
+  never,
   session,
   type StreamEvent,
   sliding,
   tumbling,
+  type WindowChange,
   windowHistorySlice,
+  type WindowResult,
   windowSlice,
 } from '@tidemark/engine'
+import type { WindowAddress } from '../src/common/windowAddress.ts'
 import { assertSeededAsync } from '@tidemark/seeded-random/property'
+import { MAX_BACKLOG_PANES } from '../src/host/hostClient.ts'
 import type { HostEngineOptions } from '../src/host/hostOptions.ts'
 import { type TestHost, type TestPage, type Wire, World } from './hostHarness.ts'
 
@@ -44,53 +56,253 @@ function reads(engine: Pick<Engine, 'results' | 'watermark' | 'lateEvents' | 'st
 }
 
 const op = fc.oneof(
-  { weight: 6, arbitrary: fc.record({ kind: fc.constant('batch' as const), source: fc.constantFrom('d1', 'd2'), count: fc.integer({ min: 1, max: 30 }), jitter: fc.integer({ min: 0, max: 900 }) }) },
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      kind: fc.constant('batch' as const),
+      source: fc.constantFrom('d1', 'd2'),
+      count: fc.integer({ min: 1, max: 30 }),
+      jitter: fc.integer({ min: 0, max: 900 }),
+      // The source's clock jumps ahead first: sessions with gaps, which late readings then join.
+      hole: fc.oneof({ weight: 2, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 300, max: 1_500 }) }),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('resend' as const), source: fc.constantFrom('d1', 'd2'), back: fc.integer({ min: 1, max: 20 }) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('advance' as const), by: fc.integer({ min: 0, max: 3_000 }) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('frame' as const) }) },
+  // Processing time passes and the host ticks: processing-time triggers fire their panes.
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('tick' as const), by: fc.integer({ min: 0, max: 600 }) }) },
 )
 
+const SPECS = { tumbling: tumbling(1_000), sliding: sliding(1_000, 500), session: session(300), cumulating: cumulating(1_000, 250) }
+
+/** Engine options as apps give them: some of the specs, triggers, accumulation. */
+const engineConfig = fc.record({
+  specs: fc.subarray(['tumbling', 'sliding', 'session', 'cumulating'] as const, { minLength: 1 }),
+  early: fc.oneof(
+    fc.constant(everyElement()),
+    fc.constant(never()),
+    fc.integer({ min: 0, max: 400 }).map((ms) => afterProcessingTime(ms)),
+    fc.integer({ min: 50, max: 500 }).map((ms) => alignedProcessingTime(ms)),
+  ),
+  late: fc.oneof(fc.constant(everyElement()), fc.constant(never()), fc.integer({ min: 0, max: 400 }).map((ms) => afterProcessingTime(ms))),
+  accumulation: fc.constantFrom<Accumulation>('accumulating', 'discarding'),
+})
+
+/** A change as plain data: what a consumer of the stream reads. */
+function plain(change: WindowChange): unknown {
+  const { type, result, pane, previous } = change
+  return previous === undefined ? { type, result, pane } : { type, result, pane, previous }
+}
+
+/** A change as plain data without its `previous`. */
+function bare(change: WindowChange | undefined): unknown {
+  return change === undefined ? undefined : { type: change.type, result: change.result, pane: change.pane }
+}
+
+/** `changes` without the ones that repeat their window's last change (the same result object). */
+function withoutRepeats(changes: readonly WindowChange[]): WindowChange[] {
+  const last = new Map<string, WindowResult>()
+  return changes.filter(({ result }) => {
+    const id = windowId(result)
+    if (last.get(id) === result) return false
+    last.set(id, result)
+    return true
+  })
+}
+
+function windowId({ window, key, start, end }: WindowResult): string {
+  return `${window}|${key}|${start}${window.startsWith('cumulating:') ? `|${end}` : ''}`
+}
+
+/** Changes per window (spec, key, start, and a cumulating window's end), oldest first. */
+function perWindow(changes: readonly WindowChange[]): Map<string, WindowChange[]> {
+  const by = new Map<string, WindowChange[]>()
+  for (const change of changes) {
+    const id = windowId(change.result)
+    const list = by.get(id)
+    if (list === undefined) by.set(id, [change])
+    else list.push(change)
+  }
+  return by
+}
+
 describe('a page mirroring a hosted engine', () => {
-  it('reads what the engine holds: windows (sessions, expiry), watermark, late lane, stats, watched histories', async () => {
+  it('reads what the engine holds: windows (sessions, cumulating, expiry, panes), watermark, late lane, stats, watched histories; its changes are the engine\'s', async () => {
     await assertSeededAsync(
-      fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 40 }), fc.integer({ min: 0, max: 10 }), async (ops, watchAt) => {
+      fc.asyncProperty(engineConfig, fc.array(op, { minLength: 5, maxLength: 60 }), fc.nat(), fc.nat(), async (config, ops, watchAt, pick) => {
         const world = new World()
-        const host = await hosted(world)
+        const host = await hosted(world, {
+          engine: {
+            ...windows,
+            windows: config.specs.map((spec) => SPECS[spec]),
+            trigger: { early: config.early, late: config.late },
+            accumulation: config.accumulation,
+            now: () => world.time.now,
+          },
+        })
         const page = world.page(() => host)
         await world.run()
         await page.engine.ready
         const engine = host.host.engine as Engine
+        const emitted: WindowChange[] = []
+        engine.subscribe((changes) => emitted.push(...changes))
+        const mirrored: WindowChange[] = []
+        page.engine.subscribe((changes) => mirrored.push(...changes))
         const next = new Map([['d1', 1], ['d2', 1]])
-        let watched: { window: string; key: string; start: number } | null = null
+        const shift = new Map([['d1', 0], ['d2', 0]])
+        let watched: WindowAddress | null = null
         for (const [i, step] of ops.entries()) {
           if (step.kind === 'batch') {
             const from = next.get(step.source) as number
             next.set(step.source, from + step.count)
+            const ahead = (shift.get(step.source) as number) + step.hole
+            shift.set(step.source, ahead)
             // Mostly rising, some readings far behind: corrections, late lane, session merges.
-            void page.engine.ingest(readings(step.source, from, step.count, (seq) => seq * 40 - (seq % 5 === 0 ? step.jitter : 0)))
+            void page.engine.ingest(readings(step.source, from, step.count, (seq) => ahead + seq * 40 - (seq % 5 === 0 ? step.jitter : 0)))
           } else if (step.kind === 'resend') {
             const to = (next.get(step.source) as number) - 1
-            if (to >= 1) void page.engine.ingest(readings(step.source, Math.max(1, to - step.back), Math.min(step.back, to)))
+            const ahead = shift.get(step.source) as number
+            if (to >= 1) void page.engine.ingest(readings(step.source, Math.max(1, to - step.back), Math.min(step.back, to), (seq) => ahead + seq * 40))
           } else if (step.kind === 'advance') void page.engine.advanceWatermark(engine.watermark() + step.by)
-          else await world.run(20)
-          if (i === watchAt && watched === null) {
-            const first = page.engine.results({ window: 'tumbling:1000' })[0]
-            if (first !== undefined) {
-              watched = { window: first.window, key: first.key, start: first.start }
-              page.engine.history(first.window, first.key, first.start)
+          else if (step.kind === 'tick') {
+            await world.run(step.by)
+            void page.engine.tick()
+          } else await world.run(20)
+          if (i >= watchAt % ops.length && watched === null) {
+            const live = page.engine.results()
+            const chosen = live[pick % Math.max(1, live.length)]
+            if (chosen !== undefined) {
+              const { window, key, start, end } = chosen
+              watched = window.startsWith('cumulating:') ? { window, key, start, end } : { window, key, start }
+              page.engine.history(window, key, start, watched.end)
             }
           }
         }
         await world.run(200)
         expect(reads(page.engine)).toEqual(reads(engine))
-        if (watched !== null && engine.results(watched).length > 0) {
-          expect(page.engine.history(watched.window, watched.key, watched.start)).toEqual(engine.history(watched.window, watched.key, watched.start))
+        if (watched !== null) {
+          const { window, key, start, end } = watched
+          expect(page.engine.history(window, key, start, end)).toEqual(engine.history(window, key, start, end))
+        }
+        expect(mirrored.every((change) => change.pane === change.result.pane)).toBe(true)
+        // A watched history that arrives with no change of its window repeats the window's result
+        // (so views re-read it): the same object as the page's change before it.
+        const own = withoutRepeats(mirrored)
+        if (config.accumulation === 'discarding') {
+          // Every pane is an increment a consumer adds up: each one reaches the page, as and in the order the engine emitted it.
+          expect(own.map(plain)).toEqual(emitted.map(plain))
+          return
+        }
+        // Accumulating: a frame carries a window's last change; each of them is one the engine
+        // emitted, in its order, the last one included, and a correction's previous is what the page held.
+        const ownChanges = perWindow(own)
+        const engineChanges = perWindow(emitted)
+        expect([...ownChanges.keys()].sort()).toEqual([...engineChanges.keys()].sort())
+        for (const [id, changes] of engineChanges) {
+          const mine = ownChanges.get(id) ?? []
+          let at = 0
+          for (const [i, change] of mine.entries()) {
+            while (at < changes.length && !isDeepStrictEqual(bare(changes[at]), bare(change))) at++
+            expect(at, `${id}: page change ${i} (${change.type}) is not among the engine's`).toBeLessThan(changes.length)
+            const held = mine[i - 1]
+            expect(change.previous, id).toEqual(change.type === 'correction' && held !== undefined && held.type !== 'retract' ? held.result : undefined)
+            at++
+          }
+          expect(bare(mine.at(-1)), id).toEqual(bare(changes.at(-1)))
         }
       }),
       FILE,
       'reads what the engine holds',
-      40,
+      60,
     )
+  }, 120_000)
+
+  it('passes on every discarding pane as the engine emitted it: several in one frame, an empty on-time pane, a pane carrying the whole window with its previous', async () => {
+    const world = new World()
+    const host = await hosted(world, { engine: { windows: session(300), watermark: manual(), allowedLateness: 2_000, accumulation: 'discarding' } })
+    const page = world.page(() => host)
+    await world.run()
+    await page.engine.ready
+    const engine = host.host.engine as Engine
+    const emitted: WindowChange[] = []
+    engine.subscribe((changes) => emitted.push(...changes))
+    const frames: WindowChange[][] = []
+    page.engine.subscribe((changes) => frames.push([...changes]))
+    // No seq: the source proves nothing, so only the (manual) watermark fires windows.
+    const event = (n: number, ts: number, value: number): StreamEvent => ({ id: `d1#${n}`, source: 'd1', ts, key: 'k', value })
+    // Two batches before the next frame: two early panes of the session at 0, both sent.
+    void page.engine.ingest([event(1, 0, 1), event(2, 550, 2)])
+    void page.engine.ingest([event(3, 100, 4)])
+    await world.run()
+    expect(frames).toHaveLength(1)
+    expect(frames[0]?.filter((c) => c.result.start === 0).map((c) => [c.type, c.result.count, c.result.sum, c.pane])).toEqual([
+      ['provisional', 1, 1, { timing: 'early', index: 0, onTimeIndex: -1 }],
+      ['provisional', 1, 4, { timing: 'early', index: 1, onTimeIndex: -1 }],
+    ])
+    // The session at 0 fires with nothing new since its last pane: an empty on-time pane.
+    await page.engine.advanceWatermark(450)
+    await world.run()
+    expect(page.engine.results({ key: 'k', from: 0, to: 1 })[0]).toMatchObject({ status: 'on_time', count: 0, sum: 0, pane: { timing: 'on_time', index: 2, onTimeIndex: 0 } })
+    // A reading between the sessions joins them: the session at 0 carries its whole value again, with the pane it replaces.
+    void page.engine.ingest([event(4, 280, 8)])
+    await world.run()
+    const whole = frames.flat().find((c) => c.previous !== undefined)
+    expect(whole).toMatchObject({ type: 'correction', result: { start: 0, count: 4, sum: 15 }, previous: { status: 'on_time', count: 0 } })
+    expect(frames.flat().map(plain)).toEqual(emitted.map(plain))
+    expect(page.engine.results()).toEqual(engine.results())
+  })
+
+  it('keeps the windows of a cumulating spec apart by their end: results, history, window slices, expiry', async () => {
+    const world = new World()
+    const host = await hosted(world, { engine: { windows: cumulating(1_000, 250), watermark: manual(), allowedLateness: 500, retention: 1_000 } })
+    const page = world.page(() => host)
+    await world.run()
+    await page.engine.ready
+    const engine = host.host.engine as Engine
+    const scheduler = createManualScheduler()
+    const feed = new EngineFeed(page.engine, scheduler)
+    const quarter = new EngineObserver(feed, windowSlice('cumulating:1000:250', 'k1', 0, 250))
+    const half = new EngineObserver(feed, windowSlice('cumulating:1000:250', 'k1', 0, 500))
+    const halfHistory = new EngineObserver(feed, windowHistorySlice('cumulating:1000:250', 'k1', 0, 500))
+    quarter.subscribe(() => {})
+    half.subscribe(() => {})
+    halfHistory.subscribe(() => {})
+    await page.engine.ingest(readings('d1', 1, 12, (seq) => seq * 20))
+    await world.run()
+    scheduler.flush()
+    expect(page.engine.results({ key: 'k1' }).map((r) => [r.start, r.end])).toEqual([
+      [0, 250],
+      [0, 500],
+      [0, 750],
+      [0, 1_000],
+    ])
+    expect([quarter.getSnapshot()?.end, quarter.getSnapshot()?.count, half.getSnapshot()?.end, half.getSnapshot()?.count]).toEqual([250, 4, 500, 4])
+    await page.engine.advanceWatermark(500)
+    await world.run()
+    // A late reading in [250, 500) corrects the half and everything after it, not the quarter.
+    await page.engine.ingest([{ id: 'late', source: 'd2', ts: 300, key: 'k1', value: 6 }])
+    await world.run()
+    scheduler.flush()
+    expect(halfHistory.getSnapshot().map((r) => [r.end, r.status, r.count, r.pane.timing])).toEqual([
+      [500, 'on_time', 4, 'on_time'],
+      [500, 'corrected', 5, 'late'],
+    ])
+    expect(page.engine.history('cumulating:1000:250', 'k1', 0, 250)).toEqual(engine.history('cumulating:1000:250', 'k1', 0, 250))
+    await world.run()
+    expect(page.engine.history('cumulating:1000:250', 'k1', 0, 250).map((r) => [r.end, r.count])).toEqual([[250, 4]])
+    // Without an end, the window covering the whole period, as on the engine.
+    page.engine.history('cumulating:1000:250', 'k1', 0)
+    await page.engine.advanceWatermark(1_200)
+    await world.run()
+    expect(page.engine.history('cumulating:1000:250', 'k1', 0)).toEqual(engine.history('cumulating:1000:250', 'k1', 0))
+    expect(page.engine.history('cumulating:1000:250', 'k1', 0).at(-1)?.end).toBe(1_000)
+    // Each window leaves at its own end + lateness + retention: [0, 250) and [0, 500) by 2,000, the others later.
+    await page.engine.advanceWatermark(2_000)
+    await world.run()
+    expect(page.engine.results({ key: 'k1' }).map((r) => r.end)).toEqual([750, 1_000])
+    expect(page.engine.results()).toEqual(engine.results())
+    expect(page.engine.history('tumbling:1000', 'k1', 0, 999)).toEqual([])
   })
 
   it('feeds EngineFeed observers as an engine does: a window slice changes only in frames that changed its window', async () => {
@@ -145,6 +357,49 @@ describe('a page mirroring a hosted engine', () => {
     expect(frames).toBeGreaterThanOrEqual(3)
     expect(reads(page.engine)).toEqual(reads(host.host.engine as Engine))
   })
+
+  it('keeps every discarding pane for a page that does not acknowledge, up to a bound; past it, each window\'s last one', async () => {
+    const world = new World()
+    // One reading at the start of a period changes its 100 cumulating windows: 100 early panes a batch.
+    const host = await hosted(world, { engine: { windows: cumulating(1_000, 10), watermark: manual(), accumulation: 'discarding' } })
+    const page = world.page(() => host)
+    await world.run()
+    await page.engine.ready
+    const engine = host.host.engine as Engine
+    const emitted: WindowChange[] = []
+    engine.subscribe((changes) => emitted.push(...changes))
+    const seen: WindowChange[] = []
+    page.engine.subscribe((changes) => seen.push(...changes))
+    const batch = (n: number): StreamEvent[] => [{ id: `d1#${n}`, source: 'd1', ts: 5, key: 'k', value: n }]
+    const catchUp = async (): Promise<void> => {
+      wires(page).toHost.drop.delete('ack')
+      // The frames it applied are acknowledged by hand (their acks were dropped).
+      page.connector.link?.send({ t: 'ack', frame: 3 })
+      await world.run(100)
+    }
+    wires(page).toHost.drop.add('ack')
+    for (let n = 1; n <= 30; n++) {
+      void page.engine.ingest(batch(n))
+      await world.run(20)
+    }
+    await catchUp()
+    expect(emitted).toHaveLength(3_000)
+    expect(seen.map(plain)).toEqual(emitted.map(plain))
+    // Past MAX_BACKLOG_PANES the waiting panes are cut down to each window's last one.
+    seen.length = 0
+    emitted.length = 0
+    wires(page).toHost.drop.add('ack')
+    for (let n = 31; n <= 260; n++) {
+      void page.engine.ingest(batch(n))
+      await world.run(20)
+    }
+    await catchUp()
+    expect(emitted).toHaveLength(23_000)
+    expect(MAX_BACKLOG_PANES).toBeLessThan(23_000)
+    expect(seen.length).toBeLessThan(emitted.length)
+    expect(page.engine.results()).toEqual(engine.results())
+    expect(page.engine.results().every((r) => r.pane.index === 259 && r.count === 1 && r.sum === 260)).toBe(true)
+  }, 60_000)
 
   it('runs app commands, nextSeq, advanceWatermark and tick on the host', async () => {
     const world = new World()

@@ -1,13 +1,13 @@
-/** A window's address: spec id, key and start. */
-export interface WindowAddress {
-  readonly window: string
-  readonly key: string
-  readonly start: number
+import { addressOf, positionOf, type WindowAddress } from './windowAddress.ts'
+
+interface Entry<V> {
+  readonly address: WindowAddress
+  value: V
 }
 
 /** Values by window address (nested maps: no string key to build per lookup). */
 export class AddressMap<V> {
-  readonly #byWindow = new Map<string, Map<string, Map<number, V>>>()
+  readonly #byWindow = new Map<string, Map<string, Map<number, Entry<V>>>>()
   #size = 0
 
   get size(): number {
@@ -15,11 +15,11 @@ export class AddressMap<V> {
   }
 
   get(address: WindowAddress): V | undefined {
-    return this.#byWindow.get(address.window)?.get(address.key)?.get(address.start)
+    return this.#byWindow.get(address.window)?.get(address.key)?.get(positionOf(address))?.value
   }
 
   has(address: WindowAddress): boolean {
-    return this.#byWindow.get(address.window)?.get(address.key)?.has(address.start) ?? false
+    return this.#byWindow.get(address.window)?.get(address.key)?.has(positionOf(address)) ?? false
   }
 
   set(address: WindowAddress, value: V): void {
@@ -28,28 +28,35 @@ export class AddressMap<V> {
       byKey = new Map()
       this.#byWindow.set(address.window, byKey)
     }
-    let byStart = byKey.get(address.key)
-    if (byStart === undefined) {
-      byStart = new Map()
-      byKey.set(address.key, byStart)
+    let byPosition = byKey.get(address.key)
+    if (byPosition === undefined) {
+      byPosition = new Map()
+      byKey.set(address.key, byPosition)
     }
-    if (!byStart.has(address.start)) this.#size++
-    byStart.set(address.start, value)
+    const position = positionOf(address)
+    const entry = byPosition.get(position)
+    if (entry !== undefined) {
+      entry.value = value
+      return
+    }
+    byPosition.set(position, { address: addressOf(address), value })
+    this.#size++
   }
 
   delete(address: WindowAddress): boolean {
     const byKey = this.#byWindow.get(address.window)
-    const byStart = byKey?.get(address.key)
-    if (byKey === undefined || byStart === undefined || !byStart.delete(address.start)) return false
+    const byPosition = byKey?.get(address.key)
+    if (byKey === undefined || byPosition === undefined || !byPosition.delete(positionOf(address))) return false
     this.#size--
-    if (byStart.size === 0) byKey.delete(address.key)
+    if (byPosition.size === 0) byKey.delete(address.key)
     if (byKey.size === 0) this.#byWindow.delete(address.window)
     return true
   }
 
+  /** Visits every entry with its address (spec, key, start, and a cumulating window's end). */
   forEach(visit: (value: V, address: WindowAddress) => void): void {
-    for (const [window, byKey] of this.#byWindow) {
-      for (const [key, byStart] of byKey) for (const [start, value] of byStart) visit(value, { window, key, start })
+    for (const byKey of this.#byWindow.values()) {
+      for (const byPosition of byKey.values()) for (const entry of byPosition.values()) visit(entry.value, entry.address)
     }
   }
 

@@ -1,57 +1,59 @@
 import type { WindowChange, WindowChangeType, WindowResult } from '@tidemark/engine'
-import { AddressMap, type WindowAddress } from '../common/addressMap.ts'
+import { AddressMap } from '../common/addressMap.ts'
+import { addressOf, sameAddress, type WindowAddress } from '../common/windowAddress.ts'
 
-/** What a tick did to one window: its last change, and the results it fired (for watched histories). */
-export interface TouchedWindow {
+/** One change a page is sent: its window, type and result, and whether the engine's change carried `previous`. */
+export interface ChangeRow {
   readonly address: WindowAddress
-  type: WindowChangeType
-  result: WindowResult
-  /** On-time results and corrections emitted in the tick, oldest first: what the engine added to the window's history. */
-  readonly fired: WindowResult[]
+  readonly type: WindowChangeType
+  readonly result: WindowResult
+  readonly previous: boolean
 }
 
 /**
- * Gathers the engine's changes between two ticks into one entry per window: its last change
- * type and value, and the results it fired. A change that moved a session to another start
- * retracts the old address, unless a later change brought it back. What a page is sent is then
- * bounded by the windows that changed, however many batches changed them.
+ * Gathers the engine's changes between two ticks. In accumulating mode a pane carries the whole
+ * window, so a window's last change says all: one row per window, in first-touched order, and
+ * what a page is sent is bounded by the windows that changed, however many batches changed
+ * them. In discarding mode a pane is only what arrived since the window's last one, which a
+ * consumer adds up: every change is kept, in the engine's order. A change whose `previous`
+ * names another window retracts that one.
  */
 export class ChangeCompactor {
-  #touched = new AddressMap<TouchedWindow>()
-  #order: TouchedWindow[] = []
+  readonly #keepsPanes: boolean
+  #latest = new AddressMap<ChangeRow>()
+  #rows: ChangeRow[] = []
 
-  get size(): number {
-    return this.#order.length
+  /** `keepsPanes`: keep every change (discarding mode), not only each window's last. */
+  constructor(keepsPanes: boolean) {
+    this.#keepsPanes = keepsPanes
   }
 
   add(changes: readonly WindowChange[]): void {
     for (const { type, result, previous } of changes) {
-      if (previous !== undefined && (previous.window !== result.window || previous.key !== result.key || previous.start !== result.start)) {
-        this.#touch(previous, 'retract', previous)
-      }
-      const entry = this.#touch(result, type, result)
-      if (type === 'on_time' || type === 'correction') entry.fired.push(result)
+      if (previous !== undefined && !sameAddress(previous, result)) this.#add({ address: addressOf(previous), type: 'retract', result: previous, previous: false })
+      this.#add({ address: addressOf(result), type, result, previous: previous !== undefined })
     }
   }
 
-  /** The windows touched since the last `take`, in first-touched order; starts empty again. */
-  take(): TouchedWindow[] {
-    const order = this.#order
-    this.#touched = new AddressMap()
-    this.#order = []
-    return order
+  /** The rows since the last `take`; starts empty again. */
+  take(): ChangeRow[] {
+    const rows = this.#keepsPanes ? this.#rows : this.#firstTouched()
+    this.#rows = []
+    this.#latest = new AddressMap()
+    return rows
   }
 
-  #touch(address: WindowAddress, type: WindowChangeType, result: WindowResult): TouchedWindow {
-    let entry = this.#touched.get(address)
-    if (entry === undefined) {
-      entry = { address: { window: address.window, key: address.key, start: address.start }, type, result, fired: [] }
-      this.#touched.set(address, entry)
-      this.#order.push(entry)
-    } else {
-      entry.type = type
-      entry.result = result
+  #add(row: ChangeRow): void {
+    if (this.#keepsPanes) {
+      this.#rows.push(row)
+      return
     }
-    return entry
+    if (!this.#latest.has(row.address)) this.#rows.push(row)
+    this.#latest.set(row.address, row)
+  }
+
+  /** Each window's last row, in the order the windows were first touched. */
+  #firstTouched(): ChangeRow[] {
+    return this.#rows.map((first) => this.#latest.get(first.address) as ChangeRow)
   }
 }

@@ -1,7 +1,7 @@
 import { createEngine, type Engine, type EngineOptions, type EngineStats, OverflowError, shallowEqual, type SyncStatus, type WindowResult } from '@tidemark/engine'
 import { indexedDbPersistence, isFencedError, openEngine, recoveryReport } from '@tidemark/idb'
 import { claimLog, type LogClaim, type LogLocks } from '@tidemark/idb/log'
-import type { WindowAddress } from '../common/addressMap.ts'
+import { addressOf, type WindowAddress } from '../common/windowAddress.ts'
 import { batchProblem, decodeEvents, type EventBatch } from '../protocol/eventColumns.ts'
 import { type HostCall, type HostMessage, type HostMode, type MirroredOptions, PROTOCOL_VERSION, type WireError, wireError } from '../protocol/messages.ts'
 import { lockNames, type WorkerClock, type WorkerLocks } from '../page/platform.ts'
@@ -60,7 +60,7 @@ export class EngineHost {
   readonly #clients = new Map<ClientLink, HostClient>()
   /** Hellos that came before the engine was open. */
   readonly #waiting: { readonly link: ClientLink; readonly tab: string }[] = []
-  readonly #compactor = new ChangeCompactor()
+  #compactor = new ChangeCompactor(false)
   #epoch = 0
   #engine: Engine | null = null
   #claim: LogClaim | null = null
@@ -69,8 +69,8 @@ export class EngineHost {
   #context: HostContext | null = null
   #cleanup: (() => void) | null = null
   #state: HostState | null = null
-  /** What pages need of the engine's options to expire windows as it does. */
-  #mirrored: MirroredOptions = { allowedLateness: 0, retention: 60_000 }
+  /** What pages need of the engine's options to expire windows as it does, and what its panes carry. */
+  #mirrored: MirroredOptions = { allowedLateness: 0, retention: 60_000, accumulation: 'accumulating' }
   #timer: unknown = null
   #deposed: string | null = null
   /** Why the host could not start, told to every page. */
@@ -140,7 +140,12 @@ export class EngineHost {
     const config = await this.#firstConfig()
     const engineOptions = typeof this.#options.engine === 'function' ? await this.#options.engine(config) : this.#options.engine
     const engine = await this.#open(engineOptions)
-    this.#mirrored = { allowedLateness: engineOptions.allowedLateness ?? 0, retention: engineOptions.retention ?? 60_000 }
+    this.#mirrored = {
+      allowedLateness: engineOptions.allowedLateness ?? 0,
+      retention: engineOptions.retention ?? 60_000,
+      accumulation: engineOptions.accumulation ?? 'accumulating',
+    }
+    this.#compactor = new ChangeCompactor(this.#keepsPanes)
     this.#engine = engine
     const context: HostContext = { engine, config, mode: this.#role.mode, instance: this.instance, epoch: this.#epoch }
     this.#context = context
@@ -298,7 +303,7 @@ export class EngineHost {
     const engine = this.#engine
     if (engine === null) return
     this.drop(link)
-    const client = new HostClient(tab, link)
+    const client = new HostClient(tab, link, this.#keepsPanes)
     this.#clients.set(link, client)
     this.#watchTab(client, link)
     const state = this.#readState(this.#state)
@@ -351,7 +356,12 @@ export class EngineHost {
   }
 
   #history = (at: WindowAddress): readonly WindowResult[] =>
-    this.#engine?.history(at.window, at.key, at.start) ?? []
+    this.#engine?.history(at.window, at.key, at.start, at.end) ?? []
+
+  /** Discarding mode: every pane is an increment a page adds up, so none is left out of a frame. */
+  get #keepsPanes(): boolean {
+    return this.#mirrored.accumulation === 'discarding'
+  }
 
   /** The scalars now; unchanged ones keep the identity they had in `last`. */
   #readState(last: HostState | null): HostState {
@@ -442,7 +452,8 @@ export class EngineHost {
 }
 
 function address(m: WindowAddress): WindowAddress {
-  return { window: String(m.window), key: String(m.key), start: Number(m.start) }
+  const { window, key, start, end } = m
+  return addressOf(end === undefined ? { window: String(window), key: String(key), start: Number(start) } : { window: String(window), key: String(key), start: Number(start), end: Number(end) })
 }
 
 function reportError(error: unknown): void {

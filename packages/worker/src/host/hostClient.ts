@@ -1,8 +1,9 @@
-import type { EngineStats, LateEvent, SyncStatus, WindowChangeType, WindowResult } from '@tidemark/engine'
-import { AddressMap, type WindowAddress } from '../common/addressMap.ts'
+import type { EngineStats, LateEvent, PaneInfo, SyncStatus, WindowResult } from '@tidemark/engine'
+import { AddressMap } from '../common/addressMap.ts'
+import type { WindowAddress } from '../common/windowAddress.ts'
 import type { FrameMessage, HostMessage, LateNews } from '../protocol/messages.ts'
 import { rowBuffers, WindowRowWriter } from '../protocol/windowRows.ts'
-import type { TouchedWindow } from './changeCompactor.ts'
+import type { ChangeRow } from './changeCompactor.ts'
 
 /**
  * How the host reaches one page: a MessagePort (SharedWorker, or the leader tab's own worker),
@@ -26,10 +27,21 @@ export interface HostState {
 const MAX_UNACKED = 2
 
 /**
+ * Discarding mode: changes a lagging page's backlog keeps. Past that, it keeps only each
+ * window's last change (what `results()` shows), so the backlog stays bounded by the live
+ * windows; the page then misses the panes in between.
+ */
+export const MAX_BACKLOG_PANES = 20_000
+
+/** The pane of a `history-reset` row, which carries only an address. */
+const NO_PANE: PaneInfo = Object.freeze({ timing: 'early', index: 0, onTimeIndex: -1 })
+
+/**
  * One connected page: what it has not been sent yet, and how far it acknowledged. A page
  * that stops reading (a frozen or busy tab) is sent nothing more after two unacknowledged
- * frames; its changes wait as one row per window (so at most the live windows), and go in one
- * frame when it acknowledges again. The port never fills up.
+ * frames; its changes wait as one row per window (so at most the live windows) or, in
+ * discarding mode, every change up to `MAX_BACKLOG_PANES` of them, and go in one frame when
+ * it acknowledges again. The port never fills up.
  */
 export class HostClient {
   readonly tab: string
@@ -38,48 +50,58 @@ export class HostClient {
   inFlight = 0
   #frame = 0
   #unacked = 0
-  readonly #backlog = new AddressMap<{ type: WindowChangeType; result: WindowResult }>()
+  /** Accumulating mode: each window's last change not sent yet. */
+  readonly #latest = new AddressMap<ChangeRow>()
+  /** Discarding mode: the changes not sent yet, in the engine's order. */
+  #panes: ChangeRow[] = []
+  /** `#panes` is cut down to each window's last change past this length. */
+  #panesBound = MAX_BACKLOG_PANES
+  readonly #keepsPanes: boolean
   readonly #watches = new AddressMap<true>()
-  /** Windows whose whole history goes in the next frame. */
+  /** Watched windows whose whole history goes in the next frame. */
   readonly #historyResets = new AddressMap<true>()
-  /** Fired results of watched windows not sent yet, per window, oldest first. */
-  readonly #historyNews = new AddressMap<WindowResult[]>()
   #sent: HostState | null = null
 
-  constructor(tab: string, link: ClientLink) {
+  /** `keepsPanes`: the engine's panes are increments (discarding mode), each one sent. */
+  constructor(tab: string, link: ClientLink, keepsPanes: boolean) {
     this.tab = tab
     this.link = link
+    this.#keepsPanes = keepsPanes
   }
 
-  /** Takes in what a tick changed. */
-  absorb(touched: readonly TouchedWindow[]): void {
-    for (const entry of touched) {
-      this.#backlog.set(entry.address, { type: entry.type, result: entry.result })
-      if (entry.fired.length === 0 || !this.#watches.has(entry.address) || this.#historyResets.has(entry.address)) continue
-      const news = this.#historyNews.get(entry.address)
-      if (news === undefined) this.#historyNews.set(entry.address, [...entry.fired])
-      else news.push(...entry.fired)
+  /**
+   * Takes in what a tick changed. A watched window that changed gets its whole history again:
+   * the engine's history of a window is not only what it fired since (it keeps the last 64, and a
+   * session whose start moved keeps what it fired under its old start), and a page watches few windows.
+   */
+  absorb(rows: readonly ChangeRow[]): void {
+    for (const row of rows) {
+      if (this.#keepsPanes) this.#panes.push(row)
+      else this.#latest.set(row.address, row)
+      if (this.#watches.has(row.address)) this.#historyResets.set(row.address, true)
+    }
+    if (this.#panes.length > this.#panesBound) {
+      this.#panes = lastPerWindow(this.#panes)
+      this.#panesBound = Math.max(MAX_BACKLOG_PANES, 2 * this.#panes.length)
     }
   }
 
-  /** The page wants the history of `address`: all of it in the next frame, then each fired result. */
+  /** The page wants the history of `address`: all of it in the next frame, and again in each frame that changed the window. */
   watch(address: WindowAddress): void {
     this.#watches.set(address, true)
     this.#historyResets.set(address, true)
-    this.#historyNews.delete(address)
   }
 
   unwatch(address: WindowAddress): void {
     this.#watches.delete(address)
     this.#historyResets.delete(address)
-    this.#historyNews.delete(address)
   }
 
   /** The first frame: the whole state (`results`, every late-lane entry), sent with the welcome. */
   snapshot(state: HostState, results: readonly WindowResult[]): FrameMessage {
     const writer = new WindowRowWriter()
     for (const result of results) writer.add(result.status === 'provisional' ? 'provisional' : result.status === 'on_time' ? 'on_time' : 'correction', result)
-    this.#backlog.clear()
+    this.#clearBacklog()
     this.#sent = state
     this.#unacked++
     return {
@@ -107,19 +129,20 @@ export class HostClient {
     const sent = this.#sent
     if (sent === null || this.#unacked >= MAX_UNACKED) return
     const writer = new WindowRowWriter()
-    this.#backlog.forEach(({ type, result }) => {
-      writer.add(type, result)
+    this.#latest.forEach(({ type, result, previous }) => {
+      writer.add(type, result, previous)
     })
-    this.#backlog.clear()
+    for (const { type, result, previous } of this.#panes) writer.add(type, result, previous)
+    this.#clearBacklog()
     this.#historyResets.forEach((_, address) => {
-      writer.add('history-reset', { ...address, end: 0, count: 0, sum: 0, min: 0, max: 0, mean: 0, status: 'provisional', revision: 0, final: false, basis: 'unknown' })
+      const { window, key, start } = address
+      writer.add('history-reset', {
+        window, key, start, end: address.end ?? 0, count: 0, sum: 0, min: 0, max: 0, mean: 0,
+        status: 'provisional', revision: 0, final: false, basis: 'unknown', pane: NO_PANE,
+      })
       for (const result of history(address)) writer.add('history', result)
     })
     this.#historyResets.clear()
-    this.#historyNews.forEach((news) => {
-      for (const result of news) writer.add('history', result)
-    })
-    this.#historyNews.clear()
     const late = this.#lateNews(sent, state)
     const changed = writer.size > 0 || !Object.is(sent.watermark, state.watermark) || sent.stats !== state.stats || sent.sync !== state.sync || late !== null
     if (!changed) return
@@ -138,6 +161,12 @@ export class HostClient {
     this.link.send(frame, rowBuffers(rows))
   }
 
+  #clearBacklog(): void {
+    this.#latest.clear()
+    this.#panes = []
+    this.#panesBound = MAX_BACKLOG_PANES
+  }
+
   #lateNews(sent: HostState, state: HostState): LateNews | null {
     const added = state.latePosition - sent.latePosition
     if (added === 0 && sent.lateLane === state.lateLane) return null
@@ -145,4 +174,17 @@ export class HostClient {
     if (added <= 0 || added > lane.length) return { position: state.latePosition, entries: lane, replace: true }
     return { position: state.latePosition, entries: lane.slice(lane.length - added), replace: false }
   }
+}
+
+/** Each window's last row of `rows`, in the order of those rows. */
+function lastPerWindow(rows: readonly ChangeRow[]): ChangeRow[] {
+  const seen = new AddressMap<true>()
+  const kept: ChangeRow[] = []
+  for (let i = rows.length - 1; i >= 0; i--) {
+    const row = rows[i] as ChangeRow
+    if (seen.has(row.address)) continue
+    seen.set(row.address, true)
+    kept.push(row)
+  }
+  return kept.reverse()
 }

@@ -1,9 +1,10 @@
-/** A window address with the event time at which it leaves live state. */
+/** A window address (its end tells cumulating windows apart) with the event time at which it leaves live state. */
 export interface Expiry {
   readonly at: number
   readonly window: string
   readonly key: string
   readonly start: number
+  readonly end: number
 }
 
 /**

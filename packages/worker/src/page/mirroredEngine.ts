@@ -10,6 +10,7 @@ import {
   type WindowResult,
 } from '@tidemark/engine'
 import type { RecoveryReport } from '@tidemark/idb'
+import { addressOf, sameAddress, sharesStart, specSize, type WindowAddress } from '../common/windowAddress.ts'
 import { encodeEvents } from '../protocol/eventColumns.ts'
 import {
   errorFromWire,
@@ -52,6 +53,7 @@ interface PendingCall {
 }
 
 const EMPTY_LANE: readonly LateEvent[] = Object.freeze([])
+const NO_HISTORY: readonly WindowResult[] = Object.freeze([])
 const CLOSED = 'the remote engine is closed'
 
 /**
@@ -249,14 +251,17 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
     return this.#sync ?? { state: 'local', lastSync: null, pendingLocalUpdates: 0, peers: 0, refusal: null }
   }
 
-  history(window: string, key: string, start: number): readonly WindowResult[] {
-    const address = { window, key, start }
+  history(window: string, key: string, start: number, end?: number): readonly WindowResult[] {
+    // A tumbling or sliding window has one end: the engine finds nothing for another (a session's end it ignores).
+    const size = specSize(window)
+    if (end !== undefined && !sharesStart(window) && !Number.isNaN(size) && end !== start + size) return NO_HISTORY
+    const address = addressOf(end === undefined ? { window, key, start } : { window, key, start, end })
     const kept = this.#mirror.history(address)
     if (kept !== undefined) return kept
     this.#mirror.watch(address)
-    if (this.#welcomed) this.#link?.send({ t: 'watch-history', window, key, start })
+    if (this.#welcomed) this.#link?.send({ t: 'watch-history', ...address })
     const latest = this.#mirror.get(address)
-    return latest === undefined || latest.status === 'provisional' ? [] : [latest]
+    return latest === undefined || latest.status === 'provisional' ? NO_HISTORY : [latest]
   }
 
   get writable(): WritableStream<readonly StreamEvent[]> {
@@ -383,13 +388,16 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
     }
   }
 
-  /** A history that arrived for a window no change row touched still needs a change, so views re-read it. */
-  #touchHistories(addresses: readonly { window: string; key: string; start: number }[], changes: WindowChange[]): void {
+  /**
+   * A history that arrived for a window no change row touched still needs a change, so views
+   * re-read it: the window's latest result again (a cumulating window's end tells it apart).
+   */
+  #touchHistories(addresses: readonly WindowAddress[], changes: WindowChange[]): void {
     for (const address of addresses) {
-      if (changes.some(({ result }) => result.window === address.window && result.key === address.key && result.start === address.start)) continue
+      if (changes.some(({ result }) => sameAddress(result, address))) continue
       const result = this.#mirror.get(address)
       if (result === undefined) continue
-      changes.push({ type: result.status === 'provisional' ? 'provisional' : result.status === 'on_time' ? 'on_time' : 'correction', result })
+      changes.push({ type: result.status === 'provisional' ? 'provisional' : result.status === 'on_time' ? 'on_time' : 'correction', result, pane: result.pane })
     }
   }
 

@@ -155,13 +155,15 @@ export interface RemoteEngine extends ObservedEngine {
   stats(): EngineStats
   syncStatus(): SyncStatus
   /**
-   * Every on-time value and correction of one window, oldest first. The first read of a
-   * window asks the host for its history and returns the window's latest fired result meanwhile
-   * (the whole history when it was never corrected); the history arrives within a frame, with
-   * a change for that window, and is kept in step from then on.
+   * Every on-time and late pane of one window, oldest first (each with its `pane`); `end` names
+   * one window of a cumulating spec (without it, the one ending last), as on `Engine`. The
+   * first read of a window asks the host for its history and returns the window's latest fired
+   * result meanwhile (the whole history when it was never corrected); the history arrives
+   * within a frame, with a change for that window, and is kept in step from then on.
    *
    * @example
    * engine.history('tumbling:60000', 'temp', 0).map((r) => r.revision) // [0, 1]
+   * engine.history('cumulating:86400000:3600000', 'temp', day, day + 7_200_000) // the window [day, day + 2 h)
    */
-  history(window: string, key: string, start: number): readonly WindowResult[]
+  history(window: string, key: string, start: number, end?: number): readonly WindowResult[]
 }

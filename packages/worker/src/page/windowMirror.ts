@@ -1,31 +1,41 @@
 import type { ResultQuery, WindowChange, WindowChangeType, WindowResult } from '@tidemark/engine'
 import type { MirroredOptions } from '../protocol/messages.ts'
 import { forEachRow, type WindowRows } from '../protocol/windowRows.ts'
-import { AddressMap, type WindowAddress } from '../common/addressMap.ts'
+import { AddressMap } from '../common/addressMap.ts'
+import { addressOf, positionOf, sharesStart, type WindowAddress } from '../common/windowAddress.ts'
 import { ExpiryQueue } from './expiryQueue.ts'
 
-/** The live windows of one key of one spec, in ascending start order (one array: no map per key). */
+/**
+ * The live windows of one key of one spec, in the engine's order (one array: no map per key):
+ * by start, then, for a cumulating spec, whose windows share their start, by end.
+ */
 class KeyWindows {
   readonly results: WindowResult[] = []
+  /** The windows share their start (a cumulating spec): the end tells them apart. */
+  readonly #byEnd: boolean
 
-  get(start: number): WindowResult | undefined {
+  constructor(byEnd: boolean) {
+    this.#byEnd = byEnd
+  }
+
+  /** The window at `start` (ending at `end`, for a cumulating spec). */
+  get(start: number, end: number): WindowResult | undefined {
     const results = this.results
-    const at = lowerBoundBy(results, start)
-    const found = results[at]
-    return found !== undefined && found.start === start ? found : undefined
+    const found = results[this.#lowerBound(start, end)]
+    return found !== undefined && this.#at(found, start, end) ? found : undefined
   }
 
   set(result: WindowResult): WindowResult | undefined {
     const results = this.results
     // Windows open mostly in time order: appending is the common case.
     const last = results[results.length - 1]
-    if (last === undefined || last.start < result.start) {
+    if (last === undefined || this.#before(last, result.start, result.end)) {
       results.push(result)
       return undefined
     }
-    const at = lowerBoundBy(results, result.start)
+    const at = this.#lowerBound(result.start, result.end)
     const found = results[at]
-    if (found !== undefined && found.start === result.start) {
+    if (found !== undefined && this.#at(found, result.start, result.end)) {
       results[at] = result
       return found
     }
@@ -33,30 +43,48 @@ class KeyWindows {
     return undefined
   }
 
-  delete(start: number): WindowResult | undefined {
-    const at = lowerBoundBy(this.results, start)
+  /** The first index whose window starts at or after `start`. */
+  from(start: number): number {
+    return this.#lowerBound(start, Number.NEGATIVE_INFINITY)
+  }
+
+  delete(start: number, end: number): WindowResult | undefined {
+    const at = this.#lowerBound(start, end)
     const found = this.results[at]
-    if (found === undefined || found.start !== start) return undefined
+    if (found === undefined || !this.#at(found, start, end)) return undefined
     this.results.splice(at, 1)
     return found
   }
-}
 
-/** The first index whose result starts at or after `start`. */
-function lowerBoundBy(sorted: readonly WindowResult[], start: number): number {
-  let lo = 0
-  let hi = sorted.length
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1
-    if ((sorted[mid] as WindowResult).start < start) lo = mid + 1
-    else hi = mid
+  /** The first index whose window is not before `(start, end)`. */
+  #lowerBound(start: number, end: number): number {
+    const sorted = this.results
+    let lo = 0
+    let hi = sorted.length
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      if (this.#before(sorted[mid] as WindowResult, start, end)) lo = mid + 1
+      else hi = mid
+    }
+    return lo
   }
-  return lo
+
+  #before(result: WindowResult, start: number, end: number): boolean {
+    return result.start < start || (this.#byEnd && result.start === start && result.end < end)
+  }
+
+  /** Whether `result` is the window at `(start, end)`; outside cumulating specs a window's end may move (a growing session). */
+  #at(result: WindowResult, start: number, end: number): boolean {
+    return result.start === start && (!this.#byEnd || result.end === end)
+  }
 }
 
 /** The change type a snapshot row stands for, given what the mirror held before. */
 function snapshotType(previous: WindowResult | undefined, next: WindowResult): WindowChangeType {
-  if (previous !== undefined && !previous.final && next.final && previous.revision === next.revision && previous.status === next.status) return 'final'
+  // A `final` change repeats the window's last pane; a pane that is final already is a new pane.
+  if (previous !== undefined && !previous.final && next.final && previous.revision === next.revision && previous.status === next.status && previous.pane.index === next.pane.index) {
+    return 'final'
+  }
   return next.status === 'provisional' ? 'provisional' : next.status === 'on_time' ? 'on_time' : 'correction'
 }
 
@@ -68,6 +96,9 @@ function sameResult(a: WindowResult, b: WindowResult): boolean {
     a.status === b.status &&
     a.final === b.final &&
     a.basis === b.basis &&
+    a.pane.timing === b.pane.timing &&
+    a.pane.index === b.pane.index &&
+    a.pane.onTimeIndex === b.pane.onTimeIndex &&
     Object.is(a.count, b.count) &&
     Object.is(a.sum, b.sum) &&
     Object.is(a.min, b.min) &&
@@ -78,9 +109,9 @@ function sameResult(a: WindowResult, b: WindowResult): boolean {
 
 /**
  * The page's copy of the host engine's live windows, kept in step by frames, so `results()`
- * answers synchronously with the engine's order (spec id, key, start) and the same windows:
- * changed windows arrive as rows; final windows leave at the watermark the engine drops them
- * at; the history of a window is kept once the page asked for it.
+ * answers synchronously with the engine's order (spec id, key, start, end) and the same
+ * windows: changed windows arrive as rows; final windows leave at the watermark the engine
+ * drops them at; the history of a window is kept once the page asked for it.
  */
 export class WindowMirror {
   readonly #specs = new Map<string, Map<string, KeyWindows>>()
@@ -88,7 +119,7 @@ export class WindowMirror {
   readonly #sortedKeys = new Map<string, string[]>()
   readonly #histories = new AddressMap<WindowResult[]>()
   readonly #expiry = new ExpiryQueue()
-  #options: MirroredOptions = { allowedLateness: 0, retention: 60_000 }
+  #options: MirroredOptions = { allowedLateness: 0, retention: 60_000, accumulation: 'accumulating' }
   #size = 0
   /** Keys of all specs together, for the bound of `#names`. */
   #keys = 0
@@ -114,7 +145,7 @@ export class WindowMirror {
   }
 
   get(address: WindowAddress): WindowResult | undefined {
-    return this.#specs.get(address.window)?.get(address.key)?.get(address.start)
+    return this.#specs.get(address.window)?.get(address.key)?.get(address.start, positionOf(address))
   }
 
   /**
@@ -123,26 +154,30 @@ export class WindowMirror {
    */
   apply(rows: WindowRows, changes: WindowChange[]): WindowAddress[] {
     const resets: WindowAddress[] = []
-    forEachRow(rows, (kind, result) => {
-      if (kind === 'history-reset') {
-        if (!this.#histories.has(result)) return
-        this.#histories.set(result, [])
-        resets.push({ window: result.window, key: result.key, start: result.start })
+    /** The history the `history` rows go to: the one the last `history-reset` row started. */
+    let history: WindowResult[] | null = null
+    forEachRow(rows, (kind, result, hadPrevious) => {
+      if (kind === 'history') {
+        history?.push(result)
         return
       }
-      if (kind === 'history') {
-        this.#histories.get(result)?.push(result)
+      history = null
+      if (kind === 'history-reset') {
+        if (!this.#histories.has(result)) return
+        history = []
+        this.#histories.set(result, history)
+        resets.push(addressOf(result))
         return
       }
       if (kind === 'retract') {
         this.#delete(result)
         // A session withdrawn under this identity has no history of its own any more.
         if (this.#histories.has(result)) this.#histories.set(result, [])
-        changes.push({ type: 'retract', result })
+        changes.push({ type: 'retract', result, pane: result.pane })
         return
       }
       const previous = this.#set(result)
-      changes.push(kind === 'correction' && previous !== undefined ? { type: kind, result, previous } : { type: kind, result })
+      changes.push(this.#carriesPrevious(kind, hadPrevious) && previous !== undefined ? { type: kind, result, pane: result.pane, previous } : { type: kind, result, pane: result.pane })
     }, this.#intern)
     return resets
   }
@@ -150,7 +185,9 @@ export class WindowMirror {
   /**
    * Replaces everything with a host's snapshot rows (a first welcome, or a new host after a
    * takeover) and pushes the changes that turn the old content into the new: a retraction for
-   * each window the snapshot lacks, a change for each that differs.
+   * each window the snapshot lacks, a change for each that differs. A snapshot says nothing of
+   * the panes between (discarding panes the page never saw are not in it): its changes carry
+   * `previous` only where an accumulating correction replaces what the page held.
    */
   replace(rows: WindowRows, changes: WindowChange[]): WindowAddress[] {
     const next = new AddressMap<WindowResult>()
@@ -165,16 +202,26 @@ export class WindowMirror {
     for (const [, byKey] of this.#specs) for (const [, windows] of byKey) for (const result of windows.results) if (!next.has(result)) gone.push(result)
     for (const result of gone) {
       this.#delete(result)
-      changes.push({ type: 'retract', result })
+      changes.push({ type: 'retract', result, pane: result.pane })
     }
     next.forEach((result) => {
       const previous = this.get(result)
       if (previous !== undefined && sameResult(previous, result)) return
       this.#set(result)
       const type = snapshotType(previous, result)
-      changes.push(type === 'correction' && previous !== undefined ? { type, result, previous } : { type, result })
+      changes.push(this.#carriesPrevious(type, false) && previous !== undefined ? { type, result, pane: result.pane, previous } : { type, result, pane: result.pane })
     })
     return []
+  }
+
+  /**
+   * Whether a change of `type` gets the result the page held as `previous`. Accumulating mode:
+   * every correction, as the engine's (the page may have been sent only a window's last change
+   * of a frame, and what it replaces is what the page held). Discarding mode, where every pane
+   * reaches the page: where the engine's change had one (`hadPrevious`), a pane carrying the whole window.
+   */
+  #carriesPrevious(type: WindowChangeType, hadPrevious: boolean): boolean {
+    return this.#options.accumulation === 'discarding' ? hadPrevious : type === 'correction'
   }
 
   /** Drops the final windows the watermark has moved past `end + allowedLateness + retention`; returns those whose history was watched. */
@@ -185,7 +232,7 @@ export class WindowMirror {
       const result = this.get(due)
       if (result === undefined || !result.final || result.end + allowedLateness + retention > watermark) continue
       this.#delete(result)
-      if (this.#histories.delete(result)) unwatched.push(due)
+      if (this.#histories.delete(result)) unwatched.push(addressOf(result))
     }
     return unwatched
   }
@@ -199,8 +246,9 @@ export class WindowMirror {
       const byKey = this.#specs.get(spec) as Map<string, KeyWindows>
       const keys = key === undefined ? this.#keysOf(spec, byKey) : byKey.has(key) ? [key] : []
       for (const k of keys) {
-        const results = (byKey.get(k) as KeyWindows).results
-        for (let i = from === undefined ? 0 : lowerBoundBy(results, from); i < results.length; i++) {
+        const windows = byKey.get(k) as KeyWindows
+        const results = windows.results
+        for (let i = from === undefined ? 0 : windows.from(from); i < results.length; i++) {
           const result = results[i] as WindowResult
           if (to !== undefined && result.start >= to) break
           out.push(result)
@@ -210,7 +258,7 @@ export class WindowMirror {
     return out
   }
 
-  /** The mirrored history of a watched window; undefined when it is not watched. */
+  /** The mirrored history of a watched window (`end` names a cumulating one); undefined when it is not watched. */
   history(address: WindowAddress): readonly WindowResult[] | undefined {
     return this.#histories.get(address)
   }
@@ -238,7 +286,7 @@ export class WindowMirror {
     }
     let windows = byKey.get(result.key)
     if (windows === undefined) {
-      windows = new KeyWindows()
+      windows = new KeyWindows(sharesStart(result.window))
       byKey.set(result.key, windows)
       this.#keys++
       this.#sortedKeys.delete(result.window)
@@ -247,7 +295,7 @@ export class WindowMirror {
     if (previous === undefined) this.#size++
     if (result.final && previous?.final !== true) {
       const { allowedLateness, retention } = this.#options
-      this.#expiry.push({ at: result.end + allowedLateness + retention, window: result.window, key: result.key, start: result.start })
+      this.#expiry.push({ at: result.end + allowedLateness + retention, window: result.window, key: result.key, start: result.start, end: result.end })
     }
     return previous
   }
@@ -255,7 +303,7 @@ export class WindowMirror {
   #delete(address: WindowAddress): void {
     const byKey = this.#specs.get(address.window)
     const windows = byKey?.get(address.key)
-    if (byKey === undefined || windows === undefined || windows.delete(address.start) === undefined) return
+    if (byKey === undefined || windows === undefined || windows.delete(address.start, positionOf(address)) === undefined) return
     this.#size--
     if (windows.results.length > 0) return
     byKey.delete(address.key)

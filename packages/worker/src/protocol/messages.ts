@@ -1,10 +1,10 @@
-import type { Anomaly, EngineStats, LateEvent, SyncStatus } from '@tidemark/engine'
+import type { Accumulation, Anomaly, EngineStats, LateEvent, SyncStatus } from '@tidemark/engine'
 import type { RecoveryReport } from '@tidemark/idb'
 import type { EventBatch } from './eventColumns.ts'
 import type { WindowRows } from './windowRows.ts'
 
 /** Bumped when a message changes shape; a page and a host of different versions refuse each other. */
-export const PROTOCOL_VERSION = 1
+export const PROTOCOL_VERSION = 2
 
 /** An error as it crosses a port: its name and message (the structured clone keeps no class). */
 export interface WireError {
@@ -29,8 +29,9 @@ export interface LateNews {
 }
 
 /**
- * What changed since the last frame this page acknowledged: at most one row per window, the
- * history rows of the windows it watches, and the scalars that moved.
+ * What changed since the last frame this page acknowledged: one row per window (its last
+ * change) in accumulating mode, every pane of it in discarding mode; the history rows of the
+ * windows it watches, and the scalars that moved.
  */
 export interface FrameMessage {
   readonly t: 'frame'
@@ -57,8 +58,9 @@ export type PageMessage =
   | HelloMessage
   | { readonly t: 'ingest'; readonly req: number; readonly batch: EventBatch }
   | { readonly t: 'ack'; readonly frame: number }
-  | { readonly t: 'watch-history'; readonly window: string; readonly key: string; readonly start: number }
-  | { readonly t: 'unwatch-history'; readonly window: string; readonly key: string; readonly start: number }
+  /** `end` names one window of a cumulating spec (its windows share their start). */
+  | { readonly t: 'watch-history'; readonly window: string; readonly key: string; readonly start: number; readonly end?: number }
+  | { readonly t: 'unwatch-history'; readonly window: string; readonly key: string; readonly start: number; readonly end?: number }
   | { readonly t: 'call'; readonly req: number; readonly call: HostCall }
   | { readonly t: 'bye' }
 
@@ -69,10 +71,11 @@ export type HostCall =
   | { readonly op: 'tick' }
   | { readonly op: 'command'; readonly name: string; readonly payload: unknown }
 
-/** The options of the engine the page mirrors, for window expiry. */
+/** The options of the engine the page mirrors: for window expiry, and what its panes carry. */
 export interface MirroredOptions {
   readonly allowedLateness: number
   readonly retention: number
+  readonly accumulation: Accumulation
 }
 
 /** A host's answer to `hello`: who it is, the credits, and the whole state as a first frame. */

@@ -1,21 +1,34 @@
-import type { Basis, ResultStatus, WindowChangeType, WindowResult } from '@tidemark/engine'
+import type { Basis, PaneInfo, PaneTiming, ResultStatus, WindowChangeType, WindowResult } from '@tidemark/engine'
+import { paneOf } from './paneInfos.ts'
 
 /**
  * What one row of a frame says about one window. A change row (`provisional` … `retract`)
- * carries the window's value after the frame; `history` appends one fired result to the
- * window's history (for a page that watches it); `history-reset` starts that history afresh
- * (the rows after it are all of it).
+ * carries one change of the window; `history-reset` starts a watched window's history afresh,
+ * and the `history` rows after it are all of it, oldest first (results the window fired,
+ * possibly under another start: a session whose start moved keeps what it fired before).
  */
 export type RowKind = WindowChangeType | 'history' | 'history-reset'
 
 const KINDS: readonly RowKind[] = ['provisional', 'on_time', 'correction', 'final', 'retract', 'history', 'history-reset']
 const STATUSES: readonly ResultStatus[] = ['provisional', 'on_time', 'corrected']
 const BASES: readonly Basis[] = ['proven', 'derived', 'fallback', 'unknown']
+const TIMINGS: readonly PaneTiming[] = ['early', 'on_time', 'late']
 
-/** Numbers per row in `nums`: start, end, count, sum, min, max, mean. */
-const NUMS = 7
+/**
+ * Numbers per row in `nums`: start, end, count, sum, min, max, mean, and the pane's index and
+ * onTimeIndex (-1 for an early pane: a float column keeps it, and any index, exactly).
+ */
+const NUMS = 9
 /** Numbers per row in `ints`: window id, key (indexes into `strings`), flags, revision. */
 const INTS = 4
+
+/** Flag bits: kind (3), status (2), final (1), basis (2), pane timing (2), and whether the change carried `previous` (1). */
+const STATUS_SHIFT = 3
+const FINAL_SHIFT = 5
+const BASIS_SHIFT = 6
+const TIMING_SHIFT = 8
+const PREVIOUS_SHIFT = 10
+const FLAG_BITS = 11
 
 /**
  * Window rows as columns: two typed arrays the host transfers (no copy) and one string table
@@ -32,6 +45,11 @@ export interface WindowRows {
 export interface WindowRow {
   readonly kind: RowKind
   readonly result: WindowResult
+  /**
+   * The engine's change carried `previous` (an accumulating correction; a discarding pane that
+   * carries the whole window again): the page gives its change the result it held before.
+   */
+  readonly previous?: boolean
 }
 
 /** Builds the columns of one frame, row by row. */
@@ -45,11 +63,17 @@ export class WindowRowWriter {
     return this.#ints.length / INTS
   }
 
-  add(kind: RowKind, result: WindowResult): void {
+  add(kind: RowKind, result: WindowResult, previous = false): void {
+    const { pane } = result
     const flags =
-      KINDS.indexOf(kind) | (STATUSES.indexOf(result.status) << 3) | ((result.final ? 1 : 0) << 5) | (BASES.indexOf(result.basis) << 6)
+      KINDS.indexOf(kind) |
+      (STATUSES.indexOf(result.status) << STATUS_SHIFT) |
+      ((result.final ? 1 : 0) << FINAL_SHIFT) |
+      (BASES.indexOf(result.basis) << BASIS_SHIFT) |
+      (TIMINGS.indexOf(pane.timing) << TIMING_SHIFT) |
+      ((previous ? 1 : 0) << PREVIOUS_SHIFT)
     this.#ints.push(this.#intern(result.window), this.#intern(result.key), flags, result.revision)
-    this.#nums.push(result.start, result.end, result.count, result.sum, result.min, result.max, result.mean)
+    this.#nums.push(result.start, result.end, result.count, result.sum, result.min, result.max, result.mean, pane.index, pane.onTimeIndex)
   }
 
   /** The columns; the writer starts empty again. */
@@ -82,7 +106,7 @@ export class WindowRowWriter {
  */
 export function encodeRows(rows: readonly WindowRow[]): WindowRows {
   const writer = new WindowRowWriter()
-  for (const { kind, result } of rows) writer.add(kind, result)
+  for (const { kind, result, previous } of rows) writer.add(kind, result, previous)
   return writer.take()
 }
 
@@ -93,16 +117,22 @@ export function rowCount(rows: WindowRows): number {
 
 /**
  * Calls `visit` with each row in order, the result as a fresh object (the page keeps them as
- * its mirror's values). `intern` maps each string of the frame to the copy the caller keeps, so
- * results of every frame share one copy of each window id and key.
+ * its mirror's values); `previous` says whether the engine's change carried one. `intern` maps
+ * each string of the frame to the copy the caller keeps, so results of every frame share one
+ * copy of each window id and key (and, as in the engine, most pane infos are shared too).
  */
-export function forEachRow(rows: WindowRows, visit: (kind: RowKind, result: WindowResult) => void, intern?: (text: string) => string): void {
+export function forEachRow(
+  rows: WindowRows,
+  visit: (kind: RowKind, result: WindowResult, previous: boolean) => void,
+  intern?: (text: string) => string,
+): void {
   const { ints, nums } = rows
   const strings = intern === undefined ? rows.strings : rows.strings.map(intern)
   const n = ints.length / INTS
   for (let i = 0; i < n; i++) {
     const flags = ints[i * INTS + 2] as number
     const at = i * NUMS
+    const pane: PaneInfo = paneOf(TIMINGS[(flags >> TIMING_SHIFT) & 3] as PaneTiming, nums[at + 7] as number, nums[at + 8] as number)
     visit(KINDS[flags & 7] as RowKind, {
       window: strings[ints[i * INTS] as number] as string,
       key: strings[ints[i * INTS + 1] as number] as string,
@@ -113,18 +143,19 @@ export function forEachRow(rows: WindowRows, visit: (kind: RowKind, result: Wind
       min: nums[at + 4] as number,
       max: nums[at + 5] as number,
       mean: nums[at + 6] as number,
-      status: STATUSES[(flags >> 3) & 3] as ResultStatus,
+      status: STATUSES[(flags >> STATUS_SHIFT) & 3] as ResultStatus,
       revision: ints[i * INTS + 3] as number,
-      final: ((flags >> 5) & 1) === 1,
-      basis: BASES[(flags >> 6) & 3] as Basis,
-    })
+      final: ((flags >> FINAL_SHIFT) & 1) === 1,
+      basis: BASES[(flags >> BASIS_SHIFT) & 3] as Basis,
+      pane,
+    }, ((flags >> PREVIOUS_SHIFT) & 1) === 1)
   }
 }
 
 /** The rows as a list (tests and tools). */
 export function decodeRows(rows: WindowRows): WindowRow[] {
   const out: WindowRow[] = []
-  forEachRow(rows, (kind, result) => out.push({ kind, result }))
+  forEachRow(rows, (kind, result, previous) => out.push(previous ? { kind, result, previous } : { kind, result }))
   return out
 }
 
@@ -137,7 +168,13 @@ export function rowsProblem(rows: unknown): string | null {
   for (let i = 0; i < ints.length; i += INTS) {
     if ((ints[i] as number) >= strings.length || (ints[i + 1] as number) >= strings.length) return 'a row names a string out of range'
     const flags = ints[i + 2] as number
-    if ((flags & 7) >= KINDS.length || ((flags >> 3) & 3) >= STATUSES.length) return `a row has bad flags ${flags}`
+    if ((flags & 7) >= KINDS.length || ((flags >> STATUS_SHIFT) & 3) >= STATUSES.length || ((flags >> TIMING_SHIFT) & 3) >= TIMINGS.length || flags >>> FLAG_BITS !== 0) {
+      return `a row has bad flags ${flags}`
+    }
+    const at = (i / INTS) * NUMS
+    const index = nums[at + 7] as number
+    const onTimeIndex = nums[at + 8] as number
+    if (!Number.isInteger(index) || index < 0 || !Number.isInteger(onTimeIndex) || onTimeIndex < -1) return `a row has a bad pane (index ${index}, onTimeIndex ${onTimeIndex})`
   }
   return null
 }
