@@ -37,17 +37,19 @@ interface WorkerScope {
  * // src/tidemark.worker.ts: started by connectEngine in the pages
  * import { tumbling } from '@tidemark/engine'
  * import { hostEngine } from '@tidemark/worker/host'
- * import { bindDoc, connectWebsocket } from '@tidemark/yjs'
+ * import { bindDoc, connectRelay } from '@tidemark/yjs'
  * import * as Y from 'yjs'
  *
  * hostEngine({
  *   name: 'fleet',
  *   engine: { windows: tumbling(60_000), allowedLateness: 30_000 },
  *   setup({ engine, config }) {
+ *     const { relayUrl, token, room } = config as { relayUrl: string; token: string; room: string }
  *     const doc = new Y.Doc()
  *     bindDoc(engine, doc)
- *     const socket = connectWebsocket(doc, { url: (config as { syncUrl: string }).syncUrl, room: 'fleet' })
- *     return () => socket.destroy()
+ *     const relay = connectRelay({ url: relayUrl, token })
+ *     relay.join(doc, room)
+ *     return () => relay.destroy()
  *   },
  * })
  */

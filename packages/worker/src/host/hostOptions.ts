@@ -9,10 +9,12 @@ import type { HostMode } from '../protocol/messages.ts'
  *
  * @example
  * setup({ engine, config }) {
+ *   const { relayUrl, token, room } = config as { relayUrl: string; token: string; room: string }
  *   const doc = new Y.Doc()
  *   bindDoc(engine, doc)
- *   const socket = connectWebsocket(doc, { url: (config as { syncUrl: string }).syncUrl, room: 'fleet' })
- *   return () => socket.destroy()
+ *   const relay = connectRelay({ url: relayUrl, token })
+ *   relay.join(doc, room)
+ *   return () => relay.destroy()
  * }
  */
 export interface HostContext {
@@ -53,8 +55,9 @@ export interface HostLogOptions {
  *   setup: ({ engine }) => {
  *     const doc = new Y.Doc()
  *     bindDoc(engine, doc)
- *     const socket = connectWebsocket(doc, { url: 'wss://sync.example.com', room: 'fleet' })
- *     return () => socket.destroy()
+ *     const relay = connectRelay({ url: 'wss://relay.example.com', token: fetchToken })
+ *     relay.join(doc, 'fleet-a/d07')
+ *     return () => relay.destroy()
  *   },
  * }
  */
@@ -67,7 +70,7 @@ export interface HostEngineOptions {
   readonly log?: false | HostLogOptions
   /**
    * Runs once the engine is open, before any page is welcomed: connect the engine's providers
-   * here (`bindDoc`, `connectWebsocket`, a relay, `BroadcastChannelProvider`), so the origin has
+   * here (`bindDoc`, `connectRelay`, `BroadcastChannelProvider`, or another Yjs provider), so the origin has
    * one socket however many tabs are open. May return (or resolve to) a cleanup function, run
    * when the host stops.
    */

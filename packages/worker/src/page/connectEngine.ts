@@ -18,7 +18,7 @@ import { SingleConnector } from './singleConnector.ts'
  *   name: 'fleet',
  *   shared: (name) => new SharedWorker(new URL('./tidemark.worker.ts', import.meta.url), { type: 'module', name }),
  *   dedicated: (name) => new Worker(new URL('./tidemark.worker.ts', import.meta.url), { type: 'module', name }),
- *   config: { syncUrl: 'wss://sync.example.com' },
+ *   config: { relayUrl: 'wss://relay.example.com', token, room: 'fleet-a/d07' },
  * }
  */
 export interface ConnectEngineOptions {
