@@ -1,11 +1,11 @@
 /**
- * Engine checkpoints (`EngineCheckpoint`, plain data) as bytes, exactly: every number
- * keeps its bits (±Infinity, NaN, -0), every string its code units (lone surrogates
+ * Engine checkpoints (`EngineCheckpoint`, plain data and bytes) as bytes, exactly: every
+ * number keeps its bits (±Infinity, NaN, -0), every string its code units (lone surrogates
  * too), `undefined` stays distinct from an absent property, and key order is kept.
  * The checksum lives in the envelope around these bytes (checkpointEnvelope.ts).
  *
  *   0      4  magic 0x43454D54 (the bytes "TMEC")
- *   4      1  codec version (1)
+ *   4      1  codec version (2; 1, which had no bytes, is still read)
  *   5      …  one value
  *
  * A value is a tag byte and its body; varints are unsigned LEB128 up to 2^53:
@@ -19,6 +19,7 @@
  *   9 varint          dictionary string by index
  *   10 varint, items  array
  *   11 varint, pairs  object: each key (a tag 7–9 value) followed by its value
+ *   12 varint, bytes  a Uint8Array (aggregate states), its length then its bytes
  *
  * A string body is varint (length << 1 | utf16); UTF-8 bytes follow when utf16 is 0
  * (length counts bytes), raw UTF-16 code units when it is 1 (length counts units:
@@ -31,7 +32,7 @@ import type { EngineCheckpoint } from '@tidemark/engine'
 import { utf8Length } from '../wal/walStrings.ts'
 
 const MAGIC = 0x43454d54
-const CODEC_VERSION = 1
+const CODEC_VERSION = 2
 const MAX_DICTIONARY = 1 << 16
 const MAX_DICTIONARY_STRING = 64
 
@@ -47,6 +48,7 @@ const TAG_STRING_DEFINE = 8
 const TAG_STRING_REF = 9
 const TAG_ARRAY = 10
 const TAG_OBJECT = 11
+const TAG_BYTES = 12
 
 const textEncoder = new TextEncoder()
 const textDecoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
@@ -82,7 +84,7 @@ export function decodeEngineCheckpoint(bytes: Uint8Array): EngineCheckpoint {
   const reader = new Reader(bytes)
   if (bytes.length < 5 || reader.u32() !== MAGIC) throw new RangeError('not an engine checkpoint (bad magic)')
   const version = reader.byte()
-  if (version !== CODEC_VERSION) throw new RangeError(`unsupported engine checkpoint codec version ${version}`)
+  if (version !== CODEC_VERSION && version !== 1) throw new RangeError(`unsupported engine checkpoint codec version ${version}`)
   const value = reader.value(0)
   if (reader.at !== bytes.length) throw new RangeError(`engine checkpoint has ${bytes.length - reader.at} trailing bytes`)
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new RangeError('engine checkpoint is not an object')
@@ -138,7 +140,13 @@ class Writer {
         return
       case 'object':
         if (value === null) this.byte(TAG_NULL)
-        else if (Array.isArray(value)) {
+        else if (value instanceof Uint8Array) {
+          this.byte(TAG_BYTES)
+          this.varint(value.length)
+          this.#reserve(value.length)
+          this.#bytes.set(value, this.#at)
+          this.#at += value.length
+        } else if (Array.isArray(value)) {
           this.byte(TAG_ARRAY)
           this.varint(value.length)
           for (let i = 0; i < value.length; i++) this.value(value[i], path)
@@ -290,6 +298,12 @@ class Reader {
         const items = new Array<unknown>(length)
         for (let i = 0; i < length; i++) items[i] = this.value(depth + 1)
         return items
+      }
+      case TAG_BYTES: {
+        const length = this.varint()
+        this.#need(length)
+        this.at += length
+        return this.#bytes.slice(this.at - length, this.at)
       }
       case TAG_OBJECT: {
         const count = this.varint()

@@ -11,7 +11,7 @@ import type { WalOp } from '@tidemark/engine'
  *   0       4      magic 0x4C574D54 (the bytes "TMWL")
  *   4       2      format version (1)
  *   6       2      flags: bits 0-2 op kind (0 ingest, 1 advance, 2 tick, 3 merge, 4 refuse);
- *                  others 0
+ *                  bit 3 set on a merge whose groups carry aggregate states; others 0
  *   8       8      lsn, float64 holding a safe integer >= 1
  *   16      8      time, float64: `now` (ingest, tick, merge), `to` (advance), NaN (refuse)
  *   24      4      n
@@ -33,6 +33,8 @@ import type { WalOp } from '@tidemark/engine'
  *                  provable (0 or 1) per clock; reason, count per rejected entry (string
  *                  indexes except counts and flags)
  *   ...     ...    string table (walStrings.ts): 4s lengths, then UTF-8, then UTF-16
+ *   ...     ...    flag bit 3 only: per group, a u32 byte length and its aggregate column
+ *                  (`encodeAggregateColumn` of @tidemark/engine/adapter: each cell's states)
  *
  * The header has its own checksum so a damaged payload still tells which lsn, which kind
  * of op and how many events were lost. Float64 columns come first, at 8-byte offsets, so
@@ -40,7 +42,7 @@ import type { WalOp } from '@tidemark/engine'
  */
 
 import type { AnomalyReason, CellGroup, ClockEntry } from '@tidemark/engine'
-import { cellCount, GROUP_COLUMNS } from '@tidemark/engine/adapter'
+import { cellCount, encodeAggregateColumn, GROUP_COLUMNS, readAggregateColumn } from '@tidemark/engine/adapter'
 import { crc32 } from './crc32.ts'
 import type { WalOpKind } from '../store/persistence.ts'
 import { columnsLength, eventFloats, eventRefs, KNOWN_REASONS, layColumns, readClocks, readEvents, readGroups, readRejected, viewColumns } from './walColumns.ts'
@@ -50,6 +52,8 @@ const WAL_MAGIC = 0x4c574d54
 const FORMAT_VERSION = 1
 const HEADER_BYTES = 64
 const KINDS: readonly WalOpKind[] = ['ingest', 'advance', 'tick', 'merge', 'refuse']
+/** Flag: a merge record's groups carry aggregate states, in a section after the string table. */
+const AGGREGATES = 0x8
 
 const littleEndianHost = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1
 
@@ -84,6 +88,7 @@ interface Header {
   readonly utf8Bytes: number
   readonly utf16Units: number
   readonly g: number
+  readonly aggregates: boolean
 }
 
 /** How many Float64 values and Uint32 references (before the string lengths) a record's columns hold. */
@@ -141,7 +146,9 @@ export function encodeWalRecord(lsn: number, op: WalOp): Uint8Array<ArrayBuffer>
     refs[at + i] = table.intern(reason)
     refs[at + r + i] = count
   }
-  const bytes = layColumns(HEADER_BYTES, sizes.floats, refs, table, (f64) => {
+  const columns = groups.some((group) => group.aggregates !== undefined) ? groups.map((group) => encodeAggregateColumn(group.aggregates)) : null
+  const extra = columns === null ? 0 : columns.reduce((n, column) => n + 4 + column.length, 0)
+  const bytes = layColumns(HEADER_BYTES, sizes.floats, refs, table, extra, (f64) => {
     eventFloats(events, f64)
     let value = 3 * n
     for (let j = 0; j < g; j++) f64[value + j] = (groups[j] as CellGroup).start
@@ -159,9 +166,17 @@ export function encodeWalRecord(lsn: number, op: WalOp): Uint8Array<ArrayBuffer>
     }
   })
   const view = new DataView(bytes.buffer)
+  if (columns !== null) {
+    let at = bytes.length - extra
+    for (const column of columns) {
+      view.setUint32(at, column.length, true)
+      bytes.set(column, at + 4)
+      at += 4 + column.length
+    }
+  }
   view.setUint32(0, WAL_MAGIC, true)
   view.setUint16(4, FORMAT_VERSION, true)
-  view.setUint16(6, KINDS.indexOf(op.kind), true)
+  view.setUint16(6, KINDS.indexOf(op.kind) | (columns === null ? 0 : AGGREGATES), true)
   view.setFloat64(8, lsn, true)
   view.setFloat64(16, op.kind === 'advance' ? op.to : op.kind === 'refuse' ? Number.NaN : op.now, true)
   view.setUint32(24, n, true)
@@ -194,12 +209,12 @@ export function decodeWalRecord(bytes: Uint8Array): WalDecodeResult {
   const { n, c, k, r, s, utf8Bytes, utf16Units } = header
   const { floats, refs } = columnSizes(header)
   const expected = columnsLength(HEADER_BYTES, floats, refs, s, utf8Bytes, utf16Units)
-  if (bytes.length !== expected) return fail(`${bytes.length} bytes, header describes ${expected}`)
+  if (header.aggregates ? bytes.length < expected : bytes.length !== expected) return fail(`${bytes.length} bytes, header describes ${expected}`)
   if (crc32(bytes, HEADER_BYTES) !== new DataView(bytes.buffer, bytes.byteOffset, bytes.length).getUint32(56, true)) {
     return fail('payload checksum mismatch')
   }
   if (!littleEndianHost) return fail('the log codec needs a little-endian host')
-  const columns = viewColumns(bytes, HEADER_BYTES, floats, refs, s, utf8Bytes, utf16Units)
+  const columns = viewColumns(bytes.subarray(0, expected), HEADER_BYTES, floats, refs, s, utf8Bytes, utf16Units)
   if (typeof columns === 'string') return fail(columns)
   switch (header.kind) {
     case 'ingest': {
@@ -219,7 +234,9 @@ export function decodeWalRecord(bytes: Uint8Array): WalDecodeResult {
       return { ok: true, lsn: header.lsn, op: { kind: 'refuse', rejected } }
     }
     case 'merge': {
-      const groups = readGroups(columns, header.g, c)
+      let groups = readGroups(columns, header.g, c)
+      if (typeof groups === 'string') return fail(groups)
+      if (header.aggregates) groups = withAggregates(groups, bytes, expected)
       if (typeof groups === 'string') return fail(groups)
       // A merge's clocks are its last columns.
       const clocks = readClocks(columns, floats - 4 * k, refs - 3 * k, k)
@@ -241,8 +258,8 @@ function readHeader(bytes: Uint8Array): Header | string {
   const lsn = view.getFloat64(8, true)
   if (!Number.isSafeInteger(lsn) || lsn < 1) return `invalid lsn ${lsn}`
   const flags = view.getUint16(6, true)
-  const kind = KINDS[flags]
-  if (kind === undefined) return `unknown flags 0x${flags.toString(16)}`
+  const kind = KINDS[flags & ~AGGREGATES]
+  if (kind === undefined || ((flags & AGGREGATES) !== 0 && kind !== 'merge')) return `unknown flags 0x${flags.toString(16)}`
   const header: Header = {
     kind,
     lsn,
@@ -255,6 +272,7 @@ function readHeader(bytes: Uint8Array): Header | string {
     utf8Bytes: view.getUint32(44, true),
     utf16Units: view.getUint32(48, true),
     g: view.getUint32(52, true),
+    aggregates: (flags & AGGREGATES) !== 0,
   }
   const { n, c, g, k, r } = header
   const shapeFits =
@@ -267,6 +285,22 @@ function readHeader(bytes: Uint8Array): Header | string {
           : n + c + g + k + r === 0
   if (!shapeFits) return `a ${kind} record with ${n} events, ${c} cells in ${g} groups, ${k} clocks and ${r} rejected entries`
   return header
+}
+
+/** The groups with the aggregate states of the section from `at` on (copied out of the record), or why they cannot be read. */
+function withAggregates(groups: CellGroup[], bytes: Uint8Array, at: number): CellGroup[] | string {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length)
+  const out: CellGroup[] = []
+  for (const group of groups) {
+    if (at + 4 > bytes.length) return 'aggregate section ends early'
+    const length = view.getUint32(at, true)
+    if (at + 4 + length > bytes.length) return 'aggregate section ends early'
+    const states = readAggregateColumn(bytes.slice(at + 4, at + 4 + length), group.keys.length)
+    if (typeof states === 'string') return `cell group aggregates: ${states}`
+    out.push(states === undefined ? group : { ...group, aggregates: states })
+    at += 4 + length
+  }
+  return at === bytes.length ? out : `${bytes.length - at} bytes after the aggregate section`
 }
 
 function rejectedEntries(rejected: Readonly<Partial<Record<AnomalyReason, number>>>): [string, number][] {
