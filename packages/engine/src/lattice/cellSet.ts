@@ -143,8 +143,8 @@ export class CellSet {
 
   /** Adds every cell's count, sum, min and max into `into`, in source order, and its states when `into.states` is wanted. */
   fold(into: Aggregate, aggregates: AggregateSet | null): void {
-    if (aggregates !== null && into.states !== undefined) {
-      const states = this.#states as States[]
+    const states = this.#states
+    if (aggregates !== null && into.states !== undefined && states !== null) {
       for (let i = 0; i < states.length; i++) into.states = aggregates.merge(into.states, states[i] as States)
     }
     const ordered = this.#ordered
