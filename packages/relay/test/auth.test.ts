@@ -130,6 +130,7 @@ describe('writing', () => {
     ["a device writing another replica's meta entry", 'd1', (doc: Y.Doc): void => void doc.getMap('tidemark:meta').set('d2', [2, 'cfg']), 'foreign-meta d2'],
     ['a device writing a clock as another replica', 'd1', (doc: Y.Doc) => replicaLog(doc, 'd1').push([clockEntry('d1-temp', 'd2', 999)]), 'foreign-replica d2'],
     ['a device writing a malformed entry', 'd1', (doc: Y.Doc) => replicaLog(doc, 'd1').push([['g', 'w', 999, 'd1-temp', '["a","b"]', new Uint8Array(48), new Uint8Array(0)]]), 'malformed-entry keys must be a JSON array of 1 strings: "[\\"a\\",\\"b\\"]"'],
+    ['a device writing an entry whose aggregate states overrun their column', 'd1', (doc: Y.Doc) => replicaLog(doc, 'd1').push([['g', 'w', 999, 'd1-temp', '["a"]', new Uint8Array(48), new Uint8Array([1, 9, 0x51])]]), 'malformed-entry aggregate state 0 of cell 0 overruns the column'],
     ['a device writing a root outside the schema', 'd1', (doc: Y.Doc): void => void doc.getMap('notes').set('d2', 999), 'unknown-root notes'],
     ['a device writing a nested type', 'd1', (doc: Y.Doc) => replicaLog(doc, 'd1').push([new Y.Map() as never]), 'nested-type'],
   ] as const)('%s is refused with its reason and reaches neither a dashboard nor the store', async (_, who, write, reason) => {
