@@ -50,16 +50,23 @@ const cell: fc.Arbitrary<Cell> = fc.record({
   version: fc.nat(),
 })
 
-/** One source's cells of one window start, packed as the doc and the log carry them. */
+/** One source's cells of one window start, packed as the doc and the log carry them; half of them with aggregate states. */
 const cellGroup: fc.Arbitrary<CellGroup> = fc
-  .record({ window: name, start: anyNumber, source: name, cells: fc.array(fc.tuple(fc.oneof(fc.constant(''), name), cell), { maxLength: 6 }) })
-  .map(({ window, start, source, cells }) =>
+  .record({
+    window: name,
+    start: anyNumber,
+    source: name,
+    cells: fc.array(fc.tuple(fc.oneof(fc.constant(''), name), cell), { maxLength: 6 }),
+    states: fc.option(fc.tuple(fc.integer({ min: 1, max: 3 }), fc.array(fc.uint8Array({ maxLength: 40 }), { minLength: 18, maxLength: 18 })), { nil: undefined }),
+  })
+  .map(({ window, start, source, cells, states }) =>
     packCellGroup(
       window,
       start,
       source,
       cells.map(([key]) => key),
       cells.map(([, c]) => c),
+      states === undefined || cells.length === 0 ? undefined : cells.map((_, i) => Array.from({ length: states[0] }, (_, a) => states[1][(i * 3 + a) % 18] as Uint8Array)),
     ),
   )
 
