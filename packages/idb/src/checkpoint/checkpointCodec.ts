@@ -5,7 +5,7 @@
  * The checksum lives in the envelope around these bytes (checkpointEnvelope.ts).
  *
  *   0      4  magic 0x43454D54 (the bytes "TMEC")
- *   4      1  codec version (2; 1, which had no bytes, is still read)
+ *   4      1  codec version (1)
  *   5      …  one value
  *
  * A value is a tag byte and its body; varints are unsigned LEB128 up to 2^53:
@@ -19,7 +19,8 @@
  *   9 varint          dictionary string by index
  *   10 varint, items  array
  *   11 varint, pairs  object: each key (a tag 7–9 value) followed by its value
- *   12 varint, bytes  a Uint8Array (aggregate states), its length then its bytes
+ *   12 varint, bytes  a Uint8Array (aggregate states), its length then its bytes (a reader
+ *                     from before aggregates refuses it: unknown tag 12)
  *
  * A string body is varint (length << 1 | utf16); UTF-8 bytes follow when utf16 is 0
  * (length counts bytes), raw UTF-16 code units when it is 1 (length counts units:
@@ -32,7 +33,7 @@ import type { EngineCheckpoint } from '@tidemark/engine'
 import { utf8Length } from '../wal/walStrings.ts'
 
 const MAGIC = 0x43454d54
-const CODEC_VERSION = 2
+const CODEC_VERSION = 1
 const MAX_DICTIONARY = 1 << 16
 const MAX_DICTIONARY_STRING = 64
 
@@ -84,7 +85,7 @@ export function decodeEngineCheckpoint(bytes: Uint8Array): EngineCheckpoint {
   const reader = new Reader(bytes)
   if (bytes.length < 5 || reader.u32() !== MAGIC) throw new RangeError('not an engine checkpoint (bad magic)')
   const version = reader.byte()
-  if (version !== CODEC_VERSION && version !== 1) throw new RangeError(`unsupported engine checkpoint codec version ${version}`)
+  if (version !== CODEC_VERSION) throw new RangeError(`unsupported engine checkpoint codec version ${version}`)
   const value = reader.value(0)
   if (reader.at !== bytes.length) throw new RangeError(`engine checkpoint has ${bytes.length - reader.at} trailing bytes`)
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new RangeError('engine checkpoint is not an object')

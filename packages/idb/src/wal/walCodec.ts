@@ -11,7 +11,7 @@ import type { WalOp } from '@tidemark/engine'
  *   0       4      magic 0x4C574D54 (the bytes "TMWL")
  *   4       2      format version (1)
  *   6       2      flags: bits 0-2 op kind (0 ingest, 1 advance, 2 tick, 3 merge, 4 refuse);
- *                  bit 3 set on a merge whose groups carry aggregate states; others 0
+ *                  others 0
  *   8       8      lsn, float64 holding a safe integer >= 1
  *   16      8      time, float64: `now` (ingest, tick, merge), `to` (advance), NaN (refuse)
  *   24      4      n
@@ -33,8 +33,8 @@ import type { WalOp } from '@tidemark/engine'
  *                  provable (0 or 1) per clock; reason, count per rejected entry (string
  *                  indexes except counts and flags)
  *   ...     ...    string table (walStrings.ts): 4s lengths, then UTF-8, then UTF-16
- *   ...     ...    flag bit 3 only: per group, a u32 byte length and its aggregate column
- *                  (`encodeAggregateColumn` of @tidemark/engine/adapter: each cell's states)
+ *   ...     ...    a merge whose groups carry aggregate states: their aggregate column, group
+ *                  after group (`encodeAggregateColumn` of @tidemark/engine/adapter), to the end
  *
  * The header has its own checksum so a damaged payload still tells which lsn, which kind
  * of op and how many events were lost. Float64 columns come first, at 8-byte offsets, so
@@ -52,8 +52,6 @@ const WAL_MAGIC = 0x4c574d54
 const FORMAT_VERSION = 1
 const HEADER_BYTES = 64
 const KINDS: readonly WalOpKind[] = ['ingest', 'advance', 'tick', 'merge', 'refuse']
-/** Flag: a merge record's groups carry aggregate states, in a section after the string table. */
-const AGGREGATES = 0x8
 
 const littleEndianHost = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1
 
@@ -88,7 +86,6 @@ interface Header {
   readonly utf8Bytes: number
   readonly utf16Units: number
   readonly g: number
-  readonly aggregates: boolean
 }
 
 /** How many Float64 values and Uint32 references (before the string lengths) a record's columns hold. */
@@ -146,9 +143,9 @@ export function encodeWalRecord(lsn: number, op: WalOp): Uint8Array<ArrayBuffer>
     refs[at + i] = table.intern(reason)
     refs[at + r + i] = count
   }
-  const columns = groups.some((group) => group.aggregates !== undefined) ? groups.map((group) => encodeAggregateColumn(group.aggregates)) : null
-  const extra = columns === null ? 0 : columns.reduce((n, column) => n + 4 + column.length, 0)
-  const bytes = layColumns(HEADER_BYTES, sizes.floats, refs, table, extra, (f64) => {
+  // An engine's groups carry states for every cell (it has aggregates) or for none.
+  const column = encodeAggregateColumn(groups.flatMap((group) => group.aggregates ?? []))
+  const bytes = layColumns(HEADER_BYTES, sizes.floats, refs, table, column.length, (f64) => {
     eventFloats(events, f64)
     let value = 3 * n
     for (let j = 0; j < g; j++) f64[value + j] = (groups[j] as CellGroup).start
@@ -166,17 +163,10 @@ export function encodeWalRecord(lsn: number, op: WalOp): Uint8Array<ArrayBuffer>
     }
   })
   const view = new DataView(bytes.buffer)
-  if (columns !== null) {
-    let at = bytes.length - extra
-    for (const column of columns) {
-      view.setUint32(at, column.length, true)
-      bytes.set(column, at + 4)
-      at += 4 + column.length
-    }
-  }
+  bytes.set(column, bytes.length - column.length)
   view.setUint32(0, WAL_MAGIC, true)
   view.setUint16(4, FORMAT_VERSION, true)
-  view.setUint16(6, KINDS.indexOf(op.kind) | (columns === null ? 0 : AGGREGATES), true)
+  view.setUint16(6, KINDS.indexOf(op.kind), true)
   view.setFloat64(8, lsn, true)
   view.setFloat64(16, op.kind === 'advance' ? op.to : op.kind === 'refuse' ? Number.NaN : op.now, true)
   view.setUint32(24, n, true)
@@ -209,12 +199,13 @@ export function decodeWalRecord(bytes: Uint8Array): WalDecodeResult {
   const { n, c, k, r, s, utf8Bytes, utf16Units } = header
   const { floats, refs } = columnSizes(header)
   const expected = columnsLength(HEADER_BYTES, floats, refs, s, utf8Bytes, utf16Units)
-  if (header.aggregates ? bytes.length < expected : bytes.length !== expected) return fail(`${bytes.length} bytes, header describes ${expected}`)
+  // Only a merge's aggregate column follows what the header describes.
+  if (header.kind === 'merge' ? bytes.length < expected : bytes.length !== expected) return fail(`${bytes.length} bytes, header describes ${expected}`)
   if (crc32(bytes, HEADER_BYTES) !== new DataView(bytes.buffer, bytes.byteOffset, bytes.length).getUint32(56, true)) {
     return fail('payload checksum mismatch')
   }
   if (!littleEndianHost) return fail('the log codec needs a little-endian host')
-  const columns = viewColumns(bytes.subarray(0, expected), HEADER_BYTES, floats, refs, s, utf8Bytes, utf16Units)
+  const columns = viewColumns(bytes, HEADER_BYTES, floats, refs, s, utf8Bytes, utf16Units)
   if (typeof columns === 'string') return fail(columns)
   switch (header.kind) {
     case 'ingest': {
@@ -236,8 +227,13 @@ export function decodeWalRecord(bytes: Uint8Array): WalDecodeResult {
     case 'merge': {
       let groups = readGroups(columns, header.g, c)
       if (typeof groups === 'string') return fail(groups)
-      if (header.aggregates) groups = withAggregates(groups, bytes, expected)
-      if (typeof groups === 'string') return fail(groups)
+      if (bytes.length > expected) {
+        // Copied: the record's buffer is not kept alive by the groups.
+        const states = readAggregateColumn(bytes.slice(expected), c)
+        if (typeof states === 'string') return fail(states)
+        let at = 0
+        groups = groups.map((group) => (group.keys.length === 0 ? group : { ...group, aggregates: (states as Uint8Array[][]).slice(at, (at += group.keys.length)) }))
+      }
       // A merge's clocks are its last columns.
       const clocks = readClocks(columns, floats - 4 * k, refs - 3 * k, k)
       if (typeof clocks === 'string') return fail(clocks)
@@ -258,8 +254,8 @@ function readHeader(bytes: Uint8Array): Header | string {
   const lsn = view.getFloat64(8, true)
   if (!Number.isSafeInteger(lsn) || lsn < 1) return `invalid lsn ${lsn}`
   const flags = view.getUint16(6, true)
-  const kind = KINDS[flags & ~AGGREGATES]
-  if (kind === undefined || ((flags & AGGREGATES) !== 0 && kind !== 'merge')) return `unknown flags 0x${flags.toString(16)}`
+  const kind = KINDS[flags]
+  if (kind === undefined) return `unknown flags 0x${flags.toString(16)}`
   const header: Header = {
     kind,
     lsn,
@@ -272,7 +268,6 @@ function readHeader(bytes: Uint8Array): Header | string {
     utf8Bytes: view.getUint32(44, true),
     utf16Units: view.getUint32(48, true),
     g: view.getUint32(52, true),
-    aggregates: (flags & AGGREGATES) !== 0,
   }
   const { n, c, g, k, r } = header
   const shapeFits =
@@ -285,22 +280,6 @@ function readHeader(bytes: Uint8Array): Header | string {
           : n + c + g + k + r === 0
   if (!shapeFits) return `a ${kind} record with ${n} events, ${c} cells in ${g} groups, ${k} clocks and ${r} rejected entries`
   return header
-}
-
-/** The groups with the aggregate states of the section from `at` on (copied out of the record), or why they cannot be read. */
-function withAggregates(groups: CellGroup[], bytes: Uint8Array, at: number): CellGroup[] | string {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length)
-  const out: CellGroup[] = []
-  for (const group of groups) {
-    if (at + 4 > bytes.length) return 'aggregate section ends early'
-    const length = view.getUint32(at, true)
-    if (at + 4 + length > bytes.length) return 'aggregate section ends early'
-    const states = readAggregateColumn(bytes.slice(at + 4, at + 4 + length), group.keys.length)
-    if (typeof states === 'string') return `cell group aggregates: ${states}`
-    out.push(states === undefined ? group : { ...group, aggregates: states })
-    at += 4 + length
-  }
-  return at === bytes.length ? out : `${bytes.length - at} bytes after the aggregate section`
 }
 
 function rejectedEntries(rejected: Readonly<Partial<Record<AnomalyReason, number>>>): [string, number][] {
