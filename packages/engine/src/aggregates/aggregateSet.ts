@@ -96,6 +96,20 @@ export class AggregateSet {
     return acc === null ? states : this.list.map((a, i) => a.merge(acc[i], states[i]))
   }
 
+  /**
+   * `states` folded into `acc`, an accumulator the caller owns (changed in place; fresh when
+   * null); `states` is not changed. What folds use: one accumulator for many cells.
+   */
+  mergeInto(acc: States | null, states: States): States {
+    const into = acc ?? this.init()
+    const list = this.list
+    for (let i = 0; i < list.length; i++) {
+      const a = list[i] as AnyAggregate
+      into[i] = a.mergeInto === undefined ? a.merge(into[i], states[i]) : a.mergeInto(into[i], states[i])
+    }
+    return into
+  }
+
   /** What a window shows: each name mapped to its aggregate's result (the empty states' for null). */
   results(states: States | null): Record<string, unknown> {
     const s = states ?? this.init()

@@ -145,7 +145,7 @@ export class CellSet {
   fold(into: Aggregate, aggregates: AggregateSet | null): void {
     const states = this.#states
     if (aggregates !== null && into.states !== undefined && states !== null) {
-      for (let i = 0; i < states.length; i++) into.states = aggregates.merge(into.states, states[i] as States)
+      for (let i = 0; i < states.length; i++) into.states = aggregates.mergeInto(into.states, states[i] as States)
     }
     const ordered = this.#ordered
     const values = this.#values

@@ -232,7 +232,7 @@ export class SessionWindowIndex implements WindowIndex {
       if (f.source === source && f.cell.count > 0) {
         absorbCell(cell, f.cell)
         // Into new states: the absorbed fragment's own stay as its tombstone's history, unread.
-        if (aggregates !== null && f.states !== null) states = aggregates.merge(states ?? aggregates.init(), f.states)
+        if (aggregates !== null && f.states !== null) states = aggregates.mergeInto(states, f.states)
         absorbed.push(f)
         if (f.start < start) start = f.start
       } else {

@@ -97,9 +97,9 @@ export class SliceSeries implements WindowValues {
       sum += f[1] as number
       if ((f[2] as number) < min) min = f[2] as number
       if ((f[3] as number) > max) max = f[3] as number
-      if (aggregates !== null && slice.foldedStates !== null) states = aggregates.merge(states, slice.foldedStates)
+      if (aggregates !== null && slice.foldedStates !== null) states = aggregates.mergeInto(states, slice.foldedStates)
     }
-    if (aggregates !== null && states !== null) into.states = aggregates.merge(into.states ?? null, states)
+    if (aggregates !== null && states !== null) into.states = aggregates.mergeInto(into.states ?? null, states)
     into.count += count
     into.sum += sum
     if (min < into.min) into.min = min
@@ -135,7 +135,7 @@ export class SliceSeries implements WindowValues {
   /** Merges a block fold's states into `into`, when its states are wanted. */
   #statesInto(states: States | null | undefined, into: Aggregate): void {
     const aggregates = this.geometry.aggregates
-    if (aggregates !== null && into.states !== undefined && states != null) into.states = aggregates.merge(into.states, states)
+    if (aggregates !== null && into.states !== undefined && states != null) into.states = aggregates.mergeInto(into.states, states)
   }
 
   /** Adds the partial parts of slices `first..last` counted by the window ending with slice `last`. */

@@ -131,7 +131,7 @@ export class WindowState {
         a.sum += cell.sum
         if (cell.min < a.min) a.min = cell.min
         if (cell.max > a.max) a.max = cell.max
-        if (aggregates !== null && f.states !== null) a.states = aggregates.merge(a.states ?? null, f.states)
+        if (aggregates !== null && f.states !== null) a.states = aggregates.mergeInto(a.states ?? null, f.states)
       }
     } else this.values?.foldWindow(this, a)
     return a
