@@ -13,14 +13,17 @@ import { useWindows } from './useWindows.ts'
  * const p99 = useWindows({ window: 'tumbling:60000' }, (rows) => rows.map((r) => r.aggregates.latency[2]))
  */
 export interface WindowHooks<A extends AggregateDefinitions> {
-  /** `useWindows`, typed. */
+  /** `useWindows`, typed: the results matching `query`. */
   useWindows(query?: ResultQuery): readonly WindowResult<A>[]
+  /** `useWindows`, typed: a selection of the results matching `query`. */
   useWindows<S>(query: ResultQuery | undefined, selector: (results: readonly WindowResult<A>[]) => S, isEqual?: (a: S, b: S) => boolean): S
-  /** `useWindow`, typed. */
+  /** `useWindow`, typed: one window's current result. */
   useWindow(window: string, key: string, at: WindowAt): WindowResult<A> | undefined
+  /** `useWindow`, typed: a selection of one window's current result. */
   useWindow<S>(window: string, key: string, at: WindowAt, selector: (result: WindowResult<A> | undefined) => S, isEqual?: (a: S, b: S) => boolean): S
-  /** `useWindowHistory`, typed. */
+  /** `useWindowHistory`, typed: one window's on-time and late panes. */
   useWindowHistory(window: string, key: string, at: WindowAt): readonly WindowResult<A>[]
+  /** `useWindowHistory`, typed: a selection of one window's on-time and late panes. */
   useWindowHistory<S>(window: string, key: string, at: WindowAt, selector: (history: readonly WindowResult<A>[]) => S, isEqual?: (a: S, b: S) => boolean): S
 }
 

@@ -957,6 +957,7 @@ describe('bad-input catalogue: aggregates', () => {
     const errors: Error[] = []
     bindDoc(engine, doc, { onError: (e) => errors.push(e) })
     const group = sketchedGroup()
+    const sketch = group.aggregates[0]?.[1] ?? new Uint8Array(0)
     const at = { devices: 0, latency: 1, reading: 2, spread: 3 }
     // One bad state in cell a (cells b and c of the same entry stay good): each must refuse cell a only.
     const badStates: [keyof typeof at, Uint8Array][] = [
@@ -964,8 +965,8 @@ describe('bad-input catalogue: aggregates', () => {
       ['latency', new Uint8Array([0x52, 0, 0, 0])],
       ['latency', new Uint8Array([0x51, 0, 0, 1, 2, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10])],
       ['latency', new Uint8Array([0x51, 0, 0, 2, 2, 1, 0xff, 0xff, 0x03, 1])],
-      ['latency', (group.aggregates[0]?.[1] as Uint8Array).subarray(0, 5)],
-      ['latency', Uint8Array.from([...(group.aggregates[0]?.[1] as Uint8Array), 0])],
+      ['latency', sketch.subarray(0, 5)],
+      ['latency', Uint8Array.from([...sketch, 0])],
       ['devices', new Uint8Array([0x44, 7])],
       ['devices', new Uint8Array([0x44, 0, 2, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 1])],
       ['devices', new Uint8Array([0x44, 2, ...new Uint8Array(100)])],

@@ -318,11 +318,10 @@ describe('aggregates in windows', () => {
     ])
     const [group] = groupCellEntries(peer.replica.exportState().cells)
     if (group?.aggregates === undefined) throw new Error('the peer exports its cells with their states')
-    const states = group.aggregates.map((cell) => [...cell])
     const latencyAt = ['devices', 'latency', 'reading', 'spread'].indexOf('latency')
     // Truncated sketch for key a, a sketch claiming 2^60 values for key b; key c is fine.
-    states[0]![latencyAt] = (states[0]![latencyAt] as Uint8Array).subarray(0, 3)
-    states[1]![latencyAt] = new Uint8Array([0x51, 0, 0, 1, 2, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10])
+    const hostile = [(bytes: Uint8Array) => bytes.subarray(0, 3), () => new Uint8Array([0x51, 0, 0, 1, 2, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10])]
+    const states = group.aggregates.map((cell, i) => cell.map((bytes, a) => (a === latencyAt ? (hostile[i]?.(bytes) ?? bytes) : bytes)))
     const engine = createEngine({ ...options, replicaId: 'me' }) as TidemarkEngine<typeof FULL>
     const report = engine.replica.mergeRemoteGroups([{ ...group, aggregates: states }], [])
     expect(report.applied).toBe(1)

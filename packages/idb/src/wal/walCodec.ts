@@ -232,7 +232,11 @@ export function decodeWalRecord(bytes: Uint8Array): WalDecodeResult {
         const states = readAggregateColumn(bytes.slice(expected), c)
         if (typeof states === 'string') return fail(states)
         let at = 0
-        groups = groups.map((group) => (group.keys.length === 0 ? group : { ...group, aggregates: (states as Uint8Array[][]).slice(at, (at += group.keys.length)) }))
+        groups = groups.map((group) => {
+          const from = at
+          at += group.keys.length
+          return from === at ? group : { ...group, aggregates: (states as Uint8Array[][]).slice(from, at) }
+        })
       }
       // A merge's clocks are its last columns.
       const clocks = readClocks(columns, floats - 4 * k, refs - 3 * k, k)
