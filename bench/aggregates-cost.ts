@@ -73,7 +73,7 @@ function joinContender(sketched: boolean): Contender {
       Y.applyUpdate(doc, update, 'peer')
       const stats = engine.stats()
       return {
-        end: { liveWindows: stats.openWindows, cells: stats.cells, bytesPerCell: Math.round(docBytes / cells) },
+        end: { liveWindows: stats.openWindows, cells: stats.cells, [sketched ? 'bytesPerCellSketched' : 'bytesPerCell']: Math.round(docBytes / cells) },
         counts: { invalidRemote: stats.anomalies.invalid_remote_cell },
         state: engine,
         close: () => void engine.close(),
@@ -127,7 +127,7 @@ export function define(): ProfileDefinition {
     ],
     agree: [['tidemark', 'tidemark-sketched']],
     showTimes: true,
-    showGauges: ['bytesPerCell'],
+    showGauges: ['bytesPerCell', 'bytesPerCellSketched'],
     rounds: 5,
   }
 }
