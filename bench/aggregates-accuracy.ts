@@ -13,8 +13,7 @@
  *   node --import tsx --conditions=@tidemark/source bench/aggregates-accuracy.ts [--json]
  */
 import { seededRandom } from '@tidemark/seeded-random'
-// The aggregates reach the engine's public entry when cells carry them; until then, their folder's own index.
-import { type Aggregate, distinct, histogram, latest, quantiles } from '../packages/engine/src/aggregates/index.ts'
+import { type Aggregate, distinct, histogram, latest, quantiles } from '@tidemark/engine'
 import type { ProfileFigures } from './harness/profile.ts'
 import { isMain } from './measure.ts'
 

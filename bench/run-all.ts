@@ -33,6 +33,7 @@ const PROFILES: readonly ProfileEntry[] = [
   { name: 'ordered-stream-flush', streaming: false },
   { name: 'merge-8-replicas', streaming: false },
   { name: 'aggregates-accuracy', streaming: false },
+  { name: 'aggregates-cost', streaming: false },
 ]
 
 /** Profiles from issue 9 that this command does not run; listed, never given numbers. */

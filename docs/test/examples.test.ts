@@ -1,17 +1,17 @@
 /**
  * The guides quote docs/examples/ (compiled by `pnpm typecheck`) and nothing else: every quoted
  * block equals its region, every region is quoted, and no TypeScript block in a guide goes
- * unchecked.
+ * unchecked. Package READMEs that quote an example are held to the same quotes.
  */
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { DOCS, guides, quotedExamples } from './quotedExamples.ts'
+import { DOCS, guides, quotedExamples, readmes } from './quotedExamples.ts'
 
 const FIX = 'run `pnpm --filter @tidemark/docs examples` to copy the examples into the guides'
 
 describe('docs examples', () => {
-  const quotes = guides().flatMap(quotedExamples)
+  const quotes = [...guides(), ...readmes()].flatMap(quotedExamples)
 
   it('finds quoted examples', () => {
     expect(quotes.length).toBeGreaterThan(0)

@@ -46,6 +46,26 @@ export function guides(): string[] {
   return found.sort()
 }
 
+/**
+ * Package READMEs that quote docs/examples/ (with the same markers, paths relative to docs/),
+ * relative to docs/. Their quotes are checked like the guides'; their other blocks are not.
+ */
+export function readmes(): string[] {
+  const packages = join(DOCS, '..', 'packages')
+  return readdirSync(packages, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => join(packages, entry.name, 'README.md'))
+    .filter((path) => {
+      try {
+        return readFileSync(path, 'utf8').includes('<!-- example: ')
+      } catch {
+        return false
+      }
+    })
+    .map((path) => relative(DOCS, path))
+    .sort()
+}
+
 /** The lines of `region` in `file` (relative to docs/), dedented; null when absent. */
 export function region(file: string, name: string): string | null {
   let text: string

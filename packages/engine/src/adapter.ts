@@ -3,7 +3,8 @@
  * application API. `@tidemark/yjs` and `@tidemark/idb` are written on it; so can an adapter
  * for another transport (WebRTC, a custom server) or another store (OPFS, SQLite).
  *
- * - The packed cell-group layout the ports exchange, and its validation.
+ * - The packed cell-group layout the ports exchange, and its validation; the aggregate column
+ *   that carries its cells' aggregate states.
  * - Typed-array blocks of shared buffers for decoding many small groups.
  * - The engine's total order of window results.
  * - The event-time frontiers (watermark, proof frontier) over source clocks, for operators
@@ -12,6 +13,7 @@
  *
  * @module @tidemark/engine/adapter
  */
+export { MAX_AGGREGATES } from './aggregates/aggregateSet.ts'
 export { checkEngineOptions, ENGINE_OPTION_KEYS } from './core/engineOptions.ts'
 export { messageOf } from './core/errorMessage.ts'
 export { assertKnownOptions, closestName } from './core/knownOptions.ts'
@@ -32,6 +34,7 @@ export {
   writeGroupRow,
 } from './lattice/cellGroup.ts'
 export { DoubleSlab } from './lattice/doubleSlab.ts'
+export { encodeAggregateColumn, readAggregateColumn } from './lattice/aggregateColumn.ts'
 export { compareResults } from './windows/windowResult.ts'
 export { Frontiers } from './time/frontiers.ts'
 export { checkWatermarkStrategy } from './time/watermarkStrategy.ts'

@@ -1,12 +1,19 @@
 /**
  * `@tidemark/engine`: event-time windows (tumbling, sliding, cumulating, session) with watermarks,
- * allowed lateness, triggers, corrections and a late lane, kept as lattice state per source;
+ * allowed lateness, triggers, corrections and a late lane, kept as lattice state per source, with
+ * mergeable aggregates (quantiles, distinct counts, latest value, histograms, your own);
  * framework-free observers and frame schedulers for views. No runtime dependency, no DOM
  * required. The ordered event stream is its own entry, `@tidemark/engine/ordered`. What every
  * result means: docs/semantics.md in the repository.
  *
  * @module @tidemark/engine
  */
+export { compareBytes, sameBytes } from './aggregates/byteOrder.ts'
+export { defineAggregate } from './aggregates/defineAggregate.ts'
+export { distinct } from './aggregates/distinct.ts'
+export { histogram } from './aggregates/histogram.ts'
+export { latest } from './aggregates/latest.ts'
+export { quantiles } from './aggregates/quantiles.ts'
 export { ANOMALY_REASONS } from './core/anomaly.ts'
 export { createEngine, TidemarkEngine } from './core/engine.ts'
 export { invalidReason, MAX_ABS_TS, MAX_NAME_LENGTH } from './core/event.ts'
@@ -31,6 +38,14 @@ export { shallowEqual } from './view/structuralSharing.ts'
 export { afterProcessingTime, alignedProcessingTime, everyElement, never } from './windows/trigger.ts'
 export { cumulating, session, sliding, tumbling, windowStart } from './windows/windowSpec.ts'
 
+export type { Aggregate, AggregateDefinitions, AggregateResult, AggregateResults, AnyAggregate } from './aggregates/aggregate.ts'
+export type { AggregateDefinition } from './aggregates/defineAggregate.ts'
+export type { DistinctOptions } from './aggregates/distinct.ts'
+export type { HistogramOptions } from './aggregates/histogram.ts'
+export type { DistinctSketch } from './aggregates/hyperLogLog.ts'
+export type { LatestOptions, LatestState } from './aggregates/latest.ts'
+export type { QuantileSketch, QuantilesOptions } from './aggregates/quantiles.ts'
+export type { BucketStore } from './aggregates/bucketStore.ts'
 export type { Anomaly, AnomalyReason } from './core/anomaly.ts'
 export type {
   Engine,
@@ -66,12 +81,15 @@ export type { Trigger, TriggerOptions } from './windows/trigger.ts'
 export type {
   Accumulation,
   Basis,
+  NoAggregates,
   PaneInfo,
   PaneTiming,
   ResultQuery,
   ResultStatus,
   WindowChange,
+  WindowAggregates,
   WindowChangeType,
   WindowResult,
+  WindowResultFields,
 } from './windows/windowResult.ts'
 export type { WindowSpec } from './windows/windowSpec.ts'

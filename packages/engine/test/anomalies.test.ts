@@ -8,6 +8,8 @@ import {
   ANOMALY_REASONS,
   type AnomalyReason,
   createEngine,
+  distinct,
+  quantiles,
   TidemarkEngine,
   type WalOp,
   MAX_ABS_TS,
@@ -179,8 +181,43 @@ describe('conflicting duplicates', () => {
 describe('every ingest-reachable reason', () => {
   it('each reason outside replication and storage has a test here', () => {
     const replicationOnly: AnomalyReason[] = ['invalid_remote_cell', 'source_conflict', 'corrupt_record']
-    const covered = new Set<AnomalyReason>([...INVALID.map(([, , r]) => r), 'duplicate', 'conflicting_duplicate', 'beyond_lateness', 'overflow', 'future_ts'])
+    const covered = new Set<AnomalyReason>([
+      ...INVALID.map(([, , r]) => r),
+      'duplicate',
+      'conflicting_duplicate',
+      'beyond_lateness',
+      'overflow',
+      'future_ts',
+      'invalid_aggregate_input',
+    ])
     expect(ANOMALY_REASONS.filter((r) => !replicationOnly.includes(r) && !covered.has(r))).toEqual([])
+  })
+
+  it('invalid_aggregate_input: an aggregate whose of throws or gives NaN refuses the event, naming the aggregate, and leaves no trace', () => {
+    const engine = createEngine({
+      windows: tumbling(10),
+      watermark: manual(),
+      aggregates: {
+        p: quantiles({ at: [0.5], of: (e) => (e.value === 13 ? Number.NaN : e.value) }),
+        who: distinct({
+          of: (e) => {
+            if (e.value === 7) throw new Error('no identity for 7')
+            return e.source
+          },
+        }),
+      },
+    })
+    const receipt = engine.ingest([reading('d1', 1, 1, 5), reading('d1', 2, 2, 13), reading('d1', 3, 3, 7)])
+    expect(receipt).toMatchObject({ accepted: 1, rejected: 2 })
+    expect(receipt.anomalies).toEqual([
+      { reason: 'invalid_aggregate_input', index: 1, id: 'd1#2', source: 'd1', detail: 'aggregate "p" (quantiles): expected a finite number, got NaN' },
+      { reason: 'invalid_aggregate_input', index: 2, id: 'd1#3', source: 'd1', detail: 'aggregate "who" (distinct): threw no identity for 7' },
+    ])
+    expect(engine.stats().anomalies.invalid_aggregate_input).toBe(2)
+    // Refused events take no seq: the producer sends them again (fixed) under the same numbers.
+    expect(engine.nextSeq('d1')).toBe(2)
+    engine.advanceWatermark(10)
+    expect(engine.results()[0]).toMatchObject({ count: 1, aggregates: { p: [5], who: 1 } })
   })
 
   it('beyond_lateness is counted and the event kept on the late lane', () => {

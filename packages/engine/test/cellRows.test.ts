@@ -42,7 +42,7 @@ describe('CellSet: peers’ cells kept as rows', () => {
           for (const [i, name] of names.entries()) expect(w.cellAt(i)).toEqual(expected.get(name))
           const all = [...expected.values()]
           const result: Aggregate = { count: 0, sum: 0, min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY }
-          w.fold(result)
+          w.fold(result, null)
           expect(result.count).toBe(all.reduce((n, c) => n + c.count, 0))
           expect(result.max).toBe(Math.max(...all.map((c) => c.max)))
           expect(w.count()).toBe(result.count)

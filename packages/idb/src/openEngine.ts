@@ -1,8 +1,10 @@
 import {
+  type AggregateDefinitions,
   type Engine,
   type EngineCheckpoint,
   type EngineOptions,
   type EngineStats,
+  type NoAggregates,
   TidemarkEngine,
   type WindowChange,
 } from '@tidemark/engine'
@@ -27,7 +29,13 @@ const REPLICA_ID_KEY = 'replicaId'
  */
 type StoredEngineCheckpoint = EngineCheckpoint & { readonly lateLaneInStore: number }
 
-export interface OpenEngineOptions extends EngineOptions {
+/**
+ * What `openEngine` takes: the engine's options (`A`: the type of `aggregates`) and its own.
+ *
+ * @example
+ * const options: OpenEngineOptions = { windows: tumbling(60_000), persistence: memoryPersistence() }
+ */
+export interface OpenEngineOptions<A extends AggregateDefinitions = NoAggregates> extends EngineOptions<A> {
   /** Where the write-ahead log lives: `indexedDbPersistence(...)` in browsers, `memoryPersistence()` from `@tidemark/idb/memory` for tests and Node. */
   readonly persistence: Persistence
   /**
@@ -90,7 +98,7 @@ const reports = new WeakMap<Engine, RecoveryReport>()
  * const receipt = engine.ingest(readings)
  * await receipt.durable // committed to IndexedDB: survives a crash or reload
  */
-export async function openEngine(options: OpenEngineOptions): Promise<Engine> {
+export async function openEngine<A extends AggregateDefinitions = NoAggregates>(options: OpenEngineOptions<A>): Promise<Engine<A>> {
   const started = performance.now()
   if (typeof options !== 'object' || options === null) throw new TypeError('openEngine needs an options object')
   assertKnownOptions('openEngine', options, OPEN_ENGINE_OPTION_KEYS)
@@ -109,7 +117,7 @@ export async function openEngine(options: OpenEngineOptions): Promise<Engine> {
   const now = options.now ?? Date.now
   const recovered = await persistence.open()
   const read = performance.now()
-  let engine: TidemarkEngine
+  let engine: TidemarkEngine<A>
   let wal: WalWriter
   let report: RecoveryReport
   try {
@@ -193,7 +201,7 @@ export function recoveryReport(engine: Engine): RecoveryReport | undefined {
 }
 
 /** The engine's state for a checkpoint, its late lane apart (the persistence keeps it in its own store). */
-function snapshot(engine: TidemarkEngine): { state: Uint8Array; lateLane: LateLaneSnapshot } {
+function snapshot(engine: TidemarkEngine<AggregateDefinitions>): { state: Uint8Array; lateLane: LateLaneSnapshot } {
   const checkpoint = engine.checkpoint()
   const { entries, trimmed, total } = checkpoint.lateLane
   const stored: StoredEngineCheckpoint = { ...checkpoint, lateLane: { entries: [], trimmed, total }, lateLaneInStore: entries.length }
@@ -244,7 +252,7 @@ function ownReplicaId(given: string | undefined, recovered: RecoveredLog, checkp
 }
 
 /** Replays the tail in lsn order; an op that throws is reported with the corrupt records and skipped. */
-function replay(engine: TidemarkEngine, recovered: RecoveredLog, corrupt: CorruptRecord[]): { records: number; events: number } {
+function replay(engine: TidemarkEngine<AggregateDefinitions>, recovered: RecoveredLog, corrupt: CorruptRecord[]): { records: number; events: number } {
   let records = 0
   let events = 0
   for (const { lsn, op } of recovered.tail) {
@@ -269,7 +277,7 @@ function describeLoss(report: RecoveryReport): string | null {
 }
 
 /** Makes `close()` close the log too, and `stats()` report what recovery and the log know. */
-function wrap(engine: TidemarkEngine, wal: WalWriter, recoveryError: string | null, corruptRecords: number): void {
+function wrap(engine: TidemarkEngine<AggregateDefinitions>, wal: WalWriter, recoveryError: string | null, corruptRecords: number): void {
   const closeEngine = engine.close.bind(engine)
   const engineStats = engine.stats.bind(engine)
   let closing: Promise<void> | null = null

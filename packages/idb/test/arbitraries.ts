@@ -50,16 +50,23 @@ const cell: fc.Arbitrary<Cell> = fc.record({
   version: fc.nat(),
 })
 
-/** One source's cells of one window start, packed as the doc and the log carry them. */
-const cellGroup: fc.Arbitrary<CellGroup> = fc
-  .record({ window: name, start: anyNumber, source: name, cells: fc.array(fc.tuple(fc.oneof(fc.constant(''), name), cell), { maxLength: 6 }) })
-  .map(({ window, start, source, cells }) =>
+/** One source's cells of one window start, packed as the doc and the log carry them; with aggregate states or without. */
+const cellGroup = (per: number): fc.Arbitrary<CellGroup> => fc
+  .record({
+    window: name,
+    start: anyNumber,
+    source: name,
+    cells: fc.array(fc.tuple(fc.oneof(fc.constant(''), name), cell), { maxLength: 6 }),
+    states: per === 0 ? fc.constant(undefined) : fc.array(fc.uint8Array({ maxLength: 40 }), { minLength: 18, maxLength: 18 }),
+  })
+  .map(({ window, start, source, cells, states }) =>
     packCellGroup(
       window,
       start,
       source,
       cells.map(([key]) => key),
       cells.map(([, c]) => c),
+      states === undefined || cells.length === 0 ? undefined : cells.map((_, i) => Array.from({ length: per }, (_, a) => states[(i * 3 + a) % 18] as Uint8Array)),
     ),
   )
 
@@ -84,7 +91,8 @@ export const walOp: fc.Arbitrary<WalOp> = fc.oneof(
   fc.record({
     kind: fc.constant('merge' as const),
     now: anyNumber,
-    groups: fc.array(cellGroup, { maxLength: 4 }),
+    // The groups of one merge all carry as many states per cell (an engine's aggregates), or none do.
+    groups: fc.integer({ min: 0, max: 3 }).chain((per) => fc.array(cellGroup(per), { maxLength: 4 })),
     clocks: fc.array(clockEntry, { maxLength: 6 }),
   }),
 )

@@ -64,6 +64,14 @@ describe('checkpointCodec', () => {
     expect((many - one) / 100).toBeLessThanOrEqual(12)
   })
 
+  it('keeps bytes (aggregate states) as bytes, copied out of the record', () => {
+    const states = [new Uint8Array([0x51, 0, 1, 2, 3]), new Uint8Array(0), new Uint8Array(300).fill(7)]
+    const bytes = encodeEngineCheckpoint({ value: states } as never)
+    const decoded = roundTrip(states) as Uint8Array[]
+    expect(decoded.every((b) => b instanceof Uint8Array && b.buffer !== bytes.buffer)).toBe(true)
+    expect(decoded.map((b) => [...b])).toEqual(states.map((b) => [...b]))
+  })
+
   it('names what is not plain data', () => {
     expect(() => encodeEngineCheckpoint({ value: new Map() } as never)).toThrow(/checkpoint holds a Map, not plain data/)
     expect(() => encodeEngineCheckpoint({ value: () => 1 } as never)).toThrow(/function, not plain data/)

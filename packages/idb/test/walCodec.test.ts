@@ -99,7 +99,13 @@ describe('walCodec: log records', () => {
 
   it('reports every single changed byte of a record as corrupt', () => {
     const merge: WalOp = { kind: 'merge', now: 9, groups: [packCellGroup('tumbling:60000', -60_000, 'd1', ['__proto__'], [TOMBSTONE])], clocks: [CLOCK] }
-    for (const bytes of [encodeWalRecord(3, ingestOp(sample)), encodeWalRecord(4, merge)]) {
+    const sketched: WalOp = {
+      kind: 'merge',
+      now: 9,
+      groups: [packCellGroup('tumbling:60000', 0, 'd1', ['a', 'b'], [TOMBSTONE, TOMBSTONE], [[new Uint8Array([0x51, 0, 0, 0])], [new Uint8Array([0x51, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0])]])],
+      clocks: [CLOCK],
+    }
+    for (const bytes of [encodeWalRecord(3, ingestOp(sample)), encodeWalRecord(4, merge), encodeWalRecord(5, sketched)]) {
       for (let at = 0; at < bytes.length; at++) {
         const damaged = bytes.slice()
         damaged[at] = (damaged[at] as number) ^ 0x5a

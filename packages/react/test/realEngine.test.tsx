@@ -1,4 +1,4 @@
-import { afterProcessingTime, createEngine, createManualScheduler, cumulating, manual, type StreamEvent, tumbling } from '@tidemark/engine'
+import { afterProcessingTime, createEngine, createManualScheduler, cumulating, distinct, manual, quantiles, type StreamEvent, tumbling } from '@tidemark/engine'
 import { act, cleanup, render, screen } from '@testing-library/react'
 import { afterEach, describe, expect, it } from 'vitest'
 import { EngineProvider } from '../src/EngineProvider.tsx'
@@ -6,6 +6,7 @@ import { useEngineStats } from '../src/useEngineStats.ts'
 import { useLateEvents } from '../src/useLateEvents.ts'
 import { useWindow } from '../src/useWindow.ts'
 import { useWindowHistory } from '../src/useWindowHistory.ts'
+import { windowHooks } from '../src/windowHooks.ts'
 
 afterEach(cleanup)
 
@@ -36,10 +37,44 @@ function Panes() {
   return <output data-testid="panes">{`${minute} | ${first} ${second} ${whole} | ${late}`}</output>
 }
 
+const aggregates = { latency: quantiles({ at: [0.5, 0.95] }), devices: distinct({ of: (e) => e.source }) }
+const typed = windowHooks<typeof aggregates>()
+
+/** The typed hooks: a minute's p95 and device count, and the p95 it showed on time. */
+function Latency() {
+  const p95 = typed.useWindow(MINUTE, 'temp', 0, (r) => (r === undefined ? 'none' : `${r.aggregates.latency[1]} from ${r.aggregates.devices}`))
+  const onTime = typed.useWindowHistory(MINUTE, 'temp', 0, (h) => h.map((r) => r.aggregates.latency[1]).join(','))
+  const all = typed.useWindows({ window: MINUTE }, (rows) => rows.map((r) => r.aggregates.devices).join(','))
+  return <output data-testid="latency">{`${p95} | ${onTime} | ${all}`}</output>
+}
+
 const reading = (id: string, ts: number, value: number): StreamEvent => ({ id, source: 'd1', ts, key: 'temp', value })
 const text = (testId: string): string | null => screen.getByTestId(testId).textContent
 
 describe('with the real engine', () => {
+  it('typed hooks show aggregates, and a late event corrects p95', () => {
+    const engine = createEngine({ windows: tumbling(60_000), watermark: manual(), allowedLateness: 60_000, aggregates })
+    const scheduler = createManualScheduler()
+    const frame = (): void => act(() => scheduler.flush())
+    render(
+      <EngineProvider engine={engine} scheduler={scheduler}>
+        <Latency />
+      </EngineProvider>,
+    )
+    engine.ingest([reading('1', 10, 8), reading('2', 20, 8), { ...reading('3', 30, 8), source: 'd2' }])
+    engine.advanceWatermark(60_000)
+    frame()
+    expect(text('latency')).toBe('8 from 2 | 8 | 2')
+    // Ranks ⌊0.95 · 5⌋ of six: the fifth, 1,000.
+    engine.ingest(['4', '5', '6'].map((id) => ({ ...reading(id, 40, 1_000), source: 'd3' })))
+    frame()
+    const [p95, history, all] = (text('latency') ?? '').split(' | ')
+    expect(Math.abs(Number(p95?.split(' ')[0]) - 1_000) / 1_000).toBeLessThanOrEqual(0.01)
+    expect(p95).toMatch(/ from 3$/)
+    expect(history?.split(',')).toEqual(['8', p95?.split(' ')[0]])
+    expect(all).toBe('3')
+  })
+
   it('shows the provisional, on-time and corrected value, its history, stats and the late lane', () => {
     const engine = createEngine({ windows: tumbling(60_000), watermark: manual(), allowedLateness: 60_000 })
     const scheduler = createManualScheduler()

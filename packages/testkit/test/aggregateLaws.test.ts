@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it, vi } from 'vitest'
 // The aggregates reach the engine's public entry when cells carry them; until then, their folder's own index.
-import { defineAggregate, distinct, histogram, latest, quantiles } from '../../engine/src/aggregates/index.ts'
+import { defineAggregate, distinct, histogram, latest, quantiles } from '@tidemark/engine'
 import { checkAggregateLaws } from '../src/index.ts'
 
 const FILE = 'packages/testkit/test/aggregateLaws.test.ts'

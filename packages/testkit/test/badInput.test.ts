@@ -14,7 +14,14 @@ import * as Y from 'yjs'
 import {
   ANOMALY_REASONS,
   type AnomalyReason,
+  type CellGroup,
+  defineAggregate,
+  distinct,
+  groupCellEntries,
+  histogram,
+  latest,
   packCellGroup,
+  quantiles,
   boundedOutOfOrderness,
   type CellEntry,
   createEngine,
@@ -916,6 +923,176 @@ describe('bad-input catalogue: limits and misuse', () => {
     expect(engine.results({ window: 'tumbling:10', key: 'flood' })).toMatchObject([{ count: 1 }])
     expectServing(engine)
     return copies.length
+  })
+})
+
+/** Aggregates for the rows below: a sketch, a distinct count, the latest value, a histogram (names in the engine's order). */
+const AGGREGATES = {
+  devices: distinct({ of: (event) => event.source }),
+  latency: quantiles({ at: [0.5, 0.99] }),
+  reading: latest(),
+  spread: histogram({ bounds: [10, 50, 100] }),
+}
+
+/** An engine with aggregates that accepted the canary. */
+function withAggregates(): Engine<typeof AGGREGATES> {
+  const engine = createEngine({ windows: tumbling(10), watermark: manual(), replicaId: 'me', now: () => clock.now, aggregates: AGGREGATES })
+  expect(engine.ingest([CANARY]).accepted).toBe(1)
+  return engine
+}
+
+/** A peer's group entry of three cells (keys a, b, c) with their states, as a peer with the same aggregates writes it. */
+function sketchedGroup(start = 0): CellGroup & { aggregates: readonly (readonly Uint8Array[])[] } {
+  const peer = createEngine({ windows: tumbling(10), watermark: manual(), replicaId: 'peer', aggregates: AGGREGATES })
+  peer.ingest(['a', 'b', 'c'].map((key, i) => ({ id: `p${key}`, source: 'peer-src', ts: start + i, key, value: 20 * (i + 1) })))
+  const [group] = groupCellEntries(peer.replica.exportState().cells)
+  if (group?.aggregates === undefined) throw new Error('a peer with aggregates exports their states')
+  return group as CellGroup & { aggregates: readonly (readonly Uint8Array[])[] }
+}
+
+describe('bad-input catalogue: aggregates', () => {
+  row('B40', 'hostile aggregate states in a peer’s Yjs log', () => {
+    const engine = withAggregates()
+    const doc = new Y.Doc()
+    const errors: Error[] = []
+    bindDoc(engine, doc, { onError: (e) => errors.push(e) })
+    const group = sketchedGroup()
+    const sketch = group.aggregates[0]?.[1] ?? new Uint8Array(0)
+    const at = { devices: 0, latency: 1, reading: 2, spread: 3 }
+    // One bad state in cell a (cells b and c of the same entry stay good): each must refuse cell a only.
+    const badStates: [keyof typeof at, Uint8Array][] = [
+      ['latency', new Uint8Array(0)],
+      ['latency', new Uint8Array([0x52, 0, 0, 0])],
+      ['latency', new Uint8Array([0x51, 0, 0, 1, 2, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10])],
+      ['latency', new Uint8Array([0x51, 0, 0, 2, 2, 1, 0xff, 0xff, 0x03, 1])],
+      ['latency', sketch.subarray(0, 5)],
+      ['latency', Uint8Array.from([...sketch, 0])],
+      ['devices', new Uint8Array([0x44, 7])],
+      ['devices', new Uint8Array([0x44, 0, 2, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 1])],
+      ['devices', new Uint8Array([0x44, 2, ...new Uint8Array(100)])],
+      ['reading', new Uint8Array([0x4c, 1, ...new Uint8Array(new Float64Array([1, Number.NaN]).buffer), 0, 1, 65])],
+      ['reading', new Uint8Array([0x4c, 1, ...new Uint8Array(new Float64Array([1, -0]).buffer), 0, 1, 65])],
+      ['reading', new Uint8Array([0x4c, 2])],
+      ['spread', new Uint8Array([0x48, 3, 0, 0, 0])],
+      ['spread', new Uint8Array([0x48, 4, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0, 0])],
+    ]
+    const entries = badStates.map(([name, bytes], i) => {
+      const states = group.aggregates.map((cell) => [...cell])
+      ;(states[0] as Uint8Array[])[at[name]] = bytes
+      return writeGroupEntry({ ...group, start: 10 * (i + 1), aggregates: states })
+    })
+    // Framing the binding refuses whole: states per cell out of range, a length past the end, bytes after the last state, not bytes.
+    const framing = [new Uint8Array([0]), new Uint8Array([33]), new Uint8Array([4, 0x7f]), Uint8Array.from([...(writeGroupEntry(group)[6] as Uint8Array), 9]), 'not bytes']
+    const framed = framing.map((column, i) => withField(writeGroupEntry({ ...group, start: 500 + 10 * i }), 6, column))
+    expect(sync(peerDoc('peer', [...entries, ...framed, writeGroupEntry({ ...group, start: 900 })], engine.replica.configuration), doc)).toBe(true)
+    expect(engine.stats().anomalies.invalid_remote_cell).toBe(badStates.length + framing.length)
+    expect(engine.stats().remoteAnomalies.join('\n')).toMatch(/aggregate "latency": quantiles state: /)
+    // Every damaged entry's other two cells merged, and the valid entry whole.
+    engine.advanceWatermark(2_000)
+    const merged = engine.results({ window: 'tumbling:10' }).filter((r) => r.key !== 'canary')
+    expect(merged.filter((r) => r.key === 'a').map((r) => r.start)).toEqual([900])
+    expect(merged.filter((r) => r.key === 'b')).toHaveLength(badStates.length + 1)
+    expect(merged.find((r) => r.key === 'c')?.aggregates).toMatchObject({ devices: 1, reading: 60, spread: [0, 0, 1, 0] })
+    expect(errors).toEqual([])
+    expectServing(engine, 2_005)
+    return badStates.length + framing.length + 1
+  })
+
+  row('B41', 'groups whose states do not fit the engine’s aggregates, through ReplicaPort.mergeRemoteGroups', () => {
+    const sketched = withAggregates()
+    const group = sketchedGroup()
+    const plain = withCanary({ windows: tumbling(10) })
+    const { aggregates: _states, ...bare } = group
+    const wrongCount = { ...group, aggregates: group.aggregates.map((cell) => cell.slice(1)) }
+    expect(sketched.replica.mergeRemoteGroups([bare, wrongCount], []).applied).toBe(0)
+    expect(plain.replica.mergeRemoteGroups([group], []).applied).toBe(0)
+    expect(sketched.stats().anomalies.invalid_remote_cell).toBe(1 + group.keys.length)
+    expect(plain.stats().anomalies.invalid_remote_cell).toBe(1)
+    expect(sketched.stats().remoteAnomalies).toEqual([
+      'invalid_remote_cell: cell group: carries no aggregate states; this engine keeps 4',
+      ...group.keys.map((key) => `invalid_remote_cell: cell ["tumbling:10","${key}",0,"peer-src"]: 3 aggregate states, this engine keeps 4`),
+    ])
+    expect(plain.stats().remoteAnomalies).toEqual(['invalid_remote_cell: cell group: carries aggregate states; this engine has no aggregates'])
+    expectServing(plain)
+    return 3
+  })
+
+  row('B42', 'an aggregate whose `of` throws or gives NaN, Infinity, a string or nothing', () => {
+    const refusing = {
+      p: quantiles({ at: [0.5], of: (e) => (e.value === 1 ? Number.NaN : e.value === 2 ? Number.POSITIVE_INFINITY : e.value === 3 ? ('7' as unknown as number) : e.value === 4 ? (undefined as unknown as number) : e.value) }),
+      who: distinct({
+        of: (e) => {
+          if (e.value === 5) throw new Error('no identity')
+          return e.value === 6 ? (null as unknown as string) : e.source
+        },
+      }),
+      odd: defineAggregate({
+        name: 'odd',
+        init: () => 0,
+        add: (n: number) => n + 1,
+        merge: (a: number, b: number) => a + b,
+        result: (n: number) => n,
+        encode: (n: number) => new Uint8Array([n]),
+        decode: (bytes: Uint8Array) => bytes[0] ?? 0,
+        checkInput: (x: number) => {
+          if (x === 8) throw new Error('checkInput broke')
+          return null
+        },
+      }),
+    }
+    const engine = createEngine({ windows: tumbling(10), watermark: manual(), aggregates: refusing })
+    const inputs = [1, 2, 3, 4, 5, 6, 8].map((value, i) => ({ id: `bad-${i}`, source: 's', seq: i + 1, ts: 1, value }))
+    const receipt = engine.ingest([...inputs, { id: 'good', source: 's', seq: 1, ts: 1, value: 40 }])
+    expect(receipt).toMatchObject({ accepted: 1, rejected: inputs.length })
+    expect(receipt.anomalies.map((a) => [a.reason, a.index, a.detail])).toEqual([
+      ['invalid_aggregate_input', 0, 'aggregate "p" (quantiles): expected a finite number, got NaN'],
+      ['invalid_aggregate_input', 1, 'aggregate "p" (quantiles): expected a finite number, got Infinity'],
+      ['invalid_aggregate_input', 2, 'aggregate "p" (quantiles): expected a finite number, got "7"'],
+      ['invalid_aggregate_input', 3, 'aggregate "p" (quantiles): expected a finite number, got undefined'],
+      ['invalid_aggregate_input', 4, 'aggregate "who" (distinct): threw no identity'],
+      ['invalid_aggregate_input', 5, 'aggregate "who" (distinct): expected a string or a finite number, got null'],
+      ['invalid_aggregate_input', 6, 'aggregate "odd" (odd): threw checkInput broke'],
+    ])
+    // Refused events leave no trace: the good one took seq 1, and nothing else counted.
+    expect(engine.nextSeq('s')).toBe(2)
+    engine.advanceWatermark(10)
+    expect(engine.results()[0]).toMatchObject({ count: 1, aggregates: { p: [40], who: 1, odd: 1 } })
+    return inputs.length + 1
+  })
+
+  row('B43', 'bad aggregates: options, factories, another replica’s aggregates', () => {
+    const bad: [unknown, RegExp][] = [
+      ['quantiles', /aggregates must be an object/],
+      [[quantiles({ at: [0.5] })], /aggregates must be an object/],
+      [{ p: { name: 'p', configuration: 'p' } }, /aggregates\.p must be made by quantiles/],
+      [{ p: null }, /aggregates\.p must be made by quantiles/],
+      [Object.fromEntries(Array.from({ length: 33 }, (_, i) => [`a${i}`, latest()])), /at most 32/],
+      [{ ['n'.repeat(101)]: latest() }, /1 to 100 characters/],
+    ]
+    for (const [aggregates, message] of bad) expect(() => createEngine({ windows: tumbling(10), aggregates: aggregates as never })).toThrow(message)
+    const factories: [() => unknown, RegExp][] = [
+      [() => quantiles({ at: [] }), /quantiles: at must list 1 to 100 numbers/],
+      [() => quantiles({ at: [1.5] }), /quantiles: at must list/],
+      [() => quantiles({ at: [0.5], relativeAccuracy: 0 }), /relativeAccuracy must be a number from 0.0001 to 0.5/],
+      [() => quantiles({ at: [0.5], maxBuckets: 8 }), /maxBuckets must be an integer from 16/],
+      [() => distinct({ precision: 20 }), /precision must be an integer from 4 to 16/],
+      [() => histogram({ bounds: [3, 1] }), /histogram: bounds must list 1 to 1024 finite, strictly increasing numbers/],
+      [() => latest({ of: 3 as never }), /latest: of must be a function/],
+      [() => quantiles({ at: [0.5], atp: 1 } as never), /unknown option 'atp'/],
+      [() => defineAggregate({ name: 'x' } as never), /defineAggregate\(x\): init must be a function/],
+    ]
+    for (const [make, message] of factories) expect(make).toThrow(message)
+    // A replica with other aggregates has another configuration: refused whole, as any other configuration.
+    const engine = withAggregates()
+    const doc = new Y.Doc()
+    const errors: Error[] = []
+    bindDoc(engine, doc, { onError: (e) => errors.push(e) })
+    const other = createEngine({ windows: tumbling(10), aggregates: { latency: quantiles({ at: [0.5], relativeAccuracy: 0.02 }) } })
+    sync(peerDoc('other-aggregates', [writeGroupEntry(sketchedGroup(10))], other.replica.configuration), doc)
+    expect(errors).toHaveLength(1)
+    expect(errors.every(isConfigurationMismatchError)).toBe(true)
+    expect(engine.results().filter((r) => r.key !== 'canary')).toEqual([])
+    return bad.length + factories.length + 1
   })
 })
 

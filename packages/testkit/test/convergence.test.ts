@@ -2,7 +2,8 @@
  * Convergence of N >= 5 engines, each bound to its own Y.Doc, exchanging Yjs updates through
  * a connector that reorders, repeats and drops them, under random partitions; then
  * anti-entropy (state-vector exchange). Every replica must equal every other and a single
- * engine that saw every event (window values per (window, key, start)).
+ * engine that saw every event (window values and aggregates per (window, key, start)), and
+ * every replica must hold bit-identical aggregate states in every cell.
  *
  * Seeded, in tiers; a failure prints the seed, the tier and a one-line repro.
  * TIDEMARK_SEED=<n> replays; TIDEMARK_EXTENSIVE=1 runs more seeds and a larger tier.
@@ -11,6 +12,7 @@ import { seededRandom } from '@tidemark/seeded-random'
 import { describe, expect, it } from 'vitest'
 import * as Y from 'yjs'
 import {
+  type AggregateDefinitions,
   createEngine,
   type Engine,
   manual,
@@ -25,6 +27,7 @@ import {
 import { applyPeerUpdate } from '@tidemark/yjs'
 import { bindDoc } from '@tidemark/yjs'
 import { extensive, seed as baseSeed } from '@tidemark/seeded-random/property'
+import { AGGREGATE_MENU } from '../src/model/streamPlan.ts'
 
 const FILE = 'packages/testkit/test/convergence.test.ts'
 const SPECS: readonly WindowSpec[] = [tumbling(10), sliding(20, 5), cumulating(30, 10), session(7)]
@@ -44,14 +47,23 @@ const TIERS: readonly Tier[] = [
   ...(extensive ? [{ name: 'large', replicas: 8, sources: 24, steps: 3000, seeds: 4 }] : []),
 ]
 
-function values(engine: Engine) {
+function values(engine: Engine<AggregateDefinitions>) {
   return engine
     .results()
-    .map(({ window, key, start, end, count, sum, min, max }) => ({ window, key, start, end, count, sum, min, max }))
+    .map(({ window, key, start, end, count, sum, min, max, aggregates }) => ({ window, key, start, end, count, sum, min, max, aggregates }))
+}
+
+/** Every live cell's aggregate states, as bytes, by address (tombstones apart: their states are the empty ones). */
+function sketches(engine: Engine<AggregateDefinitions>): string[] {
+  return engine.replica
+    .exportState()
+    .cells.filter(({ cell }) => cell.count > 0)
+    .map(({ address, cell, aggregates }) => JSON.stringify([address, cell.count, aggregates?.map((bytes) => [...bytes])]))
+    .sort()
 }
 
 interface Replica {
-  readonly engine: TidemarkEngine
+  readonly engine: TidemarkEngine<AggregateDefinitions>
   readonly doc: Y.Doc
 }
 
@@ -72,10 +84,10 @@ interface Traffic {
 function runScenario(tier: Tier, seed: number): void {
   const random = seededRandom(seed)
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T
-  const options = { windows: SPECS, watermark: manual(), retention: Number.POSITIVE_INFINITY }
+  const options = { windows: SPECS, watermark: manual(), retention: Number.POSITIVE_INFINITY, aggregates: AGGREGATE_MENU }
   const single = createEngine(options)
   const replicas: Replica[] = Array.from({ length: tier.replicas }, (_, i) => {
-    const engine = createEngine({ ...options, replicaId: `r${i}` }) as TidemarkEngine
+    const engine = createEngine({ ...options, replicaId: `r${i}` }) as TidemarkEngine<AggregateDefinitions>
     const doc = new Y.Doc()
     bindDoc(engine, doc, { onError: (e) => { throw e } })
     return { engine, doc }
@@ -165,13 +177,17 @@ function runScenario(tier: Tier, seed: number): void {
 
   const expected = values(single)
   const vector = Y.encodeStateVector((replicas[0] as Replica).doc)
+  const states = sketches((replicas[0] as Replica).engine)
   replicas.forEach((r, i) => {
     const detail = `replica r${i}, traffic ${JSON.stringify(traffic)}`
     expect(Y.encodeStateVector(r.doc), detail).toEqual(vector)
     expect(values(r.engine), detail).toEqual(expected)
+    expect(sketches(r.engine), detail).toEqual(states)
     expect(r.engine.stats().anomalies.invalid_remote_cell, detail).toBe(0)
   })
   expect(expected.length).toBeGreaterThan(0)
+  // The aggregates are there to converge: sketches of several values from several devices.
+  expect(expected.some((r) => (r.aggregates.p as number[]).length > 0 && (r.aggregates.devices as number) > 1)).toBe(true)
 }
 
 describe('replicas exchanging Yjs updates through a lossy, reordering, repeating connector', () => {

@@ -13,6 +13,7 @@ import {
 } from '@tidemark/engine'
 import { createPerWindowEngine } from '@tidemark/engine/testing'
 import { ChangeFold, DiscardingFold, wholeValues } from '../src/model/changeFold.ts'
+import { modelAcceptsInputs } from '../src/model/modelAggregates.ts'
 import { changeText, type ModelReceipt, modelValidation, ReferenceModel, resultId } from '../src/model/referenceModel.ts'
 import { assertSeeded, numRuns } from '@tidemark/seeded-random/property'
 import { type PlanOp, runPlanOp, type StreamPlan, streamPlan, type WindowKind } from '../src/model/streamPlan.ts'
@@ -72,6 +73,12 @@ function pick<T extends object, K extends keyof T>(from: T, keys: readonly K[]):
   return Object.fromEntries(keys.map((k) => [k, from[k]])) as Pick<T, K>
 }
 
+/** A valid input one of the plan's aggregates cannot take (`invalid_aggregate_input`). */
+function refusedByAggregates(plan: StreamPlan, input: unknown): boolean {
+  const aggregates = plan.config.aggregates
+  return aggregates !== undefined && modelValidation(input) === null && !modelAcceptsInputs(aggregates, input as StreamEvent)
+}
+
 const ALL: readonly WindowKind[] = ['tumbling', 'sliding', 'cumulating', 'session']
 const FIXED: readonly WindowKind[] = ['tumbling', 'sliding', 'cumulating']
 
@@ -126,7 +133,8 @@ describe('engine against the reference model', () => {
           const input = op.events[a.index as number]
           const invalid = modelValidation(input)
           const ahead = invalid === null && (input as StreamEvent).ts > clock.now + (plan.config.maxFutureSkew ?? 86_400_000)
-          expect(a.reason).toBe(invalid ?? (ahead ? 'future_ts' : 'a valid event'))
+          const byAggregates = invalid === null && !ahead && refusedByAggregates(plan, input)
+          expect(a.reason).toBe(invalid ?? (ahead ? 'future_ts' : byAggregates ? 'invalid_aggregate_input' : 'a valid event'))
         }
         events += op.events.length
         accepted += receipt.accepted
@@ -322,7 +330,7 @@ describe('duplicates and basis', () => {
     const before = engine.results()
     const applied = engine.stats().applied
     const everything = plan.ops.flatMap((op) => (op.kind === 'ingest' ? op.events : []))
-    const invalid = everything.filter((e) => modelValidation(e) !== null).length
+    const invalid = everything.filter((e) => modelValidation(e) !== null || refusedByAggregates(plan, e)).length
     let emitted = 0
     engine.subscribe((changes) => {
       emitted += changes.length

@@ -3,7 +3,11 @@ import { describe, expect, it } from 'vitest'
 import 'fake-indexeddb/auto'
 import { IDBFactory } from 'fake-indexeddb'
 import {
+  type AggregateDefinitions,
   createEngine,
+  manual,
+  session,
+  sliding,
   type EngineCheckpoint,
   type StreamEvent,
   type TidemarkEngine,
@@ -21,7 +25,8 @@ import {
 } from '@tidemark/idb'
 import { visibleState, whenDurable } from '@tidemark/engine/testing'
 import { assertSeeded, assertSeededAsync, extensive } from '@tidemark/seeded-random/property'
-import { runPlanOp, type StreamPlan, streamPlan } from '../src/model/streamPlan.ts'
+import { memoryPersistence } from '@tidemark/idb/memory'
+import { AGGREGATE_MENU, runPlanOp, type StreamPlan, streamPlan } from '../src/model/streamPlan.ts'
 
 const FILE = 'packages/testkit/test/recovery.test.ts'
 
@@ -40,13 +45,21 @@ function memoryJournal(): WriteAheadLog & { ops: WalOp[] } {
 }
 
 function engineFor(plan: StreamPlan, clock: { now: number }): TidemarkEngine {
-  return createEngine({ ...plan.config, now: () => clock.now, replicaId: 'r' }) as TidemarkEngine
+  return createEngine({ ...plan.config, now: () => clock.now, replicaId: 'r' }) as TidemarkEngine<AggregateDefinitions>
 }
 
-/** What a user can see, minus the log's own size. */
+/** Every cell's aggregate states as bytes, by address: what must come back bit for bit. */
+function sketches(engine: Pick<TidemarkEngine, 'replica'>): string[] {
+  return engine.replica
+    .exportState()
+    .cells.map(({ address, cell, aggregates }) => JSON.stringify([address, cell.count, cell.version, aggregates?.map((bytes) => [...bytes]) ?? null]))
+    .sort()
+}
+
+/** What a user can see, minus the log's own size, and every sketch. */
 function visible(engine: TidemarkEngine) {
   const { walRecords: _r, walBytes: _b, ...stats } = engine.stats()
-  return { results: engine.results(), late: engine.lateEvents(), watermark: engine.watermark(), stats }
+  return { results: engine.results(), late: engine.lateEvents(), watermark: engine.watermark(), stats, sketches: sketches(engine) }
 }
 
 describe('checkpoint plus journal replay', () => {
@@ -119,7 +132,7 @@ describe('recovery through the write-ahead log and its codecs', () => {
     assertSeeded(
       fc.property(streamPlan(), (plan) => {
         const clock = { now: 0 }
-        const engine = createEngine({ ...plan.config, now: () => clock.now, replicaId: 'r' }) as TidemarkEngine
+        const engine = createEngine({ ...plan.config, now: () => clock.now, replicaId: 'r' }) as TidemarkEngine<AggregateDefinitions>
         for (const op of plan.ops) runPlanOp(engine, clock, op)
         const checkpoint = engine.checkpoint()
         expect(decodeEngineCheckpoint(encodeEngineCheckpoint(checkpoint))).toStrictEqual(structuredClone(checkpoint))
@@ -158,6 +171,7 @@ describe('recovery through the write-ahead log and its codecs', () => {
         const recovered = await openEngine(options(() => recoveredClock.now))
         expect(recoveryReport(recovered)?.corrupt).toEqual([])
         expect(visibleState(recovered)).toEqual(visibleState(live))
+        expect(sketches(recovered)).toEqual(sketches(live))
         const everything = plan.ops.flatMap((op) => (op.kind === 'ingest' ? op.events : [])) as StreamEvent[]
         liveClock.now = 1e9
         recoveredClock.now = 1e9
@@ -176,5 +190,47 @@ describe('recovery through the write-ahead log and its codecs', () => {
     )
     await assertSeededAsync(property, FILE, 'recovers the state before any crash point', 100)
   }, 120_000)
+
+  it('openEngine over memoryPersistence and IndexedDB restores every sketch exactly: peers merged, panes pending, after a crash', async () => {
+    const aggregates = { ...AGGREGATE_MENU }
+    const memory = memoryPersistence()
+    const factory = new IDBFactory()
+    // A crash: the memory store is closed under the live engine (no last checkpoint); IndexedDB is opened again beside it.
+    const stores = [
+      { open: () => memory, crash: () => memory.close() },
+      { open: () => indexedDbPersistence({ name: 'sketches', indexedDB: factory }), crash: () => Promise.resolve() },
+    ]
+    for (const store of stores) {
+      const engineOptions = { windows: [tumbling(10), sliding(20, 5), session(4)], watermark: manual(), allowedLateness: 30, accumulation: 'discarding' as const, aggregates, now: () => 0 }
+      const options = () => ({ ...engineOptions, persistence: store.open(), checkpointEvery: { events: 7 }, checkpointOnClose: false })
+      const live = await openEngine(options())
+      const peer = createEngine({ ...engineOptions, replicaId: 'peer' })
+      let seq = 0
+      for (let step = 0; step < 6; step++) {
+        const batch = Array.from({ length: 5 }, (_, i) => ({ id: `d${i}-${step}`, source: `d${i % 3}`, seq: ++seq, ts: (step * 7 + i * 3) % 40, value: (step * 31 + i * 17) % 90 - 40 }))
+        live.ingest(batch.map(({ seq: _seq, ...e }) => ({ ...e, id: `live-${e.id}` })))
+        peer.ingest(batch.map((e) => ({ ...e, source: `p${e.source}` })))
+        const state = peer.replica.exportState()
+        live.replica.mergeRemote(state.cells, state.clocks)
+        if (step === 3) live.advanceWatermark(20)
+      }
+      await whenDurable(live)
+      await store.crash()
+      const reopened = await openEngine(options())
+      expect(recoveryReport(reopened)?.corrupt).toEqual([])
+      expect(sketches(reopened)).toEqual(sketches(live))
+      // Quantile sketches (format byte 0x51 = 81) of own and peers' cells are among them.
+      expect(sketches(live).filter((cell) => cell.includes('[81,')).length).toBeGreaterThan(10)
+      expect(reopened.results()).toEqual(live.results())
+      // Both go on alike, discarding states pending included.
+      const more = [{ id: 'more', source: 'd9', ts: 39, value: 13.5 }]
+      live.ingest(more)
+      reopened.ingest(more)
+      live.advanceWatermark(100)
+      reopened.advanceWatermark(100)
+      expect(reopened.results()).toEqual(live.results())
+      await reopened.close()
+    }
+  })
 
 })

@@ -90,4 +90,30 @@ describe('cell groups', () => {
     if (typeof unaligned === 'string') throw new Error(unaligned)
     expect(groupCell(unaligned, 0)).toEqual(cells[0])
   })
+
+  it('carries each cell’s aggregate states through the doc entry, byte for byte, and refuses a column with bad framing', () => {
+    const name = 'carries each cell’s aggregate states through the doc entry, byte for byte, and refuses a column with bad framing'
+    const state = fc.uint8Array({ maxLength: 300 })
+    assertSeeded(
+      fc.property(fc.integer({ min: 1, max: 5 }), fc.integer({ min: 1, max: 6 }), fc.array(state, { minLength: 30, maxLength: 30 }), fc.nat(), (keys, per, pool, cut) => {
+        const names = Array.from({ length: keys }, (_, i) => `k${i}`)
+        const cell: Cell = { count: 1, sum: 1, min: 1, max: 1, maxTs: T0, version: 1 }
+        const aggregates = names.map((_, i) => Array.from({ length: per }, (_, a) => pool[(i * per + a) % pool.length] as Uint8Array))
+        const entry = writeGroupEntry(packCellGroup('tumbling:60000', T0, 'd1', names, names.map(() => cell), aggregates))
+        const read = readGroupEntry(entry)
+        if (typeof read === 'string') throw new Error(read)
+        expect(read.aggregates?.map((c) => c.map((bytes) => [...bytes]))).toEqual(aggregates.map((c) => c.map((bytes) => [...bytes])))
+        // Cut anywhere short of its end (an empty column is a group without aggregates), the framing fails: refused, never misread.
+        const column = entry[6] as Uint8Array
+        const short = [...entry.slice(0, 6), column.subarray(0, 1 + (cut % (column.length - 1)))]
+        expect(typeof readGroupEntry(short)).toBe('string')
+      }),
+      FILE,
+      name,
+      300,
+    )
+    // Without aggregates the column is empty, and a group reads back without them.
+    const plain = readGroupEntry(writeGroupEntry(packCellGroup('tumbling:60000', T0, 'd1', ['k'], [{ count: 1, sum: 1, min: 1, max: 1, maxTs: T0, version: 1 }])))
+    expect(typeof plain !== 'string' && plain.aggregates === undefined).toBe(true)
+  })
 })

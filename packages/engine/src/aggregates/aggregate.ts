@@ -52,6 +52,12 @@ export interface Aggregate<State, Result, Input = number> {
   add(state: State, input: Input, event: StreamEvent): State
   /** The combination of two states (see the laws); modifies neither. */
   merge(a: State, b: State): State
+  /**
+   * Optional: `merge(into, from)` computed into `into`, which the caller owns and gives up (it
+   * may be changed, as `add` may change its state); `from` is not changed. Returns the state to
+   * keep. The engine folds a window's cells this way when it is there, sparing a state per cell.
+   */
+  mergeInto?(into: State, from: State): State
   /** The value a window shows for this state. */
   result(state: State): Result
   /** The state as bytes, the same bytes for equal states (columns, write-ahead log, checkpoints). */

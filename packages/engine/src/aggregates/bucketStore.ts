@@ -87,6 +87,46 @@ export function mergeStores(a: BucketStore, b: BucketStore, limit: number): Buck
 }
 
 /**
+ * `mergeStores(into, from, limit)` written into `into` (the same counts), sparing a new store.
+ *
+ * @example
+ * const into = { offset: 5, counts: [1] }
+ * mergeStoreInto(into, { offset: 9, counts: [2] }, 4) // into: { offset: 6, counts: [1, 0, 0, 2] }
+ */
+export function mergeStoreInto(into: BucketStore, from: BucketStore, limit: number): void {
+  const source = from.counts
+  if (source.length === 0) return
+  let counts = into.counts
+  if (counts.length === 0) {
+    into.offset = from.offset
+    into.counts = source.slice()
+    return
+  }
+  const top = Math.max(into.offset + counts.length, from.offset + source.length) - 1
+  const cutoff = top - limit + 1
+  const low = Math.max(Math.min(into.offset, from.offset), cutoff)
+  if (low < into.offset) counts = new Array<number>(into.offset - low).fill(0).concat(counts)
+  else if (low > into.offset) {
+    // The keys below the cutoff count at the cutoff.
+    const drop = Math.min(low - into.offset, counts.length)
+    let moved = 0
+    for (let i = 0; i < drop; i++) moved += counts[i] as number
+    counts.splice(0, drop)
+    if (counts.length === 0) counts.push(0)
+    counts[0] = (counts[0] as number) + moved
+  }
+  while (low + counts.length <= top) counts.push(0)
+  for (let i = 0; i < source.length; i++) {
+    const c = source[i] as number
+    if (c === 0) continue
+    const at = Math.max(from.offset + i, cutoff) - low
+    counts[at] = (counts[at] as number) + c
+  }
+  into.offset = low
+  into.counts = counts
+}
+
+/**
  * Writes the store's non-empty buckets: `varint n`, then per bucket its key (the first as a
  * zigzag varint, the others as the varint gap from the previous key, at least 1) and its count
  * (varint, at least 1).

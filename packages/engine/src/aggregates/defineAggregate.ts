@@ -39,11 +39,17 @@ import { eventValue, finiteInput } from './numericInput.ts'
 export interface AggregateDefinition<State, Result, Input = number> {
   /** A name for errors and the configuration (1 to 100 characters). */
   readonly name: string
+  /** The empty state. */
   readonly init: () => State
+  /** Adds one event's input; may update `state` in place. Returns the state to keep. */
   readonly add: (state: State, input: Input, event: StreamEvent) => State
+  /** The combination of two states; modifies neither. */
   readonly merge: (a: State, b: State) => State
+  /** What a window shows for a state. */
   readonly result: (state: State) => Result
+  /** The state as bytes: equal bytes for equal states, a version byte first. */
   readonly encode: (state: State) => Uint8Array
+  /** A state from `encode`'s bytes (which may be a view: copy what you keep); throws for anything else. */
   readonly decode: (bytes: Uint8Array) => State
   /** The input; default `event.value`. */
   readonly of?: (event: StreamEvent) => Input

@@ -78,6 +78,10 @@ export function histogram(options: HistogramOptions): Aggregate<number[], number
       return s
     },
     merge: (a, b) => a.map((c, i) => c + (b[i] as number)),
+    mergeInto(into, from) {
+      for (let i = 0; i < into.length; i++) into[i] = (into[i] as number) + (from[i] as number)
+      return into
+    },
     result: (s) => s.slice(),
     encode,
     decode(bytes) {

@@ -78,6 +78,22 @@ export function mergeSketches(a: DistinctSketch, b: DistinctSketch, precision: n
 }
 
 /**
+ * `mergeSketches(into, from, precision)` written into `into` (the same state), sparing a copy of its registers.
+ *
+ * @example
+ * mergeSketchInto(into, from, 14)
+ */
+export function mergeSketchInto(into: DistinctSketch, from: DistinctSketch, precision: number): DistinctSketch {
+  if (into.registers === null && from.registers === null) return mergeSketches(into, from, precision)
+  into.registers ??= registersOf(into.hashes, precision)
+  into.hashes = []
+  const registers = into.registers
+  const other = from.registers ?? registersOf(from.hashes, precision)
+  for (let i = 0; i < registers.length; i++) if ((other[i] as number) > (registers[i] as number)) registers[i] = other[i] as number
+  return into
+}
+
+/**
  * The distinct count: exact in the explicit set, Ertl's estimate (rounded) from registers.
  *
  * @example

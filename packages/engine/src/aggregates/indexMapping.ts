@@ -17,6 +17,10 @@ const A = 6 / 35
 const B = -3 / 5
 const C = 10 / 7
 const scratch = new DataView(new ArrayBuffer(8))
+/** The same bits through typed arrays (faster than a DataView), in the host's byte order. */
+const float = new Float64Array(1)
+const words = new Uint32Array(float.buffer)
+const HIGH = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1 ? 1 : 0
 
 /** The smallest positive normal float64; smaller magnitudes count as zero. */
 export const MIN_NORMAL = 2 ** -1022
@@ -56,10 +60,10 @@ export function mappingMultiplier(relativeAccuracy: number): number {
  * bucketKey(100, mappingMultiplier(0.01)) // 230
  */
 export function bucketKey(x: number, multiplier: number): number {
-  scratch.setFloat64(0, x)
-  const hi = scratch.getUint32(0)
+  float[0] = x
+  const hi = words[HIGH] as number
   // The significand's 52 bits as a fraction; both steps are exact.
-  const s = ((hi & 0xfffff) * 4_294_967_296 + scratch.getUint32(4)) / 4_503_599_627_370_496
+  const s = ((hi & 0xfffff) * 4_294_967_296 + (words[1 - HIGH] as number)) / 4_503_599_627_370_496
   return Math.floor((((A * s + B) * s + C) * s + (hi >>> 20) - 1023) * multiplier)
 }
 

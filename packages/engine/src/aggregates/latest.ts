@@ -78,6 +78,7 @@ export function latest(options?: LatestOptions): Aggregate<LatestState, number |
       return later(s, { ts: event.ts === 0 ? 0 : event.ts, source: event.source, seq: event.seq ?? 0, value: value === 0 ? 0 : value })
     },
     merge: later,
+    mergeInto: later,
     result: (s) => (s === null ? null : s.value),
     encode,
     decode(bytes) {

@@ -26,7 +26,7 @@
 import type { StreamEvent } from '../core/event.ts'
 import type { Aggregate } from './aggregate.ts'
 import { checkAggregateOptions, numberOption } from './aggregateOptions.ts'
-import { addToStore, type BucketStore, decodeStore, encodeStore, mergeStores } from './bucketStore.ts'
+import { addToStore, type BucketStore, decodeStore, encodeStore, mergeStoreInto, mergeStores } from './bucketStore.ts'
 import { ByteReader } from './byteReader.ts'
 import { sameBytes } from './byteOrder.ts'
 import { ByteWriter } from './byteWriter.ts'
@@ -134,6 +134,14 @@ export function quantiles(options: QuantilesOptions): Aggregate<QuantileSketch, 
       positive: mergeStores(a.positive, b.positive, limit),
       negative: mergeStores(a.negative, b.negative, limit),
     }),
+    mergeInto(into, from) {
+      into.zero += from.zero
+      if (from.min < into.min) into.min = from.min
+      if (from.max > into.max) into.max = from.max
+      mergeStoreInto(into.positive, from.positive, limit)
+      mergeStoreInto(into.negative, from.negative, limit)
+      return into
+    },
     result(s) {
       let n = s.zero
       for (const c of s.negative.counts) n += c

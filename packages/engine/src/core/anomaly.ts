@@ -21,6 +21,7 @@ export type AnomalyReason =
   | 'invalid_seq'
   | 'invalid_key'
   | 'future_ts'
+  | 'invalid_aggregate_input'
   | 'duplicate'
   | 'conflicting_duplicate'
   | 'beyond_lateness'
@@ -46,6 +47,7 @@ export const ANOMALY_REASONS: readonly AnomalyReason[] = [
   'invalid_seq',
   'invalid_key',
   'future_ts',
+  'invalid_aggregate_input',
   'duplicate',
   'conflicting_duplicate',
   'beyond_lateness',

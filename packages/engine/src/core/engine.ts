@@ -1,3 +1,4 @@
+import type { AggregateDefinitions } from '../aggregates/aggregate.ts'
 import { type Anomaly, type AnomalyReason, emptyAnomalyCounts } from './anomaly.ts'
 import type { CellGroup } from '../lattice/cellGroup.ts'
 import { ChangeFeed } from './changeFeed.ts'
@@ -14,7 +15,7 @@ import { PeerMerge } from '../replica/remoteMerge.ts'
 import type { ClockEntry, MergeReport, ReplicaPort, ReplicaState } from '../replica/replicaPort.ts'
 import { ReplicationOutbox } from '../replica/replicationOutbox.ts'
 import type { BatchFrontiers, WindowIndex } from '../windows/windowIndex.ts'
-import type { ResultQuery, WindowChange, WindowResult } from '../windows/windowResult.ts'
+import type { NoAggregates, ResultQuery, WindowChange, WindowResult } from '../windows/windowResult.ts'
 import { WindowLifecycle } from '../windows/windowLifecycle.ts'
 import { captureEngine, type EngineParts, restoreEngine } from '../recovery/checkpointState.ts'
 import { DedupMemory } from './dedupMemory.ts'
@@ -38,7 +39,7 @@ const LOCAL_SYNC: SyncStatus = Object.freeze({ state: 'local', lastSync: null, p
  * engine.ingest([{ id: 'd1-1', source: 'd1', seq: 1, ts: 1_000, key: 'temp', value: 21 }])
  * engine.results({ key: 'temp' })[0]?.status // 'provisional'
  */
-export class TidemarkEngine implements Engine {
+export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> implements Engine<A> {
   readonly #options: ResolvedOptions
   readonly #indexes: readonly WindowIndex[]
   readonly #frontiers: Frontiers
@@ -78,10 +79,14 @@ export class TidemarkEngine implements Engine {
   readonly #placement: BatchPlacement
   readonly #peers: PeerMerge
 
-  constructor(options: EngineOptions) {
+  constructor(options: EngineOptions<A>) {
     this.#options = resolveOptions(options)
     this.#indexes = this.#options.specs.map((spec) => windowIndexes.of(spec))
-    for (const index of this.#indexes) index.discarding = this.#options.accumulation === 'discarding'
+    for (const index of this.#indexes) {
+      index.discarding = this.#options.accumulation === 'discarding'
+      index.aggregates = this.#options.aggregates
+    }
+    this.#outbox.aggregates = this.#options.aggregates
     this.#frontiers = new Frontiers(this.#options.watermark, this.#options.idleTimeout)
     this.#lateLane = new LateLane(this.#options.limits.maxLateEvents)
     this.replicaId = this.#options.replicaId
@@ -288,20 +293,20 @@ export class TidemarkEngine implements Engine {
     return durable
   }
 
-  results(query?: ResultQuery): readonly WindowResult[] {
-    return queryResults(this.#indexes, query)
+  results(query?: ResultQuery): readonly WindowResult<A>[] {
+    return queryResults(this.#indexes, query) as WindowResult<A>[]
   }
 
-  history(window: string, key: string, start: number, end?: number): readonly WindowResult[] {
-    return windowHistory(this.#indexes, window, key, start, end)
+  history(window: string, key: string, start: number, end?: number): readonly WindowResult<A>[] {
+    return windowHistory(this.#indexes, window, key, start, end) as readonly WindowResult<A>[]
   }
 
-  subscribe(listener: (changes: readonly WindowChange[]) => void): () => void {
-    return this.#feed.subscribe(listener)
+  subscribe(listener: (changes: readonly WindowChange<A>[]) => void): () => void {
+    return this.#feed.subscribe(listener as (changes: readonly WindowChange[]) => void)
   }
 
-  changes(): ReadableStream<readonly WindowChange[]> {
-    return this.#feed.stream()
+  changes(): ReadableStream<readonly WindowChange<A>[]> {
+    return this.#feed.stream() as ReadableStream<readonly WindowChange<A>[]>
   }
 
   get writable(): WritableStream<readonly StreamEvent[]> {
@@ -439,13 +444,15 @@ export class TidemarkEngine implements Engine {
 }
 
 /**
- * Creates an in-memory engine.
+ * Creates an in-memory engine. With `aggregates`, results carry `aggregates`, typed from the option.
  *
  * @example
+ * const sketched = createEngine({ windows: tumbling(60_000), aggregates: { latency: quantiles({ at: [0.5, 0.99] }) } })
+ * sketched.results()[0]?.aggregates.latency // [p50, p99]
  * const engine = createEngine({ windows: tumbling(60_000), watermark: boundedOutOfOrderness(5_000), allowedLateness: 30_000 })
  * engine.subscribe((changes) => console.log(changes))
  * engine.ingest([{ id: 'a', source: 'd1', seq: 1, ts: 1_000, value: 3 }])
  */
-export function createEngine(options: EngineOptions): Engine {
+export function createEngine<A extends AggregateDefinitions = NoAggregates>(options: EngineOptions<A>): Engine<A> {
   return new TidemarkEngine(options)
 }

@@ -1,10 +1,11 @@
+import type { AggregateDefinitions } from '../aggregates/aggregate.ts'
 import type { Anomaly, AnomalyReason } from './anomaly.ts'
 import type { ReplicaPort } from '../replica/replicaPort.ts'
 import type { StreamEvent } from './event.ts'
 import type { WatermarkStrategy } from '../time/watermarkStrategy.ts'
 import type { FutureSource } from './futureSources.ts'
 import type { TriggerOptions } from '../windows/trigger.ts'
-import type { Accumulation, ResultQuery, WindowChange, WindowResult } from '../windows/windowResult.ts'
+import type { Accumulation, NoAggregates, ResultQuery, WindowChange, WindowResult } from '../windows/windowResult.ts'
 import type { WindowSpec } from '../windows/windowSpec.ts'
 
 /**
@@ -27,13 +28,14 @@ export interface EngineLimits {
 }
 
 /**
- * What `createEngine` and `openEngine` take; only `windows` is required.
+ * What `createEngine` and `openEngine` take; only `windows` is required. `A` is the type of
+ * `aggregates`, from which results get their `aggregates` field's type.
  *
  * @example
  * const options: EngineOptions = { windows: [tumbling(60_000), sliding(60_000, 10_000)], watermark: boundedOutOfOrderness(5_000), allowedLateness: 30_000 }
  * const engine = createEngine(options)
  */
-export interface EngineOptions {
+export interface EngineOptions<A extends AggregateDefinitions = NoAggregates> {
   /** One window spec or several (`tumbling`, `sliding`, `cumulating`, `session`); every event is placed in every spec. */
   readonly windows: WindowSpec | readonly WindowSpec[]
   /** Default `boundedOutOfOrderness(0)`. */
@@ -66,6 +68,12 @@ export interface EngineOptions {
    * `future_ts` and moves no frontier. Default 86,400,000 (a day); Infinity accepts any.
    */
   readonly maxFutureSkew?: number
+  /**
+   * Aggregates computed over each window's events beside count, sum, min and max, by the name
+   * `result.aggregates` shows them under: `quantiles`, `distinct`, `latest`, `histogram`,
+   * `defineAggregate` (docs/semantics.md, Aggregates). Replicas must configure the same ones.
+   */
+  readonly aggregates?: A
 }
 
 /**
@@ -238,12 +246,16 @@ export interface SyncStatus {
 }
 
 /**
- * The event-time window engine; docs/semantics.md says what every result means. The member examples below share this engine.
+ * The event-time window engine; docs/semantics.md says what every result means. `A`: its
+ * aggregates (the type of the `aggregates` option), which type `result.aggregates`. The member
+ * examples below share this engine.
  *
  * @example
  * const engine: Engine = createEngine({ windows: tumbling(60_000), watermark: manual() })
+ * const sketched = createEngine({ windows: tumbling(60_000), aggregates: { p: quantiles({ at: [0.99] }) } })
+ * sketched.results()[0]?.aggregates.p // number[]
  */
-export interface Engine {
+export interface Engine<A extends AggregateDefinitions = NoAggregates> {
   /**
    * Applies one batch of events to their windows and says what became of each event;
    * changes reach subscribers before it returns.
@@ -279,7 +291,7 @@ export interface Engine {
    * @example
    * engine.results({ window: 'tumbling:60000', key: 'temp', from: 0, to: 60_000 }).map((r) => r.mean) // [21]
    */
-  results(query?: ResultQuery): readonly WindowResult[]
+  results(query?: ResultQuery): readonly WindowResult<A>[]
   /**
    * Called synchronously after every batch, watermark move or tick, with the window changes it caused (possibly none).
    * Returns the function that unsubscribes.
@@ -290,7 +302,7 @@ export interface Engine {
    * })
    * unsubscribe()
    */
-  subscribe(listener: (changes: readonly WindowChange[]) => void): () => void
+  subscribe(listener: (changes: readonly WindowChange<A>[]) => void): () => void
   /**
    * The engine watermark `W` in event-time ms (`-Infinity` before any event or move).
    *
@@ -349,7 +361,7 @@ export interface Engine {
    * engine.history('tumbling:60000', 'temp', 0).map((r) => `${r.status} #${r.revision}`) // ['on_time #0']
    * engine.history('cumulating:86400000:3600000', 'temp', day, day + 7_200_000) // the window [day, day + 2 h)
    */
-  history(window: string, key: string, start: number, end?: number): readonly WindowResult[]
+  history(window: string, key: string, start: number, end?: number): readonly WindowResult<A>[]
   /**
    * A sink for batches: each write is one `ingest`; a write with refused (`overflow`) events rejects with `OverflowError`.
    *
@@ -364,7 +376,7 @@ export interface Engine {
    * const reader = engine.changes().getReader()
    * const { value: changes } = await reader.read()
    */
-  changes(): ReadableStream<readonly WindowChange[]>
+  changes(): ReadableStream<readonly WindowChange<A>[]>
   /**
    * The replication side (what a Yjs binding or another transport drives).
    *

@@ -1,3 +1,5 @@
+import { AggregateSet } from '../aggregates/aggregateSet.ts'
+import type { AggregateDefinitions } from '../aggregates/aggregate.ts'
 import type { EngineLimits, EngineOptions } from './engineApi.ts'
 import { SessionWindowIndex } from '../windows/sessionWindowIndex.ts'
 import { SlicedWindowIndex } from '../windows/slicedWindowIndex.ts'
@@ -24,6 +26,8 @@ export interface ResolvedOptions {
   readonly late: Trigger
   readonly accumulation: Accumulation
   readonly maxFutureSkew: number
+  /** The aggregates, in name order; null without. */
+  readonly aggregates: AggregateSet | null
 }
 
 export const DEFAULT_LIMITS: Required<EngineLimits> = {
@@ -52,6 +56,7 @@ export const ENGINE_OPTION_KEYS: readonly (keyof EngineOptions)[] = [
   'trigger',
   'accumulation',
   'maxFutureSkew',
+  'aggregates',
 ]
 
 /** Options that live elsewhere: the hint given when one is passed here. */
@@ -91,12 +96,12 @@ function describeValue(value: unknown): string {
  * @example
  * checkEngineOptions({ windows: tumbling(60_000), allowedLateness: -1 }, 'openEngine') // RangeError naming allowedLateness
  */
-export function checkEngineOptions(options: EngineOptions, where = 'createEngine'): void {
+export function checkEngineOptions<A extends AggregateDefinitions>(options: EngineOptions<A>, where = 'createEngine'): void {
   resolveOptions(options, where)
 }
 
 /** Checks options and fills defaults; throws a RangeError or TypeError naming the bad option. */
-export function resolveOptions(options: EngineOptions, where = 'createEngine'): ResolvedOptions {
+export function resolveOptions<A extends AggregateDefinitions>(options: EngineOptions<A>, where = 'createEngine'): ResolvedOptions {
   if (typeof options !== 'object' || options === null) throw new TypeError(`${where} needs an options object`)
   assertKnownOptions(where, options, ENGINE_OPTION_KEYS, MOVED_ENGINE_OPTIONS)
   const specs = checkSpecs(options.windows)
@@ -128,6 +133,7 @@ export function resolveOptions(options: EngineOptions, where = 'createEngine'): 
     late,
     accumulation,
     maxFutureSkew: duration('maxFutureSkew', options.maxFutureSkew, 86_400_000, 'no event is refused for being ahead of the clock'),
+    aggregates: AggregateSet.of(options.aggregates),
   }
 }
 
@@ -241,12 +247,13 @@ function replicaIdOf(given: string | undefined): string {
 }
 
 /**
- * What replicas must agree on to merge: window specs and allowed lateness, and, with a sliding
- * or cumulating spec, that their cells are slices. Retention, limits, triggers, accumulation and
- * clock skew are local choices.
+ * What replicas must agree on to merge: window specs and allowed lateness, with a sliding or
+ * cumulating spec that their cells are slices, and each aggregate's name and `configuration`
+ * (what shapes its states). Retention, limits, triggers, accumulation and clock skew are local choices.
  */
 export function configurationOf(options: ResolvedOptions): string {
   const windows = options.specs.map((s) => s.id).sort()
   const sliced = options.specs.some((s) => s.kind === 'sliding' || s.kind === 'cumulating')
-  return JSON.stringify(sliced ? { windows, allowedLateness: options.allowedLateness, cells: 'slices' } : { windows, allowedLateness: options.allowedLateness })
+  const base = { windows, allowedLateness: options.allowedLateness, ...(sliced ? { cells: 'slices' } : {}) }
+  return JSON.stringify(options.aggregates === null ? base : { ...base, aggregates: options.aggregates.configuration })
 }

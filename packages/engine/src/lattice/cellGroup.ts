@@ -10,6 +10,7 @@
  */
 import { type Cell, cellKey } from './cell.ts'
 import { MAX_ABS_TS, MAX_NAME_LENGTH } from '../core/event.ts'
+import { MAX_AGGREGATES } from '../aggregates/aggregateSet.ts'
 import type { CellEntry } from '../replica/replicaPort.ts'
 
 /** Columns of a group, in this order: count, sum, min, max, maxTs, version. */
@@ -32,6 +33,11 @@ export interface CellGroup {
   readonly source: string
   readonly keys: readonly string[]
   readonly columns: Float64Array
+  /**
+   * With aggregates: per cell, each aggregate's state encoded (in the order of the aggregates'
+   * names); absent without aggregates.
+   */
+  readonly aggregates?: readonly (readonly Uint8Array[])[]
 }
 
 /**
@@ -41,7 +47,14 @@ export interface CellGroup {
  * const group = packCellGroup('tumbling:60000', 0, 'd1', ['temp'], [{ count: 1, sum: 3, min: 3, max: 3, maxTs: 10, version: 1 }])
  * groupCell(group, 0).sum // 3
  */
-export function packCellGroup(window: string, start: number, source: string, keys: readonly string[], cells: readonly Readonly<Cell>[]): CellGroup {
+export function packCellGroup(
+  window: string,
+  start: number,
+  source: string,
+  keys: readonly string[],
+  cells: readonly Readonly<Cell>[],
+  aggregates?: readonly (readonly Uint8Array[])[],
+): CellGroup {
   const n = keys.length
   const columns = new Float64Array(GROUP_COLUMNS * n)
   for (let i = 0; i < n; i++) {
@@ -53,7 +66,7 @@ export function packCellGroup(window: string, start: number, source: string, key
     columns[4 * n + i] = cell.maxTs
     columns[5 * n + i] = cell.version
   }
-  return { window, start, source, keys, columns }
+  return aggregates === undefined ? { window, start, source, keys, columns } : { window, start, source, keys, columns, aggregates }
 }
 
 /**
@@ -125,20 +138,23 @@ function order(x: number, y: number): number {
  * const groups = groupCellEntries(port.exportState().cells)
  */
 export function groupCellEntries(entries: readonly CellEntry[]): CellGroup[] {
-  const drafts = new GroupIndex<{ keys: string[]; cells: Cell[] }>()
-  const order: { window: string; start: number; source: string; keys: string[]; cells: Cell[] }[] = []
-  for (const { address, cell } of entries) {
+  type Draft = { window: string; start: number; source: string; keys: string[]; cells: Cell[]; states: (readonly Uint8Array[])[] }
+  const drafts = new GroupIndex<Draft>()
+  const order: Draft[] = []
+  for (const { address, cell, aggregates } of entries) {
     let draft = drafts.get(address.window, address.source, address.start)
     if (draft === undefined) {
-      const made = { window: address.window, start: address.start, source: address.source, keys: [] as string[], cells: [] as Cell[] }
+      const made: Draft = { window: address.window, start: address.start, source: address.source, keys: [], cells: [], states: [] }
       drafts.set(address.window, address.source, address.start, made)
       order.push(made)
       draft = made
     }
     draft.keys.push(address.key)
     draft.cells.push(cell)
+    // A cell without states among cells with them leaves a hole the group's check refuses.
+    if (aggregates !== undefined) draft.states[draft.keys.length - 1] = aggregates
   }
-  return order.map((d) => packCellGroup(d.window, d.start, d.source, d.keys, d.cells))
+  return order.map((d) => packCellGroup(d.window, d.start, d.source, d.keys, d.cells, d.states.length === 0 ? undefined : d.states))
 }
 
 /**
@@ -164,7 +180,9 @@ export function cellEntriesOf(groups: readonly CellGroup[]): CellEntry[] {
   for (const group of groups) {
     const { window, start, source } = group
     for (let i = 0; i < group.keys.length; i++) {
-      out.push({ address: { window, key: group.keys[i] as string, start, source }, cell: groupCell(group, i) })
+      const address = { window, key: group.keys[i] as string, start, source }
+      const states = group.aggregates?.[i]
+      out.push(states === undefined ? { address, cell: groupCell(group, i) } : { address, cell: groupCell(group, i), aggregates: states })
     }
   }
   return out
@@ -187,6 +205,14 @@ export function cellGroupProblem(group: CellGroup): string | null {
   for (const key of keys) if (!isName(key, 0)) return `keys must be strings of at most ${MAX_NAME_LENGTH} characters`
   if (!(group.columns instanceof Float64Array) || group.columns.length !== GROUP_COLUMNS * keys.length) {
     return `columns must hold ${GROUP_COLUMNS} numbers per key`
+  }
+  const states = group.aggregates
+  if (states !== undefined) {
+    const ok = (cell: unknown) => Array.isArray(cell) && cell.length <= MAX_AGGREGATES && cell.every((bytes) => bytes instanceof Uint8Array)
+    let all = Array.isArray(states) && states.length === keys.length
+    // Indexed, not `every`: a hole (a cell without states) must fail too.
+    for (let i = 0; all && i < keys.length; i++) all = ok(states[i])
+    if (!all) return `aggregates must list at most ${MAX_AGGREGATES} encoded states per key`
   }
   return null
 }
@@ -259,16 +285,23 @@ export function validCellGroups(groups: readonly CellGroup[], invalid: (what: st
   return out ?? groups
 }
 
-/** A copy of `group` without the cells at the given positions. */
-function withoutCells(group: CellGroup, drop: ReadonlySet<number>): CellGroup {
+/**
+ * A copy of `group` without the cells at the given positions.
+ *
+ * @example
+ * const rest = withoutCells(group, new Set([0])) // every cell but the first
+ */
+export function withoutCells(group: CellGroup, drop: ReadonlySet<number>): CellGroup {
   const keys: string[] = []
   const cells: Cell[] = []
+  const states: (readonly Uint8Array[])[] = []
   for (let i = 0; i < group.keys.length; i++) {
     if (drop.has(i)) continue
     keys.push(group.keys[i] as string)
     cells.push(groupCell(group, i))
+    if (group.aggregates !== undefined) states.push(group.aggregates[i] as readonly Uint8Array[])
   }
-  return packCellGroup(group.window, group.start, group.source, keys, cells)
+  return packCellGroup(group.window, group.start, group.source, keys, cells, group.aggregates === undefined ? undefined : states)
 }
 
 /**

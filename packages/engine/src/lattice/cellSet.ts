@@ -1,3 +1,4 @@
+import type { AggregateSet, States } from '../aggregates/aggregateSet.ts'
 import { type Cell, compareCells } from './cell.ts'
 import { type CellGroup, compareGroupRow, groupCell, writeGroupRow } from './cellGroup.ts'
 import { DoubleSlab } from './doubleSlab.ts'
@@ -9,12 +10,17 @@ import { DoubleSlab } from './doubleSlab.ts'
  */
 const peerRows = new DoubleSlab(8_192)
 
-/** What windows add up: the value fields of cells. */
+/**
+ * What windows add up: the value fields of cells, and, with aggregates, their states (`null`:
+ * none folded yet; `undefined`: not wanted, only the numbers). A fold may leave a cell's own
+ * states in `states`: read them, never change them.
+ */
 export interface Aggregate {
   count: number
   sum: number
   min: number
   max: number
+  states?: States | null | undefined
 }
 
 /**
@@ -35,6 +41,8 @@ export class CellSet {
   #ordered: (Cell | null)[] | null = null
   /** Row `i` belongs to `#sources[i]` once any peer cell is kept as numbers (rows of object cells are unused, rows past the sources are reserved room). */
   #values: Float64Array | null = null
+  /** With aggregates: each cell's states, by position of `#sources`. */
+  #states: States[] | null = null
 
   /** How many sources have a cell here. */
   get size(): number {
@@ -64,21 +72,33 @@ export class CellSet {
     return cell
   }
 
-  /** Adds a source's first cell; a set never loses one, and a source's cell is updated in place. */
-  addCell(source: string, cell: Cell): void {
+  /** The states of the cell at a position of `sources()` (engines with aggregates); updated in place by their writer. */
+  statesAt(position: number): States {
+    return (this.#states as States[])[position] as States
+  }
+
+  /** The states of `source`'s cell (engines with aggregates; it must have a cell). */
+  statesOf(source: string): States {
+    return this.statesAt(this.#position(source))
+  }
+
+  /** Adds a source's first cell (and, with aggregates, its states); a set never loses one, and a source's cell is updated in place. */
+  addCell(source: string, cell: Cell, states: States | null = null): void {
     const at = this.#position(source)
     if (this.#sources[at] === source) throw new Error(`already holds a cell of source ${JSON.stringify(source)}`)
-    this.#insert(at, source, cell)
+    this.#insert(at, source, cell, states)
   }
 
   /**
-   * Merges the `i`-th cell of a peer's group as `source`'s cell (lattice join). Returns false
-   * when the cell held here is equal or newer (stale).
+   * Merges the `i`-th cell of a peer's group as `source`'s cell (lattice join), with `states`,
+   * its decoded aggregate states (engines with aggregates). Returns false when the cell held
+   * here is equal or newer (stale); two cells of one version and equal values are ordered by
+   * their states' encodings.
    */
-  mergePeerCell(source: string, group: CellGroup, i: number): boolean {
+  mergePeerCell(source: string, group: CellGroup, i: number, aggregates: AggregateSet | null = null, states: States | null = null): boolean {
     const at = this.#position(source)
     if (this.#sources[at] !== source) {
-      this.#insert(at, source, null)
+      this.#insert(at, source, null, states)
       writeGroupRow(group, i, this.#values as Float64Array, 6 * at)
       return true
     }
@@ -86,15 +106,30 @@ export class CellSet {
     if (cell !== null) {
       // An object cell (a source this replica writes, or wrote): rare, so the plain lattice order.
       const peer = groupCell(group, i)
-      if (compareCells(peer, cell) <= 0) return false
-      // In place: placement caches hold the object.
+      if ((compareCells(peer, cell) || this.#tie(aggregates, group, i, at)) <= 0) return false
+      // In place: placement caches hold the object (and the states array).
       Object.assign(cell, peer)
+      if (states !== null) this.#replaceStates(at, states)
       return true
     }
     const values = this.#values as Float64Array
-    if (compareGroupRow(group, i, values, 6 * at) <= 0) return false
+    if ((compareGroupRow(group, i, values, 6 * at) || this.#tie(aggregates, group, i, at)) <= 0) return false
     writeGroupRow(group, i, values, 6 * at)
+    if (states !== null) this.#replaceStates(at, states)
     return true
+  }
+
+  /** Order of the peer's states against those held at `at`, for cells equal in every value. */
+  #tie(aggregates: AggregateSet | null, group: CellGroup, i: number, at: number): number {
+    const peer = group.aggregates?.[i]
+    if (aggregates === null || peer === undefined) return 0
+    return aggregates.compare(peer, aggregates.encode(this.statesAt(at)))
+  }
+
+  /** Replaces the states at `at` in place: placement caches hold the array. */
+  #replaceStates(at: number, states: States): void {
+    const mine = this.statesAt(at)
+    for (let a = 0; a < states.length; a++) mine[a] = states[a]
   }
 
   /**
@@ -106,8 +141,12 @@ export class CellSet {
     this.#values = peerRows.take(6 * Math.max(rows, this.#sources.length))
   }
 
-  /** Adds every cell's count, sum, min and max into `into`, in source order. */
-  fold(into: Aggregate): void {
+  /** Adds every cell's count, sum, min and max into `into`, in source order, and its states when `into.states` is wanted. */
+  fold(into: Aggregate, aggregates: AggregateSet | null): void {
+    const states = this.#states
+    if (aggregates !== null && into.states !== undefined && states !== null) {
+      for (let i = 0; i < states.length; i++) into.states = aggregates.mergeInto(into.states, states[i] as States)
+    }
     const ordered = this.#ordered
     const values = this.#values
     const n = this.#sources.length
@@ -142,13 +181,18 @@ export class CellSet {
     return n
   }
 
-  /** `[source, cell copy]` per source, in source order. */
-  entries(): [string, Cell][] {
-    return this.#sources.map((source, i) => [source, { ...this.cellAt(i) }])
+  /** `[source, cell copy]` per source, in source order, with the states encoded when there are aggregates. */
+  entries(aggregates: AggregateSet | null): ([string, Cell] | [string, Cell, Uint8Array[]])[] {
+    return this.#sources.map((source, i) => (aggregates === null ? [source, { ...this.cellAt(i) }] : [source, { ...this.cellAt(i) }, aggregates.encode(this.statesAt(i))]))
   }
 
-  /** Inserts a source at `at`, with its cell object or `null` (its values then go into its row). */
-  #insert(at: number, source: string, cell: Cell | null): void {
+  /** Inserts a source at `at`, with its cell object or `null` (its values then go into its row), and its states. */
+  #insert(at: number, source: string, cell: Cell | null, states: States | null): void {
+    if (states !== null || this.#states !== null) {
+      const all = this.#states ?? []
+      this.#states = all
+      all.splice(at, 0, states as States)
+    }
     const sources = this.#sources
     const n = sources.length
     let values = this.#values

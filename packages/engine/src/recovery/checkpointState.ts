@@ -2,6 +2,7 @@
  * What a checkpoint holds of a running engine, and how it is put back: frontiers, windows,
  * late lane, counters and dedup memory (the `EngineCheckpoint` shape).
  */
+import type { AggregateSet } from '../aggregates/aggregateSet.ts'
 import type { AnomalyReason } from '../core/anomaly.ts'
 import type { DedupMemory } from '../core/dedupMemory.ts'
 import type { FutureSources } from '../core/futureSources.ts'
@@ -42,7 +43,7 @@ export function captureEngine(parts: EngineParts, batch: number): EngineCheckpoi
     replicaId: parts.replicaId,
     batch,
     ...parts.frontiers.snapshot(),
-    ...captureWindows(parts.indexes),
+    ...captureWindows(parts.indexes, parts.options.aggregates),
     timerSeq: parts.lifecycle.timerSeq,
     futureSources: parts.futureSources.list(),
     lateLane: { entries: [...lateLane.list()], trimmed: lateLane.trimmed, total: lateLane.total },
@@ -66,7 +67,7 @@ export function restoreEngine(parts: EngineParts, checkpoint: EngineCheckpoint):
     throw new Error(`checkpoint was written with ${checkpoint.configuration}, this engine has ${configuration}`)
   }
   parts.frontiers.restore(checkpoint)
-  restoreWindows(parts.indexes, parts.lifecycle, checkpoint)
+  restoreWindows(parts.indexes, parts.lifecycle, checkpoint, parts.options.aggregates)
   parts.lateLane.restore(checkpoint.lateLane.entries, checkpoint.lateLane.trimmed, checkpoint.lateLane.total)
   for (const name of Object.keys(parts.counts)) parts.counts[name] = checkpoint.counts[name] ?? 0
   parts.lifecycle.corrections = checkpoint.counts.corrections ?? 0
@@ -79,12 +80,12 @@ export function restoreEngine(parts: EngineParts, checkpoint: EngineCheckpoint):
 }
 
 /** Every live window and each index's extra state (sessions' sealed ends and tombstones, fixed specs' slices), for a checkpoint. */
-function captureWindows(indexes: readonly WindowIndex[]): { windows: WindowSnapshot[]; sessions: SessionIndexSnapshot[]; slices: SliceIndexSnapshot[] } {
+function captureWindows(indexes: readonly WindowIndex[], aggregates: AggregateSet | null): { windows: WindowSnapshot[]; sessions: SessionIndexSnapshot[]; slices: SliceIndexSnapshot[] } {
   const windows: WindowSnapshot[] = []
   const sessions: SessionIndexSnapshot[] = []
   const slices: SliceIndexSnapshot[] = []
   for (const index of indexes) {
-    for (const w of index.windows()) windows.push(w.snapshot())
+    for (const w of index.windows()) windows.push(w.snapshot(aggregates))
     const extra = index.snapshot()
     if (extra === null) continue
     if ('sealed' in extra) sessions.push(extra)
@@ -94,11 +95,11 @@ function captureWindows(indexes: readonly WindowIndex[]): { windows: WindowSnaps
 }
 
 /** Puts a checkpoint's windows back into their indexes and queues each for its next lifecycle step. */
-function restoreWindows(indexes: readonly WindowIndex[], lifecycle: WindowLifecycle, checkpoint: EngineCheckpoint): void {
+function restoreWindows(indexes: readonly WindowIndex[], lifecycle: WindowLifecycle, checkpoint: EngineCheckpoint, aggregates: AggregateSet | null): void {
   for (const s of checkpoint.windows) {
     const index = indexes.find((i) => i.id === s.window)
     if (index === undefined) throw new Error(`checkpoint holds window spec ${s.window}, which this engine does not have`)
-    const w = WindowState.restore(s)
+    const w = WindowState.restore(s, aggregates)
     index.adopt(w)
     lifecycle.adopt(w)
     // Format 1: a tumbling window held its own cells, which are now its slice's.

@@ -69,8 +69,8 @@ export interface WindowSnapshot {
   readonly history: readonly WindowResult[]
   /** Format 1 only, tumbling windows: [source, cell] (their cells now live in `slices`). */
   readonly cells: readonly (readonly [string, Cell])[]
-  /** Session windows: [source, fragment start, cell]. */
-  readonly fragments: readonly (readonly [string, number, Cell])[]
+  /** Session windows: [source, fragment start, cell, its aggregate states encoded (with aggregates)]. */
+  readonly fragments: readonly (readonly [string, number, Cell, (readonly Uint8Array[])?])[]
   /** Panes emitted, and how many of them on time or late. */
   readonly panes?: number
   readonly onTimePanes?: number
@@ -81,13 +81,18 @@ export interface WindowSnapshot {
   readonly timerSeq?: number
   /** Discarding mode: what arrived since its last pane, and whether the next pane carries the whole window. */
   readonly pending?: Cell | null
+  /** With aggregates: the states of `pending`, encoded. */
+  readonly pendingStates?: readonly Uint8Array[]
   readonly whole?: boolean
 }
 
-/** One spec's slices: per key and slice start, its parts (`from`: the first window end counting it), each a list of [source, cell]. */
+/**
+ * One spec's slices: per key and slice start, its parts (`from`: the first window end counting
+ * it), each a list of [source, cell, its aggregate states encoded (with aggregates)].
+ */
 export interface SliceIndexSnapshot {
   readonly window: string
-  readonly slices: readonly (readonly [string, number, readonly (readonly [number, readonly (readonly [string, Cell])[]])[]])[]
+  readonly slices: readonly (readonly [string, number, readonly (readonly [number, readonly (readonly [string, Cell, (readonly Uint8Array[])?])[]])[]])[]
 }
 
 export interface SessionIndexSnapshot {

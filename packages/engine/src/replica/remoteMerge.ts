@@ -1,5 +1,8 @@
 import type { AnomalyReason } from '../core/anomaly.ts'
-import { type CellGroup, groupCellEntries, validCellGroups } from '../lattice/cellGroup.ts'
+import { groupStates, type States } from '../aggregates/aggregateSet.ts'
+import { messageOf } from '../core/errorMessage.ts'
+import { cellKey } from '../lattice/cell.ts'
+import { type CellGroup, groupCellEntries, validCellGroups, withoutCells } from '../lattice/cellGroup.ts'
 import type { ResolvedOptions } from '../core/engineOptions.ts'
 import type { Frontiers } from '../time/frontiers.ts'
 import type { RemoteAnomalies } from './remoteAnomalies.ts'
@@ -36,9 +39,42 @@ export class PeerMerge {
     return groupCellEntries(cells.filter((entry) => this.#accept('cell', cellEntryProblem(entry))))
   }
 
-  /** Peers' groups with every cell whose values are impossible reported and left out. */
+  /**
+   * Peers' groups with every cell whose values are impossible, or whose aggregate states do not
+   * decode, reported and left out (the rest of its group stays). Decoded states go with each
+   * group kept (`groupStates`).
+   */
   validGroups(groups: readonly CellGroup[]): readonly CellGroup[] {
-    return validCellGroups(groups, (what, problem) => this.#accept(what, problem))
+    const valid = validCellGroups(groups, (what, problem) => this.#accept(what, problem))
+    const aggregates = this.#state.options.aggregates
+    if (aggregates === null) {
+      if (valid.every((group) => group.aggregates === undefined)) return valid
+      return valid.filter((group) => group.aggregates === undefined || this.#accept('cell group', 'carries aggregate states; this engine has no aggregates'))
+    }
+    const out: CellGroup[] = []
+    for (const group of valid) {
+      const bytes = group.aggregates
+      if (bytes === undefined) {
+        this.#accept('cell group', `carries no aggregate states; this engine keeps ${aggregates.names.length}`)
+        continue
+      }
+      const states: States[] = []
+      let bad: Set<number> | null = null
+      for (let i = 0; i < bytes.length; i++) {
+        try {
+          states.push(aggregates.decode(bytes[i] as Uint8Array[]))
+        } catch (error) {
+          this.#accept(`cell ${cellKey(group.window, group.keys[i] as string, group.start, group.source)}`, messageOf(error))
+          bad ??= new Set()
+          bad.add(i)
+        }
+      }
+      if (bad !== null && bad.size === bytes.length) continue
+      const kept = bad === null ? group : withoutCells(group, bad)
+      groupStates.set(kept, states)
+      out.push(kept)
+    }
+    return out
   }
 
   /**

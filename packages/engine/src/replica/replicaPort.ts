@@ -19,6 +19,8 @@ export interface CellAddress {
 export interface CellEntry {
   readonly address: CellAddress
   readonly cell: Readonly<Cell>
+  /** With aggregates: each aggregate's state of the cell, encoded (in the order of the aggregates' names). */
+  readonly aggregates?: readonly Uint8Array[]
 }
 
 /** A source's clock as replicated: single-writer, newer `version` wins. */

@@ -1,3 +1,4 @@
+import type { AggregateSet, States } from '../aggregates/aggregateSet.ts'
 import { type Cell, cellKey, copyCell } from '../lattice/cell.ts'
 import type { CellAddress, CellEntry, LocalWrite } from './replicaPort.ts'
 import type { SourceClock } from '../time/sourceClock.ts'
@@ -9,6 +10,10 @@ import type { SourceClock } from '../time/sourceClock.ts'
 export class ReplicationOutbox {
   readonly #listeners = new Set<(write: LocalWrite) => void>()
   #cells = new Map<string, CellEntry>()
+  /** With aggregates: the live states of the cells in `#cells`, encoded when the write goes out. */
+  #states = new Map<string, States | null>()
+  /** The engine's aggregates; null without. */
+  aggregates: AggregateSet | null = null
   #clocks = new Set<SourceClock>()
   #expired: CellAddress[] = []
   #gate: ((write: LocalWrite, deliver: (write: LocalWrite) => void) => void) | null = null
@@ -27,10 +32,12 @@ export class ReplicationOutbox {
     }
   }
 
-  /** A cell written locally; one entry per address per batch (the last write wins). */
-  cell(window: string, key: string, start: number, source: string, cell: Cell): void {
+  /** A cell written locally, and its states; one entry per address per batch (the last write wins). */
+  cell(window: string, key: string, start: number, source: string, cell: Cell, states: States | null = null): void {
     if (this.#listeners.size === 0) return
-    this.#cells.set(cellKey(window, key, start, source), { address: { window, key, start, source }, cell })
+    const at = cellKey(window, key, start, source)
+    this.#cells.set(at, { address: { window, key, start, source }, cell })
+    if (this.aggregates !== null) this.#states.set(at, states)
   }
 
   clock(clock: SourceClock): void {
@@ -55,12 +62,15 @@ export class ReplicationOutbox {
   flush(): void {
     if (this.#listeners.size === 0) return
     if (this.#cells.size === 0 && this.#clocks.size === 0 && this.#expired.length === 0) return
+    const aggregates = this.aggregates
+    const states = this.#states
     const write: LocalWrite = {
-      cells: [...this.#cells.values()],
+      cells: aggregates === null ? [...this.#cells.values()] : [...this.#cells].map(([at, entry]) => ({ ...entry, aggregates: aggregates.encode(states.get(at) ?? null) })),
       clocks: [...this.#clocks].map((clock) => clock.entry()),
       expired: this.#expired,
     }
     this.#cells = new Map()
+    this.#states = new Map()
     this.#clocks = new Set()
     this.#expired = []
     this.release(write, this.#deliver)
@@ -82,5 +92,6 @@ export class ReplicationOutbox {
 }
 
 function copyEntry(entry: CellEntry): CellEntry {
-  return { address: entry.address, cell: copyCell(entry.cell) }
+  // Encoded states are bytes made for this write: shared, never changed.
+  return entry.aggregates === undefined ? { address: entry.address, cell: copyCell(entry.cell) } : { address: entry.address, cell: copyCell(entry.cell), aggregates: entry.aggregates }
 }

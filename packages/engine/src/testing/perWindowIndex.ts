@@ -1,3 +1,5 @@
+import type { AggregateSet, States } from '../aggregates/aggregateSet.ts'
+import type { StreamEvent } from '../core/event.ts'
 import { addToCell, type Cell, emptyCell } from '../lattice/cell.ts'
 import type { Aggregate } from '../lattice/cellSet.ts'
 import { CellSet } from '../lattice/cellSet.ts'
@@ -19,9 +21,14 @@ import { WindowState, type WindowValues } from '../windows/windowState.ts'
 /** A window's own cells, one per source: what folds its value in the per-window placement. */
 class WindowCells implements WindowValues {
   readonly cells = new CellSet()
+  readonly #aggregates: AggregateSet | null
+
+  constructor(aggregates: AggregateSet | null) {
+    this.#aggregates = aggregates
+  }
 
   foldWindow(_window: WindowState, into: Aggregate): void {
-    this.cells.fold(into)
+    this.cells.fold(into, this.#aggregates)
   }
 }
 
@@ -42,6 +49,7 @@ export class PerWindowIndex implements WindowIndex {
   readonly maxNewPerEvent: number
   readonly unit: number
   discarding = false
+  aggregates: AggregateSet | null = null
   readonly #size: number
   readonly #cumulating: boolean
   /** key → end ordinal → window. */
@@ -50,6 +58,7 @@ export class PerWindowIndex implements WindowIndex {
   #origin = Number.NaN
   readonly #recentWindows: (WindowState | undefined)[] = []
   readonly #recentCells: (Cell | undefined)[] = []
+  readonly #recentStates: (States | undefined)[] = []
 
   constructor(spec: WindowSpec & { kind: 'tumbling' | 'sliding' | 'cumulating' }) {
     this.id = spec.id
@@ -90,7 +99,18 @@ export class PerWindowIndex implements WindowIndex {
     return missing
   }
 
-  place(key: string, source: PlacementSource, ts: number, value: number, version: number, frontiers: BatchFrontiers, tracker: WindowTracker): number {
+  place(
+    key: string,
+    source: PlacementSource,
+    ts: number,
+    value: number,
+    version: number,
+    frontiers: BatchFrontiers,
+    tracker: WindowTracker,
+    event: StreamEvent,
+    inputs: readonly unknown[] | null,
+  ): number {
+    const aggregates = this.aggregates
     let series: Map<number, WindowState> | undefined
     let outcome = 0
     const slots = this.maxNewPerEvent
@@ -103,9 +123,11 @@ export class PerWindowIndex implements WindowIndex {
       const recent = this.#recentWindows[at]
       let window: WindowState | undefined
       let cell: Cell | undefined
+      let states: States | undefined
       if (recent !== undefined && recent.end === end && recent.key === key && recent.live) {
         window = recent
         cell = this.#recentCells[at]
+        states = this.#recentStates[at]
       } else {
         series ??= this.#byKey.get(key)
         window = series?.get(ordinal)
@@ -116,7 +138,7 @@ export class PerWindowIndex implements WindowIndex {
       }
       if (window === undefined) {
         window = new WindowState(this.id, key, start, end)
-        window.values = new WindowCells()
+        window.values = new WindowCells(aggregates)
         window.fired = end <= frontiers.firing
         series ??= this.#seriesOf(key)
         series.set(ordinal, window)
@@ -128,17 +150,24 @@ export class PerWindowIndex implements WindowIndex {
         cell = cells.cell(source.name)
         if (cell === undefined) {
           cell = emptyCell()
-          cells.addCell(source.name, cell)
-        }
+          states = aggregates?.init()
+          cells.addCell(source.name, cell, states ?? null)
+        } else if (aggregates !== null) states = cells.statesOf(source.name)
         this.#recentWindows[at] = window
         this.#recentCells[at] = cell
+        this.#recentStates[at] = states
       }
       addToCell(cell, ts, value, version)
+      if (aggregates !== null && inputs !== null) aggregates.add(states as States, inputs, event)
       if (this.discarding) {
         window.pending ??= emptyCell()
         addToCell(window.pending, ts, value, 0)
+        if (aggregates !== null && inputs !== null) {
+          window.pendingStates ??= aggregates.init()
+          aggregates.add(window.pendingStates, inputs, event)
+        }
       }
-      tracker.written(this.id, key, start, source.name, cell)
+      tracker.written(this.id, key, start, source.name, cell, states ?? null)
       outcome |= window.fired ? ADMITTED_LATE : ON_TIME
       if (window.touchedIn !== frontiers.batch) {
         window.touchedIn = frontiers.batch
@@ -162,7 +191,7 @@ export class PerWindowIndex implements WindowIndex {
   }
 
   adopt(window: WindowState): void {
-    window.values ??= new WindowCells()
+    window.values ??= new WindowCells(this.aggregates)
     const series = this.#seriesOf(window.key)
     const ordinal = this.#ordinal(window.end)
     if (!series.has(ordinal)) this.#count++

@@ -1,4 +1,4 @@
-import type { Engine, StreamEvent, WindowChange } from '../index.ts'
+import type { AggregateDefinitions, Engine, NoAggregates, StreamEvent, WindowChange } from '../index.ts'
 
 /**
  * A processing-time clock the test moves by hand: set `now`, pass `read` as the engine's `now`.
@@ -47,13 +47,15 @@ export function reading(source: string, seq: number | undefined, ts: number, val
  * engine.advanceWatermark(1_000)
  * changes.take().map(brief) // ['on_time [0,1000) n=1 on_time r0 final derived']
  */
-export function recordChanges(engine: Engine): {
+export function recordChanges<A extends AggregateDefinitions = NoAggregates>(
+  engine: Engine<A>,
+): {
   /** Every notification's changes, one array per notification. */
-  batches: (readonly WindowChange[])[]
+  batches: (readonly WindowChange<A>[])[]
   /** Every change recorded since the last `take()`, in order. */
-  take: () => WindowChange[]
+  take: () => WindowChange<A>[]
 } {
-  const batches: (readonly WindowChange[])[] = []
+  const batches: (readonly WindowChange<A>[])[] = []
   engine.subscribe((changes) => batches.push(changes))
   return {
     batches,

@@ -55,6 +55,8 @@ export class BatchPlacement {
   readonly #hasSessions: boolean
   /** Per event of the batch being placed: why it is invalid, or null. */
   readonly #reasons: (AnomalyReason | null)[] = []
+  /** The aggregates' inputs of the event being placed (reused: placement reads them at once). */
+  readonly #inputs: unknown[] = []
 
   constructor(state: PlacementState) {
     this.#state = state
@@ -91,6 +93,8 @@ export class BatchPlacement {
     // Far from `maxWindows`, no event of the batch can reach it: no room to check per event.
     const roomy = this.windowCount() + this.#maxNewPerEvent * n <= limits.maxWindows
     const publish = frontiers.publish === true
+    const aggregates = options.aggregates
+    const inputs = aggregates === null ? null : this.#inputs
     // Checked in a pass of their own: the batch's objects and strings (scattered in the heap)
     // are then fetched from memory many at a time instead of one event at a time.
     const reasons = this.#reasons
@@ -113,6 +117,14 @@ export class BatchPlacement {
         counts.future_ts++
         futureSources.note(event.source, ts)
         continue
+      }
+      if (aggregates !== null) {
+        // Judged on the event alone, before it leaves any trace (a clock, dedup memory); replay judges it again.
+        const problem = aggregates.inputs(event, inputs as unknown[])
+        if (problem !== null) {
+          rejectInput(anomalies, counts, 'invalid_aggregate_input', event, i, problem)
+          continue
+        }
       }
       let clock = lastClock !== undefined && lastClock.name === event.source ? lastClock : sources.get(event.source)
       if (clock !== undefined && clock.writer !== replicaId) {
@@ -157,7 +169,7 @@ export class BatchPlacement {
       let outcome = 0
       for (let s = 0; s < indexes.length; s++) {
         const index = indexes[s] as WindowIndex
-        const placed = index.place(key, clock, ts, value, version, frontiers, tracker)
+        const placed = index.place(key, clock, ts, value, version, frontiers, tracker, event, inputs)
         if (placed & REFUSED) lateLane.push({ event: copyStreamEvent(event), window: index.id, reason: 'beyond_lateness' })
         outcome |= placed
       }

@@ -1,12 +1,18 @@
+import type { States } from '../aggregates/aggregateSet.ts'
 import type { SliceSeries } from './sliceSeries.ts'
 
-/** One block's folds: count, sum, min and max per slice position, of the prefix ending there and the suffix starting there. */
+/**
+ * One block's folds: count, sum, min and max per slice position, of the prefix ending there and
+ * the suffix starting there; with aggregates, their states too (null: no cell yet).
+ */
 export interface BlockFold {
   series: SliceSeries | null
   block: number
   version: number
   readonly prefix: Float64Array
   readonly suffix: Float64Array
+  readonly prefixStates: (States | null)[]
+  readonly suffixStates: (States | null)[]
 }
 
 /** Blocks whose folds are kept: a sliding window reads two, and a batch's windows come from a few keys. */
@@ -40,15 +46,17 @@ export class BlockFolds {
     const k = this.#perBlock
     let slot = slots[this.#next]
     if (slot === undefined) {
-      slot = { series: null, block: 0, version: -1, prefix: new Float64Array(4 * k), suffix: new Float64Array(4 * k) }
+      slot = { series: null, block: 0, version: -1, prefix: new Float64Array(4 * k), suffix: new Float64Array(4 * k), prefixStates: [], suffixStates: [] }
       slots.push(slot)
     }
     this.#next = (this.#next + 1) % SLOTS
     slot.series = series
     slot.block = block
     slot.version = series.version
-    const { prefix, suffix } = slot
+    const { prefix, suffix, prefixStates, suffixStates } = slot
     const slices = series.slices
+    const aggregates = series.geometry.aggregates
+    let states: States | null = null
     let count = 0
     let sum = 0
     let min = Number.POSITIVE_INFINITY
@@ -61,7 +69,9 @@ export class BlockFolds {
         sum += f[1] as number
         if ((f[2] as number) < min) min = f[2] as number
         if ((f[3] as number) > max) max = f[3] as number
+        if (aggregates !== null && slice.foldedStates !== null) states = aggregates.merge(states, slice.foldedStates)
       }
+      if (aggregates !== null) prefixStates[i] = states
       prefix[4 * i] = count
       prefix[4 * i + 1] = sum
       prefix[4 * i + 2] = min
@@ -71,6 +81,7 @@ export class BlockFolds {
     sum = 0
     min = Number.POSITIVE_INFINITY
     max = Number.NEGATIVE_INFINITY
+    states = null
     for (let i = k - 1; i >= 0; i--) {
       const slice = slices.get(block + i)
       if (slice !== undefined) {
@@ -79,7 +90,9 @@ export class BlockFolds {
         sum += f[1] as number
         if ((f[2] as number) < min) min = f[2] as number
         if ((f[3] as number) > max) max = f[3] as number
+        if (aggregates !== null && slice.foldedStates !== null) states = aggregates.merge(states, slice.foldedStates)
       }
+      if (aggregates !== null) suffixStates[i] = states
       suffix[4 * i] = count
       suffix[4 * i + 1] = sum
       suffix[4 * i + 2] = min
@@ -90,6 +103,10 @@ export class BlockFolds {
 
   /** Forgets every fold (a series was dropped, so the slots do not keep it alive). */
   clear(): void {
-    for (const slot of this.#slots) slot.series = null
+    for (const slot of this.#slots) {
+      slot.series = null
+      slot.prefixStates.length = 0
+      slot.suffixStates.length = 0
+    }
   }
 }

@@ -1,5 +1,7 @@
 import type { SessionIndexSnapshot, SliceIndexSnapshot } from '../recovery/engineCheckpoint.ts'
-import { absorbCell, addToCell, emptyCell, mergeCell, tombstone } from '../lattice/cell.ts'
+import { type AggregateSet, groupStates, type States } from '../aggregates/aggregateSet.ts'
+import type { StreamEvent } from '../core/event.ts'
+import { absorbCell, addToCell, type Cell, compareCells, emptyCell, tombstone } from '../lattice/cell.ts'
 import { type CellGroup, groupCell } from '../lattice/cellGroup.ts'
 import type { CellEntry } from '../replica/replicaPort.ts'
 import {
@@ -27,6 +29,7 @@ export class SessionWindowIndex implements WindowIndex {
   readonly id: string
   readonly maxNewPerEvent = 1
   discarding = false
+  aggregates: AggregateSet | null = null
   readonly #gap: number
   readonly #byKey = new Map<string, WindowState[]>()
   /**
@@ -85,6 +88,8 @@ export class SessionWindowIndex implements WindowIndex {
     version: number,
     frontiers: BatchFrontiers,
     tracker: WindowTracker,
+    event: StreamEvent,
+    inputs: readonly unknown[] | null,
   ): number {
     const gap = this.#gap
     const sealed = this.#sealed.get(key)
@@ -108,10 +113,14 @@ export class SessionWindowIndex implements WindowIndex {
       if (s.end > end) end = s.end
     }
     const target = this.#join(key, sessions, from, to, start, end, frontiers, tracker)
-    this.#addToFragment(target, source.name, ts, value, version, tracker)
+    this.#addToFragment(target, source.name, ts, value, version, tracker, event, inputs)
     if (this.discarding) {
       target.pending ??= emptyCell()
       addToCell(target.pending, ts, value, 0)
+      if (inputs !== null && this.aggregates !== null) {
+        target.pendingStates ??= this.aggregates.init()
+        this.aggregates.add(target.pendingStates, inputs, event)
+      }
     }
     if (target.touchedIn !== frontiers.batch) {
       target.touchedIn = frontiers.batch
@@ -188,7 +197,17 @@ export class SessionWindowIndex implements WindowIndex {
    * activity, without bound. Folding changes no result: the session is the same connected run,
    * its extremes are the fragments' extremes, and its totals add the same cells.
    */
-  #addToFragment(session: WindowState, source: string, ts: number, value: number, version: number, tracker: WindowTracker): void {
+  #addToFragment(
+    session: WindowState,
+    source: string,
+    ts: number,
+    value: number,
+    version: number,
+    tracker: WindowTracker,
+    event: StreamEvent,
+    inputs: readonly unknown[] | null,
+  ): void {
+    const aggregates = this.aggregates
     let only: SessionFragment | null = null
     let own = 0
     for (const f of session.fragments) {
@@ -199,17 +218,21 @@ export class SessionWindowIndex implements WindowIndex {
     }
     if (own === 1 && only !== null && only.start <= ts) {
       addToCell(only.cell, ts, value, version)
-      tracker.written(this.id, session.key, only.start, source, only.cell)
+      if (inputs !== null && aggregates !== null) aggregates.add(only.states as States, inputs, event)
+      tracker.written(this.id, session.key, only.start, source, only.cell, only.states)
       return
     }
     // A new fragment start: the source's fragments fold into one new cell, the others' keys become tombstones.
     const cell = emptyCell()
+    let states: States | null = null
     let start = ts
     const kept: SessionFragment[] = []
     const absorbed: SessionFragment[] = []
     for (const f of session.fragments) {
       if (f.source === source && f.cell.count > 0) {
         absorbCell(cell, f.cell)
+        // Into new states: the absorbed fragment's own stay as its tombstone's history, unread.
+        if (aggregates !== null && f.states !== null) states = aggregates.mergeInto(states, f.states)
         absorbed.push(f)
         if (f.start < start) start = f.start
       } else {
@@ -217,16 +240,28 @@ export class SessionWindowIndex implements WindowIndex {
       }
     }
     addToCell(cell, ts, value, version)
-    kept.push({ source, start, cell })
+    if (aggregates !== null) {
+      states ??= aggregates.init()
+      if (inputs !== null) aggregates.add(states, inputs, event)
+    }
+    kept.push({ source, start, cell, states })
     session.fragments = kept
     for (const f of absorbed) {
       if (f.start === start) continue
       const dead = tombstone(f.cell, version)
       // Kept, so a full-state exchange (anti-entropy) carries the deletion too, not just the live cells.
-      this.#keepTombstone(session.key, { source, start: f.start, cell: dead })
-      tracker.written(this.id, session.key, f.start, source, dead)
+      this.#keepTombstone(session.key, { source, start: f.start, cell: dead, states: null })
+      tracker.written(this.id, session.key, f.start, source, dead, null)
     }
-    tracker.written(this.id, session.key, start, source, cell)
+    tracker.written(this.id, session.key, start, source, cell, states)
+  }
+
+  /** Lattice order of a fragment held here against a peer's cell of it: by `compareCells`, then by the states' encodings. */
+  #order(mine: SessionFragment, cell: Cell, bytes: readonly Uint8Array[] | undefined): number {
+    const order = compareCells(mine.cell, cell)
+    const aggregates = this.aggregates
+    if (order !== 0 || aggregates === null || bytes === undefined) return order
+    return aggregates.compare(aggregates.encode(mine.states), bytes)
   }
 
   #keepTombstone(key: string, fragment: SessionFragment): void {
@@ -248,6 +283,7 @@ export class SessionWindowIndex implements WindowIndex {
     // Sessions of a key are rebuilt from all its fragments, so peers' cells are taken key by key.
     const byKey = new Map<string, RemoteCell[]>()
     for (const group of groups) {
+      const decoded = groupStates.get(group)
       for (let i = 0; i < group.keys.length; i++) {
         const key = group.keys[i] as string
         let list = byKey.get(key)
@@ -255,7 +291,9 @@ export class SessionWindowIndex implements WindowIndex {
           list = []
           byKey.set(key, list)
         }
-        list.push({ start: group.start, source: group.source, cell: groupCell(group, i) })
+        const cell = groupCell(group, i)
+        const states = cell.count === 0 ? null : (decoded?.[i] ?? this.aggregates?.init() ?? null)
+        list.push({ start: group.start, source: group.source, cell, states, bytes: group.aggregates?.[i] })
       }
     }
     for (const [key, list] of byKey) {
@@ -292,7 +330,7 @@ export class SessionWindowIndex implements WindowIndex {
     }
     const changed = new Set<string>()
     const sealed = this.#sealed.get(key) ?? Number.NEGATIVE_INFINITY
-    for (const { start, source, cell } of entries) {
+    for (const { start, source, cell, states, bytes } of entries) {
       if (!(cell.maxTs >= start) && cell.count > 0) {
         counts.invalid++
         continue
@@ -304,11 +342,11 @@ export class SessionWindowIndex implements WindowIndex {
       }
       const id = fragmentId(source, start)
       const mine = fragments.get(id)
-      if (mine !== undefined && mergeCell(mine.cell, cell) === mine.cell) {
+      if (mine !== undefined && this.#order(mine, cell, bytes) >= 0) {
         counts.stale++
         continue
       }
-      fragments.set(id, { source, start, cell })
+      fragments.set(id, { source, start, cell, states })
       changed.add(id)
       counts.applied++
     }
@@ -404,7 +442,7 @@ export class SessionWindowIndex implements WindowIndex {
     if (!('sealed' in snapshot)) return
     for (const [key, end] of snapshot.sealed) this.#sealed.set(key, end)
     for (const [key, dead] of snapshot.tombstones) {
-      this.#tombstones.set(key, new Map(dead.map(([source, start, cell]) => [fragmentId(source, start), { source, start, cell: { ...cell } }])))
+      this.#tombstones.set(key, new Map(dead.map(([source, start, cell]) => [fragmentId(source, start), { source, start, cell: { ...cell }, states: null }])))
     }
   }
 
@@ -458,10 +496,13 @@ export class SessionWindowIndex implements WindowIndex {
   }
 
   liveCells(out: CellEntry[]): void {
-    for (const w of this.windows()) {
-      for (const f of w.fragments) out.push({ address: { window: this.id, key: w.key, start: f.start, source: f.source }, cell: f.cell })
+    const aggregates = this.aggregates
+    const entry = (key: string, f: SessionFragment): CellEntry => {
+      const address = { window: this.id, key, start: f.start, source: f.source }
+      return aggregates === null ? { address, cell: f.cell } : { address, cell: f.cell, aggregates: aggregates.encode(f.states) }
     }
-    for (const [key, f] of this.tombstones()) out.push({ address: { window: this.id, key, start: f.start, source: f.source }, cell: f.cell })
+    for (const w of this.windows()) for (const f of w.fragments) out.push(entry(w.key, f))
+    for (const [key, f] of this.tombstones()) out.push(entry(key, f))
   }
 }
 

@@ -1,3 +1,4 @@
+import type { States } from '../aggregates/aggregateSet.ts'
 import { type Aggregate, CellSet } from '../lattice/cellSet.ts'
 import type { SliceSeries } from './sliceSeries.ts'
 import type { WindowState, WindowValues } from './windowState.ts'
@@ -24,6 +25,8 @@ export class Slice extends CellSet implements WindowValues {
   version = 0
   /** The main part folded (count, sum, min, max), as of `foldedAt`; made on first use (a tumbling window folds its one slice itself). */
   #folded: Float64Array | null = null
+  /** With aggregates: the main part's states folded, as of `foldedAt` (null when it has no cell). */
+  foldedStates: States | null = null
   foldedAt = -1
   /**
    * What batch `batch` worked out once for the slice (frontiers stand still within a batch): the
@@ -73,16 +76,18 @@ export class Slice extends CellSet implements WindowValues {
    * partial parts), folded as the series would fold them.
    */
   foldWindow(_window: WindowState, into: Aggregate): void {
-    this.fold(into)
+    this.fold(into, this.series.geometry.aggregates)
   }
 
-  /** The main part's fold, brought up to date: count, sum, min, max. */
+  /** The main part's fold, brought up to date: count, sum, min, max (and `foldedStates`). */
   folded(): Float64Array {
     let folded = this.#folded
     if (folded !== null && this.foldedAt === this.version) return folded
     folded ??= new Float64Array(4)
-    const a = { count: 0, sum: 0, min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY }
-    this.fold(a)
+    const aggregates = this.series.geometry.aggregates
+    const a: Aggregate = { count: 0, sum: 0, min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY, states: aggregates === null ? undefined : null }
+    this.fold(a, aggregates)
+    this.foldedStates = a.states ?? null
     folded[0] = a.count
     folded[1] = a.sum
     folded[2] = a.min

@@ -1,3 +1,4 @@
+import type { AggregateSet } from '../aggregates/aggregateSet.ts'
 import { BlockFolds } from './blockFolds.ts'
 import { alignedStart } from './windowSpec.ts'
 
@@ -21,6 +22,8 @@ export class SliceGeometry {
   origin = Number.NaN
   /** Folds of recently read blocks, shared by the spec's series. */
   readonly folds: BlockFolds
+  /** The engine's aggregates, whose states cells carry and folds combine; null without. */
+  aggregates: AggregateSet | null = null
 
   constructor(unit: number, perBlock: number, cumulating: boolean) {
     this.unit = unit

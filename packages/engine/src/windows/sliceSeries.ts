@@ -1,3 +1,4 @@
+import type { States } from '../aggregates/aggregateSet.ts'
 import type { Aggregate } from '../lattice/cellSet.ts'
 import type { Slice } from './slice.ts'
 import type { SliceGeometry } from './sliceGeometry.ts'
@@ -44,7 +45,7 @@ export class SliceSeries implements WindowValues {
     const first = g.firstOf(last)
     if (g.perBlock === 1) {
       // One slice, one window: its cells folded straight in (the same additions as from a cached fold).
-      this.slices.get(last)?.fold(into)
+      this.slices.get(last)?.fold(into, g.aggregates)
     } else if (g.perBlock < SHARED_FOLDS) {
       // Few slices per window: folded here, with the additions the shared block folds make.
       const block = g.blockStart(first)
@@ -82,10 +83,12 @@ export class SliceSeries implements WindowValues {
    */
   #foldRange(from: number, to: number, into: Aggregate): void {
     const step = from <= to ? 1 : -1
+    const aggregates = into.states === undefined ? null : this.geometry.aggregates
     let count = 0
     let sum = 0
     let min = Number.POSITIVE_INFINITY
     let max = Number.NEGATIVE_INFINITY
+    let states: States | null = null
     for (let i = from; i !== to + step; i += step) {
       const slice = this.slices.get(i)
       if (slice === undefined) continue
@@ -94,7 +97,9 @@ export class SliceSeries implements WindowValues {
       sum += f[1] as number
       if ((f[2] as number) < min) min = f[2] as number
       if ((f[3] as number) > max) max = f[3] as number
+      if (aggregates !== null && slice.foldedStates !== null) states = aggregates.mergeInto(states, slice.foldedStates)
     }
+    if (aggregates !== null && states !== null) into.states = aggregates.mergeInto(into.states ?? null, states)
     into.count += count
     into.sum += sum
     if (min < into.min) into.min = min
@@ -104,8 +109,10 @@ export class SliceSeries implements WindowValues {
   /** Adds the fold of the block's slices from its start up to `last`, left to right. */
   #prefixInto(last: number, into: Aggregate): void {
     const block = this.geometry.blockStart(last)
-    const p = this.geometry.folds.of(this, block).prefix
+    const fold = this.geometry.folds.of(this, block)
+    const p = fold.prefix
     const at = 4 * (last - block)
+    this.#statesInto(fold.prefixStates[last - block], into)
     into.count += p[at] as number
     into.sum += p[at + 1] as number
     if ((p[at + 2] as number) < into.min) into.min = p[at + 2] as number
@@ -115,12 +122,20 @@ export class SliceSeries implements WindowValues {
   /** Adds the fold of the block's slices from `first` to its end, right to left. */
   #suffixInto(first: number, into: Aggregate): void {
     const block = this.geometry.blockStart(first)
-    const s = this.geometry.folds.of(this, block).suffix
+    const fold = this.geometry.folds.of(this, block)
+    const s = fold.suffix
     const at = 4 * (first - block)
+    this.#statesInto(fold.suffixStates[first - block], into)
     into.count += s[at] as number
     into.sum += s[at + 1] as number
     if ((s[at + 2] as number) < into.min) into.min = s[at + 2] as number
     if ((s[at + 3] as number) > into.max) into.max = s[at + 3] as number
+  }
+
+  /** Merges a block fold's states into `into`, when its states are wanted. */
+  #statesInto(states: States | null | undefined, into: Aggregate): void {
+    const aggregates = this.geometry.aggregates
+    if (aggregates !== null && into.states !== undefined && states != null) into.states = aggregates.mergeInto(into.states, states)
   }
 
   /** Adds the partial parts of slices `first..last` counted by the window ending with slice `last`. */
@@ -129,7 +144,7 @@ export class SliceSeries implements WindowValues {
       if (ordinal < first) continue
       if (ordinal > last) break
       for (const [from, part] of (this.slices.get(ordinal) as Slice).partials()) {
-        if (from <= last) part.fold(into)
+        if (from <= last) part.fold(into, this.geometry.aggregates)
       }
     }
   }

@@ -1,3 +1,5 @@
+import { type AggregateSet, groupStates, type States } from '../aggregates/aggregateSet.ts'
+import type { StreamEvent } from '../core/event.ts'
 import { type Cell, emptyCell } from '../lattice/cell.ts'
 import type { CellGroup } from '../lattice/cellGroup.ts'
 import type { CellSet } from '../lattice/cellSet.ts'
@@ -19,7 +21,7 @@ import {
   type WindowTracker,
 } from './windowIndex.ts'
 import { alignedStart, type WindowSpec } from './windowSpec.ts'
-import { WindowState } from './windowState.ts'
+import { restoredStates, WindowState } from './windowState.ts'
 
 /**
  * Tumbling, sliding and cumulating windows over shared slices (Flink's window slicing, Jet's
@@ -54,6 +56,8 @@ export class SlicedWindowIndex implements WindowIndex {
    */
   readonly #recentSlices: (Slice | undefined)[] = []
   readonly #recentCells: (Cell | undefined)[] = []
+  /** With aggregates: the states of `#recentCells`. */
+  readonly #recentStates: (States | undefined)[] = []
   readonly #recentNext: number[] = []
 
   constructor(spec: WindowSpec & { kind: 'tumbling' | 'sliding' | 'cumulating' }) {
@@ -66,6 +70,14 @@ export class SlicedWindowIndex implements WindowIndex {
 
   get size(): number {
     return this.#windows
+  }
+
+  get aggregates(): AggregateSet | null {
+    return this.#geometry.aggregates
+  }
+
+  set aggregates(aggregates: AggregateSet | null) {
+    this.#geometry.aggregates = aggregates
   }
 
   takes(window: string): boolean {
@@ -88,17 +100,29 @@ export class SlicedWindowIndex implements WindowIndex {
    * the window size), and, the first time a batch reaches the slice, touches the windows that
    * admit what it brings. Returns ON_TIME / ADMITTED_LATE / REFUSED bits.
    */
-  place(key: string, source: PlacementSource, ts: number, value: number, version: number, frontiers: BatchFrontiers, tracker: WindowTracker): number {
+  place(
+    key: string,
+    source: PlacementSource,
+    ts: number,
+    value: number,
+    version: number,
+    frontiers: BatchFrontiers,
+    tracker: WindowTracker,
+    event: StreamEvent,
+    inputs: readonly unknown[] | null,
+  ): number {
     const batch = frontiers.batch
     const base = RECENT * source.slot
     let slice: Slice | undefined
     let cell: Cell | undefined
+    let states: States | undefined
     // A slice the source wrote lately, in the key's series: no alignment, no lookup.
     for (let i = base; i < base + RECENT; i++) {
       const recent = this.#recentSlices[i]
       if (recent !== undefined && ts >= recent.start && ts < recent.start + this.unit && recent.key === key && recent.live) {
         slice = recent
         cell = this.#recentCells[i]
+        if (inputs !== null) states = this.#recentStates[i]
         break
       }
     }
@@ -120,9 +144,10 @@ export class SlicedWindowIndex implements WindowIndex {
       cell = part.cell(source.name)
       if (cell === undefined) {
         cell = emptyCell()
-        this.#addCell(part, source.name, cell)
+        states = this.aggregates?.init()
+        this.#addCell(part, source.name, cell, states ?? null)
         if (!main) series.notePartial(slice.ordinal)
-      }
+      } else if (inputs !== null) states = part.statesOf(source.name)
       if (main) {
         // The entry of this key's slice, or else the next in turn.
         let at = base
@@ -134,6 +159,7 @@ export class SlicedWindowIndex implements WindowIndex {
         }
         this.#recentSlices[at] = slice
         this.#recentCells[at] = cell
+        if (inputs !== null) this.#recentStates[at] = states
       }
     }
     cell.count++
@@ -142,9 +168,10 @@ export class SlicedWindowIndex implements WindowIndex {
     if (value > cell.max) cell.max = value
     if (ts > cell.maxTs) cell.maxTs = ts
     cell.version = version
+    if (inputs !== null) (this.aggregates as AggregateSet).add(states as States, inputs, event)
     slice.version++
     series.version++
-    if (frontiers.publish === true) tracker.written(main ? this.id : partName(this.id, this.#geometry.endOf(from)), key, slice.start, source.name, cell)
+    if (frontiers.publish === true) tracker.written(main ? this.id : partName(this.id, this.#geometry.endOf(from)), key, slice.start, source.name, cell, states ?? null)
     if (from < slice.touchedFrom) {
       this.#touch(series, from, slice.touchedFrom - 1, frontiers, tracker, false)
       slice.touchedFrom = from
@@ -153,7 +180,7 @@ export class SlicedWindowIndex implements WindowIndex {
       slice.bitsFrom = from
       slice.bits = this.#outcome(series, from, last)
     }
-    if (this.discarding) addPending(series, from, last, value)
+    if (this.discarding) addPending(series, from, last, value, event, inputs, this.aggregates)
     return main ? slice.bits : slice.bits | REFUSED
   }
 
@@ -214,8 +241,8 @@ export class SlicedWindowIndex implements WindowIndex {
     return this.#sliceOf(this.#seriesOf(key), this.#geometry.ordinal(start), start)
   }
 
-  #addCell(part: CellSet, source: string, cell: Cell): void {
-    part.addCell(source, cell)
+  #addCell(part: CellSet, source: string, cell: Cell, states: States | null): void {
+    part.addCell(source, cell, states)
     this.#cells++
   }
 
@@ -259,8 +286,10 @@ export class SlicedWindowIndex implements WindowIndex {
       // The groups of one part and start (one per source) mostly list the same keys: their slices are looked up once.
       let keys: readonly string[] | null = null
       const slices: Slice[] = []
+      const aggregates = this.aggregates
       for (const group of list) {
         const source = group.source
+        const decoded = groupStates.get(group)
         if (keys === null || !sameKeys(keys, group.keys)) {
           keys = group.keys
           slices.length = 0
@@ -272,7 +301,7 @@ export class SlicedWindowIndex implements WindowIndex {
           const part = slice.part(from)
           const before = part.size
           if (before === 0 && list.length > 1) part.reserveRows(list.length)
-          if (!part.mergePeerCell(source, group, i)) {
+          if (!part.mergePeerCell(source, group, i, aggregates, decoded?.[i] ?? aggregates?.init() ?? null)) {
             counts.stale++
             continue
           }
@@ -311,16 +340,17 @@ export class SlicedWindowIndex implements WindowIndex {
   /** A format-1 checkpoint's tumbling window held its own cells: they are its one slice's. */
   adoptCells(window: WindowState, cells: readonly (readonly [string, Cell])[]): void {
     const slice = this.#sliceAt(window.key, window.start)
-    for (const [source, cell] of cells) this.#addCell(slice, source, { ...cell })
+    for (const [source, cell] of cells) this.#addCell(slice, source, { ...cell }, restoredStates(this.aggregates, undefined, 1))
   }
 
   snapshot(): SliceIndexSnapshot {
     const g = this.#geometry
-    const slices: [string, number, [number, [string, Cell][]][]][] = []
+    const aggregates = this.aggregates
+    const slices: [string, number, [number, ([string, Cell] | [string, Cell, Uint8Array[]])[]][]][] = []
     for (const series of this.#byKey.values()) {
       for (const slice of series.slices.values()) {
-        const parts: [number, [string, Cell][]][] = [[g.endOf(slice.ordinal), slice.entries()]]
-        for (const [from, part] of slice.partials()) parts.push([g.endOf(from), part.entries()])
+        const parts: [number, ([string, Cell] | [string, Cell, Uint8Array[]])[]][] = [[g.endOf(slice.ordinal), slice.entries(aggregates)]]
+        for (const [from, part] of slice.partials()) parts.push([g.endOf(from), part.entries(aggregates)])
         slices.push([series.key, slice.start, parts])
       }
     }
@@ -338,7 +368,7 @@ export class SlicedWindowIndex implements WindowIndex {
         const from = g.ordinal(end) - 1
         const part = slice.part(from)
         if (from !== s) series.notePartial(s)
-        for (const [source, cell] of cells) this.#addCell(part, source, { ...cell })
+        for (const [source, cell, bytes] of cells) this.#addCell(part, source, { ...cell }, restoredStates(this.aggregates, bytes, 1))
       }
     }
   }
@@ -401,6 +431,7 @@ export class SlicedWindowIndex implements WindowIndex {
 
   liveCells(out: CellEntry[]): void {
     const g = this.#geometry
+    const aggregates = this.aggregates
     for (const series of this.#byKey.values()) {
       for (const slice of series.slices.values()) {
         const parts: [number, CellSet][] = [[slice.ordinal, slice], ...slice.partials()]
@@ -408,7 +439,8 @@ export class SlicedWindowIndex implements WindowIndex {
           const window = from === slice.ordinal ? this.id : partName(this.id, g.endOf(from))
           const sources = part.sources()
           for (let i = 0; i < sources.length; i++) {
-            out.push({ address: { window, key: series.key, start: slice.start, source: sources[i] as string }, cell: part.cellAt(i) })
+            const address = { window, key: series.key, start: slice.start, source: sources[i] as string }
+            out.push(aggregates === null ? { address, cell: part.cellAt(i) } : { address, cell: part.cellAt(i), aggregates: aggregates.encode(part.statesAt(i)) })
           }
         }
       }
@@ -417,7 +449,15 @@ export class SlicedWindowIndex implements WindowIndex {
 }
 
 /** Discarding mode: an event joins what windows `from..last` collect until their next pane. */
-function addPending(series: SliceSeries, from: number, last: number, value: number): void {
+function addPending(
+  series: SliceSeries,
+  from: number,
+  last: number,
+  value: number,
+  event: StreamEvent,
+  inputs: readonly unknown[] | null,
+  aggregates: AggregateSet | null,
+): void {
   for (let b = from; b <= last; b++) {
     const w = series.windows.get(b) as WindowState
     w.pending ??= emptyCell()
@@ -426,6 +466,10 @@ function addPending(series: SliceSeries, from: number, last: number, value: numb
     pending.sum += value
     if (value < pending.min) pending.min = value
     if (value > pending.max) pending.max = value
+    if (inputs !== null && aggregates !== null) {
+      w.pendingStates ??= aggregates.init()
+      aggregates.add(w.pendingStates, inputs, event)
+    }
   }
 }
 

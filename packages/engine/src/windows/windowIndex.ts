@@ -1,3 +1,5 @@
+import type { AggregateSet, States } from '../aggregates/aggregateSet.ts'
+import type { StreamEvent } from '../core/event.ts'
 import type { Cell } from '../lattice/cell.ts'
 import type { SessionIndexSnapshot, SliceIndexSnapshot } from '../recovery/engineCheckpoint.ts'
 import type { CellGroup } from '../lattice/cellGroup.ts'
@@ -25,8 +27,8 @@ export interface WindowTracker {
   touched(window: WindowState): void
   /** A session grew its end: it needs a new place in the firing queue. */
   grown(window: WindowState): void
-  /** A local write changed the cell at this address (or made a tombstone); the replication layer publishes it. */
-  written(window: string, key: string, start: number, source: string, cell: Cell): void
+  /** A local write changed the cell at this address (or made a tombstone), and its states; the replication layer publishes it. */
+  written(window: string, key: string, start: number, source: string, cell: Cell, states: States | null): void
   /**
    * A session was absorbed into another (`gone`: it leaves live state) or changed identity (it
    * stays, under a new start): its emitted result is retracted.
@@ -59,12 +61,27 @@ export interface WindowIndex {
   readonly id: string
   /** Discarding mode: windows collect what arrived since their last pane (`WindowState.pending`). */
   discarding: boolean
+  /** The engine's aggregates (set once, before the first event); null without. */
+  aggregates: AggregateSet | null
   /** Windows this spec would create for the event; used only near the `maxWindows` bound. */
   missingWindows(key: string, ts: number, frontiers: BatchFrontiers): number
   /** Most windows one event can create. */
   readonly maxNewPerEvent: number
-  /** Applies one event for `source` at the source's clock `version`; returns ON_TIME / ADMITTED_LATE / REFUSED bits. */
-  place(key: string, source: PlacementSource, ts: number, value: number, version: number, frontiers: BatchFrontiers, tracker: WindowTracker): number
+  /**
+   * Applies one event for `source` at the source's clock `version`, and with aggregates its
+   * `inputs` (one per aggregate, read from `event`); returns ON_TIME / ADMITTED_LATE / REFUSED bits.
+   */
+  place(
+    key: string,
+    source: PlacementSource,
+    ts: number,
+    value: number,
+    version: number,
+    frontiers: BatchFrontiers,
+    tracker: WindowTracker,
+    event: StreamEvent,
+    inputs: readonly unknown[] | null,
+  ): number
   /** The live window of `key` starting at `start` (ending at `end`, to tell cumulating windows apart), if any. */
   find(key: string, start: number, end?: number): WindowState | undefined
   /** Removes a window from live state, and the cells only it still counted (each through `expired`). */
@@ -92,11 +109,13 @@ export interface WindowIndex {
   liveCells(out: CellEntry[]): void
 }
 
-/** A peer's cell for one window (fixed) or one session fragment. */
+/** A peer's cell for one window (fixed) or one session fragment, with its decoded states and their encodings. */
 export interface RemoteCell {
   readonly start: number
   readonly source: string
   readonly cell: Cell
+  readonly states: States | null
+  readonly bytes: readonly Uint8Array[] | undefined
 }
 
 /** Frontiers for a remote merge: like a batch, plus retention to recognise expired cells. */

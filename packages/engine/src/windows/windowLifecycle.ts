@@ -1,3 +1,4 @@
+import type { AggregateSet, States } from '../aggregates/aggregateSet.ts'
 import type { Cell } from '../lattice/cell.ts'
 import type { Aggregate } from '../lattice/cellSet.ts'
 import type { ReplicationOutbox } from '../replica/replicationOutbox.ts'
@@ -16,6 +17,7 @@ export interface LifecycleSettings {
   readonly early: Trigger
   readonly late: Trigger
   readonly accumulation: Accumulation
+  readonly aggregates: AggregateSet | null
 }
 
 const NOTHING: Aggregate = Object.freeze({ count: 0, sum: 0, min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY })
@@ -106,8 +108,8 @@ export class WindowLifecycle implements WindowTracker {
     if (emitted !== null) this.#changes.push({ type: 'retract', result: emitted, pane: emitted.pane })
   }
 
-  written(window: string, key: string, start: number, source: string, cell: Cell): void {
-    this.#outbox.cell(window, key, start, source, cell)
+  written(window: string, key: string, start: number, source: string, cell: Cell, states: States | null): void {
+    this.#outbox.cell(window, key, start, source, cell, states)
   }
 
   replaced(w: WindowState): void {
@@ -231,11 +233,15 @@ export class WindowLifecycle implements WindowTracker {
     let previous = correction ? w.emitted : null
     if (this.#discarding) {
       previous = w.whole ? w.emitted : null
-      if (!w.whole) part = w.pending ?? NOTHING
+      if (!w.whole) {
+        const pending = w.pending ?? NOTHING
+        part = this.#settings.aggregates === null ? pending : { count: pending.count, sum: pending.sum, min: pending.min, max: pending.max, states: w.pendingStates }
+      }
       w.pending = null
+      w.pendingStates = null
       w.whole = false
     }
-    const result = w.result(status, revision, final, basis, pane, part)
+    const result = w.result(status, revision, final, basis, pane, this.#settings.aggregates, part)
     changes.push(previous === null ? { type, result, pane } : { type, result, pane, previous })
     w.remember(result, this.#settings.historyLimit)
     w.dirty = false

@@ -1,3 +1,5 @@
+import type { AggregateDefinitions, AggregateResults, AnyAggregate } from '../aggregates/aggregate.ts'
+
 /** How the engine knows a window is complete (docs/semantics.md, Basis). */
 export type Basis = 'proven' | 'derived' | 'fallback' | 'unknown'
 
@@ -38,14 +40,21 @@ export interface PaneInfo {
 }
 
 /**
- * The value of one window for one key.
+ * An engine without aggregates: the default of the type parameter of `Engine`, `WindowResult`
+ * and `WindowChange`, under which results have no `aggregates` field.
  *
  * @example
- * // { window: 'tumbling:60000', key: 'temp', start: 0, end: 60000, count: 3, sum: 63, min: 20, max: 22,
- * //   mean: 21, status: 'on_time', revision: 0, final: false, basis: 'derived',
- * //   pane: { timing: 'on_time', index: 2, onTimeIndex: 0 } }
+ * const engine: Engine<NoAggregates> = createEngine({ windows: tumbling(60_000) })
  */
-export interface WindowResult {
+export type NoAggregates = Readonly<Record<never, AnyAggregate>>
+
+/**
+ * The fields every window result has, with or without aggregates.
+ *
+ * @example
+ * const fields: WindowResultFields = engine.results()[0] as WindowResultFields
+ */
+export interface WindowResultFields {
   /** Id of the window spec, e.g. `'tumbling:60000'`. */
   readonly window: string
   /** The series key. */
@@ -74,6 +83,27 @@ export interface WindowResult {
 }
 
 /**
+ * The `aggregates` field of the results of an engine with aggregates `A`: each name mapped to its
+ * aggregate's result; nothing for `NoAggregates`.
+ *
+ * @example
+ * type Shown = WindowAggregates<{ latency: ReturnType<typeof quantiles> }> // { readonly aggregates: { readonly latency: number[] } }
+ */
+export type WindowAggregates<A extends AggregateDefinitions> = [keyof A] extends [never] ? unknown : { readonly aggregates: AggregateResults<A> }
+
+/**
+ * The value of one window for one key; with aggregates, `aggregates` holds what each computed
+ * over the window's events (over the pane's events for a discarding pane).
+ *
+ * @example
+ * // { window: 'tumbling:60000', key: 'temp', start: 0, end: 60000, count: 3, sum: 63, min: 20, max: 22,
+ * //   mean: 21, status: 'on_time', revision: 0, final: false, basis: 'derived',
+ * //   pane: { timing: 'on_time', index: 2, onTimeIndex: 0 } }
+ * // with aggregates: { ..., aggregates: { latency: [12.1, 48.3, 97.6], devices: 3 } }
+ */
+export type WindowResult<A extends AggregateDefinitions = NoAggregates> = WindowResultFields & WindowAggregates<A>
+
+/**
  * What happened to a window: `provisional` (changed before it fired), `on_time` (it fired),
  * `correction` (changed after it fired), `final` (it turned final), `retract` (a session that no
  * longer exists under this identity).
@@ -93,18 +123,18 @@ export type WindowChangeType = 'provisional' | 'on_time' | 'correction' | 'final
  * a pane carries only what arrived since the window's last pane and has no `previous`, except
  * a pane that had to carry the whole window (docs/semantics.md, Triggers and accumulation).
  */
-export interface WindowChange {
+export interface WindowChange<A extends AggregateDefinitions = NoAggregates> {
   /** What happened to the window. */
   readonly type: WindowChangeType
   /** The window's result after the change (for `retract`, the result withdrawn). */
-  readonly result: WindowResult
+  readonly result: WindowResult<A>
   /** `result.pane`: which pane of the window this is. */
   readonly pane: PaneInfo
   /**
    * The result this change replaces: accumulating mode, a `correction` (absent for a window whose
    * first result is a correction); discarding mode, a pane that carries the whole window again.
    */
-  readonly previous?: WindowResult
+  readonly previous?: WindowResult<A>
 }
 
 /** Filter for `engine.results(query)`: `from`/`to` bound window starts, `[from, to)`. */
@@ -126,7 +156,7 @@ export interface ResultQuery {
  * @example
  * [...archived, ...live].sort(compareResults) // merged in the order results() uses
  */
-export function compareResults(a: WindowResult, b: WindowResult): number {
+export function compareResults(a: WindowResultFields, b: WindowResultFields): number {
   if (a.window !== b.window) return a.window < b.window ? -1 : 1
   if (a.key !== b.key) return a.key < b.key ? -1 : 1
   return a.start - b.start || a.end - b.end

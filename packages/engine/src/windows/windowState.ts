@@ -1,3 +1,4 @@
+import type { AggregateSet, States } from '../aggregates/aggregateSet.ts'
 import type { Cell } from '../lattice/cell.ts'
 import type { Aggregate } from '../lattice/cellSet.ts'
 import type { WindowSnapshot } from '../recovery/engineCheckpoint.ts'
@@ -14,6 +15,8 @@ export interface SessionFragment {
   /** Start of the fragment; part of its cell key, so it never changes (a merge writes a new fragment). */
   readonly start: number
   readonly cell: Cell
+  /** With aggregates: the fragment's states (null for a tombstone, and without aggregates). */
+  readonly states: States | null
 }
 
 /** A window's armed processing-time trigger: when it fires, and the order it was armed in. */
@@ -64,8 +67,9 @@ export class WindowState {
   dirty = false
   /** Its armed processing-time trigger, if any (most windows never arm one: no number to box per window). */
   timer: PaneTimer | null = null
-  /** Discarding mode: what arrived since the last pane (merged, never subtracted). */
+  /** Discarding mode: what arrived since the last pane (merged, never subtracted), and its aggregate states. */
   pending: Cell | null = null
+  pendingStates: States | null = null
   /** Discarding mode: the next pane carries the whole window, with `previous` (what changed cannot be told apart by merging). */
   whole = false
   /** Fired results, oldest first: the only one as itself (most windows fire once and are never corrected), an array from the second. */
@@ -80,12 +84,13 @@ export class WindowState {
 
   /**
    * The window's result with the given lifecycle fields: its whole value (`part` null), or, for a
-   * discarding pane, `part`. Cells are combined in a fixed order (a fixed window's by slice,
-   * source and part; a session's by source, then fragment start), so every replica gets the same floats.
+   * discarding pane, `part` (its states in `part.states`). Cells are combined in a fixed order (a
+   * fixed window's by slice, source and part; a session's by source, then fragment start), so
+   * every replica gets the same floats and the same aggregate states.
    */
-  result(status: ResultStatus, revision: number, final: boolean, basis: Basis, pane: PaneInfo, part: Aggregate | null = null): WindowResult {
-    const { count, sum, min, max } = part ?? this.value()
-    return {
+  result(status: ResultStatus, revision: number, final: boolean, basis: Basis, pane: PaneInfo, aggregates: AggregateSet | null, part: Aggregate | null = null): WindowResult {
+    const { count, sum, min, max, states } = part ?? this.value(aggregates)
+    const result: WindowResult = {
       window: this.window,
       key: this.key,
       start: this.start,
@@ -101,23 +106,32 @@ export class WindowState {
       basis,
       pane,
     }
+    // Last, so a result lists its fields in one order everywhere.
+    if (aggregates !== null) (result as { aggregates?: unknown }).aggregates = aggregates.results(states ?? null)
+    return result
   }
 
-  /** The window's whole value, in an object shared by every window: read it before the next call. */
-  value(): Aggregate {
+  /**
+   * The window's whole value, in an object shared by every window: read it before the next call.
+   * With `aggregates`, also its aggregate states (possibly a cell's own: read them only).
+   */
+  value(aggregates: AggregateSet | null = null): Aggregate {
     const a = SCRATCH
     a.count = 0
     a.sum = 0
     a.min = Number.POSITIVE_INFINITY
     a.max = Number.NEGATIVE_INFINITY
+    a.states = aggregates === null ? undefined : null
     if (this.fragments.length > 0) {
       // A session's absorbed fragments are tombstones.
-      for (const cell of fragmentCells(this.fragments)) {
+      for (const f of sortedFragments(this.fragments)) {
+        const cell = f.cell
         if (cell.count === 0) continue
         a.count += cell.count
         a.sum += cell.sum
         if (cell.min < a.min) a.min = cell.min
         if (cell.max > a.max) a.max = cell.max
+        if (aggregates !== null && f.states !== null) a.states = aggregates.mergeInto(a.states ?? null, f.states)
       }
     } else this.values?.foldWindow(this, a)
     return a
@@ -141,7 +155,8 @@ export class WindowState {
     return history === null ? [] : Array.isArray(history) ? history : [history]
   }
 
-  snapshot(): WindowSnapshot {
+  /** What a checkpoint keeps of the window; aggregate states encoded. */
+  snapshot(aggregates: AggregateSet | null): WindowSnapshot {
     return {
       window: this.window,
       key: this.key,
@@ -155,18 +170,20 @@ export class WindowState {
       emitted: this.emitted,
       history: [...this.history()],
       cells: [],
-      fragments: this.fragments.map((f) => [f.source, f.start, { ...f.cell }] as const),
+      fragments: this.fragments.map((f) => (aggregates === null ? ([f.source, f.start, { ...f.cell }] as const) : ([f.source, f.start, { ...f.cell }, aggregates.encode(f.states)] as const))),
       panes: this.panes,
       onTimePanes: this.onTimePanes,
       dirty: this.dirty,
       timerAt: this.timer?.at ?? Number.NaN,
       timerSeq: this.timer?.seq ?? 0,
       pending: this.pending === null ? null : { ...this.pending },
+      ...(aggregates === null || this.pending === null ? {} : { pendingStates: aggregates.encode(this.pendingStates) }),
       whole: this.whole,
     }
   }
 
-  static restore(s: WindowSnapshot): WindowState {
+  /** A window from its snapshot; aggregate states decoded (a RangeError for bytes they cannot be). */
+  static restore(s: WindowSnapshot, aggregates: AggregateSet | null): WindowState {
     const w = new WindowState(s.window, s.key, s.start, s.end)
     w.fired = s.fired
     w.final = s.final
@@ -175,13 +192,14 @@ export class WindowState {
     w.basisEnd = s.basisEnd
     w.emitted = s.emitted
     w.#history = s.history.length === 0 ? null : s.history.length === 1 ? (s.history[0] as WindowResult) : [...s.history]
-    w.fragments = s.fragments.map(([source, start, cell]) => ({ source, start, cell: { ...cell } }))
+    w.fragments = s.fragments.map(([source, start, cell, bytes]) => ({ source, start, cell: { ...cell }, states: restoredStates(aggregates, bytes, cell.count) }))
     w.panes = s.panes ?? 0
     w.onTimePanes = s.onTimePanes ?? 0
     w.dirty = s.dirty ?? false
     const at = s.timerAt ?? Number.NaN
     w.timer = Number.isNaN(at) ? null : { at, seq: s.timerSeq ?? 0 }
     w.pending = s.pending == null ? null : { ...s.pending }
+    if (w.pending !== null && aggregates !== null) w.pendingStates = s.pendingStates === undefined ? aggregates.init() : aggregates.decode(s.pendingStates)
     w.whole = s.whole ?? false
     return w
   }
@@ -192,10 +210,20 @@ export class WindowState {
   }
 }
 
-/** Fragments' cells by source, then start. */
-function fragmentCells(fragments: readonly SessionFragment[]): Cell[] {
-  const ordered = fragments.length === 1 ? fragments : [...fragments].sort(byFragment)
-  return ordered.map((f) => f.cell)
+/** Fragments by source, then start. */
+function sortedFragments(fragments: readonly SessionFragment[]): readonly SessionFragment[] {
+  return fragments.length === 1 ? fragments : [...fragments].sort(byFragment)
+}
+
+/**
+ * A checkpointed cell's states: decoded, or, for a tombstone (and without aggregates), none.
+ *
+ * @example
+ * const states = restoredStates(aggregates, bytes, cell.count)
+ */
+export function restoredStates(aggregates: AggregateSet | null, bytes: readonly Uint8Array[] | undefined, count: number): States | null {
+  if (aggregates === null || count === 0) return null
+  return bytes === undefined ? aggregates.init() : aggregates.decode(bytes)
 }
 
 function byFragment(a: SessionFragment, b: SessionFragment): number {

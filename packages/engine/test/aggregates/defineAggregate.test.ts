@@ -8,7 +8,7 @@ import {
   latest,
   quantiles,
   sameBytes,
-} from '../../src/aggregates/index.ts'
+} from '@tidemark/engine'
 import { eventOf, stateOf } from './aggregateEvents.ts'
 
 const definition = {

@@ -2,7 +2,7 @@ import { seededRandom } from '@tidemark/seeded-random'
 import { assertSeeded } from '@tidemark/seeded-random/property'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { distinct } from '../../src/aggregates/index.ts'
+import { distinct } from '@tidemark/engine'
 import { hash64 } from '../../src/aggregates/hash64.ts'
 import { bytesOf, eventOf, mergedState, shuffled, stateOf } from './aggregateEvents.ts'
 

@@ -1,6 +1,6 @@
 import { seededRandom } from '@tidemark/seeded-random'
 import { describe, expect, it } from 'vitest'
-import { histogram } from '../../src/aggregates/index.ts'
+import { histogram } from '@tidemark/engine'
 import { bytesOf, mergedState, shuffled, stateOf } from './aggregateEvents.ts'
 
 describe('histogram', () => {

@@ -3,7 +3,7 @@ import { assertSeeded } from '@tidemark/seeded-random/property'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import type { StreamEvent } from '../../src/core/event.ts'
-import { latest } from '../../src/aggregates/index.ts'
+import { latest } from '@tidemark/engine'
 import { bytesOf, shuffled } from './aggregateEvents.ts'
 
 const FILE = 'packages/engine/test/aggregates/latest.test.ts'

@@ -1,6 +1,6 @@
 /**
- * Engine checkpoints (`EngineCheckpoint`, plain data) as bytes, exactly: every number
- * keeps its bits (±Infinity, NaN, -0), every string its code units (lone surrogates
+ * Engine checkpoints (`EngineCheckpoint`, plain data and bytes) as bytes, exactly: every
+ * number keeps its bits (±Infinity, NaN, -0), every string its code units (lone surrogates
  * too), `undefined` stays distinct from an absent property, and key order is kept.
  * The checksum lives in the envelope around these bytes (checkpointEnvelope.ts).
  *
@@ -19,6 +19,8 @@
  *   9 varint          dictionary string by index
  *   10 varint, items  array
  *   11 varint, pairs  object: each key (a tag 7–9 value) followed by its value
+ *   12 varint, bytes  a Uint8Array (aggregate states), its length then its bytes (a reader
+ *                     from before aggregates refuses it: unknown tag 12)
  *
  * A string body is varint (length << 1 | utf16); UTF-8 bytes follow when utf16 is 0
  * (length counts bytes), raw UTF-16 code units when it is 1 (length counts units:
@@ -47,6 +49,7 @@ const TAG_STRING_DEFINE = 8
 const TAG_STRING_REF = 9
 const TAG_ARRAY = 10
 const TAG_OBJECT = 11
+const TAG_BYTES = 12
 
 const textEncoder = new TextEncoder()
 const textDecoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
@@ -138,7 +141,13 @@ class Writer {
         return
       case 'object':
         if (value === null) this.byte(TAG_NULL)
-        else if (Array.isArray(value)) {
+        else if (value instanceof Uint8Array) {
+          this.byte(TAG_BYTES)
+          this.varint(value.length)
+          this.#reserve(value.length)
+          this.#bytes.set(value, this.#at)
+          this.#at += value.length
+        } else if (Array.isArray(value)) {
           this.byte(TAG_ARRAY)
           this.varint(value.length)
           for (let i = 0; i < value.length; i++) this.value(value[i], path)
@@ -290,6 +299,12 @@ class Reader {
         const items = new Array<unknown>(length)
         for (let i = 0; i < length; i++) items[i] = this.value(depth + 1)
         return items
+      }
+      case TAG_BYTES: {
+        const length = this.varint()
+        this.#need(length)
+        this.at += length
+        return this.#bytes.slice(this.at - length, this.at)
       }
       case TAG_OBJECT: {
         const count = this.varint()

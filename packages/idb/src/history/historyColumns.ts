@@ -32,7 +32,7 @@ export interface HistoryColumns<T> extends EnvelopeKind {
 
 /** A payload of `floats` Float64 values (`fill` writes them), the Uint32 `refs` and the string table. */
 export function writeColumns(floats: number, refs: Uint32Array, table: StringTable, fill: (f64: Float64Array) => void): Uint8Array<ArrayBuffer> {
-  const bytes = layColumns(HEADER_BYTES, floats, refs, table, fill)
+  const bytes = layColumns(HEADER_BYTES, floats, refs, table, 0, fill)
   const view = new DataView(bytes.buffer)
   view.setUint32(0, table.lengths.length, true)
   view.setUint32(4, table.utf8Bytes, true)

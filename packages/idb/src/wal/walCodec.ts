@@ -33,6 +33,8 @@ import type { WalOp } from '@tidemark/engine'
  *                  provable (0 or 1) per clock; reason, count per rejected entry (string
  *                  indexes except counts and flags)
  *   ...     ...    string table (walStrings.ts): 4s lengths, then UTF-8, then UTF-16
+ *   ...     ...    a merge whose groups carry aggregate states: their aggregate column, group
+ *                  after group (`encodeAggregateColumn` of @tidemark/engine/adapter), to the end
  *
  * The header has its own checksum so a damaged payload still tells which lsn, which kind
  * of op and how many events were lost. Float64 columns come first, at 8-byte offsets, so
@@ -40,7 +42,7 @@ import type { WalOp } from '@tidemark/engine'
  */
 
 import type { AnomalyReason, CellGroup, ClockEntry } from '@tidemark/engine'
-import { cellCount, GROUP_COLUMNS } from '@tidemark/engine/adapter'
+import { cellCount, encodeAggregateColumn, GROUP_COLUMNS, readAggregateColumn } from '@tidemark/engine/adapter'
 import { crc32 } from './crc32.ts'
 import type { WalOpKind } from '../store/persistence.ts'
 import { columnsLength, eventFloats, eventRefs, KNOWN_REASONS, layColumns, readClocks, readEvents, readGroups, readRejected, viewColumns } from './walColumns.ts'
@@ -141,7 +143,9 @@ export function encodeWalRecord(lsn: number, op: WalOp): Uint8Array<ArrayBuffer>
     refs[at + i] = table.intern(reason)
     refs[at + r + i] = count
   }
-  const bytes = layColumns(HEADER_BYTES, sizes.floats, refs, table, (f64) => {
+  // An engine's groups carry states for every cell (it has aggregates) or for none.
+  const column = encodeAggregateColumn(groups.flatMap((group) => group.aggregates ?? []))
+  const bytes = layColumns(HEADER_BYTES, sizes.floats, refs, table, column.length, (f64) => {
     eventFloats(events, f64)
     let value = 3 * n
     for (let j = 0; j < g; j++) f64[value + j] = (groups[j] as CellGroup).start
@@ -159,6 +163,7 @@ export function encodeWalRecord(lsn: number, op: WalOp): Uint8Array<ArrayBuffer>
     }
   })
   const view = new DataView(bytes.buffer)
+  bytes.set(column, bytes.length - column.length)
   view.setUint32(0, WAL_MAGIC, true)
   view.setUint16(4, FORMAT_VERSION, true)
   view.setUint16(6, KINDS.indexOf(op.kind), true)
@@ -194,7 +199,8 @@ export function decodeWalRecord(bytes: Uint8Array): WalDecodeResult {
   const { n, c, k, r, s, utf8Bytes, utf16Units } = header
   const { floats, refs } = columnSizes(header)
   const expected = columnsLength(HEADER_BYTES, floats, refs, s, utf8Bytes, utf16Units)
-  if (bytes.length !== expected) return fail(`${bytes.length} bytes, header describes ${expected}`)
+  // Only a merge's aggregate column follows what the header describes.
+  if (header.kind === 'merge' ? bytes.length < expected : bytes.length !== expected) return fail(`${bytes.length} bytes, header describes ${expected}`)
   if (crc32(bytes, HEADER_BYTES) !== new DataView(bytes.buffer, bytes.byteOffset, bytes.length).getUint32(56, true)) {
     return fail('payload checksum mismatch')
   }
@@ -219,8 +225,19 @@ export function decodeWalRecord(bytes: Uint8Array): WalDecodeResult {
       return { ok: true, lsn: header.lsn, op: { kind: 'refuse', rejected } }
     }
     case 'merge': {
-      const groups = readGroups(columns, header.g, c)
+      let groups = readGroups(columns, header.g, c)
       if (typeof groups === 'string') return fail(groups)
+      if (bytes.length > expected) {
+        // Copied: the record's buffer is not kept alive by the groups.
+        const states = readAggregateColumn(bytes.slice(expected), c)
+        if (typeof states === 'string') return fail(states)
+        let at = 0
+        groups = groups.map((group) => {
+          const from = at
+          at += group.keys.length
+          return from === at ? group : { ...group, aggregates: (states as Uint8Array[][]).slice(from, at) }
+        })
+      }
       // A merge's clocks are its last columns.
       const clocks = readClocks(columns, floats - 4 * k, refs - 3 * k, k)
       if (typeof clocks === 'string') return fail(clocks)

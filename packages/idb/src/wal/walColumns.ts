@@ -27,10 +27,13 @@ export function columnsLength(headerBytes: number, floats: number, refs: number,
   return headerBytes + 8 * floats + 4 * (refs + s) + utf8Bytes + 2 * utf16Units
 }
 
-/** A record with room for its header, the `floats` Float64 values `fill` writes, the Uint32 `refs` and the string table. */
-export function layColumns(headerBytes: number, floats: number, refs: Uint32Array, table: StringTable, fill: (f64: Float64Array) => void): Uint8Array<ArrayBuffer> {
+/**
+ * A record with room for its header, the `floats` Float64 values `fill` writes, the Uint32
+ * `refs`, the string table and `extra` bytes after it (left zero, for the caller).
+ */
+export function layColumns(headerBytes: number, floats: number, refs: Uint32Array, table: StringTable, extra: number, fill: (f64: Float64Array) => void): Uint8Array<ArrayBuffer> {
   const s = table.lengths.length
-  const bytes = new Uint8Array(columnsLength(headerBytes, floats, refs.length, s, table.utf8Bytes, table.utf16Units))
+  const bytes = new Uint8Array(columnsLength(headerBytes, floats, refs.length, s, table.utf8Bytes, table.utf16Units) + extra)
   fill(new Float64Array(bytes.buffer, headerBytes, floats))
   const u32 = new Uint32Array(bytes.buffer, headerBytes + 8 * floats, refs.length + s)
   u32.set(refs)

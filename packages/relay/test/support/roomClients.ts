@@ -31,7 +31,7 @@ export function dashboardToken(fleet: string): Promise<string> {
 
 /** A group entry of one key (the shape @tidemark/yjs writes). */
 export function groupEntry(source: string, start: number, fill = 0): unknown[] {
-  return ['g', 'tumbling:60000', start, source, '["k"]', new Uint8Array(48).fill(fill)]
+  return ['g', 'tumbling:60000', start, source, '["k"]', new Uint8Array(48).fill(fill), new Uint8Array(0)]
 }
 
 /** A clock entry. */

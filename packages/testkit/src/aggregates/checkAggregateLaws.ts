@@ -21,6 +21,7 @@ export interface AggregateUnderTest<State, Result, Input> {
   init(): State
   add(state: State, input: Input, event: StreamEvent): State
   merge(a: State, b: State): State
+  mergeInto?(into: State, from: State): State
   result(state: State): Result
   encode(state: State): Uint8Array
   decode(bytes: Uint8Array): State
@@ -64,6 +65,8 @@ interface Arrival<Input> {
  * - idempotent `merge(A, A) ≡ A`, when declared
  * - round trip: `decode(encode(A)) ≡ A`, re-encoding gives the same bytes
  * - merge leaves its arguments' encodings unchanged
+ * - `mergeInto(A, B)`, when the aggregate has it, ≡ `merge(A, B)` and leaves B unchanged, also
+ *   folding C, then B into one accumulator
  * - the result of `merge(merge(A, B), C)` deep-equals that of `merge(C, merge(B, A))`
  * - decoding a truncated or corrupted encoding returns a state or throws a RangeError, nothing else
  *
@@ -132,6 +135,15 @@ export function checkAggregateLaws<State, Result, Input>(
     m(a, b)
     return isDeepStrictEqual([aggregate.encode(a), aggregate.encode(b)], before)
   })
+  const mergeInto = aggregate.mergeInto
+  if (mergeInto !== undefined) {
+    law('mergeInto equals merge and leaves its source unchanged', fc.tuple(list, list, list), ([xs, ys, zs]) => {
+      const b = build(ys)
+      const before = aggregate.encode(b)
+      const folded = mergeInto(mergeInto(build(xs), build(zs)), b)
+      return same(folded, m(m(build(xs), build(zs)), build(ys))) && isDeepStrictEqual(aggregate.encode(b), before)
+    })
+  }
   law('the result does not depend on merge order', fc.tuple(list, list, list), ([xs, ys, zs]) =>
     isDeepStrictEqual(aggregate.result(m(m(build(xs), build(ys)), build(zs))), aggregate.result(m(build(zs), m(build(ys), build(xs))))),
   )

@@ -1,11 +1,13 @@
 /**
  * Failing cases as JSON files, so a shrunk repro can be replayed with `--replay <file>`.
  * Plain JSON loses what hostile inputs are made of (NaN, ±Infinity, -0, undefined, bigint),
- * so those are written as tagged objects: `{"$num":"NaN"}`, `{"$undefined":1}`, `{"$bigint":"12"}`.
+ * so those are written as tagged objects: `{"$num":"NaN"}`, `{"$undefined":1}`, `{"$bigint":"12"}`;
+ * an aggregate of the plans' menu (functions, which JSON drops) by its name: `{"$aggregate":"p"}`.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { AGGREGATE_MENU } from '../model/streamPlan.ts'
 
 export interface CaseFile {
   readonly scenario: string
@@ -32,6 +34,8 @@ function tag(value: unknown): unknown {
   if (value === undefined) return { $undefined: 1 }
   if (typeof value === 'bigint') return { $bigint: value.toString() }
   if (Array.isArray(value)) return Array.from(value, tag)
+  const aggregate = Object.keys(AGGREGATE_MENU).find((name) => AGGREGATE_MENU[name] === value)
+  if (aggregate !== undefined) return { $aggregate: aggregate }
   if (typeof value === 'object' && value !== null) {
     const out: Record<string, unknown> = {}
     for (const [key, v] of Object.entries(value)) own(out, key, tag(v))
@@ -49,6 +53,7 @@ function untag(value: unknown): unknown {
     if (typeof record.$num === 'string') return record.$num === '-0' ? -0 : Number(record.$num)
     if (record.$undefined === 1) return undefined
     if (typeof record.$bigint === 'string') return BigInt(record.$bigint)
+    if (typeof record.$aggregate === 'string' && Object.hasOwn(AGGREGATE_MENU, record.$aggregate)) return AGGREGATE_MENU[record.$aggregate]
   }
   // Own `__proto__` keys from hostile inputs must stay own data properties, not prototypes.
   const out: Record<string, unknown> = {}

@@ -10,6 +10,7 @@
  */
 import fc from 'fast-check'
 import {
+  type AggregateDefinitions,
   type Accumulation,
   boundedOutOfOrderness,
   cumulating,
@@ -26,7 +27,7 @@ import {
 } from '@tidemark/engine'
 import { seededRandom } from '@tidemark/seeded-random'
 import type { FuzzOp, PlanCase } from './checks/planRun.ts'
-import { EARLY_TRIGGERS, FUTURE_SKEWS, LATE_TRIGGERS } from '../model/streamPlan.ts'
+import { EARLY_TRIGGERS, FUTURE_SKEWS, LATE_TRIGGERS, PLAN_AGGREGATES } from '../model/streamPlan.ts'
 import { malformedInput } from './malformed.ts'
 
 /** Source names; the hostile ones must be ordinary names everywhere (docs/semantics.md, Events). */
@@ -56,6 +57,8 @@ export interface TrafficDraft {
   readonly accumulation: Accumulation
   /** Undefined: the default (a day, so none of these events). */
   readonly maxFutureSkew: number | undefined
+  /** Undefined: none. */
+  readonly aggregates: AggregateDefinitions | undefined
   readonly sources: number
   readonly keys: number
   readonly rounds: number
@@ -107,6 +110,7 @@ export const BASE_RANGES: TrafficRanges = {
   late: LATE_TRIGGERS,
   accumulation: fc.constantFrom('accumulating', 'accumulating', 'discarding'),
   maxFutureSkew: FUTURE_SKEWS,
+  aggregates: PLAN_AGGREGATES,
   sources: fc.integer({ min: 1, max: 5 }),
   keys: fc.integer({ min: 1, max: 3 }),
   rounds: fc.integer({ min: 3, max: 40 }),
@@ -268,6 +272,7 @@ export function buildTraffic(d: TrafficDraft): PlanCase {
       trigger: { early: d.early, late: d.late },
       accumulation: d.accumulation,
       ...(d.maxFutureSkew === undefined ? {} : { maxFutureSkew: d.maxFutureSkew }),
+      ...(d.aggregates === undefined ? {} : { aggregates: d.aggregates }),
     },
     ...(d.limits === undefined ? {} : { limits: d.limits }),
     ops,
@@ -293,6 +298,10 @@ export function* planReductions(testCase: PlanCase, opLists: (ops: readonly Fuzz
     const { maxFutureSkew: _skew, ...defaults } = c
     yield { ...testCase, config: defaults }
   }
+  if (c.aggregates !== undefined) {
+    const { aggregates: _aggregates, ...none } = c
+    yield { ...testCase, config: none }
+  }
 }
 
 export function describePlan(testCase: PlanCase): string {
@@ -301,7 +310,7 @@ export function describePlan(testCase: PlanCase): string {
   const wm = c.watermark.kind === 'bounded' ? `bounded(${c.watermark.outOfOrderness})` : 'manual'
   const early = c.trigger?.early?.kind ?? 'every_element'
   const late = c.trigger?.late?.kind ?? 'every_element'
-  const panes = `${c.accumulation ?? 'accumulating'} early ${early} late ${late}${c.maxFutureSkew === undefined ? '' : ` skew ${c.maxFutureSkew}`}`
+  const panes = `${c.accumulation ?? 'accumulating'} early ${early} late ${late}${c.maxFutureSkew === undefined ? '' : ` skew ${c.maxFutureSkew}`}${c.aggregates === undefined ? '' : ` aggregates ${Object.keys(c.aggregates).join(',')}`}`
   const limits = testCase.limits === undefined ? '' : ` limits ${JSON.stringify(testCase.limits)}`
   return `${testCase.ops.length} ops, ${events} events; windows ${c.windows.map((w) => w.id).join(',')} ${wm} lateness ${c.allowedLateness} idle ${c.idleTimeout} retention ${c.retention}; ${panes}${limits}`
 }

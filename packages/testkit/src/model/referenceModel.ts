@@ -34,6 +34,7 @@
  */
 import {
   type Accumulation,
+  type AggregateDefinitions,
   type AnomalyReason,
   type Basis,
   type LateEvent,
@@ -49,6 +50,7 @@ import {
   type WindowResult,
   type WindowSpec,
 } from '@tidemark/engine'
+import { modelAcceptsInputs, modelAggregates } from './modelAggregates.ts'
 
 export interface ModelConfig {
   readonly windows: readonly WindowSpec[]
@@ -62,6 +64,8 @@ export interface ModelConfig {
   readonly accumulation?: Accumulation
   /** Default a day. */
   readonly maxFutureSkew?: number
+  /** Aggregates of every window, recomputed from its events (modelAggregates.ts). */
+  readonly aggregates?: AggregateDefinitions
 }
 
 export interface ModelAnomaly {
@@ -91,6 +95,8 @@ interface Delivery {
 interface ModelEvent {
   readonly ts: number
   readonly value: number
+  /** The event itself, for the aggregates' inputs. */
+  readonly event: StreamEvent
 }
 
 interface ModelWindow {
@@ -258,6 +264,11 @@ export class ReferenceModel {
         if (this.#futureSources.size > 20) this.#futureSources.delete(this.#futureSources.keys().next().value as string)
         continue
       }
+      if (this.config.aggregates !== undefined && !modelAcceptsInputs(this.config.aggregates, event)) {
+        anomalies.push({ reason: 'invalid_aggregate_input', index, id: event.id })
+        this.#count('invalid_aggregate_input')
+        continue
+      }
       const identity = JSON.stringify(event.seq === undefined ? [event.source, 'id', event.id] : [event.source, 'seq', event.seq])
       const first = this.#seen.get(identity)
       if (first !== undefined) {
@@ -409,7 +420,7 @@ export class ReferenceModel {
         w = this.#newWindow(spec, key, start, end, end <= firing)
         this.#windows.push(w)
       }
-      const e = { ts: event.ts, value: event.value }
+      const e = { ts: event.ts, value: event.value, event }
       w.events.push(e)
       w.pending.push(e)
       touched.add(w)
@@ -436,7 +447,7 @@ export class ReferenceModel {
     if (overlapping.some((s) => s.final)) return 'refused'
     const end = Math.max(ts + gap, ...overlapping.map(endOf))
     const merged = this.#newWindow(spec, key, Number.NaN, Number.NaN, overlapping.some((s) => s.fired) || end <= firing, end)
-    const e = { ts, value }
+    const e = { ts, value, event }
     merged.events.push(...overlapping.flatMap((s) => s.events), e)
     merged.revision = Math.max(-1, ...overlapping.map((s) => s.revision))
     const earliest = overlapping[0]
@@ -623,6 +634,12 @@ export class ReferenceModel {
       final,
       basis,
       pane,
+    }
+    if (this.config.aggregates !== undefined) {
+      ;(result as { aggregates?: unknown }).aggregates = modelAggregates(
+        this.config.aggregates,
+        part.map((e) => e.event),
+      )
     }
     const type = status === 'corrected' ? 'correction' : status
     this.#changes.push(previous === null ? { type, result, pane } : { type, result, pane, previous })

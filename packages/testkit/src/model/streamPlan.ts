@@ -8,15 +8,21 @@
 import { seededRandom } from '@tidemark/seeded-random'
 import fc from 'fast-check'
 import {
+  type AggregateDefinitions,
+  type AnyAggregate,
   afterProcessingTime,
   alignedProcessingTime,
   boundedOutOfOrderness,
   cumulating,
+  distinct,
   type Engine,
   everyElement,
+  histogram,
   type IngestReceipt,
+  latest,
   manual,
   never,
+  quantiles,
   session,
   sliding,
   type StreamEvent,
@@ -93,6 +99,27 @@ export const LATE_TRIGGERS: fc.Arbitrary<Trigger> = fc.oneof(
   { weight: 1, arbitrary: fc.constant(never()) },
 )
 
+/**
+ * Aggregates the plans draw from, all exact under merge (so the model, which feeds one state
+ * every event, must agree bit for bit): a sketch that collapses at 16 buckets, one whose input
+ * refuses the value 13 (`invalid_aggregate_input`), distinct counts that leave the exact set
+ * after one identity, the latest value, a histogram.
+ */
+export const AGGREGATE_MENU: AggregateDefinitions = {
+  p: quantiles({ at: [0, 0.25, 0.5, 0.9, 1], relativeAccuracy: 0.05, maxBuckets: 16 }),
+  p50: quantiles({ at: [0.5], of: (event) => (event.value === 13 ? Number.NaN : event.value) }),
+  devices: distinct({ of: (event) => event.source, precision: 4 }),
+  values: distinct({ precision: 8 }),
+  last: latest(),
+  spread: histogram({ bounds: [-10, 0, 10] }),
+}
+
+/** No aggregates half the time; otherwise some of the menu's. */
+export const PLAN_AGGREGATES: fc.Arbitrary<AggregateDefinitions | undefined> = fc.oneof(
+  fc.constant(undefined),
+  fc.subarray(Object.keys(AGGREGATE_MENU), { minLength: 1 }).map((names): AggregateDefinitions => Object.fromEntries(names.map((name) => [name, AGGREGATE_MENU[name] as AnyAggregate]))),
+)
+
 /** Skews that refuse some of the plans' events (their times run a little ahead of the clock), and none. */
 export const FUTURE_SKEWS: fc.Arbitrary<number | undefined> = fc.constantFrom(undefined, undefined, 0, 20, Number.POSITIVE_INFINITY)
 
@@ -135,6 +162,8 @@ export interface PlanOptions {
   readonly panes?: 'any' | 'default'
   /** Random `maxFutureSkew` (default), or none set. */
   readonly skew?: boolean
+  /** Random aggregates (default: none half the time, else some of `AGGREGATE_MENU`), or none. */
+  readonly aggregates?: boolean
 }
 
 export function streamPlan(options: PlanOptions = {}): fc.Arbitrary<StreamPlan> {
@@ -159,6 +188,7 @@ export function streamPlan(options: PlanOptions = {}): fc.Arbitrary<StreamPlan> 
       late: anyPanes ? LATE_TRIGGERS : fc.constant(everyElement()),
       accumulation: anyPanes ? fc.constantFrom('accumulating', 'accumulating', 'discarding') : fc.constant('accumulating'),
       maxFutureSkew: (options.skew ?? true) ? FUTURE_SKEWS : fc.constant(undefined),
+      aggregates: (options.aggregates ?? true) ? PLAN_AGGREGATES : fc.constant(undefined),
       sources: fc.uniqueArray(source, { selector: (s) => s.name, minLength: 1, maxLength: 4 }),
       slotMs: fc.integer({ min: 0, max: 30 }),
       cutPercent: fc.integer({ min: 5, max: 80 }),
@@ -175,6 +205,7 @@ export function streamPlan(options: PlanOptions = {}): fc.Arbitrary<StreamPlan> 
           trigger: { early: draft.early, late: draft.late },
           accumulation: draft.accumulation as 'accumulating' | 'discarding',
           ...(draft.maxFutureSkew === undefined ? {} : { maxFutureSkew: draft.maxFutureSkew }),
+          ...(draft.aggregates === undefined ? {} : { aggregates: draft.aggregates }),
         },
         draft.sources,
         draft.slotMs,

@@ -10,6 +10,7 @@ import {
   type CellEntry,
   type CellGroup,
   type ClockEntry,
+  compareBytes,
   compareCells,
   groupCell,
   packCellGroup,
@@ -47,12 +48,13 @@ interface GroupAddress {
   readonly source: string
 }
 
-/** A group this write rewrites: its cells by key, joined with the entries already in the log at commit. */
+/** A group this write rewrites: its cells (and their aggregate states) by key, joined with the entries already in the log at commit. */
 interface GroupDraft {
   readonly window: string
   readonly start: number
   readonly source: string
   readonly cells: Map<string, Cell>
+  readonly states: Map<string, readonly Uint8Array[]>
 }
 
 /** Appends and deletes collected during one local transaction, applied together by `commit`. */
@@ -144,13 +146,11 @@ export class ReplicaEntries {
     const { window, start, source, key } = entry.address
     let draft = write.drafts.get(window, source, start)
     if (draft === undefined) {
-      draft = { window, start, source, cells: new Map() }
+      draft = { window, start, source, cells: new Map(), states: new Map() }
       write.drafts.set(window, source, start, draft)
     }
     // Copied: the engine hands out its live cells, and the entry is the snapshot.
-    const cell = entry.cell
-    const mine = draft.cells.get(key)
-    if (mine === undefined || compareCells(cell, mine) > 0) draft.cells.set(key, { ...cell })
+    putNewer(draft, key, { ...entry.cell }, entry.aggregates)
     this.#expired.get(window, source, start)?.delete(key)
   }
 
@@ -224,9 +224,8 @@ export class ReplicaEntries {
       for (let i = 0; i < old.keys.length; i++) {
         const key = old.keys[i] as string
         if (expired?.has(key) === true) continue
-        const cell = groupCell(old, i)
-        const mine = cells.get(key)
-        if (mine === undefined || compareCells(cell, mine) > 0) cells.set(key, cell)
+        // Copied out of the update: the aggregate states are views into it.
+        putNewer(draft, key, groupCell(old, i), old.aggregates?.[i]?.map((state) => state.slice()))
       }
     }
     const raw = draftEntry(draft)
@@ -278,10 +277,32 @@ function deleteEntries(array: Y.Array<DocEntry>, doomed: ReadonlySet<DocEntry>):
   for (let i = starts.length - 1; i >= 0; i--) array.delete(starts[i] as number, lengths[i] as number)
 }
 
+/**
+ * Puts `cell` (with its states) into the draft unless the draft holds a newer one: the lattice
+ * order of cells, then of their states' encodings.
+ */
+function putNewer(draft: GroupDraft, key: string, cell: Cell, states: readonly Uint8Array[] | undefined): void {
+  const mine = draft.cells.get(key)
+  if (mine !== undefined && (compareCells(cell, mine) || compareStates(states, draft.states.get(key))) <= 0) return
+  draft.cells.set(key, cell)
+  if (states === undefined) draft.states.delete(key)
+  else draft.states.set(key, states)
+}
+
+function compareStates(a: readonly Uint8Array[] | undefined, b: readonly Uint8Array[] | undefined): number {
+  if (a === undefined || b === undefined) return a === b ? 0 : a === undefined ? -1 : 1
+  for (let i = 0; i < Math.min(a.length, b.length); i++) {
+    const order = compareBytes(a[i] as Uint8Array, b[i] as Uint8Array)
+    if (order !== 0) return order
+  }
+  return a.length - b.length
+}
+
 /** The doc entry of a draft's cells. */
-function draftEntry({ window, start, source, cells }: GroupDraft): DocEntry {
+function draftEntry({ window, start, source, cells, states }: GroupDraft): DocEntry {
   const keys = [...cells.keys()]
-  return writeGroupEntry(packCellGroup(window, start, source, keys, keys.map((k) => cells.get(k) as Cell)))
+  const aggregates = states.size === 0 ? undefined : keys.map((k) => states.get(k) ?? [])
+  return writeGroupEntry(packCellGroup(window, start, source, keys, keys.map((k) => cells.get(k) as Cell), aggregates))
 }
 
 /** `list` with `raw` in it once (a new list when there was none). */

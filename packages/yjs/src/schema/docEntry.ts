@@ -2,7 +2,7 @@
  * How cells and clocks are laid out in the shared `Y.Doc`, and how entries read from
  * peers are validated.
  *
- * Document layout (schema 2):
+ * Document layout (schema 3):
  *
  *   Y.Map   'tidemark:meta'               replicaId → [schema, configuration fingerprint]
  *   Y.Array 'tidemark:replica:<replicaId>' that replica's entries, appended in write order
@@ -15,12 +15,15 @@
  *
  * Entries are flat arrays of Yjs "any" values:
  *
- *   group  ['g', window, start, source, keys (JSON array of strings), columns (bytes)]
+ *   group  ['g', window, start, source, keys (JSON array of strings), columns (bytes), aggregates (bytes)]
  *   clock  ['k', source, writer, maxTs, prefix, prefixTs, provable (1 | 0), version]
  *
  * A group holds one source's cells for every key of one window start (cellGroup.ts): the
  * columns are `6 × keys` little-endian float64 values, column after column (counts, sums,
- * mins, maxs, maxTs, versions). Schema 1 wrote one entry per cell; Yjs alone then spent
+ * mins, maxs, maxTs, versions). The aggregates column is empty for an engine without aggregates;
+ * otherwise it holds each cell's aggregate states (`encodeAggregateColumn` in
+ * @tidemark/engine/adapter: the number of states per cell, then per cell and aggregate a length
+ * and the state's own encoding). One entry per group: one entry per cell made Yjs alone spend
  * ~400 ms decoding 80k cells, where a group costs Yjs one item.
  *
  * A group address (window, start, source) or a source may appear in several entries (a write
@@ -28,15 +31,15 @@
  * the lattice join, so the order in which entries are seen never matters.
  */
 import { type CellGroup, type ClockEntry, MAX_ABS_TS, MAX_NAME_LENGTH } from '@tidemark/engine'
-import { DoubleSlab, GROUP_COLUMNS, isName, isTime, MAX_GROUP_CELLS } from '@tidemark/engine/adapter'
+import { DoubleSlab, encodeAggregateColumn, GROUP_COLUMNS, isName, isTime, MAX_GROUP_CELLS, readAggregateColumn } from '@tidemark/engine/adapter'
 
 /**
  * Bumped when the layout above changes incompatibly; part of each replica's meta entry.
  *
  * @example
- * DOC_SCHEMA // 2: a peer that writes another schema is refused with a ConfigurationMismatchError
+ * DOC_SCHEMA // 3: a peer that writes another schema is refused with a ConfigurationMismatchError
  */
-export const DOC_SCHEMA = 2
+export const DOC_SCHEMA = 3
 
 /**
  * The root `Y.Map` that lists replicas: replica id → `[schema, configuration fingerprint]`.
@@ -56,7 +59,7 @@ export const REPLICA_PREFIX = 'tidemark:replica:'
 
 const GROUP_TAG = 'g'
 const CLOCK_TAG = 'k'
-const GROUP_LENGTH = 6
+const GROUP_LENGTH = 7
 const CLOCK_LENGTH = 8
 const BYTES_PER_CELL = GROUP_COLUMNS * 8
 const littleEndianHost = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1
@@ -121,7 +124,7 @@ export function writeGroupEntry(group: CellGroup): DocEntry {
     const view = new DataView(bytes.buffer)
     for (let i = 0; i < columns.length; i++) view.setFloat64(i * 8, columns[i] as number, true)
   }
-  return [GROUP_TAG, group.window, group.start, group.source, JSON.stringify(group.keys), bytes]
+  return [GROUP_TAG, group.window, group.start, group.source, JSON.stringify(group.keys), bytes, encodeAggregateColumn(group.aggregates)]
 }
 
 /**
@@ -166,9 +169,11 @@ export function groupAddressOf(value: unknown): { readonly window: string; reado
 }
 
 /**
- * A peer's group entry, checked for shape (names, start, keys, column length); a string says
- * why it is refused. The cells' values are the engine's to check (`mergeRemoteGroups`), as are
- * window ids and alignment. The columns are copied out of the update's buffer.
+ * A peer's group entry, checked for shape (names, start, keys, column length, the framing of
+ * the aggregate column); a string says why it is refused. The cells' values and aggregate states
+ * are the engine's to check (`mergeRemoteGroups`: a state that does not decode refuses its cell,
+ * not the group), as are window ids and alignment. The columns are copied out of the update's
+ * buffer; the aggregate states are views into it. Bindings and the relay check entries here.
  *
  * @example
  * const group = readGroupEntry(entry)
@@ -177,7 +182,7 @@ export function groupAddressOf(value: unknown): { readonly window: string; reado
  */
 export function readGroupEntry(value: unknown, keyLists?: KeyLists): CellGroup | string {
   if (entryKind(value) !== 'group') return `not a group entry: ${preview(value)}`
-  const [, window, start, source, keysJson, bytes] = value as unknown[]
+  const [, window, start, source, keysJson, bytes, states] = value as unknown[]
   if (!isName(window, 1)) return `window must be a string of 1..${MAX_NAME_LENGTH} characters: ${preview(window)}`
   if (!isName(source, 1)) return `source must be a string of 1..${MAX_NAME_LENGTH} characters: ${preview(source)}`
   if (!isTime(start)) return `start must be a finite time within ±${MAX_ABS_TS}: ${preview(start)}`
@@ -191,6 +196,9 @@ export function readGroupEntry(value: unknown, keyLists?: KeyLists): CellGroup |
   const keys = keyLists?.get(keysJson) ?? readKeys(keysJson)
   if (typeof keys === 'string') return keys
   if (keys.length !== n) return `keys must be a JSON array of ${n} strings: ${preview(keysJson)}`
+  if (!(states instanceof Uint8Array)) return `aggregates must be bytes: ${preview(states)}`
+  const aggregates = readAggregateColumn(states, n)
+  if (typeof aggregates === 'string') return aggregates
   keyLists?.set(keysJson, keys)
   let columns: Float64Array
   if (littleEndianHost) {
@@ -202,7 +210,7 @@ export function readGroupEntry(value: unknown, keyLists?: KeyLists): CellGroup |
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
     for (let i = 0; i < columns.length; i++) columns[i] = view.getFloat64(i * 8, true)
   }
-  return { window, start, source, keys, columns }
+  return aggregates === undefined ? { window, start, source, keys, columns } : { window, start, source, keys, columns, aggregates }
 }
 
 /**

@@ -12,6 +12,7 @@
  * trace (no clock, no dedup entry), so the model is fed each batch without those events.
  */
 import {
+  type AggregateDefinitions,
   ANOMALY_REASONS,
   createEngine,
   type EngineLimits,
@@ -114,7 +115,7 @@ export async function runPlan(testCase: PlanCase, meter: Meter, hooks: PlanHooks
   const limits = { ...DEFAULTS, ...testCase.limits }
   const clock = { now: 0 }
   const make = (now: () => number) =>
-    createEngine({ ...testCase.config, limits, now, replicaId: 'fuzz' }) as TidemarkEngine
+    createEngine({ ...testCase.config, limits, now, replicaId: 'fuzz' }) as TidemarkEngine<AggregateDefinitions>
   const journal = new FuzzJournal()
   const store = testCase.store ?? { kind: 'journal' }
   const persistence = memoryPersistence()
@@ -128,7 +129,7 @@ export async function runPlan(testCase: PlanCase, meter: Meter, hooks: PlanHooks
       persistence,
       checkpointEvery: { events: every, ms: Number.POSITIVE_INFINITY },
       checkpointOnClose: false,
-    })) as TidemarkEngine
+    })) as TidemarkEngine<AggregateDefinitions>
   }
   let engine: TidemarkEngine
   if (store.kind === 'openEngine') engine = await open()

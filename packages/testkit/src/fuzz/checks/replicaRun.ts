@@ -15,6 +15,7 @@
  */
 import {
   type Accumulation,
+  type AggregateDefinitions,
   boundedOutOfOrderness,
   type CellEntry,
   cellKey,
@@ -56,6 +57,8 @@ export interface ReplicaPanes {
 
 export interface ReplicaCase {
   readonly windows: readonly WindowSpec[]
+  /** Aggregates every replica keeps (the same everywhere: part of the configuration); absent: none. */
+  readonly aggregates?: AggregateDefinitions
   /** Per replica (replica 0 always the defaults, the reference); absent: defaults everywhere. */
   readonly panes?: readonly ReplicaPanes[]
   /** `null`: manual watermark. */
@@ -89,7 +92,16 @@ export function replicaId(i: number): string {
 }
 
 export function values(engine: TidemarkEngine) {
-  return engine.results().map(({ window, key, start, end, count, sum, min, max }) => ({ window, key, start, end, count, sum, min, max }))
+  return engine.results().map((r) => {
+    const { window, key, start, end, count, sum, min, max } = r
+    const aggregates = (r as { aggregates?: unknown }).aggregates
+    return aggregates === undefined ? { window, key, start, end, count, sum, min, max } : { window, key, start, end, count, sum, min, max, aggregates }
+  })
+}
+
+/** The aggregates option of a case, spread into engine options. */
+function aggregatesOf(testCase: ReplicaCase): { aggregates?: AggregateDefinitions } {
+  return testCase.aggregates === undefined ? {} : { aggregates: testCase.aggregates }
 }
 
 /**
@@ -103,7 +115,8 @@ function stateValues(engine: TidemarkEngine, testCase: ReplicaCase) {
     allowedLateness: testCase.allowedLateness,
     retention: Number.POSITIVE_INFINITY,
     replicaId: 'state-view',
-  }) as TidemarkEngine
+    ...aggregatesOf(testCase),
+  }) as TidemarkEngine<AggregateDefinitions>
   const state = structuredClone(engine.replica.exportState())
   view.replica.mergeRemote(state.cells, state.clocks)
   return values(view)
@@ -129,8 +142,9 @@ export async function runReplicas(testCase: ReplicaCase, meter: Meter): Promise<
       retention: Number.POSITIVE_INFINITY,
       replicaId: replicaId(i),
       now,
+      ...aggregatesOf(testCase),
       ...(i === 0 ? {} : (testCase.panes?.[i] ?? {})),
-    }) as TidemarkEngine
+    }) as TidemarkEngine<AggregateDefinitions>
   const replicas: Replica[] = []
   const wire = (r: Replica) => {
     r.engine.attachLog(r.journal)
@@ -144,7 +158,7 @@ export async function runReplicas(testCase: ReplicaCase, meter: Meter): Promise<
     wire(r)
     replicas.push(r)
   }
-  const single = createEngine({ windows: testCase.windows, watermark: manual(), retention: Number.POSITIVE_INFINITY, replicaId: 'single' })
+  const single = createEngine({ windows: testCase.windows, watermark: manual(), retention: Number.POSITIVE_INFINITY, replicaId: 'single', ...aggregatesOf(testCase) })
   let pure = testCase.lag === null
   let groups: readonly number[] = replicas.map(() => 0)
   const linked = (a: number, b: number) => (groups[a] ?? 0) === (groups[b] ?? 0)
@@ -258,7 +272,7 @@ export async function runReplicas(testCase: ReplicaCase, meter: Meter): Promise<
     check(anomalies.invalid_remote_cell === 0, 'convergence.flagged-valid-peer', () => `r${i} flagged ${anomalies.invalid_remote_cell} valid cells invalid`, end)
     check(anomalies.source_conflict === 0, 'convergence.spurious-conflict', () => `r${i} reports ${anomalies.source_conflict} source conflicts`, end)
   })
-  const oracle = createEngine({ windows: testCase.windows, watermark: manual(), retention: Number.POSITIVE_INFINITY, replicaId: 'oracle' }) as TidemarkEngine
+  const oracle = createEngine({ windows: testCase.windows, watermark: manual(), retention: Number.POSITIVE_INFINITY, replicaId: 'oracle', ...aggregatesOf(testCase) }) as TidemarkEngine<AggregateDefinitions>
   oracle.replica.mergeRemote(
     before.flatMap((b) => b.cells),
     before.flatMap((b) => b.clocks),
@@ -267,6 +281,6 @@ export async function runReplicas(testCase: ReplicaCase, meter: Meter): Promise<
   checkEqual(reference, values(oracle), 'convergence.join-of-owners', end)
   if (pure) {
     meter.checks++
-    checkEqual(reference, values(single as TidemarkEngine), 'convergence.single-engine', end)
+    checkEqual(reference, values(single as TidemarkEngine<AggregateDefinitions>), 'convergence.single-engine', end)
   }
 }

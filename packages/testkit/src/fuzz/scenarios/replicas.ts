@@ -5,9 +5,9 @@
  * `exportState()` anti-entropy. See checks/replicaRun.ts for the invariants.
  */
 import fc from 'fast-check'
-import type { StreamEvent } from '@tidemark/engine'
+import type { AggregateDefinitions, StreamEvent } from '@tidemark/engine'
 import { type ReplicaCase, type ReplicaOp, type ReplicaPanes, runReplicas } from '../checks/replicaRun.ts'
-import { EARLY_TRIGGERS, LATE_TRIGGERS } from '../../model/streamPlan.ts'
+import { EARLY_TRIGGERS, LATE_TRIGGERS, PLAN_AGGREGATES } from '../../model/streamPlan.ts'
 import type { Scenario } from '../scenario.ts'
 import { opListReductions } from '../shrink.ts'
 import { WINDOW_POOL } from '../traffic.ts'
@@ -58,6 +58,7 @@ function build(draft: {
   sources: number
   panes: (ReplicaPanes | null)[]
   windows: ReplicaCase['windows']
+  aggregates: AggregateDefinitions | undefined
   mode: 'pure' | 'manual' | 'bounded'
   lag: number
   allowedLateness: number
@@ -126,6 +127,7 @@ function build(draft: {
   const panes = draft.panes.slice(0, R).map((p, i) => (i === 0 ? null : p))
   return {
     windows: draft.windows,
+    ...(draft.aggregates === undefined ? {} : { aggregates: draft.aggregates }),
     ...(panes.some((p) => p !== null) ? { panes: panes.map((p) => p ?? DEFAULT_PANES) } : {}),
     lag: draft.mode === 'bounded' ? draft.lag : null,
     allowedLateness: draft.allowedLateness,
@@ -146,6 +148,7 @@ export const replicaPartitions: Scenario<ReplicaCase> = {
       sources: fc.integer({ min: 1, max: 8 }),
       panes: fc.array(replicaPanes, { minLength: 4, maxLength: 4 }),
       windows: fc.subarray([...WINDOW_POOL], { minLength: 1, maxLength: 3 }),
+      aggregates: PLAN_AGGREGATES,
       mode: fc.constantFrom('pure', 'pure', 'manual', 'bounded'),
       lag: fc.constantFrom(0, 5, 20),
       allowedLateness: fc.constantFrom(0, 10, 40),
@@ -163,11 +166,15 @@ export const replicaPartitions: Scenario<ReplicaCase> = {
     if (testCase.allowedLateness !== 0) yield { ...testCase, allowedLateness: 0 }
     if (testCase.lag !== null) yield { ...testCase, lag: null }
     if (testCase.antiEntropy !== 'log') yield { ...testCase, antiEntropy: 'log' }
+    if (testCase.aggregates !== undefined) {
+      const { aggregates: _aggregates, ...without } = testCase
+      yield without
+    }
   },
   describe(testCase) {
     const events = testCase.ops.reduce((n, op) => n + (op.kind === 'ingest' ? op.events.length : 0), 0)
     const kinds = new Map<string, number>()
     for (const op of testCase.ops) kinds.set(op.kind, (kinds.get(op.kind) ?? 0) + 1)
-    return `${testCase.replicas} replicas, anti-entropy ${testCase.antiEntropy}, ${testCase.ops.length} ops (${[...kinds].map(([k, n]) => `${k} ${n}`).join(', ')}), ${events} events; windows ${testCase.windows.map((w) => w.id).join(',')} ${testCase.lag === null ? 'manual' : `bounded(${testCase.lag})`} lateness ${testCase.allowedLateness}`
+    return `${testCase.replicas} replicas, anti-entropy ${testCase.antiEntropy}, ${testCase.ops.length} ops (${[...kinds].map(([k, n]) => `${k} ${n}`).join(', ')}), ${events} events; windows ${testCase.windows.map((w) => w.id).join(',')} ${testCase.lag === null ? 'manual' : `bounded(${testCase.lag})`} lateness ${testCase.allowedLateness}${testCase.aggregates === undefined ? '' : ` aggregates ${Object.keys(testCase.aggregates).join(',')}`}`
   },
 }

@@ -1,0 +1,378 @@
+/**
+ * Aggregates in windows: typed results, the same states whatever the batching, corrections with
+ * `previous`, discarding panes, sessions, sliding and cumulating windows against the per-window
+ * placement, checkpoints, and peers' states (hostile bytes refused cell by cell).
+ */
+import fc from 'fast-check'
+import { describe, expect, expectTypeOf, it } from 'vitest'
+import {
+  type AggregateDefinitions,
+  createEngine,
+  cumulating,
+  defineAggregate,
+  distinct,
+  type Engine,
+  type EngineOptions,
+  groupCellEntries,
+  histogram,
+  latest,
+  manual,
+  quantiles,
+  session,
+  sliding,
+  type StreamEvent,
+  type TidemarkEngine,
+  tumbling,
+  type WindowChange,
+  type WindowSpec,
+} from '../../src/index.ts'
+import { createPerWindowEngine } from '../../src/testing/perWindowEngine.ts'
+import { recordChanges } from '../../src/testing/index.ts'
+import { assertSeeded } from '@tidemark/seeded-random/property'
+
+const FILE = 'packages/engine/test/aggregates/windowAggregates.test.ts'
+
+/** The aggregates of the docs, and small ones that collapse and switch to registers early. */
+const FULL = {
+  latency: quantiles({ at: [0.5, 0.95, 0.99], relativeAccuracy: 0.01 }),
+  devices: distinct({ of: (event) => event.source }),
+  reading: latest(),
+  spread: histogram({ bounds: [10, 50, 100] }),
+}
+const SMALL = {
+  p: quantiles({ at: [0, 0.25, 0.5, 0.9, 1], relativeAccuracy: 0.05, maxBuckets: 16 }),
+  values: distinct({ precision: 4 }),
+  last: latest({ of: (event) => event.value * 2 }),
+  buckets: histogram({ bounds: [-20, 0, 20] }),
+}
+
+const SPECS: readonly (readonly WindowSpec[])[] = [
+  [tumbling(10)],
+  [sliding(20, 5), cumulating(30, 10)],
+  [sliding(60, 10), session(6)],
+  [cumulating(20, 5), tumbling(7)],
+]
+
+const event = fc.record({
+  source: fc.constantFrom('a', 'b', 'c', '__proto__'),
+  key: fc.constantFrom(undefined, 'k'),
+  ts: fc.integer({ min: 0, max: 80 }),
+  // Wide magnitudes (collapse at maxBuckets 16), both signs, zero.
+  value: fc.oneof(fc.integer({ min: -50, max: 50 }), fc.constantFrom(0, 1e-300, 1e12, -1e9, 0.5)),
+})
+
+const plan = fc.record({
+  specs: fc.nat(SPECS.length - 1),
+  small: fc.boolean(),
+  events: fc.array(event, { minLength: 1, maxLength: 80 }),
+  cuts: fc.array(fc.nat(79), { maxLength: 6 }),
+  lateness: fc.constantFrom(0, 15),
+  advances: fc.array(fc.integer({ min: 0, max: 100 }), { maxLength: 3 }),
+})
+
+type Plan = typeof plan extends fc.Arbitrary<infer T> ? T : never
+
+function eventsOf(p: Plan): StreamEvent[] {
+  const seqs = new Map<string, number>()
+  return p.events.map((e, i) => {
+    const seq = (seqs.get(e.source) ?? 0) + 1
+    seqs.set(e.source, seq)
+    return { id: `${e.source}-${i}`, source: e.source, seq, ts: e.ts, value: e.value, ...(e.key === undefined ? {} : { key: e.key }) }
+  })
+}
+
+function batchesOf(events: readonly StreamEvent[], cuts: readonly number[]): StreamEvent[][] {
+  const out: StreamEvent[][] = []
+  let from = 0
+  for (const cut of [...new Set(cuts)].sort((a, b) => a - b).concat(events.length)) {
+    if (cut <= from) continue
+    out.push(events.slice(from, cut))
+    from = cut
+  }
+  return out
+}
+
+function optionsOf(p: Plan, replicaId = 'r1'): EngineOptions<AggregateDefinitions> {
+  return {
+    windows: SPECS[p.specs] as readonly WindowSpec[],
+    watermark: manual(),
+    allowedLateness: p.lateness,
+    retention: Number.POSITIVE_INFINITY,
+    replicaId,
+    now: () => 0,
+    aggregates: p.small ? SMALL : FULL,
+  }
+}
+
+/** Runs the plan: its batches, with the watermark advances spread among them. */
+function run(engine: Engine<AggregateDefinitions>, p: Plan, cuts = p.cuts): WindowChange<AggregateDefinitions>[][] {
+  const changes: WindowChange<AggregateDefinitions>[][] = []
+  engine.subscribe((batch) => changes.push([...batch]))
+  const batches = batchesOf(eventsOf(p), cuts)
+  batches.forEach((batch, i) => {
+    engine.ingest(batch)
+    const advance = p.advances[i]
+    if (advance !== undefined) engine.advanceWatermark(advance)
+  })
+  return changes
+}
+
+/** What each window holds: its value fields and aggregates, without its pane. */
+function values(engine: Engine<AggregateDefinitions>): unknown[] {
+  return engine.results().map(({ window, key, start, end, count, sum, min, max, aggregates }) => [window, key, start, end, count, sum, min, max, aggregates])
+}
+
+/** Every live cell's encoded states, by cell address (session tombstones apart: where a fragment starts can depend on the batching). */
+function cellStates(engine: Engine<AggregateDefinitions>): Map<string, string> {
+  const out = new Map<string, string>()
+  for (const { address, cell, aggregates } of engine.replica.exportState().cells) {
+    if (cell.count > 0) out.set(JSON.stringify(address), JSON.stringify(aggregates?.map((bytes) => [...bytes])))
+  }
+  return out
+}
+
+describe('aggregates in windows', () => {
+  it('types flow from the aggregates option to results, changes and history', () => {
+    const engine = createEngine({ windows: tumbling(60_000), aggregates: FULL })
+    const result = engine.results()[0]
+    if (result !== undefined) {
+      expectTypeOf(result.aggregates.latency).toEqualTypeOf<number[]>()
+      expectTypeOf(result.aggregates.devices).toEqualTypeOf<number>()
+      expectTypeOf(result.aggregates.reading).toEqualTypeOf<number | null>()
+      expectTypeOf(result.aggregates.spread).toEqualTypeOf<number[]>()
+    }
+    engine.subscribe((changes) => {
+      for (const change of changes) expectTypeOf(change.previous?.aggregates.latency).toEqualTypeOf<number[] | undefined>()
+    })
+    const plain = createEngine({ windows: tumbling(60_000) })
+    expectTypeOf(plain.results()[0]).not.toHaveProperty('aggregates')
+    // An engine with aggregates is an engine.
+    const any: Engine = engine
+    expect(any.results()).toEqual([])
+  })
+
+  it('shows each aggregate over the window’s events, in the order of `at`, [] and null for nothing', () => {
+    const engine = createEngine({ windows: tumbling(60_000), watermark: manual(), aggregates: FULL })
+    engine.ingest([
+      { id: '1', source: 'd1', ts: 1_000, value: 12 },
+      { id: '2', source: 'd2', ts: 2_000, value: 48 },
+      { id: '3', source: 'd1', ts: 3_000, value: 97 },
+      { id: '4', source: 'd3', ts: 500, value: 200 },
+    ])
+    const result = engine.results()[0]
+    expect(result?.aggregates.devices).toBe(3)
+    expect(result?.aggregates.reading).toBe(97)
+    expect(result?.aggregates.spread).toEqual([0, 2, 1, 1])
+    // Ranks ⌊q·(n − 1)⌋ of 12, 48, 97, 200: 48, 97, 97, each within 1%.
+    const [p50, p95, p99] = result?.aggregates.latency ?? []
+    expect(Math.abs((p50 as number) - 48) / 48).toBeLessThanOrEqual(0.01)
+    expect(Math.abs((p95 as number) - 97) / 97).toBeLessThanOrEqual(0.01)
+    expect(p99).toBe(p95)
+    // A window of discarding panes with nothing new shows the empty aggregates.
+    const discarding = createEngine({ windows: tumbling(10), watermark: manual(), accumulation: 'discarding', aggregates: FULL })
+    const seen = recordChanges(discarding)
+    discarding.ingest([{ id: '1', source: 'd1', ts: 1, value: 5 }])
+    discarding.advanceWatermark(10)
+    const panes = seen.take().map((c) => c.result.aggregates)
+    expect(panes).toEqual([
+      { devices: 1, latency: [5, 5, 5], reading: 5, spread: [1, 0, 0, 0] },
+      { devices: 0, latency: [], reading: null, spread: [0, 0, 0, 0] },
+    ])
+  })
+
+  it('a late event corrects p95, and the correction carries the previous aggregates', () => {
+    const latency = quantiles({ at: [0.5, 0.95] })
+    const engine = createEngine({ windows: tumbling(60_000), watermark: manual(), allowedLateness: 60_000, aggregates: { latency } })
+    const seen = recordChanges(engine)
+    engine.ingest(Array.from({ length: 20 }, (_, i) => ({ id: `a${i}`, source: 'd1', seq: i + 1, ts: i * 1000, value: 10 + i })))
+    engine.advanceWatermark(60_000)
+    const onTime = seen.take().find((c) => c.type === 'on_time')
+    engine.ingest([{ id: 'late', source: 'd2', ts: 30_000, value: 5_000 }])
+    const [correction] = seen.take()
+    expect(correction?.type).toBe('correction')
+    expect(correction?.previous).toEqual(onTime?.result)
+    const before = onTime?.result.aggregates.latency ?? []
+    const after = correction?.result.aggregates.latency ?? []
+    expect(after[1]).toBeGreaterThan(before[1] as number)
+    expect(Math.abs((after[1] as number) - 29) / 29).toBeLessThanOrEqual(0.01)
+    expect(correction?.result.count).toBe(21)
+  })
+
+  it('discarding panes cover only their own events; a pane after a peer replaced a cell carries the whole window', () => {
+    const options = { windows: tumbling(100), watermark: manual(), accumulation: 'discarding' as const, aggregates: FULL }
+    const engine = createEngine({ ...options, replicaId: 'me' })
+    const seen = recordChanges(engine)
+    engine.ingest([
+      { id: '1', source: 'd1', ts: 1, value: 5 },
+      { id: '2', source: 'd2', ts: 2, value: 60 },
+    ])
+    engine.ingest([{ id: '3', source: 'd3', ts: 3, value: 500 }])
+    const [first, second] = seen.take()
+    expect(first?.result.aggregates).toMatchObject({ devices: 2, spread: [1, 0, 1, 0], reading: 60 })
+    expect(second?.result.aggregates).toMatchObject({ devices: 1, spread: [0, 0, 0, 1], reading: 500, latency: [500, 500, 500] })
+    const peer = createEngine({ ...options, replicaId: 'peer' }) as TidemarkEngine<typeof FULL>
+    peer.ingest([{ id: 'p', source: 'p1', ts: 4, value: 20 }])
+    const state = peer.replica.exportState()
+    ;(engine as TidemarkEngine<typeof FULL>).replica.mergeRemote(state.cells, state.clocks)
+    // A peer's new cell adds to what was shown; it is merged, never an increment: the whole window again.
+    const [whole] = seen.take()
+    expect(whole?.previous).toBeDefined()
+    expect(whole?.result.aggregates).toMatchObject({ devices: 4, spread: [1, 1, 1, 1] })
+  })
+
+  it('sessions: a bridging event merges sessions and their aggregates; the absorbed one is retracted', () => {
+    const engine = createEngine({ windows: session(10), watermark: manual(), aggregates: FULL })
+    const seen = recordChanges(engine)
+    engine.ingest([{ id: '1', source: 'd1', ts: 0, value: 1 }])
+    engine.ingest([{ id: '2', source: 'd2', ts: 15, value: 70 }])
+    seen.take()
+    engine.ingest([{ id: '3', source: 'd3', ts: 8, value: 30 }])
+    const changes = seen.take()
+    expect(changes.map((c) => c.type).sort()).toEqual(['provisional', 'retract'])
+    const merged = changes.find((c) => c.type === 'provisional')
+    expect(merged?.result).toMatchObject({ start: 0, end: 25, count: 3, aggregates: { devices: 3, spread: [1, 1, 1, 0], reading: 70 } })
+    expect(changes.find((c) => c.type === 'retract')?.result.aggregates).toMatchObject({ devices: 1, reading: 70 })
+  })
+
+  it('one engine fed the same events in any batching holds the same states and shows the same aggregates', () => {
+    const name = 'one engine fed the same events in any batching holds the same states and shows the same aggregates'
+    assertSeeded(
+      fc.property(plan, fc.array(fc.nat(79), { maxLength: 10 }), (p, otherCuts) => {
+        const still = { ...p, advances: [] }
+        const a = createEngine(optionsOf(still))
+        const b = createEngine(optionsOf(still))
+        run(a, still)
+        run(b, still, otherCuts)
+        expect(cellStates(b)).toEqual(cellStates(a))
+        a.advanceWatermark(200)
+        b.advanceWatermark(200)
+        // Panes differ with the batching (one early pane per batch); what the windows hold does not.
+        expect(values(b)).toEqual(values(a))
+      }),
+      FILE,
+      `aggregates in windows ${name}`,
+      100,
+    )
+  })
+
+  it('sliding, cumulating and session windows: every change equals the per-window placement’s', () => {
+    const name = 'sliding, cumulating and session windows: every change equals the per-window placement’s'
+    assertSeeded(
+      fc.property(plan, (p) => {
+        const sliced = run(createEngine(optionsOf(p)), p)
+        const reference = run(createPerWindowEngine(optionsOf(p)) as Engine<AggregateDefinitions>, p)
+        expect(sliced).toEqual(reference)
+      }),
+      FILE,
+      `aggregates in windows ${name}`,
+      150,
+    )
+  })
+
+  it('a checkpoint restores every state exactly, and a replica that merged the cells shows the same aggregates', () => {
+    const name = 'a checkpoint restores every state exactly, and a replica that merged the cells shows the same aggregates'
+    assertSeeded(
+      fc.property(plan, (p) => {
+        const options = { ...optionsOf(p), accumulation: p.lateness > 0 ? ('discarding' as const) : ('accumulating' as const) }
+        const engine = createEngine(options) as TidemarkEngine<AggregateDefinitions>
+        run(engine, p)
+        const restored = createEngine(options) as TidemarkEngine<AggregateDefinitions>
+        restored.restore(structuredClone(engine.checkpoint()))
+        expect(cellStates(restored)).toEqual(cellStates(engine))
+        expect(restored.results()).toEqual(engine.results())
+        // Both go on alike: discarding pending states and all.
+        const more: StreamEvent[] = [{ id: 'more', source: 'z', ts: 79, value: 33 }]
+        const after = (e: Engine<AggregateDefinitions>) => {
+          const seen = recordChanges(e)
+          e.ingest(more)
+          e.advanceWatermark(300)
+          // A restored engine queues its windows in another order: one operation's changes compare as a multiset.
+          return seen
+            .take()
+            .map((change) => JSON.stringify(change))
+            .sort()
+        }
+        expect(after(restored)).toEqual(after(engine))
+        // A replica that merges every cell shows the whole windows an accumulating engine shows.
+        const whole = createEngine(optionsOf(p)) as TidemarkEngine<AggregateDefinitions>
+        run(whole, p)
+        const replica = createEngine({ ...optionsOf(p), replicaId: 'r2' }) as TidemarkEngine<AggregateDefinitions>
+        const state = whole.replica.exportState()
+        replica.replica.mergeRemoteGroups(groupCellEntries(state.cells), state.clocks)
+        expect(cellStates(replica)).toEqual(cellStates(whole))
+        expect(values(replica)).toEqual(values(whole))
+      }),
+      FILE,
+      `aggregates in windows ${name}`,
+      80,
+    )
+  })
+
+  it('a peer’s hostile state is refused as invalid_remote_cell with its reason, and the rest of its group merges', () => {
+    const options = { windows: tumbling(100), watermark: manual(), aggregates: FULL }
+    const peer = createEngine({ ...options, replicaId: 'peer' }) as TidemarkEngine<typeof FULL>
+    peer.ingest([
+      { id: '1', source: 'p1', ts: 1, value: 5, key: 'a' },
+      { id: '2', source: 'p1', ts: 2, value: 7, key: 'b' },
+      { id: '3', source: 'p1', ts: 3, value: 9, key: 'c' },
+    ])
+    const [group] = groupCellEntries(peer.replica.exportState().cells)
+    if (group?.aggregates === undefined) throw new Error('the peer exports its cells with their states')
+    const latencyAt = ['devices', 'latency', 'reading', 'spread'].indexOf('latency')
+    // Truncated sketch for key a, a sketch claiming 2^60 values for key b; key c is fine.
+    const hostile = [(bytes: Uint8Array) => bytes.subarray(0, 3), () => new Uint8Array([0x51, 0, 0, 1, 2, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10])]
+    const states = group.aggregates.map((cell, i) => cell.map((bytes, a) => (a === latencyAt ? (hostile[i]?.(bytes) ?? bytes) : bytes)))
+    const engine = createEngine({ ...options, replicaId: 'me' }) as TidemarkEngine<typeof FULL>
+    const report = engine.replica.mergeRemoteGroups([{ ...group, aggregates: states }], [])
+    expect(report.applied).toBe(1)
+    expect(engine.stats().anomalies.invalid_remote_cell).toBe(2)
+    const details = engine.stats().remoteAnomalies
+    expect(details[0]).toMatch(/^invalid_remote_cell: cell \["tumbling:100","a",0,"p1"\]: aggregate "latency": quantiles state: /)
+    expect(details[1]).toMatch(/cell \["tumbling:100","b",0,"p1"\]: aggregate "latency": quantiles state: /)
+    engine.advanceWatermark(100)
+    expect(engine.results().map((r) => [r.key, r.aggregates.reading])).toEqual([['c', 9]])
+    // A group without states, for an engine that keeps aggregates, is refused whole.
+    const { aggregates: _dropped, ...bare } = group
+    engine.replica.mergeRemoteGroups([bare], [])
+    expect(engine.stats().remoteAnomalies.at(-1)).toMatch(/carries no aggregate states; this engine keeps 4/)
+  })
+
+  it('replicas with other aggregates have another configuration; a bad option is refused by name', () => {
+    const a = createEngine({ windows: tumbling(10), aggregates: { p: quantiles({ at: [0.5] }) } })
+    const b = createEngine({ windows: tumbling(10), aggregates: { p: quantiles({ at: [0.9], relativeAccuracy: 0.02 }) } })
+    const c = createEngine({ windows: tumbling(10), aggregates: { p: quantiles({ at: [0.99] }) } })
+    expect(a.replica.configuration).not.toBe(b.replica.configuration)
+    // `at` only reads the state: the same sketches, one configuration.
+    expect(a.replica.configuration).toBe(c.replica.configuration)
+    expect(createEngine({ windows: tumbling(10), aggregates: {} }).replica.configuration).toBe(createEngine({ windows: tumbling(10) }).replica.configuration)
+    expect(() => createEngine({ windows: tumbling(10), aggregates: { p: { name: 'p' } } as never })).toThrow(/aggregates\.p must be made by quantiles/)
+    expect(() => createEngine({ windows: tumbling(10), aggregates: [] as never })).toThrow(/aggregates must be an object/)
+  })
+
+  it('a user aggregate whose merge rounds (a float sum) gives every path the same bits', () => {
+    const energy = defineAggregate({
+      name: 'energy',
+      init: () => 0,
+      add: (sum: number, x: number) => sum + x * x,
+      merge: (a: number, b: number) => a + b,
+      result: (sum: number) => sum,
+      encode: (sum: number) => new Uint8Array(new Float64Array([sum]).buffer),
+      decode: (bytes: Uint8Array) => {
+        if (bytes.length !== 8) throw new RangeError(`expected 8 bytes, got ${bytes.length}`)
+        return new Float64Array(bytes.slice().buffer)[0] as number
+      },
+    })
+    const options = { windows: [sliding(40, 10), cumulating(40, 10)], watermark: manual(), aggregates: { energy } }
+    const events: StreamEvent[] = Array.from({ length: 60 }, (_, i) => ({ id: `${i}`, source: `s${i % 3}`, ts: i % 40, value: 0.1 * (i + 1) }))
+    const engine = createEngine({ ...options, replicaId: 'a' }) as TidemarkEngine<typeof options.aggregates>
+    for (const batch of batchesOf(events, [7, 19, 33])) engine.ingest(batch)
+    const restored = createEngine({ ...options, replicaId: 'a' }) as TidemarkEngine<typeof options.aggregates>
+    restored.restore(engine.checkpoint())
+    const replica = createEngine({ ...options, replicaId: 'b' }) as TidemarkEngine<typeof options.aggregates>
+    const state = engine.replica.exportState()
+    replica.replica.mergeRemote(state.cells, state.clocks)
+    const bits = (e: Engine<typeof options.aggregates>) => e.results().map((r) => [r.window, r.start, r.end, r.aggregates.energy])
+    expect(bits(restored)).toEqual(bits(engine))
+    expect(bits(replica)).toEqual(bits(engine))
+  })
+})
