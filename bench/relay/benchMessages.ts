@@ -126,9 +126,12 @@ export interface Convergence {
  */
 export interface ArrivalFigures {
   readonly latency: LatencySummary
-  /** Merges that made a device's readings visible on a dashboard (one latency sample each). */
+  /** Merges that made a device's readings visible on a dashboard. */
   readonly arrivals: number
-  /** Of those, merges that brought more than one update at once (the older ones' latency is not sampled). */
+  /**
+   * Of those, merges that brought several updates of a device at once: each update is one latency
+   * sample, the older ones' estimated as the newest one's plus the send period per update.
+   */
   readonly coalesced: number
 }
 

@@ -56,6 +56,8 @@ let unconfirmed = 0
 let errors = 0
 let ticking: ReturnType<typeof setInterval> | undefined
 let convergence: { resync: DeviceResync; finish: () => void } | undefined
+/** Devices send one update per period, on a fixed schedule. */
+let periodMs = 1000
 
 function send(message: FromDashboards): void {
   process.send?.(message)
@@ -78,11 +80,14 @@ function observe(dashboard: Dashboard, clocks: readonly ClockEntry[]): void {
       continue
     }
     dashboard.seen.set(clock.source, clock.prefix)
-    const coalesced = before > 0 && clock.prefix - before > METRIC_KEYS.length
+    const latency = now - clock.prefixTs
+    // Several updates of the device in one merge: its clock carries the newest one's ts only. The
+    // older ones were sent a period apart before it, so they waited that much longer.
+    const updates = before > 0 ? Math.max(1, Math.round((clock.prefix - before) / METRIC_KEYS.length)) : 1
     for (const into of [phase, interval]) {
-      into.latency.add(now - clock.prefixTs)
+      for (let older = 0; older < updates; older++) into.latency.add(latency + older * periodMs)
       into.arrivals++
-      if (coalesced) into.coalesced++
+      if (updates > 1) into.coalesced++
     }
     if (recording) {
       let list = dashboard.arrivals.get(clock.source)
@@ -129,6 +134,7 @@ function observedPort(dashboard: Dashboard): ReplicaPort {
 async function start(config: ChildConfig): Promise<void> {
   const secret = secretBytes(config.secret)
   const { layout } = config
+  periodMs = 1000 / layout.updatesPerSecond
   for (let f = 0; f < layout.fleets; f++) {
     const fleet = fleetName(f)
     for (let k = 0; k < layout.dashboardsPerFleet; k++) {

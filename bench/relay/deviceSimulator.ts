@@ -93,7 +93,9 @@ async function start(config: ChildConfig): Promise<void> {
   // Send phases spread evenly over the period: 1000 devices at 1/s is one update per millisecond.
   const firstAt = startedAt + 1000
   for (const device of devices) schedule(device, firstAt + (device.identity.index / devices.length) * periodMs, periodMs)
-  await until(() => devices.every((device) => device.engine.syncStatus().state === 'connected'), 120_000)
+  if (!(await until(() => devices.every((device) => device.engine.syncStatus().state === 'connected'), 600_000))) {
+    throw new Error(`${devices.filter((device) => device.engine.syncStatus().state !== 'connected').length} devices not in sync 600 s after connecting`)
+  }
   send({ type: 'ready', connectMs: Date.now() - startedAt })
 }
 

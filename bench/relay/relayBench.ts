@@ -35,6 +35,7 @@ import type { MinuteRow, ProcessCpu, ReconnectRun, RelayBenchResult } from './re
 import { killRelays, type RelayExit, type RelayProcess, relayMetrics, spawnRelay } from './relayProcess.ts'
 import { renderRelayReport } from './relayReport.ts'
 import { leastSquaresSlope } from './leastSquaresSlope.ts'
+import { redisStats } from './redisStats.ts'
 import { readStoredRooms } from './storedRooms.ts'
 
 const REPO = fileURLToPath(new URL('../..', import.meta.url))
@@ -60,6 +61,16 @@ function say(line: string): void {
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)))
 const load1 = (): number => Number((loadavg()[0] as number).toFixed(2))
 const metric = (values: Map<string, number>, name: string): number => values.get(name) ?? 0
+
+/** A relay's metrics, or `previous` (said on stdout) when a relay too busy to answer leaves the scrapes unanswered. */
+async function scrape(relay: RelayProcess, previous: Map<string, number>): Promise<Map<string, number>> {
+  try {
+    return await relayMetrics(relay.httpUrl)
+  } catch (error) {
+    say(`relay bench: relay ${relay.name} did not answer /metrics (${error instanceof Error ? error.message : error}); its previous figures stand`)
+    return previous
+  }
+}
 
 /** Everything this run started, stopped by PID; temporary directories removed. */
 async function cleanUp(): Promise<void> {
@@ -152,6 +163,7 @@ async function main(): Promise<RelayBenchResult> {
   const countersStart = await deviceCounters()
   let metricsA = await relayMetrics(a.httpUrl)
   let metricsB = await relayMetrics(b.httpUrl)
+  const redisStart = await redisStats((redis as RedisServer).port)
   const updatesStart = metric(metricsA, 'tidemark_relay_updates_in_total')
   const outStart = metric(metricsB, 'tidemark_relay_updates_out_total')
   const rssSeries: [number, number, number][] = []
@@ -176,8 +188,8 @@ async function main(): Promise<RelayBenchResult> {
     if (elapsed - (rowAt - steadyStart) >= 60_000 || last) {
       const cpu = cpuNow()
       const machine = machineCpu()
-      metricsA = await relayMetrics(a.httpUrl)
-      metricsB = await relayMetrics(b.httpUrl)
+      metricsA = await scrape(a, metricsA)
+      metricsB = await scrape(b, metricsB)
       const figures = await interval()
       const updates = metric(metricsA, 'tidemark_relay_updates_in_total')
       const wall = now - rowAt
@@ -213,13 +225,16 @@ async function main(): Promise<RelayBenchResult> {
   const steadyEnd = Date.now()
   const cpuEnd = cpuNow()
   const machineEnd = machineCpu()
+  const rssEnd: Record<string, number> = { orchestrator: process.memoryUsage.rss() / MB }
+  for (const [name, pid] of Object.entries(processes())) rssEnd[name] = processUsage(pid).rssBytes / MB
+  const redisEnd = await redisStats((redis as RedisServer).port)
   const countersEnd = await deviceCounters()
   const updatesSteady = metric(metricsA, 'tidemark_relay_updates_in_total') - updatesStart
   const outSteady = metric(metricsB, 'tidemark_relay_updates_out_total') - outStart
   const steadySeconds = (steadyEnd - steadyStart) / 1000
   const cpu: ProcessCpu[] = Object.keys(cpuEnd).map((name) => {
     const cpuMs = (cpuEnd[name] as number) - (cpuStart[name] as number)
-    return { name, cpuMs: Math.round(cpuMs), percentOfCore: Number(((100 * cpuMs) / (steadyEnd - steadyStart)).toFixed(1)) }
+    return { name, cpuMs: Math.round(cpuMs), percentOfCore: Number(((100 * cpuMs) / (steadyEnd - steadyStart)).toFixed(1)), rssMb: Math.round(rssEnd[name] ?? Number.NaN) }
   })
   const ourCpu = cpu.reduce((n, entry) => n + entry.cpuMs, 0)
   const steadyWall = steadyEnd - steadyStart
@@ -234,7 +249,10 @@ async function main(): Promise<RelayBenchResult> {
   const perThousand = (ms: number): number => Number(((1000 * ms) / updatesSteady).toFixed(1))
   const relaysCpu = cpuOf('relay A') + cpuOf('relay B')
   const allCpu = cpu.reduce((n, entry) => n + entry.cpuMs, 0)
-  const slope = (column: 1 | 2): number => Number(leastSquaresSlope(rssSeries.map((sample) => [sample[0] / 60, sample[column]])).toFixed(2))
+  const slope = (column: 1 | 2, fromSeconds = 0): number =>
+    Number(
+      leastSquaresSlope(rssSeries.filter((sample) => sample[0] >= fromSeconds).map((sample) => [sample[0] / 60, sample[column]])).toFixed(2),
+    )
   dash.send({ type: 'phase', name: 'after steady' })
 
   // Reconnects.
@@ -267,7 +285,7 @@ async function main(): Promise<RelayBenchResult> {
     sim.send({ type: 'watch-resync', at, timeoutMs: 180_000 })
     await sleep(200)
     earlierA.push(a)
-    const beforeStop = await relayMetrics(a.httpUrl)
+    const beforeStop = await scrape(a, new Map())
     const exitA = await a.stop('SIGTERM')
     a = await spawnRelay('A', relayEnv(dirA, portA), profiled('A-restarted'))
     const downtime = Date.now() - at
@@ -297,7 +315,7 @@ async function main(): Promise<RelayBenchResult> {
   const unloadDeadline = Date.now() + 120_000
   let roomsLoaded = Number.POSITIVE_INFINITY
   while (Date.now() < unloadDeadline) {
-    roomsLoaded = metric(await relayMetrics(a.httpUrl), 'tidemark_relay_rooms_loaded')
+    roomsLoaded = metric(await scrape(a, new Map([['tidemark_relay_rooms_loaded', Number.NaN]])), 'tidemark_relay_rooms_loaded')
     if (roomsLoaded <= layout.fleets) break
     await sleep(2000)
   }
@@ -306,8 +324,8 @@ async function main(): Promise<RelayBenchResult> {
   const totals = await dash.next('totals')
   dash.send({ type: 'stop' })
   await dash.exited()
-  const finalA = await relayMetrics(a.httpUrl)
-  const finalB = await relayMetrics(b.httpUrl)
+  const finalA = await scrape(a, new Map())
+  const finalB = await scrape(b, new Map())
   const relayRefusals: Record<string, number> = {}
   for (const [relay, values] of [['A', finalA], ['B', finalB], ['A before restart', refusalsBeforeRestart]] as const) {
     for (const [name, value] of values ?? []) if (name.startsWith('tidemark_relay_refusals_total') && value > 0) relayRefusals[`${relay} ${name}`] = value
@@ -357,6 +375,12 @@ async function main(): Promise<RelayBenchResult> {
       minutes,
       rssSeries,
       rssSlopeMbPerMinute: { A: slope(1), B: slope(2) },
+      rssSlopeSecondHalf: { A: slope(1, steadySeconds / 2), B: slope(2, steadySeconds / 2) },
+      redis: {
+        commandsPerUpdate: Number(((redisEnd.commandsProcessed - redisStart.commandsProcessed) / updatesSteady).toFixed(2)),
+        bytesInPerUpdate: Math.round((redisEnd.netInputBytes - redisStart.netInputBytes) / updatesSteady),
+        bytesOutPerUpdate: Math.round((redisEnd.netOutputBytes - redisStart.netOutputBytes) / updatesSteady),
+      },
     },
     reconnects,
     storage:

@@ -57,6 +57,8 @@ export interface ProcessCpu {
   readonly name: string
   readonly cpuMs: number
   readonly percentOfCore: number
+  /** RSS when the steady phase ended. */
+  readonly rssMb: number
 }
 
 /**
@@ -99,6 +101,10 @@ export interface RelayBenchResult {
     readonly rssSeries: readonly (readonly [number, number, number])[]
     /** Least-squares slope of RSS over the steady phase, MB per minute. */
     readonly rssSlopeMbPerMinute: { readonly A: number; readonly B: number }
+    /** The same over its second half: growth that levels off shows here as a smaller slope. */
+    readonly rssSlopeSecondHalf: { readonly A: number; readonly B: number }
+    /** Redis commands processed and bytes moved per device update over the steady phase. */
+    readonly redis: { readonly commandsPerUpdate: number; readonly bytesInPerUpdate: number; readonly bytesOutPerUpdate: number }
   }
   readonly reconnects: readonly ReconnectRun[]
   readonly storage: {

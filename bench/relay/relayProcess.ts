@@ -116,13 +116,21 @@ export async function spawnRelay(name: string, env: Record<string, string>, node
 }
 
 /**
- * The relay's Prometheus metrics as `name{labels}` → value.
+ * The relay's Prometheus metrics as `name{labels}` → value. A relay busy enough to leave a
+ * scrape unanswered for 30 s is asked twice more before this rejects.
  *
  * @example
  * (await relayMetrics(relay.httpUrl)).get('tidemark_relay_updates_in_total')
  */
 export async function relayMetrics(httpUrl: string): Promise<Map<string, number>> {
-  const text = await (await fetch(`${httpUrl}/metrics`)).text()
+  let text: string | undefined
+  for (let attempt = 1; text === undefined; attempt++) {
+    try {
+      text = await (await fetch(`${httpUrl}/metrics`, { signal: AbortSignal.timeout(30_000) })).text()
+    } catch (error) {
+      if (attempt >= 3) throw new Error(`${httpUrl}/metrics: ${attempt} scrapes failed, the last: ${error instanceof Error ? (error.cause ?? error.message) : error}`, { cause: error })
+    }
+  }
   const values = new Map<string, number>()
   for (const line of text.split('\n')) {
     if (line.startsWith('#') || line.trim() === '') continue

@@ -52,7 +52,7 @@ export function renderRelayReport(r: RelayBenchResult): string {
     '| --- | --- | --- |',
     `| device → dashboard latency, steady (${int(steady.arrivals.latency.count)} samples, ${fixed(steady.seconds / 60, 1)} min) | p50 **${steady.arrivals.latency.p50} ms**, p90 ${steady.arrivals.latency.p90} ms, p99 **${p99} ms**, max ${steady.arrivals.latency.max} ms | p99 < ${LATENCY_P99_TARGET_MS} ms ${mark(p99 < LATENCY_P99_TARGET_MS)} |`,
     `| relay CPU per 1,000 updates | A **${fixed(steady.cpuPerThousand.A, 0)} ms**, B **${fixed(steady.cpuPerThousand.B, 0)} ms**, total **${fixed(steady.cpuPerThousand.total, 0)} ms** (A ${fixed(cpuA?.percentOfCore ?? Number.NaN, 1)}% + B ${fixed(cpuB?.percentOfCore ?? Number.NaN, 1)}% of one core at ${fixed(steady.updates / steady.seconds, 0)} updates/s) | – |`,
-    `| relay RSS over the steady phase (slope of the least-squares line through a sample every 10 s; at start, before any client: A ${r.relayRssMb.atStart.A} MB, B ${r.relayRssMb.atStart.B} MB) | A ${rssRange(r, 1)}, slope **${fixed(steady.rssSlopeMbPerMinute.A, 2)} MB/min**; B ${rssRange(r, 2)}, slope **${fixed(steady.rssSlopeMbPerMinute.B, 2)} MB/min** | flat: slope ≤ ${RSS_FLAT_MB_PER_MINUTE} MB/min ${mark(Math.abs(steady.rssSlopeMbPerMinute.A) <= RSS_FLAT_MB_PER_MINUTE && Math.abs(steady.rssSlopeMbPerMinute.B) <= RSS_FLAT_MB_PER_MINUTE)} |`,
+    `| relay RSS over the steady phase (slope of the least-squares line through a sample every 10 s; at start, before any client: A ${r.relayRssMb.atStart.A} MB, B ${r.relayRssMb.atStart.B} MB) | A ${rssRange(r, 1)}, slope **${fixed(steady.rssSlopeMbPerMinute.A, 2)} MB/min** (second half ${fixed(steady.rssSlopeSecondHalf.A, 2)}); B ${rssRange(r, 2)}, slope **${fixed(steady.rssSlopeMbPerMinute.B, 2)} MB/min** (second half ${fixed(steady.rssSlopeSecondHalf.B, 2)}) | flat: slope ≤ ${RSS_FLAT_MB_PER_MINUTE} MB/min ${mark(Math.abs(steady.rssSlopeMbPerMinute.A) <= RSS_FLAT_MB_PER_MINUTE && Math.abs(steady.rssSlopeMbPerMinute.B) <= RSS_FLAT_MB_PER_MINUTE)} |`,
   )
   for (const run of r.reconnects) {
     push(
@@ -88,14 +88,14 @@ export function renderRelayReport(r: RelayBenchResult): string {
   }
   push(
     '',
-    `Arrivals sampled: ${int(steady.arrivals.arrivals)} of ${int(steady.expectedArrivals)} updates × dashboards expected; ${int(steady.arrivals.coalesced)} merges brought more than one update of a device at once (only the newest one's latency is sampled). Relay B sent ${int(steady.updatesOutB)} updates to connections over the phase (${fixed(steady.updatesOutB / steady.seconds, 0)}/s).`,
+    `Latency samples: ${int(steady.arrivals.latency.count)} (one per update and dashboard; expected ${int(steady.expectedArrivals)} from what the devices sent). ${int(steady.arrivals.coalesced)} of ${int(steady.arrivals.arrivals)} merges brought several updates of a device at once: the clock carries the newest one's \`ts\` only, so the older ones count as its latency plus one send period each. Relay B sent ${int(steady.updatesOutB)} updates to connections over the phase (${fixed(steady.updatesOutB / steady.seconds, 0)}/s). Redis processed ${fixed(steady.redis.commandsPerUpdate, 2)} commands per device update (${fixed(steady.redis.bytesInPerUpdate, 0)} bytes in, ${fixed(steady.redis.bytesOutPerUpdate, 0)} bytes out).`,
     '',
     '## CPU over the steady phase',
     '',
-    '| process | CPU s | % of one core | ms per 1,000 updates |',
-    '| --- | ---: | ---: | ---: |',
+    '| process | CPU s | % of one core | ms per 1,000 updates | RSS at the end MB |',
+    '| --- | ---: | ---: | ---: | ---: |',
   )
-  for (const c of steady.cpu) push(`| ${c.name} | ${fixed(c.cpuMs / 1000, 1)} | ${fixed(c.percentOfCore, 1)}% | ${fixed((1000 * c.cpuMs) / steady.updates, 0)} |`)
+  for (const c of steady.cpu) push(`| ${c.name} | ${fixed(c.cpuMs / 1000, 1)} | ${fixed(c.percentOfCore, 1)}% | ${fixed((1000 * c.cpuMs) / steady.updates, 0)} | ${fixed(c.rssMb, 0)} |`)
   push('')
 
   if (r.reconnects.length > 0) {
