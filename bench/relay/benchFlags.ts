@@ -1,0 +1,68 @@
+/**
+ * Command-line flags of `pnpm bench:relay`.
+ */
+import type { FleetLayout } from './fleetLayout.ts'
+
+/**
+ * What one run measures.
+ *
+ * @example
+ * const flags: BenchFlags = parseBenchFlags(['--minutes=1'])
+ */
+export interface BenchFlags {
+  readonly layout: FleetLayout
+  /** Length of the steady phase (latency, CPU, RSS), in minutes; fractions allowed. */
+  readonly minutes: number
+  /** Seconds of steady traffic before measuring, once every dashboard sees every device. */
+  readonly warmupSeconds: number
+  /** Spread of the devices' reconnects after a disruption, and of their first connect (ms). */
+  readonly reconnectSpreadMs: number
+  /** Run the reconnect phases (all device sockets dropped; relay A restarted). */
+  readonly reconnect: boolean
+  /** Path prefix of the `.md` and `.json` results, or null to write none. */
+  readonly out: string | null
+  /** Write CPU profiles of each relay, the simulator and the dashboards to bench/results/relay-profiles/<process>/ (one per thread). */
+  readonly cpuProf: boolean
+}
+
+const USAGE = `usage: pnpm bench:relay [--minutes=10] [--warmup=30] [--fleets=10] [--devices=100] [--dashboards=2] [--rate=1] [--spread=5000] [--no-reconnect] [--out=bench/results/relay-latest | --no-write] [--cpu-prof]`
+
+/**
+ * Reads the flags; throws with the usage line on an unknown or malformed one.
+ *
+ * @example
+ * parseBenchFlags(['--minutes=0.5', '--no-write']).minutes // 0.5
+ */
+export function parseBenchFlags(argv: readonly string[]): BenchFlags {
+  const values = new Map<string, string>()
+  for (const arg of argv) {
+    const match = /^--([a-z-]+)(?:=(.*))?$/.exec(arg)
+    if (match === null) throw new Error(`unexpected argument ${arg}\n${USAGE}`)
+    values.set(match[1] as string, match[2] ?? 'true')
+  }
+  const known = ['minutes', 'warmup', 'fleets', 'devices', 'dashboards', 'rate', 'spread', 'no-reconnect', 'out', 'no-write', 'cpu-prof']
+  for (const name of values.keys()) if (!known.includes(name)) throw new Error(`unknown flag --${name}\n${USAGE}`)
+  const number = (name: string, fallback: number, integer: boolean, min: number): number => {
+    const text = values.get(name)
+    if (text === undefined) return fallback
+    const value = Number(text)
+    if (!Number.isFinite(value) || value < min || (integer && !Number.isInteger(value))) {
+      throw new Error(`--${name} must be ${integer ? 'an integer' : 'a number'} >= ${min}, got ${text}\n${USAGE}`)
+    }
+    return value
+  }
+  return {
+    layout: {
+      fleets: number('fleets', 10, true, 1),
+      devicesPerFleet: number('devices', 100, true, 1),
+      dashboardsPerFleet: number('dashboards', 2, true, 1),
+      updatesPerSecond: number('rate', 1, false, 0.01),
+    },
+    minutes: number('minutes', 10, false, 0.1),
+    warmupSeconds: number('warmup', 30, false, 0),
+    reconnectSpreadMs: number('spread', 5000, true, 1),
+    reconnect: !values.has('no-reconnect'),
+    out: values.has('no-write') ? null : (values.get('out') ?? 'bench/results/relay-latest'),
+    cpuProf: values.has('cpu-prof'),
+  }
+}

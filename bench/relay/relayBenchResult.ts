@@ -1,0 +1,133 @@
+/**
+ * The figures of one relay benchmark run, as written to `relay-latest.json` and rendered into
+ * `relay-latest.md` (relayReport.ts).
+ */
+import type { ArrivalFigures, Convergence } from './benchMessages.ts'
+import type { FleetLayout } from './fleetLayout.ts'
+import type { LatencySummary } from './latencyHistogram.ts'
+
+/**
+ * One row of the per-minute table of the steady phase.
+ *
+ * @example
+ * const row: MinuteRow = { minute: 1, load: 2.4, latency, updatesPerSecond: 998, cpuPercent: { 'relay A': 31 }, rssMb: { A: 301, B: 288 }, roomsLoaded: { A: 1010, B: 1010 }, storedBytesA: 4_100_000 }
+ */
+export interface MinuteRow {
+  readonly minute: number
+  /** 1-minute load average when the row was taken. */
+  readonly load: number
+  /** Dashboards' latencies over this minute. */
+  readonly latency: LatencySummary
+  readonly coalesced: number
+  /** Updates relay A accepted per second over this minute. */
+  readonly updatesPerSecond: number
+  /** CPU of each process over this minute, as a percentage of one core. */
+  readonly cpuPercent: Readonly<Record<string, number>>
+  readonly rssMb: { readonly A: number; readonly B: number }
+  readonly roomsLoaded: { readonly A: number; readonly B: number }
+  readonly storedBytesA: number
+}
+
+/**
+ * One reconnect scenario.
+ *
+ * @example
+ * const run: ReconnectRun = { name: 'sockets dropped', description: '…', convergence, lastResyncMs: 4_900, devicesMissing: 0, relayDowntimeMs: null }
+ */
+export interface ReconnectRun {
+  readonly name: string
+  readonly description: string
+  readonly convergence: Convergence
+  /** From the disruption until the last device was back in sync. */
+  readonly lastResyncMs: number
+  readonly devicesMissing: number
+  /** Restart only: from SIGTERM until the new relay process printed its ready line. */
+  readonly relayDowntimeMs: number | null
+  /** Latencies of the readings that arrived during the scenario (backlogs included). */
+  readonly arrivals: ArrivalFigures | null
+}
+
+/**
+ * CPU of one process over the steady phase.
+ *
+ * @example
+ * const usage: ProcessCpu = { name: 'relay A', cpuMs: 190_000, percentOfCore: 31.6 }
+ */
+export interface ProcessCpu {
+  readonly name: string
+  readonly cpuMs: number
+  readonly percentOfCore: number
+  /** RSS when the steady phase ended. */
+  readonly rssMb: number
+}
+
+/**
+ * Every figure of a run.
+ *
+ * @example
+ * const result: RelayBenchResult = JSON.parse(readFileSync('bench/results/relay-latest.json', 'utf8'))
+ */
+export interface RelayBenchResult {
+  readonly startedAt: string
+  readonly seconds: number
+  readonly node: string
+  readonly cpu: string
+  readonly load: { readonly start: number; readonly end: number; readonly max: number }
+  readonly layout: FleetLayout
+  /** A relay's RSS right after it initialized a new PGlite directory, and A's and B's once started on one initialized before. */
+  readonly relayRssMb: { readonly afterInit: number; readonly atStart: { readonly A: number; readonly B: number } }
+  readonly minutes: number
+  readonly warmupSeconds: number
+  readonly reconnectSpreadMs: number
+  /** Mean bytes of one device update (one engine batch of readings), as Yjs encoded it. */
+  readonly updateBytes: number
+  readonly steady: {
+    readonly seconds: number
+    readonly updates: number
+    readonly updatesOutB: number
+    readonly arrivals: ArrivalFigures
+    /** Arrivals the dashboards sampled against the updates they should have seen (devices × dashboards per fleet). */
+    readonly expectedArrivals: number
+    readonly cpu: readonly ProcessCpu[]
+    /** The whole machine over the steady phase, in % of one core (/proc/stat): busy, busy outside this run, waiting on disk, stolen. */
+    readonly machine: { readonly cores: number; readonly busyPercent: number; readonly othersPercent: number; readonly iowaitPercent: number; readonly stealPercent: number }
+    /** CPU ms per 1,000 device updates. */
+    readonly cpuPerThousand: { readonly A: number; readonly B: number; readonly total: number }
+    /** The simulator's CPU against the relays' (A + B) and against every process of the run. */
+    readonly simulatorShare: { readonly ofRelays: number; readonly ofAll: number }
+    readonly sendLag: LatencySummary
+    readonly minutes: readonly MinuteRow[]
+    /** RSS every 10 s: [seconds since the steady phase began, MB A, MB B]. */
+    readonly rssSeries: readonly (readonly [number, number, number])[]
+    /** Least-squares slope of RSS over the steady phase, MB per minute. */
+    readonly rssSlopeMbPerMinute: { readonly A: number; readonly B: number }
+    /** The same over its second half: growth that levels off shows here as a smaller slope. */
+    readonly rssSlopeSecondHalf: { readonly A: number; readonly B: number }
+    /** Redis commands processed and bytes moved per device update over the steady phase. */
+    readonly redis: { readonly commandsPerUpdate: number; readonly bytesInPerUpdate: number; readonly bytesOutPerUpdate: number }
+  }
+  readonly reconnects: readonly ReconnectRun[]
+  readonly storage: {
+    readonly rooms: number
+    readonly storedMean: number
+    readonly storedMax: number
+    readonly snapshotMean: number
+    readonly rowsMean: number
+    readonly rawMean: number
+    readonly updatesPerRoomMean: number
+    /** Rooms still loaded on relay A when it stopped (after its devices left and the idle time passed). */
+    readonly roomsLoadedAtStop: number
+  } | null
+  readonly health: {
+    readonly deviceRefusals: number
+    readonly deviceErrors: number
+    readonly deviceAnomalies: number
+    readonly dashboardRefusals: number
+    readonly dashboardErrors: number
+    readonly dashboardEngineAnomalies: number
+    readonly relayRefusals: Readonly<Record<string, number>>
+    readonly relayUnhandledRejections: number
+    readonly relayWarnings: Readonly<Record<string, readonly string[]>>
+    readonly relayExits: Readonly<Record<string, string>>
+  }
+}
