@@ -104,9 +104,9 @@ test('fleet demo: loads clean, renders windows, offline and back corrects window
   // Every device runs in a host worker of its own, each connected to its room on the relay; the dashboard follows them all, nothing refused.
   await expect(page.locator('.device-row')).toHaveCount(DEVICES)
   await expect.poll(() => page.locator('.device-row td', { hasText: /^relay connected$/ }).count(), { timeout: 15_000 }).toBe(DEVICES)
-  const hosts = await page.locator('.device-row .host-cell').evaluateAll((cells) => cells.map((cell) => [cell.textContent ?? '', cell.getAttribute('data-host-instance') ?? '']))
-  expect(hosts.every(([text]) => /^shared [0-9a-f]{8}$/.test(text))).toBe(true)
-  expect(new Set(hosts.map(([, instance]) => instance)).size).toBe(DEVICES)
+  const hosts = await page.locator('.device-row .host-cell').evaluateAll((cells) => cells.map((cell) => ({ text: cell.textContent ?? '', instance: cell.getAttribute('data-host-instance') ?? '' })))
+  expect(hosts.every(({ text }) => /^shared [0-9a-f]{8}$/.test(text))).toBe(true)
+  expect(new Set(hosts.map(({ instance }) => instance)).size).toBe(DEVICES)
   const relayTile = page.locator('.stat', { has: page.locator('.stat-label', { hasText: /^Relay$/ }) })
   await expect(relayTile.locator('.stat-value')).toHaveText('connected')
   await expect(relayTile.locator('.stat-note')).toHaveText(`${DEVICES} rooms followed`)
