@@ -9,5 +9,7 @@ export default defineConfig({
     dedupe: ['react', 'react-dom'],
   },
   build: { target: 'es2022' },
+  // The engines' host workers (src/fleet/*.worker.ts) are module workers.
+  worker: { format: 'es' },
   preview: { host: '127.0.0.1', port: 5173, strictPort: true },
 })

@@ -1,15 +1,19 @@
 /**
  * The fleet demo (apps/demo) in real Chromium, served exactly as `pnpm start` serves it
- * (scripts/demo.mjs: build, relay, vite preview; port DEMO_E2E_PORT). Devices reach the
- * dashboard only through their Y.Docs, each in its own room on the relay; the dashboard engine
- * owns no source and follows every room read-only.
+ * (scripts/demo.mjs: build, relay, vite preview; port DEMO_E2E_PORT). Every engine runs in a
+ * host worker (`@tidemark/worker`): a SharedWorker per device, and one for the dashboard engine.
+ * Devices reach the dashboard only through their Y.Docs, each in its own room on the relay; the
+ * dashboard engine owns no source and follows every room read-only.
  *
- * 1. The page loads without console errors, syncs through the relay, every chart renders
- *    windows, and a device taken offline and back catches up by state-vector exchange and
- *    visibly corrects windows (an on-time ring joined to the corrected value). Screenshot.
- * 2. A device opened in its own `?device=` tab takes over from the dashboard page, and its
- *    document's state reaches the dashboard tab: taken offline and back (a command over the
- *    control channel), its catch-up corrects the dashboard's windows.
+ * 1. The page loads without console errors, every device's host worker syncs through the relay,
+ *    every chart renders windows, and a device taken offline and back catches up by state-vector
+ *    exchange and visibly corrects windows (an on-time ring joined to the corrected value).
+ *    Screenshot.
+ * 2. A device opened in its own `?device=` tab shares its host worker with the dashboard (the
+ *    same instance in both tabs), and its readings keep reaching the dashboard tab: taken
+ *    offline and back from the dashboard, its catch-up corrects the dashboard's windows, and
+ *    the tab shows it back online. Crashed from the tab, its worker ends; both tabs move to the
+ *    next one, which recovers the device from its log.
  * Waits are on DOM state, bounded; no sleeps.
  */
 import { join } from 'node:path'
@@ -97,9 +101,12 @@ test('fleet demo: loads clean, renders windows, offline and back corrects window
   for (let i = 0; i < 3; i++) {
     await expect.poll(() => charts.nth(i).locator('.value-dot').count(), { timeout: 20_000 }).toBeGreaterThan(2)
   }
-  // Every device runs in this page, each connected to its room on the relay; the dashboard follows them all, nothing refused.
+  // Every device runs in a host worker of its own, each connected to its room on the relay; the dashboard follows them all, nothing refused.
   await expect(page.locator('.device-row')).toHaveCount(DEVICES)
   await expect.poll(() => page.locator('.device-row td', { hasText: /^relay connected$/ }).count(), { timeout: 15_000 }).toBe(DEVICES)
+  const hosts = await page.locator('.device-row .host-cell').evaluateAll((cells) => cells.map((cell) => ({ text: cell.textContent ?? '', instance: cell.getAttribute('data-host-instance') ?? '' })))
+  expect(hosts.every(({ text }) => /^shared [0-9a-f]{8}$/.test(text))).toBe(true)
+  expect(new Set(hosts.map(({ instance }) => instance)).size).toBe(DEVICES)
   const relayTile = page.locator('.stat', { has: page.locator('.stat-label', { hasText: /^Relay$/ }) })
   await expect(relayTile.locator('.stat-value')).toHaveText('connected')
   await expect(relayTile.locator('.stat-note')).toHaveText(`${DEVICES} rooms followed`)
@@ -113,32 +120,53 @@ test('fleet demo: loads clean, renders windows, offline and back corrects window
   expect(errors).toEqual([])
 })
 
-test('fleet demo: a ?device= tab takes its device over and its document reaches the dashboard tab', async ({ page, context }, testInfo) => {
+test('fleet demo: a ?device= tab shares its device host worker, and its readings reach the dashboard tab', async ({ page, context }, testInfo) => {
   const errors: string[] = []
   recordErrors(page, 'dashboard', errors)
   await page.goto(demoUrl(3))
   const row = deviceRow(page, 'd03')
-  // Every engine opens its IndexedDB log at once: slow on a loaded machine.
+  // Every host opens its IndexedDB log at once: slow on a loaded machine.
   await expect(row.locator('.pill')).toHaveText('online', { timeout: 30_000 })
+  const hostCell = row.locator('.host-cell')
+  const instance = await hostCell.getAttribute('data-host-instance')
+  expect(instance).toMatch(/^[0-9a-f-]{36}$/)
 
   const [tab] = await Promise.all([context.waitForEvent('page'), row.getByRole('link', { name: 'Tab ↗' }).click()])
   recordErrors(tab, 'device tab', errors)
   await expect(tab.locator('h1')).toContainText('device d03')
-  // The tab reopened the dashboard's log of d03 and syncs.
-  const tabSync = tab.locator('.stat', { has: tab.locator('.stat-label', { hasText: /^Sync$/ }) }).locator('.stat-value')
-  await expect(tabSync).toHaveText('relay connected', { timeout: 15_000 })
-  await expect(tab.locator('.recovery-line')).toContainText('Recovered')
+  // The tab reached the same worker: the same host instance, already running and synced.
+  await expect(tab.locator('.host-chip')).toHaveAttribute('data-host-instance', instance ?? '')
+  await expect(tab.locator('.host-chip')).toContainText('shared')
+  const tabFact = (label: string) => tab.locator('.stat', { has: tab.locator('.stat-label', { hasText: new RegExp(`^${label}$`) }) }).locator('.stat-value')
+  await expect(tabFact('Sync')).toHaveText('relay connected', { timeout: 15_000 })
+  const seqInTab = Number((await tabFact('Seq').textContent())?.replace(/,/g, ''))
+  expect(seqInTab).toBeGreaterThan(0)
 
   // The dashboard in front again before reading its page: a page behind the focused one gets few
-  // animation frames and renders with them (the row once stayed "this page" for 15 s in CI).
+  // animation frames and renders with them.
   await page.bringToFront()
-  // The dashboard page closed its d03 cleanly and let the tab have it.
-  await expect(row.locator('td').nth(1)).toHaveText('own tab', { timeout: 15_000 })
-  // Its updates keep arriving at the dashboard's copy of its document.
+  // The dashboard hears the tab, still on the same host, whose one producer goes on from where it was.
+  await expect(hostCell).toContainText('· tab', { timeout: 15_000 })
+  await expect(hostCell).toHaveAttribute('data-host-instance', instance ?? '')
+  await expect.poll(async () => Number((await row.locator('td').nth(6).textContent())?.replace(/,/g, '')), { timeout: 10_000 }).toBeGreaterThan(seqInTab)
+  // Its readings keep arriving at the dashboard's copy of its document.
   await expect.poll(async () => row.locator('td').nth(5).textContent(), { timeout: 20_000 }).toMatch(/just now|^\d\.\d s ago/)
-  // A dashboard command reaches the tab (control channel); the data comes back through the document only.
+  // A dashboard command reaches the host both tabs share; the data comes back through the document only.
   await offlineAndBack(page, 'd03')
+  await tab.bringToFront()
   await expect(tab.locator('.pill')).toHaveText('online')
+
+  // Crashed from the tab: the worker ends without closing its engine, both tabs reach the next one, which recovered the log.
+  await tab.getByRole('button', { name: 'Crash' }).click()
+  await expect(tab.locator('.host-chip')).not.toHaveAttribute('data-host-instance', instance ?? '', { timeout: 15_000 })
+  await expect(tabFact('Host restarts')).toHaveText('1', { timeout: 15_000 })
+  await expect(tab.locator('.recovery-line')).toContainText(/Recovered .* 0 lost; [1-9][\d,]* readings held/, { timeout: 15_000 })
+  await expect(tab.locator('.pill')).toHaveText('online')
+  const next = await tab.locator('.host-chip').getAttribute('data-host-instance')
+  await page.bringToFront()
+  await expect(hostCell).toHaveAttribute('data-host-instance', next ?? '', { timeout: 15_000 })
+  await expect(row.locator('.pill')).toHaveText('online')
+  await expect(page.locator('.activity li', { hasText: "d03's host is back" }).first()).toContainText('0 lost', { timeout: 15_000 })
 
   const screenshot = join(testInfo.project.outputDir, 'demo-device-tab.png')
   await tab.screenshot({ path: screenshot, fullPage: true })

@@ -12,15 +12,24 @@ import { useFleet } from './ui/useFleet.ts'
 import { WindowChart } from './ui/WindowChart.tsx'
 
 /**
- * The fleet dashboard. Everything engine-related renders through one
- * `EngineProvider` over the dashboard engine, at most once per animation frame;
- * new settings bring a new engine and a fresh provider.
+ * The fleet dashboard. Everything engine-related renders through one `EngineProvider` over the
+ * dashboard engine (this page's mirror of the engine its host worker runs), at most once per
+ * animation frame; new settings bring a new engine and a fresh provider.
  */
 export function App(): ReactNode {
   const [scheduler] = useState(createFrameScheduler)
   const dashboard = useFleet((s) => s.dashboard)
   const generation = useFleet((s) => s.generation)
   const notice = useFleet((s) => s.wiring.relayNotice)
+  if (dashboard === null) {
+    return (
+      <div className="app">
+        <section className="panel">
+          <p className="empty">Starting the dashboard engine's host worker…</p>
+        </section>
+      </div>
+    )
+  }
   return (
     <EngineProvider key={generation} engine={dashboard} scheduler={scheduler}>
       <div className="app">
@@ -44,10 +53,10 @@ export function App(): ReactNode {
           <LateDataTable />
         </div>
         <footer className="footer">
-          Each device is its own source with its own engine, Y.Doc and IndexedDB write-ahead log, and writes its own room on
-          the relay with a token for that room alone. The dashboard engine owns no source: it follows every device room
-          read-only and sees only the lattice state merged from them. Open a device with{' '}
-          <span className="mono">Tab ↗</span> to run it in its own tab.
+          Each device is its own source with its own engine, Y.Doc and IndexedDB write-ahead log, in a host worker of its
+          own, and writes its own room on the relay with a token for that room alone. The dashboard engine owns no source:
+          its host worker follows every device room read-only and sees only the lattice state merged from them; this page
+          draws from its mirror. Open a device with <span className="mono">Tab ↗</span>: the tab shares the device's worker.
         </footer>
       </div>
     </EngineProvider>

@@ -2,11 +2,11 @@ import { StrictMode } from 'react'
 import { createRoot } from 'react-dom/client'
 import { App } from './App.tsx'
 import { openControlChannel } from './fleet/controlChannel.ts'
-import { type DeviceLocks, pageDeviceLocks, webDeviceLocks } from './fleet/deviceLocks.ts'
 import { DeviceTab } from './fleet/deviceTab.ts'
 import { Fleet } from './fleet/fleet.ts'
 import { deviceIndexOf, settingsFromQuery } from './fleet/fleetSettings.ts'
 import { controlChannelName, fleetIdOf, loadWiring, probeWebsocket } from './fleet/fleetWiring.ts'
+import { workerHosts } from './fleet/workerHosts.ts'
 import { DevicePage } from './ui/DevicePage.tsx'
 import { FleetContext } from './ui/useFleet.ts'
 
@@ -16,8 +16,8 @@ if (root === null) throw new Error('index.html has no #root')
 
 // Where the relay is (written by scripts/demo.mjs), or BroadcastChannel only.
 const wiring = await loadWiring(fleetIdOf(params, localStorage), (path) => fetch(path, { cache: 'no-store' }), probeWebsocket)
-// Web Locks make sure one page of this browser runs each device; without them, every page runs its own.
-const locks: DeviceLocks = navigator.locks === undefined ? pageDeviceLocks() : webDeviceLocks(navigator.locks)
+// Every engine runs in a host worker, one per device and one for the dashboard: pages that open the same device share its worker.
+const hosts = workerHosts()
 const control = openControlChannel(controlChannelName(wiring))
 const device = params.get('device')
 
@@ -26,7 +26,7 @@ if (device !== null) {
   if (index === null) {
     root.textContent = `?device=${device}: a device id is d01 … d64`
   } else {
-    const tab = new DeviceTab({ index, settings: settingsFromQuery(params), wiring, locks, control })
+    const tab = new DeviceTab({ index, settings: settingsFromQuery(params), wiring, hosts, control })
     tab.start()
     tab.run(100)
     createRoot(root).render(
@@ -36,7 +36,7 @@ if (device !== null) {
     )
   }
 } else {
-  const fleet = new Fleet({ wiring, locks, control, settings: settingsFromQuery(params), intro: params.get('tour') !== 'off' })
+  const fleet = new Fleet({ wiring, hosts, control, settings: settingsFromQuery(params), intro: params.get('tour') !== 'off' })
   fleet.start(100)
   createRoot(root).render(
     <StrictMode>

@@ -1,83 +1,86 @@
+/**
+ * The fleet with its hosts run in this process (`inProcessHosts`: the same host options as the
+ * workers, on a fake clock), its devices' documents linked through in-memory tab channels.
+ */
 import 'fake-indexeddb/auto'
 import type { Engine } from '@tidemark/engine'
 import { afterEach, describe, expect, it } from 'vitest'
-import { type DeviceLocks, pageDeviceLocks } from '../src/fleet/deviceLocks.ts'
 import type { DeviceStatus } from '../src/fleet/deviceStatus.ts'
 import { DeviceTab } from '../src/fleet/deviceTab.ts'
 import { Fleet } from '../src/fleet/fleet.ts'
 import { DEFAULT_SETTINGS, type FleetSettings, windowIdOf } from '../src/fleet/fleetSettings.ts'
+import { type InProcessEngine, inProcessHosts } from './inProcessHosts.ts'
 import { memoryPages, until } from './memoryPages.ts'
 
 const T0 = 1_800_000_000_000
 const fleets: Fleet[] = []
+const tabs: DeviceTab[] = []
+const worlds: ReturnType<typeof inProcessHosts>[] = []
 
 afterEach(async () => {
+  await Promise.all(tabs.splice(0).map((tab) => tab.close()))
   await Promise.all(fleets.splice(0).map((fleet) => fleet.close()))
+  await Promise.all(worlds.splice(0).map((world) => world.shutdown()))
 })
 
-/** A fleet on a fake clock, its devices' documents linked through in-memory tab channels; `advance(ms)` ticks every 100 ms. */
+/**
+ * A fleet on a fake clock; `advance(ms)` ticks every 100 ms (hosts' timers, then the page),
+ * letting each tick's log commits land (writes reach the documents once durable).
+ */
 async function fakeFleet(settings: Partial<FleetSettings> = {}, intro = false) {
   const clock = { now: T0 }
   const pages = memoryPages()
-  const fleet = new Fleet({ wiring: pages.wiring, settings: { ...DEFAULT_SETTINGS, deviceCount: 4, ...settings }, now: () => clock.now, intro })
+  const world = inProcessHosts({ now: () => clock.now, indexedDB: pages.indexedDB, transports: pages.transports })
+  worlds.push(world)
+  const all = { ...DEFAULT_SETTINGS, deviceCount: 4, ...settings }
+  const fleet = new Fleet({ wiring: pages.wiring, hosts: world.hosts, settings: all, now: () => clock.now, intro, control: pages.openControl() })
   fleets.push(fleet)
   await fleet.ready()
   pages.flush()
-  /** Ticks every 100 ms of fake time, letting each tick's log commits land (writes reach the documents once durable). */
+  const extra: ((now: number) => void)[] = []
+  /** The device's status straight from its live host (what its next poll would answer). */
+  const hostStatus = (id: string): DeviceStatus | undefined => {
+    const slot = fleet.slot(id) ?? tabs.find((tab) => tab.slot.id === id)?.slot
+    return slot === undefined ? undefined : (world.call(slot.name, 'status') as DeviceStatus | undefined)
+  }
+  /** True while a live device host has accepted readings not yet committed to its log. */
+  const uncommitted = (): boolean =>
+    fleet.snapshot().devices.some((row) => {
+      const status = hostStatus(row.id)
+      return status !== undefined && status.durable < status.accepted
+    })
   const advance = async (ms: number): Promise<void> => {
     for (const end = clock.now + ms; clock.now < end; ) {
       clock.now += 100
+      world.tick(clock.now)
       fleet.tick(clock.now)
-      await pages.settle(() => uncommitted(fleet))
+      for (const tick of extra) tick(clock.now)
+      await pages.settle(uncommitted)
     }
   }
-  /** The device's status now (the snapshot's rows refresh on ticks only). */
-  const device = (id: string) => {
-    const status = fleet.slot(id)?.status(clock.now)
+  /** The device's status as this page's slot gets it from the host now. */
+  const device = async (id: string): Promise<DeviceStatus> => {
+    const status = await fleet.slot(id)?.refresh()
     if (status == null) throw new Error(`no status for ${id}`)
     return status
   }
+  /** The engine of device `id`'s live host (what its worker runs). */
   const engineOf = (id: string): Engine => {
-    const engine = fleet.slot(id)?.node?.engine
-    if (engine == null) throw new Error(`${id} has no engine here`)
+    const name = fleet.slot(id)?.name ?? ''
+    const engine = world.host(name)?.engine
+    if (engine == null) throw new Error(`${id} has no live host`)
     return engine
   }
-  return { fleet, clock, pages, advance, device, engineOf }
-}
-
-/** True while a device running in `fleet`'s page has accepted readings not yet committed to its log. */
-function uncommitted(fleet: Fleet, also: readonly (DeviceStatus | null | undefined)[] = []): boolean {
-  const statuses = [...fleet.snapshot().devices.map((row) => fleet.slot(row.id)?.node?.status()), ...also]
-  return statuses.some((status) => status != null && status.phase === 'running' && status.durable < status.accepted)
-}
-
-/**
- * One page's way to `manager`: its requests arrive only on `deliver()`, as a tab's Web Locks
- * requests travel apart from its BroadcastChannel messages and may arrive after them.
- * `queued()` goes the same way, so it resolves once the requests before it arrived.
- */
-function laggingLocks(manager: DeviceLocks) {
-  const inTransit: (() => void)[] = []
-  const locks: DeviceLocks = {
-    acquire: (name, signal) => new Promise((resolve, reject) => inTransit.push(() => manager.acquire(name, signal).then(resolve, reject))),
-    queued: () => new Promise((resolve) => inTransit.push(() => resolve(manager.queued()))),
+  const dashboard = () => {
+    const engine = fleet.snapshot().dashboard
+    if (engine === null) throw new Error('the dashboard engine has no host')
+    return engine
   }
-  const deliver = (): void => {
-    for (const arrive of inTransit.splice(0)) arrive()
-  }
-  return { locks, deliver }
-}
-
-/** Delivers the pages' messages while IndexedDB works (the tab asks once its lock request is queued), until `tab` runs its device. */
-async function untilTabRuns(pages: ReturnType<typeof memoryPages>, tab: DeviceTab): Promise<void> {
-  await until(() => {
-    pages.flush()
-    return tab.slot.where === 'here'
-  }, `${tab.slot.id} runs in its tab`)
+  return { fleet, clock, pages, world, advance, device, engineOf, dashboard, hostStatus, extra, settings: all }
 }
 
 /** `(key, start) → count` of every window in `engines`, summed. */
-function countsOf(engines: readonly Engine[], window: string): Map<string, number> {
+function countsOf(engines: readonly Pick<Engine, 'results'>[], window: string): Map<string, number> {
   const counts = new Map<string, number>()
   for (const engine of engines) {
     for (const r of engine.results({ window })) counts.set(`${r.key}@${r.start}`, (counts.get(`${r.key}@${r.start}`) ?? 0) + r.count)
@@ -86,249 +89,244 @@ function countsOf(engines: readonly Engine[], window: string): Map<string, numbe
 }
 
 // Real engines, documents and (fake) IndexedDB over tens of simulated seconds: a safety net for a loaded machine, not a speed target.
-describe('Fleet over Yjs documents', { timeout: 30_000 }, () => {
+describe('Fleet over Yjs documents, each engine in its host', { timeout: 30_000 }, () => {
   it('fills the dashboard engine with windows merged from every device document, ingesting nothing itself', async () => {
-    const { fleet, advance } = await fakeFleet()
+    const { fleet, advance, world, dashboard } = await fakeFleet()
     await advance(12_000)
-    const { dashboard, settings, devices } = fleet.snapshot()
-    const fired = dashboard.results({ window: windowIdOf(settings), key: 'temp' }).filter((r) => r.status !== 'provisional')
+    const { settings, devices } = fleet.snapshot()
+    const fired = dashboard()
+      .results({ window: windowIdOf(settings), key: 'temp' })
+      .filter((r) => r.status !== 'provisional')
     expect(fired.length).toBeGreaterThan(3)
     expect(fired.some((r) => r.basis === 'proven')).toBe(true)
-    const stats = dashboard.stats()
+    const stats = dashboard().stats()
     expect(stats.sources).toBe(4)
     expect(stats.ingested).toBe(0)
     expect(stats.docBytes).toBeGreaterThan(0)
     expect(devices).toHaveLength(4)
-    expect(devices.every((row) => row.where === 'here' && row.status?.syncState === 'connected' && row.lastHeard !== null)).toBe(true)
+    expect(devices.every((row) => row.host.state === 'connected' && row.status?.phase === 'running' && row.status.syncState === 'connected' && row.lastHeard !== null)).toBe(true)
+    // A host per device and one for the dashboard, each its own instance.
+    expect(world.started()).toBe(5)
+    expect(new Set(devices.map((row) => row.host.instance)).size).toBe(4)
   })
 
   it('a device offline keeps ingesting into its log; back online, its document catches up and corrects fired windows', async () => {
-    const { fleet, advance, device, engineOf } = await fakeFleet()
+    const { fleet, advance, device, engineOf, dashboard } = await fakeFleet()
     await advance(6_000)
     fleet.setOnline('d02', false)
     const offlineAt = fleet.snapshot().now
     await advance(7_000)
-    expect(device('d02')).toMatchObject({ online: false, syncState: 'offline' })
-    expect(device('d02').offlineReadings).toBeGreaterThan(0)
-    expect(device('d02').pending).toBeGreaterThan(0)
-    const { dashboard, settings } = fleet.snapshot()
-    const window = windowIdOf(settings)
+    expect(await device('d02')).toMatchObject({ online: false, syncState: 'offline' })
+    expect((await device('d02')).offlineReadings).toBeGreaterThan(0)
+    expect((await device('d02')).pending).toBeGreaterThan(0)
+    const window = windowIdOf(fleet.snapshot().settings)
     // Without d02 the watermark moved on once it was idle: windows fired on a fallback basis.
-    const withoutIt = dashboard.results({ window, key: 'temp', from: offlineAt }).filter((r) => r.status !== 'provisional')
+    const withoutIt = dashboard()
+      .results({ window, key: 'temp', from: offlineAt })
+      .filter((r) => r.status !== 'provisional')
     expect(withoutIt.some((r) => r.basis === 'fallback')).toBe(true)
-    const correctionsBefore = dashboard.stats().corrections
+    const correctionsBefore = dashboard().stats().corrections
 
     fleet.setOnline('d02', true)
     await advance(2_500)
-    expect(device('d02')).toMatchObject({ online: true, syncState: 'connected', pending: 0 })
-    expect(dashboard.stats().corrections).toBeGreaterThan(correctionsBefore)
-    const corrected = dashboard.results({ window, key: 'temp', from: offlineAt }).filter((r) => r.revision > 0)
+    expect(await device('d02')).toMatchObject({ online: true, syncState: 'connected', pending: 0 })
+    expect(dashboard().stats().corrections).toBeGreaterThan(correctionsBefore)
+    const corrected = dashboard()
+      .results({ window, key: 'temp', from: offlineAt })
+      .filter((r) => r.revision > 0)
     expect(corrected.length).toBeGreaterThan(0)
     expect(fleet.snapshot().lateCorrections.length).toBeGreaterThan(0)
     expect(fleet.snapshot().activity.some((entry) => /^d02 back after \d+ s offline: \d+ readings .* [1-9]\d* window corrections/.test(entry.text))).toBe(true)
     // Nothing lost, nothing counted twice: every window is the sum of the devices' own windows.
     const devices = ['d01', 'd02', 'd03', 'd04'].map(engineOf)
-    expect(countsOf([dashboard], window)).toEqual(countsOf(devices, window))
+    expect(countsOf([dashboard()], window)).toEqual(countsOf(devices, window))
+
+    // The mirror handing corrected windows out again (a history that arrived) is no new correction.
+    const listed = fleet.snapshot().lateCorrections
+    ;(dashboard() as InProcessEngine).echoCorrections()
+    await advance(100)
+    expect(fleet.snapshot().lateCorrections).toEqual(listed)
   })
 
-  it('crash and reopen from IndexedDB loses no durable reading, and the device continues its seq without a gap', async () => {
-    const { fleet, advance, device, engineOf, clock } = await fakeFleet()
+  it('a crash ends the host without close; the next host recovers every durable reading, keeps the switches and continues the seq without a gap', async () => {
+    const { fleet, advance, device, engineOf, clock, dashboard } = await fakeFleet()
     await advance(4_000)
     fleet.setOnline('d03', false)
     await advance(3_000)
-    await until(() => device('d03').durable === device('d03').accepted, 'every d03 batch committed')
-    const durable = device('d03').durable
+    const before = await device('d03')
+    expect(before.durable).toBe(before.accepted)
     const applied = engineOf('d03').stats().applied
-    expect(applied).toBe(durable)
-    const seq = device('d03').seq
+    expect(applied).toBe(before.durable)
+    const slot = fleet.slot('d03')
+    if (slot === undefined) throw new Error('no d03')
+    const firstHost = slot.host.instance
 
-    fleet.crash('d03')
-    expect(device('d03').phase).toBe('rebooting')
-    await advance(1_600)
-    await fleet.slot('d03')?.node?.whenRunning()
-    const recovered = device('d03')
-    expect(recovered.phase).toBe('running')
-    expect(recovered.recovery).toMatchObject({ recoveredReadings: durable, lostEvents: 0, lossUnknown: false })
+    await fleet.crash('d03')
+    expect(fleet.snapshot().activity[0]?.text).toMatch(/^d03 crashed: its host worker ended without closing its engine; \d+ readings sampled or ingested and not yet durable died with it/)
+    await until(() => slot.host.state === 'connected' && slot.host.restarts === 1 && slot.statusHost === slot.host.instance, 'd03 booted on its next host')
+    expect(slot.host.instance).not.toBe(firstHost)
+    const recovered = await device('d03')
+    // The page booted the new host with its switches: still offline, producing.
+    expect(recovered).toMatchObject({ phase: 'running', online: false, paused: false })
+    expect(recovered.recovery).toMatchObject({ recoveredReadings: applied, lostEvents: 0, lossUnknown: false })
     expect(recovered.recovery?.replayedEvents).toBeGreaterThan(0)
-    expect(recovered.recovery?.resumedAfterSeq).toBeLessThanOrEqual(seq)
+    expect(recovered.recovery?.resumedAfterSeq).toBeLessThanOrEqual(before.seq)
+    await advance(200)
+    expect(fleet.snapshot().activity.some((entry) => entry.text.startsWith(`d03's host is back (shared worker ${slot.host.instance.slice(0, 8)}): recovered ${applied} readings`))).toBe(true)
 
     fleet.setOnline('d03', true)
     const backAt = clock.now
-    const acceptedAtReboot = device('d03').accepted
     await advance(8_000)
     // Its new readings are new to its own engine (not taken for duplicates of what the log holds).
-    expect(device('d03').accepted - acceptedAtReboot).toBeGreaterThan(30)
-    const { dashboard, settings } = fleet.snapshot()
-    const window = windowIdOf(settings)
-    expect(countsOf([dashboard], window)).toEqual(countsOf(['d01', 'd02', 'd03', 'd04'].map(engineOf), window))
+    expect((await device('d03')).accepted).toBeGreaterThan(30)
+    const window = windowIdOf(fleet.snapshot().settings)
+    expect(countsOf([dashboard()], window)).toEqual(countsOf(['d01', 'd02', 'd03', 'd04'].map(engineOf), window))
     // No seq gap: windows after the reboot are proven complete again.
-    const later = dashboard.results({ window, key: 'temp', from: backAt + 2_000 }).filter((r) => r.status !== 'provisional')
+    const later = dashboard()
+      .results({ window, key: 'temp', from: backAt + 2_000 })
+      .filter((r) => r.status !== 'provisional')
     expect(later.some((r) => r.basis === 'proven')).toBe(true)
   })
 
   it('plays the tour: its device drops off, windows fire without it, and its catch-up corrects them before they are final', async () => {
-    const { fleet, advance, device } = await fakeFleet({}, true)
+    const { fleet, advance, device, dashboard } = await fakeFleet({}, true)
     const tour = fleet.snapshot().introDevice as string
     await advance(8_000)
-    expect(device(tour).online).toBe(false)
+    expect((await device(tour)).online).toBe(false)
     await advance(10_000)
-    expect(device(tour).online).toBe(true)
+    expect((await device(tour)).online).toBe(true)
     await advance(3_000)
-    const { dashboard, activity } = fleet.snapshot()
-    expect(dashboard.stats().corrections).toBeGreaterThan(0)
-    expect(dashboard.stats().finalityViolations).toBe(0)
-    expect(activity.some((entry) => entry.text.startsWith(`${tour} back after`) && entry.tone === 'good')).toBe(true)
+    expect(dashboard().stats().corrections).toBeGreaterThan(0)
+    expect(dashboard().stats().finalityViolations).toBe(0)
+    expect(fleet.snapshot().activity.some((entry) => entry.text.startsWith(`${tour} back after`) && entry.tone === 'good')).toBe(true)
     expect(fleet.snapshot().introDevice).toBeNull()
   })
 
   it('counts every reading once through a reconnect storm', async () => {
-    const { fleet, advance, engineOf } = await fakeFleet({ deviceCount: 8 })
+    const { fleet, advance, engineOf, dashboard } = await fakeFleet({ deviceCount: 8 })
     await advance(3_000)
     fleet.startStorm(12_000)
     await advance(13_000)
     expect(fleet.snapshot().storm).toBeNull()
     await advance(2_500)
-    const { dashboard, settings, devices, activity } = fleet.snapshot()
+    const { settings, devices, activity } = fleet.snapshot()
     expect(devices).toHaveLength(8)
     expect(devices.every((row) => row.status?.online && row.status.pending === 0)).toBe(true)
     expect(activity.some((entry) => entry.text.startsWith('Reconnect storm over'))).toBe(true)
     const window = windowIdOf(settings)
-    expect(countsOf([dashboard], window)).toEqual(countsOf(devices.map((row) => engineOf(row.id)), window))
+    expect(countsOf([dashboard()], window)).toEqual(countsOf(devices.map((row) => engineOf(row.id)), window))
     // Spells longer than the idle timeout let windows fire without a device; its catch-up corrects them.
-    expect(dashboard.stats().corrections).toBeGreaterThan(0)
-    expect(dashboard.stats().finalityViolations).toBe(0)
+    expect(dashboard().stats().corrections).toBeGreaterThan(0)
+    expect(dashboard().stats().finalityViolations).toBe(0)
   })
 
   it('stops producing while paused', async () => {
     const { fleet, advance, device } = await fakeFleet()
     await advance(3_000)
     fleet.setPaused(true)
-    const seq = device('d01').seq
+    await advance(100)
+    const seq = (await device('d01')).seq
+    expect(await device('d01')).toMatchObject({ paused: true })
     await advance(5_000)
-    expect(device('d01').seq).toBe(seq)
+    expect((await device('d01')).seq).toBe(seq)
     fleet.setPaused(false)
     await advance(2_000)
-    expect(device('d01').seq - seq).toBeGreaterThan(0)
-    expect(device('d01').seq - seq).toBeLessThanOrEqual(15)
+    expect((await device('d01')).seq - seq).toBeGreaterThan(0)
+    expect((await device('d01')).seq - seq).toBeLessThanOrEqual(15)
   })
 
-  it('reopens every engine in a new epoch when settings change', async () => {
-    const { fleet, advance } = await fakeFleet()
+  it('a new epoch retires every host and starts those of the new settings; a new fleet size keeps the devices that stay', async () => {
+    const { fleet, advance, world } = await fakeFleet()
     await advance(3_000)
     const before = fleet.snapshot()
-    fleet.configure({ windowMs: 5_000, deviceCount: 6 })
+    const d01 = fleet.slot('d01')?.host.instance
+    fleet.configure({ deviceCount: 6 })
+    await fleet.ready()
+    await advance(1_000)
+    // The same epoch: d01–d04 run on in the hosts they had, d05 and d06 get hosts, and a dashboard host of the new settings.
+    expect(fleet.slot('d01')?.host.instance).toBe(d01)
+    expect(fleet.snapshot().devices.map((row) => row.host.state)).toEqual(Array(6).fill('connected'))
+    expect(world.started()).toBe(5 + 2 + 1)
+    expect(fleet.snapshot().generation).toBe(before.generation + 1)
+
+    fleet.configure({ windowMs: 5_000, deviceCount: 3 })
     await fleet.ready()
     const after = fleet.snapshot()
-    expect(after.dashboard).not.toBe(before.dashboard)
-    expect(after.generation).toBe(before.generation + 1)
     expect(after.epoch).not.toBe(before.epoch)
+    expect(fleet.slot('d01')?.host.instance).not.toBe(d01)
+    // Six device hosts and one dashboard host retired; three device hosts and a dashboard host of the new epoch.
+    expect(world.started()).toBe(8 + 3 + 1)
+    for (const id of ['d04', 'd05', 'd06']) expect(world.host(`test:f1:${before.epoch}:${id}`)).toBeUndefined()
     await advance(12_000)
-    expect(fleet.snapshot().devices).toHaveLength(6)
-    expect(after.dashboard.results({ window: 'tumbling:5000' }).length).toBeGreaterThan(0)
-    expect(after.dashboard.stats().sources).toBe(6)
+    const dashboard = fleet.snapshot().dashboard
+    expect(fleet.snapshot().devices).toHaveLength(3)
+    expect(dashboard?.results({ window: 'tumbling:5000' }).length).toBeGreaterThan(0)
+    expect(dashboard?.stats().sources).toBe(3)
   })
 
-  it('a ?device= tab takes its device over: the dashboard closes it cleanly, the tab continues from its log, its state reaches the dashboard', async () => {
-    const clock = { now: T0 }
-    const pages = memoryPages()
-    const locks = pageDeviceLocks()
-    const settings = { ...DEFAULT_SETTINGS, deviceCount: 3 }
-    const fleet = new Fleet({ wiring: pages.wiring, settings, now: () => clock.now, intro: false, locks, control: pages.openControl() })
-    fleets.push(fleet)
-    await fleet.ready()
-    const tab = new DeviceTab({ index: 1, settings, wiring: pages.wiring, now: () => clock.now, locks, control: pages.openControl() })
-    const advance = async (ms: number): Promise<void> => {
-      for (const end = clock.now + ms; clock.now < end; ) {
-        clock.now += 100
-        fleet.tick(clock.now)
-        tab.tick(clock.now)
-        await pages.settle(() => uncommitted(fleet, [tab.slot.node?.status()]))
-      }
-    }
-    await advance(4_000)
-    const inPage = fleet.slot('d02')?.node?.engine
-    if (inPage == null) throw new Error('d02 should run in the dashboard page first')
-    await until(() => fleet.slot('d02')?.status(clock.now)?.durable === fleet.slot('d02')?.status(clock.now)?.accepted, 'd02 committed')
-    // Every reading it sampled so far, uploads due or not (seq is gap-free).
-    const sampledHere = fleet.slot('d02')?.status(clock.now)?.seq ?? 0
-    expect(sampledHere).toBeGreaterThan(inPage.stats().applied)
-
+  it('a ?device= tab shares its device host with the dashboard: one producer, commands from either page, a crash restarts it for both', async () => {
+    const { fleet, clock, advance, pages, world, device, engineOf, dashboard, extra, settings } = await fakeFleet({ deviceCount: 3 })
+    await advance(3_000)
+    const tab = new DeviceTab({ index: 1, settings, wiring: pages.wiring, hosts: world.hosts, now: () => clock.now, control: pages.openControl() })
+    tabs.push(tab)
+    extra.push((now) => tab.tick(now))
     tab.start()
-    await untilTabRuns(pages, tab)
-    expect(fleet.slot('d02')?.where).toBe('elsewhere')
-    expect(tab.slot.where).toBe('here')
-    // The dashboard closed it cleanly (its last upload, then a last checkpoint): the tab recovers every reading from the same log.
-    expect(tab.slot.node?.status().recovery).toMatchObject({
-      recoveredReadings: sampledHere,
-      resumedAfterSeq: sampledHere,
-      lostEvents: 0,
-      replayedRecords: 0,
-    })
+    await tab.opened()
+    const slot = fleet.slot('d02')
+    if (slot === undefined) throw new Error('no d02')
+    // The same host: no new one was started for the tab, and both pages see its instance.
+    expect(world.started()).toBe(4)
+    expect(tab.slot.host.instance).toBe(slot.host.instance)
+    const seqBefore = (await device('d02')).seq
+    await advance(4_000)
+    // One producer, in the host: three readings per 500 ms sample, whoever has the device open.
+    expect((await device('d02')).seq - seqBefore).toBeLessThanOrEqual(27)
+    expect(fleet.snapshot().devices.find((row) => row.id === 'd02')).toMatchObject({ tab: true, host: { instance: slot.host.instance } })
 
-    await advance(6_000)
-    const row = fleet.snapshot().devices.find((r) => r.id === 'd02')
-    expect(row).toMatchObject({ where: 'elsewhere', status: { id: 'd02', phase: 'running', online: true } })
-    const engines = [fleet.slot('d01')?.node?.engine, tab.slot.node?.engine, fleet.slot('d03')?.node?.engine] as Engine[]
-    const window = windowIdOf(settings)
-    expect(countsOf([fleet.snapshot().dashboard], window)).toEqual(countsOf(engines, window))
-
-    // A command from the dashboard reaches the tab through the control channel.
-    fleet.setOnline('d02', false)
-    pages.flush()
-    expect(tab.slot.node?.online).toBe(false)
+    // A command from the tab changes the device the dashboard shows; the dashboard's catch-up report follows.
+    await tab.command('offline')
+    expect(await device('d02')).toMatchObject({ online: false })
     await advance(7_000)
     fleet.setOnline('d02', true)
     await advance(3_000)
-    // Its catch-up (through its document) corrected the windows the dashboard fired without it.
+    expect(tab.snapshot().status).toMatchObject({ online: true })
     expect(fleet.snapshot().activity.some((entry) => /^d02 back after \d+ s offline: \d+ readings .* [1-9]\d* window corrections/.test(entry.text))).toBe(true)
 
+    // A crash from the tab ends the one host; both pages move to the next one.
+    const crashed = slot.host.instance
+    await tab.command('crash')
+    await until(() => slot.host.state === 'connected' && tab.slot.host.state === 'connected' && slot.host.instance !== crashed, 'both pages on the next host')
+    expect(tab.slot.host.instance).toBe(slot.host.instance)
+    expect(world.started()).toBe(5)
+    await advance(3_000)
+    const window = windowIdOf(settings)
+    expect(countsOf([dashboard()], window)).toEqual(countsOf(['d01', 'd02', 'd03'].map(engineOf), window))
+
+    // The tab closes: the host runs on for the dashboard.
     await tab.close()
-    await fleet.slot('d02')?.opened()
-    expect(fleet.slot('d02')?.where).toBe('here')
+    const seq = (await device('d02')).seq
+    await advance(2_000)
+    expect((await device('d02')).seq).toBeGreaterThan(seq)
+    expect(slot.host.instance).toBe(tab.slot.host.instance)
   })
 
-  it('a device handed to a tab before its first upload: the tab recovers the readings it sampled and continues after their seq', async () => {
+  it('a host started by a ?device= tab alone is booted by the tab, and the dashboard that opens it later leaves its switches as they are', async () => {
     const clock = { now: T0 }
     const pages = memoryPages()
-    const locks = pageDeviceLocks()
-    const settings = { ...DEFAULT_SETTINGS, deviceCount: 3 }
-    const fleet = new Fleet({ wiring: pages.wiring, settings, now: () => clock.now, intro: false, locks, control: pages.openControl() })
+    const world = inProcessHosts({ now: () => clock.now, indexedDB: pages.indexedDB, transports: pages.transports })
+    worlds.push(world)
+    const settings = { ...DEFAULT_SETTINGS, deviceCount: 2 }
+    const tab = new DeviceTab({ index: 1, settings, wiring: pages.wiring, hosts: world.hosts, now: () => clock.now, control: pages.openControl() })
+    tabs.push(tab)
+    tab.start()
+    await tab.opened()
+    await tab.command('offline')
+    expect(tab.snapshot().status).toMatchObject({ phase: 'running', online: false })
+    const fleet = new Fleet({ wiring: pages.wiring, hosts: world.hosts, settings, now: () => clock.now, intro: false, control: pages.openControl() })
     fleets.push(fleet)
     await fleet.ready()
-    // One tick: d02 sampled at once, but its first upload is not due yet.
-    clock.now += 100
-    fleet.tick(clock.now)
-    const before = fleet.slot('d02')?.status(clock.now)
-    expect(before).toMatchObject({ phase: 'running', accepted: 0 })
-    const sampled = before?.seq ?? 0
-    expect(sampled).toBeGreaterThan(0)
-
-    const tab = new DeviceTab({ index: 1, settings, wiring: pages.wiring, now: () => clock.now, locks, control: pages.openControl() })
-    tab.start()
-    await untilTabRuns(pages, tab)
-    expect(fleet.slot('d02')?.where).toBe('elsewhere')
-    // The clean close uploaded what it had sampled: the tab finds it in the log, nothing lost, and goes on from there.
-    expect(tab.slot.node?.status().recovery).toMatchObject({ recoveredReadings: sampled, resumedAfterSeq: sampled, lostEvents: 0 })
-    await tab.close()
-  })
-
-  it('a tab asks for its device only once its lock request is queued, so the dashboard never takes the device back first', async () => {
-    const clock = { now: T0 }
-    const pages = memoryPages()
-    const manager = pageDeviceLocks()
-    const settings = { ...DEFAULT_SETTINGS, deviceCount: 3 }
-    const fleet = new Fleet({ wiring: pages.wiring, settings, now: () => clock.now, intro: false, locks: manager, control: pages.openControl() })
-    fleets.push(fleet)
-    await fleet.ready()
-    const tabLocks = laggingLocks(manager)
-    const tab = new DeviceTab({ index: 1, settings, wiring: pages.wiring, now: () => clock.now, locks: tabLocks.locks, control: pages.openControl() })
-    tab.start()
-    // Whatever the tab posted arrives before its lock request; a dashboard that let d02 go and asked again has it back by now.
-    pages.flush()
-    await until(() => fleet.slot('d02')?.where === 'here', 'd02 runs in the dashboard page')
-    tabLocks.deliver()
-    await untilTabRuns(pages, tab)
-    expect(fleet.slot('d02')?.where).toBe('elsewhere')
-    await tab.close()
+    // The dashboard's boot (online) came second: the host keeps the tab's switch.
+    expect(fleet.slot('d02')?.status()).toMatchObject({ online: false })
+    expect(fleet.slot('d02')?.host.instance).toBe(tab.slot.host.instance)
   })
 })

@@ -1,9 +1,10 @@
 /**
  * The fleet through a real relay (`startRelay` in this process, development tokens, its own
- * PGlite directory): every device writes its own room with a device token, the dashboard
- * follows the epoch's directory with a read-only token, and a `?device=` tab takes a device
- * over with a token of its own. Processing time is a fake clock; the relay's traffic is real,
- * so each step waits (bounded) until the documents have travelled.
+ * PGlite directory), its hosts run in this process with the workers' host options
+ * (`inProcessHosts`): every device's host writes its own room with a device token, the dashboard's
+ * host follows the epoch's directory with a read-only token, and a `?device=` tab shares a
+ * device's host. Processing time is a fake clock; the relay's traffic is real, so each step waits
+ * (bounded) until the documents have travelled.
  */
 import 'fake-indexeddb/auto'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -15,12 +16,12 @@ import type { Engine } from '@tidemark/engine'
 import { DevTokenIssuer, type Relay, startRelay } from '@tidemark/relay'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
-import { pageDeviceLocks } from '../src/fleet/deviceLocks.ts'
 import type { DeviceStatus } from '../src/fleet/deviceStatus.ts'
 import { DeviceTab } from '../src/fleet/deviceTab.ts'
 import { Fleet } from '../src/fleet/fleet.ts'
 import { DEFAULT_SETTINGS, type FleetSettings, windowIdOf } from '../src/fleet/fleetSettings.ts'
 import type { FleetWiring, RelayConfig } from '../src/fleet/fleetWiring.ts'
+import { inProcessHosts } from './inProcessHosts.ts'
 import { memoryPages } from './memoryPages.ts'
 
 const T0 = 1_800_000_000_000
@@ -29,6 +30,7 @@ let relay: Relay
 let dataDir: string
 const fleets: Fleet[] = []
 const tabs: DeviceTab[] = []
+const worlds: ReturnType<typeof inProcessHosts>[] = []
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'tidemark-demo-relay-'))
@@ -38,6 +40,7 @@ beforeAll(async () => {
 afterEach(async () => {
   await Promise.all(tabs.splice(0).map((tab) => tab.close()))
   await Promise.all(fleets.splice(0).map((fleet) => fleet.close()))
+  await Promise.all(worlds.splice(0).map((world) => world.shutdown()))
 })
 
 afterAll(async () => {
@@ -57,7 +60,7 @@ async function eventually(done: () => boolean, what: string): Promise<void> {
 }
 
 /** `(key, start) → count` of every window in `engines`, summed. */
-function countsOf(engines: readonly Engine[], window: string): Map<string, number> {
+function countsOf(engines: readonly Pick<Engine, 'results'>[], window: string): Map<string, number> {
   const counts = new Map<string, number>()
   for (const engine of engines) {
     for (const r of engine.results({ window })) counts.set(`${r.key}@${r.start}`, (counts.get(`${r.key}@${r.start}`) ?? 0) + r.count)
@@ -67,50 +70,58 @@ function countsOf(engines: readonly Engine[], window: string): Map<string, numbe
 
 const same = (a: Map<string, number>, b: Map<string, number>): boolean => a.size === b.size && [...a].every(([k, v]) => b.get(k) === v)
 
-/** A fleet through the relay (fake clock, in-memory pages), with `advance(ms)` and the waits of these tests. */
+/** A fleet through the relay (fake clock, hosts in this process), with `advance(ms)` and the waits of these tests. */
 async function relayFleet(settings: Partial<FleetSettings> = {}, wiringPatch: Partial<FleetWiring> = {}) {
   const clock = { now: T0 }
   const pages = memoryPages(`relay-${fleets.length}-${Date.now()}`)
-  const wiring: FleetWiring = { ...pages.wiring, fleet: `f${Date.now().toString(36)}`, relay: relayConfig(), WebSocket, ...wiringPatch }
-  const locks = pageDeviceLocks()
+  const wiring: FleetWiring = { ...pages.wiring, fleet: `f${Date.now().toString(36)}`, relay: relayConfig(), ...wiringPatch }
+  const world = inProcessHosts({ now: () => clock.now, indexedDB: pages.indexedDB, transports: { WebSocket } })
+  worlds.push(world)
   const all = { ...DEFAULT_SETTINGS, deviceCount: 3, ...settings }
-  const fleet = new Fleet({ wiring, settings: all, now: () => clock.now, intro: false, locks, control: pages.openControl() })
+  const fleet = new Fleet({ wiring, hosts: world.hosts, settings: all, now: () => clock.now, intro: false, control: pages.openControl() })
   fleets.push(fleet)
   await fleet.ready()
-  const statuses = (): DeviceStatus[] => fleet.snapshot().devices.map((row) => fleet.slot(row.id)?.status(clock.now)).filter((s): s is DeviceStatus => s != null)
-  /** A device running in this page or in a tab has accepted readings not yet committed to its log. */
-  const uncommitted = (): boolean =>
-    [...fleet.snapshot().devices.map((row) => fleet.slot(row.id)?.node?.status()), ...tabs.map((tab) => tab.slot.node?.status())].some(
-      (s) => s != null && s.phase === 'running' && s.durable < s.accepted,
-    )
+  /** Each device's status straight from its live host. */
+  const statuses = (): DeviceStatus[] =>
+    fleet
+      .snapshot()
+      .devices.map((row) => world.call(fleet.slot(row.id)?.name ?? '', 'status') as DeviceStatus | undefined)
+      .filter((s): s is DeviceStatus => s !== undefined)
+  /** A device host has accepted readings not yet committed to its log. */
+  const uncommitted = (): boolean => statuses().some((s) => s.durable < s.accepted)
   const extra: (() => void)[] = []
   /** Ticks every 100 ms of fake time, letting each tick's log commits land. */
   const advance = async (ms: number): Promise<void> => {
     for (const end = clock.now + ms; clock.now < end; ) {
       clock.now += 100
+      world.tick(clock.now)
       fleet.tick(clock.now)
       for (const tick of extra) tick()
       await pages.settle(uncommitted)
     }
   }
-  const engines = (): Engine[] => fleet.snapshot().devices.map((row) => fleet.slot(row.id)?.node?.engine ?? tabs.find((tab) => tab.slot.id === row.id)?.slot.node?.engine) as Engine[]
+  const engines = (): Engine[] => fleet.snapshot().devices.map((row) => world.host(fleet.slot(row.id)?.name ?? '')?.engine) as Engine[]
+  const dashboard = () => {
+    const engine = fleet.snapshot().dashboard
+    if (engine === null) throw new Error('the dashboard engine has no host')
+    return engine
+  }
   const window = windowIdOf(all)
   /** Every device's room in sync (nothing pending) and the dashboard showing exactly what the devices' engines hold. */
   const settled = (): boolean =>
     engines().every((engine) => engine !== undefined && engine.syncStatus().state === 'connected' && engine.syncStatus().pendingLocalUpdates === 0) &&
-    same(countsOf([fleet.snapshot().dashboard], window), countsOf(engines(), window))
-  return { fleet, clock, pages, wiring, locks, advance, engines, window, settled, statuses, extra }
+    same(countsOf([dashboard()], window), countsOf(engines(), window))
+  return { fleet, clock, pages, wiring, world, advance, engines, dashboard, window, settled, statuses, extra }
 }
 
 describe('the fleet through a relay', { timeout: 60_000 }, () => {
   it('each device writes its own room with its own token; the dashboard follows the directory read-only and shows what the devices hold', async () => {
-    const { fleet, advance, engines, settled, statuses, window } = await relayFleet()
+    const { fleet, advance, engines, dashboard, settled, statuses, window } = await relayFleet()
     await advance(6_000)
     await eventually(settled, 'the dashboard shows what the devices hold')
-    const { dashboard } = fleet.snapshot()
-    expect(countsOf([dashboard], window)).toEqual(countsOf(engines(), window))
-    expect(dashboard.stats()).toMatchObject({ sources: 3, ingested: 0 })
-    expect(dashboard.syncStatus()).toMatchObject({ state: 'connected', refusal: null })
+    expect(countsOf([dashboard()], window)).toEqual(countsOf(engines(), window))
+    expect(dashboard().stats()).toMatchObject({ sources: 3, ingested: 0 })
+    expect(dashboard().syncStatus()).toMatchObject({ state: 'connected', refusal: null })
     expect(statuses().map((s) => [s.id, s.relayState, s.relayRefusal])).toEqual([
       ['d01', 'connected', null],
       ['d02', 'connected', null],
@@ -124,7 +135,7 @@ describe('the fleet through a relay', { timeout: 60_000 }, () => {
   })
 
   it('a device offline keeps ingesting; back online it sends what the relay misses and the dashboard corrects fired windows', async () => {
-    const { fleet, advance, settled, statuses } = await relayFleet()
+    const { fleet, advance, dashboard, settled, statuses } = await relayFleet()
     await advance(4_000)
     await eventually(settled, 'first convergence')
     fleet.setOnline('d02', false)
@@ -132,36 +143,44 @@ describe('the fleet through a relay', { timeout: 60_000 }, () => {
     const away = statuses().find((s) => s.id === 'd02')
     expect(away).toMatchObject({ online: false, relayState: 'offline', relayRefusal: null })
     expect(away?.pending).toBeGreaterThan(0)
-    const correctionsBefore = fleet.snapshot().dashboard.stats().corrections
+    const correctionsBefore = dashboard().stats().corrections
 
     fleet.setOnline('d02', true)
     await advance(200)
     await eventually(settled, 'convergence after the reconnect')
     expect(statuses().find((s) => s.id === 'd02')).toMatchObject({ online: true, relayState: 'connected', pending: 0 })
-    expect(fleet.snapshot().dashboard.stats().corrections).toBeGreaterThan(correctionsBefore)
+    expect(dashboard().stats().corrections).toBeGreaterThan(correctionsBefore)
     await advance(2_000)
     expect(fleet.snapshot().activity.some((entry) => /^d02 back after \d+ s offline: \d+ readings .* [1-9]\d* window corrections/.test(entry.text))).toBe(true)
   })
 
-  it('a ?device= tab takes its device over and writes its room with a token of its own; the dashboard keeps hearing it', async () => {
-    const { fleet, advance, settled, pages, wiring, locks, clock, extra } = await relayFleet()
+  it('a ?device= tab shares its device host: one socket for the room, whichever page crashes the host, and the dashboard keeps hearing it', async () => {
+    const { fleet, advance, settled, pages, wiring, world, dashboard, clock, extra, statuses } = await relayFleet()
     await advance(3_000)
     await eventually(settled, 'first convergence')
-    const tab = new DeviceTab({ index: 1, settings: fleet.snapshot().settings, wiring, now: () => clock.now, locks, control: pages.openControl() })
+    const tab = new DeviceTab({ index: 1, settings: fleet.snapshot().settings, wiring, hosts: world.hosts, now: () => clock.now, control: pages.openControl() })
     tabs.push(tab)
     extra.push(() => tab.tick(clock.now))
     tab.start()
-    // Real time rather than a count of event-loop turns: with the relay's sockets busy, the hand-over's log work takes more turns.
-    await eventually(() => {
-      pages.flush()
-      return tab.slot.where === 'here'
-    }, 'd02 runs in its tab')
-    expect(fleet.slot('d02')?.where).toBe('elsewhere')
-    await advance(4_000)
-    await eventually(settled, 'the dashboard shows what the tab and the page hold')
-    expect(tab.slot.node?.status()).toMatchObject({ relayState: 'connected', relayRefusal: null })
-    expect(fleet.snapshot().dashboard.syncStatus().refusal).toBeNull()
-    expect(fleet.snapshot().devices.find((row) => row.id === 'd02')).toMatchObject({ where: 'elsewhere', status: { relayState: 'connected' } })
+    await tab.opened()
+    const slot = fleet.slot('d02')
+    expect(tab.slot.host.instance).toBe(slot?.host.instance)
+    // Three device hosts and the dashboard's: the tab started none.
+    expect(world.started()).toBe(4)
+    await advance(2_000)
+    expect(tab.snapshot().status).toMatchObject({ relayState: 'connected', relayRefusal: null })
+
+    // The tab crashes the host: the next one rejoins the room with a fresh token and uploads what its log holds.
+    const crashed = tab.slot.host.instance
+    await tab.command('crash')
+    await eventually(() => slot?.host.state === 'connected' && tab.slot.host.state === 'connected' && tab.slot.host.instance !== crashed, 'both pages on the next host')
+    expect(tab.slot.host.instance).toBe(slot?.host.instance)
+    await advance(3_000)
+    await eventually(settled, 'the dashboard shows what the devices hold after the restart')
+    expect(statuses().find((s) => s.id === 'd02')).toMatchObject({ phase: 'running', relayState: 'connected', relayRefusal: null })
+    expect(dashboard().syncStatus().refusal).toBeNull()
+    expect(dashboard().stats().anomalies.source_conflict).toBe(0)
+    expect(fleet.snapshot().devices.find((row) => row.id === 'd02')).toMatchObject({ tab: true, host: { restarts: 1 }, status: { relayState: 'connected' } })
   })
 
   it('a relay that refuses the tokens: every device and the dashboard show why, and nothing reaches the dashboard', async () => {
@@ -173,13 +192,13 @@ describe('the fleet through a relay', { timeout: 60_000 }, () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     try {
       const tokenUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/dev/token`
-      const { fleet, advance, statuses } = await relayFleet({}, { relay: { url: relay.url, tokenUrl } })
+      const { advance, dashboard, statuses } = await relayFleet({}, { relay: { url: relay.url, tokenUrl } })
       await advance(1_000)
-      await eventually(() => statuses().every((s) => s.relayRefusal !== null) && fleet.snapshot().dashboard.syncStatus().refusal !== null, 'every refusal shown')
+      await eventually(() => statuses().every((s) => s.relayRefusal !== null) && dashboard().syncStatus().refusal !== null, 'every refusal shown')
       for (const status of statuses()) expect(status).toMatchObject({ relayState: 'offline', relayRefusal: 'tidemark:bad-signature' })
-      expect(fleet.snapshot().dashboard.syncStatus().refusal).toBe('tidemark:bad-signature')
+      expect(dashboard().syncStatus().refusal).toBe('tidemark:bad-signature')
       await advance(2_000)
-      expect(fleet.snapshot().dashboard.stats().sources).toBe(0)
+      expect(dashboard().stats().sources).toBe(0)
     } finally {
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))

@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import { deviceRoomName, directoryRoomName, type FleetWiring, loadWiring, relayFleetName } from '../src/fleet/fleetWiring.ts'
+import { parseDashboardHostConfig } from '../src/fleet/dashboardHost.ts'
+import { parseDeviceHostConfig } from '../src/fleet/deviceHost.ts'
+import { DEFAULT_SETTINGS } from '../src/fleet/fleetSettings.ts'
+import { dashboardHostName, deviceHostName, deviceRoomName, directoryRoomName, type FleetWiring, loadWiring, parseWiring, relayFleetName } from '../src/fleet/fleetWiring.ts'
 
 const answers = async (): Promise<string | null> => null
 
@@ -50,5 +53,54 @@ describe('room names on the relay', () => {
       expect(room.length).toBeLessThanOrEqual(200)
       expect(room).toMatch(/^[A-Za-z0-9.-][A-Za-z0-9._-]*(\/[A-Za-z0-9.-][A-Za-z0-9._-]*)+$/)
     }
+  })
+})
+
+describe('host names and the config a host gets', () => {
+  const wiring: FleetWiring = { relay: { url: 'ws://127.0.0.1:4000', tokenUrl: 'http://127.0.0.1:4000/dev/token' }, relayNotice: null, namespace: 'tidemark-demo', fleet: 'fk2j9x0ab' }
+
+  it('name a device host after the fleet, the epoch and the device, so every page that opens the device reaches the same worker', () => {
+    expect(deviceHostName(wiring, 'w2000-l10000', 'd07')).toBe('tidemark-demo:fk2j9x0ab:w2000-l10000:d07')
+    expect(deviceHostName(wiring, 'w5000-l10000', 'd07')).not.toBe(deviceHostName(wiring, 'w2000-l10000', 'd07'))
+  })
+
+  it('name the dashboard host after every setting that shapes the dashboard engine', () => {
+    expect(dashboardHostName(wiring, DEFAULT_SETTINGS)).toBe('tidemark-demo:fk2j9x0ab:w2000-l10000:dashboard-o1000-i3000-n12')
+    expect(dashboardHostName(wiring, { ...DEFAULT_SETTINGS, outOfOrdernessMs: 3_000 })).not.toBe(dashboardHostName(wiring, DEFAULT_SETTINGS))
+    expect(dashboardHostName(wiring, { ...DEFAULT_SETTINGS, deviceCount: 48 })).not.toBe(dashboardHostName(wiring, DEFAULT_SETTINGS))
+  })
+
+  it('are names hostEngine takes: at most 200 characters', () => {
+    const longest = { ...wiring, fleet: 'f'.repeat(40) }
+    const settings = { ...DEFAULT_SETTINGS, windowMs: 600_000, allowedLatenessMs: 3_600_000, outOfOrdernessMs: 600_000, idleTimeoutMs: 3_600_000, deviceCount: 64 }
+    expect(dashboardHostName(longest, settings).length).toBeLessThanOrEqual(200)
+    expect(deviceHostName(longest, 'w600000-l3600000', 'd64').length).toBeLessThanOrEqual(200)
+  })
+
+  it('hands the wiring to a host as plain data and reads it back', () => {
+    expect(parseWiring(structuredClone(wiring))).toEqual(wiring)
+    expect(parseWiring({ ...wiring, relay: null, relayNotice: 'no relay' })).toEqual({ ...wiring, relay: null, relayNotice: null })
+  })
+
+  it.each([
+    ['not an object', 'x', /must be an object/],
+    ['no namespace', { ...wiring, namespace: '' }, /needs a namespace/],
+    ['a bad fleet id', { ...wiring, fleet: 'a b' }, /needs a fleet id/],
+    ['a relay without a ws:// URL', { ...wiring, relay: { url: 'http://x', tokenUrl: 'http://x/dev/token' } }, /names no usable relay/],
+  ])('refuses a wiring with %s', (_case, value, message) => {
+    expect(() => parseWiring(value)).toThrow(message)
+  })
+
+  it.each([
+    ['no config', undefined, /needs a config \{ index, settings, wiring \}/],
+    ['an index past the fleet', { index: 64, settings: DEFAULT_SETTINGS, wiring }, /index must be an integer in \[0, 64\)/],
+    ['settings out of range', { index: 0, settings: { ...DEFAULT_SETTINGS, windowMs: 0 }, wiring }, /settings out of range/],
+  ])('a device host refuses a config with %s, saying why', (_case, config, message) => {
+    expect(() => parseDeviceHostConfig(config)).toThrow(message)
+  })
+
+  it('the dashboard host refuses devices that are not ids', () => {
+    expect(() => parseDashboardHostConfig({ settings: DEFAULT_SETTINGS, wiring, devices: [1] })).toThrow(/devices as an array of ids/)
+    expect(parseDashboardHostConfig({ settings: DEFAULT_SETTINGS, wiring, devices: ['d01'] })).toMatchObject({ devices: ['d01'] })
   })
 })

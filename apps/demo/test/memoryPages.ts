@@ -1,11 +1,12 @@
 import type { OpenTabChannel } from '@tidemark/yjs'
 import { IDBFactory } from 'fake-indexeddb'
 import type { ControlChannel, ControlMessage } from '../src/fleet/controlChannel.ts'
-import type { FleetWiring } from '../src/fleet/fleetWiring.ts'
+import type { FleetWiring, LinkTransports } from '../src/fleet/fleetWiring.ts'
 
 /**
- * The pages of one simulated browser, in memory: tab channels (what `BroadcastChannel`
- * would carry between `BroadcastChannelProvider`s), the control channel, and one IndexedDB.
+ * The pages and workers of one simulated browser, in memory: tab channels (what
+ * `BroadcastChannel` would carry between `BroadcastChannelProvider`s), the control channel, and
+ * one IndexedDB.
  * Nothing is delivered until `flush()`, which delivers in posting order until quiet, so a
  * test decides exactly when messages move.
  */
@@ -52,10 +53,15 @@ export function memoryPages(namespace = 'test') {
     }
   }
 
-  const wiring: FleetWiring = { relay: null, relayNotice: null, openChannel, indexedDB: new IDBFactory(), namespace, fleet: 'f1' }
+  const wiring: FleetWiring = { relay: null, relayNotice: null, namespace, fleet: 'f1' }
+  const transports: LinkTransports = { openChannel }
 
   return {
     wiring,
+    /** What the hosts' links use: these tab channels. */
+    transports,
+    /** The browser's IndexedDB, where the hosts' logs live. */
+    indexedDB: new IDBFactory(),
     openControl,
     /** Delivers everything posted, and everything that posts in turn, until nothing is left. */
     flush(): number {

@@ -1,24 +1,17 @@
-import type { DeviceStatus } from './deviceStatus.ts'
 import type { FleetSettings } from './fleetSettings.ts'
-
-/** What an operator can do to a device, wherever it runs. */
-export type DeviceCommand = 'online' | 'offline' | 'crash' | 'pause' | 'resume'
 
 /**
  * Messages between the pages of one browser: dashboards and `?device=` tabs. They carry
- * control and status only; readings and window state travel through the Yjs documents.
+ * settings and presence only: commands go to the devices' hosts, and readings and window state
+ * travel through the Yjs documents.
  */
 export type ControlMessage =
   /** A device tab asks the dashboards for the fleet's settings. */
   | { readonly type: 'hello'; readonly device: string }
   /** A dashboard's settings (the answer to `hello`, and every change). */
   | { readonly type: 'settings'; readonly settings: FleetSettings }
-  /** A tab wants to run `device`: whoever runs it closes it cleanly and lets its lock go. */
-  | { readonly type: 'takeover'; readonly device: string; readonly epoch: string }
-  /** An operator's command for `device` (`*`: every device). */
-  | { readonly type: 'command'; readonly device: string; readonly command: DeviceCommand }
-  /** A device's status, posted by the page that runs it, about once a second. */
-  | { readonly type: 'status'; readonly status: DeviceStatus }
+  /** A device tab has `device` open, on the host `instance` (posted about once a second). */
+  | { readonly type: 'tab'; readonly device: string; readonly instance: string }
 
 /** A channel every page of the demo in this browser opens. */
 export interface ControlChannel {
@@ -65,7 +58,7 @@ export const silentControlChannel: ControlChannel = {
   close() {},
 }
 
-const TYPES = new Set(['hello', 'settings', 'takeover', 'command', 'status'])
+const TYPES = new Set(['hello', 'settings', 'tab'])
 
 /** Another page's message is data from outside: the shape is checked before use. */
 function isControlMessage(message: unknown): message is ControlMessage {
@@ -78,11 +71,7 @@ function isControlMessage(message: unknown): message is ControlMessage {
       return typeof m.device === 'string'
     case 'settings':
       return typeof m.settings === 'object' && m.settings !== null
-    case 'takeover':
-      return typeof m.device === 'string' && typeof m.epoch === 'string'
-    case 'command':
-      return typeof m.device === 'string' && typeof m.command === 'string'
     default:
-      return typeof m.status === 'object' && m.status !== null && typeof (m.status as { id?: unknown }).id === 'string'
+      return typeof m.device === 'string' && typeof m.instance === 'string'
   }
 }

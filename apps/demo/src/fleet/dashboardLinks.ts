@@ -2,7 +2,7 @@ import type { Engine } from '@tidemark/engine'
 import { BroadcastChannelProvider, bindDoc, connectRelay, type DocBinding, followRooms, type Relay, type RoomFollower, syncStatusTracker } from '@tidemark/yjs'
 import * as Y from 'yjs'
 import { dashboardToken } from './devTokens.ts'
-import { deviceChannelName, deviceRoomName, directoryRoomName, type FleetWiring, relayFleetName } from './fleetWiring.ts'
+import { deviceChannelName, deviceRoomName, directoryRoomName, type FleetWiring, type LinkTransports, relayFleetName } from './fleetWiring.ts'
 
 /** What the dashboard follows on the relay: rooms, and those the relay refused (room and reason). */
 export interface FollowedRooms {
@@ -12,6 +12,7 @@ export interface FollowedRooms {
 
 export interface DashboardLinksOptions {
   readonly wiring: FleetWiring
+  readonly transports: LinkTransports
   readonly epoch: string
   /** The devices of the fleet (without a relay, one tab channel is followed per device). */
   readonly devices: readonly string[]
@@ -37,7 +38,7 @@ interface TabFollower {
  * grows with the fleet, not with its square.
  *
  * @example
- * const links = new DashboardLinks(dashboard, { wiring, epoch: 'w2000-l10000', devices: ['d01', 'd02'], now: Date.now, onError: console.warn })
+ * const links = new DashboardLinks(dashboard, { wiring, transports: {}, epoch: 'w2000-l10000', devices: ['d01', 'd02'], now: Date.now, onError: console.warn })
  * links.lastHeard().get('d01') // when d01's state last arrived
  */
 export class DashboardLinks {
@@ -48,10 +49,10 @@ export class DashboardLinks {
 
   constructor(engine: Engine, options: DashboardLinksOptions) {
     this.#options = options
-    const { wiring, epoch, now, onError } = options
+    const { wiring, transports, epoch, now, onError } = options
     const relay = wiring.relay
     if (relay !== null) {
-      const WebSocket = wiring.WebSocket
+      const WebSocket = transports.WebSocket
       this.#relay = connectRelay({
         url: relay.url,
         token: dashboardToken(relay, relayFleetName(wiring, epoch)),
@@ -67,7 +68,7 @@ export class DashboardLinks {
       syncStatusTracker(doc, { now })
       const binding = bindDoc(engine, doc, { readOnly: true, onError, now })
       const provider = new BroadcastChannelProvider(doc, deviceChannelName(wiring, epoch, device), {
-        ...(wiring.openChannel === undefined ? {} : { channel: wiring.openChannel }),
+        ...(transports.openChannel === undefined ? {} : { channel: transports.openChannel }),
       })
       this.#tabs.set(device, { doc, binding, provider })
     }

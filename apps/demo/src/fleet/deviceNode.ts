@@ -1,126 +1,135 @@
 import type { Engine, StreamEvent } from '@tidemark/engine'
-import { indexedDbPersistence, openEngine, type Persistence, recoveryReport } from '@tidemark/idb'
-import { bindDoc, syncStatusTracker } from '@tidemark/yjs'
+import { recoveryReport } from '@tidemark/idb'
+import { bindDoc, type DocBinding, syncStatusTracker } from '@tidemark/yjs'
 import * as Y from 'yjs'
 import { DocLinks } from './docLinks.ts'
 import { type DeviceStatus, type RecoveryNote, sameStatus } from './deviceStatus.ts'
-import { type FleetSettings, fleetEngineOptions } from './fleetSettings.ts'
-import { deviceDatabaseName, type FleetWiring } from './fleetWiring.ts'
-import type { Prng } from './prng.ts'
-import { type DeviceProfile, type ProducerFaults, ReadingProducer } from './readingProducer.ts'
+import type { FleetSettings } from './fleetSettings.ts'
+import type { FleetWiring, LinkTransports } from './fleetWiring.ts'
+import type { HostPlatform } from './hostPlatform.ts'
+import { createDeviceProfile, type DeviceProfile, type ProducerFaults, ReadingProducer } from './readingProducer.ts'
 
 export interface DeviceNodeOptions {
-  readonly profile: DeviceProfile
-  readonly faults: ProducerFaults
-  readonly rng: Prng
+  /** Fleet slot index (`d01` is 0). */
+  readonly index: number
   readonly settings: FleetSettings
   readonly wiring: FleetWiring
+  readonly transports: LinkTransports
   readonly epoch: string
-  /** Processing-time clock for the producer, the engine and the sync status. */
-  readonly now: () => number
-  /** Start with the links up (default true). */
-  readonly online?: boolean
-  /** How long a crashed device stays down before it reopens (default 1.5 s). */
-  readonly rebootMs?: number
+  readonly faults: ProducerFaults
+  /** The host's clock and timer: processing time of the producer and the sync status. */
+  readonly platform: Pick<HostPlatform, 'now' | 'every'>
 }
 
-/** One life of the device between crashes: its document, engine, log and links. */
-interface Incarnation {
-  readonly doc: Y.Doc
-  readonly engine: Engine
-  readonly persistence: Persistence
-  /** The write-ahead log's claim: a crash ends it, so the dropped engine can never write again. */
-  readonly claim: { held: boolean }
-  readonly links: DocLinks
+/** The switches a page boots a device with: its link up or down, its producer paused or not. */
+export interface DeviceSwitches {
+  readonly online: boolean
+  readonly paused: boolean
 }
 
-const DEFAULT_REBOOT_MS = 1_500
+/** How often the producer samples and uploads when due, ms. */
+const STEP_MS = 100
 
 /**
- * One simulated device: a reading producer, and its own engine over its own `Y.Doc` and
- * IndexedDB write-ahead log. It ingests every upload into that engine (log before apply);
- * the engine writes the lattice cells into the doc, and the doc's link (its room on the relay,
- * with a token for that room, its replica and its source; or its tab channel when there is no
- * relay) carries them to the dashboards. Nothing else leaves the device.
+ * One simulated device, inside its host worker: a reading producer, and the host's engine (over
+ * the device's IndexedDB write-ahead log) bound to the device's own `Y.Doc`. It ingests every
+ * upload into that engine (log before apply); the engine writes the lattice cells into the doc,
+ * and the doc's link (its room on the relay, with a token for that room, its replica and its
+ * source; or its tab channel when there is no relay) carries them to the dashboards. Nothing
+ * else leaves the device.
  *
- * `crash()` drops the engine without `close()`: no last checkpoint, links cut, the log's
- * claim ended, as if the tab died. After the reboot delay, `openEngine` recovers it from
- * IndexedDB (checkpoint + log tail) and the device continues its seq from what the log
- * holds. Readings sampled but not yet ingested die with it: they were never acknowledged.
+ * The producer runs here, in the host, and nowhere else: however many pages open the device,
+ * each reading is sampled and ingested once. It starts on `boot` (the first page's switches; a
+ * host that restarted after a crash gets them again from the pages that reconnect).
+ *
+ * `crash()` stops the timer and drops the links without flushing anything, and the host then
+ * ends its worker (`HostPlatform.terminate`): no `close()`, no last checkpoint. The pages start
+ * the host again, `openEngine` recovers the log (checkpoint + tail), and the device continues
+ * after the seq the log holds. Readings sampled but not yet ingested, and those ingested but
+ * not yet durable, die with it: never acknowledged, and never sent to the relay (the engine
+ * hands its writes to the document only once durable), so their seqs are free to be used again.
  *
  * @example
- * const node = await DeviceNode.open({ profile, rng, faults: DEFAULT_FAULTS, settings, wiring, epoch, now: Date.now })
- * node.step(Date.now(), true)      // samples, ingests a due upload into its own engine
- * node.setOnline(false)            // its link down, log keeps growing
- * node.crash(Date.now())           // dropped without close; reopens from IndexedDB on a later step
+ * const node = new DeviceNode(engine, { index: 6, settings, wiring, transports: {}, epoch, faults: DEFAULT_FAULTS, platform })
+ * node.boot({ online: true, paused: false }) // links up, sampling every 100 ms
+ * node.setOnline(false)                       // its link down, the log keeps growing
+ * node.crash()                                // then the host ends its worker
  */
 export class DeviceNode {
   readonly profile: DeviceProfile
   readonly #options: DeviceNodeOptions
-  #incarnation: Incarnation | null = null
-  #producer: ReadingProducer | null = null
-  #phase: DeviceStatus['phase'] = 'opening'
-  #online: boolean
-  #rebootAt = Number.POSITIVE_INFINITY
-  #reopening: Promise<void> | null = null
-  #recovery: RecoveryNote | null = null
-  #error: string | null = null
+  readonly #engine: Engine
+  readonly #doc: Y.Doc
+  readonly #binding: DocBinding
+  readonly #producer: ReadingProducer
+  readonly #recovery: RecoveryNote | null
+  #links: DocLinks | null = null
+  #stopSteps: (() => void) | null = null
+  #phase: DeviceStatus['phase'] = 'booting'
+  #online = true
+  #paused = false
   #offlineSince: number | null = null
-  #counters = { accepted: 0, duplicates: 0, rejected: 0, durable: 0, lostUnacked: 0, crashes: 0, offlineReadings: 0 }
+  #error: string | null = null
+  #counters = { accepted: 0, duplicates: 0, rejected: 0, durable: 0, offlineReadings: 0 }
   #status: DeviceStatus | null = null
 
-  private constructor(options: DeviceNodeOptions) {
-    this.profile = options.profile
+  /** Binds the host's freshly opened engine to the device's document; nothing runs until `boot`. */
+  constructor(engine: Engine, options: DeviceNodeOptions) {
     this.#options = options
-    this.#online = options.online ?? true
-    if (!this.#online) this.#offlineSince = options.now()
-  }
-
-  /** Opens the device: recovers its log (empty the first time) and connects its links. */
-  static async open(options: DeviceNodeOptions): Promise<DeviceNode> {
-    const node = new DeviceNode(options)
-    await node.#openIncarnation()
-    return node
+    this.#engine = engine
+    const now = options.platform.now
+    const { profile, rng } = createDeviceProfile(options.index, options.settings.seed, now())
+    this.profile = profile
+    this.#doc = new Y.Doc()
+    // Created first, with the host's clock: the link and the binding find it by doc.
+    syncStatusTracker(this.#doc, { now })
+    this.#binding = bindDoc(engine, this.#doc, {
+      onError: (error) => {
+        this.#error = `replication: ${error.message}`
+      },
+    })
+    // The log knows the last seq this device ingested; readings that died unlogged left no gap.
+    const clock = engine.replica.exportState().clocks.find((entry) => entry.source === profile.id)
+    const lastSeq = clock?.prefix ?? 0
+    this.#producer = new ReadingProducer(profile, options.faults, rng, now(), lastSeq)
+    const report = recoveryReport(engine)
+    this.#recovery =
+      report === undefined
+        ? null
+        : {
+            at: now(),
+            checkpointLsn: report.checkpointLsn,
+            replayedRecords: report.replayedRecords,
+            replayedEvents: report.replayedEvents,
+            lostEvents: report.lostEvents,
+            lossUnknown: report.lossUnknown,
+            durationMs: Math.round(report.durationMs),
+            recoveredReadings: engine.stats().applied,
+            resumedAfterSeq: lastSeq,
+          }
   }
 
   get id(): string {
     return this.profile.id
   }
 
-  get phase(): DeviceStatus['phase'] {
-    return this.#phase
-  }
-
-  /** The engine of the current incarnation; null while rebooting or closed. */
-  get engine(): Engine | null {
-    return this.#incarnation?.engine ?? null
-  }
-
-  /** Resolves once a reboot in progress has reopened the engine (at once when none is). */
-  async whenRunning(): Promise<void> {
-    await this.#reopening
-  }
-
   /**
-   * Advances the device to `now`: starts a due reopen, samples (when `producing`), and
-   * ingests a due upload into its own engine.
+   * Starts the device with a page's switches: its links (unless offline) and its producer. Only
+   * the first boot of a host counts; later ones (other pages) leave it as it is.
    */
-  step(now: number, producing: boolean): void {
-    if (this.#phase === 'rebooting' && now >= this.#rebootAt && this.#reopening === null) {
-      this.#reopening = this.#openIncarnation().finally(() => {
-        this.#reopening = null
-      })
-    }
-    const incarnation = this.#incarnation
-    const producer = this.#producer
-    if (this.#phase !== 'running' || incarnation === null || producer === null || !producing) return
-    const upload = producer.poll(now)
-    if (upload !== null) void this.#ingest(incarnation.engine, upload)
-  }
-
-  /** Producing again after a pause: no catch-up burst for the time spent paused. */
-  resume(now: number): void {
-    this.#producer?.resume(now)
+  boot(switches: DeviceSwitches): DeviceStatus {
+    if (this.#phase !== 'booting') return this.status()
+    const { now, every } = this.#options.platform
+    this.#online = switches.online
+    this.#paused = switches.paused
+    if (!switches.online) this.#offlineSince = now()
+    const { wiring, transports, epoch } = this.#options
+    this.#links = new DocLinks(this.#doc, wiring, transports, { epoch, device: this.id, replica: this.#engine.replica.replicaId }, switches.online)
+    // The time between opening and booting is not sampled after the fact.
+    this.#producer.resume(now())
+    this.#stopSteps = every(STEP_MS, () => this.#step(now()))
+    this.#phase = 'running'
+    return this.status()
   }
 
   /** Connects or disconnects the device's links; its engine keeps ingesting either way. */
@@ -131,43 +140,64 @@ export class DeviceNode {
       this.#offlineSince = null
       this.#counters.offlineReadings = 0
     } else {
-      this.#offlineSince = this.#options.now()
+      this.#offlineSince = this.#options.platform.now()
     }
-    this.#incarnation?.links.setOnline(online)
+    this.#links?.setOnline(online)
   }
 
-  get online(): boolean {
-    return this.#online
+  /** Stops or restarts sampling; back from a pause, there is no catch-up burst for the time paused. */
+  setPaused(paused: boolean): void {
+    if (paused === this.#paused) return
+    this.#paused = paused
+    if (!paused) this.#producer.resume(this.#options.platform.now())
   }
 
   /**
-   * Kills the device: the engine is dropped without `close()`, its links cut and its log
-   * released as a dying tab's would be. Returns the readings lost with it (sampled, never
-   * ingested). It reopens from IndexedDB after the reboot delay (see `step`).
+   * Drops everything as a dying worker does: the timer stops, the links are cut without a last
+   * upload. Returns the readings that die with it (sampled and not ingested, or ingested and not
+   * yet durable: never acknowledged).
    */
-  crash(now: number): number {
-    const incarnation = this.#incarnation
-    if (this.#phase !== 'running' || incarnation === null) return 0
-    const lost = this.#producer?.buffered ?? 0
-    incarnation.claim.held = false
-    incarnation.links.destroy()
-    // Appends already issued finish; nothing after them is written. No checkpoint, no close.
-    void incarnation.persistence.close()
-    this.#incarnation = null
-    this.#producer = null
-    this.#phase = 'rebooting'
-    this.#rebootAt = now + (this.#options.rebootMs ?? DEFAULT_REBOOT_MS)
-    this.#counters.lostUnacked += lost
-    this.#counters.crashes++
+  crash(): number {
+    const lost = this.#producer.buffered + this.#counters.accepted - this.#counters.durable
+    this.halt()
     return lost
+  }
+
+  /** Stops the timer and cuts the links, nothing flushed (a crash, or the host stopping). */
+  halt(): void {
+    this.#stopSteps?.()
+    this.#stopSteps = null
+    this.#links?.destroy()
+    this.#links = null
+    this.#phase = 'retired'
+  }
+
+  /**
+   * A clean stop, for good in this host: the producer uploads what it sampled (up to now unless
+   * paused) and waits for that batch to commit, then the links close and the document is
+   * unbound. The host closes the engine after it (a last checkpoint), so whoever opens the log
+   * next finds every reading and continues the seq after them.
+   */
+  async retire(): Promise<void> {
+    if (this.#phase === 'retired') return
+    const running = this.#phase === 'running'
+    this.#stopSteps?.()
+    this.#stopSteps = null
+    this.#phase = 'retired'
+    const upload = running ? this.#producer.flush(this.#paused ? null : this.#options.platform.now()) : null
+    // Links still up: once durable, its cells go to the relay from here too.
+    if (upload !== null) await this.#ingest(upload)
+    this.#links?.destroy()
+    this.#links = null
+    this.#binding.destroy()
   }
 
   /** The device as the tables show it; the same object while nothing in it changed. */
   status(): DeviceStatus {
-    const incarnation = this.#incarnation
-    const stats = incarnation?.engine.stats()
-    const sync = incarnation?.engine.syncStatus()
-    const relay = incarnation?.links.relayLink() ?? null
+    const engine = this.#engine
+    const stats = engine.stats()
+    const sync = engine.syncStatus()
+    const relay = this.#links?.relayLink() ?? null
     const hasRelay = this.#options.wiring.relay !== null
     const next: DeviceStatus = {
       id: this.id,
@@ -175,56 +205,43 @@ export class DeviceNode {
       phase: this.#phase,
       online: this.#online,
       offlineSince: this.#offlineSince,
-      syncState: sync?.state ?? 'offline',
-      pending: sync?.pendingLocalUpdates ?? 0,
-      lastSync: sync?.lastSync ?? null,
+      paused: this.#paused,
+      syncState: sync.state,
+      pending: sync.pendingLocalUpdates,
+      lastSync: sync.lastSync,
       relayState: hasRelay ? (relay?.state ?? 'offline') : null,
       relayRefusal: relay?.refusal ?? null,
       skewMs: this.profile.skewMs,
-      seq: this.#producer?.seq ?? 0,
+      seq: this.#producer.seq,
       ...this.#counters,
-      walRecords: stats?.walRecords ?? 0,
-      walBytes: stats?.walBytes ?? 0,
-      docBytes: stats?.docBytes ?? 0,
+      walRecords: stats.walRecords,
+      walBytes: stats.walBytes,
+      docBytes: stats.docBytes,
       recovery: this.#recovery,
-      error:
-        this.#error ??
-        stats?.persistenceError ??
-        stats?.replicationError ??
-        incarnation?.links.relayError() ??
-        conflictOf(stats?.anomalies.source_conflict ?? 0, this.id),
+      error: this.#error ?? stats.persistenceError ?? stats.replicationError ?? this.#links?.relayError() ?? conflictOf(stats.anomalies.source_conflict, this.id),
     }
     if (this.#status !== null && sameStatus(this.#status, next)) return this.#status
     this.#status = next
     return next
   }
 
-  /**
-   * A clean shutdown: the device uploads what it sampled (sampling up to now unless
-   * `producing` is false, as while paused) and waits for that batch to commit, then the
-   * engine writes a last checkpoint and releases its log. The page that opens the log next
-   * (a `?device=` tab taking over) finds every reading and continues the seq after them,
-   * even when this one closes before its first upload was due.
-   */
-  async close(producing = true): Promise<void> {
-    await this.#reopening
-    const incarnation = this.#incarnation
-    const producer = this.#producer
-    this.#incarnation = null
-    this.#producer = null
-    this.#phase = 'closed'
-    if (incarnation === null) return
-    const upload = producer?.flush(producing ? this.#options.now() : null) ?? null
-    // Links still up: once durable, its cells go to the peers from here too.
-    if (upload !== null) await this.#ingest(incarnation.engine, upload)
-    incarnation.links.destroy()
-    await incarnation.engine.close()
+  /** Samples, and ingests an upload when one is due. */
+  #step(now: number): void {
+    if (this.#phase !== 'running' || this.#paused) return
+    const upload = this.#producer.poll(now)
+    if (upload !== null) void this.#ingest(upload)
   }
 
   /** Ingests an upload and counts it; resolves once its batch committed or the log refused it (then `#error` says why). */
-  #ingest(engine: Engine, upload: readonly StreamEvent[]): Promise<void> {
-    const receipt = engine.ingest(upload)
+  #ingest(upload: readonly StreamEvent[]): Promise<void> {
     const counters = this.#counters
+    let receipt: ReturnType<Engine['ingest']>
+    try {
+      receipt = this.#engine.ingest(upload)
+    } catch (error) {
+      this.#error = `ingest failed: ${error instanceof Error ? error.message : String(error)}`
+      return Promise.resolve()
+    }
     counters.accepted += receipt.accepted
     counters.duplicates += receipt.duplicates
     counters.rejected += receipt.rejected
@@ -237,57 +254,6 @@ export class DeviceNode {
         this.#error = `write-ahead log refused a batch: ${error instanceof Error ? error.message : String(error)}`
       },
     )
-  }
-
-  async #openIncarnation(): Promise<void> {
-    const { wiring, epoch, settings, now } = this.#options
-    const doc = new Y.Doc()
-    // Created first, with the fleet's clock: the link and the binding find it by doc.
-    syncStatusTracker(doc, { now })
-    const claim = { held: true }
-    const persistence = indexedDbPersistence({
-      name: deviceDatabaseName(wiring, epoch, this.id),
-      claim,
-      ...(wiring.indexedDB === undefined ? {} : { indexedDB: wiring.indexedDB }),
-    })
-    let engine: Engine
-    try {
-      engine = await openEngine({ ...fleetEngineOptions(settings, now), persistence })
-      bindDoc(engine, doc, {
-        onError: (error) => {
-          this.#error = `replication: ${error.message}`
-        },
-      })
-    } catch (error) {
-      this.#phase = 'failed'
-      this.#error = `could not open the write-ahead log: ${error instanceof Error ? error.message : String(error)}`
-      return
-    }
-    if (this.#phase === 'closed') {
-      await engine.close()
-      return
-    }
-    const links = new DocLinks(doc, wiring, { epoch, device: this.id, replica: engine.replica.replicaId }, this.#online)
-    this.#incarnation = { doc, engine, persistence, claim, links }
-    // The log knows the last seq this device ingested; readings that died unsampled left no gap.
-    const clock = engine.replica.exportState().clocks.find((entry) => entry.source === this.id)
-    const lastSeq = clock?.prefix ?? 0
-    this.#producer = new ReadingProducer(this.profile, this.#options.faults, this.#options.rng, now(), lastSeq)
-    const report = recoveryReport(engine)
-    if (report !== undefined) {
-      this.#recovery = {
-        at: now(),
-        checkpointLsn: report.checkpointLsn,
-        replayedRecords: report.replayedRecords,
-        replayedEvents: report.replayedEvents,
-        lostEvents: report.lostEvents,
-        lossUnknown: report.lossUnknown,
-        durationMs: Math.round(report.durationMs),
-        recoveredReadings: engine.stats().applied,
-        resumedAfterSeq: lastSeq,
-      }
-    }
-    this.#phase = 'running'
   }
 }
 

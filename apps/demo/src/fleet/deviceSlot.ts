@@ -1,227 +1,218 @@
-import type { ControlChannel, ControlMessage, DeviceCommand } from './controlChannel.ts'
-import type { DeviceLease, DeviceLocks } from './deviceLocks.ts'
-import { DeviceNode } from './deviceNode.ts'
-import type { DeviceStatus } from './deviceStatus.ts'
-import type { FleetSettings } from './fleetSettings.ts'
-import { deviceLockName, type FleetWiring } from './fleetWiring.ts'
-import { createDeviceProfile, type DeviceProfile, type ProducerFaults } from './readingProducer.ts'
+import type { HostMode, RemoteEngine, WorkerConnection } from '@tidemark/worker'
+import type { CrashReply, DeviceHostCommand } from './deviceHost.ts'
+import type { DeviceSwitches } from './deviceNode.ts'
+import { type DeviceStatus, parseStatus, sameStatus } from './deviceStatus.ts'
+import type { FleetHosts } from './fleetHosts.ts'
+import { epochOf, type FleetSettings } from './fleetSettings.ts'
+import { deviceHostName, type FleetWiring } from './fleetWiring.ts'
+import { createDeviceProfile, type DeviceProfile } from './readingProducer.ts'
 
-/** Where a device runs, seen from this page. */
-export type DeviceWhere = 'here' | 'opening' | 'elsewhere'
+/** What an operator can do to a device, from any page that opened it. */
+export type DeviceCommand = Extract<DeviceHostCommand, 'online' | 'offline' | 'crash' | 'pause' | 'resume'>
+
+/** This page's link to the device's host, as the tables show it. */
+export interface DeviceHostView {
+  /** `connecting` until the first host welcomed this page; then the connection's state (`reconnecting` while the host restarts). */
+  readonly state: 'connecting' | WorkerConnection['state']
+  readonly mode: HostMode | null
+  /** The host instance now: the same in every page that opened the device. */
+  readonly instance: string
+  /** Hosts this page moved to after its first: one per crash (or a host that went away otherwise). */
+  readonly restarts: number
+  /** Why the connection failed, or why the last host went away. */
+  readonly reason: string | null
+}
 
 export interface DeviceSlotOptions {
   readonly index: number
   readonly settings: FleetSettings
   readonly wiring: FleetWiring
-  readonly epoch: string
-  readonly now: () => number
-  readonly faults: ProducerFaults
-  readonly locks: DeviceLocks
-  readonly control: ControlChannel
-  /**
-   * `share` (the dashboard): run the device when its lock is free, hand it over when a tab
-   * asks. `take` (a `?device=` tab): ask whoever runs it to hand it over, then run it.
-   */
-  readonly mode: 'share' | 'take'
-  readonly paused?: boolean
-  /** Told when the device runs here or stops running here. */
+  readonly hosts: FleetHosts
+  /** The switches a host that has not started yet is booted with: this page's view of them. */
+  readonly switches: () => DeviceSwitches
+  /** Told when the host view or the status changed. */
   readonly onChange?: () => void
 }
 
-/** A status from another page older than this is shown as unknown. */
-const REMOTE_STALE_MS = 3_000
-const STATUS_EVERY_MS = 1_000
+/** Status polls at most this often, ms: each is a message to the host and back. */
+const POLL_MS = 500
 
 /**
- * One device slot of a page: runs the device here while this page holds its lock, or
- * forwards commands to the page that runs it and shows the status that page posts.
- * A `?device=` tab that asks for the device gets it: this page closes its engine cleanly
- * (what it sampled uploaded and committed, then a last checkpoint), lets the lock go, and
- * waits to take it back when the tab closes. The tab opens the same IndexedDB log, so the
- * device continues where it stopped.
+ * One device as one page sees it: the page's `RemoteEngine` of the device's host (a worker named
+ * after the device and the epoch, shared by every page that opens the device), the status the
+ * host last reported, and the commands. The device itself (producer, engine, log, links) runs in
+ * the host; a page only boots a host that has not started (with its switches), polls its status
+ * and sends commands, so two pages that open one device drive one producer.
  *
  * @example
- * const slot = new DeviceSlot({ index: 2, settings, wiring, epoch, now: Date.now, faults: DEFAULT_FAULTS, locks, control, mode: 'share' })
+ * const slot = new DeviceSlot({ index: 6, settings, wiring, hosts: workerHosts(), switches: () => ({ online: true, paused: false }) })
  * slot.start()
- * control.listen((message) => slot.receive(message, Date.now()))
- * slot.command('offline', Date.now()) // here: its link; elsewhere: a message to the page that runs it
+ * await slot.opened()
+ * await slot.command('offline') // the host's relay link goes down
  */
 export class DeviceSlot {
   readonly id: string
   readonly profile: DeviceProfile
+  readonly name: string
   readonly #options: DeviceSlotOptions
-  readonly #rng: ReturnType<typeof createDeviceProfile>['rng']
-  readonly #abort = new AbortController()
-  #node: DeviceNode | null = null
-  #where: DeviceWhere = 'elsewhere'
-  #lease: DeviceLease | null = null
-  #handOver = false
-  #paused: boolean
-  #remote: { readonly status: DeviceStatus; readonly at: number } | null = null
-  #postedAt = Number.NEGATIVE_INFINITY
+  #remote: RemoteEngine | null = null
+  #host: DeviceHostView = { state: 'connecting', mode: null, instance: '', restarts: 0, reason: null }
+  #status: DeviceStatus | null = null
+  /** The host instance that answered `#status`. */
+  #statusHost = ''
+  /** The host instance this page booted last. */
+  #booted = ''
+  #polling = false
+  #polledAt = Number.NEGATIVE_INFINITY
   #opened: Promise<void> = Promise.resolve()
+  #ready: (() => void) | null = null
   #closed = false
 
   constructor(options: DeviceSlotOptions) {
     this.#options = options
-    const { profile, rng } = createDeviceProfile(options.index, options.settings.seed, options.now())
-    this.id = profile.id
-    this.profile = profile
-    this.#rng = rng
-    this.#paused = options.paused ?? false
+    // The profile (clock skew, sensors) is the host's too: the same slot and seed give the same device.
+    this.profile = createDeviceProfile(options.index, options.settings.seed, 0).profile
+    this.id = this.profile.id
+    this.name = deviceHostName(options.wiring, epochOf(options.settings), this.id)
   }
 
-  /** Starts claiming the device; `opened()` resolves when it first runs here. */
+  /** Connects to the device's host (starting it when none runs); `opened()` resolves once a host is booted. */
   start(): void {
-    this.#opened = this.#claim(this.#options.mode === 'take')
+    this.#opened = new Promise<void>((resolve) => {
+      this.#ready = resolve
+    })
+    void this.#connect()
   }
 
-  /** Resolves when the claim started by `start()` (or the last hand-back) ran the device here. */
+  /** Resolves once the device's host welcomed this page and answered its boot. */
   opened(): Promise<void> {
     return this.#opened
   }
 
-  get where(): DeviceWhere {
-    return this.#where
+  /** This page's engine of the device's host (a mirror of the device's windows); null until connected. */
+  get remote(): RemoteEngine | null {
+    return this.#remote
   }
 
-  /** The device's node while it runs in this page. */
-  get node(): DeviceNode | null {
-    return this.#node
+  get host(): DeviceHostView {
+    return this.#host
   }
 
-  get paused(): boolean {
-    return this.#paused
+  /** The status the host last reported; null before its first answer. */
+  status(): DeviceStatus | null {
+    return this.#status
   }
 
-  /** Advances the device when it runs here, and posts its status to the other pages now and then. */
+  /** The host instance whose answer `status()` is: an earlier one's while a restarted host has not answered yet. */
+  get statusHost(): string {
+    return this.#statusHost
+  }
+
+  /** Polls the host's status when the last poll is older than `POLL_MS` and none is under way. */
   step(now: number): void {
-    const node = this.#node
-    if (node === null) return
-    node.step(now, !this.#paused)
-    if (now - this.#postedAt >= STATUS_EVERY_MS) {
-      this.#postedAt = now
-      this.#options.control.post({ type: 'status', status: node.status() })
-    }
+    if (this.#polling || now - this.#polledAt < POLL_MS) return
+    this.#polledAt = now
+    this.#polling = true
+    void this.refresh().finally(() => {
+      this.#polling = false
+    })
   }
 
-  /** Applies a command here, or sends it to the page that runs the device. Returns readings lost to a local crash. */
-  command(command: DeviceCommand, now: number): number {
-    const node = this.#node
-    if (node === null) {
-      this.#options.control.post({ type: 'command', device: this.id, command })
-      if (command === 'pause' || command === 'resume') this.#paused = command === 'pause'
-      return 0
-    }
-    return this.#apply(node, command, now)
-  }
-
-  /** The device's status: its node's here, the last one its page posted otherwise (null when none is fresh). */
-  status(now: number): DeviceStatus | null {
-    if (this.#node !== null) return this.#node.status()
+  /** Asks the host for its status now; resolves with it (the last one when no host answered). */
+  async refresh(): Promise<DeviceStatus | null> {
     const remote = this.#remote
-    return remote !== null && now - remote.at <= REMOTE_STALE_MS ? remote.status : null
-  }
-
-  /** A message from another page. */
-  receive(message: ControlMessage, now: number): void {
-    const epoch = this.#options.epoch
-    if (message.type === 'status' && message.status.id === this.id && message.status.epoch === epoch) {
-      if (this.#node === null) this.#remote = { status: message.status, at: now }
-    } else if (message.type === 'command' && (message.device === this.id || message.device === '*')) {
-      if (this.#node !== null) this.#apply(this.#node, message.command, now)
-      else if (message.command === 'pause' || message.command === 'resume') this.#paused = message.command === 'pause'
-    } else if (message.type === 'takeover' && message.device === this.id && message.epoch === epoch) {
-      if (this.#where !== 'elsewhere') void this.#yield()
+    if (remote === null || this.#host.state !== 'connected') return this.#status
+    try {
+      this.#show(await remote.command('status'))
+    } catch {
+      // The host went away mid-call (a crash): the connection says so, and the next host answers the next poll.
     }
+    return this.#status
   }
 
-  /** Stops running the device here (clean close) and stops waiting for it. */
+  /**
+   * Sends a command to the device's host. Resolves with the readings lost for `crash`, else 0.
+   * Rejects when no host could answer (the connection's `reason` says why).
+   */
+  async command(command: DeviceCommand): Promise<number> {
+    const remote = this.#remote
+    if (remote === null) throw new Error(`${this.id}: its host is not connected yet`)
+    const reply = await remote.command(command)
+    if (command === 'crash') return (reply as CrashReply).lost
+    this.#show(reply)
+    return 0
+  }
+
+  /** Stops the device for good in this epoch: a clean stop in its host (last upload, last checkpoint), then the worker ends. */
+  async retire(): Promise<void> {
+    this.#closed = true
+    const remote = this.#remote
+    if (remote === null) return
+    try {
+      if (remote.connection().state === 'connected') await remote.command('retire')
+    } catch {
+      // Already gone: nothing left to stop.
+    }
+    await this.close()
+  }
+
+  /** Disconnects this page; the host keeps running for the other pages that opened the device. */
   async close(): Promise<void> {
     this.#closed = true
-    this.#abort.abort()
-    const node = this.#node
-    this.#node = null
-    this.#where = 'elsewhere'
-    await node?.close(!this.#paused)
-    this.#lease?.release()
-    this.#lease = null
-  }
-
-  #apply(node: DeviceNode, command: DeviceCommand, now: number): number {
-    switch (command) {
-      case 'online':
-      case 'offline':
-        node.setOnline(command === 'online')
-        return 0
-      case 'crash':
-        return node.crash(now)
-      case 'pause':
-        this.#paused = true
-        return 0
-      case 'resume':
-        if (this.#paused) node.resume(now)
-        this.#paused = false
-        return 0
-    }
-  }
-
-  /** `ask`: ask whoever runs the device to hand it over (a tab's first claim only, so two tabs never ping-pong). */
-  async #claim(ask: boolean): Promise<void> {
-    const { locks, wiring, epoch, control } = this.#options
-    const name = deviceLockName(wiring, epoch, this.id)
-    const granted = locks.acquire(name, this.#abort.signal)
-    // The ask goes out once the request is in the lock manager's queue, so the lock comes here
-    // next: the page that lets the device go asks for it again at once, behind this request.
-    const asked = ask
-      ? locks.queued().then(() => {
-          if (!this.#closed) control.post({ type: 'takeover', device: this.id, epoch })
-        })
-      : undefined
-    const [lease] = await Promise.all([granted, asked])
-    if (this.#closed) {
-      lease.release()
-      return
-    }
-    this.#lease = lease
-    this.#where = 'opening'
+    this.#ready?.()
+    const remote = this.#remote
     this.#remote = null
-    this.#options.onChange?.()
-    const node = await DeviceNode.open({
-      profile: this.profile,
-      faults: this.#options.faults,
-      rng: this.#rng,
-      settings: this.#options.settings,
-      wiring,
-      epoch,
-      now: this.#options.now,
-    })
-    if (this.#closed) {
-      await node.close(!this.#paused)
-      lease.release()
-      return
-    }
-    this.#node = node
-    this.#where = 'here'
-    this.#options.onChange?.()
-    if (this.#handOver) await this.#yield()
+    if (remote !== null && remote.connection().state !== 'closed') await remote.close().catch(() => {})
   }
 
-  /** Hands the device to the page that asked: clean close, lock released, then wait to get it back. */
-  async #yield(): Promise<void> {
-    if (this.#node === null) {
-      // Still opening: hand over as soon as it is open.
-      this.#handOver = true
+  async #connect(): Promise<void> {
+    const { index, settings, wiring, hosts } = this.#options
+    let remote: RemoteEngine
+    try {
+      remote = await hosts.connect({ kind: 'device', name: this.name, config: { index, settings, wiring } })
+    } catch (error) {
+      this.#host = { ...this.#host, state: 'failed', reason: error instanceof Error ? error.message : String(error) }
+      this.#ready?.()
+      this.#options.onChange?.()
       return
     }
-    this.#handOver = false
-    const node = this.#node
-    this.#node = null
-    this.#where = 'elsewhere'
+    if (this.#closed) {
+      await remote.close().catch(() => {})
+      return
+    }
+    this.#remote = remote
+    remote.onConnection((connection) => this.#connected(connection))
+    this.#connected(remote.connection())
+  }
+
+  #connected(connection: WorkerConnection): void {
+    if (this.#closed) return
+    this.#host = { state: connection.state, mode: connection.mode, instance: connection.instance, restarts: connection.takeovers, reason: connection.reason }
     this.#options.onChange?.()
-    await node.close(!this.#paused)
-    this.#lease?.release()
-    this.#lease = null
-    if (!this.#closed) this.#opened = this.#claim(false)
+    if (connection.state !== 'connected' || connection.instance === this.#booted) return
+    // A host this page has not booted: the first host, or the next one after a crash. Only the
+    // first boot of a host counts, so whichever page asks first sets its switches.
+    this.#booted = connection.instance
+    void this.#boot()
+  }
+
+  async #boot(): Promise<void> {
+    const remote = this.#remote
+    if (remote === null) return
+    try {
+      this.#show(await remote.command('boot', this.#options.switches()))
+    } catch {
+      // The host went away before answering: the next one is booted when it welcomes this page.
+    }
+    this.#ready?.()
+  }
+
+  #show(reply: unknown): void {
+    const status = parseStatus(reply, this.id)
+    // A host answers over its own link only: the host this page is connected to now.
+    this.#statusHost = this.#host.instance
+    if (this.#status !== null && sameStatus(this.#status, status)) return
+    this.#status = status
+    this.#options.onChange?.()
   }
 }

@@ -17,17 +17,23 @@ export interface RecoveryNote {
 }
 
 /**
- * One device as every table shows it, wherever it runs: plain data, so a `?device=` tab
- * can post it to the dashboards over the control channel.
+ * One device as its host reports it (the `status` command): plain data, so it crosses from the
+ * worker to every page that shows the device.
  */
 export interface DeviceStatus {
   readonly id: string
   readonly epoch: string
-  /** `failed`: its write-ahead log could not be opened (`error` says why). */
-  readonly phase: 'opening' | 'running' | 'rebooting' | 'closed' | 'failed'
+  /**
+   * `booting`: the host opened the log and waits for a page to boot it (its switches);
+   * `running`: sampling (unless paused) and linked (when online); `retired`: stopped for good
+   * (its epoch ended, or it left the fleet).
+   */
+  readonly phase: 'booting' | 'running' | 'retired'
   /** Its links are meant to be up (the operator's switch). */
   readonly online: boolean
   readonly offlineSince: number | null
+  /** Its producer is paused: it samples nothing. */
+  readonly paused: boolean
   /** The device engine's `syncStatus()`: what its link reports. */
   readonly syncState: SyncStatus['state']
   /** Local document updates not yet acknowledged by every provider. */
@@ -39,15 +45,12 @@ export interface DeviceStatus {
   readonly relayRefusal: string | null
   readonly skewMs: number
   readonly seq: number
-  /** Readings its own engine accepted (this page's run of the device). */
+  /** Readings its own engine accepted since this host opened it. */
   readonly accepted: number
   readonly duplicates: number
   readonly rejected: number
   /** Accepted readings whose batch is committed to the write-ahead log. */
   readonly durable: number
-  /** Readings sampled but never ingested when the device crashed: never acknowledged. */
-  readonly lostUnacked: number
-  readonly crashes: number
   /** Readings accepted since the device went offline. */
   readonly offlineReadings: number
   readonly walRecords: number
@@ -57,10 +60,34 @@ export interface DeviceStatus {
   readonly error: string | null
 }
 
-/** Field by field; `recovery` by identity (a new note is a new object). */
+/**
+ * Field by field; `recovery` by its time (a structured clone makes a new object of the same note).
+ *
+ * @example
+ * if (!sameStatus(shown, next)) shown = next // an unchanged row keeps its identity and does not render
+ */
 export function sameStatus(a: DeviceStatus, b: DeviceStatus): boolean {
   for (const field of Object.keys(b) as (keyof DeviceStatus)[]) {
-    if (a[field] !== b[field]) return false
+    if (field === 'recovery') {
+      if (a.recovery?.at !== b.recovery?.at) return false
+    } else if (a[field] !== b[field]) return false
   }
   return true
+}
+
+const PHASES = new Set(['booting', 'running', 'retired'])
+
+/**
+ * A status a host answered, checked before a page shows it: an object for device `id` with a
+ * known phase, or a TypeError saying what came instead.
+ *
+ * @example
+ * const status = parseStatus(await engine.command('status'), 'd07')
+ */
+export function parseStatus(value: unknown, id: string): DeviceStatus {
+  if (typeof value !== 'object' || value === null) throw new TypeError(`${id}'s host answered a status that is not an object: ${String(value)}`)
+  const status = value as Partial<DeviceStatus>
+  if (status.id !== id) throw new TypeError(`${id}'s host answered the status of ${String(status.id)}`)
+  if (typeof status.phase !== 'string' || !PHASES.has(status.phase)) throw new TypeError(`${id}'s host answered an unknown phase ${String(status.phase)}`)
+  return value as DeviceStatus
 }

@@ -2,7 +2,7 @@ import type { SyncStatus } from '@tidemark/engine'
 import { BroadcastChannelProvider, connectRelay, type Relay, syncStatusTracker } from '@tidemark/yjs'
 import type * as Y from 'yjs'
 import { deviceToken } from './devTokens.ts'
-import { deviceChannelName, deviceRoomName, type FleetWiring } from './fleetWiring.ts'
+import { deviceChannelName, deviceRoomName, type FleetWiring, type LinkTransports } from './fleetWiring.ts'
 
 /** A device document's room on the relay, as the device table shows it (its sync status). */
 export interface RelayLink {
@@ -31,13 +31,14 @@ export interface DeviceIdentity {
  * side sends only what the other misses.
  *
  * @example
- * const links = new DocLinks(doc, wiring, { epoch: 'w2000-l10000', device: 'd01', replica: engine.replica.replicaId })
+ * const links = new DocLinks(doc, wiring, {}, { epoch: 'w2000-l10000', device: 'd01', replica: engine.replica.replicaId })
  * links.setOnline(false) // the relay socket closes (or the tab channel disconnects)
  * links.relayLink()      // { state: 'offline', refusal: null }
  */
 export class DocLinks {
   readonly #doc: Y.Doc
   readonly #wiring: FleetWiring
+  readonly #transports: LinkTransports
   readonly #identity: DeviceIdentity
   readonly #tabs: BroadcastChannelProvider | null
   /** Made on the first time online: connectRelay connects at once, and an offline start must not. */
@@ -45,9 +46,10 @@ export class DocLinks {
   #online: boolean
   #relayError: string | null = null
 
-  constructor(doc: Y.Doc, wiring: FleetWiring, identity: DeviceIdentity, online = true) {
+  constructor(doc: Y.Doc, wiring: FleetWiring, transports: LinkTransports, identity: DeviceIdentity, online = true) {
     this.#doc = doc
     this.#wiring = wiring
+    this.#transports = transports
     this.#identity = identity
     this.#online = online
     this.#tabs =
@@ -55,7 +57,7 @@ export class DocLinks {
         ? null
         : new BroadcastChannelProvider(doc, deviceChannelName(wiring, identity.epoch, identity.device), {
             connect: online,
-            ...(wiring.openChannel === undefined ? {} : { channel: wiring.openChannel }),
+            ...(transports.openChannel === undefined ? {} : { channel: transports.openChannel }),
           })
     if (online) this.#connectRelay()
   }
@@ -98,7 +100,7 @@ export class DocLinks {
     if (relay === null) return
     const { epoch, device, replica } = this.#identity
     const room = deviceRoomName(this.#wiring, epoch, device)
-    const WebSocket = this.#wiring.WebSocket
+    const WebSocket = this.#transports.WebSocket
     this.#relay = connectRelay({
       url: relay.url,
       token: deviceToken(relay, room, replica, device),

@@ -1,15 +1,16 @@
-import type { Engine, WindowChange } from '@tidemark/engine'
+import type { WindowChange } from '@tidemark/engine'
+import type { RemoteEngine, WorkerConnection } from '@tidemark/worker'
 import { type ActivityEntry, ActivityLog } from './activityLog.ts'
 import { DEFAULT_STORM, pickTourDevice, planIntro, planStorm, type Toggle } from './connectivityPlan.ts'
 import { type ControlChannel, type ControlMessage, silentControlChannel } from './controlChannel.ts'
-import { DashboardLinks, type FollowedRooms } from './dashboardLinks.ts'
-import { type DeviceLocks, pageDeviceLocks } from './deviceLocks.ts'
-import { DeviceSlot, type DeviceWhere } from './deviceSlot.ts'
+import type { FollowedRooms } from './dashboardLinks.ts'
+import type { LinksReport } from './dashboardHost.ts'
+import { type DeviceCommand, type DeviceHostView, DeviceSlot } from './deviceSlot.ts'
 import type { DeviceStatus } from './deviceStatus.ts'
-import { createDashboardEngine, DEFAULT_SETTINGS, epochOf, type FleetSettings, MAX_DEVICES } from './fleetSettings.ts'
-import type { FleetWiring } from './fleetWiring.ts'
+import type { FleetHosts } from './fleetHosts.ts'
+import { CHART_WINDOWS, DEFAULT_SETTINGS, epochOf, type FleetSettings, MAX_DEVICES } from './fleetSettings.ts'
+import { dashboardHostName, type FleetWiring } from './fleetWiring.ts'
 import { createPrng } from './prng.ts'
-import { DEFAULT_FAULTS } from './readingProducer.ts'
 import {
   type LateCorrection,
   lateCorrectionsOf,
@@ -22,8 +23,11 @@ import { ToggleSchedule } from './toggleSchedule.ts'
 /** One row of the device table. */
 export interface DeviceRow {
   readonly id: string
-  readonly where: DeviceWhere
-  /** Its status: from its node here, from the page that runs it otherwise; null when unknown. */
+  /** This page's link to the device's host worker. */
+  readonly host: DeviceHostView
+  /** A `?device=` tab of this browser has the device open too (it said so within the last 3 s). */
+  readonly tab: boolean
+  /** What the device's host last reported; null before its first answer. */
   readonly status: DeviceStatus | null
   /** When the dashboard's document of this device (its room, or its tab channel) last synced. */
   readonly lastHeard: number | null
@@ -31,9 +35,12 @@ export interface DeviceRow {
 
 /** Everything the dashboard shows that is not engine state; a new object per tick, immutable. */
 export interface FleetSnapshot {
-  /** Bumped whenever the engines are recreated. */
+  /** Bumped whenever the dashboard engine is replaced (new settings). */
   readonly generation: number
-  readonly dashboard: Engine
+  /** The dashboard engine as this page reads it (the mirror of its host's engine); null while that host starts. */
+  readonly dashboard: RemoteEngine | null
+  /** This page's link to the dashboard engine's host; null while it starts. */
+  readonly dashboardHost: WorkerConnection | null
   readonly settings: FleetSettings
   readonly epoch: string
   readonly wiring: FleetWiring
@@ -52,52 +59,63 @@ export interface FleetSnapshot {
 
 export interface FleetOptions {
   readonly wiring: FleetWiring
+  /** Where the engines run: `workerHosts()` in the browser. */
+  readonly hosts: FleetHosts
   readonly settings?: FleetSettings
-  /** Processing-time clock for the simulation and every engine; default `Date.now`. */
+  /** Processing-time clock of the simulation's plans and reports; default `Date.now`. */
   readonly now?: () => number
   /** Play the first-minute tour (one device offline, then back); default true. */
   readonly intro?: boolean
-  /** Who may run which device; default: this page alone. */
-  readonly locks?: DeviceLocks
   /** Messages to and from `?device=` tabs; default none. */
   readonly control?: ControlChannel
 }
 
-/**
- * Device rows refresh at most this often between control actions: each refresh reads every
- * device's engine stats, and dozens of rows need not repaint more than twice a second.
- */
-const DEVICE_REFRESH_MS = 500
+/** The dashboard's links are asked how they follow the fleet at most this often. */
+const LINKS_POLL_MS = 500
+/** A device tab that has not said so for this long is taken to be closed. */
+const TAB_STALE_MS = 3_000
 const LATE_CORRECTIONS_KEPT = 60
+/** Windows whose counted revision is remembered before the old ones are let go. */
+const CORRECTED_KEPT = 2_000
 
 /**
- * The dashboard page's fleet: the dashboard engine, the links through which it follows every
- * device's document (read-only: the relay's directory of device rooms, or each device's tab
- * channel), and a slot per device that runs the device in this page unless a `?device=` tab does. Driven by `tick(now)`; controls (offline, crash, storm,
- * pause, settings) are methods; the UI reads `snapshot()` through `subscribe`. No React here.
+ * The dashboard page's fleet: the dashboard engine and a slot per device, each a `RemoteEngine`
+ * of a host worker (`@tidemark/worker`). A device's host (named after the device and the epoch)
+ * runs its producer, its engine over its IndexedDB log and its relay link; every page that opens
+ * the device reaches that one host, so a `?device=` tab shares it. The dashboard's host runs the
+ * dashboard engine, which follows every device's room read-only; this page's charts read its
+ * mirror. Driven by `tick(now)`; controls (offline, crash, storm, pause, settings) are host
+ * commands; the UI reads `snapshot()` through `subscribe`. No React here.
  *
  * The dashboard engine owns no source and ingests nothing: its windows are the lattice
  * state that the devices' engines wrote into their documents, merged.
  *
  * @example
- * const fleet = new Fleet({ wiring: await loadWiring('f1', fetch, probeWebsocket), control: openControlChannel('c') })
+ * const fleet = new Fleet({ wiring: await loadWiring('f1', fetch, probeWebsocket), hosts: workerHosts(), control: openControlChannel('c') })
  * fleet.start(100)
- * fleet.setOnline('d03', false) // its relay link disconnects; it keeps ingesting
- * fleet.snapshot().dashboard.results({ window: 'tumbling:2000', key: 'temp' })
+ * fleet.setOnline('d03', false) // its host's relay link disconnects; it keeps ingesting
+ * fleet.snapshot().dashboard?.results({ window: 'tumbling:2000', key: 'temp' })
  */
 export class Fleet {
   readonly #now: () => number
   readonly #wiring: FleetWiring
-  readonly #locks: DeviceLocks
+  readonly #hosts: FleetHosts
   readonly #control: ControlChannel
   readonly #log = new ActivityLog()
   readonly #listeners = new Set<() => void>()
   readonly #stopControl: () => void
+  readonly #tabs = new Map<string, number>()
+  /** Host restarts already reported, by device. */
+  readonly #restartsSeen = new Map<string, number>()
   #settings: FleetSettings
   #generation = 0
-  #dashboard!: Engine
+  #dashboard: RemoteEngine | null = null
+  #dashboardHost: WorkerConnection | null = null
+  #dashboardReady: Promise<void> = Promise.resolve()
   #stopChanges: () => void = () => {}
-  #links!: DashboardLinks
+  #links: LinksReport | null = null
+  #linksAt = Number.NEGATIVE_INFINITY
+  #linksPolling = false
   #slots: DeviceSlot[] = []
   #schedules: ToggleSchedule[] = []
   #storm: FleetSnapshot['storm'] = null
@@ -107,22 +125,25 @@ export class Fleet {
   #introDevice: string | null = null
   #paused = false
   #lateCorrections: readonly LateCorrection[] = []
+  /** The last revision of each window counted as a correction (`window|key|start`). */
+  readonly #corrected = new Map<string, number>()
   #allReported = false
   #reportedCheckAt = Number.NEGATIVE_INFINITY
-  #devicesAt = Number.NEGATIVE_INFINITY
-  #relayRooms: FollowedRooms | null = null
-  #closing: Promise<void> = Promise.resolve()
+  #starting: Promise<void> = Promise.resolve()
+  #closed = false
   #snapshot: FleetSnapshot
 
   constructor(options: FleetOptions) {
     this.#now = options.now ?? Date.now
     this.#wiring = options.wiring
-    this.#locks = options.locks ?? pageDeviceLocks()
+    this.#hosts = options.hosts
     this.#control = options.control ?? silentControlChannel
     this.#settings = options.settings ?? DEFAULT_SETTINGS
     this.#stopControl = this.#control.listen((message) => this.#receive(message))
     const now = this.#now()
-    this.#build()
+    this.#slots = this.#makeSlots(0, this.#settings.deviceCount)
+    for (const slot of this.#slots) slot.start()
+    this.#connectDashboard()
     if (options.intro !== false) this.#startIntro(now)
     if (this.#wiring.relayNotice !== null) this.#log.add(now, 'warn', this.#wiring.relayNotice)
     this.#snapshot = this.#makeSnapshot(now, [])
@@ -135,13 +156,14 @@ export class Fleet {
 
   snapshot = (): FleetSnapshot => this.#snapshot
 
-  /** Resolves once every device this page can run has opened its engine (for tests). */
+  /** Resolves once the dashboard's host welcomed this page and every device's host is booted (for tests). */
   async ready(): Promise<void> {
-    await this.#closing
+    await this.#starting
+    await this.#dashboardReady
     await Promise.all(this.#slots.map((slot) => slot.opened()))
   }
 
-  /** The slot of device `id` (for tests and the tab handover). */
+  /** The slot of device `id`. */
   slot(id: string): DeviceSlot | undefined {
     return this.#slots.find((slot) => slot.id === id)
   }
@@ -152,20 +174,21 @@ export class Fleet {
     return () => clearInterval(timer)
   }
 
-  /** Advances the simulation to `now`: connectivity plans, devices, the dashboard's idle check; then publishes. */
+  /** Advances the simulation to `now`: connectivity plans, status polls, reports; then publishes. */
   tick(now = this.#now()): void {
     for (const schedule of this.#schedules) {
       for (const toggle of schedule.due(now)) this.#applyToggle(toggle, schedule.name, now)
     }
     this.#finishSchedules(now)
     for (const slot of this.#slots) slot.step(now)
-    this.#dashboard.tick()
+    this.#pollLinks(now)
+    this.#noteRestarts(now)
     this.#finishWatches(now)
     this.#noteAllReported(now)
-    this.#publish(now, false)
+    this.#publish(now)
   }
 
-  /** Connects or disconnects a device's link; its engine keeps ingesting into its log. */
+  /** Connects or disconnects a device's link (in its host); it keeps ingesting into its log. */
   setOnline(id: string, online: boolean): void {
     const now = this.#now()
     this.#setOnline(id, online, now, 'operator')
@@ -177,29 +200,32 @@ export class Fleet {
     this.#publish(now)
   }
 
-  /** Drops a device's engine without closing it, and reopens it from IndexedDB after a reboot delay. */
-  crash(id: string): void {
-    const now = this.#now()
+  /**
+   * Crashes a device's host: its worker ends without closing the engine (no last checkpoint).
+   * The pages that have the device open start its host again, which recovers it from the log.
+   * Resolves once the host answered.
+   */
+  async crash(id: string): Promise<void> {
     const slot = this.slot(id)
     if (slot === undefined) return
-    const here = slot.node !== null
-    const lost = slot.command('crash', now)
-    this.#log.add(
-      now,
-      'warn',
-      here
-        ? `${id} crashed: engine dropped without close${lost > 0 ? `; ${lost} sampled readings not yet ingested died with it (never acknowledged)` : ''}. It reopens from IndexedDB in 1.5 s.`
-        : `${id} (in its own tab) told to crash`,
-    )
-    this.#publish(now)
+    try {
+      const lost = await slot.command('crash')
+      this.#log.add(
+        this.#now(),
+        'warn',
+        `${id} crashed: its host worker ended without closing its engine${lost > 0 ? `; ${lost} readings sampled or ingested and not yet durable died with it (never acknowledged)` : ''}. Its pages start the host again, which recovers it from its write-ahead log.`,
+      )
+    } catch (error) {
+      this.#log.add(this.#now(), 'bad', `${id} could not be crashed: ${messageOf(error)}`)
+    }
+    this.#publish(this.#now())
   }
 
   setPaused(paused: boolean): void {
     const now = this.#now()
     if (paused === this.#paused) return
     this.#paused = paused
-    for (const slot of this.#slots) if (slot.node !== null) slot.command(paused ? 'pause' : 'resume', now)
-    this.#control.post({ type: 'command', device: '*', command: paused ? 'pause' : 'resume' })
+    for (const slot of this.#slots) this.#command(slot, paused ? 'pause' : 'resume')
     this.#log.add(now, 'info', paused ? 'Producers paused' : 'Producers resumed')
     this.#publish(now)
   }
@@ -223,12 +249,18 @@ export class Fleet {
     this.#publish(now)
   }
 
-  /** Applies new settings: a new epoch, every engine reopened (devices from their logs of that epoch). */
+  /**
+   * Applies new settings. A new epoch (window, allowed lateness) retires every device's host
+   * (a clean stop) and starts the hosts of that epoch, which reopen their own logs of it; in the
+   * same epoch, devices past the new count are retired and new ones started, the others run on.
+   * The dashboard engine gets a host of the new settings either way.
+   */
   configure(patch: Partial<FleetSettings>): void {
     const now = this.#now()
-    const next = { ...this.#settings, ...patch }
-    this.#settings = { ...next, deviceCount: Math.max(1, Math.min(MAX_DEVICES, Math.round(next.deviceCount))) }
-    const closing = this.#teardown()
+    const previous = this.#settings
+    const next = { ...previous, ...patch }
+    const settings = { ...next, deviceCount: Math.max(1, Math.min(MAX_DEVICES, Math.round(next.deviceCount))) }
+    this.#settings = settings
     this.#schedules = []
     this.#storm = null
     this.#stormTally = null
@@ -236,107 +268,173 @@ export class Fleet {
     this.#watches = []
     this.#introDevice = null
     this.#lateCorrections = []
-    this.#build(closing)
-    this.#control.post({ type: 'settings', settings: this.#settings })
-    const s = this.#settings
+    const sameEpoch = epochOf(previous) === epochOf(settings) && previous.seed === settings.seed
+    const kept = sameEpoch ? this.#slots.slice(0, settings.deviceCount) : []
+    const retiring = this.#slots.slice(kept.length)
+    const added = this.#makeSlots(kept.length, settings.deviceCount)
+    this.#slots = [...kept, ...added]
+    // A device retired and started again in the same epoch has the same host name: the new
+    // host waits for the old one to be gone.
+    this.#starting = Promise.all(retiring.map((slot) => slot.retire())).then(() => {
+      if (this.#closed) return
+      for (const slot of added) slot.start()
+    })
+    this.#connectDashboard()
+    this.#control.post({ type: 'settings', settings })
     this.#log.add(
       now,
       'info',
-      `Engines reopened: ${s.deviceCount} devices, ${s.windowMs / 1000} s windows, lateness ${s.allowedLatenessMs / 1000} s (epoch ${epochOf(s)})`,
+      sameEpoch
+        ? `Settings: ${settings.deviceCount} devices (${added.length} started, ${retiring.length} retired), out-of-orderness ${settings.outOfOrdernessMs / 1000} s; the dashboard engine reopened`
+        : `Engines reopened: ${settings.deviceCount} devices, ${settings.windowMs / 1000} s windows, lateness ${settings.allowedLatenessMs / 1000} s (epoch ${epochOf(settings)})`,
     )
     this.#publish(now)
   }
 
-  /** Closes every engine cleanly and stops listening. */
+  /** Disconnects this page from every host (the hosts stop when no page has them open). */
   async close(): Promise<void> {
+    this.#closed = true
     this.#stopControl()
     this.#listeners.clear()
-    await this.#teardown()
-  }
-
-  #build(after: Promise<void> = Promise.resolve()): void {
-    const settings = this.#settings
-    const epoch = epochOf(settings)
-    this.#generation++
-    this.#allReported = false
-    this.#dashboard = createDashboardEngine(settings, this.#now)
-    this.#stopChanges = this.#dashboard.subscribe((changes) => this.#onChanges(changes))
-    this.#slots = []
-    for (let i = 0; i < settings.deviceCount; i++) {
-      const slot = new DeviceSlot({
-        index: i,
-        settings,
-        wiring: this.#wiring,
-        epoch,
-        now: this.#now,
-        faults: DEFAULT_FAULTS,
-        locks: this.#locks,
-        control: this.#control,
-        mode: 'share',
-        paused: this.#paused,
-        onChange: () => this.#publish(this.#now()),
-      })
-      this.#slots.push(slot)
-    }
-    this.#links = new DashboardLinks(this.#dashboard, {
-      wiring: this.#wiring,
-      epoch,
-      devices: this.#slots.map((slot) => slot.id),
-      now: this.#now,
-      onError: (error) => this.#log.add(this.#now(), 'bad', `Replication: ${error.message}`),
-    })
-    // The previous epoch's devices close first: with the same epoch they hold the same logs.
-    this.#closing = after.then(() => {
-      for (const slot of this.#slots) slot.start()
-    })
-  }
-
-  #teardown(): Promise<void> {
     this.#stopChanges()
-    const slots = this.#slots
-    const links = this.#links
-    const dashboard = this.#dashboard
-    return Promise.all(slots.map((slot) => slot.close())).then(async () => {
-      links.destroy()
-      await dashboard.close()
+    await this.#starting
+    await this.#dashboardReady
+    await Promise.all(this.#slots.map((slot) => slot.close()))
+    await this.#dashboard?.close().catch(() => {})
+  }
+
+  #makeSlots(from: number, to: number): DeviceSlot[] {
+    const slots: DeviceSlot[] = []
+    for (let index = from; index < to; index++) {
+      const slot: DeviceSlot = new DeviceSlot({
+        index,
+        settings: this.#settings,
+        wiring: this.#wiring,
+        hosts: this.#hosts,
+        // A host that restarted is booted with what this page last knew of the device.
+        switches: () => ({ online: slot.status()?.online ?? true, paused: this.#paused }),
+      })
+      slots.push(slot)
+    }
+    return slots
+  }
+
+  /** A host for the dashboard engine of the current settings; the previous one is retired. */
+  #connectDashboard(): void {
+    const generation = ++this.#generation
+    const settings = this.#settings
+    const old = this.#dashboard
+    this.#stopChanges()
+    this.#stopChanges = () => {}
+    this.#dashboard = null
+    this.#dashboardHost = null
+    this.#links = null
+    this.#allReported = false
+    this.#corrected.clear()
+    if (old !== null) void retireDashboard(old)
+    const ready = this.#hosts.connect({
+      kind: 'dashboard',
+      name: dashboardHostName(this.#wiring, settings),
+      config: { settings, wiring: this.#wiring, devices: this.#slots.map((slot) => slot.id) },
+    })
+    this.#dashboardReady = ready.then(
+      (remote) => {
+        if (generation !== this.#generation || this.#closed) {
+          void remote.close().catch(() => {})
+          return
+        }
+        this.#dashboard = remote
+        this.#dashboardHost = remote.connection()
+        this.#stopChanges = remote.subscribe((changes) => this.#onChanges(changes))
+        remote.onConnection((connection) => {
+          if (remote !== this.#dashboard) return
+          this.#dashboardHost = connection
+          this.#publish(this.#now())
+        })
+        this.#publish(this.#now())
+      },
+      (error: unknown) => {
+        this.#log.add(this.#now(), 'bad', `The dashboard engine's host did not start: ${messageOf(error)}`)
+      },
+    )
+  }
+
+  #command(slot: DeviceSlot, command: DeviceCommand): void {
+    slot.command(command).catch((error: unknown) => {
+      this.#log.add(this.#now(), 'bad', `${slot.id}: ${command} did not reach its host: ${messageOf(error)}`)
     })
   }
 
   #receive(message: ControlMessage): void {
-    const now = this.#now()
     if (message.type === 'hello') {
       this.#control.post({ type: 'settings', settings: this.#settings })
       return
     }
-    if (message.type === 'settings') return
-    const id = message.type === 'status' ? message.status.id : message.device
-    for (const slot of this.#slots) if (id === '*' || slot.id === id) slot.receive(message, now)
+    if (message.type === 'tab') this.#tabs.set(message.device, this.#now())
   }
 
+  /**
+   * Counts each correction once: by its window and revision. The page's mirror may hand a
+   * window's latest result out again as a change (when its history arrives, or when a new
+   * dashboard host's state replaces the mirror), and that is no new correction.
+   */
   #onChanges(changes: readonly WindowChange[]): void {
-    let corrections = 0
+    const fresh: WindowChange[] = []
     for (const change of changes) {
       if (change.type !== 'correction') continue
-      corrections++
+      const { window, key, start, revision } = change.result
+      const at = `${window}|${key}|${start}`
+      if (revision <= (this.#corrected.get(at) ?? 0)) continue
+      this.#corrected.set(at, revision)
+      fresh.push(change)
       for (const watch of this.#watches) watch.count(change)
       this.#stormTally?.count(change)
     }
-    if (corrections === 0) return
+    if (fresh.length === 0) return
     const now = this.#now()
-    this.#lateCorrections = [...lateCorrectionsOf(changes, now).reverse(), ...this.#lateCorrections].slice(0, LATE_CORRECTIONS_KEPT)
+    this.#lateCorrections = [...lateCorrectionsOf(fresh, now).reverse(), ...this.#lateCorrections].slice(0, LATE_CORRECTIONS_KEPT)
+    // Windows behind the watermark by more than the charts' span are never corrected again here.
+    if (this.#corrected.size > CORRECTED_KEPT) {
+      const horizon = (this.#dashboard?.watermark() ?? Number.NEGATIVE_INFINITY) - CHART_WINDOWS * this.#settings.windowMs - this.#settings.allowedLatenessMs
+      for (const at of this.#corrected.keys()) if (Number(at.split('|')[2]) < horizon) this.#corrected.delete(at)
+    }
+  }
+
+  /** Asks the dashboard's host how its links follow the fleet (last heard per device, rooms, errors). */
+  #pollLinks(now: number): void {
+    const dashboard = this.#dashboard
+    if (dashboard === null || this.#linksPolling || now - this.#linksAt < LINKS_POLL_MS) return
+    this.#linksAt = now
+    this.#linksPolling = true
+    dashboard
+      .command('links')
+      .then(
+        (report) => {
+          if (dashboard !== this.#dashboard) return
+          const links = report as LinksReport
+          for (const error of links.errors) this.#log.add(this.#now(), 'bad', `Replication: ${error}`)
+          this.#links = { ...links, followed: sameFollowed(this.#links?.followed ?? null, links.followed) }
+        },
+        () => {
+          // Its host went away mid-call: the next poll asks the next one.
+        },
+      )
+      .finally(() => {
+        this.#linksPolling = false
+      })
   }
 
   #setOnline(id: string, online: boolean, now: number, by: 'operator' | 'intro' | 'storm'): void {
     const slot = this.slot(id)
     if (slot === undefined) return
-    const status = slot.status(now)
+    const status = slot.status()
     if (status !== null && status.online === online) return
     if (online) {
       const offlineMs = status?.offlineSince == null ? 0 : now - status.offlineSince
       if (this.#storm !== null || by === 'storm') this.#stormTally?.reconnected()
       else this.#watches.push(new ReconnectWatch(id, now, offlineMs, status?.offlineReadings ?? 0))
     }
-    slot.command(online ? 'online' : 'offline', now)
+    this.#command(slot, online ? 'online' : 'offline')
   }
 
   #startIntro(now: number): void {
@@ -369,12 +467,28 @@ export class Fleet {
     }
   }
 
+  /** A device whose host came back (after a crash) and answered: what its log gave back. */
+  #noteRestarts(now: number): void {
+    for (const slot of this.#slots) {
+      const { restarts, state, instance, mode } = slot.host
+      const seen = this.#restartsSeen.get(slot.id) ?? 0
+      const recovery = slot.status()?.recovery ?? null
+      if (restarts <= seen || state !== 'connected' || slot.statusHost !== instance || recovery === null || slot.status()?.phase !== 'running') continue
+      this.#restartsSeen.set(slot.id, restarts)
+      this.#log.add(
+        now,
+        recovery.lostEvents > 0 || recovery.lossUnknown ? 'bad' : 'good',
+        `${slot.id}'s host is back (${mode} worker ${instance.slice(0, 8)}): recovered ${recovery.recoveredReadings} readings from its write-ahead log (${recovery.replayedRecords} records replayed, ${recovery.lossUnknown ? 'loss unknown' : `${recovery.lostEvents} lost`}); it continues after seq ${recovery.resumedAfterSeq}`,
+      )
+    }
+  }
+
   #finishWatches(now: number): void {
     if (this.#watches.length > 0) {
-      const lastHeard = this.#links.lastHeard()
+      const lastHeard = this.#links?.lastHeard ?? {}
       for (const watch of this.#watches) {
-        const status = this.slot(watch.device)?.status(now)
-        const heard = lastHeard.get(watch.device) ?? null
+        const status = this.slot(watch.device)?.status() ?? null
+        const heard = lastHeard[watch.device] ?? null
         if (status?.online === true && status.pending === 0 && heard !== null && heard >= watch.at) watch.caughtUp(now)
         if (!watch.due(now)) continue
         const report = watch.report()
@@ -394,9 +508,10 @@ export class Fleet {
   // Proof covers known sources only: until a device's state first lands, the others can
   // prove windows it has readings for, and its cells then correct them.
   #noteAllReported(now: number): void {
-    if (this.#allReported || now - this.#reportedCheckAt < 1_000) return
+    const dashboard = this.#dashboard
+    if (dashboard === null || this.#allReported || now - this.#reportedCheckAt < 1_000) return
     this.#reportedCheckAt = now
-    if (this.#dashboard.stats().sources < this.#slots.length) return
+    if (dashboard.stats().sources < this.#slots.length) return
     this.#allReported = true
     this.#log.add(
       now,
@@ -405,24 +520,23 @@ export class Fleet {
     )
   }
 
-  /** `refreshDevices` false: device rows are re-read only if the last read is older than DEVICE_REFRESH_MS. */
-  #publish(now: number, refreshDevices = true): void {
-    this.#snapshot = this.#makeSnapshot(now, this.#snapshot.devices, refreshDevices)
+  #publish(now: number): void {
+    this.#snapshot = this.#makeSnapshot(now, this.#snapshot.devices)
     for (const listener of this.#listeners) listener()
   }
 
-  #makeSnapshot(now: number, previous: readonly DeviceRow[], refreshDevices = true): FleetSnapshot {
-    let devices = previous
-    if (refreshDevices || now - this.#devicesAt >= DEVICE_REFRESH_MS || previous.length !== this.#slots.length) {
-      this.#devicesAt = now
-      const lastHeard = this.#links.lastHeard()
-      const next = this.#slots.map((slot, i) => rowOf(slot, lastHeard.get(slot.id) ?? null, now, previous[i]))
-      if (next.length !== previous.length || next.some((row, i) => row !== previous[i])) devices = next
-      this.#relayRooms = sameFollowed(this.#relayRooms, this.#links.followed())
-    }
+  #makeSnapshot(now: number, previous: readonly DeviceRow[]): FleetSnapshot {
+    const lastHeard = this.#links?.lastHeard ?? {}
+    const next = this.#slots.map((slot, i) => {
+      const tabAt = this.#tabs.get(slot.id)
+      return rowOf(slot, lastHeard[slot.id] ?? null, tabAt !== undefined && now - tabAt <= TAB_STALE_MS, previous[i])
+    })
+    const devices = next.length === previous.length && next.every((row, i) => row === previous[i]) ? previous : next
+    const dashboard = this.#dashboard
     return {
       generation: this.#generation,
-      dashboard: this.#dashboard,
+      dashboard,
+      dashboardHost: this.#dashboardHost,
       settings: this.#settings,
       epoch: epochOf(this.#settings),
       wiring: this.#wiring,
@@ -433,9 +547,23 @@ export class Fleet {
       devices,
       activity: this.#log.entries(),
       lateCorrections: this.#lateCorrections,
-      relayRooms: this.#relayRooms,
+      relayRooms: this.#links?.followed ?? null,
     }
   }
+}
+
+/** Retires the dashboard engine's host of earlier settings (its worker ends), then disconnects. */
+async function retireDashboard(engine: RemoteEngine): Promise<void> {
+  try {
+    if (engine.connection().state === 'connected') await engine.command('retire')
+  } catch {
+    // Gone already.
+  }
+  await engine.close().catch(() => {})
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
 }
 
 /** `next`, or `previous` itself when it says the same (an unchanged slice does not render). */
@@ -449,12 +577,13 @@ function sameFollowed(previous: FollowedRooms | null, next: FollowedRooms | null
 }
 
 /** The slot's row, or `previous` itself when nothing in it changed (memoized rows skip rendering). */
-function rowOf(slot: DeviceSlot, lastHeard: number | null, now: number, previous: DeviceRow | undefined): DeviceRow {
-  const next: DeviceRow = { id: slot.id, where: slot.where, status: slot.status(now), lastHeard }
+function rowOf(slot: DeviceSlot, lastHeard: number | null, tab: boolean, previous: DeviceRow | undefined): DeviceRow {
+  const next: DeviceRow = { id: slot.id, host: slot.host, tab, status: slot.status(), lastHeard }
   if (
     previous !== undefined &&
     previous.id === next.id &&
-    previous.where === next.where &&
+    previous.host === next.host &&
+    previous.tab === next.tab &&
     previous.status === next.status &&
     previous.lastHeard === next.lastHeard
   ) {

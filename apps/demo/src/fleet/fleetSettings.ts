@@ -1,6 +1,10 @@
-import { boundedOutOfOrderness, createEngine, type Engine, type EngineOptions, tumbling, type WindowSpec } from '@tidemark/engine'
+import { boundedOutOfOrderness, type EngineOptions, tumbling, type WindowSpec } from '@tidemark/engine'
 
-/** What the control bar can change. Changing any of them starts a new epoch: every engine is reopened. */
+/**
+ * What the control bar can change. The window and the allowed lateness make the epoch (engines
+ * of other epochs cannot merge): changing them reopens every engine. The others reopen the
+ * dashboard engine only.
+ */
 export interface FleetSettings {
   readonly deviceCount: number
   readonly windowMs: number
@@ -81,16 +85,19 @@ export function fleetEngineOptions(settings: FleetSettings, now: () => number): 
 }
 
 /**
- * The engine the dashboard reads. It owns no source: everything it shows is lattice state
- * merged from the devices' documents, which its links (`DashboardLinks`) bind to it read-only.
- * Silent devices stop holding its watermark back after the idle timeout.
+ * Options of the engine the dashboard reads. It owns no source: everything it shows is lattice
+ * state merged from the devices' documents, which its links (`DashboardLinks`) bind to it
+ * read-only. Silent devices stop holding its watermark back after the idle timeout.
+ *
+ * @example
+ * const dashboard = createEngine(dashboardEngineOptions(DEFAULT_SETTINGS, Date.now))
  */
-export function createDashboardEngine(settings: FleetSettings, now: () => number): Engine {
-  return createEngine({
+export function dashboardEngineOptions(settings: FleetSettings, now: () => number): EngineOptions {
+  return {
     ...fleetEngineOptions(settings, now),
     idleTimeout: settings.idleTimeoutMs,
     limits: { maxLateEvents: 500 },
-  })
+  }
 }
 
 /** URL parameter and accepted range of each field a `?device=` tab takes from its URL. */

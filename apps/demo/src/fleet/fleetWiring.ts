@@ -1,4 +1,5 @@
 import type { OpenTabChannel, RelaySocket } from '@tidemark/yjs'
+import { epochOf, type FleetSettings } from './fleetSettings.ts'
 
 /** The local relay, as `/config.json` names it (written by `scripts/demo.mjs`). */
 export interface RelayConfig {
@@ -9,27 +10,32 @@ export interface RelayConfig {
 }
 
 /**
- * How every document of the fleet reaches its peers, and where the write-ahead logs live.
- * The browser uses the defaults; tests pass in-memory channels and fake-indexeddb.
+ * How every document of the fleet reaches its peers: plain data, so a page can hand it to the
+ * engines' hosts (`connectEngine({ config })` clones it).
  */
 export interface FleetWiring {
   /** The relay, or null: BroadcastChannel only (tabs of this browser). */
   readonly relay: RelayConfig | null
   /** Why there is no relay, shown to the user; null when there is one. */
   readonly relayNotice: string | null
+  /** Prefix of channel, room, host and log names, so two demos on one relay or origin never meet. */
+  readonly namespace: string
+  /**
+   * This fleet's id (see `fleetIdOf`): rooms, channels, hosts and logs are named after it,
+   * so devices of two browsers never write the same source into the same room.
+   */
+  readonly fleet: string
+}
+
+/**
+ * What a host's links are made of besides the wiring. A worker uses the platform's
+ * (`BroadcastChannel`, `WebSocket`); tests pass in-memory channels and the `ws` package.
+ */
+export interface LinkTransports {
   /** Tab channel factory for `BroadcastChannelProvider`; default the platform `BroadcastChannel`. */
   readonly openChannel?: OpenTabChannel
   /** WebSocket implementation where there is no global one (Node 20: the `ws` package). */
   readonly WebSocket?: new (url: string) => RelaySocket
-  /** IndexedDB factory; default `globalThis.indexedDB`. */
-  readonly indexedDB?: IDBFactory
-  /** Prefix of channel, room, lock and database names, so two demos on one relay or origin never meet. */
-  readonly namespace: string
-  /**
-   * This fleet's id (see `fleetIdOf`): rooms, channels, logs and locks are named after it,
-   * so devices of two browsers never write the same source into the same room.
-   */
-  readonly fleet: string
 }
 
 export const DEFAULT_NAMESPACE = 'tidemark-demo'
@@ -64,14 +70,47 @@ export function directoryRoomName(wiring: FleetWiring, epoch: string): string {
   return `${relayFleetName(wiring, epoch)}/_directory`
 }
 
-/** The device's write-ahead log: one IndexedDB database per device and epoch, kept across reloads. */
-export function deviceDatabaseName(wiring: FleetWiring, epoch: string, device: string): string {
-  return `${wiring.namespace}/${wiring.fleet}/${epoch}/${device}`
+/**
+ * The engine host of one device in one epoch: `connectEngine`'s name, so every page of the
+ * browser that opens the device (the dashboard, a `?device=` tab) reaches the same worker. It
+ * also names the device's write-ahead log (`tidemark-log-<name>`), kept across reloads.
+ *
+ * @example
+ * deviceHostName(wiring, 'w2000-l10000', 'd07') // 'tidemark-demo:fk2j9x0ab:w2000-l10000:d07'
+ */
+export function deviceHostName(wiring: FleetWiring, epoch: string, device: string): string {
+  return `${wiring.namespace}:${wiring.fleet}:${epoch}:${device}`
 }
 
-/** Web Lock held by whichever page runs the device, so one device never runs twice. */
-export function deviceLockName(wiring: FleetWiring, epoch: string, device: string): string {
-  return `${wiring.namespace}:run:${wiring.fleet}:${epoch}:${device}`
+/**
+ * The dashboard engine's host. Every setting that shapes the dashboard engine or what it follows
+ * is in the name, so dashboards of the same settings share one host, and a page that changes
+ * them gets a host of its own.
+ *
+ * @example
+ * dashboardHostName(wiring, DEFAULT_SETTINGS) // 'tidemark-demo:fk2j9x0ab:w2000-l10000:dashboard-o1000-i3000-n12'
+ */
+export function dashboardHostName(wiring: FleetWiring, settings: FleetSettings): string {
+  const { outOfOrdernessMs, idleTimeoutMs, deviceCount } = settings
+  return `${wiring.namespace}:${wiring.fleet}:${epochOf(settings)}:dashboard-o${outOfOrdernessMs}-i${idleTimeoutMs}-n${deviceCount}`
+}
+
+/**
+ * The wiring a host got from a page (structured data from outside the worker): checked field by
+ * field, or a TypeError saying what is wrong.
+ *
+ * @example
+ * const wiring = parseWiring(config.wiring)
+ */
+export function parseWiring(value: unknown): FleetWiring {
+  if (typeof value !== 'object' || value === null) throw new TypeError(`the host's wiring must be an object, got ${String(value)}`)
+  const { relay, namespace, fleet } = value as Record<string, unknown>
+  if (typeof namespace !== 'string' || namespace.length === 0) throw new TypeError(`the host's wiring needs a namespace, got ${String(namespace)}`)
+  if (typeof fleet !== 'string' || !FLEET_ID.test(fleet)) throw new TypeError(`the host's wiring needs a fleet id ([A-Za-z0-9-]{1,40}), got ${String(fleet)}`)
+  if (relay === null) return { relay: null, relayNotice: null, namespace, fleet }
+  const parsed = parseConfig({ relayUrl: (relay as { url?: unknown } | undefined)?.url, tokenUrl: (relay as { tokenUrl?: unknown } | undefined)?.tokenUrl })
+  if (parsed === null) throw new TypeError('the host\'s wiring names no usable relay (expected { url: "ws://…", tokenUrl: "http://…" } or null)')
+  return { relay: parsed, relayNotice: null, namespace, fleet }
 }
 
 /** The control channel of the fleet's pages in this browser. */

@@ -9,12 +9,21 @@ import { useFleet, useFleetControls } from './useFleet.ts'
 type LinkState = 'online' | 'offline' | 'rebooting' | 'opening' | 'failed' | 'waiting'
 
 function linkStateOf(row: DeviceRow): LinkState {
-  const status = row.status
-  // No status: this page waits for the device's lock, and no other page has said it runs it.
-  if (status === null) return row.where === 'opening' ? 'opening' : 'waiting'
-  if (status.phase === 'running') return status.online ? 'online' : 'offline'
-  if (status.phase === 'closed') return 'waiting'
-  return status.phase
+  const { host, status } = row
+  if (host.state === 'connecting') return 'opening'
+  if (host.state === 'failed') return 'failed'
+  // Its host went away (a crash): the next one is starting and reopening the log.
+  if (host.state === 'reconnecting') return 'rebooting'
+  if (host.state === 'closed' || status?.phase === 'retired') return 'waiting'
+  if (status === null || status.phase === 'booting') return 'opening'
+  return status.online ? 'online' : 'offline'
+}
+
+/** Where the device runs: its host worker (the same instance in every page that has it open). */
+function hostText(row: DeviceRow): string {
+  const { mode, instance, restarts } = row.host
+  if (instance === '') return '—'
+  return `${mode ?? ''} ${instance.slice(0, 8)}${restarts > 0 ? ` ↻${restarts}` : ''}${row.tab ? ' · tab' : ''}`
 }
 
 const PILL: Readonly<Record<LinkState, string>> = {
@@ -42,18 +51,22 @@ const DeviceTableRow = memo(function DeviceTableRow({
   const fleet = useFleetControls()
   const state = linkStateOf(row)
   const status = row.status
-  const canAct = status !== null && status.phase === 'running'
+  const canAct = row.host.state === 'connected' && status !== null && status.phase === 'running'
   return (
     <tr className={`device-row device-${state}`}>
       <td className="mono strong">
         {row.id}
         {tour && <span className="tour-tag">tour</span>}
       </td>
-      <td className="muted" title={row.where === 'here' ? 'runs in this page' : 'runs in another tab (its status comes over the control channel)'}>
-        {row.where === 'here' ? 'this page' : row.where === 'opening' ? 'opening' : 'own tab'}
+      <td
+        className="muted mono host-cell"
+        data-host-instance={row.host.instance}
+        title={`Its host worker (${row.host.mode ?? 'starting'} mode), instance ${row.host.instance || '—'}: the same worker in every page that has the device open${row.host.restarts > 0 ? `; restarted ${row.host.restarts} times since this page connected` : ''}${row.tab ? '; a ?device= tab has it open too' : ''}`}
+      >
+        {hostText(row)}
       </td>
       <td>
-        <span className={`pill ${PILL[state]}`} title={status?.error ?? undefined}>
+        <span className={`pill ${PILL[state]}`} title={status?.error ?? row.host.reason ?? undefined}>
           {state}
         </span>
       </td>
@@ -88,12 +101,12 @@ const DeviceTableRow = memo(function DeviceTableRow({
             type="button"
             className="btn btn-small btn-danger"
             disabled={!canAct}
-            onClick={() => fleet.crash(row.id)}
-            title="Drop the device's engine without closing it, then reopen it from its IndexedDB write-ahead log"
+            onClick={() => void fleet.crash(row.id)}
+            title="End the device's host worker without closing its engine; its pages start it again, and it reopens from its IndexedDB write-ahead log"
           >
             Crash
           </button>
-          <a className="btn btn-small" href={`?device=${row.id}&${query}`} target="_blank" rel="noreferrer" title="Run this device in its own tab">
+          <a className="btn btn-small" href={`?device=${row.id}&${query}`} target="_blank" rel="noreferrer" title="Open this device in its own tab: the tab shares its host worker">
             Tab ↗
           </a>
         </div>
@@ -112,19 +125,19 @@ export function DeviceTable(): ReactNode {
   const query = `fleet=${fleetId}&${settingsQuery(settings)}`
   let online = 0
   let pending = 0
-  let elsewhere = 0
+  let tabs = 0
   for (const row of devices) {
-    if (row.status?.online === true && row.status.phase === 'running') online++
+    if (linkStateOf(row) === 'online') online++
     pending += row.status?.pending ?? 0
-    if (row.where === 'elsewhere') elsewhere++
+    if (row.tab) tabs++
   }
   return (
     <section className="panel device-panel">
       <header className="panel-header">
         <h2>Devices</h2>
-        <span className="panel-hint">each its own engine, Y.Doc and IndexedDB log · Crash drops the engine without close</span>
+        <span className="panel-hint">each its own host worker, engine, Y.Doc and IndexedDB log · Crash ends the worker without close</span>
         <span className="muted">
-          {online} of {devices.length} online{elsewhere > 0 ? ` · ${elsewhere} in own tabs` : ''} · {count(pending)} updates pending
+          {online} of {devices.length} online{tabs > 0 ? ` · ${tabs} open in tabs too` : ''} · {count(pending)} updates pending
         </span>
       </header>
       <div className="table-scroll">
@@ -132,7 +145,7 @@ export function DeviceTable(): ReactNode {
           <thead>
             <tr>
               <th>Device</th>
-              <th>Runs in</th>
+              <th title="The device's host worker: mode and instance">Host</th>
               <th>Link</th>
               <th>Relay</th>
               <th className="num">Pending</th>

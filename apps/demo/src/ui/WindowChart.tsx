@@ -39,7 +39,7 @@ export function WindowChart({ metric }: { readonly metric: Metric }): ReactNode 
     const end = firstStart + slots * windowMs
     return results
       .filter((r) => r.start >= firstStart && r.start < end)
-      .map((result) => ({ result, onTimeMean: result.revision > 0 ? onTimeMeanOf(dashboard, result) : null }))
+      .map((result) => ({ result, onTimeMean: result.revision > 0 && dashboard !== null ? onTimeMeanOf(dashboard, result) : null }))
   }, [results, firstStart, slots, windowMs, dashboard])
   let afterFinal = 0
   for (let i = 1; i < late.length; i += 2) afterFinal += late[i] as number

@@ -1,0 +1,105 @@
+import type { HostContext, HostEngineOptions } from '@tidemark/worker/host'
+import { DashboardLinks, type FollowedRooms } from './dashboardLinks.ts'
+import { dashboardEngineOptions, epochOf, type FleetSettings, parseSettings } from './fleetSettings.ts'
+import { type FleetWiring, parseWiring } from './fleetWiring.ts'
+import type { HostPlatform } from './hostPlatform.ts'
+
+/** What a dashboard page passes the dashboard's host: the first page's is used. */
+export interface DashboardHostConfig {
+  readonly settings: FleetSettings
+  readonly wiring: FleetWiring
+  /** The fleet's devices (without a relay, the host follows each one's tab channel). */
+  readonly devices: readonly string[]
+}
+
+/** What the `links` command answers: how the dashboard engine follows the fleet. */
+export interface LinksReport {
+  /** When each device's state last arrived (its followed document's last sync), by device id. */
+  readonly lastHeard: Readonly<Record<string, number | null>>
+  /** The rooms followed on the relay and the refused ones; null without a relay. */
+  readonly followed: FollowedRooms | null
+  /** What the followed documents' bindings or the relay client could not use since the last report. */
+  readonly errors: readonly string[]
+}
+
+/**
+ * The commands of the dashboard's host: `links` (a `LinksReport`), `retire` (the worker ends;
+ * the engine starts empty in every host and refills from the relay, so there is nothing to
+ * close cleanly).
+ */
+export type DashboardHostCommand = 'links' | 'retire'
+
+/** How often the host ticks its engine, ms: the idle timeout lets a silent device's clock go on processing time. */
+const TICK_MS = 100
+/** Errors kept between two `links` reports. */
+const ERRORS_KEPT = 20
+
+/**
+ * The `hostEngine` options of the dashboard's host (`src/fleet/dashboardHost.worker.ts` passes
+ * them in a worker; tests run them in Node): an engine that owns no source and ingests nothing,
+ * with no log of its own, following every device's room read-only (`DashboardLinks`). The
+ * dashboard pages read it through their `RemoteEngine`; the charts draw from its mirror.
+ *
+ * @example
+ * hostEngine(dashboardHostOptions(self.name, workerHostPlatform()))
+ */
+export function dashboardHostOptions(name: string, platform: HostPlatform): HostEngineOptions {
+  let links: DashboardLinks | null = null
+  let stopTicks: (() => void) | null = null
+  const errors: string[] = []
+  const stop = (): void => {
+    stopTicks?.()
+    stopTicks = null
+    links?.destroy()
+    links = null
+  }
+  const commands: Record<DashboardHostCommand, (payload: unknown, context: HostContext) => unknown> = {
+    links: (): LinksReport => {
+      const lastHeard: Record<string, number | null> = {}
+      for (const [device, at] of links?.lastHeard() ?? []) lastHeard[device] = at
+      return { lastHeard, followed: links?.followed() ?? null, errors: errors.splice(0) }
+    },
+    retire: (): null => {
+      stop()
+      platform.terminate()
+      return null
+    },
+  }
+  return {
+    name,
+    engine: (config) => dashboardEngineOptions(parseDashboardHostConfig(config).settings, platform.now),
+    log: false,
+    setup({ engine, config }) {
+      const { settings, wiring, devices } = parseDashboardHostConfig(config)
+      links = new DashboardLinks(engine, {
+        wiring,
+        transports: platform.transports,
+        epoch: epochOf(settings),
+        devices,
+        now: platform.now,
+        onError: (error) => {
+          errors.push(error.message)
+          if (errors.length > ERRORS_KEPT) errors.shift()
+        },
+      })
+      stopTicks = platform.every(TICK_MS, () => engine.tick())
+      return stop
+    },
+    commands,
+  }
+}
+
+/**
+ * The config a dashboard page passed, checked: a TypeError says what is wrong.
+ *
+ * @example
+ * const { settings, devices } = parseDashboardHostConfig(config)
+ */
+export function parseDashboardHostConfig(config: unknown): DashboardHostConfig {
+  if (typeof config !== 'object' || config === null) throw new TypeError(`the dashboard host needs a config { settings, wiring, devices }, got ${String(config)}`)
+  const { settings, wiring, devices } = config as Record<string, unknown>
+  const parsed = parseSettings(settings)
+  if (parsed === null) throw new TypeError('the dashboard host got settings out of range (see parseSettings)')
+  if (!Array.isArray(devices) || !devices.every((device) => typeof device === 'string')) throw new TypeError('the dashboard host needs its devices as an array of ids')
+  return { settings: parsed, wiring: parseWiring(wiring), devices }
+}

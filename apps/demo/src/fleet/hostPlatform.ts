@@ -1,0 +1,46 @@
+import type { LinkTransports } from './fleetWiring.ts'
+
+/**
+ * What a fleet host (a device's or the dashboard's, `hostEngine` in a worker) uses of the place
+ * it runs in: the clock, a repeating timer, a way to end itself, and its links' transports. The
+ * worker files pass the platform's (`workerHostPlatform`); tests run the same hosts in Node with
+ * a fake clock and timers they advance.
+ *
+ * @example
+ * const platform: HostPlatform = { now: Date.now, every: (ms, run) => { const t = setInterval(run, ms); return () => clearInterval(t) }, terminate: () => close(), transports: {} }
+ */
+export interface HostPlatform {
+  /** Processing time of the host's engine and of its producer. */
+  now(): number
+  /** Runs `run` every `ms` until the returned function is called. */
+  every(ms: number, run: () => void): () => void
+  /**
+   * Ends this host as a crash ends it, once the command under way has answered: nothing is
+   * closed, the log's claim and the sockets go with the worker. The pages still connected
+   * notice and start the host again, which reopens the log.
+   */
+  terminate(): void
+  readonly transports: LinkTransports
+}
+
+/**
+ * The platform of a host running in a worker: `Date.now`, `setInterval`, and `close()` of the
+ * worker's global scope, one task after the command's answer is posted.
+ *
+ * @example
+ * hostEngine(deviceHostOptions(self.name, workerHostPlatform()))
+ */
+export function workerHostPlatform(): HostPlatform {
+  return {
+    now: () => Date.now(),
+    every(ms, run) {
+      const timer = setInterval(run, ms)
+      return () => clearInterval(timer)
+    },
+    terminate() {
+      const scope = globalThis as unknown as { close(): void }
+      setTimeout(() => scope.close(), 0)
+    },
+    transports: {},
+  }
+}
