@@ -33,7 +33,7 @@ import { isNodePackage, NODE_PACKAGES } from './nodePackages.ts'
 import { packTarballs, type Tarball } from './packTarballs.ts'
 import { type PackageManifest, packagesFolder, publicPackages, repoRoot } from './publicPackages.ts'
 import { runOrFail, runProcess } from './runProcess.ts'
-import { measurePackage, readBudgets, SIZE_DEFINITION, sizeTable, withinBudget } from './sizeBudget.ts'
+import { IMPORT_BUDGET_FILE, importTable, measureImport, measurePackage, readBudgets, readImportBudgets, SIZE_DEFINITION, sizeTable, withinBudget } from './sizeBudget.ts'
 import { tarballProblems } from './tarballContents.ts'
 import { attwTarball, publintTarball } from './tarballLinters.ts'
 import { toolBin } from './toolBin.ts'
@@ -172,8 +172,23 @@ async function main(): Promise<void> {
     const browser = packages.filter((pkg) => !isNodePackage(pkg))
     const sizes = await boundedParallel(browser, 2, (pkg) => measurePackage(pkg, budgets[pkg.name]))
     const skipped = packages.filter(isNodePackage).map((pkg) => pkg.name)
-    report([...SIZE_DEFINITION, ...(skipped.length === 0 ? [] : [`Node-only, not measured: ${skipped.join(', ')}`]), '', ...sizeTable(sizes)])
-    return sizes.every(withinBudget)
+    const imports = await Promise.all(
+      readImportBudgets(repoRoot).map((budget) => {
+        const pkg = browser.find((candidate) => candidate.name === budget.package)
+        if (pkg === undefined) throw new Error(`${IMPORT_BUDGET_FILE}: ${budget.package} is not a browser package of this workspace`)
+        return measureImport(pkg, budget)
+      }),
+    )
+    report([
+      ...SIZE_DEFINITION,
+      ...(skipped.length === 0 ? [] : [`Node-only, not measured: ${skipped.join(', ')}`]),
+      '',
+      ...sizeTable(sizes),
+      '',
+      `Tree-shaken imports (budgets in ${IMPORT_BUDGET_FILE}):`,
+      ...importTable(imports),
+    ])
+    return sizes.every(withinBudget) && imports.every((size) => size.gzip <= size.budget)
   })
 
   await step('bin (Node-only packages: tarball installed in a new project, command run, health path fetched)', async () => {

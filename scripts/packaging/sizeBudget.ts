@@ -125,15 +125,110 @@ export function withinBudget(size: PackageSize): boolean {
   return size.budget !== undefined && size.adds <= size.budget
 }
 
-async function bundledSize(entry: string, cwd: string, external: readonly string[]): Promise<{ minified: number; gzip: number }> {
+/** Where the import budgets live: what an app that imports only some names of a package pays. */
+export const IMPORT_BUDGET_FILE = 'scripts/packaging/import-budgets.json'
+
+/** A budget on a tree-shaken import of some names of a package's main entry. */
+export interface ImportBudget {
+  readonly package: string
+  /** The names imported, as an app would: `import { ...names } from package`. */
+  readonly names: readonly string[]
+  /** gzip bytes. */
+  readonly budget: number
+  /** What the import stands for, printed with the figure. */
+  readonly meaning: string
+}
+
+/** The figure of one import budget. */
+export interface ImportSize extends ImportBudget {
+  readonly gzip: number
+}
+
+/**
+ * Reads the import budgets.
+ *
+ * @example
+ * const budgets = readImportBudgets('/repo') // [{ package: '@tidemark/engine', names: ['createEngine', ...], budget: 25000, meaning: '...' }]
+ */
+export function readImportBudgets(root: string): readonly ImportBudget[] {
+  const parsed = JSON.parse(readFileSync(join(root, IMPORT_BUDGET_FILE), 'utf8')) as unknown
+  if (!Array.isArray(parsed)) throw new Error(`${IMPORT_BUDGET_FILE}: expected an array of { package, names, budget, meaning }`)
+  return parsed.map((item: unknown, index): ImportBudget => {
+    const entry = item as Partial<Record<keyof ImportBudget, unknown>>
+    const names = entry.names
+    const valid =
+      typeof entry.package === 'string' &&
+      Array.isArray(names) &&
+      names.length > 0 &&
+      names.every((name) => typeof name === 'string') &&
+      typeof entry.budget === 'number' &&
+      Number.isInteger(entry.budget) &&
+      entry.budget > 0 &&
+      typeof entry.meaning === 'string'
+    if (!valid) throw new Error(`${IMPORT_BUDGET_FILE}[${index}]: expected { package: string, names: string[] (not empty), budget: positive whole bytes, meaning: string }`)
+    return entry as ImportBudget
+  })
+}
+
+/**
+ * Measures a tree-shaken import of some names of a built package's main entry, with the same
+ * bundling as {@link measurePackage} (peers and siblings external).
+ *
+ * @example
+ * const size = await measureImport(enginePkg, readImportBudgets('/repo')[0])
+ */
+export async function measureImport(pkg: PublicPackage, budget: ImportBudget): Promise<ImportSize> {
+  const main = pkg.entries.find((entry) => entry.subpath === '.')
+  if (main?.js === undefined) throw new Error(`${pkg.name}: no main entry (exports["."].default) to measure`)
+  const entryFile = join(pkg.dir, main.js)
+  const peers = withTheirDependencies(Object.keys(pkg.manifest.peerDependencies ?? {}), pkg.dir)
+  const siblings = Object.keys({ ...pkg.manifest.dependencies }).filter((name) => name.startsWith('@tidemark/'))
+  const importer = `export { ${budget.names.join(', ')} } from ${JSON.stringify(entryFile)}`
+  const size = await bundledSize(VIRTUAL_IMPORTER, pkg.dir, [...peers, ...siblings], importer)
+  return { ...budget, gzip: size.gzip }
+}
+
+/**
+ * The import-budget table.
+ *
+ * @example
+ * console.log(importTable(sizes).join('\n'))
+ */
+export function importTable(sizes: readonly ImportSize[]): string[] {
+  const kB = (bytes: number): string => `${(bytes / 1000).toFixed(2)} kB`
+  return sizes.map((s) => {
+    const verdict = s.gzip <= s.budget ? 'ok' : `OVER by ${kB(s.gzip - s.budget)}`
+    return `${s.package} { ${s.names.join(', ')} } (${s.meaning}): ${kB(s.gzip)}, budget ${kB(s.budget)}, ${verdict}`
+  })
+}
+
+const VIRTUAL_IMPORTER = '\0tidemark-size-importer'
+
+async function bundledSize(
+  entry: string,
+  cwd: string,
+  external: readonly string[],
+  virtualSource?: string,
+): Promise<{ minified: number; gzip: number }> {
   // Node builtins stay external too: a package with a Node side (a test driver) is measured on its browser-bundlable part.
   const isExternal = (id: string): boolean => isNodeBuiltin(id) || external.some((name) => id === name || id.startsWith(`${name}/`))
+  const importer =
+    virtualSource === undefined
+      ? []
+      : [
+          {
+            name: 'tidemark-size-importer',
+            resolveId: (id: string) => (id === VIRTUAL_IMPORTER ? id : null),
+            load: (id: string) => (id === VIRTUAL_IMPORTER ? virtualSource : null),
+          },
+        ]
   const bundle = await rolldown({
     input: entry,
     cwd,
     platform: 'browser',
     external: isExternal,
     logLevel: 'silent',
+    plugins: importer,
     transform: { define: { 'process.env.NODE_ENV': '"production"' } },
   })
   const { output } = await bundle.generate({ format: 'esm', minify: true })
