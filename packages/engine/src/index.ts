@@ -55,7 +55,6 @@ export type {
   EngineStats,
   IngestReceipt,
   LateEvent,
-  SyncStatus,
 } from './core/engineApi.ts'
 export type { StreamEvent } from './core/event.ts'
 export type { FutureSource } from './core/futureSources.ts'
@@ -72,6 +71,7 @@ export type {
   ReplicaPort,
   ReplicaState,
 } from './replica/replicaPort.ts'
+export type { SyncStatus } from './replica/syncStatus.ts'
 export type { WatermarkStrategy } from './time/watermarkStrategy.ts'
 export type { ObservedEngine } from './view/engineFeed.ts'
 export type { EngineFrame } from './view/engineFrame.ts'

@@ -1,6 +1,6 @@
 import type { Cell } from '../lattice/cell.ts'
 import type { CellGroup } from '../lattice/cellGroup.ts'
-import type { SyncStatus } from '../core/engineApi.ts'
+import type { SyncStatus } from './syncStatus.ts'
 
 /**
  * The seam between an engine and whatever replicates its lattice state (Yjs today).
