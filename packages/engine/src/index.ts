@@ -59,12 +59,12 @@ export type {
 export type { StreamEvent } from './core/event.ts'
 export type { FutureSource } from './core/futureSources.ts'
 export type { Cell, CellMap } from './lattice/cell.ts'
+export type { CellAddress } from './lattice/cellAddress.ts'
+export type { CellEntry } from './lattice/cellEntry.ts'
 export type { CellGroup } from './lattice/cellGroup.ts'
 export type { EngineCheckpoint } from './recovery/engineCheckpoint.ts'
 export type { WalOp, WriteAheadLog } from './recovery/writeAheadLog.ts'
 export type {
-  CellAddress,
-  CellEntry,
   ClockEntry,
   LocalWrite,
   MergeReport,
