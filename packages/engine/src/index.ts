@@ -16,7 +16,8 @@ export { latest } from './aggregates/latest.ts'
 export { quantiles } from './aggregates/quantiles.ts'
 export { ANOMALY_REASONS } from './core/anomaly.ts'
 export { createEngine, TidemarkEngine } from './core/engine.ts'
-export { invalidReason, MAX_ABS_TS, MAX_NAME_LENGTH } from './core/event.ts'
+export { MAX_ABS_TS, MAX_NAME_LENGTH } from './core/event.ts'
+export { invalidReason } from './core/eventValidation.ts'
 export { isOverflowError, OverflowError } from './core/overflowError.ts'
 export { addToCell, cellKey, compareCells, emptyCell, mergeCell, mergeCellMaps, parseCellKey } from './lattice/cell.ts'
 export { groupCell, groupCellEntries, packCellGroup } from './lattice/cellGroup.ts'
@@ -54,23 +55,23 @@ export type {
   EngineStats,
   IngestReceipt,
   LateEvent,
-  SyncStatus,
 } from './core/engineApi.ts'
 export type { StreamEvent } from './core/event.ts'
 export type { FutureSource } from './core/futureSources.ts'
 export type { Cell, CellMap } from './lattice/cell.ts'
+export type { CellAddress } from './lattice/cellAddress.ts'
+export type { CellEntry } from './lattice/cellEntry.ts'
 export type { CellGroup } from './lattice/cellGroup.ts'
 export type { EngineCheckpoint } from './recovery/engineCheckpoint.ts'
 export type { WalOp, WriteAheadLog } from './recovery/writeAheadLog.ts'
 export type {
-  CellAddress,
-  CellEntry,
   ClockEntry,
   LocalWrite,
   MergeReport,
   ReplicaPort,
   ReplicaState,
 } from './replica/replicaPort.ts'
+export type { SyncStatus } from './replica/syncStatus.ts'
 export type { WatermarkStrategy } from './time/watermarkStrategy.ts'
 export type { ObservedEngine } from './view/engineFeed.ts'
 export type { EngineFrame } from './view/engineFrame.ts'

@@ -1,5 +1,5 @@
 import type { Anomaly, AnomalyReason } from './anomaly.ts'
-import { invalidAnomaly, invalidReason } from './event.ts'
+import { invalidAnomaly, invalidReason } from './eventValidation.ts'
 
 /** `invalidReason`, where an input whose getters throw (or a revoked Proxy) is an `invalid_event`. */
 export function safeInvalidReason(event: unknown): AnomalyReason | null {

@@ -11,7 +11,7 @@
 import { type Cell, cellKey } from './cell.ts'
 import { MAX_ABS_TS, MAX_NAME_LENGTH } from '../core/event.ts'
 import { MAX_AGGREGATES } from '../aggregates/aggregateSet.ts'
-import type { CellEntry } from '../replica/replicaPort.ts'
+import type { CellEntry } from './cellEntry.ts'
 
 /** Columns of a group, in this order: count, sum, min, max, maxTs, version. */
 export const GROUP_COLUMNS = 6

@@ -1,4 +1,5 @@
-import { invalidReason, type StreamEvent } from '../core/event.ts'
+import type { StreamEvent } from '../core/event.ts'
+import { invalidReason } from '../core/eventValidation.ts'
 import type { Basis } from '../windows/windowResult.ts'
 
 /**

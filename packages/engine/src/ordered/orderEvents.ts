@@ -1,6 +1,7 @@
 import type { Anomaly } from '../core/anomaly.ts'
 import { assertKnownOptions } from '../core/knownOptions.ts'
-import { invalidAnomaly, invalidReason, MAX_NAME_LENGTH, type StreamEvent } from '../core/event.ts'
+import { MAX_NAME_LENGTH, type StreamEvent } from '../core/event.ts'
+import { invalidAnomaly, invalidReason } from '../core/eventValidation.ts'
 import { compareEventOrder, type OrderedEvent, type PendingEvent, toPendingEvent } from './eventOrder.ts'
 import { OrderProof } from '../time/orderProof.ts'
 import { SourceClock } from '../time/sourceClock.ts'

@@ -7,7 +7,8 @@ import type { ResolvedOptions } from '../core/engineOptions.ts'
 import type { Frontiers } from '../time/frontiers.ts'
 import type { RemoteAnomalies } from './remoteAnomalies.ts'
 import { cellEntryProblem, clockEntryProblem } from './remoteValidation.ts'
-import type { CellEntry, ClockEntry, MergeReport } from './replicaPort.ts'
+import type { CellEntry } from '../lattice/cellEntry.ts'
+import type { ClockEntry, MergeReport } from './replicaPort.ts'
 import type { MergeCounts, RemoteFrontiers, WindowTracker, WindowIndex } from '../windows/windowIndex.ts'
 
 /** What merging peers' state reads and writes of an engine. */

@@ -1,6 +1,7 @@
 import { cellValuesProblem, isName, isTime } from '../lattice/cellGroup.ts'
 import { MAX_ABS_TS } from '../core/event.ts'
-import type { CellEntry, ClockEntry } from './replicaPort.ts'
+import type { CellEntry } from '../lattice/cellEntry.ts'
+import type { ClockEntry } from './replicaPort.ts'
 
 /**
  * Why a peer's loose cell entry cannot be merged, or null. Every transport's cells pass here

@@ -1,27 +1,12 @@
-import type { Cell } from '../lattice/cell.ts'
+import type { CellAddress } from '../lattice/cellAddress.ts'
+import type { CellEntry } from '../lattice/cellEntry.ts'
 import type { CellGroup } from '../lattice/cellGroup.ts'
-import type { SyncStatus } from '../core/engineApi.ts'
+import type { SyncStatus } from './syncStatus.ts'
 
 /**
  * The seam between an engine and whatever replicates its lattice state (Yjs today).
  * Everything here is plain data; the engine never sees the transport.
  */
-
-/** Where a cell lives: window spec id, series key, window start (session: fragment start), source. */
-export interface CellAddress {
-  readonly window: string
-  readonly key: string
-  readonly start: number
-  readonly source: string
-}
-
-/** One cell and its address. A cell with `count === 0` is a tombstone. */
-export interface CellEntry {
-  readonly address: CellAddress
-  readonly cell: Readonly<Cell>
-  /** With aggregates: each aggregate's state of the cell, encoded (in the order of the aggregates' names). */
-  readonly aggregates?: readonly Uint8Array[]
-}
 
 /** A source's clock as replicated: single-writer, newer `version` wins. */
 export interface ClockEntry {

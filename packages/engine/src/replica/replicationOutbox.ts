@@ -1,6 +1,8 @@
 import type { AggregateSet, States } from '../aggregates/aggregateSet.ts'
 import { type Cell, cellKey, copyCell } from '../lattice/cell.ts'
-import type { CellAddress, CellEntry, LocalWrite } from './replicaPort.ts'
+import type { CellAddress } from '../lattice/cellAddress.ts'
+import type { CellEntry } from '../lattice/cellEntry.ts'
+import type { LocalWrite } from './replicaPort.ts'
 import type { SourceClock } from '../time/sourceClock.ts'
 
 /**

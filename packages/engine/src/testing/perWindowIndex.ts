@@ -3,7 +3,7 @@ import type { StreamEvent } from '../core/event.ts'
 import { addToCell, type Cell, emptyCell } from '../lattice/cell.ts'
 import type { Aggregate } from '../lattice/cellSet.ts'
 import { CellSet } from '../lattice/cellSet.ts'
-import type { CellEntry } from '../replica/replicaPort.ts'
+import type { CellEntry } from '../lattice/cellEntry.ts'
 import {
   ADMITTED_LATE,
   type BatchFrontiers,

@@ -1,4 +1,7 @@
-import type { AggregateDefinitions, Engine, NoAggregates, StreamEvent, WindowChange } from '../index.ts'
+import type { AggregateDefinitions } from '../aggregates/aggregate.ts'
+import type { Engine } from '../core/engineApi.ts'
+import type { StreamEvent } from '../core/event.ts'
+import type { NoAggregates, WindowChange } from '../windows/windowResult.ts'
 
 /**
  * A processing-time clock the test moves by hand: set `now`, pass `read` as the engine's `now`.

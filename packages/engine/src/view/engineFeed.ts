@@ -1,4 +1,5 @@
-import type { Engine, WindowChange, WindowResult } from '@tidemark/engine'
+import type { Engine } from '../core/engineApi.ts'
+import type { WindowChange, WindowResult } from '../windows/windowResult.ts'
 import { compactChanges, EngineFrame, UNTOUCHED } from './engineFrame.ts'
 import type { FrameScheduler } from './frameScheduler.ts'
 import { lookup, positionOf, positionsOf, sameWindow, type WindowAddress, type WindowAddressMap } from './windowAddresses.ts'

@@ -1,4 +1,4 @@
-import type { ResultQuery, WindowChange, WindowResult } from '@tidemark/engine'
+import type { ResultQuery, WindowChange, WindowResult } from '../windows/windowResult.ts'
 import { lookup, place, sameWindow, type WindowAddress, type WindowAddressMap } from './windowAddresses.ts'
 
 /** What a `KnownLatest` answers for a window it knows no change in this frame touched. */

@@ -1,4 +1,6 @@
-import type { EngineStats, LateEvent, ResultQuery, SyncStatus, WindowResult } from '@tidemark/engine'
+import type { EngineStats, LateEvent } from '../core/engineApi.ts'
+import type { SyncStatus } from '../replica/syncStatus.ts'
+import type { ResultQuery, WindowResult } from '../windows/windowResult.ts'
 import type { ObservedEngine } from './engineFeed.ts'
 import type { EngineFrame } from './engineFrame.ts'
 import { sameWindowResult, shallowEqual, shallowEqual2, shareArray } from './structuralSharing.ts'

@@ -1,4 +1,4 @@
-import type { WindowResult } from '@tidemark/engine'
+import type { WindowResult } from '../windows/windowResult.ts'
 
 /**
  * Keeps what did not change by identity, so React sees a new value only when

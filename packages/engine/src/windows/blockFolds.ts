@@ -1,12 +1,28 @@
-import type { States } from '../aggregates/aggregateSet.ts'
-import type { SliceSeries } from './sliceSeries.ts'
+import type { AggregateSet, States } from '../aggregates/aggregateSet.ts'
+
+/** A slice as block folds read it (`Slice`): its main part's fold (count, sum, min, max) and states. */
+export interface FoldedSlice {
+  folded(): Float64Array
+  readonly foldedStates: States | null
+}
+
+/**
+ * A key's slices as block folds read them (`SliceSeries`): a fold is kept while the series'
+ * `version` stands, and merges the states of its spec's aggregates. Described here, not
+ * imported: the series reads its folds through its geometry, which owns them.
+ */
+export interface FoldedSeries {
+  readonly version: number
+  readonly slices: ReadonlyMap<number, FoldedSlice>
+  readonly geometry: { readonly aggregates: AggregateSet | null }
+}
 
 /**
  * One block's folds: count, sum, min and max per slice position, of the prefix ending there and
  * the suffix starting there; with aggregates, their states too (null: no cell yet).
  */
 export interface BlockFold {
-  series: SliceSeries | null
+  series: FoldedSeries | null
   block: number
   version: number
   readonly prefix: Float64Array
@@ -37,7 +53,7 @@ export class BlockFolds {
   }
 
   /** The folds of `series`'s block starting at ordinal `block`, computed if not kept. */
-  of(series: SliceSeries, block: number): BlockFold {
+  of(series: FoldedSeries, block: number): BlockFold {
     const slots = this.#slots
     for (let i = 0; i < slots.length; i++) {
       const slot = slots[i] as BlockFold

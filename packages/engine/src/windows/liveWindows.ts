@@ -1,4 +1,4 @@
-import type { CellEntry } from '../replica/replicaPort.ts'
+import type { CellEntry } from '../lattice/cellEntry.ts'
 import type { WindowIndex } from './windowIndex.ts'
 import { compareResults, type ResultQuery, type WindowResult } from './windowResult.ts'
 

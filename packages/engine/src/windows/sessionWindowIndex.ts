@@ -3,7 +3,7 @@ import { type AggregateSet, groupStates, type States } from '../aggregates/aggre
 import type { StreamEvent } from '../core/event.ts'
 import { absorbCell, addToCell, type Cell, compareCells, emptyCell, tombstone } from '../lattice/cell.ts'
 import { type CellGroup, groupCell } from '../lattice/cellGroup.ts'
-import type { CellEntry } from '../replica/replicaPort.ts'
+import type { CellEntry } from '../lattice/cellEntry.ts'
 import {
   ADMITTED_LATE,
   type BatchFrontiers,

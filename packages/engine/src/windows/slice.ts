@@ -1,6 +1,6 @@
 import type { States } from '../aggregates/aggregateSet.ts'
 import { type Aggregate, CellSet } from '../lattice/cellSet.ts'
-import type { SliceSeries } from './sliceSeries.ts'
+import type { SliceGeometry } from './sliceGeometry.ts'
 import type { WindowState, WindowValues } from './windowState.ts'
 
 /**
@@ -11,12 +11,15 @@ import type { WindowState, WindowValues } from './windowState.ts'
  * of those windows were already final, a part counted only by the windows ending at or after the
  * first that still admitted them (`partial`, by that window's ordinal). Which windows count an
  * event is then part of the lattice state, so every replica computes every window the same way.
+ *
+ * `Series` is the series holding the slice (`SliceSeries`), whose key and geometry it reads: a
+ * type parameter, as the series holds its slices in turn and the two files must not import each other.
  */
-export class Slice extends CellSet implements WindowValues {
+export class Slice<Series extends { readonly key: string; readonly geometry: SliceGeometry }> extends CellSet implements WindowValues {
   readonly ordinal: number
   readonly start: number
   readonly key: string
-  readonly series: SliceSeries
+  readonly series: Series
   /** Partial parts by the ordinal of the first window counting them (sorted when read). */
   partial: Map<number, CellSet> | null = null
   /** False once dropped (its last window left live state). */
@@ -39,7 +42,7 @@ export class Slice extends CellSet implements WindowValues {
   bitsFrom = NO_ORDINAL
   bits = 0
 
-  constructor(ordinal: number, start: number, series: SliceSeries) {
+  constructor(ordinal: number, start: number, series: Series) {
     super()
     this.ordinal = ordinal
     this.start = start

@@ -27,7 +27,7 @@ export class SliceSeries implements WindowValues {
   readonly key: string
   readonly geometry: SliceGeometry
   /** Slices by ordinal. */
-  readonly slices = new Map<number, Slice>()
+  readonly slices = new Map<number, Slice<SliceSeries>>()
   /** Windows by the ordinal of their last slice. */
   readonly windows = new Map<number, WindowState>()
   /** Ordinals of slices holding partial parts, ascending. */
@@ -68,7 +68,7 @@ export class SliceSeries implements WindowValues {
   }
 
   /** Forgets a dropped slice. */
-  dropSlice(slice: Slice): void {
+  dropSlice(slice: Slice<SliceSeries>): void {
     this.slices.delete(slice.ordinal)
     slice.live = false
     if (slice.partial !== null) {
@@ -143,7 +143,7 @@ export class SliceSeries implements WindowValues {
     for (const ordinal of this.partialSlices) {
       if (ordinal < first) continue
       if (ordinal > last) break
-      for (const [from, part] of (this.slices.get(ordinal) as Slice).partials()) {
+      for (const [from, part] of (this.slices.get(ordinal) as Slice<SliceSeries>).partials()) {
         if (from <= last) part.fold(into, this.geometry.aggregates)
       }
     }

@@ -4,7 +4,7 @@ import { type Cell, emptyCell } from '../lattice/cell.ts'
 import type { CellGroup } from '../lattice/cellGroup.ts'
 import type { CellSet } from '../lattice/cellSet.ts'
 import type { SessionIndexSnapshot, SliceIndexSnapshot } from '../recovery/engineCheckpoint.ts'
-import type { CellEntry } from '../replica/replicaPort.ts'
+import type { CellEntry } from '../lattice/cellEntry.ts'
 import { NO_ORDINAL, parsePartName, partName, Slice } from './slice.ts'
 import { SliceGeometry } from './sliceGeometry.ts'
 import { SliceSeries } from './sliceSeries.ts'
@@ -54,7 +54,7 @@ export class SlicedWindowIndex implements WindowIndex {
    * `RECENT` keys: a device reporting several metrics alternates between them), and its cell in
    * each slice's main part. `#recentNext` says which entry of a slot to replace next.
    */
-  readonly #recentSlices: (Slice | undefined)[] = []
+  readonly #recentSlices: (Slice<SliceSeries> | undefined)[] = []
   readonly #recentCells: (Cell | undefined)[] = []
   /** With aggregates: the states of `#recentCells`. */
   readonly #recentStates: (States | undefined)[] = []
@@ -113,7 +113,7 @@ export class SlicedWindowIndex implements WindowIndex {
   ): number {
     const batch = frontiers.batch
     const base = RECENT * source.slot
-    let slice: Slice | undefined
+    let slice: Slice<SliceSeries> | undefined
     let cell: Cell | undefined
     let states: States | undefined
     // A slice the source wrote lately, in the key's series: no alignment, no lookup.
@@ -227,7 +227,7 @@ export class SlicedWindowIndex implements WindowIndex {
     return series
   }
 
-  #sliceOf(series: SliceSeries, ordinal: number, start: number): Slice {
+  #sliceOf(series: SliceSeries, ordinal: number, start: number): Slice<SliceSeries> {
     let slice = series.slices.get(ordinal)
     if (slice === undefined) {
       slice = new Slice(ordinal, start, series)
@@ -237,7 +237,7 @@ export class SlicedWindowIndex implements WindowIndex {
   }
 
   /** The slice of `key` starting at `start`, made when missing. */
-  #sliceAt(key: string, start: number): Slice {
+  #sliceAt(key: string, start: number): Slice<SliceSeries> {
     return this.#sliceOf(this.#seriesOf(key), this.#geometry.ordinal(start), start)
   }
 
@@ -285,7 +285,7 @@ export class SlicedWindowIndex implements WindowIndex {
       const batch = frontiers.batch
       // The groups of one part and start (one per source) mostly list the same keys: their slices are looked up once.
       let keys: readonly string[] | null = null
-      const slices: Slice[] = []
+      const slices: Slice<SliceSeries>[] = []
       const aggregates = this.aggregates
       for (const group of list) {
         const source = group.source
@@ -296,7 +296,7 @@ export class SlicedWindowIndex implements WindowIndex {
           for (const key of keys) slices.push(this.#sliceAt(key, start))
         }
         for (let i = 0; i < slices.length; i++) {
-          const slice = slices[i] as Slice
+          const slice = slices[i] as Slice<SliceSeries>
           const series = slice.series
           const part = slice.part(from)
           const before = part.size
@@ -404,7 +404,7 @@ export class SlicedWindowIndex implements WindowIndex {
     }
   }
 
-  #dropSlice(series: SliceSeries, slice: Slice, expired: ExpiredCell): void {
+  #dropSlice(series: SliceSeries, slice: Slice<SliceSeries>, expired: ExpiredCell): void {
     const g = this.#geometry
     const parts: [number, CellSet][] = [[slice.ordinal, slice], ...slice.partials()]
     for (const [from, part] of parts) {

@@ -3,7 +3,7 @@ import type { StreamEvent } from '../core/event.ts'
 import type { Cell } from '../lattice/cell.ts'
 import type { SessionIndexSnapshot, SliceIndexSnapshot } from '../recovery/engineCheckpoint.ts'
 import type { CellGroup } from '../lattice/cellGroup.ts'
-import type { CellEntry } from '../replica/replicaPort.ts'
+import type { CellEntry } from '../lattice/cellEntry.ts'
 import type { WindowState } from './windowState.ts'
 
 /** Frontiers as they stood before the batch (they move only between batches: docs/semantics.md). */

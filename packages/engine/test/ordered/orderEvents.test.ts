@@ -1,6 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { invalidReason, type StreamEvent } from '../../src/core/event.ts'
+import type { StreamEvent } from '../../src/core/event.ts'
+import { invalidReason } from '../../src/core/eventValidation.ts'
 import type { OrderedEvent } from '../../src/ordered/eventOrder.ts'
 import { orderEvents } from '../../src/ordered/orderEvents.ts'
 import { createOrderedStream } from '../../src/ordered/orderedStream.ts'

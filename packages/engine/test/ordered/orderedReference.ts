@@ -1,5 +1,5 @@
 import type { StreamEvent } from '../../src/core/event.ts'
-import { invalidReason } from '../../src/core/event.ts'
+import { invalidReason } from '../../src/core/eventValidation.ts'
 
 /**
  * The obviously-correct model of the ordered stream: keep every held event in a plain array,
