@@ -168,7 +168,7 @@ async function main(): Promise<void> {
     return results.every(({ result }) => result.ok)
   })
 
-  await step('size (gzip, budget in scripts/packaging/size-budget.json)', async () => {
+  await step('size (gzip, budgets in scripts/packaging/size-budget.json and import-budgets.json)', async () => {
     const browser = packages.filter((pkg) => !isNodePackage(pkg))
     const sizes = await boundedParallel(browser, 2, (pkg) => measurePackage(pkg, budgets[pkg.name]))
     const skipped = packages.filter(isNodePackage).map((pkg) => pkg.name)
