@@ -511,8 +511,12 @@ describe('a page mirroring a hosted engine', () => {
     const names = world.page(() => host, { aggregates: { latency: quantiles({ at: [0.95] }), devices: distinct({ of: (event) => event.source }) } })
     const configured = world.page(() => host, { aggregates: { latency: quantiles({ at: [0.95] }) } })
     await world.run()
-    await expect(names.engine.ready).rejects.toThrow("the host's engine has the aggregates latency, this page expects devices, latency: reload the page")
-    await expect(configured.engine.ready).rejects.toThrow('the host\'s aggregate "latency" is configured otherwise than this page\'s: reload the page')
+    await expect(names.engine.ready).rejects.toThrow(
+      "the host's engine has the aggregates latency quantiles(relativeAccuracy=0.02,maxBuckets=2048), this page expects devices distinct(precision=14), latency quantiles(relativeAccuracy=0.01,maxBuckets=2048): reload the page",
+    )
+    await expect(configured.engine.ready).rejects.toThrow(
+      "the host's engine has the aggregates latency quantiles(relativeAccuracy=0.02,maxBuckets=2048), this page expects latency quantiles(relativeAccuracy=0.01,maxBuckets=2048): reload the page",
+    )
     expect(configured.engine.connection().state).toBe('failed')
   })
 

@@ -178,13 +178,8 @@ function checkOptions(options: ConnectEngineOptions<AggregateDefinitions>): void
     if (!(Number.isFinite(heartbeatMs) && heartbeatMs > 0)) throw new RangeError(`connectEngine: election.heartbeatMs must be a finite number of ms > 0, got ${String(heartbeatMs)}`)
     if (!(Number.isFinite(staleMs) && staleMs >= 2 * heartbeatMs)) throw new RangeError(`connectEngine: election.staleMs must be at least twice heartbeatMs, got ${String(staleMs)}`)
   }
-  if (aggregates !== undefined) {
-    if (typeof aggregates !== 'object' || aggregates === null || Array.isArray(aggregates)) throw new TypeError('connectEngine: aggregates must be the host engine\'s aggregates by name')
-    for (const [key, aggregate] of Object.entries(aggregates)) {
-      if (typeof (aggregate as { configuration?: unknown } | null)?.configuration !== 'string') {
-        throw new TypeError(`connectEngine: aggregates.${key} must be made by quantiles, distinct, latest, histogram or defineAggregate`)
-      }
-    }
+  if (aggregates !== undefined && (typeof aggregates !== 'object' || aggregates === null || Object.values(aggregates).some((a) => typeof (a as { configuration?: unknown } | null)?.configuration !== 'string'))) {
+    throw new TypeError("connectEngine: aggregates must be the host engine's aggregates option (quantiles, distinct, ... by name)")
   }
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError('connectEngine: signal must be an AbortSignal')
 }

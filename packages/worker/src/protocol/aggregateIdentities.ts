@@ -24,10 +24,8 @@ export function aggregateIdentities(aggregates: AggregateDefinitions | undefined
  * aggregatesMismatch(aggregateIdentities(mine), welcome.options.aggregates) // null, or what differs
  */
 export function aggregatesMismatch(expected: readonly AggregateIdentity[], hosted: readonly AggregateIdentity[]): string | null {
-  const list = (ids: readonly AggregateIdentity[]): string => (ids.length === 0 ? 'none' : ids.map((id) => id.name).join(', '))
-  if (expected.length !== hosted.length || expected.some((id, i) => id.name !== hosted[i]?.name)) {
-    return `the host's engine has the aggregates ${list(hosted)}, this page expects ${list(expected)}: reload the page`
-  }
-  const other = expected.find((id, i) => id.configuration !== hosted[i]?.configuration)
-  return other === undefined ? null : `the host's aggregate ${JSON.stringify(other.name)} is configured otherwise than this page's: reload the page`
+  const list = (ids: readonly AggregateIdentity[]): string => ids.map((id) => `${id.name} ${id.configuration}`).join(', ') || 'none'
+  const host = list(hosted)
+  const page = list(expected)
+  return host === page ? null : `the host's engine has the aggregates ${host}, this page expects ${page}: reload the page`
 }

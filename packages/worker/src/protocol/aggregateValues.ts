@@ -64,35 +64,25 @@ export class AggregateValuesWriter {
   }
 }
 
-/** Reads the rows' aggregates in order, one row at a time. */
-export class AggregateValuesReader {
-  readonly #column: AggregateValues
-  #at = 0
-
-  constructor(column: AggregateValues) {
-    this.#column = column
-  }
-
-  /** The next row's aggregates, as a fresh object with the engine's names in its order. */
-  next(): Record<string, unknown> {
-    const { names, values, others } = this.#column
-    const out: Record<string, unknown> = {}
-    for (const name of names) {
-      const tag = values[this.#at++] as number
-      let value: unknown
-      if (tag === NULL) value = null
-      else if (tag === NUMBER) value = values[this.#at++]
-      else if (tag === OTHER) value = others[values[this.#at++] as number]
-      else {
-        value = Array.from(values.subarray(this.#at, this.#at + tag))
-        this.#at += tag
-      }
-      // An own property even for '__proto__', as the engine's results have it.
-      if (name === '__proto__') Object.defineProperty(out, name, { value, enumerable: true, writable: true, configurable: true })
-      else out[name] = value
-    }
-    return out
-  }
+/**
+ * Reads the rows' aggregates in order: each call gives the next row's, as a fresh object with the
+ * engine's names in its order ('__proto__' an own field, as the engine's results have it).
+ */
+export function aggregateValuesReader({ names, values, others }: AggregateValues): () => Record<string, unknown> {
+  let at = 0
+  return () =>
+    Object.fromEntries(
+      names.map((name) => {
+        const tag = values[at++] as number
+        if (tag === NULL) return [name, null]
+        if (tag === NUMBER || tag === OTHER) {
+          const value = values[at++] as number
+          return [name, tag === NUMBER ? value : others[value]]
+        }
+        at += tag
+        return [name, Array.from(values.subarray(at - tag, at))]
+      }),
+    )
 }
 
 /**
@@ -106,20 +96,18 @@ export function aggregateValuesProblem(column: unknown, rows: number): string | 
     return 'the aggregate column lacks names, values or others'
   }
   let at = 0
-  for (let row = 0; row < rows; row++) {
-    for (let n = 0; n < names.length; n++) {
-      if (at >= values.length) return `the aggregate column ends at row ${row}`
-      const tag = values[at++] as number
-      if (tag === NULL) continue
-      if (tag === NUMBER) at++
-      else if (tag === OTHER) {
-        const index = values[at++] as number
-        if (!Number.isInteger(index) || index < 0 || index >= others.length) return `an aggregate names a value out of range (${index})`
-      } else if (Number.isInteger(tag) && tag >= 0) at += tag
-      else return `an aggregate has a bad tag ${tag}`
-      if (at > values.length) return `the aggregate column ends at row ${row}`
+  let left = rows * names.length
+  while (left > 0 && at < values.length) {
+    left--
+    const tag = values[at++] as number
+    if (tag === NUMBER) at++
+    else if (tag === OTHER) {
+      const index = values[at++] as number
+      if (!(index >= 0 && index < others.length && Number.isInteger(index))) return `the aggregate column names no value ${index}`
+    } else if (tag !== NULL) {
+      if (!(Number.isInteger(tag) && tag >= 0)) return `the aggregate column has a bad tag ${tag}`
+      at += tag
     }
   }
-  if (at !== values.length) return `the aggregate column has ${values.length - at} values past its rows`
-  return null
+  return left === 0 && at === values.length ? null : `the aggregate column does not hold ${rows} rows`
 }

@@ -1,5 +1,5 @@
 import type { Basis, PaneInfo, PaneTiming, ResultStatus, WindowChangeType, WindowResult } from '@tidemark/engine'
-import { AggregateValuesReader, type AggregateValues, AggregateValuesWriter, aggregateValuesProblem } from './aggregateValues.ts'
+import { type AggregateValues, AggregateValuesWriter, aggregateValuesProblem, aggregateValuesReader } from './aggregateValues.ts'
 import { paneOf } from './paneInfos.ts'
 
 /**
@@ -141,7 +141,7 @@ export function forEachRow(
 ): void {
   const { ints, nums } = rows
   const strings = intern === undefined ? rows.strings : rows.strings.map(intern)
-  const aggregates = rows.aggregates === undefined ? null : new AggregateValuesReader(rows.aggregates)
+  const aggregates = rows.aggregates === undefined ? null : aggregateValuesReader(rows.aggregates)
   const n = ints.length / INTS
   for (let i = 0; i < n; i++) {
     const flags = ints[i * INTS + 2] as number
@@ -164,7 +164,7 @@ export function forEachRow(
       pane,
     }
     // An engine with aggregates makes `WindowResult<A>`; the rows carry any `A`.
-    const result = (((flags >> AGGREGATES_SHIFT) & 1) === 1 && aggregates !== null ? { ...fields, aggregates: aggregates.next() } : fields) as WindowResult
+    const result = (((flags >> AGGREGATES_SHIFT) & 1) === 1 && aggregates !== null ? { ...fields, aggregates: aggregates() } : fields) as WindowResult
     visit(KINDS[flags & 7] as RowKind, result, ((flags >> PREVIOUS_SHIFT) & 1) === 1)
   }
 }
