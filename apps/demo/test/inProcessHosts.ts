@@ -28,6 +28,8 @@ class InProcessHost {
   readonly timers = new Set<Timer>()
   readonly pages = new Set<InProcessEngine>()
   readonly claim = { held: true }
+  /** Every batch this host's engine was given (a device's uploads), as given: what tests compute expected aggregates from. */
+  readonly ingested: StreamEvent[] = []
   engine: Engine<FleetAggregates> | null = null
   context: HostContext<FleetAggregates> | null = null
   persistence: Persistence | null = null
@@ -48,7 +50,13 @@ class InProcessHost {
       this.persistence = indexedDbPersistence({ name: `tidemark-log-${this.name}`, claim: this.claim, indexedDB })
       this.engine = await openEngine({ ...resolved, persistence: this.persistence })
     }
-    this.context = { engine: this.engine, config, mode: 'shared', instance: this.instance, epoch: 1 }
+    const engine = this.engine
+    const ingest = engine.ingest.bind(engine)
+    engine.ingest = (events) => {
+      this.ingested.push(...events)
+      return ingest(events)
+    }
+    this.context = { engine, config, mode: 'shared', instance: this.instance, epoch: 1 }
     const cleanup = await setup?.(this.context)
     if (typeof cleanup === 'function') this.cleanup = cleanup
   }

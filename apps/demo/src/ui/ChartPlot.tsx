@@ -29,7 +29,7 @@ const BOTTOM = 46
 /** Time-axis label spacings, ms; the first that gives at most about 7 labels is used. */
 const LABEL_STEPS = [5_000, 10_000, 15_000, 20_000, 30_000, 60_000, 120_000, 300_000]
 
-/** The SVG of one windowed chart: value axis, time axis, lateness zones, the series line and one column per window. */
+/** The SVG of one windowed chart: value axis, time axis, lateness zones, the series line and one column per window (at its measure's value). */
 export function ChartPlot(props: ChartPlotProps): ReactNode {
   const { windows, firstStart, windowMs, slots, width, height } = props
   const plotRight = width - RIGHT
@@ -49,9 +49,9 @@ export function ChartPlot(props: ChartPlotProps): ReactNode {
 
   let line = ''
   let previousStart = Number.NaN
-  for (const { result } of windows) {
+  for (const { result, value } of windows) {
     const command = result.start === previousStart + windowMs ? 'L' : 'M'
-    line += `${command}${(xOf(result.start) + colW / 2).toFixed(1)},${yOf(result.mean).toFixed(1)}`
+    line += `${command}${(xOf(result.start) + colW / 2).toFixed(1)},${yOf(value).toFixed(1)}`
     previousStart = result.start
   }
 
@@ -116,14 +116,14 @@ export function ChartPlot(props: ChartPlotProps): ReactNode {
           )}
         </g>
       ))}
-      {windows.map(({ result, onTimeMean }) => (
+      {windows.map(({ result, value, onTimeValue }) => (
         <WindowColumn
           key={result.start}
           result={result}
           cx={xOf(result.start) + colW / 2}
           width={colW}
-          y={yOf(result.mean)}
-          onTimeY={onTimeMean === null ? null : yOf(onTimeMean)}
+          y={yOf(value)}
+          onTimeY={onTimeValue === null ? null : yOf(onTimeValue)}
           stripY={plotBottom + 6}
         />
       ))}
