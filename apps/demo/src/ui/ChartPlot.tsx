@@ -6,6 +6,8 @@ import { WindowColumn } from './WindowColumn.tsx'
 
 export interface ChartPlotProps {
   readonly windows: readonly ChartWindow[]
+  /** The finest step of the value axis (1 for a count). */
+  readonly axisStep: number
   /** Start of the leftmost slot. */
   readonly firstStart: number
   readonly windowMs: number
@@ -38,7 +40,7 @@ export function ChartPlot(props: ChartPlotProps): ReactNode {
   const xOf = (t: number): number => LEFT + ((t - firstStart) / windowMs) * colW
   const clampX = (x: number): number => Math.max(LEFT, Math.min(plotRight, x))
 
-  const axis = valueAxis(axisValues(windows))
+  const axis = valueAxis(axisValues(windows), 4, props.axisStep)
   const yOf = (v: number): number =>
     Math.max(TOP, Math.min(plotBottom, plotBottom - ((v - axis.min) / (axis.max - axis.min)) * (plotBottom - TOP)))
   const late: { start: number; count: number }[] = []

@@ -84,6 +84,7 @@ export function WindowChart({ measure }: { readonly measure: ChartMeasure }): Re
       <div ref={ref} className="chart-body">
         <ChartPlot
           windows={windows}
+          axisStep={measure.axisStep}
           firstStart={firstStart}
           windowMs={windowMs}
           slots={slots}

@@ -19,6 +19,8 @@ export interface ChartMeasure {
   readonly caption: string
   readonly unit: string
   readonly digits: number
+  /** The finest step of the value axis (1 for a count); 0: any. */
+  readonly axisStep: number
   /** The value a window shows; null when it has none (an empty pane has no quantile). */
   readonly valueOf: (result: FleetResult) => number | null
 }
@@ -34,6 +36,7 @@ export const MEAN_MEASURES: readonly ChartMeasure[] = METRICS.map((metric) => ({
   caption: `mean, ${metric.unit}`,
   unit: metric.unit,
   digits: metric.digits,
+  axisStep: 0,
   valueOf: (result) => result.mean,
 }))
 
@@ -48,6 +51,7 @@ export const LATENCY_MEASURE: ChartMeasure = {
   caption: 'p95, s · timestamp to device ingest',
   unit: 's',
   digits: 2,
+  axisStep: 0,
   valueOf: (result) => {
     const p95 = result.aggregates.latency[0]
     return p95 === undefined ? null : p95 / 1_000
@@ -62,6 +66,7 @@ export const DEVICES_MEASURE: ChartMeasure = {
   caption: 'distinct devices',
   unit: 'devices',
   digits: 0,
+  axisStep: 1,
   valueOf: (result) => result.aggregates.devices,
 }
 
