@@ -6,9 +6,10 @@
  * dashboard engine owns no source and follows every room read-only.
  *
  * 1. The page loads without console errors, every device's host worker syncs through the relay,
- *    every chart renders windows, and a device taken offline and back catches up by state-vector
- *    exchange and visibly corrects windows (an on-time ring joined to the corrected value).
- *    Screenshot.
+ *    every chart renders windows (three metric means, the p95 delivery latency, the devices
+ *    reporting, the last two from the engines' aggregates), and a device taken offline and back
+ *    catches up by state-vector exchange and visibly corrects windows (an on-time ring joined to
+ *    the corrected value), its device count included. Screenshot.
  * 2. A device opened in its own `?device=` tab shares its host worker with the dashboard (the
  *    same instance in both tabs), and its readings keep reaching the dashboard tab: taken
  *    offline and back from the dashboard, its catch-up corrects the dashboard's windows, and
@@ -22,6 +23,8 @@ import { DEMO_E2E_PORT } from '../vite.config.ts'
 
 // Fewer devices than the default twelve: the same machinery, less work for a CI machine shared by many jobs.
 const DEVICES = 6
+/** Temperature, humidity and battery means; p95 delivery latency; devices reporting. */
+const CHARTS = 5
 const demoUrl = (devices: number): string => `http://127.0.0.1:${DEMO_E2E_PORT}/?tour=off&devices=${devices}`
 
 /** `HH:MM:SS` (the page's clock format) as seconds of the day. */
@@ -71,7 +74,7 @@ async function offlineAndBack(page: Page, id: string) {
   await expect.poll(async () => secondsBetween(backAt, secondsOfDay(await newestLanded.textContent())), { timeout: 10_000 }).toBeGreaterThanOrEqual(0)
   // The correction is visible: each chart's latest correction is a window of the offline spell, drawn as an
   // on-time ring joined to its corrected value.
-  await expect(page.locator('.chart-panel .window-detail')).toHaveCount(3)
+  await expect(page.locator('.chart-panel .window-detail')).toHaveCount(CHARTS)
   for (const detail of await page.locator('.chart-panel .window-detail').all()) {
     await expect(detail.locator('.detail-label')).toHaveText('Latest correction')
     await expect
@@ -97,8 +100,8 @@ test('fleet demo: loads clean, renders windows, offline and back corrects window
   await expect(page.locator('.chip', { hasText: 'Sync' })).toContainText('relay ws://127.0.0.1:')
   await expect(page.locator('.notice')).toHaveCount(0)
   const charts = page.locator('.chart-panel')
-  await expect(charts).toHaveCount(3)
-  for (let i = 0; i < 3; i++) {
+  await expect(charts).toHaveCount(CHARTS)
+  for (let i = 0; i < CHARTS; i++) {
     await expect.poll(() => charts.nth(i).locator('.value-dot').count(), { timeout: 20_000 }).toBeGreaterThan(2)
   }
   // Every device runs in a host worker of its own, each connected to its room on the relay; the dashboard follows them all, nothing refused.
@@ -111,8 +114,33 @@ test('fleet demo: loads clean, renders windows, offline and back corrects window
   await expect(relayTile.locator('.stat-value')).toHaveText('connected')
   await expect(relayTile.locator('.stat-note')).toHaveText(`${DEVICES} rooms followed`)
 
+  // The aggregates: every device reports in the latest fired window, and its readings' p95 delivery latency is about
+  // an upload period (a device uploads every second, ±20%).
+  const latest = (measure: string) => page.locator(`.chart-panel[data-measure="${measure}"] .chart-latest-value`)
+  await expect(latest('devices')).toHaveText(`${DEVICES}devices`, { timeout: 15_000 })
+  await expect(latest('latency-p95')).toHaveText(/^\d\.\d\ds$/)
+  const p95 = Number((await latest('latency-p95').textContent())?.replace(/s$/, ''))
+  expect(p95).toBeGreaterThan(0.3)
+  expect(p95).toBeLessThan(2)
+
   await offlineAndBack(page, 'd01')
   await expect(page.locator('.revision-mark').first()).toBeAttached()
+  // Windows that fired without d01 counted one device fewer on time: in the devices chart, a corrected window's
+  // on-time ring sits below its dot (fewer devices), and its detail lists the counts it showed.
+  const devicesChart = page.locator('.chart-panel[data-measure="devices"]')
+  await expect
+    .poll(() =>
+      devicesChart.locator('.column').evaluateAll((columns) =>
+        columns.filter((column) => {
+          const ring = column.querySelector('.on-time-ring')
+          const dot = column.querySelector('.value-dot')
+          return ring !== null && dot !== null && Number(ring.getAttribute('cy')) > Number(dot.getAttribute('cy')) + 1
+        }).length,
+      ),
+    )
+    .toBeGreaterThan(0)
+  await expect(devicesChart.locator('.window-detail .detail-trail')).toContainText(new RegExp(`r\\d+ ${DEVICES} devices`))
+  await expect(page.locator('.chart-panel[data-measure="latency-p95"] .window-detail .detail-trail')).toContainText(/(on time|r\d+) \d\.\d\d s/)
 
   const screenshot = join(testInfo.project.outputDir, 'demo-smoke.png')
   await page.screenshot({ path: screenshot, fullPage: true })

@@ -1,8 +1,8 @@
 import { createFrameScheduler, EngineProvider } from '@tidemark/react'
 import { type ReactNode, useState } from 'react'
-import { METRICS } from './fleet/metrics.ts'
 import { ActivityFeed } from './ui/ActivityFeed.tsx'
 import { ChartLegend } from './ui/ChartLegend.tsx'
+import { CHART_MEASURES } from './ui/chartMeasure.ts'
 import { ControlBar } from './ui/ControlBar.tsx'
 import { DeviceTable } from './ui/DeviceTable.tsx'
 import { Header } from './ui/Header.tsx'
@@ -39,8 +39,8 @@ export function App(): ReactNode {
         <main className="layout">
           <div className="charts">
             <ChartLegend />
-            {METRICS.map((metric) => (
-              <WindowChart key={metric.key} metric={metric} />
+            {CHART_MEASURES.map((measure) => (
+              <WindowChart key={measure.id} measure={measure} />
             ))}
           </div>
           <aside className="side">

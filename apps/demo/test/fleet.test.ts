@@ -3,12 +3,15 @@
  * workers, on a fake clock), its devices' documents linked through in-memory tab channels.
  */
 import 'fake-indexeddb/auto'
-import type { Engine } from '@tidemark/engine'
+import { type Engine, invalidReason, type StreamEvent } from '@tidemark/engine'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { DeviceStatus } from '../src/fleet/deviceStatus.ts'
 import { DeviceTab } from '../src/fleet/deviceTab.ts'
 import { Fleet } from '../src/fleet/fleet.ts'
+import { deliveryLatencyOf } from '../src/fleet/fleetAggregates.ts'
 import { DEFAULT_SETTINGS, type FleetSettings, windowIdOf } from '../src/fleet/fleetSettings.ts'
+import { DEVICES_MEASURE, type FleetResult, LATENCY_MEASURE, measureText } from '../src/ui/chartMeasure.ts'
+import { onTimeValueOf } from '../src/ui/chartWindows.ts'
 import { type InProcessEngine, inProcessHosts } from './inProcessHosts.ts'
 import { memoryPages, until } from './memoryPages.ts'
 
@@ -88,6 +91,28 @@ function countsOf(engines: readonly Pick<Engine, 'results'>[], window: string): 
   return counts
 }
 
+/**
+ * What a window of `key` should show, from the readings the devices' engines were given: each
+ * reading once (by source and seq), malformed ones left out. `p95`: the value of rank
+ * ⌊0.95 × (n − 1)⌋ of their delivery latencies, the quantile the engine's sketch approximates.
+ */
+function expectedAggregates(ingested: readonly StreamEvent[], key: string, start: number, end: number): { devices: number; p95: number } {
+  const readings = new Map<string, StreamEvent>()
+  for (const event of ingested) {
+    if (event.seq === undefined || invalidReason(event) !== null || event.key !== key || event.ts < start || event.ts >= end) continue
+    readings.set(`${event.source}#${event.seq}`, event)
+  }
+  const latencies = [...readings.values()].map(deliveryLatencyOf).sort((a, b) => a - b)
+  return { devices: new Set([...readings.values()].map((event) => event.source)).size, p95: latencies[Math.floor(0.95 * (latencies.length - 1))] ?? Number.NaN }
+}
+
+/** The chart's p95 (seconds) is the readings' p95 within the sketch's 1% (and a millisecond for latencies near zero). */
+function expectP95(result: FleetResult, p95Ms: number): void {
+  const shown = LATENCY_MEASURE.valueOf(result)
+  expect(shown, `p95 of the window at ${result.start}`).not.toBeNull()
+  expect(Math.abs((shown as number) * 1_000 - p95Ms), `p95 of the window at ${result.start}: ${shown} s, readings' ${p95Ms} ms`).toBeLessThanOrEqual(Math.abs(p95Ms) * 0.01 + 1)
+}
+
 // Real engines, documents and (fake) IndexedDB over tens of simulated seconds: a safety net for a loaded machine, not a speed target.
 describe('Fleet over Yjs documents, each engine in its host', { timeout: 30_000 }, () => {
   it('fills the dashboard engine with windows merged from every device document, ingesting nothing itself', async () => {
@@ -146,6 +171,52 @@ describe('Fleet over Yjs documents, each engine in its host', { timeout: 30_000 
     ;(dashboard() as InProcessEngine).echoCorrections()
     await advance(100)
     expect(fleet.snapshot().lateCorrections).toEqual(listed)
+  })
+
+  it('shows per window the devices that reported and the p95 delivery latency of their readings; an offline device back corrects them, with the value shown on time', async () => {
+    const { fleet, advance, world, dashboard } = await fakeFleet()
+    const ingested = (): StreamEvent[] => ['d01', 'd02', 'd03', 'd04'].flatMap((id) => world.host(fleet.slot(id)?.name ?? '')?.ingested ?? [])
+    await advance(6_000)
+    const window = windowIdOf(fleet.snapshot().settings)
+    const fired = dashboard()
+      .results({ window, key: 'temp' })
+      .filter((r) => r.status !== 'provisional' && r.count > 0)
+    expect(fired.length).toBeGreaterThan(1)
+    for (const result of fired) {
+      const expected = expectedAggregates(ingested(), 'temp', result.start, result.end)
+      expect(result.aggregates.devices, `devices at ${result.start}`).toBe(expected.devices)
+      expectP95(result, expected.p95)
+    }
+    // All four report in a full window; readings wait up to an upload period (about 1 s) on their device.
+    const full = fired.at(-1) as FleetResult
+    expect(measureText(DEVICES_MEASURE, full)).toBe('4 devices')
+    expect(measureText(LATENCY_MEASURE, full)).toMatch(/^(0\.[5-9]\d|1\.[0-3]\d) s$/)
+
+    fleet.setOnline('d02', false)
+    const offlineAt = fleet.snapshot().now
+    await advance(7_000)
+    const withoutIt = dashboard()
+      .results({ window, key: 'temp', from: offlineAt + 2_000 })
+      .filter((r) => r.status === 'on_time' && r.basis === 'fallback')
+    expect(withoutIt.length).toBeGreaterThan(0)
+    for (const result of withoutIt) expect(measureText(DEVICES_MEASURE, result)).toBe('3 devices')
+    const firedWithout = new Set(withoutIt.map((r) => r.start))
+
+    fleet.setOnline('d02', true)
+    await advance(2_500)
+    const corrected = dashboard()
+      .results({ window, key: 'temp', from: offlineAt + 2_000 })
+      .filter((r) => firedWithout.has(r.start))
+    expect(corrected.length).toBe(firedWithout.size)
+    for (const result of corrected) {
+      const expected = expectedAggregates(ingested(), 'temp', result.start, result.end)
+      expect(result.revision, `window at ${result.start}`).toBeGreaterThan(0)
+      // What the chart draws: a ring at the on-time value, the dot at the corrected one.
+      expect(onTimeValueOf(dashboard(), result, DEVICES_MEASURE)).toBe(3)
+      expect(measureText(DEVICES_MEASURE, result)).toBe('4 devices')
+      expect(expected.devices).toBe(4)
+      expectP95(result, expected.p95)
+    }
   })
 
   it('a crash ends the host without close; the next host recovers every durable reading, keeps the switches and continues the seq without a gap', async () => {

@@ -65,7 +65,7 @@ describe('host names and the config a host gets', () => {
   })
 
   it('name the dashboard host after every setting that shapes the dashboard engine', () => {
-    expect(dashboardHostName(wiring, DEFAULT_SETTINGS)).toBe('tidemark-demo:fk2j9x0ab:w2000-l10000:dashboard-o1000-i3000-n12')
+    expect(dashboardHostName(wiring, DEFAULT_SETTINGS)).toBe('tidemark-demo:fk2j9x0ab:w2000-l10000-a1:dashboard-o1000-i3000-n12')
     expect(dashboardHostName(wiring, { ...DEFAULT_SETTINGS, outOfOrdernessMs: 3_000 })).not.toBe(dashboardHostName(wiring, DEFAULT_SETTINGS))
     expect(dashboardHostName(wiring, { ...DEFAULT_SETTINGS, deviceCount: 48 })).not.toBe(dashboardHostName(wiring, DEFAULT_SETTINGS))
   })

@@ -7,6 +7,7 @@ import { deviceHostOptions } from '../src/fleet/deviceHost.ts'
 import type { FleetHosts, HostRequest } from '../src/fleet/fleetHosts.ts'
 import type { LinkTransports } from '../src/fleet/fleetWiring.ts'
 import type { HostPlatform } from '../src/fleet/hostPlatform.ts'
+import type { FleetAggregates } from '../src/fleet/fleetAggregates.ts'
 
 interface Timer {
   readonly ms: number
@@ -23,17 +24,19 @@ interface Timer {
 class InProcessHost {
   readonly name: string
   readonly instance = globalThis.crypto.randomUUID()
-  readonly options: HostEngineOptions
+  readonly options: HostEngineOptions<FleetAggregates>
   readonly timers = new Set<Timer>()
   readonly pages = new Set<InProcessEngine>()
   readonly claim = { held: true }
-  engine: Engine | null = null
-  context: HostContext | null = null
+  /** Every batch this host's engine was given (a device's uploads), as given: what tests compute expected aggregates from. */
+  readonly ingested: StreamEvent[] = []
+  engine: Engine<FleetAggregates> | null = null
+  context: HostContext<FleetAggregates> | null = null
   persistence: Persistence | null = null
   cleanup: (() => void) | null = null
   dead = false
 
-  constructor(name: string, options: (platform: HostPlatform) => HostEngineOptions, platform: (host: InProcessHost) => HostPlatform) {
+  constructor(name: string, options: (platform: HostPlatform) => HostEngineOptions<FleetAggregates>, platform: (host: InProcessHost) => HostPlatform) {
     this.name = name
     this.options = options(platform(this))
   }
@@ -47,7 +50,13 @@ class InProcessHost {
       this.persistence = indexedDbPersistence({ name: `tidemark-log-${this.name}`, claim: this.claim, indexedDB })
       this.engine = await openEngine({ ...resolved, persistence: this.persistence })
     }
-    this.context = { engine: this.engine, config, mode: 'shared', instance: this.instance, epoch: 1 }
+    const engine = this.engine
+    const ingest = engine.ingest.bind(engine)
+    engine.ingest = (events) => {
+      this.ingested.push(...events)
+      return ingest(events)
+    }
+    this.context = { engine, config, mode: 'shared', instance: this.instance, epoch: 1 }
     const cleanup = await setup?.(this.context)
     if (typeof cleanup === 'function') this.cleanup = cleanup
   }
@@ -176,12 +185,12 @@ export function inProcessHosts(options: { readonly now: () => number; readonly i
  * mirror, no frames), commands through the host's command table, takeovers as the worker
  * package reports them (`connection().takeovers`, `onConnection`).
  */
-export class InProcessEngine implements RemoteEngine {
+export class InProcessEngine implements RemoteEngine<FleetAggregates> {
   readonly request: HostRequest
   #host: InProcessHost | null = null
-  #engine: Engine | null = null
+  #engine: Engine<FleetAggregates> | null = null
   #stopFeed: () => void = () => {}
-  readonly #listeners = new Set<(changes: readonly WindowChange[]) => void>()
+  readonly #listeners = new Set<(changes: readonly WindowChange<FleetAggregates>[]) => void>()
   readonly #connectionListeners = new Set<(connection: WorkerConnection) => void>()
   #connection: WorkerConnection = {
     mode: 'shared',
@@ -202,7 +211,7 @@ export class InProcessEngine implements RemoteEngine {
 
   attach(host: InProcessHost): void {
     if (this.#connection.state === 'closed') return
-    const engine = host.engine as Engine
+    const engine = host.engine as Engine<FleetAggregates>
     host.pages.add(this)
     this.#host = host
     this.#engine = engine
@@ -219,7 +228,7 @@ export class InProcessEngine implements RemoteEngine {
    * package's mirror does when a window's history arrives (or a takeover replaces the mirror).
    */
   echoCorrections(): void {
-    const changes: WindowChange[] = this.#live()
+    const changes: WindowChange<FleetAggregates>[] = this.#live()
       .results()
       .filter((result) => result.revision > 0)
       .map((result) => ({ type: 'correction', result, pane: result.pane }))
@@ -236,7 +245,7 @@ export class InProcessEngine implements RemoteEngine {
     for (const listener of this.#connectionListeners) listener(this.#connection)
   }
 
-  #live(): Engine {
+  #live(): Engine<FleetAggregates> {
     if (this.#engine === null) throw new Error(`${this.request.name}: not connected`)
     return this.#engine
   }
@@ -280,7 +289,7 @@ export class InProcessEngine implements RemoteEngine {
     return this.#live().writable
   }
 
-  changes(): ReadableStream<readonly WindowChange[]> {
+  changes(): ReadableStream<readonly WindowChange<FleetAggregates>[]> {
     return this.#live().changes()
   }
 
@@ -297,7 +306,7 @@ export class InProcessEngine implements RemoteEngine {
     return this.#live().results(query)
   }
 
-  subscribe(listener: (changes: readonly WindowChange[]) => void): () => void {
+  subscribe(listener: (changes: readonly WindowChange<FleetAggregates>[]) => void): () => void {
     this.#listeners.add(listener)
     return () => this.#listeners.delete(listener)
   }

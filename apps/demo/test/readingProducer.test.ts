@@ -1,5 +1,6 @@
 import { invalidReason, type StreamEvent } from '@tidemark/engine'
 import { describe, expect, it } from 'vitest'
+import { deliveryLatencyOf } from '../src/fleet/fleetAggregates.ts'
 import { createDeviceProfile, DEFAULT_FAULTS, ReadingProducer } from '../src/fleet/readingProducer.ts'
 
 const T0 = 1_800_000_000_000
@@ -39,6 +40,31 @@ describe('ReadingProducer', () => {
     const { skewMs, sampleEveryMs } = producer.profile
     const first = readings.get(1) as StreamEvent
     expect(Math.abs(first.ts - (T0 + skewMs))).toBeLessThan(sampleEveryMs / 2)
+  })
+
+  it('stamps each reading with the time its upload handed it over, on the device clock: its delivery latency', () => {
+    const producer = makeProducer(6, { ...DEFAULT_FAULTS, duplicateRate: 0.5 })
+    const first = new Map<number, StreamEvent>()
+    const latencies: number[] = []
+    for (let t = T0; t <= T0 + 30_000; t += 100) {
+      const upload = producer.poll(t) ?? []
+      for (const event of upload) {
+        if (event.seq === undefined) continue
+        const seen = first.get(event.seq)
+        // A re-sent reading is the one sent before, stamp included.
+        if (seen !== undefined) expect(event).toEqual(seen)
+        else {
+          first.set(event.seq, event)
+          expect(event.id).toBe(`${producer.profile.id}-${event.seq}@${t + producer.profile.skewMs}`)
+          latencies.push(deliveryLatencyOf(event))
+        }
+      }
+    }
+    const { uploadEveryMs } = producer.profile
+    // Sampled every 500 ms, uploaded about every second (±20%): from a sample's jitter below zero up to an upload period and a poll step.
+    expect(Math.min(...latencies)).toBeGreaterThanOrEqual(-DEFAULT_FAULTS.jitterMs)
+    expect(Math.max(...latencies)).toBeLessThanOrEqual(1.2 * uploadEveryMs + 100 + DEFAULT_FAULTS.jitterMs)
+    expect(deliveryLatencyOf({ id: 'd01-1', source: 'd01', ts: T0, value: 1 })).toBeNaN()
   })
 
   it('re-sends readings it already sent (same source and seq) at about the duplicate rate', () => {
@@ -97,7 +123,7 @@ describe('ReadingProducer', () => {
     expect(new Set(seqs)).toEqual(new Set([1, 2, 3, 4, 5, 6]))
     expect(flushed.map((event) => event.seq)).toEqual([...new Set(flushed.map((event) => event.seq))])
     // Paused: nothing new is sampled, and nothing is left to hand out.
-    expect(producer.flush(null)).toBeNull()
+    expect(producer.flush(T0 + 600, true)).toBeNull()
     expect(producer.seq).toBe(6)
     expect(producer.flush(T0 + 1_000)?.map((event) => event.seq)).toEqual([7, 8, 9])
   })

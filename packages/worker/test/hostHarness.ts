@@ -1,5 +1,7 @@
 import 'fake-indexeddb/auto'
 import { IDBFactory } from 'fake-indexeddb'
+import type { AggregateDefinitions } from '@tidemark/engine'
+import { aggregateIdentities } from '../src/protocol/aggregateIdentities.ts'
 import { EngineHost, type HostPlatform, type HostRole } from '../src/host/engineHost.ts'
 import type { ClientLink } from '../src/host/hostClient.ts'
 import type { HostEngineOptions } from '../src/host/hostOptions.ts'
@@ -58,7 +60,7 @@ export class World {
   }
 
   /** A page connected through a connector that links to whichever host `to()` names. */
-  page(to: () => TestHost | null, options: { config?: unknown; maxQueuedEvents?: number; withoutLocks?: boolean } = {}): TestPage {
+  page(to: () => TestHost | null, options: { config?: unknown; maxQueuedEvents?: number; withoutLocks?: boolean; aggregates?: AggregateDefinitions } = {}): TestPage {
     const tab = `tab-${Math.random().toString(36).slice(2)}`
     const connector = new TestConnector(to)
     const locks: WorkerLocks | null = options.withoutLocks === true ? null : this.locks.as(tab)
@@ -67,6 +69,7 @@ export class World {
       tab,
       mode: 'shared',
       config: options.config,
+      ...(options.aggregates === undefined ? {} : { aggregates: aggregateIdentities(options.aggregates) }),
       maxQueuedEvents: options.maxQueuedEvents ?? 200_000,
       connector,
       locks,

@@ -19,6 +19,8 @@ describe('connectEngine', () => {
       [{ name: 'fleet', dedicated, election: { heartbeatMs: 500, staleMs: 600 } }, 'connectEngine: election.staleMs must be at least twice heartbeatMs, got 600'],
       [{ name: 'fleet', dedicated, election: { beatMs: 500 } }, 'connectEngine: election'],
       [{ name: 'fleet', dedicated, worker: 'x' }, 'connectEngine'],
+      [{ name: 'fleet', dedicated, aggregates: { latency: [0.95] } }, "connectEngine: aggregates must be the host engine's aggregates option (quantiles, distinct, ... by name)"],
+      [{ name: 'fleet', dedicated, aggregates: null }, "connectEngine: aggregates must be the host engine's aggregates option"],
     ]
     for (const [options, message] of bad) await expect(connectEngine(options as ConnectEngineOptions), JSON.stringify(options)).rejects.toThrow(message)
   })

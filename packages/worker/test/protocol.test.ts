@@ -51,6 +51,15 @@ const result: fc.Arbitrary<WindowResult> = fc.record({
   basis: fc.constantFrom('proven', 'derived', 'fallback', 'unknown'),
   pane,
 })
+/** `result` with `aggregates` holding `values` under `names`, own fields even for '__proto__'. */
+function withAggregateValues(result: WindowResult, names: readonly string[], values: readonly unknown[]): WindowResult {
+  const aggregates: Record<string, unknown> = {}
+  names.forEach((name, i) => {
+    Object.defineProperty(aggregates, name, { value: values[i], enumerable: true, writable: true, configurable: true })
+  })
+  return { ...result, aggregates } as WindowResult
+}
+
 const kind = fc.constantFrom<RowKind>('provisional', 'on_time', 'correction', 'final', 'retract', 'history', 'history-reset')
 const row: fc.Arbitrary<WindowRow> = fc.oneof(fc.record({ kind, result }), fc.record({ kind, result, previous: fc.constant(true) }))
 
@@ -118,6 +127,40 @@ describe('window rows', () => {
     )
   })
 
+  it('carry each result\'s aggregates as the engine shows them: numbers, arrays, null, NaN and -0, a user aggregate\'s object; beside rows without any', () => {
+    const number = fc.oneof(fc.double(), fc.constantFrom(Number.NaN, -0, Number.POSITIVE_INFINITY))
+    const value = fc.oneof(fc.constant(null), number, fc.array(number, { maxLength: 5 }), fc.record({ top: fc.string(), counts: fc.array(fc.nat(), { maxLength: 3 }) }), fc.constant('text'))
+    const names = fc.uniqueArray(fc.constantFrom('p', 'devices', 'last', 'spread', '__proto__', 'ü'), { minLength: 1, maxLength: 4 })
+    assertSeeded(
+      fc.property(
+        names.chain((list) =>
+          fc.array(
+            fc.record({
+              kind,
+              result: fc.oneof(result, fc.tuple(result, fc.tuple(...list.map(() => value))).map(([r, values]) => withAggregateValues(r, list, values))),
+            }),
+            { maxLength: 30 },
+          ),
+        ),
+        (rows) => {
+          const encoded = encodeRows(rows)
+          expect(rowsProblem(encoded)).toBeNull()
+          const decoded = decodeRows(encoded)
+          expect(decoded).toEqual(rows)
+          // '__proto__' is an own field, as in the engine's results.
+          decoded.forEach((row, i) => {
+            const given = (rows[i]?.result as { aggregates?: object } | undefined)?.aggregates
+            const got = (row.result as { aggregates?: object }).aggregates
+            expect(got === undefined ? undefined : Object.keys(got)).toEqual(given === undefined ? undefined : Object.keys(given))
+          })
+        },
+      ),
+      FILE,
+      'carry each result\'s aggregates',
+      200,
+    )
+  })
+
   it('keep NaN, infinities and negative zero as they are', () => {
     const special: WindowResult = {
       window: 'tumbling:1000', key: 'k', start: -0, end: 1000, count: 0, sum: Number.NaN, min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY, mean: -0,
@@ -161,7 +204,23 @@ describe('window rows', () => {
     expect(rowsProblem({ strings: ['w'], ints: Uint32Array.of(0, 1, 0, 0), nums: nums(0, -1) })).toBe('a row names a string out of range')
     expect(rowsProblem({ strings: ['w'], ints: Uint32Array.of(0, 0, 7, 0), nums: nums(0, -1) })).toBe('a row has bad flags 7')
     expect(rowsProblem({ strings: ['w'], ints: Uint32Array.of(0, 0, 3 << 8, 0), nums: nums(0, -1) })).toBe('a row has bad flags 768')
-    expect(rowsProblem({ strings: ['w'], ints: Uint32Array.of(0, 0, 1 << 11, 0), nums: nums(0, -1) })).toBe('a row has bad flags 2048')
+    expect(rowsProblem({ strings: ['w'], ints: Uint32Array.of(0, 0, 1 << 12, 0), nums: nums(0, -1) })).toBe('a row has bad flags 4096')
+    // A row with aggregates: its values must be in the column, tag by tag.
+    const withAggregates = (values: number[], others: unknown[] = []) => ({
+      strings: ['w'],
+      ints: Uint32Array.of(0, 0, 1 << 11, 0),
+      nums: nums(0, -1),
+      aggregates: { names: ['devices', 'p'], values: Float64Array.from(values), others },
+    })
+    expect(rowsProblem({ strings: ['w'], ints: Uint32Array.of(0, 0, 1 << 11, 0), nums: nums(0, -1) })).toBe('1 rows have aggregates and the frame has no aggregate column')
+    expect(rowsProblem(withAggregates([-2, 3, 2, 12, 40]))).toBeNull()
+    expect(rowsProblem(withAggregates([-2, 3, 2, 12]))).toBe('the aggregate column does not hold 1 rows')
+    expect(rowsProblem(withAggregates([-2, 3]))).toBe('the aggregate column does not hold 1 rows')
+    expect(rowsProblem(withAggregates([-2, 3, -1, 7]))).toBe('the aggregate column does not hold 1 rows')
+    expect(rowsProblem(withAggregates([-2, 3, -4]))).toBe('the aggregate column has a bad tag -4')
+    expect(rowsProblem(withAggregates([-2, 3, 1.5, 0]))).toBe('the aggregate column has a bad tag 1.5')
+    expect(rowsProblem(withAggregates([-2, 3, -3, 1], [{ a: 1 }]))).toBe('the aggregate column names no value 1')
+    expect(rowsProblem({ ...withAggregates([-1, -1]), aggregates: { names: ['p'], values: [-1], others: [] } })).toBe('the aggregate column lacks names, values or others')
     expect(rowsProblem({ strings: ['w'], ints: Uint32Array.of(0, 0, 0, 0), nums: nums(0, -1) })).toBeNull()
     expect(rowsProblem({ strings: ['w'], ints: Uint32Array.of(0, 0, 0, 0), nums: nums(0, -2) })).toBe('a row has a bad pane (index 0, onTimeIndex -2)')
     expect(rowsProblem({ strings: ['w'], ints: Uint32Array.of(0, 0, 0, 0), nums: nums(-1, 0) })).toBe('a row has a bad pane (index -1, onTimeIndex 0)')

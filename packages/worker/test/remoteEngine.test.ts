@@ -6,8 +6,14 @@ import {
   afterProcessingTime,
   alignedProcessingTime,
   boundedOutOfOrderness,
+  type AggregateDefinitions,
   cumulating,
   createManualScheduler,
+  defineAggregate,
+  distinct,
+  histogram,
+  latest,
+  quantiles,
   EngineFeed,
   EngineObserver,
   type Engine,
@@ -27,6 +33,7 @@ import type { WindowAddress } from '../src/common/windowAddress.ts'
 import { assertSeededAsync } from '@tidemark/seeded-random/property'
 import { MAX_BACKLOG_PANES } from '../src/host/hostClient.ts'
 import type { HostEngineOptions } from '../src/host/hostOptions.ts'
+import type { RemoteEngine } from '../src/page/remoteEngine.ts'
 import { type TestHost, type TestPage, type Wire, World } from './hostHarness.ts'
 
 const FILE = 'packages/worker/test/remoteEngine.test.ts'
@@ -87,7 +94,21 @@ const engineConfig = fc.record({
   ),
   late: fc.oneof(fc.constant(everyElement()), fc.constant(never()), fc.integer({ min: 0, max: 400 }).map((ms) => afterProcessingTime(ms))),
   accumulation: fc.constantFrom<Accumulation>('accumulating', 'discarding'),
+  // None of them: results without an `aggregates` field, as without the option.
+  aggregates: fc.subarray(['p', 'devices', 'last', 'spread'] as const),
 })
+
+const AGGREGATES = {
+  p: quantiles({ at: [0.5, 0.95] }),
+  devices: distinct({ of: (event) => event.source }),
+  last: latest(),
+  spread: histogram({ bounds: [1, 3, 5] }),
+}
+
+/** The `aggregates` option of the drawn names (none: no option). */
+function aggregatesOf(names: readonly (keyof typeof AGGREGATES)[]): { aggregates?: AggregateDefinitions } {
+  return names.length === 0 ? {} : { aggregates: Object.fromEntries(names.map((name) => [name, AGGREGATES[name]])) }
+}
 
 /** A change as plain data: what a consumer of the stream reads. */
 function plain(change: WindowChange): unknown {
@@ -139,6 +160,7 @@ describe('a page mirroring a hosted engine', () => {
             trigger: { early: config.early, late: config.late },
             accumulation: config.accumulation,
             now: () => world.time.now,
+            ...aggregatesOf(config.aggregates),
           },
         })
         const page = world.page(() => host)
@@ -426,6 +448,76 @@ describe('a page mirroring a hosted engine', () => {
     expect(await moved).toEqual([6, undefined])
     expect(page.engine.watermark()).toBe(1_000)
     expect(page.engine.results({ window: 'tumbling:1000' })[0]?.status).toBe('on_time')
+  })
+
+  it('shows each window\'s aggregates as the engine does: in results, in every change (a correction\'s previous too), in a watched history; typed by the aggregates', async () => {
+    const aggregates = {
+      latency: quantiles({ at: [0.5, 0.95] }),
+      devices: distinct({ of: (event) => event.source }),
+      // A user aggregate with a result of another shape: the alphabetically last source.
+      lastSource: defineAggregate<string, { source: string }, string>({
+        name: 'lastSource',
+        of: (event) => event.source,
+        checkInput: () => null,
+        init: () => '',
+        add: (a, source) => [a, source].sort()[1] as string,
+        merge: (a, b) => [a, b].sort()[1] as string,
+        result: (source) => ({ source }),
+        encode: (source) => new TextEncoder().encode(source),
+        decode: (bytes) => new TextDecoder().decode(bytes),
+      }),
+    }
+    const world = new World()
+    const host = await hosted(world, { engine: { windows: tumbling(1_000), watermark: manual(), allowedLateness: 2_000, aggregates } })
+    const page = world.page(() => host, { aggregates })
+    await world.run()
+    await page.engine.ready
+    // What connectEngine({ aggregates }) returns: results typed by the aggregates.
+    const remote = page.engine as unknown as RemoteEngine<typeof aggregates>
+    const engine = host.host.engine as unknown as Engine<typeof aggregates>
+    const changes: WindowChange<typeof aggregates>[] = []
+    remote.subscribe((batch) => changes.push(...batch))
+    const reading = (source: string, seq: number, ts: number, value: number): StreamEvent => ({ id: `${source}#${seq}`, source, seq, ts, key: 'latency', value })
+    void remote.ingest([reading('d1', 1, 100, 10), reading('d1', 2, 200, 20), reading('d2', 1, 300, 40)])
+    await world.run()
+    const early = remote.results()[0]
+    expect(early?.aggregates.devices).toBe(2)
+    expect(early?.aggregates.lastSource).toEqual({ source: 'd2' })
+    expect(early?.aggregates.latency).toEqual(engine.results()[0]?.aggregates.latency)
+    // The 0.95 quantile of 10, 20, 40 is the value of rank ⌊0.95 × 2⌋: 20, within 1%.
+    expect(Math.abs((early?.aggregates.latency[1] ?? 0) - 20)).toBeLessThan(0.2)
+    await remote.advanceWatermark(1_000)
+    await world.run()
+    expect(remote.history('tumbling:1000', 'latency', 0).map((r) => r.aggregates.devices)).toEqual([2])
+    await world.run()
+    // A late reading of a third device corrects the window: the correction carries what the page showed before.
+    void remote.ingest([reading('d3', 1, 500, 400)])
+    await world.run()
+    const correction = changes.find((c) => c.type === 'correction')
+    expect(correction?.result.aggregates).toMatchObject({ devices: 3, lastSource: { source: 'd3' } })
+    expect(correction?.previous?.aggregates).toMatchObject({ devices: 2, lastSource: { source: 'd2' } })
+    // With 400: 10, 20, 40, 400, rank ⌊0.95 × 3⌋ = 2: 40.
+    expect(Math.abs((correction?.result.aggregates.latency[1] ?? 0) - 40)).toBeLessThan(0.4)
+    expect(remote.results()).toEqual(engine.results())
+    expect(remote.history('tumbling:1000', 'latency', 0)).toEqual(engine.history('tumbling:1000', 'latency', 0))
+    expect(remote.history('tumbling:1000', 'latency', 0).map((r) => [r.status, r.aggregates.devices])).toEqual([['on_time', 2], ['corrected', 3]])
+    // The history's arrival repeats the window's on-time change, so views re-read it.
+    expect(changes.map((c) => [c.type, c.result.aggregates.devices])).toEqual([['provisional', 2], ['on_time', 2], ['on_time', 2], ['correction', 3]])
+  })
+
+  it('refuses a host whose engine has other aggregates than the page expects, saying which', async () => {
+    const world = new World()
+    const host = await hosted(world, { engine: { ...windows, aggregates: { latency: quantiles({ at: [0.95], relativeAccuracy: 0.02 }) } } })
+    const names = world.page(() => host, { aggregates: { latency: quantiles({ at: [0.95] }), devices: distinct({ of: (event) => event.source }) } })
+    const configured = world.page(() => host, { aggregates: { latency: quantiles({ at: [0.95] }) } })
+    await world.run()
+    await expect(names.engine.ready).rejects.toThrow(
+      "the host's engine has the aggregates latency quantiles(relativeAccuracy=0.02,maxBuckets=2048), this page expects devices distinct(precision=14), latency quantiles(relativeAccuracy=0.01,maxBuckets=2048): reload the page",
+    )
+    await expect(configured.engine.ready).rejects.toThrow(
+      "the host's engine has the aggregates latency quantiles(relativeAccuracy=0.02,maxBuckets=2048), this page expects latency quantiles(relativeAccuracy=0.01,maxBuckets=2048): reload the page",
+    )
+    expect(configured.engine.connection().state).toBe('failed')
   })
 
   it('tells every page why the host could not start', async () => {

@@ -1,4 +1,5 @@
 import type { HostContext, HostEngineOptions } from '@tidemark/worker/host'
+import type { FleetAggregates } from './fleetAggregates.ts'
 import { DashboardLinks, type FollowedRooms } from './dashboardLinks.ts'
 import { dashboardEngineOptions, epochOf, type FleetSettings, parseSettings } from './fleetSettings.ts'
 import { type FleetWiring, parseWiring } from './fleetWiring.ts'
@@ -43,7 +44,7 @@ const ERRORS_KEPT = 20
  * @example
  * hostEngine(dashboardHostOptions(self.name, workerHostPlatform()))
  */
-export function dashboardHostOptions(name: string, platform: HostPlatform): HostEngineOptions {
+export function dashboardHostOptions(name: string, platform: HostPlatform): HostEngineOptions<FleetAggregates> {
   let links: DashboardLinks | null = null
   let stopTicks: (() => void) | null = null
   const errors: string[] = []
@@ -53,7 +54,7 @@ export function dashboardHostOptions(name: string, platform: HostPlatform): Host
     links?.destroy()
     links = null
   }
-  const commands: Record<DashboardHostCommand, (payload: unknown, context: HostContext) => unknown> = {
+  const commands: Record<DashboardHostCommand, (payload: unknown, context: HostContext<FleetAggregates>) => unknown> = {
     links: (): LinksReport => {
       const lastHeard: Record<string, number | null> = {}
       for (const [device, at] of links?.lastHeard() ?? []) lastHeard[device] = at

@@ -38,7 +38,7 @@ interface TabFollower {
  * grows with the fleet, not with its square.
  *
  * @example
- * const links = new DashboardLinks(dashboard, { wiring, transports: {}, epoch: 'w2000-l10000', devices: ['d01', 'd02'], now: Date.now, onError: console.warn })
+ * const links = new DashboardLinks(dashboard, { wiring, transports: {}, epoch: 'w2000-l10000-a1', devices: ['d01', 'd02'], now: Date.now, onError: console.warn })
  * links.lastHeard().get('d01') // when d01's state last arrived
  */
 export class DashboardLinks {

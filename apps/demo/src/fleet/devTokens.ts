@@ -23,7 +23,7 @@ function devToken(relay: RelayConfig, query: Readonly<Record<string, string>>): 
  * clocks of source `source`, and nothing else.
  *
  * @example
- * connectRelay({ url: relay.url, token: deviceToken(relay, 'tidemark-demo/f1/w2000-l10000/d01', engine.replicaId, 'd01') })
+ * connectRelay({ url: relay.url, token: deviceToken(relay, 'tidemark-demo/f1/w2000-l10000-a1/d01', engine.replicaId, 'd01') })
  */
 export function deviceToken(relay: RelayConfig, room: string, replica: string, source: string): RelayToken {
   return devToken(relay, { role: 'device', room, replica, source })
@@ -34,7 +34,7 @@ export function deviceToken(relay: RelayConfig, room: string, replica: string, s
  * and writes nothing.
  *
  * @example
- * connectRelay({ url: relay.url, token: dashboardToken(relay, 'tidemark-demo/f1/w2000-l10000') })
+ * connectRelay({ url: relay.url, token: dashboardToken(relay, 'tidemark-demo/f1/w2000-l10000-a1') })
  */
 export function dashboardToken(relay: RelayConfig, fleet: string): RelayToken {
   return devToken(relay, { role: 'dashboard', rooms: `${fleet}/*` })

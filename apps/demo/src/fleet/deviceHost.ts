@@ -1,4 +1,5 @@
 import type { HostContext, HostEngineOptions } from '@tidemark/worker/host'
+import type { FleetAggregates } from './fleetAggregates.ts'
 import { DeviceNode, type DeviceSwitches } from './deviceNode.ts'
 import type { DeviceStatus } from './deviceStatus.ts'
 import { epochOf, fleetEngineOptions, type FleetSettings, MAX_DEVICES, parseSettings } from './fleetSettings.ts'
@@ -47,13 +48,13 @@ const DEVICE_FRAME_MS = 250
  * @example
  * hostEngine(deviceHostOptions(self.name, workerHostPlatform()))
  */
-export function deviceHostOptions(name: string, platform: HostPlatform): HostEngineOptions {
+export function deviceHostOptions(name: string, platform: HostPlatform): HostEngineOptions<FleetAggregates> {
   let device: DeviceNode | null = null
   const node = (): DeviceNode => {
     if (device === null) throw new Error(`${name}: the device is not set up (its host failed to start)`)
     return device
   }
-  const commands: Record<DeviceHostCommand, (payload: unknown, context: HostContext) => unknown> = {
+  const commands: Record<DeviceHostCommand, (payload: unknown, context: HostContext<FleetAggregates>) => unknown> = {
     boot: (payload): DeviceStatus => node().boot(parseSwitches(payload)),
     status: (): DeviceStatus => node().status(),
     online: (): DeviceStatus => {

@@ -184,7 +184,7 @@ export class DeviceNode {
     this.#stopSteps?.()
     this.#stopSteps = null
     this.#phase = 'retired'
-    const upload = running ? this.#producer.flush(this.#paused ? null : this.#options.platform.now()) : null
+    const upload = running ? this.#producer.flush(this.#options.platform.now(), this.#paused) : null
     // Links still up: once durable, its cells go to the relay from here too.
     if (upload !== null) await this.#ingest(upload)
     this.#links?.destroy()

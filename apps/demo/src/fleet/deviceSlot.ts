@@ -1,4 +1,5 @@
 import type { HostMode, RemoteEngine, WorkerConnection } from '@tidemark/worker'
+import type { FleetAggregates } from './fleetAggregates.ts'
 import type { CrashReply, DeviceHostCommand } from './deviceHost.ts'
 import type { DeviceSwitches } from './deviceNode.ts'
 import { type DeviceStatus, parseStatus, sameStatus } from './deviceStatus.ts'
@@ -55,7 +56,7 @@ export class DeviceSlot {
   readonly profile: DeviceProfile
   readonly name: string
   readonly #options: DeviceSlotOptions
-  #remote: RemoteEngine | null = null
+  #remote: RemoteEngine<FleetAggregates> | null = null
   #host: DeviceHostView = { state: 'connecting', mode: null, instance: '', restarts: 0, reason: null }
   #status: DeviceStatus | null = null
   /** The host instance that answered `#status`. */
@@ -90,7 +91,7 @@ export class DeviceSlot {
   }
 
   /** This page's engine of the device's host (a mirror of the device's windows); null until connected. */
-  get remote(): RemoteEngine | null {
+  get remote(): RemoteEngine<FleetAggregates> | null {
     return this.#remote
   }
 
@@ -167,7 +168,7 @@ export class DeviceSlot {
 
   async #connect(): Promise<void> {
     const { index, settings, wiring, hosts } = this.#options
-    let remote: RemoteEngine
+    let remote: RemoteEngine<FleetAggregates>
     try {
       remote = await hosts.connect({ kind: 'device', name: this.name, config: { index, settings, wiring } })
     } catch (error) {

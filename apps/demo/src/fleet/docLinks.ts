@@ -31,7 +31,7 @@ export interface DeviceIdentity {
  * side sends only what the other misses.
  *
  * @example
- * const links = new DocLinks(doc, wiring, {}, { epoch: 'w2000-l10000', device: 'd01', replica: engine.replica.replicaId })
+ * const links = new DocLinks(doc, wiring, {}, { epoch: 'w2000-l10000-a1', device: 'd01', replica: engine.replica.replicaId })
  * links.setOnline(false) // the relay socket closes (or the tab channel disconnects)
  * links.relayLink()      // { state: 'offline', refusal: null }
  */

@@ -1,5 +1,6 @@
 import type { WindowChange } from '@tidemark/engine'
 import type { RemoteEngine, WorkerConnection } from '@tidemark/worker'
+import type { FleetAggregates } from './fleetAggregates.ts'
 import { type ActivityEntry, ActivityLog } from './activityLog.ts'
 import { DEFAULT_STORM, pickTourDevice, planIntro, planStorm, type Toggle } from './connectivityPlan.ts'
 import { type ControlChannel, type ControlMessage, silentControlChannel } from './controlChannel.ts'
@@ -38,7 +39,7 @@ export interface FleetSnapshot {
   /** Bumped whenever the dashboard engine is replaced (new settings). */
   readonly generation: number
   /** The dashboard engine as this page reads it (the mirror of its host's engine); null while that host starts. */
-  readonly dashboard: RemoteEngine | null
+  readonly dashboard: RemoteEngine<FleetAggregates> | null
   /** This page's link to the dashboard engine's host; null while it starts. */
   readonly dashboardHost: WorkerConnection | null
   readonly settings: FleetSettings
@@ -109,7 +110,7 @@ export class Fleet {
   readonly #restartsSeen = new Map<string, number>()
   #settings: FleetSettings
   #generation = 0
-  #dashboard: RemoteEngine | null = null
+  #dashboard: RemoteEngine<FleetAggregates> | null = null
   #dashboardHost: WorkerConnection | null = null
   #dashboardReady: Promise<void> = Promise.resolve()
   #stopChanges: () => void = () => {}
@@ -553,7 +554,7 @@ export class Fleet {
 }
 
 /** Retires the dashboard engine's host of earlier settings (its worker ends), then disconnects. */
-async function retireDashboard(engine: RemoteEngine): Promise<void> {
+async function retireDashboard(engine: RemoteEngine<FleetAggregates>): Promise<void> {
   try {
     if (engine.connection().state === 'connected') await engine.command('retire')
   } catch {

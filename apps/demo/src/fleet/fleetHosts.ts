@@ -1,4 +1,5 @@
 import type { RemoteEngine } from '@tidemark/worker'
+import type { FleetAggregates } from './fleetAggregates.ts'
 import type { DashboardHostConfig } from './dashboardHost.ts'
 import type { DeviceHostConfig } from './deviceHost.ts'
 
@@ -12,7 +13,8 @@ import type { DeviceHostConfig } from './deviceHost.ts'
  * await engine.command('offline')
  */
 export interface FleetHosts {
-  connect(host: HostRequest): Promise<RemoteEngine>
+  /** The engine of the host, typed by the fleet's aggregates (every engine of the fleet has them). */
+  connect(host: HostRequest): Promise<RemoteEngine<FleetAggregates>>
 }
 
 /** Which host to reach, and the config it starts with when this page is the first. */

@@ -1,4 +1,5 @@
 import { boundedOutOfOrderness, type EngineOptions, tumbling, type WindowSpec } from '@tidemark/engine'
+import { type FleetAggregates, fleetAggregates } from './fleetAggregates.ts'
 
 /**
  * What the control bar can change. The window and the allowed lateness make the epoch (engines
@@ -46,15 +47,21 @@ export function windowIdOf(settings: FleetSettings): string {
 }
 
 /**
- * Which replicas can merge: engines of one epoch share window spec and allowed lateness
- * (the engine's configuration fingerprint). Rooms, channels and databases are named after
- * it, so a peer running other settings is never even met.
+ * The version of the fleet's aggregates (`fleetAggregates`), part of the epoch: engines with
+ * other aggregates cannot merge, so logs and rooms written with other ones are never met.
+ */
+const AGGREGATES_VERSION = 'a1'
+
+/**
+ * Which replicas can merge: engines of one epoch share window spec, allowed lateness and
+ * aggregates (the engine's configuration fingerprint). Rooms, channels and databases are named
+ * after it, so a peer running other settings is never even met.
  *
  * @example
- * epochOf(DEFAULT_SETTINGS) // 'w2000-l10000'
+ * epochOf(DEFAULT_SETTINGS) // 'w2000-l10000-a1'
  */
 export function epochOf(settings: FleetSettings): string {
-  return `w${settings.windowMs}-l${settings.allowedLatenessMs}`
+  return `w${settings.windowMs}-l${settings.allowedLatenessMs}-${AGGREGATES_VERSION}`
 }
 
 /** Device id of fleet slot `index`: `d01`, `d02`, … */
@@ -71,11 +78,13 @@ export function deviceIndexOf(id: string): number | null {
 }
 
 /**
- * Options every engine of the fleet shares. Retention covers what the chart shows, on the
- * devices too: a device that was offline longer still has every cell the dashboard would show.
+ * Options every engine of the fleet shares, the aggregates included. Retention covers what the
+ * chart shows, on the devices too: a device that was offline longer still has every cell the
+ * dashboard would show.
  */
-export function fleetEngineOptions(settings: FleetSettings, now: () => number): EngineOptions {
+export function fleetEngineOptions(settings: FleetSettings, now: () => number): EngineOptions<FleetAggregates> {
   return {
+    aggregates: fleetAggregates,
     windows: windowSpecOf(settings),
     watermark: boundedOutOfOrderness(settings.outOfOrdernessMs),
     allowedLateness: settings.allowedLatenessMs,
@@ -92,7 +101,7 @@ export function fleetEngineOptions(settings: FleetSettings, now: () => number): 
  * @example
  * const dashboard = createEngine(dashboardEngineOptions(DEFAULT_SETTINGS, Date.now))
  */
-export function dashboardEngineOptions(settings: FleetSettings, now: () => number): EngineOptions {
+export function dashboardEngineOptions(settings: FleetSettings, now: () => number): EngineOptions<FleetAggregates> {
   return {
     ...fleetEngineOptions(settings, now),
     idleTimeout: settings.idleTimeoutMs,

@@ -54,7 +54,7 @@ export function deviceChannelName(wiring: FleetWiring, epoch: string, device: st
  * directory are under it. The epoch is part of it because only engines of one epoch can merge.
  *
  * @example
- * relayFleetName(wiring, 'w2000-l10000') // 'tidemark-demo/fk2j9x0ab/w2000-l10000'
+ * relayFleetName(wiring, 'w2000-l10000-a1') // 'tidemark-demo/fk2j9x0ab/w2000-l10000-a1'
  */
 export function relayFleetName(wiring: FleetWiring, epoch: string): string {
   return `${wiring.namespace}/${wiring.fleet}/${epoch}`
@@ -76,7 +76,7 @@ export function directoryRoomName(wiring: FleetWiring, epoch: string): string {
  * also names the device's write-ahead log (`tidemark-log-<name>`), kept across reloads.
  *
  * @example
- * deviceHostName(wiring, 'w2000-l10000', 'd07') // 'tidemark-demo:fk2j9x0ab:w2000-l10000:d07'
+ * deviceHostName(wiring, 'w2000-l10000-a1', 'd07') // 'tidemark-demo:fk2j9x0ab:w2000-l10000-a1:d07'
  */
 export function deviceHostName(wiring: FleetWiring, epoch: string, device: string): string {
   return `${wiring.namespace}:${wiring.fleet}:${epoch}:${device}`
@@ -88,7 +88,7 @@ export function deviceHostName(wiring: FleetWiring, epoch: string, device: strin
  * them gets a host of its own.
  *
  * @example
- * dashboardHostName(wiring, DEFAULT_SETTINGS) // 'tidemark-demo:fk2j9x0ab:w2000-l10000:dashboard-o1000-i3000-n12'
+ * dashboardHostName(wiring, DEFAULT_SETTINGS) // 'tidemark-demo:fk2j9x0ab:w2000-l10000-a1:dashboard-o1000-i3000-n12'
  */
 export function dashboardHostName(wiring: FleetWiring, settings: FleetSettings): string {
   const { outOfOrdernessMs, idleTimeoutMs, deviceCount } = settings

@@ -1,4 +1,5 @@
 import type { StreamEvent } from '@tidemark/engine'
+import { uploadStampedId } from './fleetAggregates.ts'
 import { deviceIdOf } from './fleetSettings.ts'
 import { METRICS } from './metrics.ts'
 import { createPrng, type Prng } from './prng.ts'
@@ -100,8 +101,7 @@ export class ReadingProducer {
     if (now < this.#nextUploadAt) return null
     this.#nextUploadAt = now + this.profile.uploadEveryMs + this.#rng.between(-0.2, 0.2) * this.profile.uploadEveryMs
     if (this.#buffer.length === 0) return null
-    const readings = this.#buffer
-    this.#buffer = []
+    const readings = this.#stamped(now)
     const upload: StreamEvent[] = []
     if (this.#lastUpload.length > 0 && this.#rng.chance(this.#faults.duplicateRate)) {
       upload.push(...this.#lastUpload.slice(0, 1 + this.#rng.index(3)))
@@ -113,17 +113,24 @@ export class ReadingProducer {
   }
 
   /**
-   * The last upload before a clean shutdown: samples what is due by `now` (null while paused:
-   * nothing new), then hands out everything buffered at once, due or not, with no faults.
-   * Null when nothing is buffered. A device handed to another page before its first upload
-   * thus still logs what it sampled, and the next page continues after that seq.
+   * The last upload before a clean shutdown, at `now`: samples what is due by then (unless
+   * `paused`: nothing new), then hands out everything buffered at once, due or not, with no
+   * faults. Null when nothing is buffered. A device handed to another page before its first
+   * upload thus still logs what it sampled, and the next page continues after that seq.
    */
-  flush(now: number | null): StreamEvent[] | null {
-    if (now !== null) this.#sampleUntil(now)
+  flush(now: number, paused = false): StreamEvent[] | null {
+    if (!paused) this.#sampleUntil(now)
     if (this.#buffer.length === 0) return null
-    const readings = this.#buffer
-    this.#buffer = []
+    const readings = this.#stamped(now)
     this.#lastUpload = readings
+    return readings
+  }
+
+  /** The buffered readings, taken out, each id stamped with the upload's time on the device's clock (`uploadStampedId`). */
+  #stamped(now: number): StreamEvent[] {
+    const uploadedAt = Math.round(now + this.profile.skewMs)
+    const readings = this.#buffer.map((reading) => ({ ...reading, id: uploadStampedId(reading.id, uploadedAt) }))
+    this.#buffer = []
     return readings
   }
 

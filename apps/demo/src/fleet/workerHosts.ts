@@ -1,4 +1,5 @@
 import { connectEngine } from '@tidemark/worker'
+import { fleetAggregates } from './fleetAggregates.ts'
 import type { FleetHosts } from './fleetHosts.ts'
 
 /**
@@ -18,6 +19,7 @@ export function workerHosts(): FleetHosts {
         return connectEngine({
           name: host.name,
           config: host.config,
+          aggregates: fleetAggregates,
           shared: (name) => new SharedWorker(new URL('./deviceHost.worker.ts', import.meta.url), { type: 'module', name }),
           dedicated: (name) => new Worker(new URL('./deviceHost.worker.ts', import.meta.url), { type: 'module', name }),
         })
@@ -25,6 +27,7 @@ export function workerHosts(): FleetHosts {
       return connectEngine({
         name: host.name,
         config: host.config,
+        aggregates: fleetAggregates,
         shared: (name) => new SharedWorker(new URL('./dashboardHost.worker.ts', import.meta.url), { type: 'module', name }),
         dedicated: (name) => new Worker(new URL('./dashboardHost.worker.ts', import.meta.url), { type: 'module', name }),
       })

@@ -6,6 +6,8 @@ import { WindowColumn } from './WindowColumn.tsx'
 
 export interface ChartPlotProps {
   readonly windows: readonly ChartWindow[]
+  /** The finest step of the value axis (1 for a count). */
+  readonly axisStep: number
   /** Start of the leftmost slot. */
   readonly firstStart: number
   readonly windowMs: number
@@ -29,7 +31,7 @@ const BOTTOM = 46
 /** Time-axis label spacings, ms; the first that gives at most about 7 labels is used. */
 const LABEL_STEPS = [5_000, 10_000, 15_000, 20_000, 30_000, 60_000, 120_000, 300_000]
 
-/** The SVG of one windowed chart: value axis, time axis, lateness zones, the series line and one column per window. */
+/** The SVG of one windowed chart: value axis, time axis, lateness zones, the series line and one column per window (at its measure's value). */
 export function ChartPlot(props: ChartPlotProps): ReactNode {
   const { windows, firstStart, windowMs, slots, width, height } = props
   const plotRight = width - RIGHT
@@ -38,7 +40,7 @@ export function ChartPlot(props: ChartPlotProps): ReactNode {
   const xOf = (t: number): number => LEFT + ((t - firstStart) / windowMs) * colW
   const clampX = (x: number): number => Math.max(LEFT, Math.min(plotRight, x))
 
-  const axis = valueAxis(axisValues(windows))
+  const axis = valueAxis(axisValues(windows), 4, props.axisStep)
   const yOf = (v: number): number =>
     Math.max(TOP, Math.min(plotBottom, plotBottom - ((v - axis.min) / (axis.max - axis.min)) * (plotBottom - TOP)))
   const late: { start: number; count: number }[] = []
@@ -49,9 +51,9 @@ export function ChartPlot(props: ChartPlotProps): ReactNode {
 
   let line = ''
   let previousStart = Number.NaN
-  for (const { result } of windows) {
+  for (const { result, value } of windows) {
     const command = result.start === previousStart + windowMs ? 'L' : 'M'
-    line += `${command}${(xOf(result.start) + colW / 2).toFixed(1)},${yOf(result.mean).toFixed(1)}`
+    line += `${command}${(xOf(result.start) + colW / 2).toFixed(1)},${yOf(value).toFixed(1)}`
     previousStart = result.start
   }
 
@@ -116,14 +118,14 @@ export function ChartPlot(props: ChartPlotProps): ReactNode {
           )}
         </g>
       ))}
-      {windows.map(({ result, onTimeMean }) => (
+      {windows.map(({ result, value, onTimeValue }) => (
         <WindowColumn
           key={result.start}
           result={result}
           cx={xOf(result.start) + colW / 2}
           width={colW}
-          y={yOf(result.mean)}
-          onTimeY={onTimeMean === null ? null : yOf(onTimeMean)}
+          y={yOf(value)}
+          onTimeY={onTimeValue === null ? null : yOf(onTimeValue)}
           stripY={plotBottom + 6}
         />
       ))}

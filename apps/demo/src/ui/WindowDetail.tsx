@@ -1,23 +1,22 @@
-import type { WindowResult } from '@tidemark/engine'
-import { useWindow, useWindowHistory } from '@tidemark/react'
 import type { ReactNode } from 'react'
-import type { Metric } from '../fleet/metrics.ts'
 import { BasisBadge, badgeKindOf } from './BasisBadge.tsx'
+import { type ChartMeasure, type FleetResult, measureText } from './chartMeasure.ts'
+import { useWindow, useWindowHistory } from './fleetHooks.ts'
 import { clockTime } from './timeFormat.ts'
 
 export interface WindowDetailProps {
   readonly windowId: string
-  readonly metric: Metric
+  readonly measure: ChartMeasure
   readonly start: number
   /** True while the pointer is on the window, false when showing the latest correction. */
   readonly pinned: boolean
 }
 
-/** One window's current value and every value it showed before, oldest first. */
-export function WindowDetail({ windowId, metric, start, pinned }: WindowDetailProps): ReactNode {
-  const result = useWindow(windowId, metric.key, start)
+/** One window's current value under the chart's measure and every value it showed before, oldest first. */
+export function WindowDetail({ windowId, measure, start, pinned }: WindowDetailProps): ReactNode {
+  const result = useWindow(windowId, measure.key, start)
   // A window that turns final is recorded again with the same revision; show each revision once.
-  const history = useWindowHistory(windowId, metric.key, start, (entries) =>
+  const history = useWindowHistory(windowId, measure.key, start, (entries) =>
     entries.filter((r, i) => i === 0 || entries[i - 1]?.revision !== r.revision),
   )
   const label = pinned ? 'Window' : result !== undefined && result.revision > 0 ? 'Latest correction' : 'Latest window'
@@ -28,10 +27,10 @@ export function WindowDetail({ windowId, metric, start, pinned }: WindowDetailPr
       </div>
     )
   }
-  const value = (r: WindowResult): string => `${r.mean.toFixed(metric.digits)} ${metric.unit}`
+  const value = (r: FleetResult): string => measureText(measure, r)
   // The first value and the last two keep the line short however often a window was corrected.
   const hidden = Math.max(0, history.length - 3)
-  const shown = hidden === 0 ? history : [history[0] as WindowResult, ...history.slice(-2)]
+  const shown = hidden === 0 ? history : [history[0] as FleetResult, ...history.slice(-2)]
   return (
     <div className="window-detail">
       <span className="detail-label">{label}</span>

@@ -8,10 +8,11 @@ export interface ValueAxis {
 }
 
 /**
- * An axis covering `values` with some headroom, ticked at 1, 2 or 5 × 10^n.
- * A flat series still gets a visible span.
+ * An axis covering `values` with some headroom, ticked at 1, 2 or 5 × 10^n, never finer than
+ * `minStep` (1 for counts: no tick between two whole numbers). A flat series still gets a
+ * visible span.
  */
-export function valueAxis(values: readonly number[], tickCount = 4): ValueAxis {
+export function valueAxis(values: readonly number[], tickCount = 4, minStep = 0): ValueAxis {
   let lo = Number.POSITIVE_INFINITY
   let hi = Number.NEGATIVE_INFINITY
   for (const v of values) {
@@ -19,8 +20,8 @@ export function valueAxis(values: readonly number[], tickCount = 4): ValueAxis {
     if (v > hi) hi = v
   }
   if (!Number.isFinite(lo) || !Number.isFinite(hi)) return { min: 0, max: 1, ticks: [0, 0.5, 1], decimals: 1 }
-  const span = Math.max(hi - lo, Math.abs(hi) * 0.01, 0.1)
-  const step = niceStep(span / tickCount)
+  const span = Math.max(hi - lo, Math.abs(hi) * 0.01, 0.1, minStep)
+  const step = Math.max(niceStep(span / tickCount), minStep)
   const min = Math.floor((lo - span * 0.15) / step) * step
   const max = Math.ceil((hi + span * 0.15) / step) * step
   const ticks: number[] = []

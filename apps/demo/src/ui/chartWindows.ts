@@ -1,20 +1,23 @@
 import type { Engine, WindowResult } from '@tidemark/engine'
+import type { FleetAggregates } from '../fleet/fleetAggregates.ts'
 import { CHART_WINDOWS } from '../fleet/fleetSettings.ts'
 import type { LateCorrection } from '../fleet/reconnectReport.ts'
+import type { ChartMeasure, FleetResult } from './chartMeasure.ts'
 
-/** A window on the chart, with the mean it showed on time when a correction has replaced it. */
+/** A window on the chart: its value under the chart's measure, and the value it showed on time when a correction has replaced it. */
 export interface ChartWindow {
-  readonly result: WindowResult
-  readonly onTimeMean: number | null
+  readonly result: FleetResult
+  readonly value: number
+  readonly onTimeValue: number | null
 }
 
 /** Fewest window slots a chart shows: a young fleet's few windows are not stretched across the whole width. */
 export const MIN_CHART_WINDOWS = 20
 
-/** The mean a window showed on time, or null when it was born late (its on-time result was the empty window). */
-export function onTimeMeanOf(engine: Pick<Engine, 'history'>, result: WindowResult): number | null {
+/** The value a window showed on time under `measure`, or null when it was born late (its on-time result was the empty window) or showed none. */
+export function onTimeValueOf(engine: Pick<Engine<FleetAggregates>, 'history'>, result: WindowResult, measure: ChartMeasure): number | null {
   const first = engine.history(result.window, result.key, result.start)[0]
-  return first !== undefined && first.revision === 0 ? first.mean : null
+  return first !== undefined && first.revision === 0 ? measure.valueOf(first) : null
 }
 
 /** How many slots to show: from the oldest window there is up to `lastStart`, between the min and max slot counts. */
@@ -47,10 +50,10 @@ export function axisValues(windows: readonly ChartWindow[]): number[] {
   let fullest = 0
   for (const { result } of windows) if (result.count > fullest) fullest = result.count
   const values: number[] = []
-  for (const { result, onTimeMean } of windows) {
+  for (const { result, value, onTimeValue } of windows) {
     if (result.count < fullest / 2) continue
-    values.push(result.mean)
-    if (onTimeMean !== null) values.push(onTimeMean)
+    values.push(value)
+    if (onTimeValue !== null) values.push(onTimeValue)
   }
   return values
 }

@@ -3,6 +3,8 @@ import { indexedDbPersistence, isFencedError, openEngine, recoveryReport } from 
 import { claimLog, type LogClaim, type LogLocks } from '@tidemark/idb/log'
 import { addressOf, type WindowAddress } from '../common/windowAddress.ts'
 import { batchProblem, decodeEvents, type EventBatch } from '../protocol/eventColumns.ts'
+import { rowBuffers } from '../protocol/windowRows.ts'
+import { aggregateIdentities } from '../protocol/aggregateIdentities.ts'
 import { type HostCall, type HostMessage, type HostMode, type MirroredOptions, PROTOCOL_VERSION, type WireError, wireError } from '../protocol/messages.ts'
 import { lockNames, type WorkerClock, type WorkerLocks } from '../page/platform.ts'
 import { ChangeCompactor } from './changeCompactor.ts'
@@ -70,7 +72,7 @@ export class EngineHost {
   #cleanup: (() => void) | null = null
   #state: HostState | null = null
   /** What pages need of the engine's options to expire windows as it does, and what its panes carry. */
-  #mirrored: MirroredOptions = { allowedLateness: 0, retention: 60_000, accumulation: 'accumulating' }
+  #mirrored: MirroredOptions = { allowedLateness: 0, retention: 60_000, accumulation: 'accumulating', aggregates: [] }
   #timer: unknown = null
   #deposed: string | null = null
   /** Why the host could not start, told to every page. */
@@ -144,6 +146,7 @@ export class EngineHost {
       allowedLateness: engineOptions.allowedLateness ?? 0,
       retention: engineOptions.retention ?? 60_000,
       accumulation: engineOptions.accumulation ?? 'accumulating',
+      aggregates: aggregateIdentities(engineOptions.aggregates),
     }
     this.#compactor = new ChangeCompactor(this.#keepsPanes)
     this.#engine = engine
@@ -321,7 +324,7 @@ export class EngineHost {
       recovery: recoveryReport(engine) ?? null,
       frame,
     }
-    link.send(message, [frame.rows.ints.buffer, frame.rows.nums.buffer])
+    link.send(message, rowBuffers(frame.rows))
   }
 
   /** When the tab goes away (its lock is released), its client goes too. */

@@ -1,3 +1,4 @@
+import type { AggregateDefinitions, NoAggregates } from '@tidemark/engine'
 import { platformClock, platformLocks } from '../page/platform.ts'
 import { type BeatMessage, PROTOCOL_VERSION, type StartMessage } from '../protocol/messages.ts'
 import { envelope, openEnvelope, tabChannelName } from '../protocol/tabChannel.ts'
@@ -53,7 +54,9 @@ interface WorkerScope {
  *   },
  * })
  */
-export function hostEngine(options: HostEngineOptions): WorkerHost {
+export function hostEngine<A extends AggregateDefinitions = NoAggregates>(given: HostEngineOptions<A>): WorkerHost {
+  // The host passes results on as the engine made them, whatever their aggregates.
+  const options = given as unknown as HostEngineOptions
   checkHostOptions(options)
   const scope = globalThis as unknown as WorkerScope
   const platform: HostPlatform = { locks: platformLocks() as HostPlatform['locks'], clock: platformClock }

@@ -1,4 +1,4 @@
-import type { Engine, EngineOptions } from '@tidemark/engine'
+import type { AggregateDefinitions, Engine, EngineOptions, NoAggregates } from '@tidemark/engine'
 import { assertKnownOptions } from '@tidemark/engine/adapter'
 import type { ArchivePort, CheckpointPolicy } from '@tidemark/idb'
 import type { HostMode } from '../protocol/messages.ts'
@@ -17,9 +17,9 @@ import type { HostMode } from '../protocol/messages.ts'
  *   return () => relay.destroy()
  * }
  */
-export interface HostContext {
+export interface HostContext<A extends AggregateDefinitions = NoAggregates> {
   /** The engine every tab shares (from `openEngine`, or `createEngine` with `log: false`). */
-  readonly engine: Engine
+  readonly engine: Engine<A>
   /** The `config` the first page passed to `connectEngine` (later pages' are not used). */
   readonly config: unknown
   readonly mode: HostMode
@@ -47,6 +47,8 @@ export interface HostLogOptions {
 
 /**
  * Options of `hostEngine`: the app's worker file passes them. `name` and `engine` are required.
+ * `A`: the engine's aggregates (the type of its `aggregates` option), which type the engine
+ * `setup` and `commands` get.
  *
  * @example
  * const options: HostEngineOptions = {
@@ -61,11 +63,11 @@ export interface HostLogOptions {
  *   },
  * }
  */
-export interface HostEngineOptions {
+export interface HostEngineOptions<A extends AggregateDefinitions = NoAggregates> {
   /** The same name as the pages' `connectEngine({ name })`: it names the locks, the tab channel and the log. */
   readonly name: string
   /** The engine's options, or a function of the first page's `config` that returns them. */
-  readonly engine: EngineOptions | ((config: unknown) => EngineOptions | Promise<EngineOptions>)
+  readonly engine: EngineOptions<A> | ((config: unknown) => EngineOptions<A> | Promise<EngineOptions<A>>)
   /** The write-ahead log (default `{}`: IndexedDB); `false` for an engine that starts empty on every host start. */
   readonly log?: false | HostLogOptions
   /**
@@ -74,9 +76,9 @@ export interface HostEngineOptions {
    * one socket however many tabs are open. May return (or resolve to) a cleanup function, run
    * when the host stops.
    */
-  readonly setup?: (context: HostContext) => (() => void) | undefined | Promise<(() => void) | undefined>
+  readonly setup?: (context: HostContext<A>) => (() => void) | undefined | Promise<(() => void) | undefined>
   /** App commands a page runs with `engine.command(name, payload)`; each returns (or resolves to) a structured-cloneable value. */
-  readonly commands?: Readonly<Record<string, (payload: unknown, context: HostContext) => unknown>>
+  readonly commands?: Readonly<Record<string, (payload: unknown, context: HostContext<A>) => unknown>>
   /** Events one page may have sent and not yet seen durable (default 50,000); more wait on the page. */
   readonly credits?: number
   /** How often changes go to the pages, ms (default 16, one frame at 60 Hz). */

@@ -1,4 +1,6 @@
+import type { AggregateDefinitions, NoAggregates } from '@tidemark/engine'
 import { assertKnownOptions } from '@tidemark/engine/adapter'
+import { aggregateIdentities } from '../protocol/aggregateIdentities.ts'
 import { tabChannelName } from '../protocol/tabChannel.ts'
 import type { HostMode } from '../protocol/messages.ts'
 import type { HostConnector, HostLink } from './hostLink.ts'
@@ -21,9 +23,16 @@ import { SingleConnector } from './singleConnector.ts'
  *   config: { relayUrl: 'wss://relay.example.com', token, room: 'fleet-a/d07' },
  * }
  */
-export interface ConnectEngineOptions {
+export interface ConnectEngineOptions<A extends AggregateDefinitions = NoAggregates> {
   /** The engine's name: the same as the worker's `hostEngine({ name })`. */
   readonly name: string
+  /**
+   * The aggregates of the host's engine, the same definitions its `engine` options have (share
+   * one module): they type `result.aggregates` on the page, and a host whose engine has other
+   * aggregates (names, or configurations) is refused with a reason (`connection().state`
+   * `failed`). The page computes nothing with them.
+   */
+  readonly aggregates?: A
   /**
    * Makes the app's worker file as a SharedWorker. Write the `new SharedWorker(new URL('./file.ts',
    * import.meta.url), { type: 'module', name })` expression in the app itself, so the bundler
@@ -56,7 +65,7 @@ export interface ConnectPlatform {
   readonly sharedWorkers?: boolean
 }
 
-const OPTION_KEYS: readonly (keyof ConnectEngineOptions)[] = ['name', 'shared', 'dedicated', 'mode', 'config', 'maxQueuedEvents', 'election', 'signal']
+const OPTION_KEYS: readonly (keyof ConnectEngineOptions)[] = ['name', 'shared', 'dedicated', 'mode', 'config', 'aggregates', 'maxQueuedEvents', 'election', 'signal']
 const MODES: readonly ConnectEngineOptions['mode'][] = ['auto', 'shared', 'leader', 'single']
 
 /**
@@ -78,12 +87,12 @@ const MODES: readonly ConnectEngineOptions['mode'][] = ['auto', 'shared', 'leade
  * })
  * engine.connection().mode // 'shared' in Chromium and Firefox, 'leader' where there is no SharedWorker
  */
-export function connectEngine(options: ConnectEngineOptions): Promise<RemoteEngine> {
+export function connectEngine<A extends AggregateDefinitions = NoAggregates>(options: ConnectEngineOptions<A>): Promise<RemoteEngine<A>> {
   return connectEngineWith(options, {})
 }
 
 /** `connectEngine` on the given platform pieces (tests pass fake locks, timers and channels). */
-export async function connectEngineWith(options: ConnectEngineOptions, platform: ConnectPlatform): Promise<RemoteEngine> {
+export async function connectEngineWith<A extends AggregateDefinitions = NoAggregates>(options: ConnectEngineOptions<A>, platform: ConnectPlatform): Promise<RemoteEngine<A>> {
   checkOptions(options)
   const { name, shared, dedicated } = options
   const locks = platform.locks === undefined ? platformLocks() : platform.locks
@@ -110,6 +119,7 @@ export async function connectEngineWith(options: ConnectEngineOptions, platform:
     tab,
     mode,
     config: options.config,
+    ...(options.aggregates === undefined ? {} : { aggregates: aggregateIdentities(options.aggregates) }),
     maxQueuedEvents: options.maxQueuedEvents ?? 200_000,
     connector,
     locks,
@@ -129,7 +139,8 @@ export async function connectEngineWith(options: ConnectEngineOptions, platform:
     else signal.addEventListener('abort', abort, { once: true })
   }
   await engine.ready
-  return engine
+  // The mirror holds the host's results as they came; `aggregates` was checked against the host's.
+  return engine as unknown as RemoteEngine<A>
 }
 
 /** Takes this tab's lock; resolves once it is held, with the function that lets it go. */
@@ -149,10 +160,10 @@ function chooseMode(asked: NonNullable<ConnectEngineOptions['mode']>, shared: bo
   return asked
 }
 
-function checkOptions(options: ConnectEngineOptions): void {
+function checkOptions(options: ConnectEngineOptions<AggregateDefinitions>): void {
   if (typeof options !== 'object' || options === null) throw new TypeError('connectEngine needs an options object { name, dedicated }')
   assertKnownOptions('connectEngine', options, OPTION_KEYS)
-  const { name, shared, dedicated, mode, maxQueuedEvents, election, signal } = options
+  const { name, shared, dedicated, mode, aggregates, maxQueuedEvents, election, signal } = options
   if (typeof name !== 'string' || name.length === 0 || name.length > 200) throw new TypeError(`connectEngine: name must be a non-empty string of at most 200 characters, got ${String(name)}`)
   if (typeof dedicated !== 'function') throw new TypeError("connectEngine: dedicated must be a function making the host worker: (name) => new Worker(new URL('./tidemark.worker.ts', import.meta.url), { type: 'module', name })")
   if (shared !== undefined && typeof shared !== 'function') throw new TypeError('connectEngine: shared must be a function making the host SharedWorker')
@@ -166,6 +177,9 @@ function checkOptions(options: ConnectEngineOptions): void {
     const { heartbeatMs = 250, staleMs = 1_500 } = election
     if (!(Number.isFinite(heartbeatMs) && heartbeatMs > 0)) throw new RangeError(`connectEngine: election.heartbeatMs must be a finite number of ms > 0, got ${String(heartbeatMs)}`)
     if (!(Number.isFinite(staleMs) && staleMs >= 2 * heartbeatMs)) throw new RangeError(`connectEngine: election.staleMs must be at least twice heartbeatMs, got ${String(staleMs)}`)
+  }
+  if (aggregates !== undefined && (typeof aggregates !== 'object' || aggregates === null || Object.values(aggregates).some((a) => typeof (a as { configuration?: unknown } | null)?.configuration !== 'string'))) {
+    throw new TypeError("connectEngine: aggregates must be the host engine's aggregates option (quantiles, distinct, ... by name)")
   }
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError('connectEngine: signal must be an AbortSignal')
 }

@@ -17,12 +17,14 @@ import {
   type FrameMessage,
   type HostCall,
   type HostMessage,
+  type AggregateIdentity,
   type HostMode,
   PROTOCOL_VERSION,
   type WelcomeMessage,
   type WireError,
 } from '../protocol/messages.ts'
 import { rowsProblem } from '../protocol/windowRows.ts'
+import { aggregatesMismatch } from '../protocol/aggregateIdentities.ts'
 import type { HostConnector, HostLink, LinkSink } from './hostLink.ts'
 import { IngestQueue } from './ingestQueue.ts'
 import { lockNames, type WorkerClock, type WorkerLocks } from './platform.ts'
@@ -35,6 +37,8 @@ export interface MirroredEngineOptions {
   readonly tab: string
   readonly mode: HostMode
   readonly config: unknown
+  /** The aggregates the page expects the host's engine to have (none given: whatever it has). */
+  readonly aggregates?: readonly AggregateIdentity[]
   readonly maxQueuedEvents: number
   readonly connector: HostConnector
   readonly locks: WorkerLocks | null
@@ -334,6 +338,12 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
     const problem = rowsProblem(welcome.frame?.rows)
     if (welcome.v !== PROTOCOL_VERSION || problem !== null) {
       this.failed(problem ?? `the host speaks protocol ${String(welcome.v)}, this page ${PROTOCOL_VERSION}: reload the page`)
+      return
+    }
+    const expected = this.#options.aggregates
+    const mismatch = expected === undefined ? null : aggregatesMismatch(expected, welcome.options.aggregates)
+    if (mismatch !== null) {
+      this.failed(mismatch)
       return
     }
     const previous = this.#connection

@@ -1,7 +1,9 @@
 import type {
+  AggregateDefinitions,
   EngineStats,
   IngestReceipt,
   LateEvent,
+  NoAggregates,
   ObservedEngine,
   ResultQuery,
   StreamEvent,
@@ -51,15 +53,17 @@ export interface WorkerConnection {
  * only the windows that changed; it is an `ObservedEngine`, so `EngineProvider`, every hook of
  * `@tidemark/react` and `createEngineStore` take it as they take an engine. Writes cross to the
  * worker: `ingest` resolves to the receipt once the host applied the batch, and
- * `receipt.durable` once the log committed it.
+ * `receipt.durable` once the log committed it. `A`: the host engine's aggregates (the type of its
+ * `aggregates` option), which type `result.aggregates` as on `Engine<A>`.
  *
  * @example
- * const engine = await connectEngine({ name: 'fleet', shared, dedicated })
+ * const engine = await connectEngine({ name: 'fleet', shared, dedicated, aggregates })
  * createRoot(el).render(<EngineProvider engine={engine}><Dashboard /></EngineProvider>)
  * const receipt = await engine.ingest(readings)
  * await receipt.durable
+ * engine.results()[0]?.aggregates.latency // number[], when aggregates has a quantiles `latency`
  */
-export interface RemoteEngine extends ObservedEngine {
+export interface RemoteEngine<A extends AggregateDefinitions = NoAggregates> extends ObservedEngine {
   /**
    * Sends one batch to the host; resolves with its receipt once applied. Batches beyond the
    * host's credits wait on the page; past `maxQueuedEvents` this rejects at once with an
@@ -137,7 +141,7 @@ export interface RemoteEngine extends ObservedEngine {
    * @example
    * for await (const changes of engine.changes()) console.log(changes.length)
    */
-  changes(): ReadableStream<readonly WindowChange[]>
+  changes(): ReadableStream<readonly WindowChange<A>[]>
   /**
    * Disconnects this page once every batch it sent is durable (or failed); the host keeps
    * serving the other tabs (in leader mode, another tab takes over when this one led).
@@ -148,8 +152,8 @@ export interface RemoteEngine extends ObservedEngine {
    */
   close(): Promise<void>
   // The reads, as documented on `Engine`, answered from the mirror.
-  results(query?: ResultQuery): readonly WindowResult[]
-  subscribe(listener: (changes: readonly WindowChange[]) => void): () => void
+  results(query?: ResultQuery): readonly WindowResult<A>[]
+  subscribe(listener: (changes: readonly WindowChange<A>[]) => void): () => void
   watermark(): number
   lateEvents(): readonly LateEvent[]
   stats(): EngineStats
@@ -165,5 +169,5 @@ export interface RemoteEngine extends ObservedEngine {
    * engine.history('tumbling:60000', 'temp', 0).map((r) => r.revision) // [0, 1]
    * engine.history('cumulating:86400000:3600000', 'temp', day, day + 7_200_000) // the window [day, day + 2 h)
    */
-  history(window: string, key: string, start: number, end?: number): readonly WindowResult[]
+  history(window: string, key: string, start: number, end?: number): readonly WindowResult<A>[]
 }

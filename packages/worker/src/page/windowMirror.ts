@@ -103,8 +103,23 @@ function sameResult(a: WindowResult, b: WindowResult): boolean {
     Object.is(a.sum, b.sum) &&
     Object.is(a.min, b.min) &&
     Object.is(a.max, b.max) &&
-    Object.is(a.mean, b.mean)
+    Object.is(a.mean, b.mean) &&
+    sameAggregates((a as { aggregates?: unknown }).aggregates, (b as { aggregates?: unknown }).aggregates)
   )
+}
+
+/** Two results' `aggregates` show the same values (a user aggregate's object result: the same object). */
+function sameAggregates(a: unknown, b: unknown): boolean {
+  if (a === undefined || b === undefined) return a === b
+  const x = a as Readonly<Record<string, unknown>>
+  const y = b as Readonly<Record<string, unknown>>
+  const names = Object.keys(x)
+  return names.length === Object.keys(y).length && names.every((name) => Object.hasOwn(y, name) && sameValue(x[name], y[name]))
+}
+
+function sameValue(a: unknown, b: unknown): boolean {
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((v, i) => Object.is(v, b[i]))
+  return Object.is(a, b)
 }
 
 /**
@@ -119,7 +134,7 @@ export class WindowMirror {
   readonly #sortedKeys = new Map<string, string[]>()
   readonly #histories = new AddressMap<WindowResult[]>()
   readonly #expiry = new ExpiryQueue()
-  #options: MirroredOptions = { allowedLateness: 0, retention: 60_000, accumulation: 'accumulating' }
+  #options: MirroredOptions = { allowedLateness: 0, retention: 60_000, accumulation: 'accumulating', aggregates: [] }
   #size = 0
   /** Keys of all specs together, for the bound of `#names`. */
   #keys = 0

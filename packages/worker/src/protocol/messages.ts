@@ -4,7 +4,7 @@ import type { EventBatch } from './eventColumns.ts'
 import type { WindowRows } from './windowRows.ts'
 
 /** Bumped when a message changes shape; a page and a host of different versions refuse each other. */
-export const PROTOCOL_VERSION = 2
+export const PROTOCOL_VERSION = 3
 
 /** An error as it crosses a port: its name and message (the structured clone keeps no class). */
 export interface WireError {
@@ -71,11 +71,18 @@ export type HostCall =
   | { readonly op: 'tick' }
   | { readonly op: 'command'; readonly name: string; readonly payload: unknown }
 
-/** The options of the engine the page mirrors: for window expiry, and what its panes carry. */
+/** One aggregate of the host engine: its name in `result.aggregates`, and what shapes its state. */
+export interface AggregateIdentity {
+  readonly name: string
+  readonly configuration: string
+}
+
+/** The options of the engine the page mirrors: for window expiry, what its panes carry, and its aggregates (by name). */
 export interface MirroredOptions {
   readonly allowedLateness: number
   readonly retention: number
   readonly accumulation: Accumulation
+  readonly aggregates: readonly AggregateIdentity[]
 }
 
 /** A host's answer to `hello`: who it is, the credits, and the whole state as a first frame. */

@@ -1,4 +1,5 @@
 import type { Basis, PaneInfo, PaneTiming, ResultStatus, WindowChangeType, WindowResult } from '@tidemark/engine'
+import { type AggregateValues, AggregateValuesWriter, aggregateValuesProblem, aggregateValuesReader } from './aggregateValues.ts'
 import { paneOf } from './paneInfos.ts'
 
 /**
@@ -22,13 +23,17 @@ const NUMS = 9
 /** Numbers per row in `ints`: window id, key (indexes into `strings`), flags, revision. */
 const INTS = 4
 
-/** Flag bits: kind (3), status (2), final (1), basis (2), pane timing (2), and whether the change carried `previous` (1). */
+/**
+ * Flag bits: kind (3), status (2), final (1), basis (2), pane timing (2), whether the change
+ * carried `previous` (1), and whether the result has `aggregates` (1; they are in the rows' `aggregates` column).
+ */
 const STATUS_SHIFT = 3
 const FINAL_SHIFT = 5
 const BASIS_SHIFT = 6
 const TIMING_SHIFT = 8
 const PREVIOUS_SHIFT = 10
-const FLAG_BITS = 11
+const AGGREGATES_SHIFT = 11
+const FLAG_BITS = 12
 
 /**
  * Window rows as columns: two typed arrays the host transfers (no copy) and one string table
@@ -39,6 +44,8 @@ export interface WindowRows {
   readonly strings: readonly string[]
   readonly ints: Uint32Array<ArrayBuffer>
   readonly nums: Float64Array<ArrayBuffer>
+  /** The `aggregates` of the rows whose results have them (an engine with the `aggregates` option), in row order. */
+  readonly aggregates?: AggregateValues
 }
 
 /** One decoded row. */
@@ -58,6 +65,7 @@ export class WindowRowWriter {
   #index = new Map<string, number>()
   #ints: number[] = []
   #nums: number[] = []
+  #aggregates = new AggregateValuesWriter()
 
   get size(): number {
     return this.#ints.length / INTS
@@ -65,20 +73,25 @@ export class WindowRowWriter {
 
   add(kind: RowKind, result: WindowResult, previous = false): void {
     const { pane } = result
+    const aggregates = (result as { readonly aggregates?: Readonly<Record<string, unknown>> }).aggregates
+    if (aggregates !== undefined) this.#aggregates.add(aggregates)
     const flags =
       KINDS.indexOf(kind) |
       (STATUSES.indexOf(result.status) << STATUS_SHIFT) |
       ((result.final ? 1 : 0) << FINAL_SHIFT) |
       (BASES.indexOf(result.basis) << BASIS_SHIFT) |
       (TIMINGS.indexOf(pane.timing) << TIMING_SHIFT) |
-      ((previous ? 1 : 0) << PREVIOUS_SHIFT)
+      ((previous ? 1 : 0) << PREVIOUS_SHIFT) |
+      ((aggregates === undefined ? 0 : 1) << AGGREGATES_SHIFT)
     this.#ints.push(this.#intern(result.window), this.#intern(result.key), flags, result.revision)
     this.#nums.push(result.start, result.end, result.count, result.sum, result.min, result.max, result.mean, pane.index, pane.onTimeIndex)
   }
 
   /** The columns; the writer starts empty again. */
   take(): WindowRows {
-    const rows: WindowRows = { strings: this.#strings, ints: Uint32Array.from(this.#ints), nums: Float64Array.from(this.#nums) }
+    const aggregates = this.#aggregates.take()
+    const columns = { strings: this.#strings, ints: Uint32Array.from(this.#ints), nums: Float64Array.from(this.#nums) }
+    const rows: WindowRows = aggregates === undefined ? columns : { ...columns, aggregates }
     this.#strings = []
     this.#index = new Map()
     this.#ints = []
@@ -128,12 +141,13 @@ export function forEachRow(
 ): void {
   const { ints, nums } = rows
   const strings = intern === undefined ? rows.strings : rows.strings.map(intern)
+  const aggregates = rows.aggregates === undefined ? null : aggregateValuesReader(rows.aggregates)
   const n = ints.length / INTS
   for (let i = 0; i < n; i++) {
     const flags = ints[i * INTS + 2] as number
     const at = i * NUMS
     const pane: PaneInfo = paneOf(TIMINGS[(flags >> TIMING_SHIFT) & 3] as PaneTiming, nums[at + 7] as number, nums[at + 8] as number)
-    visit(KINDS[flags & 7] as RowKind, {
+    const fields: WindowResult = {
       window: strings[ints[i * INTS] as number] as string,
       key: strings[ints[i * INTS + 1] as number] as string,
       start: nums[at] as number,
@@ -148,7 +162,10 @@ export function forEachRow(
       final: ((flags >> FINAL_SHIFT) & 1) === 1,
       basis: BASES[(flags >> BASIS_SHIFT) & 3] as Basis,
       pane,
-    }, ((flags >> PREVIOUS_SHIFT) & 1) === 1)
+    }
+    // An engine with aggregates makes `WindowResult<A>`; the rows carry any `A`.
+    const result = (((flags >> AGGREGATES_SHIFT) & 1) === 1 && aggregates !== null ? { ...fields, aggregates: aggregates() } : fields) as WindowResult
+    visit(KINDS[flags & 7] as RowKind, result, ((flags >> PREVIOUS_SHIFT) & 1) === 1)
   }
 }
 
@@ -162,9 +179,10 @@ export function decodeRows(rows: WindowRows): WindowRow[] {
 /** Why received rows cannot be decoded, or null when they can. */
 export function rowsProblem(rows: unknown): string | null {
   if (typeof rows !== 'object' || rows === null) return 'the rows are not an object'
-  const { strings, ints, nums } = rows as Record<string, unknown>
+  const { strings, ints, nums, aggregates } = rows as Record<string, unknown>
   if (!Array.isArray(strings) || !(ints instanceof Uint32Array) || !(nums instanceof Float64Array)) return 'the rows lack strings, ints or nums'
   if (ints.length % INTS !== 0 || nums.length !== (ints.length / INTS) * NUMS) return 'the row columns have different lengths'
+  let withAggregates = 0
   for (let i = 0; i < ints.length; i += INTS) {
     if ((ints[i] as number) >= strings.length || (ints[i + 1] as number) >= strings.length) return 'a row names a string out of range'
     const flags = ints[i + 2] as number
@@ -175,11 +193,13 @@ export function rowsProblem(rows: unknown): string | null {
     const index = nums[at + 7] as number
     const onTimeIndex = nums[at + 8] as number
     if (!Number.isInteger(index) || index < 0 || !Number.isInteger(onTimeIndex) || onTimeIndex < -1) return `a row has a bad pane (index ${index}, onTimeIndex ${onTimeIndex})`
+    if (((flags >> AGGREGATES_SHIFT) & 1) === 1) withAggregates++
   }
-  return null
+  if (aggregates === undefined) return withAggregates === 0 ? null : `${withAggregates} rows have aggregates and the frame has no aggregate column`
+  return aggregateValuesProblem(aggregates, withAggregates)
 }
 
-/** Transferables of the rows (their two buffers). */
+/** Transferables of the rows (their column buffers). */
 export function rowBuffers(rows: WindowRows): ArrayBuffer[] {
-  return [rows.ints.buffer, rows.nums.buffer]
+  return rows.aggregates === undefined ? [rows.ints.buffer, rows.nums.buffer] : [rows.ints.buffer, rows.nums.buffer, rows.aggregates.values.buffer]
 }
