@@ -3,8 +3,9 @@
  * document, or into a room it may only read, what the relay must refuse. Every forged cell
  * counts under the key `forged`, so a test can tell that none of it ever reached a dashboard.
  */
+import { packCellGroup } from '@tidemark/engine'
 import type { StormCommand } from '@tidemark/storm/page'
-import type { Relay } from '@tidemark/yjs'
+import { type DocEntry, type Relay, writeGroupEntry } from '@tidemark/yjs'
 import * as Y from 'yjs'
 import { STORM_WINDOW_MS } from './stormConfig.ts'
 
@@ -22,10 +23,11 @@ function name(command: string, value: unknown): string {
 }
 
 /** A well-formed group entry of `source`: one cell of key `forged` counting 1000 readings. */
-function forgedGroup(source: string): unknown[] {
+function forgedGroup(source: string): DocEntry {
   const start = Math.floor(Date.now() / STORM_WINDOW_MS) * STORM_WINDOW_MS
-  const cell = new Float64Array([1000, 1000, 1, 1, start + 1, 1])
-  return ['g', `tumbling:${STORM_WINDOW_MS}`, start, source, JSON.stringify([FORGED_KEY]), new Uint8Array(cell.buffer)]
+  // Written by the schema's own writer, so the relay can only refuse it for whose it is.
+  const cell = { count: 1000, sum: 1000, min: 1, max: 1, maxTs: start + 1, version: 1 }
+  return writeGroupEntry(packCellGroup(`tumbling:${STORM_WINDOW_MS}`, start, source, [FORGED_KEY], [cell]))
 }
 
 /**
@@ -48,12 +50,12 @@ export function deviceHostileCommands(doc: () => Y.Doc, source: string): Record<
   const malformed = (log: Y.Array<unknown[]>, n: number): void => {
     const nanCell = new Uint8Array(new Float64Array([Number.NaN, 1, 1, 1, 1, 1]).buffer)
     for (let k = 0; k < n; k++) {
-      log.push([k % 2 === 0 ? ['g', `tumbling:${STORM_WINDOW_MS}`, 0, source, '["k0"]', nanCell] : ['k', source, 'nobody', 1, 2, 3, 1, 1]])
+      log.push([k % 2 === 0 ? ['g', `tumbling:${STORM_WINDOW_MS}`, 0, source, '["k0"]', nanCell, new Uint8Array(0)] : ['k', source, 'nobody', 1, 2, 3, 1, 1]])
     }
   }
   /** Half a group whose columns are not 48 bytes per cell, half an entry of no kind at all. */
   const misshapen = (log: Y.Array<unknown[]>, n: number): void => {
-    for (let k = 0; k < n; k++) log.push([k % 2 === 0 ? ['g', `tumbling:${STORM_WINDOW_MS}`, 0, source, '["k0"]', new Uint8Array(7)] : ['x', source]])
+    for (let k = 0; k < n; k++) log.push([k % 2 === 0 ? ['g', `tumbling:${STORM_WINDOW_MS}`, 0, source, '["k0"]', new Uint8Array(7), new Uint8Array(0)] : ['x', source]])
   }
   return {
     writeMalformed(count) {
