@@ -5,6 +5,15 @@
  *
  * Its `onStoreDocument` lock (Redlock) is left out: the room store needs no lock, as every relay
  * writes only the updates its own clients sent and compaction is guarded by snapshot versions.
+ *
+ * A change is sent to the other relays as itself. The extension announces each change with its
+ * state vector instead (sync step 1), which costs four Redis messages and two round trips per
+ * update, each with a state-vector diff of the room on both sides: under a fleet's steady
+ * writes that exchange, not the updates, was most of a relay's work. The update is published as
+ * a sync step 2 message, which the receiving relays apply under the extension's own origin, so
+ * they neither answer nor publish it again. Pub/sub may lose a message (a subscriber that
+ * reconnects), so the state-vector exchange still runs, once per room at most every
+ * `REPAIR_MS` (or `options.repairMs`) while the room changes, and whenever a relay loads the room.
  */
 import { Redis } from '@hocuspocus/extension-redis'
 import type {
@@ -17,13 +26,27 @@ import type {
   onChangePayload,
   onConfigurePayload,
 } from '@hocuspocus/server'
+import { OutgoingMessage } from '@hocuspocus/server'
 import IORedis from 'ioredis'
+import * as encoding from 'lib0/encoding'
+import { messageYjsSyncStep2 } from 'y-protocols/sync'
 import type { RelayMetrics } from '../metrics/relayMetrics.ts'
 import { OpenRefused, Refusal } from '../protocol/refusal.ts'
 import { describeError, type RelayLog } from '../relayLog.ts'
 
 /** Redis channel prefix: channels are `tidemark:<room>`. */
 const PREFIX = 'tidemark'
+
+/** How often, at most, a changing room exchanges state vectors with the other relays (ms). */
+export const REPAIR_MS = 10_000
+
+/** The extension's members this wrapper publishes through (private in its types, stable in 3.4). */
+interface RedisWire {
+  readonly pub: { publish(channel: string, message: Buffer): Promise<number> }
+  readonly redisTransactionOrigin: string
+  pubKey(documentName: string): string
+  encodeMessage(message: Uint8Array): Buffer
+}
 
 /**
  * The Redis extension with every hook guarded.
@@ -36,11 +59,16 @@ export class GuardedRedis implements Extension {
   readonly extensionName = 'TidemarkRedis'
   readonly priority = 1000
   readonly #redis: Redis
+  readonly #wire: RedisWire
+  /** Per loaded room that changed: the pending state-vector exchange. */
+  readonly #repairs = new Map<string, ReturnType<typeof setTimeout>>()
+  readonly #repairMs: number
   readonly #metrics: RelayMetrics
   readonly #log: RelayLog
   #down = false
 
-  constructor(url: string, metrics: RelayMetrics, log: RelayLog) {
+  constructor(url: string, metrics: RelayMetrics, log: RelayLog, options: { readonly repairMs?: number } = {}) {
+    this.#repairMs = options.repairMs ?? REPAIR_MS
     this.#metrics = metrics
     this.#log = log
     this.#redis = new Redis({
@@ -48,7 +76,9 @@ export class GuardedRedis implements Extension {
       identifier: `tidemark-relay-${process.pid}-${Math.random().toString(36).slice(2)}`,
       createClient: () => {
         // Fail commands after a few reconnection attempts instead of queueing them for long.
-        const client = new IORedis(url, { maxRetriesPerRequest: 3, connectTimeout: 5000 })
+        // Auto-pipelining writes the commands of one tick in one write: a publish per update
+        // would otherwise be a system call each.
+        const client = new IORedis(url, { maxRetriesPerRequest: 3, connectTimeout: 5000, enableAutoPipelining: true })
         client.on('error', (error: Error) => this.#trouble(error))
         client.on('ready', () => {
           if (this.#down) this.#log('warn', 'Redis is reachable again')
@@ -57,6 +87,7 @@ export class GuardedRedis implements Extension {
         return client
       },
     })
+    this.#wire = this.#redis as unknown as RedisWire
   }
 
   async onConfigure(payload: onConfigurePayload): Promise<void> {
@@ -74,8 +105,38 @@ export class GuardedRedis implements Extension {
     }
   }
 
+  /** Publishes a change made here (by a client, the directory, a load) to the other relays. */
   async onChange(payload: onChangePayload): Promise<void> {
-    await this.#guard(() => this.#redis.onChange(payload))
+    if (payload.transactionOrigin === this.#wire.redisTransactionOrigin) return
+    const message = new OutgoingMessage(payload.documentName).createSyncMessage()
+    encoding.writeVarUint(message.encoder, messageYjsSyncStep2)
+    encoding.writeVarUint8Array(message.encoder, payload.update)
+    this.#scheduleRepair(payload)
+    await this.#guard(() => this.#wire.pub.publish(this.#wire.pubKey(payload.documentName), this.#wire.encodeMessage(message.toUint8Array())))
+  }
+
+  /** The origin under which changes from the other relays are applied (they are not published again). */
+  get remoteOrigin(): string {
+    return this.#wire.redisTransactionOrigin
+  }
+
+  /** A state-vector exchange for the room within the repair period, unless one is pending. */
+  #scheduleRepair(payload: onChangePayload): void {
+    const room = payload.documentName
+    if (this.#repairs.has(room)) return
+    const timer = setTimeout(() => {
+      this.#repairs.delete(room)
+      void this.#guard(() => this.#redis.onChange(payload))
+    }, this.#repairMs)
+    timer.unref()
+    this.#repairs.set(room, timer)
+  }
+
+  #cancelRepair(room: string): void {
+    const timer = this.#repairs.get(room)
+    if (timer === undefined) return
+    clearTimeout(timer)
+    this.#repairs.delete(room)
   }
 
   async onAwarenessUpdate(payload: onAwarenessUpdatePayload): Promise<void> {
@@ -91,10 +152,12 @@ export class GuardedRedis implements Extension {
   }
 
   async afterUnloadDocument(payload: afterUnloadDocumentPayload): Promise<void> {
+    this.#cancelRepair(payload.documentName)
     await this.#guard(() => this.#redis.afterUnloadDocument(payload))
   }
 
   async onDestroy(): Promise<void> {
+    for (const room of [...this.#repairs.keys()]) this.#cancelRepair(room)
     await this.#guard(() => this.#redis.onDestroy())
   }
 

@@ -1,0 +1,80 @@
+/**
+ * What crosses Redis between relays, in process: two Hocuspocus instances with the relay's Redis
+ * extension over a redis-server started here. A change crosses as one published message; a
+ * change the other relay missed arrives with the next state-vector exchange.
+ */
+import { Hocuspocus } from '@hocuspocus/server'
+import IORedis from 'ioredis'
+import { afterAll, expect, it } from 'vitest'
+import type * as Y from 'yjs'
+import { type RedisServer, startRedisServer } from '../scripts/redisServer.ts'
+import { RelayMetrics } from '../src/metrics/relayMetrics.ts'
+import type { RelayLog } from '../src/relayLog.ts'
+import { GuardedRedis } from '../src/scaleout/guardedRedis.ts'
+import { waitFor } from './support/roomClients.ts'
+
+let redis: RedisServer | undefined
+const instances: Hocuspocus[] = []
+const logged: string[] = []
+const log: RelayLog = (level, message) => logged.push(`${level} ${message}`)
+
+afterAll(async () => {
+  for (const instance of instances) await instance.closeConnections()
+  await redis?.stop()
+})
+
+async function relayOn(url: string): Promise<{ hocuspocus: Hocuspocus; redis: GuardedRedis }> {
+  const guarded = new GuardedRedis(url, new RelayMetrics(), log, { repairMs: 1500 })
+  const hocuspocus = new Hocuspocus({ quiet: true, extensions: [guarded] })
+  instances.push(hocuspocus)
+  return { hocuspocus, redis: guarded }
+}
+
+async function publishCalls(url: string): Promise<number> {
+  const client = new IORedis(url)
+  try {
+    const stats = (await client.info('commandstats')).match(/cmdstat_publish:calls=(\d+)/)
+    return Number(stats?.[1] ?? 0)
+  } finally {
+    client.disconnect()
+  }
+}
+
+function readings(doc: Y.Doc): unknown[] {
+  return doc.getArray('readings').toArray()
+}
+
+it('a change crosses as one message; a change the other relay missed arrives with the next state-vector exchange', async () => {
+  redis = await startRedisServer()
+  const a = await relayOn(redis.url)
+  const b = await relayOn(redis.url)
+  const onA = await a.hocuspocus.openDirectConnection('fleet/d1')
+  const onB = await b.hocuspocus.openDirectConnection('fleet/d1')
+  const docA = a.hocuspocus.documents.get('fleet/d1') as Y.Doc
+  const docB = b.hocuspocus.documents.get('fleet/d1') as Y.Doc
+  await waitFor(() => docA !== undefined && docB !== undefined, 'the room is loaded on both relays')
+
+  // The exchange each relay starts when it loads the room settles first.
+  let before = await publishCalls(redis.url)
+  for (let settled = false; !settled; ) {
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    const now = await publishCalls(redis.url)
+    settled = now === before
+    before = now
+  }
+  for (let i = 0; i < 20; i++) await onA.transact((doc) => doc.getArray('readings').push([i]))
+  await waitFor(() => readings(docB).length === 20, 'the 20 changes reached relay B')
+  // Twenty changes, twenty messages: no state-vector exchange yet (it waits for the repair period).
+  expect((await publishCalls(redis.url)) - before).toBe(20)
+
+  // A change relay B never hears of (as if its message was lost), then one it does.
+  docA.transact(() => docA.getArray('readings').push(['lost']), a.redis.remoteOrigin)
+  // The next change depends on the missed one: B holds it pending until the state-vector
+  // exchange (within the repair period) brings the missed change, then shows both.
+  await onA.transact((doc) => doc.getArray('readings').push(['after']))
+  await waitFor(() => readings(docB).includes('lost') && readings(docB).includes('after'), 'the state-vector exchange brought the missed change')
+  expect(readings(docB)).toEqual(readings(docA))
+  expect(logged.filter((line) => line.startsWith('warn'))).toEqual([])
+  await onA.disconnect()
+  await onB.disconnect()
+})
