@@ -31,7 +31,7 @@ export interface BucketStore {
  * store // { offset: 6, counts: [1, 0, 0, 1] }
  */
 export function addToStore(store: BucketStore, key: number, count: number, limit: number): void {
-  let counts = store.counts
+  const counts = store.counts
   if (counts.length === 0) {
     store.offset = key
     counts.push(count)
@@ -53,7 +53,7 @@ export function addToStore(store: BucketStore, key: number, count: number, limit
   } else if (key < store.offset) {
     const low = Math.max(key, top - limit + 1)
     if (low < store.offset) {
-      counts = store.counts = new Array<number>(store.offset - low).fill(0).concat(counts)
+      growDown(counts, store.offset - low)
       store.offset = low
     }
     key = low
@@ -95,17 +95,18 @@ export function mergeStores(a: BucketStore, b: BucketStore, limit: number): Buck
  */
 export function mergeStoreInto(into: BucketStore, from: BucketStore, limit: number): void {
   const source = from.counts
-  if (source.length === 0) return
-  let counts = into.counts
+  const n = source.length
+  if (n === 0) return
+  const counts = into.counts
   if (counts.length === 0) {
     into.offset = from.offset
     into.counts = source.slice()
     return
   }
-  const top = Math.max(into.offset + counts.length, from.offset + source.length) - 1
+  const top = Math.max(into.offset + counts.length, from.offset + n) - 1
   const cutoff = top - limit + 1
   const low = Math.max(Math.min(into.offset, from.offset), cutoff)
-  if (low < into.offset) counts = new Array<number>(into.offset - low).fill(0).concat(counts)
+  if (low < into.offset) growDown(counts, into.offset - low)
   else if (low > into.offset) {
     // The keys below the cutoff count at the cutoff.
     const drop = Math.min(low - into.offset, counts.length)
@@ -116,14 +117,29 @@ export function mergeStoreInto(into: BucketStore, from: BucketStore, limit: numb
     counts[0] = (counts[0] as number) + moved
   }
   while (low + counts.length <= top) counts.push(0)
-  for (let i = 0; i < source.length; i++) {
-    const c = source[i] as number
-    if (c === 0) continue
-    const at = Math.max(from.offset + i, cutoff) - low
-    counts[at] = (counts[at] as number) + c
+  let i = 0
+  if (from.offset < cutoff) {
+    // Then `low` is the cutoff: the keys below it count at it, in the first slot.
+    const below = Math.min(cutoff - from.offset, n)
+    let moved = 0
+    for (; i < below; i++) moved += source[i] as number
+    counts[0] = (counts[0] as number) + moved
   }
+  // The rest add slot by slot, at a fixed distance (no branch per bucket: adding a zero changes nothing).
+  const shift = from.offset - low
+  for (; i < n; i++) counts[i + shift] = (counts[i + shift] as number) + (source[i] as number)
   into.offset = low
-  into.counts = counts
+}
+
+/**
+ * Prepends `by` zero counts to `counts`, in place: a store reaching below its offset keeps its
+ * array (callers own it) instead of allocating a longer one for every new lowest key.
+ */
+function growDown(counts: number[], by: number): void {
+  const n = counts.length
+  for (let i = 0; i < by; i++) counts.push(0)
+  for (let i = n - 1; i >= 0; i--) counts[i + by] = counts[i] as number
+  for (let i = 0; i < by; i++) counts[i] = 0
 }
 
 /**

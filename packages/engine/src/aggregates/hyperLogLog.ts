@@ -84,7 +84,17 @@ export function mergeSketches(a: DistinctSketch, b: DistinctSketch, precision: n
  * mergeSketchInto(into, from, 14)
  */
 export function mergeSketchInto(into: DistinctSketch, from: DistinctSketch, precision: number): DistinctSketch {
-  if (into.registers === null && from.registers === null) return mergeSketches(into, from, precision)
+  if (into.registers === null && from.registers === null) {
+    // A fold meets many small explicit sketches: their hashes join `into`'s list in place.
+    const h = into.hashes
+    if (h.length === 0) into.hashes = from.hashes.slice()
+    else unionInto(h, from.hashes)
+    if (into.hashes.length / 2 > explicitLimit(precision)) {
+      into.registers = registersOf(into.hashes, precision)
+      into.hashes = []
+    }
+    return into
+  }
   into.registers ??= registersOf(into.hashes, precision)
   into.hashes = []
   const registers = into.registers
@@ -219,6 +229,41 @@ function registersOf(hashes: readonly number[], precision: number): Uint8Array {
   const registers = new Uint8Array(2 ** precision)
   for (let i = 0; i < hashes.length; i += 2) setRegister(registers, hashes[i] as number, hashes[i + 1] as number, precision)
   return registers
+}
+
+/** `unionOfSorted(a, b)` written into `a`: counts the hash pairs of `b` that `a` lacks, then merges from the back. */
+function unionInto(a: number[], b: readonly number[]): void {
+  let missing = 0
+  let i = 0
+  let j = 0
+  while (j < b.length) {
+    const order = i >= a.length ? 1 : (a[i] as number) - (b[j] as number) || (a[i + 1] as number) - (b[j + 1] as number)
+    if (order < 0) i += 2
+    else {
+      if (order > 0) missing += 2
+      else i += 2
+      j += 2
+    }
+  }
+  if (missing === 0) return
+  i = a.length - 2
+  j = b.length - 2
+  for (let k = 0; k < missing; k++) a.push(0)
+  let at = a.length - 2
+  while (j >= 0) {
+    const order = i < 0 ? -1 : (a[i] as number) - (b[j] as number) || (a[i + 1] as number) - (b[j + 1] as number)
+    if (order > 0) {
+      a[at] = a[i] as number
+      a[at + 1] = a[i + 1] as number
+      i -= 2
+    } else {
+      a[at] = b[j] as number
+      a[at + 1] = b[j + 1] as number
+      if (order === 0) i -= 2
+      j -= 2
+    }
+    at -= 2
+  }
 }
 
 function unionOfSorted(a: readonly number[], b: readonly number[]): number[] {

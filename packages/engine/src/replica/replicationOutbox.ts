@@ -12,6 +12,14 @@ import type { SourceClock } from '../time/sourceClock.ts'
 export class ReplicationOutbox {
   readonly #listeners = new Set<(write: LocalWrite) => void>()
   #cells = new Map<string, CellEntry>()
+  /**
+   * Every cell this outbox listed, with its key in `#cells` and the address it went under, for
+   * as long as the cell lives: a cell is written once per event placed in it, and its key (a
+   * number turned into text, the costliest part) is built once, not once per event or per batch.
+   */
+  readonly #known = new WeakMap<Cell, ListedCell>()
+  /** Writes handed out so far: a cell whose `listedIn` is this one is in `#cells` already. */
+  #round = 0
   /** With aggregates: the live states of the cells in `#cells`, encoded when the write goes out. */
   #states = new Map<string, States | null>()
   /** The engine's aggregates; null without. */
@@ -37,8 +45,22 @@ export class ReplicationOutbox {
   /** A cell written locally, and its states; one entry per address per batch (the last write wins). */
   cell(window: string, key: string, start: number, source: string, cell: Cell, states: States | null = null): void {
     if (this.#listeners.size === 0) return
-    const at = cellKey(window, key, start, source)
-    this.#cells.set(at, { address: { window, key, start, source }, cell })
+    let known = this.#known.get(cell)
+    if (known === undefined || known.start !== start || known.window !== window || known.key !== key || known.source !== source) {
+      known = { at: cellKey(window, key, start, source), window, key, start, source, listedIn: -1 }
+      this.#known.set(cell, known)
+    }
+    const at = known.at
+    if (known.listedIn !== this.#round) {
+      // Another cell object listed under this address gives way: the last write wins.
+      const listed = this.#cells.get(at)
+      if (listed !== undefined && listed.cell !== cell) {
+        const other = this.#known.get(listed.cell)
+        if (other !== undefined) other.listedIn = -1
+      }
+      this.#cells.set(at, { address: { window, key, start, source }, cell })
+      known.listedIn = this.#round
+    }
     if (this.aggregates !== null) this.#states.set(at, states)
   }
 
@@ -72,6 +94,7 @@ export class ReplicationOutbox {
       expired: this.#expired,
     }
     this.#cells = new Map()
+    this.#round++
     this.#states = new Map()
     this.#clocks = new Set()
     this.#expired = []
@@ -91,6 +114,16 @@ export class ReplicationOutbox {
     }
     gate({ ...write, cells: write.cells.map(copyEntry) }, deliver)
   }
+}
+
+/** A cell the outbox listed: its key in the pending write, the address it went under, and the write that lists it. */
+interface ListedCell {
+  readonly at: string
+  readonly window: string
+  readonly key: string
+  readonly start: number
+  readonly source: string
+  listedIn: number
 }
 
 function copyEntry(entry: CellEntry): CellEntry {

@@ -58,6 +58,8 @@ export class BatchPlacement {
   readonly #reasons: (AnomalyReason | null)[] = []
   /** The aggregates' inputs of the event being placed (reused: placement reads them at once). */
   readonly #inputs: unknown[] = []
+  /** By source slot: the batch that last handed the source's clock to the outbox (once per batch is enough). */
+  readonly #clockPublished: number[] = []
 
   constructor(state: PlacementState) {
     this.#state = state
@@ -187,7 +189,10 @@ export class BatchPlacement {
         clock.remember(seq, id, ts, now)
         dedup.entries += clock.ahead.size + clock.ids.size - before
       }
-      if (publish) outbox.clock(clock)
+      if (publish && this.#clockPublished[clock.slot] !== frontiers.batch) {
+        this.#clockPublished[clock.slot] = frontiers.batch
+        outbox.clock(clock)
+      }
     }
     if (n > LARGE_BATCH) reasons.length = 0
     return { accepted, late, duplicates, conflicting, beyond }

@@ -50,9 +50,11 @@ export class SlicedWindowIndex implements WindowIndex {
   #windows = 0
   #cells = 0
   /**
-   * By `RECENT × source slot + i`: the slices a source wrote last (one per key it writes, up to
-   * `RECENT` keys: a device reporting several metrics alternates between them), and its cell in
-   * each slice's main part. `#recentNext` says which entry of a slot to replace next.
+   * By `(RECENT + LATE) × source slot + i`: the slices a source wrote last (one per key it writes,
+   * up to `RECENT` keys: a device reporting several metrics alternates between them), then up to
+   * `LATE` slices older than their key's (where its late events went, so that a late event does
+   * not push out the slice its next event goes to), and its cell in each slice's main part.
+   * `#recentNext` (by `2 × slot`, then `2 × slot + 1` for the late ones) says which entry to replace next.
    */
   readonly #recentSlices: (Slice<SliceSeries> | undefined)[] = []
   readonly #recentCells: (Cell | undefined)[] = []
@@ -112,12 +114,12 @@ export class SlicedWindowIndex implements WindowIndex {
     inputs: readonly unknown[] | null,
   ): number {
     const batch = frontiers.batch
-    const base = RECENT * source.slot
+    const base = STRIDE * source.slot
     let slice: Slice<SliceSeries> | undefined
     let cell: Cell | undefined
     let states: States | undefined
     // A slice the source wrote lately, in the key's series: no alignment, no lookup.
-    for (let i = base; i < base + RECENT; i++) {
+    for (let i = base; i < base + STRIDE; i++) {
       const recent = this.#recentSlices[i]
       if (recent !== undefined && ts >= recent.start && ts < recent.start + this.unit && recent.key === key && recent.live) {
         slice = recent
@@ -149,13 +151,19 @@ export class SlicedWindowIndex implements WindowIndex {
         if (!main) series.notePartial(slice.ordinal)
       } else if (inputs !== null) states = part.statesOf(source.name)
       if (main) {
-        // The entry of this key's slice, or else the next in turn.
+        // The entry of this key's slice, or else the next in turn; a slice older than the one
+        // there (a late event's) takes the next late entry instead.
         let at = base
         while (at < base + RECENT && this.#recentSlices[at]?.key !== key) at++
-        if (at === base + RECENT) {
-          const next = this.#recentNext[source.slot] ?? 0
+        const current = at < base + RECENT ? this.#recentSlices[at] : undefined
+        if (current === undefined) {
+          const next = this.#recentNext[2 * source.slot] ?? 0
           at = base + next
-          this.#recentNext[source.slot] = (next + 1) % RECENT
+          this.#recentNext[2 * source.slot] = (next + 1) % RECENT
+        } else if (current.live && slice.start < current.start) {
+          const next = this.#recentNext[2 * source.slot + 1] ?? 0
+          at = base + RECENT + next
+          this.#recentNext[2 * source.slot + 1] = (next + 1) % LATE
         }
         this.#recentSlices[at] = slice
         this.#recentCells[at] = cell
@@ -475,6 +483,12 @@ function addPending(
 
 /** Slices remembered per source: the keys a source writes in turn. */
 const RECENT = 4
+
+/** Older slices remembered per source: where its late events went lately. */
+const LATE = 2
+
+/** Entries per source slot. */
+const STRIDE = RECENT + LATE
 
 /**
  * Groups by part name and slice start, each list sorted by source: a part keeps its cells in

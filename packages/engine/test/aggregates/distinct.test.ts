@@ -74,6 +74,28 @@ describe('distinct: convergence', () => {
     },
   )
 
+  property(
+    'folding pieces into one accumulator (mergeInto) gives the bytes of merge, and leaves the pieces as they were',
+    fc.record({
+      n: fc.integer({ min: 0, max: 120 }),
+      seed: fc.integer({ min: 0, max: 1000 }),
+      precision: fc.constantFrom(4, 6, 8, 14),
+      cuts: fc.array(fc.nat(), { maxLength: 12 }),
+    }),
+    ({ n, seed, precision, cuts }) => {
+      const d = distinct({ precision })
+      const inputs = shuffled(identities(n, seed), seededRandom(seed + 1))
+      const points = [...new Set(cuts.map((c) => c % (inputs.length + 1)))].sort((a, b) => a - b)
+      const pieces = [...points, inputs.length].map((p, i) => stateOf(d, inputs.slice(i === 0 ? 0 : points[i - 1], p)))
+      const before = pieces.map((piece) => d.encode(piece))
+      const merged = pieces.reduce((acc, piece) => d.merge(acc, piece), d.init())
+      const folded = pieces.reduce((acc, piece) => (d.mergeInto as NonNullable<typeof d.mergeInto>)(acc, piece), d.init())
+      expect(d.encode(folded)).toEqual(d.encode(merged))
+      expect(d.result(folded)).toBe(d.result(merged))
+      expect(pieces.map((piece) => d.encode(piece))).toEqual(before)
+    },
+  )
+
   it('merges idempotently and round-trips the dense registers', () => {
     const d = distinct({ precision: 8 })
     const state = stateOf(d, identities(5_000, 9))

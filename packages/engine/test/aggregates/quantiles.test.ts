@@ -115,6 +115,29 @@ describe('quantiles: convergence', () => {
   )
 
   property(
+    'folding pieces into one accumulator (mergeInto) gives the bytes of merge, and leaves the pieces as they were',
+    fc.record({
+      kind: fc.constantFrom('uniform', 'lognormal', 'mixedSign', 'withZeros', 'pareto'),
+      n: fc.integer({ min: 0, max: 500 }),
+      seed: fc.integer(),
+      cuts: fc.array(fc.nat(), { maxLength: 12 }),
+      maxBuckets: fc.constantFrom(16, 64, 2048),
+    }),
+    ({ kind, n, seed, cuts, maxBuckets }) => {
+      const sketch = quantiles({ at: [0.5], relativeAccuracy: 0.02, maxBuckets })
+      const values = sample(kind, n, seed)
+      const points = [...new Set(cuts.map((c) => c % (n + 1)))].sort((a, b) => a - b)
+      const pieces = [...points, n].map((p, i) => stateOf(sketch, values.slice(i === 0 ? 0 : points[i - 1], p)))
+      const before = pieces.map((piece) => sketch.encode(piece))
+      const merged = pieces.reduce((acc, piece) => sketch.merge(acc, piece), sketch.init())
+      const folded = pieces.reduce((acc, piece) => (sketch.mergeInto as NonNullable<typeof sketch.mergeInto>)(acc, piece), sketch.init())
+      expect(sketch.encode(folded)).toEqual(sketch.encode(merged))
+      expect(sketch.result(folded)).toEqual(sketch.result(merged))
+      expect(pieces.map((piece) => sketch.encode(piece))).toEqual(before)
+    },
+  )
+
+  property(
     'collapsing keeps maxBuckets per sign, and the accuracy within γ^(0.96·(maxBuckets − 2)) of the largest magnitude',
     fc.record({
       kind: fc.constantFrom('lognormal', 'pareto', 'mixedSign', 'uniform'),
