@@ -73,10 +73,11 @@ it('compaction keeps stored bytes on a plateau under steady writes, and a restar
     await waitUntil(async () => (await metric(relay?.httpUrl ?? '', 'tidemark_relay_updates_stored_total')) >= expected, `round ${round} stored`)
     stored.push(await metric(relay.httpUrl, 'tidemark_relay_stored_bytes'))
   }
-  // A room's stored bytes stay within its snapshot, the compaction threshold and one write
-  // window of updates (at most a round here), however many rounds are written.
+  // A room's stored bytes stay within its snapshot, the compaction threshold (scaled by the
+  // room's spread, at most 1.5) and one write window of updates (at most a round here), however
+  // many rounds are written.
   const round = written / ROUNDS
-  const bound = 2 * (1024 + round) + 2048
+  const bound = 2 * (1.5 * 1024 + round) + 2048
   const late = Math.max(...stored.slice(ROUNDS / 2))
   console.log(`stored bytes per round: ${stored.join(' ')}; bound ${Math.round(bound)}; ${written} bytes of updates written`)
   expect(await metric(relay.httpUrl, 'tidemark_relay_store_seconds_count{op="compact"}')).toBeGreaterThan(ROUNDS / 2)

@@ -37,6 +37,20 @@ interface RoomTail {
   rows: number
   bytes: number
   snapshotBytes: number
+  /** The room's compaction thresholds are scaled by this, in [1, 1.5) (see `thresholdSpread`). */
+  readonly spread: number
+}
+
+/**
+ * A room's own factor on the compaction thresholds, from its name. Rooms of a fleet are written
+ * at the same pace from the same moment (a relay start, a fleet's reconnect): with one
+ * threshold they would all reach it in the same second, and their compactions would hold the
+ * store for that long. Spread over half a threshold, they come one by one.
+ */
+function thresholdSpread(room: string): number {
+  let hash = 2166136261
+  for (let i = 0; i < room.length; i++) hash = Math.imul(hash ^ room.charCodeAt(i), 16777619)
+  return 1 + ((hash >>> 0) % 1024) / 2048
 }
 
 const SCHEMA = [
@@ -58,7 +72,16 @@ const STORED_BYTES = `select (
   (select coalesce(sum(octet_length(bytes)), 0) from tidemark_relay_snapshots) +
   (select coalesce(sum(octet_length(bytes)), 0) from tidemark_relay_updates))::float8 as n`
 
-const ROWS_PER_INSERT = 200
+const ROWS_PER_INSERT = 50
+
+/**
+ * Resolves after the event loop's next I/O phase. PGlite runs each statement synchronously and
+ * resolves in a microtask, so a chain of statements (a batch of inserts, a queue of
+ * compactions) would otherwise hold the relay's thread for seconds while sockets wait.
+ */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve))
+}
 const STORED_BYTES_READ_EVERY_MS = 60_000
 const MAX_PENDING_PER_ROOM = 64
 const HEALTH_TIMEOUT_MS = 2000
@@ -132,7 +155,7 @@ export class RoomStore {
   /** The room's snapshot and updates, in the order to apply them. */
   async load(room: string): Promise<Uint8Array[]> {
     const rows = await this.#timed('load', () => this.#sql.query<RoomRow>(READ_ROOM, [room]))
-    const tail: RoomTail = { rows: 0, bytes: 0, snapshotBytes: 0 }
+    const tail: RoomTail = { rows: 0, bytes: 0, snapshotBytes: 0, spread: thresholdSpread(room) }
     for (const row of rows.rows) {
       if (row.part === 0) tail.snapshotBytes = row.bytes.byteLength
       else {
@@ -193,6 +216,7 @@ export class RoomStore {
     const writing = this.#timed('flush', () =>
       this.#sql.transaction(async (tx) => {
         for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
+          if (i > 0) await nextTurn()
           const chunk = rows.slice(i, i + ROWS_PER_INSERT)
           const values = chunk.map((_, j) => `($${2 * j + 1}, $${2 * j + 2})`).join(', ')
           await tx.query(`insert into tidemark_relay_updates (room, bytes) values ${values}`, chunk.flat())
@@ -235,7 +259,7 @@ export class RoomStore {
   needsCompaction(room: string): boolean {
     const tail = this.#tails.get(room)
     if (tail === undefined || tail.rows === 0) return false
-    return tail.rows >= this.#timing.compactAfterRows || tail.bytes >= Math.max(this.#timing.compactAfterBytes, tail.snapshotBytes)
+    return tail.rows >= this.#timing.compactAfterRows * tail.spread || tail.bytes >= Math.max(this.#timing.compactAfterBytes, tail.snapshotBytes) * tail.spread
   }
 
   /** True when the room has update rows besides its snapshot. */
@@ -250,7 +274,7 @@ export class RoomStore {
   compact(room: string): Promise<number | null> {
     if (this.#compacting.has(room)) return this.#compactions.then(() => null)
     this.#compacting.add(room)
-    const run = this.#compactions.then(() => {
+    const run = this.#compactions.then(nextTurn).then(() => {
       this.#compacting.delete(room)
       return this.#timed('compact', () => this.#compact(room))
     })
@@ -360,7 +384,7 @@ export class RoomStore {
   #tailOf(room: string): RoomTail {
     let tail = this.#tails.get(room)
     if (tail === undefined) {
-      tail = { rows: 0, bytes: 0, snapshotBytes: 0 }
+      tail = { rows: 0, bytes: 0, snapshotBytes: 0, spread: thresholdSpread(room) }
       this.#tails.set(room, tail)
     }
     return tail
