@@ -1,7 +1,7 @@
 /**
  * merge-8-replicas: a fresh replica joins 8 writer replicas holding 10k live cells each
  * (100 keys × 100 one-minute windows, one source per writer, 2 readings per cell), so every
- * window ends up with 8 cells. Issue 4's target: the merge takes under 50 ms.
+ * window ends up with 8 cells. The target: the merge takes under 50 ms.
  *
  * Contenders, on the same prepared state:
  * - tidemark: the engine alone, one `mergeRemoteGroups` per writer (its cells packed as the doc

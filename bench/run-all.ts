@@ -36,7 +36,7 @@ const PROFILES: readonly ProfileEntry[] = [
   { name: 'aggregates-cost', streaming: false },
 ]
 
-/** Profiles from issue 9 that this command does not run; listed, never given numbers. */
+/** Profiles the benchmark plan names that this command does not run; listed, never given numbers. */
 const MISSING: readonly MissingProfile[] = [
   { name: 'wal-append', where: 'browser', status: 'separate: `pnpm bench:browser:wal` (bench/browser/wal-append.ts); not part of `pnpm bench`' },
   { name: 'wal-recovery-1m', where: 'browser', status: 'separate: `pnpm bench:browser:wal` (bench/browser/wal-recovery-1m.ts); not part of `pnpm bench`' },

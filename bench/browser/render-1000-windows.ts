@@ -5,7 +5,7 @@
  * what it consists of (engine ingest, the bindings' fan-out, React, style,
  * layout, paint, GC, from a Chrome trace of the run), renders per component
  * per frame, long tasks and the events/s achieved, against the targets of
- * issue 6 (p95 frame < 16 ms, <= 1 render per component per frame). Four
+ * the React bindings (p95 frame < 16 ms, <= 1 render per component per frame). Four
  * views of the tiles: `dom` (text in a fixed grid), `canvas` (cells of one
  * canvas painted in layout effects), and their floors `dom-floor` and
  * `canvas-floor` (the same DOM or canvas work with no engine, bindings or

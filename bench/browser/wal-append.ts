@@ -1,6 +1,6 @@
 /**
  * wal-append: write-ahead log append throughput in Chromium, beside raw batched IndexedDB
- * puts and y-indexeddb storing the same batches' Yjs updates, in the same run (issue 5;
+ * puts and y-indexeddb storing the same batches' Yjs updates, in the same run (the log's
  * target: WAL append >= 0.5 x raw batched puts).
  *
  *   node --import tsx --conditions=@tidemark/source bench/browser/wal-append.ts [--events=200000] [--batch=1000] [--rounds=3]

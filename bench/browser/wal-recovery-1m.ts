@@ -1,5 +1,5 @@
 /**
- * wal-recovery-1m: cold-start recovery of 1,000,000 events in Chromium (issue 5; target
+ * wal-recovery-1m: cold-start recovery of 1,000,000 events in Chromium (the log's target
  * < 1.5 s), beside reading the same events back from raw batched IndexedDB puts and
  * y-indexeddb loading the same batches' Yjs updates, in the same run.
  *
