@@ -16,6 +16,7 @@
 export { MAX_AGGREGATES } from './aggregates/aggregateSet.ts'
 export { checkEngineOptions, ENGINE_OPTION_KEYS } from './core/engineOptions.ts'
 export { messageOf } from './core/errorMessage.ts'
+export { paneInfo } from './windows/paneInfo.ts'
 export { assertKnownOptions, closestName } from './core/knownOptions.ts'
 export {
   cellCount,

@@ -9,13 +9,21 @@ const onTime: PaneInfo[] = []
 /** By `index × SHARED_LATE + onTimeIndex`. */
 const late: PaneInfo[] = []
 
-/** The pane info `{ timing, index, onTimeIndex }`, frozen, and shared where small, so most panes cost no allocation. */
+/**
+ * The pane info `{ timing, index, onTimeIndex }`, frozen, and shared where small, so most panes
+ * cost no allocation. Adapters that decode pane infos (a worker's mirror) use it too: values no
+ * engine gives (a fractional or negative index) get a pane info of their own, never a shared slot.
+ *
+ * @example
+ * paneInfo('late', 3, 1) === paneInfo('late', 3, 1) // true: one shared, frozen object
+ */
 export function paneInfo(timing: PaneTiming, index: number, onTimeIndex: number): PaneInfo {
   let shared: PaneInfo[] | null = null
   let at = index
-  if (timing === 'early') shared = index < SHARED ? early : null
+  if (!Number.isInteger(index) || index < 0) shared = null
+  else if (timing === 'early') shared = index < SHARED && onTimeIndex === -1 ? early : null
   else if (timing === 'on_time') shared = index < SHARED && onTimeIndex === 0 ? onTime : null
-  else if (index < SHARED && onTimeIndex < SHARED_LATE) {
+  else if (index < SHARED && Number.isInteger(onTimeIndex) && onTimeIndex >= 0 && onTimeIndex < SHARED_LATE) {
     shared = late
     at = index * SHARED_LATE + onTimeIndex
   }

@@ -1,6 +1,6 @@
 import type { Basis, PaneInfo, PaneTiming, ResultStatus, WindowChangeType, WindowResult } from '@tidemark/engine'
 import { type AggregateValues, AggregateValuesWriter, aggregateValuesProblem, aggregateValuesReader } from './aggregateValues.ts'
-import { paneOf } from './paneInfos.ts'
+import { paneInfo } from '@tidemark/engine/adapter'
 
 /**
  * What one row of a frame says about one window. A change row (`provisional` … `retract`)
@@ -146,7 +146,7 @@ export function forEachRow(
   for (let i = 0; i < n; i++) {
     const flags = ints[i * INTS + 2] as number
     const at = i * NUMS
-    const pane: PaneInfo = paneOf(TIMINGS[(flags >> TIMING_SHIFT) & 3] as PaneTiming, nums[at + 7] as number, nums[at + 8] as number)
+    const pane: PaneInfo = paneInfo(TIMINGS[(flags >> TIMING_SHIFT) & 3] as PaneTiming, nums[at + 7] as number, nums[at + 8] as number)
     const fields: WindowResult = {
       window: strings[ints[i * INTS] as number] as string,
       key: strings[ints[i * INTS + 1] as number] as string,
