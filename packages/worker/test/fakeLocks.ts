@@ -20,6 +20,8 @@ export class FakeLockManager {
   readonly #holders = new Map<string, Holder>()
   readonly #queues = new Map<string, Waiter[]>()
   readonly #endings = new Map<string, (() => void)[]>()
+  /** News for frozen contexts (a stolen lock's failed request), delivered when they thaw. */
+  readonly #held = new Map<string, (() => void)[]>()
 
   as(owner: string): WorkerLocks {
     return { request: (name, options, callback) => this.#request(owner, name, options, callback) }
@@ -27,6 +29,20 @@ export class FakeLockManager {
 
   holder(name: string): string | undefined {
     return this.#holders.get(name)?.owner
+  }
+
+  /**
+   * Holds back (`frozen`) or delivers the news for `owner`'s requests: a frozen tab learns
+   * that its lock was stolen only when it thaws, and the test chooses when that is.
+   */
+  freeze(owner: string, frozen: boolean): void {
+    if (frozen) {
+      if (!this.#held.has(owner)) this.#held.set(owner, [])
+      return
+    }
+    const news = this.#held.get(owner) ?? []
+    this.#held.delete(owner)
+    for (const deliver of news) deliver()
   }
 
   /** Ends every lock `owner` holds or waits for, as when its context goes away. */
@@ -79,7 +95,12 @@ export class FakeLockManager {
           // The stolen lock goes to the thief at once, ahead of the queue.
           const robbed = this.#holders.get(name)
           this.#holders.delete(name)
-          robbed?.reject(new DOMException("Lock broken by another request with the 'steal' option.", 'AbortError'))
+          if (robbed !== undefined) {
+            const news = (): void => robbed.reject(new DOMException("Lock broken by another request with the 'steal' option.", 'AbortError'))
+            const held = this.#held.get(robbed.owner)
+            if (held !== undefined) held.push(news)
+            else news()
+          }
           return grant()
         }
         if (!this.#holders.has(name)) return grant()

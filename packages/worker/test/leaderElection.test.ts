@@ -79,17 +79,20 @@ class Origin {
 
   freeze(tab: Tab): void {
     tab.frozen = true
+    this.locks.freeze(tab.id, true)
     this.time.freeze(tab.id, true)
     if (tab.worker !== null) this.time.freeze(tab.worker.context, true)
   }
 
   /**
    * Thaws a tab: by default its overdue timers run first and what reached it meanwhile only
-   * after the promise callbacks those timers started have run (a lock request included).
+   * after the promise callbacks those timers started have run (a lock request included). With
+   * `lockNews: 'withheld'` the news of its locks stays held until `releaseLockNews(tab)`.
    */
-  async thaw(tab: Tab, order: 'timers-first' | 'messages-first' = 'timers-first'): Promise<void> {
+  async thaw(tab: Tab, order: 'timers-first' | 'messages-first' = 'timers-first', lockNews: 'delivered' | 'withheld' = 'delivered'): Promise<void> {
     tab.frozen = false
     const deliver = (): void => {
+      if (lockNews === 'delivered') this.locks.freeze(tab.id, false)
       for (const run of tab.waiting.splice(0)) run()
     }
     if (order === 'messages-first') deliver()
@@ -100,6 +103,10 @@ class Origin {
       await settle()
       deliver()
     }
+  }
+
+  releaseLockNews(tab: Tab): void {
+    this.locks.freeze(tab.id, false)
   }
 
   leaders(): string[] {
@@ -116,7 +123,7 @@ class Origin {
     const context = `${tab.id}-worker-${epoch}`
     tab.worker = { epoch, context }
     const beat = (): void => {
-      for (const other of this.tabs) this.#deliver(other, () => other.election.beat(epoch))
+      for (const other of this.tabs) this.#deliver(other, () => other.election.beat(epoch, other === tab))
     }
     this.time.clock(context).setInterval(beat, HEARTBEAT_MS)
     if (tab.frozen) {
@@ -180,6 +187,33 @@ describe('leader election', () => {
     expect(origin.leaders()).toEqual([stealer?.id])
   })
 
+  it('steps a thawed leader down at the first beat of a newer host, before the news of its stolen lock arrives', async () => {
+    const origin = new Origin()
+    const a = origin.open('a')
+    await settle()
+    const b = origin.open('b')
+    await origin.time.run(2_000)
+    origin.freeze(a)
+    await origin.time.run(3_000)
+    expect(b.leads.map((l) => l.via)).toEqual(['steal'])
+    await origin.thaw(a, 'timers-first', 'withheld')
+    await origin.time.run(HEARTBEAT_MS * 2)
+    // The new host's beats told it: it follows, its worker ended, and it queues again.
+    expect(a.election.role).toBe('follower')
+    expect(a.deposedAt).toHaveLength(1)
+    expect(a.worker).toBeNull()
+    origin.releaseLockNews(a)
+    await origin.time.run(2_000)
+    // The late news of the stolen lock changes nothing.
+    expect(a.deposedAt).toHaveLength(1)
+    expect(origin.leaders()).toEqual(['b'])
+    // When the new leader closes, the thawed tab's fresh request is next.
+    origin.close(b)
+    await origin.time.run(100)
+    expect(origin.leaders()).toEqual(['a'])
+    expect(a.leads.map((l) => l.via)).toEqual(['queue', 'queue'])
+  })
+
   it('does not steal from a live leader when its own timers ran late (the follower itself was frozen)', async () => {
     const origin = new Origin()
     origin.open('a')
@@ -214,6 +248,11 @@ describe('leader election', () => {
     await origin.time.run(STALE_MS * 4 + 1_000)
     expect(origin.steals.map((s) => s.tab)).toEqual([stealer.id, other.id])
     expect((origin.steals[1]?.at ?? 0) - stolenAt).toBeGreaterThanOrEqual(STALE_MS * 4)
+    // The two frozen tabs still believe they lead; thawed, both learn they do not.
+    expect(origin.leaders().sort()).toEqual(['a', 'b', 'c'])
+    await origin.thaw(a)
+    await origin.thaw(stealer)
+    await origin.time.run(2_000)
     expect(origin.leaders()).toEqual([other.id])
   })
 

@@ -1,5 +1,5 @@
 import type { BeatMessage, StealMessage } from '../protocol/messages.ts'
-import { envelope, openEnvelope, } from '../protocol/tabChannel.ts'
+import { envelope, openEnvelope } from '../protocol/tabChannel.ts'
 import type { HostConnector, HostLink, LinkSink } from './hostLink.ts'
 import { type DedicatedWorkerFactory, startHostWorker } from './hostWorker.ts'
 import { LeaderElection } from './leaderElection.ts'
@@ -111,7 +111,8 @@ export class LeaderConnector implements HostConnector {
   }
 
   #beat(beat: BeatMessage, sink: LinkSink): void {
-    this.#election.beat(beat.epoch)
+    // A leader hearing a host newer than its own steps down here (deposed ends its worker).
+    this.#election.beat(beat.epoch, beat.tab === this.#options.tab)
     if (beat.tab === this.#options.tab) this.#connectedEpoch = Math.max(this.#connectedEpoch, beat.epoch)
     if (this.#own !== null || !beat.ready || beat.epoch <= this.#connectedEpoch) return
     // A newer host is ready: move to it.

@@ -37,7 +37,9 @@ export type ElectionRole = 'follower' | 'leader' | 'stopped'
  * that was asleep itself knows nothing), only while holding a second lock that one stealer at
  * a time can hold, and only once per epoch (other tabs hear the steal and hold off, until
  * four times `staleMs` passed without a beat of a newer epoch). The stolen-from tab learns it
- * when it runs again, and steps down; its host's writes are refused by the log's epoch fence.
+ * when it runs again, from whichever comes first: its lock request failing, or a beat of a host
+ * newer than its own (a host that took the log after its own did). It steps down; its host's
+ * writes are refused by the log's epoch fence.
  */
 export class LeaderElection {
   readonly #options: LeaderElectionOptions
@@ -45,6 +47,10 @@ export class LeaderElection {
   /** Newest host epoch heard (0: none yet). */
   #epoch = 0
   #lastBeatAt = 0
+  /** The epoch of this tab's own host while it leads, from its beats (0: it has not beaten yet). */
+  #ownEpoch = 0
+  /** Counts this tab's holds of the leader lock: news of an old hold changes nothing. */
+  #holds = 0
   #lastTick = 0
   /** The last steal from the leader of `epoch`, by this tab or another. */
   #lastSteal: { readonly epoch: number; readonly at: number } | null = null
@@ -77,8 +83,13 @@ export class LeaderElection {
     this.#watchdog = clock.setInterval(() => this.#watch(), Math.max(50, Math.floor(heartbeatMs / 2)))
   }
 
-  /** A beat of the host of `epoch` was heard. */
-  beat(epoch: number): void {
+  /**
+   * A beat of the host of `epoch` was heard; `own` when it is this tab's own host. A leader that
+   * hears another host newer than its own was stolen from and steps down at once.
+   */
+  beat(epoch: number, own = false): void {
+    if (own && this.#role === 'leader') this.#ownEpoch = Math.max(this.#ownEpoch, epoch)
+    else if (!own && this.#role === 'leader' && this.#ownEpoch > 0 && epoch > this.#ownEpoch) this.#stepDown()
     if (epoch < this.#epoch) return
     this.#epoch = epoch
     this.#lastBeatAt = this.#options.clock.now()
@@ -114,11 +125,13 @@ export class LeaderElection {
   #hold(options: { readonly signal?: AbortSignal; readonly steal?: boolean }, stolen: boolean, controller: AbortController | null): void {
     const { locks, name } = this.#options
     let held = false
+    const hold = ++this.#holds
     locks
       .request(lockNames.leader(name), options, () => {
         if (this.#role === 'stopped') return undefined
         held = true
         this.#role = 'leader'
+        this.#ownEpoch = 0
         this.#queued = null
         const kept = new Promise<void>((resolve) => {
           this.#release = resolve
@@ -131,14 +144,22 @@ export class LeaderElection {
         () => {
           // Our own withdrawal of a queued request ends here too: nothing to do.
           if (controller?.signal.aborted === true && !held) return
-          if (!held || this.#role !== 'leader') return
-          this.#role = 'follower'
-          this.#release = null
-          this.#lastBeatAt = this.#options.clock.now()
-          this.#options.deposed()
-          this.#queue()
+          if (!held || hold !== this.#holds || this.#role !== 'leader') return
+          this.#stepDown()
         },
       )
+  }
+
+  /** Leadership was taken from this tab: it follows and queues again. */
+  #stepDown(): void {
+    this.#role = 'follower'
+    const release = this.#release
+    this.#release = null
+    // A stolen lock is gone already; resolving its callback's promise changes nothing else.
+    release?.()
+    this.#lastBeatAt = this.#options.clock.now()
+    this.#options.deposed()
+    this.#queue()
   }
 
   #watch(): void {
