@@ -42,6 +42,8 @@ const REPO = fileURLToPath(new URL('../..', import.meta.url))
 const RESULTS = join(REPO, 'bench', 'results')
 const SAMPLE_MS = 10_000
 const MB = 1024 * 1024
+const TIMERS = 'nodejs_active_resources{type="Timeout"}'
+const mb = (bytes: number): number => Number((bytes / MB).toFixed(1))
 
 const flags = parseBenchFlags(process.argv.slice(2).filter((arg) => arg !== '--'))
 const { layout } = flags
@@ -174,7 +176,7 @@ async function main(): Promise<RelayBenchResult> {
   let rowAt = steadyStart
   let rowUpdates = updatesStart
   say('')
-  say('minute | load | latency p50 / p99 / max ms (arrivals) | updates/s | CPU % of a core: A / B / redis / simulator / dashboards / other processes, iowait | RSS MB A / B | rooms A / B | stored MB A')
+  say('minute | load | latency p50 / p99 / max ms (arrivals) | updates/s | CPU % of a core: A / B / redis / simulator / dashboards / other processes, iowait | RSS MB A / B | heap used MB A / B | timers A / B | rooms A / B | stored MB A')
   for (let tick = 1; ; tick++) {
     const due = Math.min(steadyStart + tick * SAMPLE_MS, steadyStart + steadyMs)
     await sleep(due - Date.now())
@@ -206,6 +208,9 @@ async function main(): Promise<RelayBenchResult> {
         updatesPerSecond: Number(((1000 * (updates - rowUpdates)) / wall).toFixed(1)),
         cpuPercent,
         rssMb: { A: Number(rssA.toFixed(1)), B: Number(rssB.toFixed(1)) },
+        heapUsedMb: { A: mb(metric(metricsA, 'nodejs_heap_size_used_bytes')), B: mb(metric(metricsB, 'nodejs_heap_size_used_bytes')) },
+        arrayBuffersMb: { A: mb(metric(metricsA, 'nodejs_array_buffers_bytes')), B: mb(metric(metricsB, 'nodejs_array_buffers_bytes')) },
+        timers: { A: metric(metricsA, TIMERS), B: metric(metricsB, TIMERS) },
         roomsLoaded: { A: metric(metricsA, 'tidemark_relay_rooms_loaded'), B: metric(metricsB, 'tidemark_relay_rooms_loaded') },
         storedBytesA: metric(metricsA, 'tidemark_relay_stored_bytes'),
       }
@@ -213,7 +218,7 @@ async function main(): Promise<RelayBenchResult> {
       say(
         `${row.minute.toFixed(1).padStart(6)} | ${row.load.toFixed(2)} | ${row.latency.p50} / ${row.latency.p99} / ${row.latency.max} (${figures.arrivals}) | ${row.updatesPerSecond} | ` +
           `${cpuPercent['relay A']} / ${cpuPercent['relay B']} / ${cpuPercent.redis} / ${cpuPercent['device simulator']} / ${cpuPercent.dashboards} / ${cpuPercent['other processes']}, ${cpuPercent.iowait} | ` +
-          `${row.rssMb.A} / ${row.rssMb.B} | ${row.roomsLoaded.A} / ${row.roomsLoaded.B} | ${(row.storedBytesA / 1e6).toFixed(2)}`,
+          `${row.rssMb.A} / ${row.rssMb.B} | ${row.heapUsedMb.A} / ${row.heapUsedMb.B} | ${row.timers.A} / ${row.timers.B} | ${row.roomsLoaded.A} / ${row.roomsLoaded.B} | ${(row.storedBytesA / 1e6).toFixed(2)}`,
       )
       rowCpu = cpu
       rowMachine = machine

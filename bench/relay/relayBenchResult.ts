@@ -10,7 +10,7 @@ import type { LatencySummary } from './latencyHistogram.ts'
  * One row of the per-minute table of the steady phase.
  *
  * @example
- * const row: MinuteRow = { minute: 1, load: 2.4, latency, updatesPerSecond: 998, cpuPercent: { 'relay A': 31 }, rssMb: { A: 301, B: 288 }, roomsLoaded: { A: 1010, B: 1010 }, storedBytesA: 4_100_000 }
+ * const row: MinuteRow = { minute: 1, load: 2.4, latency, coalesced: 0, updatesPerSecond: 998, cpuPercent: { 'relay A': 31 }, rssMb: { A: 301, B: 288 }, heapUsedMb: { A: 90, B: 70 }, arrayBuffersMb: { A: 180, B: 170 }, timers: { A: 12, B: 9 }, roomsLoaded: { A: 1010, B: 1010 }, storedBytesA: 4_100_000 }
  */
 export interface MinuteRow {
   readonly minute: number
@@ -24,6 +24,12 @@ export interface MinuteRow {
   /** CPU of each process over this minute, as a percentage of one core. */
   readonly cpuPercent: Readonly<Record<string, number>>
   readonly rssMb: { readonly A: number; readonly B: number }
+  /** V8 heap in use (`nodejs_heap_size_used_bytes`), garbage not yet collected included. */
+  readonly heapUsedMb: { readonly A: number; readonly B: number }
+  /** ArrayBuffers (`nodejs_array_buffers_bytes`): PGlite's WebAssembly memory is most of it. */
+  readonly arrayBuffersMb: { readonly A: number; readonly B: number }
+  /** Timers keeping the event loop alive (`nodejs_active_resources{type="Timeout"}`). */
+  readonly timers: { readonly A: number; readonly B: number }
   readonly roomsLoaded: { readonly A: number; readonly B: number }
   readonly storedBytesA: number
 }

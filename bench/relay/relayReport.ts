@@ -3,7 +3,7 @@
  * `bench/results/relay-latest.md`: the headline table with its targets, then the per-minute
  * samples, CPU per process, the reconnects, the store and the run's health.
  */
-import type { RelayBenchResult } from './relayBenchResult.ts'
+import type { MinuteRow, RelayBenchResult } from './relayBenchResult.ts'
 
 /** Target of the steady-state device→dashboard latency, p99. */
 export const LATENCY_P99_TARGET_MS = 100
@@ -52,7 +52,10 @@ export function renderRelayReport(r: RelayBenchResult): string {
     '| --- | --- | --- |',
     `| device → dashboard latency, steady (${int(steady.arrivals.latency.count)} samples, ${fixed(steady.seconds / 60, 1)} min) | p50 **${steady.arrivals.latency.p50} ms**, p90 ${steady.arrivals.latency.p90} ms, p99 **${p99} ms**, max ${steady.arrivals.latency.max} ms | p99 < ${LATENCY_P99_TARGET_MS} ms ${mark(p99 < LATENCY_P99_TARGET_MS)} |`,
     `| relay CPU per 1,000 updates | A **${fixed(steady.cpuPerThousand.A, 0)} ms**, B **${fixed(steady.cpuPerThousand.B, 0)} ms**, total **${fixed(steady.cpuPerThousand.total, 0)} ms** (A ${fixed(cpuA?.percentOfCore ?? Number.NaN, 1)}% + B ${fixed(cpuB?.percentOfCore ?? Number.NaN, 1)}% of one core at ${fixed(steady.updates / steady.seconds, 0)} updates/s) | – |`,
-    `| relay RSS over the steady phase (slope of the least-squares line through a sample every 10 s; at start, before any client: A ${r.relayRssMb.atStart.A} MB, B ${r.relayRssMb.atStart.B} MB) | A ${rssRange(r, 1)}, slope **${fixed(steady.rssSlopeMbPerMinute.A, 2)} MB/min** (second half ${fixed(steady.rssSlopeSecondHalf.A, 2)}); B ${rssRange(r, 2)}, slope **${fixed(steady.rssSlopeMbPerMinute.B, 2)} MB/min** (second half ${fixed(steady.rssSlopeSecondHalf.B, 2)}) | flat: slope ≤ ${RSS_FLAT_MB_PER_MINUTE} MB/min ${mark(Math.abs(steady.rssSlopeMbPerMinute.A) <= RSS_FLAT_MB_PER_MINUTE && Math.abs(steady.rssSlopeMbPerMinute.B) <= RSS_FLAT_MB_PER_MINUTE)} |`,
+    `| relay RSS over the steady phase, after a ${fixed(r.warmupSeconds / 60, 1)}-min warm-up that fills the devices' live state (slope of the least-squares line through a sample every 10 s; at start, before any client: A ${r.relayRssMb.atStart.A} MB, B ${r.relayRssMb.atStart.B} MB) | A ${rssRange(r, 1)}, slope **${fixed(steady.rssSlopeMbPerMinute.A, 2)} MB/min** (second half ${fixed(steady.rssSlopeSecondHalf.A, 2)}); B ${rssRange(r, 2)}, slope **${fixed(steady.rssSlopeMbPerMinute.B, 2)} MB/min** (second half ${fixed(steady.rssSlopeSecondHalf.B, 2)}) | flat: slope ≤ ${RSS_FLAT_MB_PER_MINUTE} MB/min ${mark(Math.abs(steady.rssSlopeMbPerMinute.A) <= RSS_FLAT_MB_PER_MINUTE && Math.abs(steady.rssSlopeMbPerMinute.B) <= RSS_FLAT_MB_PER_MINUTE)} |`,
+  )
+  push(
+    `| timers and rooms loaded over the steady phase (first → last minute, from \`/metrics\`) | timers A ${span(steady.minutes, (m) => m.timers.A)}, B ${span(steady.minutes, (m) => m.timers.B)}; rooms A ${span(steady.minutes, (m) => m.roomsLoaded.A)}, B ${span(steady.minutes, (m) => m.roomsLoaded.B)} | flat (mean of the last third within 10% of the first third's): none leaked ${mark(flat(steady.minutes, (m) => m.timers.A) && flat(steady.minutes, (m) => m.timers.B) && flat(steady.minutes, (m) => m.roomsLoaded.A) && flat(steady.minutes, (m) => m.roomsLoaded.B))} |`,
   )
   for (const run of r.reconnects) {
     push(
@@ -75,15 +78,15 @@ export function renderRelayReport(r: RelayBenchResult): string {
     '',
     '## Steady phase, minute by minute',
     '',
-    `Latency of the readings that reached a dashboard's engine in that minute; CPU as a percentage of one core (the machine has ${r.cpu.split('×').pop()?.trim()}); RSS read from /proc; rooms loaded and stored bytes from the relays' \`/metrics\` (stored bytes are re-read from the database once a minute).`,
+    `Latency of the readings that reached a dashboard's engine in that minute; CPU as a percentage of one core (the machine has ${r.cpu.split('×').pop()?.trim()}); RSS read from /proc; heap in use (garbage not yet collected included), timers, rooms loaded and stored bytes from the relays' \`/metrics\` (stored bytes are re-read from the database once a minute).`,
     '',
-    '| minute | load | latency p50 / p99 / max ms | coalesced | updates/s (A) | CPU A | CPU B | CPU redis | CPU simulator | CPU dashboards | CPU other processes | RSS A MB | RSS B MB | rooms A / B | stored on A |',
-    '| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |',
+    '| minute | load | latency p50 / p99 / max ms | coalesced | updates/s (A) | CPU A | CPU B | CPU redis | CPU simulator | CPU dashboards | CPU other processes | RSS A MB | RSS B MB | heap used A / B MB | timers A / B | rooms A / B | stored on A |',
+    '| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | ---: |',
   )
   for (const m of steady.minutes) {
     const c = m.cpuPercent
     push(
-      `| ${fixed(m.minute, 1)} | ${fixed(m.load, 2)} | ${m.latency.p50} / ${m.latency.p99} / ${m.latency.max} | ${m.coalesced} | ${fixed(m.updatesPerSecond, 0)} | ${c['relay A']}% | ${c['relay B']}% | ${c.redis}% | ${c['device simulator']}% | ${c.dashboards}% | ${c['other processes']}% | ${m.rssMb.A} | ${m.rssMb.B} | ${m.roomsLoaded.A} / ${m.roomsLoaded.B} | ${fixed(m.storedBytesA / 1e6, 2)} MB |`,
+      `| ${fixed(m.minute, 1)} | ${fixed(m.load, 2)} | ${m.latency.p50} / ${m.latency.p99} / ${m.latency.max} | ${m.coalesced} | ${fixed(m.updatesPerSecond, 0)} | ${c['relay A']}% | ${c['relay B']}% | ${c.redis}% | ${c['device simulator']}% | ${c.dashboards}% | ${c['other processes']}% | ${m.rssMb.A} | ${m.rssMb.B} | ${m.heapUsedMb.A} / ${m.heapUsedMb.B} | ${m.timers.A} / ${m.timers.B} | ${m.roomsLoaded.A} / ${m.roomsLoaded.B} | ${fixed(m.storedBytesA / 1e6, 2)} MB |`,
     )
   }
   push(
@@ -141,7 +144,7 @@ export function renderRelayReport(r: RelayBenchResult): string {
     '',
     "- **Latency**: each update's readings carry `ts = Date.now()` taken when the device records them, and the binding writes them into the device's doc at once, so `ts` is the send time. Each dashboard engine's replica port is observed around `mergeRemoteGroups`: when a merge moves a device's gap-free prefix forward, and `engine.nextSeq(device)` confirms the engine has it (its subscribers were notified in that call), the sample is `Date.now() - prefixTs` (the newest reading's ts). Same machine, same clock; resolution 1 ms.",
     "- **CPU**: user + system time of each process from /proc (all threads), over the steady phase; per 1,000 updates = CPU / (updates relay A accepted / 1,000). Relay B's CPU is the fan-out: it applies each update from Redis and sends it to the fleet's dashboards.",
-    '- **RSS**: /proc VmRSS of each relay every 10 s; the slope is the least-squares line through those samples. Rooms loaded are shown per minute: a leaked room would show as a growing count, a leaked timer or document as a rising RSS.',
+    `- **RSS**: /proc VmRSS of each relay every 10 s, from the end of a ${fixed(r.warmupSeconds / 60, 1)}-min warm-up: a device's document holds a window's cells until its end + allowed lateness + retention (12 min with the fleet's options), so until the live state is full memory grows with the data, not with a leak. The slope is the least-squares line through the samples. Timers (\`nodejs_active_resources{type="Timeout"}\`) and rooms loaded are read per minute: a leaked room or timer shows as a count that grows, a leaked document as a rising RSS.`,
     '- **Reconnects**: the simulator records every device\'s last seq when its room is in sync again; the dashboards log when their engines reach it. Readings keep being recorded at 1/s throughout.',
     '- **The simulator** runs a real engine, doc and relay client per device (one socket each), in one process; its send lag is how late its timers fired against the schedule.',
     '',
@@ -153,4 +156,21 @@ function rssRange(r: RelayBenchResult, column: 1 | 2): string {
   const values = r.steady.rssSeries.map((sample) => sample[column])
   if (values.length === 0) return '–'
   return `${fixed(Math.min(...values), 0)}–${fixed(Math.max(...values), 0)} MB`
+}
+
+/** First → last value of a per-minute series. */
+function span(rows: readonly MinuteRow[], value: (row: MinuteRow) => number): string {
+  if (rows.length === 0) return '–'
+  return `${int(value(rows[0] as MinuteRow))} → ${int(value(rows[rows.length - 1] as MinuteRow))}`
+}
+
+/**
+ * Whether a per-minute count held steady: the mean of its last third is within 10% (plus 2) of
+ * the mean of its first third. Timers come and go with debounced writes; a leak only climbs.
+ */
+function flat(rows: readonly MinuteRow[], value: (row: MinuteRow) => number): boolean {
+  const third = Math.max(1, Math.floor(rows.length / 3))
+  if (rows.length < 2) return false
+  const mean = (part: readonly MinuteRow[]): number => part.reduce((n, row) => n + value(row), 0) / part.length
+  return mean(rows.slice(-third)) <= mean(rows.slice(0, third)) * 1.1 + 2
 }

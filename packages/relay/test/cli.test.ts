@@ -80,11 +80,16 @@ describe('a running relay', () => {
       'tidemark_relay_store_seconds',
       'tidemark_relay_stored_bytes',
       'process_resident_memory_bytes',
+      'nodejs_heap_size_used_bytes',
+      'nodejs_array_buffers_bytes',
+      'nodejs_active_resources',
     ]) {
       expect(metrics).toMatch(new RegExp(`^# TYPE ${name} (counter|gauge|summary)$`, 'm'))
     }
     expect(metrics).toMatch(/^tidemark_relay_updates_in_total 1$/m)
     expect(metrics).toMatch(/^tidemark_relay_store_seconds_count\{op="load"\} [1-9]/m)
+    // The listening server is an active resource: the relay's event loop is counted by type.
+    expect(metrics).toMatch(/^nodejs_active_resources\{type="TCPServerWrap"\} [1-9]/m)
 
     device.destroy()
     dashboard.destroy()

@@ -121,7 +121,29 @@ export class RelayMetrics {
     metric('tidemark_relay_unhandled_rejections_total', 'counter', 'Unhandled promise rejections logged instead of ending the process.', [
       `tidemark_relay_unhandled_rejections_total ${this.unhandledRejections}`,
     ])
-    metric('process_resident_memory_bytes', 'gauge', 'Resident memory size in bytes.', [`process_resident_memory_bytes ${process.memoryUsage.rss()}`])
+    const memory = process.memoryUsage()
+    metric('process_resident_memory_bytes', 'gauge', 'Resident memory size in bytes.', [`process_resident_memory_bytes ${memory.rss}`])
+    metric('nodejs_heap_size_total_bytes', 'gauge', 'V8 heap reserved, in bytes.', [`nodejs_heap_size_total_bytes ${memory.heapTotal}`])
+    metric('nodejs_heap_size_used_bytes', 'gauge', 'V8 heap in use (live objects and garbage not yet collected), in bytes.', [`nodejs_heap_size_used_bytes ${memory.heapUsed}`])
+    metric('nodejs_external_memory_bytes', 'gauge', 'Memory of C++ objects bound to JavaScript objects (ArrayBuffers included), in bytes.', [
+      `nodejs_external_memory_bytes ${memory.external}`,
+    ])
+    metric('nodejs_array_buffers_bytes', 'gauge', "Memory of ArrayBuffers and SharedArrayBuffers (the embedded store's WebAssembly memory included), in bytes.", [
+      `nodejs_array_buffers_bytes ${memory.arrayBuffers}`,
+    ])
+    metric(
+      'nodejs_active_resources',
+      'gauge',
+      'Resources keeping the event loop alive, by type (Timeout: timers; TCPWrap: sockets): a count that grows under steady load is a leak.',
+      activeResources().map(([type, n]) => `nodejs_active_resources{type="${type}"} ${n}`),
+    )
     return `${lines.join('\n')}\n`
   }
+}
+
+/** The event loop's active resources counted by type, sorted by type. */
+function activeResources(): [string, number][] {
+  const counts = new Map<string, number>()
+  for (const type of process.getActiveResourcesInfo()) counts.set(type, (counts.get(type) ?? 0) + 1)
+  return [...counts].sort(([a], [b]) => a.localeCompare(b))
 }
