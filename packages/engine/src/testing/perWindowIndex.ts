@@ -225,6 +225,10 @@ export class PerWindowIndex implements WindowIndex {
     for (const series of this.#byKey.values()) yield* series.values()
   }
 
+  windowsOf(key: string): Iterable<WindowState> {
+    return this.#byKey.get(key)?.values() ?? []
+  }
+
   horizon(frontiers: BatchFrontiers): number {
     return frontiers.watermark - frontiers.lateness - this.#size
   }

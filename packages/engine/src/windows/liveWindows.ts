@@ -15,9 +15,9 @@ export function queryResults(indexes: readonly WindowIndex[], query?: ResultQuer
   const to = query?.to ?? Number.POSITIVE_INFINITY
   for (const index of indexes) {
     if (query?.window !== undefined && query.window !== index.id) continue
-    for (const w of index.windows()) {
+    // A query by key reads that key's windows only.
+    for (const w of query?.key === undefined ? index.windows() : index.windowsOf(query.key)) {
       if (w.emitted === null) continue
-      if (query?.key !== undefined && query.key !== w.key) continue
       if (w.start < from || w.start >= to) continue
       out.push(w.emitted)
     }

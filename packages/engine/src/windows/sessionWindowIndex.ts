@@ -477,6 +477,10 @@ export class SessionWindowIndex implements WindowIndex {
     for (const sessions of this.#byKey.values()) yield* sessions
   }
 
+  windowsOf(key: string): Iterable<WindowState> {
+    return this.#byKey.get(key) ?? []
+  }
+
   horizon(frontiers: BatchFrontiers): number {
     return frontiers.watermark - frontiers.lateness - this.#gap
   }

@@ -427,6 +427,10 @@ export class SlicedWindowIndex implements WindowIndex {
     for (const series of this.#byKey.values()) yield* series.windows.values()
   }
 
+  windowsOf(key: string): Iterable<WindowState> {
+    return this.#byKey.get(key)?.windows.values() ?? []
+  }
+
   horizon(frontiers: BatchFrontiers): number {
     return frontiers.watermark - frontiers.lateness - this.#reach
   }

@@ -88,6 +88,8 @@ export interface WindowIndex {
   remove(window: WindowState, expired: ExpiredCell): void
   /** Live windows, unordered. */
   windows(): IterableIterator<WindowState>
+  /** Live windows of one key, unordered (a query by key reads these, not every window). */
+  windowsOf(key: string): Iterable<WindowState>
   readonly size: number
   /**
    * Merges peers' cell groups of this spec (already validated). Returns how many cells changed
