@@ -26,6 +26,9 @@ export class EngineFrame {
 
   #known: KnownLatest | undefined
 
+  /** The windows each key's changes touch (results and what they replaced), built on the first query by key. */
+  #byKey: Map<string, WindowAddress[]> | null = null
+
   constructor(changes: readonly WindowChange[], known?: KnownLatest) {
     this.changes = changes
     this.#known = known
@@ -52,12 +55,34 @@ export class EngineFrame {
   /** Whether any change in this frame falls inside `query` (as `engine.results(query)` filters). */
   matches(query: ResultQuery | undefined): boolean {
     if (query === undefined) return this.changes.length > 0
+    if (query.key !== undefined) {
+      // A dashboard asks once per view and frame: one pass over the frame serves every key.
+      this.#byKey ??= addressesByKey(this.changes)
+      const touched = this.#byKey.get(query.key)
+      if (touched === undefined) return false
+      for (const address of touched) if (inQuery(address, query)) return true
+      return false
+    }
     for (const change of this.changes) {
       if (inQuery(change.result, query)) return true
       if (change.previous !== undefined && inQuery(change.previous, query)) return true
     }
     return false
   }
+}
+
+function addressesByKey(changes: readonly WindowChange[]): Map<string, WindowAddress[]> {
+  const byKey = new Map<string, WindowAddress[]>()
+  const add = (address: WindowAddress): void => {
+    const touched = byKey.get(address.key)
+    if (touched === undefined) byKey.set(address.key, [address])
+    else touched.push(address)
+  }
+  for (const { result, previous } of changes) {
+    add(result)
+    if (previous !== undefined) add(previous)
+  }
+  return byKey
 }
 
 function latestByWindow(changes: readonly WindowChange[]): WindowAddressMap<WindowResult | null> {
