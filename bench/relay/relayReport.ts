@@ -146,7 +146,7 @@ export function renderRelayReport(r: RelayBenchResult): string {
     "- **CPU**: user + system time of each process from /proc (all threads), over the steady phase; per 1,000 updates = CPU / (updates relay A accepted / 1,000). Relay B's CPU is the fan-out: it applies each update from Redis and sends it to the fleet's dashboards.",
     `- **RSS**: /proc VmRSS of each relay every 10 s, from the end of a ${fixed(r.warmupSeconds / 60, 1)}-min warm-up: a device's document holds a window's cells until its end + allowed lateness + retention (12 min with the fleet's options), so until the live state is full memory grows with the data, not with a leak. The slope is the least-squares line through the samples. Timers (\`nodejs_active_resources{type="Timeout"}\`) and rooms loaded are read per minute: a leaked room or timer shows as a count that grows, a leaked document as a rising RSS.`,
     '- **Reconnects**: the simulator records every device\'s last seq when its room is in sync again; the dashboards log when their engines reach it. Readings keep being recorded at 1/s throughout.',
-    '- **The simulator** runs a real engine, doc and relay client per device (one socket each), in one process; its send lag is how late its timers fired against the schedule.',
+    '- **The simulator** runs a real engine, doc and relay client per device (one socket each), in one process at nice 10, so that on this shared machine the relays, Redis and the dashboards are served first, as when devices run elsewhere; its send lag is how late its timers fired against the schedule.',
     '',
   )
   return lines.join('\n')
