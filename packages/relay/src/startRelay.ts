@@ -24,6 +24,7 @@ import { GuardedRedis } from './scaleout/guardedRedis.ts'
 import { openPglite } from './store/pgliteClient.ts'
 import { openPostgres } from './store/postgresClient.ts'
 import { RoomPersistence } from './store/roomPersistence.ts'
+import { UpdateFanOut } from './rooms/updateFanOut.ts'
 import { RoomStore } from './store/roomStore.ts'
 import type { SqlClient } from './store/sqlClient.ts'
 
@@ -108,13 +109,14 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     now: o.now,
   })
   const persistence = new RoomPersistence({ store, sizes, idle, metrics, log })
+  const fanOut = new UpdateFanOut(log)
   const redis = o.redisUrl === undefined ? undefined : new GuardedRedis(o.redisUrl, metrics, log)
   const hocuspocus = new Hocuspocus({
     name: 'tidemark-relay',
     quiet: true,
     debounce: o.persistence.storeDebounceMs,
     maxDebounce: o.persistence.storeMaxDebounceMs,
-    extensions: redis === undefined ? [gate, persistence] : [gate, persistence, redis],
+    extensions: redis === undefined ? [gate, fanOut, persistence] : [gate, fanOut, persistence, redis],
   })
   idle.attach(hocuspocus)
   const directory = new FleetDirectory(hocuspocus, o.now, log)

@@ -98,7 +98,8 @@ export class RoomPersistence implements Extension {
   async onChange({ transactionOrigin, documentName, update, document }: onChangePayload): Promise<void> {
     try {
       this.#sizes.add(documentName, update.byteLength)
-      this.#metrics.updatesOut += document.getConnections().length
+      // Sent to every connection but the one it came from (UpdateFanOut).
+      this.#metrics.updatesOut += document.getConnections().length - (transactionOrigin instanceof Connection ? 1 : 0)
       // Redis-relayed updates are stored by the relay their client is connected to.
       if (!(transactionOrigin instanceof Connection) && transactionOrigin !== DIRECTORY_ORIGIN) return
       this.#store.append(documentName, update)
