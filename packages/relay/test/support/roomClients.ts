@@ -6,6 +6,7 @@ import { HocuspocusProvider, HocuspocusProviderWebsocket } from '@hocuspocus/pro
 import { SignJWT } from 'jose'
 import WebSocket from 'ws'
 import * as Y from 'yjs'
+import { readRelayMetrics } from '../../scripts/relayChild.ts'
 
 /** The HS256 secret of the tests' relays. */
 export const SECRET_TEXT = 'tidemark-relay-tests-secret-0123456789abcdef'
@@ -100,15 +101,8 @@ export async function waitFor(condition: () => boolean, what: string, ms = 20_00
 }
 
 /** The relay's metrics as name{labels} → value. */
-export async function scrapeMetrics(httpUrl: string): Promise<Map<string, number>> {
-  const text = await (await fetch(`${httpUrl}/metrics`)).text()
-  const values = new Map<string, number>()
-  for (const line of text.split('\n')) {
-    if (line.startsWith('#') || line.trim() === '') continue
-    const at = line.lastIndexOf(' ')
-    values.set(line.slice(0, at), Number(line.slice(at + 1)))
-  }
-  return values
+export function scrapeMetrics(httpUrl: string): Promise<Map<string, number>> {
+  return readRelayMetrics(httpUrl)
 }
 
 /** One metric value (0 when absent). */
