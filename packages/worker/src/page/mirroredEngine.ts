@@ -12,8 +12,8 @@ import {
 import type { RecoveryReport } from '@tidemark/idb'
 import { addressOf, sameAddress, sharesStart, specSize, type WindowAddress } from '../common/windowAddress.ts'
 import { encodeEvents } from '../protocol/eventColumns.ts'
+import { reportError } from '../common/reportError.ts'
 import {
-  errorFromWire,
   type FrameMessage,
   type HostCall,
   type HostMessage,
@@ -21,10 +21,11 @@ import {
   type HostMode,
   PROTOCOL_VERSION,
   type WelcomeMessage,
-  type WireError,
 } from '../protocol/messages.ts'
 import { rowsProblem } from '../protocol/windowRows.ts'
 import { aggregatesMismatch } from '../protocol/aggregateIdentities.ts'
+import { ChangeStreams } from './changeStreams.ts'
+import { HostCalls } from './hostCalls.ts'
 import type { HostConnector, HostLink, LinkSink } from './hostLink.ts'
 import { IngestQueue } from './ingestQueue.ts'
 import { lockNames, type WorkerClock, type WorkerLocks } from './platform.ts'
@@ -47,15 +48,6 @@ export interface MirroredEngineOptions {
   readonly ownsHost: (link: HostLink) => boolean
 }
 
-interface PendingCall {
-  readonly call: HostCall
-  /** Safe to send again to the next host (reads and idempotent moves). */
-  readonly retry: boolean
-  readonly resolve: (value: unknown) => void
-  readonly reject: (error: unknown) => void
-  sent: boolean
-}
-
 const EMPTY_LANE: readonly LateEvent[] = Object.freeze([])
 const NO_HISTORY: readonly WindowResult[] = Object.freeze([])
 const CLOSED = 'the remote engine is closed'
@@ -71,8 +63,7 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
   readonly #queue: IngestQueue
   readonly #listeners = new Set<(changes: readonly WindowChange[]) => void>()
   readonly #connectionListeners = new Set<(connection: WorkerConnection) => void>()
-  readonly #calls = new Map<number, PendingCall>()
-  #nextCall = 1
+  readonly #calls = new HostCalls()
   #link: HostLink | null = null
   #welcomed = false
   #watermark = Number.NEGATIVE_INFINITY
@@ -84,7 +75,7 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
   #lostAt: number | null = null
   #hostWatch: AbortController | null = null
   #writable: WritableStream<readonly StreamEvent[]> | null = null
-  readonly #streams = new Set<ReadableStreamDefaultController<readonly WindowChange[]>>()
+  readonly #streams = new ChangeStreams()
   #ready: { resolve: () => void; reject: (error: unknown) => void } | null = null
   /** Resolves when the first host welcomed this page. */
   readonly ready: Promise<void>
@@ -145,7 +136,7 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
         this.#queue.durable(message.req, message.error, message.retry === true)
         return
       case 'reply':
-        this.#reply(message.req, message.value, message.error, message.retry === true)
+        this.#calls.reply(message.req, message.value, message.error, message.retry === true)
         return
       case 'refused':
         if (message.deposed === true) {
@@ -164,14 +155,7 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
     this.#hostWatch = null
     this.#lostAt = this.#options.clock.now()
     this.#queue.disconnected()
-    for (const [req, call] of this.#calls) {
-      if (!call.sent || call.retry) {
-        call.sent = false
-        continue
-      }
-      this.#calls.delete(req)
-      call.reject(new Error(`the engine's host went away before answering ${call.call.op} (${reason}); it may or may not have run it`))
-    }
+    this.#calls.hostLost(reason)
     if (this.#connection.state === 'connected') this.#setConnection({ state: 'reconnecting', reason })
   }
 
@@ -181,7 +165,7 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
     const error = new Error(`connectEngine: ${reason}`)
     this.#ready?.reject(error)
     this.#queue.close(error)
-    this.#rejectCalls(error)
+    this.#calls.rejectAll(error)
   }
 
   // ---- RemoteEngine ----
@@ -287,32 +271,7 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
   }
 
   changes(): ReadableStream<readonly WindowChange[]> {
-    const highWaterMark = 1024
-    let stop: (() => void) | null = null
-    let own: ReadableStreamDefaultController<readonly WindowChange[]> | null = null
-    return new ReadableStream<readonly WindowChange[]>(
-      {
-        start: (controller) => {
-          own = controller
-          this.#streams.add(controller)
-          stop = this.subscribe((changes) => {
-            if (changes.length === 0) return
-            if ((controller.desiredSize ?? 0) <= 0) {
-              stop?.()
-              this.#streams.delete(controller)
-              controller.error(new OverflowError('changes() stream', `reader fell ${highWaterMark} batches behind`))
-              return
-            }
-            controller.enqueue(changes)
-          })
-        },
-        cancel: () => {
-          stop?.()
-          if (own !== null) this.#streams.delete(own)
-        },
-      },
-      new CountQueuingStrategy({ highWaterMark }),
-    )
+    return this.#streams.open((listener) => this.subscribe(listener))
   }
 
   async close(): Promise<void> {
@@ -322,14 +281,13 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
     if (this.#link !== null) await this.#queue.drained()
     this.#setConnection({ state: 'closed', reason: null })
     this.#queue.close(closing)
-    this.#rejectCalls(closing)
+    this.#calls.rejectAll(closing)
     this.#link?.send({ t: 'bye' })
     this.#link = null
     this.#hostWatch?.abort()
     this.#options.connector.stop()
     this.#listeners.clear()
-    for (const controller of this.#streams) controller.close()
-    this.#streams.clear()
+    this.#streams.closeAll()
   }
 
   // ---- internals ----
@@ -355,11 +313,7 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
     this.#watchHost(link, welcome.instance)
     for (const address of this.#mirror.watched()) link.send({ t: 'watch-history', ...address })
     this.#queue.connected(welcome.credits)
-    for (const [req, call] of this.#calls) {
-      if (call.sent) continue
-      call.sent = true
-      link.send({ t: 'call', req, call: call.call })
-    }
+    this.#calls.sendWaiting(link)
     this.#setConnection({
       state: 'connected',
       leader: this.#options.ownsHost(link),
@@ -431,32 +385,7 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
   #call(call: HostCall, retry: boolean): Promise<unknown> {
     const state = this.#connection.state
     if (state === 'closed' || state === 'failed') return Promise.reject(new Error(state === 'closed' ? CLOSED : `connectEngine: ${this.#connection.reason}`))
-    return new Promise((resolve, reject) => {
-      const req = this.#nextCall++
-      const pending: PendingCall = { call, retry, resolve, reject, sent: false }
-      this.#calls.set(req, pending)
-      if (this.#welcomed && this.#link !== null) {
-        pending.sent = true
-        this.#link.send({ t: 'call', req, call })
-      }
-    })
-  }
-
-  #reply(req: number, value: unknown, error: WireError | undefined, retry: boolean): void {
-    const call = this.#calls.get(req)
-    if (call === undefined) return
-    if (error !== undefined && retry && call.retry) {
-      call.sent = false
-      return
-    }
-    this.#calls.delete(req)
-    if (error === undefined) call.resolve(value)
-    else call.reject(errorFromWire(error))
-  }
-
-  #rejectCalls(error: Error): void {
-    for (const call of this.#calls.values()) call.reject(error)
-    this.#calls.clear()
+    return this.#calls.add(call, retry, this.#welcomed ? this.#link : null)
   }
 
   #setConnection(change: Partial<WorkerConnection>): void {
@@ -470,12 +399,4 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
       }
     }
   }
-}
-
-function reportError(error: unknown): void {
-  const report = (globalThis as { reportError?: (e: unknown) => void }).reportError
-  if (typeof report === 'function') report(error)
-  else queueMicrotask(() => {
-    throw error
-  })
 }
