@@ -1,15 +1,19 @@
-import { createEngine, type Engine, type EngineOptions, type EngineStats, OverflowError, shallowEqual, type SyncStatus, type WindowResult } from '@tidemark/engine'
-import { indexedDbPersistence, isFencedError, openEngine, recoveryReport } from '@tidemark/idb'
+import { type Engine, type EngineStats, shallowEqual, type SyncStatus, type WindowResult } from '@tidemark/engine'
+import { recoveryReport } from '@tidemark/idb'
 import { claimLog, type LogClaim, type LogLocks } from '@tidemark/idb/log'
 import { addressOf, type WindowAddress } from '../common/windowAddress.ts'
-import { batchProblem, decodeEvents, type EventBatch } from '../protocol/eventColumns.ts'
+import type { EventBatch } from '../protocol/eventColumns.ts'
 import { rowBuffers } from '../protocol/windowRows.ts'
 import { aggregateIdentities } from '../protocol/aggregateIdentities.ts'
-import { type HostCall, type HostMessage, type HostMode, type MirroredOptions, PROTOCOL_VERSION, type WireError, wireError } from '../protocol/messages.ts'
+import { type HostCall, type HostMessage, type HostMode, type MirroredOptions, PROTOCOL_VERSION, wireError } from '../protocol/messages.ts'
 import { lockNames, type WorkerClock, type WorkerLocks } from '../page/platform.ts'
 import { ChangeCompactor } from './changeCompactor.ts'
 import { type ClientLink, HostClient, type HostState } from './hostClient.ts'
 import type { HostContext, HostEngineOptions } from './hostOptions.ts'
+import { ingestBatch } from './ingestBatch.ts'
+import { openHostedEngine } from './openHostedEngine.ts'
+import { runHostCall } from './runHostCall.ts'
+import { TabWatches } from './tabWatches.ts'
 
 /** What the host uses of its worker's platform (injected in tests). */
 export interface HostPlatform {
@@ -79,7 +83,7 @@ export class EngineHost {
   #failure: string | null = null
   #stopped = false
   #releaseHostLock: (() => void) | null = null
-  readonly #tabWatches = new Map<HostClient, AbortController>()
+  readonly #tabWatches: TabWatches
 
   constructor(options: HostEngineOptions, platform: HostPlatform, role: HostRole, events: HostEvents = {}) {
     this.#options = options
@@ -87,6 +91,7 @@ export class EngineHost {
     this.#role = role
     this.#events = events
     this.instance = globalThis.crypto.randomUUID()
+    this.#tabWatches = new TabWatches(platform.locks, options.name)
   }
 
   get epoch(): number {
@@ -141,7 +146,7 @@ export class EngineHost {
     this.#events.claimed?.(this.#epoch)
     const config = await this.#firstConfig()
     const engineOptions = typeof this.#options.engine === 'function' ? await this.#options.engine(config) : this.#options.engine
-    const engine = await this.#open(engineOptions)
+    const engine = await openHostedEngine(engineOptions, this.#claim, this.#options.log, this.#platform.indexedDB)
     this.#mirrored = {
       allowedLateness: engineOptions.allowedLateness ?? 0,
       retention: engineOptions.retention ?? 60_000,
@@ -207,8 +212,7 @@ export class EngineHost {
     const client = this.#clients.get(link)
     if (client === undefined) return
     this.#clients.delete(link)
-    this.#tabWatches.get(client)?.abort()
-    this.#tabWatches.delete(client)
+    this.#tabWatches.forget(client)
     this.#events.dropped?.(link)
   }
 
@@ -231,8 +235,7 @@ export class EngineHost {
   async #shutdown(): Promise<void> {
     this.#platform.clock.clearTimeout(this.#timer)
     this.#timer = null
-    for (const watch of this.#tabWatches.values()) watch.abort()
-    this.#tabWatches.clear()
+    this.#tabWatches.forgetAll()
     try {
       this.#cleanup?.()
     } catch (error) {
@@ -266,20 +269,6 @@ export class EngineHost {
     })
   }
 
-  async #open(engineOptions: EngineOptions): Promise<Engine> {
-    const claim = this.#claim
-    const log = this.#options.log
-    if (claim === null || log === false) return createEngine(engineOptions)
-    const persistence = indexedDbPersistence({
-      name: claim.database,
-      claim,
-      ...(log?.durability === undefined ? {} : { durability: log.durability }),
-      ...(log?.archive === undefined ? {} : { archive: log.archive }),
-      ...(this.#platform.indexedDB === undefined ? {} : { indexedDB: this.#platform.indexedDB }),
-    })
-    return openEngine({ ...engineOptions, persistence, ...(log?.checkpointEvery === undefined ? {} : { checkpointEvery: log.checkpointEvery }) })
-  }
-
   #hello(link: ClientLink, hello: { v?: unknown; tab?: unknown; config?: unknown }): void {
     if (hello.v !== PROTOCOL_VERSION) {
       link.send({ t: 'refused', reason: `this host speaks protocol ${PROTOCOL_VERSION}, the page ${String(hello.v)}: reload the page` }, [])
@@ -308,7 +297,7 @@ export class EngineHost {
     this.drop(link)
     const client = new HostClient(tab, link, this.#keepsPanes)
     this.#clients.set(link, client)
-    this.#watchTab(client, link)
+    this.#tabWatches.watch(client, () => this.drop(link))
     const state = this.#readState(this.#state)
     this.#state = state
     const options = this.#mirrored
@@ -325,20 +314,6 @@ export class EngineHost {
       frame,
     }
     link.send(message, rowBuffers(frame.rows))
-  }
-
-  /** When the tab goes away (its lock is released), its client goes too. */
-  #watchTab(client: HostClient, link: ClientLink): void {
-    const locks = this.#platform.locks
-    if (locks === null || client.tab === '') return
-    const controller = new AbortController()
-    this.#tabWatches.set(client, controller)
-    void locks
-      .request(lockNames.tab(this.#options.name, client.tab), { signal: controller.signal }, () => {
-        this.drop(link)
-        return undefined
-      })
-      .catch(() => {})
   }
 
   #schedule(): void {
@@ -377,46 +352,12 @@ export class EngineHost {
   }
 
   #ingest(client: HostClient, req: number, batch: EventBatch): void {
-    const refuse = (error: WireError, retry: boolean): void => client.link.send({ t: 'ingest-refused', req, error, retry }, [])
-    const engine = this.#engine
-    if (engine === null || this.#deposed !== null) {
-      refuse({ name: 'Error', message: 'the host stopped' }, true)
-      return
-    }
-    const problem = batchProblem(batch)
-    if (problem !== null) {
-      refuse({ name: 'TypeError', message: `ingest: ${problem}` }, false)
-      return
-    }
-    const events = decodeEvents(batch)
-    const n = events.length
-    const credits = this.#options.credits ?? DEFAULT_CREDITS
-    if (client.inFlight > 0 && client.inFlight + n > credits) {
-      refuse(wireError(new OverflowError('worker host', `the page has ${client.inFlight} events in flight and sent ${n} more, past its ${credits} credits`)), false)
-      return
-    }
-    let receipt: ReturnType<Engine['ingest']>
-    try {
-      receipt = engine.ingest(events as Parameters<Engine['ingest']>[0])
-    } catch (error) {
-      refuse(wireError(error), this.#deposed !== null)
-      return
-    }
-    client.inFlight += n
-    const { durable, ...counts } = receipt
-    client.link.send({ t: 'receipt', req, receipt: counts }, [])
-    durable.then(
-      () => {
-        client.inFlight -= n
-        client.link.send({ t: 'durable', req }, [])
-      },
-      (error: unknown) => {
-        client.inFlight -= n
-        const fenced = isFencedError(error)
-        client.link.send({ t: 'durable', req, error: wireError(error), retry: fenced || this.#deposed !== null }, [])
-        if (fenced) this.depose('another host took the log (a write was fenced)')
-      },
-    )
+    ingestBatch(client, req, batch, {
+      engine: this.#engine,
+      credits: this.#options.credits ?? DEFAULT_CREDITS,
+      deposed: () => this.#deposed !== null,
+      depose: (reason) => this.depose(reason),
+    })
   }
 
   async #call(client: HostClient, req: number, call: HostCall): Promise<void> {
@@ -427,26 +368,9 @@ export class EngineHost {
       return
     }
     try {
-      let value: unknown
-      switch (call.op) {
-        case 'nextSeq':
-          value = engine.nextSeq(call.source)
-          break
-        case 'advance':
-          engine.advanceWatermark(call.to)
-          break
-        case 'tick':
-          engine.tick()
-          break
-        case 'command': {
-          const run = this.#options.commands?.[call.name]
-          if (run === undefined) throw new RangeError(`the host has no command '${call.name}' (hostEngine({ commands }) lists ${Object.keys(this.#options.commands ?? {}).join(', ') || 'none'})`)
-          value = await run(call.payload, context)
-          break
-        }
-        default:
-          throw new RangeError(`unknown call ${String((call as { op?: unknown }).op)}`)
-      }
+      // Only a command may be async: the engine's own calls are answered in the task that ran them.
+      const result = runHostCall(engine, context, this.#options.commands, call)
+      const value = call.op === 'command' ? await result : result
       client.link.send({ t: 'reply', req, value }, [])
     } catch (error) {
       client.link.send({ t: 'reply', req, error: wireError(error) }, [])

@@ -1,0 +1,38 @@
+import type { Engine } from '@tidemark/engine'
+import type { HostCall } from '../protocol/messages.ts'
+import type { HostContext, HostEngineOptions } from './hostOptions.ts'
+
+/**
+ * Runs one call a page made (`nextSeq`, `advanceWatermark`, `tick` or one of the app's
+ * `commands`) on the hosted engine and returns what the page gets back: the engine's own calls
+ * answer at once, a command with whatever it returns (a promise when it is async). An unknown
+ * command throws a `RangeError` that lists the ones the host has, so a typo in a page's
+ * `command(name)` is not silently ignored.
+ *
+ * @example
+ * try {
+ *   const value = await runHostCall(engine, context, options.commands, { op: 'command', name: 'reset', payload: null })
+ *   link.send({ t: 'reply', req, value }, [])
+ * } catch (error) {
+ *   link.send({ t: 'reply', req, error: wireError(error) }, [])
+ * }
+ */
+export function runHostCall(engine: Engine, context: HostContext, commands: HostEngineOptions['commands'], call: HostCall): unknown {
+  switch (call.op) {
+    case 'nextSeq':
+      return engine.nextSeq(call.source)
+    case 'advance':
+      engine.advanceWatermark(call.to)
+      return undefined
+    case 'tick':
+      engine.tick()
+      return undefined
+    case 'command': {
+      const run = commands?.[call.name]
+      if (run === undefined) throw new RangeError(`the host has no command '${call.name}' (hostEngine({ commands }) lists ${Object.keys(commands ?? {}).join(', ') || 'none'})`)
+      return run(call.payload, context)
+    }
+    default:
+      throw new RangeError(`unknown call ${String((call as { op?: unknown }).op)}`)
+  }
+}
