@@ -29,7 +29,8 @@ export {
 export { jitterWindow } from './transport/reconnectJitter.ts'
 export { SyncStatusTracker, syncStatusTracker } from './transport/syncStatusTracker.ts'
 
-export type { BindDocOptions, DocBinding } from './binding/bindDoc.ts'
+export type { BindDocOptions } from './binding/bindDocOptions.ts'
+export type { DocBinding } from './binding/docReplication.ts'
 export type { DocEntry } from './schema/docEntry.ts'
 export type { BroadcastChannelProviderOptions, OpenTabChannel, TabChannel } from './transport/broadcastChannelProvider.ts'
 export type { ConnectRelayOptions, JoinOptions, Relay, RelayRoomHandle, RelaySocket, RelayToken } from './relay/connectRelay.ts'

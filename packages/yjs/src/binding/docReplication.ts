@@ -1,0 +1,379 @@
+/**
+ * Binds an engine's lattice state (through its `ReplicaPort`) to a `Y.Doc` (docs/replication.md).
+ *
+ * Local: one transaction per `LocalWrite`, into this replica's own log (docEntry.ts).
+ * Remote: every transaction not made by this binding (a provider applying a peer's update,
+ * a persistence provider loading) is read once it has committed: its new entries are
+ * checked for shape, malformed ones are reported as `invalid_remote_cell`, and the groups and
+ * clocks go to the engine in one `mergeRemoteGroups` call (which checks every cell's values), so a peer's update batch causes one notification.
+ * Deletions from the doc are never merged: the lattice only grows, and a cell leaves the doc
+ * only after it has left live state (retention).
+ * Read-only (dashboards): the remote side alone; nothing is ever written to the doc, so a
+ * read-only connection never has an update to send.
+ */
+import * as Y from 'yjs'
+import {
+  type CellGroup,
+  type ClockEntry,
+  type LocalWrite,
+  MAX_NAME_LENGTH,
+  type ReplicaPort,
+  type ReplicaState,
+} from '@tidemark/engine'
+import { ConfigurationMismatchError } from '../schema/configurationMismatchError.ts'
+import {
+  type DocEntry,
+  META_NAME,
+  metaValue,
+  preview,
+  readMeta,
+  replicaArrayName,
+  DOC_SCHEMA,
+} from '../schema/docEntry.ts'
+import { emptyWrite, type LogWrite, type ReadEntry, ReplicaEntries } from './replicaEntries.ts'
+import { syncStatusTracker } from '../transport/syncStatusTracker.ts'
+import type { BindDocOptions } from './bindDocOptions.ts'
+import { engineSyncStatus, type StatusShare } from './engineSyncStatus.ts'
+import { appendContent, emptyBatch, type RemoteBatch } from './remoteBatch.ts'
+
+/**
+ * A live binding; `destroy` detaches it from the doc and the engine (the doc keeps its content).
+ * Closing the engine destroys it too.
+ *
+ * @example
+ * const binding = bindDoc(engine, doc)
+ * for (const mismatch of binding.mismatches()) console.warn(mismatch.message)
+ * binding.destroy()
+ */
+export interface DocBinding {
+  /** Detaches the binding from the doc and the engine; the doc keeps its content. */
+  destroy(): void
+  /** Peer replicas currently refused for another configuration. */
+  mismatches(): readonly ConfigurationMismatchError[]
+}
+
+/**
+ * The binding `bindDoc` returns: keeps one engine's replica and one doc in step, in both
+ * directions (see the file's header), until it is destroyed or the engine closes.
+ *
+ * @example
+ * const binding = new DocReplication(engine.replica, doc, {})
+ * binding.mismatches() // peers refused for another configuration
+ * binding.destroy()
+ */
+export class DocReplication implements DocBinding {
+  readonly #port: ReplicaPort
+  readonly #doc: Y.Doc
+  readonly #origin: unknown
+  readonly #onError: (error: Error) => void
+  readonly #now: () => number
+  readonly #measureEvery: number
+  readonly #maxReplicas: number
+  readonly #readOnly: boolean
+  /** Sources whose clocks this replica writes: the only ones it expires in other replicas' logs. */
+  readonly #ownSources = new Set<string>()
+  readonly #status: StatusShare
+  readonly #meta: Y.Map<unknown>
+  readonly #logs = new Map<string, ReplicaEntries>()
+  readonly #own: ReplicaEntries
+  readonly #mismatches = new Map<string, ConfigurationMismatchError>()
+  /** Remote writers seen per source, to report two replicas writing one source. */
+  readonly #writers = new Map<string, Set<string>>()
+  readonly #cleanups: (() => void)[] = []
+  #batch: RemoteBatch = emptyBatch()
+  #docBytes = 0
+  #measuredAt = Number.NEGATIVE_INFINITY
+  #destroyed = false
+
+  constructor(port: ReplicaPort, doc: Y.Doc, options: BindDocOptions) {
+    this.#port = port
+    this.#doc = doc
+    this.#origin = options.origin ?? { binding: port.replicaId }
+    const report = options.onError ?? ((error: Error) => console.error(error))
+    this.#onError = (error) => {
+      port.reportError(error)
+      report(error)
+    }
+    this.#now = options.now ?? Date.now
+    this.#measureEvery = options.measureEvery ?? 5000
+    this.#maxReplicas = options.maxReplicas ?? 10_000
+    this.#readOnly = options.readOnly === true
+    this.#status = engineSyncStatus(port).share(!this.#readOnly)
+    this.#cleanups.push(() => this.#status.leave())
+    this.#meta = doc.getMap(META_NAME)
+    this.#own = this.#openLog(port.replicaId) as ReplicaEntries
+
+    const onMeta = (event: Y.YMapEvent<unknown>, tr: Y.Transaction): void => {
+      if (tr.origin === this.#origin) return
+      for (const key of event.keysChanged) this.#batch.metaKeys.add(key)
+    }
+    this.#meta.observe(onMeta)
+    this.#cleanups.push(() => this.#meta.unobserve(onMeta))
+    doc.on('afterTransaction', this.#afterTransaction)
+    this.#cleanups.push(() => doc.off('afterTransaction', this.#afterTransaction))
+
+    this.#start()
+
+    if (!this.#readOnly) this.#cleanups.push(port.onLocalWrite((write) => this.#publish(write)))
+    this.#cleanups.push(port.onClose(() => this.destroy()))
+    const tracker = syncStatusTracker(doc, { now: this.#now })
+    this.#cleanups.push(tracker.subscribe(() => this.#reportStatus()))
+    this.#cleanups.push(
+      tracker.onRejectedUpdate((rejected) => {
+        const message = rejected.error instanceof Error ? rejected.error.message : String(rejected.error)
+        port.reportAnomaly('invalid_remote_cell', `peer update of ${rejected.bytes} bytes could not be applied: ${message}`)
+      }),
+    )
+    this.#measure(true)
+  }
+
+  mismatches(): readonly ConfigurationMismatchError[] {
+    return [...this.#mismatches.values()]
+  }
+
+  destroy(): void {
+    if (this.#destroyed) return
+    this.#destroyed = true
+    for (const cleanup of this.#cleanups.splice(0)) cleanup()
+  }
+
+  /** First contact: judge every replica the doc lists, merge what it holds, publish our state. */
+  #start(): void {
+    const own = this.#port.replicaId
+    const ownMeta = readMeta(this.#meta.get(own))
+    const ownMatches = ownMeta !== null && ownMeta.schema === DOC_SCHEMA && ownMeta.configuration === this.#port.configuration
+    const groups: CellGroup[] = []
+    const clocks: ClockEntry[] = []
+    for (const replicaId of [...this.#meta.keys()]) {
+      if (replicaId === own) continue
+      const log = this.#judge(replicaId)
+      if (log?.status === 'accepted') this.#collect(log, log.reread(), groups, clocks)
+    }
+    // Entries of an earlier session of this replica are ours to merge back, when they share our configuration.
+    this.#own.status = 'accepted'
+    const previous = this.#own.reread()
+    if (ownMatches) {
+      this.#collect(this.#own, previous, groups, clocks)
+      for (const read of previous) if (read.kind === 'clock') this.#ownSources.add(read.entry.source)
+    }
+    this.#merge(groups, clocks)
+    if (this.#readOnly) return
+
+    this.#doc.transact(() => {
+      if (!ownMatches) {
+        const write = emptyWrite()
+        this.#own.clear(write)
+        this.#meta.set(own, metaValue(this.#port.configuration))
+        this.#own.commit(write)
+      }
+      // Once durable here (a batch ingested just before binding may not be yet), before any later
+      // write; in this same transaction when it already is.
+      this.#port.exportDurableState((state) => this.#publishState(state))
+    }, this.#origin)
+  }
+
+  /** This replica's whole state into its log. The engine's state also holds peers' cells; the log carries only the sources this replica writes. */
+  #publishState(state: ReplicaState): void {
+    const own = this.#port.replicaId
+    const clocks = state.clocks.filter((clock) => clock.writer === own)
+    const sources = new Set(clocks.map((clock) => clock.source))
+    this.#publish({ cells: state.cells.filter((cell) => sources.has(cell.address.source)), clocks, expired: [] })
+  }
+
+  #publish(write: LocalWrite): void {
+    if (this.#destroyed) return
+    try {
+      this.#doc.transact(() => {
+        const own = emptyWrite()
+        for (const cell of write.cells) this.#own.putCell(cell, own)
+        for (const clock of write.clocks) this.#own.putClock(clock, own)
+        for (const clock of write.clocks) if (clock.writer === this.#port.replicaId) this.#ownSources.add(clock.source)
+        for (const address of write.expired) this.#own.expire(address, own)
+        this.#own.commit(own)
+        // An earlier session of this replica's sources (another replica id: a reloaded tab, a
+        // reclaimed source) never expires what it left behind, so this one retires it; entries
+        // of sources it does not write are their writers' to retire (a relay refuses the rest).
+        const expired = write.expired.filter((address) => this.#ownSources.has(address.source))
+        for (const log of this.#logs.values()) {
+          if (log === this.#own || expired.length === 0) continue
+          const theirs: LogWrite = emptyWrite()
+          for (const address of expired) log.expire(address, theirs)
+          log.commit(theirs)
+        }
+      }, this.#origin)
+    } catch (error) {
+      this.#fail(error)
+    }
+  }
+
+  readonly #afterTransaction = (tr: Y.Transaction): void => {
+    if (tr.origin === this.#origin || this.#destroyed) {
+      this.#measure(false)
+      return
+    }
+    const batch = this.#batch
+    this.#batch = emptyBatch()
+    try {
+      this.#mergeBatch(batch)
+    } catch (error) {
+      this.#fail(error)
+    }
+    this.#measure(false)
+  }
+
+  #mergeBatch(batch: RemoteBatch): void {
+    const groups: CellGroup[] = []
+    const clocks: ClockEntry[] = []
+    const reread = new Set<ReplicaEntries>()
+    for (const replicaId of batch.metaKeys) {
+      if (replicaId === this.#port.replicaId) {
+        if (!this.#readOnly) this.#repairOwnMeta()
+        continue
+      }
+      const before = this.#logs.get(replicaId)?.status
+      const log = this.#judge(replicaId)
+      if (log === undefined || log.status !== 'accepted' || before === 'accepted') continue
+      // Newly accepted: its whole log, including what this very transaction brought.
+      this.#collect(log, log.reread(), groups, clocks)
+      reread.add(log)
+    }
+    for (const [log, raws] of batch.removed) {
+      if (log.status === 'accepted' && !reread.has(log)) for (const raw of raws) log.forget(raw)
+    }
+    for (const [log, raws] of batch.added) {
+      if (log.status !== 'accepted' || reread.has(log)) continue
+      this.#collect(
+        log,
+        raws.map((raw) => log.read(raw)),
+        groups,
+        clocks,
+      )
+    }
+    this.#merge(groups, clocks)
+  }
+
+  /** Sorts read entries into the merge batch and reports the invalid ones. */
+  #collect(log: ReplicaEntries, entries: readonly ReadEntry[], groups: CellGroup[], clocks: ClockEntry[]): void {
+    for (const read of entries) {
+      if (read.kind === 'group') groups.push(read.entry)
+      else if (read.kind === 'clock') {
+        clocks.push(read.entry)
+        this.#noteWriter(read.entry)
+      } else {
+        this.#port.reportAnomaly('invalid_remote_cell', `replica ${preview(log.replicaId)}: ${read.detail}`)
+      }
+    }
+  }
+
+  #merge(groups: readonly CellGroup[], clocks: readonly ClockEntry[]): void {
+    if (groups.length === 0 && clocks.length === 0) return
+    this.#port.mergeRemoteGroups(groups, clocks)
+  }
+
+  /**
+   * Two remote replicas writing one source. Conflicts that involve this replica are the
+   * engine's to report (`MergeReport.conflicts`), so they are not counted twice.
+   */
+  #noteWriter(clock: ClockEntry): void {
+    if (clock.writer === this.#port.replicaId) return
+    let writers = this.#writers.get(clock.source)
+    if (writers === undefined) {
+      writers = new Set()
+      this.#writers.set(clock.source, writers)
+    }
+    if (writers.has(clock.writer)) return
+    writers.add(clock.writer)
+    if (writers.size > 1) {
+      this.#port.reportAnomaly(
+        'source_conflict',
+        `source ${preview(clock.source)} is written by replicas ${[...writers].map(preview).join(', ')}`,
+      )
+    }
+  }
+
+  /** Opens (and observes) a replica's log; `undefined` when the doc cannot hold it. */
+  #openLog(replicaId: string): ReplicaEntries | undefined {
+    const known = this.#logs.get(replicaId)
+    if (known !== undefined) return known
+    let array: Y.Array<DocEntry>
+    try {
+      array = this.#doc.getArray<DocEntry>(replicaArrayName(replicaId))
+    } catch (error) {
+      // The name is taken by a type of another kind (a peer or the app wrote something else there).
+      this.#port.reportAnomaly('invalid_remote_cell', `replica ${preview(replicaId)}: log is not an array (${String(error)})`)
+      return undefined
+    }
+    const log = new ReplicaEntries(replicaId, array)
+    const observer = (event: Y.YArrayEvent<DocEntry>, tr: Y.Transaction): void => {
+      if (tr.origin === this.#origin) return
+      const { added, deleted } = event.changes
+      if (added.size > 0) appendContent(this.#batch.added, log, added)
+      if (deleted.size > 0) appendContent(this.#batch.removed, log, deleted)
+    }
+    array.observe(observer)
+    this.#cleanups.push(() => array.unobserve(observer))
+    this.#logs.set(replicaId, log)
+    return log
+  }
+
+  /** Reads a replica's meta entry and decides whether its log is merged. */
+  #judge(replicaId: string): ReplicaEntries | undefined {
+    if (replicaId.length === 0 || replicaId.length > MAX_NAME_LENGTH) {
+      this.#port.reportAnomaly('invalid_remote_cell', `replica id ${preview(replicaId)} is not a valid name`)
+      return undefined
+    }
+    if (!this.#logs.has(replicaId) && this.#logs.size >= this.#maxReplicas) {
+      this.#port.reportAnomaly('invalid_remote_cell', `more than ${this.#maxReplicas} replicas; ${preview(replicaId)} ignored`)
+      return undefined
+    }
+    const log = this.#openLog(replicaId)
+    if (log === undefined) return undefined
+    const raw = this.#meta.get(replicaId)
+    if (raw === undefined) {
+      // Its meta entry was deleted: keep what was merged, merge nothing new until it returns.
+      log.status = 'unknown'
+      return log
+    }
+    const meta = readMeta(raw)
+    const expected = this.#port.configuration
+    if (meta !== null && meta.schema === DOC_SCHEMA && meta.configuration === expected) {
+      log.status = 'accepted'
+      this.#mismatches.delete(replicaId)
+      return log
+    }
+    const received = meta?.configuration ?? null
+    const previous = this.#mismatches.get(replicaId)
+    log.status = 'mismatch'
+    if (previous === undefined || previous.received !== received) {
+      const detail = meta === null ? 'malformed meta entry' : meta.schema !== DOC_SCHEMA ? `doc schema ${meta.schema}, expected ${DOC_SCHEMA}` : undefined
+      const error = new ConfigurationMismatchError(replicaId, expected, received, detail)
+      this.#mismatches.set(replicaId, error)
+      this.#onError(error)
+    }
+    return log
+  }
+
+  /** A peer overwrote or deleted this replica's meta entry: write it back. */
+  #repairOwnMeta(): void {
+    const meta = readMeta(this.#meta.get(this.#port.replicaId))
+    if (meta !== null && meta.schema === DOC_SCHEMA && meta.configuration === this.#port.configuration) return
+    this.#doc.transact(() => this.#meta.set(this.#port.replicaId, metaValue(this.#port.configuration)), this.#origin)
+  }
+
+  #measure(force: boolean): void {
+    const now = this.#now()
+    if (!force && now - this.#measuredAt < this.#measureEvery) return
+    this.#measuredAt = now
+    this.#docBytes = Y.encodeStateAsUpdate(this.#doc).byteLength
+    this.#reportStatus()
+  }
+
+  #reportStatus(): void {
+    if (this.#destroyed) return
+    this.#status.report(syncStatusTracker(this.#doc).status(), this.#docBytes)
+  }
+
+  #fail(error: unknown): void {
+    this.#onError(error instanceof Error ? error : new Error(String(error)))
+  }
+}
