@@ -13,7 +13,7 @@ import type { BindDocOptions } from '../binding/bindDocOptions.ts'
 import type { DocBinding } from '../binding/docReplication.ts'
 import { engineSyncStatus } from '../binding/engineSyncStatus.ts'
 import { syncStatusTracker } from '../transport/syncStatusTracker.ts'
-import type { Relay, RelayRoomHandle } from './connectRelay.ts'
+import type { Relay, RelayRoomHandle } from './relayConnection.ts'
 
 /** The relay's directory map: room name → [firstSeenMs]. */
 export const DIRECTORY_ROOMS = 'rooms'

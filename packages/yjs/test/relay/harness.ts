@@ -6,7 +6,9 @@ import { createEngine, manual, type StreamEvent, type SyncStatus, type TidemarkE
 import WebSocket from 'ws'
 import * as Y from 'yjs'
 import { bindDoc } from '../../src/binding/bindDoc.ts'
-import { type ConnectRelayOptions, connectRelay, type Relay } from '../../src/relay/connectRelay.ts'
+import { connectRelay } from '../../src/relay/connectRelay.ts'
+import type { ConnectRelayOptions } from '../../src/relay/connectRelayOptions.ts'
+import type { Relay } from '../../src/relay/relayConnection.ts'
 import { syncStatusTracker } from '../../src/transport/syncStatusTracker.ts'
 
 /** The most a test waits for a socket event before it fails (the events themselves take milliseconds). */

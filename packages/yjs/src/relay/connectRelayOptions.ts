@@ -1,0 +1,87 @@
+import { assertKnownOptions } from '@tidemark/engine/adapter'
+import { checkJitterOptions, type ReconnectJitterOptions } from '../transport/reconnectJitter.ts'
+
+/**
+ * The part of a WebSocket the relay client uses: the browser's `WebSocket` and the `ws`
+ * package's both fit.
+ *
+ * @example
+ * const socket: RelaySocket = new WebSocket('ws://127.0.0.1:8787')
+ */
+export interface RelaySocket {
+  /** Set to `'arraybuffer'` before the socket opens. */
+  binaryType: string
+  /** Sends one binary message. */
+  send(data: Uint8Array<ArrayBuffer>): void
+  /** Closes the socket. */
+  close(code?: number, reason?: string): void
+  /** Listens to `open`, `message` (binary `data`), `close` and `error`. */
+  addEventListener(type: 'open' | 'message' | 'close' | 'error', listener: (event: unknown) => void): void
+}
+
+/**
+ * A token, or a function returning one (sync or async): called again for every connection, so
+ * it can return a fresh token when the last one expired.
+ *
+ * @example
+ * const token: RelayToken = async () => (await (await fetch('/dev/token?role=device&room=fleet-a/d07')).json()).token
+ */
+export type RelayToken = string | (() => string | Promise<string>)
+
+/**
+ * Options of `connectRelay`: `url` and `token` are required.
+ *
+ * @example
+ * connectRelay({ url: 'wss://relay.example.com', token: () => session.token(), jitter: { baseMs: 500, capMs: 10_000 } })
+ */
+export interface ConnectRelayOptions {
+  /**
+   * The relay, e.g. `wss://relay.example.com` or `ws://127.0.0.1:8787`; or several relays that
+   * share their rooms (a scale-out group), in order of preference: the client stays on a relay
+   * while it answers, a connection that fails before the relay said anything moves the next
+   * attempt to the next URL of the list (after the last, the first again), and `connect()` after
+   * `disconnect()` starts from the first.
+   */
+  readonly url: string | readonly string[]
+  /** The JWT the relay checks for every room (a function is read again on every connection). */
+  readonly token: RelayToken
+  /**
+   * Reconnect jitter: attempt `n` since the last message from the relay waits a uniform random
+   * time in `[0, min(capMs, baseMs · 2^n))`; `initialMs` spreads the first connect. The same
+   * spread applies to a room the relay closed (not refused) before it joins again.
+   */
+  readonly jitter?: ReconnectJitterOptions
+  /** A WebSocket class where there is no global one (Node 20: the `ws` package). */
+  readonly WebSocket?: new (url: string) => RelaySocket
+  /** Receives what the client could not use: an undecodable message, a token function that threw (default `console.error`). */
+  readonly onError?: (error: Error) => void
+}
+
+/**
+ * Throws a TypeError naming the first bad option of `connectRelay`, so a wrong URL or token
+ * fails at the call rather than as a client that reconnects forever.
+ *
+ * @example
+ * checkConnectRelayOptions({ url: 'http://relay', token: 't' }) // TypeError: connectRelay: url must be a ws:// or wss:// URL, ...
+ */
+export function checkConnectRelayOptions(options: ConnectRelayOptions): void {
+  const fail = (message: string): never => {
+    throw new TypeError(`connectRelay: ${message}`)
+  }
+  if (typeof options !== 'object' || options === null) fail('needs options { url, token }')
+  assertKnownOptions('connectRelay', options, ['url', 'token', 'jitter', 'WebSocket', 'onError'])
+  const { url, token, jitter, WebSocket = globalThis.WebSocket, onError } = options
+  if (Array.isArray(url)) {
+    if (url.length === 0) fail('url must be a ws:// or wss:// URL, or a non-empty list of them')
+    url.forEach((entry: unknown, i: number) => {
+      if (typeof entry !== 'string' || !/^wss?:\/\/./.test(entry)) fail(`url[${i}] must be a ws:// or wss:// URL, got ${entry}`)
+    })
+  } else if (typeof url !== 'string' || !/^wss?:\/\/./.test(url)) {
+    fail(`url must be a ws:// or wss:// URL, or a non-empty list of them, got ${url}`)
+  }
+  if (typeof token !== 'string' && typeof token !== 'function') fail(`token must be a string or a function, got ${typeof token}`)
+  // No global one: Node 20.
+  if (typeof WebSocket !== 'function') fail('WebSocket must be a class (Node 20: the ws package)')
+  if (jitter !== undefined) checkJitterOptions(jitter, 'connectRelay: jitter')
+  if (onError !== undefined && typeof onError !== 'function') fail('onError must be a function')
+}

@@ -1,0 +1,358 @@
+/**
+ * A client of a Tidemark relay: one WebSocket per relay URL carrying many documents (rooms),
+ * each authenticated with a token, synced, acknowledged (relayProtocol.ts, relayRoom.ts).
+ *
+ * Why not `@hocuspocus/provider`: it weighs 8.1 kB gzip on its own, reconnects every client
+ * after a server restart on one schedule, and gives no hold on refusals; this client keeps the
+ * protocol and adds full-jitter reconnects, refusals that stick, and `pendingLocalUpdates` that
+ * drop as the relay acknowledges.
+ *
+ * Hocuspocus keeps some state per (socket, room) that shapes the rules below: a room refused
+ * at authentication stays refused on that socket, and a room whose Close is in flight must not
+ * authenticate again before the server's own Close answers it.
+ */
+import { assertKnownOptions } from '@tidemark/engine/adapter'
+import * as decoding from 'lib0/decoding'
+import type { Awareness } from 'y-protocols/awareness'
+import type * as Y from 'yjs'
+import { jitterWindow } from '../transport/reconnectJitter.ts'
+import type { ConnectRelayOptions, RelaySocket, RelayToken } from './connectRelayOptions.ts'
+import { AUTH_PERMISSION_DENIED, MESSAGE_AUTH, MESSAGE_CLOSE, type RelayMessage, readRelayMessage } from './relayProtocol.ts'
+import { RelayRoom, type RoomLink, refusalOf, type SocketState } from './relayRoom.ts'
+
+/**
+ * Options of `relay.join`; all optional.
+ *
+ * @example
+ * relay.join(doc, 'fleet-a/d07', { awareness: new Awareness(doc) })
+ */
+export interface JoinOptions {
+  /** Presence in this room (y-protocols `Awareness` of the doc): exchanged with the relay, counted as `peers`. */
+  readonly awareness?: Awareness
+}
+
+/**
+ * One document joined to a relay room; `destroy` leaves the room (the doc keeps its content).
+ *
+ * @example
+ * const handle: RelayRoomHandle = relay.join(doc, 'fleet-a/d07')
+ * handle.destroy()
+ */
+export interface RelayRoomHandle {
+  /** The room name on the relay. */
+  readonly room: string
+  /** The doc synced with it. */
+  readonly doc: Y.Doc
+  /** Leaves the room and stops reporting its status. */
+  destroy(): void
+}
+
+/**
+ * A connection to a relay: `join` documents to rooms on its one socket, `destroy` closes it.
+ *
+ * @example
+ * const relay: Relay = connectRelay({ url: 'ws://127.0.0.1:8787', token })
+ */
+export interface Relay {
+  /** The relay's URL: with several, the one the current socket uses (or the next one will). */
+  readonly url: string
+  /**
+   * Syncs `doc` with `room`: authenticates it with the token, exchanges state, sends local
+   * updates and reports into the doc's sync status (`connected` once the relay answered,
+   * `pendingLocalUpdates` until it acknowledged, `refusal` when it refused). A refused room is
+   * not retried; join it again with a fresh `Y.Doc` once the cause is fixed (a doc whose update
+   * was refused cannot sync again: the join throws).
+   */
+  join(doc: Y.Doc, room: string, options?: JoinOptions): RelayRoomHandle
+  /**
+   * Closes the socket and stays offline (the rooms stay joined, their updates pending) until
+   * `connect()`: for an application that knows it is offline (the browser's `offline` event).
+   */
+  disconnect(): void
+  /** Connects again at once after `disconnect()` (to the first relay of a list); does nothing otherwise. */
+  connect(): void
+  /** Leaves every room and closes the socket. */
+  destroy(): void
+}
+
+/**
+ * The `Relay` behind `connectRelay`: owns the one socket, reconnects it with jitter (moving
+ * down the list of relays after a connection the relay never answered), reads the token once
+ * for all idle rooms, and routes each message to its room.
+ *
+ * @example
+ * const relay = new RelayConnection({ url: 'ws://127.0.0.1:8787', token: 'dev' })
+ * relay.join(doc, 'fleet-a/d07')
+ */
+export class RelayConnection implements Relay {
+  readonly #urls: readonly string[]
+  #urlIndex = 0
+  readonly #token: RelayToken
+  readonly #WebSocket: new (url: string) => RelaySocket
+  readonly #onError: (error: Error) => void
+  readonly #baseMs: number
+  readonly #capMs: number
+  readonly #random: () => number
+  readonly #schedule: (run: () => void, ms: number) => unknown
+  readonly #cancel: (handle: unknown) => void
+  readonly #rooms = new Map<string, RelayRoom>()
+  /** Rooms whose Close is in flight on this socket: they authenticate again once the server's Close answers. */
+  readonly #closing = new Set<string>()
+  /** Rooms denied on this socket: Hocuspocus ignores a second Auth for them until the socket closes. */
+  readonly #denied = new Set<string>()
+  #socket: RelaySocket | null = null
+  #state: SocketState = 'closed'
+  #attempt = 0
+  #timer: unknown = null
+  #readingToken = false
+  #restartNow = false
+  #paused = false
+  #destroyed = false
+
+  constructor(options: ConnectRelayOptions) {
+    this.#urls = typeof options.url === 'string' ? [options.url] : [...options.url]
+    this.#token = options.token
+    this.#WebSocket = options.WebSocket ?? (globalThis.WebSocket as new (url: string) => RelaySocket)
+    this.#onError = options.onError ?? ((error) => console.error(error))
+    const jitter = options.jitter ?? {}
+    this.#baseMs = jitter.baseMs ?? 500
+    this.#capMs = jitter.capMs ?? 10_000
+    this.#random = jitter.random ?? Math.random
+    this.#schedule = jitter.setTimeout ?? ((run, ms) => setTimeout(run, ms))
+    this.#cancel = jitter.clearTimeout ?? ((handle) => clearTimeout(handle as ReturnType<typeof setTimeout>))
+    const initialMs = jitter.initialMs ?? 0
+    if (initialMs > 0) {
+      this.#state = 'connecting'
+      this.#timer = this.#schedule(() => {
+        this.#timer = null
+        this.#connect()
+      }, Math.floor(this.#random() * initialMs))
+    } else {
+      this.#connect()
+    }
+  }
+
+  get url(): string {
+    return this.#urls[this.#urlIndex] as string
+  }
+
+  join(doc: Y.Doc, room: string, options: JoinOptions = {}): RelayRoomHandle {
+    const fail = (message: string): never => {
+      throw new TypeError(`relay.join: ${message}`)
+    }
+    if (this.#destroyed) fail('the relay was destroyed')
+    if (typeof doc?.transact !== 'function') fail('doc must be a Y.Doc')
+    if (typeof room !== 'string' || room === '') fail(`room must be a non-empty string, got ${room}`)
+    if (typeof options !== 'object' || options === null) fail('options must be an object')
+    assertKnownOptions('relay.join', options, ['awareness'])
+    if (options.awareness !== undefined && options.awareness?.doc !== doc) fail(`${room}: awareness must be of the doc`)
+    if (this.#rooms.has(room)) fail(`${room} is already joined; destroy its handle first`)
+    const refused = refusalOf(doc)
+    if (refused !== undefined) fail(`${room}: the relay refused this doc (${refused}), join with a new Y.Doc`)
+    const joined = new RelayRoom(doc, room, this.#link, options.awareness)
+    this.#rooms.set(room, joined)
+    this.#authenticateIdle()
+    return { room, doc, destroy: () => this.#leave(joined) }
+  }
+
+  disconnect(): void {
+    if (this.#paused || this.#destroyed) return
+    this.#paused = true
+    if (this.#timer !== null) this.#cancel(this.#timer)
+    this.#timer = null
+    this.#drop()
+  }
+
+  connect(): void {
+    if (!this.#paused || this.#destroyed) return
+    this.#paused = false
+    // Back from an offline spell: the relay of choice first, whichever one the last attempts reached.
+    this.#urlIndex = 0
+    this.#connect()
+  }
+
+  destroy(): void {
+    if (this.#destroyed) return
+    this.#destroyed = true
+    if (this.#timer !== null) this.#cancel(this.#timer)
+    this.#timer = null
+    const socket = this.#socket
+    this.#socket = null
+    // Closed first, so leaving rooms sends nothing: the socket's close ends them all on the server.
+    this.#state = 'closed'
+    for (const room of this.#rooms.values()) room.destroy()
+    this.#rooms.clear()
+    socket?.close(1000)
+  }
+
+  readonly #link: RoomLink = {
+    socketState: () => this.#state,
+    send: (bytes) => {
+      if (this.#state === 'open') this.#socket?.send(bytes)
+    },
+    delay: (attempt) => this.#delay(attempt),
+    schedule: (run, ms) => this.#schedule(run, ms),
+    cancel: (handle) => this.#cancel(handle),
+    ready: () => this.#authenticateIdle(),
+    denied: (room) => {
+      this.#denied.add(room)
+    },
+  }
+
+  #leave(room: RelayRoom): void {
+    if (this.#rooms.get(room.name) !== room) return
+    this.#rooms.delete(room.name)
+    if (room.destroy()) this.#closing.add(room.name)
+  }
+
+  #connect(): void {
+    if (this.#destroyed) return
+    this.#state = 'connecting'
+    let socket: RelaySocket
+    try {
+      socket = new this.#WebSocket(this.url)
+    } catch (error) {
+      this.#fail(`no socket (${error})`)
+      this.#nextUrl()
+      this.#closed()
+      return
+    }
+    // Whether the relay said anything on this socket: one that closes before it did failed, and the next attempt tries the next URL.
+    let heard = false
+    socket.binaryType = 'arraybuffer'
+    this.#socket = socket
+    socket.addEventListener('open', () => {
+      if (socket !== this.#socket) return
+      this.#state = 'open'
+      this.#reportRooms()
+      this.#authenticateIdle()
+    })
+    socket.addEventListener('message', (event) => {
+      if (socket !== this.#socket) return
+      heard = true
+      this.#receive((event as MessageEvent).data)
+    })
+    socket.addEventListener('close', () => {
+      if (socket !== this.#socket) return
+      if (!heard) this.#nextUrl()
+      this.#closed()
+    })
+    // A failed connect or a broken socket: its close follows, and the sync status shows it.
+    socket.addEventListener('error', () => {})
+    this.#reportRooms()
+  }
+
+  /** After a failed connection: the next relay of the list, if there are several. */
+  #nextUrl(): void {
+    this.#urlIndex = (this.#urlIndex + 1) % this.#urls.length
+  }
+
+  #closed(): void {
+    this.#socket = null
+    this.#state = 'closed'
+    this.#closing.clear()
+    this.#denied.clear()
+    for (const room of this.#rooms.values()) room.socketClosed()
+    if (this.#destroyed || this.#paused) return
+    const delay = this.#restartNow ? 0 : this.#delay(this.#attempt++)
+    this.#restartNow = false
+    this.#timer = this.#schedule(() => {
+      this.#timer = null
+      this.#connect()
+    }, delay)
+  }
+
+  #receive(data: unknown): void {
+    let message: RelayMessage
+    try {
+      // binaryType 'arraybuffer': a text frame is no relay message.
+      if (!(data instanceof ArrayBuffer)) throw new TypeError(typeof data)
+      message = readRelayMessage(new Uint8Array(data))
+    } catch (error) {
+      this.#fail(`undecodable message ignored (${error})`)
+      return
+    }
+    // The relay is there: the next reconnect starts from the smallest spread again.
+    this.#attempt = 0
+    const { room, type, decoder } = message
+    try {
+      if (this.#closing.has(room)) {
+        // A room whose Close is in flight: its Close (or a denial) frees the name.
+        const denied = type === MESSAGE_AUTH && decoding.readVarUint(decoder) === AUTH_PERMISSION_DENIED
+        if (type !== MESSAGE_CLOSE && !denied) return
+        this.#closing.delete(room)
+        if (denied) this.#denied.add(room)
+        this.#authenticateIdle()
+      } else {
+        // A room left since gets nothing: the server's last words to it are moot.
+        this.#rooms.get(room)?.receive(type, decoder)
+      }
+    } catch (error) {
+      this.#fail(`${room}: malformed message of type ${type} ignored (${error})`)
+    }
+  }
+
+  /** Authenticates every idle room with one read of the token. */
+  #authenticateIdle(): void {
+    if (this.#state !== 'open' || this.#readingToken) return
+    const idle = [...this.#rooms.values()].filter((room) => room.idle && !this.#closing.has(room.name))
+    if (idle.some((room) => this.#denied.has(room.name))) {
+      // Joined again after a denial: only a new socket lets it authenticate (the other rooms sync again on it).
+      this.#restart()
+      return
+    }
+    if (idle.length === 0) return
+    this.#readingToken = true
+    const socket = this.#socket
+    this.#readToken().then(
+      (token) => {
+        this.#readingToken = false
+        if (socket === this.#socket && this.#state === 'open') {
+          // Rooms joined while the token was read get it too.
+          for (const room of this.#rooms.values()) if (room.idle && !this.#closing.has(room.name) && !this.#denied.has(room.name)) room.authenticate(token)
+        }
+        // What is still idle: rooms denied on this socket (joined again while the token was read),
+        // or a new socket opened meanwhile, which needs a token of its own.
+        this.#authenticateIdle()
+      },
+      (error: unknown) => {
+        this.#readingToken = false
+        if (socket !== this.#socket) return
+        // A jittered reconnect reads the token again.
+        this.#fail(`the token function failed (${error}); reconnecting`)
+        this.#drop()
+      },
+    )
+  }
+
+  async #readToken(): Promise<string> {
+    const token = typeof this.#token === 'function' ? await this.#token() : this.#token
+    if (typeof token !== 'string') throw new TypeError(`not a string: ${typeof token}`)
+    return token
+  }
+
+  #restart(): void {
+    this.#restartNow = true
+    this.#drop()
+  }
+
+  /** Closes the socket now, without waiting for its close event (which is then ignored). */
+  #drop(): void {
+    const socket = this.#socket
+    this.#socket = null
+    socket?.close(1000)
+    this.#closed()
+  }
+
+  #fail(detail: string): void {
+    this.#onError(new Error(`relay ${this.url}: ${detail}`))
+  }
+
+  #delay(attempt: number): number {
+    return Math.floor(this.#random() * jitterWindow(attempt, this.#baseMs, this.#capMs))
+  }
+
+  #reportRooms(): void {
+    for (const room of this.#rooms.values()) room.report()
+  }
+}
