@@ -1,62 +1,14 @@
 import type { WindowChange } from '@tidemark/engine'
-import type { RemoteEngine, WorkerConnection } from '@tidemark/worker'
-import type { FleetAggregates } from './fleetAggregates.ts'
-import { type ActivityEntry, ActivityLog } from './activityLog.ts'
-import { DEFAULT_STORM, pickTourDevice, planIntro, planStorm, type Toggle } from './connectivityPlan.ts'
+import { ActivityLog } from './activityLog.ts'
+import { ConnectivityDrills, type OnlineChanger } from './connectivityDrills.ts'
 import { type ControlChannel, type ControlMessage, silentControlChannel } from './controlChannel.ts'
-import type { FollowedRooms } from './dashboardLinks.ts'
-import type { LinksReport } from './dashboardHost.ts'
-import { type DeviceCommand, type DeviceHostView, DeviceSlot } from './deviceSlot.ts'
-import type { DeviceStatus } from './deviceStatus.ts'
+import { CorrectionLedger } from './correctionLedger.ts'
+import { DashboardConnection } from './dashboardConnection.ts'
+import { type DeviceCommand, DeviceSlot } from './deviceSlot.ts'
 import type { FleetHosts } from './fleetHosts.ts'
 import { CHART_WINDOWS, DEFAULT_SETTINGS, epochOf, type FleetSettings, MAX_DEVICES } from './fleetSettings.ts'
-import { dashboardHostName, type FleetWiring } from './fleetWiring.ts'
-import { createPrng } from './prng.ts'
-import {
-  type LateCorrection,
-  lateCorrectionsOf,
-  RECONNECT_SETTLE_MS,
-  ReconnectWatch,
-  StormTally,
-} from './reconnectReport.ts'
-import { ToggleSchedule } from './toggleSchedule.ts'
-
-/** One row of the device table. */
-export interface DeviceRow {
-  readonly id: string
-  /** This page's link to the device's host worker. */
-  readonly host: DeviceHostView
-  /** A `?device=` tab of this browser has the device open too (it said so within the last 3 s). */
-  readonly tab: boolean
-  /** What the device's host last reported; null before its first answer. */
-  readonly status: DeviceStatus | null
-  /** When the dashboard's document of this device (its room, or its tab channel) last synced. */
-  readonly lastHeard: number | null
-}
-
-/** Everything the dashboard shows that is not engine state; a new object per tick, immutable. */
-export interface FleetSnapshot {
-  /** Bumped whenever the dashboard engine is replaced (new settings). */
-  readonly generation: number
-  /** The dashboard engine as this page reads it (the mirror of its host's engine); null while that host starts. */
-  readonly dashboard: RemoteEngine<FleetAggregates> | null
-  /** This page's link to the dashboard engine's host; null while it starts. */
-  readonly dashboardHost: WorkerConnection | null
-  readonly settings: FleetSettings
-  readonly epoch: string
-  readonly wiring: FleetWiring
-  readonly now: number
-  readonly paused: boolean
-  readonly storm: { readonly endsAt: number; readonly devices: number } | null
-  /** The device the first-minute tour takes offline, while the tour runs. */
-  readonly introDevice: string | null
-  readonly devices: readonly DeviceRow[]
-  readonly activity: readonly ActivityEntry[]
-  /** Windows changed by state that landed after they fired, newest first. */
-  readonly lateCorrections: readonly LateCorrection[]
-  /** The device rooms the dashboard follows on the relay and those refused; null without a relay. */
-  readonly relayRooms: FollowedRooms | null
-}
+import { type DeviceRow, type FleetSnapshot, rowOf } from './fleetSnapshot.ts'
+import type { FleetWiring } from './fleetWiring.ts'
 
 export interface FleetOptions {
   readonly wiring: FleetWiring
@@ -71,13 +23,8 @@ export interface FleetOptions {
   readonly control?: ControlChannel
 }
 
-/** The dashboard's links are asked how they follow the fleet at most this often. */
-const LINKS_POLL_MS = 500
 /** A device tab that has not said so for this long is taken to be closed. */
 const TAB_STALE_MS = 3_000
-const LATE_CORRECTIONS_KEPT = 60
-/** Windows whose counted revision is remembered before the old ones are let go. */
-const CORRECTED_KEPT = 2_000
 
 /**
  * The dashboard page's fleet: the dashboard engine and a slot per device, each a `RemoteEngine`
@@ -109,25 +56,11 @@ export class Fleet {
   /** Host restarts already reported, by device. */
   readonly #restartsSeen = new Map<string, number>()
   #settings: FleetSettings
-  #generation = 0
-  #dashboard: RemoteEngine<FleetAggregates> | null = null
-  #dashboardHost: WorkerConnection | null = null
-  #dashboardReady: Promise<void> = Promise.resolve()
-  #stopChanges: () => void = () => {}
-  #links: LinksReport | null = null
-  #linksAt = Number.NEGATIVE_INFINITY
-  #linksPolling = false
+  readonly #dashboard: DashboardConnection
   #slots: DeviceSlot[] = []
-  #schedules: ToggleSchedule[] = []
-  #storm: FleetSnapshot['storm'] = null
-  #stormTally: StormTally | null = null
-  #stormSettlesAt: number | null = null
-  #watches: ReconnectWatch[] = []
-  #introDevice: string | null = null
+  readonly #drills: ConnectivityDrills
   #paused = false
-  #lateCorrections: readonly LateCorrection[] = []
-  /** The last revision of each window counted as a correction (`window|key|start`). */
-  readonly #corrected = new Map<string, number>()
+  readonly #corrections = new CorrectionLedger()
   #allReported = false
   #reportedCheckAt = Number.NEGATIVE_INFINITY
   #starting: Promise<void> = Promise.resolve()
@@ -140,12 +73,26 @@ export class Fleet {
     this.#hosts = options.hosts
     this.#control = options.control ?? silentControlChannel
     this.#settings = options.settings ?? DEFAULT_SETTINGS
+    this.#drills = new ConnectivityDrills({
+      log: this.#log,
+      setOnline: (id, online, now, by) => this.#setOnline(id, online, now, by),
+      status: (id) => this.slot(id)?.status() ?? null,
+    })
+    this.#dashboard = new DashboardConnection({
+      hosts: this.#hosts,
+      wiring: this.#wiring,
+      log: this.#log,
+      now: this.#now,
+      onChanges: (changes) => this.#onChanges(changes),
+      changed: () => this.#publish(this.#now()),
+      closed: () => this.#closed,
+    })
     this.#stopControl = this.#control.listen((message) => this.#receive(message))
     const now = this.#now()
     this.#slots = this.#makeSlots(0, this.#settings.deviceCount)
     for (const slot of this.#slots) slot.start()
     this.#connectDashboard()
-    if (options.intro !== false) this.#startIntro(now)
+    if (options.intro !== false) this.#drills.startIntro(this.#slots.map((slot) => slot.profile), now, this.#settings.allowedLatenessMs)
     if (this.#wiring.relayNotice !== null) this.#log.add(now, 'warn', this.#wiring.relayNotice)
     this.#snapshot = this.#makeSnapshot(now, [])
   }
@@ -160,7 +107,7 @@ export class Fleet {
   /** Resolves once the dashboard's host welcomed this page and every device's host is booted (for tests). */
   async ready(): Promise<void> {
     await this.#starting
-    await this.#dashboardReady
+    await this.#dashboard.ready
     await Promise.all(this.#slots.map((slot) => slot.opened()))
   }
 
@@ -177,14 +124,11 @@ export class Fleet {
 
   /** Advances the simulation to `now`: connectivity plans, status polls, reports; then publishes. */
   tick(now = this.#now()): void {
-    for (const schedule of this.#schedules) {
-      for (const toggle of schedule.due(now)) this.#applyToggle(toggle, schedule.name, now)
-    }
-    this.#finishSchedules(now)
+    this.#drills.play(now)
     for (const slot of this.#slots) slot.step(now)
-    this.#pollLinks(now)
+    this.#dashboard.pollLinks(now)
     this.#noteRestarts(now)
-    this.#finishWatches(now)
+    this.#drills.finishReports(now, this.#dashboard.links?.lastHeard ?? {})
     this.#noteAllReported(now)
     this.#publish(now)
   }
@@ -234,19 +178,12 @@ export class Fleet {
   /** Many devices drop off and come back at random for `durationMs`; all are online when it ends. */
   startStorm(durationMs: number): void {
     const now = this.#now()
-    const rng = createPrng(this.#settings.seed + now)
-    const toggles = planStorm(
+    this.#drills.startStorm(
       this.#slots.map((slot) => slot.id),
       now,
-      { ...DEFAULT_STORM, durationMs },
-      rng,
+      durationMs,
+      this.#settings.seed,
     )
-    const schedule = new ToggleSchedule('storm', toggles)
-    this.#schedules.push(schedule)
-    const caught = new Set(toggles.map((toggle) => toggle.device)).size
-    this.#storm = { endsAt: Math.max(schedule.endsAt, this.#storm?.endsAt ?? 0), devices: caught }
-    this.#stormTally ??= new StormTally()
-    this.#log.add(now, 'warn', `Reconnect storm: ${caught} devices toggling their links for ${Math.round(durationMs / 1000)} s`)
     this.#publish(now)
   }
 
@@ -262,13 +199,8 @@ export class Fleet {
     const next = { ...previous, ...patch }
     const settings = { ...next, deviceCount: Math.max(1, Math.min(MAX_DEVICES, Math.round(next.deviceCount))) }
     this.#settings = settings
-    this.#schedules = []
-    this.#storm = null
-    this.#stormTally = null
-    this.#stormSettlesAt = null
-    this.#watches = []
-    this.#introDevice = null
-    this.#lateCorrections = []
+    this.#drills.reset()
+    this.#corrections.clearLate()
     const sameEpoch = epochOf(previous) === epochOf(settings) && previous.seed === settings.seed
     const kept = sameEpoch ? this.#slots.slice(0, settings.deviceCount) : []
     const retiring = this.#slots.slice(kept.length)
@@ -297,11 +229,11 @@ export class Fleet {
     this.#closed = true
     this.#stopControl()
     this.#listeners.clear()
-    this.#stopChanges()
+    this.#dashboard.stopChanges()
     await this.#starting
-    await this.#dashboardReady
+    await this.#dashboard.ready
     await Promise.all(this.#slots.map((slot) => slot.close()))
-    await this.#dashboard?.close().catch(() => {})
+    await this.#dashboard.engine?.close().catch(() => {})
   }
 
   #makeSlots(from: number, to: number): DeviceSlot[] {
@@ -322,41 +254,11 @@ export class Fleet {
 
   /** A host for the dashboard engine of the current settings; the previous one is retired. */
   #connectDashboard(): void {
-    const generation = ++this.#generation
-    const settings = this.#settings
-    const old = this.#dashboard
-    this.#stopChanges()
-    this.#stopChanges = () => {}
-    this.#dashboard = null
-    this.#dashboardHost = null
-    this.#links = null
     this.#allReported = false
-    this.#corrected.clear()
-    if (old !== null) void retireDashboard(old)
-    const ready = this.#hosts.connect({
-      kind: 'dashboard',
-      name: dashboardHostName(this.#wiring, settings),
-      config: { settings, wiring: this.#wiring, devices: this.#slots.map((slot) => slot.id) },
-    })
-    this.#dashboardReady = ready.then(
-      (remote) => {
-        if (generation !== this.#generation || this.#closed) {
-          void remote.close().catch(() => {})
-          return
-        }
-        this.#dashboard = remote
-        this.#dashboardHost = remote.connection()
-        this.#stopChanges = remote.subscribe((changes) => this.#onChanges(changes))
-        remote.onConnection((connection) => {
-          if (remote !== this.#dashboard) return
-          this.#dashboardHost = connection
-          this.#publish(this.#now())
-        })
-        this.#publish(this.#now())
-      },
-      (error: unknown) => {
-        this.#log.add(this.#now(), 'bad', `The dashboard engine's host did not start: ${messageOf(error)}`)
-      },
+    this.#corrections.forgetRevisions()
+    this.#dashboard.connect(
+      this.#settings,
+      this.#slots.map((slot) => slot.id),
     )
   }
 
@@ -374,98 +276,26 @@ export class Fleet {
     if (message.type === 'tab') this.#tabs.set(message.device, this.#now())
   }
 
-  /**
-   * Counts each correction once: by its window and revision. The page's mirror may hand a
-   * window's latest result out again as a change (when its history arrives, or when a new
-   * dashboard host's state replaces the mirror), and that is no new correction.
-   */
+  /** Each correction counted once (see `CorrectionLedger`), credited to the reconnects watched now. */
   #onChanges(changes: readonly WindowChange[]): void {
-    const fresh: WindowChange[] = []
-    for (const change of changes) {
-      if (change.type !== 'correction') continue
-      const { window, key, start, revision } = change.result
-      const at = `${window}|${key}|${start}`
-      if (revision <= (this.#corrected.get(at) ?? 0)) continue
-      this.#corrected.set(at, revision)
-      fresh.push(change)
-      for (const watch of this.#watches) watch.count(change)
-      this.#stormTally?.count(change)
-    }
+    const fresh = this.#corrections.fresh(changes)
+    for (const change of fresh) this.#drills.count(change)
     if (fresh.length === 0) return
-    const now = this.#now()
-    this.#lateCorrections = [...lateCorrectionsOf(fresh, now).reverse(), ...this.#lateCorrections].slice(0, LATE_CORRECTIONS_KEPT)
     // Windows behind the watermark by more than the charts' span are never corrected again here.
-    if (this.#corrected.size > CORRECTED_KEPT) {
-      const horizon = (this.#dashboard?.watermark() ?? Number.NEGATIVE_INFINITY) - CHART_WINDOWS * this.#settings.windowMs - this.#settings.allowedLatenessMs
-      for (const at of this.#corrected.keys()) if (Number(at.split('|')[2]) < horizon) this.#corrected.delete(at)
-    }
+    this.#corrections.record(
+      fresh,
+      this.#now(),
+      () => (this.#dashboard.engine?.watermark() ?? Number.NEGATIVE_INFINITY) - CHART_WINDOWS * this.#settings.windowMs - this.#settings.allowedLatenessMs,
+    )
   }
 
-  /** Asks the dashboard's host how its links follow the fleet (last heard per device, rooms, errors). */
-  #pollLinks(now: number): void {
-    const dashboard = this.#dashboard
-    if (dashboard === null || this.#linksPolling || now - this.#linksAt < LINKS_POLL_MS) return
-    this.#linksAt = now
-    this.#linksPolling = true
-    dashboard
-      .command('links')
-      .then(
-        (report) => {
-          if (dashboard !== this.#dashboard) return
-          const links = report as LinksReport
-          for (const error of links.errors) this.#log.add(this.#now(), 'bad', `Replication: ${error}`)
-          this.#links = { ...links, followed: sameFollowed(this.#links?.followed ?? null, links.followed) }
-        },
-        () => {
-          // Its host went away mid-call: the next poll asks the next one.
-        },
-      )
-      .finally(() => {
-        this.#linksPolling = false
-      })
-  }
-
-  #setOnline(id: string, online: boolean, now: number, by: 'operator' | 'intro' | 'storm'): void {
+  #setOnline(id: string, online: boolean, now: number, by: OnlineChanger): void {
     const slot = this.slot(id)
     if (slot === undefined) return
     const status = slot.status()
     if (status !== null && status.online === online) return
-    if (online) {
-      const offlineMs = status?.offlineSince == null ? 0 : now - status.offlineSince
-      if (this.#storm !== null || by === 'storm') this.#stormTally?.reconnected()
-      else this.#watches.push(new ReconnectWatch(id, now, offlineMs, status?.offlineReadings ?? 0))
-    }
+    if (online) this.#drills.reconnecting(id, now, status, by)
     this.#command(slot, online ? 'online' : 'offline')
-  }
-
-  #startIntro(now: number): void {
-    const pick = pickTourDevice(this.#slots.map((slot) => slot.profile))
-    if (pick === undefined) return
-    this.#introDevice = pick
-    this.#schedules.push(new ToggleSchedule('intro', planIntro(pick, now, this.#settings.allowedLatenessMs)))
-  }
-
-  #applyToggle(toggle: Toggle, schedule: string, now: number): void {
-    this.#setOnline(toggle.device, toggle.online, now, schedule === 'storm' ? 'storm' : 'intro')
-    if (schedule !== 'intro') return
-    this.#log.add(
-      now,
-      toggle.online ? 'good' : 'warn',
-      toggle.online
-        ? `Tour: ${toggle.device} reconnects; its document catches up and corrects the windows that fired without it`
-        : `Tour: ${toggle.device} loses its connection; it keeps ingesting into its own engine and write-ahead log`,
-    )
-  }
-
-  #finishSchedules(now: number): void {
-    if (!this.#schedules.some((schedule) => schedule.done)) return
-    for (const schedule of this.#schedules) if (schedule.done && schedule.name === 'intro') this.#introDevice = null
-    this.#schedules = this.#schedules.filter((schedule) => !schedule.done)
-    if (this.#storm !== null && !this.#schedules.some((schedule) => schedule.name === 'storm')) {
-      this.#storm = null
-      // The storm's corrections are counted until the last backlog had time to land.
-      this.#stormSettlesAt = now + RECONNECT_SETTLE_MS
-    }
   }
 
   /** A device whose host came back (after a crash) and answered: what its log gave back. */
@@ -484,32 +314,10 @@ export class Fleet {
     }
   }
 
-  #finishWatches(now: number): void {
-    if (this.#watches.length > 0) {
-      const lastHeard = this.#links?.lastHeard ?? {}
-      for (const watch of this.#watches) {
-        const status = this.slot(watch.device)?.status() ?? null
-        const heard = lastHeard[watch.device] ?? null
-        if (status?.online === true && status.pending === 0 && heard !== null && heard >= watch.at) watch.caughtUp(now)
-        if (!watch.due(now)) continue
-        const report = watch.report()
-        this.#log.add(now, report.tone, report.text)
-      }
-      this.#watches = this.#watches.filter((watch) => !watch.due(now))
-    }
-    const tally = this.#stormTally
-    if (tally !== null && this.#stormSettlesAt !== null && now >= this.#stormSettlesAt) {
-      const report = tally.report()
-      this.#log.add(now, report.tone, report.text)
-      this.#stormTally = null
-      this.#stormSettlesAt = null
-    }
-  }
-
   // Proof covers known sources only: until a device's state first lands, the others can
   // prove windows it has readings for, and its cells then correct them.
   #noteAllReported(now: number): void {
-    const dashboard = this.#dashboard
+    const dashboard = this.#dashboard.engine
     if (dashboard === null || this.#allReported || now - this.#reportedCheckAt < 1_000) return
     this.#reportedCheckAt = now
     if (dashboard.stats().sources < this.#slots.length) return
@@ -527,68 +335,31 @@ export class Fleet {
   }
 
   #makeSnapshot(now: number, previous: readonly DeviceRow[]): FleetSnapshot {
-    const lastHeard = this.#links?.lastHeard ?? {}
+    const lastHeard = this.#dashboard.links?.lastHeard ?? {}
     const next = this.#slots.map((slot, i) => {
       const tabAt = this.#tabs.get(slot.id)
       return rowOf(slot, lastHeard[slot.id] ?? null, tabAt !== undefined && now - tabAt <= TAB_STALE_MS, previous[i])
     })
     const devices = next.length === previous.length && next.every((row, i) => row === previous[i]) ? previous : next
-    const dashboard = this.#dashboard
     return {
-      generation: this.#generation,
-      dashboard,
-      dashboardHost: this.#dashboardHost,
+      generation: this.#dashboard.generation,
+      dashboard: this.#dashboard.engine,
+      dashboardHost: this.#dashboard.host,
       settings: this.#settings,
       epoch: epochOf(this.#settings),
       wiring: this.#wiring,
       now,
       paused: this.#paused,
-      storm: this.#storm,
-      introDevice: this.#introDevice,
+      storm: this.#drills.storm,
+      introDevice: this.#drills.introDevice,
       devices,
       activity: this.#log.entries(),
-      lateCorrections: this.#lateCorrections,
-      relayRooms: this.#links?.followed ?? null,
+      lateCorrections: this.#corrections.lateCorrections,
+      relayRooms: this.#dashboard.links?.followed ?? null,
     }
   }
 }
 
-/** Retires the dashboard engine's host of earlier settings (its worker ends), then disconnects. */
-async function retireDashboard(engine: RemoteEngine<FleetAggregates>): Promise<void> {
-  try {
-    if (engine.connection().state === 'connected') await engine.command('retire')
-  } catch {
-    // Gone already.
-  }
-  await engine.close().catch(() => {})
-}
-
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error)
-}
-
-/** `next`, or `previous` itself when it says the same (an unchanged slice does not render). */
-function sameFollowed(previous: FollowedRooms | null, next: FollowedRooms | null): FollowedRooms | null {
-  if (previous === null || next === null) return next
-  const same =
-    previous.rooms === next.rooms &&
-    previous.refused.length === next.refused.length &&
-    previous.refused.every((r, i) => r.room === next.refused[i]?.room && r.refusal === next.refused[i]?.refusal)
-  return same ? previous : next
-}
-
-/** The slot's row, or `previous` itself when nothing in it changed (memoized rows skip rendering). */
-function rowOf(slot: DeviceSlot, lastHeard: number | null, tab: boolean, previous: DeviceRow | undefined): DeviceRow {
-  const next: DeviceRow = { id: slot.id, host: slot.host, tab, status: slot.status(), lastHeard }
-  if (
-    previous !== undefined &&
-    previous.id === next.id &&
-    previous.host === next.host &&
-    previous.tab === next.tab &&
-    previous.status === next.status &&
-    previous.lastHeard === next.lastHeard
-  ) {
-    return previous
-  }
-  return next
 }

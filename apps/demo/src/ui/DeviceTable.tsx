@@ -1,5 +1,5 @@
 import { memo, type ReactNode } from 'react'
-import type { DeviceRow } from '../fleet/fleet.ts'
+import type { DeviceRow } from '../fleet/fleetSnapshot.ts'
 import { settingsQuery } from '../fleet/fleetSettings.ts'
 import { linkText } from './linkText.ts'
 import { recoverySentence, recoveryShort } from './RecoveryText.tsx'

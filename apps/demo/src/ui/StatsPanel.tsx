@@ -2,7 +2,7 @@ import type { EngineStats, SyncStatus } from '@tidemark/engine'
 import { useEngineStats, useSyncStatus } from '@tidemark/react'
 import type { ReactNode } from 'react'
 import type { FollowedRooms } from '../fleet/dashboardLinks.ts'
-import type { DeviceRow } from '../fleet/fleet.ts'
+import type { DeviceRow } from '../fleet/fleetSnapshot.ts'
 import { useFleet } from './useFleet.ts'
 import { byteSize, clockTimeTenths, count, duration } from './timeFormat.ts'
 

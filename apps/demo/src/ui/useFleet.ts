@@ -1,5 +1,6 @@
 import { createContext, use, useSyncExternalStore } from 'react'
-import type { Fleet, FleetSnapshot } from '../fleet/fleet.ts'
+import type { Fleet } from '../fleet/fleet.ts'
+import type { FleetSnapshot } from '../fleet/fleetSnapshot.ts'
 
 export const FleetContext = createContext<Fleet | null>(null)
 
