@@ -95,10 +95,10 @@ export class SourceClock {
     }
     this.#extend(seq, ts)
     if (this.ahead.size > 0) {
-      let next = this.ahead.get(this.prefix + 1)
-      while (next !== undefined) {
+      let next = this.ahead.tsOf(this.prefix + 1)
+      while (!Number.isNaN(next)) {
         this.#extend(this.prefix + 1, next)
-        next = this.ahead.get(this.prefix + 1)
+        next = this.ahead.tsOf(this.prefix + 1)
       }
     }
     this.ahead.advanceBase(this.prefix)
