@@ -113,53 +113,6 @@ export class SlicedWindowIndex implements WindowIndex {
     event: StreamEvent,
     inputs: readonly unknown[] | null,
   ): number {
-    // Most events go to the slice their source wrote last, already worked out in this batch, whose
-    // windows are touched and whose outcome is known: only the cell changes. Kept this small so
-    // that placement's optimized loop takes it inline; everything else is `#placeAny`.
-    const at = STRIDE * source.slot
-    const recent = this.#recentSlices[at]
-    if (
-      recent !== undefined &&
-      recent.batch === frontiers.batch &&
-      recent.from === recent.ordinal &&
-      recent.bitsFrom === recent.from &&
-      recent.touchedFrom <= recent.from &&
-      inputs === null &&
-      !this.discarding &&
-      frontiers.publish !== true &&
-      ts >= recent.start &&
-      ts < recent.start + this.unit &&
-      recent.key === key &&
-      recent.live
-    ) {
-      const cell = this.#recentCells[at]
-      if (cell !== undefined) {
-        cell.count++
-        cell.sum += value
-        if (value < cell.min) cell.min = value
-        if (value > cell.max) cell.max = value
-        if (ts > cell.maxTs) cell.maxTs = ts
-        cell.version = version
-        recent.version++
-        recent.series.version++
-        return recent.bits
-      }
-    }
-    return this.#placeAny(key, source, ts, value, version, frontiers, tracker, event, inputs)
-  }
-
-  /** `place` for any event: the first in a batch to reach its slice, a late one, one with aggregates, a replicated one. */
-  #placeAny(
-    key: string,
-    source: PlacementSource,
-    ts: number,
-    value: number,
-    version: number,
-    frontiers: BatchFrontiers,
-    tracker: WindowTracker,
-    event: StreamEvent,
-    inputs: readonly unknown[] | null,
-  ): number {
     const batch = frontiers.batch
     const base = STRIDE * source.slot
     let slice: Slice<SliceSeries> | undefined
