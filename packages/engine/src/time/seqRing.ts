@@ -17,16 +17,27 @@ export class SeqRing {
   size = 0
 
   has(seq: number): boolean {
-    return this.get(seq) !== undefined
+    return !Number.isNaN(this.tsOf(seq))
   }
 
   get(seq: number): number | undefined {
+    const ts = this.tsOf(seq)
+    return Number.isNaN(ts) ? undefined : ts
+  }
+
+  /**
+   * The ts held for `seq`, NaN when none: a plain number either way, so a hot caller never
+   * boxes it (a `number | undefined` result costs a heap number per hit).
+   */
+  tsOf(seq: number): number {
+    const slots = this.#slots
     const offset = seq - this.#base
-    if (offset >= 0 && offset < this.#slots.length) {
-      const ts = this.#slots[(this.#head + offset) & (this.#slots.length - 1)] as number
+    if (offset >= 0 && offset < slots.length) {
+      const ts = slots[(this.#head + offset) & (slots.length - 1)] as number
       if (!Number.isNaN(ts)) return ts
     }
-    return this.#far.size === 0 ? undefined : this.#far.get(seq)
+    if (this.#far.size === 0) return Number.NaN
+    return this.#far.get(seq) ?? Number.NaN
   }
 
   set(seq: number, ts: number): void {

@@ -29,7 +29,8 @@ export class SourceClock {
   /**
    * Highest seq ever remembered above the gap-free prefix (0: none). Kept apart from `ahead`,
    * whose entries are released behind the lateness horizon, so `highestSeq()` never goes back;
-   * updated on the out-of-order path only, so the in-order path pays nothing for it.
+   * updated on the out-of-order path only, so the in-order path pays nothing for it. Never below
+   * a seq held in `ahead`, which `seen()` relies on.
    */
   aheadMax = 0
   /** Ids of events without seq, with their ts. */
@@ -50,7 +51,9 @@ export class SourceClock {
   /** True when this `(seq)` or `(id)` was already counted. */
   seen(seq: number | undefined, id: string): boolean {
     if (seq === undefined) return this.ids.has(id)
-    return seq <= this.prefix || this.ahead.has(seq)
+    // Every seq held in `ahead` is at most `aheadMax`: the next seq of a source with a gap
+    // pending (most of a reordered upload) is above it, and needs no lookup.
+    return seq <= this.prefix || (seq <= this.aheadMax && this.ahead.has(seq))
   }
 
   /**
@@ -92,10 +95,10 @@ export class SourceClock {
     }
     this.#extend(seq, ts)
     if (this.ahead.size > 0) {
-      let next = this.ahead.get(this.prefix + 1)
-      while (next !== undefined) {
+      let next = this.ahead.tsOf(this.prefix + 1)
+      while (!Number.isNaN(next)) {
         this.#extend(this.prefix + 1, next)
-        next = this.ahead.get(this.prefix + 1)
+        next = this.ahead.tsOf(this.prefix + 1)
       }
     }
     this.ahead.advanceBase(this.prefix)
