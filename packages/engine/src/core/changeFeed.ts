@@ -1,30 +1,31 @@
 import { OverflowError } from './overflowError.ts'
 import type { WindowChange } from '../windows/windowResult.ts'
+import { reportListenerError } from './listenerError.ts'
 
 type Listener = (changes: readonly WindowChange[]) => void
 
-/** Hands a listener's exception to the host without stopping the engine or other listeners. */
-function reportListenerError(error: unknown): void {
-  const report = (globalThis as { reportError?: (e: unknown) => void }).reportError
-  if (typeof report === 'function') report(error)
-  else
-    queueMicrotask(() => {
-      throw error
-    })
-}
-
 /**
  * Synchronous change notification (the engine notifies synchronously;
- * schedulers coalesce) plus a Web Streams view of the same feed.
+ * schedulers coalesce) plus a Web Streams view of the same feed. An engine's
+ * stand-in (the worker's page mirror) serves `subscribe` and `changes()` with one.
+ *
+ * @example
+ * const feed = new ChangeFeed()
+ * const stop = feed.subscribe((changes) => console.log(changes.length))
+ * feed.publish(changes) // every listener, in subscription order; one that throws does not stop the others
+ * const readable = feed.stream() // the same batches as a ReadableStream
+ * feed.close() // listeners dropped, streams ended
  */
 export class ChangeFeed {
   readonly #listeners = new Set<Listener>()
   readonly #streams = new Set<ReadableStreamDefaultController<readonly WindowChange[]>>()
 
+  /** Listeners subscribed now. */
   get listeners(): number {
     return this.#listeners.size
   }
 
+  /** Calls `listener` with every published batch until the returned function is called. */
   subscribe(listener: Listener): () => void {
     // A wrapper per subscription, so subscribing one function twice gives two independent subscriptions.
     const entry: Listener = (changes) => listener(changes)

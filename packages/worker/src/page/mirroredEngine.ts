@@ -10,9 +10,9 @@ import {
   type WindowResult,
 } from '@tidemark/engine'
 import type { RecoveryReport } from '@tidemark/idb'
+import { ChangeFeed, reportListenerError } from '@tidemark/engine/adapter'
 import { addressOf, sameAddress, sharesStart, specSize, type WindowAddress } from '../common/windowAddress.ts'
 import { encodeEvents } from '../protocol/eventColumns.ts'
-import { reportError } from '../common/reportError.ts'
 import {
   type FrameMessage,
   type HostCall,
@@ -24,7 +24,6 @@ import {
 } from '../protocol/messages.ts'
 import { rowsProblem } from '../protocol/windowRows.ts'
 import { aggregatesMismatch } from '../protocol/aggregateIdentities.ts'
-import { ChangeStreams } from './changeStreams.ts'
 import { HostCalls } from './hostCalls.ts'
 import type { HostConnector, HostLink, LinkSink } from './hostLink.ts'
 import { IngestQueue } from './ingestQueue.ts'
@@ -61,7 +60,7 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
   readonly #options: MirroredEngineOptions
   readonly #mirror = new WindowMirror()
   readonly #queue: IngestQueue
-  readonly #listeners = new Set<(changes: readonly WindowChange[]) => void>()
+  readonly #feed = new ChangeFeed()
   readonly #connectionListeners = new Set<(connection: WorkerConnection) => void>()
   readonly #calls = new HostCalls()
   #link: HostLink | null = null
@@ -75,7 +74,6 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
   #lostAt: number | null = null
   #hostWatch: AbortController | null = null
   #writable: WritableStream<readonly StreamEvent[]> | null = null
-  readonly #streams = new ChangeStreams()
   #ready: { resolve: () => void; reject: (error: unknown) => void } | null = null
   /** Resolves when the first host welcomed this page. */
   readonly ready: Promise<void>
@@ -215,11 +213,7 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
   }
 
   subscribe(listener: (changes: readonly WindowChange[]) => void): () => void {
-    const entry = (changes: readonly WindowChange[]): void => listener(changes)
-    this.#listeners.add(entry)
-    return () => {
-      this.#listeners.delete(entry)
-    }
+    return this.#feed.subscribe(listener)
   }
 
   watermark(): number {
@@ -271,7 +265,7 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
   }
 
   changes(): ReadableStream<readonly WindowChange[]> {
-    return this.#streams.open((listener) => this.subscribe(listener))
+    return this.#feed.stream()
   }
 
   async close(): Promise<void> {
@@ -286,8 +280,7 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
     this.#link = null
     this.#hostWatch?.abort()
     this.#options.connector.stop()
-    this.#listeners.clear()
-    this.#streams.closeAll()
+    this.#feed.close()
   }
 
   // ---- internals ----
@@ -343,13 +336,7 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
     }
     for (const address of this.#mirror.expire(frame.watermark)) link.send({ t: 'unwatch-history', ...address })
     link.send({ t: 'ack', frame: frame.frame })
-    for (const listener of this.#listeners) {
-      try {
-        listener(changes)
-      } catch (error) {
-        reportError(error)
-      }
-    }
+    this.#feed.publish(changes)
   }
 
   /**
@@ -395,7 +382,7 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
       try {
         listener(snapshot)
       } catch (error) {
-        reportError(error)
+        reportListenerError(error)
       }
     }
   }

@@ -9,11 +9,11 @@
  *   try {
  *     listener(changes)
  *   } catch (error) {
- *     reportError(error)
+ *     reportListenerError(error)
  *   }
  * }
  */
-export function reportError(error: unknown): void {
+export function reportListenerError(error: unknown): void {
   const report = (globalThis as { reportError?: (e: unknown) => void }).reportError
   if (typeof report === 'function') report(error)
   else queueMicrotask(() => {
