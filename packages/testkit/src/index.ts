@@ -1,6 +1,8 @@
 export { checkAggregateLaws } from './aggregates/checkAggregateLaws.ts'
 export { ChangeFold } from './model/changeFold.ts'
-export { compareResults, modelValidation, ReferenceModel } from './model/referenceModel.ts'
+export { ReferenceModel } from './model/referenceModel.ts'
+export { modelValidation } from './model/modelValidation.ts'
+export { compareResults } from './model/resultIdentity.ts'
 export { runPlanOp, streamPlan } from './model/streamPlan.ts'
 
 export type { AggregateLawOptions, AggregateUnderTest } from './aggregates/checkAggregateLaws.ts'

@@ -14,7 +14,9 @@ import {
 import { createPerWindowEngine } from '@tidemark/engine/testing'
 import { ChangeFold, DiscardingFold, wholeValues } from '../src/model/changeFold.ts'
 import { modelAcceptsInputs } from '../src/model/modelAggregates.ts'
-import { changeText, type ModelReceipt, modelValidation, ReferenceModel, resultId } from '../src/model/referenceModel.ts'
+import { modelValidation } from '../src/model/modelValidation.ts'
+import { type ModelReceipt, ReferenceModel } from '../src/model/referenceModel.ts'
+import { changeText, resultId } from '../src/model/resultIdentity.ts'
 import { assertSeeded, numRuns } from '@tidemark/seeded-random/property'
 import { type PlanOp, runPlanOp, type StreamPlan, streamPlan, type WindowKind } from '../src/model/streamPlan.ts'
 

@@ -1,5 +1,5 @@
 import type { WindowChange, WindowResult } from '@tidemark/engine'
-import { compareResults, resultId } from './referenceModel.ts'
+import { compareResults, resultId } from './resultIdentity.ts'
 
 /**
  * What an accumulating-and-retracting consumer holds after applying every change

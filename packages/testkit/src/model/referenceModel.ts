@@ -38,7 +38,6 @@ import {
   type AnomalyReason,
   type Basis,
   type LateEvent,
-  MAX_ABS_TS,
   MAX_NAME_LENGTH,
   type PaneInfo,
   type PaneTiming,
@@ -51,6 +50,10 @@ import {
   type WindowSpec,
 } from '@tidemark/engine'
 import { modelAcceptsInputs, modelAggregates } from './modelAggregates.ts'
+import { type Delivery, eventOrder, proofOf } from './modelTime.ts'
+import { modelValidation } from './modelValidation.ts'
+import { compareResults, resultId } from './resultIdentity.ts'
+import { endOf, fixedWindows, type ModelWindow, startOf } from './modelWindow.ts'
 
 export interface ModelConfig {
   readonly windows: readonly WindowSpec[]
@@ -83,115 +86,7 @@ export interface ModelReceipt {
   readonly anomalies: readonly ModelAnomaly[]
 }
 
-/** A valid, first-seen event as its source delivered it. */
-interface Delivery {
-  readonly source: string
-  readonly seq: number | undefined
-  readonly ts: number
-  /** Processing time of the ingest that brought it. */
-  readonly now: number
-}
-
-interface ModelEvent {
-  readonly ts: number
-  readonly value: number
-  /** The event itself, for the aggregates' inputs. */
-  readonly event: StreamEvent
-}
-
-interface ModelWindow {
-  readonly spec: WindowSpec
-  readonly key: string
-  /** Start and end of a tumbling, sliding or cumulating window; sessions derive theirs from their events. */
-  readonly fixedStart: number
-  readonly fixedEnd: number
-  readonly events: ModelEvent[]
-  fired: boolean
-  final: boolean
-  /** -1 until the window emits a fired result. */
-  revision: number
-  /** Basis with which this window fired (through the frontier, or at birth past it). */
-  firedBasis: Basis
-  /** The end `firedBasis` speaks for. */
-  basisEnd: number
-  /** What the window showed last (its last pane, or that pane made final); null before its first. */
-  shown: WindowResult | null
-  /** The whole window as of its last pane (what discarding panes add up to). */
-  shownWhole: { count: number; sum: number; min: number; max: number } | null
-  panes: number
-  onTimePanes: number
-  /** Changed since its last pane. */
-  dirty: boolean
-  /** When its processing-time trigger fires (NaN: none armed), and the order it was armed in. */
-  timerAt: number
-  timerSeq: number
-  /** Discarding: the events since its last pane, and whether its next pane carries the whole window. */
-  pending: ModelEvent[]
-  whole: boolean
-}
-
 type Placement = 'refused' | 'on_time' | 'late'
-
-function startOf(w: ModelWindow): number {
-  if (w.spec.kind !== 'session') return w.fixedStart
-  return Math.min(...w.events.map((e) => e.ts))
-}
-
-function endOf(w: ModelWindow): number {
-  if (w.spec.kind !== 'session') return w.fixedEnd
-  return Math.max(...w.events.map((e) => e.ts)) + w.spec.gap
-}
-
-/** Every tumbling, sliding or cumulating window holding `ts`, as [start, end). */
-function fixedWindows(spec: WindowSpec, ts: number): { start: number; end: number }[] {
-  const out: { start: number; end: number }[] = []
-  if (spec.kind === 'session') return out
-  if (spec.kind === 'cumulating') {
-    const period = Math.floor(ts / spec.size) * spec.size
-    for (let end = period + spec.step; end <= period + spec.size; end += spec.step) if (end > ts) out.push({ start: period, end })
-    return out
-  }
-  const slide = spec.kind === 'sliding' ? spec.slide : spec.size
-  const last = Math.floor(ts / slide) * slide
-  for (let start = last - spec.size + slide; start <= last; start += slide) out.push({ start, end: start + spec.size })
-  return out
-}
-
-/** Why an input is refused before it reaches any window, or null. Generated invalid inputs have a single fault. */
-export function modelValidation(input: unknown): AnomalyReason | null {
-  if (input === null || typeof input !== 'object') return 'invalid_event'
-  const { id, source, ts, value, seq, key } = input as Record<string, unknown>
-  if (typeof id !== 'string' || id === '') return 'missing_id'
-  if (id.length > MAX_NAME_LENGTH) return 'invalid_id'
-  if (typeof source !== 'string' || source === '') return 'missing_source'
-  if (source.length > MAX_NAME_LENGTH) return 'invalid_source'
-  if (typeof ts !== 'number' || !Number.isFinite(ts) || Math.abs(ts) > MAX_ABS_TS) return 'invalid_ts'
-  if (typeof value !== 'number' || !Number.isFinite(value)) return 'invalid_value'
-  if (seq !== undefined && !(typeof seq === 'number' && Number.isInteger(seq) && seq >= 1 && seq <= Number.MAX_SAFE_INTEGER)) {
-    return 'invalid_seq'
-  }
-  if (key !== undefined && (typeof key !== 'string' || key.length > MAX_NAME_LENGTH)) return 'invalid_key'
-  return null
-}
-
-export function compareResults(a: WindowResult, b: WindowResult): number {
-  if (a.window !== b.window) return a.window < b.window ? -1 : 1
-  if (a.key !== b.key) return a.key < b.key ? -1 : 1
-  return a.start - b.start || a.end - b.end
-}
-
-/** Identity of a window result (a session's end moves; the windows of a cumulating spec share their start). */
-export function resultId(result: Pick<WindowResult, 'window' | 'key' | 'start' | 'end'>): string {
-  return result.window.startsWith('session:')
-    ? JSON.stringify([result.window, result.key, result.start])
-    : JSON.stringify([result.window, result.key, result.start, result.end])
-}
-
-/** A canonical text of one change, for comparing the changes of one operation as a multiset. */
-export function changeText(change: WindowChange): string {
-  const { type, result, pane, previous } = change
-  return JSON.stringify([type, result, pane, previous ?? null])
-}
 
 const EVERY: Trigger = { kind: 'every_element' }
 
@@ -651,25 +546,4 @@ export class ReferenceModel {
     w.dirty = false
     w.timerAt = Number.NaN
   }
-}
-
-/** The engine's deterministic event order: ts, then source, seq (absent first) and id by UTF-16 code units. */
-function eventOrder(a: StreamEvent, b: StreamEvent): number {
-  const keyOf = (e: StreamEvent) => [e.ts, e.source, e.seq ?? 0, e.id] as const
-  const [x, y] = [keyOf(a), keyOf(b)]
-  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return (x[i] as number | string) < (y[i] as number | string) ? -1 : 1
-  return 0
-}
-
-/** A source's contribution to P: the largest ts of its gap-free seq prefix, if ts never decreased along it. */
-function proofOf(deliveries: readonly Delivery[]): number {
-  if (deliveries.some((d) => d.seq === undefined)) return Number.NEGATIVE_INFINITY
-  const tsBySeq = new Map(deliveries.map((d) => [d.seq as number, d.ts]))
-  let proof = Number.NEGATIVE_INFINITY
-  for (let seq = 1; tsBySeq.has(seq); seq++) {
-    const ts = tsBySeq.get(seq) as number
-    if (ts < proof) return Number.NEGATIVE_INFINITY
-    proof = ts
-  }
-  return proof
 }

@@ -1,0 +1,18 @@
+import { type AnomalyReason, MAX_ABS_TS, MAX_NAME_LENGTH } from '@tidemark/engine'
+
+/** Why an input is refused before it reaches any window, or null. Generated invalid inputs have a single fault. */
+export function modelValidation(input: unknown): AnomalyReason | null {
+  if (input === null || typeof input !== 'object') return 'invalid_event'
+  const { id, source, ts, value, seq, key } = input as Record<string, unknown>
+  if (typeof id !== 'string' || id === '') return 'missing_id'
+  if (id.length > MAX_NAME_LENGTH) return 'invalid_id'
+  if (typeof source !== 'string' || source === '') return 'missing_source'
+  if (source.length > MAX_NAME_LENGTH) return 'invalid_source'
+  if (typeof ts !== 'number' || !Number.isFinite(ts) || Math.abs(ts) > MAX_ABS_TS) return 'invalid_ts'
+  if (typeof value !== 'number' || !Number.isFinite(value)) return 'invalid_value'
+  if (seq !== undefined && !(typeof seq === 'number' && Number.isInteger(seq) && seq >= 1 && seq <= Number.MAX_SAFE_INTEGER)) {
+    return 'invalid_seq'
+  }
+  if (key !== undefined && (typeof key !== 'string' || key.length > MAX_NAME_LENGTH)) return 'invalid_key'
+  return null
+}
