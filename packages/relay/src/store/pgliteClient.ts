@@ -1,29 +1,166 @@
 /**
- * The embedded store: PGlite (PostgreSQL compiled to WebAssembly) in a data directory.
+ * The embedded store: PGlite (PostgreSQL compiled to WebAssembly) in a data directory, on a
+ * thread of its own.
+ *
+ * PGlite runs each statement synchronously on the thread that calls it. On the relay's thread a
+ * batch insert, a compaction or a vacuum would hold every socket for its duration (3–20 ms each
+ * on a quiet machine, more under load, many times a second under a fleet's writes), which shows
+ * directly in the latency of every update waiting behind it. On a worker thread the statements
+ * run beside the sockets, as PostgreSQL's do in their own process.
  */
-import { PGlite } from '@electric-sql/pglite'
+import { createRequire } from 'node:module'
+import { Worker } from 'node:worker_threads'
 import type { SqlClient, SqlQueryable, SqlResult } from './sqlClient.ts'
 
 /**
- * Opens (creating it when new) a PGlite data directory.
+ * What runs on the store's thread (CommonJS, no TypeScript: a worker evaluates it as is).
+ * Messages in: `{ id, text, params }` runs a statement, `{ id, close: true }` closes the
+ * database. Out: `{ ready: true }` or `{ failed }` once, then `{ id, rows, affected }` or
+ * `{ id, error: { message, code } }` per message.
+ */
+const THREAD_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads')
+const { PGlite } = require(workerData.pglite)
+const fail = (error) => ({ message: error instanceof Error ? error.message : String(error), code: error && typeof error.code === 'string' ? error.code : undefined })
+PGlite.create(workerData.dataDir).then(
+  (db) => {
+    parentPort.on('message', (message) => {
+      if (message.close) {
+        db.close().then(
+          () => { parentPort.postMessage({ id: message.id, rows: [], affected: 0 }); parentPort.close() },
+          (error) => parentPort.postMessage({ id: message.id, error: fail(error) }),
+        )
+        return
+      }
+      db.query(message.text, message.params).then(
+        (result) => parentPort.postMessage({ id: message.id, rows: result.rows, affected: result.affectedRows ?? 0 }),
+        (error) => parentPort.postMessage({ id: message.id, error: fail(error) }),
+      )
+    })
+    parentPort.postMessage({ ready: true })
+  },
+  (error) => parentPort.postMessage({ failed: fail(error) }),
+)
+`
+
+type Reply =
+  | { readonly ready: true }
+  | { readonly failed: { readonly message: string; readonly code?: string } }
+  | { readonly id: number; readonly rows: unknown[]; readonly affected: number }
+  | { readonly id: number; readonly error: { readonly message: string; readonly code?: string } }
+
+/** An error from the database, with PostgreSQL's SQLSTATE `code` when it has one. */
+function databaseError(error: { readonly message: string; readonly code?: string }): Error {
+  return Object.assign(new Error(error.message), error.code === undefined ? {} : { code: error.code })
+}
+
+/** One PGlite database on a worker thread; statements run one at a time, in order. */
+class PgliteThread {
+  readonly #worker: Worker
+  readonly #pending = new Map<number, { resolve(result: SqlResult<unknown>): void; reject(error: Error): void }>()
+  #nextId = 0
+  /** Why the thread can run nothing more, once it stopped. */
+  #ended: Error | undefined
+
+  private constructor(worker: Worker) {
+    this.#worker = worker
+  }
+
+  /** Starts the thread; resolves once PGlite has opened `dataDir`. */
+  static open(dataDir: string): Promise<PgliteThread> {
+    const pglite = createRequire(import.meta.url).resolve('@electric-sql/pglite')
+    const worker = new Worker(THREAD_SOURCE, { eval: true, workerData: { pglite, dataDir }, name: 'tidemark-relay-pglite' })
+    const thread = new PgliteThread(worker)
+    return new Promise((resolve, reject) => {
+      const refuse = (error: Error): void => {
+        worker.terminate().catch(() => undefined)
+        reject(new Error(`PGlite could not open ${dataDir}: ${error.message}`, { cause: error }))
+      }
+      const early = (error: Error): void => refuse(error)
+      const exit = (code: number): void => refuse(new Error(`its thread exited with code ${code}`))
+      worker.once('error', early)
+      worker.once('exit', exit)
+      worker.once('message', (reply: Reply) => {
+        worker.off('error', early)
+        worker.off('exit', exit)
+        if (!('ready' in reply)) {
+          refuse('failed' in reply ? databaseError(reply.failed) : new Error('unexpected first message'))
+          return
+        }
+        thread.#listen()
+        resolve(thread)
+      })
+    })
+  }
+
+  /** Runs one statement. */
+  run<T>(message: { readonly text: string; readonly params?: readonly unknown[] } | { readonly close: true }): Promise<SqlResult<T>> {
+    if (this.#ended !== undefined) return Promise.reject(this.#ended)
+    const id = this.#nextId++
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve: resolve as (result: SqlResult<unknown>) => void, reject })
+      this.#worker.postMessage({ id, ...message })
+    })
+  }
+
+  #listen(): void {
+    this.#worker.on('message', (reply: Reply) => {
+      if (!('id' in reply)) return
+      const pending = this.#pending.get(reply.id)
+      if (pending === undefined) return
+      this.#pending.delete(reply.id)
+      if ('error' in reply) pending.reject(databaseError(reply.error))
+      else pending.resolve({ rows: reply.rows, affected: reply.affected })
+    })
+    this.#worker.on('error', (error) => this.#end(new Error(`the PGlite thread failed: ${error.message}`, { cause: error })))
+    this.#worker.on('exit', (code) => this.#end(new Error(`the PGlite thread exited (code ${code})`)))
+  }
+
+  #end(reason: Error): void {
+    this.#ended ??= reason
+    for (const pending of this.#pending.values()) pending.reject(this.#ended)
+    this.#pending.clear()
+  }
+}
+
+/**
+ * Opens (creating it when new) a PGlite data directory, on a worker thread of its own.
+ * Statements run one at a time; a transaction holds the database until it ends.
  *
  * @example
  * const sql = await openPglite('.tidemark-relay')
+ * const { rows } = await sql.query<{ n: number }>('select 1 as n')
+ * await sql.close()
  */
 export async function openPglite(dataDir: string): Promise<SqlClient> {
-  const db = await PGlite.create(dataDir)
-  const run = async <T>(target: Pick<PGlite, 'query'>, text: string, params?: readonly unknown[]): Promise<SqlResult<T>> => {
-    const result = await target.query<T>(text, params === undefined ? undefined : [...params])
-    return { rows: result.rows, affected: result.affectedRows ?? 0 }
+  const thread = await PgliteThread.open(dataDir)
+  /** Settles when the last statement or transaction queued so far has ended. */
+  let tail: Promise<unknown> = Promise.resolve()
+  const exclusive = <T>(work: () => Promise<T>): Promise<T> => {
+    const run = tail.then(work, work)
+    tail = run.catch(() => undefined)
+    return run
   }
+  const run = <T>(text: string, params?: readonly unknown[]): Promise<SqlResult<T>> => thread.run<T>(params === undefined ? { text } : { text, params: [...params] })
   return {
     kind: 'pglite',
-    query: (text, params) => run(db, text, params),
+    query: (text, params) => exclusive(() => run(text, params)),
     transaction: (work) =>
-      db.transaction(async (tx) => {
-        const scoped: SqlQueryable = { query: (text, params) => run(tx, text, params) }
-        return work(scoped)
+      exclusive(async () => {
+        await run('begin')
+        const scoped: SqlQueryable = { query: (text, params) => run(text, params) }
+        let result: Awaited<ReturnType<typeof work>>
+        try {
+          result = await work(scoped)
+        } catch (error) {
+          await run('rollback').catch((rollback: unknown) => {
+            throw new Error(`${error instanceof Error ? error.message : String(error)}; rolling back failed too: ${rollback instanceof Error ? rollback.message : String(rollback)}`, { cause: error })
+          })
+          throw error
+        }
+        await run('commit')
+        return result
       }),
-    close: () => db.close(),
+    close: () => exclusive(() => thread.run({ close: true })).then(() => undefined),
   }
 }

@@ -74,14 +74,6 @@ const STORED_BYTES = `select (
 
 const ROWS_PER_INSERT = 50
 
-/**
- * Resolves after the event loop's next I/O phase. PGlite runs each statement synchronously and
- * resolves in a microtask, so a chain of statements (a batch of inserts, a queue of
- * compactions) would otherwise hold the relay's thread for seconds while sockets wait.
- */
-function nextTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve))
-}
 const STORED_BYTES_READ_EVERY_MS = 60_000
 const MAX_PENDING_PER_ROOM = 64
 const HEALTH_TIMEOUT_MS = 2000
@@ -216,7 +208,6 @@ export class RoomStore {
     const writing = this.#timed('flush', () =>
       this.#sql.transaction(async (tx) => {
         for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
-          if (i > 0) await nextTurn()
           const chunk = rows.slice(i, i + ROWS_PER_INSERT)
           const values = chunk.map((_, j) => `($${2 * j + 1}, $${2 * j + 2})`).join(', ')
           await tx.query(`insert into tidemark_relay_updates (room, bytes) values ${values}`, chunk.flat())
@@ -274,7 +265,7 @@ export class RoomStore {
   compact(room: string): Promise<number | null> {
     if (this.#compacting.has(room)) return this.#compactions.then(() => null)
     this.#compacting.add(room)
-    const run = this.#compactions.then(nextTurn).then(() => {
+    const run = this.#compactions.then(() => {
       this.#compacting.delete(room)
       return this.#timed('compact', () => this.#compact(room))
     })

@@ -1,0 +1,94 @@
+/**
+ * The embedded store's client: PGlite on a worker thread. Statements keep their order, a
+ * transaction holds the database until it ends and rolls back when its work throws, database
+ * errors keep their SQLSTATE, and a thread that cannot open or has stopped is a clear error.
+ */
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterAll, expect, it } from 'vitest'
+import { openPglite } from '../src/index.ts'
+import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
+
+afterAll(() => removeDataDirs())
+
+it('runs statements in order off the relay thread: bytea and bigint round-trip, a transaction commits or rolls back whole', async () => {
+  const sql = await openPglite(freshDataDir())
+  try {
+    await sql.query('create table t (id bigint primary key, bytes bytea not null)')
+    const bytes = new Uint8Array([0, 1, 254, 255])
+    await sql.query('insert into t values ($1, $2)', [1, bytes])
+    const { rows } = await sql.query<{ id: number; bytes: Uint8Array }>('select id, bytes from t')
+    expect(rows).toEqual([{ id: 1, bytes }])
+
+    const committed = await sql.transaction(async (tx) => {
+      await tx.query('insert into t values (2, $1)', [bytes])
+      return (await tx.query('insert into t values (3, $1)', [bytes])).affected
+    })
+    expect(committed).toBe(1)
+
+    const failure = new Error('the work failed')
+    await expect(
+      sql.transaction(async (tx) => {
+        await tx.query('insert into t values (4, $1)', [bytes])
+        throw failure
+      }),
+    ).rejects.toBe(failure)
+    expect((await sql.query<{ id: number }>('select id from t order by id')).rows.map((row) => row.id)).toEqual([1, 2, 3])
+  } finally {
+    await sql.close()
+  }
+})
+
+it('holds a statement sent during a transaction until the transaction ends', async () => {
+  const sql = await openPglite(freshDataDir())
+  try {
+    await sql.query('create table t (n int)')
+    let release: () => void = () => undefined
+    const held = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    const order: string[] = []
+    const transaction = sql.transaction(async (tx) => {
+      await tx.query('insert into t values (1)')
+      await held
+      await tx.query('insert into t values (2)')
+      order.push('transaction')
+    })
+    const count = sql.query<{ n: number }>('select count(*)::int as n from t').then((result) => {
+      order.push('count')
+      return result.rows[0]?.n
+    })
+    // The count is queued behind the transaction: it cannot see a half-written state.
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(order).toEqual([])
+    release()
+    await transaction
+    expect(await count).toBe(2)
+    expect(order).toEqual(['transaction', 'count'])
+  } finally {
+    await sql.close()
+  }
+})
+
+it('rejects a failing statement with its SQLSTATE and keeps serving the next one', async () => {
+  const sql = await openPglite(freshDataDir())
+  try {
+    const error = await sql.query('select * from no_such_table').catch((reason: unknown) => reason)
+    expect(error).toBeInstanceOf(Error)
+    expect((error as Error).message).toMatch(/no_such_table/)
+    expect((error as Error & { code?: string }).code).toBe('42P01')
+    expect((await sql.query<{ n: number }>('select 1 as n')).rows).toEqual([{ n: 1 }])
+  } finally {
+    await sql.close()
+  }
+})
+
+it('says why it cannot open a data directory, and refuses statements once closed', async () => {
+  const file = join(freshDataDir(), 'not-a-directory')
+  writeFileSync(file, 'x')
+  await expect(openPglite(file)).rejects.toThrow(/PGlite could not open .*not-a-directory/)
+
+  const sql = await openPglite(freshDataDir())
+  await sql.close()
+  await expect(sql.query('select 1')).rejects.toThrow(/PGlite thread exited/)
+})
