@@ -65,6 +65,11 @@ function say(line: string): void {
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)))
 const load1 = (): number => Number((loadavg()[0] as number).toFixed(2))
 const metric = (values: Map<string, number>, name: string): number => values.get(name) ?? 0
+/** A relay's event-loop delay since its previous scrape, p99 and max, in ms. */
+const loopDelay = (values: Map<string, number>): { p99: number; max: number } => ({
+  p99: Number((1000 * metric(values, 'nodejs_eventloop_lag_p99_seconds')).toFixed(1)),
+  max: Number((1000 * metric(values, 'nodejs_eventloop_lag_max_seconds')).toFixed(1)),
+})
 
 /** A relay's metrics, or `previous` (said on stdout) when a relay too busy to answer leaves the scrapes unanswered. */
 async function scrape(relay: RelayProcess, previous: Map<string, number>): Promise<Map<string, number>> {
@@ -181,7 +186,7 @@ async function main(): Promise<RelayBenchResult> {
   let rowAt = steadyStart
   let rowUpdates = updatesStart
   say('')
-  say('minute | load | latency p50 / p99 / max ms (arrivals) | updates/s | CPU % of a core: A / B / redis / simulator / dashboards / other processes, iowait | RSS MB A / B | heap used MB A / B | timers A / B | rooms A / B | stored MB A')
+  say('minute | load | latency p50 / p99 / max ms (arrivals) | updates/s | CPU % of a core: A / B / redis / simulator / dashboards / other processes, iowait | RSS MB A / B | heap used MB A / B | loop delay ms p99 / max: A, B | timers A / B | rooms A / B | stored MB A')
   for (let tick = 1; ; tick++) {
     const due = Math.min(steadyStart + tick * SAMPLE_MS, steadyStart + steadyMs)
     await sleep(due - Date.now())
@@ -215,6 +220,7 @@ async function main(): Promise<RelayBenchResult> {
         rssMb: { A: Number(rssA.toFixed(1)), B: Number(rssB.toFixed(1)) },
         heapUsedMb: { A: mb(metric(metricsA, 'nodejs_heap_size_used_bytes')), B: mb(metric(metricsB, 'nodejs_heap_size_used_bytes')) },
         arrayBuffersMb: { A: mb(metric(metricsA, 'nodejs_array_buffers_bytes')), B: mb(metric(metricsB, 'nodejs_array_buffers_bytes')) },
+        loopDelayMs: { A: loopDelay(metricsA), B: loopDelay(metricsB) },
         timers: { A: metric(metricsA, TIMERS), B: metric(metricsB, TIMERS) },
         roomsLoaded: { A: metric(metricsA, 'tidemark_relay_rooms_loaded'), B: metric(metricsB, 'tidemark_relay_rooms_loaded') },
         storedBytesA: metric(metricsA, 'tidemark_relay_stored_bytes'),
@@ -223,7 +229,7 @@ async function main(): Promise<RelayBenchResult> {
       say(
         `${row.minute.toFixed(1).padStart(6)} | ${row.load.toFixed(2)} | ${row.latency.p50} / ${row.latency.p99} / ${row.latency.max} (${figures.arrivals}) | ${row.updatesPerSecond} | ` +
           `${cpuPercent['relay A']} / ${cpuPercent['relay B']} / ${cpuPercent.redis} / ${cpuPercent['device simulator']} / ${cpuPercent.dashboards} / ${cpuPercent['other processes']}, ${cpuPercent.iowait} | ` +
-          `${row.rssMb.A} / ${row.rssMb.B} | ${row.heapUsedMb.A} / ${row.heapUsedMb.B} | ${row.timers.A} / ${row.timers.B} | ${row.roomsLoaded.A} / ${row.roomsLoaded.B} | ${(row.storedBytesA / 1e6).toFixed(2)}`,
+          `${row.rssMb.A} / ${row.rssMb.B} | ${row.heapUsedMb.A} / ${row.heapUsedMb.B} | ${row.loopDelayMs.A.p99} / ${row.loopDelayMs.A.max}, ${row.loopDelayMs.B.p99} / ${row.loopDelayMs.B.max} | ${row.timers.A} / ${row.timers.B} | ${row.roomsLoaded.A} / ${row.roomsLoaded.B} | ${(row.storedBytesA / 1e6).toFixed(2)}`,
       )
       rowCpu = cpu
       rowMachine = machine

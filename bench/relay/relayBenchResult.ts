@@ -26,8 +26,10 @@ export interface MinuteRow {
   readonly rssMb: { readonly A: number; readonly B: number }
   /** V8 heap in use (`nodejs_heap_size_used_bytes`), garbage not yet collected included. */
   readonly heapUsedMb: { readonly A: number; readonly B: number }
-  /** ArrayBuffers (`nodejs_array_buffers_bytes`): PGlite's WebAssembly memory is most of it. */
+  /** ArrayBuffers of the relay's thread (`nodejs_array_buffers_bytes`; PGlite's memory is on its own thread). */
   readonly arrayBuffersMb: { readonly A: number; readonly B: number }
+  /** The event loop's delay over this minute (`nodejs_eventloop_lag_p99_seconds`, `_max_seconds`), in ms. */
+  readonly loopDelayMs: { readonly A: { readonly p99: number; readonly max: number }; readonly B: { readonly p99: number; readonly max: number } }
   /** Timers keeping the event loop alive (`nodejs_active_resources{type="Timeout"}`). */
   readonly timers: { readonly A: number; readonly B: number }
   readonly roomsLoaded: { readonly A: number; readonly B: number }

@@ -96,6 +96,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     uninstallBackstop()
     throw new Error(`the store's tables could not be created: ${describeError(error)}`, { cause: error })
   }
+  const stopWatchingLoop = metrics.watchEventLoop()
 
   const sizes = new RoomSizes(o.limits.maxRoomBytes)
   const idle = new IdleRooms(o.limits.idleRoomMs, o.now, log)
@@ -203,6 +204,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
       failure ??= error
     }
     uninstallBackstop()
+    stopWatchingLoop()
     if (failure !== undefined) throw new Error(`the relay closed, but ${unstored} bytes of accepted updates could not be stored: ${describeError(failure)}`, { cause: failure })
   }
 
@@ -219,6 +221,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     await redis?.onDestroy()
     await store.close().catch(() => undefined)
     uninstallBackstop()
+    stopWatchingLoop()
     throw new Error(`could not listen on ${o.host}:${o.port}: ${describeError(error)}`, { cause: error })
   }
   server.on('error', (error) => log('error', `HTTP server: ${describeError(error)}`))

@@ -83,6 +83,8 @@ describe('a running relay', () => {
       'nodejs_heap_size_used_bytes',
       'nodejs_array_buffers_bytes',
       'nodejs_active_resources',
+      'nodejs_eventloop_lag_p99_seconds',
+      'nodejs_eventloop_lag_max_seconds',
     ]) {
       expect(metrics).toMatch(new RegExp(`^# TYPE ${name} (counter|gauge|summary)$`, 'm'))
     }
@@ -90,6 +92,8 @@ describe('a running relay', () => {
     expect(metrics).toMatch(/^tidemark_relay_store_seconds_count\{op="load"\} [1-9]/m)
     // The listening server is an active resource: the relay's event loop is counted by type.
     expect(metrics).toMatch(/^nodejs_active_resources\{type="TCPServerWrap"\} [1-9]/m)
+    // The loop is sampled every 10 ms from the start, so by now the delay is a finite number.
+    expect(metrics).toMatch(/^nodejs_eventloop_lag_max_seconds \d+(\.\d+)?(e-?\d+)?$/m)
 
     device.destroy()
     dashboard.destroy()

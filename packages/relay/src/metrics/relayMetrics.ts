@@ -1,6 +1,7 @@
 /**
  * The relay's counters, rendered as Prometheus text at `GET /metrics`.
  */
+import { type IntervalHistogram, monitorEventLoopDelay } from 'node:perf_hooks'
 import type { RefusalKind } from '../protocol/refusal.ts'
 import { LatencySummary } from './latencySummary.ts'
 
@@ -58,6 +59,22 @@ export class RelayMetrics {
   readonly #refusals = new Map<RefusalKind, number>()
   readonly #storeFailures = new Map<StoreOperation, number>()
   readonly #store = new Map<StoreOperation, LatencySummary>()
+  #loopDelay: IntervalHistogram | undefined
+
+  /**
+   * Samples the event loop's delay (every 10 ms) for `nodejs_eventloop_lag_*_seconds`, until the
+   * returned function is called. Every update waits behind whatever holds the loop, so this is
+   * the first figure to read when latency rises.
+   */
+  watchEventLoop(): () => void {
+    const histogram = monitorEventLoopDelay({ resolution: 10 })
+    histogram.enable()
+    this.#loopDelay = histogram
+    return () => {
+      histogram.disable()
+      if (this.#loopDelay === histogram) this.#loopDelay = undefined
+    }
+  }
 
   /** Counts one refusal. */
   refused(kind: RefusalKind): void {
@@ -121,6 +138,15 @@ export class RelayMetrics {
     metric('tidemark_relay_unhandled_rejections_total', 'counter', 'Unhandled promise rejections logged instead of ending the process.', [
       `tidemark_relay_unhandled_rejections_total ${this.unhandledRejections}`,
     ])
+    const loop = this.#loopDelay
+    if (loop !== undefined) {
+      // Since the previous scrape: a window, as a rate is, not the whole life of the process.
+      const seconds = (nanoseconds: number): number => (loop.count === 0 ? Number.NaN : nanoseconds / 1e9)
+      metric('nodejs_eventloop_lag_p50_seconds', 'gauge', 'Median event loop delay since the previous scrape.', [`nodejs_eventloop_lag_p50_seconds ${seconds(loop.percentile(50))}`])
+      metric('nodejs_eventloop_lag_p99_seconds', 'gauge', '99th percentile of the event loop delay since the previous scrape.', [`nodejs_eventloop_lag_p99_seconds ${seconds(loop.percentile(99))}`])
+      metric('nodejs_eventloop_lag_max_seconds', 'gauge', 'Longest event loop delay since the previous scrape.', [`nodejs_eventloop_lag_max_seconds ${seconds(loop.max)}`])
+      loop.reset()
+    }
     const memory = process.memoryUsage()
     metric('process_resident_memory_bytes', 'gauge', 'Resident memory size in bytes.', [`process_resident_memory_bytes ${memory.rss}`])
     metric('nodejs_heap_size_total_bytes', 'gauge', 'V8 heap reserved, in bytes.', [`nodejs_heap_size_total_bytes ${memory.heapTotal}`])
@@ -128,7 +154,7 @@ export class RelayMetrics {
     metric('nodejs_external_memory_bytes', 'gauge', 'Memory of C++ objects bound to JavaScript objects (ArrayBuffers included), in bytes.', [
       `nodejs_external_memory_bytes ${memory.external}`,
     ])
-    metric('nodejs_array_buffers_bytes', 'gauge', "Memory of ArrayBuffers and SharedArrayBuffers (the embedded store's WebAssembly memory included), in bytes.", [
+    metric('nodejs_array_buffers_bytes', 'gauge', "Memory of the relay thread's ArrayBuffers and SharedArrayBuffers, in bytes (the embedded store's WebAssembly memory, on its own thread, counts in resident memory only).", [
       `nodejs_array_buffers_bytes ${memory.arrayBuffers}`,
     ])
     metric(

@@ -42,7 +42,10 @@ export const REPAIR_MS = 10_000
 
 /** The extension's members this wrapper publishes through (private in its types, stable in 3.4). */
 interface RedisWire {
-  readonly pub: { publish(channel: string, message: Buffer): Promise<number> }
+  readonly pub: {
+    publish(channel: string, message: Buffer): Promise<number>
+    pipeline(): { publish(channel: string, message: Buffer): unknown; exec(): Promise<[Error | null, unknown][] | null> }
+  }
   readonly redisTransactionOrigin: string
   pubKey(documentName: string): string
   encodeMessage(message: Uint8Array): Buffer
@@ -66,6 +69,8 @@ export class GuardedRedis implements Extension {
   readonly #metrics: RelayMetrics
   readonly #log: RelayLog
   #down = false
+  /** Changes published during this event-loop turn, sent together when it ends. */
+  #outgoing: [channel: string, message: Buffer][] = []
 
   constructor(url: string, metrics: RelayMetrics, log: RelayLog, options: { readonly repairMs?: number } = {}) {
     this.#repairMs = options.repairMs ?? REPAIR_MS
@@ -112,7 +117,29 @@ export class GuardedRedis implements Extension {
     encoding.writeVarUint(message.encoder, messageYjsSyncStep2)
     encoding.writeVarUint8Array(message.encoder, payload.update)
     this.#scheduleRepair(payload)
-    await this.#guard(() => this.#wire.pub.publish(this.#wire.pubKey(payload.documentName), this.#wire.encodeMessage(message.toUint8Array())))
+    this.#publish(this.#wire.pubKey(payload.documentName), this.#wire.encodeMessage(message.toUint8Array()))
+  }
+
+  /**
+   * Queues a publish for the end of this event-loop turn. Each socket message is handled in a
+   * turn of its own, so publishing at once would cost a write to Redis per update (the client's
+   * auto-pipelining gathers only the commands of one tick); at the end of the loop's I/O phase,
+   * the changes of every socket read in that phase go out in one write, in order.
+   */
+  #publish(channel: string, message: Buffer): void {
+    this.#outgoing.push([channel, message])
+    if (this.#outgoing.length === 1) setImmediate(() => this.#sendPublishes())
+  }
+
+  #sendPublishes(): void {
+    const batch = this.#outgoing
+    if (batch.length === 0) return
+    this.#outgoing = []
+    void this.#guard(async () => {
+      const pipeline = this.#wire.pub.pipeline()
+      for (const [channel, message] of batch) pipeline.publish(channel, message)
+      for (const [error] of (await pipeline.exec()) ?? []) if (error !== null) throw error
+    })
   }
 
   /** The origin under which changes from the other relays are applied (they are not published again). */
@@ -157,6 +184,7 @@ export class GuardedRedis implements Extension {
   }
 
   async onDestroy(): Promise<void> {
+    this.#sendPublishes()
     for (const room of [...this.#repairs.keys()]) this.#cancelRepair(room)
     await this.#guard(() => this.#redis.onDestroy())
   }

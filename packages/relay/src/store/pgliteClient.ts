@@ -72,23 +72,25 @@ class PgliteThread {
     const worker = new Worker(THREAD_SOURCE, { eval: true, workerData: { pglite, dataDir }, name: 'tidemark-relay-pglite' })
     const thread = new PgliteThread(worker)
     return new Promise((resolve, reject) => {
-      const refuse = (error: Error): void => {
-        worker.terminate().catch(() => undefined)
-        reject(new Error(`PGlite could not open ${dataDir}: ${error.message}`, { cause: error }))
-      }
-      const early = (error: Error): void => refuse(error)
-      const exit = (code: number): void => refuse(new Error(`its thread exited with code ${code}`))
-      worker.once('error', early)
-      worker.once('exit', exit)
-      worker.once('message', (reply: Reply) => {
-        worker.off('error', early)
-        worker.off('exit', exit)
-        if (!('ready' in reply)) {
-          refuse('failed' in reply ? databaseError(reply.failed) : new Error('unexpected first message'))
-          return
+      let state: 'opening' | 'open' | 'refused' = 'opening'
+      // Listened to from the start, so that no 'error' of the thread is ever left unheard.
+      const stopped = (reason: Error): void => {
+        if (state === 'open') thread.#end(reason)
+        else if (state === 'opening') {
+          state = 'refused'
+          worker.terminate().catch(() => undefined)
+          reject(new Error(`PGlite could not open ${dataDir}: ${reason.message}`, { cause: reason }))
         }
-        thread.#listen()
-        resolve(thread)
+        // Refused: the open already failed with its reason; the thread's end follows from it.
+      }
+      worker.on('error', (error) => stopped(new Error(`the PGlite thread failed: ${error.message}`, { cause: error })))
+      worker.on('exit', (code) => stopped(new Error(`the PGlite thread exited (code ${code})`)))
+      worker.on('message', (reply: Reply) => {
+        if ('ready' in reply) {
+          state = 'open'
+          resolve(thread)
+        } else if ('failed' in reply) stopped(databaseError(reply.failed))
+        else thread.#settle(reply)
       })
     })
   }
@@ -103,17 +105,12 @@ class PgliteThread {
     })
   }
 
-  #listen(): void {
-    this.#worker.on('message', (reply: Reply) => {
-      if (!('id' in reply)) return
-      const pending = this.#pending.get(reply.id)
-      if (pending === undefined) return
-      this.#pending.delete(reply.id)
-      if ('error' in reply) pending.reject(databaseError(reply.error))
-      else pending.resolve({ rows: reply.rows, affected: reply.affected })
-    })
-    this.#worker.on('error', (error) => this.#end(new Error(`the PGlite thread failed: ${error.message}`, { cause: error })))
-    this.#worker.on('exit', (code) => this.#end(new Error(`the PGlite thread exited (code ${code})`)))
+  #settle(reply: Exclude<Reply, { readonly ready: true } | { readonly failed: unknown }>): void {
+    const pending = this.#pending.get(reply.id)
+    if (pending === undefined) return
+    this.#pending.delete(reply.id)
+    if ('error' in reply) pending.reject(databaseError(reply.error))
+    else pending.resolve({ rows: reply.rows, affected: reply.affected })
   }
 
   #end(reason: Error): void {
