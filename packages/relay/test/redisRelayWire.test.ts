@@ -1,7 +1,8 @@
 /**
  * What crosses Redis between relays, in process: two Hocuspocus instances with the relay's Redis
  * extension over a redis-server started here. A change crosses as one published message; a
- * change the other relay missed arrives with the next state-vector exchange.
+ * change the other relay missed arrives with the next state-vector exchange; changes sent
+ * together at the end of an event-loop turn all cross, once each and in order.
  */
 import { Hocuspocus } from '@hocuspocus/server'
 import IORedis from 'ioredis'
@@ -71,6 +72,18 @@ it('a change crosses as one message; a change the other relay missed arrives wit
   await onA.transact((doc) => doc.getArray('readings').push(['after']))
   await waitFor(() => readings(docB).includes('lost') && readings(docB).includes('after'), 'the state-vector exchange brought the missed change')
   expect(readings(docB)).toEqual(readings(docA))
+
+  // Fifty changes in fifty callbacks of one event-loop phase, as fifty sockets read in one I/O
+  // phase arrive: the relay sends them to Redis together when the turn ends, and all fifty
+  // cross, once each and in order.
+  const publishedBefore = await publishCalls(redis.url)
+  const origin = { client: 'a socket of relay A' }
+  const total = readings(docA).length + 50
+  for (let i = 0; i < 50; i++) setImmediate(() => docA.transact(() => docA.getArray('readings').push([`turn ${i}`]), origin))
+  await waitFor(() => readings(docB).length === total, 'the 50 changes reached relay B')
+  expect(readings(docB)).toEqual(readings(docA))
+  expect(readings(docB).slice(-50)).toEqual(Array.from({ length: 50 }, (_, i) => `turn ${i}`))
+  expect((await publishCalls(redis.url)) - publishedBefore).toBe(50)
   expect(logged.filter((line) => line.startsWith('warn'))).toEqual([])
   await onA.disconnect()
   await onB.disconnect()
