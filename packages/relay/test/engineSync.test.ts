@@ -4,7 +4,7 @@
  * dashboard shows what one engine that saw every event shows; a device that was offline sends
  * only what the relay misses; a relay restarted on its data directory takes every client back.
  */
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it, onTestFailed } from 'vitest'
 import WebSocket from 'ws'
 import * as Y from 'yjs'
 import { createEngine, type Engine, manual, session, type StreamEvent, type TidemarkEngine, tumbling } from '@tidemark/engine'
@@ -87,17 +87,19 @@ function readings(source: string, from: number, count: number, keys: number): St
   })
 }
 
-/** Resolves once `check()` holds, re-checked on every change of `engines` (sync status included); fails naming `what` after 20 s. */
+/** What the test waits for now: reported if the test fails (its timeout, 90 s, bounds every wait). */
+let waitingFor: string | null = null
+
+/** Resolves once `check()` holds, re-checked on every change of `engines` (sync status included). */
 function until(engines: readonly Engine[], what: string, check: () => boolean): Promise<void> {
-  return new Promise((resolve, reject) => {
+  return new Promise((resolve) => {
     const stops: (() => void)[] = []
-    const finish = (error?: Error): void => {
-      clearTimeout(timer)
+    const finish = (): void => {
       for (const stop of stops) stop()
-      if (error === undefined) resolve()
-      else reject(error)
+      waitingFor = null
+      resolve()
     }
-    const timer = setTimeout(() => finish(new Error(`timed out after 20 s waiting for ${what}`)), 20_000)
+    waitingFor = what
     for (const engine of engines) stops.push(engine.subscribe(() => check() && finish()))
     if (check()) finish()
   })
@@ -110,6 +112,9 @@ const inSync = (engine: Engine): boolean => {
 
 describe('engines through the relay', () => {
   it('converge on a dashboard, catch up after offline work with only what the relay misses, and come back after a relay restart', async () => {
+    onTestFailed(() => {
+      if (waitingFor !== null) console.error(`engineSync: still waiting for ${waitingFor}`)
+    })
     const dataDir = freshDataDir()
     let relay = await relayOn(dataDir)
     const [a, b, c] = ['a', 'b', 'c'].map((id) => device(relay, id)) as [Device, Device, Device]
