@@ -7,7 +7,7 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, expect, it } from 'vitest'
 import { openPglite } from '../src/index.ts'
-import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
+import { freshDataDir, removeDataDirs, tempDir } from './support/dataDirs.ts'
 
 afterAll(() => removeDataDirs())
 
@@ -80,6 +80,23 @@ it('rejects a failing statement with its SQLSTATE and keeps serving the next one
     expect((await sql.query<{ n: number }>('select 1 as n')).rows).toEqual([{ n: 1 }])
   } finally {
     await sql.close()
+  }
+})
+
+it('initializes a new data directory, then serves it from a second thread: what is written there is there on the next open', async () => {
+  const dir = join(tempDir('new-store'), 'data')
+  const first = await openPglite(dir)
+  try {
+    await first.query('create table kept (n int)')
+    await first.query('insert into kept values (7)')
+  } finally {
+    await first.close()
+  }
+  const again = await openPglite(dir)
+  try {
+    expect((await again.query<{ n: number }>('select n from kept')).rows).toEqual([{ n: 7 }])
+  } finally {
+    await again.close()
   }
 })
 
