@@ -1,8 +1,8 @@
 /**
- * Event time in the reference model: the order a batch is placed in, and a source's share of
- * the proof frontier.
+ * Time in the reference model: the order a batch is placed in, a source's share of the proof
+ * frontier, and when a processing-time trigger fires.
  */
-import type { StreamEvent } from '@tidemark/engine'
+import type { StreamEvent, Trigger } from '@tidemark/engine'
 
 /** A valid, first-seen event as its source delivered it. */
 export interface Delivery {
@@ -32,4 +32,11 @@ export function proofOf(deliveries: readonly Delivery[]): number {
     proof = ts
   }
   return proof
+}
+
+/** When `trigger`, armed at processing time `now`, fires; NaN for a trigger with no timer. */
+export function triggerDeadline(trigger: Trigger, now: number): number {
+  if (trigger.kind === 'after_processing_time') return now + trigger.delayMs
+  if (trigger.kind === 'aligned_processing_time') return Math.floor((now - trigger.offsetMs) / trigger.periodMs) * trigger.periodMs + trigger.offsetMs + trigger.periodMs
+  return Number.NaN
 }

@@ -1,4 +1,11 @@
-import { type AnomalyReason, MAX_ABS_TS, MAX_NAME_LENGTH } from '@tidemark/engine'
+import { type AnomalyReason, MAX_ABS_TS, MAX_NAME_LENGTH, type StreamEvent } from '@tidemark/engine'
+
+/** An anomaly as the model states it: the reason, the input's index, and its id when it has one. */
+export interface ModelAnomaly {
+  readonly reason: AnomalyReason
+  readonly index: number
+  readonly id?: string
+}
 
 /** Why an input is refused before it reaches any window, or null. Generated invalid inputs have a single fault. */
 export function modelValidation(input: unknown): AnomalyReason | null {
@@ -15,4 +22,20 @@ export function modelValidation(input: unknown): AnomalyReason | null {
   }
   if (key !== undefined && (typeof key !== 'string' || key.length > MAX_NAME_LENGTH)) return 'invalid_key'
   return null
+}
+
+/** A batch split into the anomalies of its invalid inputs and its valid events, both in input order. */
+export function partitionInputs(inputs: readonly unknown[]): { invalid: ModelAnomaly[]; valid: { event: StreamEvent; index: number }[] } {
+  const invalid: ModelAnomaly[] = []
+  const valid: { event: StreamEvent; index: number }[] = []
+  inputs.forEach((input, index) => {
+    const reason = modelValidation(input)
+    if (reason === null) {
+      valid.push({ event: input as StreamEvent, index })
+      return
+    }
+    const id = (input as { id?: unknown } | null)?.id
+    invalid.push(typeof id === 'string' && id !== '' ? { reason, index, id: id.slice(0, MAX_NAME_LENGTH) } : { reason, index })
+  })
+  return { invalid, valid }
 }

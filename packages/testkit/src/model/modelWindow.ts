@@ -2,7 +2,8 @@
  * The reference model's window record, and where windows lie: a fixed window's bounds come
  * from its spec, a session's from the events it admitted.
  */
-import type { Basis, StreamEvent, WindowResult, WindowSpec } from '@tidemark/engine'
+import type { AggregateDefinitions, Basis, PaneInfo, ResultStatus, StreamEvent, WindowResult, WindowSpec } from '@tidemark/engine'
+import { modelAggregates } from './modelAggregates.ts'
 
 /** An event a window admitted. */
 export interface ModelEvent {
@@ -69,4 +70,74 @@ export function fixedWindows(spec: WindowSpec, ts: number): { start: number; end
   const last = Math.floor(ts / slide) * slide
   for (let start = last - spec.size + slide; start <= last; start += slide) out.push({ start, end: start + spec.size })
   return out
+}
+
+/**
+ * A window with no events yet. `bornFired` is set for a window that gets its first event past
+ * the firing frontier: the basis the frontiers before the batch had for `end`, and that end.
+ */
+export function newModelWindow(
+  spec: WindowSpec,
+  key: string,
+  fixedStart: number,
+  fixedEnd: number,
+  bornFired: { readonly basis: Basis; readonly end: number } | null,
+): ModelWindow {
+  return {
+    spec,
+    key,
+    fixedStart,
+    fixedEnd,
+    events: [],
+    fired: bornFired !== null,
+    final: false,
+    revision: -1,
+    firedBasis: bornFired?.basis ?? 'unknown',
+    basisEnd: bornFired?.end ?? Number.NEGATIVE_INFINITY,
+    shown: null,
+    shownWhole: null,
+    panes: 0,
+    onTimePanes: 0,
+    dirty: false,
+    timerAt: Number.NaN,
+    timerSeq: 0,
+    pending: [],
+    whole: false,
+  }
+}
+
+/**
+ * A merged session carries on from the earliest session it absorbed: its basis, its panes and
+ * its trigger, and what it showed unless its start `moved`.
+ */
+export function carryOn(merged: ModelWindow, earliest: ModelWindow, moved: boolean): void {
+  merged.firedBasis = earliest.firedBasis
+  merged.basisEnd = earliest.basisEnd
+  merged.shown = moved ? null : earliest.shown
+  merged.shownWhole = moved ? null : earliest.shownWhole
+  merged.panes = earliest.panes
+  merged.onTimePanes = earliest.onTimePanes
+  merged.dirty = earliest.dirty
+  merged.timerAt = earliest.timerAt
+  merged.timerSeq = earliest.timerSeq
+}
+
+/** Count, sum, min and max of `events`' values; null for none. */
+export function totalsOf(events: readonly ModelEvent[]): { count: number; sum: number; min: number; max: number } | null {
+  if (events.length === 0) return null
+  const values = events.map((e) => e.value)
+  return { count: values.length, sum: values.reduce((a, b) => a + b, 0), min: Math.min(...values), max: Math.max(...values) }
+}
+
+/** The result a pane of `w` shows: `part` (the whole window, or a discarding pane's events) folded, with its status and pane. */
+export function paneResult(
+  w: ModelWindow,
+  part: readonly ModelEvent[],
+  pane: { readonly status: ResultStatus; readonly revision: number; readonly final: boolean; readonly basis: Basis; readonly pane: PaneInfo },
+  aggregates: AggregateDefinitions | undefined,
+): WindowResult {
+  const { count, sum, min, max } = totalsOf(part) ?? { count: 0, sum: 0, min: 0, max: 0 }
+  const result: WindowResult = { window: w.spec.id, key: w.key, start: startOf(w), end: endOf(w), count, sum, min, max, mean: count === 0 ? 0 : sum / count, ...pane }
+  if (aggregates === undefined) return result
+  return { ...result, aggregates: modelAggregates(aggregates, part.map((e) => e.event)) } as WindowResult
 }

@@ -32,28 +32,28 @@
  *   turns final. Discarding panes carry the events since the window's last pane, or the whole
  *   window when a session merged or moved.
  */
-import {
-  type Accumulation,
-  type AggregateDefinitions,
-  type AnomalyReason,
-  type Basis,
-  type LateEvent,
-  MAX_NAME_LENGTH,
-  type PaneInfo,
-  type PaneTiming,
-  type ResultStatus,
-  type StreamEvent,
-  type Trigger,
-  type WatermarkStrategy,
-  type WindowChange,
-  type WindowResult,
-  type WindowSpec,
+import type {
+  Accumulation,
+  AggregateDefinitions,
+  AnomalyReason,
+  Basis,
+  LateEvent,
+  PaneInfo,
+  PaneTiming,
+  ResultStatus,
+  StreamEvent,
+  Trigger,
+  WatermarkStrategy,
+  WindowChange,
+  WindowResult,
+  WindowSpec,
 } from '@tidemark/engine'
-import { modelAcceptsInputs, modelAggregates } from './modelAggregates.ts'
-import { type Delivery, eventOrder, proofOf } from './modelTime.ts'
-import { modelValidation } from './modelValidation.ts'
+import { modelAcceptsInputs } from './modelAggregates.ts'
+import { ModelSources } from './modelSources.ts'
+import { eventOrder, triggerDeadline } from './modelTime.ts'
+import { type ModelAnomaly, partitionInputs } from './modelValidation.ts'
 import { compareResults, resultId } from './resultIdentity.ts'
-import { endOf, fixedWindows, type ModelWindow, startOf } from './modelWindow.ts'
+import { carryOn, endOf, fixedWindows, type ModelWindow, newModelWindow, paneResult, startOf, totalsOf } from './modelWindow.ts'
 
 export interface ModelConfig {
   readonly windows: readonly WindowSpec[]
@@ -69,12 +69,6 @@ export interface ModelConfig {
   readonly maxFutureSkew?: number
   /** Aggregates of every window, recomputed from its events (modelAggregates.ts). */
   readonly aggregates?: AggregateDefinitions
-}
-
-export interface ModelAnomaly {
-  readonly reason: AnomalyReason
-  readonly index: number
-  readonly id?: string
 }
 
 export interface ModelReceipt {
@@ -96,11 +90,7 @@ export class ReferenceModel {
   readonly #lateTrigger: Trigger
   readonly #discarding: boolean
   readonly #skew: number
-  /** Identity of every event taken, with the ts of its first delivery. */
-  readonly #seen = new Map<string, number>()
-  /** Per source, the ts of each seq taken. */
-  readonly #seqTs = new Map<string, Map<number, number>>()
-  readonly #deliveries: Delivery[] = []
+  readonly #sources = new ModelSources()
   #windows: ModelWindow[] = []
   readonly #late: LateEvent[] = []
   /** Per session spec and key, the largest end of a final session that left live state. */
@@ -120,7 +110,6 @@ export class ReferenceModel {
     corrections: 0,
   }
   readonly #anomalies: Partial<Record<AnomalyReason, number>> = {}
-  readonly #futureSources = new Map<string, { count: number; lastTs: number }>()
 
   constructor(config: ModelConfig) {
     this.config = config
@@ -140,23 +129,17 @@ export class ReferenceModel {
     let duplicates = 0
     let conflicting = 0
     let beyond = 0
-    events.forEach((input, index) => {
-      const reason = modelValidation(input)
-      if (reason === null) return
-      const id = (input as { id?: unknown } | null)?.id
-      anomalies.push(typeof id === 'string' && id !== '' ? { reason, index, id: id.slice(0, MAX_NAME_LENGTH) } : { reason, index })
-      this.#count(reason)
-    })
-    const valid = events.flatMap((input, index) => (modelValidation(input) === null ? [{ event: input as StreamEvent, index }] : []))
+    const { invalid, valid } = partitionInputs(events)
+    for (const anomaly of invalid) {
+      anomalies.push(anomaly)
+      this.#count(anomaly.reason)
+    }
     const placed = this.config.windows.some((w) => w.kind === 'session') ? [...valid].sort((a, b) => eventOrder(a.event, b.event)) : valid
     for (const { event, index } of placed) {
       if (event.ts > now + this.#skew) {
         anomalies.push({ reason: 'future_ts', index, id: event.id })
         this.#count('future_ts')
-        const named = this.#futureSources.get(event.source)
-        this.#futureSources.delete(event.source)
-        this.#futureSources.set(event.source, { count: (named?.count ?? 0) + 1, lastTs: event.ts })
-        if (this.#futureSources.size > 20) this.#futureSources.delete(this.#futureSources.keys().next().value as string)
+        this.#sources.noteFuture(event)
         continue
       }
       if (this.config.aggregates !== undefined && !modelAcceptsInputs(this.config.aggregates, event)) {
@@ -164,21 +147,15 @@ export class ReferenceModel {
         this.#count('invalid_aggregate_input')
         continue
       }
-      const identity = JSON.stringify(event.seq === undefined ? [event.source, 'id', event.id] : [event.source, 'seq', event.seq])
-      const first = this.#seen.get(identity)
-      if (first !== undefined) {
+      const taken = this.#sources.take(event)
+      if (taken !== 'first') {
         duplicates++
-        if (this.#conflicts(event, first)) {
+        if (taken === 'conflicting') {
           anomalies.push({ reason: 'conflicting_duplicate', index, id: event.id })
           this.#count('conflicting_duplicate')
           conflicting++
         }
         continue
-      }
-      this.#seen.set(identity, event.ts)
-      if (event.seq !== undefined) {
-        const seqs = this.#seqTs.get(event.source) ?? new Map<number, number>()
-        this.#seqTs.set(event.source, seqs.set(event.seq, event.ts))
       }
       const placements: Placement[] = []
       for (const spec of this.config.windows) {
@@ -186,7 +163,7 @@ export class ReferenceModel {
         if (outcomes.includes('refused')) this.#late.push({ event: { ...event }, window: spec.id, reason: 'beyond_lateness' })
         placements.push(...outcomes)
       }
-      this.#deliveries.push({ source: event.source, seq: event.seq, ts: event.ts, now })
+      this.#sources.delivered(event, now)
       if (placements.some((p) => p !== 'refused')) {
         accepted++
         if (placements.includes('late')) late++
@@ -209,25 +186,6 @@ export class ReferenceModel {
 
   #count(reason: AnomalyReason): void {
     this.#anomalies[reason] = (this.#anomalies[reason] ?? 0) + 1
-  }
-
-  /**
-   * Whether a copy of an event already taken provably differs from its first delivery
-   * (`conflicting_duplicate`). Only event times are compared: the first delivery's ts must be
-   * equal for an event without seq and for a seq at or above the end of the source's gap-free
-   * prefix; a seq inside the prefix is caught only by a ts later than every ts of the prefix.
-   */
-  #conflicts(event: StreamEvent, firstTs: number): boolean {
-    if (event.seq === undefined) return event.ts !== firstTs
-    const seqs = this.#seqTs.get(event.source) ?? new Map<number, number>()
-    let prefix = 0
-    let prefixTs = Number.NEGATIVE_INFINITY
-    while (seqs.has(prefix + 1)) {
-      prefix++
-      prefixTs = Math.max(prefixTs, seqs.get(prefix) as number)
-    }
-    if (event.seq >= prefix) return event.ts !== firstTs
-    return event.ts > prefixTs
   }
 
   tick(now: number): void {
@@ -268,12 +226,12 @@ export class ReferenceModel {
       corrections: this.#totals.corrections,
       proofFrontier: this.#proof,
       watermark: this.#watermark,
-      sources: new Set(this.#deliveries.map((d) => d.source)).size,
+      sources: this.#sources.count,
       openWindows: this.#windows.length,
       pending: this.#windows.filter((w) => !w.fired).reduce((n, w) => n + w.events.length, 0),
       lateLane: this.#late.length,
       timers: this.#windows.filter((w) => !Number.isNaN(w.timerAt)).length,
-      futureSources: [...this.#futureSources].map(([source, { count, lastTs }]) => ({ source, count, lastTs })),
+      futureSources: this.#sources.futureSources(),
       anomalies: {
         ...this.#anomalies,
         duplicate: this.#totals.duplicates,
@@ -349,15 +307,7 @@ export class ReferenceModel {
     if (earliest !== undefined) {
       // The earliest session carries on: what it showed (unless its start moved), its panes and its trigger.
       const moved = Math.min(ts, startOf(earliest)) !== startOf(earliest)
-      merged.firedBasis = earliest.firedBasis
-      merged.basisEnd = earliest.basisEnd
-      merged.shown = moved ? null : earliest.shown
-      merged.shownWhole = moved ? null : earliest.shownWhole
-      merged.panes = earliest.panes
-      merged.onTimePanes = earliest.onTimePanes
-      merged.dirty = earliest.dirty
-      merged.timerAt = earliest.timerAt
-      merged.timerSeq = earliest.timerSeq
+      carryOn(merged, earliest, moved)
       merged.pending = [...earliest.pending, e]
       merged.whole = earliest.whole || moved || overlapping.length > 1
       if (moved && earliest.shown !== null) this.#retract(earliest.shown)
@@ -376,48 +326,17 @@ export class ReferenceModel {
 
   /** A window born fired records the basis the frontiers before the batch had for its end. */
   #newWindow(spec: WindowSpec, key: string, fixedStart: number, fixedEnd: number, fired: boolean, end = fixedEnd): ModelWindow {
-    const firedBasis = fired ? this.#basisOf(end) : 'unknown'
-    const basisEnd = fired ? end : Number.NEGATIVE_INFINITY
-    return {
-      spec,
-      key,
-      fixedStart,
-      fixedEnd,
-      events: [],
-      fired,
-      final: false,
-      revision: -1,
-      firedBasis,
-      basisEnd,
-      shown: null,
-      shownWhole: null,
-      panes: 0,
-      onTimePanes: 0,
-      dirty: false,
-      timerAt: Number.NaN,
-      timerSeq: 0,
-      pending: [],
-      whole: false,
-    }
+    return newModelWindow(spec, key, fixedStart, fixedEnd, fired ? { basis: this.#basisOf(end), end } : null)
   }
 
   /** Recomputes W (bounded strategy) and P from every delivery so far, at processing time `now`. */
   #advance(now: number): void {
-    const names = [...new Set(this.#deliveries.map((d) => d.source))]
-    const clocks = names.map((name) => {
-      const mine = this.#deliveries.filter((d) => d.source === name)
-      return {
-        maxTs: Math.max(...mine.map((d) => d.ts)),
-        idle: now - Math.max(...mine.map((d) => d.now)) > this.config.idleTimeout,
-        proof: proofOf(mine),
-      }
-    })
-    this.#proof = clocks.length === 0 ? Number.NEGATIVE_INFINITY : Math.min(...clocks.map((c) => c.proof))
+    const { proof, activeMaxTs, allMaxTs } = this.#sources.frontiers(now, this.config.idleTimeout)
+    this.#proof = proof
     if (this.config.watermark.kind !== 'bounded') return
     const lag = this.config.watermark.outOfOrderness
-    const active = clocks.filter((c) => !c.idle)
-    if (active.length > 0) this.#watermark = Math.max(this.#watermark, Math.min(...active.map((c) => c.maxTs)) - lag)
-    if (clocks.length > 0) this.#strictWatermark = Math.max(this.#strictWatermark, Math.min(...clocks.map((c) => c.maxTs)) - lag)
+    if (!Number.isNaN(activeMaxTs)) this.#watermark = Math.max(this.#watermark, activeMaxTs - lag)
+    if (!Number.isNaN(allMaxTs)) this.#strictWatermark = Math.max(this.#strictWatermark, allMaxTs - lag)
   }
 
   #basisOf(end: number): Basis {
@@ -483,13 +402,8 @@ export class ReferenceModel {
   }
 
   #arm(w: ModelWindow, trigger: Trigger, now: number): void {
-    if (trigger.kind === 'never' || !Number.isNaN(w.timerAt)) return
-    const at =
-      trigger.kind === 'after_processing_time'
-        ? now + trigger.delayMs
-        : trigger.kind === 'aligned_processing_time'
-          ? Math.floor((now - trigger.offsetMs) / trigger.periodMs) * trigger.periodMs + trigger.offsetMs + trigger.periodMs
-          : Number.NaN
+    if (!Number.isNaN(w.timerAt)) return
+    const at = triggerDeadline(trigger, now)
     if (!Number.isFinite(at)) return
     w.timerAt = at
     w.timerSeq = ++this.#timerSeq
@@ -511,36 +425,11 @@ export class ReferenceModel {
     if (timing !== 'early') w.onTimePanes++
     const part = this.#discarding && !w.whole ? w.pending : w.events
     const previous = this.#discarding ? (w.whole ? w.shown : null) : correction ? w.shown : null
-    const values = part.map((e) => e.value)
-    const sum = values.reduce((a, b) => a + b, 0)
-    const count = values.length
-    const result: WindowResult = {
-      window: w.spec.id,
-      key: w.key,
-      start: startOf(w),
-      end: endOf(w),
-      count,
-      sum,
-      min: count === 0 ? 0 : Math.min(...values),
-      max: count === 0 ? 0 : Math.max(...values),
-      mean: count === 0 ? 0 : sum / count,
-      status,
-      revision,
-      final,
-      basis,
-      pane,
-    }
-    if (this.config.aggregates !== undefined) {
-      ;(result as { aggregates?: unknown }).aggregates = modelAggregates(
-        this.config.aggregates,
-        part.map((e) => e.event),
-      )
-    }
+    const result = paneResult(w, part, { status, revision, final, basis, pane }, this.config.aggregates)
     const type = status === 'corrected' ? 'correction' : status
     this.#changes.push(previous === null ? { type, result, pane } : { type, result, pane, previous })
     w.shown = result
-    const all = w.events.map((e) => e.value)
-    w.shownWhole = all.length === 0 ? null : { count: all.length, sum: all.reduce((a, b) => a + b, 0), min: Math.min(...all), max: Math.max(...all) }
+    w.shownWhole = totalsOf(w.events)
     w.pending = []
     w.whole = false
     w.dirty = false

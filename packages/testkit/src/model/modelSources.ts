@@ -1,0 +1,102 @@
+/**
+ * The reference model's sources: which events each source delivered (identity, seq and ts, in
+ * lists rather than ring buffers), what their frontiers are recomputed to, and which sources
+ * sent events stamped too far ahead of the clock.
+ */
+import type { StreamEvent } from '@tidemark/engine'
+import { type Delivery, proofOf } from './modelTime.ts'
+
+/** What taking an event did: first delivery, a copy, or a copy that provably differs from the first. */
+export type Taken = 'first' | 'duplicate' | 'conflicting'
+
+/** The frontiers the deliveries so far give at processing time `now`. */
+export interface SourceFrontiers {
+  /** P: the least proof over all sources (-Infinity with none). */
+  readonly proof: number
+  /** The least max ts over sources not idle (NaN when every source is idle, or none delivered). */
+  readonly activeMaxTs: number
+  /** The least max ts over every source, idle or not (NaN with none). */
+  readonly allMaxTs: number
+}
+
+/** Sources `stats().futureSources` names at most (the engine's bound). */
+const FUTURE_SOURCES = 20
+
+export class ModelSources {
+  /** Identity of every event taken, with the ts of its first delivery. */
+  readonly #seen = new Map<string, number>()
+  /** Per source, the ts of each seq taken. */
+  readonly #seqTs = new Map<string, Map<number, number>>()
+  readonly #deliveries: Delivery[] = []
+  readonly #future = new Map<string, { count: number; lastTs: number }>()
+
+  /** Takes a valid event: a first delivery is recorded, a copy is judged. */
+  take(event: StreamEvent): Taken {
+    const identity = JSON.stringify(event.seq === undefined ? [event.source, 'id', event.id] : [event.source, 'seq', event.seq])
+    const first = this.#seen.get(identity)
+    if (first !== undefined) return this.#conflicts(event, first) ? 'conflicting' : 'duplicate'
+    this.#seen.set(identity, event.ts)
+    if (event.seq !== undefined) {
+      const seqs = this.#seqTs.get(event.source) ?? new Map<number, number>()
+      this.#seqTs.set(event.source, seqs.set(event.seq, event.ts))
+    }
+    return 'first'
+  }
+
+  /** A taken event was placed (in some window or the late lane): it counts for its source's frontiers. */
+  delivered(event: StreamEvent, now: number): void {
+    this.#deliveries.push({ source: event.source, seq: event.seq, ts: event.ts, now })
+  }
+
+  /** An event refused as `future_ts`: its source is named, most recent last, at most 20. */
+  noteFuture(event: StreamEvent): void {
+    const named = this.#future.get(event.source)
+    this.#future.delete(event.source)
+    this.#future.set(event.source, { count: (named?.count ?? 0) + 1, lastTs: event.ts })
+    if (this.#future.size > FUTURE_SOURCES) this.#future.delete(this.#future.keys().next().value as string)
+  }
+
+  /** Recomputed from every delivery so far: P, and the max ts that bound the watermark, at `now`. */
+  frontiers(now: number, idleTimeout: number): SourceFrontiers {
+    const names = [...new Set(this.#deliveries.map((d) => d.source))]
+    const clocks = names.map((name) => {
+      const mine = this.#deliveries.filter((d) => d.source === name)
+      return { maxTs: Math.max(...mine.map((d) => d.ts)), idle: now - Math.max(...mine.map((d) => d.now)) > idleTimeout, proof: proofOf(mine) }
+    })
+    const active = clocks.filter((c) => !c.idle)
+    return {
+      proof: clocks.length === 0 ? Number.NEGATIVE_INFINITY : Math.min(...clocks.map((c) => c.proof)),
+      activeMaxTs: active.length === 0 ? Number.NaN : Math.min(...active.map((c) => c.maxTs)),
+      allMaxTs: clocks.length === 0 ? Number.NaN : Math.min(...clocks.map((c) => c.maxTs)),
+    }
+  }
+
+  /** Sources that delivered. */
+  get count(): number {
+    return new Set(this.#deliveries.map((d) => d.source)).size
+  }
+
+  /** `stats().futureSources`. */
+  futureSources(): { source: string; count: number; lastTs: number }[] {
+    return [...this.#future].map(([source, { count, lastTs }]) => ({ source, count, lastTs }))
+  }
+
+  /**
+   * Whether a copy of an event already taken provably differs from its first delivery
+   * (`conflicting_duplicate`). Only event times are compared: the first delivery's ts must be
+   * equal for an event without seq and for a seq at or above the end of the source's gap-free
+   * prefix; a seq inside the prefix is caught only by a ts later than every ts of the prefix.
+   */
+  #conflicts(event: StreamEvent, firstTs: number): boolean {
+    if (event.seq === undefined) return event.ts !== firstTs
+    const seqs = this.#seqTs.get(event.source) ?? new Map<number, number>()
+    let prefix = 0
+    let prefixTs = Number.NEGATIVE_INFINITY
+    while (seqs.has(prefix + 1)) {
+      prefix++
+      prefixTs = Math.max(prefixTs, seqs.get(prefix) as number)
+    }
+    if (event.seq >= prefix) return event.ts !== firstTs
+    return event.ts > prefixTs
+  }
+}
