@@ -1,4 +1,6 @@
-import type { States } from '../aggregates/aggregateSet.ts'
+import type { AggregateSet, States } from '../aggregates/aggregateSet.ts'
+import type { StreamEvent } from '../core/event.ts'
+import { emptyCell } from '../lattice/cell.ts'
 import type { Aggregate } from '../lattice/cellSet.ts'
 import type { Slice } from './slice.ts'
 import type { SliceGeometry } from './sliceGeometry.ts'
@@ -57,6 +59,23 @@ export class SliceSeries implements WindowValues {
       this.#prefixInto(last, into)
     }
     if (this.partialSlices.length > 0) this.#partialsInto(first, last, into)
+  }
+
+  /** Discarding mode: an event joins what windows `from..last` collect until their next pane. */
+  addPending(from: number, last: number, value: number, event: StreamEvent, inputs: readonly unknown[] | null, aggregates: AggregateSet | null): void {
+    for (let b = from; b <= last; b++) {
+      const w = this.windows.get(b) as WindowState
+      w.pending ??= emptyCell()
+      const pending = w.pending
+      pending.count++
+      pending.sum += value
+      if (value < pending.min) pending.min = value
+      if (value > pending.max) pending.max = value
+      if (inputs !== null && aggregates !== null) {
+        w.pendingStates ??= aggregates.init()
+        aggregates.add(w.pendingStates, inputs, event)
+      }
+    }
   }
 
   /** Notes that slice `ordinal` now holds a partial part. */

@@ -1,12 +1,13 @@
-import { type AggregateSet, groupStates, type States } from '../aggregates/aggregateSet.ts'
+import type { AggregateSet, States } from '../aggregates/aggregateSet.ts'
 import type { StreamEvent } from '../core/event.ts'
 import { type Cell, emptyCell } from '../lattice/cell.ts'
 import type { CellGroup } from '../lattice/cellGroup.ts'
 import type { CellSet } from '../lattice/cellSet.ts'
 import type { SessionIndexSnapshot, SliceIndexSnapshot } from '../recovery/engineCheckpoint.ts'
 import type { CellEntry } from '../lattice/cellEntry.ts'
-import { NO_ORDINAL, parsePartName, partName, Slice } from './slice.ts'
+import { NO_ORDINAL, partName, Slice } from './slice.ts'
 import { SliceGeometry } from './sliceGeometry.ts'
+import { liveSliceCells, mergePeerGroups, type PartsHost, sliceEntries } from './sliceParts.ts'
 import { SliceSeries } from './sliceSeries.ts'
 import {
   ADMITTED_LATE,
@@ -61,6 +62,8 @@ export class SlicedWindowIndex implements WindowIndex {
   /** With aggregates: the states of `#recentCells`. */
   readonly #recentStates: (States | undefined)[] = []
   readonly #recentNext: number[] = []
+  /** What merging peers' groups reaches of this index. */
+  readonly #parts: PartsHost
 
   constructor(spec: WindowSpec & { kind: 'tumbling' | 'sliding' | 'cumulating' }) {
     this.id = spec.id
@@ -68,6 +71,16 @@ export class SlicedWindowIndex implements WindowIndex {
     this.#reach = spec.size
     this.maxNewPerEvent = this.#reach / this.unit
     this.#geometry = new SliceGeometry(this.unit, this.maxNewPerEvent, spec.kind === 'cumulating')
+    this.#parts = {
+      id: this.id,
+      unit: this.unit,
+      geometry: this.#geometry,
+      sliceAt: (key, start) => this.#sliceAt(key, start),
+      cellAdded: () => {
+        this.#cells++
+      },
+      touch: (series, from, to, frontiers, tracker) => this.#touch(series, from, to, frontiers, tracker, true),
+    }
   }
 
   get size(): number {
@@ -188,7 +201,7 @@ export class SlicedWindowIndex implements WindowIndex {
       slice.bitsFrom = from
       slice.bits = this.#outcome(series, from, last)
     }
-    if (this.discarding) addPending(series, from, last, value, event, inputs, this.aggregates)
+    if (this.discarding) series.addPending(from, last, value, event, inputs, this.aggregates)
     return main ? slice.bits : slice.bits | REFUSED
   }
 
@@ -260,81 +273,7 @@ export class SlicedWindowIndex implements WindowIndex {
    * a finality violation), and makes their next discarding pane carry the whole window.
    */
   mergeRemote(groups: readonly CellGroup[], frontiers: RemoteFrontiers, tracker: WindowTracker): MergeCounts {
-    const counts: MergeCounts = { applied: 0, stale: 0, expired: 0, finalityViolations: 0, invalid: 0 }
-    const g = this.#geometry
-    const lateFloor = frontiers.watermark - frontiers.lateness
-    const liveFloor = lateFloor - frontiers.retention
-    for (const list of byPart(groups)) {
-      const first = list[0] as CellGroup
-      const start = first.start
-      const named = parsePartName(first.window)
-      if (alignedStart(start, this.unit) !== start || named.spec !== this.id) {
-        for (const group of list) counts.invalid += group.keys.length
-        continue
-      }
-      const s = g.ordinal(start)
-      const last = g.lastOf(s)
-      let from = s
-      if (!Number.isNaN(named.end)) {
-        from = Number.isSafeInteger(named.end) && alignedStart(named.end, this.unit) === named.end ? g.ordinal(named.end) - 1 : Number.NaN
-        if (!(from > s && from <= last)) {
-          for (const group of list) counts.invalid += group.keys.length
-          continue
-        }
-      }
-      // Windows ending at or below the live floor left live state here: nothing they show can change.
-      const alive = Math.max(from, g.firstAbove(s, liveFloor))
-      if (alive > last) {
-        for (const group of list) counts.expired += group.keys.length
-        continue
-      }
-      // Windows alive here that are past their lateness: each changed cell is a finality violation in each.
-      const late = Math.max(0, Math.min(last + 1, g.firstAbove(s, lateFloor)) - alive)
-      const batch = frontiers.batch
-      // The groups of one part and start (one per source) mostly list the same keys: their slices are looked up once.
-      let keys: readonly string[] | null = null
-      const slices: Slice<SliceSeries>[] = []
-      const aggregates = this.aggregates
-      for (const group of list) {
-        const source = group.source
-        const decoded = groupStates.get(group)
-        if (keys === null || !sameKeys(keys, group.keys)) {
-          keys = group.keys
-          slices.length = 0
-          for (const key of keys) slices.push(this.#sliceAt(key, start))
-        }
-        for (let i = 0; i < slices.length; i++) {
-          const slice = slices[i] as Slice<SliceSeries>
-          const series = slice.series
-          const part = slice.part(from)
-          const before = part.size
-          if (before === 0 && list.length > 1) part.reserveRows(list.length)
-          if (!part.mergePeerCell(source, group, i, aggregates, decoded?.[i] ?? aggregates?.init() ?? null)) {
-            counts.stale++
-            continue
-          }
-          if (part.size > before) {
-            this.#cells++
-            if (from !== s) series.notePartial(s)
-          }
-          counts.applied++
-          counts.finalityViolations += late
-          slice.version++
-          series.version++
-          if (slice.batch !== batch) {
-            slice.batch = batch
-            slice.from = last + 1
-            slice.touchedFrom = last + 1
-            slice.bitsFrom = NO_ORDINAL
-          }
-          if (alive < slice.touchedFrom) {
-            this.#touch(series, alive, slice.touchedFrom - 1, frontiers, tracker, true)
-            slice.touchedFrom = alive
-          }
-        }
-      }
-    }
-    return counts
+    return mergePeerGroups(this.#parts, groups, frontiers, tracker)
   }
 
   adopt(window: WindowState): void {
@@ -352,17 +291,7 @@ export class SlicedWindowIndex implements WindowIndex {
   }
 
   snapshot(): SliceIndexSnapshot {
-    const g = this.#geometry
-    const aggregates = this.aggregates
-    const slices: [string, number, [number, ([string, Cell] | [string, Cell, Uint8Array[]])[]][]][] = []
-    for (const series of this.#byKey.values()) {
-      for (const slice of series.slices.values()) {
-        const parts: [number, ([string, Cell] | [string, Cell, Uint8Array[]])[]][] = [[g.endOf(slice.ordinal), slice.entries(aggregates)]]
-        for (const [from, part] of slice.partials()) parts.push([g.endOf(from), part.entries(aggregates)])
-        slices.push([series.key, slice.start, parts])
-      }
-    }
-    return { window: this.id, slices }
+    return { window: this.id, slices: sliceEntries(this.#byKey.values(), this.aggregates) }
   }
 
   restore(snapshot: SessionIndexSnapshot | SliceIndexSnapshot): void {
@@ -442,46 +371,7 @@ export class SlicedWindowIndex implements WindowIndex {
   }
 
   liveCells(out: CellEntry[]): void {
-    const g = this.#geometry
-    const aggregates = this.aggregates
-    for (const series of this.#byKey.values()) {
-      for (const slice of series.slices.values()) {
-        const parts: [number, CellSet][] = [[slice.ordinal, slice], ...slice.partials()]
-        for (const [from, part] of parts) {
-          const window = from === slice.ordinal ? this.id : partName(this.id, g.endOf(from))
-          const sources = part.sources()
-          for (let i = 0; i < sources.length; i++) {
-            const address = { window, key: series.key, start: slice.start, source: sources[i] as string }
-            out.push(aggregates === null ? { address, cell: part.cellAt(i) } : { address, cell: part.cellAt(i), aggregates: aggregates.encode(part.statesAt(i)) })
-          }
-        }
-      }
-    }
-  }
-}
-
-/** Discarding mode: an event joins what windows `from..last` collect until their next pane. */
-function addPending(
-  series: SliceSeries,
-  from: number,
-  last: number,
-  value: number,
-  event: StreamEvent,
-  inputs: readonly unknown[] | null,
-  aggregates: AggregateSet | null,
-): void {
-  for (let b = from; b <= last; b++) {
-    const w = series.windows.get(b) as WindowState
-    w.pending ??= emptyCell()
-    const pending = w.pending
-    pending.count++
-    pending.sum += value
-    if (value < pending.min) pending.min = value
-    if (value > pending.max) pending.max = value
-    if (inputs !== null && aggregates !== null) {
-      w.pendingStates ??= aggregates.init()
-      aggregates.add(w.pendingStates, inputs, event)
-    }
+    for (const series of this.#byKey.values()) liveSliceCells(this.id, series, this.aggregates, out)
   }
 }
 
@@ -493,43 +383,3 @@ const LATE = 2
 
 /** Entries per source slot. */
 const STRIDE = RECENT + LATE
-
-/**
- * Groups by part name and slice start, each list sorted by source: a part keeps its cells in
- * source order, so a fresh one then takes its sources by appending.
- */
-function byPart(groups: readonly CellGroup[]): Iterable<readonly CellGroup[]> {
-  if (groups.length <= 1) return groups.length === 0 ? [] : [groups]
-  const lists = new Map<string, Map<number, CellGroup[]>>()
-  for (const group of groups) {
-    let byStart = lists.get(group.window)
-    if (byStart === undefined) {
-      byStart = new Map()
-      lists.set(group.window, byStart)
-    }
-    const list = byStart.get(group.start)
-    if (list === undefined) byStart.set(group.start, [group])
-    else list.push(group)
-  }
-  const out: CellGroup[][] = []
-  for (const byStart of lists.values()) {
-    for (const list of byStart.values()) {
-      if (list.length > 1) list.sort(bySource)
-      out.push(list)
-    }
-  }
-  return out
-}
-
-/** True when two key lists hold the same keys in the same order. */
-function sameKeys(a: readonly string[], b: readonly string[]): boolean {
-  if (a === b) return true
-  if (a.length !== b.length) return false
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
-  return true
-}
-
-function bySource(a: CellGroup, b: CellGroup): number {
-  return a.source < b.source ? -1 : a.source > b.source ? 1 : 0
-}
-

@@ -1,0 +1,209 @@
+/**
+ * A sliced index's cells by part: each slice's main part is addressed by the spec's id, each
+ * partial part by its part name (`Slice`). What the checkpoint stores and replication sends
+ * are the cells of these parts, and peers' groups arrive addressed the same way.
+ */
+import type { AggregateSet } from '../aggregates/aggregateSet.ts'
+import type { Cell } from '../lattice/cell.ts'
+import type { CellEntry } from '../lattice/cellEntry.ts'
+import type { CellGroup } from '../lattice/cellGroup.ts'
+import type { CellSet } from '../lattice/cellSet.ts'
+import type { SliceIndexSnapshot } from '../recovery/engineCheckpoint.ts'
+import { groupStates } from '../aggregates/aggregateSet.ts'
+import { NO_ORDINAL, parsePartName, partName, type Slice } from './slice.ts'
+import type { SliceGeometry } from './sliceGeometry.ts'
+import type { SliceSeries } from './sliceSeries.ts'
+import type { BatchFrontiers, MergeCounts, RemoteFrontiers, WindowTracker } from './windowIndex.ts'
+import { alignedStart } from './windowSpec.ts'
+
+/** What merging peers' groups reaches of a sliced index. */
+export interface PartsHost {
+  readonly id: string
+  /** Slice length. */
+  readonly unit: number
+  readonly geometry: SliceGeometry
+  /** The slice of `key` starting at `start`, made when missing. */
+  sliceAt(key: string, start: number): Slice<SliceSeries>
+  /** A part took a cell it did not hold before. */
+  cellAdded(): void
+  /** Touches windows `from..to` of `series` as replaced by a peer's cells, creating those that are missing. */
+  touch(series: SliceSeries, from: number, to: number, frontiers: BatchFrontiers, tracker: WindowTracker): void
+}
+
+type PartEntries = [number, ([string, Cell] | [string, Cell, Uint8Array[]])[]]
+
+/**
+ * Every slice of `series` as the checkpoint keeps it: key, start, then each part's cells under
+ * the end of the first window counting it.
+ *
+ * @example
+ * const snapshot: SliceIndexSnapshot = { window: 'tumbling:60000', slices: sliceEntries(byKey.values(), aggregates) }
+ */
+export function sliceEntries(series: Iterable<SliceSeries>, aggregates: AggregateSet | null): SliceIndexSnapshot['slices'] {
+  const slices: [string, number, PartEntries[]][] = []
+  for (const one of series) {
+    const g = one.geometry
+    for (const slice of one.slices.values()) {
+      const parts: PartEntries[] = [[g.endOf(slice.ordinal), slice.entries(aggregates)]]
+      for (const [from, part] of slice.partials()) parts.push([g.endOf(from), part.entries(aggregates)])
+      slices.push([one.key, slice.start, parts])
+    }
+  }
+  return slices
+}
+
+/**
+ * Appends every cell of `series` to `out`, addressed by part name (`id` for main parts).
+ *
+ * @example
+ * const out: CellEntry[] = []
+ * liveSliceCells('sliding:3600000:60000', series, null, out)
+ */
+export function liveSliceCells(id: string, series: SliceSeries, aggregates: AggregateSet | null, out: CellEntry[]): void {
+  const g = series.geometry
+  for (const slice of series.slices.values()) {
+    const parts: [number, CellSet][] = [[slice.ordinal, slice], ...slice.partials()]
+    for (const [from, part] of parts) {
+      const window = from === slice.ordinal ? id : partName(id, g.endOf(from))
+      const sources = part.sources()
+      for (let i = 0; i < sources.length; i++) {
+        const address = { window, key: series.key, start: slice.start, source: sources[i] as string }
+        out.push(aggregates === null ? { address, cell: part.cellAt(i) } : { address, cell: part.cellAt(i), aggregates: aggregates.encode(part.statesAt(i)) })
+      }
+    }
+  }
+}
+
+/**
+ * Merges peers' groups into a sliced index, slice part by slice part: each changed cell touches the windows that count
+ * it and are still live here (its newer version is a lattice join; a window already final counts
+ * a finality violation), and makes their next discarding pane carry the whole window.
+ *
+ * @example
+ * const counts = mergePeerGroups(host, groups, frontiers, tracker)
+ * counts.applied // cells that changed something here
+ */
+export function mergePeerGroups(host: PartsHost, groups: readonly CellGroup[], frontiers: RemoteFrontiers, tracker: WindowTracker): MergeCounts {
+  const counts: MergeCounts = { applied: 0, stale: 0, expired: 0, finalityViolations: 0, invalid: 0 }
+  const g = host.geometry
+  const lateFloor = frontiers.watermark - frontiers.lateness
+  const liveFloor = lateFloor - frontiers.retention
+  for (const list of groupsByPart(groups)) {
+    const first = list[0] as CellGroup
+    const start = first.start
+    const named = parsePartName(first.window)
+    if (alignedStart(start, host.unit) !== start || named.spec !== host.id) {
+      for (const group of list) counts.invalid += group.keys.length
+      continue
+    }
+    const s = g.ordinal(start)
+    const last = g.lastOf(s)
+    let from = s
+    if (!Number.isNaN(named.end)) {
+      from = Number.isSafeInteger(named.end) && alignedStart(named.end, host.unit) === named.end ? g.ordinal(named.end) - 1 : Number.NaN
+      if (!(from > s && from <= last)) {
+        for (const group of list) counts.invalid += group.keys.length
+        continue
+      }
+    }
+    // Windows ending at or below the live floor left live state here: nothing they show can change.
+    const alive = Math.max(from, g.firstAbove(s, liveFloor))
+    if (alive > last) {
+      for (const group of list) counts.expired += group.keys.length
+      continue
+    }
+    // Windows alive here that are past their lateness: each changed cell is a finality violation in each.
+    const late = Math.max(0, Math.min(last + 1, g.firstAbove(s, lateFloor)) - alive)
+    const batch = frontiers.batch
+    // The groups of one part and start (one per source) mostly list the same keys: their slices are looked up once.
+    let keys: readonly string[] | null = null
+    const slices: Slice<SliceSeries>[] = []
+    const aggregates = g.aggregates
+    for (const group of list) {
+      const source = group.source
+      const decoded = groupStates.get(group)
+      if (keys === null || !sameKeys(keys, group.keys)) {
+        keys = group.keys
+        slices.length = 0
+        for (const key of keys) slices.push(host.sliceAt(key, start))
+      }
+      for (let i = 0; i < slices.length; i++) {
+        const slice = slices[i] as Slice<SliceSeries>
+        const series = slice.series
+        const part = slice.part(from)
+        const before = part.size
+        if (before === 0 && list.length > 1) part.reserveRows(list.length)
+        if (!part.mergePeerCell(source, group, i, aggregates, decoded?.[i] ?? aggregates?.init() ?? null)) {
+          counts.stale++
+          continue
+        }
+        if (part.size > before) {
+          host.cellAdded()
+          if (from !== s) series.notePartial(s)
+        }
+        counts.applied++
+        counts.finalityViolations += late
+        slice.version++
+        series.version++
+        if (slice.batch !== batch) {
+          slice.batch = batch
+          slice.from = last + 1
+          slice.touchedFrom = last + 1
+          slice.bitsFrom = NO_ORDINAL
+        }
+        if (alive < slice.touchedFrom) {
+          host.touch(series, alive, slice.touchedFrom - 1, frontiers, tracker)
+          slice.touchedFrom = alive
+        }
+      }
+    }
+  }
+  return counts
+}
+
+/**
+ * Peers' groups by part name and slice start, each list sorted by source: a part keeps its
+ * cells in source order, so a fresh one then takes its sources by appending.
+ *
+ * @example
+ * for (const list of groupsByPart(groups)) mergePart(list)
+ */
+function groupsByPart(groups: readonly CellGroup[]): Iterable<readonly CellGroup[]> {
+  if (groups.length <= 1) return groups.length === 0 ? [] : [groups]
+  const lists = new Map<string, Map<number, CellGroup[]>>()
+  for (const group of groups) {
+    let byStart = lists.get(group.window)
+    if (byStart === undefined) {
+      byStart = new Map()
+      lists.set(group.window, byStart)
+    }
+    const list = byStart.get(group.start)
+    if (list === undefined) byStart.set(group.start, [group])
+    else list.push(group)
+  }
+  const out: CellGroup[][] = []
+  for (const byStart of lists.values()) {
+    for (const list of byStart.values()) {
+      if (list.length > 1) list.sort(bySource)
+      out.push(list)
+    }
+  }
+  return out
+}
+
+/**
+ * True when two key lists hold the same keys in the same order.
+ *
+ * @example
+ * sameKeys(['a', 'b'], ['a', 'b']) // true
+ */
+function sameKeys(a: readonly string[], b: readonly string[]): boolean {
+  if (a === b) return true
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
+}
+
+function bySource(a: CellGroup, b: CellGroup): number {
+  return a.source < b.source ? -1 : a.source > b.source ? 1 : 0
+}
