@@ -1,8 +1,8 @@
 import type { SessionIndexSnapshot, SliceIndexSnapshot } from '../recovery/engineCheckpoint.ts'
-import { type AggregateSet, groupStates, type States } from '../aggregates/aggregateSet.ts'
+import type { AggregateSet, States } from '../aggregates/aggregateSet.ts'
 import type { StreamEvent } from '../core/event.ts'
-import { absorbCell, addToCell, type Cell, compareCells, emptyCell, tombstone } from '../lattice/cell.ts'
-import { type CellGroup, groupCell } from '../lattice/cellGroup.ts'
+import { absorbCell, addToCell, emptyCell, tombstone } from '../lattice/cell.ts'
+import type { CellGroup, } from '../lattice/cellGroup.ts'
 import type { CellEntry } from '../lattice/cellEntry.ts'
 import {
   ADMITTED_LATE,
@@ -12,12 +12,12 @@ import {
   ON_TIME,
   type PlacementSource,
   REFUSED,
-  type RemoteCell,
   type RemoteFrontiers,
   type WindowTracker,
   type WindowIndex,
 } from './windowIndex.ts'
-import { type SessionFragment, WindowState } from './windowState.ts'
+import { mergeSessionGroups, type SessionHost } from './sessionMerge.ts'
+import { fragmentId, type SessionFragment, WindowState } from './windowState.ts'
 
 /**
  * Session windows per key: `[minTs, maxTs + gap)`, two events in one session when
@@ -43,10 +43,23 @@ export class SessionWindowIndex implements WindowIndex {
    */
   readonly #tombstones = new Map<string, Map<string, SessionFragment>>()
   #count = 0
+  /** What merging peers' fragments reaches of this index. */
+  readonly #host: SessionHost
 
   constructor(id: string, gap: number) {
     this.id = id
     this.#gap = gap
+    this.#host = {
+      gap,
+      aggregates: () => this.aggregates,
+      byKey: this.#byKey,
+      sealed: this.#sealed,
+      tombstones: this.#tombstones,
+      join: (key, sessions, start, end, frontiers, tracker) => this.#join(key, sessions, 0, sessions.length, start, end, frontiers, tracker),
+      dropped: () => {
+        this.#count--
+      },
+    }
   }
 
   get size(): number {
@@ -256,14 +269,6 @@ export class SessionWindowIndex implements WindowIndex {
     tracker.written(this.id, session.key, start, source, cell, states)
   }
 
-  /** Lattice order of a fragment held here against a peer's cell of it: by `compareCells`, then by the states' encodings. */
-  #order(mine: SessionFragment, cell: Cell, bytes: readonly Uint8Array[] | undefined): number {
-    const order = compareCells(mine.cell, cell)
-    const aggregates = this.aggregates
-    if (order !== 0 || aggregates === null || bytes === undefined) return order
-    return aggregates.compare(aggregates.encode(mine.states), bytes)
-  }
-
   #keepTombstone(key: string, fragment: SessionFragment): void {
     let dead = this.#tombstones.get(key)
     if (dead === undefined) {
@@ -278,145 +283,12 @@ export class SessionWindowIndex implements WindowIndex {
     for (const [key, dead] of this.#tombstones) for (const f of dead.values()) yield [key, f]
   }
 
+  /**
+   * Peers' fragments, key by key: a key's sessions are rebuilt from all its fragments, its own,
+   * its peers' and its tombstones.
+   */
   mergeRemote(groups: readonly CellGroup[], frontiers: RemoteFrontiers, tracker: WindowTracker): MergeCounts {
-    const counts: MergeCounts = { applied: 0, stale: 0, expired: 0, finalityViolations: 0, invalid: 0 }
-    // Sessions of a key are rebuilt from all its fragments, so peers' cells are taken key by key.
-    const byKey = new Map<string, RemoteCell[]>()
-    for (const group of groups) {
-      const decoded = groupStates.get(group)
-      for (let i = 0; i < group.keys.length; i++) {
-        const key = group.keys[i] as string
-        let list = byKey.get(key)
-        if (list === undefined) {
-          list = []
-          byKey.set(key, list)
-        }
-        const cell = groupCell(group, i)
-        const states = cell.count === 0 ? null : (decoded?.[i] ?? this.aggregates?.init() ?? null)
-        list.push({ start: group.start, source: group.source, cell, states, bytes: group.aggregates?.[i] })
-      }
-    }
-    for (const [key, list] of byKey) {
-      const c = this.#mergeKey(key, list, frontiers, tracker)
-      counts.applied += c.applied
-      counts.stale += c.stale
-      counts.expired += c.expired
-      counts.finalityViolations += c.finalityViolations
-      counts.invalid += c.invalid
-    }
-    return counts
-  }
-
-  #mergeKey(key: string, entries: readonly RemoteCell[], frontiers: RemoteFrontiers, tracker: WindowTracker): MergeCounts {
-    const counts: MergeCounts = { applied: 0, stale: 0, expired: 0, finalityViolations: 0, invalid: 0 }
-    const gap = this.#gap
-    const sessions = this.#byKey.get(key) ?? []
-    const owner = new Map<string, WindowState>()
-    const fragments = new Map<string, SessionFragment>()
-    for (const s of sessions) {
-      for (const f of s.fragments) {
-        const id = fragmentId(f.source, f.start)
-        owner.set(id, s)
-        fragments.set(id, f)
-      }
-    }
-    const horizon = frontiers.watermark - frontiers.lateness - frontiers.retention
-    const tombstones = this.#tombstones.get(key)
-    if (tombstones !== undefined) {
-      for (const [id, f] of tombstones) {
-        if (Math.max(f.start, f.cell.maxTs) + gap <= horizon) tombstones.delete(id)
-        else fragments.set(id, f)
-      }
-    }
-    const changed = new Set<string>()
-    const sealed = this.#sealed.get(key) ?? Number.NEGATIVE_INFINITY
-    for (const { start, source, cell, states, bytes } of entries) {
-      if (!(cell.maxTs >= start) && cell.count > 0) {
-        counts.invalid++
-        continue
-      }
-      const reachEnd = Math.max(start, cell.maxTs) + gap
-      if (start < sealed || reachEnd + frontiers.lateness + frontiers.retention <= frontiers.watermark) {
-        counts.expired++
-        continue
-      }
-      const id = fragmentId(source, start)
-      const mine = fragments.get(id)
-      if (mine !== undefined && this.#order(mine, cell, bytes) >= 0) {
-        counts.stale++
-        continue
-      }
-      fragments.set(id, { source, start, cell, states })
-      changed.add(id)
-      counts.applied++
-    }
-    if (changed.size === 0) return counts
-    // Sessions that held a fragment which changed (also one that became a tombstone) must be re-emitted.
-    const changedOwners = new Set<WindowState>()
-    for (const id of changed) {
-      const s = owner.get(id)
-      if (s !== undefined) changedOwners.add(s)
-    }
-
-    // Sessions are the connected runs of live fragments [start, maxTs + gap).
-    const live: SessionFragment[] = []
-    const dead = new Map<string, SessionFragment>()
-    for (const [id, f] of fragments) {
-      if (f.cell.count > 0) live.push(f)
-      else dead.set(id, f)
-    }
-    live.sort((a, b) => a.start - b.start)
-    if (dead.size > 0) this.#tombstones.set(key, dead)
-    else this.#tombstones.delete(key)
-    const next: WindowState[] = []
-    const kept = new Set<WindowState>()
-    let i = 0
-    while (i < live.length) {
-      const first = live[i] as SessionFragment
-      let end = first.cell.maxTs + gap
-      let j = i + 1
-      while (j < live.length && (live[j] as SessionFragment).start < end) {
-        end = Math.max(end, (live[j] as SessionFragment).cell.maxTs + gap)
-        j++
-      }
-      const members = live.slice(i, j)
-      const start = first.start
-      // A session split by tombstones lends its object to its first part only.
-      const olds = [...new Set(members.map((f) => owner.get(fragmentId(f.source, f.start))))].filter(
-        (s): s is WindowState => s !== undefined && !kept.has(s),
-      )
-      olds.sort((a, b) => a.start - b.start)
-      // Reuse the old session that already has this start (no identity change) when there is one.
-      const same = olds.findIndex((s) => s.start === start)
-      if (same > 0) olds.unshift(...olds.splice(same, 1))
-      const wasFinal = olds.some((s) => s.final)
-      const touched =
-        olds.length !== 1 || olds.some((s) => changedOwners.has(s)) || members.some((f) => changed.has(fragmentId(f.source, f.start)))
-      const target = this.#join(key, olds, 0, olds.length, start, end, frontiers, tracker)
-      target.fragments = members
-      kept.add(target)
-      next.push(target)
-      if (touched) {
-        if (wasFinal) counts.finalityViolations++
-        tracker.replaced(target)
-        if (target.touchedIn !== frontiers.batch) {
-          target.touchedIn = frontiers.batch
-          tracker.touched(target)
-        }
-      }
-      i = j
-    }
-    // Sessions left with no live fragment (every one became a tombstone) leave live state.
-    for (const s of sessions) {
-      if (kept.has(s) || !s.live) continue
-      tracker.swallowed(s, true)
-      s.live = false
-      s.fragments = []
-      this.#count--
-    }
-    if (next.length === 0) this.#byKey.delete(key)
-    else this.#byKey.set(key, next)
-    return counts
+    return mergeSessionGroups(this.#host, groups, frontiers, tracker)
   }
 
   adopt(window: WindowState): void {
@@ -508,8 +380,4 @@ export class SessionWindowIndex implements WindowIndex {
     for (const w of this.windows()) for (const f of w.fragments) out.push(entry(w.key, f))
     for (const [key, f] of this.tombstones()) out.push(entry(key, f))
   }
-}
-
-function fragmentId(source: string, start: number): string {
-  return `${start}\u0000${source}`
 }

@@ -229,3 +229,13 @@ export function restoredStates(aggregates: AggregateSet | null, bytes: readonly 
 function byFragment(a: SessionFragment, b: SessionFragment): number {
   return a.source < b.source ? -1 : a.source > b.source ? 1 : a.start - b.start
 }
+
+/**
+ * The identity of a source's fragment starting at `start`, as maps of fragments key it.
+ *
+ * @example
+ * fragmentId('d1', 1_000) // '1000\u0000d1'
+ */
+export function fragmentId(source: string, start: number): string {
+  return `${start}\u0000${source}`
+}
