@@ -9,7 +9,7 @@ import type { RemoteAnomalies } from './remoteAnomalies.ts'
 import { cellEntryProblem, clockEntryProblem } from './remoteValidation.ts'
 import type { CellEntry } from '../lattice/cellEntry.ts'
 import type { ClockEntry, MergeReport } from './replicaPort.ts'
-import type { MergeCounts, RemoteFrontiers, WindowTracker, WindowIndex } from '../windows/windowIndex.ts'
+import { addMergeCounts, type MergeCounts, type RemoteFrontiers, type WindowTracker, type WindowIndex } from '../windows/windowIndex.ts'
 
 /** What merging peers' state reads and writes of an engine. */
 export interface PeerMergeState {
@@ -164,12 +164,7 @@ export function mergeRemoteGroups(
       for (const group of list) total.invalid += group.keys.length
       continue
     }
-    const counts = index.mergeRemote(list, frontiers, tracker)
-    total.applied += counts.applied
-    total.stale += counts.stale
-    total.expired += counts.expired
-    total.finalityViolations += counts.finalityViolations
-    total.invalid += counts.invalid
+    addMergeCounts(total, index.mergeRemote(list, frontiers, tracker))
   }
   return total
 }

@@ -7,7 +7,7 @@
 import { type AggregateSet, groupStates } from '../aggregates/aggregateSet.ts'
 import { type Cell, compareCells } from '../lattice/cell.ts'
 import { type CellGroup, groupCell } from '../lattice/cellGroup.ts'
-import type { MergeCounts, RemoteCell, RemoteFrontiers, WindowTracker } from './windowIndex.ts'
+import { addMergeCounts, type MergeCounts, type RemoteCell, type RemoteFrontiers, type WindowTracker } from './windowIndex.ts'
 import { fragmentId, type SessionFragment, type WindowState } from './windowState.ts'
 
 /** What merging reaches of a session index. */
@@ -53,12 +53,7 @@ export function mergeSessionGroups(host: SessionHost, groups: readonly CellGroup
     }
   }
   for (const [key, list] of byKey) {
-    const c = mergeKey(host, key, list, frontiers, tracker)
-    counts.applied += c.applied
-    counts.stale += c.stale
-    counts.expired += c.expired
-    counts.finalityViolations += c.finalityViolations
-    counts.invalid += c.invalid
+    addMergeCounts(counts, mergeKey(host, key, list, frontiers, tracker))
   }
   return counts
 }

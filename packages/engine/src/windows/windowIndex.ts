@@ -132,3 +132,17 @@ export interface MergeCounts {
   finalityViolations: number
   invalid: number
 }
+
+/**
+ * Adds `counts` to `total`.
+ *
+ * @example
+ * addMergeCounts(total, index.mergeRemote(groups, frontiers, tracker))
+ */
+export function addMergeCounts(total: MergeCounts, counts: Readonly<MergeCounts>): void {
+  total.applied += counts.applied
+  total.stale += counts.stale
+  total.expired += counts.expired
+  total.finalityViolations += counts.finalityViolations
+  total.invalid += counts.invalid
+}
