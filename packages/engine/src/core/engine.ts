@@ -4,13 +4,14 @@ import type { CellGroup } from '../lattice/cellGroup.ts'
 import { ChangeFeed } from './changeFeed.ts'
 import { messageOf } from './errorMessage.ts'
 import type { Engine, EngineOptions, EngineStats, IngestReceipt, LateEvent } from './engineApi.ts'
-import { configurationOf, type ResolvedOptions, resolveOptions, windowIndexes } from './engineOptions.ts'
+import { type ResolvedOptions, resolveOptions, windowIndexes } from './engineOptions.ts'
 import type { StreamEvent } from './event.ts'
 import { Frontiers } from '../time/frontiers.ts'
 import { LateLane } from './lateLane.ts'
 import { ingestSink } from './ingestSink.ts'
 import type { EngineCheckpoint } from '../recovery/engineCheckpoint.ts'
 import type { WalOp, WriteAheadLog } from '../recovery/writeAheadLog.ts'
+import { EnginePort } from '../replica/enginePort.ts'
 import { PeerMerge } from '../replica/remoteMerge.ts'
 import type { ClockEntry, MergeReport, ReplicaPort, ReplicaState } from '../replica/replicaPort.ts'
 import type { SyncStatus } from '../replica/syncStatus.ts'
@@ -27,7 +28,6 @@ import { liveCells, queryResults, windowGauges, windowHistory } from '../windows
 
 const DURABLE: Promise<void> = Promise.resolve()
 const NO_CHANGES: readonly WindowChange[] = Object.freeze([])
-const LOCAL_SYNC: SyncStatus = Object.freeze({ state: 'local', lastSync: null, pendingLocalUpdates: 0, peers: 0, refusal: null })
 
 /**
  * The window engine. One instance per replica; see docs/semantics.md for the meaning
@@ -68,17 +68,13 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
    */
   readonly replicaId: string
   readonly #outbox = new ReplicationOutbox()
-  #syncStatus: SyncStatus = LOCAL_SYNC
-  #docBytes = 0
-  #replica: ReplicaPort | null = null
   #wal: WriteAheadLog | null = null
-  readonly #closeListeners = new Set<() => void>()
-  #replicationError: string | null = null
   readonly #remoteAnomalies = new RemoteAnomalies(this.#anomalies)
   #persistenceError: string | null = null
   readonly #lifecycle: WindowLifecycle
   readonly #placement: BatchPlacement
   readonly #peers: PeerMerge
+  readonly #port: EnginePort
 
   constructor(options: EngineOptions<A>) {
     this.#options = resolveOptions(options)
@@ -114,6 +110,17 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
       counts: this.#counts,
       anomalies: this.#anomalies,
       remoteAnomalies: this.#remoteAnomalies,
+    })
+    this.#port = new EnginePort({
+      replicaId: this.replicaId,
+      options: this.#options,
+      outbox: this.#outbox,
+      peers: this.#peers,
+      remoteAnomalies: this.#remoteAnomalies,
+      mergeGroups: (groups, clocks) => this.#mergeRemoteGroups(groups, clocks),
+      exportState: () => this.#exportState(),
+      notify: () => this.#feed.publish(NO_CHANGES),
+      assertOpen: () => this.#assertOpen(),
     })
   }
 
@@ -335,43 +342,12 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
   }
 
   syncStatus(): SyncStatus {
-    return this.#syncStatus
+    return this.#port.status
   }
 
   /** The replication side of this engine (what a Yjs binding drives). */
   get replica(): ReplicaPort {
-    this.#replica ??= {
-      replicaId: this.replicaId,
-      configuration: configurationOf(this.#options),
-      onLocalWrite: (listener) => this.#outbox.listen(listener),
-      mergeRemote: (cells, clocks) => {
-        this.#assertOpen()
-        return this.#mergeRemoteGroups(this.#peers.validCells(cells), clocks)
-      },
-      mergeRemoteGroups: (groups, clocks) => this.#mergeRemoteGroups(groups, clocks),
-      exportState: () => this.#exportState(),
-      exportDurableState: (deliver) => this.#outbox.release({ ...this.#exportState(), expired: [] }, deliver),
-      reportAnomaly: (reason, detail) => this.#remoteAnomalies.report(reason, detail),
-      reportError: (error) => {
-        this.#replicationError = error.message
-      },
-      onClose: (listener) => {
-        if (this.#closed) {
-          listener()
-          return () => {}
-        }
-        this.#closeListeners.add(listener)
-        return () => {
-          this.#closeListeners.delete(listener)
-        }
-      },
-      setSyncStatus: (status, docBytes) => {
-        this.#syncStatus = status
-        this.#docBytes = docBytes
-        this.#feed.publish(NO_CHANGES)
-      },
-    }
-    return this.#replica
+    return this.#port
   }
 
   stats(): EngineStats {
@@ -389,11 +365,11 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
       watermark: f.watermark,
       proofFrontier: f.proof,
       watermarkLag: f.maxTs > f.watermark ? f.maxTs - f.watermark : 0,
-      docBytes: this.#docBytes,
+      docBytes: this.#port.docBytes,
       walRecords: wal?.walRecords ?? 0,
       walBytes: wal?.walBytes ?? 0,
       persistenceError: this.#persistenceError,
-      replicationError: this.#replicationError,
+      replicationError: this.#port.error,
       remoteAnomalies: this.#remoteAnomalies.list(),
       futureSources: this.#futureSources.list(),
       timers: this.#lifecycle.timers,
@@ -403,8 +379,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
-    for (const listener of [...this.#closeListeners]) listener()
-    this.#closeListeners.clear()
+    this.#port.close()
     this.#feed.close()
   }
 

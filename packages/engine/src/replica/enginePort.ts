@@ -1,0 +1,107 @@
+/**
+ * An engine's replica port: what a transport (the Yjs binding) drives, and where it reports
+ * back: its sync status and document size, the last replication error, and the engine's close.
+ */
+import { configurationOf, type ResolvedOptions } from '../core/engineOptions.ts'
+import type { CellEntry } from '../lattice/cellEntry.ts'
+import type { CellGroup } from '../lattice/cellGroup.ts'
+import type { RemoteAnomalies } from './remoteAnomalies.ts'
+import type { PeerMerge } from './remoteMerge.ts'
+import type { ClockEntry, LocalWrite, MergeReport, ReplicaPort, ReplicaState } from './replicaPort.ts'
+import type { ReplicationOutbox } from './replicationOutbox.ts'
+import type { SyncStatus } from './syncStatus.ts'
+
+const LOCAL_SYNC: SyncStatus = Object.freeze({ state: 'local', lastSync: null, pendingLocalUpdates: 0, peers: 0, refusal: null })
+
+/** What the port reaches of its engine. */
+export interface PortEngine {
+  readonly replicaId: string
+  readonly options: ResolvedOptions
+  readonly outbox: ReplicationOutbox
+  readonly peers: PeerMerge
+  readonly remoteAnomalies: RemoteAnomalies
+  /** Peers' groups (already valid, or checked here), logged, merged and settled. */
+  mergeGroups(groups: readonly CellGroup[], clocks: readonly ClockEntry[]): MergeReport
+  exportState(): ReplicaState
+  /** Tells subscribers that something besides results changed (a notification without changes). */
+  notify(): void
+  /** Throws when the engine is closed. */
+  assertOpen(): void
+}
+
+/**
+ * The replica port of one engine. Its members are arrow functions, so a transport may hold
+ * them apart from the port.
+ *
+ * @example
+ * const port = new EnginePort(engineSide)
+ * port.setSyncStatus({ state: 'connected', lastSync: Date.now(), pendingLocalUpdates: 0, peers: 1, refusal: null }, 1_024)
+ * port.status.state // 'connected'
+ */
+export class EnginePort implements ReplicaPort {
+  readonly replicaId: string
+  readonly configuration: string
+  /** What the transport reported last (`local` until it reports). */
+  status: SyncStatus = LOCAL_SYNC
+  /** The shared document's size, as the transport reported it. */
+  docBytes = 0
+  /** The last replication error the transport caught, if any. */
+  error: string | null = null
+  #closed = false
+  readonly #closeListeners = new Set<() => void>()
+  readonly #engine: PortEngine
+
+  constructor(engine: PortEngine) {
+    this.#engine = engine
+    this.replicaId = engine.replicaId
+    this.configuration = configurationOf(engine.options)
+  }
+
+  readonly onLocalWrite = (listener: (write: LocalWrite) => void): (() => void) => this.#engine.outbox.listen(listener)
+
+  readonly mergeRemote = (cells: readonly CellEntry[], clocks: readonly ClockEntry[]): MergeReport => {
+    this.#engine.assertOpen()
+    return this.#engine.mergeGroups(this.#engine.peers.validCells(cells), clocks)
+  }
+
+  readonly mergeRemoteGroups = (groups: readonly CellGroup[], clocks: readonly ClockEntry[]): MergeReport => this.#engine.mergeGroups(groups, clocks)
+
+  readonly exportState = (): ReplicaState => this.#engine.exportState()
+
+  readonly exportDurableState = (deliver: (state: ReplicaState) => void): void => {
+    this.#engine.outbox.release({ ...this.#engine.exportState(), expired: [] }, deliver)
+  }
+
+  readonly reportAnomaly = (reason: 'invalid_remote_cell' | 'source_conflict', detail: string): void => {
+    this.#engine.remoteAnomalies.report(reason, detail)
+  }
+
+  readonly reportError = (error: Error): void => {
+    this.error = error.message
+  }
+
+  readonly onClose = (listener: () => void): (() => void) => {
+    if (this.#closed) {
+      listener()
+      return () => {}
+    }
+    this.#closeListeners.add(listener)
+    return () => {
+      this.#closeListeners.delete(listener)
+    }
+  }
+
+  readonly setSyncStatus = (status: SyncStatus, docBytes: number): void => {
+    this.status = status
+    this.docBytes = docBytes
+    this.#engine.notify()
+  }
+
+  /** The engine closed: every close listener is called once. */
+  close(): void {
+    if (this.#closed) return
+    this.#closed = true
+    for (const listener of [...this.#closeListeners]) listener()
+    this.#closeListeners.clear()
+  }
+}
