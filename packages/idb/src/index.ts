@@ -23,7 +23,7 @@ export { decodeWalRecord, encodeWalRecord } from './wal/walCodec.ts'
 
 export type { CheckpointDecodeResult } from './checkpoint/checkpointEnvelope.ts'
 export type { ArchiveKey, ArchivePort, ArchiveWrite } from './history/archivePort.ts'
-export type { IndexedDbPersistenceOptions } from './store/indexedDbPersistence.ts'
+export type { IndexedDbPersistenceOptions } from './store/indexedDbOptions.ts'
 export type {
   ArchivedChange,
   ArchiveQuery,
