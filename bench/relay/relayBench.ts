@@ -111,9 +111,10 @@ async function main(): Promise<RelayBenchResult> {
     REDIS_URL: (redis as RedisServer).url,
     TIDEMARK_LOG: 'warn',
   })
-  // A relay's first start initializes its PGlite directory, which leaves it holding about twice
-  // the memory of a relay reopening one: the data directory is initialized by a relay run
-  // beforehand, as on any relay deployed before, so the RSS series shows the relay's own growth.
+  // A relay's first start initializes its PGlite directory (seconds of work, and memory the
+  // relay returns only by reopening the directory on a new thread): the data directory is
+  // initialized by a relay run beforehand, as on any relay deployed before, so the series start
+  // from a relay that opened an existing store.
   const initStart = Date.now()
   const init = await spawnRelay('init', relayEnv(dirA, 0))
   const initRssMb = Math.round(processUsage(init.pid).rssBytes / MB)
