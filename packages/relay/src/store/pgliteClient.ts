@@ -107,11 +107,16 @@ class PgliteThread {
     })
   }
 
-  /** Closes the database and resolves once the thread has exited (its WebAssembly memory with it). */
+  /**
+   * Closes the database and ends the thread, which takes its WebAssembly memory with it. The
+   * thread ends even when closing the database failed (the failure is then thrown).
+   */
   async close(): Promise<void> {
-    const exited = new Promise<void>((resolve) => this.#worker.once('exit', () => resolve()))
-    await this.run({ close: true })
-    await exited
+    try {
+      await this.run({ close: true })
+    } finally {
+      await this.#worker.terminate()
+    }
   }
 
   #settle(reply: Exclude<Reply, { readonly ready: true } | { readonly failed: unknown }>): void {
@@ -177,7 +182,11 @@ export async function openPglite(dataDir: string): Promise<SqlClient> {
   }
 }
 
-/** Whether `dataDir` is a file-system path with no PostgreSQL cluster in it yet (PGlite's `memory://` and other schemes are not). */
+/**
+ * Whether `dataDir` is a directory (a path, or a `file://` one) with no PostgreSQL cluster in it
+ * yet; PGlite's `memory://` and other schemes are not.
+ */
 function isNewDirectory(dataDir: string): boolean {
-  return !/^[a-z][a-z0-9+.-]*:\/\//i.test(dataDir) && !existsSync(join(dataDir, 'PG_VERSION'))
+  const path = dataDir.startsWith('file://') ? dataDir.slice('file://'.length) : dataDir
+  return !/^[a-z][a-z0-9+.-]*:\/\//i.test(path) && !existsSync(join(path, 'PG_VERSION'))
 }
