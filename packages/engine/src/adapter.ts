@@ -22,22 +22,8 @@ export { reportListenerError } from './core/listenerError.ts'
 export { messageOf } from './core/errorMessage.ts'
 export { paneInfo } from './windows/paneInfo.ts'
 export { assertKnownOptions, closestName } from './core/knownOptions.ts'
-export {
-  cellCount,
-  cellEntriesOf,
-  cellGroupProblem,
-  cellValuesProblem,
-  compareGroupRow,
-  GROUP_COLUMNS,
-  GroupIndex,
-  groupCellProblem,
-  isName,
-  isTime,
-  MAX_CELL_COUNT,
-  MAX_GROUP_CELLS,
-  validCellGroups,
-  writeGroupRow,
-} from './lattice/cellGroup.ts'
+export { cellCount, cellEntriesOf, compareGroupRow, GROUP_COLUMNS, GroupIndex, MAX_CELL_COUNT, MAX_GROUP_CELLS, writeGroupRow } from './lattice/cellGroup.ts'
+export { cellGroupProblem, cellValuesProblem, groupCellProblem, isName, isTime, validCellGroups } from './lattice/cellGroupValidation.ts'
 export { DoubleSlab } from './lattice/doubleSlab.ts'
 export { encodeAggregateColumn, readAggregateColumn } from './lattice/aggregateColumn.ts'
 export { compareResults } from './windows/windowResult.ts'

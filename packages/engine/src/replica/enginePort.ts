@@ -41,12 +41,9 @@ export interface PortEngine {
 export class EnginePort implements ReplicaPort {
   readonly replicaId: string
   readonly configuration: string
-  /** What the transport reported last (`local` until it reports). */
-  status: SyncStatus = LOCAL_SYNC
-  /** The shared document's size, as the transport reported it. */
-  docBytes = 0
-  /** The last replication error the transport caught, if any. */
-  error: string | null = null
+  #status: SyncStatus = LOCAL_SYNC
+  #docBytes = 0
+  #error: string | null = null
   #closed = false
   readonly #closeListeners = new Set<() => void>()
   readonly #engine: PortEngine
@@ -77,7 +74,7 @@ export class EnginePort implements ReplicaPort {
   }
 
   readonly reportError = (error: Error): void => {
-    this.error = error.message
+    this.#error = error.message
   }
 
   readonly onClose = (listener: () => void): (() => void) => {
@@ -92,9 +89,24 @@ export class EnginePort implements ReplicaPort {
   }
 
   readonly setSyncStatus = (status: SyncStatus, docBytes: number): void => {
-    this.status = status
-    this.docBytes = docBytes
+    this.#status = status
+    this.#docBytes = docBytes
     this.#engine.notify()
+  }
+
+  /** What the transport reported last (`local` until it reports). */
+  get status(): SyncStatus {
+    return this.#status
+  }
+
+  /** The shared document's size, as the transport reported it. */
+  get docBytes(): number {
+    return this.#docBytes
+  }
+
+  /** The last replication error the transport caught, if any. */
+  get error(): string | null {
+    return this.#error
   }
 
   /** The engine closed: every close listener is called once. */

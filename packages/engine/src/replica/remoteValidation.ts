@@ -1,4 +1,4 @@
-import { cellValuesProblem, isName, isTime } from '../lattice/cellGroup.ts'
+import { cellValuesProblem, isName, isTime } from '../lattice/cellGroupValidation.ts'
 import { MAX_ABS_TS } from '../core/event.ts'
 import type { CellEntry } from '../lattice/cellEntry.ts'
 import type { ClockEntry } from './replicaPort.ts'

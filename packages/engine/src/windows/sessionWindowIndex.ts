@@ -2,7 +2,7 @@ import type { SessionIndexSnapshot, SliceIndexSnapshot } from '../recovery/engin
 import type { AggregateSet, States } from '../aggregates/aggregateSet.ts'
 import type { StreamEvent } from '../core/event.ts'
 import { absorbCell, addToCell, emptyCell, tombstone } from '../lattice/cell.ts'
-import type { CellGroup, } from '../lattice/cellGroup.ts'
+import type { CellGroup } from '../lattice/cellGroup.ts'
 import type { CellEntry } from '../lattice/cellEntry.ts'
 import {
   ADMITTED_LATE,
