@@ -22,6 +22,16 @@ export interface SourceFrontiers {
 /** Sources `stats().futureSources` names at most (the engine's bound). */
 const FUTURE_SOURCES = 20
 
+/**
+ * Every source's deliveries, for the reference model: dedup by identity, the conflicting-copy
+ * rule, the frontiers recomputed from the lists, and the `future_ts` sources.
+ *
+ * @example
+ * const sources = new ModelSources()
+ * sources.take(event) // 'first'
+ * sources.delivered(event, now)
+ * sources.take(event) // 'duplicate'
+ */
 export class ModelSources {
   /** Identity of every event taken, with the ts of its first delivery. */
   readonly #seen = new Map<string, number>()

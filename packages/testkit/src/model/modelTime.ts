@@ -34,7 +34,13 @@ export function proofOf(deliveries: readonly Delivery[]): number {
   return proof
 }
 
-/** When `trigger`, armed at processing time `now`, fires; NaN for a trigger with no timer. */
+/**
+ * When `trigger`, armed at processing time `now`, fires; NaN for a trigger with no timer.
+ *
+ * @example
+ * triggerDeadline(afterProcessingTime(1_000), 5_500) // 6_500
+ * triggerDeadline(alignedProcessingTime(1_000, 0), 5_500) // 6_000
+ */
 export function triggerDeadline(trigger: Trigger, now: number): number {
   if (trigger.kind === 'after_processing_time') return now + trigger.delayMs
   if (trigger.kind === 'aligned_processing_time') return Math.floor((now - trigger.offsetMs) / trigger.periodMs) * trigger.periodMs + trigger.offsetMs + trigger.periodMs

@@ -24,7 +24,13 @@ export function modelValidation(input: unknown): AnomalyReason | null {
   return null
 }
 
-/** A batch split into the anomalies of its invalid inputs and its valid events, both in input order. */
+/**
+ * A batch split into the anomalies of its invalid inputs and its valid events, both in input order.
+ *
+ * @example
+ * const { invalid, valid } = partitionInputs([{ id: '', source: 'd1', ts: 1, value: 2 }, event])
+ * invalid // [{ reason: 'missing_id', index: 0 }]; valid // [{ event, index: 1 }]
+ */
 export function partitionInputs(inputs: readonly unknown[]): { invalid: ModelAnomaly[]; valid: { event: StreamEvent; index: number }[] } {
   const invalid: ModelAnomaly[] = []
   const valid: { event: StreamEvent; index: number }[] = []

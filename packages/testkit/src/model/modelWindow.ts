@@ -75,6 +75,10 @@ export function fixedWindows(spec: WindowSpec, ts: number): { start: number; end
 /**
  * A window with no events yet. `bornFired` is set for a window that gets its first event past
  * the firing frontier: the basis the frontiers before the batch had for `end`, and that end.
+ *
+ * @example
+ * const w = newModelWindow(tumbling(1_000), 'temp', 0, 1_000, null)
+ * w.fired // false; w.revision // -1
  */
 export function newModelWindow(
   spec: WindowSpec,
@@ -109,6 +113,10 @@ export function newModelWindow(
 /**
  * A merged session carries on from the earliest session it absorbed: its basis, its panes and
  * its trigger, and what it showed unless its start `moved`.
+ *
+ * @example
+ * carryOn(merged, earliest, false)
+ * merged.panes === earliest.panes // true
  */
 export function carryOn(merged: ModelWindow, earliest: ModelWindow, moved: boolean): void {
   merged.firedBasis = earliest.firedBasis
@@ -122,14 +130,26 @@ export function carryOn(merged: ModelWindow, earliest: ModelWindow, moved: boole
   merged.timerSeq = earliest.timerSeq
 }
 
-/** Count, sum, min and max of `events`' values; null for none. */
+/**
+ * Count, sum, min and max of `events`' values; null for none.
+ *
+ * @example
+ * totalsOf(w.events) // { count: 2, sum: 7, min: 3, max: 4 }
+ */
 export function totalsOf(events: readonly ModelEvent[]): { count: number; sum: number; min: number; max: number } | null {
   if (events.length === 0) return null
   const values = events.map((e) => e.value)
   return { count: values.length, sum: values.reduce((a, b) => a + b, 0), min: Math.min(...values), max: Math.max(...values) }
 }
 
-/** The result a pane of `w` shows: `part` (the whole window, or a discarding pane's events) folded, with its status and pane. */
+/**
+ * The result a pane of `w` shows: `part` (the whole window, or a discarding pane's events)
+ * folded, with its status and pane.
+ *
+ * @example
+ * const pane = { timing: 'on_time', index: 0, onTimeIndex: 0 } as const
+ * paneResult(w, w.events, { status: 'on_time', revision: 0, final: false, basis: 'proven', pane }, undefined).count
+ */
 export function paneResult(
   w: ModelWindow,
   part: readonly ModelEvent[],
