@@ -8,11 +8,11 @@
  *   pnpm bench -- --only=correction-churn,anomaly-heavy [--rounds=N]
  *   pnpm bench -- --report-only     re-render latest.md and latest.svg from latest.json
  */
-import { execFileSync } from 'node:child_process'
+import { measuredRevision } from './harness/revision.ts'
 import { existsSync, mkdirSync, readFileSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
 import { join } from 'node:path'
-import { REPO_DIR, RESULTS_DIR, runProfileProcess } from './harness/child.ts'
+import { RESULTS_DIR, runProfileProcess } from './harness/child.ts'
 import { formatRatio, type ProfileFigures } from './harness/profile.ts'
 import { type BenchRun, type MissingProfile, writeReport } from './harness/report.ts'
 
@@ -56,7 +56,7 @@ if (only !== null) {
 const started = performance.now()
 const loadStart = loadavg()[0] as number
 // Read before the run: other engineers may commit while it is going.
-const engine = reportOnly ? 'unchanged' : engineVersion()
+const engine = reportOnly ? 'unchanged' : measuredRevision(['packages/engine'])
 const fresh: ProfileFigures[] = []
 const failures: { profile: string; error: string }[] = []
 for (const [i, profile] of selected.entries()) {
@@ -97,23 +97,6 @@ process.stdout.write(`wrote ${join(RESULTS_DIR, 'latest.md')} (+ .json, .svg) in
 if (failures.length > 0) {
   process.stdout.write(`${failures.length} profile(s) failed: ${failures.map((f) => f.profile).join(', ')}\n`)
   process.exitCode = 1
-}
-
-/**
- * The engine measured: HEAD and how many engine files differ from it (read-only git queries).
- * `TIDEMARK_ENGINE_REF` names it when running from an export without .git.
- */
-function engineVersion(): string {
-  const given = process.env.TIDEMARK_ENGINE_REF
-  if (given !== undefined && given !== '') return given
-  try {
-    const git = (...args: string[]) => execFileSync('git', args, { cwd: REPO_DIR, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim()
-    const head = git('rev-parse', '--short', 'HEAD')
-    const dirty = git('status', '--porcelain', '--', 'packages/engine').split('\n').filter(Boolean).length
-    return dirty === 0 ? head : `${head} + ${dirty} uncommitted engine file(s)`
-  } catch {
-    return 'unknown'
-  }
 }
 
 function readPreviousRun(): BenchRun | null {

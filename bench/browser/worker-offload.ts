@@ -23,8 +23,7 @@
  * the worker, and main-thread busy time <= 25% of the page engine's; longest task while 10^6
  * events are ingested < 16 ms.
  */
-import { execFileSync } from 'node:child_process'
-import { readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { readFileSync, rmSync } from 'node:fs'
 import type { AddressInfo } from 'node:net'
 import { loadavg, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -35,6 +34,7 @@ import { build, defaultClientConditions, type InlineConfig, preview } from 'vite
 import { RawBrowser, type RawPage } from '../../e2e/tests/workerRawCdp.ts'
 import { isMain } from '../measure.ts'
 import { launchChromium } from './chromium.ts'
+import { type Heap, type MainThread, type OffloadReport, percentile, report, writeLatest } from './offloadReport.ts'
 import type { OffloadResult } from './worker-offload/result.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -58,39 +58,6 @@ const SCENARIOS: readonly Scenario[] = ['devices', 'million', 'memory', 'takeove
 export interface OffloadOptions {
   readonly seconds?: number
   readonly only?: readonly Scenario[]
-}
-
-/** Main-thread figures of one run, from the trace between the page's run:start and run:end marks. */
-export interface MainThread {
-  readonly runMs: number
-  /** Task wall time per second of run, ms. */
-  readonly busyMsPerSecond: number
-  /** Task CPU time per second of run, ms. */
-  readonly cpuMsPerSecond: number
-  readonly longestTaskMs: number
-  /** CPU time of the task with the most CPU time (without time the thread waited for a core). */
-  readonly longestTaskCpuMs: number
-  readonly tasksOver16ms: number
-  readonly frameP50Ms: number
-  readonly frameP95Ms: number
-  readonly frameMaxMs: number
-  readonly events: number
-  readonly mode: string
-}
-
-export interface OffloadReport {
-  readonly browser: string
-  readonly loadAverage: readonly [number, number]
-  readonly devices: readonly { readonly devices: number; readonly rate: number; readonly page: MainThread; readonly worker: MainThread }[]
-  readonly million: { readonly page: MainThread; readonly worker: MainThread } | null
-  readonly memory: { readonly page: Heap; readonly worker: Heap } | null
-  readonly takeover: { readonly closeMs: readonly number[]; readonly freezeMs: readonly number[] } | null
-}
-
-/** JS heap after a forced GC, MB, per target and in total. */
-export interface Heap {
-  readonly totalMB: number
-  readonly targets: readonly { readonly type: string; readonly usedMB: number }[]
 }
 
 interface TraceEvent {
@@ -127,12 +94,6 @@ async function serve(): Promise<{ url: string; close(): Promise<void> }> {
       rmSync(outDir, { recursive: true, force: true })
     },
   }
-}
-
-function percentile(values: readonly number[], p: number): number {
-  if (values.length === 0) return Number.NaN
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] as number
 }
 
 async function waitForResult(page: Page, timeoutMs: number): Promise<OffloadResult> {
@@ -239,9 +200,6 @@ async function memory(url: string, engine: 'page' | 'worker'): Promise<Heap> {
 
 const NO_SHARED_WORKER = 'delete globalThis.SharedWorker'
 
-/** One frame at 60 Hz (16.67 ms), plus the 0.2 ms by which consecutive rAF timestamps of on-time frames differ. */
-const ONE_FRAME_MS = 1000 / 60 + 0.2
-
 /** Leader mode: the leader tab closes; ms until the other tabs are welcomed by a new host. */
 async function closeTakeovers(browser: Browser, url: string, trials: number): Promise<number[]> {
   const context = await browser.newContext()
@@ -343,61 +301,6 @@ export async function run(options: OffloadOptions = {}): Promise<OffloadReport> 
   }
 }
 
-/** Writes bench/results/worker-offload-latest.{md,json}: the report of a full run, with when and what it measured. */
-function writeLatest(r: OffloadReport): void {
-  const results = join(here, '..', 'results')
-  let head = process.env.TIDEMARK_ENGINE_REF ?? 'unknown'
-  try {
-    head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: here, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim()
-  } catch {
-    // An export without .git: TIDEMARK_ENGINE_REF (or 'unknown') names what was measured.
-  }
-  const when = `${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC · HEAD ${head}`
-  writeFileSync(join(results, 'worker-offload-latest.json'), `${JSON.stringify({ when, ...r }, null, 2)}\n`)
-  writeFileSync(join(results, 'worker-offload-latest.md'), `# worker-offload: latest full run\n\n${when}\n\n\`\`\`\n${report(r)}\n\`\`\`\n`)
-}
-
-export function report(r: OffloadReport): string {
-  const f = (v: number, digits = 1): string => (Number.isFinite(v) ? v.toFixed(digits) : '–')
-  const mark = (ok: boolean): string => (ok ? 'PASS' : 'FAIL')
-  const line = (label: string, m: MainThread): string =>
-    `    ${label.padEnd(7)} busy ${f(m.busyMsPerSecond)} ms/s (cpu ${f(m.cpuMsPerSecond)}), frames p50 ${f(m.frameP50Ms)} p95 ${f(m.frameP95Ms)} max ${f(m.frameMaxMs)} ms, longest task ${f(m.longestTaskMs)} ms (cpu ${f(m.longestTaskCpuMs)}; ${m.tasksOver16ms} over 16 ms), ${m.events} events in ${f(m.runMs / 1000, 2)} s [${m.mode}]`
-  const lines = [`worker-offload (${r.browser}, headless, --disable-gpu; load average ${f(r.loadAverage[0])} → ${f(r.loadAverage[1])})`]
-  for (const d of r.devices) {
-    const ratio = d.worker.busyMsPerSecond / d.page.busyMsPerSecond
-    const cpuRatio = d.worker.cpuMsPerSecond / d.page.cpuMsPerSecond
-    lines.push(`  ${d.devices} devices, ${d.rate} readings/s each, a tile per device${d.rate === 0 ? ' (the floor: no reading arrives)' : ''}`, line('page', d.page), line('worker', d.worker))
-    if (d.rate === 0) continue
-    const targeted = d.devices === 200 && d.rate === 20
-    lines.push(
-      `    main-thread busy with the worker: ${f(ratio * 100, 0)}% of the page engine's (cpu ${f(cpuRatio * 100, 0)}%)` +
-        (targeted ? ` [target <= 25%: ${mark(ratio <= 0.25)}]; p95 frame interval ${f(d.worker.frameP95Ms, 2)} ms [target <= 16.7 ms, one 60 Hz frame: ${mark(d.worker.frameP95Ms <= ONE_FRAME_MS)}]` : ''),
-    )
-    // The dashboard's own cost with no reading (the benchmark's frame recorder and the tiles' rendering) is paid in both modes.
-    const floor = r.devices.find((x) => x.devices === d.devices && x.rate === 0)
-    if (floor !== undefined) {
-      const above = (m: MainThread, base: MainThread): number => m.busyMsPerSecond - base.busyMsPerSecond
-      lines.push(`    above the floor of ${d.devices} tiles with no reading: worker ${f(above(d.worker, floor.worker))} ms/s, page ${f(above(d.page, floor.page))} ms/s (${f((above(d.worker, floor.worker) / above(d.page, floor.page)) * 100, 0)}%)`)
-    }
-  }
-  if (r.million !== null) {
-    lines.push('  10^6 events ingested by the page in batches of 10,000', line('page', r.million.page), line('worker', r.million.worker))
-    lines.push(`    longest main-thread task with the worker ${f(r.million.worker.longestTaskMs)} ms [target < 16 ms: ${mark(r.million.worker.longestTaskMs < 16)}], on the page ${f(r.million.page.longestTaskMs)} ms`)
-  }
-  if (r.memory !== null) {
-    const heap = (h: Heap): string => `${f(h.totalMB)} MB (${h.targets.map((t) => `${t.type} ${f(t.usedMB)}`).join(', ')})`
-    lines.push('  memory, four tabs, a minute of 200 devices (12,000 windows), JS heap after GC', `    page    ${heap(r.memory.page)}`, `    worker  ${heap(r.memory.worker)}`)
-  }
-  if (r.takeover !== null) {
-    lines.push(
-      '  leader takeover without SharedWorker, ms from the leader going to the other tabs welcomed by the next host',
-      `    closed  ${r.takeover.closeMs.map((ms) => f(ms, 0)).join(', ')} (median ${f(percentile(r.takeover.closeMs, 0.5), 0)})`,
-      `    frozen  ${r.takeover.freezeMs.map((ms) => f(ms, 0)).join(', ')} (median ${f(percentile(r.takeover.freezeMs, 0.5), 0)})`,
-    )
-  }
-  return lines.join('\n')
-}
-
 if (isMain(import.meta.url)) {
   const arg = (name: string): string | undefined => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3)
   const only = arg('only')?.split(',')
@@ -407,8 +310,8 @@ if (isMain(import.meta.url)) {
   run({ ...(only === undefined ? {} : { only: only as Scenario[] }), ...(seconds === undefined ? {} : { seconds: Number(seconds) }) })
     .then((r) => {
       console.log(process.argv.includes('--json') ? JSON.stringify(r, null, 2) : report(r))
-      // A run of every scenario is the record: bench/results keeps the last one.
-      if (only === undefined) writeLatest(r)
+      // A full run (every scenario, default length) is the record: bench/results keeps the last one.
+      if (only === undefined && seconds === undefined) writeLatest(r)
     })
     .catch((error: unknown) => {
       console.error(error)

@@ -1,0 +1,112 @@
+/**
+ * The figures of a worker-offload run (bench/browser/worker-offload.ts), their report, and the
+ * record a full run leaves in bench/results.
+ */
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { RESULTS_DIR } from '../harness/child.ts'
+import { measuredRevision } from '../harness/revision.ts'
+
+/** Main-thread figures of one run, from the trace between the page's run:start and run:end marks. */
+export interface MainThread {
+  readonly runMs: number
+  /** Task wall time per second of run, ms. */
+  readonly busyMsPerSecond: number
+  /** Task CPU time per second of run, ms. */
+  readonly cpuMsPerSecond: number
+  readonly longestTaskMs: number
+  /** CPU time of the task with the most CPU time (without time the thread waited for a core). */
+  readonly longestTaskCpuMs: number
+  readonly tasksOver16ms: number
+  readonly frameP50Ms: number
+  readonly frameP95Ms: number
+  readonly frameMaxMs: number
+  readonly events: number
+  readonly mode: string
+}
+
+export interface OffloadReport {
+  readonly browser: string
+  readonly loadAverage: readonly [number, number]
+  readonly devices: readonly { readonly devices: number; readonly rate: number; readonly page: MainThread; readonly worker: MainThread }[]
+  readonly million: { readonly page: MainThread; readonly worker: MainThread } | null
+  readonly memory: { readonly page: Heap; readonly worker: Heap } | null
+  readonly takeover: { readonly closeMs: readonly number[]; readonly freezeMs: readonly number[] } | null
+}
+
+/** JS heap after a forced GC, MB, per target and in total. */
+export interface Heap {
+  readonly totalMB: number
+  readonly targets: readonly { readonly type: string; readonly usedMB: number }[]
+}
+
+/** The `p` quantile of `values` (NaN for none). */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return Number.NaN
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] as number
+}
+
+/** One frame at 60 Hz (16.67 ms), plus the 0.2 ms by which consecutive rAF timestamps of on-time frames differ. */
+export const ONE_FRAME_MS = 1000 / 60 + 0.2
+
+/**
+ * Writes bench/results/worker-offload-latest.{md,json}: the report of a full run, with when and
+ * what it measured.
+ *
+ * @example
+ * writeLatest(await run())
+ */
+export function writeLatest(r: OffloadReport): void {
+  const measured = measuredRevision(['packages/engine', 'packages/idb', 'packages/react', 'packages/worker', 'bench/browser'])
+  const when = `${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC · ${measured}`
+  writeFileSync(join(RESULTS_DIR, 'worker-offload-latest.json'), `${JSON.stringify({ when, ...r }, null, 2)}\n`)
+  writeFileSync(join(RESULTS_DIR, 'worker-offload-latest.md'), `# worker-offload: latest full run\n\n${when}\n\n\`\`\`\n${report(r)}\n\`\`\`\n`)
+}
+
+/**
+ * The report of one run, as printed: per scenario the page engine against the worker, with the targets.
+ *
+ * @example
+ * console.log(report(await run({ only: ['million'] })))
+ */
+export function report(r: OffloadReport): string {
+  const f = (v: number, digits = 1): string => (Number.isFinite(v) ? v.toFixed(digits) : '–')
+  const mark = (ok: boolean): string => (ok ? 'PASS' : 'FAIL')
+  const line = (label: string, m: MainThread): string =>
+    `    ${label.padEnd(7)} busy ${f(m.busyMsPerSecond)} ms/s (cpu ${f(m.cpuMsPerSecond)}), frames p50 ${f(m.frameP50Ms)} p95 ${f(m.frameP95Ms)} max ${f(m.frameMaxMs)} ms, longest task ${f(m.longestTaskMs)} ms (cpu ${f(m.longestTaskCpuMs)}; ${m.tasksOver16ms} over 16 ms), ${m.events} events in ${f(m.runMs / 1000, 2)} s [${m.mode}]`
+  const lines = [`worker-offload (${r.browser}, headless, --disable-gpu; load average ${f(r.loadAverage[0])} → ${f(r.loadAverage[1])})`]
+  for (const d of r.devices) {
+    const ratio = d.worker.busyMsPerSecond / d.page.busyMsPerSecond
+    const cpuRatio = d.worker.cpuMsPerSecond / d.page.cpuMsPerSecond
+    lines.push(`  ${d.devices} devices, ${d.rate} readings/s each, a tile per device${d.rate === 0 ? ' (the floor: no reading arrives)' : ''}`, line('page', d.page), line('worker', d.worker))
+    if (d.rate === 0) continue
+    const targeted = d.devices === 200 && d.rate === 20
+    lines.push(
+      `    main-thread busy with the worker: ${f(ratio * 100, 0)}% of the page engine's (cpu ${f(cpuRatio * 100, 0)}%)` +
+        (targeted ? ` [target <= 25%: ${mark(ratio <= 0.25)}]; p95 frame interval ${f(d.worker.frameP95Ms, 2)} ms [target <= 16.7 ms, one 60 Hz frame: ${mark(d.worker.frameP95Ms <= ONE_FRAME_MS)}]` : ''),
+    )
+    // The dashboard's own cost with no reading (the benchmark's frame recorder and the tiles' rendering) is paid in both modes.
+    const floor = r.devices.find((x) => x.devices === d.devices && x.rate === 0)
+    if (floor !== undefined) {
+      const above = (m: MainThread, base: MainThread): number => m.busyMsPerSecond - base.busyMsPerSecond
+      lines.push(`    above the floor of ${d.devices} tiles with no reading: worker ${f(above(d.worker, floor.worker))} ms/s, page ${f(above(d.page, floor.page))} ms/s (${f((above(d.worker, floor.worker) / above(d.page, floor.page)) * 100, 0)}%)`)
+    }
+  }
+  if (r.million !== null) {
+    lines.push('  10^6 events ingested by the page in batches of 10,000', line('page', r.million.page), line('worker', r.million.worker))
+    lines.push(`    longest main-thread task with the worker ${f(r.million.worker.longestTaskMs)} ms [target < 16 ms: ${mark(r.million.worker.longestTaskMs < 16)}], on the page ${f(r.million.page.longestTaskMs)} ms`)
+  }
+  if (r.memory !== null) {
+    const heap = (h: Heap): string => `${f(h.totalMB)} MB (${h.targets.map((t) => `${t.type} ${f(t.usedMB)}`).join(', ')})`
+    lines.push('  memory, four tabs, a minute of 200 devices (12,000 windows), JS heap after GC', `    page    ${heap(r.memory.page)}`, `    worker  ${heap(r.memory.worker)}`)
+  }
+  if (r.takeover !== null) {
+    lines.push(
+      '  leader takeover without SharedWorker, ms from the leader going to the other tabs welcomed by the next host',
+      `    closed  ${r.takeover.closeMs.map((ms) => f(ms, 0)).join(', ')} (median ${f(percentile(r.takeover.closeMs, 0.5), 0)})`,
+      `    frozen  ${r.takeover.freezeMs.map((ms) => f(ms, 0)).join(', ')} (median ${f(percentile(r.takeover.freezeMs, 0.5), 0)})`,
+    )
+  }
+  return lines.join('\n')
+}
