@@ -60,11 +60,8 @@ export function sliceEntries(series: Iterable<SliceSeries>, aggregates: Aggregat
  * liveSliceCells('sliding:3600000:60000', series, null, out)
  */
 export function liveSliceCells(id: string, series: SliceSeries, aggregates: AggregateSet | null, out: CellEntry[]): void {
-  const g = series.geometry
   for (const slice of series.slices.values()) {
-    const parts: [number, CellSet][] = [[slice.ordinal, slice], ...slice.partials()]
-    for (const [from, part] of parts) {
-      const window = from === slice.ordinal ? id : partName(id, g.endOf(from))
+    for (const [window, part] of namedParts(id, slice)) {
       const sources = part.sources()
       for (let i = 0; i < sources.length; i++) {
         const address = { window, key: series.key, start: slice.start, source: sources[i] as string }
@@ -72,6 +69,20 @@ export function liveSliceCells(id: string, series: SliceSeries, aggregates: Aggr
       }
     }
   }
+}
+
+/**
+ * Every part of `slice` with the name its cells are addressed by: `id` for the main part, the
+ * part name (`id@end` of the first window counting it) for each partial part.
+ *
+ * @example
+ * for (const [name, part] of namedParts('sliding:60000:10000', slice)) console.log(name, part.size)
+ */
+export function namedParts(id: string, slice: Slice<SliceSeries>): [string, CellSet][] {
+  const g = slice.series.geometry
+  const parts: [string, CellSet][] = [[id, slice]]
+  for (const [from, part] of slice.partials()) parts.push([partName(id, g.endOf(from)), part])
+  return parts
 }
 
 /**

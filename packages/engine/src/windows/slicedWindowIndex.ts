@@ -7,7 +7,7 @@ import type { SessionIndexSnapshot, SliceIndexSnapshot } from '../recovery/engin
 import type { CellEntry } from '../lattice/cellEntry.ts'
 import { NO_ORDINAL, partName, Slice } from './slice.ts'
 import { SliceGeometry } from './sliceGeometry.ts'
-import { liveSliceCells, mergePeerGroups, type PartsHost, sliceEntries } from './sliceParts.ts'
+import { liveSliceCells, mergePeerGroups, namedParts, type PartsHost, sliceEntries } from './sliceParts.ts'
 import { SliceSeries } from './sliceSeries.ts'
 import {
   ADMITTED_LATE,
@@ -342,10 +342,7 @@ export class SlicedWindowIndex implements WindowIndex {
   }
 
   #dropSlice(series: SliceSeries, slice: Slice<SliceSeries>, expired: ExpiredCell): void {
-    const g = this.#geometry
-    const parts: [number, CellSet][] = [[slice.ordinal, slice], ...slice.partials()]
-    for (const [from, part] of parts) {
-      const name = from === slice.ordinal ? this.id : partName(this.id, g.endOf(from))
+    for (const [name, part] of namedParts(this.id, slice)) {
       for (const source of part.sources()) expired(name, series.key, slice.start, source)
       this.#cells -= part.size
     }
