@@ -4,6 +4,8 @@ import type { AggregateSet, States } from '../aggregates/aggregateSet.ts'
 export interface FoldedSlice {
   folded(): Float64Array
   readonly foldedStates: States | null
+  /** Bumped on every change to one of its cells. */
+  readonly version: number
 }
 
 /**
@@ -19,7 +21,9 @@ export interface FoldedSeries {
 
 /**
  * One block's folds: count, sum, min and max per slice position, of the prefix ending there and
- * the suffix starting there; with aggregates, their states too (null: no cell yet).
+ * the suffix starting there; with aggregates, their states too (null: no cell yet). Each
+ * position also records the slice it folded and that slice's version, so a block whose series
+ * changed refolds only from the first changed position (prefix) and down from the last (suffix).
  */
 export interface BlockFold {
   series: FoldedSeries | null
@@ -29,6 +33,9 @@ export interface BlockFold {
   readonly suffix: Float64Array
   readonly prefixStates: (States | null)[]
   readonly suffixStates: (States | null)[]
+  /** By position: the slice folded there (undefined: none), and its `version` then. */
+  readonly slices: (FoldedSlice | undefined)[]
+  readonly versions: Float64Array
 }
 
 /** Blocks whose folds are kept: a sliding window reads two, and a batch's windows come from a few keys. */
@@ -37,7 +44,10 @@ const SLOTS = 16
 /**
  * Prefix and suffix folds of recently read blocks, shared by the series of one spec: a batch
  * touching a slice changes up to `perBlock` windows, and each would otherwise fold up to
- * `perBlock` slices. A fold stays valid while its series is unchanged (`version`).
+ * `perBlock` slices. A fold stays valid while its series is unchanged (`version`); when the
+ * series changed, only the positions from its first changed slice on (prefixes) and from its
+ * last changed slice down (suffixes) are folded again, with the same additions in the same
+ * order as a fold from scratch (a batch mostly writes a block's newest slice).
  *
  * @example
  * const { prefix } = folds.of(series, block)
@@ -57,28 +67,62 @@ export class BlockFolds {
     const slots = this.#slots
     for (let i = 0; i < slots.length; i++) {
       const slot = slots[i] as BlockFold
-      if (slot.series === series && slot.block === block && slot.version === series.version) return slot
+      if (slot.series === series && slot.block === block) {
+        if (slot.version !== series.version) this.#refold(slot, series, block, false)
+        return slot
+      }
     }
     const k = this.#perBlock
     let slot = slots[this.#next]
     if (slot === undefined) {
-      slot = { series: null, block: 0, version: -1, prefix: new Float64Array(4 * k), suffix: new Float64Array(4 * k), prefixStates: [], suffixStates: [] }
+      slot = {
+        series: null,
+        block: 0,
+        version: -1,
+        prefix: new Float64Array(4 * k),
+        suffix: new Float64Array(4 * k),
+        prefixStates: [],
+        suffixStates: [],
+        slices: [],
+        versions: new Float64Array(k),
+      }
       slots.push(slot)
     }
     this.#next = (this.#next + 1) % SLOTS
     slot.series = series
     slot.block = block
-    slot.version = series.version
-    const { prefix, suffix, prefixStates, suffixStates } = slot
+    this.#refold(slot, series, block, true)
+    return slot
+  }
+
+  /** Brings `slot` up to date with `series` (from scratch when `all`, else from the slices that changed). */
+  #refold(slot: BlockFold, series: FoldedSeries, block: number, all: boolean): void {
+    const k = this.#perBlock
+    const { prefix, suffix, prefixStates, suffixStates, slices: folded, versions } = slot
     const slices = series.slices
-    const aggregates = series.geometry.aggregates
-    let states: States | null = null
-    let count = 0
-    let sum = 0
-    let min = Number.POSITIVE_INFINITY
-    let max = Number.NEGATIVE_INFINITY
+    // The positions whose slice (or its version) differs from what the slot folded.
+    let lo = all ? 0 : k
+    let hi = all ? k - 1 : -1
     for (let i = 0; i < k; i++) {
       const slice = slices.get(block + i)
+      const version = slice === undefined ? -1 : slice.version
+      if (all || slice !== folded[i] || version !== versions[i]) {
+        folded[i] = slice
+        versions[i] = version
+        if (i < lo) lo = i
+        hi = i
+      }
+    }
+    slot.version = series.version
+    if (hi < 0) return
+    const aggregates = series.geometry.aggregates
+    let states: States | null = lo === 0 || aggregates === null ? null : (prefixStates[lo - 1] ?? null)
+    let count = lo === 0 ? 0 : (prefix[4 * lo - 4] as number)
+    let sum = lo === 0 ? 0 : (prefix[4 * lo - 3] as number)
+    let min = lo === 0 ? Number.POSITIVE_INFINITY : (prefix[4 * lo - 2] as number)
+    let max = lo === 0 ? Number.NEGATIVE_INFINITY : (prefix[4 * lo - 1] as number)
+    for (let i = lo; i < k; i++) {
+      const slice = folded[i]
       if (slice !== undefined) {
         const f = slice.folded()
         count += f[0] as number
@@ -93,13 +137,14 @@ export class BlockFolds {
       prefix[4 * i + 2] = min
       prefix[4 * i + 3] = max
     }
-    count = 0
-    sum = 0
-    min = Number.POSITIVE_INFINITY
-    max = Number.NEGATIVE_INFINITY
-    states = null
-    for (let i = k - 1; i >= 0; i--) {
-      const slice = slices.get(block + i)
+    const top = hi === k - 1
+    states = top || aggregates === null ? null : (suffixStates[hi + 1] ?? null)
+    count = top ? 0 : (suffix[4 * hi + 4] as number)
+    sum = top ? 0 : (suffix[4 * hi + 5] as number)
+    min = top ? Number.POSITIVE_INFINITY : (suffix[4 * hi + 6] as number)
+    max = top ? Number.NEGATIVE_INFINITY : (suffix[4 * hi + 7] as number)
+    for (let i = hi; i >= 0; i--) {
+      const slice = folded[i]
       if (slice !== undefined) {
         const f = slice.folded()
         count += f[0] as number
@@ -114,7 +159,6 @@ export class BlockFolds {
       suffix[4 * i + 2] = min
       suffix[4 * i + 3] = max
     }
-    return slot
   }
 
   /** Forgets every fold (a series was dropped, so the slots do not keep it alive). */
@@ -123,6 +167,7 @@ export class BlockFolds {
       slot.series = null
       slot.prefixStates.length = 0
       slot.suffixStates.length = 0
+      slot.slices.length = 0
     }
   }
 }

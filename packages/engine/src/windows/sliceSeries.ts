@@ -22,8 +22,8 @@ const SHARED_FOLDS = 16
  * - then the partial parts of its slices that it counts, by slice, part and source.
  *
  * Prefixes and suffixes of one block are shared by every window that ends or starts in it:
- * `BlockFolds` computes them once per block while the series is unchanged, with the same
- * additions a single window's fold would make.
+ * `BlockFolds` keeps them per block, refolds only the positions a change reaches, and makes the
+ * same additions a single window's fold would make.
  */
 export class SliceSeries implements WindowValues {
   readonly key: string
