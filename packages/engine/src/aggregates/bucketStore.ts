@@ -70,20 +70,11 @@ export function addToStore(store: BucketStore, key: number, count: number, limit
 export function mergeStores(a: BucketStore, b: BucketStore, limit: number): BucketStore {
   if (a.counts.length === 0) return { offset: b.offset, counts: b.counts.slice() }
   if (b.counts.length === 0) return { offset: a.offset, counts: a.counts.slice() }
-  const top = Math.max(a.offset + a.counts.length, b.offset + b.counts.length) - 1
-  const cutoff = top - limit + 1
-  const low = Math.max(Math.min(a.offset, b.offset), cutoff)
-  const counts = new Array<number>(top - low + 1).fill(0)
-  for (const store of [a, b]) {
-    for (let i = 0; i < store.counts.length; i++) {
-      const c = store.counts[i] as number
-      if (c !== 0) {
-        const at = Math.max(store.offset + i, cutoff) - low
-        counts[at] = (counts[at] as number) + c
-      }
-    }
-  }
-  return { offset: low, counts }
+  // The store with the lower offset is copied, the other added into the copy.
+  const lower = a.offset <= b.offset
+  const merged: BucketStore = lower ? { offset: a.offset, counts: a.counts.slice() } : { offset: b.offset, counts: b.counts.slice() }
+  mergeStoreInto(merged, lower ? b : a, limit)
+  return merged
 }
 
 /**

@@ -87,7 +87,8 @@ export function quantiles(options: QuantilesOptions): Aggregate<QuantileSketch, 
   if (!Array.isArray(at) || at.length === 0 || at.length > 100 || !at.every((q) => typeof q === 'number' && q >= 0 && q <= 1)) {
     throw new RangeError(`quantiles: at must list 1 to 100 numbers from 0 to 1, got ${Array.isArray(at) ? `${at.length} item(s): ${JSON.stringify(at.slice(0, 5))}` : typeof at}`)
   }
-  const wanted = at.slice()
+  // The quantiles in ascending order, each with its place in `at`: one walk of the buckets finds them all.
+  const ranked = at.map((q, i) => ({ q, i })).sort((x, y) => x.q - y.q || x.i - y.i)
   const alpha = numberOption('quantiles', 'relativeAccuracy', options.relativeAccuracy, 0.01, 0.0001, 0.5, false)
   const limit = numberOption('quantiles', 'maxBuckets', options.maxBuckets, 2048, 16, 65_536, true)
   const multiplier = mappingMultiplier(alpha)
@@ -147,11 +148,7 @@ export function quantiles(options: QuantilesOptions): Aggregate<QuantileSketch, 
       for (const c of s.negative.counts) n += c
       for (const c of s.positive.counts) n += c
       if (n === 0) return []
-      return wanted.map((q) => {
-        const rank = Math.floor(q * (n - 1))
-        // The extremes are exact, and bound every estimate, which only brings it closer to the true value.
-        return rank === 0 ? s.min : rank === n - 1 ? s.max : Math.min(Math.max(valueAtRank(s, rank, multiplier), s.min), s.max)
-      })
+      return valuesAtRanks(s, ranked, n, multiplier)
     },
     encode,
     decode(bytes) {
@@ -186,18 +183,45 @@ export function quantiles(options: QuantilesOptions): Aggregate<QuantileSketch, 
   }
 }
 
-/** The representative value of the bucket holding the value of rank `rank` (0-based, ascending). */
-function valueAtRank(s: QuantileSketch, rank: number, multiplier: number): number {
+/**
+ * The estimates of `ranked`'s quantiles (ascending) of a sketch of `n` values, in the order of
+ * `at`, from one walk of the buckets. The value of rank ⌊q·(n − 1)⌋ is its bucket's
+ * representative value; the extremes are exact and bound every estimate, which only brings it
+ * closer to the true value.
+ */
+function valuesAtRanks(s: QuantileSketch, ranked: readonly { readonly q: number; readonly i: number }[], n: number, multiplier: number): number[] {
+  const out = new Array<number>(ranked.length)
+  const wanted = ranked.length
+  let next = 0
+  // The rank of the next quantile to find: its bucket is the first whose cumulative count exceeds it.
+  let rank = Math.floor((ranked[0] as { q: number }).q * (n - 1))
   let seen = 0
-  for (let i = 0; i < s.negative.counts.length; i++) {
-    seen += s.negative.counts[i] as number
-    if (seen > rank) return -bucketValue(-(s.negative.offset + i), multiplier)
+  const negative = s.negative.counts
+  for (let i = 0; i < negative.length && next < wanted; i++) {
+    seen += negative[i] as number
+    if (rank < seen) [next, rank] = fill(out, ranked, next, rank, seen, n, s, -bucketValue(-(s.negative.offset + i), multiplier))
   }
   seen += s.zero
-  if (seen > rank) return 0
-  for (let i = 0; i < s.positive.counts.length; i++) {
-    seen += s.positive.counts[i] as number
-    if (seen > rank) return bucketValue(s.positive.offset + i, multiplier)
+  if (next < wanted && rank < seen) [next, rank] = fill(out, ranked, next, rank, seen, n, s, 0)
+  const positive = s.positive.counts
+  for (let i = 0; i < positive.length && next < wanted; i++) {
+    seen += positive[i] as number
+    if (rank < seen) [next, rank] = fill(out, ranked, next, rank, seen, n, s, bucketValue(s.positive.offset + i, multiplier))
   }
-  return s.max
+  if (next < wanted) fill(out, ranked, next, rank, n + 1, n, s, s.max)
+  return out
+}
+
+/**
+ * Gives the quantiles from `next` on whose rank is below `seen` the value `v` (their bucket's
+ * representative, or exact at the extremes, clamped to them); returns the next quantile to find
+ * and its rank.
+ */
+function fill(out: number[], ranked: readonly { readonly q: number; readonly i: number }[], next: number, rank: number, seen: number, n: number, s: QuantileSketch, v: number): [number, number] {
+  while (next < ranked.length && rank < seen) {
+    out[(ranked[next] as { i: number }).i] = rank === 0 ? s.min : rank === n - 1 ? s.max : Math.min(Math.max(v, s.min), s.max)
+    next++
+    if (next < ranked.length) rank = Math.floor((ranked[next] as { q: number }).q * (n - 1))
+  }
+  return [next, rank]
 }

@@ -82,6 +82,27 @@ describe('quantiles: accuracy', () => {
   })
 
   property(
+    'several quantiles read in one walk equal each quantile read alone, in any order of at',
+    fc.record({
+      kind: fc.constantFrom('uniform', 'lognormal', 'mixedSign', 'withZeros'),
+      n: fc.integer({ min: 1, max: 2000 }),
+      seed: fc.integer(),
+      at: fc.array(fc.oneof(fc.constantFrom(0, 1, 0.5), fc.double({ min: 0, max: 1, noNaN: true })), { minLength: 1, maxLength: 12 }),
+      maxBuckets: fc.constantFrom(16, 64, 2048),
+    }),
+    ({ kind, n, seed, at, maxBuckets }) => {
+      const values = sample(kind, n, seed)
+      const together = quantiles({ at, maxBuckets })
+      const estimates = together.result(stateOf(together, values))
+      expect(estimates).toHaveLength(at.length)
+      at.forEach((q, i) => {
+        const alone = quantiles({ at: [q], maxBuckets })
+        expect(estimates[i]).toBe(alone.result(stateOf(alone, values))[0])
+      })
+    },
+  )
+
+  property(
     'every bucket value is within α of every value in the bucket, over the whole float64 range',
     fc.tuple(fc.constantFrom(0.0001, 0.001, 0.01, 0.1, 0.5), fc.double({ min: MIN_NORMAL, max: Number.MAX_VALUE, noNaN: true })),
     ([alpha, x]) => {
