@@ -67,7 +67,10 @@ export function addHash(s: DistinctSketch, hi: number, lo: number, precision: nu
  */
 export function mergeSketches(a: DistinctSketch, b: DistinctSketch, precision: number): DistinctSketch {
   if (a.registers === null && b.registers === null) {
-    const hashes = unionOfSorted(a.hashes, b.hashes)
+    // The longer list copied, the other joined into the copy in place.
+    const swap = a.hashes.length < b.hashes.length
+    const hashes = (swap ? b : a).hashes.slice()
+    unionInto(hashes, (swap ? a : b).hashes)
     if (hashes.length / 2 <= explicitLimit(precision)) return { hashes, registers: null }
     return { hashes: [], registers: registersOf(hashes, precision) }
   }
@@ -264,24 +267,4 @@ function unionInto(a: number[], b: readonly number[]): void {
     }
     at -= 2
   }
-}
-
-function unionOfSorted(a: readonly number[], b: readonly number[]): number[] {
-  const out: number[] = []
-  let i = 0
-  let j = 0
-  while (i < a.length || j < b.length) {
-    const ah = a[i]
-    const bh = b[j]
-    const order = ah === undefined ? 1 : bh === undefined ? -1 : ah - bh || (a[i + 1] as number) - (b[j + 1] as number)
-    if (order <= 0) {
-      out.push(ah as number, a[i + 1] as number)
-      i += 2
-      if (order === 0) j += 2
-    } else {
-      out.push(bh as number, b[j + 1] as number)
-      j += 2
-    }
-  }
-  return out
 }

@@ -143,13 +143,7 @@ export function quantiles(options: QuantilesOptions): Aggregate<QuantileSketch, 
       mergeStoreInto(into.negative, from.negative, limit)
       return into
     },
-    result(s) {
-      let n = s.zero
-      for (const c of s.negative.counts) n += c
-      for (const c of s.positive.counts) n += c
-      if (n === 0) return []
-      return valuesAtRanks(s, ranked, n, multiplier)
-    },
+    result: (s) => valuesAtRanks(s, ranked, multiplier),
     encode,
     decode(bytes) {
       const r = new ByteReader(bytes, WHAT)
@@ -184,44 +178,54 @@ export function quantiles(options: QuantilesOptions): Aggregate<QuantileSketch, 
 }
 
 /**
- * The estimates of `ranked`'s quantiles (ascending) of a sketch of `n` values, in the order of
- * `at`, from one walk of the buckets. The value of rank ⌊q·(n − 1)⌋ is its bucket's
+ * The estimates of `ranked`'s quantiles (ascending) of a sketch, in the order of `at`, from one
+ * walk of the buckets; `[]` for an empty sketch. The value of rank ⌊q·(n − 1)⌋ is its bucket's
  * representative value; the extremes are exact and bound every estimate, which only brings it
  * closer to the true value.
  */
-function valuesAtRanks(s: QuantileSketch, ranked: readonly { readonly q: number; readonly i: number }[], n: number, multiplier: number): number[] {
-  const out = new Array<number>(ranked.length)
+function valuesAtRanks(s: QuantileSketch, ranked: readonly { readonly q: number; readonly i: number }[], multiplier: number): number[] {
+  const negative = s.negative.counts
+  const positive = s.positive.counts
+  let n = s.zero
+  for (let i = 0; i < negative.length; i++) n += negative[i] as number
+  for (let i = 0; i < positive.length; i++) n += positive[i] as number
+  if (n === 0) return []
   const wanted = ranked.length
+  const out = new Array<number>(wanted)
   let next = 0
-  // The rank of the next quantile to find: its bucket is the first whose cumulative count exceeds it.
+  // The rank of the next quantile to find (Infinity once all are found): its bucket is the first
+  // whose cumulative count exceeds it.
   let rank = Math.floor((ranked[0] as { q: number }).q * (n - 1))
   let seen = 0
-  const negative = s.negative.counts
-  for (let i = 0; i < negative.length && next < wanted; i++) {
+  for (let i = 0; i < negative.length && rank < n; i++) {
     seen += negative[i] as number
-    if (rank < seen) [next, rank] = fill(out, ranked, next, rank, seen, n, s, -bucketValue(-(s.negative.offset + i), multiplier))
+    if (rank >= seen) continue
+    const v = -bucketValue(-(s.negative.offset + i), multiplier)
+    do {
+      out[(ranked[next] as { i: number }).i] = estimate(s, rank, n, v)
+      rank = ++next < wanted ? Math.floor((ranked[next] as { q: number }).q * (n - 1)) : Number.POSITIVE_INFINITY
+    } while (rank < seen)
   }
   seen += s.zero
-  if (next < wanted && rank < seen) [next, rank] = fill(out, ranked, next, rank, seen, n, s, 0)
-  const positive = s.positive.counts
-  for (let i = 0; i < positive.length && next < wanted; i++) {
-    seen += positive[i] as number
-    if (rank < seen) [next, rank] = fill(out, ranked, next, rank, seen, n, s, bucketValue(s.positive.offset + i, multiplier))
+  while (rank < seen) {
+    out[(ranked[next] as { i: number }).i] = estimate(s, rank, n, 0)
+    rank = ++next < wanted ? Math.floor((ranked[next] as { q: number }).q * (n - 1)) : Number.POSITIVE_INFINITY
   }
-  if (next < wanted) fill(out, ranked, next, rank, n + 1, n, s, s.max)
+  for (let i = 0; i < positive.length && rank < n; i++) {
+    seen += positive[i] as number
+    if (rank >= seen) continue
+    const v = bucketValue(s.positive.offset + i, multiplier)
+    do {
+      out[(ranked[next] as { i: number }).i] = estimate(s, rank, n, v)
+      rank = ++next < wanted ? Math.floor((ranked[next] as { q: number }).q * (n - 1)) : Number.POSITIVE_INFINITY
+    } while (rank < seen)
+  }
+  // Only a sketch whose counts fall short of n (none does) would leave a quantile: the maximum.
+  while (next < wanted) out[(ranked[next++] as { i: number }).i] = s.max
   return out
 }
 
-/**
- * Gives the quantiles from `next` on whose rank is below `seen` the value `v` (their bucket's
- * representative, or exact at the extremes, clamped to them); returns the next quantile to find
- * and its rank.
- */
-function fill(out: number[], ranked: readonly { readonly q: number; readonly i: number }[], next: number, rank: number, seen: number, n: number, s: QuantileSketch, v: number): [number, number] {
-  while (next < ranked.length && rank < seen) {
-    out[(ranked[next] as { i: number }).i] = rank === 0 ? s.min : rank === n - 1 ? s.max : Math.min(Math.max(v, s.min), s.max)
-    next++
-    if (next < ranked.length) rank = Math.floor((ranked[next] as { q: number }).q * (n - 1))
-  }
-  return [next, rank]
+/** The estimate at `rank` of `n` values whose bucket stands for `v`: exact at the extremes, else `v` within them. */
+function estimate(s: QuantileSketch, rank: number, n: number, v: number): number {
+  return rank === 0 ? s.min : rank === n - 1 ? s.max : Math.min(Math.max(v, s.min), s.max)
 }
