@@ -21,9 +21,10 @@ export interface FoldedSeries {
 
 /**
  * One block's folds: count, sum, min and max per slice position, of the prefix ending there and
- * the suffix starting there; with aggregates, their states too (null: no cell yet). Each
- * position also records the slice it folded and that slice's version, so a block whose series
- * changed refolds only from the first changed position (prefix) and down from the last (suffix).
+ * the suffix starting there; with aggregates, their states too (null: no cell yet). Positions
+ * are folded when first read and stay valid until a slice they cover changes: prefixes below
+ * `prefixValid`, suffixes from `suffixFrom` on. Each position records the slice it folded and
+ * that slice's version, by which a changed series tells which positions it reached.
  */
 export interface BlockFold {
   series: FoldedSeries | null
@@ -33,7 +34,10 @@ export interface BlockFold {
   readonly suffix: Float64Array
   readonly prefixStates: (States | null)[]
   readonly suffixStates: (States | null)[]
-  /** By position: the slice folded there (undefined: none), and its `version` then. */
+  /** Prefixes `0 .. prefixValid − 1` and suffixes `suffixFrom .. perBlock − 1` are up to date. */
+  prefixValid: number
+  suffixFrom: number
+  /** By position: the slice there when the slot last looked (undefined: none), and its `version` then. */
   readonly slices: (FoldedSlice | undefined)[]
   readonly versions: Float64Array
 }
@@ -44,14 +48,15 @@ const SLOTS = 16
 /**
  * Prefix and suffix folds of recently read blocks, shared by the series of one spec: a batch
  * touching a slice changes up to `perBlock` windows, and each would otherwise fold up to
- * `perBlock` slices. A fold stays valid while its series is unchanged (`version`); when the
- * series changed, only the positions from its first changed slice on (prefixes) and from its
- * last changed slice down (suffixes) are folded again, with the same additions in the same
- * order as a fold from scratch (a batch mostly writes a block's newest slice).
+ * `perBlock` slices. A position is folded when a window first reads it, from its neighbour, with
+ * the same additions in the same order as a fold from scratch; a change to a slice makes stale
+ * only the prefixes from it on and the suffixes up to it. So the early panes of a batch that
+ * wrote a block's newest slice refold the suffixes they read, and an on-time pane reading a
+ * block the batch did not reach refolds nothing.
  *
  * @example
- * const { prefix } = folds.of(series, block)
- * prefix[4 * i + 1] // sum of the block's slices 0..i
+ * const fold = folds.prefix(series, block, 4)
+ * fold.prefix[4 * 4 + 1] // sum of the block's slices 0..4
  */
 export class BlockFolds {
   readonly #slots: BlockFold[] = []
@@ -62,67 +67,20 @@ export class BlockFolds {
     this.#perBlock = perBlock
   }
 
-  /** The folds of `series`'s block starting at ordinal `block`, computed if not kept. */
-  of(series: FoldedSeries, block: number): BlockFold {
-    const slots = this.#slots
-    for (let i = 0; i < slots.length; i++) {
-      const slot = slots[i] as BlockFold
-      if (slot.series === series && slot.block === block) {
-        if (slot.version !== series.version) this.#refold(slot, series, block, false)
-        return slot
-      }
-    }
-    const k = this.#perBlock
-    let slot = slots[this.#next]
-    if (slot === undefined) {
-      slot = {
-        series: null,
-        block: 0,
-        version: -1,
-        prefix: new Float64Array(4 * k),
-        suffix: new Float64Array(4 * k),
-        prefixStates: [],
-        suffixStates: [],
-        slices: [],
-        versions: new Float64Array(k),
-      }
-      slots.push(slot)
-    }
-    this.#next = (this.#next + 1) % SLOTS
-    slot.series = series
-    slot.block = block
-    this.#refold(slot, series, block, true)
-    return slot
-  }
-
-  /** Brings `slot` up to date with `series` (from scratch when `all`, else from the slices that changed). */
-  #refold(slot: BlockFold, series: FoldedSeries, block: number, all: boolean): void {
-    const k = this.#perBlock
-    const { prefix, suffix, prefixStates, suffixStates, slices: folded, versions } = slot
-    const slices = series.slices
-    // The positions whose slice (or its version) differs from what the slot folded.
-    let lo = all ? 0 : k
-    let hi = all ? k - 1 : -1
-    for (let i = 0; i < k; i++) {
-      const slice = slices.get(block + i)
-      const version = slice === undefined ? -1 : slice.version
-      if (all || slice !== folded[i] || version !== versions[i]) {
-        folded[i] = slice
-        versions[i] = version
-        if (i < lo) lo = i
-        hi = i
-      }
-    }
-    slot.version = series.version
-    if (hi < 0) return
+  /** The folds of `series`'s block starting at ordinal `block`, with the prefix ending at position `at` up to date. */
+  prefix(series: FoldedSeries, block: number, at: number): BlockFold {
+    const slot = this.#slot(series, block)
+    if (slot.prefixValid > at) return slot
+    const { prefix, prefixStates, slices } = slot
     const aggregates = series.geometry.aggregates
-    let states: States | null = lo === 0 || aggregates === null ? null : (prefixStates[lo - 1] ?? null)
-    let count = lo === 0 ? 0 : (prefix[4 * lo - 4] as number)
-    let sum = lo === 0 ? 0 : (prefix[4 * lo - 3] as number)
-    let min = lo === 0 ? Number.POSITIVE_INFINITY : (prefix[4 * lo - 2] as number)
-    let max = lo === 0 ? Number.NEGATIVE_INFINITY : (prefix[4 * lo - 1] as number)
-    for (let i = lo; i < k; i++) {
-      const slice = folded[i]
+    let i = slot.prefixValid
+    let states: States | null = i === 0 || aggregates === null ? null : (prefixStates[i - 1] ?? null)
+    let count = i === 0 ? 0 : (prefix[4 * i - 4] as number)
+    let sum = i === 0 ? 0 : (prefix[4 * i - 3] as number)
+    let min = i === 0 ? Number.POSITIVE_INFINITY : (prefix[4 * i - 2] as number)
+    let max = i === 0 ? Number.NEGATIVE_INFINITY : (prefix[4 * i - 1] as number)
+    for (; i <= at; i++) {
+      const slice = slices[i]
       if (slice !== undefined) {
         const f = slice.folded()
         count += f[0] as number
@@ -137,14 +95,26 @@ export class BlockFolds {
       prefix[4 * i + 2] = min
       prefix[4 * i + 3] = max
     }
-    const top = hi === k - 1
-    states = top || aggregates === null ? null : (suffixStates[hi + 1] ?? null)
-    count = top ? 0 : (suffix[4 * hi + 4] as number)
-    sum = top ? 0 : (suffix[4 * hi + 5] as number)
-    min = top ? Number.POSITIVE_INFINITY : (suffix[4 * hi + 6] as number)
-    max = top ? Number.NEGATIVE_INFINITY : (suffix[4 * hi + 7] as number)
-    for (let i = hi; i >= 0; i--) {
-      const slice = folded[i]
+    slot.prefixValid = at + 1
+    return slot
+  }
+
+  /** The folds of `series`'s block starting at ordinal `block`, with the suffix starting at position `at` up to date. */
+  suffix(series: FoldedSeries, block: number, at: number): BlockFold {
+    const slot = this.#slot(series, block)
+    if (slot.suffixFrom <= at) return slot
+    const k = this.#perBlock
+    const { suffix, suffixStates, slices } = slot
+    const aggregates = series.geometry.aggregates
+    let i = slot.suffixFrom - 1
+    const top = i === k - 1
+    let states: States | null = top || aggregates === null ? null : (suffixStates[i + 1] ?? null)
+    let count = top ? 0 : (suffix[4 * i + 4] as number)
+    let sum = top ? 0 : (suffix[4 * i + 5] as number)
+    let min = top ? Number.POSITIVE_INFINITY : (suffix[4 * i + 6] as number)
+    let max = top ? Number.NEGATIVE_INFINITY : (suffix[4 * i + 7] as number)
+    for (; i >= at; i--) {
+      const slice = slices[i]
       if (slice !== undefined) {
         const f = slice.folded()
         count += f[0] as number
@@ -159,6 +129,75 @@ export class BlockFolds {
       suffix[4 * i + 2] = min
       suffix[4 * i + 3] = max
     }
+    slot.suffixFrom = at
+    return slot
+  }
+
+  /** The slot holding `series`'s block, its stale positions marked (a new slot: every position). */
+  #slot(series: FoldedSeries, block: number): BlockFold {
+    const slots = this.#slots
+    for (let i = 0; i < slots.length; i++) {
+      const slot = slots[i] as BlockFold
+      if (slot.series === series && slot.block === block) {
+        if (slot.version !== series.version) this.#sync(slot, series, block)
+        return slot
+      }
+    }
+    const k = this.#perBlock
+    let slot = slots[this.#next]
+    if (slot === undefined) {
+      slot = {
+        series: null,
+        block: 0,
+        version: -1,
+        prefix: new Float64Array(4 * k),
+        suffix: new Float64Array(4 * k),
+        prefixStates: [],
+        suffixStates: [],
+        prefixValid: 0,
+        suffixFrom: k,
+        slices: [],
+        versions: new Float64Array(k),
+      }
+      slots.push(slot)
+    }
+    this.#next = (this.#next + 1) % SLOTS
+    slot.series = series
+    slot.block = block
+    slot.prefixValid = 0
+    slot.suffixFrom = k
+    slot.prefixStates.length = 0
+    slot.suffixStates.length = 0
+    const slices = series.slices
+    for (let i = 0; i < k; i++) {
+      const slice = slices.get(block + i)
+      slot.slices[i] = slice
+      slot.versions[i] = slice === undefined ? -1 : slice.version
+    }
+    slot.version = series.version
+    return slot
+  }
+
+  /** Marks stale the prefixes from the first position whose slice changed and the suffixes up to the last. */
+  #sync(slot: BlockFold, series: FoldedSeries, block: number): void {
+    const k = this.#perBlock
+    const { slices: known, versions } = slot
+    const slices = series.slices
+    let lo = k
+    let hi = -1
+    for (let i = 0; i < k; i++) {
+      const slice = slices.get(block + i)
+      const version = slice === undefined ? -1 : slice.version
+      if (slice !== known[i] || version !== versions[i]) {
+        known[i] = slice
+        versions[i] = version
+        if (i < lo) lo = i
+        hi = i
+      }
+    }
+    slot.version = series.version
+    if (lo < slot.prefixValid) slot.prefixValid = lo
+    if (hi >= slot.suffixFrom) slot.suffixFrom = hi + 1
   }
 
   /** Forgets every fold (a series was dropped, so the slots do not keep it alive). */

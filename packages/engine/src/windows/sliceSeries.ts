@@ -22,8 +22,8 @@ const SHARED_FOLDS = 16
  * - then the partial parts of its slices that it counts, by slice, part and source.
  *
  * Prefixes and suffixes of one block are shared by every window that ends or starts in it:
- * `BlockFolds` keeps them per block, refolds only the positions a change reaches, and makes the
- * same additions a single window's fold would make.
+ * `BlockFolds` keeps them per block, folds a position when a window first reads it, refolds only
+ * the positions a change reaches, and makes the same additions a single window's fold would make.
  */
 export class SliceSeries implements WindowValues {
   readonly key: string
@@ -128,7 +128,7 @@ export class SliceSeries implements WindowValues {
   /** Adds the fold of the block's slices from its start up to `last`, left to right. */
   #prefixInto(last: number, into: Aggregate): void {
     const block = this.geometry.blockStart(last)
-    const fold = this.geometry.folds.of(this, block)
+    const fold = this.geometry.folds.prefix(this, block, last - block)
     const p = fold.prefix
     const at = 4 * (last - block)
     this.#statesInto(fold.prefixStates[last - block], into)
@@ -141,7 +141,7 @@ export class SliceSeries implements WindowValues {
   /** Adds the fold of the block's slices from `first` to its end, right to left. */
   #suffixInto(first: number, into: Aggregate): void {
     const block = this.geometry.blockStart(first)
-    const fold = this.geometry.folds.of(this, block)
+    const fold = this.geometry.folds.suffix(this, block, first - block)
     const s = fold.suffix
     const at = 4 * (first - block)
     this.#statesInto(fold.suffixStates[first - block], into)
