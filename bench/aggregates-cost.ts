@@ -5,6 +5,9 @@
  *   uploads of 500; tumbling 1 min, out-of-orderness 10 s, lateness 60 s) through the engine
  *   without aggregates and through the same engine keeping `quantiles` (p50, p95, p99) and
  *   `distinct` (devices). Target: the sketched engine keeps ≥ 50% of the plain one's throughput.
+ * - Sliding: sliding-1h-1m's workload (100k readings, 50 devices × 4 metrics every 20 s; one hour
+ *   sliding every minute, 60 windows per reading) with and without the same two aggregates: every
+ *   early pane merges its window's slice states, so this is where sketches cost the most.
  * - Join: a fresh replica bound to a Y.Doc applies one update holding 8 writer replicas × 10k
  *   cells (100 keys × 100 one-minute windows, 2 readings per cell; merge-8-replicas' state), with
  *   the same two aggregates, beside the same join without them: elapsed time, and the encoded
@@ -15,6 +18,7 @@
 import {
   boundedOutOfOrderness,
   createEngine,
+  sliding,
   distinct,
   type EngineOptions,
   manual,
@@ -30,7 +34,7 @@ import { runProfileCli } from './harness/profile.ts'
 import { writerEvents } from './merge-8-replicas.ts'
 import { isMain } from './measure.ts'
 import { tidemarkContender } from './peers/tidemark.ts'
-import { deviceStream, eventCount } from './workload.ts'
+import { deviceStream, eventCount, metricFleet } from './workload.ts'
 
 const MINUTE = 60_000
 const T0 = 1_700_000_000_000 - (1_700_000_000_000 % MINUTE)
@@ -94,6 +98,8 @@ export function define(): ProfileDefinition {
     batchSize: 500,
   })
   const options: Omit<EngineOptions, 'now'> = { windows: [tumbling(MINUTE)], watermark: boundedOutOfOrderness(10_000), allowedLateness: 60_000 }
+  const slidingBatches = metricFleet({ events: 100_000, sources: 50, metrics: 4, spacing: 20_000, lateShare: 0.05, lateBy: 2 * MINUTE, seed: 61, batchSize: 500 })
+  const slidingOptions: Omit<EngineOptions, 'now'> = { windows: [sliding(60 * MINUTE, MINUTE)], watermark: boundedOutOfOrderness(MINUTE), allowedLateness: 5 * MINUTE }
   return {
     name: 'aggregates-cost',
     description: 'streaming-100k ingested with and without quantiles + distinct; the one-update join of 8 replicas × 10k cells with and without them',
@@ -104,6 +110,14 @@ export function define(): ProfileDefinition {
       tidemarkContender(batches, { ...options, aggregates: SKETCHES } as Omit<EngineOptions, 'now'>, {
         name: 'tidemark-sketched',
         label: 'the same engine keeping quantiles (p50, p95, p99) and distinct (devices) in every cell and window',
+      }),
+      tidemarkContender(slidingBatches, slidingOptions, {
+        name: 'sliding',
+        label: "sliding-1h-1m's readings and windows, without aggregates",
+      }),
+      tidemarkContender(slidingBatches, { ...slidingOptions, aggregates: SKETCHES } as Omit<EngineOptions, 'now'>, {
+        name: 'sliding-sketched',
+        label: "sliding-1h-1m's readings and windows, with quantiles and distinct",
       }),
       joinContender(false),
       joinContender(true),
@@ -118,6 +132,13 @@ export function define(): ProfileDefinition {
         target: 0.5,
       },
       {
+        name: 'sliding-sketched/plain',
+        label: 'sliding 1 h every 1 min with quantiles and distinct, as a share of the same without',
+        subject: 'sliding-sketched',
+        reference: 'sliding',
+        format: 'percent',
+      },
+      {
         name: 'join-sketched/plain',
         label: 'the 8 × 10k join with sketches, as a share of the same join without',
         subject: 'join-sketched',
@@ -125,7 +146,10 @@ export function define(): ProfileDefinition {
         format: 'percent',
       },
     ],
-    agree: [['tidemark', 'tidemark-sketched']],
+    agree: [
+      ['tidemark', 'tidemark-sketched'],
+      ['sliding', 'sliding-sketched'],
+    ],
     showTimes: true,
     showGauges: ['bytesPerCell', 'bytesPerCellSketched'],
     rounds: 5,
