@@ -125,8 +125,32 @@ export interface RelayOptions {
    * For a process that is only a relay (the CLI sets it); it changes the whole process. Default false.
    */
   readonly guardProcess?: boolean
-  /** Clock for rate limits and idle rooms. Default `Date.now`. */
+  /** Clock for rate limits, idle rooms and token expiry. Default `Date.now`. */
   readonly now?: () => number
+  /** Where the relay arms its deadlines (idle rooms, token expiry). Default the global timers; a test gives fake ones with a fake `now`. */
+  readonly timers?: RelayTimers
+}
+
+/**
+ * Timers the relay arms its deadlines with, read against its `now`.
+ *
+ * @example
+ * const timers: RelayTimers = { setTimeout: (run, ms) => setTimeout(run, ms), clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout) }
+ */
+export interface RelayTimers {
+  /** Runs `run` once, `ms` from now; returns what `clearTimeout` takes. */
+  setTimeout(run: () => void, ms: number): unknown
+  clearTimeout(handle: unknown): void
+}
+
+/** The global timers, not holding the process open (a relay's sockets do that). */
+const GLOBAL_TIMERS: RelayTimers = {
+  setTimeout(run, ms) {
+    const timer = setTimeout(run, ms)
+    timer.unref()
+    return timer
+  },
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
 }
 
 /**
@@ -147,11 +171,12 @@ export interface ResolvedRelayOptions {
   readonly persistence: RelayPersistence
   readonly log: RelayLog
   readonly guardProcess: boolean
-  /** Clock for rate limits and idle rooms. */
+  /** Clock for rate limits, idle rooms and token expiry. */
   readonly now: () => number
+  readonly timers: RelayTimers
 }
 
-const OPTION_KEYS = new Set(['host', 'port', 'store', 'redisUrl', 'auth', 'devTokens', 'limits', 'persistence', 'log', 'guardProcess', 'now'])
+const OPTION_KEYS = new Set(['host', 'port', 'store', 'redisUrl', 'auth', 'devTokens', 'limits', 'persistence', 'log', 'guardProcess', 'now', 'timers'])
 
 /**
  * True for an address only this machine can reach.
@@ -210,6 +235,10 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
   for (const name of ['log', 'now'] as const) {
     if (options[name] !== undefined && typeof options[name] !== 'function') throw new TypeError(`startRelay: ${name} must be a function`)
   }
+  const timers = options.timers
+  if (timers !== undefined && (typeof timers !== 'object' || timers === null || typeof timers.setTimeout !== 'function' || typeof timers.clearTimeout !== 'function')) {
+    throw new TypeError('startRelay: timers must be { setTimeout, clearTimeout }')
+  }
   return {
     host,
     port,
@@ -222,5 +251,6 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
     log: options.log ?? stderrLog('warn'),
     guardProcess: options.guardProcess === true,
     now: options.now ?? Date.now,
+    timers: timers ?? GLOBAL_TIMERS,
   }
 }

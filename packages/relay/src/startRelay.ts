@@ -13,6 +13,7 @@ import { TokenVerifier } from './auth/tokenVerifier.ts'
 import { FleetDirectory } from './directory/fleetDirectory.ts'
 import { AccessGate } from './gate/accessGate.ts'
 import { SocketGuard } from './gate/socketGuard.ts'
+import { TokenExpiry } from './gate/tokenExpiry.ts'
 import { relayHttp } from './http/relayHttp.ts'
 import { RelayMetrics } from './metrics/relayMetrics.ts'
 import { installProcessBackstop } from './processBackstop.ts'
@@ -70,7 +71,7 @@ const SOCKET_CLOSE_MS = 1000
  */
 export async function startRelay(options: RelayOptions): Promise<Relay> {
   const o = resolveRelayOptions(options)
-  const verifier = new TokenVerifier(o.auth)
+  const verifier = new TokenVerifier(o.auth, o.now)
   const { log } = o
   const metrics = new RelayMetrics()
   const uninstallBackstop = o.guardProcess ? installProcessBackstop(metrics, log) : () => undefined
@@ -99,7 +100,8 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   const stopWatchingLoop = metrics.watchEventLoop()
 
   const sizes = new RoomSizes(o.limits.maxRoomBytes)
-  const idle = new IdleRooms(o.limits.idleRoomMs, o.now, log)
+  const idle = new IdleRooms(o.limits.idleRoomMs, o.now, o.timers, log)
+  const expiry = new TokenExpiry(o.now, o.timers)
   const gate = new AccessGate({
     verifier,
     metrics,
@@ -108,6 +110,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     idle,
     log,
     now: o.now,
+    expiry,
   })
   const persistence = new RoomPersistence({ store, sizes, idle, metrics, log })
   const fanOut = new UpdateFanOut(log)
@@ -165,6 +168,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   const closeAll = async (): Promise<void> => {
     persistence.closing()
     idle.close()
+    expiry.close()
     const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()))
     for (const document of hocuspocus.documents.values()) {
       for (const connection of document.getConnections()) connection.close({ code: 1001, reason: 'tidemark:shutdown' })

@@ -39,8 +39,11 @@ export class TokenVerifier {
   readonly #key: Uint8Array | KeyObject
   readonly #algorithms: string[]
 
-  /** Throws a TypeError or RangeError naming what is wrong with the key. */
-  constructor(key: TokenKey) {
+  readonly #now: () => number
+
+  /** Throws a TypeError or RangeError naming what is wrong with the key. `now` is the clock `exp` is read against. */
+  constructor(key: TokenKey, now: () => number = Date.now) {
+    this.#now = now
     if ('secret' in key) {
       if (!(key.secret instanceof Uint8Array) || key.secret.byteLength < MIN_SECRET_BYTES) {
         throw new RangeError(`the HS256 secret must be at least ${MIN_SECRET_BYTES} bytes`)
@@ -65,7 +68,7 @@ export class TokenVerifier {
     if (token.length > MAX_TOKEN_LENGTH) return new Refusal('bad-token', `longer than ${MAX_TOKEN_LENGTH} characters`)
     let payload: Record<string, unknown>
     try {
-      payload = (await jwtVerify(token, this.#key, { algorithms: this.#algorithms, requiredClaims: ['exp'] })).payload
+      payload = (await jwtVerify(token, this.#key, { algorithms: this.#algorithms, requiredClaims: ['exp'], currentDate: new Date(this.#now()) })).payload
     } catch (error) {
       return refusalOf(error)
     }

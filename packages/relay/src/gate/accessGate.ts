@@ -4,6 +4,10 @@
  * message of an open connection in `beforeHandleMessage`, before Hocuspocus applies, stores or
  * forwards it.
  *
+ * A connection whose token expires is closed, at its `exp` or at its first message after it,
+ * with the reason `tidemark:token-expired`: not a refusal, so the client joins again with a
+ * fresh token.
+ *
  * A refused or held message is turned into a no-op for Hocuspocus by rewriting its type byte
  * (QueryAwareness, which Hocuspocus ignores for a client connection) rather than by throwing:
  * Hocuspocus logs every thrown error and would apply messages already in flight.
@@ -31,6 +35,7 @@ import type { RoomSizes } from '../rooms/roomSizes.ts'
 import type { RelayLog } from '../relayLog.ts'
 import { ConnectionGate, type HeldUpdate } from './connectionGate.ts'
 import type { SocketGuard } from './socketGuard.ts'
+import type { TokenExpiry } from './tokenExpiry.ts'
 
 /**
  * What the gate enforces.
@@ -60,14 +65,18 @@ export interface RelayContext {
 
 const NOTHING: WriteGrant = { replicas: new Set(), sources: new Set() }
 
-/** A message goes through, is dropped silently (held, or already refused), or is refused. */
-type Decision = 'pass' | 'drop' | Refusal
+/** A message goes through, is dropped silently (held, or already refused), is refused, or came after the token expired. */
+type Decision = 'pass' | 'drop' | 'expired' | Refusal
+
+/** The reason a connection whose token expired is closed with. */
+export const TOKEN_EXPIRED_CLOSE = 'tidemark:token-expired'
+
 
 /**
  * Authentication and per-message authorization, as a Hocuspocus extension.
  *
  * @example
- * const gate = new AccessGate({ verifier, metrics, limits, sizes, idle, log, now: Date.now })
+ * const gate = new AccessGate({ verifier, metrics, limits, sizes, idle, log, now: Date.now, expiry: new TokenExpiry(Date.now, timers) })
  * new Hocuspocus({ extensions: [gate] })
  */
 export class AccessGate implements Extension {
@@ -81,6 +90,7 @@ export class AccessGate implements Extension {
   readonly #idle: IdleRooms
   readonly #log: RelayLog
   readonly #now: () => number
+  readonly #expiry: TokenExpiry
   #heldUpdates = 0
 
   constructor(deps: {
@@ -91,6 +101,7 @@ export class AccessGate implements Extension {
     readonly idle: IdleRooms
     readonly log: RelayLog
     readonly now: () => number
+    readonly expiry: TokenExpiry
   }) {
     this.#verifier = deps.verifier
     this.#metrics = deps.metrics
@@ -99,6 +110,7 @@ export class AccessGate implements Extension {
     this.#idle = deps.idle
     this.#log = deps.log
     this.#now = deps.now
+    this.#expiry = deps.expiry
   }
 
   /** Updates currently held, across connections. */
@@ -124,16 +136,29 @@ export class AccessGate implements Extension {
     return { tidemark: { gate: new ConnectionGate(grant, room, documentName, rate, this.#now) } }
   }
 
-  async connected({ documentName, context }: connectedPayload): Promise<void> {
-    ;(context as RelayContext).socket?.opened(documentName)
+  async connected({ documentName, context, connection }: connectedPayload): Promise<void> {
+    const relayContext = context as RelayContext
+    relayContext.socket?.opened(documentName)
     this.#idle.touch(documentName)
+    const gate = relayContext.tidemark?.gate
+    if (gate === undefined) return
+    this.#expiry.arm(gate, gate.grant.expiresAt, () => {
+      try {
+        this.#expire(gate, connection)
+      } catch (error) {
+        // Thrown out of a timer callback this would end the process.
+        this.#log('error', `closing ${gate.roomName} at its token's expiry failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`)
+      }
+    })
   }
 
   async onDisconnect({ documentName, context }: onDisconnectPayload): Promise<void> {
     const relayContext = context as RelayContext
     relayContext.socket?.closed(documentName)
     const gate = relayContext.tidemark?.gate
-    if (gate !== undefined) this.#heldUpdates -= gate.dropHeld()
+    if (gate === undefined) return
+    this.#expiry.disarm(gate)
+    this.#heldUpdates -= gate.dropHeld()
   }
 
   async beforeHandleMessage({ connection, document, update: data }: beforeHandleMessagePayload): Promise<void> {
@@ -142,9 +167,13 @@ export class AccessGate implements Extension {
     const end = await gate.turn()
     const frame = readFrame(data)
     try {
-      const decision = gate.refused ? 'drop' : this.#decide(gate, connection, document, frame)
+      const decision = gate.ended ? 'drop' : this.#decide(gate, connection, document, frame)
       if (decision instanceof Refusal) this.#refuse(gate, connection, data, frame, decision)
       else if (decision === 'drop') this.#neutralize(data, frame)
+      else if (decision === 'expired') {
+        this.#neutralize(data, frame)
+        this.#expire(gate, connection)
+      }
     } catch (error) {
       // A bug here must not let an unchecked message through.
       this.#log('error', `checking a message of ${gate.roomName} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`)
@@ -176,9 +205,10 @@ export class AccessGate implements Extension {
   #decide(gate: ConnectionGate, connection: Connection, document: Document, frame: RelayFrame): Decision {
     // The socket guard let only readable frames through; this is the last line.
     if (!frame.ok) return new Refusal('malformed-message', frame.problem)
+    if (frame.type === MESSAGE.close) return 'pass'
+    // Before the deadline's timer, if it is late: nothing is taken on an expired token.
+    if (this.#now() >= gate.grant.expiresAt) return 'expired'
     switch (frame.type) {
-      case MESSAGE.close:
-        return 'pass'
       case MESSAGE.auth:
         // A token refresh on an open connection: the relay checks tokens when a room opens.
         return 'drop'
@@ -239,7 +269,7 @@ export class AccessGate implements Extension {
 
   /** Applies the held updates that have become applicable, in order, as Hocuspocus would have; a refusal when one never can be. */
   #releaseHeld(gate: ConnectionGate, connection: Connection, document: Document): Refusal | null {
-    if (gate.held.length === 0 || gate.refused || document.isDestroyed || !document.hasConnection(connection)) return null
+    if (gate.held.length === 0 || gate.ended || document.isDestroyed || !document.hasConnection(connection)) return null
     let progress = true
     while (progress && gate.held.length > 0) {
       progress = false
@@ -266,11 +296,25 @@ export class AccessGate implements Extension {
     if (frame.ok) data[frame.typeAt] = MESSAGE.queryAwareness
   }
 
+  /**
+   * Closes a connection whose token expired (its held updates are dropped: the client sends
+   * them again after joining with a fresh token). Not a refusal: nothing it sent was wrong.
+   */
+  #expire(gate: ConnectionGate, connection: Connection): void {
+    if (gate.ended) return
+    gate.ended = true
+    this.#expiry.disarm(gate)
+    this.#heldUpdates -= gate.dropHeld()
+    this.#metrics.tokensExpired++
+    this.#log('info', `closed ${gate.grant.subject} in ${gate.roomName}: its token expired`)
+    connection.close({ code: 1000, reason: TOKEN_EXPIRED_CLOSE })
+  }
+
   /** Tells the client why, closes this room's connection, and keeps the message from Hocuspocus. */
   #refuse(gate: ConnectionGate, connection: Connection, data: Uint8Array | null, frame: RelayFrame | null, refusal: Refusal): void {
     if (data !== null && frame !== null) this.#neutralize(data, frame)
-    if (gate.refused) return
-    gate.refused = true
+    if (gate.ended) return
+    gate.ended = true
     this.#heldUpdates -= gate.dropHeld()
     this.#metrics.refused(refusal.kind)
     this.#log('info', `refused ${gate.grant.subject} in ${gate.roomName}: ${refusal.text}`)

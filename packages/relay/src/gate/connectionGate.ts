@@ -33,7 +33,8 @@ export class ConnectionGate {
   readonly bucket: TokenBucket
   readonly held: HeldUpdate[] = []
   heldBytes = 0
-  refused = false
+  /** Refused or expired: its messages are dropped until Hocuspocus closes it. */
+  ended = false
   #chain: Promise<void> = Promise.resolve()
 
   constructor(grant: AccessGrant, room: RoomKind, roomName: string, rate: { readonly perSecond: number; readonly burst: number }, now: () => number) {

@@ -56,6 +56,8 @@ export class RelayMetrics {
   redisErrors = 0
   /** Rooms whose load failed. */
   loadFailures = 0
+  /** Room connections closed because their token expired. */
+  tokensExpired = 0
   readonly #refusals = new Map<RefusalKind, number>()
   readonly #storeFailures = new Map<StoreOperation, number>()
   readonly #store = new Map<StoreOperation, LatencySummary>()
@@ -132,6 +134,9 @@ export class RelayMetrics {
     metric('tidemark_relay_store_pending_bytes', 'gauge', 'Accepted update bytes waiting for the next store write.', [`tidemark_relay_store_pending_bytes ${gauges.pendingBytes}`])
     metric('tidemark_relay_updates_held_total', 'counter', 'Updates that arrived before the updates they depend on, held until those came.', [`tidemark_relay_updates_held_total ${this.updatesHeld}`])
     metric('tidemark_relay_held_updates', 'gauge', 'Updates held until the updates they depend on arrive.', [`tidemark_relay_held_updates ${gauges.heldUpdates}`])
+    metric('tidemark_relay_tokens_expired_total', 'counter', 'Room connections closed because their token expired (the client joins again with a fresh one).', [
+      `tidemark_relay_tokens_expired_total ${this.tokensExpired}`,
+    ])
     metric('tidemark_relay_room_load_failures_total', 'counter', 'Rooms whose load failed.', [`tidemark_relay_room_load_failures_total ${this.loadFailures}`])
     metric('tidemark_relay_socket_errors_total', 'counter', 'WebSocket protocol errors.', [`tidemark_relay_socket_errors_total ${this.socketErrors}`])
     metric('tidemark_relay_redis_errors_total', 'counter', 'Redis operations that failed.', [`tidemark_relay_redis_errors_total ${this.redisErrors}`])

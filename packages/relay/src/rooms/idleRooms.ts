@@ -5,13 +5,14 @@
  */
 import type { Hocuspocus } from '@hocuspocus/server'
 import { describeError, type RelayLog } from '../relayLog.ts'
+import type { RelayTimers } from '../relayOptions.ts'
 
 /**
  * Idle-room bookkeeping of one relay; `holds` is asked by the persistence extension's
  * `beforeUnloadDocument`.
  *
  * @example
- * const idle = new IdleRooms(30_000, Date.now, log)
+ * const idle = new IdleRooms(30_000, Date.now, timers, log)
  * idle.attach(hocuspocus)
  */
 export class IdleRooms {
@@ -19,14 +20,16 @@ export class IdleRooms {
   readonly #now: () => number
   readonly #log: RelayLog
   readonly #since = new Map<string, number>()
-  readonly #timers = new Map<string, ReturnType<typeof setTimeout>>()
+  readonly #clock: RelayTimers
+  readonly #timers = new Map<string, unknown>()
   readonly #evicting = new Set<string>()
   #instance: Hocuspocus | undefined
   #closing = false
 
-  constructor(idleMs: number, now: () => number, log: RelayLog) {
+  constructor(idleMs: number, now: () => number, timers: RelayTimers, log: RelayLog) {
     this.#idleMs = idleMs
     this.#now = now
+    this.#clock = timers
     this.#log = log
   }
 
@@ -94,7 +97,7 @@ export class IdleRooms {
   /** Stops every timer; rooms are no longer held. */
   close(): void {
     this.#closing = true
-    for (const timer of this.#timers.values()) clearTimeout(timer)
+    for (const timer of this.#timers.values()) this.#clock.clearTimeout(timer)
     this.#timers.clear()
   }
 
@@ -102,7 +105,7 @@ export class IdleRooms {
     if (this.#timers.has(room) || this.#closing) return
     this.#timers.set(
       room,
-      setTimeout(() => {
+      this.#clock.setTimeout(() => {
         this.#timers.delete(room)
         const document = this.#instance?.documents.get(room)
         if (document === undefined || document.getConnectionsCount() > 0) return
@@ -113,7 +116,7 @@ export class IdleRooms {
 
   #clearTimer(room: string): void {
     const timer = this.#timers.get(room)
-    if (timer !== undefined) clearTimeout(timer)
+    if (timer !== undefined) this.#clock.clearTimeout(timer)
     this.#timers.delete(room)
   }
 }
