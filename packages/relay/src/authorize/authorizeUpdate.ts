@@ -259,8 +259,11 @@ const clientOwners = new WeakMap<Y.Doc, Map<number, string | null>>()
  * The replica a Yjs client id has written for in `doc` (the owner of its first placeable item),
  * or null. A client id is one session of one replica: new items under a client id another
  * replica owns would make that replica's later items look like duplicates, and Yjs drop them.
+ *
+ * @example
+ * writerOfClient(document, 1234567) // 'd07': client 1234567 wrote d07's log
  */
-function ownerOfClient(doc: Y.Doc, client: number): string | null {
+export function writerOfClient(doc: Y.Doc, client: number): string | null {
   let owners = clientOwners.get(doc)
   if (owners === undefined) {
     owners = new Map()
@@ -269,16 +272,16 @@ function ownerOfClient(doc: Y.Doc, client: number): string | null {
   const known = owners.get(client)
   if (known !== undefined && known !== null) return known
   const structs = doc.store.clients.get(client)
+  // A client id that wrote nothing is not remembered: ids come from clients (awareness names any).
+  if (structs === undefined) return null
   let owner: string | null = null
-  if (structs !== undefined) {
-    for (let i = 0; i < structs.length && i < 64; i++) {
-      const place = placeOfStored(doc, structs[i] as StoredStruct)
-      if (typeof place === 'string') continue
-      const placed = ownerOfPlace(place)
-      if (!(placed instanceof Refusal)) {
-        owner = placed.replica
-        break
-      }
+  for (let i = 0; i < structs.length && i < 64; i++) {
+    const place = placeOfStored(doc, structs[i] as StoredStruct)
+    if (typeof place === 'string') continue
+    const placed = ownerOfPlace(place)
+    if (!(placed instanceof Refusal)) {
+      owner = placed.replica
+      break
     }
   }
   owners.set(client, owner)
@@ -335,7 +338,7 @@ export function authorizeUpdate(doc: Y.Doc, update: Uint8Array, grant: WriteGran
       inserts += struct.length - offset
     }
     if (fresh && state > 0) {
-      const owner = ownerOfClient(doc, client)
+      const owner = writerOfClient(doc, client)
       if (owner !== null && !grant.replicas.has(owner)) return refused(new Refusal('client-id-squatting', `client ${client} writes for ${clipName(owner)}`))
     }
   }

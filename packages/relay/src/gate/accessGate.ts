@@ -27,7 +27,7 @@ import { grantAdmits } from '../auth/accessGrant.ts'
 import type { TokenVerifier } from '../auth/tokenVerifier.ts'
 import { authorizeUpdate, type WriteGrant } from '../authorize/authorizeUpdate.ts'
 import type { RelayMetrics } from '../metrics/relayMetrics.ts'
-import { awarenessProblem, MESSAGE, type RelayFrame, readFrame, SYNC_STEP } from '../protocol/relayFrame.ts'
+import { MESSAGE, type RelayFrame, readAwareness, readFrame, SYNC_STEP } from '../protocol/relayFrame.ts'
 import { OpenRefused, Refusal, refusedPayload } from '../protocol/refusal.ts'
 import type { IdleRooms } from '../rooms/idleRooms.ts'
 import { classifyRoom } from '../rooms/roomName.ts'
@@ -35,6 +35,7 @@ import type { RoomSizes } from '../rooms/roomSizes.ts'
 import type { RelayLog } from '../relayLog.ts'
 import { ConnectionGate, type HeldUpdate } from './connectionGate.ts'
 import type { SocketGuard } from './socketGuard.ts'
+import { RoomPresence } from './roomPresence.ts'
 import type { TokenExpiry } from './tokenExpiry.ts'
 
 /**
@@ -91,6 +92,7 @@ export class AccessGate implements Extension {
   readonly #log: RelayLog
   readonly #now: () => number
   readonly #expiry: TokenExpiry
+  readonly #presence = new RoomPresence()
   #heldUpdates = 0
 
   constructor(deps: {
@@ -152,12 +154,13 @@ export class AccessGate implements Extension {
     })
   }
 
-  async onDisconnect({ documentName, context }: onDisconnectPayload): Promise<void> {
+  async onDisconnect({ documentName, context, document }: onDisconnectPayload): Promise<void> {
     const relayContext = context as RelayContext
     relayContext.socket?.closed(documentName)
     const gate = relayContext.tidemark?.gate
     if (gate === undefined) return
     this.#expiry.disarm(gate)
+    this.#presence.release(document, gate)
     this.#heldUpdates -= gate.dropHeld()
   }
 
@@ -219,8 +222,14 @@ export class AccessGate implements Extension {
         return gate.bucket.take() ? 'pass' : new Refusal('rate-limited')
       case MESSAGE.awareness: {
         if (!gate.bucket.take()) return new Refusal('rate-limited')
-        const problem = awarenessProblem(frame.payload)
-        return problem === null ? 'pass' : new Refusal('malformed-message', problem)
+        const entries = readAwareness(frame.payload)
+        if (typeof entries === 'string') return new Refusal('malformed-message', entries)
+        const held = this.#presence.take(document, gate, entries)
+        if (held === null) return 'pass'
+        // Not refused: an honest client back before the relay saw its old connection close sets its own id.
+        this.#metrics.presenceDropped++
+        this.#log('info', `dropped presence from ${gate.grant.subject} in ${gate.roomName}: client ${held} is another connection's or replica's`)
+        return 'drop'
       }
       case MESSAGE.sync:
       case MESSAGE.syncReply:

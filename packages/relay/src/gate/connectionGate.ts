@@ -33,6 +33,8 @@ export class ConnectionGate {
   readonly bucket: TokenBucket
   readonly held: HeldUpdate[] = []
   heldBytes = 0
+  /** Client ids whose presence this connection holds in its room (`RoomPresence`). */
+  readonly presence = new Set<number>()
   /** Refused or expired: its messages are dropped until Hocuspocus closes it. */
   ended = false
   #chain: Promise<void> = Promise.resolve()

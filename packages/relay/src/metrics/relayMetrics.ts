@@ -58,6 +58,8 @@ export class RelayMetrics {
   loadFailures = 0
   /** Room connections closed because their token expired. */
   tokensExpired = 0
+  /** Awareness updates dropped for setting the presence of a client id another connection or replica holds. */
+  presenceDropped = 0
   readonly #refusals = new Map<RefusalKind, number>()
   readonly #storeFailures = new Map<StoreOperation, number>()
   readonly #store = new Map<StoreOperation, LatencySummary>()
@@ -136,6 +138,9 @@ export class RelayMetrics {
     metric('tidemark_relay_held_updates', 'gauge', 'Updates held until the updates they depend on arrive.', [`tidemark_relay_held_updates ${gauges.heldUpdates}`])
     metric('tidemark_relay_tokens_expired_total', 'counter', 'Room connections closed because their token expired (the client joins again with a fresh one).', [
       `tidemark_relay_tokens_expired_total ${this.tokensExpired}`,
+    ])
+    metric('tidemark_relay_presence_dropped_total', 'counter', "Awareness updates dropped for setting the presence of a client id another connection or replica holds.", [
+      `tidemark_relay_presence_dropped_total ${this.presenceDropped}`,
     ])
     metric('tidemark_relay_room_load_failures_total', 'counter', 'Rooms whose load failed.', [`tidemark_relay_room_load_failures_total ${this.loadFailures}`])
     metric('tidemark_relay_socket_errors_total', 'counter', 'WebSocket protocol errors.', [`tidemark_relay_socket_errors_total ${this.socketErrors}`])

@@ -102,24 +102,38 @@ export function frameRoom(bytes: Uint8Array): string | undefined {
 }
 
 /**
- * Why an awareness update is malformed, or null. y-protocols applies it unchecked: it is read
- * here first (clients, clocks, JSON states) so a bad one is refused rather than thrown inside
- * Hocuspocus.
+ * One client's presence in an awareness update: whose, its clock, and whether it sets a state
+ * (false: it removes the client's presence).
  *
  * @example
- * awarenessProblem(new Uint8Array([1, 5, 1, 4, 110, 117, 108, 108])) // null: client 5, clock 1, state null
+ * const entry: AwarenessEntry = { client: 5, clock: 1, present: false }
  */
-export function awarenessProblem(update: Uint8Array): string | null {
+export interface AwarenessEntry {
+  readonly client: number
+  readonly clock: number
+  readonly present: boolean
+}
+
+/**
+ * The entries of an awareness update, or why it is malformed. y-protocols applies it unchecked:
+ * it is read here first (clients, clocks, JSON states) so a bad one is refused rather than
+ * thrown inside Hocuspocus, and so the relay can tell whose presence it sets.
+ *
+ * @example
+ * readAwareness(new Uint8Array([1, 5, 1, 4, 110, 117, 108, 108])) // [{ client: 5, clock: 1, present: false }]
+ */
+export function readAwareness(update: Uint8Array): AwarenessEntry[] | string {
   try {
     const decoder = decoding.createDecoder(update)
     const count = decoding.readVarUint(decoder)
     if (count > 1024) return `${count} awareness states in one update`
+    const entries: AwarenessEntry[] = []
     for (let i = 0; i < count; i++) {
-      decoding.readVarUint(decoder)
-      decoding.readVarUint(decoder)
-      JSON.parse(decoding.readVarString(decoder))
+      const client = decoding.readVarUint(decoder)
+      const clock = decoding.readVarUint(decoder)
+      entries.push({ client, clock, present: JSON.parse(decoding.readVarString(decoder)) !== null })
     }
-    return null
+    return entries
   } catch (error) {
     return `malformed awareness update: ${error instanceof Error ? error.message : String(error)}`
   }

@@ -1,0 +1,85 @@
+/**
+ * Presence (awareness) is held per client id: a connection sets a state only for a client id
+ * whose Yjs writes are its own replica's, or, for one that wrote nothing, that it set first. A
+ * forged presence is dropped (and counted), not refused: the forger's connection stays, and an
+ * honest client is never closed for its own id.
+ */
+import * as encoding from 'lib0/encoding'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type Relay, startRelay } from '../src/index.ts'
+import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
+import { clockEntry, dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, waitFor } from './support/roomClients.ts'
+
+const FLEET = 'fleet-p'
+const ROOM = `${FLEET}/d1`
+let relay: Relay
+const sockets: ReturnType<typeof relaySocket>[] = []
+const clients: RoomClient[] = []
+
+async function open(token: Promise<string>): Promise<{ client: RoomClient; socket: ReturnType<typeof relaySocket> }> {
+  const socket = relaySocket(relay.url)
+  sockets.push(socket)
+  const client = openRoom(socket, ROOM, await token)
+  clients.push(client)
+  await waitFor(() => client.synced(), 'synced')
+  return { client, socket }
+}
+
+/** A Hocuspocus awareness message for `room` setting `client`'s state at `clock`. */
+function forgedPresence(room: string, client: number, clock: number, state: unknown): Uint8Array {
+  const update = encoding.createEncoder()
+  encoding.writeVarUint(update, 1)
+  encoding.writeVarUint(update, client)
+  encoding.writeVarUint(update, clock)
+  encoding.writeVarString(update, JSON.stringify(state))
+  const frame = encoding.createEncoder()
+  encoding.writeVarString(frame, room)
+  encoding.writeVarUint(frame, 1)
+  encoding.writeVarUint8Array(frame, encoding.toUint8Array(update))
+  return encoding.toUint8Array(frame)
+}
+
+const presenceOf = (observer: RoomClient, client: number): unknown => observer.provider.awareness?.getStates().get(client)
+
+beforeAll(async () => {
+  relay = await startRelay({ port: 0, store: { dataDir: freshDataDir() }, auth: { secret: SECRET }, persistence: { writeWindowMs: 20 }, log: () => undefined })
+})
+
+afterAll(async () => {
+  for (const client of clients) client.destroy()
+  for (const socket of sockets) socket.destroy()
+  await relay?.close()
+  removeDataDirs()
+})
+
+describe('presence', () => {
+  it("is not set for a device's client id by another connection, nor for an id another connection set first", async () => {
+    const device = (await open(deviceToken(FLEET, 'd1'))).client
+    device.doc.transact(() => {
+      device.doc.getMap('tidemark:meta').set('d1', [2, 'cfg'])
+      replicaLog(device.doc, 'd1').push([groupEntry('d1-temp', 0, 1), clockEntry('d1-temp', 'd1', 1)])
+    })
+    device.provider.setAwarenessField('name', 'd1')
+    const observer = (await open(dashboardToken(FLEET))).client
+    observer.provider.setAwarenessField('name', 'observer')
+    await waitFor(() => replicaLog(observer.doc, 'd1').length === 2, "the device's entry on the observer")
+    const deviceId = device.doc.clientID
+    const observerId = observer.doc.clientID
+    await waitFor(() => (presenceOf(observer, deviceId) as { name?: string } | undefined)?.name === 'd1', "the device's presence")
+    await waitFor(() => (presenceOf(device, observerId) as { name?: string } | undefined)?.name === 'observer', "the observer's presence")
+
+    const before = await metric(relay.httpUrl, 'tidemark_relay_presence_dropped_total')
+    const { client: forger, socket } = await open(dashboardToken(FLEET))
+    socket.send(forgedPresence(ROOM, deviceId, 1000, { name: 'forged' }))
+    socket.send(forgedPresence(ROOM, observerId, 1000, { name: 'forged' }))
+    // The forger's own presence, sent after: once it shows, the forged ones were handled.
+    forger.provider.setAwarenessField('name', 'forger')
+    await waitFor(() => (presenceOf(observer, forger.doc.clientID) as { name?: string } | undefined)?.name === 'forger', "the forger's own presence")
+    await waitFor(() => (presenceOf(device, forger.doc.clientID) as { name?: string } | undefined)?.name === 'forger', "the forger's presence on the device")
+    expect(presenceOf(observer, deviceId)).toEqual({ name: 'd1' })
+    expect(presenceOf(device, observerId)).toEqual({ name: 'observer' })
+    expect(await metric(relay.httpUrl, 'tidemark_relay_presence_dropped_total')).toBe(before + 2)
+    expect(forger.closed).toEqual([])
+    expect(forger.stateless).toEqual([])
+  })
+})
