@@ -8,9 +8,9 @@ import { fleetOptions } from './fleet.ts'
 
 /** What the pages pass the host (`connectEngine({ config })`): the first tab's is used. */
 export interface FleetConfig {
-  /** The relay (`ws://…`), a token for this device, and its room `<fleet>/<device>`. */
+  /** The relay (`ws://…`), where this device's relay token is fetched, and its room `<fleet>/<device>`. */
   readonly relayUrl: string
-  readonly token: string
+  readonly tokenUrl: string
   readonly room: string
 }
 
@@ -20,9 +20,16 @@ hostEngine({
   // The log is IndexedDB's `tidemark-log-fleet`, written by this host alone (default `log: {}`).
   setup({ engine, config }) {
     // One doc and one socket for the whole origin, however many tabs are open.
-    const { relayUrl, token, room } = config as FleetConfig
+    const { relayUrl, tokenUrl, room } = config as FleetConfig
     const doc = new Y.Doc()
     const binding = bindDoc(engine, doc)
+    // Fetched for every join: the relay closes the room when a token reaches its exp, and the
+    // client joins again with a fresh one.
+    const token = async (): Promise<string> => {
+      const response = await fetch(tokenUrl, { credentials: 'include' })
+      if (!response.ok) throw new Error(`no relay token: HTTP ${response.status}`)
+      return ((await response.json()) as { token: string }).token
+    }
     const relay = connectRelay({ url: relayUrl, token, jitter: { initialMs: 2_000 } })
     relay.join(doc, room)
     const ticking = setInterval(() => engine.tick(), 1_000)

@@ -45,9 +45,11 @@ interface WorkerScope {
  *   name: 'fleet',
  *   engine: { windows: tumbling(60_000), allowedLateness: 30_000 },
  *   setup({ engine, config }) {
- *     const { relayUrl, token, room } = config as { relayUrl: string; token: string; room: string }
+ *     const { relayUrl, tokenUrl, room } = config as { relayUrl: string; tokenUrl: string; room: string }
  *     const doc = new Y.Doc()
  *     bindDoc(engine, doc)
+ *     // Called for every join: a fresh token replaces one that reached its exp.
+ *     const token = async () => (await (await fetch(tokenUrl)).json()).token
  *     const relay = connectRelay({ url: relayUrl, token })
  *     relay.join(doc, room)
  *     return () => relay.destroy()

@@ -9,9 +9,10 @@ import type { HostMode } from '../protocol/messages.ts'
  *
  * @example
  * setup({ engine, config }) {
- *   const { relayUrl, token, room } = config as { relayUrl: string; token: string; room: string }
+ *   const { relayUrl, tokenUrl, room } = config as { relayUrl: string; tokenUrl: string; room: string }
  *   const doc = new Y.Doc()
  *   bindDoc(engine, doc)
+ *   const token = async () => (await (await fetch(tokenUrl)).json()).token
  *   const relay = connectRelay({ url: relayUrl, token })
  *   relay.join(doc, room)
  *   return () => relay.destroy()

@@ -20,7 +20,7 @@ import { SingleConnector } from './singleConnector.ts'
  *   name: 'fleet',
  *   shared: (name) => new SharedWorker(new URL('./tidemark.worker.ts', import.meta.url), { type: 'module', name }),
  *   dedicated: (name) => new Worker(new URL('./tidemark.worker.ts', import.meta.url), { type: 'module', name }),
- *   config: { relayUrl: 'wss://relay.example.com', token, room: 'fleet-a/d07' },
+ *   config: { relayUrl: 'wss://relay.example.com', tokenUrl: '/api/relay-token', room: 'fleet-a/d07' },
  * }
  */
 export interface ConnectEngineOptions<A extends AggregateDefinitions = NoAggregates> {
