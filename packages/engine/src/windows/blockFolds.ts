@@ -70,51 +70,40 @@ export class BlockFolds {
   /** The folds of `series`'s block starting at ordinal `block`, with the prefix ending at position `at` up to date. */
   prefix(series: FoldedSeries, block: number, at: number): BlockFold {
     const slot = this.#slot(series, block)
-    if (slot.prefixValid > at) return slot
-    const { prefix, prefixStates, slices } = slot
-    const aggregates = series.geometry.aggregates
-    let i = slot.prefixValid
-    let states: States | null = i === 0 || aggregates === null ? null : (prefixStates[i - 1] ?? null)
-    let count = i === 0 ? 0 : (prefix[4 * i - 4] as number)
-    let sum = i === 0 ? 0 : (prefix[4 * i - 3] as number)
-    let min = i === 0 ? Number.POSITIVE_INFINITY : (prefix[4 * i - 2] as number)
-    let max = i === 0 ? Number.NEGATIVE_INFINITY : (prefix[4 * i - 1] as number)
-    for (; i <= at; i++) {
-      const slice = slices[i]
-      if (slice !== undefined) {
-        const f = slice.folded()
-        count += f[0] as number
-        sum += f[1] as number
-        if ((f[2] as number) < min) min = f[2] as number
-        if ((f[3] as number) > max) max = f[3] as number
-        if (aggregates !== null && slice.foldedStates !== null) states = aggregates.merge(states, slice.foldedStates)
-      }
-      if (aggregates !== null) prefixStates[i] = states
-      prefix[4 * i] = count
-      prefix[4 * i + 1] = sum
-      prefix[4 * i + 2] = min
-      prefix[4 * i + 3] = max
+    if (slot.prefixValid <= at) {
+      this.#fold(slot, series, slot.prefixValid, at, 1)
+      slot.prefixValid = at + 1
     }
-    slot.prefixValid = at + 1
     return slot
   }
 
   /** The folds of `series`'s block starting at ordinal `block`, with the suffix starting at position `at` up to date. */
   suffix(series: FoldedSeries, block: number, at: number): BlockFold {
     const slot = this.#slot(series, block)
-    if (slot.suffixFrom <= at) return slot
-    const k = this.#perBlock
-    const { suffix, suffixStates, slices } = slot
+    if (slot.suffixFrom > at) {
+      this.#fold(slot, series, slot.suffixFrom - 1, at, -1)
+      slot.suffixFrom = at
+    }
+    return slot
+  }
+
+  /**
+   * Folds positions `from` to `to` of the prefixes (`step` 1) or suffixes (`step` −1), each from
+   * its neighbour before it in that direction: the additions a fold from the block's end makes.
+   */
+  #fold(slot: BlockFold, series: FoldedSeries, from: number, to: number, step: 1 | -1): void {
+    const sums = step === 1 ? slot.prefix : slot.suffix
+    const kept = step === 1 ? slot.prefixStates : slot.suffixStates
     const aggregates = series.geometry.aggregates
-    let i = slot.suffixFrom - 1
-    const top = i === k - 1
-    let states: States | null = top || aggregates === null ? null : (suffixStates[i + 1] ?? null)
-    let count = top ? 0 : (suffix[4 * i + 4] as number)
-    let sum = top ? 0 : (suffix[4 * i + 5] as number)
-    let min = top ? Number.POSITIVE_INFINITY : (suffix[4 * i + 6] as number)
-    let max = top ? Number.NEGATIVE_INFINITY : (suffix[4 * i + 7] as number)
-    for (; i >= at; i--) {
-      const slice = slices[i]
+    const before = from - step
+    const edge = before < 0 || before >= this.#perBlock
+    let states: States | null = edge || aggregates === null ? null : (kept[before] ?? null)
+    let count = edge ? 0 : (sums[4 * before] as number)
+    let sum = edge ? 0 : (sums[4 * before + 1] as number)
+    let min = edge ? Number.POSITIVE_INFINITY : (sums[4 * before + 2] as number)
+    let max = edge ? Number.NEGATIVE_INFINITY : (sums[4 * before + 3] as number)
+    for (let i = from; i !== to + step; i += step) {
+      const slice = slot.slices[i]
       if (slice !== undefined) {
         const f = slice.folded()
         count += f[0] as number
@@ -123,14 +112,12 @@ export class BlockFolds {
         if ((f[3] as number) > max) max = f[3] as number
         if (aggregates !== null && slice.foldedStates !== null) states = aggregates.merge(states, slice.foldedStates)
       }
-      if (aggregates !== null) suffixStates[i] = states
-      suffix[4 * i] = count
-      suffix[4 * i + 1] = sum
-      suffix[4 * i + 2] = min
-      suffix[4 * i + 3] = max
+      if (aggregates !== null) kept[i] = states
+      sums[4 * i] = count
+      sums[4 * i + 1] = sum
+      sums[4 * i + 2] = min
+      sums[4 * i + 3] = max
     }
-    slot.suffixFrom = at
-    return slot
   }
 
   /** The slot holding `series`'s block, its stale positions marked (a new slot: every position). */
