@@ -82,4 +82,39 @@ describe('presence', () => {
     expect(forger.closed).toEqual([])
     expect(forger.stateless).toEqual([])
   })
+
+  it("lets another's presence be removed one clock past the room's, never further; an id is free again once its holder left", async () => {
+    const watcher = (await open(dashboardToken(FLEET))).client
+    const { client: visitor, socket: visitorSocket } = await open(dashboardToken(FLEET))
+    visitor.provider.setAwarenessField('name', 'visitor')
+    const visitorId = visitor.doc.clientID
+    const shown = (name: string) => () => (presenceOf(watcher, visitorId) as { name?: string } | undefined)?.name === name
+    await waitFor(shown('visitor'), "the visitor's presence")
+    const before = await metric(relay.httpUrl, 'tidemark_relay_presence_dropped_total')
+    const clock = visitor.provider.awareness?.meta.get(visitorId)?.clock as number
+
+    // A removal far ahead would pin the id's clock: dropped. One clock on is what a peer's timeout sends: applied.
+    const { client: other, socket } = await open(dashboardToken(FLEET))
+    socket.send(forgedPresence(ROOM, visitorId, clock + 1000, null))
+    other.provider.setAwarenessField('name', 'other')
+    await waitFor(() => (presenceOf(watcher, other.doc.clientID) as { name?: string } | undefined)?.name === 'other', "the other's presence")
+    expect(presenceOf(watcher, visitorId)).toEqual({ name: 'visitor' })
+    expect(visitor.provider.awareness?.meta.get(visitorId)?.clock).toBe(clock)
+    socket.send(forgedPresence(ROOM, visitorId, clock + 1, null))
+    // It reached the visitor, whose y-protocols answers a removal of its own presence by showing it again, a clock on.
+    await waitFor(() => (visitor.provider.awareness?.meta.get(visitorId)?.clock ?? 0) >= clock + 2, 'the visitor answered the removal')
+    await waitFor(shown('visitor'), "the visitor's presence shown again")
+    expect(await metric(relay.httpUrl, 'tidemark_relay_presence_dropped_total')).toBe(before + 1)
+
+    // The visitor leaves: the relay removes its presence and lets go of its id, which the next
+    // connection to set it takes (a client back with a new provider for the same doc does so
+    // once its awareness clock passes the room's).
+    visitor.destroy()
+    visitorSocket.destroy()
+    await waitFor(() => presenceOf(watcher, visitorId) === undefined, "the visitor's presence gone with it")
+    const now = watcher.provider.awareness?.meta.get(visitorId)?.clock as number
+    socket.send(forgedPresence(ROOM, visitorId, now + 1, { name: 'back' }))
+    await waitFor(shown('back'), 'the id set again')
+    expect(await metric(relay.httpUrl, 'tidemark_relay_presence_dropped_total')).toBe(before + 1)
+  })
 })

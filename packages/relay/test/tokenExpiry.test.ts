@@ -170,6 +170,39 @@ describe('a token that expires while its room is open', () => {
   })
 })
 
+describe('a connection that ends before its token', () => {
+  it('is not closed at its exp once it left, and a write sent after exp is not applied', async () => {
+    const before = await metric(relay.httpUrl, 'tidemark_relay_tokens_expired_total')
+    // A provider with a token string: closed at exp, it cannot join again, so what it sent after exp shows.
+    const socket = relaySocket(relay.url)
+    sockets.push(socket)
+    const late = openRoom(socket, `${FLEET}/d3`, await tokenFor(device('d3'), MINUTE))
+    rooms.push(late)
+    await waitFor(() => late.synced(), 'd3 synced')
+    replicaLog(late.doc, 'd3').push([groupEntry('d3', 0)])
+    const leavingSocket = relaySocket(relay.url)
+    sockets.push(leavingSocket)
+    const leaving = openRoom(leavingSocket, `${FLEET}/d4`, await tokenFor(device('d4'), MINUTE))
+    rooms.push(leaving)
+    await waitFor(() => leaving.synced(), 'd4 synced')
+    leaving.destroy()
+    leavingSocket.destroy()
+    // Its close handled: a connection opened after it is in sync.
+    const barrier = await provider(`${FLEET}/d4`, dashboard)
+    await waitFor(() => barrier.synced(), 'a later connection synced')
+
+    timers.now += MINUTE
+    replicaLog(late.doc, 'd3').push([groupEntry('d3', MINUTE)])
+    await waitFor(() => late.closed.includes('tidemark:token-expired'), 'd3 closed at its first message after exp')
+    // d4's deadline (at the same exp) was disarmed when it left: running the timers closes nothing more.
+    timers.advance(MINUTE)
+    expect(await metric(relay.httpUrl, 'tidemark_relay_tokens_expired_total')).toBe(before + 1)
+    const reader = await provider(`${FLEET}/d3`, dashboard)
+    await waitFor(() => reader.synced(), 'a reader of d3 synced')
+    expect(replicaLog(reader.doc, 'd3').toJSON()).toEqual([groupEntry('d3', 0)])
+  })
+})
+
 describe('TokenExpiry', () => {
   it('runs a deadline once at its time, in steps past what one timer can wait, and never after disarm or close', () => {
     const clock = new FakeTimers(0)

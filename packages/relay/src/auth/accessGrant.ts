@@ -85,7 +85,8 @@ export function readGrant(payload: Record<string, unknown>): AccessGrant | strin
     rooms: roomList,
     replicas: new Set(replicaList),
     sources: new Set(sourceList),
-    expiresAt: exp * 1000,
+    // Whole seconds up, as the verifier reads it: a token it admitted is not closed at once.
+    expiresAt: Math.ceil(exp) * 1000,
   }
 }
 

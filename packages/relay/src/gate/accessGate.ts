@@ -143,7 +143,7 @@ export class AccessGate implements Extension {
     relayContext.socket?.opened(documentName)
     this.#idle.touch(documentName)
     const gate = relayContext.tidemark?.gate
-    if (gate === undefined) return
+    if (gate === undefined || gate.ended) return
     this.#expiry.arm(gate, gate.grant.expiresAt, () => {
       try {
         this.#expire(gate, connection)

@@ -49,9 +49,8 @@ export class TokenExpiry {
   }
 
   disarm(owner: object): void {
-    const handle = this.#armed.get(owner)
-    if (handle === undefined) return
-    this.#timers.clearTimeout(handle)
+    if (!this.#armed.has(owner)) return
+    this.#timers.clearTimeout(this.#armed.get(owner))
     this.#armed.delete(owner)
   }
 
