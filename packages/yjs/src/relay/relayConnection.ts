@@ -197,6 +197,8 @@ export class RelayConnection implements Relay {
     denied: (room) => {
       this.#denied.add(room)
     },
+    renewable: () => typeof this.#token === 'function',
+    fail: (message) => this.#fail(message),
   }
 
   #leave(room: RelayRoom): void {

@@ -52,7 +52,14 @@ export interface RoomLink {
   ready(): void
   /** The server denied `room`'s authentication: that name cannot authenticate again on this socket. */
   denied(room: string): void
+  /** The token is a function, read again for every join: an expired one can be replaced. */
+  renewable(): boolean
+  /** Reports what the client works around (the `onError` of `connectRelay`). */
+  fail(message: string): void
 }
+
+/** The relay's reason for a token past its `exp`, at authentication or when it closes an open room at `exp`. */
+const TOKEN_EXPIRED = 'tidemark:token-expired'
 
 // Where a room is, in this order: waiting, live on the socket, ended.
 /** Waiting for the socket; authenticates once it is open. */
@@ -207,7 +214,15 @@ export class RelayRoom {
     if (kind === AUTH_PERMISSION_DENIED) {
       this.#serverOpen = false
       this.#link.denied(this.name)
-      this.#refuse(readString(decoder), false)
+      const reason = readString(decoder)
+      if (reason === TOKEN_EXPIRED && this.#link.renewable()) {
+        // The token function gave a token already past its exp (a cache on a clock behind the
+        // relay's): not the room's fault. Joined again later, on a new socket, with a new read.
+        this.#link.fail(`${this.name}: the relay found the token expired; joining again with a fresh one`)
+        this.#rejoinLater()
+        return
+      }
+      this.#refuse(reason, false)
     } else if (kind === AUTH_AUTHENTICATED && this.#phase === AUTHENTICATING) {
       this.#readOnlyScope = readString(decoder) === SCOPE_READ_ONLY
       this.#phase = SYNCING
@@ -284,7 +299,12 @@ export class RelayRoom {
       this.#refuse(reason, true)
       return
     }
-    // Not a refusal (the relay unloaded the room, an error on its side): join again after a jittered delay.
+    // Not a refusal (the relay unloaded the room, a token reached its exp): join again after a jittered delay.
+    this.#rejoinLater()
+  }
+
+  /** Waits a jittered delay (longer after each attempt), then joins again. */
+  #rejoinLater(): void {
     this.#phase = DELAYED
     this.#cancelTimer()
     this.#timer = this.#link.schedule(() => {

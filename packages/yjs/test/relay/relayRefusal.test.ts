@@ -1,7 +1,8 @@
 /**
  * Refusals reach the sync status with the relay's own reason and stick: a room refused at
  * authentication or for an update is not retried (not even after a reconnect) until the
- * application joins it again, and a doc whose update was refused cannot be joined again.
+ * application joins it again, and a doc whose update was refused cannot be joined again. An
+ * expired token from a token function is the exception: the room joins again with a new read.
  */
 import { seededRandom } from '@tidemark/seeded-random'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
@@ -36,6 +37,27 @@ describe('relay client: refusals', () => {
     expect(statusOf(doc)).toMatchObject({ state: 'offline', refusal: 'tidemark:token-expired' })
     expect(engine.syncStatus()).toMatchObject({ state: 'offline', refusal: 'tidemark:token-expired', pendingLocalUpdates: 1 })
     expect(errors).toEqual([])
+    relay.destroy()
+  })
+
+  it('joins again with a fresh token when the token function gave one already expired, on a new socket', async () => {
+    const expired = await signToken({ sub: 'd01', role: 'device', rooms: ['fleet-a/*'] }, -60)
+    const fresh = await signToken({ sub: 'd01', role: 'device', rooms: ['fleet-a/*'] })
+    let reads = 0
+    const timers = new FakeTimers()
+    const token = () => (++reads === 1 ? expired : fresh)
+    const { relay, errors } = relayClient(server.url, token, { jitter: { random: seededRandom(11), setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout } })
+    const { engine, doc } = device(relay, 'fleet-a/d01', 'd01')
+    // Denied once: not a refusal, a jittered wait, then a new socket (Hocuspocus keeps a denied room denied on its socket).
+    await until('the rejoin scheduled', () => timers.delays().length > 0, (notify) => timers.subscribe(notify))
+    expect(statusOf(doc).refusal).toBeNull()
+    expect(errors.map((error) => error.message)).toEqual([`relay ${server.url}: fleet-a/d01: the relay found the token expired; joining again with a fresh one`])
+    timers.runAll()
+    await until('the new socket scheduled', () => timers.delays().length > 0, (notify) => timers.subscribe(notify))
+    timers.runAll()
+    await untilStatus(doc, 'in sync with the fresh token', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    expect(engine.syncStatus()).toMatchObject({ state: 'connected', refusal: null })
+    expect([reads, authsOf('fleet-a/d01')]).toEqual([2, 2])
     relay.destroy()
   })
 
