@@ -51,6 +51,8 @@ const SPECS: readonly (readonly WindowSpec[])[] = [
   [sliding(20, 5), cumulating(30, 10)],
   [sliding(60, 10), session(6)],
   [cumulating(20, 5), tumbling(7)],
+  // 18 and 20 slices per window: values and states from blocks' kept prefix and suffix folds.
+  [sliding(90, 5), cumulating(100, 5)],
 ]
 
 const event = fc.record({
