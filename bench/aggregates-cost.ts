@@ -102,7 +102,7 @@ export function define(): ProfileDefinition {
   const slidingOptions: Omit<EngineOptions, 'now'> = { windows: [sliding(60 * MINUTE, MINUTE)], watermark: boundedOutOfOrderness(MINUTE), allowedLateness: 5 * MINUTE }
   return {
     name: 'aggregates-cost',
-    description: 'streaming-100k ingested with and without quantiles + distinct; the one-update join of 8 replicas × 10k cells with and without them',
+    description: 'streaming-100k and sliding-1h-1m ingested with and without quantiles + distinct; the one-update join of 8 replicas × 10k cells with and without them',
     events: eventCount(batches),
     batches: batches.length,
     contenders: [
