@@ -218,7 +218,7 @@ export class RelayRoom {
       if (reason === TOKEN_EXPIRED && this.#link.renewable()) {
         // The token function gave a token already past its exp (a cache on a clock behind the
         // relay's): not the room's fault. Joined again later, on a new socket, with a new read.
-        this.#link.fail(`${this.name}: the relay found the token expired; joining again with a fresh one`)
+        this.#link.fail(`${this.name}: token expired, joining again`)
         this.#rejoinLater()
         return
       }

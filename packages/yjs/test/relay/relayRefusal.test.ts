@@ -51,7 +51,7 @@ describe('relay client: refusals', () => {
     // Denied once: not a refusal, a jittered wait, then a new socket (Hocuspocus keeps a denied room denied on its socket).
     await until('the rejoin scheduled', () => timers.delays().length > 0, (notify) => timers.subscribe(notify))
     expect(statusOf(doc).refusal).toBeNull()
-    expect(errors.map((error) => error.message)).toEqual([`relay ${server.url}: fleet-a/d01: the relay found the token expired; joining again with a fresh one`])
+    expect(errors.map((error) => error.message)).toEqual([`relay ${server.url}: fleet-a/d01: token expired, joining again`])
     timers.runAll()
     await until('the new socket scheduled', () => timers.delays().length > 0, (notify) => timers.subscribe(notify))
     timers.runAll()
