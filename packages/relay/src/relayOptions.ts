@@ -140,6 +140,7 @@ export interface RelayOptions {
 export interface RelayTimers {
   /** Runs `run` once, `ms` from now; returns what `clearTimeout` takes. */
   setTimeout(run: () => void, ms: number): unknown
+  /** Cancels a timer `setTimeout` returned, if it has not run. */
   clearTimeout(handle: unknown): void
 }
 
