@@ -5,7 +5,7 @@
 import { SignJWT } from 'jose'
 import type { DeviceIdentity } from './fleetLayout.ts'
 
-/** Tokens outlive any run: the relay checks `exp` when a room opens, reconnects included. */
+/** Tokens outlive any run: the relay holds `exp` when a room opens and while it stays open. */
 const TOKEN_TTL_SECONDS = 24 * 3600
 
 async function sign(claims: Record<string, unknown>, secret: Uint8Array): Promise<string> {
