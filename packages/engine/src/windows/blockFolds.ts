@@ -155,13 +155,9 @@ export class BlockFolds {
     slot.suffixFrom = k
     slot.prefixStates.length = 0
     slot.suffixStates.length = 0
-    const slices = series.slices
-    for (let i = 0; i < k; i++) {
-      const slice = slices.get(block + i)
-      slot.slices[i] = slice
-      slot.versions[i] = slice === undefined ? -1 : slice.version
-    }
-    slot.version = series.version
+    // No version matches NaN: the first look records every position's slice.
+    slot.versions.fill(Number.NaN)
+    this.#sync(slot, series, block)
     return slot
   }
 
