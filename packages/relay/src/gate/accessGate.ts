@@ -70,8 +70,7 @@ const NOTHING: WriteGrant = { replicas: new Set(), sources: new Set() }
 type Decision = 'pass' | 'drop' | 'expired' | Refusal
 
 /** The reason a connection whose token expired is closed with. */
-export const TOKEN_EXPIRED_CLOSE = 'tidemark:token-expired'
-
+const TOKEN_EXPIRED_CLOSE = 'tidemark:token-expired'
 
 /**
  * Authentication and per-message authorization, as a Hocuspocus extension.
@@ -306,14 +305,23 @@ export class AccessGate implements Extension {
   }
 
   /**
+   * Ends a connection's gate (refused or expired): its later messages are dropped, its held
+   * updates let go, its deadline disarmed. False when it had ended already.
+   */
+  #end(gate: ConnectionGate): boolean {
+    if (gate.ended) return false
+    gate.ended = true
+    this.#expiry.disarm(gate)
+    this.#heldUpdates -= gate.dropHeld()
+    return true
+  }
+
+  /**
    * Closes a connection whose token expired (its held updates are dropped: the client sends
    * them again after joining with a fresh token). Not a refusal: nothing it sent was wrong.
    */
   #expire(gate: ConnectionGate, connection: Connection): void {
-    if (gate.ended) return
-    gate.ended = true
-    this.#expiry.disarm(gate)
-    this.#heldUpdates -= gate.dropHeld()
+    if (!this.#end(gate)) return
     this.#metrics.tokensExpired++
     this.#log('info', `closed ${gate.grant.subject} in ${gate.roomName}: its token expired`)
     connection.close({ code: 1000, reason: TOKEN_EXPIRED_CLOSE })
@@ -322,9 +330,7 @@ export class AccessGate implements Extension {
   /** Tells the client why, closes this room's connection, and keeps the message from Hocuspocus. */
   #refuse(gate: ConnectionGate, connection: Connection, data: Uint8Array | null, frame: RelayFrame | null, refusal: Refusal): void {
     if (data !== null && frame !== null) this.#neutralize(data, frame)
-    if (gate.ended) return
-    gate.ended = true
-    this.#heldUpdates -= gate.dropHeld()
+    if (!this.#end(gate)) return
     this.#metrics.refused(refusal.kind)
     this.#log('info', `refused ${gate.grant.subject} in ${gate.roomName}: ${refusal.text}`)
     connection.sendStateless(refusedPayload(gate.roomName, refusal))

@@ -20,8 +20,9 @@ export class IdleRooms {
   readonly #now: () => number
   readonly #log: RelayLog
   readonly #since = new Map<string, number>()
-  readonly #clock: RelayTimers
-  readonly #timers = new Map<string, unknown>()
+  readonly #timers: RelayTimers
+  /** By room: its unload timer. */
+  readonly #unloads = new Map<string, unknown>()
   readonly #evicting = new Set<string>()
   #instance: Hocuspocus | undefined
   #closing = false
@@ -29,7 +30,7 @@ export class IdleRooms {
   constructor(idleMs: number, now: () => number, timers: RelayTimers, log: RelayLog) {
     this.#idleMs = idleMs
     this.#now = now
-    this.#clock = timers
+    this.#timers = timers
     this.#log = log
   }
 
@@ -97,16 +98,16 @@ export class IdleRooms {
   /** Stops every timer; rooms are no longer held. */
   close(): void {
     this.#closing = true
-    for (const timer of this.#timers.values()) this.#clock.clearTimeout(timer)
-    this.#timers.clear()
+    for (const timer of this.#unloads.values()) this.#timers.clearTimeout(timer)
+    this.#unloads.clear()
   }
 
   #schedule(room: string, ms: number): void {
-    if (this.#timers.has(room) || this.#closing) return
-    this.#timers.set(
+    if (this.#unloads.has(room) || this.#closing) return
+    this.#unloads.set(
       room,
-      this.#clock.setTimeout(() => {
-        this.#timers.delete(room)
+      this.#timers.setTimeout(() => {
+        this.#unloads.delete(room)
         const document = this.#instance?.documents.get(room)
         if (document === undefined || document.getConnectionsCount() > 0) return
         this.#instance?.unloadDocument(document).catch((error: unknown) => this.#log('warn', `unloading ${room} failed: ${describeError(error)}`))
@@ -115,8 +116,8 @@ export class IdleRooms {
   }
 
   #clearTimer(room: string): void {
-    const timer = this.#timers.get(room)
-    if (timer !== undefined) this.#clock.clearTimeout(timer)
-    this.#timers.delete(room)
+    const timer = this.#unloads.get(room)
+    if (timer !== undefined) this.#timers.clearTimeout(timer)
+    this.#unloads.delete(room)
   }
 }
