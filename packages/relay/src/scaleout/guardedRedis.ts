@@ -52,6 +52,26 @@ interface RedisWire {
 }
 
 /**
+ * The extension's members this wrapper publishes through, checked: another version of
+ * @hocuspocus/extension-redis that renamed one fails at start with a clear error, not at the
+ * first change with a TypeError that Hocuspocus would swallow.
+ */
+function wireOf(redis: Redis): RedisWire {
+  const wire = redis as unknown as Partial<Record<keyof RedisWire, unknown>>
+  const pub = wire.pub as Partial<RedisWire['pub']> | undefined
+  const missing = [
+    typeof pub?.publish === 'function' && typeof pub.pipeline === 'function' ? null : 'pub',
+    typeof wire.redisTransactionOrigin === 'string' ? null : 'redisTransactionOrigin',
+    typeof wire.pubKey === 'function' ? null : 'pubKey',
+    typeof wire.encodeMessage === 'function' ? null : 'encodeMessage',
+  ].filter((name) => name !== null)
+  if (missing.length > 0) {
+    throw new Error(`@hocuspocus/extension-redis lacks ${missing.join(', ')}: the relay's scale-out needs the 3.4 line it pins`)
+  }
+  return redis as unknown as RedisWire
+}
+
+/**
  * The Redis extension with every hook guarded.
  *
  * @example
@@ -92,7 +112,7 @@ export class GuardedRedis implements Extension {
         return client
       },
     })
-    this.#wire = this.#redis as unknown as RedisWire
+    this.#wire = wireOf(this.#redis)
   }
 
   async onConfigure(payload: onConfigurePayload): Promise<void> {
