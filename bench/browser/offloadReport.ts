@@ -31,7 +31,8 @@ export interface OffloadReport {
   readonly devices: readonly { readonly devices: number; readonly rate: number; readonly page: MainThread; readonly worker: MainThread }[]
   readonly million: { readonly page: MainThread; readonly worker: MainThread } | null
   readonly memory: { readonly page: Heap; readonly worker: Heap } | null
-  readonly takeover: { readonly closeMs: readonly number[]; readonly freezeMs: readonly number[] } | null
+  /** Leader takeovers: the leader closed, frozen (the page hears `freeze` first), frozen without the event. */
+  readonly takeover: { readonly closeMs: readonly number[]; readonly freezeMs: readonly number[]; readonly silentFreezeMs: readonly number[] } | null
 }
 
 /** JS heap after a forced GC, MB, per target and in total. */
@@ -105,7 +106,8 @@ export function report(r: OffloadReport): string {
     lines.push(
       '  leader takeover without SharedWorker, ms from the leader going to the other tabs welcomed by the next host',
       `    closed  ${r.takeover.closeMs.map((ms) => f(ms, 0)).join(', ')} (median ${f(percentile(r.takeover.closeMs, 0.5), 0)})`,
-      `    frozen  ${r.takeover.freezeMs.map((ms) => f(ms, 0)).join(', ')} (median ${f(percentile(r.takeover.freezeMs, 0.5), 0)})`,
+      `    frozen  ${r.takeover.freezeMs.map((ms) => f(ms, 0)).join(', ')} (median ${f(percentile(r.takeover.freezeMs, 0.5), 0)}), the page told of it (\`freeze\`): handed over`,
+      `    frozen without the freeze event  ${r.takeover.silentFreezeMs.map((ms) => f(ms, 0)).join(', ')} (median ${f(percentile(r.takeover.silentFreezeMs, 0.5), 0)}): stolen after the heartbeats stop`,
     )
   }
   return lines.join('\n')

@@ -18,6 +18,8 @@ export interface WorkerPageInfo {
   readonly sharedWorker: boolean
   /** Lifecycle events this page saw (`freeze`, `resume`), with `Date.now()`. */
   readonly lifecycle: readonly { readonly event: string; readonly at: number }[]
+  /** Leader mode: steals of leadership announced on the tab channel that this tab heard. */
+  readonly steals: readonly { readonly from: string; readonly epoch: number; readonly at: number }[]
   /** Content-Security-Policy violations (`directive blocked-uri`). */
   readonly violations: readonly string[]
   /** When each host welcomed this page (`Date.now()`), with its instance and epoch. */
@@ -62,6 +64,14 @@ const lifecycle: { event: string; at: number }[] = []
 const violations: string[] = []
 document.addEventListener('securitypolicyviolation', (event) => violations.push(`${event.violatedDirective} ${event.blockedURI}`))
 for (const event of ['freeze', 'resume']) document.addEventListener(event, () => lifecycle.push({ event, at: Date.now() }))
+/** Leader mode: the steals announced on the engine's tab channel, as this page's own listener hears them (its tab's included). */
+const steals: { readonly from: string; readonly epoch: number; readonly at: number }[] = []
+if (typeof BroadcastChannel === 'function') {
+  new BroadcastChannel(`tidemark-worker:${WORKER_ENGINE_NAME}`).addEventListener('message', (event: MessageEvent) => {
+    const m = (event.data as { m?: { t?: unknown; tab?: unknown; epoch?: unknown } } | null)?.m
+    if (m?.t === 'steal') steals.push({ from: String(m.tab), epoch: Number(m.epoch), at: Date.now() })
+  })
+}
 
 async function start(): Promise<WorkerPageApi> {
   const config: WorkerPageConfig = { relayUrl: params.get('relay'), token: params.get('token') }
@@ -114,7 +124,7 @@ async function start(): Promise<WorkerPageApi> {
   }
 
   return {
-    info: () => ({ connection: engine.connection(), applied: engine.stats().applied, sharedWorker: typeof SharedWorker === 'function', lifecycle: [...lifecycle], violations: [...violations], hosts: [...hosts] }),
+    info: () => ({ connection: engine.connection(), applied: engine.stats().applied, sharedWorker: typeof SharedWorker === 'function', lifecycle: [...lifecycle], steals: [...steals], violations: [...violations], hosts: [...hosts] }),
     produce({ source, seed, batch, everyMs, from = 1 }) {
       if (timer !== null) return
       produced = from - 1

@@ -1,10 +1,17 @@
 /**
  * Leader mode with a leader tab that freezes for real (raw CDP, `tests/workerRawCdp.ts`: a
  * hidden background tab, `Page.setWebLifecycleState frozen`). A frozen tab keeps its Web Locks
- * and its worker freezes with it, so only the missing heartbeats tell: a follower steals
- * leadership after 1.5 s, its host takes the log (raising the writer epoch) and the batches in
- * flight go to it. When the old leader thaws, it steps down, its host's writes are refused by
- * the epoch fence, and what it had sent goes to the new host: the ground truth holds exactly.
+ * and its worker freezes with it.
+ *
+ * - Told: the browser fires `freeze` first, and the leader, knowing tabs wait behind it, hands
+ *   leadership over as it freezes (its host ends, its lock is released): the next tab takes over
+ *   as from a closed leader, with no steal.
+ * - Untold (an init script swallows the event, as a hung or suspended tab gives none): only the
+ *   missing heartbeats tell. A follower steals leadership after 1.5 s, its host takes the log
+ *   (raising the writer epoch), and when the old leader thaws it steps down; its host's writes
+ *   are refused by the epoch fence.
+ *
+ * Either way the batches in flight go to the new host and the ground truth holds exactly.
  */
 import { expect, test } from '@playwright/test'
 import type { WorkerPageInfo } from '../pages/workerPage.ts'
@@ -12,6 +19,9 @@ import { collect, type Device, expectGroundTruth, info, produce, StormLedger, st
 import { RawBrowser, type RawPage } from './workerRawCdp.ts'
 
 const NO_SHARED_WORKER = 'delete globalThis.SharedWorker'
+/** Swallows the page's `freeze` event before any listener hears it (counting it), as a tab frozen without one. */
+const UNTOLD_FREEZE =
+  "window.__swallowedFreezes = 0; window.addEventListener('freeze', (event) => { window.__swallowedFreezes++; event.stopImmediatePropagation() }, { capture: true })"
 
 /**
  * Waits (bounded) until `tab` is connected to the host of `epoch`, as its leader or not when
@@ -36,12 +46,19 @@ function tabOf(page: RawPage, label: string): WorkerTab {
   return { label, evaluate: (expression) => page.evaluate(expression) }
 }
 
-test('a frozen leader tab is replaced within a bounded time; when it thaws it steps down, and the ground truth holds', async ({ baseURL }) => {
+for (const told of [true, false]) {
+  const how = told ? 'that says it freezes hands over at once' : 'frozen without a word is stolen from after 1.5 s of silence'
+  test(`a leader tab ${how}; when it thaws it follows the new host, and the ground truth holds`, async ({ baseURL }) => {
+    await freezeLeader(baseURL as string, told)
+  })
+}
+
+async function freezeLeader(baseURL: string, told: boolean): Promise<void> {
   const browser = new RawBrowser()
   try {
     const url = `${baseURL}/worker.html`
     const open = async (label: string, newWindow: boolean): Promise<{ page: RawPage; tab: WorkerTab }> => {
-      const page = await browser.open(url, { newWindow, initScript: NO_SHARED_WORKER })
+      const page = await browser.open(url, { newWindow, initScript: label === 'A' && !told ? `${NO_SHARED_WORKER}; ${UNTOLD_FREEZE}` : NO_SHARED_WORKER })
       await page.waitFor("document.getElementById('status')?.textContent === 'ready'")
       return { page, tab: tabOf(page, label) }
     }
@@ -69,7 +86,7 @@ test('a frozen leader tab is replaced within a bounded time; when it thaws it st
     const frozenAt = Date.now()
     await a.page.freeze()
 
-    // One follower steals leadership after the heartbeats stop; the other moves to its host.
+    // One follower leads (handed over, or stolen after the heartbeats stop); the other moves to its host.
     let newLeader: WorkerTab | null = null
     await expect
       .poll(
@@ -89,17 +106,26 @@ test('a frozen leader tab is replaced within a bounded time; when it thaws it st
     // The old leader steps down at the first beat of the newer host it hears, or when its lock
     // request fails, whichever comes first; either may run after the first evaluation reaches it.
     const thawed = await following(a.tab, 2, false)
-    expect(thawed.lifecycle.map((l) => l.event)).toContain('freeze')
+    const heard = await Promise.all([b.tab, c.tab].map(async (tab) => (await info(tab)).steals))
+    if (told) {
+      expect(thawed.lifecycle.map((l) => l.event)).toContain('freeze')
+      expect(heard.flat()).toEqual([])
+    } else {
+      expect(await a.page.evaluate<number>('window.__swallowedFreezes')).toBeGreaterThan(0)
+      expect(thawed.lifecycle.map((l) => l.event)).not.toContain('freeze')
+      // One steal, from the first host, announced to every tab (the stealer's own page listener hears it too).
+      expect(heard.map((steals) => steals.map((steal) => steal.epoch))).toEqual([[1], [1]])
+    }
     const produced = new Map<string, number>()
     for (const device of devices) produced.set(device.source, await stop(device))
     await collect(ledger, [a.tab, b.tab, c.tab])
     const figures = await expectGroundTruth(ledger, devices, produced, [a.tab, b.tab, c.tab])
     console.log(
-      `worker-freeze: leader frozen; follower ${(newLeader as WorkerTab | null)?.label} took over, its host welcomed the followers ${welcomed - frozenAt} ms after the freeze; ` +
+      `worker-freeze (${told ? 'told' : 'untold'}): leader frozen; follower ${(newLeader as WorkerTab | null)?.label} took over, its host welcomed the followers ${welcomed - frozenAt} ms after the freeze; ` +
         `the old leader followed the new host ${(thawed.hosts.at(-1)?.at ?? Number.NaN) - frozenAt} ms after the freeze, and was thawed ${thawedAt - frozenAt} ms after it; ` +
         `produced ${figures.produced}, ${figures.counted} counted, ${figures.lateLane} late lane`,
     )
   } finally {
     await browser.close()
   }
-})
+}

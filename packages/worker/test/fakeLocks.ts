@@ -22,9 +22,22 @@ export class FakeLockManager {
   readonly #endings = new Map<string, (() => void)[]>()
   /** News for frozen contexts (a stolen lock's failed request), delivered when they thaw. */
   readonly #held = new Map<string, (() => void)[]>()
+  /** Contexts that went away: what their code still runs (a test's tab object) can take no lock. */
+  readonly #gone = new Set<string>()
 
   as(owner: string): WorkerLocks {
-    return { request: (name, options, callback) => this.#request(owner, name, options, callback) }
+    return {
+      request: (name, options, callback) => this.#request(owner, name, options, callback),
+      query: () => Promise.resolve(this.query()),
+    }
+  }
+
+  /** What `navigator.locks.query()` answers: the locks held and the requests waiting, by name. */
+  query(): { readonly held: { readonly name: string }[]; readonly pending: { readonly name: string }[] } {
+    return {
+      held: [...this.#holders.keys()].map((name) => ({ name })),
+      pending: [...this.#queues].flatMap(([name, queue]) => queue.map(() => ({ name }))),
+    }
   }
 
   holder(name: string): string | undefined {
@@ -45,8 +58,9 @@ export class FakeLockManager {
     for (const deliver of news) deliver()
   }
 
-  /** Ends every lock `owner` holds or waits for, as when its context goes away. */
+  /** Ends every lock `owner` holds or waits for, as when its context goes away; it requests no more. */
   crash(owner: string): void {
+    this.#gone.add(owner)
     for (const end of this.#endings.get(owner)?.splice(0) ?? []) end()
   }
 
@@ -56,6 +70,7 @@ export class FakeLockManager {
     options: { readonly ifAvailable?: boolean; readonly steal?: boolean; readonly signal?: AbortSignal },
     callback: (lock: unknown) => Promise<void> | undefined,
   ): Promise<unknown> {
+    if (this.#gone.has(owner)) return Promise.reject(new DOMException('the context went away', 'AbortError'))
     return new Promise((resolve, reject) => {
       let done = false
       let waiting: Waiter | null = null

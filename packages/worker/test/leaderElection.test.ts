@@ -105,6 +105,18 @@ class Origin {
     }
   }
 
+  /** The page's `freeze` event, then the freeze itself: what a browser does to a hidden tab it freezes. */
+  freezeSaying(tab: Tab): void {
+    tab.election.freeze()
+    this.freeze(tab)
+  }
+
+  /** Thaws a tab that froze saying so, then its `resume` event. */
+  async resume(tab: Tab): Promise<void> {
+    await this.thaw(tab)
+    tab.election.resume()
+  }
+
   releaseLockNews(tab: Tab): void {
     this.locks.freeze(tab.id, false)
   }
@@ -254,6 +266,89 @@ describe('leader election', () => {
     await origin.thaw(stealer)
     await origin.time.run(2_000)
     expect(origin.leaders()).toEqual([other.id])
+  })
+
+  it('a hidden leader that freezes saying so hands over at once to a waiting tab, and follows when it resumes', async () => {
+    const origin = new Origin()
+    const a = origin.open('a')
+    await settle()
+    const b = origin.open('b')
+    const c = origin.open('c')
+    await origin.time.run(2_000)
+    a.election.hidden(true)
+    await settle()
+    const frozenAt = origin.time.now
+    origin.freezeSaying(a)
+    // Its host ended as it froze, and the queue's next tab leads, as when a leader closes: no steal, no silence waited out.
+    expect(a.worker).toBe(null)
+    expect(a.deposedAt).toEqual([frozenAt])
+    await origin.time.run(100)
+    expect(origin.leaders()).toEqual(['b'])
+    expect(b.leads.map((l) => l.via)).toEqual(['queue'])
+    expect((b.leads[0]?.at ?? 0) - frozenAt).toBeLessThanOrEqual(10)
+    await origin.time.run(5_000)
+    expect(origin.steals).toEqual([])
+    await origin.resume(a)
+    await origin.time.run(2_000)
+    expect([a.election.role, b.election.role, c.election.role]).toEqual(['follower', 'leader', 'follower'])
+    expect(a.leads).toHaveLength(1)
+    // a queued again behind c: when b and then c close, a leads.
+    origin.close(b)
+    await origin.time.run(100)
+    origin.close(c)
+    await origin.time.run(100)
+    expect(origin.leaders()).toEqual(['a'])
+  })
+
+  it('a lone leader keeps leadership and its host through a freeze it was told of', async () => {
+    const origin = new Origin()
+    const a = origin.open('a')
+    await origin.time.run(1_000)
+    a.election.hidden(true)
+    await settle()
+    const worker = a.worker
+    origin.freezeSaying(a)
+    await origin.time.run(5_000)
+    await origin.resume(a)
+    await origin.time.run(2_000)
+    expect(origin.leaders()).toEqual(['a'])
+    expect(a.worker).toBe(worker)
+    expect(a.deposedAt).toEqual([])
+  })
+
+  it('a visible leader asks no one and hands nothing over; a tab that freezes without saying so is stolen from as before', async () => {
+    const origin = new Origin()
+    const a = origin.open('a')
+    await settle()
+    const b = origin.open('b')
+    await origin.time.run(2_000)
+    // Never told it was hidden, so it never asked who waits (a visible page is not frozen).
+    origin.freezeSaying(a)
+    await origin.time.run(3_000)
+    expect(b.leads.map((l) => l.via)).toEqual(['steal'])
+    expect(origin.steals).toHaveLength(1)
+  })
+
+  it('a follower that freezes leaves the queue: leadership goes to a running tab, and the follower queues again when it resumes', async () => {
+    const origin = new Origin()
+    const a = origin.open('a')
+    await settle()
+    const b = origin.open('b')
+    await settle()
+    const c = origin.open('c')
+    await origin.time.run(1_000)
+    // b is next in the queue; frozen, it must not be handed a leadership it cannot take up.
+    origin.freezeSaying(b)
+    origin.close(a)
+    await origin.time.run(100)
+    expect(origin.leaders()).toEqual(['c'])
+    await origin.resume(b)
+    await origin.time.run(2_000)
+    expect(origin.leaders()).toEqual(['c'])
+    origin.close(c)
+    await origin.time.run(100)
+    expect(origin.leaders()).toEqual(['b'])
+    expect(origin.steals).toEqual([])
   })
 
   it('lets go of leadership on stop(), and the next tab leads', async () => {

@@ -7,7 +7,7 @@ import type { HostConnector, HostLink } from './hostLink.ts'
 import type { DedicatedWorkerFactory } from './hostWorker.ts'
 import { LeaderConnector } from './leaderConnector.ts'
 import { MirroredEngine } from './mirroredEngine.ts'
-import { lockNames, platformClock, platformLocks, type TabChannel, type WorkerClock, type WorkerLocks } from './platform.ts'
+import { lockNames, type PageLifecycle, platformClock, platformLifecycle, platformLocks, type TabChannel, type WorkerClock, type WorkerLocks } from './platform.ts'
 import type { RemoteEngine } from './remoteEngine.ts'
 import { SharedConnector, type SharedWorkerFactory } from './sharedConnector.ts'
 import { SingleConnector } from './singleConnector.ts'
@@ -63,6 +63,7 @@ export interface ConnectPlatform {
   readonly clock?: WorkerClock
   readonly channel?: (name: string) => TabChannel
   readonly sharedWorkers?: boolean
+  readonly lifecycle?: PageLifecycle | null
 }
 
 const OPTION_KEYS: readonly (keyof ConnectEngineOptions)[] = ['name', 'shared', 'dedicated', 'mode', 'config', 'aggregates', 'maxQueuedEvents', 'election', 'signal']
@@ -106,7 +107,7 @@ export async function connectEngineWith<A extends AggregateDefinitions = NoAggre
   if (mode === 'shared') connector = new SharedConnector(shared as SharedWorkerFactory, name)
   else if (mode === 'leader') {
     const { heartbeatMs = 250, staleMs = 1_500 } = options.election ?? {}
-    const leader = new LeaderConnector({ name, tab, factory: dedicated, locks: locks as WorkerLocks, clock, channel: (channel as (n: string) => TabChannel)(tabChannelName(name)), heartbeatMs, staleMs })
+    const leader = new LeaderConnector({ name, tab, factory: dedicated, locks: locks as WorkerLocks, clock, channel: (channel as (n: string) => TabChannel)(tabChannelName(name)), heartbeatMs, staleMs, lifecycle: platform.lifecycle === undefined ? platformLifecycle() : platform.lifecycle })
     connector = leader
     owns = (link) => leader.owns(link)
   } else {

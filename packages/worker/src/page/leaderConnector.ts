@@ -3,7 +3,7 @@ import { envelope, openEnvelope } from '../protocol/tabChannel.ts'
 import type { HostConnector, HostLink, LinkSink } from './hostLink.ts'
 import { type DedicatedWorkerFactory, startHostWorker } from './hostWorker.ts'
 import { LeaderElection } from './leaderElection.ts'
-import type { TabChannel, WorkerClock, WorkerLocks } from './platform.ts'
+import type { PageLifecycle, TabChannel, WorkerClock, WorkerLocks } from './platform.ts'
 
 /**
  * Options of a `LeaderConnector`.
@@ -20,6 +20,8 @@ export interface LeaderConnectorOptions {
   readonly channel: TabChannel
   readonly heartbeatMs: number
   readonly staleMs: number
+  /** The page's lifecycle (`platformLifecycle()`): a leader that freezes hands over to a waiting tab at once. Null: none to follow. */
+  readonly lifecycle?: PageLifecycle | null
 }
 
 /**
@@ -27,7 +29,7 @@ export interface LeaderConnectorOptions {
  * a dedicated worker and talks to it through its port; the other tabs talk to it over the tab
  * channel, addressed by the host's epoch. When a newer host announces itself ready, a follower
  * moves to it (and sends again what its old host had not made durable). A leader that is
- * deposed ends its worker and becomes a follower.
+ * deposed, or hands over as its page freezes, ends its worker and becomes a follower.
  */
 export class LeaderConnector implements HostConnector {
   readonly #options: LeaderConnectorOptions
@@ -51,7 +53,7 @@ export class LeaderConnector implements HostConnector {
       heartbeatMs,
       staleMs,
       lead: (stolen) => this.#lead(stolen),
-      deposed: () => this.#deposed(),
+      deposed: (reason) => this.#deposed(reason),
       announceSteal: (epoch) => {
         const message: StealMessage = { t: 'steal', epoch, tab }
         channel.postMessage(envelope('*', tab, epoch, message))
@@ -71,6 +73,14 @@ export class LeaderConnector implements HostConnector {
   start(sink: LinkSink): void {
     this.#sink = sink
     this.#options.channel.addEventListener('message', (event) => this.#heard(event.data))
+    const lifecycle = this.#options.lifecycle
+    if (lifecycle != null) {
+      const election = this.#election
+      lifecycle.on('freeze', () => election.freeze())
+      lifecycle.on('resume', () => election.resume())
+      lifecycle.on('visibilitychange', () => election.hidden(lifecycle.hidden()))
+      election.hidden(lifecycle.hidden())
+    }
     this.#election.start()
   }
 
@@ -137,11 +147,11 @@ export class LeaderConnector implements HostConnector {
     return link
   }
 
-  #deposed(): void {
+  #deposed(reason: string): void {
     const own = this.#own
     this.#own = null
     if (own === null) return
     own.close()
-    this.#sink?.lost(own, 'another tab took over as leader')
+    this.#sink?.lost(own, reason)
   }
 }

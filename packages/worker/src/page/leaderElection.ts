@@ -19,8 +19,8 @@ export interface LeaderElectionOptions {
   readonly staleMs: number
   /** This tab holds leadership now; `stolen` when it took it from a silent leader. */
   readonly lead: (stolen: boolean) => void
-  /** Leadership was taken from this tab (it was frozen or hung, and another tab stole it). */
-  readonly deposed: () => void
+  /** Leadership left this tab, for `reason`: another tab stole it (this one was frozen or hung), or this tab handed it over as it froze. */
+  readonly deposed: (reason: string) => void
   /** Tells the other tabs that this tab stole leadership from the leader of `epoch`. */
   readonly announceSteal: (epoch: number) => void
 }
@@ -40,6 +40,11 @@ export type ElectionRole = 'follower' | 'leader' | 'stopped'
  * when it runs again, from whichever comes first: its lock request failing, or a beat of a host
  * newer than its own (a host that took the log after its own did). It steps down; its host's
  * writes are refused by the log's epoch fence.
+ *
+ * Where the page says it is freezing (the `freeze` event, `freeze()` here), no one has to wait:
+ * a hidden leader asks the locks whether tabs are queued behind it, and if so, hands leadership
+ * over as it freezes (its host ends, its lock is released), so the next tab takes over as when
+ * a leader closes. A frozen follower leaves the queue. Both queue again on `resume()`.
  */
 export class LeaderElection {
   readonly #options: LeaderElectionOptions
@@ -59,6 +64,13 @@ export class LeaderElection {
   #release: (() => void) | null = null
   #watchdog: unknown = null
   #newerBeat: ((epoch: number) => void)[] = []
+  /** Between `freeze()` and `resume()`. */
+  #frozen = false
+  #hidden = false
+  /** Whether other tabs were queued for leadership when the locks were last asked (while leading hidden). */
+  #othersWaiting = false
+  #askedAt = Number.NEGATIVE_INFINITY
+  #asking = false
 
   constructor(options: LeaderElectionOptions) {
     this.#options = options
@@ -89,7 +101,7 @@ export class LeaderElection {
    */
   beat(epoch: number, own = false): void {
     if (own && this.#role === 'leader') this.#ownEpoch = Math.max(this.#ownEpoch, epoch)
-    else if (!own && this.#role === 'leader' && this.#ownEpoch > 0 && epoch > this.#ownEpoch) this.#stepDown()
+    else if (!own && this.#role === 'leader' && this.#ownEpoch > 0 && epoch > this.#ownEpoch) this.#stepDown('another tab took over as leader')
     if (epoch < this.#epoch) return
     this.#epoch = epoch
     this.#lastBeatAt = this.#options.clock.now()
@@ -103,6 +115,67 @@ export class LeaderElection {
     const now = this.#options.clock.now()
     this.#lastSteal = { epoch, at: now }
     this.#lastBeatAt = now
+  }
+
+  /** The page was hidden or shown: a hidden leader may be frozen, so it keeps asking who waits behind it. */
+  hidden(hidden: boolean): void {
+    this.#hidden = hidden
+    if (hidden && this.#role === 'leader') this.#askWhoWaits()
+  }
+
+  /**
+   * The page is about to freeze. A leader with tabs queued behind it hands leadership over now
+   * (a frozen leader would hold it, silent, until a follower steals it after `staleMs`); alone,
+   * it keeps it and its host. A follower leaves the queue: a lock granted to a frozen tab would
+   * sit unused. Both queue again on `resume()`.
+   */
+  freeze(): void {
+    if (this.#role === 'stopped' || this.#frozen) return
+    this.#frozen = true
+    if (this.#role === 'leader') {
+      if (this.#othersWaiting) this.#stepDown('this tab froze and handed leadership to a tab waiting for it', false)
+      return
+    }
+    this.#queued?.abort()
+    this.#queued = null
+  }
+
+  /** The page runs again after `freeze()`: a tab that left the queue joins it again; what it heard before is stale. */
+  resume(): void {
+    if (!this.#frozen) return
+    this.#frozen = false
+    const now = this.#options.clock.now()
+    this.#lastTick = now
+    this.#lastBeatAt = now
+    if (this.#role === 'follower' && this.#queued === null && !this.#stealing) this.#queue()
+  }
+
+  /** Asks the locks whether tabs are queued for leadership (what `freeze()` decides by). */
+  #askWhoWaits(): void {
+    const { locks, name, clock } = this.#options
+    if (this.#asking) return
+    this.#askedAt = clock.now()
+    if (locks.query === undefined) {
+      // No way to know: handing over is always safe, it only costs this tab a new host when it resumes.
+      this.#othersWaiting = true
+      return
+    }
+    this.#asking = true
+    const leader = lockNames.leader(name)
+    locks
+      .query()
+      .then(
+        (state) => {
+          this.#othersWaiting = (state.pending ?? []).some((lock) => lock.name === leader)
+        },
+        () => {
+          // As above: unknown, so hand over.
+          this.#othersWaiting = true
+        },
+      )
+      .finally(() => {
+        this.#asking = false
+      })
   }
 
   /** Leaves the election, letting leadership go if this tab holds it. */
@@ -145,21 +218,21 @@ export class LeaderElection {
           // Our own withdrawal of a queued request ends here too: nothing to do.
           if (controller?.signal.aborted === true && !held) return
           if (!held || hold !== this.#holds || this.#role !== 'leader') return
-          this.#stepDown()
+          this.#stepDown('another tab took over as leader')
         },
       )
   }
 
-  /** Leadership was taken from this tab: it follows and queues again. */
-  #stepDown(): void {
+  /** Leadership left this tab (taken, or handed over as it froze): it follows, and queues again unless frozen. */
+  #stepDown(reason: string, queue = true): void {
     this.#role = 'follower'
     const release = this.#release
     this.#release = null
     // A stolen lock is gone already; resolving its callback's promise changes nothing else.
     release?.()
     this.#lastBeatAt = this.#options.clock.now()
-    this.#options.deposed()
-    this.#queue()
+    this.#options.deposed(reason)
+    if (queue) this.#queue()
   }
 
   #watch(): void {
@@ -168,6 +241,8 @@ export class LeaderElection {
     // This tab's own timers ran late (it was frozen or throttled): what it heard is stale, not the leader.
     const late = now - this.#lastTick > staleMs / 2
     this.#lastTick = now
+    // Hidden, a page's timers run about once a second: so does the question, at most every beat.
+    if (this.#role === 'leader' && this.#hidden && now - this.#askedAt >= this.#options.heartbeatMs) this.#askWhoWaits()
     if (late || this.#role !== 'follower' || this.#stealing || !this.#leaderSilent(now)) return
     this.#steal()
   }

@@ -20,6 +20,31 @@ export interface WorkerLocks {
     options: { readonly ifAvailable?: boolean; readonly steal?: boolean; readonly signal?: AbortSignal },
     callback: (lock: unknown) => Promise<void> | undefined,
   ): Promise<unknown>
+  /** `LockManager.query`: the locks held and waited for in the origin (leader election asks who waits). */
+  query?(): Promise<{ readonly pending?: readonly { readonly name?: string }[] }>
+}
+
+/**
+ * The page's lifecycle as leader election follows it (`document` fits through `platformLifecycle`):
+ * `freeze` comes just before the browser freezes a hidden page (its timers and workers stop,
+ * its locks stay held), `resume` when it runs again, `visibility` when it is hidden or shown.
+ *
+ * @example
+ * const lifecycle: PageLifecycle = { on: (type, listener) => document.addEventListener(type, () => listener()), hidden: () => document.hidden }
+ */
+export interface PageLifecycle {
+  on(type: 'freeze' | 'resume' | 'visibilitychange', listener: () => void): void
+  hidden(): boolean
+}
+
+/** The page's lifecycle from `document`, or null where there is none (a worker, a server). */
+export function platformLifecycle(): PageLifecycle | null {
+  const document = (globalThis as { document?: { hidden?: boolean; addEventListener?: (type: string, listener: () => void) => void } }).document
+  if (document?.addEventListener === undefined) return null
+  return {
+    on: (type, listener) => document.addEventListener?.(type, listener),
+    hidden: () => document.hidden === true,
+  }
 }
 
 /** Timers and the clock. */
