@@ -15,6 +15,8 @@ export default defineConfig({
   resolve: { conditions: [source, ...defaultClientConditions] },
   ssr: { resolve: { conditions: [source, ...defaultServerConditions] } },
   test: {
+    // A focused test (`.only`) fails the run everywhere, not only when CI is set; projects inherit this (extends: true).
+    allowOnly: false,
     projects: [
       project('engine', ['packages/engine/test/**/*.test.ts']),
       project('yjs', ['packages/yjs/test/**/*.test.ts']),

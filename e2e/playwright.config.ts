@@ -36,7 +36,8 @@ export default defineConfig({
   // Two cores: one browser at a time keeps timings honest.
   workers: 1,
   fullyParallel: false,
-  forbidOnly: process.env.CI !== undefined,
+  // A focused test (`.only`) fails every run, local or CI: it would silently skip the rest.
+  forbidOnly: true,
   reporter: [['list']],
   use: {
     baseURL,

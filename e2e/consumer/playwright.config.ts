@@ -27,7 +27,8 @@ export default defineConfig({
   expect: { timeout: 15_000 },
   workers: 1,
   fullyParallel: false,
-  forbidOnly: process.env.CI !== undefined,
+  // A focused test (`.only`) fails every run, local or CI: it would silently skip the rest.
+  forbidOnly: true,
   reporter: [['list']],
   use: {
     browserName: 'chromium',
