@@ -119,4 +119,34 @@ describe('ingest flow control', () => {
     await expect(q.enqueue(encodeEvents(events('d1', 6, 5)))).rejects.toThrow('the remote engine is closed')
     await q.drained()
   })
+
+  it('fails a batch the host cannot be sent (its send throws) alone, with the reason; the batches after it still go and nothing stays pending', async () => {
+    const sent: number[] = []
+    const q = new IngestQueue({
+      maxQueuedEvents: 1_000,
+      send: (req) => {
+        if (req === 1) throw new DOMException('#<Object> could not be cloned.', 'DataCloneError')
+        sent.push(req)
+      },
+    })
+    const first = q.enqueue(encodeEvents(events('d1', 1, 5)))
+    const second = q.enqueue(encodeEvents(events('d1', 6, 5)))
+    q.connected(1_000)
+    await expect(first).rejects.toThrow('#<Object> could not be cloned.')
+    expect(sent).toEqual([2])
+    expect([q.inFlight, q.queued, q.pending]).toEqual([5, 0, 1])
+    q.receipt(2, counts(5))
+    q.durable(2, undefined, false)
+    await (await second).durable
+    await q.drained()
+  })
+
+  it('refuses at enqueue, with a TypeError naming the event, a batch the structured clone cannot copy', async () => {
+    const { q, sent } = queue()
+    q.connected(1_000)
+    const fn = (() => 1) as unknown as number
+    const refused = q.enqueue(encodeEvents([...events('d1', 1, 2), { id: 'd1#3', source: 'd1', seq: 3, ts: 3, value: fn }]))
+    await expect(refused).rejects.toThrow(new TypeError("ingest: event 2 (id 'd1#3') cannot be sent to the engine's host: DataCloneError: () => 1 could not be cloned."))
+    expect([sent.length, q.pending, q.queued, q.inFlight]).toEqual([0, 0, 0, 0])
+  })
 })

@@ -36,10 +36,7 @@ export class HostCalls {
       const req = this.#next++
       const pending: PendingCall = { call, retry, resolve, reject, sent: false }
       this.#calls.set(req, pending)
-      if (link !== null) {
-        pending.sent = true
-        link.send({ t: 'call', req, call })
-      }
+      if (link !== null) this.#send(link, req, pending)
     })
   }
 
@@ -47,8 +44,20 @@ export class HostCalls {
   sendWaiting(link: HostLink): void {
     for (const [req, call] of this.#calls) {
       if (call.sent) continue
-      call.sent = true
-      link.send({ t: 'call', req, call: call.call })
+      this.#send(link, req, call)
+    }
+  }
+
+  #send(link: HostLink, req: number, pending: PendingCall): void {
+    pending.sent = true
+    try {
+      link.send({ t: 'call', req, call: pending.call })
+    } catch (error) {
+      // The call cannot cross to the host (a command payload the structured clone cannot copy):
+      // it fails alone, with the reason; the others still go.
+      this.#calls.delete(req)
+      const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error)
+      pending.reject(new TypeError(`${pending.call.op} cannot be sent to the engine's host (its arguments must be structured-cloneable): ${detail}`))
     }
   }
 

@@ -1,5 +1,5 @@
 import { type IngestReceipt, OverflowError } from '@tidemark/engine'
-import { batchSize, type EventBatch } from '../protocol/eventColumns.ts'
+import { batchSize, cloneProblem, type EventBatch } from '../protocol/eventColumns.ts'
 import { errorFromWire, type ReceiptCounts, type WireError } from '../protocol/messages.ts'
 
 /** One batch from `ingest` until it is durable (or failed): kept to be sent again to the next host. */
@@ -72,10 +72,13 @@ export class IngestQueue {
 
   /**
    * Queues one batch; resolves with its receipt once a host applied it.
-   * Rejects at once with `OverflowError` when the queue is full.
+   * Rejects at once with `OverflowError` when the queue is full, and with a `TypeError` naming
+   * the event when the batch cannot be copied to the host (structured clone).
    */
   enqueue(batch: EventBatch): Promise<IngestReceipt> {
     if (this.#closed !== null) return Promise.reject(this.#closed)
+    const unsendable = cloneProblem(batch)
+    if (unsendable !== null) return Promise.reject(new TypeError(`ingest: ${unsendable}`))
     const size = batchSize(batch)
     const max = this.#options.maxQueuedEvents
     if (this.#queued > 0 && this.#queued + size > max) {
@@ -217,7 +220,21 @@ export class IngestQueue {
       entry.state = 'sent'
       this.#queued -= entry.size
       this.#inFlight += entry.size
-      this.#options.send(entry.req, entry.batch)
+      try {
+        this.#options.send(entry.req, entry.batch)
+      } catch (error) {
+        // The batch cannot cross to the host (an event the structured clone cannot copy): it
+        // fails alone, with the reason, and the batches after it still go.
+        this.#unsendable(entry, error)
+      }
     }
+  }
+
+  #unsendable(entry: PendingBatch, error: unknown): void {
+    this.#settle(entry)
+    const problem = cloneProblem(entry.batch)
+    const failure = problem === null ? error : new TypeError(`ingest: ${problem}`)
+    entry.rejectReceipt(failure)
+    entry.rejectDurable(failure)
   }
 }

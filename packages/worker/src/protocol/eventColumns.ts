@@ -103,6 +103,40 @@ export function decodeEvents(batch: EventBatch): unknown[] {
   return events
 }
 
+/**
+ * Why `batch` cannot cross to the host's worker (a port or the tab channel copies it with the
+ * structured clone), naming the first event that cannot be copied (a function, a symbol, a DOM
+ * node as a field); null when it can. The column form always can. Only the object form, which
+ * carries events as they were given, is cloned here, one event at a time only after the whole
+ * batch failed.
+ *
+ * @example
+ * cloneProblem(encodeEvents([{ id: 'a', source: 's', ts: 1, value: () => 1 }]))
+ * // "event 0 (id 'a') cannot be sent to the engine's host: DataCloneError: () => 1 could not be cloned."
+ */
+export function cloneProblem(batch: EventBatch): string | null {
+  if (batch.form === 'columns') return null
+  const events = batch.events
+  try {
+    structuredClone(events)
+    return null
+  } catch (whole) {
+    for (let i = 0; i < events.length; i++) {
+      try {
+        structuredClone(events[i])
+      } catch (error) {
+        const id = (events[i] as { id?: unknown } | null)?.id
+        return `event ${i}${typeof id === 'string' ? ` (id '${id}')` : ''} cannot be sent to the engine's host: ${describe(error)}`
+      }
+    }
+    return `the batch cannot be sent to the engine's host: ${describe(whole)}`
+  }
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error)
+}
+
 /** Why a received batch cannot be decoded, or null when it can: the host checks what a page sent. */
 export function batchProblem(batch: unknown): string | null {
   if (typeof batch !== 'object' || batch === null) return 'the batch is not an object'

@@ -1,0 +1,67 @@
+import { describe, expect, it } from 'vitest'
+import { type StreamEvent, tumbling } from '@tidemark/engine'
+import { type TestHost, World } from './hostHarness.ts'
+
+const windows = { windows: tumbling(1_000) }
+
+function readings(source: string, from: number, count: number): StreamEvent[] {
+  return Array.from({ length: count }, (_, i) => ({ id: `${source}#${from + i}`, source, seq: from + i, ts: (from + i) * 10, key: 'k', value: 1 }))
+}
+
+/** An event whose value the structured clone cannot copy (eventColumns sends it in the object form). */
+const uncloneable = { id: 'bad#1', source: 'bad', seq: 1, ts: 5, key: 'k', value: (() => 1) as unknown as number }
+
+describe('bad input', () => {
+  it('rejects a batch with an event that cannot be sent to the host, naming it; the page keeps serving and closes', async () => {
+    const world = new World()
+    const host = world.host({ name: 'fleet', engine: windows, log: false })
+    const page = world.page(() => host)
+    await world.run()
+    await page.engine.ready
+    let refused: Promise<unknown> | null = null
+    expect(() => {
+      refused = page.engine.ingest([uncloneable])
+    }).not.toThrow()
+    await expect(refused).rejects.toThrow(new TypeError("ingest: event 0 (id 'bad#1') cannot be sent to the engine's host: DataCloneError: () => 1 could not be cloned."))
+    expect(page.engine.connection()).toMatchObject({ state: 'connected', inFlightEvents: 0, queuedEvents: 0 })
+    const good = page.engine.ingest(readings('d1', 1, 3))
+    await world.run()
+    expect((await good).accepted).toBe(3)
+    const closing = page.engine.close()
+    await world.run()
+    await closing
+    expect(page.engine.connection().state).toBe('closed')
+  })
+
+  it('rejects such a batch made before the first welcome too, and the welcome still comes', async () => {
+    const world = new World()
+    let target: TestHost | null = null
+    const page = world.page(() => target)
+    const refused = page.engine.ingest([uncloneable])
+    const good = page.engine.ingest(readings('d1', 1, 2))
+    await expect(refused).rejects.toThrow("ingest: event 0 (id 'bad#1') cannot be sent to the engine's host")
+    target = world.host({ name: 'fleet', engine: windows, log: false })
+    page.connector.connect()
+    await world.run(200)
+    await page.engine.ready
+    expect(page.engine.connection().state).toBe('connected')
+    expect((await good).accepted).toBe(2)
+  })
+
+  it('rejects a command whose payload cannot be sent to the host; later calls still go', async () => {
+    const world = new World()
+    let target: TestHost | null = null
+    const page = world.page(() => target)
+    const refused = page.engine.command('echo', () => 1).then(
+      () => null,
+      (error: unknown) => error,
+    )
+    const seq = page.engine.nextSeq('d1')
+    target = world.host({ name: 'fleet', engine: windows, log: false, commands: { echo: (payload) => payload } })
+    page.connector.connect()
+    await world.run(200)
+    expect(String(await refused)).toContain("TypeError: command cannot be sent to the engine's host (its arguments must be structured-cloneable): DataCloneError")
+    expect(await seq).toBe(1)
+    expect(page.engine.connection().state).toBe('connected')
+  })
+})
