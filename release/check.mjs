@@ -9,6 +9,10 @@
  *                     fixed iteration budgets (longer campaigns: `pnpm fuzz`)
  *   6. packages       `pnpm test:packages`: build, pack and check the public packages (publint,
  *                     attw, size budget) and install them into a fresh consumer app
+ *   7. docs:api       `pnpm docs:api`: the TypeDoc API reference (warnings are errors)
+ *   8. e2e            `pnpm e2e`: the Playwright tests in Debian Chromium (`bash scripts/setup.sh` first)
+ *
+ * These are the steps of `pnpm test`, plus the perf guard.
  *
  * Every step runs even when an earlier one failed, so one run shows everything that is wrong;
  * the exit code is 1 when any step failed.
@@ -31,6 +35,8 @@ const steps = [
     : { name: 'bench:check', command: ['pnpm', 'bench:check'] },
   { name: 'fuzz gate', command: ['pnpm', 'exec', 'vitest', 'run', GATE] },
   { name: 'packages', command: ['pnpm', 'test:packages'] },
+  { name: 'docs:api', command: ['pnpm', 'docs:api'] },
+  { name: 'e2e', command: ['pnpm', 'e2e'] },
 ]
 
 const outcomes = []
