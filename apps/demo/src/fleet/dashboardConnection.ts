@@ -52,6 +52,8 @@ export class DashboardConnection {
   #links: LinksReport | null = null
   #linksAt = Number.NEGATIVE_INFINITY
   #linksPolling = false
+  /** Why the last `links` poll of the current host failed; a poll failing the same way again is not logged again. */
+  #linksError: string | null = null
 
   constructor(options: DashboardConnectionOptions) {
     this.#options = options
@@ -91,8 +93,9 @@ export class DashboardConnection {
     this.#engine = null
     this.#host = null
     this.#links = null
-    if (old !== null) void retireDashboard(old)
+    this.#linksError = null
     const { hosts, wiring, log, now } = this.#options
+    if (old !== null) void retireDashboard(old, (message) => log.add(now(), 'bad', message))
     const ready = hosts.connect({
       kind: 'dashboard',
       name: dashboardHostName(wiring, settings),
@@ -126,22 +129,39 @@ export class DashboardConnection {
     if (dashboard === null || this.#linksPolling || now - this.#linksAt < LINKS_POLL_MS) return
     this.#linksAt = now
     this.#linksPolling = true
-    dashboard
-      .command('links')
-      .then(
-        (report) => {
-          if (dashboard !== this.#engine) return
-          const links = report as LinksReport
-          for (const error of links.errors) this.#options.log.add(this.#options.now(), 'bad', `Replication: ${error}`)
-          this.#links = { ...links, followed: sameFollowed(this.#links?.followed ?? null, links.followed) }
-        },
-        () => {
-          // Its host went away mid-call: the next poll asks the next one.
-        },
-      )
-      .finally(() => {
-        this.#linksPolling = false
-      })
+    void this.#askLinks(dashboard).finally(() => {
+      this.#linksPolling = false
+    })
+  }
+
+  async #askLinks(dashboard: RemoteEngine<FleetAggregates>): Promise<void> {
+    const instance = dashboard.connection().instance
+    let report: unknown
+    try {
+      report = await dashboard.command('links')
+    } catch (error) {
+      // Its host went away mid-call (the connection says so) or newer settings let it go: the next poll asks the next one.
+      const connection = dashboard.connection()
+      if (dashboard !== this.#engine || connection.state !== 'connected' || connection.instance !== instance) return
+      this.#linksFailed(`The dashboard engine's host did not say how its links follow the fleet: ${messageOf(error)}`)
+      return
+    }
+    if (dashboard !== this.#engine) return
+    if (!isLinksReport(report)) {
+      this.#linksFailed(`The dashboard engine's host answered a links report that is not one: ${describe(report)}`)
+      return
+    }
+    const links = report
+    this.#linksError = null
+    for (const error of links.errors) this.#options.log.add(this.#options.now(), 'bad', `Replication: ${error}`)
+    this.#links = { ...links, followed: sameFollowed(this.#links?.followed ?? null, links.followed) }
+  }
+
+  #linksFailed(message: string): void {
+    if (message === this.#linksError) return
+    this.#linksError = message
+    this.#options.log.add(this.#options.now(), 'bad', message)
+    this.#options.changed()
   }
 
   /** Stops listening to the dashboard engine's changes (the page is closing). */
@@ -150,14 +170,35 @@ export class DashboardConnection {
   }
 }
 
-/** Retires the dashboard engine's host of earlier settings (its worker ends), then disconnects. */
-async function retireDashboard(engine: RemoteEngine<FleetAggregates>): Promise<void> {
+/** Retires the dashboard engine's host of earlier settings (its worker ends), then disconnects; `refused` hears of a host still there that did not retire. */
+async function retireDashboard(engine: RemoteEngine<FleetAggregates>, refused: (message: string) => void): Promise<void> {
+  const { state, instance } = engine.connection()
   try {
-    if (engine.connection().state === 'connected') await engine.command('retire')
-  } catch {
-    // Gone already.
+    if (state === 'connected') await engine.command('retire')
+  } catch (error) {
+    // Gone already: nothing left to stop. A host still there that refused keeps running: say so.
+    const now = engine.connection()
+    if (now.state === 'connected' && now.instance === instance) refused(`The dashboard engine's host of earlier settings refused to retire: ${messageOf(error)}`)
   }
   await engine.close().catch(() => {})
+}
+
+/** A `links` answer the page can read: `lastHeard` an object, `errors` an array, `followed` present. */
+function isLinksReport(value: unknown): value is LinksReport {
+  if (typeof value !== 'object' || value === null) return false
+  const report = value as Partial<LinksReport>
+  return typeof report.lastHeard === 'object' && report.lastHeard !== null && Array.isArray(report.errors) && report.followed !== undefined
+}
+
+/** What came instead of a report, for the message: its fields, or the value. */
+function describe(value: unknown): string {
+  if (typeof value !== 'object' || value === null) return String(value)
+  const fields = Object.keys(value)
+  return fields.length === 0 ? 'an object with no fields' : `an object with ${fields.join(', ')}`
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
 }
 
 /** `next`, or `previous` itself when it says the same (an unchanged slice does not render). */

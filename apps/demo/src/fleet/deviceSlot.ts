@@ -31,8 +31,14 @@ export interface DeviceSlotOptions {
   readonly hosts: FleetHosts
   /** The switches a host that has not started yet is booted with: this page's view of them. */
   readonly switches: () => DeviceSwitches
-  /** Told when the host view or the status changed. */
+  /** Told when the host view, the status or the error changed. */
   readonly onChange?: () => void
+  /**
+   * Told once per new problem: an answer or a refusal of the device's host that this page could
+   * not use (a boot it refused, a status of another device or of an unknown phase). A host that
+   * went away mid-call is no problem here: the connection says so and the next host is asked.
+   */
+  readonly onError?: (message: string) => void
 }
 
 /** Status polls at most this often, ms: each is a message to the host and back. */
@@ -65,6 +71,10 @@ export class DeviceSlot {
   #booted = ''
   #polling = false
   #polledAt = Number.NEGATIVE_INFINITY
+  /** Why the current host's boot failed (it refused it, or answered no status); null once a host answered a boot. */
+  #bootError: string | null = null
+  /** Why the last status poll's answer could not be used; null once a status poll was answered well. */
+  #statusError: string | null = null
   #opened: Promise<void> = Promise.resolve()
   #ready: (() => void) | null = null
   #closed = false
@@ -104,6 +114,11 @@ export class DeviceSlot {
     return this.#status
   }
 
+  /** What the device's host answered or refused that this page could not use (its boot first, then its status); null when nothing. */
+  get error(): string | null {
+    return this.#bootError ?? this.#statusError
+  }
+
   /** The host instance whose answer `status()` is: an earlier one's while a restarted host has not answered yet. */
   get statusHost(): string {
     return this.#statusHost
@@ -123,11 +138,16 @@ export class DeviceSlot {
   async refresh(): Promise<DeviceStatus | null> {
     const remote = this.#remote
     if (remote === null || this.#host.state !== 'connected') return this.#status
+    const instance = remote.connection().instance
+    let reply: unknown
     try {
-      this.#show(await remote.command('status'))
-    } catch {
+      reply = await remote.command('status')
+    } catch (error) {
       // The host went away mid-call (a crash): the connection says so, and the next host answers the next poll.
+      if (!this.#hostGone(remote, instance)) this.#fail('status', `${this.id}'s host did not answer its status: ${messageOf(error)}`)
+      return this.#status
     }
+    this.#take('status', reply)
     return this.#status
   }
 
@@ -140,7 +160,7 @@ export class DeviceSlot {
     if (remote === null) throw new Error(`${this.id}: its host is not connected yet`)
     const reply = await remote.command(command)
     if (command === 'crash') return (reply as CrashReply).lost
-    this.#show(reply)
+    this.#show(parseStatus(reply, this.id))
     return 0
   }
 
@@ -149,10 +169,13 @@ export class DeviceSlot {
     this.#closed = true
     const remote = this.#remote
     if (remote === null) return
+    const { state, instance } = remote.connection()
     try {
-      if (remote.connection().state === 'connected') await remote.command('retire')
-    } catch {
-      // Already gone: nothing left to stop.
+      if (state === 'connected') await remote.command('retire')
+    } catch (error) {
+      // Already gone: nothing left to stop. A host still there that refused keeps running: say so.
+      const now = remote.connection()
+      if (now.state === 'connected' && now.instance === instance) this.#options.onError?.(`${this.id}'s host refused to retire: ${messageOf(error)}`)
     }
     await this.close()
   }
@@ -172,7 +195,7 @@ export class DeviceSlot {
     try {
       remote = await hosts.connect({ kind: 'device', name: this.name, config: { index, settings, wiring } })
     } catch (error) {
-      this.#host = { ...this.#host, state: 'failed', reason: error instanceof Error ? error.message : String(error) }
+      this.#host = { ...this.#host, state: 'failed', reason: messageOf(error) }
       this.#ready?.()
       this.#options.onChange?.()
       return
@@ -200,20 +223,57 @@ export class DeviceSlot {
   async #boot(): Promise<void> {
     const remote = this.#remote
     if (remote === null) return
+    const instance = remote.connection().instance
     try {
-      this.#show(await remote.command('boot', this.#options.switches()))
-    } catch {
+      this.#take('boot', await remote.command('boot', this.#options.switches()))
+    } catch (error) {
       // The host went away before answering: the next one is booted when it welcomes this page.
+      if (!this.#hostGone(remote, instance)) this.#fail('boot', `${this.id}'s host refused its boot: ${messageOf(error)}`)
     }
     this.#ready?.()
   }
 
-  #show(reply: unknown): void {
-    const status = parseStatus(reply, this.id)
+  /** The host that a call made to `instance` went to is gone: the connection left it (a crash, `failed`, `closed`), or this page did. */
+  #hostGone(remote: RemoteEngine<FleetAggregates>, instance: string): boolean {
+    const connection = remote.connection()
+    return this.#closed || remote !== this.#remote || connection.state !== 'connected' || connection.instance !== instance
+  }
+
+  /** A host's answer to `boot` or `status`: shown when it is a status of this device, else its reason is. */
+  #take(call: 'boot' | 'status', reply: unknown): void {
+    let status: DeviceStatus
+    try {
+      status = parseStatus(reply, this.id)
+    } catch (error) {
+      this.#fail(call, messageOf(error))
+      return
+    }
+    const had = this.error
+    if (call === 'boot') this.#bootError = null
+    else this.#statusError = null
+    this.#show(status)
+    if (this.error !== had) this.#options.onChange?.()
+  }
+
+  /** Keeps why `call` failed; a reason not already shown is told (a poll failing the same way again is not news). */
+  #fail(call: 'boot' | 'status', message: string): void {
+    const had = call === 'boot' ? this.#bootError : this.#statusError
+    if (call === 'boot') this.#bootError = message
+    else this.#statusError = message
+    if (had === message) return
+    this.#options.onError?.(message)
+    this.#options.onChange?.()
+  }
+
+  #show(status: DeviceStatus): void {
     // A host answers over its own link only: the host this page is connected to now.
     this.#statusHost = this.#host.instance
     if (this.#status !== null && sameStatus(this.#status, status)) return
     this.#status = status
     this.#options.onChange?.()
   }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
 }

@@ -14,7 +14,7 @@ export interface DeviceTabSnapshot {
   readonly host: DeviceHostView
   readonly status: DeviceStatus | null
   readonly now: number
-  /** The last command that did not reach the host, or null. */
+  /** The last command that did not reach the host, else what the host answered or refused that the tab could not use (`DeviceSlot.error`), or null. */
   readonly error: string | null
 }
 
@@ -130,6 +130,11 @@ export class DeviceTab {
       // A host this tab starts (or restarts) gets this tab's last view of the switches.
       switches: () => ({ online: slot.status()?.online ?? true, paused: slot.status()?.paused ?? false }),
       onChange: () => this.#publish(this.#now()),
+      // The current slot's problems show through its `error`; an old slot's (its host refused to retire) only here.
+      onError: (message) => {
+        if (slot !== this.#slot) this.#error = message
+        this.#publish(this.#now())
+      },
     })
     return slot
   }
@@ -169,7 +174,7 @@ export class DeviceTab {
       host: this.#slot.host,
       status: this.#slot.status(),
       now,
-      error: this.#error,
+      error: this.#error ?? this.#slot.error,
     }
   }
 }

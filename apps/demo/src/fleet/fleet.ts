@@ -246,6 +246,8 @@ export class Fleet {
         hosts: this.#hosts,
         // A host that restarted is booted with what this page last knew of the device.
         switches: () => ({ online: slot.status()?.online ?? true, paused: this.#paused }),
+        // A boot its host refused, a status it answered that is not one: shown in the activity feed (and on its row).
+        onError: (message) => this.#log.add(this.#now(), 'bad', message),
       })
       slots.push(slot)
     }

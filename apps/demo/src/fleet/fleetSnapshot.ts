@@ -13,7 +13,7 @@ import type { LateCorrection } from './reconnectReport.ts'
  * One row of the device table.
  *
  * @example
- * const row: DeviceRow = { id: 'd03', host: slot.host, tab: false, status: slot.status(), lastHeard: null }
+ * const row: DeviceRow = { id: 'd03', host: slot.host, tab: false, status: slot.status(), error: slot.error, lastHeard: null }
  */
 export interface DeviceRow {
   readonly id: string
@@ -23,6 +23,8 @@ export interface DeviceRow {
   readonly tab: boolean
   /** What the device's host last reported; null before its first answer. */
   readonly status: DeviceStatus | null
+  /** What its host answered or refused that this page could not use (a refused boot, a malformed status); null when nothing. */
+  readonly error: string | null
   /** When the dashboard's document of this device (its room, or its tab channel) last synced. */
   readonly lastHeard: number | null
 }
@@ -63,13 +65,14 @@ export interface FleetSnapshot {
  * const row = rowOf(slot, lastHeard[slot.id] ?? null, false, previousRows[i])
  */
 export function rowOf(slot: DeviceSlot, lastHeard: number | null, tab: boolean, previous: DeviceRow | undefined): DeviceRow {
-  const next: DeviceRow = { id: slot.id, host: slot.host, tab, status: slot.status(), lastHeard }
+  const next: DeviceRow = { id: slot.id, host: slot.host, tab, status: slot.status(), error: slot.error, lastHeard }
   if (
     previous !== undefined &&
     previous.id === next.id &&
     previous.host === next.host &&
     previous.tab === next.tab &&
     previous.status === next.status &&
+    previous.error === next.error &&
     previous.lastHeard === next.lastHeard
   ) {
     return previous

@@ -15,6 +15,8 @@ function linkStateOf(row: DeviceRow): LinkState {
   // Its host went away (a crash): the next one is starting and reopening the log.
   if (host.state === 'reconnecting') return 'rebooting'
   if (host.state === 'closed' || status?.phase === 'retired') return 'waiting'
+  // Its host refused its boot, or answers a status that is not one: the reason is the pill's title.
+  if (row.error !== null) return 'failed'
   if (status === null || status.phase === 'booting') return 'opening'
   return status.online ? 'online' : 'offline'
 }
@@ -66,7 +68,7 @@ const DeviceTableRow = memo(function DeviceTableRow({
         {hostText(row)}
       </td>
       <td>
-        <span className={`pill ${PILL[state]}`} title={status?.error ?? row.host.reason ?? undefined}>
+        <span className={`pill ${PILL[state]}`} title={row.error ?? status?.error ?? row.host.reason ?? undefined}>
           {state}
         </span>
       </td>
