@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { type StreamEvent, tumbling } from '@tidemark/engine'
+import { claimLog, type LogLocks } from '@tidemark/idb/log'
 import { type TestHost, World } from './hostHarness.ts'
 
 const windows = { windows: tumbling(1_000) }
@@ -63,5 +64,77 @@ describe('bad input', () => {
     expect(String(await refused)).toContain("TypeError: command cannot be sent to the engine's host (its arguments must be structured-cloneable): DataCloneError")
     expect(await seq).toBe(1)
     expect(page.engine.connection().state).toBe('connected')
+  })
+})
+
+describe('a host fenced out while it starts', () => {
+  it('tells its waiting page to go to the next host (not that it failed), and the page moves on', async () => {
+    const world = new World()
+    let current: TestHost | null = world.host(
+      {
+        name: 'fleet',
+        // Another leader steals the log while this host is starting.
+        engine: async () => {
+          await claimLog({ name: 'fleet', steal: true, locks: world.locks.as('thief') as LogLocks, indexedDB: world.indexedDB })
+          return windows
+        },
+      },
+      { mode: 'leader', steal: false },
+    )
+    const first = current
+    const page = world.page(() => current)
+    const states: string[] = []
+    page.engine.onConnection((c) => states.push(c.state))
+    await world.run(500)
+    await expect(first.started).rejects.toThrow()
+    expect([first.host.engine, page.engine.connection().state, states]).toEqual([null, 'reconnecting', []])
+    expect(page.connector.link).toBeNull() // told the connector its host is gone
+    world.locks.crash('thief')
+    current = world.host({ name: 'fleet', engine: windows }, { mode: 'leader', steal: true })
+    page.connector.connect()
+    await world.run(300)
+    expect(page.engine.connection()).toMatchObject({ state: 'connected' })
+  })
+
+  it('undoes its setup and closes its engine when the log is taken during setup; the page moves on', async () => {
+    const world = new World()
+    let cleaned = 0
+    let current: TestHost | null = world.host({
+      name: 'fleet',
+      engine: windows,
+      setup: async () => {
+        await claimLog({ name: 'fleet', steal: true, locks: world.locks.as('thief') as LogLocks, indexedDB: world.indexedDB })
+        await new Promise<void>((resolve) => setImmediate(resolve))
+        return () => {
+          cleaned++
+        }
+      },
+    })
+    const first = current
+    const page = world.page(() => current)
+    await world.run(500)
+    const why = await first.started.then(
+      () => null,
+      (error: unknown) => String(error),
+    )
+    expect(why).toContain('the host stopped starting: another host took the log')
+    expect([first.host.engine, first.host.ready, cleaned, page.engine.connection().state]).toEqual([null, false, 1, 'reconnecting'])
+    world.locks.crash('thief')
+    current = world.host({ name: 'fleet', engine: windows })
+    page.connector.connect()
+    await world.run(300)
+    expect(page.engine.connection().state).toBe('connected')
+  })
+
+  it('lets go of the log when stopped while it waits for the first page', async () => {
+    const world = new World()
+    const first = world.host({ name: 'fleet', engine: windows })
+    await world.run(50)
+    await first.host.stop()
+    await expect(first.started).rejects.toThrow('the host stopped starting: it was stopped')
+    const second = world.host({ name: 'fleet', engine: windows })
+    const page = world.page(() => second)
+    await world.run(300)
+    expect([page.engine.connection().state, second.host.epoch]).toEqual(['connected', 2])
   })
 })

@@ -1,5 +1,5 @@
 import { type Engine, type EngineStats, shallowEqual, type SyncStatus, type WindowResult } from '@tidemark/engine'
-import { recoveryReport } from '@tidemark/idb'
+import { isFencedError, recoveryReport } from '@tidemark/idb'
 import { claimLog, type LogClaim, type LogLocks } from '@tidemark/idb/log'
 import { addressOf, type WindowAddress } from '../common/windowAddress.ts'
 import type { EventBatch } from '../protocol/eventColumns.ts'
@@ -71,7 +71,8 @@ export class EngineHost {
   #engine: Engine | null = null
   #claim: LogClaim | null = null
   #config: { readonly value: unknown } | null = null
-  #configArrived: (() => void) | null = null
+  /** `start` waits here for the first page's config; rejected when the host is deposed or stopped first. */
+  #configWait: { readonly resolve: () => void; readonly reject: (error: Error) => void } | null = null
   #context: HostContext | null = null
   #cleanup: (() => void) | null = null
   #state: HostState | null = null
@@ -114,18 +115,34 @@ export class EngineHost {
 
   /**
    * Claims the log, waits for the first page's config, opens the engine and runs `setup`;
-   * then welcomes the waiting pages. When that fails, every page is told why.
+   * then welcomes the waiting pages. When that fails, every page is told why. A host that
+   * another host fenced out while it started (or that was stopped meanwhile) undoes what it
+   * set up and tells the waiting pages to go to the next host (`refused`, `deposed`): that is
+   * no failure of theirs.
    */
   async start(): Promise<HostContext> {
     try {
       await this.#start()
     } catch (error) {
-      this.#failure = `the engine's host could not start: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`
-      for (const { link } of this.#waiting.splice(0)) link.send({ t: 'refused', reason: this.#failure }, [])
-      void this.#shutdown()
+      if (this.#deposed === null && !this.#stopped && isFencedError(error)) this.depose(`another host took the log while this one started (${(error as Error).message})`)
+      const gone = this.#deposed ?? (this.#stopped ? 'the host stopped' : null)
+      if (gone !== null) {
+        for (const { link } of this.#waiting.splice(0)) link.send({ t: 'refused', reason: gone, deposed: true }, [])
+      } else {
+        this.#failure = `the engine's host could not start: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`
+        for (const { link } of this.#waiting.splice(0)) link.send({ t: 'refused', reason: this.#failure }, [])
+      }
+      // Whatever start set up after a shutdown already ran (an engine opened, a setup's cleanup) ends here.
+      await this.#shutdown()
       throw error
     }
     return this.#context as HostContext
+  }
+
+  /** Throws when the host was deposed or stopped during `start`'s last await: what it set up is undone by `start`. */
+  #stillStarting(): void {
+    if (this.#deposed !== null) throw new Error(`the host stopped starting: ${this.#deposed}`)
+    if (this.#stopped) throw new Error('the host stopped starting: it was stopped')
   }
 
   async #start(): Promise<void> {
@@ -133,20 +150,25 @@ export class EngineHost {
     const locks = this.#platform.locks
     this.#holdHostLock(locks, name)
     if (log !== false) {
-      this.#claim = await claimLog({
+      const claim = await claimLog({
         name,
         steal: this.#role.steal,
         ...(locks === null ? { withoutLocks: 'single-tab' as const } : { locks }),
         ...(this.#platform.indexedDB === undefined ? {} : { indexedDB: this.#platform.indexedDB }),
       })
-      this.#claim.lost.then(() => this.depose('another host took the log'))
-      this.#epoch = this.#claim.epoch
+      this.#claim = claim
+      this.#stillStarting()
+      claim.lost.then(() => this.depose('another host took the log'))
+      this.#epoch = claim.epoch
     } else this.#epoch = this.#platform.clock.now()
-    if (this.#stopped) return
     this.#events.claimed?.(this.#epoch)
     const config = await this.#firstConfig()
+    this.#stillStarting()
     const engineOptions = typeof this.#options.engine === 'function' ? await this.#options.engine(config) : this.#options.engine
+    this.#stillStarting()
     const engine = await openHostedEngine(engineOptions, this.#claim, this.#options.log, this.#platform.indexedDB)
+    this.#engine = engine
+    this.#stillStarting()
     this.#mirrored = {
       allowedLateness: engineOptions.allowedLateness ?? 0,
       retention: engineOptions.retention ?? 60_000,
@@ -154,17 +176,16 @@ export class EngineHost {
       aggregates: aggregateIdentities(engineOptions.aggregates),
     }
     this.#compactor = new ChangeCompactor(this.#keepsPanes)
-    this.#engine = engine
     const context: HostContext = { engine, config, mode: this.#role.mode, instance: this.instance, epoch: this.#epoch }
     this.#context = context
     const cleanup = await this.#options.setup?.(context)
     if (typeof cleanup === 'function') this.#cleanup = cleanup
+    this.#stillStarting()
     engine.subscribe((changes) => {
       this.#compactor.add(changes)
       this.#schedule()
     })
     this.#state = this.#readState(null)
-    if (this.#deposed !== null || this.#stopped) return
     this.#events.ready?.()
     for (const { link, tab } of this.#waiting.splice(0)) this.#welcome(link, tab)
   }
@@ -220,7 +241,10 @@ export class EngineHost {
   depose(reason: string): void {
     if (this.#deposed !== null || this.#stopped) return
     this.#deposed = reason
+    // Welcomed pages and pages still waiting for the engine alike go to the next host.
     for (const client of this.#clients.values()) client.link.send({ t: 'refused', reason, deposed: true }, [])
+    for (const { link } of this.#waiting.splice(0)) link.send({ t: 'refused', reason, deposed: true }, [])
+    this.#configWait?.reject(new Error(`the host stopped starting: ${reason}`))
     this.#events.deposed?.(reason)
     void this.#shutdown()
   }
@@ -229,6 +253,7 @@ export class EngineHost {
   async stop(): Promise<void> {
     if (this.#stopped) return
     this.#stopped = true
+    this.#configWait?.reject(new Error('the host stopped starting: it was stopped'))
     await this.#shutdown()
   }
 
@@ -236,19 +261,21 @@ export class EngineHost {
     this.#platform.clock.clearTimeout(this.#timer)
     this.#timer = null
     this.#tabWatches.forgetAll()
+    // Runs again when `start` set up more after a first shutdown: each piece ends once.
+    const cleanup = this.#cleanup
+    this.#cleanup = null
     try {
-      this.#cleanup?.()
+      cleanup?.()
     } catch (error) {
       reportError(error)
     }
-    this.#cleanup = null
     const engine = this.#engine
     this.#engine = null
-    // A deposed host's last checkpoint is refused by the fence: nothing to keep of it.
+    // A deposed host's last checkpoint is refused by the fence (FencedError): nothing to keep of it.
     await engine?.close().catch((error: unknown) => {
-      if (this.#deposed === null) reportError(error)
+      if (this.#deposed === null || !isFencedError(error)) reportError(error)
     })
-    await this.#claim?.release()
+    await this.#claim?.release().catch(reportError)
     this.#releaseHostLock?.()
   }
 
@@ -264,8 +291,13 @@ export class EngineHost {
 
   #firstConfig(): Promise<unknown> {
     if (this.#config !== null) return Promise.resolve(this.#config.value)
-    return new Promise((resolve) => {
-      this.#configArrived = () => resolve(this.#config?.value)
+    return new Promise((resolve, reject) => {
+      this.#configWait = {
+        resolve: () => resolve(this.#config?.value),
+        reject,
+      }
+    }).finally(() => {
+      this.#configWait = null
     })
   }
 
@@ -285,7 +317,7 @@ export class EngineHost {
     const tab = typeof hello.tab === 'string' ? hello.tab : ''
     if (this.#config === null) {
       this.#config = { value: hello.config }
-      this.#configArrived?.()
+      this.#configWait?.resolve()
     }
     if (this.#state === null) this.#waiting.push({ link, tab })
     else this.#welcome(link, tab)
