@@ -19,7 +19,7 @@ import type {
   Persistence,
   RecoveredLog,
 } from './store/persistence.ts'
-import { WalWriter, type WriteRetry } from './wal/walWriter.ts'
+import { GLOBAL_RETRY_TIMERS, WalWriter, type WriteRetry, type WriteRetryTimers } from './wal/walWriter.ts'
 
 const REPLICA_ID_KEY = 'replicaId'
 
@@ -46,6 +46,21 @@ export interface OpenEngineOptions<A extends AggregateDefinitions = NoAggregates
   readonly checkpointEvery?: Partial<CheckpointPolicy>
   /** After a failed write, retry a checkpoint after `firstMs`, doubling up to `maxMs` (default 1 s to 30 s). */
   readonly writeRetry?: Partial<WriteRetry>
+  /**
+   * Where the `writeRetry` delays are armed. Default the global `setTimeout` / `clearTimeout`
+   * (a pending retry does not keep a Node process alive); a test gives fake ones and moves
+   * their time itself, so it neither waits nor fakes the timers IndexedDB runs on.
+   *
+   * @example
+   * const pending: (() => void)[] = []
+   * const engine = await openEngine({
+   *   windows: tumbling(60_000),
+   *   persistence,
+   *   timers: { setTimeout: (run) => pending.push(run), clearTimeout: () => {} },
+   * })
+   * pending.shift()?.() // the retry falls due now
+   */
+  readonly timers?: WriteRetryTimers
   /** Write a checkpoint in `close()` so the next open replays nothing (default true). */
   readonly checkpointOnClose?: boolean
 }
@@ -102,7 +117,7 @@ export async function openEngine<A extends AggregateDefinitions = NoAggregates>(
   const started = performance.now()
   if (typeof options !== 'object' || options === null) throw new TypeError('openEngine needs an options object')
   assertKnownOptions('openEngine', options, OPEN_ENGINE_OPTION_KEYS)
-  const { persistence, checkpointEvery, writeRetry, checkpointOnClose, ...engineOptions } = options
+  const { persistence, checkpointEvery, writeRetry, checkpointOnClose, timers, ...engineOptions } = options
   // Every option is checked before the storage is opened.
   checkEngineOptions(engineOptions, 'openEngine')
   if (typeof persistence !== 'object' || persistence === null || typeof persistence.open !== 'function') {
@@ -110,6 +125,9 @@ export async function openEngine<A extends AggregateDefinitions = NoAggregates>(
   }
   if (checkpointOnClose !== undefined && typeof checkpointOnClose !== 'boolean') {
     throw new TypeError(`openEngine: checkpointOnClose must be true or false, got ${String(checkpointOnClose)}`)
+  }
+  if (timers !== undefined && (typeof timers !== 'object' || timers === null || typeof timers.setTimeout !== 'function' || typeof timers.clearTimeout !== 'function')) {
+    throw new TypeError(`openEngine: timers must be { setTimeout, clearTimeout }, got ${String(timers)}`)
   }
   if (checkpointEvery !== undefined) checkpointPolicy(checkpointEvery, 'openEngine: checkpointEvery')
   const policy = checkpointPolicy({ ...persistence.checkpointEvery, ...checkpointEvery }, 'openEngine: checkpointEvery')
@@ -151,6 +169,7 @@ export async function openEngine<A extends AggregateDefinitions = NoAggregates>(
       persistence,
       policy,
       retry,
+      timers: timers ?? GLOBAL_RETRY_TIMERS,
       now,
       snapshot: () => snapshot(live),
       eventsInTail: replayed.events,
@@ -170,7 +189,7 @@ export async function openEngine<A extends AggregateDefinitions = NoAggregates>(
 }
 
 /** The keys `openEngine` takes: the engine's, and its own. */
-const OPEN_ENGINE_OPTION_KEYS: readonly string[] = [...ENGINE_OPTION_KEYS, 'persistence', 'checkpointEvery', 'writeRetry', 'checkpointOnClose']
+const OPEN_ENGINE_OPTION_KEYS: readonly string[] = [...ENGINE_OPTION_KEYS, 'persistence', 'checkpointEvery', 'writeRetry', 'checkpointOnClose', 'timers']
 
 /** `writeRetry` with defaults: finite ms > 0, the first at most the largest. */
 function writeRetryOf(given: Partial<WriteRetry> | undefined): WriteRetry {

@@ -2,6 +2,7 @@ import type { IDBFactory } from 'fake-indexeddb'
 import { IDBObjectStore as FakeObjectStore } from 'fake-indexeddb'
 import { type IDBPDatabase, wrap } from 'idb'
 import { vi } from 'vitest'
+import type { Persistence } from '../src/index.ts'
 
 /** A raw connection for inspecting or damaging what a persistence stored. */
 export async function raw(factory: IDBFactory, name: string): Promise<IDBPDatabase> {
@@ -57,4 +58,19 @@ export function fillDisk(): () => void {
   return () => {
     full = false
   }
+}
+
+/**
+ * Every checkpoint write `persistence` starts from now on, in order: the very promise the
+ * write-ahead log waits on, so a test can await the write it is about instead of polling.
+ */
+export function checkpointWrites(persistence: Persistence): Promise<void>[] {
+  const writes: Promise<void>[] = []
+  const checkpoint = persistence.checkpoint.bind(persistence)
+  vi.spyOn(persistence, 'checkpoint').mockImplementation((record) => {
+    const written = checkpoint(record)
+    writes.push(written)
+    return written
+  })
+  return writes
 }

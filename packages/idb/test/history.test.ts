@@ -7,7 +7,7 @@
  */
 import 'fake-indexeddb/auto'
 import { IDBFactory } from 'fake-indexeddb'
-import { describe, expect, it, vi } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import {
   createEngine,
   type EngineOptions,
@@ -26,7 +26,7 @@ import { type FinalArchiveOptions, finalArchive } from '@tidemark/idb/archive'
 import { memoryPersistence } from '@tidemark/idb/memory'
 import { reading, visibleState, whenDurable } from '@tidemark/engine/testing'
 import { decodeEngineCheckpoint, encodeEngineCheckpoint } from '../src/checkpoint/checkpointCodec.ts'
-import { damage, raw } from './fakeStorage.ts'
+import { checkpointWrites, damage, raw } from './fakeStorage.ts'
 
 const config: EngineOptions = { windows: tumbling(10), retention: 20, now: () => 1_000, limits: { maxLateEvents: 6 } }
 
@@ -164,10 +164,14 @@ describe.each(subjects)('$name: final-window archive', (subject) => {
 
   it('survives close and reopen, and a crash before any checkpoint wrote it (replay derives it again)', async () => {
     const { persistence, crash } = subject.create({ checkpointEvery: { events: 50 }, archive: {} })
+    const checkpoints = checkpointWrites(persistence)
     const engine = await openEngine({ ...config, persistence })
     const device = new Device()
-    engine.ingest(device.readings(0, 50))
-    await vi.waitFor(() => expect(persistence.stats().checkpoints).toBe(1))
+    // 50 events call for a checkpoint, started right after the ingest that logged them.
+    await engine.ingest(device.readings(0, 50)).durable
+    expect(checkpoints).toHaveLength(1)
+    await checkpoints[0]
+    expect(persistence.stats().checkpoints).toBe(1)
     engine.ingest(device.readings(50, 60))
     await whenDurable(engine)
     // The checkpoint after 50 events wrote the windows final by then ([0, 40)); [40, 50) is only staged.

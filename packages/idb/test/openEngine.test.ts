@@ -22,13 +22,13 @@ import {
 } from '../src/index.ts'
 import { memoryPersistence } from '../src/memory.ts'
 import { reading, visibleState, whenDurable } from '@tidemark/engine/testing'
-import { damage, fillDisk, raw } from './fakeStorage.ts'
+import { checkpointWrites, damage, fillDisk, raw } from './fakeStorage.ts'
+import { FakeTimers } from './fakeTimers.ts'
 
 const _FILE = 'packages/idb/test/openEngine.test.ts'
 
 afterEach(() => {
   vi.restoreAllMocks()
-  vi.useRealTimers()
 })
 
 const clock = { now: 1_000 }
@@ -205,10 +205,13 @@ describe('openEngine: corruption', () => {
 
 describe('openEngine: full quota', () => {
   it('rejects durable with QuotaError, refuses later batches with overflow, and resumes after a retried checkpoint', async () => {
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    const timers = new FakeTimers()
     const factory = new IDBFactory()
-    const engine = await open(factory, 'quota', { writeRetry: { firstMs: 1_000, maxMs: 8_000 } })
+    const persistence = indexedDbPersistence({ name: 'quota', indexedDB: factory })
+    const checkpoints = checkpointWrites(persistence)
+    const engine = await openEngine({ ...config, persistence, writeRetry: { firstMs: 1_000, maxMs: 8_000 }, timers })
     await engine.ingest(batch(1, 3)).durable
+    expect(timers.pending).toEqual([])
     const free = fillDisk()
     const refusedByDisk = engine.ingest(batch(4, 2))
     // Applied in memory, but never acknowledged.
@@ -225,13 +228,24 @@ describe('openEngine: full quota', () => {
     expect(refused.anomalies[0]).toMatchObject({ reason: 'overflow', detail: expect.stringMatching(/storage refused: .*quota exceeded/) })
     await expect(refused.durable).rejects.toBeInstanceOf(QuotaError)
     expect(engine.stats().persistenceError).toMatch(/quota exceeded/)
-    // The first retry finds the disk still full.
-    await vi.advanceTimersByTimeAsync(1_000)
-    await vi.waitFor(() => expect(engine.stats().persistenceError).toMatch(/checkpoint at lsn \d+ was not written/))
+    // One retry is armed, firstMs after the failure, and nothing runs before it is due.
+    expect(timers.pending).toEqual([1_000])
+    timers.advance(999)
+    expect(checkpoints).toHaveLength(0)
+    // The first retry finds the disk still full, and arms the next one twice as far off.
+    timers.advance(1)
+    expect(checkpoints).toHaveLength(1)
+    await expect(checkpoints[0]).rejects.toThrow(/checkpoint at lsn \d+ was not written/)
+    expect(engine.stats().persistenceError).toMatch(/checkpoint at lsn \d+ was not written/)
     expect(engine.ingest(batch(6, 2)).rejected).toBe(2)
+    expect(timers.pending).toEqual([2_000])
     free()
-    await vi.advanceTimersByTimeAsync(2_000)
-    await vi.waitFor(() => engine.ingest([]).durable)
+    timers.advance(1_999)
+    expect(checkpoints).toHaveLength(1)
+    timers.advance(1)
+    expect(checkpoints).toHaveLength(2)
+    await checkpoints[1]
+    expect(timers.pending).toEqual([])
     const resumed = engine.ingest(batch(6, 2))
     expect(resumed.accepted).toBe(2)
     await resumed.durable
@@ -240,6 +254,16 @@ describe('openEngine: full quota', () => {
     const reopened = await open(factory, 'quota')
     expect(count(reopened)).toBe(3 + 2 + 2)
     expect(visibleState(reopened)).toEqual(visibleState(engine))
+  })
+
+  it('close() cancels the retry armed after a failed write', async () => {
+    const timers = new FakeTimers()
+    const engine = await open(new IDBFactory(), 'quota-close', { timers, checkpointOnClose: false })
+    fillDisk()
+    await expect(engine.ingest(batch(1, 2)).durable).rejects.toBeInstanceOf(QuotaError)
+    expect(timers.pending).toEqual([1_000])
+    await engine.close()
+    expect(timers.pending).toEqual([])
   })
 
   it('acknowledges nothing that was not written: a crash while the disk is full recovers what was durable', async () => {

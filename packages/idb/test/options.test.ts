@@ -27,6 +27,8 @@ describe('openEngine options', () => {
     await expect(attempt({ writeRetry: { firstMs: 0 } })).rejects.toThrow(/writeRetry.firstMs must be a finite number of ms > 0/)
     await expect(attempt({ writeRetry: { firstMs: 5_000, maxMs: 1_000 } })).rejects.toThrow(/firstMs \(5000\) must be at most maxMs/)
     await expect(attempt({ checkpointOnClose: 'yes' })).rejects.toThrow(/checkpointOnClose must be true or false/)
+    await expect(attempt({ timers: { setTimeout } })).rejects.toThrow(/timers must be \{ setTimeout, clearTimeout \}/)
+    await expect(attempt({ timer: { setTimeout, clearTimeout } })).rejects.toThrow("openEngine: unknown option 'timer' (did you mean 'timers'?)")
     await expect(attempt({ trigger: { early: 'never' } })).rejects.toThrow(/trigger.early must be everyElement\(\)/)
     await expect(attempt({ accumulation: 'retracting' })).rejects.toThrow(/accumulation must be 'accumulating' or 'discarding'/)
     await expect(attempt({ maxFutureSkew: -1 })).rejects.toThrow(/maxFutureSkew must be a number >= 0/)

@@ -23,11 +23,11 @@ import { memoryPersistence } from '../src/memory.ts'
 import { reading } from '@tidemark/engine/testing'
 import { DurableFrontier } from '../src/wal/durableFrontier.ts'
 import { bindDoc } from '@tidemark/yjs'
-import { fillDisk } from './fakeStorage.ts'
+import { checkpointWrites, fillDisk } from './fakeStorage.ts'
+import { FakeTimers } from './fakeTimers.ts'
 
 afterEach(() => {
   vi.restoreAllMocks()
-  vi.useRealTimers()
 })
 
 const config: EngineOptions = { windows: tumbling(10), watermark: manual(), now: () => 1_000 }
@@ -233,15 +233,18 @@ describe('openEngine publishes to peers only what is durable', () => {
   })
 
   it('holds writes behind a failed write until the retried checkpoint repairs the log', async () => {
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    const timers = new FakeTimers()
     const deviceDoc = new Y.Doc()
     const peerDoc = new Y.Doc()
     link(deviceDoc, peerDoc)
+    const persistence = indexedDbPersistence({ name: 'held-behind-hole', indexedDB: new IDBFactory() })
+    const checkpoints = checkpointWrites(persistence)
     const device = await openEngine({
       ...config,
-      persistence: indexedDbPersistence({ name: 'held-behind-hole', indexedDB: new IDBFactory() }),
+      persistence,
       replicaId: 'device-a',
       writeRetry: { firstMs: 1_000, maxMs: 1_000 },
+      timers,
     })
     bindDoc(device, deviceDoc)
     const peer = createEngine({ ...config, replicaId: 'peer-b' })
@@ -254,8 +257,12 @@ describe('openEngine publishes to peers only what is durable', () => {
     expect(count(device)).toBe(4)
     expect(count(peer)).toBe(2)
     free()
-    await vi.advanceTimersByTimeAsync(1_000)
-    await vi.waitFor(() => expect(count(peer)).toBe(4))
+    timers.advance(1_000)
+    expect(checkpoints).toHaveLength(1)
+    // Still held while the checkpoint that covers them is being written.
+    expect(count(peer)).toBe(2)
+    await checkpoints[0]
+    expect(count(peer)).toBe(4)
     expect(peer.results()).toEqual(device.results())
   })
 })

@@ -11,11 +11,11 @@ import { type Engine, type EngineOptions, type StreamEvent, tumbling } from '@ti
 import { indexedDbPersistence, openEngine, type OpenEngineOptions, QuotaError } from '@tidemark/idb'
 import { memoryPersistence } from '@tidemark/idb/memory'
 import { reading, visibleState, } from '@tidemark/engine/testing'
-import { fillDisk } from './fakeStorage.ts'
+import { checkpointWrites, fillDisk } from './fakeStorage.ts'
+import { FakeTimers } from './fakeTimers.ts'
 
 afterEach(() => {
   vi.restoreAllMocks()
-  vi.useRealTimers()
 })
 
 const clock = { now: 1_000 }
@@ -63,9 +63,11 @@ describe('batches refused whole, after a crash', () => {
   })
 
   it('keeps the counts of batches refused while the disk was full, once the retried checkpoint committed', async () => {
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    const timers = new FakeTimers()
     const factory = new IDBFactory()
-    const live = await open(factory, 'refused-while-full', { writeRetry: { firstMs: 1_000, maxMs: 1_000 } })
+    const persistence = indexedDbPersistence({ name: 'refused-while-full', indexedDB: factory })
+    const checkpoints = checkpointWrites(persistence)
+    const live = await openEngine({ ...config, persistence, writeRetry: { firstMs: 1_000, maxMs: 1_000 }, timers })
     await live.ingest(batch(1, 2)).durable
     const free = fillDisk()
     await expect(live.ingest(batch(3, 2)).durable).rejects.toBeInstanceOf(QuotaError)
@@ -73,8 +75,10 @@ describe('batches refused whole, after a crash', () => {
     expect(refused).toMatchObject({ accepted: 0, rejected: 3 })
     await expect(refused.durable).rejects.toBeInstanceOf(QuotaError)
     free()
-    await vi.advanceTimersByTimeAsync(1_000)
-    await vi.waitFor(() => live.ingest([]).durable)
+    timers.advance(1_000)
+    expect(checkpoints).toHaveLength(1)
+    await checkpoints[0]
+    await live.ingest([]).durable
     const crashed = await open(factory, 'refused-while-full')
     expect(visibleState(crashed)).toEqual(visibleState(live))
     expect(crashed.stats().anomalies.overflow).toBe(3)

@@ -9,10 +9,36 @@ export interface WriteRetry {
   readonly maxMs: number
 }
 
+/**
+ * Timers the write-ahead log arms its write retries with (`openEngine`'s `timers` option);
+ * `setTimeout` and `clearTimeout` fit. A test gives fake ones and moves their time itself.
+ *
+ * @example
+ * const timers: WriteRetryTimers = { setTimeout: (run, ms) => setTimeout(run, ms), clearTimeout: (handle) => clearTimeout(handle as number) }
+ */
+export interface WriteRetryTimers {
+  /** Runs `run` once, `ms` from now; returns what `clearTimeout` takes. */
+  setTimeout(run: () => void, ms: number): unknown
+  /** Cancels a timer `setTimeout` returned, if it has not run. */
+  clearTimeout(handle: unknown): void
+}
+
+/** The global timers; a pending retry does not keep a Node process alive on its own. */
+export const GLOBAL_RETRY_TIMERS: WriteRetryTimers = {
+  setTimeout(run, ms) {
+    const timer = setTimeout(run, ms)
+    ;(timer as { unref?: () => void }).unref?.()
+    return timer
+  },
+  clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
+}
+
 export interface WalWriterOptions {
   readonly persistence: Persistence
   readonly policy: CheckpointPolicy
   readonly retry: WriteRetry
+  /** Where retries are armed. */
+  readonly timers: WriteRetryTimers
   /** Processing-time clock, for the checkpoint cadence. */
   readonly now: () => number
   /** The engine's state now, encoded, and its late lane; every op recorded so far is in it. */
@@ -46,7 +72,8 @@ export class WalWriter implements WriteAheadLog {
   #checkpointDue = false
   #checkpointing: Promise<boolean> | null = null
   #retryDelay: number
-  #retryTimer: ReturnType<typeof setTimeout> | null = null
+  /** The armed retry (its handle from `timers.setTimeout`), or null. */
+  #retryTimer: { handle: unknown } | null = null
   #closed = false
   /** Writes for peers wait here until the op that made them is durable; what the log held when opened already is. */
   readonly #durable: DurableFrontier<{ readonly write: LocalWrite; readonly deliver: (write: LocalWrite) => void }>
@@ -196,7 +223,7 @@ export class WalWriter implements WriteAheadLog {
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
-    if (this.#retryTimer !== null) clearTimeout(this.#retryTimer)
+    if (this.#retryTimer !== null) this.#options.timers.clearTimeout(this.#retryTimer.handle)
     this.#retryTimer = null
     if (this.#checkpointing !== null) await this.#checkpointing
     if (this.#options.checkpointOnClose && this.#opsSinceCheckpoint > 0) await this.checkpoint()
@@ -216,12 +243,14 @@ export class WalWriter implements WriteAheadLog {
     if (this.#closed || this.#retryTimer !== null || this.#checkpointing !== null) return
     const delay = this.#retryDelay
     this.#retryDelay = Math.min(2 * delay, this.#options.retry.maxMs)
-    this.#retryTimer = setTimeout(() => {
+    const timer: { handle: unknown } = { handle: undefined }
+    this.#retryTimer = timer
+    timer.handle = this.#options.timers.setTimeout(() => {
+      // A timer cleared by close() that runs anyway finds another (or none) armed.
+      if (this.#retryTimer !== timer) return
       this.#retryTimer = null
       if (!this.#closed && this.#blocked !== null) void this.checkpoint()
     }, delay)
-    // A pending retry must not keep a Node process alive on its own.
-    ;(this.#retryTimer as { unref?: () => void }).unref?.()
   }
 }
 
