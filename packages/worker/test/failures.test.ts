@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest'
 import { type StreamEvent, tumbling } from '@tidemark/engine'
 import { claimLog, type LogLocks } from '@tidemark/idb/log'
+import { connectEngineWith } from '../src/page/connectEngine.ts'
+import { LeaderElection } from '../src/page/leaderElection.ts'
+import { FakeLockManager } from './fakeLocks.ts'
+import { FakeTime } from './fakeTimers.ts'
 import { type TestHost, World } from './hostHarness.ts'
 
 const windows = { windows: tumbling(1_000) }
@@ -136,5 +140,67 @@ describe('a host fenced out while it starts', () => {
     const page = world.page(() => second)
     await world.run(300)
     expect([page.engine.connection().state, second.host.epoch]).toEqual(['connected', 2])
+  })
+})
+
+describe('a host worker that cannot be started', () => {
+  it('leader mode: fails the page with the reason and leaves the election, instead of taking leadership again and again', async () => {
+    const time = new FakeTime()
+    const locks = new FakeLockManager()
+    let made = 0
+    const dedicated = (): Worker => {
+      made++
+      // Without the fix this tab takes leadership again at once, forever: end its locks to end the test.
+      if (made > 10) locks.crash('tab-1')
+      throw new Error('the worker file is missing')
+    }
+    const connecting = connectEngineWith(
+      { name: 'fleet', dedicated, mode: 'leader' },
+      { locks: locks.as('tab-1'), clock: time.clock('tab-1'), sharedWorkers: false, lifecycle: null, channel: () => ({ postMessage() {}, addEventListener() {}, close() {} }) },
+    )
+    await expect(connecting).rejects.toThrow('connectEngine: the host worker could not be started: Error: the worker file is missing (check connectEngine({ dedicated }))')
+    await time.run(3_000)
+    expect([made, locks.holder('tidemark-worker:fleet:leader'), locks.query().pending]).toEqual([1, undefined, []])
+  })
+
+  it('leader election: a lead callback that throws stops this tab\'s election and lets the lock go, once', async () => {
+    const time = new FakeTime()
+    const locks = new FakeLockManager()
+    let leads = 0
+    const reported: unknown[] = []
+    const report = globalThis.reportError
+    globalThis.reportError = (error) => reported.push(error)
+    try {
+      const election = new LeaderElection({
+        name: 'fleet',
+        tab: 'tab-1',
+        locks: locks.as('tab-1'),
+        clock: time.clock('tab-1'),
+        heartbeatMs: 250,
+        staleMs: 1_500,
+        lead: () => {
+          leads++
+          // Without the fix this tab is granted the lock again at once, forever: stop it to end the test.
+          if (leads > 10) election.stop()
+          throw new Error('cannot lead')
+        },
+        deposed: () => {},
+        announceSteal: () => {},
+      })
+      election.start()
+      await time.run(2_000)
+      expect([leads, election.role, locks.holder('tidemark-worker:fleet:leader'), reported.map(String)]).toEqual([1, 'stopped', undefined, ['Error: cannot lead']])
+    } finally {
+      globalThis.reportError = report
+    }
+  })
+
+  it('single mode: fails the page with the reason', async () => {
+    const dedicated = (): Worker => {
+      throw new Error('the worker file is missing')
+    }
+    await expect(connectEngineWith({ name: 'fleet', dedicated, mode: 'single' }, { locks: null, sharedWorkers: false })).rejects.toThrow(
+      'connectEngine: the host worker could not be started: Error: the worker file is missing',
+    )
   })
 })

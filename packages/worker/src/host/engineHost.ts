@@ -1,6 +1,7 @@
 import { type Engine, type EngineStats, shallowEqual, type SyncStatus, type WindowResult } from '@tidemark/engine'
 import { isFencedError, recoveryReport } from '@tidemark/idb'
 import { claimLog, type LogClaim, type LogLocks } from '@tidemark/idb/log'
+import { reportError } from '../common/reportError.ts'
 import { addressOf, type WindowAddress } from '../common/windowAddress.ts'
 import type { EventBatch } from '../protocol/eventColumns.ts'
 import { rowBuffers } from '../protocol/windowRows.ts'
@@ -413,10 +414,4 @@ export class EngineHost {
 function address(m: WindowAddress): WindowAddress {
   const { window, key, start, end } = m
   return addressOf(end === undefined ? { window: String(window), key: String(key), start: Number(start) } : { window: String(window), key: String(key), start: Number(start), end: Number(end) })
-}
-
-function reportError(error: unknown): void {
-  const report = (globalThis as { reportError?: (e: unknown) => void }).reportError
-  if (typeof report === 'function') report(error)
-  else console.error(error)
 }

@@ -20,6 +20,16 @@ export function startHostWorker(
   sink: LinkSink,
 ): HostLink {
   const worker = factory(name)
+  try {
+    return linkWorker(worker, start, sink)
+  } catch (error) {
+    // The first messages could not be sent (a `config` the structured clone cannot copy): the worker ends here.
+    worker.terminate()
+    throw error
+  }
+}
+
+function linkWorker(worker: Worker, start: Omit<StartMessage, 't' | 'v'>, sink: LinkSink): HostLink {
   let open = true
   const link: HostLink = {
     send: (message) => {

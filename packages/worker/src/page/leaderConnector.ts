@@ -90,7 +90,8 @@ export class LeaderConnector implements HostConnector {
     if (link === this.#own && this.#election.role === 'leader') {
       // This tab still leads but its worker died: start another (the log's lock went with the old one).
       link.close()
-      this.#own = this.#startWorker(false, sink)
+      this.#own = null
+      this.#startWorker(false, sink)
     } else if (link === this.#follower?.link) this.#follower = null
   }
 
@@ -138,13 +139,22 @@ export class LeaderConnector implements HostConnector {
     const sink = this.#sink
     if (sink === null) return
     this.#follower = null
-    this.#own = this.#startWorker(stolen, sink)
+    this.#startWorker(stolen, sink)
   }
 
-  #startWorker(stolen: boolean, sink: LinkSink): HostLink {
+  /**
+   * Starts this tab's host worker. A factory that throws (or a first message that cannot be
+   * sent) can never serve: the page fails with the reason and this tab leaves the election,
+   * letting leadership go, rather than taking it again and again.
+   */
+  #startWorker(stolen: boolean, sink: LinkSink): void {
     const { factory, name, tab, heartbeatMs } = this.#options
-    const link = startHostWorker(factory, name, { mode: 'leader', tab, steal: stolen, heartbeatMs }, sink)
-    return link
+    try {
+      this.#own = startHostWorker(factory, name, { mode: 'leader', tab, steal: stolen, heartbeatMs }, sink)
+    } catch (error) {
+      this.stop()
+      sink.failed(`the host worker could not be started: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)} (check connectEngine({ dedicated }))`)
+    }
   }
 
   #deposed(reason: string): void {

@@ -1,3 +1,4 @@
+import { reportError } from '../common/reportError.ts'
 import { lockNames, type WorkerClock, type WorkerLocks } from './platform.ts'
 
 /**
@@ -209,7 +210,14 @@ export class LeaderElection {
         const kept = new Promise<void>((resolve) => {
           this.#release = resolve
         })
-        this.#options.lead(stolen)
+        try {
+          this.#options.lead(stolen)
+        } catch (error) {
+          // This tab cannot lead (its host cannot start): it leaves the election and lets the
+          // lock go, rather than stepping down and queueing to be granted the lock again at once.
+          this.stop()
+          reportError(error)
+        }
         return kept
       })
       .then(

@@ -42,7 +42,15 @@ export class SharedConnector implements HostConnector {
   }
 
   #open(sink: LinkSink): void {
-    const worker = this.#factory(this.#name)
+    let worker: SharedWorker
+    try {
+      worker = this.#factory(this.#name)
+    } catch (error) {
+      // A factory that throws can never serve: the page fails with the reason.
+      this.stop()
+      sink.failed(`the SharedWorker could not be started: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)} (check connectEngine({ shared }))`)
+      return
+    }
     const port = worker.port
     let open = true
     const link: HostLink = {

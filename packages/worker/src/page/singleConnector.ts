@@ -25,18 +25,29 @@ export class SingleConnector implements HostConnector {
 
   start(sink: LinkSink): void {
     this.#sink = sink
-    this.#link = startHostWorker(this.#factory, this.#name, { mode: 'single', tab: this.#tab, steal: false, heartbeatMs: 0 }, sink)
+    this.#start(sink)
   }
 
   gone(link: HostLink): void {
     if (link !== this.#link || this.#sink === null) return
     link.close()
-    this.#link = startHostWorker(this.#factory, this.#name, { mode: 'single', tab: this.#tab, steal: false, heartbeatMs: 0 }, this.#sink)
+    this.#start(this.#sink)
   }
 
   stop(): void {
     this.#link?.close()
     this.#link = null
     this.#sink = null
+  }
+
+  /** Starts this tab's host worker; a factory that throws can never serve, so the page fails with the reason. */
+  #start(sink: LinkSink): void {
+    this.#link = null
+    try {
+      this.#link = startHostWorker(this.#factory, this.#name, { mode: 'single', tab: this.#tab, steal: false, heartbeatMs: 0 }, sink)
+    } catch (error) {
+      this.stop()
+      sink.failed(`the host worker could not be started: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)} (check connectEngine({ dedicated }))`)
+    }
   }
 }
