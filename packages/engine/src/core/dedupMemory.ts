@@ -19,7 +19,8 @@ export class DedupMemory {
   purge(indexes: readonly WindowIndex[], frontiers: Frontiers, batch: BatchFrontiers): void {
     let horizon = Number.POSITIVE_INFINITY
     for (const index of indexes) horizon = Math.min(horizon, index.horizon(batch))
-    if (!Number.isFinite(horizon)) return
+    // No horizon yet (-Infinity); at +Infinity (a watermark advanced to the end of time) every entry goes.
+    if (!(horizon > Number.NEGATIVE_INFINITY)) return
     for (const clock of frontiers.sources.values()) this.entries -= clock.forgetBefore(horizon)
     this.atLastPurge = this.entries
   }

@@ -224,7 +224,8 @@ export interface Engine<A extends AggregateDefinitions = NoAggregates> {
    */
   ingest(events: readonly StreamEvent[]): IngestReceipt
   /**
-   * Moves the watermark up to `t` (never back) and fires the windows it completes.
+   * Moves the watermark up to `t` (never back) and fires the windows it completes; `Infinity`
+   * ends event time (every window fires and turns final; later events go to the late lane).
    *
    * @example
    * engine.advanceWatermark(60_000)

@@ -158,7 +158,7 @@ export class WindowLifecycle implements WindowTracker {
       else if (late.kind !== 'never') this.#arm(w, late, now)
     }
     this.#touched = []
-    while (this.#unfired.peekAt() <= F) {
+    while (this.#unfired.dueBy(F)) {
       const w = this.#unfired.pop()
       if (!w.live || w.fired || w.end > F) continue
       w.fired = true
@@ -175,8 +175,8 @@ export class WindowLifecycle implements WindowTracker {
       this.#pane(w, 'provisional', 'provisional', 0, false, 'unknown', false, changes)
     }
     provisional.length = 0
-    if (timers && this.#timers.peekAt() <= now) this.#fireTimers(now, W, changes)
-    while (this.#unfinal.peekAt() <= W) {
+    if (timers && this.#timers.dueBy(now)) this.#fireTimers(now, W, changes)
+    while (this.#unfinal.dueBy(W)) {
       const w = this.#unfinal.pop()
       if (!w.live || w.final || w.end + lateness > W) continue
       // Late data no pane has shown yet (its trigger waits, or never fires): its pane comes now.
@@ -191,7 +191,7 @@ export class WindowLifecycle implements WindowTracker {
       }
       this.#markFinal(w)
     }
-    while (this.#expiring.peekAt() <= W) {
+    while (this.#expiring.dueBy(W)) {
       const w = this.#expiring.pop()
       if (!w.live || w.end + lateness + retention > W) continue
       this.#indexes.find((i) => i.id === w.window)?.remove(w, this.#expired)
@@ -269,7 +269,7 @@ export class WindowLifecycle implements WindowTracker {
   /** Fires the processing-time triggers due at `now`, in deadline order, then the order they were armed in. */
   #fireTimers(now: number, W: number, changes: WindowChange[]): void {
     const due: WindowState[] = []
-    while (this.#timers.peekAt() <= now) {
+    while (this.#timers.dueBy(now)) {
       const at = this.#timers.peekAt()
       const w = this.#timers.pop()
       if (w.live && w.timer?.at === at) due.push(w)
