@@ -2,9 +2,10 @@ import { describe, expect, it } from 'vitest'
 import { type StreamEvent, tumbling } from '@tidemark/engine'
 import { claimLog, type LogLocks } from '@tidemark/idb/log'
 import { connectEngineWith } from '../src/page/connectEngine.ts'
+import type { HostLink } from '../src/page/hostLink.ts'
 import { LeaderElection } from '../src/page/leaderElection.ts'
 import { FakeLockManager } from './fakeLocks.ts'
-import { FakeTime } from './fakeTimers.ts'
+import { FakeTime, settle } from './fakeTimers.ts'
 import { type TestHost, World } from './hostHarness.ts'
 
 const windows = { windows: tumbling(1_000) }
@@ -201,6 +202,73 @@ describe('a host worker that cannot be started', () => {
     }
     await expect(connectEngineWith({ name: 'fleet', dedicated, mode: 'single' }, { locks: null, sharedWorkers: false })).rejects.toThrow(
       'connectEngine: the host worker could not be started: Error: the worker file is missing',
+    )
+  })
+})
+
+describe('a page that failed', () => {
+  it('stops looking for a host when its signal gives up: leadership, host worker, channel and tab lock all let go', async () => {
+    const time = new FakeTime()
+    const locks = new FakeLockManager()
+    let workers = 0
+    let terminated = 0
+    const dedicated = (): Worker => {
+      workers++
+      return { postMessage() {}, addEventListener() {}, terminate: () => terminated++ } as unknown as Worker
+    }
+    let channelClosed = false
+    const controller = new AbortController()
+    const connecting = connectEngineWith(
+      { name: 'fleet', dedicated, mode: 'leader', signal: controller.signal },
+      {
+        locks: locks.as('tab-1'),
+        clock: time.clock('tab-1'),
+        sharedWorkers: false,
+        lifecycle: null,
+        channel: () => ({
+          postMessage() {},
+          addEventListener() {},
+          close: () => {
+            channelClosed = true
+          },
+        }),
+      },
+    )
+    await settle()
+    await settle()
+    expect(locks.holder('tidemark-worker:fleet:leader')).toBe('tab-1')
+    controller.abort('the user navigated away')
+    await expect(connecting).rejects.toThrow("connectEngine: gave up waiting for the engine's host: the user navigated away")
+    await time.run(5_000)
+    expect([workers, terminated, channelClosed, locks.query().held, locks.query().pending]).toEqual([1, 1, true, [], []])
+  })
+
+  it('never turns connected again: a welcome that comes after the failure is ignored', async () => {
+    const world = new World()
+    const host = world.host({ name: 'fleet', engine: windows, log: false })
+    const page = world.page(() => host)
+    page.engine.failed('gave up waiting')
+    await world.run(300)
+    expect(page.engine.connection()).toMatchObject({ state: 'failed', reason: 'gave up waiting' })
+    page.engine.opened(page.connector.link as HostLink)
+    await world.run(300)
+    expect(page.engine.connection().state).toBe('failed')
+    await expect(page.engine.ingest(readings('d1', 1, 1))).rejects.toThrow('connectEngine: gave up waiting')
+  })
+
+  it('lets the tab lock go when the connector throws as it starts', async () => {
+    const locks = new FakeLockManager()
+    const shared = (): SharedWorker => ({}) as SharedWorker
+    await expect(
+      connectEngineWith({ name: 'fleet', dedicated: () => ({}) as Worker, shared, mode: 'shared' }, { locks: locks.as('tab-1'), sharedWorkers: true, lifecycle: null }),
+    ).rejects.toThrow(TypeError)
+    await settle()
+    expect([locks.query().held, locks.query().pending]).toEqual([[], []])
+  })
+
+  it('refuses a config that cannot be sent to the host', async () => {
+    await expect(connectEngineWith({ name: 'fleet', dedicated: () => ({}) as Worker, mode: 'single', config: { token: () => 'x' } }, { locks: null, sharedWorkers: false })).rejects.toThrow(
+      "connectEngine: config must be structured-cloneable (it goes to the host's worker): DataCloneError",
     )
   })
 })

@@ -132,12 +132,24 @@ export async function connectEngineWith<A extends AggregateDefinitions = NoAggre
   engine.onConnection((connection) => {
     if (connection.state === 'closed' || connection.state === 'failed') leaving()
   })
-  connector.start(engine)
+  try {
+    connector.start(engine)
+  } catch (error) {
+    // Fails the engine (its connector stops) and lets the tab's lock go.
+    engine.failed(`the engine's host could not be reached: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`)
+    leaving()
+    throw error
+  }
   const signal = options.signal
   if (signal !== undefined) {
     const abort = (): void => engine.failed(`gave up waiting for the engine's host: ${String(signal.reason)}`)
     if (signal.aborted) abort()
-    else signal.addEventListener('abort', abort, { once: true })
+    else {
+      signal.addEventListener('abort', abort, { once: true })
+      // The signal gives up waiting for the first host only: once that settled, aborting it changes nothing.
+      const off = (): void => signal.removeEventListener('abort', abort)
+      engine.ready.then(off, off)
+    }
   }
   await engine.ready
   // The mirror holds the host's results as they came; `aggregates` was checked against the host's.
@@ -183,4 +195,11 @@ function checkOptions(options: ConnectEngineOptions<AggregateDefinitions>): void
     throw new TypeError("connectEngine: aggregates must be the host engine's aggregates option (quantiles, distinct, ... by name)")
   }
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError('connectEngine: signal must be an AbortSignal')
+  if (options.config !== undefined) {
+    try {
+      structuredClone(options.config)
+    } catch (error) {
+      throw new TypeError(`connectEngine: config must be structured-cloneable (it goes to the host's worker): ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`)
+    }
+  }
 }

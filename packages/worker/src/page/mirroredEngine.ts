@@ -105,7 +105,8 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
   // ---- LinkSink: what the connector reports ----
 
   opened(link: HostLink): void {
-    if (this.#connection.state === 'closed') {
+    // A closed or failed page takes no host any more: it never turns connected again.
+    if (this.#connection.state === 'closed' || this.#connection.state === 'failed') {
       link.close()
       return
     }
@@ -158,12 +159,21 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
   }
 
   failed(reason: string): void {
-    if (this.#connection.state === 'closed') return
+    if (this.#connection.state === 'closed' || this.#connection.state === 'failed') return
+    const link = this.#link
+    this.#link = null
+    this.#welcomed = false
+    this.#hostWatch?.abort()
+    this.#hostWatch = null
     this.#setConnection({ state: 'failed', reason })
     const error = new Error(`connectEngine: ${reason}`)
     this.#ready?.reject(error)
     this.#queue.close(error)
     this.#calls.rejectAll(error)
+    // No host will serve this page: it stops looking for one (a leader tab lets leadership go and
+    // ends its host's worker; the channel and the watchdog close), and its host forgets it.
+    link?.send({ t: 'bye' })
+    this.#options.connector.stop()
   }
 
   // ---- RemoteEngine ----

@@ -27,7 +27,7 @@ export interface WorkerConnection {
   /**
    * `connected`: a host welcomed this page; `reconnecting`: the host went away and the next one
    * has not welcomed it yet (reads show the last state, batches wait); `failed`: no host can
-   * serve this page (see `reason`); `closed`: `close()` was called.
+   * serve this page (see `reason`), and it stops looking for one for good; `closed`: `close()` was called.
    */
   readonly state: 'connected' | 'reconnecting' | 'failed' | 'closed'
   /** This tab runs the host's worker (leader mode: it leads; single mode: always). */
