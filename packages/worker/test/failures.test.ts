@@ -272,3 +272,27 @@ describe('a page that failed', () => {
     )
   })
 })
+
+describe('app commands', () => {
+  it("find only the host's own commands: names every object inherits get the RangeError", async () => {
+    const world = new World()
+    const host = world.host({ name: 'fleet', engine: windows, log: false, commands: { peers: () => 3 } })
+    const page = world.page(() => host)
+    await world.run()
+    await page.engine.ready
+    const calls = ['toString', '__proto__', 'hasOwnProperty', 'constructor', 'peers'].map((name) =>
+      page.engine.command(name).then(
+        (value) => value,
+        (error: unknown) => `${(error as Error).name}: ${(error as Error).message}`,
+      ),
+    )
+    await world.run()
+    expect(await Promise.all(calls)).toEqual([
+      "RangeError: the host has no command 'toString' (hostEngine({ commands }) lists peers)",
+      "RangeError: the host has no command '__proto__' (hostEngine({ commands }) lists peers)",
+      "RangeError: the host has no command 'hasOwnProperty' (hostEngine({ commands }) lists peers)",
+      "RangeError: the host has no command 'constructor' (hostEngine({ commands }) lists peers)",
+      3,
+    ])
+  })
+})

@@ -28,8 +28,9 @@ export function runHostCall(engine: Engine, context: HostContext, commands: Host
       engine.tick()
       return undefined
     case 'command': {
-      const run = commands?.[call.name]
-      if (run === undefined) throw new RangeError(`the host has no command '${call.name}' (hostEngine({ commands }) lists ${Object.keys(commands ?? {}).join(', ') || 'none'})`)
+      // Only the app's own commands: not what every object inherits ('toString', '__proto__', ...).
+      const run = commands !== undefined && Object.hasOwn(commands, call.name) ? commands[call.name] : undefined
+      if (typeof run !== 'function') throw new RangeError(`the host has no command '${call.name}' (hostEngine({ commands }) lists ${Object.keys(commands ?? {}).join(', ') || 'none'})`)
       return run(call.payload, context)
     }
     default:
