@@ -12,6 +12,7 @@ import {
   tumbling,
   type WindowChange,
 } from '../src/index.ts'
+import { TidemarkEngine } from '../src/core/engine.ts'
 import { reading } from '../src/testing/index.ts'
 
 afterEach(() => {
@@ -144,5 +145,31 @@ describe('writable WritableStream', () => {
     const retry = engine.writable.getWriter()
     await retry.write(tooBig.slice(0, 2))
     expect(engine.stats().applied).toBe(2)
+  })
+
+  it('after a batch the log could not make durable, engine.writable takes later batches again', async () => {
+    const engine = new TidemarkEngine({ windows: tumbling(10), now: () => 0 })
+    let full = true
+    engine.attachLog({
+      record: () => (full ? Promise.reject(new Error('QuotaExceededError: the disk is full')) : Promise.resolve()),
+      blocked: null,
+      stats: () => ({ walRecords: 0, walBytes: 0 }),
+    })
+    const first = engine.writable.getWriter()
+    await expect(first.write([reading('d1', 1, 1, 1)])).rejects.toThrow('the disk is full')
+    first.releaseLock()
+    full = false
+    const retry = engine.writable.getWriter()
+    await retry.write([reading('d1', 2, 2, 1)])
+    expect(engine.stats().applied).toBe(2)
+  })
+})
+
+describe('after close()', () => {
+  it('subscribe and changes() throw engine is closed, as every later call does', async () => {
+    const engine = createEngine({ windows: tumbling(10) })
+    await engine.close()
+    expect(() => engine.subscribe(() => {})).toThrow('engine is closed')
+    expect(() => engine.changes()).toThrow('engine is closed')
   })
 })

@@ -310,10 +310,12 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
   }
 
   subscribe(listener: (changes: readonly WindowChange<A>[]) => void): () => void {
+    this.#assertOpen()
     return this.#feed.subscribe(listener as (changes: readonly WindowChange[]) => void)
   }
 
   changes(): ReadableStream<readonly WindowChange<A>[]> {
+    this.#assertOpen()
     return this.#feed.stream() as ReadableStream<readonly WindowChange<A>[]>
   }
 

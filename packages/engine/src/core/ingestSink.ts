@@ -5,8 +5,9 @@ import { OverflowError } from './overflowError.ts'
 /**
  * `engine.writable`: a WritableStream of batches. A write completes once its batch is
  * durable, so a producer piping into it is held back by the log (backpressure). A batch
- * with events refused as `overflow` errors the stream with `OverflowError`, so nothing
- * is silently lost; `onErrored` lets the engine hand out a fresh stream afterwards.
+ * with events refused as `overflow` errors the stream with `OverflowError`, and a batch the
+ * log could not make durable (a full disk) errors it with the log's error, so nothing is
+ * silently lost; `onErrored` lets the engine hand out a fresh stream afterwards.
  */
 export function ingestSink(
   ingest: (events: readonly StreamEvent[]) => IngestReceipt,
@@ -16,12 +17,15 @@ export function ingestSink(
   return new WritableStream<readonly StreamEvent[]>(
     {
       write: async (batch) => {
-        const receipt = ingest(batch)
-        await receipt.durable
-        const overflow = receipt.anomalies.filter((a) => a.reason === 'overflow').length
-        if (overflow > 0) {
+        try {
+          const receipt = ingest(batch)
+          await receipt.durable
+          const overflow = receipt.anomalies.filter((a) => a.reason === 'overflow').length
+          if (overflow > 0) throw new OverflowError('engine', `${overflow} events of a written batch refused; resend them later`)
+        } catch (error) {
+          // The stream errors with it; the engine's next `writable` is a fresh one.
           onErrored()
-          throw new OverflowError('engine', `${overflow} events of a written batch refused; resend them later`)
+          throw error
         }
       },
     },
