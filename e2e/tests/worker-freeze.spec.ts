@@ -17,11 +17,19 @@ import { expect, test } from '@playwright/test'
 import type { WorkerPageInfo } from '../pages/workerPage.ts'
 import { collect, type Device, expectGroundTruth, info, produce, StormLedger, stop, type WorkerTab } from './workerDriver.ts'
 import { RawBrowser, type RawPage } from './workerRawCdp.ts'
+import { durableGrowth } from './workerWaits.ts'
 
 const NO_SHARED_WORKER = 'delete globalThis.SharedWorker'
 /** Swallows the page's `freeze` event before any listener hears it (counting it), as a tab frozen without one. */
 const UNTOLD_FREEZE =
   "window.__swallowedFreezes = 0; window.addEventListener('freeze', (event) => { window.__swallowedFreezes++; event.stopImmediatePropagation() }, { capture: true })"
+/**
+ * Readings (20 a batch) each device has durable before the leader freezes (A, hidden, produces
+ * on throttled timers: about a batch a second), and readings the new host applies while the old
+ * leader stays frozen.
+ */
+const DURABLE_BEFORE_FREEZE = 40
+const APPLIED_WHILE_FROZEN = 800
 
 /**
  * Waits (bounded) until `tab` is connected to the host of `epoch`, as its leader or not when
@@ -82,7 +90,8 @@ async function freezeLeader(baseURL: string, told: boolean): Promise<void> {
       { tab: c.tab, source: 'device-c', seed: 33 },
     ]
     for (const device of devices) await produce(device)
-    await new Promise((resolve) => setTimeout(resolve, 1_500))
+    // Mid-stream: every device, the leader's included, has readings durable before the freeze.
+    await durableGrowth(ledger, devices, new Map(), DURABLE_BEFORE_FREEZE, 'before the leader freezes')
     const frozenAt = Date.now()
     await a.page.freeze()
 
@@ -99,7 +108,15 @@ async function freezeLeader(baseURL: string, told: boolean): Promise<void> {
       .toBe(true)
     const takeover = await Promise.all([following(b.tab, 2), following(c.tab, 2)])
     const welcomed = Math.min(...takeover.map((i) => i.hosts.at(-1)?.at ?? Number.NaN))
-    await new Promise((resolve) => setTimeout(resolve, 2_000))
+    // The old leader stays frozen while the followers go on producing into the new host.
+    const leading = newLeader as unknown as WorkerTab
+    const appliedAtTakeover = (await info(leading)).applied
+    await expect
+      .poll(async () => (await info(leading)).applied - appliedAtTakeover, {
+        timeout: 30_000,
+        message: `readings the new host (${leading.label}) applied while the old leader is frozen`,
+      })
+      .toBeGreaterThanOrEqual(APPLIED_WHILE_FROZEN)
 
     const thawedAt = Date.now()
     await a.page.thaw()

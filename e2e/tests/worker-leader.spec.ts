@@ -6,10 +6,14 @@
  */
 import { type BrowserContext, expect, type Page, test } from '@playwright/test'
 import { collect, connected, type Device, expectGroundTruth, info, produce, StormLedger, stop, type WorkerTab } from './workerDriver.ts'
+import { durableGrowth } from './workerWaits.ts'
 
 test.use({ trace: 'off' })
 
 const NO_SHARED_WORKER = 'delete globalThis.SharedWorker'
+/** Readings (20 a batch) each device has durable before the leader closes, and durable past those after it closed. */
+const DURABLE_BEFORE = 200
+const DURABLE_THROUGH = 400
 
 async function openTab(context: BrowserContext, baseURL: string, label: string): Promise<{ page: Page; tab: WorkerTab }> {
   const page = await context.newPage()
@@ -42,11 +46,12 @@ test('without SharedWorker a leader tab hosts the engine; it closes mid-stream a
       { tab: c.tab, source: 'device-c', seed: 22 },
     ]
     for (const device of devices) await produce(device)
-    await new Promise((resolve) => setTimeout(resolve, 2_000))
+    // Mid-stream: every device has readings durable in the leader's host before it closes.
+    const atClose = await durableGrowth(ledger, devices, new Map(), DURABLE_BEFORE, 'before the leader tab closes')
     const closedAt = Date.now()
     await a.page.close()
-    // The followers keep producing through the takeover.
-    await new Promise((resolve) => setTimeout(resolve, 3_000))
+    // The followers keep producing through the takeover: readings well past those durable at the close become durable, through the new host.
+    await durableGrowth(ledger, devices, atClose, DURABLE_THROUGH, 'through the takeover')
     const produced = new Map<string, number>()
     for (const device of devices) produced.set(device.source, await stop(device))
     await collect(ledger, [b.tab, c.tab])

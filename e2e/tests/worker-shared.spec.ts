@@ -9,8 +9,13 @@ import { WORKER_ENGINE_NAME, WORKER_REPLICA, WORKER_ROOM } from '../pages/worker
 import { killRelays, type RelayProcess, relayDataDir, startRelayProcess } from '../support/relayProcess.ts'
 import { devToken } from '../support/relayTokens.ts'
 import { collect, connected, type Device, expectGroundTruth, info, produce, snapshot, StormLedger, stop, type WorkerTab } from './workerDriver.ts'
+import { durableGrowth } from './workerWaits.ts'
 
 test.use({ trace: 'off' })
+
+/** Readings (20 a batch) each device makes durable before it stops, and before the reload mid-stream. */
+const DURABLE_PRODUCED = 400
+const DURABLE_BEFORE_RELOAD = 200
 
 let relay: RelayProcess | undefined
 let proxy: SyncProxy | undefined
@@ -64,7 +69,7 @@ test('three tabs share one engine, one log writer and one socket; a reload of ev
     const ledger = new StormLedger()
     const devices: Device[] = tabs.map((tab, i) => ({ tab, source: `device-${tab.label.toLowerCase()}`, seed: 11 + i }))
     for (const device of devices) await produce(device)
-    await new Promise((resolve) => setTimeout(resolve, 3_000))
+    await durableGrowth(ledger, devices, new Map(), DURABLE_PRODUCED, 'three tabs producing')
     const produced = new Map<string, number>()
     for (const device of devices) produced.set(device.source, await stop(device))
     await collect(ledger, tabs)
@@ -74,7 +79,8 @@ test('three tabs share one engine, one log writer and one socket; a reload of ev
 
     // A reload of every tab mid-stream: what was durable is there after it, and nothing more than each tab produced.
     for (const device of devices) await device.tab.evaluate(`window.workerPage.produce(${JSON.stringify({ source: device.source, seed: device.seed, batch: 20, everyMs: 50, from: (produced.get(device.source) ?? 0) + 1 })})`)
-    await new Promise((resolve) => setTimeout(resolve, 1_500))
+    // Mid-stream: every device has readings durable past where it stopped before the tabs reload.
+    await durableGrowth(ledger, devices, produced, DURABLE_BEFORE_RELOAD, 'producing again before the reload')
     await collect(ledger, tabs)
     const durableBefore = new Map(devices.map((d) => [d.source, ledger.durable(d.source)]))
     await Promise.all(opened.map((o) => o.page.reload()))
