@@ -3,10 +3,12 @@ import { type StreamEvent, tumbling } from '@tidemark/engine'
 import { claimLog, type LogLocks } from '@tidemark/idb/log'
 import { connectEngineWith } from '../src/page/connectEngine.ts'
 import type { HostLink } from '../src/page/hostLink.ts'
+import type { WorkerLocks } from '../src/page/platform.ts'
+import { EngineHost } from '../src/host/engineHost.ts'
 import { LeaderElection } from '../src/page/leaderElection.ts'
 import { FakeLockManager } from './fakeLocks.ts'
 import { FakeTime, settle } from './fakeTimers.ts'
-import { type TestHost, World } from './hostHarness.ts'
+import { TestHost, World } from './hostHarness.ts'
 
 const windows = { windows: tumbling(1_000) }
 
@@ -294,5 +296,82 @@ describe('app commands', () => {
       "RangeError: the host has no command 'constructor' (hostEngine({ commands }) lists peers)",
       3,
     ])
+  })
+})
+
+/** Runs `body` with `reportError` recording what is reported. */
+async function reporting(body: (reported: unknown[]) => Promise<void>): Promise<void> {
+  const reported: unknown[] = []
+  const report = globalThis.reportError
+  globalThis.reportError = (error) => reported.push(error)
+  try {
+    await body(reported)
+  } finally {
+    globalThis.reportError = report
+  }
+}
+
+/** `locks` whose requests for names containing `part` fail with `error` (a browser refusing them). */
+function failingLocks(locks: WorkerLocks, part: string, error: Error): WorkerLocks & LogLocks {
+  return {
+    request: (name: string, options: object, callback: (lock: unknown) => Promise<void> | undefined) =>
+      name.includes(part) ? Promise.reject(error) : locks.request(name, options, callback),
+    query: locks.query,
+  } as unknown as WorkerLocks & LogLocks
+}
+
+describe('lock requests that fail', () => {
+  it("a host whose own lock cannot be taken fails to start, saying why, and tells its pages", async () => {
+    const world = new World()
+    const locks = failingLocks(world.locks.as('host-x'), ':host:', new TypeError('locks are not allowed here'))
+    const host = new TestHost('host-x', new EngineHost({ name: 'fleet', engine: windows }, { locks, indexedDB: world.indexedDB, clock: world.time.clock('host-x') }, { mode: 'shared', steal: false }))
+    const page = world.page(() => host)
+    await world.run(300)
+    await expect(host.started).rejects.toThrow('locks are not allowed here')
+    expect(page.engine.connection()).toMatchObject({ state: 'failed', reason: "the engine's host could not start: TypeError: locks are not allowed here" })
+  })
+
+  it("reports a failed watch of a page's tab, but not the watch the host withdraws when the page leaves", async () => {
+    await reporting(async (reported) => {
+      const world = new World()
+      const host = world.host({ name: 'fleet', engine: windows, log: false })
+      const leaving = world.page(() => host)
+      await world.run()
+      await leaving.engine.close()
+      await world.run()
+      expect(reported).toEqual([])
+      const locks = failingLocks(world.locks.as('host-y'), ':tab:', new TypeError('no such lock'))
+      const watching = new TestHost('host-y', new EngineHost({ name: 'fleet', engine: windows, log: false }, { locks, clock: world.time.clock('host-y') }, { mode: 'shared', steal: false }))
+      const page = world.page(() => watching)
+      await world.run()
+      expect(page.engine.connection().state).toBe('connected')
+      expect(reported.map(String)).toEqual(['TypeError: no such lock'])
+    })
+  })
+
+  it('reports a steal request that fails for another reason than a stealer breaking it', async () => {
+    await reporting(async (reported) => {
+      const time = new FakeTime()
+      const fake = new FakeLockManager()
+      // A leader that never beats (frozen without a word).
+      void fake.as('tab-0').request('tidemark-worker:fleet:leader', {}, () => new Promise<void>(() => {}))
+      const election = new LeaderElection({
+        name: 'fleet',
+        tab: 'tab-1',
+        locks: failingLocks(fake.as('tab-1'), ':leader-steal', new TypeError('the steal lock is refused')),
+        clock: time.clock('tab-1'),
+        heartbeatMs: 250,
+        staleMs: 1_500,
+        lead: () => {},
+        deposed: () => {},
+        announceSteal: () => {},
+      })
+      election.start()
+      await time.run(2_000)
+      election.stop()
+      await settle()
+      expect(reported.map(String)).toContain('TypeError: the steal lock is refused')
+      expect(reported.filter((error) => String(error).includes('Abort'))).toEqual([])
+    })
   })
 })

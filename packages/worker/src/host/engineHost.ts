@@ -149,7 +149,9 @@ export class EngineHost {
   async #start(): Promise<void> {
     const { name, log } = this.#options
     const locks = this.#platform.locks
-    this.#holdHostLock(locks, name)
+    // Pages take this host for gone once its lock is free: it serves none before it holds it.
+    await this.#holdHostLock(locks, name)
+    this.#stillStarting()
     if (log !== false) {
       const claim = await claimLog({
         name,
@@ -280,14 +282,37 @@ export class EngineHost {
     this.#releaseHostLock?.()
   }
 
-  #holdHostLock(locks: WorkerLocks | null, name: string): void {
-    if (locks === null) return
-    // Pages wait on this lock: it is granted to them when this host is gone (a crash included).
-    void locks
-      .request(lockNames.host(name, this.instance), {}, () => new Promise<void>((resolve) => {
-        this.#releaseHostLock = resolve
-      }))
-      .catch(() => {})
+  /**
+   * Takes this host's own lock; resolves once it is held, rejects when the request fails (a
+   * start failure). Pages wait on this lock: it is granted to them when this host is gone (a
+   * crash included). Lost later (nothing should take it), the host is reported and deposed:
+   * its pages already took it for gone.
+   */
+  #holdHostLock(locks: WorkerLocks | null, name: string): Promise<void> {
+    if (locks === null) return Promise.resolve()
+    return new Promise((held, failed) => {
+      let granted = false
+      locks
+        .request(lockNames.host(name, this.instance), {}, () => {
+          granted = true
+          held()
+          if (this.#stopped || this.#deposed !== null) return undefined
+          return new Promise<void>((resolve) => {
+            this.#releaseHostLock = resolve
+          })
+        })
+        .then(
+          () => {},
+          (error: unknown) => {
+            if (!granted) {
+              failed(error)
+              return
+            }
+            reportError(error)
+            this.depose(`the host lost its lock (${error instanceof Error ? `${error.name}: ${error.message}` : String(error)})`)
+          },
+        )
+    })
   }
 
   #firstConfig(): Promise<unknown> {

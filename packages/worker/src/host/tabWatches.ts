@@ -1,3 +1,4 @@
+import { reportUnlessWithdrawn } from '../common/reportError.ts'
 import { lockNames, type WorkerLocks } from '../page/platform.ts'
 import type { HostClient } from './hostClient.ts'
 
@@ -34,7 +35,8 @@ export class TabWatches {
         gone()
         return undefined
       })
-      .catch(() => {})
+      // Withdrawn by forget(): expected. Anything else is reported (the tab is then not watched).
+      .catch(reportUnlessWithdrawn(controller.signal))
   }
 
   /** Stops watching the tab of `client` (the page left, or the host dropped it). */

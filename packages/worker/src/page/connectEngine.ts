@@ -1,5 +1,6 @@
 import type { AggregateDefinitions, NoAggregates } from '@tidemark/engine'
 import { assertKnownOptions } from '@tidemark/engine/adapter'
+import { reportError } from '../common/reportError.ts'
 import { aggregateIdentities } from '../protocol/aggregateIdentities.ts'
 import { tabChannelName } from '../protocol/tabChannel.ts'
 import type { HostMode } from '../protocol/messages.ts'
@@ -159,10 +160,15 @@ export async function connectEngineWith<A extends AggregateDefinitions = NoAggre
 /** Takes this tab's lock; resolves once it is held, with the function that lets it go. */
 function holdTabLock(locks: WorkerLocks | null, name: string, tab: string): Promise<() => void> {
   if (locks === null) return Promise.resolve(() => {})
-  return new Promise((held) => {
-    void locks
-      .request(lockNames.tab(name, tab), {}, () => new Promise<void>((release) => held(release)))
-      .catch(() => held(() => {}))
+  return new Promise((held, failed) => {
+    let granted = false
+    locks
+      .request(lockNames.tab(name, tab), {}, () => new Promise<void>((release) => {
+        granted = true
+        held(release)
+      }))
+      // Without its lock the host would take this tab for gone at once: connectEngine fails. (Held, it never ends with an error.)
+      .catch((error: unknown) => (granted ? reportError(error) : failed(error)))
   })
 }
 

@@ -1,4 +1,4 @@
-import { reportError } from '../common/reportError.ts'
+import { isAbortError, reportError } from '../common/reportError.ts'
 import { lockNames, type WorkerClock, type WorkerLocks } from './platform.ts'
 
 /**
@@ -222,10 +222,15 @@ export class LeaderElection {
       })
       .then(
         () => {},
-        () => {
-          // Our own withdrawal of a queued request ends here too: nothing to do.
-          if (controller?.signal.aborted === true && !held) return
-          if (!held || hold !== this.#holds || this.#role !== 'leader') return
+        (error: unknown) => {
+          if (!held) {
+            // Our own withdrawal of a queued request (stop, freeze, a steal) is expected; any other failure is not.
+            if (controller?.signal.aborted !== true || !isAbortError(error)) reportError(error)
+            return
+          }
+          // A held lock ends with an AbortError when another tab stole it; anything else is reported too.
+          if (!isAbortError(error)) reportError(error)
+          if (hold !== this.#holds || this.#role !== 'leader') return
           this.#stepDown('another tab took over as leader')
         },
       )
@@ -283,7 +288,10 @@ export class LeaderElection {
       })
       .then(
         () => {},
-        () => {},
+        (error: unknown) => {
+          // Expected: a stealer overdue past four times staleMs broke this tab's steal lock (steal: true), by design.
+          if (!isAbortError(error)) reportError(error)
+        },
       )
       .finally(() => {
         this.#stealing = false

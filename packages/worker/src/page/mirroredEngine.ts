@@ -11,6 +11,7 @@ import {
 } from '@tidemark/engine'
 import type { RecoveryReport } from '@tidemark/idb'
 import { ChangeFeed, reportListenerError } from '@tidemark/engine/adapter'
+import { reportUnlessWithdrawn } from '../common/reportError.ts'
 import { addressOf, sameAddress, sharesStart, specSize, type WindowAddress } from '../common/windowAddress.ts'
 import { encodeEvents } from '../protocol/eventColumns.ts'
 import {
@@ -376,7 +377,8 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
         this.#options.connector.gone(link)
         return undefined
       })
-      .catch(() => {})
+      // Withdrawn when the page leaves this host: expected. Anything else is reported.
+      .catch(reportUnlessWithdrawn(controller.signal))
   }
 
   #call(call: HostCall, retry: boolean): Promise<unknown> {
