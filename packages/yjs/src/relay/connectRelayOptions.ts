@@ -53,7 +53,11 @@ export interface ConnectRelayOptions {
   readonly jitter?: ReconnectJitterOptions
   /** A WebSocket class where there is no global one (Node 20: the `ws` package). */
   readonly WebSocket?: new (url: string) => RelaySocket
-  /** Receives what the client could not use: an undecodable message, a token function that threw (default `console.error`). */
+  /**
+   * Receives what the client could not use or works around: an undecodable message, a token
+   * function that threw, a room the relay could not open now and that joins again (default
+   * `console.error`).
+   */
   readonly onError?: (error: Error) => void
 }
 

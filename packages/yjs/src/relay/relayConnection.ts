@@ -4,8 +4,8 @@
  *
  * Why not `@hocuspocus/provider`: it weighs 8.1 kB gzip on its own, reconnects every client
  * after a server restart on one schedule, and gives no hold on refusals; this client keeps the
- * protocol and adds full-jitter reconnects, refusals that stick, and `pendingLocalUpdates` that
- * drop as the relay acknowledges.
+ * protocol and adds full-jitter reconnects, refusals that stick (and temporary denials that do
+ * not), and `pendingLocalUpdates` that drop as the relay acknowledges.
  *
  * Hocuspocus keeps some state per (socket, room) that shapes the rules below: a room refused
  * at authentication stays refused on that socket, and a room whose Close is in flight must not
@@ -61,7 +61,9 @@ export interface Relay {
    * updates and reports into the doc's sync status (`connected` once the relay answered,
    * `pendingLocalUpdates` until it acknowledged, `refusal` when it refused). A refused room is
    * not retried; join it again with a fresh `Y.Doc` once the cause is fixed (a doc whose update
-   * was refused cannot sync again: the join throws).
+   * was refused cannot sync again: the join throws). A room the relay cannot open now (its store
+   * or Redis failed, too many rooms) is not refused: reported through `onError`, it joins again
+   * after a jittered delay.
    */
   join(doc: Y.Doc, room: string, options?: JoinOptions): RelayRoomHandle
   /**
@@ -104,6 +106,8 @@ export class RelayConnection implements Relay {
   #state: SocketState = 'closed'
   #attempt = 0
   #timer: unknown = null
+  /** The new socket for rooms denied for a temporary reason (one for all of them), while it waits for its delay. */
+  #retryTimer: unknown = null
   #readingToken = false
   #restartNow = false
   #paused = false
@@ -176,6 +180,7 @@ export class RelayConnection implements Relay {
     this.#destroyed = true
     if (this.#timer !== null) this.#cancel(this.#timer)
     this.#timer = null
+    this.#cancelRetry()
     const socket = this.#socket
     this.#socket = null
     // Closed first, so leaving rooms sends nothing: the socket's close ends them all on the server.
@@ -194,11 +199,25 @@ export class RelayConnection implements Relay {
     schedule: (run, ms) => this.#schedule(run, ms),
     cancel: (handle) => this.#cancel(handle),
     ready: () => this.#authenticateIdle(),
-    denied: (room) => {
+    denied: (room, retryAttempt) => {
       this.#denied.add(room)
+      if (retryAttempt !== undefined) this.#retryLater(retryAttempt)
     },
     renewable: () => typeof this.#token === 'function',
     fail: (message) => this.#fail(message),
+  }
+
+  /**
+   * Opens a new socket after the jittered delay of `attempt` for the rooms denied for a temporary
+   * reason: one for every room denied meanwhile, so a dashboard whose many rooms the relay could
+   * not open does not reconnect once per room.
+   */
+  #retryLater(attempt: number): void {
+    if (this.#retryTimer !== null || this.#state !== 'open') return
+    this.#retryTimer = this.#schedule(() => {
+      this.#retryTimer = null
+      if (this.#state === 'open' && [...this.#rooms.values()].some((room) => room.waitingForSocket)) this.#restart()
+    }, this.#delay(attempt))
   }
 
   #leave(room: RelayRoom): void {
@@ -252,6 +271,8 @@ export class RelayConnection implements Relay {
   #closed(): void {
     this.#socket = null
     this.#state = 'closed'
+    // Every room authenticates on the next socket anyway.
+    this.#cancelRetry()
     this.#closing.clear()
     this.#denied.clear()
     for (const room of this.#rooms.values()) room.socketClosed()
@@ -344,6 +365,12 @@ export class RelayConnection implements Relay {
     this.#socket = null
     socket?.close(1000)
     this.#closed()
+  }
+
+  #cancelRetry(): void {
+    if (this.#retryTimer === null) return
+    this.#cancel(this.#retryTimer)
+    this.#retryTimer = null
   }
 
   #fail(detail: string): void {

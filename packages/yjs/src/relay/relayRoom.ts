@@ -50,8 +50,13 @@ export interface RoomLink {
   cancel(handle: unknown): void
   /** A room may authenticate again (its rejoin delay ended). */
   ready(): void
-  /** The server denied `room`'s authentication: that name cannot authenticate again on this socket. */
-  denied(room: string): void
+  /**
+   * The server denied `room`'s authentication: that name cannot authenticate again on this
+   * socket. With `retryAttempt` the denial was temporary: the room waits (not idle) for a new
+   * socket, which the relay client opens after the jittered delay of that attempt (one socket
+   * for every room waiting so).
+   */
+  denied(room: string, retryAttempt?: number): void
   /** The token is a function, read again for every join: an expired one can be replaced. */
   renewable(): boolean
   /** Reports what the client works around (the `onError` of `connectRelay`). */
@@ -61,10 +66,27 @@ export interface RoomLink {
 /** The relay's reason for a token past its `exp`, at authentication or when it closes an open room at `exp`. */
 const TOKEN_EXPIRED = 'tidemark:token-expired'
 
+/**
+ * The relay's reasons for a room it cannot open *now* (`OpenRefusalKind` of the relay): its store
+ * or Redis failed while loading the room, or it holds as many rooms as it may. Not the client's
+ * fault and over once the relay recovers: the room joins again after a jittered delay. Every other
+ * denial (no, bad or expired static token, bad claims, bad room, room not allowed, a reason that
+ * is not the relay's) sticks.
+ */
+const TEMPORARY_DENIALS = ['tidemark:store-unavailable', 'tidemark:redis-unavailable', 'tidemark:too-many-rooms']
+
+/** Whether a PermissionDenied reason is one of the relay's temporary ones (`tidemark:<kind>` or `tidemark:<kind> <detail>`). */
+function temporaryDenial(reason: string): boolean {
+  return TEMPORARY_DENIALS.some((kind) => reason === kind || reason.startsWith(`${kind} `))
+}
+
 // Where a room is, in this order: waiting, live on the socket, ended.
 /** Waiting for the socket; authenticates once it is open. */
 const IDLE = 0
-/** Closed by the relay without a refusal: waiting for its rejoin delay. */
+/**
+ * Closed by the relay without a refusal: waiting for its rejoin delay (its own timer). Or denied
+ * for a temporary reason (no timer): waiting for the new socket the relay client opens for it.
+ */
 const DELAYED = 1
 /** Its token sent. */
 const AUTHENTICATING = 2
@@ -126,6 +148,11 @@ export class RelayRoom {
   /** Waiting for the socket (or for its rejoin delay) and free to authenticate once it is open. */
   get idle(): boolean {
     return this.#phase === IDLE
+  }
+
+  /** Denied for a temporary reason on the current socket: authenticates again on the next one. */
+  get waitingForSocket(): boolean {
+    return this.#phase === DELAYED && this.#timer === null
   }
 
   /** Sends the token: the first message of this room on the current socket. */
@@ -213,15 +240,21 @@ export class RelayRoom {
     const kind = decoding.readVarUint(decoder)
     if (kind === AUTH_PERMISSION_DENIED) {
       this.#serverOpen = false
-      this.#link.denied(this.name)
       const reason = readString(decoder)
       if (reason === TOKEN_EXPIRED && this.#link.renewable()) {
         // The token function gave a token already past its exp (a cache on a clock behind the
         // relay's): not the room's fault. Joined again later, on a new socket, with a new read.
         this.#link.fail(`${this.name}: token expired, joining again`)
-        this.#rejoinLater()
+        this.#waitForSocket()
         return
       }
+      if (temporaryDenial(reason)) {
+        // The relay's store or Redis failed, or it is full (a restart, a blip): joined again later, on a new socket.
+        this.#link.fail(`${this.name}: not opened (${reason}), joining again`)
+        this.#waitForSocket()
+        return
+      }
+      this.#link.denied(this.name)
       this.#refuse(reason, false)
     } else if (kind === AUTH_AUTHENTICATED && this.#phase === AUTHENTICATING) {
       this.#readOnlyScope = readString(decoder) === SCOPE_READ_ONLY
@@ -314,6 +347,18 @@ export class RelayRoom {
       this.report()
       this.#link.ready()
     }, this.#link.delay(this.#attempt++))
+    this.#disconnected()
+  }
+
+  /**
+   * Denied for a temporary reason: Hocuspocus keeps the name denied on this socket, so the room
+   * waits for the next one, which the relay client opens after a jittered delay (longer after
+   * each attempt of this room, back to the shortest once it is in sync).
+   */
+  #waitForSocket(): void {
+    this.#phase = DELAYED
+    this.#cancelTimer()
+    this.#link.denied(this.name, this.#attempt++)
     this.#disconnected()
   }
 

@@ -5,6 +5,10 @@
  * read-only connection and every update of theirs refused; refusals in beforeHandleMessage
  * (a stateless `{"tidemark":"refused",...}`, then the room's connection closed with
  * `tidemark:refused <reason>`). It records every message clients send, straight off the socket.
+ * Rooms it cannot open are refused as the relay does: a full relay denies the room at
+ * authentication (`tidemark:too-many-rooms ...`), a store or Redis failure while loading it sends
+ * Authenticated and then PermissionDenied (`tidemark:store-unavailable ...`), both from Hocuspocus'
+ * own handling of a hook that throws.
  */
 import { EventEmitter } from 'node:events'
 import http from 'node:http'
@@ -67,6 +71,10 @@ export interface TestRelay {
   readonly events: EventEmitter
   /** Refuses an update to `room` with a reason, or lets it through (null). */
   refuse: (room: string) => string | null
+  /** Denies opening `room` at authentication with a reason (as a full relay: `tidemark:too-many-rooms 2 rooms are loaded`), or lets it through (null). */
+  denyOpen: (room: string) => string | null
+  /** Fails loading `room` with a reason (as the relay whose store or Redis failed: `tidemark:store-unavailable the room could not be loaded`), or loads it (null). */
+  failLoad: (room: string) => string | null
   /** Holds a room's updates (and so their acknowledgement) until the promise resolves. */
   hold: (room: string) => Promise<void> | null
   /** Writes `rooms` into the directory room as the relay would: room name → [firstSeenMs]. */
@@ -109,6 +117,8 @@ export async function startTestRelay(): Promise<TestRelay> {
     authenticated,
     events,
     refuse: () => null,
+    denyOpen: () => null,
+    failLoad: () => null,
     hold: () => null,
     async list(directory, rooms) {
       const connection = await requireRunning().hocuspocus.openDirectConnection(directory)
@@ -174,6 +184,8 @@ export async function startTestRelay(): Promise<TestRelay> {
         const rooms = Array.isArray(claims.rooms) ? (claims.rooms as string[]) : []
         const allowed = rooms.some((pattern) => pattern === documentName || (pattern.endsWith('/*') && documentName.startsWith(pattern.slice(0, -1))))
         if (!allowed) throw refusal(`tidemark:room-not-allowed ${documentName}`)
+        const full = relay.denyOpen(documentName)
+        if (full !== null) throw refusal(full)
         const role = claims.role === 'dashboard' ? 'dashboard' : 'device'
         connectionConfig.readOnly = role === 'dashboard'
         authenticated.set(documentName, [...(authenticated.get(documentName) ?? []), token])
@@ -195,6 +207,8 @@ export async function startTestRelay(): Promise<TestRelay> {
         await relay.hold(documentName)
       },
       async onLoadDocument({ document, documentName }) {
+        const failed = relay.failLoad(documentName)
+        if (failed !== null) throw refusal(failed)
         const saved = store.get(documentName)
         if (saved !== undefined) Y.applyUpdate(document, saved)
         return document
