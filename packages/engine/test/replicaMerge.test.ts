@@ -100,6 +100,28 @@ describe('lattice state merged through the replica port', () => {
     expect(values(a.engine)[0]).toMatchObject({ count: 2 })
   })
 
+  it('after a conflict, the keeper of the source outranks what the loser wrote: every replica converges on its next write', () => {
+    const a = replica('a')
+    const b = replica('b')
+    const c = replica('c')
+    a.engine.ingest([{ id: 'a1', source: 'dev', seq: 1, ts: 1, value: 1 }])
+    // b wrote the same source further: its cell has a higher version than a's.
+    b.engine.ingest([1, 2, 3, 4, 5].map((seq) => ({ id: `b${seq}`, source: 'dev', seq, ts: seq, value: 100 })))
+    const fromA = a.writes.at(-1) as LocalWrite
+    const fromB = b.writes.at(-1) as LocalWrite
+    for (const [to, from] of [[c, fromA], [c, fromB], [a, fromB], [b, fromA]] as const) to.engine.replica.mergeRemote(from.cells, from.clocks)
+    expect(a.engine.ingest([{ id: 'a2', source: 'dev', seq: 2, ts: 2, value: 1 }]).accepted).toBe(1)
+    const next = a.writes.at(-1) as LocalWrite
+    b.engine.replica.mergeRemote(next.cells, next.clocks)
+    c.engine.replica.mergeRemote(next.cells, next.clocks)
+    // a's write is not stale anywhere: all three show it, and all three name a as the writer.
+    expect(values(a.engine)).toContainEqual(expect.objectContaining({ count: 6, sum: 501 }))
+    expect(values(b.engine)).toEqual(values(a.engine))
+    expect(values(c.engine)).toEqual(values(a.engine))
+    const writer = (r: typeof a) => r.engine.replica.exportState().clocks.find((clock) => clock.source === 'dev')?.writer
+    expect([writer(a), writer(b), writer(c)]).toEqual(['a', 'a', 'a'])
+  })
+
   it('a cell for a window spec this replica does not have is counted invalid_remote_cell and ignored', () => {
     const a = replica('a')
     a.engine.replica.mergeRemote(

@@ -111,7 +111,9 @@ export class PeerMerge {
 /**
  * Takes peers' source clocks. A source is single-writer: a peer's clock for a source this
  * replica writes is a `source_conflict`, resolved the same way on every replica (the smaller
- * replica id keeps the source). Returns how many conflicts were seen.
+ * replica id keeps the source). A replica that keeps it raises its clock's version to the
+ * loser's, so its next write outranks every cell the loser wrote and all replicas converge on
+ * it. Returns how many conflicts were seen.
  */
 export function mergeRemoteClocks(
   frontiers: Frontiers,
@@ -126,6 +128,7 @@ export function mergeRemoteClocks(
     if (clock !== undefined && clock.writer === replicaId && entry.writer !== replicaId) {
       conflicts++
       if (entry.writer < replicaId) clock.adopt(entry, now)
+      else if (entry.version > clock.version) clock.version = entry.version
       continue
     }
     if (clock === undefined) {
