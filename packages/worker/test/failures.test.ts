@@ -3,12 +3,13 @@ import { type StreamEvent, tumbling } from '@tidemark/engine'
 import { claimLog, type LogLocks } from '@tidemark/idb/log'
 import { connectEngineWith } from '../src/page/connectEngine.ts'
 import type { HostLink } from '../src/page/hostLink.ts'
+import { CLOSE_WAIT_MS } from '../src/page/mirroredEngine.ts'
 import type { WorkerLocks } from '../src/page/platform.ts'
 import { EngineHost } from '../src/host/engineHost.ts'
 import { LeaderElection } from '../src/page/leaderElection.ts'
 import { FakeLockManager } from './fakeLocks.ts'
 import { FakeTime, settle } from './fakeTimers.ts'
-import { TestHost, World } from './hostHarness.ts'
+import { TestHost, type Wire, World } from './hostHarness.ts'
 
 const windows = { windows: tumbling(1_000) }
 
@@ -373,5 +374,60 @@ describe('lock requests that fail', () => {
       expect(reported.map(String)).toContain('TypeError: the steal lock is refused')
       expect(reported.filter((error) => String(error).includes('Abort'))).toEqual([])
     })
+  })
+})
+
+describe('close()', () => {
+  it('while a takeover is under way waits for the next host to make the batches durable', async () => {
+    const world = new World()
+    let current: TestHost | null = world.host({ name: 'fleet', engine: windows, log: false })
+    const page = world.page(() => current)
+    await world.run()
+    await page.engine.ready
+    // The host stops before it got the batch.
+    ;(page.connector.toHost as Wire).held = true
+    const receipt = page.engine.ingest(readings('d1', 1, 3))
+    await world.run(10)
+    const old = page.connector.link as HostLink
+    page.engine.lost(old, 'the host stopped')
+    page.connector.gone(old)
+    let closed = false
+    const closing = page.engine.close().then(() => {
+      closed = true
+    })
+    await expect(page.engine.close()).rejects.toThrow('the remote engine is closed')
+    await expect(page.engine.ingest(readings('d1', 4, 1))).rejects.toThrow('the remote engine is closed')
+    await world.run(1_000)
+    expect(closed).toBe(false)
+    current = world.host({ name: 'fleet', engine: windows, log: false })
+    page.connector.connect()
+    await world.run(300)
+    await closing
+    await (await receipt).durable
+    expect([(await receipt).accepted, current.host.engine?.stats().applied, page.engine.connection().state]).toEqual([3, 3, 'closed'])
+  })
+
+  it(`gives up waiting for a host after CLOSE_WAIT_MS, rejecting the batches it held with the reason`, async () => {
+    const world = new World()
+    const host = world.host({ name: 'fleet', engine: windows, log: false })
+    const page = world.page(() => host)
+    await world.run()
+    await page.engine.ready
+    ;(page.connector.toHost as Wire).held = true
+    const receipt = page.engine.ingest(readings('d1', 1, 3)).then(
+      () => 'applied',
+      (error: unknown) => String(error),
+    )
+    await world.run(10)
+    page.engine.lost(page.connector.link as HostLink, 'the host stopped')
+    let closed = false
+    const closing = page.engine.close().then(() => {
+      closed = true
+    })
+    await world.time.run(CLOSE_WAIT_MS - 100, 100)
+    expect(closed).toBe(false)
+    await world.time.run(200, 100)
+    await closing
+    expect(await receipt).toBe(`Error: the remote engine is closed: no host served this page within ${CLOSE_WAIT_MS} ms of close(), so the batch it held is not in the log`)
   })
 })

@@ -51,6 +51,8 @@ export interface MirroredEngineOptions {
 const EMPTY_LANE: readonly LateEvent[] = Object.freeze([])
 const NO_HISTORY: readonly WindowResult[] = Object.freeze([])
 const CLOSED = 'the remote engine is closed'
+/** How long `close()` waits for a host while none serves the page (counted again each time one goes away). */
+export const CLOSE_WAIT_MS = 10_000
 
 /**
  * The `RemoteEngine` behind `connectEngine`: the page's mirror of the host engine, fed by
@@ -76,6 +78,9 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
   #hostWatch: AbortController | null = null
   #writable: WritableStream<readonly StreamEvent[]> | null = null
   #ready: { resolve: () => void; reject: (error: unknown) => void } | null = null
+  /** Set while `close()` waits for this page's batches: told when a host welcomes the page or goes away. */
+  #closeWatch: (() => void) | null = null
+  #closing = false
   /** Resolves when the first host welcomed this page. */
   readonly ready: Promise<void>
 
@@ -157,6 +162,7 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
     this.#queue.disconnected()
     this.#calls.hostLost(reason)
     if (this.#connection.state === 'connected') this.#setConnection({ state: 'reconnecting', reason })
+    this.#closeWatch?.()
   }
 
   failed(reason: string): void {
@@ -280,10 +286,11 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
   }
 
   async close(): Promise<void> {
-    if (this.#connection.state === 'closed') throw new Error(CLOSED)
+    if (this.#connection.state === 'closed' || this.#closing) throw new Error(CLOSED)
+    this.#closing = true
     const closing = new Error(CLOSED)
     this.#queue.stopAccepting(closing)
-    if (this.#link !== null) await this.#queue.drained()
+    await this.#drainForClose()
     this.#setConnection({ state: 'closed', reason: null })
     this.#queue.close(closing)
     this.#calls.rejectAll(closing)
@@ -295,6 +302,41 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
   }
 
   // ---- internals ----
+
+  /**
+   * Resolves once every batch of this page is durable or failed. While a host serves the page
+   * it waits for that host; while none does (a takeover under way), it waits up to
+   * `CLOSE_WAIT_MS` for the next one, and past that rejects the batches still pending, saying
+   * they are not in the log. A page that failed has rejected them already.
+   */
+  #drainForClose(): Promise<void> {
+    const { clock } = this.#options
+    return new Promise((resolve) => {
+      let timer: unknown = null
+      const stopTimer = (): void => {
+        if (timer !== null) clock.clearTimeout(timer)
+        timer = null
+      }
+      const watch = (): void => {
+        if (this.#welcomed) {
+          stopTimer()
+          return
+        }
+        timer ??= clock.setTimeout(() => {
+          timer = null
+          const waiting = this.#queue.pending
+          this.#queue.close(new Error(`${CLOSED}: no host served this page within ${CLOSE_WAIT_MS} ms of close(), so the ${waiting === 1 ? 'batch' : `${waiting} batches`} it held ${waiting === 1 ? 'is' : 'are'} not in the log`))
+        }, CLOSE_WAIT_MS)
+      }
+      this.#closeWatch = watch
+      void this.#queue.drained().then(() => {
+        stopTimer()
+        this.#closeWatch = null
+        resolve()
+      })
+      watch()
+    })
+  }
 
   #welcome(link: HostLink, welcome: WelcomeMessage): void {
     const problem = rowsProblem(welcome.frame?.rows)
@@ -329,6 +371,7 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
       reason: null,
     })
     this.#ready?.resolve()
+    this.#closeWatch?.()
   }
 
   #frame(link: HostLink, frame: FrameMessage, replace: boolean): void {

@@ -144,8 +144,10 @@ export interface RemoteEngine<A extends AggregateDefinitions = NoAggregates> ext
   changes(): ReadableStream<readonly WindowChange<A>[]>
   /**
    * Disconnects this page once every batch it sent is durable (or failed); the host keeps
-   * serving the other tabs (in leader mode, another tab takes over when this one led).
-   * Later calls reject.
+   * serving the other tabs (in leader mode, another tab takes over when this one led). While no
+   * host serves the page (a takeover under way) it waits up to 10 s for the next one, counted
+   * again each time a host goes away; past that it rejects the batches still waiting, saying
+   * they are not in the log. `ingest` is refused from the call on; later calls reject.
    *
    * @example
    * addEventListener('pagehide', () => void engine.close())
