@@ -34,7 +34,8 @@ export function assertSeeded<T>(property: fc.IProperty<T>, testFile: string, tes
       // failing case and stops after a few seconds, reporting the best counterexample so far.
       const found = fc.check(property, { seed, numRuns: runs, endOnFailure: true })
       if (found.failed) {
-        fc.assert(property, { seed, numRuns: runs, path: found.counterexamplePath ?? undefined, interruptAfterTimeLimit: 4000, markInterruptAsFailure: true })
+        const replay = { seed, numRuns: runs, interruptAfterTimeLimit: 4000, markInterruptAsFailure: true }
+        fc.assert(property, found.counterexamplePath === null ? replay : { ...replay, path: found.counterexamplePath })
         // A failure that does not fail again when replayed (a property with hidden state) is still one.
         throw new Error(fc.defaultReportMessage(found) ?? 'the property failed')
       }
