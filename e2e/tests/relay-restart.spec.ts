@@ -40,16 +40,32 @@ test.afterEach(async () => {
   await killRelays()
 })
 
-/** Stops the relay with `signal` half way through the storm, waits a second, starts it again on its data directory and port. */
-function restartHalfWay(signal: NodeJS.Signals, record: (stopped: RelayExit, restartedAt: number, pages: Page[]) => void): (storm: RunningStorm) => Promise<void> {
+/**
+ * Stops the relay with `signal` half way through the storm, waits (bounded) until no page's sync
+ * connection is still `connected`, starts it again on its data directory and port.
+ */
+function restartHalfWay(
+  signal: NodeJS.Signals,
+  record: (stopped: RelayExit, downMs: number, restartedAt: number, pages: Page[]) => void,
+): (storm: RunningStorm) => Promise<void> {
   return async (storm) => {
     const pages = [...storm.devices, ...storm.dashboards].map((p) => p.page)
     await storm.sleep((SECONDS * 1_000) / 2)
     const stopped = await relay.stop(signal)
-    // Down long enough for every client to notice.
-    await storm.sleep(1_000)
+    const stoppedAt = Date.now()
+    // Down until every client noticed: each page's sync status left `connected` (it cannot connect again while the relay is down).
+    await expect
+      .poll(
+        async () => {
+          const states = await Promise.all(pages.map(async (page) => (await snapshotOf(page)).syncState))
+          return states.flatMap((state, i) => (state === 'connected' ? [i] : []))
+        },
+        { timeout: 15_000, message: 'pages (by index) whose sync status is still connected with the relay stopped' },
+      )
+      .toEqual([])
+    const downMs = Date.now() - stoppedAt
     relay = await startRelayProcess({ dataDir: relay.dataDir, port: relay.port })
-    record(stopped, Date.now(), pages)
+    record(stopped, downMs, Date.now(), pages)
   }
 }
 
@@ -63,6 +79,7 @@ for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
     const seed = stormSeed()
     console.log(`restart ${signal}: seed=${seed} seconds=${SECONDS}`)
     let stopped: RelayExit | undefined
+    let downMs = 0
     let restartedAt = 0
     let pages: Page[] = []
     const result: StormResult = await runStorm({
@@ -76,8 +93,9 @@ for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
       seed,
       // Both ways of going offline are stormed across the suite: Playwright's own setOffline here for the SIGTERM storm.
       network: signal === 'SIGTERM' ? 'emulate' : 'partition',
-      during: restartHalfWay(signal, (exit, at, open) => {
+      during: restartHalfWay(signal, (exit, down, at, open) => {
         stopped = exit
+        downMs = down
         restartedAt = at
         pages = open
       }),
@@ -88,7 +106,7 @@ for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
       const updatesIn = await relayMetric(relay, 'tidemark_relay_updates_in_total')
       const held = await relayMetric(relay, 'tidemark_relay_updates_held_total')
       console.log(
-        `restart ${signal}: relay down ~1 s, exit ${JSON.stringify(stopped)}; pages connected again ${back.join(', ')} ms after it was back; ` +
+        `restart ${signal}: relay exit ${JSON.stringify(stopped)}; every page saw it down within ${downMs} ms; pages connected again ${back.join(', ')} ms after it was back; ` +
           `the restarted relay accepted ${updatesIn} updates (${held} held until what they depend on arrived)`,
       )
       for (const ms of back) expect(ms).toBeGreaterThanOrEqual(0)
