@@ -1,16 +1,51 @@
 /**
- * A PostgreSQL 15 server for the tests, from Debian's binaries (/usr/lib/postgresql/15/bin):
- * a fresh `initdb` in a temporary directory, its own port on 127.0.0.1, stopped by its PID.
+ * A PostgreSQL server for the tests, from Debian's binaries of the newest major version installed
+ * (`/usr/lib/postgresql/<version>/bin`, `postgresBin`): a fresh `initdb` in a temporary directory,
+ * its own port on 127.0.0.1, stopped by its PID.
  * As root, the server runs as the `postgres` user (PostgreSQL refuses to run as root).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
-import { chownSync, existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
 import { freePort } from '../../scripts/redisServer.ts'
 
-const BIN = '/usr/lib/postgresql/15/bin'
+/** Where Debian installs each PostgreSQL major version: `<version>/bin`. */
+const POSTGRESQL_ROOT = '/usr/lib/postgresql'
+
+/** Compares version directory names (`9.6`, `15`, `17`) numerically, part by part. */
+function compareVersions(a: string, b: string): number {
+  const pa = a.split('.').map(Number)
+  const pb = b.split('.').map(Number)
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
+    const d = (pa[i] ?? 0) - (pb[i] ?? 0)
+    if (d !== 0) return d
+  }
+  return 0
+}
+
+/**
+ * The bin directory of the newest PostgreSQL installed: the highest `/usr/lib/postgresql/<version>/bin`
+ * (by version) holding `postgres`. Throws naming what is missing: the server, or its `initdb`.
+ *
+ * @example
+ * postgresBin() // '/usr/lib/postgresql/17/bin' when 15 and 17 are installed
+ */
+export function postgresBin(): string {
+  const versions = existsSync(POSTGRESQL_ROOT) ? readdirSync(POSTGRESQL_ROOT).filter((name) => /^\d+(\.\d+)*$/.test(name)) : []
+  const servers = versions.filter((version) => existsSync(join(POSTGRESQL_ROOT, version, 'bin', 'postgres'))).sort(compareVersions)
+  const newest = servers.at(-1)
+  if (newest === undefined) {
+    const found = versions.length === 0 ? `no version directory in ${POSTGRESQL_ROOT}` : `versions ${versions.join(', ')} without bin/postgres`
+    throw new Error(
+      `PostgreSQL server binaries not found: no ${POSTGRESQL_ROOT}/<version>/bin/postgres (${found}); install them with apt-get install postgresql (or bash scripts/setup.sh)`,
+    )
+  }
+  const bin = join(POSTGRESQL_ROOT, newest, 'bin')
+  if (!existsSync(join(bin, 'initdb'))) throw new Error(`PostgreSQL ${newest}: ${bin} has postgres but no initdb; reinstall postgresql-${newest}`)
+  return bin
+}
 
 /** A running PostgreSQL. */
 export interface PostgresServer {
@@ -28,9 +63,7 @@ function asPostgres(): string[] {
 }
 
 export async function startPostgres(): Promise<PostgresServer> {
-  if (!existsSync(join(BIN, 'initdb')) || !existsSync(join(BIN, 'postgres'))) {
-    throw new Error(`PostgreSQL 15 binaries not found in ${BIN}: install them with apt-get install postgresql-15`)
-  }
+  const bin = postgresBin()
   const dir = mkdtempSync(join(tmpdir(), 'tidemark-postgres-'))
   const data = join(dir, 'data')
   const prefix = asPostgres()
@@ -40,7 +73,7 @@ export async function startPostgres(): Promise<PostgresServer> {
     chownSync(dir, uid, gid)
   }
   const run = (command: string, args: string[]): [string, string[]] => {
-    const full = [...prefix, join(BIN, command), ...args]
+    const full = [...prefix, join(bin, command), ...args]
     return [full[0] as string, full.slice(1)]
   }
   const [initdb, initArgs] = run('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync'])
