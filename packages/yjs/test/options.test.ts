@@ -40,6 +40,8 @@ describe('connectRelay options', () => {
     expect(connect({ url: [] })).toThrow('connectRelay: url must be a ws:// or wss:// URL, or a non-empty list of them')
     expect(connect({ url: ['ws://127.0.0.1:1', 'http://127.0.0.1:2'] })).toThrow('connectRelay: url[1] must be a ws:// or wss:// URL, got http://127.0.0.1:2')
     expect(connect({ token: 42 })).toThrow('connectRelay: token must be a string or a function, got number')
+    expect(connect({ tokenTimeoutMs: 0 })).toThrow('connectRelay: tokenTimeoutMs must be a positive number of ms, got 0')
+    expect(connect({ tokenTimeoutMs: '5000' })).toThrow('connectRelay: tokenTimeoutMs must be a positive number of ms, got 5000')
     expect(connect({ WebSocket: 'ws' })).toThrow('connectRelay: WebSocket must be a class (Node 20: the ws package)')
     // Node 20 has no global WebSocket.
     expect(connect({ WebSocket: undefined })).toThrow('connectRelay: WebSocket must be a class (Node 20: the ws package)')

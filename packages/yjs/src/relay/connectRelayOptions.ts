@@ -46,6 +46,13 @@ export interface ConnectRelayOptions {
   /** The JWT the relay checks for every room (a function is read again on every connection). */
   readonly token: RelayToken
   /**
+   * Longest wait for a token function's promise, in ms (default 10,000: the relay's own deadline
+   * for a socket's first authentication). A read that takes longer is given up, reported through
+   * `onError`, and a jittered reconnect reads again; a read whose socket closed first is given up
+   * too, and the next socket reads again. Timed on `jitter.setTimeout`.
+   */
+  readonly tokenTimeoutMs?: number
+  /**
    * Reconnect jitter: attempt `n` since the last message from the relay waits a uniform random
    * time in `[0, min(capMs, baseMs · 2^n))`; `initialMs` spreads the first connect. The same
    * spread applies to a room the relay closed (not refused) before it joins again.
@@ -73,8 +80,8 @@ export function checkConnectRelayOptions(options: ConnectRelayOptions): void {
     throw new TypeError(`connectRelay: ${message}`)
   }
   if (typeof options !== 'object' || options === null) fail('needs options { url, token }')
-  assertKnownOptions('connectRelay', options, ['url', 'token', 'jitter', 'WebSocket', 'onError'])
-  const { url, token, jitter, WebSocket = globalThis.WebSocket, onError } = options
+  assertKnownOptions('connectRelay', options, ['url', 'token', 'tokenTimeoutMs', 'jitter', 'WebSocket', 'onError'])
+  const { url, token, tokenTimeoutMs, jitter, WebSocket = globalThis.WebSocket, onError } = options
   if (Array.isArray(url)) {
     if (url.length === 0) fail('url must be a ws:// or wss:// URL, or a non-empty list of them')
     url.forEach((entry: unknown, i: number) => {
@@ -84,6 +91,9 @@ export function checkConnectRelayOptions(options: ConnectRelayOptions): void {
     fail(`url must be a ws:// or wss:// URL, or a non-empty list of them, got ${url}`)
   }
   if (typeof token !== 'string' && typeof token !== 'function') fail(`token must be a string or a function, got ${typeof token}`)
+  if (tokenTimeoutMs !== undefined && !(typeof tokenTimeoutMs === 'number' && Number.isFinite(tokenTimeoutMs) && tokenTimeoutMs > 0)) {
+    fail(`tokenTimeoutMs must be a positive number of ms, got ${tokenTimeoutMs}`)
+  }
   // No global one: Node 20.
   if (typeof WebSocket !== 'function') fail('WebSocket must be a class (Node 20: the ws package)')
   if (jitter !== undefined) checkJitterOptions(jitter, 'connectRelay: jitter')

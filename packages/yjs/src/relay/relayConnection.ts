@@ -20,6 +20,9 @@ import type { ConnectRelayOptions, RelaySocket, RelayToken } from './connectRela
 import { AUTH_PERMISSION_DENIED, MESSAGE_AUTH, MESSAGE_CLOSE, type RelayMessage, readRelayMessage } from './relayProtocol.ts'
 import { RelayRoom, type RoomLink, refusalOf, type SocketState } from './relayRoom.ts'
 
+/** Default `tokenTimeoutMs`: the relay's own deadline for a socket's first authentication (its `authTimeoutMs`). */
+const DEFAULT_TOKEN_TIMEOUT_MS = 10_000
+
 /**
  * Options of `relay.join`; all optional.
  *
@@ -90,6 +93,7 @@ export class RelayConnection implements Relay {
   readonly #urls: readonly string[]
   #urlIndex = 0
   readonly #token: RelayToken
+  readonly #tokenTimeoutMs: number
   readonly #WebSocket: new (url: string) => RelaySocket
   readonly #onError: (error: Error) => void
   readonly #baseMs: number
@@ -108,7 +112,10 @@ export class RelayConnection implements Relay {
   #timer: unknown = null
   /** The new socket for rooms denied for a temporary reason (one for all of them), while it waits for its delay. */
   #retryTimer: unknown = null
-  #readingToken = false
+  /** The socket the token is being read for: a read is for one socket and is given up when it closes or times out. */
+  #tokenFor: RelaySocket | null = null
+  /** Bounds the token read under way (`tokenTimeoutMs`). */
+  #tokenTimer: unknown = null
   #restartNow = false
   #paused = false
   #destroyed = false
@@ -116,6 +123,7 @@ export class RelayConnection implements Relay {
   constructor(options: ConnectRelayOptions) {
     this.#urls = typeof options.url === 'string' ? [options.url] : [...options.url]
     this.#token = options.token
+    this.#tokenTimeoutMs = options.tokenTimeoutMs ?? DEFAULT_TOKEN_TIMEOUT_MS
     this.#WebSocket = options.WebSocket ?? (globalThis.WebSocket as new (url: string) => RelaySocket)
     this.#onError = options.onError ?? ((error) => console.error(error))
     const jitter = options.jitter ?? {}
@@ -181,6 +189,7 @@ export class RelayConnection implements Relay {
     if (this.#timer !== null) this.#cancel(this.#timer)
     this.#timer = null
     this.#cancelRetry()
+    this.#endTokenRead()
     const socket = this.#socket
     this.#socket = null
     // Closed first, so leaving rooms sends nothing: the socket's close ends them all on the server.
@@ -271,8 +280,9 @@ export class RelayConnection implements Relay {
   #closed(): void {
     this.#socket = null
     this.#state = 'closed'
-    // Every room authenticates on the next socket anyway.
+    // Every room authenticates on the next socket anyway, with a read of its own.
     this.#cancelRetry()
+    this.#endTokenRead()
     this.#closing.clear()
     this.#denied.clear()
     for (const room of this.#rooms.values()) room.socketClosed()
@@ -315,9 +325,13 @@ export class RelayConnection implements Relay {
     }
   }
 
-  /** Authenticates every idle room with one read of the token. */
+  /**
+   * Authenticates every idle room with one read of the token. The read is for the current
+   * socket: given up when that socket closes (the next socket reads again) or when it takes
+   * longer than `tokenTimeoutMs` (reported, and a jittered reconnect reads again).
+   */
   #authenticateIdle(): void {
-    if (this.#state !== 'open' || this.#readingToken) return
+    if (this.#state !== 'open' || this.#tokenFor !== null) return
     const idle = [...this.#rooms.values()].filter((room) => room.idle && !this.#closing.has(room.name))
     if (idle.some((room) => this.#denied.has(room.name))) {
       // Joined again after a denial: only a new socket lets it authenticate (the other rooms sync again on it).
@@ -325,22 +339,23 @@ export class RelayConnection implements Relay {
       return
     }
     if (idle.length === 0) return
-    this.#readingToken = true
-    const socket = this.#socket
-    this.#readToken().then(
+    const socket = this.#socket as RelaySocket
+    this.#tokenFor = socket
+    this.#readToken(socket).then(
       (token) => {
-        this.#readingToken = false
-        if (socket === this.#socket && this.#state === 'open') {
-          // Rooms joined while the token was read get it too.
-          for (const room of this.#rooms.values()) if (room.idle && !this.#closing.has(room.name) && !this.#denied.has(room.name)) room.authenticate(token)
-        }
-        // What is still idle: rooms denied on this socket (joined again while the token was read),
-        // or a new socket opened meanwhile, which needs a token of its own.
+        if (this.#tokenFor !== socket) return // given up: its socket closed, or it timed out
+        this.#endTokenRead()
+        // Rooms joined while the token was read get it too.
+        for (const room of this.#rooms.values()) if (room.idle && !this.#closing.has(room.name) && !this.#denied.has(room.name)) room.authenticate(token)
+        // What is still idle: rooms denied on this socket (joined again while the token was read).
         this.#authenticateIdle()
       },
       (error: unknown) => {
-        this.#readingToken = false
-        if (socket !== this.#socket) return
+        if (this.#tokenFor !== socket) {
+          this.#fail(`the token function failed (${error}) after its read was given up`)
+          return
+        }
+        this.#endTokenRead()
         // A jittered reconnect reads the token again.
         this.#fail(`the token function failed (${error}); reconnecting`)
         this.#drop()
@@ -348,10 +363,30 @@ export class RelayConnection implements Relay {
     )
   }
 
-  async #readToken(): Promise<string> {
-    const token = typeof this.#token === 'function' ? await this.#token() : this.#token
+  /** Reads the token for `socket`; a promise that does not settle within `tokenTimeoutMs` is given up. */
+  async #readToken(socket: RelaySocket): Promise<string> {
+    let token = typeof this.#token === 'function' ? this.#token() : this.#token
+    if (typeof token !== 'string') {
+      // Only a read that waits can hang: a token function answering at once needs no timer.
+      this.#tokenTimer = this.#schedule(() => {
+        this.#tokenTimer = null
+        if (this.#tokenFor !== socket) return
+        this.#endTokenRead()
+        this.#fail(`the token function did not answer within ${this.#tokenTimeoutMs} ms; reconnecting`)
+        this.#drop()
+      }, this.#tokenTimeoutMs)
+      token = await token
+    }
     if (typeof token !== 'string') throw new TypeError(`not a string: ${typeof token}`)
     return token
+  }
+
+  /** No token read is under way any more (done, given up, or its socket closed). */
+  #endTokenRead(): void {
+    this.#tokenFor = null
+    if (this.#tokenTimer === null) return
+    this.#cancel(this.#tokenTimer)
+    this.#tokenTimer = null
   }
 
   #restart(): void {
