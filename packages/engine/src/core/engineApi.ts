@@ -159,7 +159,7 @@ export interface EngineStats {
   readonly pending: number
   /** Live windows over all specs and keys. */
   readonly openWindows: number
-  /** Cells held by live windows (one per source per window; session fragments included). */
+  /** Cells held in live state: one per source per slice (part) for tumbling, sliding and cumulating specs, one per session fragment. */
   readonly cells: number
   /** Known sources, local and learnt from peers. */
   readonly sources: number

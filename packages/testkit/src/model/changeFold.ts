@@ -6,6 +6,12 @@ import { compareResults, resultId } from './resultIdentity.ts'
  * in order. Each change is checked against what the consumer already holds, so a
  * correction whose `previous` is not the value on screen, or a retraction of
  * something never shown, fails at the change that caused it.
+ *
+ * @example
+ * const fold = new ChangeFold()
+ * engine.subscribe((changes) => fold.apply(changes))
+ * // ... ingest, tick ...
+ * expect(fold.results()).toEqual(engine.results()) // what a consumer shows is what the engine holds
  */
 export class ChangeFold {
   readonly #shown = new Map<string, WindowResult>()

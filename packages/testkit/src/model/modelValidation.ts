@@ -7,7 +7,13 @@ export interface ModelAnomaly {
   readonly id?: string
 }
 
-/** Why an input is refused before it reaches any window, or null. Generated invalid inputs have a single fault. */
+/**
+ * Why an input is refused before it reaches any window, or null, as docs/semantics.md states the
+ * checks (id, source, ts, value, seq, key, in that order). Generated invalid inputs have a single fault.
+ *
+ * @example
+ * modelValidation({ id: 'a', source: 'd1', ts: Number.NaN, value: 1 }) // 'invalid_ts'
+ */
 export function modelValidation(input: unknown): AnomalyReason | null {
   if (input === null || typeof input !== 'object') return 'invalid_event'
   const { id, source, ts, value, seq, key } = input as Record<string, unknown>

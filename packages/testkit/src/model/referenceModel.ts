@@ -84,6 +84,19 @@ type Placement = 'refused' | 'on_time' | 'late'
 
 const EVERY: Trigger = { kind: 'every_element' }
 
+/**
+ * The engine's semantics written out plainly, as the oracle the property tests compare the
+ * engine with (docs/semantics.md): every window keeps every event it admitted, and each result
+ * is recomputed from them, with no slices, folds, caches or replication. Slow by design; the
+ * same ops (`runPlanOp` on the engine, `ingest`, `tick`, `advanceWatermark` here) must give the
+ * same receipts, changes, results, late lane and stats.
+ *
+ * @example
+ * const plan = fc.sample(streamPlan({ kinds: ['tumbling'] }), 1)[0]
+ * const model = new ReferenceModel(plan.config)
+ * const receipt = model.ingest(events, 0)
+ * expect(engine.results()).toEqual(model.results())
+ */
 export class ReferenceModel {
   readonly config: ModelConfig
   readonly #early: Trigger

@@ -3,7 +3,12 @@
  */
 import type { WindowChange, WindowResult } from '@tidemark/engine'
 
-/** The engine's order of results: window spec, key, start, end. */
+/**
+ * The engine's order of results: window spec, key, start, end.
+ *
+ * @example
+ * expect([...model.results()].sort(compareResults)).toEqual(engine.results())
+ */
 export function compareResults(a: WindowResult, b: WindowResult): number {
   if (a.window !== b.window) return a.window < b.window ? -1 : 1
   if (a.key !== b.key) return a.key < b.key ? -1 : 1

@@ -166,6 +166,15 @@ export interface PlanOptions {
   readonly aggregates?: boolean
 }
 
+/**
+ * A fast-check arbitrary of engine configurations (window specs of the given kinds, watermark
+ * strategy, lateness, retention, triggers, accumulation, skew, aggregates) with a list of ops to
+ * run on them: batches of events (late, duplicated, out of order, now and then invalid), clock
+ * moves, ticks and manual watermark advances.
+ *
+ * @example
+ * assertSeeded(fc.property(streamPlan({ kinds: ['tumbling', 'session'] }), (plan) => { ... }), FILE, 'engine equals the model', 150)
+ */
 export function streamPlan(options: PlanOptions = {}): fc.Arbitrary<StreamPlan> {
   const kinds = options.kinds ?? ['tumbling', 'sliding', 'session']
   const choices = WINDOW_CHOICES.filter((w) => kinds.includes(w.kind))
