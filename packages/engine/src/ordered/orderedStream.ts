@@ -24,7 +24,9 @@ const NO_BATCHES: readonly OrderedBatch[] = Object.freeze([])
  * as it stood before the call. `ts >= W`: it waits in the pending buffer until `ts < W`.
  * `ts < W` (its range was already released): a correction when `onLate` is `'emit_correction'`
  * and `ts >= W - allowedLateness`, otherwise the late lane. So what is emitted, and as which
- * kind, depends on pushes and watermark moves only, never on when `flushReady` is called.
+ * kind, depends on pushes and watermark moves only. With `idleTimeout`, `flushReady` reads
+ * `now()` as the engine's `tick()` does (idle sources stop holding the watermark), so a flush
+ * can move the watermark that later pushes are judged against.
  * The member examples below continue one stream; `OrderedStream` documents each member in full.
  *
  * @example
