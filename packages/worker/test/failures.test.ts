@@ -431,3 +431,37 @@ describe('close()', () => {
     expect(await receipt).toBe(`Error: the remote engine is closed: no host served this page within ${CLOSE_WAIT_MS} ms of close(), so the batch it held is not in the log`)
   })
 })
+
+describe('single mode', () => {
+  it('fails a page whose host another tab fenced out, with the reason, instead of taking the log back again and again', async () => {
+    const world = new World()
+    const single = { mode: 'single', steal: false } as const
+    let hosts = 0
+    const start = (): TestHost => {
+      hosts++
+      return world.host({ name: 'fleet', engine: windows }, single, true)
+    }
+    const hostA = start()
+    const pageA = world.page(() => hostA, { withoutLocks: true, mode: 'single' })
+    await world.run()
+    await (await pageA.engine.ingest(readings('d1', 1, 5))).durable
+    // A second tab: its own host claims the log (no Web Locks to keep it waiting).
+    const hostB = start()
+    const pageB = world.page(() => hostB, { withoutLocks: true, mode: 'single' })
+    await world.run(100)
+    const fenced = (async () => {
+      try {
+        await (await pageA.engine.ingest(readings('d1', 6, 5))).durable
+        return 'durable'
+      } catch (error) {
+        return String(error)
+      }
+    })()
+    await world.run(300)
+    expect(pageA.engine.connection()).toMatchObject({ state: 'failed' })
+    expect(pageA.engine.connection().reason).toContain('single mode serves one tab')
+    expect(await fenced).toContain('single mode serves one tab')
+    await (await pageB.engine.ingest(readings('d2', 1, 5))).durable
+    expect([hosts, pageB.engine.connection().state, hostB.host.engine?.stats().applied, hostA.host.engine]).toEqual([2, 'connected', 10, null])
+  })
+})

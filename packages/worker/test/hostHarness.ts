@@ -8,6 +8,7 @@ import type { HostEngineOptions } from '../src/host/hostOptions.ts'
 import type { HostConnector, HostLink, LinkSink } from '../src/page/hostLink.ts'
 import { MirroredEngine } from '../src/page/mirroredEngine.ts'
 import type { WorkerLocks } from '../src/page/platform.ts'
+import type { HostMode } from '../src/protocol/messages.ts'
 import { FakeLockManager } from './fakeLocks.ts'
 import { FakeTime, settle } from './fakeTimers.ts'
 
@@ -60,14 +61,14 @@ export class World {
   }
 
   /** A page connected through a connector that links to whichever host `to()` names. */
-  page(to: () => TestHost | null, options: { config?: unknown; maxQueuedEvents?: number; withoutLocks?: boolean; aggregates?: AggregateDefinitions } = {}): TestPage {
+  page(to: () => TestHost | null, options: { config?: unknown; maxQueuedEvents?: number; withoutLocks?: boolean; aggregates?: AggregateDefinitions; mode?: HostMode } = {}): TestPage {
     const tab = `tab-${Math.random().toString(36).slice(2)}`
     const connector = new TestConnector(to)
     const locks: WorkerLocks | null = options.withoutLocks === true ? null : this.locks.as(tab)
     const engine = new MirroredEngine({
       name: 'fleet',
       tab,
-      mode: 'shared',
+      mode: options.mode ?? 'shared',
       config: options.config,
       ...(options.aggregates === undefined ? {} : { aggregates: aggregateIdentities(options.aggregates) }),
       maxQueuedEvents: options.maxQueuedEvents ?? 200_000,

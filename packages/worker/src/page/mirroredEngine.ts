@@ -144,10 +144,15 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
         this.#calls.reply(message.req, message.value, message.error, message.retry === true)
         return
       case 'refused':
-        if (message.deposed === true) {
+        if (message.deposed !== true) this.failed(message.reason)
+        else if (this.#options.mode === 'single') {
+          // Another tab's host took the log (no Web Locks keep two tabs apart here): starting
+          // this tab's host again would take it back, and the two would fence each other forever.
+          this.failed(`${message.reason}: single mode serves one tab (this browser offers neither SharedWorker nor Web Locks here), and another tab of this app took the engine's log; close the other tabs and reload this one`)
+        } else {
           this.lost(link, message.reason)
           this.#options.connector.gone(link)
-        } else this.failed(message.reason)
+        }
         return
     }
   }

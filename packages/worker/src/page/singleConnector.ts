@@ -3,8 +3,11 @@ import { type DedicatedWorkerFactory, startHostWorker } from './hostWorker.ts'
 
 /**
  * Single-tab mode, where there are neither SharedWorkers nor Web Locks: this tab runs the
- * host in its own dedicated worker, as if it were the only tab (a second tab's host would
- * claim the log after it, and this one's writes would then be refused by the epoch fence).
+ * host in its own dedicated worker, as if it were the only tab. A second tab's host claims the
+ * log after it; this one's writes are then refused by the epoch fence, and its page fails
+ * (`MirroredEngine` does not send it to another host: the two would take the log from each
+ * other forever). With Web Locks (`mode: 'single'` asked for), a worker that ended is noticed
+ * through its lock and started again (`gone`); without them nothing notices it.
  */
 export class SingleConnector implements HostConnector {
   readonly #factory: DedicatedWorkerFactory
