@@ -15,7 +15,13 @@ import { engineSyncStatus } from '../binding/engineSyncStatus.ts'
 import { syncStatusTracker } from '../transport/syncStatusTracker.ts'
 import type { Relay, RelayRoomHandle } from './relayConnection.ts'
 
-/** The relay's directory map: room name → [firstSeenMs]. */
+/**
+ * The name of the relay's directory map in a directory room's doc: room name → [firstSeenMs].
+ *
+ * @example
+ * const listed = directoryDoc.getMap(DIRECTORY_ROOMS) // Y.Map of a doc joined to 'fleet-a/_directory'
+ * listed.get('fleet-a/d07') // [1764650000000]: first seen then
+ */
 export const DIRECTORY_ROOMS = 'rooms'
 
 /**

@@ -64,7 +64,14 @@ const CLOCK_LENGTH = 8
 const BYTES_PER_CELL = GROUP_COLUMNS * 8
 const littleEndianHost = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1
 
-/** A cell or clock entry as stored in the doc. Never mutated: Yjs holds the same array. */
+/**
+ * A cell or clock entry as stored in the doc. Never mutated: Yjs holds the same array.
+ *
+ * @example
+ * for (const entry of doc.getArray<DocEntry>(replicaArrayName('tab-1')).toArray()) {
+ *   if (entryKind(entry) === 'clock') console.log(readClockEntry(entry))
+ * }
+ */
 export type DocEntry = readonly unknown[]
 
 /**
