@@ -1,21 +1,31 @@
+import { OverflowError } from '@tidemark/engine'
 import { errorFromWire, type HostCall, type WireError } from '../protocol/messages.ts'
 import type { HostLink } from './hostLink.ts'
 
 interface PendingCall {
-  readonly call: HostCall
+  /** What goes to the host (an `advance` merged with later ones moves to the highest). */
+  call: HostCall
   /** Safe to send again to the next host (reads and idempotent moves). */
   readonly retry: boolean
-  readonly resolve: (value: unknown) => void
-  readonly reject: (error: unknown) => void
+  /** Every caller this call answers (several when waiting calls were merged). */
+  readonly waiters: { readonly resolve: (value: unknown) => void; readonly reject: (error: unknown) => void }[]
   sent: boolean
 }
+
+/** Calls that may wait on the page at once; past it a call rejects at once with `OverflowError`. */
+export const MAX_PENDING_CALLS = 10_000
+
+/** Calls that merge while they wait for a host: running one answers them all. */
+type MergedOp = 'tick' | 'advance'
 
 /**
  * The page's calls to the engine's host (`nextSeq`, `advanceWatermark`, `tick`, `command`)
  * until each is answered. A call made while no host has welcomed the page waits here and goes
  * to the next host that does. When a host goes away, a call it may have run is only sent again
  * if running it twice is harmless; any other is rejected, saying it may or may not have run,
- * rather than silently run twice.
+ * rather than silently run twice. Nothing grows without bound: waiting `tick`s merge into one,
+ * waiting `advanceWatermark`s into one to the highest time, and past `MAX_PENDING_CALLS`
+ * calls a new one rejects at once with an `OverflowError`.
  *
  * @example
  * const calls = new HostCalls()
@@ -25,18 +35,33 @@ interface PendingCall {
  */
 export class HostCalls {
   readonly #calls = new Map<number, PendingCall>()
+  /** The waiting (unsent) call of each mergeable op, which later ones of that op join. */
+  readonly #merging = new Map<MergedOp, number>()
   #next = 1
+
+  /** Calls not yet answered. */
+  get pending(): number {
+    return this.#calls.size
+  }
 
   /**
    * Registers a call and sends it at once through `link` (the link of a host that welcomed the
    * page, or null when there is none yet). Resolves with the host's answer.
    */
   add(call: HostCall, retry: boolean, link: HostLink | null): Promise<unknown> {
+    const joined = link === null ? this.#join(call) : null
+    if (joined !== null) return joined
+    if (this.#calls.size >= MAX_PENDING_CALLS) {
+      return Promise.reject(
+        new OverflowError('worker host calls', `${this.#calls.size} calls wait on this page for the engine's host (MAX_PENDING_CALLS); await earlier calls before making more`),
+      )
+    }
     return new Promise((resolve, reject) => {
       const req = this.#next++
-      const pending: PendingCall = { call, retry, resolve, reject, sent: false }
+      const pending: PendingCall = { call, retry, waiters: [{ resolve, reject }], sent: false }
       this.#calls.set(req, pending)
       if (link !== null) this.#send(link, req, pending)
+      else this.#waits(req, pending)
     })
   }
 
@@ -48,28 +73,16 @@ export class HostCalls {
     }
   }
 
-  #send(link: HostLink, req: number, pending: PendingCall): void {
-    pending.sent = true
-    try {
-      link.send({ t: 'call', req, call: pending.call })
-    } catch (error) {
-      // The call cannot cross to the host (a command payload the structured clone cannot copy):
-      // it fails alone, with the reason; the others still go.
-      this.#calls.delete(req)
-      const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error)
-      pending.reject(new TypeError(`${pending.call.op} cannot be sent to the engine's host (its arguments must be structured-cloneable): ${detail}`))
-    }
-  }
-
   /** The host went away: calls safe to repeat wait for the next one, the others fail. */
   hostLost(reason: string): void {
     for (const [req, call] of this.#calls) {
       if (!call.sent || call.retry) {
         call.sent = false
+        this.#waits(req, call)
         continue
       }
       this.#calls.delete(req)
-      call.reject(new Error(`the engine's host went away before answering ${call.call.op} (${reason}); it may or may not have run it`))
+      settle(call, 'reject', new Error(`the engine's host went away before answering ${call.call.op} (${reason}); it may or may not have run it`))
     }
   }
 
@@ -79,16 +92,58 @@ export class HostCalls {
     if (call === undefined) return
     if (error !== undefined && retry && call.retry) {
       call.sent = false
+      this.#waits(req, call)
       return
     }
     this.#calls.delete(req)
-    if (error === undefined) call.resolve(value)
-    else call.reject(errorFromWire(error))
+    if (error === undefined) settle(call, 'resolve', value)
+    else settle(call, 'reject', errorFromWire(error))
   }
 
   /** Fails every call still waiting (the engine closed or no host can serve it). */
   rejectAll(error: Error): void {
-    for (const call of this.#calls.values()) call.reject(error)
+    for (const call of this.#calls.values()) settle(call, 'reject', error)
     this.#calls.clear()
+    this.#merging.clear()
   }
+
+  /** Joins `call` to the waiting call of its op, if it merges and there is one; returns its promise. */
+  #join(call: HostCall): Promise<unknown> | null {
+    if (call.op !== 'tick' && call.op !== 'advance') return null
+    const req = this.#merging.get(call.op)
+    const into = req === undefined ? undefined : this.#calls.get(req)
+    if (into === undefined || into.sent) return null
+    // One advance to the highest time answers every advance merged into it; one tick, every tick.
+    if (call.op === 'advance' && into.call.op === 'advance' && call.to > into.call.to) into.call = call
+    return new Promise((resolve, reject) => {
+      into.waiters.push({ resolve, reject })
+    })
+  }
+
+  /** `pending` waits for a host: later calls of its op join it, unless one already waits. */
+  #waits(req: number, pending: PendingCall): void {
+    const op = pending.call.op
+    if (op !== 'tick' && op !== 'advance') return
+    const current = this.#merging.get(op)
+    if (current === undefined || this.#calls.get(current)?.sent !== false) this.#merging.set(op, req)
+  }
+
+  #send(link: HostLink, req: number, pending: PendingCall): void {
+    pending.sent = true
+    const op = pending.call.op
+    if ((op === 'tick' || op === 'advance') && this.#merging.get(op) === req) this.#merging.delete(op)
+    try {
+      link.send({ t: 'call', req, call: pending.call })
+    } catch (error) {
+      // The call cannot cross to the host (a command payload the structured clone cannot copy):
+      // it fails alone, with the reason; the others still go.
+      this.#calls.delete(req)
+      const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error)
+      settle(pending, 'reject', new TypeError(`${op} cannot be sent to the engine's host (its arguments must be structured-cloneable): ${detail}`))
+    }
+  }
+}
+
+function settle(call: PendingCall, how: 'resolve' | 'reject', value: unknown): void {
+  for (const waiter of call.waiters) waiter[how](value)
 }

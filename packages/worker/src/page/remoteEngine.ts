@@ -85,17 +85,20 @@ export interface RemoteEngine<A extends AggregateDefinitions = NoAggregates> ext
    */
   nextSeq(source: string): Promise<number>
   /**
-   * Moves the host engine's watermark up to `t`.
+   * Moves the host engine's watermark up to `t`. While no host serves the page, waiting
+   * advances merge into one, to the highest `t`.
    *
    * @example
    * await engine.advanceWatermark(60_000)
    */
   advanceWatermark(t: number): Promise<void>
   /**
-   * Runs the host engine's `tick()`.
+   * Runs the host engine's `tick()`. While no host serves the page, waiting ticks merge into
+   * one; past 10,000 calls waiting on the page (`nextSeq`, `command`, ...), a call rejects at
+   * once with an `OverflowError`.
    *
    * @example
-   * setInterval(() => void engine.tick(), 1_000)
+   * setInterval(() => engine.tick().catch(reportError), 1_000)
    */
   tick(): Promise<void>
   /**
