@@ -166,6 +166,10 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   })
 
   const closeAll = async (): Promise<void> => {
+    // First, before any connection closes: every message still queued in Hocuspocus is dropped
+    // (its client, not acknowledged, sends it again to the next relay) rather than applied after
+    // the last write below.
+    gate.closing()
     persistence.closing()
     idle.close()
     expiry.close()
@@ -183,17 +187,23 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
       ),
     )
     await directory.close()
-    let failure: unknown
-    try {
-      await store.flush()
-    } catch (error) {
-      failure = error
+    const failures: unknown[] = []
+    const flush = async (): Promise<void> => {
+      try {
+        await store.flush()
+      } catch (error) {
+        failures.push(error)
+      }
     }
+    await flush()
     // Hocuspocus' debounced store timers would otherwise outlive the relay.
     await Promise.allSettled([...hocuspocus.documents.keys()].map((name) => hocuspocus.debouncer.executeNow(`onStoreDocument-${name}`)))
     await redis?.onDestroy()
     for (const document of hocuspocus.documents.values()) document.destroy()
     hocuspocus.documents.clear()
+    // Whatever was queued while the first write ran (a held update, a directory listing) is
+    // written now that no document can change any more.
+    await flush()
     let cut: ReturnType<typeof setTimeout> | undefined
     await Promise.race([socketsClosed, new Promise<void>((resolve) => (cut = setTimeout(resolve, SOCKET_CLOSE_MS)))])
     clearTimeout(cut)
@@ -201,15 +211,24 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     wss.close()
     server.closeAllConnections()
     await serverClosed
-    const unstored = store.pendingBytes
+    let closeFailure: unknown
     try {
       await store.close()
     } catch (error) {
-      failure ??= error
+      closeFailure = error
     }
+    // Counted once the store closed (it waits for a write under way): anything still queued is
+    // lost, whatever the cause.
+    const unstored = store.pendingBytes
     uninstallBackstop()
     stopWatchingLoop()
-    if (failure !== undefined) throw new Error(`the relay closed, but ${unstored} bytes of accepted updates could not be stored: ${describeError(failure)}`, { cause: failure })
+    if (unstored > 0) {
+      const reason = failures.length > 0 ? describeError(failures.at(-1)) : 'they were queued after the last write'
+      throw new Error(`the relay closed, but ${unstored} bytes of accepted updates could not be stored: ${reason}`, { cause: failures.at(-1) })
+    }
+    // A write that failed once and then succeeded lost nothing, but is worth knowing about.
+    for (const error of failures) log('warn', `a shutdown write failed and was retried: ${describeError(error)}`)
+    if (closeFailure !== undefined) throw new Error(`the relay stored every update but its store did not close: ${describeError(closeFailure)}`, { cause: closeFailure })
   }
 
   try {

@@ -93,6 +93,7 @@ export class AccessGate implements Extension {
   readonly #expiry: TokenExpiry
   readonly #presence = new RoomPresence()
   #heldUpdates = 0
+  #closing = false
 
   constructor(deps: {
     readonly verifier: TokenVerifier
@@ -114,12 +115,24 @@ export class AccessGate implements Extension {
     this.#expiry = deps.expiry
   }
 
+  /**
+   * The relay is shutting down: from now on every message of every connection is dropped (not
+   * applied, not acknowledged: its client sends it again to the next relay), and no room opens.
+   * Set before the connections are closed, so a message already queued in Hocuspocus cannot be
+   * applied after the shutdown's last write.
+   */
+  closing(): void {
+    this.#closing = true
+  }
+
   /** Updates currently held, across connections. */
   get heldUpdates(): number {
     return this.#heldUpdates
   }
 
   async onAuthenticate({ token, documentName, connectionConfig, context, instance }: onAuthenticatePayload): Promise<RelayContext> {
+    // Not counted as a refusal: nothing the client sent was wrong.
+    if (this.#closing) throw new OpenRefused(new Refusal('shutdown', 'the relay is shutting down'))
     const room = classifyRoom(documentName)
     if (room.kind === 'invalid') throw this.#openRefused(new Refusal('bad-room', room.problem))
     const grant = await this.#verifier.verify(token)
@@ -169,7 +182,7 @@ export class AccessGate implements Extension {
     const end = await gate.turn()
     const frame = readFrame(data)
     try {
-      const decision = gate.ended ? 'drop' : this.#decide(gate, connection, document, frame)
+      const decision = gate.ended || this.#closing ? 'drop' : this.#decide(gate, connection, document, frame)
       if (decision instanceof Refusal) this.#refuse(gate, connection, data, frame, decision)
       else if (decision === 'drop') this.#neutralize(data, frame)
       else if (decision === 'expired') {
@@ -277,7 +290,7 @@ export class AccessGate implements Extension {
 
   /** Applies the held updates that have become applicable, in order, as Hocuspocus would have; a refusal when one never can be. */
   #releaseHeld(gate: ConnectionGate, connection: Connection, document: Document): Refusal | null {
-    if (gate.held.length === 0 || gate.ended || document.isDestroyed || !document.hasConnection(connection)) return null
+    if (gate.held.length === 0 || gate.ended || this.#closing || document.isDestroyed || !document.hasConnection(connection)) return null
     let progress = true
     while (progress && gate.held.length > 0) {
       progress = false
