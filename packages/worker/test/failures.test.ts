@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { type StreamEvent, tumbling } from '@tidemark/engine'
+import { manual, session, type StreamEvent, tumbling } from '@tidemark/engine'
 import { claimLog, type LogLocks } from '@tidemark/idb/log'
 import { connectEngineWith } from '../src/page/connectEngine.ts'
 import type { HostLink } from '../src/page/hostLink.ts'
@@ -463,5 +463,77 @@ describe('single mode', () => {
     expect(await fenced).toContain('single mode serves one tab')
     await (await pageB.engine.ingest(readings('d2', 1, 5))).durable
     expect([hosts, pageB.engine.connection().state, hostB.host.engine?.stats().applied, hostA.host.engine]).toEqual([2, 'connected', 10, null])
+  })
+})
+
+describe('history watches', () => {
+  /** Records the history watches `page` asks of its host, from now on. */
+  function watchLog(page: { readonly connector: { link: HostLink | null } }): string[] {
+    const log: string[] = []
+    const link = page.connector.link as HostLink
+    const send = link.send.bind(link)
+    link.send = (message) => {
+      if (message.t === 'watch-history' || message.t === 'unwatch-history') log.push(`${message.t} ${message.window} ${message.key} ${message.start}`)
+      send(message)
+    }
+    return log
+  }
+
+  it('are released when the watched session is withdrawn', async () => {
+    const world = new World()
+    const host = world.host({ name: 'fleet', engine: { windows: session(300), watermark: manual(), allowedLateness: 10_000 }, log: false })
+    const page = world.page(() => host)
+    await world.run()
+    await page.engine.ready
+    const log = watchLog(page)
+    const at = (seq: number, ts: number): StreamEvent => ({ id: `d1#${seq}`, source: 'd1', seq, ts, key: 'k', value: 1 })
+    await page.engine.ingest([at(1, 100), at(2, 600)])
+    await world.run()
+    expect(page.engine.results().map((r) => r.start)).toEqual([100, 600])
+    page.engine.history('session:300', 'k', 600)
+    await world.run()
+    // A reading at 350 joins the two sessions: the one at 600 is withdrawn.
+    await page.engine.ingest([at(3, 350)])
+    await world.run()
+    expect(page.engine.results().map((r) => r.start)).toEqual([100])
+    expect(log).toEqual(['watch-history session:300 k 600', 'unwatch-history session:300 k 600'])
+  })
+
+  it('are released once the watched window can no longer be (the watermark passed its end plus allowedLateness)', async () => {
+    const world = new World()
+    const host = world.host({ name: 'fleet', engine: { windows: tumbling(1_000), watermark: manual(), allowedLateness: 500 }, log: false })
+    const page = world.page(() => host)
+    await world.run()
+    await page.engine.ready
+    const log = watchLog(page)
+    // A minute nobody sends readings for.
+    expect(page.engine.history('tumbling:1000', 'k', 5_000)).toEqual([])
+    await page.engine.advanceWatermark(6_500)
+    await world.run()
+    expect(log).toEqual(['watch-history tumbling:1000 k 5000'])
+    await page.engine.advanceWatermark(6_501)
+    await world.run()
+    expect(log).toEqual(['watch-history tumbling:1000 k 5000', 'unwatch-history tumbling:1000 k 5000'])
+  })
+
+  it('are not asked of the next host for windows its snapshot lacks', async () => {
+    const world = new World()
+    let current: TestHost | null = world.host({ name: 'fleet', engine: { windows: tumbling(1_000), watermark: manual(), allowedLateness: 500 }, log: false })
+    const page = world.page(() => current)
+    await world.run()
+    await page.engine.ready
+    await page.engine.ingest(readings('d1', 1, 3))
+    await world.run()
+    page.engine.history('tumbling:1000', 'k', 0)
+    await world.run()
+    // The next host starts empty (log: false): the window is gone.
+    const old = page.connector.link as HostLink
+    page.engine.lost(old, 'the host stopped')
+    current = world.host({ name: 'fleet', engine: { windows: tumbling(1_000), watermark: manual(), allowedLateness: 500 }, log: false })
+    page.connector.connect()
+    const log = watchLog(page)
+    await world.run(300)
+    expect(page.engine.connection().takeovers).toBe(1)
+    expect(log).toEqual([])
   })
 })

@@ -382,7 +382,10 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
   #frame(link: HostLink, frame: FrameMessage, replace: boolean): void {
     if (!replace && rowsProblem(frame.rows) !== null) return
     const changes: WindowChange[] = []
-    const resets = replace ? this.#mirror.replace(frame.rows, changes) : this.#mirror.apply(frame.rows, changes)
+    const unwatched: WindowAddress[] = []
+    const resets = replace ? this.#mirror.replace(frame.rows, changes, unwatched) : this.#mirror.apply(frame.rows, changes, unwatched)
+    // A new host (replace) was never asked for these; the current one forgets them.
+    if (!replace) for (const address of unwatched) link.send({ t: 'unwatch-history', ...address })
     if (resets.length > 0) this.#touchHistories(resets, changes)
     this.#watermark = frame.watermark
     if (frame.stats !== undefined) this.#stats = frame.stats

@@ -2,7 +2,7 @@ import type { ResultQuery, WindowChange, WindowChangeType, WindowResult } from '
 import type { MirroredOptions } from '../protocol/messages.ts'
 import { forEachRow, type WindowRows } from '../protocol/windowRows.ts'
 import { AddressMap } from '../common/addressMap.ts'
-import { addressOf, positionOf, sharesStart, type WindowAddress } from '../common/windowAddress.ts'
+import { addressOf, positionOf, sharesStart, specSize, type WindowAddress } from '../common/windowAddress.ts'
 import { ExpiryQueue } from './expiryQueue.ts'
 
 /**
@@ -79,6 +79,17 @@ class KeyWindows {
   }
 }
 
+/**
+ * The latest end a window at `address` can have, as far as its address tells: a cumulating
+ * window's end, a fixed-size window's start plus its size, a session's start (it holds an event
+ * at its start, and one at that time is beyond lateness once the watermark passed it).
+ */
+function lastEnd(address: WindowAddress): number {
+  if (sharesStart(address.window)) return positionOf(address)
+  const size = specSize(address.window)
+  return Number.isNaN(size) ? address.start : address.start + size
+}
+
 /** The change type a snapshot row stands for, given what the mirror held before. */
 function snapshotType(previous: WindowResult | undefined, next: WindowResult): WindowChangeType {
   // A `final` change repeats the window's last pane; a pane that is final already is a new pane.
@@ -136,6 +147,8 @@ export class WindowMirror {
   readonly #expiry = new ExpiryQueue()
   #options: MirroredOptions = { allowedLateness: 0, retention: 60_000, accumulation: 'accumulating', aggregates: [] }
   #size = 0
+  /** The watermark of the last sweep for watched windows that can no longer be. */
+  #sweptAt = Number.NEGATIVE_INFINITY
   /** Keys of all specs together, for the bound of `#names`. */
   #keys = 0
   /** One copy of each window id and key: a frame's strings are fresh copies, and 10,000 results would hold 20,000 of them. */
@@ -164,10 +177,12 @@ export class WindowMirror {
   }
 
   /**
-   * Applies a frame's rows; pushes one `WindowChange` per change row to `changes`. Returns the
-   * watched windows whose whole history arrived.
+   * Applies a frame's rows; pushes one `WindowChange` per change row to `changes`, and to
+   * `unwatched` each watched window the frame retracted (its history is no longer kept: a
+   * session withdrawn under this identity has none of its own any more). Returns the watched
+   * windows whose whole history arrived.
    */
-  apply(rows: WindowRows, changes: WindowChange[]): WindowAddress[] {
+  apply(rows: WindowRows, changes: WindowChange[], unwatched: WindowAddress[]): WindowAddress[] {
     const resets: WindowAddress[] = []
     /** The history the `history` rows go to: the one the last `history-reset` row started. */
     let history: WindowResult[] | null = null
@@ -186,8 +201,7 @@ export class WindowMirror {
       }
       if (kind === 'retract') {
         this.#delete(result)
-        // A session withdrawn under this identity has no history of its own any more.
-        if (this.#histories.has(result)) this.#histories.set(result, [])
+        if (this.#histories.delete(result)) unwatched.push(addressOf(result))
         changes.push({ type: 'retract', result, pane: result.pane })
         return
       }
@@ -202,9 +216,11 @@ export class WindowMirror {
    * takeover) and pushes the changes that turn the old content into the new: a retraction for
    * each window the snapshot lacks, a change for each that differs. A snapshot says nothing of
    * the panes between (discarding panes the page never saw are not in it): its changes carry
-   * `previous` only where an accumulating correction replaces what the page held.
+   * `previous` only where an accumulating correction replaces what the page held. A watched
+   * window the snapshot lacks is no longer watched; pushed to `unwatched` (the new host was
+   * never asked for it).
    */
-  replace(rows: WindowRows, changes: WindowChange[]): WindowAddress[] {
+  replace(rows: WindowRows, changes: WindowChange[], unwatched: WindowAddress[]): WindowAddress[] {
     const next = new AddressMap<WindowResult>()
     forEachRow(
       rows,
@@ -226,6 +242,14 @@ export class WindowMirror {
       const type = snapshotType(previous, result)
       changes.push(this.#carriesPrevious(type, false) && previous !== undefined ? { type, result, pane: result.pane, previous } : { type, result, pane: result.pane })
     })
+    const lacking: WindowAddress[] = []
+    this.#histories.forEach((_, address) => {
+      if (!next.has(address)) lacking.push(address)
+    })
+    for (const address of lacking) {
+      this.#histories.delete(address)
+      unwatched.push(address)
+    }
     return []
   }
 
@@ -239,7 +263,13 @@ export class WindowMirror {
     return this.#options.accumulation === 'discarding' ? hadPrevious : type === 'correction'
   }
 
-  /** Drops the final windows the watermark has moved past `end + allowedLateness + retention`; returns those whose history was watched. */
+  /**
+   * Drops the final windows the watermark has moved past `end + allowedLateness + retention`,
+   * and stops watching the windows that are not live and can no longer be (the watermark passed
+   * their end plus `allowedLateness`, so every event they could hold is beyond lateness: a
+   * window read before it existed, or whose session was withdrawn). Returns the watched ones
+   * dropped.
+   */
   expire(watermark: number): WindowAddress[] {
     const unwatched: WindowAddress[] = []
     const { allowedLateness, retention } = this.#options
@@ -248,6 +278,17 @@ export class WindowMirror {
       if (result === undefined || !result.final || result.end + allowedLateness + retention > watermark) continue
       this.#delete(result)
       if (this.#histories.delete(result)) unwatched.push(addressOf(result))
+    }
+    if (watermark > this.#sweptAt && this.#histories.size > 0) {
+      this.#sweptAt = watermark
+      const never: WindowAddress[] = []
+      this.#histories.forEach((_, address) => {
+        if (this.get(address) === undefined && lastEnd(address) + allowedLateness < watermark) never.push(address)
+      })
+      for (const address of never) {
+        this.#histories.delete(address)
+        unwatched.push(address)
+      }
     }
     return unwatched
   }
