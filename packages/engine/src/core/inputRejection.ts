@@ -10,6 +10,17 @@ export function safeInvalidReason(event: unknown): AnomalyReason | null {
   }
 }
 
+/** The anomaly refusing an input for `reason` (with `detail` when given), also for an input that cannot be read. */
+export function refusal(reason: AnomalyReason, event: unknown, index: number, detail?: string): Anomaly {
+  let anomaly: Anomaly
+  try {
+    anomaly = invalidAnomaly(reason, event, index)
+  } catch {
+    anomaly = { reason, index, detail: 'the input could not be read (a getter threw, or a revoked Proxy)' }
+  }
+  return detail === undefined ? anomaly : { ...anomaly, detail }
+}
+
 /** Records one refused input: its anomaly in the receipt, and its reason in the counters. */
 export function rejectInput(
   anomalies: Anomaly[],
@@ -19,12 +30,6 @@ export function rejectInput(
   index: number,
   detail?: string,
 ): void {
-  let anomaly: Anomaly
-  try {
-    anomaly = invalidAnomaly(reason, event, index)
-  } catch {
-    anomaly = { reason, index, detail: 'the input could not be read (a getter threw, or a revoked Proxy)' }
-  }
-  anomalies.push(detail === undefined ? anomaly : { ...anomaly, detail })
+  anomalies.push(refusal(reason, event, index, detail))
   counts[reason]++
 }

@@ -1,7 +1,8 @@
 import type { Anomaly } from '../core/anomaly.ts'
 import { assertKnownOptions } from '../core/knownOptions.ts'
 import { MAX_NAME_LENGTH, type StreamEvent } from '../core/event.ts'
-import { invalidAnomaly, invalidReason } from '../core/eventValidation.ts'
+import { invalidAnomaly } from '../core/eventValidation.ts'
+import { refusal, safeInvalidReason } from '../core/inputRejection.ts'
 import { compareEventOrder, type OrderedEvent, type PendingEvent, toPendingEvent } from './eventOrder.ts'
 import { OrderProof } from '../time/orderProof.ts'
 import { SourceClock } from '../time/sourceClock.ts'
@@ -61,14 +62,14 @@ export function orderEvents(events: readonly StreamEvent[], options?: OrderEvent
   const n = events.length
   const anomalies: Anomaly[] = []
   if (n > maxEvents) {
-    for (let i = 0; i < n; i++) anomalies.push({ ...invalidAnomaly('overflow', events[i], i), detail: `batch of ${n} exceeds maxEvents` })
+    for (let i = 0; i < n; i++) anomalies.push(refusal('overflow', events[i], i, `batch of ${n} exceeds maxEvents`))
     return { ordered: [], anomalies }
   }
   const valid: number[] = []
   for (let i = 0; i < n; i++) {
-    const reason = invalidReason(events[i])
+    const reason = safeInvalidReason(events[i])
     if (reason === null) valid.push(i)
-    else anomalies.push(invalidAnomaly(reason, events[i], i))
+    else anomalies.push(refusal(reason, events[i], i))
   }
   // Per source, seqs in order then events without seq: each clock sees its seq prefix grow one
   // step at a time (so its proof breaks exactly where ts decreases), and the first copy of a

@@ -2,7 +2,7 @@ import { type Anomaly, type AnomalyReason, emptyAnomalyCounts } from '../core/an
 import { type Arrival, ArrivalQueue } from './arrivalQueue.ts'
 import type { IngestReceipt, LateEvent } from '../core/engineApi.ts'
 import { copyStreamEvent, type StreamEvent } from '../core/event.ts'
-import { invalidAnomaly, invalidReason } from '../core/eventValidation.ts'
+import { refusal, safeInvalidReason } from '../core/inputRejection.ts'
 import { compareEventOrder, type OrderedEvent, type PendingEvent, toPendingEvent } from './eventOrder.ts'
 import { Frontiers } from '../time/frontiers.ts'
 import { LateLane } from '../core/lateLane.ts'
@@ -101,7 +101,7 @@ export class OrderedEventStream implements OrderedStream {
     let lastClock: SourceClock | undefined
     for (let i = 0; i < n; i++) {
       const event = events[i] as StreamEvent
-      const reason = invalidReason(event)
+      const reason = safeInvalidReason(event)
       if (reason !== null) {
         anomalies ??= []
         anomalies.push(this.#refuse(reason, event, i))
@@ -366,8 +366,7 @@ export class OrderedEventStream implements OrderedStream {
 
   #refuse(reason: AnomalyReason, event: unknown, index: number, detail?: string): Anomaly {
     this.#anomalies[reason]++
-    const anomaly = invalidAnomaly(reason, event, index)
-    return detail === undefined ? anomaly : { ...anomaly, detail }
+    return refusal(reason, event, index, detail)
   }
 }
 

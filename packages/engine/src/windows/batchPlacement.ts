@@ -2,7 +2,7 @@ import type { Anomaly, AnomalyReason } from '../core/anomaly.ts'
 import type { DedupMemory } from '../core/dedupMemory.ts'
 import type { ResolvedOptions } from '../core/engineOptions.ts'
 import { copyStreamEvent, type StreamEvent } from '../core/event.ts'
-import { invalidAnomaly } from '../core/eventValidation.ts'
+import { invalidAnomaly, invalidReason } from '../core/eventValidation.ts'
 import { placementOrder } from '../ordered/eventOrder.ts'
 import type { FutureSources } from '../core/futureSources.ts'
 import type { Frontiers } from '../time/frontiers.ts'
@@ -56,6 +56,9 @@ export class BatchPlacement {
   readonly #hasSessions: boolean
   /** Per event of the batch being placed: why it is invalid, or null. */
   readonly #reasons: (AnomalyReason | null)[] = []
+  /** Per event of the batch being placed that is not a plain object: its fields, read once (else a hole). */
+  readonly #copies: (StreamEvent | undefined)[] = []
+  #copied = false
   /** The aggregates' inputs of the event being placed (reused: placement reads them at once). */
   readonly #inputs: unknown[] = []
   /** By source slot: the batch that last handed the source's clock to the outbox (once per batch is enough). */
@@ -92,16 +95,18 @@ export class BatchPlacement {
     let lastClock: SourceClock | undefined
     // Later than this is stamped too far ahead of the clock (NaN when `now` is not a time: then nothing is).
     const future = now + options.maxFutureSkew
-    const order = this.#hasSessions ? placementOrder(events) : null
+    const reasons = this.#validate(events)
+    // Class instances and proxies are placed, logged and kept from the copy their fields were read into.
+    const view = this.#copied ? events.map((event, i) => this.#copies[i] ?? event) : events
+    const order = this.#hasSessions ? placementOrder(view) : null
     // Far from `maxWindows`, no event of the batch can reach it: no room to check per event.
     const roomy = this.windowCount() + this.#maxNewPerEvent * n <= limits.maxWindows
     const publish = frontiers.publish === true
     const aggregates = options.aggregates
     const inputs = aggregates === null ? null : this.#inputs
-    const reasons = this.#validate(events)
     for (let k = 0; k < n; k++) {
       const i = order === null ? k : (order[k] as number)
-      const event = events[i] as StreamEvent
+      const event = view[i] as StreamEvent
       const reason = reasons[i] as AnomalyReason | null
       if (reason !== null) {
         rejectInput(anomalies, counts, reason, event, i)
@@ -192,6 +197,10 @@ export class BatchPlacement {
       }
     }
     if (n > LARGE_BATCH) reasons.length = 0
+    if (this.#copied) {
+      this.#copies.length = 0
+      this.#copied = false
+    }
     return { accepted, late, duplicates, conflicting, beyond }
   }
 
@@ -203,8 +212,37 @@ export class BatchPlacement {
    */
   #validate(events: readonly StreamEvent[]): (AnomalyReason | null)[] {
     const reasons = this.#reasons
-    for (let i = 0; i < events.length; i++) reasons[i] = safeInvalidReason(events[i])
+    for (let i = 0; i < events.length; i++) {
+      const event = events[i]
+      reasons[i] = isPlainObject(event) ? safeInvalidReason(event) : this.#readOnce(event, i)
+    }
     return reasons
+  }
+
+  /**
+   * An event that is not a plain object (a class instance, a Proxy, or not an object at all):
+   * its fields are read once, into a plain copy that placement, the late lane and the log then
+   * use. Read again, a getter could answer otherwise or throw; and the log's structured clone of
+   * an instance would drop fields behind getters. Returns why it is invalid, or null.
+   */
+  #readOnce(event: unknown, i: number): AnomalyReason | null {
+    if (typeof event !== 'object' || event === null) return safeInvalidReason(event)
+    let copy: StreamEvent
+    try {
+      const e = event as StreamEvent
+      copy = { id: e.id, source: e.source, ts: e.ts, value: e.value }
+      const { seq, key } = e
+      if (seq !== undefined) (copy as { seq?: number }).seq = seq
+      if (key !== undefined) (copy as { key?: string }).key = key
+    } catch {
+      return 'invalid_event'
+    }
+    const reason = invalidReason(copy)
+    if (reason === null) {
+      this.#copies[i] = copy
+      this.#copied = true
+    }
+    return reason
   }
 
   /** Live windows over all specs. */
@@ -218,6 +256,18 @@ export class BatchPlacement {
     let missing = 0
     for (const index of this.#state.indexes) missing += index.missingWindows(key, ts, frontiers)
     return this.windowCount() + missing <= this.#state.options.limits.maxWindows
+  }
+}
+
+/** An object whose prototype is `Object.prototype` or null (a literal, parsed JSON): its fields are plain data properties. */
+function isPlainObject(event: unknown): boolean {
+  if (typeof event !== 'object' || event === null) return false
+  try {
+    const prototype = Object.getPrototypeOf(event)
+    return prototype === Object.prototype || prototype === null
+  } catch {
+    // A revoked Proxy: not plain; reading it fails too, as an invalid_event.
+    return false
   }
 }
 

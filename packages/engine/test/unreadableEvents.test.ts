@@ -1,0 +1,77 @@
+/**
+ * Events that are not plain objects (docs/bad-input.md B07, B08): a class instance's fields are
+ * read once, into the copy that is placed, kept on the late lane and logged, so a getter read
+ * again cannot change what was validated, and the log keeps fields a structured clone of the
+ * instance would drop; an unreadable input is an invalid_event in every path, ordered ones too.
+ */
+import { describe, expect, it } from 'vitest'
+import { createEngine, manual, type StreamEvent, tumbling, type WalOp } from '../src/index.ts'
+import { TidemarkEngine } from '../src/core/engine.ts'
+import { createOrderedStream, orderEvents } from '../src/ordered.ts'
+
+/** A reading whose fields live behind getters on its class, as generated message classes have them. */
+class Reading {
+  readonly #ts: number
+  reads = 0
+  constructor(ts: number) {
+    this.#ts = ts
+  }
+  get id(): string {
+    return `r${this.#ts}`
+  }
+  get source(): string {
+    return 'd1'
+  }
+  get ts(): number {
+    // Valid when validated, NaN on any later read.
+    return ++this.reads > 1 ? Number.NaN : this.#ts
+  }
+  get value(): number {
+    return 2
+  }
+}
+
+function revoked(): unknown {
+  const { proxy, revoke } = Proxy.revocable({}, {})
+  revoke()
+  return proxy
+}
+
+describe('events that are not plain objects', () => {
+  it('a class instance is read once: what was validated is placed, and the log holds every field', () => {
+    const ops: WalOp[] = []
+    const engine = new TidemarkEngine({ windows: tumbling(100), watermark: manual(), now: () => 0 })
+    engine.attachLog({ record: (op) => (ops.push(structuredClone(op)), Promise.resolve()), blocked: null, stats: () => ({ walRecords: ops.length, walBytes: 0 }) })
+    const reading = new Reading(10)
+    const receipt = engine.ingest([reading as unknown as StreamEvent])
+    expect(receipt.accepted).toBe(1)
+    expect(reading.reads).toBe(1)
+    expect(engine.results().map((r) => [r.start, r.count, r.sum])).toEqual([[0, 1, 2]])
+    // The log's copy replays to the same results (a clone of the instance itself would be {}).
+    const logged = ops.find((op) => op.kind === 'ingest')
+    expect(logged).toMatchObject({ events: [{ id: 'r10', source: 'd1', ts: 10, value: 2 }] })
+    const replayed = new TidemarkEngine({ windows: tumbling(100), watermark: manual(), now: () => 0 })
+    for (const op of ops) replayed.replay(op)
+    expect(replayed.results()).toEqual(engine.results())
+  })
+
+  it('a late class instance goes to the late lane as the copy that was validated', () => {
+    const engine = createEngine({ windows: tumbling(100), watermark: manual(), allowedLateness: 0, now: () => 0 })
+    engine.advanceWatermark(1_000)
+    engine.ingest([new Reading(10) as unknown as StreamEvent])
+    expect(engine.lateEvents().map((late) => late.event)).toEqual([{ id: 'r10', source: 'd1', ts: 10, value: 2 }])
+  })
+
+  it('an unreadable input is an invalid_event; the rest of the batch is applied, in the engine, the ordered stream and orderEvents', () => {
+    const good: StreamEvent = { id: 'a', source: 'd1', seq: 1, ts: 10, value: 1 }
+    const engine = createEngine({ windows: tumbling(100), watermark: manual(), now: () => 0 })
+    const receipt = engine.ingest([revoked() as StreamEvent, good])
+    expect([receipt.accepted, receipt.anomalies.map((a) => a.reason)]).toEqual([1, ['invalid_event']])
+    const stream = createOrderedStream({ watermark: manual(), now: () => 0 })
+    const pushed = stream.push([revoked() as StreamEvent, good])
+    expect([pushed.accepted, pushed.anomalies.map((a) => a.reason)]).toEqual([1, ['invalid_event']])
+    expect(stream.pending()).toBe(1)
+    const ordered = orderEvents([revoked() as StreamEvent, good])
+    expect([ordered.ordered.map((e) => e.id), ordered.anomalies.map((a) => a.reason)]).toEqual([['a'], ['invalid_event']])
+  })
+})
