@@ -55,7 +55,10 @@ describe('the end of time', () => {
     const ops: WalOp[] = []
     const options = { windows: tumbling(10), watermark: manual(), now: () => 0 } as const
     const engine = new TidemarkEngine(options)
-    engine.attachLog({ record: (op) => (ops.push(op), Promise.resolve()), blocked: null, stats: () => ({ walRecords: ops.length, walBytes: 0 }) })
+    engine.attachLog({ record: (op) => {
+        ops.push(op)
+        return Promise.resolve()
+      }, blocked: null, stats: () => ({ walRecords: ops.length, walBytes: 0 }) })
     engine.ingest([event('a', 1)])
     engine.advanceWatermark(Number.POSITIVE_INFINITY)
     engine.ingest([event('b', 2)])

@@ -41,7 +41,10 @@ describe('events that are not plain objects', () => {
   it('a class instance is read once: what was validated is placed, and the log holds every field', () => {
     const ops: WalOp[] = []
     const engine = new TidemarkEngine({ windows: tumbling(100), watermark: manual(), now: () => 0 })
-    engine.attachLog({ record: (op) => (ops.push(structuredClone(op)), Promise.resolve()), blocked: null, stats: () => ({ walRecords: ops.length, walBytes: 0 }) })
+    engine.attachLog({ record: (op) => {
+        ops.push(structuredClone(op))
+        return Promise.resolve()
+      }, blocked: null, stats: () => ({ walRecords: ops.length, walBytes: 0 }) })
     const reading = new Reading(10)
     const receipt = engine.ingest([reading as unknown as StreamEvent])
     expect(receipt.accepted).toBe(1)
