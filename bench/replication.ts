@@ -8,11 +8,17 @@
  *  - steady run: 3 replicas, 20 keys each, one batch a second for an hour with 1-minute
  *    windows and 2-minute retention; encoded doc size every 10 minutes.
  *
- *   node --import tsx --conditions=@tidemark/source bench/replication.ts
+ *   node --import tsx --conditions=@tidemark/source bench/replication.ts [--no-write]
+ *
+ * Writes bench/results/replication-latest.json (with the time and revision measured).
  */
 import { boundedOutOfOrderness, createEngine, type Engine, type StreamEvent, tumbling } from '@tidemark/engine'
 import * as Y from 'yjs'
 import { bindDoc } from '@tidemark/yjs'
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { REPO_DIR } from './harness/child.ts'
+import { measuredRevision } from './harness/revision.ts'
 import { isMain } from './measure.ts'
 
 const MINUTE = 60_000
@@ -111,5 +117,9 @@ export function run(): Record<string, unknown> {
 }
 
 if (isMain(import.meta.url)) {
-  process.stdout.write(`${JSON.stringify(run(), null, 1)}\n`)
+  const figures = run()
+  const record = { measuredAt: new Date().toISOString(), revision: measuredRevision(['packages/engine', 'packages/yjs', 'bench/replication.ts']), ...figures }
+  // The record the yjs README quotes; `--no-write` only prints.
+  if (!process.argv.includes('--no-write')) writeFileSync(join(REPO_DIR, 'bench/results/replication-latest.json'), `${JSON.stringify(record, null, 1)}\n`)
+  process.stdout.write(`${JSON.stringify(record, null, 1)}\n`)
 }
