@@ -4,7 +4,8 @@
  * extension's publishes reject while Redis is down, and Hocuspocus does not await them.
  *
  * Its `onStoreDocument` lock (Redlock) is left out: the room store needs no lock, as every relay
- * writes only the updates its own clients sent and compaction is guarded by snapshot versions.
+ * appends the updates its rooms take as rows (a duplicate row changes nothing) and compaction is
+ * guarded by snapshot versions.
  *
  * A change is sent to the other relays as itself. The extension announces each change with its
  * state vector instead (sync step 1), which costs four Redis messages and two round trips per

@@ -17,7 +17,7 @@ import {
   type onStoreDocumentPayload,
 } from '@hocuspocus/server'
 import * as Y from 'yjs'
-import { DIRECTORY_ORIGIN, type FleetDirectory } from '../directory/fleetDirectory.ts'
+import type { FleetDirectory } from '../directory/fleetDirectory.ts'
 import type { RelayMetrics } from '../metrics/relayMetrics.ts'
 import { OpenRefused, Refusal } from '../protocol/refusal.ts'
 import { describeError, type RelayLog } from '../relayLog.ts'
@@ -100,8 +100,12 @@ export class RoomPersistence implements Extension {
       this.#sizes.add(documentName, update.byteLength)
       // Sent to every connection but the one it came from (UpdateFanOut).
       this.#metrics.updatesOut += document.getConnections().length - (transactionOrigin instanceof Connection ? 1 : 0)
-      // Redis-relayed updates are stored by the relay their client is connected to.
-      if (!(transactionOrigin instanceof Connection) && transactionOrigin !== DIRECTORY_ORIGIN) return
+      // Everything this relay holds is stored through it too, except what it loaded from the
+      // store: its clients' updates, the directory's, and those relayed through Redis (the relay
+      // their client sent them to may die inside its write window, and its clients, moving here,
+      // would not send again what this relay already holds). Relays sharing a database thus write
+      // an update more than once; applying it twice changes nothing, and compaction folds them.
+      if (transactionOrigin === LOAD_ORIGIN) return
       this.#store.append(documentName, update)
       if (transactionOrigin instanceof Connection) this.#listInDirectory(documentName)
     } catch (error) {
