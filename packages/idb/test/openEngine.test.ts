@@ -21,9 +21,8 @@ import {
   recoveryReport,
 } from '../src/index.ts'
 import { memoryPersistence } from '../src/memory.ts'
-import { reading, visibleState, whenDurable } from '@tidemark/engine/testing'
+import { ManualTimers, reading, visibleState, whenDurable } from '@tidemark/engine/testing'
 import { checkpointWrites, damage, fillDisk, raw } from './fakeStorage.ts'
-import { FakeTimers } from './fakeTimers.ts'
 
 const _FILE = 'packages/idb/test/openEngine.test.ts'
 
@@ -205,7 +204,7 @@ describe('openEngine: corruption', () => {
 
 describe('openEngine: full quota', () => {
   it('rejects durable with QuotaError, refuses later batches with overflow, and resumes after a retried checkpoint', async () => {
-    const timers = new FakeTimers()
+    const timers = new ManualTimers()
     const factory = new IDBFactory()
     const persistence = indexedDbPersistence({ name: 'quota', indexedDB: factory })
     const checkpoints = checkpointWrites(persistence)
@@ -257,7 +256,7 @@ describe('openEngine: full quota', () => {
   })
 
   it('close() cancels the retry armed after a failed write', async () => {
-    const timers = new FakeTimers()
+    const timers = new ManualTimers()
     const engine = await open(new IDBFactory(), 'quota-close', { timers, checkpointOnClose: false })
     fillDisk()
     await expect(engine.ingest(batch(1, 2)).durable).rejects.toBeInstanceOf(QuotaError)

@@ -20,11 +20,10 @@ import {
 } from '@tidemark/engine'
 import { indexedDbPersistence, openEngine, type Persistence, recoveryReport } from '../src/index.ts'
 import { memoryPersistence } from '../src/memory.ts'
-import { reading } from '@tidemark/engine/testing'
+import { ManualTimers, reading } from '@tidemark/engine/testing'
 import { DurableFrontier } from '../src/wal/durableFrontier.ts'
 import { bindDoc } from '@tidemark/yjs'
 import { checkpointWrites, fillDisk } from './fakeStorage.ts'
-import { FakeTimers } from './fakeTimers.ts'
 
 afterEach(() => {
   vi.restoreAllMocks()
@@ -233,7 +232,7 @@ describe('openEngine publishes to peers only what is durable', () => {
   })
 
   it('holds writes behind a failed write until the retried checkpoint repairs the log', async () => {
-    const timers = new FakeTimers()
+    const timers = new ManualTimers()
     const deviceDoc = new Y.Doc()
     const peerDoc = new Y.Doc()
     link(deviceDoc, peerDoc)

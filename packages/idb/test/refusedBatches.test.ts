@@ -10,9 +10,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import { type Engine, type EngineOptions, type StreamEvent, tumbling } from '@tidemark/engine'
 import { indexedDbPersistence, openEngine, type OpenEngineOptions, QuotaError } from '@tidemark/idb'
 import { memoryPersistence } from '@tidemark/idb/memory'
-import { reading, visibleState, } from '@tidemark/engine/testing'
+import { ManualTimers, reading, visibleState } from '@tidemark/engine/testing'
 import { checkpointWrites, fillDisk } from './fakeStorage.ts'
-import { FakeTimers } from './fakeTimers.ts'
 
 afterEach(() => {
   vi.restoreAllMocks()
@@ -63,7 +62,7 @@ describe('batches refused whole, after a crash', () => {
   })
 
   it('keeps the counts of batches refused while the disk was full, once the retried checkpoint committed', async () => {
-    const timers = new FakeTimers()
+    const timers = new ManualTimers()
     const factory = new IDBFactory()
     const persistence = indexedDbPersistence({ name: 'refused-while-full', indexedDB: factory })
     const checkpoints = checkpointWrites(persistence)

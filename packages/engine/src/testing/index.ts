@@ -1,6 +1,6 @@
 /**
  * `@tidemark/engine/testing`: what tests of an app or adapter build on: a fake processing-time
- * clock, event and change helpers, a scripted `FakeEngine`, views of recovered state, and an
+ * clock and timers on it, event and change helpers, a scripted `FakeEngine`, views of recovered state, and an
  * engine on the per-window reference placement.
  *
  * @module @tidemark/engine/testing
@@ -8,4 +8,5 @@
 export { visibleState, whenDurable } from './recoveryView.ts'
 export { brief, fakeClock, reading, recordChanges } from './scenarioKit.ts'
 export { FakeEngine, fakeWindowResult } from './fakeEngine.ts'
+export { ManualTimers } from './manualTimers.ts'
 export { createPerWindowEngine } from './perWindowEngine.ts'
