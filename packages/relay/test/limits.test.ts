@@ -45,6 +45,16 @@ async function rawSocket(relay: Relay): Promise<{ ws: WebSocket; closed: Promise
   return { ws, closed }
 }
 
+/** A Hocuspocus Auth frame for `room`. */
+function authFrame(room: string, token: string): Uint8Array {
+  const encoder = encoding.createEncoder()
+  encoding.writeVarString(encoder, room)
+  encoding.writeVarUint(encoder, 2)
+  encoding.writeVarUint(encoder, 0)
+  encoding.writeVarString(encoder, token)
+  return encoding.toUint8Array(encoder)
+}
+
 /** A Hocuspocus sync-update frame for `room`. */
 function updateFrame(room: string, payload: Uint8Array): Uint8Array {
   const encoder = encoding.createEncoder()
@@ -127,6 +137,8 @@ describe('limits', () => {
   it('a socket sending too much before authenticating is closed with unauthenticated-limit', async () => {
     const relay = await relayWith({ limits: { maxUnauthenticatedBytes: 64 << 10 } })
     const { ws, closed } = await rawSocket(relay)
+    // A refused room stays pending: Hocuspocus queues its later frames until the socket closes.
+    ws.send(authFrame('fleet-u/d1', 'not-a-token'))
     const frame = updateFrame('fleet-u/d1', new Uint8Array(1024))
     for (let i = 0; i < 256 && ws.readyState === WebSocket.OPEN; i++) ws.send(frame)
     expect(await closed).toEqual({ code: 4413, reason: 'tidemark:unauthenticated-limit' })

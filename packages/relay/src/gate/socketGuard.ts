@@ -2,11 +2,14 @@
  * Per WebSocket, before Hocuspocus sees a frame: frames must be readable, a socket must
  * authenticate a room within a deadline, and the bytes it sends for rooms it has not opened
  * (which Hocuspocus queues without bound until the room's authentication and load finish, or
- * forever when they fail) are capped.
+ * forever when they fail) are capped. Hocuspocus also allocates state for each room name a
+ * socket names (its hook payload and message queue, about half a kilobyte, kept until the socket
+ * closes), so a room's first frame must be its Auth, each room name pending counts
+ * `PENDING_ROOM_COST` bytes besides its frames, and at most `MAX_PENDING_ROOMS` are pending at once.
  */
 import type WebSocket from 'ws'
 import type { RelayMetrics } from '../metrics/relayMetrics.ts'
-import { readFrame } from '../protocol/relayFrame.ts'
+import { MESSAGE, readFrame } from '../protocol/relayFrame.ts'
 import type { SocketRefusalKind } from '../protocol/refusal.ts'
 
 /**
@@ -25,8 +28,21 @@ const CLOSE_CODES: Record<SocketRefusalKind | 'malformed-message', number> = {
   'unauthenticated-limit': 4413,
   'too-large': 1009,
   'malformed-message': 4400,
+  'not-authenticated': 4401,
   shutdown: 1001,
 }
+
+/**
+ * Bytes each room name a socket has not opened counts against `maxUnauthenticatedBytes` besides
+ * its frames: what Hocuspocus allocates for a name it has not seen on the socket.
+ */
+export const PENDING_ROOM_COST = 512
+
+/** Room names one socket may have pending (named, not open) at once. */
+export const MAX_PENDING_ROOMS = 2048
+
+/** Rooms once open on a socket whose late frames are dropped rather than refused (the most recent ones). */
+const MAX_CLOSED_ROOMS = 256
 
 /** How long a closing socket may take to say goodbye before it is cut. */
 const CLOSE_GRACE_MS = 1000
@@ -48,6 +64,11 @@ export class SocketGuard {
   readonly #open = new Set<string>()
   /** Bytes sent for each room not open yet. */
   readonly #pendingByRoom = new Map<string, number>()
+  /**
+   * Rooms that were open on this socket and closed (refused, expired, shut down), most recent
+   * last: a client may still have frames for one in flight, which are dropped, not refused.
+   */
+  readonly #closedRooms = new Set<string>()
   /** Frames counted as pending: Hocuspocus replays these same objects once their room opens. */
   readonly #counted = new WeakSet<object>()
   #pending = 0
@@ -83,13 +104,17 @@ export class SocketGuard {
   /** A room's connection is established: its frames go straight to it from now on. */
   opened(room: string): void {
     this.#open.add(room)
+    this.#closedRooms.delete(room)
     this.#pending -= this.#pendingByRoom.get(room) ?? 0
     this.#pendingByRoom.delete(room)
   }
 
-  /** A room's connection closed: frames for it count as unauthenticated again. */
+  /** A room's connection closed: its late frames are dropped; it opens again with an Auth. */
   closed(room: string): void {
-    this.#open.delete(room)
+    if (!this.#open.delete(room)) return
+    this.#closedRooms.delete(room)
+    this.#closedRooms.add(room)
+    if (this.#closedRooms.size > MAX_CLOSED_ROOMS) this.#closedRooms.delete(this.#closedRooms.values().next().value as string)
   }
 
   /** Bytes held for rooms not open yet. */
@@ -127,8 +152,26 @@ export class SocketGuard {
       return false
     }
     if (this.#open.has(frame.room)) return true
+    let charged = this.#pendingByRoom.get(frame.room)
+    if (charged === undefined) {
+      // A room name Hocuspocus has not seen on this socket (or forgot when its room closed).
+      if (frame.type !== MESSAGE.auth) {
+        // Late frames of a room this socket had open: its client learns of the close and joins
+        // again; what they carried is sent again by its sync step then.
+        if (this.#closedRooms.has(frame.room)) return false
+        this.close('not-authenticated')
+        return false
+      }
+      if (this.#pendingByRoom.size >= MAX_PENDING_ROOMS) {
+        this.close('unauthenticated-limit')
+        return false
+      }
+      this.#closedRooms.delete(frame.room)
+      charged = PENDING_ROOM_COST
+      this.#pending += PENDING_ROOM_COST
+    }
     this.#pending += data.byteLength
-    this.#pendingByRoom.set(frame.room, (this.#pendingByRoom.get(frame.room) ?? 0) + data.byteLength)
+    this.#pendingByRoom.set(frame.room, charged + data.byteLength)
     if (this.#pending > this.#limits.maxUnauthenticatedBytes) {
       this.close('unauthenticated-limit')
       return false
