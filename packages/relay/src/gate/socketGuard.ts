@@ -4,12 +4,14 @@
  * (which Hocuspocus queues without bound until the room's authentication and load finish, or
  * forever when they fail) are capped. Hocuspocus also allocates state for each room name a
  * socket names (its hook payload and message queue, about half a kilobyte, kept until the socket
- * closes), so a room's first frame must be its Auth, each room name pending counts
- * `PENDING_ROOM_COST` bytes besides its frames, and at most `MAX_PENDING_ROOMS` are pending at once.
+ * closes), so each room name pending counts `PENDING_ROOM_COST` bytes besides its frames, and
+ * at most `MAX_PENDING_ROOMS` are pending at once. A room's first frame need not be its Auth:
+ * a Hocuspocus provider sends what it queued while offline as soon as the socket opens, at times
+ * before its token; Hocuspocus queues those frames until the room opens.
  */
 import type WebSocket from 'ws'
 import type { RelayMetrics } from '../metrics/relayMetrics.ts'
-import { MESSAGE, readFrame } from '../protocol/relayFrame.ts'
+import { readFrame } from '../protocol/relayFrame.ts'
 import type { SocketRefusalKind } from '../protocol/refusal.ts'
 
 /**
@@ -28,7 +30,6 @@ const CLOSE_CODES: Record<SocketRefusalKind | 'malformed-message', number> = {
   'unauthenticated-limit': 4413,
   'too-large': 1009,
   'malformed-message': 4400,
-  'not-authenticated': 4401,
   shutdown: 1001,
 }
 
@@ -40,9 +41,6 @@ export const PENDING_ROOM_COST = 512
 
 /** Room names one socket may have pending (named, not open) at once. */
 export const MAX_PENDING_ROOMS = 2048
-
-/** Rooms once open on a socket whose late frames are dropped rather than refused (the most recent ones). */
-const MAX_CLOSED_ROOMS = 256
 
 /** How long a closing socket may take to say goodbye before it is cut. */
 const CLOSE_GRACE_MS = 1000
@@ -64,11 +62,6 @@ export class SocketGuard {
   readonly #open = new Set<string>()
   /** Bytes sent for each room not open yet. */
   readonly #pendingByRoom = new Map<string, number>()
-  /**
-   * Rooms that were open on this socket and closed (refused, expired, shut down), most recent
-   * last: a client may still have frames for one in flight, which are dropped, not refused.
-   */
-  readonly #closedRooms = new Set<string>()
   /** Frames counted as pending: Hocuspocus replays these same objects once their room opens. */
   readonly #counted = new WeakSet<object>()
   #pending = 0
@@ -104,17 +97,13 @@ export class SocketGuard {
   /** A room's connection is established: its frames go straight to it from now on. */
   opened(room: string): void {
     this.#open.add(room)
-    this.#closedRooms.delete(room)
     this.#pending -= this.#pendingByRoom.get(room) ?? 0
     this.#pendingByRoom.delete(room)
   }
 
-  /** A room's connection closed: its late frames are dropped; it opens again with an Auth. */
+  /** A room's connection closed: frames for it count as unauthenticated again. */
   closed(room: string): void {
-    if (!this.#open.delete(room)) return
-    this.#closedRooms.delete(room)
-    this.#closedRooms.add(room)
-    if (this.#closedRooms.size > MAX_CLOSED_ROOMS) this.#closedRooms.delete(this.#closedRooms.values().next().value as string)
+    this.#open.delete(room)
   }
 
   /** Bytes held for rooms not open yet. */
@@ -154,19 +143,12 @@ export class SocketGuard {
     if (this.#open.has(frame.room)) return true
     let charged = this.#pendingByRoom.get(frame.room)
     if (charged === undefined) {
-      // A room name Hocuspocus has not seen on this socket (or forgot when its room closed).
-      if (frame.type !== MESSAGE.auth) {
-        // Late frames of a room this socket had open: its client learns of the close and joins
-        // again; what they carried is sent again by its sync step then.
-        if (this.#closedRooms.has(frame.room)) return false
-        this.close('not-authenticated')
-        return false
-      }
+      // A room name Hocuspocus has not seen on this socket (or forgot when its room closed):
+      // it allocates state for it until the socket closes.
       if (this.#pendingByRoom.size >= MAX_PENDING_ROOMS) {
         this.close('unauthenticated-limit')
         return false
       }
-      this.#closedRooms.delete(frame.room)
       charged = PENDING_ROOM_COST
       this.#pending += PENDING_ROOM_COST
     }

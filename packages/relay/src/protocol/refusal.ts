@@ -51,7 +51,7 @@ export type OpenRefusalKind =
  * @example
  * const reason: SocketRefusalKind = 'auth-timeout'
  */
-export type SocketRefusalKind = 'auth-timeout' | 'unauthenticated-limit' | 'not-authenticated' | 'too-large' | 'shutdown'
+export type SocketRefusalKind = 'auth-timeout' | 'unauthenticated-limit' | 'too-large' | 'shutdown'
 
 /**
  * Every refusal kind; the `reason` label of `tidemark_relay_refusals_total`.
