@@ -38,7 +38,7 @@ export class FleetDirectory {
   readonly #instance: Hocuspocus
   readonly #now: () => number
   readonly #log: RelayLog
-  /** Rooms known to be listed. */
+  /** Loaded rooms known to be listed (forgotten when they unload: at most the rooms loaded). */
   readonly #listed = new Set<string>()
   /** Rooms to list, by fleet. */
   readonly #queued = new Map<string, Set<string>>()
@@ -64,6 +64,16 @@ export class FleetDirectory {
       const run = this.#drain(fleet).finally(() => this.#running.delete(fleet))
       this.#running.set(fleet, run)
     }
+  }
+
+  /** The room unloaded: checked again at its next load or write. */
+  forget(room: string): void {
+    this.#listed.delete(room)
+  }
+
+  /** Rooms remembered as listed. */
+  get listedRooms(): number {
+    return this.#listed.size
   }
 
   /** Waits for the listings under way; lists nothing more. */
@@ -96,7 +106,8 @@ export class FleetDirectory {
             }, DIRECTORY_ORIGIN)
           })
         }
-        for (const room of rooms) this.#listed.add(room)
+        // Only rooms still loaded: an unloaded one is forgotten, and must not come back here.
+        for (const room of rooms) if (this.#instance.documents.has(room)) this.#listed.add(room)
       } catch (error) {
         this.#log('warn', `listing ${rooms.length} rooms in ${directoryRoom(fleet)} failed (listed again at their next write or load): ${describeError(error)}`)
       } finally {

@@ -37,6 +37,16 @@ export class RoomSizes {
     return this.#bytes.get(room) ?? 0
   }
 
+  /** True when the room has a size (it is loaded). */
+  has(room: string): boolean {
+    return this.#bytes.has(room)
+  }
+
+  /** Rooms with a size (the rooms loaded). */
+  get rooms(): number {
+    return this.#bytes.size
+  }
+
   /** Forgets an unloaded room. */
   forget(room: string): void {
     this.#bytes.delete(room)

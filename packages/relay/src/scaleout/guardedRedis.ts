@@ -90,11 +90,17 @@ export class GuardedRedis implements Extension {
   readonly #metrics: RelayMetrics
   readonly #log: RelayLog
   #down = false
+  readonly #onLoadRefused: (room: string) => void
   /** Changes published during this event-loop turn, sent together when it ends. */
   #outgoing: [channel: string, message: Buffer][] = []
 
-  constructor(url: string, metrics: RelayMetrics, log: RelayLog, options: { readonly repairMs?: number } = {}) {
+  /**
+   * `options.onLoadRefused` is told each room whose load this extension refused: Hocuspocus runs
+   * no unload for it, so what earlier extensions set up for it is dropped there.
+   */
+  constructor(url: string, metrics: RelayMetrics, log: RelayLog, options: { readonly repairMs?: number; readonly onLoadRefused?: (room: string) => void } = {}) {
     this.#repairMs = options.repairMs ?? REPAIR_MS
+    this.#onLoadRefused = options.onLoadRefused ?? (() => undefined)
     this.#metrics = metrics
     this.#log = log
     this.#redis = new Redis({
@@ -127,6 +133,7 @@ export class GuardedRedis implements Extension {
     } catch (error) {
       this.#trouble(error)
       payload.document.destroy()
+      this.#onLoadRefused(payload.documentName)
       throw new OpenRefused(new Refusal('redis-unavailable', 'the room could not be shared with the other relays'))
     }
   }

@@ -60,7 +60,8 @@ export class RoomPersistence implements Extension {
     this.#store = deps.store
     this.#sizes = deps.sizes
     deps.store.onCompacted = (room, snapshotBytes) => {
-      deps.sizes.set(room, snapshotBytes)
+      // A room that unloaded meanwhile keeps no size.
+      if (deps.sizes.has(room)) deps.sizes.set(room, snapshotBytes)
       deps.log('info', `compacted ${room}: snapshot ${snapshotBytes} bytes`)
     }
     this.#idle = deps.idle
@@ -146,9 +147,19 @@ export class RoomPersistence implements Extension {
   }
 
   async afterUnloadDocument({ documentName }: afterUnloadDocumentPayload): Promise<void> {
-    this.#sizes.forget(documentName)
-    this.#store.forget(documentName)
-    this.#idle.forget(documentName)
+    this.forget(documentName)
+  }
+
+  /**
+   * Drops what the relay keeps per loaded room (size, store tail, idle time, directory listing):
+   * after an unload, and after a load that a later extension refused (Redis could not subscribe
+   * it), for which Hocuspocus runs no unload.
+   */
+  forget(room: string): void {
+    this.#sizes.forget(room)
+    this.#store.forget(room)
+    this.#idle.forget(room)
+    this.#directory?.forget(room)
   }
 
   async #compact(room: string): Promise<void> {

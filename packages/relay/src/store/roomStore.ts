@@ -139,6 +139,11 @@ export class RoomStore {
     return this.#pendingBytes
   }
 
+  /** Rooms the store keeps a tail for (loaded, or with updates not written yet). */
+  get rooms(): number {
+    return this.#tails.size
+  }
+
   /** True when the room has updates not written yet. */
   hasPending(room: string): boolean {
     return this.#pending.has(room)
@@ -221,7 +226,9 @@ export class RoomStore {
       this.#metrics.updatesStored += rows.length
       if (this.#stored !== undefined) this.#stored += rows.reduce((n, [, update]) => n + update.byteLength, 0)
       for (const [room, updates] of batch) {
-        const tail = this.#tailOf(room)
+        // A room unloaded meanwhile is not tracked any more (it compacts at its next load).
+        const tail = this.#tails.get(room)
+        if (tail === undefined) continue
         tail.rows += updates.length
         for (const update of updates) tail.bytes += update.byteLength
         // Compacting as soon as a room's rows outgrow their threshold keeps its stored bytes
@@ -308,10 +315,12 @@ export class RoomStore {
     if (!written) return null
     const folded = rows.reduce((n, row) => n + row.bytes.byteLength, 0)
     if (this.#stored !== undefined) this.#stored += snapshot.byteLength - folded
-    const tail = this.#tailOf(room)
-    tail.rows = Math.max(0, tail.rows - updates.length)
-    tail.bytes = Math.max(0, tail.bytes - updates.reduce((n, row) => n + row.bytes.byteLength, 0))
-    tail.snapshotBytes = snapshot.byteLength
+    const tail = this.#tails.get(room)
+    if (tail !== undefined) {
+      tail.rows = Math.max(0, tail.rows - updates.length)
+      tail.bytes = Math.max(0, tail.bytes - updates.reduce((n, row) => n + row.bytes.byteLength, 0))
+      tail.snapshotBytes = snapshot.byteLength
+    }
     if (this.#sql.kind === 'pglite' && ++this.#compactionsSinceVacuum >= VACUUM_EVERY_COMPACTIONS) {
       // PGlite runs no autovacuum: without this, deleted rows' space is never reused.
       this.#compactionsSinceVacuum = 0
@@ -323,7 +332,7 @@ export class RoomStore {
 
   /** Drops what the store knows of an unloaded room (its rows stay stored). */
   forget(room: string): void {
-    if (!this.#pending.has(room)) this.#tails.delete(room)
+    this.#tails.delete(room)
   }
 
   /**
@@ -370,15 +379,6 @@ export class RoomStore {
     await this.#writing?.catch(() => undefined)
     await this.#compactions
     await this.#sql.close()
-  }
-
-  #tailOf(room: string): RoomTail {
-    let tail = this.#tails.get(room)
-    if (tail === undefined) {
-      tail = { rows: 0, bytes: 0, snapshotBytes: 0, spread: thresholdSpread(room) }
-      this.#tails.set(room, tail)
-    }
-    return tail
   }
 
   async #timed<T>(op: StoreOperation, work: () => Promise<T>): Promise<T> {
