@@ -127,7 +127,7 @@ export interface RelayOptions {
   readonly guardProcess?: boolean
   /** Clock for rate limits, idle rooms and token expiry. Default `Date.now`. */
   readonly now?: () => number
-  /** Where the relay arms its deadlines (idle rooms, token expiry). Default the global timers; a test gives fake ones with a fake `now`. */
+  /** Where the relay arms its deadlines (idle rooms, token expiry, the store's write window and retries, sockets' authentication deadline, Redis repairs). Default the global timers; a test gives fake ones with a fake `now`. */
   readonly timers?: RelayTimers
 }
 
@@ -145,7 +145,7 @@ export interface RelayTimers {
 }
 
 /** The global timers, not holding the process open (a relay's sockets do that). */
-const GLOBAL_TIMERS: RelayTimers = {
+export const GLOBAL_TIMERS: RelayTimers = {
   setTimeout(run, ms) {
     const timer = setTimeout(run, ms)
     timer.unref()

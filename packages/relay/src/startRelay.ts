@@ -91,7 +91,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   }
   let store: RoomStore
   try {
-    store = await RoomStore.open(sql, o.persistence, metrics, log)
+    store = await RoomStore.open(sql, o.persistence, metrics, log, o.timers)
   } catch (error) {
     await sql.close().catch(() => undefined)
     uninstallBackstop()
@@ -114,7 +114,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   })
   const persistence = new RoomPersistence({ store, sizes, idle, metrics, log })
   const fanOut = new UpdateFanOut(log)
-  const redis = o.redisUrl === undefined ? undefined : new GuardedRedis(o.redisUrl, metrics, log, { onLoadRefused: (room) => persistence.forget(room) })
+  const redis = o.redisUrl === undefined ? undefined : new GuardedRedis(o.redisUrl, metrics, log, { onLoadRefused: (room) => persistence.forget(room), timers: o.timers })
   const hocuspocus = new Hocuspocus({
     name: 'tidemark-relay',
     quiet: true,
@@ -159,7 +159,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
         metrics.socketErrors++
         if (error.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') metrics.refused('too-large')
       })
-      const guard = new SocketGuard(ws, o.limits, metrics)
+      const guard = new SocketGuard(ws, o.limits, metrics, o.timers)
       guard.install()
       hocuspocus.handleConnection(ws, request, { socket: guard })
     })

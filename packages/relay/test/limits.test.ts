@@ -8,6 +8,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import { openPglite, type Relay, type RelayOptions, type SqlClient, startRelay } from '../src/index.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
+import { FakeTimers } from './support/fakeTimers.ts'
 import { dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, waitFor, waitUntil } from './support/roomClients.ts'
 
 const relays: Relay[] = []
@@ -119,7 +120,9 @@ describe('limits', () => {
   })
 
   it('a room nobody is connected to is stored and unloaded after the idle time', async () => {
-    const relay = await relayWith({ limits: { idleRoomMs: 3000 } })
+    // On a fake clock: the idle time passes when the test says.
+    const clock = new FakeTimers(Date.now())
+    const relay = await relayWith({ limits: { idleRoomMs: 30_000 }, now: () => clock.now, timers: clock })
     const device = open(relay, 'fleet-i/d1', await deviceToken('fleet-i', 'd1'))
     await waitFor(() => device.synced(), 'synced')
     replicaLog(device.doc, 'd1').push([groupEntry('d1-temp', 0)])
@@ -127,8 +130,10 @@ describe('limits', () => {
     closeClients()
     await waitUntil(async () => (await metric(relay.httpUrl, 'tidemark_relay_connections')) === 0, 'the socket closed')
     // The device room and the fleet's directory (which the relay opened to list it) stay loaded for a while…
+    clock.advance(29_999)
     expect(await metric(relay.httpUrl, 'tidemark_relay_rooms_loaded')).toBe(2)
     // …then are unloaded.
+    clock.advance(1)
     await waitUntil(async () => (await metric(relay.httpUrl, 'tidemark_relay_rooms_loaded')) === 0, 'both rooms unloaded')
     const dashboard = open(relay, 'fleet-i/d1', await dashboardToken('fleet-i'))
     await waitFor(() => replicaLog(dashboard.doc, 'd1').length === 1, 'the room loaded again from the store')
@@ -146,8 +151,16 @@ describe('limits', () => {
   })
 
   it('a socket that authenticates nothing in time is closed with auth-timeout', async () => {
-    const relay = await relayWith({ limits: { authTimeoutMs: 300 } })
-    const { closed } = await rawSocket(relay)
+    const clock = new FakeTimers(Date.now())
+    const relay = await relayWith({ limits: { authTimeoutMs: 10_000 }, now: () => clock.now, timers: clock })
+    const { ws, closed } = await rawSocket(relay)
+    // The relay armed the deadline when it accepted the socket, before the client saw it open.
+    clock.advance(9_999)
+    expect(await metric(relay.httpUrl, 'tidemark_relay_refusals_total{reason="auth-timeout"}')).toBe(0)
+    expect(ws.readyState).toBe(WebSocket.OPEN)
+    clock.advance(1)
+    // The relay stopped reading the socket; it cuts it after its grace period.
+    clock.advance(1_000)
     expect(await closed).toEqual({ code: 4408, reason: 'tidemark:auth-timeout' })
     expect(await metric(relay.httpUrl, 'tidemark_relay_refusals_total{reason="auth-timeout"}')).toBe(1)
   })
@@ -208,16 +221,24 @@ describe('store failures', () => {
 
   it('writes that fail are retried until the store is back; the room meanwhile keeps syncing', async () => {
     const sql = failable(await openPglite(freshDataDir()))
-    const relay = await relayWith({ store: { sql } })
+    // On a fake clock: the write window and the retry delay pass when the test says.
+    const clock = new FakeTimers(Date.now())
+    const relay = await relayWith({ store: { sql }, now: () => clock.now, timers: clock })
     const device = open(relay, 'fleet-w/d1', await deviceToken('fleet-w', 'd1'))
     const dashboard = open(relay, 'fleet-w/d1', await dashboardToken('fleet-w'))
     await waitFor(() => device.synced() && dashboard.synced(), 'synced')
     sql.failing = true
     for (let i = 0; i < 5; i++) replicaLog(device.doc, 'd1').push([groupEntry('d1-temp', i * 60_000)])
     await waitFor(() => replicaLog(dashboard.doc, 'd1').length === 5, 'the dashboard has the updates')
+    expect(await metric(relay.httpUrl, 'tidemark_relay_store_failures_total{op="flush"}')).toBe(0)
+    clock.advance(20)
     await waitUntil(async () => (await metric(relay.httpUrl, 'tidemark_relay_store_failures_total{op="flush"}')) > 0, 'a failed write')
     expect(await metric(relay.httpUrl, 'tidemark_relay_updates_stored_total')).toBe(0)
     sql.failing = false
+    // The first retry comes 250 ms after the failure.
+    clock.advance(249)
+    expect(await metric(relay.httpUrl, 'tidemark_relay_updates_stored_total')).toBe(0)
+    clock.advance(1)
     await waitUntil(async () => (await metric(relay.httpUrl, 'tidemark_relay_updates_stored_total')) >= 5, 'the updates stored after the store came back')
   })
 })

@@ -10,48 +10,10 @@ import WebSocket from 'ws'
 import * as Y from 'yjs'
 import { connectRelay, type Relay as RelayClient, syncStatusTracker } from '@tidemark/yjs'
 import { TokenExpiry } from '../src/gate/tokenExpiry.ts'
-import { type Relay, type RelayTimers, startRelay } from '../src/index.ts'
+import { type Relay, startRelay } from '../src/index.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
+import { FakeTimers } from './support/fakeTimers.ts'
 import { groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, signToken, waitFor } from './support/roomClients.ts'
-
-/** Timers on a clock that moves only when the test says. */
-class FakeTimers implements RelayTimers {
-  now: number
-  #next = 1
-  readonly #due = new Map<number, { readonly at: number; readonly run: () => void }>()
-
-  constructor(start: number) {
-    this.now = start
-  }
-
-  setTimeout(run: () => void, ms: number): unknown {
-    const id = this.#next++
-    this.#due.set(id, { at: this.now + ms, run })
-    return id
-  }
-
-  clearTimeout(handle: unknown): void {
-    this.#due.delete(handle as number)
-  }
-
-  /** Moves the clock by `ms`, running what falls due on the way, in order. */
-  advance(ms: number): void {
-    const end = this.now + ms
-    for (;;) {
-      let first: [number, { at: number; run: () => void }] | undefined
-      for (const entry of this.#due) if (entry[1].at <= end && (first === undefined || entry[1].at < first[1].at)) first = entry
-      if (first === undefined) break
-      this.#due.delete(first[0])
-      this.now = Math.max(this.now, first[1].at)
-      first[1].run()
-    }
-    this.now = end
-  }
-
-  get pending(): number {
-    return this.#due.size
-  }
-}
 
 const FLEET = 'fleet-x'
 const ROOM = `${FLEET}/d1`

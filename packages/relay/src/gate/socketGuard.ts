@@ -13,6 +13,7 @@ import type WebSocket from 'ws'
 import type { RelayMetrics } from '../metrics/relayMetrics.ts'
 import { readFrame } from '../protocol/relayFrame.ts'
 import type { SocketRefusalKind } from '../protocol/refusal.ts'
+import type { RelayTimers } from '../relayOptions.ts'
 
 /**
  * The guard's limits.
@@ -50,7 +51,7 @@ const CLOSE_GRACE_MS = 1000
  * filters the socket's `message` events, so a dropped frame never reaches Hocuspocus.
  *
  * @example
- * const guard = new SocketGuard(ws, limits, metrics)
+ * const guard = new SocketGuard(ws, limits, metrics, timers)
  * guard.install()
  * hocuspocus.handleConnection(ws, request, { socket: guard })
  */
@@ -66,13 +67,16 @@ export class SocketGuard {
   readonly #counted = new WeakSet<object>()
   #pending = 0
   #closing = false
-  #deadline: ReturnType<typeof setTimeout> | undefined
-  #grace: ReturnType<typeof setTimeout> | undefined
+  readonly #timers: RelayTimers
+  #deadline: unknown
+  #grace: unknown
 
-  constructor(ws: WebSocket, limits: SocketGuardLimits, metrics: RelayMetrics) {
+  /** `timers`: where the authentication deadline and the closing grace period are armed (the relay's). */
+  constructor(ws: WebSocket, limits: SocketGuardLimits, metrics: RelayMetrics, timers: RelayTimers) {
     this.#ws = ws
     this.#limits = limits
     this.#metrics = metrics
+    this.#timers = timers
   }
 
   /** Starts guarding: filters `message` events and arms the authentication deadline. */
@@ -84,13 +88,13 @@ export class SocketGuard {
       if (event === 'message' && !this.#admit(args[0])) return false
       return emit(event, ...args)
     }) as typeof ws.emit
-    this.#deadline = setTimeout(() => this.close('auth-timeout'), this.#limits.authTimeoutMs)
+    this.#deadline = this.#timers.setTimeout(() => this.close('auth-timeout'), this.#limits.authTimeoutMs)
     ws.once('close', () => this.#dispose())
   }
 
   /** A room of this socket passed authentication: the deadline no longer applies. */
   authenticated(): void {
-    if (this.#deadline !== undefined) clearTimeout(this.#deadline)
+    if (this.#deadline !== undefined) this.#timers.clearTimeout(this.#deadline)
     this.#deadline = undefined
   }
 
@@ -124,7 +128,7 @@ export class SocketGuard {
     } catch {
       ws.terminate()
     }
-    this.#grace = setTimeout(() => ws.terminate(), CLOSE_GRACE_MS)
+    this.#grace = this.#timers.setTimeout(() => ws.terminate(), CLOSE_GRACE_MS)
   }
 
   #admit(data: unknown): boolean {
@@ -164,7 +168,7 @@ export class SocketGuard {
 
   #dispose(): void {
     this.authenticated()
-    if (this.#grace !== undefined) clearTimeout(this.#grace)
+    if (this.#grace !== undefined) this.#timers.clearTimeout(this.#grace)
     this.#grace = undefined
     this.#closing = true
   }

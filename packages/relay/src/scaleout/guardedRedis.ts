@@ -34,6 +34,7 @@ import { messageYjsSyncStep2 } from 'y-protocols/sync'
 import type { RelayMetrics } from '../metrics/relayMetrics.ts'
 import { OpenRefused, Refusal } from '../protocol/refusal.ts'
 import { describeError, type RelayLog } from '../relayLog.ts'
+import { GLOBAL_TIMERS, type RelayTimers } from '../relayOptions.ts'
 
 /** Redis channel prefix: channels are `tidemark:<room>`. */
 const PREFIX = 'tidemark'
@@ -85,7 +86,8 @@ export class GuardedRedis implements Extension {
   readonly #redis: Redis
   readonly #wire: RedisWire
   /** Per loaded room that changed: the pending state-vector exchange. */
-  readonly #repairs = new Map<string, ReturnType<typeof setTimeout>>()
+  readonly #repairs = new Map<string, unknown>()
+  readonly #timers: RelayTimers
   readonly #repairMs: number
   readonly #metrics: RelayMetrics
   readonly #log: RelayLog
@@ -96,10 +98,17 @@ export class GuardedRedis implements Extension {
 
   /**
    * `options.onLoadRefused` is told each room whose load this extension refused: Hocuspocus runs
-   * no unload for it, so what earlier extensions set up for it is dropped there.
+   * no unload for it, so what earlier extensions set up for it is dropped there. Repairs are
+   * armed on `options.timers` (the relay's; default the global ones).
    */
-  constructor(url: string, metrics: RelayMetrics, log: RelayLog, options: { readonly repairMs?: number; readonly onLoadRefused?: (room: string) => void } = {}) {
+  constructor(
+    url: string,
+    metrics: RelayMetrics,
+    log: RelayLog,
+    options: { readonly repairMs?: number; readonly onLoadRefused?: (room: string) => void; readonly timers?: RelayTimers } = {},
+  ) {
     this.#repairMs = options.repairMs ?? REPAIR_MS
+    this.#timers = options.timers ?? GLOBAL_TIMERS
     this.#onLoadRefused = options.onLoadRefused ?? (() => undefined)
     this.#metrics = metrics
     this.#log = log
@@ -179,18 +188,17 @@ export class GuardedRedis implements Extension {
   #scheduleRepair(payload: onChangePayload): void {
     const room = payload.documentName
     if (this.#repairs.has(room)) return
-    const timer = setTimeout(() => {
+    const timer = this.#timers.setTimeout(() => {
       this.#repairs.delete(room)
       void this.#guard(() => this.#redis.onChange(payload))
     }, this.#repairMs)
-    timer.unref()
     this.#repairs.set(room, timer)
   }
 
   #cancelRepair(room: string): void {
     const timer = this.#repairs.get(room)
     if (timer === undefined) return
-    clearTimeout(timer)
+    this.#timers.clearTimeout(timer)
     this.#repairs.delete(room)
   }
 

@@ -15,6 +15,7 @@
 import * as Y from 'yjs'
 import type { RelayMetrics, StoreOperation } from '../metrics/relayMetrics.ts'
 import { describeError, type RelayLog } from '../relayLog.ts'
+import { GLOBAL_TIMERS, type RelayTimers } from '../relayOptions.ts'
 import type { SqlClient } from './sqlClient.ts'
 
 /**
@@ -91,7 +92,7 @@ interface RoomRow {
  * The room store over a `SqlClient`.
  *
  * @example
- * const store = await RoomStore.open(await openPglite('.tidemark-relay'), timing, metrics, log)
+ * const store = await RoomStore.open(await openPglite('.tidemark-relay'), timing, metrics, log, timers)
  * const parts = await store.load('fleet-a/d07')
  * store.append('fleet-a/d07', update)
  * await store.flush()
@@ -104,7 +105,8 @@ export class RoomStore {
   readonly #pending = new Map<string, Uint8Array[]>()
   readonly #tails = new Map<string, RoomTail>()
   #pendingBytes = 0
-  #timer: ReturnType<typeof setTimeout> | undefined
+  readonly #timers: RelayTimers
+  #timer: unknown
   #writing: Promise<void> | undefined
   #retryMs = 0
   #compactions: Promise<void> = Promise.resolve()
@@ -119,19 +121,20 @@ export class RoomStore {
   #storedRead: Promise<number> | undefined
   #closed = false
 
-  private constructor(sql: SqlClient, timing: RoomStoreTiming, metrics: RelayMetrics, log: RelayLog) {
+  private constructor(sql: SqlClient, timing: RoomStoreTiming, metrics: RelayMetrics, log: RelayLog, timers: RelayTimers) {
     this.#sql = sql
     this.#timing = timing
     this.#metrics = metrics
     this.#log = log
+    this.#timers = timers
   }
 
-  /** Creates the tables when missing. */
-  static async open(sql: SqlClient, timing: RoomStoreTiming, metrics: RelayMetrics, log: RelayLog): Promise<RoomStore> {
+  /** Creates the tables when missing. `timers`: where the write window and retries are armed (the relay's; default the global ones). */
+  static async open(sql: SqlClient, timing: RoomStoreTiming, metrics: RelayMetrics, log: RelayLog, timers: RelayTimers = GLOBAL_TIMERS): Promise<RoomStore> {
     await sql.transaction(async (tx) => {
       for (const statement of SCHEMA) await tx.query(statement)
     })
-    return new RoomStore(sql, timing, metrics, log)
+    return new RoomStore(sql, timing, metrics, log, timers)
   }
 
   /** Accepted update bytes not written yet. */
@@ -182,7 +185,7 @@ export class RoomStore {
       this.#pendingBytes += merged.byteLength
     }
     if (this.#timer === undefined && this.#writing === undefined && !this.#closed) {
-      this.#timer = setTimeout(() => this.#flushInBackground(), this.#timing.writeWindowMs)
+      this.#timer = this.#timers.setTimeout(() => this.#flushInBackground(), this.#timing.writeWindowMs)
     }
   }
 
@@ -202,7 +205,7 @@ export class RoomStore {
   }
 
   async #write(): Promise<void> {
-    if (this.#timer !== undefined) clearTimeout(this.#timer)
+    if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer)
     this.#timer = undefined
     const batch = [...this.#pending]
     if (batch.length === 0) return
@@ -248,7 +251,7 @@ export class RoomStore {
     } finally {
       this.#writing = undefined
       if (this.#pending.size > 0 && this.#timer === undefined && !this.#closed) {
-        this.#timer = setTimeout(() => this.#flushInBackground(), this.#retryMs > 0 ? this.#retryMs : this.#timing.writeWindowMs)
+        this.#timer = this.#timers.setTimeout(() => this.#flushInBackground(), this.#retryMs > 0 ? this.#retryMs : this.#timing.writeWindowMs)
       }
     }
   }
@@ -374,7 +377,7 @@ export class RoomStore {
   /** Stops writing (queued updates stay unwritten: flush first) and closes the connection. */
   async close(): Promise<void> {
     this.#closed = true
-    if (this.#timer !== undefined) clearTimeout(this.#timer)
+    if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer)
     this.#timer = undefined
     await this.#writing?.catch(() => undefined)
     await this.#compactions
