@@ -17,7 +17,7 @@ export { LIMIT_VARIABLES, RelayConfigError, relayOptionsFromEnv } from './relayO
 export { classifyRoom, DIRECTORY_SEGMENT, directoryRoom, MAX_ROOM_NAME_LENGTH, roomPatternAdmits } from './rooms/roomName.ts'
 export { startRelay } from './startRelay.ts'
 export { openPglite } from './store/pgliteClient.ts'
-export { openPostgres } from './store/postgresClient.ts'
+export { openPostgres, type PostgresTimeouts } from './store/postgresClient.ts'
 
 export type { AccessGrant, TokenClaims } from './auth/accessGrant.ts'
 export type { TokenKey } from './auth/tokenVerifier.ts'

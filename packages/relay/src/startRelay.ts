@@ -56,6 +56,12 @@ export interface Relay {
 const SOCKET_CLOSE_MS = 1000
 
 /**
+ * Longest the shutdown waits for the store (its last writes, compactions, closing): a store that
+ * stopped answering must not hold the process forever. What is not stored by then is reported.
+ */
+export const STORE_SHUTDOWN_MS = 30_000
+
+/**
  * Starts a relay (see `RelayOptions`); resolves once it listens.
  *
  * @example
@@ -186,24 +192,41 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
           }),
       ),
     )
-    await directory.close()
     const failures: unknown[] = []
-    const flush = async (): Promise<void> => {
-      try {
-        await store.flush()
-      } catch (error) {
-        failures.push(error)
-      }
+    // Every wait on the store below ends at one deadline; past it, the work goes on in the
+    // background and what it has not stored is reported.
+    let deadline: unknown
+    const late = new Promise<'late'>((resolve) => {
+      deadline = o.timers.setTimeout(() => resolve('late'), STORE_SHUTDOWN_MS)
+    })
+    let lateSeen = false
+    /** True when `work` ended (its failure recorded), false when the deadline passed first. */
+    const beforeDeadline = async (what: string, work: () => Promise<unknown>): Promise<boolean> => {
+      const outcome = await Promise.race([
+        work().then(
+          () => 'done' as const,
+          (error: unknown) => {
+            failures.push(error)
+            return 'failed' as const
+          },
+        ),
+        late,
+      ])
+      if (outcome !== 'late') return true
+      if (!lateSeen) failures.push(new Error(`the store did not finish ${what} within ${STORE_SHUTDOWN_MS} ms`))
+      lateSeen = true
+      return false
     }
-    await flush()
+    await beforeDeadline('listing rooms in their directories', () => directory.close())
+    await beforeDeadline('writing', () => store.flush())
     // Hocuspocus' debounced store timers would otherwise outlive the relay.
-    await Promise.allSettled([...hocuspocus.documents.keys()].map((name) => hocuspocus.debouncer.executeNow(`onStoreDocument-${name}`)))
-    await redis?.onDestroy()
+    await beforeDeadline('compacting', () => Promise.allSettled([...hocuspocus.documents.keys()].map((name) => hocuspocus.debouncer.executeNow(`onStoreDocument-${name}`))))
+    await beforeDeadline('leaving Redis', async () => redis?.onDestroy())
     for (const document of hocuspocus.documents.values()) document.destroy()
     hocuspocus.documents.clear()
     // Whatever was queued while the first write ran (a held update, a directory listing) is
     // written now that no document can change any more.
-    await flush()
+    await beforeDeadline('writing', () => store.flush())
     let cut: ReturnType<typeof setTimeout> | undefined
     await Promise.race([socketsClosed, new Promise<void>((resolve) => (cut = setTimeout(resolve, SOCKET_CLOSE_MS)))])
     clearTimeout(cut)
@@ -211,15 +234,13 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     wss.close()
     server.closeAllConnections()
     await serverClosed
-    let closeFailure: unknown
-    try {
-      await store.close()
-    } catch (error) {
-      closeFailure = error
-    }
-    // Counted once the store closed (it waits for a write under way): anything still queued is
-    // lost, whatever the cause.
-    const unstored = store.pendingBytes
+    const failedBefore = failures.length
+    const closed = await beforeDeadline('closing', () => store.close())
+    o.timers.clearTimeout(deadline)
+    const closeFailure = closed ? failures.splice(failedBefore)[0] : failures.at(-1)
+    // Counted once the store closed (it waits for a write under way) or the deadline passed:
+    // anything queued or still being written is lost, whatever the cause.
+    const unstored = store.unstoredBytes
     uninstallBackstop()
     stopWatchingLoop()
     if (unstored > 0) {

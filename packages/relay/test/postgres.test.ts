@@ -2,8 +2,10 @@
  * PostgreSQL as the store (DATABASE_URL), on a PostgreSQL 15 server started here: a relay
  * process stores and compacts rooms there, and a relay started again serves them.
  */
+import { execFileSync } from 'node:child_process'
 import { afterAll, expect, it } from 'vitest'
 import * as Y from 'yjs'
+import { openPostgres } from '../src/index.ts'
 import { killRelays, spawnRelay } from './support/relayProcess.ts'
 import { type PostgresServer, startPostgres } from './support/postgresServer.ts'
 import { clockEntry, dashboardToken, deviceToken, groupEntry, metric, openRoom, relaySocket, replicaLog, SECRET_TEXT, waitFor, waitUntil } from './support/roomClients.ts'
@@ -57,4 +59,24 @@ it('a relay on PostgreSQL stores, compacts and serves rooms across a restart', a
   expect(entries(dashboard.doc)).toEqual(entries(deviceDoc))
   expect(dashboard.doc.getMap('tidemark:meta').toJSON()).toEqual({ d1: [2, 'cfg'] })
   expect(await second.stop('SIGTERM')).toEqual({ code: 0, signal: null })
+})
+
+it('a statement the server never answers (a stalled network) fails after the query timeout, and the pool serves again afterwards', async () => {
+  postgres ??= await startPostgres()
+  const errors: Error[] = []
+  const sql = await openPostgres(postgres.url, (error) => errors.push(error), { connectMs: 2000, queryMs: 500 })
+  const server = postgres.pid
+  // The server and its backends stop answering, their sockets open: what a silent network looks like.
+  const stopped = [server, ...execFileSync('pgrep', ['-P', String(server)]).toString().trim().split('\n').map(Number)]
+  for (const pid of stopped) process.kill(pid, 'SIGSTOP')
+  try {
+    const started = performance.now()
+    await expect(sql.query('select 1')).rejects.toThrow('Query read timeout')
+    await expect(sql.transaction((tx) => tx.query('select 1'))).rejects.toThrow(/timeout/)
+    expect(performance.now() - started).toBeLessThan(10_000)
+  } finally {
+    for (const pid of stopped) process.kill(pid, 'SIGCONT')
+  }
+  expect((await sql.query<{ n: number }>('select 1 as n')).rows).toEqual([{ n: 1 }])
+  await sql.close()
 })

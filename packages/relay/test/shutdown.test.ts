@@ -9,7 +9,9 @@ import { afterAll, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import * as Y from 'yjs'
 import { openPglite, type SqlClient, startRelay } from '../src/index.ts'
+import { STORE_SHUTDOWN_MS } from '../src/startRelay.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
+import { FakeTimers } from './support/fakeTimers.ts'
 import { deviceToken, groupEntry, openRoom, relaySocket, replicaLog, SECRET, waitFor } from './support/roomClients.ts'
 
 const sockets: { destroy(): void }[] = []
@@ -125,4 +127,46 @@ it('close() rejects, naming the bytes left unstored, when the store cannot write
   replicaLog(device.doc, 'd1').push([groupEntry('d1-temp', 0)])
   await waitFor(() => !device.provider.hasUnsyncedChanges, 'the update acknowledged')
   await expect(relay.close()).rejects.toThrow(/the relay closed, but \d+ bytes of accepted updates could not be stored: the disk is full/)
+})
+
+it('close() gives up on a store that stopped answering at its deadline, and reports the bytes it could not store', async () => {
+  const base = await openPglite(freshDataDir())
+  let stalled = false
+  let entered = false
+  const sql: SqlClient = {
+    kind: base.kind,
+    query: (text, params) => base.query(text, params),
+    // A store that stopped answering: the write never ends.
+    transaction: (work) => {
+      if (!stalled) return base.transaction(work)
+      entered = true
+      return new Promise(() => undefined)
+    },
+    close: () => base.close(),
+  }
+  const clock = new FakeTimers(Date.now())
+  const relay = await startRelay({ port: 0, store: { sql }, auth: { secret: SECRET }, now: () => clock.now, timers: clock, log: () => undefined })
+  const socket = relaySocket(relay.url)
+  sockets.push(socket)
+  const device = openRoom(socket, ROOM, await deviceToken('fleet-s', 'd1'))
+  await waitFor(() => device.synced(), 'synced')
+  stalled = true
+  replicaLog(device.doc, 'd1').push([groupEntry('d1-temp', 0)])
+  await waitFor(() => !device.provider.hasUnsyncedChanges, 'the update acknowledged')
+  let outcome: unknown
+  const closing = relay.close().then(
+    () => 'resolved',
+    (error: unknown) => error,
+  )
+  void closing.then((value) => {
+    outcome = value
+  })
+  await waitFor(() => entered, 'the shutdown write started')
+  clock.advance(STORE_SHUTDOWN_MS - 1)
+  await new Promise((resolve) => setImmediate(resolve))
+  expect(outcome).toBeUndefined()
+  clock.advance(1)
+  const error = await closing
+  expect(error).toBeInstanceOf(Error)
+  expect((error as Error).message).toMatch(new RegExp(`the relay closed, but [1-9]\\d* bytes of accepted updates could not be stored: the store did not finish writing within ${STORE_SHUTDOWN_MS} ms`))
 })

@@ -1,8 +1,29 @@
 /**
- * PostgreSQL through `pg`: a small pool, so a slow statement does not block the others.
+ * PostgreSQL through `pg`: a small pool, so a slow statement does not block the others. Every
+ * statement is bounded: the server cancels one running past `STATEMENT_TIMEOUT_MS`, and the
+ * client gives up on one unanswered after `QUERY_TIMEOUT_MS` (a network that silently stalls
+ * answers nothing, and `pg` alone would wait forever: writes, unloads, shutdown and /metrics
+ * with it). TCP keepalive notices a peer that went away.
  */
 import pg from 'pg'
 import type { SqlClient, SqlQueryable, SqlResult } from './sqlClient.ts'
+
+/** The server cancels a statement running longer than this (ms). */
+export const STATEMENT_TIMEOUT_MS = 30_000
+
+/** A statement unanswered this long fails, and its connection is discarded (ms). */
+export const QUERY_TIMEOUT_MS = 35_000
+
+/**
+ * How long `openPostgres` waits: for a connection, for a statement's answer.
+ *
+ * @example
+ * const timeouts: PostgresTimeouts = { connectMs: 5000, queryMs: 35_000 }
+ */
+export interface PostgresTimeouts {
+  readonly connectMs: number
+  readonly queryMs: number
+}
 
 /**
  * Connects to PostgreSQL (`postgres://user:password@host:port/database`) and checks it answers.
@@ -12,8 +33,16 @@ import type { SqlClient, SqlQueryable, SqlResult } from './sqlClient.ts'
  * @example
  * const sql = await openPostgres(process.env.DATABASE_URL, (error) => console.error(error))
  */
-export async function openPostgres(url: string, onError: (error: Error) => void): Promise<SqlClient> {
-  const pool = new pg.Pool({ connectionString: url, max: 4, connectionTimeoutMillis: 5000 })
+export async function openPostgres(url: string, onError: (error: Error) => void, timeouts: PostgresTimeouts = { connectMs: 5000, queryMs: QUERY_TIMEOUT_MS }): Promise<SqlClient> {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 4,
+    connectionTimeoutMillis: timeouts.connectMs,
+    query_timeout: timeouts.queryMs,
+    statement_timeout: Math.min(STATEMENT_TIMEOUT_MS, timeouts.queryMs),
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+  })
   pool.on('error', onError)
   const run = async <T>(target: Pick<pg.Pool | pg.PoolClient, 'query'>, text: string, params?: readonly unknown[]): Promise<SqlResult<T>> => {
     const result = await target.query(text, params === undefined ? undefined : [...params])

@@ -105,6 +105,8 @@ export class RoomStore {
   readonly #pending = new Map<string, Uint8Array[]>()
   readonly #tails = new Map<string, RoomTail>()
   #pendingBytes = 0
+  /** Bytes of the write under way (out of `#pendingBytes` until it ends). */
+  #writingBytes = 0
   readonly #timers: RelayTimers
   #timer: unknown
   #writing: Promise<void> | undefined
@@ -145,6 +147,11 @@ export class RoomStore {
   /** Rooms the store keeps a tail for (loaded, or with updates not written yet). */
   get rooms(): number {
     return this.#tails.size
+  }
+
+  /** Accepted update bytes not stored yet: queued, or in a write that has not ended. */
+  get unstoredBytes(): number {
+    return this.#pendingBytes + this.#writingBytes
   }
 
   /** True when the room has updates not written yet. */
@@ -212,6 +219,7 @@ export class RoomStore {
     this.#pending.clear()
     const bytes = this.#pendingBytes
     this.#pendingBytes = 0
+    this.#writingBytes = bytes
     const rows = batch.flatMap(([room, updates]) => updates.map((update) => [room, update] as const))
     const writing = this.#timed('flush', () =>
       this.#sql.transaction(async (tx) => {
@@ -250,6 +258,7 @@ export class RoomStore {
       throw error
     } finally {
       this.#writing = undefined
+      this.#writingBytes = 0
       if (this.#pending.size > 0 && this.#timer === undefined && !this.#closed) {
         this.#timer = this.#timers.setTimeout(() => this.#flushInBackground(), this.#retryMs > 0 ? this.#retryMs : this.#timing.writeWindowMs)
       }
