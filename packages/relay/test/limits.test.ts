@@ -8,7 +8,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import { openPglite, type Relay, type RelayOptions, type SqlClient, startRelay } from '../src/index.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
-import { FakeTimers } from './support/fakeTimers.ts'
+import { ManualTimers } from '@tidemark/engine/testing'
 import { dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, waitFor, waitUntil } from './support/roomClients.ts'
 
 const relays: Relay[] = []
@@ -121,7 +121,7 @@ describe('limits', () => {
 
   it('a room nobody is connected to is stored and unloaded after the idle time', async () => {
     // On a fake clock: the idle time passes when the test says.
-    const clock = new FakeTimers(Date.now())
+    const clock = new ManualTimers(Date.now())
     const relay = await relayWith({ limits: { idleRoomMs: 30_000 }, now: () => clock.now, timers: clock })
     const device = open(relay, 'fleet-i/d1', await deviceToken('fleet-i', 'd1'))
     await waitFor(() => device.synced(), 'synced')
@@ -151,7 +151,7 @@ describe('limits', () => {
   })
 
   it('a socket that authenticates nothing in time is closed with auth-timeout', async () => {
-    const clock = new FakeTimers(Date.now())
+    const clock = new ManualTimers(Date.now())
     const relay = await relayWith({ limits: { authTimeoutMs: 10_000 }, now: () => clock.now, timers: clock })
     const { ws, closed } = await rawSocket(relay)
     // The relay armed the deadline when it accepted the socket, before the client saw it open.
@@ -222,7 +222,7 @@ describe('store failures', () => {
   it('writes that fail are retried until the store is back; the room meanwhile keeps syncing', async () => {
     const sql = failable(await openPglite(freshDataDir()))
     // On a fake clock: the write window and the retry delay pass when the test says.
-    const clock = new FakeTimers(Date.now())
+    const clock = new ManualTimers(Date.now())
     const relay = await relayWith({ store: { sql }, now: () => clock.now, timers: clock })
     const device = open(relay, 'fleet-w/d1', await deviceToken('fleet-w', 'd1'))
     const dashboard = open(relay, 'fleet-w/d1', await dashboardToken('fleet-w'))

@@ -1,5 +1,5 @@
 /**
- * PostgreSQL as the store (DATABASE_URL), on a PostgreSQL 15 server started here: a relay
+ * PostgreSQL as the store (DATABASE_URL), on a PostgreSQL server started here (the newest one installed): a relay
  * process stores and compacts rooms there, and a relay started again serves them.
  */
 import { execFileSync } from 'node:child_process'

@@ -11,7 +11,7 @@ import * as Y from 'yjs'
 import { openPglite, type SqlClient, startRelay } from '../src/index.ts'
 import { STORE_SHUTDOWN_MS } from '../src/startRelay.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
-import { FakeTimers } from './support/fakeTimers.ts'
+import { ManualTimers } from '@tidemark/engine/testing'
 import { deviceToken, groupEntry, openRoom, relaySocket, replicaLog, SECRET, waitFor } from './support/roomClients.ts'
 
 const sockets: { destroy(): void }[] = []
@@ -144,7 +144,7 @@ it('close() gives up on a store that stopped answering at its deadline, and repo
     },
     close: () => base.close(),
   }
-  const clock = new FakeTimers(Date.now())
+  const clock = new ManualTimers(Date.now())
   const relay = await startRelay({ port: 0, store: { sql }, auth: { secret: SECRET }, now: () => clock.now, timers: clock, log: () => undefined })
   const socket = relaySocket(relay.url)
   sockets.push(socket)
