@@ -5,33 +5,21 @@
  * expired token from a token function is the exception: the room joins again with a new read.
  */
 import { seededRandom } from '@tidemark/seeded-random'
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import * as Y from 'yjs'
 import { bindDoc } from '../../src/binding/bindDoc.ts'
 import { device, FakeTimers, fleetEngine, readings, relayClient, statusOf, until, untilEngine, untilStatus } from './harness.ts'
-import { signToken, startTestRelay, type TestRelay } from './testRelay.ts'
+import { signToken, testRelayPerTest } from './testRelay.ts'
 
-let server: TestRelay
-let hocuspocusErrors: unknown[][]
-beforeEach(async () => {
-  server = await startTestRelay()
-  // Hocuspocus logs every connection it closes for a thrown hook (a refusal); those are expected.
-  hocuspocusErrors = []
-  vi.spyOn(console, 'error').mockImplementation((...args: unknown[]) => hocuspocusErrors.push(args))
-})
-afterEach(async () => {
-  await server.stop()
-  vi.restoreAllMocks()
-  const unexpected = hocuspocusErrors.filter((args) => !/^closing connection|^\[(onAuthenticate|beforeHandleMessage)\]$/.test(String(args[0])))
-  expect(unexpected).toEqual([])
-})
+// Hocuspocus logs every connection it closes for a thrown hook (a refusal); those are expected.
+const testRelay = testRelayPerTest(/^closing connection|^\[(onAuthenticate|beforeHandleMessage)\]$/)
 
-const authsOf = (room: string): number => server.received.filter((m) => m.room === room && m.token !== null).length
+const authsOf = (room: string): number => testRelay().received.filter((m) => m.room === room && m.token !== null).length
 
 describe('relay client: refusals', () => {
   it('shows an expired token as the refusal of the room and of the engine', async () => {
     const expired = await signToken({ sub: 'd01', role: 'device', rooms: ['fleet-a/d01'] }, -60)
-    const { relay, errors } = relayClient(server.url, expired)
+    const { relay, errors } = relayClient(testRelay().url, expired)
     const { engine, doc } = device(relay, 'fleet-a/d01', 'd01')
     await untilStatus(doc, 'the refusal', (s) => s.refusal !== null)
     expect(statusOf(doc)).toMatchObject({ state: 'offline', refusal: 'tidemark:token-expired' })
@@ -46,12 +34,12 @@ describe('relay client: refusals', () => {
     let reads = 0
     const timers = new FakeTimers()
     const token = () => (++reads === 1 ? expired : fresh)
-    const { relay, errors } = relayClient(server.url, token, { jitter: { random: seededRandom(11), setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout } })
+    const { relay, errors } = relayClient(testRelay().url, token, { jitter: { random: seededRandom(11), setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout } })
     const { engine, doc } = device(relay, 'fleet-a/d01', 'd01')
     // Denied once: not a refusal, a jittered wait, then a new socket (Hocuspocus keeps a denied room denied on its socket).
     await until('the rejoin scheduled', () => timers.delays().length > 0, (notify) => timers.subscribe(notify))
     expect(statusOf(doc).refusal).toBeNull()
-    expect(errors.map((error) => error.message)).toEqual([`relay ${server.url}: fleet-a/d01: token expired, joining again`])
+    expect(errors.map((error) => error.message)).toEqual([`relay ${testRelay().url}: fleet-a/d01: token expired, joining again`])
     timers.runAll()
     await until('the new socket scheduled', () => timers.delays().length > 0, (notify) => timers.subscribe(notify))
     timers.runAll()
@@ -66,7 +54,7 @@ describe('relay client: refusals', () => {
     const wide = await signToken({ sub: 'd01', role: 'device', rooms: ['fleet-a/*'] })
     let token = narrow
     const timers = new FakeTimers()
-    const { relay, errors } = relayClient(server.url, () => token, { jitter: { random: seededRandom(7), setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout } })
+    const { relay, errors } = relayClient(testRelay().url, () => token, { jitter: { random: seededRandom(7), setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout } })
     const allowed = device(relay, 'fleet-a/d01', 'd01')
     const docD02 = new Y.Doc()
     const handleD02 = relay.join(docD02, 'fleet-a/d02')
@@ -74,9 +62,9 @@ describe('relay client: refusals', () => {
     await untilStatus(allowed.doc, 'd01 in sync', (s) => s.state === 'connected')
     expect(statusOf(docD02)).toMatchObject({ state: 'offline', refusal: 'tidemark:room-not-allowed fleet-a/d02' })
 
-    await server.stop()
+    await testRelay().stop()
     await untilStatus(allowed.doc, 'offline', (s) => s.state === 'offline')
-    await server.start()
+    await testRelay().start()
     timers.runAll()
     await untilStatus(allowed.doc, 'd01 in sync again', (s) => s.state === 'connected')
     // d01 authenticated on both sockets; d02 only once, on the first.
@@ -113,7 +101,7 @@ describe('relay client: refusals', () => {
   it('shows a refused update with the relay reason, stops that room only, and never retries it', async () => {
     const token = await signToken({ sub: 'fleet', role: 'device', rooms: ['fleet-a/*'] })
     const timers = new FakeTimers()
-    const { relay, errors } = relayClient(server.url, token, { jitter: { random: seededRandom(9), setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout } })
+    const { relay, errors } = relayClient(testRelay().url, token, { jitter: { random: seededRandom(9), setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout } })
     const other = device(relay, 'fleet-a/d01', 'd01')
     const engine = fleetEngine('d03')
     const doc = new Y.Doc()
@@ -122,7 +110,7 @@ describe('relay client: refusals', () => {
     await untilStatus(doc, 'd03 in sync', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
     await untilStatus(other.doc, 'd01 in sync', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
 
-    server.refuse = (room) => (room === 'fleet-a/d03' ? 'foreign-source s9' : null)
+    testRelay().refuse = (room) => (room === 'fleet-a/d03' ? 'foreign-source s9' : null)
     engine.ingest(readings('s9', 2))
     await untilEngine(engine, 'the refusal', () => engine.syncStatus().refusal !== null)
     expect(engine.syncStatus()).toMatchObject({ state: 'offline', refusal: 'tidemark:refused foreign-source s9', pendingLocalUpdates: 1 })
@@ -133,9 +121,9 @@ describe('relay client: refusals', () => {
     engine.ingest(readings('s9', 1, 3))
     expect(engine.syncStatus()).toMatchObject({ state: 'offline', pendingLocalUpdates: 2 })
 
-    await server.stop()
+    await testRelay().stop()
     await untilStatus(other.doc, 'offline', (s) => s.state === 'offline')
-    await server.start()
+    await testRelay().start()
     timers.runAll()
     await untilStatus(other.doc, 'd01 in sync again', (s) => s.state === 'connected')
     expect(authsOf('fleet-a/d03')).toBe(1)
@@ -144,7 +132,7 @@ describe('relay client: refusals', () => {
     // Its clocks have a gap the relay will never fill: that doc cannot join again, a fresh one can.
     handle.destroy()
     expect(() => relay.join(doc, 'fleet-a/d03')).toThrow('relay.join: fleet-a/d03: the relay refused this doc (tidemark:refused foreign-source s9), join with a new Y.Doc')
-    server.refuse = () => null
+    testRelay().refuse = () => null
     binding.destroy()
     const fresh = new Y.Doc()
     bindDoc(engine, fresh)
@@ -157,7 +145,7 @@ describe('relay client: refusals', () => {
 
   it('shows a write on a read-only (dashboard) connection as refused', async () => {
     const token = await signToken({ sub: 'wall', role: 'dashboard', rooms: ['fleet-a/*'] })
-    const { relay, errors } = relayClient(server.url, token)
+    const { relay, errors } = relayClient(testRelay().url, token)
     // A writable binding on a dashboard connection: its meta entry is an update the relay refuses.
     const { engine } = device(relay, 'fleet-a/d01', 'wall')
     await untilEngine(engine, 'the refusal', () => engine.syncStatus().refusal !== null)

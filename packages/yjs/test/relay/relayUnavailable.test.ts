@@ -5,32 +5,20 @@
  * permanent denials still stick. followRooms' directory and rooms recover the same way.
  */
 import { seededRandom } from '@tidemark/seeded-random'
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import * as Y from 'yjs'
 import { followRooms } from '../../src/relay/followRooms.ts'
 import { counted, device, FakeTimers, fleetEngine, readings, relayClient, statusOf, until, untilEngine, untilStatus } from './harness.ts'
-import { signToken, startTestRelay, type TestRelay } from './testRelay.ts'
+import { signToken, testRelayPerTest } from './testRelay.ts'
 
-let server: TestRelay
-let hocuspocusErrors: unknown[][]
-beforeEach(async () => {
-  server = await startTestRelay()
-  // Hocuspocus logs every hook that throws (a denial, a failed load); those are expected.
-  hocuspocusErrors = []
-  vi.spyOn(console, 'error').mockImplementation((...args: unknown[]) => hocuspocusErrors.push(args))
-})
-afterEach(async () => {
-  await server.stop()
-  vi.restoreAllMocks()
-  const unexpected = hocuspocusErrors.filter((args) => !/^\[(onAuthenticate|onLoadDocument)\]$/.test(String(args[0])))
-  expect(unexpected).toEqual([])
-})
+// Hocuspocus logs every hook that throws (a denial, a failed load); those are expected.
+const testRelay = testRelayPerTest(/^\[(onAuthenticate|onLoadDocument)\]$/)
 
 const STORE_DOWN = 'tidemark:store-unavailable the room could not be loaded'
 const REDIS_DOWN = 'tidemark:redis-unavailable the room could not be shared with the other relays'
 const FULL = 'tidemark:too-many-rooms 2 rooms are loaded'
 
-const authsOf = (room: string): number => server.received.filter((m) => m.room === room && m.token !== null).length
+const authsOf = (room: string): number => testRelay().received.filter((m) => m.room === room && m.token !== null).length
 
 /** onError collecting its errors, and a wait for the next `n` of them. */
 function errorLog(): { onError: (error: Error) => void; messages: string[]; untilCount: (n: number) => Promise<void> } {
@@ -61,9 +49,9 @@ describe('relay client: rooms the relay cannot open now', () => {
     const token = await signToken({ sub: 'fleet', role: 'device', rooms: ['fleet-a/d01', 'fleet-a/d02', 'fleet-a/d03', 'fleet-a/d04'] })
     const timers = new FakeTimers()
     const log = errorLog()
-    const { relay } = relayClient(server.url, token, { onError: log.onError, jitter: { random: seededRandom(5), setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout } })
-    server.failLoad = (room) => (room === 'fleet-a/d01' ? STORE_DOWN : room === 'fleet-a/d02' ? REDIS_DOWN : null)
-    server.denyOpen = (room) => (room === 'fleet-a/d03' ? FULL : null)
+    const { relay } = relayClient(testRelay().url, token, { onError: log.onError, jitter: { random: seededRandom(5), setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout } })
+    testRelay().failLoad = (room) => (room === 'fleet-a/d01' ? STORE_DOWN : room === 'fleet-a/d02' ? REDIS_DOWN : null)
+    testRelay().denyOpen = (room) => (room === 'fleet-a/d03' ? FULL : null)
     const waiting = ['d01', 'd02', 'd03'].map((id) => device(relay, `fleet-a/${id}`, id))
     const d04 = device(relay, 'fleet-a/d04', 'd04')
     const rooms = [...waiting, d04]
@@ -74,7 +62,7 @@ describe('relay client: rooms the relay cannot open now', () => {
     await log.untilCount(3)
     await untilStatus(d04.doc, 'd04 in sync', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
     expect(new Set(log.messages)).toEqual(
-      new Set([`relay ${server.url}: fleet-a/d01: not opened (${STORE_DOWN}), joining again`, `relay ${server.url}: fleet-a/d02: not opened (${REDIS_DOWN}), joining again`, `relay ${server.url}: fleet-a/d03: not opened (${FULL}), joining again`]),
+      new Set([`relay ${testRelay().url}: fleet-a/d01: not opened (${STORE_DOWN}), joining again`, `relay ${testRelay().url}: fleet-a/d02: not opened (${REDIS_DOWN}), joining again`, `relay ${testRelay().url}: fleet-a/d03: not opened (${FULL}), joining again`]),
     )
     // Not refused: waiting to join again, their writes pending. One socket for all three.
     for (const { doc, engine } of waiting) {
@@ -96,8 +84,8 @@ describe('relay client: rooms the relay cannot open now', () => {
     expect(timers.delays()[0]).toBeLessThan(1000)
 
     // The relay recovered: every room opens on the next socket and its writes are acknowledged.
-    server.failLoad = () => null
-    server.denyOpen = () => null
+    testRelay().failLoad = () => null
+    testRelay().denyOpen = () => null
     timers.runAll()
     await untilTimer(timers, 'the third socket')
     timers.runAll()
@@ -111,26 +99,26 @@ describe('relay client: rooms the relay cannot open now', () => {
     // What each device wrote while its room was denied reached the relay.
     for (const id of ['d01', 'd02', 'd03', 'd04']) {
       const stored = new Y.Doc()
-      Y.applyUpdate(stored, await server.content(`fleet-a/${id}`))
+      Y.applyUpdate(stored, await testRelay().content(`fleet-a/${id}`))
       expect(stored.getArray(`tidemark:replica:${id}`).length).toBeGreaterThan(0)
     }
     relay.destroy()
   })
 
   it('follows a fleet again after a relay restart whose store was down for the directory and a room', async () => {
-    const devices = relayClient(server.url, await signToken({ sub: 'devices', role: 'device', rooms: ['fleet-a/*'] }))
+    const devices = relayClient(testRelay().url, await signToken({ sub: 'devices', role: 'device', rooms: ['fleet-a/*'] }))
     const d01 = device(devices.relay, 'fleet-a/d01', 'd01')
     const d02 = device(devices.relay, 'fleet-a/d02', 'd02')
     d01.engine.ingest(readings('d01', 3))
     d02.engine.ingest(readings('d02', 2))
     await untilStatus(d01.doc, 'd01 stored', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
     await untilStatus(d02.doc, 'd02 stored', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
-    await server.list('fleet-a/_directory', ['fleet-a/d01', 'fleet-a/d02'])
+    await testRelay().list('fleet-a/_directory', ['fleet-a/d01', 'fleet-a/d02'])
     devices.relay.destroy()
 
     const timers = new FakeTimers()
     const log = errorLog()
-    const wall = relayClient(server.url, await signToken({ sub: 'wall', role: 'dashboard', rooms: ['fleet-a/*'] }), {
+    const wall = relayClient(testRelay().url, await signToken({ sub: 'wall', role: 'dashboard', rooms: ['fleet-a/*'] }), {
       onError: log.onError,
       jitter: { random: seededRandom(3), setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout },
     })
@@ -139,19 +127,19 @@ describe('relay client: rooms the relay cannot open now', () => {
     await untilEngine(engine, 'the fleet followed', () => counted(engine) === 5 && engine.syncStatus().state === 'connected')
 
     // The relay restarts while its database is down for the directory and d02.
-    await server.stop()
+    await testRelay().stop()
     await untilEngine(engine, 'offline', () => engine.syncStatus().state === 'offline')
-    server.failLoad = (room) => (room === 'fleet-a/_directory' || room === 'fleet-a/d02' ? STORE_DOWN : null)
-    await server.start()
+    testRelay().failLoad = (room) => (room === 'fleet-a/_directory' || room === 'fleet-a/d02' ? STORE_DOWN : null)
+    await testRelay().start()
     timers.runAll()
     await log.untilCount(2)
-    expect(new Set(log.messages)).toEqual(new Set([`relay ${server.url}: fleet-a/_directory: not opened (${STORE_DOWN}), joining again`, `relay ${server.url}: fleet-a/d02: not opened (${STORE_DOWN}), joining again`]))
+    expect(new Set(log.messages)).toEqual(new Set([`relay ${testRelay().url}: fleet-a/_directory: not opened (${STORE_DOWN}), joining again`, `relay ${testRelay().url}: fleet-a/d02: not opened (${STORE_DOWN}), joining again`]))
     await untilEngine(engine, 'd01 in sync again', () => follower.rooms().get('fleet-a/d01')?.state === 'connected')
     expect(follower.rooms().get('fleet-a/d02')).toMatchObject({ state: 'connecting', refusal: null })
     expect(engine.syncStatus()).toMatchObject({ state: 'connecting', refusal: null })
 
     // The database is back: the directory and d02 open on the next socket.
-    server.failLoad = () => null
+    testRelay().failLoad = () => null
     timers.runAll()
     await untilTimer(timers, 'the new socket')
     timers.runAll()
@@ -161,11 +149,11 @@ describe('relay client: rooms the relay cannot open now', () => {
       ['connected', null],
     ])
     // New devices listed later are still followed: the directory is live again.
-    const late = relayClient(server.url, await signToken({ sub: 'd03', role: 'device', rooms: ['fleet-a/d03'] }))
+    const late = relayClient(testRelay().url, await signToken({ sub: 'd03', role: 'device', rooms: ['fleet-a/d03'] }))
     const d03 = device(late.relay, 'fleet-a/d03', 'd03')
     d03.engine.ingest(readings('d03', 4))
     await untilStatus(d03.doc, 'd03 stored', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
-    await server.list('fleet-a/_directory', ['fleet-a/d03'])
+    await testRelay().list('fleet-a/_directory', ['fleet-a/d03'])
     await untilEngine(engine, "d03's readings", () => counted(engine) === 9)
     expect(log.messages).toHaveLength(2)
     late.relay.destroy()

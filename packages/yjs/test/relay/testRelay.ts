@@ -17,6 +17,7 @@ import { type beforeHandleMessagePayload, Hocuspocus, type onAuthenticatePayload
 import { errors, jwtVerify, SignJWT } from 'jose'
 import * as decoding from 'lib0/decoding'
 import { WebSocketServer } from 'ws'
+import { afterEach, beforeEach, expect, vi } from 'vitest'
 import * as Y from 'yjs'
 
 const SECRET = new TextEncoder().encode('tidemark relay tests: a secret of 32+ bytes')
@@ -253,4 +254,32 @@ function readWire(socket: number, bytes: Uint8Array): WireMessage {
 /** What Hocuspocus reads from a hook's error: `reason` goes to the client (PermissionDenied, Close). */
 function refusal(reason: string): Error & { reason: string } {
   return Object.assign(new Error(reason), { reason })
+}
+
+/**
+ * A test relay started before each test of the file and stopped after it. Hocuspocus logs every
+ * hook that throws (a refusal, a failed load) with `console.error`: the logs whose first argument
+ * matches `expected` are the test's own; any other fails the test.
+ *
+ * @example
+ * const relay = testRelayPerTest(/^\[onAuthenticate\]$/)
+ * it('refuses', async () => { const url = relay().url })
+ */
+export function testRelayPerTest(expected: RegExp): () => TestRelay {
+  let server: TestRelay | null = null
+  let logged: unknown[][] = []
+  beforeEach(async () => {
+    server = await startTestRelay()
+    logged = []
+    vi.spyOn(console, 'error').mockImplementation((...args: unknown[]) => logged.push(args))
+  })
+  afterEach(async () => {
+    await server?.stop()
+    vi.restoreAllMocks()
+    expect(logged.filter((args) => !expected.test(String(args[0])))).toEqual([])
+  })
+  return () => {
+    if (server === null) throw new Error('the test relay runs only inside a test')
+    return server
+  }
 }
