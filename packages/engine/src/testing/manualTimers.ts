@@ -24,12 +24,14 @@ export class ManualTimers {
   /** The clock's time, as a function (an engine's or relay's `now` option). */
   readonly read = (): number => this.now
 
+  /** Arms `run` to run when the clock reaches now + `ms` (a negative `ms` counts as 0); returns its handle. */
   setTimeout(run: () => void, ms: number): unknown {
     const id = this.#next++
     this.#due.set(id, { at: this.now + Math.max(0, ms), run })
     return id
   }
 
+  /** Disarms the timer `setTimeout` returned `handle` for (nothing, when it ran or was disarmed). */
   clearTimeout(handle: unknown): void {
     this.#due.delete(handle as number)
   }
