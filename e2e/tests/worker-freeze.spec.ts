@@ -97,29 +97,53 @@ async function freezeLeader(baseURL: string, told: boolean): Promise<void> {
 
     // One follower leads (handed over, or stolen after the heartbeats stop); the other moves to its host.
     let newLeader: WorkerTab | null = null
-    await expect
-      .poll(
-        async () => {
-          for (const tab of [b.tab, c.tab]) if ((await info(tab)).connection.leader) newLeader = tab
-          return newLeader !== null
-        },
-        { timeout: 20_000 },
-      )
-      .toBe(true)
+    let seen: unknown[] = []
+    const takesOver = async (timeout: number): Promise<boolean> =>
+      expect
+        .poll(
+          async () => {
+            seen = []
+            for (const tab of [b.tab, c.tab]) {
+              const now = await info(tab)
+              seen.push({ tab: tab.label, connection: now.connection, steals: now.steals })
+              if (now.connection.leader && now.connection.state === 'connected') newLeader = tab
+            }
+            return newLeader !== null
+          },
+          { timeout },
+        )
+        .toBe(true)
+        .then(
+          () => true,
+          () => false,
+        )
+    let thawedAt: number | null = null
+    if (!(await takesOver(told ? 20_000 : 10_000))) {
+      // Frozen without a word in the middle of an IndexedDB write, the old leader's worker holds
+      // the log's transaction open, and the stealer's host cannot claim the log until it thaws
+      // (the worker README's limits; Chromium's own freezing spares a page whose IndexedDB locks
+      // block another). A steal must have been announced; thawed, the old leader lets the log go.
+      const steals = (await Promise.all([b.tab, c.tab].map(async (tab) => (await info(tab)).steals))).flat()
+      if (told || steals.length === 0) throw new Error(`no follower took over; the followers: ${JSON.stringify(seen)}`)
+      thawedAt = Date.now()
+      await a.page.thaw()
+      if (!(await takesOver(20_000))) throw new Error(`no follower took over after the thaw; the followers: ${JSON.stringify(seen)}`)
+    }
     const takeover = await Promise.all([following(b.tab, 2), following(c.tab, 2)])
     const welcomed = Math.min(...takeover.map((i) => i.hosts.at(-1)?.at ?? Number.NaN))
-    // The old leader stays frozen while the followers go on producing into the new host.
     const leading = newLeader as unknown as WorkerTab
-    const appliedAtTakeover = (await info(leading)).applied
-    await expect
-      .poll(async () => (await info(leading)).applied - appliedAtTakeover, {
-        timeout: 30_000,
-        message: `readings the new host (${leading.label}) applied while the old leader is frozen`,
-      })
-      .toBeGreaterThanOrEqual(APPLIED_WHILE_FROZEN)
-
-    const thawedAt = Date.now()
-    await a.page.thaw()
+    if (thawedAt === null) {
+      // The old leader stays frozen while the followers go on producing into the new host.
+      const appliedAtTakeover = (await info(leading)).applied
+      await expect
+        .poll(async () => (await info(leading)).applied - appliedAtTakeover, {
+          timeout: 30_000,
+          message: `readings the new host (${leading.label}) applied while the old leader is frozen`,
+        })
+        .toBeGreaterThanOrEqual(APPLIED_WHILE_FROZEN)
+      thawedAt = Date.now()
+      await a.page.thaw()
+    }
     // The old leader steps down at the first beat of the newer host it hears, or when its lock
     // request fails, whichever comes first; either may run after the first evaluation reaches it.
     const thawed = await following(a.tab, 2, false)
@@ -130,8 +154,12 @@ async function freezeLeader(baseURL: string, told: boolean): Promise<void> {
     } else {
       expect(await a.page.evaluate<number>('window.__swallowedFreezes')).toBeGreaterThan(0)
       expect(thawed.lifecycle.map((l) => l.event)).not.toContain('freeze')
-      // One steal, from the first host, announced to every tab (the stealer's own page listener hears it too).
-      expect(heard.map((steals) => steals.map((steal) => steal.epoch))).toEqual([[1], [1]])
+      // Steals from the first host only, each announced to every tab (the stealer's own page
+      // listener hears it too): one, or one every four times staleMs while the log stayed blocked.
+      const [fromB, fromC] = heard.map((steals) => steals.map((steal) => steal.epoch))
+      expect(fromB?.length).toBeGreaterThan(0)
+      expect(fromB).toEqual(fromC)
+      expect(new Set(fromB)).toEqual(new Set([1]))
     }
     const produced = new Map<string, number>()
     for (const device of devices) produced.set(device.source, await stop(device))
@@ -139,7 +167,7 @@ async function freezeLeader(baseURL: string, told: boolean): Promise<void> {
     const figures = await expectGroundTruth(ledger, devices, produced, [a.tab, b.tab, c.tab])
     console.log(
       `worker-freeze (${told ? 'told' : 'untold'}): leader frozen; follower ${(newLeader as WorkerTab | null)?.label} took over, its host welcomed the followers ${welcomed - frozenAt} ms after the freeze; ` +
-        `the old leader followed the new host ${(thawed.hosts.at(-1)?.at ?? Number.NaN) - frozenAt} ms after the freeze, and was thawed ${thawedAt - frozenAt} ms after it; ` +
+        `the old leader followed the new host ${(thawed.hosts.at(-1)?.at ?? Number.NaN) - frozenAt} ms after the freeze, and was thawed ${thawedAt - frozenAt} ms after it${heard[0] !== undefined && heard[0].length > 1 ? ` (its log write held the log: ${heard[0].length} steals)` : ''}; ` +
         `produced ${figures.produced}, ${figures.counted} counted, ${figures.lateLane} late lane`,
     )
   } finally {
