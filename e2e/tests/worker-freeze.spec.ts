@@ -121,8 +121,8 @@ async function freezeLeader(baseURL: string, told: boolean): Promise<void> {
     if (!(await takesOver(told ? 20_000 : 10_000))) {
       // Frozen without a word in the middle of an IndexedDB write, the old leader's worker holds
       // the log's transaction open, and the stealer's host cannot claim the log until it thaws
-      // (the worker README's limits; Chromium's own freezing spares a page whose IndexedDB locks
-      // block another). A steal must have been announced; thawed, the old leader lets the log go.
+      // (the worker README's limits). A steal must have been announced; thawed, the old leader
+      // lets the log go.
       const steals = (await Promise.all([b.tab, c.tab].map(async (tab) => (await info(tab)).steals))).flat()
       if (told || steals.length === 0) throw new Error(`no follower took over; the followers: ${JSON.stringify(seen)}`)
       thawedAt = Date.now()
