@@ -10,14 +10,16 @@
  * - The event-time frontiers (watermark, proof frontier) over source clocks, for operators
  *   and baselines that must keep the same time as the engine.
  * - Option checks, so an adapter refuses unknown or bad options the way the engine does.
- * - The change feed (listeners and `changes()` streams) and the report of a listener's error,
- *   for a stand-in of the engine (the worker's page mirror) to notify as the engine does.
+ * - The change feed (listeners and `changes()` streams), the report of a listener's error and
+ *   the `writable` stream of batches, for a stand-in of the engine (the worker's page mirror)
+ *   to behave as the engine does.
  *
  * @module @tidemark/engine/adapter
  */
 export { MAX_AGGREGATES } from './aggregates/aggregateSet.ts'
 export { ChangeFeed } from './core/changeFeed.ts'
 export { checkEngineOptions, ENGINE_OPTION_KEYS } from './core/engineOptions.ts'
+export { ingestSink } from './core/ingestSink.ts'
 export { reportListenerError } from './core/listenerError.ts'
 export { messageOf } from './core/errorMessage.ts'
 export { paneInfo } from './windows/paneInfo.ts'

@@ -568,6 +568,23 @@ describe('a takeover', () => {
     expect(reads(page.engine)).toEqual(reads(engine))
   })
 
+  it('writable: a batch the host cannot take errors the stream, and the next writable is fresh, as the engine\'s', async () => {
+    const world = new World()
+    const current: TestHost = world.host({ name: 'fleet', engine: windows })
+    const page = world.page(() => current)
+    await world.run()
+    await page.engine.ready
+    const first = page.engine.writable.getWriter()
+    const unsendable = [{ id: 'x', source: 'd1', seq: 1, ts: 10, value: (() => 1) as unknown as number }]
+    await expect(first.write(unsendable)).rejects.toThrow(TypeError)
+    first.releaseLock()
+    const next = page.engine.writable.getWriter()
+    const written = next.write(readings('d1', 1, 20))
+    await world.run(100)
+    await written
+    expect((current.host.engine as Engine).stats().applied).toBe(20)
+  })
+
   it('keeps a batch whose write the fence refused, and sends it to the host that took the log', async () => {
     const world = new World()
     // No Web Locks (single mode): nothing tells the first host that a second one claimed the log, but the writer epoch does.

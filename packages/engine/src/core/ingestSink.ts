@@ -7,10 +7,15 @@ import { OverflowError } from './overflowError.ts'
  * durable, so a producer piping into it is held back by the log (backpressure). A batch
  * with events refused as `overflow` errors the stream with `OverflowError`, and a batch the
  * log could not make durable (a full disk) errors it with the log's error, so nothing is
- * silently lost; `onErrored` lets the engine hand out a fresh stream afterwards.
+ * silently lost; `onErrored` lets the engine hand out a fresh stream afterwards. `ingest` may
+ * answer with the receipt or a promise of it (a remote engine's).
+ *
+ * @example
+ * let writable: WritableStream<readonly StreamEvent[]> | null = null
+ * const get = () => (writable ??= ingestSink((events) => remote.ingest(events), () => (writable = null)))
  */
 export function ingestSink(
-  ingest: (events: readonly StreamEvent[]) => IngestReceipt,
+  ingest: (events: readonly StreamEvent[]) => IngestReceipt | Promise<IngestReceipt>,
   onErrored: () => void,
   highWaterMark = 8,
 ): WritableStream<readonly StreamEvent[]> {
@@ -18,7 +23,7 @@ export function ingestSink(
     {
       write: async (batch) => {
         try {
-          const receipt = ingest(batch)
+          const receipt = await ingest(batch)
           await receipt.durable
           const overflow = receipt.anomalies.filter((a) => a.reason === 'overflow').length
           if (overflow > 0) throw new OverflowError('engine', `${overflow} events of a written batch refused; resend them later`)

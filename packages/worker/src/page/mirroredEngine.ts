@@ -1,16 +1,15 @@
-import {
-  type EngineStats,
-  type IngestReceipt,
-  type LateEvent,
-  OverflowError,
-  type ResultQuery,
-  type StreamEvent,
-  type SyncStatus,
-  type WindowChange,
-  type WindowResult,
+import type {
+  EngineStats,
+  IngestReceipt,
+  LateEvent,
+  ResultQuery,
+  StreamEvent,
+  SyncStatus,
+  WindowChange,
+  WindowResult,
 } from '@tidemark/engine'
 import type { RecoveryReport } from '@tidemark/idb'
-import { ChangeFeed, reportListenerError } from '@tidemark/engine/adapter'
+import { ChangeFeed, ingestSink, reportListenerError } from '@tidemark/engine/adapter'
 import { reportUnlessWithdrawn } from '../common/reportError.ts'
 import { addressOf, sameAddress, sharesStart, specSize, type WindowAddress } from '../common/windowAddress.ts'
 import { encodeEvents } from '../protocol/eventColumns.ts'
@@ -269,19 +268,11 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
   }
 
   get writable(): WritableStream<readonly StreamEvent[]> {
-    this.#writable ??= new WritableStream<readonly StreamEvent[]>(
-      {
-        write: async (batch) => {
-          const receipt = await this.ingest(batch)
-          await receipt.durable
-          const overflow = receipt.anomalies.filter((a) => a.reason === 'overflow').length
-          if (overflow > 0) {
-            this.#writable = null
-            throw new OverflowError('engine', `${overflow} events of a written batch refused; resend them later`)
-          }
-        },
+    this.#writable ??= ingestSink(
+      (events) => this.ingest(events),
+      () => {
+        this.#writable = null
       },
-      new CountQueuingStrategy({ highWaterMark: 8 }),
     )
     return this.#writable
   }
