@@ -33,8 +33,6 @@
  *   window when a session merged or moved.
  */
 import type {
-  Accumulation,
-  AggregateDefinitions,
   AnomalyReason,
   Basis,
   LateEvent,
@@ -43,53 +41,25 @@ import type {
   ResultStatus,
   StreamEvent,
   Trigger,
-  WatermarkStrategy,
   WindowChange,
   WindowResult,
   WindowSpec,
 } from '@tidemark/engine'
 import { modelAcceptsInputs } from './modelAggregates.ts'
+import type { ModelConfig, ModelReceipt } from './modelConfig.ts'
 import { ModelSources } from './modelSources.ts'
 import { eventOrder, triggerDeadline } from './modelTime.ts'
 import { type ModelAnomaly, partitionInputs } from './modelValidation.ts'
 import { compareResults, resultId } from './resultIdentity.ts'
 import { carryOn, endOf, fixedWindows, type ModelWindow, newModelWindow, paneResult, startOf, totalsOf } from './modelWindow.ts'
 
-export interface ModelConfig {
-  readonly windows: readonly WindowSpec[]
-  readonly watermark: WatermarkStrategy
-  readonly idleTimeout: number
-  readonly allowedLateness: number
-  readonly retention: number
-  /** Default `everyElement()` early and late. */
-  readonly trigger?: { readonly early?: Trigger; readonly late?: Trigger }
-  /** Default `'accumulating'`. */
-  readonly accumulation?: Accumulation
-  /** Default a day. */
-  readonly maxFutureSkew?: number
-  /** Aggregates of every window, recomputed from its events (modelAggregates.ts). */
-  readonly aggregates?: AggregateDefinitions
-}
-
-export interface ModelReceipt {
-  readonly accepted: number
-  readonly late: number
-  readonly duplicates: number
-  readonly beyondLateness: number
-  readonly rejected: number
-  readonly anomalies: readonly ModelAnomaly[]
-}
-
 type Placement = 'refused' | 'on_time' | 'late'
 
 const EVERY: Trigger = { kind: 'every_element' }
 
 /**
- * The engine's semantics written out plainly, as the oracle the property tests compare the
- * engine with (docs/semantics.md): every window keeps every event it admitted, and each result
- * is recomputed from them, with no slices, folds, caches or replication. Slow by design; the
- * same ops (`runPlanOp` on the engine, `ingest`, `tick`, `advanceWatermark` here) must give the
- * same receipts, changes, results, late lane and stats.
+ * The oracle the property tests compare the engine with (the file's header says how it reads
+ * the contract): the same ops must give the same receipts, changes, results, late lane and stats.
  *
  * @example
  * const plan = fc.sample(streamPlan({ kinds: ['tumbling'] }), 1)[0]
@@ -97,6 +67,8 @@ const EVERY: Trigger = { kind: 'every_element' }
  * const receipt = model.ingest(events, 0)
  * expect(engine.results()).toEqual(model.results())
  */
+export type { ModelConfig, ModelReceipt }
+
 export class ReferenceModel {
   readonly config: ModelConfig
   readonly #early: Trigger
