@@ -25,15 +25,12 @@ export const MAX_NAME_LENGTH = 1024
 /** Largest accepted `|ts|`: about ±285,000 years either side of 1970, so `ts + size` never loses precision. */
 export const MAX_ABS_TS = 2 ** 53 / 1000
 
-/** A detached copy of a caller's event, for the late lane. */
+/** A detached, plain copy of a caller's event: for the late lane, and for placing an event that is not a plain object. */
 export function copyStreamEvent(event: StreamEvent): StreamEvent {
-  const copy: { -readonly [K in keyof StreamEvent]: StreamEvent[K] } = {
-    id: event.id,
-    source: event.source,
-    ts: event.ts,
-    value: event.value,
-  }
-  if (event.seq !== undefined) copy.seq = event.seq
-  if (event.key !== undefined) copy.key = event.key
+  // Each field read once: a getter read again could answer otherwise.
+  const { id, source, ts, value, seq, key } = event
+  const copy: { -readonly [K in keyof StreamEvent]: StreamEvent[K] } = { id, source, ts, value }
+  if (seq !== undefined) copy.seq = seq
+  if (key !== undefined) copy.key = key
   return copy
 }

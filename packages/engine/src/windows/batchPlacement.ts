@@ -229,11 +229,7 @@ export class BatchPlacement {
     if (typeof event !== 'object' || event === null) return safeInvalidReason(event)
     let copy: StreamEvent
     try {
-      const e = event as StreamEvent
-      copy = { id: e.id, source: e.source, ts: e.ts, value: e.value }
-      const { seq, key } = e
-      if (seq !== undefined) (copy as { seq?: number }).seq = seq
-      if (key !== undefined) (copy as { key?: string }).key = key
+      copy = copyStreamEvent(event as StreamEvent)
     } catch {
       return 'invalid_event'
     }
