@@ -6,6 +6,8 @@
 import * as encoding from 'lib0/encoding'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
+import * as Y from 'yjs'
+import { connectRelay, syncStatusTracker } from '@tidemark/yjs'
 import { openPglite, type Relay, type RelayOptions, type SqlClient, startRelay } from '../src/index.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
 import { ManualTimers } from '@tidemark/engine/testing'
@@ -148,6 +150,36 @@ describe('limits', () => {
     for (let i = 0; i < 256 && ws.readyState === WebSocket.OPEN; i++) ws.send(frame)
     expect(await closed).toEqual({ code: 4413, reason: 'tidemark:unauthenticated-limit' })
     expect(await metric(relay.httpUrl, 'tidemark_relay_refusals_total{reason="unauthenticated-limit"}')).toBe(1)
+  })
+
+  it('a dashboard joining more rooms than the unauthenticated budget covers at once opens them in waves (maxPendingRooms) and is never closed', async () => {
+    // 64 KiB: about 85 room names pending with this token (each name 512 bytes, its Auth about 250); the dashboard follows 300 rooms.
+    const relay = await relayWith({ limits: { maxUnauthenticatedBytes: 64 << 10 } })
+    const token = await dashboardToken('fleet-w')
+    const rooms = Array.from({ length: 300 }, (_, i) => `fleet-w/d${i}`)
+    const join = (maxPendingRooms: number) => {
+      const errors: Error[] = []
+      const relayClient = connectRelay({ url: relay.url, token, WebSocket, maxPendingRooms, jitter: { initialMs: 0, baseMs: 60_000, capMs: 60_000 }, onError: (error) => errors.push(error) })
+      const docs = rooms.map((room) => {
+        const doc = new Y.Doc()
+        relayClient.join(doc, room)
+        return doc
+      })
+      const connected = () => docs.filter((doc) => syncStatusTracker(doc).status().state === 'connected').length
+      return { relayClient, errors, connected }
+    }
+    const refusals = () => metric(relay.httpUrl, 'tidemark_relay_refusals_total{reason="unauthenticated-limit"}')
+    // All at once: the relay closes the socket past its budget.
+    const unpaced = join(rooms.length)
+    await waitUntil(async () => (await refusals()) === 1, 'the unpaced socket closed for its budget')
+    unpaced.relayClient.destroy()
+    // 32 opening at most: every room opens, and is in sync, on the one socket.
+    const paced = join(32)
+    await waitFor(() => paced.connected() === rooms.length, 'every room connected')
+    expect(await refusals()).toBe(1)
+    expect(await metric(relay.httpUrl, 'tidemark_relay_connections')).toBe(1)
+    expect(paced.errors).toEqual([])
+    paced.relayClient.destroy()
   })
 
   it('a socket that authenticates nothing in time is closed with auth-timeout', async () => {

@@ -53,6 +53,15 @@ export interface ConnectRelayOptions {
    */
   readonly tokenTimeoutMs?: number
   /**
+   * Rooms that may be opening at once on the socket: their Auth sent, not in sync yet (default
+   * 256). The relay counts every room a socket named and has not opened against its
+   * unauthenticated budget (by default 1 MiB, 512 bytes per room name besides its messages, at
+   * most 2,048 names) and closes a socket past it; so a dashboard joining thousands of rooms
+   * opens them in waves: more once at most half this many are still opening. Lower it for a
+   * relay with a smaller budget or long tokens (about `budget / (600 + token length)`).
+   */
+  readonly maxPendingRooms?: number
+  /**
    * Reconnect jitter: attempt `n` since the last message from the relay waits a uniform random
    * time in `[0, min(capMs, baseMs · 2^n))`; `initialMs` spreads the first connect. The same
    * spread applies to a room the relay closed (not refused) before it joins again.
@@ -80,8 +89,8 @@ export function checkConnectRelayOptions(options: ConnectRelayOptions): void {
     throw new TypeError(`connectRelay: ${message}`)
   }
   if (typeof options !== 'object' || options === null) fail('needs options { url, token }')
-  assertKnownOptions('connectRelay', options, ['url', 'token', 'tokenTimeoutMs', 'jitter', 'WebSocket', 'onError'])
-  const { url, token, tokenTimeoutMs, jitter, WebSocket = globalThis.WebSocket, onError } = options
+  assertKnownOptions('connectRelay', options, ['url', 'token', 'tokenTimeoutMs', 'maxPendingRooms', 'jitter', 'WebSocket', 'onError'])
+  const { url, token, tokenTimeoutMs, maxPendingRooms, jitter, WebSocket = globalThis.WebSocket, onError } = options
   if (Array.isArray(url)) {
     if (url.length === 0) fail('url must be a ws:// or wss:// URL, or a non-empty list of them')
     url.forEach((entry: unknown, i: number) => {
@@ -93,6 +102,9 @@ export function checkConnectRelayOptions(options: ConnectRelayOptions): void {
   if (typeof token !== 'string' && typeof token !== 'function') fail(`token must be a string or a function, got ${typeof token}`)
   if (tokenTimeoutMs !== undefined && !(typeof tokenTimeoutMs === 'number' && Number.isFinite(tokenTimeoutMs) && tokenTimeoutMs > 0)) {
     fail(`tokenTimeoutMs must be a positive number of ms, got ${tokenTimeoutMs}`)
+  }
+  if (maxPendingRooms !== undefined && !(Number.isSafeInteger(maxPendingRooms) && maxPendingRooms >= 1)) {
+    fail(`maxPendingRooms must be a whole number of rooms, at least 1, got ${maxPendingRooms}`)
   }
   // No global one: Node 20.
   if (typeof WebSocket !== 'function') fail('WebSocket must be a class (Node 20: the ws package)')

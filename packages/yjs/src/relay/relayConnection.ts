@@ -24,6 +24,12 @@ import { RelayRoom, type RoomLink, refusalOf, type SocketState } from './relayRo
 const DEFAULT_TOKEN_TIMEOUT_MS = 10_000
 
 /**
+ * Default `maxPendingRooms`: 256 rooms named and not opened cost about 200 kB of the relay's
+ * unauthenticated budget (1 MiB by default) with a 256-byte token, and stay far from its 2,048 names.
+ */
+const DEFAULT_MAX_PENDING_ROOMS = 256
+
+/**
  * Options of `relay.join`; all optional.
  *
  * @example
@@ -94,6 +100,9 @@ export class RelayConnection implements Relay {
   #urlIndex = 0
   readonly #token: RelayToken
   readonly #tokenTimeoutMs: number
+  readonly #maxPendingRooms: number
+  /** Rooms whose Auth went out on this socket and that the relay has not opened yet (not in sync). */
+  #authenticating = 0
   readonly #WebSocket: new (url: string) => RelaySocket
   readonly #onError: (error: Error) => void
   readonly #baseMs: number
@@ -124,6 +133,7 @@ export class RelayConnection implements Relay {
     this.#urls = typeof options.url === 'string' ? [options.url] : [...options.url]
     this.#token = options.token
     this.#tokenTimeoutMs = options.tokenTimeoutMs ?? DEFAULT_TOKEN_TIMEOUT_MS
+    this.#maxPendingRooms = options.maxPendingRooms ?? DEFAULT_MAX_PENDING_ROOMS
     this.#WebSocket = options.WebSocket ?? (globalThis.WebSocket as new (url: string) => RelaySocket)
     this.#onError = options.onError ?? ((error) => console.error(error))
     const jitter = options.jitter ?? {}
@@ -208,6 +218,10 @@ export class RelayConnection implements Relay {
     schedule: (run, ms) => this.#schedule(run, ms),
     cancel: (handle) => this.#cancel(handle),
     ready: () => this.#authenticateIdle(),
+    settled: () => {
+      this.#authenticating--
+      this.#authenticateIdle()
+    },
     denied: (room, retryAttempt) => {
       this.#denied.add(room)
       if (retryAttempt !== undefined) this.#retryLater(retryAttempt)
@@ -326,12 +340,15 @@ export class RelayConnection implements Relay {
   }
 
   /**
-   * Authenticates every idle room with one read of the token. The read is for the current
-   * socket: given up when that socket closes (the next socket reads again) or when it takes
-   * longer than `tokenTimeoutMs` (reported, and a jittered reconnect reads again).
+   * Authenticates idle rooms with one read of the token, as many as `maxPendingRooms` allows
+   * opening at once (authenticated and not in sync yet); the next wave starts once at most half
+   * that many are opening. The
+   * read is for the current socket: given up when that socket closes (the next socket reads
+   * again) or when it takes longer than `tokenTimeoutMs` (reported, and a jittered reconnect
+   * reads again).
    */
   #authenticateIdle(): void {
-    if (this.#state !== 'open' || this.#tokenFor !== null) return
+    if (this.#state !== 'open' || this.#tokenFor !== null || this.#authenticating > this.#maxPendingRooms / 2) return
     const idle = [...this.#rooms.values()].filter((room) => room.idle && !this.#closing.has(room.name))
     if (idle.some((room) => this.#denied.has(room.name))) {
       // Joined again after a denial: only a new socket lets it authenticate (the other rooms sync again on it).
@@ -345,8 +362,14 @@ export class RelayConnection implements Relay {
       (token) => {
         if (this.#tokenFor !== socket) return // given up: its socket closed, or it timed out
         this.#endTokenRead()
-        // Rooms joined while the token was read get it too.
-        for (const room of this.#rooms.values()) if (room.idle && !this.#closing.has(room.name) && !this.#denied.has(room.name)) room.authenticate(token)
+        // Rooms joined while the token was read get it too, up to the bound.
+        for (const room of this.#rooms.values()) {
+          if (this.#authenticating >= this.#maxPendingRooms) return
+          if (!room.idle || this.#closing.has(room.name) || this.#denied.has(room.name)) continue
+          // Counted first: the room reports back (`settled`) once it leaves authentication.
+          this.#authenticating++
+          room.authenticate(token)
+        }
         // What is still idle: rooms denied on this socket (joined again while the token was read).
         this.#authenticateIdle()
       },

@@ -50,6 +50,8 @@ export interface RoomLink {
   cancel(handle: unknown): void
   /** A room may authenticate again (its rejoin delay ended). */
   ready(): void
+  /** A room that sent its Auth is open on the relay (in sync), or no longer opening (denied, its socket closed, it left). */
+  settled(): void
   /**
    * The server denied `room`'s authentication: that name cannot authenticate again on this
    * socket. With `retryAttempt` the denial was temporary: the room waits (not idle) for a new
@@ -96,6 +98,9 @@ const SYNCING = 3
 const SYNCED = 4
 const REFUSED = 5
 const DESTROYED = 6
+
+/** Sent its Auth, and the relay has not opened it yet. */
+const opening = (phase: number): boolean => phase === AUTHENTICATING || phase === SYNCING
 
 /** Docs whose update a relay refused: their clocks have a gap no relay will fill, so they cannot sync again. */
 const refusedDocs = new WeakMap<Y.Doc, string>()
@@ -158,7 +163,7 @@ export class RelayRoom {
   /** Sends the token: the first message of this room on the current socket. */
   authenticate(token: string): void {
     if (this.#phase !== IDLE) return
-    this.#phase = AUTHENTICATING
+    this.#enter(AUTHENTICATING)
     this.#serverOpen = true
     this.#sendToken(token)
     this.report()
@@ -169,7 +174,7 @@ export class RelayRoom {
     this.#serverOpen = false
     if (this.#phase < REFUSED) {
       this.#cancelTimer()
-      this.#phase = IDLE
+      this.#enter(IDLE)
     }
     this.#disconnected()
   }
@@ -214,13 +219,25 @@ export class RelayRoom {
     const closing = this.#serverOpen && this.#link.socketState() === 'open'
     // A refused room's connection is closed by the relay itself; a Close of ours arriving after it would be held for the next join.
     if (closing && this.#phase !== REFUSED) this.#link.send(relayMessage(this.name, MESSAGE_CLOSE))
-    this.#phase = DESTROYED
+    this.#enter(DESTROYED)
     this.#cancelTimer()
     this.doc.off('update', this.#onUpdate)
     this.#awareness?.off('update', this.#onAwareness)
     this.#forgetPeers()
     this.#connection.detach()
     return closing
+  }
+
+  /**
+   * Moves to `phase`. A room is opening from its Auth until the relay's step 2 shows its
+   * connection established (Hocuspocus answers Auth before it has loaded the room, and the relay
+   * counts the room as not open until then); leaving that span frees a place among the rooms the
+   * relay client lets open at once.
+   */
+  #enter(phase: number): void {
+    const was = this.#phase
+    this.#phase = phase
+    if (opening(was) && !opening(phase)) this.#link.settled()
   }
 
   /** Republishes this room's facts into the doc's sync status. */
@@ -258,7 +275,7 @@ export class RelayRoom {
       this.#refuse(reason, false)
     } else if (kind === AUTH_AUTHENTICATED && this.#phase === AUTHENTICATING) {
       this.#readOnlyScope = readString(decoder) === SCOPE_READ_ONLY
-      this.#phase = SYNCING
+      this.#enter(SYNCING)
       this.#answered = false
       this.#link.send(syncMessage(this.name, SYNC_STEP_1, Y.encodeStateVector(this.doc)))
       if (this.#awareness !== undefined) announcePresence(this.#awareness)
@@ -277,7 +294,7 @@ export class RelayRoom {
     } else if (step === SYNC_STEP_2 || step === SYNC_UPDATE) {
       applyPeerUpdate(this.doc, bytes, this)
       if (step === SYNC_STEP_2 && this.#phase === SYNCING) {
-        this.#phase = SYNCED
+        this.#enter(SYNCED)
         this.#attempt = 0
         this.report()
       }
@@ -338,12 +355,12 @@ export class RelayRoom {
 
   /** Waits a jittered delay (longer after each attempt), then joins again. */
   #rejoinLater(): void {
-    this.#phase = DELAYED
+    this.#enter(DELAYED)
     this.#cancelTimer()
     this.#timer = this.#link.schedule(() => {
       this.#timer = null
       if (this.#phase !== DELAYED) return
-      this.#phase = IDLE
+      this.#enter(IDLE)
       this.report()
       this.#link.ready()
     }, this.#link.delay(this.#attempt++))
@@ -356,7 +373,7 @@ export class RelayRoom {
    * each attempt of this room, back to the shortest once it is in sync).
    */
   #waitForSocket(): void {
-    this.#phase = DELAYED
+    this.#enter(DELAYED)
     this.#cancelTimer()
     this.#link.denied(this.name, this.#attempt++)
     this.#disconnected()
@@ -365,7 +382,7 @@ export class RelayRoom {
   #refuse(reason: string, tainted: boolean): void {
     if (this.#phase === DESTROYED) return
     if (tainted) refusedDocs.set(this.doc, reason)
-    this.#phase = REFUSED
+    this.#enter(REFUSED)
     this.#refusal = reason
     this.#cancelTimer()
     this.#disconnected()

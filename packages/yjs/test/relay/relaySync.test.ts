@@ -4,10 +4,12 @@
  * relay acknowledges them.
  */
 import { HocuspocusProvider, HocuspocusProviderWebsocket } from '@hocuspocus/provider'
+import * as decoding from 'lib0/decoding'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import { Awareness } from 'y-protocols/awareness'
 import * as Y from 'yjs'
+import { MESSAGE_AUTH } from '../../src/relay/relayProtocol.ts'
 import { counted, device, relayClient, readings, statusOf, until, untilEngine, untilStatus } from './harness.ts'
 import { signToken, startTestRelay, type TestRelay } from './testRelay.ts'
 
@@ -52,6 +54,37 @@ describe('relay client: sync', () => {
     expect(reader.errors).toEqual([])
     writer.relay.destroy()
     reader.relay.destroy()
+  })
+
+  it('opens at most maxPendingRooms rooms at once (Auth sent, not in sync), in waves, until every room is in sync', async () => {
+    const rooms = Array.from({ length: 40 }, (_, i) => `fleet-a/d${String(i + 1).padStart(2, '0')}`)
+    const token = await signToken({ sub: 'dashboard', role: 'dashboard', rooms: ['fleet-a/*'] })
+    const docs: Y.Doc[] = []
+    const synced = (): number => docs.filter((doc) => statusOf(doc).state === 'connected').length
+    // Opening rooms seen on every Auth the client sends: Auths so far less the rooms in sync.
+    const opening: number[] = []
+    class CountingSocket extends WebSocket {
+      override send(data: Uint8Array): void {
+        const decoder = decoding.createDecoder(data)
+        decoding.readVarString(decoder)
+        if (decoding.readVarUint(decoder) === MESSAGE_AUTH) opening.push(opening.length + 1 - synced())
+        super.send(data)
+      }
+    }
+    const { relay, errors } = relayClient(server.url, token, { maxPendingRooms: 6, WebSocket: CountingSocket as never })
+    for (const room of rooms) {
+      const doc = new Y.Doc()
+      docs.push(doc)
+      relay.join(doc, room)
+    }
+    await Promise.all(docs.map((doc, i) => untilStatus(doc, `room ${rooms[i]} in sync`, (s) => s.state === 'connected')))
+    expect(opening).toHaveLength(rooms.length)
+    expect(Math.max(...opening)).toBe(6)
+    // A wave starts once at most 3 are opening; joins before the socket opened all wait for it.
+    expect(opening.slice(0, 6)).toEqual([1, 2, 3, 4, 5, 6])
+    expect(server.sockets()).toBe(1)
+    expect(errors).toEqual([])
+    relay.destroy()
   })
 
   it('is connecting until the relay answered, and counts updates pending until the relay acknowledges them', async () => {
