@@ -42,8 +42,8 @@ describe('connectRelay options', () => {
     expect(connect({ token: 42 })).toThrow('connectRelay: token must be a string or a function, got number')
     expect(connect({ tokenTimeoutMs: 0 })).toThrow('connectRelay: tokenTimeoutMs must be a positive number of ms, got 0')
     expect(connect({ tokenTimeoutMs: '5000' })).toThrow('connectRelay: tokenTimeoutMs must be a positive number of ms, got 5000')
-    expect(connect({ maxPendingRooms: 0 })).toThrow('connectRelay: maxPendingRooms must be a whole number of rooms, at least 1, got 0')
-    expect(connect({ maxPendingRooms: 2.5 })).toThrow('connectRelay: maxPendingRooms must be a whole number of rooms, at least 1, got 2.5')
+    expect(connect({ maxPendingRooms: 0 })).toThrow('connectRelay: maxPendingRooms must be an integer >= 1, got 0')
+    expect(connect({ maxPendingRooms: 2.5 })).toThrow('connectRelay: maxPendingRooms must be an integer >= 1, got 2.5')
     expect(connect({ WebSocket: 'ws' })).toThrow('connectRelay: WebSocket must be a class (Node 20: the ws package)')
     // Node 20 has no global WebSocket.
     expect(connect({ WebSocket: undefined })).toThrow('connectRelay: WebSocket must be a class (Node 20: the ws package)')

@@ -104,7 +104,7 @@ export function checkConnectRelayOptions(options: ConnectRelayOptions): void {
     fail(`tokenTimeoutMs must be a positive number of ms, got ${tokenTimeoutMs}`)
   }
   if (maxPendingRooms !== undefined && !(Number.isSafeInteger(maxPendingRooms) && maxPendingRooms >= 1)) {
-    fail(`maxPendingRooms must be a whole number of rooms, at least 1, got ${maxPendingRooms}`)
+    fail(`maxPendingRooms must be an integer >= 1, got ${maxPendingRooms}`)
   }
   // No global one: Node 20.
   if (typeof WebSocket !== 'function') fail('WebSocket must be a class (Node 20: the ws package)')
