@@ -9,6 +9,9 @@
  *    dashboard of one tile per device: main-thread busy time per second and the p95
  *    animation-frame interval, from a Chrome trace of the page's main thread.
  * 2. `million`: the page ingests 10^6 events in batches of 10,000; the longest main-thread task.
+ *    Beside them a control with no Tidemark code: the page posts the same batches to a worker
+ *    that spends the host's measured time on each, which shows what this machine alone makes of
+ *    a page feeding a worker that keeps a core busy.
  * 3. `memory`: four tabs, each with its engine on the page, against four tabs of one
  *    SharedWorker engine (the pages keep only their mirrors), a minute of 200 devices each;
  *    JS heap of every page and worker target after a forced GC (`Runtime.getHeapUsage`
@@ -294,7 +297,12 @@ export async function run(options: OffloadOptions = {}): Promise<OffloadReport> 
     let million: OffloadReport['million'] = null
     if (only.includes('million')) {
       const at = (engine: string): string => `${served.url}?engine=${engine}&scenario=million&events=1000000&batch=10000`
-      million = { page: await traced(browser, at('page'), 180_000), worker: await traced(browser, at('worker'), 180_000) }
+      const page = await traced(browser, at('page'), 180_000)
+      const worker = await traced(browser, at('worker'), 180_000)
+      // The control spends the host's measured time per batch, with no Tidemark code anywhere.
+      const spinMs = Math.max(1, Math.round(worker.runMs / Math.ceil(1_000_000 / 10_000)))
+      const control = await traced(browser, `${at('control')}&spinMs=${spinMs}`, 180_000)
+      million = { page, worker, control: { ...control, spinMs } }
     }
     const memoryFigures = only.includes('memory') ? { page: await memory(served.url, 'page'), worker: await memory(served.url, 'worker') } : null
     let takeover: OffloadReport['takeover'] = null

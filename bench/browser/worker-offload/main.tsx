@@ -21,7 +21,7 @@ import { BENCH_NAME, fill, millionBatches, scenarioEngine, simulate } from './fl
 import type { OffloadResult } from './result.ts'
 
 const params = new URLSearchParams(location.search)
-const ENGINE = params.get('engine') === 'worker' ? 'worker' : 'page'
+const ENGINE = params.get('engine') === 'worker' ? 'worker' : params.get('engine') === 'control' ? 'control' : 'page'
 const SCENARIO = params.get('scenario') ?? 'devices'
 const DEVICES = Number(params.get('devices') ?? 200)
 const RATE = Number(params.get('rate') ?? 20)
@@ -103,6 +103,46 @@ function frames(): { stop(): number[] } {
   }
 }
 
+/**
+ * Ingests 10^6 events (`EVENTS`) in batches of `BATCH` through `ingest`. One that answers with a
+ * promise (a worker's) has four batches in flight, its credits holding the rest back; one that
+ * answers at once (the page engine) gets one batch per task, as batches from a socket would come.
+ */
+async function million(ingest: (batch: StreamEvent[]) => Promise<unknown> | undefined): Promise<Omit<OffloadResult, 'scenario' | 'engine' | 'mode' | 'windows'>> {
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  const recording = frames()
+  const t0 = performance.now()
+  performance.mark('run:start')
+  let events = 0
+  const inFlight: Promise<unknown>[] = []
+  for (const batch of millionBatches(EVENTS, BATCH)) {
+    events += batch.length
+    const answer = ingest(batch)
+    if (answer !== undefined) {
+      inFlight.push(answer)
+      if (inFlight.length >= 4) await inFlight.shift()
+    } else {
+      await new Promise((resolve) => setTimeout(resolve, 0))
+    }
+  }
+  await Promise.all(inFlight)
+  const t1 = performance.now()
+  performance.mark('run:end')
+  return { runMs: t1 - t0, events, frameIntervals: recording.stop(), span: [t0, t1] }
+}
+
+/** The control: the page posts each batch to control.worker.ts, which spends `spinMs` on it and answers. */
+function controlIngest(): (batch: StreamEvent[]) => Promise<unknown> {
+  const worker = new Worker(new URL('./control.worker.ts', import.meta.url), { type: 'module', name: `control-${params.get('spinMs') ?? 40}` })
+  const answers: (() => void)[] = []
+  worker.onmessage = () => answers.shift()?.()
+  return (batch) =>
+    new Promise<void>((resolve) => {
+      answers.push(resolve)
+      worker.postMessage(batch)
+    })
+}
+
 async function run(engine: Readable): Promise<OffloadResult> {
   const mode = 'connection' in engine ? engine.connection().mode : 'page'
   const base = { scenario: SCENARIO, engine: ENGINE, mode } as const
@@ -129,28 +169,8 @@ async function run(engine: Readable): Promise<OffloadResult> {
     return { ...base, runMs: t1 - t0, events, frameIntervals: recording.stop(), windows: engine.results().length, span: [t0, t1] }
   }
   if (SCENARIO === 'million') {
-    await new Promise((resolve) => setTimeout(resolve, 300))
-    const recording = frames()
-    const t0 = performance.now()
-    performance.mark('run:start')
-    let events = 0
-    const inFlight: Promise<unknown>[] = []
-    for (const batch of millionBatches(EVENTS, BATCH)) {
-      events += batch.length
-      if ('connection' in engine) {
-        inFlight.push(engine.ingest(batch))
-        // Four batches in flight; the credits hold the rest back.
-        if (inFlight.length >= 4) await inFlight.shift()
-      } else {
-        engine.ingest(batch)
-        // One batch per task, as batches arriving from a socket would come.
-        await new Promise((resolve) => setTimeout(resolve, 0))
-      }
-    }
-    await Promise.all(inFlight)
-    const t1 = performance.now()
-    performance.mark('run:end')
-    return { ...base, runMs: t1 - t0, events, frameIntervals: recording.stop(), windows: engine.results().length, span: [t0, t1] }
+    const ingest = 'connection' in engine ? (batch: StreamEvent[]) => engine.ingest(batch) : (batch: StreamEvent[]) => void engine.ingest(batch)
+    return { ...base, ...(await million(ingest)), windows: engine.results().length }
   }
   if (SCENARIO === 'fill') {
     const t0 = performance.now()
@@ -170,17 +190,32 @@ async function run(engine: Readable): Promise<OffloadResult> {
   return { ...base, runMs: 0, events: 0, frameIntervals: [], windows: engine.results().length, span: [0, 0] }
 }
 
-open()
-  .then(async (engine) => {
-    // Kept alive for the memory figures: nothing else holds an engine no view reads.
-    window.__offloadEngine = engine
-    window.__offloadReady = true
-    const status = document.getElementById('status') as HTMLElement
-    status.textContent = 'ready'
-    if (params.get('wait') === '1') await new Promise<void>((resolve) => window.addEventListener('bench:go', () => resolve(), { once: true }))
-    window.__offloadResult = await run(engine)
-    status.textContent = 'done'
-  })
-  .catch((error: unknown) => {
-    window.__offloadError ??= error instanceof Error ? `${error.name}: ${error.message}` : String(error)
-  })
+async function ready(): Promise<void> {
+  const status = document.getElementById('status') as HTMLElement
+  window.__offloadReady = true
+  status.textContent = 'ready'
+  if (params.get('wait') === '1') await new Promise<void>((resolve) => window.addEventListener('bench:go', () => resolve(), { once: true }))
+}
+
+if (ENGINE === 'control') {
+  const ingest = controlIngest()
+  ready()
+    .then(async () => {
+      window.__offloadResult = { scenario: SCENARIO, engine: 'control', mode: 'control', windows: 0, ...(await million(ingest)) }
+      ;(document.getElementById('status') as HTMLElement).textContent = 'done'
+    })
+    .catch((error: unknown) => {
+      window.__offloadError ??= String(error)
+    })
+} else
+  open()
+    .then(async (engine) => {
+      // Kept alive for the memory figures: nothing else holds an engine no view reads.
+      window.__offloadEngine = engine
+      await ready()
+      window.__offloadResult = await run(engine)
+      ;(document.getElementById('status') as HTMLElement).textContent = 'done'
+    })
+    .catch((error: unknown) => {
+      window.__offloadError ??= error instanceof Error ? `${error.name}: ${error.message}` : String(error)
+    })

@@ -1,7 +1,7 @@
 /** What the worker-offload page leaves on `window.__offloadResult`. */
 export interface OffloadResult {
   readonly scenario: string
-  readonly engine: 'page' | 'worker'
+  readonly engine: 'page' | 'worker' | 'control'
   readonly mode: string
   /** Wall ms of the measured part. */
   readonly runMs: number
