@@ -102,7 +102,7 @@ export class RelayConnection implements Relay {
   readonly #tokenTimeoutMs: number
   readonly #maxPendingRooms: number
   /** Rooms whose Auth went out on this socket and that the relay has not opened yet (not in sync). */
-  #authenticating = 0
+  #opening = 0
   readonly #WebSocket: new (url: string) => RelaySocket
   readonly #onError: (error: Error) => void
   readonly #baseMs: number
@@ -219,7 +219,7 @@ export class RelayConnection implements Relay {
     cancel: (handle) => this.#cancel(handle),
     ready: () => this.#authenticateIdle(),
     settled: () => {
-      this.#authenticating--
+      this.#opening--
       this.#authenticateIdle()
     },
     denied: (room, retryAttempt) => {
@@ -341,14 +341,13 @@ export class RelayConnection implements Relay {
 
   /**
    * Authenticates idle rooms with one read of the token, as many as `maxPendingRooms` allows
-   * opening at once (authenticated and not in sync yet); the next wave starts once at most half
-   * that many are opening. The
-   * read is for the current socket: given up when that socket closes (the next socket reads
-   * again) or when it takes longer than `tokenTimeoutMs` (reported, and a jittered reconnect
-   * reads again).
+   * opening at once (their Auth sent, not in sync yet); the next wave starts once at most half
+   * that many are opening. The read is for the current socket: given up when that socket closes
+   * (the next socket reads again) or when it takes longer than `tokenTimeoutMs` (reported, and a
+   * jittered reconnect reads again).
    */
   #authenticateIdle(): void {
-    if (this.#state !== 'open' || this.#tokenFor !== null || this.#authenticating > this.#maxPendingRooms / 2) return
+    if (this.#state !== 'open' || this.#tokenFor !== null || this.#opening > this.#maxPendingRooms / 2) return
     const idle = [...this.#rooms.values()].filter((room) => room.idle && !this.#closing.has(room.name))
     if (idle.some((room) => this.#denied.has(room.name))) {
       // Joined again after a denial: only a new socket lets it authenticate (the other rooms sync again on it).
@@ -364,10 +363,10 @@ export class RelayConnection implements Relay {
         this.#endTokenRead()
         // Rooms joined while the token was read get it too, up to the bound.
         for (const room of this.#rooms.values()) {
-          if (this.#authenticating >= this.#maxPendingRooms) return
+          if (this.#opening >= this.#maxPendingRooms) return
           if (!room.idle || this.#closing.has(room.name) || this.#denied.has(room.name)) continue
-          // Counted first: the room reports back (`settled`) once it leaves authentication.
-          this.#authenticating++
+          // Counted first: the room reports back (`settled`) once it is in sync or stops opening.
+          this.#opening++
           room.authenticate(token)
         }
         // What is still idle: rooms denied on this socket (joined again while the token was read).
