@@ -22,6 +22,22 @@ export const MAX_AGGREGATES = 32
 
 const FUNCTIONS = ['read', 'checkInput', 'init', 'add', 'merge', 'result', 'encode', 'decode'] as const
 
+/** The built-in aggregates made so far: their merges are exact (see `AggregateSet.exact`). */
+const exactAggregates = new WeakSet<AnyAggregate>()
+
+/**
+ * Marks a built-in aggregate as exact, and returns it: its states hold integer counts, hash
+ * registers or a total order, so merging them has no rounding, and adding an event to a fold of
+ * cells gives, bit for bit, the fold of the cells with the event added to one of them.
+ *
+ * @example
+ * return exactAggregate({ name: 'histogram', ... })
+ */
+export function exactAggregate<A extends AnyAggregate>(aggregate: A): A {
+  exactAggregates.add(aggregate)
+  return aggregate
+}
+
 /**
  * The `aggregates` option of one engine, checked and in a fixed order (by name, UTF-16 code
  * units), so cells carry their states as arrays and every replica lays them out alike. Merging
@@ -34,12 +50,19 @@ export class AggregateSet {
   readonly configuration: readonly (readonly [string, string])[]
   /** The empty states' encodings (tombstones, cells a peer never wrote to): shared, never modified. */
   readonly empty: readonly Uint8Array[]
+  /**
+   * Every aggregate is a built-in one, whose merges are exact: a slice may then keep its cells'
+   * states folded and add each local event to that fold too, instead of folding its cells again
+   * for every pane. A user's aggregate may round (sums of floats), and is folded in the canonical order.
+   */
+  readonly exact: boolean
 
   constructor(given: Readonly<Record<string, AnyAggregate>>) {
     this.names = Object.keys(given).sort()
     this.list = this.names.map((name) => given[name] as AnyAggregate)
     this.configuration = this.names.map((name, i) => [name, (this.list[i] as AnyAggregate).configuration])
     this.empty = this.encode(this.init())
+    this.exact = this.list.every((a) => exactAggregates.has(a))
   }
 
   /** The checked option: null for none (absent or `{}`); throws a TypeError or RangeError naming the problem. */

@@ -7,6 +7,7 @@
  * (mode byte; explicit hashes, sparse or dense registers). Decode checks every length, order and
  * register value, that the mode is the canonical one, and that no byte trails.
  */
+import { exactAggregate } from './aggregateSet.ts'
 import type { StreamEvent } from '../core/event.ts'
 import type { Aggregate } from './aggregate.ts'
 import { checkAggregateOptions, numberOption } from './aggregateOptions.ts'
@@ -54,7 +55,7 @@ export function distinct(options?: DistinctOptions): Aggregate<DistinctSketch, n
     encodeSketch(writer, s)
     return writer.finish()
   }
-  return {
+  return exactAggregate({
     name: 'distinct',
     configuration: `distinct(precision=${precision})`,
     idempotent: true,
@@ -85,5 +86,5 @@ export function distinct(options?: DistinctOptions): Aggregate<DistinctSketch, n
       return s
     },
     equals: (a, b) => sameBytes(encode(a), encode(b)),
-  }
+  })
 }

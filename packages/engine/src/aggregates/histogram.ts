@@ -6,6 +6,7 @@
  * checked), then each count (varint). Decode checks the format byte, the bucket count, each count
  * and the total against 2^53 − 1, and that no byte trails.
  */
+import { exactAggregate } from './aggregateSet.ts'
 import type { StreamEvent } from '../core/event.ts'
 import type { Aggregate } from './aggregate.ts'
 import { checkAggregateOptions } from './aggregateOptions.ts'
@@ -58,7 +59,7 @@ export function histogram(options: HistogramOptions): Aggregate<number[], number
     for (const c of s) writer.varint(c)
     return writer.finish()
   }
-  return {
+  return exactAggregate({
     name: 'histogram',
     configuration: `histogram(bounds=${edges.join(',')})`,
     idempotent: false,
@@ -101,5 +102,5 @@ export function histogram(options: HistogramOptions): Aggregate<number[], number
       return s
     },
     equals: (a, b) => sameBytes(encode(a), encode(b)),
-  }
+  })
 }

@@ -12,6 +12,7 @@
  * comes back exactly). Decode checks finite numbers (no -0: add stores zero as +0), a safe seq, the lengths and code units, and
  * that no byte trails.
  */
+import { exactAggregate } from './aggregateSet.ts'
 import type { StreamEvent } from '../core/event.ts'
 import { MAX_NAME_LENGTH } from '../core/event.ts'
 import type { Aggregate } from './aggregate.ts'
@@ -65,7 +66,7 @@ export function latest(options?: LatestOptions): Aggregate<LatestState, number |
     }
     return writer.finish()
   }
-  return {
+  return exactAggregate({
     name: 'latest',
     configuration: 'latest',
     idempotent: true,
@@ -102,7 +103,7 @@ export function latest(options?: LatestOptions): Aggregate<LatestState, number |
       return s
     },
     equals: (a, b) => sameBytes(encode(a), encode(b)),
-  }
+  })
 }
 
 /** The later of two states in the total order (ts, source, seq, value). */

@@ -23,6 +23,7 @@
  * at most `maxBuckets` keys, keys within the mapping's range, counts ≥ 1, a total below 2^53),
  * finite `min ≤ max` lying in the lowest and highest non-empty buckets, no -0 and no trailing byte.
  */
+import { exactAggregate } from './aggregateSet.ts'
 import type { StreamEvent } from '../core/event.ts'
 import type { Aggregate } from './aggregate.ts'
 import { checkAggregateOptions, numberOption } from './aggregateOptions.ts'
@@ -111,7 +112,7 @@ export function quantiles(options: QuantilesOptions): Aggregate<QuantileSketch, 
     return writer.finish()
   }
 
-  return {
+  return exactAggregate({
     name: 'quantiles',
     configuration: `quantiles(relativeAccuracy=${alpha},maxBuckets=${limit})`,
     idempotent: false,
@@ -174,7 +175,7 @@ export function quantiles(options: QuantilesOptions): Aggregate<QuantileSketch, 
       return s
     },
     equals: (a, b) => sameBytes(encode(a), encode(b)),
-  }
+  })
 }
 
 /**

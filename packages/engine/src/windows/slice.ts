@@ -1,4 +1,5 @@
-import type { States } from '../aggregates/aggregateSet.ts'
+import type { AggregateSet, States } from '../aggregates/aggregateSet.ts'
+import type { StreamEvent } from '../core/event.ts'
 import { type Aggregate, CellSet } from '../lattice/cellSet.ts'
 import type { SliceGeometry } from './sliceGeometry.ts'
 import type { WindowState, WindowValues } from './windowState.ts'
@@ -31,6 +32,13 @@ export class Slice<Series extends { readonly key: string; readonly geometry: Sli
   /** With aggregates: the main part's states folded, as of `foldedAt` (null when it has no cell). */
   foldedStates: States | null = null
   foldedAt = -1
+  /**
+   * With exact aggregates (`AggregateSet.exact`): the main part's states folded and kept up to
+   * date by this replica's own adds, as of the slice version `#runningAt`. Any other change (a
+   * peer's cell, a partial part) bumps the version alone, and the next read folds the cells again.
+   */
+  #running: States | null = null
+  #runningAt = -1
   /**
    * What batch `batch` worked out once for the slice (frontiers stand still within a batch): the
    * first window admitting its events (`from`, later ones as well), the first window touched
@@ -79,17 +87,61 @@ export class Slice<Series extends { readonly key: string; readonly geometry: Sli
    * partial parts), folded as the series would fold them.
    */
   foldWindow(_window: WindowState, into: Aggregate): void {
-    this.fold(into, this.series.geometry.aggregates)
+    this.foldMain(into)
   }
 
-  /** The main part's fold, brought up to date: count, sum, min, max (and `foldedStates`). */
+  /**
+   * Adds one of this replica's events, just added to a cell of the main part, to the running fold
+   * of its states when that is up to date; call it before the add's `version++`.
+   */
+  addToRunning(aggregates: AggregateSet, inputs: readonly unknown[], event: StreamEvent): void {
+    if (this.#runningAt !== this.version) return
+    aggregates.add(this.#running as States, inputs, event)
+    this.#runningAt = this.version + 1
+  }
+
+  /**
+   * The main part's cells folded into `into`: count, sum, min and max from the cells, and, with
+   * exact aggregates, the states from the running fold (handed out as they are when `into` has
+   * none yet: read them only) instead of a merge per cell.
+   */
+  foldMain(into: Aggregate): void {
+    const aggregates = this.series.geometry.aggregates
+    if (aggregates === null || !aggregates.exact || into.states === undefined) {
+      this.fold(into, aggregates)
+      return
+    }
+    this.fold(into, null)
+    const running = this.#runningStates(aggregates)
+    into.states = into.states === null ? running : aggregates.mergeInto(into.states, running)
+  }
+
+  /** The running fold of the main part's states (exact aggregates), folded from the cells again when a change other than this replica's adds made it stale. */
+  #runningStates(aggregates: AggregateSet): States {
+    if (this.#runningAt !== this.version) {
+      const fold: Aggregate = { count: 0, sum: 0, min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY, states: null }
+      this.fold(fold, aggregates)
+      this.#running = fold.states ?? aggregates.init()
+      this.#runningAt = this.version
+    }
+    return this.#running as States
+  }
+
+  /**
+   * The main part's fold, brought up to date: count, sum, min, max (and `foldedStates`: with
+   * exact aggregates the running fold itself, which later adds change in place; read it only,
+   * and only while `foldedAt` is the slice's version).
+   */
   folded(): Float64Array {
     let folded = this.#folded
     if (folded !== null && this.foldedAt === this.version) return folded
     folded ??= new Float64Array(4)
     const aggregates = this.series.geometry.aggregates
     const a: Aggregate = { count: 0, sum: 0, min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY, states: aggregates === null ? undefined : null }
-    this.fold(a, aggregates)
+    if (aggregates?.exact === true) {
+      this.fold(a, null)
+      a.states = this.#runningStates(aggregates)
+    } else this.fold(a, aggregates)
     this.foldedStates = a.states ?? null
     folded[0] = a.count
     folded[1] = a.sum

@@ -46,8 +46,11 @@ export class SliceSeries implements WindowValues {
     const last = g.ordinal(window.end) - 1
     const first = g.firstOf(last)
     if (g.perBlock === 1) {
-      // One slice, one window: its cells folded straight in (the same additions as from a cached fold).
-      this.slices.get(last)?.fold(into, g.aggregates)
+      // One slice, one window: its cells folded straight in (the same additions as from a cached fold;
+      // the slice's running fold of its states, handed out as is, when no partial part is merged after it).
+      const slice = this.slices.get(last)
+      if (this.partialSlices.length === 0) slice?.foldMain(into)
+      else slice?.fold(into, g.aggregates)
     } else if (g.perBlock < SHARED_FOLDS) {
       // Few slices per window: folded here, with the additions the shared block folds make.
       const block = g.blockStart(first)

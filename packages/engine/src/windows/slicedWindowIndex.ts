@@ -189,7 +189,11 @@ export class SlicedWindowIndex implements WindowIndex {
     if (value > cell.max) cell.max = value
     if (ts > cell.maxTs) cell.maxTs = ts
     cell.version = version
-    if (inputs !== null) (this.aggregates as AggregateSet).add(states as States, inputs, event)
+    if (inputs !== null) {
+      const aggregates = this.aggregates as AggregateSet
+      aggregates.add(states as States, inputs, event)
+      if (main && aggregates.exact) slice.addToRunning(aggregates, inputs, event)
+    }
     slice.version++
     series.version++
     if (frontiers.publish === true) tracker.written(main ? this.id : partName(this.id, this.#geometry.endOf(from)), key, slice.start, source.name, cell, states ?? null)

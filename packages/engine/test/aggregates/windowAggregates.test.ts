@@ -310,6 +310,42 @@ describe('aggregates in windows', () => {
     )
   })
 
+  it('replicas writing the same windows while each other’s cells arrive show what one replica merging every cell shows', () => {
+    // A window's states are kept folded and added to by local events (exact aggregates); a
+    // peer's cell landing between local adds must make the next pane fold the cells again.
+    const name = 'replicas writing the same windows while each other’s cells arrive show what one replica merging every cell shows'
+    assertSeeded(
+      fc.property(plan, fc.array(fc.nat(10), { maxLength: 6 }), (p, exchanges) => {
+        const still = { ...p, advances: [] }
+        const first = (e: StreamEvent) => e.source === 'a' || e.source === 'b'
+        const r1 = createEngine(optionsOf(still, 'r1')) as TidemarkEngine<AggregateDefinitions>
+        const r2 = createEngine(optionsOf(still, 'r2')) as TidemarkEngine<AggregateDefinitions>
+        const send = (from: TidemarkEngine<AggregateDefinitions>, to: TidemarkEngine<AggregateDefinitions>) => {
+          const state = from.replica.exportState()
+          to.replica.mergeRemoteGroups(groupCellEntries(state.cells), state.clocks)
+        }
+        batchesOf(eventsOf(still), still.cuts).forEach((batch, i) => {
+          r1.ingest(batch.filter(first))
+          r2.ingest(batch.filter((e) => !first(e)))
+          if (exchanges.includes(i)) {
+            send(r2, r1)
+            send(r1, r2)
+          }
+        })
+        send(r2, r1)
+        send(r1, r2)
+        const whole = createEngine(optionsOf(still, 'r3')) as TidemarkEngine<AggregateDefinitions>
+        send(r1, whole)
+        send(r2, whole)
+        expect(values(r1)).toEqual(values(whole))
+        expect(values(r2)).toEqual(values(whole))
+      }),
+      FILE,
+      `aggregates in windows ${name}`,
+      100,
+    )
+  })
+
   it('a peer’s hostile state is refused as invalid_remote_cell with its reason, and the rest of its group merges', () => {
     const options = { windows: tumbling(100), watermark: manual(), aggregates: FULL }
     const peer = createEngine({ ...options, replicaId: 'peer' }) as TidemarkEngine<typeof FULL>
