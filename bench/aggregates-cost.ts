@@ -5,6 +5,9 @@
  *   uploads of 500; tumbling 1 min, out-of-orderness 10 s, lateness 60 s) through the engine
  *   without aggregates and through the same engine keeping `quantiles` (p50, p95, p99) and
  *   `distinct` (devices). Target: the sketched engine keeps ≥ 50% of the plain one's throughput.
+ * - Fleet: the same workload from 500 devices (100 per key, so 100 cells per window) with and
+ *   without the same two aggregates: what a window of many sources costs when each pane reads
+ *   its sketches (a slice keeps its cells' states folded, and adds its own events to that fold).
  * - Sliding: sliding-1h-1m's workload (100k readings, 50 devices × 4 metrics every 20 s; one hour
  *   sliding every minute, 60 windows per reading) with and without the same two aggregates: every
  *   early pane merges its window's slice states, so this is where sketches cost the most.
@@ -98,11 +101,12 @@ export function define(): ProfileDefinition {
     batchSize: 500,
   })
   const options: Omit<EngineOptions, 'now'> = { windows: [tumbling(MINUTE)], watermark: boundedOutOfOrderness(10_000), allowedLateness: 60_000 }
+  const fleetBatches = deviceStream({ events: 100_000, sources: 500, lateShare: 0.1, duplicateShare: 0.02, spacing: 1_000, lateBy: 90_000, seed: 42, batchSize: 500 })
   const slidingBatches = metricFleet({ events: 100_000, sources: 50, metrics: 4, spacing: 20_000, lateShare: 0.05, lateBy: 2 * MINUTE, seed: 61, batchSize: 500 })
   const slidingOptions: Omit<EngineOptions, 'now'> = { windows: [sliding(60 * MINUTE, MINUTE)], watermark: boundedOutOfOrderness(MINUTE), allowedLateness: 5 * MINUTE }
   return {
     name: 'aggregates-cost',
-    description: 'streaming-100k and sliding-1h-1m ingested with and without quantiles + distinct; the one-update join of 8 replicas × 10k cells with and without them',
+    description: 'streaming-100k (from 50 and from 500 devices) and sliding-1h-1m ingested with and without quantiles + distinct; the one-update join of 8 replicas × 10k cells with and without them',
     events: eventCount(batches),
     batches: batches.length,
     contenders: [
@@ -110,6 +114,14 @@ export function define(): ProfileDefinition {
       tidemarkContender(batches, { ...options, aggregates: SKETCHES } as Omit<EngineOptions, 'now'>, {
         name: 'tidemark-sketched',
         label: 'the same engine keeping quantiles (p50, p95, p99) and distinct (devices) in every cell and window',
+      }),
+      tidemarkContender(fleetBatches, options, {
+        name: 'fleet',
+        label: "streaming-100k's workload from 500 devices (100 per key), without aggregates",
+      }),
+      tidemarkContender(fleetBatches, { ...options, aggregates: SKETCHES } as Omit<EngineOptions, 'now'>, {
+        name: 'fleet-sketched',
+        label: "streaming-100k's workload from 500 devices (100 per key), with quantiles and distinct",
       }),
       tidemarkContender(slidingBatches, slidingOptions, {
         name: 'sliding',
@@ -132,6 +144,13 @@ export function define(): ProfileDefinition {
         target: 0.5,
       },
       {
+        name: 'fleet-sketched/plain',
+        label: 'the same from 500 devices (100 cells per window) with quantiles and distinct, as a share of the same without',
+        subject: 'fleet-sketched',
+        reference: 'fleet',
+        format: 'percent',
+      },
+      {
         name: 'sliding-sketched/plain',
         label: 'sliding 1 h every 1 min with quantiles and distinct, as a share of the same without',
         subject: 'sliding-sketched',
@@ -148,6 +167,7 @@ export function define(): ProfileDefinition {
     ],
     agree: [
       ['tidemark', 'tidemark-sketched'],
+      ['fleet', 'fleet-sketched'],
       ['sliding', 'sliding-sketched'],
     ],
     showTimes: true,
