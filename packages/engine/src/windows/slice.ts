@@ -29,7 +29,7 @@ export class Slice<Series extends { readonly key: string; readonly geometry: Sli
   version = 0
   /** The main part folded (count, sum, min, max), as of `foldedAt`; made on first use (a tumbling window folds its one slice itself). */
   #folded: Float64Array | null = null
-  /** With aggregates: the main part's states folded, as of `foldedAt` (null when it has no cell). */
+  /** With aggregates: the main part's states folded, as of `foldedAt` (null when it has no cell; with exact aggregates the running fold, empty states when it has none). */
   foldedStates: States | null = null
   foldedAt = -1
   /**
