@@ -111,20 +111,27 @@ export class Slice<Series extends { readonly key: string; readonly geometry: Sli
       this.fold(into, aggregates)
       return
     }
-    this.fold(into, null)
-    const running = this.#runningStates(aggregates)
+    const running = this.#foldRunning(into, aggregates)
     into.states = into.states === null ? running : aggregates.mergeInto(into.states, running)
   }
 
-  /** The running fold of the main part's states (exact aggregates), folded from the cells again when a change other than this replica's adds made it stale. */
-  #runningStates(aggregates: AggregateSet): States {
-    if (this.#runningAt !== this.version) {
-      const fold: Aggregate = { count: 0, sum: 0, min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY, states: null }
-      this.fold(fold, aggregates)
-      this.#running = fold.states ?? aggregates.init()
-      this.#runningAt = this.version
+  /**
+   * Folds the main part's count, sum, min and max into `into` (its states untouched) and returns
+   * the running fold of its states (exact aggregates), folded from the cells in the same pass
+   * when a change other than this replica's adds made it stale.
+   */
+  #foldRunning(into: Aggregate, aggregates: AggregateSet): States {
+    if (this.#runningAt === this.version) {
+      this.fold(into, null)
+      return this.#running as States
     }
-    return this.#running as States
+    const states = into.states
+    into.states = null
+    this.fold(into, aggregates)
+    this.#running = into.states ?? aggregates.init()
+    this.#runningAt = this.version
+    into.states = states
+    return this.#running
   }
 
   /**
@@ -138,10 +145,8 @@ export class Slice<Series extends { readonly key: string; readonly geometry: Sli
     folded ??= new Float64Array(4)
     const aggregates = this.series.geometry.aggregates
     const a: Aggregate = { count: 0, sum: 0, min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY, states: aggregates === null ? undefined : null }
-    if (aggregates?.exact === true) {
-      this.fold(a, null)
-      a.states = this.#runningStates(aggregates)
-    } else this.fold(a, aggregates)
+    if (aggregates?.exact === true) a.states = this.#foldRunning(a, aggregates)
+    else this.fold(a, aggregates)
     this.foldedStates = a.states ?? null
     folded[0] = a.count
     folded[1] = a.sum
