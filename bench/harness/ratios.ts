@@ -12,6 +12,20 @@ export function windowRatios(floor = 0.35): RatioDefinition[] {
       target: floor,
     },
     {
+      name: 'rules/floor',
+      label: "the rules floor (one hand-written loop keeping the engine's rules) as a share of the plain-loop floor",
+      subject: 'rules-loop',
+      reference: 'plain-loop',
+      format: 'percent',
+    },
+    {
+      name: 'engine/rules',
+      label: 'Tidemark throughput as a share of the rules floor',
+      subject: 'tidemark',
+      reference: 'rules-loop',
+      format: 'percent',
+    },
+    {
       name: 'engine-vs-rxjs',
       label: 'Tidemark speed-up over RxJS',
       subject: 'tidemark',

@@ -6,6 +6,7 @@
 import { boundedOutOfOrderness, type StreamEvent, type WindowSpec } from '@tidemark/engine'
 import { fixedWindows } from '../peers/fixedWindows.ts'
 import { plainLoopContender } from '../peers/plainLoop.ts'
+import { rulesLoopContender } from '../peers/rulesLoop.ts'
 import { rxjsContender } from '../peers/rxjsWindows.ts'
 import { tidemarkContender } from '../peers/tidemark.ts'
 import { eventCount } from '../workload.ts'
@@ -50,9 +51,13 @@ export function windowProfile(setup: WindowProfileSetup): ProfileDefinition {
         clock === undefined ? {} : { clock },
       ),
       plainLoopContender(batches, windows),
+      rulesLoopContender(batches, { windows, outOfOrderness, allowedLateness, ...idle }, clock),
       rxjsContender(batches, { windows, outOfOrderness, allowedLateness, ...idle }, clock),
     ],
     ratios: windowRatios(setup.floorTarget),
-    agree: [['tidemark', 'rxjs']],
+    agree: [
+      ['tidemark', 'rxjs'],
+      ['tidemark', 'rules-loop'],
+    ],
   }
 }

@@ -1,0 +1,303 @@
+/**
+ * The rules floor: the least work that keeps the engine's rules for fixed windows, written as one
+ * hand-tuned loop, no library around it. Where the plain-loop floor only folds events into
+ * windows, this one also does what no implementation of the semantics can skip
+ * (docs/semantics.md):
+ *
+ * - validates every input and records an anomaly with a reason for each one refused;
+ * - refuses events stamped past `now + maxFutureSkew`;
+ * - deduplicates per source (a seq prefix and the seqs seen ahead of it; ids without a seq);
+ * - keeps per-source clocks and moves the watermark (max ts − out-of-orderness, min over sources
+ *   not idle, never backwards) between uploads, judging every event of an upload against the
+ *   watermark as it stood before it;
+ * - admits late events within `allowedLateness` and keeps a copy of those beyond in a late list;
+ * - emits, per upload, one result per window it changed (provisional before the window fired, a
+ *   correction carrying the previous result after), an on-time result when the watermark passes
+ *   a window's end, and drops a window once final.
+ *
+ * What it leaves out, each in its favour: per-source lattice cells (replication), the write-ahead
+ * log's batch, bounds (sources, dedup entries, windows), conflicting-duplicate checks, proof and
+ * completeness frontiers, result history, checkpoints, and the late lane's bound. It is the
+ * yardstick for "how much of the engine's cost is its rules": its own share of the plain-loop
+ * floor is the most any implementation of these rules can reach in the same run.
+ */
+import type { StreamEvent } from '@tidemark/engine'
+import type { Contender, Outcome, RunContext, WindowTotals } from '../harness/contender.ts'
+import { windowTotalId } from '../harness/contender.ts'
+import type { FixedWindow } from './fixedWindows.ts'
+
+export interface RulesLoopOptions {
+  readonly windows: readonly FixedWindow[]
+  readonly outOfOrderness: number
+  readonly allowedLateness: number
+  /** Processing-time ms; default Infinity. */
+  readonly idleTimeout?: number
+  /** Default one day, as the engine's. */
+  readonly maxFutureSkew?: number
+}
+
+interface Source {
+  maxTs: number
+  lastSeen: number
+  seenInBatch: boolean
+  /** Every seq up to here was seen. */
+  prefix: number
+  /** Seqs seen above `prefix + 1` and within `RING` of it, by `seq & RING_MASK` (made on first use). */
+  ring: Uint8Array | null
+  /** Seqs seen further ahead than the ring reaches. */
+  far: Set<number> | null
+  /** Ids of events without a seq. */
+  ids: Set<string> | null
+}
+
+interface Window {
+  readonly ordinal: number
+  readonly start: number
+  readonly end: number
+  count: number
+  sum: number
+  min: number
+  max: number
+  fired: boolean
+  revision: number
+  /** The upload that last changed it (emits once per upload). */
+  changedIn: number
+  /** What it last emitted (a correction carries it as `previous`). */
+  last: Emission | null
+}
+
+interface Emission {
+  readonly type: 'provisional' | 'on_time' | 'correction'
+  readonly window: string
+  readonly key: string
+  readonly start: number
+  readonly end: number
+  readonly count: number
+  readonly sum: number
+  readonly min: number
+  readonly max: number
+  readonly revision: number
+  readonly previous: Emission | null
+}
+
+interface Anomaly {
+  readonly reason: string
+  readonly index: number
+  readonly detail: string
+}
+
+/** Processing time of the first upload, as the Tidemark contender's (tidemark.ts). */
+const PROCESSING_START = 1_700_000_000_000
+const DAY = 86_400_000
+/** How far ahead of a source's prefix its seqs are kept in a ring (a power of two). */
+const RING = 4096
+const RING_MASK = RING - 1
+
+export function rulesLoopContender(
+  batches: readonly (readonly StreamEvent[])[],
+  options: RulesLoopOptions,
+  clock: (batch: number) => number = () => 0,
+): Contender {
+  return {
+    name: 'rules-loop',
+    label: "rules floor: one hand-written loop keeping the engine's rules (validation, future skew, dedup, watermark, lateness, late list, per-upload emission), no per-source cells",
+    run: (context) => rulesLoop(batches, options, clock, context),
+  }
+}
+
+function rulesLoop(
+  batches: readonly (readonly StreamEvent[])[],
+  options: RulesLoopOptions,
+  clock: (batch: number) => number,
+  { probe, record }: RunContext,
+): Outcome {
+  const { windows: specs, outOfOrderness, allowedLateness } = options
+  const idleTimeout = options.idleTimeout ?? Number.POSITIVE_INFINITY
+  const skew = options.maxFutureSkew ?? DAY
+  const sources = new Map<string, Source>()
+  const bySpec = specs.map(() => new Map<string, Map<number, Window>>())
+  const keysOf: string[][] = specs.map(() => [])
+  const late: StreamEvent[] = []
+  const anomalies: Anomaly[] = []
+  const changed: { spec: number; key: string; window: Window }[] = []
+  const totals: WindowTotals | undefined = record ? new Map() : undefined
+  let watermark = Number.NEGATIVE_INFINITY
+  let emitted = 0
+  let accepted = 0
+  let duplicates = 0
+  let liveWindows = 0
+  const emit = (out: Emission[], emission: Emission): void => {
+    out.push(emission)
+    if (totals !== undefined && emission.type !== 'provisional') {
+      totals.set(windowTotalId(emission.window, emission.key, emission.start), { end: emission.end, count: emission.count, sum: emission.sum })
+    }
+  }
+  for (let b = 0; b < batches.length; b++) {
+    const batch = batches[b] as readonly StreamEvent[]
+    const now = PROCESSING_START + clock(b)
+    const future = now + skew
+    let last: Source | undefined
+    let lastName = ''
+    for (let i = 0; i < batch.length; i++) {
+      const event = batch[i] as StreamEvent
+      const reason = invalid(event)
+      if (reason !== null) {
+        anomalies.push({ reason: 'invalid_event', index: i, detail: reason })
+        continue
+      }
+      const { source: name, seq, ts, value } = event
+      if (ts > future) {
+        anomalies.push({ reason: 'future_ts', index: i, detail: `ts ${ts} is ${ts - now} ms ahead of now` })
+        continue
+      }
+      let source = last !== undefined && lastName === name ? last : sources.get(name)
+      if (source === undefined) {
+        source = { maxTs: ts, lastSeen: Number.NaN, seenInBatch: true, prefix: 0, ring: null, far: null, ids: null }
+        sources.set(name, source)
+      }
+      last = source
+      lastName = name
+      if (seen(source, seq, event.id)) {
+        duplicates++
+        continue
+      }
+      remember(source, seq, event.id)
+      if (ts > source.maxTs) source.maxTs = ts
+      source.seenInBatch = true
+      const key = event.key ?? ''
+      let admitted = false
+      for (let s = 0; s < specs.length; s++) {
+        const spec = specs[s] as FixedWindow
+        const byKey = bySpec[s] as Map<string, Map<number, Window>>
+        let windows = byKey.get(key)
+        if (windows === undefined) {
+          windows = new Map()
+          byKey.set(key, windows)
+          ;(keysOf[s] as string[]).push(key)
+        }
+        // Windows by ordinal (a small integer, as the plain loop's): the one ending at slide × (ordinal + 1).
+        const lastOrdinal = Math.floor(ts / spec.slide)
+        for (let ordinal = lastOrdinal - spec.size / spec.slide + 1; ordinal <= lastOrdinal; ordinal++) {
+          let w = windows.get(ordinal)
+          if (w === undefined) {
+            const end = (ordinal + 1) * spec.slide
+            if (end + allowedLateness <= watermark) continue
+            w = { ordinal, start: end - spec.size, end, count: 0, sum: 0, min: value, max: value, fired: end <= watermark, revision: 0, changedIn: -1, last: null }
+            windows.set(ordinal, w)
+            liveWindows++
+          }
+          admitted = true
+          w.count++
+          w.sum += value
+          if (value < w.min) w.min = value
+          if (value > w.max) w.max = value
+          if (w.changedIn !== b) {
+            w.changedIn = b
+            changed.push({ spec: s, key, window: w })
+          }
+        }
+      }
+      if (admitted) accepted++
+      else late.push({ ...event })
+    }
+    // The upload's changes: a provisional result per unfired window, a correction per fired one.
+    const out: Emission[] = []
+    for (const { spec, key, window: w } of changed) {
+      if (w.fired) w.revision++
+      w.last = result(w.fired ? 'correction' : 'provisional', (specs[spec] as FixedWindow).id, key, w)
+      emit(out, w.last)
+    }
+    changed.length = 0
+    // The watermark moves between uploads.
+    let active = Number.POSITIVE_INFINITY
+    for (const source of sources.values()) {
+      if (source.seenInBatch) {
+        source.lastSeen = now
+        source.seenInBatch = false
+      }
+      if (now - source.lastSeen <= idleTimeout && source.maxTs < active) active = source.maxTs
+    }
+    const next = active === Number.POSITIVE_INFINITY ? watermark : Math.max(watermark, active - outOfOrderness)
+    if (next > watermark) {
+      watermark = next
+      for (let s = 0; s < specs.length; s++) {
+        const byKey = bySpec[s] as Map<string, Map<number, Window>>
+        for (const key of keysOf[s] as string[]) {
+          const windows = byKey.get(key) as Map<number, Window>
+          for (const w of windows.values()) {
+            if (!w.fired && w.end <= watermark) {
+              w.fired = true
+              w.last = result('on_time', (specs[s] as FixedWindow).id, key, w)
+              emit(out, w.last)
+            }
+            if (w.end + allowedLateness <= watermark) {
+              windows.delete(w.ordinal)
+              liveWindows--
+            }
+          }
+        }
+      }
+    }
+    emitted += out.length
+    probe.tick()
+  }
+  return {
+    end: { liveWindows, lateList: late.length, anomalies: anomalies.length },
+    counts: { accepted, duplicates, emitted },
+    watermark,
+    state: { sources, bySpec, late, anomalies },
+    ...(totals === undefined ? {} : { totals }),
+  }
+}
+
+function result(type: Emission['type'], window: string, key: string, w: Window): Emission {
+  return { type, window, key, start: w.start, end: w.end, count: w.count, sum: w.sum, min: w.min, max: w.max, revision: w.revision, previous: w.last }
+}
+
+/** Why the engine would refuse `event` as invalid_event, or null (the checks of docs/semantics.md, Events). */
+function invalid(event: StreamEvent): string | null {
+  if (typeof event !== 'object' || event === null) return 'not an object'
+  const { id, source, ts, value, seq, key } = event
+  if (typeof id !== 'string' || id === '' || id.length > 1024) return 'id'
+  if (typeof source !== 'string' || source === '' || source.length > 1024) return 'source'
+  if (typeof ts !== 'number' || !Number.isFinite(ts) || Math.abs(ts) > 2 ** 53 / 1000) return 'ts'
+  if (typeof value !== 'number' || !Number.isFinite(value)) return 'value'
+  if (seq !== undefined && (!Number.isSafeInteger(seq) || seq < 1)) return 'seq'
+  if (key !== undefined && (typeof key !== 'string' || key.length > 1024)) return 'key'
+  return null
+}
+
+function seen(source: Source, seq: number | undefined, id: string): boolean {
+  if (seq === undefined) return source.ids?.has(id) === true
+  if (seq <= source.prefix) return true
+  if (seq - source.prefix < RING && source.ring !== null && source.ring[seq & RING_MASK] === 1) return true
+  return source.far?.has(seq) === true
+}
+
+function remember(source: Source, seq: number | undefined, id: string): void {
+  if (seq === undefined) {
+    source.ids ??= new Set()
+    source.ids.add(id)
+    return
+  }
+  if (seq !== source.prefix + 1) {
+    if (seq - source.prefix < RING) {
+      source.ring ??= new Uint8Array(RING)
+      source.ring[seq & RING_MASK] = 1
+    } else {
+      source.far ??= new Set()
+      source.far.add(seq)
+    }
+    return
+  }
+  source.prefix = seq
+  const ring = source.ring
+  if (ring === null) return
+  // The seqs seen ahead that now join the prefix.
+  for (;;) {
+    const next = source.prefix + 1
+    if (ring[next & RING_MASK] === 1) ring[next & RING_MASK] = 0
+    else if (source.far === null || !source.far.delete(next)) return
+    source.prefix = next
+  }
+}
