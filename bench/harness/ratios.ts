@@ -11,6 +11,21 @@ export function windowRatios(floor = 0.35): RatioDefinition[] {
       format: 'percent',
       target: floor,
     },
+    ...rulesRatios(),
+    {
+      name: 'engine-vs-rxjs',
+      label: 'Tidemark speed-up over RxJS',
+      subject: 'tidemark',
+      reference: 'rxjs',
+      format: 'times',
+      target: 20,
+    },
+  ]
+}
+
+/** The rules floor's ratios, for profiles that run one (`rules-loop`): what the rules cost, and what the engine costs on top. */
+export function rulesRatios(): RatioDefinition[] {
+  return [
     {
       name: 'rules/floor',
       label: "the rules floor (one hand-written loop keeping the engine's rules) as a share of the plain-loop floor",
@@ -24,14 +39,6 @@ export function windowRatios(floor = 0.35): RatioDefinition[] {
       subject: 'tidemark',
       reference: 'rules-loop',
       format: 'percent',
-    },
-    {
-      name: 'engine-vs-rxjs',
-      label: 'Tidemark speed-up over RxJS',
-      subject: 'tidemark',
-      reference: 'rxjs',
-      format: 'times',
-      target: 20,
     },
   ]
 }

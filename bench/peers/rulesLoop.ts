@@ -80,6 +80,18 @@ interface Emission {
   readonly previous: Emission | null
 }
 
+/** What `result` reads of a window. */
+interface WindowValue {
+  readonly start: number
+  readonly end: number
+  readonly count: number
+  readonly sum: number
+  readonly min: number
+  readonly max: number
+  readonly revision: number
+  readonly last: Emission | null
+}
+
 interface Anomaly {
   readonly reason: string
   readonly index: number
@@ -92,6 +104,109 @@ const DAY = 86_400_000
 /** How far ahead of a source's prefix its seqs are kept in a ring (a power of two). */
 const RING = 4096
 const RING_MASK = RING - 1
+
+/**
+ * The rules every upload goes through before any window: validation, future skew, dedup per
+ * source and the per-source clocks, and the watermark moved between uploads.
+ */
+class UploadRules {
+  readonly #sources = new Map<string, Source>()
+  readonly #outOfOrderness: number
+  readonly #idleTimeout: number
+  readonly #skew: number
+  readonly anomalies: Anomaly[] = []
+  /** Copies of the events no window admitted any more. */
+  readonly late: StreamEvent[] = []
+  watermark = Number.NEGATIVE_INFINITY
+  accepted = 0
+  duplicates = 0
+  #now = 0
+  #future = 0
+  #last: Source | undefined
+  #lastName = ''
+
+  constructor(options: RulesLoopOptions) {
+    this.#outOfOrderness = options.outOfOrderness
+    this.#idleTimeout = options.idleTimeout ?? Number.POSITIVE_INFINITY
+    this.#skew = options.maxFutureSkew ?? DAY
+  }
+
+  /** An upload starts at processing time `now`. */
+  begin(now: number): void {
+    this.#now = now
+    this.#future = now + this.#skew
+    this.#last = undefined
+  }
+
+  /** True when `event` (at `index` of its upload) is valid, not too far ahead and not a duplicate: it is then remembered. */
+  admit(event: StreamEvent, index: number): boolean {
+    const reason = invalid(event)
+    if (reason !== null) {
+      this.anomalies.push({ reason: 'invalid_event', index, detail: reason })
+      return false
+    }
+    const { source: name, seq, ts } = event
+    if (ts > this.#future) {
+      this.anomalies.push({ reason: 'future_ts', index, detail: `ts ${ts} is ${ts - this.#now} ms ahead of now` })
+      return false
+    }
+    let source = this.#last !== undefined && this.#lastName === name ? this.#last : this.#sources.get(name)
+    if (source === undefined) {
+      source = { maxTs: ts, lastSeen: Number.NaN, seenInBatch: true, prefix: 0, ring: null, far: null, ids: null }
+      this.#sources.set(name, source)
+    }
+    this.#last = source
+    this.#lastName = name
+    if (seen(source, seq, event.id)) {
+      this.duplicates++
+      return false
+    }
+    remember(source, seq, event.id)
+    if (ts > source.maxTs) source.maxTs = ts
+    source.seenInBatch = true
+    return true
+  }
+
+  /** An admitted event that no window took: counted, and a copy kept. */
+  refuse(event: StreamEvent): void {
+    this.late.push({ ...event })
+  }
+
+  /** The upload ended: moves the watermark (per source max ts − out-of-orderness, min over sources not idle, never back); true when it moved. */
+  end(): boolean {
+    const now = this.#now
+    let active = Number.POSITIVE_INFINITY
+    for (const source of this.#sources.values()) {
+      if (source.seenInBatch) {
+        source.lastSeen = now
+        source.seenInBatch = false
+      }
+      if (now - source.lastSeen <= this.#idleTimeout && source.maxTs < active) active = source.maxTs
+    }
+    const next = active === Number.POSITIVE_INFINITY ? this.watermark : Math.max(this.watermark, active - this.#outOfOrderness)
+    if (next <= this.watermark) return false
+    this.watermark = next
+    return true
+  }
+}
+
+/** Where a rules floor's emissions go: counted, and the fired values kept when the run is recorded. */
+class EmissionSink {
+  emitted = 0
+  readonly totals: WindowTotals | undefined
+
+  constructor(record: boolean) {
+    this.totals = record ? new Map() : undefined
+  }
+
+  emit(out: Emission[], emission: Emission): void {
+    out.push(emission)
+    this.emitted++
+    if (this.totals !== undefined && emission.type !== 'provisional') {
+      this.totals.set(windowTotalId(emission.window, emission.key, emission.start), { end: emission.end, count: emission.count, sum: emission.sum })
+    }
+  }
+}
 
 export function rulesLoopContender(
   batches: readonly (readonly StreamEvent[])[],
@@ -111,59 +226,21 @@ function rulesLoop(
   clock: (batch: number) => number,
   { probe, record }: RunContext,
 ): Outcome {
-  const { windows: specs, outOfOrderness, allowedLateness } = options
-  const idleTimeout = options.idleTimeout ?? Number.POSITIVE_INFINITY
-  const skew = options.maxFutureSkew ?? DAY
-  const sources = new Map<string, Source>()
+  const { windows: specs, allowedLateness } = options
+  const rules = new UploadRules(options)
+  const sink = new EmissionSink(record)
   const bySpec = specs.map(() => new Map<string, Map<number, Window>>())
   const keysOf: string[][] = specs.map(() => [])
-  const late: StreamEvent[] = []
-  const anomalies: Anomaly[] = []
   const changed: { spec: number; key: string; window: Window }[] = []
-  const totals: WindowTotals | undefined = record ? new Map() : undefined
-  let watermark = Number.NEGATIVE_INFINITY
-  let emitted = 0
-  let accepted = 0
-  let duplicates = 0
   let liveWindows = 0
-  const emit = (out: Emission[], emission: Emission): void => {
-    out.push(emission)
-    if (totals !== undefined && emission.type !== 'provisional') {
-      totals.set(windowTotalId(emission.window, emission.key, emission.start), { end: emission.end, count: emission.count, sum: emission.sum })
-    }
-  }
   for (let b = 0; b < batches.length; b++) {
     const batch = batches[b] as readonly StreamEvent[]
-    const now = PROCESSING_START + clock(b)
-    const future = now + skew
-    let last: Source | undefined
-    let lastName = ''
+    rules.begin(PROCESSING_START + clock(b))
+    const watermark = rules.watermark
     for (let i = 0; i < batch.length; i++) {
       const event = batch[i] as StreamEvent
-      const reason = invalid(event)
-      if (reason !== null) {
-        anomalies.push({ reason: 'invalid_event', index: i, detail: reason })
-        continue
-      }
-      const { source: name, seq, ts, value } = event
-      if (ts > future) {
-        anomalies.push({ reason: 'future_ts', index: i, detail: `ts ${ts} is ${ts - now} ms ahead of now` })
-        continue
-      }
-      let source = last !== undefined && lastName === name ? last : sources.get(name)
-      if (source === undefined) {
-        source = { maxTs: ts, lastSeen: Number.NaN, seenInBatch: true, prefix: 0, ring: null, far: null, ids: null }
-        sources.set(name, source)
-      }
-      last = source
-      lastName = name
-      if (seen(source, seq, event.id)) {
-        duplicates++
-        continue
-      }
-      remember(source, seq, event.id)
-      if (ts > source.maxTs) source.maxTs = ts
-      source.seenInBatch = true
+      if (!rules.admit(event, i)) continue
+      const { ts, value } = event
       const key = event.key ?? ''
       let admitted = false
       for (let s = 0; s < specs.length; s++) {
@@ -197,40 +274,30 @@ function rulesLoop(
           }
         }
       }
-      if (admitted) accepted++
-      else late.push({ ...event })
+      if (admitted) rules.accepted++
+      else rules.refuse(event)
     }
     // The upload's changes: a provisional result per unfired window, a correction per fired one.
     const out: Emission[] = []
     for (const { spec, key, window: w } of changed) {
       if (w.fired) w.revision++
       w.last = result(w.fired ? 'correction' : 'provisional', (specs[spec] as FixedWindow).id, key, w)
-      emit(out, w.last)
+      sink.emit(out, w.last)
     }
     changed.length = 0
-    // The watermark moves between uploads.
-    let active = Number.POSITIVE_INFINITY
-    for (const source of sources.values()) {
-      if (source.seenInBatch) {
-        source.lastSeen = now
-        source.seenInBatch = false
-      }
-      if (now - source.lastSeen <= idleTimeout && source.maxTs < active) active = source.maxTs
-    }
-    const next = active === Number.POSITIVE_INFINITY ? watermark : Math.max(watermark, active - outOfOrderness)
-    if (next > watermark) {
-      watermark = next
+    if (rules.end()) {
+      const next = rules.watermark
       for (let s = 0; s < specs.length; s++) {
         const byKey = bySpec[s] as Map<string, Map<number, Window>>
         for (const key of keysOf[s] as string[]) {
           const windows = byKey.get(key) as Map<number, Window>
           for (const w of windows.values()) {
-            if (!w.fired && w.end <= watermark) {
+            if (!w.fired && w.end <= next) {
               w.fired = true
               w.last = result('on_time', (specs[s] as FixedWindow).id, key, w)
-              emit(out, w.last)
+              sink.emit(out, w.last)
             }
-            if (w.end + allowedLateness <= watermark) {
+            if (w.end + allowedLateness <= next) {
               windows.delete(w.ordinal)
               liveWindows--
             }
@@ -238,19 +305,18 @@ function rulesLoop(
         }
       }
     }
-    emitted += out.length
     probe.tick()
   }
   return {
-    end: { liveWindows, lateList: late.length, anomalies: anomalies.length },
-    counts: { accepted, duplicates, emitted },
-    watermark,
-    state: { sources, bySpec, late, anomalies },
-    ...(totals === undefined ? {} : { totals }),
+    end: { liveWindows, lateList: rules.late.length, anomalies: rules.anomalies.length },
+    counts: { accepted: rules.accepted, duplicates: rules.duplicates, emitted: sink.emitted },
+    watermark: rules.watermark,
+    state: { rules, bySpec },
+    ...(sink.totals === undefined ? {} : { totals: sink.totals }),
   }
 }
 
-function result(type: Emission['type'], window: string, key: string, w: Window): Emission {
+function result(type: Emission['type'], window: string, key: string, w: WindowValue): Emission {
   return { type, window, key, start: w.start, end: w.end, count: w.count, sum: w.sum, min: w.min, max: w.max, revision: w.revision, previous: w.last }
 }
 
