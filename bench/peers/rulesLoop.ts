@@ -80,18 +80,6 @@ interface Emission {
   readonly previous: Emission | null
 }
 
-/** What `result` reads of a window. */
-interface WindowValue {
-  readonly start: number
-  readonly end: number
-  readonly count: number
-  readonly sum: number
-  readonly min: number
-  readonly max: number
-  readonly revision: number
-  readonly last: Emission | null
-}
-
 interface Anomaly {
   readonly reason: string
   readonly index: number
@@ -316,7 +304,7 @@ function rulesLoop(
   }
 }
 
-function result(type: Emission['type'], window: string, key: string, w: WindowValue): Emission {
+function result(type: Emission['type'], window: string, key: string, w: Window): Emission {
   return { type, window, key, start: w.start, end: w.end, count: w.count, sum: w.sum, min: w.min, max: w.max, revision: w.revision, previous: w.last }
 }
 
