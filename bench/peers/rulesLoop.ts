@@ -25,6 +25,7 @@ import type { StreamEvent } from '@tidemark/engine'
 import type { Contender, Outcome, RunContext, WindowTotals } from '../harness/contender.ts'
 import { windowTotalId } from '../harness/contender.ts'
 import type { FixedWindow } from './fixedWindows.ts'
+import { PROCESSING_START } from './tidemark.ts'
 
 export interface RulesLoopOptions {
   readonly windows: readonly FixedWindow[]
@@ -86,8 +87,6 @@ interface Anomaly {
   readonly detail: string
 }
 
-/** Processing time of the first upload, as the Tidemark contender's (tidemark.ts). */
-const PROCESSING_START = 1_700_000_000_000
 const DAY = 86_400_000
 /** How far ahead of a source's prefix its seqs are kept in a ring (a power of two). */
 const RING = 4096

@@ -10,7 +10,7 @@ import { windowTotalId } from '../harness/contender.ts'
  * Processing time of the first batch: the fleets' first readings (workload.ts), so event and
  * processing time run side by side and no reading is ahead of the clock (`maxFutureSkew`).
  */
-const PROCESSING_START = 1_700_000_000_000
+export const PROCESSING_START = 1_700_000_000_000
 
 /**
  * The engine a contender builds unless its options name another: `createEngine` from the source
