@@ -13,10 +13,12 @@ import { createOrderedStream, orderEvents } from '../src/ordered.ts'
 class Reading {
   readonly #ts: number
   reads = 0
+  idReads = 0
   constructor(ts: number) {
     this.#ts = ts
   }
   get id(): string {
+    this.idReads++
     return `r${this.#ts}`
   }
   get source(): string {
@@ -49,6 +51,7 @@ describe('events that are not plain objects', () => {
     const receipt = engine.ingest([reading as unknown as StreamEvent])
     expect(receipt.accepted).toBe(1)
     expect(reading.reads).toBe(1)
+    expect(reading.idReads).toBe(1)
     expect(engine.results().map((r) => [r.start, r.count, r.sum])).toEqual([[0, 1, 2]])
     // The log's copy replays to the same results (a clone of the instance itself would be {}).
     const logged = ops.find((op) => op.kind === 'ingest')

@@ -29,6 +29,16 @@ export const MAX_ABS_TS = 2 ** 53 / 1000
 export function copyStreamEvent(event: StreamEvent): StreamEvent {
   // Each field read once: a getter read again could answer otherwise.
   const { id, source, ts, value, seq, key } = event
+  return streamEventOf(id, source, ts, value, seq, key)
+}
+
+/**
+ * A plain event of fields already read; absent optional fields stay absent.
+ *
+ * @example
+ * streamEventOf('d1-7', 'd1', 1_000, 21.5, 7, undefined) // { id: 'd1-7', source: 'd1', ts: 1000, value: 21.5, seq: 7 }
+ */
+export function streamEventOf(id: string, source: string, ts: number, value: number, seq: number | undefined, key: string | undefined): StreamEvent {
   const copy: { -readonly [K in keyof StreamEvent]: StreamEvent[K] } = { id, source, ts, value }
   if (seq !== undefined) copy.seq = seq
   if (key !== undefined) copy.key = key

@@ -1,15 +1,14 @@
 import type { Anomaly, AnomalyReason } from '../core/anomaly.ts'
 import type { DedupMemory } from '../core/dedupMemory.ts'
 import type { ResolvedOptions } from '../core/engineOptions.ts'
-import { copyStreamEvent, type StreamEvent } from '../core/event.ts'
+import { copyStreamEvent, type StreamEvent, streamEventOf } from '../core/event.ts'
 import { invalidAnomaly, invalidReason } from '../core/eventValidation.ts'
 import { placementOrder } from '../ordered/eventOrder.ts'
 import type { FutureSources } from '../core/futureSources.ts'
 import type { Frontiers } from '../time/frontiers.ts'
-import { rejectInput, safeInvalidReason } from '../core/inputRejection.ts'
+import { rejectInput } from '../core/inputRejection.ts'
 import type { LateLane } from '../core/lateLane.ts'
 import type { ReplicationOutbox } from '../replica/replicationOutbox.ts'
-import type { SourceClock } from '../time/sourceClock.ts'
 import {
   ADMITTED_LATE,
   type BatchFrontiers,
@@ -92,7 +91,6 @@ export class BatchPlacement {
     let duplicates = 0
     let conflicting = 0
     let beyond = 0
-    let lastClock: SourceClock | undefined
     // Later than this is stamped too far ahead of the clock (NaN when `now` is not a time: then nothing is).
     const future = now + options.maxFutureSkew
     const reasons = this.#validate(events)
@@ -131,7 +129,9 @@ export class BatchPlacement {
           continue
         }
       }
-      let clock = lastClock !== undefined && lastClock.name === event.source ? lastClock : sources.get(event.source)
+      // A lookup per event: a shortcut for a source repeating its predecessor's costs a comparison
+      // of two names whenever sources interleave, more than the lookup saves when they repeat.
+      let clock = sources.get(event.source)
       if (clock !== undefined && clock.writer !== replicaId) {
         rejectInput(anomalies, counts, 'source_conflict', event, i, `source '${event.source}' is written by replica '${clock.writer}'`)
         continue
@@ -169,7 +169,6 @@ export class BatchPlacement {
         clock = this.#state.frontiers.source(event.source, now)
         clock.writer = replicaId
       }
-      lastClock = clock
       const version = clock.version + 1
       let outcome = 0
       for (let s = 0; s < indexes.length; s++) {
@@ -212,33 +211,37 @@ export class BatchPlacement {
    */
   #validate(events: readonly StreamEvent[]): (AnomalyReason | null)[] {
     const reasons = this.#reasons
-    for (let i = 0; i < events.length; i++) {
-      const event = events[i]
-      reasons[i] = isPlainObject(event) ? safeInvalidReason(event) : this.#readOnce(event, i)
-    }
+    for (let i = 0; i < events.length; i++) reasons[i] = this.#check(events[i], i)
     return reasons
   }
 
   /**
-   * An event that is not a plain object (a class instance, a Proxy, or not an object at all):
-   * its fields are read once, into a plain copy that placement, the late lane and the log then
-   * use. Read again, a getter could answer otherwise or throw; and the log's structured clone of
-   * an instance would drop fields behind getters. Returns why it is invalid, or null.
+   * Why input `i` is invalid, or null. A plain object (its prototype `Object.prototype` or null:
+   * a literal, parsed JSON) is checked as it is: its fields are plain data properties. Any other
+   * object (a class instance, a Proxy) is read once, into a plain copy that placement, the late
+   * lane and the log then use: read again, a getter could answer otherwise or throw, and the
+   * log's structured clone of an instance would drop fields behind getters.
    */
-  #readOnce(event: unknown, i: number): AnomalyReason | null {
-    if (typeof event !== 'object' || event === null) return safeInvalidReason(event)
-    let copy: StreamEvent
+  #check(input: unknown, i: number): AnomalyReason | null {
+    if (typeof input !== 'object' || input === null) return 'invalid_event'
     try {
-      copy = copyStreamEvent(event as StreamEvent)
+      // `id` read first: the input's shape is then known here, and asking for its prototype
+      // compiles to a comparison instead of a call (about 9 ns per event).
+      const id = (input as StreamEvent).id
+      const prototype = Object.getPrototypeOf(input)
+      if (prototype === Object.prototype || prototype === null) return invalidReason(input)
+      const { source, ts, value, seq, key } = input as StreamEvent
+      const copy = streamEventOf(id, source, ts, value, seq, key)
+      const reason = invalidReason(copy)
+      if (reason === null) {
+        this.#copies[i] = copy
+        this.#copied = true
+      }
+      return reason
     } catch {
+      // A getter threw, or a revoked Proxy: the input cannot be read.
       return 'invalid_event'
     }
-    const reason = invalidReason(copy)
-    if (reason === null) {
-      this.#copies[i] = copy
-      this.#copied = true
-    }
-    return reason
   }
 
   /** Live windows over all specs. */
@@ -252,18 +255,6 @@ export class BatchPlacement {
     let missing = 0
     for (const index of this.#state.indexes) missing += index.missingWindows(key, ts, frontiers)
     return this.windowCount() + missing <= this.#state.options.limits.maxWindows
-  }
-}
-
-/** An object whose prototype is `Object.prototype` or null (a literal, parsed JSON): its fields are plain data properties. */
-function isPlainObject(event: unknown): boolean {
-  if (typeof event !== 'object' || event === null) return false
-  try {
-    const prototype = Object.getPrototypeOf(event)
-    return prototype === Object.prototype || prototype === null
-  } catch {
-    // A revoked Proxy: not plain; reading it fails too, as an invalid_event.
-    return false
   }
 }
 
