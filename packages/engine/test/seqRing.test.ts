@@ -5,10 +5,10 @@ import { assertSeeded } from '@tidemark/seeded-random/property'
 
 const FILE = 'packages/engine/test/seqRing.test.ts'
 
-type Op = { kind: 'set'; seq: number; ts: number } | { kind: 'delete'; seq: number } | { kind: 'advance'; by: number }
+type Op = { kind: 'set'; seq: number; ts: number } | { kind: 'add'; seq: number; ts: number } | { kind: 'delete'; seq: number } | { kind: 'advance'; by: number }
 
 const op: fc.Arbitrary<Op> = fc.oneof(
-  fc.record({ kind: fc.constant('set' as const), seq: fc.oneof(fc.integer({ min: 1, max: 300 }), fc.integer({ min: 60_000, max: 200_000 })), ts: fc.integer() }),
+  fc.record({ kind: fc.constantFrom('set' as const, 'add' as const), seq: fc.oneof(fc.integer({ min: 1, max: 300 }), fc.integer({ min: 60_000, max: 200_000 })), ts: fc.integer() }),
   fc.record({ kind: fc.constant('delete' as const), seq: fc.integer({ min: 1, max: 300 }) }),
   fc.record({ kind: fc.constant('advance' as const), by: fc.oneof(fc.integer({ min: 0, max: 20 }), fc.integer({ min: 60_000, max: 140_000 })) }),
 )
@@ -20,9 +20,11 @@ describe('SeqRing', () => {
       const model = new Map<number, number>()
       let prefix = 0
       for (const o of ops) {
-        if (o.kind === 'set') {
+        if (o.kind === 'set' || o.kind === 'add') {
           if (o.seq <= prefix) continue
-          window.set(o.seq, o.ts)
+          // `add` is for a seq not held (a clock adds only seqs it has not seen); a held one is `set`.
+          if (o.kind === 'add' && !model.has(o.seq)) window.add(o.seq, o.ts)
+          else window.set(o.seq, o.ts)
           model.set(o.seq, o.ts)
         } else if (o.kind === 'delete') {
           window.delete(o.seq)

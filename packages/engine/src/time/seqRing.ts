@@ -40,6 +40,21 @@ export class SeqRing {
     return this.#far.get(seq) ?? Number.NaN
   }
 
+  /**
+   * Holds `seq`, known not to be held (a source's clock adds only seqs it has not seen), with
+   * `ts`: its slot is written without being read first.
+   */
+  add(seq: number, ts: number): void {
+    const offset = seq - this.#base
+    if (offset < 0 || offset >= MAX_RING) {
+      this.set(seq, ts)
+      return
+    }
+    if (offset >= this.#slots.length) this.#grow(offset + 1)
+    this.#slots[(this.#head + offset) & (this.#slots.length - 1)] = ts
+    this.size++
+  }
+
   set(seq: number, ts: number): void {
     const offset = seq - this.#base
     if (offset < 0 || offset >= MAX_RING) {

@@ -89,7 +89,8 @@ export class SourceClock {
       return
     }
     if (seq !== this.prefix + 1) {
-      this.ahead.set(seq, ts)
+      // Not seen, so not held.
+      this.ahead.add(seq, ts)
       if (seq > this.aheadMax) this.aheadMax = seq
       return
     }
