@@ -6,7 +6,7 @@ import { invalidAnomaly, invalidReason } from '../core/eventValidation.ts'
 import { placementOrder } from '../ordered/eventOrder.ts'
 import type { FutureSources } from '../core/futureSources.ts'
 import type { Frontiers } from '../time/frontiers.ts'
-import { rejectInput } from '../core/inputRejection.ts'
+import { rejectInput, safeInvalidReason } from '../core/inputRejection.ts'
 import type { LateLane } from '../core/lateLane.ts'
 import type { ReplicationOutbox } from '../replica/replicationOutbox.ts'
 import {
@@ -224,24 +224,37 @@ export class BatchPlacement {
    */
   #check(input: unknown, i: number): AnomalyReason | null {
     if (typeof input !== 'object' || input === null) return 'invalid_event'
+    let id: string
+    let prototype: unknown
     try {
       // `id` read first: the input's shape is then known here, and asking for its prototype
-      // compiles to a comparison instead of a call (about 9 ns per event).
-      const id = (input as StreamEvent).id
-      const prototype = Object.getPrototypeOf(input)
-      if (prototype === Object.prototype || prototype === null) return invalidReason(input)
-      const { source, ts, value, seq, key } = input as StreamEvent
-      const copy = streamEventOf(id, source, ts, value, seq, key)
-      const reason = invalidReason(copy)
-      if (reason === null) {
-        this.#copies[i] = copy
-        this.#copied = true
-      }
-      return reason
+      // compiles to a comparison instead of a call. The fields are checked outside this block:
+      // inside it, each number read would be copied to the heap.
+      id = (input as StreamEvent).id
+      prototype = Object.getPrototypeOf(input)
     } catch {
       // A getter threw, or a revoked Proxy: the input cannot be read.
       return 'invalid_event'
     }
+    if (prototype === Object.prototype || prototype === null) return safeInvalidReason(input)
+    return this.#readOnce(input as StreamEvent, id, i)
+  }
+
+  /** An input that is not a plain object, its `id` read: the rest of its fields read once, into the copy placed instead. */
+  #readOnce(input: StreamEvent, id: string, i: number): AnomalyReason | null {
+    let copy: StreamEvent
+    try {
+      const { source, ts, value, seq, key } = input
+      copy = streamEventOf(id, source, ts, value, seq, key)
+    } catch {
+      return 'invalid_event'
+    }
+    const reason = invalidReason(copy)
+    if (reason === null) {
+      this.#copies[i] = copy
+      this.#copied = true
+    }
+    return reason
   }
 
   /** Live windows over all specs. */
