@@ -1,18 +1,23 @@
 /**
- * Two or more builds of the engine on one profile's Tidemark contender, in one process, in
- * interleaved rounds (the order rotating each round). Each build runs as two series, so the
- * spread between a build's own two series shows what the machine's noise alone makes of the
- * same code: a difference between builds smaller than that is not one. Reports each series'
- * time (the mean of its fastest half of runs, wall clock: one run of the tumbling profiles
- * takes 10–60 ms, far above the timer's resolution) and its ratio to the first build's first.
+ * Two or more builds of the engine on one profile's Tidemark contender. Each process runs every
+ * build in interleaved rounds (the order rotating each round), each build as two series: the
+ * spread between a build's own two series is what the machine's noise makes of the same code.
+ * The comparison is repeated in fresh processes, as each process compiles the code its own way
+ * (what V8 inlines, and when, moves a build by several percent from one process to the next):
+ * a difference between builds that does not hold in every process is not one.
+ *
+ * Per process and series: the mean of the fastest half of its runs (wall clock: one run of the
+ * window profiles takes 10–60 ms, far above the timer's resolution), as a ratio to the first
+ * build's first series. Then per build: the median of its ratios over the processes, and their range.
  *
  * A build is a directory holding the engine's `index.js`: copy `packages/engine/dist` after
  * `pnpm --filter @tidemark/engine build`, once per variant.
  *
  *   node --import tsx --conditions=@tidemark/source bench/compare-builds.ts \
- *     --profile=correction-churn --builds=/tmp/before,/tmp/after [--rounds=40]
+ *     --profile=correction-churn --builds=/tmp/before,/tmp/after [--rounds=30] [--processes=3]
  */
-import { pathToFileURL } from 'node:url'
+import { spawnSync } from 'node:child_process'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import type { Engine, EngineOptions } from '@tidemark/engine'
 import type { Contender } from './harness/contender.ts'
 import type { ProfileDefinition } from './harness/profile.ts'
@@ -23,6 +28,9 @@ interface Series {
   readonly create: (options: EngineOptions) => Engine
   readonly times: number[]
 }
+
+/** What one process measured: per build, its two series' times (ms). */
+type ProcessResult = Record<string, [number, number]>
 
 function arg(name: string): string | undefined {
   return process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3)
@@ -41,35 +49,72 @@ function fastestHalf(times: readonly number[]): number {
   return sorted.reduce((a, b) => a + b, 0) / sorted.length
 }
 
-const profile = arg('profile')
-const builds = arg('builds')?.split(',').filter((b) => b !== '')
-const rounds = Number(arg('rounds') ?? 40)
-if (profile === undefined || builds === undefined || builds.length === 0 || !(rounds > 0)) {
-  throw new Error('usage: bench/compare-builds.ts --profile=<name> --builds=<dir>,<dir>[,...] [--rounds=N]')
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = sorted.length >> 1
+  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
 }
-const { define } = (await import(`./${profile}.ts`)) as { define: () => ProfileDefinition }
-const contender = define().contenders.find((c) => c.name === 'tidemark') as Contender | undefined
-if (contender === undefined) throw new Error(`profile ${profile} has no tidemark contender`)
-const loaded = await Promise.all(builds.map(load))
-const series: Series[] = []
-for (let twice = 0; twice < 2; twice++) {
-  for (let b = 0; b < builds.length; b++) series.push({ build: builds[b] as string, create: loaded[b] as Series['create'], times: [] })
-}
-const probe = { tick: () => {} }
-const WARMUP = 3
-for (let r = 0; r < WARMUP + rounds; r++) {
-  for (let k = 0; k < series.length; k++) {
-    const s = series[(r + k) % series.length] as Series
-    engineBuild.create = s.create
-    const start = process.hrtime.bigint()
-    contender.run({ probe, record: false })
-    const ms = Number(process.hrtime.bigint() - start) / 1e6
-    if (r >= WARMUP) s.times.push(ms)
+
+/** One process: every build, two series each, in interleaved rounds. */
+async function measure(profile: string, builds: readonly string[], rounds: number): Promise<ProcessResult> {
+  const { define } = (await import(`./${profile}.ts`)) as { define: () => ProfileDefinition }
+  const contender = define().contenders.find((c) => c.name === 'tidemark') as Contender | undefined
+  if (contender === undefined) throw new Error(`profile ${profile} has no tidemark contender`)
+  const loaded = await Promise.all(builds.map(load))
+  const series: Series[] = []
+  for (let twice = 0; twice < 2; twice++) {
+    for (let b = 0; b < builds.length; b++) series.push({ build: builds[b] as string, create: loaded[b] as Series['create'], times: [] })
   }
+  const probe = { tick: () => {} }
+  const warmup = 3
+  for (let r = 0; r < warmup + rounds; r++) {
+    for (let k = 0; k < series.length; k++) {
+      const s = series[(r + k) % series.length] as Series
+      engineBuild.create = s.create
+      const start = process.hrtime.bigint()
+      contender.run({ probe, record: false })
+      const ms = Number(process.hrtime.bigint() - start) / 1e6
+      if (r >= warmup) s.times.push(ms)
+    }
+  }
+  const result: ProcessResult = {}
+  for (let b = 0; b < builds.length; b++) {
+    result[builds[b] as string] = [fastestHalf((series[b] as Series).times), fastestHalf((series[b + builds.length] as Series).times)]
+  }
+  return result
 }
-const reference = fastestHalf((series[0] as Series).times)
-console.log(`${profile}: ${rounds} rounds; per series, the mean of its fastest half of runs (wall ms)`)
-for (const s of series) {
-  const ms = fastestHalf(s.times)
-  console.log(`  ${s.build.padEnd(40)} ${ms.toFixed(2).padStart(8)} ms  ×${(ms / reference).toFixed(3)}`)
+
+const profile = arg('profile')
+const builds = arg('builds')
+  ?.split(',')
+  .filter((b) => b !== '')
+const rounds = Number(arg('rounds') ?? 30)
+const processes = Number(arg('processes') ?? 3)
+if (profile === undefined || builds === undefined || builds.length === 0 || !(rounds > 0) || !(processes > 0)) {
+  throw new Error('usage: bench/compare-builds.ts --profile=<name> --builds=<dir>,<dir>[,...] [--rounds=N] [--processes=N]')
+}
+
+if (process.argv.includes('--child')) {
+  process.stdout.write(JSON.stringify(await measure(profile, builds, rounds)))
+} else {
+  const script = fileURLToPath(import.meta.url)
+  const ratios = new Map<string, number[]>(builds.map((b) => [b, []]))
+  console.log(`${profile}: ${processes} processes × ${rounds} rounds; per process, each build's two series as a ratio to the first build's first`)
+  for (let p = 0; p < processes; p++) {
+    const child = spawnSync(process.execPath, [...process.execArgv, script, ...process.argv.slice(2), '--child'], { encoding: 'utf8', maxBuffer: 1 << 20 })
+    if (child.status !== 0) throw new Error(`process ${p + 1} failed (exit ${child.status}): ${child.stderr}`)
+    const result = JSON.parse(child.stdout) as ProcessResult
+    const reference = (result[builds[0] as string] as [number, number])[0]
+    const line: string[] = []
+    for (const build of builds) {
+      const [first, second] = result[build] as [number, number]
+      ratios.get(build)?.push((first + second) / 2 / reference)
+      line.push(`${(first / reference).toFixed(3)} ${(second / reference).toFixed(3)}`)
+    }
+    console.log(`  process ${p + 1}: ${line.join(' | ')}   (${reference.toFixed(2)} ms for the first)`)
+  }
+  for (const build of builds) {
+    const r = ratios.get(build) as number[]
+    console.log(`  ${build.padEnd(40)} ×${median(r).toFixed(3)} [${Math.min(...r).toFixed(3)}–${Math.max(...r).toFixed(3)}]`)
+  }
 }
