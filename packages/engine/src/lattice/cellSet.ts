@@ -191,7 +191,7 @@ export class CellSet {
     if (states !== null || this.#states !== null) {
       const all = this.#states ?? []
       this.#states = all
-      all.splice(at, 0, states as States)
+      insertAt(all, at, states as States)
     }
     const sources = this.#sources
     const n = sources.length
@@ -211,13 +211,8 @@ export class CellSet {
       this.#values = values
     }
     const ordered = cell === null ? this.#ordered : (this.#ordered ?? this.#objects())
-    if (at === n) {
-      sources.push(source)
-      ordered?.push(cell)
-    } else {
-      sources.splice(at, 0, source)
-      ordered?.splice(at, 0, cell)
-    }
+    insertAt(sources, at, source)
+    if (ordered !== null) insertAt(ordered, at, cell)
   }
 
   /** Creates `#ordered` for a set that so far held only rows (every position `null`). */
@@ -249,4 +244,15 @@ export class CellSet {
     }
     return lo
   }
+}
+
+/**
+ * Inserts `item` at `at`, moving the rest up by one: `splice(at, 0, item)` without the array of
+ * removed items it allocates (a sliding window's slices take every source's cell this way).
+ */
+function insertAt<T>(list: T[], at: number, item: T): void {
+  let i = list.length
+  list.push(item)
+  for (; i > at; i--) list[i] = list[i - 1] as T
+  list[at] = item
 }
