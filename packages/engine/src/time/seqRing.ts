@@ -50,8 +50,9 @@ export class SeqRing {
       this.set(seq, ts)
       return
     }
-    if (offset >= this.#slots.length) this.#grow(offset + 1)
-    this.#slots[(this.#head + offset) & (this.#slots.length - 1)] = ts
+    // The slot first: reaching it may grow the ring into a new array.
+    const i = this.#slot(offset)
+    this.#slots[i] = ts
     this.size++
   }
 
@@ -62,10 +63,15 @@ export class SeqRing {
       this.#far.set(seq, ts)
       return
     }
-    if (offset >= this.#slots.length) this.#grow(offset + 1)
-    const i = (this.#head + offset) & (this.#slots.length - 1)
+    const i = this.#slot(offset)
     if (Number.isNaN(this.#slots[i])) this.size++
     this.#slots[i] = ts
+  }
+
+  /** The slot of the seq `offset` above the base (within `MAX_RING`), the ring grown to reach it. */
+  #slot(offset: number): number {
+    if (offset >= this.#slots.length) this.#grow(offset + 1)
+    return (this.#head + offset) & (this.#slots.length - 1)
   }
 
   delete(seq: number): void {
