@@ -10,6 +10,10 @@
  *   sliced engine's (checked in the test kit), so the ratio is the cost of placement alone.
  * - plain-loop: the floor of a sliced implementation: nested Maps per key and slice, every
  *   window combined from its slices once at the end; no dedup, watermark, lateness or emission.
+ * - rules-loop: the rules floor over slices: one hand-written loop keeping the engine's rules
+ *   (validation, dedup, watermark, lateness, per-upload emission) with one slice update per
+ *   event, each upload's changed windows swept from their slices. Its share of the plain-loop
+ *   floor is the most any implementation of the rules reaches here.
  *
  *   node --expose-gc --import tsx --conditions=@tidemark/source bench/sliding-1h-1m.ts
  */
@@ -17,9 +21,11 @@ import { boundedOutOfOrderness, sliding } from '@tidemark/engine'
 import { createPerWindowEngine } from '@tidemark/engine/testing'
 import type { ProfileDefinition } from './harness/profile.ts'
 import { runProfileCli } from './harness/profile.ts'
+import { rulesRatios } from './harness/ratios.ts'
 import { isMain } from './measure.ts'
 import { fixedWindows } from './peers/fixedWindows.ts'
 import { plainSlicedLoopContender } from './peers/plainSlicedLoop.ts'
+import { slicedRulesLoopContender } from './peers/slicedRulesLoop.ts'
 import { tidemarkContender } from './peers/tidemark.ts'
 import { eventCount, metricFleet } from './workload.ts'
 
@@ -45,6 +51,7 @@ export function define(): ProfileDefinition {
         label: 'Tidemark on the per-window placement (createPerWindowEngine): every window keeps its own cells, 60 updates per reading',
       }),
       plainSlicedLoopContender(batches, window),
+      slicedRulesLoopContender(batches, { window, outOfOrderness: MINUTE, allowedLateness: 5 * MINUTE }),
     ],
     ratios: [
       {
@@ -63,8 +70,12 @@ export function define(): ProfileDefinition {
         format: 'times',
         target: 10,
       },
+      ...rulesRatios(),
     ],
-    agree: [['tidemark', 'per-window']],
+    agree: [
+      ['tidemark', 'per-window'],
+      ['tidemark', 'rules-loop'],
+    ],
   }
 }
 

@@ -51,7 +51,7 @@ interface Source {
   ids: Set<string> | null
 }
 
-interface Window {
+export interface Window {
   readonly ordinal: number
   readonly start: number
   readonly end: number
@@ -67,7 +67,7 @@ interface Window {
   last: Emission | null
 }
 
-interface Emission {
+export interface Emission {
   readonly type: 'provisional' | 'on_time' | 'correction'
   readonly window: string
   readonly key: string
@@ -96,7 +96,7 @@ const RING_MASK = RING - 1
  * The rules every upload goes through before any window: validation, future skew, dedup per
  * source and the per-source clocks, and the watermark moved between uploads.
  */
-class UploadRules {
+export class UploadRules {
   readonly #sources = new Map<string, Source>()
   readonly #outOfOrderness: number
   readonly #idleTimeout: number
@@ -178,7 +178,7 @@ class UploadRules {
 }
 
 /** Where a rules floor's emissions go: counted, and the fired values kept when the run is recorded. */
-class EmissionSink {
+export class EmissionSink {
   emitted = 0
   readonly totals: WindowTotals | undefined
 
@@ -239,14 +239,15 @@ function rulesLoop(
           byKey.set(key, windows)
           ;(keysOf[s] as string[]).push(key)
         }
-        // Windows by ordinal (a small integer, as the plain loop's): the one ending at slide × (ordinal + 1).
+        // Windows by ordinal (a small integer, as the plain loop's): the one starting at slide × ordinal.
         const lastOrdinal = Math.floor(ts / spec.slide)
         for (let ordinal = lastOrdinal - spec.size / spec.slide + 1; ordinal <= lastOrdinal; ordinal++) {
           let w = windows.get(ordinal)
           if (w === undefined) {
-            const end = (ordinal + 1) * spec.slide
+            const start = ordinal * spec.slide
+            const end = start + spec.size
             if (end + allowedLateness <= watermark) continue
-            w = { ordinal, start: end - spec.size, end, count: 0, sum: 0, min: value, max: value, fired: end <= watermark, revision: 0, changedIn: -1, last: null }
+            w = { ordinal, start, end, count: 0, sum: 0, min: value, max: value, fired: end <= watermark, revision: 0, changedIn: -1, last: null }
             windows.set(ordinal, w)
             liveWindows++
           }
@@ -303,8 +304,9 @@ function rulesLoop(
   }
 }
 
-function result(type: Emission['type'], window: string, key: string, w: Window): Emission {
-  return { type, window, key, start: w.start, end: w.end, count: w.count, sum: w.sum, min: w.min, max: w.max, revision: w.revision, previous: w.last }
+export function result(type: Emission['type'], window: string, key: string, w: Window): Emission {
+  // Only a correction carries what it replaces, as the engine's changes: results do not chain.
+  return { type, window, key, start: w.start, end: w.end, count: w.count, sum: w.sum, min: w.min, max: w.max, revision: w.revision, previous: type === 'correction' ? w.last : null }
 }
 
 /** Why the engine would refuse `event` as invalid_event, or null (the checks of docs/semantics.md, Events). */
