@@ -73,6 +73,26 @@ describe('validation', () => {
     expect(engine.results()[0]?.count).toBe(2)
   })
 
+  it("a detail names the refused value as String() writes it, also when a batch repeats or alternates values", () => {
+    const engine = createEngine({ windows: tumbling(10) })
+    const values: unknown[] = [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 1.5, 2.25, 1.5, 1.5, -0, 1e21, '42', Symbol('s'), null]
+    const prefix = {
+      ts: `ts must be a finite number within ±${MAX_ABS_TS} ms, got `,
+      value: 'value must be a finite number, got ',
+      seq: 'seq must be a safe integer >= 1, got ',
+    }
+    const fields = Object.keys(prefix) as (keyof typeof prefix)[]
+    const batch = values.flatMap((v, i) => fields.map((field) => ({ ...valid, id: `${field}-${i}`, [field]: v })))
+    const receipt = engine.ingest(batch as StreamEvent[])
+    const refused = receipt.anomalies.map((a) => {
+      const field = fields[(a.index as number) % fields.length] as keyof typeof prefix
+      return [a.id, a.detail, `${prefix[field]}${String(values[Math.floor((a.index as number) / fields.length)])}`]
+    })
+    // NaN, ±Infinity, the string, the symbol and null as any field; 1e21 as a ts or seq; each fraction and -0 as a seq.
+    expect(refused).toHaveLength(3 * 3 + 1 + 5 + 1 + 3 * 3)
+    for (const [id, detail, expected] of refused) expect(`${id}: ${detail}`).toBe(`${id}: ${expected}`)
+  })
+
   it('accepts the edges of every valid range', () => {
     // A ts at the far edge is also far ahead of any clock: only with the skew check off.
     const engine = createEngine({ windows: tumbling(10), maxFutureSkew: Number.POSITIVE_INFINITY })

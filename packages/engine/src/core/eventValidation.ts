@@ -28,8 +28,17 @@ export function invalidReason(event: unknown): AnomalyReason | null {
   return null
 }
 
-/** The range of `ts` as the anomalies say it, made once: a number turned into text costs more than the rest of a refusal. */
-const TS_RANGE = `±${MAX_ABS_TS} ms`
+/**
+ * The fixed text of each validation reason's detail, made once: a refusal is on the path of every
+ * bad input, and text put together per call (a number turned into text, a template's parts
+ * joined) costs more than the rest of the refusal.
+ */
+const ID_TOO_LONG = `id longer than ${MAX_NAME_LENGTH} characters`
+const SOURCE_TOO_LONG = `source longer than ${MAX_NAME_LENGTH} characters`
+const KEY_INVALID = `key must be a string of at most ${MAX_NAME_LENGTH} characters`
+const TS_INVALID = `ts must be a finite number within ±${MAX_ABS_TS} ms, got `
+const VALUE_INVALID = 'value must be a finite number, got '
+const SEQ_INVALID = 'seq must be a safe integer >= 1, got '
 
 /** Human-readable explanation for each validation reason, used as `Anomaly.detail`. */
 export function describeInvalid(reason: AnomalyReason, event: unknown): string {
@@ -40,29 +49,66 @@ export function describeInvalid(reason: AnomalyReason, event: unknown): string {
     case 'missing_id':
       return 'id must be a non-empty string'
     case 'invalid_id':
-      return `id longer than ${MAX_NAME_LENGTH} characters`
+      return ID_TOO_LONG
     case 'missing_source':
       return 'source must be a non-empty string'
     case 'invalid_source':
-      return `source longer than ${MAX_NAME_LENGTH} characters`
+      return SOURCE_TOO_LONG
     case 'invalid_ts':
-      return `ts must be a finite number within ${TS_RANGE}, got ${String(e.ts)}`
+      return TS_INVALID + shown(e.ts)
     case 'invalid_value':
-      return `value must be a finite number, got ${String(e.value)}`
+      return VALUE_INVALID + shown(e.value)
     case 'invalid_seq':
-      return `seq must be a safe integer >= 1, got ${String(e.seq)}`
+      return SEQ_INVALID + shown(e.seq)
     case 'invalid_key':
-      return `key must be a string of at most ${MAX_NAME_LENGTH} characters`
+      return KEY_INVALID
     default:
       return reason
   }
 }
 
-/** Builds the anomaly reported for an invalid input at `index` of a batch. */
+/** The last fractional number `shown` turned into text, and that text. */
+let lastFraction = 0.5
+let lastFractionText = '0.5'
+
+/**
+ * `String(value)` for a refused field's value. Turning a double into text takes V8 about 80 ns,
+ * more than the rest of a refusal, and bad input repeats itself (a device sending NaN, or the
+ * same wrong seq, upload after upload): the non-finite numbers are written out, and the last
+ * fractional number's text is kept.
+ */
+function shown(value: unknown): string {
+  if (typeof value !== 'number' || Number.isInteger(value)) return String(value)
+  if (Number.isNaN(value)) return 'NaN'
+  if (value === Number.POSITIVE_INFINITY) return 'Infinity'
+  if (value === Number.NEGATIVE_INFINITY) return '-Infinity'
+  if (value !== lastFraction) {
+    lastFraction = value
+    lastFractionText = String(value)
+  }
+  return lastFractionText
+}
+
+/**
+ * Builds the anomaly reported for an invalid input at `index` of a batch: its reason, index and
+ * detail, and its `id` and `source` when they are non-empty strings (at most 1,024 units each).
+ *
+ * @example
+ * invalidAnomaly('invalid_ts', { id: 'a', source: 's', ts: Number.NaN, value: 1 }, 3)
+ * // { reason: 'invalid_ts', index: 3, detail: 'ts must be … got NaN', id: 'a', source: 's' }
+ */
 export function invalidAnomaly(reason: AnomalyReason, event: unknown, index: number): Anomaly {
-  const e = (typeof event === 'object' && event !== null ? event : {}) as Record<string, unknown>
-  const anomaly: { -readonly [K in keyof Anomaly]: Anomaly[K] } = { reason, index, detail: describeInvalid(reason, event) }
-  if (typeof e.id === 'string' && e.id.length > 0) anomaly.id = e.id.slice(0, MAX_NAME_LENGTH)
-  if (typeof e.source === 'string' && e.source.length > 0) anomaly.source = e.source.slice(0, MAX_NAME_LENGTH)
-  return anomaly
+  const detail = describeInvalid(reason, event)
+  if (typeof event !== 'object' || event === null) return { reason, index, detail }
+  // Each field read once, and each anomaly made whole in one literal of its final shape.
+  const id = nameOf((event as Record<string, unknown>).id)
+  const source = nameOf((event as Record<string, unknown>).source)
+  if (id === undefined) return source === undefined ? { reason, index, detail } : { reason, index, detail, source }
+  return source === undefined ? { reason, index, detail, id } : { reason, index, detail, id, source }
+}
+
+/** A non-empty string field as an anomaly names it (at most `MAX_NAME_LENGTH` units), else undefined. */
+function nameOf(field: unknown): string | undefined {
+  if (typeof field !== 'string' || field.length === 0) return undefined
+  return field.length > MAX_NAME_LENGTH ? field.slice(0, MAX_NAME_LENGTH) : field
 }
