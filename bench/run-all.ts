@@ -5,7 +5,10 @@
  *
  *   pnpm bench                      all Node profiles
  *   pnpm bench:stream               the streaming profiles only
- *   pnpm bench -- --only=correction-churn,anomaly-heavy [--rounds=N]
+ *   pnpm bench -- --only=correction-churn,anomaly-heavy [--rounds=N] [--processes=N]
+ *
+ * `--processes=N` runs each profile in N processes, one after another, and pools their rounds
+ * (harness/profile.ts, `poolProcesses`): the recorded figures use 3.
  *   pnpm bench -- --report-only     re-render latest.md and latest.svg from latest.json
  */
 import { measuredRevision } from './harness/revision.ts'
@@ -13,7 +16,7 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs'
 import { cpus, loadavg } from 'node:os'
 import { join } from 'node:path'
 import { RESULTS_DIR, runProfileProcess } from './harness/child.ts'
-import { formatRatio, type ProfileFigures } from './harness/profile.ts'
+import { formatRatio, type ProfileFigures, poolProcesses } from './harness/profile.ts'
 import { type BenchRun, type MissingProfile, writeReport } from './harness/report.ts'
 
 interface ProfileEntry {
@@ -48,6 +51,9 @@ const onlyArg = argv.find((a) => a.startsWith('--only='))
 const only = onlyArg === undefined ? null : onlyArg.slice('--only='.length).split(',')
 const passThrough = argv.filter((a) => a.startsWith('--rounds=') || a.startsWith('--warmup=') || a === '--no-memory')
 const reportOnly = argv.includes('--report-only')
+const processesArg = argv.find((a) => a.startsWith('--processes='))
+const processes = processesArg === undefined ? 1 : Number(processesArg.slice('--processes='.length))
+if (!Number.isInteger(processes) || processes < 1) throw new Error(`--processes must be a whole number >= 1, got ${processesArg}`)
 const selected = reportOnly ? [] : PROFILES.filter((p) => (only === null ? !argv.includes('--stream') || p.streaming : only.includes(p.name)))
 if (only !== null) {
   for (const name of only) if (!PROFILES.some((p) => p.name === name)) throw new Error(`unknown profile ${name}; known: ${PROFILES.map((p) => p.name).join(', ')}`)
@@ -62,15 +68,24 @@ const failures: { profile: string; error: string }[] = []
 for (const [i, profile] of selected.entries()) {
   const tag = `[${i + 1}/${selected.length} ${profile.name}]`
   process.stdout.write(`${tag} starting\n`)
-  const child = await runProfileProcess(profile.name, passThrough, (line) => process.stdout.write(`${tag} ${line.trim()}\n`))
-  if (child.figures === null) {
-    failures.push({ profile: profile.name, error: child.tail.split('\n').filter(Boolean).slice(-3).join(' ') })
-    process.stdout.write(`${tag} FAILED (exit ${child.code})\n`)
-    continue
+  const runs: ProfileFigures[] = []
+  let ms = 0
+  for (let p = 1; p <= processes; p++) {
+    const ptag = processes === 1 ? tag : `${tag} process ${p}/${processes}`
+    const child = await runProfileProcess(profile.name, passThrough, (line) => process.stdout.write(`${ptag} ${line.trim()}\n`))
+    ms += child.ms
+    if (child.figures === null) {
+      failures.push({ profile: profile.name, error: child.tail.split('\n').filter(Boolean).slice(-3).join(' ') })
+      process.stdout.write(`${ptag} FAILED (exit ${child.code})\n`)
+      break
+    }
+    runs.push(child.figures)
   }
-  fresh.push(child.figures)
-  const headline = child.figures.headline ?? child.figures.ratios.map((r) => `${r.name} ${formatRatio(r)}`).join(', ')
-  process.stdout.write(`${tag} done in ${(child.ms / 1000).toFixed(1)} s: ${headline}\n`)
+  if (runs.length < processes) continue
+  const figures = poolProcesses(runs)
+  fresh.push(figures)
+  const headline = figures.headline ?? figures.ratios.map((r) => `${r.name} ${formatRatio(r)}`).join(', ')
+  process.stdout.write(`${tag} done in ${(ms / 1000).toFixed(1)} s: ${headline}\n`)
 }
 
 mkdirSync(RESULTS_DIR, { recursive: true })

@@ -82,6 +82,8 @@ export interface Agreement {
 
 export interface ProfileFigures {
   readonly profile: string
+  /** Processes whose rounds these figures pool (`pnpm bench -- --processes=N`); one when absent. */
+  readonly processes?: number
   readonly description: string
   readonly events: number
   readonly batches: number
@@ -235,6 +237,48 @@ function recordOf(o: Outcome): Outcome {
 function needsRecord(definition: ProfileDefinition, running: readonly Contender[], name: string): boolean {
   const runs = (n: string) => running.some((c) => c.name === n)
   return (definition.agree ?? []).some(([a, b]) => (a === name && runs(b)) || (b === name && runs(a)))
+}
+
+/**
+ * One profile's figures from several processes, pooled as one run of all their rounds: each
+ * contender's times, and each ratio from them (rounds pair up within each process). A process
+ * compiles the engine its own way, which moves a ratio by up to ±15% from one process to the
+ * next on a 2-core machine; pooling rounds of several keeps one process's luck out of the
+ * median. Memory, gauges and agreement are the first process's (each process checks agreement).
+ *
+ * @example
+ * const pooled = poolProcesses([first.figures, second.figures, third.figures])
+ * pooled.ratios[0].median // over every round of the three
+ */
+export function poolProcesses(runs: readonly ProfileFigures[]): ProfileFigures {
+  const first = runs[0]
+  if (first === undefined) throw new Error('poolProcesses needs the figures of at least one process')
+  if (runs.length === 1) return first
+  const timesOf = (name: string, pick: (c: ContenderFigures) => Spread) =>
+    runs.flatMap((run) => {
+      const c = run.contenders.find((x) => x.name === name)
+      return c === undefined ? [] : pick(c).runs
+    })
+  const contenders = first.contenders.map((c): ContenderFigures => {
+    const spread = spreadOf(timesOf(c.name, (x) => x.timeMs))
+    return { ...c, timeMs: roundSpread(spread), wallMs: roundSpread(spreadOf(timesOf(c.name, (x) => x.wallMs))), eventsPerSec: perSecond(first.events, spread.median) }
+  })
+  const ratios = first.ratios.map((r) => {
+    const { median: _m, min: _n, max: _x, relSpread: _s, perRound: _p, meetsTarget: _t, ...definition } = r
+    return ratioFigures(definition, timesOf(r.subject, (x) => x.timeMs), timesOf(r.reference, (x) => x.timeMs))
+  })
+  return {
+    ...first,
+    processes: runs.length,
+    rounds: runs.reduce((n, run) => n + run.rounds, 0),
+    contenders,
+    ratios,
+    process: {
+      maxRssMB: Math.max(...runs.map((run) => run.process.maxRssMB)),
+      wallMs: runs.reduce((n, run) => n + run.process.wallMs, 0),
+      prepareMs: runs.reduce((n, run) => n + run.process.prepareMs, 0),
+    },
+  }
 }
 
 function ratioFigures(r: RatioDefinition, subject: readonly number[], reference: readonly number[]): RatioFigures {

@@ -58,6 +58,13 @@ function cellRatio(r: RatioFigures | undefined): string {
   return `${formatRatio(r)}${mark}`
 }
 
+/** How many processes the run's profiles pooled, when more than one (`--processes=N`). */
+function processNote(run: BenchRun): string {
+  const counts = [...new Set(run.results.map((f) => f.processes ?? 1))].sort((a, b) => a - b)
+  if (counts.length === 1 && counts[0] === 1) return ''
+  return `; each profile ran in ${counts.join(' or ')} processes, one after another, and its figures pool their rounds`
+}
+
 function markdown(run: BenchRun): string {
   const lines: string[] = []
   lines.push('# Tidemark benchmarks: latest run', '')
@@ -66,7 +73,7 @@ function markdown(run: BenchRun): string {
     '',
   )
   lines.push(
-    'Ratios are the headline: every profile runs Tidemark, a plain-loop floor and an RxJS 7 peer on the same events in one process, in interleaved rounds after warm-up. Times are CPU time of the process (see bench/README.md); ev/s = events per CPU-second.',
+    `Ratios are the headline: every profile runs Tidemark, a plain-loop floor and an RxJS 7 peer on the same events in one process, in interleaved rounds after warm-up${processNote(run)}. Times are CPU time of the process (see bench/README.md); ev/s = events per CPU-second.`,
     'Shown: median [min–max over rounds]. `% of floor` is Tidemark throughput as a share of the floor (higher is better; target ≥ 35%, ≥ 40% on streaming-100k; on sliding-1h-1m the floor also slices); `× RxJS` is how many times faster than RxJS (target ≥ 20×). ✓/✗ mark the targets.',
     'Window totals of Tidemark and RxJS (and of the rules floor, where it runs: one hand-written loop keeping the engine\'s rules, see bench/README.md) are checked equal window by window in every run (the ordered streams: same emitted sequence).',
     '',
