@@ -267,11 +267,7 @@ function rulesLoop(
     }
     // The upload's changes: a provisional result per unfired window, a correction per fired one.
     const out: Emission[] = []
-    for (const { spec, key, window: w } of changed) {
-      if (w.fired) w.revision++
-      w.last = result(w.fired ? 'correction' : 'provisional', (specs[spec] as FixedWindow).id, key, w)
-      sink.emit(out, w.last)
-    }
+    for (const { spec, key, window: w } of changed) emitChange(w, (specs[spec] as FixedWindow).id, key, sink, out)
     changed.length = 0
     if (rules.end()) {
       const next = rules.watermark
@@ -280,12 +276,7 @@ function rulesLoop(
         for (const key of keysOf[s] as string[]) {
           const windows = byKey.get(key) as Map<number, Window>
           for (const w of windows.values()) {
-            if (!w.fired && w.end <= next) {
-              w.fired = true
-              w.last = result('on_time', (specs[s] as FixedWindow).id, key, w)
-              sink.emit(out, w.last)
-            }
-            if (w.end + allowedLateness <= next) {
+            if (settleWindow(w, next, allowedLateness, (specs[s] as FixedWindow).id, key, sink, out)) {
               windows.delete(w.ordinal)
               liveWindows--
             }
@@ -295,11 +286,33 @@ function rulesLoop(
     }
     probe.tick()
   }
+  return rulesOutcome(rules, sink, liveWindows, bySpec)
+}
+
+/** A window the upload changed: its provisional result before it fired, a correction (the next revision) after. */
+export function emitChange(w: Window, window: string, key: string, sink: EmissionSink, out: Emission[]): void {
+  if (w.fired) w.revision++
+  w.last = result(w.fired ? 'correction' : 'provisional', window, key, w)
+  sink.emit(out, w.last)
+}
+
+/** The watermark moved to `next`: `w` fires on time once it passed its end; true when it leaves (its end plus the lateness passed too). */
+export function settleWindow(w: Window, next: number, allowedLateness: number, window: string, key: string, sink: EmissionSink, out: Emission[]): boolean {
+  if (!w.fired && w.end <= next) {
+    w.fired = true
+    w.last = result('on_time', window, key, w)
+    sink.emit(out, w.last)
+  }
+  return w.end + allowedLateness <= next
+}
+
+/** A rules floor's outcome: its gauges and counts, the watermark, and the window totals of a recorded run. */
+export function rulesOutcome(rules: UploadRules, sink: EmissionSink, liveWindows: number, windows: unknown): Outcome {
   return {
     end: { liveWindows, lateList: rules.late.length, anomalies: rules.anomalies.length },
     counts: { accepted: rules.accepted, duplicates: rules.duplicates, emitted: sink.emitted },
     watermark: rules.watermark,
-    state: { rules, bySpec },
+    state: { rules, windows },
     ...(sink.totals === undefined ? {} : { totals: sink.totals }),
   }
 }

@@ -16,7 +16,7 @@
 import type { StreamEvent } from '@tidemark/engine'
 import type { Contender, Outcome, RunContext } from '../harness/contender.ts'
 import type { FixedWindow } from './fixedWindows.ts'
-import { type Emission, EmissionSink, result, type RulesLoopOptions, UploadRules, type Window } from './rulesLoop.ts'
+import { type Emission, EmissionSink, emitChange, rulesOutcome, type RulesLoopOptions, settleWindow, UploadRules, type Window } from './rulesLoop.ts'
 import { PROCESSING_START } from './tidemark.ts'
 
 interface Slice {
@@ -134,9 +134,7 @@ function slicedRulesLoop(
             liveWindows++
           }
           sweep.next(w)
-          if (w.fired) w.revision++
-          w.last = result(w.fired ? 'correction' : 'provisional', spec.id, series.key, w)
-          sink.emit(out, w.last)
+          emitChange(w, spec.id, series.key, sink, out)
         }
       }
     }
@@ -145,12 +143,7 @@ function slicedRulesLoop(
       const next = rules.watermark
       for (const series of byKey.values()) {
         for (const w of series.windows.values()) {
-          if (!w.fired && w.end <= next) {
-            w.fired = true
-            w.last = result('on_time', spec.id, series.key, w)
-            sink.emit(out, w.last)
-          }
-          if (w.end + allowedLateness <= next) {
+          if (settleWindow(w, next, allowedLateness, spec.id, series.key, sink, out)) {
             // Window `o` is the last that holds slice `o`: both leave.
             series.windows.delete(w.ordinal)
             series.slices.delete(w.ordinal)
@@ -161,13 +154,7 @@ function slicedRulesLoop(
     }
     probe.tick()
   }
-  return {
-    end: { liveWindows, lateList: rules.late.length, anomalies: rules.anomalies.length },
-    counts: { accepted: rules.accepted, duplicates: rules.duplicates, emitted: sink.emitted },
-    watermark: rules.watermark,
-    state: { rules, byKey },
-    ...(sink.totals === undefined ? {} : { totals: sink.totals }),
-  }
+  return rulesOutcome(rules, sink, liveWindows, byKey)
 }
 
 /**
