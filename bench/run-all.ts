@@ -6,10 +6,10 @@
  *   pnpm bench                      all Node profiles
  *   pnpm bench:stream               the streaming profiles only
  *   pnpm bench -- --only=correction-churn,anomaly-heavy [--rounds=N] [--processes=N]
+ *   pnpm bench -- --report-only     re-render latest.md and latest.svg from latest.json
  *
  * `--processes=N` runs each profile in N processes, one after another, and pools their rounds
  * (harness/profile.ts, `poolProcesses`): the recorded figures use 3.
- *   pnpm bench -- --report-only     re-render latest.md and latest.svg from latest.json
  */
 import { measuredRevision } from './harness/revision.ts'
 import { existsSync, mkdirSync, readFileSync } from 'node:fs'

@@ -263,10 +263,8 @@ export function poolProcesses(runs: readonly ProfileFigures[]): ProfileFigures {
     const spread = spreadOf(timesOf(c.name, (x) => x.timeMs))
     return { ...c, timeMs: roundSpread(spread), wallMs: roundSpread(spreadOf(timesOf(c.name, (x) => x.wallMs))), eventsPerSec: perSecond(first.events, spread.median) }
   })
-  const ratios = first.ratios.map((r) => {
-    const { median: _m, min: _n, max: _x, relSpread: _s, perRound: _p, meetsTarget: _t, ...definition } = r
-    return ratioFigures(definition, timesOf(r.subject, (x) => x.timeMs), timesOf(r.reference, (x) => x.timeMs))
-  })
+  // A ratio's figures are made again from the pooled times: every measured field is overwritten.
+  const ratios = first.ratios.map((r) => ratioFigures(r, timesOf(r.subject, (x) => x.timeMs), timesOf(r.reference, (x) => x.timeMs)))
   return {
     ...first,
     processes: runs.length,

@@ -73,7 +73,7 @@ describe('validation', () => {
     expect(engine.results()[0]?.count).toBe(2)
   })
 
-  it("a detail names the refused value as String() writes it, also when a batch repeats or alternates values", () => {
+  it('a detail names the refused value as String() writes it, also when a batch repeats or alternates values', () => {
     const engine = createEngine({ windows: tumbling(10) })
     const values: unknown[] = [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 1.5, 2.25, 1.5, 1.5, -0, 1e21, '42', Symbol('s'), null]
     const prefix = {
