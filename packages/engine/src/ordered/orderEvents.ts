@@ -94,7 +94,7 @@ export function orderEvents(events: readonly StreamEvent[], options?: OrderEvent
       )
       continue
     }
-    proof.remember(clock, event.seq, event.id, event.ts, 0)
+    proof.remember(clock, event)
     kept.push(toPendingEvent(event, 'unknown'))
   }
   kept.sort(compareEventOrder)

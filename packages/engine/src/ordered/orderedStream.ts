@@ -159,7 +159,8 @@ export class OrderedEventStream implements OrderedStream {
       clock ??= this.#frontiers.source(event.source, now)
       lastClock = clock
       const before = clock.ahead.size + clock.ids.size
-      this.#proof.remember(clock, seq, id, ts, now)
+      clock.lastSeen = now
+      this.#proof.remember(clock, event)
       this.#dedupEntries += clock.ahead.size + clock.ids.size - before
     }
     const rejected = anomalies === null ? 0 : anomalies.length - conflicting

@@ -102,14 +102,13 @@ export class PerWindowIndex implements WindowIndex {
   place(
     key: string,
     source: PlacementSource,
-    ts: number,
-    value: number,
     version: number,
     frontiers: BatchFrontiers,
     tracker: WindowTracker,
     event: StreamEvent,
     inputs: readonly unknown[] | null,
   ): number {
+    const { ts, value } = event
     const aggregates = this.aggregates
     let series: Map<number, WindowState> | undefined
     let outcome = 0

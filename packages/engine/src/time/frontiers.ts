@@ -9,7 +9,7 @@ import type { WatermarkStrategy } from './watermarkStrategy.ts'
  *
  * @example
  * const frontiers = new Frontiers(boundedOutOfOrderness(5_000), 30_000)
- * frontiers.source('d1', now).remember(1, 'd1-1', 60_000, now)
+ * frontiers.source('d1', now).remember({ seq: 1, id: 'd1-1', ts: 60_000 }, now)
  * frontiers.advance(now)
  * frontiers.watermark // 55000
  */

@@ -1,4 +1,4 @@
-import type { SourceClock } from './sourceClock.ts'
+import type { EventStamp, SourceClock } from './sourceClock.ts'
 import type { Basis } from '../windows/windowResult.ts'
 
 /** Where a source's `seq` stopped proving order. */
@@ -18,11 +18,12 @@ interface ProofBreak {
 export class OrderProof {
   readonly #breaks = new Map<string, ProofBreak>()
 
-  /** `clock.remember(...)`, noting where the source's proof breaks. */
-  remember(clock: SourceClock, seq: number | undefined, id: string, ts: number, now: number): void {
+  /** `clock.remember(event)`, noting where the source's proof breaks. */
+  remember(clock: SourceClock, event: EventStamp): void {
+    const { seq, ts } = event
     const wasProvable = clock.provable
     const provenThrough = wasProvable && seq !== undefined ? monotoneRunEnd(clock, seq, ts) : clock.prefix
-    clock.remember(seq, id, ts, now)
+    clock.remember(event)
     if (wasProvable && !clock.provable) this.#breaks.set(clock.name, { provenThrough, regressed: seq !== undefined })
   }
 

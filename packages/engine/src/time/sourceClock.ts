@@ -1,6 +1,10 @@
+import type { StreamEvent } from '../core/event.ts'
 import type { SourceClockSnapshot } from '../recovery/engineCheckpoint.ts'
 import type { ClockEntry } from '../replica/replicaPort.ts'
 import { SeqRing } from './seqRing.ts'
+
+/** What a source clock remembers of an event: its seq, id and event time. */
+export type EventStamp = Pick<StreamEvent, 'seq' | 'id' | 'ts'>
 
 /**
  * Per-source clock and dedup memory (docs/semantics.md: duplicates, the proof frontier).
@@ -78,11 +82,23 @@ export class SourceClock {
     return `${what} of source '${this.name}' was first taken with ts ${first}; this copy has ts ${ts} (the first delivery wins)`
   }
 
-  /** Records a valid, non-duplicate event: advances the clock, the seq prefix and the dedup memory. */
-  remember(seq: number | undefined, id: string, ts: number, now: number): void {
+  /**
+   * Records a valid, non-duplicate event: advances the version, the largest event time, the seq
+   * prefix and the dedup memory, and with `now` the processing time the source was last seen.
+   * It takes the event rather than its fields: a number passed to a function the optimizer does
+   * not inline is boxed, a heap allocation per event. The engine's ingest path sets `lastSeen`
+   * itself and leaves `now` out, for the same reason.
+   *
+   * @example
+   * const clock = new SourceClock('d1', now)
+   * clock.remember({ seq: 1, id: 'd1-1', ts: 60_000 }, now)
+   * clock.prefix // 1
+   */
+  remember(event: EventStamp, now?: number): void {
+    const { seq, id, ts } = event
+    if (now !== undefined) this.lastSeen = now
     this.version++
     if (ts > this.maxTs) this.maxTs = ts
-    this.lastSeen = now
     if (seq === undefined) {
       this.ids.set(id, ts)
       this.provable = false

@@ -112,7 +112,7 @@ export class BatchPlacement {
         continue
       }
       logged?.push(event)
-      const { id, seq, ts, value } = event
+      const { id, seq, ts } = event
       if (ts > future) {
         // Logged with the batch: replay, at the logged `now`, refuses it the same way.
         const detail = `ts ${ts} is ${ts - now} ms ahead of now (${now}); maxFutureSkew is ${options.maxFutureSkew} ms`
@@ -173,7 +173,7 @@ export class BatchPlacement {
       let outcome = 0
       for (let s = 0; s < indexes.length; s++) {
         const index = indexes[s] as WindowIndex
-        const placed = index.place(key, clock, ts, value, version, frontiers, tracker, event, inputs)
+        const placed = index.place(key, clock, version, frontiers, tracker, event, inputs)
         if (placed & REFUSED) lateLane.push({ event: copyStreamEvent(event), window: index.id, reason: 'beyond_lateness' })
         outcome |= placed
       }
@@ -184,10 +184,11 @@ export class BatchPlacement {
         beyond++
       }
       // Only an event out of seq order, or without seq, can add to dedup memory.
-      if (seq !== undefined && seq === clock.prefix + 1 && clock.ahead.size === 0) clock.remember(seq, id, ts, now)
+      clock.lastSeen = now
+      if (seq !== undefined && seq === clock.prefix + 1 && clock.ahead.size === 0) clock.remember(event)
       else {
         const before = clock.ahead.size + clock.ids.size
-        clock.remember(seq, id, ts, now)
+        clock.remember(event)
         dedup.entries += clock.ahead.size + clock.ids.size - before
       }
       if (publish && this.#clockPublished[clock.slot] !== frontiers.batch) {

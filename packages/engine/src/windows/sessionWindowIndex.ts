@@ -96,14 +96,13 @@ export class SessionWindowIndex implements WindowIndex {
   place(
     key: string,
     source: PlacementSource,
-    ts: number,
-    value: number,
     version: number,
     frontiers: BatchFrontiers,
     tracker: WindowTracker,
     event: StreamEvent,
     inputs: readonly unknown[] | null,
   ): number {
+    const { ts, value } = event
     const gap = this.#gap
     const sealed = this.#sealed.get(key)
     if (sealed !== undefined && ts < sealed) return REFUSED

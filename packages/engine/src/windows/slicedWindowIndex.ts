@@ -118,14 +118,13 @@ export class SlicedWindowIndex implements WindowIndex {
   place(
     key: string,
     source: PlacementSource,
-    ts: number,
-    value: number,
     version: number,
     frontiers: BatchFrontiers,
     tracker: WindowTracker,
     event: StreamEvent,
     inputs: readonly unknown[] | null,
   ): number {
+    const { ts, value } = event
     const batch = frontiers.batch
     const base = STRIDE * source.slot
     let slice: Slice<SliceSeries> | undefined

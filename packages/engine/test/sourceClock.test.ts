@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest'
+import { SourceClock } from '../src/time/sourceClock.ts'
+
+describe('SourceClock.remember', () => {
+  it('takes seq, id and ts from the event: a seq ahead of a gap waits in dedup memory until the gap fills', () => {
+    const clock = new SourceClock('d1', 0)
+    clock.remember({ seq: 1, id: 'd1-1', ts: 1_000 })
+    clock.remember({ seq: 3, id: 'd1-3', ts: 3_000 })
+    expect(clock.prefix).toBe(1)
+    expect(clock.ahead.get(3)).toBe(3_000)
+    expect(clock.seen(3, 'd1-3')).toBe(true)
+    expect(clock.seen(2, 'd1-2')).toBe(false)
+    clock.remember({ seq: 2, id: 'd1-2', ts: 2_000 })
+    expect(clock.prefix).toBe(3)
+    expect(clock.prefixTs).toBe(3_000)
+    expect(clock.ahead.size).toBe(0)
+    expect(clock.maxTs).toBe(3_000)
+    expect(clock.version).toBe(3)
+  })
+
+  it('remembers an event without seq by its id, with its ts', () => {
+    const clock = new SourceClock('d1', 0)
+    clock.remember({ id: 'a', ts: 5_000 })
+    expect(clock.ids.get('a')).toBe(5_000)
+    expect(clock.seen(undefined, 'a')).toBe(true)
+    expect(clock.provable).toBe(false)
+  })
+
+  it('sets lastSeen only when given now', () => {
+    const clock = new SourceClock('d1', 10)
+    clock.remember({ seq: 1, id: 'd1-1', ts: 1_000 })
+    expect(clock.lastSeen).toBe(10)
+    clock.remember({ seq: 2, id: 'd1-2', ts: 2_000 }, 25)
+    expect(clock.lastSeen).toBe(25)
+  })
+})
