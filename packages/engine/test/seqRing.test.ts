@@ -5,12 +5,18 @@ import { assertSeeded } from '@tidemark/seeded-random/property'
 
 const FILE = 'packages/engine/test/seqRing.test.ts'
 
-type Op = { kind: 'set'; seq: number; ts: number } | { kind: 'add'; seq: number; ts: number } | { kind: 'delete'; seq: number } | { kind: 'advance'; by: number }
+type Op =
+  | { kind: 'set'; seq: number; ts: number }
+  | { kind: 'add'; seq: number; ts: number }
+  | { kind: 'delete'; seq: number }
+  | { kind: 'advance'; by: number }
+  | { kind: 'forget'; horizon: number }
 
 const op: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ kind: fc.constantFrom('set' as const, 'add' as const), seq: fc.oneof(fc.integer({ min: 1, max: 300 }), fc.integer({ min: 60_000, max: 200_000 })), ts: fc.integer() }),
   fc.record({ kind: fc.constant('delete' as const), seq: fc.integer({ min: 1, max: 300 }) }),
   fc.record({ kind: fc.constant('advance' as const), by: fc.oneof(fc.integer({ min: 0, max: 20 }), fc.integer({ min: 60_000, max: 140_000 })) }),
+  fc.record({ kind: fc.constant('forget' as const), horizon: fc.integer() }),
 )
 
 describe('SeqRing', () => {
@@ -29,6 +35,15 @@ describe('SeqRing', () => {
         } else if (o.kind === 'delete') {
           window.delete(o.seq)
           model.delete(o.seq)
+        } else if (o.kind === 'forget') {
+          let released = 0
+          for (const [seq, ts] of model) {
+            if (ts < o.horizon) {
+              model.delete(seq)
+              released++
+            }
+          }
+          expect(window.forgetBefore(o.horizon)).toBe(released)
         } else {
           prefix += o.by
           window.advanceBase(prefix)
@@ -38,7 +53,11 @@ describe('SeqRing', () => {
       }
       for (const [seq, ts] of model) expect(window.get(seq)).toBe(ts)
       expect(new Map(window)).toEqual(model)
-      for (let seq = prefix + 1; seq < prefix + 400; seq++) expect(window.has(seq)).toBe(model.has(seq))
+      for (let seq = prefix + 1; seq < prefix + 400; seq++) {
+        expect(window.has(seq)).toBe(model.has(seq))
+        expect(window.holds(seq)).toBe(model.has(seq))
+        expect(window.found).toBe(model.get(seq) ?? Number.NaN)
+      }
     })
     assertSeeded(property, FILE, 'behaves like a Map of the seqs above the prefix', 300)
   })

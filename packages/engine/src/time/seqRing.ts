@@ -16,8 +16,21 @@ export class SeqRing {
   #far = new Map<number, number>()
   size = 0
 
+  /** The ts `holds` found last (NaN when none): read from a field, it costs a hot caller no heap number. */
+  found = Number.NaN
+
   has(seq: number): boolean {
     return !Number.isNaN(this.tsOf(seq))
+  }
+
+  /**
+   * True when `seq` is held; its ts is then in `found`. For callers the optimizer may not inline
+   * `tsOf` into: a number returned from a call is boxed, a heap number per lookup.
+   */
+  holds(seq: number): boolean {
+    const ts = this.tsOf(seq)
+    this.found = ts
+    return !Number.isNaN(ts)
   }
 
   get(seq: number): number | undefined {
@@ -121,6 +134,32 @@ export class SeqRing {
         break
       }
     }
+  }
+
+  /**
+   * Releases every seq held with a ts below `horizon`; returns how many. A pass over the slots,
+   * not the iterator: that makes an entry array per seq held.
+   */
+  forgetBefore(horizon: number): number {
+    let released = 0
+    const slots = this.#slots
+    for (let i = 0; i < slots.length; i++) {
+      if ((slots[i] as number) < horizon) {
+        slots[i] = Number.NaN
+        released++
+      }
+    }
+    if (this.#far.size > 0) {
+      const far = this.#far
+      far.forEach((ts, seq) => {
+        if (ts < horizon) {
+          far.delete(seq)
+          released++
+        }
+      })
+    }
+    this.size -= released
+    return released
   }
 
   *[Symbol.iterator](): IterableIterator<[number, number]> {

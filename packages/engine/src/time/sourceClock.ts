@@ -111,13 +111,9 @@ export class SourceClock {
       return
     }
     this.#extend(seq, ts)
-    if (this.ahead.size > 0) {
-      let next = this.ahead.tsOf(this.prefix + 1)
-      while (!Number.isNaN(next)) {
-        this.#extend(this.prefix + 1, next)
-        next = this.ahead.tsOf(this.prefix + 1)
-      }
-    }
+    const ahead = this.ahead
+    // The seqs held ahead that now join the prefix.
+    if (ahead.size > 0) while (ahead.holds(this.prefix + 1)) this.#extend(this.prefix + 1, ahead.found)
     this.ahead.advanceBase(this.prefix)
   }
 
@@ -212,20 +208,19 @@ export class SourceClock {
    */
   forgetBefore(horizon: number): number {
     let released = 0
-    for (const [id, ts] of this.ids) {
-      if (ts < horizon) {
-        this.ids.delete(id)
-        released++
-      }
+    const ids = this.ids
+    if (ids.size > 0) {
+      // `forEach`, not `for…of`: no entry array per id.
+      ids.forEach((ts, id) => {
+        if (ts < horizon) {
+          ids.delete(id)
+          released++
+        }
+      })
     }
-    for (const [seq, ts] of this.ahead) {
-      if (ts < horizon) {
-        this.ahead.delete(seq)
-        // The prefix stops below this seq until a copy arrives again (as a late
-        // event), which keeps P conservative rather than wrong.
-        released++
-      }
-    }
+    // The prefix stops below a released seq until a copy arrives again (as a late event),
+    // which keeps P conservative rather than wrong.
+    if (this.ahead.size > 0) released += this.ahead.forgetBefore(horizon)
     return released
   }
 }
