@@ -33,4 +33,13 @@ describe('SourceClock.remember', () => {
     clock.remember({ seq: 2, id: 'd1-2', ts: 2_000 }, 25)
     expect(clock.lastSeen).toBe(25)
   })
+
+  it('conflict reads the copy’s seq, id and ts from the event: a copy with another ts is proven not the first delivery', () => {
+    const clock = new SourceClock('d1', 0)
+    clock.remember({ seq: 1, id: 'd1-1', ts: 60_000 })
+    clock.remember({ seq: 3, id: 'd1-3', ts: 180_000 })
+    expect(clock.conflict({ seq: 1, id: 'd1-1', ts: 60_000 })).toBeNull()
+    expect(clock.conflict({ seq: 1, id: 'd1-1', ts: 61_000 })).toBe("seq 1 of source 'd1' was first taken with ts 60000; this copy has ts 61000 (the first delivery wins)")
+    expect(clock.conflict({ seq: 3, id: 'd1-3', ts: 170_000 })).toBe("seq 3 of source 'd1' was first taken with ts 180000; this copy has ts 170000 (the first delivery wins)")
+  })
 })

@@ -86,7 +86,7 @@ export function orderEvents(events: readonly StreamEvent[], options?: OrderEvent
       clocks.set(event.source, clock)
     }
     if (clock.seen(event.seq, event.id)) {
-      const conflict = clock.conflict(event.seq, event.id, event.ts)
+      const conflict = clock.conflict(event)
       anomalies.push(
         conflict === null
           ? { ...invalidAnomaly('duplicate', event, i), detail: duplicateDetail(event) }

@@ -116,7 +116,7 @@ export class OrderedEventStream implements OrderedStream {
       }
       if (clock?.seen(seq, id)) {
         duplicates++
-        const conflict = clock.conflict(seq, id, ts)
+        const conflict = clock.conflict(event)
         if (conflict !== null) {
           anomalies ??= []
           anomalies.push({ reason: 'conflicting_duplicate', index: i, id, source: event.source, detail: conflict })

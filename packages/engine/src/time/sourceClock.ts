@@ -66,9 +66,15 @@ export class SourceClock {
    * only. What can be checked is what the clock keeps anyway: the ts of each event remembered
    * individually (ids, seqs above a gap, the seq at the prefix) must be equal, and a seq inside
    * the gap-free prefix cannot have a ts later than the prefix's latest. Keys and values are
-   * not kept, so they are not compared.
+   * not kept, so they are not compared. It takes the event, as `remember` does: its ts passed as
+   * a number would be boxed on the path of every event, not only of the duplicates.
+   *
+   * @example
+   * clock.remember({ seq: 1, id: 'd1-1', ts: 60_000 })
+   * clock.conflict({ seq: 1, id: 'd1-1', ts: 61_000 }) // "seq 1 of source 'd1' was first taken with ts 60000; …"
    */
-  conflict(seq: number | undefined, id: string, ts: number): string | null {
+  conflict(event: EventStamp): string | null {
+    const { seq, id, ts } = event
     let first: number | undefined
     if (seq === undefined) first = this.ids.get(id)
     else if (seq > this.prefix) first = this.ahead.get(seq)

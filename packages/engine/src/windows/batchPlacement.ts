@@ -112,13 +112,13 @@ export class BatchPlacement {
         continue
       }
       logged?.push(event)
+      // `ts` is only compared here: the paths that pass it on (the refusals, the conflict check)
+      // read it from the event again. A number passed on must be boxed, and the optimizer boxes
+      // it once for all its uses, where they part: on the path of every event.
       const { id, seq, ts } = event
       if (ts > future) {
         // Logged with the batch: replay, at the logged `now`, refuses it the same way.
-        const detail = `ts ${ts} is ${ts - now} ms ahead of now (${now}); maxFutureSkew is ${options.maxFutureSkew} ms`
-        anomalies.push({ ...invalidAnomaly('future_ts', event, i), detail, event: copyStreamEvent(event) })
-        counts.future_ts++
-        futureSources.note(event.source, ts)
+        this.#refuseFuture(event, i, now, anomalies)
         continue
       }
       if (aggregates !== null) {
@@ -139,7 +139,7 @@ export class BatchPlacement {
       if (clock?.seen(seq, id)) {
         duplicates++
         // Off the in-order path: only copies pay for the check.
-        const conflict = clock.conflict(seq, id, ts)
+        const conflict = clock.conflict(event)
         if (conflict !== null) {
           anomalies.push({ reason: 'conflicting_duplicate', index: i, id, source: event.source, detail: conflict })
           counts.conflicting_duplicate++
@@ -159,7 +159,7 @@ export class BatchPlacement {
         }
       }
       const key = event.key ?? ''
-      if (!roomy && this.windowCount() + this.#maxNewPerEvent > limits.maxWindows && !this.#roomFor(key, ts, frontiers)) {
+      if (!roomy && this.windowCount() + this.#maxNewPerEvent > limits.maxWindows && !this.#roomFor(key, event, frontiers)) {
         rejectInput(anomalies, counts, 'overflow', event, i, `limits.maxWindows (${limits.maxWindows}) reached`)
         continue
       }
@@ -258,6 +258,16 @@ export class BatchPlacement {
     return reason
   }
 
+  /** Refuses an event stamped later than `now + maxFutureSkew`, and notes its source. */
+  #refuseFuture(event: StreamEvent, i: number, now: number, anomalies: Anomaly[]): void {
+    const { ts, source } = event
+    const skew = this.#state.options.maxFutureSkew
+    const detail = `ts ${ts} is ${ts - now} ms ahead of now (${now}); maxFutureSkew is ${skew} ms`
+    anomalies.push({ ...invalidAnomaly('future_ts', event, i), detail, event: copyStreamEvent(event) })
+    this.#state.anomalies.future_ts++
+    this.#state.futureSources.note(source, ts)
+  }
+
   /** Live windows over all specs. */
   windowCount(): number {
     let n = 0
@@ -265,9 +275,9 @@ export class BatchPlacement {
     return n
   }
 
-  #roomFor(key: string, ts: number, frontiers: BatchFrontiers): boolean {
+  #roomFor(key: string, event: StreamEvent, frontiers: BatchFrontiers): boolean {
     let missing = 0
-    for (const index of this.#state.indexes) missing += index.missingWindows(key, ts, frontiers)
+    for (const index of this.#state.indexes) missing += index.missingWindows(key, event.ts, frontiers)
     return this.windowCount() + missing <= this.#state.options.limits.maxWindows
   }
 }
