@@ -9,6 +9,7 @@ import { deadlineOf, type Trigger } from './trigger.ts'
 import type { WindowIndex, WindowTracker } from './windowIndex.ts'
 import type { Accumulation, Basis, PaneTiming, ResultStatus, WindowChange, WindowChangeType, WindowResult } from './windowResult.ts'
 import type { PaneTimer, WindowState } from './windowState.ts'
+import { WindowList } from './windowList.ts'
 
 export interface LifecycleSettings {
   readonly allowedLateness: number
@@ -45,8 +46,10 @@ export class WindowLifecycle implements WindowTracker {
   #armed = 0
   /** The last timer armed: timers due together fire in the order they were armed. */
   timerSeq = 0
-  #touched: WindowState[] = []
-  readonly #early: WindowState[] = []
+  /** Windows placement touched since the last settle. */
+  readonly #touched = new WindowList()
+  /** Windows due an early pane in this settle. */
+  readonly #early = new WindowList()
   #changes: WindowChange[] = []
   corrections = 0
   readonly #discarding: boolean
@@ -93,7 +96,7 @@ export class WindowLifecycle implements WindowTracker {
   }
 
   touched(w: WindowState): void {
-    this.#touched.push(w)
+    this.#touched.add(w)
   }
 
   grown(w: WindowState): void {
@@ -148,16 +151,18 @@ export class WindowLifecycle implements WindowTracker {
     const W = this.#frontiers.watermark
     const F = this.#frontiers.firingFrontier()
     const provisional = this.#early
-    for (const w of this.#touched) {
+    const touched = this.#touched
+    for (let t = 0; t < touched.size; t++) {
+      const w = touched.at(t)
       if (!w.live) continue
       w.dirty = true
       if (!w.fired) {
-        if (early.kind === 'every_element') provisional.push(w)
+        if (early.kind === 'every_element') provisional.add(w)
         else if (early.kind !== 'never') this.#arm(w, early, now)
       } else if (late.kind === 'every_element') this.#latePane(w, W, changes)
       else if (late.kind !== 'never') this.#arm(w, late, now)
     }
-    this.#touched = []
+    touched.clear()
     while (this.#unfired.dueBy(F)) {
       const w = this.#unfired.pop()
       if (!w.live || w.fired || w.end > F) continue
@@ -170,11 +175,12 @@ export class WindowLifecycle implements WindowTracker {
       if (final) this.#markFinal(w)
       else this.#unfinal.push(w.end + lateness, w)
     }
-    for (const w of provisional) {
+    for (let p = 0; p < provisional.size; p++) {
+      const w = provisional.at(p)
       if (w.fired || !w.live) continue
       this.#pane(w, 'provisional', 'provisional', 0, false, 'unknown', false, changes)
     }
-    provisional.length = 0
+    provisional.clear()
     if (timers && this.#timers.dueBy(now)) this.#fireTimers(now, W, changes)
     while (this.#unfinal.dueBy(W)) {
       const w = this.#unfinal.pop()
