@@ -9,8 +9,8 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import type { Profiler } from 'node:inspector'
 import { join, relative } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { REPO_DIR, RESULTS_DIR, runProfileProcess } from './harness/child.ts'
+import { declarationLine, fileOf } from './harness/sourceLocation.ts'
 
 interface Hotspot {
   readonly name: string
@@ -97,39 +97,15 @@ function summarize(p: Profiler.Profile): string {
     `${'self ms'.padStart(8)} ${'self'.padStart(6)} ${'total ms'.padStart(8)}  function`,
   ]
   for (const s of all.sort((a, b) => b.self - a.self).slice(0, 25)) {
-    lines.push(`${ms(s.self)} ${share(s.self)} ${ms(s.total)}  ${s.name}  ${s.file}${declarationLine(s)}`)
+    lines.push(`${ms(s.self)} ${share(s.self)} ${ms(s.total)}  ${s.name}  ${s.file}${declarationLine(s.name, s.file)}`)
   }
   lines.push('', 'Engine functions by inclusive time:')
   for (const s of engine.sort((a, b) => b.total - a.total).slice(0, 15)) {
-    lines.push(`${ms(s.total)} ${share(s.total)}  ${s.name}  ${s.file}${declarationLine(s)}`)
+    lines.push(`${ms(s.total)} ${share(s.total)}  ${s.name}  ${s.file}${declarationLine(s.name, s.file)}`)
   }
   const byFile = new Map<string, number>()
   for (const s of all) byFile.set(s.file, (byFile.get(s.file) ?? 0) + s.self)
   lines.push('', 'Self time by file:')
   for (const [file, us] of [...byFile].sort((a, b) => b[1] - a[1]).slice(0, 12)) lines.push(`${ms(us)} ${share(us)}  ${file}`)
   return `${lines.join('\n')}\n`
-}
-
-function fileOf(url: string): string {
-  if (url === '') return '(native)'
-  if (!url.startsWith('file://')) return url
-  const path = relative(REPO_DIR, fileURLToPath(url))
-  return path.includes('node_modules/') ? `node_modules/…/${path.split('node_modules/').pop() ?? path}` : path
-}
-
-/** Profile line numbers point into tsx's transpiled output, so the declaration is looked up by name in the source. */
-function declarationLine(s: Hotspot): string {
-  if (!s.file.endsWith('.ts') || s.name.startsWith('(')) return ''
-  const short = s.name.split('.').pop() ?? s.name
-  let source: string
-  try {
-    source = readFileSync(join(REPO_DIR, s.file), 'utf8')
-  } catch {
-    return ''
-  }
-  const escaped = short.replace(/[.*+?^${}()|[\]\\#]/g, '\\$&')
-  const pattern = new RegExp(`^\\s*(export\\s+)?(async\\s+)?(function\\s*\\*?\\s*|get\\s+|set\\s+|\\*\\s*)?${escaped}\\s*[(<]|^\\s*${escaped}\\s*[:=]\\s*\\(`)
-  const lines = source.split('\n')
-  for (let i = 0; i < lines.length; i++) if (pattern.test(lines[i] as string)) return `:${i + 1}`
-  return ''
 }

@@ -81,7 +81,7 @@ export class BatchPlacement {
     logged: StreamEvent[] | null,
     invalid: Partial<Record<AnomalyReason, number>>,
   ): PlacementTally {
-    const { options, replicaId, indexes, lateLane, outbox, dedup, tracker, futureSources } = this.#state
+    const { options, replicaId, indexes, lateLane, outbox, dedup, tracker } = this.#state
     const counts = this.#state.anomalies
     const limits = options.limits
     const sources = this.#state.frontiers.sources
