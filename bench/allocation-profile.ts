@@ -26,8 +26,16 @@ if (profile === undefined || !existsSync(join(BENCH_DIR, `${profile}.ts`))) {
 }
 const option = (name: string, fallback: string): string => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback
 const name = option('contender', 'tidemark')
-const rounds = Number(option('rounds', '20'))
-const warmup = Number(option('warmup', '10'))
+const count = (flag: string, fallback: string, least: number): number => {
+  const n = Number(option(flag, fallback))
+  if (!Number.isSafeInteger(n) || n < least) {
+    process.stderr.write(`--${flag} must be a whole number of at least ${least}, got ${option(flag, fallback)}\n`)
+    process.exit(2)
+  }
+  return n
+}
+const rounds = count('rounds', '20', 1)
+const warmup = count('warmup', '10', 0)
 /** Mean bytes between samples: small enough for a run of a few megabytes to be sampled thousands of times. */
 const SAMPLING_INTERVAL = 512
 

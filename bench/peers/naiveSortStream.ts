@@ -42,7 +42,7 @@ function runNaive(pushes: readonly (readonly StreamEvent[])[], o: NaiveSortOptio
       if (clock.seen(event.seq, event.id)) continue
       if (event.ts >= W) pending.push({ ...event })
       else if (event.ts >= W - o.allowedLateness) late.push({ ...event })
-      clock.remember(event)
+      clock.remember(event, 0)
     }
     frontiers.advance(0)
     peakPending = Math.max(peakPending, pending.length + late.length)

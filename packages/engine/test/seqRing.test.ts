@@ -56,7 +56,7 @@ describe('SeqRing', () => {
       for (let seq = prefix + 1; seq < prefix + 400; seq++) {
         expect(window.has(seq)).toBe(model.has(seq))
         expect(window.holds(seq)).toBe(model.has(seq))
-        expect(window.found).toBe(model.get(seq) ?? Number.NaN)
+        expect(window.foundTs).toBe(model.get(seq) ?? Number.NaN)
       }
     })
     assertSeeded(property, FILE, 'behaves like a Map of the seqs above the prefix', 300)

@@ -18,12 +18,12 @@ interface ProofBreak {
 export class OrderProof {
   readonly #breaks = new Map<string, ProofBreak>()
 
-  /** `clock.remember(event)`, noting where the source's proof breaks. */
+  /** `clock.record(event)` (the caller sets `lastSeen`), noting where the source's proof breaks. */
   remember(clock: SourceClock, event: EventStamp): void {
     const { seq, ts } = event
     const wasProvable = clock.provable
     const provenThrough = wasProvable && seq !== undefined ? monotoneRunEnd(clock, seq, ts) : clock.prefix
-    clock.remember(event)
+    clock.record(event)
     if (wasProvable && !clock.provable) this.#breaks.set(clock.name, { provenThrough, regressed: seq !== undefined })
   }
 

@@ -17,19 +17,19 @@ export class SeqRing {
   size = 0
 
   /** The ts `holds` found last (NaN when none): read from a field, it costs a hot caller no heap number. */
-  found = Number.NaN
+  foundTs = Number.NaN
 
   has(seq: number): boolean {
     return !Number.isNaN(this.tsOf(seq))
   }
 
   /**
-   * True when `seq` is held; its ts is then in `found`. For callers the optimizer may not inline
+   * True when `seq` is held; its ts is then in `foundTs`. For callers the optimizer may not inline
    * `tsOf` into: a number returned from a call is boxed, a heap number per lookup.
    */
   holds(seq: number): boolean {
     const ts = this.tsOf(seq)
-    this.found = ts
+    this.foundTs = ts
     return !Number.isNaN(ts)
   }
 

@@ -70,7 +70,7 @@ export class SourceClock {
    * a number would be boxed on the path of every event, not only of the duplicates.
    *
    * @example
-   * clock.remember({ seq: 1, id: 'd1-1', ts: 60_000 })
+   * clock.remember({ seq: 1, id: 'd1-1', ts: 60_000 }, now)
    * clock.conflict({ seq: 1, id: 'd1-1', ts: 61_000 }) // "seq 1 of source 'd1' was first taken with ts 60000; …"
    */
   conflict(event: EventStamp): string | null {
@@ -89,20 +89,31 @@ export class SourceClock {
   }
 
   /**
-   * Records a valid, non-duplicate event: advances the version, the largest event time, the seq
-   * prefix and the dedup memory, and with `now` the processing time the source was last seen.
-   * It takes the event rather than its fields: a number passed to a function the optimizer does
-   * not inline is boxed, a heap allocation per event. The engine's ingest path sets `lastSeen`
-   * itself and leaves `now` out, for the same reason.
+   * Records a valid, non-duplicate event seen at processing time `now`: `lastSeen`, then what
+   * `record` records.
    *
    * @example
    * const clock = new SourceClock('d1', now)
    * clock.remember({ seq: 1, id: 'd1-1', ts: 60_000 }, now)
    * clock.prefix // 1
    */
-  remember(event: EventStamp, now?: number): void {
+  remember(event: EventStamp, now: number): void {
+    this.lastSeen = now
+    this.record(event)
+  }
+
+  /**
+   * Records a valid, non-duplicate event, leaving `lastSeen` to the caller: advances the version,
+   * the largest event time, the seq prefix and the dedup memory. For hot paths that set
+   * `lastSeen` themselves: a number passed to a function the optimizer does not inline is boxed,
+   * a heap allocation per event, which is also why it takes the event rather than its fields.
+   *
+   * @example
+   * clock.lastSeen = now
+   * clock.record({ seq: 2, id: 'd1-2', ts: 61_000 })
+   */
+  record(event: EventStamp): void {
     const { seq, id, ts } = event
-    if (now !== undefined) this.lastSeen = now
     this.version++
     if (ts > this.maxTs) this.maxTs = ts
     if (seq === undefined) {
@@ -119,7 +130,7 @@ export class SourceClock {
     this.#extend(seq, ts)
     const ahead = this.ahead
     // The seqs held ahead that now join the prefix.
-    if (ahead.size > 0) while (ahead.holds(this.prefix + 1)) this.#extend(this.prefix + 1, ahead.found)
+    if (ahead.size > 0) while (ahead.holds(this.prefix + 1)) this.#extend(this.prefix + 1, ahead.foundTs)
     this.ahead.advanceBase(this.prefix)
   }
 

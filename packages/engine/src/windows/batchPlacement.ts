@@ -183,12 +183,12 @@ export class BatchPlacement {
       } else {
         beyond++
       }
-      // Only an event out of seq order, or without seq, can add to dedup memory.
       clock.lastSeen = now
-      if (seq !== undefined && seq === clock.prefix + 1 && clock.ahead.size === 0) clock.remember(event)
+      // Only an event out of seq order, or without seq, can add to dedup memory.
+      if (seq !== undefined && seq === clock.prefix + 1 && clock.ahead.size === 0) clock.record(event)
       else {
         const before = clock.ahead.size + clock.ids.size
-        clock.remember(event)
+        clock.record(event)
         dedup.entries += clock.ahead.size + clock.ids.size - before
       }
       if (publish && this.#clockPublished[clock.slot] !== frontiers.batch) {

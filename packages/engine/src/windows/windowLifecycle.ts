@@ -46,7 +46,7 @@ export class WindowLifecycle implements WindowTracker {
   #armed = 0
   /** The last timer armed: timers due together fire in the order they were armed. */
   timerSeq = 0
-  /** Windows placement touched since the last settle. */
+  /** Windows placement and merges touched since the last settle. */
   readonly #touched = new WindowList()
   /** Windows due an early pane in this settle. */
   readonly #early = new WindowList()

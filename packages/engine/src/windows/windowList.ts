@@ -3,8 +3,9 @@ import type { WindowState } from './windowState.ts'
 /**
  * The windows an operation collects for settling (touched, or due an early pane), in a list that
  * keeps its storage from one operation to the next. An array emptied with `length = 0` gives its
- * storage back, and the next batch grows it again step by step: with a sliding window, 250
- * windows per batch made a megabyte of garbage per 100k events.
+ * storage back, and the next batch grows it again step by step: with an hour sliding every
+ * minute, about 250 windows per batch made 2.9 MB of garbage per 100k events. The storage stays
+ * as large as the most windows one operation touched (bounded by `limits.maxWindows`).
  *
  * @example
  * const list = new WindowList()
@@ -24,7 +25,7 @@ export class WindowList {
     this.#items[this.#size++] = w
   }
 
-  /** The window at `i` (below `size`). */
+  /** The window at `i`, which must be below `size`. */
   at(i: number): WindowState {
     return this.#items[i] as WindowState
   }
