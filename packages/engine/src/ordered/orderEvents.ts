@@ -94,7 +94,7 @@ export function orderEvents(events: readonly StreamEvent[], options?: OrderEvent
       )
       continue
     }
-    proof.remember(clock, event)
+    proof.record(clock, event)
     kept.push(toPendingEvent(event, 'unknown'))
   }
   kept.sort(compareEventOrder)

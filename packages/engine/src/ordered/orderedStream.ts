@@ -160,7 +160,7 @@ export class OrderedEventStream implements OrderedStream {
       lastClock = clock
       const before = clock.ahead.size + clock.ids.size
       clock.lastSeen = now
-      this.#proof.remember(clock, event)
+      this.#proof.record(clock, event)
       this.#dedupEntries += clock.ahead.size + clock.ids.size - before
     }
     const rejected = anomalies === null ? 0 : anomalies.length - conflicting

@@ -19,7 +19,7 @@ export class OrderProof {
   readonly #breaks = new Map<string, ProofBreak>()
 
   /** `clock.record(event)` (the caller sets `lastSeen`), noting where the source's proof breaks. */
-  remember(clock: SourceClock, event: EventStamp): void {
+  record(clock: SourceClock, event: EventStamp): void {
     const { seq, ts } = event
     const wasProvable = clock.provable
     const provenThrough = wasProvable && seq !== undefined ? monotoneRunEnd(clock, seq, ts) : clock.prefix
