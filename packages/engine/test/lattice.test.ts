@@ -10,6 +10,9 @@ import {
   mergeCellMaps,
   parseCellKey,
 } from '../src/index.ts'
+import { copyCell } from '../src/lattice/cell.ts'
+import { groupCell, packCellGroup } from '../src/lattice/cellGroup.ts'
+import { CellSet } from '../src/lattice/cellSet.ts'
 import { assertSeeded } from '@tidemark/seeded-random/property'
 
 const FILE = 'packages/engine/test/lattice.test.ts'
@@ -53,6 +56,27 @@ const cellMap: fc.Arbitrary<CellMap> = fc.array(fc.tuple(cellKeyArb, cell), { ma
 function plain(map: CellMap): [string, Cell][] {
   return [...map.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
 }
+
+describe('cells are plain objects', () => {
+  it('emptyCell, copyCell, a group’s and a row’s cells: Object.prototype, own enumerable fields only, as literals', () => {
+    const literal = { count: 2, sum: 43, min: 21.5, max: 21.5, maxTs: 1_000, version: 7 }
+    const group = packCellGroup('tumbling:10', 0, 'd1', [''], [literal])
+    const rows = new CellSet()
+    rows.mergePeerCell('d1', group, 0)
+    const cells: [string, Cell, Cell][] = [
+      ['emptyCell', emptyCell(), { count: 0, sum: 0, min: Infinity, max: -Infinity, maxTs: -Infinity, version: 0 }],
+      ['copyCell', copyCell(literal), literal],
+      ['groupCell', groupCell(group, 0), literal],
+      ['a row', rows.cellAt(0) as Cell, literal],
+    ]
+    for (const [made, cell, expected] of cells) {
+      expect(Object.getPrototypeOf(cell), made).toBe(Object.prototype)
+      expect(Object.keys(cell), made).toEqual(['count', 'sum', 'min', 'max', 'maxTs', 'version'])
+      expect(cell, made).toStrictEqual(expected)
+      expect(structuredClone(cell), made).toStrictEqual(expected)
+    }
+  })
+})
 
 describe('mergeCell is a join', () => {
   property('commutative', fc.tuple(cell, cell), ([a, b]) => {

@@ -20,25 +20,46 @@ export interface Cell {
 }
 
 /**
+ * Makes the engine's cells. A constructor, not an object literal: V8 tracks where each literal
+ * is made, and once most of a site's objects outlive a few young-generation collections (a cell
+ * lives as long as its window) it makes that site's objects in the old generation, each about
+ * ten times as slowly. An object made by a constructor has no such site. The constructor's
+ * prototype is `Object.prototype`, so a cell is a plain object all the same: JSON, structured
+ * clone, the checkpoint codec and deep equality see no difference.
+ */
+const CellRecord = function (this: Cell, count: number, sum: number, min: number, max: number, maxTs: number, version: number) {
+  this.count = count
+  this.sum = sum
+  this.min = min
+  this.max = max
+  this.maxTs = maxTs
+  this.version = version
+} as unknown as new (count: number, sum: number, min: number, max: number, maxTs: number, version: number) => Cell
+CellRecord.prototype = Object.prototype
+
+/**
+ * A cell from its six numbers.
+ *
+ * @example
+ * cellOf(2, 43, 21.5, 21.5, 1_000, 7) // { count: 2, sum: 43, min: 21.5, max: 21.5, maxTs: 1000, version: 7 }
+ */
+export function cellOf(count: number, sum: number, min: number, max: number, maxTs: number, version: number): Cell {
+  return new CellRecord(count, sum, min, max, maxTs, version)
+}
+
+/**
  * A new empty cell.
  *
  * @example
  * emptyCell() // { count: 0, sum: 0, min: Infinity, max: -Infinity, maxTs: -Infinity, version: 0 }
  */
 export function emptyCell(): Cell {
-  return {
-    count: 0,
-    sum: 0,
-    min: Number.POSITIVE_INFINITY,
-    max: Number.NEGATIVE_INFINITY,
-    maxTs: Number.NEGATIVE_INFINITY,
-    version: 0,
-  }
+  return new CellRecord(0, 0, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, Number.NEGATIVE_INFINITY, 0)
 }
 
-/** A cell with the same content (a fixed shape, cheaper than a spread). */
+/** A cell with the same content. */
 export function copyCell(cell: Readonly<Cell>): Cell {
-  return { count: cell.count, sum: cell.sum, min: cell.min, max: cell.max, maxTs: cell.maxTs, version: cell.version }
+  return new CellRecord(cell.count, cell.sum, cell.min, cell.max, cell.maxTs, cell.version)
 }
 
 /**
@@ -70,7 +91,7 @@ export function absorbCell(into: Cell, from: Cell): void {
 
 /** The tombstone that replaces a cell absorbed into another, written at `version`. */
 export function tombstone(of: Cell, version: number): Cell {
-  return { count: 0, sum: 0, min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY, maxTs: of.maxTs, version }
+  return new CellRecord(0, 0, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, of.maxTs, version)
 }
 
 /**
