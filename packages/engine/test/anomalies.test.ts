@@ -246,7 +246,9 @@ describe('every ingest-reachable reason', () => {
     const receipt = engine.ingest([reading('d1', undefined, 3, 1)])
     expect(receipt).toMatchObject({ beyondLateness: 1, rejected: 0, anomalies: [] })
     expect(engine.stats().anomalies.beyond_lateness).toBe(1)
-    expect(engine.lateEvents()).toEqual([{ event: reading('d1', undefined, 3, 1), window: 'tumbling:10', reason: 'beyond_lateness' }])
+    expect(engine.lateEvents()).toStrictEqual([{ event: reading('d1', undefined, 3, 1), window: 'tumbling:10', reason: 'beyond_lateness' }])
+    const [late] = engine.lateEvents()
+    expect(late && [Object.getPrototypeOf(late), Object.getPrototypeOf(late.event)]).toEqual([Object.prototype, Object.prototype])
   })
 })
 

@@ -32,6 +32,22 @@ export function copyStreamEvent(event: StreamEvent): StreamEvent {
   return streamEventOf(id, source, ts, value, seq, key)
 }
 
+/** A `StreamEvent` being built: its fields writable. */
+type EventFields = { -readonly [K in keyof StreamEvent]: StreamEvent[K] }
+
+/**
+ * Makes the engine's copies of events. A constructor, not an object literal, as for cells
+ * (lattice/cell.ts says why): a copy in the late lane lives long. Its prototype is
+ * `Object.prototype`: a copy is a plain object.
+ */
+const EventRecord = function (this: EventFields, id: string, source: string, ts: number, value: number) {
+  this.id = id
+  this.source = source
+  this.ts = ts
+  this.value = value
+} as unknown as new (id: string, source: string, ts: number, value: number) => EventFields
+EventRecord.prototype = Object.prototype
+
 /**
  * A plain event of fields already read; absent optional fields stay absent.
  *
@@ -39,7 +55,7 @@ export function copyStreamEvent(event: StreamEvent): StreamEvent {
  * streamEventOf('d1-7', 'd1', 1_000, 21.5, 7, undefined) // { id: 'd1-7', source: 'd1', ts: 1000, value: 21.5, seq: 7 }
  */
 export function streamEventOf(id: string, source: string, ts: number, value: number, seq: number | undefined, key: string | undefined): StreamEvent {
-  const copy: { -readonly [K in keyof StreamEvent]: StreamEvent[K] } = { id, source, ts, value }
+  const copy = new EventRecord(id, source, ts, value)
   if (seq !== undefined) copy.seq = seq
   if (key !== undefined) copy.key = key
   return copy

@@ -1,4 +1,21 @@
+import type { AnomalyReason } from './anomaly.ts'
 import type { LateEvent } from './engineApi.ts'
+import { copyStreamEvent, type StreamEvent } from './event.ts'
+
+/** A `LateEvent` being built: its fields writable. */
+type LateFields = { -readonly [K in keyof LateEvent]: LateEvent[K] }
+
+/**
+ * Makes the late lane's entries. A constructor, not an object literal, as for cells
+ * (lattice/cell.ts says why): an entry lives until the lane is full. Its prototype is
+ * `Object.prototype`: an entry is a plain object, `window` absent when no spec refused it.
+ */
+const LateRecord = function (this: LateFields, event: StreamEvent, window: string | undefined, reason: AnomalyReason) {
+  this.event = event
+  if (window !== undefined) this.window = window
+  this.reason = reason
+} as unknown as new (event: StreamEvent, window: string | undefined, reason: AnomalyReason) => LateEvent
+LateRecord.prototype = Object.prototype
 
 /**
  * The late lane: a bounded ring of events that windows refused. When full, the
@@ -16,7 +33,17 @@ export class LateLane {
     this.#capacity = Math.max(0, capacity)
   }
 
-  push(entry: LateEvent): void {
+  /**
+   * Keeps a copy of `event`, refused beyond lateness (by window spec `window`, when one refused it).
+   *
+   * @example
+   * lateLane.keep(event, 'tumbling:60000')
+   */
+  keep(event: StreamEvent, window?: string): void {
+    this.#push(new LateRecord(copyStreamEvent(event), window, 'beyond_lateness'))
+  }
+
+  #push(entry: LateEvent): void {
     this.total++
     this.#snapshot = null
     if (this.#capacity === 0) {

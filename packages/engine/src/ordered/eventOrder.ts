@@ -44,11 +44,25 @@ export function compareEventOrder(a: StreamEvent, b: StreamEvent): number {
 }
 
 /**
+ * Makes the events that wait in order. A constructor, not an object literal, as for cells
+ * (lattice/cell.ts says why): an event waits until the watermark passes it. Its prototype is
+ * `Object.prototype`: a waiting event is a plain object.
+ */
+const PendingRecord = function (this: PendingEvent, id: string, source: string, ts: number, value: number, basis: Basis) {
+  this.id = id
+  this.source = source
+  this.ts = ts
+  this.value = value
+  this.basis = basis
+} as unknown as new (id: string, source: string, ts: number, value: number, basis: Basis) => PendingEvent
+PendingRecord.prototype = Object.prototype
+
+/**
  * A detached copy of a caller's event with a basis, so that later changes to the caller's
  * object cannot move an event that already waits in order. Absent optional fields stay absent.
  */
 export function toPendingEvent(event: StreamEvent, basis: Basis): PendingEvent {
-  const copy: PendingEvent = { id: event.id, source: event.source, ts: event.ts, value: event.value, basis }
+  const copy = new PendingRecord(event.id, event.source, event.ts, event.value, basis)
   if (event.seq !== undefined) copy.seq = event.seq
   if (event.key !== undefined) copy.key = event.key
   return copy

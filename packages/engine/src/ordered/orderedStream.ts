@@ -1,7 +1,7 @@
 import { type Anomaly, type AnomalyReason, emptyAnomalyCounts } from '../core/anomaly.ts'
 import { type Arrival, ArrivalQueue } from './arrivalQueue.ts'
 import type { IngestReceipt, LateEvent } from '../core/engineApi.ts'
-import { copyStreamEvent, type StreamEvent } from '../core/event.ts'
+import type { StreamEvent } from '../core/event.ts'
 import { refusal, safeInvalidReason } from '../core/inputRejection.ts'
 import { compareEventOrder, type OrderedEvent, type PendingEvent, toPendingEvent } from './eventOrder.ts'
 import { Frontiers } from '../time/frontiers.ts'
@@ -151,7 +151,7 @@ export class OrderedEventStream implements OrderedStream {
         }
         accepted++
       } else {
-        this.#lateLane.push({ event: copyStreamEvent(event), reason: 'beyond_lateness' })
+        this.#lateLane.keep(event)
         beyond++
       }
       // Created only for an applied event: a source whose first event was refused must not hold

@@ -267,8 +267,7 @@ export class BatchPlacement {
   #toLateLane(event: StreamEvent, refused: number): void {
     const { indexes, lateLane } = this.#state
     for (let r = 0; r < refused; r++) {
-      const index = indexes[this.#refusedBy[r] as number] as WindowIndex
-      lateLane.push({ event: copyStreamEvent(event), window: index.id, reason: 'beyond_lateness' })
+      lateLane.keep(event, (indexes[this.#refusedBy[r] as number] as WindowIndex).id)
     }
   }
 

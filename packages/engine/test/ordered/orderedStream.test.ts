@@ -17,6 +17,22 @@ describe('createOrderedStream: release by watermark', () => {
     expect(stream.pending()).toBe(0)
   })
 
+  it('hands out plain objects: a waiting event, as a literal with its basis; a late lane entry, without window', () => {
+    const { stream } = manualStream({ allowedLateness: 0 })
+    stream.push([{ id: 'k', source: 'a', seq: 1, ts: 10, value: 2.5, key: 'temp' }, ev('b', undefined, 20, 'b-x')])
+    stream.advanceWatermark(30)
+    stream.push([ev('a', 2, 5)])
+    const events = flat(stream.flushReady())
+    expect(events).toStrictEqual([
+      { id: 'k', source: 'a', ts: 10, value: 2.5, basis: 'proven', seq: 1, key: 'temp' },
+      { id: 'b-x', source: 'b', ts: 20, value: 20, basis: 'derived' },
+    ])
+    expect(stream.lateEvents()).toStrictEqual([{ event: { id: 'a-2', source: 'a', ts: 5, value: 5, seq: 2 }, reason: 'beyond_lateness' }])
+    for (const made of [...events, ...stream.lateEvents(), ...stream.lateEvents().map((late) => late.event)]) {
+      expect(Object.getPrototypeOf(made)).toBe(Object.prototype)
+    }
+  })
+
   it('returns the same empty array, allocating nothing, when nothing is ready', () => {
     const { stream } = manualStream()
     stream.push([ev('a', 1, 100)])
