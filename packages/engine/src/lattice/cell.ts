@@ -20,14 +20,15 @@ export interface Cell {
 }
 
 /**
- * Makes the engine's cells. A constructor, not an object literal: V8 tracks where each literal
- * is made, and once most of a site's objects outlive a few young-generation collections (a cell
- * lives as long as its window) it makes that site's objects in the old generation, each about
- * ten times as slowly. An object made by a constructor has no such site. The constructor's
- * prototype is `Object.prototype`, so a cell is a plain object all the same: JSON, structured
- * clone, the checkpoint codec and deep equality see no difference.
+ * Makes the engine's cells: `new CellRecord(count, sum, min, max, maxTs, version)`. A
+ * constructor, not an object literal: V8 tracks where each literal is made, and once most of a
+ * site's objects outlive a few young-generation collections (a cell lives as long as its window)
+ * it makes that site's objects in the old generation, each about ten times as slowly. An object
+ * made by a constructor has no such site. The constructor's prototype is `Object.prototype`, so
+ * a cell is a plain object all the same: JSON, structured clone, the checkpoint codec and deep
+ * equality see no difference.
  */
-const CellRecord = function (this: Cell, count: number, sum: number, min: number, max: number, maxTs: number, version: number) {
+export const CellRecord = function (this: Cell, count: number, sum: number, min: number, max: number, maxTs: number, version: number) {
   this.count = count
   this.sum = sum
   this.min = min
@@ -36,16 +37,6 @@ const CellRecord = function (this: Cell, count: number, sum: number, min: number
   this.version = version
 } as unknown as new (count: number, sum: number, min: number, max: number, maxTs: number, version: number) => Cell
 CellRecord.prototype = Object.prototype
-
-/**
- * A cell from its six numbers.
- *
- * @example
- * cellOf(2, 43, 21.5, 21.5, 1_000, 7) // { count: 2, sum: 43, min: 21.5, max: 21.5, maxTs: 1000, version: 7 }
- */
-export function cellOf(count: number, sum: number, min: number, max: number, maxTs: number, version: number): Cell {
-  return new CellRecord(count, sum, min, max, maxTs, version)
-}
 
 /**
  * A new empty cell.

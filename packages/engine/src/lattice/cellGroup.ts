@@ -8,7 +8,7 @@
  * cells as one key list and one `Float64Array`, so the doc holds one entry per group and the
  * engine resolves the window spec, alignment and source once per group.
  */
-import { type Cell, cellOf } from './cell.ts'
+import { type Cell, CellRecord } from './cell.ts'
 import type { CellEntry } from './cellEntry.ts'
 
 /** Columns of a group, in this order: count, sum, min, max, maxTs, version. */
@@ -76,7 +76,7 @@ export function packCellGroup(
 export function groupCell(group: CellGroup, i: number): Cell {
   const n = group.keys.length
   const c = group.columns
-  return cellOf(c[i] as number, c[n + i] as number, c[2 * n + i] as number, c[3 * n + i] as number, c[4 * n + i] as number, c[5 * n + i] as number)
+  return new CellRecord(c[i] as number, c[n + i] as number, c[2 * n + i] as number, c[3 * n + i] as number, c[4 * n + i] as number, c[5 * n + i] as number)
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { AggregateSet, States } from '../aggregates/aggregateSet.ts'
-import { type Cell, cellOf, compareCells } from './cell.ts'
+import { type Cell, CellRecord, compareCells } from './cell.ts'
 import { type CellGroup, compareGroupRow, groupCell, writeGroupRow } from './cellGroup.ts'
 import { DoubleSlab } from './doubleSlab.ts'
 
@@ -227,7 +227,7 @@ export class CellSet {
   #rowCell(at: number): Cell {
     const v = this.#values as Float64Array
     const o = 6 * at
-    return cellOf(v[o] as number, v[o + 1] as number, v[o + 2] as number, v[o + 3] as number, v[o + 4] as number, v[o + 5] as number)
+    return new CellRecord(v[o] as number, v[o + 1] as number, v[o + 2] as number, v[o + 3] as number, v[o + 4] as number, v[o + 5] as number)
   }
 
   /** Where `source` is or would be inserted in `#sources`. */
