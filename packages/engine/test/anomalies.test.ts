@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest'
 import {
   ANOMALY_REASONS,
+  type LateEvent,
   type AnomalyReason,
   createEngine,
   distinct,
@@ -247,8 +248,10 @@ describe('every ingest-reachable reason', () => {
     expect(receipt).toMatchObject({ beyondLateness: 1, rejected: 0, anomalies: [] })
     expect(engine.stats().anomalies.beyond_lateness).toBe(1)
     expect(engine.lateEvents()).toStrictEqual([{ event: reading('d1', undefined, 3, 1), window: 'tumbling:10', reason: 'beyond_lateness' }])
-    const [late] = engine.lateEvents()
-    expect(late && [Object.getPrototypeOf(late), Object.getPrototypeOf(late.event)]).toEqual([Object.prototype, Object.prototype])
+    const late = engine.lateEvents()[0] as LateEvent
+    expect(Object.getPrototypeOf(late)).toBe(Object.prototype)
+    expect(Object.getPrototypeOf(late.event)).toBe(Object.prototype)
+    expect(JSON.stringify(late)).toBe('{"event":{"id":"d1@3","source":"d1","ts":3,"value":1},"window":"tumbling:10","reason":"beyond_lateness"}')
   })
 })
 

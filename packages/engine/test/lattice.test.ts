@@ -58,8 +58,8 @@ function plain(map: CellMap): [string, Cell][] {
 }
 
 describe('cells are plain objects', () => {
-  it('emptyCell, copyCell, a group’s and a row’s cells: Object.prototype, own enumerable fields only, as literals', () => {
-    const literal = { count: 2, sum: 43, min: 21.5, max: 21.5, maxTs: 1_000, version: 7 }
+  it('emptyCell, copyCell, a group’s and a row’s cells: Object.prototype, the fields of a literal in its order, each in its place', () => {
+    const literal = { count: 2, sum: 43.5, min: 20, max: 23.5, maxTs: 1_000, version: 7 }
     const group = packCellGroup('tumbling:10', 0, 'd1', [''], [literal])
     const rows = new CellSet()
     rows.mergePeerCell('d1', group, 0)
@@ -73,7 +73,6 @@ describe('cells are plain objects', () => {
       expect(Object.getPrototypeOf(cell), made).toBe(Object.prototype)
       expect(Object.keys(cell), made).toEqual(['count', 'sum', 'min', 'max', 'maxTs', 'version'])
       expect(cell, made).toStrictEqual(expected)
-      expect(structuredClone(cell), made).toStrictEqual(expected)
     }
   })
 })

@@ -1,3 +1,5 @@
+import { plainConstructor } from './plainConstructor.ts'
+
 /**
  * One reading from a device or replica.
  *
@@ -35,18 +37,13 @@ export function copyStreamEvent(event: StreamEvent): StreamEvent {
 /** A `StreamEvent` being built: its fields writable. */
 type EventFields = { -readonly [K in keyof StreamEvent]: StreamEvent[K] }
 
-/**
- * Makes the engine's copies of events. A constructor, not an object literal, as for cells
- * (lattice/cell.ts says why): a copy in the late lane lives long. Its prototype is
- * `Object.prototype`: a copy is a plain object.
- */
-const EventRecord = function (this: EventFields, id: string, source: string, ts: number, value: number) {
+/** Makes the engine's copies of events, plain objects (a copy in the late lane lives long). */
+const EventRecord = /* @__PURE__ */ plainConstructor(function (this: EventFields, id: string, source: string, ts: number, value: number) {
   this.id = id
   this.source = source
   this.ts = ts
   this.value = value
-} as unknown as new (id: string, source: string, ts: number, value: number) => EventFields
-EventRecord.prototype = Object.prototype
+})
 
 /**
  * A plain event of fields already read; absent optional fields stay absent.

@@ -1,21 +1,16 @@
-import type { AnomalyReason } from './anomaly.ts'
 import type { LateEvent } from './engineApi.ts'
 import { copyStreamEvent, type StreamEvent } from './event.ts'
+import { plainConstructor } from './plainConstructor.ts'
 
 /** A `LateEvent` being built: its fields writable. */
 type LateFields = { -readonly [K in keyof LateEvent]: LateEvent[K] }
 
-/**
- * Makes the late lane's entries. A constructor, not an object literal, as for cells
- * (lattice/cell.ts says why): an entry lives until the lane is full. Its prototype is
- * `Object.prototype`: an entry is a plain object, `window` absent when no spec refused it.
- */
-const LateRecord = function (this: LateFields, event: StreamEvent, window: string | undefined, reason: AnomalyReason) {
+/** Makes the late lane's entries, plain objects (an entry lives until the lane is full): `window` absent when no spec refused the event. */
+const LateRecord = /* @__PURE__ */ plainConstructor(function (this: LateFields, event: StreamEvent, window: string | undefined) {
   this.event = event
   if (window !== undefined) this.window = window
-  this.reason = reason
-} as unknown as new (event: StreamEvent, window: string | undefined, reason: AnomalyReason) => LateEvent
-LateRecord.prototype = Object.prototype
+  this.reason = 'beyond_lateness'
+})
 
 /**
  * The late lane: a bounded ring of events that windows refused. When full, the
@@ -40,16 +35,13 @@ export class LateLane {
    * lateLane.keep(event, 'tumbling:60000')
    */
   keep(event: StreamEvent, window?: string): void {
-    this.#push(new LateRecord(copyStreamEvent(event), window, 'beyond_lateness'))
-  }
-
-  #push(entry: LateEvent): void {
     this.total++
     this.#snapshot = null
     if (this.#capacity === 0) {
       this.trimmed++
       return
     }
+    const entry = new LateRecord(copyStreamEvent(event), window)
     if (this.#ring.length < this.#capacity) {
       this.#ring.push(entry)
       return

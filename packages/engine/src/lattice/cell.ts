@@ -1,3 +1,5 @@
+import { plainConstructor } from '../core/plainConstructor.ts'
+
 /**
  * Lattice cells (docs/replication.md).
  *
@@ -19,24 +21,15 @@ export interface Cell {
   version: number
 }
 
-/**
- * Makes the engine's cells: `new CellRecord(count, sum, min, max, maxTs, version)`. A
- * constructor, not an object literal: V8 tracks where each literal is made, and once most of a
- * site's objects outlive a few young-generation collections (a cell lives as long as its window)
- * it makes that site's objects in the old generation, each about ten times as slowly. An object
- * made by a constructor has no such site. The constructor's prototype is `Object.prototype`, so
- * a cell is a plain object all the same: JSON, structured clone, the checkpoint codec and deep
- * equality see no difference.
- */
-export const CellRecord = function (this: Cell, count: number, sum: number, min: number, max: number, maxTs: number, version: number) {
+/** Makes the engine's cells: `new CellRecord(count, sum, min, max, maxTs, version)`, a plain object (a cell lives as long as its window). */
+export const CellRecord = /* @__PURE__ */ plainConstructor(function (this: Cell, count: number, sum: number, min: number, max: number, maxTs: number, version: number) {
   this.count = count
   this.sum = sum
   this.min = min
   this.max = max
   this.maxTs = maxTs
   this.version = version
-} as unknown as new (count: number, sum: number, min: number, max: number, maxTs: number, version: number) => Cell
-CellRecord.prototype = Object.prototype
+})
 
 /**
  * A new empty cell.

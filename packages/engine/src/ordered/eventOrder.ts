@@ -1,5 +1,6 @@
 import type { StreamEvent } from '../core/event.ts'
 import { invalidReason } from '../core/eventValidation.ts'
+import { plainConstructor } from '../core/plainConstructor.ts'
 import type { Basis } from '../windows/windowResult.ts'
 
 /**
@@ -43,19 +44,14 @@ export function compareEventOrder(a: StreamEvent, b: StreamEvent): number {
   return 0
 }
 
-/**
- * Makes the events that wait in order. A constructor, not an object literal, as for cells
- * (lattice/cell.ts says why): an event waits until the watermark passes it. Its prototype is
- * `Object.prototype`: a waiting event is a plain object.
- */
-const PendingRecord = function (this: PendingEvent, id: string, source: string, ts: number, value: number, basis: Basis) {
+/** Makes the ordered events, plain objects (in the ordered stream, an event waits until the watermark passes it). */
+const PendingRecord = /* @__PURE__ */ plainConstructor(function (this: PendingEvent, id: string, source: string, ts: number, value: number, basis: Basis) {
   this.id = id
   this.source = source
   this.ts = ts
   this.value = value
   this.basis = basis
-} as unknown as new (id: string, source: string, ts: number, value: number, basis: Basis) => PendingEvent
-PendingRecord.prototype = Object.prototype
+})
 
 /**
  * A detached copy of a caller's event with a basis, so that later changes to the caller's

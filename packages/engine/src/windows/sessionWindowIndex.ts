@@ -1,7 +1,7 @@
 import type { SessionIndexSnapshot, SliceIndexSnapshot } from '../recovery/engineCheckpoint.ts'
 import type { AggregateSet, States } from '../aggregates/aggregateSet.ts'
 import type { StreamEvent } from '../core/event.ts'
-import { absorbCell, addToCell, emptyCell, tombstone } from '../lattice/cell.ts'
+import { absorbCell, addToCell, copyCell, emptyCell, tombstone } from '../lattice/cell.ts'
 import type { CellGroup } from '../lattice/cellGroup.ts'
 import type { CellEntry } from '../lattice/cellEntry.ts'
 import {
@@ -313,7 +313,7 @@ export class SessionWindowIndex implements WindowIndex {
     if (!('sealed' in snapshot)) return
     for (const [key, end] of snapshot.sealed) this.#sealed.set(key, end)
     for (const [key, dead] of snapshot.tombstones) {
-      this.#tombstones.set(key, new Map(dead.map(([source, start, cell]) => [fragmentId(source, start), { source, start, cell: { ...cell }, states: null }])))
+      this.#tombstones.set(key, new Map(dead.map(([source, start, cell]) => [fragmentId(source, start), { source, start, cell: copyCell(cell), states: null }])))
     }
   }
 

@@ -1,6 +1,6 @@
 import type { AggregateSet, States } from '../aggregates/aggregateSet.ts'
 import type { StreamEvent } from '../core/event.ts'
-import { type Cell, emptyCell } from '../lattice/cell.ts'
+import { type Cell, copyCell, emptyCell } from '../lattice/cell.ts'
 import type { CellGroup } from '../lattice/cellGroup.ts'
 import type { CellSet } from '../lattice/cellSet.ts'
 import type { SessionIndexSnapshot, SliceIndexSnapshot } from '../recovery/engineCheckpoint.ts'
@@ -290,7 +290,7 @@ export class SlicedWindowIndex implements WindowIndex {
   /** A format-1 checkpoint's tumbling window held its own cells: they are its one slice's. */
   adoptCells(window: WindowState, cells: readonly (readonly [string, Cell])[]): void {
     const slice = this.#sliceAt(window.key, window.start)
-    for (const [source, cell] of cells) this.#addCell(slice, source, { ...cell }, restoredStates(this.aggregates, undefined, 1))
+    for (const [source, cell] of cells) this.#addCell(slice, source, copyCell(cell), restoredStates(this.aggregates, undefined, 1))
   }
 
   snapshot(): SliceIndexSnapshot {
@@ -308,7 +308,7 @@ export class SlicedWindowIndex implements WindowIndex {
         const from = g.ordinal(end) - 1
         const part = slice.part(from)
         if (from !== s) series.notePartial(s)
-        for (const [source, cell, bytes] of cells) this.#addCell(part, source, { ...cell }, restoredStates(this.aggregates, bytes, 1))
+        for (const [source, cell, bytes] of cells) this.#addCell(part, source, copyCell(cell), restoredStates(this.aggregates, bytes, 1))
       }
     }
   }

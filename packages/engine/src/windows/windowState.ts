@@ -1,5 +1,5 @@
 import type { AggregateSet, States } from '../aggregates/aggregateSet.ts'
-import type { Cell } from '../lattice/cell.ts'
+import { type Cell, copyCell } from '../lattice/cell.ts'
 import type { Aggregate } from '../lattice/cellSet.ts'
 import type { WindowSnapshot } from '../recovery/engineCheckpoint.ts'
 import type { Basis, PaneInfo, ResultStatus, WindowResult } from './windowResult.ts'
@@ -192,7 +192,7 @@ export class WindowState {
     w.basisEnd = s.basisEnd
     w.emitted = s.emitted
     w.#history = s.history.length === 0 ? null : s.history.length === 1 ? (s.history[0] as WindowResult) : [...s.history]
-    w.fragments = s.fragments.map(([source, start, cell, bytes]) => ({ source, start, cell: { ...cell }, states: restoredStates(aggregates, bytes, cell.count) }))
+    w.fragments = s.fragments.map(([source, start, cell, bytes]) => ({ source, start, cell: copyCell(cell), states: restoredStates(aggregates, bytes, cell.count) }))
     w.panes = s.panes ?? 0
     w.onTimePanes = s.onTimePanes ?? 0
     w.dirty = s.dirty ?? false

@@ -31,6 +31,9 @@ describe('createOrderedStream: release by watermark', () => {
     for (const made of [...events, ...stream.lateEvents(), ...stream.lateEvents().map((late) => late.event)]) {
       expect(Object.getPrototypeOf(made)).toBe(Object.prototype)
     }
+    // In the order a literal lists them (JSON shows it).
+    expect(JSON.stringify(events[0])).toBe('{"id":"k","source":"a","ts":10,"value":2.5,"basis":"proven","seq":1,"key":"temp"}')
+    expect(JSON.stringify(stream.lateEvents())).toBe('[{"event":{"id":"a-2","source":"a","ts":5,"value":5,"seq":2},"reason":"beyond_lateness"}]')
   })
 
   it('returns the same empty array, allocating nothing, when nothing is ready', () => {
