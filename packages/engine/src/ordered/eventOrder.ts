@@ -1,5 +1,4 @@
 import type { StreamEvent } from '../core/event.ts'
-import { invalidReason } from '../core/eventValidation.ts'
 import { plainConstructor } from '../core/plainConstructor.ts'
 import type { Basis } from '../windows/windowResult.ts'
 
@@ -66,23 +65,53 @@ export function toPendingEvent(event: StreamEvent, basis: Basis): PendingEvent {
 
 /**
  * Positions of a batch in the deterministic event order (ts, source, seq, id); invalid
- * inputs first, by position. Used only with session specs, where which session an event
- * joins depends on the events placed before it.
+ * inputs first, by position. `invalid[i]` is the reason input `i` was refused, or null (the
+ * placement loop's validation pass, so no input is read twice). Null when the batch is already
+ * in that order (a stream delivered in order: no array, no sort). Used only with session specs,
+ * where which session an event joins depends on the events placed before it.
+ *
+ * A batch is mostly in order, with a few late events: one pass keeps the events that extend the
+ * order so far (a sorted run), only the others are sorted, and the two are merged. Equal events
+ * (copies) keep their positions' order, as a stable sort would.
+ *
+ * @example
+ * placementOrder([{ id: 'b', source: 'd', ts: 2, value: 1 }, { id: 'a', source: 'd', ts: 1, value: 1 }], [null, null]) // [1, 0]
  */
-export function placementOrder(events: readonly StreamEvent[]): number[] {
-  const order = Array.from({ length: events.length }, (_, i) => i)
-  const valid = events.map((e) => {
-    try {
-      return invalidReason(e) === null
-    } catch {
-      // Unreadable input (a throwing getter, a revoked Proxy) is an invalid_event, placed first.
-      return false
+export function placementOrder(events: readonly StreamEvent[], invalid: readonly unknown[]): number[] | null {
+  const n = events.length
+  const first: number[] = []
+  const run: number[] = []
+  const rest: number[] = []
+  let top: StreamEvent | null = null
+  for (let i = 0; i < n; i++) {
+    if (invalid[i] != null) {
+      first.push(i)
+      continue
     }
-  })
-  return order.sort((a, b) => {
-    const va = valid[a] as boolean
-    const vb = valid[b] as boolean
-    if (!va || !vb) return va === vb ? a - b : va ? 1 : -1
-    return compareEventOrder(events[a] as StreamEvent, events[b] as StreamEvent) || a - b
-  })
+    const event = events[i] as StreamEvent
+    if (top === null || compareEventOrder(top, event) <= 0) {
+      run.push(i)
+      top = event
+    } else rest.push(i)
+  }
+  // In order: the invalid inputs (if any) all come before the first valid one.
+  if (rest.length === 0 && (first.length === 0 || run.length === 0 || (first[first.length - 1] as number) < (run[0] as number))) return null
+  rest.sort((a, b) => compareEventOrder(events[a] as StreamEvent, events[b] as StreamEvent) || a - b)
+  const order = first
+  let r = 0
+  let l = 0
+  while (r < run.length && l < rest.length) {
+    const a = run[r] as number
+    const b = rest[l] as number
+    if ((compareEventOrder(events[a] as StreamEvent, events[b] as StreamEvent) || a - b) <= 0) {
+      order.push(a)
+      r++
+    } else {
+      order.push(b)
+      l++
+    }
+  }
+  while (r < run.length) order.push(run[r++] as number)
+  while (l < rest.length) order.push(rest[l++] as number)
+  return order
 }

@@ -98,7 +98,7 @@ export class BatchPlacement {
     const reasons = this.#validate(events)
     // Class instances and proxies are placed, logged and kept from the copy their fields were read into.
     const view = this.#copied ? events.map((event, i) => this.#copies[i] ?? event) : events
-    const order = this.#hasSessions ? placementOrder(view) : null
+    const order = this.#hasSessions ? placementOrder(view, reasons) : null
     // Far from `maxWindows`, no event of the batch can reach it: no room to check per event.
     const roomy = this.windowCount() + this.#maxNewPerEvent * n <= limits.maxWindows
     const publish = frontiers.publish === true

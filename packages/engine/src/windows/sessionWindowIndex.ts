@@ -43,6 +43,8 @@ export class SessionWindowIndex implements WindowIndex {
    */
   readonly #tombstones = new Map<string, Map<string, SessionFragment>>()
   #count = 0
+  /** The end of the range `#overlapping` found last. */
+  #to = 0
   /** What merging peers' fragments reaches of this index. */
   readonly #host: SessionHost
 
@@ -78,19 +80,22 @@ export class SessionWindowIndex implements WindowIndex {
     return lo
   }
 
-  /** Range `[from, to)` of sessions overlapping `[ts, ts + gap)`. */
-  #overlapping(sessions: readonly WindowState[], ts: number): [number, number] {
+  /**
+   * Range `[from, to)` of sessions overlapping `[ts, ts + gap)`: returns `from`, leaves `to` in
+   * `#to` (a pair would be an array per event).
+   */
+  #overlapping(sessions: readonly WindowState[], ts: number): number {
     const from = this.#firstEndingAfter(sessions, ts)
     let to = from
     while (to < sessions.length && (sessions[to] as WindowState).start < ts + this.#gap) to++
-    return [from, to]
+    this.#to = to
+    return from
   }
 
   missingWindows(key: string, ts: number, _frontiers: BatchFrontiers): number {
     const sessions = this.#byKey.get(key)
     if (sessions === undefined) return 1
-    const [from, to] = this.#overlapping(sessions, ts)
-    return from === to ? 1 : 0
+    return this.#overlapping(sessions, ts) === this.#to ? 1 : 0
   }
 
   place(
@@ -114,17 +119,34 @@ export class SessionWindowIndex implements WindowIndex {
       sessions = []
       this.#byKey.set(key, sessions)
     }
-    const [from, to] = this.#overlapping(sessions, ts)
-    let start = ts
-    let end = ts + gap
-    for (let i = from; i < to; i++) {
-      const s = sessions[i] as WindowState
-      // A final session never changes again: the event is late for it.
-      if (s.final) return REFUSED
-      if (s.start < start) start = s.start
-      if (s.end > end) end = s.end
+    const from = this.#overlapping(sessions, ts)
+    const to = this.#to
+    let target: WindowState
+    const only = to - from === 1 ? (sessions[from] as WindowState) : null
+    if (only !== null && only.start <= ts) {
+      // Within one session's span (a burst's next reading): it keeps its start, and its end
+      // moves to ts + gap when that is later.
+      if (only.final) return REFUSED
+      const end = Math.max(ts + gap, only.end)
+      // As #join: a session whose end the firing frontier passed is fired.
+      if (end <= frontiers.firing) only.fired = true
+      if (end !== only.end) {
+        only.end = end
+        tracker.grown(only)
+      }
+      target = only
+    } else {
+      let start = ts
+      let end = ts + gap
+      for (let i = from; i < to; i++) {
+        const s = sessions[i] as WindowState
+        // A final session never changes again: the event is late for it.
+        if (s.final) return REFUSED
+        if (s.start < start) start = s.start
+        if (s.end > end) end = s.end
+      }
+      target = this.#join(key, sessions, from, to, start, end, frontiers, tracker)
     }
-    const target = this.#join(key, sessions, from, to, start, end, frontiers, tracker)
     this.#addToFragment(target, source.name, ts, value, version, tracker, event, inputs)
     if (this.discarding) {
       target.pending ??= emptyCell()
@@ -220,9 +242,12 @@ export class SessionWindowIndex implements WindowIndex {
     inputs: readonly unknown[] | null,
   ): void {
     const aggregates = this.aggregates
+    const fragments = session.fragments
     let only: SessionFragment | null = null
     let own = 0
-    for (const f of session.fragments) {
+    // Indexed: an iterator here made two objects per event.
+    for (let i = 0; i < fragments.length; i++) {
+      const f = fragments[i] as SessionFragment
       if (f.source === source && f.cell.count > 0) {
         only = f
         own++

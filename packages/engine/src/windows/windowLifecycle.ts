@@ -100,8 +100,8 @@ export class WindowLifecycle implements WindowTracker {
   }
 
   grown(w: WindowState): void {
+    // An unfired window stays queued at an earlier end; when that entry comes due, it is queued again at its end.
     if (w.fired) this.#unfinal.push(w.end + this.#settings.allowedLateness, w)
-    else this.#unfired.push(w.end, w)
   }
 
   swallowed(w: WindowState, gone: boolean): void {
@@ -165,7 +165,12 @@ export class WindowLifecycle implements WindowTracker {
     touched.clear()
     while (this.#unfired.dueBy(F)) {
       const w = this.#unfired.pop()
-      if (!w.live || w.fired || w.end > F) continue
+      if (!w.live || w.fired) continue
+      if (w.end > F) {
+        // A session that grew since it was queued: one entry per window, moved to its end.
+        this.#unfired.push(w.end, w)
+        continue
+      }
       w.fired = true
       w.revision = 0
       w.basis = this.basis(w.end)
