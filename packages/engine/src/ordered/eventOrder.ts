@@ -63,55 +63,79 @@ export function toPendingEvent(event: StreamEvent, basis: Basis): PendingEvent {
   return copy
 }
 
+/** Entries of storage kept from batch to batch: a larger batch's storage is let go at the next batch below it. */
+const KEEP_STORAGE = 1 << 16
+
 /**
- * Positions of a batch in the deterministic event order (ts, source, seq, id); invalid
- * inputs first, by position. `invalid[i]` is the reason input `i` was refused, or null (the
- * placement loop's validation pass, so no input is read twice). Null when the batch is already
- * in that order (a stream delivered in order: no array, no sort). Used only with session specs,
- * where which session an event joins depends on the events placed before it.
+ * Puts batches in the deterministic event order (ts, source, seq, id), invalid inputs first by
+ * position, for placement with session specs, where which session an event joins depends on
+ * the events placed before it. One per engine: it keeps its storage from batch to batch (an
+ * array emptied by `length = 0` gives it back, and would grow again every batch).
  *
  * A batch is mostly in order, with a few late events: one pass keeps the events that extend the
  * order so far (a sorted run), only the others are sorted, and the two are merged. Equal events
  * (copies) keep their positions' order, as a stable sort would.
  *
  * @example
- * placementOrder([{ id: 'b', source: 'd', ts: 2, value: 1 }, { id: 'a', source: 'd', ts: 1, value: 1 }], [null, null]) // [1, 0]
+ * const order = new PlacementOrder()
+ * order.of([{ id: 'b', source: 'd', ts: 2, value: 1 }, { id: 'a', source: 'd', ts: 1, value: 1 }], [null, null])?.subarray(0, 2) // Int32Array [1, 0]
  */
-export function placementOrder(events: readonly StreamEvent[], invalid: readonly unknown[]): number[] | null {
-  const n = events.length
-  const first: number[] = []
-  const run: number[] = []
-  const rest: number[] = []
-  let top: StreamEvent | null = null
-  for (let i = 0; i < n; i++) {
-    if (invalid[i] != null) {
-      first.push(i)
-      continue
+export class PlacementOrder {
+  #run = new Int32Array(0)
+  #rest = new Int32Array(0)
+  #order = new Int32Array(0)
+
+  /**
+   * The positions of the `events.length` events in order (the first `events.length` entries of
+   * the array returned), or null when the batch is already in order (no sort). `invalid[i]` is
+   * the reason input `i` was refused, or null: the placement loop's validation pass, so no input
+   * is read twice. The array returned is this object's: read it before the next call.
+   */
+  of(events: readonly StreamEvent[], invalid: readonly unknown[]): Int32Array | null {
+    const n = events.length
+    if (this.#order.length < n || (n <= KEEP_STORAGE && this.#order.length > KEEP_STORAGE)) {
+      const size = Math.max(n, Math.min(2 * this.#order.length, KEEP_STORAGE))
+      this.#order = new Int32Array(size)
+      this.#run = new Int32Array(size)
+      this.#rest = new Int32Array(size)
     }
-    const event = events[i] as StreamEvent
-    if (top === null || compareEventOrder(top, event) <= 0) {
-      run.push(i)
-      top = event
-    } else rest.push(i)
-  }
-  // In order: the invalid inputs (if any) all come before the first valid one.
-  if (rest.length === 0 && (first.length === 0 || run.length === 0 || (first[first.length - 1] as number) < (run[0] as number))) return null
-  rest.sort((a, b) => compareEventOrder(events[a] as StreamEvent, events[b] as StreamEvent) || a - b)
-  const order = first
-  let r = 0
-  let l = 0
-  while (r < run.length && l < rest.length) {
-    const a = run[r] as number
-    const b = rest[l] as number
-    if ((compareEventOrder(events[a] as StreamEvent, events[b] as StreamEvent) || a - b) <= 0) {
-      order.push(a)
-      r++
-    } else {
-      order.push(b)
-      l++
+    const order = this.#order
+    const run = this.#run
+    const rest = this.#rest
+    let m = 0
+    let runs = 0
+    let rests = 0
+    let top: StreamEvent | null = null
+    for (let i = 0; i < n; i++) {
+      // The invalid inputs go first, into the order itself.
+      if (invalid[i] != null) {
+        order[m++] = i
+        continue
+      }
+      const event = events[i] as StreamEvent
+      if (top === null || compareEventOrder(top, event) <= 0) {
+        run[runs++] = i
+        top = event
+      } else rest[rests++] = i
     }
+    // In order: the invalid inputs (if any) all come before the first valid one.
+    if (rests === 0 && (m === 0 || runs === 0 || (order[m - 1] as number) < (run[0] as number))) return null
+    rest.subarray(0, rests).sort((a, b) => compareEventOrder(events[a] as StreamEvent, events[b] as StreamEvent) || a - b)
+    let r = 0
+    let l = 0
+    while (r < runs && l < rests) {
+      const a = run[r] as number
+      const b = rest[l] as number
+      if ((compareEventOrder(events[a] as StreamEvent, events[b] as StreamEvent) || a - b) <= 0) {
+        order[m++] = a
+        r++
+      } else {
+        order[m++] = b
+        l++
+      }
+    }
+    while (r < runs) order[m++] = run[r++] as number
+    while (l < rests) order[m++] = rest[l++] as number
+    return order
   }
-  while (r < run.length) order.push(run[r++] as number)
-  while (l < rest.length) order.push(rest[l++] as number)
-  return order
 }

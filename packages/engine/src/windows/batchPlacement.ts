@@ -3,7 +3,7 @@ import type { DedupMemory } from '../core/dedupMemory.ts'
 import type { ResolvedOptions } from '../core/engineOptions.ts'
 import { copyStreamEvent, type StreamEvent, streamEventOf } from '../core/event.ts'
 import { invalidAnomaly, invalidReason } from '../core/eventValidation.ts'
-import { placementOrder } from '../ordered/eventOrder.ts'
+import { PlacementOrder } from '../ordered/eventOrder.ts'
 import type { FutureSources } from '../core/futureSources.ts'
 import type { Frontiers } from '../time/frontiers.ts'
 import { rejectInput, safeInvalidReason } from '../core/inputRejection.ts'
@@ -51,8 +51,6 @@ export class BatchPlacement {
   readonly #state: PlacementState
   /** Most windows one event can create, over all specs. */
   readonly #maxNewPerEvent: number
-  /** Session placement depends on the order of events in a batch, so batches are placed in event order. */
-  readonly #hasSessions: boolean
   /** Per event of the batch being placed: why it is invalid, or null. */
   readonly #reasons: (AnomalyReason | null)[] = []
   /** Per event of the batch being placed that is not a plain object: its fields, read once (else a hole). */
@@ -64,11 +62,13 @@ export class BatchPlacement {
   readonly #refusedBy: number[] = []
   /** By source slot: the batch that last handed the source's clock to the outbox (once per batch is enough). */
   readonly #clockPublished: number[] = []
+  /** With session specs, puts each batch in event order: which session an event joins depends on those placed before it. */
+  readonly #order: PlacementOrder | null
 
   constructor(state: PlacementState) {
     this.#state = state
     this.#maxNewPerEvent = state.indexes.reduce((n, index) => n + index.maxNewPerEvent, 0)
-    this.#hasSessions = state.options.specs.some((spec) => spec.kind === 'session')
+    this.#order = state.options.specs.some((spec) => spec.kind === 'session') ? new PlacementOrder() : null
   }
 
   /**
@@ -98,7 +98,7 @@ export class BatchPlacement {
     const reasons = this.#validate(events)
     // Class instances and proxies are placed, logged and kept from the copy their fields were read into.
     const view = this.#copied ? events.map((event, i) => this.#copies[i] ?? event) : events
-    const order = this.#hasSessions ? placementOrder(view, reasons) : null
+    const order = this.#order?.of(view, reasons) ?? null
     // Far from `maxWindows`, no event of the batch can reach it: no room to check per event.
     const roomy = this.windowCount() + this.#maxNewPerEvent * n <= limits.maxWindows
     const publish = frontiers.publish === true

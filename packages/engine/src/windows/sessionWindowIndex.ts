@@ -147,7 +147,8 @@ export class SessionWindowIndex implements WindowIndex {
       }
       target = this.#join(key, sessions, from, to, start, end, frontiers, tracker)
     }
-    this.#addToFragment(target, source.name, ts, value, version, tracker, event, inputs)
+    // The event, not its time and value: numbers passed to a call are boxed, per event.
+    this.#addToFragment(target, source.name, event, version, tracker, frontiers.publish === true, inputs)
     if (this.discarding) {
       target.pending ??= emptyCell()
       addToCell(target.pending, ts, value, 0)
@@ -234,13 +235,13 @@ export class SessionWindowIndex implements WindowIndex {
   #addToFragment(
     session: WindowState,
     source: string,
-    ts: number,
-    value: number,
+    event: StreamEvent,
     version: number,
     tracker: WindowTracker,
-    event: StreamEvent,
+    publish: boolean,
     inputs: readonly unknown[] | null,
   ): void {
+    const { ts, value } = event
     const aggregates = this.aggregates
     const fragments = session.fragments
     let only: SessionFragment | null = null
@@ -256,7 +257,7 @@ export class SessionWindowIndex implements WindowIndex {
     if (own === 1 && only !== null && only.start <= ts) {
       addToCell(only.cell, ts, value, version)
       if (inputs !== null && aggregates !== null) aggregates.add(only.states as States, inputs, event)
-      tracker.written(this.id, session.key, only.start, source, only.cell, only.states)
+      if (publish) tracker.written(this.id, session.key, only.start, source, only.cell, only.states)
       return
     }
     // A new fragment start: the source's fragments fold into one new cell, the others' keys become tombstones.
@@ -288,9 +289,9 @@ export class SessionWindowIndex implements WindowIndex {
       const dead = tombstone(f.cell, version)
       // Kept, so a full-state exchange (anti-entropy) carries the deletion too, not just the live cells.
       this.#keepTombstone(session.key, { source, start: f.start, cell: dead, states: null })
-      tracker.written(this.id, session.key, f.start, source, dead, null)
+      if (publish) tracker.written(this.id, session.key, f.start, source, dead, null)
     }
-    tracker.written(this.id, session.key, start, source, cell, states)
+    if (publish) tracker.written(this.id, session.key, start, source, cell, states)
   }
 
   #keepTombstone(key: string, fragment: SessionFragment): void {

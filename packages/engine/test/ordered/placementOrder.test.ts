@@ -1,19 +1,20 @@
 /**
  * The order a batch is placed in when sessions are kept: invalid inputs first by position, then
- * the valid events by (ts, source, seq, id), copies in their positions' order. placementOrder
+ * the valid events by (ts, source, seq, id), copies in their positions' order. PlacementOrder
  * finds it by keeping the events that extend the order and merging in the sorted rest; here it
  * must equal a stable sort of the whole batch, on batches in order, nearly in order and shuffled,
- * with copies and invalid inputs anywhere.
+ * with copies and invalid inputs anywhere, one instance ordering batch after batch (its storage
+ * is reused).
  */
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import type { StreamEvent } from '../../src/core/event.ts'
-import { compareEventOrder, placementOrder } from '../../src/ordered/eventOrder.ts'
+import { compareEventOrder, PlacementOrder } from '../../src/ordered/eventOrder.ts'
 import { assertSeeded } from '@tidemark/seeded-random/property'
 
 const FILE = 'packages/engine/test/ordered/placementOrder.test.ts'
 
-/** The order by a stable sort of every position (what placementOrder must give). */
+/** The order by a stable sort of every position (what PlacementOrder must give). */
 function sortedOrder(events: readonly StreamEvent[], invalid: readonly (string | null)[]): number[] {
   return events
     .map((_, i) => i)
@@ -51,12 +52,19 @@ const batch = fc
     return { events, invalid: entries.map(([e]) => (e.invalid ? 'invalid_event' : null)) }
   })
 
-describe('placementOrder', () => {
+/** One batch's order as a plain array: null stays null. */
+function orderOf(order: PlacementOrder, events: readonly StreamEvent[], invalid: readonly (string | null)[]): number[] | null {
+  const positions = order.of(events, invalid)
+  return positions === null ? null : Array.from(positions.subarray(0, events.length))
+}
+
+describe('PlacementOrder', () => {
   it('equals a stable sort of the batch', () => {
+    const shared = new PlacementOrder()
     assertSeeded(
       fc.property(batch, ({ events, invalid }) => {
         const expected = sortedOrder(events, invalid)
-        const order = placementOrder(events, invalid)
+        const order = orderOf(shared, events, invalid)
         if (order === null) expect(expected).toEqual(events.map((_, i) => i))
         else expect(order).toEqual(expected)
       }),
@@ -68,6 +76,8 @@ describe('placementOrder', () => {
 
   it('is null for a batch already in order, invalid inputs leading, and an order otherwise', () => {
     const e = (id: string, ts: number): StreamEvent => ({ id, source: 'd', seq: ts, ts, value: 1 })
+    const order = new PlacementOrder()
+    const placementOrder = (events: readonly StreamEvent[], invalid: readonly (string | null)[]) => orderOf(order, events, invalid)
     expect(placementOrder([e('a', 1), e('b', 2), e('c', 2)], [null, null, null])).toBeNull()
     expect(placementOrder([e('bad', 9), e('a', 1), e('b', 2)], ['invalid_event', null, null])).toBeNull()
     expect(placementOrder([e('a', 1), e('bad', 9), e('b', 2)], [null, 'invalid_event', null])).toEqual([1, 0, 2])
@@ -75,5 +85,17 @@ describe('placementOrder', () => {
     // A copy of an event keeps the order of positions, whichever of the two parts it lies in.
     expect(placementOrder([e('a', 5), e('b', 1), e('a', 5), e('c', 3)], [null, null, null, null])).toEqual([1, 3, 0, 2])
     expect(placementOrder([e('a', 5), e('z', 9), e('a', 5)], [null, null, null])).toEqual([0, 2, 1])
+  })
+
+  it('orders a batch larger than the storage it keeps, then smaller ones, with the same instance', () => {
+    const order = new PlacementOrder()
+    const batch = (n: number, seed: number): StreamEvent[] =>
+      Array.from({ length: n }, (_, i) => ({ id: `e${i}`, source: `d${i % 7}`, seq: i + 1, ts: (i * 7919 + seed) % (n / 2), value: 1 }))
+    for (const n of [70_000, 10, 40_000, 3]) {
+      const events = batch(n, n)
+      const invalid = events.map(() => null)
+      // Null: the batch is in order already.
+      expect(orderOf(order, events, invalid) ?? events.map((_, i) => i)).toEqual(sortedOrder(events, invalid))
+    }
   })
 })
