@@ -33,6 +33,7 @@ const PROFILES: readonly ProfileEntry[] = [
   { name: 'reconnect-burst', streaming: false },
   { name: 'anomaly-heavy', streaming: false },
   { name: 'sliding-1h-1m', streaming: true },
+  { name: 'sessions-100k', streaming: true },
   { name: 'ordered-stream-flush', streaming: false },
   { name: 'merge-8-replicas', streaming: false },
   { name: 'aggregates-accuracy', streaming: false },

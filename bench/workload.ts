@@ -137,6 +137,67 @@ export function metricFleet(o: MetricFleetOptions): StreamEvent[][] {
   return inBatches(delivered, o.batchSize)
 }
 
+export interface SessionFleetOptions {
+  readonly events: number
+  readonly sources: number
+  /** Event-time spacing of a device's readings within a burst, ms. */
+  readonly spacing: number
+  /** Readings per burst: from 1 to this many. */
+  readonly maxBurst: number
+  /** Silence after a burst: from `gap` to `gap + maxSilence` ms (the session gap closes the session). */
+  readonly gap: number
+  readonly maxSilence: number
+  /** Share of readings delivered late, up to `lateBy` ms after their time. */
+  readonly lateShare: number
+  readonly lateBy: number
+  readonly seed: number
+  readonly batchSize: number
+}
+
+/**
+ * A fleet whose devices report in bursts (a trip, a shift, a user's visit): each device sends 1 to
+ * `maxBurst` readings `spacing` ms apart, then falls silent for longer than the session gap. Each
+ * device is its own key, so every burst is one session. Devices interleave in event time; some
+ * readings are held back and delivered late (a late reading can bridge two bursts' sessions).
+ * Returned as ingest batches.
+ */
+export function sessionFleet(o: SessionFleetOptions): StreamEvent[][] {
+  const random = seededRandom(o.seed)
+  const next = Array.from({ length: o.sources }, () => FLEET_START + Math.floor(random() * o.gap))
+  const left = Array.from({ length: o.sources }, () => 1 + Math.floor(random() * o.maxBurst))
+  const seqs = new Array<number>(o.sources).fill(0)
+  const delivered: StreamEvent[] = []
+  const held: { event: StreamEvent; releaseAt: number }[] = []
+  while (delivered.length + held.length < o.events) {
+    // The device whose next reading comes first (a linear scan: the fleet is small).
+    let s = 0
+    for (let d = 1; d < o.sources; d++) if ((next[d] as number) < (next[s] as number)) s = d
+    const ts = next[s] as number
+    const seq = (seqs[s] ?? 0) + 1
+    seqs[s] = seq
+    const event: StreamEvent = { id: `d${s}-${seq}`, source: `d${s}`, seq, ts, key: `d${s}`, value: Math.round(random() * 1000) / 10 }
+    const remaining = (left[s] as number) - 1
+    if (remaining > 0) {
+      left[s] = remaining
+      next[s] = ts + o.spacing
+    } else {
+      left[s] = 1 + Math.floor(random() * o.maxBurst)
+      next[s] = ts + o.gap + 1 + Math.floor(random() * o.maxSilence)
+    }
+    // A late reading is delivered once the fleet's readings pass its time plus up to `lateBy`.
+    if (random() < o.lateShare) held.push({ event, releaseAt: ts + Math.ceil(o.lateBy * random()) })
+    else delivered.push(event)
+    for (let h = 0; h < held.length; h++) {
+      const due = held[h] as { event: StreamEvent; releaseAt: number }
+      if (due.releaseAt > ts) continue
+      delivered.push(due.event)
+      held.splice(h--, 1)
+    }
+  }
+  for (const h of held) delivered.push(h.event)
+  return inBatches(delivered, o.batchSize)
+}
+
 /** `items` cut into consecutive runs of `size` (the last may be shorter). */
 function inBatches<T>(items: readonly T[], size: number): T[][] {
   const batches: T[][] = []

@@ -56,9 +56,12 @@ function runEngine(
     changes += batchChanges.length
     if (totals === undefined) return
     for (const change of batchChanges) {
-      if (change.type === 'provisional' || change.type === 'retract') continue
+      if (change.type === 'provisional') continue
       const r = change.result
-      totals.set(windowTotalId(r.window, r.key, r.start), { end: r.end, count: r.count, sum: r.sum })
+      const id = windowTotalId(r.window, r.key, r.start)
+      // A session merged into another, or moved to an earlier start, no longer exists under this id.
+      if (change.type === 'retract') totals.delete(id)
+      else totals.set(id, { end: r.end, count: r.count, sum: r.sum })
     }
   })
   let accepted = 0

@@ -1,0 +1,52 @@
+/**
+ * sessions-100k: session windows. 100k readings from 200 devices that report in bursts (1–40
+ * readings 2 s apart, then 30–330 s of silence), each device its own key, so every burst is one
+ * session of a 30 s gap; 5% of readings delivered up to 1 min late (some bridge two bursts, so
+ * sessions merge), uploads of 500. Out-of-orderness 10 s, lateness 2 min: every reading is
+ * admitted, so the floor's sessions are the engine's.
+ *
+ * - tidemark: the engine with `session(30_000)`: each batch placed in event order, one cell per
+ *   source and session, a provisional result per changed session, the on-time result at the
+ *   watermark, corrections and retractions when a late reading grows or merges a fired session.
+ * - plain-loop: the floor: per key an array of sessions in start order, each reading joining or
+ *   merging the sessions it reaches; no dedup, watermark, lateness or emission.
+ *
+ *   node --expose-gc --import tsx --conditions=@tidemark/source bench/sessions-100k.ts
+ */
+import { boundedOutOfOrderness, session } from '@tidemark/engine'
+import type { ProfileDefinition } from './harness/profile.ts'
+import { runProfileCli } from './harness/profile.ts'
+import { isMain } from './measure.ts'
+import { plainSessionLoopContender } from './peers/plainSessionLoop.ts'
+import { tidemarkContender } from './peers/tidemark.ts'
+import { eventCount, sessionFleet } from './workload.ts'
+
+const GAP = 30_000
+const MINUTE = 60_000
+
+export function define(): ProfileDefinition {
+  const batches = sessionFleet({ events: 100_000, sources: 200, spacing: 2_000, maxBurst: 40, gap: GAP, maxSilence: 300_000, lateShare: 0.05, lateBy: MINUTE, seed: 30, batchSize: 500 })
+  const spec = session(GAP)
+  return {
+    name: 'sessions-100k',
+    description: '100k readings, 200 devices in bursts (1–40 readings 2 s apart, then 30–330 s silent), 5% up to 1 min late; sessions of a 30 s gap per device, out-of-orderness 10 s, lateness 2 min',
+    events: eventCount(batches),
+    batches: batches.length,
+    contenders: [
+      tidemarkContender(batches, { windows: [spec], watermark: boundedOutOfOrderness(10_000), allowedLateness: 2 * MINUTE }),
+      plainSessionLoopContender(batches, spec.id, GAP),
+    ],
+    ratios: [
+      {
+        name: 'engine/floor',
+        label: 'Tidemark throughput as a share of the session plain-loop floor',
+        subject: 'tidemark',
+        reference: 'plain-loop',
+        format: 'percent',
+      },
+    ],
+    agree: [['tidemark', 'plain-loop']],
+  }
+}
+
+if (isMain(import.meta.url)) await runProfileCli(define)
