@@ -1,13 +1,16 @@
 /**
  * sessions-100k: session windows. 100k readings from 200 devices that report in bursts (1–40
  * readings 2 s apart, then 30–330 s of silence), each device its own key, so every burst is one
- * session of a 30 s gap; 5% of readings delivered up to 1 min late (some bridge two bursts, so
- * sessions merge), uploads of 500. Out-of-orderness 10 s, lateness 2 min: every reading is
- * admitted, so the floor's sessions are the engine's.
+ * session of a 30 s gap; 5% of readings delivered up to 5 min late, uploads of 500, each ingested
+ * when its latest reading was taken. Out-of-orderness 10 s, idle timeout 1 min (a silent device
+ * stops holding the watermark), lateness 10 min: every reading is admitted, so the floor's
+ * sessions are the engine's. The watermark waits for the slowest device still reporting, so most
+ * late readings arrive before their session fires: they move its start or bridge two sessions,
+ * which merge (a retraction each); a few correct a fired session.
  *
  * - tidemark: the engine with `session(30_000)`: each batch placed in event order, one cell per
  *   source and session, a provisional result per changed session, the on-time result at the
- *   watermark, corrections and retractions when a late reading grows or merges a fired session.
+ *   watermark, corrections, and retractions when a reading merges sessions or moves a start.
  * - plain-loop: the floor: per key an array of sessions in start order, each reading joining or
  *   merging the sessions it reaches; no dedup, watermark, lateness or emission.
  *
@@ -18,22 +21,24 @@ import type { ProfileDefinition } from './harness/profile.ts'
 import { runProfileCli } from './harness/profile.ts'
 import { isMain } from './measure.ts'
 import { plainSessionLoopContender } from './peers/plainSessionLoop.ts'
-import { tidemarkContender } from './peers/tidemark.ts'
+import { PROCESSING_START, tidemarkContender } from './peers/tidemark.ts'
 import { eventCount, sessionFleet } from './workload.ts'
 
 const GAP = 30_000
 const MINUTE = 60_000
 
 export function define(): ProfileDefinition {
-  const batches = sessionFleet({ events: 100_000, sources: 200, spacing: 2_000, maxBurst: 40, gap: GAP, maxSilence: 300_000, lateShare: 0.05, lateBy: MINUTE, seed: 30, batchSize: 500 })
+  const batches = sessionFleet({ events: 100_000, sources: 200, spacing: 2_000, maxBurst: 40, gap: GAP, maxSilence: 300_000, lateShare: 0.05, lateBy: 5 * MINUTE, seed: 30, batchSize: 500 })
   const spec = session(GAP)
+  // Processing time runs with the fleet: a batch is ingested when its latest reading was taken.
+  const arrived = batches.map((batch) => batch.reduce((latest, e) => Math.max(latest, e.ts), PROCESSING_START))
   return {
     name: 'sessions-100k',
-    description: '100k readings, 200 devices in bursts (1–40 readings 2 s apart, then 30–330 s silent), 5% up to 1 min late; sessions of a 30 s gap per device, out-of-orderness 10 s, lateness 2 min',
+    description: '100k readings, 200 devices in bursts (1–40 readings 2 s apart, then 30–330 s silent), 5% up to 5 min late; sessions of a 30 s gap per device, out-of-orderness 10 s, idle timeout 1 min, lateness 10 min',
     events: eventCount(batches),
     batches: batches.length,
     contenders: [
-      tidemarkContender(batches, { windows: [spec], watermark: boundedOutOfOrderness(10_000), allowedLateness: 2 * MINUTE }),
+      tidemarkContender(batches, { windows: [spec], watermark: boundedOutOfOrderness(10_000), allowedLateness: 10 * MINUTE, idleTimeout: MINUTE }, { clock: (batch) => (arrived[batch] as number) - PROCESSING_START }),
       plainSessionLoopContender(batches, spec.id, GAP),
     ],
     ratios: [
