@@ -231,8 +231,10 @@ describe('sliced placement against the per-window placement', () => {
     expect(sliced.engine.lateEvents()).toEqual(reference.engine.lateEvents())
     const { cells: _a, ...slicedStats } = sliced.engine.stats()
     const { cells: _b, ...referenceStats } = reference.engine.stats()
+    // `cells` is not compared: a slice's cells serve every window that reads the slice, and the
+    // last live window of a block can read more slices than it has cells of its own in the
+    // reference (cumulating 30/10 at watermark 20: three slice cells for one window's one cell).
     expect(slicedStats).toEqual(referenceStats)
-    expect(sliced.engine.stats().cells).toBeLessThanOrEqual(reference.engine.stats().cells)
   }
 
   property('the same results, changes, late lane and stats: tumbling, sliding and cumulating', streamPlan({ kinds: FIXED }), sameAsPerWindow, 200)
