@@ -153,6 +153,40 @@ describe('lattice state merged through the replica port', () => {
     expect(values(owner.engine)[0]).toMatchObject({ count: 2 })
   })
 
+  it('a session that a peer tombstone shrinks fires once the watermark passes its new end', () => {
+    const mk = (id: string) => {
+      const engine = createEngine({ windows: session(10), watermark: manual(), retention: Number.POSITIVE_INFINITY, replicaId: id }) as TidemarkEngine
+      const writes: LocalWrite[] = []
+      engine.replica.onLocalWrite((w) => writes.push(structuredClone(w)))
+      return { engine, writes }
+    }
+    const r0 = mk('r0')
+    const r1 = mk('r1')
+    const reader = mk('reader')
+    // r0's source: a reading at 12, then one at 5, whose fragment absorbs the first (a tombstone at 12).
+    r0.engine.ingest([{ id: 'b', source: 's0', seq: 1, ts: 12, value: 1 }])
+    r0.engine.ingest([{ id: 'a', source: 's0', seq: 2, ts: 5, value: 1 }])
+    r1.engine.ingest([{ id: 'c', source: 's1', seq: 1, ts: 3, value: 1 }])
+    const [first, second] = r0.writes as [LocalWrite, LocalWrite]
+    const other = r1.writes[0] as LocalWrite
+    // The reader first sees the session end at 22, then with s1's fragment at [3, 13) too.
+    reader.engine.replica.mergeRemote(first.cells, first.clocks)
+    reader.engine.replica.mergeRemote(other.cells, other.clocks)
+    expect(values(reader.engine)).toMatchObject([{ start: 3, end: 22, count: 2 }])
+    // Then only the tombstone arrives (a transport split r0's second write): the session is [3, 13).
+    const tombstones = second.cells.filter((c) => c.cell.count === 0)
+    expect(tombstones).toHaveLength(1)
+    reader.engine.replica.mergeRemote(tombstones, [])
+    expect(values(reader.engine)).toMatchObject([{ start: 3, end: 13, count: 1 }])
+    const fired: string[] = []
+    reader.engine.subscribe((changes) => {
+      for (const change of changes) fired.push(`${change.type} ${change.result.start}-${change.result.end}`)
+    })
+    reader.engine.advanceWatermark(14)
+    expect(fired).toContain('on_time 3-13')
+    expect(reader.engine.results()[0]).toMatchObject({ start: 3, end: 13, status: 'on_time' })
+  })
+
   it('peer cells and clocks with impossible numbers are refused by the engine itself, whatever the transport', () => {
     const a = replica('a')
     a.engine.ingest([{ id: '1', source: 'dev', seq: 1, ts: 2, value: 1 }])

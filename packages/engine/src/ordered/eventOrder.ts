@@ -94,7 +94,8 @@ export class PlacementOrder {
   of(events: readonly StreamEvent[], invalid: readonly unknown[]): Int32Array | null {
     const n = events.length
     if (this.#order.length < n || (n <= KEEP_STORAGE && this.#order.length > KEEP_STORAGE)) {
-      const size = Math.max(n, Math.min(2 * this.#order.length, KEEP_STORAGE))
+      // Doubling, so batches that grow one by one reallocate a few times, not every batch.
+      const size = n > KEEP_STORAGE ? Math.max(n, 2 * this.#order.length) : Math.max(n, Math.min(2 * this.#order.length, KEEP_STORAGE))
       this.#order = new Int32Array(size)
       this.#run = new Int32Array(size)
       this.#rest = new Int32Array(size)

@@ -131,8 +131,9 @@ export class SessionWindowIndex implements WindowIndex {
       // As #join: a session whose end the firing frontier passed is fired.
       if (end <= frontiers.firing) only.fired = true
       if (end !== only.end) {
+        const previousEnd = only.end
         only.end = end
-        tracker.grown(only)
+        tracker.grown(only, previousEnd)
       }
       target = only
     } else {
@@ -218,8 +219,9 @@ export class SessionWindowIndex implements WindowIndex {
     target.fired = fired
     target.revision = revision
     if (end !== target.end) {
+      const previousEnd = target.end
       target.end = end
-      tracker.grown(target)
+      tracker.grown(target, previousEnd)
     }
     return target
   }

@@ -25,8 +25,12 @@ export interface WindowTracker {
   created(window: WindowState): void
   /** A window's cells changed in this batch. */
   touched(window: WindowState): void
-  /** A session grew its end: a fired one needs a new place in the finality queue (an unfired one is moved when its old place comes due). */
-  grown(window: WindowState): void
+  /**
+   * A session's end moved from `previousEnd`: a fired one needs a new place in the finality
+   * queue, an unfired one whose end went down a new place in the firing queue (one whose end went
+   * up is moved when its old place comes due).
+   */
+  grown(window: WindowState, previousEnd: number): void
   /** A local write changed the cell at this address (or made a tombstone), and its states; the replication layer publishes it. */
   written(window: string, key: string, start: number, source: string, cell: Cell, states: States | null): void
   /**

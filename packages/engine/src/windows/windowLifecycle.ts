@@ -99,9 +99,12 @@ export class WindowLifecycle implements WindowTracker {
     this.#touched.add(w)
   }
 
-  grown(w: WindowState): void {
-    // An unfired window stays queued at an earlier end; when that entry comes due, it is queued again at its end.
+  grown(w: WindowState, previousEnd: number): void {
     if (w.fired) this.#unfinal.push(w.end + this.#settings.allowedLateness, w)
+    // An unfired window that grew keeps its entry, at its old end: when that comes due, the entry
+    // moves to its end. One that shrank (a peer's tombstone took the fragment that set its end)
+    // needs an entry at its new end.
+    else if (w.end < previousEnd) this.#unfired.push(w.end, w)
   }
 
   swallowed(w: WindowState, gone: boolean): void {
