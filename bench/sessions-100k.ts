@@ -1,12 +1,14 @@
 /**
  * sessions-100k: session windows. 100k readings from 200 devices that report in bursts (1–40
  * readings 2 s apart, then 30–330 s of silence), each device its own key, so every burst is one
- * session of a 30 s gap; 5% of readings delivered up to 5 min late, uploads of 500, each ingested
- * when its latest reading was taken. Out-of-orderness 10 s, idle timeout 1 min (a silent device
- * stops holding the watermark), lateness 10 min: every reading is admitted, so the floor's
- * sessions are the engine's. The watermark waits for the slowest device still reporting, so most
- * late readings arrive before their session fires: they move its start or bridge two sessions,
- * which merge (a retraction each); a few correct a fired session.
+ * session of a 30 s gap once all its readings arrived. Uploads of 500, each ingested when its
+ * latest reading was taken. Late readings: 2% one by one, up to 5 min after their time (they move
+ * a session's start or end, or correct a fired one), and in a tenth of the bursts long enough,
+ * the run after the first reading, spanning more than the gap, held back as a block for up to
+ * 5 min (a device that buffered it): until it arrives the burst shows as two sessions, which it
+ * then merges. Out-of-orderness 10 s, idle timeout 1 min (a silent device stops holding the
+ * watermark), lateness 10 min: every reading is admitted, so the floor's sessions are the
+ * engine's (start, end, count and sum are checked every run).
  *
  * - tidemark: the engine with `session(30_000)`: each batch placed in event order, one cell per
  *   source and session, a provisional result per changed session, the on-time result at the
@@ -28,13 +30,13 @@ const GAP = 30_000
 const MINUTE = 60_000
 
 export function define(): ProfileDefinition {
-  const batches = sessionFleet({ events: 100_000, sources: 200, spacing: 2_000, maxBurst: 40, gap: GAP, maxSilence: 300_000, lateShare: 0.05, lateBy: 5 * MINUTE, seed: 30, batchSize: 500 })
+  const batches = sessionFleet({ events: 100_000, sources: 200, spacing: 2_000, maxBurst: 40, gap: GAP, maxSilence: 300_000, lateShare: 0.02, heldRunShare: 0.1, lateBy: 5 * MINUTE, seed: 30, batchSize: 500 })
   const spec = session(GAP)
   // Processing time runs with the fleet: a batch is ingested when its latest reading was taken.
   const arrived = batches.map((batch) => batch.reduce((latest, e) => Math.max(latest, e.ts), PROCESSING_START))
   return {
     name: 'sessions-100k',
-    description: '100k readings, 200 devices in bursts (1–40 readings 2 s apart, then 30–330 s silent), 5% up to 5 min late; sessions of a 30 s gap per device, out-of-orderness 10 s, idle timeout 1 min, lateness 10 min',
+    description: '100k readings, 200 devices in bursts (1–40 readings 2 s apart, then 30–330 s silent), 2% up to 5 min late, a tenth of the bursts split by a held-back block that later merges them; sessions of a 30 s gap per device, out-of-orderness 10 s, idle timeout 1 min, lateness 10 min',
     events: eventCount(batches),
     batches: batches.length,
     contenders: [

@@ -147,8 +147,15 @@ export interface SessionFleetOptions {
   /** Silence after a burst: from `gap` to `gap + maxSilence` ms (the session gap closes the session). */
   readonly gap: number
   readonly maxSilence: number
-  /** Share of readings delivered late, up to `lateBy` ms after their time. */
+  /** Share of readings delivered late, one by one, up to `lateBy` ms after their time. */
   readonly lateShare: number
+  /**
+   * Share of bursts whose middle is held back: after the burst's first reading, a run of readings
+   * spanning more than the gap is delivered as one block, up to `lateBy` ms after its last reading
+   * (a device that buffered them). Until it arrives, the burst shows as two sessions; the block
+   * merges them.
+   */
+  readonly heldRunShare: number
   readonly lateBy: number
   readonly seed: number
   readonly batchSize: number
@@ -157,18 +164,32 @@ export interface SessionFleetOptions {
 /**
  * A fleet whose devices report in bursts (a trip, a shift, a user's visit): each device sends 1 to
  * `maxBurst` readings `spacing` ms apart, then falls silent for longer than the session gap. Each
- * device is its own key, so every burst is one session. Devices interleave in event time; some
- * readings are held back and delivered late (a late reading can bridge two bursts' sessions).
- * Returned as ingest batches.
+ * device is its own key, so every burst is one session once all its readings arrived. Devices
+ * interleave in event time; some readings are delivered late one by one (moving their session's
+ * start or end), and some bursts' middles late as a block (merging two sessions). Returned as
+ * ingest batches.
  */
 export function sessionFleet(o: SessionFleetOptions): StreamEvent[][] {
   const random = seededRandom(o.seed)
   const next = Array.from({ length: o.sources }, () => FLEET_START + Math.floor(random() * o.gap))
-  const left = Array.from({ length: o.sources }, () => 1 + Math.floor(random() * o.maxBurst))
+  const left = Array.from({ length: o.sources }, () => 0)
+  // Per device: readings of the current burst still delivered at once before a held run, the run's length still to hold, and the run held so far.
+  const before = new Array<number>(o.sources).fill(0)
+  const holding = new Array<number>(o.sources).fill(0)
+  const runs = Array.from({ length: o.sources }, (): StreamEvent[] => [])
+  const runLength = Math.floor(o.gap / o.spacing) + 1
+  const startBurst = (s: number): void => {
+    const length = 1 + Math.floor(random() * o.maxBurst)
+    left[s] = length
+    const held = length >= runLength + 2 && random() < o.heldRunShare
+    before[s] = held ? 1 : 0
+    holding[s] = held ? runLength : 0
+  }
+  for (let s = 0; s < o.sources; s++) startBurst(s)
   const seqs = new Array<number>(o.sources).fill(0)
   const delivered: StreamEvent[] = []
   const held: { event: StreamEvent; releaseAt: number }[] = []
-  while (delivered.length + held.length < o.events) {
+  while (delivered.length + held.length + runs.reduce((n, run) => n + run.length, 0) < o.events) {
     // The device whose next reading comes first (a linear scan: the fleet is small).
     let s = 0
     for (let d = 1; d < o.sources; d++) if ((next[d] as number) < (next[s] as number)) s = d
@@ -176,17 +197,29 @@ export function sessionFleet(o: SessionFleetOptions): StreamEvent[][] {
     const seq = (seqs[s] ?? 0) + 1
     seqs[s] = seq
     const event: StreamEvent = { id: `d${s}-${seq}`, source: `d${s}`, seq, ts, key: `d${s}`, value: Math.round(random() * 1000) / 10 }
+    const run = runs[s] as StreamEvent[]
+    if ((before[s] as number) > 0) {
+      before[s] = (before[s] as number) - 1
+      delivered.push(event)
+    } else if ((holding[s] as number) > 0) {
+      run.push(event)
+      holding[s] = (holding[s] as number) - 1
+      if (holding[s] === 0) {
+        // The held run is delivered as one block once the fleet passes its last reading plus up to `lateBy`.
+        const releaseAt = ts + Math.ceil(o.lateBy * random())
+        for (const e of run) held.push({ event: e, releaseAt })
+        run.length = 0
+      }
+    } else if (random() < o.lateShare) held.push({ event, releaseAt: ts + Math.ceil(o.lateBy * random()) })
+    else delivered.push(event)
     const remaining = (left[s] as number) - 1
     if (remaining > 0) {
       left[s] = remaining
       next[s] = ts + o.spacing
     } else {
-      left[s] = 1 + Math.floor(random() * o.maxBurst)
+      startBurst(s)
       next[s] = ts + o.gap + 1 + Math.floor(random() * o.maxSilence)
     }
-    // A late reading is delivered once the fleet's readings pass its time plus up to `lateBy`.
-    if (random() < o.lateShare) held.push({ event, releaseAt: ts + Math.ceil(o.lateBy * random()) })
-    else delivered.push(event)
     for (let h = 0; h < held.length; h++) {
       const due = held[h] as { event: StreamEvent; releaseAt: number }
       if (due.releaseAt > ts) continue
@@ -195,6 +228,7 @@ export function sessionFleet(o: SessionFleetOptions): StreamEvent[][] {
     }
   }
   for (const h of held) delivered.push(h.event)
+  for (const run of runs) delivered.push(...run)
   return inBatches(delivered, o.batchSize)
 }
 

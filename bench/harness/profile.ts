@@ -314,8 +314,9 @@ function checkAgreement(definition: ProfileDefinition, outcomes: ReadonlyMap<str
 }
 
 /**
- * Every window that both have fired (end at or below both watermarks) must have the same count
- * and sum; sums to 1e-9 relative, since the engine adds its per-source cells in source order.
+ * Every window that both have fired (end at or below both watermarks) must have the same end,
+ * count and sum (a session's end is part of what it is); sums to 1e-9 relative, since the engine
+ * adds its per-source cells in source order.
  */
 function compareTotals(pair: readonly [string, string], a: WindowTotals, b: WindowTotals, upTo: number): Agreement {
   const mismatches: string[] = []
@@ -324,8 +325,8 @@ function compareTotals(pair: readonly [string, string], a: WindowTotals, b: Wind
     if (x.end > upTo) continue
     compared++
     const y = b.get(id)
-    if (y === undefined || y.count !== x.count || !sameSum(x.sum, y.sum)) {
-      mismatches.push(`${id.replaceAll('\u0000', '/')}: ${x.count}/${x.sum} vs ${y === undefined ? 'missing' : `${y.count}/${y.sum}`}`)
+    if (y === undefined || y.end !== x.end || y.count !== x.count || !sameSum(x.sum, y.sum)) {
+      mismatches.push(`${id.replaceAll('\u0000', '/')}: end ${x.end}, ${x.count}/${x.sum} vs ${y === undefined ? 'missing' : `end ${y.end}, ${y.count}/${y.sum}`}`)
     }
   }
   for (const [id, y] of b) {
