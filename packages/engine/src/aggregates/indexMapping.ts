@@ -69,28 +69,37 @@ export function bucketKey(x: number, multiplier: number): number {
 
 /**
  * The value a bucket stands for: within relative accuracy of every value whose key is `key`.
- * May be Infinity for the topmost keys (the sketch clamps to its exact maximum).
+ * The bounds' ratio is taken from their significands and exponents, so a bucket whose upper bound
+ * lies past the largest double still gets its value (it would overflow as a quotient). May be
+ * Infinity for the topmost keys, whose value lies past the largest double (the sketch clamps to
+ * its exact maximum).
  *
  * @example
  * bucketValue(230, mappingMultiplier(0.01)) // ≈ 100.3, within 1% of every value in the bucket
  */
 export function bucketValue(key: number, multiplier: number): number {
-  const lo = lowerBound(key, multiplier)
-  return lo / (0.5 + 0.5 * (lo / lowerBound(key + 1, multiplier)))
-}
-
-/** The smallest value with key `key`: `L⁻¹(key / multiplier)`, solving the cubic by Newton's method. */
-function lowerBound(key: number, multiplier: number): number {
   const t = key / multiplier
   const e = Math.floor(t)
-  const f = t - e
+  const next = (key + 1) / multiplier
+  const nextE = Math.floor(next)
+  const significand = lowerSignificand(t - e)
+  // lower / upper, exact: scaling by a power of two only moves the exponent.
+  const ratio = (significand / lowerSignificand(next - nextE)) * powerOfTwo(e - nextE)
+  return (significand * powerOfTwo(e)) / (0.5 + 0.5 * ratio)
+}
+
+/**
+ * The significand (in [1, 2)) of the smallest value whose key is `key`, from the fraction `f` of
+ * `key / multiplier`: `1 + s` where P(s) = f, solving the cubic by Newton's method. The value is
+ * that times 2 to the integer part.
+ */
+function lowerSignificand(f: number): number {
   let s = f
   // P' ≥ 26/35 on [0, 1] and P(s) is close to s: five steps reach the last bit from s = f.
   for (let i = 0; i < 5; i++) s -= (((A * s + B) * s + C) * s - f) / ((3 * A * s + 2 * B) * s + C)
-  return (1 + s) * powerOfTwo(e)
+  return 1 + s
 }
 
-/** 2^e exactly, from its bits (subnormal below -1022, down to 2^-1074): Infinity above 1023. */
 function powerOfTwo(e: number): number {
   if (e > 1023) return Number.POSITIVE_INFINITY
   if (e < -1022) return powerOfTwo(e + 52) * 2.220446049250313e-16
