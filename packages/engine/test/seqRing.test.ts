@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { SeqRing } from '../src/time/seqRing.ts'
-import { assertSeeded } from '@tidemark/seeded-random/property'
+import { assertSeeded, PROPERTY_TIMEOUT } from '@tidemark/seeded-random/property'
 
 const FILE = 'packages/engine/test/seqRing.test.ts'
 
@@ -60,5 +60,5 @@ describe('SeqRing', () => {
       }
     })
     assertSeeded(property, FILE, 'behaves like a Map of the seqs above the prefix', 300)
-  })
+  }, PROPERTY_TIMEOUT)
 })

@@ -120,14 +120,47 @@ function run(engine: Engine<AggregateDefinitions>, p: Plan, cuts = p.cuts): Wind
 }
 
 /** What each window holds: its value fields and aggregates, without its pane. */
+/**
+ * The changes split in two: everything but the sums and means of sliding and cumulating windows,
+ * which must be equal, and those sums and means, which must be close. Such a window's sum is one
+ * fixed fold of its slices' sums (docs/semantics.md), which can differ in its last bits from the
+ * per-window placement's, which adds each source's events (a reading of 1e-300 beside 14 and -6
+ * is lost in one order and kept in the other). Counts, extremes and every aggregate are exact.
+ */
+function splitFolds(changes: readonly (readonly WindowChange<AggregateDefinitions>[])[]): { exact: unknown[]; folded: number[] } {
+  const folded: number[] = []
+  const result = (r: WindowChange<AggregateDefinitions>['result']) => {
+    if (!r.window.startsWith('sliding:') && !r.window.startsWith('cumulating:')) return r
+    folded.push(r.sum, r.mean)
+    return { ...r, sum: 0, mean: 0 }
+  }
+  const exact = changes.map((batch) =>
+    batch.map((change) => (change.previous === undefined ? { ...change, result: result(change.result) } : { ...change, result: result(change.result), previous: result(change.previous) })),
+  )
+  return { exact, folded }
+}
+
+/** What the sliced placement shows equals the per-window placement's, folded sums to 1e-9 (relative, or absolute below 1). */
+function expectSameAsPerWindow(sliced: readonly (readonly WindowChange<AggregateDefinitions>[])[], reference: readonly (readonly WindowChange<AggregateDefinitions>[])[]): void {
+  const a = splitFolds(sliced)
+  const b = splitFolds(reference)
+  expect(a.exact).toEqual(b.exact)
+  expect(a.folded.length).toBe(b.folded.length)
+  a.folded.forEach((x, i) => {
+    const y = b.folded[i] as number
+    expect(Math.abs(x - y), `folded sum ${i}: ${x} vs ${y}`).toBeLessThanOrEqual(1e-9 * Math.max(1, Math.abs(x), Math.abs(y)))
+  })
+}
+
 function values(engine: Engine<AggregateDefinitions>): unknown[] {
   return engine.results().map(({ window, key, start, end, count, sum, min, max, aggregates }) => [window, key, start, end, count, sum, min, max, aggregates])
 }
 
 /** Every live cell's encoded states, by cell address (session tombstones apart: where a fragment starts can depend on the batching). */
-function cellStates(engine: Engine<AggregateDefinitions>): Map<string, string> {
+function cellStates(engine: Engine<AggregateDefinitions>, windows: 'all' | 'fixed' = 'all'): Map<string, string> {
   const out = new Map<string, string>()
   for (const { address, cell, aggregates } of engine.replica.exportState().cells) {
+    if (windows === 'fixed' && address.window.startsWith('session:')) continue
     if (cell.count > 0) out.set(JSON.stringify(address), JSON.stringify(aggregates?.map((bytes) => [...bytes])))
   }
   return out
@@ -245,7 +278,11 @@ describe('aggregates in windows', () => {
         const b = createEngine(optionsOf(still))
         run(a, still)
         run(b, still, otherCuts)
-        expect(cellStates(b)).toEqual(cellStates(a))
+        // A session's cells follow the order its events came in: a merge another source's event
+        // makes keeps one source's two fragments apart until that source writes again (one batch
+        // joined a@0, c@1 and a@6 into one fragment of a's; a@6 first, then c@1 and a@0, keeps
+        // two). Fixed windows' cells are the same whatever the batching.
+        expect(cellStates(b, 'fixed')).toEqual(cellStates(a, 'fixed'))
         a.advanceWatermark(200)
         b.advanceWatermark(200)
         // Panes differ with the batching (one early pane per batch); what the windows hold does not.
@@ -263,7 +300,7 @@ describe('aggregates in windows', () => {
       fc.property(plan, (p) => {
         const sliced = run(createEngine(optionsOf(p)), p)
         const reference = run(createPerWindowEngine(optionsOf(p)) as Engine<AggregateDefinitions>, p)
-        expect(sliced).toEqual(reference)
+        expectSameAsPerWindow(sliced, reference)
       }),
       FILE,
       `aggregates in windows ${name}`,
