@@ -131,6 +131,20 @@ describe('quantiles: accuracy', () => {
     },
     2000,
   )
+
+  it('values a bucket whose upper bound lies past the largest double within α, not as the largest double', () => {
+    // At α = 0.5 the bucket of 1.09e308 reaches past 1.8e308: its quotient of bounds overflowed.
+    for (const [alpha, x] of [
+      [0.5, 1.0904163430841734e308],
+      [0.1, 1.7e308],
+      [0.01, 1.79e308],
+    ] as const) {
+      const m = mappingMultiplier(alpha)
+      const v = bucketValue(bucketKey(x, m), m)
+      expect(v).toBeLessThan(Number.POSITIVE_INFINITY)
+      expect(Math.abs(Math.min(v, Number.MAX_VALUE) - x) / x).toBeLessThanOrEqual(alpha * (1 + 1e-12))
+    }
+  })
 })
 
 describe('quantiles: convergence', () => {
