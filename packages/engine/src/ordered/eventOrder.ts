@@ -63,14 +63,12 @@ export function toPendingEvent(event: StreamEvent, basis: Basis): PendingEvent {
   return copy
 }
 
-/** Entries of storage kept from batch to batch: a larger batch's storage is let go at the next batch below it. */
-const KEEP_STORAGE = 1 << 16
-
 /**
  * Puts batches in the deterministic event order (ts, source, seq, id), invalid inputs first by
  * position, for placement with session specs, where which session an event joins depends on
  * the events placed before it. One per engine: it keeps its storage from batch to batch (an
- * array emptied by `length = 0` gives it back, and would grow again every batch).
+ * array emptied by `length = 0` gives it back, and would grow again every batch), up to 64k
+ * events.
  *
  * A batch is mostly in order, with a few late events: one pass keeps the events that extend the
  * order so far (a sorted run), only the others are sorted, and the two are merged. Equal events
@@ -81,9 +79,9 @@ const KEEP_STORAGE = 1 << 16
  * order.of([{ id: 'b', source: 'd', ts: 2, value: 1 }, { id: 'a', source: 'd', ts: 1, value: 1 }], [null, null])?.subarray(0, 2) // Int32Array [1, 0]
  */
 export class PlacementOrder {
+  #order = new Int32Array(0)
   #run = new Int32Array(0)
   #rest = new Int32Array(0)
-  #order = new Int32Array(0)
 
   /**
    * The positions of the `events.length` events in order (the first `events.length` entries of
@@ -93,9 +91,10 @@ export class PlacementOrder {
    */
   of(events: readonly StreamEvent[], invalid: readonly unknown[]): Int32Array | null {
     const n = events.length
-    if (this.#order.length < n || (n <= KEEP_STORAGE && this.#order.length > KEEP_STORAGE)) {
-      // Doubling, so batches that grow one by one reallocate a few times, not every batch.
-      const size = n > KEEP_STORAGE ? Math.max(n, 2 * this.#order.length) : Math.max(n, Math.min(2 * this.#order.length, KEEP_STORAGE))
+    const kept = this.#order.length
+    if (kept < n || (kept > 65_536 && n <= 65_536)) {
+      // Doubling as batches grow, kept within 64k entries unless a batch is larger.
+      const size = n > 65_536 ? Math.max(n, 2 * kept) : Math.max(n, Math.min(2 * kept, 65_536))
       this.#order = new Int32Array(size)
       this.#run = new Int32Array(size)
       this.#rest = new Int32Array(size)
@@ -103,40 +102,22 @@ export class PlacementOrder {
     const order = this.#order
     const run = this.#run
     const rest = this.#rest
+    const before = (a: number, b: number) => compareEventOrder(events[a] as StreamEvent, events[b] as StreamEvent) || a - b
     let m = 0
     let runs = 0
     let rests = 0
-    let top: StreamEvent | null = null
+    let mixed = false
     for (let i = 0; i < n; i++) {
       // The invalid inputs go first, into the order itself.
       if (invalid[i] != null) {
         order[m++] = i
-        continue
-      }
-      const event = events[i] as StreamEvent
-      if (top === null || compareEventOrder(top, event) <= 0) {
-        run[runs++] = i
-        top = event
-      } else rest[rests++] = i
+        mixed ||= runs > 0
+      } else if (runs === 0 || before(run[runs - 1] as number, i) < 0) run[runs++] = i
+      else rest[rests++] = i
     }
-    // In order: the invalid inputs (if any) all come before the first valid one.
-    if (rests === 0 && (m === 0 || runs === 0 || (order[m - 1] as number) < (run[0] as number))) return null
-    rest.subarray(0, rests).sort((a, b) => compareEventOrder(events[a] as StreamEvent, events[b] as StreamEvent) || a - b)
-    let r = 0
-    let l = 0
-    while (r < runs && l < rests) {
-      const a = run[r] as number
-      const b = rest[l] as number
-      if ((compareEventOrder(events[a] as StreamEvent, events[b] as StreamEvent) || a - b) <= 0) {
-        order[m++] = a
-        r++
-      } else {
-        order[m++] = b
-        l++
-      }
-    }
-    while (r < runs) order[m++] = run[r++] as number
-    while (l < rests) order[m++] = rest[l++] as number
+    if (rests === 0 && !mixed) return null
+    rest.subarray(0, rests).sort(before)
+    for (let r = 0, l = 0; r < runs || l < rests; ) order[m++] = l === rests || (r < runs && before(run[r] as number, rest[l] as number) < 0) ? (run[r++] as number) : (rest[l++] as number)
     return order
   }
 }

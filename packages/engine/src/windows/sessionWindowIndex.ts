@@ -121,33 +121,16 @@ export class SessionWindowIndex implements WindowIndex {
     }
     const from = this.#overlapping(sessions, ts)
     const to = this.#to
-    let target: WindowState
-    const only = to - from === 1 ? (sessions[from] as WindowState) : null
-    if (only !== null && only.start <= ts) {
-      // Within one session's span (a burst's next reading): it keeps its start, and its end
-      // moves to ts + gap when that is later.
-      if (only.final) return REFUSED
-      const end = Math.max(ts + gap, only.end)
-      // As #join: a session whose end the firing frontier passed is fired.
-      if (end <= frontiers.firing) only.fired = true
-      if (end !== only.end) {
-        const previousEnd = only.end
-        only.end = end
-        tracker.grown(only, previousEnd)
-      }
-      target = only
-    } else {
-      let start = ts
-      let end = ts + gap
-      for (let i = from; i < to; i++) {
-        const s = sessions[i] as WindowState
-        // A final session never changes again: the event is late for it.
-        if (s.final) return REFUSED
-        if (s.start < start) start = s.start
-        if (s.end > end) end = s.end
-      }
-      target = this.#join(key, sessions, from, to, start, end, frontiers, tracker)
+    let start = ts
+    let end = ts + gap
+    for (let i = from; i < to; i++) {
+      const s = sessions[i] as WindowState
+      // A final session never changes again: the event is late for it.
+      if (s.final) return REFUSED
+      if (s.start < start) start = s.start
+      if (s.end > end) end = s.end
     }
+    const target = this.#join(key, sessions, from, to, start, end, frontiers, tracker)
     // The event, not its time and value: numbers passed to a call are boxed, per event.
     this.#addToFragment(target, source.name, event, version, tracker, frontiers.publish === true, inputs)
     if (this.discarding) {
