@@ -21,9 +21,9 @@ function values(engine: Engine) {
   return engine.results().map(({ window, key, start, end, count, sum, min, max }) => ({ window, key, start, end, count, sum, min, max }))
 }
 
-/** A fresh engine plus every LocalWrite it publishes. */
-function replica(id: string): { engine: TidemarkEngine; writes: LocalWrite[] } {
-  const engine = createEngine({ windows: SPECS, watermark: manual(), replicaId: id, retention: Number.POSITIVE_INFINITY }) as TidemarkEngine
+/** A fresh engine (of `windows`, by default the three kinds) plus every LocalWrite it publishes. */
+function replica(id: string, windows: WindowSpec | readonly WindowSpec[] = SPECS): { engine: TidemarkEngine; writes: LocalWrite[] } {
+  const engine = createEngine({ windows, watermark: manual(), replicaId: id, retention: Number.POSITIVE_INFINITY }) as TidemarkEngine
   const writes: LocalWrite[] = []
   // A write is only valid during the call (cells are live state): keep a copy, as a transport would.
   engine.replica.onLocalWrite((w) => writes.push(structuredClone(w)))
@@ -44,7 +44,7 @@ describe('lattice state merged through the replica port', () => {
       fc.integer(),
       (batches, shuffleSeed) => {
         const single = createEngine({ windows: SPECS, watermark: manual(), retention: Number.POSITIVE_INFINITY })
-        const owners = ['r0', 'r1', 'r2'].map(replica)
+        const owners = ['r0', 'r1', 'r2'].map((id) => replica(id))
         const seqs = new Map<string, number>()
         for (const batch of batches) {
           const events: StreamEvent[] = batch.map((e) => {
@@ -133,12 +133,7 @@ describe('lattice state merged through the replica port', () => {
   })
 
   it('a full-state exchange carries session tombstones, so anti-entropy never counts an absorbed fragment twice', () => {
-    const mk = (id: string) => {
-      const engine = createEngine({ windows: session(15), watermark: manual(), retention: Number.POSITIVE_INFINITY, replicaId: id }) as TidemarkEngine
-      const writes: LocalWrite[] = []
-      engine.replica.onLocalWrite((w) => writes.push(structuredClone(w)))
-      return { engine, writes }
-    }
+    const mk = (id: string) => replica(id, session(15))
     const owner = mk('r0')
     const peer = mk('r1')
     owner.engine.ingest([{ id: 'a', source: 's0', seq: 1, ts: 0, value: 1 }])
@@ -154,12 +149,7 @@ describe('lattice state merged through the replica port', () => {
   })
 
   it('a session that a peer tombstone shrinks fires once the watermark passes its new end', () => {
-    const mk = (id: string) => {
-      const engine = createEngine({ windows: session(10), watermark: manual(), retention: Number.POSITIVE_INFINITY, replicaId: id }) as TidemarkEngine
-      const writes: LocalWrite[] = []
-      engine.replica.onLocalWrite((w) => writes.push(structuredClone(w)))
-      return { engine, writes }
-    }
+    const mk = (id: string) => replica(id, session(10))
     const r0 = mk('r0')
     const r1 = mk('r1')
     const reader = mk('reader')
