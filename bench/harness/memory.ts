@@ -19,18 +19,26 @@ export const NO_PROBE: HeapProbe = { tick() {} }
 
 const MB = 1024 * 1024
 
+/**
+ * Memory the engine's state can hold: the JS heap plus ArrayBuffer memory, where cells kept as
+ * numbers live (outside the heap, so `heapUsed` alone would not see them).
+ */
+function used(m: NodeJS.MemoryUsage = process.memoryUsage()): number {
+  return m.heapUsed + m.arrayBuffers
+}
+
 export interface MemoryFigures {
-  /** heapUsed after a forced GC, before the run. */
+  /** Heap used (`heapUsed + arrayBuffers`) after a forced GC, before the run. */
   readonly heapStartMB: number
-  /** heapUsed when the run returned, before any GC. */
+  /** Heap used when the run returned, before any GC. */
   readonly heapEndMB: number
-  /** Largest sampled heapUsed during the run. */
+  /** Largest sampled heap used during the run. */
   readonly heapPeakMB: number
   /** Largest sampled RSS during the run (RSS rarely shrinks: earlier runs in the process raise it). */
   readonly rssPeakMB: number
   readonly gcCount: number
   readonly gcPauseMs: number
-  /** heapUsed after a forced GC with the run's state still alive, minus `heapStartMB`. */
+  /** Heap used after a forced GC with the run's state still alive, minus `heapStartMB`. */
   readonly retainedMB: number
   readonly samples: number
 }
@@ -52,7 +60,7 @@ class HeapSampler implements HeapProbe {
 
   sample(): void {
     const m = process.memoryUsage()
-    if (m.heapUsed > this.heapPeak) this.heapPeak = m.heapUsed
+    if (used(m) > this.heapPeak) this.heapPeak = used(m)
     if (m.rss > this.rssPeak) this.rssPeak = m.rss
     this.samples++
   }
@@ -101,7 +109,7 @@ export async function measureMemory<T>(
   // Let earlier runs' pending promises and timers finish first, so their garbage is collectable.
   await settle()
   forceGc()
-  const start = process.memoryUsage().heapUsed
+  const start = used()
   let gcCount = 0
   let gcPause = 0
   const observer = new PerformanceObserver((list) => {
@@ -115,11 +123,11 @@ export async function measureMemory<T>(
   sampler.sample()
   const state = run(sampler)
   sampler.sample()
-  const end = process.memoryUsage().heapUsed
+  const end = used()
   await settle()
   observer.disconnect()
   forceGc()
-  const retained = process.memoryUsage().heapUsed - start
+  const retained = used() - start
   return {
     memory: {
       heapStartMB: mb(start),
@@ -138,10 +146,10 @@ export async function measureMemory<T>(
 /** Heap retained by what `build` returns, measured with forced GCs around it. */
 export function retainedBy(build: () => unknown): { bytes: number; kept: unknown } {
   forceGc()
-  const before = process.memoryUsage().heapUsed
+  const before = used()
   const kept = build()
   forceGc()
-  return { bytes: process.memoryUsage().heapUsed - before, kept }
+  return { bytes: used() - before, kept }
 }
 
 export function mb(bytes: number): number {

@@ -114,7 +114,7 @@ function markdown(run: BenchRun): string {
   }
   lines.push('## Memory', '')
   lines.push(
-    'One observed run per contender (after a priming run, before warm-up), each profile in its own `node --expose-gc` process. Heap in MB: at start (after a forced GC) → end (peak sampled per batch); retained = heap after a forced GC with the run\'s state still alive, minus start. Live model = a minimal nested-Map model of Tidemark\'s live windows and cells (the yardstick for "retained ≤ 2× live window state"). Pending = events in windows not yet fired, counted once per window (ordered streams: events waiting).',
+    'One observed run per contender (after a priming run, before warm-up), each profile in its own `node --expose-gc` process. Heap in MB (the JS heap plus ArrayBuffer memory, where cells kept as numbers live): at start (after a forced GC) → end (peak sampled per batch); retained = heap after a forced GC with the run\'s state still alive, minus start. Live model = a minimal nested-Map model of Tidemark\'s live windows and cells (the yardstick for "retained ≤ 2× live window state"). Pending = events in windows not yet fired, counted once per window (ordered streams: events waiting).',
     '',
   )
   lines.push('| profile | contender | heap start → end (peak) | RSS peak | GCs (pause ms) | retained | live model | pending at end | live windows at end |')
