@@ -4,11 +4,13 @@ import { type CellGroup, compareGroupRow, groupCell, writeGroupRow } from './cel
 import { DoubleSlab } from './doubleSlab.ts'
 
 /**
- * Peers' cells kept as numbers: blocks of shared 64 KB buffers, so a cold join of 10k slices
- * leaves V8's young-generation collector a view per slice to copy, not 4 MB of rows. A set that
+ * Cells kept as numbers: blocks of shared 64 KB buffers, so a cold join of 10k slices leaves
+ * V8's young-generation collector a view per slice to copy, not 4 MB of rows. A set that
  * outgrows its block takes one twice the size and leaves the old one unused.
  */
-const peerRows = new DoubleSlab(8_192)
+const rowBlocks = new DoubleSlab(8_192)
+
+const NO_ROWS = new Float64Array(0)
 
 /**
  * What windows add up: the value fields of cells, and, with aggregates, their states (`null`:
@@ -25,22 +27,35 @@ export interface Aggregate {
 
 /**
  * One cell per source, kept in source order (the combination order, so every replica adds the
- * same floats). A cell is an object when this replica writes it or someone holds it (placement
- * caches); a peer's cell that nobody holds is `null` here and lives as six numbers in `#values`
- * (count, sum, min, max, maxTs, version at `6 × position`, in blocks of `peerRows`), where an
- * object would box each double field and a fresh replica merging 80k cells would allocate
- * ~400k objects. A set holding only such rows has no `#ordered` at all.
+ * same floats). A cell is `null` here and lives as a row of six numbers in `#values` (count,
+ * sum, min, max, maxTs, version at `6 × row`, in blocks of `rowBlocks`) unless someone holds it
+ * as an object: a peer's cell, and this replica's own cell of a slice's main part when its
+ * placement chose numbers (where cells take few writes each), written in place through its row
+ * (`addRow`, `ownRow`). An object boxes each double field, and a set's cells live as long as its
+ * windows: as objects, a fresh replica merging 80k cells would allocate ~400k objects, and every
+ * cell a run writes would be copied by V8's young-generation collector.
+ *
+ * A row never moves: rows are taken in arrival order, and `#rowOf` says which row a position
+ * holds (no `#rowOf`: row and position are the same, as long as sources arrived in order). A
+ * writer may keep its row, and must look again once the row's count reads NaN: the cell became
+ * an object. A cell becomes an object when asked for by `cell(source)` (a placement that hands
+ * it to the replication outbox, which knows cells by identity), or is added as one (`addCell`),
+ * and then stays one. A set holding only rows has no `#ordered` at all.
  *
  * @example
  * const set = new CellSet()
  * set.addCell('d1', emptyCell())
+ * const row = set.addRow('d2', null) // an empty cell, as numbers
+ * set.rows[6 * row] += 1 // its count
  * set.fold(into) // adds every cell, in source order
  */
 export class CellSet {
   readonly #sources: string[] = []
   #ordered: (Cell | null)[] | null = null
-  /** Row `i` belongs to `#sources[i]` once any peer cell is kept as numbers (rows of object cells are unused, rows past the sources are reserved room). */
+  /** Rows, once any cell is kept as numbers: one per source (an object cell's is unused), then reserved room. */
   #values: Float64Array | null = null
+  /** By position, its row in `#values`; null while every position is its own row. */
+  #rowOf: number[] | null = null
   /** With aggregates: each cell's states, by position of `#sources`. */
   #states: States[] | null = null
 
@@ -54,9 +69,15 @@ export class CellSet {
     return this.#sources
   }
 
-  /** The cell at a position of `sources()`: the live object, or a copy of a peer cell kept as numbers. */
+  /** The cell at a position of `sources()`: the live object, or a copy of a cell kept as numbers. */
   cellAt(position: number): Readonly<Cell> {
     return this.#ordered?.[position] ?? this.#rowCell(position)
+  }
+
+  /** The row of the position `at`. */
+  #row(at: number): number {
+    const rowOf = this.#rowOf
+    return rowOf === null ? at : (rowOf[at] as number)
   }
 
   /** The cell of `source` as a live object (a peer cell kept as numbers becomes one), if it has one. */
@@ -68,8 +89,56 @@ export class CellSet {
     if (cell === null) {
       cell = this.#rowCell(at)
       ordered[at] = cell
+      // The row's writer, if it holds the row, must see that the cell moved.
+      ;(this.#values as Float64Array)[6 * this.#row(at)] = Number.NaN
     }
     return cell
+  }
+
+  /**
+   * The row where `source`'s cell is kept as numbers: `rows[6 × row]` to `rows[6 × row + 5]`
+   * (count, sum, min, max, maxTs, version), written in place by its writer. A row never moves, so
+   * a writer may keep it, as long as its count is a number (NaN: the cell became an object). −1
+   * when the source has no cell here, −2 when its cell is an object (see `cell`).
+   *
+   * @example
+   * let row = set.ownRow('d1')
+   * if (row === -1) row = set.addRow('d1', null)
+   * if (row >= 0) set.rows[6 * row + 1] += value // its sum
+   */
+  ownRow(source: string): number {
+    const at = this.#position(source)
+    if (this.#sources[at] !== source) return -1
+    const ordered = this.#ordered
+    return ordered !== null && ordered[at] !== null ? -2 : this.#row(at)
+  }
+
+  /**
+   * Adds `source`'s first cell, empty, as numbers (and, with aggregates, its states), and returns
+   * its row (see `ownRow`).
+   *
+   * @example
+   * const row = set.addRow('d1', null)
+   * set.rows[6 * row] // 0, its count
+   */
+  addRow(source: string, states: States | null): number {
+    const at = this.#position(source)
+    if (this.#sources[at] === source) throw new Error(`already holds a cell of source ${JSON.stringify(source)}`)
+    this.#insert(at, source, null, states)
+    const row = this.#row(at)
+    // A new row is zero: count, sum and version are; the extremes start at the infinities.
+    const v = this.#values as Float64Array
+    v[6 * row + 2] = Number.POSITIVE_INFINITY
+    v[6 * row + 3] = v[6 * row + 4] = Number.NEGATIVE_INFINITY
+    return row
+  }
+
+  /**
+   * The numbers of the cells kept as numbers, at `6 × row` (see `ownRow`); empty while the set
+   * has none. Replaced when the set outgrows it: read it again after any insertion.
+   */
+  get rows(): Float64Array {
+    return this.#values ?? NO_ROWS
   }
 
   /** The states of the cell at a position of `sources()` (engines with aggregates); updated in place by their writer. */
@@ -99,7 +168,7 @@ export class CellSet {
     const at = this.#position(source)
     if (this.#sources[at] !== source) {
       this.#insert(at, source, null, states)
-      writeGroupRow(group, i, this.#values as Float64Array, 6 * at)
+      writeGroupRow(group, i, this.#values as Float64Array, 6 * this.#row(at))
       return true
     }
     const cell = this.#ordered?.[at] ?? null
@@ -113,8 +182,9 @@ export class CellSet {
       return true
     }
     const values = this.#values as Float64Array
-    if ((compareGroupRow(group, i, values, 6 * at) || this.#tie(aggregates, group, i, at)) <= 0) return false
-    writeGroupRow(group, i, values, 6 * at)
+    const o = 6 * this.#row(at)
+    if ((compareGroupRow(group, i, values, o) || this.#tie(aggregates, group, i, at)) <= 0) return false
+    writeGroupRow(group, i, values, o)
     if (states !== null) this.#replaceStates(at, states)
     return true
   }
@@ -138,7 +208,7 @@ export class CellSet {
    */
   reserveRows(rows: number): void {
     if (this.#values !== null || rows < 2) return
-    this.#values = peerRows.take(6 * Math.max(rows, this.#sources.length))
+    this.#values = rowBlocks.take(6 * Math.max(rows, this.#sources.length))
   }
 
   /** Adds every cell's count, sum, min and max into `into`, in source order, and its states when `into.states` is wanted. */
@@ -149,6 +219,7 @@ export class CellSet {
     }
     const ordered = this.#ordered
     const values = this.#values
+    const rowOf = this.#rowOf
     const n = this.#sources.length
     let { count, sum, min, max } = into
     for (let i = 0; i < n; i++) {
@@ -160,7 +231,7 @@ export class CellSet {
         if (cell.max > max) max = cell.max
       } else {
         const v = values as Float64Array
-        const o = 6 * i
+        const o = 6 * (rowOf === null ? i : (rowOf[i] as number))
         count += v[o] as number
         sum += v[o + 1] as number
         if ((v[o + 2] as number) < min) min = v[o + 2] as number
@@ -177,7 +248,7 @@ export class CellSet {
   count(): number {
     let n = 0
     const ordered = this.#ordered
-    for (let i = 0; i < this.#sources.length; i++) n += ordered?.[i]?.count ?? ((this.#values as Float64Array)[6 * i] as number)
+    for (let i = 0; i < this.#sources.length; i++) n += ordered?.[i]?.count ?? ((this.#values as Float64Array)[6 * this.#row(i)] as number)
     return n
   }
 
@@ -195,20 +266,22 @@ export class CellSet {
     }
     const sources = this.#sources
     const n = sources.length
+    // The sources already here when the first row is taken keep rows of their own (their cells
+    // are objects): every source has a row, taken in arrival order, and the new one takes row `n`.
     let values = this.#values
-    if (values === null && cell === null) values = peerRows.take(6 * Math.max(n + 1, 2))
+    if (values === null && cell === null) values = this.#values = rowBlocks.take(6 * Math.max(n + 1, 2))
     if (values !== null) {
       if (values.length < 6 * (n + 1)) {
-        // Outgrown: a block twice the size; the old one is left unused.
-        const grown = peerRows.take(12 * (n + 1))
-        grown.set(values.subarray(0, 6 * at))
-        grown.set(values.subarray(6 * at, 6 * n), 6 * (at + 1))
-        values = grown
-      } else if (at < n) {
-        values.copyWithin(6 * (at + 1), 6 * at, 6 * n)
-        values.fill(0, 6 * at, 6 * (at + 1))
+        // Outgrown: a block twice the size; the old one is left unused. A loop, not `set`: a slice's block is a few rows.
+        const grown = rowBlocks.take(12 * (n + 1))
+        for (let j = 0; j < 6 * n; j++) grown[j] = values[j] as number
+        this.#values = grown
       }
-      this.#values = values
+      if (this.#rowOf !== null) insertAt(this.#rowOf, at, n)
+      else if (at !== n) {
+        this.#rowOf = [...sources.keys()]
+        insertAt(this.#rowOf, at, n)
+      }
     }
     const ordered = cell === null ? this.#ordered : (this.#ordered ?? this.#objects())
     insertAt(sources, at, source)
@@ -223,10 +296,10 @@ export class CellSet {
     return ordered
   }
 
-  /** A new cell object from the numbers of row `at`. */
+  /** A new cell object from the numbers of the row of position `at`. */
   #rowCell(at: number): Cell {
     const v = this.#values as Float64Array
-    const o = 6 * at
+    const o = 6 * this.#row(at)
     return new CellRecord(v[o] as number, v[o + 1] as number, v[o + 2] as number, v[o + 3] as number, v[o + 4] as number, v[o + 5] as number)
   }
 
