@@ -61,6 +61,13 @@ const plan = fc.record({
   events: fc.array(event, { maxLength: 120 }),
   cuts: fc.array(fc.nat(119), { maxLength: 8 }),
   listen: fc.boolean(),
+  /**
+   * Each event followed by this many more of its source, key and time (new ids, values
+   * shifted): cells that take many writes, which the engine keeps as objects, where few writes
+   * per cell keep them as numbers; a plan that starts sparse and turns dense keeps both.
+   */
+  burst: fc.constantFrom(0, 0, 30),
+  burstFrom: fc.nat(119),
 })
 
 type Plan = typeof plan extends fc.Arbitrary<infer T> ? T : never
@@ -74,12 +81,14 @@ function batchesOf(p: Plan): StreamEvent[][] {
       all.push(earlier)
       return
     }
-    const seq = (seqs.get(e.source) ?? 0) + 1
-    seqs.set(e.source, seq)
-    const made: { -readonly [K in keyof StreamEvent]: StreamEvent[K] } = { id: `${e.source}-${i}`, source: e.source, ts: e.ts, value: e.value }
-    if (e.withSeq) made.seq = seq
-    if (e.key !== undefined) made.key = e.key
-    all.push(made)
+    for (let b = 0; b <= (i >= p.burstFrom ? p.burst : 0); b++) {
+      const seq = (seqs.get(e.source) ?? 0) + 1
+      seqs.set(e.source, seq)
+      const made: { -readonly [K in keyof StreamEvent]: StreamEvent[K] } = { id: `${e.source}-${i}-${b}`, source: e.source, ts: e.ts, value: e.value + b }
+      if (e.withSeq) made.seq = seq
+      if (e.key !== undefined) made.key = e.key
+      all.push(made)
+    }
   })
   const cuts = [...new Set(p.cuts)].sort((x, y) => x - y)
   const batches: StreamEvent[][] = []
