@@ -14,6 +14,7 @@ import {
   cumulating,
   type Engine,
   type EngineOptions,
+  manual,
   type StreamEvent,
   sliding,
   tumbling,
@@ -173,6 +174,20 @@ describe('placement into slices', () => {
       `placement into slices ${name}`,
       200,
     )
+  })
+
+  it('a cell that became an object while a replica listened is written as one after, though an older cache entry still holds its row', () => {
+    const engine = createEngine({ windows: tumbling(10), watermark: manual(), replicaId: 'r0', now: () => 0 }) as TidemarkEngine
+    let n = 0
+    const reading = (source: string, ts: number): StreamEvent => ({ id: String(++n), source, seq: n, ts, value: 1 })
+    engine.ingest([reading('w', 0)]) // the index's first cell, an object; those after it rows (few writes each)
+    engine.ingest([reading('d', 25)]) // d's slice [20, 30): a row, remembered as d's current slice
+    engine.ingest([reading('d', 5)]) // the older slice [0, 10): a row, remembered as a late slice
+    const stop = engine.replica.onLocalWrite(() => {})
+    engine.ingest([reading('d', 5)]) // heard: the row becomes an object, remembered as the other late slice
+    stop()
+    engine.ingest([reading('d', 5)]) // unheard: the first late entry, with the dead row, is found first
+    expect(engine.results().find((r) => r.start === 0)?.count).toBe(4)
   })
 
   it("adds a cell's values in event order when a source moves between panes within a batch", () => {
