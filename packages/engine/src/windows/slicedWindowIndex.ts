@@ -298,6 +298,9 @@ export class SlicedWindowIndex implements WindowIndex {
     let slice = series.slices.get(ordinal)
     if (slice === undefined) {
       slice = new Slice(ordinal, start, series)
+      // Where cells are rows, room for as many as the slice before holds: a block grown one source
+      // at a time would leave its smaller blocks unused.
+      if (this.#writes < SPARSE_WRITES * this.#made) slice.reserveRows(series.slices.get(ordinal - 1)?.size ?? 0)
       series.slices.set(ordinal, slice)
     }
     return slice
