@@ -1,4 +1,4 @@
-import { createEngine, type Engine, type WindowResult } from '@tidemark/engine'
+import { createEngine, type Engine, tickWhenDue, type WindowResult } from '@tidemark/engine'
 import {
   EngineProvider,
   useEngineStats,
@@ -19,11 +19,11 @@ export function openDashboard(relayUrl: string, token: RelayToken): { engine: En
   const relay = connectRelay({ url: relayUrl, token })
   // Every device room the relay lists, now and later, bound read-only, over one socket.
   const fleet = followRooms(engine, relay, { directory: `${FLEET}/_directory` })
-  const ticking = setInterval(() => engine.tick(), 1_000)
+  // Ticks when a silent device turns idle, or a processing-time trigger is due; stops on close.
+  tickWhenDue(engine)
   return {
     engine,
     async close() {
-      clearInterval(ticking)
       fleet.destroy()
       relay.destroy()
       await engine.close()

@@ -1,4 +1,4 @@
-import type { Engine } from '@tidemark/engine'
+import { type Engine, tickWhenDue } from '@tidemark/engine'
 import { claimSource, indexedDbPersistence, openEngine, recoveryReport } from '@tidemark/idb'
 import { BroadcastChannelProvider, bindDoc, connectRelay, type RelayToken } from '@tidemark/yjs'
 import * as Y from 'yjs'
@@ -46,8 +46,9 @@ export async function startDevice(relayUrl: string, tokenFor: (source: string, r
   // last seq the log holds, so a crash leaves no gap.
   const clock = engine.replica.exportState().clocks.find((entry) => entry.source === claim.source)
   let seq = clock?.prefix ?? 0
-  // Sources fall silent: re-check idleness even when nothing is ingested.
-  const ticking = setInterval(() => engine.tick(), 1_000)
+  // Sources fall silent: tick when one turns idle, even when nothing is ingested (and only
+  // then: each tick is a log record). It stops when the engine closes.
+  tickWhenDue(engine)
 
   async function record(key: string, value: number): Promise<void> {
     seq += 1
@@ -59,7 +60,6 @@ export async function startDevice(relayUrl: string, tokenFor: (source: string, r
 
   // #region close
   async function close(): Promise<void> {
-    clearInterval(ticking)
     tabs.destroy()
     relay.destroy()
     await engine.close() // writes a last checkpoint and detaches the docs

@@ -1,6 +1,7 @@
 // #region host
 // src/fleet.worker.ts: the app's worker file. Every tab's connectEngine starts this same file,
 // as a SharedWorker where there is one, else as a leader tab's dedicated Worker.
+import { tickWhenDue } from '@tidemark/engine'
 import { hostEngine } from '@tidemark/worker/host'
 import { bindDoc, connectRelay } from '@tidemark/yjs'
 import * as Y from 'yjs'
@@ -32,9 +33,10 @@ hostEngine({
     }
     const relay = connectRelay({ url: relayUrl, token, jitter: { initialMs: 2_000 } })
     relay.join(doc, room)
-    const ticking = setInterval(() => engine.tick(), 1_000)
+    // A tick when a silent device turns idle or a trigger is due, not one (and a log record) a second.
+    const stopTicks = tickWhenDue(engine)
     return () => {
-      clearInterval(ticking)
+      stopTicks()
       relay.destroy()
       binding.destroy()
     }

@@ -199,6 +199,11 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
     this.#settle(null, now, true)
   }
 
+  nextTickAt(): number {
+    this.#assertOpen()
+    return Math.min(this.#lifecycle.nextTimerAt(), this.#frontiers.nextIdleAt())
+  }
+
   /**
    * Logs every later state-changing operation to `wal` (write-ahead log). Used by
    * `openEngine`; an engine has at most one log.

@@ -238,9 +238,23 @@ export interface Engine<A extends AggregateDefinitions = NoAggregates> {
    * `alignedProcessingTime`).
    *
    * @example
-   * setInterval(() => engine.tick(), 1_000)
+   * tickWhenDue(engine) // ticks at nextTickAt(), and only then
+   * engine.tick() // or by hand
    */
   tick(): void
+  /**
+   * The processing time (on `now()`) at which `tick()` next has work, +Infinity when no tick can
+   * change anything until the next ingest or merge: the earliest armed processing-time trigger,
+   * or the moment a source turns idle (1 ms after its `idleTimeout` runs out). Ticking only then,
+   * rather than on an interval, fires each pane on time and writes no log record for ticks that
+   * change nothing. `tickWhenDue(engine)` does it for you.
+   *
+   * @example
+   * const engine = createEngine({ windows: tumbling(60_000), trigger: { early: afterProcessingTime(1_000) }, now: () => clock })
+   * engine.ingest([{ id: 'a', source: 'd1', ts: 1_000, value: 3 }]) // at clock = 5_000: arms the window's timer
+   * engine.nextTickAt() // 6000
+   */
+  nextTickAt(): number
   /**
    * The current result of every live window matching `query`, ordered by window spec, key and start.
    *

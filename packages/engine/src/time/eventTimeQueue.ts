@@ -34,6 +34,11 @@ export class EventTimeQueue<T> {
     return this.#at.length === 0 ? Number.POSITIVE_INFINITY : (this.#at[0] as number)
   }
 
+  /** The earliest entry's item (call only when `size > 0`); it stays queued. */
+  peek(): T {
+    return this.#items[0] as T
+  }
+
   /** Whether an entry is due at `t`: the queue is not empty and its earliest time is at most `t` (+Infinity included). */
   dueBy(t: number): boolean {
     return this.#at.length > 0 && (this.#at[0] as number) <= t

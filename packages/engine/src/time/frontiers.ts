@@ -27,6 +27,8 @@ export class Frontiers {
   idleSources = 0
   /** Largest event time seen from any source. */
   maxTs = Number.NEGATIVE_INFINITY
+  /** Processing time of the last `advance` (which judged idleness); -Infinity before the first. */
+  #judgedAt = Number.NEGATIVE_INFINITY
 
   constructor(strategy: WatermarkStrategy, idleTimeout: number) {
     this.#strategy = strategy
@@ -61,6 +63,7 @@ export class Frontiers {
     let active = Number.POSITIVE_INFINITY
     let all = Number.POSITIVE_INFINITY
     let idle = 0
+    this.#judgedAt = now
     for (const clock of this.sources.values()) {
       const p = clock.proof()
       if (p < proof) proof = p
@@ -75,6 +78,24 @@ export class Frontiers {
     const lag = this.#strategy.outOfOrderness
     if (active !== Number.POSITIVE_INFINITY && active - lag > this.watermark) this.watermark = active - lag
     if (all !== Number.POSITIVE_INFINITY && all - lag > this.strictWatermark) this.strictWatermark = all - lag
+  }
+
+  /**
+   * The processing time at which the next source not idle at the last `advance` turns idle: 1 ms
+   * after its `idleTimeout` runs out (a source is idle once `now - lastSeen` exceeds it), the
+   * earliest over sources; +Infinity when none can (no `idleTimeout`, or every source idle
+   * already). One pass over sources: call it per operation, not per event.
+   */
+  nextIdleAt(): number {
+    const timeout = this.#idleTimeout
+    if (timeout === Number.POSITIVE_INFINITY) return timeout
+    let next = Number.POSITIVE_INFINITY
+    for (const clock of this.sources.values()) {
+      const until = clock.lastSeen + timeout
+      // Idle already at the last judgement: it stays idle until it sends again.
+      if (until >= this.#judgedAt && until + 1 < next) next = until + 1
+    }
+    return next
   }
 
   /** The frontiers and every source clock, for a checkpoint. */

@@ -42,13 +42,13 @@ export function everyElement(): Trigger {
 
 /**
  * A pane `delayMs` of processing time (the engine's `now()`) after the first change since the
- * window's last pane; the next change then starts the next delay. Fired by `tick()`: call it on an
- * interval. An early timer is cancelled when the window fires on time; a late pane still due
+ * window's last pane; the next change then starts the next delay. Fired by `tick()`: call it at
+ * `nextTickAt()`, as `tickWhenDue` does. An early timer is cancelled when the window fires on time; a late pane still due
  * when the window turns final fires then.
  *
  * @example
  * const engine = createEngine({ windows: tumbling(60_000), trigger: { early: afterProcessingTime(1_000) } })
- * setInterval(() => engine.tick(), 250) // at most one early pane per window per second
+ * tickWhenDue(engine) // at most one early pane per window per second, each at its deadline
  */
 export function afterProcessingTime(delayMs: number): Trigger {
   if (typeof delayMs !== 'number' || !Number.isFinite(delayMs) || delayMs < 0) {

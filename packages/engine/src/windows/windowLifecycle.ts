@@ -71,6 +71,21 @@ export class WindowLifecycle implements WindowTracker {
     return this.#armed
   }
 
+  /**
+   * The deadline of the earliest armed processing-time trigger, +Infinity when none is armed.
+   * Entries of cancelled timers ahead of it leave the queue on the way (a tick would skip them).
+   */
+  nextTimerAt(): number {
+    const timers = this.#timers
+    while (timers.size > 0) {
+      const at = timers.peekAt()
+      const w = timers.peek()
+      if (w.live && w.timer?.at === at) return at
+      timers.pop()
+    }
+    return Number.POSITIVE_INFINITY
+  }
+
   constructor(
     settings: LifecycleSettings,
     frontiers: Frontiers,

@@ -95,10 +95,11 @@ export interface RemoteEngine<A extends AggregateDefinitions = NoAggregates> ext
   /**
    * Runs the host engine's `tick()`. While no host serves the page, waiting ticks merge into
    * one; past 10,000 calls waiting on the page (`nextSeq`, `command`, ...), a call rejects at
-   * once with an `OverflowError`.
+   * once with an `OverflowError`. A host that calls `tickWhenDue(engine)` in its `setup` ticks
+   * itself, when a trigger or an idle source is due, and needs no page to.
    *
    * @example
-   * setInterval(() => engine.tick().catch(reportError), 1_000)
+   * await engine.tick() // fire what is due now, e.g. after the device's clock was corrected
    */
   tick(): Promise<void>
   /**

@@ -1,0 +1,93 @@
+import type { Engine } from '../core/engineApi.ts'
+
+/** One-shot timers, as `tickWhenDue` arms them (`ManualTimers` from `@tidemark/engine/testing` in tests). */
+export interface TickTimers {
+  /** Runs `run` once, `ms` from now; returns what `clearTimeout` takes. */
+  setTimeout(run: () => void, ms: number): unknown
+  /** Cancels a timer `setTimeout` returned, if it has not run. */
+  clearTimeout(handle: unknown): void
+}
+
+/** `tickWhenDue`'s options. */
+export interface TickWhenDueOptions {
+  /** Processing time on the engine's clock (default `Date.now`): pass the engine's `now` option when it has one. */
+  readonly now?: () => number
+  /** Default: the global timers, which do not hold a Node process open on their own. */
+  readonly timers?: TickTimers
+}
+
+/** The global timers; a pending tick does not keep a Node process alive on its own. */
+const GLOBAL_TICK_TIMERS: TickTimers = {
+  setTimeout(run, ms) {
+    const timer = globalThis.setTimeout(run, ms)
+    ;(timer as { unref?: () => void }).unref?.()
+    return timer
+  },
+  clearTimeout(handle) {
+    globalThis.clearTimeout(handle as ReturnType<typeof globalThis.setTimeout>)
+  },
+}
+
+/** The engine calls `tickWhenDue` makes. */
+export type TickedEngine = Pick<Engine, 'tick' | 'nextTickAt' | 'subscribe' | 'replica'>
+
+/** How long to wait before ticking again when a tick did not get past the deadline it ran for. */
+const RETRY_MS = 1_000
+
+/**
+ * Ticks `engine` whenever `tick()` has work (`nextTickAt()`), and never otherwise: each
+ * processing-time pane fires at its deadline, a silent source turns idle on time, and an engine
+ * with a write-ahead log writes no record for ticks that would change nothing (an interval of one
+ * second writes 86,400 a day). One timer at a time, armed again after every operation the engine
+ * reports (ingest, merge, watermark move, tick). Stops when the engine closes, or when the
+ * returned function is called.
+ *
+ * `now` must read the engine's clock: when it runs ahead of the engine's `now`, a tick
+ * finds nothing due yet and the next one waits a second.
+ *
+ * @example
+ * const engine = createEngine({ windows: tumbling(60_000), idleTimeout: 30_000, trigger: { early: afterProcessingTime(5_000) } })
+ * const stop = tickWhenDue(engine) // instead of setInterval(() => engine.tick(), 1_000)
+ * stop() // or engine.close()
+ * // in a test: tickWhenDue(engine, { now: clock.read, timers: clock }) with clock = new ManualTimers()
+ */
+export function tickWhenDue(engine: TickedEngine, options: TickWhenDueOptions = {}): () => void {
+  const now = options.now ?? Date.now
+  const timers = options.timers ?? GLOBAL_TICK_TIMERS
+  let handle: unknown = null
+  let stopped = false
+  /** The deadline the last tick ran for. */
+  let ranFor = Number.NEGATIVE_INFINITY
+  const disarm = (): void => {
+    if (handle !== null) timers.clearTimeout(handle)
+    handle = null
+  }
+  const arm = (): void => {
+    disarm()
+    if (stopped) return
+    const at = engine.nextTickAt()
+    if (at === Number.POSITIVE_INFINITY) return
+    const wait = at <= ranFor ? RETRY_MS : Math.max(0, at - now())
+    handle = timers.setTimeout(() => {
+      handle = null
+      ranFor = at
+      // Its notification arms the next timer.
+      engine.tick()
+    }, wait)
+  }
+  let unsubscribe = (): void => {}
+  let stopOnClose = (): void => {}
+  const stop = (): void => {
+    if (stopped) return
+    stopped = true
+    unsubscribe()
+    stopOnClose()
+    disarm()
+  }
+  // Called at once when the engine is closed already.
+  stopOnClose = engine.replica.onClose(stop)
+  if (stopped) throw new Error('tickWhenDue: the engine is closed')
+  unsubscribe = engine.subscribe(arm)
+  arm()
+  return stop
+}

@@ -1,0 +1,255 @@
+/**
+ * `nextTickAt()` says when `tick()` next has work (an armed processing-time trigger, a source
+ * turning idle), and `tickWhenDue` ticks only then. The property at the end holds it to the
+ * strongest form: an engine ticked only when due emits exactly what an engine ticked at every
+ * millisecond emits, at the same times.
+ */
+import { assertSeeded } from '@tidemark/seeded-random/property'
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import {
+  afterProcessingTime,
+  alignedProcessingTime,
+  boundedOutOfOrderness,
+  createEngine,
+  type Engine,
+  type EngineOptions,
+  everyElement,
+  never,
+  type Trigger,
+  tickWhenDue,
+  tumbling,
+  type WindowChange,
+} from '../src/index.ts'
+import { fakeClock, ManualTimers } from '../src/testing/index.ts'
+
+const FILE = 'packages/engine/test/tickWhenDue.test.ts'
+
+function reading(source: string, seq: number, ts: number, value = 1) {
+  return { id: `${source}-${seq}`, source, seq, ts, key: 'k', value }
+}
+
+describe('nextTickAt', () => {
+  it('is Infinity while no trigger is armed and sources never turn idle', () => {
+    const clock = fakeClock(1_000)
+    const engine = createEngine({ windows: tumbling(60_000), now: clock.read })
+    expect(engine.nextTickAt()).toBe(Number.POSITIVE_INFINITY)
+    engine.ingest([reading('d1', 1, 1_000)])
+    expect(engine.nextTickAt()).toBe(Number.POSITIVE_INFINITY)
+  })
+
+  it("is an early trigger's deadline; a tick before it fires nothing, a tick at it fires the pane", () => {
+    const clock = fakeClock(1_000)
+    const engine = createEngine({ windows: tumbling(60_000), trigger: { early: afterProcessingTime(5_000) }, now: clock.read })
+    const changes: WindowChange[] = []
+    engine.subscribe((batch) => changes.push(...batch))
+    engine.ingest([reading('d1', 1, 1_000)])
+    expect(engine.nextTickAt()).toBe(6_000)
+    clock.now = 5_999
+    engine.tick()
+    expect(changes).toEqual([])
+    expect(engine.nextTickAt()).toBe(6_000)
+    clock.now = 6_000
+    engine.tick()
+    expect(changes.map((c) => [c.type, c.result.count])).toEqual([['provisional', 1]])
+    expect(engine.nextTickAt()).toBe(Number.POSITIVE_INFINITY)
+  })
+
+  it('skips a timer the on-time pane cancelled', () => {
+    const clock = fakeClock(0)
+    const engine = createEngine({ windows: tumbling(60_000), trigger: { early: afterProcessingTime(5_000) }, now: clock.read })
+    engine.ingest([reading('d1', 1, 1_000)])
+    expect(engine.nextTickAt()).toBe(5_000)
+    engine.advanceWatermark(60_000) // fires on time: the early timer is cancelled
+    expect(engine.stats().timers).toBe(0)
+    expect(engine.nextTickAt()).toBe(Number.POSITIVE_INFINITY)
+  })
+
+  it('is the earliest of several deadlines, and an aligned trigger’s next boundary', () => {
+    const clock = fakeClock(1_000)
+    const engine = createEngine({ windows: tumbling(60_000), trigger: { early: alignedProcessingTime(10_000, 2_500) }, now: clock.read })
+    engine.ingest([reading('d1', 1, 1_000)])
+    expect(engine.nextTickAt()).toBe(2_500)
+    clock.now = 2_500
+    engine.tick()
+    clock.now = 3_000
+    engine.ingest([reading('d1', 2, 61_000)])
+    expect(engine.nextTickAt()).toBe(12_500)
+  })
+
+  it('is the moment the first silent source turns idle: 1 ms after its idleTimeout runs out', () => {
+    const clock = fakeClock(1_000)
+    const engine = createEngine({ windows: tumbling(60_000), idleTimeout: 30_000, now: clock.read })
+    engine.ingest([reading('d1', 1, 1_000)])
+    clock.now = 4_000
+    engine.ingest([reading('d2', 1, 2_000)])
+    expect(engine.watermark()).toBe(1_000) // d1 holds it
+    expect(engine.nextTickAt()).toBe(31_001)
+    clock.now = 31_000
+    engine.tick()
+    expect(engine.watermark()).toBe(1_000)
+    clock.now = 31_001
+    engine.tick()
+    expect(engine.watermark()).toBe(2_000) // d1 idle: d2 holds it
+    expect(engine.nextTickAt()).toBe(34_001)
+    clock.now = 34_001
+    engine.tick()
+    expect(engine.nextTickAt()).toBe(Number.POSITIVE_INFINITY)
+    clock.now = 40_000
+    engine.ingest([reading('d1', 2, 3_000)]) // back: it can turn idle again
+    expect(engine.nextTickAt()).toBe(70_001)
+  })
+
+  it('throws once the engine is closed, as every call does', async () => {
+    const engine = createEngine({ windows: tumbling(60_000) })
+    await engine.close()
+    expect(() => engine.nextTickAt()).toThrow('engine is closed')
+  })
+})
+
+/** An engine whose ticks are counted, for `tickWhenDue`. */
+function counted(engine: Engine): { engine: Engine; ticks: () => number } {
+  let ticks = 0
+  const tick = engine.tick.bind(engine)
+  engine.tick = () => {
+    ticks++
+    tick()
+  }
+  return { engine, ticks: () => ticks }
+}
+
+describe('tickWhenDue', () => {
+  it('fires each early pane at its deadline with one tick per deadline, not one per second', () => {
+    const clock = new ManualTimers(0)
+    const { engine, ticks } = counted(createEngine({ windows: tumbling(60_000), trigger: { early: afterProcessingTime(5_000) }, now: clock.read }))
+    const panes: number[] = []
+    engine.subscribe((batch) => {
+      for (const change of batch) if (change.type === 'provisional') panes.push(clock.now)
+    })
+    const stop = tickWhenDue(engine, { now: clock.read, timers: clock })
+    clock.advance(1_000)
+    engine.ingest([reading('d1', 1, 1_000)])
+    clock.advance(3_000)
+    engine.ingest([reading('d1', 2, 2_000)]) // joins the pane the first one armed
+    clock.advance(10_000)
+    engine.ingest([reading('d1', 3, 3_000)])
+    clock.advance(600_000)
+    expect(panes).toEqual([6_000, 19_000])
+    expect(ticks()).toBe(2)
+    expect(clock.pending).toEqual([])
+    stop()
+  })
+
+  it('lets a silent source stop holding the watermark on time', () => {
+    const clock = new ManualTimers(0)
+    const engine = createEngine({ windows: tumbling(10_000), idleTimeout: 30_000, now: clock.read })
+    tickWhenDue(engine, { now: clock.read, timers: clock })
+    engine.ingest([reading('slow', 1, 0), reading('fast', 1, 0)])
+    clock.advance(1_000)
+    engine.ingest([reading('fast', 2, 20_000)])
+    expect(engine.watermark()).toBe(0)
+    clock.advance(29_000) // 'slow' was last seen at 0: idle after 30 s, at 30,001
+    expect(engine.watermark()).toBe(0)
+    clock.advance(1)
+    expect(engine.watermark()).toBe(20_000)
+  })
+
+  it('stops when told, and when the engine closes', async () => {
+    const clock = new ManualTimers(0)
+    const options: EngineOptions = { windows: tumbling(60_000), idleTimeout: 5_000, now: clock.read }
+    const first = createEngine(options)
+    first.ingest([reading('d1', 1, 0)])
+    const stop = tickWhenDue(first, { now: clock.read, timers: clock })
+    expect(clock.pending).toEqual([5_001])
+    stop()
+    expect(clock.pending).toEqual([])
+    first.ingest([reading('d1', 2, 1)])
+    expect(clock.pending).toEqual([])
+
+    const second = createEngine(options)
+    second.ingest([reading('d1', 1, 0)])
+    tickWhenDue(second, { now: clock.read, timers: clock })
+    expect(clock.pending).toEqual([5_001])
+    await second.close()
+    expect(clock.pending).toEqual([])
+    expect(() => tickWhenDue(second, { now: clock.read, timers: clock })).toThrow('tickWhenDue: the engine is closed')
+  })
+
+  it('waits a second between ticks while its clock runs ahead of the engine’s', () => {
+    const clock = new ManualTimers(0)
+    const { engine, ticks } = counted(createEngine({ windows: tumbling(60_000), trigger: { early: afterProcessingTime(60_000) }, now: clock.read }))
+    engine.ingest([reading('d1', 1, 0)])
+    // 50 s ahead: it thinks the deadline (60 s) is 10 s away.
+    tickWhenDue(engine, { now: () => clock.now + 50_000, timers: clock })
+    clock.advance(70_000)
+    // Due on the engine's clock at 60 s: ticks at 10 s, then once a second until 60 s.
+    expect(ticks()).toBe(51)
+    expect(engine.stats().timers).toBe(0)
+  })
+})
+
+/** One step of a timeline: the clock moves by `after` ms, then a source sends a reading (or nothing). */
+interface Step {
+  readonly after: number
+  readonly source: number | null
+  readonly ts: number
+}
+
+const TRIGGERS: readonly (() => Trigger)[] = [everyElement, never, () => afterProcessingTime(700), () => afterProcessingTime(1_300), () => alignedProcessingTime(1_000, 250)]
+const LATE: readonly (() => Trigger)[] = [everyElement, never, () => afterProcessingTime(900)]
+
+/** Every change of a run, with the processing time it was emitted at. */
+function runTimeline(steps: readonly Step[], options: EngineOptions, ticking: 'every-ms' | 'when-due'): string[] {
+  const clock = new ManualTimers(0)
+  const engine = createEngine({ ...options, now: clock.read })
+  const out: string[] = []
+  engine.subscribe((batch) => {
+    for (const c of batch) out.push(`${clock.now} ${c.type} ${c.result.start} ${c.result.count} ${c.result.sum} ${c.pane.timing}#${c.pane.index}`)
+  })
+  if (ticking === 'when-due') tickWhenDue(engine, { now: clock.read, timers: clock })
+  const seqs = new Map<number, number>()
+  const move = (ms: number) => {
+    if (ticking === 'when-due') clock.advance(ms)
+    else
+      for (let i = 0; i < ms; i++) {
+        clock.advance(1)
+        engine.tick()
+      }
+  }
+  for (const step of steps) {
+    move(step.after)
+    if (step.source === null) continue
+    const seq = (seqs.get(step.source) ?? 0) + 1
+    seqs.set(step.source, seq)
+    engine.ingest([reading(`d${step.source}`, seq, step.ts, seq)])
+  }
+  move(6_000)
+  return out
+}
+
+describe('ticking only when due', () => {
+  it('emits what ticking every millisecond emits, at the same times', () => {
+    const step = fc.record({ after: fc.integer({ min: 0, max: 900 }), source: fc.option(fc.integer({ min: 0, max: 2 })), ts: fc.integer({ min: 0, max: 12_000 }) })
+    assertSeeded(
+      fc.property(
+        fc.array(step, { maxLength: 25 }),
+        fc.integer({ min: 0, max: TRIGGERS.length - 1 }),
+        fc.integer({ min: 0, max: LATE.length - 1 }),
+        fc.constantFrom(Number.POSITIVE_INFINITY, 1_500, 4_000),
+        (steps, early, late, idleTimeout) => {
+          const options: EngineOptions = {
+            windows: tumbling(2_000),
+            watermark: boundedOutOfOrderness(500),
+            allowedLateness: 3_000,
+            idleTimeout,
+            trigger: { early: (TRIGGERS[early] as () => Trigger)(), late: (LATE[late] as () => Trigger)() },
+          }
+          expect(runTimeline(steps, options, 'when-due')).toEqual(runTimeline(steps, options, 'every-ms'))
+        },
+      ),
+      FILE,
+      'emits what ticking every millisecond emits, at the same times',
+      150,
+    )
+  })
+})
