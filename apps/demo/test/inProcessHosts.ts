@@ -94,6 +94,24 @@ export function inProcessHosts(options: { readonly now: () => number; readonly i
       host.timers.add(timer)
       return () => host.timers.delete(timer)
     },
+    timers: {
+      setTimeout(run, ms) {
+        // One-shot: it leaves the host's timers as it runs.
+        const timer: Timer = {
+          ms: Number.POSITIVE_INFINITY,
+          next: options.now() + Math.max(0, ms),
+          run: () => {
+            host.timers.delete(timer)
+            run()
+          },
+        }
+        host.timers.add(timer)
+        return timer
+      },
+      clearTimeout(handle) {
+        host.timers.delete(handle as Timer)
+      },
+    },
     terminate() {
       // After the command's answer, as the worker's close() comes one task after it.
       setImmediate(() => drop(host))

@@ -1,3 +1,4 @@
+import { tickWhenDue } from '@tidemark/engine'
 import type { HostContext, HostEngineOptions } from '@tidemark/worker/host'
 import type { FleetAggregates } from './fleetAggregates.ts'
 import { DashboardLinks, type FollowedRooms } from './dashboardLinks.ts'
@@ -30,8 +31,6 @@ export interface LinksReport {
  */
 export type DashboardHostCommand = 'links' | 'retire'
 
-/** How often the host ticks its engine, ms: the idle timeout lets a silent device's clock go on processing time. */
-const TICK_MS = 100
 /** Errors kept between two `links` reports. */
 const ERRORS_KEPT = 20
 
@@ -83,7 +82,8 @@ export function dashboardHostOptions(name: string, platform: HostPlatform): Host
           if (errors.length > ERRORS_KEPT) errors.shift()
         },
       })
-      stopTicks = platform.every(TICK_MS, () => engine.tick())
+      // A tick when a silent device turns idle (its clock stops holding the watermark), and only then.
+      stopTicks = tickWhenDue(engine, { now: platform.now, timers: platform.timers })
       return stop
     },
     commands,
