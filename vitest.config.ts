@@ -17,6 +17,8 @@ export default defineConfig({
   test: {
     // A focused test (`.only`) fails the run everywhere, not only when CI is set; projects inherit this (extends: true).
     allowOnly: false,
+    // `TIDEMARK_EXTENSIVE=1` runs every property 20 times longer: so may every test.
+    testTimeout: process.env.TIDEMARK_EXTENSIVE === '1' ? 900_000 : 5_000,
     projects: [
       project('engine', ['packages/engine/test/**/*.test.ts']),
       project('yjs', ['packages/yjs/test/**/*.test.ts']),

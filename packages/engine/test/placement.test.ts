@@ -242,4 +242,22 @@ describe('placement into slices', () => {
     const after = (events.at(-1) as StreamEvent).ts + 1
     expect(whole.ingest(Array.from({ length: 10 }, (_, i) => ({ id: `later${i}`, source: 'later', seq: i + 1, ts: after + i, value: i / 10 }))).accepted).toBe(10)
   })
+
+  it('keeps nothing of an event no window admits any more: memory stays bounded however old the backlog', () => {
+    const specs = [tumbling(10), sliding(30, 10), cumulating(40, 10)]
+    const engine = createEngine({ windows: specs, watermark: manual(), limits: { maxLateEvents: 5 }, replicaId: 'r', now: () => 0 }) as TidemarkEngine
+    engine.advanceWatermark(1_000_000)
+    // A backlog older than every lateness, each event in a slice of its own.
+    const backlog = Array.from({ length: 3_000 }, (_, i) => ({ id: `old${i}`, source: 'd1', ts: i * 10, key: `k${i % 3}`, value: 1 }))
+    const receipt = engine.ingest(backlog)
+    expect(receipt.beyondLateness).toBe(3_000)
+    expect(engine.lateEvents()).toHaveLength(5)
+    expect(engine.checkpoint().slices.map(({ window, slices }) => [window, slices.length])).toEqual(specs.map((spec) => [spec.id, 0]))
+    // A slice an older engine made for such an event (holding no cell) is not restored.
+    const checkpoint = engine.checkpoint()
+    const withEmpty = { ...checkpoint, slices: checkpoint.slices.map((index) => ({ ...index, slices: [['k0', 0, [[10, []]]] as const] })) }
+    const restored = createEngine({ windows: specs, watermark: manual(), replicaId: 'r', now: () => 0 }) as TidemarkEngine
+    restored.restore(withEmpty as typeof checkpoint)
+    expect(restored.checkpoint().slices.every(({ slices }) => slices.length === 0)).toBe(true)
+  })
 })

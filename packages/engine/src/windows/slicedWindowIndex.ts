@@ -156,7 +156,15 @@ export class SlicedWindowIndex implements WindowIndex {
         break
       }
     }
-    slice ??= this.#sliceAt(key, alignedStart(ts, this.unit))
+    if (slice === undefined) {
+      const start = alignedStart(ts, this.unit)
+      const g = this.#geometry
+      const ordinal = g.ordinal(start)
+      // An event no window admits any more leaves no trace: a slice made for it would hold no
+      // cell, and no window would ever release it.
+      if (g.firstAbove(ordinal, frontiers.watermark - frontiers.lateness) > g.lastOf(ordinal)) return REFUSED
+      slice = this.#sliceOf(this.#seriesOf(key), ordinal, start)
+    }
     // Frontiers stand still within a batch: a slice's first admitting window is worked out once per batch.
     const last = this.#geometry.lastOf(slice.ordinal)
     if (slice.batch !== batch) {
@@ -353,6 +361,9 @@ export class SlicedWindowIndex implements WindowIndex {
     if (!('slices' in snapshot)) return
     const g = this.#geometry
     for (const [key, start, parts] of snapshot.slices) {
+      // Without a cell (an older engine made one for each event no window admitted), a slice
+      // counts nothing and nothing would ever release it.
+      if (parts.every(([, cells]) => cells.length === 0)) continue
       const slice = this.#sliceAt(key, start)
       const series = slice.series
       const s = slice.ordinal

@@ -284,6 +284,10 @@ export function runLong(c: LongRunCase, meter: Meter, observe?: (stats: EngineSt
   const s = engine.stats()
   meter.checks += 2
   check(s.openWindows === 0 && s.cells === 0 && s.pending === 0, 'memory.drain', () => `after W=${t}: ${s.openWindows} windows, ${s.cells} cells, ${s.pending} pending`, step)
+  // Nor is a slice left that holds no cell (one made for an event no window admitted).
+  const kept = (engine.checkpoint().slices ?? []).reduce((n, index) => n + index.slices.length, 0)
+  meter.checks++
+  check(kept === 0, 'memory.drain', () => `after W=${t}: ${kept} slices still kept`, step)
   const probe = engine.ingest([{ id: 'probe', source: 'probe', seq: 1, ts: t + 1, value: 1 }])
   check(probe.accepted === 1, 'liveness.probe', () => `fresh event refused after draining: ${JSON.stringify(probe.anomalies)}`, step)
 }
