@@ -9,7 +9,9 @@ import {
   type EngineOptions,
   manual,
   type StreamEvent,
+  afterProcessingTime,
   type TidemarkEngine,
+  tickWhenDue,
   tumbling,
 } from '@tidemark/engine'
 import {
@@ -98,6 +100,38 @@ describe('openEngine: durability', () => {
     // Dedup memory came back too: the recovered batch counts as duplicates.
     const again = crashed.ingest(batch(1, 4))
     expect(again).toMatchObject({ accepted: 0, duplicates: 4 })
+  })
+
+  it('a reopened engine fires the early pane a crash left armed, at its deadline, ticked only then', async () => {
+    const factory = new IDBFactory()
+    const timers = new ManualTimers(0)
+    const options = { windows: tumbling(60_000), trigger: { early: afterProcessingTime(5_000) }, now: timers.read, timers }
+    const live = await openEngine({ ...options, persistence: indexedDbPersistence({ name: 'armed', indexedDB: factory }) })
+    const crash = tickWhenDue(live, { now: timers.read, timers })
+    timers.advance(1_000)
+    live.ingest([reading('d1', 1, 1_000, 4)]) // arms the window's timer: due at 6,000
+    timers.advance(1_000)
+    await whenDurable(live)
+    // The tab crashes at 2,000 (its timers stop; the engine is never closed) and reopens at 3,000.
+    crash()
+    timers.now = 3_000
+    const reopened = await openEngine({ ...options, persistence: indexedDbPersistence({ name: 'armed', indexedDB: factory }) })
+    expect(reopened.nextTickAt()).toBe(6_000)
+    let ticks = 0
+    const tick = reopened.tick.bind(reopened)
+    reopened.tick = () => {
+      ticks++
+      tick()
+    }
+    const panes: [number, number][] = []
+    reopened.subscribe((changes) => {
+      for (const change of changes) if (change.type === 'provisional') panes.push([timers.now, change.result.sum])
+    })
+    tickWhenDue(reopened, { now: timers.read, timers })
+    timers.advance(60_000)
+    expect(panes).toEqual([[6_000, 4]])
+    expect(ticks).toBe(1)
+    await reopened.close()
   })
 
   it('checkpoints every N events, truncates the log behind, and checkpoints on close', async () => {
