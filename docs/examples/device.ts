@@ -46,8 +46,8 @@ export async function startDevice(relayUrl: string, tokenFor: (source: string, r
   // last seq the log holds, so a crash leaves no gap.
   const clock = engine.replica.exportState().clocks.find((entry) => entry.source === claim.source)
   let seq = clock?.prefix ?? 0
-  // Sources fall silent: tick when one turns idle, even when nothing is ingested (and only
-  // then: each tick is a log record). It stops when the engine closes.
+  // Sources fall silent: tick when one turns idle, even when nothing is ingested, and only
+  // then. It stops when the engine closes.
   tickWhenDue(engine)
 
   async function record(key: string, value: number): Promise<void> {

@@ -194,7 +194,9 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
   tick(): void {
     this.#assertOpen()
     const now = this.#options.now()
-    if (this.#wal !== null) this.#record(this.#wal, { kind: 'tick', now })
+    // A tick with nothing due changes nothing and is not logged: ticks on an interval would
+    // otherwise log a record each, all day.
+    if (this.#wal !== null && !(this.#lifecycle.nextTimerAt() > now && this.#frontiers.settledAt(now))) this.#record(this.#wal, { kind: 'tick', now })
     this.#frontiers.advance(now)
     this.#settle(null, now, true)
   }

@@ -98,6 +98,14 @@ export class Frontiers {
     return next
   }
 
+  /**
+   * True when `advance(now)` would change nothing: no source turns idle since the last `advance`
+   * (nor active again, on a clock that went back). False for a `now` that is not a time.
+   */
+  settledAt(now: number): boolean {
+    return now >= this.#judgedAt && this.nextIdleAt() > now
+  }
+
   /** The frontiers and every source clock, for a checkpoint. */
   snapshot(): Pick<EngineCheckpoint, 'frontiers' | 'sources'> {
     return {
