@@ -223,6 +223,8 @@ export class WindowLifecycle implements WindowTracker {
     while (this.#expiring.dueBy(W)) {
       const w = this.#expiring.pop()
       if (!w.live || w.end + lateness + retention > W) continue
+      // A final window a peer's cell touched may hold a late trigger: it leaves with the window.
+      this.#cancel(w)
       this.#indexes.find((i) => i.id === w.window)?.remove(w, this.#expired)
     }
     this.#changes = []
