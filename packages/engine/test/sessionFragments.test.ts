@@ -51,4 +51,25 @@ describe('session fragments', () => {
     expect(shown(reader)).toEqual(shown(writer))
     expect(reader.stats().cells).toBe(2)
   })
+
+  it('a fragment absorbed out of order leaves the replicated state with its session: no tombstone stays behind', () => {
+    const engine = createEngine({ windows: session(10_000), watermark: manual(), replicaId: 'a', retention: 1_000, now: () => 0 }) as TidemarkEngine
+    const written = new Set<string>()
+    const expired = new Set<string>()
+    engine.replica.onLocalWrite((write) => {
+      for (const { address } of write.cells) written.add(`${address.key}@${address.start}`)
+      for (const address of write.expired) expired.add(`${address.key}@${address.start}`)
+    })
+    for (let r = 0; r < 3; r++) {
+      const base = r * 100_000
+      // The later reading first: the earlier one then absorbs its fragment, whose cell becomes a tombstone.
+      engine.ingest([{ id: `late${r}`, source: 'd1', seq: 2 * r + 1, ts: base + 5_000, key: 'k', value: 1 }])
+      engine.ingest([{ id: `early${r}`, source: 'd1', seq: 2 * r + 2, ts: base + 1_000, key: 'k', value: 1 }])
+      expect(engine.replica.exportState().cells.filter((c) => c.cell.count === 0)).toHaveLength(1)
+      engine.advanceWatermark(base + 50_000) // past end + lateness + retention
+      expect(engine.replica.exportState().cells).toHaveLength(0)
+    }
+    expect(written.size).toBe(6)
+    expect([...expired].sort()).toEqual([...written].sort())
+  })
 })

@@ -147,6 +147,27 @@ describe('a host fenced out while it starts', () => {
   })
 })
 
+describe('pages that leave while the host starts', () => {
+  it('are not welcomed once it is ready, nor kept as clients', async () => {
+    const world = new World()
+    const host = world.host({ name: 'fleet', engine: windows, log: false }, { mode: 'shared', steal: false }, true)
+    const sent: string[] = []
+    // Pages that mount and unmount at once (React StrictMode, a route change) while the host starts.
+    for (let i = 0; i < 20; i++) {
+      const link = { send: (message: { t: string }) => sent.push(message.t) }
+      host.host.receive(link, { t: 'hello', v: 3, tab: '', config: {} })
+      host.host.receive(link, { t: 'bye' })
+    }
+    const stays = { send: (message: { t: string }) => sent.push(`stays:${message.t}`) }
+    host.host.receive(stays, { t: 'hello', v: 3, tab: '', config: {} })
+    await world.run(500)
+    await host.started
+    expect(host.host.ready).toBe(true)
+    expect(host.host.clients).toBe(1)
+    expect(sent).toEqual(['stays:welcome'])
+  })
+})
+
 describe('a host worker that cannot be started', () => {
   it('leader mode: fails the page with the reason and leaves the election, instead of taking leadership again and again', async () => {
     const time = new FakeTime()

@@ -345,10 +345,15 @@ export class SessionWindowIndex implements WindowIndex {
     sessions.splice(i, 1)
     if (sessions.length === 0) this.#byKey.delete(window.key)
     if (window.end > (this.#sealed.get(window.key) ?? Number.NEGATIVE_INFINITY)) this.#sealed.set(window.key, window.end)
-    // Copies of fragments below a sealed end are refused as expired: their tombstones can go.
+    // Copies of fragments below a sealed end are refused as expired: their tombstones can go,
+    // from the replicated state too (this replica's own ones: the outbox expires them).
     const dead = this.#tombstones.get(window.key)
     if (dead !== undefined) {
-      for (const [id, f] of dead) if (f.start < window.end) dead.delete(id)
+      for (const [id, f] of dead) {
+        if (f.start >= window.end) continue
+        dead.delete(id)
+        expired(this.id, window.key, f.start, f.source)
+      }
       if (dead.size === 0) this.#tombstones.delete(window.key)
     }
     window.live = false

@@ -201,6 +201,11 @@ export class EngineHost {
       this.#hello(link, message as { v?: unknown; tab?: unknown; config?: unknown })
       return
     }
+    // Also from a page still waiting for the host to start.
+    if (m.t === 'bye') {
+      this.drop(link)
+      return
+    }
     const client = this.#clients.get(link)
     if (client === undefined) return
     switch (m.t) {
@@ -225,14 +230,18 @@ export class EngineHost {
         void this.#call(client, req, call)
         return
       }
-      case 'bye':
-        this.drop(link)
-        return
     }
   }
 
   /** Forgets the page behind `link` (its tab is gone). */
   drop(link: ClientLink): void {
+    // A page that leaves while the host is still starting is not welcomed later.
+    const waiting = this.#waiting.findIndex((entry) => entry.link === link)
+    if (waiting >= 0) {
+      this.#waiting.splice(waiting, 1)
+      this.#events.dropped?.(link)
+      return
+    }
     const client = this.#clients.get(link)
     if (client === undefined) return
     this.#clients.delete(link)
