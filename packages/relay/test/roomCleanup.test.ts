@@ -93,3 +93,20 @@ it('an unloaded room is forgotten by the sizes, the store and its fleet director
   expect(sizes.rooms).toBe(0)
   expect(store.rooms).toBe(0)
 })
+
+it('a room whose stored data does not apply is refused, and leaves no store tail behind', async () => {
+  const { store, sizes, metrics, persistence } = await rooms()
+  const hocuspocus = new Hocuspocus({ quiet: true, extensions: [persistence] })
+  for (let i = 0; i < 3; i++) {
+    const room = `fleet-r/broken${i}`
+    // Not a Yjs update: applying it throws.
+    store.append(room, new Uint8Array([255, 255, 255, 255, 255, 255, 255, 255, 255, 255]))
+    await store.flush()
+    store.forget(room)
+    await expect(hocuspocus.openDirectConnection(room)).rejects.toBeInstanceOf(OpenRefused)
+  }
+  expect(metrics.loadFailures).toBe(3)
+  expect(hocuspocus.documents.size).toBe(0)
+  expect(sizes.rooms).toBe(0)
+  expect(store.rooms).toBe(0)
+})

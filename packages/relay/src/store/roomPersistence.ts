@@ -90,6 +90,8 @@ export class RoomPersistence implements Extension {
       this.#metrics.loadFailures++
       this.#log('error', `loading ${documentName} failed: ${describeError(error)}`)
       document.destroy()
+      // Hocuspocus runs no unload for a refused load: what the store read of it goes here.
+      this.forget(documentName)
       throw new OpenRefused(new Refusal('store-unavailable', 'the room could not be loaded'))
     }
     this.#sizes.set(documentName, parts.reduce((n, part) => n + part.byteLength, 0))
