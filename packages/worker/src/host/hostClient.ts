@@ -39,9 +39,10 @@ const NO_PANE: PaneInfo = Object.freeze({ timing: 'early', index: 0, onTimeIndex
 /**
  * One connected page: what it has not been sent yet, and how far it acknowledged. A page
  * that stops reading (a frozen or busy tab) is sent nothing more after two unacknowledged
- * frames; its changes wait as one row per window (so at most the live windows) or, in
- * discarding mode, every change up to `MAX_BACKLOG_PANES` of them, and go in one frame when
- * it acknowledges again. The port never fills up.
+ * frames; its changes wait as one row per window changed meanwhile (windows that left live
+ * state included: the page still shows them) or, in discarding mode, every change up to
+ * `MAX_BACKLOG_PANES` of them, then one per window, and go in one frame when it acknowledges
+ * again. The port never fills up.
  */
 export class HostClient {
   readonly tab: string
