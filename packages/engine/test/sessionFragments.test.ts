@@ -72,4 +72,21 @@ describe('session fragments', () => {
     expect(written.size).toBe(6)
     expect([...expired].sort()).toEqual([...written].sort())
   })
+
+  it("a peer's tombstones for keys without a session here leave once no copy of their fragment could merge", () => {
+    const engine = createEngine({ windows: session(10_000), watermark: manual(), replicaId: 'b', retention: 1_000, now: () => 0 }) as TidemarkEngine
+    const kept = () => engine.checkpoint().sessions[0]?.tombstones.length
+    for (let r = 0; r < 5; r++) {
+      const base = r * 1_000_000
+      engine.advanceWatermark(base)
+      // Tombstones only (count 0), of keys never seen here, each round new ones.
+      const cells = Array.from({ length: 50 }, (_, k) => ({
+        address: { window: 'session:10000', key: `k${r}-${k}`, start: base + 5_000, source: 'p1' },
+        cell: { count: 0, sum: 0, min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY, maxTs: base + 5_000, version: 3 },
+      }))
+      expect(engine.replica.mergeRemote(cells, []).applied).toBe(50)
+      expect(kept()).toBe(50)
+    }
+    expect(engine.stats().openWindows).toBe(0)
+  })
 })

@@ -43,6 +43,8 @@ export class SessionWindowIndex implements WindowIndex {
    */
   readonly #tombstones = new Map<string, Map<string, SessionFragment>>()
   #count = 0
+  /** The watermark from which the next merge prunes tombstones (`#pruneTombstones`). */
+  #pruneAt = Number.NEGATIVE_INFINITY
   /** The end of the range `#overlapping` found last. */
   #to = 0
   /** What merging peers' fragments reaches of this index. */
@@ -298,7 +300,30 @@ export class SessionWindowIndex implements WindowIndex {
    * its peers' and its tombstones.
    */
   mergeRemote(groups: readonly CellGroup[], frontiers: RemoteFrontiers, tracker: WindowTracker): MergeCounts {
-    return mergeSessionGroups(this.#host, groups, frontiers, tracker)
+    const counts = mergeSessionGroups(this.#host, groups, frontiers, tracker)
+    if (frontiers.watermark >= this.#pruneAt) this.#pruneTombstones(frontiers, tracker)
+    return counts
+  }
+
+  /**
+   * Drops the tombstones of keys without a session here once no copy of their fragment could be
+   * merged any more (the horizon a merge of the key would apply): otherwise only a later merge of
+   * the key, or a session of it leaving, would. Runs in merges (the only way peers' tombstones
+   * come), at most once per `gap` of watermark.
+   */
+  #pruneTombstones(frontiers: RemoteFrontiers, tracker: WindowTracker): void {
+    const gap = this.#gap
+    const horizon = frontiers.watermark - frontiers.lateness - frontiers.retention
+    this.#pruneAt = frontiers.watermark + gap
+    for (const [key, dead] of this.#tombstones) {
+      if (this.#byKey.has(key)) continue
+      for (const [id, f] of dead) {
+        if (Math.max(f.start, f.cell.maxTs) + gap > horizon) continue
+        dead.delete(id)
+        tracker.expired(this.id, key, f.start, f.source)
+      }
+      if (dead.size === 0) this.#tombstones.delete(key)
+    }
   }
 
   adopt(window: WindowState): void {

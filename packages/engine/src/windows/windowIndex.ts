@@ -43,6 +43,8 @@ export interface WindowTracker {
    * it already counted, or a session absorbed another. Its next pane carries the whole window.
    */
   replaced(window: WindowState): void
+  /** A cell left live state on its own, not with a window leaving (a session's tombstone pruned by time). */
+  expired(window: string, key: string, start: number, source: string): void
 }
 
 /** Called for each cell address of a window or slice that left live state. */

@@ -137,6 +137,10 @@ export class WindowLifecycle implements WindowTracker {
     if (this.#discarding) w.whole = true
   }
 
+  expired(window: string, key: string, start: number, source: string): void {
+    this.#expired(window, key, start, source)
+  }
+
   /** Queues a window restored from a checkpoint for its next step, and its armed trigger. */
   adopt(w: WindowState): void {
     const lateness = this.#settings.allowedLateness
