@@ -178,6 +178,41 @@ describe('tickWhenDue', () => {
     expect(() => tickWhenDue(second, { now: clock.read, timers: clock })).toThrow('tickWhenDue: the engine is closed')
   })
 
+  it('fires a pane at its deadline though the timer fired a millisecond early', () => {
+    const clock = new ManualTimers(0)
+    const engine = createEngine({ windows: tumbling(60_000), trigger: { early: afterProcessingTime(5_000) }, now: clock.read })
+    const panes: number[] = []
+    engine.subscribe((batch) => {
+      for (const change of batch) if (change.type === 'provisional') panes.push(clock.now)
+    })
+    // The first timer fires 1 ms early (Node's timers may, as `Date.now` reads them); the others on time.
+    let early = true
+    const timers = {
+      setTimeout: (run: () => void, ms: number) => {
+        const handle = clock.setTimeout(run, early && ms > 0 ? ms - 1 : ms)
+        if (ms > 0) early = false
+        return handle
+      },
+      clearTimeout: (handle: unknown) => clock.clearTimeout(handle),
+    }
+    tickWhenDue(engine, { now: clock.read, timers })
+    engine.ingest([reading('d1', 1, 1_000)])
+    clock.advance(10_000)
+    expect(panes).toEqual([5_000])
+  })
+
+  it('cuts a wait longer than a timer takes into parts, and ticks once at the end', () => {
+    const DAY = 86_400_000
+    const clock = new ManualTimers(0)
+    const { engine, ticks } = counted(createEngine({ windows: tumbling(60_000), idleTimeout: 30 * DAY, now: clock.read }))
+    tickWhenDue(engine, { now: clock.read, timers: clock })
+    engine.ingest([reading('d1', 1, 0)])
+    expect(clock.pending).toEqual([2 ** 31 - 1])
+    clock.advance(30 * DAY + 1)
+    expect(ticks()).toBe(2) // the cut, finding nothing due, and the idle deadline
+    expect(engine.nextTickAt()).toBe(Number.POSITIVE_INFINITY)
+  })
+
   it('waits a second between ticks while its clock runs ahead of the engine’s', () => {
     const clock = new ManualTimers(0)
     const { engine, ticks } = counted(createEngine({ windows: tumbling(60_000), trigger: { early: afterProcessingTime(60_000) }, now: clock.read }))
@@ -278,6 +313,38 @@ function exact(value: unknown): string {
 }
 
 describe('ticks in the write-ahead log', () => {
+  it('logs a tick that turns a source idle on a fractional timeout or clock, as on whole ones', () => {
+    for (const [idleTimeout, at] of [
+      [999.5, 1_000],
+      [1_000, 1_000.5],
+      [1_000, 1_001],
+    ] as const) {
+      const clock = fakeClock(0)
+      const { engine, ops } = logged({ windows: tumbling(1_000), idleTimeout, replicaId: 'r1', now: clock.read })
+      engine.ingest([reading('a', 1, 100)])
+      clock.now = at
+      engine.tick()
+      expect(ops.map((op) => op.kind)).toEqual(['ingest', 'tick'])
+      const replayed = new TidemarkEngine({ windows: tumbling(1_000), idleTimeout, replicaId: 'r1', now: clock.read })
+      for (const op of ops) replayed.replay(op)
+      expect(exact(replayed.checkpoint())).toBe(exact(engine.checkpoint()))
+    }
+  })
+
+  it('judges idleness again after a clock that gave no time', () => {
+    const clock = fakeClock(0)
+    const { engine, ops } = logged({ windows: tumbling(1_000), idleTimeout: 1_000, now: clock.read })
+    engine.ingest([reading('a', 1, 100)])
+    clock.now = Number.NaN
+    engine.tick()
+    expect(engine.nextTickAt()).toBe(1_001)
+    clock.now = 500
+    engine.tick() // nothing due: not logged
+    clock.now = 1_001
+    engine.tick()
+    expect(ops.map((op) => op.kind)).toEqual(['ingest', 'tick', 'tick'])
+  })
+
   it('logs a tick only when something was due: a trigger, a source turning idle, a clock gone back', () => {
     const clock = fakeClock(1_000)
     const { engine, ops } = logged({ windows: tumbling(60_000), idleTimeout: 30_000, trigger: { early: afterProcessingTime(5_000) }, now: clock.read })
@@ -310,7 +377,7 @@ describe('ticks in the write-ahead log', () => {
         fc.array(step, { maxLength: 30 }),
         fc.integer({ min: 0, max: TRIGGERS.length - 1 }),
         fc.integer({ min: 0, max: LATE.length - 1 }),
-        fc.constantFrom(Number.POSITIVE_INFINITY, 1_500, 4_000),
+        fc.constantFrom(Number.POSITIVE_INFINITY, 1_500, 1_499.5, 4_000),
         (steps, early, late, idleTimeout) => {
           const clock = fakeClock(0)
           const options: EngineOptions = {

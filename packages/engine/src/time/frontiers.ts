@@ -63,13 +63,14 @@ export class Frontiers {
     let active = Number.POSITIVE_INFINITY
     let all = Number.POSITIVE_INFINITY
     let idle = 0
-    this.#judgedAt = now
+    // A clock that gave no time turns no source idle: every source counts as active again.
+    this.#judgedAt = Number.isNaN(now) ? Number.NEGATIVE_INFINITY : now
     for (const clock of this.sources.values()) {
       const p = clock.proof()
       if (p < proof) proof = p
       if (clock.maxTs > this.maxTs) this.maxTs = clock.maxTs
       if (clock.maxTs < all) all = clock.maxTs
-      if (now - clock.lastSeen > this.#idleTimeout) idle++
+      if (this.#idleAt(clock, now)) idle++
       else if (clock.maxTs < active) active = clock.maxTs
     }
     this.idleSources = idle
@@ -91,19 +92,31 @@ export class Frontiers {
     if (timeout === Number.POSITIVE_INFINITY) return timeout
     let next = Number.POSITIVE_INFINITY
     for (const clock of this.sources.values()) {
-      const until = clock.lastSeen + timeout
       // Idle already at the last judgement: it stays idle until it sends again.
-      if (until >= this.#judgedAt && until + 1 < next) next = until + 1
+      if (this.#idleAt(clock, this.#judgedAt)) continue
+      const at = clock.lastSeen + timeout + 1
+      if (at < next) next = at
     }
     return next
   }
 
   /**
    * True when `advance(now)` would change nothing: no source turns idle since the last `advance`
-   * (nor active again, on a clock that went back). False for a `now` that is not a time.
+   * (nor active again, on a clock that went back), judged by the rule `advance` applies, so also
+   * on fractional clocks and timeouts. False for a `now` that is not a time.
    */
   settledAt(now: number): boolean {
-    return now >= this.#judgedAt && this.nextIdleAt() > now
+    if (!(now >= this.#judgedAt)) return false
+    if (this.#idleTimeout === Number.POSITIVE_INFINITY) return true
+    for (const clock of this.sources.values()) {
+      if (!this.#idleAt(clock, this.#judgedAt) && this.#idleAt(clock, now)) return false
+    }
+    return true
+  }
+
+  /** The idleness rule: silent for longer than `idleTimeout` at processing time `now`. */
+  #idleAt(clock: SourceClock, now: number): boolean {
+    return now - clock.lastSeen > this.#idleTimeout
   }
 
   /** The frontiers and every source clock, for a checkpoint. */

@@ -31,8 +31,10 @@ const GLOBAL_TICK_TIMERS: TickTimers = {
 /** The engine calls `tickWhenDue` makes. */
 export type TickedEngine = Pick<Engine, 'tick' | 'nextTickAt' | 'subscribe' | 'replica'>
 
-/** How long to wait before ticking again when a tick did not get past the deadline it ran for. */
+/** How long to wait before ticking again when the engine's clock lags the one given (a tick at the deadline found nothing due). */
 const RETRY_MS = 1_000
+/** The longest wait a timer takes: `setTimeout` runs a longer one at once. */
+const MAX_WAIT_MS = 2 ** 31 - 1
 
 /**
  * Ticks `engine` whenever `tick()` has work (`nextTickAt()`), and never otherwise: each
@@ -43,7 +45,8 @@ const RETRY_MS = 1_000
  * returned function is called.
  *
  * `now` must read the engine's clock: when it runs ahead of the engine's `now`, a tick
- * finds nothing due yet and the next one waits a second.
+ * finds nothing due yet and the next one waits a second. A timer that fires early (by `now`)
+ * waits for the rest, and a wait beyond what `setTimeout` takes (about 24.8 days) is cut in parts.
  *
  * @example
  * const engine = createEngine({ windows: tumbling(60_000), idleTimeout: 30_000, trigger: { early: afterProcessingTime(5_000) } })
@@ -67,7 +70,11 @@ export function tickWhenDue(engine: TickedEngine, options: TickWhenDueOptions = 
     if (stopped) return
     const at = engine.nextTickAt()
     if (at === Number.POSITIVE_INFINITY) return
-    const wait = at <= ranFor ? RETRY_MS : Math.max(0, at - now())
+    const time = now()
+    let wait = Math.min(Math.max(0, at - time), MAX_WAIT_MS)
+    // A deadline a tick already ran for: at or after it, the engine's clock is behind `now`;
+    // before it, the timer fired early, or a long wait was cut in parts, and the rest is waited.
+    if (at <= ranFor) wait = time >= at ? RETRY_MS : Math.max(1, wait)
     handle = timers.setTimeout(() => {
       handle = null
       ranFor = at

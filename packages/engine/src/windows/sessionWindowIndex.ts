@@ -309,12 +309,15 @@ export class SessionWindowIndex implements WindowIndex {
    * Drops the tombstones of keys without a session here once no copy of their fragment could be
    * merged any more (the horizon a merge of the key would apply): otherwise only a later merge of
    * the key, or a session of it leaving, would. Runs in merges (the only way peers' tombstones
-   * come), at most once per `gap` of watermark.
+   * come), in the first of each `gap` of watermark, against the horizon at that span's start:
+   * which tombstones go depends on the watermark alone, so an engine replaying its log (which
+   * knows nothing of when the live one pruned last) keeps exactly the same ones.
    */
   #pruneTombstones(frontiers: RemoteFrontiers, tracker: WindowTracker): void {
     const gap = this.#gap
-    const horizon = frontiers.watermark - frontiers.lateness - frontiers.retention
-    this.#pruneAt = frontiers.watermark + gap
+    const span = Math.floor(frontiers.watermark / gap) * gap
+    const horizon = span - frontiers.lateness - frontiers.retention
+    this.#pruneAt = span + gap
     for (const [key, dead] of this.#tombstones) {
       if (this.#byKey.has(key)) continue
       for (const [id, f] of dead) {

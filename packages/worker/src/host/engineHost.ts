@@ -236,9 +236,9 @@ export class EngineHost {
   /** Forgets the page behind `link` (its tab is gone). */
   drop(link: ClientLink): void {
     // A page that leaves while the host is still starting is not welcomed later.
-    const waiting = this.#waiting.findIndex((entry) => entry.link === link)
-    if (waiting >= 0) {
-      this.#waiting.splice(waiting, 1)
+    if (this.#waiting.some((entry) => entry.link === link)) {
+      // Every hello it sent: a page that said hello twice is still one page.
+      for (let i = this.#waiting.length - 1; i >= 0; i--) if (this.#waiting[i]?.link === link) this.#waiting.splice(i, 1)
       this.#events.dropped?.(link)
       return
     }
