@@ -4,7 +4,7 @@
  * are the cells of these parts, and peers' groups arrive addressed the same way.
  */
 import type { AggregateSet } from '../aggregates/aggregateSet.ts'
-import type { Cell } from '../lattice/cell.ts'
+import { type Cell, copyCell } from '../lattice/cell.ts'
 import type { CellEntry } from '../lattice/cellEntry.ts'
 import type { CellGroup } from '../lattice/cellGroup.ts'
 import type { CellSet } from '../lattice/cellSet.ts'
@@ -15,6 +15,7 @@ import type { SliceGeometry } from './sliceGeometry.ts'
 import type { SliceSeries } from './sliceSeries.ts'
 import type { BatchFrontiers, MergeCounts, RemoteFrontiers, WindowTracker } from './windowIndex.ts'
 import { alignedStart } from './windowSpec.ts'
+import { restoredStates } from './windowState.ts'
 
 /** What merging peers' groups reaches of a sliced index. */
 export interface PartsHost {
@@ -31,6 +32,33 @@ export interface PartsHost {
 }
 
 type PartEntries = [number, ([string, Cell] | [string, Cell, Uint8Array[]])[]]
+
+/**
+ * Puts a checkpoint's slice entries (`sliceEntries`) back into an index: each cell into its
+ * part, as the replica's own or a peer's, with its states.
+ *
+ * @example
+ * restoreSliceEntries(host, checkpoint.slices[0].slices)
+ */
+export function restoreSliceEntries(host: PartsHost, entries: SliceIndexSnapshot['slices']): void {
+  const g = host.geometry
+  for (const [key, start, parts] of entries) {
+    // Without a cell (an older engine made one for each event no window admitted), a slice
+    // counts nothing and nothing would ever release it.
+    if (parts.every(([, cells]) => cells.length === 0)) continue
+    const slice = host.sliceAt(key, start)
+    const s = slice.ordinal
+    for (const [end, cells] of parts) {
+      const from = g.ordinal(end) - 1
+      const part = slice.part(from)
+      if (from !== s) slice.series.notePartial(s)
+      for (const [source, cell, bytes] of cells) {
+        part.addCell(source, copyCell(cell), restoredStates(g.aggregates, bytes, 1))
+        host.cellAdded()
+      }
+    }
+  }
+}
 
 /**
  * Every slice of `series` as the checkpoint keeps it: key, start, then each part's cells under

@@ -7,7 +7,7 @@ import type { SessionIndexSnapshot, SliceIndexSnapshot } from '../recovery/engin
 import type { CellEntry } from '../lattice/cellEntry.ts'
 import { NO_ORDINAL, partName, Slice } from './slice.ts'
 import { SliceGeometry } from './sliceGeometry.ts'
-import { liveSliceCells, mergePeerGroups, namedParts, type PartsHost, sliceEntries } from './sliceParts.ts'
+import { liveSliceCells, mergePeerGroups, namedParts, type PartsHost, restoreSliceEntries, sliceEntries } from './sliceParts.ts'
 import { SliceSeries } from './sliceSeries.ts'
 import {
   ADMITTED_LATE,
@@ -358,22 +358,7 @@ export class SlicedWindowIndex implements WindowIndex {
   }
 
   restore(snapshot: SessionIndexSnapshot | SliceIndexSnapshot): void {
-    if (!('slices' in snapshot)) return
-    const g = this.#geometry
-    for (const [key, start, parts] of snapshot.slices) {
-      // Without a cell (an older engine made one for each event no window admitted), a slice
-      // counts nothing and nothing would ever release it.
-      if (parts.every(([, cells]) => cells.length === 0)) continue
-      const slice = this.#sliceAt(key, start)
-      const series = slice.series
-      const s = slice.ordinal
-      for (const [end, cells] of parts) {
-        const from = g.ordinal(end) - 1
-        const part = slice.part(from)
-        if (from !== s) series.notePartial(s)
-        for (const [source, cell, bytes] of cells) this.#addCell(part, source, copyCell(cell), restoredStates(this.aggregates, bytes, 1))
-      }
-    }
+    if ('slices' in snapshot) restoreSliceEntries(this.#parts, snapshot.slices)
   }
 
   find(key: string, start: number, end?: number): WindowState | undefined {

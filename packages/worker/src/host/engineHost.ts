@@ -1,4 +1,4 @@
-import { type Engine, type EngineStats, shallowEqual, type SyncStatus, type WindowResult } from '@tidemark/engine'
+import type { Engine, WindowResult } from '@tidemark/engine'
 import { isFencedError, recoveryReport } from '@tidemark/idb'
 import { claimLog, type LogClaim, type LogLocks } from '@tidemark/idb/log'
 import { reportError } from '../common/reportError.ts'
@@ -9,7 +9,7 @@ import { aggregateIdentities } from '../protocol/aggregateIdentities.ts'
 import { type HostCall, type HostMessage, type HostMode, type MirroredOptions, PROTOCOL_VERSION, wireError } from '../protocol/messages.ts'
 import { lockNames, type WorkerClock, type WorkerLocks } from '../page/platform.ts'
 import { ChangeCompactor } from './changeCompactor.ts'
-import { type ClientLink, HostClient, type HostState } from './hostClient.ts'
+import { type ClientLink, HostClient, type HostState, readHostState } from './hostClient.ts'
 import type { HostContext, HostEngineOptions } from './hostOptions.ts'
 import { ingestBatch } from './ingestBatch.ts'
 import { openHostedEngine } from './openHostedEngine.ts'
@@ -46,10 +46,6 @@ export interface HostEvents {
 
 const DEFAULT_CREDITS = 50_000
 const DEFAULT_FRAME_MS = 16
-
-function statsEqual(a: EngineStats, b: EngineStats): boolean {
-  return shallowEqual(a, b, (x, y) => shallowEqual(x, y))
-}
 
 /**
  * The engine's host, inside a worker: opens the engine over the origin's log, runs the app's
@@ -188,7 +184,7 @@ export class EngineHost {
       this.#compactor.add(changes)
       this.#schedule()
     })
-    this.#state = this.#readState(null)
+    this.#state = readHostState(this.#engine as Engine, null)
     this.#events.ready?.()
     for (const { link, tab } of this.#waiting.splice(0)) this.#welcome(link, tab)
   }
@@ -365,7 +361,7 @@ export class EngineHost {
     const client = new HostClient(tab, link, this.#keepsPanes)
     this.#clients.set(link, client)
     this.#tabWatches.watch(client, () => this.drop(link))
-    const state = this.#readState(this.#state)
+    const state = readHostState(this.#engine as Engine, this.#state)
     this.#state = state
     const options = this.#mirrored
     const frame = client.snapshot(state, engine.results())
@@ -392,7 +388,7 @@ export class EngineHost {
     this.#timer = null
     if (this.#engine === null) return
     const touched = this.#compactor.take()
-    const state = this.#readState(this.#state)
+    const state = readHostState(this.#engine as Engine, this.#state)
     this.#state = state
     for (const client of this.#clients.values()) {
       client.absorb(touched)
@@ -406,16 +402,6 @@ export class EngineHost {
   /** Discarding mode: every pane is an increment a page adds up, so none is left out of a frame. */
   get #keepsPanes(): boolean {
     return this.#mirrored.accumulation === 'discarding'
-  }
-
-  /** The scalars now; unchanged ones keep the identity they had in `last`. */
-  #readState(last: HostState | null): HostState {
-    const engine = this.#engine as Engine
-    let stats = engine.stats()
-    if (last !== null && statsEqual(last.stats, stats)) stats = last.stats
-    let sync: SyncStatus = engine.syncStatus()
-    if (last !== null && shallowEqual(last.sync, sync)) sync = last.sync
-    return { watermark: engine.watermark(), stats, sync, latePosition: stats.lateLane + stats.lateLaneTrimmed, lateLane: engine.lateEvents() }
   }
 
   #ingest(client: HostClient, req: number, batch: EventBatch): void {

@@ -1,4 +1,4 @@
-import type { EngineStats, LateEvent, PaneInfo, SyncStatus, WindowResult } from '@tidemark/engine'
+import { type Engine, type EngineStats, type LateEvent, type PaneInfo, shallowEqual, type SyncStatus, type WindowResult } from '@tidemark/engine'
 import { AddressMap } from '../common/addressMap.ts'
 import type { WindowAddress } from '../common/windowAddress.ts'
 import type { FrameMessage, HostMessage, LateNews } from '../protocol/messages.ts'
@@ -21,6 +21,21 @@ export interface HostState {
   /** Late-lane entries ever put on the lane, and the lane now. */
   readonly latePosition: number
   readonly lateLane: readonly LateEvent[]
+}
+
+/**
+ * The engine's state now, for every client's next frame; what did not change keeps the identity
+ * it had in `last`, so a frame tells changed scalars by identity.
+ *
+ * @example
+ * state = readHostState(engine, state)
+ */
+export function readHostState(engine: Engine, last: HostState | null): HostState {
+  let stats = engine.stats()
+  if (last !== null && shallowEqual(last.stats, stats, (x, y) => shallowEqual(x, y))) stats = last.stats
+  let sync: SyncStatus = engine.syncStatus()
+  if (last !== null && shallowEqual(last.sync, sync)) sync = last.sync
+  return { watermark: engine.watermark(), stats, sync, latePosition: stats.lateLane + stats.lateLaneTrimmed, lateLane: engine.lateEvents() }
 }
 
 /** Frames a page may have unacknowledged; past that its changes wait here, compacted. */
