@@ -7,6 +7,7 @@ import { CLOSE_WAIT_MS } from '../src/page/mirroredEngine.ts'
 import type { WorkerLocks } from '../src/page/platform.ts'
 import { EngineHost } from '../src/host/engineHost.ts'
 import { LeaderElection } from '../src/page/leaderElection.ts'
+import { PROTOCOL_VERSION } from '../src/protocol/messages.ts'
 import { FakeLockManager } from './fakeLocks.ts'
 import { FakeTime, settle } from './fakeTimers.ts'
 import { TestHost, type Wire, World } from './hostHarness.ts'
@@ -155,11 +156,11 @@ describe('pages that leave while the host starts', () => {
     // Pages that mount and unmount at once (React StrictMode, a route change) while the host starts.
     for (let i = 0; i < 20; i++) {
       const link = { send: (message: { t: string }) => sent.push(message.t) }
-      host.host.receive(link, { t: 'hello', v: 3, tab: '', config: {} })
+      host.host.receive(link, { t: 'hello', v: PROTOCOL_VERSION, tab: '', config: {} })
       host.host.receive(link, { t: 'bye' })
     }
     const stays = { send: (message: { t: string }) => sent.push(`stays:${message.t}`) }
-    host.host.receive(stays, { t: 'hello', v: 3, tab: '', config: {} })
+    host.host.receive(stays, { t: 'hello', v: PROTOCOL_VERSION, tab: '', config: {} })
     await world.run(500)
     await host.started
     expect(host.host.ready).toBe(true)

@@ -1,4 +1,4 @@
-import type { Engine, WindowResult } from '@tidemark/engine'
+import type { Engine } from '@tidemark/engine'
 import { isFencedError, recoveryReport } from '@tidemark/idb'
 import { claimLog, type LogClaim, type LogLocks } from '@tidemark/idb/log'
 import { reportError } from '../common/reportError.ts'
@@ -9,7 +9,7 @@ import { aggregateIdentities } from '../protocol/aggregateIdentities.ts'
 import { type HostCall, type HostMessage, type HostMode, type MirroredOptions, PROTOCOL_VERSION, wireError } from '../protocol/messages.ts'
 import { lockNames, type WorkerClock, type WorkerLocks } from '../page/platform.ts'
 import { ChangeCompactor } from './changeCompactor.ts'
-import { type ClientLink, HostClient, type HostState, readHostState } from './hostClient.ts'
+import { type ClientLink, HostClient, type HostState, type HostView, readHostState } from './hostClient.ts'
 import type { HostContext, HostEngineOptions } from './hostOptions.ts'
 import { ingestBatch } from './ingestBatch.ts'
 import { openHostedEngine } from './openHostedEngine.ts'
@@ -103,6 +103,13 @@ export class EngineHost {
   /** The pages connected now. */
   get clients(): number {
     return this.#clients.size
+  }
+
+  /** Rows waiting for pages that lag (a frozen or busy tab), over all pages. */
+  get backlog(): number {
+    let rows = 0
+    for (const client of this.#clients.values()) rows += client.backlog
+    return rows
   }
 
   /** The hosted engine, once open. */
@@ -212,7 +219,7 @@ export class EngineHost {
       }
       case 'ack':
         client.ack((message as { frame: number }).frame)
-        if (this.#state !== null) client.flush(this.#state, this.#history)
+        if (this.#state !== null) client.flush(this.#state, this.#view)
         return
       case 'watch-history':
         client.watch(address(message as WindowAddress))
@@ -391,13 +398,16 @@ export class EngineHost {
     const state = readHostState(this.#engine as Engine, this.#state)
     this.#state = state
     for (const client of this.#clients.values()) {
-      client.absorb(touched)
-      client.flush(state, this.#history)
+      client.absorb(touched, state.stats.openWindows)
+      client.flush(state, this.#view)
     }
   }
 
-  #history = (at: WindowAddress): readonly WindowResult[] =>
-    this.#engine?.history(at.window, at.key, at.start, at.end) ?? []
+  /** What a client's frame reads from the engine. */
+  readonly #view: HostView = {
+    history: (at) => this.#engine?.history(at.window, at.key, at.start, at.end) ?? [],
+    results: () => this.#engine?.results() ?? [],
+  }
 
   /** Discarding mode: every pane is an increment a page adds up, so none is left out of a frame. */
   get #keepsPanes(): boolean {

@@ -43,10 +43,20 @@ const MAX_UNACKED = 2
 
 /**
  * Discarding mode: changes a lagging page's backlog keeps. Past that, it keeps only each
- * window's last change (what `results()` shows), so the backlog stays bounded by the live
- * windows; the page then misses the panes in between.
+ * window's last change (what `results()` shows); the page then misses the panes in between.
+ * Either mode: rows a backlog keeps beyond the engine's live windows. Past that (a page frozen
+ * while windows opened, went final and expired), the backlog is dropped and the page is sent
+ * the whole live state instead, which replaces its own when it reads again.
  */
 export const MAX_BACKLOG_PANES = 20_000
+
+/** What a client reads from the engine when a frame needs it. */
+export interface HostView {
+  /** A watched window's whole history. */
+  history(address: WindowAddress): readonly WindowResult[]
+  /** The live windows, in the engine's order. */
+  results(): readonly WindowResult[]
+}
 
 /** The pane of a `history-reset` row, which carries only an address. */
 const NO_PANE: PaneInfo = Object.freeze({ timing: 'early', index: 0, onTimeIndex: -1 })
@@ -57,7 +67,9 @@ const NO_PANE: PaneInfo = Object.freeze({ timing: 'early', index: 0, onTimeIndex
  * frames; its changes wait as one row per window changed meanwhile (windows that left live
  * state included: the page still shows them) or, in discarding mode, every change up to
  * `MAX_BACKLOG_PANES` of them, then one per window, and go in one frame when it acknowledges
- * again. The port never fills up.
+ * again. A backlog that outgrows the live windows by `MAX_BACKLOG_PANES` is dropped: the page
+ * is then sent the whole live state, which replaces its own. The port never fills up, and
+ * neither does the host.
  */
 export class HostClient {
   readonly tab: string
@@ -76,6 +88,8 @@ export class HostClient {
   readonly #watches = new AddressMap<true>()
   /** Watched windows whose whole history goes in the next frame. */
   readonly #historyResets = new AddressMap<true>()
+  /** The backlog outgrew the live windows and was dropped: the next frame carries the whole state. */
+  #resync = false
   #sent: HostState | null = null
 
   /** `keepsPanes`: the engine's panes are increments (discarding mode), each one sent. */
@@ -90,16 +104,28 @@ export class HostClient {
    * the engine's history of a window is not only what it fired since (it keeps the last 64, and a
    * session whose start moved keeps what it fired under its old start), and a page watches few windows.
    */
-  absorb(rows: readonly ChangeRow[]): void {
+  absorb(rows: readonly ChangeRow[], openWindows: number): void {
+    const resync = this.#resync
     for (const row of rows) {
+      if (this.#watches.has(row.address)) this.#historyResets.set(row.address, true)
+      if (resync) continue
       if (this.#keepsPanes) this.#panes.push(row)
       else this.#latest.set(row.address, row)
-      if (this.#watches.has(row.address)) this.#historyResets.set(row.address, true)
     }
+    if (resync) return
     if (this.#panes.length > this.#panesBound) {
       this.#panes = lastPerWindow(this.#panes)
       this.#panesBound = Math.max(MAX_BACKLOG_PANES, 2 * this.#panes.length)
     }
+    if (this.backlog > openWindows + MAX_BACKLOG_PANES) {
+      this.#clearBacklog()
+      this.#resync = true
+    }
+  }
+
+  /** Rows waiting for this page. */
+  get backlog(): number {
+    return this.#keepsPanes ? this.#panes.length : this.#latest.size
   }
 
   /** The page wants the history of `address`: all of it in the next frame, and again in each frame that changed the window. */
@@ -115,9 +141,19 @@ export class HostClient {
 
   /** The first frame: the whole state (`results`, every late-lane entry), sent with the welcome. */
   snapshot(state: HostState, results: readonly WindowResult[]): FrameMessage {
+    return this.#whole(state, results, null)
+  }
+
+  /**
+   * A frame of the whole state: every live window and late-lane entry, then (with `view`) the
+   * histories due; the backlog is dropped. The page replaces its state with it.
+   */
+  #whole(state: HostState, results: readonly WindowResult[], view: HostView | null): FrameMessage {
     const writer = new WindowRowWriter()
     for (const result of results) writer.add(result.status === 'provisional' ? 'provisional' : result.status === 'on_time' ? 'on_time' : 'correction', result)
+    if (view !== null) this.#histories(writer, view)
     this.#clearBacklog()
+    this.#resync = false
     this.#sent = state
     this.#unacked++
     return {
@@ -139,26 +175,27 @@ export class HostClient {
 
   /**
    * Sends what changed since the last frame, if the page has room for a frame and anything
-   * changed. `history` reads a watched window's whole history from the engine.
+   * changed: or, once its backlog was dropped, the whole state, marked to replace the page's.
    */
-  flush(state: HostState, history: (address: WindowAddress) => readonly WindowResult[]): void {
+  flush(state: HostState, view: HostView): void {
     const sent = this.#sent
     if (sent === null || this.#unacked >= MAX_UNACKED) return
+    if (this.#resync) {
+      // Every watched window's history goes too: the page may have missed changes of any.
+      this.#watches.forEach((_, address) => {
+        this.#historyResets.set(address, true)
+      })
+      const frame: FrameMessage = { ...this.#whole(state, view.results(), view), replace: true }
+      this.link.send(frame, rowBuffers(frame.rows))
+      return
+    }
     const writer = new WindowRowWriter()
     this.#latest.forEach(({ type, result, previous }) => {
       writer.add(type, result, previous)
     })
     for (const { type, result, previous } of this.#panes) writer.add(type, result, previous)
     this.#clearBacklog()
-    this.#historyResets.forEach((_, address) => {
-      const { window, key, start } = address
-      writer.add('history-reset', {
-        window, key, start, end: address.end ?? 0, count: 0, sum: 0, min: 0, max: 0, mean: 0,
-        status: 'provisional', revision: 0, final: false, basis: 'unknown', pane: NO_PANE,
-      })
-      for (const result of history(address)) writer.add('history', result)
-    })
-    this.#historyResets.clear()
+    this.#histories(writer, view)
     const late = this.#lateNews(sent, state)
     const changed = writer.size > 0 || !Object.is(sent.watermark, state.watermark) || sent.stats !== state.stats || sent.sync !== state.sync || late !== null
     if (!changed) return
@@ -175,6 +212,19 @@ export class HostClient {
     this.#sent = state
     this.#unacked++
     this.link.send(frame, rowBuffers(rows))
+  }
+
+  /** The whole history of each window whose history is due, each after a `history-reset` row. */
+  #histories(writer: WindowRowWriter, view: HostView): void {
+    this.#historyResets.forEach((_, address) => {
+      const { window, key, start } = address
+      writer.add('history-reset', {
+        window, key, start, end: address.end ?? 0, count: 0, sum: 0, min: 0, max: 0, mean: 0,
+        status: 'provisional', revision: 0, final: false, basis: 'unknown', pane: NO_PANE,
+      })
+      for (const result of view.history(address)) writer.add('history', result)
+    })
+    this.#historyResets.clear()
   }
 
   #clearBacklog(): void {

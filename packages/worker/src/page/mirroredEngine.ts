@@ -370,13 +370,17 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
     this.#closeWatch?.()
   }
 
-  #frame(link: HostLink, frame: FrameMessage, replace: boolean): void {
-    if (!replace && rowsProblem(frame.rows) !== null) return
+  /** Applies a frame; `welcome`: the first frame of a host (its rows were checked with the welcome). */
+  #frame(link: HostLink, frame: FrameMessage, welcome: boolean): void {
+    if (!welcome && rowsProblem(frame.rows) !== null) return
     const changes: WindowChange[] = []
     const unwatched: WindowAddress[] = []
-    const resets = replace ? this.#mirror.replace(frame.rows, changes, unwatched) : this.#mirror.apply(frame.rows, changes, unwatched)
-    // A new host (replace) was never asked for these; the current one forgets them.
-    if (!replace) for (const address of unwatched) link.send({ t: 'unwatch-history', ...address })
+    const resets =
+      welcome || frame.replace === true
+        ? this.#mirror.replace(frame.rows, changes, unwatched, frame.watermark, welcome)
+        : this.#mirror.apply(frame.rows, changes, unwatched)
+    // A new host was never asked for these; the current one forgets them.
+    if (!welcome) for (const address of unwatched) link.send({ t: 'unwatch-history', ...address })
     if (resets.length > 0) this.#touchHistories(resets, changes)
     this.#watermark = frame.watermark
     if (frame.stats !== undefined) this.#stats = frame.stats

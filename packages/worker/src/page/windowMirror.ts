@@ -1,6 +1,6 @@
 import type { ResultQuery, WindowChange, WindowChangeType, WindowResult } from '@tidemark/engine'
 import type { MirroredOptions } from '../protocol/messages.ts'
-import { forEachRow, type WindowRows } from '../protocol/windowRows.ts'
+import { forEachRow, type RowKind, type WindowRows } from '../protocol/windowRows.ts'
 import { AddressMap } from '../common/addressMap.ts'
 import { addressOf, positionOf, sharesStart, specSize, type WindowAddress } from '../common/windowAddress.ts'
 import { ExpiryQueue } from './expiryQueue.ts'
@@ -184,21 +184,9 @@ export class WindowMirror {
    */
   apply(rows: WindowRows, changes: WindowChange[], unwatched: WindowAddress[]): WindowAddress[] {
     const resets: WindowAddress[] = []
-    /** The history the `history` rows go to: the one the last `history-reset` row started. */
-    let history: WindowResult[] | null = null
+    const history = this.#historyRows(resets)
     forEachRow(rows, (kind, result, hadPrevious) => {
-      if (kind === 'history') {
-        history?.push(result)
-        return
-      }
-      history = null
-      if (kind === 'history-reset') {
-        if (!this.#histories.has(result)) return
-        history = []
-        this.#histories.set(result, history)
-        resets.push(addressOf(result))
-        return
-      }
+      if (history(kind, result)) return
       if (kind === 'retract') {
         this.#delete(result)
         if (this.#histories.delete(result)) unwatched.push(addressOf(result))
@@ -212,28 +200,36 @@ export class WindowMirror {
   }
 
   /**
-   * Replaces everything with a host's snapshot rows (a first welcome, or a new host after a
-   * takeover) and pushes the changes that turn the old content into the new: a retraction for
-   * each window the snapshot lacks, a change for each that differs. A snapshot says nothing of
+   * Replaces everything with a host's snapshot rows (a first welcome, a new host after a
+   * takeover, or the host's whole state after this page lagged too far) and pushes the changes
+   * that turn the old content into the new: a change for each window that differs, and for each
+   * window the snapshot lacks a retraction, or nothing when the watermark (the snapshot's) has
+   * passed its end plus `allowedLateness` and `retention`: it left the host's live state as a
+   * final window does, and leaves here as it would at that watermark. A snapshot says nothing of
    * the panes between (discarding panes the page never saw are not in it): its changes carry
-   * `previous` only where an accumulating correction replaces what the page held. A watched
-   * window the snapshot lacks is no longer watched; pushed to `unwatched` (the new host was
-   * never asked for it).
+   * `previous` only where an accumulating correction replaces what the page held. Watched
+   * windows' histories in the rows replace the ones held; a watched window that left is no
+   * longer watched (pushed to `unwatched`), and with `newHost` neither is one the snapshot lacks
+   * (the new host was never asked for it). Returns the watched windows whose whole history arrived.
    */
-  replace(rows: WindowRows, changes: WindowChange[], unwatched: WindowAddress[]): WindowAddress[] {
+  replace(rows: WindowRows, changes: WindowChange[], unwatched: WindowAddress[], watermark: number, newHost: boolean): WindowAddress[] {
     const next = new AddressMap<WindowResult>()
+    const resets: WindowAddress[] = []
+    const history = this.#historyRows(resets)
     forEachRow(
       rows,
       (kind, result) => {
-        if (kind !== 'history' && kind !== 'history-reset' && kind !== 'retract') next.set(result, result)
+        if (!history(kind, result) && kind !== 'retract') next.set(result, result)
       },
       this.#intern,
     )
     const gone: WindowResult[] = []
     for (const [, byKey] of this.#specs) for (const [, windows] of byKey) for (const result of windows.results) if (!next.has(result)) gone.push(result)
+    const { allowedLateness, retention } = this.#options
     for (const result of gone) {
       this.#delete(result)
-      changes.push({ type: 'retract', result, pane: result.pane })
+      if (this.#histories.delete(result)) unwatched.push(addressOf(result))
+      if (result.end + allowedLateness + retention > watermark) changes.push({ type: 'retract', result, pane: result.pane })
     }
     next.forEach((result) => {
       const previous = this.get(result)
@@ -242,15 +238,41 @@ export class WindowMirror {
       const type = snapshotType(previous, result)
       changes.push(this.#carriesPrevious(type, false) && previous !== undefined ? { type, result, pane: result.pane, previous } : { type, result, pane: result.pane })
     })
-    const lacking: WindowAddress[] = []
-    this.#histories.forEach((_, address) => {
-      if (!next.has(address)) lacking.push(address)
-    })
-    for (const address of lacking) {
-      this.#histories.delete(address)
-      unwatched.push(address)
+    if (newHost) {
+      const lacking: WindowAddress[] = []
+      this.#histories.forEach((_, address) => {
+        if (!next.has(address)) lacking.push(address)
+      })
+      for (const address of lacking) {
+        this.#histories.delete(address)
+        unwatched.push(address)
+      }
     }
-    return []
+    return resets
+  }
+
+  /**
+   * Takes a frame's rows one by one and keeps its history rows: a `history-reset` row starts the
+   * whole history of a watched window (pushed to `resets`), the `history` rows after it fill
+   * it. Says whether the row was one of those.
+   */
+  #historyRows(resets: WindowAddress[]): (kind: RowKind, result: WindowResult) => kind is 'history' | 'history-reset' {
+    /** The history the `history` rows go to: the one the last `history-reset` row started. */
+    let history: WindowResult[] | null = null
+    return (kind, result): kind is 'history' | 'history-reset' => {
+      if (kind === 'history') {
+        history?.push(result)
+        return true
+      }
+      history = null
+      if (kind !== 'history-reset') return false
+      if (this.#histories.has(result)) {
+        history = []
+        this.#histories.set(result, history)
+        resets.push(addressOf(result))
+      }
+      return true
+    }
   }
 
   /**

@@ -4,7 +4,7 @@ import type { EventBatch } from './eventColumns.ts'
 import type { WindowRows } from './windowRows.ts'
 
 /** Bumped when a message changes shape; a page and a host of different versions refuse each other. */
-export const PROTOCOL_VERSION = 3
+export const PROTOCOL_VERSION = 4
 
 /** An error as it crosses a port: its name and message (the structured clone keeps no class). */
 export interface WireError {
@@ -31,12 +31,15 @@ export interface LateNews {
 /**
  * What changed since the last frame this page acknowledged: one row per window (its last
  * change) in accumulating mode, every pane of it in discarding mode; the history rows of the
- * windows it watches, and the scalars that moved.
+ * windows it watches, and the scalars that moved. Or, `replace`, the whole state, which
+ * replaces the page's (a page whose backlog outgrew the live windows).
  */
 export interface FrameMessage {
   readonly t: 'frame'
   readonly frame: number
   readonly rows: WindowRows
+  /** The rows are every live window and the histories of the watched ones: the page's state is replaced. */
+  readonly replace?: true
   readonly watermark: number
   readonly stats?: EngineStats
   readonly sync?: SyncStatus
