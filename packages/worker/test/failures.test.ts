@@ -76,6 +76,20 @@ describe('bad input', () => {
   })
 })
 
+describe('a frame the page cannot read', () => {
+  it('fails the page with the reason, instead of leaving it showing stale windows without a word', async () => {
+    const world = new World()
+    const host = world.host({ name: 'fleet', engine: windows, log: false })
+    const page = world.page(() => host)
+    await world.run()
+    await page.engine.ready
+    const link = page.connector.link as HostLink
+    page.engine.message(link, { t: 'frame', frame: 9, rows: { strings: ['w'], ints: Uint32Array.of(0, 1, 0, 0), nums: new Float64Array(9) }, watermark: 0 })
+    expect(page.engine.connection()).toMatchObject({ state: 'failed', reason: 'the host sent a frame this page cannot read (a row names a string out of range): reload the page' })
+    await expect(page.engine.ingest(readings('d1', 1, 1))).rejects.toThrow('connectEngine: the host sent a frame this page cannot read')
+  })
+})
+
 describe('a host fenced out while it starts', () => {
   it('tells its waiting page to go to the next host (not that it failed), and the page moves on', async () => {
     const world = new World()

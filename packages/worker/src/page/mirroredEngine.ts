@@ -372,7 +372,13 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
 
   /** Applies a frame; `welcome`: the first frame of a host (its rows were checked with the welcome). */
   #frame(link: HostLink, frame: FrameMessage, welcome: boolean): void {
-    if (!welcome && rowsProblem(frame.rows) !== null) return
+    const problem = welcome ? null : rowsProblem(frame.rows)
+    if (problem !== null) {
+      // Left unread, the page would show stale windows for good: the host sends nothing more to
+      // a page that stopped acknowledging. A host of this protocol version never sends such rows.
+      this.failed(`the host sent a frame this page cannot read (${problem}): reload the page`)
+      return
+    }
     const changes: WindowChange[] = []
     const unwatched: WindowAddress[] = []
     const resets =
