@@ -423,56 +423,6 @@ describe('a page mirroring a hosted engine', () => {
     expect(page.engine.results().every((r) => r.pane.index === 259 && r.count === 1 && r.sum === 260)).toBe(true)
   }, 60_000)
 
-  it('sends a page whose backlog outgrew the live windows the whole state instead, which replaces its own', async () => {
-    const world = new World()
-    const host = await hosted(world, { engine: { windows: tumbling(10), watermark: manual(), allowedLateness: 50, retention: 0 } })
-    const page = world.page(() => host)
-    await world.run()
-    await page.engine.ready
-    const engine = host.host.engine as Engine
-    const reading = (n: number, key = 'k'): StreamEvent => ({ id: `d1#${n}`, source: 'd1', ts: n * 10, key, value: n })
-    // Shown on the page before it freezes: a window that fires, turns final and expires meanwhile, and one that stays live.
-    await page.engine.ingest([reading(0, 'gone'), reading(30_000, 'watched')])
-    await world.run(20)
-    expect(page.engine.results().map((r) => [r.key, r.status])).toEqual([['gone', 'provisional'], ['watched', 'provisional']])
-    expect(page.engine.history('tumbling:10', 'watched', 300_000)).toEqual([])
-    await world.run(20)
-    const seen: WindowChange[] = []
-    page.engine.subscribe((changes) => seen.push(...changes))
-    wires(page).toHost.drop.add('ack')
-    // Frozen while 22,000 windows open, fire and expire, and the watched one gets a late reading.
-    let most = 0
-    const batch = 1_000
-    for (let b = 0; b < 22; b++) {
-      const from = 2 + b * batch
-      void page.engine.ingest(Array.from({ length: batch }, (_, i) => reading(from + i)))
-      await world.run(20)
-      void page.engine.advanceWatermark((from + batch) * 10)
-      await world.run(20)
-      most = Math.max(most, host.host.backlog - engine.stats().openWindows)
-    }
-    void page.engine.advanceWatermark(300_010)
-    await world.run(20)
-    void page.engine.ingest([{ id: 'late', source: 'd2', ts: 300_005, key: 'watched', value: 99 }])
-    await world.run(20)
-    expect(engine.results({ key: 'watched' })).toMatchObject([{ status: 'corrected', final: false, count: 2 }])
-    expect(engine.results({ key: 'gone' })).toEqual([])
-    expect(most).toBeLessThanOrEqual(MAX_BACKLOG_PANES)
-    expect(host.host.backlog).toBe(0)
-    // It thaws: one frame replaces what it shows.
-    seen.length = 0
-    wires(page).toHost.drop.delete('ack')
-    page.connector.link?.send({ t: 'ack', frame: 3 })
-    await world.run(100)
-    expect(reads(page.engine)).toEqual(reads(engine))
-    // The window that expired meanwhile leaves as at that watermark, without a retraction; the watched one shows its correction and whole history.
-    expect(seen.filter((c) => c.type === 'retract')).toEqual([])
-    expect(seen.some((c) => c.result.key === 'gone')).toBe(false)
-    expect(seen.filter((c) => c.result.key === 'watched').map((c) => [c.type, c.result.count])).toEqual([['correction', 2]])
-    expect(page.engine.history('tumbling:10', 'watched', 300_000)).toEqual(engine.history('tumbling:10', 'watched', 300_000))
-    expect(page.engine.history('tumbling:10', 'watched', 300_000).map((r) => [r.status, r.count])).toEqual([['on_time', 1], ['corrected', 2]])
-  }, 60_000)
-
   it('runs app commands, nextSeq, advanceWatermark and tick on the host', async () => {
     const world = new World()
     const host = world.host({

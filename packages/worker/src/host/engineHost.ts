@@ -219,7 +219,8 @@ export class EngineHost {
       }
       case 'ack':
         client.ack((message as { frame: number }).frame)
-        if (this.#state !== null) client.flush(this.#state, this.#view)
+        if (client.resyncing) this.#schedule()
+        else if (this.#state !== null) client.flush(this.#state, this.#view)
         return
       case 'watch-history':
         client.watch(address(message as WindowAddress))
@@ -365,6 +366,12 @@ export class EngineHost {
     const engine = this.#engine
     if (engine === null) return
     this.drop(link)
+    // The changes since the last tick go to the other pages first: the snapshot holds them, and
+    // the next tick must not send them to this page again.
+    if (this.#timer !== null) {
+      this.#platform.clock.clearTimeout(this.#timer)
+      this.#tick()
+    }
     const client = new HostClient(tab, link, this.#keepsPanes)
     this.#clients.set(link, client)
     this.#tabWatches.watch(client, () => this.drop(link))

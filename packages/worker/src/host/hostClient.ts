@@ -117,10 +117,19 @@ export class HostClient {
       this.#panes = lastPerWindow(this.#panes)
       this.#panesBound = Math.max(MAX_BACKLOG_PANES, 2 * this.#panes.length)
     }
-    if (this.backlog > openWindows + MAX_BACKLOG_PANES) {
+    // Only while the page cannot take a frame: one tick that touched many windows (a backfill) goes out whole.
+    if (this.#unacked >= MAX_UNACKED && this.backlog > openWindows + MAX_BACKLOG_PANES) {
       this.#clearBacklog()
       this.#resync = true
     }
+  }
+
+  /**
+   * The backlog was dropped: the next frame carries the whole state, read from the engine as a
+   * tick takes its changes (read between ticks, it would hold changes the next tick sends again).
+   */
+  get resyncing(): boolean {
+    return this.#resync
   }
 
   /** Rows waiting for this page. */
@@ -181,10 +190,7 @@ export class HostClient {
     const sent = this.#sent
     if (sent === null || this.#unacked >= MAX_UNACKED) return
     if (this.#resync) {
-      // Every watched window's history goes too: the page may have missed changes of any.
-      this.#watches.forEach((_, address) => {
-        this.#historyResets.set(address, true)
-      })
+      // The watched windows that changed meanwhile are among the history resets: `absorb` kept them.
       const frame: FrameMessage = { ...this.#whole(state, view.results(), view), replace: true }
       this.link.send(frame, rowBuffers(frame.rows))
       return

@@ -99,6 +99,29 @@ function snapshotType(previous: WindowResult | undefined, next: WindowResult): W
   return next.status === 'provisional' ? 'provisional' : next.status === 'on_time' ? 'on_time' : 'correction'
 }
 
+/** Whether `window` names a session spec. */
+function isSession(window: string): boolean {
+  return window.startsWith('session:')
+}
+
+/** A session window's spec and key, as one map key. */
+function sessionGroup(result: WindowAddress): string {
+  return `${result.window}\u0000${result.key}`
+}
+
+/** The session windows of `results`, by spec and key. */
+function sessionsOf(results: AddressMap<WindowResult>): Map<string, WindowResult[]> {
+  const groups = new Map<string, WindowResult[]>()
+  results.forEach((result) => {
+    if (!isSession(result.window)) return
+    const group = sessionGroup(result)
+    const sessions = groups.get(group)
+    if (sessions === undefined) groups.set(group, [result])
+    else sessions.push(result)
+  })
+  return groups
+}
+
 /** Two results show the same thing. */
 function sameResult(a: WindowResult, b: WindowResult): boolean {
   return (
@@ -226,10 +249,15 @@ export class WindowMirror {
     const gone: WindowResult[] = []
     for (const [, byKey] of this.#specs) for (const [, windows] of byKey) for (const result of windows.results) if (!next.has(result)) gone.push(result)
     const { allowedLateness, retention } = this.#options
+    const expired = (result: WindowResult): boolean => result.end + allowedLateness + retention <= watermark
+    const successors = gone.some((result) => isSession(result.window) && expired(result)) ? sessionsOf(next) : null
     for (const result of gone) {
       this.#delete(result)
       if (this.#histories.delete(result)) unwatched.push(addressOf(result))
-      if (result.end + allowedLateness + retention > watermark) changes.push({ type: 'retract', result, pane: result.pane })
+      // A session the page knew with an end long past may have grown since, then been swallowed
+      // by a session that is live: that one covers it, and the page's copy is withdrawn.
+      const swallowed = successors !== null && isSession(result.window) && (successors.get(sessionGroup(result))?.some((s) => s.start <= result.start && s.end >= result.end) ?? false)
+      if (!expired(result) || swallowed) changes.push({ type: 'retract', result, pane: result.pane })
     }
     next.forEach((result) => {
       const previous = this.get(result)
