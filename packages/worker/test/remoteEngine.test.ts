@@ -79,6 +79,10 @@ const op = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('frame' as const) }) },
   // Processing time passes and the host ticks: processing-time triggers fire their panes.
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('tick' as const), by: fc.integer({ min: 0, max: 600 }) }) },
+  // The page freezes for the next few steps: what it sends and what it is sent wait, then arrive in order.
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('freeze' as const), steps: fc.integer({ min: 1, max: 8 }) }) },
+  // A second tab opens (the first time only), at whatever point the host's frames are.
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('open' as const) }) },
 )
 
 const SPECS = { tumbling: tumbling(1_000), sliding: sliding(1_000, 500), session: session(300), cumulating: cumulating(1_000, 250) }
@@ -174,6 +178,16 @@ describe('a page mirroring a hosted engine', () => {
         const next = new Map([['d1', 1], ['d2', 1]])
         const shift = new Map([['d1', 0], ['d2', 0]])
         let watched: WindowAddress | null = null
+        let thawAt = -1
+        // The second tab: what its feed said after its first frame, and how many changes the engine had emitted when it was welcomed.
+        let second: TestPage | null = null
+        const secondSaw: WindowChange[] = []
+        let welcomedAt = -1
+        const receive = host.host.receive.bind(host.host)
+        ;(host.host as { receive: typeof receive }).receive = (link, data) => {
+          receive(link, data)
+          if (second !== null && welcomedAt < 0 && (data as { t?: string }).t === 'hello' && host.host.clients === 2) welcomedAt = emitted.length
+        }
         for (const [i, step] of ops.entries()) {
           if (step.kind === 'batch') {
             const from = next.get(step.source) as number
@@ -190,7 +204,26 @@ describe('a page mirroring a hosted engine', () => {
           else if (step.kind === 'tick') {
             await world.run(step.by)
             void page.engine.tick()
+          } else if (step.kind === 'freeze') {
+            if (thawAt < 0) {
+              wires(page).toHost.held = true
+              wires(page).toPage.held = true
+              thawAt = i + step.steps
+            }
+          } else if (step.kind === 'open') {
+            if (second === null) {
+              const opened = world.page(() => host)
+              second = opened
+              opened.engine.subscribe((changes) => {
+                if (opened.engine.connection().state === 'connected') secondSaw.push(...changes)
+              })
+            }
           } else await world.run(20)
+          if (thawAt >= 0 && i >= thawAt) {
+            thawAt = -1
+            wires(page).toHost.release()
+            wires(page).toPage.release()
+          }
           if (i >= watchAt % ops.length && watched === null) {
             const live = page.engine.results()
             const chosen = live[pick % Math.max(1, live.length)]
@@ -201,8 +234,19 @@ describe('a page mirroring a hosted engine', () => {
             }
           }
         }
+        if (thawAt >= 0) {
+          wires(page).toHost.release()
+          wires(page).toPage.release()
+        }
         await world.run(200)
         expect(reads(page.engine)).toEqual(reads(engine))
+        if (second !== null) {
+          const opened = second as TestPage
+          expect(reads(opened.engine)).toEqual(reads(engine))
+          expect(welcomedAt).toBeGreaterThanOrEqual(0)
+          // Past its first frame (the whole state), the second tab is sent what the engine emitted since: once each.
+          if (config.accumulation === 'discarding') expect(withoutRepeats(secondSaw).map(plain)).toEqual(emitted.slice(welcomedAt).map(plain))
+        }
         if (watched !== null) {
           const { window, key, start, end } = watched
           expect(page.engine.history(window, key, start, end)).toEqual(engine.history(window, key, start, end))
