@@ -17,10 +17,15 @@ export function sharesStart(window: string): boolean {
   return window.startsWith(CUMULATING)
 }
 
+/** Whether `window` names a session spec (`session:<gap>`): its windows' ends move. */
+export function isSessionSpec(window: string): boolean {
+  return window.startsWith('session:')
+}
+
 /** The length of spec `window`'s windows (the size in its id), or NaN for a session spec or an id it cannot read. */
 export function specSize(window: string): number {
   const colon = window.indexOf(':')
-  if (colon < 0 || window.startsWith('session:')) return Number.NaN
+  if (colon < 0 || isSessionSpec(window)) return Number.NaN
   return Number(window.slice(colon + 1).split(':')[0])
 }
 

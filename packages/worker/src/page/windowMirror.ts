@@ -2,7 +2,7 @@ import type { ResultQuery, WindowChange, WindowChangeType, WindowResult } from '
 import type { MirroredOptions } from '../protocol/messages.ts'
 import { forEachRow, type RowKind, type WindowRows } from '../protocol/windowRows.ts'
 import { AddressMap } from '../common/addressMap.ts'
-import { addressOf, positionOf, sharesStart, specSize, type WindowAddress } from '../common/windowAddress.ts'
+import { addressOf, isSessionSpec, positionOf, sharesStart, specSize, type WindowAddress } from '../common/windowAddress.ts'
 import { ExpiryQueue } from './expiryQueue.ts'
 
 /**
@@ -99,11 +99,6 @@ function snapshotType(previous: WindowResult | undefined, next: WindowResult): W
   return next.status === 'provisional' ? 'provisional' : next.status === 'on_time' ? 'on_time' : 'correction'
 }
 
-/** Whether `window` names a session spec. */
-function isSession(window: string): boolean {
-  return window.startsWith('session:')
-}
-
 /** A session window's spec and key, as one map key. */
 function sessionGroup(result: WindowAddress): string {
   return `${result.window}\u0000${result.key}`
@@ -113,7 +108,7 @@ function sessionGroup(result: WindowAddress): string {
 function sessionsOf(results: AddressMap<WindowResult>): Map<string, WindowResult[]> {
   const groups = new Map<string, WindowResult[]>()
   results.forEach((result) => {
-    if (!isSession(result.window)) return
+    if (!isSessionSpec(result.window)) return
     const group = sessionGroup(result)
     const sessions = groups.get(group)
     if (sessions === undefined) groups.set(group, [result])
@@ -228,7 +223,8 @@ export class WindowMirror {
    * that turn the old content into the new: a change for each window that differs, and for each
    * window the snapshot lacks a retraction, or nothing when the watermark (the snapshot's) has
    * passed its end plus `allowedLateness` and `retention`: it left the host's live state as a
-   * final window does, and leaves here as it would at that watermark. A snapshot says nothing of
+   * final window does, and leaves here as it would at that watermark (unless it is a session a
+   * live one of the snapshot covers: that one swallowed it). A snapshot says nothing of
    * the panes between (discarding panes the page never saw are not in it): its changes carry
    * `previous` only where an accumulating correction replaces what the page held. Watched
    * windows' histories in the rows replace the ones held; a watched window that left is no
@@ -250,13 +246,13 @@ export class WindowMirror {
     for (const [, byKey] of this.#specs) for (const [, windows] of byKey) for (const result of windows.results) if (!next.has(result)) gone.push(result)
     const { allowedLateness, retention } = this.#options
     const expired = (result: WindowResult): boolean => result.end + allowedLateness + retention <= watermark
-    const successors = gone.some((result) => isSession(result.window) && expired(result)) ? sessionsOf(next) : null
+    const successors = gone.some((result) => isSessionSpec(result.window) && expired(result)) ? sessionsOf(next) : null
     for (const result of gone) {
       this.#delete(result)
       if (this.#histories.delete(result)) unwatched.push(addressOf(result))
       // A session the page knew with an end long past may have grown since, then been swallowed
       // by a session that is live: that one covers it, and the page's copy is withdrawn.
-      const swallowed = successors !== null && isSession(result.window) && (successors.get(sessionGroup(result))?.some((s) => s.start <= result.start && s.end >= result.end) ?? false)
+      const swallowed = successors !== null && isSessionSpec(result.window) && (successors.get(sessionGroup(result))?.some((s) => s.start <= result.start && s.end >= result.end) ?? false)
       if (!expired(result) || swallowed) changes.push({ type: 'retract', result, pane: result.pane })
     }
     next.forEach((result) => {
