@@ -10,8 +10,9 @@
  * window profiles takes 10–60 ms, far above the timer's resolution), as a ratio to the first
  * build's first series. Then per build: the median of its ratios over the processes, and their range.
  *
- * A build is a directory holding the engine's `index.js`: copy `packages/engine/dist` after
- * `pnpm --filter @tidemark/engine build`, once per variant.
+ * A build is a directory holding the engine's `index.js` and a package.json saying
+ * `{"type":"module"}`: copy `packages/engine/dist` after `pnpm --filter @tidemark/engine build`,
+ * once per variant, and add that file (without it the build loads as CommonJS, and is refused).
  *
  *   node --import tsx --conditions=@tidemark/source bench/compare-builds.ts \
  *     --profile=correction-churn --builds=/tmp/before,/tmp/after [--rounds=30] [--processes=3]
@@ -40,6 +41,12 @@ function arg(name: string): string | undefined {
 async function load(dir: string): Promise<(options: EngineOptions) => Engine> {
   const module = (await import(pathToFileURL(`${dir}/index.js`).href)) as { createEngine?: (options: EngineOptions) => Engine }
   if (typeof module.createEngine !== 'function') throw new Error(`${dir}/index.js exports no createEngine: is it a build of @tidemark/engine?`)
+  // Outside a `"type": "module"` package, tsx turns the build into CommonJS whose exports are
+  // getters: each call across modules then goes through one, and two such builds in one process
+  // share those getters' feedback, so one of them runs up to 1.6 times slower than the other.
+  if (Object.getOwnPropertyDescriptor(module, 'createEngine')?.get !== undefined) {
+    throw new Error(`${dir}/index.js was loaded as CommonJS, not as an ES module: add ${dir}/package.json with {"type":"module"}`)
+  }
   return module.createEngine
 }
 
