@@ -38,6 +38,23 @@ async function freezeUntilResync(world: World, page: TestPage, host: TestHost): 
   if (host.host.backlog !== 0) throw new Error('no resync is due')
 }
 
+/** A world whose host runs an engine with `engine` (over the defaults of `hosted`), and a page it welcomed. */
+async function connected(engine: HostEngineOptions['engine']): Promise<{ world: World; host: TestHost; page: TestPage; engine: Engine }> {
+  const world = new World()
+  const host = hosted(world, { engine })
+  const page = world.page(() => host)
+  await world.run()
+  await page.engine.ready
+  return { world, host, page, engine: host.host.engine as Engine }
+}
+
+/** A page that stopped acknowledging reads again: it acknowledges the last frame it applied (its ack was dropped). */
+async function thaw(world: World, page: TestPage): Promise<void> {
+  wires(page).toHost.drop.delete('ack')
+  page.connector.link?.send({ t: 'ack', frame: 3 })
+  await world.run(100)
+}
+
 /** What the page's feed said of key `key`, as plain data. */
 function of(changes: readonly WindowChange[], key: string): unknown[] {
   return changes.filter((c) => c.result.key === key).map((c) => [c.type, c.result.pane.index, c.result.count, c.previous?.count])
@@ -47,12 +64,7 @@ const discarding = { windows: tumbling(10), watermark: manual(), accumulation: '
 
 describe('frames of the whole state: a page whose backlog outgrew the live windows, a page welcomed', () => {
   it('sends a page whose backlog outgrew the live windows the whole state instead, which replaces its own', async () => {
-    const world = new World()
-    const host = hosted(world, { engine: { windows: tumbling(10), watermark: manual(), allowedLateness: 50, retention: 0 } })
-    const page = world.page(() => host)
-    await world.run()
-    await page.engine.ready
-    const engine = host.host.engine as Engine
+    const { world, host, page, engine } = await connected({ windows: tumbling(10), watermark: manual(), allowedLateness: 50, retention: 0 })
     const reading = (n: number, key = 'k'): StreamEvent => ({ id: `d1#${n}`, source: 'd1', ts: n * 10, key, value: n })
     // Shown on the page before it freezes: a window that fires, turns final and expires meanwhile, and one that stays live.
     await page.engine.ingest([reading(0, 'gone'), reading(30_000, 'watched')])
@@ -84,9 +96,7 @@ describe('frames of the whole state: a page whose backlog outgrew the live windo
     expect(host.host.backlog).toBe(0)
     // It thaws: one frame replaces what it shows.
     seen.length = 0
-    wires(page).toHost.drop.delete('ack')
-    page.connector.link?.send({ t: 'ack', frame: 3 })
-    await world.run(100)
+    await thaw(world, page)
     expect(reads(page.engine)).toEqual(reads(engine))
     // The window that expired meanwhile leaves as at that watermark, without a retraction; the watched one shows its correction and whole history.
     expect(seen.filter((c) => c.type === 'retract')).toEqual([])
@@ -97,14 +107,9 @@ describe('frames of the whole state: a page whose backlog outgrew the live windo
   }, 60_000)
 
   it('a page that keeps up is not resynced by one tick that touched many windows (a backfill): it sees every window fire', async () => {
-    const world = new World()
     // A backfill: one batch of history spanning 21,000 windows; the watermark follows the events,
     // so they all fire, turn final and leave live state within that one batch.
-    const host = hosted(world, { engine: { windows: tumbling(10), watermark: boundedOutOfOrderness(0), retention: 0 } })
-    const page = world.page(() => host)
-    await world.run()
-    await page.engine.ready
-    const engine = host.host.engine as Engine
+    const { world, page, engine } = await connected({ windows: tumbling(10), watermark: boundedOutOfOrderness(0), retention: 0 })
     const emitted = new Set<number>()
     engine.subscribe((changes) => {
       for (const c of changes) if (c.result.final) emitted.add(c.result.start)
@@ -127,13 +132,8 @@ describe('frames of the whole state: a page whose backlog outgrew the live windo
   }, 60_000)
 
   it('retracts a session the engine withdrew while the page was frozen when its successor is live, though its stale end is past the watermark', async () => {
-    const world = new World()
     // A session spec beside a tumbling one whose windows fill the backlog while the page is frozen.
-    const host = hosted(world, { engine: { windows: [session(300), tumbling(10)], watermark: manual(), allowedLateness: 50, retention: 0 } })
-    const page = world.page(() => host)
-    await world.run()
-    await page.engine.ready
-    const engine = host.host.engine as Engine
+    const { world, host, page, engine } = await connected({ windows: [session(300), tumbling(10)], watermark: manual(), allowedLateness: 50, retention: 0 })
     const reading = (n: number, ts = n * 10): StreamEvent => ({ id: `d1#${n}`, source: 'd1', ts, key: 's', value: 1 })
     // Shown on the page before it freezes: a session at 1,000 [1000, 1300), not final.
     await page.engine.ingest([reading(0, 1_000)])
@@ -168,9 +168,7 @@ describe('frames of the whole state: a page whose backlog outgrew the live windo
     // The engine retracted the session at 1,000 and showed it at 800.
     expect(engineSaid.some((c) => c.type === 'retract' && c.result.start === 1_000)).toBe(true)
     // It thaws.
-    wires(page).toHost.drop.delete('ack')
-    page.connector.link?.send({ t: 'ack', frame: 3 })
-    await world.run(100)
+    await thaw(world, page)
     expect(reads(page.engine)).toEqual(reads(engine))
     const sessionChanges = seen.filter((c) => c.result.window === sessionId && c.result.key === 's').map((c) => [c.type, c.result.start, c.previous?.start])
     // The session at 800 that swallowed the one at 1,000 arrives as a new window: the one at 1,000
@@ -180,12 +178,7 @@ describe('frames of the whole state: a page whose backlog outgrew the live windo
   }, 60_000)
 
   it('discarding: a pane the engine emitted between a tick and the ack that sends the whole state reaches the page once', async () => {
-    const world = new World()
-    const host = hosted(world, { engine: discarding })
-    const page = world.page(() => host)
-    await world.run()
-    await page.engine.ready
-    const engine = host.host.engine as Engine
+    const { world, host, page, engine } = await connected(discarding)
     const w = (n: number): StreamEvent => ({ id: `w#${n}`, source: 'w', ts: 1_000_000 + n, key: 'w', value: 1 })
     await page.engine.ingest([w(0)])
     await world.run(40)
@@ -208,12 +201,7 @@ describe('frames of the whole state: a page whose backlog outgrew the live windo
   }, 60_000)
 
   it('discarding: a watched window that did not change while the page was frozen gets no change from the whole-state frame', async () => {
-    const world = new World()
-    const host = hosted(world, { engine: discarding })
-    const page = world.page(() => host)
-    await world.run()
-    await page.engine.ready
-    const engine = host.host.engine as Engine
+    const { world, host, page, engine } = await connected(discarding)
     await page.engine.ingest([{ id: 'w#0', source: 'w', ts: 1_000_000, key: 'w', value: 1 }])
     await world.run(40)
     expect(page.engine.history('tumbling:10', 'w', 1_000_000)).toEqual([])
@@ -223,9 +211,7 @@ describe('frames of the whole state: a page whose backlog outgrew the live windo
     const seen: WindowChange[] = []
     page.engine.subscribe((changes) => seen.push(...changes))
     await freezeUntilResync(world, page, host)
-    wires(page).toHost.drop.delete('ack')
-    page.connector.link?.send({ t: 'ack', frame: 3 })
-    await world.run(100)
+    await thaw(world, page)
     expect(reads(page.engine)).toEqual(reads(engine))
     expect(page.engine.history('tumbling:10', 'w', 1_000_000)).toEqual(engine.history('tumbling:10', 'w', 1_000_000))
     expect(of(emitted, 'w')).toEqual([])
@@ -234,12 +220,7 @@ describe('frames of the whole state: a page whose backlog outgrew the live windo
   }, 60_000)
 
   it('accumulating: after the whole-state frame the late lane, stats and histories are the engine\'s, watches sent during the freeze included', async () => {
-    const world = new World()
-    const host = hosted(world, { engine: { windows: tumbling(10), watermark: manual(), allowedLateness: 50, retention: 0, limits: { maxLateEvents: 5 } } })
-    const page = world.page(() => host)
-    await world.run()
-    await page.engine.ready
-    const engine = host.host.engine as Engine
+    const { world, host, page, engine } = await connected({ windows: tumbling(10), watermark: manual(), allowedLateness: 50, retention: 0, limits: { maxLateEvents: 5 } })
     await page.engine.ingest([{ id: 'w#0', source: 'w', ts: 1_000_000, key: 'w', value: 1 }])
     await world.run(40)
     await freezeUntilResync(world, page, host)
@@ -255,9 +236,7 @@ describe('frames of the whole state: a page whose backlog outgrew the live windo
     await world.run(20)
     expect(host.host.backlog).toBe(0)
     expect(engine.lateEvents()).toHaveLength(5)
-    wires(page).toHost.drop.delete('ack')
-    page.connector.link?.send({ t: 'ack', frame: 3 })
-    await world.run(100)
+    await thaw(world, page)
     expect(reads(page.engine)).toEqual(reads(engine))
     expect(page.engine.history('tumbling:10', 'w', 1_000_000)).toEqual(engine.history('tumbling:10', 'w', 1_000_000))
     expect(page.engine.history('tumbling:10', 'w', 1_000_000).map((r) => [r.status, r.count])).toEqual([['on_time', 1], ['corrected', 2]])
@@ -272,12 +251,7 @@ describe('frames of the whole state: a page whose backlog outgrew the live windo
   }, 60_000)
 
   it('discarding: a page welcomed between a change and the next tick gets that pane once', async () => {
-    const world = new World()
-    const host = hosted(world, { engine: discarding })
-    const first = world.page(() => host)
-    await world.run()
-    await first.engine.ready
-    const engine = host.host.engine as Engine
+    const { world, host, page: first, engine } = await connected(discarding)
     const emitted: WindowChange[] = []
     engine.subscribe((changes) => emitted.push(...changes))
     void first.engine.ingest([{ id: 'w#0', source: 'w', ts: 1_000_000, key: 'w', value: 1 }])

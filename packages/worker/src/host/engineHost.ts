@@ -8,8 +8,8 @@ import { rowBuffers } from '../protocol/windowRows.ts'
 import { aggregateIdentities } from '../protocol/aggregateIdentities.ts'
 import { type HostCall, type HostMessage, type HostMode, type MirroredOptions, PROTOCOL_VERSION, wireError } from '../protocol/messages.ts'
 import { lockNames, type WorkerClock, type WorkerLocks } from '../page/platform.ts'
-import { ChangeCompactor } from './changeCompactor.ts'
-import { type ClientLink, HostClient, type HostState, type HostView, readHostState } from './hostClient.ts'
+import { FramePump } from './framePump.ts'
+import { type ClientLink, HostClient } from './hostClient.ts'
 import type { HostContext, HostEngineOptions } from './hostOptions.ts'
 import { ingestBatch } from './ingestBatch.ts'
 import { openHostedEngine } from './openHostedEngine.ts'
@@ -63,7 +63,6 @@ export class EngineHost {
   readonly #clients = new Map<ClientLink, HostClient>()
   /** Hellos that came before the engine was open. */
   readonly #waiting: { readonly link: ClientLink; readonly tab: string }[] = []
-  #compactor = new ChangeCompactor(false)
   #epoch = 0
   #engine: Engine | null = null
   #claim: LogClaim | null = null
@@ -72,16 +71,15 @@ export class EngineHost {
   #configWait: { readonly resolve: () => void; readonly reject: (error: Error) => void } | null = null
   #context: HostContext | null = null
   #cleanup: (() => void) | null = null
-  #state: HostState | null = null
   /** What pages need of the engine's options to expire windows as it does, and what its panes carry. */
   #mirrored: MirroredOptions = { allowedLateness: 0, retention: 60_000, accumulation: 'accumulating', aggregates: [] }
-  #timer: unknown = null
   #deposed: string | null = null
   /** Why the host could not start, told to every page. */
   #failure: string | null = null
   #stopped = false
   #releaseHostLock: (() => void) | null = null
   readonly #tabWatches: TabWatches
+  readonly #frames: FramePump
 
   constructor(options: HostEngineOptions, platform: HostPlatform, role: HostRole, events: HostEvents = {}) {
     this.#options = options
@@ -90,6 +88,7 @@ export class EngineHost {
     this.#events = events
     this.instance = globalThis.crypto.randomUUID()
     this.#tabWatches = new TabWatches(platform.locks, options.name)
+    this.#frames = new FramePump(platform.clock, options.frameMs ?? DEFAULT_FRAME_MS, () => this.#clients.values())
   }
 
   get epoch(): number {
@@ -97,7 +96,7 @@ export class EngineHost {
   }
 
   get ready(): boolean {
-    return this.#state !== null && this.#deposed === null
+    return this.#frames.attached && this.#deposed === null
   }
 
   /** The pages connected now. */
@@ -181,17 +180,12 @@ export class EngineHost {
       accumulation: engineOptions.accumulation ?? 'accumulating',
       aggregates: aggregateIdentities(engineOptions.aggregates),
     }
-    this.#compactor = new ChangeCompactor(this.#keepsPanes)
     const context: HostContext = { engine, config, mode: this.#role.mode, instance: this.instance, epoch: this.#epoch }
     this.#context = context
     const cleanup = await this.#options.setup?.(context)
     if (typeof cleanup === 'function') this.#cleanup = cleanup
     this.#stillStarting()
-    engine.subscribe((changes) => {
-      this.#compactor.add(changes)
-      this.#schedule()
-    })
-    this.#state = readHostState(this.#engine as Engine, null)
+    this.#frames.attach(engine, this.#keepsPanes)
     this.#events.ready?.()
     for (const { link, tab } of this.#waiting.splice(0)) this.#welcome(link, tab)
   }
@@ -219,12 +213,11 @@ export class EngineHost {
       }
       case 'ack':
         client.ack((message as { frame: number }).frame)
-        if (client.resyncing) this.#schedule()
-        else if (this.#state !== null) client.flush(this.#state, this.#view)
+        this.#frames.acknowledged(client)
         return
       case 'watch-history':
         client.watch(address(message as WindowAddress))
-        this.#schedule()
+        this.#frames.schedule()
         return
       case 'unwatch-history':
         client.unwatch(address(message as WindowAddress))
@@ -274,8 +267,7 @@ export class EngineHost {
   }
 
   async #shutdown(): Promise<void> {
-    this.#platform.clock.clearTimeout(this.#timer)
-    this.#timer = null
+    this.#frames.stop()
     this.#tabWatches.forgetAll()
     // Runs again when `start` set up more after a first shutdown: each piece ends once.
     const cleanup = this.#cleanup
@@ -358,7 +350,7 @@ export class EngineHost {
       this.#config = { value: hello.config }
       this.#configWait?.resolve()
     }
-    if (this.#state === null) this.#waiting.push({ link, tab })
+    if (!this.#frames.attached) this.#waiting.push({ link, tab })
     else this.#welcome(link, tab)
   }
 
@@ -366,19 +358,11 @@ export class EngineHost {
     const engine = this.#engine
     if (engine === null) return
     this.drop(link)
-    // The changes since the last tick go to the other pages first: the snapshot holds them, and
-    // the next tick must not send them to this page again.
-    if (this.#timer !== null) {
-      this.#platform.clock.clearTimeout(this.#timer)
-      this.#tick()
-    }
     const client = new HostClient(tab, link, this.#keepsPanes)
     this.#clients.set(link, client)
     this.#tabWatches.watch(client, () => this.drop(link))
-    const state = readHostState(this.#engine as Engine, this.#state)
-    this.#state = state
     const options = this.#mirrored
-    const frame = client.snapshot(state, engine.results())
+    const frame = this.#frames.snapshot(client)
     const message: HostMessage = {
       t: 'welcome',
       v: PROTOCOL_VERSION,
@@ -391,29 +375,6 @@ export class EngineHost {
       frame,
     }
     link.send(message, rowBuffers(frame.rows))
-  }
-
-  #schedule(): void {
-    if (this.#timer !== null || this.#state === null) return
-    this.#timer = this.#platform.clock.setTimeout(this.#tick, this.#options.frameMs ?? DEFAULT_FRAME_MS)
-  }
-
-  #tick = (): void => {
-    this.#timer = null
-    if (this.#engine === null) return
-    const touched = this.#compactor.take()
-    const state = readHostState(this.#engine as Engine, this.#state)
-    this.#state = state
-    for (const client of this.#clients.values()) {
-      client.absorb(touched, state.stats.openWindows)
-      client.flush(state, this.#view)
-    }
-  }
-
-  /** What a client's frame reads from the engine. */
-  readonly #view: HostView = {
-    history: (at) => this.#engine?.history(at.window, at.key, at.start, at.end) ?? [],
-    results: () => this.#engine?.results() ?? [],
   }
 
   /** Discarding mode: every pane is an increment a page adds up, so none is left out of a frame. */

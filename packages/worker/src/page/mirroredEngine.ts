@@ -11,7 +11,7 @@ import type {
 import type { RecoveryReport } from '@tidemark/idb'
 import { ChangeFeed, ingestSink, reportListenerError } from '@tidemark/engine/adapter'
 import { reportUnlessWithdrawn } from '../common/reportError.ts'
-import { addressOf, sameAddress, sharesStart, specSize, type WindowAddress } from '../common/windowAddress.ts'
+import { addressOf, sharesStart, specSize } from '../common/windowAddress.ts'
 import { encodeEvents } from '../protocol/eventColumns.ts'
 import {
   type FrameMessage,
@@ -29,7 +29,7 @@ import type { HostConnector, HostLink, LinkSink } from './hostLink.ts'
 import { IngestQueue } from './ingestQueue.ts'
 import { lockNames, type WorkerClock, type WorkerLocks } from './platform.ts'
 import type { RemoteEngine, WorkerConnection } from './remoteEngine.ts'
-import { WindowMirror } from './windowMirror.ts'
+import { MirroredState } from './mirroredState.ts'
 
 /** What a `MirroredEngine` is made of (`connectEngine` assembles it). */
 export interface MirroredEngineOptions {
@@ -47,7 +47,6 @@ export interface MirroredEngineOptions {
   readonly ownsHost: (link: HostLink) => boolean
 }
 
-const EMPTY_LANE: readonly LateEvent[] = Object.freeze([])
 const NO_HISTORY: readonly WindowResult[] = Object.freeze([])
 const CLOSED = 'the remote engine is closed'
 /** How long `close()` waits for a host while none serves the page (counted again each time one goes away). */
@@ -60,17 +59,13 @@ export const CLOSE_WAIT_MS = 10_000
  */
 export class MirroredEngine implements RemoteEngine, LinkSink {
   readonly #options: MirroredEngineOptions
-  readonly #mirror = new WindowMirror()
+  readonly #state = new MirroredState()
   readonly #queue: IngestQueue
   readonly #feed = new ChangeFeed()
   readonly #connectionListeners = new Set<(connection: WorkerConnection) => void>()
   readonly #calls = new HostCalls()
   #link: HostLink | null = null
   #welcomed = false
-  #watermark = Number.NEGATIVE_INFINITY
-  #stats: EngineStats | null = null
-  #sync: SyncStatus | null = null
-  #lane: readonly LateEvent[] = EMPTY_LANE
   #recovery: RecoveryReport | null = null
   #connection: WorkerConnection
   #lostAt: number | null = null
@@ -230,7 +225,7 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
   }
 
   results(query?: ResultQuery): readonly WindowResult[] {
-    return this.#mirror.results(query)
+    return this.#state.windows.results(query)
   }
 
   subscribe(listener: (changes: readonly WindowChange[]) => void): () => void {
@@ -238,20 +233,21 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
   }
 
   watermark(): number {
-    return this.#watermark
+    return this.#state.watermark
   }
 
   lateEvents(): readonly LateEvent[] {
-    return this.#lane
+    return this.#state.lateLane
   }
 
   stats(): EngineStats {
-    if (this.#stats === null) throw new Error('the remote engine has no stats before its host welcomed it')
-    return this.#stats
+    const stats = this.#state.stats
+    if (stats === null) throw new Error('the remote engine has no stats before its host welcomed it')
+    return stats
   }
 
   syncStatus(): SyncStatus {
-    return this.#sync ?? { state: 'local', lastSync: null, pendingLocalUpdates: 0, peers: 0, refusal: null }
+    return this.#state.sync
   }
 
   history(window: string, key: string, start: number, end?: number): readonly WindowResult[] {
@@ -259,11 +255,12 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
     const size = specSize(window)
     if (end !== undefined && !sharesStart(window) && !Number.isNaN(size) && end !== start + size) return NO_HISTORY
     const address = addressOf(end === undefined ? { window, key, start } : { window, key, start, end })
-    const kept = this.#mirror.history(address)
+    const windows = this.#state.windows
+    const kept = windows.history(address)
     if (kept !== undefined) return kept
-    this.#mirror.watch(address)
+    windows.watch(address)
     if (this.#welcomed) this.#link?.send({ t: 'watch-history', ...address })
-    const latest = this.#mirror.get(address)
+    const latest = windows.get(address)
     return latest === undefined || latest.status === 'provisional' ? NO_HISTORY : [latest]
   }
 
@@ -348,12 +345,12 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
     }
     const previous = this.#connection
     const takeover = previous.instance !== '' && previous.instance !== welcome.instance
-    this.#mirror.options = welcome.options
+    this.#state.windows.options = welcome.options
     this.#recovery = welcome.recovery
     this.#welcomed = true
     this.#frame(link, welcome.frame, true)
     this.#watchHost(link, welcome.instance)
-    for (const address of this.#mirror.watched()) link.send({ t: 'watch-history', ...address })
+    for (const address of this.#state.windows.watched()) link.send({ t: 'watch-history', ...address })
     this.#queue.connected(welcome.credits)
     this.#calls.sendWaiting(link)
     this.#setConnection({
@@ -379,40 +376,10 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
       this.failed(`the host sent a frame this page cannot read (${problem}): reload the page`)
       return
     }
-    const changes: WindowChange[] = []
-    const unwatched: WindowAddress[] = []
-    const resets =
-      welcome || frame.replace === true
-        ? this.#mirror.replace(frame.rows, changes, unwatched, frame.watermark, welcome)
-        : this.#mirror.apply(frame.rows, changes, unwatched)
-    // A new host was never asked for these; the current one forgets them.
-    if (!welcome) for (const address of unwatched) link.send({ t: 'unwatch-history', ...address })
-    if (resets.length > 0) this.#touchHistories(resets, changes)
-    this.#watermark = frame.watermark
-    if (frame.stats !== undefined) this.#stats = frame.stats
-    if (frame.sync !== undefined) this.#sync = frame.sync
-    if (frame.late !== undefined) {
-      const { entries, replace: whole } = frame.late
-      const lane = whole ? [...entries] : [...this.#lane, ...entries]
-      const keep = this.#stats?.lateLane ?? lane.length
-      this.#lane = Object.freeze(lane.length > keep ? lane.slice(lane.length - keep) : lane)
-    }
-    for (const address of this.#mirror.expire(frame.watermark)) link.send({ t: 'unwatch-history', ...address })
+    const { changes, unwatched } = this.#state.apply(frame, welcome)
+    for (const address of unwatched) link.send({ t: 'unwatch-history', ...address })
     link.send({ t: 'ack', frame: frame.frame })
     this.#feed.publish(changes)
-  }
-
-  /**
-   * A history that arrived for a window no change row touched still needs a change, so views
-   * re-read it: the window's latest result again (a cumulating window's end tells it apart).
-   */
-  #touchHistories(addresses: readonly WindowAddress[], changes: WindowChange[]): void {
-    for (const address of addresses) {
-      if (changes.some(({ result }) => sameAddress(result, address))) continue
-      const result = this.#mirror.get(address)
-      if (result === undefined) continue
-      changes.push({ type: result.status === 'provisional' ? 'provisional' : result.status === 'on_time' ? 'on_time' : 'correction', result, pane: result.pane })
-    }
   }
 
   /** Waits on the host's lock: granted when the host is gone, whatever ended it. */
