@@ -47,7 +47,8 @@ function recordErrors(page: Page, label: string, errors: string[]): void {
 }
 
 function deviceRow(page: Page, id: string) {
-  return page.locator('.device-row', { has: page.locator('td', { hasText: id }) }).first()
+  // The whole cell: a substring would also match another row's host instance (`fad030c1` holds `d03`).
+  return page.locator('.device-row', { has: page.locator('td', { hasText: new RegExp(`^${id}$`) }) }).first()
 }
 
 /** Takes `id` offline from the dashboard, waits until windows fired without it, brings it back; returns its activity line. */
