@@ -6,6 +6,8 @@ import { execFileSync } from 'node:child_process'
 import { afterAll, expect, it } from 'vitest'
 import * as Y from 'yjs'
 import { openPostgres } from '../src/index.ts'
+import { RelayMetrics } from '../src/metrics/relayMetrics.ts'
+import { RoomStore } from '../src/store/roomStore.ts'
 import { killRelays, spawnRelay } from './support/relayProcess.ts'
 import { type PostgresServer, startPostgres } from './support/postgresServer.ts'
 import { clockEntry, dashboardToken, deviceToken, groupEntry, metric, openRoom, relaySocket, replicaLog, SECRET_TEXT, waitFor, waitUntil } from './support/roomClients.ts'
@@ -79,4 +81,46 @@ it('a statement the server never answers (a stalled network) fails after the que
   }
   expect((await sql.query<{ n: number }>('select 1 as n')).rows).toEqual([{ n: 1 }])
   await sql.close()
+})
+
+it('two relays writing the same updates of many rooms at once, their rooms in opposite orders, store each once and never deadlock', async () => {
+  postgres ??= await startPostgres()
+  const errors: Error[] = []
+  const logged: string[] = []
+  const timing = { writeWindowMs: 60_000, compactAfterRows: 100_000, compactAfterBytes: 1 << 30 }
+  const relays = await Promise.all(
+    [0, 1].map(async () => {
+      const metrics = new RelayMetrics()
+      const sql = await openPostgres(postgres?.url as string, (error) => errors.push(error))
+      return { sql, metrics, store: await RoomStore.open(sql, timing, metrics, (_level, text) => logged.push(text)) }
+    }),
+  )
+  const [a, b] = relays as [(typeof relays)[0], (typeof relays)[0]]
+  const rooms = Array.from({ length: 40 }, (_, r) => `fleet-x/d${r}`)
+  const ROUNDS = 8
+  const PER_ROOM = 5
+  try {
+    for (let round = 0; round < ROUNDS; round++) {
+      const updates = rooms.map((room, r) => {
+        const doc = new Y.Doc()
+        const made: Uint8Array[] = []
+        doc.on('update', (update: Uint8Array) => made.push(update))
+        for (let i = 0; i < PER_ROOM; i++) replicaLog(doc, `d${r}`).push([groupEntry(`d${r}-temp`, (round * PER_ROOM + i) * 60_000)])
+        return [room, made] as const
+      })
+      // A takes the rooms in one order, B in the other: in arrival order, their writes would
+      // each wait for a row the other holds.
+      for (const [room, made] of updates) for (const update of made) a.store.append(room, update)
+      for (const [room, made] of [...updates].reverse()) for (const update of made) b.store.append(room, update)
+      await Promise.all([a.store.flush(), b.store.flush()])
+    }
+    const { rows } = await a.sql.query<{ n: number }>("select count(*)::int as n from tidemark_relay_updates where room like 'fleet-x/%'")
+    expect(rows[0]?.n).toBe(ROUNDS * rooms.length * PER_ROOM)
+    expect(a.metrics.updatesStored + b.metrics.updatesStored).toBe(ROUNDS * rooms.length * PER_ROOM)
+    expect(a.metrics.updatesAlreadyStored + b.metrics.updatesAlreadyStored).toBe(ROUNDS * rooms.length * PER_ROOM)
+    expect(logged).toEqual([])
+    expect(errors).toEqual([])
+  } finally {
+    for (const relay of relays) await relay.store.close()
+  }
 })

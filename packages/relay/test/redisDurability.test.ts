@@ -7,6 +7,7 @@
 import { afterAll, expect, it } from 'vitest'
 import * as Y from 'yjs'
 import { type RedisServer, startRedisServer } from '../scripts/redisServer.ts'
+import { openPostgres } from '../src/index.ts'
 import { type PostgresServer, startPostgres } from './support/postgresServer.ts'
 import { killRelays, spawnRelay } from './support/relayProcess.ts'
 import { dashboardToken, deviceToken, groupEntry, metric, openRoom, relaySocket, replicaLog, SECRET_TEXT, waitFor, waitUntil } from './support/roomClients.ts'
@@ -61,4 +62,35 @@ it('updates a killed relay acknowledged but never stored are stored by the relay
   expect(replicaLog(fresh.doc, 'd1').toJSON()).toEqual(replicaLog(deviceDoc, 'd1').toJSON())
   expect(replicaLog(fresh.doc, 'd1').length).toBe(12)
   expect(await c.stop('SIGTERM')).toEqual({ code: 0, signal: null })
+})
+
+it('two relays holding a room store each of its updates once: what one relay took from its client and the other through Redis is one row', async () => {
+  postgres ??= await startPostgres()
+  redis ??= await startRedisServer()
+  const shared = { DATABASE_URL: postgres.url, TIDEMARK_AUTH_SECRET: SECRET_TEXT, REDIS_URL: redis.url, TIDEMARK_STORE_DEBOUNCE_MS: '100' }
+  const a = await spawnRelay(shared)
+  const b = await spawnRelay(shared)
+  const deviceDoc = new Y.Doc()
+  const writer = openRoom(socketTo(a.url), 'fleet-o/d1', await deviceToken('fleet-o', 'd1'), deviceDoc)
+  const reader = openRoom(socketTo(b.url), 'fleet-o/d1', await dashboardToken('fleet-o'))
+  await waitFor(() => writer.synced() && reader.synced(), 'both synced')
+  for (let i = 0; i < 10; i++) replicaLog(deviceDoc, 'd1').push([groupEntry('d1-temp', i * 60_000)])
+  await waitFor(() => replicaLog(reader.doc, 'd1').length === 10, 'B has them through Redis')
+  const written = async (name: string): Promise<number> => (await metric(a.httpUrl, name)) + (await metric(b.httpUrl, name))
+  // Both relays write all 10 (A also lists the room in its fleet's directory, a room of its own);
+  // whichever writes an update second finds it stored.
+  await waitUntil(async () => (await written('tidemark_relay_updates_already_stored_total')) >= 10, 'both relays wrote the updates')
+  expect(await written('tidemark_relay_updates_already_stored_total')).toBe(10)
+  const sql = await openPostgres(postgres.url, (error) => {
+    throw error
+  })
+  try {
+    const { rows } = await sql.query<{ n: number }>("select count(*)::int as n from tidemark_relay_updates where room = 'fleet-o/d1'")
+    expect(rows[0]?.n).toBe(10)
+  } finally {
+    await sql.close()
+  }
+  for (const socket of sockets.splice(0)) socket.destroy()
+  expect(await a.stop('SIGTERM')).toEqual({ code: 0, signal: null })
+  expect(await b.stop('SIGTERM')).toEqual({ code: 0, signal: null })
 })

@@ -107,7 +107,7 @@ export class RoomPersistence implements Extension {
       // store: its clients' updates, the directory's, and those relayed through Redis (the relay
       // their client sent them to may die inside its write window, and its clients, moving here,
       // would not send again what this relay already holds). Relays sharing a database thus write
-      // an update more than once; applying it twice changes nothing, and compaction folds them.
+      // an update more than once; the store keeps the first write (rows are keyed by digest).
       if (transactionOrigin === LOAD_ORIGIN) return
       this.#store.append(documentName, update)
       if (transactionOrigin instanceof Connection) this.#listInDirectory(documentName)

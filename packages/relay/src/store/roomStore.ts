@@ -1,8 +1,8 @@
 /**
  * Durable rooms: per room a compacted snapshot plus the updates accepted since.
  *
- *   tidemark_relay_updates   (seq, room, bytes)      one row per accepted client update
- *   tidemark_relay_snapshots (room, version, bytes)  the room's state when last compacted
+ *   tidemark_relay_updates   (seq, room, bytes, digest)  one row per distinct accepted update
+ *   tidemark_relay_snapshots (room, version, bytes)      the room's state when last compacted
  *
  * Accepted updates are written in batches, at most `writeWindowMs` after the first of a batch
  * arrived: a relay killed without warning loses at most that window, which the devices' own
@@ -11,7 +11,10 @@
  * through a Y.Doc so superseded entries are garbage-collected, and deletes exactly the rows it
  * folded, in one transaction guarded by the snapshot's version: relays sharing one PostgreSQL
  * never lose each other's rows. Stored bytes then plateau under a steady stream of writes.
+ * A row is keyed by its room and the SHA-256 of its bytes: relays sharing a database each write
+ * the updates their rooms take, and the first write of an update stores it, the others none.
  */
+import { createHash } from 'node:crypto'
 import * as Y from 'yjs'
 import type { RelayMetrics, StoreOperation } from '../metrics/relayMetrics.ts'
 import { describeError, type RelayLog } from '../relayLog.ts'
@@ -59,6 +62,9 @@ const SCHEMA = [
   'select pg_advisory_xact_lock(7315041)',
   'create table if not exists tidemark_relay_updates (seq bigint generated always as identity primary key, room text not null, bytes bytea not null)',
   'create index if not exists tidemark_relay_updates_room on tidemark_relay_updates (room, seq)',
+  // Rows written before the digest existed keep a null one: null digests never collide.
+  'alter table tidemark_relay_updates add column if not exists digest bytea',
+  'create unique index if not exists tidemark_relay_updates_digest on tidemark_relay_updates (room, digest)',
   'create table if not exists tidemark_relay_snapshots (room text primary key, version bigint not null, bytes bytea not null)',
 ]
 
@@ -74,6 +80,30 @@ const STORED_BYTES = `select (
   (select coalesce(sum(octet_length(bytes)), 0) from tidemark_relay_updates))::float8 as n`
 
 const ROWS_PER_INSERT = 50
+
+/** One update row to write: its room, bytes and their digest. */
+interface UpdateRow {
+  readonly room: string
+  readonly bytes: Uint8Array
+  readonly digest: Buffer
+}
+
+/** What an insert stored: the room and size of each row new to the store. */
+interface StoredRow {
+  readonly room: string
+  readonly size: number
+}
+
+/**
+ * The rows of a write, in the order every relay writes them: by room, then digest. Two relays'
+ * writes holding the same updates then wait for each other's rows in one order, never in a
+ * cycle (a deadlock PostgreSQL would break by failing one of them). A room's rows need no order:
+ * a room is loaded and compacted by applying all of them in one transaction.
+ */
+function updateRows(batch: readonly (readonly [string, readonly Uint8Array[]])[]): UpdateRow[] {
+  const rows = batch.flatMap(([room, updates]) => updates.map((bytes) => ({ room, bytes, digest: createHash('sha256').update(bytes).digest() })))
+  return rows.sort((a, b) => (a.room < b.room ? -1 : a.room > b.room ? 1 : Buffer.compare(a.digest, b.digest)))
+}
 
 const STORED_BYTES_READ_EVERY_MS = 60_000
 const MAX_PENDING_PER_ROOM = 64
@@ -109,7 +139,7 @@ export class RoomStore {
   #writingBytes = 0
   readonly #timers: RelayTimers
   #timer: unknown
-  #writing: Promise<void> | undefined
+  #writing: Promise<unknown> | undefined
   #retryMs = 0
   #compactions: Promise<void> = Promise.resolve()
   /** Rooms with a compaction queued. */
@@ -220,28 +250,41 @@ export class RoomStore {
     const bytes = this.#pendingBytes
     this.#pendingBytes = 0
     this.#writingBytes = bytes
-    const rows = batch.flatMap(([room, updates]) => updates.map((update) => [room, update] as const))
+    const rows = updateRows(batch)
     const writing = this.#timed('flush', () =>
       this.#sql.transaction(async (tx) => {
+        const stored: StoredRow[] = []
         for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
           const chunk = rows.slice(i, i + ROWS_PER_INSERT)
-          const values = chunk.map((_, j) => `($${2 * j + 1}, $${2 * j + 2})`).join(', ')
-          await tx.query(`insert into tidemark_relay_updates (room, bytes) values ${values}`, chunk.flat())
+          const values = chunk.map((_, j) => `($${3 * j + 1}, $${3 * j + 2}, $${3 * j + 3})`).join(', ')
+          const params = chunk.flatMap((row) => [row.room, row.bytes, row.digest])
+          // An update another relay (or this one, before a retry) stored already is left as it is.
+          const result = await tx.query<StoredRow>(
+            `insert into tidemark_relay_updates (room, bytes, digest) values ${values} on conflict (room, digest) do nothing returning room, octet_length(bytes) as size`,
+            params,
+          )
+          stored.push(...result.rows)
         }
+        return stored
       }),
     )
     this.#writing = writing
     try {
-      await writing
+      const stored = await writing
       this.#retryMs = 0
-      this.#metrics.updatesStored += rows.length
-      if (this.#stored !== undefined) this.#stored += rows.reduce((n, [, update]) => n + update.byteLength, 0)
-      for (const [room, updates] of batch) {
+      this.#metrics.updatesStored += stored.length
+      this.#metrics.updatesAlreadyStored += rows.length - stored.length
+      if (this.#stored !== undefined) this.#stored += stored.reduce((n, row) => n + row.size, 0)
+      const grown = new Set<string>()
+      for (const row of stored) {
         // A room unloaded meanwhile is not tracked any more (it compacts at its next load).
-        const tail = this.#tails.get(room)
+        const tail = this.#tails.get(row.room)
         if (tail === undefined) continue
-        tail.rows += updates.length
-        for (const update of updates) tail.bytes += update.byteLength
+        tail.rows++
+        tail.bytes += row.size
+        grown.add(row.room)
+      }
+      for (const room of grown) {
         // Compacting as soon as a room's rows outgrow their threshold keeps its stored bytes
         // within snapshot + threshold + one write window, however fast it is written.
         if (this.needsCompaction(room)) this.compact(room).catch((error: unknown) => this.#log('warn', `compacting ${room} failed: ${describeError(error)}`))
