@@ -124,3 +124,36 @@ it('two relays writing the same updates of many rooms at once, their rooms in op
     for (const relay of relays) await relay.store.close()
   }
 })
+
+it('a relay starting beside a long read of the store (a dump, a report) opens it without waiting for the read to end', async () => {
+  postgres ??= await startPostgres()
+  const errors: Error[] = []
+  const reader = await openPostgres(postgres.url, (error) => errors.push(error))
+  const timing = { writeWindowMs: 60_000, compactAfterRows: 100_000, compactAfterBytes: 1 << 30 }
+  // The schema exists (with its digest column) before the read starts, as on any restart.
+  await (await RoomStore.open(reader, timing, new RelayMetrics(), () => undefined)).flush()
+  let endRead: () => void = () => undefined
+  const readEnds = new Promise<void>((resolve) => {
+    endRead = resolve
+  })
+  const read = reader.transaction(async (tx) => {
+    await tx.query('select count(*) from tidemark_relay_updates')
+    await readEnds
+  })
+  const sql = await openPostgres(postgres.url, (error) => errors.push(error))
+  try {
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const stuck = new Promise<'stuck'>((resolve) => {
+      timer = setTimeout(() => resolve('stuck'), 10_000)
+    })
+    const opened = RoomStore.open(sql, timing, new RelayMetrics(), () => undefined).then(() => 'opened' as const)
+    expect(await Promise.race([opened, stuck])).toBe('opened')
+    clearTimeout(timer)
+  } finally {
+    endRead()
+    await read
+    await sql.close()
+    await reader.close()
+  }
+  expect(errors).toEqual([])
+})

@@ -46,7 +46,7 @@ export class RelayMetrics {
   updatesOut = 0
   /** Update rows written to the store. */
   updatesStored = 0
-  /** Updates this relay wrote that the store already held (another relay sharing it, or this one, wrote them first). */
+  /** Updates this relay wrote that the store already held (written first by another relay sharing it, or by this one). */
   updatesAlreadyStored = 0
   /** Updates held until the updates they depend on arrived. */
   updatesHeld = 0
@@ -118,7 +118,7 @@ export class RelayMetrics {
     metric('tidemark_relay_updates_in_total', 'counter', 'Client updates accepted and applied.', [`tidemark_relay_updates_in_total ${this.updatesIn}`])
     metric('tidemark_relay_updates_out_total', 'counter', 'Updates sent to connections.', [`tidemark_relay_updates_out_total ${this.updatesOut}`])
     metric('tidemark_relay_updates_stored_total', 'counter', 'Update rows written to the store.', [`tidemark_relay_updates_stored_total ${this.updatesStored}`])
-    metric('tidemark_relay_updates_already_stored_total', 'counter', 'Updates written that the store already held (written first by another relay sharing it): no row added.', [
+    metric('tidemark_relay_updates_already_stored_total', 'counter', 'Updates written that the store already held (written first by another relay sharing it, or by this one): no row added.', [
       `tidemark_relay_updates_already_stored_total ${this.updatesAlreadyStored}`,
     ])
     metric(

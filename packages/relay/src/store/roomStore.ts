@@ -13,6 +13,7 @@
  * never lose each other's rows. Stored bytes then plateau under a steady stream of writes.
  * A row is keyed by its room and the SHA-256 of its bytes: relays sharing a database each write
  * the updates their rooms take, and the first write of an update stores it, the others none.
+ * A write holds its rooms' write locks, so two relays writing the same rows wait in turn.
  */
 import { createHash } from 'node:crypto'
 import * as Y from 'yjs'
@@ -45,6 +46,13 @@ interface RoomTail {
   readonly spread: number
 }
 
+/** FNV-1a of a room's name: where it falls among rooms, for spreading and for write locks. */
+function roomHash(room: string): number {
+  let hash = 2166136261
+  for (let i = 0; i < room.length; i++) hash = Math.imul(hash ^ room.charCodeAt(i), 16777619)
+  return hash >>> 0
+}
+
 /**
  * A room's own factor on the compaction thresholds, from its name. Rooms of a fleet are written
  * at the same pace from the same moment (a relay start, a fleet's reconnect): with one
@@ -52,9 +60,7 @@ interface RoomTail {
  * store for that long. Spread over half a threshold, they come one by one.
  */
 function thresholdSpread(room: string): number {
-  let hash = 2166136261
-  for (let i = 0; i < room.length; i++) hash = Math.imul(hash ^ room.charCodeAt(i), 16777619)
-  return 1 + ((hash >>> 0) % 1024) / 2048
+  return 1 + (roomHash(room) % 1024) / 2048
 }
 
 const SCHEMA = [
@@ -62,11 +68,32 @@ const SCHEMA = [
   'select pg_advisory_xact_lock(7315041)',
   'create table if not exists tidemark_relay_updates (seq bigint generated always as identity primary key, room text not null, bytes bytea not null)',
   'create index if not exists tidemark_relay_updates_room on tidemark_relay_updates (room, seq)',
-  // Rows written before the digest existed keep a null one: null digests never collide.
-  'alter table tidemark_relay_updates add column if not exists digest bytea',
-  'create unique index if not exists tidemark_relay_updates_digest on tidemark_relay_updates (room, digest)',
   'create table if not exists tidemark_relay_snapshots (room text primary key, version bigint not null, bytes bytea not null)',
 ]
+
+/** Whether the update rows have their digest and its unique index yet (read first: altering a table locks out its readers). */
+const DIGEST_SCHEMA = `select
+  exists (select 1 from pg_attribute where attrelid = 'tidemark_relay_updates'::regclass and attname = 'digest' and not attisdropped) as "column",
+  to_regclass('tidemark_relay_updates_digest') is not null as "index"`
+
+/** Rows written before the digest existed keep a null one: null digests never collide. */
+const ADD_DIGEST = 'alter table tidemark_relay_updates add column if not exists digest bytea'
+const INDEX_DIGEST = 'create unique index if not exists tidemark_relay_updates_digest on tidemark_relay_updates (room, digest)'
+
+/** The advisory lock space of writes (the two-number form; the schema's lock is of the one-number form). */
+const WRITE_LOCKS = 7315042
+/** Write locks: a room's is its hash modulo this. */
+const WRITE_LOCK_PARTS = 1024
+
+/**
+ * Takes the write locks of `rooms`, in ascending order in one statement. Two relays sharing a
+ * database write the same updates (a room held by both), and a row one of them inserted but has
+ * not committed makes the other's insert of it wait: taken in their own orders (a room's updates
+ * reach two relays in different orders when both have writers in it), such waits could form a
+ * cycle, which PostgreSQL breaks by failing a write. Under these locks a write meets no
+ * uncommitted row of its rooms, and the locks themselves are taken in one order everywhere.
+ */
+const LOCK_WRITES = `select pg_advisory_xact_lock(${WRITE_LOCKS}, part) from unnest($1::int[]) as part order by part`
 
 /** Snapshot and update rows of a room, read in one statement: one consistent view of both. */
 const READ_ROOM = `
@@ -95,14 +122,17 @@ interface StoredRow {
 }
 
 /**
- * The rows of a write, in the order every relay writes them: by room, then digest. Two relays'
- * writes holding the same updates then wait for each other's rows in one order, never in a
- * cycle (a deadlock PostgreSQL would break by failing one of them). A room's rows need no order:
- * a room is loaded and compacted by applying all of them in one transaction.
+ * The rows of a write, each room's in the order they arrived: Yjs applies a room's updates in
+ * one transaction when it loads, yet an update that comes before one it depends on can stay
+ * pending there (a few percent of the orders of several clients' edits of one type do).
  */
 function updateRows(batch: readonly (readonly [string, readonly Uint8Array[]])[]): UpdateRow[] {
-  const rows = batch.flatMap(([room, updates]) => updates.map((bytes) => ({ room, bytes, digest: createHash('sha256').update(bytes).digest() })))
-  return rows.sort((a, b) => (a.room < b.room ? -1 : a.room > b.room ? 1 : Buffer.compare(a.digest, b.digest)))
+  return batch.flatMap(([room, updates]) => updates.map((bytes) => ({ room, bytes, digest: createHash('sha256').update(bytes).digest() })))
+}
+
+/** The write-lock parts of the rooms of `batch`, ascending (see `LOCK_WRITES`). */
+function writeLocks(batch: readonly (readonly [string, unknown])[]): number[] {
+  return [...new Set(batch.map(([room]) => roomHash(room) % WRITE_LOCK_PARTS))].sort((a, b) => a - b)
 }
 
 const STORED_BYTES_READ_EVERY_MS = 60_000
@@ -165,6 +195,9 @@ export class RoomStore {
   static async open(sql: SqlClient, timing: RoomStoreTiming, metrics: RelayMetrics, log: RelayLog, timers: RelayTimers = GLOBAL_TIMERS): Promise<RoomStore> {
     await sql.transaction(async (tx) => {
       for (const statement of SCHEMA) await tx.query(statement)
+      const { rows } = await tx.query<{ column: boolean; index: boolean }>(DIGEST_SCHEMA)
+      if (rows[0]?.column !== true) await tx.query(ADD_DIGEST)
+      if (rows[0]?.index !== true) await tx.query(INDEX_DIGEST)
     })
     return new RoomStore(sql, timing, metrics, log, timers)
   }
@@ -253,6 +286,7 @@ export class RoomStore {
     const rows = updateRows(batch)
     const writing = this.#timed('flush', () =>
       this.#sql.transaction(async (tx) => {
+        await tx.query(LOCK_WRITES, [writeLocks(batch)])
         const stored: StoredRow[] = []
         for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
           const chunk = rows.slice(i, i + ROWS_PER_INSERT)
