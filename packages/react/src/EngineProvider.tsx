@@ -33,5 +33,6 @@ export function EngineProvider({ engine, scheduler, children }: EngineProviderPr
   const [defaultScheduler] = useState(createFrameScheduler)
   const frameScheduler = scheduler ?? defaultScheduler
   const feed = useMemo(() => new EngineFeed(engine, frameScheduler), [engine, frameScheduler])
-  return <EngineContext value={feed}>{children}</EngineContext>
+  // `.Provider`: React 18 renders a bare context as a consumer (and throws); 19 takes either.
+  return <EngineContext.Provider value={feed}>{children}</EngineContext.Provider>
 }

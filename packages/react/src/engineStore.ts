@@ -118,13 +118,15 @@ export function createEngineStore(engine: ObservedEngine, options: EngineStoreOp
     subscribe: (listener) => {
       // A wrapper per call, so one function subscribed twice is called twice, as in zustand.
       const entry = (next: EngineState, previous: EngineState): void => listener(next, previous)
+      if (stopFeed === null) {
+        stopFeed = feed.subscribe(refresh)
+        // Catches up with the engine before the listener joins: as in zustand, a listener is
+        // called for changes after it subscribed, never inside `subscribe`.
+        refresh(null)
+      }
       listeners.add(entry)
       const unsubscribe = () => listeners.delete(entry)
       subscribers++
-      if (stopFeed === null) {
-        stopFeed = feed.subscribe(refresh)
-        refresh(null)
-      }
       let subscribed = true
       return () => {
         if (!subscribed) return

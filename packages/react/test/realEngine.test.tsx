@@ -1,6 +1,7 @@
 import { afterProcessingTime, createEngine, createManualScheduler, cumulating, distinct, manual, quantiles, type StreamEvent, tumbling } from '@tidemark/engine'
 import { act, cleanup, render, screen } from '@testing-library/react'
 import { afterEach, describe, expect, it } from 'vitest'
+import { createEngineStore } from '../src/engineStore.ts'
 import { EngineProvider } from '../src/EngineProvider.tsx'
 import { useEngineStats } from '../src/useEngineStats.ts'
 import { useLateEvents } from '../src/useLateEvents.ts'
@@ -147,5 +148,30 @@ describe('with the real engine', () => {
     frame()
     expect(text('panes')).toBe('late #2/1 21 | 21 26 180000 | on_time,late')
   })
-})
 
+  it('keeps the stats and their future sources by identity while they read the same (each read of the engine makes new source records)', () => {
+    let now = 1_000_000
+    const engine = createEngine({ windows: tumbling(60_000), watermark: manual(), maxFutureSkew: 1_000, now: () => now })
+    engine.ingest([{ ...reading('ahead', now + 60_000, 1), source: 'd9' }])
+    expect(engine.stats().futureSources).toHaveLength(1)
+    const scheduler = createManualScheduler()
+    const store = createEngineStore(engine, { scheduler })
+    // Read without a subscriber (what zustand's useStore does first): the same state while nothing changed.
+    expect(store.getState()).toBe(store.getState())
+    const notified: string[] = []
+    store.subscribe((state, previous) => {
+      notified.push(state.stats === previous.stats ? 'same stats' : 'new stats')
+    })
+    const sources = store.getState().stats.futureSources
+    now += 1
+    engine.tick()
+    scheduler.flush()
+    expect(notified).toEqual([])
+    // Another counter changes: the stats are new, the future sources keep their identity.
+    engine.ingest([reading('1', 10, 8)])
+    scheduler.flush()
+    expect(notified).toEqual(['new stats'])
+    expect(store.getState().stats.futureSources).toBe(sources)
+    expect(store.getState().stats.anomalies.future_ts).toBe(1)
+  })
+})

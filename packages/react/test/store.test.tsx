@@ -90,4 +90,21 @@ describe('createEngineStore', () => {
     cleanup()
     expect(engine.listenerCount).toBe(0)
   })
+
+  it('calls a listener only for frames after it subscribed, never inside subscribe, even when the engine changed before', () => {
+    const { engine, scheduler, store } = setup()
+    engine.emit(MINUTE, 'temp', 0, 3)
+    const calls: number[] = []
+    // The usual unsubscribe-once pattern: `unsubscribe` must exist when the listener first runs.
+    const unsubscribe = store.subscribe((state) => {
+      calls.push(state.results[0]?.sum ?? -1)
+      unsubscribe()
+    })
+    expect(calls).toEqual([])
+    expect(store.getState().results.map((r) => r.sum)).toEqual([3])
+    engine.emit(MINUTE, 'temp', 0, 5)
+    scheduler.flush()
+    expect(calls).toEqual([5])
+    expect(engine.listenerCount).toBe(0)
+  })
 })

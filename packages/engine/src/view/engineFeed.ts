@@ -2,6 +2,7 @@ import type { Engine } from '../core/engineApi.ts'
 import type { WindowChange, WindowResult } from '../windows/windowResult.ts'
 import { compactChanges, EngineFrame, UNTOUCHED } from './engineFrame.ts'
 import type { FrameScheduler } from './frameScheduler.ts'
+import { callEach } from './frameTasks.ts'
 import { lookup, positionOf, positionsOf, sameWindow, type WindowAddress, type WindowAddressMap } from './windowAddresses.ts'
 
 /** What the bindings read from an engine; a structural subset, so tests can pass a fake. */
@@ -142,8 +143,14 @@ export class EngineFeed {
       if (watch === undefined) return undefined
       return watch.frame === number ? watch.latest : UNTOUCHED
     })
-    for (const listener of this.#listeners) listener(frame)
-    for (const watch of touched) for (const listener of watch.listeners) listener(frame)
+    // Every listener gets the frame even when one throws: its changes are gone from `#pending`.
+    callEach(this.#frameListeners(touched), (listener) => listener(frame))
+  }
+
+  /** The listeners of a frame: every frame listener, then the watchers of the windows it touched. */
+  *#frameListeners(touched: readonly Watch[]): Iterable<FrameListener> {
+    yield* this.#listeners
+    for (const watch of touched) yield* watch.listeners
   }
 
   #touch(address: WindowAddress, latest: WindowResult | null, number: number, touched: Watch[]): void {

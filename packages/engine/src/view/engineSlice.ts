@@ -3,7 +3,7 @@ import type { SyncStatus } from '../replica/syncStatus.ts'
 import type { ResultQuery, WindowResult } from '../windows/windowResult.ts'
 import type { ObservedEngine } from './engineFeed.ts'
 import type { EngineFrame } from './engineFrame.ts'
-import { sameWindowResult, shallowEqual, shallowEqual2, shareArray } from './structuralSharing.ts'
+import { sameField, sameWindowResult, shallowEqual, shareArray, shareRecord } from './structuralSharing.ts'
 import { positionOf, type WindowAddress } from './windowAddresses.ts'
 
 /**
@@ -130,7 +130,8 @@ export const lateEventsSlice: EngineSlice<readonly LateEvent[]> = rereadSlice<re
 )
 
 /**
- * The engine's counters (`engine.stats()`), re-read in every frame and kept while equal.
+ * The engine's counters (`engine.stats()`), re-read in every frame and kept while equal; a field
+ * equal to the one before (the anomaly counts, the future sources) keeps its identity.
  *
  * @example
  * const stats = new EngineObserver(feed, statsSlice)
@@ -142,7 +143,7 @@ export const statsSlice: EngineSlice<EngineStats> = rereadSlice(
     return { ...stats, anomalies: { ...stats.anomalies } }
   },
   everyFrame,
-  sameOrNext<EngineStats>(shallowEqual2),
+  (previous, next) => shareRecord(previous, next, sameField),
 )
 
 /**

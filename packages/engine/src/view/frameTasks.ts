@@ -30,18 +30,30 @@ export class FrameTasks {
     const due = this.#waiting
     this.#waiting = new Set()
     this.#frame++
-    let failed = false
-    let firstError: unknown
-    for (const task of due) {
-      try {
-        task()
-      } catch (error) {
-        if (!failed) {
-          failed = true
-          firstError = error
-        }
+    callEach(due, (task) => task())
+  }
+}
+
+/**
+ * Calls `call` for every item, even when one throws: a frame's readers (hooks, store
+ * listeners) each get the frame, or would miss its changes for good. The first error is
+ * rethrown once all were called.
+ *
+ * @example
+ * callEach(listeners, (listener) => listener(frame))
+ */
+export function callEach<T>(items: Iterable<T>, call: (item: T) => void): void {
+  let failed = false
+  let firstError: unknown
+  for (const item of items) {
+    try {
+      call(item)
+    } catch (error) {
+      if (!failed) {
+        failed = true
+        firstError = error
       }
     }
-    if (failed) throw firstError
   }
+  if (failed) throw firstError
 }

@@ -82,7 +82,29 @@ export function shallowEqual(
   )
 }
 
-/** `shallowEqual` two levels deep: for records such as stats that nest a record. */
-export function shallowEqual2(a: unknown, b: unknown): boolean {
+/**
+ * `previous` when every field of `next` is equal to its own (by `same`), else `next` with each
+ * field that is equal taken from `previous`: a selector of one field keeps its identity while
+ * the field's content does, even when the record around it changed.
+ */
+export function shareRecord<T extends object>(previous: T, next: T, same: (a: unknown, b: unknown) => boolean): T {
+  const shared = { ...next } as Record<string, unknown>
+  let kept = 0
+  const keys = Object.keys(next)
+  for (const key of keys) {
+    const old = (previous as Record<string, unknown>)[key]
+    if (Object.hasOwn(previous, key) && same(old, shared[key])) {
+      shared[key] = old
+      kept++
+    }
+  }
+  return kept === keys.length && keys.length === Object.keys(previous).length ? previous : (shared as T)
+}
+
+/**
+ * Two fields of a record such as the stats equal by content, down to the records in an array
+ * (`futureSources`: a new object per source in every read).
+ */
+export function sameField(a: unknown, b: unknown): boolean {
   return shallowEqual(a, b, (x, y) => shallowEqual(x, y))
 }

@@ -109,4 +109,23 @@ describe('EngineFeed', () => {
     expect(matched).toBe(1)
     expect(feed.pending).toBe(0)
   })
+
+  it('hands a frame to every listener when one throws, and rethrows the first error after', () => {
+    const { engine, scheduler, feed } = feedOf()
+    const failure = new Error('a reader failed')
+    const throwing = vi.fn<(frame: EngineFrame) => void>(() => {
+      throw failure
+    })
+    const every = vi.fn<(frame: EngineFrame) => void>()
+    const window = vi.fn<(frame: EngineFrame) => void>()
+    feed.subscribe(throwing)
+    feed.subscribe(every)
+    feed.subscribe(window, { window: MINUTE, key: 'a', start: 0 })
+    engine.emit(MINUTE, 'a', 0, 4)
+    expect(() => scheduler.flush()).toThrow(failure)
+    // The frame's changes left the feed with it: a listener skipped would never see them.
+    expect(every).toHaveBeenCalledTimes(1)
+    expect(window).toHaveBeenCalledTimes(1)
+    expect(window.mock.calls[0]?.[0].latest(MINUTE, 'a', 0)?.sum).toBe(4)
+  })
 })
