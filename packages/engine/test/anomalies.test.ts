@@ -241,6 +241,41 @@ describe('every ingest-reachable reason', () => {
     expect(engine.results()[0]).toMatchObject({ count: 1, aggregates: { p: [5], who: 1 } })
   })
 
+  it('invalid_aggregate_input: an aggregate sees the six fields the log keeps, so one reading another field refuses the event live, as replay would', () => {
+    const options = {
+      windows: tumbling(10),
+      watermark: manual(),
+      replicaId: 'r',
+      // Reads a field the event type does not have (a cast away): the log never keeps it.
+      aggregates: { users: distinct({ of: (e) => (e as unknown as { user: string }).user }) },
+    }
+    const seen: string[][] = []
+    const of = (e: StreamEvent): string => {
+      seen.push(Object.keys(e))
+      return e.source
+    }
+    const spy = { ...options, aggregates: { users: distinct({ of }) } }
+    createEngine(spy).ingest([{ ...reading('d1', 1, 1, 5), key: 'k', user: 'ann' } as StreamEvent])
+    expect(seen).toEqual([['id', 'source', 'ts', 'value', 'seq', 'key']])
+
+    const engine = new TidemarkEngine(options)
+    const ops: WalOp[] = []
+    const record = (op: WalOp): Promise<void> => {
+      ops.push(op)
+      return Promise.resolve()
+    }
+    engine.attachLog({ record, blocked: null, stats: () => ({ walRecords: ops.length, walBytes: 0 }) })
+    const receipt = engine.ingest([{ ...reading('d1', 1, 1, 5), user: 'ann' } as StreamEvent, reading('d1', 2, 2, 6)])
+    expect(receipt).toMatchObject({ accepted: 0, rejected: 2 })
+    expect(receipt.anomalies[0]).toMatchObject({ reason: 'invalid_aggregate_input', detail: 'aggregate "users" (distinct): expected a string or a finite number, got undefined' })
+    // What the log holds gives the same engine again: nothing was counted live that replay cannot count.
+    const replayed = new TidemarkEngine(options)
+    for (const op of ops) replayed.replay(op)
+    // (Only the live engine has a log.)
+    expect({ ...replayed.stats(), walRecords: ops.length }).toEqual(engine.stats())
+    expect(replayed.results()).toEqual(engine.results())
+  })
+
   it('beyond_lateness is counted and the event kept on the late lane', () => {
     const engine = createEngine({ windows: tumbling(10) })
     engine.ingest([reading('d1', undefined, 20, 1)])

@@ -64,6 +64,12 @@ export class BatchPlacement {
   readonly #clockPublished: number[] = []
   /** With session specs, puts each batch in event order: which session an event joins depends on those placed before it. */
   readonly #order: PlacementOrder | null
+  /**
+   * With aggregates, every event is placed from a copy of its six fields, as replay places it
+   * from the log: an aggregate's `of` (or `add`) that read another field would otherwise count
+   * an event live that the log cannot give it again, and the event would vanish after a crash.
+   */
+  #placeCopies = false
 
   constructor(state: PlacementState) {
     this.#state = state
@@ -217,6 +223,7 @@ export class BatchPlacement {
    */
   #validate(events: readonly StreamEvent[]): (AnomalyReason | null)[] {
     const reasons = this.#reasons
+    this.#placeCopies = this.#state.options.aggregates !== null
     for (let i = 0; i < events.length; i++) reasons[i] = this.#check(events[i], i)
     return reasons
   }
@@ -242,8 +249,14 @@ export class BatchPlacement {
       // A getter threw, or a revoked Proxy: the input cannot be read.
       return 'invalid_event'
     }
-    if (prototype === Object.prototype || prototype === null) return safeInvalidReason(input)
-    return this.#readOnce(input as StreamEvent, id, i)
+    if (prototype !== Object.prototype && prototype !== null) return this.#readOnce(input as StreamEvent, id, i)
+    const reason = safeInvalidReason(input)
+    if (reason === null && this.#placeCopies) {
+      // A valid plain object's fields are plain data: read again, they answer the same.
+      this.#copies[i] = copyStreamEvent(input as StreamEvent)
+      this.#copied = true
+    }
+    return reason
   }
 
   /** An input that is not a plain object, its `id` read: the rest of its fields read once, into the copy placed instead. */
