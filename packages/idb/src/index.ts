@@ -22,6 +22,7 @@ export { openEngine, recoveryReport } from './openEngine.ts'
 export { decodeWalRecord, encodeWalRecord } from './wal/walCodec.ts'
 
 export type { CheckpointDecodeResult } from './checkpoint/checkpointEnvelope.ts'
+export type { FencedErrorOptions } from './store/fencedError.ts'
 export type { ArchiveKey, ArchivePort, ArchiveWrite } from './history/archivePort.ts'
 export type { IndexedDbPersistenceOptions } from './store/indexedDbOptions.ts'
 export type {

@@ -6,8 +6,11 @@ import type { StreamEvent } from '@tidemark/engine'
 import {
   encodeCheckpoint,
   encodeWalRecord,
+  FencedError,
   indexedDbPersistence,
+  isFencedError,
   isQuotaError,
+  type Persistence,
   QuotaError,
   SCHEMA_VERSION,
 } from '../src/index.ts'
@@ -229,5 +232,104 @@ describe('indexedDbPersistence', () => {
     expect(() => indexedDbPersistence({ name: 'bare', indexedDB: new IDBFactory() })).toThrow(
       `indexedDbPersistence("bare"): IDBKeyRange is not a global here; in Node, import 'fake-indexeddb/auto' first`,
     )
+  })
+})
+
+/** One database that handles open one after the other, as two tabs of a claim made without locks (or given none) do. */
+function sharedDatabase(name: string) {
+  const factory = new IDBFactory()
+  const handle = async (): Promise<Persistence> => {
+    const persistence = indexedDbPersistence({ name, indexedDB: factory })
+    await persistence.open()
+    return persistence
+  }
+  const reopen = () => indexedDbPersistence({ name, indexedDB: factory }).open()
+  return { handle, reopen }
+}
+
+/** What `promise` rejected with; fails the test when it resolved. */
+async function rejection(promise: Promise<unknown>): Promise<Error> {
+  return promise.then(
+    () => expect.fail('resolved, but should have been refused'),
+    (error: unknown) => error as Error,
+  )
+}
+
+describe('indexedDbPersistence: another handle writing the same database', () => {
+  it('stops writing for good once its lsn is taken: its checkpoint keeps the record the other handle acknowledged', async () => {
+    const { handle, reopen } = sharedDatabase('shared')
+    const a = await handle()
+    expect(await a.append(ingestOp(events(1, 1)))).toBe(1)
+    // b saw lsn 1 at open: its next lsn is a's next lsn too.
+    const b = await handle()
+    expect(await b.append(ingestOp(events(10, 2)))).toBe(2)
+    const refused = await rejection(a.append(ingestOp(events(2, 1))))
+    expect(refused).toBeInstanceOf(FencedError)
+    expect(isFencedError(refused)).toBe(true)
+    expect(refused).toMatchObject({ fencedBy: 'another-writer', epoch: undefined, current: undefined })
+    expect(refused.message).toBe(
+      'indexedDbPersistence("shared"): another handle writes to this database (lsn 2 is already in the log), so this handle writes no more; record lsn 2 was not written',
+    )
+    // Its retry, a checkpoint up to lsn 2, would truncate b's record: refused, as is every later write.
+    for (const write of [a.checkpoint({ upToLsn: a.lastLsn, state: new Uint8Array([1]) }), a.append(ingestOp(events(3, 1))), a.putMeta('note', 'a')]) {
+      expect(await rejection(write)).toMatchObject({ name: 'FencedError', message: expect.stringContaining('(lsn 2 is already in the log)') })
+    }
+    await a.close()
+    await expect(a.open()).rejects.toThrow(/another handle writes to this database .*; open\(\) refused/)
+    const recovered = await reopen()
+    expect(recovered.checkpoint).toBeNull()
+    expect(recovered.tail).toEqual([
+      { lsn: 1, op: ingestOp(events(1, 1)) },
+      { lsn: 2, op: ingestOp(events(10, 2)) },
+    ])
+  })
+
+  it('refuses the checkpoint queued behind its colliding append, though it was asked for before the collision showed', async () => {
+    const { handle, reopen } = sharedDatabase('queued')
+    const a = await handle()
+    const b = await handle()
+    expect(await b.append(ingestOp(events(10, 2)))).toBe(1)
+    // One task: the append's transaction, then the checkpoint's, both created before either ran.
+    const appended = a.append(ingestOp(events(1, 1)))
+    const checkpointed = a.checkpoint({ upToLsn: 1, state: new Uint8Array([1]) })
+    expect(await rejection(appended)).toMatchObject({ name: 'FencedError', message: expect.stringContaining('lsn 1 is already in the log') })
+    expect(await rejection(checkpointed)).toMatchObject({ name: 'FencedError', message: expect.stringMatching(/; checkpoint at lsn 1 was not written$/) })
+    expect(await reopen()).toMatchObject({ checkpoint: null, tail: [{ lsn: 1, op: ingestOp(events(10, 2)) }] })
+  })
+
+  it('refuses an append behind a checkpoint it did not write, where recovery would never read it', async () => {
+    const { handle, reopen } = sharedDatabase('behind')
+    const a = await handle()
+    const b = await handle()
+    await b.append(ingestOp(events(10, 2)))
+    await b.checkpoint({ upToLsn: 1, state: new Uint8Array([2]) })
+    // lsn 1 is free again after b's truncation, but recovery reads only what follows b's checkpoint.
+    const refused = await rejection(a.append(ingestOp(events(1, 1))))
+    expect(refused).toMatchObject({ name: 'FencedError', fencedBy: 'another-writer' })
+    expect(refused.message).toBe(
+      'indexedDbPersistence("behind"): another handle writes to this database (lsn 1 is behind a checkpoint at lsn 1 that this handle did not write), so this handle writes no more; record lsn 1 was not written',
+    )
+    expect(await reopen()).toMatchObject({ checkpoint: { upToLsn: 1, state: new Uint8Array([2]) }, tail: [] })
+  })
+
+  describe.each([
+    ['holds its record', false, "lsn 1, which this handle failed to write, holds another handle's record"],
+    ['checkpointed past it', true, 'a checkpoint at lsn 1 that this handle did not write'],
+  ])('after a failed append, when another handle wrote that lsn and %s', (_, checkpointed, found) => {
+    it('refuses the checkpoint that would truncate it', async () => {
+      const { handle, reopen } = sharedDatabase('hole')
+      const a = await handle()
+      const b = await handle()
+      failNextWrite('add', 'wal', 'throw')
+      await expect(a.append(ingestOp(events(1, 1)))).rejects.toBeInstanceOf(QuotaError)
+      // No collision: a's lsn 1 was never written.
+      expect(await b.append(ingestOp(events(10, 2)))).toBe(1)
+      if (checkpointed) await b.checkpoint({ upToLsn: 1, state: new Uint8Array([2]) })
+      const refused = await rejection(a.checkpoint({ upToLsn: 1, state: new Uint8Array([1]) }))
+      expect(refused).toMatchObject({ name: 'FencedError', message: expect.stringContaining(`(${found})`) })
+      const recovered = await reopen()
+      if (checkpointed) expect(recovered).toMatchObject({ checkpoint: { upToLsn: 1, state: new Uint8Array([2]) }, tail: [] })
+      else expect(recovered).toMatchObject({ checkpoint: null, tail: [{ lsn: 1, op: ingestOp(events(10, 2)) }] })
+    })
   })
 })

@@ -16,6 +16,7 @@ import {
 } from '@tidemark/engine'
 import {
   indexedDbPersistence,
+  isFencedError,
   isQuotaError,
   openEngine,
   type OpenEngineOptions,
@@ -62,7 +63,7 @@ describe('openEngine: durability', () => {
     order.push('returned')
     await receipt.durable
     order.push('durable')
-    expect(order).toEqual(['published', 'returned', 'committed wal', 'durable'])
+    expect(order).toEqual(['published', 'returned', 'committed checkpoints,wal', 'durable'])
   })
 
   it('puts batches ingested in one task into one transaction, one record each', async () => {
@@ -319,6 +320,49 @@ describe('openEngine: full quota', () => {
     claim.held = false
     await expect(engine.ingest(batch(2, 1)).durable).rejects.toThrow(/no longer holds its source claim/)
     expect(engine.ingest(batch(3, 1)).anomalies[0]).toMatchObject({ reason: 'overflow' })
+  })
+})
+
+describe('openEngine: two engines on one database (no claim, or a claim made without locks)', () => {
+  it('stops for good once the other engine took its next lsn, and never retries a checkpoint over that engine’s records', async () => {
+    const factory = new IDBFactory()
+    const timers = new ManualTimers()
+    const persistence = indexedDbPersistence({ name: 'two-engines', indexedDB: factory })
+    const checkpoints = checkpointWrites(persistence)
+    const a = await openEngine({ ...config, persistence, timers })
+    await a.ingest(batch(1, 2)).durable
+    const b = await open(factory, 'two-engines')
+    await b.ingest(batch(1, 3, 'd2')).durable
+    const failure = await a.ingest(batch(3, 2)).durable.then(
+      () => null,
+      (error: unknown) => error as Error,
+    )
+    expect(isFencedError(failure)).toBe(true)
+    expect(failure?.message).toMatch(/another handle writes to this database \(lsn 2 is already in the log\), so this handle writes no more/)
+    // No retry is armed: its checkpoint would truncate b's record. Later batches are refused, saying why.
+    expect(timers.pending).toEqual([])
+    const refused = a.ingest(batch(5, 1))
+    expect(refused.anomalies[0]).toMatchObject({ reason: 'overflow', detail: expect.stringMatching(/storage refused: .*another handle writes to this database/) })
+    await expect(refused.durable).rejects.toSatisfy(isFencedError)
+    timers.advance(60_000)
+    await a.close()
+    expect(checkpoints).toEqual([])
+    await b.close()
+    // Everything b acknowledged is there, and a's batch is not, as its rejected durable said.
+    const reopened = await open(factory, 'two-engines')
+    expect([reopened.nextSeq('d1'), reopened.nextSeq('d2')]).toEqual([3, 4])
+    expect(count(reopened)).toBe(2 + 3)
+  })
+
+  it('rejects durable for a batch that would land behind the other engine’s checkpoint, where recovery never reads', async () => {
+    const factory = new IDBFactory()
+    const a = await open(factory, 'behind')
+    const b = await open(factory, 'behind')
+    await b.ingest(batch(1, 3, 'd2')).durable
+    await b.close() // its checkpoint covers lsn 1, a's next lsn
+    await expect(a.ingest(batch(1, 2)).durable).rejects.toSatisfy(isFencedError)
+    const reopened = await open(factory, 'behind')
+    expect([reopened.nextSeq('d1'), reopened.nextSeq('d2')]).toEqual([1, 4])
   })
 })
 

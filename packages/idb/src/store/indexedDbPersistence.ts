@@ -1,7 +1,7 @@
 import type { WalOp, WindowResult } from '@tidemark/engine'
 import { checkpointPolicy } from '../checkpoint/checkpointPolicy.ts'
 import { committed, requested } from './idbRequests.ts'
-import { FencedError } from './fencedError.ts'
+import { FencedError, isFencedError } from './fencedError.ts'
 import { checkIndexedDbOptions, type IndexedDbPersistenceOptions } from './indexedDbOptions.ts'
 import { archiveWrites, errorName, type LogStore, type LogWrite, laneWrites, openDatabase, WRITER_EPOCH_KEY } from './indexedDbSchema.ts'
 import type {
@@ -29,10 +29,20 @@ interface PendingAppend {
 }
 
 /**
+ * Reads made inside a write transaction before its writes: resolves with the error that refuses
+ * them (the transaction then aborts), or null to write.
+ */
+type WriteGuard = (tx: IDBTransaction) => Promise<Error | null>
+
+/**
  * A `Persistence` over IndexedDB (docs/durability.md). Each journal operation is one columnar
  * record; `append` resolves only after its transaction committed; a checkpoint, the
  * truncation behind it, the late lane and the staged final-window archive (when there is one) commit together;
  * `open()` skips and reports corrupt records.
+ *
+ * A handle that finds another handle writing its database (an lsn already taken, a checkpoint
+ * it did not write) refuses every later write with `FencedError`: its appends would land where
+ * recovery never reads, and its checkpoints would truncate records the other acknowledged.
  *
  * Key ranges need `IDBKeyRange` as a global: browsers have it; in Node,
  * `import 'fake-indexeddb/auto'`.
@@ -78,6 +88,16 @@ class IndexedDbPersistence implements Persistence {
   #db: IDBDatabase | null = null
   /** Why the database went away without `close()`, for the next error message. */
   #lostReason: string | null = null
+  /** What showed another handle writing this database; once set, this handle writes nothing more, ever. */
+  #anotherWriter: string | null = null
+  /** The newest checkpoint key this handle found at open or committed: a newer one is another writer's. */
+  #newestCheckpoint = 0
+  /**
+   * lsns this handle handed out but did not write (their transaction failed), not yet behind a
+   * checkpoint of its own. Another handle may have written records there, which a checkpoint
+   * of this one must not truncate.
+   */
+  readonly #holes = new Set<number>()
 
   constructor(options: IndexedDbPersistenceOptions, factory: IDBFactory, checkpointEvery: CheckpointPolicy) {
     this.#name = options.name
@@ -94,9 +114,13 @@ class IndexedDbPersistence implements Persistence {
 
   async open(): Promise<RecoveredLog> {
     if (this.#state !== 'closed') throw new Error(`${this.#label()}: already ${this.#state}; close() it first`)
+    if (this.#anotherWriter !== null) {
+      throw this.#fence('open() refused; open a new persistence once one handle alone writes this database', this.#anotherWriter)
+    }
     this.#state = 'opening'
     this.#lostReason = null
     this.#catalog.reset()
+    this.#holes.clear()
     let db: IDBDatabase
     try {
       db = await openDatabase(this.#factory, this.#name)
@@ -124,7 +148,7 @@ class IndexedDbPersistence implements Persistence {
   }
 
   async append(op: WalOp): Promise<number> {
-    const db = this.#requireOpen('append')
+    const db = this.#requireWritable('append')
     const lsn = this.#catalog.nextLsn()
     const bytes = encodeWalRecord(lsn, op)
     const committed = new Promise<number>((resolve, reject) => {
@@ -139,7 +163,7 @@ class IndexedDbPersistence implements Persistence {
   }
 
   async checkpoint(checkpoint: Checkpoint): Promise<void> {
-    const db = this.#requireOpen('checkpoint')
+    const db = this.#requireWritable('checkpoint')
     // Taken now, with the state: the late lane and the staged archive changes belong to this checkpoint.
     const write = this.#catalog.planCheckpoint(checkpoint)
     const { upToLsn, bytes, lane, archive } = write
@@ -159,8 +183,11 @@ class IndexedDbPersistence implements Persistence {
       stores.push('archive', 'meta')
       writes.push(...archiveWrites(archive))
     }
-    await this.#commit(db, stores, writes, `checkpoint at lsn ${upToLsn} was not written`)
+    const what = `checkpoint at lsn ${upToLsn} was not written`
+    await this.#commit(db, stores, writes, what, (tx) => this.#truncationGuard(tx, upToLsn, what))
     this.#catalog.checkpointed(write)
+    this.#newestCheckpoint = Math.max(this.#newestCheckpoint, upToLsn)
+    for (const lsn of this.#holes) if (lsn <= upToLsn) this.#holes.delete(lsn)
   }
 
   async archive(query?: ArchiveQuery): Promise<readonly WindowResult[]> {
@@ -172,7 +199,7 @@ class IndexedDbPersistence implements Persistence {
 
   async putMeta(key: string, value: string): Promise<void> {
     if (key === WRITER_EPOCH_KEY) throw new RangeError(`${this.#label()}: meta key '${WRITER_EPOCH_KEY}' belongs to claimLog; use another key`)
-    const db = this.#requireOpen('putMeta')
+    const db = this.#requireWritable('putMeta')
     await this.#commit(db, ['meta'], [(tx) => tx.objectStore('meta').put(value, key)], `meta ${key} was not written`)
   }
 
@@ -208,26 +235,25 @@ class IndexedDbPersistence implements Persistence {
     const what = first === last ? `record lsn ${first} was` : `records lsn ${first}-${last} were`
     let commit: Promise<void>
     try {
-      // The claim or the connection may have gone since append() was called.
-      if (this.#requireOpen('append') !== db) throw new Error(`${this.#label()}: the database was reopened; ${what} not written`)
+      // The claim, the connection or the right to write may have gone since append() was called.
+      if (this.#requireWritable('append') !== db) throw new Error(`${this.#label()}: the database was reopened; ${what} not written`)
       // add, not put: an lsn already present means a second writer, which must not be overwritten.
       const writes = batch.map((p): LogWrite => (tx) => tx.objectStore('wal').add(p.bytes.buffer, p.lsn))
-      commit = this.#commit(db, ['wal'], writes, `${what} not written`)
+      commit = this.#commit(db, ['wal', 'checkpoints'], writes, `${what} not written`, (tx) => this.#appendGuard(tx, first, `${what} not written`))
     } catch (error) {
       commit = Promise.reject(error)
     }
+    // These handlers run in the microtasks after the transaction's complete or abort event, so
+    // the fence and the holes are in place before any later transaction's guard reads them.
     const settled = commit.then(
       () => {
         for (const p of batch) this.#catalog.recordStored(p.lsn, p.bytes.length)
         for (const p of batch) p.resolve(p.lsn)
       },
       (error: unknown) => {
-        const reported =
-          errorName(error) === 'ConstraintError'
-            ? new Error(`${this.#label()}: an lsn in ${first}-${last} is already in the log, so another handle writes to this database`, {
-                cause: error,
-              })
-            : error
+        const taken = first === last ? `lsn ${first} is already in the log` : `an lsn in ${first}-${last} is already in the log`
+        const reported = errorName(error) === 'ConstraintError' ? this.#fence(`${what} not written`, taken, error) : error
+        if (!isFencedError(reported)) for (const p of batch) this.#holes.add(p.lsn)
         for (const p of batch) p.reject(reported)
       },
     )
@@ -242,6 +268,8 @@ class IndexedDbPersistence implements Persistence {
     const corrupt: CorruptRecord[] = []
     let checkpoint: Checkpoint | null = null
     const checkpointKeys = await requested(checkpoints.getAllKeys())
+    // Damaged ones included: this handle knows of them, so a checkpoint of its own may replace them.
+    this.#newestCheckpoint = (checkpointKeys.at(-1) as number | undefined) ?? 0
     for (let k = checkpointKeys.length - 1; k >= 0 && checkpoint === null; k--) {
       const key = checkpointKeys[k] as number
       this.#catalog.observeLsn(key)
@@ -279,14 +307,15 @@ class IndexedDbPersistence implements Persistence {
    * Runs the writes in one readwrite transaction and resolves only once it committed.
    * A quota failure may surface as a thrown request, a request error or a transaction
    * abort (the request then only says AbortError); all of them become `QuotaError`.
+   * With a writer epoch, and then `guard`, the writes wait for their reads and are refused by them.
    */
-  async #commit(db: IDBDatabase, stores: LogStore[], writes: readonly LogWrite[], what: string): Promise<void> {
+  async #commit(db: IDBDatabase, stores: LogStore[], writes: readonly LogWrite[], what: string, guard?: WriteGuard): Promise<void> {
     const epoch = this.#epoch
     const scope: LogStore[] = epoch === null || stores.includes('meta') ? stores : [...stores, 'meta']
     const tx = db.transaction(scope, 'readwrite', { durability: this.#durability })
     const done = committed(tx)
     let failure: { readonly error: unknown } | null = null
-    let fencedBy: { readonly epoch: unknown } | null = null
+    let refused: Error | null = null
     const write = (): void => {
       try {
         for (const write of writes) write(tx)
@@ -296,31 +325,93 @@ class IndexedDbPersistence implements Persistence {
       }
     }
     try {
-      if (epoch === null) write()
+      if (epoch === null && guard === undefined) write()
       else {
-        // The check and the writes share the transaction: a writer that claimed the log since
+        // The checks and the writes share the transaction: a writer that claimed the log since
         // cannot commit in between, and one that claims it later waits for this commit.
-        const check = tx.objectStore('meta').get(WRITER_EPOCH_KEY)
-        check.onsuccess = () => {
-          if (check.result === epoch) write()
-          else {
-            fencedBy = { epoch: check.result }
-            abortQuietly(tx)
-          }
-        }
+        this.#refusal(tx, epoch, guard, what).then(
+          (refusal) => {
+            if (refusal === null) write()
+            else {
+              refused = refusal
+              abortQuietly(tx)
+            }
+          },
+          // A read that failed aborted the transaction; `done` says why.
+          ignore,
+        )
       }
       await done
     } catch (error) {
       abortQuietly(tx)
       await done.catch(ignore)
-      const fenced = fencedBy as { readonly epoch: unknown } | null
-      if (fenced !== null) throw new FencedError(this.#label(), epoch as number, fenced.epoch, what)
+      if (refused !== null) throw refused
       const thrown = (failure as { readonly error: unknown } | null)?.error ?? error
       if (isQuotaExceeded(tx.error) || isQuotaExceeded(thrown)) {
         throw new QuotaError(`${this.#label()}: storage quota exceeded; ${what}`, { cause: tx.error ?? thrown })
       }
       throw thrown
     }
+  }
+
+  /** What refuses a transaction's writes: a later writer's epoch, else what `guard` found; null when nothing does. */
+  async #refusal(tx: IDBTransaction, epoch: number | null, guard: WriteGuard | undefined, what: string): Promise<Error | null> {
+    if (epoch !== null) {
+      const stored = await requested(tx.objectStore('meta').get(WRITER_EPOCH_KEY))
+      if (stored !== epoch) return new FencedError(this.#label(), epoch, stored, what)
+    }
+    return guard === undefined ? null : guard(tx)
+  }
+
+  /**
+   * Refuses an append whose first lsn is at or behind a checkpoint: this handle's own
+   * checkpoints are all behind the lsns it hands out after them, so that one is another
+   * writer's, and recovery reads only the records after it. One read per transaction.
+   */
+  async #appendGuard(tx: IDBTransaction, first: number, what: string): Promise<Error | null> {
+    const covering = await requested(tx.objectStore('checkpoints').getKey(IDBKeyRange.lowerBound(first)))
+    // Found by a transaction that ran while this one waited: it writes nothing either.
+    if (this.#anotherWriter !== null) return this.#fence(what, this.#anotherWriter)
+    if (covering !== undefined) return this.#fence(what, `lsn ${first} is behind a checkpoint at lsn ${String(covering)} that this handle did not write`)
+    return null
+  }
+
+  /**
+   * Refuses a checkpoint whose truncation would take another writer's work with it: a
+   * checkpoint newer than this handle's own (its state is not in this one), or a record at an
+   * lsn this handle failed to write (another handle wrote it). Read when the transaction runs,
+   * after the appends queued before it settled.
+   */
+  async #truncationGuard(tx: IDBTransaction, upToLsn: number, what: string): Promise<Error | null> {
+    // The store keeps one checkpoint, a few at most: reading every key costs no more than one.
+    const keys = (await requested(tx.objectStore('checkpoints').getAllKeys())) as number[]
+    if (this.#anotherWriter !== null) return this.#fence(what, this.#anotherWriter)
+    const foreign = keys.find((key) => key > this.#newestCheckpoint)
+    if (foreign !== undefined) return this.#fence(what, `a checkpoint at lsn ${foreign} that this handle did not write`)
+    const holes = [...this.#holes].filter((lsn) => lsn <= upToLsn)
+    if (holes.length === 0) return null
+    const written = await requested(tx.objectStore('wal').getAllKeys(IDBKeyRange.bound(Math.min(...holes), Math.max(...holes))))
+    const taken = (written as number[]).find((lsn) => this.#holes.has(lsn))
+    if (taken !== undefined) return this.#fence(what, `lsn ${taken}, which this handle failed to write, holds another handle's record`)
+    return null
+  }
+
+  /**
+   * The error that refuses `what` now that this handle found another handle writing its
+   * database (`found` says how; the first finding is kept and named from then on):
+   * `FencedError`, so that callers that step down for a later writer's epoch do so here too.
+   */
+  #fence(what: string, found: string, cause?: unknown): FencedError {
+    this.#anotherWriter ??= found
+    const anotherWriter = this.#anotherWriter
+    return new FencedError(this.#label(), this.#epoch ?? undefined, undefined, what, cause === undefined ? { anotherWriter } : { anotherWriter, cause })
+  }
+
+  /** The open database, for a write: refused once this handle found another writer. */
+  #requireWritable(operation: string): IDBDatabase {
+    const db = this.#requireOpen(operation)
+    if (this.#anotherWriter !== null) throw this.#fence(`${operation}() refused`, this.#anotherWriter)
+    return db
   }
 
   #requireOpen(operation: string): IDBDatabase {

@@ -1,6 +1,7 @@
 import type { LocalWrite, WalOp, WriteAheadLog } from '@tidemark/engine'
 import { cellCount, messageOf } from '@tidemark/engine/adapter'
 import { DurableFrontier } from './durableFrontier.ts'
+import { isFencedError } from '../store/fencedError.ts'
 import type { CheckpointPolicy, LateLaneSnapshot, Persistence } from '../store/persistence.ts'
 
 /** Delays between attempts to recover from a failed write: the first, doubling up to the last. */
@@ -59,10 +60,15 @@ export interface WalWriterOptions {
  * A checkpoint holds the whole state, the refused batch's effects included, so once one
  * commits the log is whole again (and the truncation behind it freed space) and ingest
  * resumes.
+ *
+ * A write refused with `FencedError` (another writer owns the log) blocks it for good: no
+ * checkpoint is tried again, since its truncation would delete what that writer committed.
  */
 export class WalWriter implements WriteAheadLog {
   readonly #options: WalWriterOptions
   #blocked: Error | null = null
+  /** A write was fenced: another writer owns the log, and this journal writes nothing more. */
+  #fenced = false
   /** Highest lsn whose write failed and that no committed checkpoint covers yet. */
   #holeAt = 0
   #lastError: string | null = null
@@ -167,6 +173,7 @@ export class WalWriter implements WriteAheadLog {
    */
   checkpoint(): Promise<boolean> {
     if (this.#checkpointing !== null) return this.#checkpointing
+    if (this.#fenced) return Promise.resolve(false)
     const { persistence, snapshot, now } = this.#options
     const upToLsn = persistence.lastLsn
     let taken: ReturnType<WalWriterOptions['snapshot']>
@@ -195,7 +202,7 @@ export class WalWriter implements WriteAheadLog {
         this.#checkpointing = null
         // Ops recorded while this one was being written may already call for the next.
         if (this.#due()) this.#scheduleCheckpoint()
-        if (this.#blocked !== null && upToLsn >= this.#holeAt) {
+        if (this.#blocked !== null && !this.#fenced && upToLsn >= this.#holeAt) {
           this.#blocked = null
           this.#holeAt = 0
           this.#retryDelay = this.#options.retry.firstMs
@@ -233,6 +240,14 @@ export class WalWriter implements WriteAheadLog {
   #fail(error: unknown, lsn: number): void {
     this.#lastError = messageOf(error)
     if (this.#closed) return
+    if (isFencedError(error)) {
+      // For good: ingest says why it is refused, and a retry armed for an earlier failure goes.
+      this.#fenced = true
+      this.#blocked = error
+      if (this.#retryTimer !== null) this.#options.timers.clearTimeout(this.#retryTimer.handle)
+      this.#retryTimer = null
+      return
+    }
     this.#blocked ??= error instanceof Error ? error : new Error(String(error))
     if (lsn > this.#holeAt) this.#holeAt = lsn
     this.#scheduleRetry()
@@ -240,7 +255,7 @@ export class WalWriter implements WriteAheadLog {
 
   #scheduleRetry(): void {
     // A checkpoint under way reschedules when it settles, if it did not unblock.
-    if (this.#closed || this.#retryTimer !== null || this.#checkpointing !== null) return
+    if (this.#closed || this.#fenced || this.#retryTimer !== null || this.#checkpointing !== null) return
     const delay = this.#retryDelay
     this.#retryDelay = Math.min(2 * delay, this.#options.retry.maxMs)
     const timer: { handle: unknown } = { handle: undefined }
