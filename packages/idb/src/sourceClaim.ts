@@ -1,6 +1,6 @@
 import { MAX_NAME_LENGTH } from '@tidemark/engine'
 import { assertKnownOptions, messageOf } from '@tidemark/engine/adapter'
-import { isSourceOf, type SourceRegistryStorage, sourceDatabaseName, sourceRegistry } from './sourceRegistry.ts'
+import { isSourceOf, type SourceRegistry, type SourceRegistryStorage, sourceDatabaseName, sourceRegistry } from './sourceRegistry.ts'
 import { type SourceLocks, sourceLockName, sourceLocks } from './webLocks.ts'
 
 /**
@@ -29,6 +29,11 @@ export interface ClaimSourceOptions {
    * `null` keeps none (every new tab session then makes a new source and database).
    */
   readonly registry?: SourceRegistryStorage | null
+  /**
+   * Defaults to `globalThis.indexedDB`. Without a registry, asked whether the database of the
+   * source this tab remembers is still there (where the browser lists its databases).
+   */
+  readonly indexedDB?: IDBFactory
   /** New ids tried before giving up, after the remembered and registered ones; default 16. */
   readonly maxAttempts?: number
   /**
@@ -55,8 +60,9 @@ export interface SourceClaim {
   /** Its IndexedDB database name (`sourceDatabaseName(source)`): give it to `indexedDbPersistence`. */
   readonly database: string
   /**
-   * How it was found: `'reload'` this tab's own id from before a reload, `'takeover'` a
-   * registered source no tab held (the log of an earlier tab session resumes), `'new'` a new one.
+   * How it was found: `'reload'` this tab's own id from before a reload (its log resumes),
+   * `'takeover'` a registered source no tab held (the log of an earlier tab session resumes),
+   * `'new'` a new one.
    */
   readonly reuse: 'reload' | 'takeover' | 'new'
   /** True when held through a Web Lock; false for a claim made with `withoutLocks: 'single-tab'`. */
@@ -75,7 +81,7 @@ export interface SourceClaim {
   readonly memoryError: string | null
 }
 
-const CLAIM_OPTION_KEYS: readonly (keyof ClaimSourceOptions)[] = ['prefix', 'locks', 'storage', 'registry', 'maxAttempts', 'withoutLocks']
+const CLAIM_OPTION_KEYS: readonly (keyof ClaimSourceOptions)[] = ['prefix', 'locks', 'storage', 'registry', 'indexedDB', 'maxAttempts', 'withoutLocks']
 
 /** Sources claimed in this page and not released: the only ones a lock-less page knows are in use. */
 export const claimedHere = new Set<string>()
@@ -84,7 +90,9 @@ export const claimedHere = new Set<string>()
  * Claims a source id for this tab (docs/durability.md, tabs and sources) and holds a Web Lock named after it until
  * `release()` or the tab goes away, so two tabs never write the same source. In order:
  *
- * 1. the id this tab remembered in `sessionStorage` (a reload), when no other tab holds it;
+ * 1. the id this tab remembered in `sessionStorage` (a reload), when no other tab holds it and
+ *    its source was not deleted since (`deleteSource`): it is still in the registry, or,
+ *    without a registry, its database is still there;
  * 2. a source in the origin's registry (`localStorage`) that no tab holds, the most recently
  *    claimed first: a new tab session takes over the source, and so the database, of a tab
  *    session that ended, and its log and `seq` resume (`engine.nextSeq`);
@@ -116,7 +124,8 @@ export async function claimSource(options: ClaimSourceOptions): Promise<SourceCl
   const registry = sourceRegistry(options.registry)
   const memoryKey = `tidemark:source:${prefix}`
   const remembered = recall(storage, memoryKey, memory)
-  const reloaded = remembered !== null && isSourceOf(prefix, remembered) && remembered.length <= MAX_NAME_LENGTH ? remembered : null
+  const mine = remembered !== null && isSourceOf(prefix, remembered) && remembered.length <= MAX_NAME_LENGTH ? remembered : null
+  const reloaded = mine !== null && (await logKept(mine, registry, options.indexedDB)) ? mine : null
   const listed = registry.list(prefix)
   const registered = listed.map((r) => r.source).filter((source) => source !== reloaded)
   // Strictly after every claim listed, so claims made within one millisecond keep their order.
@@ -146,6 +155,33 @@ export async function claimSource(options: ClaimSourceOptions): Promise<SourceCl
     if (claim !== null) return finish(claim)
   }
   throw new Error(`claimSource: every one of ${maxAttempts} source ids tried was held by another tab`)
+}
+
+/**
+ * Whether the source this tab remembers still has its log, so that its seqs go on there: it is
+ * registered (`deleteSource` forgets a source once its database is gone), or, with no registry
+ * to ask, its database is listed. A deleted source must not come back as a reload: its seqs
+ * would start again at 1 in a fresh database, and peers that hold its old events would drop the
+ * new ones as duplicates. Where neither can be asked, the memory is trusted.
+ */
+async function logKept(source: string, registry: SourceRegistry, given: IDBFactory | undefined): Promise<boolean> {
+  const registered = registry.has(source)
+  if (registered !== null) return registered
+  let factory: IDBFactory | undefined
+  try {
+    factory = given ?? (globalThis as { indexedDB?: IDBFactory }).indexedDB
+  } catch {
+    // A sandboxed frame may refuse IndexedDB itself: it has no log to lose either.
+    return true
+  }
+  if (factory === undefined || typeof factory.databases !== 'function') return true
+  const database = sourceDatabaseName(source)
+  try {
+    return (await factory.databases()).some(({ name }) => name === database)
+  } catch {
+    // Not listed after all: the memory is trusted, as where the browser cannot list them.
+    return true
+  }
 }
 
 /** What went wrong with the session storage, for `SourceClaim.memoryError`. */

@@ -74,6 +74,18 @@ export class SourceRegistry {
     return found.sort((a, b) => b.lastClaimed - a.lastClaimed || (a.source < b.source ? -1 : 1))
   }
 
+  /** Whether `source` is registered; null when there is no registry, or it cannot be read. */
+  has(source: string): boolean | null {
+    const storage = this.#storage
+    if (storage === null) return null
+    try {
+      return storage.getItem(`${KEY_PREFIX}${source}`) !== null
+    } catch (error) {
+      this.error = `the source registry could not be read: ${messageOf(error)}`
+      return null
+    }
+  }
+
   /** Records that `source` was claimed at `now`. */
   record(source: string, now: number): void {
     try {

@@ -138,11 +138,16 @@ describe('claimSource', () => {
   it('reuses the id after a reload', async () => {
     const locks = new FakeLocks()
     const storage = new TabStorage()
-    const before = await claimSource({ prefix: 'dash', locks, storage })
+    const indexedDB = new IDBFactory()
+    const before = await claimSource({ prefix: 'dash', locks, storage, indexedDB })
+    // No registry here (Node has no localStorage): the source's database says it was not deleted.
+    const log = indexedDbPersistence({ name: before.database, claim: before, indexedDB })
+    await log.open()
+    await log.close()
     await before.release() // the page unloads, its locks go
     expect(locks.isHeld(before.source)).toBe(false)
-    const after = await claimSource({ prefix: 'dash', locks, storage })
-    expect(after.source).toBe(before.source)
+    const after = await claimSource({ prefix: 'dash', locks, storage, indexedDB })
+    expect([after.source, after.reuse]).toEqual([before.source, 'reload'])
   })
 
   it('picks another id when a duplicated tab inherits one that is still held', async () => {
@@ -329,6 +334,40 @@ describe('listSources and deleteSource', () => {
     expect((await listSources(cleanup)).map((l) => l.source)).toEqual([kept.source])
     // The next tab session finds nothing free to take over: a new source, a fresh database.
     expect((await tab()).reuse).toBe('new')
+  })
+
+  it('gives the tab session that remembers a deleted source a new one: the deleted id never starts again at seq 1', async () => {
+    const { tab, cleanup, indexedDB } = origin()
+    const storage = new TabStorage()
+    const first = await tab(storage)
+    const engine = await openEngine({ windows: tumbling(10), persistence: indexedDbPersistence({ name: first.database, claim: first, indexedDB }) })
+    await engine.ingest([1, 2, 3].map((seq) => reading(first.source, seq, seq, 1))).durable
+    await engine.close()
+    await first.release()
+    await deleteSource(first.source, cleanup) // the server has everything of it
+    // The same tab session claims again: a reload, or the closed tab reopened with its sessionStorage.
+    const again = await tab(storage)
+    expect(again.source).not.toBe(first.source)
+    expect(again.reuse).toBe('new')
+    expect(storage.getItem('tidemark:source:dash')).toBe(again.source)
+  })
+
+  it('without a registry, tells a deleted source by its database being gone', async () => {
+    const locks = new FakeLocks()
+    const indexedDB = new IDBFactory()
+    const storage = new TabStorage()
+    const claim = () => claimSource({ prefix: 'dash', locks, storage, registry: null, indexedDB })
+    const first = await claim()
+    const engine = await openEngine({ windows: tumbling(10), persistence: indexedDbPersistence({ name: first.database, claim: first, indexedDB }) })
+    await engine.ingest([reading(first.source, 1, 1, 1)]).durable
+    await engine.close()
+    await first.release()
+    const reloaded = await claim()
+    expect([reloaded.source, reloaded.reuse]).toEqual([first.source, 'reload'])
+    await reloaded.release()
+    await deleteSource(first.source, { prefix: 'dash', locks, registry: null, indexedDB })
+    const again = await claim()
+    expect([again.source === first.source, again.reuse]).toEqual([false, 'new'])
   })
 
   it('finds databases the registry does not know, and refuses sources of another prefix', async () => {
