@@ -19,7 +19,7 @@ import type {
   Persistence,
   RecoveredLog,
 } from './store/persistence.ts'
-import { GLOBAL_RETRY_TIMERS, WalWriter, type WriteRetry, type WriteRetryTimers } from './wal/walWriter.ts'
+import { checkpointEvents, GLOBAL_RETRY_TIMERS, WalWriter, type WriteRetry, type WriteRetryTimers } from './wal/walWriter.ts'
 
 const REPLICA_ID_KEY = 'replicaId'
 
@@ -172,7 +172,9 @@ export async function openEngine<A extends AggregateDefinitions = NoAggregates>(
       timers: timers ?? GLOBAL_RETRY_TIMERS,
       now,
       snapshot: () => snapshot(live),
-      eventsInTail: replayed.events,
+      // Every record of the tail, not only ingests, and merged cells as well as events: the
+      // next open replays all of them until a checkpoint covers them.
+      tail: { records: recovered.tail.length, events: recovered.tail.reduce((sum, { op }) => sum + checkpointEvents(op), 0) },
       checkpointOnClose: checkpointOnClose ?? true,
     })
     engine.attachLog(wal)

@@ -187,6 +187,77 @@ describe('openEngine: durability', () => {
   })
 })
 
+describe('openEngine: a log tail without ingested events', () => {
+  const options = { windows: tumbling(60_000), trigger: { early: afterProcessingTime(5_000) }, watermark: manual() }
+
+  /** Cells and clocks of another replica, for a merge. */
+  function peerState(cells: number) {
+    const peer = createEngine({ ...options, replicaId: 'peer' })
+    peer.ingest(Array.from({ length: cells }, (_, i) => reading('p1', i + 1, i * 60_000, 1)))
+    return peer.replica.exportState()
+  }
+
+  /** A log whose last checkpoint covers one batch (its early pane armed), and an engine writing after it. */
+  async function afterCheckpoint(extra: Partial<OpenEngineOptions> = {}) {
+    const factory = new IDBFactory()
+    const timers = new ManualTimers(1_000)
+    const reopen = () => openEngine({ ...options, now: timers.read, persistence: indexedDbPersistence({ name: 'tail', indexedDB: factory }), ...extra })
+    const first = await reopen()
+    await first.ingest([reading('d1', 1, 1_000, 4)]).durable
+    await first.close()
+    return { factory, timers, reopen, live: await reopen() }
+  }
+
+  async function checkpointKeys(factory: IDBFactory): Promise<number[]> {
+    const db = await raw(factory, 'tail')
+    const keys = (await db.getAllKeys('checkpoints')) as number[]
+    db.close()
+    return keys
+  }
+
+  it.each([
+    ['a watermark advance', (engine: Engine) => engine.advanceWatermark(30_000)],
+    [
+      'a tick that fired a pane',
+      (engine: Engine, timers: ManualTimers) => {
+        timers.now += 10_000
+        engine.tick()
+      },
+    ],
+    [
+      'a merge of peers’ cells',
+      (engine: Engine) => {
+        const { cells, clocks } = peerState(1)
+        engine.replica.mergeRemote(cells, clocks)
+      },
+    ],
+    ['an empty ingest', (engine: Engine) => engine.ingest([])],
+  ])('after a crash whose tail holds only %s, close() checkpoints, so the next open replays nothing', async (_, write) => {
+    const { timers, reopen, live } = await afterCheckpoint()
+    write(live, timers)
+    // The tab crashes: the engine is never closed. The next one replays that record, then closes.
+    const reopened = await reopen()
+    expect(recoveryReport(reopened)).toMatchObject({ replayedRecords: 1, replayedEvents: 0 })
+    await reopened.close()
+    const again = await reopen()
+    expect(recoveryReport(again)).toMatchObject({ replayedRecords: 0, corrupt: [] })
+    expect(visibleState(again)).toEqual(visibleState(live))
+  })
+
+  it('counts the cells and clocks the tail merged toward checkpointEvery', async () => {
+    const { cells, clocks } = peerState(6)
+    const merged = cells.length + clocks.length
+    const { factory, reopen, live } = await afterCheckpoint({ checkpointEvery: { events: 10 } })
+    live.replica.mergeRemote(cells, clocks) // under 10: no checkpoint
+    const reopened = await reopen()
+    const [before] = await checkpointKeys(factory)
+    // With the tail's merge, these events make 10.
+    await reopened.ingest(Array.from({ length: 10 - merged }, (_, i) => reading('d1', i + 2, 2_000, 1))).durable
+    await whenDurable(reopened)
+    expect(await checkpointKeys(factory)).toEqual([expect.toSatisfy((key: number) => key > (before as number))])
+  })
+})
+
 describe('openEngine: corruption', () => {
   it('skips a damaged record, says what was lost, and keeps serving', async () => {
     const factory = new IDBFactory()

@@ -44,8 +44,12 @@ export interface WalWriterOptions {
   readonly now: () => number
   /** The engine's state now, encoded, and its late lane; every op recorded so far is in it. */
   readonly snapshot: () => { readonly state: Uint8Array; readonly lateLane?: LateLaneSnapshot }
-  /** Events already in the log tail after recovery (they count toward the next checkpoint). */
-  readonly eventsInTail: number
+  /**
+   * The log tail recovered at open, after its checkpoint: its records, and what they count
+   * toward `policy.events` (`checkpointEvents` of each). Both count toward the next checkpoint
+   * as live operations do, so `close()` checkpoints after a tail of advances or ticks too.
+   */
+  readonly tail: { readonly records: number; readonly events: number }
   /** Checkpoint on `close()` when the log holds operations after the last checkpoint. */
   readonly checkpointOnClose: boolean
 }
@@ -93,8 +97,8 @@ export class WalWriter implements WriteAheadLog {
         reportDeliveryError(error)
       }
     }, options.persistence.lastLsn)
-    this.#eventsSinceCheckpoint = options.eventsInTail
-    this.#opsSinceCheckpoint = options.eventsInTail > 0 ? 1 : 0
+    this.#eventsSinceCheckpoint = options.tail.events
+    this.#opsSinceCheckpoint = options.tail.records
     this.#checkpointedAt = options.now()
     this.#retryDelay = options.retry.firstMs
   }
@@ -122,8 +126,7 @@ export class WalWriter implements WriteAheadLog {
     const lsn = persistence.lastLsn
     this.#durable.recorded(lsn)
     this.#opsSinceCheckpoint++
-    if (op.kind === 'ingest') this.#eventsSinceCheckpoint += op.events.length
-    else if (op.kind === 'merge') this.#eventsSinceCheckpoint += cellCount(op.groups) + op.clocks.length
+    this.#eventsSinceCheckpoint += checkpointEvents(op)
     if (this.#due()) this.#scheduleCheckpoint()
     return appended.then(
       () => {
@@ -267,6 +270,20 @@ export class WalWriter implements WriteAheadLog {
       if (!this.#closed && this.#blocked !== null) void this.checkpoint()
     }, delay)
   }
+}
+
+/**
+ * What one logged operation counts toward `checkpointEvery.events`: an ingest its events, a
+ * merge the cells and clocks it merged; the others count as operations only.
+ *
+ * @example
+ * checkpointEvents({ kind: 'ingest', now: 0, events: [reading], rejected: {} }) // 1
+ * checkpointEvents({ kind: 'advance', to: 60_000 }) // 0
+ */
+export function checkpointEvents(op: WalOp): number {
+  if (op.kind === 'ingest') return op.events.length
+  if (op.kind === 'merge') return cellCount(op.groups) + op.clocks.length
+  return 0
 }
 
 /** A peer-side listener threw: the host hears of it, the journal goes on with the next write. */
