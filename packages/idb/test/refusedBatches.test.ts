@@ -82,31 +82,4 @@ describe('batches refused whole, after a crash', () => {
     expect(visibleState(crashed)).toEqual(visibleState(live))
     expect(crashed.stats().anomalies.overflow).toBe(3)
   })
-
-  it('logs nothing per batch refused while the disk stays full, and the checkpoint that repairs the log brings their counts', async () => {
-    const timers = new ManualTimers()
-    const factory = new IDBFactory()
-    const persistence = indexedDbPersistence({ name: 'refused-while-full-many', indexedDB: factory })
-    const checkpoints = checkpointWrites(persistence)
-    const live = await openEngine({ ...config, persistence, writeRetry: { firstMs: 1_000, maxMs: 1_000 }, timers })
-    await live.ingest(batch(1, 2)).durable
-    const free = fillDisk()
-    await expect(live.ingest(batch(3, 2)).durable).rejects.toBeInstanceOf(QuotaError)
-    // Each record would fail as well and wait, one per batch, for the checkpoint: none is attempted.
-    const append = vi.spyOn(persistence, 'append')
-    for (let i = 0; i < 1_000; i++) {
-      const refused = live.ingest(batch(5, 3))
-      expect(refused.rejected).toBe(3)
-      await expect(refused.durable).rejects.toBeInstanceOf(QuotaError)
-    }
-    expect(append).not.toHaveBeenCalled()
-    free()
-    timers.advance(1_000)
-    expect(checkpoints).toHaveLength(1)
-    await checkpoints[0]
-    await live.ingest([]).durable
-    const crashed = await open(factory, 'refused-while-full-many')
-    expect(visibleState(crashed)).toEqual(visibleState(live))
-    expect(crashed.stats().anomalies.overflow).toBe(3_000)
-  })
 })

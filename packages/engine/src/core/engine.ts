@@ -130,15 +130,13 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
     const n = events.length
     const blocked = this.#wal?.blocked ?? null
     if (n > this.#options.limits.maxBatch || blocked !== null) {
-      // Refused whole: nothing is applied, but the counts are logged (or checkpointed) so recovery shows them too.
+      // Refused whole: nothing is applied, but the counts are logged so recovery shows them too.
       const detail = blocked !== null ? `storage refused: ${blocked.message}` : `batch of ${n} exceeds limits.maxBatch`
       const anomalies: Anomaly[] = []
       for (let i = 0; i < n; i++) anomalies.push({ reason: 'overflow', index: i, detail })
       this.#anomalies.overflow += n
       this.#counts.ingested += n
-      // While the log refuses writes, a record would fail too, and wait (one per batch) for the
-      // checkpoint that repairs the log: that checkpoint holds these counts.
-      const logged = this.#wal === null || n === 0 || blocked !== null ? DURABLE : this.#record(this.#wal, { kind: 'refuse', rejected: { overflow: n } })
+      const logged = this.#wal === null || n === 0 ? DURABLE : this.#record(this.#wal, { kind: 'refuse', rejected: { overflow: n } })
       const durable = blocked === null ? logged : Promise.reject(blocked)
       // The receipt reports the refusal; a caller that never awaits `durable` must not crash the host.
       durable.catch(() => {})

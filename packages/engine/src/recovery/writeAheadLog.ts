@@ -18,10 +18,9 @@ export type WalOp =
     }
   | {
       /**
-       * A batch refused whole over `limits.maxBatch`: nothing was applied, but its inputs
-       * were counted (`ingested`, anomalies by reason), so replay counts them again and
-       * changes nothing else. A batch refused while the log refuses writes is not recorded:
-       * the checkpoint that repairs the log holds its counts.
+       * A batch refused whole (over `limits.maxBatch`, or while the log refuses writes):
+       * nothing was applied, but its inputs were counted (`ingested`, anomalies by reason),
+       * so replay counts them again and changes nothing else.
        */
       readonly kind: 'refuse'
       readonly rejected: Readonly<Partial<Record<AnomalyReason, number>>>
