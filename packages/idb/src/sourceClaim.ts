@@ -29,11 +29,6 @@ export interface ClaimSourceOptions {
    * `null` keeps none (every new tab session then makes a new source and database).
    */
   readonly registry?: SourceRegistryStorage | null
-  /**
-   * Defaults to `globalThis.indexedDB`. Without a registry, asked whether the database of the
-   * source this tab remembers is still there (where the browser lists its databases).
-   */
-  readonly indexedDB?: IDBFactory
   /** New ids tried before giving up, after the remembered and registered ones; default 16. */
   readonly maxAttempts?: number
   /**
@@ -81,7 +76,7 @@ export interface SourceClaim {
   readonly memoryError: string | null
 }
 
-const CLAIM_OPTION_KEYS: readonly (keyof ClaimSourceOptions)[] = ['prefix', 'locks', 'storage', 'registry', 'indexedDB', 'maxAttempts', 'withoutLocks']
+const CLAIM_OPTION_KEYS: readonly (keyof ClaimSourceOptions)[] = ['prefix', 'locks', 'storage', 'registry', 'maxAttempts', 'withoutLocks']
 
 /** Sources claimed in this page and not released: the only ones a lock-less page knows are in use. */
 export const claimedHere = new Set<string>()
@@ -91,8 +86,8 @@ export const claimedHere = new Set<string>()
  * `release()` or the tab goes away, so two tabs never write the same source. In order:
  *
  * 1. the id this tab remembered in `sessionStorage` (a reload), when no other tab holds it and
- *    its source was not deleted since (`deleteSource`): it is still in the registry, or,
- *    without a registry, its database is still there;
+ *    its source was not deleted since (`deleteSource`): it is still in the registry (without a
+ *    registry, the memory is trusted);
  * 2. a source in the origin's registry (`localStorage`) that no tab holds, the most recently
  *    claimed first: a new tab session takes over the source, and so the database, of a tab
  *    session that ended, and its log and `seq` resume (`engine.nextSeq`);
@@ -125,7 +120,7 @@ export async function claimSource(options: ClaimSourceOptions): Promise<SourceCl
   const memoryKey = `tidemark:source:${prefix}`
   const remembered = recall(storage, memoryKey, memory)
   const mine = remembered !== null && isSourceOf(prefix, remembered) && remembered.length <= MAX_NAME_LENGTH ? remembered : null
-  const reloaded = mine !== null && (await logKept(mine, registry, options.indexedDB)) ? mine : null
+  const reloaded = mine !== null && notDeleted(mine, registry) ? mine : null
   const listed = registry.list(prefix)
   const registered = listed.map((r) => r.source).filter((source) => source !== reloaded)
   // Strictly after every claim listed, so claims made within one millisecond keep their order.
@@ -158,30 +153,15 @@ export async function claimSource(options: ClaimSourceOptions): Promise<SourceCl
 }
 
 /**
- * Whether the source this tab remembers still has its log, so that its seqs go on there: it is
- * registered (`deleteSource` forgets a source once its database is gone), or, with no registry
- * to ask, its database is listed. A deleted source must not come back as a reload: its seqs
- * would start again at 1 in a fresh database, and peers that hold its old events would drop the
- * new ones as duplicates. Where neither can be asked, the memory is trusted.
+ * Whether the source this tab remembers was not deleted since: it is still registered
+ * (`deleteSource` forgets a source once its database is gone). A deleted source must not come
+ * back as a reload: its seqs would start again at 1 in a fresh database, and peers that hold its
+ * old events would drop the new ones as duplicates. Without a registry to ask, the memory is
+ * trusted: a page may name its source before the source has a database (`registry: null`, a
+ * remembered id given through `storage`).
  */
-async function logKept(source: string, registry: SourceRegistry, given: IDBFactory | undefined): Promise<boolean> {
-  const registered = registry.has(source)
-  if (registered !== null) return registered
-  let factory: IDBFactory | undefined
-  try {
-    factory = given ?? (globalThis as { indexedDB?: IDBFactory }).indexedDB
-  } catch {
-    // A sandboxed frame may refuse IndexedDB itself: it has no log to lose either.
-    return true
-  }
-  if (factory === undefined || typeof factory.databases !== 'function') return true
-  const database = sourceDatabaseName(source)
-  try {
-    return (await factory.databases()).some(({ name }) => name === database)
-  } catch {
-    // Not listed after all: the memory is trusted, as where the browser cannot list them.
-    return true
-  }
+function notDeleted(source: string, registry: SourceRegistry): boolean {
+  return registry.has(source) ?? true
 }
 
 /** What went wrong with the session storage, for `SourceClaim.memoryError`. */
