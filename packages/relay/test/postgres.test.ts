@@ -10,7 +10,7 @@ import { RelayMetrics } from '../src/metrics/relayMetrics.ts'
 import { RoomStore } from '../src/store/roomStore.ts'
 import { killRelays, spawnRelay } from './support/relayProcess.ts'
 import { type PostgresServer, startPostgres } from './support/postgresServer.ts'
-import { clockEntry, dashboardToken, deviceToken, groupEntry, metric, openRoom, relaySocket, replicaLog, SECRET_TEXT, waitFor, waitUntil } from './support/roomClients.ts'
+import { clockEntry, dashboardToken, deviceToken, deviceUpdates, groupEntry, metric, openRoom, relaySocket, replicaLog, SECRET_TEXT, waitFor, waitUntil } from './support/roomClients.ts'
 
 let postgres: PostgresServer | undefined
 const sockets: ReturnType<typeof relaySocket>[] = []
@@ -102,11 +102,8 @@ it('two relays writing the same updates of many rooms at once, their rooms in op
   try {
     for (let round = 0; round < ROUNDS; round++) {
       const updates = rooms.map((room, r) => {
-        const doc = new Y.Doc()
-        const made: Uint8Array[] = []
-        doc.on('update', (update: Uint8Array) => made.push(update))
-        for (let i = 0; i < PER_ROOM; i++) replicaLog(doc, `d${r}`).push([groupEntry(`d${r}-temp`, (round * PER_ROOM + i) * 60_000)])
-        return [room, made] as const
+        const starts = Array.from({ length: PER_ROOM }, (_, i) => (round * PER_ROOM + i) * 60_000)
+        return [room, deviceUpdates(`d${r}`, starts).updates] as const
       })
       // A takes the rooms in one order, B in the other: in arrival order, their writes would
       // each wait for a row the other holds.
@@ -136,19 +133,21 @@ it('a relay starting beside a long read of the store (a dump, a report) opens it
   const readEnds = new Promise<void>((resolve) => {
     endRead = resolve
   })
+  let readStarted: () => void = () => undefined
+  const reading = new Promise<void>((resolve) => {
+    readStarted = resolve
+  })
   const read = reader.transaction(async (tx) => {
     await tx.query('select count(*) from tidemark_relay_updates')
+    readStarted()
     await readEnds
   })
-  const sql = await openPostgres(postgres.url, (error) => errors.push(error))
+  // The reader holds its lock on the table from here until `endRead()`.
+  await reading
+  // Statements bounded at 2 s by the server: one waiting for the reader's lock fails the open.
+  const sql = await openPostgres(postgres.url, (error) => errors.push(error), { connectMs: 5000, queryMs: 2000 })
   try {
-    let timer: ReturnType<typeof setTimeout> | undefined
-    const stuck = new Promise<'stuck'>((resolve) => {
-      timer = setTimeout(() => resolve('stuck'), 10_000)
-    })
-    const opened = RoomStore.open(sql, timing, new RelayMetrics(), () => undefined).then(() => 'opened' as const)
-    expect(await Promise.race([opened, stuck])).toBe('opened')
-    clearTimeout(timer)
+    await expect(RoomStore.open(sql, timing, new RelayMetrics(), () => undefined)).resolves.toBeInstanceOf(RoomStore)
   } finally {
     endRead()
     await read

@@ -10,20 +10,16 @@ import { RelayMetrics } from '../src/metrics/relayMetrics.ts'
 import { RoomStore } from '../src/store/roomStore.ts'
 import type { SqlClient } from '../src/store/sqlClient.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
-import { groupEntry, replicaLog } from './support/roomClients.ts'
+import { deviceUpdates, replicaLog } from './support/roomClients.ts'
 
 afterAll(() => removeDataDirs())
 
 const TIMING = { writeWindowMs: 60_000, compactAfterRows: 10_000, compactAfterBytes: 1 << 30 }
 const log = (): void => undefined
 
-/** A device's document and each update it made, one per reading. */
+/** A device's document and its updates: `readings` one-minute readings. */
 function written(device: string, readings: number): { doc: Y.Doc; updates: Uint8Array[] } {
-  const doc = new Y.Doc()
-  const updates: Uint8Array[] = []
-  doc.on('update', (update: Uint8Array) => updates.push(update))
-  for (let i = 0; i < readings; i++) replicaLog(doc, device).push([groupEntry(`${device}-temp`, i * 60_000, i % 256)])
-  return { doc, updates }
+  return deviceUpdates(device, Array.from({ length: readings }, (_, i) => i * 60_000))
 }
 
 async function rowsOf(sql: SqlClient, room: string): Promise<number> {

@@ -45,6 +45,15 @@ export function replicaLog(doc: Y.Doc, replica: string): Y.Array<unknown[]> {
   return doc.getArray<unknown[]>(`tidemark:replica:${replica}`)
 }
 
+/** A device's document and each update it made: one reading (a group entry) per start. */
+export function deviceUpdates(device: string, starts: readonly number[]): { doc: Y.Doc; updates: Uint8Array[] } {
+  const doc = new Y.Doc()
+  const updates: Uint8Array[] = []
+  doc.on('update', (update: Uint8Array) => updates.push(update))
+  for (const [i, start] of starts.entries()) replicaLog(doc, device).push([groupEntry(`${device}-temp`, start, i % 256)])
+  return { doc, updates }
+}
+
 /** A WebSocket to the relay, shared by the rooms opened on it. */
 export function relaySocket(url: string): HocuspocusProviderWebsocket {
   return new RelaySocket({ url, WebSocketPolyfill: WebSocket, delay: 100, minDelay: 100, factor: 1.5, maxDelay: 1000, jitter: false })
