@@ -57,6 +57,18 @@ const INVALID: readonly [string, unknown, AnomalyReason][] = [
   ['over-long key', { ...valid, key: long }, 'invalid_key'],
 ]
 
+/** An engine whose log is an array: each operation it records, copied. */
+function loggedEngine(options: ConstructorParameters<typeof TidemarkEngine>[0]): { engine: TidemarkEngine; ops: WalOp[] } {
+  const engine = new TidemarkEngine(options)
+  const ops: WalOp[] = []
+  const record = (op: WalOp): Promise<void> => {
+    ops.push(structuredClone(op))
+    return Promise.resolve()
+  }
+  engine.attachLog({ record, blocked: null, stats: () => ({ walRecords: ops.length, walBytes: 0 }) })
+  return { engine, ops }
+}
+
 describe('validation', () => {
   it.each(INVALID)('%s is rejected as %s, with its index, and its neighbours still apply', (_, input, reason) => {
     const engine = createEngine({ windows: tumbling(10) })
@@ -179,13 +191,7 @@ describe('conflicting duplicates', () => {
 
   it('comes back with a checkpoint and with a replayed log', () => {
     const options = { windows: tumbling(10), watermark: manual(), replicaId: 'r' }
-    const engine = new TidemarkEngine(options)
-    const ops: WalOp[] = []
-    const record = (op: WalOp): Promise<void> => {
-      ops.push(op)
-      return Promise.resolve()
-    }
-    engine.attachLog({ record, blocked: null, stats: () => ({ walRecords: ops.length, walBytes: 0 }) })
+    const { engine, ops } = loggedEngine(options)
     engine.ingest([reading('d1', 1, 1, 5), reading('d1', 3, 3, 5)])
     const checkpoint = structuredClone(engine.checkpoint())
     engine.ingest([reading('d1', 3, 4, 5), reading('d1', 1, 8, 5)])
@@ -258,13 +264,7 @@ describe('every ingest-reachable reason', () => {
     createEngine(spy).ingest([{ ...reading('d1', 1, 1, 5), key: 'k', user: 'ann' } as StreamEvent])
     expect(seen).toEqual([['id', 'source', 'ts', 'value', 'seq', 'key']])
 
-    const engine = new TidemarkEngine(options)
-    const ops: WalOp[] = []
-    const record = (op: WalOp): Promise<void> => {
-      ops.push(op)
-      return Promise.resolve()
-    }
-    engine.attachLog({ record, blocked: null, stats: () => ({ walRecords: ops.length, walBytes: 0 }) })
+    const { engine, ops } = loggedEngine(options)
     const receipt = engine.ingest([{ ...reading('d1', 1, 1, 5), user: 'ann' } as StreamEvent, reading('d1', 2, 2, 6)])
     expect(receipt).toMatchObject({ accepted: 0, rejected: 2 })
     expect(receipt.anomalies[0]).toMatchObject({ reason: 'invalid_aggregate_input', detail: 'aggregate "users" (distinct): expected a string or a finite number, got undefined' })
@@ -338,13 +338,7 @@ describe('future_ts: events stamped too far ahead of the clock', () => {
   it('comes back the same from a replayed log: the logged events are refused again at their batch’s now', () => {
     const clock = { now: 1_000 }
     const options = { windows: tumbling(10), watermark: manual(), replicaId: 'r', now: () => clock.now, maxFutureSkew: 100 }
-    const engine = new TidemarkEngine(options)
-    const ops: WalOp[] = []
-    const record = (op: WalOp): Promise<void> => {
-      ops.push(structuredClone(op))
-      return Promise.resolve()
-    }
-    engine.attachLog({ record, blocked: null, stats: () => ({ walRecords: ops.length, walBytes: 0 }) })
+    const { engine, ops } = loggedEngine(options)
     engine.ingest([reading('d1', 1, 1_050, 1), reading('d2', 1, 1_200, 2), { id: 'x', source: 'd1', ts: Number.NaN, value: 1 }])
     clock.now = 5_000
     engine.ingest([reading('d2', 1, 1_200, 2)])
