@@ -44,7 +44,7 @@ export interface OpenEngineOptions<A extends AggregateDefinitions = NoAggregates
    * `checkpointEvery`, itself 100,000 events or 30 s by default.
    */
   readonly checkpointEvery?: Partial<CheckpointPolicy>
-  /** After a failed write, retry a checkpoint after `firstMs`, doubling up to `maxMs` (default 1 s to 30 s). */
+  /** After a failed write or checkpoint, retry a checkpoint after `firstMs`, doubling up to `maxMs` (default 1 s to 30 s). */
   readonly writeRetry?: Partial<WriteRetry>
   /**
    * Where the `writeRetry` delays are armed. Default the global `setTimeout` / `clearTimeout`

@@ -25,7 +25,7 @@ import {
 } from '../src/index.ts'
 import { memoryPersistence } from '../src/memory.ts'
 import { ManualTimers, reading, visibleState, whenDurable } from '@tidemark/engine/testing'
-import { checkpointWrites, damage, fillDisk, raw } from './fakeStorage.ts'
+import { abortWithQuota, checkpointWrites, damage, failNextWrite, fillDisk, raw } from './fakeStorage.ts'
 
 const _FILE = 'packages/idb/test/openEngine.test.ts'
 
@@ -359,6 +359,48 @@ describe('openEngine: full quota', () => {
     const reopened = await open(factory, 'quota')
     expect(count(reopened)).toBe(3 + 2 + 2)
     expect(visibleState(reopened)).toEqual(visibleState(engine))
+  })
+
+  it('a failed checkpoint leaves no hole: ingest goes on, and the checkpoint is retried with backoff', async () => {
+    const timers = new ManualTimers()
+    const factory = new IDBFactory()
+    const persistence = indexedDbPersistence({ name: 'checkpoint-fails', indexedDB: factory })
+    const checkpoints = checkpointWrites(persistence)
+    const engine = await openEngine({ ...config, persistence, checkpointEvery: { events: 4 }, writeRetry: { firstMs: 1_000, maxMs: 8_000 }, timers })
+    // The checkpoint's transaction aborts with a full quota; the log's own records still commit.
+    failNextWrite('put', 'checkpoints', abortWithQuota)
+    await engine.ingest(batch(1, 4)).durable
+    expect(checkpoints).toHaveLength(1)
+    await expect(checkpoints[0]).rejects.toBeInstanceOf(QuotaError)
+    expect(engine.stats().persistenceError).toMatch(/quota exceeded; checkpoint at lsn 1 was not written/)
+    // Every acknowledged record is in the log: nothing to refuse.
+    const next = engine.ingest(batch(5, 2))
+    expect(next).toMatchObject({ accepted: 2, anomalies: [] })
+    await next.durable
+    expect(engine.stats().anomalies.overflow).toBe(0)
+    // The retry waits for its backoff rather than following every record; one that fails again doubles it.
+    expect(checkpoints).toHaveLength(1)
+    expect(timers.pending).toEqual([1_000])
+    failNextWrite('put', 'checkpoints', abortWithQuota)
+    timers.advance(1_000)
+    expect(checkpoints).toHaveLength(2)
+    await expect(checkpoints[1]).rejects.toBeInstanceOf(QuotaError)
+    expect(timers.pending).toEqual([2_000])
+    await engine.ingest(batch(7, 1)).durable
+    timers.advance(2_000)
+    expect(checkpoints).toHaveLength(3)
+    await checkpoints[2]
+    expect(timers.pending).toEqual([])
+    // A crash now replays nothing: the retried checkpoint holds every batch.
+    const crashed = await open(factory, 'checkpoint-fails')
+    expect(recoveryReport(crashed)).toMatchObject({ checkpointLsn: 3, replayedRecords: 0, corrupt: [] })
+    expect(count(crashed)).toBe(7)
+    expect(visibleState(crashed)).toEqual(visibleState(engine))
+    // The backoff starts over once a checkpoint committed.
+    failNextWrite('put', 'checkpoints', abortWithQuota)
+    await engine.ingest(batch(8, 4)).durable
+    await expect(checkpoints[3]).rejects.toBeInstanceOf(QuotaError)
+    expect(timers.pending).toEqual([1_000])
   })
 
   it('close() cancels the retry armed after a failed write', async () => {

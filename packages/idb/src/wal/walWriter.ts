@@ -63,7 +63,8 @@ export interface WalWriterOptions {
  * `durable` rejects with the error. The journal then retries a checkpoint, with backoff.
  * A checkpoint holds the whole state, the refused batch's effects included, so once one
  * commits the log is whole again (and the truncation behind it freed space) and ingest
- * resumes.
+ * resumes. A failed checkpoint leaves no hole (the log still holds every record): it does not
+ * block, and is retried the same way.
  *
  * A write refused with `FencedError` (another writer owns the log) blocks it for good: no
  * checkpoint is tried again, since its truncation would delete what that writer committed.
@@ -156,7 +157,8 @@ export class WalWriter implements WriteAheadLog {
   }
 
   #scheduleCheckpoint(): void {
-    if (this.#checkpointDue || this.#checkpointing !== null) return
+    // An armed retry takes the checkpoint when its backoff is over, not every record before that.
+    if (this.#checkpointDue || this.#checkpointing !== null || this.#retryTimer !== null) return
     this.#checkpointDue = true
     // After the caller's synchronous work: the engine records an op before it finished applying it.
     queueMicrotask(() => {
@@ -205,11 +207,11 @@ export class WalWriter implements WriteAheadLog {
         this.#checkpointing = null
         // Ops recorded while this one was being written may already call for the next.
         if (this.#due()) this.#scheduleCheckpoint()
-        if (this.#blocked !== null && !this.#fenced && upToLsn >= this.#holeAt) {
+        if (this.#blocked === null || (!this.#fenced && upToLsn >= this.#holeAt)) {
           this.#blocked = null
           this.#holeAt = 0
           this.#retryDelay = this.#options.retry.firstMs
-        } else if (this.#blocked !== null) {
+        } else {
           // A write failed after this state was taken: the hole is still uncovered.
           this.#scheduleRetry()
         }
@@ -221,7 +223,7 @@ export class WalWriter implements WriteAheadLog {
         this.#checkpointing = null
         this.#eventsSinceCheckpoint += events
         this.#opsSinceCheckpoint += ops
-        this.#fail(error, 0)
+        this.#fail(error, null)
         return false
       },
     )
@@ -240,7 +242,8 @@ export class WalWriter implements WriteAheadLog {
     await this.#options.persistence.close()
   }
 
-  #fail(error: unknown, lsn: number): void {
+  /** `lsn`: the record that failed, or null for a checkpoint (no hole: the log still holds every record). */
+  #fail(error: unknown, lsn: number | null): void {
     this.#lastError = messageOf(error)
     if (this.#closed) return
     if (isFencedError(error)) {
@@ -251,8 +254,10 @@ export class WalWriter implements WriteAheadLog {
       this.#retryTimer = null
       return
     }
-    this.#blocked ??= error instanceof Error ? error : new Error(String(error))
-    if (lsn > this.#holeAt) this.#holeAt = lsn
+    if (lsn !== null) {
+      this.#blocked ??= error instanceof Error ? error : new Error(String(error))
+      if (lsn > this.#holeAt) this.#holeAt = lsn
+    }
     this.#scheduleRetry()
   }
 
@@ -267,7 +272,7 @@ export class WalWriter implements WriteAheadLog {
       // A timer cleared by close() that runs anyway finds another (or none) armed.
       if (this.#retryTimer !== timer) return
       this.#retryTimer = null
-      if (!this.#closed && this.#blocked !== null) void this.checkpoint()
+      if (!this.#closed) void this.checkpoint()
     }, delay)
   }
 }
