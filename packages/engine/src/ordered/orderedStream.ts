@@ -247,7 +247,7 @@ export class OrderedEventStream implements OrderedStream {
   }
 
   /**
-   * `W - allowedLateness`: nothing below it can be emitted any more.
+   * `W - allowedLateness`: after the next `flushReady()`, nothing below it can be emitted any more.
    *
    * @example
    * stream.finality() // 5000

@@ -158,10 +158,13 @@ export interface OrderedStream {
    */
   stats(): OrderedStreamStats
   /**
-   * `W - allowedLateness`: the event time below which nothing can be emitted any more. Dedup
-   * memory below it is released (amortized: when it doubled, or when its bound is reached).
+   * `W - allowedLateness`: once the events held when `W` last moved are flushed, nothing below
+   * it can be emitted any more (until then `flushReady()` can still return held events and
+   * corrections below it). Dedup memory below it is released (amortized: when it doubled, or
+   * when its bound is reached).
    *
    * @example
+   * archive.append(stream.flushReady())
    * archive.sealBefore(stream.finality())
    */
   finality(): number
