@@ -1,15 +1,37 @@
 import { defaultClientConditions, defaultServerConditions } from 'vite'
-import { defineConfig } from 'vitest/config'
+import { configDefaults, defineConfig } from 'vitest/config'
 
 // Workspace packages resolve each other's src/ through this export condition,
 // so tests need no build step.
 const source = '@tidemark/source'
 
 /** One Vitest project per package: its own tests, in Node unless it renders. */
-const project = (name: string, include: string[], environment: 'node' | 'happy-dom' = 'node') => ({
+const project = (name: string, include: string[], environment: 'node' | 'happy-dom' = 'node', exclude: string[] = []) => ({
   extends: true as const,
-  test: { name, include, environment },
+  test: { name, include, exclude: [...configDefaults.exclude, ...exclude], environment },
 })
+
+/**
+ * @tidemark/react's source and its test/react18 tests on React 18.3.1 (its peer range starts
+ * there; the workspace has 19): `react` and `react-dom` are the `react-18` and `react-dom-18`
+ * aliases in packages/react, and the setup file gives react-dom 18 React 18 too.
+ */
+const react18Tests = 'packages/react/test/react18/**/*.test.{ts,tsx}'
+const react18 = {
+  extends: true as const,
+  resolve: {
+    alias: [
+      { find: /^react(\/.*)?$/, replacement: 'react-18$1' },
+      { find: /^react-dom(\/.*)?$/, replacement: 'react-dom-18$1' },
+    ],
+  },
+  test: {
+    name: 'react18',
+    include: [react18Tests],
+    environment: 'happy-dom' as const,
+    setupFiles: ['packages/react/test/react18/setup.ts'],
+  },
+}
 
 export default defineConfig({
   resolve: { conditions: [source, ...defaultClientConditions] },
@@ -23,7 +45,8 @@ export default defineConfig({
       project('engine', ['packages/engine/test/**/*.test.ts']),
       project('yjs', ['packages/yjs/test/**/*.test.ts']),
       project('idb', ['packages/idb/test/**/*.test.ts']),
-      project('react', ['packages/react/test/**/*.test.{ts,tsx}'], 'happy-dom'),
+      project('react', ['packages/react/test/**/*.test.{ts,tsx}'], 'happy-dom', [react18Tests]),
+      react18,
       project('testkit', ['packages/testkit/test/**/*.test.ts']),
       project('seeded-random', ['packages/seeded-random/test/**/*.test.ts']),
       project('storm', ['packages/storm/test/**/*.test.ts']),

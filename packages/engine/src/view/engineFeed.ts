@@ -62,15 +62,16 @@ export class EngineFeed {
    * function is called.
    */
   subscribe(listener: FrameListener, window?: WindowAddress): () => void {
-    if (window === undefined) this.#listeners.add(listener)
-    else this.#watch(listener, window)
+    // The engine first: when it throws (a closed engine does), the feed keeps nothing of this call.
     this.#stopEngine ??= this.engine.subscribe(this.#onChanges)
+    if (window) this.#watch(listener, window)
+    else this.#listeners.add(listener)
     let subscribed = true
     return () => {
       if (!subscribed) return
       subscribed = false
-      if (window === undefined) this.#listeners.delete(listener)
-      else this.#unwatch(listener, window)
+      if (window) this.#unwatch(listener, window)
+      else this.#listeners.delete(listener)
       if (this.#listeners.size > 0 || this.#watching > 0 || this.#stopEngine === null) return
       this.#stopEngine()
       this.#stopEngine = null

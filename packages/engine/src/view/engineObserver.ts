@@ -57,13 +57,14 @@ export class EngineObserver<T> {
 
   /** Calls `listener` after each frame that changed the snapshot; returns the unsubscribe function. Bound, so it can be passed as is. */
   subscribe = (listener: () => void): (() => void) => {
-    this.#listeners.add(listener)
     if (this.#stopFeed === null) {
+      // The feed first: when it throws (over a closed engine), nothing of this call is kept.
       this.#stopFeed = this.#feed.subscribe(this.#onFrame, this.#slice.watches)
+      this.#listeners.add(listener)
       // The engine may have changed between the render that made this
       // observer and the commit that subscribes it.
       this.#refresh()
-    }
+    } else this.#listeners.add(listener)
     return () => {
       this.#listeners.delete(listener)
       if (this.#listeners.size === 0 && this.#stopFeed !== null) {

@@ -1,8 +1,12 @@
 import { describe, expect, it, vi } from 'vitest'
+import { createEngine } from '../../src/core/engine.ts'
 import { EngineFeed } from '../../src/view/engineFeed.ts'
+import { EngineObserver } from '../../src/view/engineObserver.ts'
 import type { EngineFrame } from '../../src/view/engineFrame.ts'
 import { createManualScheduler } from '../../src/view/manualScheduler.ts'
+import { windowSlice } from '../../src/view/engineSlice.ts'
 import { FakeEngine } from '../../src/testing/index.ts'
+import { tumbling } from '../../src/windows/windowSpec.ts'
 
 const MINUTE = 'tumbling:60000'
 const HOUR = 'tumbling:3600000'
@@ -128,4 +132,57 @@ describe('EngineFeed', () => {
     expect(window).toHaveBeenCalledTimes(1)
     expect(window.mock.calls[0]?.[0].latest(MINUTE, 'a', 0)?.sum).toBe(4)
   })
+
+  it('throws what a closed engine throws from subscribe, and keeps nothing of that subscription', async () => {
+    const closed = createEngine({ windows: tumbling(60_000) })
+    await closed.close()
+    expect(() => new EngineFeed(closed, createManualScheduler()).subscribe(() => {})).toThrow('engine is closed')
+
+    // An engine whose subscribe fails, then works: what the failed calls asked for is not kept.
+    const engine = new RefusingEngine()
+    const { scheduler, feed } = feedOf(engine)
+    const refused = vi.fn<(frame: EngineFrame) => void>()
+    const refusedWindow = vi.fn<(frame: EngineFrame) => void>()
+    engine.refusing = true
+    expect(() => feed.subscribe(refused)).toThrow('engine is closed')
+    expect(() => feed.subscribe(refusedWindow, { window: MINUTE, key: 'a', start: 0 })).toThrow('engine is closed')
+    engine.refusing = false
+    const later = vi.fn<(frame: EngineFrame) => void>()
+    const stop = feed.subscribe(later, { window: MINUTE, key: 'a', start: 0 })
+    engine.emit(MINUTE, 'a', 0, 1)
+    scheduler.flush()
+    expect(later).toHaveBeenCalledTimes(1)
+    expect(refused).not.toHaveBeenCalled()
+    expect(refusedWindow).not.toHaveBeenCalled()
+    stop()
+    expect(engine.listenerCount).toBe(0)
+  })
+
+  it('an observer whose subscribe threw keeps nothing of it either (a hook mounted over a closed engine)', () => {
+    const engine = new RefusingEngine()
+    const { scheduler, feed } = feedOf(engine)
+    const observer = new EngineObserver(feed, windowSlice(MINUTE, 'a', 0))
+    const refused = vi.fn<() => void>()
+    engine.refusing = true
+    expect(() => observer.subscribe(refused)).toThrow('engine is closed')
+    engine.refusing = false
+    const later = vi.fn<() => void>()
+    const stop = observer.subscribe(later)
+    engine.emit(MINUTE, 'a', 0, 1)
+    scheduler.flush()
+    expect(later).toHaveBeenCalledTimes(1)
+    expect(refused).not.toHaveBeenCalled()
+    stop()
+    expect(engine.listenerCount).toBe(0)
+  })
 })
+
+/** A fake engine whose `subscribe` throws, as a closed engine's does, while `refusing`. */
+class RefusingEngine extends FakeEngine {
+  refusing = false
+
+  override subscribe(listener: Parameters<FakeEngine['subscribe']>[0]): () => void {
+    if (this.refusing) throw new Error('engine is closed')
+    return super.subscribe(listener)
+  }
+}
