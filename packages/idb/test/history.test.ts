@@ -275,6 +275,39 @@ describe('indexedDbPersistence: history stores on disk', () => {
     expect(recoveryReport(clean)?.corrupt).toEqual([])
   })
 
+  it('after a damaged checkpoint, rewrites the lane whole: stored entries of the lost history never take the numbers of new ones', async () => {
+    const factory = new IDBFactory()
+    const open = () => openEngine({ ...config, persistence: indexedDbPersistence({ name: 'lane-after-damage', indexedDB: factory }) })
+    const device = new Device()
+    const first = await open()
+    first.ingest(device.readings(0, 30))
+    first.ingest(device.late(2))
+    // Checkpointed: the store holds late-lane entries 0 and 1.
+    await first.close()
+    const second = await open()
+    // The tail after that checkpoint: on an engine replaying it from scratch, its late events are entries 0 to 2.
+    second.ingest(device.readings(30, 60))
+    second.ingest(device.late(3))
+    await whenDurable(second)
+    // The tab crashes, then the checkpoint is damaged: recovery replays the tail alone.
+    const [key] = await (await raw(factory, 'lane-after-damage')).getAllKeys('checkpoints')
+    await damage(factory, 'lane-after-damage', 'checkpoints', key as number, (bytes) => bytes.length - 1)
+    const recovered = await open()
+    expect(recoveryReport(recovered)).toMatchObject({ checkpointLsn: null, lossUnknown: true })
+    const lane = recovered.lateEvents()
+    expect(lane.map((entry) => entry.event.seq)).toEqual([63, 64, 65])
+    // The next open reads the lane the recovered engine held, each entry once, in order.
+    const reopened = await open()
+    expect(recoveryReport(reopened)?.corrupt).toEqual([])
+    expect(reopened.lateEvents()).toEqual(lane)
+    reopened.ingest(device.late(1))
+    await reopened.close()
+    const db = await raw(factory, 'lane-after-damage')
+    expect(await db.getAllKeys('lateLane')).toEqual([0, 3])
+    db.close()
+    expect((await open()).lateEvents().map((entry) => entry.event.seq)).toEqual([63, 64, 65, 66])
+  })
+
   it('refuses a checkpoint that does not say how many late-lane entries its store holds, naming the lsn', async () => {
     const persistence = memoryPersistence()
     await persistence.open()

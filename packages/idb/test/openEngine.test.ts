@@ -4,10 +4,12 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import * as Y from 'yjs'
 import { bindDoc } from '@tidemark/yjs'
 import {
+  type CellEntry,
   createEngine,
   type Engine,
   type EngineOptions,
   manual,
+  groupCellEntries,
   type StreamEvent,
   afterProcessingTime,
   type TidemarkEngine,
@@ -242,6 +244,30 @@ describe('openEngine: a log tail without ingested events', () => {
     const again = await reopen()
     expect(recoveryReport(again)).toMatchObject({ replayedRecords: 0, corrupt: [] })
     expect(visibleState(again)).toEqual(visibleState(live))
+  })
+
+  it('keeps the counts of peers’ state refused before a merge was logged, and of reported anomalies, across a crash', async () => {
+    const { cells, clocks } = peerState(3)
+    const [first, second, third] = cells as [CellEntry, CellEntry, CellEntry]
+    const bad = (entry: CellEntry): CellEntry => ({ ...entry, cell: { ...entry.cell, count: -1 } })
+    const unknownWindow = (entry: CellEntry): CellEntry => ({ ...entry, address: { ...entry.address, window: 'tumbling:7' } })
+    const { reopen, live } = await afterCheckpoint()
+    // Groups with invalid cells: the merge logs the valid ones.
+    live.replica.mergeRemoteGroups(groupCellEntries([first, bad(second)]), clocks)
+    // Loose cells: one refused before it is grouped, one by the merge (which replay judges again).
+    live.replica.mergeRemote([bad(third), unknownWindow(first), third], [])
+    // A transport's own findings.
+    live.replica.reportAnomaly('invalid_remote_cell', 'peer update could not be applied')
+    live.replica.reportAnomaly('source_conflict', 'source p9 is written by replicas x, y')
+    await whenDurable(live)
+    const anomalies = live.stats().anomalies
+    expect(anomalies).toMatchObject({ invalid_remote_cell: 4, source_conflict: 1 })
+    // The tab crashes: the next open replays the tail.
+    const recovered = await reopen()
+    expect(recoveryReport(recovered)).toMatchObject({ corrupt: [], replayedEvents: 0 })
+    expect(recovered.stats().anomalies).toEqual(anomalies)
+    expect(recovered.stats().ingested).toBe(live.stats().ingested)
+    expect(recovered.results()).toEqual(live.results())
   })
 
   it('counts the cells and clocks the tail merged toward checkpointEvery', async () => {

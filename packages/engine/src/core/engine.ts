@@ -116,8 +116,11 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
       options: this.#options,
       outbox: this.#outbox,
       peers: this.#peers,
-      remoteAnomalies: this.#remoteAnomalies,
-      mergeGroups: (groups, clocks) => this.#mergeRemoteGroups(groups, clocks),
+      mergeGroups: (check, clocks) => this.#mergeRemoteGroups(check, clocks),
+      reportAnomaly: (reason, detail) => {
+        this.#remoteAnomalies.report(reason, detail)
+        this.#logRemote(reason, 1)
+      },
       exportState: () => this.#exportState(),
       notify: () => this.#feed.publish(NO_CHANGES),
       assertOpen: () => this.#assertOpen(),
@@ -292,11 +295,11 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
     }
   }
 
-  /** Counts logged invalid or refused inputs again during replay. */
+  /** Counts logged invalid or refused inputs again during replay; peers' state refused is no input (`ingested`). */
   #countRejected(rejected: Readonly<Partial<Record<AnomalyReason, number>>>): void {
     for (const [reason, n] of Object.entries(rejected) as [AnomalyReason, number][]) {
       this.#anomalies[reason] += n
-      this.#counts.ingested += n
+      if (reason !== 'invalid_remote_cell' && reason !== 'source_conflict') this.#counts.ingested += n
     }
   }
 
@@ -411,13 +414,24 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
     return { cells: liveCells(this.#indexes), clocks: [...this.#frontiers.sources.values()].map((clock) => clock.entry()) }
   }
 
-  /** Peers' groups, checked, logged (their columns go into the record as they are), merged and settled. */
-  #mergeRemoteGroups(groups: readonly CellGroup[], clocks: readonly ClockEntry[]): MergeReport {
+  /**
+   * Peers' groups, checked (`check` reports and leaves out what is invalid), logged (their
+   * columns go into the record as they are), merged and settled. What the checks left out is
+   * logged first as a count, since replay of the merge never sees it.
+   */
+  #mergeRemoteGroups(check: () => readonly CellGroup[], clocks: readonly ClockEntry[]): MergeReport {
     this.#assertOpen()
     const now = this.#options.now()
-    const valid = this.#peers.validGroups(groups)
+    const refused = this.#anomalies.invalid_remote_cell
+    const valid = this.#peers.validGroups(check())
+    this.#logRemote('invalid_remote_cell', this.#anomalies.invalid_remote_cell - refused)
     if (this.#wal !== null) this.#record(this.#wal, { kind: 'merge', now, groups: valid, clocks })
     return this.#mergeAt(valid, clocks, now)
+  }
+
+  /** Logs `n` anomalies of peers' state counted outside any replayed operation, as a record of counts only. */
+  #logRemote(reason: 'invalid_remote_cell' | 'source_conflict', n: number): void {
+    if (this.#wal !== null && n > 0 && !this.#closed) this.#record(this.#wal, { kind: 'refuse', rejected: { [reason]: n } })
   }
 
   /** Merges valid groups and peers' clocks, then settles and notifies once. */

@@ -18,9 +18,12 @@ export type WalOp =
     }
   | {
       /**
-       * A batch refused whole (over `limits.maxBatch`, or while the log refuses writes):
-       * nothing was applied, but its inputs were counted (`ingested`, anomalies by reason),
-       * so replay counts them again and changes nothing else.
+       * Counts only: a batch refused whole (over `limits.maxBatch`, or while the log refuses
+       * writes), whose inputs were counted (`ingested`, anomalies by reason) but nothing was
+       * applied; or peers' state refused outside a merge's replayed work (the cells a merge's
+       * checks left out before it was logged, `replica.reportAnomaly`), counted as
+       * `invalid_remote_cell` or `source_conflict` and not as `ingested`. Replay counts them
+       * again and changes nothing else.
        */
       readonly kind: 'refuse'
       readonly rejected: Readonly<Partial<Record<AnomalyReason, number>>>

@@ -5,7 +5,6 @@
 import { configurationOf, type ResolvedOptions } from '../core/engineOptions.ts'
 import type { CellEntry } from '../lattice/cellEntry.ts'
 import type { CellGroup } from '../lattice/cellGroup.ts'
-import type { RemoteAnomalies } from './remoteAnomalies.ts'
 import type { PeerMerge } from './remoteMerge.ts'
 import type { ClockEntry, LocalWrite, MergeReport, ReplicaPort, ReplicaState } from './replicaPort.ts'
 import type { ReplicationOutbox } from './replicationOutbox.ts'
@@ -19,9 +18,10 @@ export interface PortEngine {
   readonly options: ResolvedOptions
   readonly outbox: ReplicationOutbox
   readonly peers: PeerMerge
-  readonly remoteAnomalies: RemoteAnomalies
-  /** Peers' groups (already valid, or checked here), logged, merged and settled. */
-  mergeGroups(groups: readonly CellGroup[], clocks: readonly ClockEntry[]): MergeReport
+  /** Peers' groups from `check()` (which reports what it leaves out), checked, logged, merged and settled. */
+  mergeGroups(check: () => readonly CellGroup[], clocks: readonly ClockEntry[]): MergeReport
+  /** Counts and keeps an anomaly of peers' state, and logs its count. */
+  reportAnomaly(reason: 'invalid_remote_cell' | 'source_conflict', detail: string): void
   exportState(): ReplicaState
   /** Tells subscribers that something besides results changed (a notification without changes). */
   notify(): void
@@ -56,12 +56,10 @@ export class EnginePort implements ReplicaPort {
 
   readonly onLocalWrite = (listener: (write: LocalWrite) => void): (() => void) => this.#engine.outbox.listen(listener)
 
-  readonly mergeRemote = (cells: readonly CellEntry[], clocks: readonly ClockEntry[]): MergeReport => {
-    this.#engine.assertOpen()
-    return this.#engine.mergeGroups(this.#engine.peers.validCells(cells), clocks)
-  }
+  readonly mergeRemote = (cells: readonly CellEntry[], clocks: readonly ClockEntry[]): MergeReport =>
+    this.#engine.mergeGroups(() => this.#engine.peers.validCells(cells), clocks)
 
-  readonly mergeRemoteGroups = (groups: readonly CellGroup[], clocks: readonly ClockEntry[]): MergeReport => this.#engine.mergeGroups(groups, clocks)
+  readonly mergeRemoteGroups = (groups: readonly CellGroup[], clocks: readonly ClockEntry[]): MergeReport => this.#engine.mergeGroups(() => groups, clocks)
 
   readonly exportState = (): ReplicaState => this.#engine.exportState()
 
@@ -69,9 +67,7 @@ export class EnginePort implements ReplicaPort {
     this.#engine.outbox.release({ ...this.#engine.exportState(), expired: [] }, deliver)
   }
 
-  readonly reportAnomaly = (reason: 'invalid_remote_cell' | 'source_conflict', detail: string): void => {
-    this.#engine.remoteAnomalies.report(reason, detail)
-  }
+  readonly reportAnomaly = (reason: 'invalid_remote_cell' | 'source_conflict', detail: string): void => this.#engine.reportAnomaly(reason, detail)
 
   readonly reportError = (error: Error): void => {
     this.#error = error.message

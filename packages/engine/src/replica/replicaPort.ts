@@ -75,7 +75,8 @@ export interface ReplicaPort {
   onLocalWrite(listener: (write: LocalWrite) => void): () => void
   /**
    * Merges peers' cells and clocks; emits the resulting changes in one notification. Every cell
-   * and clock is validated first: invalid ones are counted as `invalid_remote_cell` and skipped.
+   * and clock is validated first: invalid ones are counted as `invalid_remote_cell` and skipped
+   * (an engine with a write-ahead log logs that count with the merge, so recovery counts them too).
    *
    * @example
    * const peer = other.replica.exportState()
@@ -110,6 +111,7 @@ export interface ReplicaPort {
   exportDurableState(deliver: (state: ReplicaState) => void): void
   /**
    * Records an anomaly found while reading peers' state (`invalid_remote_cell`, `source_conflict`).
+   * An engine with a write-ahead log logs its count, so recovery counts it too (not its detail).
    *
    * @example
    * engine.replica.reportAnomaly('invalid_remote_cell', 'replica r2: cell with count -1')

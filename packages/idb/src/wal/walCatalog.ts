@@ -95,6 +95,9 @@ export class WalCatalog {
    */
   recovered(stored: StoredLog, corrupt: CorruptRecord[]): RecoveredLog {
     const { checkpoint, meta } = stored
+    // The lane store was written with the newest checkpoint: recovered from an older one, or
+    // from none, the lane numbers entries anew, so the store must be written whole.
+    const fallback = corrupt.length > 0
     if (checkpoint !== null) this.#observeCheckpoint(checkpoint.upToLsn)
     for (const { key, value } of stored.wal) this.recordStored(key, byteLength(value))
     const tail = readTail(stored.wal, corrupt)
@@ -105,7 +108,7 @@ export class WalCatalog {
       if (isCorrupt(read)) corrupt.push(read)
       else lateLane.push(read)
     }
-    this.#lateLane.load(lateLane, corrupt.length > logCorrupt)
+    this.#lateLane.load(lateLane, fallback || corrupt.length > logCorrupt)
     if (this.#archive !== null) corrupt.push(...this.#archive.load(stored.archiveKeys, meta.get(ARCHIVE_ROTATED_KEY)))
     this.#corruptRecords += corrupt.length
     return { checkpoint, tail, corrupt, meta, lateLane }
