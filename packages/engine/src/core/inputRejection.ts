@@ -1,4 +1,5 @@
 import type { Anomaly, AnomalyReason } from './anomaly.ts'
+import { copyStreamEvent, type StreamEvent } from './event.ts'
 import { invalidAnomaly, invalidReason } from './eventValidation.ts'
 
 /** `invalidReason`, where an input whose getters throw (or a revoked Proxy) is an `invalid_event`. */
@@ -7,6 +8,30 @@ export function safeInvalidReason(event: unknown): AnomalyReason | null {
     return invalidReason(event)
   } catch {
     return 'invalid_event'
+  }
+}
+
+/** What `readInputOnce` answers for an input that cannot be read (a getter threw, or a revoked Proxy). */
+export const UNREADABLE: unique symbol = Symbol('unreadable input')
+
+/**
+ * An input as it is to be validated and kept: a plain object (its prototype `Object.prototype`
+ * or null: a literal, parsed JSON) as it is; any other object (a class instance, a Proxy) read
+ * once, into a plain copy of its six fields, so that a getter read again cannot answer otherwise
+ * than what was validated (docs/bad-input.md, B07); anything else as it is (validation refuses
+ * it). `UNREADABLE` when reading it throws.
+ *
+ * @example
+ * readInputOnce({ id: 'a', source: 's', ts: 1, value: 2 }) // the same object
+ * readInputOnce(new Reading()) // a plain copy of its id, source, ts, value, seq and key
+ */
+export function readInputOnce(input: unknown): unknown {
+  if (typeof input !== 'object' || input === null) return input
+  try {
+    const prototype = Object.getPrototypeOf(input)
+    return prototype === Object.prototype || prototype === null ? input : copyStreamEvent(input as StreamEvent)
+  } catch {
+    return UNREADABLE
   }
 }
 

@@ -2,7 +2,7 @@ import type { Anomaly } from '../core/anomaly.ts'
 import { assertKnownOptions } from '../core/knownOptions.ts'
 import { MAX_NAME_LENGTH, type StreamEvent } from '../core/event.ts'
 import { invalidAnomaly } from '../core/eventValidation.ts'
-import { refusal, safeInvalidReason } from '../core/inputRejection.ts'
+import { readInputOnce, refusal, safeInvalidReason, UNREADABLE } from '../core/inputRejection.ts'
 import { compareEventOrder, type OrderedEvent, type PendingEvent, toPendingEvent } from './eventOrder.ts'
 import { OrderProof } from '../time/orderProof.ts'
 import { SourceClock } from '../time/sourceClock.ts'
@@ -65,22 +65,25 @@ export function orderEvents(events: readonly StreamEvent[], options?: OrderEvent
     for (let i = 0; i < n; i++) anomalies.push(refusal('overflow', events[i], i, `batch of ${n} exceeds maxEvents`))
     return { ordered: [], anomalies }
   }
+  // Class instances and proxies are read once, into the copies sorted and kept from here on.
+  const inputs = events.map(readInputOnce) as StreamEvent[]
   const valid: number[] = []
   for (let i = 0; i < n; i++) {
-    const reason = safeInvalidReason(events[i])
+    const unreadable = (inputs[i] as unknown) === UNREADABLE
+    const reason = unreadable ? 'invalid_event' : safeInvalidReason(inputs[i])
     if (reason === null) valid.push(i)
-    else anomalies.push(refusal(reason, events[i], i))
+    else anomalies.push(refusal(reason, unreadable ? events[i] : inputs[i], i))
   }
   // Per source, seqs in order then events without seq: each clock sees its seq prefix grow one
   // step at a time (so its proof breaks exactly where ts decreases), and the first copy of a
   // duplicate in this order is the one the total order ranks first.
-  valid.sort((i, j) => compareForDedup(events[i] as StreamEvent, events[j] as StreamEvent))
+  valid.sort((i, j) => compareForDedup(inputs[i] as StreamEvent, inputs[j] as StreamEvent))
   const proof = new OrderProof()
   const clocks = new Map<string, SourceClock>()
   const kept: PendingEvent[] = []
   let clock: SourceClock | undefined
   for (const i of valid) {
-    const event = events[i] as StreamEvent
+    const event = inputs[i] as StreamEvent
     if (clock === undefined || clock.name !== event.source) {
       clock = new SourceClock(event.source, 0)
       clocks.set(event.source, clock)

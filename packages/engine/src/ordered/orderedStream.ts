@@ -2,7 +2,7 @@ import { type Anomaly, type AnomalyReason, emptyAnomalyCounts } from '../core/an
 import { type Arrival, ArrivalQueue } from './arrivalQueue.ts'
 import type { IngestReceipt, LateEvent } from '../core/engineApi.ts'
 import type { StreamEvent } from '../core/event.ts'
-import { refusal, safeInvalidReason } from '../core/inputRejection.ts'
+import { readInputOnce, refusal, safeInvalidReason, UNREADABLE } from '../core/inputRejection.ts'
 import { compareEventOrder, type OrderedEvent, type PendingEvent, toPendingEvent } from './eventOrder.ts'
 import { Frontiers } from '../time/frontiers.ts'
 import { LateLane } from '../core/lateLane.ts'
@@ -100,11 +100,13 @@ export class OrderedEventStream implements OrderedStream {
     let beyond = 0
     let lastClock: SourceClock | undefined
     for (let i = 0; i < n; i++) {
-      const event = events[i] as StreamEvent
-      const reason = safeInvalidReason(event)
+      // A class instance or Proxy is read once, into the copy kept from here on.
+      const event = readInputOnce(events[i]) as StreamEvent
+      const unreadable = (event as unknown) === UNREADABLE
+      const reason = unreadable ? 'invalid_event' : safeInvalidReason(event)
       if (reason !== null) {
         anomalies ??= []
-        anomalies.push(this.#refuse(reason, event, i))
+        anomalies.push(this.#refuse(reason, unreadable ? events[i] : event, i))
         continue
       }
       const { id, seq, ts } = event
