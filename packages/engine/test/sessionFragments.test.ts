@@ -90,3 +90,21 @@ describe('session fragments', () => {
     expect(engine.stats().openWindows).toBe(0)
   })
 })
+
+describe('fractional event times in sessions', () => {
+  it('are placed by their floor, as in every window kind: whole-millisecond bounds, the gap judged on floors', () => {
+    const engine = createEngine({ windows: session(5), watermark: manual() })
+    // Floors 4 and 9 differ by the gap: two sessions (raw times 4.7 and 9.5 differ by less).
+    engine.ingest([
+      { id: 'x', source: 'a', ts: 4.7, value: 1 },
+      { id: 'y', source: 'a', ts: 9.5, value: 1 },
+    ])
+    expect(engine.results().map((r) => [r.start, r.end, r.count])).toEqual([
+      [4, 9, 1],
+      [9, 14, 1],
+    ])
+    // A later event between them, by floor within the gap of both, joins them into one.
+    engine.ingest([{ id: 'z', source: 'b', ts: 6.9, value: 1 }])
+    expect(engine.results().map((r) => [r.start, r.end, r.count])).toEqual([[4, 14, 3]])
+  })
+})

@@ -97,7 +97,7 @@ export class SessionWindowIndex implements WindowIndex {
   missingWindows(key: string, ts: number, _frontiers: BatchFrontiers): number {
     const sessions = this.#byKey.get(key)
     if (sessions === undefined) return 1
-    return this.#overlapping(sessions, ts) === this.#to ? 1 : 0
+    return this.#overlapping(sessions, Math.floor(ts)) === this.#to ? 1 : 0
   }
 
   place(
@@ -109,7 +109,9 @@ export class SessionWindowIndex implements WindowIndex {
     event: StreamEvent,
     inputs: readonly unknown[] | null,
   ): number {
-    const { ts, value } = event
+    const { value } = event
+    // Placed by its floor, as in every window kind: session bounds are whole milliseconds.
+    const ts = Math.floor(event.ts)
     const gap = this.#gap
     const sealed = this.#sealed.get(key)
     if (sealed !== undefined && ts < sealed) return REFUSED
@@ -228,7 +230,8 @@ export class SessionWindowIndex implements WindowIndex {
     publish: boolean,
     inputs: readonly unknown[] | null,
   ): void {
-    const { ts, value } = event
+    const { value } = event
+    const ts = Math.floor(event.ts)
     const aggregates = this.aggregates
     const fragments = session.fragments
     let only: SessionFragment | null = null

@@ -275,7 +275,9 @@ export class ReferenceModel {
     touched: Set<ModelWindow>,
   ): Placement {
     const key = event.key ?? ''
-    const { ts, value } = event
+    const { value } = event
+    // Placed by the floor of its time, as in every window kind.
+    const ts = Math.floor(event.ts)
     if (ts < (this.#sealed.get(JSON.stringify([spec.id, key])) ?? Number.NEGATIVE_INFINITY)) return 'refused'
     // Lateness is judged on the event's own proto-window [ts, ts + gap), as in Beam.
     if (ts + gap + this.config.allowedLateness <= watermark) return 'refused'
