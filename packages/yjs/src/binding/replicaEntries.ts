@@ -162,6 +162,10 @@ export class ReplicaEntries {
   /** Notes a cell that left live state; its group's entries go once all their keys have. */
   expire(address: CellAddress, write: LogWrite): void {
     const { window, source, start } = address
+    // A cell written and expired in one write (its window fired and left live state in one batch) is not written.
+    const draft = write.drafts.get(window, source, start)
+    draft?.cells.delete(address.key)
+    draft?.states.delete(address.key)
     if (this.#groups.get(window, source, start) === undefined) return
     let keys = this.#expired.get(window, source, start)
     if (keys === undefined) {
@@ -174,8 +178,8 @@ export class ReplicaEntries {
 
   /** Dooms every entry (a replica that changed configuration starts its log afresh). */
   clear(write: LogWrite): void {
-    for (const list of this.#groups.values()) for (const raw of list) write.doomed.add(raw)
-    for (const list of this.#clocks.values()) for (const raw of list) write.doomed.add(raw)
+    // Every entry, not only the indexed ones: entries of another schema do not read as entries.
+    for (const raw of this.array.toArray()) write.doomed.add(raw)
     this.#groups.clear()
     this.#clocks.clear()
     this.#expired.clear()
@@ -183,7 +187,7 @@ export class ReplicaEntries {
 
   /** Applies a write to the array; call inside the binding's transaction. */
   commit(write: LogWrite): void {
-    for (const draft of write.drafts.values()) this.#rewrite(draft, write)
+    for (const draft of write.drafts.values()) if (draft.cells.size > 0) this.#rewrite(draft, write)
     for (const group of write.expiring.values()) this.#retire(group, write)
     if (write.pushes.length > 0) this.array.push(write.pushes)
     if (write.doomed.size > 0) deleteEntries(this.array, write.doomed)
