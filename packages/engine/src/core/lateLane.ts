@@ -60,7 +60,8 @@ export class LateLane {
     this.#ring = entries.slice(-Math.max(1, this.#capacity)).slice(0, this.#capacity)
     this.#head = 0
     this.#snapshot = null
-    this.trimmed = trimmed
+    // A lane restored into a smaller bound drops its oldest entries, counted like any other trim.
+    this.trimmed = trimmed + entries.length - this.#ring.length
     this.total = total
   }
 

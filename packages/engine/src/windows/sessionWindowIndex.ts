@@ -94,10 +94,24 @@ export class SessionWindowIndex implements WindowIndex {
     return from
   }
 
-  missingWindows(key: string, ts: number, _frontiers: BatchFrontiers): number {
+  /**
+   * True when an event of `key` at (whole) time `ts` is refused: before the end of the key's
+   * sealed sessions, or beyond lateness. Lateness is judged on the event's own proto-window
+   * [ts, ts + gap), as in Beam: which sessions other events of the same batch opened cannot
+   * change whether it is admitted.
+   */
+  #refuses(key: string, ts: number, frontiers: BatchFrontiers): boolean {
+    const sealed = this.#sealed.get(key)
+    return (sealed !== undefined && ts < sealed) || ts + this.#gap + frontiers.lateness <= frontiers.watermark
+  }
+
+  missingWindows(key: string, ts: number, frontiers: BatchFrontiers): number {
+    const t = Math.floor(ts)
+    // An event `place` refuses makes no window.
+    if (this.#refuses(key, t, frontiers)) return 0
     const sessions = this.#byKey.get(key)
     if (sessions === undefined) return 1
-    return this.#overlapping(sessions, Math.floor(ts)) === this.#to ? 1 : 0
+    return this.#overlapping(sessions, t) === this.#to ? 1 : 0
   }
 
   place(
@@ -113,11 +127,7 @@ export class SessionWindowIndex implements WindowIndex {
     // Placed by its floor, as in every window kind: session bounds are whole milliseconds.
     const ts = Math.floor(event.ts)
     const gap = this.#gap
-    const sealed = this.#sealed.get(key)
-    if (sealed !== undefined && ts < sealed) return REFUSED
-    // Lateness is judged on the event's own proto-window [ts, ts + gap), as in Beam: which
-    // sessions other events of the same batch opened cannot change whether it is admitted.
-    if (ts + gap + frontiers.lateness <= frontiers.watermark) return REFUSED
+    if (this.#refuses(key, ts, frontiers)) return REFUSED
     let sessions = this.#byKey.get(key)
     if (sessions === undefined) {
       sessions = []
