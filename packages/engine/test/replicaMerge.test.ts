@@ -11,6 +11,7 @@ import {
   type WindowSpec,
 } from '../src/index.ts'
 import type { TidemarkEngine } from '../src/core/engine.ts'
+import { packCellGroup } from '../src/lattice/cellGroup.ts'
 import type { LocalWrite } from '../src/replica/replicaPort.ts'
 import { assertSeeded, extensive } from '@tidemark/seeded-random/property'
 
@@ -241,5 +242,18 @@ describe('lattice state merged through the replica port', () => {
     expect(report.finalityViolations).toBeGreaterThan(0)
     expect(a.engine.stats().finalityViolations).toBe(report.finalityViolations)
     expect(a.engine.results({ window: 'tumbling:10' })[0]).toMatchObject({ count: 2, sum: 6, final: true, status: 'corrected' })
+  })
+})
+
+describe('peer cells that fit no window here', () => {
+  it('are counted and described in stats().remoteAnomalies, as the replication docs say', () => {
+    const engine = createEngine({ windows: tumbling(60_000), watermark: manual(), replicaId: 'a' })
+    const cell = { count: 1, sum: 1, min: 1, max: 1, maxTs: 1, version: 1 }
+    // An unknown window spec, and a start off the spec's grid.
+    engine.replica.mergeRemoteGroups([packCellGroup('tumbling:99', 0, 'd1', ['k'], [cell]), packCellGroup('tumbling:60000', 7, 'd1', ['k'], [cell])], [])
+    const stats = engine.stats()
+    expect(stats.anomalies.invalid_remote_cell).toBe(2)
+    expect(stats.remoteAnomalies).toEqual([expect.stringMatching(/^invalid_remote_cell: 2 cell\(s\) fit no window here$/)])
+    expect(engine.results()).toEqual([])
   })
 })

@@ -449,7 +449,7 @@ describe('hostile doc entries', () => {
     expect(applyPeerUpdate(h.doc, peerUpdate('mallory', h.engine.replica.configuration, [unknown, misaligned, bySession, rawGroup('m9', T0, [OK], W)]), 'peer')).toBe(true)
     const stats = h.engine.stats()
     expect(stats.anomalies.invalid_remote_cell).toBe(3)
-    // Counted, though not described in remoteAnomalies (the engine counts these without a detail).
+    expect(stats.remoteAnomalies.join('\n')).toMatch(/invalid_remote_cell: \d cell\(s\) fit no window here/)
     expect(h.errors).toEqual([])
     expect(temp(h.engine)?.count).toBe(2)
     expectReaderAgrees(h)

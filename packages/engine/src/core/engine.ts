@@ -108,7 +108,6 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
       indexes: this.#indexes,
       tracker: this.#lifecycle.tracker,
       counts: this.#counts,
-      anomalies: this.#anomalies,
       remoteAnomalies: this.#remoteAnomalies,
     })
     this.#port = new EnginePort({

@@ -9,8 +9,9 @@ export class RemoteAnomalies {
     this.#counts = counts
   }
 
-  report(reason: 'invalid_remote_cell' | 'source_conflict', detail: string): void {
-    this.#counts[reason]++
+  /** Counts `n` anomalies of `reason` (default 1) and keeps their detail. */
+  report(reason: 'invalid_remote_cell' | 'source_conflict', detail: string, n = 1): void {
+    this.#counts[reason] += n
     this.#details.push(`${reason}: ${detail}`)
     if (this.#details.length > 20) this.#details.shift()
   }

@@ -1,4 +1,3 @@
-import type { AnomalyReason } from '../core/anomaly.ts'
 import { groupStates, type States } from '../aggregates/aggregateSet.ts'
 import { messageOf } from '../core/errorMessage.ts'
 import { cellKey } from '../lattice/cell.ts'
@@ -20,7 +19,6 @@ export interface PeerMergeState {
   readonly indexes: readonly WindowIndex[]
   readonly tracker: WindowTracker
   readonly counts: { finalityViolations: number }
-  readonly anomalies: Record<AnomalyReason, number>
   readonly remoteAnomalies: RemoteAnomalies
 }
 
@@ -84,10 +82,10 @@ export class PeerMerge {
    * and the frontiers the batch was judged against, for the engine to settle.
    */
   merge(groups: readonly CellGroup[], peerClocks: readonly ClockEntry[], now: number, batch: number): { report: MergeReport; frontiers: RemoteFrontiers } {
-    const { options, frontiers, anomalies } = this.#state
+    const { options, frontiers } = this.#state
     const clocks = peerClocks.filter((entry) => this.#accept('clock', clockEntryProblem(entry)))
     const conflicts = mergeRemoteClocks(frontiers, clocks, this.#state.replicaId, options.limits.maxSources, now)
-    anomalies.source_conflict += conflicts
+    if (conflicts > 0) this.#state.remoteAnomalies.report('source_conflict', `${conflicts} clock(s) of sources written here`, conflicts)
     const judged: RemoteFrontiers = {
       watermark: frontiers.watermark,
       firing: frontiers.firingFrontier(),
@@ -96,7 +94,10 @@ export class PeerMerge {
       batch,
     }
     const { invalid, ...merged } = mergeRemoteGroups(this.#state.indexes, groups, judged, this.#state.tracker)
-    anomalies.invalid_remote_cell += invalid
+    if (invalid > 0) {
+      // An unknown window spec, a start off its grid, a bad slice part, a session cell ending before it starts.
+      this.#state.remoteAnomalies.report('invalid_remote_cell', `${invalid} cell(s) fit no window here`, invalid)
+    }
     this.#state.counts.finalityViolations += merged.finalityViolations
     frontiers.advance(now)
     return { report: { ...merged, conflicts }, frontiers: judged }
