@@ -4,6 +4,7 @@
  * buffers refusing with `overflow`, and dedup memory released behind the horizon.
  */
 import { describe, expect, it } from 'vitest'
+import { loggedEngine } from './loggedEngine.ts'
 import {
   ANOMALY_REASONS,
   type LateEvent,
@@ -12,7 +13,6 @@ import {
   distinct,
   quantiles,
   TidemarkEngine,
-  type WalOp,
   MAX_ABS_TS,
   MAX_NAME_LENGTH,
   manual,
@@ -56,18 +56,6 @@ const INVALID: readonly [string, unknown, AnomalyReason][] = [
   ['null key', { ...valid, key: null }, 'invalid_key'],
   ['over-long key', { ...valid, key: long }, 'invalid_key'],
 ]
-
-/** An engine whose log is an array: each operation it records, copied. */
-function loggedEngine(options: ConstructorParameters<typeof TidemarkEngine>[0]): { engine: TidemarkEngine; ops: WalOp[] } {
-  const engine = new TidemarkEngine(options)
-  const ops: WalOp[] = []
-  const record = (op: WalOp): Promise<void> => {
-    ops.push(structuredClone(op))
-    return Promise.resolve()
-  }
-  engine.attachLog({ record, blocked: null, stats: () => ({ walRecords: ops.length, walBytes: 0 }) })
-  return { engine, ops }
-}
 
 describe('validation', () => {
   it.each(INVALID)('%s is rejected as %s, with its index, and its neighbours still apply', (_, input, reason) => {

@@ -10,6 +10,7 @@
  */
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
+import { loggedEngine } from './loggedEngine.ts'
 import { assertFreshSeeded, PROPERTY_TIMEOUT } from '@tidemark/seeded-random/property'
 import {
   type AnomalyReason,
@@ -24,7 +25,6 @@ import {
   type StreamEvent,
   TidemarkEngine,
   tumbling,
-  type WalOp,
   type WindowSpec,
 } from '../src/index.ts'
 import { createOrderedStream } from '../src/ordered.ts'
@@ -47,17 +47,6 @@ function expectCountedOnce(engine: Engine): void {
   expect(s.ingested).toBe(s.applied + s.duplicates + s.beyondLateness + rejectedTotal(s))
   expect(s.anomalies.duplicate).toBe(s.duplicates)
   expect(s.anomalies.beyond_lateness).toBe(s.beyondLateness)
-}
-
-function loggedEngine(options: ConstructorParameters<typeof TidemarkEngine>[0]): { engine: TidemarkEngine; ops: WalOp[] } {
-  const engine = new TidemarkEngine(options)
-  const ops: WalOp[] = []
-  const record = (op: WalOp): Promise<void> => {
-    ops.push(structuredClone(op))
-    return Promise.resolve()
-  }
-  engine.attachLog({ record, blocked: null, stats: () => ({ walRecords: ops.length, walBytes: 0 }) })
-  return { engine, ops }
 }
 
 const counts = (engine: Engine, window = 'tumbling:10') =>
