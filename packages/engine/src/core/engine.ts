@@ -10,7 +10,7 @@ import { Frontiers } from '../time/frontiers.ts'
 import { LateLane } from './lateLane.ts'
 import { ingestSink } from './ingestSink.ts'
 import type { EngineCheckpoint } from '../recovery/engineCheckpoint.ts'
-import type { WalOp, WriteAheadLog } from '../recovery/writeAheadLog.ts'
+import { countLoggedRefusals, type WalOp, type WriteAheadLog } from '../recovery/writeAheadLog.ts'
 import { EnginePort } from '../replica/enginePort.ts'
 import { PeerMerge } from '../replica/remoteMerge.ts'
 import type { ClockEntry, MergeReport, ReplicaPort, ReplicaState } from '../replica/replicaPort.ts'
@@ -236,10 +236,10 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
     switch (op.kind) {
       case 'ingest':
         this.#ingestAt(op.events, op.now, null)
-        this.#countRejected(op.rejected)
+        countLoggedRefusals(op.rejected, this.#anomalies, this.#counts)
         return
       case 'refuse':
-        this.#countRejected(op.rejected)
+        countLoggedRefusals(op.rejected, this.#anomalies, this.#counts)
         return
       case 'advance':
         if (this.#frontiers.advanceTo(op.to)) this.#settle(null, Number.NaN, false)
@@ -291,14 +291,6 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
       anomalies: this.#anomalies,
       dedup: this.#dedup,
       futureSources: this.#futureSources,
-    }
-  }
-
-  /** Counts logged invalid or refused inputs again during replay; peers' state refused is no input (`ingested`). */
-  #countRejected(rejected: Readonly<Partial<Record<AnomalyReason, number>>>): void {
-    for (const [reason, n] of Object.entries(rejected) as [AnomalyReason, number][]) {
-      this.#anomalies[reason] += n
-      if (reason !== 'invalid_remote_cell' && reason !== 'source_conflict') this.#counts.ingested += n
     }
   }
 

@@ -52,3 +52,22 @@ export interface WriteAheadLog {
    */
   publishWhenDurable?(write: LocalWrite, deliver: (write: LocalWrite) => void): void
 }
+
+/**
+ * Counts again, during replay, what an `ingest` or `refuse` record says was refused: each reason
+ * into `anomalies`, and into `ingested` unless it is peers' state (`invalid_remote_cell`,
+ * `source_conflict`), which was never an input.
+ *
+ * @example
+ * countLoggedRefusals({ overflow: 3 }, anomalies, counts) // anomalies.overflow += 3, counts.ingested += 3
+ */
+export function countLoggedRefusals(
+  rejected: Readonly<Partial<Record<AnomalyReason, number>>>,
+  anomalies: Record<AnomalyReason, number>,
+  counts: { ingested: number },
+): void {
+  for (const [reason, n] of Object.entries(rejected) as [AnomalyReason, number][]) {
+    anomalies[reason] += n
+    if (reason !== 'invalid_remote_cell' && reason !== 'source_conflict') counts.ingested += n
+  }
+}
