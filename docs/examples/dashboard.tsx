@@ -38,7 +38,8 @@ const MINUTES = 'tumbling:60000'
 /** One minute of one key: its value, how the engine knows it, and what it showed on time. */
 function Minute({ result }: { result: WindowResult }): ReactNode {
   const history = useWindowHistory(result.window, result.key, result.start)
-  const onTime = history[0]
+  // A minute first seen after it fired (a dashboard opened late) has no on-time pane.
+  const onTime = history.find((pane) => pane.status === 'on_time')
   return (
     <li title={`${result.status}, revision ${result.revision}, basis ${result.basis}`}>
       {new Date(result.start).toLocaleTimeString()}: {result.mean.toFixed(1)}
