@@ -5,6 +5,7 @@ import * as Y from 'yjs'
 import { bindDoc } from '@tidemark/yjs'
 import {
   type CellEntry,
+  type ClockEntry,
   createEngine,
   type Engine,
   type EngineOptions,
@@ -266,6 +267,24 @@ describe('openEngine: a log tail without ingested events', () => {
     const recovered = await reopen()
     expect(recoveryReport(recovered)).toMatchObject({ corrupt: [], replayedEvents: 0 })
     expect(recovered.stats().anomalies).toEqual(anomalies)
+    expect(recovered.stats().ingested).toBe(live.stats().ingested)
+    expect(recovered.results()).toEqual(live.results())
+  })
+
+  it('logs a merge without the peer clocks its checks refused: the log takes every record, ingest goes on, and recovery counts them once', async () => {
+    const { cells, clocks } = peerState(1)
+    const { reopen, live } = await afterCheckpoint()
+    // A clock that is not one (a transport's bug, a hostile peer): refused before the merge is logged.
+    live.replica.mergeRemote(cells, [...clocks, null as unknown as ClockEntry, { ...(clocks[0] as ClockEntry), source: 7 as unknown as string }])
+    await live.ingest([reading('d1', 2, 2_000, 1)]).durable
+    const receipt = live.ingest([reading('d1', 3, 3_000, 1)])
+    expect(receipt).toMatchObject({ accepted: 1, anomalies: [] })
+    await receipt.durable
+    expect(live.stats()).toMatchObject({ persistenceError: null, anomalies: { invalid_remote_cell: 2, overflow: 0 } })
+    // The tab crashes: the next open replays the merge and the batch.
+    const recovered = await reopen()
+    expect(recoveryReport(recovered)).toMatchObject({ corrupt: [], replayedEvents: 2 })
+    expect(recovered.stats().anomalies).toEqual(live.stats().anomalies)
     expect(recovered.stats().ingested).toBe(live.stats().ingested)
     expect(recovered.results()).toEqual(live.results())
   })

@@ -115,10 +115,13 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
       options: this.#options,
       outbox: this.#outbox,
       peers: this.#peers,
-      mergeGroups: (check, clocks) => this.#mergeRemoteGroups(check, clocks),
+      mergeGroups: (check, clocks) => {
+        this.#assertOpen()
+        return this.#mergeAt(check, clocks, this.#options.now(), this.#wal)
+      },
       reportAnomaly: (reason, detail) => {
         this.#remoteAnomalies.report(reason, detail)
-        this.#logRemote(reason, 1)
+        this.#logRefused(reason, 1)
       },
       exportState: () => this.#exportState(),
       notify: () => this.#feed.publish(NO_CHANGES),
@@ -138,7 +141,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
       for (let i = 0; i < n; i++) anomalies.push({ reason: 'overflow', index: i, detail })
       this.#anomalies.overflow += n
       this.#counts.ingested += n
-      const logged = this.#wal === null || n === 0 ? DURABLE : this.#record(this.#wal, { kind: 'refuse', rejected: { overflow: n } })
+      const logged = this.#logRefused('overflow', n)
       const durable = blocked === null ? logged : Promise.reject(blocked)
       // The receipt reports the refusal; a caller that never awaits `durable` must not crash the host.
       durable.catch(() => {})
@@ -249,7 +252,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
         this.#settle(null, op.now, true)
         return
       case 'merge':
-        this.#mergeAt(this.#peers.validGroups(op.groups), op.clocks, op.now)
+        this.#mergeAt(() => op.groups, op.clocks, op.now, null)
         return
     }
   }
@@ -406,27 +409,28 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
   }
 
   /**
-   * Peers' groups, checked (`check` reports and leaves out what is invalid), logged (their
-   * columns go into the record as they are), merged and settled. What the checks left out is
-   * logged first as a count, since replay of the merge never sees it.
+   * Logs `n` inputs refused for `reason` outside any replayed operation (a batch refused whole,
+   * peers' state refused), as a record of counts only; resolves once it is durable.
    */
-  #mergeRemoteGroups(check: () => readonly CellGroup[], clocks: readonly ClockEntry[]): MergeReport {
-    this.#assertOpen()
-    const now = this.#options.now()
+  #logRefused(reason: AnomalyReason, n: number): Promise<void> {
+    return this.#wal === null || n === 0 || this.#closed ? DURABLE : this.#record(this.#wal, { kind: 'refuse', rejected: { [reason]: n } })
+  }
+
+  /**
+   * Peers' groups (from `check`, which reports and leaves out what is invalid) and clocks,
+   * checked, logged to `wal` when one is given (not during replay: their columns go into the
+   * record as they are), merged and settled, with one notification. What the checks left out
+   * is logged first as a count, since replay of the merge never sees it (and a clock that is
+   * not one could not be encoded in the record).
+   */
+  #mergeAt(check: () => readonly CellGroup[], peerClocks: readonly ClockEntry[], now: number, wal: WriteAheadLog | null): MergeReport {
     const refused = this.#anomalies.invalid_remote_cell
-    const valid = this.#peers.validGroups(check())
-    this.#logRemote('invalid_remote_cell', this.#anomalies.invalid_remote_cell - refused)
-    if (this.#wal !== null) this.#record(this.#wal, { kind: 'merge', now, groups: valid, clocks })
-    return this.#mergeAt(valid, clocks, now)
-  }
-
-  /** Logs `n` anomalies of peers' state counted outside any replayed operation, as a record of counts only. */
-  #logRemote(reason: 'invalid_remote_cell' | 'source_conflict', n: number): void {
-    if (this.#wal !== null && n > 0 && !this.#closed) this.#record(this.#wal, { kind: 'refuse', rejected: { [reason]: n } })
-  }
-
-  /** Merges valid groups and peers' clocks, then settles and notifies once. */
-  #mergeAt(groups: readonly CellGroup[], clocks: readonly ClockEntry[], now: number): MergeReport {
+    const groups = this.#peers.validGroups(check())
+    const clocks = this.#peers.validClocks(peerClocks)
+    if (wal !== null) {
+      this.#logRefused('invalid_remote_cell', this.#anomalies.invalid_remote_cell - refused)
+      this.#record(wal, { kind: 'merge', now, groups, clocks })
+    }
     const { report, frontiers } = this.#peers.merge(groups, clocks, now, ++this.#batch)
     this.#settle(frontiers, now, false)
     return report

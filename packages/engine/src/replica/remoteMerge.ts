@@ -77,13 +77,17 @@ export class PeerMerge {
     return out
   }
 
+  /** Peers' clocks with every one that is not a valid clock entry reported and left out. */
+  validClocks(clocks: readonly ClockEntry[]): ClockEntry[] {
+    return clocks.filter((entry) => this.#accept('clock', clockEntryProblem(entry)))
+  }
+
   /**
-   * Merges valid groups and peers' clocks (checked here) as batch `batch`. Returns the report
-   * and the frontiers the batch was judged against, for the engine to settle.
+   * Merges valid groups and valid clocks (`validGroups`, `validClocks`) as batch `batch`.
+   * Returns the report and the frontiers the batch was judged against, for the engine to settle.
    */
-  merge(groups: readonly CellGroup[], peerClocks: readonly ClockEntry[], now: number, batch: number): { report: MergeReport; frontiers: RemoteFrontiers } {
+  merge(groups: readonly CellGroup[], clocks: readonly ClockEntry[], now: number, batch: number): { report: MergeReport; frontiers: RemoteFrontiers } {
     const { options, frontiers } = this.#state
-    const clocks = peerClocks.filter((entry) => this.#accept('clock', clockEntryProblem(entry)))
     const conflicts = mergeRemoteClocks(frontiers, clocks, this.#state.replicaId, options.limits.maxSources, now)
     if (conflicts > 0) this.#state.remoteAnomalies.report('source_conflict', `${conflicts} clock(s) of sources written here`, conflicts)
     const judged: RemoteFrontiers = {
