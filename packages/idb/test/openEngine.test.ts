@@ -7,6 +7,7 @@ import {
   type CellEntry,
   type ClockEntry,
   createEngine,
+  defineAggregate,
   type Engine,
   type EngineOptions,
   manual,
@@ -446,6 +447,61 @@ describe('openEngine: full quota', () => {
     await engine.ingest(batch(8, 4)).durable
     await expect(checkpoints[3]).rejects.toBeInstanceOf(QuotaError)
     expect(timers.pending).toEqual([1_000])
+  })
+
+  it('a checkpoint that cannot be encoded is retried with backoff, not on every record', async () => {
+    const timers = new ManualTimers()
+    let broken = false
+    let encodes = 0
+    // An aggregate whose encoder fails for a while (a user's bug, a state it cannot write yet).
+    const fragileSum = defineAggregate<number, number>({
+      name: 'fragileSum',
+      init: () => 0,
+      add: (sum, x) => sum + x,
+      merge: (a, b) => a + b,
+      result: (sum) => sum,
+      encode: (sum) => {
+        encodes++
+        if (broken) throw new RangeError('the encoder is down')
+        const bytes = new Uint8Array(8)
+        new DataView(bytes.buffer).setFloat64(0, sum, true)
+        return bytes
+      },
+      decode: (bytes) => new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getFloat64(0, true),
+    })
+    const factory = new IDBFactory()
+    const reopen = () =>
+      openEngine({
+        ...config,
+        aggregates: { sum: fragileSum },
+        persistence: indexedDbPersistence({ name: 'checkpoint-unencodable', indexedDB: factory }),
+        checkpointEvery: { events: 2 },
+        writeRetry: { firstMs: 1_000, maxMs: 8_000 },
+        timers,
+      })
+    const engine = await reopen()
+    broken = true
+    encodes = 0
+    await engine.ingest(batch(1, 2)).durable
+    expect(engine.stats().persistenceError).toMatch(/checkpoint could not be encoded: .*the encoder is down/)
+    const tried = encodes
+    expect(tried).toBeGreaterThan(0)
+    // Ingest goes on (the log holds every record), and the retry waits for its backoff.
+    for (let i = 0; i < 4; i++) {
+      const receipt = engine.ingest(batch(3 + i, 1))
+      expect(receipt).toMatchObject({ accepted: 1, anomalies: [] })
+      await receipt.durable
+    }
+    expect(encodes).toBe(tried)
+    expect(timers.pending).toEqual([1_000])
+    broken = false
+    timers.advance(1_000)
+    await whenDurable(engine)
+    expect(timers.pending).toEqual([])
+    // A crash now replays nothing but that last (empty) batch: the retried checkpoint holds every other.
+    const crashed = await reopen()
+    expect(recoveryReport(crashed)).toMatchObject({ replayedRecords: 1, replayedEvents: 0, corrupt: [] })
+    expect(visibleState(crashed)).toEqual(visibleState(engine))
   })
 
   it('close() cancels the retry armed after a failed write', async () => {

@@ -63,8 +63,8 @@ export interface WalWriterOptions {
  * `durable` rejects with the error. The journal then retries a checkpoint, with backoff.
  * A checkpoint holds the whole state, the refused batch's effects included, so once one
  * commits the log is whole again (and the truncation behind it freed space) and ingest
- * resumes. A failed checkpoint leaves no hole (the log still holds every record): it does not
- * block, and is retried the same way.
+ * resumes. A failed checkpoint (its write, or its encoding) leaves no hole (the log still holds
+ * every record): it does not block, and is retried the same way.
  *
  * A write refused with `FencedError` (another writer owns the log) blocks it for good: no
  * checkpoint is tried again, since its truncation would delete what that writer committed.
@@ -185,9 +185,10 @@ export class WalWriter implements WriteAheadLog {
     try {
       taken = snapshot()
     } catch (error) {
-      // The log still holds everything; recovery only takes longer. Not a reason to refuse input.
+      // The log still holds everything; recovery only takes longer. Not a reason to refuse input,
+      // nor to encode the whole state again for every record before the backoff is over.
       this.#lastError = `checkpoint could not be encoded: ${messageOf(error)}`
-      if (this.#blocked !== null) this.#scheduleRetry()
+      this.#scheduleRetry()
       return Promise.resolve(false)
     }
     const events = this.#eventsSinceCheckpoint
