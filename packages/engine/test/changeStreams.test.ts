@@ -45,6 +45,25 @@ describe('subscribers', () => {
     expect(reported).toEqual([boom, boom])
   })
 
+  it('close() drops subscribers before it detaches transports: a status a transport reports as it lets go reaches none of them', async () => {
+    const reported: unknown[] = []
+    vi.stubGlobal('reportError', (error: unknown) => reported.push(error))
+    const engine = createEngine({ windows: tumbling(10) })
+    // A transport (the Yjs binding does this) says it is offline when the engine closes.
+    engine.replica.onClose(() => engine.replica.setSyncStatus({ state: 'offline', lastSync: null, pendingLocalUpdates: 0, peers: 0, refusal: null }, 0))
+    let heard = 0
+    // A subscriber that asks the engine when to tick next, as tickWhenDue does.
+    engine.subscribe(() => {
+      heard++
+      engine.nextTickAt()
+    })
+    engine.ingest([reading('d1', undefined, 1, 1)])
+    expect(heard).toBe(1)
+    await engine.close()
+    expect(reported).toEqual([])
+    expect(heard).toBe(1)
+  })
+
   it('unsubscribe stops notifications for that subscriber only', () => {
     const engine = createEngine({ windows: tumbling(10) })
     let a = 0

@@ -385,8 +385,9 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
-    this.#port.close()
+    // Subscribers first: a transport letting go reports its status, and must reach none of them.
     this.#feed.close()
+    this.#port.close()
   }
 
   #assertOpen(): void {
