@@ -27,7 +27,7 @@ test('my app survives a reconnect storm', async ({ browser, baseURL }) => {
     // Each page's source and relay token, in its URL: a device writes the room <room>/<source>, a dashboard reads them all.
     params: async ({ role, index, room, serverUrl }) => {
       const source = `example-${role}-${index}`
-      const query = role === 'device' ? { role, room: `${room}/${source}`, replica: source, source } : { role, rooms: `${room}/*` }
+      const query: Record<string, string> = role === 'device' ? { role, room: `${room}/${source}`, replica: source, source } : { role, rooms: `${room}/*` }
       const response = await fetch(`${serverUrl.replace(/^ws/, 'http')}/dev/token?${new URLSearchParams(query)}`)
       return { source, token: ((await response.json()) as { token: string }).token }
     },
