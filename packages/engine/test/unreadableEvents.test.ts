@@ -61,6 +61,26 @@ describe('events that are not plain objects', () => {
     expect(replayed.results()).toEqual(engine.results())
   })
 
+  it('a Proxy over a class instance is read once too; one over a plain object is read as a plain object (docs/bad-input.md B07)', () => {
+    const engine = createEngine({ windows: tumbling(100), watermark: manual(), now: () => 0 })
+    const reading = new Reading(10)
+    // Traps that pass every read on: the prototype the engine sees is the class's.
+    const proxied = new Proxy(reading, { get: (target, field) => Reflect.get(target, field) })
+    expect(engine.ingest([proxied as unknown as StreamEvent]).accepted).toBe(1)
+    expect(reading.reads).toBe(1)
+    expect(engine.results().map((r) => [r.start, r.count, r.sum])).toEqual([[0, 1, 2]])
+    // Over a plain object, the prototype is Object.prototype: no copy, each field read where it is used.
+    let tsReads = 0
+    const plain = new Proxy({ id: 'p', source: 'd2', ts: 20, value: 3 }, {
+      get: (target, field) => {
+        if (field === 'ts') tsReads++
+        return Reflect.get(target, field)
+      },
+    })
+    expect(engine.ingest([plain as StreamEvent]).accepted).toBe(1)
+    expect(tsReads).toBeGreaterThan(1)
+  })
+
   it('a late class instance goes to the late lane as the copy that was validated', () => {
     const engine = createEngine({ windows: tumbling(100), watermark: manual(), allowedLateness: 0, now: () => 0 })
     engine.advanceWatermark(1_000)

@@ -16,7 +16,7 @@ export const UNREADABLE: unique symbol = Symbol('unreadable input')
 
 /**
  * An input as it is to be validated and kept: a plain object (its prototype `Object.prototype`
- * or null: a literal, parsed JSON) as it is; any other object (a class instance, a Proxy) read
+ * or null: a literal, parsed JSON) as it is; any other object (a class instance, or a Proxy over one) read
  * once, into a plain copy of its six fields, so that a getter read again cannot answer otherwise
  * than what was validated (docs/bad-input.md, B07); anything else as it is (validation refuses
  * it). `UNREADABLE` when reading it throws.

@@ -65,7 +65,7 @@ export function orderEvents(events: readonly StreamEvent[], options?: OrderEvent
     for (let i = 0; i < n; i++) anomalies.push(refusal('overflow', events[i], i, `batch of ${n} exceeds maxEvents`))
     return { ordered: [], anomalies }
   }
-  // Class instances and proxies are read once, into the copies sorted and kept from here on.
+  // Class instances (and proxies over them) are read once, into the copies sorted and kept from here on.
   const inputs = events.map(readInputOnce) as StreamEvent[]
   const valid: number[] = []
   for (let i = 0; i < n; i++) {

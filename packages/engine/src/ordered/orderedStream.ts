@@ -100,7 +100,7 @@ export class OrderedEventStream implements OrderedStream {
     let beyond = 0
     let lastClock: SourceClock | undefined
     for (let i = 0; i < n; i++) {
-      // A class instance or Proxy is read once, into the copy kept from here on.
+      // A class instance (or a Proxy over one) is read once, into the copy kept from here on.
       const event = readInputOnce(events[i]) as StreamEvent
       const unreadable = (event as unknown) === UNREADABLE
       const reason = unreadable ? 'invalid_event' : safeInvalidReason(event)

@@ -230,8 +230,9 @@ export class BatchPlacement {
 
   /**
    * Why input `i` is invalid, or null. A plain object (its prototype `Object.prototype` or null:
-   * a literal, parsed JSON) is checked as it is: its fields are plain data properties. Any other
-   * object (a class instance, a Proxy) is read once, into a plain copy that placement, the late
+   * a literal, parsed JSON) is checked as it is: its fields are plain data properties (a Proxy
+   * over one looks the same, and its traps must answer alike each time). Any other object (a
+   * class instance, or a Proxy over one) is read once, into a plain copy that placement, the late
    * lane and the log then use: read again, a getter could answer otherwise or throw, and the
    * log's structured clone of an instance would drop fields behind getters.
    */
