@@ -1,6 +1,7 @@
 import type { Engine } from '@tidemark/engine'
 import { isFencedError, recoveryReport } from '@tidemark/idb'
 import { claimLog, type LogClaim, type LogLocks } from '@tidemark/idb/log'
+import { randomId } from '../common/randomId.ts'
 import { reportError } from '../common/reportError.ts'
 import { addressOf, type WindowAddress } from '../common/windowAddress.ts'
 import type { EventBatch } from '../protocol/eventColumns.ts'
@@ -86,7 +87,7 @@ export class EngineHost {
     this.#platform = platform
     this.#role = role
     this.#events = events
-    this.instance = globalThis.crypto.randomUUID()
+    this.instance = randomId()
     this.#tabWatches = new TabWatches(platform.locks, options.name)
     this.#frames = new FramePump(platform.clock, options.frameMs ?? DEFAULT_FRAME_MS, () => this.#clients.values())
   }

@@ -1,5 +1,6 @@
 import type { AggregateDefinitions, NoAggregates } from '@tidemark/engine'
 import { assertKnownOptions } from '@tidemark/engine/adapter'
+import { randomId } from '../common/randomId.ts'
 import { reportError } from '../common/reportError.ts'
 import { aggregateIdentities } from '../protocol/aggregateIdentities.ts'
 import { tabChannelName } from '../protocol/tabChannel.ts'
@@ -102,7 +103,7 @@ export async function connectEngineWith<A extends AggregateDefinitions = NoAggre
   const channel = platform.channel ?? (typeof BroadcastChannel === 'function' ? (channelName: string) => new BroadcastChannel(channelName) : null)
   const sharedWorkers = platform.sharedWorkers ?? typeof SharedWorker === 'function'
   const mode = chooseMode(options.mode ?? 'auto', shared !== undefined && sharedWorkers, locks !== null && channel !== null)
-  const tab = globalThis.crypto.randomUUID()
+  const tab = randomId()
   let connector: HostConnector
   let owns: (link: HostLink) => boolean = () => false
   if (mode === 'shared') connector = new SharedConnector(shared as SharedWorkerFactory, name)

@@ -1,0 +1,67 @@
+import { webcrypto } from 'node:crypto'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { type StreamEvent, tumbling } from '@tidemark/engine'
+import type { ClientLink } from '../src/host/hostClient.ts'
+import { connectEngineWith } from '../src/page/connectEngine.ts'
+import { type TestHost, World } from './hostHarness.ts'
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
+
+/** The host's dedicated worker, in this process: messages cross as a structured clone, a macrotask later. */
+function workerOf(host: TestHost): Worker {
+  const listeners: ((event: { readonly data: unknown }) => void)[] = []
+  const own: ClientLink = {
+    send: (message, transfer) => {
+      const copy = structuredClone(message, { transfer })
+      setImmediate(() => {
+        for (const listener of listeners) listener({ data: copy })
+      })
+    },
+  }
+  const worker = {
+    postMessage(message: unknown) {
+      const copy = structuredClone(message)
+      // The worker file's `hostEngine` takes the start message; the test's host is already made.
+      setImmediate(() => {
+        if ((copy as { t?: string }).t !== 'start') host.host.receive(own, copy)
+      })
+    },
+    addEventListener(type: string, listener: (event: { readonly data: unknown }) => void) {
+      if (type === 'message') listeners.push(listener)
+    },
+    terminate() {},
+  }
+  return worker as unknown as Worker
+}
+
+function readings(source: string, count: number): StreamEvent[] {
+  return Array.from({ length: count }, (_, i) => ({ id: `${source}#${i + 1}`, source, seq: i + 1, ts: (i + 1) * 10, key: 'temp', value: i }))
+}
+
+describe('a page on plain http from a LAN address (no crypto.randomUUID, no Web Locks)', () => {
+  afterEach(() => {
+    vi.unstubAllGlobals()
+  })
+
+  it('connects in single mode, and its batches reach the log', async () => {
+    // Not a secure context: crypto has getRandomValues but no randomUUID.
+    vi.stubGlobal('crypto', { getRandomValues: <T extends ArrayBufferView | null>(array: T): T => webcrypto.getRandomValues(array as Uint8Array) as unknown as T })
+    expect(globalThis.crypto.randomUUID).toBeUndefined()
+    const world = new World()
+    const host = world.host({ name: 'fleet', engine: { windows: tumbling(1_000) } }, { mode: 'single', steal: false }, true)
+    const connecting = connectEngineWith(
+      { name: 'fleet', dedicated: () => workerOf(host) },
+      { locks: null, sharedWorkers: false, clock: world.time.clock('tab'), lifecycle: null },
+    )
+    await world.run()
+    const engine = await connecting
+    expect(engine.connection()).toMatchObject({ mode: 'single', state: 'connected', leader: true })
+    expect(engine.connection().instance).toMatch(UUID)
+    const receipt = engine.ingest(readings('d1', 3))
+    await world.run()
+    const { accepted, durable } = await receipt
+    await world.run()
+    await durable
+    expect([accepted, engine.stats().applied, engine.results().map((r) => r.count)]).toEqual([3, 3, [3]])
+  })
+})
