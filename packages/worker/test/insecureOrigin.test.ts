@@ -34,6 +34,31 @@ function workerOf(host: TestHost): Worker {
   return worker as unknown as Worker
 }
 
+/** The host's SharedWorker, in this process: its port carries messages as `workerOf` does. */
+function sharedWorkerOf(host: TestHost): SharedWorker {
+  const listeners: ((event: { readonly data: unknown }) => void)[] = []
+  const own: ClientLink = {
+    send: (message, transfer) => {
+      const copy = structuredClone(message, { transfer })
+      setImmediate(() => {
+        for (const listener of listeners) listener({ data: copy })
+      })
+    },
+  }
+  const port = {
+    postMessage(message: unknown) {
+      const copy = structuredClone(message)
+      setImmediate(() => host.host.receive(own, copy))
+    },
+    addEventListener(type: string, listener: (event: { readonly data: unknown }) => void) {
+      if (type === 'message') listeners.push(listener)
+    },
+    start() {},
+    close() {},
+  }
+  return { port, addEventListener() {} } as unknown as SharedWorker
+}
+
 function readings(source: string, count: number): StreamEvent[] {
   return Array.from({ length: count }, (_, i) => ({ id: `${source}#${i + 1}`, source, seq: i + 1, ts: (i + 1) * 10, key: 'temp', value: i }))
 }
@@ -63,5 +88,27 @@ describe('a page on plain http from a LAN address (no crypto.randomUUID, no Web 
     await world.run()
     await durable
     expect([accepted, engine.stats().applied, engine.results().map((r) => r.count)]).toEqual([3, 3, [3]])
+  })
+
+  it('shared mode: a tab that goes away (pagehide) tells its host, which no Web Lock tells', async () => {
+    const world = new World()
+    const host = world.host({ name: 'fleet', engine: { windows: tumbling(1_000) }, log: false }, { mode: 'shared', steal: false }, true)
+    const hides: (() => void)[] = []
+    const connect = () =>
+      connectEngineWith(
+        { name: 'fleet', shared: () => sharedWorkerOf(host), dedicated: () => workerOf(host) },
+        { locks: null, sharedWorkers: true, clock: world.time.clock('tab'), lifecycle: null, unload: (listener) => hides.push(listener) },
+      )
+    const connecting = [connect(), connect()]
+    await world.run()
+    const [a, b] = await Promise.all(connecting)
+    expect([a?.connection().mode, b?.connection().mode, host.host.clients, hides.length]).toEqual(['shared', 'shared', 2, 2])
+    // Tab A closes: its page never calls close(), and no lock of its tab is released for the host to see.
+    hides[0]?.()
+    await world.run()
+    expect(host.host.clients).toBe(1)
+    const receipt = b?.ingest(readings('d1', 2))
+    await world.run()
+    expect((await receipt)?.accepted).toBe(2)
   })
 })

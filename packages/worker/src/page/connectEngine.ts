@@ -9,7 +9,7 @@ import type { HostConnector, HostLink } from './hostLink.ts'
 import type { DedicatedWorkerFactory } from './hostWorker.ts'
 import { LeaderConnector } from './leaderConnector.ts'
 import { MirroredEngine } from './mirroredEngine.ts'
-import { lockNames, type PageLifecycle, platformClock, platformLifecycle, platformLocks, type TabChannel, type WorkerClock, type WorkerLocks } from './platform.ts'
+import { lockNames, type PageLifecycle, platformClock, platformLifecycle, platformLocks, platformUnload, type TabChannel, type WorkerClock, type WorkerLocks } from './platform.ts'
 import type { RemoteEngine } from './remoteEngine.ts'
 import { SharedConnector, type SharedWorkerFactory } from './sharedConnector.ts'
 import { SingleConnector } from './singleConnector.ts'
@@ -66,6 +66,8 @@ export interface ConnectPlatform {
   readonly channel?: (name: string) => TabChannel
   readonly sharedWorkers?: boolean
   readonly lifecycle?: PageLifecycle | null
+  /** Registers a listener for the page going away for good (`pagehide`, not into the back/forward cache). */
+  readonly unload?: ((listener: () => void) => void) | null
 }
 
 const OPTION_KEYS: readonly (keyof ConnectEngineOptions)[] = ['name', 'shared', 'dedicated', 'mode', 'config', 'aggregates', 'maxQueuedEvents', 'election', 'signal']
@@ -134,6 +136,12 @@ export async function connectEngineWith<A extends AggregateDefinitions = NoAggre
   engine.onConnection((connection) => {
     if (connection.state === 'closed' || connection.state === 'failed') leaving()
   })
+  if (locks === null) {
+    // Without Web Locks no lock of this tab tells the host that it went away (a SharedWorker
+    // would keep serving a closed tab): the page tells it as it goes.
+    const unload = platform.unload === undefined ? platformUnload() : platform.unload
+    unload?.(() => engine.leave())
+  }
   try {
     connector.start(engine)
   } catch (error) {

@@ -182,6 +182,14 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
     this.#options.connector.stop()
   }
 
+  /**
+   * The page goes away for good (without Web Locks, which would tell the host): its host
+   * forgets it. Batches already sent are applied; nothing more is sent or awaited.
+   */
+  leave(): void {
+    this.#link?.send({ t: 'bye' })
+  }
+
   // ---- RemoteEngine ----
 
   ingest(events: readonly StreamEvent[]): Promise<IngestReceipt> {

@@ -47,6 +47,23 @@ export function platformLifecycle(): PageLifecycle | null {
   }
 }
 
+/**
+ * Calls `listener` when this page goes away for good: `pagehide`, except into the back/forward
+ * cache (`persisted`), from which the page may come back. Null where there is no page (a
+ * worker, a server).
+ *
+ * @example
+ * platformUnload()?.(() => engine.leave())
+ */
+export function platformUnload(): ((listener: () => void) => void) | null {
+  const scope = globalThis as { document?: unknown; addEventListener?: (type: string, listener: (event: { persisted?: boolean }) => void) => void }
+  if (scope.document === undefined || typeof scope.addEventListener !== 'function') return null
+  return (listener) =>
+    scope.addEventListener?.('pagehide', (event) => {
+      if (event.persisted !== true) listener()
+    })
+}
+
 /** Timers and the clock. */
 export interface WorkerClock {
   now(): number
