@@ -190,8 +190,27 @@ export function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)
 }
 
+/**
+ * Longest time a limit or persistence option may name, ms: 2^31 - 1, the longest timer Node
+ * arms (a longer one fires after 1 ms).
+ *
+ * @example
+ * MAX_TIMER_MS // 2147483647 (about 24.8 days)
+ */
+export const MAX_TIMER_MS = 2_147_483_647
+
+/** The options that are durations, armed as timers: bounded by `MAX_TIMER_MS`. */
+export const TIME_OPTIONS: ReadonlySet<string> = new Set(['idleRoomMs', 'authTimeoutMs', 'writeWindowMs', 'storeDebounceMs', 'storeMaxDebounceMs'])
+
 function positiveInteger(value: unknown, name: string, min = 1): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) throw new RangeError(`startRelay: ${name} must be an integer >= ${min}, got ${String(value)}`)
+  return value
+}
+
+function duration(value: unknown, name: string): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1 || value > MAX_TIMER_MS) {
+    throw new RangeError(`startRelay: ${name} must be an integer in 1..${MAX_TIMER_MS} (ms), got ${String(value)}`)
+  }
   return value
 }
 
@@ -230,9 +249,9 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
     for (const key of Object.keys(options[group] ?? {})) if (!(key in defaults)) throw new TypeError(`startRelay: unknown option ${group}.${key}`)
   }
   const limits = { ...DEFAULT_LIMITS, ...options.limits }
-  for (const [name, value] of Object.entries(limits)) positiveInteger(value, `limits.${name}`)
+  for (const [name, value] of Object.entries(limits)) (TIME_OPTIONS.has(name) ? duration : positiveInteger)(value, `limits.${name}`)
   const persistence = { ...DEFAULT_PERSISTENCE, ...options.persistence }
-  for (const [name, value] of Object.entries(persistence)) positiveInteger(value, `persistence.${name}`)
+  for (const [name, value] of Object.entries(persistence)) (TIME_OPTIONS.has(name) ? duration : positiveInteger)(value, `persistence.${name}`)
   for (const name of ['log', 'now'] as const) {
     if (options[name] !== undefined && typeof options[name] !== 'function') throw new TypeError(`startRelay: ${name} must be a function`)
   }

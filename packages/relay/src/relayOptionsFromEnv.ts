@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { MIN_SECRET_BYTES, TokenVerifier } from './auth/tokenVerifier.ts'
 import { type RelayLogLevel, stderrLog } from './relayLog.ts'
-import { type RelayLimits, type RelayOptions, isLoopback } from './relayOptions.ts'
+import { isLoopback, MAX_TIMER_MS, type RelayLimits, type RelayOptions, TIME_OPTIONS } from './relayOptions.ts'
 
 /**
  * A configuration error: names the environment variable and says what is wrong with it.
@@ -133,10 +133,10 @@ export function relayOptionsFromEnv(env: Readonly<Record<string, string | undefi
 
   const limits: Partial<Record<keyof RelayLimits, number>> = {}
   for (const [name, variable] of Object.entries(LIMIT_VARIABLES) as [keyof RelayLimits, string][]) {
-    const value = integer(env, variable, 1)
+    const value = integer(env, variable, 1, TIME_OPTIONS.has(name) ? MAX_TIMER_MS : undefined)
     if (value !== undefined) limits[name] = value
   }
-  const writeWindowMs = integer(env, 'TIDEMARK_STORE_DEBOUNCE_MS', 1)
+  const writeWindowMs = integer(env, 'TIDEMARK_STORE_DEBOUNCE_MS', 1, MAX_TIMER_MS)
   const level = env.TIDEMARK_LOG === undefined || env.TIDEMARK_LOG === '' ? 'warn' : env.TIDEMARK_LOG
   if (!LOG_LEVELS.includes(level as RelayLogLevel)) throw new RelayConfigError('TIDEMARK_LOG', `must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level)}`)
 

@@ -28,6 +28,8 @@ describe('bad configuration exits 2 with a message naming the variable', () => {
     ['a Redis URL of another scheme', { TIDEMARK_AUTH_SECRET: SECRET_TEXT, REDIS_URL: 'http://127.0.0.1:6379' }, 'REDIS_URL: must be a redis://host:port URL'],
     ['a database URL of another scheme', { TIDEMARK_AUTH_SECRET: SECRET_TEXT, DATABASE_URL: 'mysql://db' }, 'DATABASE_URL: must be a postgres:// or postgresql:// URL'],
     ['a limit that is not a number', { TIDEMARK_AUTH_SECRET: SECRET_TEXT, TIDEMARK_MAX_ROOMS: 'lots' }, 'TIDEMARK_MAX_ROOMS: must be an integer in 1..9007199254740991, got "lots"'],
+    ['a time limit past what a timer holds', { TIDEMARK_AUTH_SECRET: SECRET_TEXT, TIDEMARK_AUTH_TIMEOUT_MS: '3000000000' }, 'TIDEMARK_AUTH_TIMEOUT_MS: must be an integer in 1..2147483647, got "3000000000"'],
+    ['a write window past what a timer holds', { TIDEMARK_AUTH_SECRET: SECRET_TEXT, TIDEMARK_STORE_DEBOUNCE_MS: '2147483648' }, 'TIDEMARK_STORE_DEBOUNCE_MS: must be an integer in 1..2147483647, got "2147483648"'],
     ['a missing public key file', { TIDEMARK_AUTH_PUBLIC_KEY: '/nonexistent/key.pem' }, "TIDEMARK_AUTH_PUBLIC_KEY: cannot read /nonexistent/key.pem: ENOENT: no such file or directory, open '/nonexistent/key.pem'"],
   ] as const)('%s', async (_, env, message) => {
     const result = await runRelayToExit({ TIDEMARK_DATA_DIR: tempDir('unused'), ...env })

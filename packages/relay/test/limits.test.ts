@@ -199,6 +199,25 @@ describe('limits', () => {
     expect(await metric(relay.httpUrl, 'tidemark_relay_refusals_total{reason="auth-timeout"}')).toBe(1)
   })
 
+  it('a time limit longer than a timer can hold is refused at start, not armed as 1 ms', async () => {
+    // Node arms a timer of more than 2^31 - 1 ms for 1 ms instead: every socket would be cut at
+    // once (authTimeoutMs), every room unloaded at once (idleRoomMs).
+    for (const [group, name] of [
+      ['limits', 'authTimeoutMs'],
+      ['limits', 'idleRoomMs'],
+      ['persistence', 'writeWindowMs'],
+      ['persistence', 'storeDebounceMs'],
+      ['persistence', 'storeMaxDebounceMs'],
+    ] as const) {
+      await expect(startRelay({ port: 0, store: { dataDir: freshDataDir() }, auth: { secret: SECRET }, [group]: { [name]: 2 ** 31 } })).rejects.toThrow(
+        `startRelay: ${group}.${name} must be an integer in 1..2147483647 (ms), got 2147483648`,
+      )
+    }
+    // Byte and count limits have no such bound.
+    const relay = await relayWith({ limits: { maxRoomBytes: 2 ** 40 } })
+    expect((await fetch(`${relay.httpUrl}/healthz`)).status).toBe(200)
+  })
+
   it('a message past the size limit closes its socket (1009) and is counted as too-large', async () => {
     const relay = await relayWith({ limits: { maxMessageBytes: 64 << 10 } })
     const { ws, closed } = await rawSocket(relay)
