@@ -39,6 +39,20 @@ describe('bad configuration exits 2 with a message naming the variable', () => {
   })
 })
 
+describe('a private key where the public key goes', () => {
+  it('is refused: exit 2, and the relay does not keep the signing key', async () => {
+    const { privateKey } = generateKeyPairSync('ed25519')
+    const keyFile = join(tempDir('key'), 'private.pem')
+    writeFileSync(keyFile, privateKey.export({ type: 'pkcs8', format: 'pem' }))
+    const result = await runRelayToExit({ TIDEMARK_DATA_DIR: tempDir('unused'), TIDEMARK_AUTH_PUBLIC_KEY: keyFile })
+    expect(result.code).toBe(2)
+    expect(result.stderr).toBe(
+      'tidemark-relay: bad configuration: TIDEMARK_AUTH_PUBLIC_KEY: this PEM is a private key; give the relay the public key alone (openssl pkey -in private.pem -pubout -out public.pem)\n',
+    )
+    expect(result.stdout).toBe('')
+  })
+})
+
 describe('a running relay', () => {
   it('prints one ready line, serves /healthz, /metrics and dev tokens, and stops cleanly on SIGINT', async () => {
     const relay = await spawnRelay({ TIDEMARK_DATA_DIR: freshDataDir(), TIDEMARK_DEV_TOKENS: '1' })

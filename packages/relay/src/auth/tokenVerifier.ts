@@ -52,6 +52,11 @@ export class TokenVerifier {
       this.#algorithms = ['HS256']
       return
     }
+    // Node derives a public key from a private one: refuse it rather than hold the key that
+    // signs every token on the relay.
+    if (typeof key.publicKeyPem === 'string' && /-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----/.test(key.publicKeyPem)) {
+      throw new TypeError('this PEM is a private key; give the relay the public key alone (openssl pkey -in private.pem -pubout -out public.pem)')
+    }
     let publicKey: KeyObject
     try {
       publicKey = createPublicKey(key.publicKeyPem)
