@@ -15,6 +15,8 @@ import { GuardedRedis } from '../src/scaleout/guardedRedis.ts'
 import { waitFor } from './support/roomClients.ts'
 
 let redis: RedisServer | undefined
+/** Servers of the later tests, stopped after the run. */
+const servers: RedisServer[] = []
 const instances: Hocuspocus[] = []
 const logged: string[] = []
 const log: RelayLog = (level, message) => logged.push(`${level} ${message}`)
@@ -22,6 +24,7 @@ const log: RelayLog = (level, message) => logged.push(`${level} ${message}`)
 afterAll(async () => {
   for (const instance of instances) await instance.closeConnections()
   await redis?.stop()
+  for (const server of servers) await server.stop()
 })
 
 async function relayOn(url: string): Promise<{ hocuspocus: Hocuspocus; redis: GuardedRedis }> {
@@ -85,6 +88,44 @@ it('a change crosses as one message; a change the other relay missed arrives wit
   expect(readings(docB).slice(-50)).toEqual(Array.from({ length: 50 }, (_, i) => `turn ${i}`))
   expect((await publishCalls(redis.url)) - publishedBefore).toBe(50)
   expect(logged.filter((line) => line.startsWith('warn'))).toEqual([])
+  await onA.disconnect()
+  await onB.disconnect()
+})
+
+it('after Redis comes back, each relay exchanges state vectors for its rooms: what the others missed while it was away arrives without another change', async () => {
+  const away = await startRedisServer()
+  servers.push(away)
+  const port = away.port
+  const quiet = 3_600_000 // no periodic repair within the test: only the reconnection may bring the missed changes
+  const relay = (): { hocuspocus: Hocuspocus; redis: GuardedRedis; metrics: RelayMetrics } => {
+    const metrics = new RelayMetrics()
+    const guarded = new GuardedRedis(away.url, metrics, () => undefined, { repairMs: quiet })
+    const hocuspocus = new Hocuspocus({ quiet: true, extensions: [guarded] })
+    instances.push(hocuspocus)
+    return { hocuspocus, redis: guarded, metrics }
+  }
+  const a = relay()
+  const b = relay()
+  const onA = await a.hocuspocus.openDirectConnection('fleet/d2')
+  const onB = await b.hocuspocus.openDirectConnection('fleet/d2')
+  const docA = a.hocuspocus.documents.get('fleet/d2') as Y.Doc
+  const docB = b.hocuspocus.documents.get('fleet/d2') as Y.Doc
+  await onA.transact((doc) => doc.getArray('readings').push(['before']))
+  await waitFor(() => readings(docB).includes('before'), 'the first change crossed')
+
+  await away.stop()
+  await waitFor(() => a.metrics.redisErrors > 0 && b.metrics.redisErrors > 0, 'both relays saw Redis go')
+  // Changes each relay's clients make while Redis is away: their publishes fail (here, as if
+  // they had, they are applied under the Redis origin and not published at all).
+  docA.transact(() => docA.getArray('readings').push(['on A while away']), a.redis.remoteOrigin)
+  docB.transact(() => docB.getArray('readings').push(['on B while away']), b.redis.remoteOrigin)
+
+  servers.push(await startRedisServer({ port }))
+  await waitFor(
+    () => readings(docB).includes('on A while away') && readings(docA).includes('on B while away'),
+    'the changes made while Redis was away crossed once it was back, with no further change',
+  )
+  expect(readings(docB)).toEqual(readings(docA))
   await onA.disconnect()
   await onB.disconnect()
 })

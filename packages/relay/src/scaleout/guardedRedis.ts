@@ -14,10 +14,15 @@
  * a sync step 2 message, which the receiving relays apply under the extension's own origin, so
  * they neither answer nor publish it again. Pub/sub may lose a message (a subscriber that
  * reconnects), so the state-vector exchange still runs, once per room at most every
- * `REPAIR_MS` (or `options.repairMs`) while the room changes, and whenever a relay loads the room.
+ * `REPAIR_MS` (or `options.repairMs`) while the room changes, whenever a relay loads the room,
+ * and for every loaded room when a connection to Redis is back: what the relays' clients
+ * changed while it was away (publishes that failed, messages never delivered) crosses then,
+ * without waiting for the room's next change.
  */
 import { Redis } from '@hocuspocus/extension-redis'
 import type {
+  Document,
+  Hocuspocus,
   afterLoadDocumentPayload,
   afterUnloadDocumentPayload,
   beforeBroadcastStatelessPayload,
@@ -51,6 +56,8 @@ interface RedisWire {
   readonly redisTransactionOrigin: string
   pubKey(documentName: string): string
   encodeMessage(message: Uint8Array): Buffer
+  /** Publishes the room's state vector (sync step 1): the other relays answer with what it lacks, and ask for what they lack. */
+  publishFirstSyncStep(documentName: string, document: Document): Promise<unknown>
 }
 
 /**
@@ -66,6 +73,7 @@ function wireOf(redis: Redis): RedisWire {
     typeof wire.redisTransactionOrigin === 'string' ? null : 'redisTransactionOrigin',
     typeof wire.pubKey === 'function' ? null : 'pubKey',
     typeof wire.encodeMessage === 'function' ? null : 'encodeMessage',
+    typeof wire.publishFirstSyncStep === 'function' ? null : 'publishFirstSyncStep',
   ].filter((name) => name !== null)
   if (missing.length > 0) {
     throw new Error(`@hocuspocus/extension-redis lacks ${missing.join(', ')}: the relay's scale-out needs the 3.4 line it pins`)
@@ -95,6 +103,10 @@ export class GuardedRedis implements Extension {
   readonly #onLoadRefused: (room: string) => void
   /** Changes published during this event-loop turn, sent together when it ends. */
   #outgoing: [channel: string, message: Buffer][] = []
+  /** The Hocuspocus instance (`onConfigure`), whose loaded rooms a reconnection repairs. */
+  #instance: Hocuspocus | undefined
+  /** A repair of every loaded room is queued for the end of this event-loop turn. */
+  #repairAllQueued = false
 
   /**
    * `options.onLoadRefused` is told each room whose load this extension refused: Hocuspocus runs
@@ -121,9 +133,14 @@ export class GuardedRedis implements Extension {
         // would otherwise be a system call each.
         const client = new IORedis(url, { maxRetriesPerRequest: 3, connectTimeout: 5000, enableAutoPipelining: true })
         client.on('error', (error: Error) => this.#trouble(error))
+        let connectedBefore = false
         client.on('ready', () => {
           if (this.#down) this.#log('warn', 'Redis is reachable again')
           this.#down = false
+          // A connection back after it was lost: publishes failed and messages were not
+          // delivered meanwhile (the subscriber's channels are subscribed again by now).
+          if (connectedBefore) this.#repairAll()
+          connectedBefore = true
         })
         return client
       },
@@ -132,7 +149,20 @@ export class GuardedRedis implements Extension {
   }
 
   async onConfigure(payload: onConfigurePayload): Promise<void> {
+    this.#instance = payload.instance
     await this.#redis.onConfigure(payload)
+  }
+
+  /** A state-vector exchange for every loaded room, once at the end of this event-loop turn. */
+  #repairAll(): void {
+    if (this.#repairAllQueued) return
+    this.#repairAllQueued = true
+    setImmediate(() => {
+      this.#repairAllQueued = false
+      for (const [name, document] of this.#instance?.documents ?? []) {
+        void this.#guard(() => this.#wire.publishFirstSyncStep(name, document))
+      }
+    })
   }
 
   /** Subscribes the room's channel; a room that cannot be shared through Redis is not served. */
