@@ -414,6 +414,23 @@ describe('lock requests that fail', () => {
 })
 
 describe('close()', () => {
+  it("a leader tab's page no longer says it runs the host once closed or failed", async () => {
+    const world = new World()
+    const host = world.host({ name: 'fleet', engine: windows, log: false }, { mode: 'leader', steal: false })
+    const closing = world.page(() => host, { mode: 'leader', ownsHost: true })
+    const failing = world.page(() => host, { mode: 'leader', ownsHost: true })
+    await world.run()
+    expect([closing.engine.connection().leader, failing.engine.connection().leader]).toEqual([true, true])
+    const closed = closing.engine.close()
+    await world.run()
+    await closed
+    failing.engine.failed('gave up')
+    expect([closing.engine.connection(), failing.engine.connection()]).toMatchObject([
+      { state: 'closed', leader: false },
+      { state: 'failed', leader: false },
+    ])
+  })
+
   it('while a takeover is under way waits for the next host to make the batches durable', async () => {
     const world = new World()
     let current: TestHost | null = world.host({ name: 'fleet', engine: windows, log: false })

@@ -61,7 +61,7 @@ export class World {
   }
 
   /** A page connected through a connector that links to whichever host `to()` names. */
-  page(to: () => TestHost | null, options: { config?: unknown; maxQueuedEvents?: number; withoutLocks?: boolean; aggregates?: AggregateDefinitions; mode?: HostMode } = {}): TestPage {
+  page(to: () => TestHost | null, options: { config?: unknown; maxQueuedEvents?: number; withoutLocks?: boolean; aggregates?: AggregateDefinitions; mode?: HostMode; ownsHost?: boolean } = {}): TestPage {
     const tab = `tab-${Math.random().toString(36).slice(2)}`
     const connector = new TestConnector(to)
     const locks: WorkerLocks | null = options.withoutLocks === true ? null : this.locks.as(tab)
@@ -75,7 +75,7 @@ export class World {
       connector,
       locks,
       clock: this.time.clock(tab),
-      ownsHost: () => false,
+      ownsHost: () => options.ownsHost === true,
     })
     // The tab's own lock, which hosts watch.
     void locks?.request(`tidemark-worker:fleet:tab:${tab}`, {}, () => new Promise<void>(() => {}))

@@ -171,7 +171,8 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
     this.#welcomed = false
     this.#hostWatch?.abort()
     this.#hostWatch = null
-    this.#setConnection({ state: 'failed', reason })
+    // A leader tab lets its host go (the connector stops below): it no longer runs the host.
+    this.#setConnection({ state: 'failed', leader: false, reason })
     const error = new Error(`connectEngine: ${reason}`)
     this.#ready?.reject(error)
     this.#queue.close(error)
@@ -292,7 +293,7 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
     const closing = new Error(CLOSED)
     this.#queue.stopAccepting(closing)
     await this.#drainForClose()
-    this.#setConnection({ state: 'closed', reason: null })
+    this.#setConnection({ state: 'closed', leader: false, reason: null })
     this.#queue.close(closing)
     this.#calls.rejectAll(closing)
     this.#link?.send({ t: 'bye' })
