@@ -65,7 +65,8 @@ function integer(env: Readonly<Record<string, string | undefined>>, variable: st
  * | `TIDEMARK_DATA_DIR` | `.tidemark-relay` (PGlite) |
  * | `DATABASE_URL` | PostgreSQL instead of PGlite |
  * | `REDIS_URL` | scale-out through Redis |
- * | `TIDEMARK_AUTH_SECRET` / `TIDEMARK_AUTH_PUBLIC_KEY` | one of them (a PEM file path for the key) |
+ * | `TIDEMARK_AUTH_SECRET` / `TIDEMARK_AUTH_PUBLIC_KEY` | one of them (a PEM file path for the key; the file may hold several) |
+ * | `TIDEMARK_AUTH_PREVIOUS_SECRET` | none; with the secret, a second one accepted while issuers switch |
  * | `TIDEMARK_DEV_TOKENS` | `0`; `1` serves `/dev/token` (loopback `HOST` only) |
  * | `TIDEMARK_STORE_DEBOUNCE_MS` | `500` |
  * | `TIDEMARK_LOG` | `warn` (`info` also logs refusals) |
@@ -107,10 +108,18 @@ export function relayOptionsFromEnv(env: Readonly<Record<string, string | undefi
   const keyPath = env.TIDEMARK_AUTH_PUBLIC_KEY ?? ''
   if (secretText !== '' && keyPath !== '') throw new RelayConfigError('TIDEMARK_AUTH_PUBLIC_KEY', 'set either TIDEMARK_AUTH_SECRET or TIDEMARK_AUTH_PUBLIC_KEY, not both')
   let auth: RelayOptions['auth']
+  const previousText = env.TIDEMARK_AUTH_PREVIOUS_SECRET ?? ''
+  if (previousText !== '' && secretText === '') {
+    throw new RelayConfigError('TIDEMARK_AUTH_PREVIOUS_SECRET', 'is accepted beside TIDEMARK_AUTH_SECRET only (a public key file may hold several keys instead)')
+  }
   if (secretText !== '') {
     const secret = new TextEncoder().encode(secretText)
     if (secret.byteLength < MIN_SECRET_BYTES) throw new RelayConfigError('TIDEMARK_AUTH_SECRET', `must be at least ${MIN_SECRET_BYTES} bytes, got ${secret.byteLength}`)
-    auth = { secret }
+    const previous = new TextEncoder().encode(previousText)
+    if (previousText !== '' && previous.byteLength < MIN_SECRET_BYTES) {
+      throw new RelayConfigError('TIDEMARK_AUTH_PREVIOUS_SECRET', `must be at least ${MIN_SECRET_BYTES} bytes, got ${previous.byteLength}`)
+    }
+    auth = previousText === '' ? { secret } : { secret, previousSecrets: [previous] }
   } else if (keyPath !== '') {
     if (devTokens) throw new RelayConfigError('TIDEMARK_DEV_TOKENS', 'dev tokens are signed with TIDEMARK_AUTH_SECRET; with a public key the relay cannot sign')
     let pem: string
