@@ -48,8 +48,9 @@ interface WorkerScope {
  *     const { relayUrl, tokenUrl, room } = config as { relayUrl: string; tokenUrl: string; room: string }
  *     const doc = new Y.Doc()
  *     bindDoc(engine, doc)
- *     // Called for every join: a fresh token replaces one that reached its exp.
- *     const token = async () => (await (await fetch(tokenUrl)).json()).token
+ *     // Called for every join: a fresh token replaces one that reached its exp. A device token
+ *     // names the replica it may write: this engine's (kept in the origin's log).
+ *     const token = async () => (await (await fetch(`${tokenUrl}?replica=${engine.replica.replicaId}`)).json()).token
  *     const relay = connectRelay({ url: relayUrl, token })
  *     relay.join(doc, room)
  *     return () => relay.destroy()

@@ -12,7 +12,8 @@ import type { HostMode } from '../protocol/messages.ts'
  *   const { relayUrl, tokenUrl, room } = config as { relayUrl: string; tokenUrl: string; room: string }
  *   const doc = new Y.Doc()
  *   bindDoc(engine, doc)
- *   const token = async () => (await (await fetch(tokenUrl)).json()).token
+ *   // A device token names the replica it may write: this engine's.
+ *   const token = async () => (await (await fetch(`${tokenUrl}?replica=${engine.replica.replicaId}`)).json()).token
  *   const relay = connectRelay({ url: relayUrl, token })
  *   relay.join(doc, room)
  *   return () => relay.destroy()
@@ -58,7 +59,7 @@ export interface HostLogOptions {
  *   setup: ({ engine }) => {
  *     const doc = new Y.Doc()
  *     bindDoc(engine, doc)
- *     const relay = connectRelay({ url: 'wss://relay.example.com', token: fetchToken })
+ *     const relay = connectRelay({ url: 'wss://relay.example.com', token: () => fetchToken(engine.replica.replicaId) })
  *     relay.join(doc, 'fleet-a/d07')
  *     return () => relay.destroy()
  *   },
