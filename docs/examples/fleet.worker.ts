@@ -25,9 +25,12 @@ hostEngine({
     const doc = new Y.Doc()
     const binding = bindDoc(engine, doc)
     // Fetched for every join: the relay closes the room when a token reaches its exp, and the
-    // client joins again with a fresh one.
+    // client joins again with a fresh one. It names this engine's replica id (random, kept in
+    // the origin's log), the one replica the token must let it write.
     const token = async (): Promise<string> => {
-      const response = await fetch(tokenUrl, { credentials: 'include' })
+      const url = new URL(tokenUrl, location.href)
+      url.searchParams.set('replica', engine.replica.replicaId)
+      const response = await fetch(url, { credentials: 'include' })
       if (!response.ok) throw new Error(`no relay token: HTTP ${response.status}`)
       return ((await response.json()) as { token: string }).token
     }
