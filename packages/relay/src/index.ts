@@ -19,6 +19,7 @@ export { startRelay } from './startRelay.ts'
 export { openPglite } from './store/pgliteClient.ts'
 export { openPostgres, type PostgresTimeouts } from './store/postgresClient.ts'
 
+export { SourceGrant } from './auth/accessGrant.ts'
 export type { AccessGrant, TokenClaims } from './auth/accessGrant.ts'
 export type { TokenKey } from './auth/tokenVerifier.ts'
 export type { UpdateVerdict, WriteGrant } from './authorize/authorizeUpdate.ts'

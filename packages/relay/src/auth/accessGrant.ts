@@ -18,7 +18,10 @@ export interface TokenClaims {
   readonly rooms: readonly string[]
   /** Device: replica ids whose log array and meta entry it may write. */
   readonly replicas?: readonly string[]
-  /** Device: sources whose groups and clocks it may write. */
+  /**
+   * Device: sources whose groups and clocks it may write: exact names, or prefixes ending in
+   * `*` (`d07-*` admits `d07-temp` and every source a tab claims with `claimSource({ prefix: 'd07' })`).
+   */
   readonly sources?: readonly string[]
 }
 
@@ -33,9 +36,41 @@ export interface AccessGrant {
   readonly role: 'device' | 'dashboard'
   readonly rooms: readonly string[]
   readonly replicas: ReadonlySet<string>
-  readonly sources: ReadonlySet<string>
+  readonly sources: SourceGrant
   /** Expiry, in ms since the epoch. */
   readonly expiresAt: number
+}
+
+/**
+ * The sources a token lets a device write: exact names, and prefixes (a pattern `d07-*`).
+ *
+ * @example
+ * const sources = new SourceGrant(['d07-temp', 'd07-tab-*'])
+ * sources.has('d07-tab-k2j9x0') // true
+ * sources.has('d08-temp') // false
+ */
+export class SourceGrant {
+  readonly #names: ReadonlySet<string>
+  readonly #prefixes: readonly string[]
+
+  /** `patterns`: exact names, or a non-empty prefix followed by one `*` at the end. */
+  constructor(patterns: readonly string[]) {
+    this.#names = new Set(patterns.filter((pattern) => !pattern.endsWith('*')))
+    this.#prefixes = patterns.filter((pattern) => pattern.endsWith('*')).map((pattern) => pattern.slice(0, -1))
+  }
+
+  /** True when `source` is one of the names or starts with one of the prefixes. */
+  has(source: string): boolean {
+    return this.#names.has(source) || this.#prefixes.some((prefix) => source.startsWith(prefix))
+  }
+}
+
+/** Why a `sources` pattern cannot be used, or null. */
+function sourcePatternProblem(pattern: string): string | null {
+  const star = pattern.indexOf('*')
+  if (star === -1) return null
+  if (star !== pattern.length - 1) return `sources: "*" may only end a pattern, in ${JSON.stringify(pattern)}`
+  return star === 0 ? 'sources: a pattern needs a prefix before "*"' : null
 }
 
 const MAX_LIST = 10_000
@@ -76,6 +111,10 @@ export function readGrant(payload: Record<string, unknown>): AccessGrant | strin
     if (typeof r === 'string') return r
     const s = stringList(sources ?? [], 'sources', MAX_ID_LENGTH)
     if (typeof s === 'string') return s
+    for (const pattern of s) {
+      const problem = sourcePatternProblem(pattern)
+      if (problem !== null) return problem
+    }
     replicaList = r
     sourceList = s
   }
@@ -84,7 +123,7 @@ export function readGrant(payload: Record<string, unknown>): AccessGrant | strin
     role,
     rooms: roomList,
     replicas: new Set(replicaList),
-    sources: new Set(sourceList),
+    sources: new SourceGrant(sourceList),
     // Whole seconds up, as the verifier reads it: a token it admitted is not closed at once.
     expiresAt: Math.ceil(exp) * 1000,
   }

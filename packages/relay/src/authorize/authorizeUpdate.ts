@@ -30,8 +30,8 @@ import { clipName, Refusal } from '../protocol/refusal.ts'
 export interface WriteGrant {
   /** Replica ids whose log array and meta entry it may write. */
   readonly replicas: ReadonlySet<string>
-  /** Sources whose groups and clocks it may write, and whose live entries it may delete in any log. */
-  readonly sources: ReadonlySet<string>
+  /** Sources whose groups and clocks it may write, and whose live entries it may delete in any log (a `Set`, or a `SourceGrant` of names and prefixes). */
+  readonly sources: { has(source: string): boolean }
 }
 
 /**
