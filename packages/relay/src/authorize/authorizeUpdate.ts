@@ -17,6 +17,7 @@
  *
  * Entry shapes are checked with @tidemark/yjs's own readers, the ones every replica uses.
  */
+import * as decoding from 'lib0/decoding'
 import * as Y from 'yjs'
 import { entryKind, META_NAME, readClockEntry, readGroupEntry, readMeta, REPLICA_PREFIX } from '@tidemark/yjs'
 import { clipName, Refusal } from '../protocol/refusal.ts'
@@ -312,6 +313,11 @@ export function authorizeUpdate(doc: Y.Doc, update: Uint8Array, grant: WriteGran
     return refused(new Refusal('malformed-update', `undecodable: ${error instanceof Error ? error.message : String(error)}`))
   }
   const places = new UpdatePlaces(doc, decoded.structs)
+  // Yjs integrates only the last of several struct sections of one client, where the decoded
+  // structs hold them all (and `findIn` could then find a struct Yjs drops in place of the one
+  // it integrates). No Yjs encoder writes a client twice, or a section without structs.
+  const sections = decoding.readVarUint(decoding.createDecoder(update))
+  if (sections !== places.byClient.size) return refused(new Refusal('malformed-update', `${sections} struct sections for ${places.byClient.size} clients`))
   const store = doc.store
   let inserts = 0
   let deletes = 0

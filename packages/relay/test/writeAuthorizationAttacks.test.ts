@@ -1,0 +1,193 @@
+/**
+ * Hand-made Yjs updates against the relay's write authorization: updates no Yjs encoder writes
+ * (one client in several struct sections, overlapping delete ranges, …) that Yjs still applies,
+ * sent by a device allowed to write only its own replica and source. Each must be refused (or
+ * change nothing it may not), reach no dashboard, and cost the relay time in proportion to its
+ * size.
+ */
+import * as encoding from 'lib0/encoding'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import * as Y from 'yjs'
+import { authorizeUpdate, type Relay, startRelay, type WriteGrant } from '../src/index.ts'
+import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
+import { clockEntry, dashboardToken, deviceToken, groupEntry, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, waitFor } from './support/roomClients.ts'
+
+const A: WriteGrant = { replicas: new Set(['A']), sources: new Set(['s-A']) }
+
+/** One struct of a hand-written v1 update. */
+type Struct =
+  | { readonly gc: number }
+  | { readonly skip: number }
+  | {
+      readonly origin?: readonly [number, number]
+      readonly right?: readonly [number, number]
+      /** Root name, written only without origins. */
+      readonly parent?: string
+      readonly key?: string
+      /** ContentAny values; without them, ContentDeleted of `deleted` (default 1). */
+      readonly any?: readonly unknown[]
+      readonly deleted?: number
+    }
+
+interface Section {
+  readonly client: number
+  readonly clock: number
+  readonly structs: readonly Struct[]
+}
+
+/** A Yjs v1 update, written field by field, sections and delete ranges as given (no sorting, no merging). */
+function v1Update(sections: readonly Section[], deletes: readonly { readonly client: number; readonly ranges: readonly (readonly [number, number])[] }[] = []): Uint8Array {
+  const e = encoding.createEncoder()
+  encoding.writeVarUint(e, sections.length)
+  for (const { client, clock, structs } of sections) {
+    encoding.writeVarUint(e, structs.length)
+    encoding.writeVarUint(e, client)
+    encoding.writeVarUint(e, clock)
+    for (const struct of structs) {
+      if ('gc' in struct) {
+        encoding.writeUint8(e, 0)
+        encoding.writeVarUint(e, struct.gc)
+        continue
+      }
+      if ('skip' in struct) {
+        encoding.writeUint8(e, 10)
+        encoding.writeVarUint(e, struct.skip)
+        continue
+      }
+      const rooted = struct.origin === undefined && struct.right === undefined
+      let info = struct.any === undefined ? 1 : 8
+      if (struct.origin !== undefined) info |= 0x80
+      if (struct.right !== undefined) info |= 0x40
+      if (rooted && struct.key !== undefined) info |= 0x20
+      encoding.writeUint8(e, info)
+      for (const id of [struct.origin, struct.right]) {
+        if (id === undefined) continue
+        encoding.writeVarUint(e, id[0])
+        encoding.writeVarUint(e, id[1])
+      }
+      if (rooted) {
+        encoding.writeVarUint(e, 1)
+        encoding.writeVarString(e, struct.parent ?? '')
+        if (struct.key !== undefined) encoding.writeVarString(e, struct.key)
+      }
+      if (struct.any === undefined) encoding.writeVarUint(e, struct.deleted ?? 1)
+      else {
+        encoding.writeVarUint(e, struct.any.length)
+        for (const value of struct.any) encoding.writeAny(e, value as never)
+      }
+    }
+  }
+  encoding.writeVarUint(e, deletes.length)
+  for (const { client, ranges } of deletes) {
+    encoding.writeVarUint(e, client)
+    encoding.writeVarUint(e, ranges.length)
+    for (const [clock, len] of ranges) {
+      encoding.writeVarUint(e, clock)
+      encoding.writeVarUint(e, len)
+    }
+  }
+  return encoding.toUint8Array(e)
+}
+
+/** A Hocuspocus sync message (step 2 or update) carrying `update` for `room`. */
+function syncFrame(room: string, update: Uint8Array, step = 2): Uint8Array {
+  const e = encoding.createEncoder()
+  encoding.writeVarString(e, room)
+  encoding.writeVarUint(e, 0)
+  encoding.writeVarUint(e, step)
+  encoding.writeVarUint8Array(e, update)
+  return encoding.toUint8Array(e)
+}
+
+function reasonOf(verdict: ReturnType<typeof authorizeUpdate>): string {
+  if (verdict.ok) return 'accepted'
+  return verdict.missing ? 'missing' : verdict.refusal.text
+}
+
+/** A client id no test doc uses. */
+const X = 4_242_424
+
+describe('authorizeUpdate against hand-made updates', () => {
+  it('refuses a client written in several struct sections (Yjs integrates the last, the check saw a GC of an earlier one)', () => {
+    const server = new Y.Doc()
+    // Sections 1 and 2: a GC at X:0. Section 3, the one Yjs integrates: an entry of A's source in
+    // A's log at X:0, then at X:1 (origin X:0, so in A's log too) B's source and a clock naming B.
+    const update = v1Update([
+      { client: X, clock: 0, structs: [{ gc: 1 }] },
+      { client: X, clock: 0, structs: [{ gc: 1 }] },
+      { client: X, clock: 0, structs: [{ parent: 'tidemark:replica:A', any: [groupEntry('s-A', 0)] }, { origin: [X, 0], any: [groupEntry('s-B', 0), clockEntry('s-B', 'B', 5)] }] },
+    ])
+    expect(reasonOf(authorizeUpdate(server, update, A))).toBe('malformed-update 3 struct sections for 1 clients')
+    // What Yjs would have done with it.
+    Y.applyUpdate(server, update)
+    expect(replicaLog(server, 'A').toJSON().map((entry) => entry[1] === 'tumbling:60000' ? entry[3] : entry[1])).toEqual(['s-A', 's-B', 's-B'])
+  })
+})
+
+describe('through a relay', () => {
+  const FLEET = 'fleet-w'
+  const ROOM = `${FLEET}/d1`
+  let relay: Relay
+  let writer: RoomClient
+  let dashboard: RoomClient
+  const sockets: ReturnType<typeof relaySocket>[] = []
+  const clients: RoomClient[] = []
+  let marker = 0
+
+  function open(token: string): RoomClient {
+    const socket = relaySocket(relay.url)
+    sockets.push(socket)
+    const client = openRoom(socket, ROOM, token)
+    clients.push(client)
+    return client
+  }
+
+  /** The writer appends a marker; once the dashboard has it, anything sent before it was delivered or refused. */
+  async function barrier(): Promise<void> {
+    marker++
+    replicaLog(writer.doc, 'd1').push([groupEntry('d1-temp', marker * 60_000)])
+    const expected = replicaLog(writer.doc, 'd1').length
+    await waitFor(() => replicaLog(dashboard.doc, 'd1').length === expected, `marker ${marker} on the dashboard`)
+  }
+
+  /** Sources and writers named anywhere in the dashboard's copy of the room, and its roots. */
+  function seenByDashboard(): string {
+    return JSON.stringify([[...dashboard.doc.share.keys()].sort(), replicaLog(dashboard.doc, 'd1').toJSON().map((entry) => entry.slice(0, 4))])
+  }
+
+  /** Sends `update` raw as the device d1 on a connection of its own; resolves with the refusal it gets. */
+  async function attack(update: Uint8Array): Promise<string[]> {
+    const attacker = open(await deviceToken(FLEET, 'd1'))
+    await waitFor(() => attacker.synced(), 'the attacker synced')
+    ;(sockets.at(-1) as ReturnType<typeof relaySocket>).send(syncFrame(ROOM, update))
+    await waitFor(() => attacker.closed.length > 0 || seenByDashboard().includes('d2'), 'the refusal')
+    await barrier()
+    return attacker.closed
+  }
+
+  beforeAll(async () => {
+    relay = await startRelay({ port: 0, store: { dataDir: freshDataDir() }, auth: { secret: SECRET }, persistence: { writeWindowMs: 20 }, log: () => undefined })
+    writer = open(await deviceToken(FLEET, 'd1'))
+    await waitFor(() => writer.synced(), 'the device synced')
+    dashboard = open(await dashboardToken(FLEET))
+    await waitFor(() => dashboard.synced(), 'the dashboard synced')
+    await barrier()
+  })
+
+  afterAll(async () => {
+    for (const client of clients) client.destroy()
+    for (const socket of sockets) socket.destroy()
+    await relay?.close()
+    removeDataDirs()
+  })
+
+  it("a client in several struct sections cannot slip another device's source into the device's own log", async () => {
+    const update = v1Update([
+      { client: X, clock: 0, structs: [{ gc: 1 }] },
+      { client: X, clock: 0, structs: [{ gc: 1 }] },
+      { client: X, clock: 0, structs: [{ parent: 'tidemark:replica:d1', any: [groupEntry('d1-temp', 0)] }, { origin: [X, 0], any: [groupEntry('d2-temp', 0), clockEntry('d2-temp', 'd2', 5)] }] },
+    ])
+    expect(await attack(update)).toEqual(['tidemark:refused malformed-update 3 struct sections for 1 clients'])
+    expect(seenByDashboard()).not.toContain('d2')
+  })
+})
