@@ -122,6 +122,15 @@ describe('authorizeUpdate against hand-made updates', () => {
     Y.applyUpdate(server, update)
     expect(replicaLog(server, 'A').toJSON().map((entry) => entry[1] === 'tumbling:60000' ? entry[3] : entry[1])).toEqual(['s-A', 's-B', 's-B'])
   })
+
+  it('refuses overlapping delete ranges, in time proportional to the update', () => {
+    // 3,000 GC structs and 3,000 delete ranges each over all of them: 9 million struct visits.
+    const n = 3000
+    const update = v1Update([{ client: X, clock: 0, structs: Array.from({ length: n }, () => ({ gc: 1 })) }], [{ client: X, ranges: Array.from({ length: n }, () => [0, n] as const) }])
+    const started = performance.now()
+    expect(reasonOf(authorizeUpdate(new Y.Doc(), update, A))).toBe(`malformed-update delete ranges of client ${X} overlap or are out of order at 0`)
+    expect(performance.now() - started).toBeLessThan(500)
+  })
 })
 
 describe('through a relay', () => {

@@ -353,8 +353,13 @@ export function authorizeUpdate(doc: Y.Doc, update: Uint8Array, grant: WriteGran
     const state = Y.getState(store, client)
     const stored = store.clients.get(client) as StoredStruct[] | undefined
     const own = places.byClient.get(client)
+    let previousEnd = 0
     for (const { clock, len } of ranges) {
       const end = clock + len
+      // Yjs writes a client's delete ranges sorted and merged; overlapping ones would make every
+      // range walk the same structs again (Yjs' own apply too).
+      if (clock < previousEnd) return refused(new Refusal('malformed-update', `delete ranges of client ${client} overlap or are out of order at ${clock}`))
+      previousEnd = end
       // The part the document holds: only live items change.
       if (stored !== undefined && clock < state) {
         for (let i = Y.findIndexSS(stored, clock); i < stored.length; i++) {
