@@ -25,7 +25,7 @@ import {
 import * as Y from 'yjs'
 import { grantAdmits } from '../auth/accessGrant.ts'
 import type { TokenVerifier } from '../auth/tokenVerifier.ts'
-import { authorizeUpdate, type WriteGrant } from '../authorize/authorizeUpdate.ts'
+import { authorizeUpdate, type StateNeed, type WriteGrant } from '../authorize/authorizeUpdate.ts'
 import type { RelayMetrics } from '../metrics/relayMetrics.ts'
 import { MESSAGE, type RelayFrame, readAwareness, readFrame, SYNC_STEP } from '../protocol/relayFrame.ts'
 import { OpenRefused, Refusal, refusedPayload } from '../protocol/refusal.ts'
@@ -50,6 +50,25 @@ export interface AccessGateLimits {
   readonly maxRooms: number
   /** Bytes of updates one connection may have held, waiting for what they depend on. */
   readonly maxHeldBytes: number
+}
+
+/** Updates one connection may have held (each changed document is checked against each of them). */
+export const MAX_HELD_UPDATES = 1024
+
+/** Per document, a count of its transactions: held updates are looked at again only after it moved. */
+const docVersions = new WeakMap<Document, { n: number }>()
+
+function docVersion(document: Document): number {
+  let version = docVersions.get(document)
+  if (version === undefined) {
+    const counter = { n: 0 }
+    version = counter
+    docVersions.set(document, counter)
+    document.on('afterTransaction', () => {
+      counter.n++
+    })
+  }
+  return version.n
 }
 
 /**
@@ -278,10 +297,11 @@ export class AccessGate implements Extension {
       return 'pass'
     }
     if (!verdict.missing) return verdict.refusal
-    if (gate.heldBytes + frame.payload.byteLength > this.#limits.maxHeldBytes) return new Refusal('missing-origin', verdict.detail)
+    if (gate.heldBytes + frame.payload.byteLength > this.#limits.maxHeldBytes || gate.held.length >= MAX_HELD_UPDATES) return new Refusal('missing-origin', verdict.detail)
     // It depends on updates not here yet (sent later in this connection, or lost by a restarted
-    // relay and re-sent by the client's sync step 2): held, checked again after each message.
-    gate.held.push({ payload: frame.payload.slice(), step: frame.step })
+    // relay and re-sent by the client's sync step 2): held, checked again after a message once
+    // the document has what it waits for.
+    gate.held.push({ payload: frame.payload.slice(), step: frame.step, needs: verdict.needs, met: 0 })
     gate.heldBytes += frame.payload.byteLength
     this.#heldUpdates++
     this.#metrics.updatesHeld++
@@ -291,13 +311,24 @@ export class AccessGate implements Extension {
   /** Applies the held updates that have become applicable, in order, as Hocuspocus would have; a refusal when one never can be. */
   #releaseHeld(gate: ConnectionGate, connection: Connection, document: Document): Refusal | null {
     if (gate.held.length === 0 || gate.ended || this.#closing || document.isDestroyed || !document.hasConnection(connection)) return null
+    // Nothing changed since the last look: every held update still waits (a message that changes
+    // nothing must not cost a check of every held byte).
+    if (gate.heldVersion === docVersion(document)) return null
     let progress = true
     while (progress && gate.held.length > 0) {
       progress = false
       for (let i = 0; i < gate.held.length; i++) {
         const held = gate.held[i] as HeldUpdate
+        while (held.met < held.needs.length && Y.getState(document.store, (held.needs[held.met] as StateNeed).client) >= (held.needs[held.met] as StateNeed).clock) held.met++
+        if (held.met < held.needs.length) continue
         const verdict = authorizeUpdate(document, held.payload, gate.grant)
-        if (!verdict.ok && verdict.missing) continue
+        if (!verdict.ok && verdict.missing) {
+          // Its needs were met, so this cannot happen; were it to, it must not be checked again at every message.
+          if (verdict.needs.every(({ client, clock }) => Y.getState(document.store, client) >= clock)) return new Refusal('missing-origin', verdict.detail)
+          held.needs = verdict.needs
+          held.met = 0
+          continue
+        }
         gate.held.splice(i, 1)
         gate.heldBytes -= held.payload.byteLength
         this.#heldUpdates--
@@ -310,6 +341,7 @@ export class AccessGate implements Extension {
         progress = true
       }
     }
+    gate.heldVersion = docVersion(document)
     return null
   }
 

@@ -4,18 +4,23 @@
  * depend on arrives.
  */
 import type { AccessGrant } from '../auth/accessGrant.ts'
+import type { StateNeed } from '../authorize/authorizeUpdate.ts'
 import type { RoomKind } from '../rooms/roomName.ts'
 import { TokenBucket } from './tokenBucket.ts'
 
 /**
- * An update waiting for the updates it depends on, and the sync step it came in.
+ * An update waiting for the updates it depends on, the sync step it came in, and the document
+ * states it waits for (`met` of them known to be reached): it is checked again only once the
+ * document has reached them all.
  *
  * @example
- * const held: HeldUpdate = { payload: update, step: SYNC_STEP.update }
+ * const held: HeldUpdate = { payload: update, step: SYNC_STEP.update, needs: verdict.needs, met: 0 }
  */
 export interface HeldUpdate {
   readonly payload: Uint8Array
   readonly step: number
+  needs: readonly StateNeed[]
+  met: number
 }
 
 /**
@@ -33,6 +38,8 @@ export class ConnectionGate {
   readonly bucket: TokenBucket
   readonly held: HeldUpdate[] = []
   heldBytes = 0
+  /** The document's version (`AccessGate`) when the held updates were last looked at. */
+  heldVersion = -1
   /** Client ids whose presence this connection holds in its room (`RoomPresence`). */
   readonly presence = new Set<number>()
   /** Refused or expired: its messages are dropped until Hocuspocus closes it. */
