@@ -23,6 +23,8 @@ type Struct =
       readonly right?: readonly [number, number]
       /** Root name, written only without origins. */
       readonly parent?: string
+      /** Or the parent as the id of the item holding it. */
+      readonly parentId?: readonly [number, number]
       readonly key?: string
       /** ContentAny values; without them, ContentDeleted of `deleted` (default 1). */
       readonly any?: readonly unknown[]
@@ -65,11 +67,15 @@ function v1Update(sections: readonly Section[], deletes: readonly { readonly cli
         encoding.writeVarUint(e, id[0])
         encoding.writeVarUint(e, id[1])
       }
-      if (rooted) {
+      if (rooted && struct.parentId !== undefined) {
+        encoding.writeVarUint(e, 0)
+        encoding.writeVarUint(e, struct.parentId[0])
+        encoding.writeVarUint(e, struct.parentId[1])
+      } else if (rooted) {
         encoding.writeVarUint(e, 1)
         encoding.writeVarString(e, struct.parent ?? '')
-        if (struct.key !== undefined) encoding.writeVarString(e, struct.key)
       }
+      if (rooted && struct.key !== undefined) encoding.writeVarString(e, struct.key)
       if (struct.any === undefined) encoding.writeVarUint(e, struct.deleted ?? 1)
       else {
         encoding.writeVarUint(e, struct.any.length)
@@ -140,6 +146,68 @@ describe('authorizeUpdate against hand-made updates', () => {
     const started = performance.now()
     expect(reasonOf(authorizeUpdate(new Y.Doc(), update, A))).toBe(`malformed-update delete ranges of client ${X} overlap or are out of order at 0`)
     expect(performance.now() - started).toBeLessThan(500)
+  })
+})
+
+/** A server doc where A and B each wrote their meta entry and two log entries (client ids 1 and 2). */
+function twoReplicas(): Y.Doc {
+  const server = new Y.Doc()
+  for (const [client, replica] of [
+    [1, 'A'],
+    [2, 'B'],
+  ] as const) {
+    const doc = new Y.Doc()
+    doc.clientID = client
+    doc.transact(() => {
+      doc.getMap('tidemark:meta').set(replica, [3, 'cfg'])
+      replicaLog(doc, replica).push([groupEntry(`s-${replica}`, 0), groupEntry(`s-${replica}`, 60_000)])
+    })
+    Y.applyUpdate(server, Y.encodeStateAsUpdate(doc))
+  }
+  return server
+}
+
+describe('authorizeUpdate holds against', () => {
+  const entry = groupEntry('s-A', 120_000)
+  it.each([
+    // An item whose parent is given by the id of a root-level item (B's log entry), not a root name.
+    ['a parent given by an item id', [{ client: X, clock: 0, structs: [{ parentId: [2, 1] as const, any: [entry] }] }], 'nested-type'],
+    // Only a right origin, in B's log: Yjs takes the parent of the right item.
+    ["a right origin in another replica's log", [{ client: X, clock: 0, structs: [{ right: [2, 1] as const, any: [entry] }] }], 'foreign-replica B'],
+    // Origin in B's log, right origin in A's: Yjs takes the left item's parent.
+    ["an origin in another replica's log and a right origin in its own", [{ client: X, clock: 0, structs: [{ origin: [2, 1] as const, right: [1, 1] as const, any: [entry] }] }], 'foreign-replica B'],
+    // Origin on B's meta value: a new value for B's key (and an implicit delete of the old one).
+    ["an origin on another replica's meta value", [{ client: X, clock: 0, structs: [{ origin: [2, 0] as const, any: [[3, 'evil']] }] }], 'foreign-meta B'],
+    // After a Skip Yjs parks the item (integrated once the gap fills): still checked now.
+    ["a parked item (after a Skip) in another replica's log", [{ client: X, clock: 0, structs: [{ skip: 5 }, { parent: 'tidemark:replica:B', any: [entry] }] }], 'foreign-replica B'],
+    // Parked items under B's client id, right after what B wrote: the client id is B's.
+    ["parked items under another replica's client id", [{ client: 2, clock: 3, structs: [{ skip: 5 }, { parent: 'tidemark:replica:A', any: [entry] }] }], 'client-id-squatting client 2 writes for B'],
+    // ContentDeleted in B's log: deleted on arrival, but still an insert there.
+    ["deleted content in another replica's log", [{ client: X, clock: 0, structs: [{ parent: 'tidemark:replica:B', deleted: 3 }] }], 'foreign-replica B'],
+    // A map key in a log that the origin puts there: the key is copied from the left item (none: an array).
+    ["a root map named like another replica's log", [{ client: X, clock: 0, structs: [{ parent: 'tidemark:replica:A', key: 'B', any: [entry] }] }], 'malformed-entry the log of A is an array, not a map'],
+  ] as const)('%s', (_, sections, reason) => {
+    const server = twoReplicas()
+    const before = Y.encodeStateAsUpdate(server)
+    expect(reasonOf(authorizeUpdate(server, v1Update(sections as never), A))).toBe(reason)
+    expect(Y.encodeStateAsUpdate(server)).toEqual(before)
+  })
+
+  it.each([
+    // Delete ranges naming B's items among A's, and a huge range past every state.
+    ["a delete range spanning A's and B's items", [{ client: 2, ranges: [[0, 3]] as const }], 'foreign-meta B'],
+    ['a delete range of 2^40 clocks past the state', [{ client: 1, ranges: [[3, 2 ** 40]] as const }], 'missing'],
+    ["the same client's delete ranges listed twice, the second over B's items", [{ client: 1, ranges: [[1, 1]] as const }, { client: 1, ranges: [[0, 1]] as const }], `malformed-update delete ranges of client 1 overlap or are out of order at 0`],
+  ] as const)('%s', (_, deletes, reason) => {
+    const server = twoReplicas()
+    expect(reasonOf(authorizeUpdate(server, v1Update([], deletes as never), A))).toBe(reason)
+  })
+
+  it('an info byte Yjs reads as a Skip and the decoder as an item is refused as undecodable', () => {
+    const e = encoding.createEncoder()
+    for (const n of [1, 1, X, 0, 10 | 0x80, 1, 0]) encoding.writeVarUint(e, n)
+    const verdict = authorizeUpdate(twoReplicas(), encoding.toUint8Array(e), A)
+    expect(!verdict.ok && !verdict.missing && verdict.refusal.kind).toBe('malformed-update')
   })
 })
 
