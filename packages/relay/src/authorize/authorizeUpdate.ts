@@ -20,6 +20,7 @@
 import * as decoding from 'lib0/decoding'
 import * as Y from 'yjs'
 import { entryKind, META_NAME, readClockEntry, readGroupEntry, readMeta, REPLICA_PREFIX } from '@tidemark/yjs'
+import type { SourceGrant } from '../auth/accessGrant.ts'
 import { clipName, Refusal } from '../protocol/refusal.ts'
 
 /**
@@ -32,7 +33,7 @@ export interface WriteGrant {
   /** Replica ids whose log array and meta entry it may write. */
   readonly replicas: ReadonlySet<string>
   /** Sources whose groups and clocks it may write, and whose live entries it may delete in any log (a `Set`, or a `SourceGrant` of names and prefixes). */
-  readonly sources: { has(source: string): boolean }
+  readonly sources: ReadonlySet<string> | SourceGrant
 }
 
 /**
