@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import * as Y from 'yjs'
 import { authorizeUpdate, type Relay, startRelay, type WriteGrant } from '../src/index.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
-import { clockEntry, dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, waitFor, waitUntil } from './support/roomClients.ts'
+import { clockEntry, dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, signToken, waitFor, waitUntil } from './support/roomClients.ts'
 
 const A: WriteGrant = { replicas: new Set(['A']), sources: new Set(['s-A']) }
 
@@ -137,6 +137,28 @@ describe('authorizeUpdate against hand-made updates', () => {
     // What Yjs would have done with it.
     Y.applyUpdate(server, update)
     expect(replicaLog(server, 'A').toJSON().map((entry) => entry[1] === 'tumbling:60000' ? entry[3] : entry[1])).toEqual(['s-A', 's-B', 's-B'])
+  })
+
+  it("refuses a first write under a client id that is another live connection's presence (the owner's writes would then read as applied)", () => {
+    const server = twoReplicas()
+    // X announced its presence through another connection and has written nothing yet: A, who
+    // learned X from that presence, writes first under it, a deleted item of a million clocks in A's own log.
+    const squat = v1Update([{ client: X, clock: 0, structs: [{ parent: 'tidemark:replica:A', deleted: 1_000_000 }] }])
+    const presentElsewhere = (client: number): boolean => client === X
+    expect(reasonOf(authorizeUpdate(server, squat, A, presentElsewhere))).toBe(`client-id-squatting client ${X} is another connection's presence`)
+    // What it would have done: the owner's first writes under X lie inside the million clocks
+    // already applied, so Yjs takes them as known and drops them.
+    Y.applyUpdate(server, squat)
+    const owner = new Y.Doc()
+    owner.clientID = X
+    owner.transact(() => replicaLog(owner, 'B').push([groupEntry('s-B', 120_000)]))
+    const B: WriteGrant = { replicas: new Set(['B']), sources: new Set(['s-B']) }
+    const write = Y.encodeStateAsUpdate(owner)
+    expect(authorizeUpdate(server, write, B)).toMatchObject({ ok: true, inserts: 0 })
+    Y.applyUpdate(server, write)
+    expect(replicaLog(server, 'B').length).toBe(2)
+    // The owner itself writes under its id, its own presence or not.
+    expect(authorizeUpdate(twoReplicas(), write, B, () => false)).toMatchObject({ ok: true, inserts: 1 })
   })
 
   it('refuses overlapping delete ranges, in time proportional to the update', () => {
@@ -271,6 +293,29 @@ describe('through a relay', () => {
     for (const socket of sockets) socket.destroy()
     await relay?.close()
     removeDataDirs()
+  })
+
+  it("a device cannot write first under a client id another device's connection shows as its presence; that device then writes under it", async () => {
+    // A second device sharing the room, present before it wrote anything.
+    const owner = open(await signToken({ sub: 'd9', role: 'device', rooms: [ROOM], replicas: ['d9'], sources: ['d9-temp'] }))
+    await waitFor(() => owner.synced(), 'the second device synced')
+    owner.provider.setAwarenessField('name', 'd9')
+    const ownerId = owner.doc.clientID
+    await waitFor(() => dashboard.provider.awareness?.getStates().get(ownerId) !== undefined, "the second device's presence")
+    // d1, on another connection, learned that id: a million deleted clocks under it, in d1's own log.
+    const attacker = open(await deviceToken(FLEET, 'd1'))
+    await waitFor(() => attacker.synced(), 'the attacker synced')
+    ;(sockets.at(-1) as ReturnType<typeof relaySocket>).send(syncFrame(ROOM, v1Update([{ client: ownerId, clock: 0, structs: [{ parent: 'tidemark:replica:d1', deleted: 1_000_000 }] }])))
+    await waitFor(() => attacker.closed.length > 0, 'the refusal')
+    expect(attacker.closed[0]).toContain(`client-id-squatting client ${ownerId} is another connection's presence`)
+    // The owner's own first write under its id goes through to the dashboard.
+    owner.doc.transact(() => {
+      owner.doc.getMap('tidemark:meta').set('d9', [3, 'cfg'])
+      replicaLog(owner.doc, 'd9').push([groupEntry('d9-temp', 0)])
+    })
+    await waitFor(() => replicaLog(dashboard.doc, 'd9').length === 1, "the second device's entry on the dashboard")
+    expect(owner.closed).toEqual([])
+    await barrier()
   })
 
   it("a client in several struct sections cannot slip another device's source into the device's own log", async () => {

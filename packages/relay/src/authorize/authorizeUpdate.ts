@@ -365,13 +365,17 @@ function firstAfter(structs: readonly Struct[], clock: number): number {
 
 /**
  * Decides whether a connection holding `grant` may apply `update` (Yjs v1) to `doc`. Does not
- * mutate `doc` and throws nothing: undecodable bytes are refused.
+ * mutate `doc` and throws nothing: undecodable bytes are refused. `presentElsewhere` says whether
+ * a client id is another live connection's presence: a client id that wrote nothing here yet is
+ * then refused as `client-id-squatting` (a device that learned another's client id from its
+ * presence would otherwise write first under it, and the owner's own writes would read as already
+ * applied and be dropped).
  *
  * @example
  * const verdict = authorizeUpdate(document, update, { replicas: new Set(['d07']), sources: new Set(['d07-temp']) })
  * if (!verdict.ok && !verdict.missing) console.log(verdict.refusal.text) // e.g. 'foreign-source d08-temp'
  */
-export function authorizeUpdate(doc: Y.Doc, update: Uint8Array, grant: WriteGrant): UpdateVerdict {
+export function authorizeUpdate(doc: Y.Doc, update: Uint8Array, grant: WriteGrant, presentElsewhere?: (client: number) => boolean): UpdateVerdict {
   let decoded: DecodedUpdate
   try {
     decoded = Y.decodeUpdate(update) as unknown as DecodedUpdate
@@ -410,9 +414,10 @@ export function authorizeUpdate(doc: Y.Doc, update: Uint8Array, grant: WriteGran
       if (problem !== null) return refused(problem)
       inserts += struct.length - offset
     }
-    if (fresh && state > 0) {
-      const owner = writerOfClient(doc, client)
+    if (fresh) {
+      const owner = state > 0 ? writerOfClient(doc, client) : null
       if (owner !== null && !grant.replicas.has(owner)) return refused(new Refusal('client-id-squatting', `client ${client} writes for ${clipName(owner)}`))
+      if (owner === null && presentElsewhere?.(client) === true) return refused(new Refusal('client-id-squatting', `client ${client} is another connection's presence`))
     }
   }
 

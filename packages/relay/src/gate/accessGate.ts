@@ -289,7 +289,7 @@ export class AccessGate implements Extension {
       if (frame.step === SYNC_STEP.step2) return 'pass'
       return verdict.ok && verdict.inserts + verdict.deletes === 0 ? 'pass' : new Refusal('read-only')
     }
-    const verdict = authorizeUpdate(document, frame.payload, gate.grant)
+    const verdict = authorizeUpdate(document, frame.payload, gate.grant, this.#presentElsewhere(document, gate))
     if (verdict.ok) {
       if (verdict.inserts + verdict.deletes === 0) return 'pass'
       if (!this.#sizes.admits(gate.roomName, document, frame.payload.byteLength)) return new Refusal('room-too-large')
@@ -308,6 +308,11 @@ export class AccessGate implements Extension {
     return 'drop'
   }
 
+  /** Whether a client id is another live connection's presence in `document` (what `authorizeUpdate` refuses to let `gate` write under first). */
+  #presentElsewhere(document: Document, gate: ConnectionGate): (client: number) => boolean {
+    return (client) => this.#presence.heldByAnother(document, gate, client)
+  }
+
   /** Applies the held updates that have become applicable, in order, as Hocuspocus would have; a refusal when one never can be. */
   #releaseHeld(gate: ConnectionGate, connection: Connection, document: Document): Refusal | null {
     if (gate.held.length === 0 || gate.ended || this.#closing || document.isDestroyed || !document.hasConnection(connection)) return null
@@ -321,7 +326,7 @@ export class AccessGate implements Extension {
         const held = gate.held[i] as HeldUpdate
         while (held.met < held.needs.length && Y.getState(document.store, (held.needs[held.met] as StateNeed).client) >= (held.needs[held.met] as StateNeed).clock) held.met++
         if (held.met < held.needs.length) continue
-        const verdict = authorizeUpdate(document, held.payload, gate.grant)
+        const verdict = authorizeUpdate(document, held.payload, gate.grant, this.#presentElsewhere(document, gate))
         if (!verdict.ok && verdict.missing) {
           // Its needs were met, so this cannot happen; were it to, it must not be checked again at every message.
           if (verdict.needs.every(({ client, clock }) => Y.getState(document.store, client) >= clock)) return new Refusal('missing-origin', verdict.detail)

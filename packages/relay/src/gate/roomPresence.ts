@@ -61,6 +61,18 @@ export class RoomPresence {
     return null
   }
 
+  /**
+   * True when `client`'s presence in `document` is held by a live connection of another writer
+   * than `gate`'s: one whose token names none of `gate`'s replicas. A client that reconnected
+   * before its old connection was noticed closed holds it through the old one, and is not another.
+   */
+  heldByAnother(document: Document, gate: ConnectionGate, client: number): boolean {
+    const holder = this.#holders.get(document)?.get(client)
+    if (holder === undefined || holder === gate || holder.ended) return false
+    for (const replica of holder.grant.replicas) if (gate.grant.replicas.has(replica)) return false
+    return true
+  }
+
   /** Lets go of what `gate` held in `document` (its connection closed). */
   release(document: Document, gate: ConnectionGate): void {
     const holders = this.#holders.get(document)
