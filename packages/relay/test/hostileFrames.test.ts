@@ -13,6 +13,7 @@ import { afterAll, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import * as Y from 'yjs'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
+import { authFrame, awarenessFrame, syncFrame } from './support/hocuspocusFrames.ts'
 import { type Exit, killRelays, type RelayProcess, spawnRelay } from './support/relayProcess.ts'
 import { dashboardToken, deviceToken, groupEntry, openRoom, relaySocket, replicaLog, SECRET_TEXT, scrapeMetrics, signToken, waitFor } from './support/roomClients.ts'
 
@@ -38,26 +39,6 @@ function frame(room: string, write: (encoder: encoding.Encoder) => void): Uint8A
   write(encoder)
   return encoding.toUint8Array(encoder)
 }
-
-const authFrame = (room: string, token: string): Uint8Array =>
-  frame(room, (e) => {
-    encoding.writeVarUint(e, 2)
-    encoding.writeVarUint(e, 0)
-    encoding.writeVarString(e, token)
-  })
-
-const syncFrame = (room: string, step: number, payload: Uint8Array, type = 0): Uint8Array =>
-  frame(room, (e) => {
-    encoding.writeVarUint(e, type)
-    encoding.writeVarUint(e, step)
-    encoding.writeVarUint8Array(e, payload)
-  })
-
-const awarenessFrame = (room: string, payload: Uint8Array): Uint8Array =>
-  frame(room, (e) => {
-    encoding.writeVarUint(e, 1)
-    encoding.writeVarUint8Array(e, payload)
-  })
 
 const textFrame = (room: string, type: number, text: string): Uint8Array =>
   frame(room, (e) => {

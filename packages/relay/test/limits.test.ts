@@ -3,13 +3,13 @@
  * rooms, unauthenticated bytes, the authentication deadline, message size; and store failures:
  * failed loads leave no document and no timer behind, failed writes are retried.
  */
-import * as encoding from 'lib0/encoding'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import * as Y from 'yjs'
 import { connectRelay, syncStatusTracker } from '@tidemark/yjs'
 import { openPglite, type Relay, type RelayOptions, type SqlClient, startRelay } from '../src/index.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
+import { authFrame, updateFrame } from './support/hocuspocusFrames.ts'
 import { ManualTimers } from '@tidemark/engine/testing'
 import { dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, waitFor, waitUntil } from './support/roomClients.ts'
 
@@ -48,25 +48,7 @@ async function rawSocket(relay: Relay): Promise<{ ws: WebSocket; closed: Promise
   return { ws, closed }
 }
 
-/** A Hocuspocus Auth frame for `room`. */
-function authFrame(room: string, token: string): Uint8Array {
-  const encoder = encoding.createEncoder()
-  encoding.writeVarString(encoder, room)
-  encoding.writeVarUint(encoder, 2)
-  encoding.writeVarUint(encoder, 0)
-  encoding.writeVarString(encoder, token)
-  return encoding.toUint8Array(encoder)
-}
 
-/** A Hocuspocus sync-update frame for `room`. */
-function updateFrame(room: string, payload: Uint8Array): Uint8Array {
-  const encoder = encoding.createEncoder()
-  encoding.writeVarString(encoder, room)
-  encoding.writeVarUint(encoder, 0)
-  encoding.writeVarUint(encoder, 2)
-  encoding.writeVarUint8Array(encoder, payload)
-  return encoding.toUint8Array(encoder)
-}
 
 afterEach(async () => {
   closeClients()

@@ -6,11 +6,11 @@
  * before its Auth (a provider's offline queue) still wait for it.
  */
 import * as decoding from 'lib0/decoding'
-import * as encoding from 'lib0/encoding'
 import { afterAll, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import * as Y from 'yjs'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
+import { authFrame, messageFrame, updateFrame } from './support/hocuspocusFrames.ts'
 import { type Exit, killRelays, type RelayProcess, spawnRelay } from './support/relayProcess.ts'
 import { dashboardToken, deviceToken, groupEntry, metric, openRoom, relaySocket, replicaLog, SECRET_TEXT, scrapeMetrics, waitFor } from './support/roomClients.ts'
 
@@ -34,25 +34,6 @@ async function theRelay(): Promise<RelayProcess> {
   return relay
 }
 
-function frame(room: string, type: number, write: (encoder: encoding.Encoder) => void = () => undefined): Uint8Array {
-  const encoder = encoding.createEncoder()
-  encoding.writeVarString(encoder, room)
-  encoding.writeVarUint(encoder, type)
-  write(encoder)
-  return encoding.toUint8Array(encoder)
-}
-
-const authFrame = (room: string, token: string): Uint8Array =>
-  frame(room, 2, (e) => {
-    encoding.writeVarUint(e, 0)
-    encoding.writeVarString(e, token)
-  })
-
-const updateFrame = (room: string, update: Uint8Array): Uint8Array =>
-  frame(room, 0, (e) => {
-    encoding.writeVarUint(e, 2)
-    encoding.writeVarUint8Array(e, update)
-  })
 
 interface RawSocket {
   readonly ws: WebSocket
@@ -102,7 +83,7 @@ it('tiny frames naming ever new rooms exhaust the socket budget at a fixed cost 
   for (const [s, socket] of attackers.entries()) {
     // QueryAwareness for a new room name: a few bytes on the wire; 1 MB of them would be 150,000 names.
     for (let i = 0, bytes = 0; bytes < 1_000_000 && socket.ws.readyState === WebSocket.OPEN; i++) {
-      const data = frame(`${s}.${i}`, 3)
+      const data = messageFrame(`${s}.${i}`, 3)
       bytes += data.byteLength
       socket.ws.send(data)
     }

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import * as Y from 'yjs'
 import { authorizeUpdate, type Relay, startRelay, type WriteGrant } from '../src/index.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
+import { authFrame, syncFrame, updateFrame } from './support/hocuspocusFrames.ts'
 import { clockEntry, dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, signToken, waitFor, waitUntil } from './support/roomClients.ts'
 
 const A: WriteGrant = { replicas: new Set(['A']), sources: new Set(['s-A']) }
@@ -95,25 +96,7 @@ function v1Update(sections: readonly Section[], deletes: readonly { readonly cli
   return encoding.toUint8Array(e)
 }
 
-/** A Hocuspocus sync message (step 2 or update) carrying `update` for `room`. */
-function syncFrame(room: string, update: Uint8Array, step = 2): Uint8Array {
-  const e = encoding.createEncoder()
-  encoding.writeVarString(e, room)
-  encoding.writeVarUint(e, 0)
-  encoding.writeVarUint(e, step)
-  encoding.writeVarUint8Array(e, update)
-  return encoding.toUint8Array(e)
-}
 
-/** A Hocuspocus Auth message (a token refresh on an open room). */
-function authFrame(room: string, token: string): Uint8Array {
-  const e = encoding.createEncoder()
-  encoding.writeVarString(e, room)
-  encoding.writeVarUint(e, 2)
-  encoding.writeVarUint(e, 0)
-  encoding.writeVarString(e, token)
-  return encoding.toUint8Array(e)
-}
 
 function reasonOf(verdict: ReturnType<typeof authorizeUpdate>): string {
   if (verdict.ok) return 'accepted'
@@ -273,7 +256,7 @@ describe('through a relay', () => {
   async function attack(update: Uint8Array): Promise<string[]> {
     const attacker = open(await deviceToken(FLEET, 'd1'))
     await waitFor(() => attacker.synced(), 'the attacker synced')
-    ;(sockets.at(-1) as ReturnType<typeof relaySocket>).send(syncFrame(ROOM, update))
+    ;(sockets.at(-1) as ReturnType<typeof relaySocket>).send(updateFrame(ROOM, update))
     await waitFor(() => attacker.closed.length > 0 || seenByDashboard().includes('d2'), 'the refusal')
     await barrier()
     return attacker.closed
@@ -305,7 +288,7 @@ describe('through a relay', () => {
     // d1, on another connection, learned that id: a million deleted clocks under it, in d1's own log.
     const attacker = open(await deviceToken(FLEET, 'd1'))
     await waitFor(() => attacker.synced(), 'the attacker synced')
-    ;(sockets.at(-1) as ReturnType<typeof relaySocket>).send(syncFrame(ROOM, v1Update([{ client: ownerId, clock: 0, structs: [{ parent: 'tidemark:replica:d1', deleted: 1_000_000 }] }])))
+    ;(sockets.at(-1) as ReturnType<typeof relaySocket>).send(updateFrame(ROOM, v1Update([{ client: ownerId, clock: 0, structs: [{ parent: 'tidemark:replica:d1', deleted: 1_000_000 }] }])))
     await waitFor(() => attacker.closed.length > 0, 'the refusal')
     expect(attacker.closed[0]).toContain(`client-id-squatting client ${ownerId} is another connection's presence`)
     // The owner's own first write under its id goes through to the dashboard.
@@ -344,9 +327,9 @@ describe('through a relay', () => {
     await waitFor(() => attacker.synced(), 'the device synced')
     const socket = sockets.at(-1) as ReturnType<typeof relaySocket>
     // The second session's change first: its origin and the item it deletes are the first's.
-    socket.send(syncFrame(ROOM, Y.mergeUpdates(secondUpdates)))
+    socket.send(updateFrame(ROOM, Y.mergeUpdates(secondUpdates)))
     await waitUntilHeld(1)
-    socket.send(syncFrame(ROOM, Y.mergeUpdates(firstUpdates)))
+    socket.send(updateFrame(ROOM, Y.mergeUpdates(firstUpdates)))
     await waitFor(() => seenByDashboard().includes('420060000'), 'the held update on the dashboard')
     expect(seenByDashboard()).not.toContain('420000000')
     await waitUntilHeld(0)
@@ -365,7 +348,7 @@ describe('through a relay', () => {
     for (const client of [X + 1, X + 2]) {
       const structs: Struct[] = Array.from({ length: 400_000 }, () => ({ gc: 1 }))
       structs.push({ origin: [X + 3, 5], any: [groupEntry('d1-temp', 0)] })
-      socket.send(syncFrame(ROOM, v1Update([{ client, clock: 0, structs }])))
+      socket.send(updateFrame(ROOM, v1Update([{ client, clock: 0, structs }])))
     }
     await waitUntilHeld(2)
     // Then 20 frames that change nothing (token refreshes) and a sync step 1, answered once all were handled.
@@ -374,7 +357,7 @@ describe('through a relay', () => {
     for (let i = 0; i < 20; i++) socket.send(authFrame(ROOM, 'refresh'))
     // And entries of its own, each a change of the document, none what the held updates wait for.
     for (let i = 0; i < 10; i++) replicaLog(attacker.doc, 'd1').push([groupEntry('d1-temp', (1000 + i) * 60_000)])
-    socket.send(syncFrame(ROOM, Y.encodeStateVector(new Y.Doc()), 0))
+    socket.send(syncFrame(ROOM, 0, Y.encodeStateVector(new Y.Doc())))
     await waitFor(() => received > before, 'the answer to the sync step 1', 60_000)
     expect(performance.now() - started).toBeLessThan(2000)
     expect(attacker.closed).toEqual([])

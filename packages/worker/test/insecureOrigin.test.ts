@@ -7,8 +7,8 @@ import { type TestHost, World } from './hostHarness.ts'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 
-/** The host's dedicated worker, in this process: messages cross as a structured clone, a macrotask later. */
-function workerOf(host: TestHost): Worker {
+/** The page's end of a link to the host: what the host sends it reaches `listeners` as a structured clone, a macrotask later. */
+function pageEnd(): { readonly own: ClientLink; readonly listeners: ((event: { readonly data: unknown }) => void)[] } {
   const listeners: ((event: { readonly data: unknown }) => void)[] = []
   const own: ClientLink = {
     send: (message, transfer) => {
@@ -18,6 +18,12 @@ function workerOf(host: TestHost): Worker {
       })
     },
   }
+  return { own, listeners }
+}
+
+/** The host's dedicated worker, in this process: messages cross as a structured clone, a macrotask later. */
+function workerOf(host: TestHost): Worker {
+  const { own, listeners } = pageEnd()
   const worker = {
     postMessage(message: unknown) {
       const copy = structuredClone(message)
@@ -36,15 +42,7 @@ function workerOf(host: TestHost): Worker {
 
 /** The host's SharedWorker, in this process: its port carries messages as `workerOf` does. */
 function sharedWorkerOf(host: TestHost): SharedWorker {
-  const listeners: ((event: { readonly data: unknown }) => void)[] = []
-  const own: ClientLink = {
-    send: (message, transfer) => {
-      const copy = structuredClone(message, { transfer })
-      setImmediate(() => {
-        for (const listener of listeners) listener({ data: copy })
-      })
-    },
-  }
+  const { own, listeners } = pageEnd()
   const port = {
     postMessage(message: unknown) {
       const copy = structuredClone(message)
