@@ -22,6 +22,10 @@ import * as Y from 'yjs'
 import { entryKind, META_NAME, readClockEntry, readGroupEntry, readMeta, REPLICA_PREFIX } from '@tidemark/yjs'
 import type { SourceGrant } from '../auth/accessGrant.ts'
 import { clipName, Refusal } from '../protocol/refusal.ts'
+import { needsOf, type StateNeed } from './stateNeeds.ts'
+import { type DecodedUpdate, findIn, type Place, placeOfStored, type StoredStruct, UpdatePlaces } from './updatePlaces.ts'
+
+export type { StateNeed } from './stateNeeds.ts'
 
 /**
  * What a device connection may write, from its token's claims.
@@ -48,130 +52,6 @@ export type UpdateVerdict =
   | { readonly ok: true; readonly inserts: number; readonly deletes: number }
   | { readonly ok: false; readonly missing: true; readonly detail: string; readonly needs: readonly StateNeed[] }
   | { readonly ok: false; readonly missing: false; readonly refusal: Refusal }
-
-/**
- * A Yjs client's state (its next clock) a document must reach before a `missing` update can be
- * decided: the verdict on the update cannot change while one of its needs is unmet.
- *
- * @example
- * const ready = verdict.needs.every(({ client, clock }) => Y.getState(doc.store, client) >= clock)
- */
-export interface StateNeed {
-  readonly client: number
-  readonly clock: number
-}
-
-type Struct = Y.Item | Y.GC | Y.Skip
-type StoredStruct = Y.Item | Y.GC
-/** Where a struct lives: a root type and map key, or it integrates as GC, or it cannot be placed. */
-type Place = { readonly root: string; readonly key: string | null } | 'gc' | 'nested' | 'missing' | 'cycle'
-
-interface DecodedUpdate {
-  readonly structs: Struct[]
-  readonly ds: { readonly clients: Map<number, { readonly clock: number; readonly len: number }[]> }
-}
-
-const rootNames = new WeakMap<Y.Doc, Map<unknown, string>>()
-
-/** Name of a root type of `doc`, cached: `doc.share` is scanned only when a type is new. */
-function rootName(doc: Y.Doc, type: unknown): string | undefined {
-  let names = rootNames.get(doc)
-  if (names === undefined) {
-    names = new Map()
-    rootNames.set(doc, names)
-  }
-  let name = names.get(type)
-  if (name === undefined) {
-    names.clear()
-    for (const [key, value] of doc.share) names.set(value, key)
-    name = names.get(type)
-  }
-  return name
-}
-
-function placeOfStored(doc: Y.Doc, struct: StoredStruct): Place {
-  if (!(struct instanceof Y.Item)) return 'gc'
-  const parent = struct.parent as Y.AbstractType<unknown> | null
-  if (parent === null) return 'gc'
-  if (parent._item !== null) return 'nested'
-  const root = rootName(doc, parent)
-  return root === undefined ? 'missing' : { root, key: struct.parentSub }
-}
-
-/** The struct of `structs` (sorted by clock) that holds `clock`. */
-function findIn(structs: readonly Struct[] | undefined, clock: number): Struct | undefined {
-  if (structs === undefined) return undefined
-  let lo = 0
-  let hi = structs.length - 1
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1
-    const struct = structs[mid] as Struct
-    if (struct.id.clock > clock) hi = mid - 1
-    else if (clock >= struct.id.clock + struct.length) lo = mid + 1
-    else return struct
-  }
-  return undefined
-}
-
-/** An update's structs by client, placed against a document. */
-class UpdatePlaces {
-  readonly byClient = new Map<number, Struct[]>()
-  readonly #memo = new Map<Struct, Place>()
-  readonly #doc: Y.Doc
-
-  constructor(doc: Y.Doc, structs: readonly Struct[]) {
-    this.#doc = doc
-    for (const struct of structs) {
-      let list = this.byClient.get(struct.id.client)
-      if (list === undefined) {
-        list = []
-        this.byClient.set(struct.id.client, list)
-      }
-      list.push(struct)
-    }
-  }
-
-  /** The struct holding `id`: the document's when it has that clock, else the update's. */
-  #lookup(id: Y.ID): { readonly struct: Struct; readonly stored: boolean } | undefined {
-    const store = this.#doc.store
-    if (id.clock < Y.getState(store, id.client)) {
-      const structs = store.clients.get(id.client) as StoredStruct[]
-      return { struct: structs[Y.findIndexSS(structs, id.clock)] as StoredStruct, stored: true }
-    }
-    const struct = findIn(this.byClient.get(id.client), id.clock)
-    return struct === undefined || struct instanceof Y.Skip ? undefined : { struct, stored: false }
-  }
-
-  #placeOfRef(id: Y.ID): Place {
-    const found = this.#lookup(id)
-    if (found === undefined) return 'missing'
-    if (found.stored) return placeOfStored(this.#doc, found.struct as StoredStruct)
-    return this.placeOf(found.struct)
-  }
-
-  /** Mirrors `Item.getMissing`: an explicit parent, else the left (origin) or right item's. */
-  placeOf(struct: Struct): Place {
-    if (!(struct instanceof Y.Item)) return 'gc'
-    const known = this.#memo.get(struct)
-    if (known !== undefined) return known
-    this.#memo.set(struct, 'cycle')
-    const left = struct.origin === null ? null : this.#placeOfRef(struct.origin)
-    const right = struct.rightOrigin === null ? null : this.#placeOfRef(struct.rightOrigin)
-    let place: Place
-    if (left === 'cycle' || right === 'cycle') place = 'cycle'
-    else if (left === 'missing' || right === 'missing') place = 'missing'
-    else if (left === 'gc' || right === 'gc') place = 'gc'
-    else if (left === 'nested' || right === 'nested') place = 'nested'
-    else if (struct.parent !== null) {
-      // Written only when the item has neither origin nor right origin.
-      place = typeof struct.parent === 'string' ? { root: struct.parent, key: struct.parentSub } : 'nested'
-    } else if (left !== null) place = left
-    else if (right !== null) place = right
-    else place = 'missing'
-    this.#memo.set(struct, place)
-    return place
-  }
-}
 
 /** A problem with a place: a refusal, or `missing` when it cannot be placed yet. */
 type PlaceProblem = Refusal | 'missing' | null
@@ -304,63 +184,6 @@ export function writerOfClient(doc: Y.Doc, client: number): string | null {
 
 function refused(refusal: Refusal): UpdateVerdict {
   return { ok: false, missing: false, refusal }
-}
-
-/**
- * Every state the document must reach for `update` to be placed whole, read from the update alone:
- * the start of each client's structs (but a Skip), each origin, right origin and parent id the
- * update does not hold, and each delete range's clocks it does not hold. With all of them met the
- * verdict is not `missing` (structs below a client's state are the document's, the rest the update's).
- */
-function needsOf(places: UpdatePlaces, ds: DecodedUpdate['ds']): StateNeed[] {
-  const needs = new Map<number, number>()
-  const need = (client: number, clock: number): void => {
-    if (clock > (needs.get(client) ?? 0)) needs.set(client, clock)
-  }
-  const held = (id: Y.ID): boolean => {
-    const struct = findIn(places.byClient.get(id.client), id.clock)
-    return struct !== undefined && !(struct instanceof Y.Skip)
-  }
-  for (const [client, structs] of places.byClient) {
-    const first = structs[0] as Struct
-    if (!(first instanceof Y.Skip)) need(client, first.id.clock)
-    for (const struct of structs) {
-      if (!(struct instanceof Y.Item)) continue
-      const parent = struct.parent instanceof Y.ID ? struct.parent : null
-      for (const id of [struct.origin, struct.rightOrigin, parent]) if (id !== null && !held(id)) need(id.client, id.clock + 1)
-    }
-  }
-  for (const [client, ranges] of ds.clients) {
-    const own = places.byClient.get(client) ?? []
-    for (const { clock, len } of ranges) {
-      const end = clock + len
-      for (let c = clock; c < end; ) {
-        const struct = findIn(own, c)
-        if (struct !== undefined && !(struct instanceof Y.Skip)) {
-          c = struct.id.clock + struct.length
-          continue
-        }
-        // Not in the update from c to its next struct (or the range's end): the document's to hold.
-        let next = struct === undefined ? firstAfter(own, c) : struct.id.clock + struct.length
-        if (next > end) next = end
-        need(client, next)
-        c = next
-      }
-    }
-  }
-  return [...needs].map(([client, clock]) => ({ client, clock }))
-}
-
-/** The clock of the first struct of `structs` (sorted) starting after `clock`, or +Infinity. */
-function firstAfter(structs: readonly Struct[], clock: number): number {
-  let lo = 0
-  let hi = structs.length
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1
-    if ((structs[mid] as Struct).id.clock > clock) hi = mid
-    else lo = mid + 1
-  }
-  return lo < structs.length ? (structs[lo] as Struct).id.clock : Number.POSITIVE_INFINITY
 }
 
 /**
