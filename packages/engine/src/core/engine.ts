@@ -409,20 +409,15 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
     return { cells: liveCells(this.#indexes), clocks: [...this.#frontiers.sources.values()].map((clock) => clock.entry()) }
   }
 
-  /**
-   * Logs `n` inputs refused for `reason` outside any replayed operation (a batch refused whole,
-   * peers' state refused), as a record of counts only; resolves once it is durable.
-   */
+  /** Logs `n` inputs refused for `reason` outside any replayed op as a counts-only record; resolves once durable. */
   #logRefused(reason: AnomalyReason, n: number): Promise<void> {
     return this.#wal === null || n === 0 || this.#closed ? DURABLE : this.#record(this.#wal, { kind: 'refuse', rejected: { [reason]: n } })
   }
 
   /**
-   * Peers' groups (from `check`, which reports and leaves out what is invalid) and clocks,
-   * checked, logged to `wal` when one is given (not during replay: their columns go into the
-   * record as they are), merged and settled, with one notification. What the checks left out
-   * is logged first as a count, since replay of the merge never sees it (and a clock that is
-   * not one could not be encoded in the record).
+   * Peers' groups (`check` reports and leaves out invalid ones) and clocks, checked, logged to
+   * `wal` unless replaying (what the checks left out first, as counts: replay never sees it, and
+   * a clock that is not one could not be encoded), merged and settled with one notification.
    */
   #mergeAt(check: () => readonly CellGroup[], peerClocks: readonly ClockEntry[], now: number, wal: WriteAheadLog | null): MergeReport {
     const refused = this.#anomalies.invalid_remote_cell
