@@ -39,7 +39,7 @@ const MAX_KEYS = 8
 /** One key a token may be signed with, and the algorithm it takes. */
 interface VerifyingKey {
   readonly key: Uint8Array | KeyObject
-  readonly algorithms: readonly string[]
+  readonly algorithms: string[]
 }
 
 /**
@@ -69,7 +69,7 @@ export class TokenVerifier {
     for (const { key, algorithms } of this.#keys) {
       let payload: Record<string, unknown>
       try {
-        payload = (await jwtVerify(token, key, { algorithms: [...algorithms], requiredClaims: ['exp'], currentDate: new Date(this.#now()) })).payload
+        payload = (await jwtVerify(token, key, { algorithms, requiredClaims: ['exp'], currentDate: new Date(this.#now()) })).payload
       } catch (error) {
         refusal = refusalOf(error)
         // Signed with another key (or for another algorithm): the next key may be the one.
