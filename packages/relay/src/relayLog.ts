@@ -1,6 +1,7 @@
 /**
  * Where the relay reports what happens to it.
  */
+import { OpenRefused } from './protocol/refusal.ts'
 
 /**
  * Log levels: `info` (rooms refused, updates refused, compactions), `warn` (retried store
@@ -34,11 +35,17 @@ export function stderrLog(least: RelayLogLevel): RelayLog {
 }
 
 /**
- * A short text for an error of unknown type.
+ * A short text for an error of unknown type, never empty: a room refused to open (whose error
+ * has no message, see `OpenRefused`) reads as the refusal, and another error without a message
+ * as its `cause` or, lacking one, its name.
  *
  * @example
  * log('warn', `store write failed: ${describeError(error)}`)
+ * describeError(new OpenRefused(new Refusal('redis-unavailable'))) // 'refused: redis-unavailable'
  */
 export function describeError(error: unknown): string {
-  return error instanceof Error ? error.message : String(error)
+  if (error instanceof OpenRefused) return `refused: ${error.refusal.text}`
+  if (!(error instanceof Error)) return String(error)
+  if (error.message !== '') return error.message
+  return error.cause === undefined ? error.name : `${error.name}: ${describeError(error.cause)}`
 }

@@ -1,0 +1,18 @@
+/** What the relay's log lines say about an error: never nothing. */
+import { expect, it } from 'vitest'
+import { OpenRefused, Refusal } from '../src/protocol/refusal.ts'
+import { describeError } from '../src/relayLog.ts'
+
+it('a room refused to open reads as its refusal, not as the empty message Hocuspocus needs', () => {
+  const refused = new OpenRefused(new Refusal('redis-unavailable', 'the room could not be shared with the other relays'))
+  expect(refused.message).toBe('')
+  expect(describeError(refused)).toBe('refused: redis-unavailable the room could not be shared with the other relays')
+})
+
+it('an error without a message reads as its name and its cause', () => {
+  expect(describeError(new Error('', { cause: 'Could not acquire lock' }))).toBe('Error: Could not acquire lock')
+  expect(describeError(new TypeError(''))).toBe('TypeError')
+  expect(describeError(new Error('', { cause: new RangeError('too far') }))).toBe('Error: too far')
+  expect(describeError(new Error('store full'))).toBe('store full')
+  expect(describeError('plain text')).toBe('plain text')
+})
