@@ -41,7 +41,7 @@ export function stderrLog(least: RelayLogLevel): RelayLog {
  *
  * @example
  * log('warn', `store write failed: ${describeError(error)}`)
- * describeError(new OpenRefused(new Refusal('redis-unavailable'))) // 'refused: redis-unavailable'
+ * describeError(new OpenRefused(new Refusal('store-unavailable'))) // 'refused: store-unavailable'
  */
 export function describeError(error: unknown): string {
   if (error instanceof OpenRefused) return `refused: ${error.refusal.text}`

@@ -120,7 +120,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   })
   const persistence = new RoomPersistence({ store, sizes, idle, metrics, log })
   const fanOut = new UpdateFanOut(log)
-  const redis = o.redisUrl === undefined ? undefined : new GuardedRedis(o.redisUrl, metrics, log, { onLoadRefused: (room) => persistence.forget(room), timers: o.timers })
+  const redis = o.redisUrl === undefined ? undefined : new GuardedRedis(o.redisUrl, metrics, log, { timers: o.timers })
   const hocuspocus = new Hocuspocus({
     name: 'tidemark-relay',
     quiet: true,
@@ -149,6 +149,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
         storedBytes: await store.storedBytes().catch(() => null),
         pendingBytes: store.pendingBytes,
         heldUpdates: gate.heldUpdates,
+        unsharedRooms: redis?.unsharedRooms ?? 0,
       }),
     }),
   )

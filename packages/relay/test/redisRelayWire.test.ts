@@ -6,13 +6,13 @@
  */
 import { Hocuspocus } from '@hocuspocus/server'
 import IORedis from 'ioredis'
-import { afterAll, expect, it } from 'vitest'
+import { afterAll, expect, it, vi } from 'vitest'
 import type * as Y from 'yjs'
 import { type RedisServer, startRedisServer } from '../scripts/redisServer.ts'
 import { RelayMetrics } from '../src/metrics/relayMetrics.ts'
 import type { RelayLog } from '../src/relayLog.ts'
 import { GuardedRedis } from '../src/scaleout/guardedRedis.ts'
-import { waitFor } from './support/roomClients.ts'
+import { waitFor, waitUntil } from './support/roomClients.ts'
 
 let redis: RedisServer | undefined
 /** Servers of the later tests, stopped after the run. */
@@ -39,6 +39,21 @@ async function publishCalls(url: string): Promise<number> {
   try {
     const stats = (await client.info('commandstats')).match(/cmdstat_publish:calls=(\d+)/)
     return Number(stats?.[1] ?? 0)
+  } finally {
+    client.disconnect()
+  }
+}
+
+/** How many connections subscribe `channel`; -1 while Redis does not answer (it is being started again). */
+async function subscribers(url: string, channel: string): Promise<number> {
+  const client = new IORedis(url, { lazyConnect: true, maxRetriesPerRequest: 0 })
+  client.on('error', () => undefined)
+  try {
+    await client.connect()
+    const [, count] = (await client.pubsub('NUMSUB', channel)) as [string, number]
+    return count
+  } catch {
+    return -1
   } finally {
     client.disconnect()
   }
@@ -128,4 +143,59 @@ it('after Redis comes back, each relay exchanges state vectors for its rooms: wh
   expect(readings(docB)).toEqual(readings(docA))
   await onA.disconnect()
   await onB.disconnect()
+})
+
+it('a room opened while Redis is away is served by its relay alone, and shared once Redis is back: what each relay took meanwhile crosses, and so do later changes', async () => {
+  const away = await startRedisServer()
+  servers.push(away)
+  const port = away.port
+  const relay = (): { hocuspocus: Hocuspocus; redis: GuardedRedis; metrics: RelayMetrics } => {
+    const metrics = new RelayMetrics()
+    // No periodic repair within the test: only the sharing of the room may bring the changes.
+    const guarded = new GuardedRedis(away.url, metrics, () => undefined, { repairMs: 3_600_000 })
+    const hocuspocus = new Hocuspocus({ quiet: true, extensions: [guarded] })
+    instances.push(hocuspocus)
+    return { hocuspocus, redis: guarded, metrics }
+  }
+  const a = relay()
+  const b = relay()
+  const onA = await a.hocuspocus.openDirectConnection('fleet/d5')
+  await onA.transact((doc) => doc.getArray('readings').push(['before']))
+
+  await away.stop()
+  await waitFor(() => a.metrics.redisErrors > 0 && b.metrics.redisErrors > 0, 'both relays saw Redis go')
+  // Relay B had not loaded the room: it opens it, from its own store, and serves it alone.
+  const onB = await b.hocuspocus.openDirectConnection('fleet/d5')
+  expect(b.redis.unsharedRooms).toBe(1)
+  expect(a.redis.unsharedRooms).toBe(0)
+  await onB.transact((doc) => doc.getArray('readings').push(['on B while away']))
+  await onA.transact((doc) => doc.getArray('readings').push(['on A while away']))
+  const docA = a.hocuspocus.documents.get('fleet/d5') as Y.Doc
+  const docB = b.hocuspocus.documents.get('fleet/d5') as Y.Doc
+  expect(readings(docB)).toEqual(['on B while away'])
+
+  servers.push(await startRedisServer({ port }))
+  await waitFor(() => readings(docB).length === 3 && readings(docA).length === 3, 'what each relay took while Redis was away crossed once it was back')
+  expect(readings(docB)).toEqual(readings(docA))
+  expect(b.redis.unsharedRooms).toBe(0)
+  // Subscribed now: a change on B crosses as it is made.
+  await onB.transact((doc) => doc.getArray('readings').push(['after']))
+  await waitFor(() => readings(docA).includes('after'), 'a later change on B reached A')
+  expect(readings(docA)).toEqual(readings(docB))
+
+  // Redis goes again, and B's room unloads meanwhile: its channel cannot be unsubscribed then, and
+  // the client subscribes it again when it reconnects. B ends that subscription once Redis is back.
+  const errors = vi.spyOn(console, 'error')
+  const url = `redis://127.0.0.1:${port}`
+  expect(await subscribers(url, 'tidemark:fleet/d5')).toBe(2)
+  await (servers.at(-1) as RedisServer).stop()
+  await onB.disconnect()
+  await waitFor(() => b.hocuspocus.documents.size === 0, 'the room unloaded on B')
+  await waitFor(() => b.redis.staleSubscriptions === 1, "B's unsubscribe failed")
+  servers.push(await startRedisServer({ port }))
+  await waitUntil(async () => (await subscribers(url, 'tidemark:fleet/d5')) === 1, 'only relay A subscribes the room once Redis is back')
+  await waitFor(() => b.redis.staleSubscriptions === 0, 'B ended the subscription')
+  expect(errors).not.toHaveBeenCalled()
+  errors.mockRestore()
+  await onA.disconnect()
 })

@@ -4,9 +4,9 @@ import { OpenRefused, Refusal } from '../src/protocol/refusal.ts'
 import { describeError } from '../src/relayLog.ts'
 
 it('a room refused to open reads as its refusal, not as the empty message Hocuspocus needs', () => {
-  const refused = new OpenRefused(new Refusal('redis-unavailable', 'the room could not be shared with the other relays'))
+  const refused = new OpenRefused(new Refusal('store-unavailable', 'the room could not be loaded'))
   expect(refused.message).toBe('')
-  expect(describeError(refused)).toBe('refused: redis-unavailable the room could not be shared with the other relays')
+  expect(describeError(refused)).toBe('refused: store-unavailable the room could not be loaded')
 })
 
 it('an error without a message reads as its name and its cause', () => {

@@ -17,7 +17,7 @@ export type StoreOperation = 'load' | 'flush' | 'compact'
  * Values read at scrape time.
  *
  * @example
- * metrics.render({ connections: 3, roomsLoaded: 2, storedBytes: 40_960, pendingBytes: 0, heldUpdates: 0 })
+ * metrics.render({ connections: 3, roomsLoaded: 2, storedBytes: 40_960, pendingBytes: 0, heldUpdates: 0, unsharedRooms: 0 })
  */
 export interface MetricGauges {
   /** Open WebSocket connections. */
@@ -29,6 +29,8 @@ export interface MetricGauges {
   readonly pendingBytes: number
   /** Updates held until the updates they depend on arrive. */
   readonly heldUpdates: number
+  /** Loaded rooms served by this relay alone: loaded while Redis was away, shared once it is back (0 without Redis). */
+  readonly unsharedRooms: number
 }
 
 /**
@@ -150,6 +152,9 @@ export class RelayMetrics {
     metric('tidemark_relay_room_load_failures_total', 'counter', 'Rooms whose load failed.', [`tidemark_relay_room_load_failures_total ${this.loadFailures}`])
     metric('tidemark_relay_socket_errors_total', 'counter', 'WebSocket protocol errors.', [`tidemark_relay_socket_errors_total ${this.socketErrors}`])
     metric('tidemark_relay_redis_errors_total', 'counter', 'Redis operations that failed.', [`tidemark_relay_redis_errors_total ${this.redisErrors}`])
+    metric('tidemark_relay_unshared_rooms', 'gauge', 'Loaded rooms served by this relay alone: loaded while Redis was away, shared with the other relays once it is back.', [
+      `tidemark_relay_unshared_rooms ${gauges.unsharedRooms}`,
+    ])
     metric('tidemark_relay_unhandled_rejections_total', 'counter', 'Unhandled promise rejections logged instead of ending the process.', [
       `tidemark_relay_unhandled_rejections_total ${this.unhandledRejections}`,
     ])

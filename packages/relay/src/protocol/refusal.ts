@@ -43,7 +43,6 @@ export type OpenRefusalKind =
   | 'room-not-allowed'
   | 'too-many-rooms'
   | 'store-unavailable'
-  | 'redis-unavailable'
 
 /**
  * Reasons a whole socket is closed (WebSocket close reason `tidemark:<kind>`).

@@ -1,7 +1,9 @@
 /**
  * Scale-out: several relays serve the same rooms, exchanging updates and awareness through Redis
  * (@hocuspocus/extension-redis). Wrapped so that Redis trouble never ends the process: the
- * extension's publishes reject while Redis is down, and Hocuspocus does not await them.
+ * extension's publishes reject while Redis is down, and Hocuspocus does not await them. Nor does
+ * it close a room: a room loaded while its channel cannot be subscribed is served by this relay
+ * alone, and shared (subscribed, then the state-vector exchange below) once Redis is back.
  *
  * Its `onStoreDocument` lock (Redlock) is left out: the room store needs no lock, as every relay
  * appends the updates its rooms take as rows (a duplicate row changes nothing) and compaction is
@@ -37,7 +39,6 @@ import IORedis from 'ioredis'
 import * as encoding from 'lib0/encoding'
 import { messageYjsSyncStep2 } from 'y-protocols/sync'
 import type { RelayMetrics } from '../metrics/relayMetrics.ts'
-import { OpenRefused, Refusal } from '../protocol/refusal.ts'
 import { describeError, type RelayLog } from '../relayLog.ts'
 import { GLOBAL_TIMERS, type RelayTimers } from '../relayOptions.ts'
 
@@ -53,11 +54,15 @@ interface RedisWire {
     publish(channel: string, message: Buffer): Promise<number>
     pipeline(): { publish(channel: string, message: Buffer): unknown; exec(): Promise<[Error | null, unknown][] | null> }
   }
+  readonly sub: { subscribe(channel: string): Promise<unknown>; unsubscribe(channel: string): Promise<unknown> }
   readonly redisTransactionOrigin: string
   pubKey(documentName: string): string
+  subKey(documentName: string): string
   encodeMessage(message: Uint8Array): Buffer
   /** Publishes the room's state vector (sync step 1): the other relays answer with what it lacks, and ask for what they lack. */
   publishFirstSyncStep(documentName: string, document: Document): Promise<unknown>
+  /** Asks the other relays for the room's presence. */
+  requestAwarenessFromOtherInstances(documentName: string): Promise<unknown>
 }
 
 /**
@@ -68,12 +73,16 @@ interface RedisWire {
 function wireOf(redis: Redis): RedisWire {
   const wire = redis as unknown as Partial<Record<keyof RedisWire, unknown>>
   const pub = wire.pub as Partial<RedisWire['pub']> | undefined
+  const sub = wire.sub as Partial<RedisWire['sub']> | undefined
   const missing = [
     typeof pub?.publish === 'function' && typeof pub.pipeline === 'function' ? null : 'pub',
+    typeof sub?.subscribe === 'function' && typeof sub.unsubscribe === 'function' ? null : 'sub',
     typeof wire.redisTransactionOrigin === 'string' ? null : 'redisTransactionOrigin',
     typeof wire.pubKey === 'function' ? null : 'pubKey',
+    typeof wire.subKey === 'function' ? null : 'subKey',
     typeof wire.encodeMessage === 'function' ? null : 'encodeMessage',
     typeof wire.publishFirstSyncStep === 'function' ? null : 'publishFirstSyncStep',
+    typeof wire.requestAwarenessFromOtherInstances === 'function' ? null : 'requestAwarenessFromOtherInstances',
   ].filter((name) => name !== null)
   if (missing.length > 0) {
     throw new Error(`@hocuspocus/extension-redis lacks ${missing.join(', ')}: the relay's scale-out needs the 3.4 line it pins`)
@@ -100,7 +109,10 @@ export class GuardedRedis implements Extension {
   readonly #metrics: RelayMetrics
   readonly #log: RelayLog
   #down = false
-  readonly #onLoadRefused: (room: string) => void
+  /** Loaded rooms whose channel is not subscribed (loaded while Redis was away): served here alone. */
+  readonly #unshared = new Set<string>()
+  /** Unloaded rooms whose channel could not be unsubscribed (Redis was away). */
+  readonly #stale = new Set<string>()
   /** Changes published during this event-loop turn, sent together when it ends. */
   #outgoing: [channel: string, message: Buffer][] = []
   /** The Hocuspocus instance (`onConfigure`), whose loaded rooms a reconnection repairs. */
@@ -108,20 +120,10 @@ export class GuardedRedis implements Extension {
   /** A repair of every loaded room is queued for the end of this event-loop turn. */
   #repairAllQueued = false
 
-  /**
-   * `options.onLoadRefused` is told each room whose load this extension refused: Hocuspocus runs
-   * no unload for it, so what earlier extensions set up for it is dropped there. Repairs are
-   * armed on `options.timers` (the relay's; default the global ones).
-   */
-  constructor(
-    url: string,
-    metrics: RelayMetrics,
-    log: RelayLog,
-    options: { readonly repairMs?: number; readonly onLoadRefused?: (room: string) => void; readonly timers?: RelayTimers } = {},
-  ) {
+  /** Repairs are armed on `options.timers` (the relay's; default the global ones). */
+  constructor(url: string, metrics: RelayMetrics, log: RelayLog, options: { readonly repairMs?: number; readonly timers?: RelayTimers } = {}) {
     this.#repairMs = options.repairMs ?? REPAIR_MS
     this.#timers = options.timers ?? GLOBAL_TIMERS
-    this.#onLoadRefused = options.onLoadRefused ?? (() => undefined)
     this.#metrics = metrics
     this.#log = log
     this.#redis = new Redis({
@@ -138,8 +140,11 @@ export class GuardedRedis implements Extension {
           if (this.#down) this.#log('warn', 'Redis is reachable again')
           this.#down = false
           // A connection back after it was lost: publishes failed and messages were not
-          // delivered meanwhile (the subscriber's channels are subscribed again by now).
-          if (connectedBefore) this.#repairAll()
+          // delivered meanwhile (the subscriber's channels are subscribed again by now). Or the
+          // first connection, with rooms loaded before it.
+          if (connectedBefore || this.#unshared.size > 0) this.#repairAll()
+          // Only once the subscriber is ready has it subscribed its channels again: ended before, one would come back.
+          if (client === this.#wire.sub) this.#endStaleSubscriptions()
           connectedBefore = true
         })
         return client
@@ -153,28 +158,72 @@ export class GuardedRedis implements Extension {
     await this.#redis.onConfigure(payload)
   }
 
-  /** A state-vector exchange for every loaded room, once at the end of this event-loop turn. */
+  /** Loaded rooms served by this relay alone, until Redis is back. */
+  get unsharedRooms(): number {
+    return this.#unshared.size
+  }
+
+  /** Unloaded rooms whose channel could not be unsubscribed: their subscriptions end when Redis is back. */
+  get staleSubscriptions(): number {
+    return this.#stale.size
+  }
+
+  /**
+   * At the end of this event-loop turn: the state-vector exchange for every loaded room (for a
+   * room not yet shared, its subscription first).
+   */
   #repairAll(): void {
     if (this.#repairAllQueued) return
     this.#repairAllQueued = true
     setImmediate(() => {
       this.#repairAllQueued = false
       for (const [name, document] of this.#instance?.documents ?? []) {
-        void this.#guard(() => this.#wire.publishFirstSyncStep(name, document))
+        if (!this.#unshared.has(name)) void this.#guard(() => this.#wire.publishFirstSyncStep(name, document))
+        else void this.#share(name, document)
       }
+
     })
   }
 
-  /** Subscribes the room's channel; a room that cannot be shared through Redis is not served. */
+  /**
+   * Subscribes the room's channel, then publishes its state vector and asks for its presence. A
+   * room whose channel cannot be subscribed (Redis is away) is still opened, served by this relay
+   * alone; it is shared when the connection to Redis is back.
+   */
   async afterLoadDocument(payload: afterLoadDocumentPayload): Promise<void> {
+    this.#unshared.add(payload.documentName)
+    // Known to be away: the load does not wait for the client's retries to fail again.
+    if (!this.#down) await this.#share(payload.documentName, payload.document)
+  }
+
+  /** Ends the subscriptions the subscriber renewed on reconnecting for rooms unloaded while Redis was away. */
+  #endStaleSubscriptions(): void {
+    for (const room of this.#stale) {
+      if (this.#unshared.has(room) || this.#instance?.documents.has(room) === true) this.#stale.delete(room)
+      else this.#unsubscribe(room)
+    }
+  }
+
+  /** Shares a loaded room through Redis: it stays unshared when its channel cannot be subscribed. */
+  async #share(room: string, document: Document): Promise<void> {
+    const wire = this.#wire
     try {
-      await this.#redis.afterLoadDocument(payload)
+      await wire.sub.subscribe(wire.subKey(room))
     } catch (error) {
       this.#trouble(error)
-      payload.document.destroy()
-      this.#onLoadRefused(payload.documentName)
-      throw new OpenRefused(new Refusal('redis-unavailable', 'the room could not be shared with the other relays'))
+      return
     }
+    if (!this.#unshared.delete(room)) {
+      // Shared by another call, or unloaded meanwhile: then its unload came before this
+      // subscription, which ends here unless the room is loaded again.
+      const instance = this.#instance
+      if (instance !== undefined && !instance.documents.has(room) && !instance.loadingDocuments.has(room)) {
+        void this.#guard(() => wire.sub.unsubscribe(wire.subKey(room)))
+      }
+      return
+    }
+    void this.#guard(() => wire.publishFirstSyncStep(room, document))
+    void this.#guard(() => wire.requestAwarenessFromOtherInstances(room))
   }
 
   /** Publishes a change made here (by a client, the directory, a load) to the other relays. */
@@ -244,9 +293,28 @@ export class GuardedRedis implements Extension {
     await this.#guard(() => this.#redis.beforeUnloadDocument(payload))
   }
 
+  /** Unsubscribes the room's channel, unless it is loaded again (a quick reconnection) or was never subscribed. */
   async afterUnloadDocument(payload: afterUnloadDocumentPayload): Promise<void> {
-    this.#cancelRepair(payload.documentName)
-    await this.#guard(() => this.#redis.afterUnloadDocument(payload))
+    const room = payload.documentName
+    this.#cancelRepair(room)
+    const subscribed = !this.#unshared.delete(room)
+    if (subscribed && !payload.instance.documents.has(room)) this.#unsubscribe(room)
+  }
+
+  /**
+   * Ends the subscription of an unloaded room, without waiting: a command to an unreachable Redis
+   * fails only after the client's retries. When it fails, the client subscribes the channel again
+   * when it reconnects, so it is ended then.
+   */
+  #unsubscribe(room: string): void {
+    const wire = this.#wire
+    wire.sub.unsubscribe(wire.subKey(room)).then(
+      () => this.#stale.delete(room),
+      (error: unknown) => {
+        this.#stale.add(room)
+        this.#trouble(error)
+      },
+    )
   }
 
   async onDestroy(): Promise<void> {
