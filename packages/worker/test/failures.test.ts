@@ -179,7 +179,8 @@ describe('pages that leave while the host starts', () => {
     await host.started
     expect(host.host.ready).toBe(true)
     expect(host.host.clients).toBe(1)
-    expect(sent).toEqual(['stays:welcome'])
+    // Each hello is answered at once (the host is starting); only the page that stayed is welcomed.
+    expect(sent).toEqual([...Array.from({ length: 20 }, () => 'waiting'), 'stays:waiting', 'stays:welcome'])
   })
 })
 
@@ -516,6 +517,39 @@ describe('single mode', () => {
     expect(await fenced).toContain('single mode serves one tab')
     await (await pageB.engine.ingest(readings('d2', 1, 5))).durable
     expect([hosts, pageB.engine.connection().state, hostB.host.engine?.stats().applied, hostA.host.engine]).toEqual([2, 'connected', 10, null])
+  })
+
+  it('shared mode without Web Locks: fails a page whose SharedWorker the SharedWorker of another build fenced out, instead of taking the log back again and again', async () => {
+    const world = new World()
+    const shared = { mode: 'shared', steal: false } as const
+    let hosts = 0
+    const start = (): TestHost => {
+      hosts++
+      return world.host({ name: 'fleet', engine: windows }, shared, true)
+    }
+    // The older build's SharedWorker and its page; then a page of the newer build, whose SharedWorker (another URL) is another host.
+    const older = start()
+    const pageA = world.page(() => older, { withoutLocks: true, mode: 'shared' })
+    await world.run()
+    await (await pageA.engine.ingest(readings('d1', 1, 5))).durable
+    const newer = start()
+    const pageB = world.page(() => newer, { withoutLocks: true, mode: 'shared' })
+    await world.run(100)
+    // The older host learns it was fenced out when it next writes.
+    const fenced = (async () => {
+      try {
+        await (await pageA.engine.ingest(readings('d1', 6, 5))).durable
+        return 'durable'
+      } catch (error) {
+        return String(error)
+      }
+    })()
+    await world.run(300)
+    expect(pageA.engine.connection()).toMatchObject({ state: 'failed' })
+    expect(pageA.engine.connection().reason).toContain('the SharedWorkers of two builds of this app cannot share the engine')
+    expect(await fenced).toContain('the SharedWorkers of two builds of this app cannot share the engine')
+    await (await pageB.engine.ingest(readings('d2', 1, 5))).durable
+    expect([hosts, pageB.engine.connection().state, newer.host.engine?.stats().applied, older.host.engine]).toEqual([2, 'connected', 10, null])
   })
 })
 

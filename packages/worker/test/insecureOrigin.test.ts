@@ -1,61 +1,11 @@
 import { webcrypto } from 'node:crypto'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { type StreamEvent, tumbling } from '@tidemark/engine'
-import type { ClientLink } from '../src/host/hostClient.ts'
 import { connectEngineWith } from '../src/page/connectEngine.ts'
-import { type TestHost, World } from './hostHarness.ts'
+import { World } from './hostHarness.ts'
+import { sharedWorkerOf, workerOf } from './inProcessWorkers.ts'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
-
-/** The page's end of a link to the host: what the host sends it reaches `listeners` as a structured clone, a macrotask later. */
-function pageEnd(): { readonly own: ClientLink; readonly listeners: ((event: { readonly data: unknown }) => void)[] } {
-  const listeners: ((event: { readonly data: unknown }) => void)[] = []
-  const own: ClientLink = {
-    send: (message, transfer) => {
-      const copy = structuredClone(message, { transfer })
-      setImmediate(() => {
-        for (const listener of listeners) listener({ data: copy })
-      })
-    },
-  }
-  return { own, listeners }
-}
-
-/** The host's dedicated worker, in this process: messages cross as a structured clone, a macrotask later. */
-function workerOf(host: TestHost): Worker {
-  const { own, listeners } = pageEnd()
-  const worker = {
-    postMessage(message: unknown) {
-      const copy = structuredClone(message)
-      // The worker file's `hostEngine` takes the start message; the test's host is already made.
-      setImmediate(() => {
-        if ((copy as { t?: string }).t !== 'start') host.host.receive(own, copy)
-      })
-    },
-    addEventListener(type: string, listener: (event: { readonly data: unknown }) => void) {
-      if (type === 'message') listeners.push(listener)
-    },
-    terminate() {},
-  }
-  return worker as unknown as Worker
-}
-
-/** The host's SharedWorker, in this process: its port carries messages as `workerOf` does. */
-function sharedWorkerOf(host: TestHost): SharedWorker {
-  const { own, listeners } = pageEnd()
-  const port = {
-    postMessage(message: unknown) {
-      const copy = structuredClone(message)
-      setImmediate(() => host.host.receive(own, copy))
-    },
-    addEventListener(type: string, listener: (event: { readonly data: unknown }) => void) {
-      if (type === 'message') listeners.push(listener)
-    },
-    start() {},
-    close() {},
-  }
-  return { port, addEventListener() {} } as unknown as SharedWorker
-}
 
 function readings(source: string, count: number): StreamEvent[] {
   return Array.from({ length: count }, (_, i) => ({ id: `${source}#${i + 1}`, source, seq: i + 1, ts: (i + 1) * 10, key: 'temp', value: i }))

@@ -347,12 +347,26 @@ export class EngineHost {
       return
     }
     const tab = typeof hello.tab === 'string' ? hello.tab : ''
+    // A page reaches its host through one link at a time: a hello through another link means the
+    // page let the earlier one go (it made its SharedWorker again when no answer came).
+    if (tab !== '') for (const other of this.#linksOf(tab)) if (other !== link) this.drop(other)
     if (this.#config === null) {
       this.#config = { value: hello.config }
       this.#configWait?.resolve()
     }
-    if (!this.#frames.attached) this.#waiting.push({ link, tab })
-    else this.#welcome(link, tab)
+    if (this.#frames.attached) this.#welcome(link, tab)
+    else {
+      this.#waiting.push({ link, tab })
+      link.send({ t: 'waiting' }, [])
+    }
+  }
+
+  /** The links of the pages (welcomed or waiting) of the tab `tab`. */
+  #linksOf(tab: string): ClientLink[] {
+    const links: ClientLink[] = []
+    for (const client of this.#clients.values()) if (client.tab === tab) links.push(client.link)
+    for (const entry of this.#waiting) if (entry.tab === tab) links.push(entry.link)
+    return links
   }
 
   #welcome(link: ClientLink, tab: string): void {

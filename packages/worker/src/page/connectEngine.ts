@@ -108,7 +108,7 @@ export async function connectEngineWith<A extends AggregateDefinitions = NoAggre
   const tab = randomId()
   let connector: HostConnector
   let owns: (link: HostLink) => boolean = () => false
-  if (mode === 'shared') connector = new SharedConnector(shared as SharedWorkerFactory, name)
+  if (mode === 'shared') connector = new SharedConnector(shared as SharedWorkerFactory, name, clock)
   else if (mode === 'leader') {
     const { heartbeatMs = 250, staleMs = 1_500 } = options.election ?? {}
     const leader = new LeaderConnector({ name, tab, factory: dedicated, locks: locks as WorkerLocks, clock, channel: (channel as (n: string) => TabChannel)(tabChannelName(name)), heartbeatMs, staleMs, lifecycle: platform.lifecycle === undefined ? platformLifecycle() : platform.lifecycle })

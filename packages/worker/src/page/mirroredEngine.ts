@@ -143,6 +143,10 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
           // Another tab's host took the log (no Web Locks keep two tabs apart here): starting
           // this tab's host again would take it back, and the two would fence each other forever.
           this.failed(`${message.reason}: single mode serves one tab (this browser offers neither SharedWorker nor Web Locks here), and another tab of this app took the engine's log; close the other tabs and reload this one`)
+        } else if (this.#options.mode === 'shared' && this.#options.locks === null) {
+          // The same without Web Locks in shared mode: the host that took the log is another
+          // SharedWorker of this app (another build's, during a deploy), which nothing makes wait.
+          this.failed(`${message.reason}: without Web Locks (a page on plain http from a LAN address), the SharedWorkers of two builds of this app cannot share the engine's log, and the other one took it; reload this page`)
         } else {
           this.lost(link, message.reason)
           this.#options.connector.gone(link)

@@ -124,6 +124,8 @@ export type HostMessage =
   | { readonly t: 'reply'; readonly req: number; readonly value?: unknown; readonly error?: WireError; readonly retry?: boolean }
   /** The host will not serve this page (another protocol version) or stopped (`deposed`: another host took the log). */
   | { readonly t: 'refused'; readonly reason: string; readonly deposed?: boolean }
+  /** The host heard the page's hello and welcomes it once its engine is open: it is alive, only not ready. */
+  | { readonly t: 'waiting' }
 
 /** A leader tab's host announces itself on the tab channel (leader mode only). */
 export interface BeatMessage {
