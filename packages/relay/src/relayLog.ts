@@ -44,8 +44,16 @@ export function stderrLog(least: RelayLogLevel): RelayLog {
  * describeError(new OpenRefused(new Refusal('store-unavailable'))) // 'refused: store-unavailable'
  */
 export function describeError(error: unknown): string {
+  return describeAt(error, 0)
+}
+
+/** Causes followed at most this deep (a cause may be the error itself). */
+const MAX_CAUSES = 3
+
+function describeAt(error: unknown, depth: number): string {
   if (error instanceof OpenRefused) return `refused: ${error.refusal.text}`
-  if (!(error instanceof Error)) return String(error)
+  if (!(error instanceof Error)) return typeof error === 'object' && error !== null ? JSON.stringify(error) ?? String(error) : String(error)
   if (error.message !== '') return error.message
-  return error.cause === undefined ? error.name : `${error.name}: ${describeError(error.cause)}`
+  const inner = error instanceof AggregateError && error.errors.length > 0 ? error.errors[0] : error.cause
+  return inner === undefined || depth >= MAX_CAUSES ? error.name : `${error.name}: ${describeAt(inner, depth + 1)}`
 }

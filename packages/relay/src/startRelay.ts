@@ -121,6 +121,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   const persistence = new RoomPersistence({ store, sizes, idle, metrics, log })
   const fanOut = new UpdateFanOut(log)
   const redis = o.redisUrl === undefined ? undefined : new GuardedRedis(o.redisUrl, metrics, log, { timers: o.timers })
+  redis?.sharePresence(gate.presence)
   const hocuspocus = new Hocuspocus({
     name: 'tidemark-relay',
     quiet: true,

@@ -77,11 +77,12 @@ it('a change crosses as one message; a change the other relay missed arrives wit
   for (let i = 0; i < 20; i++) await onA.transact((doc) => doc.getArray('readings').push([i]))
   await waitFor(() => readings(docB).length === 20, 'the 20 changes reached relay B')
   // Twenty changes, twenty messages, plus what remains of the exchange each relay starts when it
-  // loads the room (at most 8: two sync steps and an awareness query each way); no state-vector
+  // shares the room (at most 12: its state vector and an awareness query; the other's answer, a
+  // step 2 and its own state vector, answered in turn; and an awareness answer); no state-vector
   // exchange per change (that would be 4 messages each, 80 in all).
   const published = (await publishCalls(redis.url)) - before
   expect(published).toBeGreaterThanOrEqual(20)
-  expect(published).toBeLessThanOrEqual(28)
+  expect(published).toBeLessThanOrEqual(32)
 
   // A change relay B never hears of (as if its message was lost), then one it does.
   docA.transact(() => docA.getArray('readings').push(['lost']), a.redis.remoteOrigin)
@@ -161,6 +162,8 @@ it('a room opened while Redis is away is served by its relay alone, and shared o
   const b = relay()
   const onA = await a.hocuspocus.openDirectConnection('fleet/d5')
   await onA.transact((doc) => doc.getArray('readings').push(['before']))
+  // Loaded before its relay's first connection to Redis was ready, the room is shared once it is.
+  await waitFor(() => a.redis.unsharedRooms === 0, 'the room shared on relay A')
 
   await away.stop()
   await waitFor(() => a.metrics.redisErrors > 0 && b.metrics.redisErrors > 0, 'both relays saw Redis go')
@@ -198,4 +201,69 @@ it('a room opened while Redis is away is served by its relay alone, and shared o
   expect(errors).not.toHaveBeenCalled()
   errors.mockRestore()
   await onA.disconnect()
+})
+
+it('a Redis that stops answering without closing its connections holds no room load: the room opens unshared and is shared once Redis answers', async () => {
+  const frozen = await startRedisServer()
+  servers.push(frozen)
+  const metrics = new RelayMetrics()
+  const guarded = new GuardedRedis(frozen.url, metrics, () => undefined, { repairMs: 3_600_000 })
+  const hocuspocus = new Hocuspocus({ quiet: true, extensions: [guarded] })
+  instances.push(hocuspocus)
+  await waitFor(() => guarded.unsharedRooms === 0 && metrics.redisErrors === 0, 'connected')
+  await (await hocuspocus.openDirectConnection('fleet/warm')).disconnect()
+  process.kill(frozen.pid, 'SIGSTOP')
+  let opened = false
+  const connecting = hocuspocus.openDirectConnection('fleet/frozen').then((connection) => {
+    opened = true
+    return connection
+  })
+  try {
+    // Without a bound the load waits for the subscription, as long as Redis keeps silent.
+    await waitFor(() => opened, 'the room opened while Redis does not answer', 10_000)
+    expect(guarded.unsharedRooms).toBe(1)
+  } finally {
+    process.kill(frozen.pid, 'SIGCONT')
+  }
+  await waitFor(() => guarded.unsharedRooms === 0, 'the room shared once Redis answered')
+  await (await connecting).disconnect()
+})
+
+it('after Redis refuses a command on a live connection, rooms loaded later are still shared, and a failed answer to another relay is counted, not left unhandled', async () => {
+  const strict = await startRedisServer()
+  servers.push(strict)
+  const admin = new IORedis(strict.url)
+  // Relay A connects as a user of its own, whose publishes the test can refuse.
+  await admin.call('ACL', 'SETUSER', 'relay-a', 'on', '>relay-a-password', '~*', '&*', '+@all')
+  const make = (url: string): { hocuspocus: Hocuspocus; redis: GuardedRedis; metrics: RelayMetrics } => {
+    const metrics = new RelayMetrics()
+    const guarded = new GuardedRedis(url, metrics, () => undefined, { repairMs: 3_600_000 })
+    const hocuspocus = new Hocuspocus({ quiet: true, extensions: [guarded] })
+    instances.push(hocuspocus)
+    return { hocuspocus, redis: guarded, metrics }
+  }
+  const a = make(strict.url.replace('redis://', 'redis://relay-a:relay-a-password@'))
+  const b = make(strict.url)
+  try {
+    const onA = await a.hocuspocus.openDirectConnection('fleet/strict')
+    await waitFor(() => a.redis.unsharedRooms === 0, 'the room shared on A')
+    await admin.call('ACL', 'SETUSER', 'relay-a', '-publish')
+    // A's publish is refused (NOPERM) on a connection that stays up: no reconnection follows.
+    await onA.transact((doc) => doc.getArray('readings').push(['refused']))
+    await waitFor(() => a.metrics.redisErrors > 0, "A's publish refused")
+    // B loads the room and sends its state vector: A's answer, published without being awaited, is refused too.
+    const failedBefore = a.metrics.redisErrors
+    const onB = await b.hocuspocus.openDirectConnection('fleet/strict')
+    await waitFor(() => a.metrics.redisErrors > failedBefore, "A's answer to B refused, and counted")
+    await admin.call('ACL', 'SETUSER', 'relay-a', '+publish')
+    // A room A loads now is shared: its changes cross.
+    const later = await a.hocuspocus.openDirectConnection('fleet/later')
+    expect(a.redis.unsharedRooms).toBe(0)
+    const onBLater = await b.hocuspocus.openDirectConnection('fleet/later')
+    await later.transact((doc) => doc.getArray('readings').push(['crossed']))
+    await waitFor(() => readings(b.hocuspocus.documents.get('fleet/later') as Y.Doc).includes('crossed'), 'a change in a room loaded after the refusal crossed')
+    for (const connection of [onA, onB, later, onBLater]) await connection.disconnect()
+  } finally {
+    admin.disconnect()
+  }
 })

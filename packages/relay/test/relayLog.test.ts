@@ -15,4 +15,9 @@ it('an error without a message reads as its name and its cause', () => {
   expect(describeError(new Error('', { cause: new RangeError('too far') }))).toBe('Error: too far')
   expect(describeError(new Error('store full'))).toBe('store full')
   expect(describeError('plain text')).toBe('plain text')
+  const own = new Error('')
+  ;(own as { cause?: unknown }).cause = own
+  expect(describeError(own)).toBe('Error: Error: Error: Error')
+  expect(describeError(new AggregateError([new Error('connect ECONNREFUSED 127.0.0.1:6379')], ''))).toBe('AggregateError: connect ECONNREFUSED 127.0.0.1:6379')
+  expect(describeError(new Error('', { cause: { code: 'EPIPE' } }))).toBe('Error: {"code":"EPIPE"}')
 })

@@ -110,7 +110,8 @@ export class AccessGate implements Extension {
   readonly #log: RelayLog
   readonly #now: () => number
   readonly #expiry: TokenExpiry
-  readonly #presence = new RoomPresence()
+  /** Who holds which client id's presence in each room (told to the other relays through `presence.share`). */
+  readonly presence = new RoomPresence()
   #heldUpdates = 0
   #closing = false
 
@@ -191,7 +192,7 @@ export class AccessGate implements Extension {
     const gate = relayContext.tidemark?.gate
     if (gate === undefined) return
     this.#expiry.disarm(gate)
-    this.#presence.release(document, gate)
+    this.presence.release(document, gate)
     this.#heldUpdates -= gate.dropHeld()
   }
 
@@ -255,7 +256,7 @@ export class AccessGate implements Extension {
         if (!gate.bucket.take()) return new Refusal('rate-limited')
         const entries = readAwareness(frame.payload)
         if (typeof entries === 'string') return new Refusal('malformed-message', entries)
-        const held = this.#presence.take(document, gate, entries)
+        const held = this.presence.take(document, gate, entries)
         if (held === null) return 'pass'
         // Not refused: an honest client back before the relay saw its old connection close sets its own id.
         this.#metrics.presenceDropped++
@@ -310,7 +311,7 @@ export class AccessGate implements Extension {
 
   /** Whether a client id is another live connection's presence in `document` (what `authorizeUpdate` refuses to let `gate` write under first). */
   #presentElsewhere(document: Document, gate: ConnectionGate): (client: number) => boolean {
-    return (client) => this.#presence.heldByAnother(document, gate, client)
+    return (client) => this.presence.heldByAnother(document, gate, client)
   }
 
   /** Applies the held updates that have become applicable, in order, as Hocuspocus would have; a refusal when one never can be. */

@@ -6,6 +6,11 @@
  * past the room's, as honest clients do for a peer that timed out: a higher clock would pin the
  * id's clock where its owner cannot pass it. What would change nothing (an echo: Hocuspocus
  * providers send every presence they receive back) passes.
+ *
+ * With several relays, each tells the others which writer holds which client id here
+ * (`PresenceShare`, through Redis), ahead of the presence itself: a relay then knows the writer
+ * behind a presence shown through another relay, refuses another writer's first write under it,
+ * and lets the same writer take it over when it moves here.
  */
 import type { Document } from '@hocuspocus/server'
 import { writerOfClient } from '../authorize/authorizeUpdate.ts'
@@ -14,6 +19,32 @@ import type { ConnectionGate } from './connectionGate.ts'
 
 /** Client ids one connection may hold (a client has one; a new Y.Doc on the same connection, one more). */
 const MAX_HELD = 8
+
+/** Holders on other relays remembered per room; past it, those whose presence is no longer shown are forgotten first. */
+const MAX_REMOTE = 4096
+
+/**
+ * Tells the other relays which writer holds which client ids' presence in a room here, and when
+ * it lets them go (its connection closed).
+ *
+ * @example
+ * const share: PresenceShare = { held: (room, clients, replicas) => publish(...), released: (room, clients) => publish(...) }
+ */
+export interface PresenceShare {
+  held(room: string, clients: readonly number[], replicas: readonly string[]): void
+  released(room: string, clients: readonly number[]): void
+}
+
+/** A presence held through another relay: by whom (its replicas), and which relay said so. */
+interface RemoteHolder {
+  readonly relay: string
+  readonly replicas: ReadonlySet<string>
+}
+
+function shareReplica(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
+  for (const replica of a) if (b.has(replica)) return true
+  return false
+}
 
 /**
  * The holders of a relay's rooms' presence, by document and client id.
@@ -25,6 +56,9 @@ const MAX_HELD = 8
  */
 export class RoomPresence {
   readonly #holders = new WeakMap<Document, Map<number, ConnectionGate>>()
+  readonly #remote = new WeakMap<Document, Map<number, RemoteHolder>>()
+  /** Where this relay tells the others what its connections hold; null with one relay. */
+  share: PresenceShare | null = null
 
   /**
    * Takes the client ids whose presence `entries` set for `gate`, all or none: null when it may
@@ -41,12 +75,14 @@ export class RoomPresence {
       const writer = writerOfClient(document, client)
       const holder = holders?.get(client)
       if (writer !== null ? gate.grant.replicas.has(writer) : holder === gate) continue
+      // Shown through another relay by this connection's own writer, which moved here.
+      const movedHere = writer === null && holder === undefined && present && this.#remoteHolder(document, client, gate) === false
       if (!present) {
         if (states.has(client) && clock <= current + 1) continue
         return client
       }
       // Someone's: a replica's, a live connection's here, or (shown with no holder here) another relay's or the room's own.
-      if (writer !== null || (holder !== undefined && !holder.ended) || states.has(client)) return client
+      if (writer !== null || (holder !== undefined && !holder.ended) || (states.has(client) && !movedHere)) return client
       if (gate.presence.size + claims.length >= MAX_HELD) return client
       claims.push(client)
     }
@@ -58,6 +94,7 @@ export class RoomPresence {
       holders.set(client, gate)
       gate.presence.add(client)
     }
+    if (claims.length > 0) this.share?.held(document.name, claims, [...gate.grant.replicas])
     return null
   }
 
@@ -68,15 +105,65 @@ export class RoomPresence {
    */
   heldByAnother(document: Document, gate: ConnectionGate, client: number): boolean {
     const holder = this.#holders.get(document)?.get(client)
-    if (holder === undefined || holder === gate || holder.ended) return false
-    for (const replica of holder.grant.replicas) if (gate.grant.replicas.has(replica)) return false
-    return true
+    if (holder === undefined || holder.ended) return this.#remoteHolder(document, client, gate) === true
+    if (holder === gate) return false
+    return !shareReplica(holder.grant.replicas, gate.grant.replicas)
+  }
+
+  /**
+   * Whether `client`'s presence, shown in `document`, is held through another relay by another
+   * writer than `gate`'s (true), by the same one (false), or by none known (null).
+   */
+  #remoteHolder(document: Document, client: number, gate: ConnectionGate): boolean | null {
+    const remote = this.#remote.get(document)?.get(client)
+    if (remote === undefined || !document.awareness.states.has(client)) return null
+    return !shareReplica(remote.replicas, gate.grant.replicas)
   }
 
   /** Lets go of what `gate` held in `document` (its connection closed). */
   release(document: Document, gate: ConnectionGate): void {
     const holders = this.#holders.get(document)
-    if (holders !== undefined) for (const client of gate.presence) if (holders.get(client) === gate) holders.delete(client)
+    const released: number[] = []
+    if (holders !== undefined) {
+      for (const client of gate.presence) {
+        if (holders.get(client) !== gate) continue
+        holders.delete(client)
+        released.push(client)
+      }
+    }
     gate.presence.clear()
+    if (released.length > 0) this.share?.released(document.name, released)
+  }
+
+  /** Another relay says a writer (its `replicas`) holds the presence of `clients` in `document` there. */
+  heldRemotely(document: Document, relay: string, clients: readonly number[], replicas: readonly string[]): void {
+    let remote = this.#remote.get(document)
+    if (remote === undefined) {
+      remote = new Map()
+      this.#remote.set(document, remote)
+    }
+    if (remote.size + clients.length > MAX_REMOTE) {
+      for (const [client] of remote) if (!document.awareness.states.has(client)) remote.delete(client)
+    }
+    const holder: RemoteHolder = { relay, replicas: new Set(replicas) }
+    for (const client of clients) if (remote.size < MAX_REMOTE || remote.has(client)) remote.set(client, holder)
+  }
+
+  /** Another relay says its connection let `clients` go in `document`. */
+  releasedRemotely(document: Document, relay: string, clients: readonly number[]): void {
+    const remote = this.#remote.get(document)
+    if (remote !== undefined) for (const client of clients) if (remote.get(client)?.relay === relay) remote.delete(client)
+  }
+
+  /** What this relay's connections hold in `document`, by writer: what the other relays are told when they ask. */
+  heldHere(document: Document): { readonly clients: number[]; readonly replicas: string[] }[] {
+    const byGate = new Map<ConnectionGate, number[]>()
+    for (const [client, gate] of this.#holders.get(document) ?? []) {
+      if (gate.ended) continue
+      const clients = byGate.get(gate)
+      if (clients === undefined) byGate.set(gate, [client])
+      else clients.push(client)
+    }
+    return [...byGate].map(([gate, clients]) => ({ clients, replicas: [...gate.grant.replicas] }))
   }
 }

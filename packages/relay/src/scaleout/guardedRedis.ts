@@ -41,6 +41,8 @@ import { messageYjsSyncStep2 } from 'y-protocols/sync'
 import type { RelayMetrics } from '../metrics/relayMetrics.ts'
 import { describeError, type RelayLog } from '../relayLog.ts'
 import { GLOBAL_TIMERS, type RelayTimers } from '../relayOptions.ts'
+import type { RoomPresence } from '../gate/roomPresence.ts'
+import { type PresenceWire, SharedPresence } from './sharedPresence.ts'
 
 /** Redis channel prefix: channels are `tidemark:<room>`. */
 const PREFIX = 'tidemark'
@@ -48,13 +50,21 @@ const PREFIX = 'tidemark'
 /** How often, at most, a changing room exchanges state vectors with the other relays (ms). */
 export const REPAIR_MS = 10_000
 
+/**
+ * How long a room's load waits for its channel's subscription (ms). A Redis that stops answering
+ * without closing its connections fails no command: the room opens unshared past this, and is
+ * shared once the subscription is made.
+ */
+export const SHARE_WAIT_MS = 1_000
+
 /** The extension's members this wrapper publishes through (private in its types, stable in 3.4). */
 interface RedisWire {
   readonly pub: {
+    readonly status: string
     publish(channel: string, message: Buffer): Promise<number>
     pipeline(): { publish(channel: string, message: Buffer): unknown; exec(): Promise<[Error | null, unknown][] | null> }
   }
-  readonly sub: { subscribe(channel: string): Promise<unknown>; unsubscribe(channel: string): Promise<unknown> }
+  readonly sub: PresenceWire['sub'] & { readonly status: string; unsubscribe(channel: string): Promise<unknown> }
   readonly redisTransactionOrigin: string
   pubKey(documentName: string): string
   subKey(documentName: string): string
@@ -119,6 +129,10 @@ export class GuardedRedis implements Extension {
   #instance: Hocuspocus | undefined
   /** A repair of every loaded room is queued for the end of this event-loop turn. */
   #repairAllQueued = false
+  /** This relay's name among the relays (the extension's identifier, first in every message it publishes). */
+  readonly #identifier = `tidemark-relay-${process.pid}-${Math.random().toString(36).slice(2)}`
+  /** The presence holders shared with the other relays (`sharePresence`); null before. */
+  #shared: SharedPresence | null = null
 
   /** Repairs are armed on `options.timers` (the relay's; default the global ones). */
   constructor(url: string, metrics: RelayMetrics, log: RelayLog, options: { readonly repairMs?: number; readonly timers?: RelayTimers } = {}) {
@@ -128,23 +142,36 @@ export class GuardedRedis implements Extension {
     this.#log = log
     this.#redis = new Redis({
       prefix: PREFIX,
-      identifier: `tidemark-relay-${process.pid}-${Math.random().toString(36).slice(2)}`,
+      identifier: this.#identifier,
       createClient: () => {
         // Fail commands after a few reconnection attempts instead of queueing them for long.
         // Auto-pipelining writes the commands of one tick in one write: a publish per update
         // would otherwise be a system call each.
         const client = new IORedis(url, { maxRetriesPerRequest: 3, connectTimeout: 5000, enableAutoPipelining: true })
         client.on('error', (error: Error) => this.#trouble(error))
+        // The extension publishes without awaiting in places (the answers to the other relays'
+        // messages, the exchange when a room loads): a failed publish is counted and logged
+        // here, not left to reject with no one to handle it.
+        const publish = client.publish.bind(client) as (channel: string, message: Buffer) => Promise<number>
+        client.publish = ((channel: string, message: Buffer) =>
+          publish(channel, message).catch((error: unknown) => {
+            this.#trouble(error)
+            return 0
+          })) as typeof client.publish
         let connectedBefore = false
         client.on('ready', () => {
           if (this.#down) this.#log('warn', 'Redis is reachable again')
           this.#down = false
           // A connection back after it was lost: publishes failed and messages were not
           // delivered meanwhile (the subscriber's channels are subscribed again by now). Or the
-          // first connection, with rooms loaded before it.
-          if (connectedBefore || this.#unshared.size > 0) this.#repairAll()
+          // subscriber's first connection, with rooms loaded before it.
+          const subscriber = client === this.#wire.sub
+          if (connectedBefore || (subscriber && this.#unshared.size > 0)) this.#repairAll()
           // Only once the subscriber is ready has it subscribed its channels again: ended before, one would come back.
-          if (client === this.#wire.sub) this.#endStaleSubscriptions()
+          if (subscriber) {
+            this.#endStaleSubscriptions()
+            this.#shared?.subscribe()
+          }
           connectedBefore = true
         })
         return client
@@ -156,6 +183,16 @@ export class GuardedRedis implements Extension {
   async onConfigure(payload: onConfigurePayload): Promise<void> {
     this.#instance = payload.instance
     await this.#redis.onConfigure(payload)
+  }
+
+  /**
+   * Shares with the other relays which writer holds which client id's presence in each room
+   * (`presence`, the access gate's), so that each refuses another writer's first write under a
+   * client id shown through another relay.
+   */
+  sharePresence(presence: RoomPresence): void {
+    this.#shared = new SharedPresence(this.#wire, this.#identifier, presence, (work) => void this.#guard(work))
+    this.#shared.subscribe()
   }
 
   /** Loaded rooms served by this relay alone, until Redis is back. */
@@ -178,10 +215,13 @@ export class GuardedRedis implements Extension {
     setImmediate(() => {
       this.#repairAllQueued = false
       for (const [name, document] of this.#instance?.documents ?? []) {
-        if (!this.#unshared.has(name)) void this.#guard(() => this.#wire.publishFirstSyncStep(name, document))
-        else void this.#share(name, document)
+        if (this.#unshared.has(name)) {
+          void this.#share(name, document)
+          continue
+        }
+        this.#shared?.announce(document, true)
+        void this.#guard(() => this.#wire.publishFirstSyncStep(name, document))
       }
-
     })
   }
 
@@ -192,8 +232,15 @@ export class GuardedRedis implements Extension {
    */
   async afterLoadDocument(payload: afterLoadDocumentPayload): Promise<void> {
     this.#unshared.add(payload.documentName)
-    // Known to be away: the load does not wait for the client's retries to fail again.
-    if (!this.#down) await this.#share(payload.documentName, payload.document)
+    this.#shared?.loaded(payload.document)
+    // Not connected: the load does not wait for the client's retries to fail again.
+    if (this.#wire.pub.status !== 'ready' || this.#wire.sub.status !== 'ready') return
+    let timer: unknown
+    const deadline = new Promise<void>((resolve) => {
+      timer = this.#timers.setTimeout(resolve, SHARE_WAIT_MS)
+    })
+    await Promise.race([this.#share(payload.documentName, payload.document), deadline])
+    this.#timers.clearTimeout(timer)
   }
 
   /** Ends the subscriptions the subscriber renewed on reconnecting for rooms unloaded while Redis was away. */
@@ -222,6 +269,8 @@ export class GuardedRedis implements Extension {
       }
       return
     }
+    // Who holds which presence, ahead of the presence itself.
+    this.#shared?.announce(document, true)
     void this.#guard(() => wire.publishFirstSyncStep(room, document))
     void this.#guard(() => wire.requestAwarenessFromOtherInstances(room))
   }
@@ -293,12 +342,16 @@ export class GuardedRedis implements Extension {
     await this.#guard(() => this.#redis.beforeUnloadDocument(payload))
   }
 
-  /** Unsubscribes the room's channel, unless it is loaded again (a quick reconnection) or was never subscribed. */
+  /** Unsubscribes the room's channel, unless it is loaded again (a quick reconnection). */
   async afterUnloadDocument(payload: afterUnloadDocumentPayload): Promise<void> {
     const room = payload.documentName
     this.#cancelRepair(room)
-    const subscribed = !this.#unshared.delete(room)
-    if (subscribed && !payload.instance.documents.has(room)) this.#unsubscribe(room)
+    this.#unshared.delete(room)
+    if (payload.instance.documents.has(room) || payload.instance.loadingDocuments.has(room)) return
+    this.#shared?.unloaded(room)
+    // Also a room that seems never subscribed: a subscription made after a failed attempt, or
+    // renewed by the client, would otherwise outlive it (an unneeded unsubscribe is harmless).
+    this.#unsubscribe(room)
   }
 
   /**
