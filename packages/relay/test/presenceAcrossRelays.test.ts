@@ -37,6 +37,16 @@ describe('presence across relays', () => {
     return signToken({ sub: name, role: 'device', rooms: [ROOM, LATE_ROOM], replicas: [name], sources: [`${name}-temp`] })
   }
 
+  /** The attacker (the device d1, on the last socket opened) writes first under `ownerId` in its own log: refused. */
+  async function squat(attacker: RoomClient, room: string, ownerId: number): Promise<void> {
+    const doc = new Y.Doc()
+    doc.clientID = ownerId
+    replicaLog(doc, 'd1').push([groupEntry('d1-temp', 0)])
+    ;(sockets.at(-1) as ReturnType<typeof relaySocket>).send(updateFrame(room, Y.encodeStateAsUpdate(doc)))
+    await waitFor(() => attacker.closed.length > 0, 'the refusal')
+    expect(attacker.closed[0]).toContain(`client-id-squatting client ${ownerId} is another connection's presence`)
+  }
+
   beforeAll(async () => {
     redis = await startRedisServer()
     const relay = (): Promise<Relay> =>
@@ -63,12 +73,7 @@ describe('presence across relays', () => {
     // The attacker, on relay B, learns the id from the presence B relays from A.
     const attacker = open(b, await device('d1'))
     await waitFor(() => attacker.synced() && attacker.provider.awareness?.getStates().get(ownerId) !== undefined, "the owner's presence on relay B")
-    const squat = new Y.Doc()
-    squat.clientID = ownerId
-    replicaLog(squat, 'd1').push([groupEntry('d1-temp', 0)])
-    ;(sockets.at(-1) as ReturnType<typeof relaySocket>).send(updateFrame(ROOM, Y.encodeStateAsUpdate(squat)))
-    await waitFor(() => attacker.closed.length > 0, 'the refusal')
-    expect(attacker.closed[0]).toContain(`client-id-squatting client ${ownerId} is another connection's presence`)
+    await squat(attacker, ROOM, ownerId)
     // The owner's own first write under its id reaches the dashboard on B.
     replicaLog(owner.doc, 'd9').push([groupEntry('d9-temp', 0)])
     await waitFor(() => replicaLog(dashboard.doc, 'd9').length === 1, "the owner's entry on relay B")
@@ -84,12 +89,7 @@ describe('presence across relays', () => {
     // Relay B loads the room for the attacker, and learns the presence from relay A then.
     const attacker = open(b, await device('d1'), undefined, LATE_ROOM)
     await waitFor(() => attacker.synced() && attacker.provider.awareness?.getStates().get(ownerId) !== undefined, "the owner's presence on relay B")
-    const squat = new Y.Doc()
-    squat.clientID = ownerId
-    replicaLog(squat, 'd1').push([groupEntry('d1-temp', 0)])
-    ;(sockets.at(-1) as ReturnType<typeof relaySocket>).send(updateFrame(LATE_ROOM, Y.encodeStateAsUpdate(squat)))
-    await waitFor(() => attacker.closed.length > 0, 'the refusal')
-    expect(attacker.closed[0]).toContain(`client-id-squatting client ${ownerId} is another connection's presence`)
+    await squat(attacker, LATE_ROOM, ownerId)
   })
 
   it('a device that reconnects through the other relay before the first noticed it gone takes its presence along, and writes first there', async () => {

@@ -34,6 +34,15 @@ async function relayOn(url: string): Promise<{ hocuspocus: Hocuspocus; redis: Gu
   return { hocuspocus, redis: guarded }
 }
 
+/** A relay in this process on `url`, with no periodic repair within a test: only loads and reconnections exchange state vectors. */
+function quietRelay(url: string): { hocuspocus: Hocuspocus; redis: GuardedRedis; metrics: RelayMetrics } {
+  const metrics = new RelayMetrics()
+  const guarded = new GuardedRedis(url, metrics, () => undefined, { repairMs: 3_600_000 })
+  const hocuspocus = new Hocuspocus({ quiet: true, extensions: [guarded] })
+  instances.push(hocuspocus)
+  return { hocuspocus, redis: guarded, metrics }
+}
+
 async function publishCalls(url: string): Promise<number> {
   const client = new IORedis(url)
   try {
@@ -112,16 +121,9 @@ it('after Redis comes back, each relay exchanges state vectors for its rooms: wh
   const away = await startRedisServer()
   servers.push(away)
   const port = away.port
-  const quiet = 3_600_000 // no periodic repair within the test: only the reconnection may bring the missed changes
-  const relay = (): { hocuspocus: Hocuspocus; redis: GuardedRedis; metrics: RelayMetrics } => {
-    const metrics = new RelayMetrics()
-    const guarded = new GuardedRedis(away.url, metrics, () => undefined, { repairMs: quiet })
-    const hocuspocus = new Hocuspocus({ quiet: true, extensions: [guarded] })
-    instances.push(hocuspocus)
-    return { hocuspocus, redis: guarded, metrics }
-  }
-  const a = relay()
-  const b = relay()
+  // Only the reconnection may bring the missed changes.
+  const a = quietRelay(away.url)
+  const b = quietRelay(away.url)
   const onA = await a.hocuspocus.openDirectConnection('fleet/d2')
   const onB = await b.hocuspocus.openDirectConnection('fleet/d2')
   const docA = a.hocuspocus.documents.get('fleet/d2') as Y.Doc
@@ -150,16 +152,9 @@ it('a room opened while Redis is away is served by its relay alone, and shared o
   const away = await startRedisServer()
   servers.push(away)
   const port = away.port
-  const relay = (): { hocuspocus: Hocuspocus; redis: GuardedRedis; metrics: RelayMetrics } => {
-    const metrics = new RelayMetrics()
-    // No periodic repair within the test: only the sharing of the room may bring the changes.
-    const guarded = new GuardedRedis(away.url, metrics, () => undefined, { repairMs: 3_600_000 })
-    const hocuspocus = new Hocuspocus({ quiet: true, extensions: [guarded] })
-    instances.push(hocuspocus)
-    return { hocuspocus, redis: guarded, metrics }
-  }
-  const a = relay()
-  const b = relay()
+  // Only the sharing of the room may bring the changes.
+  const a = quietRelay(away.url)
+  const b = quietRelay(away.url)
   const onA = await a.hocuspocus.openDirectConnection('fleet/d5')
   await onA.transact((doc) => doc.getArray('readings').push(['before']))
   // Loaded before its relay's first connection to Redis was ready, the room is shared once it is.
@@ -206,10 +201,7 @@ it('a room opened while Redis is away is served by its relay alone, and shared o
 it('a Redis that stops answering without closing its connections holds no room load: the room opens unshared and is shared once Redis answers', async () => {
   const frozen = await startRedisServer()
   servers.push(frozen)
-  const metrics = new RelayMetrics()
-  const guarded = new GuardedRedis(frozen.url, metrics, () => undefined, { repairMs: 3_600_000 })
-  const hocuspocus = new Hocuspocus({ quiet: true, extensions: [guarded] })
-  instances.push(hocuspocus)
+  const { hocuspocus, redis: guarded, metrics } = quietRelay(frozen.url)
   await waitFor(() => guarded.unsharedRooms === 0 && metrics.redisErrors === 0, 'connected')
   await (await hocuspocus.openDirectConnection('fleet/warm')).disconnect()
   process.kill(frozen.pid, 'SIGSTOP')
@@ -235,15 +227,8 @@ it('after Redis refuses a command on a live connection, rooms loaded later are s
   const admin = new IORedis(strict.url)
   // Relay A connects as a user of its own, whose publishes the test can refuse.
   await admin.call('ACL', 'SETUSER', 'relay-a', 'on', '>relay-a-password', '~*', '&*', '+@all')
-  const make = (url: string): { hocuspocus: Hocuspocus; redis: GuardedRedis; metrics: RelayMetrics } => {
-    const metrics = new RelayMetrics()
-    const guarded = new GuardedRedis(url, metrics, () => undefined, { repairMs: 3_600_000 })
-    const hocuspocus = new Hocuspocus({ quiet: true, extensions: [guarded] })
-    instances.push(hocuspocus)
-    return { hocuspocus, redis: guarded, metrics }
-  }
-  const a = make(strict.url.replace('redis://', 'redis://relay-a:relay-a-password@'))
-  const b = make(strict.url)
+  const a = quietRelay(strict.url.replace('redis://', 'redis://relay-a:relay-a-password@'))
+  const b = quietRelay(strict.url)
   try {
     const onA = await a.hocuspocus.openDirectConnection('fleet/strict')
     await waitFor(() => a.redis.unsharedRooms === 0, 'the room shared on A')

@@ -486,23 +486,28 @@ describe('close()', () => {
   })
 })
 
-describe('single mode', () => {
-  it('fails a page whose host another tab fenced out, with the reason, instead of taking the log back again and again', async () => {
+describe('without Web Locks, a host fenced out by another', () => {
+  it.each([
+    // A second tab: its own host claims the log.
+    ['single mode: another tab', 'single', 'single mode serves one tab'],
+    // The older build's SharedWorker; then a page of the newer build, whose SharedWorker (another URL) is another host.
+    ['shared mode: the SharedWorker of another build', 'shared', 'the SharedWorkers of two builds of this app cannot share the engine'],
+  ] as const)('%s: the page fails with the reason, instead of taking the log back again and again', async (_, mode, reason) => {
     const world = new World()
-    const single = { mode: 'single', steal: false } as const
     let hosts = 0
     const start = (): TestHost => {
       hosts++
-      return world.host({ name: 'fleet', engine: windows }, single, true)
+      return world.host({ name: 'fleet', engine: windows }, { mode, steal: false }, true)
     }
     const hostA = start()
-    const pageA = world.page(() => hostA, { withoutLocks: true, mode: 'single' })
+    const pageA = world.page(() => hostA, { withoutLocks: true, mode })
     await world.run()
     await (await pageA.engine.ingest(readings('d1', 1, 5))).durable
-    // A second tab: its own host claims the log (no Web Locks to keep it waiting).
+    // No Web Locks keep the second host waiting: it claims the log.
     const hostB = start()
-    const pageB = world.page(() => hostB, { withoutLocks: true, mode: 'single' })
+    const pageB = world.page(() => hostB, { withoutLocks: true, mode })
     await world.run(100)
+    // The first host learns it was fenced out when it next writes.
     const fenced = (async () => {
       try {
         await (await pageA.engine.ingest(readings('d1', 6, 5))).durable
@@ -513,43 +518,10 @@ describe('single mode', () => {
     })()
     await world.run(300)
     expect(pageA.engine.connection()).toMatchObject({ state: 'failed' })
-    expect(pageA.engine.connection().reason).toContain('single mode serves one tab')
-    expect(await fenced).toContain('single mode serves one tab')
+    expect(pageA.engine.connection().reason).toContain(reason)
+    expect(await fenced).toContain(reason)
     await (await pageB.engine.ingest(readings('d2', 1, 5))).durable
     expect([hosts, pageB.engine.connection().state, hostB.host.engine?.stats().applied, hostA.host.engine]).toEqual([2, 'connected', 10, null])
-  })
-
-  it('shared mode without Web Locks: fails a page whose SharedWorker the SharedWorker of another build fenced out, instead of taking the log back again and again', async () => {
-    const world = new World()
-    const shared = { mode: 'shared', steal: false } as const
-    let hosts = 0
-    const start = (): TestHost => {
-      hosts++
-      return world.host({ name: 'fleet', engine: windows }, shared, true)
-    }
-    // The older build's SharedWorker and its page; then a page of the newer build, whose SharedWorker (another URL) is another host.
-    const older = start()
-    const pageA = world.page(() => older, { withoutLocks: true, mode: 'shared' })
-    await world.run()
-    await (await pageA.engine.ingest(readings('d1', 1, 5))).durable
-    const newer = start()
-    const pageB = world.page(() => newer, { withoutLocks: true, mode: 'shared' })
-    await world.run(100)
-    // The older host learns it was fenced out when it next writes.
-    const fenced = (async () => {
-      try {
-        await (await pageA.engine.ingest(readings('d1', 6, 5))).durable
-        return 'durable'
-      } catch (error) {
-        return String(error)
-      }
-    })()
-    await world.run(300)
-    expect(pageA.engine.connection()).toMatchObject({ state: 'failed' })
-    expect(pageA.engine.connection().reason).toContain('the SharedWorkers of two builds of this app cannot share the engine')
-    expect(await fenced).toContain('the SharedWorkers of two builds of this app cannot share the engine')
-    await (await pageB.engine.ingest(readings('d2', 1, 5))).durable
-    expect([hosts, pageB.engine.connection().state, newer.host.engine?.stats().applied, older.host.engine]).toEqual([2, 'connected', 10, null])
   })
 })
 
