@@ -67,8 +67,6 @@ export interface RoomLink {
 
 /** The relay's reason for a token past its `exp`, at authentication or when it closes an open room at `exp`. */
 const TOKEN_EXPIRED = 'tidemark:token-expired'
-/** The relay's reason for a token signed with a key it does not hold (during a key change, the issuer may sign with a key a relay does not hold yet, or one it no longer holds). */
-const BAD_SIGNATURE = 'tidemark:bad-signature'
 
 /**
  * The relay's reasons for a room it cannot open *now* (`OpenRefusalKind` of the relay): its store
@@ -260,11 +258,10 @@ export class RelayRoom {
     if (kind === AUTH_PERMISSION_DENIED) {
       this.#serverOpen = false
       const reason = readString(decoder)
-      if ((reason === TOKEN_EXPIRED || reason === BAD_SIGNATURE) && this.#link.renewable()) {
+      if (reason === TOKEN_EXPIRED && this.#link.renewable()) {
         // The token function gave a token already past its exp (a cache on a clock behind the
-        // relay's), or one signed with a key this relay does not hold (a key change under way):
-        // not the room's fault. Joined again later, on a new socket, with a new read.
-        this.#link.fail(`${this.name}: ${reason === TOKEN_EXPIRED ? 'token expired' : 'token signed with a key the relay does not hold'}, joining again`)
+        // relay's): not the room's fault. Joined again later, on a new socket, with a new read.
+        this.#link.fail(`${this.name}: token expired, joining again`)
         this.#waitForSocket()
         return
       }
