@@ -629,27 +629,6 @@ describe('a takeover', () => {
     expect((current.host.engine as Engine).stats().applied).toBe(20)
   })
 
-  it('keeps a batch whose write the fence refused, and sends it to the host that took the log', async () => {
-    const world = new World()
-    // No Web Locks (single mode): nothing tells the first host that a second one claimed the log, but the writer epoch does.
-    let current: TestHost | null = world.host({ name: 'fleet', engine: windows }, { mode: 'single', steal: false }, true)
-    const first = current
-    const page = world.page(() => current, { withoutLocks: true })
-    await world.run()
-    await page.engine.ready
-    await (await page.engine.ingest(readings('d1', 1, 30))).durable
-    current = world.host({ name: 'fleet', engine: windows }, { mode: 'single', steal: false }, true)
-    await world.run(50)
-    const refused = await page.engine.ingest(readings('d1', 31, 30))
-    await world.run(100)
-    expect([first.host.engine, page.engine.connection().state]).toEqual([null, 'reconnecting'])
-    page.connector.connect()
-    await world.run(300)
-    await refused.durable
-    const engine = current.host.engine as Engine
-    expect([engine.stats().applied, engine.nextSeq('d1'), engine.stats().duplicates]).toEqual([60, 61, 0])
-  })
-
   it('fences a host that lost the log while frozen: its late writes are refused, and the page moves on', async () => {
     const world = new World()
     let current: TestHost | null = world.host({ name: 'fleet', engine: windows })
