@@ -8,7 +8,7 @@ import * as encoding from 'lib0/encoding'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type Relay, startRelay } from '../src/index.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
-import { clockEntry, dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, waitFor } from './support/roomClients.ts'
+import { clockEntry, dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, waitFor, waitUntil } from './support/roomClients.ts'
 
 const FLEET = 'fleet-p'
 const ROOM = `${FLEET}/d1`
@@ -116,5 +116,40 @@ describe('presence', () => {
     socket.send(forgedPresence(ROOM, visitorId, now + 1, { name: 'back' }))
     await waitFor(shown('back'), 'the id set again')
     expect(await metric(relay.httpUrl, 'tidemark_relay_presence_dropped_total')).toBe(before + 1)
+  })
+
+  it('a room shows at most 512 presences: past that a new one is dropped, so a joining provider, which sends every presence back at once, is not refused', async () => {
+    const room = `${FLEET}/crowd`
+    const watcherSocket = relaySocket(relay.url)
+    sockets.push(watcherSocket)
+    const watcher = openRoom(watcherSocket, room, await dashboardToken(FLEET))
+    clients.push(watcher)
+    await waitFor(() => watcher.synced(), 'the watcher synced')
+    const before = await metric(relay.httpUrl, 'tidemark_relay_presence_dropped_total')
+    // 130 connections of one dashboard token, each setting 8 made-up ids: 1,040 presences asked for.
+    const token = await dashboardToken(FLEET)
+    for (let c = 0; c < 130; c++) {
+      const socket = relaySocket(relay.url)
+      sockets.push(socket)
+      const crowd = openRoom(socket, room, token)
+      clients.push(crowd)
+      await waitFor(() => crowd.synced(), `crowd ${c} synced`)
+      for (let i = 0; i < 8; i++) socket.send(forgedPresence(room, 1_000_000 + c * 8 + i, 1, { crowd: c }))
+    }
+    await waitUntil(async () => (await metric(relay.httpUrl, 'tidemark_relay_presence_dropped_total')) - before >= 1_040 - 512, 'the presences past 512 dropped')
+    await waitFor(() => (watcher.provider.awareness?.getStates().size ?? 0) >= 512, 'the shown presences on the watcher')
+    expect(watcher.provider.awareness?.getStates().size).toBeLessThanOrEqual(513)
+    // A provider that joins now echoes every presence it receives: under 1,024, it is not refused.
+    const joinerSocket = relaySocket(relay.url)
+    sockets.push(joinerSocket)
+    const joiner = openRoom(joinerSocket, room, await dashboardToken(FLEET))
+    clients.push(joiner)
+    await waitFor(() => joiner.synced() && (joiner.provider.awareness?.getStates().size ?? 0) >= 512, 'the joiner synced, with the presences')
+    // Its own presence, sent after its echo, is one too many: dropped, which says the relay read past the echo.
+    const droppedBefore = await metric(relay.httpUrl, 'tidemark_relay_presence_dropped_total')
+    joiner.provider.setAwarenessField('name', 'joiner')
+    await waitUntil(async () => (await metric(relay.httpUrl, 'tidemark_relay_presence_dropped_total')) > droppedBefore, "the joiner's own presence dropped")
+    expect(joiner.closed).toEqual([])
+    expect(joiner.denied).toEqual([])
   })
 })

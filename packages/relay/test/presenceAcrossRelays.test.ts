@@ -9,8 +9,9 @@ import * as Y from 'yjs'
 import { type RedisServer, startRedisServer } from '../scripts/redisServer.ts'
 import { type Relay, startRelay } from '../src/index.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
-import { updateFrame } from './support/hocuspocusFrames.ts'
-import { dashboardToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, signToken, waitFor } from './support/roomClients.ts'
+import * as encoding from 'lib0/encoding'
+import { awarenessFrame, updateFrame } from './support/hocuspocusFrames.ts'
+import { dashboardToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, signToken, waitFor, waitUntil } from './support/roomClients.ts'
 
 const FLEET = 'fleet-p'
 const ROOM = `${FLEET}/shared`
@@ -47,6 +48,21 @@ describe('presence across relays', () => {
     expect(attacker.closed[0]).toContain(`client-id-squatting client ${ownerId} is another connection's presence`)
   }
 
+  /** An awareness update of one client: its presence at `clock`, `state` (null: removed). */
+  function presenceOf(client: number, clock: number, state: unknown): Uint8Array {
+    const e = encoding.createEncoder()
+    encoding.writeVarUint(e, 1)
+    encoding.writeVarUint(e, client)
+    encoding.writeVarUint(e, clock)
+    encoding.writeVarString(e, JSON.stringify(state))
+    return encoding.toUint8Array(e)
+  }
+
+  /** The clock of `client`'s presence as `viewer` sees it. */
+  function clockOf(viewer: RoomClient, client: number): number {
+    return viewer.provider.awareness?.meta.get(client)?.clock ?? 0
+  }
+
   beforeAll(async () => {
     redis = await startRedisServer()
     const relay = (): Promise<Relay> =>
@@ -79,6 +95,31 @@ describe('presence across relays', () => {
     await waitFor(() => replicaLog(dashboard.doc, 'd9').length === 1, "the owner's entry on relay B")
     expect(replicaLog(dashboard.doc, 'd1').length).toBe(0)
     expect(owner.closed).toEqual([])
+  })
+
+  it("removing a presence shown through another relay does not make its client id anyone's: neither to write under first, nor to show as one's own", async () => {
+    const room = `${FLEET}/removed`
+    const owner = open(a, await signToken({ sub: 'd9', role: 'device', rooms: [room], replicas: ['d9'], sources: ['d9-temp'] }), undefined, room)
+    await waitFor(() => owner.synced(), 'the owner synced on relay A')
+    owner.provider.setAwarenessField('name', 'd9')
+    const ownerId = owner.doc.clientID
+    const attackerToken = await signToken({ sub: 'd1', role: 'device', rooms: [room], replicas: ['d1'], sources: ['d1-temp'] })
+    const remover = open(b, attackerToken, undefined, room)
+    await waitFor(() => remover.synced() && remover.provider.awareness?.getStates().get(ownerId) !== undefined, "the owner's presence on relay B")
+    // The removal an honest client sends for a peer that timed out passes. Right behind it, on the
+    // same socket (before the owner's client can show itself again), the id is claimed as the
+    // attacker's own presence.
+    const clock = clockOf(remover, ownerId)
+    const dropped = await metric(b.httpUrl, 'tidemark_relay_presence_dropped_total')
+    const socket = sockets.at(-1) as ReturnType<typeof relaySocket>
+    socket.send(awarenessFrame(room, presenceOf(ownerId, clock + 1, null)))
+    socket.send(awarenessFrame(room, presenceOf(ownerId, clock + 2, { name: 'squatter' })))
+    await waitUntil(async () => (await metric(b.httpUrl, 'tidemark_relay_presence_dropped_total')) > dropped, 'the claim dropped')
+    // And, on another connection, the removal right before a first write under it.
+    const attacker = open(b, attackerToken, undefined, room)
+    await waitFor(() => attacker.synced(), 'the attacker synced')
+    ;(sockets.at(-1) as ReturnType<typeof relaySocket>).send(awarenessFrame(room, presenceOf(ownerId, clockOf(attacker, ownerId) + 1, null)))
+    await squat(attacker, room, ownerId)
   })
 
   it('a relay that loads the room after the presence was shown asks the other relays whose it is, before the presence arrives', async () => {

@@ -23,6 +23,16 @@ const MAX_HELD = 8
 /** Holders on other relays remembered per room; past it, those whose presence is no longer shown are forgotten first. */
 const MAX_REMOTE = 4096
 
+/** Client ids one writer may be remembered holding through other relays, per room: one writer cannot crowd out the others. */
+const MAX_REMOTE_PER_WRITER = 64
+
+/**
+ * Presences a room may show (here and through other relays) before a new one is dropped: a
+ * provider that joins sends every presence it received back, in one update, which the relay
+ * refuses past 1,024 (`readAwareness`).
+ */
+const MAX_ROOM_PRESENCES = 512
+
 /**
  * Tells the other relays which writer holds which client ids' presence in a room here, and when
  * it lets them go (its connection closed).
@@ -35,10 +45,11 @@ export interface PresenceShare {
   released(room: string, clients: readonly number[]): void
 }
 
-/** A presence held through another relay: by whom (its replicas), and which relay said so. */
+/** A presence held through another relay: by whom (its replicas, and their names joined: the writer), and which relay said so. */
 interface RemoteHolder {
   readonly relay: string
   readonly replicas: ReadonlySet<string>
+  readonly writer: string
 }
 
 function shareReplica(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
@@ -75,15 +86,17 @@ export class RoomPresence {
       const writer = writerOfClient(document, client)
       const holder = holders?.get(client)
       if (writer !== null ? gate.grant.replicas.has(writer) : holder === gate) continue
-      // Shown through another relay by this connection's own writer, which moved here.
-      const movedHere = writer === null && holder === undefined && present && this.#remoteHolder(document, client, gate) === false
+      // Held through another relay: by another writer, or by this connection's own, which moved here.
+      const remote = writer === null && holder === undefined ? this.#remoteHolder(document, client, gate) : null
       if (!present) {
         if (states.has(client) && clock <= current + 1) continue
         return client
       }
-      // Someone's: a replica's, a live connection's here, or (shown with no holder here) another relay's or the room's own.
-      if (writer !== null || (holder !== undefined && !holder.ended) || (states.has(client) && !movedHere)) return client
+      // Someone's: a replica's, a live connection's here, another writer's through another relay
+      // (shown or not: removing it does not make it anyone's), or shown with no holder known.
+      if (writer !== null || (holder !== undefined && !holder.ended) || remote === true || (states.has(client) && remote !== false)) return client
       if (gate.presence.size + claims.length >= MAX_HELD) return client
+      if (!states.has(client) && states.size + claims.length >= MAX_ROOM_PRESENCES) return client
       claims.push(client)
     }
     for (const client of claims) {
@@ -111,12 +124,14 @@ export class RoomPresence {
   }
 
   /**
-   * Whether `client`'s presence, shown in `document`, is held through another relay by another
-   * writer than `gate`'s (true), by the same one (false), or by none known (null).
+   * Whether `client`'s presence in `document` is held through another relay by another writer
+   * than `gate`'s (true), by the same one (false), or by none known (null). Held until that relay
+   * says its connection let it go, whether or not the presence is still shown: a removal (which
+   * any connection may send for a peer) does not make the id anyone's.
    */
   #remoteHolder(document: Document, client: number, gate: ConnectionGate): boolean | null {
     const remote = this.#remote.get(document)?.get(client)
-    if (remote === undefined || !document.awareness.states.has(client)) return null
+    if (remote === undefined) return null
     return !shareReplica(remote.replicas, gate.grant.replicas)
   }
 
@@ -143,10 +158,24 @@ export class RoomPresence {
       this.#remote.set(document, remote)
     }
     if (remote.size + clients.length > MAX_REMOTE) {
-      for (const [client] of remote) if (!document.awareness.states.has(client)) remote.delete(client)
+      // Those no longer shown first (a relay that died says nothing), oldest first.
+      for (const [client] of remote) {
+        if (remote.size + clients.length <= MAX_REMOTE) break
+        if (!document.awareness.states.has(client)) remote.delete(client)
+      }
     }
-    const holder: RemoteHolder = { relay, replicas: new Set(replicas) }
-    for (const client of clients) if (remote.size < MAX_REMOTE || remote.has(client)) remote.set(client, holder)
+    const writer = [...replicas].sort().join('\n')
+    let held = 0
+    for (const other of remote.values()) if (other.writer === writer) held++
+    const holder: RemoteHolder = { relay, replicas: new Set(replicas), writer }
+    for (const client of clients) {
+      const known = remote.get(client)
+      if (known?.writer === writer) remote.set(client, holder)
+      else if (known === undefined && remote.size < MAX_REMOTE && held < MAX_REMOTE_PER_WRITER) {
+        remote.set(client, holder)
+        held++
+      }
+    }
   }
 
   /** Another relay says its connection let `clients` go in `document`. */
