@@ -29,5 +29,10 @@ hostEngine({
   commands: {
     // The host's own view of the engine, past the page's mirror.
     applied: (_payload, { engine }) => engine.stats().applied,
+    // The host worker ends itself, as a crash ends it: its pages make the SharedWorker again.
+    endHost: () => {
+      setTimeout(() => (globalThis as unknown as { close(): void }).close(), 10)
+      return 'ending'
+    },
   },
 })

@@ -50,6 +50,8 @@ export interface WorkerPageApi {
   blobWorkerRefused(): Promise<boolean>
   /** The names of the origin's held Web Locks (`navigator.locks.query()`). */
   locks(): Promise<readonly string[]>
+  /** Runs one of the host's app commands (`hostEngine({ commands })`). */
+  command(name: string): Promise<unknown>
 }
 
 declare global {
@@ -163,6 +165,7 @@ async function start(): Promise<WorkerPageApi> {
       })
     },
     locks: async () => ((await navigator.locks.query()).held ?? []).map((lock) => lock.name ?? ''),
+    command: (name) => engine.command(name),
   }
 }
 

@@ -105,3 +105,36 @@ test('three tabs share one engine, one log writer and one socket; a reload of ev
     await context.close()
   }
 })
+
+test('the host worker ends mid-stream: the tabs make the SharedWorker again and the new host serves them, losing and doubling nothing', async ({ browser, baseURL }) => {
+  const context = await browser.newContext()
+  try {
+    const url = `${baseURL}/worker.html`
+    const tabs = [(await openTab(context, url, 'A')).tab, (await openTab(context, url, 'B')).tab]
+    const before = await Promise.all(tabs.map(info))
+    expect(before.map((i) => i.connection.mode)).toEqual(['shared', 'shared'])
+    const ledger = new StormLedger()
+    const devices: Device[] = tabs.map((tab, i) => ({ tab, source: `device-${tab.label.toLowerCase()}`, seed: 21 + i }))
+    for (const device of devices) await produce(device)
+    await durableGrowth(ledger, devices, new Map(), DURABLE_BEFORE_RELOAD, 'two tabs producing')
+    // The host worker closes itself while both tabs produce; its lock goes with it.
+    const ended = Date.now()
+    expect(await tabs[0]?.evaluate('window.workerPage.command("endHost")')).toBe('ending')
+    await expect
+      .poll(async () => (await Promise.all(tabs.map(info))).map((i) => i.connection.state === 'connected' && i.connection.instance !== before[0]?.connection.instance), {
+        timeout: 20_000,
+        message: 'both tabs served by a new host',
+      })
+      .toEqual([true, true])
+    const back = Date.now() - ended
+    const after = await Promise.all(tabs.map(info))
+    expect(new Set(after.map((i) => i.connection.instance)).size).toBe(1)
+    const produced = new Map<string, number>()
+    for (const device of devices) produced.set(device.source, await stop(device))
+    await collect(ledger, tabs)
+    const figures = await expectGroundTruth(ledger, devices, produced, tabs)
+    console.log(`worker-shared host end: both tabs on a new host ${back} ms after it ended (epoch ${after[0]?.connection.epoch}); produced ${figures.produced}, ${figures.counted} counted, ${figures.lateLane} late lane`)
+  } finally {
+    await context.close()
+  }
+})
