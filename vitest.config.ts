@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url'
 import { defaultClientConditions, defaultServerConditions } from 'vite'
 import { configDefaults, defineConfig } from 'vitest/config'
 
@@ -13,23 +14,21 @@ const project = (name: string, include: string[], environment: 'node' | 'happy-d
 
 /**
  * @tidemark/react's source and its test/react18 tests on React 18.3.1 (its peer range starts
- * there; the workspace has 19): `react` and `react-dom` are the `react-18` and `react-dom-18`
- * aliases in packages/react, and the setup file gives react-dom 18 React 18 too.
+ * there; the workspace has 19). test/react18 is a private package of its own whose `react` and
+ * `react-dom` are 18.3.1, so react-dom 18's own `require('react')` finds React 18 there; the
+ * package's source, outside it, is given that React 18 by an alias.
  */
-const react18Tests = 'packages/react/test/react18/**/*.test.{ts,tsx}'
+const react18Root = 'packages/react/test/react18'
+const react18Tests = `${react18Root}/**/*.test.{ts,tsx}`
 const react18 = {
   extends: true as const,
   resolve: {
-    alias: [
-      { find: /^react(\/.*)?$/, replacement: 'react-18$1' },
-      { find: /^react-dom(\/.*)?$/, replacement: 'react-dom-18$1' },
-    ],
+    alias: [{ find: /^react(\/.*)?$/, replacement: `${fileURLToPath(new URL(`${react18Root}/node_modules/react`, import.meta.url))}$1` }],
   },
   test: {
     name: 'react18',
     include: [react18Tests],
     environment: 'happy-dom' as const,
-    setupFiles: ['packages/react/test/react18/setup.ts'],
   },
 }
 

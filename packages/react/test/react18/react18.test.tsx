@@ -15,11 +15,14 @@ import {
 } from '../../src/index.ts'
 
 /**
- * The package's source under React 18.3.1: the `react18` Vitest project (vitest.config.ts)
- * resolves `react` and `react-dom` to the `react-18` and `react-dom-18` aliases of
- * packages/react (setup.ts gives react-dom 18 React 18 too), so these components, the provider
- * and the hooks all run on React 18, rendered by react-dom 18's client in happy-dom.
+ * The package's source under React 18.3.1: this directory is a package whose `react` and
+ * `react-dom` are 18.3.1, and the `react18` Vitest project (vitest.config.ts) gives the source
+ * outside it the same React, so these components, the provider and the hooks all run on React 18,
+ * rendered by react-dom 18's client in happy-dom.
  */
+
+// React 18's `act` flushes, and does not warn, only where the environment says it is a test.
+;(globalThis as { IS_REACT_ACT_ENVIRONMENT?: boolean }).IS_REACT_ACT_ENVIRONMENT = true
 
 const MINUTE = 'tumbling:60000'
 const reading = (id: string, ts: number, value: number): StreamEvent => ({ id, source: 'd1', ts, key: 'temp', value })
