@@ -184,6 +184,21 @@ export class RoomPresence {
     if (remote !== undefined) for (const client of clients) if (remote.get(client)?.relay === relay) remote.delete(client)
   }
 
+  /**
+   * What other relays hold in `document` as far as this one knows, by relay and writer: passed on
+   * when a relay that just loaded the room asks, ahead of this relay's presence answer, which
+   * shows their presence too (the holder's own answer travels on another connection).
+   */
+  heldElsewhere(document: Document): { readonly relay: string; readonly clients: number[]; readonly replicas: string[] }[] {
+    const byHolder = new Map<RemoteHolder, number[]>()
+    for (const [client, holder] of this.#remote.get(document) ?? []) {
+      const clients = byHolder.get(holder)
+      if (clients === undefined) byHolder.set(holder, [client])
+      else clients.push(client)
+    }
+    return [...byHolder].map(([holder, clients]) => ({ relay: holder.relay, clients, replicas: [...holder.replicas] }))
+  }
+
   /** What this relay's connections hold in `document`, by writer: what the other relays are told when they ask. */
   heldHere(document: Document): { readonly clients: number[]; readonly replicas: string[] }[] {
     const byGate = new Map<ConnectionGate, number[]>()

@@ -33,7 +33,8 @@ export interface PresenceWire {
 }
 
 type PresenceMessage =
-  | { readonly t: 'held'; readonly room: string; readonly clients: readonly number[]; readonly replicas: readonly string[] }
+  /** `relay`: the relay holding them, when another passes on what it knows (else the sender). */
+  | { readonly t: 'held'; readonly room: string; readonly clients: readonly number[]; readonly replicas: readonly string[]; readonly relay?: string }
   | { readonly t: 'released'; readonly room: string; readonly clients: readonly number[] }
   | { readonly t: 'query'; readonly room: string }
 
@@ -51,7 +52,9 @@ function presenceMessage(value: unknown): PresenceMessage | null {
   if (!isClientList(m.clients)) return null
   if (m.t === 'released') return { t: 'released', room: m.room, clients: m.clients }
   if (m.t === 'held' && Array.isArray(m.replicas) && m.replicas.every((replica) => typeof replica === 'string')) {
-    return { t: 'held', room: m.room, clients: m.clients, replicas: m.replicas as string[] }
+    const replicas = m.replicas as string[]
+    if (m.relay === undefined) return { t: 'held', room: m.room, clients: m.clients, replicas }
+    return typeof m.relay === 'string' ? { t: 'held', room: m.room, clients: m.clients, replicas, relay: m.relay } : null
   }
   return null
 }
@@ -98,10 +101,16 @@ export class SharedPresence implements PresenceShare {
     this.#documents.delete(room)
   }
 
-  /** The room is shared (loaded, or Redis is back): tells the others what this relay holds in it and, with `ask`, asks what they hold. */
+  /**
+   * The room is shared (loaded, or Redis is back): tells the others what this relay holds in it
+   * and, with `ask`, asks what they hold. Answering another's question (`ask` false), it also
+   * passes on what it knows other relays hold: its presence answer shows their presence too, and
+   * their own answers travel on other connections, which may arrive later.
+   */
   announce(document: Document, ask: boolean): void {
     for (const { clients, replicas } of this.#presence.heldHere(document)) this.held(document.name, clients, replicas)
     if (ask) this.#send({ t: 'query', room: document.name })
+    else for (const { relay, clients, replicas } of this.#presence.heldElsewhere(document)) this.#send({ t: 'held', room: document.name, clients, replicas, relay })
   }
 
   held(room: string, clients: readonly number[], replicas: readonly string[]): void {
@@ -133,7 +142,11 @@ export class SharedPresence implements PresenceShare {
     if (message === null) return
     const document = this.#documents.get(message.room)
     if (document === undefined) return
-    if (message.t === 'held') this.#presence.heldRemotely(document, sender, message.clients, message.replicas)
+    if (message.t === 'held') {
+      // What this relay holds itself it knows better than anyone passing it on.
+      const relay = message.relay ?? sender
+      if (relay !== this.#identifier) this.#presence.heldRemotely(document, relay, message.clients, message.replicas)
+    }
     else if (message.t === 'released') this.#presence.releasedRemotely(document, sender, message.clients)
     else this.announce(document, false)
   }
