@@ -124,6 +124,36 @@ describe('authorizeUpdate', () => {
     expect(reasonOf(authorizeUpdate(server, second, A))).toBe('accepted')
   })
 
+  it('checks only the part of an item the document lacks: an item re-sent whole after it grew', () => {
+    const { server, a } = setup()
+    const log = replicaLog(a, 'A')
+    // Three pushes of one client in a row: Yjs keeps them as one item, re-sent whole by a full
+    // state update (a provider's sync step 2 after a reload, say), while the server has its start.
+    expect(reasonOf(verdictOf(server, a, A, () => log.push([groupEntry('s-A', 120_000)])))).toBe('accepted')
+    const grown = (entry: unknown[]): Uint8Array => {
+      const doc = new Y.Doc()
+      Y.applyUpdate(doc, Y.encodeStateAsUpdate(a))
+      doc.clientID = a.clientID
+      replicaLog(doc, 'A').push([entry])
+      return Y.encodeStateAsUpdate(doc)
+    }
+    const item = (update: Uint8Array) => Y.decodeUpdate(update).structs.filter((struct) => struct.id.client === a.clientID && struct.length > 1)
+    const offset = Y.getState(server.store, a.clientID)
+    // Valid growth: accepted, and only the new entry counts as inserted.
+    const valid = grown(groupEntry('s-A', 180_000))
+    expect(item(valid).some((struct) => struct.id.clock < offset && struct.id.clock + struct.length > offset)).toBe(true)
+    const verdict = authorizeUpdate(server, valid, A)
+    expect(verdict).toEqual({ ok: true, inserts: 1, deletes: 0 })
+    // The same item grown by another source's entry: the part past the server's state is read, and refused.
+    expect(reasonOf(authorizeUpdate(server, grown(groupEntry('s-B', 180_000)), A))).toBe('foreign-source s-B')
+    // What the server has is not read again: under a token whose sources changed since, the
+    // item's start (entries of s-A) would be refused, its new part (of s-A2) is not.
+    const renewed: WriteGrant = { replicas: new Set(['A']), sources: new Set(['s-A2']) }
+    expect(reasonOf(authorizeUpdate(server, grown(groupEntry('s-A2', 180_000)), renewed))).toBe('accepted')
+    Y.applyUpdate(server, valid)
+    expect(replicaLog(server, 'A').length).toBe(5)
+  })
+
   it('refuses bytes that are no update', () => {
     const { server } = setup()
     const verdict = authorizeUpdate(server, new Uint8Array([1, 200, 3]), A)
