@@ -48,3 +48,27 @@ it('one writer is remembered holding at most 64 ids per room: a writer that clai
   presence.heldRemotely(document, 'relay-b', [77], ['d9'])
   expect(presence.heldByAnother(document, gateOf('d9'), 77)).toBe(false)
 })
+
+it('writers that fill the record together push out only each other: a writer holding fewer is recorded, and kept, even with its presence removed', () => {
+  const document = new Document(ROOM)
+  const presence = new RoomPresence()
+  const reader = gateOf('d5')
+  const victim = gateOf('d9')
+  // The victim's id, its presence not shown here (removed by anyone one clock on, or not arrived).
+  presence.heldRemotely(document, 'relay-a', [7], ['d9'])
+  // 64 colluding writers, 64 ids each: the 4,096-entry record is full.
+  for (let w = 0; w < 64; w++) presence.heldRemotely(document, 'relay-a', Array.from({ length: 64 }, (_, i) => 100_000 + w * 64 + i), [`c${w}`])
+  const colluders = () => Array.from({ length: 4096 }, (_, i) => 100_000 + i).filter((client) => presence.heldByAnother(document, reader, client)).length
+  expect(presence.heldByAnother(document, reader, 7)).toBe(true)
+  expect(colluders()).toBe(4095)
+  // A newcomer's id is recorded, in place of a colluder's; the victim's stays.
+  presence.heldRemotely(document, 'relay-b', [8], ['d8'])
+  expect(presence.heldByAnother(document, reader, 8)).toBe(true)
+  expect(presence.heldByAnother(document, reader, 7)).toBe(true)
+  expect(presence.heldByAnother(document, victim, 7)).toBe(false)
+  expect(colluders()).toBe(4094)
+  // A colluder claiming more pushes out only colluders' ids: none holds fewer than it would.
+  presence.heldRemotely(document, 'relay-a', [200_000, 200_001], ['c0'])
+  expect(presence.heldByAnother(document, reader, 7)).toBe(true)
+  expect(presence.heldByAnother(document, reader, 8)).toBe(true)
+})

@@ -20,7 +20,7 @@ import type { ConnectionGate } from './connectionGate.ts'
 /** Client ids one connection may hold (a client has one; a new Y.Doc on the same connection, one more). */
 const MAX_HELD = 8
 
-/** Holders on other relays remembered per room; past it, those whose presence is no longer shown are forgotten first. */
+/** Holders on other relays remembered per room; past it, those whose presence is no longer shown are forgotten first, then those of the writer holding the most (`evictFor`). */
 const MAX_REMOTE = 4096
 
 /** Client ids one writer may be remembered holding through other relays, per room: one writer cannot crowd out the others. */
@@ -50,6 +50,41 @@ interface RemoteHolder {
   readonly relay: string
   readonly replicas: ReadonlySet<string>
   readonly writer: string
+}
+
+/**
+ * Makes room in a full record of `document`'s holders on other relays for one more id of a writer
+ * holding `held` there: forgets an id of the writer holding the most (one no longer shown first,
+ * else its oldest), when that is more than this writer would hold; else the oldest id no longer
+ * shown (a relay that died says nothing) of a writer holding no fewer than this one would. So
+ * writers that fill the record together push out only each other, never one holding fewer (a
+ * device holds one or two), even one whose presence they removed.
+ */
+function evictFor(remote: Map<number, RemoteHolder>, document: Document, held: number): boolean {
+  const counts = new Map<string, number>()
+  let most = ''
+  let mostHeld = 0
+  for (const { writer } of remote.values()) {
+    const n = (counts.get(writer) ?? 0) + 1
+    counts.set(writer, n)
+    if (n > mostHeld) {
+      most = writer
+      mostHeld = n
+    }
+  }
+  const shown = document.awareness.states
+  let victim: number | undefined
+  for (const [client, other] of remote) {
+    if (mostHeld > held + 1 ? other.writer !== most : shown.has(client) || (counts.get(other.writer) as number) <= held) continue
+    victim ??= client
+    if (!shown.has(client)) {
+      victim = client
+      break
+    }
+  }
+  if (victim === undefined) return false
+  remote.delete(victim)
+  return true
 }
 
 function shareReplica(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
@@ -157,13 +192,6 @@ export class RoomPresence {
       remote = new Map()
       this.#remote.set(document, remote)
     }
-    if (remote.size + clients.length > MAX_REMOTE) {
-      // Those no longer shown first (a relay that died says nothing), oldest first.
-      for (const [client] of remote) {
-        if (remote.size + clients.length <= MAX_REMOTE) break
-        if (!document.awareness.states.has(client)) remote.delete(client)
-      }
-    }
     const writer = [...replicas].sort().join('\n')
     let held = 0
     for (const other of remote.values()) if (other.writer === writer) held++
@@ -171,7 +199,7 @@ export class RoomPresence {
     for (const client of clients) {
       const known = remote.get(client)
       if (known?.writer === writer) remote.set(client, holder)
-      else if (known === undefined && remote.size < MAX_REMOTE && held < MAX_REMOTE_PER_WRITER) {
+      else if (known === undefined && held < MAX_REMOTE_PER_WRITER && (remote.size < MAX_REMOTE || evictFor(remote, document, held))) {
         remote.set(client, holder)
         held++
       }
