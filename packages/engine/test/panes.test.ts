@@ -221,17 +221,21 @@ describe('processing-time triggers', () => {
     expect(engine.stats().timers).toBe(0)
   })
 
-  it("a late trigger a peer's cell armed on a final window leaves with the window", () => {
+  it("a peer's cell on a final window shows at once and arms no late trigger; the window leaves at retention", () => {
     let now = 0
     const engine = createEngine({ windows: tumbling(1_000), watermark: manual(), replicaId: 'b', now: () => now, trigger: { late: afterProcessingTime(10_000) } })
+    const changes: string[] = []
+    engine.subscribe((batch) => changes.push(...batch.map((c) => `${c.type} ${c.result.start} ${c.result.count}`)))
     for (let r = 1; r <= 3; r++) {
       const start = r * 100_000
       engine.ingest([{ id: `x${r}`, source: 'own', ts: start + 10, key: 'k', value: 1 }])
       engine.advanceWatermark(start + 2_000) // final, within retention
-      // A peer's cell reaches the final window (a finality violation): its late trigger arms.
+      changes.length = 0
+      // A peer's cell reaches the final window (a finality violation): its late pane comes now.
       engine.replica.mergeRemote([{ address: { window: 'tumbling:1000', key: 'k', start, source: 'p' }, cell: { count: 1, sum: 1, min: 1, max: 1, maxTs: start, version: 1 } }], [])
-      expect(engine.stats().timers).toBe(1)
-      engine.advanceWatermark(start + 70_000) // past retention before the trigger is due
+      expect(changes).toEqual([`correction ${start} 2`])
+      expect(engine.stats().timers).toBe(0)
+      engine.advanceWatermark(start + 70_000) // past retention
       expect(engine.stats()).toMatchObject({ timers: 0, openWindows: 0 })
       now += 100
     }

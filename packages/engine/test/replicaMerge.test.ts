@@ -1,9 +1,11 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import {
+  afterProcessingTime,
   createEngine,
   type Engine,
   manual,
+  never,
   type StreamEvent,
   session,
   sliding,
@@ -242,6 +244,26 @@ describe('lattice state merged through the replica port', () => {
     expect(report.finalityViolations).toBeGreaterThan(0)
     expect(a.engine.stats().finalityViolations).toBe(report.finalityViolations)
     expect(a.engine.results({ window: 'tumbling:10' })[0]).toMatchObject({ count: 2, sum: 6, final: true, status: 'corrected' })
+  })
+
+  it.each([
+    ['never()', never()],
+    ['afterProcessingTime(1000)', afterProcessingTime(1_000)],
+  ])('with late: %s, a peer cell for a final window shows at once in a final correction (no finality is left to wait for)', (_, late) => {
+    const now = 0
+    const a = createEngine({ windows: tumbling(10), watermark: manual(), replicaId: 'a', now: () => now, trigger: { late } })
+    const b = replica('b', tumbling(10))
+    const changes: string[] = []
+    a.subscribe((batch) => changes.push(...batch.map((c) => `${c.type} ${c.result.count}${c.result.final ? ' final' : ''}`)))
+    b.engine.ingest([{ id: '1', source: 'late-device', seq: 1, ts: 3, value: 5 }])
+    a.ingest([{ id: '1', source: 'dev', seq: 1, ts: 2, value: 1 }])
+    a.advanceWatermark(100)
+    changes.length = 0
+    const report = a.replica.mergeRemote((b.writes[0] as LocalWrite).cells, (b.writes[0] as LocalWrite).clocks)
+    expect(report.finalityViolations).toBe(1)
+    expect(changes).toEqual(['correction 2 final'])
+    expect(a.results()[0]).toMatchObject({ count: 2, sum: 6, final: true, status: 'corrected', revision: 1 })
+    expect(a.stats().timers).toBe(0)
   })
 })
 

@@ -181,8 +181,10 @@ export class WindowLifecycle implements WindowTracker {
       if (!w.fired) {
         if (early.kind === 'every_element') provisional.add(w)
         else if (early.kind !== 'never') this.#arm(w, early, now)
-      } else if (late.kind === 'every_element') this.#latePane(w, W, changes)
-      else if (late.kind !== 'never') this.#arm(w, late, now)
+      } else if (late.kind === 'every_element' || w.final) {
+        // A final window (only a peer's cell reaches one) has no finality left to show it at: its pane comes now.
+        this.#latePane(w, W, changes)
+      } else if (late.kind !== 'never') this.#arm(w, late, now)
     }
     touched.clear()
     while (this.#unfired.dueBy(F)) {
@@ -227,7 +229,8 @@ export class WindowLifecycle implements WindowTracker {
     while (this.#expiring.dueBy(W)) {
       const w = this.#expiring.pop()
       if (!w.live || w.end + lateness + retention > W) continue
-      // A final window a peer's cell touched may hold a late trigger: it leaves with the window.
+      // A final window restored from a checkpoint an earlier version wrote may hold a late trigger
+      // a peer's cell armed (its pane now comes at once): it leaves with the window.
       this.#cancel(w)
       this.#indexes.find((i) => i.id === w.window)?.remove(w, this.#expired)
     }
