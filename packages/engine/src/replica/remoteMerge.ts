@@ -34,9 +34,14 @@ export class PeerMerge {
     this.#state = state
   }
 
-  /** Peers' loose cells, packed in groups; cells with a bad address or values are reported and left out. */
+  /**
+   * Peers' loose cells, packed in groups; cells with a bad address, values or states (missing
+   * where this engine keeps aggregates, or not a list of bytes) are reported and left out one by
+   * one, before packing: a group holding one would be refused whole.
+   */
   validCells(cells: readonly CellEntry[]): CellGroup[] {
-    return groupCellEntries(cells.filter((entry) => this.#accept('cell', cellEntryProblem(entry))))
+    const keepsStates = this.#state.options.aggregates !== null
+    return groupCellEntries(cells.filter((entry) => this.#accept('cell', cellEntryProblem(entry, keepsStates))))
   }
 
   /**

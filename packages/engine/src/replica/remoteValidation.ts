@@ -1,20 +1,33 @@
 import { cellValuesProblem, isName, isTime } from '../lattice/cellGroupValidation.ts'
 import { MAX_ABS_TS } from '../core/event.ts'
+import { MAX_AGGREGATES } from '../aggregates/aggregateSet.ts'
 import type { CellEntry } from '../lattice/cellEntry.ts'
 import type { ClockEntry } from './replicaPort.ts'
 
 /**
  * Why a peer's loose cell entry cannot be merged, or null. Every transport's cells pass here
  * (or, packed, through `cellGroupProblem` and `groupCellProblem`) before they touch window
- * state, so a hostile or buggy peer can never poison results.
+ * state, so a hostile or buggy peer can never poison results. `keepsStates`: the engine keeps
+ * aggregates, so each cell must carry its encoded states (decoded later, one by one).
+ *
+ * @example
+ * cellEntryProblem({ address, cell: { ...cell, count: -1 } }, false) // 'count must be an integer in 0..2^40: -1'
  */
-export function cellEntryProblem(entry: CellEntry): string | null {
+export function cellEntryProblem(entry: CellEntry, keepsStates: boolean): string | null {
   const address = entry?.address
   const cell = entry?.cell
   if (typeof address !== 'object' || address === null || typeof cell !== 'object' || cell === null) return 'not a cell entry'
   if (!isName(address.window, 1) || !isName(address.key, 0) || !isName(address.source, 1)) return 'bad window, key or source name'
   if (!isTime(address.start)) return `start must be a finite time: ${String(address.start)}`
-  return cellValuesProblem(cell.count, cell.sum, cell.min, cell.max, cell.maxTs, cell.version)
+  const values = cellValuesProblem(cell.count, cell.sum, cell.min, cell.max, cell.maxTs, cell.version)
+  if (values !== null) return values
+  const states: unknown = entry.aggregates
+  if (states === undefined) return keepsStates ? 'carries no aggregate states; this engine keeps them' : null
+  if (!keepsStates) return 'carries aggregate states; this engine has no aggregates'
+  let ok = Array.isArray(states) && states.length <= MAX_AGGREGATES
+  // Indexed, not `every`: a hole must fail too.
+  for (let i = 0; ok && i < (states as unknown[]).length; i++) ok = (states as unknown[])[i] instanceof Uint8Array
+  return ok ? null : `aggregates must list at most ${MAX_AGGREGATES} encoded states`
 }
 
 /** Why a peer's source clock cannot be taken, or null. */

@@ -7,6 +7,7 @@ import fc from 'fast-check'
 import { describe, expect, expectTypeOf, it } from 'vitest'
 import {
   type AggregateDefinitions,
+  type CellEntry,
   createEngine,
   cumulating,
   defineAggregate,
@@ -410,6 +411,28 @@ describe('aggregates in windows', () => {
     const { aggregates: _dropped, ...bare } = group
     engine.replica.mergeRemoteGroups([bare], [])
     expect(engine.stats().remoteAnomalies.at(-1)).toMatch(/carries no aggregate states; this engine keeps 4/)
+  })
+
+  it.each([
+    ['without states', (entry: CellEntry): CellEntry => ({ address: entry.address, cell: entry.cell })],
+    ['with null states', (entry: CellEntry): CellEntry => ({ ...entry, aggregates: null as never })],
+    ['with states that are not bytes', (entry: CellEntry): CellEntry => ({ ...entry, aggregates: ['x'] as never })],
+    ['with a hole among its states', (entry: CellEntry): CellEntry => ({ ...entry, aggregates: [entry.aggregates?.[0] as Uint8Array, , entry.aggregates?.[2] as Uint8Array] as never })],
+  ])('a loose peer cell %s is refused alone: the cells of the same window, start and source merge', (_, damage) => {
+    const options = { windows: tumbling(100), watermark: manual(), aggregates: FULL }
+    const peer = createEngine({ ...options, replicaId: 'peer' }) as TidemarkEngine<typeof FULL>
+    peer.ingest([
+      { id: '1', source: 'p1', ts: 1, value: 5, key: 'a' },
+      { id: '2', source: 'p1', ts: 2, value: 7, key: 'b' },
+    ])
+    const { cells, clocks } = peer.replica.exportState()
+    const engine = createEngine({ ...options, replicaId: 'me' }) as TidemarkEngine<typeof FULL>
+    const report = engine.replica.mergeRemote(cells.map((entry) => (entry.address.key === 'a' ? damage(entry) : entry)), clocks)
+    expect(report.applied).toBe(1)
+    expect(engine.stats().anomalies.invalid_remote_cell).toBe(1)
+    expect(engine.stats().remoteAnomalies.at(-1)).toMatch(/^invalid_remote_cell: cell: (carries no aggregate states|aggregates must list)/)
+    engine.advanceWatermark(100)
+    expect(engine.results().map((r) => [r.key, r.count, r.aggregates.reading])).toEqual([['b', 1, 7]])
   })
 
   it('replicas with other aggregates have another configuration; a bad option is refused by name', () => {
