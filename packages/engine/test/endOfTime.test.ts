@@ -4,7 +4,7 @@
  * window fires and turns final, nothing breaks afterwards, and a replay of the log agrees.
  */
 import { describe, expect, it } from 'vitest'
-import { afterProcessingTime, createEngine, manual, type StreamEvent, tumbling, type WalOp } from '../src/index.ts'
+import { afterProcessingTime, createEngine, cumulating, groupCellEntries, MAX_ABS_TS, manual, session, sliding, type StreamEvent, tumbling, type WalOp } from '../src/index.ts'
 import { TidemarkEngine } from '../src/core/engine.ts'
 
 const event = (id: string, ts: number, value = 1): StreamEvent => ({ id, source: 'd1', ts, key: 'k', value })
@@ -67,4 +67,23 @@ describe('the end of time', () => {
     expect(replayed.results()).toEqual(engine.results())
     expect(replayed.lateEvents()).toEqual(engine.lateEvents())
   })
+
+  it.each([tumbling(60_000), sliding(60_000, 10_000), cumulating(60_000, 10_000), session(30_000)])(
+    '%o: the cells of an event at -MAX_ABS_TS start below it (floored to their grid), and a peer merges them, loose or grouped',
+    (spec) => {
+      const options = (replicaId: string) => ({ windows: spec, watermark: manual(), replicaId, now: () => 0 })
+      const device = createEngine(options('device'))
+      expect(device.ingest([{ id: 'a', source: 'dev', ts: -MAX_ABS_TS, value: 7 }]).accepted).toBe(1)
+      const { cells, clocks } = device.replica.exportState()
+      expect(cells[0]?.address.start).toBeLessThan(-MAX_ABS_TS)
+      const shown = (engine: typeof device) => engine.results().map((r) => [r.start, r.end, r.count, r.sum])
+      for (const merge of ['loose', 'grouped'] as const) {
+        const peer = createEngine(options(`peer-${merge}`))
+        const report = merge === 'loose' ? peer.replica.mergeRemote(cells, clocks) : peer.replica.mergeRemoteGroups(groupCellEntries(cells), clocks)
+        expect(peer.stats().anomalies.invalid_remote_cell, String(peer.stats().remoteAnomalies)).toBe(0)
+        expect(report.applied).toBe(cells.length)
+        expect(shown(peer)).toEqual(shown(device))
+      }
+    },
+  )
 })

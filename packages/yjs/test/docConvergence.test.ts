@@ -20,6 +20,7 @@ import * as Y from 'yjs'
 import {
   boundedOutOfOrderness,
   createEngine,
+  MAX_ABS_TS,
   manual,
   packCellGroup,
   type StreamEvent,
@@ -369,11 +370,21 @@ function expectReaderAgrees(h: Honest): void {
 const OK: RawCellTuple = ['temp', 2, 10, 4, 6, T0 + 10, 1]
 type RawCellTuple = [string, number, number, number, number, number, number]
 
+it('an event at -MAX_ABS_TS (its cells start below it) reaches a replica reading the doc', () => {
+  const writer = honest('writer')
+  expect(writer.engine.ingest([{ id: 'a', source: 'dev', ts: -MAX_ABS_TS, key: 'temp', value: 7 }]).accepted).toBe(1)
+  const reader = honest('reader')
+  expect(applyPeerUpdate(reader.doc, Y.encodeStateAsUpdate(writer.doc), 'peer')).toBe(true)
+  expect(reader.engine.stats().anomalies.invalid_remote_cell).toBe(0)
+  expect(reader.engine.results().map((r) => [r.start, r.count, r.sum])).toEqual([[Math.floor(-MAX_ABS_TS / 60_000) * 60_000, 1, 7]])
+  expect([...writer.errors, ...reader.errors]).toEqual([])
+})
+
 describe('hostile doc entries', () => {
   const cases: [string, () => unknown[], RegExp][] = [
     ['a window that is a number', () => withField(rawGroup('m1', T0, [OK], W), 1, 60_000), /window must be a string/],
-    ['a start that is a string', () => withField(rawGroup('m1', T0, [OK], W), 2, String(T0)), /start must be a finite time/],
-    ['a NaN start', () => withField(rawGroup('m1', T0, [OK], W), 2, Number.NaN), /start must be a finite time/],
+    ['a start that is a string', () => withField(rawGroup('m1', T0, [OK], W), 2, String(T0)), /start must be a time within ±9007199254740.992 or a safe integer/],
+    ['a NaN start', () => withField(rawGroup('m1', T0, [OK], W), 2, Number.NaN), /start must be a time within ±9007199254740.992 or a safe integer/],
     ['an empty source', () => withField(rawGroup('m1', T0, [OK], W), 3, ''), /source must be a string/],
     ['keys that are not JSON', () => withField(rawGroup('m1', T0, [OK], W), 4, '["temp"'), /keys must be a JSON array/],
     ['keys that are an object', () => withField(rawGroup('m1', T0, [OK], W), 4, '{"0":"temp"}'), /keys must be a JSON array/],

@@ -19,7 +19,7 @@ export function cellGroupProblem(group: CellGroup): string | null {
   if (typeof group !== 'object' || group === null) return 'not a cell group'
   if (!isName(group.window, 1)) return `window must be a string of 1..${MAX_NAME_LENGTH} characters`
   if (!isName(group.source, 1)) return `source must be a string of 1..${MAX_NAME_LENGTH} characters`
-  if (!isTime(group.start)) return `start must be a finite time within ±${MAX_ABS_TS}: ${String(group.start)}`
+  if (!isWindowStart(group.start)) return `start must be a time within ±${MAX_ABS_TS} or a safe integer: ${String(group.start)}`
   const keys = group.keys
   if (!Array.isArray(keys) || keys.length === 0 || keys.length > MAX_GROUP_CELLS) return `a group holds 1..${MAX_GROUP_CELLS} keys`
   for (const key of keys) if (!isName(key, 0)) return `keys must be strings of at most ${MAX_NAME_LENGTH} characters`
@@ -36,6 +36,12 @@ export function cellGroupProblem(group: CellGroup): string | null {
   }
   return null
 }
+
+/**
+ * The earliest event time a cell holds: an event at `-MAX_ABS_TS`, floored to the whole ms as a
+ * session places it.
+ */
+const MIN_CELL_TS = Math.floor(-MAX_ABS_TS)
 
 /**
  * Why the `i`-th cell of a well-formed group cannot be merged, or null.
@@ -61,7 +67,7 @@ export function groupCellProblem(group: CellGroup, i: number): string | null {
     min <= max &&
     min > -1e300 &&
     max < 1e300 &&
-    maxTs >= -MAX_ABS_TS &&
+    maxTs >= MIN_CELL_TS &&
     maxTs <= MAX_ABS_TS &&
     Number.isSafeInteger(version) &&
     version >= 0 &&
@@ -140,7 +146,7 @@ export function cellValuesProblem(count: unknown, sum: unknown, min: unknown, ma
   if (typeof min !== 'number' || typeof max !== 'number' || typeof maxTs !== 'number') return 'min, max and maxTs must be numbers'
   if (count > 0) {
     if (!Number.isFinite(min) || !Number.isFinite(max) || min > max) return `min and max must be finite with min <= max: ${min}, ${max}`
-    if (!isTime(maxTs)) return `maxTs must be a finite time within ±${MAX_ABS_TS}: ${maxTs}`
+    if (!(maxTs >= MIN_CELL_TS && maxTs <= MAX_ABS_TS)) return `maxTs must be a time in ${MIN_CELL_TS}..${MAX_ABS_TS}: ${maxTs}`
     if (!sumFits(count, sum, min, max)) return `sum ${sum} is impossible for ${count} values in [${min}, ${max}]`
   } else if (Number.isNaN(min) || Number.isNaN(max) || Number.isNaN(maxTs) || maxTs > MAX_ABS_TS) {
     // A tombstone keeps the empty cell's infinities, but never NaN.
@@ -179,4 +185,18 @@ export function isName(value: unknown, minLength: number): value is string {
  */
 export function isTime(value: unknown): value is number {
   return typeof value === 'number' && Number.isFinite(value) && value <= MAX_ABS_TS && value >= -MAX_ABS_TS
+}
+
+/**
+ * True for where a peer's window, slice or session may start: a time (`isTime`), or any safe
+ * integer. Starts are floored to their grid (or to the whole ms), so an event at `-MAX_ABS_TS`
+ * writes a cell starting below it, up to a window's size; whether a window of the spec starts
+ * there is the window index's to judge.
+ *
+ * @example
+ * isWindowStart(-9_007_199_280_000) // true: the one-minute window holding ts -MAX_ABS_TS
+ * isWindowStart(1.5e300) // false
+ */
+export function isWindowStart(value: unknown): value is number {
+  return isTime(value) || Number.isSafeInteger(value)
 }

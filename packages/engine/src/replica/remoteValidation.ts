@@ -1,4 +1,4 @@
-import { cellValuesProblem, isName, isTime } from '../lattice/cellGroupValidation.ts'
+import { cellValuesProblem, isName, isWindowStart } from '../lattice/cellGroupValidation.ts'
 import { MAX_ABS_TS } from '../core/event.ts'
 import { MAX_AGGREGATES } from '../aggregates/aggregateSet.ts'
 import type { CellEntry } from '../lattice/cellEntry.ts'
@@ -18,7 +18,7 @@ export function cellEntryProblem(entry: CellEntry, keepsStates: boolean): string
   const cell = entry?.cell
   if (typeof address !== 'object' || address === null || typeof cell !== 'object' || cell === null) return 'not a cell entry'
   if (!isName(address.window, 1) || !isName(address.key, 0) || !isName(address.source, 1)) return 'bad window, key or source name'
-  if (!isTime(address.start)) return `start must be a finite time: ${String(address.start)}`
+  if (!isWindowStart(address.start)) return `start must be a time within ±${MAX_ABS_TS} or a safe integer: ${String(address.start)}`
   const values = cellValuesProblem(cell.count, cell.sum, cell.min, cell.max, cell.maxTs, cell.version)
   if (values !== null) return values
   const states: unknown = entry.aggregates

@@ -31,7 +31,7 @@
  * the lattice join, so the order in which entries are seen never matters.
  */
 import { type CellGroup, type ClockEntry, MAX_ABS_TS, MAX_NAME_LENGTH } from '@tidemark/engine'
-import { DoubleSlab, encodeAggregateColumn, GROUP_COLUMNS, isName, isTime, MAX_GROUP_CELLS, readAggregateColumn } from '@tidemark/engine/adapter'
+import { DoubleSlab, encodeAggregateColumn, GROUP_COLUMNS, isName, isTime, isWindowStart, MAX_GROUP_CELLS, readAggregateColumn } from '@tidemark/engine/adapter'
 
 /**
  * Bumped when the layout above changes incompatibly; part of each replica's meta entry.
@@ -192,7 +192,7 @@ export function readGroupEntry(value: unknown, keyLists?: KeyLists): CellGroup |
   const [, window, start, source, keysJson, bytes, states] = value as unknown[]
   if (!isName(window, 1)) return `window must be a string of 1..${MAX_NAME_LENGTH} characters: ${preview(window)}`
   if (!isName(source, 1)) return `source must be a string of 1..${MAX_NAME_LENGTH} characters: ${preview(source)}`
-  if (!isTime(start)) return `start must be a finite time within ±${MAX_ABS_TS}: ${preview(start)}`
+  if (!isWindowStart(start)) return `start must be a time within ±${MAX_ABS_TS} or a safe integer: ${preview(start)}`
   if (!(bytes instanceof Uint8Array) || bytes.byteLength === 0 || bytes.byteLength % BYTES_PER_CELL !== 0) {
     return `columns must be bytes, ${BYTES_PER_CELL} per cell: ${preview(bytes)}`
   }
