@@ -14,6 +14,7 @@ import {
   everyElement,
   manual,
   never,
+  sliding,
   tumbling,
 } from '../src/index.ts'
 import { createOrderedStream, orderEvents, type OrderedStreamOptions } from '../src/ordered.ts'
@@ -73,6 +74,10 @@ describe('createEngine options', () => {
       /options.windows\[1\] must be a window spec made by tumbling\(size\), sliding\(size, slide\), cumulating\(maxSize, step\) or session\(gap\)/,
     )
     expect(() => createEngine({ windows: 60_000 } as unknown as EngineOptions)).toThrow(/options.windows must be a window spec/)
+    // A hole (which forEach skips) is refused by its index, not left for the engine to trip on.
+    const holed = [tumbling(10), sliding(20, 5)]
+    delete holed[1]
+    expect(() => createEngine({ windows: holed })).toThrow(/options.windows\[1\] must be a window spec made by .* got undefined/)
     expect(engineWith({ now: 5 })).toThrow(/now must be a function/)
   })
 })

@@ -1077,6 +1077,9 @@ describe('bad-input catalogue: aggregates', () => {
       [() => quantiles({ at: [0.5], maxBuckets: 8 }), /maxBuckets must be an integer from 16/],
       [() => distinct({ precision: 20 }), /precision must be an integer from 4 to 16/],
       [() => histogram({ bounds: [3, 1] }), /histogram: bounds must list 1 to 1024 finite, strictly increasing numbers/],
+      // Holes, which Array.prototype.every skips: at [0.5, hole] broke every later ingest, bounds [10, hole] misplaced values.
+      [() => quantiles({ at: holed([0.5, 0.9], 1) }), /quantiles: at must list 1 to 100 numbers from 0 to 1, got 2 item\(s\): \[0\.5,null\]/],
+      [() => histogram({ bounds: holed([10, 20], 1) }), /histogram: bounds must list .* got 2 item\(s\): \[10,null\]/],
       [() => latest({ of: 3 as never }), /latest: of must be a function/],
       [() => quantiles({ at: [0.5], atp: 1 } as never), /unknown option 'atp'/],
       [() => defineAggregate({ name: 'x' } as never), /defineAggregate\(x\): init must be a function/],
@@ -1103,3 +1106,10 @@ describe('bad-input catalogue: documentation', () => {
     expect(documented).toEqual(ROW_IDS)
   })
 })
+
+/** `values` with a hole at `at` (what `[0.5, , 0.9]` writes). */
+function holed(values: number[], at: number): number[] {
+  const list = [...values]
+  delete list[at]
+  return list
+}

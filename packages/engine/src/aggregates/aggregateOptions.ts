@@ -32,3 +32,16 @@ export function numberOption(where: string, name: string, value: unknown, fallba
   }
   return value
 }
+
+/**
+ * True when `value` is an array of 1 to `max` items whose every index passes `ok`: a hole (which
+ * `every` skips) is read as undefined and fails.
+ *
+ * @example
+ * isListOf([0.5, , 0.9], 100, (q) => typeof q === 'number') // false: index 1 is a hole
+ */
+export function isListOf(value: unknown, max: number, ok: (item: unknown, i: number) => boolean): value is unknown[] {
+  if (!Array.isArray(value) || value.length === 0 || value.length > max) return false
+  for (let i = 0; i < value.length; i++) if (!ok(value[i], i)) return false
+  return true
+}

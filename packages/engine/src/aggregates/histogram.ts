@@ -9,7 +9,7 @@
 import { exactAggregate } from './aggregateSet.ts'
 import type { StreamEvent } from '../core/event.ts'
 import type { Aggregate } from './aggregate.ts'
-import { checkAggregateOptions } from './aggregateOptions.ts'
+import { checkAggregateOptions, isListOf } from './aggregateOptions.ts'
 import { ByteReader } from './byteReader.ts'
 import { sameBytes } from './byteOrder.ts'
 import { ByteWriter } from './byteWriter.ts'
@@ -42,12 +42,7 @@ export interface HistogramOptions {
 export function histogram(options: HistogramOptions): Aggregate<number[], number[], number> {
   checkAggregateOptions('histogram', options, ['bounds', 'of'], true)
   const bounds = options.bounds
-  if (
-    !Array.isArray(bounds) ||
-    bounds.length === 0 ||
-    bounds.length > 1024 ||
-    !bounds.every((b, i) => typeof b === 'number' && Number.isFinite(b) && (i === 0 || b > (bounds[i - 1] as number)))
-  ) {
+  if (!isListOf(bounds, 1024, (b, i) => typeof b === 'number' && Number.isFinite(b) && (i === 0 || b > (bounds[i - 1] as number)))) {
     throw new RangeError(`histogram: bounds must list 1 to 1024 finite, strictly increasing numbers, got ${Array.isArray(bounds) ? `${bounds.length} item(s): ${JSON.stringify(bounds.slice(0, 5))}` : typeof bounds}`)
   }
   const edges = bounds.slice()

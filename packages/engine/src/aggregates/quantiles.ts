@@ -26,7 +26,7 @@
 import { exactAggregate } from './aggregateSet.ts'
 import type { StreamEvent } from '../core/event.ts'
 import type { Aggregate } from './aggregate.ts'
-import { checkAggregateOptions, numberOption } from './aggregateOptions.ts'
+import { checkAggregateOptions, isListOf, numberOption } from './aggregateOptions.ts'
 import { addToStore, type BucketStore, decodeStore, encodeStore, mergeStoreInto, mergeStores } from './bucketStore.ts'
 import { ByteReader } from './byteReader.ts'
 import { sameBytes } from './byteOrder.ts'
@@ -85,7 +85,7 @@ export interface QuantileSketch {
 export function quantiles(options: QuantilesOptions): Aggregate<QuantileSketch, number[], number> {
   checkAggregateOptions('quantiles', options, ['at', 'relativeAccuracy', 'maxBuckets', 'of'], true)
   const at = options.at
-  if (!Array.isArray(at) || at.length === 0 || at.length > 100 || !at.every((q) => typeof q === 'number' && q >= 0 && q <= 1)) {
+  if (!isListOf(at, 100, (q) => typeof q === 'number' && q >= 0 && q <= 1)) {
     throw new RangeError(`quantiles: at must list 1 to 100 numbers from 0 to 1, got ${Array.isArray(at) ? `${at.length} item(s): ${JSON.stringify(at.slice(0, 5))}` : typeof at}`)
   }
   // The quantiles in ascending order, each with its place in `at`: one walk of the buckets finds them all.

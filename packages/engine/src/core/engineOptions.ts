@@ -160,7 +160,9 @@ function checkSpecs(windows: EngineOptions['windows']): WindowSpec[] {
   if (windows === undefined || specs.length === 0) {
     throw new TypeError('options.windows must be a window spec or a non-empty array of them (tumbling, sliding, cumulating, session)')
   }
-  specs.forEach((spec, i) => {
+  // Indexed, not forEach: a hole is checked (and refused) too.
+  for (let i = 0; i < specs.length; i++) {
+    const spec = specs[i]
     const made = remade(spec)
     if (made === null || made.id !== (spec as WindowSpec).id) {
       const where = Array.isArray(windows) ? `options.windows[${i}]` : 'options.windows'
@@ -168,7 +170,7 @@ function checkSpecs(windows: EngineOptions['windows']): WindowSpec[] {
         `${where} must be a window spec made by tumbling(size), sliding(size, slide), cumulating(maxSize, step) or session(gap), got ${describeSpec(spec)}`,
       )
     }
-  })
+  }
   const ids = new Set(specs.map((s) => (s as WindowSpec).id))
   if (ids.size !== specs.length) throw new RangeError('options.windows has the same window spec twice')
   return specs as WindowSpec[]

@@ -28,7 +28,12 @@ export function cellGroupProblem(group: CellGroup): string | null {
   }
   const states = group.aggregates
   if (states !== undefined) {
-    const ok = (cell: unknown) => Array.isArray(cell) && cell.length <= MAX_AGGREGATES && cell.every((bytes) => bytes instanceof Uint8Array)
+    const ok = (cell: unknown) => {
+      if (!Array.isArray(cell) || cell.length > MAX_AGGREGATES) return false
+      // Indexed: a hole fails too.
+      for (let a = 0; a < cell.length; a++) if (!(cell[a] instanceof Uint8Array)) return false
+      return true
+    }
     let all = Array.isArray(states) && states.length === keys.length
     // Indexed, not `every`: a hole (a cell without states) must fail too.
     for (let i = 0; all && i < keys.length; i++) all = ok(states[i])
