@@ -1097,6 +1097,52 @@ describe('bad-input catalogue: aggregates', () => {
     expect(engine.results().filter((r) => r.key !== 'canary')).toEqual([])
     return bad.length + factories.length + 1
   })
+
+  row('B44', 'an aggregate whose add throws partway through a batch', async () => {
+    const picky = (broken: boolean) =>
+      defineAggregate({
+        name: 'picky',
+        init: () => 0,
+        add: (n: number, x: number) => {
+          if (broken && x === 13) throw new Error('unlucky')
+          return n + x
+        },
+        merge: (a: number, b: number) => a + b,
+        result: (n: number) => n,
+        encode: (n: number) => new Uint8Array([n]),
+        decode: (bytes: Uint8Array) => bytes[0] ?? 0,
+        configuration: 'picky-1',
+      })
+    const factory = new IDBFactory()
+    const options = (broken: boolean) => ({
+      windows: tumbling(10),
+      watermark: manual(),
+      now: () => clock.now,
+      aggregates: { picky: picky(broken) },
+      persistence: indexedDbPersistence({ name: 'b44', indexedDB: factory }),
+    })
+    const engine = await openEngine(options(true))
+    await engine.ingest([{ id: 'a', source: 's', seq: 1, ts: 1, value: 1 }]).durable
+    const seen: number[] = []
+    engine.subscribe((changes) => seen.push(changes.length))
+    const stopped = /^engine stopped: aggregate "picky" \(picky\): add threw unlucky\. Its windows were updated partway and no longer match its write-ahead log/
+    const batch = [13, 2].map((value, i) => ({ id: `b${i}`, source: 's', seq: i + 2, ts: 2, value }))
+    expect(() => engine.ingest(batch)).toThrow(stopped)
+    // Stopped: every later call says why, and no subscriber hears of the half-applied batch.
+    expect(() => engine.ingest([{ id: 'c', source: 's', seq: 4, ts: 3, value: 5 }])).toThrow(stopped)
+    expect(() => engine.advanceWatermark(10)).toThrow(stopped)
+    expect(seen).toEqual([])
+    await expect(engine.close()).resolves.toBeUndefined()
+    // The log holds what was recorded, without the half-applied batch: with the aggregate fixed, nothing is counted twice.
+    const reopened = await openEngine(options(false))
+    expect(reopened.nextSeq('s')).toBe(2)
+    reopened.ingest([...batch, CANARY])
+    reopened.advanceWatermark(10)
+    expect(reopened.results({ key: '' })).toMatchObject([{ count: 3, sum: 16, aggregates: { picky: 16 } }])
+    expectServing(reopened, 14)
+    await reopened.close()
+    return 2
+  })
 })
 
 describe('bad-input catalogue: documentation', () => {

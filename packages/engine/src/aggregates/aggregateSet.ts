@@ -108,10 +108,15 @@ export class AggregateSet {
     return this.list.map((a) => a.init())
   }
 
-  /** Adds one event's inputs to `states`, in place. */
+  /** Adds one event's inputs to `states`, in place. An `add` that throws is named in the error. */
   add(states: States, inputs: readonly unknown[], event: StreamEvent): void {
     const list = this.list
-    for (let i = 0; i < list.length; i++) states[i] = (list[i] as AnyAggregate).add(states[i], inputs[i], event)
+    let i = 0
+    try {
+      for (; i < list.length; i++) states[i] = (list[i] as AnyAggregate).add(states[i], inputs[i], event)
+    } catch (error) {
+      throw new Error(`aggregate ${JSON.stringify(this.names[i])} (${(list[i] as AnyAggregate).name}): add threw ${messageOf(error)}`, { cause: error })
+    }
   }
 
   /** `acc` combined with `states`: `states` itself when `acc` is null (nothing yet), else new states. */

@@ -48,6 +48,8 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
   readonly #lateLane: LateLane
   #batch = 0
   #closed = false
+  /** Why the engine stopped (`#stop`), or null. */
+  #stopped: Error | null = null
   #writable: WritableStream<readonly StreamEvent[]> | null = null
   readonly #dedup = new DedupMemory()
   readonly #futureSources = new FutureSources()
@@ -163,7 +165,14 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
       batch: ++this.#batch,
       publish: this.#outbox.listening,
     }
-    const { accepted, late, duplicates, conflicting, beyond } = this.#placement.place(events, now, frontiers, anomalies, logged, invalid)
+    let placed: ReturnType<BatchPlacement['place']>
+    try {
+      placed = this.#placement.place(events, now, frontiers, anomalies, logged, invalid)
+    } catch (error) {
+      // User code (an aggregate's add) threw partway: the batch is half applied and not logged.
+      throw this.#stop(error)
+    }
+    const { accepted, late, duplicates, conflicting, beyond } = placed
     const counts = this.#counts
     counts.ingested += n
     counts.applied += accepted
@@ -265,6 +274,8 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
    * const bytes = encodeEngineCheckpoint(engine.checkpoint(), lsn)
    */
   checkpoint(): EngineCheckpoint {
+    // A stopped engine's state is half updated: a checkpoint of it would outlive the log's truth.
+    if (this.#stopped !== null) throw this.#stopped
     return captureEngine(this.#parts(), this.#batch)
   }
 
@@ -391,7 +402,26 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
   }
 
   #assertOpen(): void {
+    if (this.#stopped !== null) throw this.#stopped
     if (this.#closed) throw new Error('engine is closed')
+  }
+
+  /**
+   * Stops the engine after an operation threw partway (user code in an aggregate): its windows
+   * are half updated and no longer what its log replays, so every later call throws the returned
+   * error. Subscribers and transports are let go, as on close.
+   */
+  #stop(error: unknown): Error {
+    this.#stopped ??= new Error(
+      `engine stopped: ${messageOf(error)}. Its windows were updated partway and no longer match its write-ahead log: fix the cause, then open the engine again (the log replays every batch it recorded)`,
+      { cause: error },
+    )
+    if (!this.#closed) {
+      this.#closed = true
+      this.#feed.close()
+      this.#port.close()
+    }
+    return this.#stopped
   }
 
   /**
@@ -399,7 +429,13 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
    * triggers on a tick), purge dedup memory when due, publish to peers, then one notification.
    */
   #settle(batch: BatchFrontiers | null, now: number, tick: boolean): void {
-    const changes = this.#lifecycle.settle(now, tick)
+    let changes: WindowChange[]
+    try {
+      changes = this.#lifecycle.settle(now, tick)
+    } catch (error) {
+      // User code (an aggregate's merge or result) threw partway through the panes.
+      throw this.#stop(error)
+    }
     if (batch !== null && this.#dedup.due) this.#dedup.purge(this.#indexes, this.#frontiers, batch)
     this.#outbox.flush()
     this.#feed.publish(changes)
