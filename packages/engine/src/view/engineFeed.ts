@@ -3,7 +3,7 @@ import type { WindowChange, WindowResult } from '../windows/windowResult.ts'
 import { compactChanges, EngineFrame, UNTOUCHED } from './engineFrame.ts'
 import type { FrameScheduler } from './frameScheduler.ts'
 import { callEach } from './frameTasks.ts'
-import { lookup, positionOf, positionsOf, sameWindow, type WindowAddress, type WindowAddressMap } from './windowAddresses.ts'
+import { lookup, place, positionOf, positionsOf, sameWindow, type WindowAddress, type WindowAddressMap } from './windowAddresses.ts'
 
 /** What the bindings read from an engine; a structural subset, so tests can pass a fake. */
 export type ObservedEngine = Pick<
@@ -48,6 +48,8 @@ export class EngineFeed {
   #frames = 0
   #pending: WindowChange[] = []
   #compactAt = COMPACT_AT
+  /** Changes of windows that left live state were dropped from `#pending` (`#dropLeft`). */
+  #dropped = false
   #stopEngine: (() => void) | null = null
   #cancelFrame: (() => void) | null = null
 
@@ -78,6 +80,7 @@ export class EngineFeed {
       this.#cancelFrame?.()
       this.#cancelFrame = null
       this.#pending = []
+      this.#dropped = false
       this.#compactAt = COMPACT_AT
     }
   }
@@ -118,15 +121,33 @@ export class EngineFeed {
     if (this.#pending.length > this.#compactAt) {
       // Frames are not running (a hidden tab): keep one change per window.
       this.#pending = compactChanges(this.#pending)
+      this.#dropLeft()
       this.#compactAt = Math.max(COMPACT_AT, 2 * this.#pending.length)
     }
     this.#cancelFrame ??= this.#scheduler.schedule(this.#runFrame)
   }
 
+  /**
+   * Drops the waiting changes of windows that have left live state since (retention, a session
+   * that moved) and that no hook watches, so what waits stays bounded by the live windows and the
+   * watched ones. The frame that comes then tells every query it matches: what those changes
+   * showed must be read again.
+   */
+  #dropLeft(): void {
+    const live: WindowAddressMap<true> = new Map()
+    for (const result of this.engine.results()) place(live, result, true)
+    const kept = this.#pending.filter(({ result }) => lookup(live, result) !== undefined || lookup(this.#watches, result) !== undefined)
+    if (kept.length === this.#pending.length) return
+    this.#pending = kept
+    this.#dropped = true
+  }
+
   #runFrame = (): void => {
     this.#cancelFrame = null
     const changes = this.#pending
+    const dropped = this.#dropped
     this.#pending = []
+    this.#dropped = false
     this.#compactAt = COMPACT_AT
     // One pass over the changes: each watched window's value after the
     // frame, and its watchers, found once however often it changed.
@@ -139,11 +160,15 @@ export class EngineFeed {
       }
     }
     // Answers for this frame only; listeners read their frame while it is dispatched.
-    const frame = new EngineFrame(changes, (address) => {
-      const watch = lookup(this.#watches, address)
-      if (watch === undefined) return undefined
-      return watch.frame === number ? watch.latest : UNTOUCHED
-    })
+    const frame = new EngineFrame(
+      changes,
+      (address) => {
+        const watch = lookup(this.#watches, address)
+        if (watch === undefined) return undefined
+        return watch.frame === number ? watch.latest : UNTOUCHED
+      },
+      dropped,
+    )
     // Every listener gets the frame even when one throws: its changes are gone from `#pending`.
     callEach(this.#frameListeners(touched), (listener) => listener(frame))
   }

@@ -29,9 +29,14 @@ export class EngineFrame {
   /** The windows each key's changes touch (results and what they replaced), built on the first query by key. */
   #byKey: Map<string, WindowAddress[]> | null = null
 
-  constructor(changes: readonly WindowChange[], known?: KnownLatest) {
+  /** Changes of windows that left live state were left out: every query is told it matches. */
+  readonly #dropped: boolean
+
+  /** `dropped`: changes of windows that left live state were left out (a hidden tab's backlog). */
+  constructor(changes: readonly WindowChange[], known?: KnownLatest, dropped = false) {
     this.changes = changes
     this.#known = known
+    this.#dropped = dropped
   }
 
   /**
@@ -54,6 +59,7 @@ export class EngineFrame {
 
   /** Whether any change in this frame falls inside `query` (as `engine.results(query)` filters). */
   matches(query: ResultQuery | undefined): boolean {
+    if (this.#dropped) return true
     if (query === undefined) return this.changes.length > 0
     if (query.key !== undefined) {
       // A dashboard asks once per view and frame: one pass over the frame serves every key.
@@ -101,7 +107,7 @@ function latestByWindow(changes: readonly WindowChange[]): WindowAddressMap<Wind
  * unless a later change brought it back. Every answer of an `EngineFrame`
  * (`latest`, `touches`, `matches`) stays the same; `previous` values are
  * dropped, as no slice reads them. The result holds at most one change per
- * window, so what waits for a frame stays bounded by the live windows.
+ * window ever touched; the feed then drops those of windows no longer live.
  */
 export function compactChanges(changes: readonly WindowChange[]): WindowChange[] {
   const last: WindowAddressMap<WindowChange> = new Map()

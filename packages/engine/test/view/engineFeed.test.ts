@@ -114,6 +114,30 @@ describe('EngineFeed', () => {
     expect(feed.pending).toBe(0)
   })
 
+  it('in a hidden tab, drops the waiting changes of windows that left live state unless a hook watches them, and makes every query read again', () => {
+    const engine = createEngine({ windows: tumbling(1_000), retention: 1_000, maxFutureSkew: Number.POSITIVE_INFINITY, now: () => 0 })
+    const scheduler = createManualScheduler()
+    const feed = new EngineFeed(engine, scheduler)
+    let watched: EngineFrame | undefined
+    feed.subscribe((frame) => {
+      watched = frame
+    }, { window: 'tumbling:1000', key: 'a', start: 0 })
+    const matched: boolean[] = []
+    feed.subscribe((frame) => matched.push(frame.matches({ key: 'zzz' })))
+    let most = 0
+    for (let t = 0; t < 20_000; t++) {
+      engine.ingest(['a', 'b', 'c', 'd', 'e'].map((key) => ({ id: `${key}${t}`, source: key, ts: t * 1_000 + 500, key, value: 1 })))
+      most = Math.max(most, feed.pending)
+    }
+    // Every window but the last few left live state: what waits is bounded by the live and the watched ones.
+    expect(engine.stats().openWindows).toBeLessThanOrEqual(15)
+    expect(most).toBeLessThanOrEqual(4096 + 5)
+    scheduler.flush()
+    // The watched window left too, and still hears its last change (final); a query hook reads again.
+    expect(watched?.latest('tumbling:1000', 'a', 0)).toMatchObject({ final: true, count: 1 })
+    expect(matched).toEqual([true])
+  })
+
   it('hands a frame to every listener when one throws, and rethrows the first error after', () => {
     const { engine, scheduler, feed } = feedOf()
     const failure = new Error('a reader failed')
