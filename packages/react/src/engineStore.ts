@@ -15,6 +15,7 @@ import {
   type WindowResult,
   windowsSlice,
 } from '@tidemark/engine'
+import { callEach } from '@tidemark/engine/adapter'
 
 /** The engine state a store holds; each field keeps its identity while unchanged. */
 export interface EngineState {
@@ -104,7 +105,8 @@ export function createEngineStore(engine: ObservedEngine, options: EngineStoreOp
     if (next === null) return
     const previous = state
     state = next as unknown as EngineState
-    for (const listener of [...listeners]) listener(state, previous)
+    // Every listener hears the frame even when one throws (the first error is rethrown after): one skipped would miss it for good.
+    callEach([...listeners], (listener) => listener(state, previous))
   }
 
   let subscribers = 0

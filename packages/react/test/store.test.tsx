@@ -65,6 +65,22 @@ describe('createEngineStore', () => {
     expect(listener).toHaveBeenCalledTimes(1)
   })
 
+  it('tells every listener of a frame when one throws, then rethrows the first error: a component after it is not left stale', () => {
+    const { engine, scheduler, store } = setup()
+    const failure = new Error('a logger failed')
+    store.subscribe(() => {
+      throw failure
+    })
+    const seen: string[] = []
+    store.subscribe((state) => seen.push(state.results.map((r) => `${r.status}:${r.sum}`).join()))
+    render(<Corrections store={store} />)
+    engine.emit(MINUTE, 'temp', 0, 3)
+    engine.emit(MINUTE, 'temp', 0, 4)
+    expect(() => act(() => scheduler.flush())).toThrow(failure)
+    expect(seen).toEqual(['corrected:4'])
+    expect(screen.getByTestId('corrections').textContent).toBe(String(store.getState().stats.corrections))
+  })
+
   it('re-renders a useStore selector only when its selection changes', () => {
     const { engine, scheduler, store } = setup()
     render(
