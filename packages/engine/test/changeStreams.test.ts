@@ -79,6 +79,28 @@ describe('subscribers', () => {
     engine.ingest([reading('d1', undefined, 2, 1)])
     expect([a, b]).toEqual([1, 2])
   })
+
+  it('a subscriber that calls the engine: every subscriber hears the batches in the order they happened', () => {
+    const engine = createEngine({ windows: tumbling(10), allowedLateness: 100 })
+    const heard: string[][] = [[], [], []]
+    const note = (who: number) => (changes: readonly WindowChange[]) => {
+      heard[who]?.push(changes.map((c) => c.type).join())
+    }
+    engine.subscribe(note(0))
+    engine.subscribe((changes) => {
+      // Fires the window from inside the provisional pane's notification.
+      if (changes.some((c) => c.type === 'provisional')) engine.advanceWatermark(20)
+    })
+    engine.subscribe(note(1))
+    engine.subscribe(note(2))
+    engine.ingest([reading('d1', undefined, 1, 3)])
+    expect(heard).toEqual([
+      ['provisional', 'on_time'],
+      ['provisional', 'on_time'],
+      ['provisional', 'on_time'],
+    ])
+    expect(engine.results()[0]?.status).toBe('on_time')
+  })
 })
 
 describe('changes() ReadableStream', () => {

@@ -13,12 +13,16 @@ type Listener = (changes: readonly WindowChange[]) => void
  * const feed = new ChangeFeed()
  * const stop = feed.subscribe((changes) => console.log(changes.length))
  * feed.publish(changes) // every listener, in subscription order; one that throws does not stop the others
+ * // A listener that publishes again (it called the engine) waits: every listener hears batches in order.
  * const readable = feed.stream() // the same batches as a ReadableStream
  * feed.close() // listeners dropped, streams ended
  */
 export class ChangeFeed {
   readonly #listeners = new Set<Listener>()
   readonly #streams = new Set<ReadableStreamDefaultController<readonly WindowChange[]>>()
+  /** Batches published by a listener while a batch is delivered: delivered next, in order. */
+  readonly #waiting: (readonly WindowChange[])[] = []
+  #publishing = false
 
   /** Listeners subscribed now. */
   get listeners(): number {
@@ -40,6 +44,23 @@ export class ChangeFeed {
    * so views of stats and the late lane stay current.
    */
   publish(changes: readonly WindowChange[]): void {
+    // A listener that calls the engine publishes from inside this loop: its batch waits until every
+    // listener has this one, so each hears the batches in the order they happened.
+    if (this.#publishing) {
+      this.#waiting.push(changes)
+      return
+    }
+    this.#publishing = true
+    try {
+      this.#deliver(changes)
+      for (let i = 0; i < this.#waiting.length; i++) this.#deliver(this.#waiting[i] as readonly WindowChange[])
+    } finally {
+      this.#waiting.length = 0
+      this.#publishing = false
+    }
+  }
+
+  #deliver(changes: readonly WindowChange[]): void {
     for (const listener of this.#listeners) {
       try {
         listener(changes)
