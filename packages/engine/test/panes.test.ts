@@ -16,6 +16,7 @@ import {
   everyElement,
   manual,
   never,
+  session,
   type StreamEvent,
   type Trigger,
   tumbling,
@@ -240,5 +241,25 @@ describe('processing-time triggers', () => {
       now += 100
     }
     expect(engine.nextTickAt()).toBe(Number.POSITIVE_INFINITY)
+  })
+
+  it("a session whose start a late event moved, its late pane held back, shows no history until that pane names it, as results() shows nothing", () => {
+    const engine = createEngine({ windows: session(5), watermark: manual(), allowedLateness: 15, trigger: { late: never() } })
+    const named: number[] = []
+    engine.subscribe((changes) => named.push(...changes.map((c) => c.result.start)))
+    engine.ingest([{ id: 'e1', source: 's', ts: 100, key: 'b', value: 1 }])
+    engine.advanceWatermark(110)
+    named.length = 0
+    engine.ingest([{ id: 'e2', source: 's', ts: 98, key: 'b', value: 2 }])
+    // The old start is retracted; nothing names the new one yet.
+    expect(named).toEqual([100])
+    expect(engine.results()).toEqual([])
+    expect(engine.history('session:5', 'b', 98)).toEqual([])
+    engine.advanceWatermark(200)
+    expect(named).toEqual([100, 98, 98])
+    expect(engine.history('session:5', 'b', 98).map((r) => [r.start, r.status])).toEqual([
+      [100, 'on_time'],
+      [98, 'corrected'],
+    ])
   })
 })

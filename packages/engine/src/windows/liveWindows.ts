@@ -27,8 +27,10 @@ export function queryResults(indexes: readonly WindowIndex[], query?: ResultQuer
 
 /** The fired results of one live window, oldest first (empty when it is not live). */
 export function windowHistory(indexes: readonly WindowIndex[], window: string, key: string, start: number, end?: number): readonly WindowResult[] {
-  const index = indexes.find((i) => i.id === window)
-  return index?.find(key, start, end)?.history() ?? []
+  const w = indexes.find((i) => i.id === window)?.find(key, start, end)
+  // As in results(): a window shows nothing before it shows a result. A session whose start moved
+  // while its late pane waits carries its history, shown with that pane (the change that names it).
+  return w === undefined || w.emitted === null ? [] : w.history()
 }
 
 /** Live windows, their cells (slice cells and session fragments) and the events of windows not yet fired. */
