@@ -1125,7 +1125,7 @@ describe('bad-input catalogue: aggregates', () => {
     await engine.ingest([{ id: 'a', source: 's', seq: 1, ts: 1, value: 1 }]).durable
     const seen: number[] = []
     engine.subscribe((changes) => seen.push(changes.length))
-    const stopped = /^engine stopped: aggregate "picky" \(picky\): add threw unlucky\. Its windows were updated partway and no longer match its write-ahead log/
+    const stopped = /^engine stopped: aggregate "picky" \(picky\): add threw unlucky\. Its windows were left half updated: fix the cause, then open the engine again from its log$/
     const batch = [13, 2].map((value, i) => ({ id: `b${i}`, source: 's', seq: i + 2, ts: 2, value }))
     expect(() => engine.ingest(batch)).toThrow(stopped)
     // Stopped: every later call says why, and no subscriber hears of the half-applied batch.

@@ -413,7 +413,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
    */
   #stop(error: unknown): Error {
     this.#stopped ??= new Error(
-      `engine stopped: ${messageOf(error)}. Its windows were updated partway and no longer match its write-ahead log: fix the cause, then open the engine again (the log replays every batch it recorded)`,
+      `engine stopped: ${messageOf(error)}. Its windows were left half updated: fix the cause, then open the engine again from its log`,
       { cause: error },
     )
     if (!this.#closed) {
