@@ -1141,7 +1141,27 @@ describe('bad-input catalogue: aggregates', () => {
     expect(reopened.results({ key: '' })).toMatchObject([{ count: 3, sum: 16, aggregates: { picky: 16 } }])
     expectServing(reopened, 14)
     await reopened.close()
-    return 2
+    // A result that throws while panes are made (after the batch was logged) stops the engine too.
+    const shy = createEngine({
+      windows: tumbling(10),
+      watermark: manual(),
+      aggregates: {
+        shy: defineAggregate({
+          name: 'shy',
+          init: () => 0,
+          add: (n: number, x: number) => n + x,
+          merge: (a: number, b: number) => a + b,
+          result: () => {
+            throw new Error('camera shy')
+          },
+          encode: (n: number) => new Uint8Array([n]),
+          decode: (bytes: Uint8Array) => bytes[0] ?? 0,
+        }),
+      },
+    })
+    expect(() => shy.ingest([{ id: 'a', source: 's', seq: 1, ts: 1, value: 1 }])).toThrow(/^engine stopped: camera shy\./)
+    expect(() => shy.tick()).toThrow(/^engine stopped: camera shy\./)
+    return 3
   })
 })
 

@@ -463,9 +463,15 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
       this.#logRefused('invalid_remote_cell', this.#anomalies.invalid_remote_cell - refused)
       this.#record(wal, { kind: 'merge', now, groups, clocks })
     }
-    const { report, frontiers } = this.#peers.merge(groups, clocks, now, ++this.#batch)
-    this.#settle(frontiers, now, false)
-    return report
+    let merged: ReturnType<PeerMerge['merge']>
+    try {
+      merged = this.#peers.merge(groups, clocks, now, ++this.#batch)
+    } catch (error) {
+      // User code (an aggregate's merge) threw partway through the peers' cells.
+      throw this.#stop(error)
+    }
+    this.#settle(merged.frontiers, now, false)
+    return merged.report
   }
 }
 
