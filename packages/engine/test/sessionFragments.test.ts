@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { createEngine, manual, type StreamEvent, session } from '../src/index.ts'
+import { boundedOutOfOrderness, createEngine, type Engine, manual, type StreamEvent, session } from '../src/index.ts'
 import type { TidemarkEngine } from '../src/core/engine.ts'
 
 const GAP = 1_000
@@ -88,6 +88,50 @@ describe('session fragments', () => {
       expect(kept()).toBe(50)
     }
     expect(engine.stats().openWindows).toBe(0)
+  })
+})
+
+describe('final sessions a peer reshapes', () => {
+  const options = { windows: session(50), allowedLateness: 200, retention: 500, watermark: boundedOutOfOrderness(30), now: () => 0, replicaId: 'me' }
+  const fragment = (source: string, start: number, maxTs: number, count: number, version: number) => ({
+    address: { window: 'session:50', key: 'b', start, source },
+    cell: count === 0 ? { count: 0, sum: 0, min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY, maxTs, version } : { count, sum: count, min: 1, max: 1, maxTs, version },
+  })
+  const shown = (engine: Engine) => engine.results({ key: 'b' }).map((r) => `[${r.start},${r.end}) ${r.count} ${r.status}${r.final ? ' final' : ''}`)
+  /** The engine and a copy restored from its checkpoint, each fed `later`: they must show the same. */
+  function afterRestore(engine: TidemarkEngine, later: StreamEvent[][]): [string[], string[]] {
+    const restored = createEngine(options) as TidemarkEngine
+    restored.restore(engine.checkpoint())
+    for (const batch of later) for (const e of [engine, restored]) e.ingest(batch)
+    return [shown(engine), shown(restored)]
+  }
+
+  it("a final session a peer's fragment grew stays final, and leaves at its new end's time, as the same engine restored from a checkpoint", () => {
+    const engine = createEngine(options) as TidemarkEngine
+    engine.ingest([{ id: 'x1', source: 'd3', ts: 1_000_013, value: 1, key: 'b' }])
+    engine.ingest([{ id: 'x2', source: 'd3', ts: 1_000_299, value: 1, key: 'c' }]) // W 1,000,269: [1,000,013, 1,000,063) is final
+    engine.replica.mergeRemote([fragment('p1', 1_000_061, 1_000_104, 2, 2)], [])
+    expect(shown(engine)).toEqual(['[1000013,1000154) 3 corrected final'])
+    // A new source holds W at 1,000,832: past the old end's time to leave (1,000,763), not the new one's (1,000,854).
+    const [live, restored] = afterRestore(engine, [
+      [{ id: 'x3', source: 'd3', ts: 1_001_118, value: 1, key: 'c' }, { id: 'y1', source: 'd2', ts: 1_000_862, value: 1, key: 'a' }],
+      [{ id: 'x4', source: 'd3', ts: 1_005_000, value: 1, key: 'c' }, { id: 'y2', source: 'd2', ts: 1_005_000, value: 1, key: 'a' }],
+    ])
+    expect(live).toEqual([])
+    expect(restored).toEqual(live)
+  })
+
+  it("a final session a peer's tombstone shrank leaves at its new end's time, as the same engine restored from a checkpoint", () => {
+    const engine = createEngine(options) as TidemarkEngine
+    engine.ingest([{ id: 'x0', source: 'd3', ts: 1_002_000, value: 1, key: 'z' }]) // W 1,001,970
+    engine.replica.mergeRemote([fragment('p1', 1_001_300, 1_001_300, 1, 1), fragment('p2', 1_001_340, 1_001_700, 2, 1)], [])
+    expect(shown(engine)).toEqual(['[1001300,1001750) 3 corrected final'])
+    engine.replica.mergeRemote([fragment('p2', 1_001_340, 1_001_700, 0, 2)], [])
+    expect(shown(engine)).toEqual(['[1001300,1001350) 1 corrected final'])
+    // W 1,002,270: past the shrunk session's time to leave (1,002,050), not the merged one's (1,002,450).
+    const [live, restored] = afterRestore(engine, [[{ id: 'x1', source: 'd3', ts: 1_002_300, value: 1, key: 'z' }]])
+    expect(live).toEqual([])
+    expect(restored).toEqual(live)
   })
 })
 

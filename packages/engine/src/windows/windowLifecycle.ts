@@ -115,7 +115,10 @@ export class WindowLifecycle implements WindowTracker {
   }
 
   grown(w: WindowState, previousEnd: number): void {
-    if (w.fired) this.#unfinal.push(w.end + this.#settings.allowedLateness, w)
+    const { allowedLateness, retention } = this.#settings
+    // A final one that shrank leaves at its new end's time (one that grew is queued again when its old entry comes due).
+    if (w.final && w.end < previousEnd) this.#expiring.push(w.end + allowedLateness + retention, w)
+    if (w.fired) this.#unfinal.push(w.end + allowedLateness, w)
     // An unfired window that grew keeps its entry, at its old end: when that comes due, the entry
     // moves to its end. One that shrank (a peer's tombstone took the fragment that set its end)
     // needs an entry at its new end.
@@ -228,7 +231,12 @@ export class WindowLifecycle implements WindowTracker {
     }
     while (this.#expiring.dueBy(W)) {
       const w = this.#expiring.pop()
-      if (!w.live || w.end + lateness + retention > W) continue
+      if (!w.live) continue
+      if (w.end + lateness + retention > W) {
+        // A final session a peer's fragment grew: it leaves at its new end's time.
+        this.#expiring.push(w.end + lateness + retention, w)
+        continue
+      }
       // A final window restored from a checkpoint an earlier version wrote may hold a late trigger
       // a peer's cell armed (its pane now comes at once): it leaves with the window.
       this.#cancel(w)
@@ -244,7 +252,8 @@ export class WindowLifecycle implements WindowTracker {
     let basis = this.basis(w.end)
     if (basis === 'unknown' && w.end <= w.basisEnd) basis = w.basis
     w.revision = revision
-    this.#pane(w, 'correction', 'corrected', revision, w.end + this.#settings.allowedLateness <= W, basis, true, changes)
+    // A final window stays final: a peer's cell that grew it (a session) does not reopen it.
+    this.#pane(w, 'correction', 'corrected', revision, w.final || w.end + this.#settings.allowedLateness <= W, basis, true, changes)
     this.corrections++
   }
 
