@@ -57,11 +57,12 @@ export function finalArchive(options: FinalArchiveOptions = {}): ArchivePort {
  * The archive's bookkeeping: changes staged since they were written, the keys of stored
  * records, and the rotation policy.
  *
- * Policy: the archive keeps at most `limit` changes (stored plus staged). Staged changes
- * are deduplicated per window (the latest wins). Each checkpoint writes the staged changes
- * as records of at most `ARCHIVE_RECORD_CHANGES`, and drops the oldest whole records while
- * the store would exceed the limit; when more than `limit` are staged at once, the oldest
- * staged ones go. Every dropped change is counted (`rotated`, kept in `meta`).
+ * Policy: the store holds at most `limit` changes after each checkpoint, and at most `limit`
+ * wait staged between checkpoints (so `archive()` may read up to twice `limit` until the next
+ * one). Staged changes are deduplicated per window (the latest wins). Each checkpoint writes the
+ * staged changes as records of at most `ARCHIVE_RECORD_CHANGES`, and drops the oldest whole
+ * records while the store would exceed the limit; when more than `limit` are staged at once, the
+ * oldest staged ones go. Every dropped change is counted (`rotated`, kept in `meta`).
  */
 export class FinalArchive implements ArchivePort {
   readonly limit: number
