@@ -72,6 +72,31 @@ describe('hostile peers against a real engine', () => {
     expect(reader.results({ window: W, key: 'temp' })[0]?.count).toBe(8)
   })
 
+  it('one update listing 6,000 new replicas (within maxReplicas) is applied, and the doc keeps syncing both ways', () => {
+    const configuration = createEngine({ windows: tumbling(60_000), watermark: manual(), replicaId: 'x' }).replica.configuration
+    const shared = new Y.Doc()
+    shared.transact(() => {
+      for (let i = 0; i < 6_000; i++) shared.getMap(META_NAME).set(`tab-${i}`, [DOC_SCHEMA, configuration])
+    })
+    const writer = engineOn(shared, 'writer')
+    writer.ingest(events('w1', 2))
+    const doc = new Y.Doc()
+    const engine = engineOn(doc, 'reader')
+    // Each new log was opened in a transaction of its own, cleaned up one stack frame each: past
+    // about 4,000 the stack overflowed, the update was reported as not applied, and Yjs ran no
+    // cleanup again (no merge, no update event) on that doc.
+    expect(applyPeerUpdate(doc, Y.encodeStateAsUpdate(shared), 'provider')).toBe(true)
+    expect(engine.results({ window: W }).map((r) => r.count)).toEqual([2])
+    writer.ingest(events('w1', 3).slice(2))
+    expect(applyPeerUpdate(doc, Y.encodeStateAsUpdate(shared, Y.encodeStateVector(doc)), 'provider')).toBe(true)
+    expect(engine.results({ window: W }).map((r) => r.count)).toEqual([3])
+    let updates = 0
+    doc.on('update', () => updates++)
+    engine.ingest(events('r1', 1))
+    expect(updates).toBe(1)
+    expect(engine.stats().anomalies.invalid_remote_cell).toBe(0)
+  })
+
   it('survives random and truncated updates, counts them, and merges the intact update', () => {
     const doc = new Y.Doc()
     const engine = engineOn(doc, 'honest')

@@ -225,18 +225,22 @@ export class DocReplication implements DocBinding {
     const groups: CellGroup[] = []
     const clocks: ClockEntry[] = []
     const reread = new Set<ReplicaEntries>()
-    for (const replicaId of batch.metaKeys) {
-      if (replicaId === this.#port.replicaId) {
-        if (!this.#readOnly) this.#repairOwnMeta()
-        continue
+    // One transaction for every log opened here: each `getArray` of a new name runs one, and Yjs
+    // cleans up those started after a transaction's end recursively, one stack frame each.
+    this.#doc.transact(() => {
+      for (const replicaId of batch.metaKeys) {
+        if (replicaId === this.#port.replicaId) {
+          if (!this.#readOnly) this.#repairOwnMeta()
+          continue
+        }
+        const before = this.#logs.get(replicaId)?.status
+        const log = this.#judge(replicaId)
+        if (log === undefined || log.status !== 'accepted' || before === 'accepted') continue
+        // Newly accepted: its whole log, including what this very transaction brought.
+        this.#collect(log, log.reread(), groups, clocks)
+        reread.add(log)
       }
-      const before = this.#logs.get(replicaId)?.status
-      const log = this.#judge(replicaId)
-      if (log === undefined || log.status !== 'accepted' || before === 'accepted') continue
-      // Newly accepted: its whole log, including what this very transaction brought.
-      this.#collect(log, log.reread(), groups, clocks)
-      reread.add(log)
-    }
+    }, this.#origin)
     for (const [log, raws] of batch.removed) {
       if (log.status === 'accepted' && !reread.has(log)) for (const raw of raws) log.forget(raw)
     }
