@@ -6,10 +6,10 @@
  */
 import { describe, expect, it } from 'vitest'
 import * as Y from 'yjs'
-import { createEngine, manual, type StreamEvent, type TidemarkEngine, tumbling } from '@tidemark/engine'
+import { createEngine, latest, manual, packCellGroup, type StreamEvent, type TidemarkEngine, tumbling } from '@tidemark/engine'
 import { applyPeerUpdate } from '../src/binding/applyPeerUpdate.ts'
 import { bindDoc } from '../src/binding/bindDoc.ts'
-import { DOC_SCHEMA, META_NAME, replicaArrayName } from '../src/schema/docEntry.ts'
+import { DOC_SCHEMA, META_NAME, replicaArrayName, writeGroupEntry } from '../src/schema/docEntry.ts'
 import { rawGroup, withField } from './fakePort.ts'
 
 const W = 'tumbling:60000'
@@ -23,6 +23,18 @@ function engineOn(doc: Y.Doc, replicaId: string): TidemarkEngine {
 
 function events(source: string, n: number): StreamEvent[] {
   return Array.from({ length: n }, (_, i) => ({ id: `${source}-${i + 1}`, source, seq: i + 1, ts: T0 + i * 1000, key: 'temp', value: i }))
+}
+
+/** Two docs that pass each other every update, as a provider would. */
+function linkDocs(a: Y.Doc, b: Y.Doc): void {
+  Y.applyUpdate(b, Y.encodeStateAsUpdate(a), a)
+  Y.applyUpdate(a, Y.encodeStateAsUpdate(b), b)
+  a.on('update', (update: Uint8Array, origin: unknown) => {
+    if (origin !== b) Y.applyUpdate(b, update, a)
+  })
+  b.on('update', (update: Uint8Array, origin: unknown) => {
+    if (origin !== a) Y.applyUpdate(a, update, b)
+  })
 }
 
 /** A peer (same configuration as the engine) that wrote `entries` raw into its log. */
@@ -95,6 +107,49 @@ describe('hostile peers against a real engine', () => {
     engine.ingest(events('r1', 1))
     expect(updates).toBe(1)
     expect(engine.stats().anomalies.invalid_remote_cell).toBe(0)
+  })
+
+  it("a cell pushed into a replica's own log that every engine refuses does not outrank the replica's own cell when it rewrites the group", () => {
+    const a = new Y.Doc()
+    const b = new Y.Doc()
+    linkDocs(a, b)
+    const writer = engineOn(a, 'A')
+    const reader = engineOn(b, 'B')
+    writer.ingest(events('s1', 1))
+    // Well formed, values impossible (count NaN), version far ahead: refused by both engines.
+    const bad = packCellGroup(W, T0, 's1', ['temp'], [{ count: Number.NaN, sum: 0, min: 0, max: 0, maxTs: T0, version: 2 ** 50 }])
+    b.getArray(replicaArrayName('A')).push([writeGroupEntry(bad)])
+    expect([writer.stats().anomalies.invalid_remote_cell, reader.stats().anomalies.invalid_remote_cell]).toEqual([1, 1])
+    writer.ingest(events('s1', 4).slice(1))
+    const shown = (engine: TidemarkEngine) => engine.results({ window: W }).map((r) => [r.count, r.sum])
+    expect(shown(writer)).toEqual([[4, 6]])
+    expect(shown(reader)).toEqual(shown(writer))
+    const fresh = new Y.Doc()
+    Y.applyUpdate(fresh, Y.encodeStateAsUpdate(a))
+    expect(shown(engineOn(fresh, 'C'))).toEqual(shown(writer))
+  })
+
+  it('an earlier session of this replica under another configuration, delivered after binding, does not break its writes', () => {
+    const server = new Y.Doc()
+    const old = createEngine({ windows: tumbling(60_000), watermark: manual(), replicaId: 'A', aggregates: { last: latest() } }) as TidemarkEngine
+    bindDoc(old, server)
+    old.ingest([
+      { id: 'e1', source: 's1', seq: 1, ts: T0 + 5, key: 'temp', value: 1 },
+      { id: 'e2', source: 's1', seq: 2, ts: T0 + 6, key: 'hum', value: 1 },
+    ])
+    const doc = new Y.Doc()
+    const errors: Error[] = []
+    const engine = createEngine({ windows: tumbling(60_000), watermark: manual(), replicaId: 'A' }) as TidemarkEngine
+    bindDoc(engine, doc, { onError: (error) => errors.push(error) })
+    engine.ingest([{ id: 'n1', source: 's1', seq: 11, ts: T0 + 10, key: 'temp', value: 5 }])
+    // The provider's state arrives after the binding, as the README orders it.
+    Y.applyUpdate(doc, Y.encodeStateAsUpdate(server, Y.encodeStateVector(doc)), 'provider')
+    engine.ingest([{ id: 'n2', source: 's1', seq: 12, ts: T0 + 20, key: 'temp', value: 50 }])
+    expect(errors).toEqual([])
+    const fresh = new Y.Doc()
+    Y.applyUpdate(fresh, Y.encodeStateAsUpdate(doc))
+    const shown = (e: TidemarkEngine) => e.results({ window: W }).map((r) => [r.count, r.sum])
+    expect(shown(engineOn(fresh, 'B'))).toEqual(shown(engine))
   })
 
   it('survives random and truncated updates, counts them, and merges the intact update', () => {

@@ -15,7 +15,7 @@ import {
   groupCell,
   packCellGroup,
 } from '@tidemark/engine'
-import { GroupIndex } from '@tidemark/engine/adapter'
+import { GroupIndex, groupCellProblem } from '@tidemark/engine/adapter'
 import {
   compareClocks,
   type DocEntry,
@@ -220,6 +220,9 @@ export class ReplicaEntries {
       }
     }
     const expired = this.#expired.get(window, source, start)
+    // How many aggregate states this engine's cells carry (unknown when the draft has no cell).
+    const first = draft.states.values().next()
+    const width = cells.size === 0 ? -1 : first.done === true ? 0 : first.value.length
     for (const raw of existing) {
       write.doomed.add(raw)
       const old = readGroupEntry(raw, this.#keyLists)
@@ -228,6 +231,9 @@ export class ReplicaEntries {
       for (let i = 0; i < old.keys.length; i++) {
         const key = old.keys[i] as string
         if (expired?.has(key) === true) continue
+        // Cells the engine refuses (a peer's push) or of another configuration's states (an earlier
+        // session's) are dropped: joined, they would outrank or break this replica's own.
+        if (groupCellProblem(old, i) !== null || (width >= 0 && (old.aggregates?.[i]?.length ?? 0) !== width)) continue
         // Copied out of the update: the aggregate states are views into it.
         putNewer(draft, key, groupCell(old, i), old.aggregates?.[i]?.map((state) => state.slice()))
       }
