@@ -131,7 +131,7 @@ describe('hostile peers against a real engine', () => {
 
   it('an earlier session of this replica under another configuration, delivered after binding, does not break its writes', () => {
     const server = new Y.Doc()
-    const old = createEngine({ windows: tumbling(60_000), watermark: manual(), replicaId: 'A', aggregates: { last: latest() } }) as TidemarkEngine
+    const old = createEngine({ windows: tumbling(60_000), watermark: manual(), replicaId: 'A', aggregates: { last: latest() } })
     bindDoc(old, server)
     old.ingest([
       { id: 'e1', source: 's1', seq: 1, ts: T0 + 5, key: 'temp', value: 1 },
