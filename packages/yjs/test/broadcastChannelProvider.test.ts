@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import * as Y from 'yjs'
+import * as awarenessProtocol from 'y-protocols/awareness'
 import { bindDoc } from '../src/binding/bindDoc.ts'
 import { BroadcastChannelProvider, type OpenTabChannel } from '../src/transport/broadcastChannelProvider.ts'
 import { syncStatusTracker } from '../src/transport/syncStatusTracker.ts'
@@ -10,6 +11,9 @@ function memoryTabs() {
   const endpoints = new Map<string, Set<(frame: Uint8Array) => void>>()
   const queue: { from: (frame: Uint8Array) => void; name: string; frame: Uint8Array }[] = []
   let bytes = 0
+  /** Endpoints of tabs that crashed: they neither post nor receive, and said no bye. */
+  const crashed = new Set<(frame: Uint8Array) => void>()
+  let last: { name: string; receive: (frame: Uint8Array) => void } | null = null
   const open: OpenTabChannel = (name, receive) => {
     let set = endpoints.get(name)
     if (set === undefined) {
@@ -17,8 +21,10 @@ function memoryTabs() {
       endpoints.set(name, set)
     }
     set.add(receive)
+    last = { name, receive }
     return {
       post: (frame) => {
+        if (crashed.has(receive)) return
         bytes += frame.byteLength
         queue.push({ from: receive, name, frame })
       },
@@ -36,7 +42,12 @@ function memoryTabs() {
     }
     return delivered
   }
-  return { open, flush, bytes: () => bytes, inject: (name: string, frame: Uint8Array) => queue.push({ from: () => {}, name, frame }) }
+  const crashLast = (): void => {
+    if (last === null) return
+    crashed.add(last.receive)
+    endpoints.get(last.name)?.delete(last.receive)
+  }
+  return { open, flush, crashLast, bytes: () => bytes, inject: (name: string, frame: Uint8Array) => queue.push({ from: () => {}, name, frame }) }
 }
 
 const T0 = 1_700_000_040_000
@@ -137,6 +148,33 @@ describe('BroadcastChannelProvider', () => {
     pa.destroy()
     pb.destroy()
     expect(tracker.status().state).toBe('local')
+  })
+
+  it('a tab whose presence timed out while another was still there stops counting: when that one leaves, the doc is no longer in sync', () => {
+    const tabs = memoryTabs()
+    const [docA, docB, docC] = [new Y.Doc(), new Y.Doc(), new Y.Doc()]
+    const tracker = syncStatusTracker(docA)
+    const pa = new BroadcastChannelProvider(docA, 'fleet', { channel: tabs.open })
+    const pb = new BroadcastChannelProvider(docB, 'fleet', { channel: tabs.open })
+    tabs.flush()
+    const pc = new BroadcastChannelProvider(docC, 'fleet', { channel: tabs.open })
+    tabs.flush()
+    expect(pa.peers()).toBe(2)
+    // C crashes (no bye); 30 s later y-protocols times its presence out on A and B.
+    tabs.crashLast()
+    awarenessProtocol.removeAwarenessStates(pa.awareness, [docC.clientID], 'timeout')
+    awarenessProtocol.removeAwarenessStates(pb.awareness, [docC.clientID], 'timeout')
+    expect(pa.peers()).toBe(1)
+    expect(tracker.status().state).toBe('connected')
+    // B leaves with a bye: nobody is left to be in sync with.
+    pb.destroy()
+    tabs.flush()
+    expect(pa.peers()).toBe(0)
+    expect(tracker.status().state).toBe('connecting')
+    docA.getMap('m').set('k', 1)
+    expect(tracker.status().pendingLocalUpdates).toBe(1)
+    pa.destroy()
+    pc.destroy()
   })
 
   it('syncs through the Node 20 global BroadcastChannel', async () => {

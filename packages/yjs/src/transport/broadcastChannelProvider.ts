@@ -120,6 +120,8 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
   #channel: TabChannel | null = null
   #peerId = 0
   #peers = new Set<number>()
+  /** By peer: the awareness clients its presence frames carried (its tab's doc), to tell when it timed out. */
+  readonly #clientsOf = new Map<number, Set<number>>()
   #synced = false
   #detachStatus: (() => void) | null = null
 
@@ -213,6 +215,7 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
     awarenessProtocol.removeAwarenessStates(this.awareness, others, this)
     forgetAbsentPeers(this.awareness)
     this.#peers.clear()
+    this.#clientsOf.clear()
     this.#setSynced(false)
     this.emit('status', [{ status: 'disconnected' }])
   }
@@ -252,12 +255,15 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
     if (from === this.#peerId || (to !== EVERYONE && to !== this.#peerId)) return
     if (kind === KIND_BYE) {
       this.#peers.delete(from)
+      this.#clientsOf.delete(from)
       // Nobody left to be in sync with: local updates now wait for the next tab.
       if (this.#peers.size === 0) this.#setSynced(false)
       return
     }
     if (kind === KIND_AWARENESS) {
-      awarenessProtocol.applyAwarenessUpdate(this.awareness, decoding.readVarUint8Array(decoder), this)
+      const update = decoding.readVarUint8Array(decoder)
+      awarenessProtocol.applyAwarenessUpdate(this.awareness, update, this)
+      this.#noteClients(from, update)
       return
     }
     if (kind !== KIND_SYNC) throw new Error(`unknown frame kind ${kind}`)
@@ -302,9 +308,36 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
    */
   readonly #onAwarenessChange = (_changes: unknown, origin: unknown): void => {
     if (origin !== 'timeout' || this.#peers.size === 0) return
-    for (const client of this.awareness.getStates().keys()) if (client !== this.awareness.clientID) return
-    this.#peers.clear()
-    this.#setSynced(false)
+    const states = this.awareness.getStates()
+    let others = false
+    for (const client of states.keys()) if (client !== this.awareness.clientID) others = true
+    // A peer whose every presence timed out is gone; one whose presence never came, once no other tab is left.
+    for (const peer of [...this.#peers]) {
+      const clients = this.#clientsOf.get(peer)
+      if (clients === undefined ? others : [...clients].some((client) => states.has(client))) continue
+      this.#peers.delete(peer)
+      this.#clientsOf.delete(peer)
+    }
+    if (this.#peers.size === 0) this.#setSynced(false)
+  }
+
+  /** Notes the awareness clients a peer's presence frame set (the client ids an awareness update lists first in each entry). */
+  #noteClients(from: number, update: Uint8Array): void {
+    const decoder = decoding.createDecoder(update)
+    const n = decoding.readVarUint(decoder)
+    for (let i = 0; i < n; i++) {
+      const client = decoding.readVarUint(decoder)
+      decoding.readVarUint(decoder) // clock
+      const state = decoding.readVarString(decoder)
+      if (state === 'null') continue
+      let clients = this.#clientsOf.get(from)
+      if (clients === undefined) {
+        clients = new Set()
+        this.#clientsOf.set(from, clients)
+      }
+      // Bounded by what a tab shows: its own doc, and the presences it relays.
+      if (clients.size < 64) clients.add(client)
+    }
   }
 
   #sendAwareness(to: number, clients: number[]): void {
