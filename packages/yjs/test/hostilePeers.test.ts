@@ -152,6 +152,29 @@ describe('hostile peers against a real engine', () => {
     expect(shown(engineOn(fresh, 'B'))).toEqual(shown(engine))
   })
 
+  it('replicas that left no trace (meta entry deleted, log empty) stop counting against maxReplicas', () => {
+    const doc = new Y.Doc()
+    const engine = createEngine({ windows: tumbling(60_000), watermark: manual(), replicaId: 'A' }) as TidemarkEngine
+    bindDoc(engine, doc, { maxReplicas: 20, onError: () => {} })
+    const burst = new Y.Doc()
+    Y.applyUpdate(burst, Y.encodeStateAsUpdate(doc))
+    const configuration = engine.replica.configuration
+    burst.transact(() => {
+      for (let i = 0; i < 19; i++) burst.getMap(META_NAME).set(`ghost-${i}`, [DOC_SCHEMA, configuration])
+    })
+    Y.applyUpdate(doc, Y.encodeStateAsUpdate(burst, Y.encodeStateVector(doc)), 'peer')
+    burst.transact(() => {
+      for (let i = 0; i < 19; i++) burst.getMap(META_NAME).delete(`ghost-${i}`)
+    })
+    Y.applyUpdate(doc, Y.encodeStateAsUpdate(burst, Y.encodeStateVector(doc)), 'peer')
+    // An honest replica joins later: merged, as a fresh binding of the same doc would.
+    const other = new Y.Doc()
+    engineOn(other, 'B').ingest(events('b1', 1))
+    Y.applyUpdate(doc, Y.encodeStateAsUpdate(other), 'peer')
+    expect(engine.results({ window: W }).map((r) => r.count)).toEqual([1])
+    expect(engine.stats().remoteAnomalies.filter((detail) => detail.includes('more than'))).toEqual([])
+  })
+
   it('survives random and truncated updates, counts them, and merges the intact update', () => {
     const doc = new Y.Doc()
     const engine = engineOn(doc, 'honest')

@@ -75,6 +75,8 @@ export class DocReplication implements DocBinding {
   readonly #status: StatusShare
   readonly #meta: Y.Map<unknown>
   readonly #logs = new Map<string, ReplicaEntries>()
+  /** By replica: stops observing its log (`#forgetGhost`). */
+  readonly #stops = new Map<string, () => void>()
   readonly #own: ReplicaEntries
   readonly #mismatches = new Map<string, ConfigurationMismatchError>()
   /** Remote writers seen per source, to report two replicas writing one source. */
@@ -315,9 +317,27 @@ export class DocReplication implements DocBinding {
       if (deleted.size > 0) appendContent(this.#batch.removed, log, deleted)
     }
     array.observe(observer)
-    this.#cleanups.push(() => array.unobserve(observer))
+    const stop = (): void => array.unobserve(observer)
+    this.#cleanups.push(stop)
+    this.#stops.set(replicaId, stop)
     this.#logs.set(replicaId, log)
     return log
+  }
+
+  /**
+   * Forgets one replica that left no trace (its meta entry deleted, its log empty), so that it
+   * no longer counts against `maxReplicas`; false when there is none.
+   */
+  #forgetGhost(): boolean {
+    for (const [replicaId, log] of this.#logs) {
+      if (replicaId === this.#port.replicaId || this.#meta.has(replicaId) || log.array.length > 0) continue
+      this.#stops.get(replicaId)?.()
+      this.#stops.delete(replicaId)
+      this.#logs.delete(replicaId)
+      this.#mismatches.delete(replicaId)
+      return true
+    }
+    return false
   }
 
   /** Reads a replica's meta entry and decides whether its log is merged. */
@@ -326,7 +346,7 @@ export class DocReplication implements DocBinding {
       this.#port.reportAnomaly('invalid_remote_cell', `replica id ${preview(replicaId)} is not a valid name`)
       return undefined
     }
-    if (!this.#logs.has(replicaId) && this.#logs.size >= this.#maxReplicas) {
+    if (!this.#logs.has(replicaId) && this.#logs.size >= this.#maxReplicas && !this.#forgetGhost()) {
       this.#port.reportAnomaly('invalid_remote_cell', `more than ${this.#maxReplicas} replicas; ${preview(replicaId)} ignored`)
       return undefined
     }
