@@ -3,6 +3,7 @@ import { type Anomaly, type AnomalyReason, emptyAnomalyCounts } from './anomaly.
 import type { CellGroup } from '../lattice/cellGroup.ts'
 import { ChangeFeed } from './changeFeed.ts'
 import { messageOf } from './errorMessage.ts'
+import { EngineLiveness } from './engineLiveness.ts'
 import type { Engine, EngineOptions, EngineStats, IngestReceipt, LateEvent } from './engineApi.ts'
 import { type ResolvedOptions, resolveOptions, windowIndexes } from './engineOptions.ts'
 import type { StreamEvent } from './event.ts'
@@ -47,9 +48,11 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
   readonly #feed = new ChangeFeed()
   readonly #lateLane: LateLane
   #batch = 0
-  #closed = false
-  /** Why the engine stopped (`#stop`), or null. */
-  #stopped: Error | null = null
+  // Subscribers first: a transport letting go reports its status, and must reach none of them.
+  readonly #liveness = new EngineLiveness(() => {
+    this.#feed.close()
+    this.#port.close()
+  })
   #writable: WritableStream<readonly StreamEvent[]> | null = null
   readonly #dedup = new DedupMemory()
   readonly #futureSources = new FutureSources()
@@ -165,14 +168,10 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
       batch: ++this.#batch,
       publish: this.#outbox.listening,
     }
-    let placed: ReturnType<BatchPlacement['place']>
-    try {
-      placed = this.#placement.place(events, now, frontiers, anomalies, logged, invalid)
-    } catch (error) {
-      // User code (an aggregate's add) threw partway: the batch is half applied and not logged.
-      throw this.#stop(error)
-    }
-    const { accepted, late, duplicates, conflicting, beyond } = placed
+    // User code (an aggregate's add) that throws leaves the batch half applied, and not logged.
+    const { accepted, late, duplicates, conflicting, beyond } = this.#liveness.guard(() =>
+      this.#placement.place(events, now, frontiers, anomalies, logged, invalid),
+    )
     const counts = this.#counts
     counts.ingested += n
     counts.applied += accepted
@@ -275,7 +274,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
    */
   checkpoint(): EngineCheckpoint {
     // A stopped engine's state is half updated: a checkpoint of it would outlive the log's truth.
-    if (this.#stopped !== null) throw this.#stopped
+    this.#liveness.assertRunning()
     return captureEngine(this.#parts(), this.#batch)
   }
 
@@ -394,34 +393,11 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
   }
 
   async close(): Promise<void> {
-    if (this.#closed) return
-    this.#closed = true
-    // Subscribers first: a transport letting go reports its status, and must reach none of them.
-    this.#feed.close()
-    this.#port.close()
+    this.#liveness.close()
   }
 
   #assertOpen(): void {
-    if (this.#stopped !== null) throw this.#stopped
-    if (this.#closed) throw new Error('engine is closed')
-  }
-
-  /**
-   * Stops the engine after an operation threw partway (user code in an aggregate): its windows
-   * are half updated and no longer what its log replays, so every later call throws the returned
-   * error. Subscribers and transports are let go, as on close.
-   */
-  #stop(error: unknown): Error {
-    this.#stopped ??= new Error(
-      `engine stopped: ${messageOf(error)}. Its windows were left half updated: fix the cause, then open the engine again from its log`,
-      { cause: error },
-    )
-    if (!this.#closed) {
-      this.#closed = true
-      this.#feed.close()
-      this.#port.close()
-    }
-    return this.#stopped
+    this.#liveness.assertOpen()
   }
 
   /**
@@ -429,13 +405,8 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
    * triggers on a tick), purge dedup memory when due, publish to peers, then one notification.
    */
   #settle(batch: BatchFrontiers | null, now: number, tick: boolean): void {
-    let changes: WindowChange[]
-    try {
-      changes = this.#lifecycle.settle(now, tick)
-    } catch (error) {
-      // User code (an aggregate's merge or result) threw partway through the panes.
-      throw this.#stop(error)
-    }
+    // User code (an aggregate's merge or result) may throw partway through the panes.
+    const changes = this.#liveness.guard(() => this.#lifecycle.settle(now, tick))
     if (batch !== null && this.#dedup.due) this.#dedup.purge(this.#indexes, this.#frontiers, batch)
     this.#outbox.flush()
     this.#feed.publish(changes)
@@ -447,7 +418,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
 
   /** Logs `n` inputs refused for `reason` outside any replayed op as a counts-only record; resolves once durable. */
   #logRefused(reason: AnomalyReason, n: number): Promise<void> {
-    return this.#wal === null || n === 0 || this.#closed ? DURABLE : this.#record(this.#wal, { kind: 'refuse', rejected: { [reason]: n } })
+    return this.#wal === null || n === 0 || this.#liveness.closed ? DURABLE : this.#record(this.#wal, { kind: 'refuse', rejected: { [reason]: n } })
   }
 
   /**
@@ -463,15 +434,9 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
       this.#logRefused('invalid_remote_cell', this.#anomalies.invalid_remote_cell - refused)
       this.#record(wal, { kind: 'merge', now, groups, clocks })
     }
-    let merged: ReturnType<PeerMerge['merge']>
-    try {
-      merged = this.#peers.merge(groups, clocks, now, ++this.#batch)
-    } catch (error) {
-      // User code (an aggregate's merge) threw partway through the peers' cells.
-      throw this.#stop(error)
-    }
-    this.#settle(merged.frontiers, now, false)
-    return merged.report
+    const { report, frontiers } = this.#liveness.guard(() => this.#peers.merge(groups, clocks, now, ++this.#batch))
+    this.#settle(frontiers, now, false)
+    return report
   }
 }
 

@@ -1,0 +1,59 @@
+import { messageOf } from './errorMessage.ts'
+
+/**
+ * Whether an engine still serves: open, closed by its owner, or stopped because an operation
+ * threw partway (user code in an aggregate: its windows are half updated and no longer what its
+ * log replays). Either way it lets go of subscribers and transports once; a stopped engine
+ * throws its reason from every later call, `checkpoint()` included.
+ *
+ * @example
+ * const liveness = new EngineLiveness(() => feed.close())
+ * const placed = liveness.guard(() => placement.place(...)) // a throw stops the engine
+ * liveness.assertOpen() // throws 'engine is closed', or why it stopped
+ */
+export class EngineLiveness {
+  #closed = false
+  #stopped: Error | null = null
+  readonly #letGo: () => void
+
+  /** `letGo` drops subscribers and transports, on close or stop. */
+  constructor(letGo: () => void) {
+    this.#letGo = letGo
+  }
+
+  get closed(): boolean {
+    return this.#closed
+  }
+
+  /** Closes; false when it was closed (or stopped) already. */
+  close(): boolean {
+    if (this.#closed) return false
+    this.#closed = true
+    this.#letGo()
+    return true
+  }
+
+  assertOpen(): void {
+    this.assertRunning()
+    if (this.#closed) throw new Error('engine is closed')
+  }
+
+  /** Throws why the engine stopped, if it did (a closed engine's state is still whole). */
+  assertRunning(): void {
+    if (this.#stopped !== null) throw this.#stopped
+  }
+
+  /** Runs `work`; when it throws, stops the engine and throws why. */
+  guard<T>(work: () => T): T {
+    try {
+      return work()
+    } catch (error) {
+      this.#stopped ??= new Error(
+        `engine stopped: ${messageOf(error)}. Its windows were left half updated: fix the cause, then open the engine again from its log`,
+        { cause: error },
+      )
+      this.close()
+      throw this.#stopped
+    }
+  }
+}
