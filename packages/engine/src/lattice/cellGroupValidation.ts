@@ -28,15 +28,9 @@ export function cellGroupProblem(group: CellGroup): string | null {
   }
   const states = group.aggregates
   if (states !== undefined) {
-    const ok = (cell: unknown) => {
-      if (!Array.isArray(cell) || cell.length > MAX_AGGREGATES) return false
-      // Indexed: a hole fails too.
-      for (let a = 0; a < cell.length; a++) if (!(cell[a] instanceof Uint8Array)) return false
-      return true
-    }
     let all = Array.isArray(states) && states.length === keys.length
     // Indexed, not `every`: a hole (a cell without states) must fail too.
-    for (let i = 0; all && i < keys.length; i++) all = ok(states[i])
+    for (let i = 0; all && i < keys.length; i++) all = isStateList(states[i])
     if (!all) return `aggregates must list at most ${MAX_AGGREGATES} encoded states per key`
   }
   return null
@@ -47,6 +41,20 @@ export function cellGroupProblem(group: CellGroup): string | null {
  * session places it.
  */
 const MIN_CELL_TS = Math.floor(-MAX_ABS_TS)
+
+/**
+ * True for one cell's encoded aggregate states: a list of at most `MAX_AGGREGATES` byte arrays,
+ * read index by index (a hole, which `every` skips, fails).
+ *
+ * @example
+ * isStateList([new Uint8Array([1])]) // true
+ * isStateList(['x']) // false
+ */
+export function isStateList(value: unknown): value is readonly Uint8Array[] {
+  if (!Array.isArray(value) || value.length > MAX_AGGREGATES) return false
+  for (let a = 0; a < value.length; a++) if (!(value[a] instanceof Uint8Array)) return false
+  return true
+}
 
 /**
  * Why the `i`-th cell of a well-formed group cannot be merged, or null.

@@ -1,4 +1,4 @@
-import { cellValuesProblem, isName, isWindowStart } from '../lattice/cellGroupValidation.ts'
+import { cellValuesProblem, isName, isStateList, isWindowStart } from '../lattice/cellGroupValidation.ts'
 import { MAX_ABS_TS } from '../core/event.ts'
 import { MAX_AGGREGATES } from '../aggregates/aggregateSet.ts'
 import type { CellEntry } from '../lattice/cellEntry.ts'
@@ -24,10 +24,7 @@ export function cellEntryProblem(entry: CellEntry, keepsStates: boolean): string
   const states: unknown = entry.aggregates
   if (states === undefined) return keepsStates ? 'carries no aggregate states; this engine keeps them' : null
   if (!keepsStates) return 'carries aggregate states; this engine has no aggregates'
-  let ok = Array.isArray(states) && states.length <= MAX_AGGREGATES
-  // Indexed, not `every`: a hole must fail too.
-  for (let i = 0; ok && i < (states as unknown[]).length; i++) ok = (states as unknown[])[i] instanceof Uint8Array
-  return ok ? null : `aggregates must list at most ${MAX_AGGREGATES} encoded states`
+  return isStateList(states) ? null : `aggregates must list at most ${MAX_AGGREGATES} encoded states`
 }
 
 /** Why a peer's source clock cannot be taken, or null. */
