@@ -274,7 +274,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
    */
   checkpoint(): EngineCheckpoint {
     // A stopped engine's state is half updated: a checkpoint of it would outlive the log's truth.
-    this.#liveness.assertRunning()
+    if (this.#liveness.stopped !== null) throw this.#liveness.stopped
     return captureEngine(this.#parts(), this.#batch)
   }
 

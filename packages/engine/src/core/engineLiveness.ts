@@ -12,8 +12,9 @@ import { messageOf } from './errorMessage.ts'
  * liveness.assertOpen() // throws 'engine is closed', or why it stopped
  */
 export class EngineLiveness {
-  #closed = false
-  #stopped: Error | null = null
+  closed = false
+  /** Why the engine stopped, or null. */
+  stopped: Error | null = null
   readonly #letGo: () => void
 
   /** `letGo` drops subscribers and transports, on close or stop. */
@@ -21,26 +22,15 @@ export class EngineLiveness {
     this.#letGo = letGo
   }
 
-  get closed(): boolean {
-    return this.#closed
-  }
-
-  /** Closes; false when it was closed (or stopped) already. */
-  close(): boolean {
-    if (this.#closed) return false
-    this.#closed = true
+  close(): void {
+    if (this.closed) return
+    this.closed = true
     this.#letGo()
-    return true
   }
 
   assertOpen(): void {
-    this.assertRunning()
-    if (this.#closed) throw new Error('engine is closed')
-  }
-
-  /** Throws why the engine stopped, if it did (a closed engine's state is still whole). */
-  assertRunning(): void {
-    if (this.#stopped !== null) throw this.#stopped
+    if (this.stopped !== null) throw this.stopped
+    if (this.closed) throw new Error('engine is closed')
   }
 
   /** Runs `work`; when it throws, stops the engine and throws why. */
@@ -48,12 +38,12 @@ export class EngineLiveness {
     try {
       return work()
     } catch (error) {
-      this.#stopped ??= new Error(
+      this.stopped ??= new Error(
         `engine stopped: ${messageOf(error)}. Its windows were left half updated: fix the cause, then open the engine again from its log`,
         { cause: error },
       )
       this.close()
-      throw this.#stopped
+      throw this.stopped
     }
   }
 }
