@@ -69,6 +69,22 @@ describe('one engine, several docs', () => {
     expect(last()).toMatchObject({ state: 'connected', refusal: null })
   })
 
+  it('is local again once its last doc is unbound, keeping when it last synced', () => {
+    const port = fakePort('device')
+    const doc = new Y.Doc()
+    const binding = bindDoc(port, doc)
+    const connection = syncStatusTracker(doc).open()
+    connection.update({ connected: true, synced: true, unacknowledged: 0 })
+    const synced = port.statuses.at(-1)?.status
+    expect(synced).toMatchObject({ state: 'connected' })
+    expect(synced?.lastSync).not.toBeNull()
+    connection.update({ unacknowledged: 2, refusal: 'tidemark:token-expired' })
+    binding.destroy()
+    // No transport carries this engine's state now: not connected, nothing counted as on its way.
+    expect(port.statuses.at(-1)).toEqual({ status: { state: 'local', lastSync: synced?.lastSync, pendingLocalUpdates: 0, peers: 0, refusal: null }, docBytes: 0 })
+    connection.detach()
+  })
+
   it('sums the doc sizes', () => {
     const port = fakePort('a')
     const [a, b] = [new Y.Doc(), new Y.Doc()]

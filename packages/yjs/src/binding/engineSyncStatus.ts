@@ -18,7 +18,10 @@ import type { ReplicaPort, SyncStatus } from '@tidemark/engine'
 export interface StatusShare {
   /** This doc's current status and encoded size; the engine receives the new fold. */
   report(status: SyncStatus, docBytes: number): void
-  /** Removes this doc from the fold (the engine keeps the last status reported when it was the only one). */
+  /**
+   * Removes this doc from the fold. When it was the last, the engine syncs through nothing any
+   * more: its status is `local` again, keeping `lastSync`.
+   */
   leave(): void
 }
 
@@ -51,6 +54,8 @@ export function engineSyncStatus(port: ReplicaPort): { share(writes: boolean): S
     folds.set(port, shares)
   }
   const all = shares
+  /** The latest sync any doc of this engine reported, kept once every doc left. */
+  let lastSync: number | null = null
   const publish = (): void => {
     const reported: ReportedStatus[] = []
     let docBytes = 0
@@ -59,7 +64,9 @@ export function engineSyncStatus(port: ReplicaPort): { share(writes: boolean): S
       docBytes += bytes
     }
     const folded = foldSyncStatus(reported)
-    if (folded !== null) port.setSyncStatus(folded, docBytes)
+    if (folded === null) return
+    if (folded.lastSync !== null && (lastSync === null || folded.lastSync > lastSync)) lastSync = folded.lastSync
+    port.setSyncStatus(folded, docBytes)
   }
   return {
     share(writes) {
@@ -73,7 +80,9 @@ export function engineSyncStatus(port: ReplicaPort): { share(writes: boolean): S
           publish()
         },
         leave() {
-          if (all.delete(share) && all.size > 0) publish()
+          if (!all.delete(share)) return
+          if (all.size > 0) publish()
+          else if (share.status !== null) port.setSyncStatus({ state: 'local', lastSync, pendingLocalUpdates: 0, peers: 0, refusal: null }, 0)
         },
       }
     },
