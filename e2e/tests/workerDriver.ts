@@ -60,9 +60,14 @@ export async function connected(tab: WorkerTab, timeoutMs = 20_000): Promise<Wor
 
 /**
  * The ground truth of what `devices` produced (`produced` per source: seqs 1..n), with the
- * late lane `tab` shows, and waits until every tab in `readers` shows exactly its window values.
- * Checks the ledger (when given) covered every seq exactly once, and that the late lane holds
- * exactly what is not counted.
+ * late lane the first of `readers` shows, and waits until every tab in `readers` shows exactly
+ * its window values. Checks the ledger (when given) covered every seq exactly once, and that the
+ * late lane holds exactly what is not counted.
+ *
+ * A batch's durable receipt can reach its page before the frame that shows what the batch did
+ * (the host sends frames at its next tick), so the lane a page shows right after `stop()` may
+ * lack the last batches' late entries: the truth is taken again from each snapshot until the
+ * lane and the windows agree with it, or the wait ends.
  */
 export async function expectGroundTruth(
   ledger: StormLedger | null,
@@ -71,21 +76,46 @@ export async function expectGroundTruth(
   readers: readonly WorkerTab[],
 ): Promise<TruthFigures> {
   const first = readers[0] as WorkerTab
-  const lateIds = (await snapshot(first)).lateIds
-  const figures = groundTruth(
-    truth,
-    devices.map((d) => ({ source: d.source, seed: d.seed, produced: produced.get(d.source) ?? 0, lateIds: lateIds[d.source] ?? [], firstBatchEnd: 20 })),
-  )
-  expect(figures.problems).toEqual([])
-  if (ledger !== null) expect(ledger.totals(produced).gaps).toEqual([])
-  expect(figures.counted + figures.lateLane).toBe(figures.produced)
+  const truthOf = (view: WorkerPageSnapshot): TruthFigures =>
+    groundTruth(
+      truth,
+      devices.map((d) => ({ source: d.source, seed: d.seed, produced: produced.get(d.source) ?? 0, lateIds: view.lateIds[d.source] ?? [], firstBatchEnd: 20 })),
+    )
+  let figures = truthOf(await snapshot(first))
+  const settled = async (reader: WorkerTab): Promise<string[]> => {
+    const view = await snapshot(reader)
+    if (reader === first) figures = truthOf(view)
+    return [...figures.problems, ...digestDiff(figures.digest, view.digest)]
+  }
   for (const reader of readers) {
     await expect
-      .poll(async () => digestDiff(figures.digest, (await snapshot(reader)).digest), { timeout: 20_000, message: `${reader.label} shows other window values` })
+      .poll(() => settled(reader), { timeout: 20_000, message: `${reader.label} shows other window values` })
       .toEqual([])
-    expect((await snapshot(reader)).applied).toBe(figures.counted)
+      .catch(async (error: unknown) => {
+        await explainMismatch(figures, devices, readers)
+        throw error
+      })
   }
+  if (ledger !== null) expect(ledger.totals(produced).gaps).toEqual([])
+  expect(figures.counted + figures.lateLane).toBe(figures.produced)
+  // The first tab's lane stays what the truth was taken from; every tab counts what it says.
+  expect(truthOf(await snapshot(first)).digest).toBe(figures.digest)
+  for (const reader of readers) expect((await snapshot(reader)).applied).toBe(figures.counted)
   return figures
+}
+
+/** Logs how each page's mirror and the host's own engine differ from the ground truth, and their late lanes against each other. */
+async function explainMismatch(figures: TruthFigures, devices: readonly Device[], readers: readonly WorkerTab[]): Promise<void> {
+  const host = await (readers[0] as WorkerTab).evaluate<WorkerPageSnapshot>('window.workerPage.command("snapshot")').catch((error: unknown) => String(error))
+  const views: [string, WorkerPageSnapshot | string][] = [['host', host], ...(await Promise.all(readers.map(async (r): Promise<[string, WorkerPageSnapshot]> => [r.label, await snapshot(r)])))]
+  for (const [label, view] of views) {
+    if (typeof view === 'string') {
+      console.log(`[mismatch] ${label}: ${view}`)
+      continue
+    }
+    const lanes = devices.map((d) => `${d.source} [${(view.lateIds[d.source] ?? []).join(' ')}]`).join('; ')
+    console.log(`[mismatch] ${label}: applied ${view.applied} (truth ${figures.counted}), ${view.windows} windows; against the truth: ${JSON.stringify(digestDiff(figures.digest, view.digest))}; late lane: ${lanes}`)
+  }
 }
 
 export { StormLedger }
