@@ -600,4 +600,25 @@ describe('the log a replica writes', () => {
     expect(engine.results().map((r) => r.start)).toEqual([200])
     expect(starts()).toEqual([200])
   })
+
+  it('bound again, an engine retires the entries of windows that left live state while it was unbound', () => {
+    const doc = new Y.Doc()
+    const engine = createEngine({ windows: tumbling(10), watermark: boundedOutOfOrderness(0), retention: 0, replicaId: 'honest' }) as TidemarkEngine
+    const starts = (): unknown[] => doc.getArray<unknown[]>(replicaArrayName('honest')).toArray().filter((e) => entryKind(e) === 'group').map((e) => e[2])
+    const first = bindDoc(engine, doc)
+    engine.ingest([{ id: 'e1', source: 'd1', seq: 1, ts: 5, key: 'temp', value: 1 }])
+    expect(starts()).toEqual([0])
+    first.destroy()
+    // Unbound: [0, 10) fires and leaves live state, [100, 110) opens.
+    engine.ingest([{ id: 'e2', source: 'd1', seq: 2, ts: 100, key: 'temp', value: 1 }])
+    expect(engine.results().map((r) => r.start)).toEqual([100])
+    bindDoc(engine, doc)
+    expect(starts()).toEqual([100])
+    // A replica joining later gets no cell of a window this one dropped.
+    const reader = createEngine({ windows: tumbling(10), watermark: manual(), replicaId: 'reader' }) as TidemarkEngine
+    const readerDoc = new Y.Doc()
+    bindDoc(reader, readerDoc)
+    applyPeerUpdate(readerDoc, Y.encodeStateAsUpdate(doc), 'peer')
+    expect(reader.results().map((r) => [r.start, r.count])).toEqual([[100, 1]])
+  })
 })

@@ -13,7 +13,10 @@
  */
 import * as Y from 'yjs'
 import {
+  type CellAddress,
+  type CellEntry,
   type CellGroup,
+  cellKey,
   type ClockEntry,
   type LocalWrite,
   MAX_NAME_LENGTH,
@@ -170,16 +173,22 @@ export class DocReplication implements DocBinding {
       }
       // Once durable here (a batch ingested just before binding may not be yet), before any later
       // write; in this same transaction when it already is.
-      this.#port.exportDurableState((state) => this.#publishState(state))
+      this.#port.exportDurableState((state) => this.#publishState(state, ownMatches ? previous : []))
     }, this.#origin)
   }
 
-  /** This replica's whole state into its log. The engine's state also holds peers' cells; the log carries only the sources this replica writes. */
-  #publishState(state: ReplicaState): void {
+  /**
+   * This replica's whole state into its log. The engine's state also holds peers' cells; the log
+   * carries only the sources this replica writes. The cells `previous` (what the log held at
+   * bind) lists and the engine no longer holds are retired: their windows left live state while
+   * no doc was bound, so no write expired them.
+   */
+  #publishState(state: ReplicaState, previous: readonly ReadEntry[]): void {
     const own = this.#port.replicaId
     const clocks = state.clocks.filter((clock) => clock.writer === own)
     const sources = new Set(clocks.map((clock) => clock.source))
-    this.#publish({ cells: state.cells.filter((cell) => sources.has(cell.address.source)), clocks, expired: [] })
+    const cells = state.cells.filter((cell) => sources.has(cell.address.source))
+    this.#publish({ cells, clocks, expired: droppedSince(previous, cells, sources) })
   }
 
   #publish(write: LocalWrite): void {
@@ -400,4 +409,17 @@ export class DocReplication implements DocBinding {
   #fail(error: unknown): void {
     this.#onError(error instanceof Error ? error : new Error(String(error)))
   }
+}
+
+/** The cells of `sources` that `previous` (a log as it was read) holds and `cells` (the engine's state) does not. */
+function droppedSince(previous: readonly ReadEntry[], cells: readonly CellEntry[], sources: ReadonlySet<string>): CellAddress[] {
+  const dropped: CellAddress[] = []
+  if (previous.length === 0) return dropped
+  const held = new Set(cells.map(({ address: a }) => cellKey(a.window, a.key, a.start, a.source)))
+  for (const read of previous) {
+    if (read.kind !== 'group' || !sources.has(read.entry.source)) continue
+    const { window, start, source, keys } = read.entry
+    for (const key of keys) if (!held.has(cellKey(window, key, start, source))) dropped.push({ window, key, start, source })
+  }
+  return dropped
 }
