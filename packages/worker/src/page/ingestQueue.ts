@@ -9,6 +9,8 @@ interface PendingBatch {
   readonly size: number
   /** queued: waits for credits (or for a host); sent: the host has it. */
   state: 'queued' | 'sent'
+  /** Sent to some host at least once: it may be in the log even while queued again. */
+  reached: boolean
   receipt: IngestReceipt | null
   readonly resolveReceipt: (receipt: IngestReceipt) => void
   readonly rejectReceipt: (error: unknown) => void
@@ -104,7 +106,7 @@ export class IngestQueue {
     // A caller that never awaits `durable` must not see an unhandled rejection (the engine does the same).
     durable.catch(() => {})
     const req = this.#next++
-    this.#pending.set(req, { req, batch, size, state: 'queued', receipt: null, resolveReceipt, rejectReceipt, resolveDurable, rejectDurable, durable })
+    this.#pending.set(req, { req, batch, size, state: 'queued', reached: false, receipt: null, resolveReceipt, rejectReceipt, resolveDurable, rejectDurable, durable })
     this.#queued += size
     this.#pump()
     return receipt
@@ -170,12 +172,16 @@ export class IngestQueue {
     return new Promise((resolve) => this.#drained.push(resolve))
   }
 
-  /** Refuses new batches with `error` and rejects every pending one with it. */
-  close(error: Error): void {
+  /**
+   * Refuses new batches with `error` and rejects every pending one with it, or with
+   * `reachedError` one that was sent to a host (which may have logged it before it went away).
+   */
+  close(error: Error, reachedError: Error = error): void {
     this.#closed = error
     for (const entry of this.#pending.values()) {
-      if (entry.receipt === null) entry.rejectReceipt(error)
-      entry.rejectDurable(error)
+      const failure = entry.reached ? reachedError : error
+      if (entry.receipt === null) entry.rejectReceipt(failure)
+      entry.rejectDurable(failure)
     }
     this.#pending.clear()
     this.#queued = 0
@@ -218,6 +224,7 @@ export class IngestQueue {
       // One batch larger than the whole window still goes, alone.
       if (this.#inFlight > 0 && this.#inFlight + entry.size > this.#credits) return
       entry.state = 'sent'
+      entry.reached = true
       this.#queued -= entry.size
       this.#inFlight += entry.size
       try {

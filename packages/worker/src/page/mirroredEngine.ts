@@ -313,7 +313,8 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
    * Resolves once every batch of this page is durable or failed. While a host serves the page
    * it waits for that host; while none does (a takeover under way), it waits up to
    * `CLOSE_WAIT_MS` for the next one, and past that rejects the batches still pending, saying
-   * they are not in the log. A page that failed has rejected them already.
+   * of each whether it may be in the log (a host it was sent to went away before saying) or is
+   * not (it never reached one). A page that failed has rejected them already.
    */
   #drainForClose(): Promise<void> {
     const { clock } = this.#options
@@ -330,8 +331,11 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
         }
         timer ??= clock.setTimeout(() => {
           timer = null
-          const waiting = this.#queue.pending
-          this.#queue.close(new Error(`${CLOSED}: no host served this page within ${CLOSE_WAIT_MS} ms of close(), so the ${waiting === 1 ? 'batch' : `${waiting} batches`} it held ${waiting === 1 ? 'is' : 'are'} not in the log`))
+          const gaveUp = `${CLOSED}: no host served this page within ${CLOSE_WAIT_MS} ms of close()`
+          this.#queue.close(
+            new Error(`${gaveUp}; this batch never reached a host: not in the log`),
+            new Error(`${gaveUp}; this batch's host went away before saying it was durable: it may be in the log (nextSeq(source) tells)`),
+          )
         }, CLOSE_WAIT_MS)
       }
       this.#closeWatch = watch
