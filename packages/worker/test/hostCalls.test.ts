@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { isOverflowError } from '@tidemark/engine'
+import { createEngine, isOverflowError, tumbling } from '@tidemark/engine'
+import type { HostContext } from '../src/host/hostOptions.ts'
+import { runHostCall } from '../src/host/runHostCall.ts'
 import { HostCalls, MAX_PENDING_CALLS } from '../src/page/hostCalls.ts'
 import type { HostLink } from '../src/page/hostLink.ts'
 import type { HostCall, PageMessage } from '../src/protocol/messages.ts'
@@ -70,5 +72,17 @@ describe('host calls while no host serves the page', () => {
     await expect(tick).rejects.toThrow('the remote engine is closed')
     await expect(merged).rejects.toThrow('the remote engine is closed')
     expect(new Set(await Promise.all(waiting))).toEqual(new Set(['Error: the remote engine is closed']))
+  })
+})
+
+describe('a call the host cannot read', () => {
+  it('is refused with the reason, whatever the message holds', () => {
+    const engine = createEngine({ windows: tumbling(1_000) })
+    const run = (call: unknown) => () => runHostCall(engine, {} as HostContext, undefined, call as HostCall)
+    expect(run(undefined)).toThrow('unknown call (the message has no call): a call is nextSeq, advance, tick or command')
+    expect(run(null)).toThrow('unknown call (the message has no call)')
+    expect(run({ op: 'drop' })).toThrow('unknown call drop: a call is nextSeq, advance, tick or command')
+    expect(run({ op: 'command', name: 'reset' })).toThrow("the host has no command 'reset' (hostEngine({ commands }) lists none)")
+    expect(run({ op: 'nextSeq', source: 'd1' })()).toBe(1)
   })
 })

@@ -18,7 +18,8 @@ import type { HostContext, HostEngineOptions } from './hostOptions.ts'
  * }
  */
 export function runHostCall(engine: Engine, context: HostContext, commands: HostEngineOptions['commands'], call: HostCall): unknown {
-  switch (call.op) {
+  // A page of this protocol always sends a call; a message without one is refused with the reason.
+  switch ((call as HostCall | undefined)?.op) {
     case 'nextSeq':
       return engine.nextSeq(call.source)
     case 'advance':
@@ -34,6 +35,6 @@ export function runHostCall(engine: Engine, context: HostContext, commands: Host
       return run(call.payload, context)
     }
     default:
-      throw new RangeError(`unknown call ${String((call as { op?: unknown }).op)}`)
+      throw new RangeError(`unknown call ${call == null ? '(the message has no call)' : String((call as { op?: unknown }).op)}: a call is nextSeq, advance, tick or command`)
   }
 }
