@@ -2,6 +2,8 @@ import type { Engine } from '@tidemark/engine'
 import type { HostCall } from '../protocol/messages.ts'
 import type { HostContext, HostEngineOptions } from './hostOptions.ts'
 
+const CALLS = 'a call is nextSeq, advance, tick or command'
+
 /**
  * Runs one call a page made (`nextSeq`, `advanceWatermark`, `tick` or one of the app's
  * `commands`) on the hosted engine and returns what the page gets back: the engine's own calls
@@ -19,7 +21,8 @@ import type { HostContext, HostEngineOptions } from './hostOptions.ts'
  */
 export function runHostCall(engine: Engine, context: HostContext, commands: HostEngineOptions['commands'], call: HostCall): unknown {
   // A page of this protocol always sends a call; a message without one is refused with the reason.
-  switch ((call as HostCall | undefined)?.op) {
+  if ((call as HostCall | null | undefined) == null) throw new RangeError(`unknown call (the message has no call): ${CALLS}`)
+  switch (call.op) {
     case 'nextSeq':
       return engine.nextSeq(call.source)
     case 'advance':
@@ -35,6 +38,6 @@ export function runHostCall(engine: Engine, context: HostContext, commands: Host
       return run(call.payload, context)
     }
     default:
-      throw new RangeError(`unknown call ${call == null ? '(the message has no call)' : String((call as { op?: unknown }).op)}: a call is nextSeq, advance, tick or command`)
+      throw new RangeError(`unknown call ${String((call as { op?: unknown }).op)}: ${CALLS}`)
   }
 }
