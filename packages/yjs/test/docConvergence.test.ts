@@ -20,6 +20,7 @@ import * as Y from 'yjs'
 import {
   boundedOutOfOrderness,
   createEngine,
+  type Engine,
   MAX_ABS_TS,
   manual,
   packCellGroup,
@@ -599,6 +600,48 @@ describe('the log a replica writes', () => {
     engine.ingest([{ id: 'e3', source: 'd1', seq: 3, ts: 200, key: 'temp', value: 1 }])
     expect(engine.results().map((r) => r.start)).toEqual([200])
     expect(starts()).toEqual([200])
+  })
+
+  it.each([
+    ['its meta entry wins the conflict', 1, 2],
+    ["the earlier session's meta entry wins the conflict", 2, 1],
+  ])("an earlier session of this replica under another configuration, arriving after bind, is not merged (%s)", (_, earlierClient, laterClient) => {
+    const readings = events('da', 1, 40)
+    const earlier = createEngine({ windows: tumbling(60_000), watermark: manual(), replicaId: 'a' }) as TidemarkEngine
+    const earlierDoc = new Y.Doc()
+    earlierDoc.clientID = earlierClient
+    bindDoc(earlier, earlierDoc)
+    earlier.ingest(readings)
+    // The device comes back with 30 s windows and an empty doc, then joins its room: the room's state arrives after bind.
+    const later = createEngine({ windows: tumbling(30_000), watermark: manual(), replicaId: 'a' }) as TidemarkEngine
+    const laterDoc = new Y.Doc()
+    laterDoc.clientID = laterClient
+    const errors: Error[] = []
+    bindDoc(later, laterDoc, { onError: (error) => errors.push(error) })
+    applyPeerUpdate(laterDoc, Y.encodeStateAsUpdate(earlierDoc), 'relay')
+    later.ingest(readings)
+    const fresh = createEngine({ windows: tumbling(30_000), watermark: manual() })
+    fresh.ingest(readings)
+    const values = (engine: Engine) => engine.results().map((r) => [r.start, r.count, r.sum])
+    expect(values(later)).toEqual(values(fresh))
+    expect(later.stats().remoteAnomalies).toEqual([])
+    // Its log starts afresh: nothing of the earlier windows stays under its name.
+    const windowsLogged = laterDoc.getArray<unknown[]>(replicaArrayName('a')).toArray().filter((e) => entryKind(e) === 'group').map((e) => e[1])
+    expect(new Set(windowsLogged)).toEqual(new Set(['tumbling:30000']))
+    expect(errors).toEqual([])
+  })
+
+  it('an earlier session of this replica under the same configuration, arriving after bind, is merged back', () => {
+    const earlier = createEngine({ windows: tumbling(60_000), watermark: manual(), replicaId: 'a' }) as TidemarkEngine
+    const earlierDoc = new Y.Doc()
+    bindDoc(earlier, earlierDoc)
+    earlier.ingest(events('da', 1, 40))
+    const later = createEngine({ windows: tumbling(60_000), watermark: manual(), replicaId: 'a' }) as TidemarkEngine
+    const laterDoc = new Y.Doc()
+    bindDoc(later, laterDoc)
+    applyPeerUpdate(laterDoc, Y.encodeStateAsUpdate(earlierDoc), 'relay')
+    expect(later.results().map((r) => r.count)).toEqual(earlier.results().map((r) => r.count))
+    expect(later.ingest(events('da', 1, 40)).duplicates).toBe(40)
   })
 
   it('bound again, an engine retires the entries of windows that left live state while it was unbound', () => {

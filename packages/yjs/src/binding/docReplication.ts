@@ -111,6 +111,8 @@ export class DocReplication implements DocBinding {
     const onMeta = (event: Y.YMapEvent<unknown>, tr: Y.Transaction): void => {
       if (tr.origin === this.#origin) return
       for (const key of event.keysChanged) this.#batch.metaKeys.add(key)
+      const own = port.replicaId
+      if (event.keysChanged.has(own) && metaWritten(this.#meta, tr, own).some((value) => !this.#ownConfiguration(value))) this.#batch.foreignOwnMeta = true
     }
     this.#meta.observe(onMeta)
     this.#cleanups.push(() => this.#meta.unobserve(onMeta))
@@ -145,8 +147,7 @@ export class DocReplication implements DocBinding {
   /** First contact: judge every replica the doc lists, merge what it holds, publish our state. */
   #start(): void {
     const own = this.#port.replicaId
-    const ownMeta = readMeta(this.#meta.get(own))
-    const ownMatches = ownMeta !== null && ownMeta.schema === DOC_SCHEMA && ownMeta.configuration === this.#port.configuration
+    const ownMatches = this.#ownConfiguration(this.#meta.get(own))
     const groups: CellGroup[] = []
     const clocks: ClockEntry[] = []
     for (const replicaId of [...this.#meta.keys()]) {
@@ -236,6 +237,18 @@ export class DocReplication implements DocBinding {
     const groups: CellGroup[] = []
     const clocks: ClockEntry[] = []
     const reread = new Set<ReplicaEntries>()
+    const earlier = batch.added.get(this.#own)
+    if (batch.foreignOwnMeta && earlier !== undefined) {
+      // An earlier session of this replica under another configuration (a device that came back
+      // reconfigured, its room's state arriving after bind): its cells fit no window here and its
+      // clocks would make its events duplicates, so its entries leave the log this one starts afresh.
+      batch.added.delete(this.#own)
+      if (!this.#readOnly) {
+        const write = emptyWrite()
+        for (const raw of earlier) write.doomed.add(raw as DocEntry)
+        this.#doc.transact(() => this.#own.commit(write), this.#origin)
+      }
+    }
     // One transaction for every log opened here: each `getArray` of a new name runs one, and Yjs
     // cleans up those started after a transaction's end recursively, one stack frame each.
     this.#doc.transact(() => {
@@ -388,9 +401,14 @@ export class DocReplication implements DocBinding {
 
   /** A peer overwrote or deleted this replica's meta entry: write it back. */
   #repairOwnMeta(): void {
-    const meta = readMeta(this.#meta.get(this.#port.replicaId))
-    if (meta !== null && meta.schema === DOC_SCHEMA && meta.configuration === this.#port.configuration) return
+    if (this.#ownConfiguration(this.#meta.get(this.#port.replicaId))) return
     this.#doc.transact(() => this.#meta.set(this.#port.replicaId, metaValue(this.#port.configuration)), this.#origin)
+  }
+
+  /** Whether a meta entry reads as this binding's schema and configuration. */
+  #ownConfiguration(value: unknown): boolean {
+    const meta = readMeta(value)
+    return meta !== null && meta.schema === DOC_SCHEMA && meta.configuration === this.#port.configuration
   }
 
   #measure(force: boolean): void {
@@ -422,4 +440,17 @@ function droppedSince(previous: readonly ReadEntry[], cells: readonly CellEntry[
     for (const key of keys) if (!held.has(cellKey(window, key, start, source))) dropped.push({ window, key, start, source })
   }
   return dropped
+}
+
+/**
+ * The meta values transaction `tr` wrote for `replicaId`: the one the map holds and the ones it
+ * overwrote in `tr` (concurrent writes of one key: Yjs keeps one, and the others are deleted in
+ * the same transaction, their content still readable until the transaction's cleanup).
+ */
+function metaWritten(meta: Y.Map<unknown>, tr: Y.Transaction, replicaId: string): unknown[] {
+  const values: unknown[] = [meta.get(replicaId)]
+  Y.iterateDeletedStructs(tr, tr.deleteSet, (struct) => {
+    if (struct instanceof Y.Item && struct.parent === meta && struct.parentSub === replicaId && struct.content instanceof Y.ContentAny) values.push(...struct.content.getContent())
+  })
+  return values
 }

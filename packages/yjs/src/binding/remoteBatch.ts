@@ -13,6 +13,8 @@ export interface RemoteBatch {
   readonly metaKeys: Set<string>
   readonly added: Map<ReplicaEntries, unknown[]>
   readonly removed: Map<ReplicaEntries, unknown[]>
+  /** A meta entry written for this replica under another configuration: an earlier session's, whose log entries are not this one's to merge. */
+  foreignOwnMeta: boolean
 }
 
 /**
@@ -22,7 +24,7 @@ export interface RemoteBatch {
  * let batch = emptyBatch()
  */
 export function emptyBatch(): RemoteBatch {
-  return { metaKeys: new Set(), added: new Map(), removed: new Map() }
+  return { metaKeys: new Set(), added: new Map(), removed: new Map(), foreignOwnMeta: false }
 }
 
 /**
