@@ -57,12 +57,30 @@ export interface ConnectRelayOptions {
    * 256). The relay counts every room a socket named and has not opened against its
    * unauthenticated budget (by default 1 MiB, 512 bytes per room name besides its messages, at
    * most 2,048 names) and closes a socket past it; so a dashboard joining thousands of rooms
-   * opens them in waves: more once at most half this many are still opening. Lower it for a
-   * relay with a smaller budget or long tokens (about `budget / (600 + token length)`).
+   * opens them in waves: more once at most half this many are still opening. The client opens
+   * no more than `512 KiB / (600 + token length)` at once whatever this says, and halves this
+   * bound each time the relay closes a socket for its budget (4413). Lower it for a relay with a
+   * smaller budget.
    */
   readonly maxPendingRooms?: number
   /**
-   * Reconnect jitter: attempt `n` since the last message from the relay waits a uniform random
+   * Largest message a room sends, in bytes (default 1 MiB, the relay's default
+   * `TIDEMARK_MAX_MESSAGE_BYTES`). The relay closes the whole socket on a larger one before it can
+   * tell which room sent it; so a room whose sync or update would be larger stops syncing, refused
+   * with `tidemark:too-large <bytes> bytes` and reported through `onError`, and the other rooms
+   * stay. Set it to the relay's limit. (A socket the relay closed that way refuses the room that
+   * sent the largest message on it, in the same way.)
+   */
+  readonly maxMessageBytes?: number
+  /**
+   * Update messages a room sends per second, after a burst of twice as many (default 50; the
+   * relay refuses a room connection past its `TIDEMARK_UPDATES_PER_SECOND`, 100 by default, which
+   * every message of the room counts against). Updates made in one task always go as one
+   * message; past this pace the ones made meanwhile are merged into the next message.
+   */
+  readonly updatesPerSecond?: number
+  /**
+   * Reconnect jitter: attempt `n` since a room last got in sync waits a uniform random
    * time in `[0, min(capMs, baseMs · 2^n))`; `initialMs` spreads the first connect. The same
    * spread applies to a room the relay closed (not refused) before it joins again.
    */
@@ -89,8 +107,8 @@ export function checkConnectRelayOptions(options: ConnectRelayOptions): void {
     throw new TypeError(`connectRelay: ${message}`)
   }
   if (typeof options !== 'object' || options === null) fail('needs options { url, token }')
-  assertKnownOptions('connectRelay', options, ['url', 'token', 'tokenTimeoutMs', 'maxPendingRooms', 'jitter', 'WebSocket', 'onError'])
-  const { url, token, tokenTimeoutMs, maxPendingRooms, jitter, WebSocket = globalThis.WebSocket, onError } = options
+  assertKnownOptions('connectRelay', options, ['url', 'token', 'tokenTimeoutMs', 'maxPendingRooms', 'maxMessageBytes', 'updatesPerSecond', 'jitter', 'WebSocket', 'onError'])
+  const { url, token, tokenTimeoutMs, maxPendingRooms, maxMessageBytes, updatesPerSecond, jitter, WebSocket = globalThis.WebSocket, onError } = options
   if (Array.isArray(url)) {
     if (url.length === 0) fail('url must be a ws:// or wss:// URL, or a non-empty list of them')
     url.forEach((entry: unknown, i: number) => {
@@ -105,6 +123,12 @@ export function checkConnectRelayOptions(options: ConnectRelayOptions): void {
   }
   if (maxPendingRooms !== undefined && !(Number.isSafeInteger(maxPendingRooms) && maxPendingRooms >= 1)) {
     fail(`maxPendingRooms must be an integer >= 1, got ${maxPendingRooms}`)
+  }
+  if (maxMessageBytes !== undefined && !(Number.isSafeInteger(maxMessageBytes) && maxMessageBytes >= 1024)) {
+    fail(`maxMessageBytes must be an integer >= 1024, got ${maxMessageBytes}`)
+  }
+  if (updatesPerSecond !== undefined && !(typeof updatesPerSecond === 'number' && Number.isFinite(updatesPerSecond) && updatesPerSecond > 0)) {
+    fail(`updatesPerSecond must be a positive number, got ${updatesPerSecond}`)
   }
   // No global one: Node 20.
   if (typeof WebSocket !== 'function') fail('WebSocket must be a class (Node 20: the ws package)')

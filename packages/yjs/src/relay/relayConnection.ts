@@ -29,6 +29,21 @@ const DEFAULT_TOKEN_TIMEOUT_MS = 10_000
  */
 const DEFAULT_MAX_PENDING_ROOMS = 256
 
+/** Default `maxMessageBytes`: the relay's default `TIDEMARK_MAX_MESSAGE_BYTES` (1 MiB). */
+const DEFAULT_MAX_MESSAGE_BYTES = 1 << 20
+
+/** Default `updatesPerSecond`: half the relay's default rate per room connection (100), which its other messages share. */
+const DEFAULT_UPDATES_PER_SECOND = 50
+
+/**
+ * The share of the relay's unauthenticated budget (1 MiB by default) the rooms opening at once
+ * may take: each costs it about 600 bytes besides its token.
+ */
+const UNAUTHENTICATED_SHARE = 1 << 19
+
+/** Close codes of a socket that ended without the relay refusing anything: normal, going away (a restart), none given, dropped. */
+const PLAIN_CLOSES = [1000, 1001, 1005, 1006]
+
 /**
  * Options of `relay.join`; all optional.
  *
@@ -100,7 +115,10 @@ export class RelayConnection implements Relay {
   #urlIndex = 0
   readonly #token: RelayToken
   readonly #tokenTimeoutMs: number
-  readonly #maxPendingRooms: number
+  /** `maxPendingRooms`, halved each time the relay closed a socket for its unauthenticated budget. */
+  #maxPendingRooms: number
+  /** Rooms that may be opening at once with the token last read (its length counts against the relay's budget). */
+  #pendingCap: number
   /** Rooms whose Auth went out on this socket and that the relay has not opened yet (not in sync). */
   #opening = 0
   readonly #WebSocket: new (url: string) => RelaySocket
@@ -111,6 +129,7 @@ export class RelayConnection implements Relay {
   readonly #schedule: (run: () => void, ms: number) => unknown
   readonly #cancel: (handle: unknown) => void
   readonly #rooms = new Map<string, RelayRoom>()
+  readonly #link: RoomLink
   /** Rooms whose Close is in flight on this socket: they authenticate again once the server's Close answers. */
   readonly #closing = new Set<string>()
   /** Rooms denied on this socket: Hocuspocus ignores a second Auth for them until the socket closes. */
@@ -134,6 +153,7 @@ export class RelayConnection implements Relay {
     this.#token = options.token
     this.#tokenTimeoutMs = options.tokenTimeoutMs ?? DEFAULT_TOKEN_TIMEOUT_MS
     this.#maxPendingRooms = options.maxPendingRooms ?? DEFAULT_MAX_PENDING_ROOMS
+    this.#pendingCap = this.#maxPendingRooms
     this.#WebSocket = options.WebSocket ?? (globalThis.WebSocket as new (url: string) => RelaySocket)
     this.#onError = options.onError ?? ((error) => console.error(error))
     const jitter = options.jitter ?? {}
@@ -142,6 +162,7 @@ export class RelayConnection implements Relay {
     this.#random = jitter.random ?? Math.random
     this.#schedule = jitter.setTimeout ?? ((run, ms) => setTimeout(run, ms))
     this.#cancel = jitter.clearTimeout ?? ((handle) => clearTimeout(handle as ReturnType<typeof setTimeout>))
+    this.#link = this.#roomLink(options)
     const initialMs = jitter.initialMs ?? 0
     if (initialMs > 0) {
       this.#state = 'connecting'
@@ -209,7 +230,9 @@ export class RelayConnection implements Relay {
     socket?.close(1000)
   }
 
-  readonly #link: RoomLink = {
+  /** What every room of this connection reaches of it. */
+  #roomLink(options: ConnectRelayOptions): RoomLink {
+    return {
     socketState: () => this.#state,
     send: (bytes) => {
       if (this.#state === 'open') this.#socket?.send(bytes)
@@ -228,6 +251,14 @@ export class RelayConnection implements Relay {
     },
     renewable: () => typeof this.#token === 'function',
     fail: (message) => this.#fail(message),
+    synced: () => {
+      // The relay serves this socket: the next reconnect starts from the smallest spread again.
+      this.#attempt = 0
+    },
+    maxMessageBytes: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
+    updatesPerSecond: options.updatesPerSecond ?? DEFAULT_UPDATES_PER_SECOND,
+    now: options.jitter?.now ?? Date.now,
+    }
   }
 
   /**
@@ -276,14 +307,33 @@ export class RelayConnection implements Relay {
       heard = true
       this.#receive((event as MessageEvent).data)
     })
-    socket.addEventListener('close', () => {
+    socket.addEventListener('close', (event) => {
       if (socket !== this.#socket) return
       if (!heard) this.#nextUrl()
+      const { code, reason } = event as { code?: number; reason?: string }
+      if (code !== undefined && !PLAIN_CLOSES.includes(code)) this.#refusedSocket(code, reason ?? '')
       this.#closed()
     })
     // A failed connect or a broken socket: its close follows, and the sync status shows it.
     socket.addEventListener('error', () => {})
     this.#reportRooms()
+  }
+
+  /**
+   * The relay closed the socket for what it was sent: reported, and what caused it is not sent
+   * again. A message over its limit (1009; it cannot tell which room sent it) refuses the room
+   * that sent the largest message on the socket; its unauthenticated budget exceeded (4413)
+   * halves the rooms opening at once.
+   */
+  #refusedSocket(code: number, reason: string): void {
+    this.#fail(`the relay closed the socket: ${code}${reason === '' ? '' : ` ${reason}`}`)
+    if (code === 1009) {
+      let largest: RelayRoom | null = null
+      for (const room of this.#rooms.values()) if (room.largestSent > (largest?.largestSent ?? 0)) largest = room
+      largest?.tooLarge(largest.largestSent, "over the relay's limit (1009)")
+    } else if (code === 4413) {
+      this.#maxPendingRooms = Math.max(1, this.#maxPendingRooms >> 1)
+    }
   }
 
   /** After a failed connection: the next relay of the list, if there are several. */
@@ -319,8 +369,6 @@ export class RelayConnection implements Relay {
       this.#fail(`undecodable message ignored (${error})`)
       return
     }
-    // The relay is there: the next reconnect starts from the smallest spread again.
-    this.#attempt = 0
     const { room, type, decoder } = message
     try {
       if (this.#closing.has(room)) {
@@ -347,7 +395,7 @@ export class RelayConnection implements Relay {
    * jittered reconnect reads again).
    */
   #authenticateIdle(): void {
-    if (this.#state !== 'open' || this.#tokenFor !== null || this.#opening > this.#maxPendingRooms / 2) return
+    if (this.#state !== 'open' || this.#tokenFor !== null || this.#opening > this.#pendingCap / 2) return
     const idle = [...this.#rooms.values()].filter((room) => room.idle && !this.#closing.has(room.name))
     if (idle.some((room) => this.#denied.has(room.name))) {
       // Joined again after a denial: only a new socket lets it authenticate (the other rooms sync again on it).
@@ -361,9 +409,10 @@ export class RelayConnection implements Relay {
       (token) => {
         if (this.#tokenFor !== socket) return // given up: its socket closed, or it timed out
         this.#endTokenRead()
+        this.#pendingCap = Math.max(1, Math.min(this.#maxPendingRooms, Math.floor(UNAUTHENTICATED_SHARE / (600 + token.length))))
         // Rooms joined while the token was read get it too, up to the bound.
         for (const room of this.#rooms.values()) {
-          if (this.#opening >= this.#maxPendingRooms) return
+          if (this.#opening >= this.#pendingCap) return
           if (!room.idle || this.#closing.has(room.name) || this.#denied.has(room.name)) continue
           // Counted first: the room reports back (`settled`) once it is in sync or stops opening.
           this.#opening++

@@ -63,10 +63,21 @@ export interface RoomLink {
   renewable(): boolean
   /** Reports what the client works around (the `onError` of `connectRelay`). */
   fail(message: string): void
+  /** A room got in sync: the relay serves this socket. */
+  synced(): void
+  /** Largest message a room sends (`connectRelay`'s `maxMessageBytes`). */
+  readonly maxMessageBytes: number
+  /** Update messages a room sends per second, past a burst of twice as many (`updatesPerSecond`). */
+  readonly updatesPerSecond: number
+  /** The clock update messages are paced by, in ms. */
+  now(): number
 }
 
 /** The relay's reason for a token past its `exp`, at authentication or when it closes an open room at `exp`. */
 const TOKEN_EXPIRED = 'tidemark:token-expired'
+
+/** The relay's refusal of a room connection that sent more messages than its rate allows: over once the room joins again. */
+const RATE_LIMITED = 'rate-limited'
 
 /**
  * The relay's reasons for a room it cannot open *now* (`OpenRefusalKind` of the relay): its store
@@ -132,6 +143,15 @@ export class RelayRoom {
   #unsent: number
   /** Per message sent and not yet acknowledged, the local transactions it carries. */
   #inFlight: number[] = []
+  /** Updates made since the connection was answered and not sent yet, each with whether it is local: sent merged. */
+  #outbox: { readonly update: Uint8Array; readonly local: boolean }[] = []
+  /** A send of the outbox is queued (a microtask, or a timer while the pace holds it back). */
+  #flushing: unknown = null
+  /** Update messages this room may send now, and when that was counted: a token bucket of `updatesPerSecond`. */
+  #tokens: number
+  #tokensAt: number
+  /** The largest message sent on the current socket: the one a relay closing the socket for a message over its limit could not read. */
+  largestSent = 0
   #attempt = 0
   #timer: unknown = null
   /** The server has (or is about to have) a connection for this room on the current socket. */
@@ -144,6 +164,8 @@ export class RelayRoom {
     this.#awareness = awareness
     // What this client wrote before joining has not reached the relay as far as anyone knows: one pending update until the first acknowledgement.
     this.#unsent = Y.getState(doc.store, doc.clientID) > 0 ? 1 : 0
+    this.#tokens = 2 * link.updatesPerSecond
+    this.#tokensAt = link.now()
     this.#connection = syncStatusTracker(doc).open(awareness)
     doc.on('update', this.#onUpdate)
     awareness?.on('update', this.#onAwareness)
@@ -172,6 +194,7 @@ export class RelayRoom {
   /** The socket dropped: everything sent and not acknowledged goes again with the next sync. */
   socketClosed(): void {
     this.#serverOpen = false
+    this.largestSent = 0
     if (this.#phase < REFUSED) {
       this.#cancelTimer()
       this.#enter(IDLE)
@@ -221,6 +244,7 @@ export class RelayRoom {
     if (closing && this.#phase !== REFUSED) this.#link.send(relayMessage(this.name, MESSAGE_CLOSE))
     this.#enter(DESTROYED)
     this.#cancelTimer()
+    this.#dropOutbox()
     this.doc.off('update', this.#onUpdate)
     this.#awareness?.off('update', this.#onAwareness)
     this.#forgetPeers()
@@ -296,6 +320,7 @@ export class RelayRoom {
       if (step === SYNC_STEP_2 && this.#phase === SYNCING) {
         this.#enter(SYNCED)
         this.#attempt = 0
+        this.#link.synced()
         this.report()
       }
     } else {
@@ -308,12 +333,80 @@ export class RelayRoom {
     const update = Y.encodeStateAsUpdate(this.doc, stateVector)
     // A read-only connection applies nothing: a step 2 is offered only for local changes (which the relay will refuse, visibly).
     if (!this.#readOnlyScope || this.#unsent > 0) {
-      this.#link.send(syncMessage(this.name, SYNC_STEP_2, update))
+      if (!this.#send(syncMessage(this.name, SYNC_STEP_2, update))) return
       this.#inFlight.push(this.#unsent)
       this.#unsent = 0
     }
     this.#answered = true
     this.report()
+  }
+
+  /** Sends a message of this room, unless it is over `maxMessageBytes`: then the room is refused (the relay would close the whole socket). */
+  #send(message: Uint8Array<ArrayBuffer>): boolean {
+    const limit = this.#link.maxMessageBytes
+    if (message.byteLength > limit) {
+      this.tooLarge(message.byteLength, `over maxMessageBytes (${limit})`)
+      return false
+    }
+    this.largestSent = Math.max(this.largestSent, message.byteLength)
+    this.#link.send(message)
+    return true
+  }
+
+  /**
+   * A message of this room is larger than the relay takes (`why`): the room is refused with
+   * `tidemark:too-large`, as the relay cannot refuse it itself (it closes the whole socket). The
+   * doc may join again (a relay with a larger limit takes it).
+   */
+  tooLarge(bytes: number, why: string): void {
+    if (this.#phase >= REFUSED) return
+    this.#link.fail(`${this.name}: a message of ${bytes} bytes is ${why}: refused (tidemark:too-large)`)
+    if (this.#serverOpen && this.#link.socketState() === 'open') this.#link.send(relayMessage(this.name, MESSAGE_CLOSE))
+    this.#serverOpen = false
+    this.#refuse(`tidemark:too-large ${bytes} bytes`, false)
+  }
+
+  /** Sends what the outbox holds once this task is over (updates of one task go as one message), as the pace allows. */
+  #flushSoon(): void {
+    if (this.#flushing !== null) return
+    this.#flushing = true
+    queueMicrotask(this.#flush)
+  }
+
+  readonly #flush = (): void => {
+    this.#flushing = null
+    if (!this.#answered || this.#outbox.length === 0) return
+    // The relay refuses a room connection past its rate (by default 100 messages a second): a
+    // writer faster than this room's pace has its updates merged into fewer messages.
+    const rate = this.#link.updatesPerSecond
+    const now = this.#link.now()
+    this.#tokens = Math.min(2 * rate, this.#tokens + ((now - this.#tokensAt) * rate) / 1000)
+    this.#tokensAt = now
+    if (this.#tokens < 1) {
+      this.#flushing = this.#link.schedule(this.#flush, Math.ceil(((1 - this.#tokens) * 1000) / rate))
+      return
+    }
+    this.#tokens--
+    // Merged in order, at most half the message limit of updates at once (a merge is never larger than its parts).
+    const outbox = this.#outbox
+    let n = 0
+    let bytes = 0
+    while (n < outbox.length && (n === 0 || bytes + (outbox[n]?.update.byteLength ?? 0) <= this.#link.maxMessageBytes / 2)) bytes += outbox[n++]?.update.byteLength ?? 0
+    const sent = outbox.splice(0, n)
+    const local = sent.filter((entry) => entry.local).length
+    if (!this.#send(syncMessage(this.name, SYNC_UPDATE, n === 1 ? (sent[0]?.update as Uint8Array) : Y.mergeUpdates(sent.map((entry) => entry.update))))) return
+    this.#unsent -= local
+    this.#inFlight.push(local)
+    if (outbox.length > 0) this.#flushSoon()
+    this.report()
+  }
+
+  /** The updates waiting to be sent are left to the next sync (its step 2 carries them); their local transactions stay unsent. */
+  #dropOutbox(): void {
+    this.#outbox = []
+    if (this.#flushing === null) return
+    if (this.#flushing !== true) this.#link.cancel(this.#flushing)
+    this.#flushing = null
   }
 
   #acknowledged(applied: boolean): void {
@@ -338,13 +431,22 @@ export class RelayRoom {
     }
     if (typeof message !== 'object' || message === null) return
     const { tidemark, reason } = message as { tidemark?: unknown; reason?: unknown }
-    if (tidemark === 'refused') this.#refuse(`tidemark:refused ${String(reason)}`, true)
+    // Past the relay's rate the room is closed next, and joins again: nothing to refuse.
+    if (tidemark === 'refused' && reason !== RATE_LIMITED) this.#refuse(`tidemark:refused ${String(reason)}`, true)
   }
 
   /** The server closed this room's connection (the socket stays open). */
   #closed(reason: string): void {
     this.#serverOpen = false
     if (this.#phase === REFUSED) return
+    if (reason === `tidemark:refused ${RATE_LIMITED}`) {
+      // The relay took the updates before the one past its rate; the next sync carries the rest,
+      // and this room's pace starts from an empty bucket.
+      this.#link.fail(`${this.name}: the relay refused a message past its rate (rate-limited), joining again`)
+      this.#tokens = 0
+      this.#rejoinLater()
+      return
+    }
     if (reason.startsWith('tidemark:refused')) {
       this.#refuse(reason, true)
       return
@@ -391,6 +493,7 @@ export class RelayRoom {
   /** This connection ended: unacknowledged updates wait for the next sync, peers are gone. */
   #disconnected(): void {
     this.#answered = false
+    this.#dropOutbox()
     for (const n of this.#inFlight.splice(0)) this.#unsent += n
     this.#forgetPeers()
     this.report()
@@ -403,8 +506,9 @@ export class RelayRoom {
     if (this.#answered) {
       // A read-only connection gets this client's own changes only (refused, visibly), never a peer tab's.
       if (this.#readOnlyScope && !local) return
-      this.#link.send(syncMessage(this.name, SYNC_UPDATE, update))
-      this.#inFlight.push(local ? 1 : 0)
+      this.#outbox.push({ update, local })
+      if (local) this.#unsent++
+      this.#flushSoon()
     } else if (local) {
       this.#unsent++
     } else {

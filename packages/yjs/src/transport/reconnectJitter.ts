@@ -25,6 +25,8 @@ export interface ReconnectJitterOptions {
   readonly setTimeout?: (callback: () => void, ms: number) => unknown
   /** Cancels what it scheduled (default the global `clearTimeout`). */
   readonly clearTimeout?: (handle: unknown) => void
+  /** The clock in ms that `connectRelay` paces update messages by (default `Date.now`); inject a fake one in tests. */
+  readonly now?: () => number
 }
 
 /**
@@ -39,7 +41,7 @@ export function jitterWindow(attempt: number, baseMs: number, capMs: number): nu
   return Math.min(capMs, baseMs * 2 ** Math.min(attempt, 30))
 }
 
-const JITTER_OPTION_KEYS: readonly (keyof ReconnectJitterOptions)[] = ['baseMs', 'capMs', 'initialMs', 'random', 'setTimeout', 'clearTimeout']
+const JITTER_OPTION_KEYS: readonly (keyof ReconnectJitterOptions)[] = ['baseMs', 'capMs', 'initialMs', 'random', 'setTimeout', 'clearTimeout', 'now']
 
 /**
  * Checks reconnect jitter options (`where` names the function): ms are finite numbers >= 0
@@ -58,7 +60,7 @@ export function checkJitterOptions(options: ReconnectJitterOptions, where: strin
       throw new RangeError(`${where}: ${name} must be a finite number of ms ${min === 0 ? '>= 0' : '> 0'}, got ${String(value)}`)
     }
   }
-  for (const name of ['random', 'setTimeout', 'clearTimeout'] as const) {
+  for (const name of ['random', 'setTimeout', 'clearTimeout', 'now'] as const) {
     if (options[name] !== undefined && typeof options[name] !== 'function') throw new TypeError(`${where}: ${name} must be a function`)
   }
 }

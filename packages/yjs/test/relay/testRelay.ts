@@ -90,6 +90,8 @@ export interface TestRelay {
   sockets(): number
   /** Cuts every open socket (a network drop); the relay keeps listening. */
   dropSockets(): void
+  /** Closes every open socket with `code` and `reason`, as the relay closes one for what it was sent (4413 `tidemark:unauthenticated-limit`, ...). */
+  closeSockets(code: number, reason: string): void
   /** Drops every socket and stops listening; `start` listens again on the same port. */
   stop(): Promise<void>
   start(): Promise<void>
@@ -145,6 +147,9 @@ export async function startTestRelay(): Promise<TestRelay> {
     sockets: () => requireRunning().wss.clients.size,
     dropSockets: () => {
       for (const ws of requireRunning().wss.clients) ws.terminate()
+    },
+    closeSockets: (code, reason) => {
+      for (const ws of requireRunning().wss.clients) ws.close(code, reason)
     },
     async stop() {
       if (running === null) return

@@ -1,0 +1,177 @@
+/**
+ * The relay's limits, met by the client: a room's updates go at its pace (one message per task,
+ * merged past a burst), so a device writing faster than the relay's rate is not refused; a rate
+ * refusal is temporary; a message larger than the relay takes refuses that room alone, before it
+ * is sent or after the relay closed the socket for it, and the other rooms carry on.
+ */
+import type { StreamEvent } from '@tidemark/engine'
+import { seededRandom } from '@tidemark/seeded-random'
+import { describe, expect, it } from 'vitest'
+import * as Y from 'yjs'
+import { bindDoc } from '../../src/binding/bindDoc.ts'
+import { refusalOf } from '../../src/relay/relayRoom.ts'
+import { counted, device, FakeTimers, fleetEngine, readings, relayClient, statusOf, T0, until, untilStatus } from './harness.ts'
+import { signToken, testRelayPerTest } from './testRelay.ts'
+
+// Hocuspocus logs every connection it closes for a thrown hook (a refusal); those are expected.
+const testRelay = testRelayPerTest(/^closing connection|^\[(onAuthenticate|beforeHandleMessage)\]$/)
+
+/** Update messages (sync step "update") the relay received for `room`. */
+const updatesTo = (room: string): number => testRelay().received.filter((m) => m.room === room && m.type === 0 && m.step === 2).length
+
+/** Waits until the relay received what `check` wants. */
+function untilReceived(what: string, check: () => boolean): Promise<void> {
+  return until(what, check, (notify) => {
+    testRelay().events.on('message', notify)
+    return () => testRelay().events.off('message', notify)
+  })
+}
+
+/** What the relay holds for `room`, as a fresh engine counts it. */
+async function countedAtRelay(room: string): Promise<number> {
+  const engine = fleetEngine('reader')
+  const doc = new Y.Doc()
+  bindDoc(engine, doc)
+  Y.applyUpdate(doc, await testRelay().content(room))
+  return counted(engine)
+}
+
+/** One reading of each of `keys` keys: one group entry as wide as that. */
+function wide(source: string, keys: number): StreamEvent[] {
+  return Array.from({ length: keys }, (_, i) => ({ id: `${source}-w${i}`, source, seq: i + 1, ts: T0 + 1_000, key: `k${i}`, value: i }))
+}
+
+const yieldTask = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
+
+describe('relay client: the relay limits', () => {
+  it("sends a room's updates at its pace: a task's updates as one message, and past the burst the ones made meanwhile merged into the next", async () => {
+    const token = await signToken({ sub: 'fleet', role: 'device', rooms: ['fleet-a/*'] })
+    const timers = new FakeTimers()
+    let clock = 0
+    const jitter = { random: seededRandom(3), setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout, now: () => clock }
+    const { relay, errors } = relayClient(testRelay().url, token, { updatesPerSecond: 10, jitter })
+    const { engine, doc } = device(relay, 'fleet-a/d01', 'd01')
+    await untilStatus(doc, 'in sync', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    const before = updatesTo('fleet-a/d01')
+
+    // 300 ingests in one task: 300 transactions, one message.
+    for (let seq = 1; seq <= 300; seq++) engine.ingest(readings('d01', 1, seq))
+    await untilStatus(doc, 'the loop acknowledged', (s) => s.pendingLocalUpdates === 0)
+    expect(updatesTo('fleet-a/d01') - before).toBe(1)
+
+    // 60 ingests in 60 tasks: the burst (20, one spent) goes at once; the other 41 wait for the pace, then go as one.
+    for (let i = 0; i < 60; i++) {
+      engine.ingest(readings('d01', 1, 301 + i))
+      await yieldTask()
+    }
+    await untilReceived('the burst', () => updatesTo('fleet-a/d01') - before === 20)
+    await untilStatus(doc, 'the burst acknowledged', (s) => s.pendingLocalUpdates === 41)
+    expect(timers.delays()).toEqual([100])
+    clock += 100
+    timers.runAll()
+    await untilStatus(doc, 'everything acknowledged', (s) => s.pendingLocalUpdates === 0)
+    expect(updatesTo('fleet-a/d01') - before).toBe(21)
+    expect(await countedAtRelay('fleet-a/d01')).toBe(360)
+    expect(errors).toEqual([])
+    relay.destroy()
+  })
+
+  it('joins again after a rate refusal, and the doc keeps syncing', async () => {
+    const token = await signToken({ sub: 'fleet', role: 'device', rooms: ['fleet-a/*'] })
+    const timers = new FakeTimers()
+    const { relay, errors } = relayClient(testRelay().url, token, { jitter: { random: seededRandom(4), setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout } })
+    const { engine, doc } = device(relay, 'fleet-a/d01', 'd01')
+    await untilStatus(doc, 'in sync', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    let refusals = 1
+    testRelay().refuse = () => (refusals-- > 0 ? 'rate-limited' : null)
+    engine.ingest(readings('d01', 3))
+    await untilStatus(doc, 'closed by the relay', (s) => s.state !== 'connected')
+    expect(statusOf(doc)).toMatchObject({ refusal: null, pendingLocalUpdates: 1 })
+    expect(errors.map((e) => e.message)).toEqual([`relay ${testRelay().url}: fleet-a/d01: the relay refused a message past its rate (rate-limited), joining again`])
+    timers.runAll()
+    await untilStatus(doc, 'in sync again', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    expect(refusalOf(doc)).toBeUndefined()
+    expect(await countedAtRelay('fleet-a/d01')).toBe(3)
+    relay.destroy()
+  })
+
+  it('opens no more rooms at once than a long token leaves room for in the relay\'s unauthenticated budget', async () => {
+    // A 26.8 kB token: 512 KiB / (600 + 26.8 kB) = 19 rooms opening at once, whatever maxPendingRooms says.
+    const token = await signToken({ sub: 'x'.repeat(20_000), role: 'device', rooms: ['fleet-a/*'] })
+    const cap = Math.floor((1 << 19) / (600 + token.length))
+    expect(cap).toBe(19)
+    const { relay, errors } = relayClient(testRelay().url, token)
+    const docs = Array.from({ length: 40 }, (_, i) => device(relay, `fleet-a/d${String(i).padStart(2, '0')}`, `d${i}`).doc)
+    for (const doc of docs) await untilStatus(doc, 'in sync', (s) => s.state === 'connected')
+    const wire = testRelay().received
+    const auths = wire.flatMap((m, i) => (m.token !== null ? [i] : []))
+    const stepOnesBefore = (at: number): number => wire.slice(0, at).filter((m) => m.type === 0 && m.step === 0).length
+    expect(auths).toHaveLength(40)
+    // The first wave: 19 tokens before any room was authenticated; the next once at most half of them were still opening.
+    expect(stepOnesBefore(auths[cap - 1] as number)).toBe(0)
+    expect(stepOnesBefore(auths[cap] as number)).toBeGreaterThanOrEqual(cap / 2)
+    expect(errors).toEqual([])
+    relay.destroy()
+  })
+
+  it('reports a socket the relay closed for its unauthenticated budget (4413), and opens half as many rooms at once on the next', async () => {
+    const token = await signToken({ sub: 'fleet', role: 'device', rooms: ['fleet-a/*'] })
+    const timers = new FakeTimers()
+    const { relay, errors } = relayClient(testRelay().url, token, { maxPendingRooms: 8, jitter: { random: seededRandom(6), setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout } })
+    const docs = Array.from({ length: 12 }, (_, i) => device(relay, `fleet-a/d${String(i).padStart(2, '0')}`, `d${i}`).doc)
+    for (const doc of docs) await untilStatus(doc, 'in sync', (s) => s.state === 'connected')
+    testRelay().closeSockets(4413, 'tidemark:unauthenticated-limit')
+    await untilStatus(docs[0] as Y.Doc, 'offline', (s) => s.state !== 'connected')
+    expect(errors.map((e) => e.message)).toEqual([`relay ${testRelay().url}: the relay closed the socket: 4413 tidemark:unauthenticated-limit`])
+    timers.runAll()
+    for (const doc of docs) await untilStatus(doc, 'in sync again', (s) => s.state === 'connected')
+    const second = testRelay().received.filter((m) => m.socket === 2)
+    const firstStepOne = second.findIndex((m) => m.type === 0 && m.step === 0)
+    expect(second.slice(0, firstStepOne).filter((m) => m.token !== null)).toHaveLength(4)
+    relay.destroy()
+  })
+
+  it('refuses a room whose update is over maxMessageBytes without sending it; the socket and the other rooms stay', async () => {
+    const token = await signToken({ sub: 'fleet', role: 'device', rooms: ['fleet-a/*'] })
+    const { relay, errors } = relayClient(testRelay().url, token, { maxMessageBytes: 4_096 })
+    const small = device(relay, 'fleet-a/d01', 'd01')
+    const large = device(relay, 'fleet-a/d02', 'd02')
+    await untilStatus(large.doc, 'd02 in sync', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    large.engine.ingest(wide('d02', 400))
+    expect(await untilStatus(large.doc, 'd02 refused', (s) => s.refusal !== null).then(() => statusOf(large.doc).refusal)).toMatch(/^tidemark:too-large \d+ bytes$/)
+    expect(errors.map((e) => e.message.replace(/\d{4,} bytes/, 'N bytes'))).toEqual([
+      `relay ${testRelay().url}: fleet-a/d02: a message of N bytes is over maxMessageBytes (4096): refused (tidemark:too-large)`,
+    ])
+    small.engine.ingest(readings('d01', 5))
+    await untilStatus(small.doc, 'd01 acknowledged', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    expect(testRelay().sockets()).toBe(1)
+    expect(await countedAtRelay('fleet-a/d01')).toBe(5)
+    expect(await countedAtRelay('fleet-a/d02')).toBe(0)
+    relay.destroy()
+  })
+
+  it('refuses the room that sent the largest message when the relay closes the socket for its size (1009); the others join again', async () => {
+    const token = await signToken({ sub: 'fleet', role: 'device', rooms: ['fleet-a/*'] })
+    const timers = new FakeTimers()
+    // The client allows more than this relay (1 MiB).
+    const { relay, errors } = relayClient(testRelay().url, token, { maxMessageBytes: 8 << 20, jitter: { random: seededRandom(5), setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout } })
+    const small = device(relay, 'fleet-a/d01', 'd01')
+    const large = device(relay, 'fleet-a/d02', 'd02')
+    await untilStatus(large.doc, 'd02 in sync', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    await untilStatus(small.doc, 'd01 in sync', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    large.engine.ingest(wide('d02', 20_000))
+    await untilStatus(large.doc, 'd02 refused', (s) => s.refusal !== null)
+    expect(statusOf(large.doc).refusal).toMatch(/^tidemark:too-large \d+ bytes$/)
+    expect(errors.map((e) => e.message.replace(/\d{6,} bytes/, 'N bytes'))).toEqual([
+      `relay ${testRelay().url}: the relay closed the socket: 1009`,
+      `relay ${testRelay().url}: fleet-a/d02: a message of N bytes is over the relay's limit (1009): refused (tidemark:too-large)`,
+    ])
+    timers.runAll()
+    small.engine.ingest(readings('d01', 5))
+    await untilStatus(small.doc, 'd01 in sync on a new socket', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    expect(await countedAtRelay('fleet-a/d01')).toBe(5)
+    // Refused, it is not sent again: one socket closed for it.
+    expect(statusOf(large.doc).state).toBe('offline')
+    relay.destroy()
+  })
+})
