@@ -3,7 +3,8 @@
  * transaction holds the database until it ends and rolls back when its work throws, database
  * errors keep their SQLSTATE, and a thread that cannot open or has stopped is a clear error.
  */
-import { writeFileSync } from 'node:fs'
+import { spawn } from 'node:child_process'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, expect, it } from 'vitest'
 import { openPglite } from '../src/index.ts'
@@ -108,4 +109,35 @@ it('says why it cannot open a data directory, and refuses statements once closed
   const sql = await openPglite(freshDataDir())
   await sql.close()
   await expect(sql.query('select 1')).rejects.toThrow(/PGlite thread exited/)
+})
+
+it('opens a data directory in one process at a time: a live holder is named, a dead one is taken over, close releases it', async () => {
+  const dir = freshDataDir()
+  const lock = `${dir}.lock`
+  const first = await openPglite(dir)
+  try {
+    expect(readFileSync(lock, 'utf8')).toBe(`${process.pid}\n`)
+    await expect(openPglite(dir)).rejects.toThrow(`the data directory ${dir} is in use by a relay of this process (lock file ${lock}); one relay at a time opens it. If no relay runs there, delete the lock file`)
+  } finally {
+    await first.close()
+  }
+  expect(existsSync(lock)).toBe(false)
+
+  // Another live process holds it: refused, naming it.
+  const other = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60_000)'], { stdio: 'ignore' })
+  try {
+    writeFileSync(lock, `${other.pid}\n`)
+    await expect(openPglite(dir)).rejects.toThrow(`is in use by process ${other.pid}`)
+  } finally {
+    other.kill()
+    await new Promise((resolve) => other.once('exit', resolve))
+  }
+  // Its process is gone: the lock is stale, and this open takes it over.
+  const second = await openPglite(dir)
+  try {
+    expect(readFileSync(lock, 'utf8')).toBe(`${process.pid}\n`)
+    expect((await second.query<{ n: number }>('select 1 as n')).rows).toEqual([{ n: 1 }])
+  } finally {
+    await second.close()
+  }
 })

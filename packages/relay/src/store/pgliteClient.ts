@@ -12,6 +12,7 @@ import { existsSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
+import { lockDataDir } from './dataDirLock.ts'
 import type { SqlClient, SqlQueryable, SqlResult } from './sqlClient.ts'
 
 /**
@@ -143,14 +144,25 @@ class PgliteThread {
  * RSS) is never returned while its thread lives, and a thread that opens a created directory
  * holds about 350 MB. Creating a directory therefore takes about half a second longer.
  *
+ * A directory on disk is locked while it is open (`lockDataDir`: a `<dir>.lock` file beside it):
+ * opening one that another live process, or this one, holds throws, naming the holder.
+ *
  * @example
  * const sql = await openPglite('.tidemark-relay')
  * const { rows } = await sql.query<{ n: number }>('select 1 as n')
  * await sql.close()
  */
 export async function openPglite(dataDir: string): Promise<SqlClient> {
-  if (isNewDirectory(dataDir)) await (await PgliteThread.open(dataDir)).close()
-  const thread = await PgliteThread.open(dataDir)
+  const path = directoryOf(dataDir)
+  const release = path === null ? () => undefined : lockDataDir(path)
+  let thread: PgliteThread
+  try {
+    if (path !== null && !existsSync(join(path, 'PG_VERSION'))) await (await PgliteThread.open(dataDir)).close()
+    thread = await PgliteThread.open(dataDir)
+  } catch (error) {
+    release()
+    throw error
+  }
   /** Settles when the last statement or transaction queued so far has ended. */
   let tail: Promise<unknown> = Promise.resolve()
   const exclusive = <T>(work: () => Promise<T>): Promise<T> => {
@@ -178,15 +190,15 @@ export async function openPglite(dataDir: string): Promise<SqlClient> {
         await run('commit')
         return result
       }),
-    close: () => exclusive(() => thread.run({ close: true })).then(() => undefined),
+    close: () =>
+      exclusive(() => thread.run({ close: true }))
+        .then(() => undefined)
+        .finally(release),
   }
 }
 
-/**
- * Whether `dataDir` is a directory (a path, or a `file://` one) with no PostgreSQL cluster in it
- * yet; PGlite's `memory://` and other schemes are not.
- */
-function isNewDirectory(dataDir: string): boolean {
+/** The filesystem path of `dataDir` (a path, or a `file://` one); null for PGlite's `memory://` and other schemes. */
+function directoryOf(dataDir: string): string | null {
   const path = dataDir.startsWith('file://') ? dataDir.slice('file://'.length) : dataDir
-  return !/^[a-z][a-z0-9+.-]*:\/\//i.test(path) && !existsSync(join(path, 'PG_VERSION'))
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(path) ? null : path
 }

@@ -1,0 +1,78 @@
+/**
+ * One process at a time opens a PGlite data directory. PGlite takes no lock of its own: two
+ * relays on one directory both start, each writes its own view of the files, and what one of
+ * them acknowledged is lost at the next start. The relay therefore holds a lock file beside the
+ * directory (`<dir>.lock`, holding its process id) while the directory is open; a lock whose
+ * process is gone is stale and taken over.
+ */
+import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
+
+/** Directories this process holds, by their lock file: a second open in the same process is refused too. */
+const held = new Set<string>()
+
+/** Whether a process with this id runs (one of another user counts: signalling it is refused, not missed). */
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/**
+ * Takes the lock of the PGlite data directory at `path` (a filesystem path), or throws an error
+ * naming the process that holds it. Returns the function that releases it.
+ *
+ * @example
+ * const release = lockDataDir('.tidemark-relay')
+ * try { await serve() } finally { release() }
+ */
+export function lockDataDir(path: string): () => void {
+  const lock = `${resolve(path)}.lock`
+  const refuse = (holder: string): never => {
+    throw new Error(`the data directory ${path} is in use by ${holder} (lock file ${lock}); one relay at a time opens it. If no relay runs there, delete the lock file`)
+  }
+  if (held.has(lock)) refuse('a relay of this process')
+  mkdirSync(dirname(lock), { recursive: true })
+  for (let attempt = 0; ; attempt++) {
+    try {
+      writeFileSync(lock, `${process.pid}\n`, { flag: 'wx' })
+      break
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+      const holder = holderOf(lock)
+      // Another process took it over between our reads: it holds it now.
+      if (attempt > 0 || (holder !== null && holder !== process.pid && running(holder))) refuse(holder === null ? 'another process' : `process ${holder}`)
+      // Stale: its process is gone (killed, or the machine restarted).
+      removeIfThere(lock)
+    }
+  }
+  held.add(lock)
+  return () => {
+    if (!held.delete(lock)) return
+    if (holderOf(lock) === process.pid) removeIfThere(lock)
+  }
+}
+
+/** The process id a lock file names, or null when it names none or is gone. */
+function holderOf(lock: string): number | null {
+  let text: string
+  try {
+    text = readFileSync(lock, 'utf8')
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
+    throw error
+  }
+  const pid = Number.parseInt(text, 10)
+  return Number.isSafeInteger(pid) && pid > 0 ? pid : null
+}
+
+function removeIfThere(lock: string): void {
+  try {
+    unlinkSync(lock)
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
+  }
+}
