@@ -7,7 +7,10 @@ import { spawn } from 'node:child_process'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, expect, it } from 'vitest'
+import * as Y from 'yjs'
 import { openPglite } from '../src/index.ts'
+import { RelayMetrics } from '../src/metrics/relayMetrics.ts'
+import { RoomStore } from '../src/store/roomStore.ts'
 import { freshDataDir, removeDataDirs, tempDir } from './support/dataDirs.ts'
 
 afterAll(() => removeDataDirs())
@@ -141,3 +144,38 @@ it('opens a data directory in one process at a time: a live holder is named, a d
     await second.close()
   }
 })
+
+it('keeps the write-ahead log of a data directory small: max_wal_size is 64MB from the next open, and the room store checkpoints every 16 MiB it writes', async () => {
+  const dir = freshDataDir()
+  let sql = await openPglite(dir)
+  await sql.close()
+  sql = await openPglite(dir)
+  const metrics = new RelayMetrics()
+  const store = await RoomStore.open(sql, { writeWindowMs: 1_000, compactAfterRows: 1_000, compactAfterBytes: 1 << 30 }, metrics, () => undefined)
+  try {
+    expect((await sql.query<{ max_wal_size: string }>('show max_wal_size')).rows).toEqual([{ max_wal_size: '64MB' }])
+    const doc = new Y.Doc()
+    doc.on('update', (update: Uint8Array) => store.append('fleet-w/d1', update))
+    const checkpoints = (): string[] =>
+      metrics.render({ connections: 0, roomsLoaded: 0, storedBytes: 0, pendingBytes: 0, heldUpdates: 0, unsharedRooms: 0 }).split('\n').filter((line) => line.startsWith('tidemark_relay_store_seconds_count{op="checkpoint"}'))
+    // 1 MiB an update: 15 stay under 16 MiB, the next goes past it.
+    for (let i = 0; i < 15; i++) {
+      doc.getMap('m').set('k', 'abcdefghijklmnopqrstuvwxyz'.charAt(i).repeat(1 << 20))
+      await store.flush()
+    }
+    expect(checkpoints()).toEqual([])
+    for (let i = 15; i < 18; i++) {
+      doc.getMap('m').set('k', 'abcdefghijklmnopqrstuvwxyz'.charAt(i).repeat(1 << 20))
+      await store.flush()
+    }
+    await waitForCheckpoint(checkpoints)
+    expect(checkpoints()).toEqual(['tidemark_relay_store_seconds_count{op="checkpoint"} 1'])
+  } finally {
+    await store.close()
+  }
+})
+
+/** Waits for the checkpoint the store started after a write (it runs behind the write). */
+async function waitForCheckpoint(checkpoints: () => string[]): Promise<void> {
+  for (let i = 0; i < 200 && checkpoints().length === 0; i++) await new Promise((resolve) => setImmediate(resolve))
+}

@@ -11,7 +11,7 @@ import { LatencySummary } from './latencySummary.ts'
  * @example
  * metrics.timeStore('flush', 0.012)
  */
-export type StoreOperation = 'load' | 'flush' | 'compact'
+export type StoreOperation = 'load' | 'flush' | 'compact' | 'checkpoint'
 
 /**
  * Values read at scrape time.
@@ -60,6 +60,8 @@ export class RelayMetrics {
   redisErrors = 0
   /** Rooms whose load failed. */
   loadFailures = 0
+  /** Stored parts of rooms set aside: Yjs could not use them (`tidemark_relay_set_aside`). */
+  partsSetAside = 0
   /** Room connections closed because their token expired. */
   tokensExpired = 0
   /** Awareness updates dropped for setting the presence of a client id another connection or replica holds. */
@@ -130,7 +132,7 @@ export class RelayMetrics {
       [...this.#refusals].sort(([a], [b]) => a.localeCompare(b)).map(([kind, n]) => `tidemark_relay_refusals_total{reason="${kind}"} ${n}`),
     )
     const summaries = [...this.#store].sort(([a], [b]) => a.localeCompare(b))
-    metric('tidemark_relay_store_seconds', 'summary', 'Store operations: loads, writes of accepted updates, compactions.', summaries.flatMap(([op, s]) => s.lines('tidemark_relay_store_seconds', `op="${op}"`)))
+    metric('tidemark_relay_store_seconds', 'summary', 'Store operations: loads, writes of accepted updates, compactions, checkpoints of the embedded store.', summaries.flatMap(([op, s]) => s.lines('tidemark_relay_store_seconds', `op="${op}"`)))
     metric(
       'tidemark_relay_store_failures_total',
       'counter',
@@ -150,6 +152,9 @@ export class RelayMetrics {
       `tidemark_relay_presence_dropped_total ${this.presenceDropped}`,
     ])
     metric('tidemark_relay_room_load_failures_total', 'counter', 'Rooms whose load failed.', [`tidemark_relay_room_load_failures_total ${this.loadFailures}`])
+    metric('tidemark_relay_store_parts_set_aside_total', 'counter', 'Stored snapshots and update rows Yjs could not use, moved to tidemark_relay_set_aside.', [
+      `tidemark_relay_store_parts_set_aside_total ${this.partsSetAside}`,
+    ])
     metric('tidemark_relay_socket_errors_total', 'counter', 'WebSocket protocol errors.', [`tidemark_relay_socket_errors_total ${this.socketErrors}`])
     metric('tidemark_relay_redis_errors_total', 'counter', 'Redis operations that failed.', [`tidemark_relay_redis_errors_total ${this.redisErrors}`])
     metric('tidemark_relay_unshared_rooms', 'gauge', 'Loaded rooms served by this relay alone: loaded while Redis was away, shared with the other relays once it is back.', [

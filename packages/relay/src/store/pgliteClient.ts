@@ -157,8 +157,14 @@ export async function openPglite(dataDir: string): Promise<SqlClient> {
   const release = path === null ? () => undefined : lockDataDir(path)
   let thread: PgliteThread
   try {
-    if (path !== null && !existsSync(join(path, 'PG_VERSION'))) await (await PgliteThread.open(dataDir)).close()
+    if (path !== null && !existsSync(join(path, 'PG_VERSION'))) {
+      const creator = await PgliteThread.open(dataDir)
+      await bindWal(creator)
+      await creator.close()
+    }
     thread = await PgliteThread.open(dataDir)
+    // A directory made before this setting gets it from its next open on.
+    if (path !== null) await bindWal(thread)
   } catch (error) {
     release()
     throw error
@@ -195,6 +201,20 @@ export async function openPglite(dataDir: string): Promise<SqlClient> {
         .then(() => undefined)
         .finally(release),
   }
+}
+
+/**
+ * PGlite runs no checkpointer: its write-ahead log grows until a checkpoint, which the room store
+ * runs every 16 MiB it writes (`CHECKPOINT_EVERY_BYTES`). With `max_wal_size` at 64 MB a
+ * checkpoint also removes the segments past it, so the log stays at about 64 MB; PostgreSQL's
+ * default (1 GB) would keep up to a gigabyte of recycled segments. The setting is read at startup:
+ * it takes effect from the next open.
+ */
+async function bindWal(thread: PgliteThread): Promise<void> {
+  const { rows } = await thread.run<{ max_wal_size: string }>({ text: 'show max_wal_size' })
+  if (rows[0]?.max_wal_size === '64MB') return
+  await thread.run({ text: "alter system set max_wal_size = '64MB'" })
+  await thread.run({ text: "alter system set min_wal_size = '32MB'" })
 }
 
 /** The filesystem path of `dataDir` (a path, or a `file://` one); null for PGlite's `memory://` and other schemes. */

@@ -16,7 +16,6 @@ import {
   type onLoadDocumentPayload,
   type onStoreDocumentPayload,
 } from '@hocuspocus/server'
-import * as Y from 'yjs'
 import type { FleetDirectory } from '../directory/fleetDirectory.ts'
 import type { RelayMetrics } from '../metrics/relayMetrics.ts'
 import { OpenRefused, Refusal } from '../protocol/refusal.ts'
@@ -25,6 +24,7 @@ import type { IdleRooms } from '../rooms/idleRooms.ts'
 import { classifyRoom } from '../rooms/roomName.ts'
 import type { RoomSizes } from '../rooms/roomSizes.ts'
 import type { RoomStore } from './roomStore.ts'
+import { applyStoredParts, type StoredPart } from './storedParts.ts'
 
 /** The origin of a room's load transaction: not a client's change, so not stored again. */
 const LOAD_ORIGIN: object = Object.freeze({ tidemark: 'load' })
@@ -80,21 +80,23 @@ export class RoomPersistence implements Extension {
   }
 
   async onLoadDocument({ document, documentName }: onLoadDocumentPayload): Promise<void> {
-    let parts: Uint8Array[]
+    let parts: StoredPart[]
     try {
       parts = await this.#store.load(documentName)
-      document.transact(() => {
-        for (const part of parts) Y.applyUpdate(document, part)
-      }, LOAD_ORIGIN)
+      // Each part on its own: one that Yjs cannot use is set aside, and the room opens with the rest.
+      const aside = applyStoredParts(document, parts, LOAD_ORIGIN)
+      await this.#store.setAside(documentName, aside)
+      if (aside.length > 0) parts = parts.filter((part) => !aside.some((a) => a.part === part))
     } catch (error) {
       this.#metrics.loadFailures++
+      this.#metrics.refused('store-unavailable')
       this.#log('error', `loading ${documentName} failed: ${describeError(error)}`)
       document.destroy()
       // Hocuspocus runs no unload for a refused load: what the store read of it goes here.
       this.forget(documentName)
       throw new OpenRefused(new Refusal('store-unavailable', 'the room could not be loaded'))
     }
-    this.#sizes.set(documentName, parts.reduce((n, part) => n + part.byteLength, 0))
+    this.#sizes.set(documentName, parts.reduce((n, part) => n + part.bytes.byteLength, 0))
     if (parts.length > 0) this.#listInDirectory(documentName)
   }
 

@@ -18,7 +18,8 @@ import * as Y from 'yjs'
 import type { RelayMetrics, StoreOperation } from '../metrics/relayMetrics.ts'
 import { describeError, type RelayLog } from '../relayLog.ts'
 import { GLOBAL_TIMERS, type RelayTimers } from '../relayOptions.ts'
-import type { SqlClient } from './sqlClient.ts'
+import type { SqlClient, SqlQueryable } from './sqlClient.ts'
+import { applyStoredParts, type SetAsidePart, type StoredPart } from './storedParts.ts'
 import { createUpdateTables, insertUpdates, roomHash, updateRows } from './updateRows.ts'
 
 /**
@@ -70,6 +71,8 @@ const STORED_BYTES_READ_EVERY_MS = 60_000
 const MAX_PENDING_PER_ROOM = 64
 const HEALTH_TIMEOUT_MS = 2000
 const VACUUM_EVERY_COMPACTIONS = 100
+/** PGlite runs no checkpointer: the store checkpoints it after writing this many bytes (its log then stays near `max_wal_size`, see pgliteClient.ts). */
+const CHECKPOINT_EVERY_BYTES = 16 << 20
 
 interface RoomRow {
   readonly part: number
@@ -108,6 +111,8 @@ export class RoomStore {
   /** Told each room's new snapshot size after a compaction. */
   onCompacted: (room: string, snapshotBytes: number) => void = () => undefined
   #compactionsSinceVacuum = 0
+  /** Bytes written to PGlite since its last checkpoint. */
+  #sinceCheckpoint = 0
   /** Stored bytes as counted from the last read of the database plus this relay's writes since. */
   #stored: number | undefined
   #storedReadAt = 0
@@ -148,8 +153,8 @@ export class RoomStore {
     return this.#pending.has(room)
   }
 
-  /** The room's snapshot and updates, in the order to apply them. */
-  async load(room: string): Promise<Uint8Array[]> {
+  /** The room's snapshot and updates, in the order to apply them (`applyStoredParts`). */
+  async load(room: string): Promise<StoredPart[]> {
     const rows = await this.#timed('load', () => this.#sql.query<RoomRow>(READ_ROOM, [room]))
     const tail: RoomTail = { rows: 0, bytes: 0, snapshotBytes: 0, spread: thresholdSpread(room) }
     for (const row of rows.rows) {
@@ -160,7 +165,39 @@ export class RoomStore {
       }
     }
     this.#tails.set(room, tail)
-    return rows.rows.map((row) => row.bytes)
+    return rows.rows.map(storedPart)
+  }
+
+  /**
+   * Moves parts of a room that Yjs could not use (`applyStoredParts`) out of its snapshot and
+   * rows into `tidemark_relay_set_aside`, with their reasons; logged and counted. A snapshot is
+   * moved only while it is the version read.
+   */
+  async setAside(room: string, aside: readonly SetAsidePart[]): Promise<void> {
+    if (aside.length === 0) return
+    await this.#sql.transaction(async (tx) => {
+      await moveAside(tx, room, aside)
+      const snapshot = aside.find(({ part }) => part.seq === null)?.part
+      if (snapshot !== undefined) await tx.query('delete from tidemark_relay_snapshots where room = $1 and version = $2', [room, snapshot.version])
+    })
+    this.#noteSetAside(room, aside)
+    const tail = this.#tails.get(room)
+    for (const { part } of aside) {
+      if (this.#stored !== undefined) this.#stored -= part.bytes.byteLength
+      if (tail === undefined) continue
+      if (part.seq === null) tail.snapshotBytes = 0
+      else {
+        tail.rows = Math.max(0, tail.rows - 1)
+        tail.bytes = Math.max(0, tail.bytes - part.bytes.byteLength)
+      }
+    }
+  }
+
+  #noteSetAside(room: string, aside: readonly SetAsidePart[]): void {
+    this.#metrics.partsSetAside += aside.length
+    for (const { part, reason } of aside) {
+      this.#log('warn', `room ${room}: ${part.seq === null ? `its snapshot (version ${part.version})` : `update row ${part.seq}`} set aside in tidemark_relay_set_aside: ${reason}`)
+    }
   }
 
   /** Queues an accepted update; it is written within the write window. */
@@ -217,7 +254,9 @@ export class RoomStore {
       this.#retryMs = 0
       this.#metrics.updatesStored += stored.length
       this.#metrics.updatesAlreadyStored += rows.length - stored.length
-      if (this.#stored !== undefined) this.#stored += stored.reduce((n, row) => n + row.size, 0)
+      const written = stored.reduce((n, row) => n + row.size, 0)
+      if (this.#stored !== undefined) this.#stored += written
+      this.#wrote(written)
       const grown = new Set<string>()
       for (const row of stored) {
         // A room unloaded meanwhile is not tracked any more (it compacts at its next load).
@@ -290,15 +329,13 @@ export class RoomStore {
     if (updates.length === 0) return null
     const version = rows.find((row) => row.part === 0)?.version ?? null
     const doc = new Y.Doc()
-    doc.transact(() => {
-      for (const row of rows) Y.applyUpdate(doc, row.bytes)
-    })
-    // A gap (rows of one client missing in between) leaves structs pending, which a state
-    // encoding would drop: the merged rows keep everything.
+    const aside = applyStoredParts(doc, rows.map(storedPart), null)
+    // A gap (rows of one client missing in between) leaves structs pending: the state encoding
+    // keeps them as they are, and garbage-collects everything else.
     const complete = doc.store.pendingStructs === null && doc.store.pendingDs === null
-    const snapshot = complete ? Y.encodeStateAsUpdate(doc) : Y.mergeUpdates(rows.map((row) => row.bytes))
+    const snapshot = Y.encodeStateAsUpdate(doc)
     doc.destroy()
-    if (!complete) this.#log('warn', `room ${room} has updates that depend on updates it lacks; its snapshot keeps them unmerged`)
+    if (!complete) this.#log('warn', `room ${room} has updates that depend on updates it lacks; its snapshot keeps them pending`)
     const seqs = updates.map((row) => String(row.seq))
     const written = await this.#sql.transaction(async (tx) => {
       const result =
@@ -307,10 +344,12 @@ export class RoomStore {
           : await tx.query('update tidemark_relay_snapshots set version = version + 1, bytes = $2 where room = $1 and version = $3', [room, snapshot, version])
       // Another relay compacted this room since the read: its snapshot holds these rows.
       if (result.affected !== 1) return false
+      await moveAside(tx, room, aside)
       await tx.query('delete from tidemark_relay_updates where room = $1 and seq = any($2::bigint[])', [room, seqs])
       return true
     })
     if (!written) return null
+    this.#noteSetAside(room, aside)
     const folded = rows.reduce((n, row) => n + row.bytes.byteLength, 0)
     if (this.#stored !== undefined) this.#stored += snapshot.byteLength - folded
     const tail = this.#tails.get(room)
@@ -325,7 +364,21 @@ export class RoomStore {
       await this.#sql.query('vacuum tidemark_relay_updates')
       await this.#sql.query('vacuum tidemark_relay_snapshots')
     }
+    this.#wrote(snapshot.byteLength)
     return snapshot.byteLength
+  }
+
+  /** Counts bytes written to PGlite, and checkpoints it every `CHECKPOINT_EVERY_BYTES` (it has no checkpointer of its own). */
+  #wrote(bytes: number): void {
+    if (this.#sql.kind !== 'pglite') return
+    this.#sinceCheckpoint += bytes
+    if (this.#sinceCheckpoint < CHECKPOINT_EVERY_BYTES) return
+    this.#sinceCheckpoint = 0
+    this.#checkpoint().catch((error: unknown) => this.#log('warn', `checkpointing the store failed: ${describeError(error)}`))
+  }
+
+  #checkpoint(): Promise<unknown> {
+    return this.#timed('checkpoint', () => this.#sql.query('checkpoint'))
   }
 
   /** Drops what the store knows of an unloaded room (its rows stay stored). */
@@ -376,6 +429,8 @@ export class RoomStore {
     this.#timer = undefined
     await this.#writing?.catch(() => undefined)
     await this.#compactions
+    // What the log holds past the last checkpoint is replayed at the next open: less of it, a faster start.
+    if (this.#sql.kind === 'pglite') await this.#checkpoint().catch((error: unknown) => this.#log('warn', `checkpointing the store before closing failed: ${describeError(error)}`))
     await this.#sql.close()
   }
 
@@ -389,5 +444,18 @@ export class RoomStore {
     } finally {
       this.#metrics.timeStore(op, (performance.now() - start) / 1000)
     }
+  }
+}
+
+/** A row of `READ_ROOM` as a stored part. */
+function storedPart(row: RoomRow): StoredPart {
+  return { seq: row.seq === null ? null : String(row.seq), version: row.version, bytes: row.bytes }
+}
+
+/** Copies set-aside parts into `tidemark_relay_set_aside` (their removal from the room is the caller's). */
+async function moveAside(tx: SqlQueryable, room: string, aside: readonly SetAsidePart[]): Promise<void> {
+  for (const { part, reason } of aside) {
+    await tx.query('insert into tidemark_relay_set_aside (room, seq, version, bytes, reason) values ($1, $2, $3, $4, $5)', [room, part.seq, part.version, part.bytes, reason])
+    if (part.seq !== null) await tx.query('delete from tidemark_relay_updates where room = $1 and seq = $2', [room, part.seq])
   }
 }

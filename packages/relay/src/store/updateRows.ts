@@ -13,6 +13,8 @@ const SCHEMA = [
   'create table if not exists tidemark_relay_updates (seq bigint generated always as identity primary key, room text not null, bytes bytea not null)',
   'create index if not exists tidemark_relay_updates_room on tidemark_relay_updates (room, seq)',
   'create table if not exists tidemark_relay_snapshots (room text primary key, version bigint not null, bytes bytea not null)',
+  // Stored parts of a room that Yjs could not use, kept for whoever looks into them (storedParts.ts).
+  'create table if not exists tidemark_relay_set_aside (room text not null, seq bigint, version bigint, bytes bytea not null, reason text not null, set_aside_at timestamptz not null default now())',
 ]
 
 /** Whether the update rows have their digest and its unique index yet (read first: altering a table locks out its readers). */

@@ -1,0 +1,72 @@
+/**
+ * A room's stored parts (its snapshot and update rows) applied to a document one by one, so that
+ * one damaged or foreign part does not take the others with it: a part Yjs cannot read, or one
+ * that reads as an empty update though it has bytes (not a Yjs v1 update: a v2 one, zeros), is
+ * set aside with the reason, and the room opens with the rest. What it lacked then comes back
+ * with its devices' next sync, as for anything the store lost.
+ */
+import * as Y from 'yjs'
+import { describeError } from '../relayLog.ts'
+
+/** One stored part of a room: its snapshot (`seq` null, with its `version`) or an update row. */
+export interface StoredPart {
+  readonly seq: string | null
+  readonly version: string | null
+  readonly bytes: Uint8Array
+}
+
+/** A part left out of its room, and why. */
+export interface SetAsidePart {
+  readonly part: StoredPart
+  readonly reason: string
+}
+
+/** The bytes of an empty update (no structs, no deletions). */
+const EMPTY_UPDATE_BYTES = 2
+
+/**
+ * Applies `parts` to `doc` in order, each in its own transaction of `origin`; returns the ones
+ * set aside. A part that changes nothing is not set aside for that alone (an update written
+ * again after a compaction folded it changes nothing either), only when it reads as empty.
+ *
+ * @example
+ * const aside = applyStoredParts(doc, await store.load(room), LOAD_ORIGIN)
+ * if (aside.length > 0) await store.setAside(room, aside)
+ */
+export function applyStoredParts(doc: Y.Doc, parts: readonly StoredPart[], origin: unknown): SetAsidePart[] {
+  const aside: SetAsidePart[] = []
+  let changed = false
+  const onUpdate = (): void => {
+    changed = true
+  }
+  doc.on('update', onUpdate)
+  try {
+    for (const part of parts) {
+      changed = false
+      try {
+        Y.applyUpdate(doc, part.bytes, origin)
+      } catch (error) {
+        aside.push({ part, reason: `Yjs cannot read it: ${describeError(error)}` })
+        continue
+      }
+      // Changing nothing is no fault (an update written again, one held for what it depends on),
+      // reading as nothing while having bytes is.
+      if (changed || part.bytes.byteLength <= EMPTY_UPDATE_BYTES) continue
+      if (readsEmpty(part.bytes)) aside.push({ part, reason: `${part.bytes.byteLength} bytes that read as an empty update (not a Yjs v1 update)` })
+    }
+  } finally {
+    doc.off('update', onUpdate)
+  }
+  return aside
+}
+
+/** Whether `bytes` decode as an update with no structs and no deletions (or do not decode at all). */
+function readsEmpty(bytes: Uint8Array): boolean {
+  try {
+    const read = Y.decodeUpdate(bytes)
+    return read.structs.length === 0 && read.ds.clients.size === 0
+  } catch {
+    // Applying them did not throw, decoding them whole did: they are not an update either.
+    return true
+  }
+}
