@@ -141,6 +141,30 @@ describe('sync status', () => {
     pb.destroy()
   })
 
+  it('a crashed tab that relayed presences stops counting once its own presence times out, though the presences it relayed still show', () => {
+    const tabs = memoryTabs()
+    const a = boundDoc()
+    const b = boundDoc()
+    const pa = new BroadcastChannelProvider(a.doc, 'fleet', { channel: tabs.open })
+    const pb = new BroadcastChannelProvider(b.doc, 'fleet', { channel: tabs.open })
+    // A client both tabs also see through a server (their awareness is the server provider's too):
+    // b relays it to a over the channel.
+    const server = new awarenessProtocol.Awareness(new Y.Doc())
+    server.setLocalState({ user: 'wall' })
+    const presence = awarenessProtocol.encodeAwarenessUpdate(server, [server.clientID])
+    awarenessProtocol.applyAwarenessUpdate(pb.awareness, presence, 'server')
+    awarenessProtocol.applyAwarenessUpdate(pa.awareness, presence, 'server')
+    expect(a.tracker.status()).toMatchObject({ state: 'connected', peers: 2 })
+    // b's process dies; its own presence times out in a, the server client's does not.
+    tabs.endpoints.get('fleet')?.clear()
+    awarenessProtocol.removeAwarenessStates(pa.awareness, [b.doc.clientID], 'timeout')
+    expect(pa.awareness.getStates().has(server.clientID)).toBe(true)
+    // No tab is in sync with a any more; the server's client still shows.
+    expect(a.tracker.status()).toMatchObject({ state: 'connecting', peers: 1, refusal: null })
+    pa.destroy()
+    pb.destroy()
+  })
+
   it('a server: connecting until it answers, offline when the socket drops, pending carried by the next sync', () => {
     const { doc, tracker, clock, write } = boundDoc()
     const server = new FakeServerProvider(doc)

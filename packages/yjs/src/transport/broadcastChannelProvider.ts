@@ -120,8 +120,15 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
   #channel: TabChannel | null = null
   #peerId = 0
   #peers = new Set<number>()
-  /** By peer: the awareness clients its presence frames carried (its tab's doc), to tell when it timed out. */
+  /** By peer: the awareness clients its presence frames carried (its tab's doc, and presences it relays), to tell when it timed out. */
   readonly #clientsOf = new Map<number, Set<number>>()
+  /**
+   * By peer: its own presence, from the frame it addressed to this tab alone (a tab sends its own
+   * presence so to each tab whose sync step 1 it answers first; relayed presences go to everyone).
+   */
+  readonly #ownOf = new Map<number, Set<number>>()
+  /** Peers this tab sent its own presence to, addressed to them. */
+  readonly #toldPresence = new Set<number>()
   #synced = false
   #detachStatus: (() => void) | null = null
 
@@ -215,7 +222,7 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
     awarenessProtocol.removeAwarenessStates(this.awareness, others, this)
     forgetAbsentPeers(this.awareness)
     this.#peers.clear()
-    this.#clientsOf.clear()
+    this.#forgetAll()
     this.#setSynced(false)
     this.emit('status', [{ status: 'disconnected' }])
   }
@@ -255,7 +262,7 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
     if (from === this.#peerId || (to !== EVERYONE && to !== this.#peerId)) return
     if (kind === KIND_BYE) {
       this.#peers.delete(from)
-      this.#clientsOf.delete(from)
+      this.#forget(from)
       // Nobody left to be in sync with: local updates now wait for the next tab.
       if (this.#peers.size === 0) this.#setSynced(false)
       return
@@ -263,7 +270,8 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
     if (kind === KIND_AWARENESS) {
       const update = decoding.readVarUint8Array(decoder)
       awarenessProtocol.applyAwarenessUpdate(this.awareness, update, this)
-      this.#noteClients(from, update)
+      this.#noteClients(this.#clientsOf, from, update)
+      if (to === this.#peerId) this.#noteClients(this.#ownOf, from, update)
       return
     }
     if (kind !== KIND_SYNC) throw new Error(`unknown frame kind ${kind}`)
@@ -274,6 +282,9 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
       if (!this.#peers.has(from)) {
         this.#peers.add(from)
         this.#send(KIND_SYNC, from, (encoder) => syncProtocol.writeSyncStep1(encoder, this.doc))
+      }
+      if (!this.#toldPresence.has(from)) {
+        this.#toldPresence.add(from)
         this.#sendAwareness(from, [this.doc.clientID])
       }
     } else if (syncType === syncProtocol.messageYjsSyncStep2) {
@@ -311,18 +322,31 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
     const states = this.awareness.getStates()
     let others = false
     for (const client of states.keys()) if (client !== this.awareness.clientID) others = true
-    // A peer whose every presence timed out is gone; one whose presence never came, once no other tab is left.
+    // A peer whose own presence timed out is gone (or, where it never said which is its own, every
+    // presence it carried); one whose presence never came, once no other tab is left.
     for (const peer of [...this.#peers]) {
-      const clients = this.#clientsOf.get(peer)
+      const clients = this.#ownOf.get(peer) ?? this.#clientsOf.get(peer)
       if (clients === undefined ? others : [...clients].some((client) => states.has(client))) continue
       this.#peers.delete(peer)
-      this.#clientsOf.delete(peer)
+      this.#forget(peer)
     }
     if (this.#peers.size === 0) this.#setSynced(false)
   }
 
-  /** Notes the awareness clients a peer's presence frame set (the client ids an awareness update lists first in each entry). */
-  #noteClients(from: number, update: Uint8Array): void {
+  #forget(peer: number): void {
+    this.#clientsOf.delete(peer)
+    this.#ownOf.delete(peer)
+    this.#toldPresence.delete(peer)
+  }
+
+  #forgetAll(): void {
+    this.#clientsOf.clear()
+    this.#ownOf.clear()
+    this.#toldPresence.clear()
+  }
+
+  /** Notes in `into` the awareness clients a peer's presence frame set (the client ids an awareness update lists first in each entry). */
+  #noteClients(into: Map<number, Set<number>>, from: number, update: Uint8Array): void {
     const decoder = decoding.createDecoder(update)
     const n = decoding.readVarUint(decoder)
     for (let i = 0; i < n; i++) {
@@ -330,10 +354,10 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
       decoding.readVarUint(decoder) // clock
       const state = decoding.readVarString(decoder)
       if (state === 'null') continue
-      let clients = this.#clientsOf.get(from)
+      let clients = into.get(from)
       if (clients === undefined) {
         clients = new Set()
-        this.#clientsOf.set(from, clients)
+        into.set(from, clients)
       }
       // Bounded by what a tab shows: its own doc, and the presences it relays.
       if (clients.size < 64) clients.add(client)
