@@ -33,6 +33,7 @@ test('devices on relay A, dashboards on relay B, one Redis: A killed mid-storm, 
   let killedAt = 0
   let startedAt = 0
   let onA = 0
+  let aUpdates = 0
   let devicePages: Awaited<ReturnType<typeof runStorm>>['snapshots'] = []
   const result = await runStorm({
     browser,
@@ -52,6 +53,7 @@ test('devices on relay A, dashboards on relay B, one Redis: A killed mid-storm, 
       startedAt = Date.now()
       await storm.sleep((SECONDS * 1_000) / 2)
       onA = await relayMetric(a, 'tidemark_relay_connections')
+      aUpdates = await relayMetric(a, 'tidemark_relay_updates_in_total')
       killed = await a.stop('SIGKILL')
       killedAt = Date.now()
     },
@@ -63,11 +65,13 @@ test('devices on relay A, dashboards on relay B, one Redis: A killed mid-storm, 
     const bUpdates = await relayMetric(b, 'tidemark_relay_updates_in_total')
     const redisErrors = await relayMetric(b, 'tidemark_relay_redis_errors_total')
     console.log(
-      `scale-out: ${onA} sockets on A when it was killed (${JSON.stringify(killed)}, ${Math.round((killedAt - startedAt) / 1000)} s into the storm); ` +
+      `scale-out: ${onA} sockets on A when it was killed, after it accepted ${aUpdates} device updates (${JSON.stringify(killed)}, ${Math.round((killedAt - startedAt) / 1000)} s into the storm); ` +
         `B now holds ${bConnections} sockets and accepted ${bUpdates} device updates; B's Redis errors ${redisErrors}; devices ${devicePages.length}`,
     )
-    // The devices online when A died were on A (a device back from an offline spell starts from A, its first relay).
-    expect(onA).toBeGreaterThan(0)
+    // The devices used A until it died (a device back from an offline spell starts from A, its
+    // first relay). How many were on it at the instant of the kill is chance: each is offline
+    // about half the time, so all six can be offline or on B then (1 run in 11 measured).
+    expect(aUpdates).toBeGreaterThan(0)
     expect(onA).toBeLessThanOrEqual(devicePages.length)
     expect(bConnections).toBe(result.pages)
     expect(bUpdates).toBeGreaterThan(0)
