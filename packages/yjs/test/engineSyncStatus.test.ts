@@ -85,6 +85,23 @@ describe('one engine, several docs', () => {
     connection.detach()
   })
 
+  it('keeps the latest sync of any of its docs once the last is unbound', () => {
+    const port = fakePort('device')
+    let clock = 1_000
+    const [a, b] = [new Y.Doc(), new Y.Doc()]
+    const bindingA = bindDoc(port, a, { now: () => clock })
+    const connectionA = syncStatusTracker(a).open()
+    connectionA.update({ connected: true, synced: true, unacknowledged: 0 })
+    const bindingB = bindDoc(port, b, { now: () => clock })
+    clock = 9_000
+    connectionA.exchanged()
+    expect(port.statuses.at(-1)?.status.lastSync).toBe(9_000)
+    bindingA.destroy()
+    bindingB.destroy()
+    expect(port.statuses.at(-1)?.status).toEqual({ state: 'local', lastSync: 9_000, pendingLocalUpdates: 0, peers: 0, refusal: null })
+    connectionA.detach()
+  })
+
   it('sums the doc sizes', () => {
     const port = fakePort('a')
     const [a, b] = [new Y.Doc(), new Y.Doc()]

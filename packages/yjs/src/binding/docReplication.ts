@@ -103,6 +103,8 @@ export class DocReplication implements DocBinding {
     this.#measureEvery = options.measureEvery ?? 5000
     this.#maxReplicas = options.maxReplicas ?? 10_000
     this.#readOnly = options.readOnly === true
+    // Made first, with this binding's clock: the first publish below reads the doc's status.
+    const tracker = syncStatusTracker(doc, { now: this.#now })
     this.#status = engineSyncStatus(port).share(!this.#readOnly)
     this.#cleanups.push(() => this.#status.leave())
     this.#meta = doc.getMap(META_NAME)
@@ -123,7 +125,6 @@ export class DocReplication implements DocBinding {
 
     if (!this.#readOnly) this.#cleanups.push(port.onLocalWrite((write) => this.#publish(write)))
     this.#cleanups.push(port.onClose(() => this.destroy()))
-    const tracker = syncStatusTracker(doc, { now: this.#now })
     this.#cleanups.push(tracker.subscribe(() => this.#reportStatus()))
     this.#cleanups.push(
       tracker.onRejectedUpdate((rejected) => {

@@ -38,7 +38,13 @@ interface Share {
   readonly writes: boolean
 }
 
-const folds = new WeakMap<ReplicaPort, Set<Share>>()
+/** Per engine: its docs' shares, and the latest sync any of them reported (kept once every doc left). */
+interface Fold {
+  readonly shares: Set<Share>
+  lastSync: number | null
+}
+
+const folds = new WeakMap<ReplicaPort, Fold>()
 
 /**
  * The sync status fold of the engine behind `port`: every binding of that engine takes a share
@@ -48,14 +54,13 @@ const folds = new WeakMap<ReplicaPort, Set<Share>>()
  * const share = engineSyncStatus(engine.replica).share(false)
  */
 export function engineSyncStatus(port: ReplicaPort): { share(writes: boolean): StatusShare } {
-  let shares = folds.get(port)
-  if (shares === undefined) {
-    shares = new Set()
-    folds.set(port, shares)
+  let fold = folds.get(port)
+  if (fold === undefined) {
+    fold = { shares: new Set(), lastSync: null }
+    folds.set(port, fold)
   }
-  const all = shares
-  /** The latest sync any doc of this engine reported, kept once every doc left. */
-  let lastSync: number | null = null
+  const engine = fold
+  const all = fold.shares
   const publish = (): void => {
     const reported: ReportedStatus[] = []
     let docBytes = 0
@@ -65,7 +70,7 @@ export function engineSyncStatus(port: ReplicaPort): { share(writes: boolean): S
     }
     const folded = foldSyncStatus(reported)
     if (folded === null) return
-    if (folded.lastSync !== null && (lastSync === null || folded.lastSync > lastSync)) lastSync = folded.lastSync
+    if (folded.lastSync !== null && (engine.lastSync === null || folded.lastSync > engine.lastSync)) engine.lastSync = folded.lastSync
     port.setSyncStatus(folded, docBytes)
   }
   return {
@@ -82,7 +87,7 @@ export function engineSyncStatus(port: ReplicaPort): { share(writes: boolean): S
         leave() {
           if (!all.delete(share)) return
           if (all.size > 0) publish()
-          else if (share.status !== null) port.setSyncStatus({ state: 'local', lastSync, pendingLocalUpdates: 0, peers: 0, refusal: null }, 0)
+          else if (share.status !== null) port.setSyncStatus({ state: 'local', lastSync: engine.lastSync, pendingLocalUpdates: 0, peers: 0, refusal: null }, 0)
         },
       }
     },

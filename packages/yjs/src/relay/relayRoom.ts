@@ -380,7 +380,8 @@ export class RelayRoom {
     // writer faster than this room's pace has its updates merged into fewer messages.
     const rate = this.#link.updatesPerSecond
     const now = this.#link.now()
-    this.#tokens = Math.min(2 * rate, this.#tokens + ((now - this.#tokensAt) * rate) / 1000)
+    // A clock stepped back (NTP, a resumed machine) refills nothing, and drains nothing either.
+    this.#tokens = Math.min(2 * rate, this.#tokens + (Math.max(0, now - this.#tokensAt) * rate) / 1000)
     this.#tokensAt = now
     if (this.#tokens < 1) {
       this.#flushing = this.#link.schedule(this.#flush, Math.ceil(((1 - this.#tokens) * 1000) / rate))

@@ -72,6 +72,14 @@ describe('relay client: the relay limits', () => {
     await untilStatus(doc, 'everything acknowledged', (s) => s.pendingLocalUpdates === 0)
     expect(updatesTo('fleet-a/d01') - before).toBe(21)
     expect(await countedAtRelay('fleet-a/d01')).toBe(360)
+    // The clock steps back a minute (NTP, a resumed machine): the pace waits its usual 100 ms, not a minute more.
+    clock -= 60_000
+    engine.ingest(readings('d01', 1, 361))
+    await yieldTask()
+    expect(timers.delays()).toEqual([100])
+    clock += 100
+    timers.runAll()
+    await untilStatus(doc, 'sent after the step back', (s) => s.pendingLocalUpdates === 0)
     expect(errors).toEqual([])
     relay.destroy()
   })
