@@ -5,7 +5,8 @@
  * directory (`<dir>.lock`, holding its process id) while the directory is open; a lock whose
  * process is gone is stale and taken over.
  */
-import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import { linkSync, mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 
 /** Directories this process holds, by their lock file: a second open in the same process is refused too. */
@@ -36,24 +37,55 @@ export function lockDataDir(path: string): () => void {
   }
   if (held.has(lock)) refuse('a relay of this process')
   mkdirSync(dirname(lock), { recursive: true })
-  for (let attempt = 0; ; attempt++) {
-    try {
-      writeFileSync(lock, `${process.pid}\n`, { flag: 'wx' })
-      break
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+  // The lock appears with its content at once (a link to a file already written), so no other
+  // process ever reads it empty and takes it for stale.
+  const mine = `${lock}.${process.pid}.${randomBytes(4).toString('hex')}`
+  writeFileSync(mine, `${process.pid}\n`)
+  try {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        linkSync(mine, lock)
+        break
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+      }
       const holder = holderOf(lock)
-      // Another process took it over between our reads: it holds it now.
       if (attempt > 0 || (holder !== null && holder !== process.pid && running(holder))) refuse(holder === null ? 'another process' : `process ${holder}`)
-      // Stale: its process is gone (killed, or the machine restarted).
-      removeIfThere(lock)
+      // Stale: its process is gone (killed, or the machine restarted). Taken over only if it is
+      // still that lock once moved aside: another process may have taken it over first.
+      takeOverStale(lock, holder)
     }
+  } finally {
+    removeIfThere(mine)
   }
   held.add(lock)
   return () => {
     if (!held.delete(lock)) return
     if (holderOf(lock) === process.pid) removeIfThere(lock)
   }
+}
+
+/**
+ * Moves a stale lock (naming `holder`) out of the way: renamed to a name of this process's own
+ * (one rename of one file wins), then, if what it moved names another holder (a live process took
+ * the lock over meanwhile), put back where it was, unless a newer lock is already there.
+ */
+function takeOverStale(lock: string, holder: number | null): void {
+  const aside = `${lock}.${process.pid}.stale`
+  try {
+    renameSync(lock, aside)
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return
+    throw error
+  }
+  if (holderOf(aside) !== holder) {
+    try {
+      linkSync(aside, lock)
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    }
+  }
+  removeIfThere(aside)
 }
 
 /** The process id a lock file names, or null when it names none or is gone. */
