@@ -526,7 +526,8 @@ export class RelayRoom {
   #sendAwareness(clients: number[]): void {
     const awareness = this.#awareness
     if (awareness === undefined || clients.length === 0) return
-    this.#link.send(relayMessage(this.name, MESSAGE_AWARENESS, (encoder) => encoding.writeVarUint8Array(encoder, encodeAwarenessUpdate(awareness, clients))))
+    // Through the size check too: a presence over the limit would close the whole socket.
+    this.#send(relayMessage(this.name, MESSAGE_AWARENESS, (encoder) => encoding.writeVarUint8Array(encoder, encodeAwarenessUpdate(awareness, clients))))
   }
 
   #sendToken(token: string): void {

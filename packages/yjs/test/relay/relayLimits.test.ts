@@ -7,6 +7,7 @@
 import type { StreamEvent } from '@tidemark/engine'
 import { seededRandom } from '@tidemark/seeded-random'
 import { describe, expect, it } from 'vitest'
+import { Awareness } from 'y-protocols/awareness'
 import * as Y from 'yjs'
 import { bindDoc } from '../../src/binding/bindDoc.ts'
 import { refusalOf } from '../../src/relay/relayRoom.ts'
@@ -155,6 +156,26 @@ describe('relay client: the relay limits', () => {
     expect(testRelay().sockets()).toBe(1)
     expect(await countedAtRelay('fleet-a/d01')).toBe(5)
     expect(await countedAtRelay('fleet-a/d02')).toBe(0)
+    relay.destroy()
+  })
+
+  it('refuses a room whose presence is over maxMessageBytes, without sending it', async () => {
+    const token = await signToken({ sub: 'fleet', role: 'device', rooms: ['fleet-a/*'] })
+    const { relay, errors } = relayClient(testRelay().url, token, { maxMessageBytes: 4_096 })
+    const small = device(relay, 'fleet-a/d01', 'd01')
+    const doc = new Y.Doc()
+    const awareness = new Awareness(doc)
+    awareness.setLocalState({ note: 'x'.repeat(8_000) })
+    relay.join(doc, 'fleet-a/d02', { awareness })
+    await untilStatus(doc, 'd02 refused', (s) => s.refusal !== null)
+    expect(statusOf(doc).refusal).toMatch(/^tidemark:too-large \d+ bytes$/)
+    expect(errors.map((e) => e.message.replace(/\d{4,} bytes/, 'N bytes'))).toEqual([
+      `relay ${testRelay().url}: fleet-a/d02: a message of N bytes is over maxMessageBytes (4096): refused (tidemark:too-large)`,
+    ])
+    small.engine.ingest(readings('d01', 2))
+    await untilStatus(small.doc, 'd01 acknowledged', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    expect(testRelay().sockets()).toBe(1)
+    awareness.destroy()
     relay.destroy()
   })
 
