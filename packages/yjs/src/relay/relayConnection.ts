@@ -18,7 +18,8 @@ import type * as Y from 'yjs'
 import { jitterWindow } from '../transport/reconnectJitter.ts'
 import type { ConnectRelayOptions, RelaySocket, RelayToken } from './connectRelayOptions.ts'
 import { AUTH_PERMISSION_DENIED, MESSAGE_AUTH, MESSAGE_CLOSE, type RelayMessage, readRelayMessage } from './relayProtocol.ts'
-import { RelayRoom, type RoomLink, refusalOf, type SocketState } from './relayRoom.ts'
+import { RelayRoom, type RoomLink, type SocketState } from './relayRoom.ts'
+import { refusalOf } from './roomRefusals.ts'
 
 /** Default `tokenTimeoutMs`: the relay's own deadline for a socket's first authentication (its `authTimeoutMs`). */
 const DEFAULT_TOKEN_TIMEOUT_MS = 10_000

@@ -35,19 +35,19 @@ import {
   syncMessage,
   writeString,
 } from './relayProtocol.ts'
+import { RATE_LIMITED, refusedDocs, TOKEN_EXPIRED, temporaryDenial } from './roomRefusals.ts'
+import { type OutboxClock, UpdateOutbox } from './updateOutbox.ts'
 
 /** Where the relay socket is: a room can only talk while it is `open`. */
 export type SocketState = 'connecting' | 'open' | 'closed'
 
 /** What a room needs from the relay that owns the socket. */
-export interface RoomLink {
+export interface RoomLink extends OutboxClock {
   socketState(): SocketState
   /** Sends on the open socket (dropped otherwise: a room only sends while open). */
   send(bytes: Uint8Array<ArrayBuffer>): void
   /** Jittered delay of rejoin attempt `attempt` (0-based). */
   delay(attempt: number): number
-  schedule(run: () => void, ms: number): unknown
-  cancel(handle: unknown): void
   /** A room may authenticate again (its rejoin delay ended). */
   ready(): void
   /** A room that sent its Auth is open on the relay (in sync), or no longer opening (denied, its socket closed, it left). */
@@ -65,32 +65,6 @@ export interface RoomLink {
   fail(message: string): void
   /** A room got in sync: the relay serves this socket. */
   synced(): void
-  /** Largest message a room sends (`connectRelay`'s `maxMessageBytes`). */
-  readonly maxMessageBytes: number
-  /** Update messages a room sends per second, past a burst of twice as many (`updatesPerSecond`). */
-  readonly updatesPerSecond: number
-  /** The clock update messages are paced by, in ms. */
-  now(): number
-}
-
-/** The relay's reason for a token past its `exp`, at authentication or when it closes an open room at `exp`. */
-const TOKEN_EXPIRED = 'tidemark:token-expired'
-
-/** The relay's refusal of a room connection that sent more messages than its rate allows: over once the room joins again. */
-const RATE_LIMITED = 'rate-limited'
-
-/**
- * The relay's reasons for a room it cannot open *now* (`OpenRefusalKind` of the relay): its store
- * or Redis failed while loading the room, or it holds as many rooms as it may. Not the client's
- * fault and over once the relay recovers: the room joins again after a jittered delay. Every other
- * denial (no, bad or expired static token, bad claims, bad room, room not allowed, a reason that
- * is not the relay's) sticks.
- */
-const TEMPORARY_DENIALS = ['tidemark:store-unavailable', 'tidemark:redis-unavailable', 'tidemark:too-many-rooms']
-
-/** Whether a PermissionDenied reason is one of the relay's temporary ones (`tidemark:<kind>` or `tidemark:<kind> <detail>`). */
-function temporaryDenial(reason: string): boolean {
-  return TEMPORARY_DENIALS.some((kind) => reason === kind || reason.startsWith(`${kind} `))
 }
 
 // Where a room is, in this order: waiting, live on the socket, ended.
@@ -113,19 +87,6 @@ const DESTROYED = 6
 /** Sent its Auth, and the relay has not opened it yet. */
 const opening = (phase: number): boolean => phase === AUTHENTICATING || phase === SYNCING
 
-/** Docs whose update a relay refused: their clocks have a gap no relay will fill, so they cannot sync again. */
-const refusedDocs = new WeakMap<Y.Doc, string>()
-
-/**
- * Why `doc` can no longer sync through a relay (an update of it was refused), or undefined.
- *
- * @example
- * refusalOf(doc) // 'tidemark:refused foreign-source s9'
- */
-export function refusalOf(doc: Y.Doc): string | undefined {
-  return refusedDocs.get(doc)
-}
-
 /** One joined room: its phase on the current socket, its pending updates, its refusal. */
 export class RelayRoom {
   readonly name: string
@@ -143,13 +104,8 @@ export class RelayRoom {
   #unsent: number
   /** Per message sent and not yet acknowledged, the local transactions it carries. */
   #inFlight: number[] = []
-  /** Updates made since the connection was answered and not sent yet, each with whether it is local: sent merged. */
-  #outbox: { readonly update: Uint8Array; readonly local: boolean }[] = []
-  /** A send of the outbox is queued (a microtask, or a timer while the pace holds it back). */
-  #flushing: unknown = null
-  /** Update messages this room may send now, and when that was counted: a token bucket of `updatesPerSecond`. */
-  #tokens: number
-  #tokensAt: number
+  /** Updates made since the connection was answered, sent merged at the room's pace. */
+  readonly #outbox: UpdateOutbox
   /** The largest message sent on the current socket: the one a relay closing the socket for a message over its limit could not read. */
   largestSent = 0
   #attempt = 0
@@ -164,8 +120,7 @@ export class RelayRoom {
     this.#awareness = awareness
     // What this client wrote before joining has not reached the relay as far as anyone knows: one pending update until the first acknowledgement.
     this.#unsent = Y.getState(doc.store, doc.clientID) > 0 ? 1 : 0
-    this.#tokens = 2 * link.updatesPerSecond
-    this.#tokensAt = link.now()
+    this.#outbox = new UpdateOutbox(link, this.#sendUpdate)
     this.#connection = syncStatusTracker(doc).open(awareness)
     doc.on('update', this.#onUpdate)
     awareness?.on('update', this.#onAwareness)
@@ -244,7 +199,7 @@ export class RelayRoom {
     if (closing && this.#phase !== REFUSED) this.#link.send(relayMessage(this.name, MESSAGE_CLOSE))
     this.#enter(DESTROYED)
     this.#cancelTimer()
-    this.#dropOutbox()
+    this.#outbox.drop()
     this.doc.off('update', this.#onUpdate)
     this.#awareness?.off('update', this.#onAwareness)
     this.#forgetPeers()
@@ -366,48 +321,13 @@ export class RelayRoom {
     this.#refuse(`tidemark:too-large ${bytes} bytes`, false)
   }
 
-  /** Sends what the outbox holds once this task is over (updates of one task go as one message), as the pace allows. */
-  #flushSoon(): void {
-    if (this.#flushing !== null) return
-    this.#flushing = true
-    queueMicrotask(this.#flush)
-  }
-
-  readonly #flush = (): void => {
-    this.#flushing = null
-    if (!this.#answered || this.#outbox.length === 0) return
-    // The relay refuses a room connection past its rate (by default 100 messages a second): a
-    // writer faster than this room's pace has its updates merged into fewer messages.
-    const rate = this.#link.updatesPerSecond
-    const now = this.#link.now()
-    // A clock stepped back (NTP, a resumed machine) refills nothing, and drains nothing either.
-    this.#tokens = Math.min(2 * rate, this.#tokens + (Math.max(0, now - this.#tokensAt) * rate) / 1000)
-    this.#tokensAt = now
-    if (this.#tokens < 1) {
-      this.#flushing = this.#link.schedule(this.#flush, Math.ceil(((1 - this.#tokens) * 1000) / rate))
-      return
-    }
-    this.#tokens--
-    // Merged in order, at most half the message limit of updates at once (a merge is never larger than its parts).
-    const outbox = this.#outbox
-    let n = 0
-    let bytes = 0
-    while (n < outbox.length && (n === 0 || bytes + (outbox[n]?.update.byteLength ?? 0) <= this.#link.maxMessageBytes / 2)) bytes += outbox[n++]?.update.byteLength ?? 0
-    const sent = outbox.splice(0, n)
-    const local = sent.filter((entry) => entry.local).length
-    if (!this.#send(syncMessage(this.name, SYNC_UPDATE, n === 1 ? (sent[0]?.update as Uint8Array) : Y.mergeUpdates(sent.map((entry) => entry.update))))) return
+  /** Sends merged updates (the outbox's): false when the room was refused for their size. */
+  readonly #sendUpdate = (update: Uint8Array, local: number): boolean => {
+    if (!this.#send(syncMessage(this.name, SYNC_UPDATE, update))) return false
     this.#unsent -= local
     this.#inFlight.push(local)
-    if (outbox.length > 0) this.#flushSoon()
     this.report()
-  }
-
-  /** The updates waiting to be sent are left to the next sync (its step 2 carries them); their local transactions stay unsent. */
-  #dropOutbox(): void {
-    this.#outbox = []
-    if (this.#flushing === null) return
-    if (this.#flushing !== true) this.#link.cancel(this.#flushing)
-    this.#flushing = null
+    return true
   }
 
   #acknowledged(applied: boolean): void {
@@ -444,7 +364,7 @@ export class RelayRoom {
       // The relay took the updates before the one past its rate; the next sync carries the rest,
       // and this room's pace starts from an empty bucket.
       this.#link.fail(`${this.name}: the relay refused a message past its rate (rate-limited), joining again`)
-      this.#tokens = 0
+      this.#outbox.slowDown()
       this.#rejoinLater()
       return
     }
@@ -494,7 +414,7 @@ export class RelayRoom {
   /** This connection ended: unacknowledged updates wait for the next sync, peers are gone. */
   #disconnected(): void {
     this.#answered = false
-    this.#dropOutbox()
+    this.#outbox.drop()
     for (const n of this.#inFlight.splice(0)) this.#unsent += n
     this.#forgetPeers()
     this.report()
@@ -507,9 +427,8 @@ export class RelayRoom {
     if (this.#answered) {
       // A read-only connection gets this client's own changes only (refused, visibly), never a peer tab's.
       if (this.#readOnlyScope && !local) return
-      this.#outbox.push({ update, local })
       if (local) this.#unsent++
-      this.#flushSoon()
+      this.#outbox.push(update, local)
     } else if (local) {
       this.#unsent++
     } else {

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest'
 import { Awareness } from 'y-protocols/awareness'
 import * as Y from 'yjs'
 import { bindDoc } from '../../src/binding/bindDoc.ts'
-import { refusalOf } from '../../src/relay/relayRoom.ts'
+import { refusalOf } from '../../src/relay/roomRefusals.ts'
 import { counted, device, FakeTimers, fleetEngine, readings, relayClient, statusOf, T0, until, untilStatus } from './harness.ts'
 import { signToken, testRelayPerTest } from './testRelay.ts'
 
