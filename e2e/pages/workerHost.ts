@@ -4,10 +4,10 @@
  * and, when the page names a relay, one Yjs document on one socket to it.
  */
 import { tumbling } from '@tidemark/engine'
-import { windowDigest } from '@tidemark/storm/page'
 import { hostEngine } from '@tidemark/worker/host'
 import { bindDoc, connectRelay } from '@tidemark/yjs'
 import * as Y from 'yjs'
+import { engineSnapshot } from './workerSnapshot.ts'
 import { WORKER_ENGINE_NAME, WORKER_LATENESS_MS, WORKER_REPLICA, WORKER_ROOM, WORKER_WINDOW_MS, type WorkerPageConfig } from './workerConfig.ts'
 
 hostEngine({
@@ -32,15 +32,7 @@ hostEngine({
     applied: (_payload, { engine }) => engine.stats().applied,
     // The host's window values and late lane, as a page's snapshot gives its mirror's: a test that
     // finds a page's values wrong tells a host that lost them from a page that did.
-    snapshot: (_payload, { engine }) => {
-      const lateIds: Record<string, string[]> = {}
-      for (const { event } of engine.lateEvents()) {
-        lateIds[event.source] ??= []
-        lateIds[event.source]?.push(event.id)
-      }
-      const results = engine.results()
-      return { digest: windowDigest(results), windows: results.length, lateIds, applied: engine.stats().applied }
-    },
+    snapshot: (_payload, { engine }) => engineSnapshot(engine),
     // The host worker ends itself, as a crash ends it: its pages make the SharedWorker again.
     endHost: () => {
       setTimeout(() => (globalThis as unknown as { close(): void }).close(), 10)

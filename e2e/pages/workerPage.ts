@@ -5,9 +5,10 @@
  * Tests reach it through `window.workerPage` (Playwright, or a raw CDP client for freezes).
  */
 import type { StreamEvent } from '@tidemark/engine'
-import { type StormBatchReport, stormReading, windowDigest } from '@tidemark/storm/page'
+import { type StormBatchReport, stormReading } from '@tidemark/storm/page'
 import { connectEngine, type WorkerConnection } from '@tidemark/worker'
 import { WORKER_ENGINE_NAME, type WorkerPageConfig } from './workerConfig.ts'
+import { engineSnapshot, type WorkerPageSnapshot } from './workerSnapshot.ts'
 
 const params = new URLSearchParams(location.search)
 
@@ -24,14 +25,6 @@ export interface WorkerPageInfo {
   readonly violations: readonly string[]
   /** When each host welcomed this page (`Date.now()`), with its instance and epoch. */
   readonly hosts: readonly { readonly instance: string; readonly epoch: number; readonly at: number }[]
-}
-
-/** The page's window values and late lane, as the storm driver compares them. */
-export interface WorkerPageSnapshot {
-  readonly digest: string
-  readonly windows: number
-  readonly lateIds: Readonly<Record<string, readonly string[]>>
-  readonly applied: number
 }
 
 export interface WorkerPageApi {
@@ -139,15 +132,7 @@ async function start(): Promise<WorkerPageApi> {
       return { produced, errors: [...errors] }
     },
     takeReports: () => reports.splice(0),
-    snapshot() {
-      const lateIds: Record<string, string[]> = {}
-      for (const { event } of engine.lateEvents()) {
-        lateIds[event.source] ??= []
-        lateIds[event.source]?.push(event.id)
-      }
-      const results = engine.results()
-      return { digest: windowDigest(results), windows: results.length, lateIds, applied: engine.stats().applied }
-    },
+    snapshot: () => engineSnapshot(engine),
     nextSeq: (source) => engine.nextSeq(source),
     sync: () => ({ state: engine.syncStatus().state, peers: engine.syncStatus().peers }),
     blobWorkerRefused() {

@@ -5,7 +5,8 @@
  */
 import { expect } from '@playwright/test'
 import { digestDiff, groundTruth, StormLedger, stormReading, type TruthFigures, tumblingTruth } from '@tidemark/storm'
-import type { WorkerPageInfo, WorkerPageSnapshot } from '../pages/workerPage.ts'
+import type { WorkerPageInfo } from '../pages/workerPage.ts'
+import type { WorkerPageSnapshot } from '../pages/workerSnapshot.ts'
 import { WORKER_LATENESS_MS, WORKER_WINDOW_MS } from '../pages/workerConfig.ts'
 
 /** The worker page's readings and window values. */
