@@ -18,8 +18,8 @@ import * as Y from 'yjs'
 import type { RelayMetrics, StoreOperation } from '../metrics/relayMetrics.ts'
 import { describeError, type RelayLog } from '../relayLog.ts'
 import { GLOBAL_TIMERS, type RelayTimers } from '../relayOptions.ts'
-import type { SqlClient, SqlQueryable } from './sqlClient.ts'
-import { applyStoredParts, type SetAsidePart, type StoredPart } from './storedParts.ts'
+import type { SqlClient } from './sqlClient.ts'
+import { applyStoredParts, moveAside, type SetAsidePart, type StoredPart } from './storedParts.ts'
 import { createUpdateTables, insertUpdates, roomHash, updateRows } from './updateRows.ts'
 
 /**
@@ -450,12 +450,4 @@ export class RoomStore {
 /** A row of `READ_ROOM` as a stored part. */
 function storedPart(row: RoomRow): StoredPart {
   return { seq: row.seq === null ? null : String(row.seq), version: row.version, bytes: row.bytes }
-}
-
-/** Copies set-aside parts into `tidemark_relay_set_aside` (their removal from the room is the caller's). */
-async function moveAside(tx: SqlQueryable, room: string, aside: readonly SetAsidePart[]): Promise<void> {
-  for (const { part, reason } of aside) {
-    await tx.query('insert into tidemark_relay_set_aside (room, seq, version, bytes, reason) values ($1, $2, $3, $4, $5)', [room, part.seq, part.version, part.bytes, reason])
-    if (part.seq !== null) await tx.query('delete from tidemark_relay_updates where room = $1 and seq = $2', [room, part.seq])
-  }
 }

@@ -7,6 +7,7 @@
  */
 import * as Y from 'yjs'
 import { describeError } from '../relayLog.ts'
+import type { SqlQueryable } from './sqlClient.ts'
 
 /** One stored part of a room: its snapshot (`seq` null, with its `version`) or an update row. */
 export interface StoredPart {
@@ -68,5 +69,19 @@ function readsEmpty(bytes: Uint8Array): boolean {
   } catch {
     // Applying them did not throw, decoding them whole did: they are not an update either.
     return true
+  }
+}
+
+/**
+ * Copies set-aside parts into `tidemark_relay_set_aside` and deletes the update rows among them
+ * (a set-aside snapshot's removal is the caller's: it knows the version it read).
+ *
+ * @example
+ * await sql.transaction((tx) => moveAside(tx, room, aside))
+ */
+export async function moveAside(tx: SqlQueryable, room: string, aside: readonly SetAsidePart[]): Promise<void> {
+  for (const { part, reason } of aside) {
+    await tx.query('insert into tidemark_relay_set_aside (room, seq, version, bytes, reason) values ($1, $2, $3, $4, $5)', [room, part.seq, part.version, part.bytes, reason])
+    if (part.seq !== null) await tx.query('delete from tidemark_relay_updates where room = $1 and seq = $2', [room, part.seq])
   }
 }
