@@ -13,10 +13,7 @@
  */
 import * as Y from 'yjs'
 import {
-  type CellAddress,
-  type CellEntry,
   type CellGroup,
-  cellKey,
   type ClockEntry,
   type LocalWrite,
   MAX_NAME_LENGTH,
@@ -38,6 +35,7 @@ import { syncStatusTracker } from '../transport/syncStatusTracker.ts'
 import type { BindDocOptions } from './bindDocOptions.ts'
 import { engineSyncStatus, type StatusShare } from './engineSyncStatus.ts'
 import { appendContent, emptyBatch, type RemoteBatch } from './remoteBatch.ts'
+import { droppedSince, metaWritten } from './earlierSession.ts'
 
 /**
  * A live binding; `destroy` detaches it from the doc and the engine (the doc keeps its content).
@@ -428,30 +426,4 @@ export class DocReplication implements DocBinding {
   #fail(error: unknown): void {
     this.#onError(error instanceof Error ? error : new Error(String(error)))
   }
-}
-
-/** The cells of `sources` that `previous` (a log as it was read) holds and `cells` (the engine's state) does not. */
-function droppedSince(previous: readonly ReadEntry[], cells: readonly CellEntry[], sources: ReadonlySet<string>): CellAddress[] {
-  const dropped: CellAddress[] = []
-  if (previous.length === 0) return dropped
-  const held = new Set(cells.map(({ address: a }) => cellKey(a.window, a.key, a.start, a.source)))
-  for (const read of previous) {
-    if (read.kind !== 'group' || !sources.has(read.entry.source)) continue
-    const { window, start, source, keys } = read.entry
-    for (const key of keys) if (!held.has(cellKey(window, key, start, source))) dropped.push({ window, key, start, source })
-  }
-  return dropped
-}
-
-/**
- * The meta values transaction `tr` wrote for `replicaId`: the one the map holds and the ones it
- * overwrote in `tr` (concurrent writes of one key: Yjs keeps one, and the others are deleted in
- * the same transaction, their content still readable until the transaction's cleanup).
- */
-function metaWritten(meta: Y.Map<unknown>, tr: Y.Transaction, replicaId: string): unknown[] {
-  const values: unknown[] = [meta.get(replicaId)]
-  Y.iterateDeletedStructs(tr, tr.deleteSet, (struct) => {
-    if (struct instanceof Y.Item && struct.parent === meta && struct.parentSub === replicaId && struct.content instanceof Y.ContentAny) values.push(...struct.content.getContent())
-  })
-  return values
 }
