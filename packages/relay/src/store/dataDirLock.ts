@@ -2,8 +2,13 @@
  * One process at a time opens a PGlite data directory. PGlite takes no lock of its own: two
  * relays on one directory both start, each writes its own view of the files, and what one of
  * them acknowledged is lost at the next start. The relay therefore holds a lock file beside the
- * directory (`<dir>.lock`, holding its process id) while the directory is open; a lock whose
- * process is gone is stale and taken over.
+ * directory (`<dir>.lock`) while the directory is open; a lock whose process is gone is stale and
+ * taken over.
+ *
+ * The lock names its process by id and, where the system says (Linux's /proc), by the machine's
+ * boot and the process's start time: after a restart (a container's above all, whose relay gets
+ * the same low process id each time) another process may run under the id a stale lock names,
+ * and the boot and start time tell it from the lock's holder.
  */
 import { randomBytes } from 'node:crypto'
 import { linkSync, mkdirSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs'
@@ -12,14 +17,52 @@ import { dirname, resolve } from 'node:path'
 /** Directories this process holds, by their lock file: a second open in the same process is refused too. */
 const held = new Set<string>()
 
-/** Whether a process with this id runs (one of another user counts: signalling it is refused, not missed). */
-function running(pid: number): boolean {
+/** What a lock file says of its holder: its process id, and its boot and start time where known ('' when not). */
+interface Holder {
+  readonly pid: number
+  readonly boot: string
+  readonly start: string
+}
+
+/** This machine's boot, '' where the system does not say. */
+function bootId(): string {
+  return readOr('/proc/sys/kernel/random/boot_id').trim()
+}
+
+/** When the process `pid` started (clock ticks since boot), '' where the system does not say or it does not run. */
+function startTime(pid: number): string {
+  const stat = readOr(`/proc/${pid}/stat`)
+  // Fields after the command name (in parentheses, which may hold spaces): the start time is the 22nd field, the 20th after it.
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? ''
+}
+
+function readOr(file: string): string {
   try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
+    return readFileSync(file, 'utf8')
+  } catch {
+    return ''
   }
+}
+
+/** What this process writes in its lock. */
+function ownHolder(): string {
+  return `${process.pid}\n${bootId()}\n${startTime(process.pid)}\n`
+}
+
+/**
+ * Whether the lock's holder still runs: a process with its id runs (one of another user counts:
+ * signalling it is refused, not missed), on the same boot and started when the lock says.
+ */
+function running(holder: Holder): boolean {
+  try {
+    process.kill(holder.pid, 0)
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false
+  }
+  if (holder.boot !== '' && holder.boot !== bootId()) return false
+  if (holder.start === '') return true
+  const start = startTime(holder.pid)
+  return start === '' || start === holder.start
 }
 
 /**
@@ -40,7 +83,7 @@ export function lockDataDir(path: string): () => void {
   // The lock appears with its content at once (a link to a file already written), so no other
   // process ever reads it empty and takes it for stale.
   const mine = `${lock}.${process.pid}.${randomBytes(4).toString('hex')}`
-  writeFileSync(mine, `${process.pid}\n`)
+  writeFileSync(mine, ownHolder())
   try {
     for (let attempt = 0; ; attempt++) {
       try {
@@ -49,11 +92,12 @@ export function lockDataDir(path: string): () => void {
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
       }
-      const holder = holderOf(lock)
-      if (attempt > 0 || (holder !== null && holder !== process.pid && running(holder))) refuse(holder === null ? 'another process' : `process ${holder}`)
+      const text = lockText(lock)
+      const holder = text === null ? null : holderIn(text)
+      if (attempt > 0 || (holder !== null && holder.pid !== process.pid && running(holder))) refuse(holder === null ? 'another process' : `process ${holder.pid}`)
       // Stale: its process is gone (killed, or the machine restarted). Taken over only if it is
       // still that lock once moved aside: another process may have taken it over first.
-      takeOverStale(lock, holder)
+      if (text !== null) takeOverStale(lock, text)
     }
   } finally {
     removeIfThere(mine)
@@ -61,16 +105,16 @@ export function lockDataDir(path: string): () => void {
   held.add(lock)
   return () => {
     if (!held.delete(lock)) return
-    if (holderOf(lock) === process.pid) removeIfThere(lock)
+    if (lockText(lock) === ownHolder()) removeIfThere(lock)
   }
 }
 
 /**
- * Moves a stale lock (naming `holder`) out of the way: renamed to a name of this process's own
- * (one rename of one file wins), then, if what it moved names another holder (a live process took
- * the lock over meanwhile), put back where it was, unless a newer lock is already there.
+ * Moves a stale lock (reading `text`) out of the way: renamed to a name of this process's own
+ * (one rename of one file wins), then, if what it moved reads otherwise (a live process took the
+ * lock over meanwhile), put back where it was, unless a newer lock is already there.
  */
-function takeOverStale(lock: string, holder: number | null): void {
+function takeOverStale(lock: string, text: string): void {
   const aside = `${lock}.${process.pid}.stale`
   try {
     renameSync(lock, aside)
@@ -78,7 +122,7 @@ function takeOverStale(lock: string, holder: number | null): void {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return
     throw error
   }
-  if (holderOf(aside) !== holder) {
+  if (lockText(aside) !== text) {
     try {
       linkSync(aside, lock)
     } catch (error) {
@@ -88,17 +132,21 @@ function takeOverStale(lock: string, holder: number | null): void {
   removeIfThere(aside)
 }
 
-/** The process id a lock file names, or null when it names none or is gone. */
-function holderOf(lock: string): number | null {
-  let text: string
+/** A lock file's text, or null when it is gone. */
+function lockText(lock: string): string | null {
   try {
-    text = readFileSync(lock, 'utf8')
+    return readFileSync(lock, 'utf8')
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
     throw error
   }
-  const pid = Number.parseInt(text, 10)
-  return Number.isSafeInteger(pid) && pid > 0 ? pid : null
+}
+
+/** The holder a lock's text names (its first line the process id; an older lock holds only that), or null when it names none. */
+function holderIn(text: string): Holder | null {
+  const [pidLine = '', boot = '', start = ''] = text.split('\n')
+  const pid = Number.parseInt(pidLine, 10)
+  return Number.isSafeInteger(pid) && pid > 0 ? { pid, boot: boot.trim(), start: start.trim() } : null
 }
 
 function removeIfThere(lock: string): void {
