@@ -116,7 +116,12 @@ export class RelayConnection implements Relay {
   #urlIndex = 0
   readonly #token: RelayToken
   readonly #tokenTimeoutMs: number
-  /** `maxPendingRooms`, halved each time the relay closed a socket for its unauthenticated budget. */
+  /** `maxPendingRooms` as given. */
+  readonly #configuredPendingRooms: number
+  /**
+   * `maxPendingRooms`, halved each time the relay closed a socket for its unauthenticated budget,
+   * and one higher again (up to the option) for each room that reached sync since.
+   */
   #maxPendingRooms: number
   /** Rooms that may be opening at once with the token last read (its length counts against the relay's budget). */
   #pendingCap: number
@@ -153,7 +158,8 @@ export class RelayConnection implements Relay {
     this.#urls = typeof options.url === 'string' ? [options.url] : [...options.url]
     this.#token = options.token
     this.#tokenTimeoutMs = options.tokenTimeoutMs ?? DEFAULT_TOKEN_TIMEOUT_MS
-    this.#maxPendingRooms = options.maxPendingRooms ?? DEFAULT_MAX_PENDING_ROOMS
+    this.#configuredPendingRooms = options.maxPendingRooms ?? DEFAULT_MAX_PENDING_ROOMS
+    this.#maxPendingRooms = this.#configuredPendingRooms
     this.#pendingCap = this.#maxPendingRooms
     this.#WebSocket = options.WebSocket ?? (globalThis.WebSocket as new (url: string) => RelaySocket)
     this.#onError = options.onError ?? ((error) => console.error(error))
@@ -253,8 +259,10 @@ export class RelayConnection implements Relay {
     renewable: () => typeof this.#token === 'function',
     fail: (message) => this.#fail(message),
     synced: () => {
-      // The relay serves this socket: the next reconnect starts from the smallest spread again.
+      // The relay serves this socket: the next reconnect starts from the smallest spread again,
+      // and a bound halved for the relay's budget grows back, a room at a time.
       this.#attempt = 0
+      if (this.#maxPendingRooms < this.#configuredPendingRooms) this.#maxPendingRooms++
     },
     maxMessageBytes: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
     updatesPerSecond: options.updatesPerSecond ?? DEFAULT_UPDATES_PER_SECOND,
@@ -324,7 +332,7 @@ export class RelayConnection implements Relay {
    * The relay closed the socket for what it was sent: reported, and what caused it is not sent
    * again. A message over its limit (1009; it cannot tell which room sent it) refuses the room
    * that sent the largest message on the socket; its unauthenticated budget exceeded (4413)
-   * halves the rooms opening at once.
+   * halves the rooms opening at once (each room in sync since adds one back).
    */
   #refusedSocket(code: number, reason: string): void {
     this.#fail(`the relay closed the socket: ${code}${reason === '' ? '' : ` ${reason}`}`)

@@ -123,7 +123,7 @@ describe('relay client: the relay limits', () => {
     relay.destroy()
   })
 
-  it('reports a socket the relay closed for its unauthenticated budget (4413), and opens half as many rooms at once on the next', async () => {
+  it('reports a socket the relay closed for its unauthenticated budget (4413), and opens half as many rooms at once on the next, growing back as rooms reach sync', async () => {
     const token = await signToken({ sub: 'fleet', role: 'device', rooms: ['fleet-a/*'] })
     const timers = new FakeTimers()
     const { relay, errors } = relayClient(testRelay().url, token, { maxPendingRooms: 8, jitter: { random: seededRandom(6), setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout } })
@@ -137,6 +137,13 @@ describe('relay client: the relay limits', () => {
     const second = testRelay().received.filter((m) => m.socket === 2)
     const firstStepOne = second.findIndex((m) => m.type === 0 && m.step === 0)
     expect(second.slice(0, firstStepOne).filter((m) => m.token !== null)).toHaveLength(4)
+    // The 12 rooms in sync on that socket gave the bound back: a socket closed plainly opens 8 at once again.
+    testRelay().closeSockets(1001, 'going away')
+    await untilStatus(docs[0] as Y.Doc, 'offline again', (s) => s.state !== 'connected')
+    timers.runAll()
+    for (const doc of docs) await untilStatus(doc, 'in sync on the third socket', (s) => s.state === 'connected')
+    const third = testRelay().received.filter((m) => m.socket === 3)
+    expect(third.slice(0, third.findIndex((m) => m.type === 0 && m.step === 0)).filter((m) => m.token !== null)).toHaveLength(8)
     relay.destroy()
   })
 
