@@ -336,7 +336,9 @@ export class RoomStore {
     const snapshot = Y.encodeStateAsUpdate(doc)
     doc.destroy()
     if (!complete) this.#log('warn', `room ${room} has updates that depend on updates it lacks; its snapshot keeps them pending`)
-    const seqs = updates.map((row) => String(row.seq))
+    // The rows set aside leave with their move; the rest are folded into the snapshot.
+    const movedAside = new Set(aside.map(({ part }) => part.seq))
+    const seqs = updates.map((row) => String(row.seq)).filter((seq) => !movedAside.has(seq))
     const written = await this.#sql.transaction(async (tx) => {
       const result =
         version === null
