@@ -1,5 +1,6 @@
 import { checkConnectRelayOptions, type ConnectRelayOptions } from './connectRelayOptions.ts'
-import { type Relay, RelayConnection } from './relayConnection.ts'
+import type { Relay } from './relayApi.ts'
+import { RelayConnection } from './relayConnection.ts'
 
 /**
  * Connects to a Tidemark relay (a Hocuspocus 3.4 server): one socket, any number of rooms,

@@ -13,7 +13,7 @@ import type { BindDocOptions } from '../binding/bindDocOptions.ts'
 import type { DocBinding } from '../binding/docReplication.ts'
 import { engineSyncStatus } from '../binding/engineSyncStatus.ts'
 import { syncStatusTracker } from '../transport/syncStatusTracker.ts'
-import type { Relay, RelayRoomHandle } from './relayConnection.ts'
+import type { Relay, RelayRoomHandle } from './relayApi.ts'
 
 /**
  * The name of the relay's directory map in a directory room's doc: room name → [firstSeenMs].

@@ -8,7 +8,7 @@ import * as Y from 'yjs'
 import { bindDoc } from '../../src/binding/bindDoc.ts'
 import { connectRelay } from '../../src/relay/connectRelay.ts'
 import type { ConnectRelayOptions } from '../../src/relay/connectRelayOptions.ts'
-import type { Relay } from '../../src/relay/relayConnection.ts'
+import type { Relay } from '../../src/relay/relayApi.ts'
 import { syncStatusTracker } from '../../src/transport/syncStatusTracker.ts'
 
 /** The most a test waits for a socket event before it fails (the events themselves take milliseconds). */
