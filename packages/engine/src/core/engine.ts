@@ -150,6 +150,8 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
       const durable = blocked === null ? logged : Promise.reject(blocked)
       // The receipt reports the refusal; a caller that never awaits `durable` must not crash the host.
       durable.catch(() => {})
+      // No window changed, its counters did: views of the stats hear of it as of any batch.
+      this.#feed.publish(NO_CHANGES)
       return { accepted: 0, late: 0, duplicates: 0, beyondLateness: 0, rejected: n, anomalies, durable }
     }
     return this.#ingestAt(events, this.#options.now(), this.#wal)
@@ -233,6 +235,8 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
     this.#wal = wal
     // Peers see a write only once the op that made it is durable here: a crash cannot leave them ahead of this replica.
     if (wal.publishWhenDurable !== undefined) this.#outbox.gate((write, deliver) => wal.publishWhenDurable?.(write, deliver))
+    // What the log reports in `stats()` changes without a batch (a write fails, a checkpoint truncates it): views hear of it.
+    wal.watch?.(() => this.#feed.publish(NO_CHANGES))
   }
 
   /**
@@ -310,7 +314,11 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
   #record(wal: WriteAheadLog, op: WalOp): Promise<void> {
     const durable = wal.record(op)
     durable.catch((error: unknown) => {
-      this.#persistenceError = messageOf(error)
+      const message = messageOf(error)
+      if (message === this.#persistenceError) return
+      this.#persistenceError = message
+      // Set after the batch was published: views of the stats hear of it now.
+      this.#feed.publish(NO_CHANGES)
     })
     return durable
   }

@@ -51,6 +51,12 @@ export interface WriteAheadLog {
    * `deliver(write)` once that op is durable, writes in order. Absent: writes go out at once.
    */
   publishWhenDurable?(write: LocalWrite, deliver: (write: LocalWrite) => void): void
+  /**
+   * Called once, when the log is attached, with the function to call each time what the log
+   * reports changes outside a batch (`stats()`, a write error): the engine then notifies its
+   * subscribers, so views of its stats show it.
+   */
+  watch?(changed: () => void): void
 }
 
 /**

@@ -86,6 +86,8 @@ export class WalWriter implements WriteAheadLog {
   /** The armed retry (its handle from `timers.setTimeout`), or null. */
   #retryTimer: { handle: unknown } | null = null
   #closed = false
+  /** Told each time what `stats()` and `lastError` report changed outside a batch (`watch`). */
+  #changed: () => void = () => {}
   /** Writes for peers wait here until the op that made them is durable; what the log held when opened already is. */
   readonly #durable: DurableFrontier<{ readonly write: LocalWrite; readonly deliver: (write: LocalWrite) => void }>
 
@@ -106,6 +108,10 @@ export class WalWriter implements WriteAheadLog {
 
   get blocked(): Error | null {
     return this.#blocked
+  }
+
+  watch(changed: () => void): void {
+    this.#changed = changed
   }
 
   /** The last write error, kept after the journal unblocked. */
@@ -188,6 +194,7 @@ export class WalWriter implements WriteAheadLog {
       // The log still holds everything; recovery only takes longer. Not a reason to refuse input,
       // nor to encode the whole state again for every record before the backoff is over.
       this.#lastError = `checkpoint could not be encoded: ${messageOf(error)}`
+      this.#changed()
       this.#scheduleRetry()
       return Promise.resolve(false)
     }
@@ -218,6 +225,8 @@ export class WalWriter implements WriteAheadLog {
         }
         // Last: delivering writes to peers may run their code, which must find the journal settled.
         this.#durable.checkpointed(upToLsn)
+        // The log was truncated behind it (and may be unblocked).
+        this.#changed()
         return true
       },
       (error: unknown) => {
@@ -253,13 +262,15 @@ export class WalWriter implements WriteAheadLog {
       this.#blocked = error
       if (this.#retryTimer !== null) this.#options.timers.clearTimeout(this.#retryTimer.handle)
       this.#retryTimer = null
-      return
+    } else {
+      if (lsn !== null) {
+        this.#blocked ??= error instanceof Error ? error : new Error(String(error))
+        if (lsn > this.#holeAt) this.#holeAt = lsn
+      }
+      this.#scheduleRetry()
     }
-    if (lsn !== null) {
-      this.#blocked ??= error instanceof Error ? error : new Error(String(error))
-      if (lsn > this.#holeAt) this.#holeAt = lsn
-    }
-    this.#scheduleRetry()
+    // Last, the journal settled: views of the stats read the error.
+    this.#changed()
   }
 
   #scheduleRetry(): void {
