@@ -39,6 +39,22 @@ function forgedPresence(room: string, client: number, clock: number, state: unkn
   return encoding.toUint8Array(frame)
 }
 
+/** A Hocuspocus awareness message for `room` with the given entries, each state as JSON text. */
+function presenceText(room: string, entries: readonly (readonly [client: number, clock: number, json: string])[]): Uint8Array {
+  const update = encoding.createEncoder()
+  encoding.writeVarUint(update, entries.length)
+  for (const [client, clock, json] of entries) {
+    encoding.writeVarUint(update, client)
+    encoding.writeVarUint(update, clock)
+    encoding.writeVarString(update, json)
+  }
+  const frame = encoding.createEncoder()
+  encoding.writeVarString(frame, room)
+  encoding.writeVarUint(frame, 1)
+  encoding.writeVarUint8Array(frame, encoding.toUint8Array(update))
+  return encoding.toUint8Array(frame)
+}
+
 const presenceOf = (observer: RoomClient, client: number): unknown => observer.provider.awareness?.getStates().get(client)
 
 beforeAll(async () => {
@@ -116,6 +132,34 @@ describe('presence', () => {
     socket.send(forgedPresence(ROOM, visitorId, now + 1, { name: 'back' }))
     await waitFor(shown('back'), 'the id set again')
     expect(await metric(relay.httpUrl, 'tidemark_relay_presence_dropped_total')).toBe(before + 1)
+  })
+
+  it('refuses a presence nested deeper than 64 levels, which Hocuspocus could not encode again: the room keeps opening for others', async () => {
+    const room = `${FLEET}/nested`
+    const open64 = async (): Promise<RoomClient> => {
+      const socket = relaySocket(relay.url)
+      sockets.push(socket)
+      const client = openRoom(socket, room, await dashboardToken(FLEET))
+      clients.push(client)
+      await waitFor(() => client.synced(), `${room} synced`)
+      return client
+    }
+    const watcher = await open64()
+    const attackerSocket = relaySocket(relay.url)
+    sockets.push(attackerSocket)
+    const attacker = openRoom(attackerSocket, room, await dashboardToken(FLEET))
+    clients.push(attacker)
+    await waitFor(() => attacker.synced(), 'the attacker synced')
+    const id = 4242
+    // 64 levels pass; the removal and 5,000 levels after it in one message are refused whole.
+    const nested = (levels: number): string => `${'['.repeat(levels)}${']'.repeat(levels)}`
+    attackerSocket.send(presenceText(room, [[id, 1, nested(64)]]))
+    await waitFor(() => presenceOf(watcher, id) !== undefined, 'a presence nested 64 levels shown')
+    attackerSocket.send(presenceText(room, [[id, 2, 'null'], [id, 3, nested(5_000)]]))
+    await waitFor(() => attacker.closed.length > 0, 'the deep presence refused')
+    expect(attacker.closed).toEqual(['tidemark:refused malformed-message a presence state nested deeper than 64 levels'])
+    const later = await open64()
+    expect(later.denied).toEqual([])
   })
 
   it('a room shows at most 512 presences: past that a new one is dropped, so a joining provider, which sends every presence back at once, is not refused', async () => {

@@ -131,10 +131,36 @@ export function readAwareness(update: Uint8Array): AwarenessEntry[] | string {
     for (let i = 0; i < count; i++) {
       const client = decoding.readVarUint(decoder)
       const clock = decoding.readVarUint(decoder)
-      entries.push({ client, clock, present: JSON.parse(decoding.readVarString(decoder)) !== null })
+      const state = decoding.readVarString(decoder)
+      const present = JSON.parse(state) !== null
+      // Hocuspocus encodes every state again to relay it, recursively: one nested deep enough
+      // parses here and overflows the stack there, which resets the connection with the state
+      // kept, and every later join of the room fails until it times out.
+      if (present && nestingOf(state) > MAX_PRESENCE_NESTING) return `a presence state nested deeper than ${MAX_PRESENCE_NESTING} levels`
+      entries.push({ client, clock, present })
     }
     return entries
   } catch (error) {
     return `malformed awareness update: ${error instanceof Error ? error.message : String(error)}`
   }
+}
+
+/** How deep a presence state may nest its arrays and objects: far above any presence's, far below what encoding it again overflows. */
+export const MAX_PRESENCE_NESTING = 64
+
+/** How deep the arrays and objects of the JSON text `json` nest (brackets inside strings do not count). */
+function nestingOf(json: string): number {
+  let depth = 0
+  let deepest = 0
+  let inString = false
+  for (let i = 0; i < json.length; i++) {
+    const c = json.charCodeAt(i)
+    if (inString) {
+      if (c === 0x5c) i++ // a backslash: the next character is escaped
+      else if (c === 0x22) inString = false
+    } else if (c === 0x22) inString = true
+    else if (c === 0x5b || c === 0x7b) deepest = Math.max(deepest, ++depth)
+    else if (c === 0x5d || c === 0x7d) depth--
+  }
+  return deepest
 }
