@@ -198,6 +198,15 @@ describe('authorizeUpdate holds against', () => {
     expect(Y.encodeStateAsUpdate(server)).toEqual(before)
   })
 
+  it("items after a Skip in its own log, with a delete range over them, are held: Yjs would park them, and integrate them unchecked over another client's writes once that client fills the gap", () => {
+    const server = twoReplicas()
+    // Client X wrote nothing here: a device that learned X from a presence could park items under it.
+    const update = v1Update([{ client: X, clock: 0, structs: [{ skip: 1 }, { parent: 'tidemark:replica:A', deleted: 1000 }] }], [{ client: X, ranges: [[1, 1000]] as const }])
+    const verdict = authorizeUpdate(server, update, A)
+    expect(reasonOf(verdict)).toBe('missing')
+    expect(!verdict.ok && verdict.missing && verdict.detail).toBe(`client ${X} skips 0..1, which the document does not have (up to 0)`)
+  })
+
   it.each([
     // Delete ranges naming B's items among A's, and a huge range past every state.
     ["a delete range spanning A's and B's items", [{ client: 2, ranges: [[0, 3]] as const }], 'foreign-meta B'],

@@ -215,18 +215,26 @@ export function authorizeUpdate(doc: Y.Doc, update: Uint8Array, grant: WriteGran
   const missing = (detail: string): UpdateVerdict => ({ ok: false, missing: true, detail, needs: needsOf(places, decoded.ds) })
   let inserts = 0
   let deletes = 0
+  /** Why some structs would be parked by Yjs (after a Skip), or null. */
+  let parked: string | null = null
 
   for (const [client, structs] of places.byClient) {
     const state = Y.getState(store, client)
     let fresh = false
     // Yjs integrates a client's structs only contiguously from its state; past a gap it parks them.
     let next = state
+    let skipped: Y.Skip | null = null
     for (const struct of structs) {
       if (struct.id.clock + struct.length <= state) continue
       if (struct instanceof Y.Skip) {
+        skipped = struct
         next = Number.POSITIVE_INFINITY
         continue
       }
+      // Past a Skip the document does not cover, Yjs parks the structs (and the delete ranges over
+      // them) until another update fills the gap, then integrates them unchecked: they are checked
+      // now (a foreign one is refused at once), and the update is held, not applied.
+      if (skipped !== null) parked ??= `client ${client} skips ${skipped.id.clock}..${skipped.id.clock + skipped.length}, which the document does not have (up to ${state})`
       if (struct.id.clock > next) return missing(`client ${client} continues at ${struct.id.clock}, the document has up to ${state}`)
       next = struct.id.clock + struct.length
       fresh = true
@@ -282,5 +290,5 @@ export function authorizeUpdate(doc: Y.Doc, update: Uint8Array, grant: WriteGran
       }
     }
   }
-  return { ok: true, inserts, deletes }
+  return parked === null ? { ok: true, inserts, deletes } : missing(parked)
 }
