@@ -63,10 +63,13 @@ describe('a relay holding the new key and the old one', () => {
     expect(await verdict(both, Promise.resolve('not.a.token'))).toBe('bad-token')
   })
 
-  it('names the key that cannot be used, and refuses a private key anywhere in the PEM text', () => {
+  it('names the key that cannot be used (another curve, an RSA key too short), and refuses a private key anywhere in the PEM text', () => {
     const good = pem(generateKeyPairSync('ed25519').publicKey)
     const dsa = pem(generateKeyPairSync('ec', { namedCurve: 'secp256k1' }).publicKey)
     expect(() => new TokenVerifier({ publicKeyPem: good + dsa })).toThrow(/^public key 2 of 2 must be RSA \(RS256\), P-256 \(ES256\) or Ed25519 \(EdDSA\), got ec secp256k1$/)
+    // jose verifies no RS256 signature of an RSA key under 2048 bits: it would have been taken, and every token refused.
+    const weak = pem(generateKeyPairSync('rsa', { modulusLength: 1024 }).publicKey)
+    expect(() => new TokenVerifier({ publicKeyPem: weak + good })).toThrow(/^public key 1 of 2 is an RSA key of 1024 bits; RS256 needs at least 2048$/)
     const privateKey = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }) as string
     expect(() => new TokenVerifier({ publicKeyPem: good + privateKey })).toThrow(/this PEM is a private key/)
     expect(() => new TokenVerifier({ secret: NEW_SECRET, previousSecrets: [new Uint8Array(8)] })).toThrow(/^previous secret 1 must be at least 32 bytes$/)

@@ -120,7 +120,12 @@ function publicKeys(pem: string): VerifyingKey[] {
 
 function algorithmOf(key: KeyObject, which: string): string {
   const type = key.asymmetricKeyType
-  if (type === 'rsa') return 'RS256'
+  if (type === 'rsa') {
+    // jose verifies no RS256 signature of a smaller key: every token would be refused.
+    const bits = key.asymmetricKeyDetails?.modulusLength ?? 0
+    if (bits < 2048) throw new TypeError(`${which} is an RSA key of ${bits} bits; RS256 needs at least 2048`)
+    return 'RS256'
+  }
   if (type === 'ed25519') return 'EdDSA'
   if (type === 'ec' && key.asymmetricKeyDetails?.namedCurve === 'prime256v1') return 'ES256'
   throw new TypeError(`${which} must be RSA (RS256), P-256 (ES256) or Ed25519 (EdDSA), got ${type ?? 'unknown'} ${key.asymmetricKeyDetails?.namedCurve ?? ''}`.trim())
