@@ -4,6 +4,7 @@
  */
 import { generateKeyPairSync } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
+import { get } from 'node:http'
 import { join } from 'node:path'
 import { SignJWT } from 'jose'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -68,6 +69,25 @@ describe('a running relay', () => {
     }
     const bad = await fetch(`${relay.httpUrl}/dev/token?role=device&room=fleet-d/d1`)
     expect([bad.status, await bad.json()]).toEqual([400, { error: 'replica is required' }])
+    // A token the relay would refuse is not issued: the reason comes back instead.
+    const refusedWith = async (query: string): Promise<unknown> => {
+      const response = await fetch(`${relay.httpUrl}/dev/token?${query}`)
+      return [response.status, ((await response.json()) as { error?: string }).error]
+    }
+    expect(await refusedWith('role=device&room=fleet-d&replica=d1&source=d1-temp')).toEqual([400, 'room "fleet-d": a room is <fleet>/<device>'])
+    expect(await refusedWith('role=device&room=fleet-d/_x&replica=d1&source=d1-temp')).toEqual([400, 'room "fleet-d/_x": segment "_x" is reserved'])
+    expect(await refusedWith('role=device&room=fleet-d/d1&replica=d1&source=*')).toEqual([400, 'sources: a pattern needs a prefix before "*"'])
+    expect(await refusedWith('role=dashboard&rooms=fleet-d')).toEqual([400, 'room "fleet-d": a room is <fleet>/<device>'])
+    // Asked under another name (a website whose name resolves to this machine): refused, whatever its origin says.
+    const underName = (host: string): Promise<number | undefined> =>
+      new Promise((resolve, reject) => {
+        get(`${relay.httpUrl}/dev/token?role=dashboard&rooms=fleet-d/*`, { headers: { host, origin: `http://${host}` } }, (response) => {
+          response.resume()
+          resolve(response.statusCode)
+        }).on('error', reject)
+      })
+    expect(await underName(`evil.example:${relay.port}`)).toBe(403)
+    expect(await underName(`localhost:${relay.port}`)).toBe(200)
     // A page served from this machine on another port may read the tokens (CORS); a page of any other origin may not.
     const allowedFrom = async (origin: string): Promise<string | null> =>
       (await fetch(`${relay.httpUrl}/dev/token?role=dashboard&rooms=fleet-d/*`, { headers: { origin } })).headers.get('access-control-allow-origin')

@@ -3,7 +3,8 @@
  * local demo needs no token service. Only served when the relay binds a loopback address.
  */
 import { SignJWT } from 'jose'
-import { roomPatternProblem } from '../rooms/roomName.ts'
+import { classifyRoom, roomPatternProblem } from '../rooms/roomName.ts'
+import { readGrant } from './accessGrant.ts'
 
 const DEFAULT_TTL_SECONDS = 3600
 const MAX_TTL_SECONDS = 86_400
@@ -37,25 +38,39 @@ export class DevTokenIssuer {
       const room = query.get('room')
       const replica = query.get('replica')
       const sources = query.getAll('source')
-      if (room === null || roomPatternProblem(room) !== null || room.endsWith('/*')) return { error: 'room must be a room name' }
+      if (room === null || room.endsWith('/*')) return { error: 'room must be a room name' }
+      const kind = classifyRoom(room)
+      if (kind.kind !== 'device') return { error: `room ${JSON.stringify(room.slice(0, 80))}: ${kind.kind === 'invalid' ? kind.problem : 'a device token is for a device room'}` }
       if (replica === null || replica.length === 0) return { error: 'replica is required' }
       if (sources.length === 0 || sources.some((source) => source.length === 0)) return { error: 'source is required (repeat it for several)' }
       claims = { role, rooms: [room], replicas: [replica], sources, sub: `dev:${replica}` }
     } else if (role === 'dashboard') {
       const rooms = (query.get('rooms') ?? '').split(',').filter((pattern) => pattern.length > 0)
       if (rooms.length === 0) return { error: 'rooms is required (patterns separated by commas)' }
-      const problem = rooms.map(roomPatternProblem).find((p) => p !== null)
+      const problem = rooms.map(dashboardPatternProblem).find((p) => p !== null)
       if (problem !== undefined && problem !== null) return { error: problem }
       claims = { role, rooms, sub: 'dev:dashboard' }
     } else {
       return { error: 'role must be device or dashboard' }
     }
+    const exp = Math.floor(Date.now() / 1000) + ttl
+    // Read as the relay reads every token: one it would refuse is not issued.
+    const grant = readGrant({ ...claims, exp })
+    if (typeof grant === 'string') return { error: grant }
     const token = await new SignJWT(claims)
       .setProtectedHeader({ alg: 'HS256' })
       .setSubject(claims.sub as string)
       .setIssuedAt()
-      .setExpirationTime(Math.floor(Date.now() / 1000) + ttl)
+      .setExpirationTime(exp)
       .sign(this.#secret)
     return { token }
   }
+}
+
+/** Why a dashboard's room pattern could never open a room, or null: a malformed one, or a room name that is no room. */
+function dashboardPatternProblem(pattern: string): string | null {
+  const problem = roomPatternProblem(pattern)
+  if (problem !== null || pattern.endsWith('/*')) return problem
+  const kind = classifyRoom(pattern)
+  return kind.kind === 'invalid' ? `room ${JSON.stringify(pattern.slice(0, 80))}: ${kind.problem}` : null
 }

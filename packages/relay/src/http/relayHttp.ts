@@ -54,6 +54,12 @@ async function respond(deps: RelayHttpDeps, request: IncomingMessage, response: 
   }
   if (url.pathname === '/metrics') return text(200, deps.metrics.render(await deps.gauges()), { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' })
   if (url.pathname === '/dev/token' && deps.devTokens !== undefined) {
+    // Asked for this machine by name: a website whose name was made to resolve to 127.0.0.1 (DNS
+    // rebinding) asks as its own origin, which needs no CORS header, but under its own name.
+    if (loopbackOrigin(`http://${request.headers.host ?? ''}`) === null) {
+      response.writeHead(403, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'dev tokens are served to requests for 127.0.0.1, localhost or [::1] only (the Host header)' }))
+      return
+    }
     const result = await deps.devTokens.issue(url.searchParams)
     const status = 'token' in result ? 200 : 400
     // A local page on another port (a demo, a test page) fetches its tokens here; a page of any other origin may not read them.
