@@ -10,6 +10,28 @@ import { TidemarkEngine } from '../src/core/engine.ts'
 const event = (id: string, ts: number, value = 1): StreamEvent => ({ id, source: 'd1', ts, key: 'k', value })
 
 describe('the end of time', () => {
+  it('with retention: Infinity, advanceWatermark(Infinity) fires every window final and keeps them in results() and history()', () => {
+    const engine = createEngine({ windows: [tumbling(10), cumulating(20, 10)], watermark: manual(), retention: Number.POSITIVE_INFINITY, now: () => 0 })
+    engine.ingest([event('a', 1), event('b', 12, 2)])
+    engine.advanceWatermark(1_000_000_000)
+    const kept = engine.results()
+    expect(kept.map((r) => [r.window, r.start, r.end, r.count, r.final])).toEqual([
+      ['cumulating:20:10', 0, 10, 1, true],
+      ['cumulating:20:10', 0, 20, 2, true],
+      ['tumbling:10', 0, 10, 1, true],
+      ['tumbling:10', 10, 20, 1, true],
+    ])
+    engine.advanceWatermark(Number.POSITIVE_INFINITY)
+    expect(engine.results()).toEqual(kept)
+    expect(engine.stats().openWindows).toBe(4)
+    expect(engine.history('tumbling:10', 'k', 0)).toHaveLength(1)
+    // Restored from a checkpoint at the end of time, they stay too.
+    const restored = createEngine({ windows: [tumbling(10), cumulating(20, 10)], watermark: manual(), retention: Number.POSITIVE_INFINITY, now: () => 0 })
+    restored.restore(engine.checkpoint())
+    restored.advanceWatermark(Number.POSITIVE_INFINITY)
+    expect(restored.results()).toEqual(kept)
+  })
+
   it('advanceWatermark(Infinity) fires every window final; later events go to the late lane, and ingest and tick keep working', () => {
     // Dedup memory full at two ids: a third must release what lies behind the horizon, all of it at +Infinity.
     const engine = createEngine({ windows: tumbling(10), watermark: manual(), allowedLateness: 5, now: () => 0, limits: { maxDedupEntries: 2 } })

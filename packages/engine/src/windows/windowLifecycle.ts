@@ -115,9 +115,9 @@ export class WindowLifecycle implements WindowTracker {
   }
 
   grown(w: WindowState, previousEnd: number): void {
-    const { allowedLateness, retention } = this.#settings
+    const { allowedLateness } = this.#settings
     // A final one that shrank leaves at its new end's time (one that grew is queued again when its old entry comes due).
-    if (w.final && w.end < previousEnd) this.#expiring.push(w.end + allowedLateness + retention, w)
+    if (w.final && w.end < previousEnd) this.#leaveAt(w)
     if (w.fired) this.#unfinal.push(w.end + allowedLateness, w)
     // An unfired window that grew keeps its entry, at its old end: when that comes due, the entry
     // moves to its end. One that shrank (a peer's tombstone took the fragment that set its end)
@@ -147,7 +147,7 @@ export class WindowLifecycle implements WindowTracker {
   /** Queues a window restored from a checkpoint for its next step, and its armed trigger. */
   adopt(w: WindowState): void {
     const lateness = this.#settings.allowedLateness
-    if (w.final) this.#expiring.push(w.end + lateness + this.#settings.retention, w)
+    if (w.final) this.#leaveAt(w)
     else if (w.fired) this.#unfinal.push(w.end + lateness, w)
     else this.#unfired.push(w.end, w)
     if (w.timer !== null) {
@@ -234,7 +234,7 @@ export class WindowLifecycle implements WindowTracker {
       if (!w.live) continue
       if (w.end + lateness + retention > W) {
         // A final session a peer's fragment grew: it leaves at its new end's time.
-        this.#expiring.push(w.end + lateness + retention, w)
+        this.#leaveAt(w)
         continue
       }
       // A final window restored from a checkpoint an earlier version wrote may hold a late trigger
@@ -336,6 +336,16 @@ export class WindowLifecycle implements WindowTracker {
 
   #markFinal(w: WindowState): void {
     w.final = true
-    this.#expiring.push(w.end + this.#settings.allowedLateness + this.#settings.retention, w)
+    this.#leaveAt(w)
+  }
+
+  /**
+   * Queues a final window to leave live state once the watermark passes its end, lateness and
+   * retention. With `retention: Infinity` it never leaves (the watermark at Infinity too, which
+   * every finite time is due by).
+   */
+  #leaveAt(w: WindowState): void {
+    const { allowedLateness, retention } = this.#settings
+    if (retention !== Number.POSITIVE_INFINITY) this.#expiring.push(w.end + allowedLateness + retention, w)
   }
 }
