@@ -11,7 +11,8 @@ const event = (id: string, ts: number, value = 1): StreamEvent => ({ id, source:
 
 describe('the end of time', () => {
   it('with retention: Infinity, advanceWatermark(Infinity) fires every window final and keeps them in results() and history()', () => {
-    const engine = createEngine({ windows: [tumbling(10), cumulating(20, 10)], watermark: manual(), retention: Number.POSITIVE_INFINITY, now: () => 0 })
+    const options = { windows: [tumbling(10), cumulating(20, 10)], watermark: manual(), retention: Number.POSITIVE_INFINITY, now: () => 0 }
+    const engine = new TidemarkEngine(options)
     engine.ingest([event('a', 1), event('b', 12, 2)])
     engine.advanceWatermark(1_000_000_000)
     const kept = engine.results()
@@ -26,7 +27,7 @@ describe('the end of time', () => {
     expect(engine.stats().openWindows).toBe(4)
     expect(engine.history('tumbling:10', 'k', 0)).toHaveLength(1)
     // Restored from a checkpoint at the end of time, they stay too.
-    const restored = createEngine({ windows: [tumbling(10), cumulating(20, 10)], watermark: manual(), retention: Number.POSITIVE_INFINITY, now: () => 0 })
+    const restored = new TidemarkEngine(options)
     restored.restore(engine.checkpoint())
     restored.advanceWatermark(Number.POSITIVE_INFINITY)
     expect(restored.results()).toEqual(kept)
