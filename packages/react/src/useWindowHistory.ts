@@ -4,15 +4,17 @@ import type { WindowAt } from './useWindow.ts'
 
 /**
  * Every value one window has shown, oldest first, from `engine.history()`:
- * the on-time pane (revision 0) and each late pane after it, each with its
- * `pane`, so a chart can draw what was shown at first next to what it became.
+ * the on-time pane and each late pane after it, each with its `pane`, so a
+ * chart can draw what was shown at first next to what it became. The engine
+ * keeps the last 64 panes of a window, and a window first seen after it fired
+ * (merged from a peer) has no on-time pane: find it by `status`, not at `[0]`.
  * Renders at most once per frame, and only in frames that changed this window.
  * A window of a cumulating spec is named by `{ start, end }`.
  *
  * @example
  * function CorrectedBar({ start }: { start: number }) {
  *   const history = useWindowHistory('tumbling:60000', 'temp', start)
- *   const onTime = history[0]
+ *   const onTime = history.find((pane) => pane.status === 'on_time')
  *   const latest = history.at(-1)
  *   return <Bar value={latest?.sum} ghost={onTime !== latest ? onTime?.sum : undefined} />
  * }

@@ -1,7 +1,10 @@
-import { cleanup } from '@testing-library/react'
+import { createEngine, createManualScheduler, tumbling } from '@tidemark/engine'
+import { act, cleanup, render } from '@testing-library/react'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { renders, resetProbes, Rows, Sum, setup, text } from './probes.tsx'
 import { MINUTE } from './windowIds.ts'
+import { EngineProvider } from '../src/EngineProvider.tsx'
+import { useWindow } from '../src/useWindow.ts'
 
 beforeEach(resetProbes)
 afterEach(cleanup)
@@ -47,5 +50,39 @@ describe('a hook mounted after the engine changed, before the next frame', () =>
     engine.emit(MINUTE, 'temp', 0, 2) // same frame, after `b` and `rows` read the engine
     frame()
     expect([text('a'), text('b'), text('rows')]).toEqual(['2', '2', '0:2'])
+  })
+})
+
+const minuteRenders: Record<string, number> = {}
+
+/** The window [0, 10) of key `k`, as a `useWindow` shows it; its renders counted by name. */
+function Minute({ name }: { name: string }) {
+  minuteRenders[name] = (minuteRenders[name] ?? 0) + 1
+  const result = useWindow('tumbling:10', 'k', 0)
+  return <output data-testid={name}>{result === undefined ? 'none' : `${result.status} ${result.sum}${result.final ? ' final' : ''}`}</output>
+}
+
+describe('a hook mounted after a window fired and left live state, before the frame that carries the firing', () => {
+  it('keeps what it read (no result): the frame does not bring it back to the older value, nor render it again', () => {
+    const engine = createEngine({ windows: tumbling(10), allowedLateness: 0, retention: 10 })
+    const scheduler = createManualScheduler()
+    const tree = (later: boolean) => (
+      <EngineProvider engine={engine} scheduler={scheduler}>
+        <Minute name="earlier" />
+        {later && <Minute name="later" />}
+      </EngineProvider>
+    )
+    const view = render(tree(false))
+    engine.ingest([{ id: 'a', source: 's', ts: 1, key: 'k', value: 3 }])
+    act(() => scheduler.flush())
+    engine.advanceWatermark(100) // fires [0, 10) on time, final, and past its retention it leaves live state
+    expect(engine.results()).toEqual([])
+    view.rerender(tree(true))
+    expect(text('later')).toBe('none')
+    const mounted = minuteRenders.later
+    act(() => scheduler.flush())
+    // The hook mounted before keeps the last value it heard (a window leaving live state sends no change).
+    expect([text('earlier'), text('later')]).toEqual(['on_time 3 final', 'none'])
+    expect(minuteRenders.later).toBe(mounted)
   })
 })

@@ -23,6 +23,8 @@ interface Watch {
   frame: number
   /** Its value after that frame; `null` when retracted or moved away. */
   latest: WindowResult | null
+  /** Where the change that gave `latest` stands among the changes published to the feed (`published`). */
+  seq: number
 }
 
 /**
@@ -47,6 +49,10 @@ export class EngineFeed {
   #watching = 0
   #frames = 0
   #pending: WindowChange[] = []
+  /** Changes the engine published to this feed so far. */
+  #published = 0
+  /** `#pending` was compacted: where each change stands among the published ones is no longer known. */
+  #compacted = false
   #compactAt = COMPACT_AT
   /** Changes of windows that left live state were dropped from `#pending` (`#dropLeft`). */
   #dropped = false
@@ -81,6 +87,7 @@ export class EngineFeed {
       this.#cancelFrame = null
       this.#pending = []
       this.#dropped = false
+      this.#compacted = false
       this.#compactAt = COMPACT_AT
     }
   }
@@ -89,7 +96,7 @@ export class EngineFeed {
     const byPosition = positionsOf(this.#watches, window)
     let watch = byPosition.get(positionOf(window))
     if (watch === undefined) {
-      watch = { listeners: new Set(), frame: -1, latest: null }
+      watch = { listeners: new Set(), frame: -1, latest: null, seq: 0 }
       byPosition.set(positionOf(window), watch)
     }
     if (!watch.listeners.has(listener)) this.#watching++
@@ -115,12 +122,32 @@ export class EngineFeed {
     return this.#pending.length
   }
 
+  /**
+   * How many changes the engine has published to this feed: an observer that reads the engine
+   * notes it, and a frame's change it counts was already in what the observer read.
+   */
+  get published(): number {
+    return this.#published
+  }
+
+  /**
+   * While a frame is dispatched: where the last change it carries of the watched window `address`
+   * stands among the published ones (`published`); `Infinity` when unknown (a compacted backlog),
+   * 0 when the frame did not touch it.
+   */
+  changedAt(address: WindowAddress): number {
+    const watch = lookup(this.#watches, address)
+    return watch === undefined || watch.frame !== this.#frames ? 0 : watch.seq
+  }
+
   #onChanges = (changes: readonly WindowChange[]): void => {
     // Copied, not kept: the engine may reuse its array once the call returns.
     for (const change of changes) this.#pending.push(change)
+    this.#published += changes.length
     if (this.#pending.length > this.#compactAt) {
       // Frames are not running (a hidden tab): keep one change per window.
       this.#pending = compactChanges(this.#pending)
+      this.#compacted = true
       this.#dropLeft()
       this.#compactAt = Math.max(COMPACT_AT, 2 * this.#pending.length)
     }
@@ -146,17 +173,21 @@ export class EngineFeed {
     this.#cancelFrame = null
     const changes = this.#pending
     const dropped = this.#dropped
+    // The first change's place among the published ones, when the backlog kept every change.
+    const first = this.#compacted ? Number.POSITIVE_INFINITY : this.#published - changes.length + 1
     this.#pending = []
     this.#dropped = false
+    this.#compacted = false
     this.#compactAt = COMPACT_AT
     // One pass over the changes: each watched window's value after the
     // frame, and its watchers, found once however often it changed.
     const number = ++this.#frames
     const touched: Watch[] = []
     if (this.#watching > 0) {
-      for (const { type, result, previous } of changes) {
-        if (previous !== undefined && !sameWindow(previous, result)) this.#touch(previous, null, number, touched)
-        this.#touch(result, type === 'retract' ? null : result, number, touched)
+      for (let i = 0; i < changes.length; i++) {
+        const { type, result, previous } = changes[i] as WindowChange
+        if (previous !== undefined && !sameWindow(previous, result)) this.#touch(previous, null, number, touched, first + i)
+        this.#touch(result, type === 'retract' ? null : result, number, touched, first + i)
       }
     }
     // Answers for this frame only; listeners read their frame while it is dispatched.
@@ -179,7 +210,7 @@ export class EngineFeed {
     for (const watch of touched) yield* watch.listeners
   }
 
-  #touch(address: WindowAddress, latest: WindowResult | null, number: number, touched: Watch[]): void {
+  #touch(address: WindowAddress, latest: WindowResult | null, number: number, touched: Watch[], seq: number): void {
     const watch = lookup(this.#watches, address)
     if (watch === undefined) return
     if (watch.frame !== number) {
@@ -187,5 +218,6 @@ export class EngineFeed {
       touched.push(watch)
     }
     watch.latest = latest
+    watch.seq = seq
   }
 }

@@ -22,10 +22,13 @@ export class EngineObserver<T> {
   #snapshot: T
   #listeners = new Set<() => void>()
   #stopFeed: (() => void) | null = null
+  /** How many changes the feed had when the snapshot was last read from the engine (`feed.published`). */
+  #readAt: number
 
   constructor(feed: EngineFeed, slice: EngineSlice<T>) {
     this.#feed = feed
     this.#slice = slice
+    this.#readAt = feed.published
     this.#snapshot = slice.read(feed.engine)
   }
 
@@ -75,10 +78,16 @@ export class EngineObserver<T> {
   }
 
   #onFrame = (frame: EngineFrame): void => {
+    const watches = this.#slice.watches
+    // The window's last change in this frame was made before this observer read the engine (it
+    // was mounted between the change and the frame): what it read is as new, or newer (a window
+    // that left live state since).
+    if (watches !== undefined && this.#feed.changedAt(watches) <= this.#readAt) return
     this.#publish(this.#slice.advance(this.#snapshot, frame, this.#feed.engine))
   }
 
   #refresh(): void {
+    this.#readAt = this.#feed.published
     this.#publish(this.#slice.share(this.#snapshot, this.#slice.read(this.#feed.engine)))
   }
 
