@@ -21,6 +21,10 @@ function Health() {
   return <output data-testid="health">{text}</output>
 }
 
+function Log() {
+  return <output data-testid="log">{useEngineStats((s) => s.walRecords)}</output>
+}
+
 function mount(engine: Engine): ReturnType<typeof createManualScheduler> {
   const scheduler = createManualScheduler()
   render(
@@ -65,9 +69,6 @@ it('shows a log write that failed after its batch, and the batches refused while
 it('shows the log truncated by a checkpoint that commits after the batch that called for it', async () => {
   const engine = await openEngine({ windows: tumbling(10), persistence: memoryPersistence(), checkpointEvery: { events: 3 } })
   const scheduler = mount(engine)
-  function Log() {
-    return <output data-testid="log">{useEngineStats((s) => s.walRecords)}</output>
-  }
   render(
     <EngineProvider engine={engine} scheduler={scheduler}>
       <Log />
