@@ -310,6 +310,31 @@ describe('through a relay', () => {
     await barrier()
   })
 
+  it("a device cannot park items and deletions after a Skip under a client id that wrote nothing: the owner's writes under it all arrive", async () => {
+    const ownerDoc = new Y.Doc()
+    const ownerId = ownerDoc.clientID
+    // d1 parks, under an id nobody wrote with (nor shows presence for yet), deleted items in its own
+    // log past a skipped clock, with the deletion of their range: Yjs would integrate both once
+    // the owner's first write filled the gap, over the owner's own items.
+    const attacker = open(await deviceToken(FLEET, 'd1'))
+    await waitFor(() => attacker.synced(), 'the attacker synced')
+    ;(sockets.at(-1) as ReturnType<typeof relaySocket>).send(
+      updateFrame(ROOM, v1Update([{ client: ownerId, clock: 0, structs: [{ skip: 1 }, { parent: 'tidemark:replica:d1', deleted: 1000 }] }], [{ client: ownerId, ranges: [[1, 1000]] as const }])),
+    )
+    await barrier()
+    const socket = relaySocket(relay.url)
+    sockets.push(socket)
+    const owner = openRoom(socket, ROOM, await signToken({ sub: 'd8', role: 'device', rooms: [ROOM], replicas: ['d8'], sources: ['d8-temp'] }), ownerDoc)
+    clients.push(owner)
+    await waitFor(() => owner.synced(), 'the owner synced')
+    ownerDoc.transact(() => ownerDoc.getMap('tidemark:meta').set('d8', [3, 'cfg']))
+    for (let i = 0; i < 5; i++) replicaLog(ownerDoc, 'd8').push([groupEntry('d8-temp', i * 60_000)])
+    await waitFor(() => replicaLog(dashboard.doc, 'd8').length === 5, "the owner's five entries on the dashboard")
+    await barrier()
+    expect(replicaLog(dashboard.doc, 'd8').length).toBe(5)
+    expect(owner.closed).toEqual([])
+  })
+
   it("a client in several struct sections cannot slip another device's source into the device's own log", async () => {
     const update = v1Update([
       { client: X, clock: 0, structs: [{ gc: 1 }] },
