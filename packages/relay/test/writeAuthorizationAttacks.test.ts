@@ -205,6 +205,8 @@ describe('authorizeUpdate holds against', () => {
     const verdict = authorizeUpdate(server, update, A)
     expect(reasonOf(verdict)).toBe('missing')
     expect(!verdict.ok && verdict.missing && verdict.detail).toBe(`client ${X} skips 0..1, which the document does not have (up to 0)`)
+    // It waits for what it skips: once the document has it, the verdict can change (held, not refused at once).
+    expect(!verdict.ok && verdict.missing && verdict.needs).toEqual([{ client: X, clock: 1 }])
   })
 
   it.each([

@@ -19,8 +19,9 @@ export interface StateNeed {
 
 /**
  * Every state the document must reach for `update` to be placed whole, read from the update alone:
- * the start of each client's structs (but a Skip), each origin, right origin and parent id the
- * update does not hold, and each delete range's clocks it does not hold. With all of them met the
+ * the start of each client's structs (but a Skip), the end of each Skip that structs follow, each
+ * origin, right origin and parent id the update does not hold, and each delete range's clocks it
+ * does not hold. With all of them met the
  * verdict is not `missing` (structs below a client's state are the document's, the rest the update's).
  *
  * @example
@@ -38,7 +39,10 @@ export function needsOf(places: UpdatePlaces, ds: DecodedUpdate['ds']): StateNee
   for (const [client, structs] of places.byClient) {
     const first = structs[0] as Struct
     if (!(first instanceof Y.Skip)) need(client, first.id.clock)
-    for (const struct of structs) {
+    for (let i = 0; i < structs.length; i++) {
+      const struct = structs[i] as Struct
+      // Structs after a Skip wait in Yjs until the document has what it skips.
+      if (struct instanceof Y.Skip && i + 1 < structs.length) need(client, struct.id.clock + struct.length)
       if (!(struct instanceof Y.Item)) continue
       const parent = struct.parent instanceof Y.ID ? struct.parent : null
       for (const id of [struct.origin, struct.rightOrigin, parent]) if (id !== null && !held(id)) need(id.client, id.clock + 1)
