@@ -59,8 +59,8 @@ export interface ConnectRelayOptions {
    * most 2,048 names) and closes a socket past it; so a dashboard joining thousands of rooms
    * opens them in waves: more once at most half this many are still opening. The client opens
    * no more than `512 KiB / (600 + token length)` at once whatever this says, and halves this
-   * bound each time the relay closes a socket for its budget (4413); each room that reaches sync
-   * after that adds one back, up to this. Lower it for a relay with a smaller budget.
+   * bound each time the relay closes a socket for its budget (4413); a socket opened 10 minutes
+   * or more after that doubles it again, up to this. Lower it for a relay with a smaller budget.
    */
   readonly maxPendingRooms?: number
   /**

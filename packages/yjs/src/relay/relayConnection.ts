@@ -42,6 +42,9 @@ const DEFAULT_UPDATES_PER_SECOND = 50
  */
 const UNAUTHENTICATED_SHARE = 1 << 19
 
+/** How long a bound on rooms opening at once, halved for the relay's budget (4413), stays before it doubles again on a new socket. */
+const REGROW_AFTER_MS = 10 * 60_000
+
 /** Close codes of a socket that ended without the relay refusing anything: normal, going away (a restart), none given, dropped. */
 const PLAIN_CLOSES = [1000, 1001, 1005, 1006]
 
@@ -63,9 +66,12 @@ export class RelayConnection implements Relay {
   readonly #configuredPendingRooms: number
   /**
    * `maxPendingRooms`, halved each time the relay closed a socket for its unauthenticated budget,
-   * and one higher again (up to the option) for each room that reached sync since.
+   * and doubled again (up to the option) on a new socket once `REGROW_AFTER_MS` passed without one.
    */
   #maxPendingRooms: number
+  /** When the bound was last halved or grown again (`jitter.now`). */
+  #boundChangedAt = Number.NEGATIVE_INFINITY
+  readonly #now: () => number
   /** Rooms that may be opening at once with the token last read (its length counts against the relay's budget). */
   #pendingCap: number
   /** Rooms whose Auth went out on this socket and that the relay has not opened yet (not in sync). */
@@ -103,6 +109,7 @@ export class RelayConnection implements Relay {
     this.#tokenTimeoutMs = options.tokenTimeoutMs ?? DEFAULT_TOKEN_TIMEOUT_MS
     this.#configuredPendingRooms = options.maxPendingRooms ?? DEFAULT_MAX_PENDING_ROOMS
     this.#maxPendingRooms = this.#configuredPendingRooms
+    this.#now = options.jitter?.now ?? Date.now
     this.#pendingCap = this.#maxPendingRooms
     this.#WebSocket = options.WebSocket ?? (globalThis.WebSocket as new (url: string) => RelaySocket)
     this.#onError = options.onError ?? ((error) => console.error(error))
@@ -202,14 +209,12 @@ export class RelayConnection implements Relay {
     renewable: () => typeof this.#token === 'function',
     fail: (message) => this.#fail(message),
     synced: () => {
-      // The relay serves this socket: the next reconnect starts from the smallest spread again,
-      // and a bound halved for the relay's budget grows back, a room at a time.
+      // The relay serves this socket: the next reconnect starts from the smallest spread again.
       this.#attempt = 0
-      if (this.#maxPendingRooms < this.#configuredPendingRooms) this.#maxPendingRooms++
     },
     maxMessageBytes: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
     updatesPerSecond: options.updatesPerSecond ?? DEFAULT_UPDATES_PER_SECOND,
-    now: options.jitter?.now ?? Date.now,
+    now: this.#now,
     }
   }
 
@@ -251,6 +256,7 @@ export class RelayConnection implements Relay {
     socket.addEventListener('open', () => {
       if (socket !== this.#socket) return
       this.#state = 'open'
+      this.#regrowBound()
       this.#reportRooms()
       this.#authenticateIdle()
     })
@@ -275,7 +281,7 @@ export class RelayConnection implements Relay {
    * The relay closed the socket for what it was sent: reported, and what caused it is not sent
    * again. A message over its limit (1009; it cannot tell which room sent it) refuses the room
    * that sent the largest message on the socket; its unauthenticated budget exceeded (4413)
-   * halves the rooms opening at once (each room in sync since adds one back).
+   * halves the rooms opening at once (doubled again on a socket opened 10 minutes later).
    */
   #refusedSocket(code: number, reason: string): void {
     this.#fail(`the relay closed the socket: ${code}${reason === '' ? '' : ` ${reason}`}`)
@@ -285,7 +291,21 @@ export class RelayConnection implements Relay {
       largest?.tooLarge(largest.largestSent, "over the relay's limit (1009)")
     } else if (code === 4413) {
       this.#maxPendingRooms = Math.max(1, this.#maxPendingRooms >> 1)
+      this.#boundChangedAt = this.#now()
     }
+  }
+
+  /**
+   * A new socket: a bound halved for the relay's budget doubles again (up to `maxPendingRooms`)
+   * once `REGROW_AFTER_MS` passed since it last changed. Grown within a socket, it would make the
+   * next wave as large as the one the relay closed the socket for, and the rooms would never all
+   * open; per socket and spaced out, a relay whose budget is still as small costs one close in
+   * that time.
+   */
+  #regrowBound(): void {
+    if (this.#maxPendingRooms >= this.#configuredPendingRooms || !(this.#now() - this.#boundChangedAt >= REGROW_AFTER_MS)) return
+    this.#maxPendingRooms = Math.min(this.#configuredPendingRooms, 2 * this.#maxPendingRooms)
+    this.#boundChangedAt = this.#now()
   }
 
   /** After a failed connection: the next relay of the list, if there are several. */

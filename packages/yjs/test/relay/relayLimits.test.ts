@@ -123,10 +123,11 @@ describe('relay client: the relay limits', () => {
     relay.destroy()
   })
 
-  it('reports a socket the relay closed for its unauthenticated budget (4413), and opens half as many rooms at once on the next, growing back as rooms reach sync', async () => {
+  it('reports a socket the relay closed for its unauthenticated budget (4413), and opens half as many rooms at once on the next sockets, twice as many again on one opened 10 minutes later', async () => {
     const token = await signToken({ sub: 'fleet', role: 'device', rooms: ['fleet-a/*'] })
     const timers = new FakeTimers()
-    const { relay, errors } = relayClient(testRelay().url, token, { maxPendingRooms: 8, jitter: { random: seededRandom(6), setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout } })
+    let now = 1_000_000
+    const { relay, errors } = relayClient(testRelay().url, token, { maxPendingRooms: 8, jitter: { random: seededRandom(6), setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout, now: () => now } })
     const docs = Array.from({ length: 12 }, (_, i) => device(relay, `fleet-a/d${String(i).padStart(2, '0')}`, `d${i}`).doc)
     for (const doc of docs) await untilStatus(doc, 'in sync', (s) => s.state === 'connected')
     testRelay().closeSockets(4413, 'tidemark:unauthenticated-limit')
@@ -137,13 +138,26 @@ describe('relay client: the relay limits', () => {
     const second = testRelay().received.filter((m) => m.socket === 2)
     const firstStepOne = second.findIndex((m) => m.type === 0 && m.step === 0)
     expect(second.slice(0, firstStepOne).filter((m) => m.token !== null)).toHaveLength(4)
-    // The 12 rooms in sync on that socket gave the bound back: a socket closed plainly opens 8 at once again.
-    testRelay().closeSockets(1001, 'going away')
-    await untilStatus(docs[0] as Y.Doc, 'offline again', (s) => s.state !== 'connected')
-    timers.runAll()
-    for (const doc of docs) await untilStatus(doc, 'in sync on the third socket', (s) => s.state === 'connected')
-    const third = testRelay().received.filter((m) => m.socket === 3)
-    expect(third.slice(0, third.findIndex((m) => m.type === 0 && m.step === 0)).filter((m) => m.token !== null)).toHaveLength(8)
+    // Authentications sent on socket `n` before its first sync step: the first wave.
+    const firstWave = (n: number): number => {
+      const sent = testRelay().received.filter((m) => m.socket === n)
+      return sent.slice(0, sent.findIndex((m) => m.type === 0 && m.step === 0)).filter((m) => m.token !== null).length
+    }
+    const reconnect = async (n: number): Promise<void> => {
+      testRelay().closeSockets(1001, 'going away')
+      await untilStatus(docs[0] as Y.Doc, `offline before socket ${n}`, (s) => s.state !== 'connected')
+      timers.runAll()
+      for (const doc of docs) await untilStatus(doc, `in sync on socket ${n}`, (s) => s.state === 'connected')
+    }
+    // Every room reached sync on it, and the bound stays halved on the next socket: grown back at
+    // once, the next wave would be the one the relay closed the socket for.
+    now += 9 * 60_000
+    await reconnect(3)
+    expect(firstWave(3)).toBe(4)
+    // Ten minutes after the close, a new socket opens twice as many at once again.
+    now += 60_000
+    await reconnect(4)
+    expect(firstWave(4)).toBe(8)
     relay.destroy()
   })
 
