@@ -91,6 +91,29 @@ describe('the end of time', () => {
     expect(replayed.lateEvents()).toEqual(engine.lateEvents())
   })
 
+  it.each([tumbling(10), sliding(20, 10), cumulating(20, 10), session(5)])(
+    '%o with retention: Infinity at the end of time: a peer cell of a final window changes it (a finality violation), as before the end',
+    (spec) => {
+      const options = (replicaId: string) => ({ windows: spec, watermark: manual(), retention: Number.POSITIVE_INFINITY, replicaId, now: () => 0 })
+      const device = createEngine(options('device'))
+      const peer = createEngine(options('peer'))
+      peer.ingest([{ id: 'p', source: 'peer-dev', ts: 1, value: 1 }])
+      device.ingest([{ id: 'd', source: 'dev', ts: 2, value: 5 }])
+      for (const engine of [device, peer]) engine.advanceWatermark(Number.POSITIVE_INFINITY)
+      const { cells, clocks } = device.replica.exportState()
+      const report = peer.replica.mergeRemote(cells, clocks)
+      expect([report.applied, report.expired]).toEqual([cells.length, 0])
+      expect(report.finalityViolations).toBeGreaterThan(0)
+      expect(peer.stats().finalityViolations).toBe(report.finalityViolations)
+      // Both sources' readings show in the peer's final results, as in the device's once it merges the peer's.
+      device.replica.mergeRemote(peer.replica.exportState().cells, peer.replica.exportState().clocks)
+      const shown = (engine: typeof device) => engine.results().map((r) => [r.start, r.end, r.count, r.sum, r.final])
+      expect(shown(peer)).toEqual(shown(device))
+      expect(peer.results().every((r) => r.final)).toBe(true)
+      expect(Math.max(...peer.results().map((r) => r.sum))).toBe(6)
+    },
+  )
+
   it.each([tumbling(60_000), sliding(60_000, 10_000), cumulating(60_000, 10_000), session(30_000)])(
     '%o: the cells of an event at -MAX_ABS_TS start below it (floored to their grid), and a peer merges them, loose or grouped',
     (spec) => {

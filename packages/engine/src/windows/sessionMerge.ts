@@ -71,7 +71,9 @@ function mergeKey(host: SessionHost, key: string, entries: readonly RemoteCell[]
       fragments.set(id, f)
     }
   }
-  const horizon = frontiers.watermark - frontiers.lateness - frontiers.retention
+  // With retention Infinity nothing leaves live state, a watermark at +Infinity included.
+  const keeps = frontiers.retention === Number.POSITIVE_INFINITY
+  const horizon = keeps ? Number.NEGATIVE_INFINITY : frontiers.watermark - frontiers.lateness - frontiers.retention
   const tombstones = host.tombstones.get(key)
   if (tombstones !== undefined) {
     for (const [id, f] of tombstones) {
@@ -87,7 +89,7 @@ function mergeKey(host: SessionHost, key: string, entries: readonly RemoteCell[]
       continue
     }
     const reachEnd = Math.max(start, cell.maxTs) + gap
-    if (start < sealed || reachEnd + frontiers.lateness + frontiers.retention <= frontiers.watermark) {
+    if (start < sealed || (!keeps && reachEnd + frontiers.lateness + frontiers.retention <= frontiers.watermark)) {
       counts.expired++
       continue
     }

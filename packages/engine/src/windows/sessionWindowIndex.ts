@@ -329,7 +329,8 @@ export class SessionWindowIndex implements WindowIndex {
   #pruneTombstones(frontiers: RemoteFrontiers, tracker: WindowTracker): void {
     const gap = this.#gap
     const span = Math.floor(frontiers.watermark / gap) * gap
-    const horizon = span - frontiers.lateness - frontiers.retention
+    // With retention Infinity no session leaves live state, so no copy of a fragment stops mattering.
+    const horizon = frontiers.retention === Number.POSITIVE_INFINITY ? Number.NEGATIVE_INFINITY : span - frontiers.lateness - frontiers.retention
     this.#pruneAt = span + gap
     for (const [key, dead] of this.#tombstones) {
       if (this.#byKey.has(key)) continue

@@ -126,7 +126,8 @@ export function mergePeerGroups(host: PartsHost, groups: readonly CellGroup[], f
   const counts: MergeCounts = { applied: 0, stale: 0, expired: 0, finalityViolations: 0, invalid: 0 }
   const g = host.geometry
   const lateFloor = frontiers.watermark - frontiers.lateness
-  const liveFloor = lateFloor - frontiers.retention
+  // With retention Infinity nothing leaves live state, a watermark at +Infinity included.
+  const liveFloor = frontiers.retention === Number.POSITIVE_INFINITY ? Number.NEGATIVE_INFINITY : lateFloor - frontiers.retention
   for (const list of groupsByPart(groups)) {
     const first = list[0] as CellGroup
     const start = first.start
