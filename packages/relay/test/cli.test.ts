@@ -87,7 +87,9 @@ describe('a running relay', () => {
         }).on('error', reject)
       })
     expect(await underName(`evil.example:${relay.port}`)).toBe(403)
-    expect(await underName(`localhost:${relay.port}`)).toBe(200)
+    expect(await underName(`127.0.0.1.evil.example:${relay.port}`)).toBe(403)
+    // Any spelling of this machine's names: case, a full IPv6 loopback, a default port left out or given.
+    for (const host of [`localhost:${relay.port}`, `LOCALHOST:${relay.port}`, `[0:0:0:0:0:0:0:1]:${relay.port}`, '127.0.0.1', '127.0.0.1:80']) expect(await underName(host), host).toBe(200)
     // A page served from this machine on another port may read the tokens (CORS); a page of any other origin may not.
     const allowedFrom = async (origin: string): Promise<string | null> =>
       (await fetch(`${relay.httpUrl}/dev/token?role=dashboard&rooms=fleet-d/*`, { headers: { origin } })).headers.get('access-control-allow-origin')

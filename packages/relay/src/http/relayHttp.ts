@@ -56,7 +56,7 @@ async function respond(deps: RelayHttpDeps, request: IncomingMessage, response: 
   if (url.pathname === '/dev/token' && deps.devTokens !== undefined) {
     // Asked for this machine by name: a website whose name was made to resolve to 127.0.0.1 (DNS
     // rebinding) asks as its own origin, which needs no CORS header, but under its own name.
-    if (loopbackOrigin(`http://${request.headers.host ?? ''}`) === null) {
+    if (!loopbackHost(request.headers.host)) {
       response.writeHead(403, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'dev tokens are served to requests for 127.0.0.1, localhost or [::1] only (the Host header)' }))
       return
     }
@@ -71,6 +71,20 @@ async function respond(deps: RelayHttpDeps, request: IncomingMessage, response: 
   return text(404, 'not found: the relay serves WebSocket upgrades, /healthz and /metrics\n')
 }
 
+/** Whether a request's `Host` names this machine (`127.0.0.1:8787`, `localhost`, `[::1]:8787`, in any case or spelling a URL reads the same). */
+function loopbackHost(host: string | undefined): boolean {
+  if (host === undefined || host === '') return false
+  try {
+    return isLoopbackName(new URL(`http://${host}`).hostname)
+  } catch {
+    return false
+  }
+}
+
+function isLoopbackName(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname)
+}
+
 /** `origin` when it is a page served from this machine (`http://127.0.0.1:5173`, `http://localhost:3000`, `http://[::1]:8080`), else null. */
 function loopbackOrigin(origin: string | undefined): string | null {
   if (origin === undefined) return null
@@ -82,5 +96,5 @@ function loopbackOrigin(origin: string | undefined): string | null {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return null
   if (url.origin !== origin) return null
-  return url.hostname === 'localhost' || url.hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(url.hostname) ? origin : null
+  return isLoopbackName(url.hostname) ? origin : null
 }

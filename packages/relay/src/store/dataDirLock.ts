@@ -59,7 +59,9 @@ function running(holder: Holder): boolean {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false
   }
-  if (holder.boot !== '' && holder.boot !== bootId()) return false
+  // Compared only where both are known: a boot this process cannot read is no other boot.
+  const boot = bootId()
+  if (holder.boot !== '' && boot !== '' && holder.boot !== boot) return false
   if (holder.start === '') return true
   const start = startTime(holder.pid)
   return start === '' || start === holder.start
