@@ -5,7 +5,7 @@ import { bindDoc } from '../src/binding/bindDoc.ts'
 import { isConfigurationMismatchError } from '../src/schema/configurationMismatchError.ts'
 import { DOC_SCHEMA, META_NAME, replicaArrayName } from '../src/schema/docEntry.ts'
 import { readGroupEntry } from '../src/schema/docEntry.ts'
-import { groupCell } from '@tidemark/engine'
+import { createEngine, groupCell, manual, tumbling } from '@tidemark/engine'
 import { boundReplicas, cellOf, cellTable, clockOf, fakePort, rawGroup, withField } from './fakePort.ts'
 
 /** State-vector exchange both ways, as a provider does on (re)connect. */
@@ -216,6 +216,25 @@ describe('bindDoc: remote updates', () => {
     expect(port.cells.size).toBe(0)
     applyPeerUpdate(doc, Y.encodeStateAsUpdate(peer), 'peer')
     expect(port.cells.size).toBeGreaterThan(0)
+  })
+})
+
+describe('bindDoc: two bindings on one doc', () => {
+  it('each takes the other as a peer: both merge both, and neither answers the other without end', () => {
+    const doc = new Y.Doc()
+    const reading = (source: string, seq: number) => ({ id: `${source}-${seq}`, source, seq, ts: T0 + seq, key: 'k', value: 1 })
+    const errors: string[] = []
+    const engines = ['a', 'b'].map((replicaId) => createEngine({ windows: tumbling(60_000), watermark: manual(), replicaId }))
+    const [a, b] = engines as [(typeof engines)[0], (typeof engines)[0]]
+    bindDoc(a, doc, { onError: (error) => errors.push(error.message) })
+    a.ingest([reading('sa', 1)])
+    // A transaction of the other binding changes nothing of the schema for this one: it used to answer it with one of its own, and the two recursed until the stack overflowed.
+    bindDoc(b, doc, { onError: (error) => errors.push(error.message) })
+    b.ingest([reading('sb', 1)])
+    a.ingest([reading('sa', 2)])
+    expect(errors).toEqual([])
+    expect(a.results().map((r) => r.count)).toEqual([3])
+    expect(b.results().map((r) => r.count)).toEqual([3])
   })
 })
 

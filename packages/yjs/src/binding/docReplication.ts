@@ -233,6 +233,10 @@ export class DocReplication implements DocBinding {
   }
 
   #mergeBatch(batch: RemoteBatch): void {
+    // A transaction that changed nothing of the schema (another binding's on this doc, an app's):
+    // nothing to merge, and no transaction of this binding's in answer, which that other binding
+    // would answer in turn, without end.
+    if (batch.metaKeys.size === 0 && batch.added.size === 0 && batch.removed.size === 0) return
     const groups: CellGroup[] = []
     const clocks: ClockEntry[] = []
     const reread = new Set<ReplicaEntries>()
