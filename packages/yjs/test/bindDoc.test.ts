@@ -238,6 +238,46 @@ describe('bindDoc: two bindings on one doc', () => {
   })
 })
 
+describe('bindDoc: cells that arrive after their window left live state', () => {
+  /** Window [0, 10) of source s leaves live state here, and an earlier session's cell of it arrives before or after that. */
+  function earlierSession(earlierId: string, earlierFirst: boolean): { log: unknown[]; joiner: unknown } {
+    const engine = (replicaId: string) => createEngine({ windows: tumbling(10), retention: 0, replicaId })
+    const earlierDoc = new Y.Doc()
+    const earlier = engine(earlierId)
+    bindDoc(earlier, earlierDoc)
+    earlier.ingest([{ id: 'e1', source: 's', seq: 1, ts: 5, key: 'temp', value: 1 }])
+    const doc = new Y.Doc()
+    const current = engine('dev')
+    bindDoc(current, doc)
+    current.ingest([{ id: 'e2', source: 's', seq: 2, ts: 6, key: 'temp', value: 2 }])
+    if (earlierFirst) applyPeerUpdate(doc, Y.encodeStateAsUpdate(earlierDoc), 'relay')
+    current.ingest([{ id: 'e3', source: 's', seq: 3, ts: 100, key: 'temp', value: 3 }])
+    if (!earlierFirst) applyPeerUpdate(doc, Y.encodeStateAsUpdate(earlierDoc), 'relay')
+    current.ingest([{ id: 'e4', source: 's', seq: 4, ts: 200, key: 'temp', value: 4 }])
+    const log = doc
+      .getArray<unknown>(replicaArrayName(earlierId))
+      .toArray()
+      .map((entry) => readGroupEntry(entry))
+      .filter((group) => typeof group !== 'string')
+      .map((group) => group.start)
+    // A dashboard joining later shows what the document holds.
+    const dashboard = createEngine({ windows: tumbling(10), watermark: manual(), replicaId: 'dashboard' })
+    const dashboardDoc = new Y.Doc()
+    bindDoc(dashboard, dashboardDoc, { readOnly: true })
+    applyPeerUpdate(dashboardDoc, Y.encodeStateAsUpdate(doc), 'peer')
+    return { log, joiner: dashboard.results().map((r) => [r.start, r.count]) }
+  }
+
+  it.each([
+    ['an earlier session under another replica id', 'z-old'],
+    ['an earlier session of this replica', 'dev'],
+  ])('%s: retired whether it arrives before or after, so a later joiner sees the same', (_, earlierId) => {
+    for (const earlierFirst of [true, false]) {
+      expect(earlierSession(earlierId, earlierFirst), `earlier first: ${earlierFirst}`).toEqual({ log: earlierId === 'dev' ? [200] : [], joiner: [[200, 1]] })
+    }
+  })
+})
+
 describe('bindDoc: expiry in other logs', () => {
   it("retires expired entries of its own sources from another replica's log, and nobody else's", () => {
     // An earlier session of this device (replica a0) left d1's cells; a peer (b) writes d9.

@@ -12,6 +12,8 @@ import { fragmentId, type SessionFragment, type WindowState } from './windowStat
 
 /** What merging reaches of a session index. */
 export interface SessionHost {
+  /** The session spec's id. */
+  readonly id: string
   readonly gap: number
   /** The index's aggregates now (set after construction). */
   aggregates(): AggregateSet | null
@@ -91,6 +93,9 @@ function mergeKey(host: SessionHost, key: string, entries: readonly RemoteCell[]
     const reachEnd = Math.max(start, cell.maxTs) + gap
     if (start < sealed || (!keeps && reachEnd + frontiers.lateness + frontiers.retention <= frontiers.watermark)) {
       counts.expired++
+      // Published as expired, as every cell of a window that left live state here: the binding
+      // retires it from the document if it is this replica's to retire (its own source).
+      tracker.expired(host.id, key, start, source)
       continue
     }
     const id = fragmentId(source, start)

@@ -54,6 +54,7 @@ export class SessionWindowIndex implements WindowIndex {
     this.id = id
     this.#gap = gap
     this.#host = {
+      id,
       gap,
       aggregates: () => this.aggregates,
       byKey: this.#byKey,

@@ -149,7 +149,12 @@ export function mergePeerGroups(host: PartsHost, groups: readonly CellGroup[], f
     // Windows ending at or below the live floor left live state here: nothing they show can change.
     const alive = Math.max(from, g.firstAbove(s, liveFloor))
     if (alive > last) {
-      for (const group of list) counts.expired += group.keys.length
+      for (const group of list) {
+        counts.expired += group.keys.length
+        // Published as expired, as every cell of a window that left live state here: the binding
+        // retires it from the document if it is this replica's to retire (its own source).
+        for (const key of group.keys) tracker.expired(group.window, key, group.start, group.source)
+      }
       continue
     }
     // Windows alive here that are past their lateness: each changed cell is a finality violation in each.
