@@ -603,22 +603,29 @@ describe('the log a replica writes', () => {
   })
 
   it.each([
-    ['its meta entry wins the conflict', 1, 2],
-    ["the earlier session's meta entry wins the conflict", 2, 1],
-  ])("an earlier session of this replica under another configuration, arriving after bind, is not merged (%s)", (_, earlierClient, laterClient) => {
+    ['its meta entry wins the conflict', 1, 2, 'whole'],
+    ["the earlier session's meta entry wins the conflict", 2, 1, 'whole'],
+    // Its meta entry first, its entries after it, each in an update of its own (a provider forwarding them as they come).
+    ['its meta entry wins the conflict, one update at a time', 1, 2, 'one at a time'],
+    ["the earlier session's meta entry wins the conflict, one update at a time", 2, 1, 'one at a time'],
+  ])("an earlier session of this replica under another configuration, arriving after bind, is not merged (%s)", (_, earlierClient, laterClient, delivery) => {
     const readings = events('da', 1, 40)
     const earlier = createEngine({ windows: tumbling(60_000), watermark: manual(), replicaId: 'a' }) as TidemarkEngine
     const earlierDoc = new Y.Doc()
     earlierDoc.clientID = earlierClient
+    const earlierUpdates: Uint8Array[] = []
+    earlierDoc.on('update', (update: Uint8Array) => earlierUpdates.push(update))
     bindDoc(earlier, earlierDoc)
     earlier.ingest(readings)
+    expect(earlierUpdates.length).toBeGreaterThan(1)
     // The device comes back with 30 s windows and an empty doc, then joins its room: the room's state arrives after bind.
     const later = createEngine({ windows: tumbling(30_000), watermark: manual(), replicaId: 'a' }) as TidemarkEngine
     const laterDoc = new Y.Doc()
     laterDoc.clientID = laterClient
     const errors: Error[] = []
     bindDoc(later, laterDoc, { onError: (error) => errors.push(error) })
-    applyPeerUpdate(laterDoc, Y.encodeStateAsUpdate(earlierDoc), 'relay')
+    if (delivery === 'whole') applyPeerUpdate(laterDoc, Y.encodeStateAsUpdate(earlierDoc), 'relay')
+    else for (const update of earlierUpdates) applyPeerUpdate(laterDoc, update, 'relay')
     later.ingest(readings)
     const fresh = createEngine({ windows: tumbling(30_000), watermark: manual() })
     fresh.ingest(readings)

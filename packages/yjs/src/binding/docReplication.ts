@@ -79,6 +79,8 @@ export class DocReplication implements DocBinding {
   /** By replica: stops observing its log (`#forgetGhost`). */
   readonly #stops = new Map<string, () => void>()
   readonly #own: ReplicaEntries
+  /** Yjs clients (sessions) that wrote a meta entry of another configuration for this replica: their entries in its log are not this session's. */
+  readonly #foreignSessions = new Set<number>()
   readonly #mismatches = new Map<string, ConfigurationMismatchError>()
   /** Remote writers seen per source, to report two replicas writing one source. */
   readonly #writers = new Map<string, Set<string>>()
@@ -112,7 +114,13 @@ export class DocReplication implements DocBinding {
       if (tr.origin === this.#origin) return
       for (const key of event.keysChanged) this.#batch.metaKeys.add(key)
       const own = port.replicaId
-      if (event.keysChanged.has(own) && metaWritten(this.#meta, tr, own).some((value) => !this.#ownConfiguration(value))) this.#batch.foreignOwnMeta = true
+      if (!event.keysChanged.has(own)) return
+      for (const { value, client } of metaWritten(this.#meta, tr, own)) {
+        if (this.#ownConfiguration(value)) continue
+        this.#batch.foreignOwnMeta = true
+        // That session's later entries in this log, in transactions of their own, are not this one's either.
+        if (client !== this.#doc.clientID) this.#foreignSessions.add(client)
+      }
     }
     this.#meta.observe(onMeta)
     this.#cleanups.push(() => this.#meta.unobserve(onMeta))
@@ -236,16 +244,17 @@ export class DocReplication implements DocBinding {
     // A transaction that changed nothing of the schema (another binding's on this doc, an app's):
     // nothing to merge, and no transaction of this binding's in answer, which that other binding
     // would answer in turn, without end.
-    if (batch.metaKeys.size === 0 && batch.added.size === 0 && batch.removed.size === 0) return
+    if (batch.metaKeys.size === 0 && batch.added.size === 0 && batch.removed.size === 0 && batch.foreignOwn.length === 0) return
     const groups: CellGroup[] = []
     const clocks: ClockEntry[] = []
     const reread = new Set<ReplicaEntries>()
-    const earlier = batch.added.get(this.#own)
-    if (batch.foreignOwnMeta && earlier !== undefined) {
+    const earlier = [...(batch.foreignOwnMeta ? (batch.added.get(this.#own) ?? []) : []), ...batch.foreignOwn]
+    if (earlier.length > 0) {
       // An earlier session of this replica under another configuration (a device that came back
       // reconfigured, its room's state arriving after bind): its cells fit no window here and its
-      // clocks would make its events duplicates, so its entries leave the log this one starts afresh.
-      batch.added.delete(this.#own)
+      // clocks would make its events duplicates, so its entries leave the log this one starts
+      // afresh, whether they come with its meta entry or after it.
+      if (batch.foreignOwnMeta) batch.added.delete(this.#own)
       if (!this.#readOnly) {
         const write = emptyWrite()
         for (const raw of earlier) write.doomed.add(raw as DocEntry)
@@ -338,7 +347,15 @@ export class DocReplication implements DocBinding {
     const observer = (event: Y.YArrayEvent<DocEntry>, tr: Y.Transaction): void => {
       if (tr.origin === this.#origin) return
       const { added, deleted } = event.changes
-      if (added.size > 0) appendContent(this.#batch.added, log, added)
+      if (added.size > 0 && log === this.#own && this.#foreignSessions.size > 0) {
+        // Entries of a session of this replica under another configuration are set apart, to be deleted.
+        const ours = new Set<Y.Item>()
+        for (const item of added) {
+          if (this.#foreignSessions.has(item.id.client)) this.#batch.foreignOwn.push(...(item.content.getContent() as unknown[]))
+          else ours.add(item)
+        }
+        if (ours.size > 0) appendContent(this.#batch.added, log, ours)
+      } else if (added.size > 0) appendContent(this.#batch.added, log, added)
       if (deleted.size > 0) appendContent(this.#batch.removed, log, deleted)
     }
     array.observe(observer)

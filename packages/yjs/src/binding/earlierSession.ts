@@ -25,18 +25,29 @@ export function droppedSince(previous: readonly ReadEntry[], cells: readonly Cel
   return dropped
 }
 
+/** A meta value written for a replica, and the Yjs client (one session of one replica) that wrote it. */
+export interface MetaWrite {
+  readonly value: unknown
+  readonly client: number
+}
+
 /**
- * The meta values transaction `tr` wrote for `replicaId`: the one the map holds and the ones it
- * overwrote in `tr` (concurrent writes of one key: Yjs keeps one, and the others are deleted in
- * the same transaction, their content still readable until the transaction's cleanup).
+ * The meta values transaction `tr` wrote for `replicaId`, with their writers: the one the map holds
+ * and the ones it overwrote in `tr` (concurrent writes of one key: Yjs keeps one, and the others
+ * are deleted in the same transaction, their content still readable until the transaction's cleanup).
  *
  * @example
- * metaWritten(doc.getMap(META_NAME), tr, 'tab-2') // [[3, '{...}'], [3, '{...older...}']]
+ * metaWritten(doc.getMap(META_NAME), tr, 'tab-2') // [{ value: [3, '{...}'], client: 1234 }, { value: [3, '{...older...}'], client: 5678 }]
  */
-export function metaWritten(meta: Y.Map<unknown>, tr: Y.Transaction, replicaId: string): unknown[] {
-  const values: unknown[] = [meta.get(replicaId)]
+export function metaWritten(meta: Y.Map<unknown>, tr: Y.Transaction, replicaId: string): MetaWrite[] {
+  const writes: MetaWrite[] = []
+  const add = (item: Y.Item): void => {
+    if (item.content instanceof Y.ContentAny) for (const value of item.content.getContent()) writes.push({ value, client: item.id.client })
+  }
+  const current = (meta as unknown as { _map: Map<string, Y.Item> })._map.get(replicaId)
+  if (current !== undefined && !current.deleted) add(current)
   Y.iterateDeletedStructs(tr, tr.deleteSet, (struct) => {
-    if (struct instanceof Y.Item && struct.parent === meta && struct.parentSub === replicaId && struct.content instanceof Y.ContentAny) values.push(...struct.content.getContent())
+    if (struct instanceof Y.Item && struct.parent === meta && struct.parentSub === replicaId) add(struct)
   })
-  return values
+  return writes
 }

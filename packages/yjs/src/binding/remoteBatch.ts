@@ -15,6 +15,8 @@ export interface RemoteBatch {
   readonly removed: Map<ReplicaEntries, unknown[]>
   /** A meta entry written for this replica under another configuration: an earlier session's, whose log entries are not this one's to merge. */
   foreignOwnMeta: boolean
+  /** Entries added to this replica's log by a session that wrote a meta entry of another configuration for it before. */
+  readonly foreignOwn: unknown[]
 }
 
 /**
@@ -24,7 +26,7 @@ export interface RemoteBatch {
  * let batch = emptyBatch()
  */
 export function emptyBatch(): RemoteBatch {
-  return { metaKeys: new Set(), added: new Map(), removed: new Map(), foreignOwnMeta: false }
+  return { metaKeys: new Set(), added: new Map(), removed: new Map(), foreignOwnMeta: false, foreignOwn: [] }
 }
 
 /**
