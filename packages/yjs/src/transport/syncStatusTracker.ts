@@ -247,7 +247,9 @@ export class SyncStatusTracker {
       synced: false,
       unacknowledged: null,
       refusal: null,
-      missed: 0,
+      // What the doc held of this client before the connection opened counts as one transaction
+      // not sent yet, until its first sync exchange (as the relay's rooms count it).
+      missed: this.#doc.store.clients.has(this.#doc.clientID) ? 1 : 0,
       awareness,
     }
     Object.assign(state, initial)
