@@ -175,6 +175,42 @@ describe('hostile peers against a real engine', () => {
     expect(engine.stats().remoteAnomalies.filter((detail) => detail.includes('more than'))).toEqual([])
   })
 
+  it('a replica refused for maxReplicas is merged once replicas that left no trace free a slot, whether or not its meta entry changes again', () => {
+    const doc = new Y.Doc()
+    const engine = createEngine({ windows: tumbling(60_000), watermark: manual(), replicaId: 'A' }) as TidemarkEngine
+    bindDoc(engine, doc, { maxReplicas: 3, onError: () => {} })
+    const server = new Y.Doc()
+    Y.applyUpdate(server, Y.encodeStateAsUpdate(doc))
+    const configuration = engine.replica.configuration
+    server.transact(() => {
+      for (const ghost of ['ghost-1', 'ghost-2']) server.getMap(META_NAME).set(ghost, [DOC_SCHEMA, configuration])
+    })
+    const sync = (): void => Y.applyUpdate(doc, Y.encodeStateAsUpdate(server, Y.encodeStateVector(doc)), 'peer')
+    sync()
+    // L joins while the doc is full: refused.
+    const other = new Y.Doc()
+    const late = engineOn(other, 'L')
+    late.ingest(events('l1', 4))
+    Y.applyUpdate(server, Y.encodeStateAsUpdate(other))
+    sync()
+    expect(engine.results({ window: W })).toEqual([])
+    // The ghosts leave; L's meta entry does not change again, its log does.
+    server.transact(() => {
+      for (const ghost of ['ghost-1', 'ghost-2']) server.getMap(META_NAME).delete(ghost)
+    })
+    sync()
+    late.ingest(events('l1', 6).slice(4))
+    Y.applyUpdate(server, Y.encodeStateAsUpdate(other, Y.encodeStateVector(server)))
+    sync()
+    expect(engine.results({ window: W }).map((r) => r.count)).toEqual([6])
+    // As a fresh binding of the same doc shows it.
+    const fresh = new Y.Doc()
+    Y.applyUpdate(fresh, Y.encodeStateAsUpdate(doc))
+    const shown = createEngine({ windows: tumbling(60_000), watermark: manual(), replicaId: 'F' }) as TidemarkEngine
+    bindDoc(shown, fresh, { maxReplicas: 3, onError: () => {} })
+    expect(shown.results({ window: W }).map((r) => r.count)).toEqual([6])
+  })
+
   it('survives random and truncated updates, counts them, and merges the intact update', () => {
     const doc = new Y.Doc()
     const engine = engineOn(doc, 'honest')

@@ -70,6 +70,8 @@ export class DocReplication implements DocBinding {
   readonly #now: () => number
   readonly #measureEvery: number
   readonly #maxReplicas: number
+  /** Replicas refused for `maxReplicas`, judged again when the meta map changes and a slot is free. */
+  readonly #overflowed = new Set<string>()
   readonly #readOnly: boolean
   /** Sources whose clocks this replica writes: the only ones it expires in other replicas' logs. */
   readonly #ownSources = new Set<string>()
@@ -276,6 +278,16 @@ export class DocReplication implements DocBinding {
         this.#collect(log, log.reread(), groups, clocks)
         reread.add(log)
       }
+      // Replicas refused for `maxReplicas` are judged again once a slot is free (a replica that
+      // left no trace): their meta entries may never change again.
+      for (const replicaId of this.#overflowed) {
+        if (this.#logs.size >= this.#maxReplicas && !this.#forgetGhost()) break
+        this.#overflowed.delete(replicaId)
+        const log = this.#judge(replicaId)
+        if (log === undefined || log.status !== 'accepted') continue
+        this.#collect(log, log.reread(), groups, clocks)
+        reread.add(log)
+      }
     }, this.#origin)
     for (const [log, raws] of batch.removed) {
       if (log.status === 'accepted' && !reread.has(log)) for (const raw of raws) log.forget(raw)
@@ -390,6 +402,7 @@ export class DocReplication implements DocBinding {
     }
     if (!this.#logs.has(replicaId) && this.#logs.size >= this.#maxReplicas && !this.#forgetGhost()) {
       this.#port.reportAnomaly('invalid_remote_cell', `more than ${this.#maxReplicas} replicas; ${preview(replicaId)} ignored`)
+      this.#overflowed.add(replicaId)
       return undefined
     }
     const log = this.#openLog(replicaId)
