@@ -36,6 +36,7 @@ import type { BindDocOptions } from './bindDocOptions.ts'
 import { engineSyncStatus, type StatusShare } from './engineSyncStatus.ts'
 import { appendContent, emptyBatch, type RemoteBatch } from './remoteBatch.ts'
 import { droppedSince, metaWritten } from './earlierSession.ts'
+import { SourceWriters } from './sourceWriters.ts'
 
 /**
  * A live binding; `destroy` detaches it from the doc and the engine (the doc keeps its content).
@@ -84,8 +85,7 @@ export class DocReplication implements DocBinding {
   /** Yjs clients (sessions) that wrote a meta entry of another configuration for this replica: their entries in its log are not this session's. */
   readonly #foreignSessions = new Set<number>()
   readonly #mismatches = new Map<string, ConfigurationMismatchError>()
-  /** Remote writers seen per source, to report two replicas writing one source. */
-  readonly #writers = new Map<string, Set<string>>()
+  readonly #writers: SourceWriters
   readonly #cleanups: (() => void)[] = []
   #batch: RemoteBatch = emptyBatch()
   #docBytes = 0
@@ -104,6 +104,7 @@ export class DocReplication implements DocBinding {
     this.#now = options.now ?? Date.now
     this.#measureEvery = options.measureEvery ?? 5000
     this.#maxReplicas = options.maxReplicas ?? 10_000
+    this.#writers = new SourceWriters(port.replicaId, (detail) => port.reportAnomaly('source_conflict', detail))
     this.#readOnly = options.readOnly === true
     // Made first, with this binding's clock: the first publish below reads the doc's status.
     const tracker = syncStatusTracker(doc, { now: this.#now })
@@ -310,7 +311,7 @@ export class DocReplication implements DocBinding {
       if (read.kind === 'group') groups.push(read.entry)
       else if (read.kind === 'clock') {
         clocks.push(read.entry)
-        this.#noteWriter(read.entry)
+        this.#writers.note(read.entry)
       } else {
         this.#port.reportAnomaly('invalid_remote_cell', `replica ${preview(log.replicaId)}: ${read.detail}`)
       }
@@ -320,27 +321,6 @@ export class DocReplication implements DocBinding {
   #merge(groups: readonly CellGroup[], clocks: readonly ClockEntry[]): void {
     if (groups.length === 0 && clocks.length === 0) return
     this.#port.mergeRemoteGroups(groups, clocks)
-  }
-
-  /**
-   * Two remote replicas writing one source. Conflicts that involve this replica are the
-   * engine's to report (`MergeReport.conflicts`), so they are not counted twice.
-   */
-  #noteWriter(clock: ClockEntry): void {
-    if (clock.writer === this.#port.replicaId) return
-    let writers = this.#writers.get(clock.source)
-    if (writers === undefined) {
-      writers = new Set()
-      this.#writers.set(clock.source, writers)
-    }
-    if (writers.has(clock.writer)) return
-    writers.add(clock.writer)
-    if (writers.size > 1) {
-      this.#port.reportAnomaly(
-        'source_conflict',
-        `source ${preview(clock.source)} is written by replicas ${[...writers].map(preview).join(', ')}`,
-      )
-    }
   }
 
   /** Opens (and observes) a replica's log; `undefined` when the doc cannot hold it. */
