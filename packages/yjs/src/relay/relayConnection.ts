@@ -18,6 +18,7 @@ import { jitterWindow } from '../transport/reconnectJitter.ts'
 import type { ConnectRelayOptions, RelaySocket, RelayToken } from './connectRelayOptions.ts'
 import type { JoinOptions, Relay, RelayRoomHandle } from './relayApi.ts'
 import { AUTH_PERMISSION_DENIED, MESSAGE_AUTH, MESSAGE_CLOSE, type RelayMessage, readRelayMessage } from './relayProtocol.ts'
+import { OpeningBound } from './openingBound.ts'
 import { RelayRoom, type RoomLink, type SocketState } from './relayRoom.ts'
 import { refusalOf } from './roomRefusals.ts'
 
@@ -36,14 +37,6 @@ const DEFAULT_MAX_MESSAGE_BYTES = 1 << 20
 /** Default `updatesPerSecond`: half the relay's default rate per room connection (100), which its other messages share. */
 const DEFAULT_UPDATES_PER_SECOND = 50
 
-/**
- * The share of the relay's unauthenticated budget (1 MiB by default) the rooms opening at once
- * may take: each costs it about 600 bytes besides its token.
- */
-const UNAUTHENTICATED_SHARE = 1 << 19
-
-/** How long a bound on rooms opening at once, halved for the relay's budget (4413), stays before it doubles again on a new socket. */
-const REGROW_AFTER_MS = 10 * 60_000
 
 /** Close codes of a socket that ended without the relay refusing anything: normal, going away (a restart), none given, dropped. */
 const PLAIN_CLOSES = [1000, 1001, 1005, 1006]
@@ -62,15 +55,8 @@ export class RelayConnection implements Relay {
   #urlIndex = 0
   readonly #token: RelayToken
   readonly #tokenTimeoutMs: number
-  /** `maxPendingRooms` as given. */
-  readonly #configuredPendingRooms: number
-  /**
-   * `maxPendingRooms`, halved each time the relay closed a socket for its unauthenticated budget,
-   * and doubled again (up to the option) on a new socket once `REGROW_AFTER_MS` passed without one.
-   */
-  #maxPendingRooms: number
-  /** When the bound was last halved or grown again (`jitter.now`). */
-  #boundChangedAt = Number.NEGATIVE_INFINITY
+  /** How many rooms may be opening at once (`maxPendingRooms`, halved on a 4413 close). */
+  readonly #bound: OpeningBound
   readonly #now: () => number
   /** Rooms that may be opening at once with the token last read (its length counts against the relay's budget). */
   #pendingCap: number
@@ -107,10 +93,9 @@ export class RelayConnection implements Relay {
     this.#urls = typeof options.url === 'string' ? [options.url] : [...options.url]
     this.#token = options.token
     this.#tokenTimeoutMs = options.tokenTimeoutMs ?? DEFAULT_TOKEN_TIMEOUT_MS
-    this.#configuredPendingRooms = options.maxPendingRooms ?? DEFAULT_MAX_PENDING_ROOMS
-    this.#maxPendingRooms = this.#configuredPendingRooms
     this.#now = options.jitter?.now ?? Date.now
-    this.#pendingCap = this.#maxPendingRooms
+    this.#bound = new OpeningBound(options.maxPendingRooms ?? DEFAULT_MAX_PENDING_ROOMS, this.#now)
+    this.#pendingCap = this.#bound.capFor('')
     this.#WebSocket = options.WebSocket ?? (globalThis.WebSocket as new (url: string) => RelaySocket)
     this.#onError = options.onError ?? ((error) => console.error(error))
     const jitter = options.jitter ?? {}
@@ -256,7 +241,7 @@ export class RelayConnection implements Relay {
     socket.addEventListener('open', () => {
       if (socket !== this.#socket) return
       this.#state = 'open'
-      this.#regrowBound()
+      this.#bound.regrow()
       this.#reportRooms()
       this.#authenticateIdle()
     })
@@ -290,22 +275,8 @@ export class RelayConnection implements Relay {
       for (const room of this.#rooms.values()) if (room.largestSent > (largest?.largestSent ?? 0)) largest = room
       largest?.tooLarge(largest.largestSent, "over the relay's limit (1009)")
     } else if (code === 4413) {
-      this.#maxPendingRooms = Math.max(1, this.#maxPendingRooms >> 1)
-      this.#boundChangedAt = this.#now()
+      this.#bound.halve()
     }
-  }
-
-  /**
-   * A new socket: a bound halved for the relay's budget doubles again (up to `maxPendingRooms`)
-   * once `REGROW_AFTER_MS` passed since it last changed. Grown within a socket, it would make the
-   * next wave as large as the one the relay closed the socket for, and the rooms would never all
-   * open; per socket and spaced out, a relay whose budget is still as small costs one close in
-   * that time.
-   */
-  #regrowBound(): void {
-    if (this.#maxPendingRooms >= this.#configuredPendingRooms || !(this.#now() - this.#boundChangedAt >= REGROW_AFTER_MS)) return
-    this.#maxPendingRooms = Math.min(this.#configuredPendingRooms, 2 * this.#maxPendingRooms)
-    this.#boundChangedAt = this.#now()
   }
 
   /** After a failed connection: the next relay of the list, if there are several. */
@@ -381,7 +352,7 @@ export class RelayConnection implements Relay {
       (token) => {
         if (this.#tokenFor !== socket) return // given up: its socket closed, or it timed out
         this.#endTokenRead()
-        this.#pendingCap = Math.max(1, Math.min(this.#maxPendingRooms, Math.floor(UNAUTHENTICATED_SHARE / (600 + token.length))))
+        this.#pendingCap = this.#bound.capFor(token)
         // Rooms joined while the token was read get it too, up to the bound.
         for (const room of this.#rooms.values()) {
           if (this.#opening >= this.#pendingCap) return
