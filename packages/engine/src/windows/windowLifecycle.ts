@@ -7,7 +7,7 @@ import type { Frontiers } from '../time/frontiers.ts'
 import { paneInfo } from './paneInfo.ts'
 import { deadlineOf, type Trigger } from './trigger.ts'
 import type { WindowIndex, WindowTracker } from './windowIndex.ts'
-import type { Accumulation, Basis, PaneTiming, ResultStatus, WindowChange, WindowChangeType, WindowResult } from './windowResult.ts'
+import { type Accumulation, type Basis, compareResults, type PaneTiming, type ResultStatus, type WindowChange, type WindowChangeType, type WindowResult } from './windowResult.ts'
 import type { PaneTimer, WindowState } from './windowState.ts'
 import { WindowList } from './windowList.ts'
 
@@ -50,6 +50,8 @@ export class WindowLifecycle implements WindowTracker {
   readonly #touched = new WindowList()
   /** Windows due an early pane in this settle. */
   readonly #early = new WindowList()
+  /** Windows due to fire on time, or to turn final, in this settle (reused). */
+  readonly #due: WindowState[] = []
   #changes: WindowChange[] = []
   corrections = 0
   readonly #discarding: boolean
@@ -190,6 +192,7 @@ export class WindowLifecycle implements WindowTracker {
       } else if (late.kind !== 'never') this.#arm(w, late, now)
     }
     touched.clear()
+    const due = this.#due
     while (this.#unfired.dueBy(F)) {
       const w = this.#unfired.pop()
       if (!w.live || w.fired) continue
@@ -198,6 +201,11 @@ export class WindowLifecycle implements WindowTracker {
         this.#unfired.push(w.end, w)
         continue
       }
+      due.push(w)
+    }
+    for (const w of inFiringOrder(due)) {
+      // Queued twice (it shrank while unfired): fired at the first.
+      if (w.fired) continue
       w.fired = true
       w.revision = 0
       w.basis = this.basis(w.end)
@@ -207,6 +215,7 @@ export class WindowLifecycle implements WindowTracker {
       if (final) this.#markFinal(w)
       else this.#unfinal.push(w.end + lateness, w)
     }
+    due.length = 0
     for (let p = 0; p < provisional.size; p++) {
       const w = provisional.at(p)
       if (w.fired || !w.live) continue
@@ -217,6 +226,11 @@ export class WindowLifecycle implements WindowTracker {
     while (this.#unfinal.dueBy(W)) {
       const w = this.#unfinal.pop()
       if (!w.live || w.final || w.end + lateness > W) continue
+      due.push(w)
+    }
+    for (const w of inFiringOrder(due)) {
+      // Queued twice (a session that grew): final at the first.
+      if (w.final) continue
       // Late data no pane has shown yet (its trigger waits, or never fires): its pane comes now.
       if (w.dirty && w.fired) this.#latePane(w, W, changes)
       const emitted = w.emitted
@@ -229,6 +243,7 @@ export class WindowLifecycle implements WindowTracker {
       }
       this.#markFinal(w)
     }
+    due.length = 0
     while (this.#expiring.dueBy(W)) {
       const w = this.#expiring.pop()
       if (!w.live) continue
@@ -348,4 +363,14 @@ export class WindowLifecycle implements WindowTracker {
     const { allowedLateness, retention } = this.#settings
     if (retention !== Number.POSITIVE_INFINITY) this.#expiring.push(w.end + allowedLateness + retention, w)
   }
+}
+
+/**
+ * Windows due together (on time, or final), by end, then in the order `results()` lists them: the
+ * same order live and after a checkpoint restore, whose queues hold equal ends in another order.
+ * They come out of their queue by end, so the sort only has ties to put in order.
+ */
+function inFiringOrder(due: WindowState[]): readonly WindowState[] {
+  if (due.length > 1) due.sort((a, b) => a.end - b.end || compareResults(a, b))
+  return due
 }

@@ -156,7 +156,7 @@ export interface ResultQuery {
  * @example
  * [...archived, ...live].sort(compareResults) // merged in the order results() uses
  */
-export function compareResults(a: WindowResultFields, b: WindowResultFields): number {
+export function compareResults(a: Pick<WindowResultFields, 'window' | 'key' | 'start' | 'end'>, b: Pick<WindowResultFields, 'window' | 'key' | 'start' | 'end'>): number {
   if (a.window !== b.window) return a.window < b.window ? -1 : 1
   if (a.key !== b.key) return a.key < b.key ? -1 : 1
   return a.start - b.start || a.end - b.end
