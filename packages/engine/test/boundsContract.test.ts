@@ -60,7 +60,14 @@ describe('limits.maxBatch', () => {
 
     const refused = engine.ingest([reading('a', 4, 3, 8), reading('b', 1, 3, 8), { id: 'bad' } as StreamEvent, reading('a', 5, 13, 8)])
     expect(refused).toMatchObject({ accepted: 0, duplicates: 0, beyondLateness: 0, rejected: 4 })
-    expect(refused.anomalies).toEqual([0, 1, 2, 3].map((index) => ({ reason: 'overflow', index, detail: 'batch of 4 exceeds limits.maxBatch' })))
+    // Each names its input's id and source where they can be read (the third has no source).
+    const detail = 'batch of 4 exceeds limits.maxBatch'
+    expect(refused.anomalies).toEqual([
+      { reason: 'overflow', index: 0, detail, id: 'a#4', source: 'a' },
+      { reason: 'overflow', index: 1, detail, id: 'b#1', source: 'b' },
+      { reason: 'overflow', index: 2, detail, id: 'bad' },
+      { reason: 'overflow', index: 3, detail, id: 'a#5', source: 'a' },
+    ])
     await expect(refused.durable).resolves.toBeUndefined()
     // Nothing applied: no clock for b, a's seq not consumed, the windows as before.
     expect(engine.nextSeq('a')).toBe(4)

@@ -57,7 +57,7 @@ export function mappingMultiplier(relativeAccuracy: number): number {
  *
  * @example
  * bucketKey(1, mappingMultiplier(0.01)) // 0
- * bucketKey(100, mappingMultiplier(0.01)) // 230
+ * bucketKey(100, mappingMultiplier(0.01)) // 232
  */
 export function bucketKey(x: number, multiplier: number): number {
   float[0] = x
@@ -75,7 +75,7 @@ export function bucketKey(x: number, multiplier: number): number {
  * its exact maximum).
  *
  * @example
- * bucketValue(230, mappingMultiplier(0.01)) // ≈ 100.3, within 1% of every value in the bucket
+ * bucketValue(232, mappingMultiplier(0.01)) // ≈ 99.91, within 1% of every value in the bucket
  */
 export function bucketValue(key: number, multiplier: number): number {
   const t = key / multiplier

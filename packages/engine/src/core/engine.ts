@@ -10,6 +10,7 @@ import type { StreamEvent } from './event.ts'
 import { Frontiers } from '../time/frontiers.ts'
 import { LateLane } from './lateLane.ts'
 import { ingestSink } from './ingestSink.ts'
+import { refusal } from './inputRejection.ts'
 import type { EngineCheckpoint } from '../recovery/engineCheckpoint.ts'
 import { countLoggedRefusals, type WalOp, type WriteAheadLog } from '../recovery/writeAheadLog.ts'
 import { EnginePort } from '../replica/enginePort.ts'
@@ -143,7 +144,8 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
       // Refused whole: nothing is applied, but the counts are logged so recovery shows them too.
       const detail = blocked !== null ? `storage refused: ${blocked.message}` : `batch of ${n} exceeds limits.maxBatch`
       const anomalies: Anomaly[] = []
-      for (let i = 0; i < n; i++) anomalies.push({ reason: 'overflow', index: i, detail })
+      // Each names its input's id and source where they can be read, as every anomaly does.
+      for (let i = 0; i < n; i++) anomalies.push(refusal('overflow', events[i], i, detail))
       this.#anomalies.overflow += n
       this.#counts.ingested += n
       const logged = this.#logRefused('overflow', n)

@@ -151,11 +151,11 @@ export interface EngineStats {
    * of them whose content provably differed from the first delivery (see `IngestReceipt.anomalies`).
    */
   readonly anomalies: Readonly<Record<AnomalyReason, number>>
-  /** Events admitted late by at least one window (each caused a correction). */
+  /** Events admitted late by at least one window: each shows in a late pane (at once with the default late trigger; with another, at its deadline or at finality). */
   readonly lateAdmitted: number
   /** Events refused by every window they belong to. */
   readonly beyondLateness: number
-  /** Events in windows that have not fired yet (waiting for completeness). */
+  /** The counts of the windows that have not fired yet, summed (waiting for completeness): an event in several such windows, as in sliding ones, counts in each. */
   readonly pending: number
   /** Live windows over all specs and keys. */
   readonly openWindows: number
@@ -333,7 +333,8 @@ export interface Engine<A extends AggregateDefinitions = NoAggregates> {
    */
   history(window: string, key: string, start: number, end?: number): readonly WindowResult<A>[]
   /**
-   * A sink for batches: each write is one `ingest`; a write with refused (`overflow`) events rejects with `OverflowError`.
+   * A sink for batches: each write is one `ingest`, done once its batch is durable; a write with refused (`overflow`) events
+   * rejects with `OverflowError`, one the log could not make durable with the log's error (`QuotaError` for a full disk).
    *
    * @example
    * await readable.pipeTo(engine.writable)

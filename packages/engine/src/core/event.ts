@@ -24,7 +24,7 @@ export interface StreamEvent {
 /** Longest accepted `id`, `source` or `key`, in UTF-16 code units. */
 export const MAX_NAME_LENGTH = 1024
 
-/** Largest accepted `|ts|`: about ±285,000 years either side of 1970, so `ts + size` never loses precision. */
+/** Largest accepted `|ts|`: about ±285 years either side of 1970 (1684-07-28 to 2255-06-05), so `ts + size` never loses precision. */
 export const MAX_ABS_TS = 2 ** 53 / 1000
 
 /** A detached, plain copy of a caller's event: for the late lane, and for placing an event that is not a plain object. */
