@@ -10,9 +10,10 @@
  */
 import * as decoding from 'lib0/decoding'
 import * as encoding from 'lib0/encoding'
-import type { Awareness } from 'y-protocols/awareness'
+import { type Awareness, applyAwarenessUpdate, encodeAwarenessUpdate, removeAwarenessStates } from 'y-protocols/awareness'
 import * as Y from 'yjs'
 import { applyPeerUpdate } from '../binding/applyPeerUpdate.ts'
+import { announcePresence, forgetAbsentPeers } from '../transport/presence.ts'
 import { syncStatusTracker, type TrackedConnection } from '../transport/syncStatusTracker.ts'
 import {
   AUTH_AUTHENTICATED,
@@ -35,11 +36,36 @@ import {
   writeString,
 } from './relayProtocol.ts'
 import { RATE_LIMITED, refusedDocs, TOKEN_EXPIRED, temporaryDenial } from './roomRefusals.ts'
-import { RoomPresence } from './roomPresence.ts'
-import { Unacknowledged } from './unacknowledged.ts'
-import type { RoomLink } from './roomLink.ts'
-import { UpdateOutbox } from './updateOutbox.ts'
-import { splitUpdate } from './updateParts.ts'
+import { type OutboxClock, UpdateOutbox } from './updateOutbox.ts'
+
+/** Where the relay socket is: a room can only talk while it is `open`. */
+export type SocketState = 'connecting' | 'open' | 'closed'
+
+/** What a room needs from the relay that owns the socket. */
+export interface RoomLink extends OutboxClock {
+  socketState(): SocketState
+  /** Sends on the open socket (dropped otherwise: a room only sends while open). */
+  send(bytes: Uint8Array<ArrayBuffer>): void
+  /** Jittered delay of rejoin attempt `attempt` (0-based). */
+  delay(attempt: number): number
+  /** A room may authenticate again (its rejoin delay ended). */
+  ready(): void
+  /** A room that sent its Auth is open on the relay (in sync), or no longer opening (denied, its socket closed, it left). */
+  settled(): void
+  /**
+   * The server denied `room`'s authentication: that name cannot authenticate again on this
+   * socket. With `retryAttempt` the denial was temporary: the room waits (not idle) for a new
+   * socket, which the relay client opens after the jittered delay of that attempt (one socket
+   * for every room waiting so).
+   */
+  denied(room: string, retryAttempt?: number): void
+  /** The token is a function, read again for every join: an expired one can be replaced. */
+  renewable(): boolean
+  /** Reports what the client works around (the `onError` of `connectRelay`). */
+  fail(message: string): void
+  /** A room got in sync: the relay serves this socket. */
+  synced(): void
+}
 
 // Where a room is, in this order: waiting, live on the socket, ended.
 /** Waiting for the socket; authenticates once it is open. */
@@ -66,7 +92,7 @@ export class RelayRoom {
   readonly name: string
   readonly doc: Y.Doc
   readonly #link: RoomLink
-  readonly #presence: RoomPresence | undefined
+  readonly #awareness: Awareness | undefined
   readonly #connection: TrackedConnection
   #phase = IDLE
   #refusal: string | null = null
@@ -74,8 +100,10 @@ export class RelayRoom {
   #readOnlyScope = false
   /** Our step 2 went out on this connection: from now on local updates are sent as they are made. */
   #answered = false
-  /** Local transactions the relay has not acknowledged. */
-  readonly #pending: Unacknowledged
+  /** Local transactions no message has carried yet. */
+  #unsent: number
+  /** Per message sent and not yet acknowledged, the local transactions it carries. */
+  #inFlight: number[] = []
   /** Updates made since the connection was answered, sent merged at the room's pace. */
   readonly #outbox: UpdateOutbox
   /** The largest message sent on the current socket: the one a relay closing the socket for a message over its limit could not read. */
@@ -89,12 +117,13 @@ export class RelayRoom {
     this.doc = doc
     this.name = name
     this.#link = link
-    this.#presence = awareness === undefined ? undefined : new RoomPresence(awareness, name, (message) => this.#send(message), () => this.#phase === SYNCING || this.#phase === SYNCED)
+    this.#awareness = awareness
     // What this client wrote before joining has not reached the relay as far as anyone knows: one pending update until the first acknowledgement.
-    this.#pending = new Unacknowledged(Y.getState(doc.store, doc.clientID) > 0 ? 1 : 0)
+    this.#unsent = Y.getState(doc.store, doc.clientID) > 0 ? 1 : 0
     this.#outbox = new UpdateOutbox(link, this.#sendUpdate)
     this.#connection = syncStatusTracker(doc).open(awareness)
     doc.on('update', this.#onUpdate)
+    awareness?.on('update', this.#onAwareness)
     this.report()
   }
 
@@ -152,7 +181,7 @@ export class RelayRoom {
         this.#acknowledged(decoding.readVarUint(decoder) === 1)
         return
       case MESSAGE_AWARENESS:
-        this.#presence?.apply(decoding.readVarUint8Array(decoder))
+        if (this.#awareness !== undefined) applyAwarenessUpdate(this.#awareness, decoding.readVarUint8Array(decoder), this)
         return
       default:
         throw new Error('unknown type')
@@ -172,7 +201,8 @@ export class RelayRoom {
     this.#cancelTimer()
     this.#outbox.drop()
     this.doc.off('update', this.#onUpdate)
-    this.#presence?.destroy()
+    this.#awareness?.off('update', this.#onAwareness)
+    this.#forgetPeers()
     this.#connection.detach()
     return closing
   }
@@ -197,7 +227,7 @@ export class RelayRoom {
       connected: phase >= AUTHENTICATING && phase <= SYNCED,
       connecting: phase <= DELAYED && this.#link.socketState() !== 'closed',
       synced: phase === SYNCED,
-      unacknowledged: this.#pending.count,
+      unacknowledged: this.#unsent + this.#inFlight.reduce((sum, n) => sum + n, 0),
       refusal: this.#refusal,
     })
   }
@@ -227,7 +257,7 @@ export class RelayRoom {
       this.#enter(SYNCING)
       this.#answered = false
       this.#link.send(syncMessage(this.name, SYNC_STEP_1, Y.encodeStateVector(this.doc)))
-      this.#presence?.announce()
+      if (this.#awareness !== undefined) announcePresence(this.#awareness)
       this.report()
     } else if (kind === AUTH_TOKEN) {
       // Hocuspocus' request for a fresh token on a live connection (onTokenSync): the relay does not ask.
@@ -257,8 +287,10 @@ export class RelayRoom {
   #answer(stateVector: Uint8Array): void {
     const update = Y.encodeStateAsUpdate(this.doc, stateVector)
     // A read-only connection applies nothing: a step 2 is offered only for local changes (which the relay will refuse, visibly).
-    if (!this.#readOnlyScope || this.#pending.unsent > 0) {
-      if (!this.#sendSync(SYNC_STEP_2, update, this.#pending.unsent)) return
+    if (!this.#readOnlyScope || this.#unsent > 0) {
+      if (!this.#send(syncMessage(this.name, SYNC_STEP_2, update))) return
+      this.#inFlight.push(this.#unsent)
+      this.#unsent = 0
     }
     this.#answered = true
     this.report()
@@ -291,30 +323,10 @@ export class RelayRoom {
 
   /** Sends merged updates (the outbox's): false when the room was refused for their size. */
   readonly #sendUpdate = (update: Uint8Array, local: number): boolean => {
-    if (!this.#sendSync(SYNC_UPDATE, update, local)) return false
+    if (!this.#send(syncMessage(this.name, SYNC_UPDATE, update))) return false
+    this.#unsent -= local
+    this.#inFlight.push(local)
     this.report()
-    return true
-  }
-
-  /**
-   * Sends `update` as sync `step` (our step 2, or an update) carrying `local` transactions. One
-   * over `maxMessageBytes` goes as several messages of the same step, cut so that each fits and
-   * none waits for a later one (updateParts.ts); the transactions count as acknowledged with the
-   * last. False when the room was refused: one entry alone is over the limit.
-   */
-  #sendSync(step: number, update: Uint8Array, local: number): boolean {
-    const message = syncMessage(this.name, step, update)
-    const limit = this.#link.maxMessageBytes
-    const parts = message.byteLength <= limit ? null : splitUpdate(update, limit - (message.byteLength - update.byteLength))
-    if (parts === null) {
-      if (!this.#send(message)) return false
-      this.#pending.sent(local)
-      return true
-    }
-    for (let i = 0; i < parts.length; i++) {
-      if (!this.#send(syncMessage(this.name, step, parts[i] as Uint8Array))) return false
-      this.#pending.sent(i === parts.length - 1 ? local : 0)
-    }
     return true
   }
 
@@ -326,7 +338,7 @@ export class RelayRoom {
       this.#refuse('tidemark:refused read-only', true)
       return
     }
-    this.#pending.acknowledged()
+    this.#inFlight.shift()
     this.#connection.exchanged()
     this.report()
   }
@@ -403,8 +415,8 @@ export class RelayRoom {
   #disconnected(): void {
     this.#answered = false
     this.#outbox.drop()
-    this.#pending.lost()
-    this.#presence?.forgetPeers()
+    for (const n of this.#inFlight.splice(0)) this.#unsent += n
+    this.#forgetPeers()
     this.report()
   }
 
@@ -415,14 +427,26 @@ export class RelayRoom {
     if (this.#answered) {
       // A read-only connection gets this client's own changes only (refused, visibly), never a peer tab's.
       if (this.#readOnlyScope && !local) return
-      if (local) this.#pending.made()
+      if (local) this.#unsent++
       this.#outbox.push(update, local)
     } else if (local) {
-      this.#pending.made()
+      this.#unsent++
     } else {
       return
     }
     this.report()
+  }
+
+  readonly #onAwareness = (change: { added: number[]; updated: number[]; removed: number[] }, origin: unknown): void => {
+    if (origin === this || (this.#phase !== SYNCING && this.#phase !== SYNCED)) return
+    this.#sendAwareness([...change.added, ...change.updated, ...change.removed])
+  }
+
+  #sendAwareness(clients: number[]): void {
+    const awareness = this.#awareness
+    if (awareness === undefined || clients.length === 0) return
+    // Through the size check too: a presence over the limit would close the whole socket.
+    this.#send(relayMessage(this.name, MESSAGE_AWARENESS, (encoder) => encoding.writeVarUint8Array(encoder, encodeAwarenessUpdate(awareness, clients))))
   }
 
   #sendToken(token: string): void {
@@ -432,6 +456,15 @@ export class RelayRoom {
         writeString(encoder, token)
       }),
     )
+  }
+
+  /** Peers seen through this room are gone; their states apply again when they come back. */
+  #forgetPeers(): void {
+    const awareness = this.#awareness
+    if (awareness === undefined) return
+    const others = [...awareness.getStates().keys()].filter((client) => client !== awareness.clientID)
+    if (others.length > 0) removeAwarenessStates(awareness, others, this)
+    forgetAbsentPeers(awareness)
   }
 
   #cancelTimer(): void {
