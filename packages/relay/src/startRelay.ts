@@ -111,7 +111,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   const gate = new AccessGate({
     verifier,
     metrics,
-    limits: { ...o.limits, maxHeldBytes: 4 * o.limits.maxMessageBytes },
+    limits: { ...o.limits, maxHeldBytes: 4 * o.limits.maxMessageBytes, maxAssemblingBytes: 4 * o.limits.maxRoomBytes },
     sizes,
     idle,
     log,
@@ -150,6 +150,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
         storedBytes: await store.storedBytes().catch(() => null),
         pendingBytes: store.pendingBytes,
         heldUpdates: gate.heldUpdates,
+        assemblingBytes: gate.assemblingBytes,
         unsharedRooms: redis?.unsharedRooms ?? 0,
       }),
     }),

@@ -27,13 +27,14 @@ import { grantAdmits } from '../auth/accessGrant.ts'
 import type { TokenVerifier } from '../auth/tokenVerifier.ts'
 import { authorizeUpdate, type StateNeed, type WriteGrant } from '../authorize/authorizeUpdate.ts'
 import type { RelayMetrics } from '../metrics/relayMetrics.ts'
-import { MESSAGE, type RelayFrame, readAwareness, readFrame, SYNC_STEP } from '../protocol/relayFrame.ts'
+import { MESSAGE, type PartHeader, type RelayFrame, readAwareness, readFrame, SYNC_STEP } from '../protocol/relayFrame.ts'
 import { OpenRefused, Refusal, refusedPayload } from '../protocol/refusal.ts'
 import type { IdleRooms } from '../rooms/idleRooms.ts'
 import { classifyRoom } from '../rooms/roomName.ts'
 import type { RoomSizes } from '../rooms/roomSizes.ts'
 import type { RelayLog } from '../relayLog.ts'
 import { ConnectionGate, type HeldUpdate } from './connectionGate.ts'
+import { firstPartProblem, MessageParts } from './messageParts.ts'
 import type { SocketGuard } from './socketGuard.ts'
 import { RoomPresence } from './roomPresence.ts'
 import type { TokenExpiry } from './tokenExpiry.ts'
@@ -50,6 +51,8 @@ export interface AccessGateLimits {
   readonly maxRooms: number
   /** Bytes of updates one connection may have held, waiting for what they depend on. */
   readonly maxHeldBytes: number
+  /** Bytes of messages received in parts and not whole yet, across connections; past it, a part is refused as `rate-limited`. */
+  readonly maxAssemblingBytes: number
 }
 
 /** Updates one connection may have held (each changed document is checked against each of them). */
@@ -113,6 +116,7 @@ export class AccessGate implements Extension {
   /** Who holds which client id's presence in each room (told to the other relays through `presence.share`). */
   readonly presence = new RoomPresence()
   #heldUpdates = 0
+  #assemblingBytes = 0
   #closing = false
 
   constructor(deps: {
@@ -148,6 +152,11 @@ export class AccessGate implements Extension {
   /** Updates currently held, across connections. */
   get heldUpdates(): number {
     return this.#heldUpdates
+  }
+
+  /** Bytes of messages being received in parts, across connections. */
+  get assemblingBytes(): number {
+    return this.#assemblingBytes
   }
 
   async onAuthenticate({ token, documentName, connectionConfig, context, instance }: onAuthenticatePayload): Promise<RelayContext> {
@@ -194,6 +203,7 @@ export class AccessGate implements Extension {
     this.#expiry.disarm(gate)
     this.presence.release(document, gate)
     this.#heldUpdates -= gate.dropHeld()
+    this.#assemblingBytes -= gate.dropParts()
   }
 
   async beforeHandleMessage({ connection, document, update: data }: beforeHandleMessagePayload): Promise<void> {
@@ -267,6 +277,9 @@ export class AccessGate implements Extension {
       case MESSAGE.syncReply:
         if (!gate.bucket.take()) return new Refusal('rate-limited')
         return this.#decideSync(gate, connection, document, frame)
+      case MESSAGE.part:
+        if (!gate.bucket.take()) return new Refusal('rate-limited')
+        return this.#decidePart(gate, connection, document, frame.part as PartHeader, frame.payload)
       default:
         return new Refusal('malformed-message', `unknown message type ${frame.type}`)
     }
@@ -306,6 +319,44 @@ export class AccessGate implements Extension {
     gate.heldBytes += frame.payload.byteLength
     this.#heldUpdates++
     this.#metrics.updatesHeld++
+    return 'drop'
+  }
+
+  /**
+   * One part of a message sent in parts: kept until the last, then the whole is decided as a
+   * Sync message that came whole, and applied here (the part itself is dropped, as Hocuspocus
+   * cannot be handed another message).
+   */
+  #decidePart(gate: ConnectionGate, connection: Connection, document: Document, header: PartHeader, bytes: Uint8Array): Decision {
+    if (header.index === 0) {
+      if (gate.parts !== null) return new Refusal('malformed-message', "a message's first part came before the last part of the message before it")
+      const problem = firstPartProblem(header)
+      if (problem !== null) return new Refusal('malformed-message', problem)
+      if (!this.#sizes.admits(gate.roomName, document, header.total)) return new Refusal('room-too-large')
+      gate.parts = new MessageParts(header)
+    }
+    const parts = gate.parts
+    if (parts === null) return new Refusal('malformed-message', `part ${header.index} of a message whose first part did not come`)
+    if (this.#assemblingBytes + bytes.byteLength > this.#limits.maxAssemblingBytes) return new Refusal('rate-limited')
+    const problem = parts.add(header, bytes)
+    if (problem !== null) return new Refusal('malformed-message', problem)
+    this.#assemblingBytes += bytes.byteLength
+    if (!parts.complete) return 'drop'
+    this.#assemblingBytes -= gate.dropParts()
+    this.#metrics.messagesInParts++
+    const frame = readFrame(parts.whole())
+    if (!frame.ok || frame.room !== gate.roomName || (frame.type !== MESSAGE.sync && frame.type !== MESSAGE.syncReply) || (frame.step !== SYNC_STEP.step2 && frame.step !== SYNC_STEP.update)) {
+      return new Refusal('malformed-message', `its parts do not make a step 2 or update of ${gate.roomName}`)
+    }
+    const decision = this.#decideSync(gate, connection, document, frame)
+    if (decision !== 'pass') return decision
+    // What Hocuspocus does with a step 2 or an update that came whole.
+    let applied = false
+    if (!connection.readOnly) {
+      Y.applyUpdate(document, frame.payload, connection)
+      applied = true
+    } else if (frame.step === SYNC_STEP.step2) applied = Y.snapshotContainsUpdate(Y.snapshot(document), frame.payload)
+    connection.send(new OutgoingMessage(document.name).writeSyncStatus(applied).toUint8Array())
     return 'drop'
   }
 
@@ -364,6 +415,7 @@ export class AccessGate implements Extension {
     gate.ended = true
     this.#expiry.disarm(gate)
     this.#heldUpdates -= gate.dropHeld()
+    this.#assemblingBytes -= gate.dropParts()
     return true
   }
 

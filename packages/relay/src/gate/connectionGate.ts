@@ -6,6 +6,7 @@
 import type { AccessGrant } from '../auth/accessGrant.ts'
 import type { StateNeed } from '../authorize/authorizeUpdate.ts'
 import type { RoomKind } from '../rooms/roomName.ts'
+import type { MessageParts } from './messageParts.ts'
 import { TokenBucket } from './tokenBucket.ts'
 
 /**
@@ -42,6 +43,8 @@ export class ConnectionGate {
   heldVersion = -1
   /** Client ids whose presence this connection holds in its room (`RoomPresence`). */
   readonly presence = new Set<number>()
+  /** The message being received in parts, or null. */
+  parts: MessageParts | null = null
   /** Refused or expired: its messages are dropped until Hocuspocus closes it. */
   ended = false
   #chain: Promise<void> = Promise.resolve()
@@ -65,6 +68,13 @@ export class ConnectionGate {
     })
     await previous
     return end
+  }
+
+  /** Drops the parts of a message not received whole; returns their bytes. */
+  dropParts(): number {
+    const bytes = this.parts?.bytes ?? 0
+    this.parts = null
+    return bytes
   }
 
   /** Drops the held updates; returns how many there were. */

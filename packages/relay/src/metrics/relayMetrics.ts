@@ -17,7 +17,7 @@ export type StoreOperation = 'load' | 'flush' | 'compact' | 'checkpoint'
  * Values read at scrape time.
  *
  * @example
- * metrics.render({ connections: 3, roomsLoaded: 2, storedBytes: 40_960, pendingBytes: 0, heldUpdates: 0, unsharedRooms: 0 })
+ * metrics.render({ connections: 3, roomsLoaded: 2, storedBytes: 40_960, pendingBytes: 0, heldUpdates: 0, assemblingBytes: 0, unsharedRooms: 0 })
  */
 export interface MetricGauges {
   /** Open WebSocket connections. */
@@ -29,6 +29,8 @@ export interface MetricGauges {
   readonly pendingBytes: number
   /** Updates held until the updates they depend on arrive. */
   readonly heldUpdates: number
+  /** Bytes of messages received in parts, their last part not yet come. */
+  readonly assemblingBytes: number
   /** Loaded rooms served by this relay alone: loaded while Redis was away, shared once it is back (0 without Redis). */
   readonly unsharedRooms: number
 }
@@ -52,6 +54,8 @@ export class RelayMetrics {
   updatesAlreadyStored = 0
   /** Updates held until the updates they depend on arrived. */
   updatesHeld = 0
+  /** Messages received in parts and put together whole. */
+  messagesInParts = 0
   /** WebSocket protocol errors (invalid UTF-8, oversized frames, bad opcodes…). */
   socketErrors = 0
   /** Promise rejections nobody handled, logged instead of ending the process. */
@@ -145,6 +149,10 @@ export class RelayMetrics {
     metric('tidemark_relay_store_pending_bytes', 'gauge', 'Accepted update bytes waiting for the next store write.', [`tidemark_relay_store_pending_bytes ${gauges.pendingBytes}`])
     metric('tidemark_relay_updates_held_total', 'counter', 'Updates that arrived before the updates they depend on, held until those came.', [`tidemark_relay_updates_held_total ${this.updatesHeld}`])
     metric('tidemark_relay_held_updates', 'gauge', 'Updates held until the updates they depend on arrive.', [`tidemark_relay_held_updates ${gauges.heldUpdates}`])
+    metric('tidemark_relay_messages_in_parts_total', 'counter', 'Messages over the message size limit received in parts and put together whole.', [
+      `tidemark_relay_messages_in_parts_total ${this.messagesInParts}`,
+    ])
+    metric('tidemark_relay_assembling_bytes', 'gauge', 'Bytes of messages received in parts, their last part not yet come.', [`tidemark_relay_assembling_bytes ${gauges.assemblingBytes}`])
     metric('tidemark_relay_tokens_expired_total', 'counter', 'Room connections closed because their token expired (the client joins again with a fresh one).', [
       `tidemark_relay_tokens_expired_total ${this.tokensExpired}`,
     ])

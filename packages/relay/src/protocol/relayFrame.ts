@@ -5,6 +5,12 @@
  *     Sync (0) / SyncReply (4): varUint step (0 step 1, 1 step 2, 2 update), varUint8Array payload
  *     Awareness (1): varUint8Array awareness update
  *     Auth (2), QueryAwareness (3), Stateless (5), BroadcastStateless (6), CLOSE (7)
+ *     Part (100, Tidemark's own): varUint index, varUint count, varUint total, varUint8Array bytes
+ *
+ * A Part carries one piece of a Sync message (step 2 or update) larger than the relay takes in
+ * one WebSocket message (`maxMessageBytes`): `count` parts, numbered from 0, whose bytes in order
+ * are the whole message (its room name included), `total` bytes long. `connectRelay` sends one
+ * instead of a message over the limit; the relay applies the whole once its last part came.
  */
 import * as decoding from 'lib0/decoding'
 
@@ -23,6 +29,7 @@ export const MESSAGE = {
   stateless: 5,
   broadcastStateless: 6,
   close: 7,
+  part: 100,
 } as const
 
 /**
@@ -49,10 +56,24 @@ export type RelayFrame =
       readonly typeAt: number
       /** Sync step for Sync / SyncReply, else -1. */
       readonly step: number
-      /** The sync or awareness payload; empty for other types. */
+      /** The sync or awareness payload, or a part's bytes; empty for other types. */
       readonly payload: Uint8Array
+      /** A Part's place in its message; undefined for other types. */
+      readonly part?: PartHeader
     }
   | { readonly ok: false; readonly problem: string }
+
+/**
+ * Where a Part's bytes go: the `index`th of `count` parts of a message of `total` bytes.
+ *
+ * @example
+ * const header: PartHeader = { index: 0, count: 3, total: 2_500_000 }
+ */
+export interface PartHeader {
+  readonly index: number
+  readonly count: number
+  readonly total: number
+}
 
 const EMPTY = new Uint8Array(0)
 
@@ -73,6 +94,10 @@ export function readFrame(bytes: Uint8Array): RelayFrame {
       const step = decoding.readVarUint(decoder)
       const payload = decoding.readVarUint8Array(decoder)
       return { ok: true, room, type, typeAt, step, payload }
+    }
+    if (type === MESSAGE.part) {
+      const part = { index: decoding.readVarUint(decoder), count: decoding.readVarUint(decoder), total: decoding.readVarUint(decoder) }
+      return { ok: true, room, type, typeAt, step: -1, payload: decoding.readVarUint8Array(decoder), part }
     }
     if (type === MESSAGE.awareness) return { ok: true, room, type, typeAt, step: -1, payload: decoding.readVarUint8Array(decoder) }
     if (type === MESSAGE.auth) {

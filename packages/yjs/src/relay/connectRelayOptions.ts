@@ -66,10 +66,11 @@ export interface ConnectRelayOptions {
   /**
    * Largest message a room sends, in bytes (default 1 MiB, the relay's default
    * `TIDEMARK_MAX_MESSAGE_BYTES`). The relay closes the whole socket on a larger one before it can
-   * tell which room sent it; so a room whose sync or update would be larger stops syncing, refused
-   * with `tidemark:too-large <bytes> bytes` and reported through `onError`, and the other rooms
-   * stay. Set it to the relay's limit. (A socket the relay closed that way refuses the room that
-   * sent the largest message on it, in the same way.)
+   * tell which room sent it; so a step 2 or update that would be larger goes in parts within it,
+   * which the relay applies together once the last came, and a presence that would be larger
+   * refuses its room with `tidemark:too-large <bytes> bytes` (reported through `onError`; the
+   * other rooms stay). Set it to the relay's limit. (A socket the relay closed for a message's
+   * size refuses the room that sent the largest message on it, in the same way.)
    */
   readonly maxMessageBytes?: number
   /**

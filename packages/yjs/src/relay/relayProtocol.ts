@@ -20,6 +20,11 @@
  *   (the server closed this room's connection; the socket stays open for the others).
  * - SyncStatus 8: varUint 1 when the client's step 2 or update was applied, 0 when it was not
  *   (a read-only connection).
+ * - Part 100 (a Tidemark relay's own, client to relay): varUint index, varUint count, varUint
+ *   total, varUint8Array bytes. A Sync message over the relay's `maxMessageBytes` goes as
+ *   `count` parts (index from 0, back to back), whose bytes in order are the whole message (its
+ *   room included, `total` bytes); the relay applies the whole once the last part came, and
+ *   acknowledges it once, as a message that came whole.
  */
 import * as decoding from 'lib0/decoding'
 import * as encoding from 'lib0/encoding'
@@ -31,6 +36,7 @@ export const MESSAGE_SYNC_REPLY = 4
 export const MESSAGE_STATELESS = 5
 export const MESSAGE_CLOSE = 7
 export const MESSAGE_SYNC_STATUS = 8
+export const MESSAGE_PART = 100
 
 export const SYNC_STEP_1 = 0
 export const SYNC_STEP_2 = 1
@@ -86,4 +92,32 @@ export function syncMessage(room: string, step: number, bytes: Uint8Array): Uint
     encoding.writeVarUint(encoder, step)
     encoding.writeVarUint8Array(encoder, bytes)
   })
+}
+
+/** Bytes a Part's index, count, total and its bytes' length take at most: 5 each (varUints below 2^35). */
+const PART_FIELDS_BYTES = 20
+
+/**
+ * `message` (of `room`) as Part messages of at most `limit` bytes each, or null when `limit`
+ * leaves a part no room for 64 bytes of it (a room name near the limit).
+ *
+ * @example
+ * messageParts('fleet-a/d07', syncMessage('fleet-a/d07', SYNC_STEP_2, update), 1 << 20) // 3 parts for a 2.5 MB update
+ */
+export function messageParts(room: string, message: Uint8Array, limit: number): Uint8Array<ArrayBuffer>[] | null {
+  const size = limit - relayMessage(room, MESSAGE_PART).byteLength - PART_FIELDS_BYTES
+  if (size < 64) return null
+  const count = Math.ceil(message.byteLength / size)
+  const parts: Uint8Array<ArrayBuffer>[] = []
+  for (let index = 0; index < count; index++) {
+    parts.push(
+      relayMessage(room, MESSAGE_PART, (encoder) => {
+        encoding.writeVarUint(encoder, index)
+        encoding.writeVarUint(encoder, count)
+        encoding.writeVarUint(encoder, message.byteLength)
+        encoding.writeVarUint8Array(encoder, message.subarray(index * size, (index + 1) * size))
+      }),
+    )
+  }
+  return parts
 }

@@ -26,6 +26,7 @@ import {
   MESSAGE_SYNC,
   MESSAGE_SYNC_REPLY,
   MESSAGE_SYNC_STATUS,
+  messageParts,
   readString,
   relayMessage,
   SCOPE_READ_ONLY,
@@ -288,7 +289,7 @@ export class RelayRoom {
     const update = Y.encodeStateAsUpdate(this.doc, stateVector)
     // A read-only connection applies nothing: a step 2 is offered only for local changes (which the relay will refuse, visibly).
     if (!this.#readOnlyScope || this.#unsent > 0) {
-      if (!this.#send(syncMessage(this.name, SYNC_STEP_2, update))) return
+      if (!this.#send(syncMessage(this.name, SYNC_STEP_2, update), true)) return
       this.#inFlight.push(this.#unsent)
       this.#unsent = 0
     }
@@ -296,15 +297,22 @@ export class RelayRoom {
     this.report()
   }
 
-  /** Sends a message of this room, unless it is over `maxMessageBytes`: then the room is refused (the relay would close the whole socket). */
-  #send(message: Uint8Array<ArrayBuffer>): boolean {
+  /**
+   * Sends a message of this room. A step 2 or update over `maxMessageBytes` goes in parts the
+   * relay puts together again (a message over its limit would close the whole socket); any
+   * other message over it refuses the room.
+   */
+  #send(message: Uint8Array<ArrayBuffer>, inParts = false): boolean {
     const limit = this.#link.maxMessageBytes
-    if (message.byteLength > limit) {
+    const parts = message.byteLength <= limit ? [message] : inParts ? messageParts(this.name, message, limit) : null
+    if (parts === null) {
       this.tooLarge(message.byteLength, `over maxMessageBytes (${limit})`)
       return false
     }
-    this.largestSent = Math.max(this.largestSent, message.byteLength)
-    this.#link.send(message)
+    for (const part of parts) {
+      this.largestSent = Math.max(this.largestSent, part.byteLength)
+      this.#link.send(part)
+    }
     return true
   }
 
@@ -323,7 +331,7 @@ export class RelayRoom {
 
   /** Sends merged updates (the outbox's): false when the room was refused for their size. */
   readonly #sendUpdate = (update: Uint8Array, local: number): boolean => {
-    if (!this.#send(syncMessage(this.name, SYNC_UPDATE, update))) return false
+    if (!this.#send(syncMessage(this.name, SYNC_UPDATE, update), true)) return false
     this.#unsent -= local
     this.#inFlight.push(local)
     this.report()

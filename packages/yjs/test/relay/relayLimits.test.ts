@@ -1,8 +1,9 @@
 /**
  * The relay's limits, met by the client: a room's updates go at its pace (one message per task,
  * merged past a burst), so a device writing faster than the relay's rate is not refused; a rate
- * refusal is temporary; a message larger than the relay takes refuses that room alone, before it
- * is sent or after the relay closed the socket for it, and the other rooms carry on.
+ * refusal is temporary; a step 2 or update larger than the relay takes goes in parts within its
+ * limit; a presence larger than it refuses that room alone, before it is sent, as the relay
+ * closing the socket for a message's size does, and the other rooms carry on.
  */
 import type { StreamEvent } from '@tidemark/engine'
 import { seededRandom } from '@tidemark/seeded-random'
@@ -28,13 +29,13 @@ function untilReceived(what: string, check: () => boolean): Promise<void> {
   })
 }
 
-/** What the relay holds for `room`, as a fresh engine counts it. */
-async function countedAtRelay(room: string): Promise<number> {
+/** What the relay holds for `room`, as a fresh engine counts it (key `temp`, or every key). */
+async function countedAtRelay(room: string, keys: 'temp' | 'all keys' = 'temp'): Promise<number> {
   const engine = fleetEngine('reader')
   const doc = new Y.Doc()
   bindDoc(engine, doc)
   Y.applyUpdate(doc, await testRelay().content(room))
-  return counted(engine)
+  return keys === 'temp' ? counted(engine) : engine.results().reduce((sum, result) => sum + result.count, 0)
 }
 
 /** One reading of each of `keys` keys: one group entry as wide as that. */
@@ -161,22 +162,31 @@ describe('relay client: the relay limits', () => {
     relay.destroy()
   })
 
-  it('refuses a room whose update is over maxMessageBytes without sending it; the socket and the other rooms stay', async () => {
+  it('sends a step 2 or update over maxMessageBytes in parts, each within it, acknowledged once as one message', async () => {
     const token = await signToken({ sub: 'fleet', role: 'device', rooms: ['fleet-a/*'] })
     const { relay, errors } = relayClient(testRelay().url, token, { maxMessageBytes: 4_096 })
-    const small = device(relay, 'fleet-a/d01', 'd01')
-    const large = device(relay, 'fleet-a/d02', 'd02')
-    await untilStatus(large.doc, 'd02 in sync', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
-    large.engine.ingest(wide('d02', 400))
-    expect(await untilStatus(large.doc, 'd02 refused', (s) => s.refusal !== null).then(() => statusOf(large.doc).refusal)).toMatch(/^tidemark:too-large \d+ bytes$/)
-    expect(errors.map((e) => e.message.replace(/\d{4,} bytes/, 'N bytes'))).toEqual([
-      `relay ${testRelay().url}: fleet-a/d02: a message of N bytes is over maxMessageBytes (4096): refused (tidemark:too-large)`,
-    ])
-    small.engine.ingest(readings('d01', 5))
-    await untilStatus(small.doc, 'd01 acknowledged', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    const live = device(relay, 'fleet-a/d02', 'd02')
+    await untilStatus(live.doc, 'd02 in sync', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    // One group entry of 400 keys: one update of about 20 kB.
+    live.engine.ingest(wide('d02', 400))
+    await untilStatus(live.doc, 'd02 acknowledged', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    const parts = (room: string) => testRelay().received.filter((m) => m.room === room && m.type === 100)
+    expect(parts('fleet-a/d02').length).toBeGreaterThanOrEqual(4)
+    expect(Math.max(...parts('fleet-a/d02').map((m) => m.bytes))).toBeLessThanOrEqual(4_096)
+    expect(await countedAtRelay('fleet-a/d02', 'all keys')).toBe(400)
+
+    // A doc whose state is over the limit when it joins: its step 2 goes in parts.
+    const engine = fleetEngine('d03')
+    const doc = new Y.Doc()
+    bindDoc(engine, doc)
+    engine.ingest(wide('d03', 400))
+    relay.join(doc, 'fleet-a/d03')
+    await untilStatus(doc, 'd03 in sync', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    expect(parts('fleet-a/d03').length).toBeGreaterThanOrEqual(4)
+    expect(Math.max(...parts('fleet-a/d03').map((m) => m.bytes))).toBeLessThanOrEqual(4_096)
+    expect(await countedAtRelay('fleet-a/d03', 'all keys')).toBe(400)
     expect(testRelay().sockets()).toBe(1)
-    expect(await countedAtRelay('fleet-a/d01')).toBe(5)
-    expect(await countedAtRelay('fleet-a/d02')).toBe(0)
+    expect(errors).toEqual([])
     relay.destroy()
   })
 

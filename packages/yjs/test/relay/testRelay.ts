@@ -8,12 +8,13 @@
  * Rooms it cannot open are refused as the relay does: a full relay denies the room at
  * authentication (`tidemark:too-many-rooms ...`), a store or Redis failure while loading it sends
  * Authenticated and then PermissionDenied (`tidemark:store-unavailable ...`), both from Hocuspocus'
- * own handling of a hook that throws.
+ * own handling of a hook that throws. A message sent in parts (Part, type 100) is put together and
+ * applied once its last part came, and acknowledged once, as the relay does.
  */
 import { EventEmitter } from 'node:events'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { type beforeHandleMessagePayload, Hocuspocus, type onAuthenticatePayload } from '@hocuspocus/server'
+import { type beforeHandleMessagePayload, type Connection, Hocuspocus, type onAuthenticatePayload, OutgoingMessage } from '@hocuspocus/server'
 import { errors, jwtVerify, SignJWT } from 'jose'
 import * as decoding from 'lib0/decoding'
 import { WebSocketServer } from 'ws'
@@ -55,6 +56,8 @@ export interface WireMessage {
   readonly step: number | null
   /** Auth messages: the token. */
   readonly token: string | null
+  /** The message's length on the wire. */
+  readonly bytes: number
 }
 
 interface Context {
@@ -198,10 +201,24 @@ export async function startTestRelay(): Promise<TestRelay> {
         events.emit('auth', documentName)
         return { role, token }
       },
-      async beforeHandleMessage({ update: data, connection, documentName, context }: beforeHandleMessagePayload) {
+      async beforeHandleMessage({ update: data, connection, document, documentName, context }: beforeHandleMessagePayload) {
         const decoder = decoding.createDecoder(data)
         decoding.readVarString(decoder)
+        const typeAt = decoder.pos
         const type = decoding.readVarUint(decoder)
+        if (type === PART) {
+          // Kept from Hocuspocus (QueryAwareness, which it ignores from a client); the whole applied here.
+          data[typeAt] = 3
+          const whole = assembled(connection, decoder)
+          if (whole === null) return
+          const message = decoding.createDecoder(whole)
+          decoding.readVarString(message)
+          decoding.readVarUint(message)
+          decoding.readVarUint(message)
+          Y.applyUpdate(document, decoding.readVarUint8Array(message), connection)
+          connection.send(new OutgoingMessage(documentName).writeSyncStatus(true).toUint8Array())
+          return
+        }
         if (type !== 0 && type !== 4) return
         const step = decoding.readVarUint(decoder)
         if (step === 0) return
@@ -245,6 +262,34 @@ export async function startTestRelay(): Promise<TestRelay> {
   return relay
 }
 
+/** Tidemark's Part message (the relay's contract): varUint index, count, total, varUint8Array bytes. */
+const PART = 100
+
+/** Per connection, the parts of the message it is sending in parts. */
+const partsOf = new WeakMap<Connection, Uint8Array[]>()
+
+/** Adds a Part (its fields left in `decoder`) to its connection's message: the whole message once its last part came, else null. */
+function assembled(connection: Connection, decoder: decoding.Decoder): Uint8Array | null {
+  const index = decoding.readVarUint(decoder)
+  const count = decoding.readVarUint(decoder)
+  const total = decoding.readVarUint(decoder)
+  const bytes = decoding.readVarUint8Array(decoder)
+  const parts = index === 0 ? [] : partsOf.get(connection)
+  if (parts === undefined || parts.length !== index) throw new Error(`part ${index} out of order`)
+  parts.push(bytes.slice())
+  partsOf.set(connection, parts)
+  if (parts.length < count) return null
+  partsOf.delete(connection)
+  const whole = new Uint8Array(total)
+  let at = 0
+  for (const part of parts) {
+    whole.set(part, at)
+    at += part.byteLength
+  }
+  if (at !== total) throw new Error(`parts of ${at} bytes, announced ${total}`)
+  return whole
+}
+
 function readWire(socket: number, bytes: Uint8Array): WireMessage {
   const decoder = decoding.createDecoder(bytes)
   const room = decoding.readVarString(decoder)
@@ -253,7 +298,7 @@ function readWire(socket: number, bytes: Uint8Array): WireMessage {
   let token: string | null = null
   if (type === 0 || type === 4) step = decoding.readVarUint(decoder)
   if (type === 2 && decoding.readVarUint(decoder) === 0) token = decoding.readVarString(decoder)
-  return { socket, room, type, step, token }
+  return { socket, room, type, step, token, bytes: bytes.byteLength }
 }
 
 /** What Hocuspocus reads from a hook's error: `reason` goes to the client (PermissionDenied, Close). */

@@ -1,0 +1,244 @@
+/**
+ * Messages over `maxMessageBytes`, sent in parts: `connectRelay` cuts a step 2 or an update over
+ * the limit into Part messages, and the relay applies the whole once the last part came, as if it
+ * had come in one message. Through a real relay: a device's backlog far over the limit reaches a
+ * dashboard exactly; a reconfigured replica's step 2 (its deletions of its old log with its new
+ * entries) reaches it as one, so the dashboard never merges the old log; and malformed parts
+ * refuse their room alone, with the relay's memory for parts bounded and released.
+ */
+import { createEngine, manual, type StreamEvent, type TidemarkEngine, tumbling } from '@tidemark/engine'
+import { bindDoc, connectRelay, followRooms, type Relay as RelayClient } from '@tidemark/yjs'
+import * as encoding from 'lib0/encoding'
+import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import WebSocket from 'ws'
+import * as Y from 'yjs'
+import { type Relay, type RelayOptions, startRelay } from '../src/index.ts'
+import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
+import { messageFrame, updateFrame } from './support/hocuspocusFrames.ts'
+import { deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, scrapeMetrics, signToken, waitFor, waitUntil } from './support/roomClients.ts'
+
+const T0 = 1_700_000_040_000
+const PART = 100
+const JITTER = { baseMs: 50, capMs: 200 }
+const relays: Relay[] = []
+const clients: RelayClient[] = []
+const rooms: RoomClient[] = []
+const sockets: ReturnType<typeof relaySocket>[] = []
+
+afterEach(async () => {
+  for (const client of clients.splice(0)) client.destroy()
+  for (const room of rooms.splice(0)) room.destroy()
+  for (const socket of sockets.splice(0)) socket.destroy()
+  await Promise.all(relays.splice(0).map((relay) => relay.close()))
+})
+afterAll(() => removeDataDirs())
+
+async function relayWith(options: Partial<RelayOptions> = {}, dataDir = freshDataDir()): Promise<Relay> {
+  const relay = await startRelay({ port: 0, store: { dataDir }, auth: { secret: SECRET }, persistence: { writeWindowMs: 20 }, log: () => undefined, ...options })
+  relays.push(relay)
+  return relay
+}
+
+function readings(source: string, from: number, count: number, value: (i: number) => number, keys = 40): StreamEvent[] {
+  return Array.from({ length: count }, (_, n) => {
+    const i = from + n
+    return { id: `${source}-${i}`, source, seq: i, ts: T0 + i * 1_000, key: `zone-${i % keys}`, value: value(i) }
+  })
+}
+
+/** Every window of `engine` as `window key start: count sum`, in results order. */
+const windows = (engine: TidemarkEngine): string[] => engine.results().map((r) => `${r.window} ${r.key} ${r.start}: ${r.count} ${r.sum}`)
+const inSync = (engine: TidemarkEngine): boolean => engine.syncStatus().state === 'connected' && engine.syncStatus().pendingLocalUpdates === 0
+
+/** A dashboard engine following `fleet`'s rooms through `relay`, and how many rooms it follows. */
+/** The engine options the tests use: one tumbling spec, a manual watermark. */
+interface WindowOptions {
+  readonly windows: ReturnType<typeof tumbling>
+  readonly watermark: ReturnType<typeof manual>
+  readonly allowedLateness: number
+}
+
+function dashboard(relay: Relay, fleet: string, options: WindowOptions): TidemarkEngine & { following(): number } {
+  const engine = createEngine(options) as TidemarkEngine
+  const client = connectRelay({ url: relay.url, token: () => signToken({ sub: 'ops', role: 'dashboard', rooms: [`${fleet}/*`] }), WebSocket, jitter: JITTER })
+  clients.push(client)
+  const follower = followRooms(engine, client, { directory: `${fleet}/_directory` })
+  return Object.assign(engine, { following: () => follower.rooms().size })
+}
+
+/** Waits until `dashboard` shows exactly what `device` holds; the timeout names both. */
+async function untilEqual(dashboard: TidemarkEngine, device: TidemarkEngine, what: string): Promise<void> {
+  try {
+    await waitFor(() => windows(dashboard).join('\n') === windows(device).join('\n'), what, 30_000)
+  } catch (error) {
+    const sum = (engine: TidemarkEngine) => engine.results().reduce((s, r) => s + r.sum, 0)
+    throw new Error(`${(error as Error).message}: the dashboard shows sum ${sum(dashboard)}, the device ${sum(device)}`)
+  }
+}
+
+describe('messages over maxMessageBytes go in parts', () => {
+  it("a device's backlog of 10x the limit reaches a dashboard exactly, and the relay keeps it across a restart", async () => {
+    const limit = 32 << 10
+    const dataDir = freshDataDir()
+    let relay = await relayWith({ limits: { maxMessageBytes: limit } }, dataDir)
+    const options = { windows: tumbling(60_000), watermark: manual(), allowedLateness: 86_400_000 }
+    // Offline for hours: 9,000 readings over 150 minutes and 40 zones, bound before it ever joins.
+    const device = createEngine({ ...options, replicaId: 'r' }) as TidemarkEngine
+    const doc = new Y.Doc()
+    bindDoc(device, doc)
+    device.ingest(readings('dr', 1, 9_000, (i) => i % 97))
+    const backlog = Y.encodeStateAsUpdate(doc).byteLength
+    expect(backlog).toBeGreaterThan(10 * limit)
+    const errors: Error[] = []
+    const token = () => signToken({ sub: 'r', role: 'device', rooms: ['fleet-p/r'], replicas: ['r'], sources: ['dr'] })
+    const client = connectRelay({ url: relay.url, token, WebSocket, jitter: JITTER, maxMessageBytes: limit, onError: (e) => errors.push(e) })
+    clients.push(client)
+    client.join(doc, 'fleet-p/r')
+    const watcher = dashboard(relay, 'fleet-p', options)
+    await waitFor(() => inSync(device), 'the backlog acknowledged')
+    await untilEqual(watcher, device, 'the dashboard shows the backlog')
+    // Live updates over the limit go in parts too.
+    device.ingest(readings('dr', 9_001, 3_000, (i) => i % 89))
+    await waitFor(() => inSync(device), 'the update acknowledged')
+    await untilEqual(watcher, device, 'the dashboard shows the update')
+    expect(errors).toEqual([])
+    // The backlog's step 2 and the live update, at least.
+    expect(await metric(relay.httpUrl, 'tidemark_relay_messages_in_parts_total')).toBeGreaterThanOrEqual(2)
+    expect(await metric(relay.httpUrl, 'tidemark_relay_assembling_bytes')).toBe(0)
+    expect([...(await scrapeMetrics(relay.httpUrl))].filter(([name, n]) => name.startsWith('tidemark_relay_refusals_total') && n > 0)).toEqual([])
+
+    // Restarted on its store, the relay serves the whole of it to a new dashboard.
+    for (const c of clients.splice(0)) c.destroy()
+    await relay.close()
+    relays.splice(relays.indexOf(relay), 1)
+    relay = await relayWith({ limits: { maxMessageBytes: limit } }, dataDir)
+    await untilEqual(dashboard(relay, 'fleet-p', options), device, 'a new dashboard after the restart')
+  }, 90_000)
+
+  it("a reconfigured replica's step 2 reaches a dashboard as one: its old log never merged", async () => {
+    const relay = await relayWith({ limits: { maxMessageBytes: 16 << 10 } })
+    const OLD = { windows: tumbling(60_000), watermark: manual(), allowedLateness: 0 }
+    const NEW = { windows: tumbling(60_000), watermark: manual(), allowedLateness: 600_000 }
+    const token = () => signToken({ sub: 'r', role: 'device', rooms: ['fleet-c/r'], replicas: ['r'], sources: ['dr'] })
+    const errors: Error[] = []
+    // Session 1, the old configuration, synced.
+    const first = createEngine({ ...OLD, replicaId: 'r' }) as TidemarkEngine
+    const doc = new Y.Doc()
+    bindDoc(first, doc)
+    first.ingest(readings('dr', 1, 600, () => 100))
+    const c1 = connectRelay({ url: relay.url, token, WebSocket, jitter: JITTER, maxMessageBytes: 16 << 10, onError: (e) => errors.push(e) })
+    clients.push(c1)
+    c1.join(doc, 'fleet-c/r')
+    await waitFor(() => inSync(first), 'session 1 synced')
+    // A dashboard already under the new configuration, following the room (session 1's entries are not its configuration's).
+    const watcher = dashboard(relay, 'fleet-c', NEW)
+    await waitFor(() => watcher.following() === 1 && watcher.syncStatus().state === 'connected', 'the dashboard follows the room')
+    c1.destroy()
+    // Session 2 on the persisted doc, a new configuration: its bind deletes the old log and
+    // writes the same readings again with other values; one step 2 of over 16 KiB carries both.
+    const persisted = new Y.Doc()
+    Y.applyUpdate(persisted, Y.encodeStateAsUpdate(doc))
+    const second = createEngine({ ...NEW, replicaId: 'r' }) as TidemarkEngine
+    second.ingest(readings('dr', 1, 600, () => 1))
+    bindDoc(second, persisted)
+    const c2 = connectRelay({ url: relay.url, token, WebSocket, jitter: JITTER, maxMessageBytes: 16 << 10, onError: (e) => errors.push(e) })
+    clients.push(c2)
+    c2.join(persisted, 'fleet-c/r')
+    await waitFor(() => inSync(second), 'session 2 synced')
+    expect(second.syncStatus().refusal).toBeNull()
+    await untilEqual(watcher, second, 'the dashboard shows session 2 alone')
+    // Session 1's step 2 and session 2's.
+    expect(await metric(relay.httpUrl, 'tidemark_relay_messages_in_parts_total')).toBe(2)
+    expect(errors).toEqual([])
+  }, 60_000)
+})
+
+describe('malformed parts refuse their room alone', () => {
+  const part = (room: string, index: number, count: number, total: number, bytes: Uint8Array): Uint8Array =>
+    messageFrame(room, PART, (e) => {
+      encoding.writeVarUint(e, index)
+      encoding.writeVarUint(e, count)
+      encoding.writeVarUint(e, total)
+      encoding.writeVarUint8Array(e, bytes)
+    })
+  /** `message` cut into `count` parts of `room`. */
+  const partsOf = (room: string, message: Uint8Array, count: number): Uint8Array[] => {
+    const size = Math.ceil(message.byteLength / count)
+    return Array.from({ length: count }, (_, i) => part(room, i, count, message.byteLength, message.subarray(i * size, (i + 1) * size)))
+  }
+  /** An update of `room`'s device writing one window of `source`. */
+  const update = (device: string, start: number): Uint8Array => {
+    const doc = new Y.Doc()
+    replicaLog(doc, device).push([groupEntry(`${device}-temp`, start)])
+    return Y.encodeStateAsUpdate(doc)
+  }
+
+  it.each([
+    ['a part whose first did not come', (room: string) => [part(room, 1, 3, 90, new Uint8Array(30))], 'part 1 of a message whose first part did not come'],
+    ['a message in one part', (room: string) => [part(room, 0, 1, 30, new Uint8Array(30))], 'a message in 1 part: it would have been sent whole'],
+    ['more parts than bytes', (room: string) => [part(room, 0, 40, 30, new Uint8Array(1))], '40 parts for 30 bytes'],
+    ['a part out of order', (room: string) => [part(room, 0, 3, 90, new Uint8Array(30)), part(room, 2, 3, 90, new Uint8Array(30))], 'part 2 came where part 1 was due'],
+    ['a first part again', (room: string) => [part(room, 0, 3, 90, new Uint8Array(30)), part(room, 0, 3, 90, new Uint8Array(30))], "a message's first part came before the last part of the message before it"],
+    ['a part that disagrees', (room: string) => [part(room, 0, 3, 90, new Uint8Array(30)), part(room, 1, 4, 90, new Uint8Array(30))], 'part 1 says 4 parts of 90 bytes, the first said 3 of 90'],
+    ['an empty part', (room: string) => [part(room, 0, 3, 90, new Uint8Array(30)), part(room, 1, 3, 90, new Uint8Array(0))], 'part 1 is empty'],
+    ['parts longer than announced', (room: string) => [part(room, 0, 2, 40, new Uint8Array(30)), part(room, 1, 2, 40, new Uint8Array(30))], 'the parts are longer than the 40 bytes the first announced'],
+    ['parts shorter than announced', (room: string) => [part(room, 0, 2, 90, new Uint8Array(30)), part(room, 1, 2, 90, new Uint8Array(30))], 'the parts make 60 bytes, the first announced 90'],
+    ['parts of another room', (room: string) => partsOf(room, updateFrame('fleet-m/other', update('d1', 0)), 3), 'its parts do not make a step 2 or update of fleet-m/d1'],
+    ['parts of a message that is not a sync', (room: string) => partsOf(room, messageFrame(room, 5, (e) => encoding.writeVarString(e, 'x'.repeat(200))), 3), 'its parts do not make a step 2 or update of fleet-m/d1'],
+    ['parts that are not a message', (room: string) => partsOf(room, new Uint8Array(300).fill(0xff), 3), 'its parts do not make a step 2 or update of fleet-m/d1'],
+  ])('%s', async (_what, frames, detail) => {
+    const relay = await relayWith()
+    const socket = relaySocket(relay.url)
+    sockets.push(socket)
+    const room = openRoom(socket, 'fleet-m/d1', await deviceToken('fleet-m', 'd1'))
+    const other = openRoom(socket, 'fleet-m/d2', await deviceToken('fleet-m', 'd2'))
+    rooms.push(room, other)
+    await waitFor(() => room.synced() && other.synced(), 'both rooms synced')
+    for (const frame of frames('fleet-m/d1')) (socket.webSocket as unknown as WebSocket).send(frame)
+    await waitFor(() => room.closed.length > 0, 'the refusal')
+    expect(room.closed).toEqual([`tidemark:refused malformed-message ${detail}`])
+    // The socket and its other room carry on; nothing of the parts is kept.
+    replicaLog(other.doc, 'd2').push([groupEntry('d2-temp', 60_000)])
+    await waitFor(() => !other.provider.hasUnsyncedChanges, 'the other room acknowledged')
+    expect(other.closed).toEqual([])
+    expect(await metric(relay.httpUrl, 'tidemark_relay_assembling_bytes')).toBe(0)
+  })
+
+  it('a whole sent in parts by hand is applied once and acknowledged; parts announcing more than the room may hold are refused as room-too-large', async () => {
+    const relay = await relayWith({ limits: { maxRoomBytes: 64 << 10 } })
+    const socket = relaySocket(relay.url)
+    sockets.push(socket)
+    const writer = openRoom(socket, 'fleet-m/d1', await deviceToken('fleet-m', 'd1'))
+    const reader = openRoom(relaySocket(relay.url), 'fleet-m/d1', await signToken({ sub: 'ops', role: 'dashboard', rooms: ['fleet-m/*'] }))
+    rooms.push(writer, reader)
+    await waitFor(() => writer.synced() && reader.synced(), 'synced')
+    for (const frame of partsOf('fleet-m/d1', updateFrame('fleet-m/d1', update('d1', 120_000)), 4)) (socket.webSocket as unknown as WebSocket).send(frame)
+    await waitFor(() => replicaLog(reader.doc, 'd1').length === 1, 'the dashboard has the update')
+    expect(await metric(relay.httpUrl, 'tidemark_relay_updates_in_total')).toBe(1)
+    expect(await metric(relay.httpUrl, 'tidemark_relay_messages_in_parts_total')).toBe(1)
+    ;(socket.webSocket as unknown as WebSocket).send(part('fleet-m/d1', 0, 2, 65 << 10, new Uint8Array(1024)))
+    await waitFor(() => writer.closed.length > 0, 'the refusal')
+    expect(writer.closed).toEqual(['tidemark:refused room-too-large'])
+  })
+
+  it('past the bytes the relay assembles at once, a part is refused as rate-limited; a closed socket releases its parts', async () => {
+    // Assembling at most 4 x maxRoomBytes = 256 KiB at once, in parts of up to 64 KiB.
+    const relay = await relayWith({ limits: { maxRoomBytes: 64 << 10, maxMessageBytes: 64 << 10 } })
+    const socket = relaySocket(relay.url)
+    sockets.push(socket)
+    const open: RoomClient[] = []
+    for (let d = 1; d <= 5; d++) open.push(openRoom(socket, `fleet-a/d${d}`, await deviceToken('fleet-a', `d${d}`)))
+    rooms.push(...open)
+    await waitFor(() => open.every((room) => room.synced()), 'five rooms synced')
+    // Four rooms each hold a first part of 60 KiB: 240 KiB.
+    for (let d = 1; d <= 4; d++) (socket.webSocket as unknown as WebSocket).send(part(`fleet-a/d${d}`, 0, 2, 61 << 10, new Uint8Array(60 << 10)))
+    await waitUntil(async () => (await metric(relay.httpUrl, 'tidemark_relay_assembling_bytes')) === 4 * (60 << 10), 'four first parts held')
+    ;(socket.webSocket as unknown as WebSocket).send(part('fleet-a/d5', 0, 2, 61 << 10, new Uint8Array(60 << 10)))
+    await waitFor(() => (open[4] as RoomClient).closed.length > 0, 'the fifth refused')
+    expect((open[4] as RoomClient).closed).toEqual(['tidemark:refused rate-limited'])
+    expect(open.slice(0, 4).map((room) => room.closed)).toEqual([[], [], [], []])
+    // The socket closes: what its rooms were assembling is let go.
+    socket.destroy()
+    await waitUntil(async () => (await metric(relay.httpUrl, 'tidemark_relay_assembling_bytes')) === 0, 'the parts released')
+  })
+})
