@@ -19,7 +19,8 @@ import type { ConnectRelayOptions, RelaySocket, RelayToken } from './connectRela
 import type { JoinOptions, Relay, RelayRoomHandle } from './relayApi.ts'
 import { AUTH_PERMISSION_DENIED, MESSAGE_AUTH, MESSAGE_CLOSE, type RelayMessage, readRelayMessage } from './relayProtocol.ts'
 import { OpeningBound } from './openingBound.ts'
-import { RelayRoom, type RoomLink, type SocketState } from './relayRoom.ts'
+import { RelayRoom } from './relayRoom.ts'
+import type { RoomLink, SocketState } from './roomLink.ts'
 import { refusalOf } from './roomRefusals.ts'
 
 /** Default `tokenTimeoutMs`: the relay's own deadline for a socket's first authentication (its `authTimeoutMs`). */

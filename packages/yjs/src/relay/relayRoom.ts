@@ -10,10 +10,9 @@
  */
 import * as decoding from 'lib0/decoding'
 import * as encoding from 'lib0/encoding'
-import { type Awareness, applyAwarenessUpdate, encodeAwarenessUpdate, removeAwarenessStates } from 'y-protocols/awareness'
+import type { Awareness } from 'y-protocols/awareness'
 import * as Y from 'yjs'
 import { applyPeerUpdate } from '../binding/applyPeerUpdate.ts'
-import { announcePresence, forgetAbsentPeers } from '../transport/presence.ts'
 import { syncStatusTracker, type TrackedConnection } from '../transport/syncStatusTracker.ts'
 import {
   AUTH_AUTHENTICATED,
@@ -37,36 +36,9 @@ import {
   writeString,
 } from './relayProtocol.ts'
 import { RATE_LIMITED, refusedDocs, TOKEN_EXPIRED, temporaryDenial } from './roomRefusals.ts'
-import { type OutboxClock, UpdateOutbox } from './updateOutbox.ts'
-
-/** Where the relay socket is: a room can only talk while it is `open`. */
-export type SocketState = 'connecting' | 'open' | 'closed'
-
-/** What a room needs from the relay that owns the socket. */
-export interface RoomLink extends OutboxClock {
-  socketState(): SocketState
-  /** Sends on the open socket (dropped otherwise: a room only sends while open). */
-  send(bytes: Uint8Array<ArrayBuffer>): void
-  /** Jittered delay of rejoin attempt `attempt` (0-based). */
-  delay(attempt: number): number
-  /** A room may authenticate again (its rejoin delay ended). */
-  ready(): void
-  /** A room that sent its Auth is open on the relay (in sync), or no longer opening (denied, its socket closed, it left). */
-  settled(): void
-  /**
-   * The server denied `room`'s authentication: that name cannot authenticate again on this
-   * socket. With `retryAttempt` the denial was temporary: the room waits (not idle) for a new
-   * socket, which the relay client opens after the jittered delay of that attempt (one socket
-   * for every room waiting so).
-   */
-  denied(room: string, retryAttempt?: number): void
-  /** The token is a function, read again for every join: an expired one can be replaced. */
-  renewable(): boolean
-  /** Reports what the client works around (the `onError` of `connectRelay`). */
-  fail(message: string): void
-  /** A room got in sync: the relay serves this socket. */
-  synced(): void
-}
+import type { RoomLink } from './roomLink.ts'
+import { RoomPresence } from './roomPresence.ts'
+import { UpdateOutbox } from './updateOutbox.ts'
 
 // Where a room is, in this order: waiting, live on the socket, ended.
 /** Waiting for the socket; authenticates once it is open. */
@@ -93,7 +65,8 @@ export class RelayRoom {
   readonly name: string
   readonly doc: Y.Doc
   readonly #link: RoomLink
-  readonly #awareness: Awareness | undefined
+  /** The room's side of the awareness it was joined with. */
+  readonly #presence: RoomPresence | undefined
   readonly #connection: TrackedConnection
   #phase = IDLE
   #refusal: string | null = null
@@ -118,13 +91,12 @@ export class RelayRoom {
     this.doc = doc
     this.name = name
     this.#link = link
-    this.#awareness = awareness
+    this.#presence = awareness === undefined ? undefined : new RoomPresence(awareness, name, (message) => this.#send(message), () => this.#phase === SYNCING || this.#phase === SYNCED)
     // What this client wrote before joining has not reached the relay as far as anyone knows: one pending update until the first acknowledgement.
     this.#unsent = Y.getState(doc.store, doc.clientID) > 0 ? 1 : 0
     this.#outbox = new UpdateOutbox(link, this.#sendUpdate)
     this.#connection = syncStatusTracker(doc).open(awareness)
     doc.on('update', this.#onUpdate)
-    awareness?.on('update', this.#onAwareness)
     this.report()
   }
 
@@ -182,7 +154,7 @@ export class RelayRoom {
         this.#acknowledged(decoding.readVarUint(decoder) === 1)
         return
       case MESSAGE_AWARENESS:
-        if (this.#awareness !== undefined) applyAwarenessUpdate(this.#awareness, decoding.readVarUint8Array(decoder), this)
+        this.#presence?.apply(decoding.readVarUint8Array(decoder))
         return
       default:
         throw new Error('unknown type')
@@ -202,8 +174,7 @@ export class RelayRoom {
     this.#cancelTimer()
     this.#outbox.drop()
     this.doc.off('update', this.#onUpdate)
-    this.#awareness?.off('update', this.#onAwareness)
-    this.#forgetPeers()
+    this.#presence?.destroy()
     this.#connection.detach()
     return closing
   }
@@ -258,7 +229,7 @@ export class RelayRoom {
       this.#enter(SYNCING)
       this.#answered = false
       this.#link.send(syncMessage(this.name, SYNC_STEP_1, Y.encodeStateVector(this.doc)))
-      if (this.#awareness !== undefined) announcePresence(this.#awareness)
+      this.#presence?.announce()
       this.report()
     } else if (kind === AUTH_TOKEN) {
       // Hocuspocus' request for a fresh token on a live connection (onTokenSync): the relay does not ask.
@@ -424,7 +395,7 @@ export class RelayRoom {
     this.#answered = false
     this.#outbox.drop()
     for (const n of this.#inFlight.splice(0)) this.#unsent += n
-    this.#forgetPeers()
+    this.#presence?.forgetPeers()
     this.report()
   }
 
@@ -445,18 +416,6 @@ export class RelayRoom {
     this.report()
   }
 
-  readonly #onAwareness = (change: { added: number[]; updated: number[]; removed: number[] }, origin: unknown): void => {
-    if (origin === this || (this.#phase !== SYNCING && this.#phase !== SYNCED)) return
-    this.#sendAwareness([...change.added, ...change.updated, ...change.removed])
-  }
-
-  #sendAwareness(clients: number[]): void {
-    const awareness = this.#awareness
-    if (awareness === undefined || clients.length === 0) return
-    // Through the size check too: a presence over the limit would close the whole socket.
-    this.#send(relayMessage(this.name, MESSAGE_AWARENESS, (encoder) => encoding.writeVarUint8Array(encoder, encodeAwarenessUpdate(awareness, clients))))
-  }
-
   #sendToken(token: string): void {
     this.#link.send(
       relayMessage(this.name, MESSAGE_AUTH, (encoder) => {
@@ -464,15 +423,6 @@ export class RelayRoom {
         writeString(encoder, token)
       }),
     )
-  }
-
-  /** Peers seen through this room are gone; their states apply again when they come back. */
-  #forgetPeers(): void {
-    const awareness = this.#awareness
-    if (awareness === undefined) return
-    const others = [...awareness.getStates().keys()].filter((client) => client !== awareness.clientID)
-    if (others.length > 0) removeAwarenessStates(awareness, others, this)
-    forgetAbsentPeers(awareness)
   }
 
   #cancelTimer(): void {
