@@ -19,7 +19,7 @@ import type { RelayMetrics, StoreOperation } from '../metrics/relayMetrics.ts'
 import { describeError, type RelayLog } from '../relayLog.ts'
 import { GLOBAL_TIMERS, type RelayTimers } from '../relayOptions.ts'
 import type { SqlClient } from './sqlClient.ts'
-import { applyStoredParts, moveAside, type SetAsidePart, type StoredPart } from './storedParts.ts'
+import { applyStoredParts, moveAside, readStoredParts, type SetAsidePart, type StoredPart } from './storedParts.ts'
 import { createUpdateTables, insertUpdates, roomHash, updateRows } from './updateRows.ts'
 
 /**
@@ -56,13 +56,6 @@ function thresholdSpread(room: string): number {
   return 1 + (roomHash(room) % 1024) / 2048
 }
 
-/** Snapshot and update rows of a room, read in one statement: one consistent view of both. */
-const READ_ROOM = `
-  select 0 as part, version::text as version, null::bigint as seq, bytes from tidemark_relay_snapshots where room = $1
-  union all
-  select 1, null, seq, bytes from tidemark_relay_updates where room = $1
-  order by part, seq`
-
 const STORED_BYTES = `select (
   (select coalesce(sum(octet_length(bytes)), 0) from tidemark_relay_snapshots) +
   (select coalesce(sum(octet_length(bytes)), 0) from tidemark_relay_updates))::float8 as n`
@@ -73,14 +66,6 @@ const HEALTH_TIMEOUT_MS = 2000
 const VACUUM_EVERY_COMPACTIONS = 100
 /** PGlite runs no checkpointer: the store checkpoints it after writing this many bytes (its log then stays near `max_wal_size`, see pgliteClient.ts). */
 const CHECKPOINT_EVERY_BYTES = 16 << 20
-
-interface RoomRow {
-  readonly part: number
-  readonly version: string | null
-  /** A number from PGlite, a string from pg (int8). */
-  readonly seq: number | string | null
-  readonly bytes: Uint8Array
-}
 
 /**
  * The room store over a `SqlClient`.
@@ -155,17 +140,17 @@ export class RoomStore {
 
   /** The room's snapshot and updates, in the order to apply them (`applyStoredParts`). */
   async load(room: string): Promise<StoredPart[]> {
-    const rows = await this.#timed('load', () => this.#sql.query<RoomRow>(READ_ROOM, [room]))
+    const parts = await this.#timed('load', () => readStoredParts(this.#sql, room))
     const tail: RoomTail = { rows: 0, bytes: 0, snapshotBytes: 0, spread: thresholdSpread(room) }
-    for (const row of rows.rows) {
-      if (row.part === 0) tail.snapshotBytes = row.bytes.byteLength
+    for (const part of parts) {
+      if (part.seq === null) tail.snapshotBytes = part.bytes.byteLength
       else {
         tail.rows++
-        tail.bytes += row.bytes.byteLength
+        tail.bytes += part.bytes.byteLength
       }
     }
     this.#tails.set(room, tail)
-    return rows.rows.map(storedPart)
+    return parts
   }
 
   /**
@@ -324,12 +309,12 @@ export class RoomStore {
   }
 
   async #compact(room: string): Promise<number | null> {
-    const { rows } = await this.#sql.query<RoomRow>(READ_ROOM, [room])
-    const updates = rows.filter((row) => row.part === 1)
+    const parts = await readStoredParts(this.#sql, room)
+    const updates = parts.filter((part) => part.seq !== null)
     if (updates.length === 0) return null
-    const version = rows.find((row) => row.part === 0)?.version ?? null
+    const version = parts.find((part) => part.seq === null)?.version ?? null
     const doc = new Y.Doc()
-    const aside = applyStoredParts(doc, rows.map(storedPart), null)
+    const aside = applyStoredParts(doc, parts, null)
     // A gap (rows of one client missing in between) leaves structs pending: the state encoding
     // keeps them as they are, and garbage-collects everything else.
     const complete = doc.store.pendingStructs === null && doc.store.pendingDs === null
@@ -338,7 +323,7 @@ export class RoomStore {
     if (!complete) this.#log('warn', `room ${room} has updates that depend on updates it lacks; its snapshot keeps them pending`)
     // The rows set aside leave with their move; the rest are folded into the snapshot.
     const movedAside = new Set(aside.map(({ part }) => part.seq))
-    const seqs = updates.map((row) => String(row.seq)).filter((seq) => !movedAside.has(seq))
+    const seqs = updates.map((part) => part.seq as string).filter((seq) => !movedAside.has(seq))
     const written = await this.#sql.transaction(async (tx) => {
       const result =
         version === null
@@ -352,12 +337,12 @@ export class RoomStore {
     })
     if (!written) return null
     this.#noteSetAside(room, aside)
-    const folded = rows.reduce((n, row) => n + row.bytes.byteLength, 0)
+    const folded = parts.reduce((n, part) => n + part.bytes.byteLength, 0)
     if (this.#stored !== undefined) this.#stored += snapshot.byteLength - folded
     const tail = this.#tails.get(room)
     if (tail !== undefined) {
       tail.rows = Math.max(0, tail.rows - updates.length)
-      tail.bytes = Math.max(0, tail.bytes - updates.reduce((n, row) => n + row.bytes.byteLength, 0))
+      tail.bytes = Math.max(0, tail.bytes - updates.reduce((n, part) => n + part.bytes.byteLength, 0))
       tail.snapshotBytes = snapshot.byteLength
     }
     if (this.#sql.kind === 'pglite' && ++this.#compactionsSinceVacuum >= VACUUM_EVERY_COMPACTIONS) {
@@ -447,9 +432,4 @@ export class RoomStore {
       this.#metrics.timeStore(op, (performance.now() - start) / 1000)
     }
   }
-}
-
-/** A row of `READ_ROOM` as a stored part. */
-function storedPart(row: RoomRow): StoredPart {
-  return { seq: row.seq === null ? null : String(row.seq), version: row.version, bytes: row.bytes }
 }

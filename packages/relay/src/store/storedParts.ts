@@ -22,6 +22,32 @@ export interface SetAsidePart {
   readonly reason: string
 }
 
+/** Snapshot and update rows of a room, read in one statement: one consistent view of both. */
+const READ_ROOM = `
+  select 0 as part, version::text as version, null::bigint as seq, bytes from tidemark_relay_snapshots where room = $1
+  union all
+  select 1, null, seq, bytes from tidemark_relay_updates where room = $1
+  order by part, seq`
+
+interface RoomRow {
+  readonly part: number
+  readonly version: string | null
+  /** A number from PGlite, a string from pg (int8). */
+  readonly seq: number | string | null
+  readonly bytes: Uint8Array
+}
+
+/**
+ * A room's stored parts: its snapshot first (if it has one), then its update rows in order.
+ *
+ * @example
+ * const parts = await readStoredParts(sql, 'fleet-a/d07') // [{ seq: null, version: '3', bytes }, { seq: '41', version: null, bytes }]
+ */
+export async function readStoredParts(sql: SqlQueryable, room: string): Promise<StoredPart[]> {
+  const rows = await sql.query<RoomRow>(READ_ROOM, [room])
+  return rows.rows.map((row) => ({ seq: row.seq === null ? null : String(row.seq), version: row.version, bytes: row.bytes }))
+}
+
 /** The bytes of an empty update (no structs, no deletions). */
 const EMPTY_UPDATE_BYTES = 2
 
