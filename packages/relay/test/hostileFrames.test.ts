@@ -1,8 +1,10 @@
 /**
  * 10,000 seeded hostile frames against a relay process: random bytes, truncated and bit-flipped
  * protocol messages, invalid UTF-8 text frames, oversized frames, forged and malformed updates,
- * bad awareness, broadcasts, unknown types. The process stays up, its memory stays bounded, and
- * another room keeps syncing throughout.
+ * bad awareness, broadcasts, unknown types, parts of messages (random, out of order, announcing
+ * more than they bring, or a valid update cut up). The process stays up, its memory stays
+ * bounded (no parts left assembling once the sockets close), and another room keeps syncing
+ * throughout.
  *
  *   TIDEMARK_SEED=<seed> pnpm vitest run packages/relay/test/hostileFrames.test.ts
  */
@@ -15,7 +17,7 @@ import * as Y from 'yjs'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
 import { authFrame, awarenessFrame, syncFrame } from './support/hocuspocusFrames.ts'
 import { type Exit, killRelays, type RelayProcess, spawnRelay } from './support/relayProcess.ts'
-import { dashboardToken, deviceToken, groupEntry, openRoom, relaySocket, replicaLog, SECRET_TEXT, scrapeMetrics, signToken, waitFor } from './support/roomClients.ts'
+import { dashboardToken, deviceToken, groupEntry, openRoom, relaySocket, replicaLog, SECRET_TEXT, scrapeMetrics, signToken, waitFor, waitUntil } from './support/roomClients.ts'
 
 const FRAMES = 10_000
 const MAX_MESSAGE_BYTES = 64 << 10
@@ -39,6 +41,16 @@ function frame(room: string, write: (encoder: encoding.Encoder) => void): Uint8A
   write(encoder)
   return encoding.toUint8Array(encoder)
 }
+
+/** A Part (type 100): the `index`th of `count` parts of a message of `total` bytes. */
+const part = (room: string, index: number, count: number, total: number, piece: Uint8Array): Uint8Array =>
+  frame(room, (e) => {
+    encoding.writeVarUint(e, 100)
+    encoding.writeVarUint(e, index)
+    encoding.writeVarUint(e, count)
+    encoding.writeVarUint(e, total)
+    encoding.writeVarUint8Array(e, piece)
+  })
 
 const textFrame = (room: string, type: number, text: string): Uint8Array =>
   frame(room, (e) => {
@@ -176,8 +188,8 @@ it(`${FRAMES} hostile frames: the relay stays up, its memory bounded, another ro
           socket.ws.send(authFrame(room, random() < 0.1 ? wrongToken : (tokens[slot] as string)))
           socket.authed.add(room)
         }
-        const pick = int(12)
-        const names = ['forged update', 'bit-flipped update', 'random update', 'random step 2', 'bad awareness', 'broadcast', 'unknown type', 'unknown sync step', 'bad state vector', 'other room', 'stateless', 'valid update']
+        const pick = int(14)
+        const names = ['forged update', 'bit-flipped update', 'random update', 'random step 2', 'bad awareness', 'broadcast', 'unknown type', 'unknown sync step', 'bad state vector', 'other room', 'stateless', 'valid update', 'random part', 'valid update in parts']
         count(names[pick] as string)
         if (pick === 0) data = syncFrame(room, 2, forged())
         else if (pick === 1) data = syncFrame(room, 2, mutate(validUpdate(slot)))
@@ -195,7 +207,16 @@ it(`${FRAMES} hostile frames: the relay stays up, its memory bounded, another ro
         else if (pick === 8) data = syncFrame(room, 0, bytes(int(40)))
         else if (pick === 9) data = syncFrame(`fleet-good/${int(3) === 0 ? 'd1' : `x${int(100)}`}`, 2, validUpdate(slot))
         else if (pick === 10) data = textFrame(room, 5, 'x'.repeat(int(200)))
-        else data = syncFrame(room, 2, validUpdate(slot))
+        else if (pick === 11) data = syncFrame(room, 2, validUpdate(slot))
+        else if (pick === 12) data = part(room, int(4), int(5), int(MAX_MESSAGE_BYTES * 20), bytes(int(2048)))
+        else {
+          // All but the last part sent here; the last is this frame.
+          const whole = syncFrame(room, 2, validUpdate(slot))
+          const count = 2 + int(3)
+          const size = Math.ceil(whole.length / count)
+          for (let i = 0; i < count - 1; i++) socket.ws.send(part(room, i, count, whole.length, whole.subarray(i * size, (i + 1) * size)))
+          data = part(room, count - 1, count, whole.length, whole.subarray((count - 1) * size))
+        }
       }
       socket.ws.send(data, { binary })
       if (n % GOOD_EVERY === GOOD_EVERY - 1) await goodUpdate()
@@ -211,10 +232,11 @@ it(`${FRAMES} hostile frames: the relay stays up, its memory bounded, another ro
         `kinds: ${[...kinds].map(([kind, n]) => `${kind} ${n}`).join(', ')}`,
         `relay RSS ${(rssBefore / 2 ** 20).toFixed(0)} MiB before, ${(rssAfter / 2 ** 20).toFixed(0)} MiB after (bound: +${RSS_GROWTH_BOUND / 2 ** 20} MiB)`,
         `good room: ${goodSent} updates delivered, lag max ${Math.max(...lags).toFixed(0)} ms, median ${[...lags].sort((a, b) => a - b)[lags.length >> 1]?.toFixed(0)} ms`,
-        `refusals: ${refusals.join(', ')}; socket errors ${after.get('tidemark_relay_socket_errors_total')}; unhandled rejections ${after.get('tidemark_relay_unhandled_rejections_total')}`,
+        `refusals: ${refusals.join(', ')}; socket errors ${after.get('tidemark_relay_socket_errors_total')}; unhandled rejections ${after.get('tidemark_relay_unhandled_rejections_total')}; messages put together from parts ${after.get('tidemark_relay_messages_in_parts_total')}`,
       ].join('\n'),
     )
     for (const socket of pool) socket.ws.terminate()
+    await waitUntil(async () => (await scrapeMetrics(relay.httpUrl)).get('tidemark_relay_assembling_bytes') === 0, 'the closed sockets released their parts')
     expect(exit).toBeUndefined()
     expect((await fetch(`${relay.httpUrl}/healthz`)).status).toBe(200)
     expect(after.get('tidemark_relay_unhandled_rejections_total')).toBe(0)
@@ -222,6 +244,8 @@ it(`${FRAMES} hostile frames: the relay stays up, its memory bounded, another ro
     // The hostile frames reached the relay's checks: it refused some of them.
     const refused = [...after].filter(([name]) => name.startsWith('tidemark_relay_refusals_total')).reduce((n, [, value]) => n + value, 0)
     expect(refused).toBeGreaterThan(0)
+    // Some valid updates sent in parts were put together whole.
+    expect(after.get('tidemark_relay_messages_in_parts_total')).toBeGreaterThan(0)
     // Nothing a hostile socket sent reached the good room.
     expect(replicaLog(reader.doc, 'd1').length).toBe(goodSent)
     expect([...reader.doc.share.keys()].sort()).toEqual(['tidemark:replica:d1'])
