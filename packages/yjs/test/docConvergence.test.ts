@@ -651,6 +651,84 @@ describe('the log a replica writes', () => {
     expect(later.ingest(events('da', 1, 40)).duplicates).toBe(40)
   })
 
+  it.each([
+    ["the reconfigured session's meta entry wins the conflict", 1, 2],
+    ["the earlier session's meta entry wins the conflict", 2, 1],
+  ])('a dashboard that saw an earlier session of a replica under another configuration never merges its entries, though the reconfigured replica deletes them only after its new meta entry went out (%s)', (_, earlierClient, laterClient) => {
+    // Session 1 of replica a (allowed lateness 0) in its room; the room's doc forwards each update to a
+    // dashboard of the new configuration, which refuses a. The device comes back with lateness 10 min
+    // and an empty doc, and joins as through a relay: the room's state is read for it, then the room
+    // applies the device's (new meta entry, new log), then the device gets the room's state and
+    // deletes session 1's entries, which reach the room last.
+    const OLD = { windows: tumbling(60_000), watermark: manual(), allowedLateness: 0 }
+    const NEW = { windows: tumbling(60_000), watermark: manual(), allowedLateness: 600_000 }
+    const readings = (value: number): StreamEvent[] => events('da', 1, 120).map((event, i) => ({ ...event, key: `zone-${i % 7}`, value }))
+    const room = new Y.Doc()
+    const dashboardDoc = new Y.Doc()
+    room.on('update', (update: Uint8Array) => applyPeerUpdate(dashboardDoc, update, 'room'))
+    const dashboard = createEngine(NEW) as TidemarkEngine
+    const refused: Error[] = []
+    bindDoc(dashboard, dashboardDoc, { onError: (error) => refused.push(error) })
+    const earlier = createEngine({ ...OLD, replicaId: 'a' }) as TidemarkEngine
+    const earlierDoc = new Y.Doc()
+    earlierDoc.clientID = earlierClient
+    bindDoc(earlier, earlierDoc)
+    earlier.ingest(readings(100))
+    applyPeerUpdate(room, Y.encodeStateAsUpdate(earlierDoc), 'device')
+    expect(dashboard.results()).toEqual([])
+    expect(refused.map((error) => isConfigurationMismatchError(error) && error.replicaId)).toEqual(['a'])
+
+    const later = createEngine({ ...NEW, replicaId: 'a' }) as TidemarkEngine
+    later.ingest(readings(1))
+    const laterDoc = new Y.Doc()
+    laterDoc.clientID = laterClient
+    const errors: Error[] = []
+    bindDoc(later, laterDoc, { onError: (error) => errors.push(error) })
+    laterDoc.on('update', (update: Uint8Array, origin: unknown) => {
+      if (origin !== 'room') applyPeerUpdate(room, update, 'device')
+    })
+    const roomState = Y.encodeStateAsUpdate(room, Y.encodeStateVector(laterDoc))
+    applyPeerUpdate(room, Y.encodeStateAsUpdate(laterDoc, Y.encodeStateVector(room)), 'device')
+    applyPeerUpdate(laterDoc, roomState, 'room')
+
+    const fresh = createEngine(NEW)
+    fresh.ingest(readings(1))
+    const values = (engine: Engine) => engine.results().map((r) => [r.start, r.key, r.count, r.sum])
+    expect(values(later)).toEqual(values(fresh))
+    expect(values(dashboard)).toEqual(values(fresh))
+    expect(dashboard.stats().remoteAnomalies).toEqual([])
+    expect(errors).toEqual([])
+    // Nothing of session 1 is left in the room for a dashboard joining later.
+    const joining = createEngine(NEW) as TidemarkEngine
+    const joiningDoc = new Y.Doc()
+    bindDoc(joining, joiningDoc)
+    applyPeerUpdate(joiningDoc, Y.encodeStateAsUpdate(room), 'room')
+    expect(values(joining)).toEqual(values(fresh))
+  })
+
+  it('a session that comes back to its doc under the configuration of a dashboard is merged again there', () => {
+    // One doc (one Yjs client) bound under the old configuration, then, its engine closed, under the new one.
+    const OLD = { windows: tumbling(60_000), watermark: manual(), allowedLateness: 0 }
+    const NEW = { windows: tumbling(60_000), watermark: manual(), allowedLateness: 600_000 }
+    const doc = new Y.Doc()
+    const dashboardDoc = new Y.Doc()
+    doc.on('update', (update: Uint8Array) => applyPeerUpdate(dashboardDoc, update, 'peer'))
+    const dashboard = createEngine(NEW) as TidemarkEngine
+    bindDoc(dashboard, dashboardDoc, { onError: () => undefined })
+    const first = createEngine({ ...OLD, replicaId: 'a' }) as TidemarkEngine
+    bindDoc(first, doc)
+    first.ingest(events('da', 1, 10))
+    first.close()
+    expect(dashboard.results()).toEqual([])
+    const second = createEngine({ ...NEW, replicaId: 'a' }) as TidemarkEngine
+    bindDoc(second, doc)
+    second.ingest(events('da', 1, 10))
+    expect(temp(dashboard)?.count).toBe(10)
+    second.ingest(events('da', 11, 5))
+    expect(temp(dashboard)?.count).toBe(15)
+    expect(dashboard.results().map((r) => r.sum)).toEqual(second.results().map((r) => r.sum))
+  })
+
   it('bound again, an engine retires the entries of windows that left live state while it was unbound', () => {
     const doc = new Y.Doc()
     const engine = createEngine({ windows: tumbling(10), watermark: boundedOutOfOrderness(0), retention: 0, replicaId: 'honest' }) as TidemarkEngine

@@ -34,7 +34,7 @@ import { emptyWrite, type LogWrite, type ReadEntry, ReplicaEntries } from './rep
 import { syncStatusTracker } from '../transport/syncStatusTracker.ts'
 import type { BindDocOptions } from './bindDocOptions.ts'
 import { engineSyncStatus, type StatusShare } from './engineSyncStatus.ts'
-import { appendContent, emptyBatch, type RemoteBatch } from './remoteBatch.ts'
+import { append, contentOf, emptyBatch, type RemoteBatch } from './remoteBatch.ts'
 import { droppedSince, metaWritten } from './earlierSession.ts'
 import { SourceWriters } from './sourceWriters.ts'
 
@@ -82,8 +82,13 @@ export class DocReplication implements DocBinding {
   /** By replica: stops observing its log (`#forgetGhost`). */
   readonly #stops = new Map<string, () => void>()
   readonly #own: ReplicaEntries
-  /** Yjs clients (sessions) that wrote a meta entry of another configuration for this replica: their entries in its log are not this session's. */
-  readonly #foreignSessions = new Set<number>()
+  /**
+   * By replica: the Yjs clients (sessions) seen writing a meta entry of another configuration for
+   * it, and none of this one since. Their entries in its log are not of this configuration: never
+   * merged (a replica that came back reconfigured republishes its state, and deletes its earlier
+   * session's entries only once it has them: a peer can see its new meta entry first).
+   */
+  readonly #foreignSessions = new Map<string, Set<number>>()
   readonly #mismatches = new Map<string, ConfigurationMismatchError>()
   readonly #writers: SourceWriters
   readonly #cleanups: (() => void)[] = []
@@ -115,14 +120,17 @@ export class DocReplication implements DocBinding {
 
     const onMeta = (event: Y.YMapEvent<unknown>, tr: Y.Transaction): void => {
       if (tr.origin === this.#origin) return
-      for (const key of event.keysChanged) this.#batch.metaKeys.add(key)
-      const own = port.replicaId
-      if (!event.keysChanged.has(own)) return
-      for (const { value, client } of metaWritten(this.#meta, tr, own)) {
-        if (this.#ownConfiguration(value)) continue
-        this.#batch.foreignOwnMeta = true
-        // That session's later entries in this log, in transactions of their own, are not this one's either.
-        if (client !== this.#doc.clientID) this.#foreignSessions.add(client)
+      for (const key of event.keysChanged) {
+        this.#batch.metaKeys.add(key)
+        for (const { value, client } of metaWritten(this.#meta, tr, key)) {
+          const sessions = this.#foreignSessions.get(key)
+          if (this.#ownConfiguration(value)) sessions?.delete(client)
+          else {
+            if (key === port.replicaId) this.#batch.foreignOwnMeta = true
+            // That session's entries in this log, in this transaction or later ones, are not of this configuration (until it writes one of it).
+            if (client !== this.#doc.clientID) this.#foreignSessions.set(key, (sessions ?? new Set()).add(client))
+          }
+        }
       }
     }
     this.#meta.observe(onMeta)
@@ -247,22 +255,28 @@ export class DocReplication implements DocBinding {
     // A transaction that changed nothing of the schema (another binding's on this doc, an app's):
     // nothing to merge, and no transaction of this binding's in answer, which that other binding
     // would answer in turn, without end.
-    if (batch.metaKeys.size === 0 && batch.added.size === 0 && batch.removed.size === 0 && batch.foreignOwn.length === 0) return
+    if (batch.metaKeys.size === 0 && batch.added.size === 0 && batch.removed.size === 0) return
     const groups: CellGroup[] = []
     const clocks: ClockEntry[] = []
     const reread = new Set<ReplicaEntries>()
-    const earlier = [...(batch.foreignOwnMeta ? (batch.added.get(this.#own) ?? []) : []), ...batch.foreignOwn]
-    if (earlier.length > 0) {
+    // Read before this binding's own transactions below; entries of sessions of another configuration set apart.
+    const added = new Map<ReplicaEntries, unknown[]>()
+    let earlier: unknown[] = []
+    for (const [log, items] of batch.added) {
+      // With a meta entry of another configuration for this replica, all that came to its log.
+      const own = log === this.#own && batch.foreignOwnMeta
+      const [kept, skipped] = contentOf(items, own ? undefined : this.#foreignSessions.get(log.replicaId))
+      if (log === this.#own) earlier = own ? kept : skipped
+      if (!own) added.set(log, kept)
+    }
+    if (earlier.length > 0 && !this.#readOnly) {
       // An earlier session of this replica under another configuration (a device that came back
       // reconfigured, its room's state arriving after bind): its cells fit no window here and its
       // clocks would make its events duplicates, so its entries leave the log this one starts
       // afresh, whether they come with its meta entry or after it.
-      if (batch.foreignOwnMeta) batch.added.delete(this.#own)
-      if (!this.#readOnly) {
-        const write = emptyWrite()
-        for (const raw of earlier) write.doomed.add(raw as DocEntry)
-        this.#doc.transact(() => this.#own.commit(write), this.#origin)
-      }
+      const write = emptyWrite()
+      for (const raw of earlier) write.doomed.add(raw as DocEntry)
+      this.#doc.transact(() => this.#own.commit(write), this.#origin)
     }
     // One transaction for every log opened here: each `getArray` of a new name runs one, and Yjs
     // cleans up those started after a transaction's end recursively, one stack frame each.
@@ -276,7 +290,7 @@ export class DocReplication implements DocBinding {
         const log = this.#judge(replicaId)
         if (log === undefined || log.status !== 'accepted' || before === 'accepted') continue
         // Newly accepted: its whole log, including what this very transaction brought.
-        this.#collect(log, log.reread(), groups, clocks)
+        this.#collect(log, log.reread(this.#foreignSessions.get(replicaId)), groups, clocks)
         reread.add(log)
       }
       // Replicas refused for `maxReplicas` are judged again once a slot is free (a replica that
@@ -286,14 +300,14 @@ export class DocReplication implements DocBinding {
         this.#overflowed.delete(replicaId)
         const log = this.#judge(replicaId)
         if (log === undefined || log.status !== 'accepted') continue
-        this.#collect(log, log.reread(), groups, clocks)
+        this.#collect(log, log.reread(this.#foreignSessions.get(replicaId)), groups, clocks)
         reread.add(log)
       }
     }, this.#origin)
     for (const [log, raws] of batch.removed) {
-      if (log.status === 'accepted' && !reread.has(log)) for (const raw of raws) log.forget(raw)
+      if (log.status === 'accepted' && !reread.has(log)) for (const raw of contentOf(raws)[0]) log.forget(raw)
     }
-    for (const [log, raws] of batch.added) {
+    for (const [log, raws] of added) {
       if (log.status !== 'accepted' || reread.has(log)) continue
       this.#collect(
         log,
@@ -339,16 +353,8 @@ export class DocReplication implements DocBinding {
     const observer = (event: Y.YArrayEvent<DocEntry>, tr: Y.Transaction): void => {
       if (tr.origin === this.#origin) return
       const { added, deleted } = event.changes
-      if (added.size > 0 && log === this.#own && this.#foreignSessions.size > 0) {
-        // Entries of a session of this replica under another configuration are set apart, to be deleted.
-        const ours = new Set<Y.Item>()
-        for (const item of added) {
-          if (this.#foreignSessions.has(item.id.client)) this.#batch.foreignOwn.push(...(item.content.getContent() as unknown[]))
-          else ours.add(item)
-        }
-        if (ours.size > 0) appendContent(this.#batch.added, log, ours)
-      } else if (added.size > 0) appendContent(this.#batch.added, log, added)
-      if (deleted.size > 0) appendContent(this.#batch.removed, log, deleted)
+      if (added.size > 0) append(this.#batch.added, log, added)
+      if (deleted.size > 0) append(this.#batch.removed, log, deleted)
     }
     array.observe(observer)
     const stop = (): void => array.unobserve(observer)
@@ -369,6 +375,7 @@ export class DocReplication implements DocBinding {
       this.#stops.delete(replicaId)
       this.#logs.delete(replicaId)
       this.#mismatches.delete(replicaId)
+      this.#foreignSessions.delete(replicaId)
       return true
     }
     return false

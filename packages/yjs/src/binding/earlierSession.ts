@@ -32,22 +32,25 @@ export interface MetaWrite {
 }
 
 /**
- * The meta values transaction `tr` wrote for `replicaId`, with their writers: the one the map holds
- * and the ones it overwrote in `tr` (concurrent writes of one key: Yjs keeps one, and the others
- * are deleted in the same transaction, their content still readable until the transaction's cleanup).
+ * The meta values transaction `tr` wrote for `replicaId`, with their writers: the ones it
+ * overwrote in `tr` (concurrent writes of one key: Yjs keeps one, and the others are deleted in
+ * the same transaction, their content still readable until the transaction's cleanup), then the
+ * one the map holds. So one session's writes come in the order it made them: the one the map
+ * holds is its last (a session's later write always wins over its earlier one), and the deleted
+ * ones come by client and clock.
  *
  * @example
- * metaWritten(doc.getMap(META_NAME), tr, 'tab-2') // [{ value: [3, '{...}'], client: 1234 }, { value: [3, '{...older...}'], client: 5678 }]
+ * metaWritten(doc.getMap(META_NAME), tr, 'tab-2') // [{ value: [3, '{...older...}'], client: 5678 }, { value: [3, '{...}'], client: 1234 }]
  */
 export function metaWritten(meta: Y.Map<unknown>, tr: Y.Transaction, replicaId: string): MetaWrite[] {
   const writes: MetaWrite[] = []
   const add = (item: Y.Item): void => {
     if (item.content instanceof Y.ContentAny) for (const value of item.content.getContent()) writes.push({ value, client: item.id.client })
   }
-  const current = (meta as unknown as { _map: Map<string, Y.Item> })._map.get(replicaId)
-  if (current !== undefined && !current.deleted) add(current)
   Y.iterateDeletedStructs(tr, tr.deleteSet, (struct) => {
     if (struct instanceof Y.Item && struct.parent === meta && struct.parentSub === replicaId) add(struct)
   })
+  const current = (meta as unknown as { _map: Map<string, Y.Item> })._map.get(replicaId)
+  if (current !== undefined && !current.deleted) add(current)
   return writes
 }

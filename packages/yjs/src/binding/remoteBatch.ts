@@ -7,16 +7,16 @@ import type { ReplicaEntries } from './replicaEntries.ts'
  *
  * @example
  * const batch = emptyBatch()
- * array.observe((event) => appendContent(batch.added, log, event.changes.added))
+ * array.observe((event) => append(batch.added, log, event.changes.added))
  */
 export interface RemoteBatch {
   readonly metaKeys: Set<string>
-  readonly added: Map<ReplicaEntries, unknown[]>
-  readonly removed: Map<ReplicaEntries, unknown[]>
+  /** The items added to each log: read once the transaction's meta entries are known (which session wrote each decides whether it is merged). */
+  readonly added: Map<ReplicaEntries, Y.Item[]>
+  /** The items deleted from each log (their content readable until the transaction's cleanup, after the binding has read it). */
+  readonly removed: Map<ReplicaEntries, Y.Item[]>
   /** A meta entry written for this replica under another configuration: an earlier session's, whose log entries are not this one's to merge. */
   foreignOwnMeta: boolean
-  /** Entries added to this replica's log by a session that wrote a meta entry of another configuration for it before. */
-  readonly foreignOwn: unknown[]
 }
 
 /**
@@ -26,20 +26,33 @@ export interface RemoteBatch {
  * let batch = emptyBatch()
  */
 export function emptyBatch(): RemoteBatch {
-  return { metaKeys: new Set(), added: new Map(), removed: new Map(), foreignOwnMeta: false, foreignOwn: [] }
+  return { metaKeys: new Set(), added: new Map(), removed: new Map(), foreignOwnMeta: false }
 }
 
 /**
- * Adds the values of `items` (the items one array event added or deleted) to what `log` brought.
+ * Adds `items` (the items one array event added or deleted) to what `log` brought.
  *
  * @example
- * appendContent(batch.removed, log, event.changes.deleted)
+ * append(batch.removed, log, event.changes.deleted)
  */
-export function appendContent(into: Map<ReplicaEntries, unknown[]>, log: ReplicaEntries, items: ReadonlySet<Y.Item>): void {
+export function append(into: Map<ReplicaEntries, Y.Item[]>, log: ReplicaEntries, items: ReadonlySet<Y.Item>): void {
   let list = into.get(log)
   if (list === undefined) {
     list = []
     into.set(log, list)
   }
-  for (const item of items) for (const value of item.content.getContent()) list.push(value)
+  for (const item of items) list.push(item)
+}
+
+/**
+ * The values `items` hold: those of the sessions (Yjs clients) in `skip` apart, second.
+ *
+ * @example
+ * const [merged, earlier] = contentOf(batch.added.get(log) ?? [], foreignSessions)
+ */
+export function contentOf(items: Iterable<Y.Item>, skip?: ReadonlySet<number>): [unknown[], unknown[]] {
+  const content: [unknown[], unknown[]] = [[], []]
+  // One value at a time: one item can hold a whole push of entries, more than a call takes as arguments.
+  for (const item of items) for (const value of item.content.getContent()) content[skip?.has(item.id.client) === true ? 1 : 0].push(value)
+  return content
 }

@@ -130,12 +130,16 @@ export class ReplicaEntries {
     else this.#groups.set(at.window, at.source, at.start, rest)
   }
 
-  /** Drops the index and reads every entry now in the array. */
-  reread(): ReadEntry[] {
+  /** Drops the index and reads every entry now in the array, but those the sessions (Yjs clients) in `skip` wrote. */
+  reread(skip?: ReadonlySet<number>): ReadEntry[] {
     this.#groups.clear()
     this.#clocks.clear()
     this.#expired.clear()
-    return this.array.toArray().map((raw) => this.read(raw))
+    const read: ReadEntry[] = []
+    for (let item = this.array._start; item !== null; item = item.right as Y.Item | null) {
+      if (!item.deleted && item.countable && skip?.has(item.id.client) !== true) for (const raw of item.content.getContent()) read.push(this.read(raw))
+    }
+    return read
   }
 
   /**
