@@ -2,7 +2,6 @@ import type { AggregateDefinitions } from '../aggregates/aggregate.ts'
 import { type Anomaly, type AnomalyReason, emptyAnomalyCounts } from './anomaly.ts'
 import type { CellGroup } from '../lattice/cellGroup.ts'
 import { ChangeFeed } from './changeFeed.ts'
-import { messageOf } from './errorMessage.ts'
 import { EngineLiveness } from './engineLiveness.ts'
 import type { Engine, EngineOptions, EngineStats, IngestReceipt, LateEvent } from './engineApi.ts'
 import { type ResolvedOptions, resolveOptions, windowIndexes } from './engineOptions.ts'
@@ -12,6 +11,7 @@ import { LateLane } from './lateLane.ts'
 import { ingestSink } from './ingestSink.ts'
 import { refusal } from './inputRejection.ts'
 import type { EngineCheckpoint } from '../recovery/engineCheckpoint.ts'
+import { DURABLE, EngineJournal } from '../recovery/engineJournal.ts'
 import { countLoggedRefusals, type WalOp, type WriteAheadLog } from '../recovery/writeAheadLog.ts'
 import { EnginePort } from '../replica/enginePort.ts'
 import { PeerMerge } from '../replica/remoteMerge.ts'
@@ -28,7 +28,6 @@ import { RemoteAnomalies } from '../replica/remoteAnomalies.ts'
 import { BatchPlacement } from '../windows/batchPlacement.ts'
 import { liveCells, queryResults, windowGauges, windowHistory } from '../windows/liveWindows.ts'
 
-const DURABLE: Promise<void> = Promise.resolve()
 const NO_CHANGES: readonly WindowChange[] = Object.freeze([])
 
 /**
@@ -74,9 +73,8 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
    */
   readonly replicaId: string
   readonly #outbox = new ReplicationOutbox()
-  #wal: WriteAheadLog | null = null
+  readonly #journal = new EngineJournal(() => this.#feed.publish(NO_CHANGES))
   readonly #remoteAnomalies = new RemoteAnomalies(this.#anomalies)
-  #persistenceError: string | null = null
   readonly #lifecycle: WindowLifecycle
   readonly #placement: BatchPlacement
   readonly #peers: PeerMerge
@@ -123,11 +121,11 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
       peers: this.#peers,
       mergeGroups: (check, clocks) => {
         this.#assertOpen()
-        return this.#mergeAt(check, clocks, this.#options.now(), this.#wal)
+        return this.#mergeAt(check, clocks, this.#options.now(), this.#journal.wal)
       },
       reportAnomaly: (reason, detail) => {
         this.#remoteAnomalies.report(reason, detail)
-        this.#logRefused(reason, 1)
+        this.#journal.refused(reason, 1, this.#liveness.closed)
       },
       exportState: () => this.#exportState(),
       notify: () => this.#feed.publish(NO_CHANGES),
@@ -139,7 +137,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
     this.#assertOpen()
     if (!Array.isArray(events)) throw new TypeError('ingest expects an array of events')
     const n = events.length
-    const blocked = this.#wal?.blocked ?? null
+    const blocked = this.#journal.wal?.blocked ?? null
     if (n > this.#options.limits.maxBatch || blocked !== null) {
       // Refused whole: nothing is applied, but the counts are logged so recovery shows them too.
       const detail = blocked !== null ? `storage refused: ${blocked.message}` : `batch of ${n} exceeds limits.maxBatch`
@@ -148,7 +146,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
       for (let i = 0; i < n; i++) anomalies.push(refusal('overflow', events[i], i, detail))
       this.#anomalies.overflow += n
       this.#counts.ingested += n
-      const logged = this.#logRefused('overflow', n)
+      const logged = this.#journal.refused('overflow', n, this.#liveness.closed)
       const durable = blocked === null ? logged : Promise.reject(blocked)
       // The receipt reports the refusal; a caller that never awaits `durable` must not crash the host.
       durable.catch(() => {})
@@ -156,7 +154,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
       this.#feed.publish(NO_CHANGES)
       return { accepted: 0, late: 0, duplicates: 0, beyondLateness: 0, rejected: n, anomalies, durable }
     }
-    return this.#ingestAt(events, this.#options.now(), this.#wal)
+    return this.#ingestAt(events, this.#options.now(), this.#journal.wal)
   }
 
   /** Applies one batch at processing time `now`; logs it to `wal` when one is given (not during replay). */
@@ -187,7 +185,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
     this.#frontiers.advance(now)
     // Logged before any change is published or acknowledged; `durable` resolves on commit.
     const durable =
-      wal === null || logged === null ? DURABLE : this.#record(wal, { kind: 'ingest', now, events: logged, rejected: invalid })
+      wal === null || logged === null ? DURABLE : this.#journal.record({ kind: 'ingest', now, events: logged, rejected: invalid })
     this.#settle(frontiers, now, false)
     return {
       accepted,
@@ -204,7 +202,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
     this.#assertOpen()
     if (typeof t !== 'number' || Number.isNaN(t)) throw new RangeError(`advanceWatermark needs a number, got ${String(t)}`)
     if (!this.#frontiers.advanceTo(t)) return
-    if (this.#wal !== null) this.#record(this.#wal, { kind: 'advance', to: t })
+    if (this.#journal.wal !== null) this.#journal.record({ kind: 'advance', to: t })
     this.#settle(null, Number.NaN, false)
   }
 
@@ -213,7 +211,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
     const now = this.#options.now()
     // A tick with nothing due changes nothing and is not logged: ticks on an interval would
     // otherwise log a record each, all day.
-    if (this.#wal !== null && !(this.#lifecycle.nextTimerAt() > now && this.#frontiers.settledAt(now))) this.#record(this.#wal, { kind: 'tick', now })
+    if (this.#journal.wal !== null && !(this.#lifecycle.nextTimerAt() > now && this.#frontiers.settledAt(now))) this.#journal.record({ kind: 'tick', now })
     this.#frontiers.advance(now)
     this.#settle(null, now, true)
   }
@@ -233,12 +231,10 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
    * engine.attachLog({ record: (op) => (ops.push(op), Promise.resolve()), blocked: null, stats: () => ({ walRecords: ops.length, walBytes: 0 }) })
    */
   attachLog(wal: WriteAheadLog): void {
-    if (this.#wal !== null) throw new Error('engine already has a write-ahead log')
-    this.#wal = wal
+    // What the log reports in `stats()` changes without a batch (a write fails, a checkpoint truncates it): views hear of it.
+    this.#journal.attach(wal)
     // Peers see a write only once the op that made it is durable here: a crash cannot leave them ahead of this replica.
     if (wal.publishWhenDurable !== undefined) this.#outbox.gate((write, deliver) => wal.publishWhenDurable?.(write, deliver))
-    // What the log reports in `stats()` changes without a batch (a write fails, a checkpoint truncates it): views hear of it.
-    wal.watch?.(() => this.#feed.publish(NO_CHANGES))
   }
 
   /**
@@ -313,18 +309,6 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
     }
   }
 
-  #record(wal: WriteAheadLog, op: WalOp): Promise<void> {
-    const durable = wal.record(op)
-    durable.catch((error: unknown) => {
-      const message = messageOf(error)
-      if (message === this.#persistenceError) return
-      this.#persistenceError = message
-      // Set after the batch was published: views of the stats hear of it now.
-      this.#feed.publish(NO_CHANGES)
-    })
-    return durable
-  }
-
   results(query?: ResultQuery): readonly WindowResult<A>[] {
     return queryResults(this.#indexes, query) as WindowResult<A>[]
   }
@@ -378,7 +362,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
 
   stats(): EngineStats {
     const f = this.#frontiers
-    const wal = this.#wal?.stats()
+    const wal = this.#journal.wal?.stats()
     return {
       ...this.#counts,
       corrections: this.#lifecycle.corrections,
@@ -394,7 +378,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
       docBytes: this.#port.docBytes,
       walRecords: wal?.walRecords ?? 0,
       walBytes: wal?.walBytes ?? 0,
-      persistenceError: this.#persistenceError,
+      persistenceError: this.#journal.error,
       replicationError: this.#port.error,
       remoteAnomalies: this.#remoteAnomalies.list(),
       futureSources: this.#futureSources.list(),
@@ -426,11 +410,6 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
     return { cells: liveCells(this.#indexes), clocks: [...this.#frontiers.sources.values()].map((clock) => clock.entry()) }
   }
 
-  /** Logs `n` inputs refused for `reason` outside any replayed op as a counts-only record; resolves once durable. */
-  #logRefused(reason: AnomalyReason, n: number): Promise<void> {
-    return this.#wal === null || n === 0 || this.#liveness.closed ? DURABLE : this.#record(this.#wal, { kind: 'refuse', rejected: { [reason]: n } })
-  }
-
   /**
    * Peers' groups (`check` reports and leaves out invalid ones) and clocks, checked, logged to
    * `wal` unless replaying (what the checks left out first, as counts: replay never sees it, and
@@ -441,8 +420,8 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
     const groups = this.#peers.validGroups(check())
     const clocks = this.#peers.validClocks(peerClocks)
     if (wal !== null) {
-      this.#logRefused('invalid_remote_cell', this.#anomalies.invalid_remote_cell - refused)
-      this.#record(wal, { kind: 'merge', now, groups, clocks })
+      this.#journal.refused('invalid_remote_cell', this.#anomalies.invalid_remote_cell - refused, this.#liveness.closed)
+      this.#journal.record({ kind: 'merge', now, groups, clocks })
     }
     const { report, frontiers } = this.#liveness.guard(() => this.#peers.merge(groups, clocks, now, ++this.#batch))
     this.#settle(frontiers, now, false)

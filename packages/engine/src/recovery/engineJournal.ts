@@ -1,0 +1,57 @@
+/**
+ * The engine's side of its write-ahead log: the one log it writes (none in memory), the
+ * operations it records there, and the last write the log refused, which `stats()` shows as
+ * `persistenceError` until another replaces it.
+ */
+import type { AnomalyReason } from '../core/anomaly.ts'
+import { messageOf } from '../core/errorMessage.ts'
+import type { WalOp, WriteAheadLog } from './writeAheadLog.ts'
+
+/** What an operation resolves with when there is nothing to make durable. */
+export const DURABLE: Promise<void> = Promise.resolve()
+
+/**
+ * One engine's journal. `changed` runs when what `stats()` shows of the log changed without a
+ * batch: a write failed, or the log reports new figures (a checkpoint truncated it).
+ *
+ * @example
+ * const journal = new EngineJournal(() => feed.publish([]))
+ * journal.attach(wal)
+ * const durable = journal.record({ kind: 'advance', to: 60_000 })
+ */
+export class EngineJournal {
+  /** The log every later operation is recorded in, or null. */
+  wal: WriteAheadLog | null = null
+  /** The message of the last write the log refused, or null. */
+  error: string | null = null
+  readonly #changed: () => void
+
+  constructor(changed: () => void) {
+    this.#changed = changed
+  }
+
+  /** Records every later operation in `wal`; an engine has at most one log. */
+  attach(wal: WriteAheadLog): void {
+    if (this.wal !== null) throw new Error('engine already has a write-ahead log')
+    this.wal = wal
+    wal.watch?.(this.#changed)
+  }
+
+  /** Records `op` in the log (call only with one attached); resolves once it is durable. */
+  record(op: WalOp): Promise<void> {
+    const durable = (this.wal as WriteAheadLog).record(op)
+    durable.catch((error: unknown) => {
+      const message = messageOf(error)
+      if (message === this.error) return
+      this.error = message
+      // Set after the batch was published: views of the stats hear of it now.
+      this.#changed()
+    })
+    return durable
+  }
+
+  /** Records `n` inputs refused for `reason` outside any replayed op, as counts only (nothing once `closed`); resolves once durable. */
+  refused(reason: AnomalyReason, n: number, closed: boolean): Promise<void> {
+    return this.wal === null || n === 0 || closed ? DURABLE : this.record({ kind: 'refuse', rejected: { [reason]: n } })
+  }
+}
