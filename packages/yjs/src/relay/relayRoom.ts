@@ -74,6 +74,8 @@ export class RelayRoom {
   #readOnlyScope = false
   /** Our step 2 went out on this connection: from now on local updates are sent as they are made. */
   #answered = false
+  /** The relay's step 1 (its state vector), kept until its step 2 is applied here, then answered. */
+  #relayState: Uint8Array | null = null
   /** Local transactions no message has carried yet. */
   #unsent: number
   /** Per message sent and not yet acknowledged, the local transactions it carries. */
@@ -228,6 +230,7 @@ export class RelayRoom {
       this.#readOnlyScope = readString(decoder) === SCOPE_READ_ONLY
       this.#enter(SYNCING)
       this.#answered = false
+      this.#relayState = null
       this.#link.send(syncMessage(this.name, SYNC_STEP_1, Y.encodeStateVector(this.doc)))
       this.#presence?.announce()
       this.report()
@@ -241,13 +244,19 @@ export class RelayRoom {
     const step = decoding.readVarUint(decoder)
     const bytes = decoding.readVarUint8Array(decoder)
     if (step === SYNC_STEP_1) {
-      this.#answer(bytes)
+      // Answered once the relay's step 2 is applied here (the relay sends its step 1 first): what
+      // the doc does with the room's state (a reconfigured replica deleting its earlier session's
+      // log) then goes in the same step 2 as what it holds, so no peer sees one without the other.
+      Y.decodeStateVector(bytes)
+      this.#relayState = bytes
+      if (this.#phase === SYNCED) this.#answer()
     } else if (step === SYNC_STEP_2 || step === SYNC_UPDATE) {
       applyPeerUpdate(this.doc, bytes, this)
       if (step === SYNC_STEP_2 && this.#phase === SYNCING) {
         this.#enter(SYNCED)
         this.#attempt = 0
         this.#link.synced()
+        if (this.#relayState !== null) this.#answer()
         this.report()
       }
     } else {
@@ -255,9 +264,10 @@ export class RelayRoom {
     }
   }
 
-  /** The relay's step 1 (its state vector): send what it misses, and from now on every update. An undecodable one throws. */
-  #answer(stateVector: Uint8Array): void {
-    const update = Y.encodeStateAsUpdate(this.doc, stateVector)
+  /** Answers the relay's step 1: sends what it misses, and from now on every update. */
+  #answer(): void {
+    const update = Y.encodeStateAsUpdate(this.doc, this.#relayState as Uint8Array)
+    this.#relayState = null
     // A read-only connection applies nothing: a step 2 is offered only for local changes (which the relay will refuse, visibly).
     if (!this.#readOnlyScope || this.#unsent > 0) {
       if (!this.#send(syncMessage(this.name, SYNC_STEP_2, update), true)) return

@@ -9,6 +9,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import { Awareness } from 'y-protocols/awareness'
 import * as Y from 'yjs'
+import { createEngine, manual, type TidemarkEngine, tumbling } from '@tidemark/engine'
+import { bindDoc } from '../../src/binding/bindDoc.ts'
 import { MESSAGE_AUTH } from '../../src/relay/relayProtocol.ts'
 import { counted, device, relayClient, readings, statusOf, until, untilEngine, untilStatus } from './harness.ts'
 import { signToken, startTestRelay, type TestRelay } from './testRelay.ts'
@@ -131,6 +133,39 @@ describe('relay client: sync', () => {
     await untilEngine(engineA.engine, "b's readings at a", () => counted(engineA.engine) === 6)
     a.relay.destroy()
     b.relay.destroy()
+  })
+
+  it("answers the relay's step 1 once its step 2 is applied: a reconfigured replica's step 2 carries the deletions of its earlier session's log", async () => {
+    const token = await signToken({ sub: 'fleet', role: 'device', rooms: ['fleet-a/*'] })
+    // Session 1 of replica r, lateness 0, in the room.
+    const first = relayClient(server.url, token)
+    const old = createEngine({ windows: tumbling(60_000), watermark: manual(), allowedLateness: 0, replicaId: 'r' }) as TidemarkEngine
+    const oldDoc = new Y.Doc()
+    bindDoc(old, oldDoc)
+    old.ingest(readings('r', 30))
+    first.relay.join(oldDoc, 'fleet-a/r')
+    await untilStatus(oldDoc, 'session 1 in sync', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    first.relay.destroy()
+    // Session 2: its doc lost, lateness 10 min; it learns of session 1 only from the relay.
+    const second = relayClient(server.url, token)
+    const engine = createEngine({ windows: tumbling(60_000), watermark: manual(), allowedLateness: 600_000, replicaId: 'r' }) as TidemarkEngine
+    const doc = new Y.Doc()
+    bindDoc(engine, doc)
+    engine.ingest(readings('r', 30).map((event) => ({ ...event, value: 1 })))
+    const socketsBefore = new Set(server.received.map((m) => m.socket))
+    second.relay.join(doc, 'fleet-a/r')
+    await untilStatus(doc, 'session 2 in sync', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    const sent = server.received.filter((m) => !socketsBefore.has(m.socket) && m.room === 'fleet-a/r' && m.type === 0)
+    // Its step 1, then one step 2 and no update after it: the deletions went with the step 2.
+    expect(sent.map((m) => m.step)).toEqual([0, 1])
+    // What the room holds after that step 2 alone is session 2's, as a reader of the new configuration counts it.
+    const reader = createEngine({ windows: tumbling(60_000), watermark: manual(), allowedLateness: 600_000, replicaId: 'reader' }) as TidemarkEngine
+    const readerDoc = new Y.Doc()
+    bindDoc(reader, readerDoc)
+    Y.applyUpdate(readerDoc, await server.content('fleet-a/r'))
+    expect(reader.results().map((r) => [r.count, r.sum])).toEqual(engine.results().map((r) => [r.count, r.sum]))
+    expect(engine.results().reduce((n, r) => n + r.sum, 0)).toBe(30)
+    second.relay.destroy()
   })
 
   it('counts the peers present in a room through awareness, and forgets them when they leave', async () => {
