@@ -350,13 +350,9 @@ export class AccessGate implements Extension {
     }
     const decision = this.#decideSync(gate, connection, document, frame)
     if (decision !== 'pass') return decision
-    // What Hocuspocus does with a step 2 or an update that came whole.
-    let applied = false
-    if (!connection.readOnly) {
-      Y.applyUpdate(document, frame.payload, connection)
-      applied = true
-    } else if (frame.step === SYNC_STEP.step2) applied = Y.snapshotContainsUpdate(Y.snapshot(document), frame.payload)
-    connection.send(new OutgoingMessage(document.name).writeSyncStatus(applied).toUint8Array())
+    // A reader's step 2 is not applied; Hocuspocus acknowledges it when it brings nothing new.
+    if (connection.readOnly) acknowledge(connection, document, frame.step === SYNC_STEP.step2 && Y.snapshotContainsUpdate(Y.snapshot(document), frame.payload))
+    else applyAsHocuspocus(connection, document, frame.payload)
     return 'drop'
   }
 
@@ -392,9 +388,8 @@ export class AccessGate implements Extension {
         i--
         if (!verdict.ok) return verdict.refusal
         if (!this.#sizes.admits(gate.roomName, document, held.payload.byteLength)) return new Refusal('room-too-large')
-        Y.applyUpdate(document, held.payload, connection)
+        applyAsHocuspocus(connection, document, held.payload)
         this.#metrics.updatesIn++
-        connection.send(new OutgoingMessage(document.name).writeSyncStatus(true).toUint8Array())
         progress = true
       }
     }
@@ -439,4 +434,15 @@ export class AccessGate implements Extension {
     connection.sendStateless(refusedPayload(gate.roomName, refusal))
     connection.close({ code: 1000, reason: `tidemark:refused ${refusal.text}` })
   }
+}
+
+/** What Hocuspocus does with a client's step 2 or update it was not handed (held, or sent in parts): applies it, then acknowledges it. */
+function applyAsHocuspocus(connection: Connection, document: Document, update: Uint8Array): void {
+  Y.applyUpdate(document, update, connection)
+  acknowledge(connection, document, true)
+}
+
+/** Hocuspocus' SyncStatus: whether the client's step 2 or update was applied. */
+function acknowledge(connection: Connection, document: Document, applied: boolean): void {
+  connection.send(new OutgoingMessage(document.name).writeSyncStatus(applied).toUint8Array())
 }

@@ -8,13 +8,12 @@
 import type { PartHeader } from '../protocol/relayFrame.ts'
 
 /**
- * Why a message's first part cannot start a message, or null.
+ * Why a message's first part (index 0) cannot start a message, or null.
  *
  * @example
  * firstPartProblem({ index: 0, count: 1, total: 10 }) // 'a message in 1 part: it would have been sent whole'
  */
 export function firstPartProblem(header: PartHeader): string | null {
-  if (header.index !== 0) return `part ${header.index} of a message whose first part did not come`
   if (header.count < 2) return `a message in ${header.count} part: it would have been sent whole`
   if (header.total < header.count) return `${header.count} parts for ${header.total} bytes`
   return null
