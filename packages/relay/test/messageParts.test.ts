@@ -3,7 +3,8 @@
  * the limit into Part messages, and the relay applies the whole once the last part came, as if it
  * had come in one message. Through a real relay: a device's backlog far over the limit reaches a
  * dashboard exactly; a reconfigured replica's step 2 (its deletions of its old log with its new
- * entries) reaches it as one, so the dashboard never merges the old log; and malformed parts
+ * entries) reaches it as one, so the dashboard never merges the old log; a presence over the
+ * limit is withdrawn instead of sent, and the room syncs on; and malformed parts
  * refuse their room alone, with the relay's memory for parts bounded and released.
  */
 import { createEngine, manual, type StreamEvent, type TidemarkEngine, tumbling } from '@tidemark/engine'
@@ -11,6 +12,7 @@ import { bindDoc, connectRelay, followRooms, type Relay as RelayClient } from '@
 import * as encoding from 'lib0/encoding'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
+import { Awareness } from 'y-protocols/awareness'
 import * as Y from 'yjs'
 import { type Relay, type RelayOptions, startRelay } from '../src/index.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
@@ -151,6 +153,43 @@ describe('messages over maxMessageBytes go in parts', () => {
     expect(await metric(relay.httpUrl, 'tidemark_relay_messages_in_parts_total')).toBe(2)
     expect(errors).toEqual([])
   }, 60_000)
+})
+
+describe('a presence over maxMessageBytes', () => {
+  it('is withdrawn, never sent: a dashboard stops showing it, the device syncs on, and a smaller one shows again', async () => {
+    const limit = 4_096
+    const relay = await relayWith({ limits: { maxMessageBytes: limit } })
+    const device = createEngine({ windows: tumbling(60_000), watermark: manual(), allowedLateness: 86_400_000, replicaId: 'r' }) as TidemarkEngine
+    const doc = new Y.Doc()
+    bindDoc(device, doc)
+    const awareness = new Awareness(doc)
+    awareness.setLocalState({ name: 'r' })
+    const errors: Error[] = []
+    const token = () => signToken({ sub: 'r', role: 'device', rooms: ['fleet-p/r'], replicas: ['r'], sources: ['dr'] })
+    const client = connectRelay({ url: relay.url, token, WebSocket, jitter: JITTER, maxMessageBytes: limit, onError: (e) => errors.push(e) })
+    clients.push(client)
+    client.join(doc, 'fleet-p/r', { awareness })
+    const socket = relaySocket(relay.url)
+    sockets.push(socket)
+    const observer = openRoom(socket, 'fleet-p/r', await signToken({ sub: 'ops', role: 'dashboard', rooms: ['fleet-p/*'] }))
+    rooms.push(observer)
+    const shown = () => observer.provider.awareness?.getStates().get(doc.clientID) as { name: string } | undefined
+    await waitFor(() => shown()?.name === 'r', 'the presence shown')
+
+    awareness.setLocalState({ name: 'x'.repeat(8_000) })
+    await waitFor(() => shown() === undefined, 'the large presence withdrawn')
+    expect(errors.map((e) => e.message.replace(/\d{4,} bytes/, 'N bytes'))).toEqual([
+      `relay ${relay.url}: fleet-p/r: the presence of client ${doc.clientID} is N bytes, over maxMessageBytes (4096): not sent, withdrawn from the room until it is smaller`,
+    ])
+    device.ingest(readings('dr', 1, 20, (i) => i))
+    await waitFor(() => inSync(device), 'the readings acknowledged')
+    awareness.setLocalState({ name: 'r again' })
+    await waitFor(() => shown()?.name === 'r again', 'the smaller presence shown again')
+    expect(errors).toHaveLength(1)
+    expect(await metric(relay.httpUrl, 'tidemark_relay_presence_dropped_total')).toBe(0)
+    expect([...(await scrapeMetrics(relay.httpUrl))].filter(([name, n]) => name.startsWith('tidemark_relay_refusals_total') && n > 0)).toEqual([])
+    awareness.destroy()
+  })
 })
 
 describe('malformed parts refuse their room alone', () => {

@@ -67,9 +67,9 @@ export interface ConnectRelayOptions {
    * Largest message a room sends, in bytes (default 1 MiB, the relay's default
    * `TIDEMARK_MAX_MESSAGE_BYTES`). The relay closes the whole socket on a larger one before it can
    * tell which room sent it; so a step 2 or update that would be larger goes in parts within it,
-   * which the relay applies together once the last came, and a presence that would be larger
-   * refuses its room with `tidemark:too-large <bytes> bytes` (reported through `onError`; the
-   * other rooms stay). Set it to the relay's limit. (A socket the relay closed for a message's
+   * which the relay applies together once the last came; presences larger together go in groups
+   * within it, and one larger on its own is not sent (the client's own is withdrawn from the room
+   * until it is smaller; reported through `onError`, and the room syncs on). Set it to the relay's limit. (A socket the relay closed for a message's
    * size refuses the room that sent the largest message on it, in the same way.)
    */
   readonly maxMessageBytes?: number

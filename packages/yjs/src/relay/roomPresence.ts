@@ -1,33 +1,45 @@
 /**
  * A relay room's presence, for a doc joined with an awareness: its local changes go to the relay
  * while the room talks to it, the relay's are applied, and the peers seen through the room are
- * forgotten when its connection ends (their states apply again when they come back).
+ * forgotten when its connection ends (their states apply again when they come back). No message
+ * goes over the room's limit: the relay would close the whole socket for it.
  */
 import * as encoding from 'lib0/encoding'
 import { type Awareness, applyAwarenessUpdate, encodeAwarenessUpdate, removeAwarenessStates } from 'y-protocols/awareness'
 import { announcePresence, forgetAbsentPeers } from '../transport/presence.ts'
 import { MESSAGE_AWARENESS, relayMessage } from './relayProtocol.ts'
 
+/** What a room's presence needs from its room. */
+export interface PresenceLink {
+  /** Puts a message on the room's connection. */
+  send(message: Uint8Array<ArrayBuffer>): void
+  /** The largest message the room may send. */
+  readonly maxMessageBytes: number
+  /** Reports what the presence works around (the `onError` of `connectRelay`). */
+  fail(message: string): void
+  /** Whether the room talks to the relay now. */
+  live(): boolean
+}
+
+/** No states: every client of an update encoded with it is removed at its clock. */
+const WITHDRAWN: Map<number, Record<string, unknown>> = new Map()
+
 /**
- * One room's side of an awareness. `send` puts a message on the room's connection (through its
- * size check: a presence over the limit would close the whole socket); `live` says whether the
- * room talks to the relay now.
+ * One room's side of an awareness.
  *
  * @example
- * const presence = new RoomPresence(awareness, 'fleet-a/d01', (message) => room.send(message), () => room.syncing)
+ * const presence = new RoomPresence(awareness, 'fleet-a/d01', { send, maxMessageBytes: 1 << 20, fail: console.warn, live: () => room.syncing })
  * presence.apply(update) // a presence update from the relay
  */
 export class RoomPresence {
   readonly #awareness: Awareness
   readonly #room: string
-  readonly #send: (message: Uint8Array<ArrayBuffer>) => unknown
-  readonly #live: () => boolean
+  readonly #link: PresenceLink
 
-  constructor(awareness: Awareness, room: string, send: (message: Uint8Array<ArrayBuffer>) => unknown, live: () => boolean) {
+  constructor(awareness: Awareness, room: string, link: PresenceLink) {
     this.#awareness = awareness
     this.#room = room
-    this.#send = send
-    this.#live = live
+    this.#link = link
     awareness.on('update', this.#onUpdate)
   }
 
@@ -56,9 +68,47 @@ export class RoomPresence {
   }
 
   readonly #onUpdate = (change: { added: number[]; updated: number[]; removed: number[] }, origin: unknown): void => {
-    if (origin === this || !this.#live()) return
+    if (origin === this || !this.#link.live()) return
     const clients = [...change.added, ...change.updated, ...change.removed]
     if (clients.length === 0) return
-    this.#send(relayMessage(this.#room, MESSAGE_AWARENESS, (encoder) => encoding.writeVarUint8Array(encoder, encodeAwarenessUpdate(this.#awareness, clients))))
+    const message = this.#message(clients)
+    if (message.byteLength <= this.#link.maxMessageBytes) this.#link.send(message)
+    else this.#sendWithin(clients)
+  }
+
+  /**
+   * Presences over the limit together: sent in groups within it. One client's presence over it on
+   * its own is not sent: this client's own is withdrawn (removed at its clock, so the room does
+   * not keep showing the one before), a peer's relayed from elsewhere is left out, and the app is
+   * told. The room itself stays: its doc syncs on, and a smaller presence later goes as usual.
+   */
+  #sendWithin(clients: readonly number[]): void {
+    const limit = this.#link.maxMessageBytes
+    let group: number[] = []
+    // Each client's message alone counts the room's header once more than the group's: their sum bounds the group's size.
+    let bytes = 0
+    const flush = (): void => {
+      if (group.length > 0) this.#link.send(this.#message(group))
+      group = []
+      bytes = 0
+    }
+    for (const client of clients) {
+      const alone = this.#message([client]).byteLength
+      if (alone > limit) {
+        const own = client === this.#awareness.clientID
+        this.#link.fail(`${this.#room}: the presence of client ${client} is ${alone} bytes, over maxMessageBytes (${limit}): not sent${own ? ', withdrawn from the room until it is smaller' : ''}`)
+        if (own) this.#link.send(this.#message([client], WITHDRAWN))
+        continue
+      }
+      if (bytes + alone > limit) flush()
+      group.push(client)
+      bytes += alone
+    }
+    flush()
+  }
+
+  /** An awareness message of `clients`, each with its state in `states` (none: removed). */
+  #message(clients: readonly number[], states: Map<number, Record<string, unknown>> = this.#awareness.getStates()): Uint8Array<ArrayBuffer> {
+    return relayMessage(this.#room, MESSAGE_AWARENESS, (encoder) => encoding.writeVarUint8Array(encoder, encodeAwarenessUpdate(this.#awareness, [...clients], states)))
   }
 }

@@ -2,13 +2,14 @@
  * The relay's limits, met by the client: a room's updates go at its pace (one message per task,
  * merged past a burst), so a device writing faster than the relay's rate is not refused; a rate
  * refusal is temporary; a step 2 or update larger than the relay takes goes in parts within its
- * limit; a presence larger than it refuses that room alone, before it is sent, as the relay
- * closing the socket for a message's size does, and the other rooms carry on.
+ * limit; a presence larger than it is withdrawn, never sent, and its room syncs on; the relay
+ * closing the socket for a message's size refuses the room that sent the largest message, and the
+ * other rooms carry on.
  */
 import type { StreamEvent } from '@tidemark/engine'
 import { seededRandom } from '@tidemark/seeded-random'
 import { describe, expect, it } from 'vitest'
-import { Awareness } from 'y-protocols/awareness'
+import { Awareness, applyAwarenessUpdate, encodeAwarenessUpdate } from 'y-protocols/awareness'
 import * as Y from 'yjs'
 import { bindDoc } from '../../src/binding/bindDoc.ts'
 import { refusalOf } from '../../src/relay/roomRefusals.ts'
@@ -44,6 +45,37 @@ function wide(source: string, keys: number): StreamEvent[] {
 }
 
 const yieldTask = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
+
+/**
+ * A device's doc joined to `fleet-a/<replica>` with an awareness whose note is `note`, through a
+ * client whose `maxMessageBytes` is 4,096, and a dashboard's awareness watching the room: `shown`
+ * is the device's note as the dashboard sees it.
+ */
+async function presenceRoom(replica: string, note: string) {
+  const token = await signToken({ sub: 'fleet', role: 'device', rooms: ['fleet-a/*'] })
+  const { relay, errors } = relayClient(testRelay().url, token, { maxMessageBytes: 4_096 })
+  const watcher = relayClient(testRelay().url, await signToken({ sub: 'ops', role: 'dashboard', rooms: ['fleet-a/*'] }))
+  const engine = fleetEngine(replica)
+  const doc = new Y.Doc()
+  bindDoc(engine, doc)
+  const awareness = new Awareness(doc)
+  awareness.setLocalState({ note })
+  relay.join(doc, `fleet-a/${replica}`, { awareness })
+  const seen = new Awareness(new Y.Doc())
+  watcher.relay.join(seen.doc, `fleet-a/${replica}`, { awareness: seen })
+  const shown = () => (seen.getStates().get(doc.clientID) as { note: string } | undefined)?.note
+  const untilSeen = (what: string, check: () => boolean) =>
+    until(what, check, (notify) => {
+      seen.on('change', notify)
+      return () => seen.off('change', notify)
+    })
+  const destroy = () => {
+    awareness.destroy()
+    seen.destroy()
+    watcher.relay.destroy()
+  }
+  return { relay, errors, engine, doc, awareness, seen, shown, untilSeen, destroy }
+}
 
 describe('relay client: the relay limits', () => {
   it("sends a room's updates at its pace: a task's updates as one message, and past the burst the ones made meanwhile merged into the next", async () => {
@@ -190,24 +222,53 @@ describe('relay client: the relay limits', () => {
     relay.destroy()
   })
 
-  it('refuses a room whose presence is over maxMessageBytes, without sending it', async () => {
-    const token = await signToken({ sub: 'fleet', role: 'device', rooms: ['fleet-a/*'] })
-    const { relay, errors } = relayClient(testRelay().url, token, { maxMessageBytes: 4_096 })
-    const small = device(relay, 'fleet-a/d01', 'd01')
-    const doc = new Y.Doc()
-    const awareness = new Awareness(doc)
+  it("withdraws a presence over maxMessageBytes without sending it, and keeps the room: its doc syncs on, and a smaller presence shows again", async () => {
+    const { relay, errors, engine, doc, awareness, shown, untilSeen, destroy } = await presenceRoom('d02', 'small')
+    await untilSeen('the small presence shown', () => shown() === 'small')
+
     awareness.setLocalState({ note: 'x'.repeat(8_000) })
-    relay.join(doc, 'fleet-a/d02', { awareness })
-    await untilStatus(doc, 'd02 refused', (s) => s.refusal !== null)
-    expect(statusOf(doc).refusal).toMatch(/^tidemark:too-large \d+ bytes$/)
+    await untilSeen('the large presence withdrawn', () => shown() === undefined)
     expect(errors.map((e) => e.message.replace(/\d{4,} bytes/, 'N bytes'))).toEqual([
-      `relay ${testRelay().url}: fleet-a/d02: a message of N bytes is over maxMessageBytes (4096): refused (tidemark:too-large)`,
+      `relay ${testRelay().url}: fleet-a/d02: the presence of client ${doc.clientID} is N bytes, over maxMessageBytes (4096): not sent, withdrawn from the room until it is smaller`,
     ])
-    small.engine.ingest(readings('d01', 2))
-    await untilStatus(small.doc, 'd01 acknowledged', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
-    expect(testRelay().sockets()).toBe(1)
-    awareness.destroy()
+    // Not one message over the limit, and the room stays: its readings reach the relay.
+    expect(Math.max(...testRelay().received.filter((m) => m.room === 'fleet-a/d02').map((m) => m.bytes))).toBeLessThanOrEqual(4_096)
+    engine.ingest(readings('d02', 3))
+    await untilStatus(doc, 'd02 acknowledged', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    expect(statusOf(doc).refusal).toBeNull()
+    expect(await countedAtRelay('fleet-a/d02')).toBe(3)
+
+    awareness.setLocalState({ note: 'small again' })
+    await untilSeen('the smaller presence shown again', () => shown() === 'small again')
+    expect(errors).toHaveLength(1)
+    expect(testRelay().sockets()).toBe(2)
     relay.destroy()
+    destroy()
+  })
+
+  it('sends presences over the limit together in groups within it', async () => {
+    const { relay, errors, awareness, seen, shown, untilSeen, destroy } = await presenceRoom('d03', 'y'.repeat(1_500))
+    await untilSeen('the presence shown', () => shown()?.length === 1_500)
+    const before = testRelay().received.filter((m) => m.room === 'fleet-a/d03' && m.type === 1).length
+    // Peers of another transport, relayed through this room: four presences of 1.5 kB.
+    const peers = Array.from({ length: 4 }, (_, i) => {
+      const peer = new Awareness(new Y.Doc())
+      peer.setLocalState({ note: `${i}`.repeat(1_500) })
+      return peer
+    })
+    const relayed = new Awareness(new Y.Doc())
+    for (const peer of peers) applyAwarenessUpdate(relayed, encodeAwarenessUpdate(peer, [peer.clientID]), 'peer')
+    // One update of all four, as a transport hands them over: over the limit together.
+    applyAwarenessUpdate(awareness, encodeAwarenessUpdate(relayed, peers.map((peer) => peer.clientID)), 'other transport')
+    awareness.setLocalState({ note: 'z'.repeat(1_500) })
+    await untilSeen('every presence shown', () => peers.every((peer) => seen.getStates().has(peer.clientID)) && shown()?.startsWith('z') === true)
+    const sent = testRelay().received.filter((m) => m.room === 'fleet-a/d03' && m.type === 1).slice(before)
+    expect(Math.max(...sent.map((m) => m.bytes))).toBeLessThanOrEqual(4_096)
+    expect(sent.length).toBeGreaterThanOrEqual(2)
+    expect(errors).toEqual([])
+    for (const peer of [...peers, relayed]) peer.destroy()
+    relay.destroy()
+    destroy()
   })
 
   it('refuses the room that sent the largest message when the relay closes the socket for its size (1009); the others join again', async () => {
