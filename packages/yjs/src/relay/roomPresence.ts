@@ -35,6 +35,8 @@ export class RoomPresence {
   readonly #awareness: Awareness
   readonly #room: string
   readonly #link: PresenceLink
+  /** Clients whose presence alone is over the limit, reported once until it fits again (the awareness renews a state every 15 s). */
+  readonly #over = new Set<number>()
 
   constructor(awareness: Awareness, room: string, link: PresenceLink) {
     this.#awareness = awareness
@@ -72,8 +74,11 @@ export class RoomPresence {
     const clients = [...change.added, ...change.updated, ...change.removed]
     if (clients.length === 0) return
     const message = this.#message(clients)
-    if (message.byteLength <= this.#link.maxMessageBytes) this.#link.send(message)
-    else this.#sendWithin(clients)
+    if (message.byteLength > this.#link.maxMessageBytes) this.#sendWithin(clients)
+    else {
+      this.#link.send(message)
+      for (const client of clients) this.#over.delete(client)
+    }
   }
 
   /**
@@ -96,10 +101,14 @@ export class RoomPresence {
       const alone = this.#message([client]).byteLength
       if (alone > limit) {
         const own = client === this.#awareness.clientID
-        this.#link.fail(`${this.#room}: the presence of client ${client} is ${alone} bytes, over maxMessageBytes (${limit}): not sent${own ? ', withdrawn from the room until it is smaller' : ''}`)
+        if (!this.#over.has(client)) {
+          this.#over.add(client)
+          this.#link.fail(`${this.#room}: the presence of client ${client} is ${alone} bytes, over maxMessageBytes (${limit}): not sent${own ? ', withdrawn from the room until it is smaller' : ''}`)
+        }
         if (own) this.#link.send(this.#message([client], WITHDRAWN))
         continue
       }
+      this.#over.delete(client)
       if (bytes + alone > limit) flush()
       group.push(client)
       bytes += alone

@@ -231,6 +231,11 @@ describe('relay client: the relay limits', () => {
     expect(errors.map((e) => e.message.replace(/\d{4,} bytes/, 'N bytes'))).toEqual([
       `relay ${testRelay().url}: fleet-a/d02: the presence of client ${doc.clientID} is N bytes, over maxMessageBytes (4096): not sent, withdrawn from the room until it is smaller`,
     ])
+    // The awareness renews its state every 15 s (sets it again): withdrawn again, not reported again.
+    const withdrawals = testRelay().received.filter((m) => m.room === 'fleet-a/d02' && m.type === 1).length
+    awareness.setLocalState(awareness.getLocalState())
+    await untilReceived('the renewal withdrawn', () => testRelay().received.filter((m) => m.room === 'fleet-a/d02' && m.type === 1).length > withdrawals)
+    expect(errors).toHaveLength(1)
     // Not one message over the limit, and the room stays: its readings reach the relay.
     expect(Math.max(...testRelay().received.filter((m) => m.room === 'fleet-a/d02').map((m) => m.bytes))).toBeLessThanOrEqual(4_096)
     engine.ingest(readings('d02', 3))
