@@ -222,6 +222,69 @@ describe('processing-time triggers', () => {
     expect(engine.stats().timers).toBe(0)
   })
 
+  it("restored from the checkpoint of an engine with other triggers or another accumulation, shows what its own would: no timer its trigger never arms, a whole pane where no part was kept", () => {
+    const clock = { now: 0 }
+    const base = { windows: tumbling(100), watermark: manual(), allowedLateness: 1_000, now: () => clock.now, replicaId: 'r' }
+    const panes = (engine: Engine): string[] => {
+      const seen: string[] = []
+      engine.subscribe((changes) => {
+        for (const c of changes) seen.push(`${c.type} ${c.pane.timing} ${c.result.count}/${c.result.sum}${c.previous === undefined ? '' : ` after ${c.previous.sum}`}`)
+      })
+      return seen
+    }
+    const restored = (from: TidemarkEngine, options: object): TidemarkEngine => {
+      const engine = createEngine({ ...base, ...options }) as TidemarkEngine
+      engine.restore(from.checkpoint())
+      return engine
+    }
+    // Armed by an early trigger of 10 ms, restored where early panes never come: the timer is dropped, the data shows on time.
+    const timed = createEngine({ ...base, trigger: { early: afterProcessingTime(10), late: afterProcessingTime(10) } }) as TidemarkEngine
+    timed.ingest([{ id: '1', source: 's', ts: 5, value: 1 }])
+    const quiet = restored(timed, { trigger: { early: never(), late: never() } })
+    const quietPanes = panes(quiet)
+    clock.now = 20
+    quiet.tick()
+    expect(quietPanes).toEqual([])
+    expect(quiet.stats().timers).toBe(0)
+    quiet.advanceWatermark(100)
+    expect(quietPanes).toEqual(['on_time on_time 1/1'])
+    // The same for a late trigger: a late timer armed there, dropped here; the late data shows when the window turns final.
+    timed.advanceWatermark(100)
+    timed.ingest([{ id: '2', source: 's', ts: 6, value: 2 }])
+    expect(timed.stats().timers).toBe(1)
+    const lateQuiet = restored(timed, { trigger: { late: never() } })
+    const lateQuietPanes = panes(lateQuiet)
+    clock.now = 100
+    lateQuiet.tick()
+    expect(lateQuiet.stats().timers).toBe(0)
+    lateQuiet.advanceWatermark(1_100)
+    expect(lateQuietPanes).toEqual(['correction late 2/3 after 1', 'final late 2/3'])
+
+    // Accumulating with early panes never: data no pane showed, and no discarding part kept.
+    const accumulating = createEngine({ ...base, trigger: { early: never() } }) as TidemarkEngine
+    accumulating.ingest([
+      { id: '1', source: 's', ts: 5, value: 1 },
+      { id: '2', source: 's', ts: 6, value: 2 },
+    ])
+    const discarding = restored(accumulating, { trigger: { early: never() }, accumulation: 'discarding' })
+    const discardingPanes = panes(discarding)
+    discarding.ingest([{ id: '3', source: 's', ts: 7, value: 4 }])
+    discarding.advanceWatermark(100)
+    discarding.ingest([{ id: '4', source: 's', ts: 8, value: 8 }])
+    // The on-time pane carries the whole window (not only what came after the restore); the late pane what came since.
+    expect(discardingPanes).toEqual(['on_time on_time 3/7', 'correction late 1/8'])
+
+    // And back: a discarding engine's part is dropped, every pane carries the whole window.
+    const again = createEngine({ ...base, trigger: { early: never() }, accumulation: 'discarding' }) as TidemarkEngine
+    again.ingest([{ id: '1', source: 's', ts: 5, value: 1 }])
+    const whole = restored(again, { trigger: { early: never() } })
+    const wholePanes = panes(whole)
+    whole.ingest([{ id: '2', source: 's', ts: 6, value: 2 }])
+    whole.advanceWatermark(100)
+    whole.ingest([{ id: '3', source: 's', ts: 7, value: 4 }])
+    expect(wholePanes).toEqual(['on_time on_time 2/3', 'correction late 3/7 after 3'])
+  })
+
   it("a peer's cell on a final window shows at once and arms no late trigger; the window leaves at retention", () => {
     let now = 0
     const engine = createEngine({ windows: tumbling(1_000), watermark: manual(), replicaId: 'b', now: () => now, trigger: { late: afterProcessingTime(10_000) } })

@@ -146,12 +146,23 @@ export class WindowLifecycle implements WindowTracker {
     this.#expired(window, key, start, source)
   }
 
-  /** Queues a window restored from a checkpoint for its next step, and its armed trigger. */
+  /**
+   * Queues a window restored from a checkpoint for its next step, and its armed trigger. Triggers
+   * and accumulation are local choices a checkpoint may not share: a timer this engine's trigger
+   * never arms is dropped (what it waited for shows at the window's next pane), and a window with
+   * data no pane showed that kept no discarding part carries its whole value next.
+   */
   adopt(w: WindowState): void {
-    const lateness = this.#settings.allowedLateness
+    const { allowedLateness: lateness, early, late } = this.#settings
     if (w.final) this.#leaveAt(w)
     else if (w.fired) this.#unfinal.push(w.end + lateness, w)
     else this.#unfired.push(w.end, w)
+    // Only the processing-time triggers have a deadline.
+    if (!w.final && Number.isNaN(deadlineOf(w.fired ? late : early, 0))) w.timer = null
+    if (!this.#discarding) {
+      w.pending = null
+      w.pendingStates = null
+    } else if (w.dirty && w.pending === null) w.whole = true
     if (w.timer !== null) {
       this.#timers.push(w.timer.at, w)
       this.#armed++
