@@ -8,7 +8,7 @@
  * refuse their room alone, with the relay's memory for parts bounded and released.
  */
 import { createEngine, manual, type StreamEvent, type TidemarkEngine, tumbling } from '@tidemark/engine'
-import { bindDoc, connectRelay, followRooms, type Relay as RelayClient } from '@tidemark/yjs'
+import { bindDoc, connectRelay, followRooms, type Relay as RelayClient, syncStatusTracker } from '@tidemark/yjs'
 import * as encoding from 'lib0/encoding'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
@@ -190,7 +190,80 @@ describe('a presence over maxMessageBytes', () => {
     expect([...(await scrapeMetrics(relay.httpUrl))].filter(([name, n]) => name.startsWith('tidemark_relay_refusals_total') && n > 0)).toEqual([])
     awareness.destroy()
   })
+  it('one awareness in two rooms is withdrawn once from each: its withdrawal, sent back by the relay, starts no exchange between them', async () => {
+    const relay = await relayWith({ limits: { maxMessageBytes: 4_096 } })
+    const { doc, awareness, errors, client } = dashboardPresence(relay)
+    awareness.setLocalState({ name: 'ops' })
+    client.join(doc, 'fleet-p/a', { awareness })
+    client.join(doc, 'fleet-p/b', { awareness })
+    const [a, b] = [await observe(relay, 'fleet-p/a'), await observe(relay, 'fleet-p/b')]
+    const shown = (observer: RoomClient) => observer.provider.awareness?.getStates().get(doc.clientID)
+    await waitFor(() => shown(a) !== undefined && shown(b) !== undefined, 'the presence shown in both rooms')
+    const clock = awareness.meta.get(doc.clientID)?.clock
+    awareness.setLocalState({ name: 'x'.repeat(8_000) })
+    await waitFor(() => shown(a) === undefined && shown(b) === undefined, 'the presence withdrawn from both rooms')
+    // A round trip through each room: an exchange between them would have raised the clock and reported again by then.
+    await roundTrip(a, awareness, 'a')
+    await roundTrip(b, awareness, 'b')
+    expect(errors.map((e) => e.message.replace(/\d{4,} bytes/, 'N bytes').replace(`${doc.clientID}`, 'C'))).toEqual([
+      `relay ${relay.url}: fleet-p/a: the presence of client C is N bytes, over maxMessageBytes (4096): not sent, withdrawn from the room until it is smaller`,
+      `relay ${relay.url}: fleet-p/b: the presence of client C is N bytes, over maxMessageBytes (4096): not sent, withdrawn from the room until it is smaller`,
+    ])
+    expect(awareness.meta.get(doc.clientID)?.clock).toBe((clock as number) + 1)
+    expect([...a.closed, ...b.closed]).toEqual([])
+    awareness.setLocalState({ name: 'ops again' })
+    await waitFor(() => (shown(a) as { name?: string } | undefined)?.name === 'ops again' && (shown(b) as { name?: string } | undefined)?.name === 'ops again', 'the smaller presence in both rooms')
+    expect(await metric(relay.httpUrl, 'tidemark_relay_presence_dropped_total')).toBe(0)
+    awareness.destroy()
+  })
+
+  it('one the relay never showed is not withdrawn: nothing the relay drops as set by another', async () => {
+    const relay = await relayWith({ limits: { maxMessageBytes: 4_096 } })
+    const { doc, awareness, errors, client } = dashboardPresence(relay)
+    awareness.setLocalState({ name: 'x'.repeat(8_000) })
+    client.join(doc, 'fleet-p/a', { awareness })
+    await waitFor(() => errors.length === 1, 'the presence reported')
+    // The awareness renews its state every 15 s: neither reported nor withdrawn again.
+    awareness.setLocalState(awareness.getLocalState())
+    // The relay has read what came before a later room's join on the same socket.
+    const later = new Y.Doc()
+    client.join(later, 'fleet-p/b')
+    await waitFor(() => syncStatusTracker(later).status().state === 'connected', 'a later room in sync')
+    const observer = await observe(relay, 'fleet-p/a')
+    await waitFor(() => observer.synced(), 'an observer in sync')
+    expect(observer.provider.awareness?.getStates().has(doc.clientID)).toBe(false)
+    expect(errors).toHaveLength(1)
+    expect(await metric(relay.httpUrl, 'tidemark_relay_presence_dropped_total')).toBe(0)
+    awareness.destroy()
+  })
 })
+
+/** A dashboard's doc and awareness, and a client within 4,096 bytes a message (what it joins is up to the test). */
+function dashboardPresence(relay: Relay): { doc: Y.Doc; awareness: Awareness; errors: Error[]; client: RelayClient } {
+  const doc = new Y.Doc()
+  const awareness = new Awareness(doc)
+  const errors: Error[] = []
+  const token = () => signToken({ sub: 'ops', role: 'dashboard', rooms: ['fleet-p/*'] })
+  const client = connectRelay({ url: relay.url, token, WebSocket, jitter: JITTER, maxMessageBytes: 4_096, onError: (e) => errors.push(e) })
+  clients.push(client)
+  return { doc, awareness, errors, client }
+}
+
+/** Waits until a presence `observer` sets after what came before reaches `awareness` through its room. */
+async function roundTrip(observer: RoomClient, awareness: Awareness, mark: string): Promise<void> {
+  observer.provider.setAwarenessField('mark', mark)
+  const id = observer.provider.awareness?.clientID as number
+  await waitFor(() => (awareness.getStates().get(id) as { mark?: string } | undefined)?.mark === mark, `a round trip through ${mark}`)
+}
+
+/** A Hocuspocus provider watching `room`. */
+async function observe(relay: Relay, room: string): Promise<RoomClient> {
+  const socket = relaySocket(relay.url)
+  sockets.push(socket)
+  const observer = openRoom(socket, room, await signToken({ sub: 'observer', role: 'dashboard', rooms: ['fleet-p/*'] }))
+  rooms.push(observer)
+  return observer
+}
 
 describe('malformed parts refuse their room alone', () => {
   const part = (room: string, index: number, count: number, total: number, bytes: Uint8Array): Uint8Array =>

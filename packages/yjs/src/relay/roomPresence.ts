@@ -6,7 +6,7 @@
  */
 import * as encoding from 'lib0/encoding'
 import { type Awareness, applyAwarenessUpdate, encodeAwarenessUpdate, removeAwarenessStates } from 'y-protocols/awareness'
-import { announcePresence, forgetAbsentPeers } from '../transport/presence.ts'
+import { announcePresence, awarenessEntries, awarenessUpdate, forgetAbsentPeers } from '../transport/presence.ts'
 import { MESSAGE_AWARENESS, relayMessage } from './relayProtocol.ts'
 
 /** What a room's presence needs from its room. */
@@ -24,6 +24,9 @@ export interface PresenceLink {
 /** No states: every client of an update encoded with it is removed at its clock. */
 const WITHDRAWN: Map<number, Record<string, unknown>> = new Map()
 
+/** Entries the relay takes in one awareness message (it refuses more). */
+const MAX_ENTRIES = 1024
+
 /**
  * One room's side of an awareness.
  *
@@ -37,6 +40,10 @@ export class RoomPresence {
   readonly #link: PresenceLink
   /** Clients whose presence alone is over the limit, reported once until it fits again (the awareness renews a state every 15 s). */
   readonly #over = new Set<number>()
+  /** The relay shows this client's own state: it was sent on the current connection, and not withdrawn since. */
+  #shown = false
+  /** The clock this client's own state was last withdrawn at (-1: never). */
+  #withdrawnAt = -1
 
   constructor(awareness: Awareness, room: string, link: PresenceLink) {
     this.#awareness = awareness
@@ -45,13 +52,25 @@ export class RoomPresence {
     awareness.on('update', this.#onUpdate)
   }
 
-  /** Applies a presence update the relay sent (not sent back to it). */
+  /**
+   * Applies a presence update the relay sent (not sent back to it). The relay sends a withdrawal
+   * of this client's own state back (and observers echo it): y-protocols would take it for a peer
+   * removing a live client and raise the local clock, which every other room of the awareness
+   * sends on as a change, withdrawn there and echoed back in turn. So it is left out.
+   */
   apply(update: Uint8Array): void {
+    const own = this.#awareness.clientID
+    if (this.#withdrawnAt >= 0) {
+      const entries = awarenessEntries(update)
+      const kept = entries.filter((e) => e.client !== own || e.state !== 'null' || e.clock > this.#withdrawnAt)
+      if (kept.length < entries.length) update = awarenessUpdate(kept)
+    }
     applyAwarenessUpdate(this.#awareness, update, this)
   }
 
   /** The room was authenticated: the local state goes to the relay as if it had just changed. */
   announce(): void {
+    this.#shown = false
     announcePresence(this.#awareness)
   }
 
@@ -74,11 +93,17 @@ export class RoomPresence {
     const clients = [...change.added, ...change.updated, ...change.removed]
     if (clients.length === 0) return
     const message = this.#message(clients)
-    if (message.byteLength > this.#link.maxMessageBytes) this.#sendWithin(clients)
+    if (message.byteLength > this.#link.maxMessageBytes || clients.length > MAX_ENTRIES) this.#sendWithin(clients)
     else {
       this.#link.send(message)
-      for (const client of clients) this.#over.delete(client)
+      for (const client of clients) this.#sent(client)
     }
+  }
+
+  /** `client`'s state went to the relay. */
+  #sent(client: number): void {
+    this.#over.delete(client)
+    if (client === this.#awareness.clientID) this.#shown = this.#awareness.getLocalState() !== null
   }
 
   /**
@@ -105,11 +130,16 @@ export class RoomPresence {
           this.#over.add(client)
           this.#link.fail(`${this.#room}: the presence of client ${client} is ${alone} bytes, over maxMessageBytes (${limit}): not sent${own ? ', withdrawn from the room until it is smaller' : ''}`)
         }
-        if (own) this.#link.send(this.#message([client], WITHDRAWN))
+        // Withdrawn where the relay shows it: a removal of a state it never showed would be dropped as another's.
+        if (own && this.#shown) {
+          this.#link.send(this.#message([client], WITHDRAWN))
+          this.#shown = false
+          this.#withdrawnAt = this.#awareness.meta.get(client)?.clock ?? 0
+        }
         continue
       }
-      this.#over.delete(client)
-      if (bytes + alone > limit) flush()
+      this.#sent(client)
+      if (bytes + alone > limit || group.length === MAX_ENTRIES) flush()
       group.push(client)
       bytes += alone
     }

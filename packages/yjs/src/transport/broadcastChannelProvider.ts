@@ -29,7 +29,7 @@ import * as awarenessProtocol from 'y-protocols/awareness'
 import * as syncProtocol from 'y-protocols/sync'
 import type * as Y from 'yjs'
 import { applyPeerUpdate } from '../binding/applyPeerUpdate.ts'
-import { announcePresence, forgetAbsentPeers } from './presence.ts'
+import { announcePresence, awarenessEntries, forgetAbsentPeers } from './presence.ts'
 import { syncStatusTracker } from './syncStatusTracker.ts'
 
 const KIND_SYNC = 0
@@ -347,12 +347,7 @@ export class BroadcastChannelProvider extends ObservableV2<ProviderEvents> {
 
   /** Notes in `into` the awareness clients a peer's presence frame set (the client ids an awareness update lists first in each entry). */
   #noteClients(into: Map<number, Set<number>>, from: number, update: Uint8Array): void {
-    const decoder = decoding.createDecoder(update)
-    const n = decoding.readVarUint(decoder)
-    for (let i = 0; i < n; i++) {
-      const client = decoding.readVarUint(decoder)
-      decoding.readVarUint(decoder) // clock
-      const state = decoding.readVarString(decoder)
+    for (const { client, state } of awarenessEntries(update)) {
       if (state === 'null') continue
       let clients = into.get(from)
       if (clients === undefined) {

@@ -74,7 +74,7 @@ async function presenceRoom(replica: string, note: string) {
     seen.destroy()
     watcher.relay.destroy()
   }
-  return { relay, errors, engine, doc, awareness, seen, shown, untilSeen, destroy }
+  return { relay, token, errors, engine, doc, awareness, seen, shown, untilSeen, destroy }
 }
 
 describe('relay client: the relay limits', () => {
@@ -223,7 +223,7 @@ describe('relay client: the relay limits', () => {
   })
 
   it("withdraws a presence over maxMessageBytes without sending it, and keeps the room: its doc syncs on, and a smaller presence shows again", async () => {
-    const { relay, errors, engine, doc, awareness, shown, untilSeen, destroy } = await presenceRoom('d02', 'small')
+    const { relay, token, errors, engine, doc, awareness, shown, untilSeen, destroy } = await presenceRoom('d02', 'small')
     await untilSeen('the small presence shown', () => shown() === 'small')
 
     awareness.setLocalState({ note: 'x'.repeat(8_000) })
@@ -231,17 +231,22 @@ describe('relay client: the relay limits', () => {
     expect(errors.map((e) => e.message.replace(/\d{4,} bytes/, 'N bytes'))).toEqual([
       `relay ${testRelay().url}: fleet-a/d02: the presence of client ${doc.clientID} is N bytes, over maxMessageBytes (4096): not sent, withdrawn from the room until it is smaller`,
     ])
-    // The awareness renews its state every 15 s (sets it again): withdrawn again, not reported again.
-    const withdrawals = testRelay().received.filter((m) => m.room === 'fleet-a/d02' && m.type === 1).length
+    // The awareness renews its state every 15 s (sets it again): not sent, not withdrawn again (the
+    // relay no longer shows it), not reported again. The readings sent after it are a barrier.
+    const socket = testRelay().received.find((m) => m.room === 'fleet-a/d02' && m.token === token)?.socket
+    const presences = () => testRelay().received.filter((m) => m.socket === socket && m.room === 'fleet-a/d02' && m.type === 1).length
+    const withdrawals = presences()
+    // The small presence, and its withdrawal.
+    expect(withdrawals).toBeGreaterThanOrEqual(2)
     awareness.setLocalState(awareness.getLocalState())
-    await untilReceived('the renewal withdrawn', () => testRelay().received.filter((m) => m.room === 'fleet-a/d02' && m.type === 1).length > withdrawals)
-    expect(errors).toHaveLength(1)
     // Not one message over the limit, and the room stays: its readings reach the relay.
     expect(Math.max(...testRelay().received.filter((m) => m.room === 'fleet-a/d02').map((m) => m.bytes))).toBeLessThanOrEqual(4_096)
     engine.ingest(readings('d02', 3))
     await untilStatus(doc, 'd02 acknowledged', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
     expect(statusOf(doc).refusal).toBeNull()
     expect(await countedAtRelay('fleet-a/d02')).toBe(3)
+    expect(presences()).toBe(withdrawals)
+    expect(errors).toHaveLength(1)
 
     awareness.setLocalState({ note: 'small again' })
     await untilSeen('the smaller presence shown again', () => shown() === 'small again')
