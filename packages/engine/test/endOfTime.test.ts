@@ -11,7 +11,7 @@ const event = (id: string, ts: number, value = 1): StreamEvent => ({ id, source:
 
 describe('the end of time', () => {
   it('with retention: Infinity, advanceWatermark(Infinity) fires every window final and keeps them in results() and history()', () => {
-    const options = { windows: [tumbling(10), cumulating(20, 10)], watermark: manual(), retention: Number.POSITIVE_INFINITY, now: () => 0 }
+    const options = { windows: [tumbling(10), cumulating(20, 10)], watermark: manual(), retention: Number.POSITIVE_INFINITY, now: () => 0, replicaId: 'r' }
     const engine = new TidemarkEngine(options)
     engine.ingest([event('a', 1), event('b', 12, 2)])
     engine.advanceWatermark(1_000_000_000)

@@ -50,7 +50,7 @@ describe('engine.nextSeq', () => {
   })
 
   it('comes back exactly from a checkpoint, also for released seqs', () => {
-    const options = { windows: tumbling(10), watermark: manual() }
+    const options = { windows: tumbling(10), watermark: manual(), replicaId: 'r' }
     const engine = new TidemarkEngine(options)
     engine.ingest([at('d1', 1), at('d1', 2), at('d1', 9), at('d2', 1)])
     engine.ingest(Array.from({ length: 5000 }, (_, i) => at('d3', i + 2, i)))

@@ -109,6 +109,16 @@ describe('checkpoint plus journal replay', () => {
     expect(() => b.restore(a.checkpoint())).toThrow(/checkpoint was written with .*tumbling:10.*tumbling:20/)
   })
 
+  it("a checkpoint of another replica is refused with a clear error: its sources are that replica's", () => {
+    const a = createEngine({ windows: tumbling(10), replicaId: 'tab-a' }) as TidemarkEngine
+    a.ingest([{ id: '1', source: 'd', seq: 1, ts: 1, value: 1 }])
+    const b = createEngine({ windows: tumbling(10), replicaId: 'tab-b' }) as TidemarkEngine
+    expect(() => b.restore(a.checkpoint())).toThrow("checkpoint was written by replica 'tab-a', this engine is replica 'tab-b'")
+    const same = createEngine({ windows: tumbling(10), replicaId: 'tab-a' }) as TidemarkEngine
+    same.restore(a.checkpoint())
+    expect(same.ingest([{ id: '2', source: 'd', seq: 2, ts: 2, value: 2 }]).accepted).toBe(1)
+  })
+
   it('restore refuses an engine that already holds state', () => {
     const a = createEngine({ windows: tumbling(10) }) as TidemarkEngine
     a.ingest([{ id: '1', source: 'd', seq: 1, ts: 1, value: 1 }])

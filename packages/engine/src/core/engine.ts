@@ -281,7 +281,8 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
   }
 
   /**
-   * Loads a checkpoint into this fresh engine (same window configuration). Emits nothing.
+   * Loads a checkpoint into this fresh engine (same window configuration and replica id: a
+   * checkpoint of another throws). Emits nothing.
    *
    * @example
    * const checkpoint = new TidemarkEngine(options).checkpoint()

@@ -66,6 +66,8 @@ export function restoreEngine(parts: EngineParts, checkpoint: EngineCheckpoint):
   if (checkpoint.configuration !== configuration) {
     throw new Error(`checkpoint was written with ${checkpoint.configuration}, this engine has ${configuration}`)
   }
+  // Its sources are that replica's: restored under another id, every event of theirs would be a `source_conflict`.
+  if (checkpoint.replicaId !== parts.replicaId) throw new Error(`checkpoint was written by replica '${checkpoint.replicaId}', this engine is replica '${parts.replicaId}'`)
   parts.frontiers.restore(checkpoint)
   restoreWindows(parts.indexes, parts.lifecycle, checkpoint, parts.options.aggregates)
   parts.lateLane.restore(checkpoint.lateLane.entries, checkpoint.lateLane.trimmed, checkpoint.lateLane.total)
