@@ -356,6 +356,19 @@ function validWriter(): Uint8Array {
   return Y.encodeStateAsUpdate(doc)
 }
 
+/** A replica's configuration before and after it comes back reconfigured: allowed lateness 0, then 10 min. */
+const OLD = { windows: tumbling(60_000), watermark: manual(), allowedLateness: 0 }
+const NEW = { windows: tumbling(60_000), watermark: manual(), allowedLateness: 600_000 }
+
+/** A dashboard of the new configuration reading every update of `source`. */
+function dashboardOf(source: Y.Doc, onError: (error: Error) => void = () => undefined): TidemarkEngine {
+  const doc = new Y.Doc()
+  source.on('update', (update: Uint8Array) => applyPeerUpdate(doc, update, 'room'))
+  const dashboard = createEngine(NEW) as TidemarkEngine
+  bindDoc(dashboard, doc, { onError })
+  return dashboard
+}
+
 function temp(engine: TidemarkEngine): Value | undefined {
   const r = engine.results({ window: W, key: 'temp' })[0]
   return r === undefined ? undefined : { count: r.count, sum: r.sum, min: r.min, max: r.max }
@@ -660,15 +673,10 @@ describe('the log a replica writes', () => {
     // and an empty doc, and joins as through a relay: the room's state is read for it, then the room
     // applies the device's (new meta entry, new log), then the device gets the room's state and
     // deletes session 1's entries, which reach the room last.
-    const OLD = { windows: tumbling(60_000), watermark: manual(), allowedLateness: 0 }
-    const NEW = { windows: tumbling(60_000), watermark: manual(), allowedLateness: 600_000 }
     const readings = (value: number): StreamEvent[] => events('da', 1, 120).map((event, i) => ({ ...event, key: `zone-${i % 7}`, value }))
     const room = new Y.Doc()
-    const dashboardDoc = new Y.Doc()
-    room.on('update', (update: Uint8Array) => applyPeerUpdate(dashboardDoc, update, 'room'))
-    const dashboard = createEngine(NEW) as TidemarkEngine
     const refused: Error[] = []
-    bindDoc(dashboard, dashboardDoc, { onError: (error) => refused.push(error) })
+    const dashboard = dashboardOf(room, (error) => refused.push(error))
     const earlier = createEngine({ ...OLD, replicaId: 'a' }) as TidemarkEngine
     const earlierDoc = new Y.Doc()
     earlierDoc.clientID = earlierClient
@@ -706,15 +714,50 @@ describe('the log a replica writes', () => {
     expect(values(joining)).toEqual(values(fresh))
   })
 
+  it.each([
+    ["the reconfigured session's meta entry wins the conflict", 1, 2, 5],
+    ["the earlier session's meta entry wins the conflict", 2, 1, undefined],
+  ])('a dashboard never merges the entries a reload of that earlier session wrote either: a new Yjs client under the same meta entry, which writes none (%s)', (_, earlierClient, laterClient, between) => {
+    const room = new Y.Doc()
+    const dashboard = dashboardOf(room)
+    const first = createEngine({ ...OLD, replicaId: 'a' }) as TidemarkEngine
+    const firstDoc = new Y.Doc()
+    firstDoc.clientID = earlierClient
+    bindDoc(first, firstDoc)
+    first.ingest(events('da', 1, 20))
+    applyPeerUpdate(room, Y.encodeStateAsUpdate(firstDoc), 'device')
+    // The device reloads under the old configuration: its persisted doc in a new Y.Doc (a new Yjs client).
+    const reloaded = createEngine({ ...OLD, replicaId: 'a' }) as TidemarkEngine
+    const reloadedDoc = new Y.Doc()
+    reloadedDoc.clientID = 3
+    Y.applyUpdate(reloadedDoc, Y.encodeStateAsUpdate(firstDoc), 'persistence')
+    bindDoc(reloaded, reloadedDoc)
+    reloaded.ingest(events('da', 21, 20))
+    applyPeerUpdate(room, Y.encodeStateAsUpdate(reloadedDoc, Y.encodeStateVector(room)), 'device')
+    expect(dashboard.results()).toEqual([])
+
+    // Back under the new configuration with an empty doc, its answer reaching the room before the room's state reaches it.
+    const later = createEngine({ ...NEW, replicaId: 'a' }) as TidemarkEngine
+    later.ingest(events('da', 41, 5))
+    const laterDoc = new Y.Doc()
+    laterDoc.clientID = laterClient
+    bindDoc(later, laterDoc, { onError: () => undefined })
+    laterDoc.on('update', (update: Uint8Array, origin: unknown) => {
+      if (origin !== 'room') applyPeerUpdate(room, update, 'device')
+    })
+    const roomState = Y.encodeStateAsUpdate(room, Y.encodeStateVector(laterDoc))
+    applyPeerUpdate(room, Y.encodeStateAsUpdate(laterDoc, Y.encodeStateVector(room)), 'device')
+    // Its new entries merged at once, or once its meta entry, written again, wins.
+    expect(temp(dashboard)?.count).toBe(between)
+    applyPeerUpdate(laterDoc, roomState, 'room')
+    expect(temp(later)?.count).toBe(5)
+    expect(temp(dashboard)?.count).toBe(5)
+  })
+
   it('a session that comes back to its doc under the configuration of a dashboard is merged again there', () => {
     // One doc (one Yjs client) bound under the old configuration, then, its engine closed, under the new one.
-    const OLD = { windows: tumbling(60_000), watermark: manual(), allowedLateness: 0 }
-    const NEW = { windows: tumbling(60_000), watermark: manual(), allowedLateness: 600_000 }
     const doc = new Y.Doc()
-    const dashboardDoc = new Y.Doc()
-    doc.on('update', (update: Uint8Array) => applyPeerUpdate(dashboardDoc, update, 'peer'))
-    const dashboard = createEngine(NEW) as TidemarkEngine
-    bindDoc(dashboard, dashboardDoc, { onError: () => undefined })
+    const dashboard = dashboardOf(doc)
     const first = createEngine({ ...OLD, replicaId: 'a' }) as TidemarkEngine
     bindDoc(first, doc)
     first.ingest(events('da', 1, 10))

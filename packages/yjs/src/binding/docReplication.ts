@@ -84,9 +84,11 @@ export class DocReplication implements DocBinding {
   readonly #own: ReplicaEntries
   /**
    * By replica: the Yjs clients (sessions) seen writing a meta entry of another configuration for
-   * it, and none of this one since. Their entries in its log are not of this configuration: never
-   * merged (a replica that came back reconfigured republishes its state, and deletes its earlier
-   * session's entries only once it has them: a peer can see its new meta entry first).
+   * it, or writing its log while its meta entry was of another configuration (a reload of that
+   * session writes no meta entry), and none of this one since. Their entries in its log are not
+   * of this configuration: never merged (a replica that came back reconfigured republishes its
+   * state, and deletes its earlier sessions' entries only once it has them: a peer can see its
+   * new meta entry first).
    */
   readonly #foreignSessions = new Map<string, Set<number>>()
   readonly #mismatches = new Map<string, ConfigurationMismatchError>()
@@ -128,7 +130,7 @@ export class DocReplication implements DocBinding {
           else {
             if (key === port.replicaId) this.#batch.foreignOwnMeta = true
             // That session's entries in this log, in this transaction or later ones, are not of this configuration (until it writes one of it).
-            if (client !== this.#doc.clientID) this.#foreignSessions.set(key, (sessions ?? new Set()).add(client))
+            this.#foreign(key, [client])
           }
         }
       }
@@ -304,6 +306,7 @@ export class DocReplication implements DocBinding {
         reread.add(log)
       }
     }, this.#origin)
+    for (const [log, items] of batch.added) if (log.status === 'mismatch') this.#foreign(log.replicaId, items.map((item) => item.id.client))
     for (const [log, raws] of batch.removed) {
       if (log.status === 'accepted' && !reread.has(log)) for (const raw of contentOf(raws)[0]) log.forget(raw)
     }
@@ -410,6 +413,7 @@ export class DocReplication implements DocBinding {
     const received = meta?.configuration ?? null
     const previous = this.#mismatches.get(replicaId)
     log.status = 'mismatch'
+    this.#foreign(replicaId, log.writers())
     if (previous === undefined || previous.received !== received) {
       const detail = meta === null ? 'malformed meta entry' : meta.schema !== DOC_SCHEMA ? `doc schema ${meta.schema}, expected ${DOC_SCHEMA}` : undefined
       const error = new ConfigurationMismatchError(replicaId, expected, received, detail)
@@ -417,6 +421,17 @@ export class DocReplication implements DocBinding {
       this.#onError(error)
     }
     return log
+  }
+
+  /** Notes `clients` as sessions of `replicaId` under another configuration (never this binding's own). */
+  #foreign(replicaId: string, clients: Iterable<number>): void {
+    let sessions = this.#foreignSessions.get(replicaId)
+    for (const client of clients) {
+      if (client === this.#doc.clientID) continue
+      sessions ??= new Set()
+      sessions.add(client)
+    }
+    if (sessions !== undefined) this.#foreignSessions.set(replicaId, sessions)
   }
 
   /** A peer overwrote or deleted this replica's meta entry: write it back. */

@@ -131,6 +131,13 @@ export class ReplicaEntries {
   }
 
   /** Drops the index and reads every entry now in the array, but those the sessions (Yjs clients) in `skip` wrote. */
+  /** The Yjs clients (sessions) whose entries the log holds. */
+  writers(): Set<number> {
+    const clients = new Set<number>()
+    for (let item = this.array._start; item !== null; item = item.right as Y.Item | null) if (!item.deleted) clients.add(item.id.client)
+    return clients
+  }
+
   reread(skip?: ReadonlySet<number>): ReadEntry[] {
     this.#groups.clear()
     this.#clocks.clear()
