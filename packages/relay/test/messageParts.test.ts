@@ -16,8 +16,8 @@ import { Awareness } from 'y-protocols/awareness'
 import * as Y from 'yjs'
 import { type Relay, type RelayOptions, startRelay } from '../src/index.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
-import { messageFrame, updateFrame } from './support/hocuspocusFrames.ts'
-import { deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, scrapeMetrics, signToken, waitFor, waitUntil } from './support/roomClients.ts'
+import { authFrame, awarenessFrame, messageFrame, syncFrame, updateFrame } from './support/hocuspocusFrames.ts'
+import { dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, scrapeMetrics, signToken, waitFor, waitUntil } from './support/roomClients.ts'
 
 const T0 = 1_700_000_040_000
 const PART = 100
@@ -265,19 +265,22 @@ async function observe(relay: Relay, room: string): Promise<RoomClient> {
   return observer
 }
 
+/** Part `index` of `count` of a message of `total` bytes in `room`. */
+const part = (room: string, index: number, count: number, total: number, bytes: Uint8Array): Uint8Array =>
+  messageFrame(room, PART, (e) => {
+    encoding.writeVarUint(e, index)
+    encoding.writeVarUint(e, count)
+    encoding.writeVarUint(e, total)
+    encoding.writeVarUint8Array(e, bytes)
+  })
+
+/** `message` cut into `count` parts of `room`. */
+const partsOf = (room: string, message: Uint8Array, count: number): Uint8Array[] => {
+  const size = Math.ceil(message.byteLength / count)
+  return Array.from({ length: count }, (_, i) => part(room, i, count, message.byteLength, message.subarray(i * size, (i + 1) * size)))
+}
+
 describe('malformed parts refuse their room alone', () => {
-  const part = (room: string, index: number, count: number, total: number, bytes: Uint8Array): Uint8Array =>
-    messageFrame(room, PART, (e) => {
-      encoding.writeVarUint(e, index)
-      encoding.writeVarUint(e, count)
-      encoding.writeVarUint(e, total)
-      encoding.writeVarUint8Array(e, bytes)
-    })
-  /** `message` cut into `count` parts of `room`. */
-  const partsOf = (room: string, message: Uint8Array, count: number): Uint8Array[] => {
-    const size = Math.ceil(message.byteLength / count)
-    return Array.from({ length: count }, (_, i) => part(room, i, count, message.byteLength, message.subarray(i * size, (i + 1) * size)))
-  }
   /** An update of `room`'s device writing one window of `source`. */
   const update = (device: string, start: number): Uint8Array => {
     const doc = new Y.Doc()
@@ -354,3 +357,97 @@ describe('malformed parts refuse their room alone', () => {
     await waitUntil(async () => (await metric(relay.httpUrl, 'tidemark_relay_assembling_bytes')) === 0, 'the parts released')
   })
 })
+
+describe('a room connection closed in the middle of its messages', () => {
+  it('a token expiring while parts are on their way: the parts in flight are dropped, and the device joins again and syncs', async () => {
+    const limit = 8 << 10
+    const relay = await relayWith({ limits: { maxMessageBytes: limit } })
+    const options = { windows: tumbling(60_000), watermark: manual(), allowedLateness: 86_400_000 }
+    const device = createEngine({ ...options, replicaId: 'r' }) as TidemarkEngine
+    const doc = new Y.Doc()
+    bindDoc(device, doc)
+    // About 15 parts, sent 200 ms apart (a slow uplink): the first token expires among them.
+    device.ingest(readings('dr', 1, 3_000, (i) => i % 97))
+    let reads = 0
+    const claims = { sub: 'r', role: 'device', rooms: ['fleet-p/r'], replicas: ['r'], sources: ['dr'] }
+    const token = () => signToken(claims, ++reads === 1 ? { expiresAt: Math.floor(Date.now() / 1000) + 2 } : {})
+    const errors: Error[] = []
+    const client = connectRelay({ url: relay.url, token, WebSocket: slowUplink(200), jitter: JITTER, maxMessageBytes: limit, onError: (e) => errors.push(e) })
+    clients.push(client)
+    client.join(doc, 'fleet-p/r')
+    await waitFor(() => inSync(device) || device.syncStatus().refusal !== null, 'the backlog acknowledged', 60_000)
+    expect(device.syncStatus().refusal).toBeNull()
+    expect(await metric(relay.httpUrl, 'tidemark_relay_tokens_expired_total')).toBe(1)
+    expect(errors.filter((e) => /4413|refused/.test(e.message))).toEqual([])
+    await untilEqual(dashboard(relay, 'fleet-p', options), device, 'a dashboard shows the backlog')
+    expect(await metric(relay.httpUrl, 'tidemark_relay_assembling_bytes')).toBe(0)
+  }, 90_000)
+
+  it('messages still waiting for their turn when the socket closes take nothing: no parts, no presence kept for a connection that is gone', async () => {
+    const relay = await relayWith({ limits: { maxMessageBytes: 8 << 10, maxRoomBytes: 256 << 10 } })
+    const presence = (clock: number, name: string): Uint8Array => {
+      const update = encoding.createEncoder()
+      encoding.writeVarUint(update, 1)
+      encoding.writeVarUint(update, 4242)
+      encoding.writeVarUint(update, clock)
+      encoding.writeVarString(update, JSON.stringify({ name }))
+      return awarenessFrame('fleet-p/d1', encoding.toUint8Array(update))
+    }
+    // Behind 600 step 1s: the first 299 parts of a message, and a presence; then the socket closes.
+    const parts = Array.from({ length: 299 }, (_, i) => part('fleet-p/d1', i, 300, 300 * 800, new Uint8Array(800).fill(1)))
+    await closeBehindQueue(relay, 'fleet-p/d1', await dashboardToken('fleet-p'), [...parts, presence(1, 'ops')])
+    await expect(waitUntil(async () => (await metric(relay.httpUrl, 'tidemark_relay_assembling_bytes')) > 0, 'parts taken after the close', 1_500)).rejects.toThrow(/timed out/)
+    // The same dashboard's presence on a new connection is its own again.
+    const observer = await observe(relay, 'fleet-p/d1')
+    await waitFor(() => observer.synced(), 'an observer in sync')
+    const again = await openRaw(relay, 'fleet-p/d1', await dashboardToken('fleet-p'))
+    again.send(presence(2, 'ops again'))
+    await waitFor(() => (observer.provider.awareness?.getStates().get(4242) as { name?: string } | undefined)?.name === 'ops again', 'the presence shown')
+    expect(await metric(relay.httpUrl, 'tidemark_relay_presence_dropped_total')).toBe(0)
+    again.close()
+  }, 30_000)
+})
+
+/** A `ws` WebSocket that sends one frame every `gapMs` (a slow uplink: what is sent waits in the client's buffers). */
+function slowUplink(gapMs: number): typeof WebSocket {
+  return class SlowUplink extends WebSocket {
+    readonly #queue: Parameters<WebSocket['send']>[0][] = []
+    #sending = false
+    override send(data: Parameters<WebSocket['send']>[0]): void {
+      this.#queue.push(data)
+      if (!this.#sending) this.#next()
+    }
+    #next(): void {
+      const data = this.#queue.shift()
+      this.#sending = data !== undefined
+      if (data === undefined) return
+      if (this.readyState === WebSocket.OPEN) super.send(data)
+      setTimeout(() => this.#next(), gapMs)
+    }
+  } as unknown as typeof WebSocket
+}
+
+/** A raw socket with `room` open on it (its connection established). */
+async function openRaw(relay: Relay, room: string, token: string): Promise<WebSocket> {
+  const ws = new WebSocket(relay.url)
+  ws.on('error', () => undefined)
+  await new Promise((resolve) => ws.once('open', resolve))
+  let received = 0
+  ws.on('message', () => received++)
+  ws.send(authFrame(room, token))
+  await waitFor(() => received >= 1, 'authenticated')
+  // The relay's answer to a step 1: the room's connection is established.
+  ws.send(syncFrame(room, 0, Y.encodeStateVector(new Y.Doc())))
+  await waitFor(() => received >= 2, 'the room open')
+  return ws
+}
+
+/** Opens `room` on a raw socket, sends 600 step 1s and then `frames`, and closes the socket while they wait for their turn. */
+async function closeBehindQueue(relay: Relay, room: string, token: string, frames: readonly Uint8Array[]): Promise<void> {
+  const ws = await openRaw(relay, room, token)
+  for (let i = 0; i < 600; i++) ws.send(syncFrame(room, 0, Y.encodeStateVector(new Y.Doc())))
+  for (const frame of frames) ws.send(frame)
+  const closed = new Promise((resolve) => ws.once('close', resolve))
+  ws.close()
+  await closed
+}

@@ -200,10 +200,10 @@ export class AccessGate implements Extension {
     relayContext.socket?.closed(documentName)
     const gate = relayContext.tidemark?.gate
     if (gate === undefined) return
-    this.#expiry.disarm(gate)
+    // Ended, so that its messages still waiting for their turn are dropped: what they took (parts,
+    // held updates, presence) no one would let go.
+    this.#end(gate)
     this.presence.release(document, gate)
-    this.#heldUpdates -= gate.dropHeld()
-    this.#assemblingBytes -= gate.dropParts()
   }
 
   async beforeHandleMessage({ connection, document, update: data }: beforeHandleMessagePayload): Promise<void> {
@@ -402,8 +402,8 @@ export class AccessGate implements Extension {
   }
 
   /**
-   * Ends a connection's gate (refused or expired): its later messages are dropped, its held
-   * updates let go, its deadline disarmed. False when it had ended already.
+   * Ends a connection's gate (refused, expired or closed): its later messages are dropped, its
+   * held updates and parts let go, its deadline disarmed. False when it had ended already.
    */
   #end(gate: ConnectionGate): boolean {
     if (gate.ended) return false

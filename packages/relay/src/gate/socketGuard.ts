@@ -11,7 +11,7 @@
  */
 import type WebSocket from 'ws'
 import type { RelayMetrics } from '../metrics/relayMetrics.ts'
-import { readFrame } from '../protocol/relayFrame.ts'
+import { MESSAGE, readFrame } from '../protocol/relayFrame.ts'
 import type { SocketRefusalKind } from '../protocol/refusal.ts'
 import type { RelayTimers } from '../relayOptions.ts'
 
@@ -61,6 +61,13 @@ export class SocketGuard {
   readonly #metrics: RelayMetrics
   /** Rooms with an open Hocuspocus connection on this socket. */
   readonly #open = new Set<string>()
+  /**
+   * Rooms whose connection on this socket closed (refused, expired, left), until their next
+   * Auth: what the client had in flight for them is dropped, uncharged. Hocuspocus would queue it
+   * and replay it into the room's next connection, where a message's later parts, their first
+   * gone with the old one, would refuse it; the client sends again what the relay did not take.
+   */
+  readonly #ended = new Set<string>()
   /** Bytes sent for each room not open yet. */
   readonly #pendingByRoom = new Map<string, number>()
   /** Frames counted as pending: Hocuspocus replays these same objects once their room opens. */
@@ -105,9 +112,10 @@ export class SocketGuard {
     this.#pendingByRoom.delete(room)
   }
 
-  /** A room's connection closed: frames for it count as unauthenticated again. */
+  /** A room's connection closed: frames for it are dropped until its next Auth, then count as unauthenticated again. */
   closed(room: string): void {
     this.#open.delete(room)
+    this.#ended.add(room)
   }
 
   /** Bytes held for rooms not open yet. */
@@ -145,6 +153,10 @@ export class SocketGuard {
       return false
     }
     if (this.#open.has(frame.room)) return true
+    if (this.#ended.has(frame.room)) {
+      if (frame.type !== MESSAGE.auth) return false
+      this.#ended.delete(frame.room)
+    }
     let charged = this.#pendingByRoom.get(frame.room)
     if (charged === undefined) {
       // A room name Hocuspocus has not seen on this socket (or forgot when its room closed):
