@@ -35,7 +35,7 @@ import { syncStatusTracker } from '../transport/syncStatusTracker.ts'
 import type { BindDocOptions } from './bindDocOptions.ts'
 import { engineSyncStatus, type StatusShare } from './engineSyncStatus.ts'
 import { append, contentOf, emptyBatch, type RemoteBatch } from './remoteBatch.ts'
-import { droppedSince, metaWritten } from './earlierSession.ts'
+import { droppedSince, ForeignSessions, metaWritten } from './earlierSession.ts'
 import { SourceWriters } from './sourceWriters.ts'
 
 /**
@@ -82,15 +82,8 @@ export class DocReplication implements DocBinding {
   /** By replica: stops observing its log (`#forgetGhost`). */
   readonly #stops = new Map<string, () => void>()
   readonly #own: ReplicaEntries
-  /**
-   * By replica: the Yjs clients (sessions) seen writing a meta entry of another configuration for
-   * it, or writing its log while its meta entry was of another configuration (a reload of that
-   * session writes no meta entry), and none of this one since. Their entries in its log are not
-   * of this configuration: never merged (a replica that came back reconfigured republishes its
-   * state, and deletes its earlier sessions' entries only once it has them: a peer can see its
-   * new meta entry first).
-   */
-  readonly #foreignSessions = new Map<string, Set<number>>()
+  /** The sessions of each replica whose entries are of another configuration: never merged. */
+  readonly #foreignSessions: ForeignSessions
   readonly #mismatches = new Map<string, ConfigurationMismatchError>()
   readonly #writers: SourceWriters
   readonly #cleanups: (() => void)[] = []
@@ -102,6 +95,7 @@ export class DocReplication implements DocBinding {
   constructor(port: ReplicaPort, doc: Y.Doc, options: BindDocOptions) {
     this.#port = port
     this.#doc = doc
+    this.#foreignSessions = new ForeignSessions(doc)
     this.#origin = options.origin ?? { binding: port.replicaId }
     const report = options.onError ?? ((error: Error) => console.error(error))
     this.#onError = (error) => {
@@ -125,12 +119,11 @@ export class DocReplication implements DocBinding {
       for (const key of event.keysChanged) {
         this.#batch.metaKeys.add(key)
         for (const { value, client } of metaWritten(this.#meta, tr, key)) {
-          const sessions = this.#foreignSessions.get(key)
-          if (this.#ownConfiguration(value)) sessions?.delete(client)
+          if (this.#ownConfiguration(value)) this.#foreignSessions.accept(key, client)
           else {
             if (key === port.replicaId) this.#batch.foreignOwnMeta = true
             // That session's entries in this log, in this transaction or later ones, are not of this configuration (until it writes one of it).
-            this.#foreign(key, [client])
+            this.#foreignSessions.add(key, [client])
           }
         }
       }
@@ -267,7 +260,7 @@ export class DocReplication implements DocBinding {
     for (const [log, items] of batch.added) {
       // With a meta entry of another configuration for this replica, all that came to its log.
       const own = log === this.#own && batch.foreignOwnMeta
-      const [kept, skipped] = contentOf(items, own ? undefined : this.#foreignSessions.get(log.replicaId))
+      const [kept, skipped] = contentOf(items, own ? undefined : this.#foreignSessions.of(log.replicaId))
       if (log === this.#own) earlier = own ? kept : skipped
       if (!own) added.set(log, kept)
     }
@@ -292,7 +285,7 @@ export class DocReplication implements DocBinding {
         const log = this.#judge(replicaId)
         if (log === undefined || log.status !== 'accepted' || before === 'accepted') continue
         // Newly accepted: its whole log, including what this very transaction brought.
-        this.#collect(log, log.reread(this.#foreignSessions.get(replicaId)), groups, clocks)
+        this.#collect(log, log.reread(this.#foreignSessions.of(replicaId)), groups, clocks)
         reread.add(log)
       }
       // Replicas refused for `maxReplicas` are judged again once a slot is free (a replica that
@@ -302,11 +295,11 @@ export class DocReplication implements DocBinding {
         this.#overflowed.delete(replicaId)
         const log = this.#judge(replicaId)
         if (log === undefined || log.status !== 'accepted') continue
-        this.#collect(log, log.reread(this.#foreignSessions.get(replicaId)), groups, clocks)
+        this.#collect(log, log.reread(this.#foreignSessions.of(replicaId)), groups, clocks)
         reread.add(log)
       }
     }, this.#origin)
-    for (const [log, items] of batch.added) if (log.status === 'mismatch') this.#foreign(log.replicaId, items.map((item) => item.id.client))
+    for (const [log, items] of batch.added) if (log.status === 'mismatch') this.#foreignSessions.add(log.replicaId, items.map((item) => item.id.client))
     for (const [log, raws] of batch.removed) {
       if (log.status === 'accepted' && !reread.has(log)) for (const raw of contentOf(raws)[0]) log.forget(raw)
     }
@@ -378,7 +371,7 @@ export class DocReplication implements DocBinding {
       this.#stops.delete(replicaId)
       this.#logs.delete(replicaId)
       this.#mismatches.delete(replicaId)
-      this.#foreignSessions.delete(replicaId)
+      this.#foreignSessions.forget(replicaId)
       return true
     }
     return false
@@ -413,7 +406,7 @@ export class DocReplication implements DocBinding {
     const received = meta?.configuration ?? null
     const previous = this.#mismatches.get(replicaId)
     log.status = 'mismatch'
-    this.#foreign(replicaId, log.writers())
+    this.#foreignSessions.add(replicaId, log.writers())
     if (previous === undefined || previous.received !== received) {
       const detail = meta === null ? 'malformed meta entry' : meta.schema !== DOC_SCHEMA ? `doc schema ${meta.schema}, expected ${DOC_SCHEMA}` : undefined
       const error = new ConfigurationMismatchError(replicaId, expected, received, detail)
@@ -421,17 +414,6 @@ export class DocReplication implements DocBinding {
       this.#onError(error)
     }
     return log
-  }
-
-  /** Notes `clients` as sessions of `replicaId` under another configuration (never this binding's own). */
-  #foreign(replicaId: string, clients: Iterable<number>): void {
-    let sessions = this.#foreignSessions.get(replicaId)
-    for (const client of clients) {
-      if (client === this.#doc.clientID) continue
-      sessions ??= new Set()
-      sessions.add(client)
-    }
-    if (sessions !== undefined) this.#foreignSessions.set(replicaId, sessions)
   }
 
   /** A peer overwrote or deleted this replica's meta entry: write it back. */

@@ -1,7 +1,8 @@
 /**
- * What this replica's own log brings from an earlier session of it: the cells it held that the
- * engine has dropped since (retired at bind), and the meta entries a remote transaction wrote
- * for this replica (another configuration's session, whose entries are not this one's to merge).
+ * Earlier sessions of replicas: what this replica's own log brings from an earlier session of it
+ * (the cells it held that the engine has dropped since, retired at bind), the meta entries a
+ * remote transaction wrote for a replica, and the sessions of each replica under another
+ * configuration, whose entries are not this binding's to merge.
  */
 import { type CellAddress, type CellEntry, cellKey } from '@tidemark/engine'
 import * as Y from 'yjs'
@@ -53,4 +54,53 @@ export function metaWritten(meta: Y.Map<unknown>, tr: Y.Transaction, replicaId: 
   const current = (meta as unknown as { _map: Map<string, Y.Item> })._map.get(replicaId)
   if (current !== undefined && !current.deleted) add(current)
   return writes
+}
+
+/**
+ * By replica: the Yjs clients (sessions) seen writing a meta entry of another configuration for
+ * it, or writing its log while its meta entry was of another configuration (a reload of that
+ * session writes no meta entry), and none of this one since. Their entries in its log are not of
+ * this configuration: never merged (a replica that came back reconfigured republishes its state,
+ * and deletes its earlier sessions' entries only once it has them: a peer can see its new meta
+ * entry first). Never the binding's own client.
+ *
+ * @example
+ * const foreign = new ForeignSessions(doc)
+ * foreign.add('tab-2', [5678])
+ * log.reread(foreign.of('tab-2')) // its entries but those of client 5678
+ */
+export class ForeignSessions {
+  readonly #byReplica = new Map<string, Set<number>>()
+  readonly #doc: { readonly clientID: number }
+
+  /** `doc`: the binding's doc, whose own client is never set apart (read as it is: Yjs may change it). */
+  constructor(doc: { readonly clientID: number }) {
+    this.#doc = doc
+  }
+
+  /** The sessions of `replicaId` whose entries are set apart (undefined: none). */
+  of(replicaId: string): ReadonlySet<number> | undefined {
+    return this.#byReplica.get(replicaId)
+  }
+
+  /** Notes `clients` as sessions of `replicaId` under another configuration. */
+  add(replicaId: string, clients: Iterable<number>): void {
+    let sessions = this.#byReplica.get(replicaId)
+    for (const client of clients) {
+      if (client === this.#doc.clientID) continue
+      sessions ??= new Set()
+      sessions.add(client)
+    }
+    if (sessions !== undefined) this.#byReplica.set(replicaId, sessions)
+  }
+
+  /** `client` wrote a meta entry of this configuration for `replicaId`: its entries are merged again. */
+  accept(replicaId: string, client: number): void {
+    this.#byReplica.get(replicaId)?.delete(client)
+  }
+
+  /** Forgets `replicaId` (it left no trace). */
+  forget(replicaId: string): void {
+    this.#byReplica.delete(replicaId)
+  }
 }
