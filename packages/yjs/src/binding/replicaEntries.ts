@@ -130,7 +130,6 @@ export class ReplicaEntries {
     else this.#groups.set(at.window, at.source, at.start, rest)
   }
 
-  /** Drops the index and reads every entry now in the array, but those the sessions (Yjs clients) in `skip` wrote. */
   /** The Yjs clients (sessions) whose entries the log holds. */
   writers(): Set<number> {
     const clients = new Set<number>()
@@ -138,6 +137,7 @@ export class ReplicaEntries {
     return clients
   }
 
+  /** Drops the index and reads every entry now in the array, but those the sessions (Yjs clients) in `skip` wrote. */
   reread(skip?: ReadonlySet<number>): ReadEntry[] {
     this.#groups.clear()
     this.#clocks.clear()

@@ -69,8 +69,9 @@ export interface ConnectRelayOptions {
    * tell which room sent it; so a step 2 or update that would be larger goes in parts within it,
    * which the relay applies together once the last came; presences larger together go in groups
    * within it, and one larger on its own is not sent (the client's own is withdrawn from the room
-   * until it is smaller; reported through `onError`, and the room syncs on). Set it to the relay's limit. (A socket the relay closed for a message's
-   * size refuses the room that sent the largest message on it, in the same way.)
+   * until it is smaller; reported through `onError`, and the room syncs on). Set it to the
+   * relay's limit. (A socket the relay closed for a message's size refuses the room that sent the
+   * largest message on it, as `tidemark:too-large`.)
    */
   readonly maxMessageBytes?: number
   /**

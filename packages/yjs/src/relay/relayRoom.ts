@@ -93,15 +93,8 @@ export class RelayRoom {
     this.doc = doc
     this.name = name
     this.#link = link
-    this.#presence =
-      awareness === undefined
-        ? undefined
-        : new RoomPresence(awareness, name, {
-            send: (message) => this.#send(message),
-            maxMessageBytes: link.maxMessageBytes,
-            fail: (message) => link.fail(message),
-            live: () => this.#phase === SYNCING || this.#phase === SYNCED,
-          })
+    const live = (): boolean => this.#phase === SYNCING || this.#phase === SYNCED
+    this.#presence = awareness === undefined ? undefined : new RoomPresence(awareness, name, link, (message) => this.#send(message), live)
     // What this client wrote before joining has not reached the relay as far as anyone knows: one pending update until the first acknowledgement.
     this.#unsent = Y.getState(doc.store, doc.clientID) > 0 ? 1 : 0
     this.#outbox = new UpdateOutbox(link, this.#sendUpdate)

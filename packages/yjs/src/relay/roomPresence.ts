@@ -8,18 +8,7 @@ import * as encoding from 'lib0/encoding'
 import { type Awareness, applyAwarenessUpdate, encodeAwarenessUpdate, removeAwarenessStates } from 'y-protocols/awareness'
 import { announcePresence, awarenessEntries, awarenessUpdate, forgetAbsentPeers } from '../transport/presence.ts'
 import { MESSAGE_AWARENESS, relayMessage } from './relayProtocol.ts'
-
-/** What a room's presence needs from its room. */
-export interface PresenceLink {
-  /** Puts a message on the room's connection. */
-  send(message: Uint8Array<ArrayBuffer>): void
-  /** The largest message the room may send. */
-  readonly maxMessageBytes: number
-  /** Reports what the presence works around (the `onError` of `connectRelay`). */
-  fail(message: string): void
-  /** Whether the room talks to the relay now. */
-  live(): boolean
-}
+import type { RoomLink } from './roomLink.ts'
 
 /** No states: every client of an update encoded with it is removed at its clock. */
 const WITHDRAWN: Map<number, Record<string, unknown>> = new Map()
@@ -28,16 +17,20 @@ const WITHDRAWN: Map<number, Record<string, unknown>> = new Map()
 const MAX_ENTRIES = 1024
 
 /**
- * One room's side of an awareness.
+ * One room's side of an awareness. `link` gives the room's limit and reports what it works around
+ * (`onError`); `send` puts a message on the room's connection; `live` says whether the room talks
+ * to the relay now.
  *
  * @example
- * const presence = new RoomPresence(awareness, 'fleet-a/d01', { send, maxMessageBytes: 1 << 20, fail: console.warn, live: () => room.syncing })
+ * const presence = new RoomPresence(awareness, 'fleet-a/d01', link, (message) => room.send(message), () => room.syncing)
  * presence.apply(update) // a presence update from the relay
  */
 export class RoomPresence {
   readonly #awareness: Awareness
   readonly #room: string
-  readonly #link: PresenceLink
+  readonly #link: Pick<RoomLink, 'maxMessageBytes' | 'fail'>
+  readonly #send: (message: Uint8Array<ArrayBuffer>) => unknown
+  readonly #live: () => boolean
   /** Clients whose presence alone is over the limit, reported once until it fits again (the awareness renews a state every 15 s). */
   readonly #over = new Set<number>()
   /** The relay shows this client's own state: it was sent on the current connection, and not withdrawn since. */
@@ -45,10 +38,12 @@ export class RoomPresence {
   /** The clock this client's own state was last withdrawn at (-1: never). */
   #withdrawnAt = -1
 
-  constructor(awareness: Awareness, room: string, link: PresenceLink) {
+  constructor(awareness: Awareness, room: string, link: Pick<RoomLink, 'maxMessageBytes' | 'fail'>, send: (message: Uint8Array<ArrayBuffer>) => unknown, live: () => boolean) {
     this.#awareness = awareness
     this.#room = room
     this.#link = link
+    this.#send = send
+    this.#live = live
     awareness.on('update', this.#onUpdate)
   }
 
@@ -89,13 +84,13 @@ export class RoomPresence {
   }
 
   readonly #onUpdate = (change: { added: number[]; updated: number[]; removed: number[] }, origin: unknown): void => {
-    if (origin === this || !this.#link.live()) return
+    if (origin === this || !this.#live()) return
     const clients = [...change.added, ...change.updated, ...change.removed]
     if (clients.length === 0) return
     const message = this.#message(clients)
     if (message.byteLength > this.#link.maxMessageBytes || clients.length > MAX_ENTRIES) this.#sendWithin(clients)
     else {
-      this.#link.send(message)
+      this.#send(message)
       for (const client of clients) this.#sent(client)
     }
   }
@@ -103,7 +98,10 @@ export class RoomPresence {
   /** `client`'s state went to the relay. */
   #sent(client: number): void {
     this.#over.delete(client)
-    if (client === this.#awareness.clientID) this.#shown = this.#awareness.getLocalState() !== null
+    if (client !== this.#awareness.clientID) return
+    this.#shown = this.#awareness.getLocalState() !== null
+    // At a later clock than the withdrawal: y-protocols ignores its echoes from now on.
+    this.#withdrawnAt = -1
   }
 
   /**
@@ -118,7 +116,7 @@ export class RoomPresence {
     // Each client's message alone counts the room's header once more than the group's: their sum bounds the group's size.
     let bytes = 0
     const flush = (): void => {
-      if (group.length > 0) this.#link.send(this.#message(group))
+      if (group.length > 0) this.#send(this.#message(group))
       group = []
       bytes = 0
     }
@@ -132,7 +130,7 @@ export class RoomPresence {
         }
         // Withdrawn where the relay shows it: a removal of a state it never showed would be dropped as another's.
         if (own && this.#shown) {
-          this.#link.send(this.#message([client], WITHDRAWN))
+          this.#send(this.#message([client], WITHDRAWN))
           this.#shown = false
           this.#withdrawnAt = this.#awareness.meta.get(client)?.clock ?? 0
         }
