@@ -29,6 +29,12 @@ export interface RelayLimits {
   readonly maxUnauthenticatedBytes: number
   /** Time a new socket has to authenticate a room, ms. Default 10 s. */
   readonly authTimeoutMs: number
+  /**
+   * How long a message in parts may wait for its next part before, when the relay's room for
+   * parts (4 × `maxRoomBytes`) is needed by other connections' parts, it is let go and its room
+   * connection refused as `rate-limited` (the client joins again and sends it anew), ms. Default 30 s.
+   */
+  readonly partStallMs: number
 }
 
 /**
@@ -46,6 +52,7 @@ export const DEFAULT_LIMITS: RelayLimits = {
   idleRoomMs: 30_000,
   maxUnauthenticatedBytes: 1 << 20,
   authTimeoutMs: 10_000,
+  partStallMs: 30_000,
 }
 
 /**
@@ -200,7 +207,7 @@ export function isLoopback(host: string): boolean {
 export const MAX_TIMER_MS = 2_147_483_647
 
 /** The options that are durations, armed as timers: bounded by `MAX_TIMER_MS`. */
-export const TIME_OPTIONS: ReadonlySet<string> = new Set(['idleRoomMs', 'authTimeoutMs', 'writeWindowMs', 'storeDebounceMs', 'storeMaxDebounceMs'])
+export const TIME_OPTIONS: ReadonlySet<string> = new Set(['idleRoomMs', 'authTimeoutMs', 'partStallMs', 'writeWindowMs', 'storeDebounceMs', 'storeMaxDebounceMs'])
 
 function positiveInteger(value: unknown, name: string, min = 1): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) throw new RangeError(`startRelay: ${name} must be an integer >= ${min}, got ${String(value)}`)

@@ -40,6 +40,7 @@ export const LIMIT_VARIABLES: Readonly<Record<keyof RelayLimits, string>> = {
   idleRoomMs: 'TIDEMARK_IDLE_ROOM_MS',
   maxUnauthenticatedBytes: 'TIDEMARK_MAX_UNAUTHENTICATED_BYTES',
   authTimeoutMs: 'TIDEMARK_AUTH_TIMEOUT_MS',
+  partStallMs: 'TIDEMARK_PART_STALL_MS',
 }
 
 const LOG_LEVELS: readonly RelayLogLevel[] = ['info', 'warn', 'error']

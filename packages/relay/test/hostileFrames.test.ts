@@ -15,7 +15,7 @@ import { afterAll, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import * as Y from 'yjs'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
-import { authFrame, awarenessFrame, syncFrame } from './support/hocuspocusFrames.ts'
+import { authFrame, awarenessFrame, partFrame, syncFrame } from './support/hocuspocusFrames.ts'
 import { type Exit, killRelays, type RelayProcess, spawnRelay } from './support/relayProcess.ts'
 import { dashboardToken, deviceToken, groupEntry, openRoom, relaySocket, replicaLog, SECRET_TEXT, scrapeMetrics, signToken, waitFor, waitUntil } from './support/roomClients.ts'
 
@@ -41,16 +41,6 @@ function frame(room: string, write: (encoder: encoding.Encoder) => void): Uint8A
   write(encoder)
   return encoding.toUint8Array(encoder)
 }
-
-/** A Part (type 100): the `index`th of `count` parts of a message of `total` bytes. */
-const part = (room: string, index: number, count: number, total: number, piece: Uint8Array): Uint8Array =>
-  frame(room, (e) => {
-    encoding.writeVarUint(e, 100)
-    encoding.writeVarUint(e, index)
-    encoding.writeVarUint(e, count)
-    encoding.writeVarUint(e, total)
-    encoding.writeVarUint8Array(e, piece)
-  })
 
 const textFrame = (room: string, type: number, text: string): Uint8Array =>
   frame(room, (e) => {
@@ -208,14 +198,14 @@ it(`${FRAMES} hostile frames: the relay stays up, its memory bounded, another ro
         else if (pick === 9) data = syncFrame(`fleet-good/${int(3) === 0 ? 'd1' : `x${int(100)}`}`, 2, validUpdate(slot))
         else if (pick === 10) data = textFrame(room, 5, 'x'.repeat(int(200)))
         else if (pick === 11) data = syncFrame(room, 2, validUpdate(slot))
-        else if (pick === 12) data = part(room, int(4), int(5), int(MAX_MESSAGE_BYTES * 20), bytes(int(2048)))
+        else if (pick === 12) data = partFrame(room, int(4), int(5), int(MAX_MESSAGE_BYTES * 20), bytes(int(2048)))
         else {
           // All but the last part sent here; the last is this frame.
           const whole = syncFrame(room, 2, validUpdate(slot))
           const count = 2 + int(3)
           const size = Math.ceil(whole.length / count)
-          for (let i = 0; i < count - 1; i++) socket.ws.send(part(room, i, count, whole.length, whole.subarray(i * size, (i + 1) * size)))
-          data = part(room, count - 1, count, whole.length, whole.subarray((count - 1) * size))
+          for (let i = 0; i < count - 1; i++) socket.ws.send(partFrame(room, i, count, whole.length, whole.subarray(i * size, (i + 1) * size)))
+          data = partFrame(room, count - 1, count, whole.length, whole.subarray((count - 1) * size))
         }
       }
       socket.ws.send(data, { binary })

@@ -4,8 +4,8 @@
  * had come in one message. Through a real relay: a device's backlog far over the limit reaches a
  * dashboard exactly; a reconfigured replica's step 2 (its deletions of its old log with its new
  * entries) reaches it as one, so the dashboard never merges the old log; a presence over the
- * limit is withdrawn instead of sent, and the room syncs on; and malformed parts
- * refuse their room alone, with the relay's memory for parts bounded and released.
+ * limit is withdrawn instead of sent, and the room syncs on; a connection closed in the middle
+ * of its messages takes nothing with it. Parts the relay does not put together: partsRefused.test.ts.
  */
 import { createEngine, manual, type StreamEvent, type TidemarkEngine, tumbling } from '@tidemark/engine'
 import { bindDoc, connectRelay, followRooms, type Relay as RelayClient, syncStatusTracker } from '@tidemark/yjs'
@@ -16,11 +16,10 @@ import { Awareness } from 'y-protocols/awareness'
 import * as Y from 'yjs'
 import { type Relay, type RelayOptions, startRelay } from '../src/index.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
-import { authFrame, awarenessFrame, messageFrame, syncFrame, updateFrame } from './support/hocuspocusFrames.ts'
-import { dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, scrapeMetrics, signToken, waitFor, waitUntil } from './support/roomClients.ts'
+import { authFrame, awarenessFrame, partFrame, syncFrame } from './support/hocuspocusFrames.ts'
+import { dashboardToken, metric, openRoom, type RoomClient, relaySocket, SECRET, scrapeMetrics, signToken, waitFor, waitUntil } from './support/roomClients.ts'
 
 const T0 = 1_700_000_040_000
-const PART = 100
 const JITTER = { baseMs: 50, capMs: 200 }
 const relays: Relay[] = []
 const clients: RelayClient[] = []
@@ -265,99 +264,6 @@ async function observe(relay: Relay, room: string): Promise<RoomClient> {
   return observer
 }
 
-/** Part `index` of `count` of a message of `total` bytes in `room`. */
-const part = (room: string, index: number, count: number, total: number, bytes: Uint8Array): Uint8Array =>
-  messageFrame(room, PART, (e) => {
-    encoding.writeVarUint(e, index)
-    encoding.writeVarUint(e, count)
-    encoding.writeVarUint(e, total)
-    encoding.writeVarUint8Array(e, bytes)
-  })
-
-/** `message` cut into `count` parts of `room`. */
-const partsOf = (room: string, message: Uint8Array, count: number): Uint8Array[] => {
-  const size = Math.ceil(message.byteLength / count)
-  return Array.from({ length: count }, (_, i) => part(room, i, count, message.byteLength, message.subarray(i * size, (i + 1) * size)))
-}
-
-describe('malformed parts refuse their room alone', () => {
-  /** An update of `room`'s device writing one window of `source`. */
-  const update = (device: string, start: number): Uint8Array => {
-    const doc = new Y.Doc()
-    replicaLog(doc, device).push([groupEntry(`${device}-temp`, start)])
-    return Y.encodeStateAsUpdate(doc)
-  }
-
-  it.each([
-    ['a part whose first did not come', (room: string) => [part(room, 1, 3, 90, new Uint8Array(30))], 'part 1 of a message whose first part did not come'],
-    ['a message in one part', (room: string) => [part(room, 0, 1, 30, new Uint8Array(30))], 'a message in 1 part: it would have been sent whole'],
-    ['more parts than bytes', (room: string) => [part(room, 0, 40, 30, new Uint8Array(1))], '40 parts for 30 bytes'],
-    ['a part out of order', (room: string) => [part(room, 0, 3, 90, new Uint8Array(30)), part(room, 2, 3, 90, new Uint8Array(30))], 'part 2 came where part 1 was due'],
-    ['a first part again', (room: string) => [part(room, 0, 3, 90, new Uint8Array(30)), part(room, 0, 3, 90, new Uint8Array(30))], "a message's first part came before the last part of the message before it"],
-    ['a part that disagrees', (room: string) => [part(room, 0, 3, 90, new Uint8Array(30)), part(room, 1, 4, 90, new Uint8Array(30))], 'part 1 says 4 parts of 90 bytes, the first said 3 of 90'],
-    ['an empty part', (room: string) => [part(room, 0, 3, 90, new Uint8Array(30)), part(room, 1, 3, 90, new Uint8Array(0))], 'part 1 is empty'],
-    ['parts longer than announced', (room: string) => [part(room, 0, 2, 40, new Uint8Array(30)), part(room, 1, 2, 40, new Uint8Array(30))], 'the parts are longer than the 40 bytes the first announced'],
-    ['parts shorter than announced', (room: string) => [part(room, 0, 2, 90, new Uint8Array(30)), part(room, 1, 2, 90, new Uint8Array(30))], 'the parts make 60 bytes, the first announced 90'],
-    ['parts of another room', (room: string) => partsOf(room, updateFrame('fleet-m/other', update('d1', 0)), 3), 'its parts do not make a step 2 or update of fleet-m/d1'],
-    ['parts of a message that is not a sync', (room: string) => partsOf(room, messageFrame(room, 5, (e) => encoding.writeVarString(e, 'x'.repeat(200))), 3), 'its parts do not make a step 2 or update of fleet-m/d1'],
-    ['parts that are not a message', (room: string) => partsOf(room, new Uint8Array(300).fill(0xff), 3), 'its parts do not make a step 2 or update of fleet-m/d1'],
-  ])('%s', async (_what, frames, detail) => {
-    const relay = await relayWith()
-    const socket = relaySocket(relay.url)
-    sockets.push(socket)
-    const room = openRoom(socket, 'fleet-m/d1', await deviceToken('fleet-m', 'd1'))
-    const other = openRoom(socket, 'fleet-m/d2', await deviceToken('fleet-m', 'd2'))
-    rooms.push(room, other)
-    await waitFor(() => room.synced() && other.synced(), 'both rooms synced')
-    for (const frame of frames('fleet-m/d1')) (socket.webSocket as unknown as WebSocket).send(frame)
-    await waitFor(() => room.closed.length > 0, 'the refusal')
-    expect(room.closed).toEqual([`tidemark:refused malformed-message ${detail}`])
-    // The socket and its other room carry on; nothing of the parts is kept.
-    replicaLog(other.doc, 'd2').push([groupEntry('d2-temp', 60_000)])
-    await waitFor(() => !other.provider.hasUnsyncedChanges, 'the other room acknowledged')
-    expect(other.closed).toEqual([])
-    expect(await metric(relay.httpUrl, 'tidemark_relay_assembling_bytes')).toBe(0)
-  })
-
-  it('a whole sent in parts by hand is applied once and acknowledged; parts announcing more than the room may hold are refused as room-too-large', async () => {
-    const relay = await relayWith({ limits: { maxRoomBytes: 64 << 10 } })
-    const socket = relaySocket(relay.url)
-    sockets.push(socket)
-    const writer = openRoom(socket, 'fleet-m/d1', await deviceToken('fleet-m', 'd1'))
-    const reader = openRoom(relaySocket(relay.url), 'fleet-m/d1', await signToken({ sub: 'ops', role: 'dashboard', rooms: ['fleet-m/*'] }))
-    rooms.push(writer, reader)
-    await waitFor(() => writer.synced() && reader.synced(), 'synced')
-    for (const frame of partsOf('fleet-m/d1', updateFrame('fleet-m/d1', update('d1', 120_000)), 4)) (socket.webSocket as unknown as WebSocket).send(frame)
-    await waitFor(() => replicaLog(reader.doc, 'd1').length === 1, 'the dashboard has the update')
-    expect(await metric(relay.httpUrl, 'tidemark_relay_updates_in_total')).toBe(1)
-    expect(await metric(relay.httpUrl, 'tidemark_relay_messages_in_parts_total')).toBe(1)
-    ;(socket.webSocket as unknown as WebSocket).send(part('fleet-m/d1', 0, 2, 65 << 10, new Uint8Array(1024)))
-    await waitFor(() => writer.closed.length > 0, 'the refusal')
-    expect(writer.closed).toEqual(['tidemark:refused room-too-large'])
-  })
-
-  it('past the bytes the relay assembles at once, a part is refused as rate-limited; a closed socket releases its parts', async () => {
-    // Assembling at most 4 x maxRoomBytes = 256 KiB at once, in parts of up to 64 KiB.
-    const relay = await relayWith({ limits: { maxRoomBytes: 64 << 10, maxMessageBytes: 64 << 10 } })
-    const socket = relaySocket(relay.url)
-    sockets.push(socket)
-    const open: RoomClient[] = []
-    for (let d = 1; d <= 5; d++) open.push(openRoom(socket, `fleet-a/d${d}`, await deviceToken('fleet-a', `d${d}`)))
-    rooms.push(...open)
-    await waitFor(() => open.every((room) => room.synced()), 'five rooms synced')
-    // Four rooms each hold a first part of 60 KiB: 240 KiB.
-    for (let d = 1; d <= 4; d++) (socket.webSocket as unknown as WebSocket).send(part(`fleet-a/d${d}`, 0, 2, 61 << 10, new Uint8Array(60 << 10)))
-    await waitUntil(async () => (await metric(relay.httpUrl, 'tidemark_relay_assembling_bytes')) === 4 * (60 << 10), 'four first parts held')
-    ;(socket.webSocket as unknown as WebSocket).send(part('fleet-a/d5', 0, 2, 61 << 10, new Uint8Array(60 << 10)))
-    await waitFor(() => (open[4] as RoomClient).closed.length > 0, 'the fifth refused')
-    expect((open[4] as RoomClient).closed).toEqual(['tidemark:refused rate-limited'])
-    expect(open.slice(0, 4).map((room) => room.closed)).toEqual([[], [], [], []])
-    // The socket closes: what its rooms were assembling is let go.
-    socket.destroy()
-    await waitUntil(async () => (await metric(relay.httpUrl, 'tidemark_relay_assembling_bytes')) === 0, 'the parts released')
-  })
-})
-
 describe('a room connection closed in the middle of its messages', () => {
   it('a token expiring while parts are on their way: the parts in flight are dropped, and the device joins again and syncs', async () => {
     const limit = 8 << 10
@@ -394,7 +300,7 @@ describe('a room connection closed in the middle of its messages', () => {
       return awarenessFrame('fleet-p/d1', encoding.toUint8Array(update))
     }
     // Behind 600 step 1s: the first 299 parts of a message, and a presence; then the socket closes.
-    const parts = Array.from({ length: 299 }, (_, i) => part('fleet-p/d1', i, 300, 300 * 800, new Uint8Array(800).fill(1)))
+    const parts = Array.from({ length: 299 }, (_, i) => partFrame('fleet-p/d1', i, 300, 300 * 800, new Uint8Array(800).fill(1)))
     await closeBehindQueue(relay, 'fleet-p/d1', await dashboardToken('fleet-p'), [...parts, presence(1, 'ops')])
     await expect(waitUntil(async () => (await metric(relay.httpUrl, 'tidemark_relay_assembling_bytes')) > 0, 'parts taken after the close', 1_500)).rejects.toThrow(/timed out/)
     // The same dashboard's presence on a new connection is its own again.

@@ -34,7 +34,7 @@ import { classifyRoom } from '../rooms/roomName.ts'
 import type { RoomSizes } from '../rooms/roomSizes.ts'
 import type { RelayLog } from '../relayLog.ts'
 import { ConnectionGate, type HeldUpdate } from './connectionGate.ts'
-import { firstPartProblem, MessageParts } from './messageParts.ts'
+import { AssemblingMessages, firstPartProblem, MessageParts } from './messageParts.ts'
 import type { SocketGuard } from './socketGuard.ts'
 import { RoomPresence } from './roomPresence.ts'
 import type { TokenExpiry } from './tokenExpiry.ts'
@@ -51,8 +51,13 @@ export interface AccessGateLimits {
   readonly maxRooms: number
   /** Bytes of updates one connection may have held, waiting for what they depend on. */
   readonly maxHeldBytes: number
-  /** Bytes of messages received in parts and not whole yet, across connections; past it, a part is refused as `rate-limited`. */
+  /**
+   * Bytes of messages received in parts and not whole yet, across connections. A part past it
+   * lets go of messages stalled `partStallMs` or longer (their connections refused as
+   * `rate-limited`) if that makes room, or else is refused as `rate-limited` itself.
+   */
   readonly maxAssemblingBytes: number
+  readonly partStallMs: number
 }
 
 /** Updates one connection may have held (each changed document is checked against each of them). */
@@ -116,7 +121,7 @@ export class AccessGate implements Extension {
   /** Who holds which client id's presence in each room (told to the other relays through `presence.share`). */
   readonly presence = new RoomPresence()
   #heldUpdates = 0
-  #assemblingBytes = 0
+  readonly #assembling = new AssemblingMessages<ConnectionGate, Connection>()
   #closing = false
 
   constructor(deps: {
@@ -156,7 +161,7 @@ export class AccessGate implements Extension {
 
   /** Bytes of messages being received in parts, across connections. */
   get assemblingBytes(): number {
-    return this.#assemblingBytes
+    return this.#assembling.bytes
   }
 
   async onAuthenticate({ token, documentName, connectionConfig, context, instance }: onAuthenticatePayload): Promise<RelayContext> {
@@ -332,17 +337,19 @@ export class AccessGate implements Extension {
       if (gate.parts !== null) return new Refusal('malformed-message', "a message's first part came before the last part of the message before it")
       const problem = firstPartProblem(header)
       if (problem !== null) return new Refusal('malformed-message', problem)
-      if (!this.#sizes.admits(gate.roomName, document, header.total)) return new Refusal('room-too-large')
+      // A reader's whole is not applied: it cannot make the room larger.
+      if (!connection.readOnly && !this.#sizes.admits(gate.roomName, document, header.total)) return new Refusal('room-too-large')
       gate.parts = new MessageParts(header)
     }
     const parts = gate.parts
     if (parts === null) return new Refusal('malformed-message', `part ${header.index} of a message whose first part did not come`)
-    if (this.#assemblingBytes + bytes.byteLength > this.#limits.maxAssemblingBytes) return new Refusal('rate-limited')
+    if (!this.#roomForPart(gate, bytes.byteLength)) return new Refusal('rate-limited')
     const problem = parts.add(header, bytes)
     if (problem !== null) return new Refusal('malformed-message', problem)
-    this.#assemblingBytes += bytes.byteLength
+    this.#assembling.added(gate, connection, bytes.byteLength, this.#now())
     if (!parts.complete) return 'drop'
-    this.#assemblingBytes -= gate.dropParts()
+    gate.parts = null
+    this.#assembling.release(gate)
     this.#metrics.messagesInParts++
     const frame = readFrame(parts.whole())
     if (!frame.ok || frame.room !== gate.roomName || (frame.type !== MESSAGE.sync && frame.type !== MESSAGE.syncReply) || (frame.step !== SYNC_STEP.step2 && frame.step !== SYNC_STEP.update)) {
@@ -354,6 +361,22 @@ export class AccessGate implements Extension {
     if (connection.readOnly) acknowledge(connection, document, frame.step === SYNC_STEP.step2 && Y.snapshotContainsUpdate(Y.snapshot(document), frame.payload))
     else applyAsHocuspocus(connection, document, frame.payload)
     return 'drop'
+  }
+
+  /**
+   * Whether `bytes` more of `gate`'s message fit under the cap on bytes in parts, once the
+   * messages of other connections that stalled, if letting them go makes room, are let go.
+   */
+  #roomForPart(gate: ConnectionGate, bytes: number): boolean {
+    const now = this.#now()
+    const stalled = this.#assembling.stalled(bytes, this.#limits.maxAssemblingBytes, now - this.#limits.partStallMs, gate)
+    if (stalled === null) return false
+    for (const [connection, owner] of stalled) {
+      this.#metrics.messagesInPartsStalled++
+      this.#log('info', `let go of ${owner.grant.subject}'s message in parts in ${owner.roomName}: no part for ${this.#limits.partStallMs / 1000} s or more while others' parts needed the room`)
+      this.#refuse(owner, connection, null, null, new Refusal('rate-limited'))
+    }
+    return true
   }
 
   /** Whether a client id is another live connection's presence in `document` (what `authorizeUpdate` refuses to let `gate` write under first). */
@@ -410,7 +433,8 @@ export class AccessGate implements Extension {
     gate.ended = true
     this.#expiry.disarm(gate)
     this.#heldUpdates -= gate.dropHeld()
-    this.#assemblingBytes -= gate.dropParts()
+    gate.parts = null
+    this.#assembling.release(gate)
     return true
   }
 

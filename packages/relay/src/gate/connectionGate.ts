@@ -70,13 +70,6 @@ export class ConnectionGate {
     return end
   }
 
-  /** Drops the parts of a message not received whole; returns their bytes. */
-  dropParts(): number {
-    const bytes = this.parts?.bytes ?? 0
-    this.parts = null
-    return bytes
-  }
-
   /** Drops the held updates; returns how many there were. */
   dropHeld(): number {
     const n = this.held.length

@@ -77,3 +77,66 @@ export class MessageParts {
     return whole
   }
 }
+
+/**
+ * The messages being received in parts across the relay's room connections, by their owner
+ * (a connection), least recently added to first, and their bytes together. Bytes in parts are
+ * capped: past the cap, messages whose next part is long overdue are let go to make room for
+ * parts that keep coming, so a client that starts messages and never finishes them holds the
+ * relay's room for parts only as long as no one else needs it.
+ *
+ * @example
+ * const assembling = new AssemblingMessages<object, string>()
+ * const slow = {}
+ * assembling.added(slow, 'slow', 60, 1_000) // its latest part at 1 s
+ * // At 31 s, 50 more bytes under a cap of 100, stalled = no part for 30 s:
+ * assembling.stalled(50, 100, 31_000 - 30_000, null) // [['slow', slow]]
+ * assembling.release(slow)
+ * assembling.bytes // 0
+ */
+export class AssemblingMessages<Owner, Handle> {
+  readonly #entries = new Map<Owner, { bytes: number; at: number; readonly handle: Handle }>()
+  #bytes = 0
+
+  /** Bytes received of messages not whole yet, across owners. */
+  get bytes(): number {
+    return this.#bytes
+  }
+
+  /** `owner` (known to the caller as `handle`) received `bytes` more of its message at `now`. */
+  added(owner: Owner, handle: Handle, bytes: number, now: number): void {
+    const entry = this.#entries.get(owner)
+    // Taken out and put back: the map stays in the order of each owner's latest part.
+    this.#entries.delete(owner)
+    this.#entries.set(owner, { bytes: (entry?.bytes ?? 0) + bytes, at: now, handle })
+    this.#bytes += bytes
+  }
+
+  /** `owner`'s message is whole or let go: its bytes are no longer held. */
+  release(owner: Owner): void {
+    const entry = this.#entries.get(owner)
+    if (entry === undefined) return
+    this.#entries.delete(owner)
+    this.#bytes -= entry.bytes
+  }
+
+  /**
+   * The messages to let go so that `bytes` more fit under `cap` (their handles and owners, least
+   * recently added to first): only those whose latest part came at or before `stalledSince`,
+   * never `keep`'s. Null when letting all of those go would still not make room: then none is.
+   */
+  stalled(bytes: number, cap: number, stalledSince: number, keep: Owner | null): [Handle, Owner][] | null {
+    let over = this.#bytes + bytes - cap
+    if (over <= 0) return []
+    const chosen: [Handle, Owner][] = []
+    for (const [owner, entry] of this.#entries) {
+      // In the order of their latest parts: every later one is more recent still.
+      if (entry.at > stalledSince) break
+      if (owner === keep) continue
+      chosen.push([entry.handle, owner])
+      over -= entry.bytes
+      if (over <= 0) return chosen
+    }
+    return null
+  }
+}

@@ -56,6 +56,8 @@ export class RelayMetrics {
   updatesHeld = 0
   /** Messages received in parts and put together whole. */
   messagesInParts = 0
+  /** Messages in parts let go, stalled, to make room for other connections' parts. */
+  messagesInPartsStalled = 0
   /** WebSocket protocol errors (invalid UTF-8, oversized frames, bad opcodes…). */
   socketErrors = 0
   /** Promise rejections nobody handled, logged instead of ending the process. */
@@ -151,6 +153,9 @@ export class RelayMetrics {
     metric('tidemark_relay_held_updates', 'gauge', 'Updates held until the updates they depend on arrive.', [`tidemark_relay_held_updates ${gauges.heldUpdates}`])
     metric('tidemark_relay_messages_in_parts_total', 'counter', 'Messages over the message size limit received in parts and put together whole.', [
       `tidemark_relay_messages_in_parts_total ${this.messagesInParts}`,
+    ])
+    metric('tidemark_relay_messages_in_parts_stalled_total', 'counter', "Messages in parts let go, their next part overdue, to make room for other connections' parts.", [
+      `tidemark_relay_messages_in_parts_stalled_total ${this.messagesInPartsStalled}`,
     ])
     metric('tidemark_relay_assembling_bytes', 'gauge', 'Bytes of messages received in parts, their last part not yet come.', [`tidemark_relay_assembling_bytes ${gauges.assemblingBytes}`])
     metric('tidemark_relay_tokens_expired_total', 'counter', 'Room connections closed because their token expired (the client joins again with a fresh one).', [

@@ -43,3 +43,22 @@ export function updateFrame(room: string, update: Uint8Array): Uint8Array {
 export function awarenessFrame(room: string, payload: Uint8Array): Uint8Array {
   return messageFrame(room, AWARENESS, (e) => encoding.writeVarUint8Array(e, payload))
 }
+
+/** The relay's Part message type (a Sync message over the size limit, in parts). */
+const PART = 100
+
+/** Part `index` of `count` of a message of `total` bytes in `room`. */
+export function partFrame(room: string, index: number, count: number, total: number, bytes: Uint8Array): Uint8Array {
+  return messageFrame(room, PART, (e) => {
+    encoding.writeVarUint(e, index)
+    encoding.writeVarUint(e, count)
+    encoding.writeVarUint(e, total)
+    encoding.writeVarUint8Array(e, bytes)
+  })
+}
+
+/** `message` cut into `count` parts of `room`. */
+export function partsOf(room: string, message: Uint8Array, count: number): Uint8Array[] {
+  const size = Math.ceil(message.byteLength / count)
+  return Array.from({ length: count }, (_, i) => partFrame(room, i, count, message.byteLength, message.subarray(i * size, (i + 1) * size)))
+}
