@@ -343,9 +343,10 @@ export class AccessGate implements Extension {
     }
     const parts = gate.parts
     if (parts === null) return new Refusal('malformed-message', `part ${header.index} of a message whose first part did not come`)
-    if (!this.#roomForPart(gate, bytes.byteLength)) return new Refusal('rate-limited')
-    const problem = parts.add(header, bytes)
+    const problem = parts.problem(header, bytes)
     if (problem !== null) return new Refusal('malformed-message', problem)
+    if (!this.#roomForPart(gate, bytes.byteLength)) return new Refusal('rate-limited')
+    parts.add(bytes)
     this.#assembling.added(gate, connection, bytes.byteLength, this.#now())
     if (!parts.complete) return 'drop'
     gate.parts = null

@@ -24,8 +24,10 @@ export function firstPartProblem(header: PartHeader): string | null {
  *
  * @example
  * const parts = new MessageParts({ index: 0, count: 2, total: 5 })
- * parts.add({ index: 0, count: 2, total: 5 }, new Uint8Array(3)) // null
- * parts.add({ index: 1, count: 2, total: 5 }, new Uint8Array(2)) // null
+ * parts.problem({ index: 0, count: 2, total: 5 }, new Uint8Array(3)) // null
+ * parts.add(new Uint8Array(3))
+ * parts.problem({ index: 1, count: 2, total: 6 }, new Uint8Array(3)) // 'part 1 says 2 parts of 6 bytes, the first said 2 of 5'
+ * parts.add(new Uint8Array(2))
  * parts.complete // true
  * parts.whole().byteLength // 5
  */
@@ -49,8 +51,8 @@ export class MessageParts {
     return this.#pieces.length === this.#header.count
   }
 
-  /** Adds the next part's bytes (kept, not copied); why it cannot be the next part, or null. */
-  add(header: PartHeader, bytes: Uint8Array): string | null {
+  /** Why a part cannot be the next one, or null. */
+  problem(header: PartHeader, bytes: Uint8Array): string | null {
     const expected = this.#header
     if (header.count !== expected.count || header.total !== expected.total) {
       return `part ${header.index} says ${header.count} parts of ${header.total} bytes, the first said ${expected.count} of ${expected.total}`
@@ -61,9 +63,13 @@ export class MessageParts {
     if (header.index === expected.count - 1 && this.#bytes + bytes.byteLength !== expected.total) {
       return `the parts make ${this.#bytes + bytes.byteLength} bytes, the first announced ${expected.total}`
     }
+    return null
+  }
+
+  /** Adds the next part's bytes (kept, not copied), once `problem` found none. */
+  add(bytes: Uint8Array): void {
     this.#pieces.push(bytes)
     this.#bytes += bytes.byteLength
-    return null
   }
 
   /** The whole message (call once `complete`). */
