@@ -30,9 +30,10 @@ export interface RelayLimits {
   /** Time a new socket has to authenticate a room, ms. Default 10 s. */
   readonly authTimeoutMs: number
   /**
-   * How long a message in parts may wait for its next part before, when the relay's room for
-   * parts (4 × `maxRoomBytes`) is needed by other connections' parts, it is let go and its room
-   * connection refused as `rate-limited` (the client joins again and sends it anew), ms. Default 30 s.
+   * How long a message in parts may go with nothing more coming (no part, no byte on its socket)
+   * before, when the relay's room for parts (4 × `maxRoomBytes`) is needed by other connections'
+   * parts, it is let go and its room connection refused as `rate-limited` (the client joins again
+   * and sends it anew), ms. Default 30 s.
    */
   readonly partStallMs: number
 }

@@ -5,7 +5,7 @@
  */
 import { mkdir } from 'node:fs/promises'
 import http from 'node:http'
-import type { AddressInfo } from 'node:net'
+import type { AddressInfo, Socket } from 'node:net'
 import { Hocuspocus } from '@hocuspocus/server'
 import { WebSocketServer } from 'ws'
 import { DevTokenIssuer } from './auth/devTokenIssuer.ts'
@@ -168,7 +168,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
         metrics.socketErrors++
         if (error.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') metrics.refused('too-large')
       })
-      const guard = new SocketGuard(ws, o.limits, metrics, o.timers)
+      const guard = new SocketGuard(ws, o.limits, metrics, o.timers, socket as Socket)
       guard.install()
       hocuspocus.handleConnection(ws, request, { socket: guard })
     })

@@ -9,8 +9,8 @@ import * as encoding from 'lib0/encoding'
 import * as Y from 'yjs'
 import { type Relay, type RelayOptions, startRelay } from '../src/index.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
-import { messageFrame, partFrame, partsOf, syncFrame, updateFrame } from './support/hocuspocusFrames.ts'
-import { deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, signToken, waitFor, waitUntil } from './support/roomClients.ts'
+import { awarenessFrame, messageFrame, partFrame, partsOf, syncFrame, updateFrame } from './support/hocuspocusFrames.ts'
+import { dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, signToken, waitFor, waitUntil } from './support/roomClients.ts'
 
 const relays: Relay[] = []
 const rooms: RoomClient[] = []
@@ -90,23 +90,29 @@ describe('malformed parts refuse their room alone', () => {
     expect(writer.closed).toEqual(['tidemark:refused room-too-large'])
   })
 
-  it("a dashboard's step 2 in parts, larger than the room may hold, is put together and not applied, not refused as room-too-large", async () => {
-    const relay = await relayWith({ limits: { maxRoomBytes: 16 << 10, maxMessageBytes: 16 << 10 } })
+  it("a dashboard's step 2 in parts, larger than what the room has left, is put together and not applied, not refused as room-too-large", async () => {
+    const relay = await relayWith({ limits: { maxRoomBytes: 48 << 10, maxMessageBytes: 16 << 10 } })
     const socket = relaySocket(relay.url)
     sockets.push(socket)
     const reader = openRoom(socket, 'fleet-m/d1', await signToken({ sub: 'ops', role: 'dashboard', rooms: ['fleet-m/*'] }))
     const writer = openRoom(relaySocket(relay.url), 'fleet-m/d1', await deviceToken('fleet-m', 'd1'))
     rooms.push(reader, writer)
     await waitFor(() => reader.synced() && writer.synced(), 'synced')
-    // What a dashboard holds of a room a restarted relay lost: 500 entries, about 40 KiB.
+    // The device fills about half of the room, in updates within the message limit.
+    for (let batch = 0; batch < 6; batch++) {
+      replicaLog(writer.doc, 'd1').push(Array.from({ length: 50 }, (_, i) => groupEntry('d1-temp', (batch * 50 + i) * 60_000)))
+      await waitFor(() => !writer.provider.hasUnsyncedChanges, 'the device acknowledged')
+    }
+    expect(Y.encodeStateAsUpdate(writer.doc).byteLength).toBeGreaterThan(20 << 10)
+    // What a dashboard holds of a room a restarted relay lost: 400 other entries, about 30 KiB.
     const held = new Y.Doc()
-    replicaLog(held, 'd1').push(Array.from({ length: 500 }, (_, i) => groupEntry('d1-temp', i * 60_000)))
+    replicaLog(held, 'd1').push(Array.from({ length: 400 }, (_, i) => groupEntry('d1-temp', (1_000 + i) * 60_000)))
     const step2 = syncFrame('fleet-m/d1', 1, Y.encodeStateAsUpdate(held))
-    expect(step2.byteLength).toBeGreaterThan(32 << 10)
+    expect(step2.byteLength).toBeGreaterThan(28 << 10)
     send(socket, ...partsOf('fleet-m/d1', step2, 4))
     await waitUntil(async () => (await metric(relay.httpUrl, 'tidemark_relay_messages_in_parts_total')) === 1, 'the whole put together')
     expect(reader.closed).toEqual([])
-    expect(replicaLog(writer.doc, 'd1').length).toBe(0)
+    expect(replicaLog(writer.doc, 'd1').length).toBe(300)
   })
 
   it('past the bytes the relay assembles at once, a part is refused as rate-limited; a closed socket releases its parts', async () => {
@@ -132,48 +138,113 @@ describe('malformed parts refuse their room alone', () => {
 })
 
 
-describe('under the cap on bytes in parts, a stalled message makes room for parts that keep coming', () => {
-  /** A relay holding at most 4 x 64 KiB in parts, on a clock the test moves; a socket with devices d1…d`n` of fleet-a open on it. */
+describe('under the cap on bytes in parts, messages that stalled or are overdue make room for parts that keep coming', () => {
+  const KIB = 1 << 10
+  /** A relay holding at most 4 x 64 KiB in parts, on a clock the test moves, with devices d1…d`n` of fleet-a, each on a socket of its own. */
   async function stallSetup(devices: number) {
     const clock = { now: Date.now() }
-    const relay = await relayWith({ limits: { maxRoomBytes: 64 << 10, maxMessageBytes: 64 << 10 }, now: () => clock.now })
-    const socket = relaySocket(relay.url)
-    sockets.push(socket)
-    const open: RoomClient[] = []
-    for (let d = 1; d <= devices; d++) open.push(openRoom(socket, `fleet-a/d${d}`, await deviceToken('fleet-a', `d${d}`)))
-    rooms.push(...open)
-    await waitFor(() => open.every((room) => room.synced()), `${devices} rooms synced`)
-    const assembling = () => metric(relay.httpUrl, 'tidemark_relay_assembling_bytes')
-    /** Sends part `index` of a message of 2 x 30 KiB + 1 KiB (60 KiB for part 0 of 2 when `index` is null) in room `d`, and waits until the relay holds `holds` KiB. */
-    const sendPart = async (d: number, index: number | null, holds: number): Promise<void> => {
-      const frame = index === null ? partFrame(`fleet-a/d${d}`, 0, 2, 61 << 10, new Uint8Array(60 << 10)) : partFrame(`fleet-a/d${d}`, index, 3, 61 << 10, new Uint8Array(30 << 10))
-      send(socket, frame)
-      await waitUntil(async () => (await assembling()) === holds << 10, `${holds} KiB held after d${d}'s part`)
+    const relay = await relayWith({ limits: { maxRoomBytes: 64 * KIB, maxMessageBytes: 64 * KIB }, now: () => clock.now })
+    const open: { room: RoomClient; socket: ReturnType<typeof relaySocket> }[] = []
+    for (let d = 1; d <= devices; d++) {
+      const socket = relaySocket(relay.url)
+      sockets.push(socket)
+      open.push({ socket, room: openRoom(socket, `fleet-a/d${d}`, await deviceToken('fleet-a', `d${d}`)) })
     }
-    return { relay, socket, clock, open, sendPart }
+    rooms.push(...open.map(({ room }) => room))
+    await waitFor(() => open.every(({ room }) => room.synced()), `${devices} rooms synced`)
+    const at = (d: number) => open[d - 1] as { room: RoomClient; socket: ReturnType<typeof relaySocket> }
+    /** Sends part `index` of `count` of a message of `total` bytes in room `d` (`bytes` of it), and waits until the relay holds `holds` KiB. */
+    const sendPart = async (d: number, [index, count, total]: [number, number, number], bytes: number, holds: number): Promise<void> => {
+      send(at(d).socket, partFrame(`fleet-a/d${d}`, index, count, total, new Uint8Array(bytes)))
+      await waitUntil(async () => (await metric(relay.httpUrl, 'tidemark_relay_assembling_bytes')) === holds * KIB, `${holds} KiB held after d${d}'s part`)
+    }
+    const closes = () => open.map(({ room }) => room.closed)
+    const stalledTotal = () => metric(relay.httpUrl, 'tidemark_relay_messages_in_parts_stalled_total')
+    return { relay, clock, at, sendPart, closes, stalledTotal }
   }
+  const RATE_LIMITED = ['tidemark:refused rate-limited']
 
-  it('the message whose latest part is oldest is let go, not the one that started first; nothing is let go before partStallMs', async () => {
-    const { relay, socket, clock, open, sendPart } = await stallSetup(6)
+  it('the message that moved least recently is let go, not the one that started first; nothing is let go before partStallMs', async () => {
+    const { clock, at, sendPart, closes, stalledTotal } = await stallSetup(6)
     const t0 = clock.now
-    // d1 started first and is still sending; d2, d3 and d4 sent one part 10 s in and no more.
-    await sendPart(1, 0, 30)
+    const half: [number, number, number] = [0, 2, 61 * KIB]
+    // d1 started first (5 s in; due at 30 s + 61 KiB at 8 KiB/s, 42.6 s) and is still sending;
+    // d2, d3 and d4 sent one part 10 s in and no more.
+    clock.now = t0 + 5_000
+    await sendPart(1, [0, 3, 61 * KIB], 30 * KIB, 30)
     clock.now = t0 + 10_000
-    await sendPart(2, null, 90)
-    await sendPart(3, null, 150)
-    await sendPart(4, null, 210)
+    await sendPart(2, half, 60 * KIB, 90)
+    await sendPart(3, half, 60 * KIB, 150)
+    await sendPart(4, half, 60 * KIB, 210)
     clock.now = t0 + 20_000
-    await sendPart(1, 1, 240)
+    await sendPart(1, [1, 3, 61 * KIB], 30 * KIB, 240)
     // 29.999 s after d2's part: not stalled yet, so d5's 60 KiB (past 256 KiB) is refused.
     clock.now = t0 + 39_999
-    send(socket, partFrame('fleet-a/d5', 0, 2, 61 << 10, new Uint8Array(60 << 10)))
-    await waitFor(() => (open[4] as RoomClient).closed.length > 0, 'd5 refused')
-    expect((open[4] as RoomClient).closed).toEqual(['tidemark:refused rate-limited'])
-    expect(await metric(relay.httpUrl, 'tidemark_relay_messages_in_parts_stalled_total')).toBe(0)
+    send(at(5).socket, partFrame('fleet-a/d5', 0, 2, 61 * KIB, new Uint8Array(60 * KIB)))
+    await waitFor(() => at(5).room.closed.length > 0, 'd5 refused')
+    expect(at(5).room.closed).toEqual(RATE_LIMITED)
+    expect(await stalledTotal()).toBe(0)
     // At 30 s, d6's part lets go of d2's message alone: 60 KiB are enough room.
     clock.now = t0 + 40_000
-    await sendPart(6, null, 240)
-    expect(open.map((room) => room.closed)).toEqual([[], ['tidemark:refused rate-limited'], [], [], ['tidemark:refused rate-limited'], []])
-    expect(await metric(relay.httpUrl, 'tidemark_relay_messages_in_parts_stalled_total')).toBe(1)
+    await sendPart(6, half, 60 * KIB, 240)
+    expect(closes()).toEqual([[], RATE_LIMITED, [], [], RATE_LIMITED, []])
+    expect(await stalledTotal()).toBe(1)
+  })
+
+  it('a message whose socket keeps receiving is not stalled; one kept alive by a trickle of parts is let go once overdue', async () => {
+    const { relay, clock, at, sendPart, closes, stalledTotal } = await stallSetup(6)
+    const t0 = clock.now
+    // d1's socket receives all along (as while a part crosses a slow link), seen by an observer of d1's room.
+    const observer = openRoom(relaySocket(relay.url), 'fleet-a/d1', await dashboardToken('fleet-a'))
+    rooms.push(observer)
+    await waitFor(() => observer.synced(), 'the observer synced')
+    let presenceClock = 0
+    const keepReceiving = async (): Promise<void> => {
+      const update = encoding.createEncoder()
+      encoding.writeVarUint(update, 1)
+      encoding.writeVarUint(update, 4242)
+      encoding.writeVarUint(update, ++presenceClock)
+      encoding.writeVarString(update, JSON.stringify({ at: presenceClock }))
+      send(at(1).socket, awarenessFrame('fleet-a/d1', encoding.toUint8Array(update)))
+      const shown = presenceClock
+      await waitFor(() => (observer.provider.awareness?.getStates().get(4242) as { at?: number } | undefined)?.at === shown, 'the relay read it')
+    }
+    await sendPart(1, [0, 2, 61 * KIB], 60 * KIB, 60)
+    // d2, d3 and d4 send a byte every 29 s of a message of 61 KiB in 1,025 parts: never stalled.
+    for (let d = 2; d <= 4; d++) await sendPart(d, [0, 1025, 61 * KIB], 60 * KIB, 60 * d)
+    clock.now = t0 + 29_000
+    for (let d = 2; d <= 4; d++) await sendPart(d, [1, 1025, 61 * KIB], 1, 240 + (d - 1) / KIB)
+    await keepReceiving()
+    // At 35 s d1 had no part for 35 s but its socket received: nothing has stalled, and the
+    // tricklers are not overdue yet (due 30 s + 61 KiB at 8 KiB/s after their first part, 37.6 s).
+    clock.now = t0 + 35_000
+    send(at(5).socket, partFrame('fleet-a/d5', 0, 2, 61 * KIB, new Uint8Array(60 * KIB)))
+    await waitFor(() => at(5).room.closed.length > 0, 'd5 refused')
+    expect(await stalledTotal()).toBe(0)
+    // At 38 s the tricklers are overdue: the one that moved least recently goes, d1 stays.
+    clock.now = t0 + 38_000
+    await keepReceiving()
+    await sendPart(6, [0, 2, 61 * KIB], 60 * KIB, 240 + 2 / KIB)
+    expect(closes()).toEqual([[], RATE_LIMITED, [], [], RATE_LIMITED, []])
+    expect(await stalledTotal()).toBe(1)
+  })
+
+  it("one sender holds at most one room's worth in parts; a dashboard's whole is bounded by what a room may hold", async () => {
+    const relay = await relayWith({ limits: { maxRoomBytes: 64 * KIB, maxMessageBytes: 64 * KIB } })
+    const socket = relaySocket(relay.url)
+    sockets.push(socket)
+    const token = await dashboardToken('fleet-m')
+    const [d1, d2, d3] = [1, 2, 3].map((d) => openRoom(socket, `fleet-m/d${d}`, token)) as [RoomClient, RoomClient, RoomClient]
+    rooms.push(d1, d2, d3)
+    await waitFor(() => d1.synced() && d2.synced() && d3.synced(), 'three rooms synced')
+    send(socket, partFrame('fleet-m/d1', 0, 2, 41 * KIB, new Uint8Array(40 * KIB)))
+    await waitUntil(async () => (await metric(relay.httpUrl, 'tidemark_relay_assembling_bytes')) === 40 * KIB, 'the first held')
+    // Another 40 KiB of the same sender's would pass 64 KiB, with the relay's 256 KiB far from full.
+    send(socket, partFrame('fleet-m/d2', 0, 2, 41 * KIB, new Uint8Array(40 * KIB)))
+    await waitFor(() => d2.closed.length > 0, 'the second refused')
+    expect(d2.closed).toEqual(RATE_LIMITED)
+    send(socket, partFrame('fleet-m/d3', 0, 2, 64 * KIB + 1, new Uint8Array(1 * KIB)))
+    await waitFor(() => d3.closed.length > 0, 'the third refused')
+    expect([d1.closed, d3.closed]).toEqual([[], ['tidemark:refused room-too-large']])
   })
 })

@@ -51,9 +51,11 @@ export interface AccessGateLimits {
   readonly maxRooms: number
   /** Bytes of updates one connection may have held, waiting for what they depend on. */
   readonly maxHeldBytes: number
+  /** Bytes a room may hold; also what one sender (a token's subject) may have in parts at once. */
+  readonly maxRoomBytes: number
   /**
    * Bytes of messages received in parts and not whole yet, across connections. A part past it
-   * lets go of messages stalled `partStallMs` or longer (their connections refused as
+   * lets go of messages stalled or overdue (`AssemblingMessages`; their connections refused as
    * `rate-limited`) if that makes room, or else is refused as `rate-limited` itself.
    */
   readonly maxAssemblingBytes: number
@@ -121,7 +123,7 @@ export class AccessGate implements Extension {
   /** Who holds which client id's presence in each room (told to the other relays through `presence.share`). */
   readonly presence = new RoomPresence()
   #heldUpdates = 0
-  readonly #assembling = new AssemblingMessages<ConnectionGate, Connection>()
+  readonly #assembling: AssemblingMessages<ConnectionGate, Connection>
   #closing = false
 
   constructor(deps: {
@@ -137,6 +139,7 @@ export class AccessGate implements Extension {
     this.#verifier = deps.verifier
     this.#metrics = deps.metrics
     this.#limits = deps.limits
+    this.#assembling = new AssemblingMessages(deps.limits.partStallMs)
     this.#sizes = deps.sizes
     this.#idle = deps.idle
     this.#log = deps.log
@@ -181,7 +184,8 @@ export class AccessGate implements Extension {
     // Dashboards only read; a directory is written by the relay alone.
     connectionConfig.readOnly = grant.role === 'dashboard' || room.kind === 'directory'
     const rate = { perSecond: this.#limits.updatesPerSecond, burst: this.#limits.updateBurst }
-    return { tidemark: { gate: new ConnectionGate(grant, room, documentName, rate, this.#now) } }
+    const socket = (context as RelayContext).socket
+    return { tidemark: { gate: new ConnectionGate(grant, room, documentName, rate, this.#now, () => socket?.bytesRead ?? 0) } }
   }
 
   async connected({ documentName, context, connection }: connectedPayload): Promise<void> {
@@ -337,8 +341,8 @@ export class AccessGate implements Extension {
       if (gate.parts !== null) return new Refusal('malformed-message', "a message's first part came before the last part of the message before it")
       const problem = firstPartProblem(header)
       if (problem !== null) return new Refusal('malformed-message', problem)
-      // A reader's whole is not applied: it cannot make the room larger.
-      if (!connection.readOnly && !this.#sizes.admits(gate.roomName, document, header.total)) return new Refusal('room-too-large')
+      // A reader's whole is never applied: bound by what a room may hold, not by what this one has left.
+      if (connection.readOnly ? header.total > this.#limits.maxRoomBytes : !this.#sizes.admits(gate.roomName, document, header.total)) return new Refusal('room-too-large')
       gate.parts = new MessageParts(header)
     }
     const parts = gate.parts
@@ -347,7 +351,7 @@ export class AccessGate implements Extension {
     if (problem !== null) return new Refusal('malformed-message', problem)
     if (!this.#roomForPart(gate, bytes.byteLength)) return new Refusal('rate-limited')
     parts.add(bytes)
-    this.#assembling.added(gate, connection, bytes.byteLength, this.#now())
+    this.#assembling.added(gate, connection, gate.grant.subject, header.total, bytes.byteLength, this.#now(), gate.received())
     if (!parts.complete) return 'drop'
     gate.parts = null
     this.#assembling.release(gate)
@@ -365,16 +369,17 @@ export class AccessGate implements Extension {
   }
 
   /**
-   * Whether `bytes` more of `gate`'s message fit under the cap on bytes in parts, once the
-   * messages of other connections that stalled, if letting them go makes room, are let go.
+   * Whether `bytes` more of `gate`'s message fit: within its sender's share (one room's worth),
+   * and under the cap on bytes in parts once other connections' messages that stalled or are
+   * overdue, if letting them go makes room, are let go.
    */
   #roomForPart(gate: ConnectionGate, bytes: number): boolean {
-    const now = this.#now()
-    const stalled = this.#assembling.stalled(bytes, this.#limits.maxAssemblingBytes, now - this.#limits.partStallMs, gate)
+    if (this.#assembling.bytesOf(gate.grant.subject) + bytes > this.#limits.maxRoomBytes) return false
+    const stalled = this.#assembling.stalled(bytes, this.#limits.maxAssemblingBytes, this.#now(), gate, (owner) => owner.received())
     if (stalled === null) return false
     for (const [connection, owner] of stalled) {
       this.#metrics.messagesInPartsStalled++
-      this.#log('info', `let go of ${owner.grant.subject}'s message in parts in ${owner.roomName}: no part for ${this.#limits.partStallMs / 1000} s or more while others' parts needed the room`)
+      this.#log('info', `let go of ${owner.grant.subject}'s message in parts in ${owner.roomName}: stalled or overdue while others' parts needed the room`)
       this.#refuse(owner, connection, null, null, new Refusal('rate-limited'))
     }
     return true

@@ -49,8 +49,12 @@ export class ConnectionGate {
   ended = false
   #chain: Promise<void> = Promise.resolve()
 
-  constructor(grant: AccessGrant, room: RoomKind, roomName: string, rate: { readonly perSecond: number; readonly burst: number }, now: () => number) {
+  /** Bytes its socket has received so far (a message in parts moves while they grow). */
+  readonly received: () => number
+
+  constructor(grant: AccessGrant, room: RoomKind, roomName: string, rate: { readonly perSecond: number; readonly burst: number }, now: () => number, received: () => number = () => 0) {
     this.grant = grant
+    this.received = received
     this.room = room
     this.roomName = roomName
     this.bucket = new TokenBucket(rate.perSecond, rate.burst, now)

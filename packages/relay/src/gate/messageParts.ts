@@ -85,37 +85,80 @@ export class MessageParts {
 }
 
 /**
- * The messages being received in parts across the relay's room connections, by their owner
- * (a connection), least recently added to first, and their bytes together. Bytes in parts are
- * capped: past the cap, messages whose next part is long overdue are let go to make room for
- * parts that keep coming, so a client that starts messages and never finishes them holds the
- * relay's room for parts only as long as no one else needs it.
+ * The slowest a message in parts may come, in bytes per second (64 kbit/s): one that took longer
+ * than `stallMs` plus its size at this rate since its first part is overdue.
+ */
+export const MIN_PART_BYTES_PER_SECOND = 8 << 10
+
+/** One message being received in parts. */
+interface Assembly<Handle> {
+  readonly handle: Handle
+  /** Who sent it (a token's subject): bytes are also counted per sender. */
+  readonly group: string
+  /** When the last part is due at the slowest rate a link may have, ms. */
+  readonly dueAt: number
+  bytes: number
+  /** When it last moved: a part of it came, or its socket received bytes. */
+  at: number
+  /** What its socket had received at `at`, bytes. */
+  read: number
+}
+
+/**
+ * The messages being received in parts across the relay's room connections, by their owner (a
+ * connection), least recently moved first, and their bytes, in all and per sender. Bytes in parts
+ * are capped; past the cap, messages that stalled or are overdue are let go to make room for
+ * parts that keep coming.
+ *
+ * A message is stalled when nothing came for it for `stallMs`: no part, and no byte on its
+ * socket (a part on a slow link arrives long after the one before, its bytes coming all along).
+ * It is overdue once `stallMs` plus its size at `MIN_PART_BYTES_PER_SECOND` passed since its
+ * first part: a client that keeps a message alive with a trickle cannot hold it for good.
  *
  * @example
- * const assembling = new AssemblingMessages<object, string>()
+ * const assembling = new AssemblingMessages<object, string>(30_000)
  * const slow = {}
- * assembling.added(slow, 'slow', 60, 1_000) // its latest part at 1 s
- * // At 31 s, 50 more bytes under a cap of 100, stalled = no part for 30 s:
- * assembling.stalled(50, 100, 31_000 - 30_000, null) // [['slow', slow]]
+ * assembling.added(slow, 'slow', 'device-7', 120, 60, 1_000, 500) // 60 of 120 bytes at 1 s; its socket had read 500
+ * // At 31 s, nothing more on its socket: to fit 50 more bytes under a cap of 100, it is let go.
+ * assembling.stalled(50, 100, 31_000, null, () => 500) // [['slow', slow]]
  * assembling.release(slow)
  * assembling.bytes // 0
  */
 export class AssemblingMessages<Owner, Handle> {
-  readonly #entries = new Map<Owner, { bytes: number; at: number; readonly handle: Handle }>()
+  readonly #stallMs: number
+  readonly #entries = new Map<Owner, Assembly<Handle>>()
+  readonly #groups = new Map<string, number>()
   #bytes = 0
+
+  constructor(stallMs: number) {
+    this.#stallMs = stallMs
+  }
 
   /** Bytes received of messages not whole yet, across owners. */
   get bytes(): number {
     return this.#bytes
   }
 
-  /** `owner` (known to the caller as `handle`) received `bytes` more of its message at `now`. */
-  added(owner: Owner, handle: Handle, bytes: number, now: number): void {
-    const entry = this.#entries.get(owner)
-    // Taken out and put back: the map stays in the order of each owner's latest part.
-    this.#entries.delete(owner)
-    this.#entries.set(owner, { bytes: (entry?.bytes ?? 0) + bytes, at: now, handle })
+  /** Bytes received of `group`'s messages not whole yet. */
+  bytesOf(group: string): number {
+    return this.#groups.get(group) ?? 0
+  }
+
+  /**
+   * `owner` (known to the caller as `handle`) received `bytes` more of its message of `total`
+   * bytes, sent by `group`, at `now`, when its socket had received `read` bytes.
+   */
+  added(owner: Owner, handle: Handle, group: string, total: number, bytes: number, now: number, read: number): void {
+    let entry = this.#entries.get(owner)
+    if (entry === undefined) entry = { handle, group, dueAt: now + this.#stallMs + (total * 1000) / MIN_PART_BYTES_PER_SECOND, bytes: 0, at: now, read }
+    // Taken out and put back: the map stays in the order of each message's latest move.
+    else this.#entries.delete(owner)
+    entry.bytes += bytes
+    entry.at = now
+    entry.read = read
+    this.#entries.set(owner, entry)
     this.#bytes += bytes
+    this.#groups.set(group, this.bytesOf(group) + bytes)
   }
 
   /** `owner`'s message is whole or let go: its bytes are no longer held. */
@@ -124,25 +167,41 @@ export class AssemblingMessages<Owner, Handle> {
     if (entry === undefined) return
     this.#entries.delete(owner)
     this.#bytes -= entry.bytes
+    const left = this.bytesOf(entry.group) - entry.bytes
+    if (left > 0) this.#groups.set(entry.group, left)
+    else this.#groups.delete(entry.group)
   }
 
   /**
-   * The messages to let go so that `bytes` more fit under `cap` (their handles and owners, least
-   * recently added to first): only those whose latest part came at or before `stalledSince`,
-   * never `keep`'s. Null when letting all of those go would still not make room: then none is.
+   * The messages to let go so that `bytes` more fit under `cap` at `now` (their handles and
+   * owners): stalled or overdue ones, least recently moved first, never `keep`'s. `readOf` gives
+   * what an owner's socket has received by now. Null when letting all of those go would still
+   * not make room: then none is.
    */
-  stalled(bytes: number, cap: number, stalledSince: number, keep: Owner | null): [Handle, Owner][] | null {
+  stalled(bytes: number, cap: number, now: number, keep: Owner | null, readOf: (owner: Owner) => number): [Handle, Owner][] | null {
     let over = this.#bytes + bytes - cap
     if (over <= 0) return []
     const chosen: [Handle, Owner][] = []
+    const moved: Owner[] = []
     for (const [owner, entry] of this.#entries) {
-      // In the order of their latest parts: every later one is more recent still.
-      if (entry.at > stalledSince) break
       if (owner === keep) continue
+      const read = readOf(owner)
+      if (read !== entry.read) {
+        // Bytes came on its socket since: it moves (a part on its way).
+        entry.read = read
+        entry.at = now
+        moved.push(owner)
+      }
+      if (now - entry.at < this.#stallMs && now < entry.dueAt) continue
       chosen.push([entry.handle, owner])
       over -= entry.bytes
-      if (over <= 0) return chosen
+      if (over <= 0) break
     }
-    return null
+    for (const owner of moved) {
+      const entry = this.#entries.get(owner) as Assembly<Handle>
+      this.#entries.delete(owner)
+      this.#entries.set(owner, entry)
+    }
+    return over <= 0 ? chosen : null
   }
 }

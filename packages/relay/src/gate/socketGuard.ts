@@ -51,7 +51,7 @@ const CLOSE_GRACE_MS = 1000
  * filters the socket's `message` events, so a dropped frame never reaches Hocuspocus.
  *
  * @example
- * const guard = new SocketGuard(ws, limits, metrics, timers)
+ * const guard = new SocketGuard(ws, limits, metrics, timers, request.socket)
  * guard.install()
  * hocuspocus.handleConnection(ws, request, { socket: guard })
  */
@@ -78,9 +78,15 @@ export class SocketGuard {
   #deadline: unknown
   #grace: unknown
 
-  /** `timers`: where the authentication deadline and the closing grace period are armed (the relay's). */
-  constructor(ws: WebSocket, limits: SocketGuardLimits, metrics: RelayMetrics, timers: RelayTimers) {
+  readonly #transport: { readonly bytesRead: number } | undefined
+
+  /**
+   * `timers`: where the authentication deadline and the closing grace period are armed (the
+   * relay's); `transport`: the socket under the WebSocket, which counts the bytes received.
+   */
+  constructor(ws: WebSocket, limits: SocketGuardLimits, metrics: RelayMetrics, timers: RelayTimers, transport?: { readonly bytesRead: number }) {
     this.#ws = ws
+    this.#transport = transport
     this.#limits = limits
     this.#metrics = metrics
     this.#timers = timers
@@ -116,6 +122,11 @@ export class SocketGuard {
   closed(room: string): void {
     this.#open.delete(room)
     this.#ended.add(room)
+  }
+
+  /** Bytes the socket has received, frames not yet read included (0 without a transport). */
+  get bytesRead(): number {
+    return this.#transport?.bytesRead ?? 0
   }
 
   /** Bytes held for rooms not open yet. */

@@ -56,7 +56,7 @@ export class RelayMetrics {
   updatesHeld = 0
   /** Messages received in parts and put together whole. */
   messagesInParts = 0
-  /** Messages in parts let go, stalled, to make room for other connections' parts. */
+  /** Messages in parts let go, stalled or overdue, to make room for other connections' parts. */
   messagesInPartsStalled = 0
   /** WebSocket protocol errors (invalid UTF-8, oversized frames, bad opcodes…). */
   socketErrors = 0
@@ -154,7 +154,7 @@ export class RelayMetrics {
     metric('tidemark_relay_messages_in_parts_total', 'counter', 'Messages over the message size limit received in parts and put together whole.', [
       `tidemark_relay_messages_in_parts_total ${this.messagesInParts}`,
     ])
-    metric('tidemark_relay_messages_in_parts_stalled_total', 'counter', "Messages in parts let go, their next part overdue, to make room for other connections' parts.", [
+    metric('tidemark_relay_messages_in_parts_stalled_total', 'counter', "Messages in parts let go, stalled or overdue, to make room for other connections' parts.", [
       `tidemark_relay_messages_in_parts_stalled_total ${this.messagesInPartsStalled}`,
     ])
     metric('tidemark_relay_assembling_bytes', 'gauge', 'Bytes of messages received in parts, their last part not yet come.', [`tidemark_relay_assembling_bytes ${gauges.assemblingBytes}`])
