@@ -12,16 +12,7 @@
  * (QueryAwareness, which Hocuspocus ignores for a client connection) rather than by throwing:
  * Hocuspocus logs every thrown error and would apply messages already in flight.
  */
-import {
-  type beforeHandleMessagePayload,
-  type Connection,
-  type connectedPayload,
-  type Document,
-  type Extension,
-  type onAuthenticatePayload,
-  type onDisconnectPayload,
-  OutgoingMessage,
-} from '@hocuspocus/server'
+import type { beforeHandleMessagePayload, Connection, connectedPayload, Document, Extension, onAuthenticatePayload, onDisconnectPayload } from '@hocuspocus/server'
 import * as Y from 'yjs'
 import { grantAdmits } from '../auth/accessGrant.ts'
 import type { TokenVerifier } from '../auth/tokenVerifier.ts'
@@ -34,6 +25,7 @@ import { classifyRoom } from '../rooms/roomName.ts'
 import type { RoomSizes } from '../rooms/roomSizes.ts'
 import type { RelayLog } from '../relayLog.ts'
 import { ConnectionGate, type HeldUpdate } from './connectionGate.ts'
+import { acknowledge, applyAsHocuspocus, docVersion } from './hocuspocusSteps.ts'
 import { AssemblingMessages, firstPartProblem, MessageParts } from './messageParts.ts'
 import type { SocketGuard } from './socketGuard.ts'
 import { RoomPresence } from './roomPresence.ts'
@@ -64,22 +56,6 @@ export interface AccessGateLimits {
 
 /** Updates one connection may have held (each changed document is checked against each of them). */
 export const MAX_HELD_UPDATES = 1024
-
-/** Per document, a count of its transactions: held updates are looked at again only after it moved. */
-const docVersions = new WeakMap<Document, { n: number }>()
-
-function docVersion(document: Document): number {
-  let version = docVersions.get(document)
-  if (version === undefined) {
-    const counter = { n: 0 }
-    version = counter
-    docVersions.set(document, counter)
-    document.on('afterTransaction', () => {
-      counter.n++
-    })
-  }
-  return version.n
-}
 
 /**
  * The hook context of a room connection: the socket's guard (set when the socket connects) and
@@ -464,15 +440,4 @@ export class AccessGate implements Extension {
     connection.sendStateless(refusedPayload(gate.roomName, refusal))
     connection.close({ code: 1000, reason: `tidemark:refused ${refusal.text}` })
   }
-}
-
-/** What Hocuspocus does with a client's step 2 or update it was not handed (held, or sent in parts): applies it, then acknowledges it. */
-function applyAsHocuspocus(connection: Connection, document: Document, update: Uint8Array): void {
-  Y.applyUpdate(document, update, connection)
-  acknowledge(connection, document, true)
-}
-
-/** Hocuspocus' SyncStatus: whether the client's step 2 or update was applied. */
-function acknowledge(connection: Connection, document: Document, applied: boolean): void {
-  connection.send(new OutgoingMessage(document.name).writeSyncStatus(applied).toUint8Array())
 }
