@@ -182,3 +182,47 @@ describe('claimLog', () => {
     expect(() => indexedDbPersistence({ name: 'x', claim: { held: true, epoch: 0 } })).toThrow('claim.epoch must be an integer >= 1')
   })
 })
+
+describe('two builds of one app open at once (an old tab and a new deploy), one log and so one replica id', () => {
+  const before = { windows: tumbling(1_000) }
+  const after = { windows: tumbling(1_000), allowedLateness: 60_000 }
+
+  it('with Web Locks the new build waits for the log while the old one holds it, and then cannot restore the old checkpoint under its configuration', async () => {
+    const factory = new IDBFactory()
+    const locks = new QueuedLocks()
+    const oldClaim = await claimLog({ name: 'fleet', locks, indexedDB: factory })
+    const old = await openEngine({ ...before, persistence: indexedDbPersistence({ name: oldClaim.database, claim: oldClaim, indexedDB: factory }) })
+    await old.ingest([reading('d1', 1)]).durable
+    let granted = false
+    const waiting = claimLog({ name: 'fleet', locks, indexedDB: factory }).then((claim) => {
+      granted = true
+      return claim
+    })
+    for (let i = 0; i < 5; i++) await settle()
+    expect(granted).toBe(false)
+    await old.close()
+    await oldClaim.release()
+    const claim = await waiting
+    await expect(openEngine({ ...after, persistence: indexedDbPersistence({ name: claim.database, claim, indexedDB: factory }) })).rejects.toThrow(/checkpoint was written with/)
+    await claim.release()
+  })
+
+  it('without Web Locks (or stealing from a frozen leader) both engines are open at once under one replica id: the log fences the old one, which stays open', async () => {
+    const factory = new IDBFactory()
+    const oldClaim = await claimLog({ name: 'fleet', withoutLocks: 'single-tab', indexedDB: factory })
+    const old = await openEngine({ ...before, persistence: indexedDbPersistence({ name: oldClaim.database, claim: oldClaim, indexedDB: factory }) })
+    await old.ingest([reading('d1', 1)]).durable
+    const claim = await claimLog({ name: 'fleet', withoutLocks: 'single-tab', indexedDB: factory })
+    // No checkpoint yet (under 30 s and 100,000 events): the new build replays the old one's records.
+    const fresh = await openEngine({ ...after, persistence: indexedDbPersistence({ name: claim.database, claim, indexedDB: factory }) })
+    expect(fresh.replica.replicaId).toBe(old.replica.replicaId)
+    expect(fresh.replica.configuration).not.toBe(old.replica.configuration)
+    // The old engine's next write is fenced, but it is still open: a doc bound to it still hears peers and answers them.
+    await expect(old.ingest([reading('d1', 2)]).durable).rejects.toSatisfy(isFencedError)
+    const closed: string[] = []
+    old.replica.onClose(() => closed.push('old'))
+    await settle()
+    expect(closed).toEqual([])
+    await fresh.close()
+  })
+})

@@ -12,30 +12,16 @@
  * read-only connection never has an update to send.
  */
 import * as Y from 'yjs'
-import {
-  type CellGroup,
-  type ClockEntry,
-  type LocalWrite,
-  MAX_NAME_LENGTH,
-  type ReplicaPort,
-  type ReplicaState,
-} from '@tidemark/engine'
+import { type CellGroup, type ClockEntry, type LocalWrite, MAX_NAME_LENGTH, type ReplicaPort, type ReplicaState } from '@tidemark/engine'
 import { ConfigurationMismatchError } from '../schema/configurationMismatchError.ts'
-import {
-  type DocEntry,
-  META_NAME,
-  metaValue,
-  preview,
-  readMeta,
-  replicaArrayName,
-  DOC_SCHEMA,
-} from '../schema/docEntry.ts'
+import { DOC_SCHEMA, type DocEntry, META_NAME, preview, readMeta, replicaArrayName } from '../schema/docEntry.ts'
 import { emptyWrite, type LogWrite, type ReadEntry, ReplicaEntries } from './replicaEntries.ts'
 import { syncStatusTracker } from '../transport/syncStatusTracker.ts'
 import type { BindDocOptions } from './bindDocOptions.ts'
 import { engineSyncStatus, type StatusShare } from './engineSyncStatus.ts'
 import { append, contentOf, emptyBatch, type RemoteBatch } from './remoteBatch.ts'
-import { droppedSince, ForeignSessions, metaWritten } from './earlierSession.ts'
+import { droppedSince, ForeignSessions, lostEntries, metaWritten } from './earlierSession.ts'
+import { OwnMeta } from './ownMeta.ts'
 import { SourceWriters } from './sourceWriters.ts'
 
 /**
@@ -73,7 +59,8 @@ export class DocReplication implements DocBinding {
   readonly #maxReplicas: number
   /** Replicas refused for `maxReplicas`, judged again when the meta map changes and a slot is free. */
   readonly #overflowed = new Set<string>()
-  readonly #readOnly: boolean
+  /** Also set once this session gave its replica up to another live session of it (`#answer`): it writes nothing more. */
+  #readOnly: boolean
   /** Sources whose clocks this replica writes: the only ones it expires in other replicas' logs. */
   readonly #ownSources = new Set<string>()
   readonly #status: StatusShare
@@ -87,6 +74,7 @@ export class DocReplication implements DocBinding {
   readonly #mismatches = new Map<string, ConfigurationMismatchError>()
   readonly #writers: SourceWriters
   readonly #cleanups: (() => void)[] = []
+  readonly #ownMeta: OwnMeta
   #batch: RemoteBatch = emptyBatch()
   #docBytes = 0
   #measuredAt = Number.NEGATIVE_INFINITY
@@ -112,6 +100,7 @@ export class DocReplication implements DocBinding {
     this.#status = engineSyncStatus(port).share(!this.#readOnly)
     this.#cleanups.push(() => this.#status.leave())
     this.#meta = doc.getMap(META_NAME)
+    this.#ownMeta = new OwnMeta(doc, this.#meta, port.replicaId, port.configuration, this.#origin)
     this.#own = this.#openLog(port.replicaId) as ReplicaEntries
 
     const onMeta = (event: Y.YMapEvent<unknown>, tr: Y.Transaction): void => {
@@ -119,7 +108,7 @@ export class DocReplication implements DocBinding {
       for (const key of event.keysChanged) {
         this.#batch.metaKeys.add(key)
         for (const { value, client } of metaWritten(this.#meta, tr, key)) {
-          if (this.#ownConfiguration(value)) this.#foreignSessions.accept(key, client)
+          if (this.#ownMeta.holds(value)) this.#foreignSessions.accept(key, client)
           else {
             if (key === port.replicaId) this.#batch.foreignOwnMeta = true
             // That session's entries in this log, in this transaction or later ones, are not of this configuration (until it writes one of it).
@@ -160,7 +149,7 @@ export class DocReplication implements DocBinding {
   /** First contact: judge every replica the doc lists, merge what it holds, publish our state. */
   #start(): void {
     const own = this.#port.replicaId
-    const ownMatches = this.#ownConfiguration(this.#meta.get(own))
+    const ownMatches = this.#ownMeta.holds(this.#meta.get(own))
     const groups: CellGroup[] = []
     const clocks: ClockEntry[] = []
     for (const replicaId of [...this.#meta.keys()]) {
@@ -182,7 +171,7 @@ export class DocReplication implements DocBinding {
       if (!ownMatches) {
         const write = emptyWrite()
         this.#own.clear(write)
-        this.#meta.set(own, metaValue(this.#port.configuration))
+        this.#ownMeta.write()
         this.#own.commit(write)
       }
       // Once durable here (a batch ingested just before binding may not be yet), before any later
@@ -206,7 +195,7 @@ export class DocReplication implements DocBinding {
   }
 
   #publish(write: LocalWrite): void {
-    if (this.#destroyed) return
+    if (this.#destroyed || this.#readOnly) return
     try {
       this.#doc.transact(() => {
         const own = emptyWrite()
@@ -251,6 +240,9 @@ export class DocReplication implements DocBinding {
     // nothing to merge, and no transaction of this binding's in answer, which that other binding
     // would answer in turn, without end.
     if (batch.metaKeys.size === 0 && batch.added.size === 0 && batch.removed.size === 0) return
+    const own = this.#port.replicaId
+    // Before anything of this batch is written back: a session that gives its replica up deletes nothing of the keeper's.
+    if (batch.metaKeys.has(own) && !this.#readOnly) this.#answer()
     const groups: CellGroup[] = []
     const clocks: ClockEntry[] = []
     const reread = new Set<ReplicaEntries>()
@@ -277,8 +269,8 @@ export class DocReplication implements DocBinding {
     // cleans up those started after a transaction's end recursively, one stack frame each.
     this.#doc.transact(() => {
       for (const replicaId of batch.metaKeys) {
-        if (replicaId === this.#port.replicaId) {
-          if (!this.#readOnly) this.#repairOwnMeta()
+        if (replicaId === own) {
+          if (!this.#readOnly) this.#ownMeta.repair()
           continue
         }
         const before = this.#logs.get(replicaId)?.status
@@ -313,6 +305,9 @@ export class DocReplication implements DocBinding {
       )
     }
     this.#merge(groups, clocks)
+    // Entries this session wrote, deleted by another (a session of another configuration took them for an
+    // earlier one's) and held by no entry read since: its whole state goes into its log again, not its meta entry alone.
+    if (!this.#readOnly && lostEntries(batch.removed.get(this.#own), this.#doc.clientID, this.#own)) this.#port.exportDurableState((state) => this.#publishState(state, []))
   }
 
   /** Sorts read entries into the merge batch and reports the invalid ones. */
@@ -396,36 +391,32 @@ export class DocReplication implements DocBinding {
       log.status = 'unknown'
       return log
     }
-    const meta = readMeta(raw)
-    const expected = this.#port.configuration
-    if (meta !== null && meta.schema === DOC_SCHEMA && meta.configuration === expected) {
+    if (this.#ownMeta.holds(raw)) {
       log.status = 'accepted'
       this.#mismatches.delete(replicaId)
       return log
     }
+    const meta = readMeta(raw)
     const received = meta?.configuration ?? null
     const previous = this.#mismatches.get(replicaId)
     log.status = 'mismatch'
     this.#foreignSessions.add(replicaId, log.writers())
     if (previous === undefined || previous.received !== received) {
       const detail = meta === null ? 'malformed meta entry' : meta.schema !== DOC_SCHEMA ? `doc schema ${meta.schema}, expected ${DOC_SCHEMA}` : undefined
-      const error = new ConfigurationMismatchError(replicaId, expected, received, detail)
+      const error = new ConfigurationMismatchError(replicaId, this.#port.configuration, received, detail)
       this.#mismatches.set(replicaId, error)
       this.#onError(error)
     }
     return log
   }
 
-  /** A peer overwrote or deleted this replica's meta entry: write it back. */
-  #repairOwnMeta(): void {
-    if (this.#ownConfiguration(this.#meta.get(this.#port.replicaId))) return
-    this.#doc.transact(() => this.#meta.set(this.#port.replicaId, metaValue(this.#port.configuration)), this.#origin)
-  }
-
-  /** Whether a meta entry reads as this binding's schema and configuration. */
-  #ownConfiguration(value: unknown): boolean {
-    const meta = readMeta(value)
-    return meta !== null && meta.schema === DOC_SCHEMA && meta.configuration === this.#port.configuration
+  /** Another live session of this replica id answered this one's repairs of its meta entry twice (`OwnMeta`): this one gives the replica up, writes nothing more to the doc, and reports why. */
+  #answer(): void {
+    const error = this.#ownMeta.answered()
+    if (error === null) return
+    this.#readOnly = true
+    this.#mismatches.set(this.#port.replicaId, error)
+    this.#onError(error)
   }
 
   #measure(force: boolean): void {

@@ -1,8 +1,9 @@
 /**
  * Earlier sessions of replicas: what this replica's own log brings from an earlier session of it
  * (the cells it held that the engine has dropped since, retired at bind), the meta entries a
- * remote transaction wrote for a replica, and the sessions of each replica under another
- * configuration, whose entries are not this binding's to merge.
+ * remote transaction wrote for a replica, the sessions of each replica under another
+ * configuration, whose entries are not this binding's to merge, and the entries of this session
+ * that another deleted.
  */
 import { type CellAddress, type CellEntry, cellKey } from '@tidemark/engine'
 import * as Y from 'yjs'
@@ -51,9 +52,26 @@ export function metaWritten(meta: Y.Map<unknown>, tr: Y.Transaction, replicaId: 
   Y.iterateDeletedStructs(tr, tr.deleteSet, (struct) => {
     if (struct instanceof Y.Item && struct.parent === meta && struct.parentSub === replicaId) add(struct)
   })
-  const current = (meta as unknown as { _map: Map<string, Y.Item> })._map.get(replicaId)
+  const current = metaItem(meta, replicaId)
   if (current !== undefined && !current.deleted) add(current)
   return writes
+}
+
+/** The item of `replicaId`'s meta entry in `meta` (deleted when the entry is), the one Yjs shows. */
+export function metaItem(meta: Y.Map<unknown>, replicaId: string): Y.Item | undefined {
+  return (meta as unknown as { _map: Map<string, Y.Item> })._map.get(replicaId)
+}
+
+/**
+ * Whether `removed` (items another session deleted from this session's own log) holds an entry
+ * Yjs client `client` wrote that `log` no longer holds any entry for: a session of another
+ * configuration took this one's entries for an earlier session's, and they must be written again.
+ *
+ * @example
+ * if (lostEntries(batch.removed.get(ownLog), doc.clientID, ownLog)) republishWholeState()
+ */
+export function lostEntries(removed: readonly Y.Item[] | undefined, client: number, log: { holds(raw: unknown): boolean }): boolean {
+  return removed?.some((item) => item.id.client === client && item.content.getContent().some((raw) => !log.holds(raw))) === true
 }
 
 /**

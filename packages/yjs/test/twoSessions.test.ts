@@ -1,0 +1,210 @@
+/**
+ * Two live sessions of one replica id under different configurations (an old tab and a new
+ * deploy's, two devices given one id): they must settle on one session writing the replica
+ * rather than write its meta entry back at each other for ever, the other one must say so, and
+ * a session of another configuration that comes once and goes (a stale tab that wakes up) must
+ * not leave the replica's log empty for a dashboard that joins later.
+ */
+import { describe, expect, it } from 'vitest'
+import * as Y from 'yjs'
+import { createEngine, manual, type StreamEvent, type TidemarkEngine, tumbling } from '@tidemark/engine'
+import { seededRandom } from '@tidemark/seeded-random'
+import { applyPeerUpdate } from '../src/binding/applyPeerUpdate.ts'
+import { bindDoc } from '../src/binding/bindDoc.ts'
+import type { DocBinding } from '../src/binding/docReplication.ts'
+import { isConfigurationMismatchError } from '../src/schema/configurationMismatchError.ts'
+import { entryKind, META_NAME, readMeta, replicaArrayName } from '../src/schema/docEntry.ts'
+
+const T0 = 1_700_000_040_000 - (1_700_000_040_000 % 60_000)
+/** The configuration of the old build, and of the new deploy (another allowed lateness). */
+const OLD = { windows: tumbling(60_000), watermark: manual(), allowedLateness: 0 }
+const NEW = { windows: tumbling(60_000), watermark: manual(), allowedLateness: 600_000 }
+
+function events(source: string, from: number, n: number): StreamEvent[] {
+  return Array.from({ length: n }, (_, i) => ({ id: `${source}-${from + i}`, source, seq: from + i, ts: T0 + (from + i) * 1000, key: 'temp', value: from + i }))
+}
+
+interface Session {
+  readonly engine: TidemarkEngine
+  readonly doc: Y.Doc
+  readonly binding: DocBinding
+  readonly errors: Error[]
+  /** Updates this session's doc made (its own transactions), in order. */
+  readonly sent: Uint8Array[]
+}
+
+/** A session of replica `a` under `options`, on a Y.Doc of Yjs client `client`. */
+function session(options: typeof OLD, client: number, before: StreamEvent[] = []): Session {
+  const engine = createEngine({ ...options, replicaId: 'a' }) as TidemarkEngine
+  if (before.length > 0) engine.ingest(before)
+  const doc = new Y.Doc()
+  doc.clientID = client
+  const sent: Uint8Array[] = []
+  doc.on('update', (update: Uint8Array, origin: unknown) => {
+    if (origin !== 'peer') sent.push(update)
+  })
+  const errors: Error[] = []
+  const binding = bindDoc(engine, doc, { onError: (error) => errors.push(error) })
+  return { engine, doc, binding, errors, sent }
+}
+
+/**
+ * Delivers what each session sends to the other, one update at a time (in the order `random`
+ * picks a side, each side's own updates in order, as a provider does), until neither has
+ * anything left or `limit` deliveries were made; returns the deliveries made.
+ */
+function exchange(x: Session, y: Session, limit: number, random: () => number = () => 0.5): number {
+  const queues = new Map<Session, Uint8Array[]>([
+    [x, x.sent.splice(0)],
+    [y, y.sent.splice(0)],
+  ])
+  let deliveries = 0
+  while (deliveries < limit) {
+    for (const [from] of queues) (queues.get(from) as Uint8Array[]).push(...from.sent.splice(0))
+    const ready = [x, y].filter((s) => (queues.get(s) as Uint8Array[]).length > 0)
+    if (ready.length === 0) break
+    const from = ready.length === 1 ? (ready[0] as Session) : random() < 0.5 ? x : y
+    const to = from === x ? y : x
+    applyPeerUpdate(to.doc, (queues.get(from) as Uint8Array[]).shift() as Uint8Array, 'peer')
+    deliveries++
+  }
+  for (const [from, queue] of queues) from.sent.unshift(...queue)
+  return deliveries
+}
+
+/** What a dashboard of `options` shows after reading `doc` whole: [count, sum] of the one key. */
+function dashboardReads(doc: Y.Doc, options: typeof OLD): [number, number] | undefined {
+  const dashboard = createEngine(options) as TidemarkEngine
+  const copy = new Y.Doc()
+  bindDoc(dashboard, copy, { readOnly: true, onError: () => undefined })
+  applyPeerUpdate(copy, Y.encodeStateAsUpdate(doc), 'room')
+  const r = dashboard.results({ key: 'temp' })[0]
+  return r === undefined ? undefined : [r.count, r.sum]
+}
+
+const configurationOf = (doc: Y.Doc): string | undefined => readMeta(doc.getMap(META_NAME).get('a'))?.configuration
+const groupsOf = (doc: Y.Doc): number => doc.getArray(replicaArrayName('a')).toArray().filter((e) => entryKind(e) === 'group').length
+
+describe('two live sessions of one replica id under different configurations', () => {
+  it.each([
+    ['the old session on the larger Yjs client', 2, 1],
+    ['the new session on the larger Yjs client', 1, 2],
+  ])('settle on one writer of the replica within a few updates, in the same doc state on both sides (%s)', (_, oldClient, newClient) => {
+    const old = session(OLD, oldClient, events('da', 1, 10))
+    const fresh = session(NEW, newClient, events('da', 11, 10))
+    const deliveries = exchange(old, fresh, 1000)
+    expect(deliveries).toBeLessThan(100)
+    // Both docs hold the same state, and it no longer changes.
+    expect(Y.encodeStateVector(old.doc)).toEqual(Y.encodeStateVector(fresh.doc))
+    const keeper = configurationOf(old.doc) === old.engine.replica.configuration ? old : fresh
+    const other = keeper === old ? fresh : old
+    expect(configurationOf(fresh.doc)).toBe(keeper.engine.replica.configuration)
+    // The session that gave the replica up says so, once, naming the replica and the configuration it lost to; the keeper reports nothing.
+    expect(keeper.errors).toEqual([])
+    expect(other.errors).toHaveLength(1)
+    const error = other.errors[0]
+    expect(isConfigurationMismatchError(error) && error.replicaId).toBe('a')
+    expect(isConfigurationMismatchError(error) && error.received).toBe(keeper.engine.replica.configuration)
+    expect(other.binding.mismatches().map((m) => m.replicaId)).toEqual(['a'])
+    // A dashboard of the keeper's configuration shows the keeper's state.
+    const shown = keeper.engine.results({ key: 'temp' })[0]
+    expect(dashboardReads(old.doc, keeper === old ? OLD : NEW)).toEqual([shown?.count, shown?.sum])
+    // The session that gave up writes nothing more: its later events stay local.
+    other.engine.ingest(events('da', 100, 3))
+    expect(other.sent).toEqual([])
+    keeper.engine.ingest(events('da', 200, 3))
+    expect(exchange(old, fresh, 1000)).toBeGreaterThan(0)
+    expect(other.sent).toEqual([])
+    expect(other.errors).toHaveLength(1)
+  })
+
+  it('settle within a bounded number of updates whatever the delivery order (seeded)', () => {
+    for (let seed = 1; seed <= 40; seed++) {
+      const random = seededRandom(seed)
+      const old = session(OLD, 1 + Math.floor(random() * 1000), events('da', 1, 10))
+      const fresh = session(NEW, 1001 + Math.floor(random() * 1000), events('da', 11, 10))
+      const deliveries = exchange(old, fresh, 1000, random)
+      // Every seed runs on each run; this names the one that failed.
+      const repro = `seed ${seed} (npx vitest run --project yjs packages/yjs/test/twoSessions.test.ts -t seeded)`
+      expect(deliveries, repro).toBeLessThan(100)
+      expect(Y.encodeStateVector(old.doc), repro).toEqual(Y.encodeStateVector(fresh.doc))
+      expect(old.errors.length + fresh.errors.length, repro).toBe(1)
+    }
+  })
+
+  it('a session that binds knowing the other one (the doc already holds its state) keeps the replica: the newer deploy wins', () => {
+    const old = session(OLD, 2, events('da', 1, 10))
+    // The new tab's doc is in sync with the old one's before it binds (tabs' provider, a persisted doc).
+    const engine = createEngine({ ...NEW, replicaId: 'a' }) as TidemarkEngine
+    engine.ingest(events('da', 11, 10))
+    const doc = new Y.Doc()
+    doc.clientID = 1
+    Y.applyUpdate(doc, Y.encodeStateAsUpdate(old.doc), 'peer')
+    old.sent.splice(0)
+    const sent: Uint8Array[] = []
+    doc.on('update', (update: Uint8Array, origin: unknown) => {
+      if (origin !== 'peer') sent.push(update)
+    })
+    const errors: Error[] = []
+    const binding = bindDoc(engine, doc, { onError: (error) => errors.push(error) })
+    const fresh: Session = { engine, doc, binding, errors, sent }
+    expect(exchange(old, fresh, 1000)).toBeLessThan(100)
+    expect(configurationOf(old.doc)).toBe(engine.replica.configuration)
+    expect(errors).toEqual([])
+    expect(old.errors).toHaveLength(1)
+    expect(dashboardReads(old.doc, NEW)).toEqual([10, (11 + 20) * 5])
+  })
+})
+
+describe('a session of another configuration that comes once and goes', () => {
+  it.each([
+    ["the live session's first meta entry wins the conflict", 1, 2],
+    ["the stale session's meta entry wins the conflict", 2, 1],
+  ])('does not leave the live session with an empty log: it writes back its meta entry and its whole log (%s)', (_, staleClient, liveClient) => {
+    // The old tab wrote its state into the room, then slept.
+    const room = new Y.Doc()
+    const stale = session(OLD, staleClient, events('da', 1, 10))
+    applyPeerUpdate(room, Y.encodeStateAsUpdate(stale.doc), 'peer')
+    // The new tab binds on an empty doc, then syncs with the room (its answer goes there as it is made).
+    const live = session(NEW, liveClient, events('da', 11, 10))
+    const forward = (update: Uint8Array, origin: unknown): void => {
+      if (origin !== 'room') applyPeerUpdate(room, update, 'peer')
+    }
+    live.doc.on('update', forward)
+    // As through a relay: the room's state is read for it as it joins, then the room applies its answer.
+    const roomState = Y.encodeStateAsUpdate(room)
+    applyPeerUpdate(room, Y.encodeStateAsUpdate(live.doc), 'peer')
+    applyPeerUpdate(live.doc, roomState, 'room')
+    expect(dashboardReads(room, NEW)).toEqual([10, (11 + 20) * 5])
+
+    // The old tab wakes, syncs with the room once, answers, and is gone.
+    const news = Y.encodeStateAsUpdate(room, Y.encodeStateVector(stale.doc))
+    applyPeerUpdate(room, Y.encodeStateAsUpdate(stale.doc, Y.encodeStateVector(room)), 'peer')
+    applyPeerUpdate(stale.doc, news, 'peer')
+    applyPeerUpdate(room, Y.encodeStateAsUpdate(stale.doc, Y.encodeStateVector(room)), 'peer')
+    stale.binding.destroy()
+    // The room's news reaches the live tab.
+    applyPeerUpdate(live.doc, Y.encodeStateAsUpdate(room, Y.encodeStateVector(live.doc)), 'room')
+
+    expect(configurationOf(room)).toBe(live.engine.replica.configuration)
+    expect(live.errors).toEqual([])
+    expect(groupsOf(room)).toBeGreaterThan(0)
+    // A dashboard joining now shows the live session's state.
+    expect(dashboardReads(room, NEW)).toEqual([10, (11 + 20) * 5])
+  })
+})
+
+describe('two live sessions of one replica id under the same configuration', () => {
+  it('rewrite each other\'s entries of a group without writing their whole state back at each other, and report nothing', () => {
+    const x = session(NEW, 1, events('da', 1, 10))
+    const y = session(NEW, 2, events('db', 1, 10))
+    expect(exchange(x, y, 1000)).toBeLessThan(20)
+    for (let i = 0; i < 5; i++) {
+      x.engine.ingest(events('da', 11 + i, 1))
+      y.engine.ingest(events('db', 11 + i, 1))
+      expect(exchange(x, y, 1000)).toBeLessThan(20)
+    }
+    expect([...x.errors, ...y.errors]).toEqual([])
+    expect(dashboardReads(x.doc, NEW)).toEqual([30, 2 * ((1 + 15) * 15) / 2])
+  })
+})
