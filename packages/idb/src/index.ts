@@ -14,6 +14,7 @@ export { checkpointPolicy, DEFAULT_CHECKPOINT_EVERY } from './checkpoint/checkpo
 export { indexedDbPersistence } from './store/indexedDbPersistence.ts'
 export { SCHEMA_VERSION } from './store/indexedDbSchema.ts'
 export { FencedError, isFencedError } from './store/fencedError.ts'
+export { isLogConfigurationError, LogConfigurationError } from './logConfigurationError.ts'
 export { isQuotaError, QuotaError } from './store/quotaError.ts'
 export { claimSource } from './sourceClaim.ts'
 export { deleteSource, listSources } from './sourceCleanup.ts'

@@ -12,6 +12,7 @@ import { assertKnownOptions, checkEngineOptions, ENGINE_OPTION_KEYS } from '@tid
 import { decodeEngineCheckpoint, encodeEngineCheckpoint } from './checkpoint/checkpointCodec.ts'
 import { checkpointPolicy } from './checkpoint/checkpointPolicy.ts'
 import { laneFromRecords } from './history/lateLaneRecords.ts'
+import { LogConfigurationError } from './logConfigurationError.ts'
 import type {
   CheckpointPolicy,
   CorruptRecord,
@@ -22,6 +23,8 @@ import type {
 import { checkpointEvents, GLOBAL_RETRY_TIMERS, WalWriter, type WriteRetry, type WriteRetryTimers } from './wal/walWriter.ts'
 
 const REPLICA_ID_KEY = 'replicaId'
+/** The configuration the log is written under, kept beside it from the first open on. */
+const CONFIGURATION_KEY = 'configuration'
 
 /**
  * The engine checkpoint as `openEngine` stores it: the late lane's entries live in the
@@ -143,6 +146,10 @@ export async function openEngine<A extends AggregateDefinitions = NoAggregates>(
     const checkpoint = readCheckpoint(recovered, corrupt)
     const replicaId = ownReplicaId(options.replicaId, recovered, checkpoint)
     engine = new TidemarkEngine(replicaId === undefined ? engineOptions : { ...engineOptions, replicaId })
+    // Before anything of the log is read into the engine. A log kept before the configuration was
+    // stored beside it and holding no checkpoint yet cannot tell: its records are replayed.
+    const logged = recovered.meta.get(CONFIGURATION_KEY) ?? checkpoint?.configuration
+    if (logged !== undefined && logged !== engine.replica.configuration) throw new LogConfigurationError(logged, engine.replica.configuration)
     if (checkpoint !== null) engine.restore(checkpoint)
     const restored = performance.now()
     // Windows that turn final from here on (replay included) go to the archive, if there is one; earlier ones are in it already.
@@ -150,6 +157,7 @@ export async function openEngine<A extends AggregateDefinitions = NoAggregates>(
     const replayed = replay(engine, recovered, corrupt)
     const phases = { readMs: read - started, restoreMs: restored - read, replayMs: performance.now() - restored }
     if (recovered.meta.get(REPLICA_ID_KEY) !== engine.replicaId) await persistence.putMeta(REPLICA_ID_KEY, engine.replicaId)
+    if (logged === undefined) await persistence.putMeta(CONFIGURATION_KEY, engine.replica.configuration)
     report = {
       replicaId: engine.replicaId,
       checkpointLsn: recovered.checkpoint?.upToLsn ?? null,

@@ -21,7 +21,9 @@ import {
 import {
   indexedDbPersistence,
   isFencedError,
+  isLogConfigurationError,
   isQuotaError,
+  type LogConfigurationError,
   openEngine,
   type OpenEngineOptions,
   QuotaError,
@@ -603,13 +605,18 @@ describe('openEngine: identity and upgrades', () => {
     expect(recoveryReport(engine)?.replicaId).toBe('tab-7')
   })
 
-  it('refuses a checkpoint written for other windows, and closes the log', async () => {
+  it.each([
+    ['a checkpoint', true],
+    ['records alone, no checkpoint yet', false],
+  ])('refuses a log of other windows (%s) with a LogConfigurationError naming both, and closes the log', async (_what, checkpointOnClose) => {
     const factory = new IDBFactory()
-    const engine = await open(factory, 'config')
+    const engine = await open(factory, 'config', { checkpointOnClose })
     await engine.ingest(batch(1, 2)).durable
     await engine.close()
-    await expect(open(factory, 'config', { windows: tumbling(20) })).rejects.toThrow(/checkpoint was written with/)
-    // The failed open released the database: the right configuration opens it.
+    const error = await open(factory, 'config', { windows: tumbling(20) }).catch((e: unknown) => e)
+    expect(isLogConfigurationError(error)).toBe(true)
+    expect([(error as LogConfigurationError).logged, (error as LogConfigurationError).expected]).toEqual([engine.replica.configuration, '{"windows":["tumbling:20"],"allowedLateness":10}'])
+    // The failed open released the database and left it as it was: the right configuration opens it.
     expect(count(await open(factory, 'config'))).toBe(2)
   })
 })

@@ -4,8 +4,12 @@
  */
 import 'fake-indexeddb/auto'
 import { IDBFactory } from 'fake-indexeddb'
+import { createEngine, type Engine } from '@tidemark/engine'
+import { bindDoc } from '@tidemark/yjs'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { claimSource, type SourceLocks } from '../src/index.ts'
+import * as Y from 'yjs'
+import { claimSource, indexedDbPersistence, isLogConfigurationError, openEngine, type SourceLocks } from '../src/index.ts'
+import { CURRENT, drainPrevious, openDevice, PREVIOUS, sourcesOf } from './recipes/changingTheConfiguration.ts'
 import { cleanUp, describeSources } from './recipes/cleaningUpSources.ts'
 import { openDashboard, shareState } from './recipes/deviceIdentity.ts'
 import { claimOrExplain, claimSingleTab } from './recipes/insecureOrigins.ts'
@@ -110,6 +114,54 @@ describe('recipes: the samples do what the recipes say', () => {
     const deleted = await cleanUp(mine, async (source) => source === synced.source)
     expect(deleted).toEqual([synced.source])
     expect((await describeSources()).map((line) => line.split(':')[0]).sort()).toEqual([mine.source, unsynced.source].sort())
+  })
+
+  it('changing the configuration: a new source per tab; the previous logs are published, then deleted, except one an old tab still writes', async () => {
+    const { newTab } = browser()
+    /** An old build's tab: `n` readings of its source under the previous configuration. */
+    const oldTab = async (n: number) => {
+      newTab()
+      const claim = await claimSource({ prefix: PREVIOUS.prefix })
+      const engine = await openEngine({ ...PREVIOUS.options, persistence: indexedDbPersistence({ name: claim.database, claim }) })
+      await engine.ingest(Array.from({ length: n }, (_, i) => ({ id: `${claim.source}-${i + 1}`, source: claim.source, seq: i + 1, ts: 1_000 + i, key: 'temp', value: 20 + i }))).durable
+      return { claim, engine }
+    }
+    const closed = [await oldTab(3), await oldTab(2)]
+    const stillOpen = await oldTab(1)
+    for (const { claim, engine } of closed) {
+      await engine.close()
+      await claim.release()
+    }
+    // The previous log refuses the current configuration.
+    newTab()
+    const reclaim = await claimSource({ prefix: PREVIOUS.prefix })
+    await expect(openEngine({ ...CURRENT.options, persistence: indexedDbPersistence({ name: reclaim.database, claim: reclaim }) })).rejects.toSatisfy(isLogConfigurationError)
+    await reclaim.release()
+    newTab()
+    const device = await openDevice()
+    expect([device.claim.source.startsWith(`${CURRENT.prefix}-`), device.claim.reuse, device.engine.replica.configuration]).toEqual([true, 'new', expect.stringContaining('900000')])
+    // What each drained log published, read by a dashboard of the previous configuration.
+    const published = new Map<string, number>()
+    const publish = async (engine: Engine, source: string): Promise<void> => {
+      const doc = new Y.Doc()
+      bindDoc(engine, doc)
+      const dashboard = createEngine(PREVIOUS.options)
+      bindDoc(dashboard, doc, { readOnly: true })
+      published.set(source, dashboard.results().reduce((sum, r) => sum + r.count, 0))
+    }
+    const drained = await drainPrevious(publish)
+    expect(drained.sort()).toEqual(closed.map(({ claim }) => claim.source).sort())
+    expect(Object.fromEntries(published)).toEqual(Object.fromEntries(closed.map(({ claim }, i) => [claim.source, 3 - i])))
+    expect(await sourcesOf(PREVIOUS.prefix)).toEqual([stillOpen.claim.source])
+    const databases = (await indexedDB.databases()).map(({ name }) => name)
+    for (const { claim } of closed) expect(databases).not.toContain(claim.database)
+    // Once the old tab is closed, the next run drains its log too.
+    await stillOpen.engine.close()
+    await stillOpen.claim.release()
+    expect(await drainPrevious(publish)).toEqual([stillOpen.claim.source])
+    expect([published.get(stillOpen.claim.source), await sourcesOf(PREVIOUS.prefix)]).toEqual([1, []])
+    expect(await sourcesOf(CURRENT.prefix)).toEqual([device.claim.source])
+    await device.engine.close()
   })
 
   it('insecure origins: the error names cause and fix; the single-tab fallback claims and says so', async () => {

@@ -1,0 +1,88 @@
+/**
+ * The code samples of docs/recipes/changing-the-configuration.md, typechecked here. Each region
+ * between `// #region` and `// #endregion` is one `ts` block of the recipe, word for word
+ * (indentation aside): the docs test (docs/test/examples.test.ts) checks that, and
+ * recipes.test.ts runs the samples (`publishTo` against a relay is typechecked only).
+ */
+import { listSources, type SourceClaim } from '@tidemark/idb'
+// #region imports
+import { type Engine, type EngineOptions, tumbling } from '@tidemark/engine'
+import { claimSource, deleteSource, indexedDbPersistence, openEngine } from '@tidemark/idb'
+import { bindDoc, connectRelay, type RelayToken } from '@tidemark/yjs'
+import * as Y from 'yjs'
+// #endregion
+
+// #region configurations
+/** What the fleet counts now; every device and dashboard moves to it together. */
+export const CURRENT = {
+  prefix: 'sensor-v2',
+  options: { windows: tumbling(60_000), allowedLateness: 15 * 60_000 } satisfies EngineOptions,
+}
+/** What it counted before: kept until no device's log holds anything of it that the relay lacks. */
+export const PREVIOUS = {
+  prefix: 'sensor',
+  options: { windows: tumbling(60_000), allowedLateness: 10 * 60_000 } satisfies EngineOptions,
+}
+// #endregion
+
+/** Opens this tab's engine under the current configuration. */
+export async function openDevice(): Promise<{ claim: SourceClaim; engine: Engine }> {
+  // #region open
+  // A source of the current configuration: a new source, a new log, a new replica.
+  const claim = await claimSource({ prefix: CURRENT.prefix })
+  const engine = await openEngine({ ...CURRENT.options, persistence: indexedDbPersistence({ name: claim.database, claim }) })
+  // #endregion
+  return { claim, engine }
+}
+
+// #region drain
+/**
+ * Publishes what the logs of the previous configuration on this origin still hold (a device
+ * offline when the new build came holds readings the relay lacks), then deletes them. Each is
+ * taken over as a new tab would take it, opened under the options it was written with, handed
+ * to `publish`, closed and deleted. A log an old tab still writes is left for a later run.
+ */
+export async function drainPrevious(publish: (engine: Engine, source: string) => Promise<void>): Promise<string[]> {
+  const drained: string[] = []
+  for (;;) {
+    const claim = await claimSource({ prefix: PREVIOUS.prefix })
+    if (claim.reuse === 'new') {
+      // None left that no tab holds: this source was just made for the asking.
+      await claim.release()
+      await deleteSource(claim.source, { prefix: PREVIOUS.prefix })
+      return drained
+    }
+    const engine = await openEngine({ ...PREVIOUS.options, persistence: indexedDbPersistence({ name: claim.database, claim }) })
+    await publish(engine, claim.source)
+    await engine.close()
+    await claim.release()
+    await deleteSource(claim.source, { prefix: PREVIOUS.prefix })
+    drained.push(claim.source)
+  }
+}
+// #endregion
+
+// #region publish
+/** Sends an engine's state to its source's room; resolves once the relay has all of it. */
+export function publishTo(relayUrl: string, fleet: string, tokenFor: (source: string, replica: string) => RelayToken) {
+  return (engine: Engine, source: string): Promise<void> =>
+    new Promise((resolve) => {
+      const doc = new Y.Doc()
+      bindDoc(engine, doc, { onError: (error) => console.warn(error.message) })
+      const relay = connectRelay({ url: relayUrl, token: tokenFor(source, engine.replica.replicaId) })
+      relay.join(doc, `${fleet}/${source}`)
+      const poll = setInterval(() => {
+        const { state, pendingLocalUpdates } = engine.syncStatus()
+        if (state !== 'connected' || pendingLocalUpdates > 0) return
+        clearInterval(poll)
+        relay.destroy()
+        resolve()
+      }, 1_000)
+    })
+}
+// #endregion
+
+/** What the sources of `prefix` are, as `listSources` tells them. */
+export async function sourcesOf(prefix: string): Promise<string[]> {
+  return (await listSources({ prefix })).map(({ source }) => source).sort()
+}
