@@ -33,9 +33,9 @@ interface Session {
   readonly sent: Uint8Array[]
 }
 
-/** A session of replica `a` under `options`, on a Y.Doc of Yjs client `client`. */
-function session(options: typeof OLD, client: number, before: StreamEvent[] = []): Session {
-  const engine = createEngine({ ...options, replicaId: 'a' }) as TidemarkEngine
+/** A session of replica `a` under `options`, on a Y.Doc of Yjs client `client` (`engine`: another doc of an engine already bound; `now`: the binding's clock). */
+function session(options: object, client: number, before: StreamEvent[] = [], { engine, now }: { engine?: TidemarkEngine; now?: () => number } = {}): Session {
+  engine ??= createEngine({ ...(options as typeof OLD), replicaId: 'a' }) as TidemarkEngine
   if (before.length > 0) engine.ingest(before)
   const doc = new Y.Doc()
   doc.clientID = client
@@ -44,7 +44,7 @@ function session(options: typeof OLD, client: number, before: StreamEvent[] = []
     if (origin !== 'peer') sent.push(update)
   })
   const errors: Error[] = []
-  const binding = bindDoc(engine, doc, { onError: (error) => errors.push(error) })
+  const binding = bindDoc(engine, doc, { onError: (error) => errors.push(error), ...(now === undefined ? {} : { now }) })
   return { engine, doc, binding, errors, sent }
 }
 
@@ -156,6 +156,85 @@ describe('two live sessions of one replica id under different configurations', (
   })
 })
 
+describe('giving the replica up is for the engine, and for good', () => {
+  it('an engine that gave its replica up in one doc writes it in none: not in a tab doc, not after being bound again', () => {
+    const old = session(OLD, 2, events('da', 1, 10))
+    const fresh = session(NEW, 1, events('da', 11, 10))
+    const oldTab = session(OLD, 3, [], { engine: old.engine })
+    exchange(old, fresh, 1000)
+    const [loser, keeper] = old.errors.length > 0 ? [old, fresh] : [fresh, old]
+    expect([loser.errors.length, keeper.errors]).toEqual([1, []])
+    // The engine's other doc stays silent, whoever lost.
+    const tabBefore = Y.encodeStateVector(oldTab.doc)
+    old.engine.ingest(events('da', 500, 3))
+    expect(loser === old ? Y.encodeStateAsUpdate(oldTab.doc, tabBefore).byteLength : 0).toBeLessThan(10)
+    // Bound again (an app reacting to the error), the loser takes nothing back from the keeper.
+    loser.binding.destroy()
+    const errors: Error[] = []
+    const rebound: Session = { ...loser, binding: bindDoc(loser.engine, loser.doc, { onError: (error) => errors.push(error) }), errors }
+    expect(exchange(keeper, rebound, 1000)).toBeLessThan(100)
+    expect(configurationOf(keeper.doc)).toBe(keeper.engine.replica.configuration)
+    expect(keeper.errors).toEqual([])
+  })
+})
+
+describe('a session of another configuration that wakes now and then (a stale tab of the old build)', () => {
+  /** `live` stays connected to `room`: each update crosses as it is made. */
+  function connect(room: Y.Doc, live: Session): void {
+    room.on('update', (update: Uint8Array, origin: unknown) => {
+      if (origin !== 'live') applyPeerUpdate(live.doc, update, 'room')
+    })
+    live.doc.on('update', (update: Uint8Array, origin: unknown) => {
+      if (origin !== 'room') applyPeerUpdate(room, update, 'live')
+    })
+    applyPeerUpdate(room, Y.encodeStateAsUpdate(live.doc), 'live')
+    applyPeerUpdate(live.doc, Y.encodeStateAsUpdate(room), 'room')
+  }
+  /** One sync of a stale tab's doc with the room, both ways, and its answer to what it heard. */
+  function wake(room: Y.Doc, stale: Session): void {
+    const news = Y.encodeStateAsUpdate(room, Y.encodeStateVector(stale.doc))
+    applyPeerUpdate(room, Y.encodeStateAsUpdate(stale.doc, Y.encodeStateVector(room)), 'peer')
+    applyPeerUpdate(stale.doc, news, 'peer')
+    applyPeerUpdate(room, Y.encodeStateAsUpdate(stale.doc, Y.encodeStateVector(room)), 'peer')
+  }
+
+  it.each([
+    ["the stale tab's meta entry wins the first conflict", 2, 1],
+    ["the live session's meta entry wins the first conflict", 1, 2],
+  ])('never takes the replica from the live session, however often it wakes, a minute apart (%s)', (_, staleClient, liveClient) => {
+    const clock = { now: 1_000_000 }
+    const room = new Y.Doc()
+    const stale = session(OLD, staleClient, events('da', 1, 10), { now: () => clock.now })
+    wake(room, stale)
+    const live = session(NEW, liveClient, events('da', 11, 10), { now: () => clock.now })
+    connect(room, live)
+    for (let i = 0; i < 4; i++) {
+      clock.now += 60_000
+      wake(room, stale)
+    }
+    expect(live.errors).toEqual([])
+    expect(configurationOf(room)).toBe(live.engine.replica.configuration)
+    expect(dashboardReads(room, NEW)).toEqual([10, (11 + 20) * 5])
+  })
+
+  it('two stale tabs, each waking once a minute apart, take nothing either', () => {
+    const clock = { now: 1_000_000 }
+    const room = new Y.Doc()
+    const stales = [5, 6].map((client) => session(OLD, client, events('da', 1, 10), { now: () => clock.now }))
+    for (const stale of stales) wake(room, stale)
+    const live = session(NEW, 1, events('da', 11, 10), { now: () => clock.now })
+    connect(room, live)
+    for (const stale of stales) {
+      clock.now += 60_000
+      wake(room, stale)
+      stale.binding.destroy()
+    }
+    live.engine.ingest(events('da', 21, 5))
+    expect(live.errors).toEqual([])
+    expect(dashboardReads(room, NEW)).toEqual([15, (11 + 25) * 15 / 2])
+  })
+})
+
 describe('a session of another configuration that comes once and goes', () => {
   it.each([
     ["the live session's first meta entry wins the conflict", 1, 2],
@@ -195,6 +274,19 @@ describe('a session of another configuration that comes once and goes', () => {
 })
 
 describe('two live sessions of one replica id under the same configuration', () => {
+  it('one retiring a window the other still holds (their watermarks apart) settles: no whole state written back', () => {
+    const SAME = { ...NEW, allowedLateness: 0, retention: 0 }
+    const reading = (source: string, minute: number): StreamEvent => ({ id: `${source}-${minute}`, source, seq: minute + 1, ts: T0 + minute * 60_000, key: 'k', value: 1 })
+    const x = session(SAME, 1, [reading('da', 0)])
+    const y = session(SAME, 2, [reading('db', 0)])
+    expect(exchange(x, y, 1000)).toBeLessThan(20)
+    x.engine.ingest([reading('da', 1)])
+    y.engine.ingest([reading('db', 1)])
+    // Minute 0 leaves live state at x; y's watermark is not there yet.
+    x.engine.advanceWatermark(T0 + 60_000)
+    expect(exchange(x, y, 1000)).toBeLessThan(20)
+  })
+
   it('rewrite each other\'s entries of a group without writing their whole state back at each other, and report nothing', () => {
     const x = session(NEW, 1, events('da', 1, 10))
     const y = session(NEW, 2, events('db', 1, 10))

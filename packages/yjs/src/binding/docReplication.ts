@@ -59,8 +59,7 @@ export class DocReplication implements DocBinding {
   readonly #maxReplicas: number
   /** Replicas refused for `maxReplicas`, judged again when the meta map changes and a slot is free. */
   readonly #overflowed = new Set<string>()
-  /** Also set once this session gave its replica up to another live session of it (`#answer`): it writes nothing more. */
-  #readOnly: boolean
+  readonly #readOnly: boolean
   /** Sources whose clocks this replica writes: the only ones it expires in other replicas' logs. */
   readonly #ownSources = new Set<string>()
   readonly #status: StatusShare
@@ -100,7 +99,7 @@ export class DocReplication implements DocBinding {
     this.#status = engineSyncStatus(port).share(!this.#readOnly)
     this.#cleanups.push(() => this.#status.leave())
     this.#meta = doc.getMap(META_NAME)
-    this.#ownMeta = new OwnMeta(doc, this.#meta, port.replicaId, port.configuration, this.#origin)
+    this.#ownMeta = new OwnMeta(doc, this.#meta, port, this.#origin, this.#now)
     this.#own = this.#openLog(port.replicaId) as ReplicaEntries
 
     const onMeta = (event: Y.YMapEvent<unknown>, tr: Y.Transaction): void => {
@@ -165,7 +164,7 @@ export class DocReplication implements DocBinding {
       for (const read of previous) if (read.kind === 'clock') this.#ownSources.add(read.entry.source)
     }
     this.#merge(groups, clocks)
-    if (this.#readOnly) return
+    if (!this.#writes) return
 
     this.#doc.transact(() => {
       if (!ownMatches) {
@@ -195,7 +194,7 @@ export class DocReplication implements DocBinding {
   }
 
   #publish(write: LocalWrite): void {
-    if (this.#destroyed || this.#readOnly) return
+    if (this.#destroyed || !this.#writes) return
     try {
       this.#doc.transact(() => {
         const own = emptyWrite()
@@ -242,7 +241,7 @@ export class DocReplication implements DocBinding {
     if (batch.metaKeys.size === 0 && batch.added.size === 0 && batch.removed.size === 0) return
     const own = this.#port.replicaId
     // Before anything of this batch is written back: a session that gives its replica up deletes nothing of the keeper's.
-    if (batch.metaKeys.has(own) && !this.#readOnly) this.#answer()
+    if (batch.metaKeys.has(own) && this.#writes) this.#answer()
     const groups: CellGroup[] = []
     const clocks: ClockEntry[] = []
     const reread = new Set<ReplicaEntries>()
@@ -256,7 +255,7 @@ export class DocReplication implements DocBinding {
       if (log === this.#own) earlier = own ? kept : skipped
       if (!own) added.set(log, kept)
     }
-    if (earlier.length > 0 && !this.#readOnly) {
+    if (earlier.length > 0 && this.#writes) {
       // An earlier session of this replica under another configuration (a device that came back
       // reconfigured, its room's state arriving after bind): its cells fit no window here and its
       // clocks would make its events duplicates, so its entries leave the log this one starts
@@ -270,7 +269,7 @@ export class DocReplication implements DocBinding {
     this.#doc.transact(() => {
       for (const replicaId of batch.metaKeys) {
         if (replicaId === own) {
-          if (!this.#readOnly) this.#ownMeta.repair()
+          if (this.#writes) this.#ownMeta.repair()
           continue
         }
         const before = this.#logs.get(replicaId)?.status
@@ -305,9 +304,10 @@ export class DocReplication implements DocBinding {
       )
     }
     this.#merge(groups, clocks)
-    // Entries this session wrote, deleted by another (a session of another configuration took them for an
-    // earlier one's) and held by no entry read since: its whole state goes into its log again, not its meta entry alone.
-    if (!this.#readOnly && lostEntries(batch.removed.get(this.#own), this.#doc.clientID, this.#own)) this.#port.exportDurableState((state) => this.#publishState(state, []))
+    // Entries this session wrote, deleted by a session of another configuration (which took them for an
+    // earlier one's): its whole state goes into its log again, not its meta entry alone.
+    // Only with a meta entry of another configuration: a twin of this session deletes what it supersedes or retires.
+    if (this.#writes && batch.foreignOwnMeta && lostEntries(batch.removed.get(this.#own), this.#doc.clientID)) this.#port.exportDurableState((state) => this.#publishState(state, []))
   }
 
   /** Sorts read entries into the merge batch and reports the invalid ones. */
@@ -410,11 +410,15 @@ export class DocReplication implements DocBinding {
     return log
   }
 
-  /** Another live session of this replica id answered this one's repairs of its meta entry twice (`OwnMeta`): this one gives the replica up, writes nothing more to the doc, and reports why. */
+  /** Whether this binding writes: not a reader, and its engine has not given its replica up to another live session (`OwnMeta`). */
+  get #writes(): boolean {
+    return !this.#readOnly && !this.#ownMeta.gaveUp
+  }
+
+  /** Another live session of this replica id answered this one's repairs of its meta entry twice (`OwnMeta`): this engine gives the replica up, writes nothing more to any doc, and reports why. */
   #answer(): void {
     const error = this.#ownMeta.answered()
     if (error === null) return
-    this.#readOnly = true
     this.#mismatches.set(this.#port.replicaId, error)
     this.#onError(error)
   }

@@ -63,15 +63,14 @@ export function metaItem(meta: Y.Map<unknown>, replicaId: string): Y.Item | unde
 }
 
 /**
- * Whether `removed` (items another session deleted from this session's own log) holds an entry
- * Yjs client `client` wrote that `log` no longer holds any entry for: a session of another
- * configuration took this one's entries for an earlier session's, and they must be written again.
+ * Whether `removed` (items a remote transaction deleted from this session's own log) holds an
+ * entry Yjs client `client` (this session) wrote.
  *
  * @example
- * if (lostEntries(batch.removed.get(ownLog), doc.clientID, ownLog)) republishWholeState()
+ * if (batch.foreignOwnMeta && lostEntries(batch.removed.get(ownLog), doc.clientID)) republishWholeState()
  */
-export function lostEntries(removed: readonly Y.Item[] | undefined, client: number, log: { holds(raw: unknown): boolean }): boolean {
-  return removed?.some((item) => item.id.client === client && item.content.getContent().some((raw) => !log.holds(raw))) === true
+export function lostEntries(removed: readonly Y.Item[] | undefined, client: number): boolean {
+  return removed?.some((item) => item.id.client === client) === true
 }
 
 /**

@@ -130,13 +130,6 @@ export class ReplicaEntries {
     else this.#groups.set(at.window, at.source, at.start, rest)
   }
 
-  /** Whether an entry of `raw`'s group (or, for a clock, of its source) is still indexed. */
-  holds(raw: unknown): boolean {
-    if (entryKind(raw) === 'clock') return this.#clocks.has((raw as DocEntry)[1] as string)
-    const at = groupAddressOf(raw)
-    return at === null || this.#groups.get(at.window, at.source, at.start) !== undefined
-  }
-
   /** The Yjs clients (sessions) whose entries the log holds. */
   writers(): Set<number> {
     const clients = new Set<number>()
