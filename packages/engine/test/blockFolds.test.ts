@@ -38,7 +38,7 @@ class TestSlice implements FoldedSlice {
   }
 }
 
-/** A key's slices as block folds read them, with the slices' own type for writing. */
+/** A key's slices as block folds read them, with the slices' own type for writing (report each slice joining or leaving: `reshaped`). */
 function testSeries(aggregates: AggregateSet): { version: number; readonly slices: Map<number, TestSlice>; readonly geometry: FoldedSeries['geometry'] } {
   return { version: 0, slices: new Map<number, TestSlice>(), geometry: { aggregates } }
 }
@@ -104,11 +104,15 @@ describe('block folds', () => {
             if (slice === undefined) {
               slice = new TestSlice(aggregates)
               series.slices.set(s.at, slice)
+              kept.reshaped(series, s.at, slice)
             }
             slice.write(s.value)
             series.version++
           } else if (s.kind === 'drop') {
-            if (series.slices.delete(s.at)) series.version++
+            if (series.slices.delete(s.at)) {
+              kept.reshaped(series, s.at, undefined)
+              series.version++
+            }
           } else {
             const prefix = s.kind === 'prefix'
             const got = prefix ? kept.prefix(series, s.block, s.at) : kept.suffix(series, s.block, s.at)
@@ -132,12 +136,16 @@ describe('block folds', () => {
     const first = new TestSlice(aggregates)
     first.write(5)
     series.slices.set(3, first)
+    folds.reshaped(series, 3, first)
     series.version++
     expect(folds.prefix(series, 0, 3).prefix[4 * 3 + 1]).toBe(5)
     // Dropped, and a new slice at the same place written once: version 1 again, other values.
     const second = new TestSlice(aggregates)
     second.write(-2)
+    series.slices.delete(3)
+    folds.reshaped(series, 3, undefined)
     series.slices.set(3, second)
+    folds.reshaped(series, 3, second)
     series.version++
     expect(folds.prefix(series, 0, PER_BLOCK - 1).prefix[4 * 3 + 1]).toBe(-2)
     expect(folds.suffix(series, 0, 0).suffix[1]).toBe(-2)

@@ -325,7 +325,9 @@ export class CellSet {
  */
 function insertAt<T>(list: T[], at: number, item: T): void {
   let i = list.length
-  list.push(item)
+  // A store past the end rather than `push`: the lists differ in elements kind, and a `push` seeing
+  // them all was a call to the generic builtin.
+  list[i] = item
   for (; i > at; i--) list[i] = list[i - 1] as T
   list[at] = item
 }

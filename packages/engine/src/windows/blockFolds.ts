@@ -10,8 +10,10 @@ export interface FoldedSlice {
 
 /**
  * A key's slices as block folds read them (`SliceSeries`): a fold is kept while the series'
- * `version` stands, and merges the states of its spec's aggregates. Described here, not
- * imported: the series reads its folds through its geometry, which owns them.
+ * `version` stands, and merges the states of its spec's aggregates. The series reports every
+ * slice joining or leaving `slices` (`BlockFolds.reshaped`): a fold looks its block's slices up
+ * only when it takes the block. Described here, not imported: the series reads its folds through
+ * its geometry, which owns them.
  */
 export interface FoldedSeries {
   readonly version: number
@@ -37,7 +39,7 @@ export interface BlockFold {
   /** Prefixes `0 .. prefixValid − 1` and suffixes `suffixFrom .. perBlock − 1` are up to date. */
   prefixValid: number
   suffixFrom: number
-  /** By position: the slice there when the slot last looked (undefined: none), and its `version` then. */
+  /** By position: the slice there (undefined: none; kept so by `reshaped`), and its `version` when the slot last looked. */
   readonly slices: (FoldedSlice | undefined)[]
   readonly versions: Float64Array
 }
@@ -126,7 +128,7 @@ export class BlockFolds {
     for (let i = 0; i < slots.length; i++) {
       const slot = slots[i] as BlockFold
       if (slot.series === series && slot.block === block) {
-        if (slot.version !== series.version) this.#sync(slot, series, block)
+        if (slot.version !== series.version) this.#sync(slot, series)
         return slot
       }
     }
@@ -155,24 +157,38 @@ export class BlockFolds {
     slot.suffixFrom = k
     slot.prefixStates.length = 0
     slot.suffixStates.length = 0
-    // No version matches NaN: the first look records every position's slice.
+    // The block's slices looked up; no version matches NaN, so the first look marks every position.
+    for (let i = 0; i < k; i++) slot.slices[i] = series.slices.get(block + i)
     slot.versions.fill(Number.NaN)
-    this.#sync(slot, series, block)
+    this.#sync(slot, series)
     return slot
   }
 
+  /**
+   * A slice joined (`slice`) or left (undefined) `series` at `ordinal`: the slot holding its block
+   * takes it, the position's version unknown (the next look marks it changed).
+   */
+  reshaped(series: FoldedSeries, ordinal: number, slice: FoldedSlice | undefined): void {
+    for (const slot of this.#slots) {
+      const i = ordinal - slot.block
+      if (slot.series === series && i >= 0 && i < this.#perBlock) {
+        slot.slices[i] = slice
+        slot.versions[i] = Number.NaN
+      }
+    }
+  }
+
   /** Marks stale the prefixes from the first position whose slice changed and the suffixes up to the last. */
-  #sync(slot: BlockFold, series: FoldedSeries, block: number): void {
+  #sync(slot: BlockFold, series: FoldedSeries): void {
     const k = this.#perBlock
     const { slices: known, versions } = slot
-    const slices = series.slices
     let lo = k
     let hi = -1
+    // The slices the slot knows are the block's (`reshaped`): only their versions can have moved.
     for (let i = 0; i < k; i++) {
-      const slice = slices.get(block + i)
+      const slice = known[i]
       const version = slice === undefined ? -1 : slice.version
-      if (slice !== known[i] || version !== versions[i]) {
-        known[i] = slice
+      if (version !== versions[i]) {
         versions[i] = version
         if (i < lo) lo = i
         hi = i

@@ -42,12 +42,11 @@ export class Slice<Series extends { readonly key: string; readonly geometry: Sli
   /**
    * What batch `batch` worked out once for the slice (frontiers stand still within a batch): the
    * first window admitting its events (`from`, later ones as well), the first window touched
-   * (`touchedFrom`), and the outcome bits of the windows from `bitsFrom` on.
+   * (`touchedFrom`), and the outcome bits of the windows from `from` on (placement only).
    */
   batch = 0
   from = 0
   touchedFrom = 0
-  bitsFrom = NO_ORDINAL
   bits = 0
 
   constructor(ordinal: number, start: number, series: Series) {
@@ -157,9 +156,6 @@ export class Slice<Series extends { readonly key: string; readonly geometry: Sli
     return folded
   }
 }
-
-/** An ordinal no slice has, that stays a small integer (a NaN or an infinity would make every slice box the field). */
-export const NO_ORDINAL = -(2 ** 30)
 
 /**
  * The replicated name of a slice part: the spec id for `main` parts, `<spec id>@<end>` for a part

@@ -10,7 +10,7 @@ import type { CellGroup } from '../lattice/cellGroup.ts'
 import type { CellSet } from '../lattice/cellSet.ts'
 import type { SliceIndexSnapshot } from '../recovery/engineCheckpoint.ts'
 import { groupStates } from '../aggregates/aggregateSet.ts'
-import { NO_ORDINAL, parsePartName, partName, type Slice } from './slice.ts'
+import { parsePartName, partName, type Slice } from './slice.ts'
 import type { SliceGeometry } from './sliceGeometry.ts'
 import type { SliceSeries } from './sliceSeries.ts'
 import type { BatchFrontiers, MergeCounts, RemoteFrontiers, WindowTracker } from './windowIndex.ts'
@@ -194,7 +194,6 @@ export function mergePeerGroups(host: PartsHost, groups: readonly CellGroup[], f
           slice.batch = batch
           slice.from = last + 1
           slice.touchedFrom = last + 1
-          slice.bitsFrom = NO_ORDINAL
         }
         if (alive < slice.touchedFrom) {
           host.touch(series, alive, slice.touchedFrom - 1, frontiers, tracker)

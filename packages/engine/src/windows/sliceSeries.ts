@@ -28,7 +28,7 @@ const SHARED_FOLDS = 16
 export class SliceSeries implements WindowValues {
   readonly key: string
   readonly geometry: SliceGeometry
-  /** Slices by ordinal. */
+  /** Slices by ordinal. A slice joining or leaving is told to the block folds (`BlockFolds.reshaped`; `dropSlice` does). */
   readonly slices = new Map<number, Slice<SliceSeries>>()
   /** Windows by the ordinal of their last slice. */
   readonly windows = new Map<number, WindowState>()
@@ -58,8 +58,8 @@ export class SliceSeries implements WindowValues {
       this.#foldRange(g.blockStart(last), last, into)
     } else {
       const block = g.blockStart(first)
-      if (first !== block) this.#suffixInto(first, into)
-      this.#prefixInto(last, into)
+      if (first !== block) this.#suffixInto(block, first, into)
+      this.#prefixInto(g.blockStart(last), last, into)
     }
     if (this.partialSlices.length > 0) this.#partialsInto(first, last, into)
   }
@@ -92,6 +92,7 @@ export class SliceSeries implements WindowValues {
   /** Forgets a dropped slice. */
   dropSlice(slice: Slice<SliceSeries>): void {
     this.slices.delete(slice.ordinal)
+    this.geometry.folds.reshaped(this, slice.ordinal, undefined)
     slice.live = false
     if (slice.partial !== null) {
       const at = this.partialSlices.indexOf(slice.ordinal)
@@ -128,9 +129,8 @@ export class SliceSeries implements WindowValues {
     if (max > into.max) into.max = max
   }
 
-  /** Adds the fold of the block's slices from its start up to `last`, left to right. */
-  #prefixInto(last: number, into: Aggregate): void {
-    const block = this.geometry.blockStart(last)
+  /** Adds the fold of the slices of the block starting at `block` from its start up to `last`, left to right. */
+  #prefixInto(block: number, last: number, into: Aggregate): void {
     const fold = this.geometry.folds.prefix(this, block, last - block)
     const p = fold.prefix
     const at = 4 * (last - block)
@@ -141,9 +141,8 @@ export class SliceSeries implements WindowValues {
     if ((p[at + 3] as number) > into.max) into.max = p[at + 3] as number
   }
 
-  /** Adds the fold of the block's slices from `first` to its end, right to left. */
-  #suffixInto(first: number, into: Aggregate): void {
-    const block = this.geometry.blockStart(first)
+  /** Adds the fold of the slices of the block starting at `block` from `first` to its end, right to left. */
+  #suffixInto(block: number, first: number, into: Aggregate): void {
     const fold = this.geometry.folds.suffix(this, block, first - block)
     const s = fold.suffix
     const at = 4 * (first - block)

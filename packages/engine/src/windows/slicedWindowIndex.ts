@@ -5,7 +5,7 @@ import type { CellGroup } from '../lattice/cellGroup.ts'
 import type { CellSet } from '../lattice/cellSet.ts'
 import type { SessionIndexSnapshot, SliceIndexSnapshot } from '../recovery/engineCheckpoint.ts'
 import type { CellEntry } from '../lattice/cellEntry.ts'
-import { NO_ORDINAL, partName, Slice } from './slice.ts'
+import { partName, Slice } from './slice.ts'
 import { SliceGeometry } from './sliceGeometry.ts'
 import { liveSliceCells, mergePeerGroups, namedParts, type PartsHost, restoreSliceEntries, sliceEntries } from './sliceParts.ts'
 import { SliceSeries } from './sliceSeries.ts'
@@ -171,7 +171,6 @@ export class SlicedWindowIndex implements WindowIndex {
       slice.batch = batch
       slice.from = this.#geometry.firstAbove(slice.ordinal, frontiers.watermark - frontiers.lateness)
       slice.touchedFrom = last + 1
-      slice.bitsFrom = NO_ORDINAL
     }
     const from = slice.from
     if (from > last) return REFUSED
@@ -249,31 +248,23 @@ export class SlicedWindowIndex implements WindowIndex {
     series.version++
     if (publish) tracker.written(main ? this.id : partName(this.id, this.#geometry.endOf(from)), key, slice.start, source.name, cell as Cell, states ?? null)
     if (from < slice.touchedFrom) {
-      this.#touch(series, from, slice.touchedFrom - 1, frontiers, tracker, false)
+      // The batch's first event here: windows `from..last` touched, and what they make of it read on the way.
+      slice.bits = this.#touch(series, from, last, frontiers, tracker, false)
       slice.touchedFrom = from
-    }
-    if (slice.bitsFrom !== from) {
-      slice.bitsFrom = from
-      slice.bits = this.#outcome(series, from, last)
     }
     if (this.discarding) series.addPending(from, last, value, event, inputs, this.aggregates)
     return main ? slice.bits : slice.bits | REFUSED
   }
 
-  /** ON_TIME when some window `from..last` has not fired, ADMITTED_LATE when some has. */
-  #outcome(series: SliceSeries, from: number, last: number): number {
-    let bits = 0
-    for (let b = from; b <= last; b++) bits |= (series.windows.get(b) as WindowState).fired ? ADMITTED_LATE : ON_TIME
-    return bits
-  }
-
   /**
    * Touches windows `from..to` of `series`, latest end first (the order the windows of one slice
    * were always reached in), creating those that are missing: born fired past the firing frontier.
+   * Returns ON_TIME when one of them has not fired, ADMITTED_LATE when one has.
    */
-  #touch(series: SliceSeries, from: number, to: number, frontiers: BatchFrontiers, tracker: WindowTracker, replaced: boolean): void {
+  #touch(series: SliceSeries, from: number, to: number, frontiers: BatchFrontiers, tracker: WindowTracker, replaced: boolean): number {
     const g = this.#geometry
     const batch = frontiers.batch
+    let bits = 0
     for (let b = to; b >= from; b--) {
       let w = series.windows.get(b)
       if (w === undefined) {
@@ -291,7 +282,9 @@ export class SlicedWindowIndex implements WindowIndex {
         w.touchedIn = batch
         tracker.touched(w)
       }
+      bits |= w.fired ? ADMITTED_LATE : ON_TIME
     }
+    return bits
   }
 
   #seriesOf(key: string): SliceSeries {
@@ -311,6 +304,7 @@ export class SlicedWindowIndex implements WindowIndex {
       // at a time would leave its smaller blocks unused.
       if (this.#sparse()) slice.reserveRows(series.slices.get(ordinal - 1)?.size ?? 0)
       series.slices.set(ordinal, slice)
+      this.#geometry.folds.reshaped(series, ordinal, slice)
     }
     return slice
   }

@@ -56,7 +56,8 @@ export class WindowLifecycle implements WindowTracker {
   corrections = 0
   readonly #discarding: boolean
   readonly #expired = (window: string, key: string, start: number, source: string): void => {
-    if (this.#writes(source)) this.#outbox.expire({ window, key, start, source })
+    // Asked first: an outbox nobody listens to keeps nothing, and each cell leaving would cost a lookup and an address.
+    if (this.#outbox.listening && this.#writes(source)) this.#outbox.expire({ window, key, start, source })
   }
 
   /**
@@ -315,7 +316,8 @@ export class WindowLifecycle implements WindowTracker {
       w.whole = false
     }
     const result = w.result(status, revision, final, basis, pane, this.#settings.aggregates, part)
-    changes.push(previous === null ? { type, result, pane } : { type, result, pane, previous })
+    // A store past the end rather than `push`, which was a call to the generic builtin here, per pane.
+    changes[changes.length] = previous === null ? { type, result, pane } : { type, result, pane, previous }
     w.remember(result, this.#settings.historyLimit)
     w.dirty = false
     this.#cancel(w)
