@@ -157,7 +157,8 @@ export async function openEngine<A extends AggregateDefinitions = NoAggregates>(
     const replayed = replay(engine, recovered, corrupt)
     const phases = { readMs: read - started, restoreMs: restored - read, replayMs: performance.now() - restored }
     if (recovered.meta.get(REPLICA_ID_KEY) !== engine.replicaId) await persistence.putMeta(REPLICA_ID_KEY, engine.replicaId)
-    if (logged === undefined) await persistence.putMeta(CONFIGURATION_KEY, engine.replica.configuration)
+    // Also beside a log judged by its checkpoint alone (kept by an older version): a later corrupt checkpoint must not leave it unjudged.
+    if (recovered.meta.get(CONFIGURATION_KEY) === undefined) await persistence.putMeta(CONFIGURATION_KEY, engine.replica.configuration)
     report = {
       replicaId: engine.replicaId,
       checkpointLsn: recovered.checkpoint?.upToLsn ?? null,

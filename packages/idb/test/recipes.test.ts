@@ -149,7 +149,17 @@ describe('recipes: the samples do what the recipes say', () => {
       bindDoc(dashboard, doc, { readOnly: true })
       published.set(source, dashboard.results().reduce((sum, r) => sum + r.count, 0))
     }
-    const drained = await drainPrevious(publish)
+    // A log whose publishing fails (a refused token) is kept for a later run; the others are drained past it.
+    const [failing, other] = closed as [(typeof closed)[0], (typeof closed)[0]]
+    const refusing = async (engine: Engine, source: string): Promise<void> => {
+      if (source === failing.claim.source) throw new Error('tidemark:refused room-not-allowed')
+      await publish(engine, source)
+    }
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => undefined)
+    expect(await drainPrevious(refusing)).toEqual([other.claim.source])
+    expect(warn.mock.calls.map(([message]) => String(message))).toEqual([`${failing.claim.source} is kept for a later run: tidemark:refused room-not-allowed`])
+    expect(await sourcesOf(PREVIOUS.prefix)).toEqual([failing.claim.source, stillOpen.claim.source].sort())
+    const drained = [other.claim.source, ...(await drainPrevious(publish))]
     expect(drained.sort()).toEqual(closed.map(({ claim }) => claim.source).sort())
     expect(Object.fromEntries(published)).toEqual(Object.fromEntries(closed.map(({ claim }, i) => [claim.source, 3 - i])))
     expect(await sourcesOf(PREVIOUS.prefix)).toEqual([stillOpen.claim.source])

@@ -44,39 +44,66 @@ export async function openDevice(): Promise<{ claim: SourceClaim; engine: Engine
  */
 export async function drainPrevious(publish: (engine: Engine, source: string) => Promise<void>): Promise<string[]> {
   const drained: string[] = []
-  for (;;) {
-    const claim = await claimSource({ prefix: PREVIOUS.prefix })
-    if (claim.reuse === 'new') {
-      // None left that no tab holds: this source was just made for the asking.
+  // Logs that could not be opened or published: held until the end, so the loop moves past them.
+  const kept: { release(): Promise<void> }[] = []
+  try {
+    for (;;) {
+      const claim = await claimSource({ prefix: PREVIOUS.prefix })
+      if (claim.reuse === 'new') {
+        // None left that no tab holds: this source was just made for the asking.
+        await claim.release()
+        await deleteSource(claim.source, { prefix: PREVIOUS.prefix })
+        return drained
+      }
+      try {
+        const engine = await openEngine({ ...PREVIOUS.options, persistence: indexedDbPersistence({ name: claim.database, claim }) })
+        try {
+          await publish(engine, claim.source)
+        } finally {
+          await engine.close()
+        }
+      } catch (error) {
+        console.warn(`${claim.source} is kept for a later run: ${(error as Error).message}`)
+        kept.push(claim)
+        continue
+      }
       await claim.release()
       await deleteSource(claim.source, { prefix: PREVIOUS.prefix })
-      return drained
+      drained.push(claim.source)
     }
-    const engine = await openEngine({ ...PREVIOUS.options, persistence: indexedDbPersistence({ name: claim.database, claim }) })
-    await publish(engine, claim.source)
-    await engine.close()
-    await claim.release()
-    await deleteSource(claim.source, { prefix: PREVIOUS.prefix })
-    drained.push(claim.source)
+  } finally {
+    for (const claim of kept) await claim.release()
   }
 }
 // #endregion
 
 // #region publish
-/** Sends an engine's state to its source's room; resolves once the relay has all of it. */
-export function publishTo(relayUrl: string, fleet: string, tokenFor: (source: string, replica: string) => RelayToken) {
+/**
+ * Sends an engine's state to its source's room. Resolves once the relay acknowledged all of it
+ * and the connection then stayed up `settleMs` (past the relay's write window: a relay killed
+ * before it stored what it acknowledged drops the connection, and the state is sent again to the
+ * next); rejects on a refusal or after `timeoutMs`.
+ */
+export function publishTo(relayUrl: string, fleet: string, tokenFor: (source: string, replica: string) => RelayToken, { settleMs = 5_000, timeoutMs = 120_000 } = {}) {
   return (engine: Engine, source: string): Promise<void> =>
-    new Promise((resolve) => {
+    new Promise((resolve, reject) => {
       const doc = new Y.Doc()
-      bindDoc(engine, doc, { onError: (error) => console.warn(error.message) })
+      const binding = bindDoc(engine, doc, { onError: (error) => console.warn(error.message) })
       const relay = connectRelay({ url: relayUrl, token: tokenFor(source, engine.replica.replicaId) })
       relay.join(doc, `${fleet}/${source}`)
+      const started = Date.now()
+      let acknowledgedAt: number | null = null
       const poll = setInterval(() => {
-        const { state, pendingLocalUpdates } = engine.syncStatus()
-        if (state !== 'connected' || pendingLocalUpdates > 0) return
+        const { state, pendingLocalUpdates, refusal } = engine.syncStatus()
+        const now = Date.now()
+        acknowledgedAt = state === 'connected' && pendingLocalUpdates === 0 ? (acknowledgedAt ?? now) : null
+        const failed = refusal ?? (now - started > timeoutMs ? `not acknowledged for ${settleMs} ms within ${timeoutMs} ms` : null)
+        if (failed === null && (acknowledgedAt === null || now - acknowledgedAt < settleMs)) return
         clearInterval(poll)
         relay.destroy()
-        resolve()
+        binding.destroy()
+        if (failed === null) resolve()
+        else reject(new Error(`publishing ${source}: ${failed}`))
       }, 1_000)
     })
 }
