@@ -93,10 +93,14 @@ export function publishTo(relayUrl: string, fleet: string, tokenFor: (source: st
       relay.join(doc, `${fleet}/${source}`)
       const started = Date.now()
       let acknowledgedAt: number | null = null
+      let syncedAt: number | null = null
       const poll = setInterval(() => {
-        const { state, pendingLocalUpdates, refusal } = engine.syncStatus()
+        const { state, pendingLocalUpdates, refusal, lastSync } = engine.syncStatus()
         const now = Date.now()
-        acknowledgedAt = state === 'connected' && pendingLocalUpdates === 0 ? (acknowledgedAt ?? now) : null
+        // A new sync exchange (a reconnect between two polls) starts the wait over.
+        const steady = state === 'connected' && pendingLocalUpdates === 0 && lastSync === syncedAt
+        syncedAt = lastSync
+        acknowledgedAt = steady ? (acknowledgedAt ?? now) : null
         const failed = refusal ?? (now - started > timeoutMs ? `not acknowledged for ${settleMs} ms within ${timeoutMs} ms` : null)
         if (failed === null && (acknowledgedAt === null || now - acknowledgedAt < settleMs)) return
         clearInterval(poll)
