@@ -109,7 +109,10 @@ export class DocReplication implements DocBinding {
         for (const { value, client } of metaWritten(this.#meta, tr, key)) {
           if (this.#ownMeta.holds(value)) this.#foreignSessions.accept(key, client)
           else {
-            if (key === port.replicaId) this.#batch.foreignOwnMeta = true
+            if (key === port.replicaId) {
+              this.#batch.foreignOwnMeta = true
+              this.#ownMeta.contested()
+            }
             // That session's entries in this log, in this transaction or later ones, are not of this configuration (until it writes one of it).
             this.#foreignSessions.add(key, [client])
           }
@@ -304,10 +307,10 @@ export class DocReplication implements DocBinding {
       )
     }
     this.#merge(groups, clocks)
-    // Entries this session wrote, deleted by a session of another configuration (which took them for an
-    // earlier one's): its whole state goes into its log again, not its meta entry alone.
-    // Only with a meta entry of another configuration: a twin of this session deletes what it supersedes or retires.
-    if (this.#writes && batch.foreignOwnMeta && lostEntries(batch.removed.get(this.#own), this.#doc.clientID)) this.#port.exportDurableState((state) => this.#publishState(state, []))
+    // Entries this session wrote, deleted while a session of another configuration contests the replica (it
+    // takes them for an earlier one's): its whole state goes into its log again, not its meta entry alone. A
+    // twin of this session's configuration, alone, deletes only what it supersedes or retires.
+    if (this.#writes && this.#ownMeta.contestedLately && lostEntries(batch.removed.get(this.#own), this.#doc.clientID)) this.#port.exportDurableState((state) => this.#publishState(state, []))
   }
 
   /** Sorts read entries into the merge batch and reports the invalid ones. */

@@ -9,8 +9,8 @@ import { ConfigurationMismatchError } from '../schema/configurationMismatchError
 import { DOC_SCHEMA, metaValue, readMeta } from '../schema/docEntry.ts'
 import { metaItem } from './earlierSession.ts'
 
-/** How soon after one of this session's repairs another session's answer shows that session live, ms. */
-export const ANSWER_WINDOW_MS = 10_000
+/** How soon after one of this session's repairs another session's answer shows that session live (a round trip over a slow link included), ms. */
+export const ANSWER_WINDOW_MS = 30_000
 
 /** Engines (by their replica port) that gave their replica up: none of their bindings writes again. */
 const gaveUp = new WeakSet<object>()
@@ -18,7 +18,7 @@ const gaveUp = new WeakSet<object>()
 /**
  * Two live sessions of one replica id under different configurations would write its meta entry
  * back at each other without end. A meta entry of another configuration written over one of this
- * session's repairs, knowing it (the repair is its item's origin), within `ANSWER_WINDOW_MS` of
+ * session's repairs, knowing it (the repair is its item's origin), within `ANSWER_WINDOW_MS` (30 s) of
  * that repair, is another live session's answer; at the second answer in a row, this session's
  * engine gives the replica up, in every doc it is bound to. So the session that repaired first
  * gives up. An answer that comes later than that (a stale tab that wakes, syncs and sleeps again)
@@ -39,6 +39,8 @@ export class OwnMeta {
   /** When each repair not answered yet was written, by its item's clock. */
   readonly #repairs = new Map<number, number>()
   #answers = 0
+  /** When a meta entry of another configuration for this replica last came (-Infinity: never). */
+  #contestedAt = Number.NEGATIVE_INFINITY
 
   /** `origin`: the origin of this session's transactions; `now`: its clock. */
   constructor(doc: Y.Doc, meta: Y.Map<unknown>, port: Pick<ReplicaPort, 'replicaId' | 'configuration'>, origin: unknown, now: () => number) {
@@ -52,6 +54,21 @@ export class OwnMeta {
   /** Whether this engine gave its replica up (here or through another doc it is bound to). */
   get gaveUp(): boolean {
     return gaveUp.has(this.#port)
+  }
+
+  /** A meta entry of another configuration for this replica came just now. */
+  contested(): void {
+    this.#contestedAt = this.#now()
+  }
+
+  /**
+   * Whether a session of another configuration wrote this replica's meta entry within
+   * `ANSWER_WINDOW_MS`: entries of this session deleted now are its doing (it takes them for an
+   * earlier session's), even in an update without a meta entry.
+   */
+  get contestedLately(): boolean {
+    const since = this.#now() - this.#contestedAt
+    return since >= 0 && since <= ANSWER_WINDOW_MS
   }
 
   /** Whether a meta entry's value reads as this session's schema and configuration. */
@@ -82,8 +99,10 @@ export class OwnMeta {
     const repairedAt = this.#repairs.get(origin.clock)
     if (this.holds(value) || repairedAt === undefined) return null
     this.#repairs.delete(origin.clock)
-    // A late answer is a session that woke, not one that is live: the count starts over.
-    this.#answers = this.#now() - repairedAt <= ANSWER_WINDOW_MS ? this.#answers + 1 : 0
+    // A late answer is a session that woke, not one that is live: the count starts over (and so
+    // does an answer from before its repair, the clock set back).
+    const elapsed = this.#now() - repairedAt
+    this.#answers = elapsed >= 0 && elapsed <= ANSWER_WINDOW_MS ? this.#answers + 1 : 0
     if (this.#answers < 2) return null
     gaveUp.add(this.#port)
     const received = readMeta(value)?.configuration ?? null
