@@ -115,6 +115,31 @@ describe('two live sessions of different configurations over a slow link', () =>
   })
 })
 
+describe('a stale tab of the old build that wakes for a few seconds now and then', () => {
+  it.each([
+    [2, 1],
+    [1, 2],
+  ])('never takes the replica from the live session, though each wake answers in time (stale client %i, live client %i)', (staleClient, liveClient) => {
+    const clock = { now: 1_000_000 }
+    const room = new Room(clock, 50, true)
+    const stale = session(OLD, staleClient, readings('da', 1, 10), clock)
+    room.join(stale, 'stale')
+    room.run(clock.now + 1_000)
+    room.leave(stale)
+    const live = session(NEW, liveClient, readings('db', 1, 10), clock)
+    room.join(live, 'live')
+    room.run(clock.now + 60_000)
+    for (let wake = 0; wake < 4; wake++) {
+      room.join(stale, 'stale')
+      room.run(clock.now + 5_000)
+      room.leave(stale)
+      room.run(clock.now + 60_000)
+    }
+    expect(live.errors).toEqual([])
+    expect(dashboard(room.doc)).toEqual([[10, 55]])
+  })
+})
+
 describe('a stale tab of the old build that wakes while the live session writes', () => {
   it.each([true, false])("leaves the room the live session's state, the new reading included (room gc %s)", (gc) => {
     const clock = { now: 1_000_000 }

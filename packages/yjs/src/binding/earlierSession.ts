@@ -67,7 +67,7 @@ export function metaItem(meta: Y.Map<unknown>, replicaId: string): Y.Item | unde
  * entry Yjs client `client` (this session) wrote.
  *
  * @example
- * if (batch.foreignOwnMeta && lostEntries(batch.removed.get(ownLog), doc.clientID)) republishWholeState()
+ * if (ownMeta.contestedLately && lostEntries(batch.removed.get(ownLog), doc.clientID)) republishWholeState()
  */
 export function lostEntries(removed: readonly Y.Item[] | undefined, client: number): boolean {
   return removed?.some((item) => item.id.client === client) === true

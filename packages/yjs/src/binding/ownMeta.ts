@@ -87,7 +87,11 @@ export class OwnMeta {
     if (this.holds(this.#meta.get(this.#port.replicaId))) return
     this.#doc.transact(() => this.write(), this.#origin)
     const item = metaItem(this.#meta, this.#port.replicaId)
-    if (item !== undefined) this.#repairs.set(item.id.clock, this.#now())
+    if (item === undefined) return
+    const now = this.#now()
+    // Repairs no one answered in time never count again: a stale tab waking for days keeps none.
+    for (const [clock, at] of this.#repairs) if (now - at > ANSWER_WINDOW_MS) this.#repairs.delete(clock)
+    this.#repairs.set(item.id.clock, now)
   }
 
   /** Why this engine gives its replica up, when the entry is another live session's second answer in a row to its repairs; null otherwise. */
@@ -96,8 +100,13 @@ export class OwnMeta {
     const origin = item?.origin
     if (item === undefined || item.deleted || origin?.client !== this.#doc.clientID) return null
     const value = item.content.getContent()[0]
+    if (this.holds(value)) return null
     const repairedAt = this.#repairs.get(origin.clock)
-    if (this.holds(value) || repairedAt === undefined) return null
+    if (repairedAt === undefined) {
+      // Over a write of this session that is no repair in time (its first, or one let go as unanswered): no answer, and the count starts over.
+      this.#answers = 0
+      return null
+    }
     this.#repairs.delete(origin.clock)
     // A late answer is a session that woke, not one that is live: the count starts over (and so
     // does an answer from before its repair, the clock set back).
