@@ -325,12 +325,12 @@ export class AccessGate implements Extension {
     if (parts === null) return new Refusal('malformed-message', `part ${header.index} of a message whose first part did not come`)
     const problem = parts.problem(header, bytes)
     if (problem !== null) return new Refusal('malformed-message', problem)
-    if (!this.#roomForPart(gate, bytes.byteLength)) return new Refusal('rate-limited')
+    const now = this.#now()
+    if (!this.#roomForPart(gate, bytes.byteLength, now)) return new Refusal('rate-limited')
     parts.add(bytes)
-    this.#assembling.added(gate, connection, gate.grant.subject, header.total, bytes.byteLength, this.#now(), gate.received())
+    this.#assembling.added(gate, connection, gate.grant.subject, header.total, bytes.byteLength, now, gate.received())
     if (!parts.complete) return 'drop'
-    gate.parts = null
-    this.#assembling.release(gate)
+    this.#dropParts(gate)
     this.#metrics.messagesInParts++
     const frame = readFrame(parts.whole())
     if (!frame.ok || frame.room !== gate.roomName || (frame.type !== MESSAGE.sync && frame.type !== MESSAGE.syncReply) || (frame.step !== SYNC_STEP.step2 && frame.step !== SYNC_STEP.update)) {
@@ -349,9 +349,9 @@ export class AccessGate implements Extension {
    * and under the cap on bytes in parts once other connections' messages that stalled or are
    * overdue, if letting them go makes room, are let go.
    */
-  #roomForPart(gate: ConnectionGate, bytes: number): boolean {
+  #roomForPart(gate: ConnectionGate, bytes: number, now: number): boolean {
     if (this.#assembling.bytesOf(gate.grant.subject) + bytes > this.#limits.maxRoomBytes) return false
-    const stalled = this.#assembling.stalled(bytes, this.#limits.maxAssemblingBytes, this.#now(), gate, (owner) => owner.received())
+    const stalled = this.#assembling.stalled(bytes, this.#limits.maxAssemblingBytes, now, gate, (owner) => owner.received())
     if (stalled === null) return false
     for (const [connection, owner] of stalled) {
       this.#metrics.messagesInPartsStalled++
@@ -359,6 +359,12 @@ export class AccessGate implements Extension {
       this.#refuse(owner, connection, null, null, new Refusal('rate-limited'))
     }
     return true
+  }
+
+  /** Lets go of the message `gate` was receiving in parts (whole, or never to be). */
+  #dropParts(gate: ConnectionGate): void {
+    gate.parts = null
+    this.#assembling.release(gate)
   }
 
   /** Whether a client id is another live connection's presence in `document` (what `authorizeUpdate` refuses to let `gate` write under first). */
@@ -415,8 +421,7 @@ export class AccessGate implements Extension {
     gate.ended = true
     this.#expiry.disarm(gate)
     this.#heldUpdates -= gate.dropHeld()
-    gate.parts = null
-    this.#assembling.release(gate)
+    this.#dropParts(gate)
     return true
   }
 
