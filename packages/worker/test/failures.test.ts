@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { manual, session, type StreamEvent, tumbling } from '@tidemark/engine'
+import { isLogConfigurationError, type LogConfigurationError } from '@tidemark/idb'
 import { claimLog, type LogLocks } from '@tidemark/idb/log'
 import { connectEngineWith } from '../src/page/connectEngine.ts'
 import type { HostLink } from '../src/page/hostLink.ts'
@@ -159,6 +160,39 @@ describe('a host fenced out while it starts', () => {
     const page = world.page(() => second)
     await world.run(300)
     expect([page.engine.connection().state, second.host.epoch]).toEqual(['connected', 2])
+  })
+})
+
+describe('a host that cannot open its log', () => {
+  it('rejects its pages with the typed error: isLogConfigurationError holds and its fields cross', async () => {
+    const world = new World()
+    const before = world.host({ name: 'fleet', engine: { ...windows, replicaId: 'r1' } })
+    const writer = world.page(() => before)
+    await world.run(300)
+    const written = writer.engine.ingest(readings('d1', 1, 3))
+    await world.run(300)
+    expect((await written).accepted).toBe(3)
+    const closing = writer.engine.close()
+    await world.run(300)
+    await closing
+    await before.host.stop()
+    // A new build counts other windows over the same log.
+    const after = world.host({ name: 'fleet', engine: { windows: tumbling(5_000), replicaId: 'r1' } })
+    const page = world.page(() => after)
+    await world.run(300)
+    const error = await page.engine.ready.then(() => null, (failure: unknown) => failure)
+    expect(isLogConfigurationError(error)).toBe(true)
+    const { logged, expected, message, cause } = error as LogConfigurationError
+    expect(logged).toContain('1000')
+    expect(expected).toContain('5000')
+    expect(message).toMatch(/^connectEngine: the engine's host could not start: LogConfigurationError: /)
+    expect(isLogConfigurationError(cause)).toBe(true)
+    // Every later call fails the same way, as does a page that comes after the failure.
+    await expect(page.engine.command('anything', null)).rejects.toBe(error)
+    const late = world.page(() => after)
+    await world.run(300)
+    const lateError = await late.engine.ready.then(() => null, (failure: unknown) => failure)
+    expect([isLogConfigurationError(lateError), (lateError as LogConfigurationError).logged]).toEqual([true, logged])
   })
 })
 
@@ -367,6 +401,9 @@ describe('lock requests that fail', () => {
     await world.run(300)
     await expect(host.started).rejects.toThrow('locks are not allowed here')
     expect(page.engine.connection()).toMatchObject({ state: 'failed', reason: "the engine's host could not start: TypeError: locks are not allowed here" })
+    // The page rejects with the host's error's name; a plain error has no fields to carry.
+    const error = await page.engine.ready.then(() => null, (failure: unknown) => failure)
+    expect([(error as Error).name, Object.keys(error as Error), ((error as Error).cause as Error).message]).toEqual(['TypeError', ['name', 'cause'], 'locks are not allowed here'])
   })
 
   it("reports a failed watch of a page's tab, but not the watch the host withdraws when the page leaves", async () => {

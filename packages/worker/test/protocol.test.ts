@@ -1,6 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import type { PaneInfo, PaneTiming, WindowResult } from '@tidemark/engine'
+import { isOverflowError, OverflowError, type PaneInfo, type PaneTiming, type WindowResult } from '@tidemark/engine'
+import { isLogConfigurationError, isQuotaError, LogConfigurationError, QuotaError } from '@tidemark/idb'
 import { assertSeeded } from '@tidemark/seeded-random/property'
 import { batchProblem, decodeEvents, encodeEvents } from '../src/protocol/eventColumns.ts'
 import { decodeRows, encodeRows, type RowKind, rowsProblem, type WindowRow } from '../src/protocol/windowRows.ts'
@@ -243,5 +244,18 @@ describe('tab channel envelopes', () => {
     const error = errorFromWire(structuredClone(wire))
     expect([error.name, error.message]).toEqual(['RangeError', 'too far'])
     expect(wireError('plain')).toEqual({ name: 'Error', message: 'plain' })
+  })
+
+  it("carry an error's own plain fields, so the type guards and their fields work on the other side", () => {
+    const overflow = errorFromWire(structuredClone(wireError(new OverflowError('engine', '3 events refused'))))
+    expect([isOverflowError(overflow), (overflow as OverflowError).buffer]).toEqual([true, 'engine'])
+    const configuration = errorFromWire(structuredClone(wireError(new LogConfigurationError('tumbling 1000', 'tumbling 5000'))))
+    expect(isLogConfigurationError(configuration)).toBe(true)
+    expect(configuration).toMatchObject({ logged: 'tumbling 1000', expected: 'tumbling 5000' })
+    // A receipt's `durable` rejected by a full quota, on a page.
+    expect(isQuotaError(errorFromWire(structuredClone(wireError(new QuotaError('tidemark: storage quota exceeded')))))).toBe(true)
+    // Only strings, numbers, booleans and null cross: a field holding an object or a function stays behind.
+    const odd = Object.assign(new Error('odd'), { count: 2, flag: false, none: null, nested: { a: 1 }, run: () => 1 })
+    expect(wireError(odd)).toEqual({ name: 'Error', message: 'odd', fields: { count: 2, flag: false, none: null } })
   })
 })

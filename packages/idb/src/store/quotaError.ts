@@ -12,7 +12,7 @@ export class QuotaError extends Error {
 
 /**
  * Narrows a rejection of `ingest(...).durable` (or of `Persistence.append`/`checkpoint`)
- * to a full quota.
+ * to a full quota; also across realms and ports (a `@tidemark/worker` page's receipt), by name.
  *
  * @example
  * try {
@@ -23,7 +23,7 @@ export class QuotaError extends Error {
  * }
  */
 export function isQuotaError(error: unknown): error is QuotaError {
-  return error instanceof QuotaError
+  return error instanceof QuotaError || (error instanceof Error && error.name === 'QuotaError')
 }
 
 /** Whether a storage error means "quota exceeded", across browser spellings. */

@@ -7,7 +7,7 @@ import { addressOf, type WindowAddress } from '../common/windowAddress.ts'
 import type { EventBatch } from '../protocol/eventColumns.ts'
 import { rowBuffers } from '../protocol/windowRows.ts'
 import { aggregateIdentities } from '../protocol/aggregateIdentities.ts'
-import { type HostCall, type HostMessage, type HostMode, type MirroredOptions, PROTOCOL_VERSION, wireError } from '../protocol/messages.ts'
+import { type HostCall, type HostMessage, type HostMode, type MirroredOptions, PROTOCOL_VERSION, type WireError, wireError } from '../protocol/messages.ts'
 import { lockNames, type WorkerClock, type WorkerLocks } from '../page/platform.ts'
 import { FramePump } from './framePump.ts'
 import { type ClientLink, HostClient } from './hostClient.ts'
@@ -75,8 +75,8 @@ export class EngineHost {
   /** What pages need of the engine's options to expire windows as it does, and what its panes carry. */
   #mirrored: MirroredOptions = { allowedLateness: 0, retention: 60_000, accumulation: 'accumulating', aggregates: [] }
   #deposed: string | null = null
-  /** Why the host could not start, told to every page. */
-  #failure: string | null = null
+  /** Why the host could not start, and the error that stopped it, told to every page. */
+  #failure: { readonly reason: string; readonly error: WireError } | null = null
   #stopped = false
   #releaseHostLock: (() => void) | null = null
   readonly #tabWatches: TabWatches
@@ -133,8 +133,8 @@ export class EngineHost {
       if (gone !== null) {
         for (const { link } of this.#waiting.splice(0)) link.send({ t: 'refused', reason: gone, deposed: true }, [])
       } else {
-        this.#failure = `the engine's host could not start: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`
-        for (const { link } of this.#waiting.splice(0)) link.send({ t: 'refused', reason: this.#failure }, [])
+        this.#failure = { reason: `the engine's host could not start: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`, error: wireError(error) }
+        for (const { link } of this.#waiting.splice(0)) link.send({ t: 'refused', ...this.#failure }, [])
       }
       // Whatever start set up after a shutdown already ran (an engine opened, a setup's cleanup) ends here.
       await this.#shutdown()
@@ -343,7 +343,7 @@ export class EngineHost {
       return
     }
     if (this.#failure !== null) {
-      link.send({ t: 'refused', reason: this.#failure }, [])
+      link.send({ t: 'refused', ...this.#failure }, [])
       return
     }
     const tab = typeof hello.tab === 'string' ? hello.tab : ''

@@ -21,6 +21,8 @@ import {
   type HostMode,
   PROTOCOL_VERSION,
   type WelcomeMessage,
+  type WireError,
+  errorFromWire,
 } from '../protocol/messages.ts'
 import { rowsProblem } from '../protocol/windowRows.ts'
 import { aggregatesMismatch } from '../protocol/aggregateIdentities.ts'
@@ -72,6 +74,8 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
   #hostWatch: AbortController | null = null
   #writable: WritableStream<readonly StreamEvent[]> | null = null
   #ready: { resolve: () => void; reject: (error: unknown) => void } | null = null
+  /** Why no host can serve this page, once none can: what `ready` and every later call reject with. */
+  #failure: Error | null = null
   /** Set while `close()` waits for this page's batches: told when a host welcomes the page or goes away. */
   #closeWatch: (() => void) | null = null
   #closing = false
@@ -138,7 +142,7 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
         this.#calls.reply(message.req, message.value, message.error, message.retry === true)
         return
       case 'refused':
-        if (message.deposed !== true) this.failed(message.reason)
+        if (message.deposed !== true) this.failed(message.reason, message.error)
         else if (this.#options.mode === 'single') {
           // Another tab's host took the log (no Web Locks keep two tabs apart here): starting
           // this tab's host again would take it back, and the two would fence each other forever.
@@ -168,7 +172,8 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
     this.#closeWatch?.()
   }
 
-  failed(reason: string): void {
+  /** No host can serve this page; `cause`, the host's start error, lends its name and fields to what the page rejects with. */
+  failed(reason: string, cause?: WireError): void {
     if (this.#connection.state === 'closed' || this.#connection.state === 'failed') return
     const link = this.#link
     this.#link = null
@@ -177,7 +182,9 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
     this.#hostWatch = null
     // A leader tab lets its host go (the connector stops below): it no longer runs the host.
     this.#setConnection({ state: 'failed', leader: false, reason })
-    const error = new Error(`connectEngine: ${reason}`)
+    const error = cause === undefined ? new Error(`connectEngine: ${reason}`) : errorFromWire({ ...cause, message: `connectEngine: ${reason}` })
+    if (cause !== undefined) error.cause = errorFromWire(cause)
+    this.#failure = error
     this.#ready?.reject(error)
     this.#queue.close(error)
     this.#calls.rejectAll(error)
@@ -419,7 +426,9 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
 
   #call(call: HostCall, retry: boolean): Promise<unknown> {
     const state = this.#connection.state
-    if (state === 'closed' || state === 'failed') return Promise.reject(new Error(state === 'closed' ? CLOSED : `connectEngine: ${this.#connection.reason}`))
+    if (state === 'closed') return Promise.reject(new Error(CLOSED))
+    // Set with the state: what `ready` rejected with.
+    if (state === 'failed') return Promise.reject(this.#failure)
     return this.#calls.add(call, retry, this.#welcomed ? this.#link : null)
   }
 

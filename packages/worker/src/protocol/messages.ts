@@ -6,11 +6,20 @@ import type { WindowRows } from './windowRows.ts'
 /** Bumped when a message changes shape; a page and a host of different versions refuse each other. */
 export const PROTOCOL_VERSION = 4
 
-/** An error as it crosses a port: its name and message (the structured clone keeps no class). */
+/**
+ * An error as it crosses a port: its name, message and own plain fields (the structured clone
+ * keeps no class). Rebuilt, it answers the type guards that read its name
+ * (`isLogConfigurationError`, `isOverflowError`, `isQuotaError`, …) and keeps their fields.
+ */
 export interface WireError {
   readonly name: string
   readonly message: string
+  /** The error's own enumerable fields whose values are strings, numbers, booleans or null (`logged`, `expected`, `buffer`, …). */
+  readonly fields?: Readonly<Record<string, WireField>>
 }
+
+/** A field of an error that crosses a port as it is. */
+export type WireField = string | number | boolean | null
 
 /**
  * How the host runs: a SharedWorker, a leader tab's worker, or this tab's own worker.
@@ -122,8 +131,11 @@ export type HostMessage =
   /** `retry`: not durable here because this host lost the log; send the batch to the next host. */
   | { readonly t: 'durable'; readonly req: number; readonly error?: WireError; readonly retry?: boolean }
   | { readonly t: 'reply'; readonly req: number; readonly value?: unknown; readonly error?: WireError; readonly retry?: boolean }
-  /** The host will not serve this page (another protocol version) or stopped (`deposed`: another host took the log). */
-  | { readonly t: 'refused'; readonly reason: string; readonly deposed?: boolean }
+  /**
+   * The host will not serve this page (another protocol version, or `error`: it could not start)
+   * or stopped (`deposed`: another host took the log).
+   */
+  | { readonly t: 'refused'; readonly reason: string; readonly deposed?: boolean; readonly error?: WireError }
   /** The host heard the page's hello and welcomes it once its engine is open: it is alive, only not ready. */
   | { readonly t: 'waiting' }
 
@@ -158,13 +170,26 @@ export interface StartMessage {
 
 /** The error as it crosses a port. */
 export function wireError(error: unknown): WireError {
-  if (error instanceof Error) return { name: error.name, message: error.message }
-  return { name: 'Error', message: String(error) }
+  if (!(error instanceof Error)) return { name: 'Error', message: String(error) }
+  const fields: Record<string, WireField> = {}
+  let some = false
+  for (const [field, value] of Object.entries(error)) {
+    if (OWN_ERROR_FIELDS.has(field)) continue
+    if (value === null || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') {
+      fields[field] = value
+      some = true
+    }
+  }
+  return some ? { name: error.name, message: error.message, fields } : { name: error.name, message: error.message }
 }
 
-/** An Error rebuilt from a `WireError`: same name and message. */
+/** What every Error has, or what `errorFromWire` sets itself. */
+const OWN_ERROR_FIELDS: ReadonlySet<string> = new Set(['name', 'message', 'stack', 'cause'])
+
+/** An Error rebuilt from a `WireError`: same name, message and plain fields. */
 export function errorFromWire(wire: WireError): Error {
   const error = new Error(wire.message)
   error.name = wire.name
+  if (wire.fields !== undefined) Object.assign(error, wire.fields)
   return error
 }
