@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { manual, session, type StreamEvent, tumbling } from '@tidemark/engine'
+import { defineAggregate, manual, session, type StreamEvent, tumbling } from '@tidemark/engine'
 import { isLogConfigurationError, type LogConfigurationError } from '@tidemark/idb'
 import { claimLog, type LogLocks } from '@tidemark/idb/log'
 import { connectEngineWith } from '../src/page/connectEngine.ts'
@@ -193,6 +193,81 @@ describe('a host that cannot open its log', () => {
     await world.run(300)
     const lateError = await late.engine.ready.then(() => null, (failure: unknown) => failure)
     expect([isLogConfigurationError(lateError), (lateError as LogConfigurationError).logged]).toEqual([true, logged])
+  })
+})
+
+/** What a promise did so far, read without waiting for it: 'pending' while it has not settled. */
+function outcome(promise: Promise<unknown>): () => string {
+  let state = 'pending'
+  promise.then(
+    () => {
+      state = 'resolved'
+    },
+    (error: unknown) => {
+      state = `rejected: ${String(error)}`
+    },
+  )
+  return () => state
+}
+
+describe('flow control after a batch the host refuses for good', () => {
+  it('sends the batches that waited for credits once a refused batch gives its credits back', async () => {
+    // A user aggregate that throws on one value: the host's engine.ingest throws for that batch
+    // and the host refuses it (not to be sent again). The batch queued behind it for credits must
+    // still be sent (and answered), not wait forever.
+    const picky = defineAggregate<number, number>({
+      name: 'picky',
+      init: () => 0,
+      add: (state, value) => {
+        if (value === 13) throw new Error('unlucky')
+        return state + value
+      },
+      merge: (a, b) => a + b,
+      result: (state) => state,
+      encode: (state) => new Uint8Array(Float64Array.of(state).buffer),
+      decode: (bytes) => new Float64Array(bytes.slice().buffer)[0] as number,
+    })
+    const world = new World()
+    const host = world.host({ name: 'fleet', engine: { windows: tumbling(1_000), aggregates: { picky } }, log: false, credits: 10 })
+    const page = world.page(() => host)
+    await world.run()
+    await page.engine.ready
+    const bad = outcome(page.engine.ingest(readings('d1', 1, 10).map((event) => ({ ...event, value: 13 }))))
+    const next = outcome(page.engine.ingest(readings('d2', 1, 5)))
+    const closing = outcome(page.engine.close())
+    await world.run(1_000)
+    expect(bad()).toContain('rejected')
+    // The second batch waited for the first one's credits: it must have been sent and answered
+    // (here refused too: the engine stopped), and close() must have settled.
+    expect([next(), closing(), page.engine.connection().queuedEvents]).toEqual([expect.stringContaining('rejected: Error: engine stopped'), 'resolved', 0])
+  })
+})
+
+describe('a host that crashes while it starts', () => {
+  it('is noticed by the pages it told it was starting: they look for the next host, and their batches reach it', async () => {
+    const world = new World()
+    // The first host hangs while it opens the engine (a long replay), then its worker crashes.
+    let current = world.host({ name: 'fleet', engine: () => new Promise(() => {}) })
+    const first = current
+    const page = world.page(() => current)
+    const states: string[] = []
+    page.engine.onConnection((c) => states.push(c.state))
+    const receipt = page.engine.ingest(readings('d1', 1, 3))
+    await world.run(200)
+    expect(page.engine.connection().state).toBe('reconnecting')
+    // The crash: its messages are lost, its locks (the host lock, the log's) are released.
+    ;(page.connector.toPage as { cut: boolean }).cut = true
+    ;(page.connector.toHost as { cut: boolean }).cut = true
+    world.locks.crash(first.id)
+    current = world.host({ name: 'fleet', engine: { windows: tumbling(1_000) } })
+    await world.run(200)
+    // The page must have noticed that its host is gone (it tells its connector, which makes the next one).
+    expect(page.connector.link).toBeNull()
+    page.connector.connect()
+    await world.run(300)
+    await page.engine.ready
+    await (await receipt).durable
+    expect([page.engine.connection().state, current.host.engine?.stats().applied]).toEqual(['connected', 3])
   })
 })
 

@@ -79,6 +79,8 @@ export class EngineHost {
   #failure: { readonly reason: string; readonly error: WireError } | null = null
   #stopped = false
   #releaseHostLock: (() => void) | null = null
+  /** The host holds its own lock, which pages watch: a page told to wait is told the instance to watch. */
+  #hostLockHeld = false
   readonly #tabWatches: TabWatches
   readonly #frames: FramePump
 
@@ -137,7 +139,9 @@ export class EngineHost {
         for (const { link } of this.#waiting.splice(0)) link.send({ t: 'refused', ...this.#failure }, [])
       }
       // Whatever start set up after a shutdown already ran (an engine opened, a setup's cleanup) ends here.
-      await this.#shutdown()
+      // A host that failed keeps its lock: it still answers pages with why, and pages watching the
+      // lock must not take it for gone (and look for another host) before they read that answer.
+      await this.#shutdown(gone === null)
       throw error
     }
     return this.#context as HostContext
@@ -155,6 +159,11 @@ export class EngineHost {
     // Pages take this host for gone once its lock is free: it serves none before it holds it.
     await this.#holdHostLock(locks, name)
     this.#stillStarting()
+    if (locks !== null) {
+      // Pages already told to wait learn which lock to watch: they notice a crash before the welcome.
+      this.#hostLockHeld = true
+      for (const { link } of this.#waiting) link.send({ t: 'waiting', instance: this.instance }, [])
+    }
     if (log !== false) {
       const claim = await claimLog({
         name,
@@ -267,7 +276,7 @@ export class EngineHost {
     await this.#shutdown()
   }
 
-  async #shutdown(): Promise<void> {
+  async #shutdown(keepHostLock = false): Promise<void> {
     this.#frames.stop()
     this.#tabWatches.forgetAll()
     // Runs again when `start` set up more after a first shutdown: each piece ends once.
@@ -285,7 +294,7 @@ export class EngineHost {
       if (this.#deposed === null || !isFencedError(error)) reportError(error)
     })
     await this.#claim?.release().catch(reportError)
-    this.#releaseHostLock?.()
+    if (!keepHostLock) this.#releaseHostLock?.()
   }
 
   /**
@@ -357,7 +366,7 @@ export class EngineHost {
     if (this.#frames.attached) this.#welcome(link, tab)
     else {
       this.#waiting.push({ link, tab })
-      link.send({ t: 'waiting' }, [])
+      link.send(this.#hostLockHeld ? { t: 'waiting', instance: this.instance } : { t: 'waiting' }, [])
     }
   }
 

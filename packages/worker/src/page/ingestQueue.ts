@@ -150,6 +150,8 @@ export class IngestQueue {
     const failure = errorFromWire(error)
     entry.rejectReceipt(failure)
     entry.rejectDurable(failure)
+    // Its credits are free again: the batches waiting for them go now.
+    this.#pump()
   }
 
   /** Batch `req` is durable, or failed to be (`error`); `retry` when the next host should get it. */

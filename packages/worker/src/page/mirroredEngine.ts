@@ -141,6 +141,10 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
       case 'reply':
         this.#calls.reply(message.req, message.value, message.error, message.retry === true)
         return
+      case 'waiting':
+        // Watched while it starts: a host that crashes meanwhile is noticed by its lock.
+        if (!this.#welcomed && typeof message.instance === 'string') this.#watchHost(link, message.instance)
+        return
       case 'refused':
         if (message.deposed !== true) this.failed(message.reason, message.error)
         else if (this.#options.mode === 'single') {
@@ -427,7 +431,6 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
   #call(call: HostCall, retry: boolean): Promise<unknown> {
     const state = this.#connection.state
     if (state === 'closed') return Promise.reject(new Error(CLOSED))
-    // Set with the state: what `ready` rejected with.
     if (state === 'failed') return Promise.reject(this.#failure)
     return this.#calls.add(call, retry, this.#welcomed ? this.#link : null)
   }

@@ -136,8 +136,12 @@ export type HostMessage =
    * or stopped (`deposed`: another host took the log).
    */
   | { readonly t: 'refused'; readonly reason: string; readonly deposed?: boolean; readonly error?: WireError }
-  /** The host heard the page's hello and welcomes it once its engine is open: it is alive, only not ready. */
-  | { readonly t: 'waiting' }
+  /**
+   * The host heard the page's hello and welcomes it once its engine is open: it is alive, only not
+   * ready. `instance`, once the host holds its lock: the page watches that lock meanwhile, so a host
+   * that crashes while it starts is noticed.
+   */
+  | { readonly t: 'waiting'; readonly instance?: string }
 
 /** A leader tab's host announces itself on the tab channel (leader mode only). */
 export interface BeatMessage {
