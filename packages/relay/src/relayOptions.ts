@@ -21,7 +21,10 @@ export interface RelayLimits {
   readonly updateBurst: number
   /** Rooms loaded at once; opening one more unloads the longest-idle room, or is refused. Default 10,000. */
   readonly maxRooms: number
-  /** Bytes a room may hold; updates past it are refused (`room-too-large`). Default 16 MiB. */
+  /**
+   * Bytes a room may hold; updates past it are refused (`room-too-large`). Also what one sender
+   * may have in parts at once, and the burst of `updateBytesPerSecond`. Default 16 MiB.
+   */
   readonly maxRoomBytes: number
   /** How long a room nobody is connected to stays loaded before it is stored and unloaded, ms. Default 30 s. */
   readonly idleRoomMs: number
@@ -36,6 +39,14 @@ export interface RelayLimits {
    * and sends it anew), ms. Default 30 s.
    */
   readonly partStallMs: number
+  /**
+   * Bytes of sync step 2s and updates one sender (a token's subject) may send one room per
+   * second on average, past a burst of `maxRoomBytes` (a room's whole state at a join always
+   * passes); past it the room connection is refused as `rate-limited`. The relay decodes every
+   * update it checks on its one thread, so this bounds what a sender costs the other rooms.
+   * Default 256 KiB.
+   */
+  readonly updateBytesPerSecond: number
 }
 
 /**
@@ -54,6 +65,7 @@ export const DEFAULT_LIMITS: RelayLimits = {
   maxUnauthenticatedBytes: 1 << 20,
   authTimeoutMs: 10_000,
   partStallMs: 30_000,
+  updateBytesPerSecond: 256 << 10,
 }
 
 /**

@@ -41,6 +41,7 @@ export const LIMIT_VARIABLES: Readonly<Record<keyof RelayLimits, string>> = {
   maxUnauthenticatedBytes: 'TIDEMARK_MAX_UNAUTHENTICATED_BYTES',
   authTimeoutMs: 'TIDEMARK_AUTH_TIMEOUT_MS',
   partStallMs: 'TIDEMARK_PART_STALL_MS',
+  updateBytesPerSecond: 'TIDEMARK_UPDATE_BYTES_PER_SECOND',
 }
 
 const LOG_LEVELS: readonly RelayLogLevel[] = ['info', 'warn', 'error']

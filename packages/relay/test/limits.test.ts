@@ -5,6 +5,7 @@
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
+import * as encoding from 'lib0/encoding'
 import * as Y from 'yjs'
 import { connectRelay, syncStatusTracker } from '@tidemark/yjs'
 import { openPglite, type Relay, type RelayOptions, type SqlClient, startRelay } from '../src/index.ts'
@@ -23,12 +24,12 @@ async function relayWith(options: Partial<RelayOptions>): Promise<Relay> {
   return relay
 }
 
-function open(relay: Relay, room: string, token: string): RoomClient {
+function open(relay: Relay, room: string, token: string): RoomClient & { readonly socket: ReturnType<typeof relaySocket> } {
   const socket = relaySocket(relay.url)
   sockets.push(socket)
   const client = openRoom(socket, room, token)
   clients.push(client)
-  return client
+  return Object.assign(client, { socket })
 }
 
 function closeClients(): void {
@@ -49,6 +50,25 @@ async function rawSocket(relay: Relay): Promise<{ ws: WebSocket; closed: Promise
 }
 
 
+
+/**
+ * An update of `count` garbage-collected structs of one clock each, for a client id of its own:
+ * two bytes a struct, nothing inserted, so every check passes, and no Yjs encoder writes it
+ * (it merges neighbouring ones).
+ */
+function collectedStructs(client: number, count: number): Uint8Array {
+  const encoder = encoding.createEncoder()
+  encoding.writeVarUint(encoder, 1)
+  encoding.writeVarUint(encoder, count)
+  encoding.writeVarUint(encoder, client)
+  encoding.writeVarUint(encoder, 0)
+  for (let i = 0; i < count; i++) {
+    encoding.writeUint8(encoder, 0)
+    encoding.writeVarUint(encoder, 1)
+  }
+  encoding.writeVarUint(encoder, 0)
+  return encoding.toUint8Array(encoder)
+}
 
 afterEach(async () => {
   closeClients()
@@ -198,6 +218,40 @@ describe('limits', () => {
     // Byte and count limits have no such bound.
     const relay = await relayWith({ limits: { maxRoomBytes: 2 ** 40 } })
     expect((await fetch(`${relay.httpUrl}/healthz`)).status).toBe(200)
+  })
+
+  it('update bytes past a sender\'s burst in a room are refused as rate-limited; joining again gives no new burst; the budget refills with time', async () => {
+    const KIB = 1 << 10
+    const clock = { now: Date.now() }
+    const relay = await relayWith({ limits: { maxRoomBytes: 64 * KIB, updateBytesPerSecond: 8 * KIB }, now: () => clock.now })
+    const dashboard = open(relay, 'fleet-b/d1', await dashboardToken('fleet-b'))
+    const first = open(relay, 'fleet-b/d1', await deviceToken('fleet-b', 'd1'))
+    await waitFor(() => dashboard.synced() && first.synced(), 'synced')
+    /** Sends `structs` collected structs of client `client` on `socket`, and waits until the dashboard has them. */
+    const sent = async (socket: ReturnType<typeof relaySocket>, client: number): Promise<void> => {
+      ;(socket.webSocket as unknown as WebSocket).send(updateFrame('fleet-b/d1', collectedStructs(client, 10_000)))
+      await waitFor(() => Y.getState(dashboard.doc.store, client) === 10_000, `client ${client}'s structs at the dashboard`)
+    }
+    // Three updates of 20 KB fit the 64 KiB burst; a fourth is refused, and never applied.
+    for (const client of [101, 102, 103]) await sent(first.socket, client)
+    ;(first.socket.webSocket as unknown as WebSocket).send(updateFrame('fleet-b/d1', collectedStructs(104, 10_000)))
+    await waitFor(() => first.closed.length > 0, 'the refusal')
+    expect(first.closed).toEqual(['tidemark:refused rate-limited'])
+    expect(await metric(relay.httpUrl, 'tidemark_relay_refusals_total{reason="rate-limited"}')).toBe(1)
+    // The same device on a new connection, 1 s on (8 KiB more): its budget is the one it left.
+    clock.now += 1_000
+    const second = open(relay, 'fleet-b/d1', await deviceToken('fleet-b', 'd1'))
+    await waitFor(() => second.synced(), 'the second connection synced')
+    ;(second.socket.webSocket as unknown as WebSocket).send(updateFrame('fleet-b/d1', collectedStructs(105, 10_000)))
+    await waitFor(() => second.closed.length > 0, 'the second refusal')
+    expect(second.closed).toEqual(['tidemark:refused rate-limited'])
+    expect([104, 105].map((client) => Y.getState(dashboard.doc.store, client))).toEqual([0, 0])
+    // 10 s on, the burst is back.
+    clock.now += 10_000
+    const third = open(relay, 'fleet-b/d1', await deviceToken('fleet-b', 'd1'))
+    await waitFor(() => third.synced(), 'the third connection synced')
+    await sent(third.socket, 106)
+    expect(third.closed).toEqual([])
   })
 
   it('a message past the size limit closes its socket (1009) and is counted as too-large', async () => {

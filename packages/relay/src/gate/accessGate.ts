@@ -24,50 +24,33 @@ import type { IdleRooms } from '../rooms/idleRooms.ts'
 import { classifyRoom } from '../rooms/roomName.ts'
 import type { RoomSizes } from '../rooms/roomSizes.ts'
 import type { RelayLog } from '../relayLog.ts'
-import { ConnectionGate, type HeldUpdate } from './connectionGate.ts'
+import type { RelayLimits } from '../relayOptions.ts'
+import { ConnectionGate, type HeldUpdate, type RelayContext } from './connectionGate.ts'
 import { acknowledge, applyAsHocuspocus, docVersion } from './hocuspocusSteps.ts'
 import { AssemblingMessages, firstPartProblem, MessageParts } from './messageParts.ts'
-import type { SocketGuard } from './socketGuard.ts'
 import { RoomPresence } from './roomPresence.ts'
 import type { TokenExpiry } from './tokenExpiry.ts'
+import { UpdateBytes } from './updateBytes.ts'
 
 /**
- * What the gate enforces.
+ * What the gate enforces: the relay's limits it reads (see `RelayLimits`), and two it derives.
  *
  * @example
- * const limits: AccessGateLimits = { updatesPerSecond: 100, updateBurst: 1000, maxRooms: 10_000, maxHeldBytes: 4 << 20 }
+ * const limits: AccessGateLimits = { ...DEFAULT_LIMITS, maxHeldBytes: 4 << 20, maxAssemblingBytes: 64 << 20 }
  */
-export interface AccessGateLimits {
-  readonly updatesPerSecond: number
-  readonly updateBurst: number
-  readonly maxRooms: number
+export type AccessGateLimits = Pick<RelayLimits, 'updatesPerSecond' | 'updateBurst' | 'maxRooms' | 'maxRoomBytes' | 'partStallMs' | 'updateBytesPerSecond'> & {
   /** Bytes of updates one connection may have held, waiting for what they depend on. */
   readonly maxHeldBytes: number
-  /** Bytes a room may hold; also what one sender (a token's subject) may have in parts at once. */
-  readonly maxRoomBytes: number
   /**
    * Bytes of messages received in parts and not whole yet, across connections. A part past it
    * lets go of messages stalled or overdue (`AssemblingMessages`; their connections refused as
    * `rate-limited`) if that makes room, or else is refused as `rate-limited` itself.
    */
   readonly maxAssemblingBytes: number
-  readonly partStallMs: number
 }
 
 /** Updates one connection may have held (each changed document is checked against each of them). */
 export const MAX_HELD_UPDATES = 1024
-
-/**
- * The hook context of a room connection: the socket's guard (set when the socket connects) and
- * the connection's gate (added by `onAuthenticate`).
- *
- * @example
- * const gate = (context as RelayContext).tidemark?.gate
- */
-export interface RelayContext {
-  readonly socket?: SocketGuard
-  readonly tidemark?: { readonly gate: ConnectionGate }
-}
 
 const NOTHING: WriteGrant = { replicas: new Set(), sources: new Set() }
 
@@ -100,6 +83,7 @@ export class AccessGate implements Extension {
   readonly presence = new RoomPresence()
   #heldUpdates = 0
   readonly #assembling: AssemblingMessages<ConnectionGate, Connection>
+  readonly #updateBytes: UpdateBytes
   #closing = false
 
   constructor(deps: {
@@ -116,6 +100,7 @@ export class AccessGate implements Extension {
     this.#metrics = deps.metrics
     this.#limits = deps.limits
     this.#assembling = new AssemblingMessages(deps.limits.partStallMs)
+    this.#updateBytes = new UpdateBytes(deps.limits.updateBytesPerSecond, deps.limits.maxRoomBytes, deps.now)
     this.#sizes = deps.sizes
     this.#idle = deps.idle
     this.#log = deps.log
@@ -280,6 +265,12 @@ export class AccessGate implements Extension {
       }
     }
     if (frame.step !== SYNC_STEP.step2 && frame.step !== SYNC_STEP.update) return new Refusal('malformed-message', `unknown sync step ${frame.step}`)
+    // Charged before it is decoded: decoding is the cost (a reader's step 2 is decoded too). No
+    // detail in the refusal: clients take `rate-limited` alone as temporary.
+    if (!this.#updateBytes.take(gate.grant.subject, gate.roomName, frame.payload.byteLength)) {
+      this.#log('info', `${gate.grant.subject} in ${gate.roomName}: ${frame.payload.byteLength} bytes of updates past ${this.#limits.updateBytesPerSecond} per second`)
+      return new Refusal('rate-limited')
+    }
     if (connection.readOnly) {
       const verdict = authorizeUpdate(document, frame.payload, NOTHING)
       if (!verdict.ok && !verdict.missing && verdict.refusal.kind === 'malformed-update') return verdict.refusal

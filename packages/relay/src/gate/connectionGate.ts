@@ -7,7 +7,20 @@ import type { AccessGrant } from '../auth/accessGrant.ts'
 import type { StateNeed } from '../authorize/authorizeUpdate.ts'
 import type { RoomKind } from '../rooms/roomName.ts'
 import type { MessageParts } from './messageParts.ts'
+import type { SocketGuard } from './socketGuard.ts'
 import { TokenBucket } from './tokenBucket.ts'
+
+/**
+ * The hook context of a room connection: the socket's guard (set when the socket connects) and
+ * the connection's gate (added by `onAuthenticate`).
+ *
+ * @example
+ * const gate = (context as RelayContext).tidemark?.gate
+ */
+export interface RelayContext {
+  readonly socket?: SocketGuard
+  readonly tidemark?: { readonly gate: ConnectionGate }
+}
 
 /**
  * An update waiting for the updates it depends on, the sync step it came in, and the document

@@ -1,9 +1,10 @@
 /**
- * A token bucket: `burst` tokens at most, refilled at `perSecond`; each message takes one.
+ * A token bucket: `burst` tokens at most, refilled at `perSecond`; a message takes one, or as
+ * many as it weighs (its bytes).
  */
 
 /**
- * Rate limit of one connection's messages.
+ * Rate limit of one connection's messages, or of a sender's update bytes.
  *
  * @example
  * const bucket = new TokenBucket(100, 1000, Date.now)
@@ -24,13 +25,23 @@ export class TokenBucket {
     this.#at = now()
   }
 
-  /** Takes one token; false when the bucket is empty. */
-  take(): boolean {
+  /** Takes `count` tokens (one by default); false, taking none, when fewer are left. */
+  take(count = 1): boolean {
+    this.#refill()
+    if (this.#tokens < count) return false
+    this.#tokens -= count
+    return true
+  }
+
+  /** Whether the bucket is full again: a new one would be the same. */
+  full(): boolean {
+    this.#refill()
+    return this.#tokens >= this.#burst
+  }
+
+  #refill(): void {
     const now = this.#now()
     this.#tokens = Math.min(this.#burst, this.#tokens + Math.max(0, now - this.#at) * this.#perMs)
     this.#at = now
-    if (this.#tokens < 1) return false
-    this.#tokens -= 1
-    return true
   }
 }
