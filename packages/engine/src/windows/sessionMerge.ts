@@ -79,7 +79,8 @@ function mergeKey(host: SessionHost, key: string, entries: readonly RemoteCell[]
   const tombstones = host.tombstones.get(key)
   if (tombstones !== undefined) {
     for (const [id, f] of tombstones) {
-      if (Math.max(f.start, f.cell.maxTs) + gap <= horizon) tombstones.delete(id)
+      const reach = Math.max(f.start, f.cell.maxTs) + gap
+      if (reach <= horizon && !meets(sessions, f.start, reach)) tombstones.delete(id)
       else fragments.set(id, f)
     }
   }
@@ -91,7 +92,8 @@ function mergeKey(host: SessionHost, key: string, entries: readonly RemoteCell[]
       continue
     }
     const reachEnd = Math.max(start, cell.maxTs) + gap
-    if (start < sealed || (!keeps && reachEnd + frontiers.lateness + frontiers.retention <= frontiers.watermark)) {
+    // A fragment of a session live here is that session's, whatever its own reach: only a dropped session's end expires it.
+    if (start < sealed || (!keeps && reachEnd <= horizon && !meets(sessions, start, reachEnd))) {
       counts.expired++
       // Published as expired, as every cell of a window that left live state here: the binding
       // retires it from the document if it is this replica's to retire (its own source).
@@ -175,6 +177,12 @@ function mergeKey(host: SessionHost, key: string, entries: readonly RemoteCell[]
   if (next.length === 0) host.byKey.delete(key)
   else host.byKey.set(key, next)
   return counts
+}
+
+/** True when `[start, reach)` meets one of `sessions` (of one key, live here). */
+function meets(sessions: readonly WindowState[], start: number, reach: number): boolean {
+  for (const s of sessions) if (s.start < reach && start < s.end) return true
+  return false
 }
 
 /** Lattice order of a fragment held here against a peer's cell of it: by `compareCells`, then by the states' encodings. */

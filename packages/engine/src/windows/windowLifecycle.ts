@@ -201,7 +201,11 @@ export class WindowLifecycle implements WindowTracker {
       } else if (late.kind === 'every_element' || w.final) {
         // A final window (only a peer's cell reaches one) has no finality left to show it at: its pane comes now.
         this.#latePane(w, W, changes)
-      } else if (late.kind !== 'never') this.#arm(w, late, now)
+      } else {
+        // A session a merge fired (it took in a fired one) drops the early timer it had armed.
+        if (w.timer?.late === false) this.#cancel(w)
+        if (late.kind !== 'never') this.#arm(w, late, now)
+      }
     }
     touched.clear()
     const due = this.#due
@@ -328,7 +332,7 @@ export class WindowLifecycle implements WindowTracker {
     const at = deadlineOf(trigger, now)
     // A clock that gave no usable time arms nothing: the next change tries again.
     if (!Number.isFinite(at)) return
-    w.timer = { at, seq: ++this.timerSeq }
+    w.timer = { at, seq: ++this.timerSeq, late: w.fired }
     this.#timers.push(at, w)
     this.#armed++
   }

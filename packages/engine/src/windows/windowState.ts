@@ -23,6 +23,8 @@ export interface SessionFragment {
 export interface PaneTimer {
   readonly at: number
   readonly seq: number
+  /** Armed by the late trigger (the window had fired), not the early one. */
+  readonly late: boolean
 }
 
 /** Where a fixed window's value comes from: the slices its index keeps (or, for the reference placement, its own cells). */
@@ -197,7 +199,7 @@ export class WindowState {
     w.onTimePanes = s.onTimePanes ?? 0
     w.dirty = s.dirty ?? false
     const at = s.timerAt ?? Number.NaN
-    w.timer = Number.isNaN(at) ? null : { at, seq: s.timerSeq ?? 0 }
+    w.timer = Number.isNaN(at) ? null : { at, seq: s.timerSeq ?? 0, late: s.fired }
     w.pending = s.pending == null ? null : { ...s.pending }
     if (w.pending !== null && aggregates !== null) w.pendingStates = s.pendingStates === undefined ? aggregates.init() : aggregates.decode(s.pendingStates)
     w.whole = s.whole ?? false

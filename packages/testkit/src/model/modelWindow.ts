@@ -126,7 +126,8 @@ export function carryOn(merged: ModelWindow, earliest: ModelWindow, moved: boole
   merged.panes = earliest.panes
   merged.onTimePanes = earliest.onTimePanes
   merged.dirty = earliest.dirty
-  merged.timerAt = earliest.timerAt
+  // A session the merge fires (it took in a fired one) drops the timer its early trigger armed.
+  merged.timerAt = merged.fired === earliest.fired ? earliest.timerAt : Number.NaN
   merged.timerSeq = earliest.timerSeq
 }
 
