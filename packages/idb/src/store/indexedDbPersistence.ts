@@ -163,12 +163,18 @@ class IndexedDbPersistence implements Persistence {
   }
 
   async checkpoint(checkpoint: Checkpoint): Promise<void> {
-    const db = this.#requireWritable('checkpoint')
+    let db = this.#requireWritable('checkpoint')
     // Taken now, with the state: the late lane and the staged archive changes belong to this checkpoint.
     const write = this.#catalog.planCheckpoint(checkpoint)
     const { upToLsn, bytes, lane, archive } = write
-    // Appends made before this call get their transaction first: transactions over one store run in creation order.
+    // Appends made before this call get their transaction first, and settle before the checkpoint's
+    // is made: the truncation guard must know which of them failed, and whether one found another
+    // writer, however late an implementation fires their abort events.
     this.#flush(db)
+    const what = `checkpoint at lsn ${upToLsn} was not written`
+    await Promise.all(this.#inFlight)
+    if (this.#anotherWriter !== null) throw this.#fence(what, this.#anotherWriter)
+    db = this.#requireOpen('checkpoint')
     const stores: LogStore[] = ['checkpoints', 'wal']
     const writes: LogWrite[] = [
       (tx) => tx.objectStore('checkpoints').put(bytes.buffer, upToLsn),
@@ -183,7 +189,6 @@ class IndexedDbPersistence implements Persistence {
       stores.push('archive', 'meta')
       writes.push(...archiveWrites(archive))
     }
-    const what = `checkpoint at lsn ${upToLsn} was not written`
     await this.#commit(db, stores, writes, what, (tx) => this.#truncationGuard(tx, upToLsn, what))
     this.#catalog.checkpointed(write)
     this.#newestCheckpoint = Math.max(this.#newestCheckpoint, upToLsn)
@@ -378,9 +383,9 @@ class IndexedDbPersistence implements Persistence {
 
   /**
    * Refuses a checkpoint whose truncation would take another writer's work with it: a
-   * checkpoint newer than this handle's own (its state is not in this one), or a record at an
-   * lsn this handle failed to write (another handle wrote it). Read when the transaction runs,
-   * after the appends queued before it settled.
+   * checkpoint newer than this handle's own (its state is not in this one), or a record it would
+   * delete that this handle neither wrote nor recovered (another handle wrote it). Read when the
+   * transaction runs, after the appends queued before it settled.
    */
   async #truncationGuard(tx: IDBTransaction, upToLsn: number, what: string): Promise<Error | null> {
     // The store keeps one checkpoint, a few at most: reading every key costs no more than one.
@@ -388,12 +393,12 @@ class IndexedDbPersistence implements Persistence {
     if (this.#anotherWriter !== null) return this.#fence(what, this.#anotherWriter)
     const foreign = keys.find((key) => key > this.#newestCheckpoint)
     if (foreign !== undefined) return this.#fence(what, `a checkpoint at lsn ${foreign} that this handle did not write`)
-    const holes = [...this.#holes].filter((lsn) => lsn <= upToLsn)
-    if (holes.length === 0) return null
-    const written = await requested(tx.objectStore('wal').getAllKeys(IDBKeyRange.bound(Math.min(...holes), Math.max(...holes))))
-    const taken = (written as number[]).find((lsn) => this.#holes.has(lsn))
-    if (taken !== undefined) return this.#fence(what, `lsn ${taken}, which this handle failed to write, holds another handle's record`)
-    return null
+    // Every record it deletes must be one this handle wrote or recovered: another handle may have
+    // written into an lsn left free behind it (its own failed write, or one failed before it opened).
+    const written = (await requested(tx.objectStore('wal').getAllKeys(IDBKeyRange.upperBound(upToLsn)))) as number[]
+    const taken = written.find((lsn) => !this.#catalog.holds(lsn))
+    if (taken === undefined) return null
+    return this.#fence(what, `lsn ${taken}, which this handle ${this.#holes.has(taken) ? 'failed to write' : 'did not write or recover'}, holds another handle's record`)
   }
 
   /**

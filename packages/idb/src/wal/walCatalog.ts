@@ -75,6 +75,11 @@ export class WalCatalog {
     if (typeof lsn === 'number' && lsn > this.#lastLsn) this.#lastLsn = lsn
   }
 
+  /** Whether the log record at `lsn` is one this handle stored or recovered, not yet truncated. */
+  holds(lsn: number): boolean {
+    return this.#sizes.has(lsn)
+  }
+
   recordStored(lsn: number, bytes: number): void {
     this.observeLsn(lsn)
     this.#walBytes += bytes - (this.#sizes.get(lsn) ?? 0)
