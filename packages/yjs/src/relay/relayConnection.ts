@@ -137,6 +137,8 @@ export class RelayConnection implements Relay {
     if (refused !== undefined) fail(`${room}: the relay refused this doc (${refused}), join with a new Y.Doc`)
     const joined = new RelayRoom(doc, room, this.#link, options.awareness)
     this.#rooms.set(room, joined)
+    // A socket closed for want of a room to sync (#closed) opens again for this one.
+    if (this.#state === 'closed' && this.#timer === null && !this.#paused) this.#connect()
     this.#authenticateIdle()
     return { room, doc, destroy: () => this.#leave(joined) }
   }
@@ -294,7 +296,9 @@ export class RelayConnection implements Relay {
     this.#closing.clear()
     this.#denied.clear()
     for (const room of this.#rooms.values()) room.socketClosed()
-    if (this.#destroyed || this.#paused) return
+    // No room left to sync (none joined, or every one refused): the relay would close a new socket
+    // that opens no room (4408) and the client would open the next; the next join connects again.
+    if (this.#destroyed || this.#paused || ![...this.#rooms.values()].some((room) => !room.ended)) return
     const delay = this.#restartNow ? 0 : this.#delay(this.#attempt++)
     this.#restartNow = false
     this.#timer = this.#schedule(() => {

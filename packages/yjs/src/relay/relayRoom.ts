@@ -108,6 +108,11 @@ export class RelayRoom {
     return this.#phase === IDLE
   }
 
+  /** Refused (or left): this room never needs the socket again. */
+  get ended(): boolean {
+    return this.#phase >= REFUSED
+  }
+
   /** Denied for a temporary reason on the current socket: authenticates again on the next one. */
   get waitingForSocket(): boolean {
     return this.#phase === DELAYED && this.#timer === null

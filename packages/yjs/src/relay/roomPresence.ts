@@ -9,9 +9,13 @@ import { type Awareness, applyAwarenessUpdate, encodeAwarenessUpdate, removeAwar
 import { announcePresence, awarenessEntries, awarenessUpdate, forgetAbsentPeers } from '../transport/presence.ts'
 import { MESSAGE_AWARENESS, relayMessage } from './relayProtocol.ts'
 import type { RoomLink } from './roomLink.ts'
+import { UpdateOutbox } from './updateOutbox.ts'
 
 /** No states: every client of an update encoded with it is removed at its clock. */
 const WITHDRAWN: Map<number, Record<string, unknown>> = new Map()
+
+/** An empty Yjs update: what the presence outbox paces (the changes themselves wait in `#changed`). */
+const NO_UPDATE = new Uint8Array(2)
 
 /** Entries the relay takes in one awareness message (it refuses more). */
 const MAX_ENTRIES = 1024
@@ -28,7 +32,7 @@ const MAX_ENTRIES = 1024
 export class RoomPresence {
   readonly #awareness: Awareness
   readonly #room: string
-  readonly #link: Pick<RoomLink, 'maxMessageBytes' | 'fail'>
+  readonly #link: RoomLink
   readonly #send: (message: Uint8Array<ArrayBuffer>) => unknown
   readonly #live: () => boolean
   /** Clients whose presence alone is over the limit, reported once until it fits again (the awareness renews a state every 15 s). */
@@ -37,13 +41,20 @@ export class RoomPresence {
   #shown = false
   /** The clock this client's own state was last withdrawn at (-1: never). */
   #withdrawnAt = -1
+  /**
+   * Clients whose presence changed since the last message: sent together once the task is over,
+   * at the room's pace (the relay counts every presence message against the room's rate).
+   */
+  readonly #changed = new Set<number>()
+  readonly #outbox: UpdateOutbox
 
-  constructor(awareness: Awareness, room: string, link: Pick<RoomLink, 'maxMessageBytes' | 'fail'>, send: (message: Uint8Array<ArrayBuffer>) => unknown, live: () => boolean) {
+  constructor(awareness: Awareness, room: string, link: RoomLink, send: (message: Uint8Array<ArrayBuffer>) => unknown, live: () => boolean) {
     this.#awareness = awareness
     this.#room = room
     this.#link = link
     this.#send = send
     this.#live = live
+    this.#outbox = new UpdateOutbox(link, this.#flush)
     awareness.on('update', this.#onUpdate)
   }
 
@@ -79,20 +90,30 @@ export class RoomPresence {
 
   /** The room left: nothing more is sent, and its peers are forgotten. */
   destroy(): void {
+    this.#outbox.drop()
     this.#awareness.off('update', this.#onUpdate)
     this.forgetPeers()
   }
 
   readonly #onUpdate = (change: { added: number[]; updated: number[]; removed: number[] }, origin: unknown): void => {
     if (origin === this || !this.#live()) return
-    const clients = [...change.added, ...change.updated, ...change.removed]
-    if (clients.length === 0) return
+    for (const client of [...change.added, ...change.updated, ...change.removed]) this.#changed.add(client)
+    this.#outbox.push(NO_UPDATE, false)
+  }
+
+  /** Sends the presences changed since the last message, as they are now (the outbox's pace). */
+  readonly #flush = (): boolean => {
+    // A peer forgotten meanwhile (its state and clock gone) has nothing left to send.
+    const clients = [...this.#changed].filter((client) => this.#awareness.meta.has(client))
+    this.#changed.clear()
+    if (clients.length === 0 || !this.#live()) return true
     const message = this.#message(clients)
     if (message.byteLength > this.#link.maxMessageBytes || clients.length > MAX_ENTRIES) this.#sendWithin(clients)
     else {
       this.#send(message)
       for (const client of clients) this.#sent(client)
     }
+    return true
   }
 
   /** `client`'s state went to the relay. */
