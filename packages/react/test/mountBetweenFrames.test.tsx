@@ -1,4 +1,4 @@
-import { createEngine, createManualScheduler, tumbling } from '@tidemark/engine'
+import { createEngine, createManualScheduler, type Engine, type ManualScheduler, type StreamEvent, tumbling } from '@tidemark/engine'
 import { act, cleanup, render } from '@testing-library/react'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { renders, resetProbes, Rows, Sum, setup, text } from './probes.tsx'
@@ -62,16 +62,21 @@ function Minute({ name }: { name: string }) {
   return <output data-testid={name}>{result === undefined ? 'none' : `${result.status} ${result.sum}${result.final ? ' final' : ''}`}</output>
 }
 
+/** `earlier`, and from a later commit on `later`, each a `Minute` of `engine`. */
+function minutes(engine: Engine, scheduler: ManualScheduler, names: readonly [string, string] = ['earlier', 'later']) {
+  return (later: boolean) => (
+    <EngineProvider engine={engine} scheduler={scheduler}>
+      <Minute name={names[0]} />
+      {later && <Minute name={names[1]} />}
+    </EngineProvider>
+  )
+}
+
 describe('a hook mounted after a window fired and left live state, before the frame that carries the firing', () => {
   it('keeps what it read (no result): the frame does not bring it back to the older value, nor render it again', () => {
     const engine = createEngine({ windows: tumbling(10), allowedLateness: 0, retention: 10 })
     const scheduler = createManualScheduler()
-    const tree = (later: boolean) => (
-      <EngineProvider engine={engine} scheduler={scheduler}>
-        <Minute name="earlier" />
-        {later && <Minute name="later" />}
-      </EngineProvider>
-    )
+    const tree = minutes(engine, scheduler)
     const view = render(tree(false))
     engine.ingest([{ id: 'a', source: 's', ts: 1, key: 'k', value: 3 }])
     act(() => scheduler.flush())
@@ -84,5 +89,44 @@ describe('a hook mounted after a window fired and left live state, before the fr
     // The hook mounted before keeps the last value it heard (a window leaving live state sends no change).
     expect([text('earlier'), text('later')]).toEqual(['on_time 3 final', 'none'])
     expect(minuteRenders.later).toBe(mounted)
+  })
+})
+
+describe('a hook mounted between frames while the feed holds a compacted backlog (> 4,096 changes, a hidden tab)', () => {
+  it('keeps what it read: the frame does not bring back a window that left live state, nor render it again', () => {
+    const engine = createEngine({ windows: tumbling(10), allowedLateness: 0, retention: 10 })
+    const scheduler = createManualScheduler()
+    const tree = minutes(engine, scheduler)
+    const view = render(tree(false))
+    engine.ingest([{ id: 'a', source: 's', ts: 1, key: 'k', value: 3 }])
+    act(() => scheduler.flush())
+    // No frame runs from here on (a hidden tab): [0, 10) fires, then 5,000 other windows change,
+    // so the feed compacts its backlog (the watched [0, 10) is kept), then [0, 10) leaves live state.
+    engine.advanceWatermark(15)
+    const others: StreamEvent[] = Array.from({ length: 5_000 }, (_, i) => ({ id: `o${i}`, source: 's', ts: 15, key: `o${i}`, value: 1 }))
+    engine.ingest(others)
+    for (const event of others.slice(0, 100)) engine.ingest([{ ...event, id: `${event.id}'`, ts: 16 }])
+    engine.advanceWatermark(100)
+    expect(engine.results({ key: 'k' })).toEqual([])
+    view.rerender(tree(true))
+    expect(text('later')).toBe('none')
+    const mounted = minuteRenders.later
+    act(() => scheduler.flush())
+    expect([text('earlier'), text('later')]).toEqual(['on_time 3 final', 'none'])
+    expect(minuteRenders.later).toBe(mounted)
+  })
+
+  it('still shows a change the same frame carries that was made after it mounted', () => {
+    const engine = createEngine({ windows: tumbling(10), allowedLateness: 1_000 })
+    const scheduler = createManualScheduler()
+    const tree = minutes(engine, scheduler, ['earlier2', 'later2'])
+    const view = render(tree(false))
+    engine.ingest([{ id: 'a', source: 's', ts: 1, key: 'k', value: 3 }])
+    engine.ingest(Array.from({ length: 5_000 }, (_, i) => ({ id: `o${i}`, source: 's', ts: 15, key: `o${i}`, value: 1 })))
+    view.rerender(tree(true))
+    expect(text('later2')).toBe('on_time 3')
+    engine.ingest([{ id: 'b', source: 's', ts: 2, key: 'k', value: 4 }])
+    act(() => scheduler.flush())
+    expect([text('earlier2'), text('later2')]).toEqual(['corrected 7', 'corrected 7'])
   })
 })

@@ -51,8 +51,11 @@ export class EngineFeed {
   #pending: WindowChange[] = []
   /** Changes the engine published to this feed so far. */
   #published = 0
-  /** `#pending` was compacted: where each change stands among the published ones is no longer known. */
-  #compacted = false
+  /**
+   * The first `#compacted` changes of `#pending` were compacted: where each stands among the
+   * published ones is no longer known, only that none stands after the last of them.
+   */
+  #compacted = 0
   #compactAt = COMPACT_AT
   /** Changes of windows that left live state were dropped from `#pending` (`#dropLeft`). */
   #dropped = false
@@ -87,7 +90,7 @@ export class EngineFeed {
       this.#cancelFrame = null
       this.#pending = []
       this.#dropped = false
-      this.#compacted = false
+      this.#compacted = 0
       this.#compactAt = COMPACT_AT
     }
   }
@@ -132,8 +135,8 @@ export class EngineFeed {
 
   /**
    * While a frame is dispatched: where the last change it carries of the watched window `address`
-   * stands among the published ones (`published`); `Infinity` when unknown (a compacted backlog),
-   * 0 when the frame did not touch it.
+   * stands among the published ones (`published`), or, for a change of a compacted backlog, where
+   * the last change compacted stands (none of them stands after it); 0 when the frame did not touch it.
    */
   changedAt(address: WindowAddress): number {
     const watch = lookup(this.#watches, address)
@@ -147,8 +150,8 @@ export class EngineFeed {
     if (this.#pending.length > this.#compactAt) {
       // Frames are not running (a hidden tab): keep one change per window.
       this.#pending = compactChanges(this.#pending)
-      this.#compacted = true
       this.#dropLeft()
+      this.#compacted = this.#pending.length
       this.#compactAt = Math.max(COMPACT_AT, 2 * this.#pending.length)
     }
     this.#cancelFrame ??= this.#scheduler.schedule(this.#runFrame)
@@ -173,11 +176,12 @@ export class EngineFeed {
     this.#cancelFrame = null
     const changes = this.#pending
     const dropped = this.#dropped
-    // The first change's place among the published ones, when the backlog kept every change.
-    const first = this.#compacted ? Number.POSITIVE_INFINITY : this.#published - changes.length + 1
+    // The first change's place among the published ones; the changes compacted all take the last one's.
+    const first = this.#published - changes.length + 1
+    const compacted = this.#compacted - 1
     this.#pending = []
     this.#dropped = false
-    this.#compacted = false
+    this.#compacted = 0
     this.#compactAt = COMPACT_AT
     // One pass over the changes: each watched window's value after the
     // frame, and its watchers, found once however often it changed.
@@ -186,8 +190,9 @@ export class EngineFeed {
     if (this.#watching > 0) {
       for (let i = 0; i < changes.length; i++) {
         const { type, result, previous } = changes[i] as WindowChange
-        if (previous !== undefined && !sameWindow(previous, result)) this.#touch(previous, null, number, touched, first + i)
-        this.#touch(result, type === 'retract' ? null : result, number, touched, first + i)
+        const seq = first + Math.max(i, compacted)
+        if (previous !== undefined && !sameWindow(previous, result)) this.#touch(previous, null, number, touched, seq)
+        this.#touch(result, type === 'retract' ? null : result, number, touched, seq)
       }
     }
     // Answers for this frame only; listeners read their frame while it is dispatched.

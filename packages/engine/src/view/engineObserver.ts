@@ -1,6 +1,7 @@
 import type { EngineFeed } from './engineFeed.ts'
 import type { EngineFrame } from './engineFrame.ts'
 import type { EngineSlice } from './engineSlice.ts'
+import { callEach } from './frameTasks.ts'
 
 /**
  * One consumer's view of one slice. Its snapshot changes only in a frame that
@@ -94,6 +95,7 @@ export class EngineObserver<T> {
   #publish(next: T): void {
     if (next === this.#snapshot) return
     this.#snapshot = next
-    for (const listener of this.#listeners) listener()
+    // Every listener hears the change even when one throws: one skipped would miss it for good.
+    callEach(this.#listeners, (listener) => listener())
   }
 }

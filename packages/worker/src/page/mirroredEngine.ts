@@ -281,9 +281,9 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
     const address = addressOf(end === undefined ? { window, key, start } : { window, key, start, end })
     const windows = this.#state.windows
     const kept = windows.history(address)
-    if (kept !== undefined) return kept
-    windows.watch(address)
-    if (this.#welcomed) this.#link?.send({ t: 'watch-history', ...address })
+    // A fired window's history is never empty: an empty one is still on its way (an earlier read asked for it).
+    if (kept !== undefined && kept.length > 0) return kept
+    if (windows.watch(address) && this.#welcomed) this.#link?.send({ t: 'watch-history', ...address })
     const latest = windows.get(address)
     return latest === undefined || latest.status === 'provisional' ? NO_HISTORY : [latest]
   }

@@ -167,8 +167,8 @@ export interface RemoteEngine<A extends AggregateDefinitions = NoAggregates> ext
   /**
    * Every on-time and late pane of one window, oldest first (each with its `pane`); `end` names
    * one window of a cumulating spec (without it, the one ending last), as on `Engine`. The
-   * first read of a window asks the host for its history and returns the window's latest fired
-   * result meanwhile (the whole history when it was never corrected); the history arrives
+   * first read of a window asks the host for its history, and until it arrives every read returns
+   * the window's latest fired result (the whole history when it was never corrected); it arrives
    * within a frame, with a change for that window, and is kept in step from then on.
    *
    * @example

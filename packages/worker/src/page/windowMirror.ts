@@ -365,9 +365,11 @@ export class WindowMirror {
     return this.#histories.get(address)
   }
 
-  /** Starts keeping the history of `address` (empty until the host's first rows for it). */
-  watch(address: WindowAddress): void {
-    if (!this.#histories.has(address)) this.#histories.set(address, [])
+  /** Starts keeping the history of `address` (empty until the host's first rows for it); false when it was kept already. */
+  watch(address: WindowAddress): boolean {
+    if (this.#histories.has(address)) return false
+    this.#histories.set(address, [])
+    return true
   }
 
   /** Every watched address (to ask a new host for them again). */
