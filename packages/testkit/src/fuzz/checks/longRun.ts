@@ -78,8 +78,13 @@ export interface MemoryBounds {
 /**
  * Bounds from the configuration. Event time advances `stepMs` per round for every online
  * source; the watermark trails the slowest active source by `lag`, plus `jitter`, plus an
- * offline source's silence until it counts as idle. A window leaves live state once
- * `end + allowedLateness + retention <= W`, so live windows span at most
+ * offline source's silence until it counts as idle: at most `offlineRounds` rounds per stretch, its
+ * backlog sent as the stretch ends, in a pause (`quietEvery`) too. A source offline right after a
+ * pause holds W at its last reading before it, so the pause's event time adds to the lag but not
+ * to the windows: no reading falls in a pause, which spans more than `reach + jitter`, so no window
+ * lies inside one; splitting the live windows in two costs about `(reach + jitter) / step` more,
+ * within the slack below (`+ perWindow + 2`, `2 * step`, `reorderRounds + 1`). A window leaves
+ * live state once `end + allowedLateness + retention <= W`, so live windows span at most
  * `holdBack + allowedLateness + retention + reach` of event time per key. A session holds one
  * fragment per source (a source's stretches of activity fold into it), so sessions count
  * like windows: a never-ending session is one window with one cell per source. Fixed specs keep
@@ -213,7 +218,13 @@ export function runLong(c: LongRunCase, meter: Meter, observe?: (stats: EngineSt
     held.delete(r)
     const quiet = c.quietEvery > 0 && r % c.quietEvery >= c.quietEvery - quietRounds(c)
     for (const s of sources) {
-      if (quiet) continue
+      if (quiet) {
+        // A pause stops readings, not uploads: a source whose offline stretch ends in a pause sends
+        // its backlog then. Kept until its next stretch ended, a backlog held W back across the
+        // pause and a second stretch, past the `silence` of `memoryBounds`.
+        if (r + 1 === s.offlineUntil) due.push(...s.backlog.splice(0))
+        continue
+      }
       if (r >= s.offlineUntil && random() * 100 < c.offlinePercent) s.offlineUntil = r + 1 + int(c.offlineRounds)
       // At least one event per round, delivered on time: a source that is online moves its clock
       // every round, so the bounds hold for every run, not just likely ones.
