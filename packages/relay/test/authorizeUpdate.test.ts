@@ -143,7 +143,7 @@ describe('authorizeUpdate', () => {
     const valid = grown(groupEntry('s-A', 180_000))
     expect(item(valid).some((struct) => struct.id.clock < offset && struct.id.clock + struct.length > offset)).toBe(true)
     const verdict = authorizeUpdate(server, valid, A)
-    expect(verdict).toEqual({ ok: true, inserts: 1, deletes: 0 })
+    expect(verdict).toEqual({ ok: true, inserts: 1, deletes: 0, collected: 0 })
     // The same item grown by another source's entry: the part past the server's state is read, and refused.
     expect(reasonOf(authorizeUpdate(server, grown(groupEntry('s-B', 180_000)), A))).toBe('foreign-source s-B')
     // What the server has is not read again: under a token whose sources changed since, the

@@ -220,6 +220,16 @@ describe('limits', () => {
     expect((await fetch(`${relay.httpUrl}/healthz`)).status).toBe(200)
   })
 
+  it('garbage-collected structs of new client ids count against the room\'s bytes: they insert nothing, yet each grows its state', async () => {
+    const relay = await relayWith({ limits: { maxRoomBytes: 4096 } })
+    const device = open(relay, 'fleet-g/d1', await deviceToken('fleet-g', 'd1'))
+    await waitFor(() => device.synced(), 'synced')
+    // One struct each, for a client id of its own: about 10 bytes of the state vector per update.
+    for (let client = 1_000; client < 2_000; client++) (device.socket.webSocket as unknown as WebSocket).send(updateFrame('fleet-g/d1', collectedStructs(client, 1)))
+    await waitFor(() => device.closed.length > 0, 'the refusal')
+    expect(device.closed).toEqual(['tidemark:refused room-too-large'])
+  })
+
   it('update bytes past a sender\'s burst in a room are refused as rate-limited; joining again gives no new burst; the budget refills with time', async () => {
     const KIB = 1 << 10
     const clock = { now: Date.now() }

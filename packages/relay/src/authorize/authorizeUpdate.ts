@@ -42,14 +42,15 @@ export interface WriteGrant {
 
 /**
  * The verdict on one update. `missing`: it depends on structs the document does not have yet
- * (an earlier update of the same client that has not arrived, or was lost).
+ * (an earlier update of the same client that has not arrived, or was lost). `collected`: clocks
+ * of garbage-collected structs it brings (deleted content; the document's state moves on).
  *
  * @example
  * const verdict = authorizeUpdate(document, update, grant)
- * if (verdict.ok && verdict.inserts + verdict.deletes === 0) console.log('nothing new')
+ * if (verdict.ok && verdict.inserts + verdict.deletes + verdict.collected === 0) console.log('nothing new')
  */
 export type UpdateVerdict =
-  | { readonly ok: true; readonly inserts: number; readonly deletes: number }
+  | { readonly ok: true; readonly inserts: number; readonly deletes: number; readonly collected: number }
   | { readonly ok: false; readonly missing: true; readonly detail: string; readonly needs: readonly StateNeed[] }
   | { readonly ok: false; readonly missing: false; readonly refusal: Refusal }
 
@@ -215,6 +216,8 @@ export function authorizeUpdate(doc: Y.Doc, update: Uint8Array, grant: WriteGran
   const missing = (detail: string): UpdateVerdict => ({ ok: false, missing: true, detail, needs: needsOf(places, decoded.ds) })
   let inserts = 0
   let deletes = 0
+  /** Clocks of garbage-collected structs new to the document: nothing inserted, yet its state moves on. */
+  let collected = 0
   /** Why some structs would be parked by Yjs (after a Skip), or null. */
   let parked: string | null = null
 
@@ -238,8 +241,11 @@ export function authorizeUpdate(doc: Y.Doc, update: Uint8Array, grant: WriteGran
       if (struct.id.clock > next) return missing(`client ${client} continues at ${struct.id.clock}, the document has up to ${state}`)
       next = struct.id.clock + struct.length
       fresh = true
-      if (!(struct instanceof Y.Item)) continue
       const offset = Math.max(0, state - struct.id.clock)
+      if (!(struct instanceof Y.Item)) {
+        collected += struct.length - offset
+        continue
+      }
       const problem = insertProblem(struct, places.placeOf(struct), grant, offset)
       if (problem === 'missing') return missing(`origin of ${client}:${struct.id.clock} not found`)
       if (problem !== null) return refused(problem)
@@ -290,5 +296,5 @@ export function authorizeUpdate(doc: Y.Doc, update: Uint8Array, grant: WriteGran
       }
     }
   }
-  return parked === null ? { ok: true, inserts, deletes } : missing(parked)
+  return parked === null ? { ok: true, inserts, deletes, collected } : missing(parked)
 }

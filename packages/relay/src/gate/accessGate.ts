@@ -277,11 +277,12 @@ export class AccessGate implements Extension {
       // A reader's step 2 answers the relay's step 1 with whatever its document holds (a
       // dashboard may hold what a restarted relay lost): Hocuspocus does not apply it.
       if (frame.step === SYNC_STEP.step2) return 'pass'
-      return verdict.ok && verdict.inserts + verdict.deletes === 0 ? 'pass' : new Refusal('read-only')
+      return verdict.ok && verdict.inserts + verdict.deletes + verdict.collected === 0 ? 'pass' : new Refusal('read-only')
     }
     const verdict = authorizeUpdate(document, frame.payload, gate.grant, this.#presentElsewhere(document, gate))
     if (verdict.ok) {
-      if (verdict.inserts + verdict.deletes === 0) return 'pass'
+      // Garbage-collected structs insert nothing but move the document's state on: a room's bytes count them.
+      if (verdict.inserts + verdict.deletes + verdict.collected === 0) return 'pass'
       if (!this.#sizes.admits(gate.roomName, document, frame.payload.byteLength)) return new Refusal('room-too-large')
       this.#metrics.updatesIn++
       return 'pass'
