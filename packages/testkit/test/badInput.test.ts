@@ -622,8 +622,14 @@ describe('bad-input catalogue: peers', () => {
     expect(report.applied).toBe(0)
     expect(engine.stats().anomalies.invalid_remote_cell).toBe(entries.length)
     expect(engine.results({ key: 'k' })).toEqual([])
+    // A null group is one more refused group; arguments that are not arrays are refused whole, nothing counted.
+    engine.replica.mergeRemoteGroups([null as unknown as CellGroup], [])
+    expect(engine.stats().anomalies.invalid_remote_cell).toBe(entries.length + 1)
+    expect(() => engine.replica.mergeRemote(entries, null as unknown as [])).toThrow(new TypeError('mergeRemote needs arrays of cells and clocks'))
+    expect(() => engine.replica.mergeRemoteGroups({} as unknown as [], [])).toThrow(TypeError)
+    expect(engine.stats().anomalies.invalid_remote_cell).toBe(entries.length + 1)
     expectServing(engine)
-    return entries.length
+    return entries.length + 3
   })
 
   row('B28', 'malformed and truncated Yjs updates', () => {
@@ -882,7 +888,7 @@ describe('bad-input catalogue: limits and misuse', () => {
     return bad.length + 4
   })
 
-  row('B37', 'a subscriber that throws', () => {
+  row('B37', 'a subscriber, a local-write or a close listener that throws', async () => {
     const engine = withCanary()
     const reported: unknown[] = []
     vi.stubGlobal('reportError', (e: unknown) => reported.push(e))
@@ -893,11 +899,27 @@ describe('bad-input catalogue: limits and misuse', () => {
     engine.subscribe((changes) => {
       seen += changes.length
     })
+    engine.replica.onLocalWrite(() => {
+      throw new Error('transport down')
+    })
+    let written = 0
+    engine.replica.onLocalWrite((write) => {
+      written += write.cells.length
+    })
     expectServing(engine)
-    expect(reported).toHaveLength(1)
+    expect(reported).toEqual([new Error('transport down'), new Error('render failed')])
     expect(seen).toBeGreaterThan(0)
+    expect(written).toBeGreaterThan(0)
+    engine.replica.onClose(() => {
+      throw new Error('already destroyed')
+    })
+    let closed = 0
+    engine.replica.onClose(() => closed++)
+    await expect(engine.close()).resolves.toBeUndefined()
+    expect(closed).toBe(1)
+    expect(reported).toHaveLength(3)
     vi.unstubAllGlobals()
-    return 1
+    return 3
   })
 
   row('B38', 'events mutated by the caller after ingest', () => {
@@ -1162,6 +1184,22 @@ describe('bad-input catalogue: aggregates', () => {
     expect(() => shy.ingest([{ id: 'a', source: 's', seq: 1, ts: 1, value: 1 }])).toThrow(/^engine stopped: camera shy\./)
     expect(() => shy.tick()).toThrow(/^engine stopped: camera shy\./)
     return 3
+  })
+
+  row('B45', 'listeners that are not functions; replica.reportAnomaly with an unknown reason', () => {
+    const engine = withCanary()
+    const calls: (() => unknown)[] = [
+      () => engine.subscribe(null as never),
+      () => engine.replica.onLocalWrite('publish' as never),
+      () => engine.replica.onClose(undefined as never),
+      () => engine.replica.reportAnomaly('peer_garbage' as never, 'from plain JavaScript'),
+      () => engine.replica.reportAnomaly('invalid_remote_cell', Symbol('detail') as never),
+    ]
+    for (const call of calls) expect(call).toThrow(TypeError)
+    expect(engine.stats().anomalies).not.toHaveProperty('peer_garbage')
+    expect(engine.stats().anomalies.invalid_remote_cell).toBe(0)
+    expectServing(engine)
+    return calls.length
   })
 })
 

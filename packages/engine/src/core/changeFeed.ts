@@ -1,6 +1,6 @@
 import { OverflowError } from './overflowError.ts'
 import type { WindowChange } from '../windows/windowResult.ts'
-import { reportListenerError } from './listenerError.ts'
+import { notifyEach, listenerOf } from './listenerError.ts'
 
 type Listener = (changes: readonly WindowChange[]) => void
 
@@ -32,7 +32,8 @@ export class ChangeFeed {
   /** Calls `listener` with every published batch until the returned function is called. */
   subscribe(listener: Listener): () => void {
     // A wrapper per subscription, so subscribing one function twice gives two independent subscriptions.
-    const entry: Listener = (changes) => listener(changes)
+    const given = listenerOf(listener, 'subscribe')
+    const entry: Listener = (changes) => given(changes)
     this.#listeners.add(entry)
     return () => {
       this.#listeners.delete(entry)
@@ -61,13 +62,7 @@ export class ChangeFeed {
   }
 
   #deliver(changes: readonly WindowChange[]): void {
-    for (const listener of this.#listeners) {
-      try {
-        listener(changes)
-      } catch (error) {
-        reportListenerError(error)
-      }
-    }
+    notifyEach(this.#listeners, changes)
   }
 
   /**

@@ -118,7 +118,8 @@ export function validCellGroups(groups: readonly CellGroup[], invalid: (what: st
       }
       if (bad !== null) keep = bad.size === group.keys.length ? null : withoutCells(group, bad)
     }
-    if (keep !== group && out === null) out = groups.slice(0, g)
+    // A null group is refused too, though it is its own `keep`.
+    if ((keep === null || keep !== group) && out === null) out = groups.slice(0, g)
     if (out !== null && keep !== null) out.push(keep)
   }
   return out ?? groups

@@ -9,6 +9,7 @@ import type { PeerMerge } from './remoteMerge.ts'
 import type { ClockEntry, LocalWrite, MergeReport, ReplicaPort, ReplicaState } from './replicaPort.ts'
 import type { ReplicationOutbox } from './replicationOutbox.ts'
 import type { SyncStatus } from './syncStatus.ts'
+import { notifyEach, listenerOf } from '../core/listenerError.ts'
 
 const LOCAL_SYNC: SyncStatus = Object.freeze({ state: 'local', lastSync: null, pendingLocalUpdates: 0, peers: 0, refusal: null })
 
@@ -57,9 +58,10 @@ export class EnginePort implements ReplicaPort {
   readonly onLocalWrite = (listener: (write: LocalWrite) => void): (() => void) => this.#engine.outbox.listen(listener)
 
   readonly mergeRemote = (cells: readonly CellEntry[], clocks: readonly ClockEntry[]): MergeReport =>
-    this.#engine.mergeGroups(() => this.#engine.peers.validCells(cells), clocks)
+    this.#engine.mergeGroups(() => this.#engine.peers.validCells(cells), arrays('mergeRemote', cells, clocks))
 
-  readonly mergeRemoteGroups = (groups: readonly CellGroup[], clocks: readonly ClockEntry[]): MergeReport => this.#engine.mergeGroups(() => groups, clocks)
+  readonly mergeRemoteGroups = (groups: readonly CellGroup[], clocks: readonly ClockEntry[]): MergeReport =>
+    this.#engine.mergeGroups(() => groups, arrays('mergeRemoteGroups', groups, clocks))
 
   readonly exportState = (): ReplicaState => this.#engine.exportState()
 
@@ -67,13 +69,20 @@ export class EnginePort implements ReplicaPort {
     this.#engine.outbox.release({ ...this.#engine.exportState(), expired: [] }, deliver)
   }
 
-  readonly reportAnomaly = (reason: 'invalid_remote_cell' | 'source_conflict', detail: string): void => this.#engine.reportAnomaly(reason, detail)
+  readonly reportAnomaly = (reason: 'invalid_remote_cell' | 'source_conflict', detail: string): void => {
+    // Called from plain JavaScript: another reason would count NaN, and a log could not encode its record.
+    if (reason !== 'invalid_remote_cell' && reason !== 'source_conflict') {
+      throw new TypeError(`reportAnomaly: unknown reason ${String(reason)}`)
+    }
+    this.#engine.reportAnomaly(reason, detail)
+  }
 
   readonly reportError = (error: Error): void => {
     this.#error = error.message
   }
 
   readonly onClose = (listener: () => void): (() => void) => {
+    listenerOf(listener, 'onClose')
     if (this.#closed) {
       listener()
       return () => {}
@@ -109,7 +118,17 @@ export class EnginePort implements ReplicaPort {
   close(): void {
     if (this.#closed) return
     this.#closed = true
-    for (const listener of [...this.#closeListeners]) listener()
+    // One that throws is reported; the others (tickWhenDue, transports) still let go.
+    notifyEach([...this.#closeListeners], undefined)
     this.#closeListeners.clear()
   }
+}
+
+/**
+ * `clocks`, once both arguments are arrays: from plain JavaScript anything may come, and it is
+ * refused before any cell is counted (a count the merge's log record would not carry).
+ */
+function arrays(where: string, cells: unknown, clocks: readonly ClockEntry[]): readonly ClockEntry[] {
+  if (!Array.isArray(cells) || !Array.isArray(clocks)) throw new TypeError(`${where} needs arrays of cells and clocks`)
+  return clocks
 }

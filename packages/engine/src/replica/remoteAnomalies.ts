@@ -11,8 +11,9 @@ export class RemoteAnomalies {
 
   /** Counts `n` anomalies of `reason` (default 1) and keeps their detail. */
   report(reason: 'invalid_remote_cell' | 'source_conflict', detail: string, n = 1): void {
-    this.#counts[reason] += n
+    // The detail first: one that cannot be made text throws before anything is counted.
     this.#details.push(`${reason}: ${detail}`)
+    this.#counts[reason] += n
     if (this.#details.length > 20) this.#details.shift()
   }
 

@@ -4,6 +4,7 @@ import type { CellAddress } from '../lattice/cellAddress.ts'
 import type { CellEntry } from '../lattice/cellEntry.ts'
 import type { LocalWrite } from './replicaPort.ts'
 import type { SourceClock } from '../time/sourceClock.ts'
+import { notifyEach, listenerOf } from '../core/listenerError.ts'
 
 /**
  * What the local replica wrote since the last batch ended, waiting to be handed to the
@@ -27,16 +28,15 @@ export class ReplicationOutbox {
   #clocks = new Set<SourceClock>()
   #expired: CellAddress[] = []
   #gate: ((write: LocalWrite, deliver: (write: LocalWrite) => void) => void) | null = null
-  readonly #deliver = (write: LocalWrite): void => {
-    for (const listener of this.#listeners) listener(write)
-  }
+  // A transport that throws is reported: the batch was applied, the other transports and subscribers still hear of it.
+  readonly #deliver = (write: LocalWrite): void => notifyEach(this.#listeners, write)
 
   get listening(): boolean {
     return this.#listeners.size > 0
   }
 
   listen(listener: (write: LocalWrite) => void): () => void {
-    this.#listeners.add(listener)
+    this.#listeners.add(listenerOf(listener, 'onLocalWrite'))
     return () => {
       this.#listeners.delete(listener)
     }
