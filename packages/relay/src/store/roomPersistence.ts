@@ -16,6 +16,7 @@ import {
   type onLoadDocumentPayload,
   type onStoreDocumentPayload,
 } from '@hocuspocus/server'
+import * as Y from 'yjs'
 import type { FleetDirectory } from '../directory/fleetDirectory.ts'
 import type { RelayMetrics } from '../metrics/relayMetrics.ts'
 import { OpenRefused, Refusal } from '../protocol/refusal.ts'
@@ -81,12 +82,19 @@ export class RoomPersistence implements Extension {
 
   async onLoadDocument({ document, documentName }: onLoadDocumentPayload): Promise<void> {
     let parts: StoredPart[]
+    let unstored: Uint8Array[]
     try {
+      // Updates the room took before it last unloaded and the store has not written yet (or
+      // was writing while the read ran): not in what the read returns.
+      const before = this.#store.unstored(documentName)
       parts = await this.#store.load(documentName)
+      unstored = [...before, ...this.#store.unstored(documentName)]
       // Each part on its own: one that Yjs cannot use is set aside, and the room opens with the rest.
       const aside = applyStoredParts(document, parts, LOAD_ORIGIN)
       await this.#store.setAside(documentName, aside)
       if (aside.length > 0) parts = parts.filter((part) => !aside.some((a) => a.part === part))
+      // Applied under the load's origin: they stay queued, and are written once.
+      for (const update of unstored) Y.applyUpdate(document, update, LOAD_ORIGIN)
     } catch (error) {
       this.#metrics.loadFailures++
       this.#metrics.refused('store-unavailable')
@@ -96,8 +104,8 @@ export class RoomPersistence implements Extension {
       this.forget(documentName)
       throw new OpenRefused(new Refusal('store-unavailable', 'the room could not be loaded'))
     }
-    this.#sizes.set(documentName, parts.reduce((n, part) => n + part.bytes.byteLength, 0))
-    if (parts.length > 0) this.#listInDirectory(documentName)
+    this.#sizes.set(documentName, parts.reduce((n, part) => n + part.bytes.byteLength, 0) + unstored.reduce((n, update) => n + update.byteLength, 0))
+    if (parts.length > 0 || unstored.length > 0) this.#listInDirectory(documentName)
   }
 
   async onChange({ transactionOrigin, documentName, update, document }: onChangePayload): Promise<void> {

@@ -86,6 +86,8 @@ export class RoomStore {
   #pendingBytes = 0
   /** Bytes of the write under way (out of `#pendingBytes` until it ends). */
   #writingBytes = 0
+  /** The updates of the write under way, by room. */
+  #writingBatch: ReadonlyMap<string, readonly Uint8Array[]> = new Map()
   readonly #timers: RelayTimers
   #timer: unknown
   #writing: Promise<unknown> | undefined
@@ -136,6 +138,15 @@ export class RoomStore {
   /** True when the room has updates not written yet. */
   hasPending(room: string): boolean {
     return this.#pending.has(room)
+  }
+
+  /**
+   * The room's accepted updates not stored yet: in the write under way, then queued. A room can
+   * unload with some (changes that came through Redis while its unload waited) and load again
+   * before they are written: its load applies them after its stored parts.
+   */
+  unstored(room: string): Uint8Array[] {
+    return [...(this.#writingBatch.get(room) ?? []), ...(this.#pending.get(room) ?? [])]
   }
 
   /** The room's snapshot and updates, in the order to apply them (`applyStoredParts`). */
@@ -231,6 +242,7 @@ export class RoomStore {
     const bytes = this.#pendingBytes
     this.#pendingBytes = 0
     this.#writingBytes = bytes
+    this.#writingBatch = new Map(batch)
     const rows = updateRows(batch)
     const writing = this.#timed('flush', () => this.#sql.transaction((tx) => insertUpdates(tx, rows)))
     this.#writing = writing
@@ -269,6 +281,7 @@ export class RoomStore {
     } finally {
       this.#writing = undefined
       this.#writingBytes = 0
+      this.#writingBatch = new Map()
       if (this.#pending.size > 0 && this.#timer === undefined && !this.#closed) {
         this.#timer = this.#timers.setTimeout(() => this.#flushInBackground(), this.#retryMs > 0 ? this.#retryMs : this.#timing.writeWindowMs)
       }

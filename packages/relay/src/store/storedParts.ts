@@ -107,7 +107,10 @@ function readsEmpty(bytes: Uint8Array): boolean {
  */
 export async function moveAside(tx: SqlQueryable, room: string, aside: readonly SetAsidePart[]): Promise<void> {
   for (const { part, reason } of aside) {
-    await tx.query('insert into tidemark_relay_set_aside (room, seq, version, bytes, reason) values ($1, $2, $3, $4, $5)', [room, part.seq, part.version, part.bytes, reason])
+    // A reason may quote the part's own bytes (JSON.parse's error quotes its text): PostgreSQL
+    // text cannot hold a NUL, and the insert failing would refuse the room at every load.
+    const text = reason.replaceAll('\0', '\\0')
+    await tx.query('insert into tidemark_relay_set_aside (room, seq, version, bytes, reason) values ($1, $2, $3, $4, $5)', [room, part.seq, part.version, part.bytes, text])
     if (part.seq !== null) await tx.query('delete from tidemark_relay_updates where room = $1 and seq = $2', [room, part.seq])
   }
 }
