@@ -232,6 +232,17 @@ describe('claimSource: reuse across tab sessions', () => {
     expect([...registry.items.keys()]).toEqual([`tidemark:registry:${[...sources][0]}`])
   })
 
+  it('a duplicated tab finds its inherited id held and takes over a registered source no tab holds, not a fresh id', async () => {
+    const { tab } = origin()
+    const original = new TabStorage()
+    const first = await tab(original)
+    const ended = await tab()
+    await ended.release() // that tab session ended; its source stays registered
+    const duplicate = await tab(original.copy())
+    expect([duplicate.reuse, duplicate.source]).toEqual(['takeover', ended.source])
+    expect(duplicate.source).not.toBe(first.source)
+  })
+
   it('makes a new source only when every registered one is held, and reuses the most recent free one', async () => {
     const { tab, locks } = origin()
     const open = [await tab(), await tab(), await tab()]
