@@ -17,6 +17,8 @@ function snapshot(overrides: Partial<StormSnapshot> = {}): StormSnapshot {
     beyondLateness: 1,
     lateLane: 1,
     lateIds: ['d#3'],
+    lateWindows: ['tumbling:1000'],
+    lateLaneTrimmed: 0,
     counted: 9,
     digest: truth.digest,
     windows: 1,

@@ -88,6 +88,10 @@ export interface StormSnapshot {
   /** Events on this engine's late lane, and their ids. */
   readonly lateLane: number
   readonly lateIds: readonly string[]
+  /** The window spec that refused each of `lateIds` (an event is on the lane once per spec that refused it). */
+  readonly lateWindows: readonly string[]
+  /** Late-lane entries the engine dropped by its bound (`limits.maxLateEvents`). */
+  readonly lateLaneTrimmed: number
   /** Sum of `count` over every window in `results()`: events counted, all sources. */
   readonly counted: number
   /** Canonical text of every window value (`window|key|start|count|sum`, sorted): equal on converged pages. */

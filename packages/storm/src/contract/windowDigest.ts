@@ -19,13 +19,22 @@ export interface DigestRow {
 }
 
 /**
- * The digest of `rows` ('' when there is none).
+ * A sum as a digest shows it: to 12 significant digits. Floating-point sums depend on the order
+ * of their terms (an engine sums each source's cell, then the cells), so two right sums of the
+ * same values can differ in their last bits.
+ */
+function sumText(sum: number): string {
+  return Number.isInteger(sum) ? String(sum) : String(Number(sum.toPrecision(12)))
+}
+
+/**
+ * The digest of `rows` ('' when there is none); sums to 12 significant digits.
  *
  * @example
  * windowDigest(engine.results()) // 'tumbling:1000|k0|1700000000000|25|100\ntumbling:1000|k1|...'
  */
 export function windowDigest(rows: Iterable<DigestRow>): string {
   const lines: string[] = []
-  for (const r of rows) lines.push(`${r.window}|${r.key}|${r.start}|${r.count}|${r.sum}`)
+  for (const r of rows) lines.push(`${r.window}|${r.key}|${r.start}|${r.count}|${sumText(r.sum)}`)
   return lines.sort().join('\n')
 }

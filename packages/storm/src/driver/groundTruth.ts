@@ -6,6 +6,7 @@
  */
 import type { StreamEvent } from '@tidemark/engine'
 import { type StormReading, stormReading } from '../contract/stormReading.ts'
+import type { StormSnapshot } from '../contract/stormPageApi.ts'
 import { windowDigest } from '../contract/windowDigest.ts'
 
 /**
@@ -26,6 +27,12 @@ export interface StormTruth {
    * the largest event time of its own earlier batches).
    */
   canBeLate(event: StreamEvent, maxTsBefore: number): boolean
+  /**
+   * The app's window spec ids (`tumbling:1000`, …) when it has more than one: the engine puts
+   * an event on its late lane once per spec that refused it, and the other specs still count
+   * it. Without it, an event on the late lane is counted nowhere.
+   */
+  readonly windows?: readonly string[]
 }
 
 /**
@@ -45,6 +52,7 @@ export function tumblingTruth(options: { readonly windowMs: number; readonly all
   const startOf = (ts: number): number => ts - (((ts % windowMs) + windowMs) % windowMs)
   return {
     reading: options.reading ?? stormReading,
+    windows: [window],
     digest(events) {
       const cells = new Map<string, { window: string; key: string; start: number; count: number; sum: number }>()
       for (const event of events) {
@@ -74,8 +82,23 @@ export interface DeviceOutcome {
   /** It produced seqs `1..produced`. */
   readonly produced: number
   readonly lateIds: readonly string[]
+  /** The window spec that refused each entry of `lateIds` (same order; `StormSnapshot.lateWindows`). */
+  readonly lateWindows?: readonly string[]
+  /** Late-lane entries the engine dropped by its bound (`limits.maxLateEvents`): their ids are unknown. */
+  readonly lateTrimmed?: number
   /** Seqs up to this one came in its first batch, before it knew its own clock (not checked for lateness). */
   readonly firstBatchEnd: number
+}
+
+/**
+ * A stopped device's outcome, from its snapshot; `firstBatchEnd`: the storm's batch size.
+ *
+ * @example
+ * const outcomes = snapshots.map((snapshot) => deviceOutcome(snapshot, 20))
+ */
+export function deviceOutcome(snapshot: StormSnapshot, firstBatchEnd: number): DeviceOutcome {
+  const { source, seed, produced, lateIds, lateWindows, lateLaneTrimmed } = snapshot
+  return { source, seed, produced, lateIds, lateWindows, lateTrimmed: lateLaneTrimmed, firstBatchEnd }
 }
 
 /**
@@ -88,8 +111,9 @@ export interface DeviceOutcome {
 export interface TruthFigures {
   /** Readings produced over all devices. */
   readonly produced: number
-  /** Readings not on any late lane: what every page must count. */
+  /** Readings counted by at least one window spec (with one spec: not on the late lane). */
   readonly counted: number
+  /** Readings beyond lateness: refused by every window spec. */
   readonly lateLane: number
   /** Window values every converged page must show. */
   readonly digest: string
@@ -108,23 +132,38 @@ export interface TruthFigures {
  */
 export function groundTruth(truth: StormTruth, devices: readonly DeviceOutcome[]): TruthFigures {
   const counted: StreamEvent[] = []
+  // Events some specs refused and others counted, with the specs that refused them.
+  const partial: { event: StreamEvent; refused: ReadonlySet<string> }[] = []
   const problems: string[] = []
+  const specs = truth.windows ?? []
   let produced = 0
   let lateLane = 0
   for (const device of devices) {
-    const late = new Set<string>()
-    for (const id of device.lateIds) {
-      if (late.has(id)) problems.push(`${device.source}: ${id} is on the late lane twice`)
-      late.add(id)
+    if ((device.lateTrimmed ?? 0) > 0) {
+      problems.push(`${device.source}: its engine dropped ${device.lateTrimmed} late-lane entries (limits.maxLateEvents): the truth cannot tell which readings it counted; raise limits.maxLateEvents`)
     }
-    lateLane += late.size
+    const late = new Map<string, Set<string>>()
+    device.lateIds.forEach((id, i) => {
+      const window = device.lateWindows?.[i] ?? ''
+      const refused = late.get(id) ?? new Set<string>()
+      if (refused.has(window)) problems.push(`${device.source}: ${id} is on the late lane twice`)
+      refused.add(window)
+      late.set(id, refused)
+    })
     const seen = new Set<string>()
     let maxTsBefore = Number.NEGATIVE_INFINITY
     for (let seq = 1; seq <= device.produced; seq++) {
       const event = truth.reading(device.seed, device.source, seq)
-      if (!late.has(event.id)) counted.push(event)
+      const refused = late.get(event.id)
+      if (refused === undefined) counted.push(event)
       else {
         seen.add(event.id)
+        // Beyond lateness when every spec refused it; with one spec (or none named), any entry is.
+        if (specs.length < 2 || refused.has('') || specs.every((w) => refused.has(w))) lateLane++
+        else {
+          counted.push(event)
+          partial.push({ event, refused })
+        }
         if (seq > device.firstBatchEnd && !truth.canBeLate(event, maxTsBefore)) {
           problems.push(`${device.source}: ${event.id} (ts ${event.ts}) is on the late lane but its window is within lateness of the device's earlier readings (max ts ${maxTsBefore})`)
         }
@@ -132,8 +171,17 @@ export function groundTruth(truth: StormTruth, devices: readonly DeviceOutcome[]
       maxTsBefore = Math.max(maxTsBefore, event.ts)
       produced++
     }
-    for (const id of late) if (!seen.has(id)) problems.push(`${device.source}: late-lane entry ${id} is not a reading it produced`)
+    for (const id of late.keys()) if (!seen.has(id)) problems.push(`${device.source}: late-lane entry ${id} is not a reading it produced`)
   }
-  const digest = truth.digest(counted)
+  let digest = truth.digest(counted)
+  if (partial.length > 0) {
+    // Each spec that refused some of them shows the counted events but those.
+    const rows = digest.split('\n').filter((row) => !specs.some((w) => row.startsWith(`${w}|`)))
+    for (const w of specs) {
+      const without = new Set(partial.filter((p) => p.refused.has(w)).map((p) => p.event))
+      for (const row of truth.digest(counted.filter((e) => !without.has(e))).split('\n')) if (row.startsWith(`${w}|`)) rows.push(row)
+    }
+    digest = rows.filter((row) => row !== '').sort().join('\n')
+  }
   return { produced, counted: counted.length, lateLane, digest, windows: digest === '' ? 0 : digest.split('\n').length, problems }
 }

@@ -8,7 +8,7 @@ import type { Browser, BrowserContext } from '@playwright/test'
 import type { StormRole } from '../contract/stormPageApi.ts'
 import { stormPageUrl } from '../contract/stormQuery.ts'
 import { type DeviceNetworkMode, emulatedNetwork, type NetworkSwitch, partitionedNetwork } from './deviceNetwork.ts'
-import { type DeviceOutcome, groundTruth, type StormTruth, type TruthFigures } from './groundTruth.ts'
+import { type DeviceOutcome, deviceOutcome, groundTruth, type StormTruth, type TruthFigures } from './groundTruth.ts'
 import { NetworkToggles } from './networkToggles.ts'
 import { StormLedger } from './stormLedger.ts'
 import { openStormPage, type StormPage, snapshotOf, startIngest, stopIngest, transitionsOf, waitForTruth } from './stormPage.ts'
@@ -16,6 +16,7 @@ import { stormProblems } from './stormProblems.ts'
 import type { StormFigures, StormResult } from './stormResult.ts'
 import { describeStorm } from './stormSummary.ts'
 import { type SyncProxy, startSyncProxy } from './syncProxy.ts'
+import { toggleRange } from './toggleSchedule.ts'
 
 /**
  * A sync server the storm started and will stop (`StormOptions.server` as a function).
@@ -146,8 +147,19 @@ export async function runStorm(options: StormOptions): Promise<StormResult> {
   const deviceCount = count('devices', options.devices ?? 6, 1)
   const dashboardCount = count('dashboards', options.dashboards ?? 2, 0)
   const ingest = { batch: count('ingest.batch', options.ingest?.batch ?? 20, 1), everyMs: count('ingest.everyMs', options.ingest?.everyMs ?? 200, 0) }
-  const room = options.room ?? `storm-${options.seed}`
+  const settleMs = options.settleMs ?? 60_000
+  if (!(settleMs >= 0)) throw new RangeError(`runStorm: settleMs must be a number of ms >= 0, got ${settleMs}`)
   const network = options.network ?? 'partition'
+  if (network !== 'partition' && network !== 'emulate') throw new RangeError(`runStorm: network must be 'partition' or 'emulate', got ${JSON.stringify(network)}`)
+  const devicesShow = options.devicesShow ?? 'own'
+  if (devicesShow !== 'own' && devicesShow !== 'fleet') throw new RangeError(`runStorm: devicesShow must be 'own' or 'fleet', got ${JSON.stringify(devicesShow)}`)
+  const intervalMs = options.toggle ?? [50, 500]
+  try {
+    toggleRange(intervalMs)
+  } catch (error) {
+    throw new RangeError(`runStorm: toggle: ${(error as Error).message}`)
+  }
+  const room = options.room ?? `storm-${options.seed}`
   const page = new URL(options.path, options.baseURL).href
   const ledger = new StormLedger()
   const contexts: BrowserContext[] = []
@@ -197,7 +209,7 @@ export async function runStorm(options: StormOptions): Promise<StormResult> {
     await Promise.all(devices.map((device) => startIngest(device.page, ingest)))
     const endsAt = Date.now() + options.seconds * 1_000
     const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Math.max(0, Math.min(ms, endsAt - Date.now()))))
-    const toggles = new NetworkToggles(switches, { seed: options.seed, intervalMs: options.toggle ?? [50, 500] })
+    const toggles = new NetworkToggles(switches, { seed: options.seed, intervalMs })
     await Promise.all([toggles.run(endsAt), options.during?.({ devices, dashboards, serverUrl, sleep, endsAt })])
     const { startedAt, endedAt } = toggles.window
 
@@ -205,9 +217,8 @@ export async function runStorm(options: StormOptions): Promise<StormResult> {
     const transitions = await Promise.all(devices.map((device) => transitionsOf(device.page)))
     const stopped = await Promise.all(devices.map((device) => snapshotOf(device.page)))
     const totals = ledger.totals(new Map(stopped.map((s) => [s.source, s.produced])))
-    const outcomes: DeviceOutcome[] = stopped.map((s) => ({ source: s.source, seed: s.seed, produced: s.produced, lateIds: s.lateIds, firstBatchEnd: ingest.batch }))
+    const outcomes: DeviceOutcome[] = stopped.map((s) => deviceOutcome(s, ingest.batch))
     const truth = groundTruth(options.truth, outcomes)
-    const devicesShow = options.devicesShow ?? 'own'
     const deviceTruths: Record<string, TruthFigures> = Object.fromEntries(outcomes.map((outcome) => [outcome.source, groundTruth(options.truth, [outcome])]))
     // Everyone back online at once: the reconnect storm proper.
     await Promise.all(switches.map((toggle) => toggle(false)))
@@ -215,7 +226,7 @@ export async function runStorm(options: StormOptions): Promise<StormResult> {
     const all = [...devices, ...dashboards].map((p) => p.page)
     const expected = (s: { readonly role: string; readonly source: string }): string =>
       s.role === 'device' && devicesShow === 'own' ? (deviceTruths[s.source]?.digest ?? truth.digest) : truth.digest
-    const { converged, convergedAt, snapshots } = await waitForTruth(all, options.settleMs ?? 60_000, expected)
+    const { converged, convergedAt, snapshots } = await waitForTruth(all, settleMs, expected)
 
     const { accepted, beyondLateness, duplicates, rejected } = totals
     const receipts = { accepted, beyondLateness, duplicates, rejected }

@@ -134,6 +134,12 @@ export async function closeStormApp(page: Page): Promise<void> {
   await callPage(page, 'close')
 }
 
+/** `timeoutMs` from now; a timeout that is not a number >= 0 would poll forever (NaN) or never. */
+function deadlineAfter(name: string, timeoutMs: number): number {
+  if (!(timeoutMs >= 0)) throw new RangeError(`${name}: timeoutMs must be a number of ms >= 0, got ${timeoutMs}`)
+  return Date.now() + timeoutMs
+}
+
 /**
  * Polls every page (every 250 ms) until each shows the window values `expected(snapshot)` names
  * for it (a device its own readings, a dashboard the whole fleet's), or `timeoutMs` passes;
@@ -147,7 +153,7 @@ export async function waitForTruth(
   timeoutMs: number,
   expected: (snapshot: StormSnapshot) => string,
 ): Promise<{ converged: boolean; convergedAt: number; snapshots: StormSnapshot[] }> {
-  const deadline = Date.now() + timeoutMs
+  const deadline = deadlineAfter('waitForTruth', timeoutMs)
   for (;;) {
     const snapshots = await Promise.all(pages.map(snapshotOf))
     const readAt = Date.now()
@@ -170,7 +176,7 @@ export async function waitForConvergence(
   timeoutMs: number,
   done: (snapshots: readonly StormSnapshot[]) => boolean = () => true,
 ): Promise<{ converged: boolean; convergedAt: number; snapshots: StormSnapshot[] }> {
-  const deadline = Date.now() + timeoutMs
+  const deadline = deadlineAfter('waitForConvergence', timeoutMs)
   for (;;) {
     const snapshots = await Promise.all(pages.map(snapshotOf))
     const readAt = Date.now()

@@ -165,6 +165,8 @@ function stormPageApi(page: {
       ...ingest.figures,
       lateLane: stats.lateLane,
       lateIds: engine.lateEvents().map((late) => late.event.id),
+      lateWindows: engine.lateEvents().map((late) => late.window ?? ''),
+      lateLaneTrimmed: stats.lateLaneTrimmed,
       counted,
       digest: windowDigest(results),
       windows: results.length,

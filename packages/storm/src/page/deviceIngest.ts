@@ -16,6 +16,9 @@ import type { ReportQueue } from './reportQueue.ts'
  */
 export type StormEngine = Pick<Engine, 'ingest' | 'stats' | 'results' | 'lateEvents' | 'syncStatus'>
 
+/** How long `stop()` waits for the produced batches to turn durable, ms. */
+const STOP_TIMEOUT_MS = 60_000
+
 /**
  * Produces readings `recovered + 1, recovered + 2, …` of one source into an engine.
  *
@@ -31,7 +34,8 @@ export class DeviceIngest {
   readonly #reading: StormReading
   readonly #reports: ReportQueue
   readonly #onError: (message: string) => void
-  readonly #pending = new Set<Promise<void>>()
+  /** Batches not yet durable (or failed), with their seq range. */
+  readonly #pending = new Map<Promise<void>, string>()
   #timer: ReturnType<typeof setTimeout> | null = null
   #produced: number
   #durable: number
@@ -75,11 +79,22 @@ export class DeviceIngest {
     if (this.#timer === null) this.#pump(batch, everyMs)
   }
 
-  /** Stops the loop; resolves once every produced batch is durable (or failed) and reported. */
+  /**
+   * Stops the loop; resolves once every produced batch is durable (or failed) and reported, or
+   * after `STOP_TIMEOUT_MS`, each batch still not durable then recorded as an error.
+   */
   async stop(): Promise<void> {
     if (this.#timer !== null) clearTimeout(this.#timer)
     this.#timer = null
-    await Promise.all([...this.#pending])
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const late = new Promise<void>((resolve) => {
+      timer = setTimeout(() => {
+        for (const range of this.#pending.values()) this.#onError(`durable ${range}: not durable after ${STOP_TIMEOUT_MS} ms`)
+        resolve()
+      }, STOP_TIMEOUT_MS)
+    })
+    await Promise.race([Promise.all([...this.#pending.keys()]), late])
+    clearTimeout(timer)
     await this.#reports.flush()
   }
 
@@ -100,7 +115,7 @@ export class DeviceIngest {
       },
       (error: unknown) => this.#onError(`durable ${from}..${to}: ${error instanceof Error ? error.message : String(error)}`),
     )
-    this.#pending.add(done)
+    this.#pending.set(done, `${from}..${to}`)
     void done.finally(() => this.#pending.delete(done))
     this.#timer = setTimeout(() => this.#pump(size, everyMs), everyMs)
   }
