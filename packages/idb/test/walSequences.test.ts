@@ -130,13 +130,19 @@ async function run(seed: number, steps: number): Promise<void> {
   }
 }
 
-describe('crashes and failed writes in seeded random order', () => {
-  const seeds = process.env.TIDEMARK_SEED ? [Number(process.env.TIDEMARK_SEED)] : Array.from({ length: Number(process.env.TIDEMARK_RUNS ?? 20) }, (_, i) => i + 1)
+/**
+ * One test per seed: `always`, then 1..`TIDEMARK_RUNS` (20 by default); `TIDEMARK_SEED` runs that
+ * one alone. Each names its repro command; `TIDEMARK_STEPS` (200) lengthens a run.
+ */
+function seeded(name: string, body: (seed: number, steps: number) => Promise<void>, always: readonly number[] = []): void {
+  const seeds = process.env.TIDEMARK_SEED ? [Number(process.env.TIDEMARK_SEED)] : [...always, ...Array.from({ length: Number(process.env.TIDEMARK_RUNS ?? 20) }, (_, i) => i + 1)]
   for (const seed of seeds) {
-    it(`seed ${seed} (repro: TIDEMARK_SEED=${seed} npx vitest run --project idb packages/idb/test/walSequences.test.ts)`, async () => {
-      await run(seed, Number(process.env.TIDEMARK_STEPS ?? 200))
-    }, 60_000)
+    it(`${name} seed ${seed} (repro: TIDEMARK_SEED=${seed} npx vitest run --project idb packages/idb/test/walSequences.test.ts -t "${name} seed ${seed} ")`, () => body(seed, Number(process.env.TIDEMARK_STEPS ?? 200)), 60_000)
   }
+}
+
+describe('crashes and failed writes in seeded random order', () => {
+  seeded('crash', run)
 })
 
 
@@ -235,12 +241,7 @@ async function exact(seed: number, steps: number): Promise<void> {
 }
 
 describe('exact recovery with the late lane, the archive and failing checkpoints, in seeded random order', () => {
-  const seeds = process.env.TIDEMARK_SEED ? [Number(process.env.TIDEMARK_SEED)] : Array.from({ length: Number(process.env.TIDEMARK_RUNS ?? 20) }, (_, i) => i + 1)
-  for (const seed of seeds) {
-    it(`exact seed ${seed} (repro: TIDEMARK_SEED=${seed} npx vitest run --project idb packages/idb/test/walSequences.test.ts -t "exact seed ${seed} ")`, async () => {
-      await exact(seed, Number(process.env.TIDEMARK_STEPS ?? 200))
-    }, 60_000)
-  }
+  seeded('exact', exact)
 })
 
 async function twoWriters(seed: number, steps: number): Promise<void> {
@@ -335,11 +336,6 @@ async function twoWriters(seed: number, steps: number): Promise<void> {
 
 
 describe('two writers on one database, in seeded random order', () => {
-  // 151 and 224 lost acknowledged records before the fix (see REPORT.md).
-  const seeds = process.env.TIDEMARK_SEED ? [Number(process.env.TIDEMARK_SEED)] : [151, 224, ...Array.from({ length: Number(process.env.TIDEMARK_RUNS ?? 20) }, (_, i) => i + 1)]
-  for (const seed of seeds) {
-    it(`two seed ${seed} (repro: TIDEMARK_SEED=${seed} npx vitest run --project idb packages/idb/test/walSequences.test.ts -t "two seed ${seed} ")`, async () => {
-      await twoWriters(seed, Number(process.env.TIDEMARK_STEPS ?? 200))
-    }, 60_000)
-  }
+  // 151 and 224 lost acknowledged records when a checkpoint truncated another handle's records.
+  seeded('two', twoWriters, [151, 224])
 })

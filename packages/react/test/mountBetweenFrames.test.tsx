@@ -72,16 +72,34 @@ function minutes(engine: Engine, scheduler: ManualScheduler, names: readonly [st
   )
 }
 
+/** Between two frames, [0, 10) fires and leaves live state: at once, or behind a backlog the feed compacts. */
+const leaves: [string, (engine: Engine) => void][] = [
+  // Fires [0, 10) on time, final, and past its retention it leaves live state.
+  ['at once', (engine) => engine.advanceWatermark(100)],
+  [
+    'behind a compacted backlog (> 4,096 changes: a hidden tab)',
+    (engine) => {
+      // [0, 10) fires, then 5,000 other windows change, so the feed compacts its backlog (the
+      // watched [0, 10) is kept), then [0, 10) leaves live state.
+      engine.advanceWatermark(15)
+      const others: StreamEvent[] = Array.from({ length: 5_000 }, (_, i) => ({ id: `o${i}`, source: 's', ts: 15, key: `o${i}`, value: 1 }))
+      engine.ingest(others)
+      for (const event of others.slice(0, 100)) engine.ingest([{ ...event, id: `${event.id}'`, ts: 16 }])
+      engine.advanceWatermark(100)
+    },
+  ],
+]
+
 describe('a hook mounted after a window fired and left live state, before the frame that carries the firing', () => {
-  it('keeps what it read (no result): the frame does not bring it back to the older value, nor render it again', () => {
+  it.each(leaves)('keeps what it read (no result) when the window left %s: the frame does not bring back the older value, nor render it again', (_when, leave) => {
     const engine = createEngine({ windows: tumbling(10), allowedLateness: 0, retention: 10 })
     const scheduler = createManualScheduler()
     const tree = minutes(engine, scheduler)
     const view = render(tree(false))
     engine.ingest([{ id: 'a', source: 's', ts: 1, key: 'k', value: 3 }])
     act(() => scheduler.flush())
-    engine.advanceWatermark(100) // fires [0, 10) on time, final, and past its retention it leaves live state
-    expect(engine.results()).toEqual([])
+    leave(engine)
+    expect(engine.results({ key: 'k' })).toEqual([])
     view.rerender(tree(true))
     expect(text('later')).toBe('none')
     const mounted = minuteRenders.later
@@ -93,29 +111,6 @@ describe('a hook mounted after a window fired and left live state, before the fr
 })
 
 describe('a hook mounted between frames while the feed holds a compacted backlog (> 4,096 changes, a hidden tab)', () => {
-  it('keeps what it read: the frame does not bring back a window that left live state, nor render it again', () => {
-    const engine = createEngine({ windows: tumbling(10), allowedLateness: 0, retention: 10 })
-    const scheduler = createManualScheduler()
-    const tree = minutes(engine, scheduler)
-    const view = render(tree(false))
-    engine.ingest([{ id: 'a', source: 's', ts: 1, key: 'k', value: 3 }])
-    act(() => scheduler.flush())
-    // No frame runs from here on (a hidden tab): [0, 10) fires, then 5,000 other windows change,
-    // so the feed compacts its backlog (the watched [0, 10) is kept), then [0, 10) leaves live state.
-    engine.advanceWatermark(15)
-    const others: StreamEvent[] = Array.from({ length: 5_000 }, (_, i) => ({ id: `o${i}`, source: 's', ts: 15, key: `o${i}`, value: 1 }))
-    engine.ingest(others)
-    for (const event of others.slice(0, 100)) engine.ingest([{ ...event, id: `${event.id}'`, ts: 16 }])
-    engine.advanceWatermark(100)
-    expect(engine.results({ key: 'k' })).toEqual([])
-    view.rerender(tree(true))
-    expect(text('later')).toBe('none')
-    const mounted = minuteRenders.later
-    act(() => scheduler.flush())
-    expect([text('earlier'), text('later')]).toEqual(['on_time 3 final', 'none'])
-    expect(minuteRenders.later).toBe(mounted)
-  })
-
   it('still shows a change the same frame carries that was made after it mounted', () => {
     const engine = createEngine({ windows: tumbling(10), allowedLateness: 1_000 })
     const scheduler = createManualScheduler()

@@ -92,11 +92,7 @@ class IndexedDbPersistence implements Persistence {
   #anotherWriter: string | null = null
   /** The newest checkpoint key this handle found at open or committed: a newer one is another writer's. */
   #newestCheckpoint = 0
-  /**
-   * lsns this handle handed out but did not write (their transaction failed), not yet behind a
-   * checkpoint of its own. Another handle may have written records there, which a checkpoint
-   * of this one must not truncate.
-   */
+  /** lsns this handle handed out but failed to write, not yet behind a checkpoint of its own: a refused checkpoint names them so. */
   readonly #holes = new Set<number>()
 
   constructor(options: IndexedDbPersistenceOptions, factory: IDBFactory, checkpointEvery: CheckpointPolicy) {
@@ -167,9 +163,8 @@ class IndexedDbPersistence implements Persistence {
     // Taken now, with the state: the late lane and the staged archive changes belong to this checkpoint.
     const write = this.#catalog.planCheckpoint(checkpoint)
     const { upToLsn, bytes, lane, archive } = write
-    // Appends made before this call get their transaction first, and settle before the checkpoint's
-    // is made: the truncation guard must know which of them failed, and whether one found another
-    // writer, however late an implementation fires their abort events.
+    // Appends made before it settle first: the truncation guard must know which failed or found
+    // another writer, however late an implementation fires their aborts.
     this.#flush(db)
     const what = `checkpoint at lsn ${upToLsn} was not written`
     await Promise.all(this.#inFlight)
