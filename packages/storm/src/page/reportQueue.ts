@@ -27,6 +27,8 @@ export class ReportQueue {
   readonly #onError: (message: string) => void
   #queued: StormBatchReport[] = []
   #timer: ReturnType<typeof setTimeout> | null = null
+  /** The sends under way, settled or not: a flush resolves after them too. */
+  #sending: Promise<unknown> = Promise.resolve()
 
   constructor(sink: ReportSink, everyMs: number, onError: (message: string) => void) {
     if (!Number.isFinite(everyMs) || everyMs < 0) throw new RangeError(`storm page: reportEveryMs must be a non-negative number of ms, got ${everyMs}`)
@@ -43,13 +45,19 @@ export class ReportQueue {
     }, this.#everyMs)
   }
 
-  /** Sends every queued report now; resolves once the driver recorded them. */
+  /**
+   * Sends every queued report now; resolves once the driver recorded them and every send
+   * started before (by the timer) has settled. It rejects when its own send fails; a timer's
+   * send that failed was reported to `onError` already.
+   */
   async flush(): Promise<void> {
     if (this.#timer !== null) clearTimeout(this.#timer)
     this.#timer = null
-    if (this.#queued.length === 0) return
-    const reports = this.#queued
+    const earlier = this.#sending
+    const send = this.#queued.length === 0 ? undefined : this.#sink(this.#queued)
     this.#queued = []
-    await this.#sink(reports)
+    this.#sending = Promise.allSettled([earlier, send])
+    await earlier
+    await send
   }
 }
