@@ -151,3 +151,43 @@ describe('listeners that are not functions, or throw', () => {
     expect(thrown).toEqual(new TypeError('subscribe needs a function, got undefined'))
   })
 })
+
+describe('replica status reports from plain JavaScript', () => {
+  const connected = { state: 'connected', lastSync: 5, pendingLocalUpdates: 0, peers: 1, refusal: null } as const
+
+  it.each([
+    ['null', null, 10, 'setSyncStatus: needs a SyncStatus, got null'],
+    ['an unknown state', { ...connected, state: 'syncing' }, 10, 'setSyncStatus: invalid state syncing'],
+    ['a NaN lastSync', { ...connected, lastSync: Number.NaN }, 10, 'setSyncStatus: invalid lastSync NaN'],
+    ['a fractional peer count', { ...connected, peers: 1.5 }, 10, 'setSyncStatus: invalid peers 1.5'],
+    ['a negative pending count', { ...connected, pendingLocalUpdates: -1 }, 10, 'setSyncStatus: invalid pendingLocalUpdates -1'],
+    ['a refusal that is not text', { ...connected, refusal: 7 }, 10, 'setSyncStatus: invalid refusal 7'],
+    ['docBytes undefined', connected, undefined, 'setSyncStatus: invalid docBytes undefined'],
+  ])('setSyncStatus with %s throws a TypeError and keeps the status it had', (_, status, docBytes, message) => {
+    const engine = new TidemarkEngine({ windows: tumbling(1_000), now: () => 0 })
+    engine.replica.setSyncStatus(connected, 64)
+    expect(thrownBy(() => engine.replica.setSyncStatus(loose(status), loose(docBytes)))).toEqual(new TypeError(message))
+    expect(engine.syncStatus()).toEqual(connected)
+    expect(engine.stats().docBytes).toBe(64)
+  })
+
+  it('reportError with something that is not an Error throws a TypeError; the last error stays', () => {
+    const engine = new TidemarkEngine({ windows: tumbling(1_000), now: () => 0 })
+    engine.replica.reportError(new Error('peer r2 runs tumbling:30000'))
+    expect(thrownBy(() => engine.replica.reportError(loose(null)))).toEqual(new TypeError('reportError needs an Error, got null'))
+    expect(thrownBy(() => engine.replica.reportError(loose('text')))).toEqual(new TypeError('reportError needs an Error, got text'))
+    expect(engine.stats().replicationError).toBe('peer r2 runs tumbling:30000')
+    // An error of another realm (a worker's, a frame's) is an Error by its shape.
+    engine.replica.reportError(loose({ name: 'Error', message: 'from a frame' }))
+    expect(engine.stats().replicationError).toBe('from a frame')
+  })
+
+  it('exportDurableState without a function throws a TypeError naming the call, before anything is held', () => {
+    const engine = new TidemarkEngine({ windows: tumbling(1_000), now: () => 0 })
+    engine.ingest([ev(1)])
+    expect(thrownBy(() => engine.replica.exportDurableState(loose(null)))).toEqual(new TypeError('exportDurableState needs a function, got null'))
+    const delivered: number[] = []
+    engine.replica.exportDurableState((state) => delivered.push(state.cells.length))
+    expect(delivered).toEqual([1])
+  })
+})

@@ -42,16 +42,16 @@ export function failNextWrite(method: 'add' | 'put', storeName: string, quirk: Q
 }
 
 /**
- * Fills the disk: every write to the log or the checkpoints aborts with QuotaExceededError
- * until the returned function frees space again.
+ * Fills the disk: every write to `stores` (the log and the checkpoints unless told) aborts with
+ * QuotaExceededError until the returned function frees space again.
  */
-export function fillDisk(): () => void {
+export function fillDisk(stores: readonly string[] = ['wal', 'checkpoints']): () => void {
   let full = true
   for (const method of ['add', 'put'] as const) {
     const original = FakeObjectStore.prototype[method]
     vi.spyOn(FakeObjectStore.prototype, method).mockImplementation(function (this: IDBObjectStore, ...args: [unknown, IDBValidKey?]) {
       const request = original.apply(this, args)
-      if (full && (this.name === 'wal' || this.name === 'checkpoints')) abortWithQuota(this, request)
+      if (full && stores.includes(this.name)) abortWithQuota(this, request)
       return request
     })
   }

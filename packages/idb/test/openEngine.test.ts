@@ -537,6 +537,21 @@ describe('openEngine: full quota', () => {
     await expect(engine.ingest(batch(2, 1)).durable).rejects.toThrow(/no longer holds its source claim/)
     expect(engine.ingest(batch(3, 1)).anomalies[0]).toMatchObject({ reason: 'overflow' })
   })
+  it('rejects openEngine itself with QuotaError when the quota is full as a log is first created; it opens once there is room', async () => {
+    const factory = new IDBFactory()
+    const free = fillDisk(['wal', 'checkpoints', 'meta', 'lateLane', 'archive'])
+    const persistence = () => indexedDbPersistence({ name: 'quota-first-open', indexedDB: factory })
+    const failure = await openEngine({ ...config, persistence: persistence() }).then(
+      () => null,
+      (error: unknown) => error,
+    )
+    expect(isQuotaError(failure)).toBe(true)
+    free()
+    const engine = await openEngine({ ...config, persistence: persistence() })
+    await engine.ingest(batch(1, 3)).durable
+    expect(engine.stats()).toMatchObject({ ingested: 3, persistenceError: null })
+    await engine.close()
+  })
 })
 
 describe('openEngine: two engines on one database (no claim, or a claim made without locks)', () => {

@@ -66,6 +66,7 @@ export class EnginePort implements ReplicaPort {
   readonly exportState = (): ReplicaState => this.#engine.exportState()
 
   readonly exportDurableState = (deliver: (state: ReplicaState) => void): void => {
+    listenerOf(deliver, 'exportDurableState')
     this.#engine.outbox.release({ ...this.#engine.exportState(), expired: [] }, deliver)
   }
 
@@ -78,7 +79,9 @@ export class EnginePort implements ReplicaPort {
   }
 
   readonly reportError = (error: Error): void => {
-    this.#error = error.message
+    const message = (error as Partial<Error> | null)?.message
+    if (typeof message !== 'string') throw new TypeError(`reportError needs an Error, got ${String(error)}`)
+    this.#error = message
   }
 
   readonly onClose = (listener: () => void): (() => void) => {
@@ -94,6 +97,8 @@ export class EnginePort implements ReplicaPort {
   }
 
   readonly setSyncStatus = (status: SyncStatus, docBytes: number): void => {
+    const wrong = statusFault(status, docBytes)
+    if (wrong) throw new TypeError(`setSyncStatus: ${wrong}`)
     this.#status = status
     this.#docBytes = docBytes
     this.#engine.notify()
@@ -131,4 +136,28 @@ export class EnginePort implements ReplicaPort {
 function arrays(where: string, cells: unknown, clocks: readonly ClockEntry[]): readonly ClockEntry[] {
   if (!Array.isArray(cells) || !Array.isArray(clocks)) throw new TypeError(`${where} needs arrays of cells and clocks`)
   return clocks
+}
+
+const isCount = (n: unknown): boolean => Number.isSafeInteger(n) && (n as number) >= 0
+
+/** What each field of a sync status may hold. */
+const STATUS_FIELDS: Readonly<Record<string, (value: unknown) => boolean>> = {
+  state: (state) => ['local', 'connecting', 'connected', 'offline'].includes(state as string),
+  lastSync: (time) => time === null || Number.isFinite(time),
+  pendingLocalUpdates: isCount,
+  peers: isCount,
+  refusal: (text) => text === null || typeof text === 'string',
+}
+
+/**
+ * What is wrong with a sync status from plain JavaScript, or '' when nothing is: the UI reads
+ * it as it is stored, so a `null` or a `NaN` count is refused here, not shown.
+ */
+function statusFault(status: SyncStatus | null, docBytes: number): string {
+  if (typeof status !== 'object' || status === null) return `needs a SyncStatus, got ${String(status)}`
+  for (const field in STATUS_FIELDS) {
+    const value = (status as unknown as Record<string, unknown>)[field]
+    if (!STATUS_FIELDS[field]!(value)) return `invalid ${field} ${String(value)}`
+  }
+  return isCount(docBytes) ? '' : `invalid docBytes ${String(docBytes)}`
 }

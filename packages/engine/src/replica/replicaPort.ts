@@ -121,6 +121,7 @@ export interface ReplicaPort {
   /**
    * Records a replication error the transport caught (a peer with another window
    * configuration, an update it could not apply): `stats().replicationError` shows the last one.
+   * Anything without a text `message` throws a `TypeError` and leaves the last one as it was.
    *
    * @example
    * engine.replica.reportError(new Error('peer r2 runs tumbling:30000'))
@@ -137,6 +138,8 @@ export interface ReplicaPort {
   onClose(listener: () => void): () => void
   /**
    * Lets the transport report sync status and document size into `syncStatus()` / `stats()`.
+   * A status that is not one (an unknown `state`, a count that is not whole and non-negative, a
+   * `docBytes` that is not a count) throws a `TypeError` naming the field; the last one stays.
    *
    * @example
    * engine.replica.setSyncStatus({ state: 'connected', lastSync: Date.now(), pendingLocalUpdates: 0, peers: 2, refusal: null }, Y.encodeStateAsUpdate(doc).byteLength)
