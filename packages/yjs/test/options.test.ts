@@ -48,6 +48,11 @@ describe('connectRelay options', () => {
     // Node 20 has no global WebSocket.
     expect(connect({ WebSocket: undefined })).toThrow('connectRelay: WebSocket must be a class (Node 20: the ws package)')
     expect(connect({ jitter: { capMS: 10 } })).toThrow(/connectRelay: jitter: unknown option 'capMS' \(did you mean 'capMs'\?\)/)
+    // baseMs and capMs are any finite number of ms > 0, as the error says; initialMs may be 0.
+    expect(connect({ jitter: { capMs: 0 } })).toThrow('connectRelay: jitter: capMs must be a finite number of ms > 0, got 0')
+    expect(connect({ jitter: { baseMs: -1 } })).toThrow('connectRelay: jitter: baseMs must be a finite number of ms > 0, got -1')
+    expect(connect({ jitter: { initialMs: -1 } })).toThrow('connectRelay: jitter: initialMs must be a finite number of ms >= 0, got -1')
+    connectRelay({ url: 'ws://127.0.0.1:1', token: 't', WebSocket: ClosedSocket, jitter: { baseMs: 0.5, capMs: 0.5, initialMs: 0 } } as never).destroy()
     expect(connect({ onError: true })).toThrow(/onError must be a function/)
   })
 

@@ -54,10 +54,10 @@ const JITTER_OPTION_KEYS: readonly (keyof ReconnectJitterOptions)[] = ['baseMs',
 export function checkJitterOptions(options: ReconnectJitterOptions, where: string): void {
   if (typeof options !== 'object' || options === null) throw new TypeError(`${where} must be an object of jitter options, got ${String(options)}`)
   assertKnownOptions(where, options, JITTER_OPTION_KEYS)
-  for (const [name, min] of [['baseMs', 1], ['capMs', 1], ['initialMs', 0]] as const) {
+  for (const [name, zero] of [['baseMs', false], ['capMs', false], ['initialMs', true]] as const) {
     const value = options[name]
-    if (value !== undefined && (typeof value !== 'number' || !Number.isFinite(value) || value < min)) {
-      throw new RangeError(`${where}: ${name} must be a finite number of ms ${min === 0 ? '>= 0' : '> 0'}, got ${String(value)}`)
+    if (value !== undefined && (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || (value === 0 && !zero))) {
+      throw new RangeError(`${where}: ${name} must be a finite number of ms ${zero ? '>= 0' : '> 0'}, got ${String(value)}`)
     }
   }
   for (const name of ['random', 'setTimeout', 'clearTimeout', 'now'] as const) {
