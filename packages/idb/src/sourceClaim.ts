@@ -71,7 +71,8 @@ export interface SourceClaim {
   /**
    * Why the id could not be recalled from or kept in the session storage or the registry (a
    * sandboxed frame, full or disabled storage), or null. Correctness does not depend on it: the
-   * next load of this tab then claims another id instead of reusing this one.
+   * next load of this tab cannot recall the id and claims as a new tab session does (a registered
+   * source no tab holds, which may be this one, else a new id).
    */
   readonly memoryError: string | null
 }
