@@ -7,7 +7,8 @@ import { afterEach, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import { Awareness } from 'y-protocols/awareness'
 import * as Y from 'yjs'
-import { connectRelay, type Relay as RelayClient, syncStatusTracker } from '@tidemark/yjs'
+import { createEngine, manual, type TidemarkEngine, tumbling } from '@tidemark/engine'
+import { bindDoc, connectRelay, type Relay as RelayClient, syncStatusTracker } from '@tidemark/yjs'
 import { ManualTimers } from '@tidemark/engine/testing'
 import { type Relay, startRelay } from '../src/index.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
@@ -137,6 +138,59 @@ describe('relay client: presence at the room pace', () => {
         return reading() === batch * 10_000 + 1_500 || back
       }, `the dashboard sees the last reading of batch ${batch}, or the device is back after a refusal`)
     }
+    seen.destroy()
+    awareness.destroy()
+    expect({ rateLimitedRooms: rateLimited(), errors: errors.length }).toEqual({ rateLimitedRooms: 0, errors: 0 })
+  })
+
+  it("keeps a room's updates and presence together within the relay's rate: a device doing both at full pace is not refused", async () => {
+    const relayTimers = new ManualTimers(Date.now())
+    const clientTimers = new ManualTimers(0)
+    // The relay's rate is the client's pace: 10 messages a second, a burst of 22: the client's 20,
+    // and the step 1 and step 2 a connection starts with, which go outside its pace (21 refuses).
+    const relay = await relayOn(relayTimers, { updatesPerSecond: 10, updateBurst: 22 })
+    const errors: Error[] = []
+    const ws = WebSocket as unknown as new (url: string) => globalThis.WebSocket
+    const deviceToken = await signToken({ sub: 'd1', role: 'device', rooms: [`${FLEET}/d1`], replicas: ['d1'], sources: ['d1-temp'] })
+    const device = connectRelay({ url: relay.url, token: deviceToken, WebSocket: ws, updatesPerSecond: 10, jitter: jitterOn(clientTimers), onError: (error) => errors.push(error) })
+    clients.push(device)
+    const engine = createEngine({ windows: tumbling(60_000), watermark: manual(), replicaId: 'd1' }) as TidemarkEngine
+    const doc = new Y.Doc()
+    bindDoc(engine, doc)
+    const awareness = new Awareness(doc)
+    device.join(doc, `${FLEET}/d1`, { awareness })
+    const dashboardToken = await signToken({ sub: 'ops', role: 'dashboard', rooms: [`${FLEET}/*`] })
+    const dashboard = connectRelay({ url: relay.url, token: dashboardToken, WebSocket: ws, jitter: jitterOn(clientTimers), onError: (error) => errors.push(error) })
+    clients.push(dashboard)
+    const seen = new Awareness(new Y.Doc())
+    dashboard.join(seen.doc, `${FLEET}/d1`, { awareness: seen })
+    await waitFor(() => syncStatusTracker(doc).status().state === 'connected' && syncStatusTracker(seen.doc).status().state === 'connected', 'both in sync')
+
+    const reading = (): unknown => (seen.getStates().get(awareness.clientID) as { reading?: number } | undefined)?.reading
+    const pending = (): number => syncStatusTracker(doc).status().pendingLocalUpdates
+    const rateLimited = (): number => errors.filter((error) => error.message.includes('rate-limited')).length
+    /** A reading ingested and shown in the presence, in one task. */
+    const write = (i: number): void => {
+      engine.ingest([{ id: `r${i}`, source: 'd1-temp', seq: i, ts: 1_700_000_040_000 + i * 100, key: 'temp', value: i }])
+      awareness.setLocalStateField('reading', i)
+    }
+    // 40 tasks at once, then one every 100 ms (both clocks moving on) for 3 s.
+    for (let i = 1; i <= 40; i++) {
+      write(i)
+      await new Promise((resolve) => setImmediate(resolve))
+    }
+    for (let i = 41; i <= 70; i++) {
+      write(i)
+      relayTimers.advance(100)
+      clientTimers.advance(100)
+      // Each 100 ms one message goes, the presence and the updates in turns.
+      await waitFor(() => pending() === 0 || reading() === i || rateLimited() > 0, `the message of ${i} handled`)
+    }
+    await waitFor(() => {
+      relayTimers.advance(100)
+      clientTimers.advance(100)
+      return (pending() === 0 && reading() === 70) || rateLimited() > 0
+    }, 'the last reading acknowledged and shown')
     seen.destroy()
     awareness.destroy()
     expect({ rateLimitedRooms: rateLimited(), errors: errors.length }).toEqual({ rateLimitedRooms: 0, errors: 0 })

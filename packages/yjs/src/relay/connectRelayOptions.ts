@@ -75,10 +75,14 @@ export interface ConnectRelayOptions {
    */
   readonly maxMessageBytes?: number
   /**
-   * Update messages a room sends per second, after a burst of twice as many (default 50; the
-   * relay refuses a room connection past its `TIDEMARK_UPDATES_PER_SECOND`, 100 by default, which
-   * every message of the room counts against). Updates made in one task always go as one
-   * message; past this pace the ones made meanwhile are merged into the next message.
+   * Messages a room sends per second, after a burst of twice as many (default 50): its updates and
+   * its presence draw from this one pace, taking turns when both wait, and a message in parts
+   * takes one for each part. The relay counts every message of a room connection after its Auth
+   * (but its Close) against its `TIDEMARK_UPDATES_PER_SECOND` (100 by default, past a burst of
+   * `TIDEMARK_UPDATE_BURST`, 1000) and refuses the connection past it: set this no higher. The
+   * step 1 and step 2 a room starts each connection with go at once, outside the pace, from the
+   * relay's burst. Updates made in one task go as one message, and past the pace the ones made
+   * meanwhile are merged into the next; presence changes likewise, each state as it is when it goes.
    */
   readonly updatesPerSecond?: number
   /**

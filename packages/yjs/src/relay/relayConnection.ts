@@ -35,7 +35,7 @@ const DEFAULT_MAX_PENDING_ROOMS = 256
 /** Default `maxMessageBytes`: the relay's default `TIDEMARK_MAX_MESSAGE_BYTES` (1 MiB). */
 const DEFAULT_MAX_MESSAGE_BYTES = 1 << 20
 
-/** Default `updatesPerSecond`: half the relay's default rate per room connection (100), which its other messages share. */
+/** Default `updatesPerSecond`: half the relay's default rate per room connection (100), which every message of the room after its Auth (but its Close) counts against. */
 const DEFAULT_UPDATES_PER_SECOND = 50
 
 

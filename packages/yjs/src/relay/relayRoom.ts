@@ -37,6 +37,7 @@ import {
 } from './relayProtocol.ts'
 import { RATE_LIMITED, refusedDocs, TOKEN_EXPIRED, temporaryDenial } from './roomRefusals.ts'
 import type { RoomLink } from './roomLink.ts'
+import { RoomPace } from './roomPace.ts'
 import { RoomPresence } from './roomPresence.ts'
 import { UpdateOutbox } from './updateOutbox.ts'
 
@@ -80,7 +81,8 @@ export class RelayRoom {
   #unsent: number
   /** Per message sent and not yet acknowledged, the local transactions it carries. */
   #inFlight: number[] = []
-  /** Updates made since the connection was answered, sent merged at the room's pace. */
+  /** The pace its updates and presence draw from, and its updates made since the connection was answered, sent merged at it. */
+  readonly #pace: RoomPace
   readonly #outbox: UpdateOutbox
   /** The largest message sent on the current socket: the one a relay closing the socket for a message over its limit could not read. */
   largestSent = 0
@@ -94,10 +96,11 @@ export class RelayRoom {
     this.name = name
     this.#link = link
     const live = (): boolean => this.#phase === SYNCING || this.#phase === SYNCED
-    this.#presence = awareness === undefined ? undefined : new RoomPresence(awareness, name, link, (message) => this.#send(message), live)
+    this.#pace = new RoomPace(link)
+    this.#presence = awareness === undefined ? undefined : new RoomPresence(awareness, name, link, this.#pace, (message) => this.#send(message), live)
     // What this client wrote before joining has not reached the relay as far as anyone knows: one pending update until the first acknowledgement.
     this.#unsent = Y.getState(doc.store, doc.clientID) > 0 ? 1 : 0
-    this.#outbox = new UpdateOutbox(link, this.#sendUpdate)
+    this.#outbox = new UpdateOutbox(this.#pace, link.maxMessageBytes, this.#sendUpdate)
     this.#connection = syncStatusTracker(doc).open(awareness)
     doc.on('update', this.#onUpdate)
     this.report()
@@ -285,17 +288,18 @@ export class RelayRoom {
   }
 
   /**
-   * Sends a message of this room. A step 2 or update over `maxMessageBytes` goes in parts the
-   * relay puts together again (a message over its limit would close the whole socket); any
-   * other message over it refuses the room.
+   * Sends a message of this room, once `take` (a paced turn's) allowed the messages it goes as. A
+   * step 2 or update over `maxMessageBytes` goes in parts the relay puts together again (a
+   * message over its limit would close the whole socket); any other message over it refuses the room.
    */
-  #send(message: Uint8Array<ArrayBuffer>, inParts = false): boolean {
+  #send(message: Uint8Array<ArrayBuffer>, inParts = false, take: (messages: number) => boolean = () => true): boolean {
     const limit = this.#link.maxMessageBytes
     const parts = message.byteLength <= limit ? [message] : inParts ? messageParts(this.name, message, limit) : null
     if (parts === null) {
       this.tooLarge(message.byteLength, `over maxMessageBytes (${limit})`)
       return false
     }
+    if (!take(parts.length)) return false
     for (const part of parts) {
       this.largestSent = Math.max(this.largestSent, part.byteLength)
       this.#link.send(part)
@@ -316,13 +320,12 @@ export class RelayRoom {
     this.#refuse(`tidemark:too-large ${bytes} bytes`, false)
   }
 
-  /** Sends merged updates (the outbox's): false when the room was refused for their size. */
-  readonly #sendUpdate = (update: Uint8Array, local: number): boolean => {
-    if (!this.#send(syncMessage(this.name, SYNC_UPDATE, update), true)) return false
+  /** Sends merged updates (the outbox's turn), unless the room was refused for their size or the pace holds them. */
+  readonly #sendUpdate = (update: Uint8Array, local: number, take: (messages: number) => boolean): void => {
+    if (!this.#send(syncMessage(this.name, SYNC_UPDATE, update), true, take)) return
     this.#unsent -= local
     this.#inFlight.push(local)
     this.report()
-    return true
   }
 
   #acknowledged(applied: boolean): void {
@@ -359,7 +362,7 @@ export class RelayRoom {
       // The relay took the updates before the one past its rate; the next sync carries the rest,
       // and this room's pace starts from an empty bucket.
       this.#link.fail(`${this.name}: the relay refused a message past its rate (rate-limited), joining again`)
-      this.#outbox.slowDown()
+      this.#pace.slowDown()
       this.#rejoinLater()
       return
     }
@@ -433,12 +436,10 @@ export class RelayRoom {
   }
 
   #sendToken(token: string): void {
-    this.#link.send(
-      relayMessage(this.name, MESSAGE_AUTH, (encoder) => {
-        encoding.writeVarUint(encoder, AUTH_TOKEN)
-        writeString(encoder, token)
-      }),
-    )
+    this.#link.send(relayMessage(this.name, MESSAGE_AUTH, (encoder) => {
+      encoding.writeVarUint(encoder, AUTH_TOKEN)
+      writeString(encoder, token)
+    }))
   }
 
   #cancelTimer(): void {

@@ -1,15 +1,17 @@
 /**
  * What a relay room needs from the relay client that owns its socket (relayConnection.ts gives
- * it): the socket's state and sends, the pace and clock of its updates, its rejoin delays, and
+ * it): the socket's state and sends, the rate and clock of its pace, its rejoin delays, and
  * where it reports what it opened, was denied or works around.
  */
-import type { OutboxClock } from './updateOutbox.ts'
+import type { PaceClock } from './roomPace.ts'
 
 /** Where the relay socket is: a room can only talk while it is `open`. */
 export type SocketState = 'connecting' | 'open' | 'closed'
 
 /** What a room needs from the relay that owns the socket. */
-export interface RoomLink extends OutboxClock {
+export interface RoomLink extends PaceClock {
+  /** Largest message a room sends (`connectRelay`'s `maxMessageBytes`). */
+  readonly maxMessageBytes: number
   socketState(): SocketState
   /** Sends on the open socket (dropped otherwise: a room only sends while open). */
   send(bytes: Uint8Array<ArrayBuffer>): void

@@ -9,24 +9,21 @@ import { type Awareness, applyAwarenessUpdate, encodeAwarenessUpdate, removeAwar
 import { announcePresence, awarenessEntries, awarenessUpdate, forgetAbsentPeers } from '../transport/presence.ts'
 import { MESSAGE_AWARENESS, relayMessage } from './relayProtocol.ts'
 import type { RoomLink } from './roomLink.ts'
-import { UpdateOutbox } from './updateOutbox.ts'
+import type { PacedTurn, RoomPace } from './roomPace.ts'
 
 /** No states: every client of an update encoded with it is removed at its clock. */
 const WITHDRAWN: Map<number, Record<string, unknown>> = new Map()
-
-/** An empty Yjs update: what the presence outbox paces (the changes themselves wait in `#changed`). */
-const NO_UPDATE = new Uint8Array(2)
 
 /** Entries the relay takes in one awareness message (it refuses more). */
 const MAX_ENTRIES = 1024
 
 /**
  * One room's side of an awareness. `link` gives the room's limit and reports what it works around
- * (`onError`); `send` puts a message on the room's connection; `live` says whether the room talks
- * to the relay now.
+ * (`onError`); `pace` is the room's, which its updates draw from too; `send` puts a message on the
+ * room's connection; `live` says whether the room talks to the relay now.
  *
  * @example
- * const presence = new RoomPresence(awareness, 'fleet-a/d01', link, (message) => room.send(message), () => room.syncing)
+ * const presence = new RoomPresence(awareness, 'fleet-a/d01', link, pace, (message) => room.send(message), () => room.syncing)
  * presence.apply(update) // a presence update from the relay
  */
 export class RoomPresence {
@@ -46,15 +43,15 @@ export class RoomPresence {
    * at the room's pace (the relay counts every presence message against the room's rate).
    */
   readonly #changed = new Set<number>()
-  readonly #outbox: UpdateOutbox
+  readonly #pace: RoomPace
 
-  constructor(awareness: Awareness, room: string, link: RoomLink, send: (message: Uint8Array<ArrayBuffer>) => unknown, live: () => boolean) {
+  constructor(awareness: Awareness, room: string, link: RoomLink, pace: RoomPace, send: (message: Uint8Array<ArrayBuffer>) => unknown, live: () => boolean) {
     this.#awareness = awareness
     this.#room = room
     this.#link = link
+    this.#pace = pace
     this.#send = send
     this.#live = live
-    this.#outbox = new UpdateOutbox(link, this.#flush)
     awareness.on('update', this.#onUpdate)
   }
 
@@ -90,7 +87,7 @@ export class RoomPresence {
 
   /** The room left: nothing more is sent, and its peers are forgotten. */
   destroy(): void {
-    this.#outbox.drop()
+    this.#pace.withdraw(this.#turn)
     this.#awareness.off('update', this.#onUpdate)
     this.forgetPeers()
   }
@@ -98,22 +95,29 @@ export class RoomPresence {
   readonly #onUpdate = (change: { added: number[]; updated: number[]; removed: number[] }, origin: unknown): void => {
     if (origin === this || !this.#live()) return
     for (const client of [...change.added, ...change.updated, ...change.removed]) this.#changed.add(client)
-    this.#outbox.push(NO_UPDATE, false)
+    this.#pace.request(this.#turn)
   }
 
-  /** Sends the presences changed since the last message, as they are now (the outbox's pace). */
-  readonly #flush = (): boolean => {
+  /**
+   * Sends the presences changed since the last message, as they are now, once the pace has tokens
+   * for the messages that takes (kept until then). Presences over the limit together go in groups
+   * within it. One client's presence over it on its own is not sent: this client's own is
+   * withdrawn (removed at its clock, so the room does not keep showing the one before), a peer's
+   * relayed from elsewhere is left out, and the app is told. The room itself stays: its doc syncs
+   * on, and a smaller presence later goes as usual.
+   */
+  readonly #turn: PacedTurn = (take) => {
     // A peer forgotten meanwhile (its state and clock gone) has nothing left to send.
     const clients = [...this.#changed].filter((client) => this.#awareness.meta.has(client))
-    this.#changed.clear()
-    if (clients.length === 0 || !this.#live()) return true
-    const message = this.#message(clients)
-    if (message.byteLength > this.#link.maxMessageBytes || clients.length > MAX_ENTRIES) this.#sendWithin(clients)
-    else {
-      this.#send(message)
-      for (const client of clients) this.#sent(client)
+    if (clients.length > 0 && this.#live()) {
+      const whole = this.#message(clients)
+      const { messages, over } = whole.byteLength > this.#link.maxMessageBytes || clients.length > MAX_ENTRIES ? this.#within(clients) : { messages: [whole], over: new Map<number, number>() }
+      if (!take(messages.length)) return
+      for (const message of messages) this.#send(message)
+      for (const client of clients) if (!over.has(client)) this.#sent(client)
+      for (const [client, bytes] of over) this.#overLimit(client, bytes)
     }
-    return true
+    this.#changed.clear()
   }
 
   /** `client`'s state went to the relay. */
@@ -125,44 +129,46 @@ export class RoomPresence {
     this.#withdrawnAt = -1
   }
 
-  /**
-   * Presences over the limit together: sent in groups within it. One client's presence over it on
-   * its own is not sent: this client's own is withdrawn (removed at its clock, so the room does
-   * not keep showing the one before), a peer's relayed from elsewhere is left out, and the app is
-   * told. The room itself stays: its doc syncs on, and a smaller presence later goes as usual.
-   */
-  #sendWithin(clients: readonly number[]): void {
+  /** `client`'s state alone is `bytes`, over the limit: reported once until it fits again, and withdrawn if it is this client's own (`#within` sent the withdrawal). */
+  #overLimit(client: number, bytes: number): void {
+    const own = client === this.#awareness.clientID
+    if (!this.#over.has(client)) {
+      this.#over.add(client)
+      this.#link.fail(`${this.#room}: the presence of client ${client} is ${bytes} bytes, over maxMessageBytes (${this.#link.maxMessageBytes}): not sent${own ? ', withdrawn from the room until it is smaller' : ''}`)
+    }
+    if (own && this.#shown) {
+      this.#shown = false
+      this.#withdrawnAt = this.#awareness.meta.get(client)?.clock ?? 0
+    }
+  }
+
+  /** The messages that carry `clients`' presences within the limit, and the clients over it on their own (with their size). */
+  #within(clients: readonly number[]): { messages: Uint8Array<ArrayBuffer>[]; over: Map<number, number> } {
     const limit = this.#link.maxMessageBytes
+    const messages: Uint8Array<ArrayBuffer>[] = []
+    const over = new Map<number, number>()
     let group: number[] = []
     // Each client's message alone counts the room's header once more than the group's: their sum bounds the group's size.
     let bytes = 0
     const flush = (): void => {
-      if (group.length > 0) this.#send(this.#message(group))
+      if (group.length > 0) messages.push(this.#message(group))
       group = []
       bytes = 0
     }
     for (const client of clients) {
       const alone = this.#message([client]).byteLength
       if (alone > limit) {
-        const own = client === this.#awareness.clientID
-        if (!this.#over.has(client)) {
-          this.#over.add(client)
-          this.#link.fail(`${this.#room}: the presence of client ${client} is ${alone} bytes, over maxMessageBytes (${limit}): not sent${own ? ', withdrawn from the room until it is smaller' : ''}`)
-        }
+        over.set(client, alone)
         // Withdrawn where the relay shows it: a removal of a state it never showed would be dropped as another's.
-        if (own && this.#shown) {
-          this.#send(this.#message([client], WITHDRAWN))
-          this.#shown = false
-          this.#withdrawnAt = this.#awareness.meta.get(client)?.clock ?? 0
-        }
+        if (client === this.#awareness.clientID && this.#shown) messages.push(this.#message([client], WITHDRAWN))
         continue
       }
-      this.#sent(client)
       if (bytes + alone > limit || group.length === MAX_ENTRIES) flush()
       group.push(client)
       bytes += alone
     }
     flush()
+    return { messages, over }
   }
 
   /** An awareness message of `clients`, each with its state in `states` (none: removed). */
