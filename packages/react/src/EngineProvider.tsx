@@ -1,4 +1,4 @@
-import { type ReactNode, useMemo, useState } from 'react'
+import { type ReactElement, type ReactNode, useMemo, useState } from 'react'
 import { EngineContext } from './engineContext.ts'
 import { createFrameScheduler, EngineFeed, type FrameScheduler, type ObservedEngine } from '@tidemark/engine'
 
@@ -29,7 +29,7 @@ export interface EngineProviderProps {
  *   </EngineProvider>,
  * )
  */
-export function EngineProvider({ engine, scheduler, children }: EngineProviderProps): ReactNode {
+export function EngineProvider({ engine, scheduler, children }: EngineProviderProps): ReactElement {
   const [defaultScheduler] = useState(createFrameScheduler)
   const frameScheduler = scheduler ?? defaultScheduler
   const feed = useMemo(() => new EngineFeed(engine, frameScheduler), [engine, frameScheduler])
