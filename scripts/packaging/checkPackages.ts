@@ -13,12 +13,16 @@
  *   7. bin         each Node-only package (nodePackages.ts): its tarball installed in a new
  *                  project outside the workspace, its command run, its ready line read, its
  *                  health path fetched, stopped with SIGTERM (binSmoke.ts)
- *   8. consumer    the browser packages' tarballs installed in a fresh Vite + React app outside
+ *   8. peer floor  the browser packages' tarballs installed in a new project outside the
+ *                  workspace with every peer at the lowest version its range allows (React 18.0
+ *                  with its types, zustand, Yjs, y-protocols, Playwright), and a small app over
+ *                  all of them typechecked (peerFloor.ts, peer-floor/)
+ *   9. consumer    the browser packages' tarballs installed in a fresh Vite + React app outside
  *                  the workspace, typechecked, built, opened in two Chromium tabs, and run from
  *                  Node (e2e/consumer/, also `pnpm test:consumer`)
  *
- * The checks (1, 4, 5, 6, 7) all run even when one fails, so one run shows every problem; build
- * and pack failures stop the run. `--skip-consumer` leaves out step 8. The temporary folder
+ * The checks (1, 4, 5, 6, 7, 8) all run even when one fails, so one run shows every problem; build
+ * and pack failures stop the run. `--skip-consumer` leaves out step 9. The temporary folder
  * is removed at the end, on failure and on Ctrl-C. Exit code 1 when any step failed.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
@@ -31,6 +35,7 @@ import { declaredImports } from './declaredImports.ts'
 import { manifestProblems } from './manifestRules.ts'
 import { isNodePackage, NODE_PACKAGES } from './nodePackages.ts'
 import { packTarballs, type Tarball } from './packTarballs.ts'
+import { checkPeerFloor } from './peerFloor.ts'
 import { type PackageManifest, packagesFolder, publicPackages, repoRoot } from './publicPackages.ts'
 import { runOrFail, runProcess } from './runProcess.ts'
 import { IMPORT_BUDGET_FILE, importTable, measureImport, measurePackage, readBudgets, readImportBudgets, SIZE_DEFINITION, sizeTable, withinBudget } from './sizeBudget.ts'
@@ -205,6 +210,17 @@ async function main(): Promise<void> {
       ])
     }
     return ok
+  })
+
+  await step('peer floor (browser tarballs with the lowest peer versions their ranges allow, tsc)', async () => {
+    const result = await checkPeerFloor(tarballs.filter((t) => !isNodePackage(t.pkg)), tarballs, workDir)
+    const versions = Object.entries(result.versions).map(([name, version]) => `${name}@${version}`)
+    report([
+      `${result.problems.length === 0 ? 'ok  ' : 'FAIL'} ${versions.join(', ')}: installed in ${(result.installMs / 1000).toFixed(1)} s, tsc ${(result.tscMs / 1000).toFixed(1)} s` +
+        (result.foreignErrors === 0 ? '' : ` (${result.foreignErrors} errors inside other packages' declarations left out)`),
+      ...result.problems.map((p) => `     - ${p}`),
+    ])
+    return result.problems.length === 0
   })
 
   if (skipConsumer) return
