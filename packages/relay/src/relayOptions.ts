@@ -40,10 +40,11 @@ export interface RelayLimits {
    */
   readonly partStallMs: number
   /**
-   * Bytes of sync step 2s and updates one sender (a token's subject) may send one room per
-   * second on average, past a burst of `maxRoomBytes` (a room's whole state at a join always
+   * Bytes of sync step 2s, updates and presence states (those that change the room's presence)
+   * one sender (a token's subject) may send one room per second on average, past a burst of `maxRoomBytes` (a room's whole state at a join always
    * passes); past it the room connection is refused as `rate-limited`. The relay decodes every
-   * update it checks on its one thread, so this bounds what a sender costs the other rooms.
+   * update it checks, and sends every presence to each connection of the room, on its one
+   * thread, so this bounds what a sender costs the other rooms.
    * Default 256 KiB.
    */
   readonly updateBytesPerSecond: number

@@ -10,9 +10,9 @@ import * as Y from 'yjs'
 import { connectRelay, syncStatusTracker } from '@tidemark/yjs'
 import { openPglite, type Relay, type RelayOptions, type SqlClient, startRelay } from '../src/index.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
-import { authFrame, updateFrame } from './support/hocuspocusFrames.ts'
+import { authFrame, awarenessFrame, updateFrame } from './support/hocuspocusFrames.ts'
 import { ManualTimers } from '@tidemark/engine/testing'
-import { dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, waitFor, waitUntil } from './support/roomClients.ts'
+import { dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, signToken, waitFor, waitUntil } from './support/roomClients.ts'
 
 const relays: Relay[] = []
 const sockets: ReturnType<typeof relaySocket>[] = []
@@ -262,6 +262,47 @@ describe('limits', () => {
     await waitFor(() => third.synced(), 'the third connection synced')
     await sent(third.socket, 106)
     expect(third.closed).toEqual([])
+  })
+
+  it("presence bytes count against the sender's budget too: past it, rate-limited; an echo, which changes nothing, is not charged", async () => {
+    const KIB = 1 << 10
+    const clock = { now: Date.now() }
+    const relay = await relayWith({ limits: { maxRoomBytes: 64 * KIB, updateBytesPerSecond: 8 * KIB }, now: () => clock.now })
+    const watcher = open(relay, 'fleet-v/d1', await dashboardToken('fleet-v'))
+    const visitor = (sub: string) => signToken({ sub, role: 'dashboard', rooms: ['fleet-v/*'] })
+    const a = open(relay, 'fleet-v/d1', await visitor('visitor-a'))
+    const b = open(relay, 'fleet-v/d1', await visitor('visitor-b'))
+    await waitFor(() => watcher.synced() && a.synced() && b.synced(), 'synced')
+    const seen = new Set<string>()
+    watcher.provider.awareness?.on('change', () => {
+      for (const [client, state] of watcher.provider.awareness?.getStates() ?? []) if (typeof state.n === 'number') seen.add(`${client}:${state.n}`)
+    })
+    /** Sets `client`'s presence at `clock` to a state of 30 KB, on `sender`'s socket. */
+    const present = (sender: typeof a, client: number, n: number): void => {
+      const update = encoding.createEncoder()
+      encoding.writeVarUint(update, 1)
+      encoding.writeVarUint(update, client)
+      encoding.writeVarUint(update, n)
+      encoding.writeVarString(update, JSON.stringify({ n, pad: 'x'.repeat(30_000) }))
+      ;(sender.socket.webSocket as unknown as WebSocket).send(awarenessFrame('fleet-v/d1', encoding.toUint8Array(update)))
+    }
+    // Two states of 30 KB fit a's 64 KiB burst; a third is refused, and never shown.
+    for (const n of [1, 2]) {
+      present(a, 4242, n)
+      await waitFor(() => seen.has(`4242:${n}`), `a's presence ${n} at the watcher`)
+    }
+    present(a, 4242, 3)
+    await waitFor(() => a.closed.length > 0 || seen.has('4242:3'), "a's third presence")
+    expect(a.closed).toEqual(['tidemark:refused rate-limited'])
+    // b has a budget of its own. The watcher's provider sent each presence back (120 KB, past a
+    // burst): echoes change nothing, and cost it nothing.
+    for (const n of [1, 2]) {
+      present(b, 4343, n)
+      await waitFor(() => seen.has(`4343:${n}`), `b's presence ${n} at the watcher`)
+    }
+    expect(seen.has('4242:3')).toBe(false)
+    expect([b.closed, watcher.closed]).toEqual([[], []])
+    expect(await metric(relay.httpUrl, 'tidemark_relay_refusals_total{reason="rate-limited"}')).toBe(1)
   })
 
   it('a message past the size limit closes its socket (1009) and is counted as too-large', async () => {

@@ -28,7 +28,7 @@ import type { RelayLimits } from '../relayOptions.ts'
 import { ConnectionGate, type HeldUpdate, type RelayContext } from './connectionGate.ts'
 import { acknowledge, applyAsHocuspocus, docVersion } from './hocuspocusSteps.ts'
 import { AssemblingMessages, firstPartProblem, MessageParts } from './messageParts.ts'
-import { RoomPresence } from './roomPresence.ts'
+import { changingBytes, RoomPresence } from './roomPresence.ts'
 import type { TokenExpiry } from './tokenExpiry.ts'
 import { UpdateBytes } from './updateBytes.ts'
 
@@ -236,6 +236,8 @@ export class AccessGate implements Extension {
         if (!gate.bucket.take()) return new Refusal('rate-limited')
         const entries = readAwareness(frame.payload)
         if (typeof entries === 'string') return new Refusal('malformed-message', entries)
+        // Parsed, kept and sent to every connection of the room: charged like update bytes.
+        if (!this.#updateBytes.take(gate.grant.subject, gate.roomName, changingBytes(document, entries))) return new Refusal('rate-limited')
         const held = this.presence.take(document, gate, entries)
         if (held === null) return 'pass'
         // Not refused: an honest client back before the relay saw its old connection close sets its own id.

@@ -1,7 +1,9 @@
 /**
  * The bytes of updates each sender may have the relay decode, per room: checking an update
  * decodes it whole, and applying it decodes it again, so a sender's bytes are its cost to every
- * other room on the relay's thread. Kept across connections, so joining again gives no new burst.
+ * other room on the relay's thread. Presence states are charged here too (the relay parses each
+ * and sends it to every connection of the room). Kept across connections, so joining again gives
+ * no new burst.
  */
 import { TokenBucket } from './tokenBucket.ts'
 
