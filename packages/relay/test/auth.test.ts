@@ -89,6 +89,17 @@ describe('opening a room', () => {
     expect(client.synced()).toBe(false)
     expect(await metric(relay.httpUrl, `tidemark_relay_refusals_total{reason="${kind}"}`)).toBe(before + 1)
   })
+
+  it("with an nbf a few seconds ahead (its issuer's clock ahead of the relay's) opens; one past the allowed skew is refused, and exp gets no allowance", async () => {
+    const now = Math.floor(Date.now() / 1000)
+    const ahead = open(ROOM, await signToken({ sub: 'x', role: 'dashboard', rooms: [ROOM], nbf: now + 5 }))
+    const future = open(ROOM, await signToken({ sub: 'x', role: 'dashboard', rooms: [ROOM], nbf: now + 3600 }))
+    const late = open(ROOM, await signToken({ sub: 'x', role: 'dashboard', rooms: [ROOM] }, { expiresAt: now - 5 }))
+    await waitFor(() => (ahead.synced() || ahead.denied.length > 0) && future.denied.length > 0 && late.denied.length > 0, 'all three answered')
+    expect(ahead.denied).toEqual([])
+    expect(future.denied).toEqual(['tidemark:bad-token "nbf" claim timestamp check failed'])
+    expect(late.denied).toEqual(['tidemark:token-expired'])
+  })
 })
 
 describe('writing', () => {

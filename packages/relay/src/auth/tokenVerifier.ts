@@ -33,6 +33,13 @@ export const MIN_SECRET_BYTES = 32
 
 const MAX_TOKEN_LENGTH = 16_384
 
+/**
+ * How far a token's `nbf` may be ahead of the relay's clock, in seconds: an issuer whose clock
+ * runs a little ahead signs tokens valid from its own now, and a client refused for that would
+ * not ask again. `exp` gets no such allowance.
+ */
+const NOT_BEFORE_SKEW_SECONDS = 60
+
 /** Most keys one verifier holds: a token is tried against each, so a long list costs every refusal. */
 const MAX_KEYS = 8
 
@@ -66,10 +73,12 @@ export class TokenVerifier {
     if (token.length === 0) return new Refusal('no-token')
     if (token.length > MAX_TOKEN_LENGTH) return new Refusal('bad-token', `longer than ${MAX_TOKEN_LENGTH} characters`)
     let refusal = new Refusal('bad-signature')
+    const now = this.#now()
     for (const { key, algorithms } of this.#keys) {
       let payload: Record<string, unknown>
       try {
-        payload = (await jwtVerify(token, key, { algorithms, requiredClaims: ['exp'], currentDate: new Date(this.#now()) })).payload
+        // jose applies one tolerance to `nbf` and `exp` alike: `exp` is read again below without it.
+        payload = (await jwtVerify(token, key, { algorithms, requiredClaims: ['exp'], currentDate: new Date(now), clockTolerance: NOT_BEFORE_SKEW_SECONDS })).payload
       } catch (error) {
         refusal = refusalOf(error)
         // Signed with another key (or for another algorithm): the next key may be the one.
@@ -77,6 +86,8 @@ export class TokenVerifier {
         // Anything else is the token's own fault, whichever key it was signed with.
         return refusal
       }
+      // As jose reads it, in whole seconds: expired from the second `exp` names.
+      if (typeof payload.exp === 'number' && payload.exp <= Math.floor(now / 1000)) return new Refusal('token-expired')
       const grant = readGrant(payload)
       return typeof grant === 'string' ? new Refusal('bad-claims', grant) : grant
     }
