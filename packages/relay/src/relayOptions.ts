@@ -40,12 +40,12 @@ export interface RelayLimits {
    */
   readonly partStallMs: number
   /**
-   * Bytes of sync step 2s, updates and presence states (those that change the room's presence)
-   * one sender (a token's subject) may send one room per second on average, past a burst of `maxRoomBytes` (a room's whole state at a join always
-   * passes); past it the room connection is refused as `rate-limited`. The relay decodes every
-   * update it checks, and sends every presence to each connection of the room, on its one
-   * thread, so this bounds what a sender costs the other rooms.
-   * Default 256 KiB.
+   * Bytes of sync step 2s and updates one sender (a token's subject) may send one room per second
+   * on average, past a burst of `maxRoomBytes` (a room's whole state at a join always passes);
+   * past it the room connection is refused as `rate-limited`. Awareness messages have a budget
+   * of the same size apart, past which they are dropped unread. The relay decodes every update
+   * it checks, and parses every presence, on its one thread, so this bounds what a sender costs
+   * the other rooms. Default 256 KiB.
    */
   readonly updateBytesPerSecond: number
 }

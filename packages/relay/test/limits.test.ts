@@ -12,7 +12,7 @@ import { openPglite, type Relay, type RelayOptions, type SqlClient, startRelay }
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
 import { authFrame, awarenessFrame, updateFrame } from './support/hocuspocusFrames.ts'
 import { ManualTimers } from '@tidemark/engine/testing'
-import { dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, signToken, waitFor, waitUntil } from './support/roomClients.ts'
+import { dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, waitFor, waitUntil } from './support/roomClients.ts'
 
 const relays: Relay[] = []
 const sockets: ReturnType<typeof relaySocket>[] = []
@@ -264,45 +264,47 @@ describe('limits', () => {
     expect(third.closed).toEqual([])
   })
 
-  it("presence bytes count against the sender's budget too: past it, rate-limited; an echo, which changes nothing, is not charged", async () => {
+  it("presence bytes have a budget per sender and room of their own: past it, a presence is dropped unread, and the sender's connection and updates go on", async () => {
     const KIB = 1 << 10
     const clock = { now: Date.now() }
-    const relay = await relayWith({ limits: { maxRoomBytes: 64 * KIB, updateBytesPerSecond: 8 * KIB }, now: () => clock.now })
+    const relay = await relayWith({ limits: { maxRoomBytes: 100 * KIB, updateBytesPerSecond: 8 * KIB }, now: () => clock.now })
     const watcher = open(relay, 'fleet-v/d1', await dashboardToken('fleet-v'))
-    const visitor = (sub: string) => signToken({ sub, role: 'dashboard', rooms: ['fleet-v/*'] })
-    const a = open(relay, 'fleet-v/d1', await visitor('visitor-a'))
-    const b = open(relay, 'fleet-v/d1', await visitor('visitor-b'))
-    await waitFor(() => watcher.synced() && a.synced() && b.synced(), 'synced')
-    const seen = new Set<string>()
-    watcher.provider.awareness?.on('change', () => {
-      for (const [client, state] of watcher.provider.awareness?.getStates() ?? []) if (typeof state.n === 'number') seen.add(`${client}:${state.n}`)
-    })
-    /** Sets `client`'s presence at `clock` to a state of 30 KB, on `sender`'s socket. */
-    const present = (sender: typeof a, client: number, n: number): void => {
+    const device = open(relay, 'fleet-v/d1', await deviceToken('fleet-v', 'd1'))
+    await waitFor(() => watcher.synced() && device.synced(), 'synced')
+    const shows = (client: RoomClient, id: number, n: number) => client.provider.awareness?.getStates().get(id)?.n === n
+    const socket = device.socket.webSocket as unknown as WebSocket
+    /** Sets client 4242's presence at clock `n` to a state of `pad` bytes and more, on the device's socket. */
+    const present = (n: number, pad: number): void => {
       const update = encoding.createEncoder()
       encoding.writeVarUint(update, 1)
-      encoding.writeVarUint(update, client)
+      encoding.writeVarUint(update, 4242)
       encoding.writeVarUint(update, n)
-      encoding.writeVarString(update, JSON.stringify({ n, pad: 'x'.repeat(30_000) }))
-      ;(sender.socket.webSocket as unknown as WebSocket).send(awarenessFrame('fleet-v/d1', encoding.toUint8Array(update)))
+      encoding.writeVarString(update, JSON.stringify({ n, pad: 'x'.repeat(pad) }))
+      socket.send(awarenessFrame('fleet-v/d1', encoding.toUint8Array(update)))
     }
-    // Two states of 30 KB fit a's 64 KiB burst; a third is refused, and never shown.
+    const dropped = () => metric(relay.httpUrl, 'tidemark_relay_presence_dropped_total')
+    // The device's provider sends each presence it receives back, charged too: the first state, its
+    // echo and the second (90 KB) fit the 100 KiB burst; the second's echo and a third are dropped.
     for (const n of [1, 2]) {
-      present(a, 4242, n)
-      await waitFor(() => seen.has(`4242:${n}`), `a's presence ${n} at the watcher`)
+      present(n, 30_000)
+      // Its own provider has it, so its echo went on the socket before the next state.
+      await waitFor(() => shows(watcher, 4242, n) && shows(device, 4242, n), `presence ${n} shown`)
     }
-    present(a, 4242, 3)
-    await waitFor(() => a.closed.length > 0 || seen.has('4242:3'), "a's third presence")
-    expect(a.closed).toEqual(['tidemark:refused rate-limited'])
-    // b has a budget of its own. The watcher's provider sent each presence back (120 KB, past a
-    // burst): echoes change nothing, and cost it nothing.
-    for (const n of [1, 2]) {
-      present(b, 4343, n)
-      await waitFor(() => seen.has(`4343:${n}`), `b's presence ${n} at the watcher`)
+    const before = await dropped()
+    present(3, 30_000)
+    await waitUntil(async () => (await dropped()) >= before + 1, 'the third presence dropped')
+    // Its updates have their own budget: three of 20 KB pass.
+    for (const client of [101, 102, 103]) {
+      socket.send(updateFrame('fleet-v/d1', collectedStructs(client, 10_000)))
+      await waitFor(() => Y.getState(watcher.doc.store, client) === 10_000, `client ${client}'s structs at the watcher`)
     }
-    expect(seen.has('4242:3')).toBe(false)
-    expect([b.closed, watcher.closed]).toEqual([[], []])
-    expect(await metric(relay.httpUrl, 'tidemark_relay_refusals_total{reason="rate-limited"}')).toBe(1)
+    expect(shows(watcher, 4242, 3)).toBe(false)
+    expect([device.closed, watcher.closed]).toEqual([[], []])
+    expect(await metric(relay.httpUrl, 'tidemark_relay_refusals_total{reason="rate-limited"}')).toBe(0)
+    // A second on, 8 KiB more: a small state is shown.
+    clock.now += 1_000
+    present(4, 10)
+    await waitFor(() => shows(watcher, 4242, 4), 'presence 4 shown')
   })
 
   it('a message past the size limit closes its socket (1009) and is counted as too-large', async () => {

@@ -28,7 +28,7 @@ import type { RelayLimits } from '../relayOptions.ts'
 import { ConnectionGate, type HeldUpdate, type RelayContext } from './connectionGate.ts'
 import { acknowledge, applyAsHocuspocus, docVersion } from './hocuspocusSteps.ts'
 import { AssemblingMessages, firstPartProblem, MessageParts } from './messageParts.ts'
-import { changingBytes, RoomPresence } from './roomPresence.ts'
+import { RoomPresence } from './roomPresence.ts'
 import type { TokenExpiry } from './tokenExpiry.ts'
 import { UpdateBytes } from './updateBytes.ts'
 
@@ -84,6 +84,8 @@ export class AccessGate implements Extension {
   #heldUpdates = 0
   readonly #assembling: AssemblingMessages<ConnectionGate, Connection>
   readonly #updateBytes: UpdateBytes
+  /** The same budget for presence, apart: a provider's echoes never cost its updates. */
+  readonly #presenceBytes: UpdateBytes
   #closing = false
 
   constructor(deps: {
@@ -101,6 +103,7 @@ export class AccessGate implements Extension {
     this.#limits = deps.limits
     this.#assembling = new AssemblingMessages(deps.limits.partStallMs)
     this.#updateBytes = new UpdateBytes(deps.limits.updateBytesPerSecond, deps.limits.maxRoomBytes, deps.now)
+    this.#presenceBytes = new UpdateBytes(deps.limits.updateBytesPerSecond, deps.limits.maxRoomBytes, deps.now)
     this.#sizes = deps.sizes
     this.#idle = deps.idle
     this.#log = deps.log
@@ -234,16 +237,14 @@ export class AccessGate implements Extension {
         return gate.bucket.take() ? 'pass' : new Refusal('rate-limited')
       case MESSAGE.awareness: {
         if (!gate.bucket.take()) return new Refusal('rate-limited')
+        // Past the budget, dropped unread, not refused: Hocuspocus providers send every presence back
+        // (echoes of a room's large states too), and an echo dropped loses nothing.
+        if (!this.#presenceBytes.take(gate.grant.subject, gate.roomName, frame.payload.byteLength)) return this.#dropPresence(gate, 'past its bytes per second')
         const entries = readAwareness(frame.payload)
         if (typeof entries === 'string') return new Refusal('malformed-message', entries)
-        // Parsed, kept and sent to every connection of the room: charged like update bytes.
-        if (!this.#updateBytes.take(gate.grant.subject, gate.roomName, changingBytes(document, entries))) return new Refusal('rate-limited')
         const held = this.presence.take(document, gate, entries)
-        if (held === null) return 'pass'
-        // Not refused: an honest client back before the relay saw its old connection close sets its own id.
-        this.#metrics.presenceDropped++
-        this.#log('info', `dropped presence from ${gate.grant.subject} in ${gate.roomName}: client ${held} is another connection's or replica's`)
-        return 'drop'
+        // Not refused: a client back before the relay saw its old connection close sets its own id.
+        return held === null ? 'pass' : this.#dropPresence(gate, `client ${held} is another connection's or replica's`)
       }
       case MESSAGE.sync:
       case MESSAGE.syncReply:
@@ -255,6 +256,13 @@ export class AccessGate implements Extension {
       default:
         return new Refusal('malformed-message', `unknown message type ${frame.type}`)
     }
+  }
+
+  /** A presence message of `gate`'s left out, counted and logged; its connection goes on. */
+  #dropPresence(gate: ConnectionGate, why: string): 'drop' {
+    this.#metrics.presenceDropped++
+    this.#log('info', `dropped presence from ${gate.grant.subject} in ${gate.roomName}: ${why}`)
+    return 'drop'
   }
 
   #decideSync(gate: ConnectionGate, connection: Connection, document: Document, frame: RelayFrame & { ok: true }): Decision {

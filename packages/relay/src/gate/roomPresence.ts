@@ -87,24 +87,6 @@ function evictFor(remote: Map<number, RemoteHolder>, document: Document, held: n
   return true
 }
 
-/**
- * Bytes of the states in `entries` that would change `document`'s presence (what y-protocols
- * applies, and Hocuspocus sends to every connection of the room): an echo of a presence the room
- * already has counts nothing.
- *
- * @example
- * updateBytes.take(sender, room, changingBytes(document, entries))
- */
-export function changingBytes(document: Document, entries: readonly AwarenessEntry[]): number {
-  const { meta, states } = document.awareness
-  let bytes = 0
-  for (const { client, clock, present, size } of entries) {
-    const current = meta.get(client)?.clock ?? 0
-    if (clock > current || (clock === current && !present && states.has(client))) bytes += size
-  }
-  return bytes
-}
-
 function shareReplica(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
   for (const replica of a) if (b.has(replica)) return true
   return false
@@ -128,7 +110,7 @@ export class RoomPresence {
    * Takes the client ids whose presence `entries` set for `gate`, all or none: null when it may
    * apply them all, else the first client id whose presence it may not change.
    */
-  take(document: Document, gate: ConnectionGate, entries: readonly Omit<AwarenessEntry, 'size'>[]): number | null {
+  take(document: Document, gate: ConnectionGate, entries: readonly AwarenessEntry[]): number | null {
     let holders = this.#holders.get(document)
     const { meta, states } = document.awareness
     const claims: number[] = []

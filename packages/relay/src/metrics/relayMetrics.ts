@@ -161,7 +161,7 @@ export class RelayMetrics {
     metric('tidemark_relay_tokens_expired_total', 'counter', 'Room connections closed because their token expired (the client joins again with a fresh one).', [
       `tidemark_relay_tokens_expired_total ${this.tokensExpired}`,
     ])
-    metric('tidemark_relay_presence_dropped_total', 'counter', "Awareness updates dropped for setting the presence of a client id another connection or replica holds.", [
+    metric('tidemark_relay_presence_dropped_total', 'counter', "Awareness updates dropped: for setting the presence of a client id another connection or replica holds, or past the sender's presence bytes per second.", [
       `tidemark_relay_presence_dropped_total ${this.presenceDropped}`,
     ])
     metric('tidemark_relay_room_load_failures_total', 'counter', 'Rooms whose load failed.', [`tidemark_relay_room_load_failures_total ${this.loadFailures}`])

@@ -131,14 +131,12 @@ export function frameRoom(bytes: Uint8Array): string | undefined {
  * (false: it removes the client's presence).
  *
  * @example
- * const entry: AwarenessEntry = { client: 5, clock: 1, present: false, size: 4 }
+ * const entry: AwarenessEntry = { client: 5, clock: 1, present: false }
  */
 export interface AwarenessEntry {
   readonly client: number
   readonly clock: number
   readonly present: boolean
-  /** Length of its state's JSON text: what the relay parses, keeps and sends on if it is applied. */
-  readonly size: number
 }
 
 /**
@@ -147,7 +145,7 @@ export interface AwarenessEntry {
  * thrown inside Hocuspocus, and so the relay can tell whose presence it sets.
  *
  * @example
- * readAwareness(new Uint8Array([1, 5, 1, 4, 110, 117, 108, 108])) // [{ client: 5, clock: 1, present: false, size: 4 }]
+ * readAwareness(new Uint8Array([1, 5, 1, 4, 110, 117, 108, 108])) // [{ client: 5, clock: 1, present: false }]
  */
 export function readAwareness(update: Uint8Array): AwarenessEntry[] | string {
   try {
@@ -164,7 +162,7 @@ export function readAwareness(update: Uint8Array): AwarenessEntry[] | string {
       // parses here and overflows the stack there, which resets the connection with the state
       // kept, and every later join of the room fails until it times out.
       if (present && nestingOf(state) > MAX_PRESENCE_NESTING) return `a presence state nested deeper than ${MAX_PRESENCE_NESTING} levels`
-      entries.push({ client, clock, present, size: state.length })
+      entries.push({ client, clock, present })
     }
     return entries
   } catch (error) {
