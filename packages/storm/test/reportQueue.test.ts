@@ -11,7 +11,13 @@ function heldSink() {
     new Promise<void>((land, fail) => {
       sends.push({ reports, land, fail })
     })
-  return { sink, sends }
+  /** The `index`th send, which the test expects to have started. */
+  const send = (index: number) => {
+    const started = sends[index]
+    if (started === undefined) throw new Error(`send ${index} never started (${sends.length} did)`)
+    return started
+  }
+  return { sink, sends, send }
 }
 
 async function settled(promise: Promise<void>): Promise<boolean> {
@@ -40,52 +46,52 @@ describe('ReportQueue', () => {
 
   it('flush waits for a send the timer started, even with nothing queued', async () => {
     vi.useFakeTimers()
-    const { sink, sends } = heldSink()
+    const { sink, sends, send } = heldSink()
     const queue = new ReportQueue(sink, 250, (message) => expect.fail(message))
     queue.add(report(1))
     await vi.advanceTimersByTimeAsync(250)
     expect(sends).toHaveLength(1)
     const flushed = queue.flush()
     expect(await settled(flushed)).toBe(false)
-    sends[0]!.land()
+    send(0).land()
     expect(await settled(flushed)).toBe(true)
   })
 
   it('flush sends its own reports at once and resolves after both sends land', async () => {
     vi.useFakeTimers()
-    const { sink, sends } = heldSink()
+    const { sink, sends, send } = heldSink()
     const queue = new ReportQueue(sink, 250, (message) => expect.fail(message))
     queue.add(report(1))
     await vi.advanceTimersByTimeAsync(250)
     queue.add(report(2))
     const flushed = queue.flush()
     expect(sends.map((send) => send.reports.map((r) => r.from))).toEqual([[1], [2]])
-    sends[1]!.land()
+    send(1).land()
     expect(await settled(flushed)).toBe(false)
-    sends[0]!.land()
+    send(0).land()
     expect(await settled(flushed)).toBe(true)
   })
 
   it("a timer's failed send goes to onError once; a later flush still resolves", async () => {
     vi.useFakeTimers()
-    const { sink, sends } = heldSink()
+    const { sink, send } = heldSink()
     const errors: string[] = []
     const queue = new ReportQueue(sink, 250, (message) => errors.push(message))
     queue.add(report(1))
     await vi.advanceTimersByTimeAsync(250)
     const flushed = queue.flush()
-    sends[0]!.fail(new Error('binding gone'))
+    send(0).fail(new Error('binding gone'))
     await expect(flushed).resolves.toBeUndefined()
     expect(errors).toEqual(['report: binding gone'])
   })
 
   it("flush rejects when its own send fails", async () => {
     vi.useFakeTimers()
-    const { sink, sends } = heldSink()
+    const { sink, send } = heldSink()
     const queue = new ReportQueue(sink, 250, (message) => expect.fail(message))
     queue.add(report(1))
     const flushed = queue.flush()
-    sends[0]!.fail(new Error('binding gone'))
+    send(0).fail(new Error('binding gone'))
     await expect(flushed).rejects.toThrow('binding gone')
   })
 })

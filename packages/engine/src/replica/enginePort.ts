@@ -155,9 +155,9 @@ const STATUS_FIELDS: Readonly<Record<string, (value: unknown) => boolean>> = {
  */
 function statusFault(status: SyncStatus | null, docBytes: number): string {
   if (typeof status !== 'object' || status === null) return `needs a SyncStatus, got ${String(status)}`
-  for (const field in STATUS_FIELDS) {
+  for (const [field, holds] of Object.entries(STATUS_FIELDS)) {
     const value = (status as unknown as Record<string, unknown>)[field]
-    if (!STATUS_FIELDS[field]!(value)) return `invalid ${field} ${String(value)}`
+    if (!holds(value)) return `invalid ${field} ${String(value)}`
   }
   return isCount(docBytes) ? '' : `invalid docBytes ${String(docBytes)}`
 }
