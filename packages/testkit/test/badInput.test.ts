@@ -1181,8 +1181,8 @@ describe('bad-input catalogue: aggregates', () => {
         }),
       },
     })
-    expect(() => shy.ingest([{ id: 'a', source: 's', seq: 1, ts: 1, value: 1 }])).toThrow(/^engine stopped: camera shy\./)
-    expect(() => shy.tick()).toThrow(/^engine stopped: camera shy\./)
+    expect(() => shy.ingest([{ id: 'a', source: 's', seq: 1, ts: 1, value: 1 }])).toThrow(/^engine stopped: aggregate "shy" \(shy\): result threw camera shy\./)
+    expect(() => shy.tick()).toThrow(/^engine stopped: aggregate "shy" \(shy\): result threw camera shy\./)
     return 3
   })
 

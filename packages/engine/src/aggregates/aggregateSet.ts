@@ -115,13 +115,27 @@ export class AggregateSet {
     try {
       for (; i < list.length; i++) states[i] = (list[i] as AnyAggregate).add(states[i], inputs[i], event)
     } catch (error) {
-      throw new Error(`aggregate ${JSON.stringify(this.names[i])} (${(list[i] as AnyAggregate).name}): add threw ${messageOf(error)}`, { cause: error })
+      throw this.#threw(i, 'add', error)
     }
+  }
+
+  /** The error of aggregate `i`'s `step` that threw `error`, naming the aggregate (what stops the engine). */
+  #threw(i: number, step: string, error: unknown): Error {
+    return new Error(`aggregate ${JSON.stringify(this.names[i])} (${(this.list[i] as AnyAggregate).name}): ${step} threw ${messageOf(error)}`, { cause: error })
   }
 
   /** `acc` combined with `states`: `states` itself when `acc` is null (nothing yet), else new states. */
   merge(acc: States | null, states: States): States {
-    return acc === null ? states : this.list.map((a, i) => a.merge(acc[i], states[i]))
+    if (acc === null) return states
+    let i = 0
+    try {
+      return this.list.map((a, j) => {
+        i = j
+        return a.merge(acc[j], states[j])
+      })
+    } catch (error) {
+      throw this.#threw(i, 'merge', error)
+    }
   }
 
   /**
@@ -131,9 +145,14 @@ export class AggregateSet {
   mergeInto(acc: States | null, states: States): States {
     const into = acc ?? this.init()
     const list = this.list
-    for (let i = 0; i < list.length; i++) {
-      const a = list[i] as AnyAggregate
-      into[i] = a.mergeInto === undefined ? a.merge(into[i], states[i]) : a.mergeInto(into[i], states[i])
+    let i = 0
+    try {
+      for (; i < list.length; i++) {
+        const a = list[i] as AnyAggregate
+        into[i] = a.mergeInto === undefined ? a.merge(into[i], states[i]) : a.mergeInto(into[i], states[i])
+      }
+    } catch (error) {
+      throw this.#threw(i, 'merge', error)
     }
     return into
   }
@@ -144,7 +163,12 @@ export class AggregateSet {
     const out: Record<string, unknown> = {}
     this.list.forEach((a, i) => {
       const name = this.names[i] as string
-      const value = a.result(s[i])
+      let value: unknown
+      try {
+        value = a.result(s[i])
+      } catch (error) {
+        throw this.#threw(i, 'result', error)
+      }
       // An own property even for '__proto__'.
       if (name === '__proto__') Object.defineProperty(out, name, { value, enumerable: true, writable: true, configurable: true })
       else out[name] = value

@@ -1,4 +1,5 @@
 import type { Engine } from '../core/engineApi.ts'
+import { reportListenerError } from '../core/listenerError.ts'
 
 /** One-shot timers, as `tickWhenDue` arms them (`ManualTimers` from `@tidemark/engine/testing` in tests). */
 export interface TickTimers {
@@ -14,6 +15,13 @@ export interface TickWhenDueOptions {
   readonly now?: () => number
   /** Default: the global timers, which do not hold a Node process open on their own. */
   readonly timers?: TickTimers
+  /**
+   * Where the error of a tick this timer ran goes: an aggregate that throws while a pane is made
+   * stops the engine (`engine stopped: …`), and the ticks stop with it. Default: reported as an
+   * uncaught error, which a browser shows in the console (`window.onerror`) and which ends a Node
+   * process; on a server running several engines, give one.
+   */
+  readonly onError?: (error: unknown) => void
 }
 
 /** The global timers; a pending tick does not keep a Node process alive on its own. */
@@ -53,6 +61,7 @@ const MAX_WAIT_MS = 2 ** 31 - 1
  * const stop = tickWhenDue(engine) // instead of setInterval(() => engine.tick(), 1_000)
  * stop() // or engine.close()
  * // in a test: tickWhenDue(engine, { now: clock.read, timers: clock }) with clock = new ManualTimers()
+ * // on a server: tickWhenDue(engine, { onError: (error) => log.error({ error }, 'engine stopped') })
  */
 export function tickWhenDue(engine: TickedEngine, options: TickWhenDueOptions = {}): () => void {
   const now = options.now ?? Date.now
@@ -79,7 +88,11 @@ export function tickWhenDue(engine: TickedEngine, options: TickWhenDueOptions = 
       handle = null
       ranFor = at
       // Its notification arms the next timer.
-      engine.tick()
+      try {
+        engine.tick()
+      } catch (error) {
+        ;(options.onError ?? reportListenerError)(error)
+      }
     }, wait)
   }
   let unsubscribe = (): void => {}
