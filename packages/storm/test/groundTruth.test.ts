@@ -1,5 +1,5 @@
 import { createEngine, type StreamEvent, tumbling } from '@tidemark/engine'
-import { assertSeeded } from '@tidemark/seeded-random/property'
+import { assertSeeded, PROPERTY_TIMEOUT } from '@tidemark/seeded-random/property'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { windowDigest } from '../src/contract/windowDigest.ts'
@@ -49,7 +49,7 @@ describe('groundTruth', () => {
     )
     // The late lane was exercised, not only the happy path.
     expect(runsWithLateLane).toBeGreaterThan(10)
-  })
+  }, PROPERTY_TIMEOUT)
 
   it('reports a late-lane entry that appears twice, that was never produced, or that cannot be beyond lateness', () => {
     // d#2 (ts …020) shares the first window with d#1 (ts …010): no watermark can have closed it.

@@ -1,5 +1,5 @@
 import { seededRandom } from '@tidemark/seeded-random'
-import { assertSeeded } from '@tidemark/seeded-random/property'
+import { assertSeeded, PROPERTY_TIMEOUT } from '@tidemark/seeded-random/property'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { seeded, stormSeed } from '../src/driver/seeded.ts'
@@ -18,7 +18,7 @@ describe('seeded', () => {
       "draws exactly @tidemark/seeded-random's sequence, for any seed",
       300,
     )
-  })
+  }, PROPERTY_TIMEOUT)
 
   it('draws the pinned sequence of seed 42', () => {
     const random = seeded(42)

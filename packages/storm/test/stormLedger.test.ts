@@ -1,4 +1,4 @@
-import { assertSeeded } from '@tidemark/seeded-random/property'
+import { assertSeeded, PROPERTY_TIMEOUT } from '@tidemark/seeded-random/property'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import type { StormBatchReport } from '../src/contract/stormPageApi.ts'
@@ -44,7 +44,7 @@ describe('StormLedger', () => {
       name,
       300,
     )
-  })
+  }, PROPERTY_TIMEOUT)
 
   it('names the seqs of a batch never reported, and of a batch reported twice', () => {
     const name = 'names the seqs of a batch never reported, and of a batch reported twice'
@@ -65,7 +65,7 @@ describe('StormLedger', () => {
       name,
       300,
     )
-  })
+  }, PROPERTY_TIMEOUT)
 
   it('checks a later life of a device from its first seq on, and sums the receipts', () => {
     const ledger = new StormLedger()

@@ -1,4 +1,4 @@
-import { assertSeeded } from '@tidemark/seeded-random/property'
+import { assertSeeded, PROPERTY_TIMEOUT } from '@tidemark/seeded-random/property'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { stormReading, stragglingReadings } from '../src/contract/stormReading.ts'
@@ -44,7 +44,7 @@ describe('stormReading', () => {
       name,
       50,
     )
-  })
+  }, PROPERTY_TIMEOUT)
 
   it('refuses options that are not positive integers, naming them', () => {
     expect(() => stragglingReadings({ stepMs: 0 })).toThrow('stragglingReadings: stepMs must be a positive integer, got 0')

@@ -1,4 +1,4 @@
-import { assertSeeded } from '@tidemark/seeded-random/property'
+import { assertSeeded, PROPERTY_TIMEOUT } from '@tidemark/seeded-random/property'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { toggleIntervals, toggleRange, toggleSchedule } from '../src/driver/toggleSchedule.ts'
@@ -33,7 +33,7 @@ describe('toggleSchedule', () => {
       name,
       300,
     )
-  })
+  }, PROPERTY_TIMEOUT)
 
   it('replays a seed: the same schedule every time, another one for another device or seed', () => {
     const name = 'replays a seed: the same schedule every time, another one for another device or seed'
@@ -48,7 +48,7 @@ describe('toggleSchedule', () => {
       name,
       200,
     )
-  })
+  }, PROPERTY_TIMEOUT)
 
   it('keeps the pinned schedule of seed 708397302, device 0 (printed seeds replay the same storm)', () => {
     const schedule = toggleSchedule(708_397_302, 0, [50, 500], 1_000).map((t) => Math.round(t.atMs))
