@@ -18,7 +18,7 @@ describe('takeovers, crashes, steals, frozen links, closes and calls in a seeded
   // `TIDEMARK_SEEDS=400` tries more orders.
   for (let seed = 1; seed <= Number(process.env.TIDEMARK_SEEDS ?? 30); seed++) {
     it(`settles every promise, loses nothing durable and counts nothing twice: seed ${seed}`, async () => {
-      const repro = `seed ${seed}; repro: npx vitest run ${FILE} -t "seed ${seed}$"`
+      const repro = `seed ${seed}; repro: TIDEMARK_SEEDS=${seed} npx vitest run ${FILE} -t "seed ${seed}$"`
       const rnd = seededRandom(seed)
       const pick = (n: number) => Math.floor(rnd() * n)
       const world = new World()
