@@ -215,3 +215,30 @@ test('fleet demo: a ?device= tab shares its device host worker, and its readings
   await testInfo.attach('demo-device-tab', { path: screenshot, contentType: 'image/png' })
   expect(errors).toEqual([])
 })
+
+test('fleet demo: at a phone width the page fits the screen, its status chips and tiles in view', async ({ page }) => {
+  const errors: string[] = []
+  recordErrors(page, 'dashboard', errors)
+  await page.setViewportSize({ width: 390, height: 844 })
+  await page.goto(demoUrl(2))
+  const relayTile = page.locator('.stat', { has: page.locator('.stat-label', { hasText: /^Relay$/ }) })
+  await expect(relayTile.locator('.stat-value')).toHaveText('connected', { timeout: 30_000 })
+  // Nothing makes the page itself wider than the screen: only the tables scroll sideways, inside their panels.
+  const widths = await page.evaluate(() => ({ page: document.documentElement.scrollWidth, screen: document.documentElement.clientWidth }))
+  expect(widths.page).toBeLessThanOrEqual(widths.screen)
+  // The Sync and Watermark chips and the dashboard engine's tiles are on screen without scrolling sideways.
+  for (const box of [
+    await page.locator('.chip', { hasText: 'Sync' }).boundingBox(),
+    await page.locator('.chip', { hasText: 'Watermark' }).boundingBox(),
+    await relayTile.boundingBox(),
+  ]) {
+    expect(box).not.toBeNull()
+    expect((box?.x ?? -1) >= 0 && (box?.x ?? 0) + (box?.width ?? Number.POSITIVE_INFINITY) <= widths.screen).toBe(true)
+  }
+  // The charts take the screen's width and draw windows.
+  const chart = page.locator('.chart-panel').first()
+  await expect.poll(() => chart.locator('.value-dot').count(), { timeout: 20_000 }).toBeGreaterThan(2)
+  const chartBox = await chart.boundingBox()
+  expect((chartBox?.x ?? 0) + (chartBox?.width ?? Number.POSITIVE_INFINITY)).toBeLessThanOrEqual(widths.screen)
+  expect(errors).toEqual([])
+})
