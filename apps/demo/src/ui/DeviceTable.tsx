@@ -96,7 +96,13 @@ const DeviceTableRow = memo(function DeviceTableRow({
       </td>
       <td>
         <div className="actions">
-          <button type="button" className="btn btn-small" disabled={!canAct} onClick={() => fleet.setOnline(row.id, !status?.online)}>
+          <button
+            type="button"
+            className="btn btn-small"
+            disabled={!canAct}
+            onClick={() => fleet.setOnline(row.id, !status?.online)}
+            aria-label={`${status?.online === false ? 'Reconnect' : 'Disconnect'} ${row.id}`}
+          >
             {status?.online === false ? 'Reconnect' : 'Disconnect'}
           </button>
           <button
@@ -104,11 +110,18 @@ const DeviceTableRow = memo(function DeviceTableRow({
             className="btn btn-small btn-danger"
             disabled={!canAct}
             onClick={() => void fleet.crash(row.id)}
+            aria-label={`Crash ${row.id}`}
             title="End the device's host worker without closing its engine; its pages start it again, and it reopens from its IndexedDB write-ahead log"
           >
             Crash
           </button>
-          <a className="btn btn-small" href={`?device=${row.id}&${query}`} target="_blank" rel="noreferrer" title="Open this device in its own tab: the tab shares its host worker">
+          <a
+            className="btn btn-small"
+            href={`?device=${row.id}&${query}`}
+            target="_blank"
+            rel="noreferrer"
+            aria-label={`Tab ↗ ${row.id}`}
+            title="Open this device in its own tab: the tab shares its host worker">
             Tab ↗
           </a>
         </div>
@@ -158,7 +171,9 @@ export function DeviceTable(): ReactNode {
               </th>
               <th className="num">WAL</th>
               <th>Recovery</th>
-              <th />
+              <th>
+                <span className="visually-hidden">Actions</span>
+              </th>
             </tr>
           </thead>
           <tbody>
