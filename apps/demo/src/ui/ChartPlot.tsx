@@ -1,10 +1,12 @@
-import type { PointerEvent, ReactNode } from 'react'
+import type { KeyboardEvent, PointerEvent, ReactNode } from 'react'
 import { valueAxis } from './chartScale.ts'
 import { axisValues, type ChartWindow } from './chartWindows.ts'
 import { clockTime } from './timeFormat.ts'
 import { WindowColumn } from './WindowColumn.tsx'
 
 export interface ChartPlotProps {
+  /** What the chart shows, for screen readers: its title and caption. */
+  readonly label: string
   readonly windows: readonly ChartWindow[]
   /** The finest step of the value axis (1 for a count). */
   readonly axisStep: number
@@ -74,8 +76,40 @@ export function ChartPlot(props: ChartPlotProps): ReactNode {
     props.onHover(slot >= 0 && slot < slots ? firstStart + slot * windowMs : null)
   }
 
+  // The keyboard's hover: focus picks the latest window with a value, the arrows, Home and End step through the slots.
+  const lastSlot = firstStart + (slots - 1) * windowMs
+  const latestStart = windows.at(-1)?.result.start ?? lastSlot
+  const onKeyDown = (event: KeyboardEvent<HTMLDivElement>): void => {
+    const current = props.hoveredStart
+    let next: number | null
+    if (event.key === 'Escape') next = null
+    else if (event.key === 'Home') next = windows[0]?.result.start ?? firstStart
+    else if (event.key === 'End') next = latestStart
+    else if (event.key === 'ArrowLeft' || event.key === 'ArrowRight') {
+      next = current === null ? latestStart : Math.max(firstStart, Math.min(lastSlot, current + (event.key === 'ArrowLeft' ? -windowMs : windowMs)))
+    } else return
+    event.preventDefault()
+    props.onHover(next)
+  }
+
   return (
-    <svg className="chart-svg" width={width} height={height} role="img" aria-label="windowed chart">
+    // A slider over the windows: the keyboard's hover, the values shown below the chart.
+    <div
+      className="chart-plot"
+      role="slider"
+      aria-label={`${props.label}: one column per window; arrow keys, Home and End show a window's values below the chart`}
+      aria-valuemin={0}
+      aria-valuemax={slots - 1}
+      aria-valuenow={Math.round(((props.hoveredStart ?? latestStart) - firstStart) / windowMs)}
+      aria-valuetext={`window ${clockTime(props.hoveredStart ?? latestStart)}`}
+      tabIndex={0}
+      onKeyDown={onKeyDown}
+      onFocus={() => {
+        if (props.hoveredStart === null) props.onHover(latestStart)
+      }}
+      onBlur={() => props.onHover(null)}
+    >
+    <svg className="chart-svg" width={width} height={height} aria-hidden="true">
       <rect className="zone-correctable" x={finalX} y={TOP} width={Math.max(0, watermarkX - finalX)} height={plotBottom - TOP} />
       <rect className="zone-open" x={openX} y={TOP} width={Math.max(0, plotRight - openX)} height={plotBottom - TOP} />
       {axis.ticks.map((tick) => (
@@ -139,6 +173,7 @@ export function ChartPlot(props: ChartPlotProps): ReactNode {
         onPointerLeave={() => props.onHover(null)}
       />
     </svg>
+    </div>
   )
 }
 

@@ -83,6 +83,7 @@ export function WindowChart({ measure }: { readonly measure: ChartMeasure }): Re
       </header>
       <div ref={ref} className="chart-body">
         <ChartPlot
+          label={`${measure.title}, ${measure.caption}`}
           windows={windows}
           axisStep={measure.axisStep}
           firstStart={firstStart}
