@@ -20,7 +20,7 @@ import type { DeviceStatus } from '../src/fleet/deviceStatus.ts'
 import { DeviceTab } from '../src/fleet/deviceTab.ts'
 import { Fleet } from '../src/fleet/fleet.ts'
 import { DEFAULT_SETTINGS, type FleetSettings, windowIdOf } from '../src/fleet/fleetSettings.ts'
-import type { FleetWiring, RelayConfig } from '../src/fleet/fleetWiring.ts'
+import type { FleetWiring, LinkTransports, RelayConfig } from '../src/fleet/fleetWiring.ts'
 import { inProcessHosts } from './inProcessHosts.ts'
 import { memoryPages } from './memoryPages.ts'
 
@@ -59,6 +59,33 @@ async function eventually(done: () => boolean, what: string): Promise<void> {
   }
 }
 
+/**
+ * A WebSocket (the `ws` package's) whose sockets `cut()` closes, as a machine going offline
+ * does, and which refuses to connect until `restore()`.
+ */
+function cuttableWebSocket() {
+  const open = new Set<WebSocket>()
+  let down = false
+  class CuttableWebSocket extends WebSocket {
+    constructor(url: string) {
+      // While down, nothing answers: port 1 on loopback refuses the connection.
+      super(down ? 'ws://127.0.0.1:1' : url)
+      open.add(this)
+      this.on('close', () => open.delete(this))
+    }
+  }
+  return {
+    WebSocket: CuttableWebSocket,
+    cut(): void {
+      down = true
+      for (const socket of open) socket.terminate()
+    },
+    restore(): void {
+      down = false
+    },
+  }
+}
+
 /** `(key, start) → count` of every window in `engines`, summed. */
 function countsOf(engines: readonly Pick<Engine, 'results'>[], window: string): Map<string, number> {
   const counts = new Map<string, number>()
@@ -71,11 +98,11 @@ function countsOf(engines: readonly Pick<Engine, 'results'>[], window: string): 
 const same = (a: Map<string, number>, b: Map<string, number>): boolean => a.size === b.size && [...a].every(([k, v]) => b.get(k) === v)
 
 /** A fleet through the relay (fake clock, hosts in this process), with `advance(ms)` and the waits of these tests. */
-async function relayFleet(settings: Partial<FleetSettings> = {}, wiringPatch: Partial<FleetWiring> = {}) {
+async function relayFleet(settings: Partial<FleetSettings> = {}, wiringPatch: Partial<FleetWiring> = {}, dashboardTransports?: LinkTransports) {
   const clock = { now: T0 }
   const pages = memoryPages(`relay-${fleets.length}-${Date.now()}`)
   const wiring: FleetWiring = { ...pages.wiring, fleet: `f${Date.now().toString(36)}`, relay: relayConfig(), ...wiringPatch }
-  const world = inProcessHosts({ now: () => clock.now, indexedDB: pages.indexedDB, transports: { WebSocket } })
+  const world = inProcessHosts({ now: () => clock.now, indexedDB: pages.indexedDB, transports: { WebSocket }, ...(dashboardTransports === undefined ? {} : { dashboardTransports }) })
   worlds.push(world)
   const all = { ...DEFAULT_SETTINGS, deviceCount: 3, ...settings }
   const fleet = new Fleet({ wiring, hosts: world.hosts, settings: all, now: () => clock.now, intro: false, control: pages.openControl() })
@@ -203,5 +230,31 @@ describe('the fleet through a relay', { timeout: 60_000 }, () => {
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))
     }
+  })
+
+  it("the dashboard's own link down for longer than the allowed lateness: back, it merges what it missed with no finality violation", async () => {
+    // Only the dashboard's socket is cut (its machine offline); the devices go on writing their rooms on the relay.
+    const link = cuttableWebSocket()
+    const { advance, dashboard, settled } = await relayFleet({}, {}, { WebSocket: link.WebSocket })
+    await advance(6_000)
+    await eventually(settled, 'the dashboard shows what the devices hold')
+    const before = dashboard().stats()
+    link.cut()
+    await eventually(() => dashboard().syncStatus().state !== 'connected', 'the dashboard notices that its link is down')
+    // Longer than the idle timeout (3 s) and the allowed lateness (10 s) together.
+    await advance(16_000)
+    link.restore()
+    // Its link comes back on its own (a jittered reconnect) while the fleet runs on.
+    const deadline = Date.now() + 30_000
+    while (!settled()) {
+      if (Date.now() > deadline) throw new Error('the dashboard never caught up after its link came back')
+      await advance(100)
+    }
+    // No device was silent, only the dashboard deaf: what it missed changed no window it had already made final.
+    expect(dashboard().stats().finalityViolations - before.finalityViolations).toBe(0)
+    // And its clock runs again: idleness and the watermark move on.
+    const watermark = dashboard().watermark()
+    await advance(4_000)
+    expect(dashboard().watermark()).toBeGreaterThan(watermark)
   })
 })

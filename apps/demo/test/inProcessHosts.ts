@@ -35,9 +35,16 @@ class InProcessHost {
   persistence: Persistence | null = null
   cleanup: (() => void) | null = null
   dead = false
+  readonly kind: HostRequest['kind']
 
-  constructor(name: string, options: (platform: HostPlatform) => HostEngineOptions<FleetAggregates>, platform: (host: InProcessHost) => HostPlatform) {
+  constructor(
+    name: string,
+    kind: HostRequest['kind'],
+    options: (platform: HostPlatform) => HostEngineOptions<FleetAggregates>,
+    platform: (host: InProcessHost) => HostPlatform,
+  ) {
     this.name = name
+    this.kind = kind
     this.options = options(platform(this))
   }
 
@@ -83,7 +90,13 @@ class InProcessHost {
  * clock.now += 100
  * world.tick(clock.now)
  */
-export function inProcessHosts(options: { readonly now: () => number; readonly indexedDB: IDBFactory; readonly transports: LinkTransports }) {
+export function inProcessHosts(options: {
+  readonly now: () => number
+  readonly indexedDB: IDBFactory
+  readonly transports: LinkTransports
+  /** The dashboard's host's transports, when they differ (a link of its own to cut); default `transports`. */
+  readonly dashboardTransports?: LinkTransports
+}) {
   const live = new Map<string, { readonly host: InProcessHost; readonly started: Promise<void> }>()
   const all = new Set<InProcessHost>()
 
@@ -116,7 +129,7 @@ export function inProcessHosts(options: { readonly now: () => number; readonly i
       // After the command's answer, as the worker's close() comes one task after it.
       setImmediate(() => drop(host))
     },
-    transports: options.transports,
+    transports: host.kind !== 'device' ? (options.dashboardTransports ?? options.transports) : options.transports,
   })
 
   const drop = (host: InProcessHost): void => {
@@ -139,7 +152,7 @@ export function inProcessHosts(options: { readonly now: () => number; readonly i
     let entry = live.get(request.name)
     if (entry === undefined) {
       const make = request.kind === 'device' ? deviceHostOptions : dashboardHostOptions
-      const host = new InProcessHost(request.name, (platform) => make(request.name, platform), platformOf)
+      const host = new InProcessHost(request.name, request.kind, (platform) => make(request.name, platform), platformOf)
       all.add(host)
       entry = { host, started: host.start(structuredClone(request.config), options.indexedDB) }
       live.set(request.name, entry)

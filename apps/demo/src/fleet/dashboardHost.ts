@@ -3,6 +3,7 @@ import type { HostContext, HostEngineOptions } from '@tidemark/worker/host'
 import type { FleetAggregates } from './fleetAggregates.ts'
 import { DashboardLinks, type FollowedRooms } from './dashboardLinks.ts'
 import { dashboardEngineOptions, epochOf, type FleetSettings, parseSettings } from './fleetSettings.ts'
+import { HearingClock } from './hearingClock.ts'
 import { type FleetWiring, parseWiring } from './fleetWiring.ts'
 import type { HostPlatform } from './hostPlatform.ts'
 
@@ -45,6 +46,8 @@ const ERRORS_KEPT = 20
  */
 export function dashboardHostOptions(name: string, platform: HostPlatform): HostEngineOptions<FleetAggregates> {
   let links: DashboardLinks | null = null
+  // Stands still while the dashboard cannot hear every room: no device turns idle on it then.
+  const clock = new HearingClock(platform.now)
   let stopTicks: (() => void) | null = null
   const errors: string[] = []
   const stop = (): void => {
@@ -67,7 +70,7 @@ export function dashboardHostOptions(name: string, platform: HostPlatform): Host
   }
   return {
     name,
-    engine: (config) => dashboardEngineOptions(parseDashboardHostConfig(config).settings, platform.now),
+    engine: (config) => dashboardEngineOptions(parseDashboardHostConfig(config).settings, clock.now),
     log: false,
     setup({ engine, config }) {
       const { settings, wiring, devices } = parseDashboardHostConfig(config)
@@ -82,8 +85,10 @@ export function dashboardHostOptions(name: string, platform: HostPlatform): Host
           if (errors.length > ERRORS_KEPT) errors.shift()
         },
       })
+      const followed = links
+      clock.listen(() => followed.hearsAll())
       // A tick when a silent device turns idle (its clock stops holding the watermark), and only then.
-      stopTicks = tickWhenDue(engine, { now: platform.now, timers: platform.timers })
+      stopTicks = tickWhenDue(engine, { now: clock.now, timers: platform.timers })
       return stop
     },
     commands,

@@ -86,6 +86,17 @@ export class DashboardLinks {
     return heard
   }
 
+  /**
+   * Whether the dashboard hears every device now: on the relay, every followed room it was not
+   * refused is in sync (none while its link is down, nor until each room synced again after);
+   * over tab channels, always.
+   */
+  hearsAll(): boolean {
+    if (this.#follower === null) return true
+    for (const status of this.#follower.rooms().values()) if (status.refusal === null && status.state !== 'connected') return false
+    return true
+  }
+
   /** The rooms followed on the relay and the refused ones; null without a relay. */
   followed(): FollowedRooms | null {
     if (this.#follower === null) return null
