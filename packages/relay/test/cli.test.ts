@@ -87,6 +87,14 @@ describe('a running relay', () => {
         }).on('error', reject)
       })
     expect(await underName(`evil.example:${relay.port}`)).toBe(403)
+    // A request target no URL parses is the client's error: 400, and the relay serves on.
+    const badTarget = await new Promise<number | undefined>((resolve, reject) => {
+      get({ host: '127.0.0.1', port: relay.port, path: 'http://[/' }, (response) => {
+        response.resume()
+        resolve(response.statusCode)
+      }).on('error', reject)
+    })
+    expect(badTarget).toBe(400)
     expect(await underName(`127.0.0.1.evil.example:${relay.port}`)).toBe(403)
     // Any spelling of this machine's names: case, a full IPv6 loopback, a default port left out or given.
     for (const host of [`localhost:${relay.port}`, `LOCALHOST:${relay.port}`, `[0:0:0:0:0:0:0:1]:${relay.port}`, '127.0.0.1', '127.0.0.1:80']) expect(await underName(host), host).toBe(200)

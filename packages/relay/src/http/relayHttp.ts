@@ -38,9 +38,15 @@ export function relayHttp(deps: RelayHttpDeps): (request: IncomingMessage, respo
 }
 
 async function respond(deps: RelayHttpDeps, request: IncomingMessage, response: ServerResponse): Promise<void> {
-  const url = new URL(request.url ?? '/', 'http://relay')
   const text = (status: number, body: string, headers: Record<string, string> = {}): void => {
     response.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', ...headers }).end(body)
+  }
+  // A request target no URL parses (`http://[/`) is the client's error, not the relay's.
+  let url: URL
+  try {
+    url = new URL(request.url ?? '/', 'http://relay')
+  } catch {
+    return text(400, 'bad request target\n')
   }
   if (request.method !== 'GET' && request.method !== 'HEAD') return text(405, 'GET only\n', { allow: 'GET, HEAD' })
   if (url.pathname === '/healthz') {
