@@ -57,14 +57,22 @@ export const REPAIR_MS = 10_000
  */
 export const SHARE_WAIT_MS = 1_000
 
+/**
+ * How long the relay's close waits for Redis to take its last publishes (ms): a Redis that stops
+ * answering without closing its connections would otherwise hold the shutdown.
+ */
+export const QUIT_WAIT_MS = 1_000
+
 /** The extension's members this wrapper publishes through (private in its types, stable in 3.4). */
 interface RedisWire {
   readonly pub: {
     readonly status: string
     publish(channel: string, message: Buffer): Promise<number>
+    quit(): Promise<unknown>
+    disconnect(reconnect?: boolean): void
     pipeline(): { publish(channel: string, message: Buffer): unknown; exec(): Promise<[Error | null, unknown][] | null> }
   }
-  readonly sub: PresenceWire['sub'] & { readonly status: string; unsubscribe(channel: string): Promise<unknown> }
+  readonly sub: PresenceWire['sub'] & { readonly status: string; unsubscribe(channel: string): Promise<unknown>; disconnect(reconnect?: boolean): void }
   readonly redisTransactionOrigin: string
   pubKey(documentName: string): string
   subKey(documentName: string): string
@@ -85,7 +93,7 @@ function wireOf(redis: Redis): RedisWire {
   const pub = wire.pub as Partial<RedisWire['pub']> | undefined
   const sub = wire.sub as Partial<RedisWire['sub']> | undefined
   const missing = [
-    typeof pub?.publish === 'function' && typeof pub.pipeline === 'function' ? null : 'pub',
+    typeof pub?.publish === 'function' && typeof pub.pipeline === 'function' && typeof pub.quit === 'function' ? null : 'pub',
     typeof sub?.subscribe === 'function' && typeof sub.unsubscribe === 'function' ? null : 'sub',
     typeof wire.redisTransactionOrigin === 'string' ? null : 'redisTransactionOrigin',
     typeof wire.pubKey === 'function' ? null : 'pubKey',
@@ -370,10 +378,22 @@ export class GuardedRedis implements Extension {
     )
   }
 
+  /**
+   * Sends what is queued and leaves Redis: `QUIT` lets Redis take the publishes before it, but
+   * is waited for at most `QUIT_WAIT_MS` (a Redis that stopped answering never replies); then
+   * both connections are closed. The extension's lock client is never used, so not quit.
+   */
   async onDestroy(): Promise<void> {
     this.#sendPublishes()
     for (const room of [...this.#repairs.keys()]) this.#cancelRepair(room)
-    await this.#guard(() => this.#redis.onDestroy())
+    let timer: unknown
+    const deadline = new Promise<void>((resolve) => {
+      timer = this.#timers.setTimeout(resolve, QUIT_WAIT_MS)
+    })
+    await Promise.race([this.#guard(() => this.#wire.pub.quit()), deadline])
+    this.#timers.clearTimeout(timer)
+    this.#wire.pub.disconnect(false)
+    this.#wire.sub.disconnect(false)
   }
 
   async #guard(work: () => Promise<unknown>): Promise<void> {
