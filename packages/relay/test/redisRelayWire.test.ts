@@ -252,3 +252,30 @@ it('after Redis refuses a command on a live connection, rooms loaded later are s
     admin.disconnect()
   }
 })
+
+it('an update larger than what Redis lets a subscriber have pending (32 MB) crosses, in chunks; so does the answer to a relay that loads the room', { timeout: 60_000 }, async () => {
+  const server = await startRedisServer()
+  servers.push(server)
+  const a = quietRelay(server.url)
+  const b = quietRelay(server.url)
+  const onA = await a.hocuspocus.openDirectConnection('fleet/large')
+  let onB = await b.hocuspocus.openDirectConnection('fleet/large')
+  await waitFor(() => a.redis.unsharedRooms === 0 && b.redis.unsharedRooms === 0, 'the room shared on both relays')
+  // A room as large as `maxRoomBytes: 64 << 20` admits: one message of it, whole, would pass
+  // Redis's default `client-output-buffer-limit pubsub` and get every subscriber of the room cut.
+  const backlog = new Uint8Array(40 << 20).fill(7)
+  await onA.transact((doc) => doc.getMap('state').set('backlog', backlog))
+  await onA.transact((doc) => doc.getMap('state').set('after', 1))
+  const docB = (): Y.Doc => b.hocuspocus.documents.get('fleet/large') as Y.Doc
+  await waitFor(() => docB().getMap('state').get('after') === 1, 'the large update and the one after it reached relay B')
+  expect((docB().getMap('state').get('backlog') as Uint8Array).byteLength).toBe(40 << 20)
+  // B lets the room go and loads it again (empty: no store here): A answers its state vector with all of it.
+  await onB.disconnect()
+  await waitFor(() => !b.hocuspocus.documents.has('fleet/large'), 'the room unloaded on B')
+  onB = await b.hocuspocus.openDirectConnection('fleet/large')
+  await waitFor(() => docB().getMap('state').get('after') === 1, 'relay B, loading the room again, got the whole of it')
+  expect((docB().getMap('state').get('backlog') as Uint8Array).byteLength).toBe(40 << 20)
+  await waitFor(() => a.redis.assemblingBytes + b.redis.assemblingBytes === 0, 'no message left half put together')
+  await onA.disconnect()
+  await onB.disconnect()
+})

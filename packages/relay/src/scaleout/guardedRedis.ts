@@ -42,6 +42,7 @@ import type { RelayMetrics } from '../metrics/relayMetrics.ts'
 import { describeError, type RelayLog } from '../relayLog.ts'
 import { GLOBAL_TIMERS, type RelayTimers } from '../relayOptions.ts'
 import type { RoomPresence } from '../gate/roomPresence.ts'
+import { ChunkAssembler, chunksOf } from './messageChunks.ts'
 import { type PresenceWire, SharedPresence } from './sharedPresence.ts'
 
 /** Redis channel prefix: channels are `tidemark:<room>`. */
@@ -72,7 +73,12 @@ interface RedisWire {
     disconnect(reconnect?: boolean): void
     pipeline(): { publish(channel: string, message: Buffer): unknown; exec(): Promise<[Error | null, unknown][] | null> }
   }
-  readonly sub: PresenceWire['sub'] & { readonly status: string; unsubscribe(channel: string): Promise<unknown>; disconnect(reconnect?: boolean): void }
+  readonly sub: PresenceWire['sub'] & {
+    readonly status: string
+    unsubscribe(channel: string): Promise<unknown>
+    off(event: 'messageBuffer', listener: (channel: Buffer, message: Buffer) => void): unknown
+    disconnect(reconnect?: boolean): void
+  }
   readonly redisTransactionOrigin: string
   pubKey(documentName: string): string
   subKey(documentName: string): string
@@ -81,6 +87,8 @@ interface RedisWire {
   publishFirstSyncStep(documentName: string, document: Document): Promise<unknown>
   /** Asks the other relays for the room's presence. */
   requestAwarenessFromOtherInstances(documentName: string): Promise<unknown>
+  /** Applies a message another relay published (the subscriber's `messageBuffer` listener). */
+  handleIncomingMessage(channel: Buffer, message: Buffer): Promise<void>
 }
 
 /**
@@ -94,13 +102,14 @@ function wireOf(redis: Redis): RedisWire {
   const sub = wire.sub as Partial<RedisWire['sub']> | undefined
   const missing = [
     typeof pub?.publish === 'function' && typeof pub.pipeline === 'function' && typeof pub.quit === 'function' ? null : 'pub',
-    typeof sub?.subscribe === 'function' && typeof sub.unsubscribe === 'function' ? null : 'sub',
+    typeof sub?.subscribe === 'function' && typeof sub.unsubscribe === 'function' && typeof sub.off === 'function' ? null : 'sub',
     typeof wire.redisTransactionOrigin === 'string' ? null : 'redisTransactionOrigin',
     typeof wire.pubKey === 'function' ? null : 'pubKey',
     typeof wire.subKey === 'function' ? null : 'subKey',
     typeof wire.encodeMessage === 'function' ? null : 'encodeMessage',
     typeof wire.publishFirstSyncStep === 'function' ? null : 'publishFirstSyncStep',
     typeof wire.requestAwarenessFromOtherInstances === 'function' ? null : 'requestAwarenessFromOtherInstances',
+    typeof wire.handleIncomingMessage === 'function' ? null : 'handleIncomingMessage',
   ].filter((name) => name !== null)
   if (missing.length > 0) {
     throw new Error(`@hocuspocus/extension-redis lacks ${missing.join(', ')}: the relay's scale-out needs the 3.4 line it pins`)
@@ -141,6 +150,8 @@ export class GuardedRedis implements Extension {
   readonly #identifier = `tidemark-relay-${process.pid}-${Math.random().toString(36).slice(2)}`
   /** The presence holders shared with the other relays (`sharePresence`); null before. */
   #shared: SharedPresence | null = null
+  /** Messages other relays sent in chunks, put back together. */
+  readonly #chunks = new ChunkAssembler(this.#identifier)
 
   /** Repairs are armed on `options.timers` (the relay's; default the global ones). */
   constructor(url: string, metrics: RelayMetrics, log: RelayLog, options: { readonly repairMs?: number; readonly timers?: RelayTimers } = {}) {
@@ -162,10 +173,13 @@ export class GuardedRedis implements Extension {
         // here, not left to reject with no one to handle it.
         const publish = client.publish.bind(client) as (channel: string, message: Buffer) => Promise<number>
         client.publish = ((channel: string, message: Buffer) =>
-          publish(channel, message).catch((error: unknown) => {
-            this.#trouble(error)
-            return 0
-          })) as typeof client.publish
+          Promise.all(chunksOf(message).map((chunk) => publish(channel, chunk))).then(
+            (counts) => counts.at(-1) ?? 0,
+            (error: unknown) => {
+              this.#trouble(error)
+              return 0
+            },
+          )) as typeof client.publish
         let connectedBefore = false
         client.on('ready', () => {
           if (this.#down) this.#log('warn', 'Redis is reachable again')
@@ -177,6 +191,8 @@ export class GuardedRedis implements Extension {
           if (connectedBefore || (subscriber && this.#unshared.size > 0)) this.#repairAll()
           // Only once the subscriber is ready has it subscribed its channels again: ended before, one would come back.
           if (subscriber) {
+            // Chunks were lost while it was away: the messages they began are dropped.
+            this.#chunks.clear()
             this.#endStaleSubscriptions()
             this.#shared?.subscribe()
           }
@@ -186,6 +202,18 @@ export class GuardedRedis implements Extension {
       },
     })
     this.#wire = wireOf(this.#redis)
+    // The extension's listener, behind the chunks' assembly.
+    const wire = this.#wire
+    wire.sub.off('messageBuffer', wire.handleIncomingMessage)
+    wire.sub.on('messageBuffer', (channel, message) => {
+      const whole = this.#chunks.take(channel, message)
+      if (whole !== null) wire.handleIncomingMessage(channel, whole).catch((error: unknown) => this.#log('warn', `a message from Redis could not be applied: ${describeError(error)}`))
+    })
+  }
+
+  /** Bytes of messages from other relays whose chunks have not all come yet. */
+  get assemblingBytes(): number {
+    return this.#chunks.bytes
   }
 
   async onConfigure(payload: onConfigurePayload): Promise<void> {
@@ -310,7 +338,7 @@ export class GuardedRedis implements Extension {
     this.#outgoing = []
     void this.#guard(async () => {
       const pipeline = this.#wire.pub.pipeline()
-      for (const [channel, message] of batch) pipeline.publish(channel, message)
+      for (const [channel, message] of batch) for (const chunk of chunksOf(message)) pipeline.publish(channel, chunk)
       for (const [error] of (await pipeline.exec()) ?? []) if (error !== null) throw error
     })
   }
@@ -357,6 +385,7 @@ export class GuardedRedis implements Extension {
     this.#unshared.delete(room)
     if (payload.instance.documents.has(room) || payload.instance.loadingDocuments.has(room)) return
     this.#shared?.unloaded(room)
+    this.#chunks.forget(this.#wire.subKey(room))
     // Also a room that seems never subscribed: a subscription made after a failed attempt, or
     // renewed by the client, would otherwise outlive it (an unneeded unsubscribe is harmless).
     this.#unsubscribe(room)
