@@ -120,7 +120,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   })
   const persistence = new RoomPersistence({ store, sizes, idle, metrics, log })
   const fanOut = new UpdateFanOut(log)
-  const redis = o.redisUrl === undefined ? undefined : new GuardedRedis(o.redisUrl, metrics, log, { timers: o.timers })
+  const redis = o.redisUrl === undefined ? undefined : new GuardedRedis(o.redisUrl, metrics, log, { timers: o.timers, maxUnansweredBytes: 4 * o.limits.maxRoomBytes })
   redis?.sharePresence(gate.presence)
   const hocuspocus = new Hocuspocus({
     name: 'tidemark-relay',
@@ -152,6 +152,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
         heldUpdates: gate.heldUpdates,
         assemblingBytes: gate.assemblingBytes,
         unsharedRooms: redis?.unsharedRooms ?? 0,
+        redisUnansweredBytes: redis?.unansweredBytes ?? 0,
       }),
     }),
   )

@@ -17,7 +17,7 @@ export type StoreOperation = 'load' | 'flush' | 'compact' | 'checkpoint'
  * Values read at scrape time.
  *
  * @example
- * metrics.render({ connections: 3, roomsLoaded: 2, storedBytes: 40_960, pendingBytes: 0, heldUpdates: 0, assemblingBytes: 0, unsharedRooms: 0 })
+ * metrics.render({ connections: 3, roomsLoaded: 2, storedBytes: 40_960, pendingBytes: 0, heldUpdates: 0, assemblingBytes: 0, unsharedRooms: 0, redisUnansweredBytes: 0 })
  */
 export interface MetricGauges {
   /** Open WebSocket connections. */
@@ -33,6 +33,8 @@ export interface MetricGauges {
   readonly assemblingBytes: number
   /** Loaded rooms served by this relay alone: loaded while Redis was away, shared once it is back (0 without Redis). */
   readonly unsharedRooms: number
+  /** Bytes of publishes sent to Redis that it has not answered yet (0 without Redis). */
+  readonly redisUnansweredBytes: number
 }
 
 /**
@@ -64,6 +66,8 @@ export class RelayMetrics {
   unhandledRejections = 0
   /** Redis operations that failed. */
   redisErrors = 0
+  /** Messages not published to Redis because it did not answer (the relays' exchange repairs what they carried). */
+  redisPublishesDropped = 0
   /** Rooms whose load failed. */
   loadFailures = 0
   /** Stored parts of rooms set aside: Yjs could not use them (`tidemark_relay_set_aside`). */
@@ -172,6 +176,10 @@ export class RelayMetrics {
     metric('tidemark_relay_redis_errors_total', 'counter', 'Redis operations that failed.', [`tidemark_relay_redis_errors_total ${this.redisErrors}`])
     metric('tidemark_relay_unshared_rooms', 'gauge', 'Loaded rooms served by this relay alone: loaded while Redis was away, shared with the other relays once it is back.', [
       `tidemark_relay_unshared_rooms ${gauges.unsharedRooms}`,
+    ])
+    metric('tidemark_relay_redis_unanswered_bytes', 'gauge', 'Bytes of publishes sent to Redis that it has not answered yet.', [`tidemark_relay_redis_unanswered_bytes ${gauges.redisUnansweredBytes}`])
+    metric('tidemark_relay_redis_publishes_dropped_total', 'counter', 'Messages not published to Redis because it did not answer: the state-vector exchange repairs them once it does.', [
+      `tidemark_relay_redis_publishes_dropped_total ${this.redisPublishesDropped}`,
     ])
     metric('tidemark_relay_unhandled_rejections_total', 'counter', 'Unhandled promise rejections logged instead of ending the process.', [
       `tidemark_relay_unhandled_rejections_total ${this.unhandledRejections}`,

@@ -1,9 +1,9 @@
 /**
  * Scale-out: several relays serve the same rooms, exchanging updates and awareness through Redis
- * (@hocuspocus/extension-redis). Wrapped so that Redis trouble never ends the process: the
- * extension's publishes reject while Redis is down, and Hocuspocus does not await them. Nor does
- * it close a room: a room loaded while its channel cannot be subscribed is served by this relay
- * alone, and shared (subscribed, then the state-vector exchange below) once Redis is back.
+ * (@hocuspocus/extension-redis). Wrapped so that Redis trouble never ends the process nor closes
+ * a room: publishes fail while Redis is down and are dropped while it does not answer
+ * (`UnansweredPublishes`); a room loaded meanwhile is served by this relay alone, and shared
+ * (subscribed, then the state-vector exchange below) once Redis is back.
  *
  * Its `onStoreDocument` lock (Redlock) is left out: the room store needs no lock, as every relay
  * appends the updates its rooms take as rows (a duplicate row changes nothing) and compaction is
@@ -17,9 +17,9 @@
  * they neither answer nor publish it again. Pub/sub may lose a message (a subscriber that
  * reconnects), so the state-vector exchange still runs, once per room at most every
  * `REPAIR_MS` (or `options.repairMs`) while the room changes, whenever a relay loads the room,
- * and for every loaded room when a connection to Redis is back: what the relays' clients
- * changed while it was away (publishes that failed, messages never delivered) crosses then,
- * without waiting for the room's next change.
+ * and for every loaded room when Redis is back (connected again, or answering again): what the
+ * relays' clients changed meanwhile (publishes failed or dropped, messages never delivered),
+ * presence included, crosses then, without waiting for the room's next change.
  */
 import { Redis } from '@hocuspocus/extension-redis'
 import type {
@@ -43,7 +43,9 @@ import { describeError, type RelayLog } from '../relayLog.ts'
 import { GLOBAL_TIMERS, type RelayTimers } from '../relayOptions.ts'
 import type { RoomPresence } from '../gate/roomPresence.ts'
 import { ChunkAssembler, chunksOf } from './messageChunks.ts'
-import { type PresenceWire, SharedPresence } from './sharedPresence.ts'
+import { type RedisWire, wireOf } from './redisWire.ts'
+import { SharedPresence } from './sharedPresence.ts'
+import { UnansweredPublishes } from './unansweredPublishes.ts'
 
 /** Redis channel prefix: channels are `tidemark:<room>`. */
 const PREFIX = 'tidemark'
@@ -64,58 +66,8 @@ export const SHARE_WAIT_MS = 1_000
  */
 export const QUIT_WAIT_MS = 1_000
 
-/** The extension's members this wrapper publishes through (private in its types, stable in 3.4). */
-interface RedisWire {
-  readonly pub: {
-    readonly status: string
-    publish(channel: string, message: Buffer): Promise<number>
-    quit(): Promise<unknown>
-    disconnect(reconnect?: boolean): void
-    pipeline(): { publish(channel: string, message: Buffer): unknown; exec(): Promise<[Error | null, unknown][] | null> }
-  }
-  readonly sub: PresenceWire['sub'] & {
-    readonly status: string
-    unsubscribe(channel: string): Promise<unknown>
-    off(event: 'messageBuffer', listener: (channel: Buffer, message: Buffer) => void): unknown
-    disconnect(reconnect?: boolean): void
-  }
-  readonly redisTransactionOrigin: string
-  pubKey(documentName: string): string
-  subKey(documentName: string): string
-  encodeMessage(message: Uint8Array): Buffer
-  /** Publishes the room's state vector (sync step 1): the other relays answer with what it lacks, and ask for what they lack. */
-  publishFirstSyncStep(documentName: string, document: Document): Promise<unknown>
-  /** Asks the other relays for the room's presence. */
-  requestAwarenessFromOtherInstances(documentName: string): Promise<unknown>
-  /** Applies a message another relay published (the subscriber's `messageBuffer` listener). */
-  handleIncomingMessage(channel: Buffer, message: Buffer): Promise<void>
-}
-
-/**
- * The extension's members this wrapper publishes through, checked: another version of
- * @hocuspocus/extension-redis that renamed one fails at start with a clear error, not at the
- * first change with a TypeError that Hocuspocus would swallow.
- */
-function wireOf(redis: Redis): RedisWire {
-  const wire = redis as unknown as Partial<Record<keyof RedisWire, unknown>>
-  const pub = wire.pub as Partial<RedisWire['pub']> | undefined
-  const sub = wire.sub as Partial<RedisWire['sub']> | undefined
-  const missing = [
-    typeof pub?.publish === 'function' && typeof pub.pipeline === 'function' && typeof pub.quit === 'function' ? null : 'pub',
-    typeof sub?.subscribe === 'function' && typeof sub.unsubscribe === 'function' && typeof sub.off === 'function' ? null : 'sub',
-    typeof wire.redisTransactionOrigin === 'string' ? null : 'redisTransactionOrigin',
-    typeof wire.pubKey === 'function' ? null : 'pubKey',
-    typeof wire.subKey === 'function' ? null : 'subKey',
-    typeof wire.encodeMessage === 'function' ? null : 'encodeMessage',
-    typeof wire.publishFirstSyncStep === 'function' ? null : 'publishFirstSyncStep',
-    typeof wire.requestAwarenessFromOtherInstances === 'function' ? null : 'requestAwarenessFromOtherInstances',
-    typeof wire.handleIncomingMessage === 'function' ? null : 'handleIncomingMessage',
-  ].filter((name) => name !== null)
-  if (missing.length > 0) {
-    throw new Error(`@hocuspocus/extension-redis lacks ${missing.join(', ')}: the relay's scale-out needs the 3.4 line it pins`)
-  }
-  return redis as unknown as RedisWire
-}
+/** Unanswered publishes past which Redis counts as not answering (`maxUnansweredBytes`; the relay gives 4 × `maxRoomBytes`). */
+export const MAX_UNANSWERED_BYTES = 64 << 20
 
 /**
  * The Redis extension with every hook guarded.
@@ -152,13 +104,25 @@ export class GuardedRedis implements Extension {
   #shared: SharedPresence | null = null
   /** Messages other relays sent in chunks, put back together. */
   readonly #chunks = new ChunkAssembler(this.#identifier)
+  /** Publishes Redis has not answered; dropped while it does not answer. */
+  readonly #unanswered: UnansweredPublishes
 
-  /** Repairs are armed on `options.timers` (the relay's; default the global ones). */
-  constructor(url: string, metrics: RelayMetrics, log: RelayLog, options: { readonly repairMs?: number; readonly timers?: RelayTimers } = {}) {
+  /**
+   * Repairs and the wait for Redis's answers are armed on `options.timers` (the relay's; default
+   * the global ones). Unanswered publishes past `maxUnansweredBytes` (default
+   * `MAX_UNANSWERED_BYTES`) count as Redis not answering.
+   */
+  constructor(url: string, metrics: RelayMetrics, log: RelayLog, options: { readonly repairMs?: number; readonly timers?: RelayTimers; readonly maxUnansweredBytes?: number } = {}) {
     this.#repairMs = options.repairMs ?? REPAIR_MS
     this.#timers = options.timers ?? GLOBAL_TIMERS
     this.#metrics = metrics
     this.#log = log
+    this.#unanswered = new UnansweredPublishes({
+      timers: this.#timers,
+      maxBytes: options.maxUnansweredBytes ?? MAX_UNANSWERED_BYTES,
+      metrics,
+      events: { cutOff: (why) => this.#trouble(new Error(`${why}; publishes are dropped until it answers`)), answered: () => this.#answeredAgain() },
+    })
     this.#redis = new Redis({
       prefix: PREFIX,
       identifier: this.#identifier,
@@ -170,10 +134,11 @@ export class GuardedRedis implements Extension {
         client.on('error', (error: Error) => this.#trouble(error))
         // The extension publishes without awaiting in places (the answers to the other relays'
         // messages, the exchange when a room loads): a failed publish is counted and logged
-        // here, not left to reject with no one to handle it.
+        // here, not left to reject with no one to handle it. While Redis does not answer, it is
+        // dropped (all its chunks: a message never goes out in part).
         const publish = client.publish.bind(client) as (channel: string, message: Buffer) => Promise<number>
         client.publish = ((channel: string, message: Buffer) =>
-          Promise.all(chunksOf(message).map((chunk) => publish(channel, chunk))).then(
+          (this.#unanswered.send(message.byteLength, 1, () => Promise.all(chunksOf(message).map((chunk) => publish(channel, chunk)))) ?? Promise.resolve([0])).then(
             (counts) => counts.at(-1) ?? 0,
             (error: unknown) => {
               this.#trouble(error)
@@ -184,6 +149,7 @@ export class GuardedRedis implements Extension {
         client.on('ready', () => {
           if (this.#down) this.#log('warn', 'Redis is reachable again')
           this.#down = false
+          if (client === this.#wire.pub) this.#unanswered.reconnected()
           // A connection back after it was lost: publishes failed and messages were not
           // delivered meanwhile (the subscriber's channels are subscribed again by now). Or the
           // subscriber's first connection, with rooms loaded before it.
@@ -236,6 +202,11 @@ export class GuardedRedis implements Extension {
     return this.#unshared.size
   }
 
+  /** Bytes of publishes sent to Redis that it has not answered yet. */
+  get unansweredBytes(): number {
+    return this.#unanswered.bytes
+  }
+
   /** Unloaded rooms whose channel could not be unsubscribed: their subscriptions end when Redis is back. */
   get staleSubscriptions(): number {
     return this.#stale.size
@@ -255,10 +226,36 @@ export class GuardedRedis implements Extension {
           void this.#share(name, document)
           continue
         }
-        this.#shared?.announce(document, true)
-        void this.#guard(() => this.#wire.publishFirstSyncStep(name, document))
+        this.#exchange(name, document)
       }
     })
+  }
+
+  /**
+   * The exchange for a shared room: who holds which presence here, the state vector, the room's
+   * presence (what Redis did not take meanwhile, on a reconnection), and the question for theirs.
+   */
+  #exchange(room: string, document: Document): void {
+    const wire = this.#wire
+    this.#shared?.announce(document, true)
+    void this.#guard(() => wire.publishFirstSyncStep(room, document))
+    if (document.awareness.getStates().size > 0) {
+      const presence = new OutgoingMessage(room).createAwarenessUpdateMessage(document.awareness).toUint8Array()
+      void this.#guard(() => wire.pub.publish(wire.pubKey(room), wire.encodeMessage(presence)))
+    }
+    void this.#guard(() => wire.requestAwarenessFromOtherInstances(room))
+  }
+
+  /**
+   * Redis answered everything sent before it stopped answering (its connections stayed open): what
+   * was dropped meanwhile is repaired as after a reconnection, and the subscriptions of rooms
+   * unloaded meanwhile are ended.
+   */
+  #answeredAgain(): void {
+    if (this.#down) this.#log('warn', 'Redis is reachable again')
+    this.#down = false
+    this.#endStaleSubscriptions()
+    this.#repairAll()
   }
 
   /**
@@ -269,8 +266,8 @@ export class GuardedRedis implements Extension {
   async afterLoadDocument(payload: afterLoadDocumentPayload): Promise<void> {
     this.#unshared.add(payload.documentName)
     this.#shared?.loaded(payload.document)
-    // Not connected: the load does not wait for the client's retries to fail again.
-    if (this.#wire.pub.status !== 'ready' || this.#wire.sub.status !== 'ready') return
+    // Not connected, or Redis does not answer: the load does not wait for Redis.
+    if (this.#wire.pub.status !== 'ready' || this.#wire.sub.status !== 'ready' || this.#unanswered.cutOff) return
     let timer: unknown
     const deadline = new Promise<void>((resolve) => {
       timer = this.#timers.setTimeout(resolve, SHARE_WAIT_MS)
@@ -305,10 +302,7 @@ export class GuardedRedis implements Extension {
       }
       return
     }
-    // Who holds which presence, ahead of the presence itself.
-    this.#shared?.announce(document, true)
-    void this.#guard(() => wire.publishFirstSyncStep(room, document))
-    void this.#guard(() => wire.requestAwarenessFromOtherInstances(room))
+    this.#exchange(room, document)
   }
 
   /** Publishes a change made here (by a client, the directory, a load) to the other relays. */
@@ -336,10 +330,14 @@ export class GuardedRedis implements Extension {
     const batch = this.#outgoing
     if (batch.length === 0) return
     this.#outgoing = []
+    const bytes = batch.reduce((sum, [, message]) => sum + message.byteLength, 0)
     void this.#guard(async () => {
-      const pipeline = this.#wire.pub.pipeline()
-      for (const [channel, message] of batch) for (const chunk of chunksOf(message)) pipeline.publish(channel, chunk)
-      for (const [error] of (await pipeline.exec()) ?? []) if (error !== null) throw error
+      const sent = this.#unanswered.send(bytes, batch.length, () => {
+        const pipeline = this.#wire.pub.pipeline()
+        for (const [channel, message] of batch) for (const chunk of chunksOf(message)) pipeline.publish(channel, chunk)
+        return pipeline.exec()
+      })
+      for (const [error] of (await sent) ?? []) if (error !== null) throw error
     })
   }
 
@@ -397,6 +395,11 @@ export class GuardedRedis implements Extension {
    * when it reconnects, so it is ended then.
    */
   #unsubscribe(room: string): void {
+    // Redis does not answer: ended once it does.
+    if (this.#unanswered.cutOff) {
+      this.#stale.add(room)
+      return
+    }
     const wire = this.#wire
     wire.sub.unsubscribe(wire.subKey(room)).then(
       () => this.#stale.delete(room),
@@ -414,6 +417,7 @@ export class GuardedRedis implements Extension {
    */
   async onDestroy(): Promise<void> {
     this.#sendPublishes()
+    this.#unanswered.stop()
     for (const room of [...this.#repairs.keys()]) this.#cancelRepair(room)
     let timer: unknown
     const deadline = new Promise<void>((resolve) => {
