@@ -8,7 +8,7 @@
  *     [--only=tidemark,plain-loop] [--rounds=N] [--warmup=N] [--no-memory] [--forced-gc]
  */
 import type { Contender, Outcome, WindowTotals } from './contender.ts'
-import { perSecond, type Sample, type Spread, sampleOnce, spreadOf, timedRounds, warmUp } from '../measure.ts'
+import { perSecond, type Sample, type Spread, sampleOnce, spreadOf, timedRounds, WARM_CPU_MS, warmUp } from '../measure.ts'
 import { type MemoryFigures, measureMemory, mb, NO_PROBE, retainedBy, settleHeap } from './memory.ts'
 
 /** `time(reference) / time(subject)`: the subject's throughput relative to the reference's. */
@@ -387,7 +387,7 @@ export async function runProfileCli(define: () => ProfileDefinition): Promise<vo
 }
 
 export function summaryLines(f: ProfileFigures): string[] {
-  const lines = [`${f.profile}: ${f.events.toLocaleString('en')} events, ${f.rounds} rounds after ${f.warmup} warm-up`]
+  const lines = [`${f.profile}: ${f.events.toLocaleString('en')} events, ${f.rounds} rounds after warm-up (at least ${f.warmup} runs and ${WARM_CPU_MS} ms of CPU per contender)`]
   for (const c of f.contenders) {
     const m = c.memory
     lines.push(
