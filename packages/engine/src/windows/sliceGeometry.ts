@@ -64,16 +64,20 @@ export class SliceGeometry {
   }
 
   /**
-   * The first window holding slice `ordinal` whose end is above `floor`: windows ending at or below
-   * it are out (final for an event's lateness, gone for a peer's retention). Past `lastOf` when none.
+   * The first window holding slice `ordinal` still in at `watermark`: windows with
+   * `end + lateness + retention <= watermark` are out (final for an event's lateness, with
+   * `retention` 0; gone for a peer's cell). Compared as the window lifecycle compares, not
+   * against `watermark - lateness`: that difference rounds for a fractional watermark (an event
+   * at a fractional `ts`) when it crosses a power of two, and then refused an event for a window
+   * the lifecycle had not made final. Past `lastOf` when none.
    */
-  firstAbove(ordinal: number, floor: number): number {
-    if (!(floor > Number.NEGATIVE_INFINITY)) return ordinal
-    let b = Math.max(ordinal, Math.floor((floor - this.origin) / this.unit) - 1)
+  firstAbove(ordinal: number, watermark: number, lateness: number, retention = 0): number {
+    if (!(watermark > Number.NEGATIVE_INFINITY)) return ordinal
+    let b = Math.max(ordinal, Math.floor((watermark - lateness - retention - this.origin) / this.unit) - 1)
     const last = this.lastOf(ordinal)
-    // At most two steps: the division only guesses, the comparison decides.
-    while (b <= last && this.endOf(b) <= floor) b++
-    // Past the last (also for an infinite floor): one past it, a small integer like every ordinal.
-    return b <= last ? b : last + 1
+    // At most a few steps: the division only guesses, the comparison decides.
+    while (b <= last && this.endOf(b) + lateness + retention <= watermark) b++
+    // Past the last (also for an infinite watermark): one past it, a small integer like every ordinal.
+    return Math.min(b, last + 1)
   }
 }

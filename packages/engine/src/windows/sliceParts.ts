@@ -125,9 +125,9 @@ export function namedParts(id: string, slice: Slice<SliceSeries>): [string, Cell
 export function mergePeerGroups(host: PartsHost, groups: readonly CellGroup[], frontiers: RemoteFrontiers, tracker: WindowTracker): MergeCounts {
   const counts: MergeCounts = { applied: 0, stale: 0, expired: 0, finalityViolations: 0, invalid: 0 }
   const g = host.geometry
-  const lateFloor = frontiers.watermark - frontiers.lateness
+  const { watermark, lateness, retention } = frontiers
   // With retention Infinity nothing leaves live state, a watermark at +Infinity included.
-  const liveFloor = frontiers.retention === Number.POSITIVE_INFINITY ? Number.NEGATIVE_INFINITY : lateFloor - frontiers.retention
+  const keeps = retention === Number.POSITIVE_INFINITY
   for (const list of groupsByPart(groups)) {
     const first = list[0] as CellGroup
     const start = first.start
@@ -146,8 +146,8 @@ export function mergePeerGroups(host: PartsHost, groups: readonly CellGroup[], f
         continue
       }
     }
-    // Windows ending at or below the live floor left live state here: nothing they show can change.
-    const alive = Math.max(from, g.firstAbove(s, liveFloor))
+    // Windows past their lateness and retention left live state here: nothing they show can change.
+    const alive = keeps ? from : Math.max(from, g.firstAbove(s, watermark, lateness, retention))
     if (alive > last) {
       for (const group of list) {
         counts.expired += group.keys.length
@@ -158,7 +158,7 @@ export function mergePeerGroups(host: PartsHost, groups: readonly CellGroup[], f
       continue
     }
     // Windows alive here that are past their lateness: each changed cell is a finality violation in each.
-    const late = Math.max(0, Math.min(last + 1, g.firstAbove(s, lateFloor)) - alive)
+    const late = Math.max(0, Math.min(last + 1, g.firstAbove(s, watermark, lateness)) - alive)
     const batch = frontiers.batch
     // The groups of one part and start (one per source) mostly list the same keys: their slices are looked up once.
     let keys: readonly string[] | null = null

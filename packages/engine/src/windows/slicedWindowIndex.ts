@@ -112,7 +112,7 @@ export class SlicedWindowIndex implements WindowIndex {
     const s = g.ordinal(alignedStart(ts, this.unit))
     const series = this.#byKey.get(key)
     let missing = 0
-    for (let b = g.firstAbove(s, frontiers.watermark - frontiers.lateness); b <= g.lastOf(s); b++) {
+    for (let b = g.firstAbove(s, frontiers.watermark, frontiers.lateness); b <= g.lastOf(s); b++) {
       if (series?.windows.get(b) === undefined) missing++
     }
     return missing
@@ -162,14 +162,14 @@ export class SlicedWindowIndex implements WindowIndex {
       const ordinal = g.ordinal(start)
       // An event no window admits any more leaves no trace: a slice made for it would hold no
       // cell, and no window would ever release it.
-      if (g.firstAbove(ordinal, frontiers.watermark - frontiers.lateness) > g.lastOf(ordinal)) return REFUSED
+      if (g.firstAbove(ordinal, frontiers.watermark, frontiers.lateness) > g.lastOf(ordinal)) return REFUSED
       slice = this.#sliceOf(this.#seriesOf(key), ordinal, start)
     }
     // Frontiers stand still within a batch: a slice's first admitting window is worked out once per batch.
     const last = this.#geometry.lastOf(slice.ordinal)
     if (slice.batch !== batch) {
       slice.batch = batch
-      slice.from = this.#geometry.firstAbove(slice.ordinal, frontiers.watermark - frontiers.lateness)
+      slice.from = this.#geometry.firstAbove(slice.ordinal, frontiers.watermark, frontiers.lateness)
       slice.touchedFrom = last + 1
     }
     const from = slice.from
