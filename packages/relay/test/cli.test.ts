@@ -98,9 +98,14 @@ describe('a running relay', () => {
     expect(await underName(`127.0.0.1.evil.example:${relay.port}`)).toBe(403)
     // Any spelling of this machine's names: case, a full IPv6 loopback, a default port left out or given.
     for (const host of [`localhost:${relay.port}`, `LOCALHOST:${relay.port}`, `[0:0:0:0:0:0:0:1]:${relay.port}`, '127.0.0.1', '127.0.0.1:80']) expect(await underName(host), host).toBe(200)
-    // A page served from this machine on another port may read the tokens (CORS); a page of any other origin may not.
-    const allowedFrom = async (origin: string): Promise<string | null> =>
-      (await fetch(`${relay.httpUrl}/dev/token?role=dashboard&rooms=fleet-d/*`, { headers: { origin } })).headers.get('access-control-allow-origin')
+    // A page served from this machine on another port may read the tokens (CORS), also with a fetch that sends credentials
+    // (`credentials: 'include'`, as a token URL of the app's own login does); a page of any other origin may not.
+    const allowedFrom = async (origin: string): Promise<string | null> => {
+      const { headers } = await fetch(`${relay.httpUrl}/dev/token?role=dashboard&rooms=fleet-d/*`, { headers: { origin } })
+      const allowed = headers.get('access-control-allow-origin')
+      expect(headers.get('access-control-allow-credentials'), origin).toBe(allowed === null ? null : 'true')
+      return allowed
+    }
     expect(await allowedFrom('http://127.0.0.1:5173')).toBe('http://127.0.0.1:5173')
     expect(await allowedFrom('http://localhost:4183')).toBe('http://localhost:4183')
     expect(await allowedFrom('http://[::1]:8080')).toBe('http://[::1]:8080')

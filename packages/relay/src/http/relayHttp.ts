@@ -69,8 +69,10 @@ async function respond(deps: RelayHttpDeps, request: IncomingMessage, response: 
     const result = await deps.devTokens.issue(url.searchParams)
     const status = 'token' in result ? 200 : 400
     // A local page on another port (a demo, a test page) fetches its tokens here; a page of any other origin may not read them.
+    // It may fetch them with credentials too (a token function written for the app's login sends its cookies): the browser
+    // gives a credentialed answer to the page only with this second header. The relay reads no cookie.
     const origin = loopbackOrigin(request.headers.origin)
-    const cors: Record<string, string> = origin === null ? {} : { 'access-control-allow-origin': origin }
+    const cors: Record<string, string> = origin === null ? {} : { 'access-control-allow-origin': origin, 'access-control-allow-credentials': 'true' }
     response.writeHead(status, { 'content-type': 'application/json', vary: 'Origin', ...cors }).end(JSON.stringify(result))
     return
   }
