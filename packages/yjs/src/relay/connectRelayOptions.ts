@@ -1,6 +1,24 @@
 import { assertKnownOptions } from '@tidemark/engine/adapter'
 import { checkJitterOptions, type ReconnectJitterOptions } from '../transport/reconnectJitter.ts'
 
+/** Default `tokenTimeoutMs`: the relay's own deadline for a socket's first authentication (its `authTimeoutMs`). */
+export const DEFAULT_TOKEN_TIMEOUT_MS = 10_000
+
+/**
+ * Default `maxPendingRooms`: 256 rooms named and not opened cost about 200 kB of the relay's
+ * unauthenticated budget (1 MiB by default) with a 256-byte token, and stay far from its 2,048 names.
+ */
+export const DEFAULT_MAX_PENDING_ROOMS = 256
+
+/** Default `maxMessageBytes`: the relay's default `TIDEMARK_MAX_MESSAGE_BYTES` (1 MiB). */
+export const DEFAULT_MAX_MESSAGE_BYTES = 1 << 20
+
+/** Default `updatesPerSecond`: half the relay's default rate per room connection (100), which every message of the room after its Auth (but its Close) counts against. */
+export const DEFAULT_UPDATES_PER_SECOND = 50
+
+/** Default `silenceMs`: as long as the relay's own wait for a pong before it drops a client (Hocuspocus' `timeout`). */
+export const DEFAULT_SILENCE_MS = 30_000
+
 /**
  * The part of a WebSocket the relay client uses: the browser's `WebSocket` and the `ws`
  * package's both fit.
@@ -52,6 +70,16 @@ export interface ConnectRelayOptions {
    * too, and the next socket reads again. Timed on `jitter.setTimeout`.
    */
   readonly tokenTimeoutMs?: number
+  /**
+   * How long the socket may bring nothing before it is taken for dead, in ms (default 30,000;
+   * `Infinity` turns the check off). A connection can die without a close (a laptop asleep, a NAT
+   * that forgot it, a lost network path), and the browser keeps such a socket open for minutes
+   * or more. Once half of this passed with nothing from the relay, the client asks it (a sync
+   * step 1 of a room in sync, which the relay answers); with nothing by the next half, the
+   * socket is closed, reported through `onError`, and a jittered reconnect syncs every room again.
+   * A socket whose rooms are all still opening is not judged. Timed on `jitter.setTimeout`.
+   */
+  readonly silenceMs?: number
   /**
    * Rooms that may be opening at once on the socket: their Auth sent, not in sync yet (default
    * 256). The relay counts every room a socket named and has not opened against its
@@ -113,8 +141,8 @@ export function checkConnectRelayOptions(options: ConnectRelayOptions): void {
     throw new TypeError(`connectRelay: ${message}`)
   }
   if (typeof options !== 'object' || options === null) fail('needs options { url, token }')
-  assertKnownOptions('connectRelay', options, ['url', 'token', 'tokenTimeoutMs', 'maxPendingRooms', 'maxMessageBytes', 'updatesPerSecond', 'jitter', 'WebSocket', 'onError'])
-  const { url, token, tokenTimeoutMs, maxPendingRooms, maxMessageBytes, updatesPerSecond, jitter, WebSocket = globalThis.WebSocket, onError } = options
+  assertKnownOptions('connectRelay', options, ['url', 'token', 'tokenTimeoutMs', 'silenceMs', 'maxPendingRooms', 'maxMessageBytes', 'updatesPerSecond', 'jitter', 'WebSocket', 'onError'])
+  const { url, token, tokenTimeoutMs, silenceMs, maxPendingRooms, maxMessageBytes, updatesPerSecond, jitter, WebSocket = globalThis.WebSocket, onError } = options
   if (Array.isArray(url)) {
     if (url.length === 0) fail('url must be a ws:// or wss:// URL, or a non-empty list of them')
     url.forEach((entry: unknown, i: number) => {
@@ -126,6 +154,9 @@ export function checkConnectRelayOptions(options: ConnectRelayOptions): void {
   if (typeof token !== 'string' && typeof token !== 'function') fail(`token must be a string or a function, got ${typeof token}`)
   if (tokenTimeoutMs !== undefined && !(typeof tokenTimeoutMs === 'number' && Number.isFinite(tokenTimeoutMs) && tokenTimeoutMs > 0)) {
     fail(`tokenTimeoutMs must be a positive number of ms, got ${tokenTimeoutMs}`)
+  }
+  if (silenceMs !== undefined && !(typeof silenceMs === 'number' && silenceMs >= 1000)) {
+    fail(`silenceMs must be a number of ms of at least 1000, or Infinity, got ${silenceMs}`)
   }
   if (maxPendingRooms !== undefined && !(Number.isSafeInteger(maxPendingRooms) && maxPendingRooms >= 1)) {
     fail(`maxPendingRooms must be an integer >= 1, got ${maxPendingRooms}`)

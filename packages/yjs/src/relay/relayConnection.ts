@@ -15,29 +15,23 @@ import { assertKnownOptions } from '@tidemark/engine/adapter'
 import * as decoding from 'lib0/decoding'
 import type * as Y from 'yjs'
 import { jitterWindow } from '../transport/reconnectJitter.ts'
-import type { ConnectRelayOptions, RelaySocket, RelayToken } from './connectRelayOptions.ts'
+import {
+  type ConnectRelayOptions,
+  DEFAULT_MAX_MESSAGE_BYTES,
+  DEFAULT_MAX_PENDING_ROOMS,
+  DEFAULT_SILENCE_MS,
+  DEFAULT_TOKEN_TIMEOUT_MS,
+  DEFAULT_UPDATES_PER_SECOND,
+  type RelaySocket,
+  type RelayToken,
+} from './connectRelayOptions.ts'
 import type { JoinOptions, Relay, RelayRoomHandle } from './relayApi.ts'
 import { AUTH_PERMISSION_DENIED, MESSAGE_AUTH, MESSAGE_CLOSE, type RelayMessage, readRelayMessage } from './relayProtocol.ts'
 import { OpeningBound } from './openingBound.ts'
 import { RelayRoom } from './relayRoom.ts'
 import type { RoomLink, SocketState } from './roomLink.ts'
 import { refusalOf } from './roomRefusals.ts'
-
-/** Default `tokenTimeoutMs`: the relay's own deadline for a socket's first authentication (its `authTimeoutMs`). */
-const DEFAULT_TOKEN_TIMEOUT_MS = 10_000
-
-/**
- * Default `maxPendingRooms`: 256 rooms named and not opened cost about 200 kB of the relay's
- * unauthenticated budget (1 MiB by default) with a 256-byte token, and stay far from its 2,048 names.
- */
-const DEFAULT_MAX_PENDING_ROOMS = 256
-
-/** Default `maxMessageBytes`: the relay's default `TIDEMARK_MAX_MESSAGE_BYTES` (1 MiB). */
-const DEFAULT_MAX_MESSAGE_BYTES = 1 << 20
-
-/** Default `updatesPerSecond`: half the relay's default rate per room connection (100), which every message of the room after its Auth (but its Close) counts against. */
-const DEFAULT_UPDATES_PER_SECOND = 50
-
+import { SocketLiveness } from './socketLiveness.ts'
 
 /** Close codes of a socket that ended without the relay refusing anything: normal, going away (a restart), none given, dropped. */
 const PLAIN_CLOSES = [1000, 1001, 1005, 1006]
@@ -72,6 +66,7 @@ export class RelayConnection implements Relay {
   readonly #cancel: (handle: unknown) => void
   readonly #rooms = new Map<string, RelayRoom>()
   readonly #link: RoomLink
+  readonly #liveness: SocketLiveness
   /** Rooms whose Close is in flight on this socket: they authenticate again once the server's Close answers. */
   readonly #closing = new Set<string>()
   /** Rooms denied on this socket: Hocuspocus ignores a second Auth for them until the socket closes. */
@@ -106,6 +101,16 @@ export class RelayConnection implements Relay {
     this.#schedule = jitter.setTimeout ?? ((run, ms) => setTimeout(run, ms))
     this.#cancel = jitter.clearTimeout ?? ((handle) => clearTimeout(handle as ReturnType<typeof setTimeout>))
     this.#link = this.#roomLink(options)
+    const silenceMs = options.silenceMs ?? DEFAULT_SILENCE_MS
+    this.#liveness = new SocketLiveness(silenceMs, {
+      schedule: this.#schedule,
+      cancel: this.#cancel,
+      probe: () => [...this.#rooms.values()].some((room) => room.probe()),
+      silent: () => {
+        this.#fail(`the relay sent nothing for ${silenceMs / 2} ms after it was asked; reconnecting`)
+        this.#drop()
+      },
+    })
     const initialMs = jitter.initialMs ?? 0
     if (initialMs > 0) {
       this.#state = 'connecting'
@@ -166,6 +171,7 @@ export class RelayConnection implements Relay {
     this.#timer = null
     this.#cancelRetry()
     this.#endTokenRead()
+    this.#liveness.stop()
     const socket = this.#socket
     this.#socket = null
     // Closed first, so leaving rooms sends nothing: the socket's close ends them all on the server.
@@ -244,6 +250,7 @@ export class RelayConnection implements Relay {
     socket.addEventListener('open', () => {
       if (socket !== this.#socket) return
       this.#state = 'open'
+      this.#liveness.start()
       this.#bound.regrow()
       this.#reportRooms()
       this.#authenticateIdle()
@@ -251,6 +258,7 @@ export class RelayConnection implements Relay {
     socket.addEventListener('message', (event) => {
       if (socket !== this.#socket) return
       heard = true
+      this.#liveness.heard()
       this.#receive((event as MessageEvent).data)
     })
     socket.addEventListener('close', (event) => {
@@ -290,6 +298,7 @@ export class RelayConnection implements Relay {
   #closed(): void {
     this.#socket = null
     this.#state = 'closed'
+    this.#liveness.stop()
     // Every room authenticates on the next socket anyway, with a read of its own.
     this.#cancelRetry()
     this.#endTokenRead()

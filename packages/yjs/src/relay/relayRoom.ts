@@ -44,10 +44,7 @@ import { UpdateOutbox } from './updateOutbox.ts'
 // Where a room is, in this order: waiting, live on the socket, ended.
 /** Waiting for the socket; authenticates once it is open. */
 const IDLE = 0
-/**
- * Closed by the relay without a refusal: waiting for its rejoin delay (its own timer). Or denied
- * for a temporary reason (no timer): waiting for the new socket the relay client opens for it.
- */
+/** Closed by the relay without a refusal, waiting for its rejoin delay (its own timer); or denied for a while, waiting for a new socket (no timer). */
 const DELAYED = 1
 /** Its token sent. */
 const AUTHENTICATING = 2
@@ -121,12 +118,22 @@ export class RelayRoom {
     return this.#phase === DELAYED && this.#timer === null
   }
 
+  /** In sync: sends a step 1, which the relay answers (its step 1 and step 2), to learn that the socket still carries anything. */
+  probe(): boolean {
+    if (this.#phase !== SYNCED) return false
+    this.#link.send(syncMessage(this.name, SYNC_STEP_1, Y.encodeStateVector(this.doc)))
+    return true
+  }
+
   /** Sends the token: the first message of this room on the current socket. */
   authenticate(token: string): void {
     if (this.#phase !== IDLE) return
     this.#enter(AUTHENTICATING)
     this.#serverOpen = true
-    this.#sendToken(token)
+    this.#link.send(relayMessage(this.name, MESSAGE_AUTH, (encoder) => {
+      encoding.writeVarUint(encoder, AUTH_TOKEN)
+      writeString(encoder, token)
+    }))
     this.report()
   }
 
@@ -342,14 +349,14 @@ export class RelayRoom {
   }
 
   #stateless(payload: string): void {
-    let message: unknown
+    let message: { tidemark?: unknown; reason?: unknown } | null
     try {
       message = JSON.parse(payload)
     } catch {
       return // not the relay's: applications may send their own stateless messages
     }
     if (typeof message !== 'object' || message === null) return
-    const { tidemark, reason } = message as { tidemark?: unknown; reason?: unknown }
+    const { tidemark, reason } = message
     // Past the relay's rate the room is closed next, and joins again: nothing to refuse.
     if (tidemark === 'refused' && reason !== RATE_LIMITED) this.#refuse(`tidemark:refused ${String(reason)}`, true)
   }
@@ -433,13 +440,6 @@ export class RelayRoom {
       return
     }
     this.report()
-  }
-
-  #sendToken(token: string): void {
-    this.#link.send(relayMessage(this.name, MESSAGE_AUTH, (encoder) => {
-      encoding.writeVarUint(encoder, AUTH_TOKEN)
-      writeString(encoder, token)
-    }))
   }
 
   #cancelTimer(): void {

@@ -92,10 +92,14 @@ export class FakeTimers {
   }
 }
 
-/** A relay client over `ws`, its errors collected rather than logged. */
+/**
+ * A relay client over `ws`, its errors collected rather than logged. Its silence check is off
+ * unless `silenceMs` is given: tests that read the client's timers see only the ones they test
+ * (relaySilence.test.ts tests that check).
+ */
 export function relayClient(url: ConnectRelayOptions['url'], token: ConnectRelayOptions['token'], options: Partial<ConnectRelayOptions> = {}): { relay: Relay; errors: Error[] } {
   const errors: Error[] = []
-  const relay = connectRelay({ url, token, WebSocket, onError: (error) => errors.push(error), ...options })
+  const relay = connectRelay({ url, token, WebSocket, onError: (error) => errors.push(error), silenceMs: Number.POSITIVE_INFINITY, ...options })
   return { relay, errors }
 }
 

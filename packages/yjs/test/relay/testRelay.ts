@@ -93,6 +93,8 @@ export interface TestRelay {
   sockets(): number
   /** Cuts every open socket (a network drop); the relay keeps listening. */
   dropSockets(): void
+  /** Stops reading every open socket, which stays open (a path lost without a close): nothing the clients send gets an answer. */
+  freezeSockets(): void
   /** Closes every open socket with `code` and `reason`, as the relay closes one for what it was sent (4413 `tidemark:unauthenticated-limit`, ...). */
   closeSockets(code: number, reason: string): void
   /** Drops every socket and stops listening; `start` listens again on the same port. */
@@ -150,6 +152,10 @@ export async function startTestRelay(): Promise<TestRelay> {
     sockets: () => requireRunning().wss.clients.size,
     dropSockets: () => {
       for (const ws of requireRunning().wss.clients) ws.terminate()
+    },
+    freezeSockets: () => {
+      // `ws` keeps the TCP socket it reads as `_socket`; paused, it reads nothing more and answers nothing.
+      for (const ws of requireRunning().wss.clients) (ws as unknown as { _socket: { pause(): void } })._socket.pause()
     },
     closeSockets: (code, reason) => {
       for (const ws of requireRunning().wss.clients) ws.close(code, reason)
