@@ -54,7 +54,11 @@ afterEach(async () => {
 afterAll(() => removeDataDirs())
 
 function values(engine: Engine) {
-  return engine.results().map(({ window, key, start, end, count, sum, min, max }) => ({ window, key, start, end, count, sum, min, max }))
+  // With the aggregates' results (the options configure them; the engine's type does not say so).
+  return engine.results().map((result) => {
+    const { window, key, start, end, count, sum, min, max } = result
+    return { window, key, start, end, count, sum, min, max, aggregates: (result as { aggregates?: unknown }).aggregates }
+  })
 }
 
 /** Polls `check` every 10 ms of real time (the relay's traffic is real) until it holds; throws naming `what` after `ms`. */
@@ -283,6 +287,8 @@ async function run(seed: number, kind: RelayKind): Promise<string> {
   // Each device's own engine holds its readings exactly once.
   for (const device of devices) expect.soft(values(device.engine as Engine), `${device.id}'s own engine; ${story}`).toEqual(values(truthOf([device])))
   expect(values(board()), `the dashboard; ${story}`).toEqual(values(truthOf(devices)))
+  // The comparisons cover the aggregates' results too.
+  expect(values(board()).every((result) => result.aggregates !== undefined)).toBe(true)
   // Nothing the clients could not use, no binding error, no anomaly but duplicates, no acknowledged seq missing at a reopen.
   expect(errors).toEqual([])
   return `seed ${seed} (${profile}, relay ${kind}, producers ${mode}, offline by ${cutOffline ? 'cut' : 'disconnect'}, ${KEYS} keys): ${log.length} events, readings ${devices.map((d) => d.sent.length).join('/')}, crashes ${devices.map((d) => d.counters.crashes).join('/')}, re-sent duplicates ${devices.map((d) => d.counters.duplicates).join('/')}`

@@ -14,7 +14,18 @@ import 'fake-indexeddb/auto'
 import { IDBFactory } from 'fake-indexeddb'
 import WebSocket from 'ws'
 import * as Y from 'yjs'
-import { boundedOutOfOrderness, type EngineOptions, manual, type StreamEvent, session, type TidemarkEngine, tumbling } from '@tidemark/engine'
+import {
+  boundedOutOfOrderness,
+  distinct,
+  type EngineOptions,
+  latest,
+  manual,
+  quantiles,
+  type StreamEvent,
+  session,
+  type TidemarkEngine,
+  tumbling,
+} from '@tidemark/engine'
 import { indexedDbPersistence, openEngine } from '@tidemark/idb'
 import { bindDoc, connectRelay, type Relay as RelayClient } from '@tidemark/yjs'
 import { signToken } from './roomClients.ts'
@@ -30,9 +41,11 @@ export type ChaosProfile = 'manual' | 'event-time'
 
 export function chaosOptions(profile: ChaosProfile): EngineOptions {
   const windows = [tumbling(60_000), session(30_000)]
-  if (profile === 'manual') return { windows, watermark: manual(), retention: Number.POSITIVE_INFINITY }
+  // States that travel whole in each cell and are checkpointed, replayed and merged bit for bit.
+  const aggregates = { p: quantiles({ at: [0.5, 0.9] }), devices: distinct({ of: (event) => event.source }), last: latest() }
+  if (profile === 'manual') return { windows, watermark: manual(), retention: Number.POSITIVE_INFINITY, aggregates }
   // Sources turn idle after 30 s of processing time: a dashboard fires windows before a device's backlog lands.
-  return { windows, watermark: boundedOutOfOrderness(40_000), allowedLateness: 60_000, idleTimeout: 30_000, retention: Number.POSITIVE_INFINITY }
+  return { windows, watermark: boundedOutOfOrderness(40_000), allowedLateness: 60_000, idleTimeout: 30_000, retention: Number.POSITIVE_INFINITY, aggregates }
 }
 /** Reconnects within 200 ms: the test waits for them in real time. */
 export const JITTER = { baseMs: 20, capMs: 200 }
