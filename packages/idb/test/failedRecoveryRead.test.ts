@@ -12,6 +12,7 @@ import { afterEach, expect, it, vi } from 'vitest'
 import { reading } from '@tidemark/engine/testing'
 import { type EngineOptions, tumbling } from '@tidemark/engine'
 import { indexedDbPersistence, openEngine } from '@tidemark/idb'
+import { claimLog } from '@tidemark/idb/log'
 
 afterEach(() => {
   vi.restoreAllMocks()
@@ -41,6 +42,33 @@ it('a log record that cannot be read rejects the open with its error and leaves 
   try {
     await expect(openEngine({ ...config, persistence: persistence() })).rejects.toThrow()
     // Node reports an unhandled rejection once the microtasks of the task that rejected it have run.
+    await new Promise((resolve) => setImmediate(resolve))
+    await new Promise((resolve) => setImmediate(resolve))
+  } finally {
+    process.off('unhandledRejection', onUnhandled)
+  }
+  expect(unhandled).toEqual([])
+})
+
+it('a writer epoch that cannot be read rejects claimLog with its error and leaves no unhandled rejection', async () => {
+  const factory = new IDBFactory()
+  const first = await claimLog({ name: 'unreadable-epoch', indexedDB: factory, withoutLocks: 'single-tab' })
+  await first.release()
+
+  // Reading the writer epoch fails: its request errors and its transaction aborts, as in Chromium.
+  const get = FakeObjectStore.prototype.get
+  vi.spyOn(FakeObjectStore.prototype, 'get').mockImplementation(function (this: IDBObjectStore, key: IDBValidKey | IDBKeyRange) {
+    const request = get.call(this, key)
+    if (this.name === 'meta') (this.transaction as unknown as { _abort(name: string): void })._abort('UnknownError')
+    return request
+  })
+  const unhandled: unknown[] = []
+  const onUnhandled = (reason: unknown): void => {
+    unhandled.push(reason)
+  }
+  process.on('unhandledRejection', onUnhandled)
+  try {
+    await expect(claimLog({ name: 'unreadable-epoch', indexedDB: factory, withoutLocks: 'single-tab' })).rejects.toThrow()
     await new Promise((resolve) => setImmediate(resolve))
     await new Promise((resolve) => setImmediate(resolve))
   } finally {
