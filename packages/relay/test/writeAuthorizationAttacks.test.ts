@@ -407,6 +407,10 @@ describe('through a relay', () => {
     for (let i = 0; i < 10; i++) replicaLog(attacker.doc, 'd1').push([groupEntry('d1-temp', (1000 + i) * 60_000)])
     socket.send(syncFrame(ROOM, 0, Y.encodeStateVector(new Y.Doc())))
     await waitFor(() => received > before, 'the answer to the sync step 1', 60_000)
+    // The provider sends the entries on its own schedule, the step 1 went straight to the socket:
+    // the entries count as checked once the dashboard has every one of them.
+    const own = Array.from({ length: 10 }, (_, i) => `,${(1000 + i) * 60_000},`)
+    await waitFor(() => own.every((start) => seenByDashboard().includes(start)), "the device's own entries on the dashboard", 60_000)
     // The relay checked the device's own entries as they came (its checks are seen here), and
     // neither held update (~800 KB) again: every message changed nothing they wait for.
     const checked = checkedBytes.slice(checkedBefore)
