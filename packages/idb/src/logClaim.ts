@@ -216,9 +216,6 @@ async function raiseEpoch(factory: IDBFactory, database: string): Promise<number
   try {
     const tx = db.transaction('meta', 'readwrite', { durability: 'strict' })
     const done = committed(tx)
-    // A read that fails aborts the transaction and is what the claim rejects with: `done`, not
-    // awaited then, must not become an unhandled rejection.
-    done.catch(ignore)
     const meta = tx.objectStore('meta')
     const stored = await requested(meta.get(WRITER_EPOCH_KEY))
     const epoch = (typeof stored === 'number' && Number.isSafeInteger(stored) && stored >= 0 ? stored : 0) + 1

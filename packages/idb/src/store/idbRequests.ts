@@ -14,11 +14,16 @@ export function requested<T>(request: IDBRequest<T>): Promise<T> {
 /**
  * Resolves once the transaction committed; rejects with its error (a failed request's, a full
  * quota's) when it aborted. Only `abort` is heard: a failed request aborts the transaction, and
- * its error is the transaction's only from then on.
+ * its error is the transaction's only from then on. Its rejection is marked handled: a caller
+ * that awaited a failed read first reports that read's error and leaves this promise behind,
+ * which would otherwise be an unhandled rejection (in Node, by default, one that ends the
+ * process whatever the app did with the call's rejection). Awaiting it still throws.
  */
 export function committed(tx: IDBTransaction): Promise<void> {
-  return new Promise((resolve, reject) => {
+  const done = new Promise<void>((resolve, reject) => {
     tx.oncomplete = () => resolve()
     tx.onabort = () => reject(tx.error ?? new DOMException('the transaction was aborted', 'AbortError'))
   })
+  done.catch(() => {})
+  return done
 }

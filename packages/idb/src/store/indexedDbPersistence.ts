@@ -264,10 +264,6 @@ class IndexedDbPersistence implements Persistence {
   async #recover(db: IDBDatabase): Promise<RecoveredLog> {
     const tx = db.transaction(['checkpoints', 'wal', 'meta', 'lateLane', 'archive'], 'readonly')
     const done = committed(tx)
-    // A read that fails aborts the transaction: the read's rejection is what open() reports, and
-    // `done`, no longer awaited then, must not become an unhandled rejection (in Node, by
-    // default, one that ends the process whatever the app did with open()'s).
-    done.catch(ignore)
     const checkpoints = tx.objectStore('checkpoints')
     const corrupt: CorruptRecord[] = []
     let checkpoint: Checkpoint | null = null
