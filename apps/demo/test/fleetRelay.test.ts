@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Engine } from '@tidemark/engine'
 import { DevTokenIssuer, type Relay, startRelay } from '@tidemark/relay'
+import { cuttableWebSocket } from '@tidemark/testkit/network'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import type { DeviceStatus } from '../src/fleet/deviceStatus.ts'
@@ -56,33 +57,6 @@ async function eventually(done: () => boolean, what: string): Promise<void> {
   while (!done()) {
     if (Date.now() > deadline) throw new Error(`never happened within 20 s: ${what}`)
     await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-}
-
-/**
- * A WebSocket (the `ws` package's) whose sockets `cut()` closes, as a machine going offline
- * does, and which refuses to connect until `restore()`.
- */
-function cuttableWebSocket() {
-  const open = new Set<WebSocket>()
-  let down = false
-  class CuttableWebSocket extends WebSocket {
-    constructor(url: string) {
-      // While down, nothing answers: port 1 on loopback refuses the connection.
-      super(down ? 'ws://127.0.0.1:1' : url)
-      open.add(this)
-      this.on('close', () => open.delete(this))
-    }
-  }
-  return {
-    WebSocket: CuttableWebSocket,
-    cut(): void {
-      down = true
-      for (const socket of open) socket.terminate()
-    },
-    restore(): void {
-      down = false
-    },
   }
 }
 

@@ -12,7 +12,6 @@
  */
 import 'fake-indexeddb/auto'
 import { IDBFactory } from 'fake-indexeddb'
-import WebSocket from 'ws'
 import * as Y from 'yjs'
 import {
   boundedOutOfOrderness,
@@ -28,6 +27,7 @@ import {
 } from '@tidemark/engine'
 import { indexedDbPersistence, openEngine } from '@tidemark/idb'
 import { bindDoc, connectRelay, type Relay as RelayClient } from '@tidemark/yjs'
+import { cuttableWebSocket } from '@tidemark/testkit/network'
 import { signToken } from './roomClients.ts'
 
 export const T0 = 1_700_000_040_000
@@ -49,33 +49,6 @@ export function chaosOptions(profile: ChaosProfile): EngineOptions {
 }
 /** Reconnects within 200 ms: the test waits for them in real time. */
 export const JITTER = { baseMs: 20, capMs: 200 }
-
-/**
- * A `ws` WebSocket class whose sockets `cut()` terminates without a close frame, as a machine
- * losing its network or dying does; while cut, a connection goes to port 1 on loopback, which
- * refuses it, so the client's reconnect loop runs and fails until `restore()`.
- */
-export function cuttableWebSocket() {
-  const open = new Set<WebSocket>()
-  let down = false
-  class CuttableWebSocket extends WebSocket {
-    constructor(url: string) {
-      super(down ? 'ws://127.0.0.1:1' : url)
-      open.add(this)
-      this.on('close', () => open.delete(this))
-    }
-  }
-  return {
-    WebSocket: CuttableWebSocket,
-    cut(): void {
-      down = true
-      for (const socket of open) socket.terminate()
-    },
-    restore(): void {
-      down = false
-    },
-  }
-}
 
 /**
  * An IndexedDB factory over `factory` whose connections' transactions still running when
