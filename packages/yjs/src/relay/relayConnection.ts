@@ -103,8 +103,8 @@ export class RelayConnection implements Relay {
     this.#link = this.#roomLink(options)
     const silenceMs = options.silenceMs ?? DEFAULT_SILENCE_MS
     this.#liveness = new SocketLiveness(silenceMs, {
-      schedule: this.#schedule,
-      cancel: this.#cancel,
+      schedule: (run, ms) => this.#schedule(run, ms),
+      cancel: (handle) => this.#cancel(handle),
       probe: () => [...this.#rooms.values()].some((room) => room.probe()),
       silent: () => {
         this.#fail(`the relay sent nothing for ${silenceMs / 2} ms after it was asked; reconnecting`)
