@@ -204,6 +204,8 @@ describe('every ingest-reachable reason', () => {
       'overflow',
       'future_ts',
       'invalid_aggregate_input',
+      // finishedSources.test.ts
+      'finished_source',
     ])
     expect(ANOMALY_REASONS.filter((r) => !replicationOnly.includes(r) && !covered.has(r))).toEqual([])
   })

@@ -70,15 +70,20 @@ const cellGroup = (per: number): fc.Arbitrary<CellGroup> => fc
     ),
   )
 
-const clockEntry: fc.Arbitrary<ClockEntry> = fc.record({
-  source: name,
-  writer: name,
-  maxTs: anyNumber,
-  prefix: fc.nat(),
-  prefixTs: anyNumber,
-  provable: fc.boolean(),
-  version: fc.nat(),
-})
+const clockEntry: fc.Arbitrary<ClockEntry> = fc.record(
+  {
+    source: name,
+    writer: name,
+    maxTs: anyNumber,
+    prefix: fc.nat(),
+    prefixTs: anyNumber,
+    provable: fc.boolean(),
+    // As the engine writes it: present only on a finished clock.
+    finished: fc.constant(true as const),
+    version: fc.nat(),
+  },
+  { requiredKeys: ['source', 'writer', 'maxTs', 'prefix', 'prefixTs', 'provable', 'version'] },
+)
 
 const rejected = fc.dictionary(fc.constantFrom(...ANOMALY_REASONS), fc.integer({ min: 1, max: 0xffffffff }), { maxKeys: 4 })
 
@@ -88,6 +93,7 @@ export const walOp: fc.Arbitrary<WalOp> = fc.oneof(
   fc.record({ kind: fc.constant('advance' as const), to: anyNumber }),
   fc.record({ kind: fc.constant('tick' as const), now: anyNumber }),
   fc.record({ kind: fc.constant('refuse' as const), rejected }),
+  fc.record({ kind: fc.constant('finish' as const), source: name, now: anyNumber }),
   fc.record({
     kind: fc.constant('merge' as const),
     now: anyNumber,

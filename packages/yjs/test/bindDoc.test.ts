@@ -372,7 +372,7 @@ describe('bindDoc: validation of peers', () => {
     ['nested Y type', new Y.Map()],
     ['clock of another writer', ['k', 'd1', 'someone-else', T0, 1, T0, 1, 1]],
     ['clock with NaN prefix', ['k', 'd1', 'p', T0, Number.NaN, T0, 1, 1]],
-    ['clock with provable 2', ['k', 'd1', 'p', T0, 1, T0, 2, 1]],
+    ['clock with flags 4', ['k', 'd1', 'p', T0, 1, T0, 4, 1]],
   ]
 
   it('reports each hostile entry as invalid_remote_cell, merges the valid ones, in one call', () => {

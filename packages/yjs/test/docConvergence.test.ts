@@ -414,7 +414,7 @@ describe('hostile doc entries', () => {
     ['a nested object', () => [{ g: 1 }] as unknown[], /not a group entry/],
     ['a clock with a NaN version', () => withField(writeClockEntry({ source: 'm1', writer: 'mallory', maxTs: T0, prefix: 1, prefixTs: T0, provable: true, version: 1 }) as unknown[], 7, Number.NaN), /clock version/],
     ['a clock with a negative prefix', () => withField(writeClockEntry({ source: 'm1', writer: 'mallory', maxTs: T0, prefix: 1, prefixTs: T0, provable: true, version: 1 }) as unknown[], 4, -1), /clock prefix/],
-    ['a clock with provable 2', () => withField(writeClockEntry({ source: 'm1', writer: 'mallory', maxTs: T0, prefix: 1, prefixTs: T0, provable: true, version: 1 }) as unknown[], 6, 2), /clock provable/],
+    ['a clock with flags 4', () => withField(writeClockEntry({ source: 'm1', writer: 'mallory', maxTs: T0, prefix: 1, prefixTs: T0, provable: true, version: 1 }) as unknown[], 6, 4), /clock flags/],
     ['a clock naming another writer', () => writeClockEntry({ source: 'w1', writer: 'writer', maxTs: T0 + 1e6, prefix: 99, prefixTs: T0, provable: true, version: 99 }) as unknown[], /names writer "writer"/],
   ]
   for (const [name, entry, reason] of cases) {

@@ -28,6 +28,7 @@ export type AnomalyReason =
   | 'overflow'
   | 'invalid_remote_cell'
   | 'source_conflict'
+  | 'finished_source'
   | 'corrupt_record'
 
 /**
@@ -54,6 +55,7 @@ export const ANOMALY_REASONS: readonly AnomalyReason[] = [
   'overflow',
   'invalid_remote_cell',
   'source_conflict',
+  'finished_source',
   'corrupt_record',
 ]
 

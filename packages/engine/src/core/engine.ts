@@ -6,7 +6,7 @@ import { EngineLiveness } from './engineLiveness.ts'
 import type { Engine, EngineOptions, EngineStats, IngestReceipt, LateEvent } from './engineApi.ts'
 import { type ResolvedOptions, resolveOptions, windowIndexes } from './engineOptions.ts'
 import type { StreamEvent } from './event.ts'
-import { Frontiers } from '../time/frontiers.ts'
+import { finishableClock, Frontiers } from '../time/frontiers.ts'
 import { LateLane } from './lateLane.ts'
 import { ingestSink } from './ingestSink.ts'
 import { refusal } from './inputRejection.ts'
@@ -26,7 +26,8 @@ import { DedupMemory } from './dedupMemory.ts'
 import { FutureSources } from './futureSources.ts'
 import { RemoteAnomalies } from '../replica/remoteAnomalies.ts'
 import { BatchPlacement } from '../windows/batchPlacement.ts'
-import { liveCells, queryResults, windowGauges, windowHistory } from '../windows/liveWindows.ts'
+import { liveCells, queryResults, windowHistory } from '../windows/liveWindows.ts'
+import { type EngineCounts, engineStats } from './engineStats.ts'
 
 const NO_CHANGES: readonly WindowChange[] = Object.freeze([])
 
@@ -56,14 +57,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
   #writable: WritableStream<readonly StreamEvent[]> | null = null
   readonly #dedup = new DedupMemory()
   readonly #futureSources = new FutureSources()
-  readonly #counts = {
-    ingested: 0,
-    applied: 0,
-    duplicates: 0,
-    lateAdmitted: 0,
-    beyondLateness: 0,
-    finalityViolations: 0,
-  }
+  readonly #counts: EngineCounts = { ingested: 0, applied: 0, duplicates: 0, lateAdmitted: 0, beyondLateness: 0, finalityViolations: 0 }
   readonly #anomalies = emptyAnomalyCounts()
   /**
    * This replica's id: the writer of every source it ingests.
@@ -206,6 +200,28 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
     this.#settle(null, Number.NaN, false)
   }
 
+  finishSource(source: string): Promise<void> {
+    this.#assertOpen()
+    const clock = finishableClock(this.#frontiers, source, this.replicaId, this.#options.limits.maxSources)
+    if (clock?.finished === true) return DURABLE
+    const blocked = this.#journal.wal?.blocked ?? null
+    if (blocked !== null) return Promise.reject(blocked)
+    const now = this.#options.now()
+    const durable = this.#journal.wal === null ? DURABLE : this.#journal.record({ kind: 'finish', source, now })
+    this.#finishAt(source, now)
+    return durable
+  }
+
+  /** Finishes `source` at processing time `now`: its clock marked and published, the frontiers moved, windows settled. */
+  #finishAt(source: string, now: number): void {
+    const clock = this.#frontiers.source(source, now)
+    clock.writer = this.replicaId
+    clock.finish()
+    this.#outbox.clock(clock)
+    this.#frontiers.advance(now)
+    this.#settle(null, now, false)
+  }
+
   tick(): void {
     this.#assertOpen()
     const now = this.#options.now()
@@ -263,6 +279,9 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
         return
       case 'merge':
         this.#mergeAt(() => op.groups, op.clocks, op.now, null)
+        return
+      case 'finish':
+        this.#finishAt(op.source, op.now)
         return
     }
   }
@@ -362,29 +381,8 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
   }
 
   stats(): EngineStats {
-    const f = this.#frontiers
-    const wal = this.#journal.wal?.stats()
-    return {
-      ...this.#counts,
-      corrections: this.#lifecycle.corrections,
-      anomalies: { ...this.#anomalies },
-      ...windowGauges(this.#indexes),
-      sources: f.sources.size,
-      dedupEntries: this.#dedup.entries,
-      lateLane: this.#lateLane.size,
-      lateLaneTrimmed: this.#lateLane.trimmed,
-      watermark: f.watermark,
-      proofFrontier: f.proof,
-      watermarkLag: f.maxTs > f.watermark ? f.maxTs - f.watermark : 0,
-      docBytes: this.#port.docBytes,
-      walRecords: wal?.walRecords ?? 0,
-      walBytes: wal?.walBytes ?? 0,
-      persistenceError: this.#journal.error,
-      replicationError: this.#port.error,
-      remoteAnomalies: this.#remoteAnomalies.list(),
-      futureSources: this.#futureSources.list(),
-      timers: this.#lifecycle.timers,
-    }
+    const links = { journal: this.#journal, port: this.#port, remoteAnomalies: this.#remoteAnomalies }
+    return engineStats({ ...this.#parts(), ...links, counts: this.#counts })
   }
 
   async close(): Promise<void> {

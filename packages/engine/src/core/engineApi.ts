@@ -233,6 +233,23 @@ export interface Engine<A extends AggregateDefinitions = NoAggregates> {
    */
   advanceWatermark(t: number): void
   /**
+   * Finishes `source`: its writer's promise that it sends nothing more, as a device that leaves
+   * the fleet for good or an upload that ended. From here on the source holds neither the
+   * watermark nor the proof frontier back (when every known source finished, every window
+   * fires, `proven`), its later events are refused (`finished_source`; copies of events it sent
+   * still count as duplicates), and its clock carries the promise to every peer. Only the replica
+   * that writes the source can finish it; finishing it again changes nothing. Resolves once the
+   * promise is durable in the log (at once without one); rejects, changing nothing, while the
+   * log refuses writes. Throws for a name that is not one, a source another replica writes, or
+   * a new source past `limits.maxSources`.
+   *
+   * @example
+   * engine.ingest([{ id: 'd9-1', source: 'd9', seq: 1, ts: 1_000, value: 7 }])
+   * await engine.finishSource('d9') // d9 was switched off for good
+   * engine.ingest([{ id: 'd9-2', source: 'd9', seq: 2, ts: 2_000, value: 8 }]).anomalies[0]?.reason // 'finished_source'
+   */
+  finishSource(source: string): Promise<void>
+  /**
    * Reads the processing-time clock (`now`) so that sources silent for `idleTimeout` stop holding
    * the watermark, and fires the processing-time triggers now due (`afterProcessingTime`,
    * `alignedProcessingTime`).

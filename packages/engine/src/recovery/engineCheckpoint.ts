@@ -49,6 +49,8 @@ export interface SourceClockSnapshot {
   readonly prefixTs: number
   readonly lastPrefixTs: number
   readonly provable: boolean
+  /** The source was finished (absent from checkpoints that predate finishing). */
+  readonly finished?: boolean
   /** [seq, ts] seen above a gap. */
   readonly ahead: readonly (readonly [number, number])[]
   /** [id, ts] of events without seq. */

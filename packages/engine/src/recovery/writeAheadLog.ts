@@ -30,6 +30,8 @@ export type WalOp =
     }
   | { readonly kind: 'advance'; readonly to: number }
   | { readonly kind: 'tick'; readonly now: number }
+  /** `finishSource(source)` at processing time `now`. */
+  | { readonly kind: 'finish'; readonly source: string; readonly now: number }
   | {
       /** Peers' state merged: their cells packed in groups (as the doc carries them) and their clocks. */
       readonly kind: 'merge'

@@ -35,6 +35,7 @@ export function clockEntryProblem(entry: ClockEntry): string | null {
   if (typeof entry.prefix !== 'number' || !Number.isSafeInteger(entry.prefix) || entry.prefix < 0) return `prefix must be a safe integer >= 0: ${String(entry.prefix)}`
   if (typeof entry.prefixTs !== 'number' || Number.isNaN(entry.prefixTs) || entry.prefixTs > MAX_ABS_TS) return `prefixTs must be a time: ${String(entry.prefixTs)}`
   if (typeof entry.provable !== 'boolean') return 'provable must be a boolean'
+  if (entry.finished !== undefined && typeof entry.finished !== 'boolean') return 'finished must be a boolean when present'
   if (typeof entry.version !== 'number' || !Number.isSafeInteger(entry.version) || entry.version < 0) return `version must be a safe integer >= 0: ${String(entry.version)}`
   return null
 }

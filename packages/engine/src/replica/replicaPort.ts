@@ -20,6 +20,8 @@ export interface ClockEntry {
   readonly prefixTs: number
   /** False once the source can prove nothing (ts went backwards along seq, or no seq). */
   readonly provable: boolean
+  /** True once its writer finished the source (`engine.finishSource`); absent from peers that predate it. */
+  readonly finished?: boolean
   readonly version: number
 }
 

@@ -1,3 +1,5 @@
+import { MAX_NAME_LENGTH } from '../core/event.ts'
+import { OverflowError } from '../core/overflowError.ts'
 import type { EngineCheckpoint } from '../recovery/engineCheckpoint.ts'
 import { SourceClock } from './sourceClock.ts'
 import type { WatermarkStrategy } from './watermarkStrategy.ts'
@@ -5,7 +7,8 @@ import type { WatermarkStrategy } from './watermarkStrategy.ts'
 /**
  * The engine's event-time frontiers (docs/semantics.md, Time): the watermark `W`, the
  * watermark with idle sources still counted (to tell `derived` from `fallback`),
- * and the proof frontier `P`. They move only in `advance()`, between batches.
+ * and the proof frontier `P`. They move only in `advance()`, between batches. A finished source
+ * counts in none of them: when every known source finished, `P` is Infinity (all input is in).
  *
  * @example
  * const frontiers = new Frontiers(boundedOutOfOrderness(5_000), 30_000)
@@ -66,9 +69,11 @@ export class Frontiers {
     // A clock that gave no time turns no source idle: every source counts as active again.
     this.#judgedAt = Number.isNaN(now) ? Number.NEGATIVE_INFINITY : now
     for (const clock of this.sources.values()) {
+      if (clock.maxTs > this.maxTs) this.maxTs = clock.maxTs
+      // A finished source holds nothing back: nothing unseen can come from it.
+      if (clock.finished) continue
       const p = clock.proof()
       if (p < proof) proof = p
-      if (clock.maxTs > this.maxTs) this.maxTs = clock.maxTs
       if (clock.maxTs < all) all = clock.maxTs
       if (this.#idleAt(clock, now)) idle++
       else if (clock.maxTs < active) active = clock.maxTs
@@ -92,8 +97,8 @@ export class Frontiers {
     if (timeout === Number.POSITIVE_INFINITY) return timeout
     let next = Number.POSITIVE_INFINITY
     for (const clock of this.sources.values()) {
-      // Idle already at the last judgement: it stays idle until it sends again.
-      if (this.#idleAt(clock, this.#judgedAt)) continue
+      // Idle already at the last judgement: it stays idle until it sends again. A finished source never turns idle.
+      if (clock.finished || this.#idleAt(clock, this.#judgedAt)) continue
       const at = clock.lastSeen + timeout + 1
       if (at < next) next = at
     }
@@ -109,7 +114,7 @@ export class Frontiers {
     if (!(now >= this.#judgedAt)) return false
     if (this.#idleTimeout === Number.POSITIVE_INFINITY) return true
     for (const clock of this.sources.values()) {
-      if (!this.#idleAt(clock, this.#judgedAt) && this.#idleAt(clock, now)) return false
+      if (!clock.finished && !this.#idleAt(clock, this.#judgedAt) && this.#idleAt(clock, now)) return false
     }
     return true
   }
@@ -148,4 +153,25 @@ export class Frontiers {
   firingFrontier(): number {
     return Math.max(this.proof, this.watermark)
   }
+}
+
+/**
+ * The clock of a source `replicaId` may finish (`engine.finishSource`), or undefined for a source
+ * not seen yet that there is room for. Throws for what cannot be finished: a name that is not
+ * one, a source another replica writes (only its writer knows that nothing more comes), and a
+ * new source past `maxSources`.
+ *
+ * @example
+ * finishableClock(frontiers, 'd1', 'tab-1', 10_000)?.finished // false: d1 can be finished
+ */
+export function finishableClock(frontiers: Frontiers, source: string, replicaId: string, maxSources: number): SourceClock | undefined {
+  if (typeof source !== 'string' || source.length === 0 || source.length > MAX_NAME_LENGTH) {
+    throw new TypeError(`finishSource needs a source name (a non-empty string of at most ${MAX_NAME_LENGTH} units), got ${typeof source === 'string' ? `a string of ${source.length}` : typeof source}`)
+  }
+  const clock = frontiers.sources.get(source)
+  if (clock !== undefined && clock.writer !== replicaId) {
+    throw new Error(`source '${source}' is written by replica '${clock.writer}': only its writer can finish it`)
+  }
+  if (clock === undefined && frontiers.sources.size >= maxSources) throw new OverflowError('engine', `limits.maxSources (${maxSources}) reached`)
+  return clock
 }

@@ -39,6 +39,12 @@ export class SourceClock {
   aheadMax = 0
   /** Ids of events without seq, with their ts. */
   readonly ids = new Map<string, number>()
+  /**
+   * The writer promised that the source sends nothing more (`engine.finishSource`): it no longer
+   * holds the watermark back, counts as complete for the proof frontier, and any later event of
+   * it is refused. Never undone.
+   */
+  finished = false
   /** Replica that writes this source ('' when not replicated). */
   writer = ''
   /** Bumped on every change, so replicas keep the newest copy of a single-writer clock. */
@@ -144,6 +150,20 @@ export class SourceClock {
     ahead.advanceBase(this.prefix)
   }
 
+  /**
+   * Marks the source finished (its writer's promise that nothing more comes): a new version, so
+   * every peer that takes it keeps it over any older copy.
+   *
+   * @example
+   * clock.finish()
+   * clock.proof() // Infinity
+   */
+  finish(): void {
+    if (this.finished) return
+    this.finished = true
+    this.version++
+  }
+
   /** Highest seq this clock has remembered (0 when none): the prefix, or a seq seen above a gap. */
   highestSeq(): number {
     return Math.max(this.prefix, this.aheadMax)
@@ -159,6 +179,7 @@ export class SourceClock {
     // A provable clock's ts never decreased along seq, so its last prefix ts is its largest; otherwise it is unknown here.
     this.#lastPrefixTs = state.provable ? state.prefixTs : Number.NaN
     this.provable = state.provable
+    this.finished = state.finished === true
     this.lastSeen = now
   }
 
@@ -174,6 +195,7 @@ export class SourceClock {
       prefixTs: this.prefixTs,
       lastPrefixTs: this.#lastPrefixTs,
       provable: this.provable,
+      finished: this.finished,
       ahead: [...this.ahead],
       ids: [...this.ids],
     }
@@ -188,6 +210,7 @@ export class SourceClock {
     clock.prefixTs = s.prefixTs
     clock.#lastPrefixTs = s.lastPrefixTs
     clock.provable = s.provable
+    clock.finished = s.finished === true
     clock.ahead.advanceBase(s.prefix)
     for (const [seq, ts] of s.ahead) clock.ahead.set(seq, ts)
     // A checkpoint without `highestSeq` predates it: the seqs still in dedup memory are the best it knows.
@@ -200,7 +223,7 @@ export class SourceClock {
 
   /** This clock as replicated. */
   entry(): ClockEntry {
-    return {
+    const entry: ClockEntry = {
       source: this.name,
       writer: this.writer,
       maxTs: this.maxTs,
@@ -209,10 +232,13 @@ export class SourceClock {
       provable: this.provable,
       version: this.version,
     }
+    // Only a finished clock says so: peers and logs that predate finishing read the rest as before.
+    return this.finished ? { ...entry, finished: true } : entry
   }
 
-  /** This source's contribution to the proof frontier P. */
+  /** This source's contribution to the proof frontier P: everything, once finished (nothing unseen can come from it). */
   proof(): number {
+    if (this.finished) return Number.POSITIVE_INFINITY
     return this.provable ? this.prefixTs : Number.NEGATIVE_INFINITY
   }
 

@@ -155,6 +155,10 @@ export class BatchPlacement {
         }
         continue
       }
+      if (clock?.finished === true) {
+        rejectInput(anomalies, counts, 'finished_source', event, i, `source '${event.source}' was finished: it takes no more events`)
+        continue
+      }
       if (clock === undefined && sources.size >= limits.maxSources) {
         rejectInput(anomalies, counts, 'overflow', event, i, `limits.maxSources (${limits.maxSources}) reached`)
         continue

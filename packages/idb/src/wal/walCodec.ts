@@ -2,7 +2,7 @@ import type { WalOp } from '@tidemark/engine'
 /**
  * Binary records of the write-ahead log: one columnar record per journal operation
  * (an ingest batch, a watermark advance, a tick, a merge of peers' state, a batch refused
- * whole). Every number is little-endian.
+ * whole, a source finished). Every number is little-endian.
  *
  * Log record, format version 1, n = events, c = cells, g = cell groups, k = clocks,
  * r = rejected-reason entries, s = distinct strings:
@@ -10,10 +10,10 @@ import type { WalOp } from '@tidemark/engine'
  *   offset  bytes  field
  *   0       4      magic 0x4C574D54 (the bytes "TMWL")
  *   4       2      format version (1)
- *   6       2      flags: bits 0-2 op kind (0 ingest, 1 advance, 2 tick, 3 merge, 4 refuse);
- *                  others 0
+ *   6       2      flags: bits 0-2 op kind (0 ingest, 1 advance, 2 tick, 3 merge, 4 refuse,
+ *                  5 finish); others 0
  *   8       8      lsn, float64 holding a safe integer >= 1
- *   16      8      time, float64: `now` (ingest, tick, merge), `to` (advance), NaN (refuse)
+ *   16      8      time, float64: `now` (ingest, tick, merge, finish), `to` (advance), NaN (refuse)
  *   24      4      n
  *   28      4      c
  *   32      4      k
@@ -30,8 +30,9 @@ import type { WalOp } from '@tidemark/engine'
  *                  version per clock
  *   ...     ...    Uint32 columns: id, source, key (0xFFFFFFFF = absent) per event; window,
  *                  source and cell count per group, then key per cell; source, writer,
- *                  provable (0 or 1) per clock; reason, count per rejected entry (string
- *                  indexes except counts and flags)
+ *                  flags per clock (bit 0 provable, bit 1 finished); reason, count per
+ *                  rejected entry; the source of a finish (string indexes except counts and
+ *                  flags)
  *   ...     ...    string table (walStrings.ts): 4s lengths, then UTF-8, then UTF-16
  *   ...     ...    a merge whose groups carry aggregate states: their aggregate column, group
  *                  after group (`encodeAggregateColumn` of @tidemark/engine/adapter), to the end
@@ -51,7 +52,7 @@ import { StringTable } from './walStrings.ts'
 const WAL_MAGIC = 0x4c574d54
 const FORMAT_VERSION = 1
 const HEADER_BYTES = 64
-const KINDS: readonly WalOpKind[] = ['ingest', 'advance', 'tick', 'merge', 'refuse']
+const KINDS: readonly WalOpKind[] = ['ingest', 'advance', 'tick', 'merge', 'refuse', 'finish']
 
 const littleEndianHost = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1
 
@@ -89,8 +90,8 @@ interface Header {
 }
 
 /** How many Float64 values and Uint32 references (before the string lengths) a record's columns hold. */
-function columnSizes({ n, c, k, r, g }: Pick<Header, 'n' | 'c' | 'k' | 'r' | 'g'>): { floats: number; refs: number } {
-  return { floats: 3 * n + g + GROUP_COLUMNS * c + 4 * k, refs: 3 * n + 3 * g + c + 3 * k + 2 * r }
+function columnSizes({ kind, n, c, k, r, g }: Pick<Header, 'kind' | 'n' | 'c' | 'k' | 'r' | 'g'>): { floats: number; refs: number } {
+  return { floats: 3 * n + g + GROUP_COLUMNS * c + 4 * k, refs: 3 * n + 3 * g + c + 3 * k + 2 * r + (kind === 'finish' ? 1 : 0) }
 }
 
 /**
@@ -114,7 +115,7 @@ export function encodeWalRecord(lsn: number, op: WalOp): Uint8Array<ArrayBuffer>
   const c = cellCount(groups)
   const k = clocks.length
   const r = rejected.length
-  const sizes = columnSizes({ n, c, k, r, g })
+  const sizes = columnSizes({ kind: op.kind, n, c, k, r, g })
   const table = new StringTable()
   // Uint32 columns in layout order; string lengths follow once the table is complete.
   const refs = new Uint32Array(sizes.refs)
@@ -135,7 +136,7 @@ export function encodeWalRecord(lsn: number, op: WalOp): Uint8Array<ArrayBuffer>
     const clock = clocks[i] as ClockEntry
     refs[at + i] = table.intern(clock.source)
     refs[at + k + i] = table.intern(clock.writer)
-    refs[at + 2 * k + i] = clock.provable ? 1 : 0
+    refs[at + 2 * k + i] = (clock.provable ? 1 : 0) | (clock.finished === true ? 2 : 0)
   }
   at += 3 * k
   for (let i = 0; i < r; i++) {
@@ -143,6 +144,7 @@ export function encodeWalRecord(lsn: number, op: WalOp): Uint8Array<ArrayBuffer>
     refs[at + i] = table.intern(reason)
     refs[at + r + i] = count
   }
+  if (op.kind === 'finish') refs[at + 2 * r] = table.intern(op.source)
   // An engine's groups carry states for every cell (it has aggregates) or for none.
   const column = encodeAggregateColumn(groups.flatMap((group) => group.aggregates ?? []))
   const bytes = layColumns(HEADER_BYTES, sizes.floats, refs, table, column.length, (f64) => {
@@ -223,6 +225,11 @@ export function decodeWalRecord(bytes: Uint8Array): WalDecodeResult {
       const rejected = readRejected(columns, 0, r)
       if (typeof rejected === 'string') return fail(rejected)
       return { ok: true, lsn: header.lsn, op: { kind: 'refuse', rejected } }
+    }
+    case 'finish': {
+      const source = columns.strings[columns.u32[0] as number]
+      if (source === undefined || source === '') return fail('a finish record names no source')
+      return { ok: true, lsn: header.lsn, op: { kind: 'finish', source, now: header.time } }
     }
     case 'merge': {
       let groups = readGroups(columns, header.g, c)

@@ -138,18 +138,20 @@ export function readClocks({ f64, u32, strings }: Columns, fAt: number, uAt: num
   for (let i = 0; i < k; i++) {
     const source = strings[u32[uAt + i] as number]
     const writer = strings[u32[uAt + k + i] as number]
-    const provable = u32[uAt + 2 * k + i] as number
+    const flags = u32[uAt + 2 * k + i] as number
     if (source === undefined || writer === undefined) return `clock ${i} refers to a missing string`
-    if (provable > 1) return `clock ${i} has provable flag ${provable}`
-    clocks[i] = {
+    if (flags > 3) return `clock ${i} has flags ${flags}`
+    const clock: ClockEntry = {
       source,
       writer,
       maxTs: f64[fAt + i] as number,
       prefix: f64[fAt + k + i] as number,
       prefixTs: f64[fAt + 2 * k + i] as number,
-      provable: provable === 1,
+      provable: (flags & 1) === 1,
       version: f64[fAt + 3 * k + i] as number,
     }
+    // As the engine writes clock entries: `finished` only when it is.
+    clocks[i] = (flags & 2) === 2 ? { ...clock, finished: true } : clock
   }
   return clocks
 }

@@ -17,6 +17,7 @@ import {
 } from '@tidemark/engine'
 import { GroupIndex, groupCellProblem } from '@tidemark/engine/adapter'
 import {
+  clockOf,
   compareClocks,
   type DocEntry,
   entryCells,
@@ -340,15 +341,7 @@ function unfiled(list: readonly DocEntry[] | undefined, raw: DocEntry): DocEntry
 }
 
 function rawClock(raw: DocEntry): ClockEntry {
-  return {
-    source: raw[1] as string,
-    writer: raw[2] as string,
-    maxTs: raw[3] as number,
-    prefix: raw[4] as number,
-    prefixTs: raw[5] as number,
-    provable: raw[6] === 1,
-    version: raw[7] as number,
-  }
+  return clockOf(raw[1] as string, raw[2] as string, raw[3] as number, raw[4] as number, raw[5] as number, raw[6] as number, raw[7] as number)
 }
 
 const clockOrder = (old: DocEntry, clock: ClockEntry): number => compareClocks(rawClock(old), clock)

@@ -16,7 +16,7 @@
  * Entries are flat arrays of Yjs "any" values:
  *
  *   group  ['g', window, start, source, keys (JSON array of strings), columns (bytes), aggregates (bytes)]
- *   clock  ['k', source, writer, maxTs, prefix, prefixTs, provable (1 | 0), version]
+ *   clock  ['k', source, writer, maxTs, prefix, prefixTs, flags (bit 0 provable, bit 1 finished), version]
  *
  * A group holds one source's cells for every key of one window start (cellGroup.ts): the
  * columns are `6 × keys` little-endian float64 values, column after column (counts, sums,
@@ -148,7 +148,7 @@ export function writeClockEntry(clock: ClockEntry): DocEntry {
     clock.maxTs,
     clock.prefix,
     clock.prefixTs,
-    clock.provable ? 1 : 0,
+    clockFlags(clock),
     clock.version,
   ]
 }
@@ -293,7 +293,7 @@ export function groupKeysOf(value: DocEntry): readonly string[] | null {
  */
 export function readClockEntry(value: unknown): ClockEntry | string {
   if (entryKind(value) !== 'clock') return `not a clock entry: ${preview(value)}`
-  const [, source, writer, maxTs, prefix, prefixTs, provable, version] = value as unknown[]
+  const [, source, writer, maxTs, prefix, prefixTs, flags, version] = value as unknown[]
   if (!isName(source, 1)) return `clock source must be a string of 1..${MAX_NAME_LENGTH} characters: ${preview(source)}`
   if (!isName(writer, 1)) return `clock writer must be a string of 1..${MAX_NAME_LENGTH} characters: ${preview(writer)}`
   if (!isTimeOrNone(maxTs)) return `clock maxTs must be a time or -Infinity: ${preview(maxTs)}`
@@ -301,19 +301,27 @@ export function readClockEntry(value: unknown): ClockEntry | string {
   if (typeof prefix !== 'number' || !Number.isSafeInteger(prefix) || prefix < 0) {
     return `clock prefix must be a safe integer >= 0: ${preview(prefix)}`
   }
-  if (provable !== 0 && provable !== 1) return `clock provable must be 0 or 1: ${preview(provable)}`
+  if (flags !== 0 && flags !== 1 && flags !== 2 && flags !== 3) return `clock flags must be 0 to 3 (bit 0 provable, bit 1 finished): ${preview(flags)}`
   if (typeof version !== 'number' || !Number.isSafeInteger(version) || version < 0) {
     return `clock version must be a safe integer >= 0: ${preview(version)}`
   }
-  return {
-    source: source as string,
-    writer: writer as string,
-    maxTs: maxTs as number,
-    prefix,
-    prefixTs: prefixTs as number,
-    provable: provable === 1,
-    version,
-  }
+  return clockOf(source as string, writer as string, maxTs as number, prefix, prefixTs as number, flags, version)
+}
+
+/** A clock entry's flags: bit 0 provable, bit 1 finished (0 or 1 from writers that predate finishing). */
+function clockFlags(clock: ClockEntry): number {
+  return (clock.provable ? 1 : 0) | (clock.finished === true ? 2 : 0)
+}
+
+/**
+ * The clock an entry's fields describe, `finished` only when it is (as the engine writes clocks).
+ *
+ * @example
+ * clockOf('d1', 'phone', 9_000, 9, 9_000, 3, 12).finished // true
+ */
+export function clockOf(source: string, writer: string, maxTs: number, prefix: number, prefixTs: number, flags: number, version: number): ClockEntry {
+  const clock: ClockEntry = { source, writer, maxTs, prefix, prefixTs, provable: (flags & 1) === 1, version }
+  return (flags & 2) === 2 ? { ...clock, finished: true } : clock
 }
 
 /**
@@ -327,6 +335,7 @@ export function compareClocks(a: ClockEntry, b: ClockEntry): number {
     order(a.prefix, b.prefix) ||
     order(a.prefixTs, b.prefixTs) ||
     order(Number(a.provable), Number(b.provable)) ||
+    order(Number(a.finished === true), Number(b.finished === true)) ||
     order(a.writer, b.writer)
   )
 }

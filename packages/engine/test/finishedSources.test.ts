@@ -1,0 +1,171 @@
+import { describe, expect, it } from 'vitest'
+import { boundedOutOfOrderness, createEngine, manual, type StreamEvent, tumbling, type WindowChange } from '../src/index.ts'
+import type { TidemarkEngine } from '../src/core/engine.ts'
+import type { LocalWrite } from '../src/replica/replicaPort.ts'
+import { loggedEngine } from './loggedEngine.ts'
+
+/** Reading `seq` of `source` at event time `ts` (value 1, no key). */
+function reading(source: string, seq: number, ts: number): StreamEvent {
+  return { id: `${source}-${seq}`, source, seq, ts, value: 1 }
+}
+
+/** One reading per second from each source, seqs from 1, event times `from`, `from + 1000`, … */
+function seconds(source: string, count: number, from = 0): StreamEvent[] {
+  return Array.from({ length: count }, (_, i) => reading(source, i + 1, from + i * 1_000))
+}
+
+/** An engine of 10 s tumbling windows, bounded by 1 s of out-of-orderness, with every change it emits. */
+function fleet(options: { idleTimeout?: number; replicaId?: string } = {}) {
+  let now = 0
+  const engine = createEngine({ windows: tumbling(10_000), watermark: boundedOutOfOrderness(1_000), now: () => now, ...options }) as TidemarkEngine
+  const changes: WindowChange[] = []
+  engine.subscribe((batch) => changes.push(...batch))
+  return { engine, changes, at: (t: number) => (now = t) }
+}
+
+const onTime = (changes: readonly WindowChange[]) => changes.filter((c) => c.type === 'on_time').map((c) => ({ start: c.result.start, basis: c.result.basis }))
+
+describe('finishSource: a source that sends nothing more', () => {
+  it('no longer holds the watermark or the proof frontier: the others fire its windows, proven', () => {
+    const { engine, changes } = fleet()
+    engine.ingest([...seconds('d1', 35), ...seconds('d2', 5)])
+    // d2 stopped at 4 s: it holds W at 3 s and P at 4 s, and no window has fired.
+    expect(engine.watermark()).toBe(3_000)
+    expect(engine.stats().proofFrontier).toBe(4_000)
+    expect(onTime(changes)).toEqual([])
+
+    void engine.finishSource('d2')
+    // d1 alone: W = 34 s - 1 s, P = 34 s (its gap-free prefix).
+    expect(engine.watermark()).toBe(33_000)
+    expect(engine.stats().proofFrontier).toBe(34_000)
+    expect(onTime(changes)).toEqual([
+      { start: 0, basis: 'proven' },
+      { start: 10_000, basis: 'proven' },
+      { start: 20_000, basis: 'proven' },
+    ])
+  })
+
+  it('with idle timeouts, its windows fire proven where a silent source left them to fallback', () => {
+    const silent = fleet({ idleTimeout: 5_000 })
+    const finished = fleet({ idleTimeout: 5_000 })
+    for (const { engine, at } of [silent, finished]) {
+      engine.ingest([...seconds('d1', 5), ...seconds('d2', 5)])
+      at(10_000)
+      if (engine === finished.engine) void engine.finishSource('d2')
+      engine.ingest(seconds('d1', 30).slice(5))
+      engine.tick()
+    }
+    expect(onTime(silent.changes).map((c) => c.basis)).toEqual(['fallback', 'fallback'])
+    expect(onTime(finished.changes).map((c) => c.basis)).toEqual(['proven', 'proven'])
+  })
+
+  it('refuses its later events as finished_source, while copies of what it sent stay duplicates', () => {
+    const { engine } = fleet()
+    engine.ingest(seconds('d1', 3))
+    void engine.finishSource('d1')
+    const receipt = engine.ingest([reading('d1', 2, 1_000), reading('d1', 4, 3_000), { ...reading('d1', 5, 4_000), id: 'late-id' }])
+    expect(receipt).toMatchObject({ accepted: 0, duplicates: 1, rejected: 2 })
+    expect(receipt.anomalies.map((a) => [a.reason, a.index, a.source])).toEqual([
+      ['finished_source', 1, 'd1'],
+      ['finished_source', 2, 'd1'],
+    ])
+    expect(receipt.anomalies[0]?.detail).toBe("source 'd1' was finished: it takes no more events")
+    expect(engine.stats().anomalies.finished_source).toBe(2)
+    expect(engine.results()[0]?.count).toBe(3)
+  })
+
+  it('once every known source finished, every window fires, proven, and W stays where the sources left it', () => {
+    const { engine, changes } = fleet()
+    engine.ingest([...seconds('d1', 15), ...seconds('d2', 12, 500)])
+    void engine.finishSource('d1')
+    // d2 alone: W = 11.5 s - 1 s, P = 11.5 s.
+    expect(onTime(changes)).toEqual([{ start: 0, basis: 'proven' }])
+    void engine.finishSource('d2')
+    expect(engine.stats().proofFrontier).toBe(Number.POSITIVE_INFINITY)
+    expect(onTime(changes)).toEqual([
+      { start: 0, basis: 'proven' },
+      { start: 10_000, basis: 'proven' },
+    ])
+    expect(engine.watermark()).toBe(10_500)
+    // A source first seen afterwards is judged by W: its reading of the second window is a correction, not refused.
+    const receipt = engine.ingest([reading('d3', 1, 15_000)])
+    expect(receipt.accepted).toBe(1)
+    expect(changes.at(-1)).toMatchObject({ type: 'correction', result: { start: 10_000, count: 8 } })
+  })
+
+  it('an unknown source can be finished (nothing is taken from it then); finishing twice changes nothing', async () => {
+    const { engine } = fleet()
+    await engine.finishSource('gone')
+    expect(engine.stats().sources).toBe(1)
+    expect(engine.ingest([reading('gone', 1, 1_000)]).anomalies[0]?.reason).toBe('finished_source')
+    const writes: LocalWrite[] = []
+    engine.replica.onLocalWrite((w) => writes.push(structuredClone(w)))
+    await engine.finishSource('gone')
+    expect(writes).toEqual([])
+  })
+
+  it('throws for a name that is not one, a source another replica writes, a new source past maxSources, and a closed engine', async () => {
+    const writer = createEngine({ windows: tumbling(10_000), watermark: manual(), replicaId: 'phone' })
+    const dashboard = createEngine({ windows: tumbling(10_000), watermark: manual(), replicaId: 'dash', limits: { maxSources: 1 } })
+    writer.replica.onLocalWrite((w) => dashboard.replica.mergeRemote(w.cells, w.clocks))
+    writer.ingest([reading('d1', 1, 1_000)])
+    expect(() => dashboard.finishSource('')).toThrow(TypeError)
+    expect(() => dashboard.finishSource(7 as unknown as string)).toThrow(/a source name \(a non-empty string.*got number/)
+    expect(() => dashboard.finishSource('x'.repeat(1025))).toThrow(TypeError)
+    expect(() => dashboard.finishSource('d1')).toThrow("source 'd1' is written by replica 'phone': only its writer can finish it")
+    expect(() => dashboard.finishSource('d2')).toThrow('limits.maxSources (1) reached')
+    await writer.close()
+    expect(() => writer.finishSource('d1')).toThrow()
+  })
+
+  it('reaches peers with the clock: a peer fires as the writer does, and an older copy of the clock does not undo it', () => {
+    const device = createEngine({ windows: tumbling(10_000), watermark: boundedOutOfOrderness(1_000), replicaId: 'phone' })
+    const other = createEngine({ windows: tumbling(10_000), watermark: boundedOutOfOrderness(1_000), replicaId: 'tablet' })
+    const dashboard = createEngine({ windows: tumbling(10_000), watermark: boundedOutOfOrderness(1_000), replicaId: 'dash' })
+    const writes: LocalWrite[] = []
+    for (const peer of [device, other]) peer.replica.onLocalWrite((w) => writes.push(structuredClone(w)))
+    device.ingest(seconds('d2', 5))
+    other.ingest(seconds('d1', 35))
+    void device.finishSource('d2')
+    const finish = writes.at(-1) as LocalWrite
+    expect(finish.cells).toEqual([])
+    expect(finish.clocks).toEqual([expect.objectContaining({ source: 'd2', writer: 'phone', finished: true })])
+    // Every write in order, then the one before the finish again (a stale copy, as a late relay would bring).
+    for (const w of [...writes, writes[0] as LocalWrite]) dashboard.replica.mergeRemote(w.cells, w.clocks)
+    expect(dashboard.stats().proofFrontier).toBe(34_000)
+    expect(dashboard.results().map((r) => [r.start, r.status, r.basis])).toEqual([
+      [0, 'on_time', 'proven'],
+      [10_000, 'on_time', 'proven'],
+      [20_000, 'on_time', 'proven'],
+      [30_000, 'provisional', 'unknown'],
+    ])
+  })
+
+  it('is logged and replayed, and kept by a checkpoint', async () => {
+    const options = { windows: tumbling(10_000), watermark: boundedOutOfOrderness(1_000), now: () => 0, replicaId: 'r1' }
+    const { engine, ops } = loggedEngine(options)
+    engine.ingest([...seconds('d1', 25), ...seconds('d2', 3)])
+    await engine.finishSource('d2')
+    engine.ingest([reading('d2', 4, 3_000)])
+    expect(ops.map((op) => op.kind)).toEqual(['ingest', 'finish', 'ingest'])
+    expect(ops[1]).toEqual({ kind: 'finish', source: 'd2', now: 0 })
+
+    const replayed = createEngine(options) as TidemarkEngine
+    for (const op of ops) replayed.replay(op)
+    const restored = createEngine(options) as TidemarkEngine
+    restored.restore(structuredClone(engine.checkpoint()))
+    for (const copy of [replayed, restored]) {
+      expect(copy.results()).toEqual(engine.results())
+      expect(copy.stats().proofFrontier).toBe(24_000)
+      expect(copy.ingest([reading('d2', 5, 4_000)]).anomalies[0]?.reason).toBe('finished_source')
+    }
+  })
+
+  it('rejects, changing nothing, while the log refuses writes', async () => {
+    const engine = createEngine({ windows: tumbling(10_000), watermark: manual() }) as TidemarkEngine
+    const full = new Error('quota exceeded')
+    engine.attachLog({ record: () => Promise.resolve(), blocked: full, stats: () => ({ walRecords: 0, walBytes: 0 }) })
+    await expect(engine.finishSource('d1')).rejects.toBe(full)
+    expect(engine.stats().sources).toBe(0)
+  })
+})
