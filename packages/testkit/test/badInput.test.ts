@@ -591,7 +591,7 @@ describe('bad-input catalogue: peers', () => {
       cellEntry(0, 1, 1, 1, 1, 1, -1),
       ['k', 'peer-src', 'peer', Number.NaN, 1, 1, 1, 1],
       ['k', 'peer-src', 'peer', 1, -1, 1, 1, 1],
-      ['k', 'peer-src', 'peer', 1, 1, 1, 2, 1],
+      ['k', 'peer-src', 'peer', 1, 1, 1, 4, 1],
       ['z', 1, 2],
       'not an entry',
       42,
@@ -1200,6 +1200,44 @@ describe('bad-input catalogue: aggregates', () => {
     expect(engine.stats().anomalies.invalid_remote_cell).toBe(0)
     expectServing(engine)
     return calls.length
+  })
+})
+
+describe('bad-input catalogue: finished sources', () => {
+  row('B46', 'finishSource of a name that is not one, of a peer-written or one-too-many source; events of a finished source', async () => {
+    const engine = withCanary()
+    const peer = engineFor({ replicaId: 'peer' })
+    peer.replica.onLocalWrite((write) => engine.replica.mergeRemote(write.cells, write.clocks))
+    peer.ingest([{ id: 'p#1', source: 'theirs', seq: 1, ts: 2, key: 'p', value: 1 }])
+    const calls: [() => unknown, RegExp][] = [
+      [() => engine.finishSource(undefined as never), /finishSource needs a source name/],
+      [() => engine.finishSource(''), /finishSource needs a source name/],
+      [() => engine.finishSource('s'.repeat(MAX_NAME_LENGTH + 1)), /finishSource needs a source name/],
+      [() => engine.finishSource('theirs'), /written by replica 'peer': only its writer can finish it/],
+    ]
+    for (const [call, message] of calls) expect(call).toThrow(message)
+    expect(engine.ingest([{ id: 'd#1', source: 'd', seq: 1, ts: 1, key: 'd', value: 5 }]).accepted).toBe(1)
+    // One source known where one is allowed: a second cannot even be finished.
+    const full = withCanary({ limits: { maxSources: 1 } })
+    expect(() => full.finishSource('new')).toThrow(/limits.maxSources \(1\) reached/)
+    expect(full.stats().sources).toBe(1)
+    await engine.finishSource('d')
+    const after = [
+      { id: 'd#1', source: 'd', seq: 1, ts: 1, key: 'd', value: 5 },
+      { id: 'd#2', source: 'd', seq: 2, ts: 2, key: 'd', value: 6 },
+      { id: 'd@3', source: 'd', ts: 3, key: 'd', value: 6 },
+    ]
+    const receipt = engine.ingest(after)
+    expect(receipt).toMatchObject({ accepted: 0, duplicates: 1, rejected: 2 })
+    expect(receipt.anomalies.map((a) => [a.reason, a.index])).toEqual([
+      ['finished_source', 1],
+      ['finished_source', 2],
+    ])
+    expect(engine.results({ window: 'tumbling:10', key: 'd' })).toMatchObject([{ count: 1, sum: 5 }])
+    engine.advanceWatermark(1)
+    engine.finishSource('canary')
+    expectServing(engine)
+    return calls.length + 2 + after.length
   })
 })
 
