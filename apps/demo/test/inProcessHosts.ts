@@ -297,6 +297,10 @@ export class InProcessEngine implements RemoteEngine<FleetAggregates> {
     this.#live().tick()
   }
 
+  finishSource(source: string): Promise<void> {
+    return this.#live().finishSource(source)
+  }
+
   async command(name: string, payload?: unknown): Promise<unknown> {
     const host = this.#host
     if (host === null || host.dead) throw new Error(`the engine's host went away before answering command (${this.#connection.reason}); it may or may not have run it`)

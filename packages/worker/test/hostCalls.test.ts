@@ -79,9 +79,9 @@ describe('a call the host cannot read', () => {
   it('is refused with the reason, whatever the message holds', () => {
     const engine = createEngine({ windows: tumbling(1_000) })
     const run = (call: unknown) => () => runHostCall(engine, {} as HostContext, undefined, call as HostCall)
-    expect(run(undefined)).toThrow('unknown call (the message has no call): a call is nextSeq, advance, tick or command')
+    expect(run(undefined)).toThrow('unknown call (the message has no call): a call is nextSeq, advance, tick, finish or command')
     expect(run(null)).toThrow('unknown call (the message has no call)')
-    expect(run({ op: 'drop' })).toThrow('unknown call drop: a call is nextSeq, advance, tick or command')
+    expect(run({ op: 'drop' })).toThrow('unknown call drop: a call is nextSeq, advance, tick, finish or command')
     expect(run({ op: 'command', name: 'reset' })).toThrow("the host has no command 'reset' (hostEngine({ commands }) lists none)")
     expect(run({ op: 'nextSeq', source: 'd1' })()).toBe(1)
   })

@@ -423,9 +423,9 @@ export class EngineHost {
       return
     }
     try {
-      // Only a command may be async: the engine's own calls are answered in the task that ran them.
+      // Only a command and a finish (until durable) may be async: the engine's other calls are answered in the task that ran them.
       const result = runHostCall(engine, context, this.#options.commands, call)
-      const value = call.op === 'command' ? await result : result
+      const value = call.op === 'command' || call.op === 'finish' ? await result : result
       client.link.send({ t: 'reply', req, value }, [])
     } catch (error) {
       client.link.send({ t: 'reply', req, error: wireError(error) }, [])

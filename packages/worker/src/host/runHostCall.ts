@@ -2,12 +2,13 @@ import type { Engine } from '@tidemark/engine'
 import type { HostCall } from '../protocol/messages.ts'
 import type { HostContext, HostEngineOptions } from './hostOptions.ts'
 
-const CALLS = 'a call is nextSeq, advance, tick or command'
+const CALLS = 'a call is nextSeq, advance, tick, finish or command'
 
 /**
- * Runs one call a page made (`nextSeq`, `advanceWatermark`, `tick` or one of the app's
- * `commands`) on the hosted engine and returns what the page gets back: the engine's own calls
- * answer at once, a command with whatever it returns (a promise when it is async). An unknown
+ * Runs one call a page made (`nextSeq`, `advanceWatermark`, `tick`, `finishSource` or one of the
+ * app's `commands`) on the hosted engine and returns what the page gets back: the engine's own
+ * calls answer at once (a finish with the promise that it is durable), a command with whatever it
+ * returns (a promise when it is async). An unknown
  * command throws a `RangeError` that lists the ones the host has, so a typo in a page's
  * `command(name)` is not silently ignored.
  *
@@ -31,6 +32,8 @@ export function runHostCall(engine: Engine, context: HostContext, commands: Host
     case 'tick':
       engine.tick()
       return undefined
+    case 'finish':
+      return engine.finishSource(call.source)
     case 'command': {
       // Only the app's own commands: not what every object inherits ('toString', '__proto__', ...).
       const run = commands !== undefined && Object.hasOwn(commands, call.name) ? commands[call.name] : undefined

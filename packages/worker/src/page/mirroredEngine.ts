@@ -1,13 +1,4 @@
-import type {
-  EngineStats,
-  IngestReceipt,
-  LateEvent,
-  ResultQuery,
-  StreamEvent,
-  SyncStatus,
-  WindowChange,
-  WindowResult,
-} from '@tidemark/engine'
+import type { EngineStats, IngestReceipt, LateEvent, ResultQuery, StreamEvent, SyncStatus, WindowChange, WindowResult } from '@tidemark/engine'
 import type { RecoveryReport } from '@tidemark/idb'
 import { ChangeFeed, ingestSink, reportListenerError } from '@tidemark/engine/adapter'
 import { reportUnlessWithdrawn } from '../common/reportError.ts'
@@ -225,6 +216,13 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
 
   async tick(): Promise<void> {
     await this.#call({ op: 'tick' }, true)
+  }
+
+  async finishSource(source: string): Promise<void> {
+    if (typeof source !== 'string') throw new TypeError(`finishSource needs a source name (a string), got ${typeof source}`)
+    // A batch still on its way would reach the host after the finish, and be refused.
+    await this.#queue.drained()
+    await this.#call({ op: 'finish', source }, true)
   }
 
   command(name: string, payload?: unknown): Promise<unknown> {

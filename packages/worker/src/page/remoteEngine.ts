@@ -103,6 +103,15 @@ export interface RemoteEngine<A extends AggregateDefinitions = NoAggregates> ext
    */
   tick(): Promise<void>
   /**
+   * Finishes `source` on the host engine (`Engine.finishSource`: its writer's promise that it
+   * sends nothing more). Sent once every batch this page ingested before is settled, so none of
+   * them is refused as `finished_source`; resolves once the finish is durable in the host's log.
+   *
+   * @example
+   * await engine.finishSource(claim.source) // this device is retired for good
+   */
+  finishSource(source: string): Promise<void>
+  /**
    * Runs one of the host's app commands (`hostEngine({ commands })`) and resolves with its value.
    *
    * @example

@@ -81,6 +81,7 @@ export type HostCall =
   | { readonly op: 'nextSeq'; readonly source: string }
   | { readonly op: 'advance'; readonly to: number }
   | { readonly op: 'tick' }
+  | { readonly op: 'finish'; readonly source: string }
   | { readonly op: 'command'; readonly name: string; readonly payload: unknown }
 
 /** One aggregate of the host engine: its name in `result.aggregates`, and what shapes its state. */
