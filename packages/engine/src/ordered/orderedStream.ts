@@ -4,7 +4,7 @@ import type { IngestReceipt, LateEvent } from '../core/engineApi.ts'
 import type { StreamEvent } from '../core/event.ts'
 import { readInputOnce, refusal, safeInvalidReason, UNREADABLE } from '../core/inputRejection.ts'
 import { compareEventOrder, type OrderedEvent, type PendingEvent, toPendingEvent } from './eventOrder.ts'
-import { Frontiers } from '../time/frontiers.ts'
+import { finishableClock, finishedDetail, Frontiers } from '../time/frontiers.ts'
 import { LateLane } from '../core/lateLane.ts'
 import type { OrderedBatch, OrderedStream, OrderedStreamOptions, OrderedStreamStats } from './orderedStreamApi.ts'
 import { type ResolvedOrderedStreamOptions, resolveOrderedStreamOptions } from './orderedStreamOptions.ts'
@@ -127,6 +127,11 @@ export class OrderedEventStream implements OrderedStream {
         }
         continue
       }
+      if (clock?.finished === true) {
+        anomalies ??= []
+        anomalies.push(this.#refuse('finished_source', event, i, finishedDetail(event.source)))
+        continue
+      }
       if ((seq === undefined || seq !== (clock?.prefix ?? 0) + 1) && this.#dedupEntries >= options.maxDedupEntries) {
         this.#releaseDedup()
         if (this.#dedupEntries >= options.maxDedupEntries) {
@@ -192,6 +197,19 @@ export class OrderedEventStream implements OrderedStream {
   advanceWatermark(t: number): void {
     if (typeof t !== 'number' || Number.isNaN(t)) throw new RangeError(`advanceWatermark needs a number, got ${String(t)}`)
     this.#frontiers.advanceTo(t)
+  }
+
+  /**
+   * Finishes a source: it stops holding the watermark, and its later events are refused (see `OrderedStream.finishSource`).
+   *
+   * @example
+   * stream.finishSource('d1')
+   */
+  finishSource(source: string): void {
+    const now = this.#options.now()
+    const clock = finishableClock(this.#frontiers, source, '', this.#options.maxSources, 'maxSources') ?? this.#frontiers.source(source, now)
+    clock.finish()
+    this.#frontiers.advance(now)
   }
 
   /**

@@ -129,6 +129,17 @@ export interface OrderedStream {
    */
   advanceWatermark(t: number): void
   /**
+   * Finishes `source`: a promise that it sends nothing more (a device retired, an upload that
+   * ended). It stops holding the watermark back, so what it held is released at the next
+   * `flushReady()`, and its later events are refused as `finished_source` (a copy of an event it
+   * sent before stays a duplicate). When every source finished, `advanceWatermark(Infinity)`
+   * releases the rest. Throws for a name that is not one, or a new source past `maxSources`.
+   *
+   * @example
+   * stream.finishSource('d9') // d9 was switched off for good
+   */
+  finishSource(source: string): void
+  /**
    * Emits every held event with `ts < W` in order (`ready` batches), then the corrections admitted
    * since the last flush (`correction` batches, in order among themselves). Re-checks idle sources first.
    *

@@ -5,7 +5,7 @@ import { copyStreamEvent, type StreamEvent, streamEventOf } from '../core/event.
 import { invalidAnomaly, invalidReason } from '../core/eventValidation.ts'
 import { PlacementOrder } from '../ordered/eventOrder.ts'
 import type { FutureSources } from '../core/futureSources.ts'
-import type { Frontiers } from '../time/frontiers.ts'
+import { finishedDetail, type Frontiers } from '../time/frontiers.ts'
 import { rejectInput, safeInvalidReason } from '../core/inputRejection.ts'
 import type { LateLane } from '../core/lateLane.ts'
 import type { ReplicationOutbox } from '../replica/replicationOutbox.ts'
@@ -156,7 +156,7 @@ export class BatchPlacement {
         continue
       }
       if (clock?.finished === true) {
-        rejectInput(anomalies, counts, 'finished_source', event, i, `source '${event.source}' was finished: it takes no more events`)
+        rejectInput(anomalies, counts, 'finished_source', event, i, finishedDetail(event.source))
         continue
       }
       if (clock === undefined && sources.size >= limits.maxSources) {
