@@ -77,7 +77,10 @@ export interface ConnectRelayOptions {
    * or more. Once half of this passed with nothing from the relay, the client asks it (a sync
    * step 1 of a room in sync, which the relay answers); with nothing by the next half, the
    * socket is closed, reported through `onError`, and a jittered reconnect syncs every room again.
-   * A socket whose rooms are all still opening is not judged. Timed on `jitter.setTimeout`.
+   * With no room in sync, a room opening has asked already (its token, then its sync step 1), and
+   * its unanswered question counts the same: a relay that accepts the socket but never opens its
+   * rooms is left too. A socket on which no room has sent anything yet (the token function still
+   * reading) is not judged. Timed on `jitter.setTimeout`.
    */
   readonly silenceMs?: number
   /**

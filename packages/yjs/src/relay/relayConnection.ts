@@ -105,7 +105,7 @@ export class RelayConnection implements Relay {
     this.#liveness = new SocketLiveness(silenceMs, {
       schedule: (run, ms) => this.#schedule(run, ms),
       cancel: (handle) => this.#cancel(handle),
-      probe: () => [...this.#rooms.values()].some((room) => room.probe()),
+      rooms: () => this.#rooms.values(),
       silent: () => {
         this.#fail(`the relay sent nothing for ${silenceMs / 2} ms after it was asked; reconnecting`)
         this.#drop()

@@ -38,25 +38,9 @@ import {
 import { RATE_LIMITED, refusedDocs, TOKEN_EXPIRED, temporaryDenial } from './roomRefusals.ts'
 import type { RoomLink } from './roomLink.ts'
 import { RoomPace } from './roomPace.ts'
+import { AUTHENTICATING, DELAYED, DESTROYED, IDLE, opening, REFUSED, SYNCED, SYNCING } from './roomPhase.ts'
 import { RoomPresence } from './roomPresence.ts'
 import { UpdateOutbox } from './updateOutbox.ts'
-
-// Where a room is, in this order: waiting, live on the socket, ended.
-/** Waiting for the socket; authenticates once it is open. */
-const IDLE = 0
-/** Closed by the relay without a refusal, waiting for its rejoin delay (its own timer); or denied for a while, waiting for a new socket (no timer). */
-const DELAYED = 1
-/** Its token sent. */
-const AUTHENTICATING = 2
-/** Authenticated, our step 1 sent. */
-const SYNCING = 3
-/** The relay's step 2 arrived: in sync. */
-const SYNCED = 4
-const REFUSED = 5
-const DESTROYED = 6
-
-/** Sent its Auth, and the relay has not opened it yet. */
-const opening = (phase: number): boolean => phase === AUTHENTICATING || phase === SYNCING
 
 /** One joined room: its phase on the current socket, its pending updates, its refusal. */
 export class RelayRoom {
@@ -118,7 +102,12 @@ export class RelayRoom {
     return this.#phase === DELAYED && this.#timer === null
   }
 
-  /** In sync: sends a step 1, which the relay answers (its step 1 and step 2), to learn that the socket still carries anything. */
+  /** Opening: its Auth or its step 1 went out on this socket, and the relay owes it an answer. */
+  get asking(): boolean {
+    return opening(this.#phase)
+  }
+
+  /** In sync: sends a step 1, which the relay answers at once (its step 1 and step 2), to learn that the socket still carries anything. */
   probe(): boolean {
     if (this.#phase !== SYNCED) return false
     this.#link.send(syncMessage(this.name, SYNC_STEP_1, Y.encodeStateVector(this.doc)))

@@ -6,21 +6,34 @@
  * would stay `connected`, its updates unacknowledged, the room's updates not arriving.
  *
  * So the client listens for silence. Every half of `silenceMs` a check asks whether anything came
- * since the last one. Once nothing did, it probes: a sync step 1 of a room in sync, which every
- * Hocuspocus server answers. Nothing again by the next check, and the socket is taken for dead.
- * A socket is thus dropped after between `silenceMs` and 1.5 × `silenceMs` of silence, and only
- * after a probe had at least half of `silenceMs` to be answered, however late a throttled timer
- * (a background tab) runs the checks. A socket with traffic costs one flag per message and one
- * timer per half period; a quiet one, one probe per half period.
+ * since the last one. Once nothing did, it makes sure the relay owes the socket an answer: it
+ * probes with a sync step 1 of a room in sync, which every Hocuspocus server answers at once; with
+ * no room in sync, a room opening has asked already (its Auth, then its step 1, which the relay
+ * answers once it has loaded the room). Nothing again by the next check, and the socket is taken
+ * for dead: a relay that accepts the socket and answers none of its rooms is left as a dead path
+ * is. A socket is thus dropped after between `silenceMs` and 1.5 × `silenceMs` of silence, and
+ * only after a question had at least half of `silenceMs` to be answered, however late a throttled
+ * timer (a background tab) runs the checks. A room that sent nothing yet (its token still being
+ * read) has asked nothing: a silent socket with no room that asked is not judged. A socket with
+ * traffic costs one flag per message and one timer per half period; a quiet one, one probe per
+ * half period.
  */
+
+/** A room of the socket, as the liveness check asks it (a `RelayRoom`). */
+export interface LivenessRoom {
+  /** Opening: its Auth or its step 1 went out on this socket, and the relay owes it an answer. */
+  readonly asking: boolean
+  /** In sync: sends a step 1, which the relay answers at once; false (nothing sent) otherwise. */
+  probe(): boolean
+}
 
 /** What the liveness check needs from its relay client. */
 export interface LivenessLink {
   schedule(run: () => void, ms: number): unknown
   cancel(handle: unknown): void
-  /** Sends a message the relay must answer; false when nothing can be asked now (no room in sync). */
-  probe(): boolean
-  /** The socket stayed silent through a whole check after a probe. */
+  /** The rooms of the socket. */
+  rooms(): Iterable<LivenessRoom>
+  /** The socket stayed silent through a whole check after a question to the relay. */
   silent(): void
 }
 
@@ -29,7 +42,7 @@ export interface LivenessLink {
  * every message it brings, `stop` when it closes.
  *
  * @example
- * const liveness = new SocketLiveness(30_000, { schedule, cancel, probe: () => sendStep1(), silent: () => reconnect() })
+ * const liveness = new SocketLiveness(30_000, { schedule, cancel, rooms: () => rooms.values(), silent: () => reconnect() })
  * socket.addEventListener('open', () => liveness.start())
  * socket.addEventListener('message', () => liveness.heard())
  */
@@ -39,8 +52,8 @@ export class SocketLiveness {
   #timer: unknown = null
   /** Something came since the last check. */
   #heard = false
-  /** A probe went out at the last check, and nothing came since. */
-  #probed = false
+  /** The relay owed the socket an answer at the last check (a probe, a room's Auth or step 1), and nothing came since. */
+  #asked = false
 
   /** `silenceMs`: Infinity turns the check off. */
   constructor(silenceMs: number, link: LivenessLink) {
@@ -53,7 +66,7 @@ export class SocketLiveness {
     this.stop()
     if (this.#halfMs === Number.POSITIVE_INFINITY) return
     this.#heard = false
-    this.#probed = false
+    this.#asked = false
     this.#timer = this.#link.schedule(this.#check, this.#halfMs)
   }
 
@@ -73,15 +86,24 @@ export class SocketLiveness {
     this.#timer = null
     if (this.#heard) {
       this.#heard = false
-      this.#probed = false
-    } else if (this.#probed) {
-      // A probe had a whole half period, and not a byte came back.
+      this.#asked = false
+    } else if (this.#asked) {
+      // A question had a whole half period, and not a byte came back.
       this.#link.silent()
       return
     } else {
-      // Without a room to ask, nothing is concluded: rooms still opening wait for their relay.
-      this.#probed = this.#link.probe()
+      this.#asked = this.#ask()
     }
     this.#timer = this.#link.schedule(this.#check, this.#halfMs)
+  }
+
+  /**
+   * Makes sure the relay owes the socket an answer: a probe of a room in sync (answered at once,
+   * so preferred), else the Auth or step 1 of a room opening. False when no room has asked
+   * anything (their token still being read, or none joined): nothing is concluded then.
+   */
+  #ask(): boolean {
+    const rooms = [...this.#link.rooms()]
+    return rooms.some((room) => room.probe()) || rooms.some((room) => room.asking)
   }
 }

@@ -1,11 +1,16 @@
 /**
  * A socket that dies without a close (the relay stops reading it, as a lost network path would):
  * the client asks a room in sync once half of `silenceMs` passed in silence, and drops the socket
- * when nothing came by the next check; a relay that answers keeps its socket. Real sockets, a
- * fake clock for the client's timers.
+ * when nothing came by the next check; a relay that answers keeps its socket. With no room in
+ * sync, a room's unanswered Auth or step 1 is the question; a room that sent nothing yet asks
+ * nothing. Real sockets, a fake clock for the client's timers.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { SYNC_STEP_1, SYNC_STEP_2 } from '../../src/relay/relayProtocol.ts'
+import type { AddressInfo } from 'node:net'
+import * as decoding from 'lib0/decoding'
+import * as encoding from 'lib0/encoding'
+import { afterEach, beforeEach, describe, expect, it, onTestFinished } from 'vitest'
+import { WebSocketServer } from 'ws'
+import { AUTH_AUTHENTICATED, MESSAGE_AUTH, MESSAGE_SYNC, relayMessage, SYNC_STEP_1, SYNC_STEP_2, writeString } from '../../src/relay/relayProtocol.ts'
 import { device, FakeTimers, readings, relayClient, statusOf, until, untilStatus } from './harness.ts'
 import { signToken, startTestRelay, type TestRelay, type WireMessage } from './testRelay.ts'
 
@@ -37,6 +42,57 @@ function untilReceived(what: string, match: (m: WireMessage) => boolean): Promis
     server.events.on('message', notify)
     return () => server.events.off('message', notify)
   })
+}
+
+/**
+ * A server that accepts WebSockets and reads them but answers nothing, or (`answerAuth`) only each
+ * room's Auth, with Authenticated: a relay stuck before it opens a room. Records, per message, its
+ * socket (1, 2, ...) and type, and which sockets closed. Closed when the test ends.
+ */
+async function unansweringRelay(answerAuth: boolean) {
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 })
+  await new Promise<void>((resolve) => wss.once('listening', resolve))
+  const received: { socket: number; type: number }[] = []
+  const closed = new Set<number>()
+  let sockets = 0
+  const untilEvent = (what: string, check: () => boolean) =>
+    until(what, check, (notify) => {
+      wss.on('event', notify)
+      return () => wss.off('event', notify)
+    })
+  wss.on('connection', (ws) => {
+    const socket = ++sockets
+    ws.on('close', () => {
+      closed.add(socket)
+      wss.emit('event')
+    })
+    ws.on('message', (data: Buffer) => {
+      const decoder = decoding.createDecoder(new Uint8Array(data))
+      const room = decoding.readVarString(decoder)
+      const type = decoding.readVarUint(decoder)
+      received.push({ socket, type })
+      wss.emit('event')
+      if (answerAuth && type === MESSAGE_AUTH) {
+        ws.send(relayMessage(room, MESSAGE_AUTH, (encoder) => {
+          encoding.writeVarUint(encoder, AUTH_AUTHENTICATED)
+          writeString(encoder, 'read-write')
+        }))
+      }
+    })
+  })
+  onTestFinished(() => {
+    for (const ws of wss.clients) ws.terminate()
+    return new Promise<void>((resolve) => wss.close(() => resolve()))
+  })
+  return {
+    url: `ws://127.0.0.1:${(wss.address() as AddressInfo).port}`,
+    /** Sockets accepted so far, closed or not. */
+    sockets: () => sockets,
+    /** Resolves once socket `socket` brought a message of `type`. */
+    untilReceived: (socket: number, type: number) => untilEvent(`socket ${socket}: message of type ${type}`, () => received.some((m) => m.socket === socket && m.type === type)),
+    /** Resolves once socket `socket` closed. */
+    untilClosed: (socket: number) => untilEvent(`socket ${socket} closed`, () => closed.has(socket)),
+  }
 }
 
 const probes = (): number => server.received.filter((m) => m.type === SYNC && m.step === SYNC_STEP_1).length
@@ -83,6 +139,54 @@ describe('relay client: a silent socket', () => {
     expect(server.sockets()).toBe(1)
     expect(statusOf(d.doc).state).toBe('connected')
     d.relay.destroy()
+  })
+
+  it.each([
+    ["the relay accepts the socket and never answers the room's Auth", false, MESSAGE_AUTH, 2],
+    ["the relay answers the room's Auth and never its step 1", true, MESSAGE_SYNC, 3],
+  ])('is dropped, with no room in sync, when %s: the client reconnects', async (_, answerAuth, question, checks) => {
+    const mute = await unansweringRelay(answerAuth)
+    const token = await signToken({ sub: 'd1', role: 'device', rooms: ['fleet-a/*'] })
+    const timers = new FakeTimers()
+    const { relay, errors } = relayClient(mute.url, token, { silenceMs: SILENCE_MS, jitter: { baseMs: 10, capMs: 10, setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout } })
+    const { doc } = device(relay, 'fleet-a/d1', 'd1')
+    await mute.untilReceived(1, question)
+    // The checks up to the one that finds the question unanswered (after the Authenticated, one more: it heard that).
+    for (let check = 1; check < checks; check++) timers.runUpTo(HALF)
+    expect(errors).toEqual([])
+    expect(statusOf(doc).state).toBe('connecting')
+    timers.runUpTo(HALF)
+    expect(errors.map((e) => e.message)).toEqual([expect.stringContaining(`the relay sent nothing for ${HALF} ms after it was asked; reconnecting`)])
+    await mute.untilClosed(1)
+    expect(mute.sockets()).toBe(1)
+    // The reconnect: a new socket, and the room asks again on it.
+    timers.runAll()
+    await mute.untilReceived(2, MESSAGE_AUTH)
+    relay.destroy()
+  })
+
+  it('is not judged while its only room waits for its token: the room has asked nothing', async () => {
+    const token = await signToken({ sub: 'd1', role: 'device', rooms: ['fleet-a/*'] })
+    let giveToken = (_token: string): void => {}
+    const timers = new FakeTimers()
+    const { relay, errors } = relayClient(server.url, () => new Promise<string>((resolve) => (giveToken = resolve)), {
+      silenceMs: SILENCE_MS,
+      tokenTimeoutMs: 10 * SILENCE_MS,
+      jitter: { baseMs: 10, capMs: 10, setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout },
+    })
+    const { doc } = device(relay, 'fleet-a/d1', 'd1')
+    // The socket is open and the token read under way: its bound is set.
+    await until('the token read', () => timers.delays().includes(10 * SILENCE_MS), (notify) => timers.subscribe(notify))
+    // Three times `silenceMs` of silence on the socket: nothing asked, nothing concluded.
+    for (let check = 0; check < 6; check++) timers.runUpTo(HALF)
+    expect(errors).toEqual([])
+    expect(server.received).toEqual([])
+    // The token comes: the room opens on the same socket.
+    giveToken(token)
+    await untilStatus(doc, 'in sync', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    expect(errors).toEqual([])
+    expect(new Set(server.received.map((m) => m.socket))).toEqual(new Set([1]))
+    relay.destroy()
   })
 
   it('is not checked with silenceMs Infinity', async () => {
