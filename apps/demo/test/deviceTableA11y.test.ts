@@ -14,6 +14,7 @@ import { FleetContext } from '../src/ui/useFleet.ts'
 function statusOf(id: string, online: boolean): DeviceStatus {
   return {
     id,
+    source: id,
     epoch: 'w2000-l10000-a1',
     phase: 'running',
     online,

@@ -21,7 +21,8 @@ import type { DeviceStatus } from '../src/fleet/deviceStatus.ts'
 import { DeviceTab } from '../src/fleet/deviceTab.ts'
 import { Fleet } from '../src/fleet/fleet.ts'
 import { DEFAULT_SETTINGS, type FleetSettings, windowIdOf } from '../src/fleet/fleetSettings.ts'
-import type { FleetWiring, LinkTransports, RelayConfig } from '../src/fleet/fleetWiring.ts'
+import { dashboardHostName, type FleetWiring, type LinkTransports, type RelayConfig } from '../src/fleet/fleetWiring.ts'
+import { DEVICES_MEASURE } from '../src/ui/chartMeasure.ts'
 import { inProcessHosts } from './inProcessHosts.ts'
 import { memoryPages } from './memoryPages.ts'
 
@@ -204,6 +205,80 @@ describe('the fleet through a relay', { timeout: 60_000 }, () => {
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))
     }
+  })
+
+  it('devices a smaller fleet retires finish their sources: the dashboard no longer waits for them, and its later windows fire proven', async () => {
+    const { fleet, clock, advance, dashboard, settled, engines, world, wiring, window } = await relayFleet()
+    await advance(4_000)
+    await eventually(settled, 'first convergence')
+    const d03 = fleet.slot('d03')?.name ?? ''
+    fleet.configure({ deviceCount: 2 })
+    // Resolves once d03's host retired (its last upload and its finish durable, the relay's acknowledgement awaited).
+    await fleet.ready()
+    const retiredAt = clock.now
+    await eventually(() => world.host(d03) === undefined, "d03's host ended")
+    // The new dashboard host follows every room of the epoch, d03's too.
+    const caughtUp = (): boolean => engines().every((engine) => engine.syncStatus().pendingLocalUpdates === 0) && dashboard().stats().sources === 3
+    await eventually(caughtUp, "the new dashboard host has every device's room")
+    // Longer than the idle timeout (3 s), after which a silent d03 would stop holding the watermark (fallback).
+    await advance(9_000)
+    await eventually(caughtUp, 'the dashboard caught up with d01 and d02')
+    const later = dashboard()
+      .results({ window, key: 'temp' })
+      .filter((r) => r.start >= retiredAt && r.status !== 'provisional')
+    expect(later.length).toBeGreaterThan(2)
+    expect(later.map((r) => r.basis)).toEqual(later.map(() => 'proven'))
+    const clocks = world.host(dashboardHostName(wiring, fleet.snapshot().settings))?.engine?.replica.exportState().clocks ?? []
+    expect(clocks.find((entry) => entry.source === 'd03')).toMatchObject({ finished: true })
+    expect(fleet.snapshot().activity.some((entry) => /^d03 retired: its source finished, and the relay has it/.test(entry.text))).toBe(true)
+  })
+
+  it('a device retired while offline finishes its source in its log only: the relay never gets it, and the dashboard falls back without it', async () => {
+    const { fleet, clock, advance, dashboard, engines, window } = await relayFleet()
+    await advance(4_000)
+    fleet.setOnline('d03', false)
+    await advance(200)
+    fleet.configure({ deviceCount: 2 })
+    await fleet.ready()
+    const retiredAt = clock.now
+    expect(fleet.snapshot().activity.some((entry) => /^d03 retired: its source finished in its write-ahead log, but it was offline/.test(entry.text))).toBe(true)
+    const caughtUp = (): boolean => engines().every((engine) => engine.syncStatus().pendingLocalUpdates === 0) && dashboard().stats().sources === 3
+    await eventually(caughtUp, "the new dashboard host has every device's room")
+    await advance(9_000)
+    await eventually(caughtUp, 'the dashboard caught up with d01 and d02')
+    // The documented limit: its room holds d03's clock as it was when it went offline, so d03 turns idle.
+    const later = dashboard()
+      .results({ window, key: 'temp' })
+      .filter((r) => r.start >= retiredAt && r.status !== 'provisional')
+    expect(later.length).toBeGreaterThan(0)
+    expect(later.every((r) => r.basis === 'fallback')).toBe(true)
+  })
+
+  it('a device that left the fleet and comes back in the same epoch writes its next source: its readings count, as the same device', async () => {
+    const { fleet, clock, advance, dashboard, settled, statuses, world, window } = await relayFleet()
+    await advance(3_000)
+    await eventually(settled, 'first convergence')
+    fleet.configure({ deviceCount: 2 })
+    await fleet.ready()
+    await advance(1_000)
+    fleet.configure({ deviceCount: 3 })
+    await fleet.ready()
+    const backAt = clock.now
+    await advance(6_000)
+    // Its engine holds its finished source d03 and the new d03~2; the dashboard shows exactly what the three engines hold.
+    await eventually(settled, 'the dashboard shows what the devices hold')
+    // None of its readings refused: a finished source would refuse every one (finished_source).
+    expect(world.host(fleet.slot('d03')?.name ?? '')?.engine?.stats().anomalies.finished_source).toBe(0)
+    const d03 = statuses().find((status) => status.id === 'd03')
+    expect(d03).toMatchObject({ source: 'd03~2', relayState: 'connected', relayRefusal: null })
+    expect(d03?.seq).toBeGreaterThan(0)
+    expect(dashboard().stats()).toMatchObject({ sources: 4, anomalies: expect.objectContaining({ source_conflict: 0 }) })
+    const results = dashboard().results({ window, key: 'temp' })
+    const later = results.filter((r) => r.start >= backAt && r.status !== 'provisional')
+    expect(later.length).toBeGreaterThan(0)
+    expect(later.every((r) => r.basis === 'proven')).toBe(true)
+    // d03 and d03~2 are one device: no window counts more than three.
+    expect(Math.max(...results.map((r) => DEVICES_MEASURE.valueOf(r) ?? 0))).toBe(3)
   })
 
   it("the dashboard's own link down for longer than the allowed lateness: back, it merges what it missed with no finality violation", async () => {

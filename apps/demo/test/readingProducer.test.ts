@@ -1,5 +1,6 @@
 import { invalidReason, type StreamEvent } from '@tidemark/engine'
 import { describe, expect, it } from 'vitest'
+import { deviceOfSource, deviceSourceGrant, nextDeviceSource } from '../src/fleet/deviceSource.ts'
 import { deliveryLatencyOf } from '../src/fleet/fleetAggregates.ts'
 import { createDeviceProfile, DEFAULT_FAULTS, ReadingProducer } from '../src/fleet/readingProducer.ts'
 
@@ -126,5 +127,29 @@ describe('ReadingProducer', () => {
     expect(producer.flush(T0 + 600, true)).toBeNull()
     expect(producer.seq).toBe(6)
     expect(producer.flush(T0 + 1_000)?.map((event) => event.seq)).toEqual([7, 8, 9])
+  })
+})
+
+describe('a device that left the fleet and runs again', () => {
+  const clock = (source: string, prefix: number, finished: boolean) => ({ source, writer: 'r1', maxTs: 9, prefix, prefixTs: 9, provable: true, version: 1, ...(finished ? { finished } : {}) })
+
+  it('writes its id first, continues its latest source until that finished, then writes the next one from seq 1', () => {
+    expect(nextDeviceSource([], 'd03')).toEqual({ source: 'd03', lastSeq: 0 })
+    expect(nextDeviceSource([clock('d03', 42, false)], 'd03')).toEqual({ source: 'd03', lastSeq: 42 })
+    expect(nextDeviceSource([clock('d03', 42, true)], 'd03')).toEqual({ source: 'd03~2', lastSeq: 0 })
+    expect(nextDeviceSource([clock('d03', 42, true), clock('d03~2', 7, false)], 'd03')).toEqual({ source: 'd03~2', lastSeq: 7 })
+    expect(nextDeviceSource([clock('d03~2', 7, true), clock('d03', 42, true)], 'd03')).toEqual({ source: 'd03~3', lastSeq: 0 })
+    // Another device's sources, and names that are no run of it, are not its own.
+    expect(nextDeviceSource([clock('d30', 5, true), clock('d03~x', 5, true)], 'd03')).toEqual({ source: 'd03', lastSeq: 0 })
+  })
+
+  it('counts as the same device, and its token grants every run of it', () => {
+    expect(deviceOfSource('d03~2')).toBe('d03')
+    expect(deviceOfSource('d03')).toBe('d03')
+    expect(deviceSourceGrant('d03')).toEqual(['d03', 'd03~*'])
+    const { profile, rng } = createDeviceProfile(2, 1, T0)
+    const readings = run(new ReadingProducer(profile, DEFAULT_FAULTS, rng, T0, 0, 'd03~2'), T0, 3_000).flat()
+    expect(readings.length).toBeGreaterThan(0)
+    expect(readings.every((event) => event.source === 'd03~2' && event.id.startsWith('d03~2-'))).toBe(true)
   })
 })

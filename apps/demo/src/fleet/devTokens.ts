@@ -7,9 +7,12 @@ import type { RelayConfig } from './fleetWiring.ts'
  * connection, so a relay restarted with a new secret, or a token past its expiry, is met with a
  * fresh one. A real deployment hands tokens out from its own login instead.
  */
-function devToken(relay: RelayConfig, query: Readonly<Record<string, string>>): RelayToken {
+function devToken(relay: RelayConfig, query: Readonly<Record<string, string | readonly string[]>>): RelayToken {
   const url = new URL(relay.tokenUrl)
-  for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value)
+  for (const [name, value] of Object.entries(query)) {
+    // A repeated parameter for several values (`source=d07&source=d07~*`).
+    for (const one of typeof value === 'string' ? [value] : value) url.searchParams.append(name, one)
+  }
   return async () => {
     const response = await fetch(url, { cache: 'no-store' })
     const body = (await response.json()) as { token?: unknown; error?: unknown }
@@ -20,13 +23,13 @@ function devToken(relay: RelayConfig, query: Readonly<Record<string, string>>): 
 
 /**
  * A device's token: it may write `room` (its own), the log of replica `replica` and the cells and
- * clocks of source `source`, and nothing else.
+ * clocks of `sources` (names, or prefixes ending in `*`: `deviceSourceGrant`), and nothing else.
  *
  * @example
- * connectRelay({ url: relay.url, token: deviceToken(relay, 'tidemark-demo/f1/w2000-l10000-a1/d01', engine.replicaId, 'd01') })
+ * connectRelay({ url: relay.url, token: deviceToken(relay, 'tidemark-demo/f1/w2000-l10000-a1/d01', engine.replicaId, ['d01', 'd01~*']) })
  */
-export function deviceToken(relay: RelayConfig, room: string, replica: string, source: string): RelayToken {
-  return devToken(relay, { role: 'device', room, replica, source })
+export function deviceToken(relay: RelayConfig, room: string, replica: string, sources: readonly string[]): RelayToken {
+  return devToken(relay, { role: 'device', room, replica, source: sources })
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { HostContext, HostEngineOptions } from '@tidemark/worker/host'
 import type { FleetAggregates } from './fleetAggregates.ts'
 import { DeviceNode, type DeviceSwitches } from './deviceNode.ts'
-import type { DeviceStatus } from './deviceStatus.ts'
+import type { DeviceStatus, RetireReply } from './deviceStatus.ts'
 import { epochOf, fleetEngineOptions, type FleetSettings, MAX_DEVICES, parseSettings } from './fleetSettings.ts'
 import { type FleetWiring, parseWiring } from './fleetWiring.ts'
 import type { HostPlatform } from './hostPlatform.ts'
@@ -17,14 +17,16 @@ export interface DeviceHostConfig {
 
 /**
  * The commands of a device's host (`engine.command(name, payload)`). Each answers the device's
- * status, `crash` the readings lost with it, `retire` nothing.
+ * status, `crash` the readings lost with it, `retire` what it did (`RetireReply`).
  *
  * - `boot` (`DeviceSwitches`): starts a host that has not started yet (the first page's switches).
  * - `status`: the device's status.
  * - `online`, `offline`: its relay link (or tab channel) up or down.
  * - `pause`, `resume`: its producer.
  * - `crash`: the host ends its worker without closing anything; the pages start it again.
- * - `retire`: a clean stop (last upload, last checkpoint), then the worker ends.
+ * - `retire` (`{ finish?: boolean }`): a clean stop (last upload; with `finish`, the device left
+ *   the fleet: its source finished, durable; the relay's acknowledgement awaited, bounded; last
+ *   checkpoint), then the worker ends.
  */
 export type DeviceHostCommand = 'boot' | 'status' | 'online' | 'offline' | 'pause' | 'resume' | 'crash' | 'retire'
 
@@ -78,11 +80,11 @@ export function deviceHostOptions(name: string, platform: HostPlatform): HostEng
       platform.terminate()
       return { lost }
     },
-    retire: async (_payload, { engine }): Promise<null> => {
-      await node().retire()
+    retire: async (payload, { engine }): Promise<RetireReply> => {
+      const reply = await node().retire(parseFinish(payload))
       await engine.close()
       platform.terminate()
-      return null
+      return reply
     },
   }
   return {
@@ -114,6 +116,12 @@ export function parseDeviceHostConfig(config: unknown): DeviceHostConfig {
   const parsed = parseSettings(settings)
   if (parsed === null) throw new TypeError('a device host got settings out of range (see parseSettings)')
   return { index, settings: parsed, wiring: parseWiring(wiring) }
+}
+
+function parseFinish(payload: unknown): boolean {
+  const finish = ((payload ?? {}) as Record<string, unknown>).finish ?? false
+  if (typeof finish !== 'boolean') throw new TypeError(`retire takes { finish?: boolean }, got ${JSON.stringify(payload)}`)
+  return finish
 }
 
 function parseSwitches(payload: unknown): DeviceSwitches {

@@ -1,9 +1,10 @@
-import type { Engine, StreamEvent } from '@tidemark/engine'
+import type { Engine, StreamEvent, SyncStatus } from '@tidemark/engine'
 import { recoveryReport } from '@tidemark/idb'
 import { bindDoc, type DocBinding, syncStatusTracker } from '@tidemark/yjs'
 import * as Y from 'yjs'
 import { DocLinks } from './docLinks.ts'
-import { type DeviceStatus, type RecoveryNote, sameStatus } from './deviceStatus.ts'
+import { nextDeviceSource } from './deviceSource.ts'
+import { type DeviceStatus, RETIRE_ACK_MS, type RecoveryNote, type RetireReply, sameStatus } from './deviceStatus.ts'
 import type { FleetSettings } from './fleetSettings.ts'
 import type { FleetWiring, LinkTransports } from './fleetWiring.ts'
 import type { HostPlatform } from './hostPlatform.ts'
@@ -17,8 +18,8 @@ export interface DeviceNodeOptions {
   readonly transports: LinkTransports
   readonly epoch: string
   readonly faults: ProducerFaults
-  /** The host's clock and timer: processing time of the producer and the sync status. */
-  readonly platform: Pick<HostPlatform, 'now' | 'every'>
+  /** The host's clock and timers: processing time of the producer and the sync status, the bound of a retire's wait for the relay. */
+  readonly platform: Pick<HostPlatform, 'now' | 'every' | 'timers'>
 }
 
 /** The switches a page boots a device with: its link up or down, its producer paused or not. */
@@ -57,6 +58,8 @@ const STEP_MS = 100
  */
 export class DeviceNode {
   readonly profile: DeviceProfile
+  /** The source this run of the device writes: its id, or a later source once an earlier one finished (`nextDeviceSource`). */
+  readonly source: string
   readonly #options: DeviceNodeOptions
   readonly #engine: Engine
   readonly #doc: Y.Doc
@@ -89,9 +92,10 @@ export class DeviceNode {
       },
     })
     // The log knows the last seq this device ingested; readings that died unlogged left no gap.
-    const clock = engine.replica.exportState().clocks.find((entry) => entry.source === profile.id)
-    const lastSeq = clock?.prefix ?? 0
-    this.#producer = new ReadingProducer(profile, options.faults, rng, now(), lastSeq)
+    // A source it finished when it left the fleet takes nothing more: this run writes the next one.
+    const { source, lastSeq } = nextDeviceSource(engine.replica.exportState().clocks, profile.id)
+    this.source = source
+    this.#producer = new ReadingProducer(profile, options.faults, rng, now(), lastSeq, source)
     const report = recoveryReport(engine)
     this.#recovery =
       report === undefined
@@ -174,12 +178,16 @@ export class DeviceNode {
 
   /**
    * A clean stop, for good in this host: the producer uploads what it sampled (up to now unless
-   * paused) and waits for that batch to commit, then the links close and the document is
-   * unbound. The host closes the engine after it (a last checkpoint), so whoever opens the log
-   * next finds every reading and continues the seq after them.
+   * paused) and waits for that batch to commit; with `finish` (the device leaves the fleet) the
+   * engine finishes the device's source and waits for that to be durable, so no replica that
+   * gets its clock waits for it any more. Then, while its link is up, it waits for the relay to
+   * acknowledge every update of the document (at most `RETIRE_ACK_MS`), and the links close and
+   * the document is unbound. The host closes the engine after it (a last checkpoint), so whoever
+   * opens the log next finds every reading and continues after them (in the next source, when
+   * this one finished).
    */
-  async retire(): Promise<void> {
-    if (this.#phase === 'retired') return
+  async retire(finish = false): Promise<RetireReply> {
+    if (this.#phase === 'retired') return { finished: false, relay: null }
     const running = this.#phase === 'running'
     this.#stopSteps?.()
     this.#stopSteps = null
@@ -187,9 +195,45 @@ export class DeviceNode {
     const upload = running ? this.#producer.flush(this.#options.platform.now(), this.#paused) : null
     // Links still up: once durable, its cells go to the relay from here too.
     if (upload !== null) await this.#ingest(upload)
+    let finished = false
+    if (finish) {
+      try {
+        // Durable in the log, and (written to the document once durable) handed to the links.
+        await this.#engine.finishSource(this.source)
+        finished = true
+      } catch (error) {
+        this.#error = `finishing ${this.source} failed: ${error instanceof Error ? error.message : String(error)}`
+      }
+    }
+    const relay = await this.#acknowledged()
     this.#links?.destroy()
     this.#links = null
     this.#binding.destroy()
+    return { finished, relay }
+  }
+
+  /** Waits (at most `RETIRE_ACK_MS`) for the relay to acknowledge every update of the document, unless its link is down or refused. */
+  #acknowledged(): Promise<RetireReply['relay']> {
+    if (this.#options.wiring.relay === null) return Promise.resolve(null)
+    if (!this.#online || this.#links === null) return Promise.resolve('offline')
+    const tracker = syncStatusTracker(this.#doc)
+    const { timers } = this.#options.platform
+    const answered = (status: SyncStatus): RetireReply['relay'] | null =>
+      status.refusal !== null ? 'unacknowledged' : status.state === 'connected' && status.pendingLocalUpdates === 0 ? 'acknowledged' : null
+    const now = answered(tracker.status())
+    if (now !== null) return Promise.resolve(now)
+    return new Promise((resolve) => {
+      const done = (relay: RetireReply['relay']): void => {
+        stop()
+        timers.clearTimeout(timer)
+        resolve(relay)
+      }
+      const stop = tracker.subscribe((status) => {
+        const relay = answered(status)
+        if (relay !== null) done(relay)
+      })
+      const timer = timers.setTimeout(() => done('unacknowledged'), RETIRE_ACK_MS)
+    })
   }
 
   /** The device as the tables show it; the same object while nothing in it changed. */
@@ -201,6 +245,7 @@ export class DeviceNode {
     const hasRelay = this.#options.wiring.relay !== null
     const next: DeviceStatus = {
       id: this.id,
+      source: this.source,
       epoch: this.#options.epoch,
       phase: this.#phase,
       online: this.#online,

@@ -2,7 +2,7 @@ import type { HostMode, RemoteEngine, WorkerConnection } from '@tidemark/worker'
 import type { FleetAggregates } from './fleetAggregates.ts'
 import type { CrashReply, DeviceHostCommand } from './deviceHost.ts'
 import type { DeviceSwitches } from './deviceNode.ts'
-import { type DeviceStatus, parseStatus, sameStatus } from './deviceStatus.ts'
+import { type DeviceStatus, parseStatus, type RetireReply, sameStatus } from './deviceStatus.ts'
 import type { FleetHosts } from './fleetHosts.ts'
 import { epochOf, type FleetSettings } from './fleetSettings.ts'
 import { deviceHostName, type FleetWiring } from './fleetWiring.ts'
@@ -164,20 +164,26 @@ export class DeviceSlot {
     return 0
   }
 
-  /** Stops the device for good in this epoch: a clean stop in its host (last upload, last checkpoint), then the worker ends. */
-  async retire(): Promise<void> {
+  /**
+   * Stops the device in this epoch: a clean stop in its host (last upload, last checkpoint), then
+   * the worker ends. With `finish` the device leaves the fleet: its host finishes its source first
+   * (see `DeviceNode.retire`). Resolves with what the host answered; null when no host answered.
+   */
+  async retire(finish = false): Promise<RetireReply | null> {
     this.#closed = true
     const remote = this.#remote
-    if (remote === null) return
+    if (remote === null) return null
     const { state, instance } = remote.connection()
+    let reply: RetireReply | null = null
     try {
-      if (state === 'connected') await remote.command('retire')
+      if (state === 'connected') reply = (await remote.command('retire', { finish })) as RetireReply
     } catch (error) {
       // Already gone: nothing left to stop. A host still there that refused keeps running: say so.
       const now = remote.connection()
       if (now.state === 'connected' && now.instance === instance) this.#options.onError?.(`${this.id}'s host refused to retire: ${messageOf(error)}`)
     }
     await this.close()
+    return reply
   }
 
   /** Disconnects this page; the host keeps running for the other pages that opened the device. */

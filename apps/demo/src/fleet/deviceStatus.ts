@@ -22,6 +22,8 @@ export interface RecoveryNote {
  */
 export interface DeviceStatus {
   readonly id: string
+  /** The source this run of the device writes: its id, or `<id>~n` once it left the fleet (its source finished) and runs again in the same epoch. */
+  readonly source: string
   readonly epoch: string
   /**
    * `booting`: the host opened the log and waits for a page to boot it (its switches);
@@ -59,6 +61,26 @@ export interface DeviceStatus {
   readonly recovery: RecoveryNote | null
   readonly error: string | null
 }
+
+/**
+ * What a retire did with the device's source and its document (the `retire` command's answer).
+ *
+ * - `finished`: its source is finished in its log (it left the fleet: `engine.finishSource`).
+ * - `relay`: its room on the relay when the links closed: `acknowledged` (the relay holds every
+ *   update of the document, the last upload and the finish included), `offline` (its link was
+ *   switched off, or never came up: they stay in its log alone), `unacknowledged` (not
+ *   acknowledged within `RETIRE_ACK_MS`, or the relay refused the document); null without a relay.
+ */
+export interface RetireReply {
+  readonly finished: boolean
+  readonly relay: 'acknowledged' | 'offline' | 'unacknowledged' | null
+}
+
+/**
+ * How long a retire waits for the relay to acknowledge the device's last updates, ms: a round
+ * trip when the room is in sync, and a reconnect's chance when the socket is just coming back.
+ */
+export const RETIRE_ACK_MS = 3_000
 
 /**
  * Field by field; `recovery` by its time (a structured clone makes a new object of the same note).

@@ -1,6 +1,7 @@
 import type { SyncStatus } from '@tidemark/engine'
 import { BroadcastChannelProvider, connectRelay, type Relay, syncStatusTracker } from '@tidemark/yjs'
 import type * as Y from 'yjs'
+import { deviceSourceGrant } from './deviceSource.ts'
 import { deviceToken } from './devTokens.ts'
 import { deviceChannelName, deviceRoomName, type FleetWiring, type LinkTransports } from './fleetWiring.ts'
 
@@ -11,7 +12,7 @@ export interface RelayLink {
   readonly refusal: string | null
 }
 
-/** Who a device is, to the relay: its room, its replica (whose log it writes) and its source. */
+/** Who a device is, to the relay: its room, its replica (whose log it writes) and its sources (its id, and its later sources: `deviceSourceGrant`). */
 export interface DeviceIdentity {
   readonly epoch: string
   readonly device: string
@@ -20,7 +21,8 @@ export interface DeviceIdentity {
 
 /**
  * A device document's link to the dashboards: its own room on the relay, with a device token
- * for exactly that room, its replica and its source (the device id); or, when the fleet has no
+ * for exactly that room, its replica and its sources (the device id, and the later sources of a
+ * device that left the fleet and runs again: `nextDeviceSource`); or, when the fleet has no
  * relay, its own tab channel (BroadcastChannel, no server). Never both: a room on the relay must
  * hold this device's replica alone, and a tab channel would bring in whatever its other members
  * hold. Either reports into the document's sync status tracker, so the bound engine's
@@ -103,7 +105,7 @@ export class DocLinks {
     const WebSocket = this.#transports.WebSocket
     this.#relay = connectRelay({
       url: relay.url,
-      token: deviceToken(relay, room, replica, device),
+      token: deviceToken(relay, room, replica, deviceSourceGrant(device)),
       // Retries after a failure are spread, so a fleet does not hit a restarted relay in lockstep.
       jitter: { baseMs: 300, capMs: 5_000 },
       ...(WebSocket === undefined ? {} : { WebSocket }),

@@ -5,8 +5,9 @@ import { type ControlChannel, type ControlMessage, silentControlChannel } from '
 import { CorrectionLedger } from './correctionLedger.ts'
 import { DashboardConnection } from './dashboardConnection.ts'
 import { type DeviceCommand, DeviceSlot } from './deviceSlot.ts'
+import { RETIRE_ACK_MS, type RetireReply } from './deviceStatus.ts'
 import type { FleetHosts } from './fleetHosts.ts'
-import { CHART_WINDOWS, DEFAULT_SETTINGS, epochOf, type FleetSettings, MAX_DEVICES } from './fleetSettings.ts'
+import { CHART_WINDOWS, DEFAULT_SETTINGS, deviceIndexOf, epochOf, type FleetSettings, MAX_DEVICES } from './fleetSettings.ts'
 import { type DeviceRow, type FleetSnapshot, rowOf } from './fleetSnapshot.ts'
 import type { FleetWiring } from './fleetWiring.ts'
 
@@ -191,7 +192,9 @@ export class Fleet {
    * Applies new settings. A new epoch (window, allowed lateness) retires every device's host
    * (a clean stop) and starts the hosts of that epoch, which reopen their own logs of it; in the
    * same epoch, devices past the new count are retired and new ones started, the others run on.
-   * The dashboard engine gets a host of the new settings either way.
+   * Devices past the new count leave the fleet: their hosts finish their sources before they end
+   * (`engine.finishSource`), so no dashboard that gets their clocks waits for them. The dashboard
+   * engine gets a host of the new settings either way.
    */
   configure(patch: Partial<FleetSettings>): void {
     const now = this.#now()
@@ -208,7 +211,10 @@ export class Fleet {
     this.#slots = [...kept, ...added]
     // A device retired and started again in the same epoch has the same host name: the new
     // host waits for the old one to be gone.
-    this.#starting = Promise.all(retiring.map((slot) => slot.retire())).then(() => {
+    // Past the new count a device leaves the fleet (in a new epoch the others only move on to it).
+    const leaving = (slot: DeviceSlot): boolean => (deviceIndexOf(slot.id) ?? 0) >= settings.deviceCount
+    const retired = retiring.map(async (slot) => this.#noteRetired(slot.id, leaving(slot), await slot.retire(leaving(slot))))
+    this.#starting = Promise.all(retired).then(() => {
       if (this.#closed) return
       for (const slot of added) slot.start()
     })
@@ -221,6 +227,23 @@ export class Fleet {
         ? `Settings: ${settings.deviceCount} devices (${added.length} started, ${retiring.length} retired), out-of-orderness ${settings.outOfOrdernessMs / 1000} s; the dashboard engine reopened`
         : `Engines reopened: ${settings.deviceCount} devices, ${settings.windowMs / 1000} s windows, lateness ${settings.allowedLatenessMs / 1000} s (epoch ${epochOf(settings)})`,
     )
+    this.#publish(now)
+  }
+
+  /** What a device's host said it did as it retired; a device that left the fleet gets a line in the activity feed. */
+  #noteRetired(id: string, left: boolean, reply: RetireReply | null): void {
+    if (!left || reply === null || this.#closed) return
+    const now = this.#now()
+    if (!reply.finished) {
+      this.#log.add(now, 'bad', `${id} retired without finishing its source (its write-ahead log refused the write): dashboards go on without it only once it is idle (fallback windows)`)
+    } else if (reply.relay === 'acknowledged') {
+      this.#log.add(now, 'info', `${id} retired: its source finished, and the relay has it: the dashboard no longer waits for ${id}, and later windows are proven without it`)
+    } else if (reply.relay === null) {
+      this.#log.add(now, 'info', `${id} retired: its source finished`)
+    } else {
+      const why = reply.relay === 'offline' ? 'it was offline' : `the relay did not acknowledge it within ${RETIRE_ACK_MS / 1000} s`
+      this.#log.add(now, 'warn', `${id} retired: its source finished in its write-ahead log, but ${why}: the dashboard goes on without ${id} only once it is idle (fallback windows)`)
+    }
     this.#publish(now)
   }
 

@@ -1,4 +1,5 @@
 import { distinct, quantiles, type StreamEvent } from '@tidemark/engine'
+import { deviceOfSource } from './deviceSource.ts'
 
 /** Separates a reading's id from the device-clock time its upload handed it to the engine. */
 const UPLOAD_MARK = '@'
@@ -42,7 +43,8 @@ export function deliveryLatencyOf(event: StreamEvent): number {
  */
 export const fleetAggregates = {
   latency: quantiles({ at: [0.95], of: deliveryLatencyOf }),
-  devices: distinct({ of: (event) => event.source }),
+  // By device: a device's later source (`d07~2`, after it left the fleet and came back) is the same device.
+  devices: distinct({ of: (event) => deviceOfSource(event.source) }),
 }
 
 /** The type of `fleetAggregates`: what types `result.aggregates` on every engine of the fleet. */

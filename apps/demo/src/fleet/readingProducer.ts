@@ -66,6 +66,8 @@ const MALFORMED = ['ts', 'value', 'id', 'infinite'] as const
  */
 export class ReadingProducer {
   readonly profile: DeviceProfile
+  /** The source its readings are of: the device's id, or a later source of it (`nextDeviceSource`). */
+  readonly source: string
   readonly #faults: ProducerFaults
   readonly #rng: Prng
   #seq: number
@@ -75,9 +77,10 @@ export class ReadingProducer {
   #lastUpload: readonly StreamEvent[] = []
   #malformed = 0
 
-  /** `lastSeq` is the last seq the device already used (0 for a new device). */
-  constructor(profile: DeviceProfile, faults: ProducerFaults, rng: Prng, now: number, lastSeq = 0) {
+  /** `lastSeq` is the last seq the device already used in `source` (0 for a new source). */
+  constructor(profile: DeviceProfile, faults: ProducerFaults, rng: Prng, now: number, lastSeq = 0, source = profile.id) {
     this.profile = profile
+    this.source = source
     this.#faults = faults
     this.#rng = rng
     this.#seq = lastSeq
@@ -148,7 +151,8 @@ export class ReadingProducer {
   }
 
   #sample(at: number): void {
-    const { id, skewMs, sensors } = this.profile
+    const { skewMs, sensors } = this.profile
+    const id = this.source
     const jitter = this.#rng.between(-1, 1) * Math.min(this.#faults.jitterMs, this.profile.sampleEveryMs / 2 - 1)
     const ts = Math.round(at + skewMs + jitter)
     for (const metric of METRICS) {
@@ -158,7 +162,8 @@ export class ReadingProducer {
   }
 
   #malformedRecord(now: number): StreamEvent {
-    const { id, skewMs } = this.profile
+    const { skewMs } = this.profile
+    const id = this.source
     const n = ++this.#malformed
     const kind = MALFORMED[this.#rng.index(MALFORMED.length)] ?? 'value'
     const ts = Math.round(now + skewMs)

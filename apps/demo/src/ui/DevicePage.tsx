@@ -85,6 +85,7 @@ function DevicePanel({
     ['Sync', linkText(status), "its room on the relay (the document's sync status there, with the relay's refusal), or its tab channel"],
     ['Pending', count(status.pending), 'document updates not yet acknowledged by every provider'],
     ['Last sync', ago(status.lastSync, now), 'when a provider last completed a sync exchange or received a peer update; uploads to an already synced peer do not move it'],
+    ['Source', status.source, status.source === status.id ? 'the source its readings are of: the device' : 'it left the fleet earlier in this epoch and finished its source then: this run writes the next one'],
     ['Seq', count(status.seq), 'last seq stamped on a reading'],
     ['Clock skew', `${status.skewMs >= 0 ? '+' : ''}${duration(status.skewMs)}`, 'device clock minus true time'],
     ['Accepted', count(status.accepted), 'readings its engine accepted since this host opened it'],

@@ -58,6 +58,11 @@ const DeviceTableRow = memo(function DeviceTableRow({
     <tr className={`device-row device-${state}`}>
       <td className="mono strong">
         {row.id}
+        {status !== null && status.source !== row.id && (
+          <span className="muted" title={`${row.id} left the fleet earlier in this epoch and finished its source then; this run writes ${status.source}`}>
+            {status.source.slice(row.id.length)}
+          </span>
+        )}
         {tour && <span className="tour-tag">tour</span>}
       </td>
       <td
