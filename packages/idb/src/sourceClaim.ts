@@ -69,6 +69,21 @@ export interface SourceClaim {
   /** Lets the lock go; resolves once another tab could take it. */
   release(): Promise<void>
   /**
+   * Retires the source for good, once it is finished (`engine.finishSource(claim.source)`
+   * resolved): no later claim, in any tab, hands it out again, neither as a takeover nor as this
+   * tab's reload. `listSources` still lists it (`finished: true`) so that `deleteSource` can
+   * remove its database once your server has its data. The claim stays held until `release()`.
+   * `indexedDbPersistence` given this claim calls it itself when it commits the finish of
+   * `claim.source` (before `finishSource` resolves), and when it opens a log holding one; call
+   * it yourself where the engine logs elsewhere (an engine in a worker, `memoryPersistence`).
+   * A registry or memory that cannot be written is reported in `memoryError`.
+   *
+   * @example
+   * await engine.finishSource(claim.source) // engine: a RemoteEngine, its log in a worker
+   * claim.retire()
+   */
+  retire(): void
+  /**
    * Why the id could not be recalled from or kept in the session storage or the registry (a
    * sandboxed frame, full or disabled storage), or null. Correctness does not depend on it: the
    * next load of this tab cannot recall the id and claims as a new tab session does (a registered
@@ -87,11 +102,12 @@ export const claimedHere = new Set<string>()
  * `release()` or the tab goes away, so two tabs never write the same source. In order:
  *
  * 1. the id this tab remembered in `sessionStorage` (a reload), when no other tab holds it and
- *    its source was not deleted since (`deleteSource`): it is still in the registry (without a
- *    registry, the memory is trusted);
+ *    its source was neither deleted (`deleteSource`) nor finished since: it is still in the
+ *    registry, not retired (without a registry, the memory is trusted);
  * 2. a source in the origin's registry (`localStorage`) that no tab holds, the most recently
  *    claimed first: a new tab session takes over the source, and so the database, of a tab
- *    session that ended, and its log and `seq` resume (`engine.nextSeq`);
+ *    session that ended, and its log and `seq` resume (`engine.nextSeq`). A finished source
+ *    (`claim.retire()`) is never taken over;
  * 3. a new id `${prefix}-${random}`, added to the registry.
  *
  * A duplicated tab, which inherits the session storage, finds its id held and goes on to 2.
@@ -121,16 +137,24 @@ export async function claimSource(options: ClaimSourceOptions): Promise<SourceCl
   const memoryKey = `tidemark:source:${prefix}`
   const remembered = recall(storage, memoryKey, memory)
   const mine = remembered !== null && isSourceOf(prefix, remembered) && remembered.length <= MAX_NAME_LENGTH ? remembered : null
-  const reloaded = mine !== null && notDeleted(mine, registry) ? mine : null
+  const reloaded = mine !== null && reclaimable(mine, registry) ? mine : null
   const listed = registry.list(prefix)
-  const registered = listed.map((r) => r.source).filter((source) => source !== reloaded)
+  const registered = listed.filter((r) => !r.finished && r.source !== reloaded).map((r) => r.source)
   // Strictly after every claim listed, so claims made within one millisecond keep their order.
   const stamp = Math.max(Date.now(), (listed[0]?.lastClaimed ?? 0) + 1)
-  const finish = (claim: SourceClaim): SourceClaim => {
-    remember(storage, memoryKey, claim.source, memory)
-    registry.record(claim.source, stamp)
+  const finish = (claim: BareClaim): SourceClaim => {
+    const { source } = claim
+    remember(storage, memoryKey, source, memory)
+    registry.record(source, stamp)
     memory.error ??= registry.error
-    return claim
+    return Object.assign(claim, {
+      // Finished in the registry, and no longer this tab's remembered id.
+      retire() {
+        registry.record(source, stamp, true)
+        memory.error ??= registry.error
+        if (recall(storage, memoryKey, memory) === source) remember(storage, memoryKey, '', memory)
+      },
+    })
   }
   if (locks === null) {
     // withoutLocks: 'single-tab': this tab's id after a reload, else the last tab session's.
@@ -144,7 +168,10 @@ export async function claimSource(options: ClaimSourceOptions): Promise<SourceCl
   ]
   for (const [source, reuse] of known) {
     const claim = await tryClaim(locks, source, reuse, memory)
-    if (claim !== null) return finish(claim)
+    if (claim === null) continue
+    // Read again under its lock: the tab that held it may have finished (or deleted) it since it was listed.
+    if (registry.claimable(source) !== false) return finish(claim)
+    await claim.release()
   }
   for (let attempt = 0; attempt < maxAttempts; attempt++) {
     const claim = await tryClaim(locks, `${prefix}-${randomSuffix()}`, 'new', memory)
@@ -154,16 +181,20 @@ export async function claimSource(options: ClaimSourceOptions): Promise<SourceCl
 }
 
 /**
- * Whether the source this tab remembers was not deleted since: it is still registered
- * (`deleteSource` forgets a source once its database is gone). A deleted source must not come
- * back as a reload: its seqs would start again at 1 in a fresh database, and peers that hold its
- * old events would drop the new ones as duplicates. Without a registry to ask, the memory is
- * trusted: a page may name its source before the source has a database (`registry: null`, a
- * remembered id given through `storage`).
+ * Whether the source this tab remembers was neither deleted nor finished since: it is still
+ * registered (`deleteSource` forgets a source once its database is gone) and not retired. A
+ * deleted source must not come back as a reload: its seqs would start again at 1 in a fresh
+ * database, and peers that hold its old events would drop the new ones as duplicates; a finished
+ * one would refuse every event. Without a registry to ask, the memory is trusted: a page may name
+ * its source before the source has a database (`registry: null`, a remembered id given through
+ * `storage`); a finished source is forgotten from the memory instead.
  */
-function notDeleted(source: string, registry: SourceRegistry): boolean {
-  return registry.has(source) ?? true
+function reclaimable(source: string, registry: SourceRegistry): boolean {
+  return registry.claimable(source) ?? true
 }
+
+/** A claim before `claimSource` gives it its `retire()`. */
+type BareClaim = Omit<SourceClaim, 'retire'>
 
 /** What went wrong with the session storage, for `SourceClaim.memoryError`. */
 interface Memory {
@@ -171,7 +202,7 @@ interface Memory {
 }
 
 /** A claim with no lock behind it (`withoutLocks: 'single-tab'`): held until released, never lost. */
-function unlockedClaim(source: string, reuse: SourceClaim['reuse'], memory: Memory): SourceClaim {
+function unlockedClaim(source: string, reuse: SourceClaim['reuse'], memory: Memory): BareClaim {
   let held = true
   claimedHere.add(source)
   return {
@@ -194,7 +225,7 @@ function unlockedClaim(source: string, reuse: SourceClaim['reuse'], memory: Memo
 }
 
 /** Takes the lock for `source` if it is free; `null` when another context holds it. */
-function tryClaim(locks: SourceLocks, source: string, reuse: SourceClaim['reuse'], memory: Memory): Promise<SourceClaim | null> {
+function tryClaim(locks: SourceLocks, source: string, reuse: SourceClaim['reuse'], memory: Memory): Promise<BareClaim | null> {
   return new Promise((resolve, reject) => {
     let granted = false
     let held = false
@@ -205,7 +236,7 @@ function tryClaim(locks: SourceLocks, source: string, reuse: SourceClaim['reuse'
     const lost = new Promise<void>((settle) => {
       markLost = settle
     })
-    const claim: SourceClaim = {
+    const claim: BareClaim = {
       source,
       database: sourceDatabaseName(source),
       reuse,

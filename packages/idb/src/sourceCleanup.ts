@@ -36,7 +36,7 @@ export interface SourceCleanupOptions {
  * One source of the origin, as `listSources` finds it.
  *
  * @example
- * const { source, database, held, lastClaimed }: SourceListing = (await listSources({ prefix: 'dashboard' }))[0]
+ * const { source, database, held, finished, lastClaimed }: SourceListing = (await listSources({ prefix: 'dashboard' }))[0]
  */
 export interface SourceListing {
   readonly source: string
@@ -44,10 +44,19 @@ export interface SourceListing {
   readonly database: string
   /** True while a tab holds its Web Lock (a tab is writing it); such a source is never deleted. */
   readonly held: boolean
-  /** In the registry, so a new tab session may take it over; false for a database found without a registry entry. */
+  /** In the registry, so a new tab session may take it over unless it is `finished`; false for a database found without a registry entry. */
   readonly registered: boolean
   /** When a tab last claimed it, ms since epoch (0 when unknown). */
   readonly lastClaimed: number
+  /**
+   * Finished and retired (`claim.retire()`, which the claim's persistence does once it logged
+   * `engine.finishSource(claim.source)`): no tab session is handed it again. Delete it once your
+   * server has its data. False also for a database found without a registry entry.
+   *
+   * @example
+   * const retired = (await listSources({ prefix: 'dashboard' })).filter((s) => s.finished && !s.held)
+   */
+  readonly finished: boolean
 }
 
 const OPTION_KEYS: readonly (keyof SourceCleanupOptions)[] = ['prefix', 'locks', 'registry', 'indexedDB', 'withoutLocks']
@@ -56,7 +65,7 @@ const OPTION_KEYS: readonly (keyof SourceCleanupOptions)[] = ['prefix', 'locks',
  * The origin's sources of `prefix`: every registered one, and (where the browser lists its
  * databases, `indexedDB.databases()`) every database named like one that the registry does
  * not know, such as those of tab sessions from before the registry. Most recently claimed
- * first; `held` says which a tab is writing now.
+ * first; `held` says which a tab is writing now, `finished` which no tab session is handed again.
  *
  * @example
  * for (const { source, held, lastClaimed } of await listSources({ prefix: 'dashboard' })) {
@@ -66,12 +75,12 @@ const OPTION_KEYS: readonly (keyof SourceCleanupOptions)[] = ['prefix', 'locks',
 export async function listSources(options: SourceCleanupOptions): Promise<SourceListing[]> {
   const { prefix, locks, registry, factory } = resolve(options, 'listSources')
   const listings = new Map<string, SourceListing>()
-  for (const { source, lastClaimed } of registry.list(prefix)) {
-    listings.set(source, { source, database: sourceDatabaseName(source), held: false, registered: true, lastClaimed })
+  for (const { source, lastClaimed, finished } of registry.list(prefix)) {
+    listings.set(source, { source, database: sourceDatabaseName(source), held: false, registered: true, lastClaimed, finished })
   }
   if (registry.error !== null) throw new Error(`listSources: ${registry.error}`)
   for (const source of await databaseSources(factory, prefix)) {
-    if (!listings.has(source)) listings.set(source, { source, database: sourceDatabaseName(source), held: false, registered: false, lastClaimed: 0 })
+    if (!listings.has(source)) listings.set(source, { source, database: sourceDatabaseName(source), held: false, registered: false, lastClaimed: 0, finished: false })
   }
   const held = await heldSources(locks, [...listings.keys()])
   return [...listings.values()].map((listing) => ({ ...listing, held: held.has(listing.source) }))

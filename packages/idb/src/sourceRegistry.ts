@@ -6,7 +6,8 @@
  * tab session.
  *
  * One key per source (`tidemark:registry:<source>`, value `{"lastClaimed": ms}`), so tabs
- * registering at the same moment never overwrite each other's entries.
+ * registering at the same moment never overwrite each other's entries. A finished source's
+ * entry says so (`"finished": true`): it stays listed, for `deleteSource`, and is never claimed.
  */
 import { messageOf } from '@tidemark/engine/adapter'
 
@@ -23,6 +24,8 @@ export interface RegisteredSource {
   readonly source: string
   /** When a tab last claimed it, ms since epoch (0 when unknown); a later claim always has a larger value. */
   readonly lastClaimed: number
+  /** Retired once its source was finished: never claimed again. */
+  readonly finished: boolean
 }
 
 const KEY_PREFIX = 'tidemark:registry:'
@@ -65,7 +68,7 @@ export class SourceRegistry {
         const key = storage.key(i)
         if (key === null || !key.startsWith(KEY_PREFIX)) continue
         const source = key.slice(KEY_PREFIX.length)
-        if (isSourceOf(prefix, source)) found.push({ source, lastClaimed: lastClaimedOf(storage.getItem(key)) })
+        if (isSourceOf(prefix, source)) found.push({ source, ...entryOf(storage.getItem(key)) })
       }
     } catch (error) {
       this.error = `the source registry could not be read: ${messageOf(error)}`
@@ -74,25 +77,33 @@ export class SourceRegistry {
     return found.sort((a, b) => b.lastClaimed - a.lastClaimed || (a.source < b.source ? -1 : 1))
   }
 
-  /** Whether `source` is registered; null when there is no registry, or it cannot be read. */
-  has(source: string): boolean | null {
+  /**
+   * Whether `source` may be claimed: registered and not finished (never deleted, never retired);
+   * null when there is no registry, or it cannot be read.
+   */
+  claimable(source: string): boolean | null {
     const storage = this.#storage
     if (storage === null) return null
     try {
-      return storage.getItem(`${KEY_PREFIX}${source}`) !== null
+      const value = storage.getItem(`${KEY_PREFIX}${source}`)
+      return value !== null && !entryOf(value).finished
     } catch (error) {
       this.error = `the source registry could not be read: ${messageOf(error)}`
       return null
     }
   }
 
-  /** Records that `source` was claimed at `now`. */
-  record(source: string, now: number): void {
+  /**
+   * Records that `source` was claimed at `now`; `finished`, that it is retired (kept for
+   * `listSources`, never claimed again).
+   */
+  record(source: string, now: number, finished?: true): void {
     try {
-      this.#storage?.setItem(`${KEY_PREFIX}${source}`, JSON.stringify({ lastClaimed: now }))
+      this.#storage?.setItem(`${KEY_PREFIX}${source}`, JSON.stringify({ lastClaimed: now, finished }))
     } catch (error) {
-      // Full or disabled storage costs reuse by later tab sessions, never correctness.
-      this.error = `the source could not be registered: ${messageOf(error)}`
+      // Full or disabled storage costs reuse by later tab sessions, never correctness; a retirement
+      // not kept hands the finished source out again (its events are then refused as finished_source).
+      this.error = `the source could not be ${finished ? 'retired' : 'registered'}: ${messageOf(error)}`
     }
   }
 
@@ -102,13 +113,12 @@ export class SourceRegistry {
   }
 }
 
-function lastClaimedOf(value: string | null): number {
-  if (value === null) return 0
+function entryOf(value: string | null): { lastClaimed: number; finished: boolean } {
   try {
-    const parsed = JSON.parse(value) as { lastClaimed?: unknown }
-    return typeof parsed.lastClaimed === 'number' && Number.isFinite(parsed.lastClaimed) ? parsed.lastClaimed : 0
+    const { lastClaimed, finished } = JSON.parse(value ?? '{}') as { lastClaimed?: unknown; finished?: unknown }
+    return { lastClaimed: typeof lastClaimed === 'number' && Number.isFinite(lastClaimed) ? lastClaimed : 0, finished: finished === true }
   } catch {
-    return 0
+    return { lastClaimed: 0, finished: false }
   }
 }
 

@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import * as Y from 'yjs'
 import { claimSource, indexedDbPersistence, isLogConfigurationError, openEngine, type SourceLocks } from '../src/index.ts'
 import { CURRENT, drainPrevious, openDevice, PREVIOUS, sourcesOf } from './recipes/changingTheConfiguration.ts'
-import { cleanUp, describeSources } from './recipes/cleaningUpSources.ts'
+import { cleanUp, describeSources, retireDevice } from './recipes/cleaningUpSources.ts'
 import { openDashboard, shareState } from './recipes/deviceIdentity.ts'
 import { claimOrExplain, claimSingleTab } from './recipes/insecureOrigins.ts'
 import type { Screen } from './recipes/screen.ts'
@@ -74,6 +74,7 @@ function browser() {
 }
 
 afterEach(() => {
+  vi.useRealTimers()
   vi.unstubAllGlobals()
 })
 
@@ -114,6 +115,36 @@ describe('recipes: the samples do what the recipes say', () => {
     const deleted = await cleanUp(mine, async (source) => source === synced.source)
     expect(deleted).toEqual([synced.source])
     expect((await describeSources()).map((line) => line.split(':')[0]).sort()).toEqual([mine.source, unsynced.source].sort())
+  })
+
+  it('cleaning up: a retired device tab waits for the relay; its source is never handed out again, and is deleted later', async () => {
+    const { newTab } = browser()
+    newTab()
+    const device = await openDashboard()
+    device.record('temp', 21)
+    shareState(device.engine, device.claim.source, { banner: '', error: '' })
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] })
+    let retired = false
+    const retiring = retireDevice(device.engine, device.claim).then(() => {
+      retired = true
+    })
+    // Until the finish is durable and the wait for the relay has begun.
+    while (vi.getTimerCount() === 0) await new Promise((resolve) => setImmediate(resolve))
+    expect(await describeSources()).toEqual([expect.stringMatching(/: open in a tab, /)])
+    vi.advanceTimersByTime(1_000)
+    await Promise.resolve()
+    expect(retired).toBe(false) // the relay is out of reach: the tab stays open
+    device.engine.replica.setSyncStatus({ state: 'connected', lastSync: Date.now(), pendingLocalUpdates: 0, peers: 0, refusal: null }, 0)
+    vi.advanceTimersByTime(1_000)
+    await retiring
+    expect(await describeSources()).toEqual([expect.stringMatching(new RegExp(`^${device.claim.source}: finished, to delete, last claimed `))])
+    // A reload of that tab, and a new tab session, each get a new source.
+    const reloaded = await claimSource({ prefix: 'dashboard' })
+    newTab()
+    const next = await claimSource({ prefix: 'dashboard' })
+    expect([reloaded.reuse, next.reuse, reloaded.source === device.claim.source, next.source === device.claim.source]).toEqual(['new', 'new', false, false])
+    expect(await cleanUp(next, async () => true)).toEqual([device.claim.source]) // later: the server has all of it
+    expect((await indexedDB.databases()).map(({ name }) => name)).not.toContain(device.claim.database)
   })
 
   it('changing the configuration: a new source per tab; the previous logs are published, then deleted, except one an old tab still writes', async () => {

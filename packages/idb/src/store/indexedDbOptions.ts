@@ -21,9 +21,18 @@ export interface IndexedDbPersistenceOptions {
    * The tab's source claim (`claimSource`) or the log's claim (`claimLog`): once it is no
    * longer held, writes are refused at once. A claim with an `epoch` (from `claimLog`) also
    * fences: every write transaction first reads the log's writer epoch and aborts, with
-   * `FencedError`, when a later writer raised it; `open()` refuses such a claim too.
+   * `FencedError`, when a later writer raised it; `open()` refuses such a claim too. A source
+   * claim is retired (`claim.retire()`: never handed out again) once a finish of `claim.source`
+   * commits (before the append resolves), or when `open()` finds one in the log.
    */
-  readonly claim?: { readonly held: boolean; readonly epoch?: number }
+  readonly claim?: {
+    readonly held: boolean
+    readonly epoch?: number
+    /** The source of a source claim. */
+    readonly source?: string
+    /** Retires that source for good (`SourceClaim.retire()`). */
+    retire?(): void
+  }
   /**
    * Appends made in the same task share one transaction (default true): one commit
    * instead of many when a caller ingests several batches in a row. Each append still

@@ -1,5 +1,6 @@
 import type { WalOp, WindowResult } from '@tidemark/engine'
 import { checkpointPolicy } from '../checkpoint/checkpointPolicy.ts'
+import { finishesClaimed, retireClaimed } from './claimRetirement.ts'
 import { committed, requested } from './idbRequests.ts'
 import { FencedError, isFencedError } from './fencedError.ts'
 import { checkIndexedDbOptions, type IndexedDbPersistenceOptions } from './indexedDbOptions.ts'
@@ -24,6 +25,7 @@ import { readCheckpoint } from '../wal/walRecovery.ts'
 interface PendingAppend {
   readonly lsn: number
   readonly bytes: Uint8Array<ArrayBuffer>
+  readonly finishes: boolean // of the claim's source: the claim is retired once it commits
   resolve(lsn: number): void
   reject(error: unknown): void
 }
@@ -71,7 +73,7 @@ class IndexedDbPersistence implements Persistence {
   readonly checkpointEvery: CheckpointPolicy
   readonly #name: string
   readonly #factory: IDBFactory
-  readonly #claim: { readonly held: boolean } | null
+  readonly #claim: IndexedDbPersistenceOptions['claim'] | null
   /** The writer epoch every write transaction checks; null without a fencing claim. */
   readonly #epoch: number | null
   readonly #coalesce: boolean
@@ -132,6 +134,7 @@ class IndexedDbPersistence implements Persistence {
     try {
       const recovered = await this.#recover(db)
       if (this.#lostReason !== null) throw new Error(`${this.#label()}: ${this.#lostReason} while opening`)
+      if (recovered.tail.some(({ op }) => finishesClaimed(this.#claim, op))) retireClaimed(this.#claim) // its tab closed before it could
       this.#db = db
       this.#state = 'open'
       markOpen(this.#name)
@@ -148,7 +151,7 @@ class IndexedDbPersistence implements Persistence {
     const lsn = this.#catalog.nextLsn()
     const bytes = encodeWalRecord(lsn, op)
     const committed = new Promise<number>((resolve, reject) => {
-      this.#pending.push({ lsn, bytes, resolve, reject })
+      this.#pending.push({ lsn, bytes, finishes: finishesClaimed(this.#claim, op), resolve, reject })
     })
     if (!this.#coalesce) this.#flush(db)
     else if (!this.#flushScheduled) {
@@ -248,6 +251,7 @@ class IndexedDbPersistence implements Persistence {
     const settled = commit.then(
       () => {
         for (const p of batch) this.#catalog.recordStored(p.lsn, p.bytes.length)
+        if (batch.some((p) => p.finishes)) retireClaimed(this.#claim) // before anyone hears it is durable
         for (const p of batch) p.resolve(p.lsn)
       },
       (error: unknown) => {

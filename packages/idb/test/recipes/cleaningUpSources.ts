@@ -4,6 +4,7 @@
  * (indentation aside): the docs test (docs/test/examples.test.ts) checks that, and
  * recipes.test.ts runs the samples.
  */
+import type { Engine } from '@tidemark/engine'
 import type { SourceClaim } from '@tidemark/idb'
 // #region imports
 import { deleteSource, listSources } from '@tidemark/idb'
@@ -13,9 +14,10 @@ import { deleteSource, listSources } from '@tidemark/idb'
 export async function describeSources(): Promise<string[]> {
   // #region list
   const lines: string[] = []
-  for (const { source, held, registered, lastClaimed } of await listSources({ prefix: 'dashboard' })) {
+  for (const { source, held, registered, finished, lastClaimed } of await listSources({ prefix: 'dashboard' })) {
     const when = lastClaimed === 0 ? 'never claimed' : `last claimed ${new Date(lastClaimed).toISOString()}`
-    lines.push(`${source}: ${held ? 'open in a tab' : 'free'}, ${registered ? when : 'not in the registry'}`)
+    const state = held ? 'open in a tab' : finished ? 'finished, to delete' : 'free'
+    lines.push(`${source}: ${state}, ${registered ? when : 'not in the registry'}`)
   }
   // #endregion
   return lines
@@ -38,4 +40,23 @@ export async function cleanUp(claim: SourceClaim, serverHasEverythingFrom: (sour
   }
   // #endregion
   return deleted
+}
+
+/** Retires this tab's device for good: its source is finished, and the tab waits for the relay before it closes. */
+export async function retireDevice(engine: Engine, claim: SourceClaim): Promise<void> {
+  // #region retire
+  await engine.finishSource(claim.source) // durable: from here on, no tab session is handed this source
+  // Keep the tab open until the relay has acknowledged everything, the finish included.
+  await new Promise<void>((resolve, reject) => {
+    const poll = setInterval(() => {
+      const { state, pendingLocalUpdates, refusal } = engine.syncStatus()
+      if (refusal === null && (state !== 'connected' || pendingLocalUpdates > 0)) return
+      clearInterval(poll)
+      if (refusal === null) resolve()
+      else reject(new Error(`the relay refused ${claim.source}: ${refusal}`))
+    }, 1_000)
+  })
+  await engine.close()
+  await claim.release() // its database stays until deleteSource
+  // #endregion
 }
