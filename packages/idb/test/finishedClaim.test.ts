@@ -207,4 +207,16 @@ describe('claimSource: a finished source without Web Locks or without a registry
     claim.retire()
     expect(claim.memoryError).toBe('the source could not be retired: the quota has been exceeded')
   })
+
+  it('reports a retire that throws (a claim not from claimSource) as uncaught, and the finish is durable all the same', async () => {
+    const reported: unknown[] = []
+    vi.stubGlobal('reportError', (error: unknown) => reported.push(error))
+    const broken = new Error('retire failed')
+    const claim = { source: 'own-1', held: true, retire: () => { throw broken } }
+    const indexedDB = new IDBFactory()
+    const engine = await openEngine({ windows: tumbling(10), persistence: indexedDbPersistence({ name: 'own', claim, indexedDB }) })
+    await engine.finishSource('own-1')
+    expect(reported).toEqual([broken])
+    await engine.close()
+  })
 })

@@ -8,6 +8,7 @@
  * wrote it closed (or crashed) between the commit and the retirement.
  */
 import type { WalOp } from '@tidemark/engine'
+import { reportListenerError } from '@tidemark/engine/adapter'
 import type { IndexedDbPersistenceOptions } from './indexedDbOptions.ts'
 
 type Claim = IndexedDbPersistenceOptions['claim'] | null
@@ -17,11 +18,15 @@ export function finishesClaimed(claim: Claim, op: WalOp): boolean {
   return op.kind === 'finish' && op.source === claim?.source
 }
 
-/** Retires the claim's source; a `retire` that throws (a claim not from `claimSource`) changes nothing. */
+/**
+ * Retires the claim's source. A `retire` that throws (a claim not from `claimSource`, whose own
+ * `retire` keeps storage errors in `memoryError`) is reported as uncaught: the finish is durable
+ * all the same, and the append goes on.
+ */
 export function retireClaimed(claim: Claim): void {
   try {
     claim?.retire?.()
-  } catch {
-    // The finish is durable all the same; only the claim's own bookkeeping failed.
+  } catch (error) {
+    reportListenerError(error)
   }
 }

@@ -166,8 +166,7 @@ class IndexedDbPersistence implements Persistence {
     // Taken now, with the state: the late lane and the staged archive changes belong to this checkpoint.
     const write = this.#catalog.planCheckpoint(checkpoint)
     const { upToLsn, bytes, lane, archive } = write
-    // Appends made before it settle first: the truncation guard must know which failed or found
-    // another writer, however late an implementation fires their aborts.
+    // Appends made before it settle first: the truncation guard must know which failed or found another writer, however late their aborts fire.
     this.#flush(db)
     const what = `checkpoint at lsn ${upToLsn} was not written`
     await Promise.all(this.#inFlight)

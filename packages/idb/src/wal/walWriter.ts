@@ -1,5 +1,5 @@
 import type { LocalWrite, WalOp, WriteAheadLog } from '@tidemark/engine'
-import { cellCount, messageOf } from '@tidemark/engine/adapter'
+import { cellCount, messageOf, reportListenerError } from '@tidemark/engine/adapter'
 import { DurableFrontier } from './durableFrontier.ts'
 import { isFencedError } from '../store/fencedError.ts'
 import type { CheckpointPolicy, LateLaneSnapshot, Persistence } from '../store/persistence.ts'
@@ -97,7 +97,8 @@ export class WalWriter implements WriteAheadLog {
       try {
         deliver(write)
       } catch (error) {
-        reportDeliveryError(error)
+        // A peer-side listener threw: the host hears of it, the journal goes on with the next write.
+        reportListenerError(error)
       }
     }, options.persistence.lastLsn)
     this.#eventsSinceCheckpoint = options.tail.events
@@ -301,15 +302,5 @@ export function checkpointEvents(op: WalOp): number {
   if (op.kind === 'ingest') return op.events.length
   if (op.kind === 'merge') return cellCount(op.groups) + op.clocks.length
   return 0
-}
-
-/** A peer-side listener threw: the host hears of it, the journal goes on with the next write. */
-function reportDeliveryError(error: unknown): void {
-  const report = (globalThis as { reportError?: (e: unknown) => void }).reportError
-  if (typeof report === 'function') report(error)
-  else
-    queueMicrotask(() => {
-      throw error
-    })
 }
 
