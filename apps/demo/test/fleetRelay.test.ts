@@ -17,12 +17,14 @@ import { DevTokenIssuer, type Relay, startRelay } from '@tidemark/relay'
 import { cuttableWebSocket } from '@tidemark/testkit/network'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
+import type { LinksReport } from '../src/fleet/dashboardHost.ts'
 import type { DeviceStatus } from '../src/fleet/deviceStatus.ts'
 import { DeviceTab } from '../src/fleet/deviceTab.ts'
 import { Fleet } from '../src/fleet/fleet.ts'
 import { DEFAULT_SETTINGS, type FleetSettings, windowIdOf } from '../src/fleet/fleetSettings.ts'
 import { dashboardHostName, type FleetWiring, type LinkTransports, type RelayConfig } from '../src/fleet/fleetWiring.ts'
 import { DEVICES_MEASURE } from '../src/ui/chartMeasure.ts'
+import { heldRooms } from './heldRooms.ts'
 import { inProcessHosts } from './inProcessHosts.ts'
 import { memoryPages } from './memoryPages.ts'
 
@@ -130,7 +132,7 @@ describe('the fleet through a relay', { timeout: 60_000 }, () => {
       ['d03', 'connected', null],
     ])
     await advance(600)
-    expect(fleet.snapshot().relayRooms).toEqual({ rooms: 3, refused: [] })
+    expect(fleet.snapshot().relayRooms).toEqual({ rooms: 3, refused: [], refill: expect.objectContaining({ state: 'merged', missing: [] }) })
     expect(fleet.snapshot().devices.every((row) => row.lastHeard !== null)).toBe(true)
     // A device's connection never receives the fleet's state: each device engine knows its own source only.
     for (const engine of engines()) expect(engine.stats().sources).toBe(1)
@@ -305,5 +307,76 @@ describe('the fleet through a relay', { timeout: 60_000 }, () => {
     const watermark = dashboard().watermark()
     await advance(4_000)
     expect(dashboard().watermark()).toBeGreaterThan(watermark)
+  })
+
+  it('a new dashboard host takes every room together: while the devices write on, none of its windows turns final before every room landed', async () => {
+    const { fleet, advance, dashboard, settled } = await relayFleet({ deviceCount: 6 })
+    // Longer than the allowed lateness (10 s): every room holds windows a watermark would make final.
+    await advance(16_000)
+    await eventually(settled, 'first convergence')
+    fleet.configure({ outOfOrdernessMs: 500 })
+    await fleet.ready()
+    await eventually(() => fleet.snapshot().dashboard !== null && dashboard().stats().sources === 6, "the new dashboard host has every device's room")
+    await advance(4_000)
+    await eventually(settled, 'the new dashboard shows what the devices hold')
+    expect(dashboard().stats()).toMatchObject({ sources: 6, finalityViolations: 0 })
+    expect(fleet.snapshot().relayRooms?.refill).toMatchObject({ state: 'merged', rooms: 6, synced: 6, missing: [] })
+    expect(fleet.snapshot().activity.some((entry) => /^The dashboard engine took its 6 rooms together once each had synced/.test(entry.text))).toBe(true)
+  })
+
+  it("a finished device's room landing first fires nothing: the new dashboard host waits for the live rooms and takes all of them together", async () => {
+    const held = heldRooms()
+    const { fleet, clock, advance, settled, world, wiring, window } = await relayFleet({}, {}, { WebSocket: held.WebSocket })
+    await advance(4_000)
+    await eventually(settled, 'first convergence')
+    fleet.configure({ deviceCount: 2 })
+    await fleet.ready()
+    const retiredAt = clock.now
+    await advance(4_000)
+    // From here the relay answers d01's and d02's rooms late (to every dashboard socket): d03's, finished, lands first.
+    held.hold((room) => /\/d0[12]$/.test(room))
+    fleet.configure({ outOfOrdernessMs: 500 })
+    await fleet.ready()
+    const name = dashboardHostName(wiring, fleet.snapshot().settings)
+    const links = (): LinksReport | undefined => world.call(name, 'links') as LinksReport | undefined
+    const engine = world.host(name)?.engine
+    // d03's room synced: held by the dashboard (or, merged alone, its source known).
+    await eventually(() => links()?.followed?.refill?.synced === 1 || engine?.stats().sources === 1, "the new dashboard host synced d03's room")
+    // Merged alone, d03's finished clock would make the proof frontier Infinity and fire every window of its room.
+    expect(engine?.results().filter((r) => r.status !== 'provisional').length).toBe(0)
+    expect(engine?.stats().sources).toBe(0)
+    expect(links()?.followed?.refill).toMatchObject({ state: 'waiting', rooms: 3, synced: 1 })
+    held.release()
+    await eventually(() => links()?.followed?.refill.state === 'merged' && engine?.stats().sources === 3, 'the refill took every room')
+    // The windows d03 had readings for fired once, with every device's readings in: on time, never corrected.
+    const early = (engine?.results({ window, key: 'temp' }) ?? []).filter((r) => r.end <= retiredAt)
+    expect(early.length).toBeGreaterThan(0)
+    expect(early.map((r) => [r.status, r.revision])).toEqual(early.map(() => ['on_time', 0]))
+    expect(engine?.stats()).toMatchObject({ finalityViolations: 0, corrections: 0 })
+  })
+
+  it('a room that never syncs stalls the new dashboard host 10 s at most: it takes the rooms that synced, and says which one it went on without', async () => {
+    const held = heldRooms()
+    const { fleet, advance, settled, world, wiring, dashboard } = await relayFleet({}, {}, { WebSocket: held.WebSocket })
+    await advance(4_000)
+    await eventually(settled, 'first convergence')
+    held.hold((room) => room.endsWith('/d02'))
+    fleet.configure({ outOfOrdernessMs: 500 })
+    await fleet.ready()
+    const name = dashboardHostName(wiring, fleet.snapshot().settings)
+    const links = (): LinksReport | undefined => world.call(name, 'links') as LinksReport | undefined
+    await eventually(() => links()?.followed?.refill.synced === 2, 'the new dashboard host synced d01 and d03')
+    await advance(9_500)
+    expect(links()?.followed?.refill.state).toBe('waiting')
+    await advance(600)
+    expect(links()?.followed?.refill).toMatchObject({ state: 'timedOut', rooms: 3, synced: 2, missing: [expect.stringMatching(/\/d02$/)] })
+    expect(world.host(name)?.engine?.stats().sources).toBe(2)
+    await advance(600)
+    expect(fleet.snapshot().activity.some((entry) => entry.tone === 'bad' && /^The dashboard engine stopped waiting for 1 of 3 rooms after 10\.\d s \(d02\)/.test(entry.text))).toBe(true)
+    // d02's room lands late: merged as it comes, and the dashboard converges.
+    held.release()
+    await advance(1_000)
+    await eventually(settled, 'the dashboard shows what the devices hold')
+    expect(dashboard().stats().sources).toBe(3)
   })
 })

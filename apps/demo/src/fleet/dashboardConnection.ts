@@ -7,6 +7,7 @@ import type { FleetAggregates } from './fleetAggregates.ts'
 import type { FleetHosts } from './fleetHosts.ts'
 import type { FleetSettings } from './fleetSettings.ts'
 import { dashboardHostName, type FleetWiring } from './fleetWiring.ts'
+import type { RefillReport } from './refillGate.ts'
 
 /** The dashboard's links are asked how they follow the fleet at most this often. */
 const LINKS_POLL_MS = 500
@@ -54,6 +55,8 @@ export class DashboardConnection {
   #linksPolling = false
   /** Why the last `links` poll of the current host failed; a poll failing the same way again is not logged again. */
   #linksError: string | null = null
+  /** The current host's refill ended and the activity feed said how. */
+  #refillNoted = false
 
   constructor(options: DashboardConnectionOptions) {
     this.#options = options
@@ -94,6 +97,7 @@ export class DashboardConnection {
     this.#host = null
     this.#links = null
     this.#linksError = null
+    this.#refillNoted = false
     const { hosts, wiring, log, now } = this.#options
     if (old !== null) void retireDashboard(old, (message) => log.add(now(), 'bad', message))
     const ready = hosts.connect({
@@ -155,6 +159,25 @@ export class DashboardConnection {
     this.#linksError = null
     for (const error of links.errors) this.#options.log.add(this.#options.now(), 'bad', `Replication: ${error}`)
     this.#links = { ...links, followed: sameFollowed(this.#links?.followed ?? null, links.followed) }
+    this.#noteRefill(links.followed?.refill ?? null)
+  }
+
+  /** Once per host: how its engine's refill from the rooms ended (nothing for an empty directory). */
+  #noteRefill(refill: RefillReport | null): void {
+    if (refill === null || refill.state === 'waiting' || this.#refillNoted) return
+    this.#refillNoted = true
+    const { log, now } = this.#options
+    const took = refill.tookMs === null ? '' : ` after ${(refill.tookMs / 1000).toFixed(1)} s`
+    if (refill.state === 'timedOut') {
+      const missing = refill.missing.map(deviceOfRoom).join(', ')
+      log.add(
+        now(),
+        'bad',
+        `The dashboard engine stopped waiting for ${refill.missing.length} of ${refill.rooms} rooms${took} (${missing}) and took the ${refill.synced} that synced: windows fire without ${missing}, whose state may change final windows when it lands (finality violations)`,
+      )
+    } else if (refill.rooms > 0) {
+      log.add(now(), 'info', `The dashboard engine took its ${refill.rooms} rooms together once each had synced${took}: no window fired on part of the fleet`)
+    }
   }
 
   #linksFailed(message: string): void {
@@ -201,11 +224,19 @@ function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error)
 }
 
+/** The device of a room name (`tidemark-demo/<fleet id>/<epoch>/d07` → `d07`). */
+function deviceOfRoom(room: string): string {
+  return room.slice(room.lastIndexOf('/') + 1)
+}
+
 /** `next`, or `previous` itself when it says the same (an unchanged slice does not render). */
 function sameFollowed(previous: FollowedRooms | null, next: FollowedRooms | null): FollowedRooms | null {
   if (previous === null || next === null) return next
   const same =
     previous.rooms === next.rooms &&
+    previous.refill.state === next.refill.state &&
+    previous.refill.synced === next.refill.synced &&
+    previous.refill.rooms === next.refill.rooms &&
     previous.refused.length === next.refused.length &&
     previous.refused.every((r, i) => r.room === next.refused[i]?.room && r.refusal === next.refused[i]?.refusal)
   return same ? previous : next

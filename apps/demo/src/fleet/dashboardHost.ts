@@ -80,6 +80,7 @@ export function dashboardHostOptions(name: string, platform: HostPlatform): Host
         epoch: epochOf(settings),
         devices,
         now: platform.now,
+        timers: platform.timers,
         onError: (error) => {
           errors.push(error.message)
           if (errors.length > ERRORS_KEPT) errors.shift()

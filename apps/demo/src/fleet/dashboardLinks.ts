@@ -1,13 +1,15 @@
-import type { Engine } from '@tidemark/engine'
+import type { Engine, TickTimers } from '@tidemark/engine'
 import { BroadcastChannelProvider, bindDoc, connectRelay, type DocBinding, followRooms, type Relay, type RoomFollower, syncStatusTracker } from '@tidemark/yjs'
 import * as Y from 'yjs'
 import { dashboardToken } from './devTokens.ts'
 import { deviceChannelName, deviceRoomName, directoryRoomName, type FleetWiring, type LinkTransports, relayFleetName } from './fleetWiring.ts'
+import { RefillGate, type RefillReport } from './refillGate.ts'
 
-/** What the dashboard follows on the relay: rooms, and those the relay refused (room and reason). */
+/** What the dashboard follows on the relay: rooms, those the relay refused (room and reason), and where its engine's refill stands. */
 export interface FollowedRooms {
   readonly rooms: number
   readonly refused: readonly { readonly room: string; readonly refusal: string }[]
+  readonly refill: RefillReport
 }
 
 export interface DashboardLinksOptions {
@@ -16,8 +18,10 @@ export interface DashboardLinksOptions {
   readonly epoch: string
   /** The devices of the fleet (without a relay, one tab channel is followed per device). */
   readonly devices: readonly string[]
-  /** Processing-time clock of the followed documents' sync status. */
+  /** The host's clock: the followed documents' sync status, and the refill's bound (`RefillGate`). */
   readonly now: () => number
+  /** Timers on `now`, for the refill's bound. */
+  readonly timers: TickTimers
   /** What a followed document's binding or the relay client could not use. */
   readonly onError: (error: Error) => void
 }
@@ -32,19 +36,22 @@ interface TabFollower {
 /**
  * How the dashboard engine reads the fleet. With a relay: one socket with a read-only dashboard
  * token, `followRooms` on the epoch's directory (`<fleet>/_directory`), which the relay keeps:
- * every device room listed there, now or later, gets a document bound read-only to the engine.
- * Without one: a read-only document per device on that device's tab channel. Either way the
- * dashboard writes nothing and a device never receives another device's state, so the traffic
- * grows with the fleet, not with its square.
+ * every device room listed there, now or later, gets a document bound read-only to the engine,
+ * through a `RefillGate`: the engine merges nothing until every room listed synced once, then
+ * all of them together (at most `REFILL_BOUND_MS` after the listing). Without one: a read-only
+ * document per device on that device's tab channel. Either way the dashboard writes nothing
+ * and a device never receives another device's state, so the traffic grows with the fleet, not
+ * with its square.
  *
  * @example
- * const links = new DashboardLinks(dashboard, { wiring, transports: {}, epoch: 'w2000-l10000-a1', devices: ['d01', 'd02'], now: Date.now, onError: console.warn })
+ * const links = new DashboardLinks(dashboard, { wiring, transports: {}, epoch: 'w2000-l10000-a1', devices: ['d01', 'd02'], now: Date.now, timers: { setTimeout, clearTimeout }, onError: console.warn })
  * links.lastHeard().get('d01') // when d01's state last arrived
  */
 export class DashboardLinks {
   readonly #options: DashboardLinksOptions
   readonly #relay: Relay | null = null
   readonly #follower: RoomFollower | null = null
+  readonly #gate: RefillGate | null = null
   readonly #tabs = new Map<string, TabFollower>()
 
   constructor(engine: Engine, options: DashboardLinksOptions) {
@@ -60,7 +67,11 @@ export class DashboardLinks {
         ...(WebSocket === undefined ? {} : { WebSocket }),
         onError,
       })
-      this.#follower = followRooms(engine, this.#relay, { directory: directoryRoomName(wiring, epoch), bind: { onError, now } })
+      const gate = new RefillGate(engine.replica, { now, timers: options.timers })
+      const follower = followRooms({ replica: gate.port }, this.#relay, { directory: directoryRoomName(wiring, epoch), bind: { onError, now } })
+      gate.listen(() => follower.rooms())
+      this.#gate = gate
+      this.#follower = follower
       return
     }
     for (const device of options.devices) {
@@ -97,17 +108,19 @@ export class DashboardLinks {
     return true
   }
 
-  /** The rooms followed on the relay and the refused ones; null without a relay. */
+  /** The rooms followed on the relay, the refused ones and the refill; null without a relay. */
   followed(): FollowedRooms | null {
-    if (this.#follower === null) return null
+    if (this.#follower === null || this.#gate === null) return null
     const refused: { room: string; refusal: string }[] = []
     const rooms = this.#follower.rooms()
     for (const [room, status] of rooms) if (status.refusal !== null) refused.push({ room, refusal: status.refusal })
-    return { rooms: rooms.size, refused }
+    this.#gate.check()
+    return { rooms: rooms.size, refused, refill: this.#gate.report() }
   }
 
   /** Leaves every room (or channel) and unbinds the documents; the engine keeps what it merged. */
   destroy(): void {
+    this.#gate?.destroy()
     this.#follower?.destroy()
     this.#relay?.destroy()
     for (const { doc, binding, provider } of this.#tabs.values()) {

@@ -340,13 +340,17 @@ export class Fleet {
   }
 
   // Proof covers known sources only: until a device's state first lands, the others can
-  // prove windows it has readings for, and its cells then correct them.
+  // prove windows it has readings for, and its cells then correct them (devices that start
+  // after the dashboard engine's refill: a new fleet, a larger one).
   #noteAllReported(now: number): void {
     const dashboard = this.#dashboard.engine
     if (dashboard === null || this.#allReported || now - this.#reportedCheckAt < 1_000) return
     this.#reportedCheckAt = now
     if (dashboard.stats().sources < this.#slots.length) return
     this.#allReported = true
+    // A refill that took every device's room together corrected nothing (the activity feed said so).
+    const refill = this.#dashboard.links?.followed?.refill
+    if (refill?.state === 'merged' && refill.rooms >= this.#slots.length) return
     this.#log.add(
       now,
       'info',

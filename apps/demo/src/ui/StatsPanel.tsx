@@ -2,6 +2,7 @@ import type { EngineStats, SyncStatus } from '@tidemark/engine'
 import { useEngineStats, useSyncStatus } from '@tidemark/react'
 import type { ReactNode } from 'react'
 import type { FollowedRooms } from '../fleet/dashboardLinks.ts'
+import { REFILL_BOUND_MS } from '../fleet/refillGate.ts'
 import type { DeviceRow } from '../fleet/fleetSnapshot.ts'
 import { useFleet } from './useFleet.ts'
 import { byteSize, clockTimeTenths, count, duration } from './timeFormat.ts'
@@ -50,6 +51,16 @@ function linkTile(sync: SyncStatus, rooms: FollowedRooms | null, hasRelay: boole
   }
   const refused = rooms?.refused ?? []
   const refusal = sync.refusal ?? refused[0]?.refusal ?? null
+  const refill = rooms?.refill
+  if (refusal === null && refill?.state === 'waiting' && refill.rooms > 0) {
+    return {
+      label: 'Relay',
+      value: 'refilling',
+      note: `${count(refill.synced)} of ${count(refill.rooms)} rooms synced`,
+      tone: 'warn',
+      hint: `A new dashboard engine merges nothing until every device room it follows has synced once, then all of them together (it stops waiting ${REFILL_BOUND_MS / 1000} s after the directory listed them), so no window fires on part of the fleet`,
+    }
+  }
   return {
     label: 'Relay',
     value: refusal !== null ? 'refused' : sync.state,
