@@ -161,6 +161,30 @@ describe('finishSource: a source that sends nothing more', () => {
     }
   })
 
+  it('finishing again answers with the durability of the first finish: pending until its record commits, rejected if its write failed', async () => {
+    const engine = createEngine({ windows: tumbling(10_000), watermark: manual() }) as TidemarkEngine
+    // A log whose writes commit, or fail, when the test says so.
+    const writes: { resolve: () => void; reject: (error: Error) => void }[] = []
+    engine.attachLog({ record: () => new Promise((resolve, reject) => writes.push({ resolve, reject })), blocked: null, stats: () => ({ walRecords: 0, walBytes: 0 }) })
+    void engine.finishSource('d1')
+    let durable = false
+    const again = engine.finishSource('d1').then(() => (durable = true))
+    await new Promise((resolve) => setImmediate(resolve))
+    // The first record is not committed yet: a crash now would lose the finish.
+    expect(durable).toBe(false)
+    writes[0]?.resolve()
+    await again
+    expect(durable).toBe(true)
+    await expect(engine.finishSource('d1')).resolves.toBeUndefined()
+    const failed = new Error('write failed')
+    const first = engine.finishSource('d2')
+    writes[1]?.reject(failed)
+    await expect(first).rejects.toBe(failed)
+    await expect(engine.finishSource('d2')).rejects.toBe(failed)
+    // Finishing again logged nothing.
+    expect(writes).toHaveLength(2)
+  })
+
   it('rejects, changing nothing, while the log refuses writes', async () => {
     const engine = createEngine({ windows: tumbling(10_000), watermark: manual() }) as TidemarkEngine
     const full = new Error('quota exceeded')

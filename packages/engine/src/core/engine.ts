@@ -203,11 +203,12 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
   finishSource(source: string): Promise<void> {
     this.#assertOpen()
     const clock = finishableClock(this.#frontiers, source, this.replicaId, this.#options.limits.maxSources)
-    if (clock?.finished === true) return DURABLE
+    // Nothing more to log, but the promise is only as durable as the record that made it.
+    if (clock?.finished === true) return this.#journal.finished(source)
     const blocked = this.#journal.wal?.blocked ?? null
     if (blocked !== null) return Promise.reject(blocked)
     const now = this.#options.now()
-    const durable = this.#journal.wal === null ? DURABLE : this.#journal.record({ kind: 'finish', source, now })
+    const durable = this.#journal.wal === null ? DURABLE : this.#journal.finish(source, now)
     this.#finishAt(source, now)
     return durable
   }

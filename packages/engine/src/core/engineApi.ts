@@ -238,10 +238,11 @@ export interface Engine<A extends AggregateDefinitions = NoAggregates> {
    * watermark nor the proof frontier back (when every known source finished, every window
    * fires, `proven`), its later events are refused (`finished_source`; copies of events it sent
    * still count as duplicates), and its clock carries the promise to every peer. Only the replica
-   * that writes the source can finish it; finishing it again changes nothing. Resolves once the
-   * promise is durable in the log (at once without one); rejects, changing nothing, while the
-   * log refuses writes. Throws for a name that is not one, a source another replica writes, or
-   * a new source past `limits.maxSources`.
+   * that writes the source can finish it. Resolves once the promise is durable in the log (at
+   * once without one); while the log refuses writes, rejects and changes nothing. Finishing a
+   * finished source changes and logs nothing, and answers as its first finish does: resolved
+   * once that is durable, rejected if its write failed. Throws for a name that is not one, a
+   * source another replica writes, or a new source past `limits.maxSources`.
    *
    * @example
    * engine.ingest([{ id: 'd9-1', source: 'd9', seq: 1, ts: 1_000, value: 7 }])

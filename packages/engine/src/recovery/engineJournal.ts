@@ -25,6 +25,8 @@ export class EngineJournal {
   /** The message of the last write the log refused, or null. */
   error: string | null = null
   readonly #changed: () => void
+  /** Per source finished here, its `finish` record's promise (one a source, so bounded as sources are). */
+  readonly #finishes = new Map<string, Promise<void>>()
 
   constructor(changed: () => void) {
     this.#changed = changed
@@ -48,6 +50,28 @@ export class EngineJournal {
       this.#changed()
     })
     return durable
+  }
+
+  /**
+   * Records `finishSource(source)` at `now` (call only with a log attached); resolves once
+   * durable. `finished(source)` answers with the same promise from then on.
+   *
+   * @example
+   * const durable = journal.finish('d1', now)
+   * journal.finished('d1') === durable // true
+   */
+  finish(source: string, now: number): Promise<void> {
+    const durable = this.record({ kind: 'finish', source, now })
+    this.#finishes.set(source, durable)
+    return durable
+  }
+
+  /**
+   * How durable the finish of an already finished `source` is: the promise of the record that
+   * finished it (pending, committed or failed), else resolved (replayed, restored, or no log).
+   */
+  finished(source: string): Promise<void> {
+    return this.#finishes.get(source) ?? DURABLE
   }
 
   /** Records `n` inputs refused for `reason` outside any replayed op, as counts only (nothing once `closed`); resolves once durable. */
