@@ -104,8 +104,11 @@ describe('engine against the reference model', () => {
         model.tick(clock.now)
       } else if (op.kind === 'advanceWatermark') {
         model.advanceWatermark(op.to)
+      } else if (op.kind === 'finish') {
+        model.finish(op.source, clock.now)
       }
       expect(engine.watermark(), `watermark after op ${step}`).toBe(model.watermark())
+      expect(engine.stats().proofFrontier, `proof frontier after op ${step}`).toBe(model.proofFrontier())
       expect(engine.results(), `results after op ${step}`).toEqual(model.results())
       expect(changeSet(delivered), `changes of op ${step}`).toEqual(changeSet(model.changes()))
       delivered = []
@@ -127,8 +130,10 @@ describe('engine against the reference model', () => {
     let events = 0
     let accepted = 0
     let duplicates = 0
+    const finished = new Set<string>()
     for (const op of plan.ops) {
       const receipt = runPlanOp(engine, clock, op)
+      if (op.kind === 'finish') finished.add(op.source)
       if (receipt !== null && op.kind === 'ingest') {
         expectAccounting(receipt, op.events)
         for (const a of receipt.anomalies) {
@@ -136,7 +141,9 @@ describe('engine against the reference model', () => {
           const invalid = modelValidation(input)
           const ahead = invalid === null && (input as StreamEvent).ts > clock.now + (plan.config.maxFutureSkew ?? 86_400_000)
           const byAggregates = invalid === null && !ahead && refusedByAggregates(plan, input)
-          expect(a.reason).toBe(invalid ?? (ahead ? 'future_ts' : byAggregates ? 'invalid_aggregate_input' : 'a valid event'))
+          // A valid event is refused only when its source was finished before the batch (a copy of what it sent is a duplicate).
+          const ofFinished = invalid === null && finished.has((input as StreamEvent).source)
+          expect(a.reason).toBe(invalid ?? (ahead ? 'future_ts' : byAggregates ? 'invalid_aggregate_input' : ofFinished ? 'finished_source' : 'a valid event'))
         }
         events += op.events.length
         accepted += receipt.accepted
@@ -330,7 +337,12 @@ describe('batch boundaries and order', () => {
 describe('duplicates and basis', () => {
   property('re-sending every event changes nothing and counts nothing twice', streamPlan({ kinds: ALL, skew: false }), (plan) => {
     const { engine, clock } = engineFor(plan)
-    for (const op of plan.ops) runPlanOp(engine, clock, op)
+    // Events a finished source had not sent are refused when they come, and again when re-sent.
+    let ofFinished = 0
+    for (const op of plan.ops) {
+      const receipt = runPlanOp(engine, clock, op)
+      ofFinished += receipt?.anomalies.filter((a) => a.reason === 'finished_source').length ?? 0
+    }
     const before = engine.results()
     const applied = engine.stats().applied
     const everything = plan.ops.flatMap((op) => (op.kind === 'ingest' ? op.events : []))
@@ -342,8 +354,9 @@ describe('duplicates and basis', () => {
     const receipt = engine.ingest(everything)
     expect(receipt.accepted).toBe(0)
     expect(receipt.late).toBe(0)
-    expect(receipt.rejected).toBe(invalid)
-    expect(receipt.duplicates + receipt.beyondLateness).toBe(everything.length - invalid)
+    expect(receipt.rejected).toBe(invalid + ofFinished)
+    expect(receipt.anomalies.filter((a) => a.reason === 'finished_source')).toHaveLength(ofFinished)
+    expect(receipt.duplicates + receipt.beyondLateness).toBe(everything.length - invalid - ofFinished)
     expect(emitted).toBe(0)
     expect(engine.results()).toEqual(before)
     expect(engine.stats().applied).toBe(applied)

@@ -1,21 +1,24 @@
 /**
  * The reference model's sources: which events each source delivered (identity, seq and ts, in
- * lists rather than ring buffers), what their frontiers are recomputed to, and which sources
- * sent events stamped too far ahead of the clock.
+ * lists rather than ring buffers), which sources their writer finished, what their frontiers are
+ * recomputed to, and which sources sent events stamped too far ahead of the clock.
  */
 import type { StreamEvent } from '@tidemark/engine'
 import { type Delivery, proofOf } from './modelTime.ts'
 
-/** What taking an event did: first delivery, a copy, or a copy that provably differs from the first. */
-export type Taken = 'first' | 'duplicate' | 'conflicting'
+/**
+ * What taking an event did: first delivery, a copy, a copy that provably differs from the first,
+ * or an event of a finished source that it had not sent before (refused, and not remembered).
+ */
+export type Taken = 'first' | 'duplicate' | 'conflicting' | 'finished'
 
 /** The frontiers the deliveries so far give at processing time `now`. */
 export interface SourceFrontiers {
-  /** P: the least proof over all sources (-Infinity with none). */
+  /** P: the least proof over the sources not finished (-Infinity with no source; +Infinity when every one finished). */
   readonly proof: number
-  /** The least max ts over sources not idle (NaN when every source is idle, or none delivered). */
+  /** The least max ts over sources neither finished nor idle (NaN when there is none). */
   readonly activeMaxTs: number
-  /** The least max ts over every source, idle or not (NaN with none). */
+  /** The least max ts over every source not finished, idle or not (NaN with none). */
   readonly allMaxTs: number
 }
 
@@ -24,13 +27,15 @@ const FUTURE_SOURCES = 20
 
 /**
  * Every source's deliveries, for the reference model: dedup by identity, the conflicting-copy
- * rule, the frontiers recomputed from the lists, and the `future_ts` sources.
+ * rule, finished sources, the frontiers recomputed from the lists, and the `future_ts` sources.
  *
  * @example
  * const sources = new ModelSources()
  * sources.take(event) // 'first'
  * sources.delivered(event, now)
+ * sources.finish(event.source)
  * sources.take(event) // 'duplicate'
+ * sources.take({ ...event, id: 'other', seq: 99 }) // 'finished'
  */
 export class ModelSources {
   /** Identity of every event taken, with the ts of its first delivery. */
@@ -39,12 +44,18 @@ export class ModelSources {
   readonly #seqTs = new Map<string, Map<number, number>>()
   readonly #deliveries: Delivery[] = []
   readonly #future = new Map<string, { count: number; lastTs: number }>()
+  /** Sources their writer finished: they send nothing more. */
+  readonly #finished = new Set<string>()
 
-  /** Takes a valid event: a first delivery is recorded, a copy is judged. */
+  /**
+   * Takes a valid event: a first delivery is recorded, a copy is judged. A copy of what a finished
+   * source sent is still a copy; anything else from it is refused and leaves no trace.
+   */
   take(event: StreamEvent): Taken {
     const identity = JSON.stringify(event.seq === undefined ? [event.source, 'id', event.id] : [event.source, 'seq', event.seq])
     const first = this.#seen.get(identity)
     if (first !== undefined) return this.#conflicts(event, first) ? 'conflicting' : 'duplicate'
+    if (this.#finished.has(event.source)) return 'finished'
     this.#seen.set(identity, event.ts)
     if (event.seq !== undefined) {
       const seqs = this.#seqTs.get(event.source) ?? new Map<number, number>()
@@ -66,24 +77,39 @@ export class ModelSources {
     if (this.#future.size > FUTURE_SOURCES) this.#future.delete(this.#future.keys().next().value as string)
   }
 
-  /** Recomputed from every delivery so far: P, and the max ts that bound the watermark, at `now`. */
+  /**
+   * The writer's promise that `source` sends nothing more (known or not). Returns false when it
+   * was finished already (nothing changes then).
+   */
+  finish(source: string): boolean {
+    if (this.#finished.has(source)) return false
+    this.#finished.add(source)
+    return true
+  }
+
+  /**
+   * Recomputed from every delivery so far: P, and the max ts that bound the watermark, at `now`.
+   * A finished source counts in none of them: nothing unseen can come from it.
+   */
   frontiers(now: number, idleTimeout: number): SourceFrontiers {
-    const names = [...new Set(this.#deliveries.map((d) => d.source))]
+    const names = [...new Set(this.#deliveries.map((d) => d.source))].filter((name) => !this.#finished.has(name))
     const clocks = names.map((name) => {
       const mine = this.#deliveries.filter((d) => d.source === name)
       return { maxTs: Math.max(...mine.map((d) => d.ts)), idle: now - Math.max(...mine.map((d) => d.now)) > idleTimeout, proof: proofOf(mine) }
     })
     const active = clocks.filter((c) => !c.idle)
+    // Known sources are those that delivered and those finished; with every one of them finished, all input is in.
+    const known = this.count > 0
     return {
-      proof: clocks.length === 0 ? Number.NEGATIVE_INFINITY : Math.min(...clocks.map((c) => c.proof)),
+      proof: !known ? Number.NEGATIVE_INFINITY : clocks.length === 0 ? Number.POSITIVE_INFINITY : Math.min(...clocks.map((c) => c.proof)),
       activeMaxTs: active.length === 0 ? Number.NaN : Math.min(...active.map((c) => c.maxTs)),
       allMaxTs: clocks.length === 0 ? Number.NaN : Math.min(...clocks.map((c) => c.maxTs)),
     }
   }
 
-  /** Sources that delivered. */
+  /** Sources that delivered or were finished (finishing an unknown source makes it known). */
   get count(): number {
-    return new Set(this.#deliveries.map((d) => d.source)).size
+    return new Set([...this.#deliveries.map((d) => d.source), ...this.#finished]).size
   }
 
   /** `stats().futureSources`. */

@@ -25,6 +25,9 @@
  *   `#conflicts`);
  * - an event stamped more than `maxFutureSkew` ahead of the batch's `now` is refused as
  *   `future_ts` before anything else looks at it;
+ * - a finished source (`finishSource`) counts in neither W nor P (P is +Infinity when every
+ *   known source finished, and finishing an unknown source makes it known); a copy of an event
+ *   it sent is still a duplicate, any other event of it is refused as `finished_source`;
  * - panes (docs/semantics.md, Triggers and accumulation): each window keeps what it showed
  *   last, and emits a pane when its trigger says so: early panes before it fires, the on-time
  *   pane, late panes after; processing-time triggers are armed by the first change after a pane
@@ -133,6 +136,11 @@ export class ReferenceModel {
         continue
       }
       const taken = this.#sources.take(event)
+      if (taken === 'finished') {
+        anomalies.push({ reason: 'finished_source', index, id: event.id })
+        this.#count('finished_source')
+        continue
+      }
       if (taken !== 'first') {
         duplicates++
         if (taken === 'conflicting') {
@@ -176,6 +184,17 @@ export class ReferenceModel {
   tick(now: number): void {
     this.#advance(now)
     this.#settle(new Set(), now, true)
+  }
+
+  /**
+   * `finishSource(source)` at processing time `now`: from here on the source holds neither W nor
+   * P back and its events not sent before are refused. W moves only as the other sources move it;
+   * finishing a finished source changes nothing (not even the idleness judged at `now`).
+   */
+  finish(source: string, now: number): void {
+    if (!this.#sources.finish(source)) return
+    this.#advance(now)
+    this.#settle(new Set(), now, false)
   }
 
   advanceWatermark(t: number): void {

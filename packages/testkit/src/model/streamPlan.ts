@@ -2,7 +2,8 @@
  * Random device streams for the property tests: several sources with their own
  * clocks, disorder, exact duplicates re-sent in the same or later batches,
  * reconnect backlogs (a source silent, then a burst of old events), clocks that go
- * backwards, seq-less sources, hostile names, a few invalid inputs, and batch
+ * backwards, seq-less sources, hostile names, a few invalid inputs, sources finished
+ * by their writer (whose later events keep coming and must be refused), and batch
  * boundaries anywhere. A plan is plain data, so fast-check prints it as a repro.
  */
 import { seededRandom } from '@tidemark/seeded-random'
@@ -37,10 +38,13 @@ export type PlanOp =
   | { readonly kind: 'clock'; readonly to: number }
   | { readonly kind: 'tick' }
   | { readonly kind: 'advanceWatermark'; readonly to: number }
+  /** `finishSource(source)`: a source that sent events, one that has not yet, or one that never does. */
+  | { readonly kind: 'finish'; readonly source: string }
 
 /**
  * Runs one op of a plan: ingests a batch (returning its receipt), moves the processing-time
- * clock the engine reads, ticks, or advances a manual watermark.
+ * clock the engine reads, ticks, advances a manual watermark, or finishes a source (its
+ * durability promise is left to the caller: plans never block the log).
  *
  * @example
  * const clock = { now: 0 }
@@ -48,7 +52,7 @@ export type PlanOp =
  * for (const op of plan.ops) runPlanOp(engine, clock, op)
  */
 export function runPlanOp(
-  engine: Pick<Engine, 'ingest' | 'tick' | 'advanceWatermark'>,
+  engine: Pick<Engine, 'ingest' | 'tick' | 'advanceWatermark' | 'finishSource'>,
   clock: { now: number },
   op: PlanOp,
 ): IngestReceipt | null {
@@ -63,6 +67,9 @@ export function runPlanOp(
       return null
     case 'advanceWatermark':
       engine.advanceWatermark(op.to)
+      return null
+    case 'finish':
+      void engine.finishSource(op.source)
       return null
   }
 }
@@ -127,6 +134,12 @@ export const FUTURE_SKEWS: fc.Arbitrary<number | undefined> = fc.constantFrom(un
 const RETENTIONS = [Number.POSITIVE_INFINITY, 0, 5, 15, 100]
 
 const SOURCE_NAMES = ['d1', 'd2', 'd3', '__proto__', 'constructor', 'hasOwnProperty'] as const
+
+/**
+ * Chance (percent) after each batch that a source is finished: none in a third of the plans.
+ * Drawn from a stream of its own, so a plan differs from the same plan at 0 only by its finishes.
+ */
+const FINISH_PERCENTS = [0, 12, 30] as const
 const KEYS = [undefined, 'temp', '__proto__', 'constructor'] as const
 
 const step = fc.record({
@@ -164,13 +177,15 @@ export interface PlanOptions {
   readonly skew?: boolean
   /** Random aggregates (default: none half the time, else some of `AGGREGATE_MENU`), or none. */
   readonly aggregates?: boolean
+  /** Sources finished now and then (default), or never. */
+  readonly finish?: boolean
 }
 
 /**
  * A fast-check arbitrary of engine configurations (window specs of the given kinds, watermark
  * strategy, lateness, retention, triggers, accumulation, skew, aggregates) with a list of ops to
  * run on them: batches of events (late, duplicated, out of order, now and then invalid), clock
- * moves, ticks and manual watermark advances.
+ * moves, ticks, manual watermark advances and finished sources.
  *
  * @example
  * assertSeeded(fc.property(streamPlan({ kinds: ['tumbling', 'session'] }), (plan) => { ... }), FILE, 'engine equals the model', 150)
@@ -201,6 +216,7 @@ export function streamPlan(options: PlanOptions = {}): fc.Arbitrary<StreamPlan> 
       sources: fc.uniqueArray(source, { selector: (s) => s.name, minLength: 1, maxLength: 4 }),
       slotMs: fc.integer({ min: 0, max: 30 }),
       cutPercent: fc.integer({ min: 5, max: 80 }),
+      finishPercent: (options.finish ?? true) ? fc.constantFrom(...FINISH_PERCENTS) : fc.constant(0),
       rngSeed: fc.integer(),
     })
     .map((draft) =>
@@ -221,6 +237,7 @@ export function streamPlan(options: PlanOptions = {}): fc.Arbitrary<StreamPlan> 
         draft.cutPercent,
         draft.rngSeed,
         options.invalid ?? true,
+        draft.finishPercent,
       ),
     )
 }
@@ -255,8 +272,10 @@ function buildPlan(
   cutPercent: number,
   rngSeed: number,
   invalid: boolean,
+  finishPercent: number,
 ): StreamPlan {
   const random = seededRandom(rngSeed)
+  const finishes = finisher(rngSeed, finishPercent)
   const deliveries: { slot: number; order: number; event: StreamEvent }[] = []
   for (const src of sources) {
     let ts = src.start
@@ -285,6 +304,7 @@ function buildPlan(
   let invalidCount = 0
   const flush = () => {
     if (batch.length === 0) return
+    finishes.sent(batch as StreamEvent[])
     if (invalid && random() < 0.2) {
       batch.splice(Math.floor(random() * (batch.length + 1)), 0, invalidInput(Math.floor(random() * 100), invalidCount++))
     }
@@ -292,6 +312,7 @@ function buildPlan(
     batch = []
     if (random() < 0.3) ops.push({ kind: 'tick' })
     if (config.watermark.kind === 'manual' && random() < 0.4) ops.push({ kind: 'advanceWatermark', to: maxTs - Math.floor(random() * 20) })
+    ops.push(...finishes.afterBatch())
   }
   for (const d of deliveries) {
     if (batch.length > 0 && random() * 100 < cutPercent) flush()
@@ -300,9 +321,38 @@ function buildPlan(
     maxTs = Math.max(maxTs, d.event.ts)
   }
   flush()
+  ops.push(...finishes.atEnd())
   // Much later in processing time: idle sources stop holding the watermark.
   const lastClock = ops.reduce((t, op) => (op.kind === 'clock' ? op.to : t), 0)
   ops.push({ kind: 'clock', to: lastClock + 1000 }, { kind: 'tick' })
   if (config.watermark.kind === 'manual') ops.push({ kind: 'advanceWatermark', to: maxTs + 30 })
   return { config, ops }
+}
+
+/**
+ * When a plan finishes which source, from a random stream of its own: after a batch, with
+ * `percent` chance, one source that sent (maybe one finished already: a no-op) or, a fifth of
+ * the time, one that has not sent (yet); at the end, in a quarter of such plans, every source
+ * that sent, so that every known source is finished.
+ */
+function finisher(rngSeed: number, percent: number) {
+  const random = seededRandom(rngSeed ^ 0x5f1a15)
+  const sent = new Set<string>()
+  const pick = (names: readonly string[]): string | undefined => names[Math.floor(random() * names.length)]
+  return {
+    /** The valid events of a batch about to be ingested. */
+    sent(events: readonly StreamEvent[]): void {
+      for (const e of events) sent.add(e.source)
+    },
+    afterBatch(): PlanOp[] {
+      if (percent === 0 || random() * 100 >= percent) return []
+      const unknown = SOURCE_NAMES.filter((name) => !sent.has(name))
+      const source = sent.size === 0 || random() < 0.2 ? pick(unknown) : pick([...sent])
+      return source === undefined ? [] : [{ kind: 'finish', source }]
+    },
+    atEnd(): PlanOp[] {
+      if (percent === 0 || random() >= 0.25) return []
+      return [...sent].map((source): PlanOp => ({ kind: 'finish', source }))
+    },
+  }
 }

@@ -6,7 +6,9 @@
  * buffer bounds. `checkpoint` / `crash` ops recover the engine
  * from the stored checkpoint plus the journal tail and check it shows exactly what it
  * showed before; `quota` ops make the journal refuse writes (ingest must refuse whole
- * batches with `overflow` and a rejected `durable`).
+ * batches with `overflow` and a rejected `durable`, `finishSource` of a source not finished
+ * yet must reject and change nothing). `finish` ops finish a source on the engine (its promise
+ * durable; for a source finished already, as durable as that first finish) and on the model.
  *
  * The model knows no buffer limits. An event the engine refuses with `overflow` leaves no
  * trace (no clock, no dedup entry), so the model is fed each batch without those events.
@@ -148,6 +150,8 @@ export async function runPlan(testCase: PlanCase, meter: Meter, hooks: PlanHooks
   listen(engine)
   let overflow = 0
   let watermark = Number.NEGATIVE_INFINITY
+  /** Sources finished, each by a durable `finish`. */
+  const finished = new Set<string>()
   const { allowedLateness, retention } = testCase.config
 
   for (let step = 0; step < testCase.ops.length; step++) {
@@ -234,6 +238,24 @@ export async function runPlan(testCase: PlanCase, meter: Meter, hooks: PlanHooks
         engine.advanceWatermark(op.to)
         model.advanceWatermark(op.to)
         break
+      case 'finish': {
+        meter.checks++
+        const blocked = journal.blocked
+        const outcome = await engine.finishSource(op.source).then(
+          () => 'resolved',
+          (error: unknown) => (error === blocked ? 'rejected' : `rejected with ${String(error)}`),
+        )
+        // Refused by a full log, a new promise is not made (the model then shows the engine
+        // unchanged); one made already needs no write, and is as durable as it was.
+        if (blocked !== null && !finished.has(op.source)) {
+          check(outcome === 'rejected', 'quota.finish', () => `finishSource while the log refuses writes ${outcome}`, step)
+          break
+        }
+        check(outcome === 'resolved', 'journal.durable', () => `finishSource ${outcome}`, step)
+        finished.add(op.source)
+        model.finish(op.source, clock.now)
+        break
+      }
       case 'quota':
         if (store.kind === 'journal') journal.blocked = op.full ? new QuotaError('fuzz: storage quota exhausted') : null
         break
