@@ -1,8 +1,10 @@
 /**
  * Convergence of N >= 5 engines, each bound to its own Y.Doc, exchanging Yjs updates through
  * a connector that reorders, repeats and drops them, under random partitions; then
- * anti-entropy (state-vector exchange). Every replica must equal every other and a single
- * engine that saw every event (window values and aggregates per (window, key, start)), and
+ * anti-entropy (state-vector exchange). Now and then a source's writer finishes it (the single
+ * engine too), and its later events are refused. Every replica must equal every other and a
+ * single engine that saw every event and every finish (window values and aggregates per
+ * (window, key, start), every source's clock, finished or not, and the proof frontier), and
  * every replica must hold bit-identical aggregate states in every cell.
  *
  * Seeded, in tiers; a failure prints the seed, the tier and a one-line repro.
@@ -13,6 +15,7 @@ import { describe, expect, it } from 'vitest'
 import * as Y from 'yjs'
 import {
   type AggregateDefinitions,
+  type ClockEntry,
   createEngine,
   type Engine,
   manual,
@@ -60,6 +63,15 @@ function sketches(engine: Engine<AggregateDefinitions>): string[] {
     .cells.filter(({ cell }) => cell.count > 0)
     .map(({ address, cell, aggregates }) => JSON.stringify([address, cell.count, aggregates?.map((bytes) => [...bytes])]))
     .sort()
+}
+
+/** Every source's clock, whoever writes it (the single engine writes them all). */
+function clocks(engine: Engine<AggregateDefinitions>) {
+  const view = ({ writer: _writer, ...clock }: ClockEntry) => ({ ...clock, finished: clock.finished === true })
+  return engine.replica
+    .exportState()
+    .clocks.map(view)
+    .sort((a, b) => (a.source < b.source ? -1 : 1))
 }
 
 interface Replica {
@@ -129,7 +141,17 @@ function runScenario(tier: Tier, seed: number): void {
 
   const seqs = new Map<string, number>()
   const sent: StreamEvent[] = []
+  // Finishes come from a stream of their own: the traffic is the same as without them.
+  const finishing = seededRandom(seed ^ 0x5f1a15)
+  let finishes = 0
   for (let step = 0; step < tier.steps; step++) {
+    if (finishing() < 0.02) {
+      // Its writer finishes a source (maybe one that sent nothing yet); later events of it are still sent, and refused.
+      const s = Math.floor(finishing() * tier.sources)
+      void (replicas[s % tier.replicas] as Replica).engine.finishSource(`s${s}`)
+      void single.finishSource(`s${s}`)
+      finishes++
+    }
     const roll = random()
     if (roll < 0.4) {
       const s = Math.floor(random() * tier.sources)
@@ -178,13 +200,21 @@ function runScenario(tier: Tier, seed: number): void {
   const expected = values(single)
   const vector = Y.encodeStateVector((replicas[0] as Replica).doc)
   const states = sketches((replicas[0] as Replica).engine)
+  const expectedClocks = clocks(single)
+  const proof = single.stats().proofFrontier
+  let refused = 0
   replicas.forEach((r, i) => {
-    const detail = `replica r${i}, traffic ${JSON.stringify(traffic)}`
+    const detail = `replica r${i}, ${finishes} finishes, traffic ${JSON.stringify(traffic)}`
     expect(Y.encodeStateVector(r.doc), detail).toEqual(vector)
     expect(values(r.engine), detail).toEqual(expected)
     expect(sketches(r.engine), detail).toEqual(states)
     expect(r.engine.stats().anomalies.invalid_remote_cell, detail).toBe(0)
+    expect(clocks(r.engine), detail).toEqual(expectedClocks)
+    expect(r.engine.stats().proofFrontier, detail).toBe(proof)
+    refused += r.engine.stats().anomalies.finished_source
   })
+  // The writers refused what the single engine refused: events of their finished sources.
+  expect(refused).toBe(single.stats().anomalies.finished_source)
   expect(expected.length).toBeGreaterThan(0)
   // The aggregates are there to converge: sketches of several values from several devices.
   expect(expected.some((r) => (r.aggregates.p as number[]).length > 0 && (r.aggregates.devices as number) > 1)).toBe(true)

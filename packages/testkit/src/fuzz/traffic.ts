@@ -4,7 +4,8 @@
  * PRNG: sources emitting per processing-time round, one of them lagging in event time,
  * deliveries delayed by a few rounds or by many (correction bursts), offline episodes that
  * end in a fragmented backlog burst (with part of what was already delivered re-sent),
- * exact copies, clocks going backwards, hostile inputs, ticks, manual watermark moves, and
+ * exact copies, clocks going backwards, hostile inputs, ticks, manual watermark moves, sources
+ * finished by their writer (what they still send, delayed or new, must be refused), and
  * checkpoint / crash / quota ops. Values are small integers, so sums are exact whatever
  * order the engine combines cells in, and the model can be compared bit for bit.
  */
@@ -82,6 +83,12 @@ export interface TrafficDraft {
   readonly fragment: number
   readonly invalidPercent: number
   readonly tickPercent: number
+  /**
+   * Chance per round to finish a source: one that delivered (maybe finished already) or, a fifth
+   * of the time, one that has not (yet). Drawn from a stream of its own: at 0 the traffic is the
+   * same without its finishes.
+   */
+  readonly finishPercent: number
   readonly checkpointPercent: number
   readonly crashPercent: number
   readonly quotaPercent: number
@@ -130,6 +137,7 @@ export const BASE_RANGES: TrafficRanges = {
   fragment: fc.integer({ min: 5, max: 80 }),
   invalidPercent: percent(5),
   tickPercent: percent(30),
+  finishPercent: fc.constantFrom(0, 0, 3, 10),
   checkpointPercent: percent(3),
   crashPercent: percent(3),
   quotaPercent: fc.constant(0),
@@ -214,6 +222,8 @@ export function buildTraffic(d: TrafficDraft): PlanCase {
   let maxTs = 0
   let bad = 0
   let quotaOn = false
+  const finishing = seededRandom(d.rngSeed ^ 0x5f1a15)
+  const delivered = new Set<string>()
   for (let r = 0; r <= lastRound; r++) {
     const due = schedule.get(r)
     if (due === undefined && r >= d.rounds) continue
@@ -237,9 +247,16 @@ export function buildTraffic(d: TrafficDraft): PlanCase {
           if (typeof ts === 'number' && Math.abs(ts) <= MAX_ABS_TS) maxTs = Math.max(maxTs, ts)
         }
         batch.push(event)
+        delivered.add(event.source)
         maxTs = Math.max(maxTs, event.ts)
       }
       flush()
+    }
+    if (finishing() * 100 < d.finishPercent) {
+      const known = [...delivered]
+      const pool = known.length === 0 || finishing() < 0.2 ? SOURCE_POOL.filter((name) => !delivered.has(name)) : known
+      const source = pool[Math.floor(finishing() * pool.length)]
+      if (source !== undefined) ops.push({ kind: 'finish', source })
     }
     if (chance(d.tickPercent)) ops.push({ kind: 'tick' })
     if (d.watermark.kind === 'manual' && random() < 0.3) ops.push({ kind: 'advanceWatermark', to: maxTs - int(25) })
@@ -306,11 +323,12 @@ export function* planReductions(testCase: PlanCase, opLists: (ops: readonly Fuzz
 
 export function describePlan(testCase: PlanCase): string {
   const events = testCase.ops.reduce((n, op) => n + ('events' in op ? op.events.length : 0), 0)
+  const finishes = testCase.ops.filter((op) => op.kind === 'finish').length
   const c = testCase.config
   const wm = c.watermark.kind === 'bounded' ? `bounded(${c.watermark.outOfOrderness})` : 'manual'
   const early = c.trigger?.early?.kind ?? 'every_element'
   const late = c.trigger?.late?.kind ?? 'every_element'
   const panes = `${c.accumulation ?? 'accumulating'} early ${early} late ${late}${c.maxFutureSkew === undefined ? '' : ` skew ${c.maxFutureSkew}`}${c.aggregates === undefined ? '' : ` aggregates ${Object.keys(c.aggregates).join(',')}`}`
   const limits = testCase.limits === undefined ? '' : ` limits ${JSON.stringify(testCase.limits)}`
-  return `${testCase.ops.length} ops, ${events} events; windows ${c.windows.map((w) => w.id).join(',')} ${wm} lateness ${c.allowedLateness} idle ${c.idleTimeout} retention ${c.retention}; ${panes}${limits}`
+  return `${testCase.ops.length} ops, ${events} events${finishes === 0 ? '' : `, ${finishes} finishes`}; windows ${c.windows.map((w) => w.id).join(',')} ${wm} lateness ${c.allowedLateness} idle ${c.idleTimeout} retention ${c.retention}; ${panes}${limits}`
 }

@@ -10,6 +10,9 @@
  *   anti-entropy, and the converged values are the join of all owners' own cells;
  * - a correct peer's state is never flagged (`invalid_remote_cell`, `source_conflict`);
  * - with a watermark that never moves, the values equal one engine that saw every event;
+ * - sources finished by their writer (`finish`; one engine that saw everything finishes them
+ *   too): every replica ends with the clocks and the proof frontier of that one engine, and the
+ *   writers refused as `finished_source` what it refused;
  * - every receipt balances, and a crashed replica recovers exactly (merges are journaled
  *   through the WAL codec too).
  */
@@ -21,6 +24,7 @@ import {
   cellKey,
   type ClockEntry,
   createEngine,
+  type Engine,
   type LocalWrite,
   manual,
   type StreamEvent,
@@ -48,6 +52,8 @@ export type ReplicaOp =
   | { readonly kind: 'tick'; readonly replica: number }
   | { readonly kind: 'checkpoint'; readonly replica: number }
   | { readonly kind: 'crash'; readonly replica: number }
+  /** The replica finishes `source`, which it writes. */
+  | { readonly kind: 'finish'; readonly replica: number; readonly source: string }
 
 /** A replica's local choices of what it emits: panes are local, the replicated state is the full lattice whatever they are. */
 export interface ReplicaPanes {
@@ -231,6 +237,11 @@ export async function runReplicas(testCase: ReplicaCase, meter: Meter): Promise<
         wire(r)
         return
       }
+      case 'finish':
+        // The journals never refuse writes here: both promises resolve.
+        void replicas[op.replica]?.engine.finishSource(op.source)
+        void single.finishSource(op.source)
+        return
     }
   })
 
@@ -283,4 +294,40 @@ export async function runReplicas(testCase: ReplicaCase, meter: Meter): Promise<
     meter.checks++
     checkEqual(reference, values(single as TidemarkEngine<AggregateDefinitions>), 'convergence.single-engine', end)
   }
+  // With every change shown at once (replica 0 always), a shown result is the window as it is now.
+  const showsAll = (i: number) => i === 0 || (testCase.panes?.[i]?.trigger.early.kind ?? 'every_element') === 'every_element'
+  checkClocks(replicas, single, showsAll, meter, end)
+}
+
+/** A clock as every replica must end up holding it, whoever writes it. */
+function clockView({ writer: _writer, ...clock }: ClockEntry) {
+  return { ...clock, finished: clock.finished === true }
+}
+
+/**
+ * After anti-entropy every replica holds every source's clock as its writer last wrote it: the
+ * clocks (finished or not) and the proof frontier of the one engine that saw every event and
+ * every finish, and (where `showsAll`) no window at or below its firing frontier is provisional.
+ * The writers refused between them as many finished sources' events as it did.
+ */
+function checkClocks(replicas: readonly Replica[], single: Engine<AggregateDefinitions>, showsAll: (i: number) => boolean, meter: Meter, end: number): void {
+  const clocks = (engine: Pick<Engine, 'replica'>) => structuredClone(engine.replica.exportState().clocks).map(clockView).sort((a, b) => (a.source < b.source ? -1 : 1))
+  const expected = clocks(single)
+  const proof = single.stats().proofFrontier
+  let refused = 0
+  replicas.forEach((r, i) => {
+    meter.checks += 2
+    checkEqual(clocks(r.engine), expected, `convergence.clocks(r${i} vs one engine)`, end)
+    const p = r.engine.stats().proofFrontier
+    check(Object.is(p, proof), 'convergence.proof-frontier', () => `r${i} proof frontier ${p}, one engine that saw everything ${proof}`, end)
+    refused += r.engine.stats().anomalies.finished_source
+    if (!showsAll(i)) return
+    meter.checks++
+    const firing = Math.max(r.engine.watermark(), p)
+    const unfired = r.engine.results().filter((w) => w.end <= firing && w.status === 'provisional')
+    check(unfired.length === 0, 'convergence.unfired', () => `r${i} fires at ${firing} but shows ${JSON.stringify(unfired.slice(0, 2))} provisional`, end)
+  })
+  meter.checks++
+  const expectedRefused = single.stats().anomalies.finished_source
+  check(refused === expectedRefused, 'convergence.finished-refusals', () => `the writers refused ${refused} events of finished sources, one engine ${expectedRefused}`, end)
 }

@@ -1,7 +1,8 @@
 /**
  * Replica partitions with anti-entropy: 2-4 in-process replicas, each writing its own
  * sources, exchanging `LocalWrite`s through a network that reorders, repeats and (under
- * partition) drops them, with crashes and manual watermark moves; then heal and
+ * partition) drops them, with crashes, manual watermark moves and sources finished by their
+ * writer (which keeps generating events for them: they must be refused); then heal and
  * `exportState()` anti-entropy. See checks/replicaRun.ts for the invariants.
  */
 import fc from 'fast-check'
@@ -37,6 +38,8 @@ const rawOp = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('tick' as const), replica: fc.nat(3), ms: fc.nat(100) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('checkpoint' as const), replica: fc.nat(3) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('crash' as const), replica: fc.nat(3) }) },
+  /** The replica finishes one of the sources it writes (one that has not sent yet, too). */
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('finish' as const), replica: fc.nat(3), source: fc.nat(7) }) },
 )
 
 type RawOp = typeof rawOp extends fc.Arbitrary<infer T> ? T : never
@@ -72,9 +75,10 @@ function build(draft: {
   const history = new Map<string, StreamEvent[]>()
   let maxTs = 0
   let now = 0
+  // Sources s0..s(S-1); s<j> is written by replica j % R.
+  const ownedBy = (replica: number) => Array.from({ length: draft.sources }, (_, j) => j).filter((j) => j % R === replica)
   const event = (replica: number, raw: RawEvent): StreamEvent | null => {
-    // Sources s0..s(S-1); s<j> is written by replica j % R.
-    const owned = Array.from({ length: draft.sources }, (_, j) => j).filter((j) => j % R === replica)
+    const owned = ownedBy(replica)
     if (owned.length === 0) return null
     const source = `s${owned[raw.source % owned.length]}`
     const past = history.get(source) ?? []
@@ -122,6 +126,11 @@ function build(draft: {
       case 'crash':
         ops.push({ kind: op.kind, replica: op.replica % R })
         break
+      case 'finish': {
+        const owned = ownedBy(op.replica % R)
+        if (owned.length > 0) ops.push({ kind: 'finish', replica: op.replica % R, source: `s${owned[op.source % owned.length]}` })
+        break
+      }
     }
   }
   const panes = draft.panes.slice(0, R).map((p, i) => (i === 0 ? null : p))
