@@ -237,7 +237,7 @@ export interface Engine<A extends AggregateDefinitions = NoAggregates> {
    * the fleet for good or an upload that ended. From here on the source holds neither the
    * watermark nor the proof frontier back (when every known source finished, every window
    * fires, `proven`), its later events are refused (`finished_source`; copies of events it sent
-   * still count as duplicates), and its clock carries the promise to every peer. Only the replica
+   * still count as duplicates while dedup memory holds them), and its clock carries the promise to every peer. Only the replica
    * that writes the source can finish it. Resolves once the promise is durable in the log (at
    * once without one); while the log refuses writes, rejects and changes nothing. Finishing a
    * finished source changes and logs nothing, and answers as its first finish does: resolved

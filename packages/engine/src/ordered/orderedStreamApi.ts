@@ -132,7 +132,7 @@ export interface OrderedStream {
    * Finishes `source`: a promise that it sends nothing more (a device retired, an upload that
    * ended). It stops holding the watermark back, so what it held is released at the next
    * `flushReady()`, and its later events are refused as `finished_source` (a copy of an event it
-   * sent before stays a duplicate). When every source finished, `advanceWatermark(Infinity)`
+   * sent before stays a duplicate while dedup memory holds it). When every source finished, `advanceWatermark(Infinity)`
    * releases the rest. Throws for a name that is not one, or a new source past `maxSources`.
    *
    * @example
