@@ -161,7 +161,7 @@ describe('finishSource: a source that sends nothing more', () => {
     }
   })
 
-  it('finishing again answers with the durability of the first finish: pending until its record commits, rejected if its write failed', async () => {
+  it('finishing again answers with the durability of the first finish: pending until its record commits; a record that failed is written again', async () => {
     const engine = createEngine({ windows: tumbling(10_000), watermark: manual() }) as TidemarkEngine
     // A log whose writes commit, or fail, when the test says so.
     const writes: { resolve: () => void; reject: (error: Error) => void }[] = []
@@ -180,9 +180,14 @@ describe('finishSource: a source that sends nothing more', () => {
     const first = engine.finishSource('d2')
     writes[1]?.reject(failed)
     await expect(first).rejects.toBe(failed)
-    await expect(engine.finishSource('d2')).rejects.toBe(failed)
-    // Finishing again logged nothing.
+    // Finishing d1 again logged nothing; finishing d2 again writes its failed record again.
     expect(writes).toHaveLength(2)
+    const retried = engine.finishSource('d2')
+    expect(writes).toHaveLength(3)
+    writes[2]?.resolve()
+    await expect(retried).resolves.toBeUndefined()
+    await expect(engine.finishSource('d2')).resolves.toBeUndefined()
+    expect(writes).toHaveLength(3)
   })
 
   it('rejects, changing nothing, while the log refuses writes', async () => {

@@ -203,8 +203,8 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
   finishSource(source: string): Promise<void> {
     this.#assertOpen()
     const clock = finishableClock(this.#frontiers, source, this.replicaId, this.#options.limits.maxSources)
-    // Nothing more to log, but the promise is only as durable as the record that made it.
-    if (clock?.finished === true) return this.#journal.finished(source)
+    // The promise is only as durable as the record that made it (written again if it failed).
+    if (clock?.finished === true) return this.#journal.finished(source, this.#options.now())
     const blocked = this.#journal.wal?.blocked ?? null
     if (blocked !== null) return Promise.reject(blocked)
     const now = this.#options.now()

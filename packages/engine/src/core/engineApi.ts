@@ -240,8 +240,8 @@ export interface Engine<A extends AggregateDefinitions = NoAggregates> {
    * still count as duplicates while dedup memory holds them), and its clock carries the promise to every peer. Only the replica
    * that writes the source can finish it. Resolves once the promise is durable in the log (at
    * once without one); while the log refuses writes, rejects and changes nothing. Finishing a
-   * finished source changes and logs nothing, and answers as its first finish does: resolved
-   * once that is durable, rejected if its write failed. Throws for a name that is not one, a
+   * finished source changes nothing and answers as its first finish does, resolved once that is
+   * durable; if that finish's write failed, it writes it again (the way to retry). Throws for a name that is not one, a
    * source another replica writes, or a new source past `limits.maxSources`.
    *
    * @example

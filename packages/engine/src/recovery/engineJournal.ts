@@ -25,8 +25,8 @@ export class EngineJournal {
   /** The message of the last write the log refused, or null. */
   error: string | null = null
   readonly #changed: () => void
-  /** Per source finished here, its `finish` record's promise (one a source, so bounded as sources are). */
-  readonly #finishes = new Map<string, Promise<void>>()
+  /** Per source finished here, its `finish` record's promise, null once that failed (one a source, so bounded as sources are). */
+  readonly #finishes = new Map<string, Promise<void> | null>()
 
   constructor(changed: () => void) {
     this.#changed = changed
@@ -63,15 +63,23 @@ export class EngineJournal {
   finish(source: string, now: number): Promise<void> {
     const durable = this.record({ kind: 'finish', source, now })
     this.#finishes.set(source, durable)
+    durable.catch(() => {
+      if (this.#finishes.get(source) === durable) this.#finishes.set(source, null)
+    })
     return durable
   }
 
   /**
    * How durable the finish of an already finished `source` is: the promise of the record that
-   * finished it (pending, committed or failed), else resolved (replayed, restored, or no log).
+   * finished it while pending or committed, else resolved (replayed, restored, or no log). A
+   * record that failed is written again at `now` (rejected at once while the log refuses
+   * writes), so that finishing again is how a caller retries.
    */
-  finished(source: string): Promise<void> {
-    return this.#finishes.get(source) ?? DURABLE
+  finished(source: string, now: number): Promise<void> {
+    const durable = this.#finishes.get(source)
+    if (durable === undefined || this.wal === null) return DURABLE
+    if (durable !== null) return durable
+    return this.wal.blocked !== null ? Promise.reject(this.wal.blocked) : this.finish(source, now)
   }
 
   /** Records `n` inputs refused for `reason` outside any replayed op, as counts only (nothing once `closed`); resolves once durable. */
