@@ -141,6 +141,32 @@ describe('finishSource: a source that sends nothing more', () => {
     ])
   })
 
+  it('a keeper that finished the source wins a conflict on every replica: it publishes the version it raised, since it never writes again', () => {
+    const engines = ['a', 'b', 'c'].map((replicaId) => createEngine({ windows: tumbling(10_000), watermark: boundedOutOfOrderness(1_000), replicaId }))
+    const [keeper, loser, dashboard] = engines as [TidemarkEngine, TidemarkEngine, TidemarkEngine]
+    const fromKeeper: LocalWrite[] = []
+    const fromLoser: LocalWrite[] = []
+    keeper.replica.onLocalWrite((w) => fromKeeper.push(structuredClone(w)))
+    loser.replica.onLocalWrite((w) => fromLoser.push(structuredClone(w)))
+    // Two writers of 's' (one id given twice): the loser wrote more versions before the keeper finished it.
+    loser.ingest(seconds('s', 10))
+    keeper.ingest(seconds('s', 1))
+    void keeper.finishSource('s')
+    const merge = (into: TidemarkEngine, writes: readonly LocalWrite[]) => {
+      for (const w of writes) into.replica.mergeRemote(w.cells, w.clocks)
+    }
+    merge(dashboard, [...fromKeeper, ...fromLoser])
+    // Each writer hears of the other; the dashboard then hears whatever they wrote since.
+    const [keeperBefore, loserBefore] = [fromKeeper.length, fromLoser.length]
+    merge(keeper, fromLoser.slice(0, loserBefore))
+    merge(loser, fromKeeper.slice(0, keeperBefore))
+    merge(dashboard, [...fromKeeper.slice(keeperBefore), ...fromLoser.slice(loserBefore)])
+    for (const engine of engines) {
+      expect(engine.replica.exportState().clocks).toEqual([expect.objectContaining({ source: 's', writer: 'a', finished: true })])
+      expect(engine.stats().proofFrontier).toBe(Number.POSITIVE_INFINITY)
+    }
+  })
+
   it('is logged and replayed, and kept by a checkpoint', async () => {
     const options = { windows: tumbling(10_000), watermark: boundedOutOfOrderness(1_000), now: () => 0, replicaId: 'r1' }
     const { engine, ops } = loggedEngine(options)

@@ -107,6 +107,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
       tracker: this.#lifecycle.tracker,
       counts: this.#counts,
       remoteAnomalies: this.#remoteAnomalies,
+      publish: (clock) => this.#outbox.clock(clock),
     })
     this.#port = new EnginePort({
       replicaId: this.replicaId,

@@ -5,6 +5,7 @@ import { type CellGroup, groupCellEntries } from '../lattice/cellGroup.ts'
 import { validCellGroups, withoutCells } from '../lattice/cellGroupValidation.ts'
 import type { ResolvedOptions } from '../core/engineOptions.ts'
 import type { Frontiers } from '../time/frontiers.ts'
+import type { SourceClock } from '../time/sourceClock.ts'
 import type { RemoteAnomalies } from './remoteAnomalies.ts'
 import { cellEntryProblem, clockEntryProblem } from './remoteValidation.ts'
 import type { CellEntry } from '../lattice/cellEntry.ts'
@@ -20,6 +21,8 @@ export interface PeerMergeState {
   readonly tracker: WindowTracker
   readonly counts: { finalityViolations: number }
   readonly remoteAnomalies: RemoteAnomalies
+  /** Publishes a clock of a source written here whose version a conflict raised. */
+  readonly publish: (clock: SourceClock) => void
 }
 
 /**
@@ -93,7 +96,7 @@ export class PeerMerge {
    */
   merge(groups: readonly CellGroup[], clocks: readonly ClockEntry[], now: number, batch: number): { report: MergeReport; frontiers: RemoteFrontiers } {
     const { options, frontiers } = this.#state
-    const conflicts = mergeRemoteClocks(frontiers, clocks, this.#state.replicaId, options.limits.maxSources, now)
+    const conflicts = mergeRemoteClocks(frontiers, clocks, this.#state.replicaId, options.limits.maxSources, now, this.#state.publish)
     if (conflicts > 0) this.#state.remoteAnomalies.report('source_conflict', `${conflicts} clock(s) of sources written here`, conflicts)
     const judged: RemoteFrontiers = {
       watermark: frontiers.watermark,
@@ -123,7 +126,9 @@ export class PeerMerge {
  * replica writes is a `source_conflict`, resolved the same way on every replica (the smaller
  * replica id keeps the source). A replica that keeps it raises its clock's version to the
  * loser's, so its next write outranks every cell the loser wrote and all replicas converge on
- * it. Returns how many conflicts were seen.
+ * it; the raised clock goes to `publish` at once, since a keeper that finished the source writes
+ * nothing more, and its finish would otherwise lose to the loser's clock wherever both arrive.
+ * Returns how many conflicts were seen.
  */
 export function mergeRemoteClocks(
   frontiers: Frontiers,
@@ -131,6 +136,7 @@ export function mergeRemoteClocks(
   replicaId: string,
   maxSources: number,
   now: number,
+  publish: (clock: SourceClock) => void,
 ): number {
   let conflicts = 0
   for (const entry of clocks) {
@@ -138,7 +144,10 @@ export function mergeRemoteClocks(
     if (clock !== undefined && clock.writer === replicaId && entry.writer !== replicaId) {
       conflicts++
       if (entry.writer < replicaId) clock.adopt(entry, now)
-      else if (entry.version > clock.version) clock.version = entry.version
+      else if (entry.version > clock.version) {
+        clock.version = entry.version
+        publish(clock)
+      }
       continue
     }
     if (clock === undefined) {
