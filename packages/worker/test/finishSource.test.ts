@@ -32,6 +32,33 @@ describe('RemoteEngine.finishSource', () => {
     expect((await late).anomalies.map((a) => a.reason)).toEqual(['finished_source'])
   })
 
+  it('waits only for the batches ingested before it: a page that keeps ingesting does not hold the finish back', async () => {
+    const world = new World()
+    const host = world.host({ name: 'fleet', engine: { windows: tumbling(10_000), watermark: manual() }, log: false, credits: 10 })
+    const page = world.page(() => host)
+    await world.run()
+    await page.engine.ready
+    const engine = host.host.engine as Engine
+    // d1 streams on: each batch is ingested once the one before it is applied, 20 in all.
+    let sent = 1
+    const stream = async (): Promise<void> => {
+      while (sent < 200) {
+        const batch = page.engine.ingest(readings('d1', sent, 10))
+        sent += 10
+        await batch
+      }
+    }
+    void page.engine.ingest(readings('d2', 1, 5))
+    const streaming = stream()
+    let appliedAtFinish = -1
+    const finished = page.engine.finishSource('d2').then(() => (appliedAtFinish = engine.stats().applied))
+    await world.run()
+    await Promise.all([finished, streaming])
+    expect(engine.stats()).toMatchObject({ applied: 205, anomalies: { finished_source: 0 } })
+    // The finish reached the host long before the stream ended (d2's 5 readings and d1's first batches).
+    expect(appliedAtFinish).toBeLessThan(100)
+  })
+
   it('rejects a name that is not one, on the page or from the host', async () => {
     const world = new World()
     const host = world.host({ name: 'fleet', engine: { windows: tumbling(10_000) }, log: false })

@@ -51,7 +51,8 @@ export class IngestQueue {
   /** No host, or the host said it lost the log: nothing is sent until `connected`. */
   #paused = true
   #closed: Error | null = null
-  #drained: (() => void)[] = []
+  /** Who waits for the batches up to a request number to settle. */
+  #drained: { readonly upTo: number; readonly resolve: () => void }[] = []
 
   constructor(options: IngestQueueOptions) {
     this.#options = options
@@ -168,10 +169,13 @@ export class IngestQueue {
     this.#pump()
   }
 
-  /** Resolves once nothing is pending. */
+  /**
+   * Resolves once every batch enqueued so far settled; batches enqueued later are not waited for
+   * (a page that keeps ingesting would otherwise hold the waiter back for as long as it does).
+   */
   drained(): Promise<void> {
     if (this.#pending.size === 0) return Promise.resolve()
-    return new Promise((resolve) => this.#drained.push(resolve))
+    return new Promise((resolve) => this.#drained.push({ upTo: this.#next - 1, resolve }))
   }
 
   /**
@@ -210,13 +214,19 @@ export class IngestQueue {
     this.#pending.delete(entry.req)
     if (entry.state === 'sent') this.#inFlight -= entry.size
     else this.#queued -= entry.size
-    if (this.#pending.size === 0) this.#notifyDrained()
+    this.#notifyDrained()
   }
 
   #notifyDrained(): void {
+    // Pending batches are kept in request order: the first is the oldest still unsettled.
+    let oldest = Number.POSITIVE_INFINITY
+    for (const req of this.#pending.keys()) {
+      oldest = req
+      break
+    }
     const waiting = this.#drained
-    this.#drained = []
-    for (const resolve of waiting) resolve()
+    this.#drained = waiting.filter((w) => w.upTo >= oldest)
+    for (const w of waiting) if (w.upTo < oldest) w.resolve()
   }
 
   #pump(): void {
