@@ -128,6 +128,29 @@ describe('claimSource: a finished source is never handed out again', () => {
     for (const claim of [await tab(storage), await tab()]) expect(claim.source).not.toBe(first.source)
   })
 
+  it('is retired when it opens a log whose checkpoint holds the finish: a retirement the registry refused, then a checkpoint truncated the record', async () => {
+    const { tab, indexedDB, registry } = origin()
+    const storage = new TabStorage()
+    const first = await tab(storage)
+    const engine = await openLog(first, indexedDB)
+    const setItem = registry.setItem.bind(registry)
+    registry.setItem = () => {
+      throw new DOMException('the quota has been exceeded', 'QuotaExceededError')
+    }
+    await engine.finishSource(first.source) // durable, but the registry kept no retirement
+    expect(first.memoryError).toMatch(/could not be retired/)
+    registry.setItem = setItem
+    await engine.close() // its checkpoint holds the finish; the log no longer does
+    await first.release()
+    const takeover = await tab(new TabStorage())
+    expect(takeover.source).toBe(first.source) // nothing told the registry yet
+    const reopened = await openLog(takeover, indexedDB)
+    await reopened.close()
+    await takeover.release()
+    expect(JSON.parse(registry.getItem(`tidemark:registry:${first.source}`) ?? 'null')).toMatchObject({ finished: true })
+    for (const claim of [await tab(storage), await tab()]) expect(claim.source).not.toBe(first.source)
+  })
+
   it('only for a durable finish of the claim’s own source', async () => {
     const { tab, indexedDB, registry } = origin()
     const claim = await tab()

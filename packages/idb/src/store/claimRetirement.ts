@@ -5,17 +5,40 @@
  * transaction committed, before its append resolves, so before the app, told that the finish is
  * durable, can release the claim: no other tab can claim the source in between (short of stealing
  * its lock). `open()` retires it too when the log it recovers holds such a finish: the tab that
- * wrote it closed (or crashed) between the commit and the retirement.
+ * wrote it closed (or crashed) between the commit and the retirement, or its registry refused
+ * the retirement (`memoryError`). A checkpoint truncates the finish record, so the record's
+ * transaction also leaves a mark in the `meta` store, which no checkpoint removes.
  */
 import type { WalOp } from '@tidemark/engine'
 import { reportListenerError } from '@tidemark/engine/adapter'
 import type { IndexedDbPersistenceOptions } from './indexedDbOptions.ts'
+import type { LogStore, LogWrite } from './indexedDbSchema.ts'
+import type { RecoveredLog } from './persistence.ts'
 
 type Claim = IndexedDbPersistenceOptions['claim'] | null
 
 /** Whether `op` finishes the source of `claim` (a `claimSource` claim). */
 export function finishesClaimed(claim: Claim, op: WalOp): boolean {
   return op.kind === 'finish' && op.source === claim?.source
+}
+
+/** The `meta` key of the mark a durable finish of `source` leaves in this log. */
+const finishedKey = (source: string): string => `finished:${source}`
+
+/**
+ * The stores and writes of an append's transaction: its records' `writes`, and when they hold a
+ * finish of the claim's source (`finishes`) a mark of it in `meta`, which outlives the record.
+ */
+export function withFinishMark(claim: Claim, finishes: boolean, writes: LogWrite[]): { stores: LogStore[]; writes: LogWrite[] } {
+  const source = claim?.source
+  if (!finishes || source === undefined) return { stores: ['wal', 'checkpoints'], writes }
+  return { stores: ['wal', 'checkpoints', 'meta'], writes: [...writes, (tx) => tx.objectStore('meta').put('1', finishedKey(source))] }
+}
+
+/** Whether the log `open()` recovered holds a durable finish of the claim's source: in its tail, or behind a checkpoint (its mark). */
+export function recoveredFinish(claim: Claim, recovered: RecoveredLog): boolean {
+  const source = claim?.source
+  return source !== undefined && (recovered.meta.has(finishedKey(source)) || recovered.tail.some(({ op }) => finishesClaimed(claim, op)))
 }
 
 /**

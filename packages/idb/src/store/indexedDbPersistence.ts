@@ -1,6 +1,6 @@
 import type { WalOp, WindowResult } from '@tidemark/engine'
 import { checkpointPolicy } from '../checkpoint/checkpointPolicy.ts'
-import { finishesClaimed, retireClaimed } from './claimRetirement.ts'
+import { finishesClaimed, recoveredFinish, retireClaimed, withFinishMark } from './claimRetirement.ts'
 import { committed, requested } from './idbRequests.ts'
 import { FencedError, isFencedError } from './fencedError.ts'
 import { checkIndexedDbOptions, type IndexedDbPersistenceOptions } from './indexedDbOptions.ts'
@@ -134,7 +134,7 @@ class IndexedDbPersistence implements Persistence {
     try {
       const recovered = await this.#recover(db)
       if (this.#lostReason !== null) throw new Error(`${this.#label()}: ${this.#lostReason} while opening`)
-      if (recovered.tail.some(({ op }) => finishesClaimed(this.#claim, op))) retireClaimed(this.#claim) // its tab closed before it could
+      if (recoveredFinish(this.#claim, recovered)) retireClaimed(this.#claim) // its tab closed (or its registry failed) before it could
       this.#db = db
       this.#state = 'open'
       markOpen(this.#name)
@@ -240,8 +240,8 @@ class IndexedDbPersistence implements Persistence {
       // The claim, the connection or the right to write may have gone since append() was called.
       if (this.#requireWritable('append') !== db) throw new Error(`${this.#label()}: the database was reopened; ${what} not written`)
       // add, not put: an lsn already present means a second writer, which must not be overwritten.
-      const writes = batch.map((p): LogWrite => (tx) => tx.objectStore('wal').add(p.bytes.buffer, p.lsn))
-      commit = this.#commit(db, ['wal', 'checkpoints'], writes, `${what} not written`, (tx) => this.#appendGuard(tx, first, `${what} not written`))
+      const { stores, writes } = withFinishMark(this.#claim, batch.some((p) => p.finishes), batch.map((p): LogWrite => (tx) => tx.objectStore('wal').add(p.bytes.buffer, p.lsn)))
+      commit = this.#commit(db, stores, writes, `${what} not written`, (tx) => this.#appendGuard(tx, first, `${what} not written`))
     } catch (error) {
       commit = Promise.reject(error)
     }
