@@ -59,6 +59,24 @@ describe('finishSource: a source that sends nothing more', () => {
     expect(onTime(finished.changes).map((c) => c.basis)).toEqual(['proven', 'proven'])
   })
 
+  it('with every other source idle, W goes on as far as the finished source reached, as it would had it not finished', () => {
+    const run = (finish: boolean) => {
+      const { engine, changes, at } = fleet({ idleTimeout: 5_000 })
+      engine.ingest([reading('b', 1, 0)])
+      at(4_000)
+      engine.ingest(seconds('a', 50))
+      if (finish) void engine.finishSource('a')
+      // b turns idle: W follows a alone, finished or not.
+      at(6_000)
+      engine.tick()
+      at(20_000)
+      engine.tick()
+      return { watermark: engine.watermark(), fired: onTime(changes) }
+    }
+    expect(run(true)).toEqual(run(false))
+    expect(run(true).watermark).toBe(48_000)
+  })
+
   it('refuses its later events as finished_source, while copies of what it sent stay duplicates', () => {
     const { engine } = fleet()
     engine.ingest(seconds('d1', 3))
@@ -74,7 +92,7 @@ describe('finishSource: a source that sends nothing more', () => {
     expect(engine.results()[0]?.count).toBe(3)
   })
 
-  it('once every known source finished, every window fires, proven, and W stays where the sources left it', () => {
+  it('once every known source finished, every window fires, proven, and W goes as far as the finished sources reached', () => {
     const { engine, changes } = fleet()
     engine.ingest([...seconds('d1', 15), ...seconds('d2', 12, 500)])
     void engine.finishSource('d1')
@@ -86,7 +104,8 @@ describe('finishSource: a source that sends nothing more', () => {
       { start: 0, basis: 'proven' },
       { start: 10_000, basis: 'proven' },
     ])
-    expect(engine.watermark()).toBe(10_500)
+    // W: as far as the furthest finished source reached (d1, 14 s), less the out-of-orderness.
+    expect(engine.watermark()).toBe(13_000)
     // A source first seen afterwards is judged by W: its reading of the second window is a correction, not refused.
     const receipt = engine.ingest([reading('d3', 1, 15_000)])
     expect(receipt.accepted).toBe(1)

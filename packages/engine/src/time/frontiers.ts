@@ -8,7 +8,8 @@ import type { WatermarkStrategy } from './watermarkStrategy.ts'
  * The engine's event-time frontiers (docs/semantics.md, Time): the watermark `W`, the
  * watermark with idle sources still counted (to tell `derived` from `fallback`),
  * and the proof frontier `P`. They move only in `advance()`, between batches. A finished source
- * counts in none of them: when every known source finished, `P` is Infinity (all input is in).
+ * counts in none of them (when every known source finished, `P` is Infinity: all input is in),
+ * but when every other source is idle, `W` goes as far as the furthest finished one reached.
  *
  * @example
  * const frontiers = new Frontiers(boundedOutOfOrderness(5_000), 30_000)
@@ -65,13 +66,17 @@ export class Frontiers {
     let proof = Number.POSITIVE_INFINITY
     let active = Number.POSITIVE_INFINITY
     let all = Number.POSITIVE_INFINITY
+    let finished = Number.NEGATIVE_INFINITY
     let idle = 0
     // A clock that gave no time turns no source idle: every source counts as active again.
     this.#judgedAt = Number.isNaN(now) ? Number.NEGATIVE_INFINITY : now
     for (const clock of this.sources.values()) {
       if (clock.maxTs > this.maxTs) this.maxTs = clock.maxTs
       // A finished source holds nothing back: nothing unseen can come from it.
-      if (clock.finished) continue
+      if (clock.finished) {
+        if (clock.maxTs > finished) finished = clock.maxTs
+        continue
+      }
       const p = clock.proof()
       if (p < proof) proof = p
       if (clock.maxTs < all) all = clock.maxTs
@@ -79,10 +84,12 @@ export class Frontiers {
       else if (clock.maxTs < active) active = clock.maxTs
     }
     this.idleSources = idle
+    // Every source still counting is idle (or there is none): W may go as far as a finished source reached, as it would had that one not finished.
+    if (active === Number.POSITIVE_INFINITY) active = finished
     this.proof = this.sources.size === 0 ? Number.NEGATIVE_INFINITY : proof
     if (this.#strategy.kind !== 'bounded') return
     const lag = this.#strategy.outOfOrderness
-    if (active !== Number.POSITIVE_INFINITY && active - lag > this.watermark) this.watermark = active - lag
+    if (active !== Number.POSITIVE_INFINITY && active !== Number.NEGATIVE_INFINITY && active - lag > this.watermark) this.watermark = active - lag
     if (all !== Number.POSITIVE_INFINITY && all - lag > this.strictWatermark) this.strictWatermark = all - lag
   }
 

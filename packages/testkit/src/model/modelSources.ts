@@ -98,11 +98,13 @@ export class ModelSources {
       return { maxTs: Math.max(...mine.map((d) => d.ts)), idle: now - Math.max(...mine.map((d) => d.now)) > idleTimeout, proof: proofOf(mine) }
     })
     const active = clocks.filter((c) => !c.idle)
+    // With every source still counting idle (or none), W may go as far as a finished source that delivered reached.
+    const finishedMaxTs = this.#deliveries.filter((d) => this.#finished.has(d.source)).map((d) => d.ts)
     // Known sources are those that delivered and those finished; with every one of them finished, all input is in.
     const known = this.count > 0
     return {
       proof: !known ? Number.NEGATIVE_INFINITY : clocks.length === 0 ? Number.POSITIVE_INFINITY : Math.min(...clocks.map((c) => c.proof)),
-      activeMaxTs: active.length === 0 ? Number.NaN : Math.min(...active.map((c) => c.maxTs)),
+      activeMaxTs: active.length > 0 ? Math.min(...active.map((c) => c.maxTs)) : finishedMaxTs.length > 0 ? Math.max(...finishedMaxTs) : Number.NaN,
       allMaxTs: clocks.length === 0 ? Number.NaN : Math.min(...clocks.map((c) => c.maxTs)),
     }
   }
