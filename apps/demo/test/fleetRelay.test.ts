@@ -64,6 +64,25 @@ async function eventually(done: () => boolean, what: string): Promise<void> {
 }
 
 /** `(key, start) → count` of every window in `engines`, summed. */
+/**
+ * After d03 retired at `retiredAt` (3 devices, 2 left): waits until the new dashboard host follows
+ * every device's room, d03's too, lets more than the idle timeout (3 s) pass, after which a silent
+ * d03 would stop holding the watermark (fallback), and returns the dashboard's fired results since.
+ */
+async function firedAfterRetire(
+  fleet: Pick<Awaited<ReturnType<typeof relayFleet>>, 'engines' | 'dashboard' | 'advance' | 'window'>,
+  retiredAt: number,
+) {
+  const { engines, dashboard, advance, window } = fleet
+  const caughtUp = (): boolean => engines().every((engine) => engine.syncStatus().pendingLocalUpdates === 0) && dashboard().stats().sources === 3
+  await eventually(caughtUp, "the new dashboard host has every device's room")
+  await advance(9_000)
+  await eventually(caughtUp, 'the dashboard caught up with d01 and d02')
+  return dashboard()
+    .results({ window, key: 'temp' })
+    .filter((r) => r.start >= retiredAt && r.status !== 'provisional')
+}
+
 function countsOf(engines: readonly Pick<Engine, 'results'>[], window: string): Map<string, number> {
   const counts = new Map<string, number>()
   for (const engine of engines) {
@@ -219,15 +238,7 @@ describe('the fleet through a relay', { timeout: 60_000 }, () => {
     await fleet.ready()
     const retiredAt = clock.now
     await eventually(() => world.host(d03) === undefined, "d03's host ended")
-    // The new dashboard host follows every room of the epoch, d03's too.
-    const caughtUp = (): boolean => engines().every((engine) => engine.syncStatus().pendingLocalUpdates === 0) && dashboard().stats().sources === 3
-    await eventually(caughtUp, "the new dashboard host has every device's room")
-    // Longer than the idle timeout (3 s), after which a silent d03 would stop holding the watermark (fallback).
-    await advance(9_000)
-    await eventually(caughtUp, 'the dashboard caught up with d01 and d02')
-    const later = dashboard()
-      .results({ window, key: 'temp' })
-      .filter((r) => r.start >= retiredAt && r.status !== 'provisional')
+    const later = await firedAfterRetire({ engines, dashboard, advance, window }, retiredAt)
     expect(later.length).toBeGreaterThan(2)
     expect(later.map((r) => r.basis)).toEqual(later.map(() => 'proven'))
     const clocks = world.host(dashboardHostName(wiring, fleet.snapshot().settings))?.engine?.replica.exportState().clocks ?? []
@@ -244,14 +255,8 @@ describe('the fleet through a relay', { timeout: 60_000 }, () => {
     await fleet.ready()
     const retiredAt = clock.now
     expect(fleet.snapshot().activity.some((entry) => /^d03 retired: its source finished in its write-ahead log, but it was offline/.test(entry.text))).toBe(true)
-    const caughtUp = (): boolean => engines().every((engine) => engine.syncStatus().pendingLocalUpdates === 0) && dashboard().stats().sources === 3
-    await eventually(caughtUp, "the new dashboard host has every device's room")
-    await advance(9_000)
-    await eventually(caughtUp, 'the dashboard caught up with d01 and d02')
     // The documented limit: its room holds d03's clock as it was when it went offline, so d03 turns idle.
-    const later = dashboard()
-      .results({ window, key: 'temp' })
-      .filter((r) => r.start >= retiredAt && r.status !== 'provisional')
+    const later = await firedAfterRetire({ engines, dashboard, advance, window }, retiredAt)
     expect(later.length).toBeGreaterThan(0)
     expect(later.every((r) => r.basis === 'fallback')).toBe(true)
   })
