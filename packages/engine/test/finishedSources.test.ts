@@ -57,6 +57,8 @@ describe('finishSource: a source that sends nothing more', () => {
     }
     expect(onTime(silent.changes).map((c) => c.basis)).toEqual(['fallback', 'fallback'])
     expect(onTime(finished.changes).map((c) => c.basis)).toEqual(['proven', 'proven'])
+    expect(silent.engine.stats()).toMatchObject({ sources: 2, finishedSources: 0, idleSources: 1 })
+    expect(finished.engine.stats()).toMatchObject({ sources: 2, finishedSources: 1, idleSources: 0 })
   })
 
   it('with every other source idle, W goes on as far as the finished source reached, as it would had it not finished', () => {
@@ -201,7 +203,7 @@ describe('finishSource: a source that sends nothing more', () => {
     restored.restore(structuredClone(engine.checkpoint()))
     for (const copy of [replayed, restored]) {
       expect(copy.results()).toEqual(engine.results())
-      expect(copy.stats().proofFrontier).toBe(24_000)
+      expect(copy.stats()).toMatchObject({ proofFrontier: 24_000, finishedSources: 1 })
       expect(copy.ingest([reading('d2', 5, 4_000)]).anomalies[0]?.reason).toBe('finished_source')
     }
   })

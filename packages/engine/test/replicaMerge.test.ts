@@ -279,3 +279,45 @@ describe('peer cells that fit no window here', () => {
     expect(engine.results()).toEqual([])
   })
 })
+
+describe("a peer's clock of a new source past limits.maxSources", () => {
+  /** Readings of `source`, seqs `from`..`to`, one per second of event time from `(from - 1)` s. */
+  const readings = (source: string, from: number, to: number): StreamEvent[] =>
+    Array.from({ length: to - from + 1 }, (_, i) => ({ id: `${source}-${from + i}`, source, seq: from + i, ts: (from + i - 1) * 1_000, value: 1 }))
+
+  it('is left out as overflow, and the proof frontier never passes what it proved: a source it cannot track is not proven complete', async () => {
+    const phone = createEngine({ windows: tumbling(10_000), watermark: manual(), replicaId: 'phone' })
+    const writes: LocalWrite[] = []
+    phone.replica.onLocalWrite((w) => writes.push(structuredClone(w)))
+    // One upload of three sources: a dashboard with room for two takes d1's and d2's clocks, not d3's.
+    phone.ingest([...readings('d1', 1, 25), ...readings('d2', 1, 25), ...readings('d3', 1, 5)])
+    await phone.finishSource('d1')
+    await phone.finishSource('d2')
+    phone.ingest(readings('d3', 6, 31))
+    const engine = (maxSources: number) => {
+      const e = createEngine({ windows: tumbling(10_000), watermark: manual(), replicaId: 'dash', limits: { maxSources } }) as TidemarkEngine
+      for (const w of writes) e.replica.mergeRemote(w.cells, w.clocks)
+      e.advanceWatermark(25_000)
+      return e
+    }
+    const roomy = engine(3)
+    const full = engine(2)
+    // With room, d3 holds P at its gap-free prefix (30 s); both other sources finished.
+    expect(roomy.stats().proofFrontier).toBe(30_000)
+    // Without room for d3, P stays at what d3's first clock proved (4 s), not at Infinity.
+    expect(full.stats().sources).toBe(2)
+    expect(full.stats().finishedSources).toBe(2)
+    expect(full.stats().proofFrontier).toBe(4_000)
+    expect(full.stats().anomalies.overflow).toBe(2)
+    expect(full.stats().remoteAnomalies.at(-1)).toBe("overflow: 1 clock(s) of new sources, first 'd3': limits.maxSources (2) reached; P stays at or below 4000")
+    // Its cells still merge: the same counts, judged by the watermark alone past P.
+    expect(values(full)).toEqual(values(roomy))
+    expect(roomy.results().map((r) => r.basis)).toEqual(['proven', 'proven', 'proven', 'unknown'])
+    expect(full.results().map((r) => r.basis)).toEqual(['derived', 'derived', 'unknown', 'unknown'])
+    // A checkpoint keeps the bound.
+    const restored = createEngine({ windows: tumbling(10_000), watermark: manual(), replicaId: 'dash', limits: { maxSources: 2 } }) as TidemarkEngine
+    restored.restore(structuredClone(full.checkpoint()))
+    expect(restored.stats().proofFrontier).toBe(4_000)
+    expect(roomy.checkpoint().frontiers).not.toHaveProperty('untrackedProof')
+  })
+})

@@ -1241,6 +1241,26 @@ describe('bad-input catalogue: finished sources', () => {
   })
 })
 
+describe('bad-input catalogue: peers past the bounds', () => {
+  row('B47', "peers' clocks of more new sources than limits.maxSources leaves room for (forged source names)", () => {
+    const engine = withCanary({ limits: { maxSources: 3 } })
+    // 40 forged clocks, each proving 1,000 ms more: every one provable, the first two and every even one finished.
+    const clocks = Array.from({ length: 40 }, (_, i) => ({ source: `forged-${i}`, writer: 'peer', maxTs: 1_000 * (i + 1), prefix: i + 1, prefixTs: 1_000 * (i + 1), provable: true, version: i + 1, ...(i < 2 || i % 2 === 0 ? { finished: true } : {}) }))
+    engine.replica.mergeRemote([], clocks)
+    const stats = engine.stats()
+    // Two clocks found room (forged-0 and forged-1, both finished); the other 38 are counted, none is kept.
+    expect(stats.sources).toBe(3)
+    expect(stats.anomalies.overflow).toBe(38)
+    expect(stats.remoteAnomalies.at(-1)).toBe("overflow: 38 clock(s) of new sources, first 'forged-2': limits.maxSources (3) reached; P stays at or below 4000")
+    // The canary proves 3. Once it proves more, the lowest unfinished clock left out (forged-3) holds P at 4000.
+    expect(stats.proofFrontier).toBe(3)
+    expect(engine.ingest([{ ...CANARY, id: 'canary#2', seq: 2, ts: 9_000 }]).accepted).toBe(1)
+    expect(engine.stats().proofFrontier).toBe(4_000)
+    expect(engine.results({ window: 'tumbling:10', key: 'canary' })).toMatchObject([{ start: 0, count: 1, sum: 7 }, { start: 9_000, count: 1 }])
+    return clocks.length
+  })
+})
+
 describe('bad-input catalogue: documentation', () => {
   it('every row of the docs/bad-input.md table has a test here, and every test a row', () => {
     const catalogue = readFileSync(new URL('../../../docs/bad-input.md', import.meta.url), 'utf8')

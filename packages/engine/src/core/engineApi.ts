@@ -163,6 +163,10 @@ export interface EngineStats {
   readonly cells: number
   /** Known sources, local and learnt from peers. */
   readonly sources: number
+  /** Of `sources`, those finished (`finishSource`, here or by their writer on a peer): they hold neither the watermark nor the proof frontier back. */
+  readonly finishedSources: number
+  /** Of `sources`, those `idleTimeout` left out of the watermark when it last moved. */
+  readonly idleSources: number
   /** Remembered ids and out-of-order seqs (`limits.maxDedupEntries`). */
   readonly dedupEntries: number
   /** Entries on the late lane now. */

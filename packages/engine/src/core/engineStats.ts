@@ -45,6 +45,8 @@ export function engineStats(parts: StatsParts): EngineStats {
     anomalies: { ...parts.anomalies },
     ...windowGauges(parts.indexes),
     sources: f.sources.size,
+    finishedSources: f.finishedSources,
+    idleSources: f.idleSources,
     dedupEntries: parts.dedup.entries,
     lateLane: parts.lateLane.size,
     lateLaneTrimmed: parts.lateLane.trimmed,

@@ -21,6 +21,8 @@ export interface EngineCheckpoint {
     readonly maxTs: number
     readonly proof: number
     readonly idleSources: number
+    /** The bound on the proof frontier from peers' clocks left out past `maxSources` (absent when none was). */
+    readonly untrackedProof?: number
   }
   readonly sources: readonly SourceClockSnapshot[]
   readonly windows: readonly WindowSnapshot[]

@@ -10,7 +10,7 @@ export class RemoteAnomalies {
   }
 
   /** Counts `n` anomalies of `reason` (default 1) and keeps their detail. */
-  report(reason: 'invalid_remote_cell' | 'source_conflict', detail: string, n = 1): void {
+  report(reason: 'invalid_remote_cell' | 'source_conflict' | 'overflow', detail: string, n = 1): void {
     // The detail first: one that cannot be made text throws before anything is counted.
     this.#details.push(`${reason}: ${detail}`)
     this.#counts[reason] += n

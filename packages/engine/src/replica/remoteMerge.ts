@@ -96,8 +96,13 @@ export class PeerMerge {
    */
   merge(groups: readonly CellGroup[], clocks: readonly ClockEntry[], now: number, batch: number): { report: MergeReport; frontiers: RemoteFrontiers } {
     const { options, frontiers } = this.#state
-    const conflicts = mergeRemoteClocks(frontiers, clocks, this.#state.replicaId, options.limits.maxSources, now, this.#state.publish)
+    const maxSources = options.limits.maxSources
+    const { conflicts, untracked } = mergeRemoteClocks(frontiers, clocks, this.#state.replicaId, maxSources, now, this.#state.publish)
     if (conflicts > 0) this.#state.remoteAnomalies.report('source_conflict', `${conflicts} clock(s) of sources written here`, conflicts)
+    if (untracked !== null) {
+      const detail = `${untracked.count} clock(s) of new sources, first '${untracked.source}': limits.maxSources (${maxSources}) reached; P stays at or below ${frontiers.untrackedProof}`
+      this.#state.remoteAnomalies.report('overflow', detail, untracked.count)
+    }
     const judged: RemoteFrontiers = {
       watermark: frontiers.watermark,
       firing: frontiers.firingFrontier(),
@@ -128,7 +133,10 @@ export class PeerMerge {
  * loser's, so its next write outranks every cell the loser wrote and all replicas converge on
  * it; the raised clock goes to `publish` at once, since a keeper that finished the source writes
  * nothing more, and its finish would otherwise lose to the loser's clock wherever both arrive.
- * Returns how many conflicts were seen.
+ * A clock of a new source past `maxSources` is left out, and bounds `P` from then on
+ * (`Frontiers.untrack`): its source's cells still merge, and cannot be proven complete.
+ * Returns how many conflicts were seen, and how many clocks were left out (the first one's
+ * source named), or null when none was.
  */
 export function mergeRemoteClocks(
   frontiers: Frontiers,
@@ -137,8 +145,9 @@ export function mergeRemoteClocks(
   maxSources: number,
   now: number,
   publish: (clock: SourceClock) => void,
-): number {
+): { conflicts: number; untracked: { source: string; count: number } | null } {
   let conflicts = 0
+  let untracked: { source: string; count: number } | null = null
   for (const entry of clocks) {
     const clock = frontiers.sources.get(entry.source)
     if (clock !== undefined && clock.writer === replicaId && entry.writer !== replicaId) {
@@ -152,11 +161,16 @@ export function mergeRemoteClocks(
     }
     if (clock === undefined) {
       if (frontiers.sources.size < maxSources) frontiers.source(entry.source, now).adopt(entry, now)
+      else {
+        frontiers.untrack(entry)
+        if (untracked === null) untracked = { source: entry.source, count: 0 }
+        untracked.count++
+      }
     } else if (entry.version > clock.version || (entry.version === clock.version && entry.writer < clock.writer)) {
       clock.adopt(entry, now)
     }
   }
-  return conflicts
+  return { conflicts, untracked }
 }
 
 /** Routes peers' cell groups to the index of their window spec (or slice part); cells of an unknown spec are invalid. */

@@ -59,6 +59,8 @@ function emptyStats(): EngineStats {
     openWindows: 0,
     cells: 0,
     sources: 0,
+    finishedSources: 0,
+    idleSources: 0,
     dedupEntries: 0,
     lateLane: 0,
     lateLaneTrimmed: 0,

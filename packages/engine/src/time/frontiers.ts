@@ -1,6 +1,7 @@
 import { MAX_NAME_LENGTH } from '../core/event.ts'
 import { OverflowError } from '../core/overflowError.ts'
 import type { EngineCheckpoint } from '../recovery/engineCheckpoint.ts'
+import type { ClockEntry } from '../replica/replicaPort.ts'
 import { SourceClock } from './sourceClock.ts'
 import type { WatermarkStrategy } from './watermarkStrategy.ts'
 
@@ -29,8 +30,16 @@ export class Frontiers {
   proof = Number.NEGATIVE_INFINITY
   /** Sources currently excluded as idle. */
   idleSources = 0
+  /** Sources finished, as counted at the last `advance`. */
+  finishedSources = 0
   /** Largest event time seen from any source. */
   maxTs = Number.NEGATIVE_INFINITY
+  /**
+   * A bound on `proof` from peers' clocks this engine could not keep (`untrack`): the lowest
+   * proof any of them gave, Infinity while there is none. Their sources still count as unseen,
+   * so `P` never passes what they proved when they were dropped.
+   */
+  untrackedProof = Number.POSITIVE_INFINITY
   /** Processing time of the last `advance` (which judged idleness); -Infinity before the first. */
   #judgedAt = Number.NEGATIVE_INFINITY
 
@@ -68,12 +77,14 @@ export class Frontiers {
     let all = Number.POSITIVE_INFINITY
     let finished = Number.NEGATIVE_INFINITY
     let idle = 0
+    let finishedSources = 0
     // A clock that gave no time turns no source idle: every source counts as active again.
     this.#judgedAt = Number.isNaN(now) ? Number.NEGATIVE_INFINITY : now
     for (const clock of this.sources.values()) {
       if (clock.maxTs > this.maxTs) this.maxTs = clock.maxTs
       // A finished source holds nothing back: nothing unseen can come from it.
       if (clock.finished) {
+        finishedSources++
         if (clock.maxTs > finished) finished = clock.maxTs
         continue
       }
@@ -84,13 +95,31 @@ export class Frontiers {
       else if (clock.maxTs < active) active = clock.maxTs
     }
     this.idleSources = idle
+    this.finishedSources = finishedSources
     // Every source still counting is idle (or there is none): W may go as far as a finished source reached, as it would had that one not finished.
     if (active === Number.POSITIVE_INFINITY) active = finished
+    if (this.untrackedProof < proof) proof = this.untrackedProof
     this.proof = this.sources.size === 0 ? Number.NEGATIVE_INFINITY : proof
     if (this.#strategy.kind !== 'bounded') return
     const lag = this.#strategy.outOfOrderness
     if (active !== Number.POSITIVE_INFINITY && active !== Number.NEGATIVE_INFINITY && active - lag > this.watermark) this.watermark = active - lag
     if (all !== Number.POSITIVE_INFINITY && all - lag > this.strictWatermark) this.strictWatermark = all - lag
+  }
+
+  /**
+   * Leaves out a peer's clock of a source this engine has no room for (`limits.maxSources`):
+   * the source is not tracked, so from now on `P` stays at or below what that clock proved (a
+   * finished one proves everything). Never undone: a later copy of the clock, which may prove
+   * more, finds no room either. Returns the bound.
+   *
+   * @example
+   * frontiers.untrack({ source: 'd9', writer: 'r2', maxTs: 70_000, prefix: 4, prefixTs: 70_000, provable: true, version: 4 })
+   * frontiers.untrackedProof // 70000
+   */
+  untrack(entry: ClockEntry): number {
+    const proof = entry.finished === true ? Number.POSITIVE_INFINITY : entry.provable ? entry.prefixTs : Number.NEGATIVE_INFINITY
+    if (proof < this.untrackedProof) this.untrackedProof = proof
+    return this.untrackedProof
   }
 
   /**
@@ -140,6 +169,8 @@ export class Frontiers {
         maxTs: this.maxTs,
         proof: this.proof,
         idleSources: this.idleSources,
+        // Only when some clock was left out: checkpoints of engines that never did stay as they were.
+        ...(this.untrackedProof === Number.POSITIVE_INFINITY ? {} : { untrackedProof: this.untrackedProof }),
       },
       sources: [...this.sources.values()].map((clock) => clock.snapshot()),
     }
@@ -153,7 +184,11 @@ export class Frontiers {
     this.maxTs = f.maxTs
     this.proof = f.proof
     this.idleSources = f.idleSources
-    for (const s of checkpoint.sources) this.sources.set(s.name, SourceClock.restore(s, this.sources.size))
+    this.untrackedProof = typeof f.untrackedProof === 'number' ? f.untrackedProof : Number.POSITIVE_INFINITY
+    for (const s of checkpoint.sources) {
+      this.sources.set(s.name, SourceClock.restore(s, this.sources.size))
+      if (s.finished === true) this.finishedSources++
+    }
   }
 
   /** Largest of W and P: a window whose end is at or below it fires. */
