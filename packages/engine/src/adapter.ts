@@ -10,6 +10,7 @@
  * - The event-time frontiers (watermark, proof frontier) over source clocks, for operators
  *   and baselines that must keep the same time as the engine.
  * - Option checks, so an adapter refuses unknown or bad options the way the engine does.
+ * - The global timers, unref'd, as `tickWhenDue` arms them by default.
  * - The change feed (listeners and `changes()` streams), the report of a listener's error and
  *   the `writable` stream of batches, for a stand-in of the engine (the worker's page mirror)
  *   to behave as the engine does.
@@ -31,4 +32,5 @@ export { DoubleSlab } from './lattice/doubleSlab.ts'
 export { encodeAggregateColumn, readAggregateColumn } from './lattice/aggregateColumn.ts'
 export { compareResults } from './windows/windowResult.ts'
 export { Frontiers } from './time/frontiers.ts'
+export { GLOBAL_TICK_TIMERS } from './time/tickWhenDue.ts'
 export { checkWatermarkStrategy } from './time/watermarkStrategy.ts'

@@ -13,6 +13,7 @@ export { BroadcastChannelProvider, openBroadcastChannel } from './transport/broa
 export { ConfigurationMismatchError, isConfigurationMismatchError } from './schema/configurationMismatchError.ts'
 export { connectRelay } from './relay/connectRelay.ts'
 export { DIRECTORY_ROOMS, followRooms } from './relay/followRooms.ts'
+export { REFILL_BOUND_MS } from './relay/refillGate.ts'
 export {
   DOC_SCHEMA,
   entryKind,
@@ -36,5 +37,6 @@ export type { BroadcastChannelProviderOptions, OpenTabChannel, TabChannel } from
 export type { ConnectRelayOptions, RelaySocket, RelayToken } from './relay/connectRelayOptions.ts'
 export type { JoinOptions, Relay, RelayRoomHandle } from './relay/relayApi.ts'
 export type { FollowRoomsOptions, RoomFollower } from './relay/followRooms.ts'
+export type { RefillReport } from './relay/refillGate.ts'
 export type { ReconnectJitterOptions } from './transport/reconnectJitter.ts'
 export type { ConnectionFacts, PeerAwareness, RejectedUpdate, SyncProvider, TrackedConnection } from './transport/syncStatusTracker.ts'

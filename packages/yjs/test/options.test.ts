@@ -80,6 +80,13 @@ describe('followRooms options', () => {
     expect(() => followRooms(engine, relay, { directroy: 'fleet-a/_directory' } as never)).toThrow("followRooms: unknown option 'directroy' (did you mean 'directory'?)")
     expect(() => followRooms(engine, relay, { directory: 'fleet-a/_directory', bind: { readOnly: false } as never })).toThrow(/without readOnly/)
     expect(() => followRooms(engine, {} as never, { directory: 'fleet-a/_directory' })).toThrow(/relay must come from connectRelay/)
+    const directory = 'fleet-a/_directory'
+    expect(() => followRooms(engine, relay, { directory, refill: true as never })).toThrow(/refill must be false or \{ boundMs\?, now\?, timers\? \}, got true/)
+    expect(() => followRooms(engine, relay, { directory, refill: { boundMs: -1 } })).toThrow(/refill.boundMs must be a number of ms >= 0, got -1/)
+    expect(() => followRooms(engine, relay, { directory, refill: { boundMs: Number.NaN } })).toThrow(/refill.boundMs/)
+    expect(() => followRooms(engine, relay, { directory, refill: { now: 5 as never } })).toThrow(/refill.now must be a function/)
+    expect(() => followRooms(engine, relay, { directory, refill: { timers: {} as never } })).toThrow(/refill.timers must have setTimeout and clearTimeout/)
+    expect(() => followRooms(engine, relay, { directory, refill: { bound: 5 } as never })).toThrow(/unknown option 'bound'/)
     relay.destroy()
   })
 })

@@ -7,7 +7,7 @@ import type { FleetAggregates } from './fleetAggregates.ts'
 import type { FleetHosts } from './fleetHosts.ts'
 import type { FleetSettings } from './fleetSettings.ts'
 import { dashboardHostName, type FleetWiring } from './fleetWiring.ts'
-import type { RefillReport } from './refillGate.ts'
+import type { RefillReport } from '@tidemark/yjs'
 
 /** The dashboard's links are asked how they follow the fleet at most this often. */
 const LINKS_POLL_MS = 500

@@ -1,9 +1,8 @@
 import type { Engine, TickTimers } from '@tidemark/engine'
-import { BroadcastChannelProvider, bindDoc, connectRelay, type DocBinding, followRooms, type Relay, type RoomFollower, syncStatusTracker } from '@tidemark/yjs'
+import { BroadcastChannelProvider, bindDoc, connectRelay, type DocBinding, followRooms, type Relay, type RefillReport, type RoomFollower, syncStatusTracker } from '@tidemark/yjs'
 import * as Y from 'yjs'
 import { dashboardToken } from './devTokens.ts'
 import { deviceChannelName, deviceRoomName, directoryRoomName, type FleetWiring, type LinkTransports, relayFleetName } from './fleetWiring.ts'
-import { RefillGate, type RefillReport } from './refillGate.ts'
 
 /** What the dashboard follows on the relay: rooms, those the relay refused (room and reason), and where its engine's refill stands. */
 export interface FollowedRooms {
@@ -18,7 +17,7 @@ export interface DashboardLinksOptions {
   readonly epoch: string
   /** The devices of the fleet (without a relay, one tab channel is followed per device). */
   readonly devices: readonly string[]
-  /** The host's clock: the followed documents' sync status, and the refill's bound (`RefillGate`). */
+  /** The host's clock: the followed documents' sync status, and the refill's bound. */
   readonly now: () => number
   /** Timers on `now`, for the refill's bound. */
   readonly timers: TickTimers
@@ -37,8 +36,8 @@ interface TabFollower {
  * How the dashboard engine reads the fleet. With a relay: one socket with a read-only dashboard
  * token, `followRooms` on the epoch's directory (`<fleet>/_directory`), which the relay keeps:
  * every device room listed there, now or later, gets a document bound read-only to the engine,
- * through a `RefillGate`: the engine merges nothing until every room listed synced once, then
- * all of them together (at most `REFILL_BOUND_MS` after the listing). Without one: a read-only
+ * which refills in one merge: nothing until every room listed synced once, then all of them
+ * together (at most `REFILL_BOUND_MS` after the listing). Without one: a read-only
  * document per device on that device's tab channel. Either way the dashboard writes nothing
  * and a device never receives another device's state, so the traffic grows with the fleet, not
  * with its square.
@@ -51,7 +50,6 @@ export class DashboardLinks {
   readonly #options: DashboardLinksOptions
   readonly #relay: Relay | null = null
   readonly #follower: RoomFollower | null = null
-  readonly #gate: RefillGate | null = null
   readonly #tabs = new Map<string, TabFollower>()
 
   constructor(engine: Engine, options: DashboardLinksOptions) {
@@ -67,11 +65,11 @@ export class DashboardLinks {
         ...(WebSocket === undefined ? {} : { WebSocket }),
         onError,
       })
-      const gate = new RefillGate(engine.replica, { now, timers: options.timers })
-      const follower = followRooms({ replica: gate.port }, this.#relay, { directory: directoryRoomName(wiring, epoch), bind: { onError, now } })
-      gate.listen(() => follower.rooms())
-      this.#gate = gate
-      this.#follower = follower
+      this.#follower = followRooms(engine, this.#relay, {
+        directory: directoryRoomName(wiring, epoch),
+        bind: { onError, now },
+        refill: { now, timers: options.timers },
+      })
       return
     }
     for (const device of options.devices) {
@@ -110,17 +108,16 @@ export class DashboardLinks {
 
   /** The rooms followed on the relay, the refused ones and the refill; null without a relay. */
   followed(): FollowedRooms | null {
-    if (this.#follower === null || this.#gate === null) return null
+    const refill = this.#follower?.refill() ?? null
+    if (this.#follower === null || refill === null) return null
     const refused: { room: string; refusal: string }[] = []
     const rooms = this.#follower.rooms()
     for (const [room, status] of rooms) if (status.refusal !== null) refused.push({ room, refusal: status.refusal })
-    this.#gate.check()
-    return { rooms: rooms.size, refused, refill: this.#gate.report() }
+    return { rooms: rooms.size, refused, refill }
   }
 
   /** Leaves every room (or channel) and unbinds the documents; the engine keeps what it merged. */
   destroy(): void {
-    this.#gate?.destroy()
     this.#follower?.destroy()
     this.#relay?.destroy()
     for (const { doc, binding, provider } of this.#tabs.values()) {

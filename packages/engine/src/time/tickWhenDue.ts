@@ -24,8 +24,15 @@ export interface TickWhenDueOptions {
   readonly onError?: (error: unknown) => void
 }
 
-/** The global timers; a pending tick does not keep a Node process alive on its own. */
-const GLOBAL_TICK_TIMERS: TickTimers = {
+/**
+ * The global timers, as `tickWhenDue` and adapters (a refill's bound) arm them by default: a
+ * pending one does not keep a Node process alive on its own.
+ *
+ * @example
+ * const handle = GLOBAL_TICK_TIMERS.setTimeout(() => console.log('due'), 1_000)
+ * GLOBAL_TICK_TIMERS.clearTimeout(handle)
+ */
+export const GLOBAL_TICK_TIMERS: TickTimers = {
   setTimeout(run, ms) {
     const timer = globalThis.setTimeout(run, ms)
     ;(timer as { unref?: () => void }).unref?.()

@@ -45,6 +45,20 @@ interface Fold {
 }
 
 const folds = new WeakMap<ReplicaPort, Fold>()
+/** Ports in front of an engine's (a refill's gate): their docs' statuses fold into that engine's. */
+const fronts = new WeakMap<ReplicaPort, ReplicaPort>()
+
+/**
+ * Makes the docs bound to `front`, a port in front of `engine`'s that forwards to it, share
+ * `engine`'s one sync status fold with the docs bound to `engine` directly, rather than keep a
+ * fold of their own that would overwrite it.
+ *
+ * @example
+ * foldStatusInto(gate.port, engine.replica)
+ */
+export function foldStatusInto(front: ReplicaPort, engine: ReplicaPort): void {
+  fronts.set(front, fronts.get(engine) ?? engine)
+}
 
 /**
  * The sync status fold of the engine behind `port`: every binding of that engine takes a share
@@ -53,7 +67,8 @@ const folds = new WeakMap<ReplicaPort, Fold>()
  * @example
  * const share = engineSyncStatus(engine.replica).share(false)
  */
-export function engineSyncStatus(port: ReplicaPort): { share(writes: boolean): StatusShare } {
+export function engineSyncStatus(bound: ReplicaPort): { share(writes: boolean): StatusShare } {
+  const port = fronts.get(bound) ?? bound
   let fold = folds.get(port)
   if (fold === undefined) {
     fold = { shares: new Set(), lastSync: null }

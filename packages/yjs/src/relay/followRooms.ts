@@ -5,14 +5,15 @@
  * every room listed now or later, a doc bound read-only to the engine and joined on the same
  * socket. All of those docs report into the engine's one sync status (engineSyncStatus.ts).
  */
-import type { ReplicaPort, SyncStatus } from '@tidemark/engine'
-import { assertKnownOptions } from '@tidemark/engine/adapter'
+import type { ReplicaPort, SyncStatus, TickTimers } from '@tidemark/engine'
+import { assertKnownOptions, GLOBAL_TICK_TIMERS } from '@tidemark/engine/adapter'
 import * as Y from 'yjs'
 import { bindDoc } from '../binding/bindDoc.ts'
 import type { BindDocOptions } from '../binding/bindDocOptions.ts'
 import type { DocBinding } from '../binding/docReplication.ts'
 import { engineSyncStatus } from '../binding/engineSyncStatus.ts'
 import { syncStatusTracker } from '../transport/syncStatusTracker.ts'
+import { RefillGate, type RefillReport } from './refillGate.ts'
 import type { Relay, RelayRoomHandle } from './relayApi.ts'
 
 /**
@@ -35,6 +36,12 @@ export interface FollowRoomsOptions {
   readonly directory: string
   /** Options of every room's binding (`readOnly` is always true). */
   readonly bind?: Omit<BindDocOptions, 'readOnly'>
+  /**
+   * How the engine refills (see `followRooms`): `boundMs` (default `REFILL_BOUND_MS`, 10 s), the
+   * longest it waits for a listed room to sync; `now` (default `Date.now`) and `timers` (default
+   * the global ones) time that bound. `false`: every room's state merges as it lands.
+   */
+  readonly refill?: false | { readonly boundMs?: number; readonly now?: () => number; readonly timers?: TickTimers }
 }
 
 /**
@@ -48,6 +55,8 @@ export interface FollowRoomsOptions {
 export interface RoomFollower {
   /** Every room followed, with its doc's sync status (the directory itself is not listed). */
   rooms(): ReadonlyMap<string, SyncStatus>
+  /** Where the engine's refill stands; null with `refill: false`. */
+  refill(): RefillReport | null
   /** Leaves the directory and every room, unbinds their docs. */
   destroy(): void
 }
@@ -56,6 +65,8 @@ interface Followed {
   readonly doc: Y.Doc
   readonly binding: DocBinding
   readonly handle: RelayRoomHandle
+  /** Stops telling the refill of this room's status. */
+  readonly unwatch: () => void
 }
 
 /**
@@ -64,6 +75,12 @@ interface Followed {
  * `engine.syncStatus()` folds the directory's and every room's status: `connected` once all of
  * them are in sync, `refusal` the first refusal (the directory's, then the rooms' in the order
  * they were listed); `rooms()` has each room's own. Closing the engine destroys the follower.
+ *
+ * The engine refills in one merge: nothing reaches it until every room the directory listed
+ * synced once (or was refused), at most `refill.boundMs` after the listing, then all of it goes
+ * in together, and later updates pass straight through. Merged room by room, the first rooms
+ * would move a fresh engine's frontiers alone and fire windows that the other rooms then change
+ * (finality violations). `refill()` says where it stands.
  *
  * @example
  * const relay = connectRelay({ url: 'wss://relay.example.com', token: dashboardToken })
@@ -78,11 +95,19 @@ export function followRooms(engine: { readonly replica: ReplicaPort }, relay: Re
   if (typeof engine?.replica !== 'object') fail('engine must be an engine (createEngine or openEngine)')
   if (typeof relay?.join !== 'function') fail('relay must come from connectRelay')
   if (typeof options !== 'object' || options === null) fail('needs options { directory }')
-  assertKnownOptions('followRooms', options, ['directory', 'bind'])
-  const { directory, bind = {} } = options
+  assertKnownOptions('followRooms', options, ['directory', 'bind', 'refill'])
+  const { directory, bind = {}, refill = {} } = options
   if (typeof directory !== 'string' || directory === '') fail(`directory must be a room name, got ${directory}`)
   if (typeof bind !== 'object' || bind === null || 'readOnly' in bind) fail('bind must be bindDoc options without readOnly')
-  return new DirectoryFollower(engine.replica, relay, directory, bind)
+  if (refill === false) return new DirectoryFollower(engine.replica, relay, directory, bind, null)
+  if (typeof refill !== 'object' || refill === null) fail(`refill must be false or { boundMs?, now?, timers? }, got ${String(refill)}`)
+  assertKnownOptions('followRooms refill', refill, ['boundMs', 'now', 'timers'])
+  const { boundMs, now = Date.now, timers = GLOBAL_TICK_TIMERS } = refill
+  if (boundMs !== undefined && !(typeof boundMs === 'number' && boundMs >= 0)) fail(`refill.boundMs must be a number of ms >= 0, got ${String(boundMs)}`)
+  if (typeof now !== 'function') fail('refill.now must be a function returning ms')
+  if (typeof timers?.setTimeout !== 'function' || typeof timers.clearTimeout !== 'function') fail('refill.timers must have setTimeout and clearTimeout')
+  const gate = new RefillGate(engine.replica, { now, timers, ...(boundMs === undefined ? {} : { boundMs }) })
+  return new DirectoryFollower(engine.replica, relay, directory, bind, gate)
 }
 
 class DirectoryFollower implements RoomFollower {
@@ -94,9 +119,13 @@ class DirectoryFollower implements RoomFollower {
   readonly #rooms: Y.Map<unknown>
   readonly #followed = new Map<string, Followed>()
   readonly #cleanups: (() => void)[] = []
+  readonly #gate: RefillGate | null
   #destroyed = false
 
-  constructor(port: ReplicaPort, relay: Relay, directory: string, bind: Omit<BindDocOptions, 'readOnly'>) {
+  constructor(engine: ReplicaPort, relay: Relay, directory: string, bind: Omit<BindDocOptions, 'readOnly'>, gate: RefillGate | null) {
+    // The rooms' documents merge through the gate; their sync status still folds into the engine's (foldStatusInto).
+    const port = gate?.port ?? engine
+    this.#gate = gate
     this.#engine = { replica: port }
     this.#relay = relay
     this.#bind = bind
@@ -105,7 +134,12 @@ class DirectoryFollower implements RoomFollower {
     // The directory's status first: a dashboard that may not read it shows that refusal.
     const share = engineSyncStatus(port).share(false)
     const tracker = syncStatusTracker(this.#directory)
-    this.#cleanups.push(tracker.subscribe((status) => share.report(status, 0)))
+    this.#cleanups.push(
+      tracker.subscribe((status) => {
+        share.report(status, 0)
+        gate?.check()
+      }),
+    )
     this.#cleanups.push(() => share.leave())
     this.#cleanups.push(() => tracker.destroy())
     share.report(tracker.status(), 0)
@@ -114,6 +148,19 @@ class DirectoryFollower implements RoomFollower {
     const handle = relay.join(this.#directory, directory)
     this.#cleanups.push(() => handle.destroy())
     this.#cleanups.push(port.onClose(() => this.destroy()))
+    if (gate !== null) {
+      this.#cleanups.push(() => gate.destroy())
+      gate.listen(
+        () => this.rooms(),
+        () => tracker.status().state === 'connected',
+      )
+    }
+  }
+
+  refill(): RefillReport | null {
+    if (this.#gate === null) return null
+    this.#gate.check()
+    return this.#gate.report()
   }
 
   rooms(): ReadonlyMap<string, SyncStatus> {
@@ -136,6 +183,8 @@ class DirectoryFollower implements RoomFollower {
       if (change.action === 'delete') this.#unfollow(room)
       else if (change.action === 'add') this.#follow(room)
     }
+    // The listing starts the refill's bound, and a room that left may have been the last one waited for.
+    this.#gate?.check()
   }
 
   #follow(room: string): void {
@@ -153,13 +202,16 @@ class DirectoryFollower implements RoomFollower {
       ;(this.#bind.onError ?? console.error)(failure)
       return
     }
-    this.#followed.set(room, { doc, binding, handle })
+    // A room turns `connected` right after its sync step 2 was merged (held by the refill): the last one opens it.
+    const unwatch = this.#gate === null ? () => {} : syncStatusTracker(doc).subscribe(() => this.#gate?.check())
+    this.#followed.set(room, { doc, binding, handle, unwatch })
   }
 
   #unfollow(room: string): void {
     const followed = this.#followed.get(room)
     if (followed === undefined) return
     this.#followed.delete(room)
+    followed.unwatch()
     followed.handle.destroy()
     followed.binding.destroy()
     syncStatusTracker(followed.doc).destroy()

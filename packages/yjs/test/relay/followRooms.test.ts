@@ -3,6 +3,7 @@
  * are bound read-only to its engine on one socket, nothing it does ever puts an update on the
  * wire, and its engine's sync status is one fold of all those rooms.
  */
+import { boundedOutOfOrderness, createEngine, type TidemarkEngine, tumbling } from '@tidemark/engine'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import * as Y from 'yjs'
 import { followRooms } from '../../src/relay/followRooms.ts'
@@ -85,6 +86,35 @@ describe('followRooms', () => {
     follower.destroy()
     dashboard.relay.destroy()
   })
+
+  it('refills a fresh engine in one merge once every listed room synced: no window fires on part of the fleet', async () => {
+    const devices = relayClient(server.url, await signToken({ sub: 'devices', role: 'device', rooms: ['fleet-a/*'] }))
+    // Two devices, three minutes of readings each.
+    for (const name of ['d01', 'd02']) {
+      const d = device(devices.relay, `fleet-a/${name}`, name)
+      d.engine.ingest(readings(name, 180))
+      await untilStatus(d.doc, `${name} stored`, (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    }
+    await server.list(DIRECTORY, ['fleet-a/d01', 'fleet-a/d02'])
+    const refill = async (options: { refill?: false }) => {
+      const dashboard = relayClient(server.url, await signToken({ sub: 'wall', role: 'dashboard', rooms: ['fleet-a/*'] }))
+      const engine = createEngine({ windows: tumbling(60_000), watermark: boundedOutOfOrderness(0), retention: Number.POSITIVE_INFINITY, replicaId: 'wall' }) as TidemarkEngine
+      const follower = followRooms(engine, dashboard.relay, { directory: DIRECTORY, ...options })
+      await untilEngine(engine, 'both rooms', () => counted(engine) === 360)
+      const seen = { report: follower.refill(), stats: engine.stats() }
+      follower.destroy()
+      dashboard.relay.destroy()
+      return seen
+    }
+    // Merged as each room lands, the first room's readings fire windows final that the second one's then change.
+    const roomByRoom = await refill({ refill: false })
+    expect(roomByRoom.report).toBeNull()
+    expect(roomByRoom.stats.finalityViolations).toBeGreaterThan(0)
+    const together = await refill({})
+    expect(together.report).toMatchObject({ state: 'merged', rooms: 2, synced: 2, missing: [] })
+    expect(together.stats).toMatchObject({ sources: 2, finalityViolations: 0, corrections: 0 })
+    devices.relay.destroy()
+  }, 20_000)
 
   it('shows a directory the token may not read as the refusal, and closes with the engine', async () => {
     const dashboard = relayClient(server.url, await signToken({ sub: 'wall', role: 'dashboard', rooms: ['fleet-a/d01'] }))

@@ -1,8 +1,9 @@
+import { foldStatusInto } from '../binding/engineSyncStatus.ts'
 import { type CellGroup, type ClockEntry, groupCellEntries, type MergeReport, type ReplicaPort, type SyncStatus, type TickTimers } from '@tidemark/engine'
 
 /**
- * How long a fresh dashboard engine waits for the rooms it follows, in ms of the host's clock,
- * counted from the moment the relay's directory listed them. A refill normally takes well under
+ * How long `followRooms` holds a refill by default: how long a fresh engine waits for the rooms
+ * it follows, in ms of its `now`, counted from the moment the relay's directory listed them. A refill normally takes well under
  * a second; 10 s covers a room the relay could not open at once (the client joins it again
  * after a jittered delay of up to 5 s) and a busy relay loading its rooms from its store. Waiting
  * longer would not spare anything: the rooms that did sync hold state up to the fleet's present,
@@ -12,7 +13,7 @@ import { type CellGroup, type ClockEntry, groupCellEntries, type MergeReport, ty
 export const REFILL_BOUND_MS = 10_000
 
 /**
- * Where a fresh dashboard engine's refill stands: `waiting` (nothing merged yet), `merged` (every
+ * Where a follower's refill stands (`RoomFollower.refill()`): `waiting` (nothing merged yet), `merged` (every
  * room it follows synced, and their state went to the engine together), `timedOut` (the bound
  * ran out: the rooms that synced went to the engine together, the `missing` ones merge when
  * they land).
@@ -31,7 +32,7 @@ export interface RefillReport {
 
 /** What a `RefillGate` reads and arms. */
 export interface RefillGateOptions {
-  /** The host's clock (not the dashboard engine's `HearingClock`, which stands still while rooms are not in sync). */
+  /** The clock of the bound: real time, not an engine clock that may stand still while rooms are out of sync. */
   readonly now: () => number
   readonly timers: TickTimers
   /** Default `REFILL_BOUND_MS`. */
@@ -47,8 +48,8 @@ const HELD: MergeReport = { applied: 0, stale: 0, expired: 0, finalityViolations
  * only the sources the engine knows: all of them finished, it is Infinity) alone, their windows
  * would fire and turn final, and the other rooms' cells would then count as finality violations.
  *
- * So the documents are bound to `port` rather than to the engine's own replica port: every
- * merge is held (nothing reaches the engine) until the relay's directory listed the rooms and
+ * So the documents are bound to `port` rather than to the engine's own replica port (their sync
+ * status still folds into the engine's, `foldStatusInto`): every merge is held (nothing reaches the engine) until the relay's directory listed the rooms and
  * every one of them synced once (or was refused), then everything held goes to the engine in
  * one merge, judged against an engine that knows no source yet, and from then on merges pass
  * straight through (a room listed later, a device joining later, updates). If some room has not
@@ -56,10 +57,11 @@ const HELD: MergeReport = { applied: 0, stale: 0, expired: 0, finalityViolations
  * naming the missing rooms). An empty directory opens it at once. Every other member of the
  * port is the engine's own.
  *
+ * `followRooms` puts one in front of its engine unless told not to (`refill: false`).
+ *
  * @example
  * const gate = new RefillGate(engine.replica, { now: Date.now, timers: { setTimeout, clearTimeout } })
- * const follower = followRooms({ replica: gate.port }, relay, { directory: 'fleet-a/_directory' })
- * gate.listen(() => follower.rooms())
+ * gate.listen(() => roomsFollowed, () => directorySynced) // each room bound to gate.port
  * gate.report() // { state: 'waiting', rooms: 12, synced: 7, missing: [], tookMs: null }
  */
 export class RefillGate {
@@ -79,8 +81,7 @@ export class RefillGate {
   #listedAt: number | null = null
   #tookMs: number | null = null
   #timer: unknown = null
-  /** The fold of every bound document's status, as last reported: `connected` with no room listed means an empty directory. */
-  #folded: SyncStatus['state'] = 'local'
+  #listed: () => boolean = () => false
 
   constructor(target: ReplicaPort, options: RefillGateOptions) {
     this.#target = target
@@ -98,22 +99,23 @@ export class RefillGate {
       reportAnomaly: (reason, detail) => target.reportAnomaly(reason, detail),
       reportError: (error) => target.reportError(error),
       onClose: (listener) => target.onClose(listener),
-      setSyncStatus: (status, docBytes) => {
-        target.setSyncStatus(status, docBytes)
-        this.#folded = status.state
-        // A room turns `connected` right after its sync step 2 was applied (and held): the last one opens the gate.
-        this.check()
-      },
+      setSyncStatus: (status, docBytes) => target.setSyncStatus(status, docBytes),
     }
+    foldStatusInto(this.port, target)
   }
 
-  /** `rooms`: the rooms followed with their sync status (`RoomFollower.rooms`). */
-  listen(rooms: () => ReadonlyMap<string, SyncStatus>): void {
+  /**
+   * `rooms`: the rooms followed with their sync status (`RoomFollower.rooms`); `listed`: whether
+   * the directory synced, so that no room means an empty directory rather than one not read yet.
+   * Call `check()` whenever either changes.
+   */
+  listen(rooms: () => ReadonlyMap<string, SyncStatus>, listed: () => boolean): void {
     this.#rooms = rooms
+    this.#listed = listed
     this.check()
   }
 
-  /** Opens the gate if every room listed synced once, or the bound ran out; called on every status report and by its timer. */
+  /** Opens the gate if every room listed synced once, or the bound ran out; called on every status change and by its timer. */
   check(): void {
     if (this.#state !== 'waiting') return
     const rooms = this.#rooms()
@@ -121,7 +123,7 @@ export class RefillGate {
     for (const [room, status] of rooms) if (status.state === 'connected' || status.lastSync !== null || status.refusal !== null) this.#synced.add(room)
     if (rooms.size === 0) {
       // The directory synced and lists no room (or none any more): nothing to wait for; devices that start later join as they land.
-      if (this.#folded === 'connected' || this.#listedAt !== null) this.#open('merged', rooms)
+      if (this.#listed() || this.#listedAt !== null) this.#open('merged', rooms)
       return
     }
     this.#listedAt ??= now

@@ -1,11 +1,12 @@
 /**
- * `RefillGate` on its own: two device engines' states handed to a fresh dashboard engine as the
- * binding of each room would hand them (`mergeRemote` on the port), with the rooms' sync status
- * reported by hand and the host's timers on a fake clock.
+ * `RefillGate` on its own (what `followRooms` puts in front of its engine): two device engines'
+ * states handed to a fresh dashboard engine as the binding of each room would hand them
+ * (`mergeRemote` on the port), with the rooms' sync status set by hand and the timers on a fake
+ * clock.
  */
 import { boundedOutOfOrderness, createEngine, type Engine, type SyncStatus, tumbling } from '@tidemark/engine'
 import { describe, expect, it } from 'vitest'
-import { RefillGate } from '../src/fleet/refillGate.ts'
+import { RefillGate } from '../../src/relay/refillGate.ts'
 
 const options = { windows: tumbling(1_000), watermark: boundedOutOfOrderness(0), allowedLateness: 2_000 }
 
@@ -31,13 +32,16 @@ function gated() {
     ['fleet/d01', status('connecting')],
     ['fleet/d02', status('connecting')],
   ])
-  gate.listen(() => rooms)
+  gate.listen(
+    () => rooms,
+    () => true,
+  )
   /** A room's state arrives (its binding merges it), then its status turns `connected`. */
   const land = (room: string, engine: Engine): void => {
     const { cells, clocks } = engine.replica.exportState()
     gate.port.mergeRemote(cells, clocks)
     rooms.set(room, status('connected'))
-    gate.port.setSyncStatus(status('connecting'), 0)
+    gate.check()
   }
   const advance = (ms: number): void => {
     clock.now += ms
@@ -94,8 +98,15 @@ describe('RefillGate', () => {
   it('an empty directory opens the gate at once; a refused room is not waited for', () => {
     const empty = createEngine(options)
     const gate = new RefillGate(empty.replica, { now: () => 0, timers: { setTimeout: () => 0, clearTimeout: () => {} } })
-    gate.listen(() => new Map())
-    gate.port.setSyncStatus(status('connected'), 0)
+    let listed = false
+    gate.listen(
+      () => new Map(),
+      () => listed,
+    )
+    // Not read yet: nothing to tell an empty directory from one that did not arrive.
+    expect(gate.report().state).toBe('waiting')
+    listed = true
+    gate.check()
     expect(gate.report()).toMatchObject({ state: 'merged', rooms: 0 })
 
     const { gate: refusing, rooms, land } = gated()
