@@ -91,9 +91,9 @@ function tilesOf(stats: EngineStats, totals: FleetTotals, now: number, windowMs:
     {
       label: 'Proof frontier',
       value: Number.isFinite(stats.proofFrontier) ? `${proofLead >= 0 ? '+' : ''}${duration(proofLead)}` : 'none',
-      note: !Number.isFinite(proofLead) ? 'nothing proven yet' : proofLead < -windowMs ? 'held back by a device' : 'vs watermark',
+      note: !Number.isFinite(proofLead) ? 'nothing proven yet' : proofLead < -windowMs ? `held back by ${stats.proofHeldBy ?? 'a device'}` : 'vs watermark',
       tone: proofLead < -windowMs ? 'warn' : 'good',
-      hint: 'P: every device delivered a gap-free seq up to here, so windows ending before it are proven complete',
+      hint: 'P: every device delivered a gap-free seq up to here, so windows ending before it are proven complete; when it lags, the device whose clock holds it (stats().proofHeldBy)',
     },
     { label: 'Pending', value: count(stats.pending), hint: 'Readings in windows that have not fired yet' },
     { label: 'Open windows', value: count(stats.openWindows), note: `${count(stats.cells)} cells`, hint: 'Live windows and their per-device cells' },

@@ -181,6 +181,19 @@ export interface EngineStats {
   readonly proofFrontier: number
   /** Largest event time seen minus the watermark (0 when nothing is held back). */
   readonly watermarkLag: number
+  /**
+   * The source whose clock holds the proof frontier where it is: the known source with the
+   * lowest proof (a gap in its seqs, its last reading, or an event without seq or out of order
+   * along seq, which proves nothing). null when `proofFrontier` is Infinity or there is no
+   * source, or when a peer's clock left out past `limits.maxSources` holds it lower.
+   */
+  readonly proofHeldBy: string | null
+  /**
+   * Under `boundedOutOfOrderness`, the source the watermark waits for: of the sources neither
+   * idle nor finished, the one whose latest event time is the lowest. null under a manual
+   * watermark, or when every source is idle or finished.
+   */
+  readonly watermarkHeldBy: string | null
   /** Peers' cells that changed a window already final here (merged anyway). */
   readonly finalityViolations: number
   /** The encoded Yjs document as last measured by the binding; 0 without one. */

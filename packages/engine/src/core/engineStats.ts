@@ -39,6 +39,7 @@ export interface StatsParts {
 export function engineStats(parts: StatsParts): EngineStats {
   const f = parts.frontiers
   const wal = parts.journal.wal?.stats()
+  const holders = f.holders()
   return {
     ...parts.counts,
     corrections: parts.lifecycle.corrections,
@@ -53,6 +54,8 @@ export function engineStats(parts: StatsParts): EngineStats {
     watermark: f.watermark,
     proofFrontier: f.proof,
     watermarkLag: f.maxTs > f.watermark ? f.maxTs - f.watermark : 0,
+    proofHeldBy: holders.proof,
+    watermarkHeldBy: holders.watermark,
     docBytes: parts.port.docBytes,
     walRecords: wal?.walRecords ?? 0,
     walBytes: wal?.walBytes ?? 0,

@@ -68,6 +68,8 @@ function emptyStats(): EngineStats {
     watermark: 0,
     proofFrontier: 0,
     watermarkLag: 0,
+    proofHeldBy: null,
+    watermarkHeldBy: null,
     finalityViolations: 0,
     docBytes: 0,
     walRecords: 0,

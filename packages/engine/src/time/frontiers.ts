@@ -42,6 +42,10 @@ export class Frontiers {
   untrackedProof = Number.POSITIVE_INFINITY
   /** Processing time of the last `advance` (which judged idleness); -Infinity before the first. */
   #judgedAt = Number.NEGATIVE_INFINITY
+  /** Bumped by `advance` and `restore`: `holders()` is found again only after one of them. */
+  #moves = 0
+  #holders: FrontierHolders = { proof: null, watermark: null }
+  #holdersAt = -1
 
   constructor(strategy: WatermarkStrategy, idleTimeout: number) {
     this.#strategy = strategy
@@ -72,6 +76,7 @@ export class Frontiers {
    * One pass over sources per batch, never per event.
    */
   advance(now: number): void {
+    this.#moves++
     let proof = Number.POSITIVE_INFINITY
     let active = Number.POSITIVE_INFINITY
     let all = Number.POSITIVE_INFINITY
@@ -104,6 +109,34 @@ export class Frontiers {
     const lag = this.#strategy.outOfOrderness
     if (active !== Number.POSITIVE_INFINITY && active !== Number.NEGATIVE_INFINITY && active - lag > this.watermark) this.watermark = active - lag
     if (all !== Number.POSITIVE_INFINITY && all - lag > this.strictWatermark) this.strictWatermark = all - lag
+  }
+
+  /**
+   * The sources that hold the frontiers where they are, as the last `advance` judged them: for
+   * `P`, the known source with the lowest proof (null when `P` is Infinity or there is no source,
+   * or when a peer's clock left out past `maxSources` holds it lower); for `W`, under a bounded
+   * watermark, the source not idle and not finished with the lowest largest event time (null
+   * otherwise: a manual watermark, or every source idle or finished). Ties go to the source
+   * known first. Found again only after the frontiers moved: stats may call it per frame.
+   *
+   * @example
+   * frontiers.holders() // { proof: 'd07', watermark: 'd03' }
+   */
+  holders(): FrontierHolders {
+    if (this.#holdersAt === this.#moves) return this.#holders
+    let proof: SourceClock | null = null
+    let watermark: SourceClock | null = null
+    for (const clock of this.sources.values()) {
+      if (clock.finished) continue
+      if (proof === null || clock.proof() < proof.proof()) proof = clock
+      if (!this.#idleAt(clock, this.#judgedAt) && (watermark === null || clock.maxTs < watermark.maxTs)) watermark = clock
+    }
+    this.#holders = {
+      proof: proof === null || this.untrackedProof < proof.proof() ? null : proof.name,
+      watermark: this.#strategy.kind === 'bounded' && watermark !== null ? watermark.name : null,
+    }
+    this.#holdersAt = this.#moves
+    return this.#holders
   }
 
   /**
@@ -171,6 +204,8 @@ export class Frontiers {
         idleSources: this.idleSources,
         // Only when some clock was left out: checkpoints of engines that never did stay as they were.
         ...(this.untrackedProof === Number.POSITIVE_INFINITY ? {} : { untrackedProof: this.untrackedProof }),
+        // As judged at the last advance, which a restored engine cannot judge again (it was at another processing time).
+        heldBy: this.holders(),
       },
       sources: [...this.sources.values()].map((clock) => clock.snapshot()),
     }
@@ -185,9 +220,16 @@ export class Frontiers {
     this.proof = f.proof
     this.idleSources = f.idleSources
     this.untrackedProof = typeof f.untrackedProof === 'number' ? f.untrackedProof : Number.POSITIVE_INFINITY
+    this.#moves++
     for (const s of checkpoint.sources) {
       this.sources.set(s.name, SourceClock.restore(s, this.sources.size))
       if (s.finished === true) this.finishedSources++
+    }
+    // Kept as the checkpoint's engine judged them; one from before they were kept (or naming no source here): found from the clocks at the next stats().
+    const held = f.heldBy
+    if (held !== undefined && [held.proof, held.watermark].every((name) => name === null || this.sources.has(name as string))) {
+      this.#holders = { proof: held.proof, watermark: held.watermark }
+      this.#holdersAt = this.#moves
     }
   }
 
@@ -195,6 +237,12 @@ export class Frontiers {
   firingFrontier(): number {
     return Math.max(this.proof, this.watermark)
   }
+}
+
+/** The sources holding `P` and `W` where they are (`Frontiers.holders`), by name. */
+export interface FrontierHolders {
+  readonly proof: string | null
+  readonly watermark: string | null
 }
 
 /**
