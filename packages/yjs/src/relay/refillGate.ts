@@ -3,8 +3,8 @@ import { type CellGroup, type ClockEntry, groupCellEntries, type MergeReport, ty
 
 /**
  * How long `followRooms` holds a refill by default: how long a fresh engine waits for the rooms
- * it follows, in ms of its `now`, counted from the moment the relay's directory listed them. A refill normally takes well under
- * a second; 10 s covers a room the relay could not open at once (the client joins it again
+ * it follows, in ms of its `now`, counted from the moment the relay's directory listed them. A
+ * refill normally takes well under a second; 10 s covers a room the relay could not open at once (the client joins it again
  * after a jittered delay of up to 5 s) and a busy relay loading its rooms from its store. Waiting
  * longer would not spare anything: the rooms that did sync hold state up to the fleet's present,
  * so a room that lands later changes the same final windows whenever it lands, while the
@@ -13,10 +13,10 @@ import { type CellGroup, type ClockEntry, groupCellEntries, type MergeReport, ty
 export const REFILL_BOUND_MS = 10_000
 
 /**
- * Where a follower's refill stands (`RoomFollower.refill()`): `waiting` (nothing merged yet), `merged` (every
- * room it follows synced, and their state went to the engine together), `timedOut` (the bound
- * ran out: the rooms that synced went to the engine together, the `missing` ones merge when
- * they land).
+ * Where a follower's refill stands (`RoomFollower.refill()`): `waiting` (nothing merged yet),
+ * `merged` (every room it follows synced, and their state went to the engine together),
+ * `timedOut` (the bound ran out: the rooms that synced went to the engine together, the
+ * `missing` ones merge when they land).
  */
 export interface RefillReport {
   readonly state: 'waiting' | 'merged' | 'timedOut'
@@ -26,7 +26,7 @@ export interface RefillReport {
   readonly synced: number
   /** The rooms that had not synced when the bound ran out. */
   readonly missing: readonly string[]
-  /** From the directory's listing to the gate opening, in ms of the host's clock; null while waiting or when nothing was listed. */
+  /** From the directory's listing to the gate opening, in ms of `now`; null while waiting or when nothing was listed. */
   readonly tookMs: number | null
 }
 
@@ -49,9 +49,9 @@ const HELD: MergeReport = { applied: 0, stale: 0, expired: 0, finalityViolations
  * would fire and turn final, and the other rooms' cells would then count as finality violations.
  *
  * So the documents are bound to `port` rather than to the engine's own replica port (their sync
- * status still folds into the engine's, `foldStatusInto`): every merge is held (nothing reaches the engine) until the relay's directory listed the rooms and
- * every one of them synced once (or was refused), then everything held goes to the engine in
- * one merge, judged against an engine that knows no source yet, and from then on merges pass
+ * status still folds into the engine's, `foldStatusInto`): every merge is held (nothing reaches
+ * the engine) until the relay's directory listed the rooms and every one of them synced once
+ * (or was refused), then everything held goes to the engine in one merge, judged against an engine that knows no source yet, and from then on merges pass
  * straight through (a room listed later, a device joining later, updates). If some room has not
  * synced within `boundMs` of the listing, the gate opens anyway with what it holds (`timedOut`,
  * naming the missing rooms). An empty directory opens it at once. Every other member of the
