@@ -188,6 +188,37 @@ describe('finishSource: a source that sends nothing more', () => {
     }
   })
 
+  it('two writers that both finished the source: every replica holds one clock and one W, whichever copy it heard first', () => {
+    // The loser (b) reached 19 s, the keeper (a) 2 s; c hears the loser first, d the keeper first.
+    const replicas = ['a', 'b', 'c', 'd'].map((replicaId) => {
+      const engine = createEngine({ windows: tumbling(10_000), watermark: boundedOutOfOrderness(1_000), now: () => 0, replicaId }) as TidemarkEngine
+      const writes: LocalWrite[] = []
+      engine.replica.onLocalWrite((w) => writes.push(structuredClone(w)))
+      return { engine, writes }
+    })
+    const [a, b, c, d] = replicas as [(typeof replicas)[0], (typeof replicas)[0], (typeof replicas)[0], (typeof replicas)[0]]
+    a.engine.ingest(seconds('s', 3))
+    b.engine.ingest(seconds('s', 20))
+    void a.engine.finishSource('s')
+    void b.engine.finishSource('s')
+    const hear = (into: TidemarkEngine, writes: readonly LocalWrite[]) => {
+      for (const w of writes) into.replica.mergeRemote(w.cells, w.clocks)
+    }
+    const [fromA, fromB] = [a.writes.splice(0), b.writes.splice(0)]
+    hear(a.engine, fromB)
+    hear(b.engine, fromA)
+    // Everything either writer wrote, the keeper's raised clock included, reaches the loser, and c and d in opposite orders.
+    const [allA, allB] = [[...fromA, ...a.writes], [...fromB, ...b.writes]]
+    hear(b.engine, a.writes)
+    hear(c.engine, [...allB, ...allA])
+    hear(d.engine, [...allA, ...allB])
+    const clocks = replicas.map(({ engine }) => engine.replica.exportState().clocks)
+    expect(clocks[0]).toEqual([expect.objectContaining({ source: 's', writer: 'a', finished: true, maxTs: 19_000 })])
+    for (const held of clocks) expect(held).toEqual(clocks[0])
+    expect(new Set(replicas.map(({ engine }) => engine.stats().watermark))).toEqual(new Set([18_000]))
+    expect(new Set(replicas.map(({ engine }) => engine.stats().proofFrontier))).toEqual(new Set([Number.POSITIVE_INFINITY]))
+  })
+
   it('is logged and replayed, and kept by a checkpoint', async () => {
     const options = { windows: tumbling(10_000), watermark: boundedOutOfOrderness(1_000), now: () => 0, replicaId: 'r1' }
     const { engine, ops } = loggedEngine(options)

@@ -133,6 +133,8 @@ export class PeerMerge {
  * loser's, so its next write outranks every cell the loser wrote and all replicas converge on
  * it; the raised clock goes to `publish` at once, since a keeper that finished the source writes
  * nothing more, and its finish would otherwise lose to the loser's clock wherever both arrive.
+ * A clock's `maxTs` is the largest of every copy heard, kept or not (the keeper's included), so
+ * replicas that heard the same copies in any order hold the same clock and the same `W`.
  * A clock of a new source past `maxSources` is left out, and bounds `P` from then on
  * (`Frontiers.untrack`): its source's cells still merge, and cannot be proven complete.
  * Returns how many conflicts were seen, and how many clocks were left out (the first one's
@@ -153,8 +155,9 @@ export function mergeRemoteClocks(
     if (clock !== undefined && clock.writer === replicaId && entry.writer !== replicaId) {
       conflicts++
       if (entry.writer < replicaId) clock.adopt(entry, now)
-      else if (entry.version > clock.version) {
-        clock.version = entry.version
+      else if (entry.version > clock.version || entry.maxTs > clock.maxTs) {
+        clock.version = Math.max(clock.version, entry.version)
+        clock.maxTs = Math.max(clock.maxTs, entry.maxTs)
         publish(clock)
       }
       continue
@@ -168,6 +171,9 @@ export function mergeRemoteClocks(
       }
     } else if (entry.version > clock.version || (entry.version === clock.version && entry.writer < clock.writer)) {
       clock.adopt(entry, now)
+    } else if (entry.maxTs > clock.maxTs) {
+      // maxTs joins every copy (adopt keeps the larger too): which copy of two writers' arrived first changes nothing.
+      clock.maxTs = entry.maxTs
     }
   }
   return { conflicts, untracked }
