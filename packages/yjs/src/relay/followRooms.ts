@@ -38,8 +38,9 @@ export interface FollowRoomsOptions {
   readonly bind?: Omit<BindDocOptions, 'readOnly'>
   /**
    * How the engine refills (see `followRooms`): `boundMs` (default `REFILL_BOUND_MS`, 10 s), the
-   * longest it waits for a listed room to sync; `now` (default `Date.now`) and `timers` (default
-   * the global ones) time that bound. `false`: every room's state merges as it lands.
+   * longest it waits for a listed room to sync, on `timers` (default the global ones), so a wall
+   * clock that jumps does not move it; `now` (default `Date.now`) measures `tookMs`. `false`:
+   * every room's state merges as it lands.
    */
   readonly refill?: false | { readonly boundMs?: number; readonly now?: () => number; readonly timers?: TickTimers }
 }

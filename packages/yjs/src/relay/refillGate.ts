@@ -3,9 +3,10 @@ import { type CellGroup, type ClockEntry, groupCellEntries, type MergeReport, ty
 
 /**
  * How long `followRooms` holds a refill by default: how long a fresh engine waits for the rooms
- * it follows, in ms of its `now`, counted from the moment the relay's directory listed them. A
- * refill normally takes well under a second; 10 s covers a room the relay could not open at once (the client joins it again
- * after a jittered delay of up to 5 s) and a busy relay loading its rooms from its store. Waiting
+ * it follows, on its `timers`, counted from the moment the relay's directory listed them. A
+ * refill normally takes well under a second; 10 s covers a room the relay could not open at once
+ * (the client joins it again after a jittered delay of up to 5 s) and a busy relay loading its
+ * rooms from its store. Waiting
  * longer would not spare anything: the rooms that did sync hold state up to the fleet's present,
  * so a room that lands later changes the same final windows whenever it lands, while the
  * dashboard showed nothing in the meantime.
@@ -32,8 +33,9 @@ export interface RefillReport {
 
 /** What a `RefillGate` reads and arms. */
 export interface RefillGateOptions {
-  /** The clock of the bound: real time, not an engine clock that may stand still while rooms are out of sync. */
+  /** For `tookMs` only (not an engine clock that may stand still while rooms are out of sync). */
   readonly now: () => number
+  /** The bound runs on these alone: a host clock that jumps neither keeps the gate shut nor opens it early. */
   readonly timers: TickTimers
   /** Default `REFILL_BOUND_MS`. */
   readonly boundMs?: number
@@ -117,6 +119,10 @@ export class RefillGate {
 
   /** Opens the gate if every room listed synced once, or the bound ran out; called on every status change and by its timer. */
   check(): void {
+    this.#decide(false)
+  }
+
+  #decide(ranOut: boolean): void {
     if (this.#state !== 'waiting') return
     const rooms = this.#rooms()
     const now = this.#now()
@@ -127,14 +133,20 @@ export class RefillGate {
       return
     }
     this.#listedAt ??= now
-    if ([...rooms.keys()].every((room) => this.#synced.has(room))) this.#open('merged', rooms)
-    else if (now - this.#listedAt >= this.#boundMs) this.#open('timedOut', rooms)
-    // Armed once the rooms are listed, and again for what is left if it ran early (a coarse clock).
-    else if (this.#timer === null) {
+    if ([...rooms.keys()].every((room) => this.#synced.has(room))) {
+      this.#open('merged', rooms)
+      return
+    }
+    if (ranOut) {
+      this.#open('timedOut', rooms)
+      return
+    }
+    // Armed once the rooms are listed.
+    if (this.#timer === null) {
       this.#timer = this.#timers.setTimeout(() => {
         this.#timer = null
-        this.check()
-      }, this.#boundMs - (now - this.#listedAt))
+        this.#decide(true)
+      }, this.#boundMs)
     }
   }
 
@@ -165,7 +177,7 @@ export class RefillGate {
     this.#state = state
     this.#roomCount = rooms.size
     this.#missing = [...rooms.keys()].filter((room) => !this.#synced.has(room))
-    this.#tookMs = this.#listedAt === null ? null : this.#now() - this.#listedAt
+    this.#tookMs = this.#listedAt === null ? null : Math.max(0, this.#now() - this.#listedAt)
     if (this.#timer !== null) this.#timers.clearTimeout(this.#timer)
     this.#timer = null
     const groups = this.#groups

@@ -19,13 +19,17 @@ function device(source: string): Engine {
 
 const status = (state: SyncStatus['state']): SyncStatus => ({ state, lastSync: state === 'connected' ? 1 : null, pendingLocalUpdates: 0, peers: 0, refusal: null })
 
-/** A fresh dashboard engine behind a gate, two rooms followed, and a clock and timers the test moves. */
+/**
+ * A fresh dashboard engine behind a gate, two rooms followed, and a clock and timers the test
+ * moves: the timers run on `clock.now`, the gate reads `clock.now + clock.jumped` (a host's wall
+ * clock that jumps while its timers do not).
+ */
 function gated() {
-  const clock = { now: 0 }
+  const clock = { now: 0, jumped: 0 }
   const timers: { at: number; run: () => void }[] = []
   const dashboard = createEngine(options)
   const gate = new RefillGate(dashboard.replica, {
-    now: () => clock.now,
+    now: () => clock.now + clock.jumped,
     timers: { setTimeout: (run, ms) => timers.push({ at: clock.now + ms, run }), clearTimeout: () => timers.splice(0) },
   })
   const rooms = new Map<string, SyncStatus>([
@@ -49,7 +53,7 @@ function gated() {
     timers.splice(0, timers.length, ...timers.filter((timer) => timer.at > clock.now))
     for (const timer of due) timer.run()
   }
-  return { dashboard, gate, rooms, land, advance }
+  return { dashboard, gate, rooms, clock, land, advance }
 }
 
 describe('RefillGate', () => {
@@ -113,5 +117,23 @@ describe('RefillGate', () => {
     rooms.set('fleet/d02', { ...status('offline'), refusal: 'tidemark:forbidden' })
     land('fleet/d01', device('d01'))
     expect(refusing.report()).toMatchObject({ state: 'merged', rooms: 2, synced: 2 })
+  })
+
+  it('the bound is the timers\' 10 s, whatever the host\'s clock does meanwhile: a jump back does not keep the gate shut, a jump ahead does not open it early', () => {
+    const back = gated()
+    back.land('fleet/d01', device('d01'))
+    back.clock.jumped = -3_600_000
+    back.advance(10_000)
+    expect(back.gate.report()).toMatchObject({ state: 'timedOut', missing: ['fleet/d02'] })
+    expect(back.dashboard.stats().sources).toBe(1)
+
+    const ahead = gated()
+    ahead.land('fleet/d01', device('d01'))
+    ahead.clock.jumped = 3_600_000
+    ahead.gate.port.setSyncStatus(status('connecting'), 0)
+    expect(ahead.gate.report().state).toBe('waiting')
+    ahead.land('fleet/d02', device('d02'))
+    expect(ahead.gate.report()).toMatchObject({ state: 'merged', synced: 2 })
+    expect(ahead.dashboard.stats().finalityViolations).toBe(0)
   })
 })
