@@ -37,7 +37,8 @@ interface TabFollower {
  * token, `followRooms` on the epoch's directory (`<fleet>/_directory`), which the relay keeps:
  * every device room listed there, now or later, gets a document bound read-only to the engine,
  * which refills in one merge: nothing until every room listed synced once, then all of them
- * together (at most `REFILL_BOUND_MS` after the listing). Without one: a read-only
+ * together (at most `REFILL_BOUND_MS` after the listing, or after the first room synced if none
+ * had by then). Without one: a read-only
  * document per device on that device's tab channel. Either way the dashboard writes nothing
  * and a device never receives another device's state, so the traffic grows with the fleet, not
  * with its square.

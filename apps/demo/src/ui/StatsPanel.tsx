@@ -58,7 +58,7 @@ function linkTile(sync: SyncStatus, rooms: FollowedRooms | null, hasRelay: boole
       value: 'refilling',
       note: `${count(refill.synced)} of ${count(refill.rooms)} rooms synced`,
       tone: 'warn',
-      hint: `A new dashboard engine merges nothing until every device room it follows has synced once, then all of them together (it stops waiting ${REFILL_BOUND_MS / 1000} s after the directory listed them), so no window fires on part of the fleet`,
+      hint: `A new dashboard engine merges nothing until every device room it follows has synced once, then all of them together (it stops waiting ${REFILL_BOUND_MS / 1000} s after the directory listed them, or after the first room synced if none had by then), so no window fires on part of the fleet`,
     }
   }
   return {

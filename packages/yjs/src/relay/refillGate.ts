@@ -3,10 +3,11 @@ import { type CellGroup, type ClockEntry, groupCellEntries, type MergeReport, ty
 
 /**
  * How long `followRooms` holds a refill by default: how long a fresh engine waits for the rooms
- * it follows, on its `timers`, counted from the moment the relay's directory listed them. A
- * refill normally takes well under a second; 10 s covers a room the relay could not open at once
- * (the client joins it again after a jittered delay of up to 5 s) and a busy relay loading its
- * rooms from its store. Waiting
+ * it follows, on its `timers`, counted from the moment the relay's directory listed them (from
+ * the first room to sync, when none had by then: opening with nothing held would spare
+ * nothing). A refill normally takes well under a second; 10 s covers a room the relay could not
+ * open at once (the client joins it again after a jittered delay of up to 5 s) and a busy relay
+ * loading its rooms from its store. Waiting
  * longer would not spare anything: the rooms that did sync hold state up to the fleet's present,
  * so a room that lands later changes the same final windows whenever it lands, while the
  * dashboard showed nothing in the meantime.
@@ -56,8 +57,10 @@ const HELD: MergeReport = { applied: 0, stale: 0, expired: 0, finalityViolations
  * (or was refused), then everything held goes to the engine in one merge, judged against an engine that knows no source yet, and from then on merges pass
  * straight through (a room listed later, a device joining later, updates). If some room has not
  * synced within `boundMs` of the listing, the gate opens anyway with what it holds (`timedOut`,
- * naming the missing rooms). An empty directory opens it at once. Every other member of the
- * port is the engine's own.
+ * naming the missing rooms); if no room had synced by then (the relay restarting under the
+ * refill), it holds nothing, and the bound runs again from the first room to sync, so the rooms
+ * that land after it still go in together. An empty directory opens it at once. Every other
+ * member of the port is the engine's own.
  *
  * `followRooms` puts one in front of its engine unless told not to (`refill: false`).
  *
@@ -84,6 +87,8 @@ export class RefillGate {
   #tookMs: number | null = null
   #timer: unknown = null
   #listed: () => boolean = () => false
+  /** The bound ran out before any room synced: it runs again from the first one that does. */
+  #rerun = false
 
   constructor(target: ReplicaPort, options: RefillGateOptions) {
     this.#target = target
@@ -137,12 +142,17 @@ export class RefillGate {
       this.#open('merged', rooms)
       return
     }
+    // Something held, or a room that synced empty (a refused one holds nothing).
+    const landed = this.#groups.length > 0 || this.#clocks.length > 0 || [...rooms.values()].some((status) => status.state === 'connected' || status.lastSync !== null)
     if (ranOut) {
-      this.#open('timedOut', rooms)
-      return
+      if (landed) {
+        this.#open('timedOut', rooms)
+        return
+      }
+      this.#rerun = true
     }
-    // Armed once the rooms are listed.
-    if (this.#timer === null) {
+    // Armed once the rooms are listed; when it ran out with nothing landed, again once a room lands.
+    if (this.#timer === null && (!this.#rerun || landed)) {
       this.#timer = this.#timers.setTimeout(() => {
         this.#timer = null
         this.#decide(true)

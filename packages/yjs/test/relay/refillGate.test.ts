@@ -136,4 +136,25 @@ describe('RefillGate', () => {
     expect(ahead.gate.report()).toMatchObject({ state: 'merged', synced: 2 })
     expect(ahead.dashboard.stats().finalityViolations).toBe(0)
   })
+
+  it('a bound that ran out before any room synced (the relay restarting) holds the rooms that land after it together', () => {
+    const { dashboard, gate, land, advance } = gated()
+    advance(10_000)
+    land('fleet/d01', device('d01'))
+    advance(300)
+    land('fleet/d02', device('d02'))
+    expect(dashboard.stats()).toMatchObject({ sources: 2, finalityViolations: 0, corrections: 0 })
+    expect(gate.report()).toMatchObject({ state: 'merged', rooms: 2, synced: 2, missing: [] })
+  })
+
+  it('a bound that ran out before any room synced runs again from the first room to sync: a room that never syncs stalls nothing for good', () => {
+    const { dashboard, gate, land, advance } = gated()
+    advance(10_000)
+    land('fleet/d01', device('d01'))
+    advance(9_999)
+    expect(gate.report().state).toBe('waiting')
+    advance(1)
+    expect(gate.report()).toMatchObject({ state: 'timedOut', missing: ['fleet/d02'] })
+    expect(dashboard.stats().sources).toBe(1)
+  })
 })
