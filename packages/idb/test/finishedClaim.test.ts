@@ -154,7 +154,9 @@ describe('claimSource: a finished source is never handed out again', () => {
   it('only for a durable finish of the claim’s own source', async () => {
     const { tab, indexedDB, registry } = origin()
     const claim = await tab()
-    const engine = await openLog(claim, indexedDB)
+    // The tab crashes after the failed finish: no checkpoint makes it durable.
+    const persistence = indexedDbPersistence({ name: claim.database, claim, indexedDB })
+    const engine = await openEngine({ windows: tumbling(10), persistence, checkpointOnClose: false })
     await engine.finishSource('dash-elsewhere') // an unknown source: finished, nothing of the claim's
     const restore = fillDisk(['wal'])
     await expect(engine.finishSource(claim.source)).rejects.toThrow(/quota/)
@@ -163,7 +165,30 @@ describe('claimSource: a finished source is never handed out again', () => {
     expect(JSON.parse(registry.getItem(`tidemark:registry:${claim.source}`) ?? 'null').finished).toBeUndefined()
     await engine.close()
     await claim.release()
-    expect((await tab()).source).toBe(claim.source)
+    const next = await tab()
+    expect(next.source).toBe(claim.source)
+    const reopened = await openLog(next, indexedDB)
+    expect(reopened.ingest([reading(next.source, 1, 1, 1)]).accepted).toBe(1) // the finish was lost, as its rejection said
+    await reopened.close()
+  })
+
+  it('a finish whose record the disk refused is made durable by the next checkpoint, which retires the claim: no later tab session is handed the finished source', async () => {
+    const { tab, indexedDB, registry } = origin()
+    const claim = await tab()
+    const engine = await openLog(claim, indexedDB)
+    await engine.ingest([reading(claim.source, 1, 1, 1)]).durable
+    const restore = fillDisk(['wal'])
+    // Refused by the disk, but applied (as a batch whose write failed is): the checkpoint on close holds it.
+    await expect(engine.finishSource(claim.source)).rejects.toThrow(/quota/)
+    restore()
+    vi.restoreAllMocks()
+    await engine.close()
+    expect(JSON.parse(registry.getItem(`tidemark:registry:${claim.source}`) ?? 'null')).toMatchObject({ finished: true })
+    await claim.release()
+    const next = await tab()
+    const reopened = await openLog(next, indexedDB)
+    expect({ same: next.source === claim.source, refused: reopened.ingest([reading(next.source, reopened.nextSeq(next.source), 3, 1)]).anomalies.map((a) => a.reason) }).toEqual({ same: false, refused: [] })
+    await reopened.close()
   })
 
   it('deleteSource removes the finished source’s database and entry; nothing hands it out afterwards', async () => {

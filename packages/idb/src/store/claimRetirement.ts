@@ -7,7 +7,9 @@
  * its lock). `open()` retires it too when the log it recovers holds such a finish: the tab that
  * wrote it closed (or crashed) between the commit and the retirement, or its registry refused
  * the retirement (`memoryError`). A checkpoint truncates the finish record, so the record's
- * transaction also leaves a mark in the `meta` store, which no checkpoint removes.
+ * transaction also leaves a mark in the `meta` store, which no checkpoint removes. A finish whose
+ * record failed (a full disk) is applied all the same and becomes durable with the next
+ * checkpoint: that checkpoint's transaction leaves the mark, and its commit retires the claim.
  */
 import type { WalOp } from '@tidemark/engine'
 import { reportListenerError } from '@tidemark/engine/adapter'
@@ -26,13 +28,18 @@ export function finishesClaimed(claim: Claim, op: WalOp): boolean {
 const finishedKey = (source: string): string => `finished:${source}`
 
 /**
- * The stores and writes of an append's transaction: its records' `writes`, and when they hold a
- * finish of the claim's source (`finishes`) a mark of it in `meta`, which outlives the record.
+ * The stores and writes of a transaction (an append's: `['wal', 'checkpoints']` and its records),
+ * and when it makes a finish of the claim's source durable (`finishes`) a mark of it in `meta`,
+ * which outlives the record.
+ *
+ * @example
+ * const { stores, writes } = withFinishMark(claim, true, ['wal', 'checkpoints'], [(tx) => tx.objectStore('wal').add(bytes, lsn)])
+ * stores // ['wal', 'checkpoints', 'meta']
  */
-export function withFinishMark(claim: Claim, finishes: boolean, writes: LogWrite[]): { stores: LogStore[]; writes: LogWrite[] } {
+export function withFinishMark(claim: Claim, finishes: boolean, stores: readonly LogStore[], writes: LogWrite[]): { stores: LogStore[]; writes: LogWrite[] } {
   const source = claim?.source
-  if (!finishes || source === undefined) return { stores: ['wal', 'checkpoints'], writes }
-  return { stores: ['wal', 'checkpoints', 'meta'], writes: [...writes, (tx) => tx.objectStore('meta').put('1', finishedKey(source))] }
+  if (!finishes || source === undefined) return { stores: [...stores], writes }
+  return { stores: stores.includes('meta') ? [...stores] : [...stores, 'meta'], writes: [...writes, (tx) => tx.objectStore('meta').put('1', finishedKey(source))] }
 }
 
 /** Whether the log `open()` recovered holds a durable finish of the claim's source: in its tail, or behind a checkpoint (its mark). */

@@ -27,3 +27,25 @@ export function committed(tx: IDBTransaction): Promise<void> {
   done.catch(() => {})
   return done
 }
+
+/**
+ * Aborts the transaction, unless it already ended.
+ *
+ * @example
+ * abortQuietly(tx) // after a write threw: nothing of it commits
+ */
+export function abortQuietly(tx: IDBTransaction): void {
+  try {
+    tx.abort()
+  } catch {
+    // Already aborted or finished: nothing was committed, or the error came after commit.
+  }
+}
+
+/**
+ * Does nothing: for a rejection already reported elsewhere.
+ *
+ * @example
+ * await done.catch(ignore)
+ */
+export function ignore(): void {}

@@ -1,7 +1,7 @@
 import type { WalOp, WindowResult } from '@tidemark/engine'
 import { checkpointPolicy } from '../checkpoint/checkpointPolicy.ts'
 import { finishesClaimed, recoveredFinish, retireClaimed, withFinishMark } from './claimRetirement.ts'
-import { committed, requested } from './idbRequests.ts'
+import { abortQuietly, committed, ignore, requested } from './idbRequests.ts'
 import { FencedError, isFencedError } from './fencedError.ts'
 import { checkIndexedDbOptions, type IndexedDbPersistenceOptions } from './indexedDbOptions.ts'
 import { archiveWrites, errorName, type LogStore, type LogWrite, laneWrites, openDatabase, WRITER_EPOCH_KEY } from './indexedDbSchema.ts'
@@ -96,6 +96,8 @@ class IndexedDbPersistence implements Persistence {
   #newestCheckpoint = 0
   /** lsns this handle handed out but failed to write, not yet behind a checkpoint of its own: a refused checkpoint names them so. */
   readonly #holes = new Set<number>()
+  /** The lsn of a finish of the claim's source whose record failed: durable with the first checkpoint past it, which retires the claim. */
+  #failedFinish: number | null = null
 
   constructor(options: IndexedDbPersistenceOptions, factory: IDBFactory, checkpointEvery: CheckpointPolicy) {
     this.#name = options.name
@@ -186,7 +188,14 @@ class IndexedDbPersistence implements Persistence {
       stores.push('archive', 'meta')
       writes.push(...archiveWrites(archive))
     }
-    await this.#commit(db, stores, writes, what, (tx) => this.#truncationGuard(tx, upToLsn, what))
+    // The state holds a finish of the claim's source whose record failed: durable from this commit on, which retires the claim.
+    const finishes = this.#failedFinish !== null && this.#failedFinish <= upToLsn
+    const marked = withFinishMark(this.#claim, finishes, stores, writes)
+    await this.#commit(db, marked.stores, marked.writes, what, (tx) => this.#truncationGuard(tx, upToLsn, what))
+    if (finishes) {
+      this.#failedFinish = null
+      retireClaimed(this.#claim)
+    }
     this.#catalog.checkpointed(write)
     this.#newestCheckpoint = Math.max(this.#newestCheckpoint, upToLsn)
     for (const lsn of this.#holes) if (lsn <= upToLsn) this.#holes.delete(lsn)
@@ -240,7 +249,7 @@ class IndexedDbPersistence implements Persistence {
       // The claim, the connection or the right to write may have gone since append() was called.
       if (this.#requireWritable('append') !== db) throw new Error(`${this.#label()}: the database was reopened; ${what} not written`)
       // add, not put: an lsn already present means a second writer, which must not be overwritten.
-      const { stores, writes } = withFinishMark(this.#claim, batch.some((p) => p.finishes), batch.map((p): LogWrite => (tx) => tx.objectStore('wal').add(p.bytes.buffer, p.lsn)))
+      const { stores, writes } = withFinishMark(this.#claim, batch.some((p) => p.finishes), ['wal', 'checkpoints'], batch.map((p): LogWrite => (tx) => tx.objectStore('wal').add(p.bytes.buffer, p.lsn)))
       commit = this.#commit(db, stores, writes, `${what} not written`, (tx) => this.#appendGuard(tx, first, `${what} not written`))
     } catch (error) {
       commit = Promise.reject(error)
@@ -257,6 +266,7 @@ class IndexedDbPersistence implements Persistence {
         const taken = first === last ? `lsn ${first} is already in the log` : `an lsn in ${first}-${last} is already in the log`
         const reported = errorName(error) === 'ConstraintError' ? this.#fence(`${what} not written`, taken, error) : error
         if (!isFencedError(reported)) for (const p of batch) this.#holes.add(p.lsn)
+        this.#failedFinish ??= batch.find((p) => p.finishes)?.lsn ?? null
         for (const p of batch) p.reject(reported)
       },
     )
@@ -436,15 +446,5 @@ class IndexedDbPersistence implements Persistence {
 
   #label(): string {
     return `indexedDbPersistence("${this.#name}")`
-  }
-}
-
-function ignore(): void {}
-
-function abortQuietly(tx: IDBTransaction): void {
-  try {
-    tx.abort()
-  } catch {
-    // Already aborted or finished: nothing was committed, or the error came after commit.
   }
 }
