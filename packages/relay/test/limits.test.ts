@@ -8,8 +8,9 @@ import WebSocket from 'ws'
 import * as encoding from 'lib0/encoding'
 import * as Y from 'yjs'
 import { connectRelay, syncStatusTracker } from '@tidemark/yjs'
-import { openPglite, type Relay, type RelayOptions, type SqlClient, startRelay } from '../src/index.ts'
+import { openPglite, type Relay, type RelayOptions, startRelay } from '../src/index.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
+import { failable } from './support/failableSql.ts'
 import { authFrame, awarenessFrame, updateFrame } from './support/hocuspocusFrames.ts'
 import { ManualTimers } from '@tidemark/engine/testing'
 import { dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, waitFor, waitUntil } from './support/roomClients.ts'
@@ -315,27 +316,6 @@ describe('limits', () => {
     expect(await metric(relay.httpUrl, 'tidemark_relay_refusals_total{reason="too-large"}')).toBe(1)
   })
 })
-
-/** A PGlite client whose queries fail while `failing` is set. */
-function failable(sql: SqlClient): SqlClient & { failing: boolean } {
-  const check = (): void => {
-    if (wrapped.failing) throw new Error('the database is down')
-  }
-  const wrapped: SqlClient & { failing: boolean } = {
-    kind: sql.kind,
-    failing: false,
-    async query(text, params) {
-      check()
-      return sql.query(text, params)
-    },
-    async transaction(work) {
-      check()
-      return sql.transaction(work)
-    },
-    close: () => sql.close(),
-  }
-  return wrapped
-}
 
 describe('store failures', () => {
   it('failed loads close their connections with a reason and leave no document and no timer behind', async () => {
