@@ -22,6 +22,14 @@ export interface RelayLimits {
   /** Rooms loaded at once; opening one more unloads the longest-idle room, or is refused. Default 10,000. */
   readonly maxRooms: number
   /**
+   * Rooms one token subject (`sub`) may hold open at once on this relay, across its sockets; one
+   * more is refused (`subject-room-limit`). A room counts once however many of the subject's
+   * connections hold it, from its admission (before it loads) until the last of them closes. So
+   * one token, whatever its room patterns admit, cannot hold every room the relay may load. At
+   * most `maxRooms`. Default a quarter of `maxRooms` (2,500 of 10,000), at least 1.
+   */
+  readonly maxRoomsPerSubject: number
+  /**
    * Bytes a room may hold; updates past it are refused (`room-too-large`). Also what one sender
    * may have in parts at once, and the burst of `updateBytesPerSecond`. Default 16 MiB.
    */
@@ -61,6 +69,7 @@ export const DEFAULT_LIMITS: RelayLimits = {
   updatesPerSecond: 100,
   updateBurst: 1000,
   maxRooms: 10_000,
+  maxRoomsPerSubject: 2_500,
   maxRoomBytes: 16 << 20,
   idleRoomMs: 30_000,
   maxUnauthenticatedBytes: 1 << 20,
@@ -223,6 +232,19 @@ export const MAX_TIMER_MS = 2_147_483_647
 /** The options that are durations, armed as timers: bounded by `MAX_TIMER_MS`. */
 export const TIME_OPTIONS: ReadonlySet<string> = new Set(['idleRoomMs', 'authTimeoutMs', 'partStallMs', 'writeWindowMs', 'storeDebounceMs', 'storeMaxDebounceMs'])
 
+/**
+ * The default `maxRoomsPerSubject` for a relay loading `maxRooms`: a quarter of them, at least 1.
+ * One token then holds at most a quarter of the rooms; it takes four subjects at their bound,
+ * together, to fill the relay.
+ *
+ * @example
+ * roomsPerSubjectFor(10_000) // 2500
+ * roomsPerSubjectFor(2) // 1
+ */
+export function roomsPerSubjectFor(maxRooms: number): number {
+  return Math.max(1, Math.floor(maxRooms / 4))
+}
+
 function positiveInteger(value: unknown, name: string, min = 1): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) throw new RangeError(`startRelay: ${name} must be an integer >= ${min}, got ${String(value)}`)
   return value
@@ -269,8 +291,12 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
   for (const [group, defaults] of [['limits', DEFAULT_LIMITS], ['persistence', DEFAULT_PERSISTENCE]] as const) {
     for (const key of Object.keys(options[group] ?? {})) if (!(key in defaults)) throw new TypeError(`startRelay: unknown option ${group}.${key}`)
   }
-  const limits = { ...DEFAULT_LIMITS, ...options.limits }
-  for (const [name, value] of Object.entries(limits)) (TIME_OPTIONS.has(name) ? duration : positiveInteger)(value, `limits.${name}`)
+  const given = { ...DEFAULT_LIMITS, ...options.limits }
+  for (const [name, value] of Object.entries(given)) (TIME_OPTIONS.has(name) ? duration : positiveInteger)(value, `limits.${name}`)
+  const limits: RelayLimits = options.limits?.maxRoomsPerSubject === undefined ? { ...given, maxRoomsPerSubject: roomsPerSubjectFor(given.maxRooms) } : given
+  if (limits.maxRoomsPerSubject > limits.maxRooms) {
+    throw new RangeError(`startRelay: limits.maxRoomsPerSubject must be at most limits.maxRooms (${limits.maxRooms}), got ${limits.maxRoomsPerSubject}`)
+  }
   const persistence = { ...DEFAULT_PERSISTENCE, ...options.persistence }
   for (const [name, value] of Object.entries(persistence)) (TIME_OPTIONS.has(name) ? duration : positiveInteger)(value, `persistence.${name}`)
   for (const name of ['log', 'now'] as const) {

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { MIN_SECRET_BYTES, TokenVerifier } from './auth/tokenVerifier.ts'
 import { type RelayLogLevel, stderrLog } from './relayLog.ts'
-import { isLoopback, MAX_TIMER_MS, type RelayLimits, type RelayOptions, TIME_OPTIONS } from './relayOptions.ts'
+import { DEFAULT_LIMITS, isLoopback, MAX_TIMER_MS, type RelayLimits, type RelayOptions, TIME_OPTIONS } from './relayOptions.ts'
 
 /**
  * A configuration error: names the environment variable and says what is wrong with it.
@@ -36,6 +36,7 @@ export const LIMIT_VARIABLES: Readonly<Record<keyof RelayLimits, string>> = {
   updatesPerSecond: 'TIDEMARK_UPDATES_PER_SECOND',
   updateBurst: 'TIDEMARK_UPDATE_BURST',
   maxRooms: 'TIDEMARK_MAX_ROOMS',
+  maxRoomsPerSubject: 'TIDEMARK_MAX_ROOMS_PER_SUBJECT',
   maxRoomBytes: 'TIDEMARK_MAX_ROOM_BYTES',
   idleRoomMs: 'TIDEMARK_IDLE_ROOM_MS',
   maxUnauthenticatedBytes: 'TIDEMARK_MAX_UNAUTHENTICATED_BYTES',
@@ -146,6 +147,10 @@ export function relayOptionsFromEnv(env: Readonly<Record<string, string | undefi
   for (const [name, variable] of Object.entries(LIMIT_VARIABLES) as [keyof RelayLimits, string][]) {
     const value = integer(env, variable, 1, TIME_OPTIONS.has(name) ? MAX_TIMER_MS : undefined)
     if (value !== undefined) limits[name] = value
+  }
+  const maxRooms = limits.maxRooms ?? DEFAULT_LIMITS.maxRooms
+  if (limits.maxRoomsPerSubject !== undefined && limits.maxRoomsPerSubject > maxRooms) {
+    throw new RelayConfigError('TIDEMARK_MAX_ROOMS_PER_SUBJECT', `must be at most TIDEMARK_MAX_ROOMS (${maxRooms}), got ${limits.maxRoomsPerSubject}`)
   }
   const writeWindowMs = integer(env, 'TIDEMARK_STORE_DEBOUNCE_MS', 1, MAX_TIMER_MS)
   const level = env.TIDEMARK_LOG === undefined || env.TIDEMARK_LOG === '' ? 'warn' : env.TIDEMARK_LOG

@@ -12,6 +12,7 @@ import { DevTokenIssuer } from './auth/devTokenIssuer.ts'
 import { TokenVerifier } from './auth/tokenVerifier.ts'
 import { FleetDirectory } from './directory/fleetDirectory.ts'
 import { AccessGate } from './gate/accessGate.ts'
+import { RoomAdmission } from './gate/roomAdmission.ts'
 import { SocketGuard } from './gate/socketGuard.ts'
 import { TokenExpiry } from './gate/tokenExpiry.ts'
 import { relayHttp } from './http/relayHttp.ts'
@@ -108,12 +109,13 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   const sizes = new RoomSizes(o.limits.maxRoomBytes)
   const idle = new IdleRooms(o.limits.idleRoomMs, o.now, o.timers, log)
   const expiry = new TokenExpiry(o.now, o.timers)
+  const admission = new RoomAdmission(o.limits, idle)
   const gate = new AccessGate({
     verifier,
     metrics,
     limits: { ...o.limits, maxHeldBytes: 4 * o.limits.maxMessageBytes, maxAssemblingBytes: 4 * o.limits.maxRoomBytes },
     sizes,
-    idle,
+    admission,
     log,
     now: o.now,
     expiry,
@@ -130,6 +132,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     extensions: redis === undefined ? [gate, fanOut, persistence] : [gate, fanOut, persistence, redis],
   })
   idle.attach(hocuspocus)
+  admission.attach(hocuspocus)
   const directory = new FleetDirectory(hocuspocus, o.now, log)
   persistence.attachDirectory(directory)
 
@@ -150,6 +153,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
         storedBytes: await store.storedBytes().catch(() => null),
         pendingBytes: store.pendingBytes,
         heldUpdates: gate.heldUpdates,
+        mostRoomsHeldBySubject: admission.mostHeldBySubject,
         assemblingBytes: gate.assemblingBytes,
         unsharedRooms: redis?.unsharedRooms ?? 0,
         redisUnansweredBytes: redis?.unansweredBytes ?? 0,

@@ -20,7 +20,6 @@ import { authorizeUpdate, type StateNeed, type WriteGrant } from '../authorize/a
 import type { RelayMetrics } from '../metrics/relayMetrics.ts'
 import { MESSAGE, type PartHeader, type RelayFrame, readAwareness, readFrame, SYNC_STEP } from '../protocol/relayFrame.ts'
 import { OpenRefused, Refusal, refusedPayload } from '../protocol/refusal.ts'
-import type { IdleRooms } from '../rooms/idleRooms.ts'
 import { classifyRoom } from '../rooms/roomName.ts'
 import type { RoomSizes } from '../rooms/roomSizes.ts'
 import type { RelayLog } from '../relayLog.ts'
@@ -28,6 +27,7 @@ import type { RelayLimits } from '../relayOptions.ts'
 import { ConnectionGate, type HeldUpdate, type RelayContext } from './connectionGate.ts'
 import { acknowledge, applyAsHocuspocus, docVersion } from './hocuspocusSteps.ts'
 import { AssemblingMessages, firstPartProblem, MessageParts } from './messageParts.ts'
+import type { RoomAdmission } from './roomAdmission.ts'
 import { RoomPresence } from './roomPresence.ts'
 import type { TokenExpiry } from './tokenExpiry.ts'
 import { UpdateBytes } from './updateBytes.ts'
@@ -38,7 +38,7 @@ import { UpdateBytes } from './updateBytes.ts'
  * @example
  * const limits: AccessGateLimits = { ...DEFAULT_LIMITS, maxHeldBytes: 4 << 20, maxAssemblingBytes: 64 << 20 }
  */
-export type AccessGateLimits = Pick<RelayLimits, 'updatesPerSecond' | 'updateBurst' | 'maxRooms' | 'maxRoomBytes' | 'partStallMs' | 'updateBytesPerSecond'> & {
+export type AccessGateLimits = Pick<RelayLimits, 'updatesPerSecond' | 'updateBurst' | 'maxRoomBytes' | 'partStallMs' | 'updateBytesPerSecond'> & {
   /** Bytes of updates one connection may have held, waiting for what they depend on. */
   readonly maxHeldBytes: number
   /**
@@ -64,7 +64,8 @@ const TOKEN_EXPIRED_CLOSE = 'tidemark:token-expired'
  * Authentication and per-message authorization, as a Hocuspocus extension.
  *
  * @example
- * const gate = new AccessGate({ verifier, metrics, limits, sizes, idle, log, now: Date.now, expiry: new TokenExpiry(Date.now, timers) })
+ * const admission = new RoomAdmission({ maxRooms: 10_000, maxRoomsPerSubject: 2_500 }, idle)
+ * const gate = new AccessGate({ verifier, metrics, limits, sizes, admission, log, now: Date.now, expiry: new TokenExpiry(Date.now, timers) })
  * new Hocuspocus({ extensions: [gate] })
  */
 export class AccessGate implements Extension {
@@ -75,7 +76,7 @@ export class AccessGate implements Extension {
   readonly #metrics: RelayMetrics
   readonly #limits: AccessGateLimits
   readonly #sizes: RoomSizes
-  readonly #idle: IdleRooms
+  readonly #admission: RoomAdmission
   readonly #log: RelayLog
   readonly #now: () => number
   readonly #expiry: TokenExpiry
@@ -93,7 +94,8 @@ export class AccessGate implements Extension {
     readonly metrics: RelayMetrics
     readonly limits: AccessGateLimits
     readonly sizes: RoomSizes
-    readonly idle: IdleRooms
+    /** Which room connections may open (`maxRooms`, `maxRoomsPerSubject`); rooms in use are not idle. */
+    readonly admission: RoomAdmission
     readonly log: RelayLog
     readonly now: () => number
     readonly expiry: TokenExpiry
@@ -105,7 +107,7 @@ export class AccessGate implements Extension {
     this.#updateBytes = new UpdateBytes(deps.limits.updateBytesPerSecond, deps.limits.maxRoomBytes, deps.now)
     this.#presenceBytes = new UpdateBytes(deps.limits.updateBytesPerSecond, deps.limits.maxRoomBytes, deps.now)
     this.#sizes = deps.sizes
-    this.#idle = deps.idle
+    this.#admission = deps.admission
     this.#log = deps.log
     this.#now = deps.now
     this.#expiry = deps.expiry
@@ -131,7 +133,7 @@ export class AccessGate implements Extension {
     return this.#assembling.bytes
   }
 
-  async onAuthenticate({ token, documentName, connectionConfig, context, instance }: onAuthenticatePayload): Promise<RelayContext> {
+  async onAuthenticate({ token, documentName, connectionConfig, context }: onAuthenticatePayload): Promise<RelayContext> {
     // Not counted as a refusal: nothing the client sent was wrong.
     if (this.#closing) throw new OpenRefused(new Refusal('shutdown', 'the relay is shutting down'))
     const room = classifyRoom(documentName)
@@ -139,23 +141,21 @@ export class AccessGate implements Extension {
     const grant = await this.#verifier.verify(token)
     if (grant instanceof Refusal) throw this.#openRefused(grant)
     if (!grantAdmits(grant, documentName)) throw this.#openRefused(new Refusal('room-not-allowed', documentName))
-    if (!instance.documents.has(documentName) && !instance.loadingDocuments.has(documentName)) {
-      if (instance.documents.size + instance.loadingDocuments.size >= this.#limits.maxRooms && !(await this.#idle.evictOne())) {
-        throw this.#openRefused(new Refusal('too-many-rooms', `${this.#limits.maxRooms} rooms are loaded`))
-      }
-    }
-    ;(context as RelayContext).socket?.authenticated()
-    // Dashboards only read; a directory is written by the relay alone.
-    connectionConfig.readOnly = grant.role === 'dashboard' || room.kind === 'directory'
     const rate = { perSecond: this.#limits.updatesPerSecond, burst: this.#limits.updateBurst }
     const socket = (context as RelayContext).socket
-    return { tidemark: { gate: new ConnectionGate(grant, room, documentName, rate, this.#now, () => socket?.bytesRead ?? 0) } }
+    const gate = new ConnectionGate(grant, room, documentName, rate, this.#now, () => socket?.bytesRead ?? 0)
+    const refusal = await this.#admission.admit(grant.subject, documentName, gate)
+    if (refusal !== null) throw this.#openRefused(refusal)
+    socket?.authenticated()
+    // Dashboards only read; a directory is written by the relay alone.
+    connectionConfig.readOnly = grant.role === 'dashboard' || room.kind === 'directory'
+    return { tidemark: { gate } }
   }
 
   async connected({ documentName, context, connection }: connectedPayload): Promise<void> {
     const relayContext = context as RelayContext
     relayContext.socket?.opened(documentName)
-    this.#idle.touch(documentName)
+    this.#admission.opened(documentName)
     const gate = relayContext.tidemark?.gate
     if (gate === undefined || gate.ended) return
     this.#expiry.arm(gate, gate.grant.expiresAt, () => {
@@ -173,6 +173,7 @@ export class AccessGate implements Extension {
     relayContext.socket?.closed(documentName)
     const gate = relayContext.tidemark?.gate
     if (gate === undefined) return
+    this.#admission.closed(gate)
     // Ended, so that its messages still waiting for their turn are dropped: what they took (parts,
     // held updates, presence) no one would let go.
     this.#end(gate)

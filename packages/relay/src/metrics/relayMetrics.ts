@@ -17,12 +17,14 @@ export type StoreOperation = 'load' | 'flush' | 'compact' | 'checkpoint'
  * Values read at scrape time.
  *
  * @example
- * metrics.render({ connections: 3, roomsLoaded: 2, storedBytes: 40_960, pendingBytes: 0, heldUpdates: 0, assemblingBytes: 0, unsharedRooms: 0, redisUnansweredBytes: 0 })
+ * metrics.render({ connections: 3, roomsLoaded: 2, mostRoomsHeldBySubject: 2, storedBytes: 40_960, pendingBytes: 0, heldUpdates: 0, assemblingBytes: 0, unsharedRooms: 0, redisUnansweredBytes: 0 })
  */
 export interface MetricGauges {
   /** Open WebSocket connections. */
   readonly connections: number
   readonly roomsLoaded: number
+  /** Rooms held open by the token subject holding the most (bounded by `maxRoomsPerSubject`). */
+  readonly mostRoomsHeldBySubject: number
   /** Bytes of snapshots and updates in the store; null when the store did not answer. */
   readonly storedBytes: number | null
   /** Accepted updates waiting for the next store write. */
@@ -129,6 +131,9 @@ export class RelayMetrics {
     }
     metric('tidemark_relay_connections', 'gauge', 'Open WebSocket connections.', [`tidemark_relay_connections ${gauges.connections}`])
     metric('tidemark_relay_rooms_loaded', 'gauge', 'Rooms loaded in memory.', [`tidemark_relay_rooms_loaded ${gauges.roomsLoaded}`])
+    metric('tidemark_relay_subject_rooms_most', 'gauge', 'Rooms held open by the token subject holding the most (at most maxRoomsPerSubject).', [
+      `tidemark_relay_subject_rooms_most ${gauges.mostRoomsHeldBySubject}`,
+    ])
     metric('tidemark_relay_updates_in_total', 'counter', 'Client updates accepted and applied.', [`tidemark_relay_updates_in_total ${this.updatesIn}`])
     metric('tidemark_relay_updates_out_total', 'counter', 'Updates sent to connections.', [`tidemark_relay_updates_out_total ${this.updatesOut}`])
     metric('tidemark_relay_updates_stored_total', 'counter', 'Update rows written to the store.', [`tidemark_relay_updates_stored_total ${this.updatesStored}`])

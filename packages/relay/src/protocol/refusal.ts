@@ -42,6 +42,7 @@ export type OpenRefusalKind =
   | 'bad-room'
   | 'room-not-allowed'
   | 'too-many-rooms'
+  | 'subject-room-limit'
   | 'store-unavailable'
 
 /**
