@@ -49,6 +49,13 @@ export class SourceClock {
   writer = ''
   /** Bumped on every change, so replicas keep the newest copy of a single-writer clock. */
   version = 0
+  /**
+   * The clock of the source whose event placement placed next after this one's, last time (null:
+   * none yet; learnt only among many sources). Uploads list their sources in much the same order
+   * each time (a gateway's devices in turn, a backlog's run of one source), so placement tries it
+   * before a lookup by name. Clocks are never replaced, so it is always one of the engine's.
+   */
+  next: SourceClock | null = null
   /** Ts of the event at `prefix` (NaN when a peer's clock did not say), to detect a clock going backwards along seq. */
   #lastPrefixTs = Number.NEGATIVE_INFINITY
 
