@@ -36,13 +36,23 @@ export interface FollowRoomsOptions {
   readonly directory: string
   /** Options of every room's binding (`readOnly` is always true). */
   readonly bind?: Omit<BindDocOptions, 'readOnly'>
-  /**
-   * How the engine refills (see `followRooms`): `boundMs` (default `REFILL_BOUND_MS`, 10 s), the
-   * longest it waits for a listed room to sync, on `timers` (default the global ones), so a wall
-   * clock that jumps does not move it; `now` (default `Date.now`) measures `tookMs`. `false`:
-   * every room's state merges as it lands.
-   */
-  readonly refill?: false | { readonly boundMs?: number; readonly now?: () => number; readonly timers?: TickTimers }
+  /** How the engine refills (see `followRooms`); `false`: every room's state merges as it lands. */
+  readonly refill?: false | RefillOptions
+}
+
+/**
+ * The `refill` option of `followRooms`: every member optional.
+ *
+ * @example
+ * followRooms(engine, relay, { directory: 'fleet-a/_directory', refill: { boundMs: 20_000 } })
+ */
+export interface RefillOptions {
+  /** The longest wait for a listed room to sync, in ms from the listing (default `REFILL_BOUND_MS`, 10 s). */
+  readonly boundMs?: number
+  /** What measures `tookMs` in the report (default `Date.now`). */
+  readonly now?: () => number
+  /** What runs the bound (default the global timers): a wall clock that jumps does not move it. */
+  readonly timers?: TickTimers
 }
 
 /**
