@@ -4,7 +4,11 @@
  * spread between a build's own two series is what the machine's noise makes of the same code.
  * The comparison is repeated in fresh processes, as each process compiles the code its own way
  * (what V8 inlines, and when, moves a build by several percent from one process to the next):
- * a difference between builds that does not hold in every process is not one.
+ * a difference between builds that does not hold in every process is not one. The build that
+ * runs first rotates from one process to the next: the profile's calls into the engine are shared
+ * by every build, and the build that reaches them first is served fastest by their inline caches
+ * (two copies of one build measured 4–5% apart on streaming-100k when the same one always went
+ * first). Run as many processes as builds, or a multiple, so that each goes first as often.
  *
  * Per process and series: the mean of the fastest half of its runs (wall clock: one run of the
  * window profiles takes 10–60 ms, far above the timer's resolution), as a ratio to the first
@@ -63,7 +67,7 @@ function median(values: readonly number[]): number {
 }
 
 /** One process: every build, two series each, in interleaved rounds. */
-async function measure(profile: string, builds: readonly string[], rounds: number): Promise<ProcessResult> {
+async function measure(profile: string, builds: readonly string[], rounds: number, first: number): Promise<ProcessResult> {
   const { define } = (await import(`./${profile}.ts`)) as { define: () => ProfileDefinition }
   const contender = define().contenders.find((c) => c.name === 'tidemark') as Contender | undefined
   if (contender === undefined) throw new Error(`profile ${profile} has no tidemark contender`)
@@ -76,7 +80,7 @@ async function measure(profile: string, builds: readonly string[], rounds: numbe
   const warmup = 3
   for (let r = 0; r < warmup + rounds; r++) {
     for (let k = 0; k < series.length; k++) {
-      const s = series[(r + k) % series.length] as Series
+      const s = series[(r + k + first) % series.length] as Series
       engineBuild.create = s.create
       const start = process.hrtime.bigint()
       contender.run({ probe, record: false })
@@ -102,22 +106,23 @@ if (profile === undefined || builds === undefined || builds.length === 0 || !(ro
 }
 
 if (process.argv.includes('--child')) {
-  process.stdout.write(JSON.stringify(await measure(profile, builds, rounds)))
+  process.stdout.write(JSON.stringify(await measure(profile, builds, rounds, Number(arg('first') ?? 0))))
 } else {
   const script = fileURLToPath(import.meta.url)
   const ratios = new Map<string, number[]>(builds.map((b) => [b, []]))
-  console.log(`${profile}: ${processes} processes × ${rounds} rounds; per process, each build's two series as a ratio to the first build's first`)
+  console.log(`${profile}: ${processes} processes × ${rounds} rounds; per process, each build's two series as a ratio to the first build's first (the build run first rotates: *)`)
   for (let p = 0; p < processes; p++) {
-    const child = spawnSync(process.execPath, [...process.execArgv, script, ...process.argv.slice(2), '--child'], { encoding: 'utf8', maxBuffer: 1 << 20 })
+    const first = p % builds.length
+    const child = spawnSync(process.execPath, [...process.execArgv, script, ...process.argv.slice(2), '--child', `--first=${first}`], { encoding: 'utf8', maxBuffer: 1 << 20 })
     if (child.status !== 0) throw new Error(`process ${p + 1} failed (exit ${child.status}): ${child.stderr}`)
     const result = JSON.parse(child.stdout) as ProcessResult
     const reference = (result[builds[0] as string] as [number, number])[0]
     const line: string[] = []
-    for (const build of builds) {
-      const [first, second] = result[build] as [number, number]
-      ratios.get(build)?.push((first + second) / 2 / reference)
-      line.push(`${(first / reference).toFixed(3)} ${(second / reference).toFixed(3)}`)
-    }
+    builds.forEach((build, b) => {
+      const [one, two] = result[build] as [number, number]
+      ratios.get(build)?.push((one + two) / 2 / reference)
+      line.push(`${(one / reference).toFixed(3)} ${(two / reference).toFixed(3)}${b === first ? '*' : ' '}`)
+    })
     console.log(`  process ${p + 1}: ${line.join(' | ')}   (${reference.toFixed(2)} ms for the first)`)
   }
   for (const build of builds) {
