@@ -9,9 +9,10 @@ import WebSocket from 'ws'
 import * as Y from 'yjs'
 import { createEngine, type Engine, manual, session, type StreamEvent, type TidemarkEngine, tumbling } from '@tidemark/engine'
 import { bindDoc, connectRelay, followRooms, type Relay as RelayClient, replicaArrayName, syncStatusTracker } from '@tidemark/yjs'
-import { type Relay, startRelay } from '../src/index.ts'
+import type { Relay } from '../src/index.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
-import { SECRET, signToken } from './support/roomClients.ts'
+import { startTestRelay } from './support/testRelays.ts'
+import { signToken } from './support/roomClients.ts'
 
 const T0 = 1_700_000_040_000
 const FLEET = 'fleet-e'
@@ -30,11 +31,7 @@ afterAll(async () => {
   removeDataDirs()
 })
 
-async function relayOn(dataDir: string, port = 0): Promise<Relay> {
-  const relay = await startRelay({ port, store: { dataDir }, auth: { secret: SECRET }, persistence: { writeWindowMs: 50 }, log: () => undefined })
-  relays.push(relay)
-  return relay
-}
+const relayOn = (dataDir: string, port = 0): Promise<Relay> => startTestRelay(relays, { port, persistence: { writeWindowMs: 50 } }, dataDir)
 
 /** Counts the bytes a client sends, to show that a reconnect sends only what the relay misses. */
 function countingSocket(counter: { sent: number }): new (url: string) => WebSocket {

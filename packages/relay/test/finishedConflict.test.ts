@@ -8,9 +8,10 @@ import WebSocket from 'ws'
 import * as Y from 'yjs'
 import { createEngine, type Engine, manual, type StreamEvent, type TidemarkEngine, tumbling } from '@tidemark/engine'
 import { bindDoc, connectRelay, followRooms, type Relay as RelayClient } from '@tidemark/yjs'
-import { type Relay, startRelay } from '../src/index.ts'
+import type { Relay } from '../src/index.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
-import { SECRET, signToken } from './support/roomClients.ts'
+import { startTestRelay } from './support/testRelays.ts'
+import { signToken } from './support/roomClients.ts'
 
 const FLEET = 'fleet-x'
 const ROOM = `${FLEET}/dev`
@@ -26,11 +27,7 @@ afterAll(async () => {
   removeDataDirs()
 })
 
-async function relayOn(dataDir: string, port = 0): Promise<Relay> {
-  const relay = await startRelay({ port, store: { dataDir }, auth: { secret: SECRET }, persistence: { writeWindowMs: 50 }, log: () => undefined })
-  relays.push(relay)
-  return relay
-}
+const relayOn = (dataDir: string, port = 0): Promise<Relay> => startTestRelay(relays, { port, persistence: { writeWindowMs: 50 } }, dataDir)
 
 function tab(relay: Relay, replicaId: string): TidemarkEngine {
   const engine = createEngine({ ...OPTIONS, replicaId }) as TidemarkEngine

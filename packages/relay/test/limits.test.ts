@@ -10,6 +10,7 @@ import * as Y from 'yjs'
 import { connectRelay, syncStatusTracker } from '@tidemark/yjs'
 import { openPglite, type Relay, type RelayOptions, startRelay } from '../src/index.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
+import { startTestRelay } from './support/testRelays.ts'
 import { failable } from './support/failableSql.ts'
 import { authFrame, awarenessFrame, updateFrame } from './support/hocuspocusFrames.ts'
 import { ManualTimers } from '@tidemark/engine/testing'
@@ -19,11 +20,7 @@ const relays: Relay[] = []
 const sockets: ReturnType<typeof relaySocket>[] = []
 const clients: RoomClient[] = []
 
-async function relayWith(options: Partial<RelayOptions>): Promise<Relay> {
-  const relay = await startRelay({ port: 0, store: { dataDir: freshDataDir() }, auth: { secret: SECRET }, persistence: { writeWindowMs: 20 }, log: () => undefined, ...options })
-  relays.push(relay)
-  return relay
-}
+const relayWith = (options: Partial<RelayOptions> = {}): Promise<Relay> => startTestRelay(relays, options)
 
 function open(relay: Relay, room: string, token: string): RoomClient & { readonly socket: ReturnType<typeof relaySocket> } {
   const socket = relaySocket(relay.url)

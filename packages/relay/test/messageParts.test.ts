@@ -14,10 +14,11 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import { Awareness } from 'y-protocols/awareness'
 import * as Y from 'yjs'
-import { type Relay, type RelayOptions, startRelay } from '../src/index.ts'
+import type { Relay, RelayOptions } from '../src/index.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
+import { startTestRelay } from './support/testRelays.ts'
 import { authFrame, awarenessFrame, partFrame, syncFrame } from './support/hocuspocusFrames.ts'
-import { dashboardToken, metric, openRoom, type RoomClient, relaySocket, SECRET, scrapeMetrics, signToken, waitFor, waitUntil } from './support/roomClients.ts'
+import { dashboardToken, metric, openRoom, type RoomClient, relaySocket, scrapeMetrics, signToken, waitFor, waitUntil } from './support/roomClients.ts'
 
 const T0 = 1_700_000_040_000
 const JITTER = { baseMs: 50, capMs: 200 }
@@ -34,11 +35,7 @@ afterEach(async () => {
 })
 afterAll(() => removeDataDirs())
 
-async function relayWith(options: Partial<RelayOptions> = {}, dataDir = freshDataDir()): Promise<Relay> {
-  const relay = await startRelay({ port: 0, store: { dataDir }, auth: { secret: SECRET }, persistence: { writeWindowMs: 20 }, log: () => undefined, ...options })
-  relays.push(relay)
-  return relay
-}
+const relayWith = (options: Partial<RelayOptions> = {}, dataDir = freshDataDir()): Promise<Relay> => startTestRelay(relays, options, dataDir)
 
 function readings(source: string, from: number, count: number, value: (i: number) => number, keys = 40): StreamEvent[] {
   return Array.from({ length: count }, (_, n) => {

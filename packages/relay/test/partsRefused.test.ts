@@ -7,10 +7,11 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import type WebSocket from 'ws'
 import * as encoding from 'lib0/encoding'
 import * as Y from 'yjs'
-import { type Relay, type RelayOptions, startRelay } from '../src/index.ts'
-import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
+import type { Relay, RelayOptions } from '../src/index.ts'
+import { removeDataDirs } from './support/dataDirs.ts'
+import { startTestRelay } from './support/testRelays.ts'
 import { awarenessFrame, messageFrame, partFrame, partsOf, syncFrame, updateFrame } from './support/hocuspocusFrames.ts'
-import { dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, signToken, waitFor, waitUntil } from './support/roomClients.ts'
+import { dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, signToken, waitFor, waitUntil } from './support/roomClients.ts'
 
 const relays: Relay[] = []
 const rooms: RoomClient[] = []
@@ -23,11 +24,7 @@ afterEach(async () => {
 })
 afterAll(() => removeDataDirs())
 
-async function relayWith(options: Partial<RelayOptions> = {}): Promise<Relay> {
-  const relay = await startRelay({ port: 0, store: { dataDir: freshDataDir() }, auth: { secret: SECRET }, persistence: { writeWindowMs: 20 }, log: () => undefined, ...options })
-  relays.push(relay)
-  return relay
-}
+const relayWith = (options: Partial<RelayOptions> = {}): Promise<Relay> => startTestRelay(relays, options)
 
 /** An update of `device`'s replica log writing one window at `start`. */
 function update(device: string, start: number): Uint8Array {

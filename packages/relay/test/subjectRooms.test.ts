@@ -15,6 +15,7 @@ import { RoomAdmission } from '../src/gate/roomAdmission.ts'
 import { IdleRooms } from '../src/rooms/idleRooms.ts'
 import { SubjectRooms } from '../src/rooms/subjectRooms.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
+import { startTestRelay } from './support/testRelays.ts'
 import { failable } from './support/failableSql.ts'
 import { deviceToken, metric, openRoom, type RoomClient, relaySocket, SECRET, SECRET_TEXT, signToken, waitFor, waitUntil } from './support/roomClients.ts'
 
@@ -22,11 +23,7 @@ const relays: Relay[] = []
 const sockets: ReturnType<typeof relaySocket>[] = []
 const clients: RoomClient[] = []
 
-async function relayWith(options: Partial<RelayOptions>): Promise<Relay> {
-  const relay = await startRelay({ port: 0, store: { dataDir: freshDataDir() }, auth: { secret: SECRET }, persistence: { writeWindowMs: 20 }, log: () => undefined, ...options })
-  relays.push(relay)
-  return relay
-}
+const relayWith = (options: Partial<RelayOptions> = {}): Promise<Relay> => startTestRelay(relays, options)
 
 function socketOf(relay: Relay): ReturnType<typeof relaySocket> {
   const socket = relaySocket(relay.url)
