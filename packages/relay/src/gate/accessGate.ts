@@ -141,9 +141,8 @@ export class AccessGate implements Extension {
     const grant = await this.#verifier.verify(token)
     if (grant instanceof Refusal) throw this.#openRefused(grant)
     if (!grantAdmits(grant, documentName)) throw this.#openRefused(new Refusal('room-not-allowed', documentName))
-    const rate = { perSecond: this.#limits.updatesPerSecond, burst: this.#limits.updateBurst }
     const socket = (context as RelayContext).socket
-    const gate = new ConnectionGate(grant, room, documentName, rate, this.#now, () => socket?.bytesRead ?? 0)
+    const gate = new ConnectionGate(grant, room, documentName, { perSecond: this.#limits.updatesPerSecond, burst: this.#limits.updateBurst }, this.#now, () => socket?.bytesRead ?? 0)
     const refusal = await this.#admission.admit(grant.subject, documentName, gate)
     if (refusal !== null) throw this.#openRefused(refusal)
     socket?.authenticated()
