@@ -1,11 +1,13 @@
 /**
  * The worker e2e page: connects to the engine its origin hosts in a worker (`connectEngine`),
  * and on demand produces `@tidemark/storm` readings of one device source into it, keeping a
- * report of every batch once it is durable. `?relay=ws://…&token=…` makes the host join the relay.
+ * report of every batch once it is durable. `?relay=ws://…&token=…` makes the host join the relay;
+ * `?claim=<prefix>` claims the tab's source (`claimSource`) and gives the claim to `connectEngine`.
  * Tests reach it through `window.workerPage` (Playwright, or a raw CDP client for freezes).
  */
 import type { StreamEvent } from '@tidemark/engine'
 import { type StormBatchReport, stormReading } from '@tidemark/storm/page'
+import { claimSource, listSources, type SourceClaim } from '@tidemark/idb'
 import { connectEngine, type WorkerConnection } from '@tidemark/worker'
 import { WORKER_ENGINE_NAME, type WorkerPageConfig } from './workerConfig.ts'
 import { engineSnapshot, type WorkerPageSnapshot } from './workerSnapshot.ts'
@@ -45,6 +47,12 @@ export interface WorkerPageApi {
   locks(): Promise<readonly string[]>
   /** Runs one of the host's app commands (`hostEngine({ commands })`). */
   command(name: string): Promise<unknown>
+  /** `?claim=`: the tab's claimed source and how it was found; null without a claim. */
+  claimed(): { readonly source: string; readonly reuse: SourceClaim['reuse'] } | null
+  /** Finishes `source` on the host (`engine.finishSource`). */
+  finish(source: string): Promise<void>
+  /** The registered sources of `prefix` (`listSources`): which are finished (retired) and which a tab holds. */
+  sources(prefix: string): Promise<readonly { readonly source: string; readonly finished: boolean; readonly held: boolean }[]>
 }
 
 declare global {
@@ -70,7 +78,10 @@ if (typeof BroadcastChannel === 'function') {
 
 async function start(): Promise<WorkerPageApi> {
   const config: WorkerPageConfig = { relayUrl: params.get('relay'), token: params.get('token') }
+  const prefix = params.get('claim')
+  const claim = prefix === null ? null : await claimSource({ prefix })
   const engine = await connectEngine({
+    ...(claim === null ? {} : { claim }),
     name: WORKER_ENGINE_NAME,
     shared: (name) => new SharedWorker(new URL('./workerHost.ts', import.meta.url), { type: 'module', name }),
     dedicated: (name) => new Worker(new URL('./workerHost.ts', import.meta.url), { type: 'module', name }),
@@ -151,6 +162,9 @@ async function start(): Promise<WorkerPageApi> {
     },
     locks: async () => ((await navigator.locks.query()).held ?? []).map((lock) => lock.name ?? ''),
     command: (name) => engine.command(name),
+    claimed: () => (claim === null ? null : { source: claim.source, reuse: claim.reuse }),
+    finish: (source) => engine.finishSource(source),
+    sources: async (of) => (await listSources({ prefix: of })).map(({ source, finished, held }) => ({ source, finished, held })),
   }
 }
 

@@ -133,6 +133,7 @@ describe('finishSource: a source that sends nothing more', () => {
     expect(() => dashboard.finishSource('')).toThrow(TypeError)
     expect(() => dashboard.finishSource(7 as unknown as string)).toThrow(/a source name \(a non-empty string.*got number/)
     expect(() => dashboard.finishSource('x'.repeat(1025))).toThrow(TypeError)
+    expect(() => dashboard.isFinished(7 as unknown as string)).toThrow('isFinished needs a source name (a string), got number')
     expect(() => dashboard.finishSource('d1')).toThrow("source 'd1' is written by replica 'phone': only its writer can finish it")
     expect(() => dashboard.finishSource('d2')).toThrow('limits.maxSources (1) reached')
     await writer.close()
@@ -154,6 +155,11 @@ describe('finishSource: a source that sends nothing more', () => {
     // Every write in order, then the one before the finish again (a stale copy, as a late relay would bring).
     for (const w of [...writes, writes[0] as LocalWrite]) dashboard.replica.mergeRemote(w.cells, w.clocks)
     expect(dashboard.stats().proofFrontier).toBe(34_000)
+    expect(['d1', 'd2', 'never-seen'].map((s) => [device.isFinished(s), dashboard.isFinished(s)])).toEqual([
+      [false, false],
+      [true, true],
+      [false, false],
+    ])
     expect(dashboard.results().map((r) => [r.start, r.status, r.basis])).toEqual([
       [0, 'on_time', 'proven'],
       [10_000, 'on_time', 'proven'],
@@ -235,6 +241,7 @@ describe('finishSource: a source that sends nothing more', () => {
     for (const copy of [replayed, restored]) {
       expect(copy.results()).toEqual(engine.results())
       expect(copy.stats()).toMatchObject({ proofFrontier: 24_000, finishedSources: 1 })
+      expect([copy.isFinished('d1'), copy.isFinished('d2')]).toEqual([false, true])
       expect(copy.ingest([reading('d2', 5, 4_000)]).anomalies[0]?.reason).toBe('finished_source')
     }
   })

@@ -74,12 +74,13 @@ export interface SourceClaim {
    * tab's reload. `listSources` still lists it (`finished: true`) so that `deleteSource` can
    * remove its database once your server has its data. The claim stays held until `release()`.
    * `indexedDbPersistence` given this claim calls it itself when it commits the finish of
-   * `claim.source` (before `finishSource` resolves), and when it opens a log holding one; call
-   * it yourself where the engine logs elsewhere (an engine in a worker, `memoryPersistence`).
-   * A registry or memory that cannot be written is reported in `memoryError`.
+   * `claim.source` (before `finishSource` resolves), and when it opens a log holding one; so does
+   * `connectEngine` of `@tidemark/worker` given it. Call it yourself where the engine logs
+   * elsewhere (`memoryPersistence`). A registry or memory that cannot be written is reported in
+   * `memoryError`.
    *
    * @example
-   * await engine.finishSource(claim.source) // engine: a RemoteEngine, its log in a worker
+   * await engine.finishSource(claim.source) // engine: created with memoryPersistence()
    * claim.retire()
    */
   retire(): void

@@ -9,6 +9,7 @@
 export { connectEngine } from './page/connectEngine.ts'
 
 export type { ConnectEngineOptions } from './page/connectEngine.ts'
+export type { WorkerSourceClaim } from './page/sourceRetirement.ts'
 export type { DedicatedWorkerFactory } from './page/hostWorker.ts'
 export type { RemoteEngine, WorkerConnection } from './page/remoteEngine.ts'
 export type { SharedWorkerFactory } from './page/sharedConnector.ts'

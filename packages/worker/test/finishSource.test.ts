@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { type Engine, manual, type StreamEvent, tumbling } from '@tidemark/engine'
-import { World } from './hostHarness.ts'
+import type { WorkerSourceClaim } from '../src/page/sourceRetirement.ts'
+import { type TestHost, World } from './hostHarness.ts'
 
 /** Readings `from..from + count - 1` of `source`, one per second. */
 function readings(source: string, from: number, count: number): StreamEvent[] {
@@ -69,5 +70,78 @@ describe('RemoteEngine.finishSource', () => {
     const empty = expect(page.engine.finishSource('')).rejects.toThrow(/finishSource needs a source name/)
     await world.run()
     await empty
+  })
+})
+
+/** A source claim that counts its retirements. */
+function countingClaim(source: string): WorkerSourceClaim & { retired: number } {
+  return {
+    source,
+    retired: 0,
+    retire() {
+      this.retired++
+    },
+  }
+}
+
+describe("a page's source claim (connectEngine's claim)", () => {
+  const engineOptions = { windows: tumbling(10_000), watermark: manual() }
+
+  it('is retired before finishSource of its source resolves, and by no finish of another source', async () => {
+    const world = new World()
+    const host = world.host({ name: 'fleet', engine: engineOptions })
+    const claim = countingClaim('d1')
+    const page = world.page(() => host, { claim })
+    await world.run()
+    await page.engine.ready
+    void page.engine.ingest([...readings('d1', 1, 3), ...readings('d2', 1, 3)])
+    const other = page.engine.finishSource('d2')
+    await world.run()
+    await other
+    expect(claim.retired).toBe(0)
+    let retiredWhenResolved = -1
+    const own = page.engine.finishSource('d1').then(() => (retiredWhenResolved = claim.retired))
+    await world.run()
+    await own
+    expect(retiredWhenResolved).toBe(1)
+    expect((host.host.engine as Engine).isFinished('d1')).toBe(true)
+  })
+
+  it("is retired by the next page given the source, when the tab that finished it went away before the host's answer; also after the host restarts from its log", async () => {
+    const world = new World()
+    let current: TestHost = world.host({ name: 'fleet', engine: engineOptions })
+    const first = current
+    const gone = countingClaim('d1')
+    const finishing = world.page(() => current, { claim: gone })
+    await world.run()
+    await finishing.engine.ready
+    void finishing.engine.ingest(readings('d1', 1, 3))
+    await world.run()
+    // The host commits the finish; its answer never reaches the tab, which is gone.
+    finishing.connector.toPage?.drop.add('reply')
+    void finishing.engine.finishSource('d1')
+    await world.run()
+    expect((current.host.engine as Engine).isFinished('d1')).toBe(true)
+    expect(gone.retired).toBe(0)
+
+    // The next tab session is handed d1 again (the registry never heard of the finish).
+    const next = countingClaim('d1')
+    const unfinished = countingClaim('d3')
+    const pages = [world.page(() => current, { claim: next }), world.page(() => current, { claim: unfinished })]
+    await world.run()
+    await Promise.all(pages.map((p) => p.engine.ready))
+    expect([next.retired, unfinished.retired]).toEqual([1, 0])
+
+    // A host that recovers the finish from the log says so too.
+    for (const p of [finishing, ...pages]) p.connector.stop()
+    world.locks.crash(first.id)
+    current = world.host({ name: 'fleet', engine: engineOptions })
+    const afterRestart = countingClaim('d1')
+    const page = world.page(() => current, { claim: afterRestart })
+    await world.run(300)
+    await page.engine.ready
+    expect(page.engine.connection().epoch).toBe(2)
+    expect(afterRestart.retired).toBe(1)
+    expect(page.engine.stats().finishedSources).toBe(1)
   })
 })

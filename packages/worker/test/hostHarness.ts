@@ -9,6 +9,7 @@ import type { HostConnector, HostLink, LinkSink } from '../src/page/hostLink.ts'
 import { MirroredEngine } from '../src/page/mirroredEngine.ts'
 import type { WorkerLocks } from '../src/page/platform.ts'
 import type { HostMode } from '../src/protocol/messages.ts'
+import type { WorkerSourceClaim } from '../src/page/sourceRetirement.ts'
 import { FakeLockManager } from './fakeLocks.ts'
 import { FakeTime, settle } from './fakeTimers.ts'
 
@@ -61,7 +62,7 @@ export class World {
   }
 
   /** A page connected through a connector that links to whichever host `to()` names. */
-  page(to: () => TestHost | null, options: { config?: unknown; maxQueuedEvents?: number; withoutLocks?: boolean; aggregates?: AggregateDefinitions; mode?: HostMode; ownsHost?: boolean } = {}): TestPage {
+  page(to: () => TestHost | null, options: { config?: unknown; maxQueuedEvents?: number; withoutLocks?: boolean; aggregates?: AggregateDefinitions; mode?: HostMode; ownsHost?: boolean; claim?: WorkerSourceClaim } = {}): TestPage {
     const tab = `tab-${Math.random().toString(36).slice(2)}`
     const connector = new TestConnector(to)
     const locks: WorkerLocks | null = options.withoutLocks === true ? null : this.locks.as(tab)
@@ -76,6 +77,7 @@ export class World {
       locks,
       clock: this.time.clock(tab),
       ownsHost: () => options.ownsHost === true,
+      ...(options.claim === undefined ? {} : { claim: options.claim }),
     })
     // The tab's own lock, which hosts watch.
     void locks?.request(`tidemark-worker:fleet:tab:${tab}`, {}, () => new Promise<void>(() => {}))

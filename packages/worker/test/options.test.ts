@@ -21,6 +21,8 @@ describe('connectEngine', () => {
       [{ name: 'fleet', dedicated, worker: 'x' }, 'connectEngine'],
       [{ name: 'fleet', dedicated, aggregates: { latency: [0.95] } }, "connectEngine: aggregates must be the host engine's aggregates option (quantiles, distinct, ... by name)"],
       [{ name: 'fleet', dedicated, aggregates: null }, "connectEngine: aggregates must be the host engine's aggregates option"],
+      [{ name: 'fleet', dedicated, claim: 'd1' }, 'connectEngine: claim must be a source claim of claimSource (with a source and a retire())'],
+      [{ name: 'fleet', dedicated, claim: { source: 'd1' } }, 'connectEngine: claim must be a source claim'],
     ]
     for (const [options, message] of bad) await expect(connectEngine(options as ConnectEngineOptions), JSON.stringify(options)).rejects.toThrow(message)
   })

@@ -214,6 +214,11 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
     return durable
   }
 
+  isFinished(source: string): boolean {
+    if (typeof source !== 'string') throw new TypeError(`isFinished needs a source name (a string), got ${typeof source}`)
+    return this.#frontiers.sources.get(source)?.finished === true
+  }
+
   /** Finishes `source` at processing time `now`: its clock marked and published, the frontiers moved, windows settled. */
   #finishAt(source: string, now: number): void {
     const clock = this.#frontiers.source(source, now)

@@ -268,6 +268,17 @@ export interface Engine<A extends AggregateDefinitions = NoAggregates> {
    */
   finishSource(source: string): Promise<void>
   /**
+   * Whether `source` is finished here: by `finishSource` on this engine (applied, even while its
+   * log record is not yet durable: `finishSource` again resolves once it is), or by its writer on
+   * a peer whose clock merged here, or replayed from the log. A source never heard of is not.
+   *
+   * @example
+   * await engine.finishSource('d9')
+   * engine.isFinished('d9') // true
+   * engine.isFinished('never-seen') // false
+   */
+  isFinished(source: string): boolean
+  /**
    * Reads the processing-time clock (`now`) so that sources silent for `idleTimeout` stop holding
    * the watermark, and fires the processing-time triggers now due (`afterProcessingTime`,
    * `alignedProcessingTime`).

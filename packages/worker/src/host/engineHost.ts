@@ -7,7 +7,7 @@ import { addressOf, type WindowAddress } from '../common/windowAddress.ts'
 import type { EventBatch } from '../protocol/eventColumns.ts'
 import { rowBuffers } from '../protocol/windowRows.ts'
 import { aggregateIdentities } from '../protocol/aggregateIdentities.ts'
-import { type HostCall, type HostMessage, type HostMode, type MirroredOptions, PROTOCOL_VERSION, type WireError, wireError } from '../protocol/messages.ts'
+import { type HelloMessage, type HostCall, type HostMessage, type HostMode, type MirroredOptions, PROTOCOL_VERSION, type WireError, wireError } from '../protocol/messages.ts'
 import { lockNames, type WorkerClock, type WorkerLocks } from '../page/platform.ts'
 import { FramePump } from './framePump.ts'
 import { type ClientLink, HostClient } from './hostClient.ts'
@@ -16,6 +16,9 @@ import { ingestBatch } from './ingestBatch.ts'
 import { openHostedEngine } from './openHostedEngine.ts'
 import { runHostCall } from './runHostCall.ts'
 import { TabWatches } from './tabWatches.ts'
+
+/** A page's hello as it arrives: unchecked. */
+type Hello = { readonly [K in keyof HelloMessage]?: unknown }
 
 /** What the host uses of its worker's platform (injected in tests). */
 export interface HostPlatform {
@@ -63,7 +66,7 @@ export class EngineHost {
   readonly #events: HostEvents
   readonly #clients = new Map<ClientLink, HostClient>()
   /** Hellos that came before the engine was open. */
-  readonly #waiting: { readonly link: ClientLink; readonly tab: string }[] = []
+  readonly #waiting: { readonly link: ClientLink; readonly tab: string; readonly claim: string | null }[] = []
   #epoch = 0
   #engine: Engine | null = null
   #claim: LogClaim | null = null
@@ -197,7 +200,7 @@ export class EngineHost {
     this.#stillStarting()
     this.#frames.attach(engine, this.#keepsPanes)
     this.#events.ready?.()
-    for (const { link, tab } of this.#waiting.splice(0)) this.#welcome(link, tab)
+    for (const { link, tab, claim } of this.#waiting.splice(0)) this.#welcome(link, tab, claim)
   }
 
   /** Hands a page's message to the host; `link` is how the host answers that page. */
@@ -205,7 +208,7 @@ export class EngineHost {
     if (typeof message !== 'object' || message === null) return
     const m = message as { readonly t?: unknown }
     if (m.t === 'hello') {
-      this.#hello(link, message as { v?: unknown; tab?: unknown; config?: unknown })
+      this.#hello(link, message as Hello)
       return
     }
     // Also from a page still waiting for the host to start.
@@ -342,7 +345,7 @@ export class EngineHost {
     })
   }
 
-  #hello(link: ClientLink, hello: { v?: unknown; tab?: unknown; config?: unknown }): void {
+  #hello(link: ClientLink, hello: Hello): void {
     if (hello.v !== PROTOCOL_VERSION) {
       link.send({ t: 'refused', reason: `this host speaks protocol ${PROTOCOL_VERSION}, the page ${String(hello.v)}: reload the page` }, [])
       return
@@ -356,6 +359,7 @@ export class EngineHost {
       return
     }
     const tab = typeof hello.tab === 'string' ? hello.tab : ''
+    const claim = typeof hello.claim === 'string' ? hello.claim : null
     // A page reaches its host through one link at a time: a hello through another link means the
     // page let the earlier one go (it made its SharedWorker again when no answer came).
     if (tab !== '') for (const other of this.#linksOf(tab)) if (other !== link) this.drop(other)
@@ -363,9 +367,9 @@ export class EngineHost {
       this.#config = { value: hello.config }
       this.#configWait?.resolve()
     }
-    if (this.#frames.attached) this.#welcome(link, tab)
+    if (this.#frames.attached) this.#welcome(link, tab, claim)
     else {
-      this.#waiting.push({ link, tab })
+      this.#waiting.push({ link, tab, claim })
       link.send(this.#hostLockHeld ? { t: 'waiting', instance: this.instance } : { t: 'waiting' }, [])
     }
   }
@@ -378,7 +382,8 @@ export class EngineHost {
     return links
   }
 
-  #welcome(link: ClientLink, tab: string): void {
+  /** Welcomes a page; `claim`, the source its tab claimed, is said to be finished when the engine holds a finish of it. */
+  #welcome(link: ClientLink, tab: string, claim: string | null): void {
     const engine = this.#engine
     if (engine === null) return
     this.drop(link)
@@ -397,6 +402,7 @@ export class EngineHost {
       options,
       recovery: recoveryReport(engine) ?? null,
       frame,
+      ...(claim !== null && engine.isFinished(claim) ? { finished: true } : {}),
     }
     link.send(message, rowBuffers(frame.rows))
   }

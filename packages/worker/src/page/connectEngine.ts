@@ -13,6 +13,7 @@ import { lockNames, type PageLifecycle, platformClock, platformLifecycle, platfo
 import type { RemoteEngine } from './remoteEngine.ts'
 import { SharedConnector, type SharedWorkerFactory } from './sharedConnector.ts'
 import { SingleConnector } from './singleConnector.ts'
+import { checkClaim, type WorkerSourceClaim } from './sourceRetirement.ts'
 
 /**
  * Options of `connectEngine`: `name` and `dedicated` are required.
@@ -57,6 +58,15 @@ export interface ConnectEngineOptions<A extends AggregateDefinitions = NoAggrega
   readonly election?: { readonly heartbeatMs?: number; readonly staleMs?: number }
   /** Gives up waiting for the first host (the promise rejects with the signal's reason). */
   readonly signal?: AbortSignal
+  /**
+   * The tab's source claim (`claimSource` of `@tidemark/idb`), when the page writes one source.
+   * The host's log holds its finishes, so the page retires the claim (`claim.retire()`: no later
+   * tab session is handed the source) before `finishSource(claim.source)` resolves. And when the
+   * tab that finished it went away before the host's answer reached it, the next page given the
+   * source in a claim hears from the host that it is finished, and retires it once the finish is
+   * durable; that session's own readings are refused (`finished_source`) until its next claim.
+   */
+  readonly claim?: WorkerSourceClaim
 }
 
 /** What the page uses of the platform; tests inject fakes. */
@@ -70,7 +80,7 @@ export interface ConnectPlatform {
   readonly unload?: ((listener: () => void) => void) | null
 }
 
-const OPTION_KEYS: readonly (keyof ConnectEngineOptions)[] = ['name', 'shared', 'dedicated', 'mode', 'config', 'aggregates', 'maxQueuedEvents', 'election', 'signal']
+const OPTION_KEYS: readonly (keyof ConnectEngineOptions)[] = ['name', 'shared', 'dedicated', 'mode', 'config', 'aggregates', 'maxQueuedEvents', 'election', 'signal', 'claim']
 const MODES: readonly ConnectEngineOptions['mode'][] = ['auto', 'shared', 'leader', 'single']
 
 /**
@@ -130,6 +140,7 @@ export async function connectEngineWith<A extends AggregateDefinitions = NoAggre
     locks,
     clock,
     ownsHost: (link) => owns(link),
+    ...(options.claim === undefined ? {} : { claim: options.claim }),
   })
   // The host watches this lock, released when the tab goes away however it goes: held before the first hello.
   const leaving = await holdTabLock(locks, name, tab)
@@ -210,6 +221,7 @@ function checkOptions(options: ConnectEngineOptions<AggregateDefinitions>): void
     throw new TypeError("connectEngine: aggregates must be the host engine's aggregates option (quantiles, distinct, ... by name)")
   }
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError('connectEngine: signal must be an AbortSignal')
+  if (options.claim !== undefined) checkClaim(options.claim)
   if (options.config !== undefined) {
     try {
       structuredClone(options.config)

@@ -23,6 +23,7 @@ import { IngestQueue } from './ingestQueue.ts'
 import { lockNames, type WorkerClock, type WorkerLocks } from './platform.ts'
 import type { RemoteEngine, WorkerConnection } from './remoteEngine.ts'
 import { MirroredState } from './mirroredState.ts'
+import { retireFinishedClaim, retireWhenFinished, type WorkerSourceClaim } from './sourceRetirement.ts'
 
 /** What a `MirroredEngine` is made of (`connectEngine` assembles it). */
 export interface MirroredEngineOptions {
@@ -38,6 +39,8 @@ export interface MirroredEngineOptions {
   readonly clock: WorkerClock
   /** Whether `link` belongs to a worker this tab runs. */
   readonly ownsHost: (link: HostLink) => boolean
+  /** The tab's source claim, retired once a finish of its source is durable in the host's log. */
+  readonly claim?: WorkerSourceClaim
 }
 
 const NO_HISTORY: readonly WindowResult[] = Object.freeze([])
@@ -107,7 +110,7 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
     }
     if (this.#link !== null && this.#link !== link) this.lost(this.#link, 'another host took over')
     this.#link = link
-    link.send({ t: 'hello', v: PROTOCOL_VERSION, tab: this.#options.tab, config: this.#options.config })
+    link.send({ t: 'hello', v: PROTOCOL_VERSION, tab: this.#options.tab, config: this.#options.config, ...(this.#options.claim && { claim: this.#options.claim.source }) })
   }
 
   message(link: HostLink, data: unknown): void {
@@ -143,8 +146,7 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
           // this tab's host again would take it back, and the two would fence each other forever.
           this.failed(`${message.reason}: single mode serves one tab (this browser offers neither SharedWorker nor Web Locks here), and another tab of this app took the engine's log; close the other tabs and reload this one`)
         } else if (this.#options.mode === 'shared' && this.#options.locks === null) {
-          // The same without Web Locks in shared mode: the host that took the log is another
-          // SharedWorker of this app (another build's, during a deploy), which nothing makes wait.
+          // Shared mode without Web Locks: another build's SharedWorker (a deploy) took the log; nothing makes it wait.
           this.failed(`${message.reason}: without Web Locks (a page on plain http from a LAN address), the SharedWorkers of two builds of this app cannot share the engine's log, and the other one took it; reload this page`)
         } else {
           this.lost(link, message.reason)
@@ -222,7 +224,7 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
     if (typeof source !== 'string') throw new TypeError(`finishSource needs a source name (a string), got ${typeof source}`)
     // A batch still on its way would reach the host after the finish, and be refused.
     await this.#queue.drained()
-    await this.#call({ op: 'finish', source }, true)
+    await retireWhenFinished(this.#options.claim, source, this.#call({ op: 'finish', source }, true))
   }
 
   command(name: string, payload?: unknown): Promise<unknown> {
@@ -379,6 +381,7 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
     for (const address of this.#state.windows.watched()) link.send({ t: 'watch-history', ...address })
     this.#queue.connected(welcome.credits)
     this.#calls.sendWaiting(link)
+    if (welcome.finished === true) retireFinishedClaim(this.#options.claim, (source) => this.finishSource(source))
     this.#setConnection({
       state: 'connected',
       leader: this.#options.ownsHost(link),

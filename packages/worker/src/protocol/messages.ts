@@ -63,6 +63,12 @@ export interface HelloMessage {
   readonly tab: string
   /** The app's `config` of `connectEngine`; the host's `engine` and `setup` get the first tab's. */
   readonly config: unknown
+  /**
+   * The source the tab claimed (`connectEngine`'s `claim`): the host says in its welcome whether
+   * its engine holds a finish of it. A host without the field ignores it, and a page without it
+   * never reads the answer, so the protocol version stays.
+   */
+  readonly claim?: string
 }
 
 /** Pages' requests. */
@@ -110,6 +116,8 @@ export interface WelcomeMessage {
   readonly options: MirroredOptions
   readonly recovery: RecoveryReport | null
   readonly frame: FrameMessage
+  /** The source the page's hello claimed is finished in the host's engine (the page retires its claim once that finish is durable). */
+  readonly finished?: true
 }
 
 /** The counts of an ingest receipt; its `durable` follows as a `durable` message. */
