@@ -125,6 +125,22 @@ describe('finishSource: a source that sends nothing more', () => {
     expect(writes).toEqual([])
   })
 
+  it('finishing a source its writer finished on a peer resolves at once, changing, logging and publishing nothing', async () => {
+    const writer = createEngine({ windows: tumbling(10_000), watermark: manual(), replicaId: 'phone' })
+    const { engine: dashboard, ops } = loggedEngine({ windows: tumbling(10_000), watermark: manual(), replicaId: 'dash' })
+    writer.replica.onLocalWrite((w) => dashboard.replica.mergeRemote(w.cells, w.clocks))
+    writer.ingest([reading('d1', 1, 1_000)])
+    await writer.finishSource('d1')
+    expect(dashboard.isFinished('d1')).toBe(true)
+    const writes: LocalWrite[] = []
+    dashboard.replica.onLocalWrite((w) => writes.push(structuredClone(w)))
+    const logged = ops.length
+    await dashboard.finishSource('d1')
+    expect(writes).toEqual([])
+    expect(ops.length).toBe(logged)
+    expect(dashboard.replica.exportState().clocks).toMatchObject([{ source: 'd1', writer: 'phone', finished: true }])
+  })
+
   it('throws for a name that is not one, a source another replica writes, a new source past maxSources, and a closed engine', async () => {
     const writer = createEngine({ windows: tumbling(10_000), watermark: manual(), replicaId: 'phone' })
     const dashboard = createEngine({ windows: tumbling(10_000), watermark: manual(), replicaId: 'dash', limits: { maxSources: 1 } })

@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest'
-import { type Engine, manual, type StreamEvent, tumbling } from '@tidemark/engine'
+import { describe, expect, it, vi } from 'vitest'
+import { createEngine, type Engine, type LocalWrite, manual, type StreamEvent, tumbling } from '@tidemark/engine'
 import type { WorkerSourceClaim } from '../src/page/sourceRetirement.ts'
 import { type TestHost, World } from './hostHarness.ts'
 
@@ -143,5 +143,44 @@ describe("a page's source claim (connectEngine's claim)", () => {
     expect(page.engine.connection().epoch).toBe(2)
     expect(afterRestart.retired).toBe(1)
     expect(page.engine.stats().finishedSources).toBe(1)
+  })
+})
+
+describe("a page's source claim finished by its writer on a peer", () => {
+  const engineOptions = { windows: tumbling(10_000), watermark: manual() }
+
+  it('is retired on the welcome, with no error reported: another replica finished the source, so it refuses every reading here too', async () => {
+    // d1 written and finished on another replica (an earlier host under another replica id, a tab's own engine), heard through a doc.
+    const peer = createEngine({ ...engineOptions, replicaId: 'phone' })
+    const writes: LocalWrite[] = []
+    peer.replica.onLocalWrite((write) => writes.push(structuredClone(write)))
+    peer.ingest(readings('d1', 1, 3))
+    await peer.finishSource('d1')
+    const world = new World()
+    const host = world.host({
+      name: 'fleet',
+      engine: engineOptions,
+      setup: ({ engine }) => {
+        for (const write of writes) engine.replica.mergeRemote(write.cells, write.clocks)
+      },
+    })
+    const reported = vi.spyOn(console, 'error').mockImplementation(() => {})
+    try {
+      const claim = countingClaim('d1')
+      const page = world.page(() => host, { claim })
+      await world.run()
+      await page.engine.ready
+      await world.run()
+      expect((host.host.engine as Engine).isFinished('d1')).toBe(true)
+      expect(reported).not.toHaveBeenCalled()
+      expect(claim.retired).toBe(1)
+      // The page's own finishSource of the finished source resolves too.
+      const again = page.engine.finishSource('d1')
+      await world.run()
+      await again
+      expect(claim.retired).toBe(2)
+    } finally {
+      reported.mockRestore()
+    }
   })
 })

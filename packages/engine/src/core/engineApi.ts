@@ -258,8 +258,10 @@ export interface Engine<A extends AggregateDefinitions = NoAggregates> {
    * that writes the source can finish it. Resolves once the promise is durable in the log (at
    * once without one); while the log refuses writes, rejects and changes nothing. Finishing a
    * finished source changes nothing and answers as its first finish does, resolved once that is
-   * durable; if that finish's write failed, it writes it again (the way to retry). Throws for a name that is not one, a
-   * source another replica writes, or a new source past `limits.maxSources`.
+   * durable; if that finish's write failed, it writes it again (the way to retry). A source its
+   * writer finished on a peer is finished here too: finishing it resolves at once. Throws for a
+   * name that is not one, a source another replica writes and has not finished, or a new source
+   * past `limits.maxSources`.
    *
    * @example
    * engine.ingest([{ id: 'd9-1', source: 'd9', seq: 1, ts: 1_000, value: 7 }])

@@ -257,9 +257,10 @@ export function finishedDetail(source: string): string {
 
 /**
  * The clock of a source `replicaId` may finish (`engine.finishSource`), or undefined for a source
- * not seen yet that there is room for. Throws for what cannot be finished: a name that is not
- * one, a source another replica writes (only its writer knows that nothing more comes), and a
- * new source past `maxSources` (the option named `limit`).
+ * not seen yet that there is room for; a source already finished, by whichever writer, is
+ * returned as it is (finishing it again changes nothing). Throws for what cannot be finished: a
+ * name that is not one, a source another replica writes and has not finished (only its writer
+ * knows that nothing more comes), and a new source past `maxSources` (the option named `limit`).
  *
  * @example
  * finishableClock(frontiers, 'd1', 'tab-1', 10_000)?.finished // false: d1 can be finished
@@ -269,7 +270,8 @@ export function finishableClock(frontiers: Frontiers, source: string, replicaId:
     throw new TypeError(`finishSource needs a source name (a non-empty string of at most ${MAX_NAME_LENGTH} units), got ${typeof source === 'string' ? `a string of ${source.length}` : typeof source}`)
   }
   const clock = frontiers.sources.get(source)
-  if (clock !== undefined && clock.writer !== replicaId) {
+  // A source its writer finished takes nothing more from anyone: finishing it again changes nothing.
+  if (clock !== undefined && clock.writer !== replicaId && !clock.finished) {
     throw new Error(`source '${source}' is written by replica '${clock.writer}': only its writer can finish it`)
   }
   if (clock === undefined && frontiers.sources.size >= maxSources) throw new OverflowError('engine', `${limit} (${maxSources}) reached`)
