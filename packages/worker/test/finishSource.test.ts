@@ -184,3 +184,31 @@ describe("a page's source claim finished by its writer on a peer", () => {
     }
   })
 })
+
+describe("a page's source claim, the page closed while its welcome's finish is under way", () => {
+  it('reports no error: nobody awaits that finish, and the claim is left to the next page given the source', async () => {
+    const world = new World()
+    const host = world.host({ name: 'fleet', engine: { windows: tumbling(10_000), watermark: manual() } })
+    const finishing = world.page(() => host, { claim: countingClaim('d1') })
+    await world.run()
+    await finishing.engine.ready
+    finishing.connector.toPage?.drop.add('reply')
+    void finishing.engine.finishSource('d1')
+    await world.run()
+    const reported = vi.spyOn(console, 'error').mockImplementation(() => {})
+    try {
+      const claim = countingClaim('d1')
+      const page = world.page(() => host, { claim })
+      // The host's answers to this page's calls never come: its welcome's finish is still under way at close().
+      page.connector.toPage?.drop.add('reply')
+      await world.run()
+      await page.engine.ready
+      await page.engine.close()
+      await world.run()
+      expect(claim.retired).toBe(0)
+      expect(reported).not.toHaveBeenCalled()
+    } finally {
+      reported.mockRestore()
+    }
+  })
+})

@@ -381,7 +381,7 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
     for (const address of this.#state.windows.watched()) link.send({ t: 'watch-history', ...address })
     this.#queue.connected(welcome.credits)
     this.#calls.sendWaiting(link)
-    if (welcome.finished === true) retireFinishedClaim(this.#options.claim, (source) => this.finishSource(source))
+    if (welcome.finished === true) retireFinishedClaim(this.#options.claim, (source) => this.finishSource(source), () => this.#connection.state === 'closed' || this.#connection.state === 'failed')
     this.#setConnection({
       state: 'connected',
       leader: this.#options.ownsHost(link),

@@ -46,13 +46,18 @@ export async function retireWhenFinished(claim: WorkerSourceClaim | undefined, s
  * it went away between the host's commit and its answer, and left the retirement to this one.
  * Finishing again resolves once that finish is durable (and writes its record again if it
  * failed); then the claim is retired. A finish the host refuses is reported; the next host's
- * welcome tries again.
+ * welcome tries again. Once the page `ended()` (closed, or no host can serve it), nobody awaits
+ * the finish and its rejection (`the remote engine is closed`) is not reported: the next page
+ * given the source finishes it again.
  *
  * @example
- * if (welcome.finished === true) retireFinishedClaim(claim, (source) => engine.finishSource(source))
+ * if (welcome.finished === true) retireFinishedClaim(claim, (source) => engine.finishSource(source), () => closed)
  */
-export function retireFinishedClaim(claim: WorkerSourceClaim | undefined, finish: (source: string) => Promise<void>): void {
-  if (claim !== undefined) finish(claim.source).catch(reportError)
+export function retireFinishedClaim(claim: WorkerSourceClaim | undefined, finish: (source: string) => Promise<void>, ended: () => boolean): void {
+  if (claim === undefined) return
+  finish(claim.source).catch((error: unknown) => {
+    if (!ended()) reportError(error)
+  })
 }
 
 /**
