@@ -1259,30 +1259,6 @@ describe('bad-input catalogue: peers past the bounds', () => {
     expect(engine.results({ window: 'tumbling:10', key: 'canary' })).toMatchObject([{ start: 0, count: 1, sum: 7 }, { start: 9_000, count: 1 }])
     return clocks.length
   })
-
-  row('B48', "a peer's cell or clock version above 2^52 (up to MAX_SAFE_INTEGER), where it would stop growing", () => {
-    const engine = withCanary()
-    const clock = { source: 'peer-src', writer: 'peer', maxTs: 9, prefix: 1, prefixTs: 9, provable: true }
-    const cell = { count: 1, sum: 2, min: 2, max: 2, maxTs: 9 }
-    const address = { window: 'tumbling:10', key: 'k', start: 0, source: 'peer-src' }
-    const report = engine.replica.mergeRemote(
-      [
-        { address, cell: { ...cell, version: Number.MAX_SAFE_INTEGER } },
-        { address: { ...address, key: 'k2' }, cell: { ...cell, version: 2 ** 52 + 1 } },
-      ],
-      [{ ...clock, version: Number.MAX_SAFE_INTEGER }],
-    )
-    expect(report.applied).toBe(0)
-    expect(engine.stats().anomalies.invalid_remote_cell).toBe(3)
-    expect(engine.stats().remoteAnomalies.filter((a) => a.includes('version must be an integer in 0..2^52'))).toHaveLength(3)
-    expect(engine.stats().sources).toBe(1)
-    // 2^52 itself is a version, and the same source merges at it.
-    expect(engine.replica.mergeRemote([{ address, cell: { ...cell, version: 2 ** 52 } }], [{ ...clock, version: 2 ** 52 }]).applied).toBe(1)
-    expect(engine.results({ key: 'k' })).toMatchObject([{ start: 0, count: 1, sum: 2 }])
-    expect(engine.stats().anomalies.invalid_remote_cell).toBe(3)
-    expectServing(engine)
-    return 5
-  })
 })
 
 describe('bad-input catalogue: documentation', () => {

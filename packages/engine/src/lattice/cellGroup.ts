@@ -19,13 +19,6 @@ export const MAX_GROUP_CELLS = 1 << 16
 
 /** Largest count a peer's cell may claim: beyond it the cell is absurd, not merely large. */
 export const MAX_CELL_COUNT = 2 ** 40
-/**
- * The largest cell or clock version a peer may send. A writer raises a version by one per event,
- * so this is never reached (at a million events a second, in 142 years); a peer that forged one
- * near `MAX_SAFE_INTEGER` would leave versions that no longer grow (`2^53 + 1 === 2^53`), so
- * later writes of the source could never win a merge. Up to here, 2^52 more writes stay exact.
- */
-export const MAX_VERSION = 2 ** 52
 
 /**
  * One source's cells for every key of one window (fixed windows) or session-fragment start.

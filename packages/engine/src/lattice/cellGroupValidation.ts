@@ -6,7 +6,7 @@
 import { MAX_AGGREGATES } from '../aggregates/aggregateSet.ts'
 import { MAX_ABS_TS, MAX_NAME_LENGTH } from '../core/event.ts'
 import { type Cell, cellKey } from './cell.ts'
-import { type CellGroup, GROUP_COLUMNS, groupCell, MAX_CELL_COUNT, MAX_GROUP_CELLS, MAX_VERSION, packCellGroup } from './cellGroup.ts'
+import { type CellGroup, GROUP_COLUMNS, groupCell, MAX_CELL_COUNT, MAX_GROUP_CELLS, packCellGroup } from './cellGroup.ts'
 
 /**
  * Why a peer's group cannot be read at all (its address or shape), or null. Values are checked
@@ -82,9 +82,8 @@ export function groupCellProblem(group: CellGroup, i: number): string | null {
     max < 1e300 &&
     maxTs >= MIN_CELL_TS &&
     maxTs <= MAX_ABS_TS &&
-    Number.isInteger(version) &&
+    Number.isSafeInteger(version) &&
     version >= 0 &&
-    version <= MAX_VERSION &&
     Math.abs(sum) <= count * Math.max(-min, max)
   ) {
     return null
@@ -157,7 +156,7 @@ export function withoutCells(group: CellGroup, drop: ReadonlySet<number>): CellG
 export function cellValuesProblem(count: unknown, sum: unknown, min: unknown, max: unknown, maxTs: unknown, version: unknown): string | null {
   if (typeof count !== 'number' || !Number.isInteger(count) || count < 0 || count > MAX_CELL_COUNT) return `count must be an integer in 0..2^40: ${String(count)}`
   if (typeof sum !== 'number' || Number.isNaN(sum)) return `sum must be a number: ${String(sum)}`
-  if (!isVersion(version)) return `version must be an integer in 0..2^52: ${String(version)}`
+  if (typeof version !== 'number' || !Number.isSafeInteger(version) || version < 0) return `version must be a safe integer >= 0: ${String(version)}`
   if (typeof min !== 'number' || typeof max !== 'number' || typeof maxTs !== 'number') return 'min, max and maxTs must be numbers'
   if (count > 0) {
     if (!Number.isFinite(min) || !Number.isFinite(max) || min > max) return `min and max must be finite with min <= max: ${min}, ${max}`
@@ -177,17 +176,6 @@ export function cellValuesProblem(count: unknown, sum: unknown, min: unknown, ma
 export function sumFits(count: number, sum: number, min: number, max: number): boolean {
   const bound = count * Math.max(Math.abs(min), Math.abs(max))
   return Math.abs(sum) <= bound * (1 + 1e-9) || !Number.isFinite(bound)
-}
-
-/**
- * Whether `value` can be a peer's cell or clock version: an integer in 0..`MAX_VERSION` (2^52).
- *
- * @example
- * isVersion(7) // true
- * isVersion(Number.MAX_SAFE_INTEGER) // false: it could no longer grow
- */
-export function isVersion(value: unknown): value is number {
-  return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= MAX_VERSION
 }
 
 /**

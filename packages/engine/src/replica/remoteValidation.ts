@@ -1,4 +1,4 @@
-import { cellValuesProblem, isName, isStateList, isVersion, isWindowStart } from '../lattice/cellGroupValidation.ts'
+import { cellValuesProblem, isName, isStateList, isWindowStart } from '../lattice/cellGroupValidation.ts'
 import { MAX_ABS_TS } from '../core/event.ts'
 import { MAX_AGGREGATES } from '../aggregates/aggregateSet.ts'
 import type { CellEntry } from '../lattice/cellEntry.ts'
@@ -36,6 +36,6 @@ export function clockEntryProblem(entry: ClockEntry): string | null {
   if (typeof entry.prefixTs !== 'number' || Number.isNaN(entry.prefixTs) || entry.prefixTs > MAX_ABS_TS) return `prefixTs must be a time: ${String(entry.prefixTs)}`
   if (typeof entry.provable !== 'boolean') return 'provable must be a boolean'
   if (entry.finished !== undefined && typeof entry.finished !== 'boolean') return 'finished must be a boolean when present'
-  if (!isVersion(entry.version)) return `version must be an integer in 0..2^52: ${String(entry.version)}`
+  if (typeof entry.version !== 'number' || !Number.isSafeInteger(entry.version) || entry.version < 0) return `version must be a safe integer >= 0: ${String(entry.version)}`
   return null
 }
