@@ -131,16 +131,18 @@ describe('relay client: presence at the room pace', () => {
     const rateLimited = (): number => errors.filter((error) => error.message.includes('rate-limited')).length
     for (let batch = 1; batch <= 3; batch++) {
       for (let i = 1; i <= 1_500; i++) awareness.setLocalStateField('reading', batch * 10_000 + i)
-      // Polled with the client's clock moving on: a room the relay closed meanwhile joins again.
+      // Polled with the client's clock moving on while the device's room is not connected, so a
+      // room the relay closed meanwhile joins again. Only then: moved on at every poll, a slow
+      // machine's polls would carry the client's clock past its token's exp.
       await waitFor(() => {
-        clientTimers.advance(10_000)
+        if (syncStatusTracker(doc).status().state !== 'connected') clientTimers.advance(10_000)
         const back = rateLimited() === batch && syncStatusTracker(doc).status().state === 'connected'
         return reading() === batch * 10_000 + 1_500 || back
       }, `the dashboard sees the last reading of batch ${batch}, or the device is back after a refusal`)
     }
     seen.destroy()
     awareness.destroy()
-    expect({ rateLimitedRooms: rateLimited(), errors: errors.length }).toEqual({ rateLimitedRooms: 0, errors: 0 })
+    expect({ rateLimitedRooms: rateLimited(), errors: errors.map((error) => error.message) }).toEqual({ rateLimitedRooms: 0, errors: [] })
   })
 
   it("keeps a room's updates and presence together within the relay's rate: a device doing both at full pace is not refused", async () => {
@@ -193,6 +195,6 @@ describe('relay client: presence at the room pace', () => {
     }, 'the last reading acknowledged and shown')
     seen.destroy()
     awareness.destroy()
-    expect({ rateLimitedRooms: rateLimited(), errors: errors.length }).toEqual({ rateLimitedRooms: 0, errors: 0 })
+    expect({ rateLimitedRooms: rateLimited(), errors: errors.map((error) => error.message) }).toEqual({ rateLimitedRooms: 0, errors: [] })
   })
 })
