@@ -12,29 +12,21 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { Engine } from '@tidemark/engine'
 import { DevTokenIssuer, type Relay, startRelay } from '@tidemark/relay'
 import { cuttableWebSocket } from '@tidemark/testkit/network'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import WebSocket from 'ws'
 import type { LinksReport } from '../src/fleet/dashboardHost.ts'
-import type { DeviceStatus } from '../src/fleet/deviceStatus.ts'
 import { DeviceTab } from '../src/fleet/deviceTab.ts'
-import { Fleet } from '../src/fleet/fleet.ts'
-import { DEFAULT_SETTINGS, type FleetSettings, windowIdOf } from '../src/fleet/fleetSettings.ts'
+import type { FleetSettings } from '../src/fleet/fleetSettings.ts'
 import { dashboardHostName, type FleetWiring, type LinkTransports, type RelayConfig } from '../src/fleet/fleetWiring.ts'
 import { DEVICES_MEASURE } from '../src/ui/chartMeasure.ts'
 import { heldRooms } from './heldRooms.ts'
-import { inProcessHosts } from './inProcessHosts.ts'
-import { memoryPages } from './memoryPages.ts'
+import { closeRelayFleets, countsOf, eventually, relayFleet } from './relayFleet.ts'
 
-const T0 = 1_800_000_000_000
 const SECRET = new TextEncoder().encode('tidemark demo tests: a relay secret of 32+ bytes')
 let relay: Relay
 let dataDir: string
-const fleets: Fleet[] = []
 const tabs: DeviceTab[] = []
-const worlds: ReturnType<typeof inProcessHosts>[] = []
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'tidemark-demo-relay-'))
@@ -43,8 +35,7 @@ beforeAll(async () => {
 
 afterEach(async () => {
   await Promise.all(tabs.splice(0).map((tab) => tab.close()))
-  await Promise.all(fleets.splice(0).map((fleet) => fleet.close()))
-  await Promise.all(worlds.splice(0).map((world) => world.shutdown()))
+  await closeRelayFleets()
 })
 
 afterAll(async () => {
@@ -54,23 +45,13 @@ afterAll(async () => {
 
 const relayConfig = (): RelayConfig => ({ url: relay.url, tokenUrl: `${relay.httpUrl}/dev/token` })
 
-/** Polls `done` every 10 ms of real time (the relay's traffic is real) until it holds; fails naming `what` after 20 s. */
-async function eventually(done: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 20_000
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error(`never happened within 20 s: ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-}
-
-/** `(key, start) → count` of every window in `engines`, summed. */
 /**
  * After d03 retired at `retiredAt` (3 devices, 2 left): waits until the new dashboard host follows
  * every device's room, d03's too, lets more than the idle timeout (3 s) pass, after which a silent
  * d03 would stop holding the watermark (fallback), and returns the dashboard's fired results since.
  */
 async function firedAfterRetire(
-  fleet: Pick<Awaited<ReturnType<typeof relayFleet>>, 'engines' | 'dashboard' | 'advance' | 'window'>,
+  fleet: Pick<Awaited<ReturnType<typeof fleetOnRelay>>, 'engines' | 'dashboard' | 'advance' | 'window'>,
   retiredAt: number,
 ) {
   const { engines, dashboard, advance, window } = fleet
@@ -83,63 +64,13 @@ async function firedAfterRetire(
     .filter((r) => r.start >= retiredAt && r.status !== 'provisional')
 }
 
-function countsOf(engines: readonly Pick<Engine, 'results'>[], window: string): Map<string, number> {
-  const counts = new Map<string, number>()
-  for (const engine of engines) {
-    for (const r of engine.results({ window })) counts.set(`${r.key}@${r.start}`, (counts.get(`${r.key}@${r.start}`) ?? 0) + r.count)
-  }
-  return counts
-}
-
-const same = (a: Map<string, number>, b: Map<string, number>): boolean => a.size === b.size && [...a].every(([k, v]) => b.get(k) === v)
-
-/** A fleet through the relay (fake clock, hosts in this process), with `advance(ms)` and the waits of these tests. */
-async function relayFleet(settings: Partial<FleetSettings> = {}, wiringPatch: Partial<FleetWiring> = {}, dashboardTransports?: LinkTransports) {
-  const clock = { now: T0 }
-  const pages = memoryPages(`relay-${fleets.length}-${Date.now()}`)
-  const wiring: FleetWiring = { ...pages.wiring, fleet: `f${Date.now().toString(36)}`, relay: relayConfig(), ...wiringPatch }
-  const world = inProcessHosts({ now: () => clock.now, indexedDB: pages.indexedDB, transports: { WebSocket }, ...(dashboardTransports === undefined ? {} : { dashboardTransports }) })
-  worlds.push(world)
-  const all = { ...DEFAULT_SETTINGS, deviceCount: 3, ...settings }
-  const fleet = new Fleet({ wiring, hosts: world.hosts, settings: all, now: () => clock.now, intro: false, control: pages.openControl() })
-  fleets.push(fleet)
-  await fleet.ready()
-  /** Each device's status straight from its live host. */
-  const statuses = (): DeviceStatus[] =>
-    fleet
-      .snapshot()
-      .devices.map((row) => world.call(fleet.slot(row.id)?.name ?? '', 'status') as DeviceStatus | undefined)
-      .filter((s): s is DeviceStatus => s !== undefined)
-  /** A device host has accepted readings not yet committed to its log. */
-  const uncommitted = (): boolean => statuses().some((s) => s.durable < s.accepted)
-  const extra: (() => void)[] = []
-  /** Ticks every 100 ms of fake time, letting each tick's log commits land. */
-  const advance = async (ms: number): Promise<void> => {
-    for (const end = clock.now + ms; clock.now < end; ) {
-      clock.now += 100
-      world.tick(clock.now)
-      fleet.tick(clock.now)
-      for (const tick of extra) tick()
-      await pages.settle(uncommitted)
-    }
-  }
-  const engines = (): Engine[] => fleet.snapshot().devices.map((row) => world.host(fleet.slot(row.id)?.name ?? '')?.engine) as Engine[]
-  const dashboard = () => {
-    const engine = fleet.snapshot().dashboard
-    if (engine === null) throw new Error('the dashboard engine has no host')
-    return engine
-  }
-  const window = windowIdOf(all)
-  /** Every device's room in sync (nothing pending) and the dashboard showing exactly what the devices' engines hold. */
-  const settled = (): boolean =>
-    engines().every((engine) => engine !== undefined && engine.syncStatus().state === 'connected' && engine.syncStatus().pendingLocalUpdates === 0) &&
-    same(countsOf([dashboard()], window), countsOf(engines(), window))
-  return { fleet, clock, pages, wiring, world, advance, engines, dashboard, window, settled, statuses, extra }
-}
+/** A fleet through this file's relay: `relayFleet` of `./relayFleet.ts`. */
+const fleetOnRelay = (settings: Partial<FleetSettings> = {}, wiring: Partial<FleetWiring> = {}, dashboardTransports?: LinkTransports) =>
+  relayFleet(relayConfig(), { settings, wiring, ...(dashboardTransports === undefined ? {} : { dashboardTransports }) })
 
 describe('the fleet through a relay', { timeout: 60_000 }, () => {
   it('each device writes its own room with its own token; the dashboard follows the directory read-only and shows what the devices hold', async () => {
-    const { fleet, advance, engines, dashboard, settled, statuses, window } = await relayFleet()
+    const { fleet, advance, engines, dashboard, settled, statuses, window } = await fleetOnRelay()
     await advance(6_000)
     await eventually(settled, 'the dashboard shows what the devices hold')
     expect(countsOf([dashboard()], window)).toEqual(countsOf(engines(), window))
@@ -158,7 +89,7 @@ describe('the fleet through a relay', { timeout: 60_000 }, () => {
   })
 
   it('a device offline keeps ingesting; back online it sends what the relay misses and the dashboard corrects fired windows', async () => {
-    const { fleet, advance, dashboard, settled, statuses } = await relayFleet()
+    const { fleet, advance, dashboard, settled, statuses } = await fleetOnRelay()
     await advance(4_000)
     await eventually(settled, 'first convergence')
     fleet.setOnline('d02', false)
@@ -178,7 +109,7 @@ describe('the fleet through a relay', { timeout: 60_000 }, () => {
   })
 
   it('a ?device= tab shares its device host: one socket for the room, whichever page crashes the host, and the dashboard keeps hearing it', async () => {
-    const { fleet, advance, settled, pages, wiring, world, dashboard, clock, extra, statuses } = await relayFleet()
+    const { fleet, advance, settled, pages, wiring, world, dashboard, clock, extra, statuses } = await fleetOnRelay()
     await advance(3_000)
     await eventually(settled, 'first convergence')
     const tab = new DeviceTab({ index: 1, settings: fleet.snapshot().settings, wiring, hosts: world.hosts, now: () => clock.now, control: pages.openControl() })
@@ -215,7 +146,7 @@ describe('the fleet through a relay', { timeout: 60_000 }, () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
     try {
       const tokenUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/dev/token`
-      const { advance, dashboard, statuses } = await relayFleet({}, { relay: { url: relay.url, tokenUrl } })
+      const { advance, dashboard, statuses } = await fleetOnRelay({}, { relay: { url: relay.url, tokenUrl } })
       await advance(1_000)
       await eventually(() => statuses().every((s) => s.relayRefusal !== null) && dashboard().syncStatus().refusal !== null, 'every refusal shown')
       for (const status of statuses()) expect(status).toMatchObject({ relayState: 'offline', relayRefusal: 'tidemark:bad-signature' })
@@ -229,7 +160,7 @@ describe('the fleet through a relay', { timeout: 60_000 }, () => {
   })
 
   it('devices a smaller fleet retires finish their sources: the dashboard no longer waits for them, and its later windows fire proven', async () => {
-    const { fleet, clock, advance, dashboard, settled, engines, world, wiring, window } = await relayFleet()
+    const { fleet, clock, advance, dashboard, settled, engines, world, wiring, window } = await fleetOnRelay()
     await advance(4_000)
     await eventually(settled, 'first convergence')
     const d03 = fleet.slot('d03')?.name ?? ''
@@ -247,7 +178,7 @@ describe('the fleet through a relay', { timeout: 60_000 }, () => {
   })
 
   it('a device retired while offline finishes its source in its log only: the relay never gets it, and the dashboard falls back without it', async () => {
-    const { fleet, clock, advance, dashboard, engines, window } = await relayFleet()
+    const { fleet, clock, advance, dashboard, engines, window } = await fleetOnRelay()
     await advance(4_000)
     fleet.setOnline('d03', false)
     await advance(200)
@@ -262,7 +193,7 @@ describe('the fleet through a relay', { timeout: 60_000 }, () => {
   })
 
   it('a device that left the fleet and comes back in the same epoch writes its next source: its readings count, as the same device', async () => {
-    const { fleet, clock, advance, dashboard, settled, statuses, world, window } = await relayFleet()
+    const { fleet, clock, advance, dashboard, settled, statuses, world, window } = await fleetOnRelay()
     await advance(3_000)
     await eventually(settled, 'first convergence')
     fleet.configure({ deviceCount: 2 })
@@ -291,7 +222,7 @@ describe('the fleet through a relay', { timeout: 60_000 }, () => {
   it("the dashboard's own link down for longer than the allowed lateness: back, it merges what it missed with no finality violation", async () => {
     // Only the dashboard's socket is cut (its machine offline); the devices go on writing their rooms on the relay.
     const link = cuttableWebSocket()
-    const { advance, dashboard, settled } = await relayFleet({}, {}, { WebSocket: link.WebSocket })
+    const { advance, dashboard, settled } = await fleetOnRelay({}, {}, { WebSocket: link.WebSocket })
     await advance(6_000)
     await eventually(settled, 'the dashboard shows what the devices hold')
     const before = dashboard().stats()
@@ -315,7 +246,7 @@ describe('the fleet through a relay', { timeout: 60_000 }, () => {
   })
 
   it('a new dashboard host takes every room together: while the devices write on, none of its windows turns final before every room landed', async () => {
-    const { fleet, advance, dashboard, settled } = await relayFleet({ deviceCount: 6 })
+    const { fleet, advance, dashboard, settled } = await fleetOnRelay({ deviceCount: 6 })
     // Longer than the allowed lateness (10 s): every room holds windows a watermark would make final.
     await advance(16_000)
     await eventually(settled, 'first convergence')
@@ -331,7 +262,7 @@ describe('the fleet through a relay', { timeout: 60_000 }, () => {
 
   it("a finished device's room landing first fires nothing: the new dashboard host waits for the live rooms and takes all of them together", async () => {
     const held = heldRooms()
-    const { fleet, clock, advance, settled, world, wiring, window } = await relayFleet({}, {}, { WebSocket: held.WebSocket })
+    const { fleet, clock, advance, settled, world, wiring, window } = await fleetOnRelay({}, {}, { WebSocket: held.WebSocket })
     await advance(4_000)
     await eventually(settled, 'first convergence')
     fleet.configure({ deviceCount: 2 })
@@ -362,7 +293,7 @@ describe('the fleet through a relay', { timeout: 60_000 }, () => {
 
   it('a room that never syncs stalls the new dashboard host 10 s at most: it takes the rooms that synced, and says which one it went on without', async () => {
     const held = heldRooms()
-    const { fleet, advance, settled, world, wiring, dashboard } = await relayFleet({}, {}, { WebSocket: held.WebSocket })
+    const { fleet, advance, settled, world, wiring, dashboard } = await fleetOnRelay({}, {}, { WebSocket: held.WebSocket })
     await advance(4_000)
     await eventually(settled, 'first convergence')
     held.hold((room) => room.endsWith('/d02'))

@@ -8,6 +8,7 @@ import type { FleetHosts, HostRequest } from '../src/fleet/fleetHosts.ts'
 import type { LinkTransports } from '../src/fleet/fleetWiring.ts'
 import type { HostPlatform } from '../src/fleet/hostPlatform.ts'
 import type { FleetAggregates } from '../src/fleet/fleetAggregates.ts'
+import { seededRandom } from '@tidemark/seeded-random'
 
 interface Timer {
   readonly ms: number
@@ -96,12 +97,15 @@ export function inProcessHosts(options: {
   readonly transports: LinkTransports
   /** The dashboard's host's transports, when they differ (a link of its own to cut); default `transports`. */
   readonly dashboardTransports?: LinkTransports
+  /** Seeds each host's random numbers (its relay client's reconnect jitter) with this and its name; default 1. */
+  readonly seed?: number
 }) {
   const live = new Map<string, { readonly host: InProcessHost; readonly started: Promise<void> }>()
   const all = new Set<InProcessHost>()
 
   const platformOf = (host: InProcessHost): HostPlatform => ({
     now: options.now,
+    random: seededRandom(hostSeed(options.seed ?? 1, host.name.slice(host.name.lastIndexOf(':') + 1))),
     every(ms, run) {
       const timer: Timer = { ms, next: options.now() + ms, run }
       host.timers.add(timer)
@@ -209,6 +213,13 @@ export function inProcessHosts(options: {
       live.clear()
     },
   }
+}
+
+/** A host's seed: `seed` mixed with the last part of its name (`d07`, FNV-1a), so each device draws its own jitter, the same in every run of `seed`. */
+function hostSeed(seed: number, name: string): number {
+  let hash = (0x811c9dc5 ^ seed) >>> 0
+  for (let i = 0; i < name.length; i++) hash = Math.imul(hash ^ name.charCodeAt(i), 0x01000193) >>> 0
+  return hash
 }
 
 /**

@@ -81,6 +81,7 @@ export function dashboardHostOptions(name: string, platform: HostPlatform): Host
         devices,
         now: platform.now,
         timers: platform.timers,
+        random: platform.random,
         onError: (error) => {
           errors.push(error.message)
           if (errors.length > ERRORS_KEPT) errors.shift()

@@ -3,6 +3,7 @@ import { BroadcastChannelProvider, bindDoc, connectRelay, type DocBinding, follo
 import * as Y from 'yjs'
 import { dashboardToken } from './devTokens.ts'
 import { deviceChannelName, deviceRoomName, directoryRoomName, type FleetWiring, type LinkTransports, relayFleetName } from './fleetWiring.ts'
+import { relayJitter } from './relayReconnect.ts'
 
 /** What the dashboard follows on the relay: rooms, those the relay refused (room and reason), and where its engine's refill stands. */
 export interface FollowedRooms {
@@ -19,8 +20,10 @@ export interface DashboardLinksOptions {
   readonly devices: readonly string[]
   /** The host's clock: the followed documents' sync status, and the refill's bound. */
   readonly now: () => number
-  /** Timers on `now`, for the refill's bound. */
+  /** Timers on `now`, for the refill's bound and the relay client's reconnects. */
   readonly timers: TickTimers
+  /** Uniform random numbers in [0, 1): the relay client's reconnect jitter. */
+  readonly random: () => number
   /** What a followed document's binding or the relay client could not use. */
   readonly onError: (error: Error) => void
 }
@@ -44,7 +47,7 @@ interface TabFollower {
  * with its square.
  *
  * @example
- * const links = new DashboardLinks(dashboard, { wiring, transports: {}, epoch: 'w2000-l10000-a1', devices: ['d01', 'd02'], now: Date.now, timers: { setTimeout, clearTimeout }, onError: console.warn })
+ * const links = new DashboardLinks(dashboard, { wiring, transports: {}, epoch: 'w2000-l10000-a1', devices: ['d01', 'd02'], now: Date.now, timers: { setTimeout, clearTimeout }, random: Math.random, onError: console.warn })
  * links.lastHeard().get('d01') // when d01's state last arrived
  */
 export class DashboardLinks {
@@ -62,7 +65,7 @@ export class DashboardLinks {
       this.#relay = connectRelay({
         url: relay.url,
         token: dashboardToken(relay, relayFleetName(wiring, epoch)),
-        jitter: { baseMs: 300, capMs: 5_000 },
+        jitter: relayJitter(options),
         ...(WebSocket === undefined ? {} : { WebSocket }),
         onError,
       })

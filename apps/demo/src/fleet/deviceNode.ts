@@ -18,8 +18,8 @@ export interface DeviceNodeOptions {
   readonly transports: LinkTransports
   readonly epoch: string
   readonly faults: ProducerFaults
-  /** The host's clock and timers: processing time of the producer and the sync status, the bound of a retire's wait for the relay. */
-  readonly platform: Pick<HostPlatform, 'now' | 'every' | 'timers'>
+  /** The host's clock, timers and random numbers: processing time of the producer and the sync status, the bound of a retire's wait for the relay, the relay client's reconnects. */
+  readonly platform: Pick<HostPlatform, 'now' | 'every' | 'timers' | 'random'>
 }
 
 /** The switches a page boots a device with: its link up or down, its producer paused or not. */
@@ -128,7 +128,7 @@ export class DeviceNode {
     this.#paused = switches.paused
     if (!switches.online) this.#offlineSince = now()
     const { wiring, transports, epoch } = this.#options
-    this.#links = new DocLinks(this.#doc, wiring, transports, { epoch, device: this.id, replica: this.#engine.replica.replicaId }, switches.online)
+    this.#links = new DocLinks(this.#doc, wiring, transports, { epoch, device: this.id, replica: this.#engine.replica.replicaId }, this.#options.platform, switches.online)
     // The time between opening and booting is not sampled after the fact.
     this.#producer.resume(now())
     this.#stopSteps = every(STEP_MS, () => this.#step(now()))

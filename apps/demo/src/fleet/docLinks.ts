@@ -4,6 +4,7 @@ import type * as Y from 'yjs'
 import { deviceSourceGrant } from './deviceSource.ts'
 import { deviceToken } from './devTokens.ts'
 import { deviceChannelName, deviceRoomName, type FleetWiring, type LinkTransports } from './fleetWiring.ts'
+import { type ReconnectClock, relayJitter } from './relayReconnect.ts'
 
 /** A device document's room on the relay, as the device table shows it (its sync status). */
 export interface RelayLink {
@@ -33,7 +34,7 @@ export interface DeviceIdentity {
  * side sends only what the other misses.
  *
  * @example
- * const links = new DocLinks(doc, wiring, {}, { epoch: 'w2000-l10000-a1', device: 'd01', replica: engine.replica.replicaId })
+ * const links = new DocLinks(doc, wiring, {}, { epoch: 'w2000-l10000-a1', device: 'd01', replica: engine.replica.replicaId }, { now: Date.now, timers: { setTimeout, clearTimeout }, random: Math.random })
  * links.setOnline(false) // the relay socket closes (or the tab channel disconnects)
  * links.relayLink()      // { state: 'offline', refusal: null }
  */
@@ -42,14 +43,16 @@ export class DocLinks {
   readonly #wiring: FleetWiring
   readonly #transports: LinkTransports
   readonly #identity: DeviceIdentity
+  readonly #clock: ReconnectClock
   readonly #tabs: BroadcastChannelProvider | null
   /** Made on the first time online: connectRelay connects at once, and an offline start must not. */
   #relay: Relay | null = null
   #online: boolean
   #relayError: string | null = null
 
-  constructor(doc: Y.Doc, wiring: FleetWiring, transports: LinkTransports, identity: DeviceIdentity, online = true) {
+  constructor(doc: Y.Doc, wiring: FleetWiring, transports: LinkTransports, identity: DeviceIdentity, clock: ReconnectClock, online = true) {
     this.#doc = doc
+    this.#clock = clock
     this.#wiring = wiring
     this.#transports = transports
     this.#identity = identity
@@ -107,7 +110,7 @@ export class DocLinks {
       url: relay.url,
       token: deviceToken(relay, room, replica, deviceSourceGrant(device)),
       // Retries after a failure are spread, so a fleet does not hit a restarted relay in lockstep.
-      jitter: { baseMs: 300, capMs: 5_000 },
+      jitter: relayJitter(this.#clock),
       ...(WebSocket === undefined ? {} : { WebSocket }),
       onError: (error) => {
         this.#relayError = `relay: ${error.message}`

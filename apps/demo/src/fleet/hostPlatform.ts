@@ -8,15 +8,17 @@ import type { LinkTransports } from './fleetWiring.ts'
  * a fake clock and timers they advance.
  *
  * @example
- * const platform: HostPlatform = { now: Date.now, every: (ms, run) => { const t = setInterval(run, ms); return () => clearInterval(t) }, timers: { setTimeout, clearTimeout }, terminate: () => close(), transports: {} }
+ * const platform: HostPlatform = { now: Date.now, random: Math.random, every: (ms, run) => { const t = setInterval(run, ms); return () => clearInterval(t) }, timers: { setTimeout, clearTimeout }, terminate: () => close(), transports: {} }
  */
 export interface HostPlatform {
   /** Processing time of the host's engine and of its producer. */
   now(): number
   /** Runs `run` every `ms` until the returned function is called. */
   every(ms: number, run: () => void): () => void
-  /** One-shot timers on the same clock (what `tickWhenDue` arms). */
+  /** One-shot timers on the same clock (what `tickWhenDue` arms, and the relay client's reconnects). */
   readonly timers: TickTimers
+  /** Uniform random numbers in [0, 1): the relay client's reconnect jitter. */
+  random(): number
   /**
    * Ends this host as a crash ends it, once the command under way has answered: nothing is
    * closed, the log's claim and the sockets go with the worker. The pages still connected
@@ -27,7 +29,7 @@ export interface HostPlatform {
 }
 
 /**
- * The platform of a host running in a worker: `Date.now`, `setInterval`, `setTimeout`, and `close()` of the
+ * The platform of a host running in a worker: `Date.now`, `Math.random`, `setInterval`, `setTimeout`, and `close()` of the
  * worker's global scope, one task after the command's answer is posted.
  *
  * @example
@@ -36,6 +38,7 @@ export interface HostPlatform {
 export function workerHostPlatform(): HostPlatform {
   return {
     now: () => Date.now(),
+    random: () => Math.random(),
     every(ms, run) {
       const timer = setInterval(run, ms)
       return () => clearInterval(timer)
