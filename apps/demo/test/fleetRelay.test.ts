@@ -82,7 +82,7 @@ describe('the fleet through a relay', { timeout: 60_000 }, () => {
       ['d03', 'connected', null],
     ])
     await advance(600)
-    expect(fleet.snapshot().relayRooms).toEqual({ rooms: 3, refused: [], refill: expect.objectContaining({ state: 'merged', missing: [] }) })
+    expect(fleet.snapshot().relayRooms).toEqual({ rooms: 3, refused: [], refill: expect.objectContaining({ state: 'merged', missing: [] }), awaiting: [] })
     expect(fleet.snapshot().devices.every((row) => row.lastHeard !== null)).toBe(true)
     // A device's connection never receives the fleet's state: each device engine knows its own source only.
     for (const engine of engines()) expect(engine.stats().sources).toBe(1)

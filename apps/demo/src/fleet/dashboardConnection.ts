@@ -6,7 +6,7 @@ import type { LinksReport } from './dashboardHost.ts'
 import type { FleetAggregates } from './fleetAggregates.ts'
 import type { FleetHosts } from './fleetHosts.ts'
 import type { FleetSettings } from './fleetSettings.ts'
-import { dashboardHostName, type FleetWiring } from './fleetWiring.ts'
+import { dashboardHostName, deviceOfRoom, type FleetWiring } from './fleetWiring.ts'
 import type { RefillReport } from '@tidemark/yjs'
 
 /** The dashboard's links are asked how they follow the fleet at most this often. */
@@ -224,11 +224,6 @@ function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error)
 }
 
-/** The device of a room name (`tidemark-demo/<fleet id>/<epoch>/d07` → `d07`). */
-function deviceOfRoom(room: string): string {
-  return room.slice(room.lastIndexOf('/') + 1)
-}
-
 /** `next`, or `previous` itself when it says the same (an unchanged slice does not render). */
 function sameFollowed(previous: FollowedRooms | null, next: FollowedRooms | null): FollowedRooms | null {
   if (previous === null || next === null) return next
@@ -238,6 +233,7 @@ function sameFollowed(previous: FollowedRooms | null, next: FollowedRooms | null
     previous.refill.synced === next.refill.synced &&
     previous.refill.rooms === next.refill.rooms &&
     previous.refused.length === next.refused.length &&
+    previous.awaiting.join() === next.awaiting.join() &&
     previous.refused.every((r, i) => r.room === next.refused[i]?.room && r.refusal === next.refused[i]?.refusal)
   return same ? previous : next
 }

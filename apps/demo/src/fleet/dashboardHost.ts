@@ -36,6 +36,13 @@ export type DashboardHostCommand = 'links' | 'retire'
 const ERRORS_KEPT = 20
 
 /**
+ * How often the host reads its clock besides the engine's own readings, ms: `HearingClock` asks
+ * whether the dashboard hears its rooms on every reading, so it notices its link going down and
+ * coming back within this, even while nothing merges or ticks.
+ */
+const HEARING_POLL_MS = 250
+
+/**
  * The `hostEngine` options of the dashboard's host (`src/fleet/dashboardHost.worker.ts` passes
  * them in a worker; tests run them in Node): an engine that owns no source and ingests nothing,
  * with no log of its own, following every device's room read-only (`DashboardLinks`). The
@@ -49,10 +56,13 @@ export function dashboardHostOptions(name: string, platform: HostPlatform): Host
   // Stands still while the dashboard cannot hear every room: no device turns idle on it then.
   const clock = new HearingClock(platform.now)
   let stopTicks: (() => void) | null = null
+  let stopPoll: (() => void) | null = null
   const errors: string[] = []
   const stop = (): void => {
     stopTicks?.()
     stopTicks = null
+    stopPoll?.()
+    stopPoll = null
     links?.destroy()
     links = null
   }
@@ -82,6 +92,7 @@ export function dashboardHostOptions(name: string, platform: HostPlatform): Host
         now: platform.now,
         timers: platform.timers,
         random: platform.random,
+        idleTimeoutMs: settings.idleTimeoutMs,
         onError: (error) => {
           errors.push(error.message)
           if (errors.length > ERRORS_KEPT) errors.shift()
@@ -89,6 +100,7 @@ export function dashboardHostOptions(name: string, platform: HostPlatform): Host
       })
       const followed = links
       clock.listen(() => followed.hearsAll())
+      stopPoll = platform.every(HEARING_POLL_MS, () => clock.now())
       // A tick when a silent device turns idle (its clock stops holding the watermark), and only then.
       stopTicks = tickWhenDue(engine, { now: clock.now, timers: platform.timers })
       return stop

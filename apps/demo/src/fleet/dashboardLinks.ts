@@ -2,14 +2,17 @@ import type { Engine, TickTimers } from '@tidemark/engine'
 import { BroadcastChannelProvider, bindDoc, connectRelay, type DocBinding, followRooms, type Relay, type RefillReport, type RoomFollower, syncStatusTracker } from '@tidemark/yjs'
 import * as Y from 'yjs'
 import { dashboardToken } from './devTokens.ts'
-import { deviceChannelName, deviceRoomName, directoryRoomName, type FleetWiring, type LinkTransports, relayFleetName } from './fleetWiring.ts'
+import { deviceChannelName, deviceOfRoom, deviceRoomName, directoryRoomName, type FleetWiring, type LinkTransports, relayFleetName } from './fleetWiring.ts'
+import { RelayHearing } from './relayHearing.ts'
 import { relayJitter } from './relayReconnect.ts'
 
-/** What the dashboard follows on the relay: rooms, those the relay refused (room and reason), and where its engine's refill stands. */
+/** What the dashboard follows on the relay: rooms, those the relay refused (room and reason), where its engine's refill stands, and the devices it awaits after its link came back. */
 export interface FollowedRooms {
   readonly rooms: number
   readonly refused: readonly { readonly room: string; readonly refusal: string }[]
   readonly refill: RefillReport
+  /** The devices not heard again since the dashboard's link came back, within their reconnect bound (`RelayHearing.awaiting`), by id. */
+  readonly awaiting: readonly string[]
 }
 
 export interface DashboardLinksOptions {
@@ -24,6 +27,8 @@ export interface DashboardLinksOptions {
   readonly timers: TickTimers
   /** Uniform random numbers in [0, 1): the relay client's reconnect jitter. */
   readonly random: () => number
+  /** The dashboard engine's idle timeout: a device heard from within it before the link went down is awaited after it came back (`RelayHearing`). */
+  readonly idleTimeoutMs: number
   /** What a followed document's binding or the relay client could not use. */
   readonly onError: (error: Error) => void
 }
@@ -47,13 +52,14 @@ interface TabFollower {
  * with its square.
  *
  * @example
- * const links = new DashboardLinks(dashboard, { wiring, transports: {}, epoch: 'w2000-l10000-a1', devices: ['d01', 'd02'], now: Date.now, timers: { setTimeout, clearTimeout }, random: Math.random, onError: console.warn })
+ * const links = new DashboardLinks(dashboard, { wiring, transports: {}, epoch: 'w2000-l10000-a1', devices: ['d01', 'd02'], now: Date.now, timers: { setTimeout, clearTimeout }, random: Math.random, idleTimeoutMs: 3_000, onError: console.warn })
  * links.lastHeard().get('d01') // when d01's state last arrived
  */
 export class DashboardLinks {
   readonly #options: DashboardLinksOptions
   readonly #relay: Relay | null = null
   readonly #follower: RoomFollower | null = null
+  readonly #hearing: RelayHearing | null = null
   readonly #tabs = new Map<string, TabFollower>()
 
   constructor(engine: Engine, options: DashboardLinksOptions) {
@@ -74,6 +80,8 @@ export class DashboardLinks {
         bind: { onError, now },
         refill: { now, timers: options.timers },
       })
+      const follower = this.#follower
+      this.#hearing = new RelayHearing(() => follower.rooms(), now, { liveMs: options.idleTimeoutMs })
       return
     }
     for (const device of options.devices) {
@@ -100,14 +108,13 @@ export class DashboardLinks {
   }
 
   /**
-   * Whether the dashboard hears every device now: on the relay, every followed room it was not
-   * refused is in sync (none while its link is down, nor until each room synced again after);
-   * over tab channels, always.
+   * Whether the dashboard hears every device now (`RelayHearing`): on the relay, every followed
+   * room it was not refused is in sync (none while its link is down, nor until each room synced
+   * again after), and after its link came back each device live before was heard again or the
+   * devices' reconnect bound (7 s) passed; over tab channels, always.
    */
   hearsAll(): boolean {
-    if (this.#follower === null) return true
-    for (const status of this.#follower.rooms().values()) if (status.refusal === null && status.state !== 'connected') return false
-    return true
+    return this.#hearing?.hears() ?? true
   }
 
   /** The rooms followed on the relay, the refused ones and the refill; null without a relay. */
@@ -117,7 +124,8 @@ export class DashboardLinks {
     const refused: { room: string; refusal: string }[] = []
     const rooms = this.#follower.rooms()
     for (const [room, status] of rooms) if (status.refusal !== null) refused.push({ room, refusal: status.refusal })
-    return { rooms: rooms.size, refused, refill }
+    const awaiting = (this.#hearing?.awaiting()?.rooms ?? []).map(deviceOfRoom)
+    return { rooms: rooms.size, refused, refill, awaiting }
   }
 
   /** Leaves every room (or channel) and unbinds the documents; the engine keeps what it merged. */

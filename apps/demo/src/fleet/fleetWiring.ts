@@ -65,6 +65,11 @@ export function deviceRoomName(wiring: FleetWiring, epoch: string, device: strin
   return `${relayFleetName(wiring, epoch)}/${device}`
 }
 
+/** The device of a room name (`tidemark-demo/<fleet id>/<epoch>/d07` → `d07`). */
+export function deviceOfRoom(room: string): string {
+  return room.slice(room.lastIndexOf('/') + 1)
+}
+
 /** The relay's directory of the epoch's device rooms, which the dashboards follow. */
 export function directoryRoomName(wiring: FleetWiring, epoch: string): string {
   return `${relayFleetName(wiring, epoch)}/_directory`

@@ -1,7 +1,8 @@
 /**
  * The dashboard engine's processing-time clock: the platform's, except that it stands still
  * while the dashboard cannot hear the whole fleet (its relay link is down, or back and some
- * followed room has not synced yet), and runs on from where it stopped once it can.
+ * followed room has not synced yet, or a device live before it went down has not reconnected
+ * yet within its reconnect bound: `RelayHearing`), and runs on from where it stopped once it can.
  *
  * The engine judges a source idle by processing time (`now() - lastSeen > idleTimeout`). A
  * dashboard whose own link is down hears no device, yet no device is silent: on the platform's

@@ -9,6 +9,20 @@ import type { ReconnectJitterOptions } from '@tidemark/yjs'
  */
 export const RELAY_RECONNECT = { baseMs: 300, capMs: 5_000 } as const
 
+/**
+ * Time a device needs after its reconnect attempt to be heard by the dashboard: its token from
+ * the relay's endpoint, the socket, the room opened from the relay's store, its backlog up and
+ * across to the dashboard. Well under a second on a loopback relay; 2 s leaves room for a busy
+ * machine.
+ */
+export const RELAY_HANDSHAKE_MS = 2_000
+
+/**
+ * The longest silence a device's own reconnect explains once the relay answers again:
+ * `RELAY_RECONNECT.capMs + RELAY_HANDSHAKE_MS` (7 s).
+ */
+export const DEVICE_RECONNECT_BOUND_MS = RELAY_RECONNECT.capMs + RELAY_HANDSHAKE_MS
+
 /** What a relay client's reconnects run on: the host's clock, timers and random numbers. */
 export interface ReconnectClock {
   readonly now: () => number

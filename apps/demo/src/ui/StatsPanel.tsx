@@ -4,6 +4,7 @@ import type { ReactNode } from 'react'
 import type { FollowedRooms } from '../fleet/dashboardLinks.ts'
 import { REFILL_BOUND_MS } from '@tidemark/yjs'
 import type { DeviceRow } from '../fleet/fleetSnapshot.ts'
+import { DEVICE_RECONNECT_BOUND_MS, RELAY_RECONNECT } from '../fleet/relayReconnect.ts'
 import { useFleet } from './useFleet.ts'
 import { byteSize, clockTimeTenths, count, duration } from './timeFormat.ts'
 
@@ -59,6 +60,16 @@ function linkTile(sync: SyncStatus, rooms: FollowedRooms | null, hasRelay: boole
       note: `${count(refill.synced)} of ${count(refill.rooms)} rooms synced`,
       tone: 'warn',
       hint: `A new dashboard engine merges nothing until every device room it follows has synced once, then all of them together (it stops waiting ${REFILL_BOUND_MS / 1000} s after the directory listed them, or after the first room synced if none had by then), so no window fires on part of the fleet`,
+    }
+  }
+  const awaiting = rooms?.awaiting ?? []
+  if (refusal === null && sync.state === 'connected' && awaiting.length > 0) {
+    return {
+      label: 'Relay',
+      value: 'awaiting devices',
+      note: `${awaiting.join(', ')} not heard again yet`,
+      tone: 'warn',
+      hint: `The dashboard's link came back, and so does every device's, each after its own reconnect delay (up to ${RELAY_RECONNECT.capMs / 1000} s): until a device is heard again, or ${DEVICE_RECONNECT_BOUND_MS / 1000} s passed, its silence is the outage's, so no device turns idle and windows wait for it`,
     }
   }
   return {

@@ -1,0 +1,125 @@
+/**
+ * `RelayHearing`, on rooms whose sync status the test sets, read as the dashboard's host reads
+ * it (every reading of its clock): when the dashboard's clock may judge a device idle.
+ */
+import type { SyncStatus } from '@tidemark/engine'
+import { describe, expect, it } from 'vitest'
+import { RelayHearing } from '../src/fleet/relayHearing.ts'
+import { DEVICE_RECONNECT_BOUND_MS } from '../src/fleet/relayReconnect.ts'
+
+const IDLE_TIMEOUT_MS = 3_000
+const IN_SYNC: SyncStatus = { state: 'connected', lastSync: 0, pendingLocalUpdates: 0, peers: 0, refusal: null }
+
+function world(names: readonly string[]) {
+  const clock = { now: 1_000 }
+  const rooms = new Map<string, SyncStatus>(names.map((room) => [room, { ...IN_SYNC, lastSync: clock.now }]))
+  const set = (room: string, status: Partial<SyncStatus>): void => {
+    rooms.set(room, { ...(rooms.get(room) ?? IN_SYNC), ...status })
+  }
+  const hearing = new RelayHearing(() => rooms, () => clock.now, { liveMs: IDLE_TIMEOUT_MS })
+  expect(hearing.hears()).toBe(true)
+  /** `room`'s device is heard: its update lands in the room while in sync, and the host reads its clock. */
+  const heard = (...heardRooms: string[]): boolean => {
+    for (const room of heardRooms) set(room, { lastSync: clock.now })
+    return hearing.hears()
+  }
+  /** The dashboard's link drops, and 18 s later every room syncs again (the relay restarted). */
+  const gap = (): void => {
+    for (const room of rooms.keys()) set(room, { state: 'offline' })
+    expect(hearing.hears()).toBe(false)
+    clock.now += 18_000
+    for (const room of rooms.keys()) set(room, { state: 'connected', lastSync: clock.now })
+  }
+  /** Every device heard a second later, then `gap()`, and the host's first reading after it: not hearing yet. */
+  const outage = (): void => {
+    clock.now += 1_000
+    heard(...names)
+    gap()
+    expect(hearing.hears()).toBe(false)
+  }
+  return { clock, set, hearing, gap, heard, outage }
+}
+
+describe('RelayHearing', () => {
+  it('hears while every room is in sync, and not while one is not; a room just listed is no gap', () => {
+    const { hearing, set } = world(['f/d01', 'f/d02'])
+    set('f/d02', { state: 'connecting' })
+    expect(hearing.hears()).toBe(false)
+    set('f/d03', { state: 'connecting', lastSync: null })
+    set('f/d02', { state: 'connected' })
+    expect(hearing.hears()).toBe(false)
+    set('f/d03', { state: 'connected', lastSync: 1_000 })
+    expect(hearing.hears()).toBe(true)
+  })
+
+  it('after its link came back, awaits every device it heard just before, until each is heard again', () => {
+    const { clock, hearing, outage, heard } = world(['f/d01', 'f/d02', 'f/d03'])
+    // In sync again, but no device has reconnected yet: their silence is the outage's.
+    outage()
+    clock.now += 300
+    expect(heard('f/d01', 'f/d03')).toBe(false)
+    expect(hearing.awaiting()).toEqual({ rooms: ['f/d02'], until: clock.now - 300 + DEVICE_RECONNECT_BOUND_MS })
+    clock.now += 4_000
+    expect(heard('f/d02')).toBe(true)
+    expect(hearing.awaiting()).toBeNull()
+  })
+
+  it('a device that is not back within the reconnect bound is no longer awaited: its silence counts from there', () => {
+    const { clock, hearing, outage, heard } = world(['f/d01', 'f/d02'])
+    outage()
+    expect(heard('f/d01')).toBe(false)
+    clock.now += DEVICE_RECONNECT_BOUND_MS - 1
+    expect(hearing.hears()).toBe(false)
+    clock.now += 1
+    expect(hearing.hears()).toBe(true)
+  })
+
+  it('a device already silent for the idle timeout when the link went is not awaited, nor is a refused room', () => {
+    const { clock, hearing, gap, heard, set } = world(['f/d01', 'f/d02', 'f/d03'])
+    clock.now += 1_000
+    heard('f/d01', 'f/d02', 'f/d03')
+    set('f/d03', { state: 'offline', refusal: 'tidemark:bad-signature' })
+    clock.now += IDLE_TIMEOUT_MS
+    heard('f/d01')
+    clock.now += 1
+    gap()
+    set('f/d03', { state: 'offline', refusal: 'tidemark:bad-signature' })
+    expect(hearing.hears()).toBe(false)
+    expect(hearing.awaiting()?.rooms).toEqual(['f/d01'])
+    clock.now += 500
+    expect(heard('f/d01')).toBe(true)
+  })
+
+  it('the sync exchange of the way back is not the device: only what comes after it counts', () => {
+    const { clock, hearing, set, heard } = world(['f/d01', 'f/d02'])
+    clock.now += 1_000
+    heard('f/d01', 'f/d02')
+    set('f/d01', { state: 'offline' })
+    set('f/d02', { state: 'offline' })
+    expect(hearing.hears()).toBe(false)
+    clock.now += 5_000
+    set('f/d01', { state: 'connected', lastSync: clock.now })
+    expect(hearing.hears()).toBe(false)
+    clock.now += 100
+    set('f/d02', { state: 'connected', lastSync: clock.now })
+    expect(hearing.hears()).toBe(false)
+    clock.now += 100
+    // d01's room synced a reading earlier, d02's just now: each needs an update after its exchange.
+    expect(heard('f/d01')).toBe(false)
+    clock.now += 800
+    expect(heard('f/d02')).toBe(true)
+  })
+
+  it('the link lost again while awaiting: the devices still awaited are awaited again after it', () => {
+    const { clock, hearing, gap, heard, outage } = world(['f/d01', 'f/d02'])
+    outage()
+    clock.now += 200
+    heard('f/d01')
+    clock.now += 1_000
+    heard('f/d01')
+    gap()
+    expect(hearing.hears()).toBe(false)
+    // d02, still awaited, and d01, heard a second before.
+    expect([...(hearing.awaiting()?.rooms ?? [])].sort()).toEqual(['f/d01', 'f/d02'])
+  })
+})
