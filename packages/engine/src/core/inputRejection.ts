@@ -1,11 +1,20 @@
 import type { Anomaly, AnomalyReason } from './anomaly.ts'
 import { copyStreamEvent, type StreamEvent } from './event.ts'
-import { invalidAnomaly, invalidReason } from './eventValidation.ts'
+import { invalidAnomaly, invalidFields, invalidReason } from './eventValidation.ts'
 
 /** `invalidReason`, where an input whose getters throw (or a revoked Proxy) is an `invalid_event`. */
 export function safeInvalidReason(event: unknown): AnomalyReason | null {
   try {
     return invalidReason(event)
+  } catch {
+    return 'invalid_event'
+  }
+}
+
+/** `invalidFields` (the input's `id` read already), where an input whose getters throw (or a revoked Proxy) is an `invalid_event`. */
+export function safeInvalidFields(event: object, id: unknown): AnomalyReason | null {
+  try {
+    return invalidFields(event, id)
   } catch {
     return 'invalid_event'
   }

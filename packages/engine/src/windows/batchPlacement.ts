@@ -7,7 +7,7 @@ import { PlacementOrder } from '../ordered/eventOrder.ts'
 import type { FutureSources } from '../core/futureSources.ts'
 import { finishedDetail, type Frontiers } from '../time/frontiers.ts'
 import type { SourceClock } from '../time/sourceClock.ts'
-import { rejectInput, safeInvalidReason } from '../core/inputRejection.ts'
+import { rejectInput, safeInvalidFields } from '../core/inputRejection.ts'
 import type { LateLane } from '../core/lateLane.ts'
 import type { ReplicationOutbox } from '../replica/replicationOutbox.ts'
 import {
@@ -262,7 +262,8 @@ export class BatchPlacement {
       return 'invalid_event'
     }
     if (prototype !== Object.prototype && prototype !== null) return this.#readOnce(input as StreamEvent, id, i)
-    const reason = safeInvalidReason(input)
+    // Its id passed on, not read again: every read of an input of many shapes is a lookup.
+    const reason = safeInvalidFields(input, id)
     if (reason === null && this.#placeCopies) {
       // A valid plain object's fields are plain data: read again, they answer the same.
       this.#copies[i] = copyStreamEvent(input as StreamEvent)
