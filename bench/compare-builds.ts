@@ -10,8 +10,9 @@
  * (two copies of one build measured 4–5% apart on streaming-100k when the same one always went
  * first). Run as many processes as builds, or a multiple, so that each goes first as often.
  *
- * Per process and series: the mean of the fastest half of its runs (wall clock: one run of the
- * window profiles takes 10–60 ms, far above the timer's resolution), as a ratio to the first
+ * Per process and series: the mean of the fastest half of its runs (process CPU time, as the
+ * bench's: one run of the window profiles takes 10–60 ms, far above the clock's resolution, and
+ * the time a loaded machine keeps the process waiting is left out), as a ratio to the first
  * build's first series. Then per build: the median of its ratios over the processes, and their range.
  *
  * A build is a directory holding the engine's `index.js` and a package.json saying
@@ -26,6 +27,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import type { Engine, EngineOptions } from '@tidemark/engine'
 import type { Contender } from './harness/contender.ts'
 import type { ProfileDefinition } from './harness/profile.ts'
+import { sampleOnce } from './measure.ts'
 import { engineBuild } from './peers/tidemark.ts'
 
 interface Series {
@@ -82,10 +84,9 @@ async function measure(profile: string, builds: readonly string[], rounds: numbe
     for (let k = 0; k < series.length; k++) {
       const s = series[(r + k + first) % series.length] as Series
       engineBuild.create = s.create
-      const start = process.hrtime.bigint()
-      contender.run({ probe, record: false })
-      const ms = Number(process.hrtime.bigint() - start) / 1e6
-      if (r >= warmup) s.times.push(ms)
+      // Process CPU time, as the bench's: the seconds a loaded machine keeps the process waiting are not the build's.
+      const { cpuMs } = sampleOnce(() => contender.run({ probe, record: false }))
+      if (r >= warmup) s.times.push(cpuMs)
     }
   }
   const result: ProcessResult = {}
