@@ -122,4 +122,29 @@ describe('RelayHearing', () => {
     // d02, still awaited, and d01, heard a second before.
     expect([...(hearing.awaiting()?.rooms ?? [])].sort()).toEqual(['f/d01', 'f/d02'])
   })
+
+  it('a link that keeps flapping awaits a device that never comes back for its reconnect bound in all, not again at every return', () => {
+    const { clock, hearing, set, heard, outage } = world(['f/d01', 'f/d02'])
+    // d02 is switched off during the outage; d01 is back at once and uploads every second.
+    outage()
+    let heardAgain = false
+    for (let flap = 0; flap < 10 && !heardAgain; flap++) {
+      // The link stays up 5 s (under the 7 s bound), then drops for 1 s and syncs again.
+      for (let s = 0; s < 5 && !heardAgain; s++) {
+        clock.now += 1_000
+        heardAgain = heard('f/d01')
+      }
+      if (heardAgain) break
+      set('f/d01', { state: 'offline' })
+      set('f/d02', { state: 'offline' })
+      expect(hearing.hears()).toBe(false)
+      clock.now += 1_000
+      set('f/d01', { state: 'connected', lastSync: clock.now })
+      set('f/d02', { state: 'connected', lastSync: clock.now })
+      hearing.hears()
+    }
+    // 7 s of the link up after the first return (5 s, a drop, 2 s more): d02's silence counts from there.
+    expect(heardAgain).toBe(true)
+    expect(clock.now).toBeLessThanOrEqual(1_000 + 1_000 + 18_000 + 5_000 + 1_000 + 2_000)
+  })
 })

@@ -30,7 +30,9 @@ export interface RelayHearingOptions {
  *   the relay answers again, plus its handshake. Until then its silence is the outage's, not its
  *   own. A device heard again ends its wait at once; one that is not back within the bound is
  *   silent, and turns idle as usual from there. A device already silent before the link went
- *   down is not awaited.
+ *   down is not awaited. A device still awaited when the link goes down again is awaited for
+ *   what was left of its wait once it is back: `boundMs` of the link up in all, so a flapping
+ *   link does not hold a device that never comes back for good.
  *
  * Read it often (every reading of the clock, and `dashboardHost` polls): what it learns of each
  * room comes from comparing one reading with the previous one.
@@ -48,10 +50,13 @@ export class RelayHearing {
   readonly #seen = new Map<string, { readonly lastSync: number | null; readonly inSync: boolean }>()
   /** When each room last brought something new while in sync (its device was heard), host clock. */
   readonly #heardAt = new Map<string, number>()
-  /** The link is down: the rooms whose devices were live when it went. */
-  #gap: Set<string> | null = null
-  /** The link is back: the live devices' rooms not heard again yet, and until when they are awaited. */
-  #awaited: { readonly rooms: Set<string>; readonly until: number } | null = null
+  /**
+   * The link is down: the rooms whose devices were live when it went, each with how long it is
+   * awaited once the link is back (`boundMs`, or what was left of a wait the loss interrupted).
+   */
+  #gap: Map<string, number> | null = null
+  /** The link is back: the live devices' rooms not heard again yet, each until when it is awaited (host clock). */
+  #awaited: Map<string, number> | null = null
 
   constructor(rooms: () => ReadonlyMap<string, SyncStatus>, now: () => number, options: RelayHearingOptions) {
     this.#rooms = rooms
@@ -70,38 +75,42 @@ export class RelayHearing {
       const seen = this.#seen.get(room)
       this.#seen.set(room, { lastSync: status.lastSync, inSync })
       if (status.refusal !== null) {
-        this.#awaited?.rooms.delete(room)
+        this.#awaited?.delete(room)
       } else if (!inSync) {
         deaf = true
         if (seen?.inSync === true) lost = true
       } else if (seen?.inSync === true && status.lastSync !== null && status.lastSync !== seen.lastSync) {
         // In sync at both readings, and lastSync moved: a peer update, its device's (a sync exchange moves it too, on the way in).
         this.#heardAt.set(room, status.lastSync)
-        this.#awaited?.rooms.delete(room)
+        this.#awaited?.delete(room)
       }
     }
     if (lost && this.#gap === null) {
-      const live = new Set(this.#awaited?.rooms)
-      for (const [room, at] of this.#heardAt) if (now - at <= this.#liveMs) live.add(room)
+      const live = new Map<string, number>()
+      for (const [room, at] of this.#heardAt) if (now - at <= this.#liveMs) live.set(room, this.#boundMs)
+      // A device still awaited keeps what is left of its wait: a flapping link does not start it over.
+      for (const [room, until] of this.#awaited ?? []) if (until > now) live.set(room, until - now)
       this.#gap = live
       this.#awaited = null
     }
     if (deaf) return false
     if (this.#gap !== null) {
-      this.#awaited = { rooms: this.#gap, until: now + this.#boundMs }
+      this.#awaited = new Map([...this.#gap].map(([room, left]) => [room, now + left]))
       this.#gap = null
     }
     return this.awaiting() === null
   }
 
-  /** The live devices' rooms not heard again since the dashboard's link came back, and until when they are awaited; null when none. */
+  /** The live devices' rooms not heard again since the dashboard's link came back, and until when the last of them is awaited; null when none. */
   awaiting(): AwaitedRooms | null {
     const awaited = this.#awaited
     if (awaited === null) return null
-    if (awaited.rooms.size === 0 || this.#now() >= awaited.until) {
+    const now = this.#now()
+    for (const [room, until] of awaited) if (now >= until) awaited.delete(room)
+    if (awaited.size === 0) {
       this.#awaited = null
       return null
     }
-    return { rooms: [...awaited.rooms], until: awaited.until }
+    return { rooms: [...awaited.keys()], until: Math.max(...awaited.values()) }
   }
 }
