@@ -147,4 +147,18 @@ describe('RelayHearing', () => {
     expect(heardAgain).toBe(true)
     expect(clock.now).toBeLessThanOrEqual(1_000 + 1_000 + 18_000 + 5_000 + 1_000 + 2_000)
   })
+
+  it('measures a device\'s silence on the clock the engine judges idleness on: heard while that clock stood still, it is live at the next loss', () => {
+    const { clock, hearing, gap, heard, outage } = world(['f/d01', 'f/d02'])
+    // d01 is back at once; d02 only 3.5 s later: the dashboard's clock stands still meanwhile.
+    outage()
+    clock.now += 200
+    expect(heard('f/d01')).toBe(false)
+    clock.now += 3_500
+    expect(heard('f/d02')).toBe(true)
+    // The link drops at once again: d01 was silent 3.7 s by the host's clock, but 0 s by the engine's.
+    gap()
+    expect(hearing.hears()).toBe(false)
+    expect([...(hearing.awaiting()?.rooms ?? [])].sort()).toEqual(['f/d01', 'f/d02'])
+  })
 })

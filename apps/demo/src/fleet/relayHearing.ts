@@ -48,8 +48,16 @@ export class RelayHearing {
   readonly #boundMs: number
   /** Each room at the last reading: its `lastSync`, and whether it was in sync. */
   readonly #seen = new Map<string, { readonly lastSync: number | null; readonly inSync: boolean }>()
-  /** When each room last brought something new while in sync (its device was heard), host clock. */
+  /**
+   * When each room last brought something new while in sync (its device was heard), on the
+   * hearing time (`#hearingAt`): the engine judges idleness on the clock that stands still while
+   * this says it does not hear, so liveness is measured on that clock too.
+   */
   readonly #heardAt = new Map<string, number>()
+  /** Host time this said it did not hear, before `#deafSince`. */
+  #deafFor = 0
+  /** Host time since which this says it does not hear; null while it hears. */
+  #deafSince: number | null = null
   /**
    * The link is down: the rooms whose devices were live when it went, each with how long it is
    * awaited once the link is back (`boundMs`, or what was left of a wait the loss interrupted).
@@ -81,24 +89,37 @@ export class RelayHearing {
         if (seen?.inSync === true) lost = true
       } else if (seen?.inSync === true && status.lastSync !== null && status.lastSync !== seen.lastSync) {
         // In sync at both readings, and lastSync moved: a peer update, its device's (a sync exchange moves it too, on the way in).
-        this.#heardAt.set(room, status.lastSync)
+        this.#heardAt.set(room, this.#hearingAt(status.lastSync))
         this.#awaited?.delete(room)
       }
     }
     if (lost && this.#gap === null) {
       const live = new Map<string, number>()
-      for (const [room, at] of this.#heardAt) if (now - at <= this.#liveMs) live.set(room, this.#boundMs)
+      const heardNow = this.#hearingAt(now)
+      for (const [room, at] of this.#heardAt) if (heardNow - at <= this.#liveMs) live.set(room, this.#boundMs)
       // A device still awaited keeps what is left of its wait: a flapping link does not start it over.
       for (const [room, until] of this.#awaited ?? []) if (until > now) live.set(room, until - now)
       this.#gap = live
       this.#awaited = null
     }
-    if (deaf) return false
-    if (this.#gap !== null) {
+    if (!deaf && this.#gap !== null) {
       this.#awaited = new Map([...this.#gap].map(([room, left]) => [room, now + left]))
       this.#gap = null
     }
-    return this.awaiting() === null
+    const hears = !deaf && this.awaiting() === null
+    // As the dashboard's clock does: it stops at the first reading that does not hear, and runs on from the first that does.
+    if (!hears) this.#deafSince ??= now
+    else if (this.#deafSince !== null) {
+      this.#deafFor += now - this.#deafSince
+      this.#deafSince = null
+    }
+    return hears
+  }
+
+  /** Host time `t` on the hearing time: less the time this said it did not hear until then. */
+  #hearingAt(t: number): number {
+    const deafSince = this.#deafSince
+    return t - this.#deafFor - (deafSince !== null && t > deafSince ? t - deafSince : 0)
   }
 
   /** The live devices' rooms not heard again since the dashboard's link came back, and until when the last of them is awaited; null when none. */
