@@ -31,6 +31,7 @@ const PROFILES: readonly ProfileEntry[] = [
   { name: 'streaming-250k-watermark-lag', streaming: true },
   { name: 'correction-churn', streaming: false },
   { name: 'reconnect-burst', streaming: false },
+  { name: 'many-sources', streaming: false },
   { name: 'anomaly-heavy', streaming: false },
   { name: 'sliding-1h-1m', streaming: true },
   { name: 'sessions-100k', streaming: true },
