@@ -168,6 +168,7 @@ export class OrderedEventStream implements OrderedStream {
       const before = clock.ahead.size + clock.ids.size
       clock.lastSeen = now
       this.#proof.record(clock, event)
+      this.#frontiers.changes.note(clock)
       this.#dedupEntries += clock.ahead.size + clock.ids.size - before
     }
     const rejected = anomalies === null ? 0 : anomalies.length - conflicting

@@ -158,6 +158,7 @@ export function mergeRemoteClocks(
       else if (entry.version > clock.version || entry.maxTs > clock.maxTs) {
         clock.version = Math.max(clock.version, entry.version)
         clock.maxTs = Math.max(clock.maxTs, entry.maxTs)
+        clock.changed()
         publish(clock)
       }
       continue
@@ -174,6 +175,7 @@ export function mergeRemoteClocks(
     } else if (entry.maxTs > clock.maxTs) {
       // maxTs joins every copy (adopt keeps the larger too): which copy of two writers' arrived first changes nothing.
       clock.maxTs = entry.maxTs
+      clock.changed()
     }
   }
   return { conflicts, untracked }

@@ -2,8 +2,18 @@ import { MAX_NAME_LENGTH } from '../core/event.ts'
 import { OverflowError } from '../core/overflowError.ts'
 import type { EngineCheckpoint } from '../recovery/engineCheckpoint.ts'
 import type { ClockEntry } from '../replica/replicaPort.ts'
+import { ClockChanges } from './clockChanges.ts'
+import { FrontierHeaps } from './frontierHeaps.ts'
 import { SourceClock } from './sourceClock.ts'
 import type { WatermarkStrategy } from './watermarkStrategy.ts'
+
+/**
+ * A change of one clock costs about this many clocks of a pass over every source (a few moves
+ * in heaps of many): frontiers follow the changed clocks only while they are few enough.
+ */
+const FOLLOW_COST = 16
+/** Passes in a row that found few clocks changed before the heaps are built again. */
+const CALM_ADVANCES = 4
 
 /**
  * The engine's event-time frontiers (docs/semantics.md, Time): the watermark `W`, the
@@ -11,6 +21,11 @@ import type { WatermarkStrategy } from './watermarkStrategy.ts'
  * and the proof frontier `P`. They move only in `advance()`, between batches. A finished source
  * counts in none of them (when every known source finished, `P` is Infinity: all input is in),
  * but when every other source is idle, `W` goes as far as the furthest finished one reached.
+ *
+ * A batch that changes few of many clocks costs what those few cost: each changed clock is
+ * listed once in `changes` (`SourceClock.changed`; placement lists the clocks it records
+ * events in), and heaps ordered by what the frontiers read (`FrontierHeaps`) take them in. When many clocks changed, or processing time went back or is not a time, one
+ * pass over the sources finds the frontiers instead, with the same answers.
  *
  * @example
  * const frontiers = new Frontiers(boundedOutOfOrderness(5_000), 30_000)
@@ -46,10 +61,29 @@ export class Frontiers {
   #moves = 0
   #holders: FrontierHolders = { proof: null, watermark: null }
   #holdersAt = -1
+  /** Clocks changed since the frontiers last looked: who changes a clock lists it (`SourceClock.changed`, `ClockChanges.note`). */
+  readonly changes = new ClockChanges<SourceClock>()
+  readonly #heaps: FrontierHeaps
+  /** True while `#heaps` hold every clock as it stands, but for those listed in `changes`. */
+  #followed = false
+  /** Passes in a row that found few sources heard from (the heaps are built again after `CALM_ADVANCES`). */
+  #calm = 0
+  readonly #followCost: number
 
-  constructor(strategy: WatermarkStrategy, idleTimeout: number) {
+  /**
+   * Frontiers under `strategy`, a source turning idle after `idleTimeout` ms of silence.
+   * `followCost` is what one changed clock costs against a pass over every source (the heaps
+   * follow changes while `changed × followCost` stays within the number of sources): tests pass 0
+   * to follow every change however few the sources.
+   *
+   * @example
+   * const frontiers = new Frontiers(boundedOutOfOrderness(5_000), 30_000)
+   */
+  constructor(strategy: WatermarkStrategy, idleTimeout: number, followCost = FOLLOW_COST) {
     this.#strategy = strategy
     this.#idleTimeout = idleTimeout
+    this.#heaps = new FrontierHeaps(idleTimeout)
+    this.#followCost = followCost
   }
 
   /** The clock of `name`, created on first sight. */
@@ -57,8 +91,9 @@ export class Frontiers {
     let clock = this.sources.get(name)
     if (clock === undefined) {
       // Sources are never forgotten, so the count is a fresh slot.
-      clock = new SourceClock(name, now, this.sources.size)
+      clock = new SourceClock(name, now, this.sources.size, this.changes)
       this.sources.set(name, clock)
+      clock.changed()
     }
     return clock
   }
@@ -72,21 +107,86 @@ export class Frontiers {
   }
 
   /**
-   * Recomputes W and P from the source clocks at processing time `now`.
-   * One pass over sources per batch, never per event.
+   * Recomputes W and P from the source clocks at processing time `now`: from the clocks that
+   * changed since the last call and those turning idle, or, when many changed or `now` went back
+   * or is not a time, in one pass over sources. Per batch, never per event.
+   *
+   * @example
+   * const frontiers = new Frontiers(boundedOutOfOrderness(5_000), 30_000)
+   * frontiers.source('d1', now).remember({ seq: 1, id: 'd1-1', ts: 60_000 }, now)
+   * frontiers.advance(now)
+   * frontiers.watermark // 55000
    */
   advance(now: number): void {
     this.#moves++
+    if (this.#follows(now)) this.#advanceFollowed(now)
+    else this.#advanceScanned(now)
+  }
+
+  /**
+   * True when the heaps can move the frontiers to `now` (a finite time, not before the last
+   * judgement, with few clocks changed), the changed clocks taken in; false when a pass is due.
+   * Built again after a few passes in a row found few clocks changed (heard from in the batch).
+   */
+  #follows(now: number): boolean {
+    if (!(Number.isFinite(now) && now >= this.#judgedAt)) return this.#unfollow()
+    if (this.#followed) return this.#takeChanges()
+    if (this.#calm < CALM_ADVANCES) return false
+    this.#heaps.rebuild(this.sources.values(), this.#judgedAt)
+    this.changes.clear()
+    this.changes.listing = true
+    this.#followed = true
+    return true
+  }
+
+  /** Takes the changed clocks into the heaps while they follow and the changes are few; true when the heaps hold every clock. */
+  #takeChanges(): boolean {
+    if (!this.#followed) return false
+    const changes = this.changes
+    if (changes.size * this.#followCost > this.sources.size) return this.#unfollow()
+    for (let i = 0; i < changes.size; i++) this.#heaps.take(changes.clocks[i] as SourceClock, this.#judgedAt)
+    changes.clear()
+    return true
+  }
+
+  /** Leaves the heaps behind (built again once changes are few): a pass finds the frontiers. Returns false. */
+  #unfollow(): false {
+    this.#followed = false
+    this.#calm = 0
+    this.changes.listing = false
+    this.changes.clear()
+    return false
+  }
+
+  /** `advance(now)` from the heaps, which hold every clock as it stands. */
+  #advanceFollowed(now: number): void {
+    const heaps = this.#heaps
+    this.#judgedAt = now
+    heaps.judge(now)
+    const highest = heaps.highest()
+    if (highest !== null && highest.maxTs > this.maxTs) this.maxTs = highest.maxTs
+    this.idleSources = heaps.idleSources
+    this.finishedSources = heaps.finishedSources
+    let active = heaps.activeFloor()
+    if (active === Number.POSITIVE_INFINITY) active = heaps.finishedReach()
+    this.#settle(heaps.proofFloor(), active, heaps.countingFloor())
+  }
+
+  /** `advance(now)` in one pass over sources. */
+  #advanceScanned(now: number): void {
     let proof = Number.POSITIVE_INFINITY
     let active = Number.POSITIVE_INFINITY
     let all = Number.POSITIVE_INFINITY
     let finished = Number.NEGATIVE_INFINITY
     let idle = 0
     let finishedSources = 0
+    /** Sources heard from at `now`: about the clocks the batch changed, which `changes` does not list during passes. */
+    let heard = 0
     // A clock that gave no time turns no source idle: every source counts as active again.
     this.#judgedAt = Number.isNaN(now) ? Number.NEGATIVE_INFINITY : now
     for (const clock of this.sources.values()) {
       if (clock.maxTs > this.maxTs) this.maxTs = clock.maxTs
+      if (clock.lastSeen === now) heard++
       // A finished source holds nothing back: nothing unseen can come from it.
       if (clock.finished) {
         finishedSources++
@@ -101,8 +201,14 @@ export class Frontiers {
     }
     this.idleSources = idle
     this.finishedSources = finishedSources
+    this.#calm = heard * this.#followCost > this.sources.size ? 0 : this.#calm + 1
     // Every source still counting is idle (or there is none): W may go as far as a finished source reached, as it would had that one not finished.
     if (active === Number.POSITIVE_INFINITY) active = finished
+    this.#settle(proof, active, all)
+  }
+
+  /** Sets P from the lowest proof of the unfinished sources, and W and strict W from the lowest `maxTs` of the active and of the unfinished ones. */
+  #settle(proof: number, active: number, all: number): void {
     if (this.untrackedProof < proof) proof = this.untrackedProof
     this.proof = this.sources.size === 0 ? Number.NEGATIVE_INFINITY : proof
     if (this.#strategy.kind !== 'bounded') return
@@ -126,10 +232,15 @@ export class Frontiers {
     if (this.#holdersAt === this.#moves) return this.#holders
     let proof: SourceClock | null = null
     let watermark: SourceClock | null = null
-    for (const clock of this.sources.values()) {
-      if (clock.finished) continue
-      if (proof === null || clock.proof() < proof.proof()) proof = clock
-      if (!this.#idleAt(clock, this.#judgedAt) && (watermark === null || clock.maxTs < watermark.maxTs)) watermark = clock
+    if (this.#takeChanges()) {
+      proof = this.#heaps.proofHolder()
+      watermark = this.#heaps.watermarkHolder()
+    } else {
+      for (const clock of this.sources.values()) {
+        if (clock.finished) continue
+        if (proof === null || clock.proof() < proof.proof()) proof = clock
+        if (!this.#idleAt(clock, this.#judgedAt) && (watermark === null || clock.maxTs < watermark.maxTs)) watermark = clock
+      }
     }
     this.#holders = {
       proof: proof === null || this.untrackedProof < proof.proof() ? null : proof.name,
@@ -159,11 +270,19 @@ export class Frontiers {
    * The processing time at which the next source not idle at the last `advance` turns idle: 1 ms
    * after its `idleTimeout` runs out (a source is idle once `now - lastSeen` exceeds it), the
    * earliest over sources; +Infinity when none can (no `idleTimeout`, or every source idle
-   * already). One pass over sources: call it per operation, not per event.
+   * already). Read from the heaps while they follow the clocks (the active source silent the
+   * longest), else in one pass over sources: call it per operation, not per event.
+   *
+   * @example
+   * frontiers.nextIdleAt() // 40001: d1, silent since 10000, turns idle then (idleTimeout 30000)
    */
   nextIdleAt(): number {
     const timeout = this.#idleTimeout
     if (timeout === Number.POSITIVE_INFINITY) return timeout
+    if (this.#takeChanges()) {
+      const quietest = this.#heaps.quietest()
+      return quietest === null ? Number.POSITIVE_INFINITY : quietest.lastSeen + timeout + 1
+    }
     let next = Number.POSITIVE_INFINITY
     for (const clock of this.sources.values()) {
       // Idle already at the last judgement: it stays idle until it sends again. A finished source never turns idle.
@@ -182,6 +301,11 @@ export class Frontiers {
   settledAt(now: number): boolean {
     if (!(now >= this.#judgedAt)) return false
     if (this.#idleTimeout === Number.POSITIVE_INFINITY) return true
+    // The active source silent the longest turns idle first, at any finite `now`.
+    if (Number.isFinite(now) && this.#takeChanges()) {
+      const quietest = this.#heaps.quietest()
+      return quietest === null || !this.#idleAt(quietest, now)
+    }
     for (const clock of this.sources.values()) {
       if (!clock.finished && !this.#idleAt(clock, this.#judgedAt) && this.#idleAt(clock, now)) return false
     }
@@ -190,6 +314,7 @@ export class Frontiers {
 
   /** The idleness rule: silent for longer than `idleTimeout` at processing time `now`. */
   #idleAt(clock: SourceClock, now: number): boolean {
+    // As `idleAt` (frontierHeaps.ts) judges it; written out on the path of the pass over every source.
     return now - clock.lastSeen > this.#idleTimeout
   }
 
@@ -221,8 +346,10 @@ export class Frontiers {
     this.idleSources = f.idleSources
     this.untrackedProof = typeof f.untrackedProof === 'number' ? f.untrackedProof : Number.POSITIVE_INFINITY
     this.#moves++
+    // Followed again once advances are calm: the heaps are built from the restored clocks.
+    this.#unfollow()
     for (const s of checkpoint.sources) {
-      this.sources.set(s.name, SourceClock.restore(s, this.sources.size))
+      this.sources.set(s.name, SourceClock.restore(s, this.sources.size, this.changes))
       if (s.finished === true) this.finishedSources++
     }
     // Kept as the checkpoint's engine judged them; one from before they were kept (or naming no source here): found from the clocks at the next stats().

@@ -1,6 +1,7 @@
 import type { StreamEvent } from '../core/event.ts'
 import type { SourceClockSnapshot } from '../recovery/engineCheckpoint.ts'
 import type { ClockEntry } from '../replica/replicaPort.ts'
+import type { ClockChanges } from './clockChanges.ts'
 import { SeqRing } from './seqRing.ts'
 
 /** What a source clock remembers of an event: its seq, id and event time. */
@@ -56,13 +57,35 @@ export class SourceClock {
    * before a lookup by name. Clocks are never replaced, so it is always one of the engine's.
    */
   next: SourceClock | null = null
+  /**
+   * The look of the frontiers' `ClockChanges` in which this clock last reported a change (-1:
+   * never): the frontiers follow the clocks that changed, not every clock.
+   */
+  changedIn = -1
   /** Ts of the event at `prefix` (NaN when a peer's clock did not say), to detect a clock going backwards along seq. */
   #lastPrefixTs = Number.NEGATIVE_INFINITY
+  /** Where the frontiers that own this clock hear of its changes (null: a clock no frontiers follow). */
+  readonly #changes: ClockChanges<SourceClock> | null
 
-  constructor(name: string, now: number, slot = 0) {
+  constructor(name: string, now: number, slot = 0, changes: ClockChanges<SourceClock> | null = null) {
     this.name = name
     this.lastSeen = now
     this.slot = slot
+    this.#changes = changes
+  }
+
+  /**
+   * Tells the frontiers this clock changed: what `remember`, `adopt` and `finish` do. `record`
+   * leaves it to its caller, which on the path of every event lists the clock itself
+   * (`ClockChanges.note`, once per clock and batch: a call in `record` kept the optimizer from
+   * inlining it), as does a caller that sets `maxTs` itself.
+   *
+   * @example
+   * clock.maxTs = Math.max(clock.maxTs, entry.maxTs)
+   * clock.changed()
+   */
+  changed(): void {
+    this.#changes?.note(this)
   }
 
   /** True when this `(seq)` or `(id)` was already counted. */
@@ -113,10 +136,11 @@ export class SourceClock {
   remember(event: EventStamp, now: number): void {
     this.lastSeen = now
     this.record(event)
+    this.changed()
   }
 
   /**
-   * Records a valid, non-duplicate event, leaving `lastSeen` to the caller: advances the version,
+   * Records a valid, non-duplicate event, leaving `lastSeen` and `changed()` to the caller: advances the version,
    * the largest event time, the seq prefix and the dedup memory. For hot paths that set
    * `lastSeen` themselves: a number passed to a function the optimizer does not inline is boxed,
    * a heap allocation per event, which is also why it takes the event rather than its fields.
@@ -169,6 +193,7 @@ export class SourceClock {
     if (this.finished) return
     this.finished = true
     this.version++
+    this.changed()
   }
 
   /** Highest seq this clock has remembered (0 when none): the prefix, or a seq seen above a gap. */
@@ -188,6 +213,7 @@ export class SourceClock {
     this.provable = state.provable
     this.finished = state.finished === true
     this.lastSeen = now
+    this.changed()
   }
 
   snapshot(): SourceClockSnapshot {
@@ -208,8 +234,8 @@ export class SourceClock {
     }
   }
 
-  static restore(s: SourceClockSnapshot, slot = 0): SourceClock {
-    const clock = new SourceClock(s.name, s.lastSeen, slot)
+  static restore(s: SourceClockSnapshot, slot = 0, changes: ClockChanges<SourceClock> | null = null): SourceClock {
+    const clock = new SourceClock(s.name, s.lastSeen, slot, changes)
     clock.writer = s.writer
     clock.version = s.version
     clock.maxTs = s.maxTs

@@ -96,6 +96,7 @@ export class BatchPlacement {
     const counts = this.#state.anomalies
     const limits = options.limits
     const sources = this.#state.frontiers.sources
+    const changes = this.#state.frontiers.changes
     const n = events.length
     let accepted = 0
     let late = 0
@@ -213,6 +214,8 @@ export class BatchPlacement {
         clock.record(event)
         dedup.entries += clock.ahead.size + clock.ids.size - before
       }
+      // Listed once per batch for the frontiers, while they follow the clocks that changed.
+      if (changes.listing && clock.changedIn !== changes.look) changes.note(clock)
       if (publish && this.#clockPublished[clock.slot] !== frontiers.batch) {
         this.#clockPublished[clock.slot] = frontiers.batch
         outbox.clock(clock)

@@ -1,0 +1,246 @@
+/**
+ * The incremental frontiers (heaps that follow the clocks that changed) against the pass over
+ * every source they replace (`ScanFrontiers`, the old code kept as a reference): the same random
+ * operations on both, each on its own clocks, and after every operation the same W, strict W, P,
+ * counts, largest event time, holders, next idle time and settledness, to the sign of a zero.
+ */
+import fc from 'fast-check'
+import { describe, it } from 'vitest'
+import { assertSeeded, PROPERTY_TIMEOUT } from '@tidemark/seeded-random/property'
+import { boundedOutOfOrderness, manual } from '../src/index.ts'
+import type { ClockEntry } from '../src/replica/replicaPort.ts'
+import { mergeRemoteClocks } from '../src/replica/remoteMerge.ts'
+import { Frontiers } from '../src/time/frontiers.ts'
+import type { EventStamp, SourceClock } from '../src/time/sourceClock.ts'
+import { ScanFrontiers } from './scanFrontiers.ts'
+
+const FILE = 'packages/engine/test/frontiersIncremental.property.test.ts'
+const REPLICA = 'r1'
+
+type Op =
+  | { readonly kind: 'events'; readonly events: readonly Draft[]; readonly advance: boolean }
+  | { readonly kind: 'finish'; readonly source: number }
+  | { readonly kind: 'merge'; readonly entries: readonly EntryDraft[] }
+  | { readonly kind: 'clock'; readonly to: Now }
+  | { readonly kind: 'tick' }
+  | { readonly kind: 'advanceTo'; readonly by: number }
+  | { readonly kind: 'restore' }
+
+/** Processing time moves: forward (a little, past the idle timeout), back, or to no time at all. */
+type Now = { readonly move: 'forward' | 'back'; readonly by: number } | { readonly move: 'to'; readonly value: number }
+
+interface Draft {
+  readonly source: number
+  /** Next seq, a gap ahead, a seq left behind earlier (filling a gap, or a copy), or no seq. */
+  readonly seq: 'next' | 'gap' | 'fill' | 'none'
+  /** Event time step from the source's last one: mostly forward, sometimes back (breaking its proof). */
+  readonly step: number
+  readonly negativeZero: boolean
+}
+
+interface EntryDraft {
+  readonly source: number
+  readonly writer: string
+  readonly version: number
+  readonly maxTs: number
+  readonly prefix: number
+  readonly prefixTs: number
+  readonly provable: boolean
+  readonly finished: boolean
+}
+
+interface Plan {
+  readonly bounded: boolean
+  readonly lag: number
+  readonly idleTimeout: number
+  readonly sources: number
+  readonly maxSources: number
+  /** 0 follows every change; 16 as the engine; 1 between: the heaps are left and built again. */
+  readonly followCost: number
+  readonly ops: readonly Op[]
+}
+
+const draft = (sources: number): fc.Arbitrary<Draft> =>
+  fc.record({
+    source: fc.nat(sources - 1),
+    seq: fc.constantFrom<Draft['seq']>('next', 'next', 'next', 'gap', 'fill', 'none'),
+    step: fc.oneof({ weight: 5, arbitrary: fc.integer({ min: 0, max: 3 }) }, { weight: 1, arbitrary: fc.integer({ min: -4, max: -1 }) }),
+    negativeZero: fc.boolean(),
+  })
+
+const entry = (sources: number): fc.Arbitrary<EntryDraft> =>
+  fc.record({
+    // Sources beyond the plan's: new ones, past `maxSources` sometimes (left out: untracked).
+    source: fc.nat(sources + 2),
+    writer: fc.constantFrom('r0', 'r1', 'r2'),
+    version: fc.nat(40),
+    maxTs: fc.integer({ min: -2, max: 30 }),
+    prefix: fc.nat(20),
+    prefixTs: fc.oneof(fc.integer({ min: -2, max: 30 }), fc.constant(Number.NEGATIVE_INFINITY)),
+    provable: fc.boolean(),
+    finished: fc.boolean(),
+  })
+
+const now: fc.Arbitrary<Now> = fc.oneof(
+  { weight: 6, arbitrary: fc.record({ move: fc.constant<'forward'>('forward'), by: fc.constantFrom(0, 1, 2, 5, 10, 11, 30, 0.5) }) },
+  { weight: 2, arbitrary: fc.record({ move: fc.constant<'back'>('back'), by: fc.constantFrom(1, 7, 40) }) },
+  { weight: 1, arbitrary: fc.record({ move: fc.constant<'to'>('to'), value: fc.constantFrom(Number.NaN, Number.POSITIVE_INFINITY, 0) }) },
+)
+
+const plans: fc.Arbitrary<Plan> = fc
+  .record({
+    lag: fc.constantFrom(0, 3),
+    idleTimeout: fc.constantFrom(Number.POSITIVE_INFINITY, 10, 10.5, 0),
+    sources: fc.integer({ min: 1, max: 12 }),
+    followCost: fc.constantFrom(0, 0, 1, 16),
+  })
+  .chain((base) =>
+    fc.record({
+      bounded: fc.oneof({ weight: 5, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) }),
+      lag: fc.constant(base.lag),
+      idleTimeout: fc.constant(base.idleTimeout),
+      sources: fc.constant(base.sources),
+      maxSources: fc.constantFrom(base.sources + 3, base.sources),
+      followCost: fc.constant(base.followCost),
+      ops: fc.array(
+        fc.oneof(
+          { weight: 8, arbitrary: fc.record({ kind: fc.constant<'events'>('events'), events: fc.array(draft(base.sources), { minLength: 1, maxLength: 6 }), advance: fc.boolean() }) },
+          { weight: 1, arbitrary: fc.record({ kind: fc.constant<'finish'>('finish'), source: fc.nat(base.sources - 1) }) },
+          { weight: 2, arbitrary: fc.record({ kind: fc.constant<'merge'>('merge'), entries: fc.array(entry(base.sources), { minLength: 1, maxLength: 4 }) }) },
+          { weight: 4, arbitrary: fc.record({ kind: fc.constant<'clock'>('clock'), to: now }) },
+          { weight: 3, arbitrary: fc.constant<Op>({ kind: 'tick' }) },
+          { weight: 1, arbitrary: fc.record({ kind: fc.constant<'advanceTo'>('advanceTo'), by: fc.integer({ min: -2, max: 6 }) }) },
+          { weight: 1, arbitrary: fc.constant<Op>({ kind: 'restore' }) },
+        ),
+        { minLength: 30, maxLength: 90 },
+      ),
+    }),
+  )
+
+type AnyFrontiers = Frontiers | ScanFrontiers
+
+/** An event as a clock records it, with its source. */
+type Stamped = EventStamp & { readonly source: string }
+
+/** What the engine reads of its frontiers, zeros signed. */
+function observe(f: AnyFrontiers, probe: number): string {
+  const show = (x: unknown) => (Object.is(x, -0) ? '-0' : String(x))
+  const holders = f.holders()
+  return [
+    `W ${show(f.watermark)}`,
+    `strict ${show(f.strictWatermark)}`,
+    `P ${show(f.proof)}`,
+    `idle ${f.idleSources}`,
+    `finished ${f.finishedSources}`,
+    `maxTs ${show(f.maxTs)}`,
+    `untracked ${show(f.untrackedProof)}`,
+    `holders ${holders.proof}/${holders.watermark}`,
+    `nextIdleAt ${show(f.nextIdleAt())}`,
+    `settledAt(${show(probe)}) ${f.settledAt(probe)}`,
+    `sources ${f.sources.size}`,
+  ].join(', ')
+}
+
+/** Runs `plan` on the incremental frontiers and on the reference; throws at the first operation where they part. */
+function check(plan: Plan): void {
+  const strategy = plan.bounded ? boundedOutOfOrderness(plan.lag) : manual()
+  let incremental: AnyFrontiers = new Frontiers(strategy, plan.idleTimeout, plan.followCost)
+  let reference: AnyFrontiers = new ScanFrontiers(strategy, plan.idleTimeout)
+  let at = 0
+  /** Per source: the last event time sent, the next seq, a seq skipped (to fill later). */
+  const sent = Array.from({ length: plan.sources }, () => ({ ts: 0, seq: 1, skipped: [] as number[] }))
+  let ids = 0
+  const name = (source: number) => `s${source}`
+  const apply = (f: AnyFrontiers, op: Op, events: readonly Stamped[], entries: readonly ClockEntry[]) => {
+    switch (op.kind) {
+      case 'events':
+        for (const event of events) {
+          // As placement does: a finished source, a clock of another writer, and a copy take nothing.
+          let clock: SourceClock | undefined = f.sources.get(event.source)
+          if (clock !== undefined && (clock.finished || clock.writer !== REPLICA || clock.seen(event.seq, event.id))) continue
+          if (clock === undefined) {
+            if (f.sources.size >= plan.maxSources) continue
+            clock = f.source(event.source, at)
+            clock.writer = REPLICA
+          }
+          clock.lastSeen = at
+          clock.record(event)
+          // As placement lists it for the frontiers (the reference's clocks list nowhere).
+          clock.changed()
+        }
+        if (op.advance) f.advance(at)
+        return
+      case 'finish': {
+        const clock = f.sources.get(name(op.source)) ?? (f.sources.size < plan.maxSources ? f.source(name(op.source), at) : undefined)
+        if (clock === undefined || (clock.writer !== REPLICA && clock.writer !== '' && !clock.finished)) return
+        clock.writer = REPLICA
+        clock.finish()
+        f.advance(at)
+        return
+      }
+      case 'merge':
+        mergeRemoteClocks(f as Frontiers, entries, REPLICA, plan.maxSources, at, () => {})
+        f.advance(at)
+        return
+      case 'clock':
+        return
+      case 'tick':
+        f.advance(at)
+        return
+      case 'advanceTo':
+        f.advanceTo(f.watermark + op.by)
+        return
+      case 'restore':
+        return
+    }
+  }
+  for (let i = 0; i < plan.ops.length; i++) {
+    const op = plan.ops[i] as Op
+    const events: Stamped[] = []
+    const entries: ClockEntry[] = []
+    if (op.kind === 'clock') {
+      const to = op.to
+      at = to.move === 'to' ? to.value : Number.isFinite(at) ? (to.move === 'forward' ? at + to.by : at - to.by) : 100
+    } else if (op.kind === 'events') {
+      for (const d of op.events) {
+        const s = sent[d.source] as { ts: number; seq: number; skipped: number[] }
+        s.ts += d.step
+        const ts = d.negativeZero && s.ts === 0 ? -0 : s.ts
+        let seq: number | undefined
+        if (d.seq === 'next') seq = s.seq++
+        else if (d.seq === 'gap') {
+          s.skipped.push(s.seq)
+          seq = s.seq + 1
+          s.seq += 2
+        } else if (d.seq === 'fill') seq = s.skipped.pop() ?? Math.max(1, s.seq - 1)
+        const id = `${name(d.source)}-${ids++}`
+        events.push(seq === undefined ? { source: name(d.source), id, ts } : { source: name(d.source), seq, id, ts })
+      }
+    } else if (op.kind === 'merge') {
+      for (const e of op.entries) {
+        const { source, finished, ...rest } = e
+        entries.push({ source: name(source), ...rest, ...(finished ? { finished: true } : {}) })
+      }
+    } else if (op.kind === 'restore') {
+      const a = structuredClone(incremental.snapshot())
+      const b = structuredClone(reference.snapshot())
+      if (JSON.stringify(a) !== JSON.stringify(b)) throw new Error(`op ${i} (restore): checkpoints differ\n  incremental ${JSON.stringify(a)}\n  reference   ${JSON.stringify(b)}`)
+      incremental = new Frontiers(strategy, plan.idleTimeout, plan.followCost)
+      incremental.restore(a)
+      reference = new ScanFrontiers(strategy, plan.idleTimeout)
+      reference.restore(b)
+    }
+    apply(incremental, op, events, entries)
+    apply(reference, op, events, entries)
+    for (const probe of [at, Number.isFinite(at) ? at + 11 : 0]) {
+      const got = observe(incremental, probe)
+      const want = observe(reference, probe)
+      if (got !== want) throw new Error(`op ${i} (${JSON.stringify(op)}), now ${at}:\n  incremental ${got}\n  reference   ${want}`)
+    }
+  }
+}
+
+describe('Frontiers: the heaps that follow changed clocks answer as a pass over every source', () => {
+  const name = 'W, strict W, P, counts and holders agree after every operation'
+  it(name, () => assertSeeded(fc.property(plans, check), FILE, name, 400), PROPERTY_TIMEOUT)
+})
