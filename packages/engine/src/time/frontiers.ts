@@ -24,8 +24,9 @@ const CALM_ADVANCES = 4
  *
  * A batch that changes few of many clocks costs what those few cost: each changed clock is
  * listed once in `changes` (`SourceClock.changed`; placement lists the clocks it records
- * events in), and heaps ordered by what the frontiers read (`FrontierHeaps`) take them in. When many clocks changed, or processing time went back or is not a time, one
- * pass over the sources finds the frontiers instead, with the same answers.
+ * events in), and heaps ordered by what the frontiers read (`FrontierHeaps`) take them in.
+ * When many clocks changed, or processing time went back or is not a time, one pass over the
+ * sources finds the frontiers instead, with the same answers.
  *
  * @example
  * const frontiers = new Frontiers(boundedOutOfOrderness(5_000), 30_000)
