@@ -1,6 +1,7 @@
 /**
  * The incremental frontiers (heaps that follow the clocks that changed) against the pass over
- * every source they replace (`ScanFrontiers`, the old code kept as a reference): the same random
+ * every source they stand in for (`Frontiers` with an infinite follow cost, which passes at every
+ * `advance`, as the frontiers did before they had heaps): the same random
  * operations on both, each on its own clocks, and after every operation the same W, strict W, P,
  * counts, largest event time, holders, next idle time and settledness, to the sign of a zero.
  */
@@ -12,7 +13,6 @@ import type { ClockEntry } from '../src/replica/replicaPort.ts'
 import { mergeRemoteClocks } from '../src/replica/remoteMerge.ts'
 import { Frontiers } from '../src/time/frontiers.ts'
 import type { EventStamp, SourceClock } from '../src/time/sourceClock.ts'
-import { ScanFrontiers } from './scanFrontiers.ts'
 
 const FILE = 'packages/engine/test/frontiersIncremental.property.test.ts'
 const REPLICA = 'r1'
@@ -117,13 +117,14 @@ const plans: fc.Arbitrary<Plan> = fc
     }),
   )
 
-type AnyFrontiers = Frontiers | ScanFrontiers
+/** The reference: a pass over every source at every `advance`, never the heaps. */
+const PASS_ONLY = Number.POSITIVE_INFINITY
 
 /** An event as a clock records it, with its source. */
 type Stamped = EventStamp & { readonly source: string }
 
 /** What the engine reads of its frontiers, zeros signed. */
-function observe(f: AnyFrontiers, probe: number): string {
+function observe(f: Frontiers, probe: number): string {
   const show = (x: unknown) => (Object.is(x, -0) ? '-0' : String(x))
   const holders = f.holders()
   return [
@@ -144,14 +145,14 @@ function observe(f: AnyFrontiers, probe: number): string {
 /** Runs `plan` on the incremental frontiers and on the reference; throws at the first operation where they part. */
 function check(plan: Plan): void {
   const strategy = plan.bounded ? boundedOutOfOrderness(plan.lag) : manual()
-  let incremental: AnyFrontiers = new Frontiers(strategy, plan.idleTimeout, plan.followCost)
-  let reference: AnyFrontiers = new ScanFrontiers(strategy, plan.idleTimeout)
+  let incremental: Frontiers = new Frontiers(strategy, plan.idleTimeout, plan.followCost)
+  let reference: Frontiers = new Frontiers(strategy, plan.idleTimeout, PASS_ONLY)
   let at = 0
   /** Per source: the last event time sent, the next seq, a seq skipped (to fill later). */
   const sent = Array.from({ length: plan.sources }, () => ({ ts: 0, seq: 1, skipped: [] as number[] }))
   let ids = 0
   const name = (source: number) => `s${source}`
-  const apply = (f: AnyFrontiers, op: Op, events: readonly Stamped[], entries: readonly ClockEntry[]) => {
+  const apply = (f: Frontiers, op: Op, events: readonly Stamped[], entries: readonly ClockEntry[]) => {
     switch (op.kind) {
       case 'events':
         for (const event of events) {
@@ -227,7 +228,7 @@ function check(plan: Plan): void {
       if (JSON.stringify(a) !== JSON.stringify(b)) throw new Error(`op ${i} (restore): checkpoints differ\n  incremental ${JSON.stringify(a)}\n  reference   ${JSON.stringify(b)}`)
       incremental = new Frontiers(strategy, plan.idleTimeout, plan.followCost)
       incremental.restore(a)
-      reference = new ScanFrontiers(strategy, plan.idleTimeout)
+      reference = new Frontiers(strategy, plan.idleTimeout, PASS_ONLY)
       reference.restore(b)
     }
     apply(incremental, op, events, entries)

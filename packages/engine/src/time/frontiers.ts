@@ -75,7 +75,8 @@ export class Frontiers {
    * Frontiers under `strategy`, a source turning idle after `idleTimeout` ms of silence.
    * `followCost` is what one changed clock costs against a pass over every source (the heaps
    * follow changes while `changed × followCost` stays within the number of sources): tests pass 0
-   * to follow every change however few the sources.
+   * to follow every change however few the sources, and Infinity to pass over every source at
+   * every `advance`.
    *
    * @example
    * const frontiers = new Frontiers(boundedOutOfOrderness(5_000), 30_000)
@@ -202,7 +203,7 @@ export class Frontiers {
     }
     this.idleSources = idle
     this.finishedSources = finishedSources
-    this.#calm = heard * this.#followCost > this.sources.size ? 0 : this.#calm + 1
+    this.#calm = heard * this.#followCost <= this.sources.size ? this.#calm + 1 : 0
     // Every source still counting is idle (or there is none): W may go as far as a finished source reached, as it would had that one not finished.
     if (active === Number.POSITIVE_INFINITY) active = finished
     this.#settle(proof, active, all)
