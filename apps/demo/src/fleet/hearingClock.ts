@@ -1,3 +1,5 @@
+import { HearingTime } from './hearingTime.ts'
+
 /**
  * The dashboard engine's processing-time clock: the platform's, except that it stands still
  * while the dashboard cannot hear the whole fleet (its relay link is down, or back and some
@@ -19,10 +21,7 @@
 export class HearingClock {
   readonly #real: () => number
   #hears: () => boolean = () => true
-  /** How much processing time the clock stood still for, in all. */
-  #stoodStill = 0
-  /** The clock's reading when it stopped; null while it runs. */
-  #stoppedAt: number | null = null
+  readonly #time = new HearingTime()
 
   constructor(real: () => number) {
     this.#real = real
@@ -33,17 +32,9 @@ export class HearingClock {
     this.#hears = hears
   }
 
-  /** The time now: the platform's minus the time it stood still. */
+  /** The time now: the platform's minus the time it stood still (`HearingTime`). */
   now = (): number => {
     const real = this.#real()
-    if (this.#hears()) {
-      if (this.#stoppedAt !== null) {
-        this.#stoodStill = real - this.#stoppedAt
-        this.#stoppedAt = null
-      }
-      return real - this.#stoodStill
-    }
-    this.#stoppedAt ??= real - this.#stoodStill
-    return this.#stoppedAt
+    return this.#time.read(real, this.#hears())
   }
 }

@@ -1,4 +1,5 @@
 import type { SyncStatus } from '@tidemark/engine'
+import { HearingTime } from './hearingTime.ts'
 import { DEVICE_RECONNECT_BOUND_MS } from './relayReconnect.ts'
 
 /** The rooms the dashboard still waits to hear again after its link came back, and until when (host clock). */
@@ -50,14 +51,12 @@ export class RelayHearing {
   readonly #seen = new Map<string, { readonly lastSync: number | null; readonly inSync: boolean }>()
   /**
    * When each room last brought something new while in sync (its device was heard), on the
-   * hearing time (`#hearingAt`): the engine judges idleness on the clock that stands still while
+   * hearing time (`#time`): the engine judges idleness on the clock that stands still while
    * this says it does not hear, so liveness is measured on that clock too.
    */
   readonly #heardAt = new Map<string, number>()
-  /** Host time this said it did not hear, before `#deafSince`. */
-  #deafFor = 0
-  /** Host time since which this says it does not hear; null while it hears. */
-  #deafSince: number | null = null
+  /** This reading's own hearing time, kept as the dashboard's clock keeps its: it stops at the first reading that does not hear, and runs on from the first that does. */
+  readonly #time = new HearingTime()
   /**
    * The link is down: the rooms whose devices were live when it went, each with how long it is
    * awaited once the link is back (`boundMs`, or what was left of a wait the loss interrupted).
@@ -89,13 +88,13 @@ export class RelayHearing {
         if (seen?.inSync === true) lost = true
       } else if (seen?.inSync === true && status.lastSync !== null && status.lastSync !== seen.lastSync) {
         // In sync at both readings, and lastSync moved: a peer update, its device's (a sync exchange moves it too, on the way in).
-        this.#heardAt.set(room, this.#hearingAt(status.lastSync))
+        this.#heardAt.set(room, this.#time.at(status.lastSync))
         this.#awaited?.delete(room)
       }
     }
     if (lost && this.#gap === null) {
       const live = new Map<string, number>()
-      const heardNow = this.#hearingAt(now)
+      const heardNow = this.#time.at(now)
       for (const [room, at] of this.#heardAt) if (heardNow - at <= this.#liveMs) live.set(room, this.#boundMs)
       // A device still awaited keeps what is left of its wait: a flapping link does not start it over.
       for (const [room, until] of this.#awaited ?? []) if (until > now) live.set(room, until - now)
@@ -107,19 +106,8 @@ export class RelayHearing {
       this.#gap = null
     }
     const hears = !deaf && this.awaiting() === null
-    // As the dashboard's clock does: it stops at the first reading that does not hear, and runs on from the first that does.
-    if (!hears) this.#deafSince ??= now
-    else if (this.#deafSince !== null) {
-      this.#deafFor += now - this.#deafSince
-      this.#deafSince = null
-    }
+    this.#time.read(now, hears)
     return hears
-  }
-
-  /** Host time `t` on the hearing time: less the time this said it did not hear until then. */
-  #hearingAt(t: number): number {
-    const deafSince = this.#deafSince
-    return t - this.#deafFor - (deafSince !== null && t > deafSince ? t - deafSince : 0)
   }
 
   /** The live devices' rooms not heard again since the dashboard's link came back, and until when the last of them is awaited; null when none. */
