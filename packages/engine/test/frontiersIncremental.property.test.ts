@@ -6,7 +6,7 @@
  * counts, largest event time, holders, next idle time and settledness, to the sign of a zero.
  */
 import fc from 'fast-check'
-import { describe, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { assertSeeded, PROPERTY_TIMEOUT } from '@tidemark/seeded-random/property'
 import { boundedOutOfOrderness, manual } from '../src/index.ts'
 import type { ClockEntry } from '../src/replica/replicaPort.ts'
@@ -244,4 +244,31 @@ function check(plan: Plan): void {
 describe('Frontiers: the heaps that follow changed clocks answer as a pass over every source', () => {
   const name = 'W, strict W, P, counts and holders agree after every operation'
   it(name, () => assertSeeded(fc.property(plans, check), FILE, name, 400), PROPERTY_TIMEOUT)
+})
+
+describe('Frontiers: every source idle', () => {
+  it("goes where the sources heard from last hold W, found again when a peer's copy moves one of them", () => {
+    const entry = (source: string, maxTs: number, version: number): ClockEntry => ({ source, writer: 'r2', version, maxTs, prefix: 0, prefixTs: 0, provable: false })
+    const watermarks = [0, PASS_ONLY].map((followCost) => {
+      const f = new Frontiers(boundedOutOfOrderness(0), 100, followCost)
+      const seen: number[] = []
+      mergeRemoteClocks(f, [entry('d0', 10, 5)], REPLICA, 10, 0, () => {})
+      f.advance(0)
+      mergeRemoteClocks(f, [entry('d1', 3_000, 5)], REPLICA, 10, 50, () => {})
+      // Calm advances: the heaps follow from here (with a finite follow cost).
+      for (let at = 60; at < 70; at++) f.advance(at)
+      f.advance(500)
+      seen.push(f.watermark)
+      f.advance(600)
+      // An older copy of d1's clock (a lower version) still joins its largest event time, without d1 being heard.
+      mergeRemoteClocks(f, [entry('d1', 4_000, 1)], REPLICA, 10, 700, () => {})
+      f.advance(700)
+      seen.push(f.watermark, f.idleSources)
+      return seen
+    })
+    expect(watermarks).toEqual([
+      [3_000, 4_000, 2],
+      [3_000, 4_000, 2],
+    ])
+  })
 })

@@ -420,3 +420,73 @@ describe('ticks in the write-ahead log', () => {
     )
   })
 })
+
+describe('ticking on an interval', () => {
+  /** `W` and the fired windows after each of `ticks` (processing times), sources `d0..` sending at the times given. */
+  function run(sends: readonly (readonly [at: number, source: string, ts: number])[], ticks: readonly number[]) {
+    const clock = fakeClock(0)
+    const engine = createEngine({ windows: tumbling(1_000), watermark: boundedOutOfOrderness(0), idleTimeout: 100, now: clock.read })
+    const fired: string[] = []
+    engine.subscribe((batch) => {
+      for (const c of batch) if (c.type === 'on_time') fired.push(`${clock.now} [${c.result.start},${c.result.end}) ${c.result.count}`)
+    })
+    const seqs = new Map<string, number>()
+    const events = [...sends.map(([at, source, ts]) => ({ at, send: [source, ts] as const })), ...ticks.map((at) => ({ at, send: null }))].sort((x, y) => x.at - y.at || (x.send === null ? 1 : -1))
+    for (const { at, send } of events) {
+      clock.now = at
+      if (send === null) engine.tick()
+      else {
+        const seq = (seqs.get(send[0]) ?? 0) + 1
+        seqs.set(send[0], seq)
+        engine.ingest([reading(send[0], seq, send[1])])
+      }
+    }
+    return { watermark: engine.watermark(), fired }
+  }
+  const everyMs = (until: number) => Array.from({ length: until }, (_, i) => i + 1)
+
+  it('fires what every source held back once all of them fell silent between two ticks, as ticks every millisecond do', () => {
+    // d0 falls silent at ts 10, d1 at ts 3000, 50 ms later: ticked every millisecond, d0 turns idle
+    // first (at 101) and W goes to d1's 3000 before d1 turns idle too (at 151).
+    const sends = [
+      [0, 'd0', 10],
+      [50, 'd1', 3_000],
+    ] as const
+    const fine = run(sends, everyMs(600))
+    expect(fine.watermark).toBe(3_000)
+    expect(fine.fired).toEqual(['101 [0,1000) 1'])
+    for (const interval of [200, 500, 5_000]) {
+      const coarse = run(sends, [interval, 2 * interval])
+      // Both were idle at the first tick: W goes where they held it just before the last turned idle.
+      expect(coarse.watermark, `ticked every ${interval} ms`).toBe(3_000)
+      expect(coarse.fired, `ticked every ${interval} ms`).toEqual([`${interval} [0,1000) 1`])
+    }
+  })
+
+  it('goes where the sources heard from last held it, the lowest of them when several were heard at once', () => {
+    const sends = [
+      ...['d0', 'd1', 'd2', 'd3'].map((d) => [0, d, 100] as const),
+      [10, 'd0', 9_000],
+      [40, 'd1', 2_500],
+      [80, 'd2', 5_000],
+      [80, 'd3', 4_000],
+    ] as const
+    // Every millisecond: d0 idle at 111 (W 2500), d1 at 141 (W 4000), d2 and d3 together at 181.
+    expect(run(sends, everyMs(400)).watermark).toBe(4_000)
+    expect(run(sends, [1_000]).watermark).toBe(4_000)
+    // Two of them idle at the first tick, the other two at the second: the same.
+    expect(run(sends, [150, 1_000]).watermark).toBe(4_000)
+  })
+
+  it('does not go past what a finished source reached when that is further, nor back', () => {
+    const clock = fakeClock(0)
+    const engine = createEngine({ windows: tumbling(1_000), watermark: boundedOutOfOrderness(0), idleTimeout: 100, now: clock.read })
+    engine.ingest([reading('d0', 1, 10), reading('f', 1, 7_000)])
+    void engine.finishSource('f')
+    clock.now = 50
+    engine.ingest([reading('d1', 1, 3_000)])
+    clock.now = 1_000
+    engine.tick()
+    expect(engine.watermark()).toBe(7_000)
+  })
+})

@@ -341,6 +341,12 @@ class Model {
     if (this.#c.lag === null || this.#maxTs.size === 0) return
     const active = [...this.#maxTs].filter(([source]) => !(now - (this.#lastSeen.get(source) as number) > this.#c.idleTimeout)).map(([, ts]) => ts)
     if (active.length > 0) this.#w = Math.max(this.#w, Math.min(...active) - this.#c.lag)
+    else {
+      // Every source idle: W goes where the sources heard from last held it before they turned idle.
+      const last = Math.max(...this.#lastSeen.values())
+      const heardLast = [...this.#maxTs].filter(([source]) => this.#lastSeen.get(source) === last).map(([, ts]) => ts)
+      this.#w = Math.max(this.#w, Math.min(...heardLast) - this.#c.lag)
+    }
     this.#strict = Math.max(this.#strict, Math.min(...this.#maxTs.values()) - this.#c.lag)
   }
 

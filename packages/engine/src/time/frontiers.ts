@@ -20,7 +20,8 @@ const CALM_ADVANCES = 4
  * watermark with idle sources still counted (to tell `derived` from `fallback`),
  * and the proof frontier `P`. They move only in `advance()`, between batches. A finished source
  * counts in none of them (when every known source finished, `P` is Infinity: all input is in),
- * but when every other source is idle, `W` goes as far as the furthest finished one reached.
+ * but when every other source is idle, `W` goes as far as the furthest finished one reached, or
+ * as far as the last sources to turn idle held it, whichever is further.
  *
  * A batch that changes few of many clocks costs what those few cost: each changed clock is
  * listed once in `changes` (`SourceClock.changed`; placement lists the clocks it records
@@ -70,6 +71,8 @@ export class Frontiers {
   /** Passes in a row that found few sources heard from (the heaps are built again after `CALM_ADVANCES`). */
   #calm = 0
   readonly #followCost: number
+  /** While the heaps follow and every source still counting is idle: `#lastHeardFloor()`, until a clock changes (NaN: not found). */
+  #heardFloor = Number.NaN
 
   /**
    * Frontiers under `strategy`, a source turning idle after `idleTimeout` ms of silence.
@@ -146,6 +149,7 @@ export class Frontiers {
     if (!this.#followed) return false
     const changes = this.changes
     if (changes.size * this.#followCost > this.sources.size) return this.#unfollow()
+    if (changes.size > 0) this.#heardFloor = Number.NaN
     for (let i = 0; i < changes.size; i++) this.#heaps.take(changes.clocks[i] as SourceClock, this.#judgedAt)
     changes.clear()
     return true
@@ -154,6 +158,7 @@ export class Frontiers {
   /** Leaves the heaps behind (built again once changes are few): a pass finds the frontiers. Returns false. */
   #unfollow(): false {
     this.#followed = false
+    this.#heardFloor = Number.NaN
     this.#calm = 0
     this.changes.listing = false
     this.changes.clear()
@@ -170,7 +175,11 @@ export class Frontiers {
     this.idleSources = heaps.idleSources
     this.finishedSources = heaps.finishedSources
     let active = heaps.activeFloor()
-    if (active === Number.POSITIVE_INFINITY) active = heaps.finishedReach()
+    if (active === Number.POSITIVE_INFINITY) {
+      // Every source still counting is idle: found once, then kept until a clock changes.
+      if (Number.isNaN(this.#heardFloor)) this.#heardFloor = this.#lastHeardFloor()
+      active = Math.max(heaps.finishedReach(), this.#heardFloor)
+    } else this.#heardFloor = Number.NaN
     this.#settle(heaps.proofFloor(), active, heaps.countingFloor())
   }
 
@@ -204,9 +213,31 @@ export class Frontiers {
     this.idleSources = idle
     this.finishedSources = finishedSources
     this.#calm = heard * this.#followCost <= this.sources.size ? this.#calm + 1 : 0
-    // Every source still counting is idle (or there is none): W may go as far as a finished source reached, as it would had that one not finished.
-    if (active === Number.POSITIVE_INFINITY) active = finished
+    // Every source still counting is idle (or there is none): W may go as far as the last of them
+    // to fall silent held it, and as far as a finished source reached, as it would had that one not finished.
+    if (active === Number.POSITIVE_INFINITY) active = Math.max(finished, this.#lastHeardFloor())
     this.#settle(proof, active, all)
+  }
+
+  /**
+   * The lowest `maxTs` of the unfinished sources heard from last (-Infinity when there is none):
+   * once every one is idle, where they held `W` just before the last of them turned idle. A
+   * judgement every millisecond would have moved `W` there; one that finds them all idle at once
+   * (a tick on an interval, the next batch) moves it there too, so `W` does not depend on when
+   * idleness is judged. A pass of its own: every source idle is rare, and the pass over every
+   * source at every batch stays as it is.
+   */
+  #lastHeardFloor(): number {
+    let heard = Number.NEGATIVE_INFINITY
+    let floor = Number.NEGATIVE_INFINITY
+    for (const clock of this.sources.values()) {
+      if (clock.finished) continue
+      if (clock.lastSeen > heard) {
+        heard = clock.lastSeen
+        floor = clock.maxTs
+      } else if (clock.lastSeen === heard && clock.maxTs < floor) floor = clock.maxTs
+    }
+    return floor
   }
 
   /** Sets P from the lowest proof of the unfinished sources, and W and strict W from the lowest `maxTs` of the active and of the unfinished ones. */

@@ -95,11 +95,16 @@ export class ModelSources {
     const names = [...new Set(this.#deliveries.map((d) => d.source))].filter((name) => !this.#finished.has(name))
     const clocks = names.map((name) => {
       const mine = this.#deliveries.filter((d) => d.source === name)
-      return { maxTs: Math.max(...mine.map((d) => d.ts)), idle: now - Math.max(...mine.map((d) => d.now)) > idleTimeout, proof: proofOf(mine) }
+      const seen = Math.max(...mine.map((d) => d.now))
+      return { maxTs: Math.max(...mine.map((d) => d.ts)), seen, idle: now - seen > idleTimeout, proof: proofOf(mine) }
     })
     const active = clocks.filter((c) => !c.idle)
-    // With every source still counting idle (or none), W may go as far as a finished source that delivered reached.
+    // With every source still counting idle (or none), W may go as far as a finished source that
+    // delivered reached, or as far as the sources heard from last held it before they turned idle.
+    const lastSeen = Math.max(...clocks.map((c) => c.seen))
+    const heardLast = clocks.filter((c) => c.seen === lastSeen).map((c) => c.maxTs)
     const finishedMaxTs = this.#deliveries.filter((d) => this.#finished.has(d.source)).map((d) => d.ts)
+    if (heardLast.length > 0) finishedMaxTs.push(Math.min(...heardLast))
     // Known sources are those that delivered and those finished; with every one of them finished, all input is in.
     const known = this.count > 0
     return {
