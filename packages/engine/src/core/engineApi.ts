@@ -165,7 +165,7 @@ export interface EngineStats {
   readonly sources: number
   /** Of `sources`, those finished (`finishSource`, here or by their writer on a peer): they hold neither the watermark nor the proof frontier back. */
   readonly finishedSources: number
-  /** Of `sources`, those `idleTimeout` left out of the watermark when it last moved. */
+  /** Of `sources`, those idle (silent past `idleTimeout`) when idleness was last judged (by the last batch, merge, tick or `finishSource`). */
   readonly idleSources: number
   /** Remembered ids and out-of-order seqs (`limits.maxDedupEntries`). */
   readonly dedupEntries: number
