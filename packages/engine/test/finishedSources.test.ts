@@ -94,6 +94,17 @@ describe('finishSource: a source that sends nothing more', () => {
     expect(engine.results()[0]?.count).toBe(3)
   })
 
+  it('refuses a later event stamped beyond maxFutureSkew as future_ts, as from any source, counted once', () => {
+    const { engine } = fleet()
+    engine.ingest(seconds('d1', 3))
+    void engine.finishSource('d1')
+    // now() is 0: a day and a millisecond ahead is future_ts before it is anything else.
+    const receipt = engine.ingest([reading('d1', 4, 86_400_001), reading('d1', 5, 4_000)])
+    expect(receipt).toMatchObject({ accepted: 0, rejected: 2 })
+    expect(receipt.anomalies.map((a) => a.reason)).toEqual(['future_ts', 'finished_source'])
+    expect(engine.stats().anomalies).toMatchObject({ future_ts: 1, finished_source: 1 })
+  })
+
   it('once every known source finished, every window fires, proven, and W goes as far as the finished sources reached', () => {
     const { engine, changes } = fleet()
     engine.ingest([...seconds('d1', 15), ...seconds('d2', 12, 500)])
