@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import {
   createEngine,
   isOverflowError,
+  manual,
   OverflowError,
   type StreamEvent,
   tumbling,
@@ -100,6 +101,42 @@ describe('subscribers', () => {
       ['provisional', 'on_time'],
     ])
     expect(engine.results()[0]?.status).toBe('on_time')
+  })
+
+  it('a subscriber that ticks (or ingests nothing) on every notification: the call returns; a call that changes no window, made while a batch without change is heard, is not announced', () => {
+    let t = 1_000
+    const engine = createEngine({ windows: tumbling(10), now: () => t })
+    let heard = 0
+    // Stops by itself at 100 calls, so that a loop fails the test instead of hanging it.
+    engine.subscribe(() => {
+      if (++heard < 100) engine.tick()
+    })
+    // Each tick publishes a batch with no change, which the subscriber answered with another tick: for ever.
+    expect(engine.ingest([reading('d1', undefined, 1, 3)]).accepted).toBe(1)
+    expect(heard).toBe(2)
+    const other = createEngine({ windows: tumbling(10), now: () => t })
+    let heardOther = 0
+    other.subscribe(() => {
+      if (++heardOther < 100) other.ingest([])
+    })
+    other.tick()
+    expect(heardOther).toBe(1)
+    // A call from a batch without change that does change a window is announced.
+    const third = createEngine({ windows: tumbling(10), watermark: manual() })
+    third.ingest([reading('d1', undefined, 1, 3)])
+    const seen: string[] = []
+    third.subscribe((changes) => {
+      seen.push(changes.map((c) => c.type).join())
+      if (seen.length === 1) third.advanceWatermark(20)
+    })
+    third.tick()
+    expect(seen).toEqual(['', 'on_time'])
+    t += 5
+    expect(engine.ingest([reading('d1', undefined, 12, 4)]).accepted).toBe(1)
+    expect(engine.results().map((r) => [r.start, r.count, r.status])).toEqual([
+      [0, 1, 'on_time'],
+      [10, 1, 'provisional'],
+    ])
   })
 })
 

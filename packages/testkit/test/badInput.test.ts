@@ -1261,6 +1261,31 @@ describe('bad-input catalogue: peers past the bounds', () => {
   })
 })
 
+describe('bad-input catalogue: subscribers that call the engine', () => {
+  row('B48', 'a subscriber that ticks or ingests nothing on every notification', () => {
+    const engine = withCanary()
+    let ticks = 0
+    // Bounded here, so that a loop fails the row instead of hanging it.
+    const stopTicking = engine.subscribe(() => {
+      if (++ticks < 100) engine.tick()
+    })
+    expect(engine.ingest([{ id: 'd#1', source: 'd', seq: 1, ts: 1, key: 'd', value: 2 }]).accepted).toBe(1)
+    expect(ticks).toBe(2)
+    stopTicking()
+    let empties = 0
+    const stopEmpty = engine.subscribe(() => {
+      if (++empties < 100) engine.ingest([])
+    })
+    engine.tick()
+    expect(empties).toBe(1)
+    stopEmpty()
+    expect(engine.results({ window: 'tumbling:10', key: 'd' })).toMatchObject([{ count: 1, sum: 2 }])
+    expect(engine.stats()).toMatchObject({ ingested: 2, applied: 2 })
+    expectServing(engine)
+    return 2
+  })
+})
+
 describe('bad-input catalogue: documentation', () => {
   it('every row of the docs/bad-input.md table has a test here, and every test a row', () => {
     const catalogue = readFileSync(new URL('../../../docs/bad-input.md', import.meta.url), 'utf8')

@@ -22,7 +22,8 @@ export class ChangeFeed {
   readonly #streams = new Set<ReadableStreamDefaultController<readonly WindowChange[]>>()
   /** Batches published by a listener while a batch is delivered: delivered next, in order. */
   readonly #waiting: (readonly WindowChange[])[] = []
-  #publishing = false
+  /** The batch being delivered, if any. */
+  #delivering: readonly WindowChange[] | undefined
 
   /** Listeners subscribed now. */
   get listeners(): number {
@@ -47,22 +48,22 @@ export class ChangeFeed {
   publish(changes: readonly WindowChange[]): void {
     // A listener that calls the engine publishes from inside this loop: its batch waits until every
     // listener has this one, so each hears the batches in the order they happened.
-    if (this.#publishing) {
-      this.#waiting.push(changes)
+    const delivering = this.#delivering
+    if (delivering) {
+      // Unless neither changed a window: a listener that ticks on every notification would tick for ever.
+      if (changes.length + delivering.length > 0) this.#waiting.push(changes)
       return
     }
-    this.#publishing = true
     try {
-      this.#deliver(changes)
-      for (let i = 0; i < this.#waiting.length; i++) this.#deliver(this.#waiting[i] as readonly WindowChange[])
+      // This batch, then those its listeners published, in order.
+      for (let batch: readonly WindowChange[] | undefined = changes, i = 0; batch; batch = this.#waiting[i++]) {
+        this.#delivering = batch
+        notifyEach(this.#listeners, batch)
+      }
     } finally {
       this.#waiting.length = 0
-      this.#publishing = false
+      this.#delivering = undefined
     }
-  }
-
-  #deliver(changes: readonly WindowChange[]): void {
-    notifyEach(this.#listeners, changes)
   }
 
   /**
