@@ -80,6 +80,33 @@ describe('createEngine options', () => {
     expect(() => createEngine({ windows: holed })).toThrow(/options.windows\[1\] must be a window spec made by .* got undefined/)
     expect(engineWith({ now: 5 })).toThrow(/now must be a function/)
   })
+
+  it('refuses a time from now() that is not a number, before the operation changes anything, and serves once it is one', async () => {
+    const at = 1_700_000_000_000
+    let reading: unknown = new Date(at)
+    const engine = createEngine({ windows, now: () => reading as number, idleTimeout: 5, trigger: { early: afterProcessingTime(5) } })
+    const event = { id: 'a', source: 'd1', seq: 1, ts: at, value: 1 }
+    // `now: Date` (the constructor) returns a string; a Date added a skew or a delay as a string.
+    for (const bad of [new Date(at), Date(), String(at), undefined, BigInt(at), null]) {
+      reading = bad
+      expect(() => engine.ingest([event, { ...event, id: 'b', seq: 2, ts: at + 1e11 }])).toThrow(
+        new TypeError(`now must be a function returning processing time in ms, got one returning ${typeof bad === 'string' ? `the string '${bad}'` : String(bad)}`),
+      )
+      expect(() => engine.tick()).toThrow(/now must be a function returning processing time in ms, got one returning/)
+      expect(() => engine.finishSource('d9')).toThrow(/now must be a function returning processing time in ms, got one returning/)
+    }
+    expect(engine.stats()).toMatchObject({ ingested: 0, sources: 0 })
+    reading = at
+    // The event a day and more ahead is refused as it is with a good clock; the other armed its trigger.
+    const receipt = engine.ingest([event, { ...event, id: 'b', seq: 2, ts: at + 1e11 }])
+    expect(receipt.anomalies.map((a) => a.reason)).toEqual(['future_ts'])
+    expect(engine.nextTickAt()).toBe(at + 5)
+    reading = at + 5
+    engine.tick()
+    expect(engine.results()).toMatchObject([{ count: 1, status: 'provisional' }])
+    await engine.finishSource('d1')
+    expect(engine.results()).toMatchObject([{ count: 1, status: 'on_time' }])
+  })
 })
 
 describe('trigger, accumulation and maxFutureSkew', () => {

@@ -1286,6 +1286,27 @@ describe('bad-input catalogue: subscribers that call the engine', () => {
   })
 })
 
+describe('bad-input catalogue: clocks that do not read a number', () => {
+  row('B49', 'a now option reading a Date, a string (now: Date), undefined, null or a bigint', async () => {
+    let reading: unknown = 0
+    const engine = withCanary({ now: () => reading as number, idleTimeout: 5 })
+    const readings = [new Date(0), Date(), '0', undefined, null, 0n]
+    for (const bad of readings) {
+      reading = bad
+      expect(() => engine.ingest([{ id: 'f#1', source: 'f', seq: 1, ts: 1e12, key: 'f', value: 1 }])).toThrow(TypeError)
+      expect(() => engine.tick()).toThrow(/now must be a function returning processing time in ms, got one returning/)
+      expect(() => engine.finishSource('f')).toThrow(/got one returning/)
+      expect(() => engine.replica.mergeRemote([], [])).toThrow(/got one returning/)
+    }
+    expect(engine.stats()).toMatchObject({ ingested: 1, sources: 1 })
+    reading = 0
+    // A day and more ahead of a clock that reads a number: refused.
+    expect(engine.ingest([{ id: 'f#1', source: 'f', seq: 1, ts: 1e12, key: 'f', value: 1 }]).anomalies.map((a) => a.reason)).toEqual(['future_ts'])
+    expectServing(engine)
+    return readings.length
+  })
+})
+
 describe('bad-input catalogue: documentation', () => {
   it('every row of the docs/bad-input.md table has a test here, and every test a row', () => {
     const catalogue = readFileSync(new URL('../../../docs/bad-input.md', import.meta.url), 'utf8')

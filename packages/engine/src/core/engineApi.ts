@@ -47,7 +47,7 @@ export interface EngineOptions<A extends AggregateDefinitions = NoAggregates> {
   readonly allowedLateness?: number
   /** Event-time ms a final window stays in `results()` before it leaves live state; default 60,000. */
   readonly retention?: number
-  /** Processing-time clock; default `Date.now`. */
+  /** Processing-time clock in ms; default `Date.now`. A call whose reading is not a number (a Date, `now: Date`'s string) throws a TypeError before it changes anything. */
   readonly now?: () => number
   /** Bounds on every buffer (see `EngineLimits`). */
   readonly limits?: EngineLimits

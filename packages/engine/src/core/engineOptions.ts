@@ -112,8 +112,15 @@ export function resolveOptions<A extends AggregateDefinitions>(options: EngineOp
       'allowedLateness must be a finite number >= 0 of ms, got Infinity: a window that never turns final is never released (to keep final windows in results() longer, raise retention)',
     )
   }
-  const now = options.now ?? Date.now
-  if (typeof now !== 'function') throw new TypeError(`now must be a function returning processing time in ms, got ${describeValue(now)}`)
+  const clock = options.now ?? Date.now
+  if (typeof clock !== 'function') throw new TypeError(`now must be a function returning processing time in ms, got ${describeValue(clock)}`)
+  // Read before an operation changes anything: a Date, a string (`now: Date`) or undefined
+  // turned off maxFutureSkew, idleTimeout and processing-time triggers without a word, and a bigint stopped the engine.
+  const now = (): number => {
+    const t = clock()
+    if (typeof t !== 'number') throw new TypeError(`now must be a function returning processing time in ms, got one returning ${describeValue(t)}`)
+    return t
+  }
   const { early, late } = triggersOf(options.trigger, where)
   const accumulation = options.accumulation ?? 'accumulating'
   if (accumulation !== 'accumulating' && accumulation !== 'discarding') {
