@@ -1307,6 +1307,21 @@ describe('bad-input catalogue: clocks that do not read a number', () => {
   })
 })
 
+describe('bad-input catalogue: checkpoints restore cannot read', () => {
+  row('B50', 'a checkpoint holding a window of a spec the engine does not have', () => {
+    const engine = withCanary()
+    const checkpoint = engine.checkpoint()
+    const stray = { ...(checkpoint.windows[0] as (typeof checkpoint.windows)[number]), window: 'tumbling:5' }
+    const restored = engineFor()
+    expect(() => restored.restore({ ...checkpoint, windows: [...checkpoint.windows, stray] })).toThrow(/engine stopped: checkpoint holds window spec tumbling:5/)
+    expect(() => restored.ingest([{ ...CANARY, id: 'canary#2', seq: 2 }])).toThrow(/engine stopped/)
+    const again = engineFor()
+    again.restore(checkpoint)
+    expectServing(again)
+    return 1
+  })
+})
+
 describe('bad-input catalogue: documentation', () => {
   it('every row of the docs/bad-input.md table has a test here, and every test a row', () => {
     const catalogue = readFileSync(new URL('../../../docs/bad-input.md', import.meta.url), 'utf8')

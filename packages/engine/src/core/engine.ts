@@ -318,7 +318,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
   restore(checkpoint: EngineCheckpoint): void {
     this.#assertOpen()
     if (this.#batch !== 0 || this.#frontiers.sources.size > 0) throw new Error('restore needs a fresh engine')
-    this.#batch = restoreEngine(this.#parts(), checkpoint)
+    this.#batch = restoreEngine(this.#parts(), checkpoint, this.#liveness)
   }
 
   #parts(): EngineParts {

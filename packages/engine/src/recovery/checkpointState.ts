@@ -5,6 +5,7 @@
 import type { AggregateSet } from '../aggregates/aggregateSet.ts'
 import type { AnomalyReason } from '../core/anomaly.ts'
 import type { DedupMemory } from '../core/dedupMemory.ts'
+import type { EngineLiveness } from '../core/engineLiveness.ts'
 import type { FutureSources } from '../core/futureSources.ts'
 import type { EngineCheckpoint, SessionIndexSnapshot, SliceIndexSnapshot, WindowSnapshot } from './engineCheckpoint.ts'
 import { configurationOf, type ResolvedOptions } from '../core/engineOptions.ts'
@@ -60,7 +61,7 @@ export function captureEngine(parts: EngineParts, batch: number): EngineCheckpoi
  * @example
  * batch = restoreEngine(parts, checkpoint)
  */
-export function restoreEngine(parts: EngineParts, checkpoint: EngineCheckpoint): number {
+export function restoreEngine(parts: EngineParts, checkpoint: EngineCheckpoint, liveness: EngineLiveness): number {
   if (checkpoint.format !== 1 && checkpoint.format !== 2) throw new Error(`unknown checkpoint format ${String(checkpoint.format)}`)
   const configuration = configurationOf(parts.options)
   if (checkpoint.configuration !== configuration) {
@@ -68,6 +69,11 @@ export function restoreEngine(parts: EngineParts, checkpoint: EngineCheckpoint):
   }
   // Its sources are that replica's: restored under another id, every event of theirs would be a `source_conflict`.
   if (checkpoint.replicaId !== parts.replicaId) throw new Error(`checkpoint was written by replica '${checkpoint.replicaId}', this engine is replica '${parts.replicaId}'`)
+  // A checkpoint that cannot be read past this point (a window of another spec, states that do not decode) left the engine half restored, serving windows without their cells.
+  return liveness.guard(() => restoreParts(parts, checkpoint))
+}
+
+function restoreParts(parts: EngineParts, checkpoint: EngineCheckpoint): number {
   parts.frontiers.restore(checkpoint)
   restoreWindows(parts.indexes, parts.lifecycle, checkpoint, parts.options.aggregates)
   parts.lateLane.restore(checkpoint.lateLane.entries, checkpoint.lateLane.trimmed, checkpoint.lateLane.total)
