@@ -1322,6 +1322,64 @@ describe('bad-input catalogue: checkpoints restore cannot read', () => {
   })
 })
 
+describe('bad-input catalogue: the engine called from inside its own operation', () => {
+  row('B51', "an aggregate's of (or add, merge, result) that calls the engine: ingest, tick, finishSource", () => {
+    let engine: TidemarkEngine | null = null
+    let call: (() => void) | null = null
+    let caught: unknown = null
+    const meddling = (catching: boolean) =>
+      defineAggregate({
+        name: 'meddling',
+        init: () => 0,
+        add: (n: number, x: number) => n + x,
+        merge: (a: number, b: number) => a + b,
+        result: (n: number) => n,
+        encode: (n: number) => new Uint8Array([n]),
+        decode: (bytes: Uint8Array) => bytes[0] ?? 0,
+        of: (event) => {
+          if (call !== null && event.value === 2) {
+            if (!catching) call()
+            else
+              try {
+                call()
+              } catch (error) {
+                caught = error
+              }
+          }
+          return event.value
+        },
+      })
+    const inside = /engine called from inside its own operation \(by an aggregate\): call it once that returned/
+    const calls: (() => void)[] = [
+      () => engine?.ingest([{ id: 'inner', source: 'inner', seq: 1, ts: 5, key: 'canary', value: 100 }]),
+      () => engine?.tick(),
+      () => void engine?.finishSource('s'),
+    ]
+    for (const inner of calls) {
+      // Caught inside: the call changed nothing, and the batch around it counts every event once.
+      engine = withCanary({ aggregates: { meddling: meddling(true) } })
+      call = inner
+      caught = null
+      expect(engine.ingest([1, 2, 3].map((value) => ({ id: `e${value}`, source: 's', seq: value, ts: 5, key: 'k', value }))).accepted).toBe(3)
+      expect(String(caught)).toMatch(inside)
+      call = null
+      expect(engine.results({ window: 'tumbling:10', key: 'k' })).toMatchObject([{ count: 3, sum: 6 }])
+      expect(engine.stats()).toMatchObject({ sources: 2, finishedSources: 0 })
+      expectServing(engine)
+      // Not caught in `of`: that event is refused as an input the aggregate cannot take, and the engine serves.
+      engine = withCanary({ aggregates: { meddling: meddling(false) } })
+      call = inner
+      const receipt = engine.ingest([1, 2].map((value) => ({ id: `e${value}`, source: 's', seq: value, ts: 5, key: 'k', value })))
+      expect(receipt).toMatchObject({ accepted: 1, rejected: 1 })
+      expect(receipt.anomalies).toMatchObject([{ reason: 'invalid_aggregate_input', id: 'e2' }])
+      expect(receipt.anomalies[0]?.detail).toMatch(inside)
+      call = null
+      expectServing(engine)
+    }
+    return calls.length * 2
+  })
+})
+
 describe('bad-input catalogue: documentation', () => {
   it('every row of the docs/bad-input.md table has a test here, and every test a row', () => {
     const catalogue = readFileSync(new URL('../../../docs/bad-input.md', import.meta.url), 'utf8')

@@ -16,6 +16,8 @@ export class EngineLiveness {
   /** Why the engine stopped, or null. */
   stopped: Error | null = null
   readonly #letGo: () => void
+  /** True while `guard` runs: the engine's state is half updated, and a call of the engine from user code inside (an aggregate's) would read and change it midway. */
+  #busy = false
 
   /** `letGo` drops subscribers and transports, on close or stop. */
   constructor(letGo: () => void) {
@@ -31,10 +33,13 @@ export class EngineLiveness {
   assertOpen(): void {
     if (this.stopped !== null) throw this.stopped
     if (this.closed) throw new Error('engine is closed')
+    if (this.#busy) throw new Error("engine called from inside its own operation (by an aggregate): call it once that returned")
   }
 
-  /** Runs `work`; when it throws, stops the engine and throws why. */
+  /** Runs `work`, during which the engine refuses calls (`assertOpen`); when it throws, stops the engine and throws why. */
   guard<T>(work: () => T): T {
+    const busy = this.#busy
+    this.#busy = true
     try {
       return work()
     } catch (error) {
@@ -44,6 +49,8 @@ export class EngineLiveness {
       )
       this.close()
       throw this.stopped
+    } finally {
+      this.#busy = busy
     }
   }
 }
