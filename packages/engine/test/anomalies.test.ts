@@ -325,6 +325,14 @@ describe('future_ts: events stamped too far ahead of the clock', () => {
     expect(engine.stats().anomalies.future_ts).toBe(51)
   })
 
+  it('names at most 20 after restoring a hand-made checkpoint that lists more: the most recent', () => {
+    const engine = createEngine({ windows: tumbling(10), now: () => 0, replicaId: 'r' })
+    const listed = Array.from({ length: 30 }, (_, i) => ({ source: `s${i}`, count: 1, lastTs: i }))
+    const restored = createEngine({ windows: tumbling(10), now: () => 0, replicaId: 'r' })
+    restored.restore({ ...engine.checkpoint(), futureSources: listed })
+    expect(restored.stats().futureSources).toEqual(listed.slice(10))
+  })
+
   it('comes back the same from a replayed log: the logged events are refused again at their batch’s now', () => {
     const clock = { now: 1_000 }
     const options = { windows: tumbling(10), watermark: manual(), replicaId: 'r', now: () => clock.now, maxFutureSkew: 100 }

@@ -157,6 +157,16 @@ describe('tickWhenDue', () => {
     expect(engine.watermark()).toBe(20_000)
   })
 
+  it('arms no timer for a deadline that is not a time (NaN, from a hand-made checkpoint): one of NaN ms would run at once, for ever', () => {
+    const clock = new ManualTimers(0)
+    const engine = createEngine({ windows: tumbling(1_000), now: clock.read })
+    const stop = tickWhenDue({ tick: () => engine.tick(), nextTickAt: () => Number.NaN, subscribe: (listener) => engine.subscribe(listener), replica: engine.replica }, { now: clock.read, timers: clock })
+    expect(clock.pending).toEqual([])
+    engine.ingest([reading('d1', 1, 100)])
+    expect(clock.pending).toEqual([])
+    stop()
+  })
+
   it('stops when told, and when the engine closes', async () => {
     const clock = new ManualTimers(0)
     const options: EngineOptions = { windows: tumbling(60_000), idleTimeout: 5_000, now: clock.read }

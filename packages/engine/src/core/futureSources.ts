@@ -36,8 +36,9 @@ export class FutureSources {
     return [...this.#bySource].map(([source, { count, lastTs }]) => ({ source, count, lastTs }))
   }
 
+  /** The list a checkpoint kept, the most recent `FUTURE_SOURCES_KEPT` of it (a hand-made one may hold more). */
   restore(entries: readonly FutureSource[]): void {
     this.#bySource.clear()
-    for (const { source, count, lastTs } of entries) this.#bySource.set(source, { count, lastTs })
+    for (const { source, count, lastTs } of entries.slice(-FUTURE_SOURCES_KEPT)) this.#bySource.set(source, { count, lastTs })
   }
 }

@@ -85,7 +85,8 @@ export function tickWhenDue(engine: TickedEngine, options: TickWhenDueOptions = 
     disarm()
     if (stopped) return
     const at = engine.nextTickAt()
-    if (at === Number.POSITIVE_INFINITY) return
+    // Nothing due; NaN (a deadline from a hand-made checkpoint) is not a time, and a timer of NaN ms would run at once, for ever.
+    if (!(at < Number.POSITIVE_INFINITY)) return
     const time = now()
     let wait = Math.min(Math.max(0, at - time), MAX_WAIT_MS)
     // A deadline a tick already ran for: at or after it, the engine's clock is behind `now`;
