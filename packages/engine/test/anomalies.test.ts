@@ -326,9 +326,9 @@ describe('future_ts: events stamped too far ahead of the clock', () => {
   })
 
   it('names at most 20 after restoring a hand-made checkpoint that lists more: the most recent', () => {
-    const engine = createEngine({ windows: tumbling(10), now: () => 0, replicaId: 'r' })
+    const engine = new TidemarkEngine({ windows: tumbling(10), now: () => 0, replicaId: 'r' })
     const listed = Array.from({ length: 30 }, (_, i) => ({ source: `s${i}`, count: 1, lastTs: i }))
-    const restored = createEngine({ windows: tumbling(10), now: () => 0, replicaId: 'r' })
+    const restored = new TidemarkEngine({ windows: tumbling(10), now: () => 0, replicaId: 'r' })
     restored.restore({ ...engine.checkpoint(), futureSources: listed })
     expect(restored.stats().futureSources).toEqual(listed.slice(10))
   })
