@@ -386,7 +386,23 @@ describe('bad-input catalogue: timestamps and clocks', () => {
     engine.ingest([{ id: 'b2', source: 'busy', seq: 2, ts: 60, value: 1 }])
     expect(engine.watermark()).toBe(60)
     expect(engine.results({ window: 'tumbling:10', key: 'canary' })).toMatchObject([{ count: 1, final: true, basis: 'fallback' }])
-    return 4
+    // A source whose only reading came while the clock read NaN (or Infinity) counts as heard at the
+    // clock's next finite reading: it turns idle from there, and stops holding W back.
+    for (const reading of [Number.NaN, Number.POSITIVE_INFINITY]) {
+      clock.now = 1000
+      const held = withCanary({ watermark: boundedOutOfOrderness(0), idleTimeout: 100 })
+      clock.now = reading
+      held.ingest([{ id: 'q1', source: 'quiet', seq: 1, ts: 5, value: 1 }])
+      clock.now = 1050
+      held.ingest([{ id: 'b1', source: 'busy', seq: 1, ts: 40, value: 1 }])
+      for (const now of [1100, 1151, 1300]) {
+        clock.now = now
+        held.ingest([{ id: `b${now}`, source: 'busy', seq: now, ts: 40 + now, value: 1 }])
+      }
+      expect(held.stats()).toMatchObject({ idleSources: 2, watermarkHeldBy: 'busy' })
+      expect(held.watermark()).toBe(1340)
+    }
+    return 6
   })
 })
 

@@ -150,7 +150,12 @@ export class Frontiers {
     const changes = this.changes
     if (changes.size * this.#followCost > this.sources.size) return this.#unfollow()
     if (changes.size > 0) this.#heardFloor = Number.NaN
-    for (let i = 0; i < changes.size; i++) this.#heaps.take(changes.clocks[i] as SourceClock, this.#judgedAt)
+    for (let i = 0; i < changes.size; i++) {
+      const clock = changes.clocks[i] as SourceClock
+      // Heard while the processing-time clock gave no finite time: the pass gives it the next one.
+      if (!Number.isFinite(clock.lastSeen)) return this.#unfollow()
+      this.#heaps.take(clock, this.#judgedAt)
+    }
     changes.clear()
     return true
   }
@@ -195,8 +200,11 @@ export class Frontiers {
     let heard = 0
     // A clock that gave no time turns no source idle: every source counts as active again.
     this.#judgedAt = Number.isNaN(now) ? Number.NEGATIVE_INFINITY : now
+    const time = Number.isFinite(now)
     for (const clock of this.sources.values()) {
       if (clock.maxTs > this.maxTs) this.maxTs = clock.maxTs
+      // Heard while the clock gave no finite time: heard at its next (a pass follows every such reading), so it turns idle in time.
+      if (time && !Number.isFinite(clock.lastSeen)) clock.lastSeen = now
       if (clock.lastSeen === now) heard++
       // A finished source holds nothing back: nothing unseen can come from it.
       if (clock.finished) {
