@@ -116,6 +116,9 @@ describe('trigger, accumulation and maxFutureSkew', () => {
     expect(engineWith({ trigger: {} })).not.toThrow()
     expect(engineWith({ trigger: { eraly: never() } })).toThrow("createEngine: trigger: unknown option 'eraly' (did you mean 'early'?)")
     expect(engineWith({ trigger: { early: 'never' } })).toThrow(/trigger.early must be everyElement\(\), afterProcessingTime\(ms\), alignedProcessingTime\(periodMs, offsetMs\) or never\(\), got the string 'never'/)
+    // A maker passed uncalled is named, not printed as its source code.
+    expect(engineWith({ trigger: { early: never } })).toThrow(/trigger.early must be .* got a function \(call it\)$/)
+    expect(() => createEngine({ windows: tumbling } as unknown as EngineOptions)).toThrow(/options.windows must be a window spec .* got a function \(call it\)$/)
     expect(engineWith({ trigger: { early: { kind: 'after_processing_time', delayMs: -5 } } })).toThrow(/trigger.early must be/)
     // Late panes have no aligned trigger.
     expect(engineWith({ trigger: { late: alignedProcessingTime(5_000) } })).toThrow(/trigger.late must be everyElement\(\), afterProcessingTime\(ms\) or never\(\)/)

@@ -85,6 +85,8 @@ function duration(name: string, value: unknown, fallback: number, infinite: stri
 }
 
 function describeValue(value: unknown): string {
+  // A maker passed uncalled (`windows: tumbling`, `early: never`): its name, not its source code.
+  if (typeof value === 'function') return 'a function (call it)'
   return typeof value === 'string' ? `the string '${value}'` : String(value)
 }
 
