@@ -272,3 +272,31 @@ describe('Frontiers: every source idle', () => {
     ])
   })
 })
+
+describe('Frontiers: a clock heard while processing time was no time', () => {
+  // The property above found it (TIDEMARK_EXTENSIVE=1, TIDEMARK_SEED=1 to 8): the heaps, built
+  // again after calm passes, took such a clock as active for good, never to turn idle.
+  it('counts as heard at the next finite time when the heaps are built again, as a pass counts it', () => {
+    const seen = [0, PASS_ONLY].map((followCost) => {
+      const f = new Frontiers(boundedOutOfOrderness(0), 10, followCost)
+      const a = f.source('a', 0)
+      a.lastSeen = 0
+      a.record({ seq: 1, id: 'a1', ts: 5 })
+      a.changed()
+      // Four calm passes (CALM_ADVANCES): the heaps are built at the next advance, after b is heard.
+      for (let at = 0; at < 4; at++) f.advance(at)
+      const b = f.source('b', Number.NaN)
+      b.lastSeen = Number.NaN
+      b.record({ seq: 1, id: 'b1', ts: 50 })
+      b.changed()
+      f.advance(100)
+      const at100 = [b.lastSeen, f.idleSources, f.nextIdleAt()]
+      f.advance(111)
+      return [...at100, f.idleSources, f.watermark]
+    })
+    expect(seen).toEqual([
+      [100, 1, 111, 2, 50],
+      [100, 1, 111, 2, 50],
+    ])
+  })
+})

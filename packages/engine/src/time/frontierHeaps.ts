@@ -29,7 +29,7 @@ export function idleAt(clock: SourceClock, now: number, idleTimeout: number): bo
  *
  * @example
  * const heaps = new FrontierHeaps(30_000)
- * heaps.rebuild(frontiers.sources.values(), now)
+ * heaps.rebuild(frontiers.sources.values(), now, now)
  * heaps.judge(now + 40_000)
  * heaps.idleSources // every source silent since before now + 10_000
  */
@@ -43,7 +43,7 @@ export class FrontierHeaps {
   readonly #proofs = new ClockHeap()
   /** Finished sources, by `maxTs` negated: the furthest one on top. */
   readonly #finished = new ClockHeap()
-  /** Active sources with a `lastSeen` that is a time, by it: the next to turn idle on top. */
+  /** Active sources, by `lastSeen` (always a finite time here): the next to turn idle on top. */
   readonly #silence = new ClockHeap()
   /** Of the clocks taken since `highest()` was last read, the one with the largest `maxTs` (the first known among equal ones). */
   #highest: SourceClock | null = null
@@ -103,8 +103,12 @@ export class FrontierHeaps {
     return highest
   }
 
-  /** Places every clock of `clocks` (in the order the sources were first seen), idleness judged at `judgedAt`. */
-  rebuild(clocks: Iterable<SourceClock>, judgedAt: number): void {
+  /**
+   * Places every clock of `clocks` (in the order the sources were first seen), idleness judged at
+   * `judgedAt`; a clock heard while processing time was not a finite time counts as heard at `now`
+   * (the finite time the frontiers advance to), as a pass over the sources counts it.
+   */
+  rebuild(clocks: Iterable<SourceClock>, judgedAt: number, now: number): void {
     const active: SourceClock[] = []
     const activeTs: number[] = []
     const counting: SourceClock[] = []
@@ -116,6 +120,7 @@ export class FrontierHeaps {
     const lastSeen: number[] = []
     this.#highest = null
     for (const clock of clocks) {
+      if (!Number.isFinite(clock.lastSeen)) clock.lastSeen = now
       if (this.#highest === null || clock.maxTs > this.#highest.maxTs) this.#highest = clock
       if (clock.finished) {
         finished.push(clock)
@@ -128,7 +133,6 @@ export class FrontierHeaps {
       if (idleAt(clock, judgedAt, this.#idleTimeout)) continue
       active.push(clock)
       activeTs.push(clock.maxTs)
-      if (Number.isNaN(clock.lastSeen)) continue
       silence.push(clock)
       lastSeen.push(clock.lastSeen)
     }
@@ -160,9 +164,9 @@ export class FrontierHeaps {
       this.#silence.delete(clock)
       return
     }
+    // Its `lastSeen` is a finite time: `Frontiers` leaves a clock heard at no time to a pass.
     this.#active.set(clock, clock.maxTs)
-    if (Number.isNaN(clock.lastSeen)) this.#silence.delete(clock)
-    else this.#silence.set(clock, clock.lastSeen)
+    this.#silence.set(clock, clock.lastSeen)
   }
 
   /**

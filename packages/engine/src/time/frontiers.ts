@@ -137,7 +137,7 @@ export class Frontiers {
     if (!(Number.isFinite(now) && now >= this.#judgedAt)) return this.#unfollow()
     if (this.#followed) return this.#takeChanges()
     if (this.#calm < CALM_ADVANCES) return false
-    this.#heaps.rebuild(this.sources.values(), this.#judgedAt)
+    this.#heaps.rebuild(this.sources.values(), this.#judgedAt, now)
     this.changes.clear()
     this.changes.listing = true
     this.#followed = true
