@@ -355,6 +355,26 @@ describe('ticks in the write-ahead log', () => {
     expect(ops.map((op) => op.kind)).toEqual(['ingest', 'tick', 'tick'])
   })
 
+  it('logs a tick that counts a source heard while the clock gave no time as heard then: replay turns it idle when the engine did', () => {
+    const clock = fakeClock(0)
+    const options: EngineOptions = { windows: tumbling(10), watermark: boundedOutOfOrderness(0), idleTimeout: 100, replicaId: 'r1', now: clock.read }
+    const { engine, ops } = logged(options)
+    clock.now = Number.NaN
+    engine.ingest([{ id: 'q1', source: 'quiet', seq: 1, ts: 5, value: 1 }])
+    clock.now = 10
+    engine.tick() // 'quiet' counts as heard at 10 from here: idle after 110
+    clock.now = 50
+    engine.ingest([{ id: 'b1', source: 'busy', seq: 1, ts: 40, value: 1 }])
+    clock.now = 150
+    engine.ingest([{ id: 'b2', source: 'busy', seq: 2, ts: 500, value: 1 }])
+    expect(engine.watermark()).toBe(500)
+    expect(ops.map((op) => op.kind)).toEqual(['ingest', 'tick', 'ingest', 'ingest'])
+    const replayed = new TidemarkEngine(options)
+    for (const op of ops) replayed.replay(op)
+    expect(replayed.watermark()).toBe(500)
+    expect(exact(replayed.checkpoint())).toBe(exact(engine.checkpoint()))
+  })
+
   it('logs a tick only when something was due: a trigger, a source turning idle, a clock gone back', () => {
     const clock = fakeClock(1_000)
     const { engine, ops } = logged({ windows: tumbling(60_000), idleTimeout: 30_000, trigger: { early: afterProcessingTime(5_000) }, now: clock.read })

@@ -337,7 +337,8 @@ export class Frontiers {
   /**
    * True when `advance(now)` would change nothing: no source turns idle since the last `advance`
    * (nor active again, on a clock that went back), judged by the rule `advance` applies, so also
-   * on fractional clocks and timeouts. False for a `now` that is not a time.
+   * on fractional clocks and timeouts, and no clock heard at no time is given `now`. False for a
+   * `now` that is not a time.
    */
   settledAt(now: number): boolean {
     if (!(now >= this.#judgedAt)) return false
@@ -348,7 +349,8 @@ export class Frontiers {
       return quietest === null || !this.#idleAt(quietest, now)
     }
     for (const clock of this.sources.values()) {
-      if (!clock.finished && !this.#idleAt(clock, this.#judgedAt) && this.#idleAt(clock, now)) return false
+      // A clock heard at no time is heard at `now` by the pass: a change (a tick's log record replays it).
+      if (!Number.isFinite(clock.lastSeen) || (!clock.finished && !this.#idleAt(clock, this.#judgedAt) && this.#idleAt(clock, now))) return false
     }
     return true
   }
