@@ -167,6 +167,31 @@ describe('tickWhenDue', () => {
     stop()
   })
 
+  it("hears an operation a subscriber made while a notification without window change was heard: it arms that operation's deadline", () => {
+    const clock = new ManualTimers(0)
+    const engine = createEngine({ windows: tumbling(60_000), trigger: { early: afterProcessingTime(500) }, now: clock.read })
+    const panes: string[] = []
+    const views: number[] = []
+    // A view of the stats, subscribed before the bridge: it hears of the bridge's batch too.
+    engine.subscribe((batch) => {
+      views.push(engine.stats().ingested)
+      for (const change of batch) panes.push(`${clock.now} ${change.type} ${change.result.count}`)
+    })
+    tickWhenDue(engine, { now: clock.read, timers: clock })
+    // A bridge that hands the engine what it received elsewhere, on its next notification.
+    const received = [reading('d1', 1, 1_000)]
+    engine.subscribe(() => {
+      const next = received.shift()
+      if (next !== undefined) engine.ingest([next])
+    })
+    clock.advance(10)
+    engine.tick() // nothing due: a notification without window change, in which the bridge ingests (no window change either)
+    expect(views).toEqual([0, 1])
+    expect(engine.nextTickAt()).toBe(510)
+    clock.advance(5_000)
+    expect(panes).toEqual(['510 provisional 1'])
+  })
+
   it('stops when told, and when the engine closes', async () => {
     const clock = new ManualTimers(0)
     const options: EngineOptions = { windows: tumbling(60_000), idleTimeout: 5_000, now: clock.read }

@@ -1286,7 +1286,8 @@ describe('bad-input catalogue: subscribers that call the engine', () => {
       if (++ticks < 100) engine.tick()
     })
     expect(engine.ingest([{ id: 'd#1', source: 'd', seq: 1, ts: 1, key: 'd', value: 2 }]).accepted).toBe(1)
-    expect(ticks).toBe(2)
+    // A tick with nothing due changed nothing: it is not announced, so the subscriber ticks once.
+    expect(ticks).toBe(1)
     stopTicking()
     let empties = 0
     const stopEmpty = engine.subscribe(() => {

@@ -43,15 +43,15 @@ export class ChangeFeed {
 
   /**
    * Notifies every listener. Called after every batch, also with no window change,
-   * so views of stats and the late lane stay current.
+   * so views of stats and the late lane stay current. `quiet`: the operation changed nothing at
+   * all (a tick with nothing due), so a listener's call that made it is not announced.
    */
-  publish(changes: readonly WindowChange[]): void {
+  publish(changes: readonly WindowChange[], quiet?: boolean): void {
     // A listener that calls the engine publishes from inside this loop: its batch waits until every
     // listener has this one, so each hears the batches in the order they happened.
-    const delivering = this.#delivering
-    if (delivering) {
-      // Unless neither changed a window: a listener that ticks on every notification would tick for ever.
-      if (changes.length + delivering.length > 0) this.#waiting.push(changes)
+    if (this.#delivering) {
+      // Unless it changed nothing: a listener that ticks on every notification would tick for ever.
+      if (!quiet) this.#waiting.push(changes)
       return
     }
     try {

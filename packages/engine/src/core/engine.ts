@@ -177,11 +177,13 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
     counts.beyondLateness += beyond
     this.#anomalies.duplicate += duplicates
     this.#anomalies.beyond_lateness += beyond
+    // No event and no source turning idle: nothing changes (a listener's `ingest([])` is not announced).
+    const quiet = n === 0 && this.#frontiers.settledAt(now)
     this.#frontiers.advance(now)
     // Logged before any change is published or acknowledged; `durable` resolves on commit.
     const durable =
       wal === null || logged === null ? DURABLE : this.#journal.record({ kind: 'ingest', now, events: logged, rejected: invalid })
-    this.#settle(frontiers, now, false)
+    this.#settle(frontiers, now, false, quiet)
     return {
       accepted,
       late,
@@ -232,11 +234,12 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
   tick(): void {
     this.#assertOpen()
     const now = this.#options.now()
-    // A tick with nothing due changes nothing and is not logged: ticks on an interval would
-    // otherwise log a record each, all day.
-    if (this.#journal.wal !== null && !(this.#lifecycle.nextTimerAt() > now && this.#frontiers.settledAt(now))) this.#journal.record({ kind: 'tick', now })
+    // A tick with nothing due changes nothing: it is not logged (ticks on an interval would
+    // otherwise log a record each, all day), nor announced when a listener made it.
+    const quiet = this.#lifecycle.nextTimerAt() > now && this.#frontiers.settledAt(now)
+    if (this.#journal.wal !== null && !quiet) this.#journal.record({ kind: 'tick', now })
     this.#frontiers.advance(now)
-    this.#settle(null, now, true)
+    this.#settle(null, now, true, quiet)
   }
 
   nextTickAt(): number {
@@ -404,12 +407,12 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
    * After frontiers moved at processing time `now`: settle windows (firing due processing-time
    * triggers on a tick), purge dedup memory when due, publish to peers, then one notification.
    */
-  #settle(batch: BatchFrontiers | null, now: number, tick: boolean): void {
+  #settle(batch: BatchFrontiers | null, now: number, tick: boolean, quiet?: boolean): void {
     // User code (an aggregate's merge or result) may throw partway through the panes.
     const changes = this.#liveness.guard(() => this.#lifecycle.settle(now, tick))
     if (batch !== null && this.#dedup.due) this.#dedup.purge(this.#indexes, this.#frontiers, batch)
     this.#outbox.flush()
-    this.#feed.publish(changes)
+    this.#feed.publish(changes, quiet)
   }
 
   #exportState(): ReplicaState {
