@@ -192,6 +192,30 @@ describe('tickWhenDue', () => {
     expect(panes).toEqual(['510 provisional 1'])
   })
 
+  it('waits a second between ticks while its now reads NaN: a timer of NaN ms ran at once, over and over', () => {
+    const clock = new ManualTimers(0)
+    let broken = false
+    const read = () => (broken ? Number.NaN : clock.now)
+    const { engine, ticks } = counted(createEngine({ windows: tumbling(1_000), idleTimeout: 100, now: read }))
+    engine.ingest([reading('d1', 1, 5)])
+    broken = true
+    const waits: number[] = []
+    tickWhenDue(engine, {
+      now: read,
+      timers: {
+        setTimeout: (run, ms) => {
+          waits.push(ms)
+          // Node runs a timer of NaN ms after 1 ms.
+          return clock.setTimeout(run, Number.isNaN(ms) ? 1 : ms)
+        },
+        clearTimeout: (handle) => clock.clearTimeout(handle),
+      },
+    })
+    clock.advance(5_000)
+    expect(ticks()).toBe(5)
+    expect(waits.every((ms) => ms === 1_000)).toBe(true)
+  })
+
   it('stops when told, and when the engine closes', async () => {
     const clock = new ManualTimers(0)
     const options: EngineOptions = { windows: tumbling(60_000), idleTimeout: 5_000, now: clock.read }

@@ -92,6 +92,8 @@ export function tickWhenDue(engine: TickedEngine, options: TickWhenDueOptions = 
     // A deadline a tick already ran for: at or after it, the engine's clock is behind `now`;
     // before it, the timer fired early, or a long wait was cut in parts, and the rest is waited.
     if (at <= ranFor) wait = time >= at ? RETRY_MS : Math.max(1, wait)
+    // A `now` that read no time: a timer of NaN ms runs at once, and its tick arms the next at once again.
+    if (Number.isNaN(wait)) wait = RETRY_MS
     handle = timers.setTimeout(() => {
       handle = null
       ranFor = at
