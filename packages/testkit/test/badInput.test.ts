@@ -1340,7 +1340,7 @@ describe('bad-input catalogue: checkpoints restore cannot read', () => {
 })
 
 describe('bad-input catalogue: the engine called from inside its own operation', () => {
-  row('B51', "an aggregate's of (or add, merge, result) that calls the engine: ingest, tick, finishSource", () => {
+  row('B51', "an aggregate's of (or add, merge, result) that calls the engine: ingest, tick, finishSource, checkpoint", () => {
     let engine: TidemarkEngine | null = null
     let call: (() => void) | null = null
     let caught: unknown = null
@@ -1371,6 +1371,7 @@ describe('bad-input catalogue: the engine called from inside its own operation',
       () => engine?.ingest([{ id: 'inner', source: 'inner', seq: 1, ts: 5, key: 'canary', value: 100 }]),
       () => engine?.tick(),
       () => void engine?.finishSource('s'),
+      () => engine?.checkpoint(),
     ]
     for (const inner of calls) {
       // Caught inside: the call changed nothing, and the batch around it counts every event once.

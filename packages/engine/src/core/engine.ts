@@ -304,8 +304,8 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
    * const bytes = encodeEngineCheckpoint(engine.checkpoint(), lsn)
    */
   checkpoint(): EngineCheckpoint {
-    // A stopped engine's state is half updated: a checkpoint of it would outlive the log's truth.
-    if (this.#liveness.stopped !== null) throw this.#liveness.stopped
+    // A stopped engine's state is half updated, as is one in the middle of its own operation: a checkpoint of it would outlive the log's truth.
+    this.#liveness.assertWhole()
     return captureEngine(this.#parts(), this.#batch)
   }
 

@@ -31,8 +31,13 @@ export class EngineLiveness {
   }
 
   assertOpen(): void {
-    if (this.stopped !== null) throw this.stopped
+    this.assertWhole()
     if (this.closed) throw new Error('engine is closed')
+  }
+
+  /** Throws when the engine's state is half updated: it stopped, or it is inside its own operation (a call from an aggregate's code). */
+  assertWhole(): void {
+    if (this.stopped !== null) throw this.stopped
     if (this.#busy) throw new Error("engine called from inside its own operation (by an aggregate): call it once that returned")
   }
 
