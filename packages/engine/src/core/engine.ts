@@ -115,7 +115,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
       outbox: this.#outbox,
       peers: this.#peers,
       mergeGroups: (check, clocks) => {
-        this.#assertOpen()
+        this.#liveness.assertOpen()
         return this.#mergeAt(check, clocks, this.#options.now(), this.#journal.wal)
       },
       reportAnomaly: (reason, detail) => {
@@ -124,12 +124,12 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
       },
       exportState: () => this.#exportState(),
       notify: () => this.#feed.publish(NO_CHANGES),
-      assertOpen: () => this.#assertOpen(),
+      assertOpen: () => this.#liveness.assertOpen(),
     })
   }
 
   ingest(events: readonly StreamEvent[]): IngestReceipt {
-    this.#assertOpen()
+    this.#liveness.assertOpen()
     if (!Array.isArray(events)) throw new TypeError('ingest expects an array of events')
     const n = events.length
     const blocked = this.#journal.wal?.blocked ?? null
@@ -177,8 +177,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
     counts.beyondLateness += beyond
     this.#anomalies.duplicate += duplicates
     this.#anomalies.beyond_lateness += beyond
-    // No event and no source turning idle: nothing changes (a listener's `ingest([])` is not announced).
-    const quiet = n === 0 && this.#frontiers.settledAt(now)
+    const quiet = n === 0 && this.#frontiers.settledAt(now) // nothing changes: a listener's `ingest([])` is not announced
     this.#frontiers.advance(now)
     // Logged before any change is published or acknowledged; `durable` resolves on commit.
     const durable =
@@ -196,7 +195,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
   }
 
   advanceWatermark(t: number): void {
-    this.#assertOpen()
+    this.#liveness.assertOpen()
     if (typeof t !== 'number' || Number.isNaN(t)) throw new RangeError(`advanceWatermark needs a number, got ${String(t)}`)
     if (!this.#frontiers.advanceTo(t)) return
     if (this.#journal.wal !== null) this.#journal.record({ kind: 'advance', to: t })
@@ -204,7 +203,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
   }
 
   finishSource(source: string): Promise<void> {
-    this.#assertOpen()
+    this.#liveness.assertOpen()
     const clock = finishableClock(this.#frontiers, source, this.replicaId, this.#options.limits.maxSources)
     // The promise is only as durable as the record that made it (written again if it failed).
     if (clock?.finished === true) return this.#journal.finished(source, this.#options.now())
@@ -232,10 +231,9 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
   }
 
   tick(): void {
-    this.#assertOpen()
+    this.#liveness.assertOpen()
     const now = this.#options.now()
-    // A tick with nothing due changes nothing: it is not logged (ticks on an interval would
-    // otherwise log a record each, all day), nor announced when a listener made it.
+    // Nothing due: not logged (ticks on an interval would log a record each, all day), nor announced when a listener made it.
     const quiet = this.#lifecycle.nextTimerAt() > now && this.#frontiers.settledAt(now)
     if (this.#journal.wal !== null && !quiet) this.#journal.record({ kind: 'tick', now })
     this.#frontiers.advance(now)
@@ -243,7 +241,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
   }
 
   nextTickAt(): number {
-    this.#assertOpen()
+    this.#liveness.assertOpen()
     return Math.min(this.#lifecycle.nextTimerAt(), this.#frontiers.nextIdleAt())
   }
 
@@ -271,7 +269,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
    * for (const op of ops) copy.replay(op) // the same results as the engine that logged them
    */
   replay(op: WalOp): void {
-    this.#assertOpen()
+    this.#liveness.assertOpen()
     switch (op.kind) {
       case 'ingest':
         this.#ingestAt(op.events, op.now, null)
@@ -319,7 +317,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
    * resumed.restore(checkpoint)
    */
   restore(checkpoint: EngineCheckpoint): void {
-    this.#assertOpen()
+    this.#liveness.assertOpen()
     if (this.#batch !== 0 || this.#frontiers.sources.size > 0) throw new Error('restore needs a fresh engine')
     this.#batch = restoreEngine(this.#parts(), checkpoint, this.#liveness)
   }
@@ -348,12 +346,12 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
   }
 
   subscribe(listener: (changes: readonly WindowChange<A>[]) => void): () => void {
-    this.#assertOpen()
+    this.#liveness.assertOpen()
     return this.#feed.subscribe(listener as (changes: readonly WindowChange[]) => void)
   }
 
   changes(): ReadableStream<readonly WindowChange<A>[]> {
-    this.#assertOpen()
+    this.#liveness.assertOpen()
     return this.#feed.stream() as ReadableStream<readonly WindowChange<A>[]>
   }
 
@@ -397,10 +395,6 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
 
   async close(): Promise<void> {
     this.#liveness.close()
-  }
-
-  #assertOpen(): void {
-    this.#liveness.assertOpen()
   }
 
   /**
