@@ -13,7 +13,11 @@ import type { WatermarkStrategy } from '../time/watermarkStrategy.ts'
 export interface OrderedStreamOptions {
   /** Default `boundedOutOfOrderness(0)`. */
   readonly watermark?: WatermarkStrategy
-  /** Processing-time ms after which a silent source stops holding the watermark; default Infinity. */
+  /**
+   * Processing-time ms after which a silent source stops holding the watermark; default Infinity.
+   * Once every source is idle, the watermark goes where the sources heard from last held it, as the
+   * engine's does (docs/semantics.md, "Idle sources").
+   */
   readonly idleTimeout?: number
   /** Event-time ms below the watermark within which a late event is still emitted as a correction; default 0. */
   readonly allowedLateness?: number

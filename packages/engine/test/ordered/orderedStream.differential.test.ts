@@ -221,16 +221,25 @@ class Model {
     this.dedupAfterRelease = this.dedupEntries()
   }
 
-  /** W from the strategy, between batches: min over active sources of maxTs, minus the bound; never back. */
+  /**
+   * W from the strategy, between batches: min over active sources of maxTs, minus the bound; never
+   * back. When every source is idle: the lowest maxTs among the sources heard from last (where
+   * they held W just before the last of them turned idle).
+   */
   #advance(): void {
     let active = Number.POSITIVE_INFINITY
     let proof = Number.POSITIVE_INFINITY
+    let heard = Number.NEGATIVE_INFINITY
+    let heardFloor = Number.NEGATIVE_INFINITY
     for (const s of this.sources.values()) {
       if (s.maxTs > this.maxTsSeen) this.maxTsSeen = s.maxTs
       proof = Math.min(proof, s.provable ? s.prefixTs : Number.NEGATIVE_INFINITY)
       const idle = this.o.idleTimeout !== undefined && this.now - s.lastSeen > this.o.idleTimeout
       if (!idle) active = Math.min(active, s.maxTs)
+      if (s.lastSeen > heard) [heard, heardFloor] = [s.lastSeen, s.maxTs]
+      else if (s.lastSeen === heard) heardFloor = Math.min(heardFloor, s.maxTs)
     }
+    if (active === Number.POSITIVE_INFINITY && this.sources.size > 0) active = heardFloor
     this.proof = this.sources.size === 0 ? Number.NEGATIVE_INFINITY : proof
     if (this.o.lag === null || active === Number.POSITIVE_INFINITY) return
     if (active - this.o.lag > this.W) this.W = active - this.o.lag
