@@ -139,6 +139,37 @@ describe('subscribers', () => {
       [10, 1, 'provisional'],
     ])
   })
+
+  it('a subscriber that ingests a new event on every change: its 1,001st call within one notification throws, changing nothing; every accepted event counts once and the engine serves', () => {
+    const engine = createEngine({ windows: tumbling(10), allowedLateness: 100 })
+    let calls = 0
+    const refused: string[] = []
+    let heard = 0
+    engine.subscribe(() => {
+      heard++
+      // Stops by itself at 5,000 calls, so that a loop fails the test instead of hanging it.
+      if (calls >= 5_000) return
+      try {
+        engine.ingest([reading('d1', ++calls + 1, 5, 1)])
+      } catch (error) {
+        refused.push((error as Error).message)
+      }
+    })
+    expect(engine.ingest([reading('d1', 1, 5, 1)]).accepted).toBe(1)
+    expect(calls).toBe(1_001)
+    expect(refused).toEqual([
+      'engine called by its subscribers 1000 times within one notification: a subscriber that calls it on every change never settles',
+    ])
+    // The outer batch and the subscriber's 1,000 accepted calls, each heard once.
+    expect(heard).toBe(1_001)
+    expect(engine.stats().applied).toBe(1_001)
+    expect(engine.results()[0]?.count).toBe(1_001)
+    // The next notification is a delivery of its own: the subscriber's calls are taken again.
+    engine.subscribe(() => {}) // a second listener changes nothing about the count
+    expect(engine.ingest([reading('d1', 10_000, 5, 1)]).accepted).toBe(1)
+    expect(refused).toHaveLength(2)
+    expect(engine.results()[0]?.count).toBe(1_000 + 1_001 + 1)
+  })
 })
 
 describe('changes() ReadableStream', () => {

@@ -4,6 +4,9 @@ import { notifyEach, listenerOf } from './listenerError.ts'
 
 type Listener = (changes: readonly WindowChange[]) => void
 
+/** Batches listeners may publish within one delivery: past it, a listener calling the engine on every change would never let the delivery end. */
+const MAX_LISTENER_BATCHES = 1_000
+
 /**
  * Synchronous change notification (the engine notifies synchronously;
  * schedulers coalesce) plus a Web Streams view of the same feed. An engine's
@@ -64,6 +67,19 @@ export class ChangeFeed {
       this.#waiting.length = 0
       this.#delivering = undefined
     }
+  }
+
+  /**
+   * Throws once listeners published `MAX_LISTENER_BATCHES` batches within one delivery: a listener
+   * that calls the engine on every change (each call a change it answers again) never lets the
+   * delivery end. The engine checks it before an operation changes anything.
+   *
+   * @example
+   * feed.assertSettles() // in a listener's 1,001st call of the engine within one delivery: throws
+   */
+  assertSettles(): void {
+    if (this.#waiting.length >= MAX_LISTENER_BATCHES)
+      throw new Error(`engine called by its subscribers ${MAX_LISTENER_BATCHES} times within one notification: a subscriber that calls it on every change never settles`)
   }
 
   /**

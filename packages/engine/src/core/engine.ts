@@ -53,7 +53,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
   readonly #liveness = new EngineLiveness(() => {
     this.#feed.close()
     this.#port.close()
-  })
+  }, () => this.#feed.assertSettles())
   #writable: WritableStream<readonly StreamEvent[]> | null = null
   readonly #dedup = new DedupMemory()
   readonly #futureSources = new FutureSources()

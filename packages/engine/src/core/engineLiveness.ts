@@ -16,12 +16,14 @@ export class EngineLiveness {
   /** Why the engine stopped, or null. */
   stopped: Error | null = null
   readonly #letGo: () => void
+  readonly #settles: () => void
   /** True while `guard` runs: the engine's state is half updated, and a call of the engine from user code inside (an aggregate's) would read and change it midway. */
   #busy = false
 
-  /** `letGo` drops subscribers and transports, on close or stop. */
-  constructor(letGo: () => void) {
+  /** `letGo` drops subscribers and transports, on close or stop; `settles` throws when subscribers call the engine without end (`ChangeFeed.assertSettles`). */
+  constructor(letGo: () => void, settles: () => void = () => {}) {
     this.#letGo = letGo
+    this.#settles = settles
   }
 
   close(): void {
@@ -33,6 +35,7 @@ export class EngineLiveness {
   assertOpen(): void {
     this.assertWhole()
     if (this.closed) throw new Error('engine is closed')
+    this.#settles()
   }
 
   /** Throws when the engine's state is half updated: it stopped, or it is inside its own operation (a call from an aggregate's code). */
