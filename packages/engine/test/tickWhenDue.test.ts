@@ -332,7 +332,7 @@ describe('ticking only when due', () => {
         fc.array(step, { maxLength: 25 }),
         fc.integer({ min: 0, max: TRIGGERS.length - 1 }),
         fc.integer({ min: 0, max: LATE.length - 1 }),
-        fc.constantFrom(Number.POSITIVE_INFINITY, 1_500, 4_000),
+        fc.constantFrom(Number.POSITIVE_INFINITY, 1_500, 4_000, 1_500.5, 0.25),
         (steps, early, late, idleTimeout) => {
           const options: EngineOptions = {
             windows: tumbling(2_000),

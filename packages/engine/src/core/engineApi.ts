@@ -293,7 +293,7 @@ export interface Engine<A extends AggregateDefinitions = NoAggregates> {
   /**
    * The processing time (on `now()`) at which `tick()` next has work, +Infinity when no tick can
    * change anything until the next ingest or merge: the earliest armed processing-time trigger,
-   * or the moment a source turns idle (1 ms after its `idleTimeout` runs out). Ticking only then,
+   * or the moment a source turns idle (the first whole millisecond after its `idleTimeout` runs out). Ticking only then,
    * rather than on an interval, fires each pane on time and writes no log record for ticks that
    * change nothing. `tickWhenDue(engine)` does it for you.
    *

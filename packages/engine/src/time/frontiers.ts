@@ -308,9 +308,9 @@ export class Frontiers {
   }
 
   /**
-   * The processing time at which the next source not idle at the last `advance` turns idle: 1 ms
-   * after its `idleTimeout` runs out (a source is idle once `now - lastSeen` exceeds it), the
-   * earliest over sources; +Infinity when none can (no `idleTimeout`, or every source idle
+   * The processing time at which the next source not idle at the last `advance` turns idle: the
+   * first whole millisecond after its `idleTimeout` runs out (a source is idle once `now - lastSeen`
+   * exceeds it; a clock read every millisecond sees it then, also on fractional times), the earliest over sources; +Infinity when none can (no `idleTimeout`, or every source idle
    * already). Read from the heaps while they follow the clocks (the active source silent the
    * longest), else in one pass over sources: call it per operation, not per event.
    *
@@ -322,16 +322,16 @@ export class Frontiers {
     if (timeout === Number.POSITIVE_INFINITY) return timeout
     if (this.#takeChanges()) {
       const quietest = this.#heaps.quietest()
-      return quietest === null ? Number.POSITIVE_INFINITY : quietest.lastSeen + timeout + 1
+      return quietest === null ? Number.POSITIVE_INFINITY : Math.floor(quietest.lastSeen + timeout) + 1
     }
     let next = Number.POSITIVE_INFINITY
     for (const clock of this.sources.values()) {
       // Idle already at the last judgement: it stays idle until it sends again. A finished source never turns idle.
       if (clock.finished || this.#idleAt(clock, this.#judgedAt)) continue
-      const at = clock.lastSeen + timeout + 1
+      const at = clock.lastSeen + timeout
       if (at < next) next = at
     }
-    return next
+    return Math.floor(next) + 1
   }
 
   /**
