@@ -474,9 +474,9 @@ class Model {
     return this.#windows.flatMap((w) => (w.shown === null ? [] : [w.shown])).sort(compareResults)
   }
 
-  /** The earliest armed timer, or 1 ms after the first silent source's idleTimeout runs out (not yet idle when last judged). */
+  /** The earliest armed timer, or the first whole millisecond after the first silent source's idleTimeout runs out (not yet idle when last judged). */
   nextTickAt(): number {
-    const idle = [...this.#lastSeen.values()].map((seen) => seen + this.#c.idleTimeout + 1).filter((at) => at > this.#judged)
+    const idle = [...this.#lastSeen.values()].map((seen) => Math.floor(seen + this.#c.idleTimeout) + 1).filter((at) => at > this.#judged)
     return Math.min(Number.POSITIVE_INFINITY, ...idle, ...this.#windows.filter((w) => !Number.isNaN(w.timerAt)).map((w) => w.timerAt))
   }
 
