@@ -192,6 +192,33 @@ describe('tickWhenDue', () => {
     expect(panes).toEqual(['510 provisional 1'])
   })
 
+  it('stays armed through a delivery that a runaway subscriber made too long (B52): reading nextTickAt changes nothing, so it is not refused', () => {
+    const clock = new ManualTimers(0)
+    const engine = createEngine({ windows: tumbling(10), watermark: boundedOutOfOrderness(0), idleTimeout: 1_000, allowedLateness: 100_000, now: clock.read })
+    // From 500 on, a subscriber that ingests an event on every notification, cut short by the engine after 1,000.
+    let calls = 0
+    let refused = 0
+    engine.subscribe(() => {
+      if (clock.now < 500) return
+      try {
+        engine.ingest([reading('loop', ++calls, 5)])
+      } catch {
+        refused++
+      }
+    })
+    const reported: unknown[] = []
+    tickWhenDue(engine, { now: clock.read, timers: clock, onError: (error) => reported.push(error) })
+    engine.ingest([reading('slow', 1, 0)])
+    clock.advance(500)
+    engine.ingest([reading('fast', 1, 50)])
+    expect([calls, refused, engine.watermark()]).toEqual([1_001, 1, 0])
+    // 'slow', heard at 0, turns idle at 1,001: the tick then lets W go to 5 ('loop').
+    expect(clock.pending).toEqual([501])
+    clock.advance(501)
+    expect(engine.watermark()).toBe(5)
+    expect(reported).toEqual([])
+  })
+
   it('waits a second between ticks while its now reads NaN: a timer of NaN ms ran at once, over and over', () => {
     const clock = new ManualTimers(0)
     let broken = false

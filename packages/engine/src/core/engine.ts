@@ -241,7 +241,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
   }
 
   nextTickAt(): number {
-    this.#liveness.assertOpen()
+    this.#liveness.assertOpen(false)
     return Math.min(this.#lifecycle.nextTimerAt(), this.#frontiers.nextIdleAt())
   }
 
@@ -346,12 +346,12 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
   }
 
   subscribe(listener: (changes: readonly WindowChange<A>[]) => void): () => void {
-    this.#liveness.assertOpen()
+    this.#liveness.assertOpen(false)
     return this.#feed.subscribe(listener as (changes: readonly WindowChange[]) => void)
   }
 
   changes(): ReadableStream<readonly WindowChange<A>[]> {
-    this.#liveness.assertOpen()
+    this.#liveness.assertOpen(false)
     return this.#feed.stream() as ReadableStream<readonly WindowChange<A>[]>
   }
 

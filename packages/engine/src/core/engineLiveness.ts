@@ -32,10 +32,11 @@ export class EngineLiveness {
     this.#letGo()
   }
 
-  assertOpen(): void {
+  /** Throws when the engine stopped or closed; for a call that may change something (`changes`, the default), also when subscribers call it without end. */
+  assertOpen(changes = true): void {
     this.assertWhole()
     if (this.closed) throw new Error('engine is closed')
-    this.#settles()
+    if (changes) this.#settles()
   }
 
   /** Throws when the engine's state is half updated: it stopped, or it is inside its own operation (a call from an aggregate's code). */
