@@ -300,3 +300,45 @@ describe('Frontiers: a clock heard while processing time was no time', () => {
     ])
   })
 })
+
+describe('Frontiers: nextIdleAt on fractional times', () => {
+  /** The first whole millisecond at which the idleness rule (`now - lastSeen > idleTimeout`) holds, found by trying each. */
+  const firstIdleMs = (lastSeen: number, idleTimeout: number) => {
+    let at = Math.floor(lastSeen + idleTimeout) - 2
+    while (!(at - lastSeen > idleTimeout)) at++
+    return at
+  }
+  /** `nextIdleAt()` with one source heard at `lastSeen`, from the heaps (follow cost 0, after calm passes) and from a pass. */
+  const nextIdleAt = (lastSeen: number, idleTimeout: number) =>
+    [0, PASS_ONLY].map((followCost) => {
+      const f = new Frontiers(boundedOutOfOrderness(0), idleTimeout, followCost)
+      const a = f.source('a', lastSeen)
+      a.lastSeen = lastSeen
+      a.record({ seq: 1, id: 'a1', ts: 5 })
+      a.changed()
+      for (let i = 0; i < 6; i++) f.advance(lastSeen)
+      return f.nextIdleAt()
+    })
+
+  it('is the first whole millisecond a clock read every millisecond finds the source idle at, also when lastSeen + idleTimeout rounds to a whole number', () => {
+    // 327.7 + 0.3 is 328 in doubles, yet 328 - 327.7 > 0.3: idle at 328, not 329.
+    expect(firstIdleMs(327.7, 0.3)).toBe(328)
+    expect(nextIdleAt(327.7, 0.3)).toEqual([328, 328])
+  })
+
+  it('agrees with trying each millisecond on performance.now-like clocks and fractional timeouts', () => {
+    const name = 'nextIdleAt on fractional times'
+    const time = fc.tuple(fc.integer({ min: 0, max: 2 ** 40 }), fc.constantFrom(0, 0.1, 0.25, 0.5, 0.7, 0.9, 0.123456789))
+    const timeout = fc.oneof(fc.constantFrom(0, 0.1, 0.2, 0.3, 0.25, 1_500.5, 30_000), fc.double({ min: 0, max: 1e6, noNaN: true }))
+    assertSeeded(
+      fc.property(time, timeout, ([whole, part], idleTimeout) => {
+        const lastSeen = whole + part
+        const want = firstIdleMs(lastSeen, idleTimeout)
+        expect(nextIdleAt(lastSeen, idleTimeout), `lastSeen ${lastSeen}, idleTimeout ${idleTimeout}`).toEqual([want, want])
+      }),
+      FILE,
+      name,
+      300,
+    )
+  })
+})

@@ -320,18 +320,18 @@ export class Frontiers {
   nextIdleAt(): number {
     const timeout = this.#idleTimeout
     if (timeout === Number.POSITIVE_INFINITY) return timeout
-    if (this.#takeChanges()) {
-      const quietest = this.#heaps.quietest()
-      return quietest === null ? Number.POSITIVE_INFINITY : Math.floor(quietest.lastSeen + timeout) + 1
-    }
-    let next = Number.POSITIVE_INFINITY
-    for (const clock of this.sources.values()) {
-      // Idle already at the last judgement: it stays idle until it sends again. A finished source never turns idle.
-      if (clock.finished || this.#idleAt(clock, this.#judgedAt)) continue
-      const at = clock.lastSeen + timeout
-      if (at < next) next = at
-    }
-    return Math.floor(next) + 1
+    // The active source silent the longest: the first to turn idle.
+    let quietest = Number.POSITIVE_INFINITY
+    if (this.#takeChanges()) quietest = this.#heaps.quietest()?.lastSeen ?? Number.POSITIVE_INFINITY
+    else
+      for (const clock of this.sources.values()) {
+        // Idle already at the last judgement: it stays idle until it sends again. A finished source never turns idle.
+        if (!clock.finished && !this.#idleAt(clock, this.#judgedAt) && clock.lastSeen < quietest) quietest = clock.lastSeen
+      }
+    // As the rule judges it in doubles: `lastSeen + timeout` may round to a whole millisecond at which
+    // the source is idle already (0.7 + 0.3 is 1, and 1 - 0.7 > 0.3).
+    const at = Math.floor(quietest + timeout)
+    return at - quietest > timeout ? at : at + 1
   }
 
   /**
