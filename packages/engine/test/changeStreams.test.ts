@@ -170,6 +170,36 @@ describe('subscribers', () => {
     expect(refused).toHaveLength(2)
     expect(engine.results()[0]?.count).toBe(1_000 + 1_001 + 1)
   })
+
+  it("a subscriber that reports a new sync status or a peer anomaly on every notification: past the bound the report throws and changes nothing", () => {
+    const engine = createEngine({ windows: tumbling(10) })
+    let reports = 0
+    const refused: string[] = []
+    engine.subscribe(() => {
+      // Stops by itself at 5,000 reports, so that a loop fails the test instead of hanging it.
+      if (reports >= 5_000) return
+      reports++
+      for (const report of [
+        () => engine.replica.reportAnomaly('invalid_remote_cell', `cell ${reports}`),
+        () => engine.replica.setSyncStatus({ state: 'connected', lastSync: reports, pendingLocalUpdates: 0, peers: 1, refusal: null }, reports),
+      ]) {
+        try {
+          report()
+        } catch (error) {
+          refused.push((error as Error).message)
+        }
+      }
+    })
+    engine.tick()
+    // Each status is a notification the subscriber answers with another: 1,000 of them, then both reports are refused.
+    expect(reports).toBe(1_001)
+    expect(refused).toEqual([
+      expect.stringContaining('engine called by its subscribers 1000 times within one notification'),
+      expect.stringContaining('engine called by its subscribers 1000 times within one notification'),
+    ])
+    expect(engine.stats().docBytes).toBe(1_000)
+    expect(engine.stats().anomalies.invalid_remote_cell).toBe(1_000)
+  })
 })
 
 describe('changes() ReadableStream', () => {

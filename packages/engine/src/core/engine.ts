@@ -124,6 +124,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
       },
       exportState: () => this.#exportState(),
       notify: () => this.#feed.publish(NO_CHANGES),
+      settles: () => this.#feed.assertSettles(),
       assertOpen: () => this.#liveness.assertOpen(),
     })
   }

@@ -26,6 +26,8 @@ export interface PortEngine {
   exportState(): ReplicaState
   /** Tells subscribers that something besides results changed (a notification without changes). */
   notify(): void
+  /** Throws when subscribers call the engine without end (`ChangeFeed.assertSettles`): a report from one changes nothing then. */
+  settles(): void
   /** Throws when the engine is closed. */
   assertOpen(): void
 }
@@ -75,6 +77,7 @@ export class EnginePort implements ReplicaPort {
     if (reason !== 'invalid_remote_cell' && reason !== 'source_conflict') {
       throw new TypeError(`reportAnomaly: unknown reason ${String(reason)}`)
     }
+    this.#engine.settles()
     this.#engine.reportAnomaly(reason, detail)
   }
 
@@ -99,6 +102,7 @@ export class EnginePort implements ReplicaPort {
   readonly setSyncStatus = (status: SyncStatus, docBytes: number): void => {
     const wrong = statusFault(status, docBytes)
     if (wrong) throw new TypeError(`setSyncStatus: ${wrong}`)
+    this.#engine.settles()
     this.#status = status
     this.#docBytes = docBytes
     this.#engine.notify()
