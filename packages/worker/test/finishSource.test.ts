@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest'
-import { createEngine, type Engine, type LocalWrite, manual, type StreamEvent, tumbling } from '@tidemark/engine'
+import { createEngine, type Engine, type EngineOptions, type LocalWrite, manual, type StreamEvent, tumbling } from '@tidemark/engine'
 import type { WorkerSourceClaim } from '../src/page/sourceRetirement.ts'
 import { type TestHost, World } from './hostHarness.ts'
 
@@ -72,6 +72,16 @@ describe('RemoteEngine.finishSource', () => {
     await empty
   })
 })
+
+/** The local writes of a peer engine ('phone') that read three readings of `source`, then finished it. */
+async function finishedOnPeer(source: string, options: EngineOptions): Promise<LocalWrite[]> {
+  const peer = createEngine({ ...options, replicaId: 'phone' })
+  const writes: LocalWrite[] = []
+  peer.replica.onLocalWrite((write) => writes.push(structuredClone(write)))
+  peer.ingest(readings(source, 1, 3))
+  await peer.finishSource(source)
+  return writes
+}
 
 /** A source claim that counts its retirements. */
 function countingClaim(source: string): WorkerSourceClaim & { retired: number } {
@@ -151,11 +161,7 @@ describe("a page's source claim finished by its writer on a peer", () => {
 
   it('is retired on the welcome, with no error reported: another replica finished the source, so it refuses every reading here too', async () => {
     // d1 written and finished on another replica (an earlier host under another replica id, a tab's own engine), heard through a doc.
-    const peer = createEngine({ ...engineOptions, replicaId: 'phone' })
-    const writes: LocalWrite[] = []
-    peer.replica.onLocalWrite((write) => writes.push(structuredClone(write)))
-    peer.ingest(readings('d1', 1, 3))
-    await peer.finishSource('d1')
+    const writes = await finishedOnPeer('d1', engineOptions)
     const world = new World()
     const host = world.host({
       name: 'fleet',
@@ -179,6 +185,40 @@ describe("a page's source claim finished by its writer on a peer", () => {
       await world.run()
       await again
       expect(claim.retired).toBe(2)
+    } finally {
+      reported.mockRestore()
+    }
+  })
+})
+
+describe("a page's source claim finished by a merge after its welcome", () => {
+  const engineOptions = { windows: tumbling(10_000), watermark: manual() }
+
+  it('is retired when the merge reaches the host, once: the host tells each page whose claim it is, and only those', async () => {
+    // d1 written and finished on another replica, heard through the doc only after the pages
+    // connected (as by a host whose log the browser evicted, once the relay sends the state back).
+    const writes = await finishedOnPeer('d1', engineOptions)
+    const world = new World()
+    const host = world.host({ name: 'fleet', engine: engineOptions })
+    const reported = vi.spyOn(console, 'error').mockImplementation(() => {})
+    try {
+      const claim = countingClaim('d1')
+      const other = countingClaim('d2')
+      const pages = [world.page(() => host, { claim }), world.page(() => host, { claim: other })]
+      await world.run()
+      await Promise.all(pages.map((p) => p.engine.ready))
+      expect(claim.retired).toBe(0)
+      const engine = host.host.engine as Engine
+      for (const write of writes) engine.replica.mergeRemote(write.cells, write.clocks)
+      expect(engine.isFinished('d1')).toBe(true)
+      await world.run()
+      expect([claim.retired, other.retired]).toEqual([1, 0])
+      // Another merge (the same state again, a later reading of d2) tells no page again.
+      for (const write of writes) engine.replica.mergeRemote(write.cells, write.clocks)
+      void pages[1]?.engine.ingest(readings('d2', 1, 2))
+      await world.run()
+      expect([claim.retired, other.retired]).toEqual([1, 0])
+      expect(reported).not.toHaveBeenCalled()
     } finally {
       reported.mockRestore()
     }

@@ -382,12 +382,13 @@ export class EngineHost {
     return links
   }
 
-  /** Welcomes a page; `claim`, the source its tab claimed, is said to be finished when the engine holds a finish of it. */
+  /** Welcomes a page; `claim`, the source its tab claimed, is said to be finished when the engine holds a finish of it (or later, when one is merged). */
   #welcome(link: ClientLink, tab: string, claim: string | null): void {
     const engine = this.#engine
     if (engine === null) return
     this.drop(link)
-    const client = new HostClient(tab, link, this.#keepsPanes)
+    const finished = claim !== null && engine.isFinished(claim)
+    const client = new HostClient(tab, link, this.#keepsPanes, finished ? null : claim)
     this.#clients.set(link, client)
     this.#tabWatches.watch(client, () => this.drop(link))
     const options = this.#mirrored
@@ -402,7 +403,7 @@ export class EngineHost {
       options,
       recovery: recoveryReport(engine) ?? null,
       frame,
-      ...(claim !== null && engine.isFinished(claim) ? { finished: true } : {}),
+      ...(finished ? { finished: true } : {}),
     }
     link.send(message, rowBuffers(frame.rows))
   }

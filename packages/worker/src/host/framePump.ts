@@ -91,6 +91,7 @@ export class FramePump {
     for (const client of this.#clients()) {
       client.absorb(touched, state.stats.openWindows)
       client.flush(state, this.#view)
+      client.tellFinished(this.#engine)
     }
   }
 }

@@ -91,12 +91,27 @@ export class HostClient {
   /** The backlog outgrew the live windows and was dropped: the next frame carries the whole state. */
   #resync = false
   #sent: HostState | null = null
+  /** The source the page's hello claimed, until the page is told that the engine holds a finish of it. */
+  #claim: string | null
 
-  /** `keepsPanes`: the engine's panes are increments (discarding mode), each one sent. */
-  constructor(tab: string, link: ClientLink, keepsPanes: boolean) {
+  /** `keepsPanes`: the engine's panes are increments (discarding mode), each one sent; `claim`: the source the page's tab claimed, if its welcome did not say it is finished. */
+  constructor(tab: string, link: ClientLink, keepsPanes: boolean, claim: string | null = null) {
     this.tab = tab
     this.link = link
     this.#keepsPanes = keepsPanes
+    this.#claim = claim
+  }
+
+  /**
+   * Tells the page, once, that the engine holds a finish of the source its tab claimed: a finish
+   * that reached the host after the welcome, merged from a peer (a log lost with the site's
+   * storage, its state back from the relay). The page finishes the source again, which resolves
+   * once that finish is durable, and retires its claim.
+   */
+  tellFinished(engine: Engine): void {
+    if (this.#claim === null || !engine.isFinished(this.#claim)) return
+    this.#claim = null
+    this.link.send({ t: 'finished' }, [])
   }
 
   /**

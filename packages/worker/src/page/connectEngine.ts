@@ -65,6 +65,8 @@ export interface ConnectEngineOptions<A extends AggregateDefinitions = NoAggrega
    * tab that finished it went away before the host's answer reached it, the next page given the
    * source in a claim hears from the host that it is finished, and retires it once the finish is
    * durable; that session's own readings are refused (`finished_source`) until its next claim.
+   * A finish that reaches the host later, merged from a peer, is told the same way to the page
+   * holding the claim.
    */
   readonly claim?: WorkerSourceClaim
 }

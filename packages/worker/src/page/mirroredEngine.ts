@@ -22,6 +22,7 @@ import type { HostConnector, HostLink, LinkSink } from './hostLink.ts'
 import { IngestQueue } from './ingestQueue.ts'
 import { lockNames, type WorkerClock, type WorkerLocks } from './platform.ts'
 import type { RemoteEngine, WorkerConnection } from './remoteEngine.ts'
+import { deposedFailure } from './deposedHost.ts'
 import { MirroredState } from './mirroredState.ts'
 import { retireFinishedClaim, retireWhenFinished, type WorkerSourceClaim } from './sourceRetirement.ts'
 
@@ -135,24 +136,22 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
       case 'reply':
         this.#calls.reply(message.req, message.value, message.error, message.retry === true)
         return
+      case 'finished':
+        if (this.#welcomed) this.#retireFinished()
+        return
       case 'waiting':
         // Watched while it starts: a host that crashes meanwhile is noticed by its lock.
         if (!this.#welcomed && typeof message.instance === 'string') this.#watchHost(link, message.instance)
         return
-      case 'refused':
-        if (message.deposed !== true) this.failed(message.reason, message.error)
-        else if (this.#options.mode === 'single') {
-          // Another tab's host took the log (no Web Locks keep two tabs apart here): starting
-          // this tab's host again would take it back, and the two would fence each other forever.
-          this.failed(`${message.reason}: single mode serves one tab (this browser offers neither SharedWorker nor Web Locks here), and another tab of this app took the engine's log; close the other tabs and reload this one`)
-        } else if (this.#options.mode === 'shared' && this.#options.locks === null) {
-          // Shared mode without Web Locks: another build's SharedWorker (a deploy) took the log; nothing makes it wait.
-          this.failed(`${message.reason}: without Web Locks (a page on plain http from a LAN address), the SharedWorkers of two builds of this app cannot share the engine's log, and the other one took it; reload this page`)
-        } else {
+      case 'refused': {
+        const failure = message.deposed === true ? deposedFailure(message.reason, this.#options.mode, this.#options.locks !== null) : message.reason
+        if (failure !== null) this.failed(failure, message.deposed === true ? undefined : message.error)
+        else {
           this.lost(link, message.reason)
           this.#options.connector.gone(link)
         }
         return
+      }
     }
   }
 
@@ -381,7 +380,7 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
     for (const address of this.#state.windows.watched()) link.send({ t: 'watch-history', ...address })
     this.#queue.connected(welcome.credits)
     this.#calls.sendWaiting(link)
-    if (welcome.finished === true) retireFinishedClaim(this.#options.claim, (source) => this.finishSource(source), () => this.#connection.state === 'closed' || this.#connection.state === 'failed')
+    if (welcome.finished === true) this.#retireFinished()
     this.#setConnection({
       state: 'connected',
       leader: this.#options.ownsHost(link),
@@ -394,6 +393,11 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
     })
     this.#ready?.resolve()
     this.#closeWatch?.()
+  }
+
+  /** The host's engine holds a finish of the claimed source (its welcome said so, or a merge since): finish it again, then retire the claim. */
+  #retireFinished(): void {
+    retireFinishedClaim(this.#options.claim, (source) => this.finishSource(source), () => this.#connection.state === 'closed' || this.#connection.state === 'failed')
   }
 
   /** Applies a frame; `welcome`: the first frame of a host (its rows were checked with the welcome). */

@@ -4,8 +4,9 @@
  * of `@tidemark/idb`: never handed out again) once the host says that finish is durable. And
  * since the tab that finished it may have gone between the host's commit and that answer, every
  * host the page connects to says whether its engine holds a finish of the claim's source
- * (`welcome.finished`); the page then finishes it again, which resolves once that finish is
- * durable, and retires the claim.
+ * (`welcome.finished`), and says it later (`finished`) when a finish merged from a peer reaches
+ * it; the page then finishes it again, which resolves once that finish is durable, and retires
+ * the claim.
  */
 import { reportError } from '../common/reportError.ts'
 

@@ -151,6 +151,11 @@ export type HostMessage =
    * that crashes while it starts is noticed.
    */
   | { readonly t: 'waiting'; readonly instance?: string }
+  /**
+   * The source the page's hello claimed is finished in the host's engine, by a finish that reached
+   * it after the welcome (merged from a peer): as `welcome.finished`. A page without this message ignores it.
+   */
+  | { readonly t: 'finished' }
 
 /** A leader tab's host announces itself on the tab channel (leader mode only). */
 export interface BeatMessage {
