@@ -1398,6 +1398,54 @@ describe('bad-input catalogue: the engine called from inside its own operation',
   })
 })
 
+describe('bad-input catalogue: subscribers that never settle', () => {
+  row('B52', 'a subscriber that changes something on every notification: ingests a new event, reports a new sync status', () => {
+    const runaway = /^engine called by its subscribers 1000 times within one notification: a subscriber that calls it on every change never settles$/
+    const calls: ((engine: TidemarkEngine, n: number) => void)[] = [
+      (engine, n) => engine.ingest([{ id: `r#${n}`, source: 'r', seq: n, ts: 5, key: 'r', value: 1 }]),
+      (engine, n) => engine.replica.setSyncStatus({ state: 'connected', lastSync: n, pendingLocalUpdates: 0, peers: 1, refusal: null }, n),
+    ]
+    for (const call of calls) {
+      const engine = withCanary()
+      let n = 0
+      const refused: unknown[] = []
+      let readsAnswered = 0
+      const stop = engine.subscribe(() => {
+        // Bounded here, so that a loop fails the row instead of hanging it.
+        if (n >= 5_000) return
+        try {
+          call(engine, ++n)
+        } catch (error) {
+          refused.push(error)
+        }
+        // Reads still answer past the bound: they change nothing.
+        if (engine.nextTickAt() === Number.POSITIVE_INFINITY) readsAnswered++
+      })
+      engine.tick()
+      stop()
+      expect(n).toBe(1_001)
+      expect(refused.map(String)).toEqual([expect.stringMatching(/engine called by its subscribers 1000 times/)])
+      expect((refused[0] as Error).message).toMatch(runaway)
+      expect(readsAnswered).toBe(1_001)
+      expectServing(engine)
+    }
+    // The 1,000 events the subscriber's calls ingested before the bound count once each.
+    const engine = withCanary()
+    let n = 0
+    engine.subscribe(() => {
+      if (n < 5_000)
+        try {
+          (calls[0] as (engine: TidemarkEngine, n: number) => void)(engine, ++n)
+        } catch {
+          // The 1,001st call, refused: counted in n only.
+        }
+    })
+    engine.tick()
+    expect(engine.results({ window: 'tumbling:10', key: 'r' })).toMatchObject([{ count: 1_000, sum: 1_000 }])
+    return calls.length + 1
+  })
+})
+
 describe('bad-input catalogue: documentation', () => {
   it('every row of the docs/bad-input.md table has a test here, and every test a row', () => {
     const catalogue = readFileSync(new URL('../../../docs/bad-input.md', import.meta.url), 'utf8')
