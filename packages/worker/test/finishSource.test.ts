@@ -225,6 +225,34 @@ describe("a page's source claim finished by a merge after its welcome", () => {
   })
 })
 
+describe("a page's source claim finished by that page itself", () => {
+  const engineOptions = { windows: tumbling(10_000), watermark: manual() }
+
+  it("is retired once, by its own finish: the host does not tell it of that finish; another page holding the same source is told", async () => {
+    const world = new World()
+    const host = world.host({ name: 'fleet', engine: engineOptions })
+    const claim = countingClaim('d1')
+    // Another tab session handed d1 too (its registry had not heard of the finish).
+    const twin = countingClaim('d1')
+    const pages = [world.page(() => host, { claim }), world.page(() => host, { claim: twin })]
+    await world.run()
+    await Promise.all(pages.map((p) => p.engine.ready))
+    const engine = host.host.engine as Engine
+    const finishes = vi.spyOn(engine, 'finishSource')
+    void pages[0]?.engine.ingest(readings('d1', 1, 3))
+    await world.run()
+    const own = pages[0]?.engine.finishSource('d1')
+    await world.run()
+    await own
+    // Later frames (a reading of d2) tell the finishing page nothing either.
+    void pages[1]?.engine.ingest(readings('d2', 1, 2))
+    await world.run()
+    expect([claim.retired, twin.retired]).toEqual([1, 1])
+    // The page's own finish, and the twin's finish again once told.
+    expect(finishes).toHaveBeenCalledTimes(2)
+  })
+})
+
 describe("a page's source claim, the page closed while its welcome's finish is under way", () => {
   it('reports no error: nobody awaits that finish, and the claim is left to the next page given the source', async () => {
     const world = new World()
