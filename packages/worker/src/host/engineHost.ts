@@ -432,6 +432,7 @@ export class EngineHost {
     try {
       // Only a command and a finish (until durable) may be async: the engine's other calls are answered in the task that ran them.
       const result = runHostCall(engine, context, this.#options.commands, call)
+      if (call.op === 'finish') client.finishing(call.source, engine)
       const value = call.op === 'command' || call.op === 'finish' ? await result : result
       client.link.send({ t: 'reply', req, value }, [])
     } catch (error) {

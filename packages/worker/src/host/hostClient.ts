@@ -115,6 +115,15 @@ export class HostClient {
   }
 
   /**
+   * The page asked the engine to finish `source` itself, and the engine holds that finish: when
+   * it is the page's claim, the page retires the claim once its own finish resolves, and is not
+   * told (it would finish the source again, and retire the claim twice).
+   */
+  finishing(source: string, engine: Engine): void {
+    if (source === this.#claim && engine.isFinished(source)) this.#claim = null
+  }
+
+  /**
    * Takes in what a tick changed. A watched window that changed gets its whole history again:
    * the engine's history of a window is not only what it fired since (it keeps the last 64, and a
    * session whose start moved keeps what it fired under its old start), and a page watches few windows.
