@@ -91,6 +91,21 @@ describe('a frame the page cannot read', () => {
   })
 })
 
+describe('a refusal that is not a takeover', () => {
+  it('fails the page even when its reason is not a string (a host of another build): it does not go to the next host, which would refuse it again', async () => {
+    const world = new World()
+    const host = world.host({ name: 'fleet', engine: windows, log: false })
+    const page = world.page(() => host)
+    await world.run()
+    await page.engine.ready
+    const link = page.connector.link as HostLink
+    page.engine.message(link, { t: 'refused', reason: null, error: { name: 'QuotaExceededError', message: 'full' } })
+    expect(page.engine.connection().state).toBe('failed')
+    const error = (await page.engine.ingest(readings('d1', 1, 1)).catch((e: unknown) => e)) as Error
+    expect([error.name, error.message, String(error.cause)]).toEqual(['QuotaExceededError', 'connectEngine: null', 'QuotaExceededError: full'])
+  })
+})
+
 describe('a host fenced out while it starts', () => {
   it('tells its waiting page to go to the next host (not that it failed), and the page moves on', async () => {
     const world = new World()
