@@ -144,8 +144,10 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
         if (!this.#welcomed && typeof message.instance === 'string') this.#watchHost(link, message.instance)
         return
       case 'refused': {
-        const failure = message.deposed === true ? deposedFailure(message.reason, this.#options.mode, this.#options.locks !== null) : message.reason
-        if (failure !== null) this.failed(failure, message.deposed === true ? undefined : message.error)
+        // Only a deposed host sends the page on (a takeover): any other refusal fails it, whatever its reason.
+        const deposed = message.deposed === true
+        const failure = deposed ? deposedFailure(message.reason, this.#options.mode, this.#options.locks !== null) : message.reason
+        if (!deposed || failure !== null) this.failed(failure as string, deposed ? undefined : message.error)
         else {
           this.lost(link, message.reason)
           this.#options.connector.gone(link)
