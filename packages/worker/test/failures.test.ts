@@ -19,6 +19,16 @@ function readings(source: string, from: number, count: number): StreamEvent[] {
   return Array.from({ length: count }, (_, i) => ({ id: `${source}#${from + i}`, source, seq: from + i, ts: (from + i) * 10, key: 'k', value: 1 }))
 }
 
+/** A page welcomed by a host without a log, and its link to that host (to hand the page messages no host of this build sends). */
+async function connectedPage() {
+  const world = new World()
+  const host = world.host({ name: 'fleet', engine: windows, log: false })
+  const page = world.page(() => host)
+  await world.run()
+  await page.engine.ready
+  return { page, link: page.connector.link as HostLink }
+}
+
 /** An event whose value the structured clone cannot copy (eventColumns sends it in the object form). */
 const uncloneable = { id: 'bad#1', source: 'bad', seq: 1, ts: 5, key: 'k', value: (() => 1) as unknown as number }
 
@@ -79,12 +89,7 @@ describe('bad input', () => {
 
 describe('a frame the page cannot read', () => {
   it('fails the page with the reason, instead of leaving it showing stale windows without a word', async () => {
-    const world = new World()
-    const host = world.host({ name: 'fleet', engine: windows, log: false })
-    const page = world.page(() => host)
-    await world.run()
-    await page.engine.ready
-    const link = page.connector.link as HostLink
+    const { page, link } = await connectedPage()
     page.engine.message(link, { t: 'frame', frame: 9, rows: { strings: ['w'], ints: Uint32Array.of(0, 1, 0, 0), nums: new Float64Array(9) }, watermark: 0 })
     expect(page.engine.connection()).toMatchObject({ state: 'failed', reason: 'the host sent a frame this page cannot read (a row names a string out of range): reload the page' })
     await expect(page.engine.ingest(readings('d1', 1, 1))).rejects.toThrow('connectEngine: the host sent a frame this page cannot read')
@@ -93,12 +98,7 @@ describe('a frame the page cannot read', () => {
 
 describe('a refusal that is not a takeover', () => {
   it('fails the page even when its reason is not a string (a host of another build): it does not go to the next host, which would refuse it again', async () => {
-    const world = new World()
-    const host = world.host({ name: 'fleet', engine: windows, log: false })
-    const page = world.page(() => host)
-    await world.run()
-    await page.engine.ready
-    const link = page.connector.link as HostLink
+    const { page, link } = await connectedPage()
     page.engine.message(link, { t: 'refused', reason: null, error: { name: 'QuotaExceededError', message: 'full' } })
     expect(page.engine.connection().state).toBe('failed')
     const error = (await page.engine.ingest(readings('d1', 1, 1)).catch((e: unknown) => e)) as Error
