@@ -16,7 +16,6 @@ import {
   errorFromWire,
 } from '../protocol/messages.ts'
 import { rowsProblem } from '../protocol/windowRows.ts'
-import { aggregatesMismatch } from '../protocol/aggregateIdentities.ts'
 import { HostCalls } from './hostCalls.ts'
 import type { HostConnector, HostLink, LinkSink } from './hostLink.ts'
 import { IngestQueue } from './ingestQueue.ts'
@@ -24,6 +23,7 @@ import { lockNames, type WorkerClock, type WorkerLocks } from './platform.ts'
 import type { RemoteEngine, WorkerConnection } from './remoteEngine.ts'
 import { deposedFailure } from './deposedHost.ts'
 import { MirroredState } from './mirroredState.ts'
+import { welcomeProblem } from './welcomeProblem.ts'
 import { retireFinishedClaim, retireWhenFinished, type WorkerSourceClaim } from './sourceRetirement.ts'
 
 /** What a `MirroredEngine` is made of (`connectEngine` assembles it). */
@@ -361,15 +361,9 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
   }
 
   #welcome(link: HostLink, welcome: WelcomeMessage): void {
-    const problem = rowsProblem(welcome.frame?.rows)
-    if (welcome.v !== PROTOCOL_VERSION || problem !== null) {
-      this.failed(problem ?? `the host speaks protocol ${String(welcome.v)}, this page ${PROTOCOL_VERSION}: reload the page`)
-      return
-    }
-    const expected = this.#options.aggregates
-    const mismatch = expected === undefined ? null : aggregatesMismatch(expected, welcome.options.aggregates)
-    if (mismatch !== null) {
-      this.failed(mismatch)
+    const problem = welcomeProblem(welcome, this.#options.aggregates)
+    if (problem !== null) {
+      this.failed(problem)
       return
     }
     const previous = this.#connection
