@@ -122,3 +122,18 @@ describe("the order of one operation's changes", () => {
     expect(seen).toEqual(['correction a 0-10 2', 'final a 0-10 2', 'correction b 0-10 2', 'final b 0-10 2', 'correction a 10-20 2', 'final a 10-20 2'])
   })
 })
+
+describe('Changes', () => {
+  it('subscribe calls the listener after every batch, one refused whole too, with no change', () => {
+    const { engine } = watched({ windows: tumbling(10), watermark: manual(), limits: { maxBatch: 1 } })
+    const heard: number[] = []
+    engine.subscribe((changes) => heard.push(changes.length))
+    expect(engine.ingest([at('a', 1), at('b', 2)]).rejected).toBe(2)
+    expect(heard).toEqual([0])
+  })
+
+  it('engine.writable holds up to 8 batches (its high-water mark)', () => {
+    const { engine } = watched({ windows: tumbling(10) })
+    expect(engine.writable.getWriter().desiredSize).toBe(8)
+  })
+})
