@@ -22,8 +22,8 @@ afterEach(() => {
   cleanup = null
 })
 
-/** Renders a chart of 20 slots with windows in the first five; `hovered` follows onHover as WindowChart's state does. */
-function renderChart(): { svg: HTMLElement; hovered: () => number | null } {
+/** Renders a chart of 20 slots with windows in the first five, `width` px wide; `hovered` follows onHover as WindowChart's state does. */
+function renderChart(width = 600): { svg: HTMLElement; hovered: () => number | null } {
   const container = document.createElement('div')
   document.body.append(container)
   const root = createRoot(container)
@@ -35,7 +35,7 @@ function renderChart(): { svg: HTMLElement; hovered: () => number | null } {
     firstStart: FIRST,
     windowMs: WINDOW_MS,
     slots: 20,
-    width: 600,
+    width,
     height: 184,
     watermark: FIRST + 8_000,
     firingFrontier: FIRST + 8_000,
@@ -88,5 +88,19 @@ describe('ChartPlot from the keyboard', () => {
     expect(hovered()).toBe(FIRST + 4 * WINDOW_MS)
     act(() => svg.blur())
     expect(hovered()).toBe(null)
+  })
+})
+
+describe('ChartPlot at any width', () => {
+  // A chart body measures 0 px while its panel is laid out or hidden (ResizeObserver says so):
+  // Chromium reports every negative width or radius as a console error.
+  it.each([0, 30, 56, 600])('draws no negative size at %i px, hovered or not', (width) => {
+    const { svg } = renderChart(width)
+    act(() => svg.focus())
+    const sizes = [...svg.querySelectorAll('rect, circle')].flatMap((mark) =>
+      ['width', 'height', 'r'].map((name) => mark.getAttribute(name)).filter((value) => value !== null),
+    )
+    expect(sizes.length).toBeGreaterThan(0)
+    expect(sizes.map(Number).filter((size) => !(size >= 0))).toEqual([])
   })
 })

@@ -36,7 +36,8 @@ const LABEL_STEPS = [5_000, 10_000, 15_000, 20_000, 30_000, 60_000, 120_000, 300
 /** The SVG of one windowed chart: value axis, time axis, lateness zones, the series line and one column per window (at its measure's value). */
 export function ChartPlot(props: ChartPlotProps): ReactNode {
   const { windows, firstStart, windowMs, slots, width, height } = props
-  const plotRight = width - RIGHT
+  // Never left of the plot's left edge: a chart body measures 0 px while its panel is laid out or hidden.
+  const plotRight = Math.max(LEFT, width - RIGHT)
   const plotBottom = height - BOTTOM
   const colW = (plotRight - LEFT) / slots
   const xOf = (t: number): number => LEFT + ((t - firstStart) / windowMs) * colW
