@@ -105,6 +105,8 @@ interface SourceState {
   maxTs: number
   seqless: boolean
   readonly seqTs: Map<number, number>
+  /** A seq arrived above a gap with a ts earlier than the gap-free prefix's end as it stood then. */
+  regressed: boolean
 }
 
 const startOf = (w: Win): number => w.fixed?.start ?? Math.min(...w.events.map((e) => e.ts))
@@ -180,7 +182,7 @@ class Model {
     let p = Number.POSITIVE_INFINITY
     for (const s of this.#sources.values()) {
       let contribution = Number.NEGATIVE_INFINITY
-      if (!s.seqless) {
+      if (!s.seqless && !s.regressed) {
         let last = Number.NEGATIVE_INFINITY
         let provable = true
         for (let seq = 1; s.seqTs.has(seq); seq++) {
@@ -239,11 +241,16 @@ class Model {
         outcomes.push(...placed)
       }
       // docs: every valid, non-duplicate event moves its source's clock, even one beyond lateness.
-      const s = this.#sources.get(e.source) ?? { maxTs: Number.NEGATIVE_INFINITY, seqless: false, seqTs: new Map() }
+      const s = this.#sources.get(e.source) ?? { maxTs: Number.NEGATIVE_INFINITY, seqless: false, seqTs: new Map(), regressed: false }
       this.#sources.set(e.source, s)
       s.maxTs = Math.max(s.maxTs, e.ts)
       if (e.seq === undefined) s.seqless = true
-      else s.seqTs.set(e.seq, e.ts)
+      else {
+        let prefix = 0
+        while (s.seqTs.has(prefix + 1)) prefix++
+        if (e.seq > prefix + 1 && e.ts < (s.seqTs.get(prefix) ?? Number.NEGATIVE_INFINITY)) s.regressed = true
+        s.seqTs.set(e.seq, e.ts)
+      }
       if (outcomes.some((o) => o !== 'refused')) {
         r.accepted++
         if (outcomes.includes('late')) r.late++

@@ -272,8 +272,15 @@ class Model {
       this.#maxTs.set(e.source, Math.max(this.#maxTs.get(e.source) ?? Number.NEGATIVE_INFINITY, e.ts))
       this.#lastSeen.set(e.source, now)
       if (!this.#bySeq.has(e.source)) this.#bySeq.set(e.source, new Map())
+      const bySeq = this.#bySeq.get(e.source)
       if (e.seq === undefined) this.#bySeq.set(e.source, null)
-      else this.#bySeq.get(e.source)?.set(e.seq, e.ts)
+      else if (bySeq !== null && bySeq !== undefined) {
+        let prefix = 0
+        while (bySeq.has(prefix + 1)) prefix++
+        // Above a gap, earlier than the prefix's end: the source proves nothing from then on.
+        if (e.seq > prefix + 1 && e.ts < (bySeq.get(prefix) ?? Number.NEGATIVE_INFINITY)) this.#bySeq.set(e.source, null)
+        else bySeq.set(e.seq, e.ts)
+      }
       let admitted = false
       let admittedLate = false
       for (const spec of this.#c.windows) {
@@ -365,7 +372,8 @@ class Model {
           if (ts < best) return Number.NEGATIVE_INFINITY
           best = ts
         }
-        // A ts lower than the prefix's anywhere later along seq (beyond a gap) is checked once the gap fills.
+        // A seq that arrived above a gap with a ts below the prefix's end made it null (ingest); the
+        // rest of what lies beyond a gap is checked once the gap fills.
       }
       p = Math.min(p, best)
     }

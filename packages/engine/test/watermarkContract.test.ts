@@ -75,3 +75,29 @@ describe('stats(): sources and the frontiers’ holders', () => {
     expect(engine.stats()).toMatchObject({ idleSources: 1, watermark: 6, watermarkHeldBy: 'behind' })
   })
 })
+
+describe('the proof frontier P: a seq above a gap with a ts below the prefix', () => {
+  // seq 3 at ts 5 after seq 1 at ts 10: ts went backwards along seq before the gap at seq 2 filled.
+  it('makes the source unprovable at once: no window fires proven on a prefix the source already contradicted', () => {
+    const engine = createEngine({ windows: tumbling(10), watermark: manual() })
+    const changes: { type: string; basis: string }[] = []
+    engine.subscribe((batch) => {
+      for (const change of batch) changes.push({ type: change.type, basis: change.result.basis })
+    })
+    engine.ingest([at('a', 10, 1), at('a', 5, 3)])
+    expect(engine.stats().proofFrontier).toBe(Number.NEGATIVE_INFINITY)
+    expect(changes.filter((c) => c.basis === 'proven')).toEqual([])
+    // The unseen seq 2 falls below where P would have stood.
+    engine.ingest([at('a', 7, 2)])
+    expect(engine.stats().proofFrontier).toBe(Number.NEGATIVE_INFINITY)
+    expect(changes.filter((c) => c.basis === 'proven')).toEqual([])
+  })
+
+  it('a seq above a gap at or after the prefix ts keeps it provable', () => {
+    const engine = createEngine({ windows: tumbling(10), watermark: manual() })
+    engine.ingest([at('a', 10, 1), at('a', 10, 3), at('a', 12, 5)])
+    expect(engine.stats().proofFrontier).toBe(10)
+    engine.ingest([at('a', 10, 2), at('a', 11, 4)])
+    expect(engine.stats().proofFrontier).toBe(12)
+  })
+})

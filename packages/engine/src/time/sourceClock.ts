@@ -159,6 +159,8 @@ export class SourceClock {
       return
     }
     if (seq !== this.prefix + 1) {
+      // Above a gap, earlier than the prefix's end: ts went backwards along seq, whatever fills the gap.
+      if (ts < this.#lastPrefixTs) this.provable = false
       // Not seen, so not held.
       this.ahead.add(seq, ts)
       if (seq > this.aheadMax) this.aheadMax = seq

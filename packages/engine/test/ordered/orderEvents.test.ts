@@ -56,6 +56,8 @@ function naiveBasis(ordered: readonly StreamEvent[]): Basis[] {
         break
       }
     }
+    // A seq above the gap earlier than the prefix's end: ts went backwards along seq past the prefix.
+    if (regression === Number.POSITIVE_INFINITY && prefix > 0 && [...m].some(([seq, ts]) => seq > prefix && ts < (m.get(prefix) as number))) regression = prefix + 1
     if (e.seq <= prefix) return e.seq < regression ? 'proven' : 'fallback'
     if (regression !== Number.POSITIVE_INFINITY) return 'fallback'
     return tie ? 'fallback' : 'unknown'

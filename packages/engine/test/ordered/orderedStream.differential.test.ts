@@ -180,6 +180,11 @@ class Model {
       return
     }
     if (e.seq !== s.prefix + 1) {
+      // Above a gap, earlier than the prefix's end: ts went backwards along seq (docs, The proof frontier P).
+      if (e.ts < s.lastPrefixTs && s.provable) {
+        s.provable = false
+        s.broke = { through: s.prefix, regressed: true }
+      }
       s.ahead.set(e.seq, e.ts)
       return
     }

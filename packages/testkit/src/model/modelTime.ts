@@ -21,15 +21,32 @@ export function eventOrder(a: StreamEvent, b: StreamEvent): number {
   return 0
 }
 
-/** A source's contribution to P: the largest ts of its gap-free seq prefix, if ts never decreased along it. */
+/**
+ * A source's contribution to P: the largest ts of its gap-free seq prefix, if ts never decreased
+ * along it and no seq delivered above a gap had a ts below the prefix's end as it stood then.
+ * `deliveries` are the source's, in the order they arrived.
+ *
+ * @example
+ * proofOf([{ source: 'a', seq: 1, ts: 10, now: 0 }, { source: 'a', seq: 3, ts: 5, now: 0 }]) // -Infinity
+ */
 export function proofOf(deliveries: readonly Delivery[]): number {
   if (deliveries.some((d) => d.seq === undefined)) return Number.NEGATIVE_INFINITY
-  const tsBySeq = new Map(deliveries.map((d) => [d.seq as number, d.ts]))
+  const held = new Map<number, number>()
+  let prefix = 0
   let proof = Number.NEGATIVE_INFINITY
-  for (let seq = 1; tsBySeq.has(seq); seq++) {
-    const ts = tsBySeq.get(seq) as number
+  for (const { seq, ts } of deliveries) {
     if (ts < proof) return Number.NEGATIVE_INFINITY
+    if (seq !== prefix + 1) {
+      held.set(seq as number, ts)
+      continue
+    }
     proof = ts
+    prefix = seq
+    for (let next = held.get(prefix + 1); next !== undefined; next = held.get(prefix + 1)) {
+      if (next < proof) return Number.NEGATIVE_INFINITY
+      proof = next
+      prefix++
+    }
   }
   return proof
 }
