@@ -9,6 +9,7 @@ import type { EngineLiveness } from '../core/engineLiveness.ts'
 import type { FutureSources } from '../core/futureSources.ts'
 import type { EngineCheckpoint, SessionIndexSnapshot, SliceIndexSnapshot, WindowSnapshot } from './engineCheckpoint.ts'
 import { configurationOf, type ResolvedOptions } from '../core/engineOptions.ts'
+import { checkpointRefusal } from './checkpointValidation.ts'
 import type { Frontiers } from '../time/frontiers.ts'
 import type { LateLane } from '../core/lateLane.ts'
 import type { WindowIndex } from '../windows/windowIndex.ts'
@@ -56,20 +57,18 @@ export function captureEngine(parts: EngineParts, batch: number): EngineCheckpoi
 
 /**
  * Loads a checkpoint into a fresh engine's parts (same window configuration); returns the
- * batch counter to continue from. Throws, naming both, on another format or configuration.
+ * batch counter to continue from. The whole checkpoint is checked first (`checkpointRefusal`):
+ * one of another format, configuration or replica, or with a field out of type or range, throws
+ * naming why, and nothing changed.
  *
  * @example
- * batch = restoreEngine(parts, checkpoint)
+ * batch = restoreEngine(parts, checkpoint, liveness)
  */
 export function restoreEngine(parts: EngineParts, checkpoint: EngineCheckpoint, liveness: EngineLiveness): number {
-  if (checkpoint.format !== 1 && checkpoint.format !== 2) throw new Error(`unknown checkpoint format ${String(checkpoint.format)}`)
-  const configuration = configurationOf(parts.options)
-  if (checkpoint.configuration !== configuration) {
-    throw new Error(`checkpoint was written with ${checkpoint.configuration}, this engine has ${configuration}`)
-  }
-  // Its sources are that replica's: restored under another id, every event of theirs would be a `source_conflict`.
-  if (checkpoint.replicaId !== parts.replicaId) throw new Error(`checkpoint was written by replica '${checkpoint.replicaId}', this engine is replica '${parts.replicaId}'`)
-  // A checkpoint that cannot be read past this point (a window of another spec, states that do not decode) left the engine half restored, serving windows without their cells.
+  // Checked inside the guard, where aggregates decode its states: one that calls the engine is refused (B51). A refusal returns, so the engine serves.
+  const refusal = liveness.guard(() => checkpointRefusal(checkpoint, parts))
+  if (refusal !== null) throw refusal
+  // What can still throw past the checks (an aggregate's `init`) leaves the engine half restored: it stops.
   return liveness.guard(() => restoreParts(parts, checkpoint))
 }
 
@@ -105,8 +104,8 @@ function captureWindows(indexes: readonly WindowIndex[], aggregates: AggregateSe
 /** Puts a checkpoint's windows back into their indexes and queues each for its next lifecycle step. */
 function restoreWindows(indexes: readonly WindowIndex[], lifecycle: WindowLifecycle, checkpoint: EngineCheckpoint, aggregates: AggregateSet | null): void {
   for (const s of checkpoint.windows) {
-    const index = indexes.find((i) => i.id === s.window)
-    if (index === undefined) throw new Error(`checkpoint holds window spec ${s.window}, which this engine does not have`)
+    // Every window's spec is this engine's: checked with the rest (`checkpointRefusal`).
+    const index = indexes.find((i) => i.id === s.window) as WindowIndex
     const w = WindowState.restore(s, aggregates)
     index.adopt(w)
     lifecycle.adopt(w)

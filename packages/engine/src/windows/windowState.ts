@@ -201,7 +201,7 @@ export class WindowState {
     const at = s.timerAt ?? Number.NaN
     w.timer = Number.isNaN(at) ? null : { at, seq: s.timerSeq ?? 0, late: s.fired }
     w.pending = s.pending == null ? null : { ...s.pending }
-    if (w.pending !== null && aggregates !== null) w.pendingStates = s.pendingStates === undefined ? aggregates.init() : aggregates.decode(s.pendingStates)
+    if (w.pending !== null) w.pendingStates = restoredStates(aggregates, s.pendingStates, 1)
     w.whole = s.whole ?? false
     return w
   }
@@ -218,14 +218,25 @@ function sortedFragments(fragments: readonly SessionFragment[]): readonly Sessio
 }
 
 /**
- * A checkpointed cell's states: decoded, or, for a tombstone (and without aggregates), none.
+ * The states of a checkpoint's cells, by their encodings, that `restore` decoded while it checked
+ * the checkpoint (checkpointValidation.ts): each is taken once, by the first cell of those bytes.
+ */
+export const checkpointStates = new WeakMap<readonly Uint8Array[], States>()
+
+/**
+ * A checkpointed cell's states: decoded (taken from `checkpointStates` when decoded already), or,
+ * for a tombstone (and without aggregates), none.
  *
  * @example
  * const states = restoredStates(aggregates, bytes, cell.count)
  */
 export function restoredStates(aggregates: AggregateSet | null, bytes: readonly Uint8Array[] | undefined, count: number): States | null {
   if (aggregates === null || count === 0) return null
-  return bytes === undefined ? aggregates.init() : aggregates.decode(bytes)
+  if (bytes === undefined) return aggregates.init()
+  const decoded = checkpointStates.get(bytes)
+  // Taken, not shared: a hand-made checkpoint may give two cells the same list.
+  checkpointStates.delete(bytes)
+  return decoded ?? aggregates.decode(bytes)
 }
 
 function byFragment(a: SessionFragment, b: SessionFragment): number {

@@ -1,0 +1,264 @@
+/**
+ * What `restore` checks before it changes anything (docs/bad-input.md B53): the whole checkpoint
+ * against what `captureEngine` writes. Every field's type and range; cells and source clocks by
+ * the rules peers' cells and clocks pass (`cellValuesProblem`, `clockEntryProblem`); late events
+ * by the rules of ingest; window specs this engine has; and aggregate states, decoded here (the
+ * restore that follows takes them, `checkpointStates`). Fields that older checkpoints lack may be
+ * absent. A checkpoint that fails is refused with a TypeError naming the path and the problem:
+ * `checkpoint.sources[3]: prefix must be a safe integer >= 0: -1`.
+ */
+import type { AggregateSet, States } from '../aggregates/aggregateSet.ts'
+import { ANOMALY_REASONS, type AnomalyReason } from '../core/anomaly.ts'
+import { configurationOf, type ResolvedOptions } from '../core/engineOptions.ts'
+import { messageOf } from '../core/errorMessage.ts'
+import { MAX_ABS_TS, MAX_NAME_LENGTH } from '../core/event.ts'
+import { describeInvalid, invalidReason } from '../core/eventValidation.ts'
+import type { Cell } from '../lattice/cell.ts'
+import { cellValuesProblem, isName, isStateList, isTime, isWindowStart } from '../lattice/cellGroupValidation.ts'
+import { clockEntryProblem } from '../replica/remoteValidation.ts'
+import type { ClockEntry } from '../replica/replicaPort.ts'
+import { checkpointStates } from '../windows/windowState.ts'
+import type { EngineCheckpoint, SourceClockSnapshot } from './engineCheckpoint.ts'
+
+/** What a checkpoint is checked against: the engine about to restore it. */
+export interface RestoreTarget {
+  readonly options: ResolvedOptions
+  readonly replicaId: string
+  readonly counts: Readonly<Record<string, number>>
+  readonly anomalies: Readonly<Record<AnomalyReason, number>>
+}
+
+/**
+ * Why a value cannot be restored, as the rest of its path then the problem (`[3].prefix: expected
+ * …`), or null. Paths are put together only on the way out of a failure: a large checkpoint's
+ * cells are checked without a string each.
+ */
+type Check = (value: unknown) => string | null
+
+/** An object's fields, or a tuple's items, each with its check. */
+type Shape = Readonly<Record<string, Check>> | readonly Check[]
+
+/**
+ * Why `checkpoint` cannot be restored into `target`, or null; nothing is changed either way. Another
+ * format, configuration or replica is an `Error` naming both, as before; a field out of type or range
+ * (or an aggregate state that does not decode) a `TypeError` naming its path. On success, the decoded
+ * states wait in `checkpointStates` for the restore.
+ *
+ * @example
+ * const refusal = checkpointRefusal(checkpoint, parts)
+ * if (refusal !== null) throw refusal // checkpoint.windows[0].revision: expected a whole number >= -1, got 1.5
+ */
+export function checkpointRefusal(checkpoint: EngineCheckpoint, target: RestoreTarget): Error | null {
+  const c = checkpoint as Partial<EngineCheckpoint> | null
+  try {
+    if (typeof c !== 'object' || c === null) return new TypeError(`checkpoint: expected an engine checkpoint, got ${shown(c)}`)
+    if (c.format !== 1 && c.format !== 2) return new Error(`unknown checkpoint format ${String(c.format)}`)
+    const configuration = configurationOf(target.options)
+    if (c.configuration !== configuration) return new Error(`checkpoint was written with ${c.configuration}, this engine has ${configuration}`)
+    // Its sources are that replica's: restored under another id, every event of theirs would be a `source_conflict`.
+    if (c.replicaId !== target.replicaId) return new Error(`checkpoint was written by replica '${c.replicaId}', this engine is replica '${target.replicaId}'`)
+    const decoded: [readonly Uint8Array[], States][] = []
+    const problem = checkpointShape(target, decoded)(c)
+    if (problem !== null) return new TypeError(`checkpoint${problem}`)
+    for (const [bytes, states] of decoded) checkpointStates.set(bytes, states)
+    return null
+  } catch (error) {
+    // A field that throws when read (a getter, a revoked Proxy): refused as well, nothing changed.
+    return new TypeError(`checkpoint could not be read: ${messageOf(error)}`)
+  }
+}
+
+const is =
+  (test: (value: unknown) => boolean, expected: string): Check =>
+  (value) =>
+    test(value) ? null : `: expected ${expected}, got ${shown(value)}`
+
+const optional =
+  (check: Check): Check =>
+  (value) =>
+    value === undefined ? null : check(value)
+
+const nullable =
+  (check: Check): Check =>
+  (value) =>
+    value === null ? null : check(value)
+
+/** `check`, then, once it passed, `next` on the same value. */
+const then =
+  <T>(check: Check, next: (value: T) => string | null): Check =>
+  (value) =>
+    check(value) ?? next(value as T)
+
+function listOf(item: Check): Check {
+  return (value) => {
+    if (!Array.isArray(value)) return `: expected an array, got ${shown(value)}`
+    // Indexed, not `for of`: a hole is checked as undefined.
+    for (let i = 0; i < value.length; i++) {
+      const problem = item(value[i])
+      if (problem !== null) return `[${i}]${problem}`
+    }
+    return null
+  }
+}
+
+/** An object with these fields, or (a list of checks) a tuple with these items. */
+function shaped(shape: Shape): Check {
+  const tuple = Array.isArray(shape)
+  return (value) => {
+    if (tuple ? !Array.isArray(value) : typeof value !== 'object' || value === null) return `: expected ${tuple ? 'an array' : 'an object'}, got ${shown(value)}`
+    for (const field in shape) {
+      const problem = (shape as Record<string, Check>)[field]?.((value as Record<string, unknown>)[field]) ?? null
+      if (problem !== null) return `${tuple ? `[${field}]` : `.${field}`}${problem}`
+    }
+    return null
+  }
+}
+
+const whole = is((v) => Number.isSafeInteger(v) && (v as number) >= 0, 'a whole number >= 0')
+const seq = is((v) => Number.isSafeInteger(v) && (v as number) >= 1, 'a whole number >= 1')
+const revision = is((v) => Number.isSafeInteger(v) && (v as number) >= -1, 'a whole number >= -1')
+/** A frontier or a value: ±Infinity is one, NaN is not. */
+const number = is((v) => typeof v === 'number' && !Number.isNaN(v), 'a number, not NaN')
+/** A processing time as the clock read it, or what a peer's clock did not say: NaN too. */
+const reading = is((v) => typeof v === 'number', 'a number')
+const timer = is((v) => typeof v === 'number' && (Number.isFinite(v) || Number.isNaN(v)), 'a finite time, or NaN for none')
+const time = is(isTime, `a time within ±${MAX_ABS_TS}`)
+const start = is(isWindowStart, `a time within ±${MAX_ABS_TS} or a safe integer`)
+const end = is(Number.isFinite, 'a finite number')
+const flag = is((v) => typeof v === 'boolean', 'true or false')
+const name = is((v) => isName(v, 1), `a string of 1..${MAX_NAME_LENGTH} characters`)
+const key = is((v) => isName(v, 0), `a string of at most ${MAX_NAME_LENGTH} characters`)
+const stateList = is(isStateList, 'a list of encoded aggregate states (Uint8Array)')
+const oneOf = (values: readonly unknown[]): Check => is((v) => values.includes(v), `one of ${values.map(shown).join(', ')}`)
+
+/**
+ * The same rule as peers' cells: values a lattice join can take. A discarding window's `pending`
+ * part keeps no event time (`timed` false): panes show its count, sum, min and max only.
+ */
+const cellOf =
+  (timed: boolean): Check =>
+  (value) => {
+    if (typeof value !== 'object' || value === null) return `: expected a cell, got ${shown(value)}`
+    const c = value as Cell
+    const problem = cellValuesProblem(c.count, c.sum, c.min, c.max, timed ? c.maxTs : 0, c.version)
+    return problem === null ? null : `: ${problem}`
+  }
+const cell = cellOf(true)
+
+const BASES = ['proven', 'derived', 'fallback', 'unknown']
+const result = shaped({
+  window: name,
+  key,
+  start,
+  end,
+  count: whole,
+  sum: number,
+  min: number,
+  max: number,
+  mean: reading,
+  status: oneOf(['provisional', 'on_time', 'corrected']),
+  revision,
+  final: flag,
+  basis: oneOf(BASES),
+  pane: optional(shaped({ timing: oneOf(['early', 'on_time', 'late']), index: whole, onTimeIndex: revision })),
+})
+
+/** Every check of a checkpoint for `target`; decoded aggregate states are collected in `decoded`. */
+function checkpointShape(target: RestoreTarget, decoded: [readonly Uint8Array[], States][]): Check {
+  const aggregates: AggregateSet | null = target.options.aggregates
+  const spec = oneOf(target.options.specs.map((s) => s.id))
+  /** The states restore decodes (a cell's with events; `count` 1 for slices' cells, which restore always decodes), decoded once here. */
+  const states = (bytes: unknown, count: number, at: string): string | null => {
+    if (aggregates === null || bytes === undefined || count === 0) return null
+    try {
+      decoded.push([bytes as Uint8Array[], aggregates.decode(bytes as Uint8Array[])])
+      return null
+    } catch (error) {
+      return `${at}: ${messageOf(error)}`
+    }
+  }
+  const named = new Set<string>()
+  const clock = then<SourceClockSnapshot>(
+    shaped({ name, lastSeen: reading, highestSeq: optional(whole), lastPrefixTs: reading, ahead: listOf(shaped([seq, time])), ids: listOf(shaped([name, time])) }),
+    (s) => {
+      const problem = clockEntryProblem({ ...s, source: s.name } as ClockEntry)
+      if (problem !== null) return `: ${problem}`
+      // Two clocks of one name would share a slot with the next new source's.
+      if (named.has(s.name)) return `.name: expected a source named once, got ${shown(s.name)} again`
+      named.add(s.name)
+      return null
+    },
+  )
+  const fragment = then<[string, number, Cell, unknown]>(shaped([name, start, cell, optional(stateList)]), (f) => states(f[3], f[2].count, '[3]'))
+  const window = then<{ pending?: Cell | null; pendingStates?: unknown }>(
+    shaped({
+      window: spec,
+      key,
+      start,
+      end,
+      fired: flag,
+      final: flag,
+      revision,
+      basis: oneOf(BASES),
+      basisEnd: number,
+      emitted: nullable(result),
+      history: listOf(result),
+      cells: listOf(shaped([name, cell])),
+      fragments: listOf(fragment),
+      panes: optional(whole),
+      onTimePanes: optional(whole),
+      dirty: optional(flag),
+      timerAt: optional(timer),
+      timerSeq: optional(whole),
+      pending: optional(nullable(cellOf(false))),
+      pendingStates: optional(stateList),
+      whole: optional(flag),
+    }),
+    (w) => (w.pending == null ? null : states(w.pendingStates, 1, '.pendingStates')),
+  )
+  const sliceCell = then<[string, Cell, unknown]>(shaped([name, cell, optional(stateList)]), (c) => states(c[2], 1, '[2]'))
+  const counters = (names: readonly string[]): Check => shaped(Object.fromEntries(names.map((n) => [n, optional(whole)])))
+  return shaped({
+    batch: whole,
+    frontiers: shaped({
+      watermark: number,
+      strictWatermark: number,
+      maxTs: number,
+      proof: number,
+      idleSources: whole,
+      untrackedProof: optional(number),
+      heldBy: optional(shaped({ proof: nullable(name), watermark: nullable(name) })),
+    }),
+    sources: listOf(clock),
+    windows: listOf(window),
+    sessions: listOf(shaped({ window: spec, sealed: listOf(shaped([key, end])), tombstones: listOf(shaped([key, listOf(shaped([name, start, cell]))])) })),
+    slices: optional(listOf(shaped({ window: spec, slices: listOf(shaped([key, start, listOf(shaped([end, listOf(sliceCell)]))])) }))),
+    timerSeq: optional(whole),
+    futureSources: optional(listOf(shaped({ source: name, count: whole, lastTs: time }))),
+    lateLane: shaped({
+      entries: listOf(
+        shaped({
+          // Refused at ingest for another reason than being invalid: valid by ingest's rules.
+          event: (event) => {
+            const reason = invalidReason(event)
+            return reason === null ? null : `: ${describeInvalid(reason, event)}`
+          },
+          window: optional(name),
+          reason: oneOf(ANOMALY_REASONS),
+        }),
+      ),
+      trimmed: whole,
+      total: whole,
+    }),
+    counts: counters([...Object.keys(target.counts), 'corrections']),
+    anomalies: counters(Object.keys(target.anomalies)),
+    dedup: shaped({ entries: whole, atLastPurge: whole }),
+  })
+}
+
+/** A value as an error message shows it: text quoted (and cut short), objects by kind. */
+function shown(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)
+  if (typeof value === 'object' && value !== null) return Array.isArray(value) ? 'an array' : 'an object'
+  return typeof value === 'bigint' ? `${value}n` : String(value)
+}
