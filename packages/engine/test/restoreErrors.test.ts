@@ -191,6 +191,18 @@ describe('restore checks the whole checkpoint before it changes anything', () =>
     expectRefused(edited(checkpoint, (c) => (c.windows[0].dirty = 'no')), 'checkpoint.windows[0].dirty: expected true or false, got "no"')
   })
 
+  it("fixed windows and slices off their spec's grid (restored, the watermark passing such a window looped for ever), a session ending before it starts", () => {
+    const { checkpoint } = fixture()
+    const session = windowWhere(checkpoint, (w) => w.window === 'session:5')
+    expect(checkpoint.windows[1]).toMatchObject({ window: 'tumbling:10', start: 40, end: 50 })
+    expectRefused(edited(checkpoint, (c) => (c.windows[1].end = 51)), 'checkpoint.windows[1]: expected a window of tumbling:10, got [40, 51)')
+    expectRefused(edited(checkpoint, (c) => (c.windows[2].start += 1)), 'checkpoint.windows[2]: expected a window of sliding:20:5, got [1, 20)')
+    expectRefused(edited(checkpoint, (c) => (c.windows[session].end = c.windows[session].start)), `checkpoint.windows[${session}]: expected a window of session:5, got [1, 1)`)
+    expectRefused(edited(checkpoint, (c) => (c.slices[0].slices[1][1] = 41)), 'checkpoint.slices[0].slices[1][1]: expected a slice start of tumbling:10, got 41')
+    expectRefused(edited(checkpoint, (c) => (c.slices[1].slices[0][2][0][0] = 25)), 'checkpoint.slices[1].slices[0][2][0][0]: expected the end of a window of sliding:20:5 holding the slice, got 25')
+    expectRefused(edited(checkpoint, (c) => (c.slices[1].window = 'session:5')), 'checkpoint.slices[1].window: expected a spec of slices, got "session:5"')
+  })
+
   it('the late lane: events by the rules of ingest, reasons that are anomaly reasons', () => {
     const { checkpoint } = fixture()
     expectRefused(edited(checkpoint, (c) => (c.lateLane.entries[1].event.ts = Number.NaN)), `checkpoint.lateLane.entries[1].event: ts must be a finite number within ±${2 ** 53 / 1000} ms, got NaN`)

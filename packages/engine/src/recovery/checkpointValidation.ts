@@ -18,7 +18,8 @@ import { cellValuesProblem, isName, isStateList, isTime, isWindowStart } from '.
 import { clockEntryProblem } from '../replica/remoteValidation.ts'
 import type { ClockEntry } from '../replica/replicaPort.ts'
 import { checkpointStates } from '../windows/windowState.ts'
-import type { EngineCheckpoint, SourceClockSnapshot } from './engineCheckpoint.ts'
+import { alignedStart, type WindowSpec } from '../windows/windowSpec.ts'
+import type { EngineCheckpoint, SliceIndexSnapshot, SourceClockSnapshot, WindowSnapshot } from './engineCheckpoint.ts'
 
 /** What a checkpoint is checked against: the engine about to restore it. */
 export interface RestoreTarget {
@@ -166,7 +167,8 @@ const result = shaped({
 /** Every check of a checkpoint for `target`; decoded aggregate states are collected in `decoded`. */
 function checkpointShape(target: RestoreTarget, decoded: [readonly Uint8Array[], States][]): Check {
   const aggregates: AggregateSet | null = target.options.aggregates
-  const spec = oneOf(target.options.specs.map((s) => s.id))
+  const specs = new Map(target.options.specs.map((s) => [s.id, s]))
+  const spec = oneOf([...specs.keys()])
   /** The states restore decodes (a cell's with events; `count` 1 for slices' cells, which restore always decodes), decoded once here. */
   const states = (bytes: unknown, count: number, at: string): string | null => {
     if (aggregates === null || bytes === undefined || count === 0) return null
@@ -190,7 +192,7 @@ function checkpointShape(target: RestoreTarget, decoded: [readonly Uint8Array[],
     },
   )
   const fragment = then<[string, number, Cell, unknown]>(shaped([name, start, cell, optional(stateList)]), (f) => states(f[3], f[2].count, '[3]'))
-  const window = then<{ pending?: Cell | null; pendingStates?: unknown }>(
+  const window = then<WindowSnapshot>(
     shaped({
       window: spec,
       key,
@@ -214,7 +216,11 @@ function checkpointShape(target: RestoreTarget, decoded: [readonly Uint8Array[],
       pendingStates: optional(stateList),
       whole: optional(flag),
     }),
-    (w) => (w.pending == null ? null : states(w.pendingStates, 1, '.pendingStates')),
+    (w) => {
+      const spec = specs.get(w.window) as WindowSpec
+      if (!isWindowOf(spec, w.start, w.end)) return `: expected a window of ${spec.id}, got [${w.start}, ${w.end})`
+      return w.pending == null ? null : states(w.pendingStates, 1, '.pendingStates')
+    },
   )
   const sliceCell = then<[string, Cell, unknown]>(shaped([name, cell, optional(stateList)]), (c) => states(c[2], 1, '[2]'))
   const counters = (names: readonly string[]): Check => shaped(Object.fromEntries(names.map((n) => [n, optional(whole)])))
@@ -232,7 +238,7 @@ function checkpointShape(target: RestoreTarget, decoded: [readonly Uint8Array[],
     sources: listOf(clock),
     windows: listOf(window),
     sessions: listOf(shaped({ window: spec, sealed: listOf(shaped([key, end])), tombstones: listOf(shaped([key, listOf(shaped([name, start, cell]))])) })),
-    slices: optional(listOf(shaped({ window: spec, slices: listOf(shaped([key, start, listOf(shaped([end, listOf(sliceCell)]))])) }))),
+    slices: optional(listOf(then<SliceIndexSnapshot>(shaped({ window: spec, slices: listOf(shaped([key, start, listOf(shaped([end, listOf(sliceCell)]))])) }), (s) => slicesOffGrid(specs.get(s.window) as WindowSpec, s)))),
     timerSeq: optional(whole),
     futureSources: optional(listOf(shaped({ source: name, count: whole, lastTs: time }))),
     lateLane: shaped({
@@ -254,6 +260,40 @@ function checkpointShape(target: RestoreTarget, decoded: [readonly Uint8Array[],
     anomalies: counters(Object.keys(target.anomalies)),
     dedup: shaped({ entries: whole, atLastPurge: whole }),
   })
+}
+
+/**
+ * Whether `[start, end)` is a window of `spec`: a fixed spec's lie on its grid (the index finds
+ * them by the ordinal of their end, and one off it was never found again: the watermark passing it
+ * looped for ever); a session's end after their start.
+ */
+function isWindowOf(spec: WindowSpec, start: number, end: number): boolean {
+  if (spec.kind === 'session') return start < end
+  const unit = unitOf(spec)
+  if (spec.kind === 'cumulating') return alignedStart(start, spec.size) === start && alignedStart(end, unit) === end && start < end && end <= start + spec.size
+  return alignedStart(start, unit) === start && end === start + spec.size
+}
+
+/** The slices of a fixed spec off its grid: each starts on it, and each part's end is that of a window holding the slice. */
+function slicesOffGrid(spec: WindowSpec, index: SliceIndexSnapshot): string | null {
+  if (spec.kind === 'session') return `.window: expected a spec of slices, got ${shown(spec.id)}`
+  const unit = unitOf(spec)
+  for (let i = 0; i < index.slices.length; i++) {
+    const [, start, parts] = index.slices[i] as SliceIndexSnapshot['slices'][number]
+    if (alignedStart(start, unit) !== start) return `.slices[${i}][1]: expected a slice start of ${spec.id}, got ${start}`
+    // The last window holding the slice: a sliding spec's starts at the slice, a cumulating one's at its period.
+    const reach = (spec.kind === 'cumulating' ? alignedStart(start, spec.size) : start) + spec.size
+    for (let p = 0; p < parts.length; p++) {
+      const end = (parts[p] as (typeof parts)[number])[0]
+      if (alignedStart(end, unit) !== end || end <= start || end > reach) return `.slices[${i}][2][${p}][0]: expected the end of a window of ${spec.id} holding the slice, got ${end}`
+    }
+  }
+  return null
+}
+
+/** The slice length of a fixed spec: its windows start and end on multiples of it. */
+function unitOf(spec: Exclude<WindowSpec, { kind: 'session' }>): number {
+  return spec.kind === 'sliding' ? spec.slide : spec.kind === 'cumulating' ? spec.step : spec.size
 }
 
 /** A value as an error message shows it: text quoted (and cut short), objects by kind. */
