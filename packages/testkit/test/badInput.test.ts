@@ -38,8 +38,10 @@ import {
 } from '@tidemark/engine'
 import {
   decodeCheckpoint,
+  decodeEngineCheckpoint,
   decodeWalRecord,
   encodeCheckpoint,
+  encodeEngineCheckpoint,
   encodeWalRecord,
   indexedDbPersistence,
   isQuotaError,
@@ -1462,6 +1464,60 @@ describe('bad-input catalogue: subscribers that never settle', () => {
     engine.tick()
     expect(engine.results({ window: 'tumbling:10', key: 'r' })).toMatchObject([{ count: 1_000, sum: 1_000 }])
     return calls.length + 1
+  })
+})
+
+describe('bad-input catalogue: checkpoints restore cannot trust', () => {
+  row('B53', 'a checkpoint edited, truncated or damaged where no checksum sees it: wrong types, values out of range, lists that are not arrays, a window spec the engine does not have, states that do not decode', () => {
+    const checkpoint = withCanary().checkpoint()
+    // biome-ignore lint/suspicious/noExplicitAny: the row writes into any field, however deep, what no type allows.
+    type Editable = Record<string, any>
+    // An app that keeps checkpoints itself, through the codec openEngine uses: what it reads back is what was written, damage and all.
+    const stored = (edit: (c: Editable) => void) => {
+      const copy = structuredClone(checkpoint) as Editable
+      edit(copy)
+      return decodeEngineCheckpoint(encodeEngineCheckpoint(copy as typeof checkpoint))
+    }
+    const canary = checkpoint.sources.findIndex((s) => s.name === 'canary')
+    const cases: [(c: Editable) => void, string][] = [
+      [(c) => (c.sources[canary].prefix = -1), `checkpoint.sources[${canary}]: prefix must be a safe integer >= 0: -1`],
+      [(c) => (c.counts.applied = Number.NaN), 'checkpoint.counts.applied: expected a whole number >= 0, got NaN'],
+      [(c) => (c.dedup.entries = 2.5), 'checkpoint.dedup.entries: expected a whole number >= 0, got 2.5'],
+      [(c) => (c.windows[0].revision = '0'), 'checkpoint.windows[0].revision: expected a whole number >= -1, got "0"'],
+      [(c) => (c.windows[0].timerAt = Number.POSITIVE_INFINITY), 'checkpoint.windows[0].timerAt: expected a finite time, or NaN for none, got Infinity'],
+      [(c) => (c.slices[0].slices[0][2][0][1][0][1].sum = Number.NaN), 'checkpoint.slices[0].slices[0][2][0][1][0][1]: sum must be a number: NaN'],
+      [(c) => (c.windows[0].window = 'tumbling:5'), 'checkpoint.windows[0].window: expected one of "tumbling:10", "sliding:20:5", "session:5", got "tumbling:5"'],
+      [(c) => (c.lateLane.entries = {}), 'checkpoint.lateLane.entries: expected an array, got an object'],
+      // Truncated: cut before its frontiers.
+      [(c) => delete c.frontiers, 'checkpoint.frontiers: expected an object, got undefined'],
+    ]
+    for (const [edit, message] of cases) {
+      const engine = engineFor()
+      const before = engine.stats()
+      let refusal: unknown = null
+      try {
+        engine.restore(stored(edit))
+      } catch (error) {
+        refusal = error
+      }
+      expect(refusal, message).toBeInstanceOf(TypeError)
+      expect((refusal as Error).message).toBe(message)
+      expect(engine.stats()).toEqual(before)
+      expect(engine.results()).toEqual([])
+      // Nothing changed: the good checkpoint restores, the canary is there, and the engine ingests.
+      engine.restore(stored(() => {}))
+      expectServing(engine)
+    }
+    // With aggregates: states that do not decode, refused naming the aggregate, before anything changes.
+    const withMedian = { aggregates: { median: quantiles({ at: [0.5] }) } } as Partial<EngineOptions>
+    const states = withCanary(withMedian).checkpoint()
+    const bad = structuredClone(states) as Editable
+    bad.slices[0].slices[0][2][0][1][0][2] = [Uint8Array.of(255)]
+    const engine = engineFor(withMedian)
+    expect(() => engine.restore(bad as typeof states)).toThrow(/^checkpoint\.slices\[0\]\.slices\[0\]\[2\]\[0\]\[1\]\[0\]\[2\]: aggregate "median": /)
+    engine.restore(states)
+    expectServing(engine)
+    return cases.length + 1
   })
 })
 
