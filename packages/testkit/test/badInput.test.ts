@@ -1328,32 +1328,22 @@ describe('bad-input catalogue: clocks that do not read a number', () => {
 
 describe('bad-input catalogue: checkpoints restore cannot read', () => {
   row('B50', "a checkpoint that passes restore's checks but cannot be read to the end: an aggregate's init that throws, for a cell kept without states", () => {
-    let broken = false
-    const tally = defineAggregate<number, number>({
-      name: 'tally',
-      init: () => {
-        if (broken) throw new Error('no state today')
-        return 0
-      },
-      add: (n) => n + 1,
-      merge: (a, b) => a + b,
-      result: (n) => n,
-      encode: (n) => Uint8Array.of(n),
-      decode: (bytes) => bytes[0] as number,
-    })
-    const withTally = { aggregates: { tally } } as Partial<EngineOptions>
-    const checkpoint = structuredClone(withCanary(withTally).checkpoint())
+    const median = quantiles({ at: [0.5] })
+    const withMedian = { aggregates: { median } } as Partial<EngineOptions>
+    const checkpoint = structuredClone(withCanary(withMedian).checkpoint())
     // The canary's tumbling cell without its states (optional: checkpoints before aggregates had none), which restore makes with `init`.
     const slices = checkpoint.slices?.find((s) => s.window === 'tumbling:10')?.slices as unknown as [string, number, [number, unknown[][]][]][]
     const canaryCell = slices.find(([key]) => key === 'canary')?.[2][0]?.[1][0] as unknown[]
     expect(canaryCell).toHaveLength(3)
     canaryCell.length = 2
-    const restored = engineFor(withTally)
-    broken = true
+    const restored = engineFor(withMedian)
+    vi.spyOn(median, 'init').mockImplementation(() => {
+      throw new Error('no state today')
+    })
     expect(() => restored.restore(checkpoint)).toThrow(/^engine stopped: no state today/)
     expect(() => restored.ingest([{ ...CANARY, id: 'canary#2', seq: 2 }])).toThrow(/engine stopped/)
-    broken = false
-    const again = engineFor(withTally)
+    vi.restoreAllMocks()
+    const again = engineFor(withMedian)
     again.restore(checkpoint)
     expectServing(again)
     return 1

@@ -309,8 +309,9 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
   }
 
   /**
-   * Loads a checkpoint into this fresh engine (same window configuration and replica id: a
-   * checkpoint of another throws). Emits nothing.
+   * Loads a checkpoint into this fresh engine (same window configuration and replica id). The
+   * whole checkpoint is checked first: one of another configuration or replica, or with a field of
+   * the wrong type or out of range, throws naming why, and the engine is as it was. Emits nothing.
    *
    * @example
    * const checkpoint = new TidemarkEngine(options).checkpoint()

@@ -14,7 +14,7 @@ import { messageOf } from '../core/errorMessage.ts'
 import { MAX_ABS_TS, MAX_NAME_LENGTH } from '../core/event.ts'
 import { describeInvalid, invalidReason } from '../core/eventValidation.ts'
 import type { Cell } from '../lattice/cell.ts'
-import { cellValuesProblem, isName, isStateList, isTime, isWindowStart } from '../lattice/cellGroupValidation.ts'
+import { cellValuesProblem, isName, isStateList, isWindowStart } from '../lattice/cellGroupValidation.ts'
 import { clockEntryProblem } from '../replica/remoteValidation.ts'
 import type { ClockEntry } from '../replica/replicaPort.ts'
 import { checkpointStates } from '../windows/windowState.ts'
@@ -115,17 +115,16 @@ function shaped(shape: Shape): Check {
   }
 }
 
-const whole = is((v) => Number.isSafeInteger(v) && (v as number) >= 0, 'a whole number >= 0')
-const seq = is((v) => Number.isSafeInteger(v) && (v as number) >= 1, 'a whole number >= 1')
-const revision = is((v) => Number.isSafeInteger(v) && (v as number) >= -1, 'a whole number >= -1')
-/** A frontier or a value: ±Infinity is one, NaN is not. */
+const atLeast = (min: number): Check => is((v) => Number.isSafeInteger(v) && (v as number) >= min, `a whole number >= ${min}`)
+const whole = atLeast(0)
+const revision = atLeast(-1)
+/** A frontier, a value or a bound: ±Infinity is one, NaN is not. */
 const number = is((v) => typeof v === 'number' && !Number.isNaN(v), 'a number, not NaN')
 /** A processing time as the clock read it, or what a peer's clock did not say: NaN too. */
 const reading = is((v) => typeof v === 'number', 'a number')
 const timer = is((v) => typeof v === 'number' && (Number.isFinite(v) || Number.isNaN(v)), 'a finite time, or NaN for none')
-const time = is(isTime, `a time within ±${MAX_ABS_TS}`)
+/** Where a window, slice or fragment starts, or when an event was: as peers' cells may start. */
 const start = is(isWindowStart, `a time within ±${MAX_ABS_TS} or a safe integer`)
-const end = is(Number.isFinite, 'a finite number')
 const flag = is((v) => typeof v === 'boolean', 'true or false')
 const name = is((v) => isName(v, 1), `a string of 1..${MAX_NAME_LENGTH} characters`)
 const key = is((v) => isName(v, 0), `a string of at most ${MAX_NAME_LENGTH} characters`)
@@ -151,7 +150,7 @@ const result = shaped({
   window: name,
   key,
   start,
-  end,
+  end: number,
   count: whole,
   sum: number,
   min: number,
@@ -181,7 +180,7 @@ function checkpointShape(target: RestoreTarget, decoded: [readonly Uint8Array[],
   }
   const named = new Set<string>()
   const clock = then<SourceClockSnapshot>(
-    shaped({ name, lastSeen: reading, highestSeq: optional(whole), lastPrefixTs: reading, ahead: listOf(shaped([seq, time])), ids: listOf(shaped([name, time])) }),
+    shaped({ name, lastSeen: reading, highestSeq: optional(whole), lastPrefixTs: reading, ahead: listOf(shaped([atLeast(1), start])), ids: listOf(shaped([name, start])) }),
     (s) => {
       const problem = clockEntryProblem({ ...s, source: s.name } as ClockEntry)
       if (problem !== null) return `: ${problem}`
@@ -197,7 +196,7 @@ function checkpointShape(target: RestoreTarget, decoded: [readonly Uint8Array[],
       window: spec,
       key,
       start,
-      end,
+      end: number,
       fired: flag,
       final: flag,
       revision,
@@ -218,7 +217,7 @@ function checkpointShape(target: RestoreTarget, decoded: [readonly Uint8Array[],
     }),
     (w) => {
       const spec = specs.get(w.window) as WindowSpec
-      if (!isWindowOf(spec, w.start, w.end)) return `: expected a window of ${spec.id}, got [${w.start}, ${w.end})`
+      if (!onGrid(spec, w.start, w.end, true)) return `: expected a window of ${spec.id}, got [${w.start}, ${w.end})`
       return w.pending == null ? null : states(w.pendingStates, 1, '.pendingStates')
     },
   )
@@ -237,10 +236,10 @@ function checkpointShape(target: RestoreTarget, decoded: [readonly Uint8Array[],
     }),
     sources: listOf(clock),
     windows: listOf(window),
-    sessions: listOf(shaped({ window: spec, sealed: listOf(shaped([key, end])), tombstones: listOf(shaped([key, listOf(shaped([name, start, cell]))])) })),
-    slices: optional(listOf(then<SliceIndexSnapshot>(shaped({ window: spec, slices: listOf(shaped([key, start, listOf(shaped([end, listOf(sliceCell)]))])) }), (s) => slicesOffGrid(specs.get(s.window) as WindowSpec, s)))),
+    sessions: listOf(shaped({ window: spec, sealed: listOf(shaped([key, number])), tombstones: listOf(shaped([key, listOf(shaped([name, start, cell]))])) })),
+    slices: optional(listOf(then<SliceIndexSnapshot>(shaped({ window: spec, slices: listOf(shaped([key, start, listOf(shaped([number, listOf(sliceCell)]))])) }), (s) => slicesOffGrid(specs.get(s.window) as WindowSpec, s)))),
     timerSeq: optional(whole),
-    futureSources: optional(listOf(shaped({ source: name, count: whole, lastTs: time }))),
+    futureSources: optional(listOf(shaped({ source: name, count: whole, lastTs: start }))),
     lateLane: shaped({
       entries: listOf(
         shaped({
@@ -263,42 +262,31 @@ function checkpointShape(target: RestoreTarget, decoded: [readonly Uint8Array[],
 }
 
 /**
- * Whether `[start, end)` is a window of `spec`: a fixed spec's lie on its grid (the index finds
- * them by the ordinal of their end, and one off it was never found again: the watermark passing it
- * looped for ever); a session's end after their start.
+ * Whether `[start, end)` lies on the grid of `spec`: as a `window` of it (the index finds fixed
+ * windows by the ordinal of their end: one off the grid was never found again, and the watermark
+ * passing it looped for ever), or as a slice and the end of a window holding it. A session ends
+ * after it starts.
  */
-function isWindowOf(spec: WindowSpec, start: number, end: number): boolean {
-  if (spec.kind === 'session') return start < end
-  const unit = unitOf(spec)
-  if (spec.kind === 'cumulating') return alignedStart(start, spec.size) === start && alignedStart(end, unit) === end && start < end && end <= start + spec.size
-  return alignedStart(start, unit) === start && end === start + spec.size
+function onGrid(spec: WindowSpec, start: number, end: number, window: boolean): boolean {
+  if (spec.kind === 'session') return start < end && end < Number.POSITIVE_INFINITY
+  const unit = spec.kind === 'sliding' ? spec.slide : spec.kind === 'cumulating' ? spec.step : spec.size
+  const cumulating = spec.kind === 'cumulating'
+  // The end of the last window holding the slice: a sliding spec's starts at the slice, a cumulating one's at its period.
+  const reach = (cumulating ? alignedStart(start, spec.size) : start) + spec.size
+  return alignedStart(start, window && cumulating ? spec.size : unit) === start && alignedStart(end, unit) === end && start < end && (window && !cumulating ? end === reach : end <= reach)
 }
 
-/** The slices of a fixed spec off its grid: each starts on it, and each part's end is that of a window holding the slice. */
+/** Why the slices of a fixed spec are off its grid, or null: each part is named by the end of the first window holding it. */
 function slicesOffGrid(spec: WindowSpec, index: SliceIndexSnapshot): string | null {
-  if (spec.kind === 'session') return `.window: expected a spec of slices, got ${shown(spec.id)}`
-  const unit = unitOf(spec)
   for (let i = 0; i < index.slices.length; i++) {
     const [, start, parts] = index.slices[i] as SliceIndexSnapshot['slices'][number]
-    if (alignedStart(start, unit) !== start) return `.slices[${i}][1]: expected a slice start of ${spec.id}, got ${start}`
-    // The last window holding the slice: a sliding spec's starts at the slice, a cumulating one's at its period.
-    const reach = (spec.kind === 'cumulating' ? alignedStart(start, spec.size) : start) + spec.size
-    for (let p = 0; p < parts.length; p++) {
-      const end = (parts[p] as (typeof parts)[number])[0]
-      if (alignedStart(end, unit) !== end || end <= start || end > reach) return `.slices[${i}][2][${p}][0]: expected the end of a window of ${spec.id} holding the slice, got ${end}`
-    }
+    for (const [end] of parts) if (!onGrid(spec, start, end, false)) return `.slices[${i}]: expected a slice of ${spec.id}, got one at ${start} counted from the window ending at ${end}`
   }
   return null
-}
-
-/** The slice length of a fixed spec: its windows start and end on multiples of it. */
-function unitOf(spec: Exclude<WindowSpec, { kind: 'session' }>): number {
-  return spec.kind === 'sliding' ? spec.slide : spec.kind === 'cumulating' ? spec.step : spec.size
 }
 
 /** A value as an error message shows it: text quoted (and cut short), objects by kind. */
 function shown(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)
-  if (typeof value === 'object' && value !== null) return Array.isArray(value) ? 'an array' : 'an object'
-  return typeof value === 'bigint' ? `${value}n` : String(value)
+  return typeof value === 'object' && value !== null ? (Array.isArray(value) ? 'an array' : 'an object') : String(value)
 }
