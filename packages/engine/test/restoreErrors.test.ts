@@ -21,6 +21,7 @@ import {
   tumbling,
 } from '../src/index.ts'
 import { reading } from '../src/testing/index.ts'
+import { checkpointStates } from '../src/windows/windowState.ts'
 
 afterEach(() => {
   vi.restoreAllMocks()
@@ -256,6 +257,9 @@ describe('restore checks the whole checkpoint before it changes anything', () =>
     source.ingest([reading('d1', 1, 1, 3), reading('d2', 1, 2, 4)])
     const checkpoint = source.checkpoint()
     const engine = new TidemarkEngine(withMedian)
+    // Refused past its states (dedup is checked last): what was decoded is let go.
+    expect(() => engine.restore(edited(checkpoint, (c) => (c.dedup.entries = -1)))).toThrow('checkpoint.dedup.entries: expected a whole number >= 0, got -1')
+    expect(checkpointStates.size).toBe(0)
     const decode = median.decode
     let inner: unknown = null
     const decoding = vi.spyOn(median, 'decode').mockImplementation((bytes) => {
@@ -271,11 +275,14 @@ describe('restore checks the whole checkpoint before it changes anything', () =>
     expect(String(inner)).toMatch(/engine called from inside its own operation/)
     expect(engine.stats()).toMatchObject({ ingested: 0, sources: 0 })
     expect(engine.results()).toEqual([])
+    // Nothing decoded is kept past a refused restore.
+    expect(checkpointStates.size).toBe(0)
     // Decoded by the checks, once per cell: the restore takes those states.
     decoding.mockImplementation(decode)
     decoding.mockClear()
     engine.restore(checkpoint)
     expect(decoding).toHaveBeenCalledTimes(2)
+    expect(checkpointStates.size).toBe(0)
     expect(engine.results()).toEqual(source.results())
     vi.restoreAllMocks()
   })

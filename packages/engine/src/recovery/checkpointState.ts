@@ -15,7 +15,7 @@ import type { LateLane } from '../core/lateLane.ts'
 import type { WindowIndex } from '../windows/windowIndex.ts'
 import { SlicedWindowIndex } from '../windows/slicedWindowIndex.ts'
 import type { WindowLifecycle } from '../windows/windowLifecycle.ts'
-import { WindowState } from '../windows/windowState.ts'
+import { checkpointStates, WindowState } from '../windows/windowState.ts'
 
 /** The parts of an engine a checkpoint captures; `restoreEngine` writes into the mutable ones. */
 export interface EngineParts {
@@ -65,11 +65,16 @@ export function captureEngine(parts: EngineParts, batch: number): EngineCheckpoi
  * batch = restoreEngine(parts, checkpoint, liveness)
  */
 export function restoreEngine(parts: EngineParts, checkpoint: EngineCheckpoint, liveness: EngineLiveness): number {
-  // Checked inside the guard, where aggregates decode its states: one that calls the engine is refused (B51). A refusal returns, so the engine serves.
-  const refusal = liveness.guard(() => checkpointRefusal(checkpoint, parts))
-  if (refusal !== null) throw refusal
-  // What can still throw past the checks (an aggregate's `init`) leaves the engine half restored: it stops.
-  return liveness.guard(() => restoreParts(parts, checkpoint))
+  try {
+    // Checked inside the guard, where aggregates decode its states: one that calls the engine is refused (B51). A refusal returns, so the engine serves.
+    const refusal = liveness.guard(() => checkpointRefusal(checkpoint, parts))
+    if (refusal !== null) throw refusal
+    // What can still throw past the checks (an aggregate's `init`) leaves the engine half restored: it stops.
+    return liveness.guard(() => restoreParts(parts, checkpoint))
+  } finally {
+    // The states decoded and not taken: a refused checkpoint's, tombstones'.
+    checkpointStates.clear()
+  }
 }
 
 function restoreParts(parts: EngineParts, checkpoint: EngineCheckpoint): number {

@@ -7,7 +7,7 @@
  * absent. A checkpoint that fails is refused with a TypeError naming the path and the problem:
  * `checkpoint.sources[3]: prefix must be a safe integer >= 0: -1`.
  */
-import type { AggregateSet, States } from '../aggregates/aggregateSet.ts'
+import type { AggregateSet } from '../aggregates/aggregateSet.ts'
 import { ANOMALY_REASONS, type AnomalyReason } from '../core/anomaly.ts'
 import { configurationOf, type ResolvedOptions } from '../core/engineOptions.ts'
 import { messageOf } from '../core/errorMessage.ts'
@@ -42,8 +42,8 @@ type Shape = Readonly<Record<string, Check>> | readonly Check[]
 /**
  * Why `checkpoint` cannot be restored into `target`, or null; nothing is changed either way. Another
  * format, configuration or replica is an `Error` naming both, as before; a field out of type or range
- * (or an aggregate state that does not decode) a `TypeError` naming its path. On success, the decoded
- * states wait in `checkpointStates` for the restore.
+ * (or an aggregate state that does not decode) a `TypeError` naming its path. The states it decoded
+ * wait in `checkpointStates` for the restore, which clears them when it ends.
  *
  * @example
  * const refusal = checkpointRefusal(checkpoint, parts)
@@ -58,11 +58,8 @@ export function checkpointRefusal(checkpoint: EngineCheckpoint, target: RestoreT
     if (c.configuration !== configuration) return new Error(`checkpoint was written with ${c.configuration}, this engine has ${configuration}`)
     // Its sources are that replica's: restored under another id, every event of theirs would be a `source_conflict`.
     if (c.replicaId !== target.replicaId) return new Error(`checkpoint was written by replica '${c.replicaId}', this engine is replica '${target.replicaId}'`)
-    const decoded: [readonly Uint8Array[], States][] = []
-    const problem = checkpointShape(target, decoded)(c)
-    if (problem !== null) return new TypeError(`checkpoint${problem}`)
-    for (const [bytes, states] of decoded) checkpointStates.set(bytes, states)
-    return null
+    const problem = checkpointShape(target)(c)
+    return problem === null ? null : new TypeError(`checkpoint${problem}`)
   } catch (error) {
     // A field that throws when read (a getter, a revoked Proxy): refused as well, nothing changed.
     return new TypeError(`checkpoint could not be read: ${messageOf(error)}`)
@@ -105,10 +102,13 @@ function listOf(item: Check): Check {
 /** An object with these fields, or (a list of checks) a tuple with these items. */
 function shaped(shape: Shape): Check {
   const tuple = Array.isArray(shape)
+  // Listed once: a checkpoint holds many windows and cells of each shape.
+  const fields = Object.entries(shape)
   return (value) => {
     if (tuple ? !Array.isArray(value) : typeof value !== 'object' || value === null) return `: expected ${tuple ? 'an array' : 'an object'}, got ${shown(value)}`
-    for (const field in shape) {
-      const problem = (shape as Record<string, Check>)[field]?.((value as Record<string, unknown>)[field]) ?? null
+    for (let i = 0; i < fields.length; i++) {
+      const [field, check] = fields[i] as [string, Check]
+      const problem = check((value as Record<string, unknown>)[field])
       if (problem !== null) return `${tuple ? `[${field}]` : `.${field}`}${problem}`
     }
     return null
@@ -163,8 +163,8 @@ const result = shaped({
   pane: optional(shaped({ timing: oneOf(['early', 'on_time', 'late']), index: whole, onTimeIndex: revision })),
 })
 
-/** Every check of a checkpoint for `target`; decoded aggregate states are collected in `decoded`. */
-function checkpointShape(target: RestoreTarget, decoded: [readonly Uint8Array[], States][]): Check {
+/** Every check of a checkpoint for `target`; decoded aggregate states wait in `checkpointStates`. */
+function checkpointShape(target: RestoreTarget): Check {
   const aggregates: AggregateSet | null = target.options.aggregates
   const specs = new Map(target.options.specs.map((s) => [s.id, s]))
   const spec = oneOf([...specs.keys()])
@@ -172,7 +172,7 @@ function checkpointShape(target: RestoreTarget, decoded: [readonly Uint8Array[],
   const states = (bytes: unknown, count: number, at: string): string | null => {
     if (aggregates === null || bytes === undefined || count === 0) return null
     try {
-      decoded.push([bytes as Uint8Array[], aggregates.decode(bytes as Uint8Array[])])
+      checkpointStates.set(bytes as Uint8Array[], aggregates.decode(bytes as Uint8Array[]))
       return null
     } catch (error) {
       return `${at}: ${messageOf(error)}`

@@ -219,9 +219,11 @@ function sortedFragments(fragments: readonly SessionFragment[]): readonly Sessio
 
 /**
  * The states of a checkpoint's cells, by their encodings, that `restore` decoded while it checked
- * the checkpoint (checkpointValidation.ts): each is taken once, by the first cell of those bytes.
+ * the checkpoint (checkpointValidation.ts): each is taken once, by the first cell of those bytes,
+ * and the rest are cleared when the restore ends. A Map, not a WeakMap: a checkpoint holds many
+ * cells, and a WeakMap's entries each cost the garbage collector.
  */
-export const checkpointStates = new WeakMap<readonly Uint8Array[], States>()
+export const checkpointStates = new Map<readonly Uint8Array[], States>()
 
 /**
  * A checkpointed cell's states: decoded (taken from `checkpointStates` when decoded already), or,
