@@ -120,7 +120,7 @@ const whole = atLeast(0)
 const revision = atLeast(-1)
 /** A frontier, a value or a bound: ±Infinity is one, NaN is not. */
 const number = is((v) => typeof v === 'number' && !Number.isNaN(v), 'a number, not NaN')
-/** A processing time as the clock read it, or what a peer's clock did not say: NaN too. */
+/** A processing time as the clock read it, what a peer's clock did not say, or a result's sum of +Infinity and -Infinity cells: NaN too. */
 const reading = is((v) => typeof v === 'number', 'a number')
 const timer = is((v) => typeof v === 'number' && (Number.isFinite(v) || Number.isNaN(v)), 'a finite time, or NaN for none')
 /** Where a window, slice or fragment starts, or when an event was: as peers' cells may start. */
@@ -152,7 +152,7 @@ const result = shaped({
   start,
   end: number,
   count: whole,
-  sum: number,
+  sum: reading,
   min: number,
   max: number,
   mean: reading,
