@@ -155,10 +155,15 @@ function pathsOf(value: unknown, path: (string | number)[] = [], out: (string | 
   return out
 }
 
-/** Values of the wrong type or out of range; `NEIGHBOUR` and `REMOVED` stand for the field's own value moved a little, and for no field. */
+/**
+ * Values of the wrong type or out of range; `NEIGHBOUR`, `REMOVED` and `TWICE` stand for the
+ * field's own value moved a little, for no field, and (an item of a list) for the item listed
+ * again at the list's end.
+ */
 const NEIGHBOUR = Symbol('neighbour')
 const REMOVED = Symbol('removed')
-const REPLACEMENTS: readonly unknown[] = [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 2 ** 60, '7', '', null, {}, [], true, new Uint8Array([255, 0, 7]), [new Uint8Array([1, 2, 3])], NEIGHBOUR, NEIGHBOUR, REMOVED, REMOVED]
+const TWICE = Symbol('twice')
+const REPLACEMENTS: readonly unknown[] = [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 2 ** 60, '7', '', null, {}, [], true, new Uint8Array([255, 0, 7]), [new Uint8Array([1, 2, 3])], NEIGHBOUR, NEIGHBOUR, REMOVED, REMOVED, TWICE, TWICE]
 
 /** `value` moved a little, keeping its type. */
 function neighbour(value: unknown): unknown {
@@ -176,7 +181,10 @@ function corrupted(checkpoint: EngineCheckpoint, path: readonly (string | number
   for (const key of path.slice(0, -1)) parent = parent[key] as Record<string | number, unknown>
   const last = path[path.length - 1] as string | number
   if (to === REMOVED) delete parent[last]
-  else parent[last] = to === NEIGHBOUR ? neighbour(parent[last]) : to
+  else if (to === TWICE) {
+    if (Array.isArray(parent)) parent.push(structuredClone(parent[last]))
+    else parent[last] = neighbour(parent[last])
+  } else parent[last] = to === NEIGHBOUR ? neighbour(parent[last]) : to
   return copy as unknown as EngineCheckpoint
 }
 
@@ -221,7 +229,7 @@ function restoresOrRefuses(s: Setup, corruptions: readonly Corruption[]): void {
     const path = paths[c.at % paths.length] as (string | number)[]
     const to = REPLACEMENTS[c.to % REPLACEMENTS.length]
     const bad = corrupted(checkpoint, path, to)
-    const at = `${path.join('.')} := ${to === NEIGHBOUR ? 'its neighbour' : to === REMOVED ? '(removed)' : String(to)}`
+    const at = `${path.join('.')} := ${to === NEIGHBOUR ? 'its neighbour' : to === REMOVED ? '(removed)' : to === TWICE ? 'listed twice' : String(to)}`
     const { target, own } = fresh()
     const before = observed(target)
     let refusal: unknown = null

@@ -206,6 +206,48 @@ describe('restore checks the whole checkpoint before it changes anything', () =>
     expectRefused(edited(checkpoint, (c) => (c.slices[1].slices[0][2][0][0] = 25)), 'checkpoint.slices[1].slices[0]: expected a slice of sliding:20:5, got one at 0 counted from the window ending at 25')
   })
 
+  it('what is listed twice: a window, two sessions of one key that overlap, a fragment, a slice, a part or a cell (restored, each counted twice or stopped the engine)', () => {
+    const { checkpoint } = fixture()
+    const n = checkpoint.windows.length
+    const session = windowWhere(checkpoint, (w) => w.window === 'session:5' && w.fragments.length > 1)
+    const [start, end] = [checkpoint.windows[session]?.start, checkpoint.windows[session]?.end]
+    expectRefused(edited(checkpoint, (c) => c.windows.push(structuredClone(c.windows[1]))), `checkpoint.windows[${n}]: the window at [1] listed again`)
+    expectRefused(
+      edited(checkpoint, (c) => c.windows.push({ ...structuredClone(c.windows[session]), start: (start as number) + 1 })),
+      `checkpoint.windows[${n}]: a session of the key of the one at [${session}], overlapping it: [${(start as number) + 1}, ${end}) and [${start}, ${end})`,
+    )
+    expectRefused(
+      edited(checkpoint, (c) => c.windows[session].fragments.push(structuredClone(c.windows[session].fragments[0]))),
+      `checkpoint.windows[${session}].fragments[${checkpoint.windows[session]?.fragments.length}]: the source's fragment at [0] listed again`,
+    )
+    const slices = checkpoint.slices?.[0]?.slices.length as number
+    expectRefused(edited(checkpoint, (c) => c.slices[0].slices.push(structuredClone(c.slices[0].slices[0]))), `checkpoint.slices[0].slices[${slices}]: the slice at [0] listed again`)
+    expectRefused(
+      edited(checkpoint, (c) => c.slices[0].slices[0][2].push(structuredClone(c.slices[0].slices[0][2][0]))),
+      'checkpoint.slices[0].slices[0][2][1]: the part at [0] listed again',
+    )
+    expectRefused(
+      edited(checkpoint, (c) => c.slices[0].slices[0][2][0][1].push(structuredClone(c.slices[0].slices[0][2][0][1][0]))),
+      "checkpoint.slices[0].slices[0][2][0][1][3]: the source's cell at [0] listed again",
+    )
+    expectRefused(edited(checkpoint, (c) => c.slices.push(structuredClone(c.slices[0]))), "checkpoint.slices[2]: the spec's state at [0] listed again")
+    expectRefused(edited(checkpoint, (c) => c.sessions.push(structuredClone(c.sessions[0]))), "checkpoint.sessions[1]: the spec's state at [0] listed again")
+  })
+
+  it('dedup memory is counted from the clocks: a count that says more than they hold does not refuse events out of seq order as overflow', () => {
+    const { checkpoint } = fixture()
+    const engine = new TidemarkEngine({ ...options, limits: { maxDedupEntries: 100 } })
+    engine.restore(edited(checkpoint, (c) => (c.dedup.entries = 1_000_000)))
+    const held = engine.stats().dedupEntries
+    expect(held).toBe(checkpoint.dedup.entries)
+    expect(held).toBeGreaterThan(0)
+    // Seq 9 above d2's gap adds to dedup memory: with the count read as written it was refused.
+    const receipt = engine.ingest([reading('d2', 9, 42, 1)])
+    expect(receipt.anomalies).toEqual([])
+    expect(receipt.accepted).toBe(1)
+    expect(engine.stats().dedupEntries).toBe(held + 1)
+  })
+
   it('the late lane: events by the rules of ingest, reasons that are anomaly reasons', () => {
     const { checkpoint } = fixture()
     expectRefused(edited(checkpoint, (c) => (c.lateLane.entries[1].event.ts = Number.NaN)), `checkpoint.lateLane.entries[1].event: ts must be a finite number within ±${2 ** 53 / 1000} ms, got NaN`)

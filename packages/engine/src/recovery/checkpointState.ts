@@ -84,7 +84,10 @@ function restoreParts(parts: EngineParts, checkpoint: EngineCheckpoint): number 
   for (const name of Object.keys(parts.counts)) parts.counts[name] = checkpoint.counts[name] ?? 0
   parts.lifecycle.corrections = checkpoint.counts.corrections ?? 0
   for (const reason of Object.keys(parts.anomalies) as AnomalyReason[]) parts.anomalies[reason] = checkpoint.anomalies[reason] ?? 0
-  parts.dedup.entries = checkpoint.dedup.entries
+  // Counted from the clocks, not read: a count that said more than they hold would refuse every event out of seq order as `overflow`, for good.
+  let entries = 0
+  for (const clock of parts.frontiers.sources.values()) entries += clock.dedupEntries()
+  parts.dedup.entries = entries
   parts.dedup.atLastPurge = checkpoint.dedup.atLastPurge
   parts.lifecycle.timerSeq = checkpoint.timerSeq ?? 0
   parts.futureSources.restore(checkpoint.futureSources ?? [])

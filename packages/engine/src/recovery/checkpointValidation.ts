@@ -17,7 +17,7 @@ import type { Cell } from '../lattice/cell.ts'
 import { cellValuesProblem, isName, isStateList, isWindowStart } from '../lattice/cellGroupValidation.ts'
 import { clockEntryProblem } from '../replica/remoteValidation.ts'
 import type { ClockEntry } from '../replica/replicaPort.ts'
-import { checkpointStates } from '../windows/windowState.ts'
+import { checkpointStates, fragmentId } from '../windows/windowState.ts'
 import { alignedStart, type WindowSpec } from '../windows/windowSpec.ts'
 import type { EngineCheckpoint, SliceIndexSnapshot, SourceClockSnapshot, WindowSnapshot } from './engineCheckpoint.ts'
 
@@ -218,6 +218,8 @@ function checkpointShape(target: RestoreTarget): Check {
     (w) => {
       const spec = specs.get(w.window) as WindowSpec
       if (!onGrid(spec, w.start, w.end, true)) return `: expected a window of ${spec.id}, got [${w.start}, ${w.end})`
+      const fragment = twice(w.fragments, ([source, start]) => fragmentId(source, start), "source's fragment")
+      if (fragment !== null) return `.fragments${fragment}`
       return w.pending == null ? null : states(w.pendingStates, 1, '.pendingStates')
     },
   )
@@ -235,9 +237,14 @@ function checkpointShape(target: RestoreTarget): Check {
       heldBy: optional(shaped({ proof: nullable(name), watermark: nullable(name) })),
     }),
     sources: listOf(clock),
-    windows: listOf(window),
-    sessions: listOf(shaped({ window: spec, sealed: listOf(shaped([key, number])), tombstones: listOf(shaped([key, listOf(shaped([name, start, cell]))])) })),
-    slices: optional(listOf(then<SliceIndexSnapshot>(shaped({ window: spec, slices: listOf(shaped([key, start, listOf(shaped([number, listOf(sliceCell)]))])) }), (s) => slicesOffGrid(specs.get(s.window) as WindowSpec, s)))),
+    windows: then<readonly WindowSnapshot[]>(listOf(window), (windows) => windowsApart(windows, specs)),
+    sessions: then(listOf(shaped({ window: spec, sealed: listOf(shaped([key, number])), tombstones: listOf(shaped([key, listOf(shaped([name, start, cell]))])) })), (indexes: readonly { window: string }[]) => twice(indexes, (i) => i.window, "spec's state")),
+    slices: optional(
+      then(
+        listOf(then<SliceIndexSnapshot>(shaped({ window: spec, slices: listOf(shaped([key, start, listOf(shaped([number, listOf(sliceCell)]))])) }), (s) => slicesOffGrid(specs.get(s.window) as WindowSpec, s) ?? slicesTwice(s))),
+        (indexes: readonly SliceIndexSnapshot[]) => twice(indexes, (i) => i.window, "spec's state"),
+      ),
+    ),
     timerSeq: optional(whole),
     futureSources: optional(listOf(shaped({ source: name, count: whole, lastTs: start }))),
     lateLane: shaped({
@@ -281,6 +288,71 @@ function slicesOffGrid(spec: WindowSpec, index: SliceIndexSnapshot): string | nu
   for (let i = 0; i < index.slices.length; i++) {
     const [, start, parts] = index.slices[i] as SliceIndexSnapshot['slices'][number]
     for (const [end] of parts) if (!onGrid(spec, start, end, false)) return `.slices[${i}]: expected a slice of ${spec.id}, got one at ${start} counted from the window ending at ${end}`
+  }
+  return null
+}
+
+/**
+ * Where `items` lists an identity a second time, as `[i]: the <noun> at [first] listed again`, or
+ * null. Restored, an item listed twice counts twice, or stops the engine (a cell put into a part
+ * that holds it already).
+ */
+function twice<T>(items: readonly T[], identity: (item: T) => unknown, noun: string): string | null {
+  if (items.length < 2) return null
+  const seen = new Map<unknown, number>()
+  for (let i = 0; i < items.length; i++) {
+    const id = identity(items[i] as T)
+    const first = seen.get(id)
+    if (first !== undefined) return `[${i}]: the ${noun} at [${first}] listed again`
+    seen.set(id, i)
+  }
+  return null
+}
+
+/**
+ * Why a checkpoint's windows cannot stand side by side, or null: a window listed twice (found by
+ * what its index finds it by: a fixed window's end, as a cumulating spec's share starts; a
+ * session's start), or two sessions of one key that overlap.
+ */
+function windowsApart(windows: readonly WindowSnapshot[], specs: ReadonlyMap<string, WindowSpec>): string | null {
+  const sessions = new Map<string, number[]>()
+  const problem = twice(
+    windows.map((w, i) => {
+      const session = (specs.get(w.window) as WindowSpec).kind === 'session'
+      const series = `${w.window}\u0000${w.key}`
+      if (session) {
+        const list = sessions.get(series)
+        if (list === undefined) sessions.set(series, [i])
+        else list.push(i)
+      }
+      return `${series}\u0000${session ? w.start : w.end}`
+    }),
+    (id) => id,
+    'window',
+  )
+  if (problem !== null) return problem
+  for (const list of sessions.values()) {
+    list.sort((a, b) => (windows[a] as WindowSnapshot).start - (windows[b] as WindowSnapshot).start)
+    for (let k = 1; k < list.length; k++) {
+      const [before, after] = [windows[list[k - 1] as number] as WindowSnapshot, windows[list[k] as number] as WindowSnapshot]
+      if (before.end > after.start) return `[${list[k]}]: a session of the key of the one at [${list[k - 1]}], overlapping it: [${after.start}, ${after.end}) and [${before.start}, ${before.end})`
+    }
+  }
+  return null
+}
+
+/** Why a spec's slices cannot be restored together, or null: a slice, a part of one or a source's cell in a part listed twice. */
+function slicesTwice(index: SliceIndexSnapshot): string | null {
+  const slices = twice(index.slices, ([key, start]) => `${start}\u0000${key}`, 'slice')
+  if (slices !== null) return `.slices${slices}`
+  for (let i = 0; i < index.slices.length; i++) {
+    const parts = (index.slices[i] as SliceIndexSnapshot['slices'][number])[2]
+    const part = twice(parts, ([end]) => end, 'part')
+    if (part !== null) return `.slices[${i}][2]${part}`
+    for (let p = 0; p < parts.length; p++) {
+      const cell = twice((parts[p] as (typeof parts)[number])[1], ([source]) => source, "source's cell")
+      if (cell !== null) return `.slices[${i}][2][${p}][1]${cell}`
+    }
   }
   return null
 }
