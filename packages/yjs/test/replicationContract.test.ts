@@ -1,0 +1,202 @@
+/**
+ * Sentences of docs/replication.md and this package's README that no other test pinned, each
+ * checked on real engines and real Y.Docs (the sentence quoted in the test's name or comment).
+ */
+import { describe, expect, it } from 'vitest'
+import * as Y from 'yjs'
+import { createEngine, manual, type StreamEvent, sliding, type TidemarkEngine, tumbling, type WindowChange } from '@tidemark/engine'
+import { applyPeerUpdate } from '../src/binding/applyPeerUpdate.ts'
+import { bindDoc } from '../src/binding/bindDoc.ts'
+import { isConfigurationMismatchError } from '../src/schema/configurationMismatchError.ts'
+import { DOC_SCHEMA, META_NAME, replicaArrayName } from '../src/schema/docEntry.ts'
+import { BroadcastChannelProvider, type OpenTabChannel } from '../src/transport/broadcastChannelProvider.ts'
+import { syncStatusTracker } from '../src/transport/syncStatusTracker.ts'
+import { rawGroup, withField } from './fakePort.ts'
+
+const W = 'tumbling:60000'
+const T0 = 1_700_000_040_000 - (1_700_000_040_000 % 60_000)
+
+function events(source: string, from: number, n: number, at = T0): StreamEvent[] {
+  return Array.from({ length: n }, (_, i) => ({ id: `${source}-${from + i}`, source, seq: from + i, ts: at + (from + i) * 1000, key: 'temp', value: from + i }))
+}
+
+/** An update in which replica `id` (configured like `configuration`) pushed `entries` raw into its log. */
+function peerUpdate(id: string, configuration: string, entries: unknown[]): Uint8Array {
+  const doc = new Y.Doc()
+  doc.transact(() => {
+    doc.getMap(META_NAME).set(id, [DOC_SCHEMA, configuration])
+    doc.getArray(replicaArrayName(id)).push(entries)
+  })
+  return Y.encodeStateAsUpdate(doc)
+}
+
+/** A writer engine bound to a doc of its own: what it ingests is in `doc`. */
+function writer(replicaId: string, options: Parameters<typeof createEngine>[0] = { windows: tumbling(60_000), watermark: manual() }) {
+  const doc = new Y.Doc()
+  const engine = createEngine({ ...options, replicaId }) as TidemarkEngine
+  bindDoc(engine, doc)
+  return { engine, doc }
+}
+
+describe('bindDoc options and binding lifetime (README, bindDoc)', () => {
+  it('onError: a peer of another configuration is reported there and kept in stats().replicationError', () => {
+    const errors: Error[] = []
+    const other = writer('other', { windows: tumbling(30_000), watermark: manual() })
+    other.engine.ingest(events('s1', 1, 1))
+    const mine = new Y.Doc()
+    const reader = createEngine({ windows: tumbling(60_000), watermark: manual(), replicaId: 'reader' })
+    bindDoc(reader, mine, { onError: (error) => errors.push(error) })
+    expect(applyPeerUpdate(mine, Y.encodeStateAsUpdate(other.doc), 'peer')).toBe(true)
+    expect(errors).toHaveLength(1)
+    expect(isConfigurationMismatchError(errors[0])).toBe(true)
+    expect(reader.stats().replicationError).toBe((errors[0] as Error).message)
+    expect(reader.results()).toEqual([])
+  })
+
+  it('destroy(): the doc keeps its content; the engine writes nothing more there and merges nothing more from it', () => {
+    const doc = new Y.Doc()
+    const engine = createEngine({ windows: tumbling(60_000), watermark: manual(), replicaId: 'me' })
+    const binding = bindDoc(engine, doc)
+    engine.ingest(events('d1', 1, 2))
+    const before = Y.encodeStateAsUpdate(doc)
+    binding.destroy()
+    expect(Y.encodeStateAsUpdate(doc)).toEqual(before)
+    engine.ingest(events('d1', 3, 1))
+    expect(Y.encodeStateAsUpdate(doc)).toEqual(before)
+    const w = writer('w2')
+    w.engine.ingest(events('w1', 1, 1))
+    applyPeerUpdate(doc, Y.encodeStateAsUpdate(w.doc), 'peer')
+    expect(engine.results().map((r) => r.count)).toEqual([3])
+  })
+
+  it('closing the engine destroys its binding: a peer update that lands later is neither merged nor reported', async () => {
+    const doc = new Y.Doc()
+    const engine = createEngine({ windows: tumbling(60_000), watermark: manual(), replicaId: 'me' })
+    const errors: Error[] = []
+    bindDoc(engine, doc, { onError: (error) => errors.push(error) })
+    await engine.close()
+    const w = writer('w')
+    w.engine.ingest(events('w1', 1, 1))
+    expect(applyPeerUpdate(doc, Y.encodeStateAsUpdate(w.doc), 'peer')).toBe(true)
+    expect(errors).toEqual([])
+  })
+})
+
+describe('invalid peer state (replication.md, Merging peers\' state)', () => {
+  it('counts refusals, not distinct cells: a binding that reads the document anew refuses and counts its invalid entries once more', () => {
+    const doc = new Y.Doc()
+    const engine = createEngine({ windows: tumbling(60_000), watermark: manual(), replicaId: 'me' })
+    const hostile = withField(rawGroup('m1', T0, [['temp', 2, 10, 4, 6, T0 + 10, 1]], W), 1, 60_000)
+    applyPeerUpdate(doc, peerUpdate('mallory', engine.replica.configuration, [hostile]), 'peer')
+    const first = bindDoc(engine, doc)
+    expect(engine.stats().anomalies.invalid_remote_cell).toBe(1)
+    first.destroy()
+    bindDoc(engine, doc)
+    expect(engine.stats().anomalies.invalid_remote_cell).toBe(2)
+    expect(engine.stats().remoteAnomalies).toHaveLength(2)
+  })
+})
+
+describe("a peer's cell, by the state of the window it lands in (replication.md, the merge table)", () => {
+  /** A reader that fired windows up to `watermark`, and the changes it announces from then on. */
+  function readerAt(watermark: number, options: { windows: ReturnType<typeof tumbling> | ReturnType<typeof sliding>; allowedLateness: number }) {
+    const doc = new Y.Doc()
+    const engine = createEngine({ ...options, watermark: manual(), replicaId: 'reader', retention: Number.POSITIVE_INFINITY }) as TidemarkEngine
+    bindDoc(engine, doc)
+    engine.ingest([{ id: 'r1', source: 'local', seq: 1, ts: 0, key: 'temp', value: 1 }])
+    engine.advanceWatermark(watermark)
+    const changes: WindowChange[] = []
+    engine.subscribe((batch) => changes.push(...batch))
+    return { engine, doc, changes }
+  }
+
+  it('a window this replica never had, already past the firing frontier, is created fired: a correction with revision 1 and no previous', () => {
+    const reader = readerAt(1_000, { windows: tumbling(100), allowedLateness: 10_000 })
+    const peer = writer('peer', { windows: tumbling(100), watermark: manual(), allowedLateness: 10_000 })
+    peer.engine.ingest([{ id: 'p1', source: 'p', seq: 1, ts: 250, key: 'temp', value: 7 }])
+    applyPeerUpdate(reader.doc, Y.encodeStateAsUpdate(peer.doc), 'peer')
+    expect(reader.changes).toHaveLength(1)
+    const [change] = reader.changes as [WindowChange]
+    expect(change).toMatchObject({ type: 'correction', result: { start: 200, count: 1, sum: 7, revision: 1, final: false } })
+    expect(change.previous).toBeUndefined()
+    expect(reader.engine.stats().finalityViolations).toBe(0)
+  })
+
+  it('a window fired here, within lateness: a late pane, a correction with previous', () => {
+    const reader = readerAt(1_000, { windows: tumbling(100), allowedLateness: 10_000 })
+    const peer = writer('peer', { windows: tumbling(100), watermark: manual(), allowedLateness: 10_000 })
+    peer.engine.ingest([{ id: 'p1', source: 'p', seq: 1, ts: 50, key: 'temp', value: 7 }])
+    applyPeerUpdate(reader.doc, Y.encodeStateAsUpdate(peer.doc), 'peer')
+    expect(reader.changes).toHaveLength(1)
+    expect(reader.changes[0]).toMatchObject({ type: 'correction', result: { start: 0, count: 2, sum: 8, revision: 1 }, previous: { count: 1, sum: 1, revision: 0 } })
+  })
+
+  it('final windows: merged anyway, counted in finalityViolations once per cell and window; the same cell again is stale and counts nothing', () => {
+    // sliding(20, 5): a slice is held by 4 windows, all final here once W passes end + lateness of the last.
+    const reader = readerAt(1_000, { windows: sliding(20, 5), allowedLateness: 0 })
+    const peer = writer('peer', { windows: sliding(20, 5), watermark: manual(), allowedLateness: 0 })
+    peer.engine.ingest([{ id: 'p1', source: 'p', seq: 1, ts: 42, key: 'temp', value: 7 }])
+    const update = Y.encodeStateAsUpdate(peer.doc)
+    applyPeerUpdate(reader.doc, update, 'peer')
+    expect(reader.engine.stats().finalityViolations).toBe(4)
+    const corrections = reader.changes.filter((c) => c.type === 'correction').map((c) => [c.result.start, c.result.count, c.result.final])
+    expect(corrections.sort((x, y) => (x[0] as number) - (y[0] as number))).toEqual([
+      [25, 1, true],
+      [30, 1, true],
+      [35, 1, true],
+      [40, 1, true],
+    ])
+    // The same state again (a second binding reading it, a relayed copy): stale, nothing changes.
+    const report = reader.engine.replica.mergeRemote(peer.engine.replica.exportState().cells, peer.engine.replica.exportState().clocks)
+    expect(report).toMatchObject({ applied: 0, stale: 1, finalityViolations: 0 })
+    expect(reader.engine.stats().finalityViolations).toBe(4)
+  })
+})
+
+describe('BroadcastChannelProvider options (README)', () => {
+  function tabs() {
+    const endpoints = new Set<(frame: Uint8Array) => void>()
+    const queue: { from: (frame: Uint8Array) => void; frame: Uint8Array }[] = []
+    const open: OpenTabChannel = (_name, receive) => {
+      endpoints.add(receive)
+      return { post: (frame) => queue.push({ from: receive, frame }), close: () => endpoints.delete(receive) }
+    }
+    const flush = (): void => {
+      while (queue.length > 0) {
+        const { from, frame } = queue.shift() as (typeof queue)[number]
+        for (const receive of endpoints) if (receive !== from) receive(frame)
+      }
+    }
+    return { open, flush }
+  }
+
+  it('connect: false waits for connect(): nothing is sent or synced before it', () => {
+    const channel = tabs()
+    const [a, b] = [new Y.Doc(), new Y.Doc()]
+    a.getArray('x').push([1])
+    const pa = new BroadcastChannelProvider(a, 'fleet', { channel: channel.open, connect: false })
+    const pb = new BroadcastChannelProvider(b, 'fleet', { channel: channel.open })
+    channel.flush()
+    expect(pa.synced || pb.synced).toBe(false)
+    expect(b.getArray('x').length).toBe(0)
+    pa.connect()
+    channel.flush()
+    expect(pa.synced && pb.synced).toBe(true)
+    expect(b.getArray('x').toArray()).toEqual([1])
+    pa.destroy()
+    pb.destroy()
+  })
+
+  it('trackStatus: false counts the provider in no sync status: the doc stays local while it syncs', () => {
+    const channel = tabs()
+    const [a, b] = [new Y.Doc(), new Y.Doc()]
+    const pa = new BroadcastChannelProvider(a, 'fleet', { channel: channel.open, trackStatus: false })
+    const pb = new BroadcastChannelProvider(b, 'fleet', { channel: channel.open })
+    channel.flush()
+    expect(pa.synced).toBe(true)
+    expect(syncStatusTracker(a).status().state).toBe('local')
+    expect(syncStatusTracker(b).status().state).toBe('connected')
+    pa.destroy()
+    pb.destroy()
+  })
+})
