@@ -80,6 +80,22 @@ describe('bindDoc options and binding lifetime (README, bindDoc)', () => {
     expect(applyPeerUpdate(doc, Y.encodeStateAsUpdate(w.doc), 'peer')).toBe(true)
     expect(errors).toEqual([])
   })
+
+  it('measureEvery: the encoded doc is measured for stats().docBytes at most this often, on the binding\'s now', () => {
+    let now = T0
+    const doc = new Y.Doc()
+    const engine = createEngine({ windows: tumbling(60_000), watermark: manual(), replicaId: 'me', now: () => now })
+    bindDoc(engine, doc, { now: () => now, measureEvery: 5000 })
+    const atBind = engine.stats().docBytes
+    expect(atBind).toBe(Y.encodeStateAsUpdate(doc).byteLength)
+    now = T0 + 4999
+    engine.ingest(events('d1', 1, 1))
+    expect(engine.stats().docBytes).toBe(atBind)
+    now = T0 + 5000
+    engine.ingest(events('d1', 2, 1))
+    expect(engine.stats().docBytes).toBe(Y.encodeStateAsUpdate(doc).byteLength)
+    expect(engine.stats().docBytes).toBeGreaterThan(atBind)
+  })
 })
 
 describe('invalid peer state (replication.md, Merging peers\' state)', () => {

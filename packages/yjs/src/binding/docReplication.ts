@@ -123,6 +123,11 @@ export class DocReplication implements DocBinding {
     this.#cleanups.push(() => this.#meta.unobserve(onMeta))
     doc.on('afterTransaction', this.#afterTransaction)
     this.#cleanups.push(() => doc.off('afterTransaction', this.#afterTransaction))
+    // Measured once Yjs has cleaned up every transaction of the batch: deleted entries' content
+    // (the entries a write supersedes) is gone from the doc only then.
+    const measure = (): void => this.#measure(false)
+    doc.on('afterAllTransactions', measure)
+    this.#cleanups.push(() => doc.off('afterAllTransactions', measure))
 
     this.#start()
 
@@ -223,10 +228,7 @@ export class DocReplication implements DocBinding {
   }
 
   readonly #afterTransaction = (tr: Y.Transaction): void => {
-    if (tr.origin === this.#origin || this.#destroyed) {
-      this.#measure(false)
-      return
-    }
+    if (tr.origin === this.#origin || this.#destroyed) return
     const batch = this.#batch
     this.#batch = emptyBatch()
     try {
@@ -234,7 +236,6 @@ export class DocReplication implements DocBinding {
     } catch (error) {
       this.#fail(error)
     }
-    this.#measure(false)
   }
 
   #mergeBatch(batch: RemoteBatch): void {
@@ -427,6 +428,7 @@ export class DocReplication implements DocBinding {
   }
 
   #measure(force: boolean): void {
+    if (this.#destroyed) return
     const now = this.#now()
     if (!force && now - this.#measuredAt < this.#measureEvery) return
     this.#measuredAt = now
