@@ -169,6 +169,43 @@ describe("a peer's cell, by the state of the window it lands in (replication.md,
   })
 })
 
+describe('expired and batched (replication.md, the merge table; README, Remote changes)', () => {
+  it('a cell whose windows are all past end + allowedLateness + retention here is ignored as expired: counted, nothing shown changes', () => {
+    const options = { windows: tumbling(100), watermark: manual(), allowedLateness: 0, retention: 0 }
+    const reader = createEngine({ ...options, replicaId: 'reader' })
+    reader.ingest([{ id: 'r1', source: 'local', seq: 1, ts: 500, key: 'temp', value: 1 }])
+    reader.advanceWatermark(1_000)
+    const shown = reader.results()
+    const changes: WindowChange[] = []
+    reader.subscribe((batch) => changes.push(...batch))
+    const peer = createEngine({ ...options, replicaId: 'peer' })
+    peer.ingest([{ id: 'p1', source: 'p', seq: 1, ts: 50, key: 'temp', value: 7 }])
+    const { cells, clocks } = peer.replica.exportState()
+    const report = reader.replica.mergeRemote(cells, clocks)
+    expect(report).toMatchObject({ applied: 0, expired: 1, finalityViolations: 0 })
+    expect(changes).toEqual([])
+    expect(reader.results()).toEqual(shown)
+    expect(reader.stats().finalityViolations).toBe(0)
+  })
+
+  it('one remote update carrying several writers and windows is one merge: one notification with every change', () => {
+    const doc = new Y.Doc()
+    const engine = createEngine({ windows: tumbling(60_000), watermark: manual(), replicaId: 'reader' })
+    bindDoc(engine, doc)
+    const notifications: number[] = []
+    engine.subscribe((batch) => notifications.push(batch.length))
+    const updates = ['wa', 'wb'].map((id, i) => {
+      const w = writer(id)
+      w.engine.ingest(events(`s${i}`, 1, 1, T0))
+      w.engine.ingest(events(`s${i}`, 2, 1, T0 + 60_000))
+      return Y.encodeStateAsUpdate(w.doc)
+    })
+    applyPeerUpdate(doc, Y.mergeUpdates(updates), 'peer')
+    expect(engine.results()).toHaveLength(2)
+    expect(notifications).toEqual([2])
+  })
+})
+
 describe('BroadcastChannelProvider options (README)', () => {
   function tabs() {
     const endpoints = new Set<(frame: Uint8Array) => void>()
