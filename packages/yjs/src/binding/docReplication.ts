@@ -428,7 +428,6 @@ export class DocReplication implements DocBinding {
   }
 
   #measure(force: boolean): void {
-    if (this.#destroyed) return
     const now = this.#now()
     if (!force && now - this.#measuredAt < this.#measureEvery) return
     this.#measuredAt = now
