@@ -33,7 +33,7 @@ function peerUpdate(id: string, configuration: string, entries: unknown[]): Uint
 /** A writer engine bound to a doc of its own: what it ingests is in `doc`. */
 function writer(replicaId: string, options: Parameters<typeof createEngine>[0] = { windows: tumbling(60_000), watermark: manual() }) {
   const doc = new Y.Doc()
-  const engine = createEngine({ ...options, replicaId }) as TidemarkEngine
+  const engine = createEngine({ ...options, replicaId })
   bindDoc(engine, doc)
   return { engine, doc }
 }
