@@ -1,0 +1,302 @@
+/**
+ * Sentences of docs/durability.md and of the @tidemark/idb README that no other test pinned,
+ * each checked on the real persistences: the default write-retry backoff, a lost claim's
+ * retried checkpoint, a damaged merge or archive record, an older checkpoint restored, how a
+ * partial `checkpointEvery` and `close()` decide on checkpoints, the `coalesce` and
+ * `durability` options, the archive's record size, and a log kept before its configuration was
+ * stored beside it.
+ */
+import 'fake-indexeddb/auto'
+import { IDBDatabase as FakeDatabase, IDBFactory } from 'fake-indexeddb'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { createEngine, type Engine, type EngineOptions, manual, type StreamEvent, tumbling } from '@tidemark/engine'
+import { ManualTimers, reading, visibleState, whenDurable } from '@tidemark/engine/testing'
+import {
+  decodeWalRecord,
+  indexedDbPersistence,
+  isLogConfigurationError,
+  isQuotaError,
+  openEngine,
+  type OpenEngineOptions,
+  recoveryReport,
+} from '../src/index.ts'
+import { finalArchive } from '../src/archive.ts'
+import { memoryPersistence } from '../src/memory.ts'
+import { checkpointWrites, damage, fillDisk, raw } from './fakeStorage.ts'
+import { ingestOp } from './walOps.ts'
+
+afterEach(() => {
+  vi.restoreAllMocks()
+})
+
+const config: EngineOptions = { windows: tumbling(10), allowedLateness: 10, now: () => 1_000 }
+
+function batch(from: number, count: number, source = 'd1'): StreamEvent[] {
+  return Array.from({ length: count }, (_, i) => reading(source, from + i, 3 * (from + i), from + i))
+}
+
+function count(engine: Engine): number {
+  return engine.results().reduce((sum, r) => sum + r.count, 0)
+}
+
+function open(factory: IDBFactory, name: string, extra: Partial<OpenEngineOptions> = {}): Promise<Engine> {
+  return openEngine({ ...config, persistence: indexedDbPersistence({ name, indexedDB: factory }), ...extra })
+}
+
+describe('a full disk: the retried checkpoint', () => {
+  it('is retried after 1 s, doubling up to 30 s, when writeRetry is left at its default', async () => {
+    const timers = new ManualTimers()
+    const persistence = indexedDbPersistence({ name: 'default-backoff', indexedDB: new IDBFactory() })
+    const checkpoints = checkpointWrites(persistence)
+    const engine = await openEngine({ ...config, persistence, timers })
+    fillDisk()
+    await expect(engine.ingest(batch(1, 2)).durable).rejects.toSatisfy(isQuotaError)
+    const delays: number[] = []
+    // The disk stays full: every retry fails and arms the next one, as far off as the backoff says.
+    for (let attempt = 0; attempt < 7; attempt++) {
+      const [delay] = timers.pending
+      delays.push(delay as number)
+      timers.advance(delay as number)
+      await expect(checkpoints[attempt]).rejects.toSatisfy(isQuotaError)
+    }
+    expect(delays).toEqual([1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000])
+    await engine.close()
+    expect(timers.pending).toEqual([])
+  })
+
+  it('keeps failing, with backoff, after the tab lost its source claim, until the engine is closed', async () => {
+    const timers = new ManualTimers()
+    const claim = { held: true }
+    const persistence = indexedDbPersistence({ name: 'lost-claim', indexedDB: new IDBFactory(), claim })
+    const checkpoints = checkpointWrites(persistence)
+    const engine = await openEngine({ ...config, persistence, timers, checkpointOnClose: false })
+    await engine.ingest(batch(1, 1)).durable
+    claim.held = false
+    await expect(engine.ingest(batch(2, 1)).durable).rejects.toThrow(/no longer holds its source claim/)
+    expect(timers.pending).toEqual([1_000])
+    timers.advance(1_000)
+    await expect(checkpoints[0]).rejects.toThrow(/no longer holds its source claim; checkpoint\(\) refused/)
+    expect(timers.pending).toEqual([2_000])
+    timers.advance(2_000)
+    await expect(checkpoints[1]).rejects.toThrow(/no longer holds its source claim/)
+    expect(timers.pending).toEqual([4_000])
+    // Still blocked: nothing is acknowledged that cannot be written.
+    expect(engine.ingest(batch(3, 1)).anomalies[0]).toMatchObject({ reason: 'overflow' })
+    await engine.close()
+    expect(timers.pending).toEqual([])
+    expect(checkpoints).toHaveLength(2)
+  })
+})
+
+describe('corruption beside the events', () => {
+  it('a damaged merge record loses no events, and heals when peers sync again', async () => {
+    const options = { windows: tumbling(60_000), watermark: manual(), now: () => 1_000 }
+    const factory = new IDBFactory()
+    const reopen = () => openEngine({ ...options, persistence: indexedDbPersistence({ name: 'damaged-merge', indexedDB: factory }) })
+    const live = await reopen()
+    await live.ingest([reading('d1', 1, 1_000, 4)]).durable
+    const peer = createEngine({ ...options, replicaId: 'peer' })
+    peer.ingest([reading('p1', 1, 2_000, 5), reading('p1', 2, 70_000, 6)])
+    const { cells, clocks } = peer.replica.exportState()
+    live.replica.mergeRemote(cells, clocks)
+    await whenDurable(live)
+    expect(count(live)).toBe(3)
+    // The tab crashes (the engine is never closed), and a bad sector hits the merge record's payload.
+    const db = await raw(factory, 'damaged-merge')
+    const lsns = (await db.getAllKeys('wal')) as number[]
+    const kinds = await Promise.all(lsns.map(async (lsn) => decodeWalRecord(new Uint8Array((await db.get('wal', lsn)) as ArrayBuffer))))
+    db.close()
+    const mergeLsn = lsns[kinds.findIndex((read) => read.ok && read.op.kind === 'merge')] as number
+    await damage(factory, 'damaged-merge', 'wal', mergeLsn, (bytes) => bytes.length - 1)
+    const recovered = await reopen()
+    expect(recoveryReport(recovered)).toMatchObject({
+      corrupt: [{ store: 'wal', key: String(mergeLsn), reason: 'payload checksum mismatch', kind: 'merge' }],
+      lostEvents: 0,
+      lossUnknown: false,
+    })
+    // The device's own event survived; the peers' cells are gone until peers sync again.
+    expect(count(recovered)).toBe(1)
+    const again = peer.replica.exportState()
+    recovered.replica.mergeRemote(again.cells, again.clocks)
+    expect(recovered.results()).toEqual(live.results())
+  })
+
+  it('a damaged archive record loses history, not events: archive() returns the other records, and stats() count it once', async () => {
+    const archiveConfig: EngineOptions = { windows: tumbling(10), retention: 20, now: () => 1_000 }
+    const factory = new IDBFactory()
+    const make = () => indexedDbPersistence({ name: 'damaged-archive', indexedDB: factory, archive: finalArchive() })
+    const readings = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => reading('d1', from + i + 1, from + i, 1))
+    const first = await openEngine({ ...archiveConfig, persistence: make() })
+    first.ingest(readings(0, 50))
+    await first.close() // archive record 1: windows 0 to 30
+    const second = await openEngine({ ...archiveConfig, persistence: make() })
+    second.ingest(readings(50, 100))
+    await second.close() // archive record 2: windows 40 to 80
+    const db = await raw(factory, 'damaged-archive')
+    const [oldest] = (await db.getAllKeys('archive')) as IDBValidKey[]
+    const bytes = new Uint8Array((await db.get('archive', oldest as IDBValidKey)) as ArrayBuffer)
+    bytes[bytes.length - 1] = (bytes[bytes.length - 1] as number) ^ 0xff
+    await db.put('archive', bytes.buffer, oldest)
+    db.close()
+    const persistence = make()
+    const reopened = await openEngine({ ...archiveConfig, persistence })
+    expect(recoveryReport(reopened)).toMatchObject({ corrupt: [], lostEvents: 0, lossUnknown: false })
+    expect((await persistence.archive()).map((r) => r.start)).toEqual([40, 50, 60, 70, 80])
+    expect(persistence.stats().corruptRecords).toBe(1)
+    await persistence.archive({ from: 0, to: 20 })
+    expect(persistence.stats().corruptRecords).toBe(1)
+    expect(reopened.results()).toEqual(second.results())
+  })
+
+  it('after a damaged checkpoint, restores an older checkpoint still stored and replays the log records stored after it', async () => {
+    const factory = new IDBFactory()
+    const name = 'older-checkpoint'
+    const first = await open(factory, name)
+    await first.ingest(batch(1, 2)).durable
+    await first.close() // checkpoint at lsn 1
+    const db = await raw(factory, name)
+    const older = (await db.get('checkpoints', 1)) as ArrayBuffer
+    db.close()
+    const second = await open(factory, name)
+    await second.ingest(batch(3, 3)).durable
+    await second.close() // checkpoint at lsn 2: it deleted the one at lsn 1, and the log up to 2
+    // An older checkpoint is still stored (as when the deletion of one did not happen), and the newest one is damaged.
+    const restore = await raw(factory, name)
+    await restore.put('checkpoints', older, 1)
+    restore.close()
+    const third = await open(factory, name)
+    await third.ingest(batch(6, 1)).durable // lsn 3, after both checkpoints
+    await damage(factory, name, 'checkpoints', 2, (bytes) => bytes.length - 1)
+    const recovered = await open(factory, name)
+    expect(recoveryReport(recovered)).toMatchObject({
+      checkpointLsn: 1,
+      corrupt: [{ store: 'checkpoints', key: '2', reason: 'payload checksum mismatch' }],
+      lossUnknown: true,
+      replayedRecords: 1,
+      replayedEvents: 1,
+    })
+    // The older checkpoint's 2 events and the record after the damaged one; the 3 events of lsn 2 went with the truncated log.
+    expect(count(recovered)).toBe(2 + 1)
+    expect(recovered.nextSeq('d1')).toBe(7)
+  })
+})
+
+describe('when checkpoints are taken', () => {
+  it('checkpointEvery given in part keeps the persistence’s other trigger', async () => {
+    const persistence = memoryPersistence({ checkpointEvery: { events: 3 } })
+    const checkpoints = checkpointWrites(persistence)
+    const engine = await openEngine({ ...config, persistence, checkpointEvery: { ms: 1e12 } })
+    await engine.ingest(batch(1, 2)).durable
+    expect(checkpoints).toHaveLength(0)
+    await engine.ingest(batch(3, 1)).durable
+    expect(checkpoints).toHaveLength(1)
+    await checkpoints[0]
+    expect(persistence.stats()).toMatchObject({ checkpoints: 1, walRecords: 0 })
+  })
+
+  it('close() writes no checkpoint when the log holds nothing after the last one', async () => {
+    const persistence = memoryPersistence()
+    const first = await openEngine({ ...config, persistence })
+    await first.ingest(batch(1, 3)).durable
+    await first.close()
+    const checkpoints = checkpointWrites(persistence)
+    const second = await openEngine({ ...config, persistence })
+    expect(recoveryReport(second)).toMatchObject({ replayedRecords: 0 })
+    second.ingest(batch(1, 3)) // duplicates only: still one record
+    await second.close()
+    expect(checkpoints).toHaveLength(1)
+    const third = await openEngine({ ...config, persistence })
+    await third.close()
+    expect(checkpoints).toHaveLength(1)
+    expect(visibleState(third)).toEqual(visibleState(second))
+  })
+})
+
+describe('indexedDbPersistence options', () => {
+  /** Counts the readwrite transactions opened from now on, and the options each was given. */
+  function watchTransactions(): { options: (IDBTransactionOptions | undefined)[] } {
+    const seen: { options: (IDBTransactionOptions | undefined)[] } = { options: [] }
+    const transaction = FakeDatabase.prototype.transaction
+    vi.spyOn(FakeDatabase.prototype, 'transaction').mockImplementation(function (this: IDBDatabase, ...args) {
+      if (args[1] === 'readwrite') seen.options.push(args[2])
+      return transaction.apply(this, args)
+    })
+    return seen
+  }
+
+  it.each([
+    [true, 1],
+    [false, 3],
+  ])('coalesce: %s puts three appends of one task into %i transaction(s), each resolving after its commit', async (coalesce, transactions) => {
+    const factory = new IDBFactory()
+    const persistence = indexedDbPersistence({ name: 'coalesce', indexedDB: factory, coalesce })
+    await persistence.open()
+    const seen = watchTransactions()
+    const lsns = await Promise.all([1, 2, 3].map((i) => persistence.append(ingestOp([reading('d1', i, i, 1)]))))
+    expect(lsns).toEqual([1, 2, 3])
+    expect(seen.options).toHaveLength(transactions)
+    const db = await raw(factory, 'coalesce')
+    expect(await db.getAllKeys('wal')).toEqual([1, 2, 3])
+    db.close()
+  })
+
+  it.each(['default', 'strict', 'relaxed'] as const)('durability: %s is the durability of every write transaction', async (durability) => {
+    const persistence = indexedDbPersistence({ name: 'durability', indexedDB: new IDBFactory(), durability })
+    const engine = await openEngine({ ...config, persistence, checkpointEvery: { events: 2 } })
+    const seen = watchTransactions()
+    await engine.ingest(batch(1, 2)).durable
+    await engine.close()
+    // The append, the checkpoint it called for, and none other.
+    expect(seen.options).toEqual([{ durability }, { durability }])
+  })
+
+  it('leaves durability at the browser’s default when not given', async () => {
+    const persistence = indexedDbPersistence({ name: 'durability-default', indexedDB: new IDBFactory() })
+    await persistence.open()
+    const seen = watchTransactions()
+    await persistence.append(ingestOp(batch(1, 1)))
+    expect(seen.options).toEqual([{ durability: 'default' }])
+  })
+})
+
+describe('the final-window archive’s records', () => {
+  it('hold at most 4,096 results each', async () => {
+    const persistence = memoryPersistence({ archive: finalArchive() })
+    const engine = await openEngine({ windows: tumbling(10), retention: 20, now: () => 1_000, persistence })
+    // One reading per window: windows 0 to 40,990 turn final once the reading at 41,000 moves the watermark.
+    engine.ingest(Array.from({ length: 4_101 }, (_, i) => reading('d1', i + 1, 10 * i, 1)))
+    await engine.close()
+    expect(persistence.stats()).toMatchObject({ archivedChanges: 4_100, archiveRecords: 2 })
+    await persistence.open()
+    expect((await persistence.archive()).map((r) => r.start)).toEqual(Array.from({ length: 4_100 }, (_, i) => 10 * i))
+  })
+})
+
+describe('a log kept before its configuration was stored beside it', () => {
+  /** A log of `tumbling(10)` whose stored configuration is deleted, as a version that did not store it left it. */
+  async function oldLog(name: string, checkpointOnClose: boolean): Promise<IDBFactory> {
+    const factory = new IDBFactory()
+    const engine = await open(factory, name, { checkpointOnClose })
+    await engine.ingest(batch(1, 2)).durable
+    await engine.close()
+    const db = await raw(factory, name)
+    expect(await db.get('meta', 'configuration')).toBe(engine.replica.configuration)
+    await db.delete('meta', 'configuration')
+    db.close()
+    return factory
+  }
+
+  it('is judged by its checkpoint: another configuration is refused', async () => {
+    const factory = await oldLog('old-with-checkpoint', true)
+    const error = await open(factory, 'old-with-checkpoint', { windows: tumbling(20) }).catch((e: unknown) => e)
+    expect(isLogConfigurationError(error)).toBe(true)
+    expect(count(await open(factory, 'old-with-checkpoint'))).toBe(2)
+  })
+
+  it('with records alone, is replayed under the configuration it is opened with', async () => {
+    const factory = await oldLog('old-records-only', false)
+    const engine = await open(factory, 'old-records-only', { windows: tumbling(20) })
+    expect(recoveryReport(engine)).toMatchObject({ replayedRecords: 1, replayedEvents: 2, corrupt: [] })
+    expect(engine.results().map((r) => [r.window, r.count])).toEqual([['tumbling:20', 2]])
+  })
+})
