@@ -3,13 +3,14 @@
  * each checked on the real persistences: the default write-retry backoff, a lost claim's
  * retried checkpoint, a damaged merge or archive record, an older checkpoint restored, how a
  * partial `checkpointEvery` and `close()` decide on checkpoints, the `coalesce` and
- * `durability` options, the archive's record size, and a log kept before its configuration was
- * stored beside it.
+ * `durability` options, the archive's record size and a peer's change to a final window, a log
+ * kept before its configuration was stored beside it, `engine.writable` on a full disk, and a
+ * trigger and accumulation changed between two opens.
  */
 import 'fake-indexeddb/auto'
 import { IDBDatabase as FakeDatabase, IDBFactory } from 'fake-indexeddb'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { createEngine, type Engine, type EngineOptions, manual, type StreamEvent, tumbling } from '@tidemark/engine'
+import { afterProcessingTime, createEngine, type Engine, type EngineOptions, manual, type StreamEvent, tumbling } from '@tidemark/engine'
 import { ManualTimers, reading, visibleState, whenDurable } from '@tidemark/engine/testing'
 import {
   decodeWalRecord,
@@ -298,5 +299,72 @@ describe('a log kept before its configuration was stored beside it', () => {
     const engine = await open(factory, 'old-records-only', { windows: tumbling(20) })
     expect(recoveryReport(engine)).toMatchObject({ replayedRecords: 1, replayedEvents: 2, corrupt: [] })
     expect(engine.results().map((r) => [r.window, r.count])).toEqual([['tumbling:20', 2]])
+  })
+})
+
+describe('a full disk: backpressure', () => {
+  it('engine.writable errors with the failed write, and a fresh one takes batches again once the retried checkpoint committed', async () => {
+    const timers = new ManualTimers()
+    const factory = new IDBFactory()
+    const persistence = indexedDbPersistence({ name: 'writable-full', indexedDB: factory })
+    const checkpoints = checkpointWrites(persistence)
+    const engine = await openEngine({ ...config, persistence, timers })
+    const free = fillDisk()
+    // The batch whose write failed: the producer hears of it, and holds what it has not sent.
+    await expect(engine.writable.getWriter().write(batch(1, 2))).rejects.toSatisfy(isQuotaError)
+    // Later batches are refused whole while the log has a hole.
+    await expect(engine.writable.getWriter().write(batch(3, 2))).rejects.toSatisfy(isQuotaError)
+    free()
+    timers.advance(1_000)
+    await checkpoints[0]
+    const writer = engine.writable.getWriter()
+    await writer.write(batch(3, 2))
+    await writer.close()
+    const reopened = await open(factory, 'writable-full')
+    expect(count(reopened)).toBe(4)
+  })
+})
+
+describe('the final-window archive, fed by peers', () => {
+  it('stages a later change to a final window, from a peer, so archive() returns the window as it is now', async () => {
+    const options: EngineOptions = { windows: tumbling(10), watermark: manual(), now: () => 1_000 }
+    const persistence = memoryPersistence({ archive: finalArchive() })
+    const device = await openEngine({ ...options, persistence })
+    device.ingest([reading('d1', 1, 1, 4)])
+    device.advanceWatermark(100)
+    expect((await persistence.archive()).map((r) => [r.start, r.count, r.sum])).toEqual([[0, 1, 4]])
+    // A peer that held a reading of the same window merges it in after the window turned final here.
+    const peer = createEngine({ ...options, replicaId: 'peer' })
+    peer.ingest([reading('p1', 1, 2, 5)])
+    const { cells, clocks } = peer.replica.exportState()
+    device.replica.mergeRemote(cells, clocks)
+    const [window] = device.results()
+    expect(window).toMatchObject({ start: 0, count: 2, sum: 9, final: true })
+    expect(await persistence.archive()).toEqual([window])
+    await device.close()
+    await persistence.open()
+    expect(await persistence.archive()).toEqual([window])
+  })
+})
+
+describe('local choices between two opens', () => {
+  it('a log reopened with another trigger and accumulation opens, and its windows follow the new ones', async () => {
+    const factory = new IDBFactory()
+    const timers = new ManualTimers(1_000)
+    const base = { windows: tumbling(60_000), watermark: manual(), now: timers.read }
+    const first = await openEngine({ ...base, trigger: { early: afterProcessingTime(5_000) }, persistence: indexedDbPersistence({ name: 'choices', indexedDB: factory }) })
+    first.ingest([reading('d1', 1, 1_000, 4)])
+    expect(first.nextTickAt()).toBe(6_000)
+    await first.close()
+    const second = await openEngine({ ...base, accumulation: 'discarding', persistence: indexedDbPersistence({ name: 'choices', indexedDB: factory }) })
+    expect(recoveryReport(second)).toMatchObject({ corrupt: [] })
+    // The timer of the early trigger is gone; the window's value shows at its on-time pane, whole.
+    expect(second.nextTickAt()).toBe(Number.POSITIVE_INFINITY)
+    const panes: [string, number][] = []
+    second.subscribe((changes) => {
+      for (const change of changes) panes.push([change.type, change.result.sum])
+    })
+    second.advanceWatermark(60_000)
+    expect(panes).toEqual([['on_time', 4]])
   })
 })
