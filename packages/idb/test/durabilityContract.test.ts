@@ -368,3 +368,23 @@ describe('local choices between two opens', () => {
     expect(panes).toEqual([['on_time', 4]])
   })
 })
+
+describe('write retries on the global timers', () => {
+  it('arm a retry that does not keep a Node process alive, and close() disarms it', async () => {
+    const armed: { ms: number; timer: ReturnType<typeof setTimeout> }[] = []
+    const setTimer = globalThis.setTimeout
+    vi.spyOn(globalThis, 'setTimeout').mockImplementation(((run: () => void, ms?: number) => {
+      const timer = setTimer(run, ms)
+      armed.push({ ms: ms ?? 0, timer })
+      return timer
+    }) as typeof setTimeout)
+    const clear = vi.spyOn(globalThis, 'clearTimeout')
+    const engine = await open(new IDBFactory(), 'global-timers', { checkpointOnClose: false })
+    fillDisk()
+    await expect(engine.ingest(batch(1, 2)).durable).rejects.toSatisfy(isQuotaError)
+    const retry = armed.find((entry) => entry.ms === 1_000)
+    expect(retry?.timer.hasRef()).toBe(false)
+    await engine.close()
+    expect(clear).toHaveBeenCalledWith(retry?.timer)
+  })
+})

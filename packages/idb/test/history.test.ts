@@ -138,6 +138,25 @@ describe.each(subjects)('$name: late lane store', (subject) => {
     expect(persistence.stats().lateLaneEntries).toBe(40)
     expect(persistence.stats().lateLaneRecords).toBeLessThanOrEqual(16)
   })
+
+  it('rewrites the store as one record at the checkpoint after it holds 16', async () => {
+    const { persistence } = subject.create({ checkpointEvery: { events: 1 } })
+    const checkpoints = checkpointWrites(persistence)
+    const engine = await openEngine({ ...config, limits: { maxLateEvents: 100 }, persistence })
+    const device = new Device()
+    engine.ingest(device.readings(0, 20))
+    const records: number[] = []
+    for (let i = 0; i < 18; i++) {
+      engine.ingest(device.late(1))
+      await whenDurable(engine)
+      // The checkpoint that entry called for, committed.
+      await Promise.all(checkpoints)
+      records.push(persistence.stats().lateLaneRecords)
+    }
+    // One record per checkpoint's new entry, until the store holds 16: the next writes the lane whole.
+    expect(records).toEqual([...Array.from({ length: 16 }, (_, i) => i + 1), 1, 2])
+    expect(persistence.stats().lateLaneEntries).toBe(18)
+  })
 })
 
 describe.each(subjects)('$name: final-window archive', (subject) => {

@@ -288,6 +288,46 @@ describe('listSources and deleteSource', () => {
     await deleteSource(claim.source, cleanup)
     expect(await indexedDB.databases()).toEqual([])
   })
+
+  it('says so when a connection elsewhere keeps the database open: the deletion completes once it closes, the registry entry stays until deleteSource is called again', async () => {
+    const { tab, cleanup, indexedDB, registry } = origin()
+    const claim = await tab()
+    const engine = await openEngine({ windows: tumbling(10), persistence: indexedDbPersistence({ name: claim.database, claim, indexedDB }) })
+    await engine.ingest([reading(claim.source, 1, 1, 1)]).durable
+    await engine.close()
+    await claim.release()
+    // Another tab's connection, which does not close when asked to.
+    const elsewhere = await new Promise<IDBDatabase>((resolve, reject) => {
+      const request = indexedDB.open(claim.database)
+      request.onsuccess = () => resolve(request.result)
+      request.onerror = () => reject(request.error)
+    })
+    await expect(deleteSource(claim.source, cleanup)).rejects.toThrow(`the database ${claim.database} is still open`)
+    expect([...registry.items.keys()]).toEqual([`tidemark:registry:${claim.source}`])
+    elsewhere.close()
+    await settle()
+    expect(await indexedDB.databases()).toEqual([])
+    expect((await listSources(cleanup)).map((l) => l.source)).toEqual([claim.source])
+    await deleteSource(claim.source, cleanup)
+    expect([...registry.items.keys()]).toEqual([])
+    expect(await listSources(cleanup)).toEqual([])
+  })
+
+  it('listSources rejects when the registry cannot be read; deleteSource rejects without IndexedDB, deleting nothing', async () => {
+    const { tab, cleanup, registry } = origin()
+    const claim = await tab()
+    await claim.release()
+    const unreadable: typeof registry = Object.assign(Object.create(registry), {
+      key: () => {
+        throw new DOMException('The operation is insecure.', 'SecurityError')
+      },
+    })
+    await expect(listSources({ ...cleanup, registry: unreadable })).rejects.toThrow(/listSources: the source registry could not be read: .*insecure/)
+    vi.stubGlobal('indexedDB', undefined)
+    const { indexedDB: _given, ...withoutIndexedDb } = cleanup
+    await expect(deleteSource(claim.source, withoutIndexedDb)).rejects.toThrow('deleteSource: no IndexedDB here; pass options.indexedDB')
+    expect([...registry.items.keys()]).toEqual([`tidemark:registry:${claim.source}`])
+  })
 })
 
 describe('claimSource without Web Locks', () => {
