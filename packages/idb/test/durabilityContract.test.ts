@@ -149,6 +149,32 @@ describe('corruption beside the events', () => {
     expect(reopened.results()).toEqual(second.results())
   })
 
+  it('an archive record stored under a key that is not an archive key is reported once: the checkpoint taken at open removes it', async () => {
+    const archiveConfig: EngineOptions = { windows: tumbling(10), retention: 20, now: () => 1_000 }
+    const factory = new IDBFactory()
+    const make = () => indexedDbPersistence({ name: 'foreign-archive-key', indexedDB: factory, archive: finalArchive() })
+    const first = await openEngine({ ...archiveConfig, persistence: make() })
+    first.ingest(Array.from({ length: 50 }, (_, i) => reading('d1', i + 1, i, 1)))
+    await first.close()
+    // Something else wrote into the archive store (another program, a bug): a key of another shape.
+    const db = await raw(factory, 'foreign-archive-key')
+    await db.put('archive', new Uint8Array([1, 2, 3]).buffer, 'stray')
+    db.close()
+    const persistence = make()
+    const reopened = await openEngine({ ...archiveConfig, persistence })
+    expect(recoveryReport(reopened)).toMatchObject({
+      corrupt: [{ store: 'archive', key: 'stray', reason: 'key is not [seq, count, minStart, maxStart]' }],
+      lostEvents: 0,
+      lossUnknown: false,
+    })
+    await reopened.close()
+    const again = make()
+    const clean = await openEngine({ ...archiveConfig, persistence: again })
+    expect(recoveryReport(clean)?.corrupt).toEqual([])
+    expect(clean.stats().persistenceError).toBeNull()
+    expect((await again.archive()).map((r) => r.start)).toEqual([0, 10, 20, 30])
+  })
+
   it('after a damaged checkpoint, restores an older checkpoint still stored and replays the log records stored after it', async () => {
     const factory = new IDBFactory()
     const name = 'older-checkpoint'

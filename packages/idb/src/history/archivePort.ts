@@ -12,7 +12,8 @@ export type ArchiveKey = readonly [seq: number, count: number, minStart: number,
 
 /**
  * What one checkpoint does to the `archive` store, in its transaction: records to put, the
- * oldest records rotation drops, and the rotation count to keep beside them (the persistence
+ * oldest records rotation drops, the stored keys that are not archive keys (found by `load()`,
+ * reported as corrupt there), and the rotation count to keep beside them (the persistence
  * stores it and hands it back to `load()` on open). `applied()` once it committed.
  *
  * @example
@@ -20,6 +21,7 @@ export type ArchiveKey = readonly [seq: number, count: number, minStart: number,
  * if (write !== null) {
  *   for (const { key, bytes } of write.put) store.set(key[0], bytes)
  *   for (const key of write.remove) store.delete(key[0])
+ *   for (const key of write.stray) store.delete(key)
  *   meta.set('archiveRotated', String(write.rotated))
  *   write.applied()
  * }
@@ -27,6 +29,8 @@ export type ArchiveKey = readonly [seq: number, count: number, minStart: number,
 export interface ArchiveWrite {
   readonly put: readonly { readonly key: ArchiveKey; readonly bytes: Uint8Array<ArrayBuffer> }[]
   readonly remove: readonly ArchiveKey[]
+  /** Stored keys that are not archive keys, as `load()` found them: their records are deleted. */
+  readonly stray: readonly unknown[]
   readonly rotated: number
   /** The write committed: its records are stored, its changes no longer pending. */
   applied(): void
@@ -48,7 +52,10 @@ export const ARCHIVE_ROTATED_KEY = 'archiveRotated'
 export interface ArchivePort {
   /** Taken by one persistence (`owner` names it); throws if a persistence has it already. */
   attach(owner: string): void
-  /** Takes what `open()` found: the keys of the stored records and the rotation count; returns the keys that are not archive keys, as corrupt records. */
+  /**
+   * Takes what `open()` found: the keys of the stored records and the rotation count; returns
+   * the keys that are not archive keys, as corrupt records, which the next checkpoint deletes.
+   */
   load(keys: readonly unknown[], rotated: string | undefined): CorruptRecord[]
   /** Stages a final result or the retraction of one: `read` returns it at once, the next checkpoint stores it. */
   stage(change: ArchivedChange): void

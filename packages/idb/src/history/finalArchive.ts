@@ -74,6 +74,8 @@ export class FinalArchive implements ArchivePort {
   #rotated = 0
   /** Keys of corrupt records `read` reported. */
   readonly #corrupt = new Set<string>()
+  /** Stored keys that are not archive keys, reported by `load()`: the next checkpoint deletes their records. */
+  #stray: unknown[] = []
   /** Changes not yet in a committed record, by window identity; insertion order is age. */
   readonly #unwritten = new Map<string, ArchivedChange>()
 
@@ -90,11 +92,14 @@ export class FinalArchive implements ArchivePort {
 
   load(keys: readonly unknown[], rotated: string | undefined): CorruptRecord[] {
     const invalid: CorruptRecord[] = []
+    this.#stray = []
     this.#stored = []
     this.#storedChanges = 0
     for (const key of keys) {
-      if (!isArchiveKey(key)) invalid.push({ store: 'archive', key: String(key), reason: 'key is not [seq, count, minStart, maxStart]' })
-      else {
+      if (!isArchiveKey(key)) {
+        invalid.push({ store: 'archive', key: String(key), reason: 'key is not [seq, count, minStart, maxStart]' })
+        this.#stray.push(key)
+      } else {
         this.#stored.push(key)
         this.#storedChanges += key[1]
       }
@@ -137,8 +142,9 @@ export class FinalArchive implements ArchivePort {
   }
 
   plan(): ArchiveWrite | null {
-    if (this.#unwritten.size === 0) return null
+    if (this.#unwritten.size === 0 && this.#stray.length === 0) return null
     const changes = [...this.#unwritten.values()]
+    const stray = this.#stray
     const put: { key: ArchiveKey; bytes: Uint8Array<ArrayBuffer> }[] = []
     let seq = this.#nextSeq
     for (let at = 0; at < changes.length; at += ARCHIVE_RECORD_CHANGES) {
@@ -161,7 +167,7 @@ export class FinalArchive implements ArchivePort {
       total -= key[1]
       rotated += key[1]
     }
-    return { put, remove, rotated, applied: () => this.#applied(put, remove, changes) }
+    return { put, remove, stray, rotated, applied: () => this.#applied(put, remove, stray, changes) }
   }
 
   async read(query: ArchiveQuery = {}, get: (keys: readonly ArchiveKey[]) => Promise<readonly unknown[]>): Promise<WindowResult[]> {
@@ -193,7 +199,8 @@ export class FinalArchive implements ArchivePort {
     return results.sort(compareResults)
   }
 
-  #applied(put: ArchiveWrite['put'], remove: readonly ArchiveKey[], changes: readonly ArchivedChange[]): void {
+  #applied(put: ArchiveWrite['put'], remove: readonly ArchiveKey[], stray: readonly unknown[], changes: readonly ArchivedChange[]): void {
+    this.#stray = this.#stray.filter((key) => !stray.includes(key))
     const removed = new Set(remove.map((key) => key[0]))
     this.#stored = this.#stored.filter((key) => !removed.has(key[0]))
     for (const key of remove) {

@@ -66,6 +66,8 @@ export function laneWrites(lane: LateLaneWrite): LogWrite[] {
 export function archiveWrites(archive: ArchiveWrite): LogWrite[] {
   const writes: LogWrite[] = []
   for (const key of archive.remove) writes.push((tx) => tx.objectStore('archive').delete(archiveKey(key)))
+  // Keys read from this very store at open: valid IndexedDB keys, whatever their shape.
+  for (const key of archive.stray) writes.push((tx) => tx.objectStore('archive').delete(key as IDBValidKey))
   for (const record of archive.put) writes.push((tx) => tx.objectStore('archive').put(record.bytes.buffer, archiveKey(record.key)))
   writes.push((tx) => tx.objectStore('meta').put(String(archive.rotated), ARCHIVE_ROTATED_KEY))
   return writes
