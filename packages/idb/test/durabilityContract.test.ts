@@ -147,6 +147,13 @@ describe('corruption beside the events', () => {
     await persistence.archive({ from: 0, to: 20 })
     expect(persistence.stats().corruptRecords).toBe(1)
     expect(reopened.results()).toEqual(second.results())
+    // It stays stored (rotation has not reached it): the next handle finds it again when it reads it.
+    await reopened.close()
+    const next = make()
+    await openEngine({ ...archiveConfig, persistence: next })
+    expect(next.stats().corruptRecords).toBe(0)
+    expect((await next.archive()).map((r) => r.start)).toEqual([40, 50, 60, 70, 80])
+    expect(next.stats().corruptRecords).toBe(1)
   })
 
   it('an archive record stored under a key that is not an archive key is reported once: the checkpoint taken at open removes it', async () => {
