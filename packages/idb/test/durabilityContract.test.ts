@@ -216,10 +216,14 @@ describe('corruption beside the events', () => {
 })
 
 describe('when checkpoints are taken', () => {
-  it('checkpointEvery given in part keeps the persistence’s other trigger', async () => {
+  it.each([
+    ['{ ms }', { ms: 1e12 }],
+    // As JavaScript (or TypeScript without exactOptionalPropertyTypes) passes an unset setting.
+    ['{ events: undefined, ms }', { events: undefined, ms: 1e12 } as unknown as OpenEngineOptions['checkpointEvery']],
+  ])('checkpointEvery given in part (%s) keeps the persistence’s other trigger', async (_, checkpointEvery) => {
     const persistence = memoryPersistence({ checkpointEvery: { events: 3 } })
     const checkpoints = checkpointWrites(persistence)
-    const engine = await openEngine({ ...config, persistence, checkpointEvery: { ms: 1e12 } })
+    const engine = await openEngine({ ...config, persistence, ...(checkpointEvery === undefined ? {} : { checkpointEvery }) })
     await engine.ingest(batch(1, 2)).durable
     expect(checkpoints).toHaveLength(0)
     await engine.ingest(batch(3, 1)).durable
