@@ -231,6 +231,27 @@ describe('openEngine publishes to peers only what is durable', () => {
     expect(peer.results()).toEqual(reloaded.results())
   })
 
+  it('holds the write of a watermark move (cells that left live state) until the advance is durable', async () => {
+    const held = new HeldCommits(memoryPersistence())
+    const device = await openEngine({ ...config, retention: 10, persistence: held, replicaId: 'device-a' })
+    const writes: { cells: number; expired: number }[] = []
+    device.replica.onLocalWrite((write) => writes.push({ cells: write.cells.length, expired: write.expired.length }))
+    const first = device.ingest(batch(1, 3))
+    held.commit()
+    await first.durable
+    expect(writes).toEqual([{ cells: 1, expired: 0 }])
+    // The watermark passes the window's end plus retention: its cell leaves live state, and may leave the document.
+    device.advanceWatermark(1_000)
+    expect(device.results()).toEqual([])
+    expect(writes).toHaveLength(1)
+    held.commit()
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(writes).toEqual([
+      { cells: 1, expired: 0 },
+      { cells: 0, expired: 1 },
+    ])
+  })
+
   it('holds writes behind a failed write until the retried checkpoint repairs the log', async () => {
     const timers = new ManualTimers()
     const deviceDoc = new Y.Doc()
