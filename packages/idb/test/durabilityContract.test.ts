@@ -10,7 +10,7 @@
 import 'fake-indexeddb/auto'
 import { IDBDatabase as FakeDatabase, IDBFactory } from 'fake-indexeddb'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { afterProcessingTime, createEngine, type Engine, type EngineOptions, manual, type StreamEvent, tumbling } from '@tidemark/engine'
+import { afterProcessingTime, createEngine, type Engine, type EngineOptions, manual, quantiles, type StreamEvent, tumbling } from '@tidemark/engine'
 import { ManualTimers, reading, visibleState, whenDurable } from '@tidemark/engine/testing'
 import {
   decodeWalRecord,
@@ -307,6 +307,21 @@ describe('the final-window archive’s records', () => {
     expect(persistence.stats()).toMatchObject({ archivedChanges: 4_100, archiveRecords: 2 })
     await persistence.open()
     expect((await persistence.archive()).map((r) => r.start)).toEqual(Array.from({ length: 4_100 }, (_, i) => 10 * i))
+  })
+})
+
+describe('the configuration a log is written under', () => {
+  it.each([
+    ['another allowed lateness', { allowedLateness: 20 }],
+    ['aggregates it was not written with', { aggregates: { p: quantiles({ at: [0.5] }) } }],
+  ] as [string, Partial<OpenEngineOptions>][])('refuses %s, and leaves the log as it is', async (_, other) => {
+    const factory = new IDBFactory()
+    const engine = await open(factory, 'configuration')
+    await engine.ingest(batch(1, 2)).durable
+    await engine.close()
+    const error = await open(factory, 'configuration', other).catch((e: unknown) => e)
+    expect(isLogConfigurationError(error)).toBe(true)
+    expect(count(await open(factory, 'configuration'))).toBe(2)
   })
 })
 
