@@ -103,6 +103,19 @@ describe('claimSource', () => {
     )
   })
 
+  it('takes a prefix of 1 to 1,004 characters, so that every id it makes is a valid source name', async () => {
+    const longest = 'p'.repeat(1_004)
+    const claim = await claimSource({ prefix: longest, locks: new FakeLocks(), storage: null, registry: null })
+    expect(claim.source.startsWith(`${longest}-`)).toBe(true)
+    const engine = await openEngine({ windows: tumbling(10), persistence: indexedDbPersistence({ name: claim.database, indexedDB: new IDBFactory() }) })
+    expect(engine.ingest([reading(claim.source, 1, 1, 1)])).toMatchObject({ accepted: 1, anomalies: [] })
+    for (const prefix of ['', 'p'.repeat(1_005)]) {
+      await expect(claimSource({ prefix, locks: new FakeLocks(), storage: null, registry: null })).rejects.toThrow(
+        'claimSource: prefix must be a non-empty string of at most 1004 characters',
+      )
+    }
+  })
+
   it('says so when there is no Web Locks API', async () => {
     vi.stubGlobal('navigator', undefined)
     await expect(claimSource({ prefix: 'dash', storage: null })).rejects.toThrow(/no Web Locks API/)
