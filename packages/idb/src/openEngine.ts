@@ -132,8 +132,8 @@ export async function openEngine<A extends AggregateDefinitions = NoAggregates>(
   if (timers !== undefined && (typeof timers !== 'object' || timers === null || typeof timers.setTimeout !== 'function' || typeof timers.clearTimeout !== 'function')) {
     throw new TypeError(`openEngine: timers must be { setTimeout, clearTimeout }, got ${String(timers)}`)
   }
-  if (checkpointEvery !== undefined) checkpointPolicy(checkpointEvery, 'openEngine: checkpointEvery')
-  const policy = checkpointPolicy(cadenceOf(persistence.checkpointEvery, checkpointEvery), 'openEngine: checkpointEvery')
+  // The persistence's cadence is checked too (a Persistence of the app's own may carry any), then `checkpointEvery` over it.
+  const policy = checkpointPolicy(checkpointEvery, 'openEngine: checkpointEvery', checkpointPolicy(persistence.checkpointEvery, 'openEngine: checkpointEvery'))
   const retry = writeRetryOf(writeRetry)
   const now = options.now ?? Date.now
   const recovered = await persistence.open()
@@ -201,20 +201,6 @@ export async function openEngine<A extends AggregateDefinitions = NoAggregates>(
 
 /** The keys `openEngine` takes: the engine's, and its own. */
 const OPEN_ENGINE_OPTION_KEYS: readonly string[] = [...ENGINE_OPTION_KEYS, 'persistence', 'checkpointEvery', 'writeRetry', 'checkpointOnClose', 'timers']
-
-/**
- * The persistence's cadence with what `given` sets over it: a trigger `given` leaves out, or
- * leaves undefined, keeps the persistence's.
- *
- * @example
- * cadenceOf({ events: 1_000, ms: 30_000 }, { events: undefined, ms: 5_000 }) // { events: 1_000, ms: 5_000 }
- */
-function cadenceOf(persistence: CheckpointPolicy | undefined, given: Partial<CheckpointPolicy> | undefined): Partial<CheckpointPolicy> {
-  const cadence: { events?: number; ms?: number } = { ...persistence }
-  if (given?.events !== undefined) cadence.events = given.events
-  if (given?.ms !== undefined) cadence.ms = given.ms
-  return cadence
-}
 
 /** `writeRetry` with defaults: finite ms > 0, the first at most the largest. */
 function writeRetryOf(given: Partial<WriteRetry> | undefined): WriteRetry {

@@ -11,17 +11,19 @@ import type { CheckpointPolicy } from '../store/persistence.ts'
 export const DEFAULT_CHECKPOINT_EVERY: CheckpointPolicy = { events: 100_000, ms: 30_000 }
 
 /**
- * Fills a partial policy from the defaults and checks it: `events` and `ms` are numbers > 0
- * (Infinity turns that trigger off), not both infinite (a log that is never checkpointed
- * grows without bound). Throws a TypeError or RangeError naming `checkpointEvery`.
+ * Fills a partial policy from `base` (the defaults unless given) and checks it: `events` and
+ * `ms` are numbers > 0 (Infinity turns that trigger off), not both infinite (a log that is never
+ * checkpointed grows without bound). A trigger left out or `undefined` keeps `base`'s. Throws a
+ * TypeError or RangeError naming `where` (`checkpointEvery`).
  *
  * @example
  * checkpointPolicy({ events: 10_000 }) // { events: 10_000, ms: 30_000 }
+ * checkpointPolicy({ events: undefined, ms: 5_000 }, 'checkpointEvery', { events: 1_000, ms: 30_000 }) // { events: 1_000, ms: 5_000 }
  */
-export function checkpointPolicy(partial: Partial<CheckpointPolicy> = {}, where = 'checkpointEvery'): CheckpointPolicy {
+export function checkpointPolicy(partial: Partial<CheckpointPolicy> = {}, where = 'checkpointEvery', base: CheckpointPolicy = DEFAULT_CHECKPOINT_EVERY): CheckpointPolicy {
   if (typeof partial !== 'object' || partial === null) throw new TypeError(`${where} must be an object { events?, ms? }, got ${String(partial)}`)
   assertKnownOptions(where, partial, ['events', 'ms'])
-  const policy = { ...DEFAULT_CHECKPOINT_EVERY }
+  const policy = { ...base }
   for (const name of ['events', 'ms'] as const) {
     const value = partial[name]
     if (value === undefined) continue

@@ -144,7 +144,6 @@ export class FinalArchive implements ArchivePort {
   plan(): ArchiveWrite | null {
     if (this.#unwritten.size === 0 && this.#stray.length === 0) return null
     const changes = [...this.#unwritten.values()]
-    const stray = this.#stray
     const put: { key: ArchiveKey; bytes: Uint8Array<ArrayBuffer> }[] = []
     let seq = this.#nextSeq
     for (let at = 0; at < changes.length; at += ARCHIVE_RECORD_CHANGES) {
@@ -167,7 +166,7 @@ export class FinalArchive implements ArchivePort {
       total -= key[1]
       rotated += key[1]
     }
-    return { put, remove, stray, rotated, applied: () => this.#applied(put, remove, stray, changes) }
+    return { put, remove, stray: this.#stray, rotated, applied: () => this.#applied(put, remove, changes) }
   }
 
   async read(query: ArchiveQuery = {}, get: (keys: readonly ArchiveKey[]) => Promise<readonly unknown[]>): Promise<WindowResult[]> {
@@ -199,8 +198,9 @@ export class FinalArchive implements ArchivePort {
     return results.sort(compareResults)
   }
 
-  #applied(put: ArchiveWrite['put'], remove: readonly ArchiveKey[], stray: readonly unknown[], changes: readonly ArchivedChange[]): void {
-    this.#stray = this.#stray.filter((key) => !stray.includes(key))
+  #applied(put: ArchiveWrite['put'], remove: readonly ArchiveKey[], changes: readonly ArchivedChange[]): void {
+    // Only `load()` finds stray keys, and a checkpoint never spans an open: this write deleted every one.
+    this.#stray = []
     const removed = new Set(remove.map((key) => key[0]))
     this.#stored = this.#stored.filter((key) => !removed.has(key[0]))
     for (const key of remove) {
