@@ -10,7 +10,7 @@
 import 'fake-indexeddb/auto'
 import { IDBDatabase as FakeDatabase, IDBFactory } from 'fake-indexeddb'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { afterProcessingTime, createEngine, type Engine, type EngineOptions, manual, quantiles, type StreamEvent, tumbling } from '@tidemark/engine'
+import { afterProcessingTime, type CellEntry, createEngine, type Engine, type EngineOptions, manual, quantiles, type StreamEvent, tumbling } from '@tidemark/engine'
 import { ManualTimers, reading, visibleState, whenDurable } from '@tidemark/engine/testing'
 import {
   decodeWalRecord,
@@ -438,5 +438,26 @@ describe('write retries on the global timers', () => {
     expect(retry?.timer.hasRef()).toBe(false)
     await engine.close()
     expect(clear).toHaveBeenCalledWith(retry?.timer)
+  })
+})
+
+describe('peers’ state refused before a merge is logged', () => {
+  it('peers’ cells whose aggregate states do not decode are left out of the logged merge and counted once, also after a crash', async () => {
+    const options = { windows: tumbling(60_000), watermark: manual(), now: () => 1_000, aggregates: { p: quantiles({ at: [0.5] }) } }
+    const factory = new IDBFactory()
+    const reopen = () => openEngine({ ...options, persistence: indexedDbPersistence({ name: 'undecodable-states', indexedDB: factory }) })
+    const live = await reopen()
+    const peer = createEngine({ ...options, replicaId: 'peer' })
+    peer.ingest([reading('p1', 1, 1_000, 5), reading('p1', 2, 70_000, 6)])
+    const [good, bad] = peer.replica.exportState().cells as [CellEntry, CellEntry]
+    live.replica.mergeRemote([good, { ...bad, aggregates: [new Uint8Array([0xff, 0xff, 0xff])] }], [])
+    await whenDurable(live)
+    expect(live.stats().anomalies.invalid_remote_cell).toBe(1)
+    expect(count(live)).toBe(1)
+    // The tab crashes: the next open replays the merge (the good cell) and the refused count, once.
+    const recovered = await reopen()
+    expect(recoveryReport(recovered)).toMatchObject({ corrupt: [], replayedRecords: 3 })
+    expect(recovered.stats().anomalies).toEqual(live.stats().anomalies)
+    expect(recovered.results()).toEqual(live.results())
   })
 })
