@@ -278,6 +278,17 @@ describe('indexedDbPersistence options', () => {
     db.close()
   })
 
+  it('coalesces the appends of one synchronous run of code: an append after an await starts another transaction', async () => {
+    const engine = await open(new IDBFactory(), 'coalesce-await')
+    const seen = watchTransactions()
+    const together = [engine.ingest(batch(1, 1)), engine.ingest(batch(2, 1))]
+    await Promise.resolve()
+    const after = engine.ingest(batch(3, 1))
+    await Promise.all([...together, after].map((receipt) => receipt.durable))
+    expect(seen.options).toHaveLength(2)
+    expect(engine.stats().walRecords).toBe(3)
+  })
+
   it.each(['default', 'strict', 'relaxed'] as const)('durability: %s is the durability of every write transaction', async (durability) => {
     const persistence = indexedDbPersistence({ name: 'durability', indexedDB: new IDBFactory(), durability })
     const engine = await openEngine({ ...config, persistence, checkpointEvery: { events: 2 } })

@@ -34,9 +34,9 @@ export interface IndexedDbPersistenceOptions {
     retire?(): void
   }
   /**
-   * Appends made in the same task share one transaction (default true): one commit
-   * instead of many when a caller ingests several batches in a row. Each append still
-   * resolves only after that commit.
+   * Appends made in one synchronous run of code share one transaction (default true): one
+   * commit instead of many when a caller ingests several batches in a row. An append after an
+   * `await` starts another. Each append still resolves only after its commit.
    */
   readonly coalesce?: boolean
   /**
