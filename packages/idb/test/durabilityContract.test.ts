@@ -152,6 +152,9 @@ describe('corruption beside the events', () => {
     const next = make()
     await openEngine({ ...archiveConfig, persistence: next })
     expect(next.stats().corruptRecords).toBe(0)
+    // A query reads only the records whose window starts meet [from, to): not the damaged one.
+    expect((await next.archive({ from: 50 })).map((r) => r.start)).toEqual([50, 60, 70, 80])
+    expect(next.stats().corruptRecords).toBe(0)
     expect((await next.archive()).map((r) => r.start)).toEqual([40, 50, 60, 70, 80])
     expect(next.stats().corruptRecords).toBe(1)
   })
