@@ -268,7 +268,7 @@ describe('indexedDbPersistence options', () => {
   it.each([
     [true, 1],
     [false, 3],
-  ])('coalesce: %s puts three appends of one task into %i transaction(s), each resolving after its commit', async (coalesce, transactions) => {
+  ])('coalesce: %s puts three appends made together into %i transaction(s), each resolving after its commit', async (coalesce, transactions) => {
     const factory = new IDBFactory()
     const persistence = indexedDbPersistence({ name: 'coalesce', indexedDB: factory, coalesce })
     await persistence.open()
