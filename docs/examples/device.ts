@@ -42,16 +42,15 @@ export async function startDevice(relayUrl: string, tokenFor: (source: string, r
   // #endregion replicate
 
   // #region record
-  // Gap-free sequence numbers let every replica prove windows complete; continue after the
-  // last seq the log holds, so a crash leaves no gap.
-  const clock = engine.replica.exportState().clocks.find((entry) => entry.source === claim.source)
-  let seq = clock?.prefix ?? 0
   // Sources fall silent: tick when one turns idle, even when nothing is ingested, and only
   // then. It stops when the engine closes.
   tickWhenDue(engine)
 
   async function record(key: string, value: number): Promise<void> {
-    seq += 1
+    // Gap-free sequence numbers let every replica prove windows complete. The next one follows
+    // every seq the engine took, those it recovered from the log included, so a crash leaves no
+    // gap; a record lost to damage keeps its seqs taken (reused, they would be duplicates).
+    const seq = engine.nextSeq(claim.source)
     const receipt = engine.ingest([{ id: `${claim.source}-${seq}`, source: claim.source, seq, ts: Date.now(), key, value }])
     for (const anomaly of receipt.anomalies) console.warn(anomaly.reason, anomaly.detail)
     await receipt.durable // committed to IndexedDB: survives a crash, a reload, going offline

@@ -122,6 +122,35 @@ describe('corruption beside the events', () => {
     expect(recovered.results()).toEqual(live.results())
   })
 
+  it('a producer that resumes its numbering at nextSeq after a damaged ingest record has every later reading accepted', async () => {
+    const factory = new IDBFactory()
+    const name = 'damaged-ingest-resume'
+    const live = await open(factory, name, { checkpointOnClose: false })
+    // Seqs 1..7, one record each.
+    for (let seq = 1; seq <= 7; seq++) await live.ingest([reading('d1', seq, seq, 1)]).durable
+    const db = await raw(factory, name)
+    const lsns = (await db.getAllKeys('wal')) as number[]
+    db.close()
+    // The tab crashes, and the record of seq 4 is damaged.
+    await damage(factory, name, 'wal', lsns[3] as number, (bytes) => bytes.length - 1)
+    const recovered = await open(factory, name)
+    expect(recoveryReport(recovered)).toMatchObject({ lostEvents: 1 })
+    // The lost record's seq stays taken: the gap-free prefix ends at 3, the next seq is 8.
+    expect(recovered.replica.exportState().clocks.find((c) => c.source === 'd1')?.prefix).toBe(3)
+    expect(recovered.nextSeq('d1')).toBe(8)
+    // Resumed from the gap-free prefix instead, seqs 5..7 would be refused as conflicting duplicates.
+    let seq = recovered.nextSeq('d1')
+    for (let i = 0; i < 4; i++) {
+      const receipt = recovered.ingest([reading('d1', seq++, 10 + i, 1)])
+      expect(receipt.anomalies).toEqual([])
+      expect(receipt.accepted).toBe(1)
+    }
+    expect(count(recovered)).toBe(6 + 4)
+    expect(recovered.nextSeq('d1')).toBe(12)
+    // The gap stays: the proof frontier ends at seq 3's time.
+    expect(recovered.stats().proofFrontier).toBe(3)
+  })
+
   it('a damaged archive record loses history, not events: archive() returns the other records, and stats() count it once', async () => {
     const archiveConfig: EngineOptions = { windows: tumbling(10), retention: 20, now: () => 1_000 }
     const factory = new IDBFactory()
