@@ -1,0 +1,192 @@
+import { describe, expect, it } from 'vitest'
+import { type Engine, isOverflowError, type StreamEvent, tumbling } from '@tidemark/engine'
+import { connectEngineWith } from '../src/page/connectEngine.ts'
+import { type TestHost, World } from './hostHarness.ts'
+import { workerOf } from './inProcessWorkers.ts'
+import { settle } from './fakeTimers.ts'
+
+// Sentences of packages/worker/README.md that no other test pins.
+
+const windows = { windows: tumbling(1_000) }
+
+function readings(source: string, from: number, count: number): StreamEvent[] {
+  return Array.from({ length: count }, (_, i) => ({ id: `${source}#${from + i}`, source, seq: from + i, ts: (from + i) * 10, key: 'k', value: 1 }))
+}
+
+/** A page of this tab connected through `connectEngineWith` in single mode, to `host` in this process; `cut()` stops what the page sends. */
+function singleTab(world: World, host: TestHost, signal?: AbortSignal) {
+  let cut = false
+  const dedicated = (): Worker => {
+    const worker = workerOf(host) as unknown as { postMessage(message: unknown): void }
+    const post = worker.postMessage.bind(worker)
+    worker.postMessage = (message) => {
+      if (!cut) post(message)
+    }
+    return worker as unknown as Worker
+  }
+  const connecting = connectEngineWith(
+    { name: 'fleet', dedicated, mode: 'single', ...(signal === undefined ? {} : { signal }) },
+    { locks: null, sharedWorkers: false, clock: world.time.clock('tab'), lifecycle: null, unload: null },
+  )
+  return { connecting, cut: () => (cut = true) }
+}
+
+describe('Flow control: the defaults', () => {
+  it('a host grants 50,000 events in flight; 200,000 more wait on the page, and one past that is refused with an OverflowError', async () => {
+    const world = new World()
+    const host = world.host({ name: 'fleet', engine: windows, log: false }, { mode: 'single', steal: false }, true)
+    const tab = singleTab(world, host)
+    await world.run()
+    const engine = await tab.connecting
+    // Nothing more reaches the host: what the page holds stays where the credits put it.
+    tab.cut()
+    void engine.ingest(readings('d1', 1, 49_999))
+    void engine.ingest(readings('d1', 50_000, 2))
+    expect([engine.connection().inFlightEvents, engine.connection().queuedEvents]).toEqual([49_999, 2])
+    void engine.ingest(readings('d2', 1, 199_998))
+    expect([engine.connection().inFlightEvents, engine.connection().queuedEvents]).toEqual([49_999, 200_000])
+    const over = engine.ingest(readings('d3', 1, 1)).then(
+      () => 'accepted',
+      (error: unknown) => error,
+    )
+    const refused = await Promise.race([over, settle().then(() => 'still waiting')])
+    expect(isOverflowError(refused)).toBe(true)
+    expect(refused).toMatchObject({ buffer: 'worker ingest queue' })
+    expect(String(refused)).toContain('200000')
+  })
+})
+
+describe('Options: frameMs', () => {
+  it('defaults to 16: a change reaches the page 16 ms after the host applied it, not sooner', async () => {
+    const world = new World()
+    const host = world.host({ name: 'fleet', engine: windows, log: false })
+    const page = world.page(() => host)
+    await world.run()
+    await page.engine.ready
+    const receipt = page.engine.ingest(readings('d1', 1, 3))
+    for (let i = 0; i < 10 && (host.host.engine as Engine).stats().applied < 3; i++) await settle()
+    expect((host.host.engine as Engine).stats().applied).toBe(3)
+    await receipt
+    await world.time.run(15, 1)
+    expect(page.engine.results()).toEqual([])
+    await world.time.run(1, 1)
+    expect(page.engine.results().map((r) => r.count)).toEqual([3])
+  })
+})
+
+describe('Options: config, engine as a function, setup', () => {
+  it("see the first page's config only; setup runs before any page is welcomed, and the cleanup it resolves to runs when the host stops", async () => {
+    const world = new World()
+    const seen: unknown[] = []
+    const welcomedDuringSetup: number[] = []
+    let cleanups = 0
+    const host = world.host({
+      name: 'fleet',
+      log: false,
+      engine: (config) => {
+        seen.push(['engine', config])
+        return { ...windows, allowedLateness: (config as { lateness: number }).lateness }
+      },
+      setup: async ({ config }) => {
+        seen.push(['setup', config])
+        welcomedDuringSetup.push(host.host.clients)
+        await world.time.run(50)
+        welcomedDuringSetup.push(host.host.clients)
+        return () => cleanups++
+      },
+    })
+    const first = world.page(() => host, { config: { lateness: 700 } })
+    const second = world.page(() => host, { config: { lateness: 100 } })
+    await world.run(300)
+    await Promise.all([first.engine.ready, second.engine.ready])
+    const later = world.page(() => host, { config: { lateness: 5 } })
+    await world.run()
+    await later.engine.ready
+    expect(seen).toEqual([
+      ['engine', { lateness: 700 }],
+      ['setup', { lateness: 700 }],
+    ])
+    expect(welcomedDuringSetup).toEqual([0, 0])
+    expect([host.host.clients, cleanups]).toEqual([3, 0])
+    await host.host.stop()
+    expect(cleanups).toBe(1)
+  })
+})
+
+describe('Options: signal', () => {
+  it('once a host welcomed the page, aborting it changes nothing', async () => {
+    const world = new World()
+    const host = world.host({ name: 'fleet', engine: windows, log: false }, { mode: 'single', steal: false }, true)
+    const controller = new AbortController()
+    const tab = singleTab(world, host, controller.signal)
+    await world.run()
+    const engine = await tab.connecting
+    controller.abort('the user navigated away')
+    await world.run()
+    expect(engine.connection()).toMatchObject({ state: 'connected', reason: null })
+    const receipt = engine.ingest(readings('d1', 1, 2))
+    await world.run()
+    expect((await receipt).accepted).toBe(2)
+  })
+})
+
+describe('Takeovers: calls in flight when the host goes away', () => {
+  it('a command rejects saying it may or may not have run; nextSeq is sent again to the next host', async () => {
+    const world = new World()
+    let current: TestHost | null = world.host({ name: 'fleet', engine: windows, commands: { hang: () => new Promise(() => {}) } })
+    const first = current
+    const page = world.page(() => current)
+    await world.run()
+    await page.engine.ready
+    await (await page.engine.ingest(readings('d1', 1, 4))).durable
+    const { toHost, toPage } = page.connector
+    if (toHost === null || toPage === null) throw new Error('the page has no link')
+    // The host gets both calls, and dies before answering them.
+    toPage.held = true
+    const command = page.engine.command('hang', { device: 'd1' }).then(
+      () => 'ran',
+      (error: unknown) => String(error),
+    )
+    const seq = page.engine.nextSeq('d1')
+    await world.run(10)
+    toPage.cut = true
+    toHost.cut = true
+    world.locks.crash(first.id)
+    current = world.host({ name: 'fleet', engine: windows })
+    await world.run(50)
+    page.connector.connect()
+    await world.run(300)
+    expect(await command).toMatch(/^Error: the engine's host went away before answering command \(.*\); it may or may not have run it$/)
+    expect(await seq).toBe(5)
+    expect(page.engine.connection()).toMatchObject({ state: 'connected', takeovers: 1 })
+  })
+})
+
+describe('log: false', () => {
+  it("a host's epoch is its start time, and a takeover starts from an empty engine", async () => {
+    const world = new World()
+    let current: TestHost | null = world.host({ name: 'fleet', engine: windows, log: false })
+    const first = current
+    const startedAt = world.time.now
+    const page = world.page(() => current)
+    await world.run()
+    await page.engine.ready
+    await (await page.engine.ingest(readings('d1', 1, 4))).durable
+    await world.run()
+    expect(page.engine.connection().epoch).toBe(startedAt)
+    expect(page.engine.results().map((r) => r.count)).toEqual([4])
+
+    const { toHost, toPage } = page.connector
+    if (toHost === null || toPage === null) throw new Error('the page has no link')
+    toPage.cut = true
+    toHost.cut = true
+    world.locks.crash(first.id)
+    await world.run(500)
+    const secondAt = world.time.now
+    current = world.host({ name: 'fleet', engine: windows, log: false })
+    page.connector.connect()
+    await world.run(300)
+    expect(page.engine.connection()).toMatchObject({ state: 'connected', takeovers: 1, epoch: secondAt })
+    expect([(current.host.engine as Engine).stats().applied, page.engine.results()]).toEqual([0, []])
+  })
+})
