@@ -5,6 +5,7 @@ import { Component, type ReactNode } from 'react'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createEngineStore } from '../src/engineStore.ts'
 import { EngineProvider } from '../src/EngineProvider.tsx'
+import { useEngineStats } from '../src/useEngineStats.ts'
 import { useWindow } from '../src/useWindow.ts'
 import { useWindows } from '../src/useWindows.ts'
 import { renders, resetProbes, setup, Sum, text } from './probes.tsx'
@@ -127,5 +128,27 @@ describe('Limits: a window that leaves live state through retention', () => {
     engine.ingest([reading('b', 31, 4)]) // a change inside the query: the hook reads again
     act(() => scheduler.flush())
     expect(text('keys')).toBe('30:4')
+  })
+})
+
+describe('Limits: frames run only after an engine notification', () => {
+  it('a batch that changed no window (duplicates only) is notified: the stats show it at the next frame', () => {
+    const engine = createEngine({ windows: tumbling(10), allowedLateness: 1_000 })
+    const scheduler = createManualScheduler()
+    function Duplicates() {
+      return <output data-testid="duplicates">{useEngineStats((s) => `${s.ingested} ingested, ${s.duplicates} duplicates`)}</output>
+    }
+    render(
+      <EngineProvider engine={engine} scheduler={scheduler}>
+        <Duplicates />
+      </EngineProvider>,
+    )
+    engine.ingest([reading('a', 1, 3)])
+    act(() => scheduler.flush())
+    expect(text('duplicates')).toBe('1 ingested, 0 duplicates')
+    engine.ingest([reading('a', 1, 3)]) // the same event again: counted, no window changes
+    expect(scheduler.pending).toBe(1)
+    act(() => scheduler.flush())
+    expect(text('duplicates')).toBe('2 ingested, 1 duplicates')
   })
 })
