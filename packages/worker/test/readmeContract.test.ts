@@ -3,7 +3,8 @@ import { type Engine, isOverflowError, type StreamEvent, tumbling } from '@tidem
 import { connectEngineWith } from '../src/page/connectEngine.ts'
 import { type TestHost, World } from './hostHarness.ts'
 import { workerOf } from './inProcessWorkers.ts'
-import { settle } from './fakeTimers.ts'
+import { FakeLockManager } from './fakeLocks.ts'
+import { FakeTime, settle } from './fakeTimers.ts'
 
 // Sentences of packages/worker/README.md that no other test pins.
 
@@ -187,6 +188,41 @@ describe('log: false', () => {
     page.connector.connect()
     await world.run(300)
     expect(page.engine.connection()).toMatchObject({ state: 'connected', takeovers: 1, epoch: secondAt })
+    // How long the takeover took: from losing the first host to the second one's welcome.
+    const { lastTakeoverMs } = page.engine.connection()
+    expect(lastTakeoverMs).toBeGreaterThanOrEqual(500)
+    expect(lastTakeoverMs).toBeLessThan(800)
     expect([(current.host.engine as Engine).stats().applied, page.engine.results()]).toEqual([0, []])
+  })
+})
+
+describe('Options: election', () => {
+  it('defaults to { heartbeatMs: 250, staleMs: 1_500 }: the leader tab starts its host to beat every 250 ms, and a follower steals after 1,500 ms without a beat', async () => {
+    const time = new FakeTime()
+    const locks = new FakeLockManager()
+    const starts: unknown[] = []
+    // Host workers that take their start message and never answer: a leader frozen without a word.
+    const dedicated = (): Worker =>
+      ({
+        postMessage: (message: unknown) => {
+          if ((message as { t?: string }).t === 'start') starts.push(message)
+        },
+        addEventListener() {},
+        terminate() {},
+      }) as unknown as Worker
+    const silentChannel = () => ({ postMessage() {}, addEventListener() {}, close() {} })
+    const tab = (id: string) =>
+      void connectEngineWith({ name: 'fleet', dedicated, mode: 'leader' }, { locks: locks.as(id), clock: time.clock(id), sharedWorkers: false, lifecycle: null, channel: silentChannel }).catch(() => {})
+    tab('tab-1')
+    await settle()
+    await settle()
+    expect(locks.holder('tidemark-worker:fleet:leader')).toBe('tab-1')
+    expect(starts).toMatchObject([{ t: 'start', mode: 'leader', heartbeatMs: 250, steal: false }])
+    tab('tab-2')
+    await time.run(1_400)
+    expect(locks.holder('tidemark-worker:fleet:leader')).toBe('tab-1')
+    await time.run(400)
+    expect(locks.holder('tidemark-worker:fleet:leader')).toBe('tab-2')
+    expect(starts).toMatchObject([{ heartbeatMs: 250, steal: false }, { heartbeatMs: 250, steal: true }])
   })
 })
