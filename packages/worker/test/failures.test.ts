@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { defineAggregate, manual, session, type StreamEvent, tumbling } from '@tidemark/engine'
+import { defineAggregate, type Engine, manual, session, type StreamEvent, tumbling } from '@tidemark/engine'
 import { isLogConfigurationError, type LogConfigurationError } from '@tidemark/idb'
 import { claimLog, type LogLocks } from '@tidemark/idb/log'
 import { connectEngineWith } from '../src/page/connectEngine.ts'
@@ -709,6 +709,28 @@ describe('history watches', () => {
     await page.engine.advanceWatermark(6_501)
     await world.run()
     expect(log).toEqual(['watch-history tumbling:1000 k 5000', 'unwatch-history tumbling:1000 k 5000'])
+  })
+
+  it('are kept while the watched window is final and in the mirror, and released when it leaves the mirror at the watermark the engine drops it', async () => {
+    const world = new World()
+    const host = world.host({ name: 'fleet', engine: { windows: tumbling(1_000), watermark: manual(), allowedLateness: 500, retention: 2_000 }, log: false })
+    const page = world.page(() => host)
+    await world.run()
+    await page.engine.ready
+    const log = watchLog(page)
+    await page.engine.ingest(readings('d1', 1, 3))
+    await world.run()
+    expect(page.engine.history('tumbling:1000', 'k', 0)).toEqual([]) // not fired yet
+    // Fired at 1,000, final at 1,500, kept for its retention: still in the mirror, its history with it.
+    await page.engine.advanceWatermark(3_499)
+    await world.run()
+    expect(page.engine.results().map((r) => [r.start, r.final])).toEqual([[0, true]])
+    expect(page.engine.history('tumbling:1000', 'k', 0).map((r) => r.count)).toEqual([3])
+    expect(log).toEqual(['watch-history tumbling:1000 k 0'])
+    await page.engine.advanceWatermark(3_500)
+    await world.run()
+    expect([page.engine.results(), (host.host.engine as Engine).results()]).toEqual([[], []])
+    expect(log).toEqual(['watch-history tumbling:1000 k 0', 'unwatch-history tumbling:1000 k 0'])
   })
 
   it('are not asked of the next host for windows its snapshot lacks', async () => {
