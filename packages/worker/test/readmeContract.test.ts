@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest'
 import { type Engine, isOverflowError, type StreamEvent, tumbling } from '@tidemark/engine'
+import { MAX_BACKLOG_PANES } from '../src/host/hostClient.ts'
 import { connectEngineWith } from '../src/page/connectEngine.ts'
+import { MAX_PENDING_CALLS } from '../src/page/hostCalls.ts'
+import { CLOSE_WAIT_MS } from '../src/page/mirroredEngine.ts'
+import { HELLO_ANSWER_MS } from '../src/page/sharedConnector.ts'
 import { type TestHost, World } from './hostHarness.ts'
 import { workerOf } from './inProcessWorkers.ts'
 import { FakeLockManager } from './fakeLocks.ts'
@@ -224,5 +228,11 @@ describe('Options: election', () => {
     await time.run(400)
     expect(locks.holder('tidemark-worker:fleet:leader')).toBe('tab-2')
     expect(starts).toMatchObject([{ heartbeatMs: 250, steal: false }, { heartbeatMs: 250, steal: true }])
+  })
+})
+
+describe("the README's figures", () => {
+  it('match the bounds the code uses: 5 s for a SharedWorker to answer, 10 s for close() to wait, 10,000 host calls, 20,000 backlog rows', () => {
+    expect([HELLO_ANSWER_MS, CLOSE_WAIT_MS, MAX_PENDING_CALLS, MAX_BACKLOG_PANES]).toEqual([5_000, 10_000, 10_000, 20_000])
   })
 })
