@@ -236,3 +236,24 @@ describe("the README's figures", () => {
     expect([HELLO_ANSWER_MS, CLOSE_WAIT_MS, MAX_PENDING_CALLS, MAX_BACKLOG_PANES]).toEqual([5_000, 10_000, 10_000, 20_000])
   })
 })
+
+describe('Options: name and log', () => {
+  it("a host with the default log ({}) keeps it in the origin's IndexedDB database tidemark-log-<name>, and the next host reopens it", async () => {
+    const world = new World()
+    const first = world.host({ name: 'fleet', engine: windows })
+    const page = world.page(() => first)
+    await world.run()
+    await page.engine.ready
+    await (await page.engine.ingest(readings('d1', 1, 3))).durable
+    expect((await world.indexedDB.databases()).map((db) => db.name)).toEqual(['tidemark-log-fleet'])
+    const closing = page.engine.close()
+    await world.run()
+    await closing
+    await first.host.stop()
+    const next = world.host({ name: 'fleet', engine: windows })
+    const later = world.page(() => next)
+    await world.run(300)
+    await later.engine.ready
+    expect([later.engine.stats().applied, later.engine.results().map((r) => r.count)]).toEqual([3, [3]])
+  })
+})
