@@ -152,3 +152,26 @@ describe('Limits: frames run only after an engine notification', () => {
     expect(text('duplicates')).toBe('2 ingested, 1 duplicates')
   })
 })
+
+describe('How it works: the provider holds one engine subscription only while a hook is mounted', () => {
+  it('subscribes when the first hook mounts and lets go when the last one unmounts, while the provider stays', () => {
+    const engine = new FakeEngine()
+    const scheduler = createManualScheduler()
+    const tree = (tiles: number) => (
+      <EngineProvider engine={engine} scheduler={scheduler}>
+        <p>header</p>
+        {Array.from({ length: tiles }, (_, i) => (
+          <Sum key={i} name={`tile${i}`} />
+        ))}
+      </EngineProvider>
+    )
+    const view = render(tree(0))
+    expect(engine.listenerCount).toBe(0)
+    view.rerender(tree(2))
+    expect(engine.listenerCount).toBe(1)
+    view.rerender(tree(0))
+    expect(engine.listenerCount).toBe(0)
+    engine.emit(MINUTE, 'temp', 0, 1)
+    expect(scheduler.pending).toBe(0)
+  })
+})
