@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { type Engine, isOverflowError, type StreamEvent, tumbling } from '@tidemark/engine'
 import { MAX_BACKLOG_PANES } from '../src/host/hostClient.ts'
+import { recoveryReport } from '@tidemark/idb'
 import { connectEngineWith } from '../src/page/connectEngine.ts'
 import { MAX_PENDING_CALLS } from '../src/page/hostCalls.ts'
 import { CLOSE_WAIT_MS } from '../src/page/mirroredEngine.ts'
@@ -237,8 +238,8 @@ describe("the README's figures", () => {
   })
 })
 
-describe('Options: name and log', () => {
-  it("a host with the default log ({}) keeps it in the origin's IndexedDB database tidemark-log-<name>, and the next host reopens it", async () => {
+describe('Options: name and log; recovery()', () => {
+  it("a host with the default log ({}) keeps it in the origin's IndexedDB database tidemark-log-<name>; the next host reopens it, and its pages' recovery() is what it recovered", async () => {
     const world = new World()
     const first = world.host({ name: 'fleet', engine: windows })
     const page = world.page(() => first)
@@ -255,5 +256,9 @@ describe('Options: name and log', () => {
     await world.run(300)
     await later.engine.ready
     expect([later.engine.stats().applied, later.engine.results().map((r) => r.count)]).toEqual([3, [3]])
+    // recovery(): what the host's openEngine recovered from that log.
+    const recovered = recoveryReport(next.host.engine as Engine)
+    expect(recovered).toMatchObject({ lostEvents: 0 })
+    expect(later.engine.recovery()).toEqual(recovered)
   })
 })
