@@ -622,6 +622,41 @@ describe('close()', () => {
   })
 })
 
+describe('close() waiting for a host', () => {
+  it('counts its CLOSE_WAIT_MS again each time a host goes away: a host that served the page meanwhile restarts the wait', async () => {
+    const world = new World()
+    let current: TestHost | null = world.host({ name: 'fleet', engine: windows, log: false })
+    const page = world.page(() => current)
+    await world.run()
+    await page.engine.ready
+    ;(page.connector.toHost as Wire).held = true
+    const receipt = page.engine.ingest(readings('d1', 1, 3)).then(
+      () => 'applied',
+      (error: unknown) => String(error),
+    )
+    let closed = false
+    const closing = page.engine.close().then(() => {
+      closed = true
+    })
+    await world.run(10)
+    page.engine.lost(page.connector.link as HostLink, 'the host stopped')
+    await world.time.run(6_000, 100)
+    // The next host welcomes the page, which sends it the batch; it never arrives (dropped on the way).
+    current = world.host({ name: 'fleet', engine: windows, log: false })
+    page.connector.connect()
+    ;(page.connector.toHost as Wire).drop.add('ingest')
+    await world.run(100)
+    expect(page.engine.connection().takeovers).toBe(1)
+    page.engine.lost(page.connector.link as HostLink, 'the host stopped')
+    // 9.9 s after the second host went away (16 s after close()): still waiting for a host.
+    await world.time.run(CLOSE_WAIT_MS - 100, 100)
+    expect(closed).toBe(false)
+    await world.time.run(200, 100)
+    await closing
+    expect(await receipt).toMatch(/no host served this page within 10000 ms of close\(\); this batch's host went away before saying it was durable: it may be in the log/)
+  })
+})
+
 describe('without Web Locks, a host fenced out by another', () => {
   it.each([
     // A second tab: its own host claims the log.
