@@ -76,7 +76,7 @@ describe('The store', () => {
 })
 
 describe('Limits: unmount before closing the engine', () => {
-  it('a hook mounted after its engine closed throws `engine is closed` into React; mounted hooks keep their last values', () => {
+  it('a hook mounted after its engine closed (or a store\'s first subscriber) throws `engine is closed` into React; mounted hooks keep their last values', () => {
     vi.spyOn(console, 'error').mockImplementation(() => {})
     const engine = createEngine({ windows: tumbling(10), allowedLateness: 1_000 })
     const scheduler = createManualScheduler()
@@ -104,6 +104,10 @@ describe('Limits: unmount before closing the engine', () => {
     expect(text('error')).toBe('engine is closed')
     // Beside a mounted hook of the same provider, it shares the subscription and shows the state the engine closed with.
     expect([text('mounted'), text('shared')]).toEqual(['provisional 3', 'provisional 3'])
+    // A store's first subscriber too.
+    const store = createEngineStore(engine, { scheduler })
+    expect(store.getState().results.map((r) => r.sum)).toEqual([3])
+    expect(() => store.subscribe(() => {})).toThrow('engine is closed')
     vi.restoreAllMocks()
   })
 })
