@@ -1,4 +1,4 @@
-import { createEngine, createManualScheduler, type StreamEvent, tumbling } from '@tidemark/engine'
+import { createEngine, createManualScheduler, type LateEvent, type ObservedEngine, type StreamEvent, tumbling } from '@tidemark/engine'
 import { FakeEngine } from '@tidemark/engine/testing'
 import { act, cleanup, render } from '@testing-library/react'
 import { Component, type ReactNode } from 'react'
@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createEngineStore } from '../src/engineStore.ts'
 import { EngineProvider } from '../src/EngineProvider.tsx'
 import { useEngineStats } from '../src/useEngineStats.ts'
+import { useLateEvents } from '../src/useLateEvents.ts'
 import { useWindow } from '../src/useWindow.ts'
 import { useWindows } from '../src/useWindows.ts'
 import { renders, resetProbes, setup, Sum, text } from './probes.tsx'
@@ -177,5 +178,41 @@ describe('How it works: the provider holds one engine subscription only while a 
     expect(engine.listenerCount).toBe(0)
     engine.emit(MINUTE, 'temp', 0, 1)
     expect(scheduler.pending).toBe(0)
+  })
+})
+
+describe('Decisions: snapshots copy what the engine returns', () => {
+  it('an engine that hands out its late lane and mutates it later does not change what React rendered', () => {
+    const base = new FakeEngine()
+    const lane: LateEvent[] = [{ event: reading('a', 1, 3), reason: 'beyond_lateness' }]
+    // An engine whose lateEvents() is its own buffer, mutated in place.
+    const engine: ObservedEngine = {
+      subscribe: (listener) => base.subscribe(listener),
+      results: (query) => base.results(query),
+      lateEvents: () => lane,
+      stats: () => base.stats(),
+      syncStatus: () => base.syncStatus(),
+      history: (window, key, start, end) => base.history(window, key, start, end),
+      watermark: () => base.watermark(),
+    }
+    const seen: (readonly LateEvent[])[] = []
+    function Lane() {
+      const late = useLateEvents()
+      seen.push(late)
+      return <output data-testid="lane">{late.map((l) => l.event.id).join(' ')}</output>
+    }
+    const scheduler = createManualScheduler()
+    render(
+      <EngineProvider engine={engine} scheduler={scheduler}>
+        <Lane />
+      </EngineProvider>,
+    )
+    const first = seen.at(-1) as readonly LateEvent[]
+    lane.push({ event: reading('b', 2, 4), reason: 'beyond_lateness' })
+    expect(first.map((l) => l.event.id)).toEqual(['a'])
+    base.emit(MINUTE, 'temp', 0, 1) // a notification: the frame re-reads the lane
+    act(() => scheduler.flush())
+    expect(text('lane')).toBe('a b')
+    expect(first.map((l) => l.event.id)).toEqual(['a'])
   })
 })
