@@ -262,3 +262,29 @@ describe('Options: name and log; recovery()', () => {
     expect(later.engine.recovery()).toEqual(recovered)
   })
 })
+
+describe("Modes: single, with Web Locks (mode: 'single' asked for)", () => {
+  it("a second tab's host waits for the log, and its page is welcomed once the first tab closed; nothing the first tab logged is lost", async () => {
+    const world = new World()
+    const single = { mode: 'single', steal: false } as const
+    const firstHost = world.host({ name: 'fleet', engine: windows }, single)
+    const firstTab = world.page(() => firstHost, { mode: 'single' })
+    await world.run()
+    await firstTab.engine.ready
+    await (await firstTab.engine.ingest(readings('d1', 1, 3))).durable
+    const secondHost = world.host({ name: 'fleet', engine: windows }, single)
+    const secondTab = world.page(() => secondHost, { mode: 'single' })
+    let welcomed = false
+    void secondTab.engine.ready.then(() => (welcomed = true))
+    await world.run(5_000)
+    expect([welcomed, secondHost.host.ready, firstTab.engine.connection().state]).toEqual([false, false, 'connected'])
+    // The first tab closes: its worker ends, and with it its host.
+    const closing = firstTab.engine.close()
+    await world.run()
+    await closing
+    await firstHost.host.stop()
+    await world.run(300)
+    expect(welcomed).toBe(true)
+    expect([secondTab.engine.stats().applied, secondTab.engine.results().map((r) => r.count)]).toEqual([3, [3]])
+  })
+})
