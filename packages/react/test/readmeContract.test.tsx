@@ -40,6 +40,19 @@ function Keys() {
   return <output data-testid="keys">{rows.map((r) => `${r.start}:${r.sum}`).join(' ')}</output>
 }
 
+function Duplicates() {
+  return <output data-testid="duplicates">{useEngineStats((s) => `${s.ingested} ingested, ${s.duplicates} duplicates`)}</output>
+}
+
+/** Every late lane `Lane` rendered, in order. */
+const seenLanes: (readonly LateEvent[])[] = []
+
+function Lane() {
+  const late = useLateEvents()
+  seenLanes.push(late)
+  return <output data-testid="lane">{late.map((l) => l.event.id).join(' ')}</output>
+}
+
 describe('How it works: useWindow answers a frame from its changes', () => {
   it('reads engine.results() when it subscribes, not in the frames that change its window', () => {
     const engine = new FakeEngine()
@@ -140,9 +153,6 @@ describe('Limits: frames run only after an engine notification', () => {
   it('a batch that changed no window (duplicates only) is notified: the stats show it at the next frame', () => {
     const engine = createEngine({ windows: tumbling(10), allowedLateness: 1_000 })
     const scheduler = createManualScheduler()
-    function Duplicates() {
-      return <output data-testid="duplicates">{useEngineStats((s) => `${s.ingested} ingested, ${s.duplicates} duplicates`)}</output>
-    }
     render(
       <EngineProvider engine={engine} scheduler={scheduler}>
         <Duplicates />
@@ -165,8 +175,8 @@ describe('How it works: the provider holds one engine subscription only while a 
     const tree = (tiles: number) => (
       <EngineProvider engine={engine} scheduler={scheduler}>
         <p>header</p>
-        {Array.from({ length: tiles }, (_, i) => (
-          <Sum key={i} name={`tile${i}`} />
+        {['tile0', 'tile1'].slice(0, tiles).map((name) => (
+          <Sum key={name} name={name} />
         ))}
       </EngineProvider>
     )
@@ -195,19 +205,14 @@ describe('Decisions: snapshots copy what the engine returns', () => {
       history: (window, key, start, end) => base.history(window, key, start, end),
       watermark: () => base.watermark(),
     }
-    const seen: (readonly LateEvent[])[] = []
-    function Lane() {
-      const late = useLateEvents()
-      seen.push(late)
-      return <output data-testid="lane">{late.map((l) => l.event.id).join(' ')}</output>
-    }
+    seenLanes.length = 0
     const scheduler = createManualScheduler()
     render(
       <EngineProvider engine={engine} scheduler={scheduler}>
         <Lane />
       </EngineProvider>,
     )
-    const first = seen.at(-1) as readonly LateEvent[]
+    const first = seenLanes.at(-1) as readonly LateEvent[]
     lane.push({ event: reading('b', 2, 4), reason: 'beyond_lateness' })
     expect(first.map((l) => l.event.id)).toEqual(['a'])
     base.emit(MINUTE, 'temp', 0, 1) // a notification: the frame re-reads the lane
