@@ -288,3 +288,18 @@ describe("Modes: single, with Web Locks (mode: 'single' asked for)", () => {
     expect([secondTab.engine.stats().applied, secondTab.engine.results().map((r) => r.count)]).toEqual([3, [3]])
   })
 })
+
+describe("every page's syncStatus()", () => {
+  it("is the host engine's: a refusal its transport reports reaches every page at the next frame", async () => {
+    const world = new World()
+    const host = world.host({ name: 'fleet', engine: windows, log: false })
+    const pages = [world.page(() => host), world.page(() => host)]
+    await world.run()
+    await Promise.all(pages.map((page) => page.engine.ready))
+    expect(pages.map((page) => page.engine.syncStatus().state)).toEqual(['local', 'local'])
+    const status = { state: 'connected', lastSync: world.time.now, pendingLocalUpdates: 0, peers: 1, refusal: 'tidemark:refused foreign-source d07' } as const
+    ;(host.host.engine as Engine).replica.setSyncStatus(status, 0)
+    await world.run()
+    expect(pages.map((page) => page.engine.syncStatus())).toEqual([status, status])
+  })
+})
