@@ -657,6 +657,35 @@ describe('close() waiting for a host', () => {
   })
 })
 
+describe('close() giving up on a host', () => {
+  it("rejects the durable of a batch its host applied but never said was durable, saying it may be in the log", async () => {
+    const world = new World()
+    const host = world.host({ name: 'fleet', engine: windows })
+    const page = world.page(() => host)
+    await world.run()
+    await page.engine.ready
+    // The host's word that the batch is durable never reaches the page.
+    ;(page.connector.toPage as Wire).drop.add('durable')
+    const receipt = await page.engine.ingest(readings('d1', 1, 3)).then(
+      (r) => r,
+      () => null,
+    )
+    await world.run()
+    expect(receipt?.accepted).toBe(3)
+    const durable = receipt?.durable.then(
+      () => 'durable',
+      (error: unknown) => String(error),
+    )
+    page.engine.lost(page.connector.link as HostLink, 'the host stopped')
+    const closing = page.engine.close()
+    await world.time.run(CLOSE_WAIT_MS + 100, 100)
+    await closing
+    expect(await Promise.race([durable, settle().then(() => 'still pending')])).toBe(
+      `Error: the remote engine is closed: no host served this page within ${CLOSE_WAIT_MS} ms of close(); this batch's host went away before saying it was durable: it may be in the log (nextSeq(source) tells)`,
+    )
+  })
+})
+
 describe('without Web Locks, a host fenced out by another', () => {
   it.each([
     // A second tab: its own host claims the log.
