@@ -1,0 +1,267 @@
+/**
+ * Promises of the package README that no topical test pinned: the configuration table against
+ * `relayOptionsFromEnv` and the defaults, the metrics table against `/metrics`, the whole-socket
+ * closes (4400, 1001), the `nbf` allowance, the number of keys, and `/dev/token`'s `ttl`. The
+ * tables are read from the README itself, so a row and the code cannot drift apart unseen.
+ */
+import { generateKeyPairSync, type KeyObject } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { decodeJwt, SignJWT } from 'jose'
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
+import WebSocket from 'ws'
+import * as decoding from 'lib0/decoding'
+import * as Y from 'yjs'
+import {
+  DEFAULT_LIMITS,
+  DEFAULT_PERSISTENCE,
+  LIMIT_VARIABLES,
+  type Relay,
+  type RelayLimits,
+  Refusal,
+  resolveRelayOptions,
+  relayOptionsFromEnv,
+  TokenVerifier,
+} from '../src/index.ts'
+import { removeDataDirs } from './support/dataDirs.ts'
+import { authFrame, syncFrame } from './support/hocuspocusFrames.ts'
+import { startTestRelay } from './support/testRelays.ts'
+import { dashboardToken, metric, openRoom, type RoomClient, relaySocket, SECRET, SECRET_TEXT, waitFor } from './support/roomClients.ts'
+
+const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
+
+const relays: Relay[] = []
+const sockets: ReturnType<typeof relaySocket>[] = []
+const clients: RoomClient[] = []
+
+afterEach(() => {
+  for (const client of clients.splice(0)) client.destroy()
+  for (const socket of sockets.splice(0)) socket.destroy()
+})
+
+afterAll(async () => {
+  // A relay a test closed itself is closed already.
+  await Promise.all(relays.splice(0).map((relay) => relay.close().catch(() => undefined)))
+  removeDataDirs()
+})
+
+/** The rows of the README table whose header row starts with `| <firstHeader> |`, as cells. */
+function readmeTable(firstHeader: string): string[][] {
+  const lines = README.split('\n')
+  const start = lines.findIndex((line) => line.startsWith(`| ${firstHeader} |`))
+  if (start < 0) throw new Error(`README has no table headed "${firstHeader}"`)
+  const rows: string[][] = []
+  for (const line of lines.slice(start + 2)) {
+    if (!line.startsWith('|')) break
+    rows.push(
+      line
+        .slice(1, -1)
+        .split('|')
+        .map((cell) => cell.trim()),
+    )
+  }
+  return rows
+}
+
+/** Names in backticks in a cell, without a label part (`name{label}` → `name`). */
+function codeNames(cell: string): string[] {
+  return [...cell.matchAll(/`([^`]+)`/g)].map(([, name]) => (name ?? '').replace(/\{.*\}$/, ''))
+}
+
+/** A README default: `1 MiB`, `256 KiB`, or the last value in backticks (`` `1234` ``, `` a quarter of … (`2500`) ``); '' when empty. */
+function readmeDefault(cell: string): string | number {
+  const size = /^(\d+) (KiB|MiB)$/.exec(cell)
+  if (size !== null) return Number(size[1]) * (size[2] === 'KiB' ? 1 << 10 : 1 << 20)
+  const code = codeNames(cell).at(-1)
+  if (code === undefined) return ''
+  return /^\d+$/.test(code) ? Number(code) : code
+}
+
+const LIMIT_OF_VARIABLE = new Map(Object.entries(LIMIT_VARIABLES).map(([name, variable]) => [variable, name as keyof RelayLimits]))
+
+describe('the Configuration table', () => {
+  const rows = readmeTable('variable').map(([variable = '', fallback = '']) => ({ variable: codeNames(variable)[0] ?? variable, fallback }))
+
+  it('names exactly the variables the command reads', () => {
+    const read = new Set<string>()
+    const env = new Proxy<Record<string, string | undefined>>(
+      { TIDEMARK_AUTH_SECRET: SECRET_TEXT },
+      {
+        get(target, key) {
+          if (typeof key === 'string') read.add(key)
+          return target[key as string]
+        },
+      },
+    )
+    relayOptionsFromEnv(env)
+    // A public key file is read only when no secret is given: that branch reads the same names.
+    expect([...read].sort()).toEqual(rows.map((row) => row.variable).sort())
+  })
+
+  it('gives each variable the default of its row', () => {
+    const resolved = resolveRelayOptions(relayOptionsFromEnv({ TIDEMARK_AUTH_SECRET: SECRET_TEXT }))
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true)
+    let logged: string[]
+    try {
+      resolved.log('info', 'an info line')
+      resolved.log('warn', 'a warn line')
+      logged = stderr.mock.calls.map(([line]) => String(line))
+    } finally {
+      stderr.mockRestore()
+    }
+    const actual: Record<string, string | number> = {
+      HOST: resolved.host,
+      PORT: resolved.port,
+      TIDEMARK_DATA_DIR: 'dataDir' in resolved.store ? resolved.store.dataDir : '(no data directory)',
+      DATABASE_URL: 'databaseUrl' in resolved.store ? resolved.store.databaseUrl : '',
+      REDIS_URL: resolved.redisUrl ?? '',
+      TIDEMARK_AUTH_SECRET: '',
+      TIDEMARK_AUTH_PUBLIC_KEY: '',
+      TIDEMARK_AUTH_PREVIOUS_SECRET: '',
+      TIDEMARK_DEV_TOKENS: resolved.devTokens ? '1' : '0',
+      TIDEMARK_STORE_DEBOUNCE_MS: resolved.persistence.writeWindowMs,
+      // `warn`: a warn line is written, an info line is not.
+      TIDEMARK_LOG: logged.join('') === 'tidemark-relay warn: a warn line\n' ? 'warn' : `lines ${JSON.stringify(logged)}`,
+    }
+    for (const { variable, fallback } of rows) {
+      const limit = LIMIT_OF_VARIABLE.get(variable)
+      const value = limit === undefined ? actual[variable] : resolved.limits[limit]
+      expect(String(value), `${variable}: README says ${JSON.stringify(fallback)}`).toBe(String(readmeDefault(fallback)))
+    }
+    expect(resolved.limits).toEqual(DEFAULT_LIMITS)
+    expect(resolved.persistence).toEqual(DEFAULT_PERSISTENCE)
+  })
+
+  it('hands each limit variable to its limit', () => {
+    const limitRows = rows.filter((row) => LIMIT_OF_VARIABLE.has(row.variable))
+    expect(limitRows.map((row) => row.variable).sort()).toEqual(Object.values(LIMIT_VARIABLES).sort())
+    // A distinct value for each, TIDEMARK_MAX_ROOMS the largest (the rooms per subject may not pass it).
+    const env: Record<string, string> = { TIDEMARK_AUTH_SECRET: SECRET_TEXT, TIDEMARK_STORE_DEBOUNCE_MS: '777', TIDEMARK_LOG: 'info' }
+    limitRows.forEach(({ variable }, i) => {
+      env[variable] = String(variable === 'TIDEMARK_MAX_ROOMS' ? 9_999 : 1_001 + i)
+    })
+    const resolved = resolveRelayOptions(relayOptionsFromEnv(env))
+    for (const { variable } of limitRows) expect(resolved.limits[LIMIT_OF_VARIABLE.get(variable) as keyof RelayLimits], variable).toBe(Number(env[variable]))
+    expect(resolved.persistence.writeWindowMs).toBe(777)
+  })
+})
+
+describe('the metrics table', () => {
+  it('names metrics the relay exposes, each of the type it says', async () => {
+    const relay = await startTestRelay(relays)
+    const text = await (await fetch(`${relay.httpUrl}/metrics`)).text()
+    const exposed = new Map([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map(([, name, type]) => [name, type]))
+    const documented = readmeTable('metric').flatMap(([names = '', meaning = '']) => {
+      // `gauge`, `counter: …`, `counters`, `summary (…)`; a row without one is typed by its names.
+      const said = /^(gauge|counter|summary)s?\b/.exec(meaning)?.[1]
+      return codeNames(names).map((name) => ({ name, type: said ?? (name.endsWith('_total') ? 'counter' : 'gauge') }))
+    })
+    expect(documented.length).toBeGreaterThan(30)
+    for (const { name, type } of documented) expect(exposed.get(name), name).toBe(type)
+  })
+})
+
+/** Hocuspocus message types the relay sends: sync, and the CLOSE of one room connection. */
+const SYNC = 0
+const CLOSE = 7
+
+/** A raw WebSocket to `relay`, and how it was closed. */
+async function rawSocket(relay: Relay): Promise<{ ws: WebSocket; closed: Promise<{ code: number; reason: string }> }> {
+  const ws = new WebSocket(relay.url)
+  ws.on('error', () => undefined)
+  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })))
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve)
+    ws.once('error', reject)
+  })
+  return { ws, closed }
+}
+
+describe('the whole socket is closed', () => {
+  it('4400 tidemark:malformed-message for a frame that does not start with a room, counted; the relay serves on', async () => {
+    const relay = await startTestRelay(relays)
+    const { ws, closed } = await rawSocket(relay)
+    // A room name announced as 127 bytes, none of which follow.
+    ws.send(Uint8Array.of(0x7f))
+    expect(await closed).toEqual({ code: 4400, reason: 'tidemark:malformed-message' })
+    expect(await metric(relay.httpUrl, 'tidemark_relay_refusals_total{reason="malformed-message"}')).toBe(1)
+    const socket = relaySocket(relay.url)
+    sockets.push(socket)
+    const dashboard = openRoom(socket, 'fleet-r/d1', await dashboardToken('fleet-r'))
+    clients.push(dashboard)
+    await waitFor(() => dashboard.synced(), 'another socket syncs')
+  })
+
+  it('1001 tidemark:shutdown when the relay closes, after a CLOSE of each room connection with tidemark:shutdown', async () => {
+    const relay = await startTestRelay(relays)
+    const idle = await rawSocket(relay)
+    const { ws, closed } = await rawSocket(relay)
+    const room = 'fleet-r/d1'
+    const received: { type: number; body: decoding.Decoder }[] = []
+    ws.on('message', (data: Buffer) => {
+      const decoder = decoding.createDecoder(new Uint8Array(data))
+      if (decoding.readVarString(decoder) === room) received.push({ type: decoding.readVarUint(decoder), body: decoder })
+    })
+    ws.send(authFrame(room, await dashboardToken('fleet-r')))
+    ws.send(syncFrame(room, 0, Y.encodeStateVector(new Y.Doc())))
+    // Its connection is in the room once the room loaded: the relay answers the sync step 1 then.
+    await waitFor(() => received.some((frame) => frame.type === SYNC), 'the room opened and answered the sync step 1')
+    let closesBeforeSocket: string[] = []
+    const socketClosed = closed.then((close) => {
+      closesBeforeSocket = received.filter((frame) => frame.type === CLOSE).map((frame) => decoding.readVarString(frame.body))
+      return close
+    })
+    await relay.close()
+    expect(await idle.closed).toEqual({ code: 1001, reason: 'tidemark:shutdown' })
+    expect(await socketClosed).toEqual({ code: 1001, reason: 'tidemark:shutdown' })
+    expect(closesBeforeSocket).toEqual(['tidemark:shutdown'])
+  })
+})
+
+describe('tokens', () => {
+  const NOW = Date.UTC(2026, 11, 1)
+  const sign = (claims: Record<string, unknown>, key: Uint8Array | KeyObject, alg = 'HS256'): Promise<string> =>
+    new SignJWT({ sub: 'd07', role: 'dashboard', rooms: ['fleet-a/*'], ...claims })
+      .setProtectedHeader({ alg })
+      .setExpirationTime(NOW / 1000 + 600)
+      .sign(key)
+  const verdict = async (verifier: TokenVerifier, token: string): Promise<string> => {
+    const result = await verifier.verify(token)
+    return result instanceof Refusal ? result.text : 'granted'
+  }
+
+  it('take an nbf up to 60 s ahead of the relay clock; one second further is bad-token', async () => {
+    const verifier = new TokenVerifier({ secret: SECRET }, () => NOW)
+    expect(await verdict(verifier, await sign({ nbf: NOW / 1000 + 60 }, SECRET))).toBe('granted')
+    expect(await verdict(verifier, await sign({ nbf: NOW / 1000 + 61 }, SECRET))).toBe('bad-token "nbf" claim timestamp check failed')
+  })
+
+  it('are tried against at most 8 keys, each of a PEM file up to the last; a ninth stops the start', async () => {
+    const pairs = Array.from({ length: 9 }, () => generateKeyPairSync('ed25519'))
+    const pem = (pair: (typeof pairs)[number]): string => pair.publicKey.export({ type: 'spki', format: 'pem' }).toString()
+    const eight = new TokenVerifier({ publicKeyPem: pairs.slice(0, 8).map(pem).join('') }, () => NOW)
+    expect(await verdict(eight, await sign({}, pairs[7]?.privateKey as KeyObject, 'EdDSA'))).toBe('granted')
+    expect(() => new TokenVerifier({ publicKeyPem: pairs.map(pem).join('') })).toThrow('at most 8 public keys, got 9')
+    const secrets = Array.from({ length: 8 }, (_, i) => new TextEncoder().encode(`previous-secret-${i}-of-at-least-32-bytes`))
+    const nine = { secret: SECRET, previousSecrets: secrets }
+    expect(() => new TokenVerifier(nine)).toThrow('at most 8 secrets, got 9')
+    const withSeven = new TokenVerifier({ secret: SECRET, previousSecrets: secrets.slice(0, 7) }, () => NOW)
+    expect(await verdict(withSeven, await sign({}, secrets[6] as Uint8Array))).toBe('granted')
+  })
+
+  it('from /dev/token last ttl seconds, 3600 by default, ttl in 1..86400', async () => {
+    const relay = await startTestRelay(relays, { devTokens: true })
+    const ask = async (ttl?: string): Promise<{ status: number; lasts?: number; error?: string }> => {
+      const before = Math.floor(Date.now() / 1000)
+      const response = await fetch(`${relay.httpUrl}/dev/token?role=dashboard&rooms=fleet-a/*${ttl === undefined ? '' : `&ttl=${ttl}`}`)
+      const body = (await response.json()) as { token?: string; error?: string }
+      if (body.token === undefined) return { status: response.status, error: body.error }
+      const exp = decodeJwt(body.token).exp ?? 0
+      // Issued within this second or the next.
+      return { status: response.status, lasts: exp - before - (exp - before > Number(ttl ?? 3600) ? 1 : 0) }
+    }
+    expect(await ask()).toEqual({ status: 200, lasts: 3600 })
+    expect(await ask('1')).toEqual({ status: 200, lasts: 1 })
+    expect(await ask('86400')).toEqual({ status: 200, lasts: 86_400 })
+    for (const ttl of ['0', '86401', '1.5', 'x']) expect(await ask(ttl), ttl).toEqual({ status: 400, error: 'ttl must be an integer of seconds in 1..86400' })
+  })
+})
