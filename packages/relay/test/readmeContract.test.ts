@@ -23,9 +23,9 @@ import {
   TokenVerifier,
 } from '../src/index.ts'
 import { removeDataDirs } from './support/dataDirs.ts'
-import { authFrame, syncFrame } from './support/hocuspocusFrames.ts'
+import { authFrame, syncFrame, updateFrame } from './support/hocuspocusFrames.ts'
 import { startTestRelay } from './support/testRelays.ts'
-import { dashboardToken, metric, openRoom, type RoomClient, relaySocket, SECRET, SECRET_TEXT, waitFor } from './support/roomClients.ts'
+import { dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, SECRET_TEXT, waitFor, waitUntil } from './support/roomClients.ts'
 
 const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
 
@@ -263,5 +263,73 @@ describe('tokens', () => {
     expect(await ask('1')).toEqual({ status: 200, lasts: 1 })
     expect(await ask('86400')).toEqual({ status: 200, lasts: 86_400 })
     for (const ttl of ['0', '86401', '1.5', 'x']) expect(await ask(ttl), ttl).toEqual({ status: 400, error: 'ttl must be an integer of seconds in 1..86400' })
+  })
+})
+
+describe('limits', () => {
+  it('a room name of 200 characters opens; one of 201 is refused as bad-room', async () => {
+    const relay = await startTestRelay(relays)
+    const socket = relaySocket(relay.url)
+    sockets.push(socket)
+    const token = await dashboardToken('fleet-r')
+    const longest = openRoom(socket, `fleet-r/${'d'.repeat(200 - 'fleet-r/'.length)}`, token)
+    const tooLong = openRoom(socket, `fleet-r/${'d'.repeat(201 - 'fleet-r/'.length)}`, token)
+    clients.push(longest, tooLong)
+    await waitFor(() => longest.synced() && tooLong.denied.length > 0, 'one opened, one refused')
+    expect(tooLong.denied).toEqual(['tidemark:bad-room a room name has 1..200 characters'])
+  })
+
+  /**
+   * `count` updates of the device d1, each an entry after the one before, the first after an
+   * entry of another client that is never sent: the relay holds every one of them.
+   */
+  function heldUpdates(count: number): Uint8Array[] {
+    const origin = new Y.Doc()
+    replicaLog(origin, 'd1').push([groupEntry('d1-temp', 0)])
+    const doc = new Y.Doc()
+    Y.applyUpdate(doc, Y.encodeStateAsUpdate(origin))
+    const updates: Uint8Array[] = []
+    doc.on('update', (update: Uint8Array) => updates.push(update))
+    for (let i = 1; i <= count; i++) replicaLog(doc, 'd1').push([groupEntry('d1-temp', i * 60_000)])
+    return updates
+  }
+
+  /** Sends `updates` raw on a device connection of d1; resolves once `held` of them are held. */
+  async function sendHeld(relay: Relay, updates: readonly Uint8Array[], held: number): Promise<RoomClient> {
+    const socket = relaySocket(relay.url)
+    sockets.push(socket)
+    const device = openRoom(socket, 'fleet-h/d1', await deviceToken('fleet-h', 'd1'))
+    clients.push(device)
+    await waitFor(() => device.synced(), 'the device synced')
+    for (const update of updates) socket.send(updateFrame('fleet-h/d1', update))
+    await waitUntil(async () => (await metric(relay.httpUrl, 'tidemark_relay_held_updates')) === held, `${held} updates held`)
+    return device
+  }
+
+  it('a connection holds at most 1,024 updates waiting for what they depend on; the next is refused as missing-origin', async () => {
+    const relay = await startTestRelay(relays, { limits: { updateBurst: 5_000 } })
+    const updates = heldUpdates(1_025)
+    const device = await sendHeld(relay, updates.slice(0, 1_024), 1_024)
+    expect(device.closed).toEqual([])
+    const socket = sockets.at(-1) as ReturnType<typeof relaySocket>
+    socket.send(updateFrame('fleet-h/d1', updates[1_024] as Uint8Array))
+    await waitFor(() => device.closed.length > 0, 'the 1,025th refused')
+    expect(device.closed[0]).toMatch(/^tidemark:refused missing-origin /)
+  })
+
+  it('a connection holds at most 4 × TIDEMARK_MAX_MESSAGE_BYTES of updates waiting; the one past it is refused as missing-origin', async () => {
+    const maxMessageBytes = 1_024
+    const relay = await startTestRelay(relays, { limits: { maxMessageBytes } })
+    const updates = heldUpdates(200)
+    // The first updates whose bytes stay within 4 × maxMessageBytes, and the one that passes it.
+    let within = 0
+    for (let bytes = 0; within < updates.length && bytes + (updates[within]?.byteLength ?? 0) <= 4 * maxMessageBytes; within++) bytes += updates[within]?.byteLength ?? 0
+    expect(within).toBeGreaterThan(1)
+    const device = await sendHeld(relay, updates.slice(0, within), within)
+    expect(device.closed).toEqual([])
+    const socket = sockets.at(-1) as ReturnType<typeof relaySocket>
+    socket.send(updateFrame('fleet-h/d1', updates[within] as Uint8Array))
+    await waitFor(() => device.closed.length > 0, 'the update past the bytes refused')
+    expect(device.closed[0]).toMatch(/^tidemark:refused missing-origin /)
   })
 })
