@@ -25,7 +25,7 @@ import {
 import { removeDataDirs } from './support/dataDirs.ts'
 import { authFrame, syncFrame, updateFrame } from './support/hocuspocusFrames.ts'
 import { startTestRelay } from './support/testRelays.ts'
-import { dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, SECRET_TEXT, waitFor, waitUntil } from './support/roomClients.ts'
+import { dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, SECRET_TEXT, signToken, waitFor, waitUntil } from './support/roomClients.ts'
 
 const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
 
@@ -331,5 +331,33 @@ describe('limits', () => {
     socket.send(updateFrame('fleet-h/d1', updates[within] as Uint8Array))
     await waitFor(() => device.closed.length > 0, 'the update past the bytes refused')
     expect(device.closed[0]).toMatch(/^tidemark:refused missing-origin /)
+  })
+})
+
+describe('TIDEMARK_LOG=info', () => {
+  it('also logs rooms not opened, refused updates and compactions, each at info', async () => {
+    const lines: [string, string][] = []
+    const relay = await startTestRelay(relays, { log: (level, line) => lines.push([level, line]), persistence: { writeWindowMs: 20, compactAfterRows: 1, storeDebounceMs: 20 } })
+    const socket = relaySocket(relay.url)
+    const strangerSocket = relaySocket(relay.url)
+    sockets.push(socket, strangerSocket)
+    const stranger = openRoom(strangerSocket, 'fleet-l/d1', await signToken({ sub: 'x', role: 'dashboard', rooms: ['fleet-l/*'] }, { secret: new TextEncoder().encode('another-relays-secret-of-32-bytes-or-more') }))
+    const device = openRoom(socket, 'fleet-l/d1', await deviceToken('fleet-l', 'd1'))
+    const dashboard = openRoom(relaySocket(relay.url), 'fleet-l/d1', await signToken({ sub: 'ops', role: 'dashboard', rooms: ['fleet-l/*'] }))
+    sockets.push(dashboard.provider.configuration.websocketProvider)
+    clients.push(stranger, device, dashboard)
+    await waitFor(() => stranger.denied.length > 0 && device.synced() && dashboard.synced(), 'the rooms answered')
+    // Rows written one at a time: past a row or two (scaled by a factor drawn from the room's name), the room compacts.
+    for (let i = 1; i <= 3; i++) {
+      replicaLog(device.doc, 'd1').push([groupEntry('d1-temp', i * 60_000)])
+      await waitUntil(async () => (await metric(relay.httpUrl, 'tidemark_relay_updates_stored_total')) >= i, `row ${i} written`)
+    }
+    replicaLog(dashboard.doc, 'dash').push([groupEntry('d1-temp', 0)])
+    await waitFor(() => dashboard.closed.length > 0, 'the dashboard refused')
+    await waitFor(() => lines.some(([, line]) => line.startsWith('compacted fleet-l/d1: snapshot ')), 'a compaction logged')
+    const logged = (start: string): string[] => lines.filter(([, line]) => line.startsWith(start)).map(([level]) => level)
+    expect(logged('room not opened: bad-signature')).toEqual(['info'])
+    expect(logged('refused ops in fleet-l/d1: read-only')).toEqual(['info'])
+    expect(new Set(logged('compacted fleet-l/d1: snapshot '))).toEqual(new Set(['info']))
   })
 })
