@@ -162,6 +162,31 @@ describe('presence', () => {
     expect(later.denied).toEqual([])
   })
 
+  it('a connection sets the presence of at most 8 ids that wrote nothing: a ninth is dropped and counted, and the connection stays', async () => {
+    const room = `${FLEET}/eight`
+    const watcherSocket = relaySocket(relay.url)
+    sockets.push(watcherSocket)
+    const watcher = openRoom(watcherSocket, room, await dashboardToken(FLEET))
+    clients.push(watcher)
+    await waitFor(() => watcher.synced(), 'the watcher synced')
+    const socket = relaySocket(relay.url)
+    sockets.push(socket)
+    const setter = openRoom(socket, room, await dashboardToken(FLEET))
+    clients.push(setter)
+    await waitFor(() => setter.synced(), 'the setter synced')
+    const before = await metric(relay.httpUrl, 'tidemark_relay_presence_dropped_total')
+    for (let i = 0; i < 9; i++) socket.send(forgedPresence(room, 2_000_000 + i, 1, { n: i }))
+    // Handled in order: once the ninth is shown or a presence was dropped, the ninth was handled.
+    await waitUntil(
+      async () => presenceOf(watcher, 2_000_008) !== undefined || (await metric(relay.httpUrl, 'tidemark_relay_presence_dropped_total')) > before,
+      'the ninth handled',
+    )
+    await waitFor(() => Array.from({ length: 8 }, (_, i) => 2_000_000 + i).every((id) => presenceOf(watcher, id) !== undefined), 'the first 8 shown')
+    expect(await metric(relay.httpUrl, 'tidemark_relay_presence_dropped_total')).toBe(before + 1)
+    expect(presenceOf(watcher, 2_000_008)).toBeUndefined()
+    expect(setter.closed).toEqual([])
+  })
+
   it('a room shows at most 512 presences: past that a new one is dropped, so a joining provider, which sends every presence back at once, is not refused', async () => {
     const room = `${FLEET}/crowd`
     const watcherSocket = relaySocket(relay.url)
