@@ -5,6 +5,7 @@
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
+import * as decoding from 'lib0/decoding'
 import * as encoding from 'lib0/encoding'
 import * as Y from 'yjs'
 import { connectRelay, syncStatusTracker } from '@tidemark/yjs'
@@ -12,7 +13,7 @@ import { openPglite, type Relay, type RelayOptions, startRelay } from '../src/in
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
 import { startTestRelay } from './support/testRelays.ts'
 import { failable } from './support/failableSql.ts'
-import { authFrame, awarenessFrame, updateFrame } from './support/hocuspocusFrames.ts'
+import { authFrame, awarenessFrame, messageFrame, updateFrame } from './support/hocuspocusFrames.ts'
 import { ManualTimers } from '@tidemark/engine/testing'
 import { dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, waitFor, waitUntil } from './support/roomClients.ts'
 
@@ -150,6 +151,26 @@ describe('limits', () => {
     for (let i = 0; i < 256 && ws.readyState === WebSocket.OPEN; i++) ws.send(frame)
     expect(await closed).toEqual({ code: 4413, reason: 'tidemark:unauthenticated-limit' })
     expect(await metric(relay.httpUrl, 'tidemark_relay_refusals_total{reason="unauthenticated-limit"}')).toBe(1)
+  })
+
+  it('a socket has at most 2,048 room names pending, whatever its budget: the name past them closes it with unauthenticated-limit', async () => {
+    // A budget no name count reaches (2,049 names of 512 bytes each are about 1 MiB): only the count bounds them.
+    const relay = await relayWith({ limits: { maxUnauthenticatedBytes: 64 << 20 } })
+    const queryAwareness = 3
+    // 2,047 names and the Auth of a room: 2,048 pending, and the room opens on the socket.
+    const full = await rawSocket(relay)
+    const answered: string[] = []
+    full.ws.on('message', (data: Buffer) => answered.push(decoding.readVarString(decoding.createDecoder(new Uint8Array(data)))))
+    for (let i = 0; i < 2_047; i++) full.ws.send(messageFrame(`fleet-q/n${i}`, queryAwareness))
+    full.ws.send(authFrame('fleet-q/d1', await dashboardToken('fleet-q')))
+    await waitFor(() => answered.includes('fleet-q/d1'), 'the 2,048th name opened')
+    // 2,048 names and one more.
+    const past = await rawSocket(relay)
+    for (let i = 0; i < 2_049 && past.ws.readyState === WebSocket.OPEN; i++) past.ws.send(messageFrame(`fleet-q/n${i}`, queryAwareness))
+    expect(await past.closed).toEqual({ code: 4413, reason: 'tidemark:unauthenticated-limit' })
+    expect(full.ws.readyState).toBe(WebSocket.OPEN)
+    expect(await metric(relay.httpUrl, 'tidemark_relay_refusals_total{reason="unauthenticated-limit"}')).toBe(1)
+    full.ws.close()
   })
 
   it('a dashboard joining more rooms than the unauthenticated budget covers at once opens them in waves (maxPendingRooms) and is never closed', async () => {
