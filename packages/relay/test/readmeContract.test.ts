@@ -235,6 +235,13 @@ describe('tokens', () => {
     expect(await verdict(verifier, await sign({ nbf: NOW / 1000 + 61 }, SECRET))).toBe('bad-token "nbf" claim timestamp check failed')
   })
 
+  it('need an exp, and are taken whatever iss and aud they carry', async () => {
+    const verifier = new TokenVerifier({ secret: SECRET }, () => NOW)
+    const withoutExp = await new SignJWT({ sub: 'd07', role: 'dashboard', rooms: ['fleet-a/*'] }).setProtectedHeader({ alg: 'HS256' }).sign(SECRET)
+    expect(await verdict(verifier, withoutExp)).toBe('bad-token missing required "exp" claim')
+    expect(await verdict(verifier, await sign({ iss: 'https://another-service.example', aud: 'another-audience' }, SECRET))).toBe('granted')
+  })
+
   it('are tried against at most 8 keys, each of a PEM file up to the last; a ninth stops the start', async () => {
     const pairs = Array.from({ length: 9 }, () => generateKeyPairSync('ed25519'))
     const pem = (pair: (typeof pairs)[number]): string => pair.publicKey.export({ type: 'spki', format: 'pem' }).toString()
