@@ -4,7 +4,8 @@
  */
 import { generateKeyPairSync } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
-import { get } from 'node:http'
+import { createServer, get } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { SignJWT } from 'jose'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -39,6 +40,34 @@ describe('bad configuration exits 2 with a message naming the variable', () => {
     const result = await runRelayToExit({ TIDEMARK_DATA_DIR: tempDir('unused'), ...env })
     expect(result.code).toBe(2)
     expect(result.stderr).toBe(`tidemark-relay: bad configuration: ${message}\n`)
+    expect(result.stdout).toBe('')
+  })
+})
+
+describe('a relay that cannot start exits 1, naming why', () => {
+  it('its port taken', async () => {
+    const taken = createServer()
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))
+    const { port } = taken.address() as AddressInfo
+    try {
+      const result = await runRelayToExit({ TIDEMARK_DATA_DIR: freshDataDir(), TIDEMARK_AUTH_SECRET: SECRET_TEXT, PORT: String(port) })
+      expect(result.code).toBe(1)
+      expect(result.stderr).toMatch(new RegExp(`^tidemark-relay: could not start: could not listen on 127\\.0\\.0\\.1:${port}: .*EADDRINUSE`))
+      expect(result.stdout).toBe('')
+    } finally {
+      await new Promise((resolve) => taken.close(resolve))
+    }
+  })
+
+  it('its database unreachable', async () => {
+    // A port nothing listens on: bound, then closed again.
+    const probe = createServer()
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve))
+    const { port } = probe.address() as AddressInfo
+    await new Promise((resolve) => probe.close(resolve))
+    const result = await runRelayToExit({ TIDEMARK_AUTH_SECRET: SECRET_TEXT, DATABASE_URL: `postgres://relay@127.0.0.1:${port}/tidemark` })
+    expect(result.code).toBe(1)
+    expect(result.stderr).toMatch(/^tidemark-relay: could not start: .*ECONNREFUSED/)
     expect(result.stdout).toBe('')
   })
 })
