@@ -15,14 +15,18 @@ import {
   DEFAULT_LIMITS,
   DEFAULT_PERSISTENCE,
   LIMIT_VARIABLES,
+  openPglite,
   type Relay,
   type RelayLimits,
   Refusal,
   resolveRelayOptions,
+  type SqlClient,
   relayOptionsFromEnv,
   TokenVerifier,
 } from '../src/index.ts'
-import { removeDataDirs } from './support/dataDirs.ts'
+import { RelayMetrics } from '../src/metrics/relayMetrics.ts'
+import { RoomStore } from '../src/store/roomStore.ts'
+import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
 import { authFrame, syncFrame, updateFrame } from './support/hocuspocusFrames.ts'
 import { startTestRelay } from './support/testRelays.ts'
 import { dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, SECRET_TEXT, signToken, waitFor, waitUntil } from './support/roomClients.ts'
@@ -366,5 +370,40 @@ describe('TIDEMARK_LOG=info', () => {
     expect(logged('room not opened: bad-signature')).toEqual(['info'])
     expect(logged('refused ops in fleet-l/d1: read-only')).toEqual(['info'])
     expect(new Set(logged('compacted fleet-l/d1: snapshot '))).toEqual(new Set(['info']))
+  })
+})
+
+describe('GET /healthz', () => {
+  it('gives up on a store that does not answer its query within 2 s, with the reason it answers 503 with', async () => {
+    const sql = await openPglite(freshDataDir())
+    let stalled = false
+    const stalling: SqlClient = {
+      kind: sql.kind,
+      query: (text, params) => (stalled ? new Promise<never>(() => undefined) : sql.query(text, params)),
+      transaction: (work) => sql.transaction(work),
+      close: () => sql.close(),
+    }
+    const store = await RoomStore.open(stalling, DEFAULT_PERSISTENCE, new RelayMetrics(), () => undefined)
+    try {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+      stalled = true
+      let outcome: unknown = 'pending'
+      const check = store.check().then(
+        () => 'answered',
+        (error: unknown) => (error as Error).message,
+      )
+      void check.then((result) => {
+        outcome = result
+      })
+      await vi.advanceTimersByTimeAsync(1_999)
+      expect(outcome).toBe('pending')
+      await vi.advanceTimersByTimeAsync(1)
+      await Promise.resolve()
+      expect(outcome).toBe('the store did not answer within 2000 ms')
+    } finally {
+      vi.useRealTimers()
+      stalled = false
+      await store.close()
+    }
   })
 })
