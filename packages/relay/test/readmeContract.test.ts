@@ -265,7 +265,7 @@ describe('tokens', () => {
       const before = Math.floor(Date.now() / 1000)
       const response = await fetch(`${relay.httpUrl}/dev/token?role=dashboard&rooms=fleet-a/*${ttl === undefined ? '' : `&ttl=${ttl}`}`)
       const body = (await response.json()) as { token?: string; error?: string }
-      if (body.token === undefined) return { status: response.status, error: body.error }
+      if (body.token === undefined) return { status: response.status, error: body.error ?? '(no error)' }
       const exp = decodeJwt(body.token).exp ?? 0
       // Issued within this second or the next.
       return { status: response.status, lasts: exp - before - (exp - before > Number(ttl ?? 3600) ? 1 : 0) }
