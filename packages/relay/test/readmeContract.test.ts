@@ -24,6 +24,7 @@ import {
   relayOptionsFromEnv,
   TokenVerifier,
 } from '../src/index.ts'
+import { LatencySummary } from '../src/metrics/latencySummary.ts'
 import { RelayMetrics } from '../src/metrics/relayMetrics.ts'
 import { RoomStore } from '../src/store/roomStore.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
@@ -161,6 +162,21 @@ describe('the metrics table', () => {
     })
     expect(documented.length).toBeGreaterThan(30)
     for (const { name, type } of documented) expect(exposed.get(name), name).toBe(type)
+  })
+})
+
+describe('tidemark_relay_store_seconds', () => {
+  it('gives count and sum of every observation, and quantiles 0.5/0.9/0.99 of the last 1024', () => {
+    const summary = new LatencySummary()
+    // 1..2048 s: the last 1024 are 1025..2048.
+    for (let seconds = 1; seconds <= 2_048; seconds++) summary.observe(seconds)
+    expect(summary.lines('tidemark_relay_store_seconds', 'op="flush"')).toEqual([
+      'tidemark_relay_store_seconds{op="flush",quantile="0.5"} 1537',
+      'tidemark_relay_store_seconds{op="flush",quantile="0.9"} 1946',
+      'tidemark_relay_store_seconds{op="flush",quantile="0.99"} 2038',
+      `tidemark_relay_store_seconds_sum{op="flush"} ${(2_048 * 2_049) / 2}`,
+      'tidemark_relay_store_seconds_count{op="flush"} 2048',
+    ])
   })
 })
 
