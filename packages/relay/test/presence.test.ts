@@ -187,6 +187,24 @@ describe('presence', () => {
     expect(setter.closed).toEqual([])
   })
 
+  it('an awareness update of 1,024 states is read; one of 1,025 is refused as malformed-message', async () => {
+    const room = `${FLEET}/many`
+    const socket = relaySocket(relay.url)
+    sockets.push(socket)
+    const sender = openRoom(socket, room, await dashboardToken(FLEET))
+    clients.push(sender)
+    await waitFor(() => sender.synced(), 'the sender synced')
+    const states = (count: number): [number, number, string][] => Array.from({ length: count }, (_, i) => [3_000_000 + i, 1, '{}'])
+    const before = await metric(relay.httpUrl, 'tidemark_relay_presence_dropped_total')
+    // Past the 8 ids one connection may set: dropped, which says the relay read it.
+    socket.send(presenceText(room, states(1_024)))
+    await waitUntil(async () => (await metric(relay.httpUrl, 'tidemark_relay_presence_dropped_total')) > before, 'the 1,024 states read')
+    expect(sender.closed).toEqual([])
+    socket.send(presenceText(room, states(1_025)))
+    await waitFor(() => sender.closed.length > 0, 'the 1,025 states refused')
+    expect(sender.closed).toEqual(['tidemark:refused malformed-message 1025 awareness states in one update'])
+  })
+
   it('a room shows at most 512 presences: past that a new one is dropped, so a joining provider, which sends every presence back at once, is not refused', async () => {
     const room = `${FLEET}/crowd`
     const watcherSocket = relaySocket(relay.url)
