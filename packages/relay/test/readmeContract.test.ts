@@ -150,6 +150,34 @@ describe('the Configuration table', () => {
   })
 })
 
+describe('startRelay options', () => {
+  const auth = { secret: SECRET }
+
+  it('refuses an unknown option with a TypeError, also inside limits and persistence', () => {
+    expect(() => resolveRelayOptions({ auth, maxRooms: 5 } as never)).toThrow(new TypeError('startRelay: unknown option maxRooms'))
+    expect(() => resolveRelayOptions({ auth, limits: { maxRoom: 5 } as never })).toThrow(new TypeError('startRelay: unknown option limits.maxRoom'))
+    expect(() => resolveRelayOptions({ auth, persistence: { writeWindow: 5 } as never })).toThrow(new TypeError('startRelay: unknown option persistence.writeWindow'))
+  })
+
+  it('takes integers of at least 1, times at most 2147483647, in limits and persistence alike', () => {
+    expect(() => resolveRelayOptions({ auth, limits: { updateBurst: 0 } })).toThrow(RangeError)
+    expect(() => resolveRelayOptions({ auth, limits: { maxRoomBytes: 1.5 } })).toThrow(RangeError)
+    expect(() => resolveRelayOptions({ auth, persistence: { compactAfterRows: 0 } })).toThrow(RangeError)
+    for (const [group, name] of [['limits', 'idleRoomMs'], ['limits', 'authTimeoutMs'], ['limits', 'partStallMs'], ['persistence', 'writeWindowMs'], ['persistence', 'storeDebounceMs'], ['persistence', 'storeMaxDebounceMs']] as const) {
+      expect(resolveRelayOptions({ auth, [group]: { [name]: 2_147_483_647 } })[group]).toMatchObject({ [name]: 2_147_483_647 })
+      expect(() => resolveRelayOptions({ auth, [group]: { [name]: 2_147_483_648 } }), `${group}.${name}`).toThrow(RangeError)
+    }
+    // Counts and bytes have no such bound.
+    expect(resolveRelayOptions({ auth, limits: { maxRoomBytes: 2 ** 32 } }).limits.maxRoomBytes).toBe(2 ** 32)
+  })
+
+  it('leaves maxRoomsPerSubject, when not given, at a quarter of the maxRooms given (at least 1)', () => {
+    expect(resolveRelayOptions({ auth, limits: { maxRooms: 100 } }).limits.maxRoomsPerSubject).toBe(25)
+    expect(resolveRelayOptions({ auth, limits: { maxRooms: 3 } }).limits.maxRoomsPerSubject).toBe(1)
+    expect(resolveRelayOptions({ auth }).limits.maxRoomsPerSubject).toBe(2_500)
+  })
+})
+
 describe('the metrics table', () => {
   it('names metrics the relay exposes, each of the type it says', async () => {
     const relay = await startTestRelay(relays)
