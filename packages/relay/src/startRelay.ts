@@ -171,9 +171,12 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     wss.handleUpgrade(request, socket, head, (ws) => {
       ws.on('error', (error: Error & { code?: string }) => {
         metrics.socketErrors++
-        if (error.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') metrics.refused('too-large')
+        if (error.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') {
+          metrics.refused('too-large')
+          log('info', `closed a socket: too-large (a message over ${o.limits.maxMessageBytes} bytes)`)
+        }
       })
-      const guard = new SocketGuard(ws, o.limits, metrics, o.timers, socket as Socket)
+      const guard = new SocketGuard(ws, o.limits, metrics, o.timers, log, socket as Socket)
       guard.install()
       hocuspocus.handleConnection(ws, request, { socket: guard })
     })

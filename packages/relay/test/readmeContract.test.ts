@@ -10,6 +10,7 @@ import { decodeJwt, SignJWT } from 'jose'
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
 import WebSocket from 'ws'
 import * as decoding from 'lib0/decoding'
+import * as encoding from 'lib0/encoding'
 import * as Y from 'yjs'
 import {
   DEFAULT_LIMITS,
@@ -28,7 +29,7 @@ import { LatencySummary } from '../src/metrics/latencySummary.ts'
 import { RelayMetrics } from '../src/metrics/relayMetrics.ts'
 import { RoomStore } from '../src/store/roomStore.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
-import { authFrame, syncFrame, updateFrame } from './support/hocuspocusFrames.ts'
+import { authFrame, messageFrame, syncFrame, updateFrame } from './support/hocuspocusFrames.ts'
 import { startTestRelay } from './support/testRelays.ts'
 import { dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, SECRET_TEXT, signToken, waitFor, waitUntil } from './support/roomClients.ts'
 
@@ -414,6 +415,29 @@ describe('TIDEMARK_LOG=info', () => {
     expect(logged('room not opened: bad-signature')).toEqual(['info'])
     expect(logged('refused ops in fleet-l/d1: read-only')).toEqual(['info'])
     expect(new Set(logged('compacted fleet-l/d1: snapshot '))).toEqual(new Set(['info']))
+  })
+})
+
+describe('TIDEMARK_LOG=info, for a whole socket closed', () => {
+  it('logs each socket refusal at info, with its reason: 4400, 4413 and 1009 alike', async () => {
+    const lines: [string, string][] = []
+    const relay = await startTestRelay(relays, { log: (level, line) => lines.push([level, line]), limits: { maxMessageBytes: 1_024, maxUnauthenticatedBytes: 2_048 } })
+    const unreadable = await rawSocket(relay)
+    unreadable.ws.send(Uint8Array.of(0x7f))
+    const overBudget = await rawSocket(relay)
+    for (let i = 0; i < 8 && overBudget.ws.readyState === WebSocket.OPEN; i++) overBudget.ws.send(messageFrame(`fleet-s/d${i}`, 3, (e) => encoding.writeUint8Array(e, new Uint8Array(512))))
+    const tooLarge = await rawSocket(relay)
+    tooLarge.ws.send(new Uint8Array(2_048))
+    expect((await unreadable.closed).code).toBe(4400)
+    expect((await overBudget.closed).code).toBe(4413)
+    expect((await tooLarge.closed).code).toBe(1009)
+    const closes = (): [string, string][] => lines.filter(([, line]) => line.startsWith('closed a socket')).sort()
+    await waitFor(() => closes().length >= 3, 'three lines')
+    expect(closes()).toEqual([
+      ['info', 'closed a socket: malformed-message'],
+      ['info', 'closed a socket: too-large (a message over 1024 bytes)'],
+      ['info', 'closed a socket: unauthenticated-limit'],
+    ])
   })
 })
 

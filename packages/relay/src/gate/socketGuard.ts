@@ -13,6 +13,7 @@ import type WebSocket from 'ws'
 import type { RelayMetrics } from '../metrics/relayMetrics.ts'
 import { MESSAGE, readFrame } from '../protocol/relayFrame.ts'
 import type { SocketRefusalKind } from '../protocol/refusal.ts'
+import type { RelayLog } from '../relayLog.ts'
 import type { RelayTimers } from '../relayOptions.ts'
 
 /**
@@ -51,7 +52,7 @@ const CLOSE_GRACE_MS = 1000
  * filters the socket's `message` events, so a dropped frame never reaches Hocuspocus.
  *
  * @example
- * const guard = new SocketGuard(ws, limits, metrics, timers, request.socket)
+ * const guard = new SocketGuard(ws, limits, metrics, timers, log, request.socket)
  * guard.install()
  * hocuspocus.handleConnection(ws, request, { socket: guard })
  */
@@ -75,6 +76,7 @@ export class SocketGuard {
   #pending = 0
   #closing = false
   readonly #timers: RelayTimers
+  readonly #log: RelayLog
   #deadline: unknown
   #grace: unknown
 
@@ -82,14 +84,16 @@ export class SocketGuard {
 
   /**
    * `timers`: where the authentication deadline and the closing grace period are armed (the
-   * relay's); `transport`: the socket under the WebSocket, which counts the bytes received.
+   * relay's); `log`: where a refused socket is logged (`info`); `transport`: the socket under
+   * the WebSocket, which counts the bytes received.
    */
-  constructor(ws: WebSocket, limits: SocketGuardLimits, metrics: RelayMetrics, timers: RelayTimers, transport?: { readonly bytesRead: number }) {
+  constructor(ws: WebSocket, limits: SocketGuardLimits, metrics: RelayMetrics, timers: RelayTimers, log: RelayLog, transport?: { readonly bytesRead: number }) {
     this.#ws = ws
     this.#transport = transport
     this.#limits = limits
     this.#metrics = metrics
     this.#timers = timers
+    this.#log = log
   }
 
   /** Starts guarding: filters `message` events and arms the authentication deadline. */
@@ -138,7 +142,10 @@ export class SocketGuard {
   close(kind: SocketRefusalKind | 'malformed-message'): void {
     if (this.#closing) return
     this.#closing = true
-    if (kind !== 'shutdown') this.#metrics.refused(kind)
+    if (kind !== 'shutdown') {
+      this.#metrics.refused(kind)
+      this.#log('info', `closed a socket: ${kind}`)
+    }
     this.authenticated()
     const ws = this.#ws
     try {
