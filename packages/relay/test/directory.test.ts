@@ -6,7 +6,7 @@ import { afterAll, expect, it } from 'vitest'
 import type * as Y from 'yjs'
 import { type Relay, startRelay } from '../src/index.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
-import { dashboardToken, deviceToken, groupEntry, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, waitFor } from './support/roomClients.ts'
+import { dashboardToken, deviceToken, groupEntry, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, signToken, waitFor } from './support/roomClients.ts'
 
 let relay: Relay | undefined
 const sockets: ReturnType<typeof relaySocket>[] = []
@@ -44,4 +44,31 @@ it('a dashboard follows the directory and reads every device room over one socke
   directory.doc.getMap('rooms').set('fleet-z/fake', [0])
   await waitFor(() => directory.closed.length > 0, 'the refusal')
   expect(directory.closed).toEqual(['tidemark:refused read-only'])
+})
+
+it("lists a device room, as [firstSeenMs] on the relay's clock, once it is written; a room only opened is not listed; a device's connection to the directory is read-only too", async () => {
+  const firstSeen = Date.now()
+  const own = await startRelay({ port: 0, store: { dataDir: freshDataDir() }, auth: { secret: SECRET }, log: () => undefined, now: () => firstSeen })
+  try {
+    const socket = relaySocket(own.url)
+    sockets.push(socket)
+    const writer = openRoom(socket, 'fleet-y/d1', await deviceToken('fleet-y', 'd1'))
+    const idle = openRoom(socket, 'fleet-y/d2', await deviceToken('fleet-y', 'd2'))
+    await waitFor(() => writer.synced() && idle.synced(), 'both devices synced')
+    replicaLog(writer.doc, 'd1').push([groupEntry('d1-temp', 0)])
+    // A device whose token admits the whole fleet, the directory with it.
+    const deviceSocket = relaySocket(own.url)
+    sockets.push(deviceSocket)
+    const fleetToken = await signToken({ sub: 'd3', role: 'device', rooms: ['fleet-y/*'], replicas: ['d3'], sources: ['d3-temp'] })
+    const directory = openRoom(deviceSocket, 'fleet-y/_directory', fleetToken)
+    await waitFor(() => directory.doc.getMap('rooms').has('fleet-y/d1'), 'the written room listed')
+    // The idle room was opened before the write: had it been listed, it would be there by now.
+    expect(directory.doc.getMap('rooms').toJSON()).toEqual({ 'fleet-y/d1': [firstSeen] })
+    directory.doc.getMap('rooms').set('fleet-y/fake', [0])
+    await waitFor(() => directory.closed.length > 0, 'the refusal')
+    expect(directory.closed).toEqual(['tidemark:refused read-only'])
+    for (const client of [writer, idle, directory]) client.destroy()
+  } finally {
+    await own.close()
+  }
 })
