@@ -63,6 +63,18 @@ it('a relay on PostgreSQL stores, compacts and serves rooms across a restart', a
   expect(await second.stop('SIGTERM')).toEqual({ code: 0, signal: null })
 })
 
+it('statements run with a 30 s statement_timeout, set on every connection of the pool by default', async () => {
+  postgres ??= await startPostgres()
+  const sql = await openPostgres(postgres.url, () => undefined)
+  try {
+    // Several at once: each on a connection of its own.
+    const settings = await Promise.all(Array.from({ length: 3 }, () => sql.transaction((tx) => tx.query<{ statement_timeout: string }>('show statement_timeout'))))
+    expect(settings.map((result) => result.rows)).toEqual(Array.from({ length: 3 }, () => [{ statement_timeout: '30s' }]))
+  } finally {
+    await sql.close()
+  }
+})
+
 it('a statement the server never answers (a stalled network) fails after the query timeout, and the pool serves again afterwards', async () => {
   postgres ??= await startPostgres()
   const errors: Error[] = []
