@@ -161,7 +161,11 @@ describe('connectRelay: the README contract', () => {
   it('reads the token function once per wave of rooms opening on a socket', async () => {
     const token = await signToken({ sub: 'fleet', role: 'dashboard', rooms: ['fleet-a/*'] })
     let reads = 0
-    const { relay, errors } = relayClient(testRelay().url, () => (reads++, token), { maxPendingRooms: 2 })
+    const readToken = (): string => {
+      reads++
+      return token
+    }
+    const { relay, errors } = relayClient(testRelay().url, readToken, { maxPendingRooms: 2 })
     const docs = Array.from({ length: 6 }, (_, i) => {
       const doc = new Y.Doc()
       relay.join(doc, `fleet-a/d0${i + 1}`)
