@@ -4,10 +4,12 @@
  * wire, and its engine's sync status is one fold of all those rooms.
  */
 import { boundedOutOfOrderness, createEngine, type TidemarkEngine, tumbling } from '@tidemark/engine'
+import { seededRandom } from '@tidemark/seeded-random'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import * as Y from 'yjs'
 import { followRooms } from '../../src/relay/followRooms.ts'
-import { counted, device, fleetEngine, readings, relayClient, statusOf, untilEngine, untilStatus } from './harness.ts'
+import { MESSAGE_CLOSE } from '../../src/relay/relayProtocol.ts'
+import { counted, device, FakeTimers, fleetEngine, readings, relayClient, statusOf, until, untilEngine, untilStatus } from './harness.ts'
 import { signToken, startTestRelay, type TestRelay } from './testRelay.ts'
 
 let server: TestRelay
@@ -115,6 +117,71 @@ describe('followRooms', () => {
     expect(together.stats).toMatchObject({ sources: 2, finalityViolations: 0, corrections: 0 })
     devices.relay.destroy()
   }, 20_000)
+
+  it('leaves a room that leaves the directory: its Close goes out, rooms() no longer lists it, its later writes stay out', async () => {
+    const devices = relayClient(server.url, await signToken({ sub: 'devices', role: 'device', rooms: ['fleet-a/*'] }))
+    const d01 = device(devices.relay, 'fleet-a/d01', 'd01')
+    const d02 = device(devices.relay, 'fleet-a/d02', 'd02')
+    await server.list(DIRECTORY, ['fleet-a/d01', 'fleet-a/d02'])
+    const dashboardToken = await signToken({ sub: 'wall', role: 'dashboard', rooms: ['fleet-a/*'] })
+    const dashboard = relayClient(server.url, dashboardToken)
+    const engine = fleetEngine('wall')
+    const follower = followRooms(engine, dashboard.relay, { directory: DIRECTORY })
+    await untilEngine(engine, 'both rooms in sync', () => follower.rooms().size === 2 && engine.syncStatus().state === 'connected')
+
+    await server.unlist(DIRECTORY, ['fleet-a/d02'])
+    const closed = () => server.received.some((m) => m.socket === socketOf(dashboardToken) && m.room === 'fleet-a/d02' && m.type === MESSAGE_CLOSE)
+    await until('the Close of fleet-a/d02', closed, (notify) => {
+      server.events.on('message', notify)
+      return () => server.events.off('message', notify)
+    })
+    expect([...follower.rooms().keys()]).toEqual(['fleet-a/d01'])
+    // Written after it left: d02's readings never reach the engine, d01's still do.
+    d02.engine.ingest(readings('d02', 2))
+    await untilStatus(d02.doc, 'd02 stored', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    d01.engine.ingest(readings('d01', 3))
+    await untilEngine(engine, "d01's readings", () => counted(engine) === 3)
+    expect(engine.results({ key: 'temp' }).every((result) => result.count === 3)).toBe(true)
+    expect(dashboard.errors).toEqual([])
+    follower.destroy()
+    dashboard.relay.destroy()
+    devices.relay.destroy()
+  })
+
+  it('gives up waiting for a room that never syncs after refill.boundMs on refill.timers, and reports it with tookMs on refill.now', async () => {
+    const devices = relayClient(server.url, await signToken({ sub: 'devices', role: 'device', rooms: ['fleet-a/*'] }))
+    const d01 = device(devices.relay, 'fleet-a/d01', 'd01')
+    d01.engine.ingest(readings('d01', 3))
+    await untilStatus(d01.doc, 'd01 stored', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    await server.list(DIRECTORY, ['fleet-a/d01', 'fleet-a/d02'])
+    // fleet-a/d02 cannot be opened now (Hocuspocus logs each failed load); the dashboard's rejoin timers never run.
+    vi.spyOn(console, 'error').mockImplementation((...args: unknown[]) => {
+      if (!['[onAuthenticate]', '[onLoadDocument]'].includes(String(args[0]))) throw new Error(`unexpected console.error: ${args.map(String).join(' ')}`)
+    })
+    server.failLoad = (room) => (room === 'fleet-a/d02' ? 'tidemark:store-unavailable the room could not be loaded' : null)
+    const relayTimers = new FakeTimers()
+    const dashboard = relayClient(server.url, await signToken({ sub: 'wall', role: 'dashboard', rooms: ['fleet-a/*'] }), {
+      jitter: { random: seededRandom(9), setTimeout: relayTimers.setTimeout, clearTimeout: relayTimers.clearTimeout },
+    })
+    const refillTimers = new FakeTimers()
+    let clock = 50_000
+    const engine = fleetEngine('wall')
+    const follower = followRooms(engine, dashboard.relay, { directory: DIRECTORY, refill: { boundMs: 4_000, timers: refillTimers, now: () => clock } })
+    await untilEngine(engine, 'd01 in sync', () => follower.rooms().get('fleet-a/d01')?.state === 'connected')
+    await until('the rejoin of fleet-a/d02 scheduled', () => relayTimers.delays().length > 0, (notify) => relayTimers.subscribe(notify))
+    // Held: nothing merged while d02 has not synced and the bound has not run out.
+    expect(follower.refill()).toMatchObject({ state: 'waiting', rooms: 2, synced: 1 })
+    expect(counted(engine)).toBe(0)
+    expect(refillTimers.delays()).toEqual([4_000])
+    clock += 1_234
+    refillTimers.runAll()
+    expect(follower.refill()).toEqual({ state: 'timedOut', rooms: 2, synced: 1, missing: ['fleet-a/d02'], tookMs: 1_234 })
+    expect(counted(engine)).toBe(3)
+    expect(follower.rooms().get('fleet-a/d02')).toMatchObject({ state: 'connecting', refusal: null })
+    follower.destroy()
+    dashboard.relay.destroy()
+    devices.relay.destroy()
+  })
 
   it('shows a directory the token may not read as the refusal, and closes with the engine', async () => {
     const dashboard = relayClient(server.url, await signToken({ sub: 'wall', role: 'dashboard', rooms: ['fleet-a/d01'] }))

@@ -83,6 +83,8 @@ export interface TestRelay {
   hold: (room: string) => Promise<void> | null
   /** Writes `rooms` into the directory room as the relay would: room name → [firstSeenMs]. */
   list(directory: string, rooms: readonly string[]): Promise<void>
+  /** Removes `rooms` from the directory room, as the relay does when it forgets them. */
+  unlist(directory: string, rooms: readonly string[]): Promise<void>
   /** A room's current server-side content, as an update. */
   content(room: string): Promise<Uint8Array>
   /** Closes every connection of `room` (not a refusal: as when the relay unloads it); sockets stay open. */
@@ -133,6 +135,13 @@ export async function startTestRelay(): Promise<TestRelay> {
       await connection.transact((doc) => {
         const map = doc.getMap('rooms')
         for (const room of rooms) if (!map.has(room)) map.set(room, [Date.now()])
+      })
+      await connection.disconnect()
+    },
+    async unlist(directory, rooms) {
+      const connection = await requireRunning().hocuspocus.openDirectConnection(directory)
+      await connection.transact((doc) => {
+        for (const room of rooms) doc.getMap('rooms').delete(room)
       })
       await connection.disconnect()
     },
