@@ -137,6 +137,32 @@ describe('relay client: the relay limits', () => {
     relay.destroy()
   })
 
+  it('after a rate refusal, starts the room\'s pace from an empty bucket: its next update waits for a token', async () => {
+    const token = await signToken({ sub: 'fleet', role: 'device', rooms: ['fleet-a/*'] })
+    const timers = new FakeTimers()
+    let clock = 0
+    const { relay, errors } = relayClient(testRelay().url, token, { updatesPerSecond: 10, jitter: { random: seededRandom(6), setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout, now: () => clock } })
+    const { engine, doc } = device(relay, 'fleet-a/d01', 'd01')
+    await untilStatus(doc, 'in sync', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    let refusals = 1
+    testRelay().refuse = () => (refusals-- > 0 ? 'rate-limited' : null)
+    engine.ingest(readings('d01', 1))
+    await untilStatus(doc, 'closed by the relay', (s) => s.state !== 'connected')
+    timers.runAll()
+    await untilStatus(doc, 'in sync again', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    const before = updatesTo('fleet-a/d01')
+    // 19 of the burst of 20 were left before the refusal: with them the update would go at once.
+    engine.ingest(readings('d01', 1, 2))
+    await yieldTask()
+    expect([timers.delays(), statusOf(doc).pendingLocalUpdates, updatesTo('fleet-a/d01') - before]).toEqual([[100], 1, 0])
+    clock += 100
+    timers.runAll()
+    await untilStatus(doc, 'the update acknowledged', (s) => s.pendingLocalUpdates === 0)
+    expect(updatesTo('fleet-a/d01') - before).toBe(1)
+    expect(errors).toHaveLength(1)
+    relay.destroy()
+  })
+
   it('opens no more rooms at once than a long token leaves room for in the relay\'s unauthenticated budget', async () => {
     // A 26.8 kB token: 512 KiB / (600 + 26.8 kB) = 19 rooms opening at once, whatever maxPendingRooms says.
     const token = await signToken({ sub: 'x'.repeat(20_000), role: 'device', rooms: ['fleet-a/*'] })
