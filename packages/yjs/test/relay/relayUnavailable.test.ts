@@ -105,6 +105,35 @@ describe('relay client: rooms the relay cannot open now', () => {
     relay.destroy()
   })
 
+  it('waits longer after each denial of a room, and the shortest window again once it was in sync', async () => {
+    const token = await signToken({ sub: 'd01', role: 'device', rooms: ['fleet-a/d01'] })
+    const timers = new FakeTimers()
+    const log = errorLog()
+    // The top of each window: baseMs 100 gives 99, 199, 399, ... (the window of the room's attempt n less 1).
+    const { relay } = relayClient(testRelay().url, token, { onError: log.onError, jitter: { baseMs: 100, random: () => 0.999, setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout } })
+    testRelay().failLoad = () => STORE_DOWN
+    const { doc } = device(relay, 'fleet-a/d01', 'd01')
+    const waits: number[] = []
+    for (let denial = 1; denial <= 3; denial++) {
+      await log.untilCount(denial)
+      await untilTimer(timers, `the wait after denial ${denial}`)
+      waits.push(...timers.delays())
+      timers.runAll()
+      // Its new socket, at once.
+      await untilTimer(timers, `the new socket after denial ${denial}`)
+      expect(timers.delays()).toEqual([0])
+      if (denial === 3) testRelay().failLoad = () => null
+      timers.runAll()
+    }
+    expect(waits).toEqual([99, 199, 399])
+    await untilStatus(doc, 'in sync', (s) => s.state === 'connected' && s.refusal === null)
+    // The relay unloads the room (a Close, no refusal): it joins again after the shortest window.
+    testRelay().closeRoom('fleet-a/d01')
+    await untilTimer(timers, 'the rejoin')
+    expect(timers.delays()).toEqual([99])
+    relay.destroy()
+  })
+
   it('follows a fleet again after a relay restart whose store was down for the directory and a room', async () => {
     const devices = relayClient(testRelay().url, await signToken({ sub: 'devices', role: 'device', rooms: ['fleet-a/*'] }))
     const d01 = device(devices.relay, 'fleet-a/d01', 'd01')
