@@ -8,6 +8,7 @@ import { seededRandom } from '@tidemark/seeded-random'
 import { describe, expect, it } from 'vitest'
 import * as Y from 'yjs'
 import { bindDoc } from '../../src/binding/bindDoc.ts'
+import { MESSAGE_CLOSE, MESSAGE_STATELESS, relayMessage, writeString } from '../../src/relay/relayProtocol.ts'
 import { device, FakeTimers, fleetEngine, readings, relayClient, statusOf, until, untilEngine, untilStatus } from './harness.ts'
 import { signToken, testRelayPerTest } from './testRelay.ts'
 
@@ -139,6 +140,27 @@ describe('relay client: refusals', () => {
     relay.join(fresh, 'fleet-a/d03')
     await untilEngine(engine, 'the fresh doc in sync', () => engine.syncStatus().state === 'connected' && engine.syncStatus().pendingLocalUpdates === 0)
     expect(engine.syncStatus().refusal).toBeNull()
+    expect(errors).toEqual([])
+    relay.destroy()
+  })
+
+  it('ends a room on either of the relay\'s refusals alone: its stateless refusal, or a Close whose reason starts with tidemark:refused', async () => {
+    const token = await signToken({ sub: 'fleet', role: 'device', rooms: ['fleet-a/*'] })
+    const timers = new FakeTimers()
+    const { relay, errors } = relayClient(testRelay().url, token, { jitter: { random: seededRandom(12), setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout } })
+    const byStateless = device(relay, 'fleet-a/d01', 'd01')
+    const byClose = device(relay, 'fleet-a/d02', 'd02')
+    const kept = device(relay, 'fleet-a/d03', 'd03')
+    for (const { doc } of [byStateless, byClose, kept]) await untilStatus(doc, 'in sync', (s) => s.state === 'connected')
+    testRelay().sendRaw(relayMessage('fleet-a/d01', MESSAGE_STATELESS, (encoder) => writeString(encoder, JSON.stringify({ tidemark: 'refused', reason: 'foreign-source s9' }))))
+    testRelay().sendRaw(relayMessage('fleet-a/d02', MESSAGE_CLOSE, (encoder) => writeString(encoder, 'tidemark:refused malformed-message unknown message type 100')))
+    await untilStatus(byStateless.doc, 'the stateless refusal', (s) => s.refusal !== null)
+    await untilStatus(byClose.doc, 'the Close refusal', (s) => s.refusal !== null)
+    expect(statusOf(byStateless.doc)).toMatchObject({ state: 'offline', refusal: 'tidemark:refused foreign-source s9' })
+    expect(statusOf(byClose.doc)).toMatchObject({ state: 'offline', refusal: 'tidemark:refused malformed-message unknown message type 100' })
+    expect(statusOf(kept.doc)).toMatchObject({ state: 'connected', refusal: null })
+    // Never retried: no rejoin scheduled.
+    expect(timers.delays()).toEqual([])
     expect(errors).toEqual([])
     relay.destroy()
   })

@@ -168,6 +168,63 @@ describe('relay client: sync', () => {
     second.relay.destroy()
   })
 
+  it('sends a room\'s token and nothing else until the relay authenticated it: a denied room leaves only its Auth on the relay', async () => {
+    const token = await signToken({ sub: 'd01', role: 'device', rooms: ['fleet-a/d01'] })
+    const { relay, errors } = relayClient(server.url, token)
+    // Both docs hold this client's writes before they join: pending, but not sent before the Auth is answered.
+    const allowed = device(relay, 'fleet-a/d01', 'd01')
+    const denied = device(relay, 'fleet-a/d02', 'd02')
+    allowed.engine.ingest(readings('d01', 2))
+    denied.engine.ingest(readings('d02', 2))
+    await untilStatus(denied.doc, 'the refusal', (s) => s.refusal !== null)
+    await untilStatus(allowed.doc, 'in sync', (s) => s.state === 'connected' && s.pendingLocalUpdates === 0)
+    const sent = (room: string) => server.received.filter((m) => m.room === room).map((m) => (m.token !== null ? 'auth' : `${m.type}/${m.step}`))
+    expect(sent('fleet-a/d02')).toEqual(['auth'])
+    expect(sent('fleet-a/d01').slice(0, 2)).toEqual(['auth', '0/0'])
+    expect(errors).toEqual([])
+    relay.destroy()
+  })
+
+  it('sends what another provider applied to the doc, but not on a read-only connection', async () => {
+    const deviceToken = await signToken({ sub: 'd01', role: 'device', rooms: ['fleet-a/*'] })
+    const wallToken = await signToken({ sub: 'wall', role: 'dashboard', rooms: ['fleet-a/*'] })
+    const writer = relayClient(server.url, deviceToken)
+    const reader = relayClient(server.url, wallToken)
+    const written = new Y.Doc()
+    const watched = new Y.Doc()
+    writer.relay.join(written, 'fleet-a/d01')
+    reader.relay.join(watched, 'fleet-a/d01')
+    await untilStatus(written, 'the writer in sync', (s) => s.state === 'connected')
+    await untilStatus(watched, 'the reader in sync', (s) => s.state === 'connected')
+    // A tab's provider or a persistence provider applies a remote update (not a local transaction).
+    const elsewhere = (text: string): Uint8Array => {
+      const other = new Y.Doc()
+      other.getMap('tab').set('note', text)
+      return Y.encodeStateAsUpdate(other)
+    }
+    Y.applyUpdate(written, elsewhere('from a tab'), 'a tab provider')
+    const note = (): unknown => watched.getMap('tab').get('note')
+    await until('the tab update at the reader', () => note() === 'from a tab', (notify) => {
+      watched.on('update', notify)
+      return () => watched.off('update', notify)
+    })
+    // On the read-only connection: not forwarded (the relay would refuse it), so the room stays in sync.
+    const before = server.received.filter((m) => m.socket === socketOfToken(wallToken) && m.type === 0 && m.step !== 0).length
+    Y.applyUpdate(watched, elsewhere('from the wall'), 'a tab provider')
+    // A later message on the same socket: an update forwarded in this task would have gone before it.
+    reader.relay.join(new Y.Doc(), 'fleet-a/d02')
+    await until('a later message of the reader', () => server.received.some((m) => m.room === 'fleet-a/d02'), (notify) => {
+      server.events.on('message', notify)
+      return () => server.events.off('message', notify)
+    })
+    expect(server.received.filter((m) => m.socket === socketOfToken(wallToken) && m.type === 0 && m.step !== 0).length).toBe(before)
+    expect(statusOf(watched)).toMatchObject({ state: 'connected', refusal: null })
+    expect(writer.errors).toEqual([])
+    expect(reader.errors).toEqual([])
+    writer.relay.destroy()
+    reader.relay.destroy()
+  })
+
   it('counts the peers present in a room through awareness, and forgets them when they leave', async () => {
     const token = await signToken({ sub: 'fleet', role: 'device', rooms: ['fleet-a/*'] })
     const a = relayClient(server.url, token)
@@ -235,4 +292,11 @@ describe('relay client: sync', () => {
 function on(doc: Y.Doc, notify: () => void): () => void {
   doc.on('update', notify)
   return () => doc.off('update', notify)
+}
+
+/** The socket on which `token` authenticated. */
+function socketOfToken(token: string): number {
+  const auth = server.received.find((m) => m.token === token)
+  if (auth === undefined) throw new Error('that token never authenticated')
+  return auth.socket
 }
