@@ -59,11 +59,12 @@ describe('relay client: reconnects', () => {
     rounds.forEach((delays, attempt) => {
       const window = jitterWindow(attempt, BASE_MS, CAP_MS)
       expect(Math.max(...delays)).toBeLessThan(window)
-      // Spread, not lockstep: many distinct delays, their mean near the middle of the window.
-      expect(new Set(delays).size).toBeGreaterThan(CLIENTS * 0.8)
+      // Spread, not lockstep: a distinct delay per client, their mean near the middle of the window
+      // (the README quotes these seeded figures: 24 distinct values, means at 0.48–0.56).
+      expect(new Set(delays).size).toBe(CLIENTS)
       const mean = delays.reduce((a, b) => a + b, 0) / delays.length
-      expect(mean / window).toBeGreaterThan(0.3)
-      expect(mean / window).toBeLessThan(0.7)
+      expect(mean / window).toBeGreaterThanOrEqual(0.48)
+      expect(mean / window).toBeLessThanOrEqual(0.56)
     })
 
     await server.start()
