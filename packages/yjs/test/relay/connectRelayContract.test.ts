@@ -1,17 +1,21 @@
 /**
  * Sentences of the README's `connectRelay` section that no other relay test pins: the first
- * connect's spread, the reconnect window's cap and its reset once a room is in sync, no socket
- * for a client with no room to sync, how often the token function is read, and a denial for the
- * subject's room limit (refused, never retried, the doc not tainted). Fake sockets where the
+ * connect's spread, the reconnect window's cap and its reset once a room is in sync, when the
+ * next wave of rooms starts, which socket closes are reported, no socket for a client with no
+ * room to sync, how often the token function is read, and a denial for the subject's room limit
+ * (refused, never retried, the doc not tainted). Fake sockets where the
  * relay's answers do not matter, the test relay where they do; fake timers throughout.
  */
 import { EventEmitter } from 'node:events'
 import { seededRandom } from '@tidemark/seeded-random'
 import { describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
+import * as decoding from 'lib0/decoding'
+import * as encoding from 'lib0/encoding'
 import * as Y from 'yjs'
 import { connectRelay } from '../../src/relay/connectRelay.ts'
 import type { RelaySocket } from '../../src/relay/connectRelayOptions.ts'
+import { AUTH_AUTHENTICATED, MESSAGE_AUTH, relayMessage, SYNC_STEP_2, syncMessage, writeString } from '../../src/relay/relayProtocol.ts'
 import { refusalOf } from '../../src/relay/roomRefusals.ts'
 import { jitterWindow } from '../../src/transport/reconnectJitter.ts'
 import { device, FakeTimers, relayClient, statusOf, until, untilStatus } from './harness.ts'
@@ -30,16 +34,40 @@ class FakeSocket implements RelaySocket {
     this.url = url
     FakeSocket.made.push(this)
   }
-  send(): void {}
+  /** The rooms whose Auth went out on this socket, in order. */
+  readonly auths: string[] = []
+  send(data: Uint8Array): void {
+    const decoder = decoding.createDecoder(data)
+    const room = decoding.readVarString(decoder)
+    if (decoding.readVarUint(decoder) === MESSAGE_AUTH) this.auths.push(room)
+  }
   close(): void {}
   addEventListener(type: string, listener: (event: unknown) => void): void {
     this.#listeners.set(type, [...(this.#listeners.get(type) ?? []), listener])
   }
-  /** The connection failed or dropped (no relay answered). */
-  drop(): void {
-    for (const listener of this.#listeners.get('close') ?? []) listener({ code: 1006, reason: '' })
+  #emit(type: string, event: unknown): void {
+    for (const listener of this.#listeners.get(type) ?? []) listener(event)
+  }
+  /** The connection failed or dropped (no relay answered), or the relay closed it with `code`. */
+  drop(code = 1006, reason = ''): void {
+    this.#emit('close', { code, reason })
+  }
+  /** The relay accepted the socket. */
+  open(): void {
+    this.#emit('open', {})
+  }
+  /** The relay authenticated `room` and sent its step 2: the room is in sync. */
+  sync(room: string): void {
+    const authenticated = relayMessage(room, MESSAGE_AUTH, (encoder) => {
+      encoding.writeVarUint(encoder, AUTH_AUTHENTICATED)
+      writeString(encoder, 'read-write')
+    })
+    for (const message of [authenticated, syncMessage(room, SYNC_STEP_2, Y.encodeStateAsUpdate(new Y.Doc()))]) this.#emit('message', { data: message.buffer })
   }
 }
+
+/** Lets the token read and the Auths that follow it run (promise callbacks only, no time passes). */
+const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
 
 /** A client on fake sockets and fake timers, its errors collected. */
 function fakeClient(jitter: { baseMs?: number; capMs?: number; initialMs?: number; random?: () => number } = {}) {
@@ -49,6 +77,7 @@ function fakeClient(jitter: { baseMs?: number; capMs?: number; initialMs?: numbe
   const relay = connectRelay({
     url: 'ws://127.0.0.1:1',
     token: 't',
+    maxPendingRooms: 4,
     WebSocket: FakeSocket,
     silenceMs: Number.POSITIVE_INFINITY,
     onError: (error) => errors.push(error),
@@ -84,6 +113,38 @@ describe('connectRelay: the README contract', () => {
     expect(delays).toEqual([99, 199, 349, 349, 349])
     expect(delays).toEqual([0, 1, 2, 3, 4].map((n) => Math.floor(0.999 * jitterWindow(n, 100, 350))))
     expect(FakeSocket.made.length).toBe(6)
+    relay.destroy()
+  })
+
+  it('starts the next wave of rooms once at most half of maxPendingRooms are still opening', async () => {
+    const { relay } = fakeClient()
+    const docs = Array.from({ length: 8 }, (_, i) => relay.join(new Y.Doc(), `fleet-a/d0${i + 1}`).doc)
+    const socket = FakeSocket.made[0] as FakeSocket
+    socket.open()
+    await settle()
+    expect(socket.auths).toEqual(['fleet-a/d01', 'fleet-a/d02', 'fleet-a/d03', 'fleet-a/d04'])
+    socket.sync('fleet-a/d01')
+    await settle()
+    // 3 of 4 still opening: more than half, no new wave.
+    expect(socket.auths).toHaveLength(4)
+    socket.sync('fleet-a/d02')
+    await settle()
+    // 2 of 4: the next wave fills the bound again.
+    expect(socket.auths.slice(4)).toEqual(['fleet-a/d05', 'fleet-a/d06'])
+    expect(docs.map((doc) => statusOf(doc).state)).toEqual(['connected', 'connected', ...docs.slice(2).map(() => 'connecting')])
+    relay.destroy()
+  })
+
+  it('reports a close code other than a plain close with its code and reason, and a plain close not at all', () => {
+    const { relay, timers, errors } = fakeClient({ random: () => 0 })
+    relay.join(new Y.Doc(), 'fleet-a/d01')
+    for (const code of [1000, 1001, 1005, 1006]) {
+      FakeSocket.made.at(-1)?.drop(code)
+      timers.runAll()
+    }
+    expect(errors).toEqual([])
+    FakeSocket.made.at(-1)?.drop(4413, 'tidemark:unauthenticated-limit')
+    expect(errors.map((error) => error.message)).toEqual(['relay ws://127.0.0.1:1: the relay closed the socket: 4413 tidemark:unauthenticated-limit'])
     relay.destroy()
   })
 
