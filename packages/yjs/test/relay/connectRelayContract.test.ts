@@ -1,14 +1,14 @@
 /**
  * Sentences of the README's `connectRelay` section that no other relay test pins: the first
  * connect's spread, the reconnect window's cap and its reset once a room is in sync, when the
- * next wave of rooms starts, which socket closes are reported, no socket for a client with no
- * room to sync, how often the token function is read, and a denial for the subject's room limit
+ * next wave of rooms starts, which socket closes are reported, what destroy() does, the default
+ * onError, no socket for a client with no room to sync, how often the token function is read, and a denial for the subject's room limit
  * (refused, never retried, the doc not tainted). Fake sockets where the
  * relay's answers do not matter, the test relay where they do; fake timers throughout.
  */
 import { EventEmitter } from 'node:events'
 import { seededRandom } from '@tidemark/seeded-random'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import WebSocket from 'ws'
 import * as decoding from 'lib0/decoding'
 import * as encoding from 'lib0/encoding'
@@ -41,7 +41,11 @@ class FakeSocket implements RelaySocket {
     const room = decoding.readVarString(decoder)
     if (decoding.readVarUint(decoder) === MESSAGE_AUTH) this.auths.push(room)
   }
-  close(): void {}
+  /** The codes this socket was closed with by the client. */
+  readonly closedWith: (number | undefined)[] = []
+  close(code?: number): void {
+    this.closedWith.push(code)
+  }
   addEventListener(type: string, listener: (event: unknown) => void): void {
     this.#listeners.set(type, [...(this.#listeners.get(type) ?? []), listener])
   }
@@ -146,6 +150,37 @@ describe('connectRelay: the README contract', () => {
     FakeSocket.made.at(-1)?.drop(4413, 'tidemark:unauthenticated-limit')
     expect(errors.map((error) => error.message)).toEqual(['relay ws://127.0.0.1:1: the relay closed the socket: 4413 tidemark:unauthenticated-limit'])
     relay.destroy()
+  })
+
+  it('destroy() leaves every room and closes the socket, and reconnects no more', () => {
+    const { relay, timers } = fakeClient()
+    const docs = [new Y.Doc(), new Y.Doc()]
+    relay.join(docs[0] as Y.Doc, 'fleet-a/d01')
+    relay.join(docs[1] as Y.Doc, 'fleet-a/d02')
+    const socket = FakeSocket.made[0] as FakeSocket
+    socket.open()
+    expect(docs.map((doc) => statusOf(doc).state)).toEqual(['connecting', 'connecting'])
+    relay.destroy()
+    expect(socket.closedWith).toEqual([1000])
+    // No provider carries the docs any more.
+    expect(docs.map((doc) => statusOf(doc).state)).toEqual(['local', 'local'])
+    socket.drop()
+    expect([FakeSocket.made.length, timers.delays()]).toEqual([1, []])
+  })
+
+  it('reports through console.error without onError', () => {
+    const logged: unknown[] = []
+    const spy = vi.spyOn(console, 'error').mockImplementation((error: unknown) => logged.push(error))
+    try {
+      FakeSocket.made = []
+      const relay = connectRelay({ url: 'ws://127.0.0.1:1', token: 't', WebSocket: FakeSocket, jitter: { random: () => 0, setTimeout: () => 0, clearTimeout: () => {} } })
+      relay.join(new Y.Doc(), 'fleet-a/d01')
+      FakeSocket.made[0]?.drop(4413, 'tidemark:unauthenticated-limit')
+      relay.destroy()
+    } finally {
+      spy.mockRestore()
+    }
+    expect(logged.map((error) => (error as Error).message)).toEqual(['relay ws://127.0.0.1:1: the relay closed the socket: 4413 tidemark:unauthenticated-limit'])
   })
 
   it('opens no new socket while no room is joined, and connects again on the next join', () => {
