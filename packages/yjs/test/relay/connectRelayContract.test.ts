@@ -2,9 +2,10 @@
  * Sentences of the README's `connectRelay` section that no other relay test pins: the first
  * connect's spread, the reconnect window's cap and its reset once a room is in sync, when the
  * next wave of rooms starts, which socket closes are reported, what destroy() does, the default
- * onError, no socket for a client with no room to sync, how often the token function is read, and a denial for the subject's room limit
- * (refused, never retried, the doc not tainted). Fake sockets where the
- * relay's answers do not matter, the test relay where they do; fake timers throughout.
+ * onError, no socket for a client with no room to sync, how often the token function is read,
+ * and a denial for the subject's room limit (refused, never retried, the doc not tainted). Fake
+ * sockets where the relay's answers do not matter, the test relay where they do; fake timers
+ * throughout.
  */
 import { EventEmitter } from 'node:events'
 import { seededRandom } from '@tidemark/seeded-random'
