@@ -172,6 +172,9 @@ describe('followRooms', () => {
     // Held: nothing merged while d02 has not synced and the bound has not run out.
     expect(follower.refill()).toMatchObject({ state: 'waiting', rooms: 2, synced: 1 })
     expect(counted(engine)).toBe(0)
+    // The rooms' sync status reaches the engine meanwhile: d01 and the directory connected, d02 still connecting.
+    expect(engine.syncStatus()).toMatchObject({ state: 'connecting', refusal: null })
+    expect(engine.syncStatus().lastSync).not.toBeNull()
     expect(refillTimers.delays()).toEqual([4_000])
     clock += 1_234
     refillTimers.runAll()
