@@ -1,11 +1,11 @@
 /**
- * Sentences of the README's `connectRelay` section that no other relay test pins: the first
- * connect's spread, the reconnect window's cap and its reset once a room is in sync, when the
- * next wave of rooms starts, which socket closes are reported, what destroy() does, the default
- * onError, no socket for a client with no room to sync, how often the token function is read,
- * and a denial for the subject's room limit (refused, never retried, the doc not tainted). Fake
- * sockets where the relay's answers do not matter, the test relay where they do; fake timers
- * throughout.
+ * Sentences of the README's `connectRelay` section that no other relay test pins: the defaults,
+ * the first connect's spread, the reconnect window's cap and its reset once a room is in sync,
+ * when the next wave of rooms starts, which socket closes are reported, what destroy() does, the
+ * default onError, no socket for a client with no room to sync, how often the token function is
+ * read, and a denial for the subject's room limit (refused, never retried, the doc not tainted).
+ * Fake sockets where the relay's answers do not matter, the test relay where they do; fake
+ * timers throughout.
  */
 import { EventEmitter } from 'node:events'
 import { seededRandom } from '@tidemark/seeded-random'
@@ -151,6 +151,38 @@ describe('connectRelay: the README contract', () => {
     FakeSocket.made.at(-1)?.drop(4413, 'tidemark:unauthenticated-limit')
     expect(errors.map((error) => error.message)).toEqual(['relay ws://127.0.0.1:1: the relay closed the socket: 4413 tidemark:unauthenticated-limit'])
     relay.destroy()
+  })
+
+  it('has the defaults of the README\'s table: jitter 500 ms doubling to 10 s, tokenTimeoutMs 10 s, silenceMs 30 s (checked every 15 s), maxPendingRooms 256', async () => {
+    FakeSocket.made = []
+    const timers = new FakeTimers()
+    const jitter = { random: () => 0.999, setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout }
+    const reconnecting = connectRelay({ url: 'ws://127.0.0.1:1', token: 't', WebSocket: FakeSocket, onError: () => {}, jitter })
+    reconnecting.join(new Y.Doc(), 'fleet-a/d01')
+    const delays: number[] = []
+    for (let attempt = 0; attempt < 7; attempt++) {
+      FakeSocket.made.at(-1)?.drop()
+      delays.push(...timers.delays())
+      timers.runAll()
+    }
+    expect(delays).toEqual([499, 999, 1998, 3996, 7992, 9990, 9990])
+    reconnecting.destroy()
+
+    // A token read that never answers, on a socket that opened: the silence check and the read's bound wait.
+    FakeSocket.made = []
+    const waiting = connectRelay({ url: 'ws://127.0.0.1:1', token: () => new Promise<string>(() => {}), WebSocket: FakeSocket, onError: () => {}, jitter })
+    waiting.join(new Y.Doc(), 'fleet-a/d01')
+    FakeSocket.made[0]?.open()
+    expect(timers.delays().sort((a, b) => a - b)).toEqual([10_000, 15_000])
+    waiting.destroy()
+
+    FakeSocket.made = []
+    const many = connectRelay({ url: 'ws://127.0.0.1:1', token: 't', WebSocket: FakeSocket, onError: () => {}, jitter })
+    for (let i = 0; i < 300; i++) many.join(new Y.Doc(), `fleet-a/d${i}`)
+    FakeSocket.made[0]?.open()
+    await settle()
+    expect(FakeSocket.made[0]?.auths).toHaveLength(256)
+    many.destroy()
   })
 
   it('destroy() leaves every room and closes the socket, and reconnects no more', () => {
