@@ -16,7 +16,7 @@ import * as encoding from 'lib0/encoding'
 import * as Y from 'yjs'
 import { connectRelay } from '../../src/relay/connectRelay.ts'
 import type { RelaySocket } from '../../src/relay/connectRelayOptions.ts'
-import { AUTH_AUTHENTICATED, MESSAGE_AUTH, relayMessage, SYNC_STEP_2, syncMessage, writeString } from '../../src/relay/relayProtocol.ts'
+import { AUTH_AUTHENTICATED, MESSAGE_AUTH, MESSAGE_PART, MESSAGE_SYNC, relayMessage, SYNC_STEP_1, SYNC_STEP_2, syncMessage, writeString } from '../../src/relay/relayProtocol.ts'
 import { refusalOf } from '../../src/relay/roomRefusals.ts'
 import { jitterWindow } from '../../src/transport/reconnectJitter.ts'
 import { device, FakeTimers, relayClient, statusOf, until, untilStatus } from './harness.ts'
@@ -37,10 +37,14 @@ class FakeSocket implements RelaySocket {
   }
   /** The rooms whose Auth went out on this socket, in order. */
   readonly auths: string[] = []
+  /** Every message sent on this socket: its room, type and length. */
+  readonly sent: { room: string; type: number; bytes: number }[] = []
   send(data: Uint8Array): void {
     const decoder = decoding.createDecoder(data)
     const room = decoding.readVarString(decoder)
-    if (decoding.readVarUint(decoder) === MESSAGE_AUTH) this.auths.push(room)
+    const type = decoding.readVarUint(decoder)
+    this.sent.push({ room, type, bytes: data.byteLength })
+    if (type === MESSAGE_AUTH) this.auths.push(room)
   }
   /** The codes this socket was closed with by the client. */
   readonly closedWith: (number | undefined)[] = []
@@ -69,6 +73,26 @@ class FakeSocket implements RelaySocket {
     })
     for (const message of [authenticated, syncMessage(room, SYNC_STEP_2, Y.encodeStateAsUpdate(new Y.Doc()))]) this.#emit('message', { data: message.buffer })
   }
+  /** The relay's step 1 for `room` (an empty state vector): once in sync, the room answers it and sends updates as they are made. */
+  askState(room: string): void {
+    this.#emit('message', { data: syncMessage(room, SYNC_STEP_1, Y.encodeStateVector(new Y.Doc())).buffer })
+  }
+}
+
+/** A room `fleet-a/d01` of a client with the default options (fake socket and clock), in sync and answered: its updates go as they are made. */
+async function syncedRoom() {
+  FakeSocket.made = []
+  const timers = new FakeTimers()
+  const jitter = { random: () => 0.5, setTimeout: timers.setTimeout, clearTimeout: timers.clearTimeout, now: () => 0 }
+  const relay = connectRelay({ url: 'ws://127.0.0.1:1', token: 't', WebSocket: FakeSocket, onError: () => {}, silenceMs: Number.POSITIVE_INFINITY, jitter })
+  const doc = new Y.Doc()
+  relay.join(doc, 'fleet-a/d01')
+  const socket = FakeSocket.made[0] as FakeSocket
+  socket.open()
+  await settle()
+  socket.sync('fleet-a/d01')
+  socket.askState('fleet-a/d01')
+  return { relay, doc, socket, timers }
 }
 
 /** Lets the token read and the Auths that follow it run (promise callbacks only, no time passes). */
@@ -183,6 +207,31 @@ describe('connectRelay: the README contract', () => {
     await settle()
     expect(FakeSocket.made[0]?.auths).toHaveLength(256)
     many.destroy()
+  })
+
+  it('has the defaults of the README\'s table: updatesPerSecond 50 (a burst of 100), maxMessageBytes 1 MiB', async () => {
+    const { relay, doc, socket, timers } = await syncedRoom()
+    const updates = () => socket.sent.filter((m) => m.type === MESSAGE_SYNC).length - 2 // less the room's step 1 and step 2
+    // 150 updates in 150 tasks: the burst of 100 goes, the rest waits 1/50 s for a token.
+    for (let i = 0; i < 150; i++) {
+      doc.getMap('m').set('n', i)
+      await settle()
+    }
+    expect([updates(), timers.delays()]).toEqual([100, [20]])
+    relay.destroy()
+
+    // An update just under 1 MiB goes whole; one over it goes in parts, each within 1 MiB.
+    const large = await syncedRoom()
+    large.doc.getMap('m').set('under', 'x'.repeat(1_040_000))
+    await settle()
+    large.doc.getMap('m').set('over', 'x'.repeat(1_100_000))
+    await settle()
+    // After its Auth, step 1 and step 2.
+    const sent = large.socket.sent.slice(3).map((m) => [m.type, m.bytes <= 1 << 20] as const)
+    expect(sent[0]).toEqual([MESSAGE_SYNC, true])
+    expect(sent.slice(1).length).toBeGreaterThan(1)
+    expect(sent.slice(1).every(([type, within]) => type === MESSAGE_PART && within)).toBe(true)
+    large.relay.destroy()
   })
 
   it('destroy() leaves every room and closes the socket, and reconnects no more', () => {
