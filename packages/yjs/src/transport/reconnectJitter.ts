@@ -25,7 +25,7 @@ export interface ReconnectJitterOptions {
   readonly setTimeout?: (callback: () => void, ms: number) => unknown
   /** Cancels what it scheduled (default the global `clearTimeout`). */
   readonly clearTimeout?: (handle: unknown) => void
-  /** The clock in ms that `connectRelay` paces update messages by (default `Date.now`); inject a fake one in tests. */
+  /** The clock in ms that `connectRelay` paces update messages by, and counts the 10 minutes after which a halved `maxPendingRooms` doubles again by (default `Date.now`); inject a fake one in tests. */
   readonly now?: () => number
 }
 
