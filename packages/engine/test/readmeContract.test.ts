@@ -1,0 +1,114 @@
+/**
+ * What the engine's README promises and no topical test pins: the defaults of its options table,
+ * the window spec rules, `windowStart` for cumulating specs, and the engine after `close()`.
+ */
+import { describe, expect, it } from 'vitest'
+import { createEngine, cumulating, manual, session, sliding, tumbling, windowStart } from '../src/index.ts'
+import { reading } from '../src/testing/index.ts'
+
+describe('options defaults (README, Options)', () => {
+  it('retention defaults to 60000: a final window stays in results() for 60 s of event time, then leaves', () => {
+    const engine = createEngine({ windows: tumbling(10), watermark: manual(), now: () => 0 })
+    engine.ingest([reading('d1', 1, 5, 1)])
+    engine.advanceWatermark(10)
+    expect(engine.results()).toMatchObject([{ start: 0, status: 'on_time', final: true }])
+    engine.advanceWatermark(10 + 60_000 - 1)
+    expect(engine.results()).toHaveLength(1)
+    engine.advanceWatermark(10 + 60_000)
+    expect(engine.results()).toEqual([])
+  })
+
+  it('allowedLateness defaults to 0: a window is final when it fires, and a later event for it is beyond lateness', () => {
+    const engine = createEngine({ windows: tumbling(10), watermark: manual(), now: () => 0 })
+    engine.ingest([reading('d1', 1, 5, 1)])
+    engine.advanceWatermark(10)
+    expect(engine.results()).toMatchObject([{ status: 'on_time', final: true }])
+    expect(engine.ingest([reading('d1', 2, 6, 1)])).toMatchObject({ accepted: 0, beyondLateness: 1 })
+  })
+
+  it('watermark defaults to boundedOutOfOrderness(0): W is the newest ts of the slowest source', () => {
+    const engine = createEngine({ windows: tumbling(10), now: () => 0 })
+    engine.ingest([reading('d1', 1, 25, 1), reading('d2', 1, 17, 1)])
+    expect(engine.watermark()).toBe(17)
+  })
+
+  it('idleTimeout defaults to Infinity: a silent source never turns idle and holds W', () => {
+    let now = 0
+    const engine = createEngine({ windows: tumbling(10), now: () => now })
+    engine.ingest([reading('d1', 1, 25, 1), reading('d2', 1, 17, 1)])
+    expect(engine.nextTickAt()).toBe(Number.POSITIVE_INFINITY)
+    now = 1e12
+    engine.ingest([reading('d1', 2, 90, 1)])
+    engine.tick()
+    expect(engine.watermark()).toBe(17)
+    expect(engine.stats().idleSources).toBe(0)
+  })
+
+  it('replicaId defaults to a random UUID, another per engine', () => {
+    const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+    const [a, b] = [createEngine({ windows: tumbling(10) }), createEngine({ windows: tumbling(10) })]
+    expect(a.replica.replicaId).toMatch(uuid)
+    expect(b.replica.replicaId).toMatch(uuid)
+    expect(a.replica.replicaId).not.toBe(b.replica.replicaId)
+    expect(() => createEngine({ windows: tumbling(10), replicaId: '' })).toThrow(/replicaId/)
+    expect(createEngine({ windows: tumbling(10), replicaId: 'r'.repeat(128) }).replica.replicaId).toBe('r'.repeat(128))
+  })
+})
+
+describe('window specs (README, Options: windows)', () => {
+  it('sliding: size a multiple of slide, at most 1,000 slides per window', () => {
+    expect(() => sliding(100, 30)).toThrow('sliding size 100 must be a multiple of slide 30')
+    expect(() => sliding(10_010, 10)).toThrow('sliding size/slide must be at most 1000, got 1001')
+    expect(sliding(10_000, 10).id).toBe('sliding:10000:10')
+  })
+
+  it('sizes, slides, steps and gaps are positive integers of ms', () => {
+    for (const make of [() => tumbling(0), () => tumbling(1.5), () => sliding(10, 0), () => sliding(-10, 5), () => cumulating(10, 2.5), () => session(0), () => session(Number.NaN)]) {
+      expect(make).toThrow(/must be a positive integer of ms/)
+    }
+  })
+
+  it('windowStart gives a cumulating spec its period start, epoch-aligned', () => {
+    const day = cumulating(86_400_000, 3_600_000)
+    expect(windowStart(day, Date.parse('2026-01-01T10:15:42Z'))).toBe(Date.parse('2026-01-01T00:00:00Z'))
+    expect(windowStart(cumulating(100, 10), 250)).toBe(200)
+    expect(windowStart(cumulating(100, 10), -1)).toBe(-100)
+  })
+})
+
+describe('close() (README, The engine)', () => {
+  it('then ingest, advanceWatermark, finishSource, tick and nextTickAt throw engine is closed; the reads answer from the state it closed with; another close() resolves', async () => {
+    const engine = createEngine({ windows: tumbling(10), watermark: manual(), allowedLateness: 100, now: () => 0 })
+    engine.ingest([reading('d1', 1, 5, 1), reading('d1', 2, 12, 2)])
+    engine.advanceWatermark(10)
+    await engine.finishSource('d1')
+    const before = {
+      results: engine.results(),
+      history: engine.history('tumbling:10', engine.results()[0]?.key ?? '', 0),
+      watermark: engine.watermark(),
+      lateEvents: engine.lateEvents(),
+      nextSeq: engine.nextSeq('d1'),
+      isFinished: engine.isFinished('d1'),
+      syncStatus: engine.syncStatus(),
+    }
+    await engine.close()
+    expect(() => engine.ingest([reading('d2', 1, 5, 1)])).toThrow('engine is closed')
+    expect(() => engine.advanceWatermark(50)).toThrow('engine is closed')
+    expect(() => engine.finishSource('d2')).toThrow('engine is closed')
+    expect(() => engine.tick()).toThrow('engine is closed')
+    expect(() => engine.nextTickAt()).toThrow('engine is closed')
+    expect({
+      results: engine.results(),
+      history: engine.history('tumbling:10', engine.results()[0]?.key ?? '', 0),
+      watermark: engine.watermark(),
+      lateEvents: engine.lateEvents(),
+      nextSeq: engine.nextSeq('d1'),
+      isFinished: engine.isFinished('d1'),
+      syncStatus: engine.syncStatus(),
+    }).toEqual(before)
+    expect(before.results).toHaveLength(2)
+    expect(before.history).toHaveLength(1)
+    expect(engine.stats().applied).toBe(2)
+    await expect(engine.close()).resolves.toBeUndefined()
+  })
+})
