@@ -2,7 +2,7 @@
  * What the engine's README promises and no topical test pins: the defaults of its options table,
  * the window spec rules, `windowStart` for cumulating specs, and the engine after `close()`.
  */
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createEngine, cumulating, manual, session, sliding, tumbling, windowStart } from '../src/index.ts'
 import { reading } from '../src/testing/index.ts'
 
@@ -42,6 +42,18 @@ describe('options defaults (README, Options)', () => {
     engine.tick()
     expect(engine.watermark()).toBe(17)
     expect(engine.stats().idleSources).toBe(0)
+  })
+
+  afterEach(() => {
+    vi.unstubAllGlobals()
+  })
+
+  it('replicaId defaults to another random id where crypto.randomUUID is missing (an insecure origin)', () => {
+    vi.stubGlobal('crypto', {})
+    const [a, b] = [createEngine({ windows: tumbling(10) }), createEngine({ windows: tumbling(10) })]
+    expect(a.replica.replicaId).toMatch(/^r-[0-9a-z]+$/)
+    expect(a.replica.replicaId.length).toBeLessThanOrEqual(128)
+    expect(a.replica.replicaId).not.toBe(b.replica.replicaId)
   })
 
   it('replicaId defaults to a random UUID, another per engine', () => {
