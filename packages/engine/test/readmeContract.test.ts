@@ -4,6 +4,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createEngine, cumulating, manual, session, sliding, tumbling, windowStart } from '../src/index.ts'
+import { createOrderedStream } from '../src/ordered.ts'
 import { reading } from '../src/testing/index.ts'
 
 describe('options defaults (README, Options)', () => {
@@ -122,5 +123,36 @@ describe('close() (README, The engine)', () => {
     expect(before.history).toHaveLength(1)
     expect(engine.stats().applied).toBe(2)
     await expect(engine.close()).resolves.toBeUndefined()
+  })
+})
+
+describe('history (README, The engine)', () => {
+  it('end names one window of a cumulating spec, whose windows share their start', () => {
+    const spec = cumulating(30, 10)
+    const engine = createEngine({ windows: spec, watermark: manual(), allowedLateness: 100, now: () => 0 })
+    engine.ingest([reading('d1', 1, 5, 1), reading('d1', 2, 15, 2)])
+    engine.advanceWatermark(30)
+    expect(engine.history(spec.id, '', 0, 10).map((r) => [r.end, r.sum])).toEqual([[10, 1]])
+    expect(engine.history(spec.id, '', 0, 20).map((r) => [r.end, r.sum])).toEqual([[20, 3]])
+    engine.ingest([reading('d1', 3, 25, 4)])
+    expect(engine.history(spec.id, '', 0, 30).map((r) => [r.end, r.sum, r.status])).toEqual([
+      [30, 3, 'on_time'],
+      [30, 7, 'corrected'],
+    ])
+  })
+})
+
+describe('ordered stream defaults (README, Ordered event stream)', () => {
+  it('batchSize defaults to 1,000 and onLate to emit_correction', () => {
+    const stream = createOrderedStream({ watermark: manual(), allowedLateness: 100, now: () => 0 })
+    stream.push(Array.from({ length: 2_500 }, (_, i) => ({ id: `a${i}`, source: 'a', seq: i + 1, ts: i, value: 1 })))
+    stream.advanceWatermark(2_500)
+    expect(stream.flushReady().map((batch) => [batch.kind, batch.events.length])).toEqual([
+      ['ready', 1_000],
+      ['ready', 1_000],
+      ['ready', 500],
+    ])
+    stream.push([{ id: 'late', source: 'b', ts: 2_450, value: 1 }])
+    expect(stream.flushReady().map((batch) => [batch.kind, batch.events.map((e) => e.id)])).toEqual([['correction', ['late']]])
   })
 })
