@@ -3,7 +3,7 @@
  * the window spec rules, `windowStart` for cumulating specs, and the engine after `close()`.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { createEngine, cumulating, manual, session, sliding, tumbling, windowStart } from '../src/index.ts'
+import { afterProcessingTime, createEngine, cumulating, type EngineOptions, latest, manual, never, session, sliding, tumbling, windowStart } from '../src/index.ts'
 import { createOrderedStream } from '../src/ordered.ts'
 import { reading } from '../src/testing/index.ts'
 
@@ -154,5 +154,37 @@ describe('ordered stream defaults (README, Ordered event stream)', () => {
     ])
     stream.push([{ id: 'late', source: 'b', ts: 2_450, value: 1 }])
     expect(stream.flushReady().map((batch) => [batch.kind, batch.events.map((e) => e.id)])).toEqual([['correction', ['late']]])
+  })
+})
+
+describe('the configuration (recipe: changing the configuration)', () => {
+  it('is the window specs, the allowed lateness and the aggregates; every other option is the replica’s own choice', () => {
+    const base = { windows: [tumbling(10), sliding(20, 5)], allowedLateness: 100 }
+    const configuration = (options: EngineOptions) => createEngine(options).replica.configuration
+    const shared = configuration(base)
+    const local: Partial<EngineOptions>[] = [
+      { watermark: manual() },
+      { idleTimeout: 5 },
+      { retention: 0 },
+      { limits: { maxWindows: 5, maxLateEvents: 0 } },
+      { trigger: { early: never(), late: afterProcessingTime(5) } },
+      { accumulation: 'discarding' },
+      { maxFutureSkew: 0 },
+      { replicaId: 'other' },
+      { now: () => 5 },
+      { windows: [sliding(20, 5), tumbling(10)] },
+    ]
+    for (const option of local) expect(configuration({ ...base, ...option }), JSON.stringify(Object.keys(option))).toBe(shared)
+    const other: Partial<EngineOptions>[] = [{ windows: tumbling(10) }, { allowedLateness: 101 }, { aggregates: { last: latest() } }]
+    for (const option of other) expect(configuration({ ...base, ...option }), JSON.stringify(Object.keys(option))).not.toBe(shared)
+  })
+})
+
+describe('aggregates (README, Aggregates)', () => {
+  it('without the option, results have no aggregates field', () => {
+    const engine = createEngine({ windows: tumbling(10), now: () => 0 })
+    engine.ingest([reading('d1', 1, 5, 1)])
+    expect(engine.results()).toHaveLength(1)
+    expect('aggregates' in (engine.results()[0] as object)).toBe(false)
   })
 })
