@@ -136,6 +136,8 @@ describe("a peer's cell, by the state of the window it lands in (replication.md,
     expect(change).toMatchObject({ type: 'correction', result: { start: 200, count: 1, sum: 7, revision: 1, final: false } })
     expect(change.previous).toBeUndefined()
     expect(reader.engine.stats().finalityViolations).toBe(0)
+    // Its history has no on-time pane (the getting-started dashboard looks for one rather than taking history[0]).
+    expect(reader.engine.history('tumbling:100', 'temp', 200).map((r) => [r.status, r.revision])).toEqual([['corrected', 1]])
   })
 
   it('a window fired here, within lateness: a late pane, a correction with previous', () => {
