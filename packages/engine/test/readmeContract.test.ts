@@ -188,3 +188,24 @@ describe('aggregates (README, Aggregates)', () => {
     expect('aggregates' in (engine.results()[0] as object)).toBe(false)
   })
 })
+
+describe('stats() (README, The engine)', () => {
+  it('has the counters, gauges and frontiers the README lists, and no others', () => {
+    const listed = [
+      ...['ingested', 'applied', 'duplicates', 'anomalies', 'lateAdmitted', 'beyondLateness', 'corrections', 'finalityViolations'],
+      ...['pending', 'openWindows', 'cells', 'sources', 'finishedSources', 'idleSources', 'dedupEntries', 'lateLane', 'lateLaneTrimmed', 'timers'],
+      ...['watermark', 'proofFrontier', 'watermarkLag', 'proofHeldBy', 'watermarkHeldBy', 'futureSources'],
+      ...['docBytes', 'walRecords', 'walBytes', 'persistenceError', 'replicationError', 'remoteAnomalies'],
+    ]
+    expect(Object.keys(createEngine({ windows: tumbling(10) }).stats()).sort()).toEqual(listed.sort())
+  })
+
+  it('pending sums the counts of the windows not fired yet: an event in several of them counts in each', () => {
+    const engine = createEngine({ windows: [tumbling(10), sliding(20, 10)], watermark: manual(), now: () => 0 })
+    engine.ingest([reading('d1', 1, 15, 1), reading('d1', 2, 16, 1)])
+    // [10, 20) tumbling, [0, 20) and [10, 30) sliding: 3 windows of 2 events.
+    expect(engine.stats()).toMatchObject({ pending: 6, openWindows: 3 })
+    engine.advanceWatermark(20)
+    expect(engine.stats().pending).toBe(2)
+  })
+})
