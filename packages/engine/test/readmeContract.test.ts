@@ -6,6 +6,10 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import { afterProcessingTime, createEngine, cumulating, type EngineOptions, latest, manual, never, session, sliding, tumbling, windowStart } from '../src/index.ts'
 import { createOrderedStream } from '../src/ordered.ts'
 import { reading } from '../src/testing/index.ts'
+import * as adapterEntry from '../src/adapter.ts'
+import * as mainEntry from '../src/index.ts'
+import * as orderedEntry from '../src/ordered.ts'
+import * as testingEntry from '../src/testing/index.ts'
 
 describe('options defaults (README, Options)', () => {
   it('retention defaults to 60000: a final window stays in results() for 60 s of event time, then leaves', () => {
@@ -207,5 +211,27 @@ describe('stats() (README, The engine)', () => {
     expect(engine.stats()).toMatchObject({ pending: 6, openWindows: 3 })
     engine.advanceWatermark(20)
     expect(engine.stats().pending).toBe(2)
+  })
+})
+
+describe('entries (README, Entries)', () => {
+  it('each entry exports what the README lists for it', () => {
+    const listed: [Record<string, unknown>, string[]][] = [
+      [
+        mainEntry,
+        [
+          ...['createEngine', 'tumbling', 'sliding', 'cumulating', 'session', 'windowStart', 'boundedOutOfOrderness', 'manual', 'tickWhenDue'],
+          ...['everyElement', 'afterProcessingTime', 'alignedProcessingTime', 'never', 'OverflowError', 'isOverflowError'],
+          ...['quantiles', 'distinct', 'latest', 'histogram', 'defineAggregate'],
+          ...['EngineFeed', 'EngineObserver', 'createFrameScheduler', 'createManualScheduler', 'shallowEqual'],
+          ...['windowsSlice', 'windowSlice', 'windowHistorySlice', 'lateEventsSlice', 'statsSlice', 'syncStatusSlice', 'watermarkSlice'],
+          ...['emptyCell', 'addToCell', 'mergeCell', 'compareCells', 'mergeCellMaps', 'cellKey', 'parseCellKey', 'packCellGroup', 'groupCell', 'groupCellEntries'],
+        ],
+      ],
+      [orderedEntry, ['createOrderedStream', 'orderEvents', 'compareEventOrder']],
+      [adapterEntry, ['encodeAggregateColumn', 'readAggregateColumn']],
+      [testingEntry, ['fakeClock', 'reading', 'recordChanges', 'brief', 'FakeEngine', 'visibleState', 'whenDurable', 'createPerWindowEngine']],
+    ]
+    for (const [entry, names] of listed) expect(names.filter((name) => entry[name] === undefined)).toEqual([])
   })
 })
