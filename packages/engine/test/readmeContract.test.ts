@@ -3,7 +3,7 @@
  * the window spec rules, `windowStart` for cumulating specs, and the engine after `close()`.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { afterProcessingTime, createEngine, cumulating, type EngineOptions, latest, manual, never, session, sliding, tumbling, windowStart } from '../src/index.ts'
+import { afterProcessingTime, createEngine, cumulating, type EngineOptions, latest, manual, never, session, sliding, tickWhenDue, tumbling, windowStart } from '../src/index.ts'
 import { createOrderedStream } from '../src/ordered.ts'
 import { reading } from '../src/testing/index.ts'
 import * as adapterEntry from '../src/adapter.ts'
@@ -233,5 +233,28 @@ describe('entries (README, Entries)', () => {
       [testingEntry, ['fakeClock', 'reading', 'recordChanges', 'brief', 'FakeEngine', 'visibleState', 'whenDurable', 'createPerWindowEngine']],
     ]
     for (const [entry, names] of listed) expect(names.filter((name) => entry[name] === undefined)).toEqual([])
+  })
+})
+
+describe('tickWhenDue defaults (README, The engine)', () => {
+  afterEach(() => {
+    vi.restoreAllMocks()
+  })
+
+  it('arms the global timers, unref’d so that they do not hold a Node process open', () => {
+    const unref = vi.fn()
+    const armed: number[] = []
+    vi.spyOn(globalThis, 'setTimeout').mockImplementation(((_run: () => void, ms: number) => {
+      armed.push(ms)
+      return { unref } as unknown as ReturnType<typeof setTimeout>
+    }) as typeof setTimeout)
+    vi.spyOn(globalThis, 'clearTimeout').mockImplementation(() => {})
+    const engine = createEngine({ windows: tumbling(10), idleTimeout: 5_000 })
+    const stop = tickWhenDue(engine)
+    engine.ingest([reading('d1', 1, Date.now(), 1)])
+    stop()
+    expect(armed.length).toBeGreaterThan(0)
+    expect(armed.at(-1)).toBeGreaterThan(4_000)
+    expect(unref).toHaveBeenCalledTimes(armed.length)
   })
 })
