@@ -51,7 +51,7 @@ export interface EngineOptions<A extends AggregateDefinitions = NoAggregates> {
   readonly now?: () => number
   /** Bounds on every buffer (see `EngineLimits`). */
   readonly limits?: EngineLimits
-  /** This replica's id, the writer of every source it ingests; default a random UUID. */
+  /** This replica's id, the writer of every source it ingests; default a random UUID (another random id where `crypto.randomUUID` is missing: an insecure origin). */
   readonly replicaId?: string
   /**
    * When panes besides the on-time one fire: `early` (before the window fires on time) and
