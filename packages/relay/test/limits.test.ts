@@ -15,7 +15,7 @@ import { startTestRelay } from './support/testRelays.ts'
 import { failable } from './support/failableSql.ts'
 import { authFrame, awarenessFrame, messageFrame, updateFrame } from './support/hocuspocusFrames.ts'
 import { ManualTimers } from '@tidemark/engine/testing'
-import { dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, waitFor, waitUntil } from './support/roomClients.ts'
+import { dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, rawSocket, relaySocket, replicaLog, SECRET, waitFor, waitUntil } from './support/roomClients.ts'
 
 const relays: Relay[] = []
 const sockets: ReturnType<typeof relaySocket>[] = []
@@ -34,18 +34,6 @@ function open(relay: Relay, room: string, token: string): RoomClient & { readonl
 function closeClients(): void {
   for (const client of clients.splice(0)) client.destroy()
   for (const socket of sockets.splice(0)) socket.destroy()
-}
-
-/** A raw WebSocket, recording how it was closed. */
-async function rawSocket(relay: Relay): Promise<{ ws: WebSocket; closed: Promise<{ code: number; reason: string }> }> {
-  const ws = new WebSocket(relay.url)
-  ws.on('error', () => undefined)
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })))
-  await new Promise((resolve, reject) => {
-    ws.once('open', resolve)
-    ws.once('error', reject)
-  })
-  return { ws, closed }
 }
 
 

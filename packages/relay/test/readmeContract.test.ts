@@ -31,7 +31,7 @@ import { RoomStore } from '../src/store/roomStore.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
 import { authFrame, messageFrame, syncFrame, updateFrame } from './support/hocuspocusFrames.ts'
 import { startTestRelay } from './support/testRelays.ts'
-import { dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, SECRET_TEXT, signToken, waitFor, waitUntil } from './support/roomClients.ts'
+import { dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, rawSocket, relaySocket, replicaLog, SECRET, SECRET_TEXT, signToken, waitFor, waitUntil } from './support/roomClients.ts'
 
 const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
 
@@ -212,18 +212,6 @@ describe('tidemark_relay_store_seconds', () => {
 /** Hocuspocus message types the relay sends: sync, and the CLOSE of one room connection. */
 const SYNC = 0
 const CLOSE = 7
-
-/** A raw WebSocket to `relay`, and how it was closed. */
-async function rawSocket(relay: Relay): Promise<{ ws: WebSocket; closed: Promise<{ code: number; reason: string }> }> {
-  const ws = new WebSocket(relay.url)
-  ws.on('error', () => undefined)
-  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })))
-  await new Promise((resolve, reject) => {
-    ws.once('open', resolve)
-    ws.once('error', reject)
-  })
-  return { ws, closed }
-}
 
 describe('the whole socket is closed', () => {
   it('4400 tidemark:malformed-message for a frame that does not start with a room, counted; the relay serves on', async () => {

@@ -59,6 +59,25 @@ export function relaySocket(url: string): HocuspocusProviderWebsocket {
   return new RelaySocket({ url, WebSocketPolyfill: WebSocket, delay: 100, minDelay: 100, factor: 1.5, maxDelay: 1000, jitter: false })
 }
 
+/**
+ * A raw WebSocket to `relay` once it is open, and how it was closed: for frames no provider sends.
+ *
+ * @example
+ * const { ws, closed } = await rawSocket(relay)
+ * ws.send(new Uint8Array([0x7f]))
+ * expect((await closed).code).toBe(4400)
+ */
+export async function rawSocket(relay: { readonly url: string }): Promise<{ ws: WebSocket; closed: Promise<{ code: number; reason: string }> }> {
+  const ws = new WebSocket(relay.url)
+  ws.on('error', () => undefined)
+  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.once('close', (code, reason) => resolve({ code, reason: reason.toString() })))
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve)
+    ws.once('error', reject)
+  })
+  return { ws, closed }
+}
+
 /** What `ws` reports when a socket is closed while it is still connecting. */
 const ABORTED_HANDSHAKE = 'WebSocket was closed before the connection was established'
 
