@@ -306,7 +306,7 @@ describe('tokens', () => {
     expect(await ask()).toEqual({ status: 200, lasts: 3600 })
     expect(await ask('1')).toEqual({ status: 200, lasts: 1 })
     expect(await ask('86400')).toEqual({ status: 200, lasts: 86_400 })
-    for (const ttl of ['0', '86401', '1.5', 'x']) expect(await ask(ttl), ttl).toEqual({ status: 400, error: 'ttl must be an integer of seconds in 1..86400' })
+    for (const ttl of ['0', '86401', '1.5', 'x', '1e3', '0x10', '', ' 5', '-1']) expect(await ask(ttl), ttl).toEqual({ status: 400, error: 'ttl must be an integer of seconds in 1..86400' })
   })
 })
 

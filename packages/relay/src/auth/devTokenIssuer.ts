@@ -31,7 +31,8 @@ export class DevTokenIssuer {
   async issue(query: URLSearchParams): Promise<{ readonly token: string } | { readonly error: string }> {
     const role = query.get('role')
     const ttlText = query.get('ttl')
-    const ttl = ttlText === null ? DEFAULT_TTL_SECONDS : Number(ttlText)
+    // Digits only: Number() would also read '1e3', '0x10', ' 5 ' and '' (as 0).
+    const ttl = ttlText === null ? DEFAULT_TTL_SECONDS : /^\d{1,6}$/.test(ttlText) ? Number(ttlText) : Number.NaN
     if (!Number.isSafeInteger(ttl) || ttl < 1 || ttl > MAX_TTL_SECONDS) return { error: `ttl must be an integer of seconds in 1..${MAX_TTL_SECONDS}` }
     let claims: Record<string, unknown>
     if (role === 'device') {
