@@ -191,9 +191,14 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     idle.close()
     expiry.close()
     const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()))
+    let connections = 0
     for (const document of hocuspocus.documents.values()) {
-      for (const connection of document.getConnections()) connection.close({ code: 1001, reason: 'tidemark:shutdown' })
+      for (const connection of document.getConnections()) {
+        connections++
+        connection.close({ code: 1001, reason: 'tidemark:shutdown' })
+      }
     }
+    log('info', `shutting down: closing ${wss.clients.size} sockets and ${connections} room connections in ${hocuspocus.documents.size} rooms with 1001 tidemark:shutdown`)
     const socketsClosed = Promise.all(
       [...wss.clients].map(
         (ws) =>
@@ -260,6 +265,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     }
     // A write that failed once and then succeeded lost nothing, but is worth knowing about.
     for (const error of failures) log('warn', `a shutdown write failed and was retried: ${describeError(error)}`)
+    if (closeFailure === undefined) log('info', 'shut down: every accepted update stored')
     if (closeFailure !== undefined) throw new Error(`the relay stored every update but its store did not close: ${describeError(closeFailure)}`, { cause: closeFailure })
   }
 

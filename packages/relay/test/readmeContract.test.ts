@@ -229,7 +229,8 @@ describe('the whole socket is closed', () => {
   })
 
   it('1001 tidemark:shutdown when the relay closes, after a CLOSE of each room connection with tidemark:shutdown', async () => {
-    const relay = await startTestRelay(relays)
+    const lines: [string, string][] = []
+    const relay = await startTestRelay(relays, { log: (level, line) => lines.push([level, line]) })
     const idle = await rawSocket(relay)
     const { ws, closed } = await rawSocket(relay)
     const room = 'fleet-r/d1'
@@ -251,6 +252,11 @@ describe('the whole socket is closed', () => {
     expect(await idle.closed).toEqual({ code: 1001, reason: 'tidemark:shutdown' })
     expect(await socketClosed).toEqual({ code: 1001, reason: 'tidemark:shutdown' })
     expect(closesBeforeSocket).toEqual(['tidemark:shutdown'])
+    // Logged at info, as the whole-socket closes of the table are.
+    expect(lines.filter(([, line]) => line.startsWith('shut'))).toEqual([
+      ['info', 'shutting down: closing 2 sockets and 1 room connections in 1 rooms with 1001 tidemark:shutdown'],
+      ['info', 'shut down: every accepted update stored'],
+    ])
   })
 })
 
