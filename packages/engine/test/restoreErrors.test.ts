@@ -248,6 +248,34 @@ describe('restore checks the whole checkpoint before it changes anything', () =>
     expect(engine.stats().dedupEntries).toBe(held + 1)
   })
 
+  it("the timer order continues past every restored window's timer: a timer armed after the restore fires after the restored ones due with it", () => {
+    const { checkpoint } = fixture()
+    const armed = checkpoint.windows.filter((w) => Number.isFinite(w.timerAt)).map((w) => w.timerSeq ?? 0)
+    expect(Math.max(...armed)).toBe(checkpoint.timerSeq)
+    /** The windows of the panes the restored engine emits when its timers are due, after one more event arms new ones. */
+    const panes = (restored: EngineCheckpoint): string[] => {
+      clock.now = 0
+      const engine = new TidemarkEngine(options)
+      engine.restore(restored)
+      engine.ingest([reading('d1', 6, 61, 2)])
+      const seen: string[] = []
+      engine.subscribe((changes) => {
+        for (const { result } of changes) seen.push(`${result.window} [${result.start}, ${result.end})`)
+      })
+      clock.now = 100
+      engine.tick()
+      return seen
+    }
+    const inOrder = panes(checkpoint)
+    // The new event's windows come last: their timers were armed after the restored ones.
+    expect(inOrder).toEqual([
+      ...['tumbling:10 [40, 50)', 'sliding:20:5 [40, 60)', 'sliding:20:5 [35, 55)', 'sliding:20:5 [30, 50)', 'sliding:20:5 [25, 45)', 'session:5 [41, 49)'],
+      ...['tumbling:10 [60, 70)', 'sliding:20:5 [60, 80)', 'sliding:20:5 [55, 75)', 'sliding:20:5 [50, 70)', 'sliding:20:5 [45, 65)', 'session:5 [61, 66)'],
+    ])
+    // A top-level order below the windows' (a hand-made checkpoint): the same order.
+    expect(panes(edited(checkpoint, (c) => (c.timerSeq = 0)))).toEqual(inOrder)
+  })
+
   it('the late lane: events by the rules of ingest, reasons that are anomaly reasons', () => {
     const { checkpoint } = fixture()
     expectRefused(edited(checkpoint, (c) => (c.lateLane.entries[1].event.ts = Number.NaN)), `checkpoint.lateLane.entries[1].event: ts must be a finite number within ±${2 ** 53 / 1000} ms, got NaN`)

@@ -89,7 +89,10 @@ function restoreParts(parts: EngineParts, checkpoint: EngineCheckpoint): number 
   for (const clock of parts.frontiers.sources.values()) entries += clock.dedupEntries()
   parts.dedup.entries = entries
   parts.dedup.atLastPurge = checkpoint.dedup.atLastPurge
-  parts.lifecycle.timerSeq = checkpoint.timerSeq ?? 0
+  // Past every restored window's timer: the next one armed must not share its place in the order of due panes.
+  let timerSeq = checkpoint.timerSeq ?? 0
+  for (const w of checkpoint.windows) timerSeq = Math.max(timerSeq, w.timerSeq ?? 0)
+  parts.lifecycle.timerSeq = timerSeq
   parts.futureSources.restore(checkpoint.futureSources ?? [])
   return checkpoint.batch
 }
