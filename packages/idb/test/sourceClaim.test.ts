@@ -5,8 +5,10 @@ import { tumbling } from '@tidemark/engine'
 import { reading } from '@tidemark/engine/testing'
 import { claimSource, deleteSource, indexedDbPersistence, listSources, openEngine, type SourceClaim, type SourceLocks, type SourceMemory } from '../src/index.ts'
 import { FakeLocks, OriginStorage, origin, TabStorage } from './fakeOrigin.ts'
+import { ingestOp } from './walOps.ts'
 
 afterEach(() => {
+  vi.restoreAllMocks()
   vi.unstubAllGlobals()
 })
 
@@ -209,6 +211,35 @@ describe('claimSource: reuse across tab sessions', () => {
     expect(claim.memoryError).toBe('the source could not be registered: the quota has been exceeded')
   })
 
+  it('keeps one registry key per source, holding when it was last claimed, and `"finished": true` once retired', async () => {
+    const { tab, registry } = origin()
+    vi.spyOn(Date, 'now').mockReturnValue(1_700_000_000_000)
+    const claim = await tab()
+    expect(Object.fromEntries(registry.items)).toEqual({ [`tidemark:registry:${claim.source}`]: '{"lastClaimed":1700000000000}' })
+    claim.retire()
+    expect(JSON.parse(registry.items.get(`tidemark:registry:${claim.source}`) as string)).toEqual({ lastClaimed: 1_700_000_000_000, finished: true })
+  })
+
+  it('claims where localStorage cannot be used (a sandboxed frame): every tab session makes a new source, and memoryError says why', async () => {
+    const locks = new FakeLocks()
+    Object.defineProperty(globalThis, 'localStorage', {
+      configurable: true,
+      get() {
+        throw new DOMException('The document is sandboxed and lacks the "allow-same-origin" flag.', 'SecurityError')
+      },
+    })
+    try {
+      const first = await claimSource({ prefix: 'dash', locks, storage: new TabStorage() })
+      await first.release() // that tab session ends; no registry remembers its source
+      const second = await claimSource({ prefix: 'dash', locks, storage: new TabStorage() })
+      expect([first.reuse, second.reuse, first.held, second.held]).toEqual(['new', 'new', false, true])
+      expect(second.source).not.toBe(first.source)
+      expect(second.memoryError).toBe('localStorage is not accessible: The document is sandboxed and lacks the "allow-same-origin" flag.')
+    } finally {
+      Reflect.deleteProperty(globalThis, 'localStorage')
+    }
+  })
+
   it('refuses unknown options, naming the closest', async () => {
     await expect(claimSource({ prefix: 'dash', withoutLock: 'single-tab' } as never)).rejects.toThrow(
       "claimSource: unknown option 'withoutLock' (did you mean 'withoutLocks'?)",
@@ -324,6 +355,45 @@ describe('listSources and deleteSource', () => {
     await deleteSource(claim.source, cleanup)
     expect([...registry.items.keys()]).toEqual([])
     expect(await listSources(cleanup)).toEqual([])
+  })
+
+  it('holds the source’s lock while deleting its database, so no tab takes it over half-deleted', async () => {
+    const { tab, cleanup, indexedDB, locks } = origin()
+    const claim = await tab()
+    const engine = await openEngine({ windows: tumbling(10), persistence: indexedDbPersistence({ name: claim.database, claim, indexedDB }) })
+    await engine.close()
+    await claim.release()
+    const heldWhileDeleting: boolean[] = []
+    const deleteDatabase = indexedDB.deleteDatabase.bind(indexedDB)
+    vi.spyOn(indexedDB, 'deleteDatabase').mockImplementation((name) => {
+      heldWhileDeleting.push(locks.isHeld(claim.source))
+      return deleteDatabase(name)
+    })
+    const deleting = deleteSource(claim.source, cleanup)
+    const meanwhile = await tab() // a new tab session while the deletion runs
+    await deleting
+    expect(heldWhileDeleting).toEqual([true])
+    expect([meanwhile.reuse, meanwhile.source === claim.source]).toEqual(['new', false])
+    expect(locks.isHeld(claim.source)).toBe(false)
+  })
+
+  it('deletes a database another page’s Tidemark persistence has open: that persistence lets it go, and its later writes say why', async () => {
+    const { tab, indexedDB } = origin()
+    const claim = await tab()
+    const persistence = indexedDbPersistence({ name: claim.database, claim, indexedDB })
+    await persistence.open()
+    // What deleteSource in another page does once that page holds the lock: delete the database.
+    const outcome = await new Promise<string>((resolve) => {
+      const request = indexedDB.deleteDatabase(claim.database)
+      request.onsuccess = () => resolve('deleted')
+      request.onerror = () => resolve('failed')
+      request.onblocked = () => resolve('blocked')
+    })
+    expect(outcome).toBe('deleted')
+    expect(await indexedDB.databases()).toEqual([])
+    await expect(persistence.append(ingestOp([reading(claim.source, 1, 1, 1)]))).rejects.toThrow(
+      `indexedDbPersistence("${claim.database}"): another connection deleted the database; open() again`,
+    )
   })
 
   it('listSources rejects when the registry cannot be read; deleteSource rejects without IndexedDB, deleting nothing', async () => {
