@@ -9,7 +9,7 @@ import { bindDoc } from '@tidemark/yjs'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import * as Y from 'yjs'
 import { claimSource, indexedDbPersistence, isLogConfigurationError, openEngine, type SourceLocks } from '../src/index.ts'
-import { CURRENT, drainPrevious, openDevice, PREVIOUS, sourcesOf } from './recipes/changingTheConfiguration.ts'
+import { CURRENT, drainPrevious, openDevice, PREVIOUS, publishTo, sourcesOf } from './recipes/changingTheConfiguration.ts'
 import { cleanUp, describeSources, retireDevice } from './recipes/cleaningUpSources.ts'
 import { openDashboard, shareState } from './recipes/deviceIdentity.ts'
 import { claimOrExplain, claimSingleTab } from './recipes/insecureOrigins.ts'
@@ -203,6 +203,53 @@ describe('recipes: the samples do what the recipes say', () => {
     expect([published.get(stillOpen.claim.source), await sourcesOf(PREVIOUS.prefix)]).toEqual([1, []])
     expect(await sourcesOf(CURRENT.prefix)).toEqual([device.claim.source])
     await device.engine.close()
+  })
+
+  it('changing the configuration: publishTo resolves once acknowledged and settleMs passed with no sync exchange since; rejects on a refusal or after timeoutMs', async () => {
+    browser()
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'Date'], now: 1_000_000 })
+    const publish = publishTo('ws://relay.example.com', 'fleet-a', (source, replica) => `token for ${source} as ${replica}`)
+    /** Starts publishing an engine of the previous configuration; `outcome()` says how it ended so far. */
+    const start = async (source: string) => {
+      const engine = createEngine({ ...PREVIOUS.options, replicaId: source })
+      let outcome = 'pending'
+      publish(engine, source).then(
+        () => {
+          outcome = 'resolved'
+        },
+        (error: Error) => {
+          outcome = error.message
+        },
+      )
+      await new Promise((resolve) => setImmediate(resolve)) // the binding and the room report their first status
+      const status = (changes: Partial<ReturnType<Engine['syncStatus']>>) =>
+        engine.replica.setSyncStatus({ state: 'connected', lastSync: Date.now(), pendingLocalUpdates: 0, peers: 0, refusal: null, ...changes }, 0)
+      const advance = async (ms: number) => {
+        vi.advanceTimersByTime(ms)
+        await Promise.resolve()
+        return outcome
+      }
+      return { status, advance }
+    }
+    // Polled each second: acknowledged from the 3rd s on, then a reconnect's sync exchange after
+    // the 4th starts the 5 s wait over: steady again from the 6th s, resolved at the 11th.
+    const settling = await start('sensor-a1')
+    settling.status({ pendingLocalUpdates: 2 })
+    expect(await settling.advance(1_000)).toBe('pending')
+    settling.status({ lastSync: 1_000_500 }) // all acknowledged
+    expect(await settling.advance(3_000)).toBe('pending')
+    settling.status({ lastSync: 1_004_200 }) // a new sync exchange
+    expect(await settling.advance(6_000)).toBe('pending') // 8 s since the first acknowledgement
+    expect(await settling.advance(1_000)).toBe('resolved')
+    // A refusal ends it at the next poll.
+    const refused = await start('sensor-b2')
+    refused.status({ state: 'offline', refusal: 'tidemark:room-not-allowed fleet-a/sensor-b2' })
+    expect(await refused.advance(1_000)).toBe('publishing sensor-b2: tidemark:room-not-allowed fleet-a/sensor-b2')
+    // Never acknowledged: given up after timeoutMs.
+    const unheard = await start('sensor-c3')
+    unheard.status({ state: 'connecting', lastSync: null, pendingLocalUpdates: 1 })
+    expect(await unheard.advance(120_000)).toBe('pending')
+    expect(await unheard.advance(1_000)).toBe('publishing sensor-c3: not acknowledged for 5000 ms within 120000 ms')
   })
 
   it('insecure origins: the error names cause and fix; the single-tab fallback claims and says so', async () => {

@@ -2,7 +2,7 @@
  * The code samples of docs/recipes/changing-the-configuration.md, typechecked here. Each region
  * between `// #region` and `// #endregion` is one `ts` block of the recipe, word for word
  * (indentation aside): the docs test (docs/test/examples.test.ts) checks that, and
- * recipes.test.ts runs the samples (`publishTo` against a relay is typechecked only).
+ * recipes.test.ts runs the samples (`publishTo` on a sync status the test sets).
  */
 import { listSources, type SourceClaim } from '@tidemark/idb'
 // #region imports
