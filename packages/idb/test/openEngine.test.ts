@@ -572,6 +572,7 @@ describe('openEngine: two engines on one database (no claim, or a claim made wit
     )
     expect(isFencedError(failure)).toBe(true)
     expect(failure?.message).toMatch(/another handle writes to this database \(lsn 2 is already in the log\), so this handle writes no more/)
+    expect(a.stats().persistenceError).toMatch(/another handle writes to this database/)
     // No retry is armed: its checkpoint would truncate b's record. Later batches are refused, saying why.
     expect(timers.pending).toEqual([])
     const refused = a.ingest(batch(5, 1))

@@ -444,6 +444,31 @@ describe('claimSource without Web Locks', () => {
     expect([(await single(storage)).reuse, (await single(new TabStorage())).reuse]).toEqual(['reload', 'takeover'])
   })
 
+  it("a claim without a lock stays held until release(), and its lost never resolves", async () => {
+    vi.stubGlobal('navigator', {})
+    const claim = await claimSource({ prefix: 'dash', storage: null, registry: null, withoutLocks: 'single-tab' })
+    let lost = false
+    void claim.lost.then(() => {
+      lost = true
+    })
+    await settle()
+    expect([claim.held, lost]).toEqual([true, false])
+    await claim.release()
+    await settle()
+    expect([claim.held, lost]).toEqual([false, false])
+  })
+
+  it("where Web Locks exist, withoutLocks: 'single-tab' changes nothing: the claim is made with a lock", async () => {
+    const locks = new FakeLocks()
+    vi.stubGlobal('navigator', { locks })
+    const storage = new TabStorage()
+    const claim = await claimSource({ prefix: 'dash', storage, registry: null, withoutLocks: 'single-tab' })
+    expect([claim.exclusive, claim.held, locks.isHeld(claim.source)]).toEqual([true, true, true])
+    // A duplicated tab finds the id held, as with any locked claim.
+    const duplicate = await claimSource({ prefix: 'dash', storage: storage.copy(), registry: null, withoutLocks: 'single-tab' })
+    expect(duplicate.source).not.toBe(claim.source)
+  })
+
   it("deletes without locks only what this page does not hold, under withoutLocks: 'single-tab'", async () => {
     vi.stubGlobal('navigator', {})
     const registry = new OriginStorage()
