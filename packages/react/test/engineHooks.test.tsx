@@ -1,9 +1,21 @@
 import { cleanup } from '@testing-library/react'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { useSyncStatus } from '../src/useSyncStatus.ts'
 import { MINUTE } from './windowIds.ts'
 import { Lag, LateLane, renders, resetProbes, Stats, SyncBadge, setup, text, Watermark } from './probes.tsx'
 
-beforeEach(resetProbes)
+let syncLineRenders = 0
+/** The getting-started dashboard's status line: an inline selector returning a new object on every call. */
+function SyncLine() {
+  syncLineRenders++
+  const { state, refused } = useSyncStatus((status) => ({ state: status.refusal ?? status.state, refused: status.refusal !== null }))
+  return <output data-testid="sync-line">{`${state}${refused ? ' (refused)' : ''}`}</output>
+}
+
+beforeEach(() => {
+  resetProbes()
+  syncLineRenders = 0
+})
 afterEach(cleanup)
 
 describe('useLateEvents', () => {
@@ -81,5 +93,22 @@ describe('useSyncStatus and useWatermark', () => {
     engine.setSync({ state: 'offline', peers: 0, refusal: 'tidemark:token-expired' })
     frame()
     expect(text('sync')).toBe('offline 0 refused: tidemark:token-expired')
+  })
+})
+
+describe('useSyncStatus with a selector', () => {
+  it('renders only when the selection changes, compared shallowly', () => {
+    const { engine, frame } = setup(<SyncLine />)
+    expect([text('sync-line'), syncLineRenders]).toEqual(['local', 1])
+    engine.setSync({ state: 'connected' })
+    frame()
+    expect([text('sync-line'), syncLineRenders]).toEqual(['connected', 2])
+    // Peers, pending updates and the last sync are outside the selection: no render.
+    engine.setSync({ peers: 3, pendingLocalUpdates: 7, lastSync: 1_000 })
+    frame()
+    expect(syncLineRenders).toBe(2)
+    engine.setSync({ state: 'offline', refusal: 'tidemark:bad-signature' })
+    frame()
+    expect([text('sync-line'), syncLineRenders]).toEqual(['tidemark:bad-signature (refused)', 3])
   })
 })
