@@ -38,6 +38,29 @@ describe('planStorm', () => {
   })
 })
 
+describe('planStorm: the README\'s reconnect storm', () => {
+  it('catches about 60% of the devices, each offline 0.5–6 s at a time (the last spell cut short by the end), and all online at its end', () => {
+    const fleet = Array.from({ length: 400 }, (_, i) => `d${i + 1}`)
+    const durationMs = 60_000
+    const toggles = planStorm(fleet, T0, { ...DEFAULT_STORM, durationMs }, createPrng(5))
+    const caught = new Set(toggles.map((toggle) => toggle.device))
+    expect(caught.size / fleet.length).toBeGreaterThan(0.55)
+    expect(caught.size / fleet.length).toBeLessThan(0.65)
+    const wentOffline = new Map<string, number>()
+    for (const { at, device, online } of toggles) {
+      if (!online) {
+        wentOffline.set(device, at)
+        continue
+      }
+      const spell = at - (wentOffline.get(device) as number)
+      expect(spell, device).toBeLessThanOrEqual(6_000)
+      if (at < T0 + durationMs) expect(spell, device).toBeGreaterThanOrEqual(500)
+      wentOffline.delete(device)
+    }
+    expect(wentOffline.size).toBe(0)
+  })
+})
+
 describe('planIntro', () => {
   it('keeps its device offline long enough for windows to fire without it, and brings it back within the allowed lateness', () => {
     const [off, on] = planIntro('d3', T0, 10_000)
