@@ -77,6 +77,22 @@ describe('beginStormPage', () => {
     expect(snapshot).toMatchObject({ role: 'device', source: 'device-a', seed: 7, online: true, errors: [], syncState: 'local', pendingLocalUpdates: 0, refusal: null })
   })
 
+  it('durable reports wait reportEveryMs, default 250 ms, to travel together', async () => {
+    const timed = async (reportEveryMs?: number) => {
+      const device = page('device')
+      const api = beginStormPage(device.environment).ready({ engine: createEngine(engineOptions), source: 'device-a', ...(reportEveryMs === undefined ? {} : { reportEveryMs }) })
+      api.start({ batch: 1, everyMs: 10 })
+      await vi.advanceTimersByTimeAsync(240)
+      const before = device.calls.length
+      await vi.advanceTimersByTimeAsync(20)
+      await api.stop()
+      return { before, after: device.calls.length - before }
+    }
+    // Default: nothing before 250 ms, then the first 25 batches in one send (and the rest at stop()).
+    expect(await timed()).toEqual({ before: 0, after: 2 })
+    expect((await timed(50)).before).toBe(4)
+  })
+
   it('records every offline/online event from the moment it begins, and the sync statuses the app reports', async () => {
     const device = page('device')
     const session = beginStormPage(device.environment)

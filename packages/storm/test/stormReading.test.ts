@@ -46,6 +46,19 @@ describe('stormReading', () => {
     )
   }, PROPERTY_TIMEOUT)
 
+  it('by default: event time t0 + seq × 10 ms, about one in 20 up to 9 s behind, keys k0..k3, values 1..7', () => {
+    const readings = Array.from({ length: 20_000 }, (_, k) => stormReading(708_397_302, 's', k + 1))
+    const behind = readings.map((r) => 1_700_000_000_000 + (r.seq as number) * 10 - r.ts)
+    const stragglers = behind.filter((ms) => ms > 0)
+    expect(Math.min(...behind)).toBe(0)
+    expect(Math.max(...behind)).toBeLessThan(9_000)
+    expect(Math.max(...behind)).toBeGreaterThan(8_000)
+    expect(stragglers.length / readings.length).toBeGreaterThan(0.04)
+    expect(stragglers.length / readings.length).toBeLessThan(0.06)
+    expect(new Set(readings.map((r) => r.key))).toEqual(new Set(['k0', 'k1', 'k2', 'k3']))
+    expect(new Set(readings.map((r) => r.value))).toEqual(new Set([1, 2, 3, 4, 5, 6, 7]))
+  })
+
   it('refuses options that are not positive integers, naming them', () => {
     expect(() => stragglingReadings({ stepMs: 0 })).toThrow('stragglingReadings: stepMs must be a positive integer, got 0')
     expect(() => stragglingReadings({ keys: 1.5 })).toThrow(/keys must be a positive integer, got 1.5/)
