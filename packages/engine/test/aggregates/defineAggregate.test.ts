@@ -61,6 +61,10 @@ describe('defineAggregate', () => {
     expect(longest.idempotent).toBe(true)
   })
 
+  it('takes a name of 100 characters', () => {
+    expect(defineAggregate({ ...definition, name: 'x'.repeat(100) }).configuration).toBe('x'.repeat(100))
+  })
+
   it('turns any decode error into a RangeError naming the aggregate', () => {
     const careless = defineAggregate({
       ...definition,
@@ -78,6 +82,7 @@ describe('defineAggregate', () => {
   it.each([
     [null, /expected a definition object, got null/],
     [{ ...definition, name: '' }, /name must be a string of 1 to 100 characters, got ""/],
+    [{ ...definition, name: 'x'.repeat(101) }, /name must be a string of 1 to 100 characters, got "x{101}"/],
     [{ ...definition, merge: undefined }, /defineAggregate\(sumOfSquares\): merge must be a function, got undefined/],
     [{ ...definition, mergee: () => 0 }, /unknown option 'mergee' \(did you mean 'merge'\?\)/],
     [{ ...definition, of: 'value' }, /of must be a function when given, got string/],

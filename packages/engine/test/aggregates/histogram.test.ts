@@ -49,6 +49,13 @@ describe('histogram', () => {
     expect(() => histogram(options as never)).toThrow(message)
   })
 
+  it('takes 1 to 1024 bounds', () => {
+    const bounds = (n: number) => Array.from({ length: n }, (_, i) => i)
+    expect(histogram({ bounds: [0] }).result(histogram({ bounds: [0] }).init())).toEqual([0, 0])
+    expect(histogram({ bounds: bounds(1024) }).init()).toHaveLength(1025)
+    expect(() => histogram({ bounds: bounds(1025) })).toThrow(/bounds must list 1 to 1024 finite, strictly increasing numbers, got 1025 item\(s\)/)
+  })
+
   it('fingerprints its bounds', () => {
     expect(spread.configuration).toBe('histogram(bounds=10,50,100)')
     expect(histogram({ bounds: [0.1, 1e21] }).configuration).toBe('histogram(bounds=0.1,1e+21)')

@@ -25,6 +25,15 @@ describe('latest', () => {
     expect(reading.result(fold([at(9, 'a', 1, 4), at(9, 'a', 2, 3)]))).toBe(1)
   })
 
+  it('breaks ties by source in UTF-16 code unit order, then by seq (absent counts as 0), then by the greater value', () => {
+    // '\uffff' is above '\ud83d\ude00' in UTF-16 code units, below it in code points.
+    expect(reading.result(fold([at(9, '\uffff', 1), at(9, '\ud83d\ude00', 2)]))).toBe(1)
+    expect(reading.result(fold([at(9, '\ud83d\ude00', 2), at(9, '\uffff', 1)]))).toBe(1)
+    expect(reading.result(fold([at(9, 'a', 1, 1), at(9, 'a', 2)]))).toBe(1) // seq 1 beats no seq
+    expect(reading.result(fold([at(9, 'a', 2), at(9, 'a', 1, 0)]))).toBe(2) // seq 0 ties with no seq: the greater value
+    expect(reading.result(fold([at(9, 'a', -3), at(9, 'a', 7), at(9, 'a', 5)]))).toBe(7)
+  })
+
   it('reads what of returns', () => {
     const fahrenheit = latest({ of: (event) => event.value * 1.8 + 32 })
     const event = at(1, 'a', 100)
