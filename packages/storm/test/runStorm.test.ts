@@ -357,4 +357,17 @@ describe('runStorm', () => {
     await expect(runStorm({ ...base, toggle: [500, 50] })).rejects.toThrow(/runStorm: toggle/)
     expect(log.contexts).toEqual([])
   })
+
+  it("with network 'partition', refuses a server URL that is not plain ws://host:port before any browser context opens, also one a server function started", async () => {
+    const { browser, log } = fakeBrowser()
+    const base: StormOptions = { browser, baseURL: 'http://127.0.0.1:1', path: '/storm.html', server: 'ws://127.0.0.1:2', truth: tumblingTruth({ windowMs: 1_000, allowedLateness: 0 }), seconds: 1, seed: 1 }
+    for (const server of ['wss://127.0.0.1:2', 'ws://127.0.0.1', 'http://127.0.0.1:2', '127.0.0.1:2', '']) {
+      await expect(runStorm({ ...base, server }), server).rejects.toThrow(new RangeError(`runStorm: network 'partition' proxies plain ws://host:port servers, not ${JSON.stringify(server)}`))
+    }
+    let stopped = 0
+    const started = async () => ({ url: 'wss://relay.example:443', stop: async () => void stopped++ })
+    await expect(runStorm({ ...base, server: started })).rejects.toThrow(/proxies plain ws:\/\/host:port servers, not "wss:\/\/relay.example:443"/)
+    expect(stopped).toBe(1) // the server it started is stopped
+    expect(log.contexts).toEqual([])
+  })
 })

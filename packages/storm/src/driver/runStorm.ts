@@ -127,6 +127,13 @@ export interface RunningStorm {
   readonly endsAt: number
 }
 
+/** The server a partitioned device's proxy forwards to: a plain `ws://host:port` URL, or a RangeError saying why not. */
+function partitionUpstream(serverUrl: string): URL {
+  const upstream = URL.canParse(serverUrl) ? new URL(serverUrl) : null
+  if (upstream === null || upstream.protocol !== 'ws:' || upstream.port === '') throw new RangeError(`runStorm: network 'partition' proxies plain ws://host:port servers, not ${JSON.stringify(serverUrl)}`)
+  return upstream
+}
+
 function count(name: string, value: number, min: number): number {
   if (!Number.isSafeInteger(value) || value < min) throw new RangeError(`runStorm: ${name} must be an integer >= ${min}, got ${value}`)
   return value
@@ -180,15 +187,15 @@ export async function runStorm(options: StormOptions): Promise<StormResult> {
       started = await options.server()
       serverUrl = started.url
     }
+    // Before any browser context opens: a URL the proxies cannot reach fails the storm at once.
+    const upstream = network === 'partition' ? partitionUpstream(serverUrl) : null
     const url = async (role: StormRole, index: number, seed: number, server = serverUrl): Promise<string> =>
       stormPageUrl(page, { role, server, room, seed }, (await options.params?.({ role, index, seed, room, serverUrl, server })) ?? {})
     for (let k = 0; k < deviceCount; k++) {
       const context = await options.browser.newContext()
       contexts.push(context)
       await ledger.listen(context)
-      if (network === 'partition') {
-        const upstream = new URL(serverUrl)
-        if (upstream.protocol !== 'ws:' || upstream.port === '') throw new Error(`runStorm: network 'partition' proxies plain ws://host:port servers, not ${serverUrl}`)
+      if (upstream !== null) {
         const proxy = await startSyncProxy(Number(upstream.port), upstream.hostname)
         proxies.push(proxy)
         const device = await openStormPage(context, await url('device', k, options.seed + k, proxy.url))
