@@ -162,6 +162,22 @@ async function settle<T>(storm: Promise<T>): Promise<T> {
   return storm
 }
 
+/** The options the tests start from (an emulated network, 1 s, each page's source named after its slot), `overrides` on top. */
+function stormOptions(browser: Browser, overrides: Partial<StormOptions> = {}): StormOptions {
+  return {
+    browser,
+    baseURL: 'http://127.0.0.1:4183',
+    path: '/storm.html',
+    server: 'ws://127.0.0.1:4001',
+    params: ({ role, index }) => ({ source: `${role}-${index}` }),
+    truth: tumblingTruth({ windowMs: 1_000, allowedLateness: 2_000 }),
+    seconds: 1,
+    seed: SEED,
+    network: 'emulate',
+    ...overrides,
+  }
+}
+
 beforeEach(() => {
   vi.useFakeTimers({ now: 1_764_000_000_000 })
 })
@@ -261,15 +277,7 @@ describe('runStorm', () => {
     const slept: number[] = []
     const storm = await settle(
       runStorm({
-        browser,
-        baseURL: 'http://127.0.0.1:4183',
-        path: '/storm.html',
-        server: 'ws://127.0.0.1:4001',
-        params: ({ role, index }) => ({ source: `${role}-${index}` }),
-        truth: tumblingTruth({ windowMs: 1_000, allowedLateness: 2_000 }),
-        seconds: 1,
-        seed: SEED,
-        network: 'emulate',
+        ...stormOptions(browser),
         devices: 2,
         dashboards: 0,
         room: 'my-room',
@@ -303,19 +311,7 @@ describe('runStorm', () => {
   it('waits settleMs (default 60 s) for the truth once everyone is back online, then reports the pages that never showed it', async () => {
     const { browser, log } = fakeBrowser({ deafDashboards: true })
     const storm = await settle(
-      runStorm({
-        browser,
-        baseURL: 'http://127.0.0.1:4183',
-        path: '/storm.html',
-        server: 'ws://127.0.0.1:4001',
-        params: ({ role, index }) => ({ source: `${role}-${index}` }),
-        truth: tumblingTruth({ windowMs: 1_000, allowedLateness: 2_000 }),
-        seconds: 1,
-        seed: SEED,
-        network: 'emulate',
-        devices: 1,
-        dashboards: 1,
-      }),
+      runStorm(stormOptions(browser, { devices: 1, dashboards: 1 })),
     )
     try {
       const waited = Date.now() - log.lastOnlineAt
