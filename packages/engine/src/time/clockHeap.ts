@@ -33,23 +33,22 @@ export class ClockHeap {
     return this.#clocks.length === 0 ? empty : (this.#keys[0] as number)
   }
 
-  has(clock: SourceClock): boolean {
-    return (this.#at[clock.slot] ?? 0) > 0
-  }
-
-  /** Holds `clock` under `key`: added, or moved up or down from where it was. */
+  /**
+   * Holds `clock` under `key`: added, or moved up or down from where it was. Small, so that the
+   * optimizer inlines it where the key is computed: `#move` takes a position only, and a key
+   * handed to a call it does not inline would be boxed, a heap number per change.
+   */
   set(clock: SourceClock, key: number): void {
     const held = (this.#at[clock.slot] ?? 0) - 1
     if (held < 0) {
       this.#clocks.push(clock)
       this.#keys.push(key)
-      this.#up(this.#clocks.length - 1)
+      this.#move(this.#clocks.length - 1)
       return
     }
     const old = this.#keys[held] as number
     this.#keys[held] = key
-    if (key < old) this.#up(held)
-    else if (key > old) this.#down(held)
+    if (key < old || key > old) this.#move(held)
   }
 
   /** Lets go of `clock`, if held. */
@@ -57,13 +56,12 @@ export class ClockHeap {
     const held = (this.#at[clock.slot] ?? 0) - 1
     if (held < 0) return
     this.#at[clock.slot] = 0
-    const last = this.#clocks.length - 1
     const moved = this.#clocks.pop() as SourceClock
     const key = this.#keys.pop() as number
-    if (held === last) return
-    this.#place(held, moved, key)
-    this.#up(held)
-    this.#down((this.#at[moved.slot] as number) - 1)
+    if (held === this.#clocks.length) return
+    this.#clocks[held] = moved
+    this.#keys[held] = key
+    this.#move(held)
   }
 
   /** Holds exactly `clocks` under `keys` (same order), in one pass. */
@@ -71,50 +69,59 @@ export class ClockHeap {
     for (const clock of this.#clocks) this.#at[clock.slot] = 0
     this.#clocks.length = 0
     this.#keys.length = 0
-    for (let i = 0; i < clocks.length; i++) this.#place(i, clocks[i] as SourceClock, keys[i] as number)
-    for (let i = (clocks.length >> 1) - 1; i >= 0; i--) this.#down(i)
+    for (let i = 0; i < clocks.length; i++) {
+      const clock = clocks[i] as SourceClock
+      this.#clocks[i] = clock
+      this.#keys[i] = keys[i] as number
+      this.#at[clock.slot] = i + 1
+    }
+    for (let i = (clocks.length >> 1) - 1; i >= 0; i--) this.#move(i, i)
   }
 
-  /** True when the clock at `i` goes above the one at `j`: a lower key, or an equal one and known first. */
-  #before(i: number, j: number): boolean {
-    const a = this.#keys[i] as number
-    const b = this.#keys[j] as number
-    return a < b || (a === b && (this.#clocks[i] as SourceClock).slot < (this.#clocks[j] as SourceClock).slot)
-  }
-
-  #place(i: number, clock: SourceClock, key: number): void {
-    this.#clocks[i] = clock
-    this.#keys[i] = key
-    this.#at[clock.slot] = i + 1
-  }
-
-  #swap(i: number, j: number): void {
-    const clock = this.#clocks[i] as SourceClock
-    const key = this.#keys[i] as number
-    this.#place(i, this.#clocks[j] as SourceClock, this.#keys[j] as number)
-    this.#place(j, clock, key)
-  }
-
-  #up(i: number): void {
-    this.#at[(this.#clocks[i] as SourceClock).slot] = i + 1
-    while (i > 0) {
+  /**
+   * Moves the clock at `i` to where it belongs, up (no higher than `top`) or down: each clock it
+   * passes moves one level the other way, and it is written once where they stop, with its
+   * position in `#at`. A clock goes above another with a lower key, or an equal one and known first.
+   */
+  #move(i: number, top = 0): void {
+    const clocks = this.#clocks
+    const keys = this.#keys
+    const n = clocks.length
+    const clock = clocks[i] as SourceClock
+    const key = keys[i] as number
+    const slot = clock.slot
+    while (i > top) {
       const parent = (i - 1) >> 1
-      if (!this.#before(i, parent)) return
-      this.#swap(i, parent)
+      const above = clocks[parent] as SourceClock
+      const aboveKey = keys[parent] as number
+      if (!(key < aboveKey || (key === aboveKey && slot < above.slot))) break
+      clocks[i] = above
+      keys[i] = aboveKey
+      this.#at[above.slot] = i + 1
       i = parent
     }
-  }
-
-  #down(i: number): void {
-    const n = this.#clocks.length
     for (;;) {
-      const left = 2 * i + 1
-      if (left >= n) return
-      const right = left + 1
-      const child = right < n && this.#before(right, left) ? right : left
-      if (!this.#before(child, i)) return
-      this.#swap(i, child)
+      let child = 2 * i + 1
+      if (child >= n) break
+      let below = clocks[child] as SourceClock
+      let belowKey = keys[child] as number
+      const right = child + 1
+      if (right < n) {
+        const rightKey = keys[right] as number
+        if (rightKey < belowKey || (rightKey === belowKey && (clocks[right] as SourceClock).slot < below.slot)) {
+          child = right
+          below = clocks[right] as SourceClock
+          belowKey = rightKey
+        }
+      }
+      if (!(belowKey < key || (belowKey === key && below.slot < slot))) break
+      clocks[i] = below
+      keys[i] = belowKey
+      this.#at[below.slot] = i + 1
       i = child
     }
+    clocks[i] = clock
+    keys[i] = key
+    this.#at[slot] = i + 1
   }
 }
