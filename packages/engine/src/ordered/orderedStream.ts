@@ -165,11 +165,11 @@ export class OrderedEventStream implements OrderedStream {
       // the watermark at -Infinity (with a full buffer, that would never drain).
       clock ??= this.#frontiers.source(event.source, now)
       lastClock = clock
-      const before = clock.ahead.size + clock.ids.size
+      const before = clock.dedupEntries()
       clock.lastSeen = now
       this.#proof.record(clock, event)
       this.#frontiers.changes.note(clock)
-      this.#dedupEntries += clock.ahead.size + clock.ids.size - before
+      this.#dedupEntries += clock.dedupEntries() - before
     }
     const rejected = anomalies === null ? 0 : anomalies.length - conflicting
     const counts = this.#counts

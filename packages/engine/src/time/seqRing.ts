@@ -4,16 +4,22 @@
  * Reordered uploads keep this busy: every event behind a late one lands here until the
  * gap fills. A hash map costs a hash per lookup; this keeps seqs near the gap in a ring of
  * Float64 slots indexed by distance from `base` (NaN = absent), so has/get/set/delete are
- * an array access. Seqs farther than `MAX_RING` ahead go to an overflow Map.
+ * an array access. Seqs farther than `MAX_RING` ahead go to an overflow Map. Both are made on
+ * first use: a source whose seqs arrive in order (most of them) never holds one, and an engine
+ * following thousands of sources would otherwise make a ring and a Map for each.
  */
 const MAX_RING = 1 << 16
+/** Slots of the ring when it is first made. */
+const MIN_RING = 16
+/** The ring of every `SeqRing` that has held no seq in slots yet: empty, never written. */
+const NO_SLOTS = new Float64Array(0)
 
 export class SeqRing {
   /** Smallest seq the ring can hold; moves up as the gap-free prefix grows. */
   #base = 1
   #head = 0
-  #slots = new Float64Array(16).fill(Number.NaN)
-  #far = new Map<number, number>()
+  #slots = NO_SLOTS
+  #far: Map<number, number> | null = null
   size = 0
 
   /** The ts `holds` found last (NaN when none): read from a field, it costs a hot caller no heap number. */
@@ -49,8 +55,9 @@ export class SeqRing {
       const ts = slots[(this.#head + offset) & (slots.length - 1)] as number
       if (!Number.isNaN(ts)) return ts
     }
-    if (this.#far.size === 0) return Number.NaN
-    return this.#far.get(seq) ?? Number.NaN
+    const far = this.#far
+    if (far === null || far.size === 0) return Number.NaN
+    return far.get(seq) ?? Number.NaN
   }
 
   /**
@@ -72,6 +79,7 @@ export class SeqRing {
   set(seq: number, ts: number): void {
     const offset = seq - this.#base
     if (offset < 0 || offset >= MAX_RING) {
+      if (this.#far === null) this.#far = new Map()
       if (!this.#far.has(seq)) this.size++
       this.#far.set(seq, ts)
       return
@@ -97,29 +105,29 @@ export class SeqRing {
         return
       }
     }
-    if (this.#far.delete(seq)) this.size--
+    if (this.#far?.delete(seq) === true) this.size--
   }
 
   /** The gap-free prefix reached `prefix`: the ring now starts right above it. */
   advanceBase(prefix: number): void {
-    if (this.size === 0) {
-      // Nothing held (the in-order path): the ring just starts above the prefix.
-      if (this.#base <= prefix) {
-        this.#base = prefix + 1
-        this.#head = 0
-      }
-      return
-    }
-    if (this.#far.size > 0) {
-      for (const seq of this.#far.keys()) {
+    const far = this.#far
+    if (this.size > 0 && far !== null && far.size > 0) {
+      for (const seq of far.keys()) {
         if (seq <= prefix) {
-          this.#far.delete(seq)
+          far.delete(seq)
           this.size--
         }
       }
     }
     const mask = this.#slots.length - 1
     while (this.#base <= prefix) {
+      // Nothing held in the ring (the in-order path, a long jump of the prefix, or no ring yet):
+      // it just starts above the prefix.
+      if (this.size === (far?.size ?? 0)) {
+        this.#base = prefix + 1
+        this.#head = 0
+        break
+      }
       const i = this.#head
       if (!Number.isNaN(this.#slots[i])) {
         this.#slots[i] = Number.NaN
@@ -127,12 +135,6 @@ export class SeqRing {
       }
       this.#head = (i + 1) & mask
       this.#base++
-      // A long jump of the prefix: nothing left in the ring to clear.
-      if (this.size === this.#far.size && this.#base <= prefix) {
-        this.#base = prefix + 1
-        this.#head = 0
-        break
-      }
     }
   }
 
@@ -149,8 +151,8 @@ export class SeqRing {
         released++
       }
     }
-    if (this.#far.size > 0) {
-      const far = this.#far
+    const far = this.#far
+    if (far !== null && far.size > 0) {
       far.forEach((ts, seq) => {
         if (ts < horizon) {
           far.delete(seq)
@@ -168,11 +170,11 @@ export class SeqRing {
       const ts = this.#slots[(this.#head + offset) & (n - 1)] as number
       if (!Number.isNaN(ts)) yield [this.#base + offset, ts]
     }
-    yield* this.#far
+    if (this.#far !== null) yield* this.#far
   }
 
   #grow(needed: number): void {
-    let n = this.#slots.length
+    let n = Math.max(this.#slots.length, MIN_RING)
     while (n < needed) n *= 2
     const slots = new Float64Array(n).fill(Number.NaN)
     const old = this.#slots

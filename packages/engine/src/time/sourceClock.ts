@@ -38,8 +38,8 @@ export class SourceClock {
    * a seq held in `ahead`, which `seen()` relies on.
    */
   aheadMax = 0
-  /** Ids of events without seq, with their ts. */
-  readonly ids = new Map<string, number>()
+  /** Ids of events without seq, with their ts: made by the first such event (see `ids`). */
+  #ids: Map<string, number> | null = null
   /**
    * The writer promised that the source sends nothing more (`engine.finishSource`): it no longer
    * holds the watermark back, counts as complete for the proof frontier, and any later event of
@@ -62,6 +62,19 @@ export class SourceClock {
    * never): the frontiers follow the clocks that changed, not every clock.
    */
   changedIn = -1
+  /**
+   * Ids of events without seq, with their ts. Made on first use: a source that sends seqs never
+   * needs one, and an engine following thousands of sources would otherwise make a Map for each.
+   *
+   * @example
+   * clock.remember({ seq: undefined, id: 'a', ts: 60_000 }, now)
+   * clock.ids.get('a') // 60000
+   */
+  get ids(): Map<string, number> {
+    if (this.#ids === null) this.#ids = new Map()
+    return this.#ids
+  }
+
   /** Ts of the event at `prefix` (NaN when a peer's clock did not say), to detect a clock going backwards along seq. */
   #lastPrefixTs = Number.NEGATIVE_INFINITY
   /** Where the frontiers that own this clock hear of its changes (null: a clock no frontiers follow). */
@@ -90,7 +103,7 @@ export class SourceClock {
 
   /** True when this `(seq)` or `(id)` was already counted. */
   seen(seq: number | undefined, id: string): boolean {
-    if (seq === undefined) return this.ids.has(id)
+    if (seq === undefined) return this.#ids?.has(id) === true
     // Every seq held in `ahead` is at most `aheadMax`: the next seq of a source with a gap
     // pending (most of a reordered upload) is above it, and needs no lookup.
     return seq <= this.prefix || (seq <= this.aheadMax && this.ahead.has(seq))
@@ -112,7 +125,7 @@ export class SourceClock {
   conflict(event: EventStamp): string | null {
     const { seq, id, ts } = event
     let first: number | undefined
-    if (seq === undefined) first = this.ids.get(id)
+    if (seq === undefined) first = this.#ids?.get(id)
     else if (seq > this.prefix) first = this.ahead.get(seq)
     else if (seq === this.prefix && !Number.isNaN(this.#lastPrefixTs)) first = this.#lastPrefixTs
     else {
@@ -154,7 +167,8 @@ export class SourceClock {
     this.version++
     if (ts > this.maxTs) this.maxTs = ts
     if (seq === undefined) {
-      this.ids.set(id, ts)
+      if (this.#ids === null) this.#ids = new Map()
+      this.#ids.set(id, ts)
       this.provable = false
       return
     }
@@ -232,7 +246,7 @@ export class SourceClock {
       provable: this.provable,
       finished: this.finished,
       ahead: [...this.ahead],
-      ids: [...this.ids],
+      ids: this.#ids === null ? [] : [...this.#ids],
     }
   }
 
@@ -279,7 +293,7 @@ export class SourceClock {
 
   /** Entries held in dedup memory. */
   dedupEntries(): number {
-    return this.ahead.size + this.ids.size
+    return this.ahead.size + (this.#ids?.size ?? 0)
   }
 
   /**
@@ -289,8 +303,8 @@ export class SourceClock {
    */
   forgetBefore(horizon: number): number {
     let released = 0
-    const ids = this.ids
-    if (ids.size > 0) {
+    const ids = this.#ids
+    if (ids !== null && ids.size > 0) {
       // `forEach`, not `for…of`: no entry array per id.
       ids.forEach((ts, id) => {
         if (ts < horizon) {

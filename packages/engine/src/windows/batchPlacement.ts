@@ -210,9 +210,9 @@ export class BatchPlacement {
       // Only an event out of seq order, or without seq, can add to dedup memory.
       if (seq !== undefined && seq === clock.prefix + 1 && clock.ahead.size === 0) clock.record(event)
       else {
-        const before = clock.ahead.size + clock.ids.size
+        const before = clock.dedupEntries()
         clock.record(event)
-        dedup.entries += clock.ahead.size + clock.ids.size - before
+        dedup.entries += clock.dedupEntries() - before
       }
       // Listed once per batch for the frontiers, while they follow the clocks that changed.
       if (changes.listing && clock.changedIn !== changes.look) changes.note(clock)
