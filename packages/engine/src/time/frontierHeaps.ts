@@ -47,6 +47,12 @@ export class FrontierHeaps {
   readonly #silence = new ClockHeap()
   /** Of the clocks taken since `highest()` was last read, the one with the largest `maxTs` (the first known among equal ones). */
   #highest: SourceClock | null = null
+  /**
+   * The processing time idleness was last judged at (`rebuild`, `judge`), which `take` judges a
+   * clock at: kept here rather than handed to every `take`, where a number passed to a call the
+   * optimizer does not inline is boxed, a heap number per changed clock.
+   */
+  #judgedAt = Number.NEGATIVE_INFINITY
 
   constructor(idleTimeout: number) {
     this.#idleTimeout = idleTimeout
@@ -119,6 +125,7 @@ export class FrontierHeaps {
     const silence: SourceClock[] = []
     const lastSeen: number[] = []
     this.#highest = null
+    this.#judgedAt = judgedAt
     for (const clock of clocks) {
       if (!Number.isFinite(clock.lastSeen)) clock.lastSeen = now
       if (this.#highest === null || clock.maxTs > this.#highest.maxTs) this.#highest = clock
@@ -143,8 +150,8 @@ export class FrontierHeaps {
     this.#silence.build(silence, lastSeen)
   }
 
-  /** Places a clock that changed (a new one, an event, a peer's copy, a finish), idleness judged at `judgedAt`. */
-  take(clock: SourceClock, judgedAt: number): void {
+  /** Places a clock that changed (a new one, an event, a peer's copy, a finish), idleness judged where it was last judged (`rebuild`, `judge`). */
+  take(clock: SourceClock): void {
     const highest = this.#highest
     if (highest === null || clock.maxTs > highest.maxTs || (clock.maxTs === highest.maxTs && clock.slot < highest.slot)) this.#highest = clock
     if (clock.finished) {
@@ -159,7 +166,7 @@ export class FrontierHeaps {
     this.#finished.delete(clock)
     this.#counting.set(clock, clock.maxTs)
     this.#proofs.set(clock, clock.proof())
-    if (idleAt(clock, judgedAt, this.#idleTimeout)) {
+    if (idleAt(clock, this.#judgedAt, this.#idleTimeout)) {
       this.#active.delete(clock)
       this.#silence.delete(clock)
       return
@@ -174,6 +181,7 @@ export class FrontierHeaps {
    * silent for longer than `idleTimeout` since then leave the active ones.
    */
   judge(now: number): void {
+    this.#judgedAt = now
     const silence = this.#silence
     for (let clock = silence.top(); clock !== undefined && idleAt(clock, now, this.#idleTimeout); clock = silence.top()) {
       silence.delete(clock)

@@ -154,7 +154,8 @@ export class Frontiers {
       const clock = changes.clocks[i] as SourceClock
       // Heard while the processing-time clock gave no finite time: the pass gives it the next one.
       if (!Number.isFinite(clock.lastSeen)) return this.#unfollow()
-      this.#heaps.take(clock, this.#judgedAt)
+      // Judged where the heaps last judged idleness: at `#judgedAt` (the last `rebuild` or `judge`).
+      this.#heaps.take(clock)
     }
     changes.clear()
     return true
