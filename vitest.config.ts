@@ -53,6 +53,8 @@ export default defineConfig({
       project('demo', ['apps/demo/test/**/*.test.ts']),
       project('docs', ['docs/test/**/*.test.ts']),
       project('packaging', ['scripts/packaging/test/**/*.test.ts']),
+      // The benchmark harness's rules (fake clocks: no test times anything), not its figures.
+      project('bench', ['bench/test/**/*.test.ts']),
       // Real relay processes, PGlite, Redis and PostgreSQL: one PGlite data directory is
       // initialized per run (globalSetup) and copied for each relay.
       {

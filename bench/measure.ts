@@ -56,6 +56,9 @@ export interface Sample {
   readonly cpuMs: number
 }
 
+/** Times one call: `sampleOnce` (the process's clocks) unless a test gives its own. */
+export type Stopwatch = (fn: () => void) => Sample
+
 /** CPU time every contender spends warming up, at the least, before it is timed (see `warmUp`). */
 export const WARM_CPU_MS = 1_000
 
@@ -84,6 +87,7 @@ export async function warmUp(
   settle: () => Promise<void> = async () => {},
   minSampleMs = 150,
   warmCpuMs = WARM_CPU_MS,
+  stopwatch: Stopwatch = sampleOnce,
 ): Promise<Map<string, number>> {
   const reps = new Map<string, number>(contenders.map((c) => [c.name, 1]))
   const spent = new Map<string, { runs: number; cpuMs: number; lastMs: number }>(contenders.map((c) => [c.name, { runs: 0, cpuMs: 0, lastMs: 0 }]))
@@ -95,7 +99,7 @@ export async function warmUp(
     for (const c of contenders) {
       if (warm(c.name)) continue
       await settle()
-      const t = sampleOnce(c.run)
+      const t = stopwatch(c.run)
       const s = spent.get(c.name) as { runs: number; cpuMs: number; lastMs: number }
       s.runs++
       s.cpuMs += t.cpuMs
@@ -117,6 +121,7 @@ export async function timedRounds(
   reps: ReadonlyMap<string, number>,
   progress: (line: string) => void = () => {},
   settle: () => Promise<void> = async () => {},
+  stopwatch: Stopwatch = sampleOnce,
 ): Promise<Map<string, Sample[]>> {
   const samples = new Map<string, Sample[]>(contenders.map((c) => [c.name, []]))
   for (let r = 0; r < rounds; r++) {
@@ -125,7 +130,7 @@ export async function timedRounds(
       const c = contenders[(r + k) % contenders.length] as TimedRun
       const n = reps.get(c.name) ?? 1
       await settle()
-      const t = sampleOnce(() => {
+      const t = stopwatch(() => {
         for (let i = 0; i < n; i++) c.run()
       })
       const sample = { wallMs: t.wallMs / n, cpuMs: t.cpuMs / n }
