@@ -8,7 +8,7 @@
  *     [--only=tidemark,plain-loop] [--rounds=N] [--warmup=N] [--no-memory] [--forced-gc]
  */
 import type { Contender, Outcome, WindowTotals } from './contender.ts'
-import { perSecond, type Sample, type Spread, sampleOnce, spreadOf, timedRounds, WARM_CPU_MS, warmUp } from '../measure.ts'
+import { perSecond, type Sample, type Spread, type Stopwatch, sampleOnce, spreadOf, timedRounds, WARM_CPU_MS, warmUp } from '../measure.ts'
 import { type MemoryFigures, measureMemory, mb, NO_PROBE, retainedBy, settleHeap } from './memory.ts'
 
 /** `time(reference) / time(subject)`: the subject's throughput relative to the reference's. */
@@ -113,11 +113,14 @@ export interface ProfileOptions {
   /** Force a GC before every timed run; off by default (see `runProfile`). */
   readonly settleGc: boolean
   readonly progress: (line: string) => void
+  /** Times every run (default `sampleOnce`: the process's CPU and wall clocks). */
+  readonly stopwatch?: Stopwatch
 }
 
 export async function runProfile(definition: ProfileDefinition, options: ProfileOptions, prepareMs = 0): Promise<ProfileFigures> {
   const started = performance.now()
   const say = options.progress
+  const stopwatch = options.stopwatch ?? sampleOnce
   const contenders = definition.contenders.filter((c) => options.only === null || options.only.includes(c.name))
   const rounds = options.rounds ?? definition.rounds ?? 5
   const warmup = options.warmup ?? definition.warmup ?? 2
@@ -142,7 +145,7 @@ export async function runProfile(definition: ProfileDefinition, options: Profile
     let sample: Sample = { wallMs: 0, cpuMs: 0 }
     const { memory: figures, state: outcome } = await measureMemory(definition.batches, (probe) => {
       let o: Outcome | undefined
-      sample = sampleOnce(() => {
+      sample = stopwatch(() => {
         o = c.run({ probe, record: true })
       })
       return o as Outcome
@@ -161,26 +164,27 @@ export async function runProfile(definition: ProfileDefinition, options: Profile
     )
   }
 
-  const reps = await warmUp(regular, warmup, say, settle)
-
-  const times = await timedRounds(regular, rounds, reps, say, settle)
-  for (const c of contenders) {
-    if (c.rounds === undefined) continue
-    const runs = singleTimes.get(c.name) ?? []
-    for (let r = runs.length; r < c.rounds; r++) {
-      await settle()
-      const sample = sampleOnce(() => c.run({ probe: NO_PROBE, record: false }).close?.())
-      runs.push(sample)
-      say(`${c.name} run ${r + 1}/${c.rounds} ${sample.cpuMs.toFixed(0)} ms cpu`)
-    }
-    times.set(c.name, runs)
-  }
-
+  // Before any timed run: contenders that disagree make every figure meaningless.
   const agreement = checkAgreement(definition, outcomes)
   for (const a of agreement) {
     if (a.mismatches.length > 0) {
       throw new Error(`${definition.name}: ${a.pair.join(' and ')} disagree on ${a.mismatches.length} of ${a.compared}: ${a.mismatches.slice(0, 5).join('; ')}`)
     }
+  }
+
+  const reps = await warmUp(regular, warmup, say, settle, undefined, undefined, stopwatch)
+
+  const times = await timedRounds(regular, rounds, reps, say, settle, stopwatch)
+  for (const c of contenders) {
+    if (c.rounds === undefined) continue
+    const runs = singleTimes.get(c.name) ?? []
+    for (let r = runs.length; r < c.rounds; r++) {
+      await settle()
+      const sample = stopwatch(() => c.run({ probe: NO_PROBE, record: false }).close?.())
+      runs.push(sample)
+      say(`${c.name} run ${r + 1}/${c.rounds} ${sample.cpuMs.toFixed(0)} ms cpu`)
+    }
+    times.set(c.name, runs)
   }
 
   const cpu = (name: string) => (times.get(name) ?? []).map((t) => t.cpuMs)
