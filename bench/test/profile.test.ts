@@ -117,9 +117,12 @@ describe('a profile run', () => {
     expect(log.some((r) => !r.record)).toBe(false)
   })
 
-  it('fails when a contender misses a window the other fired', async () => {
+  it('fails when either contender misses a window the other fired', async () => {
     const clock = fakeClock()
-    await expect(runProfile(profile(clock, [], totals([['a', 2, 3]])), options(clock, ['--no-memory']))).rejects.toThrow(/disagree/)
+    const missing = totals([['a', 2, 3]])
+    await expect(runProfile(profile(clock, [], missing), options(clock, ['--no-memory']))).rejects.toThrow(/w\/b\/0: end 10, 1\/5 vs missing/)
+    const reversed = profile(clock, [], missing, { agree: [['plain-loop', 'tidemark']] })
+    await expect(runProfile(reversed, options(clock, ['--no-memory']))).rejects.toThrow(/w\/b\/0: missing vs 1\/5/)
   })
 
   it('with --only runs the named contenders alone, and checks no pair that lacks one', async () => {
