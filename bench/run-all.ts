@@ -17,49 +17,10 @@ import { cpus, loadavg } from 'node:os'
 import { join } from 'node:path'
 import { RESULTS_DIR, runProfileProcess } from './harness/child.ts'
 import { formatRatio, type ProfileFigures, poolProcesses } from './harness/profile.ts'
-import { type BenchRun, type MissingProfile, writeReport } from './harness/report.ts'
+import { type BenchRun, writeReport } from './harness/report.ts'
+import { parseSuiteArgs, reportedFigures, SEPARATE_PROFILES } from './harness/suite.ts'
 
-interface ProfileEntry {
-  readonly name: string
-  readonly streaming: boolean
-}
-
-/** Every Node profile, in run order. */
-const PROFILES: readonly ProfileEntry[] = [
-  { name: 'streaming-100k', streaming: true },
-  { name: 'streaming-150k-watermark-lag', streaming: true },
-  { name: 'streaming-250k-watermark-lag', streaming: true },
-  { name: 'correction-churn', streaming: false },
-  { name: 'reconnect-burst', streaming: false },
-  { name: 'many-sources', streaming: false },
-  { name: 'anomaly-heavy', streaming: false },
-  { name: 'sliding-1h-1m', streaming: true },
-  { name: 'sessions-100k', streaming: true },
-  { name: 'ordered-stream-flush', streaming: false },
-  { name: 'merge-8-replicas', streaming: false },
-  { name: 'aggregates-accuracy', streaming: false },
-  { name: 'aggregates-cost', streaming: false },
-]
-
-/** Profiles the benchmark plan names that this command does not run; listed, never given numbers. */
-const MISSING: readonly MissingProfile[] = [
-  { name: 'wal-append', where: 'browser', status: 'separate: `pnpm bench:browser:wal` (bench/browser/wal-append.ts); not part of `pnpm bench`' },
-  { name: 'wal-recovery-1m', where: 'browser', status: 'separate: `pnpm bench:browser:wal` (bench/browser/wal-recovery-1m.ts); not part of `pnpm bench`' },
-  { name: 'render-1000-windows', where: 'browser', status: 'separate: `pnpm bench:browser`; not part of `pnpm bench`' },
-]
-
-const argv = process.argv.slice(2)
-const onlyArg = argv.find((a) => a.startsWith('--only='))
-const only = onlyArg === undefined ? null : onlyArg.slice('--only='.length).split(',')
-const passThrough = argv.filter((a) => a.startsWith('--rounds=') || a.startsWith('--warmup=') || a === '--no-memory')
-const reportOnly = argv.includes('--report-only')
-const processesArg = argv.find((a) => a.startsWith('--processes='))
-const processes = processesArg === undefined ? 1 : Number(processesArg.slice('--processes='.length))
-if (!Number.isInteger(processes) || processes < 1) throw new Error(`--processes must be a whole number >= 1, got ${processesArg}`)
-const selected = reportOnly ? [] : PROFILES.filter((p) => (only === null ? !argv.includes('--stream') || p.streaming : only.includes(p.name)))
-if (only !== null) {
-  for (const name of only) if (!PROFILES.some((p) => p.name === name)) throw new Error(`unknown profile ${name}; known: ${PROFILES.map((p) => p.name).join(', ')}`)
-}
+const { selected, passThrough, processes, reportOnly } = parseSuiteArgs(process.argv.slice(2))
 
 const started = performance.now()
 const loadStart = loadavg()[0] as number
@@ -92,12 +53,9 @@ for (const [i, profile] of selected.entries()) {
 
 mkdirSync(RESULTS_DIR, { recursive: true })
 const previous = readPrevious()
-const results = PROFILES.flatMap((p) => {
-  const figures = fresh.find((f) => f.profile === p.name) ?? previous.find((f) => f.profile === p.name)
-  return figures === undefined ? [] : [figures]
-})
+const results = reportedFigures(fresh, previous)
 const previousRun = reportOnly ? readPreviousRun() : null
-const run: BenchRun = previousRun !== null ? { ...previousRun, missing: MISSING } : {
+const run: BenchRun = previousRun !== null ? { ...previousRun, missing: SEPARATE_PROFILES } : {
   date: new Date().toISOString(),
   node: process.version,
   cpu: cpus()[0]?.model.trim() ?? 'unknown cpu',
@@ -107,7 +65,7 @@ const run: BenchRun = previousRun !== null ? { ...previousRun, missing: MISSING 
   wallMs: Math.round(performance.now() - started),
   results,
   failures,
-  missing: MISSING,
+  missing: SEPARATE_PROFILES,
 }
 writeReport(RESULTS_DIR, run)
 process.stdout.write(`wrote ${join(RESULTS_DIR, 'latest.md')} (+ .json, .svg) in ${(run.wallMs / 1000).toFixed(0)} s\n`)
