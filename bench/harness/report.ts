@@ -31,7 +31,7 @@ export interface BenchRun {
 
 export function writeReport(dir: string, run: BenchRun): void {
   writeFileSync(join(dir, 'latest.json'), `${JSON.stringify(run, null, 1)}\n`)
-  writeFileSync(join(dir, 'latest.md'), markdown(run))
+  writeFileSync(join(dir, 'latest.md'), reportMarkdown(run))
   writeFileSync(join(dir, 'latest.svg'), ratioChart(run.results.filter((f) => f.ratios.length > 0)))
 }
 
@@ -65,7 +65,8 @@ function processNote(run: BenchRun): string {
   return `; each profile ran in ${counts.join(' or ')} processes, one after another, and its figures pool their rounds`
 }
 
-function markdown(run: BenchRun): string {
+/** The Markdown report of a run (`latest.md`). */
+export function reportMarkdown(run: BenchRun): string {
   const lines: string[] = []
   lines.push('# Tidemark benchmarks: latest run', '')
   lines.push(
