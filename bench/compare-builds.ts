@@ -109,6 +109,8 @@ if (profile === undefined || builds === undefined || builds.length === 0 || !(ro
 if (process.argv.includes('--child')) {
   process.stdout.write(JSON.stringify(await measure(profile, builds, rounds, Number(arg('first') ?? 0))))
 } else {
+  // Refuse a build that loads as CommonJS before any process is spent on it.
+  await Promise.all(builds.map(load))
   const script = fileURLToPath(import.meta.url)
   const ratios = new Map<string, number[]>(builds.map((b) => [b, []]))
   console.log(`${profile}: ${processes} processes × ${rounds} rounds; per process, each build's two series as a ratio to the first build's first (the build run first rotates: *)`)
