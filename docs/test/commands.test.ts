@@ -1,5 +1,6 @@
 /**
- * What the guides and the READMEs of apps/demo and e2e/ tell a reader to run: every `pnpm`
+ * What the guides, the root README, the docs index and the READMEs of apps/demo, e2e/ and bench/
+ * tell a reader to run: every `pnpm`
  * command names a script of the package it runs in (or a binary of the workspace), the e2e
  * README's table lists exactly the specs of e2e/tests, and `pnpm start`'s settings are the ones
  * scripts/demo.mjs reads and the e2e suite sets.
@@ -13,7 +14,15 @@ const read = (path: string): string => readFileSync(join(ROOT, path), 'utf8')
 const scriptsOf = (packageDir: string): Record<string, string> => (JSON.parse(read(join(packageDir, 'package.json'))) as { scripts?: Record<string, string> }).scripts ?? {}
 
 /** The files whose commands a reader runs as they are written. */
-const DOCUMENTS = ['docs/getting-started.md', ...readdirSync(join(ROOT, 'docs/recipes')).map((file) => `docs/recipes/${file}`), 'apps/demo/README.md', 'e2e/README.md']
+const DOCUMENTS = [
+  'README.md',
+  'docs/README.md',
+  'docs/getting-started.md',
+  ...readdirSync(join(ROOT, 'docs/recipes')).map((file) => `docs/recipes/${file}`),
+  'apps/demo/README.md',
+  'e2e/README.md',
+  'bench/README.md',
+]
 
 /** The workspace packages by name, each with its folder. */
 function workspacePackages(): Map<string, string> {
@@ -37,7 +46,9 @@ describe('commands the docs give', () => {
   )
 
   it('finds the commands', () => {
-    expect(commands.map((c) => c.text)).toEqual(expect.arrayContaining(['pnpm start', 'pnpm demo', 'pnpm relay', 'pnpm e2e', 'pnpm --filter @tidemark/demo dev']))
+    expect(commands.map((c) => c.text)).toEqual(
+      expect.arrayContaining(['pnpm start', 'pnpm demo', 'pnpm relay', 'pnpm e2e', 'pnpm --filter @tidemark/demo dev', 'pnpm bench:check', 'pnpm release:check', 'pnpm docs:api']),
+    )
   })
 
   it('runs a script of the package each names, or a workspace binary', () => {
