@@ -351,6 +351,13 @@ function round(x: number, digits: number): number {
   return Number.isFinite(x) ? Number(x.toFixed(digits)) : x
 }
 
+/** `--name=text` read as a whole number of at least `min`, or a RangeError naming the flag: `--rounds=abc` ran no round at all. */
+function wholeArg(name: string, text: string, min: number): number {
+  const n = /^\d+$/.test(text) ? Number(text) : Number.NaN
+  if (!(Number.isSafeInteger(n) && n >= min)) throw new RangeError(`--${name} must be a whole number >= ${min}, got ${JSON.stringify(text)}`)
+  return n
+}
+
 export function parseProfileArgs(argv: readonly string[]): ProfileOptions & { json: boolean } {
   const value = (name: string): string | null => {
     for (let i = 0; i < argv.length; i++) {
@@ -367,8 +374,8 @@ export function parseProfileArgs(argv: readonly string[]): ProfileOptions & { js
   return {
     json,
     only: only === null ? null : only.split(','),
-    rounds: rounds === null ? null : Number(rounds),
-    warmup: warmup === null ? null : Number(warmup),
+    rounds: rounds === null ? null : wholeArg('rounds', rounds, 1),
+    warmup: warmup === null ? null : wholeArg('warmup', warmup, 0),
     memory: !argv.includes('--no-memory'),
     settleGc: argv.includes('--forced-gc'),
     progress: (line) => process.stderr.write(`  ${line}\n`),

@@ -2,7 +2,7 @@
  * The Node profiles `pnpm bench` runs, which of them a command line selects, and the figures the
  * report is written from: this run's, and the previous run's for the profiles not run this time.
  */
-import type { ProfileFigures } from './profile.ts'
+import { type ProfileFigures, parseProfileArgs } from './profile.ts'
 import type { MissingProfile } from './report.ts'
 
 export interface SuiteProfile {
@@ -61,9 +61,12 @@ export function parseSuiteArgs(argv: readonly string[], profiles: readonly Suite
   if (!Number.isInteger(processes) || processes < 1) throw new Error(`--processes must be a whole number >= 1, got ${processesArg}`)
   const reportOnly = argv.includes('--report-only')
   const streamOnly = argv.includes('--stream')
+  const passThrough = argv.filter((a) => a.startsWith('--rounds=') || a.startsWith('--warmup=') || a === '--no-memory')
+  // Read here as each profile reads them, so a bad value stops the suite before any process starts.
+  parseProfileArgs(passThrough)
   return {
     selected: reportOnly ? [] : profiles.filter((p) => (only === null ? !streamOnly || p.streaming : only.includes(p.name))),
-    passThrough: argv.filter((a) => a.startsWith('--rounds=') || a.startsWith('--warmup=') || a === '--no-memory'),
+    passThrough,
     processes,
     reportOnly,
   }

@@ -68,6 +68,15 @@ describe('a profile command line', () => {
     expect(parsed).toMatchObject({ json: true, only: ['tidemark', 'plain-loop'], rounds: 9, warmup: 3, memory: false, settleGc: true })
   })
 
+  it('refuses a --rounds or --warmup that is not a whole number (--rounds at least 1), naming the flag', () => {
+    expect(() => parseProfileArgs(['--rounds=abc'])).toThrow(new RangeError('--rounds must be a whole number >= 1, got "abc"'))
+    expect(() => parseProfileArgs(['--rounds', '0'])).toThrow(new RangeError('--rounds must be a whole number >= 1, got "0"'))
+    expect(() => parseProfileArgs(['--rounds=2.5'])).toThrow(/--rounds must be a whole number/)
+    expect(() => parseProfileArgs(['--warmup=-1'])).toThrow(new RangeError('--warmup must be a whole number >= 0, got "-1"'))
+    expect(() => parseProfileArgs(['--rounds'])).not.toThrow() // no value: the default
+    expect(parseProfileArgs(['--warmup=0', '--rounds=1'])).toMatchObject({ warmup: 0, rounds: 1 })
+  })
+
   it('runs every contender, with memory, no forced GC and human-readable output by default', () => {
     expect(parseProfileArgs([])).toMatchObject({ json: false, only: null, rounds: null, warmup: null, memory: true, settleGc: false })
   })

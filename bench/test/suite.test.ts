@@ -30,6 +30,11 @@ describe('pnpm bench', () => {
     expect(parseSuiteArgs(['--only=correction-churn', '--rounds=9', '--warmup=3', '--no-memory', '--processes=3', '--stream']).passThrough).toEqual(['--rounds=9', '--warmup=3', '--no-memory'])
   })
 
+  it('refuses a --rounds or --warmup a profile would refuse, before any profile process starts', () => {
+    expect(() => parseSuiteArgs(['--rounds=abc'])).toThrow(new RangeError('--rounds must be a whole number >= 1, got "abc"'))
+    expect(() => parseSuiteArgs(['--warmup=x'])).toThrow(/--warmup must be a whole number >= 0/)
+  })
+
   it('runs each profile in N processes with --processes=N, and refuses anything but a whole number from 1', () => {
     expect(parseSuiteArgs(['--processes=3', '--rounds=11']).processes).toBe(3)
     for (const bad of ['--processes=0', '--processes=1.5', '--processes=three']) expect(() => parseSuiteArgs([bad]), bad).toThrow(/--processes must be a whole number >= 1/)
