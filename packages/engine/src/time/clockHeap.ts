@@ -75,13 +75,16 @@ export class ClockHeap {
       this.#keys[i] = keys[i] as number
       this.#at[clock.slot] = i + 1
     }
-    for (let i = (clocks.length >> 1) - 1; i >= 0; i--) this.#move(i, i)
+    for (let i = (clocks.length - 2) >> 2; i >= 0; i--) this.#move(i, i)
   }
 
   /**
    * Moves the clock at `i` to where it belongs, up (no higher than `top`) or down: each clock it
    * passes moves one level the other way, and it is written once where they stop, with its
    * position in `#at`. A clock goes above another with a lower key, or an equal one and known first.
+   * Four children per clock (those of `i` from `4i + 1`): half the levels of a binary heap, so a
+   * clock whose key jumps from the lowest to the highest, as a source heard again does, passes
+   * half as many clocks, and the four it compares at each level lie side by side.
    */
   #move(i: number, top = 0): void {
     const clocks = this.#clocks
@@ -91,7 +94,7 @@ export class ClockHeap {
     const key = keys[i] as number
     const slot = clock.slot
     while (i > top) {
-      const parent = (i - 1) >> 1
+      const parent = (i - 1) >> 2
       const above = clocks[parent] as SourceClock
       const aboveKey = keys[parent] as number
       if (!(key < aboveKey || (key === aboveKey && slot < above.slot))) break
@@ -101,17 +104,18 @@ export class ClockHeap {
       i = parent
     }
     for (;;) {
-      let child = 2 * i + 1
-      if (child >= n) break
-      let below = clocks[child] as SourceClock
-      let belowKey = keys[child] as number
-      const right = child + 1
-      if (right < n) {
-        const rightKey = keys[right] as number
-        if (rightKey < belowKey || (rightKey === belowKey && (clocks[right] as SourceClock).slot < below.slot)) {
-          child = right
-          below = clocks[right] as SourceClock
-          belowKey = rightKey
+      const first = 4 * i + 1
+      if (first >= n) break
+      let child = first
+      let below = clocks[first] as SourceClock
+      let belowKey = keys[first] as number
+      const end = Math.min(first + 4, n)
+      for (let next = first + 1; next < end; next++) {
+        const nextKey = keys[next] as number
+        if (nextKey < belowKey || (nextKey === belowKey && (clocks[next] as SourceClock).slot < below.slot)) {
+          child = next
+          below = clocks[next] as SourceClock
+          belowKey = nextKey
         }
       }
       if (!(belowKey < key || (belowKey === key && below.slot < slot))) break
