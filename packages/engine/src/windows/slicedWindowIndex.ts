@@ -56,20 +56,8 @@ export class SlicedWindowIndex implements WindowIndex {
    */
   #writes = 0
   #made = 0
-  /**
-   * By `(RECENT + LATE) × source slot + i`: the slices a source wrote last (one per key it writes,
-   * up to `RECENT` keys: a device reporting several metrics alternates between them), then up to
-   * `LATE` slices older than their key's (where its late events went, so that a late event does
-   * not push out the slice its next event goes to), and its cell in each slice's main part.
-   * `#recentNext` (by `2 × slot`, then `2 × slot + 1` for the late ones) says which entry to replace next.
-   */
-  readonly #recentSlices: (Slice<SliceSeries> | undefined)[] = []
-  /** The source's cell there: an object (`#recentCells`), or else its row in the slice's `rows` (`#recentRows`). */
-  readonly #recentCells: (Cell | undefined)[] = []
-  readonly #recentRows: number[] = []
-  /** With aggregates: the states of `#recentCells`. */
-  readonly #recentStates: (States | undefined)[] = []
-  readonly #recentNext: number[] = []
+  /** By source slot: the slices the source wrote last, and its cells there (see `RecentEntries`). */
+  readonly #recent: (RecentEntries | undefined)[] = []
   /** What merging peers' groups reaches of this index. */
   readonly #parts: PartsHost
 
@@ -134,7 +122,7 @@ export class SlicedWindowIndex implements WindowIndex {
   ): number {
     const { ts, value } = event
     const batch = frontiers.batch
-    const base = STRIDE * source.slot
+    const recent = this.#recent[source.slot] ?? this.#recentOf(source.slot)
     const publish = frontiers.publish === true
     let slice: Slice<SliceSeries> | undefined
     let cell: Cell | undefined
@@ -142,17 +130,17 @@ export class SlicedWindowIndex implements WindowIndex {
     let row = -1
     let states: States | undefined
     // A slice the source wrote lately, in the key's series: no alignment, no lookup.
-    for (let i = base; i < base + STRIDE; i++) {
-      const recent = this.#recentSlices[i]
-      if (recent !== undefined && ts >= recent.start && ts < recent.start + this.unit && recent.key === key && recent.live) {
-        slice = recent
-        cell = this.#recentCells[i]
+    for (let i = 0; i < ENTRIES; i += FIELDS) {
+      const entry = recent[i] as Slice<SliceSeries> | undefined
+      if (entry !== undefined && ts >= entry.start && ts < entry.start + this.unit && entry.key === key && entry.live) {
+        slice = entry
+        cell = recent[i + 1] as Cell | undefined
         // The outbox needs the cell as an object; a count of NaN says the row's cell became one.
         if (cell === undefined && !publish) {
-          row = this.#recentRows[i] as number
-          if (Number.isNaN(recent.rows[6 * row])) row = -1
+          row = recent[i + 2] as number
+          if (Number.isNaN(entry.rows[6 * row])) row = -1
         }
-        if (inputs !== null) states = this.#recentStates[i]
+        if (inputs !== null) states = recent[i + 3] as States | undefined
         break
       }
     }
@@ -202,22 +190,22 @@ export class SlicedWindowIndex implements WindowIndex {
       if (main) {
         // The entry of this key's slice, or else the next in turn; a slice older than the one
         // there (a late event's) takes the next late entry instead.
-        let at = base
-        while (at < base + RECENT && this.#recentSlices[at]?.key !== key) at++
-        const current = at < base + RECENT ? this.#recentSlices[at] : undefined
+        let at = 0
+        while (at < RECENT * FIELDS && (recent[at] as Slice<SliceSeries> | undefined)?.key !== key) at += FIELDS
+        const current = at < RECENT * FIELDS ? (recent[at] as Slice<SliceSeries> | undefined) : undefined
         if (current === undefined) {
-          const next = this.#recentNext[2 * source.slot] ?? 0
-          at = base + next
-          this.#recentNext[2 * source.slot] = (next + 1) % RECENT
+          const next = (recent[NEXT] as number | undefined) ?? 0
+          at = next * FIELDS
+          recent[NEXT] = (next + 1) % RECENT
         } else if (current.live && slice.start < current.start) {
-          const next = this.#recentNext[2 * source.slot + 1] ?? 0
-          at = base + RECENT + next
-          this.#recentNext[2 * source.slot + 1] = (next + 1) % LATE
+          const next = (recent[NEXT_LATE] as number | undefined) ?? 0
+          at = (RECENT + next) * FIELDS
+          recent[NEXT_LATE] = (next + 1) % LATE
         }
-        this.#recentSlices[at] = slice
-        this.#recentCells[at] = cell
-        this.#recentRows[at] = row
-        if (inputs !== null) this.#recentStates[at] = states
+        recent[at] = slice
+        recent[at + 1] = cell
+        recent[at + 2] = row
+        if (inputs !== null) recent[at + 3] = states
       }
     }
     this.#writes++
@@ -285,6 +273,14 @@ export class SlicedWindowIndex implements WindowIndex {
       bits |= w.fired ? ADMITTED_LATE : ON_TIME
     }
     return bits
+  }
+
+  /** The recent entries of the source at `slot`, made empty on its first event here. */
+  #recentOf(slot: number): RecentEntries {
+    // At its size at once: an array grown by its first writes was copied twice on the way.
+    const recent: RecentEntries = new Array(ENTRIES + 2)
+    this.#recent[slot] = recent
+    return recent
   }
 
   #seriesOf(key: string): SliceSeries {
@@ -434,5 +430,23 @@ const LATE = 2
  */
 const SPARSE_WRITES = 16
 
-/** Entries per source slot. */
-const STRIDE = RECENT + LATE
+/** Values per entry of `RecentEntries`: the slice, the cell object, the row, the states. */
+const FIELDS = 4
+
+/** Values of a source's entries in `RecentEntries`; then the two turns. */
+const ENTRIES = (RECENT + LATE) * FIELDS
+const NEXT = ENTRIES
+const NEXT_LATE = ENTRIES + 1
+
+/**
+ * What placement remembers of one source, in one array (so an event reads one object, and a
+ * new source costs one small array instead of growing four arrays indexed by slot, which a
+ * fleet of 10,000 sources made 60,000 entries long, copied at every growth): `RECENT` entries
+ * for the slices the source wrote last (one per key it writes: a device reporting several metrics
+ * alternates between them), then `LATE` entries for slices older than their key's (where its late
+ * events went, so that a late event does not push out the slice its next event goes to). An entry
+ * is `FIELDS` values: the slice, the source's cell in its main part as an object (or undefined),
+ * else its row in the slice's `rows`, and with aggregates the cell's states. Last, which of the
+ * `RECENT` entries to replace next, and which of the `LATE` ones.
+ */
+type RecentEntries = (Slice<SliceSeries> | Cell | States | number | undefined)[]
