@@ -167,8 +167,7 @@ export class SourceClock {
     this.version++
     if (ts > this.maxTs) this.maxTs = ts
     if (seq === undefined) {
-      if (this.#ids === null) this.#ids = new Map()
-      this.#ids.set(id, ts)
+      this.ids.set(id, ts)
       this.provable = false
       return
     }

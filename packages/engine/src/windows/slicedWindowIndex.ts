@@ -439,14 +439,12 @@ const NEXT = ENTRIES
 const NEXT_LATE = ENTRIES + 1
 
 /**
- * What placement remembers of one source, in one array (so an event reads one object, and a
- * new source costs one small array instead of growing four arrays indexed by slot, which a
- * fleet of 10,000 sources made 60,000 entries long, copied at every growth): `RECENT` entries
- * for the slices the source wrote last (one per key it writes: a device reporting several metrics
- * alternates between them), then `LATE` entries for slices older than their key's (where its late
- * events went, so that a late event does not push out the slice its next event goes to). An entry
- * is `FIELDS` values: the slice, the source's cell in its main part as an object (or undefined),
- * else its row in the slice's `rows`, and with aggregates the cell's states. Last, which of the
- * `RECENT` entries to replace next, and which of the `LATE` ones.
+ * What placement remembers of one source, in one array of its own (an event reads one object, a
+ * new source costs one small array): `RECENT` entries for the slices the source wrote last (one
+ * per key it writes: a device reporting several metrics alternates between them), then `LATE`
+ * entries for slices older than their key's (where its late events went, so that a late event
+ * does not push out the slice its next event goes to). An entry is `FIELDS` values: the slice,
+ * the source's cell in its main part as an object (or undefined), else its row in the slice's
+ * `rows`, and with aggregates the cell's states. Last, which entries to replace next.
  */
 type RecentEntries = (Slice<SliceSeries> | Cell | States | number | undefined)[]
