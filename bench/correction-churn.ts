@@ -2,8 +2,9 @@
  * correction-churn: repeated corrections in one engine. 120k readings from 10 devices, 40% of
  * them delivered up to ~100 s late, 1% re-sent, uploads of 200. Windows are 5 s tumbling with no
  * out-of-orderness allowance, so they fire as soon as every device has passed them, and 2 min of
- * allowed lateness, so almost every late reading corrects a window that already fired: each
- * window is re-emitted dozens of times before it turns final.
+ * allowed lateness, so almost every late reading corrects a window that already fired: dozens of
+ * late readings per window, each upload that brings some re-emitting it as a correction (a few
+ * times per window) before it turns final.
  *
  *   node --expose-gc --import tsx --conditions=@tidemark/source bench/correction-churn.ts
  */

@@ -1,0 +1,47 @@
+/**
+ * bench/README.md, "Profiles": merge-8-replicas and aggregates-cost, whose preparation (8 writer
+ * replicas bound to Yjs docs, twice with sketches) takes seconds: what they join, which
+ * contenders they run and what they report. Nothing is timed.
+ */
+import { describe, expect, it } from 'vitest'
+import * as aggregatesCost from '../aggregates-cost.ts'
+import { NO_PROBE } from '../harness/memory.ts'
+import * as merge8Replicas from '../merge-8-replicas.ts'
+import * as sliding1h1m from '../sliding-1h-1m.ts'
+import * as streaming100k from '../streaming-100k.ts'
+import { contender, names, seenBy, windowIds } from './recordingEngine.ts'
+
+describe('bench/README.md, the profiles table: the joins', { timeout: 60_000 }, () => {
+  it('merge-8-replicas: 8 writers × 10k live cells; the engine alone (per writer, in one call), through Yjs (per writer, one update), with a write-ahead log, Yjs alone, a plain-loop floor; ms per merge, bytes per cell', () => {
+    const definition = merge8Replicas.define()
+    expect({ cells: definition.events, writers: definition.batches }).toEqual({ cells: 80_000, writers: 8 })
+    expect(names(definition)).toEqual(['tidemark', 'tidemark-one-call', 'through-yjs', 'through-yjs-one-update', 'through-yjs-one-update-logged', 'yjs-decode', 'plain-loop'])
+    expect(definition.timeTarget).toEqual({ contender: 'through-yjs-one-update', maxMs: 50 })
+    expect(definition.showTimes).toBe(true)
+    expect(definition.showGauges).toEqual(['bytesPerCell'])
+    const logged = contender(definition, 'through-yjs-one-update-logged').run({ probe: NO_PROBE, record: false })
+    expect(logged.end.walBytes).toBeGreaterThan(0)
+    expect(logged.end.cells).toBe(80_000)
+    logged.close?.()
+  })
+
+  it("aggregates-cost: streaming-100k's ingest and sliding-1h-1m's with and without the sketches (target ≥ 50%), the one-update join with and without them", () => {
+    const definition = aggregatesCost.define()
+    expect(names(definition)).toEqual(['tidemark', 'tidemark-sketched', 'fleet', 'fleet-sketched', 'sliding', 'sliding-sketched', 'join-plain', 'join-sketched'])
+    expect(definition.ratios.find((r) => r.name === 'sketched/plain')).toMatchObject({ subject: 'tidemark-sketched', reference: 'tidemark', target: 0.5 })
+    const streaming100kSeen = seenBy(contender(streaming100k.define()))
+    const slidingSeen1h = seenBy(contender(sliding1h1m.define()))
+    const plain = seenBy(contender(definition))
+    const sketched = seenBy(contender(definition, 'tidemark-sketched'))
+    expect(plain.batches).toEqual(streaming100kSeen.batches)
+    expect(sketched.batches).toEqual(plain.batches)
+    expect(windowIds(plain)).toEqual(windowIds(streaming100kSeen))
+    expect(plain.options.aggregates).toBeUndefined()
+    expect(sketched.options.aggregates).toBe(aggregatesCost.SKETCHES)
+    const slidingSeen = seenBy(contender(definition, 'sliding'))
+    expect(slidingSeen.batches).toEqual(slidingSeen1h.batches)
+    expect(windowIds(slidingSeen)).toEqual(windowIds(slidingSeen1h))
+    expect(definition.showGauges).toEqual(['bytesPerCell', 'bytesPerCellSketched'])
+  })
+
+})
