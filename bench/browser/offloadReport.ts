@@ -6,6 +6,7 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { RESULTS_DIR } from '../harness/child.ts'
 import { measuredRevision } from '../harness/revision.ts'
+import type { OffloadResult } from './worker-offload/result.ts'
 
 /** Main-thread figures of one run, from the trace between the page's run:start and run:end marks. */
 export interface MainThread {
@@ -50,6 +51,68 @@ export function percentile(values: readonly number[], p: number): number {
   if (values.length === 0) return Number.NaN
   const sorted = [...values].sort((a, b) => a - b)
   return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] as number
+}
+
+/** A complete (`X`) or instant event of a Chrome trace, as the run reads them. */
+export interface TraceEvent {
+  readonly name: string
+  readonly cat?: string
+  readonly ph: string
+  readonly pid: number
+  readonly tid: number
+  readonly ts: number
+  readonly dur?: number
+  readonly tdur?: number
+}
+
+
+/**
+ * The main thread's figures of a traced run: its top-level tasks (`ThreadControllerImpl::RunTask`
+ * on the thread of the page's `run:start` mark, between `run:start` and `run:end`; a task nested
+ * in another's run loop is not counted twice) as busy wall time and CPU time per second of run,
+ * the longest task and those over 16 ms; the frame intervals the page recorded.
+ *
+ * @example
+ * const figures: MainThread = mainThread(traceEvents, window.__offloadResult)
+ */
+export function mainThread(events: readonly TraceEvent[], result: OffloadResult): MainThread {
+  const start = events.find((e) => e.name === 'run:start' && e.cat?.includes('blink.user_timing') === true)
+  const end = events.find((e) => e.name === 'run:end' && e.cat?.includes('blink.user_timing') === true)
+  if (start === undefined || end === undefined) throw new Error('trace has no run:start/run:end marks')
+  let busy = 0
+  let cpu = 0
+  let longest = 0
+  let longestCpu = 0
+  let over = 0
+  let lastEnd = 0
+  const tasks = events
+    .filter((e) => e.pid === start.pid && e.tid === start.tid && e.ph === 'X' && e.name === 'ThreadControllerImpl::RunTask' && e.ts >= start.ts && e.ts <= end.ts)
+    .sort((a, b) => a.ts - b.ts)
+  for (const task of tasks) {
+    if (task.ts < lastEnd) continue // a nested run loop
+    const dur = (task.dur ?? 0) / 1000
+    lastEnd = task.ts + (task.dur ?? 0)
+    busy += dur
+    const taskCpu = (task.tdur ?? task.dur ?? 0) / 1000
+    cpu += taskCpu
+    longest = Math.max(longest, dur)
+    longestCpu = Math.max(longestCpu, taskCpu)
+    if (dur > 16) over++
+  }
+  const seconds = (end.ts - start.ts) / 1e6
+  return {
+    runMs: result.runMs,
+    busyMsPerSecond: busy / seconds,
+    cpuMsPerSecond: cpu / seconds,
+    longestTaskMs: longest,
+    longestTaskCpuMs: longestCpu,
+    tasksOver16ms: over,
+    frameP50Ms: percentile(result.frameIntervals, 0.5),
+    frameP95Ms: percentile(result.frameIntervals, 0.95),
+    frameMaxMs: Math.max(0, ...result.frameIntervals),
+    events: result.events,
+    mode: result.mode,
+  }
 }
 
 /** One frame at 60 Hz (16.67 ms), plus the 0.2 ms by which consecutive rAF timestamps of on-time frames differ. */

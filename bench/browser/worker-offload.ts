@@ -38,41 +38,16 @@ import { build, defaultClientConditions, type InlineConfig, preview } from 'vite
 import { RawBrowser, type RawPage } from '../../e2e/tests/workerRawCdp.ts'
 import { isMain } from '../measure.ts'
 import { launchChromium } from './chromium.ts'
-import { type Heap, type MainThread, type OffloadReport, percentile, report, writeLatest } from './offloadReport.ts'
+import { controlSpinMs, DEVICE_LOADS, MILLION, parseOffloadArgs, SCENARIOS, type Scenario, TAKEOVER_TRIALS } from './offloadPlan.ts'
+import { type Heap, type MainThread, mainThread, type OffloadReport, report, type TraceEvent, writeLatest } from './offloadReport.ts'
 import type { OffloadResult } from './worker-offload/result.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const pageRoot = join(here, 'worker-offload')
 
-type Scenario = 'devices' | 'million' | 'memory' | 'takeover'
-
-/**
- * Fleets of the devices scenario. 20 readings per device per second is the fleet the targets are
- * set for; 100 shows how the difference grows with the load; 0 is the floor of the dashboard
- * itself (frames, React, paint) with no reading arriving.
- */
-const DEVICE_LOADS: readonly { readonly devices: number; readonly rate: number }[] = [
-  { devices: 200, rate: 0 },
-  { devices: 48, rate: 20 },
-  { devices: 200, rate: 20 },
-  { devices: 200, rate: 100 },
-]
-const SCENARIOS: readonly Scenario[] = ['devices', 'million', 'memory', 'takeover']
-
 export interface OffloadOptions {
   readonly seconds?: number
   readonly only?: readonly Scenario[]
-}
-
-interface TraceEvent {
-  readonly name: string
-  readonly cat?: string
-  readonly ph: string
-  readonly pid: number
-  readonly tid: number
-  readonly ts: number
-  readonly dur?: number
-  readonly tdur?: number
 }
 
 function viteConfig(): InlineConfig {
@@ -126,46 +101,6 @@ async function traced(browser: Browser, url: string, timeoutMs: number): Promise
     if (process.env.KEEP_TRACE === undefined) rmSync(path, { force: true })
     else console.error(`trace kept: ${path}`)
     await context.close()
-  }
-}
-
-function mainThread(events: readonly TraceEvent[], result: OffloadResult): MainThread {
-  const start = events.find((e) => e.name === 'run:start' && e.cat?.includes('blink.user_timing') === true)
-  const end = events.find((e) => e.name === 'run:end' && e.cat?.includes('blink.user_timing') === true)
-  if (start === undefined || end === undefined) throw new Error('trace has no run:start/run:end marks')
-  let busy = 0
-  let cpu = 0
-  let longest = 0
-  let longestCpu = 0
-  let over = 0
-  let lastEnd = 0
-  const tasks = events
-    .filter((e) => e.pid === start.pid && e.tid === start.tid && e.ph === 'X' && e.name === 'ThreadControllerImpl::RunTask' && e.ts >= start.ts && e.ts <= end.ts)
-    .sort((a, b) => a.ts - b.ts)
-  for (const task of tasks) {
-    if (task.ts < lastEnd) continue // a nested run loop
-    const dur = (task.dur ?? 0) / 1000
-    lastEnd = task.ts + (task.dur ?? 0)
-    busy += dur
-    const taskCpu = (task.tdur ?? task.dur ?? 0) / 1000
-    cpu += taskCpu
-    longest = Math.max(longest, dur)
-    longestCpu = Math.max(longestCpu, taskCpu)
-    if (dur > 16) over++
-  }
-  const seconds = (end.ts - start.ts) / 1e6
-  return {
-    runMs: result.runMs,
-    busyMsPerSecond: busy / seconds,
-    cpuMsPerSecond: cpu / seconds,
-    longestTaskMs: longest,
-    longestTaskCpuMs: longestCpu,
-    tasksOver16ms: over,
-    frameP50Ms: percentile(result.frameIntervals, 0.5),
-    frameP95Ms: percentile(result.frameIntervals, 0.95),
-    frameMaxMs: Math.max(0, ...result.frameIntervals),
-    events: result.events,
-    mode: result.mode,
   }
 }
 
@@ -296,21 +231,21 @@ export async function run(options: OffloadOptions = {}): Promise<OffloadReport> 
     }
     let million: OffloadReport['million'] = null
     if (only.includes('million')) {
-      const at = (engine: string): string => `${served.url}?engine=${engine}&scenario=million&events=1000000&batch=10000`
+      const at = (engine: string): string => `${served.url}?engine=${engine}&scenario=million&events=${MILLION.events}&batch=${MILLION.batch}`
       const page = await traced(browser, at('page'), 180_000)
       const worker = await traced(browser, at('worker'), 180_000)
       // The control spends the host's measured time per batch, with no Tidemark code anywhere.
-      const spinMs = Math.max(1, Math.round(worker.runMs / Math.ceil(1_000_000 / 10_000)))
+      const spinMs = controlSpinMs(worker.runMs)
       const control = await traced(browser, `${at('control')}&spinMs=${spinMs}`, 180_000)
       million = { page, worker, control: { ...control, spinMs } }
     }
     const memoryFigures = only.includes('memory') ? { page: await memory(served.url, 'page'), worker: await memory(served.url, 'worker') } : null
     let takeover: OffloadReport['takeover'] = null
     if (only.includes('takeover')) {
-      const closeMs = await closeTakeovers(browser, served.url, 5)
+      const closeMs = await closeTakeovers(browser, served.url, TAKEOVER_TRIALS.closed)
       const freezeMs: number[] = []
       const silentFreezeMs: number[] = []
-      for (let trial = 0; trial < 3; trial++) {
+      for (let trial = 0; trial < TAKEOVER_TRIALS.frozen; trial++) {
         freezeMs.push(await freezeTakeover(served.url, true))
         silentFreezeMs.push(await freezeTakeover(served.url, false))
       }
@@ -324,16 +259,12 @@ export async function run(options: OffloadOptions = {}): Promise<OffloadReport> 
 }
 
 if (isMain(import.meta.url)) {
-  const arg = (name: string): string | undefined => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3)
-  const only = arg('only')?.split(',')
-  const unknown = only?.filter((s) => !SCENARIOS.includes(s as Scenario)) ?? []
-  if (unknown.length > 0) throw new Error(`--only takes ${SCENARIOS.join(', ')} (comma-separated), not ${unknown.join(', ')}`)
-  const seconds = arg('seconds')
-  run({ ...(only === undefined ? {} : { only: only as Scenario[] }), ...(seconds === undefined ? {} : { seconds: Number(seconds) }) })
+  const args = parseOffloadArgs(process.argv.slice(2))
+  run({ only: args.only, seconds: args.seconds })
     .then((r) => {
-      console.log(process.argv.includes('--json') ? JSON.stringify(r, null, 2) : report(r))
+      console.log(args.json ? JSON.stringify(r, null, 2) : report(r))
       // A full run (every scenario, default length) is the record: bench/results keeps the last one.
-      if (only === undefined && seconds === undefined) writeLatest(r)
+      if (args.full) writeLatest(r)
     })
     .catch((error: unknown) => {
       console.error(error)

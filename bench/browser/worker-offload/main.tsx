@@ -17,7 +17,7 @@ import { EngineProvider, useEngineStats, useWindows } from '@tidemark/react'
 import { connectEngine, type RemoteEngine } from '@tidemark/worker'
 import { memo } from 'react'
 import { createRoot } from 'react-dom/client'
-import { BENCH_NAME, fill, millionBatches, scenarioEngine, simulate } from './fleetLoad.ts'
+import { BENCH_NAME, feedBatches, fill, millionBatches, scenarioEngine, simulate } from './fleetLoad.ts'
 import type { OffloadResult } from './result.ts'
 
 const params = new URLSearchParams(location.search)
@@ -113,19 +113,7 @@ async function million(ingest: (batch: StreamEvent[]) => Promise<unknown> | unde
   const recording = frames()
   const t0 = performance.now()
   performance.mark('run:start')
-  let events = 0
-  const inFlight: Promise<unknown>[] = []
-  for (const batch of millionBatches(EVENTS, BATCH)) {
-    events += batch.length
-    const answer = ingest(batch)
-    if (answer !== undefined) {
-      inFlight.push(answer)
-      if (inFlight.length >= 4) await inFlight.shift()
-    } else {
-      await new Promise((resolve) => setTimeout(resolve, 0))
-    }
-  }
-  await Promise.all(inFlight)
+  const events = await feedBatches(millionBatches(EVENTS, BATCH), ingest, () => new Promise((resolve) => setTimeout(resolve, 0)))
   const t1 = performance.now()
   performance.mark('run:end')
   return { runMs: t1 - t0, events, frameIntervals: recording.stop(), span: [t0, t1] }
