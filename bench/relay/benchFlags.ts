@@ -1,6 +1,7 @@
 /**
  * Command-line flags of `pnpm bench:relay`.
  */
+import { join } from 'node:path'
 import type { FleetLayout } from './fleetLayout.ts'
 
 /**
@@ -63,6 +64,8 @@ export function parseBenchFlags(argv: readonly string[]): BenchFlags {
     }
     return value
   }
+  const out = values.get('out')
+  if (out === 'true' || out === '') throw new Error(`--out takes the path prefix of the results, e.g. --out=bench/results/relay-latest\n${USAGE}`)
   return {
     layout: {
       fleets: number('fleets', 10, true, 1),
@@ -74,7 +77,18 @@ export function parseBenchFlags(argv: readonly string[]): BenchFlags {
     warmupSeconds: number('warmup', LIVE_STATE_FILL_SECONDS, false, 0),
     reconnectSpreadMs: number('spread', 5000, true, 1),
     reconnect: !values.has('no-reconnect'),
-    out: values.has('no-write') ? null : (values.get('out') ?? 'bench/results/relay-latest'),
+    out: values.has('no-write') ? null : (out ?? 'bench/results/relay-latest'),
     cpuProf: values.has('cpu-prof'),
   }
+}
+
+/**
+ * Node flags of the benchmark's process `name` (`A`, `B`, `simulator`, `dashboards`…): with
+ * `--cpu-prof`, a CPU profile per thread in `<resultsDir>/relay-profiles/<name>/`; else none.
+ *
+ * @example
+ * profileFlags(parseBenchFlags(['--cpu-prof']), 'A', 'bench/results') // ['--cpu-prof', '--cpu-prof-dir=bench/results/relay-profiles/A']
+ */
+export function profileFlags(flags: BenchFlags, name: string, resultsDir: string): string[] {
+  return flags.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${join(resultsDir, 'relay-profiles', name)}`] : []
 }

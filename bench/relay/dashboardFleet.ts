@@ -5,11 +5,9 @@
  * over the dashboard's one socket.
  *
  * A reading counts as seen when the dashboard's engine has merged it: the engine's replica port
- * is observed around `mergeRemoteGroups`, and a merge whose clock moves a source's gap-free
- * prefix past what the dashboard had is one arrival, checked against `engine.nextSeq(source)`
- * (the engine's own state, what its subscribers were just notified of). Its latency is the
- * receiving `Date.now()` minus the clock's `prefixTs`: the `ts` of the newest reading, stamped
- * with `Date.now()` when the device recorded and sent it.
+ * is observed around `mergeRemoteGroups`, and what each merge's clocks bring is read by
+ * `arrivalsOf` (arrivals.ts): one arrival per source whose gap-free prefix moved, checked against
+ * `engine.nextSeq(source)`, its latency the receiving `Date.now()` minus the newest reading's `ts`.
  */
 import type { CellEntry, CellGroup, ClockEntry, Engine, MergeReport, ReplicaPort } from '@tidemark/engine'
 import { createEngine } from '@tidemark/engine'
@@ -17,7 +15,8 @@ import { connectRelay, followRooms, type Relay, type RoomFollower } from '@tidem
 import WebSocket from 'ws'
 import type { ArrivalFigures, ChildConfig, Convergence, DeviceResync, FromDashboards, ToDashboards } from './benchMessages.ts'
 import { dashboardToken, secretBytes } from './benchTokens.ts'
-import { BENCH_ENGINE_OPTIONS, directoryOf, fleetName, METRIC_KEYS } from './fleetLayout.ts'
+import { arrivalsOf } from './arrivals.ts'
+import { BENCH_ENGINE_OPTIONS, directoryOf, fleetName } from './fleetLayout.ts'
 import { LatencyHistogram } from './latencyHistogram.ts'
 
 interface Dashboard {
@@ -68,39 +67,29 @@ function reportError(error: Error): void {
   if (errors <= 5) process.stderr.write(`dashboards: ${error.message}\n`)
 }
 
-/** What the dashboard's engine saw of a merge's clocks: one arrival per source whose prefix moved. */
+/** What the dashboard's engine saw of a merge's clocks: one arrival per source whose prefix moved (arrivals.ts). */
 function observe(dashboard: Dashboard, clocks: readonly ClockEntry[]): void {
   const now = Date.now()
-  for (const clock of clocks) {
-    const before = dashboard.seen.get(clock.source) ?? 0
-    if (clock.prefix <= before) continue
-    // The engine's own state, not the doc's: the reading is in its windows now.
-    if (dashboard.engine.nextSeq(clock.source) - 1 < clock.prefix) {
-      unconfirmed++
-      continue
-    }
-    dashboard.seen.set(clock.source, clock.prefix)
-    const latency = now - clock.prefixTs
-    // Several updates of the device in one merge: its clock carries the newest one's ts only. The
-    // older ones were sent a period apart before it, so they waited that much longer.
-    const updates = before > 0 ? Math.max(1, Math.round((clock.prefix - before) / METRIC_KEYS.length)) : 1
+  const merged = arrivalsOf(dashboard.seen, clocks, (source) => dashboard.engine.nextSeq(source), now, periodMs)
+  unconfirmed += merged.unconfirmed
+  for (const { source, prefix, latencies } of merged.arrivals) {
     for (const into of [phase, interval]) {
-      for (let older = 0; older < updates; older++) into.latency.add(latency + older * periodMs)
+      for (const latency of latencies) into.latency.add(latency)
       into.arrivals++
-      if (updates > 1) into.coalesced++
+      if (latencies.length > 1) into.coalesced++
     }
     if (recording) {
-      let list = dashboard.arrivals.get(clock.source)
+      let list = dashboard.arrivals.get(source)
       if (list === undefined) {
         list = []
-        dashboard.arrivals.set(clock.source, list)
+        dashboard.arrivals.set(source, list)
       }
-      list.push([clock.prefix, now])
+      list.push([prefix, now])
     }
-    const target = dashboard.awaited.get(clock.source)
-    if (target !== undefined && clock.prefix >= target) {
-      dashboard.awaited.delete(clock.source)
-      dashboard.met.set(clock.source, now)
+    const target = dashboard.awaited.get(source)
+    if (target !== undefined && prefix >= target) {
+      dashboard.awaited.delete(source)
+      dashboard.met.set(source, now)
       if (convergence !== undefined && dashboards.every((d) => d.awaited.size === 0)) convergence.finish()
     }
   }

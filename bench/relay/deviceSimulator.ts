@@ -14,7 +14,7 @@ import WebSocket from 'ws'
 import * as Y from 'yjs'
 import type { ChildConfig, DeviceCounters, FromDevices, ToDevices } from './benchMessages.ts'
 import { deviceToken, secretBytes } from './benchTokens.ts'
-import { allDevices, BENCH_ENGINE_OPTIONS, type DeviceIdentity, METRIC_KEYS } from './fleetLayout.ts'
+import { allDevices, BENCH_ENGINE_OPTIONS, type DeviceIdentity, deviceUpdate, sendOffsetMs } from './fleetLayout.ts'
 import { LatencyHistogram } from './latencyHistogram.ts'
 
 /** How often sync states are polled while waiting for devices to connect or come back. */
@@ -92,7 +92,7 @@ async function start(config: ChildConfig): Promise<void> {
   })
   // Send phases spread evenly over the period: 1000 devices at 1/s is one update per millisecond.
   const firstAt = startedAt + 1000
-  for (const device of devices) schedule(device, firstAt + (device.identity.index / devices.length) * periodMs, periodMs)
+  for (const device of devices) schedule(device, firstAt + sendOffsetMs(device.identity, devices.length, periodMs), periodMs)
   if (!(await until(() => devices.every((device) => device.engine.syncStatus().state === 'connected'), 600_000))) {
     throw new Error(`${devices.filter((device) => device.engine.syncStatus().state !== 'connected').length} devices not in sync 600 s after connecting`)
   }
@@ -114,32 +114,8 @@ function schedule(device: SimulatedDevice, dueAt: number, periodMs: number): voi
 /** One update: a batch of one reading per series, through the engine into the device's doc. */
 function record(device: SimulatedDevice): void {
   const { engine, identity } = device
-  const seq = engine.nextSeq(identity.source)
-  const ts = Date.now()
-  const receipt = engine.ingest(
-    METRIC_KEYS.map((key, i) => ({
-      id: `${identity.source}-${seq + i}`,
-      source: identity.source,
-      seq: seq + i,
-      ts,
-      key,
-      value: reading(key, identity.index, ts),
-    })),
-  )
+  const receipt = engine.ingest(deviceUpdate(identity, engine.nextSeq(identity.source), Date.now()))
   anomalies += receipt.anomalies.length
-}
-
-/** A plausible, varying sensor value: readings that never change would compress unrealistically. */
-function reading(key: (typeof METRIC_KEYS)[number], index: number, ts: number): number {
-  const phase = (ts / 60_000 + index) % (2 * Math.PI)
-  switch (key) {
-    case 'temp':
-      return Math.round((21 + 3 * Math.sin(phase) + Math.random()) * 100) / 100
-    case 'humidity':
-      return Math.round((45 + 10 * Math.cos(phase) + 2 * Math.random()) * 10) / 10
-    case 'battery':
-      return Math.round((100 - ((ts / 3_600_000 + index) % 100)) * 10) / 10
-  }
 }
 
 function until(condition: () => boolean, timeoutMs: number): Promise<boolean> {

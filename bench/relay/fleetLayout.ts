@@ -4,7 +4,7 @@
  * directory `<fleet>/_directory`. Every process of the benchmark derives names from this one
  * layout, so the device simulator, the dashboards and the report agree without a handshake.
  */
-import { boundedOutOfOrderness, type EngineOptions, tumbling } from '@tidemark/engine'
+import { boundedOutOfOrderness, type EngineOptions, type StreamEvent, tumbling } from '@tidemark/engine'
 
 /**
  * Size of the simulated fleet.
@@ -101,4 +101,39 @@ export function allDevices(layout: FleetLayout): DeviceIdentity[] {
  */
 export function directoryOf(fleet: string): string {
   return `${fleet}/_directory`
+}
+
+/**
+ * When, within each period, a device sends: the devices' phases spread evenly over it (1,000
+ * devices at one update a second: one update every millisecond).
+ *
+ * @example
+ * sendOffsetMs(deviceIdentity(0, 7, 100), 1_000, 1_000) // 7
+ */
+export function sendOffsetMs(device: DeviceIdentity, devices: number, periodMs: number): number {
+  return (device.index / devices) * periodMs
+}
+
+/**
+ * One update of a device: a batch of one reading per series (`METRIC_KEYS`), gap-free seqs from
+ * `seq` (the engine's `nextSeq`), all stamped `ts`, the time the device takes them and sends.
+ *
+ * @example
+ * engine.ingest(deviceUpdate(device, engine.nextSeq(device.source), Date.now()))
+ */
+export function deviceUpdate(device: DeviceIdentity, seq: number, ts: number): StreamEvent[] {
+  return METRIC_KEYS.map((key, i) => ({ id: `${device.source}-${seq + i}`, source: device.source, seq: seq + i, ts, key, value: sensorValue(key, device.index, ts) }))
+}
+
+/** A plausible, varying sensor value: readings that never change would compress unrealistically. */
+function sensorValue(key: (typeof METRIC_KEYS)[number], index: number, ts: number): number {
+  const phase = (ts / 60_000 + index) % (2 * Math.PI)
+  switch (key) {
+    case 'temp':
+      return Math.round((21 + 3 * Math.sin(phase) + Math.random()) * 100) / 100
+    case 'humidity':
+      return Math.round((45 + 10 * Math.cos(phase) + 2 * Math.random()) * 10) / 10
+    case 'battery':
+      return Math.round((100 - ((ts / 3_600_000 + index) % 100)) * 10) / 10
+  }
 }

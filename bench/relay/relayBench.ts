@@ -17,7 +17,7 @@
  * (SIGTERM, a new process on the same port and data directory), then the devices leave, A's rooms
  * unload (compacting) and A's store is read per room. Writes bench/results/relay-latest.{md,json}.
  *
- *   pnpm bench:relay                      # the full run (~15 min)
+ *   pnpm bench:relay                      # the full run (~30 min)
  *   pnpm bench:relay --minutes=1 --no-write
  */
 import { randomBytes } from 'node:crypto'
@@ -26,7 +26,7 @@ import { cpus, loadavg, setPriority, tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { freePort, type RedisServer, startRedisServer } from '../../packages/relay/scripts/redisServer.ts'
-import { parseBenchFlags } from './benchFlags.ts'
+import { parseBenchFlags, profileFlags } from './benchFlags.ts'
 import type { ArrivalFigures, ChildConfig, DeviceCounters, FromDashboards, FromDevices, ToDashboards, ToDevices } from './benchMessages.ts'
 import { ChildChannel } from './childChannel.ts'
 import { machineCpu } from './machineCpu.ts'
@@ -51,7 +51,7 @@ const flags = parseBenchFlags(process.argv.slice(2).filter((arg) => arg !== '--'
 const { layout } = flags
 const deviceCount = layout.fleets * layout.devicesPerFleet
 /** Node flags of a process named `name`: with `--cpu-prof`, a CPU profile per thread in bench/results/relay-profiles/<name>/. */
-const profiled = (name: string): string[] => (flags.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${join(RESULTS, 'relay-profiles', name)}`] : [])
+const profiled = (name: string): string[] => profileFlags(flags, name, RESULTS)
 
 let redis: RedisServer | undefined
 let devices: ChildChannel<ToDevices, FromDevices> | undefined
