@@ -10,14 +10,18 @@
  */
 import { afterProcessingTime, type Anomaly, type StreamEvent, session, sliding, tumbling } from '@tidemark/engine'
 import { describe, expect, it } from 'vitest'
+import * as aggregatesAccuracy from '../aggregates-accuracy.ts'
 import * as anomalyHeavy from '../anomaly-heavy.ts'
 import * as correctionChurn from '../correction-churn.ts'
 import { NO_PROBE } from '../harness/memory.ts'
+import type { ProfileFigures } from '../harness/profile.ts'
+import { type BenchRun, reportMarkdown } from '../harness/report.ts'
 import { SEPARATE_PROFILES } from '../harness/suite.ts'
 import * as manySources from '../many-sources.ts'
 import * as orderedStreamFlush from '../ordered-stream-flush.ts'
 import { PROCESSING_START } from '../peers/tidemark.ts'
 import * as reconnectBurst from '../reconnect-burst.ts'
+import * as replication from '../replication.ts'
 import * as sessions100k from '../sessions-100k.ts'
 import * as sliding1h1m from '../sliding-1h-1m.ts'
 import * as streaming100k from '../streaming-100k.ts'
@@ -289,6 +293,55 @@ describe('bench/README.md, the profiles table', { timeout: 30_000 }, () => {
     // The device behind holds tens of thousands of events back.
     expect(outcome.end.peakPending).toBeGreaterThan(10_000)
     expect(outcome.counts.flushWorkPerEmitted).toBeGreaterThan(0)
+  })
+
+  it('aggregates-accuracy: quantiles (α = 1%) on 1M values of five distributions, p50…p99.9 and the worst of 0.001…0.999, 8 shards merged to the same bytes; distinct on 10^3 … 10^7 strings and integers (≤ 2%); encoded bytes; its own section of the report', () => {
+    expect(aggregatesAccuracy.ACCURACY_SIZES).toEqual({ values: 1_000_000, distinct: [1e3, 1e4, 1e5, 1e6, 1e7] })
+    // The same tables on fewer values.
+    const { tables, headline, met } = aggregatesAccuracy.run(() => {}, { values: 20_000, distinct: [1_000, 10_000] })
+    const rows = (header: string) => {
+      const start = tables.findIndex((line) => line.startsWith(header))
+      expect(start, header).toBeGreaterThanOrEqual(0)
+      const end = tables.indexOf('', start)
+      return tables.slice(start + 2, end === -1 ? undefined : end)
+    }
+    const quantileRows = rows('| distribution | p50 | p95 | p99 | p99.9 | worst of 0.001…0.999 | ≤ 1% | 8 shards merged |')
+    expect(quantileRows.map((line) => line.split(' | ')[0])).toEqual(['| uniform [0, 1000)', '| lognormal (μ 3, σ 1.5)', '| bimodal (modes 20 and 300)', '| Pareto (shape 1.1, heavy tail)', '| constant 42'])
+    for (const line of quantileRows) expect(line).toContain('| ✓ | same bytes |')
+    const distinctRows = rows('| distinct values | estimate (strings) | error (strings) | error (integers) | ≤ 2% | encoded |')
+    expect(distinctRows.map((line) => line.split(' | ')[0])).toEqual(['| 1,000', '| 10,000'])
+    expect(rows('| state | 1 reading | 60 readings | 1,000 readings |')).toHaveLength(5)
+    expect(tables.join('\n')).toContain('**distinct**: precision 14')
+    expect({ met, headline: headline.split(';')[0] }).toEqual({ met: true, headline: expect.stringMatching(/^quantiles worst .* ✓ \(≤ 1%\), merged shards bit-identical ✓$/) })
+    const figures: ProfileFigures = {
+      profile: 'aggregates-accuracy',
+      description: 'accuracy',
+      events: 1,
+      batches: 0,
+      date: '2026-12-01T00:00:00.000Z',
+      node: 'v20',
+      rounds: 1,
+      warmup: 0,
+      contenders: [],
+      ratios: [],
+      agreement: [],
+      headline,
+      tables,
+      process: { maxRssMB: 1, wallMs: 1, prepareMs: 0 },
+    }
+    const run: BenchRun = { date: '2026-12-01T00:00:00.000Z', node: 'v20', cpu: 'cpu', cores: 2, engine: 'abc', load: { start: 1, end: 1 }, wallMs: 1, results: [figures], failures: [], missing: [] }
+    const markdown = reportMarkdown(run)
+    expect(markdown).toContain(['## aggregates-accuracy', '', ...tables].join('\n'))
+  })
+
+  it("replication: not a ratio profile; a reconnect burst's sync bytes against its raw events, the doc size over a steady run, the bytes of one sparse write", () => {
+    const burst = replication.reconnectBurst()
+    expect(burst.events).toBe(12_000) // 10 minutes offline, 20 readings a second
+    expect(burst.syncBytes).toBeLessThan(burst.rawEventBytes as number)
+    expect(replication.steady(120, 60).map((sample) => sample.second)).toEqual([60, 120])
+    const sparse = replication.sparseWrites()
+    expect(sparse.updates).toBe(sparse.batches)
+    expect(sparse.bytesPerBatch).toBeGreaterThan(0)
   })
 
   it('wal-append and wal-recovery-1m: browser, separate (pnpm bench:browser:wal)', () => {
