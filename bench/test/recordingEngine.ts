@@ -23,8 +23,14 @@ export interface Seen {
   readonly outcome: Outcome
 }
 
-/** Runs `contender` once on a recording engine swapped in through `engineBuild.create`. */
-export function seenBy(contender: Contender): Seen {
+const NOTHING_INGESTED: IngestReceipt = { accepted: 0, late: 0, duplicates: 0, beyondLateness: 0, rejected: 0, anomalies: [], durable: Promise.resolve() }
+
+/**
+ * Runs `contender` once on a recording engine swapped in through `engineBuild.create`.
+ * `batchesOnly`: record what the contender hands the engine without ingesting it (the engine
+ * stays empty; its receipts are empty), where only the workload is read.
+ */
+export function seenBy(contender: Contender, { batchesOnly = false }: { readonly batchesOnly?: boolean } = {}): Seen {
   const seen = { options: undefined as unknown as EngineOptions, batches: [] as StreamEvent[][], nows: [] as number[], receipts: [] as IngestReceipt[], changes: [] as WindowChange[], engines: 0, outcome: undefined as unknown as Outcome }
   const realCreate = engineBuild.create
   engineBuild.create = (options) => {
@@ -40,7 +46,7 @@ export function seenBy(contender: Contender): Seen {
           return (batch: readonly StreamEvent[]) => {
             seen.batches.push([...batch])
             seen.nows.push((options.now as () => number)())
-            const receipt = target.ingest(batch)
+            const receipt = batchesOnly ? NOTHING_INGESTED : target.ingest(batch)
             seen.receipts.push(receipt)
             return receipt
           }
