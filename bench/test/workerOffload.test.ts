@@ -8,7 +8,7 @@
  */
 import { createEngine, type StreamEvent } from '@tidemark/engine'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { controlSpinMs, DEVICE_LOADS, MILLION, parseOffloadArgs, SCENARIOS } from '../browser/offloadPlan.ts'
+import { controlSpinMs, DEVICE_LOADS, MILLION, parseOffloadArgs, SCENARIOS, TAKEOVER_TRIALS } from '../browser/offloadPlan.ts'
 import { type MainThread, mainThread, type OffloadReport, report, type TraceEvent } from '../browser/offloadReport.ts'
 import { feedBatches, FILL_ENGINE, fill, MILLION_ENGINE, millionBatches, scenarioEngine, simulate } from '../browser/worker-offload/fleetLoad.ts'
 import type { OffloadResult } from '../browser/worker-offload/result.ts'
@@ -118,6 +118,10 @@ describe('worker-offload: the scenarios', () => {
     const events = fill((batch) => engine.ingest(batch), 200)
     expect(events).toBe(200 * 60 * 10)
     expect(engine.results()).toHaveLength(12_000)
+  })
+
+  it('takeover: the leader closed in 5 trials, frozen in 3 with the `freeze` event and 3 without', () => {
+    expect(TAKEOVER_TRIALS).toEqual({ closed: 5, frozen: 3 })
   })
 })
 
