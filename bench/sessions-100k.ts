@@ -36,7 +36,7 @@ export function define(): ProfileDefinition {
   const arrived = batches.map((batch) => batch.reduce((latest, e) => Math.max(latest, e.ts), PROCESSING_START))
   return {
     name: 'sessions-100k',
-    description: '100k readings, 200 devices in bursts (1–40 readings 2 s apart, then 30–330 s silent), 2% up to 5 min late, a tenth of the bursts split by a held-back block that later merges them; sessions of a 30 s gap per device, out-of-orderness 10 s, idle timeout 1 min, lateness 10 min',
+    description: '100k readings, 200 devices in bursts (1–40 readings 2 s apart, then 30–330 s silent), 2% up to 5 min late, a tenth of the bursts of 18 readings or more split by a held-back block that later merges them; sessions of a 30 s gap per device, out-of-orderness 10 s, idle timeout 1 min, lateness 10 min',
     events: eventCount(batches),
     batches: batches.length,
     contenders: [
