@@ -64,6 +64,12 @@ export class BlockFolds {
   readonly #slots: BlockFold[] = []
   readonly #perBlock: number
   #next = 0
+  /**
+   * The slots the last prefix and the last suffix came from: the windows a batch changed are
+   * folded one after another, and those of one key read the same two blocks.
+   */
+  #lastPrefix: BlockFold | null = null
+  #lastSuffix: BlockFold | null = null
 
   constructor(perBlock: number) {
     this.#perBlock = perBlock
@@ -71,7 +77,9 @@ export class BlockFolds {
 
   /** The folds of `series`'s block starting at ordinal `block`, with the prefix ending at position `at` up to date. */
   prefix(series: FoldedSeries, block: number, at: number): BlockFold {
-    const slot = this.#slot(series, block)
+    let slot = this.#lastPrefix
+    if (slot === null || slot.series !== series || slot.block !== block) slot = this.#lastPrefix = this.#slot(series, block)
+    else if (slot.version !== series.version) this.#sync(slot, series)
     if (slot.prefixValid <= at) {
       this.#fold(slot, series, slot.prefixValid, at, 1)
       slot.prefixValid = at + 1
@@ -81,10 +89,15 @@ export class BlockFolds {
 
   /** The folds of `series`'s block starting at ordinal `block`, with the suffix starting at position `at` up to date. */
   suffix(series: FoldedSeries, block: number, at: number): BlockFold {
-    const slot = this.#slot(series, block)
+    let slot = this.#lastSuffix
+    if (slot === null || slot.series !== series || slot.block !== block) slot = this.#lastSuffix = this.#slot(series, block)
+    else if (slot.version !== series.version) this.#sync(slot, series)
     if (slot.suffixFrom > at) {
-      this.#fold(slot, series, slot.suffixFrom - 1, at, -1)
-      slot.suffixFrom = at
+      // Down to the block's second position at once: the windows a batch changed read their
+      // suffixes latest start first, each one position lower than the one before.
+      const to = Math.min(at, 1)
+      this.#fold(slot, series, slot.suffixFrom - 1, to, -1)
+      slot.suffixFrom = to
     }
     return slot
   }
