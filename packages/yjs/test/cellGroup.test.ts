@@ -80,6 +80,14 @@ describe('cell groups', () => {
     if (typeof first === 'string' || typeof second === 'string') throw new Error(`${first} ${second}`)
     expect([groupCell(first, 0), groupCell(first, 1)]).toEqual(cells)
     expect(second.keys).toBe(first.keys)
+    // a known key list is still checked against the entry that carries it
+    const three = [...writeGroupEntry(packCellGroup('w', T0, 's3', ['x', 'y', 'z'], [...cells, cells[0] as Cell]))]
+    three[4] = JSON.stringify(['x', 'y'])
+    expect(readGroupEntry(three, keyLists)).toMatch(/keys must be a JSON array of 3 strings/)
+    const unframed = [...writeGroupEntry(packCellGroup('w', T0, 's4', ['x', 'y'], cells))]
+    unframed[6] = 'states'
+    expect(readGroupEntry(unframed, keyLists)).toMatch(/aggregates must be bytes/)
+    expect((readGroupEntry(writeGroupEntry(packCellGroup('w', T0, 's5', ['x', 'y'], cells)), keyLists) as CellGroup).keys).toBe(first.keys)
     // unaligned bytes (a view into a larger update) read the same
     const raw = [...writeGroupEntry(packCellGroup('w', T0, 's1', ['x', 'y'], cells))]
     const bytes = raw[5] as Uint8Array

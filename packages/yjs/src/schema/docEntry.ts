@@ -247,6 +247,8 @@ export class KeyLists {
   }
 
   set(json: string, keys: readonly string[]): void {
+    // The list `get` just found: held already, and `has` would hash its text again.
+    if (json === this.#lastJson) return
     this.#lastJson = json
     this.#lastKeys = keys
     if (this.#lists.has(json)) return
