@@ -6,7 +6,10 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { RESULTS_DIR } from '../harness/child.ts'
 import { measuredRevision } from '../harness/revision.ts'
+import type { TraceEvent } from './render-1000-windows/frameTrace.ts'
 import type { OffloadResult } from './worker-offload/result.ts'
+
+export type { TraceEvent }
 
 /** Main-thread figures of one run, from the trace between the page's run:start and run:end marks. */
 export interface MainThread {
@@ -53,17 +56,6 @@ export function percentile(values: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] as number
 }
 
-/** A complete (`X`) or instant event of a Chrome trace, as the run reads them. */
-export interface TraceEvent {
-  readonly name: string
-  readonly cat?: string
-  readonly ph: string
-  readonly pid: number
-  readonly tid: number
-  readonly ts: number
-  readonly dur?: number
-  readonly tdur?: number
-}
 
 
 /**

@@ -16,7 +16,8 @@
  */
 import { type Percentiles, percentiles } from './result.ts'
 
-interface TraceEvent {
+/** A complete (`X`) or instant event of a Chrome trace, as the bench's trace readers read them. */
+export interface TraceEvent {
   readonly name: string
   readonly cat?: string
   readonly ph: string
