@@ -12,6 +12,28 @@ const rowBlocks = new DoubleSlab(8_192)
 
 const NO_ROWS = new Float64Array(0)
 
+/** No source yet: every set starts with this list. */
+const NO_SOURCES: readonly string[] = []
+
+/**
+ * Sorted source lists shared by sets (see `#insert`) never change: a set that gains a source
+ * moves to another list. Per list, the list last made from it by one insertion, so sets that gain
+ * the same sources in the same order (the windows a join brings, peer after peer) share one list,
+ * not an array each. Only the last is kept, so the lists kept alive form one chain, as long as the
+ * largest set.
+ */
+const grown = new WeakMap<readonly string[], readonly [string, readonly string[]]>()
+
+/** The list of `from` with `source` inserted at `at`, its sorted position. */
+function withSource(from: readonly string[], at: number, source: string): readonly string[] {
+  const last = grown.get(from)
+  if (last?.[0] === source) return last[1]
+  // `concat` makes an array of the exact length; a `push` would leave room for 16 more.
+  const list = from.slice(0, at).concat(source, from.slice(at))
+  grown.set(from, [source, list])
+  return list
+}
+
 /**
  * What windows add up: the value fields of cells, and, with aggregates, their states (`null`:
  * none folded yet; `undefined`: not wanted, only the numbers). A fold may leave a cell's own
@@ -50,7 +72,9 @@ export interface Aggregate {
  * set.fold(into) // adds every cell, in source order
  */
 export class CellSet {
-  readonly #sources: string[] = []
+  #sources = NO_SOURCES
+  /** Whether `#sources` is this set's own array, changed in place, rather than a list shared with other sets. */
+  #owned = false
   #ordered: (Cell | null)[] | null = null
   /** Rows, once any cell is kept as numbers: one per source (an object cell's is unused), then reserved room. */
   #values: Float64Array | null = null
@@ -167,7 +191,7 @@ export class CellSet {
   mergePeerCell(source: string, group: CellGroup, i: number, aggregates: AggregateSet | null = null, states: States | null = null): boolean {
     const at = this.#position(source)
     if (this.#sources[at] !== source) {
-      this.#insert(at, source, null, states)
+      this.#insert(at, source, null, states, true)
       writeGroupRow(group, i, this.#values as Float64Array, 6 * this.#row(at))
       return true
     }
@@ -257,8 +281,14 @@ export class CellSet {
     return this.#sources.map((source, i) => (aggregates === null ? [source, { ...this.cellAt(i) }] : [source, { ...this.cellAt(i) }, aggregates.encode(this.statesAt(i))]))
   }
 
-  /** Inserts a source at `at`, with its cell object or `null` (its values then go into its row), and its states. */
-  #insert(at: number, source: string, cell: Cell | null, states: States | null): void {
+  /**
+   * Inserts a source at `at`, with its cell object or `null` (its values then go into its row), and
+   * its states. `share`: a peer's cell, taking a shared source list while the set has one (a join
+   * adds the same sources to every set); a set that takes sources in changing orders (this
+   * replica's own, or a sliding window's slices) would make a new list at every insertion, so it
+   * keeps an array of its own from its first such insertion on.
+   */
+  #insert(at: number, source: string, cell: Cell | null, states: States | null, share = false): void {
     if (states !== null || this.#states !== null) {
       const all = this.#states ?? []
       this.#states = all
@@ -284,7 +314,13 @@ export class CellSet {
       }
     }
     const ordered = cell === null ? this.#ordered : (this.#ordered ?? this.#objects())
-    insertAt(sources, at, source)
+    if (share && !this.#owned) this.#sources = withSource(sources, at, source)
+    else {
+      const own = this.#owned ? (sources as string[]) : sources.slice()
+      insertAt(own, at, source)
+      this.#sources = own
+      this.#owned = true
+    }
     if (ordered !== null) insertAt(ordered, at, cell)
   }
 
