@@ -5,8 +5,10 @@ import { DoubleSlab } from './doubleSlab.ts'
 
 /**
  * Cells kept as numbers: blocks of shared 64 KB buffers, so a cold join of 10k slices leaves
- * V8's young-generation collector a view per slice to copy, not 4 MB of rows. A set that
- * outgrows its block takes one twice the size and leaves the old one unused.
+ * V8's young-generation collector no 4 MB of rows to copy, and a set keeps its block as the
+ * buffer and an offset, not as a view of ~100 bytes of its own (a view is made only when `rows`
+ * is asked for). A set that outgrows its block takes one twice the size and leaves the old one
+ * unused.
  */
 const rowBlocks = new DoubleSlab(8_192)
 
@@ -50,7 +52,7 @@ export interface Aggregate {
 /**
  * One cell per source, kept in source order (the combination order, so every replica adds the
  * same floats). A cell is `null` here and lives as a row of six numbers in `#values` (count,
- * sum, min, max, maxTs, version at `6 × row`, in blocks of `rowBlocks`) unless someone holds it
+ * sum, min, max, maxTs, version at `6 × row` of its block of `rowBlocks`) unless someone holds it
  * as an object: a peer's cell, and this replica's own cell of a slice's main part when its
  * placement chose numbers (where cells take few writes each), written in place through its row
  * (`addRow`, `ownRow`). An object boxes each double field, and a set's cells live as long as its
@@ -76,8 +78,13 @@ export class CellSet {
   /** Whether `#sources` is this set's own array, changed in place, rather than a list shared with other sets. */
   #owned = false
   #ordered: (Cell | null)[] | null = null
-  /** Rows, once any cell is kept as numbers: one per source (an object cell's is unused), then reserved room. */
+  /** The buffer holding the rows, once any cell is kept as numbers: one per source (an object cell's is unused), then reserved room. */
   #values: Float64Array | null = null
+  /** Where the rows start in `#values` (a buffer shared with other sets), and how many it has room for. */
+  #base = 0
+  #room = 0
+  /** The rows as an array of their own, made when `rows` is asked for. */
+  #view: Float64Array | null = null
   /** By position, its row in `#values`; null while every position is its own row. */
   #rowOf: number[] | null = null
   /** With aggregates: each cell's states, by position of `#sources`. */
@@ -104,6 +111,21 @@ export class CellSet {
     return rowOf === null ? at : (rowOf[at] as number)
   }
 
+  /** Where the row of the position `at` starts in `#values`. */
+  #offset(at: number): number {
+    return this.#base + 6 * this.#row(at)
+  }
+
+  /** Takes a block of `rows` rows (zeros). */
+  #take(rows: number): Float64Array {
+    const values = rowBlocks.block(6 * rows)
+    this.#values = values
+    this.#base = rowBlocks.at
+    this.#room = rows
+    this.#view = null
+    return values
+  }
+
   /** The cell of `source` as a live object (a peer cell kept as numbers becomes one), if it has one. */
   cell(source: string): Cell | undefined {
     const at = this.#position(source)
@@ -114,7 +136,7 @@ export class CellSet {
       cell = this.#rowCell(at)
       ordered[at] = cell
       // The row's writer, if it holds the row, must see that the cell moved.
-      ;(this.#values as Float64Array)[6 * this.#row(at)] = Number.NaN
+      ;(this.#values as Float64Array)[this.#offset(at)] = Number.NaN
     }
     return cell
   }
@@ -149,12 +171,12 @@ export class CellSet {
     const at = this.#position(source)
     if (this.#sources[at] === source) throw new Error(`already holds a cell of source ${JSON.stringify(source)}`)
     this.#insert(at, source, null, states)
-    const row = this.#row(at)
     // A new row is zero: count, sum and version are; the extremes start at the infinities.
     const v = this.#values as Float64Array
-    v[6 * row + 2] = Number.POSITIVE_INFINITY
-    v[6 * row + 3] = v[6 * row + 4] = Number.NEGATIVE_INFINITY
-    return row
+    const o = this.#offset(at)
+    v[o + 2] = Number.POSITIVE_INFINITY
+    v[o + 3] = v[o + 4] = Number.NEGATIVE_INFINITY
+    return this.#row(at)
   }
 
   /**
@@ -162,7 +184,10 @@ export class CellSet {
    * has none. Replaced when the set outgrows it: read it again after any insertion.
    */
   get rows(): Float64Array {
-    return this.#values ?? NO_ROWS
+    const values = this.#values
+    if (values === null) return NO_ROWS
+    this.#view ??= values.subarray(this.#base, this.#base + 6 * this.#room)
+    return this.#view
   }
 
   /** The states of the cell at a position of `sources()` (engines with aggregates); updated in place by their writer. */
@@ -192,7 +217,7 @@ export class CellSet {
     const at = this.#position(source)
     if (this.#sources[at] !== source) {
       this.#insert(at, source, null, states, true)
-      writeGroupRow(group, i, this.#values as Float64Array, 6 * this.#row(at))
+      writeGroupRow(group, i, this.#values as Float64Array, this.#offset(at))
       return true
     }
     const cell = this.#ordered?.[at] ?? null
@@ -206,7 +231,7 @@ export class CellSet {
       return true
     }
     const values = this.#values as Float64Array
-    const o = 6 * this.#row(at)
+    const o = this.#offset(at)
     if ((compareGroupRow(group, i, values, o) || this.#tie(aggregates, group, i, at)) <= 0) return false
     writeGroupRow(group, i, values, o)
     if (states !== null) this.#replaceStates(at, states)
@@ -232,7 +257,7 @@ export class CellSet {
    */
   reserveRows(rows: number): void {
     if (this.#values !== null || rows < 2) return
-    this.#values = rowBlocks.take(6 * Math.max(rows, this.#sources.length))
+    this.#take(Math.max(rows, this.#sources.length))
   }
 
   /** Adds every cell's count, sum, min and max into `into`, in source order, and its states when `into.states` is wanted. */
@@ -243,6 +268,7 @@ export class CellSet {
     }
     const ordered = this.#ordered
     const values = this.#values
+    const base = this.#base
     const rowOf = this.#rowOf
     const n = this.#sources.length
     let { count, sum, min, max } = into
@@ -255,7 +281,7 @@ export class CellSet {
         if (cell.max > max) max = cell.max
       } else {
         const v = values as Float64Array
-        const o = 6 * (rowOf === null ? i : (rowOf[i] as number))
+        const o = base + 6 * (rowOf === null ? i : (rowOf[i] as number))
         count += v[o] as number
         sum += v[o + 1] as number
         if ((v[o + 2] as number) < min) min = v[o + 2] as number
@@ -272,7 +298,7 @@ export class CellSet {
   count(): number {
     let n = 0
     const ordered = this.#ordered
-    for (let i = 0; i < this.#sources.length; i++) n += ordered?.[i]?.count ?? ((this.#values as Float64Array)[6 * this.#row(i)] as number)
+    for (let i = 0; i < this.#sources.length; i++) n += ordered?.[i]?.count ?? ((this.#values as Float64Array)[this.#offset(i)] as number)
     return n
   }
 
@@ -299,13 +325,13 @@ export class CellSet {
     // The sources already here when the first row is taken keep rows of their own (their cells
     // are objects): every source has a row, taken in arrival order, and the new one takes row `n`.
     let values = this.#values
-    if (values === null && cell === null) values = this.#values = rowBlocks.take(6 * Math.max(n + 1, 2))
+    if (values === null && cell === null) values = this.#take(Math.max(n + 1, 2))
     if (values !== null) {
-      if (values.length < 6 * (n + 1)) {
+      if (this.#room < n + 1) {
         // Outgrown: a block twice the size; the old one is left unused. A loop, not `set`: a slice's block is a few rows.
-        const grown = rowBlocks.take(12 * (n + 1))
-        for (let j = 0; j < 6 * n; j++) grown[j] = values[j] as number
-        this.#values = grown
+        const base = this.#base
+        const grown = this.#take(2 * (n + 1))
+        for (let j = 0; j < 6 * n; j++) grown[this.#base + j] = values[base + j] as number
       }
       if (this.#rowOf !== null) insertAt(this.#rowOf, at, n)
       else if (at !== n) {
@@ -335,7 +361,7 @@ export class CellSet {
   /** A new cell object from the numbers of the row of position `at`. */
   #rowCell(at: number): Cell {
     const v = this.#values as Float64Array
-    const o = 6 * this.#row(at)
+    const o = this.#offset(at)
     return new CellRecord(v[o] as number, v[o + 1] as number, v[o + 2] as number, v[o + 3] as number, v[o + 4] as number, v[o + 5] as number)
   }
 

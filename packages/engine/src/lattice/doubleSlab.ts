@@ -21,6 +21,9 @@ export class DoubleSlab {
     this.#size = size
   }
 
+  /** Where the block `block` last handed out starts in its buffer. */
+  at = 0
+
   /**
    * `n` zeroed doubles. Blocks above a quarter of a buffer get their own: they would waste most
    * of a shared one.
@@ -30,13 +33,28 @@ export class DoubleSlab {
    * rows.take(48) // Float64Array(48), all zeros, a view into a shared 64 KB buffer
    */
   take(n: number): Float64Array {
+    const buffer = this.block(n)
+    return buffer.subarray(this.at, this.at + n)
+  }
+
+  /**
+   * `n` zeroed doubles without a view of their own: the buffer holding them, from `at`. A view
+   * is an object of ~100 bytes; a holder that keeps the offset saves it.
+   *
+   * @example
+   * const rows = new DoubleSlab(8_192)
+   * const buffer = rows.block(48) // the shared 64 KB buffer
+   * buffer[rows.at] // the block's first double, 0
+   */
+  block(n: number): Float64Array {
+    this.at = 0
     if (n > this.#size / 4) return new Float64Array(n)
     if (this.#used + n > this.#buffer.length) {
       this.#buffer = new Float64Array(this.#size)
       this.#used = 0
     }
-    const block = this.#buffer.subarray(this.#used, this.#used + n)
+    this.at = this.#used
     this.#used += n
-    return block
+    return this.#buffer
   }
 }
