@@ -67,6 +67,7 @@ export type { EngineCheckpoint } from './recovery/engineCheckpoint.ts'
 export type { WalOp, WriteAheadLog } from './recovery/writeAheadLog.ts'
 export type {
   ClockEntry,
+  ExportOptions,
   LocalWrite,
   MergeReport,
   ReplicaPort,

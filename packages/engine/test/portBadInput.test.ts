@@ -190,4 +190,19 @@ describe('replica status reports from plain JavaScript', () => {
     engine.replica.exportDurableState((state) => delivered.push(state.cells.length))
     expect(delivered).toEqual([1])
   })
+
+  it.each([
+    ['null options', null, 'got null'],
+    ['a writer that is not text', { writer: 7 }, 'got writer 7'],
+    ['an empty writer', { writer: '' }, "got writer ''"],
+  ])('exportState and exportDurableState with %s throw a TypeError naming the call, and deliver nothing', (_, options, message) => {
+    const engine = new TidemarkEngine({ windows: tumbling(1_000), now: () => 0 })
+    engine.ingest([ev(1)])
+    expect(thrownBy(() => engine.replica.exportState(loose(options)))).toEqual(new TypeError(`exportState needs options { writer?: a replica id }, ${message}`))
+    const delivered: number[] = []
+    expect(thrownBy(() => engine.replica.exportDurableState((state) => delivered.push(state.cells.length), loose(options)))).toEqual(new TypeError(`exportDurableState needs options { writer?: a replica id }, ${message}`))
+    expect(delivered).toEqual([])
+    engine.replica.exportDurableState((state) => delivered.push(state.cells.length), { writer: engine.replica.replicaId })
+    expect(delivered).toEqual([1])
+  })
 })

@@ -183,6 +183,43 @@ describe('lattice state merged through the replica port', () => {
     expect(values(owner.engine)[0]).toMatchObject({ count: 2 })
   })
 
+  it('exportState({ writer }) takes only the sources that replica writes, and such exports from every writer rebuild the whole state', () => {
+    const r0 = replica('r0')
+    const r1 = replica('r1')
+    const at = (source: string, seq: number, ts: number, key = 'a'): StreamEvent => ({ id: `${source}-${seq}`, source, seq, ts, key, value: seq })
+    // Sessions that grow into each other leave tombstones; events behind fired windows reach slice parts.
+    r0.engine.ingest([at('s0', 1, 0), at('s0', 2, 30), at('s1', 1, 12, 'b')])
+    r0.engine.ingest([at('s0', 3, -1), at('s1', 2, 3, 'b')])
+    r0.engine.advanceWatermark(16)
+    r0.engine.ingest([at('s1', 3, 13, 'b')])
+    r1.engine.ingest([at('s2', 1, 5), at('s2', 2, 40, 'b')])
+    const full0 = structuredClone(r0.engine.replica.exportState())
+    r1.engine.replica.mergeRemote(full0.cells, full0.clocks)
+    r1.engine.ingest([at('s2', 3, 8)])
+
+    const full = structuredClone(r1.engine.replica.exportState())
+    expect(full.cells.some((entry) => entry.address.window === 'session:7' && entry.cell.count === 0)).toBe(true)
+    expect(full.cells.some((entry) => entry.address.window.startsWith('sliding:20:5@'))).toBe(true)
+    for (const writer of ['r0', 'r1']) {
+      const sources = new Set(full.clocks.filter((clock) => clock.writer === writer).map((clock) => clock.source))
+      const mine = structuredClone(r1.engine.replica.exportState({ writer }))
+      expect(mine.clocks).toEqual(full.clocks.filter((clock) => clock.writer === writer))
+      expect(mine.cells).toEqual(full.cells.filter((entry) => sources.has(entry.address.source)))
+      expect(mine.cells.length).toBeGreaterThan(0)
+    }
+    expect(r1.engine.replica.exportState({ writer: 'r9' })).toEqual({ cells: [], clocks: [] })
+
+    const r2 = replica('r2')
+    for (const writer of ['r1', 'r0']) {
+      const mine = structuredClone(r1.engine.replica.exportState({ writer }))
+      r2.engine.replica.mergeRemote(mine.cells, mine.clocks)
+    }
+    expect(values(r2.engine)).toEqual(values(r1.engine))
+    const delivered: string[][] = []
+    r1.engine.replica.exportDurableState((state) => delivered.push(state.clocks.map((clock) => clock.source)), { writer: 'r1' })
+    expect(delivered).toEqual([['s2']])
+  })
+
   it('a session that a peer tombstone shrinks fires once the watermark passes its new end', () => {
     const mk = (id: string) => replica(id, session(10))
     const r0 = mk('r0')

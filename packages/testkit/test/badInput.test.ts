@@ -1212,6 +1212,8 @@ describe('bad-input catalogue: aggregates', () => {
       () => engine.replica.onClose(undefined as never),
       () => engine.replica.reportAnomaly('peer_garbage' as never, 'from plain JavaScript'),
       () => engine.replica.reportAnomaly('invalid_remote_cell', Symbol('detail') as never),
+      () => engine.replica.exportState(null as never),
+      () => engine.replica.exportDurableState(() => undefined, { writer: 7 } as never),
     ]
     for (const call of calls) expect(call).toThrow(TypeError)
     expect(engine.stats().anomalies).not.toHaveProperty('peer_garbage')

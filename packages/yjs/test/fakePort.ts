@@ -80,12 +80,15 @@ export function fakePort(replicaId: string, configuration = 'tumbling:60000'): F
       const valid = validCellGroups(groups, (what, problem) => port.reportAnomaly('invalid_remote_cell', `${what}: ${problem}`))
       return port.mergeRemote(cellEntriesOf(valid), clocks)
     },
-    exportState() {
-      return { cells: [...port.cells.values()], clocks: [...port.clocks.values()] }
+    exportState(options) {
+      const writer = options?.writer
+      const clocks = [...port.clocks.values()].filter((clock) => writer === undefined || clock.writer === writer)
+      const sources = new Set(clocks.map((clock) => clock.source))
+      return { cells: [...port.cells.values()].filter((entry) => writer === undefined || sources.has(entry.address.source)), clocks }
     },
-    exportDurableState(deliver) {
+    exportDurableState(deliver, options) {
       // No write-ahead log here: everything is durable at once.
-      deliver(port.exportState())
+      deliver(port.exportState(options))
     },
     reportAnomaly(reason, detail) {
       port.anomalies.push({ reason, detail })

@@ -122,7 +122,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
         this.#remoteAnomalies.report(reason, detail)
         this.#journal.refused(reason, 1, this.#liveness.closed)
       },
-      exportState: () => this.#exportState(),
+      exportState: (writer) => this.#exportState(writer),
       notify: () => this.#feed.publish(NO_CHANGES),
       settles: () => this.#feed.assertSettles(),
       assertOpen: () => this.#liveness.assertOpen(),
@@ -411,8 +411,11 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
     this.#feed.publish(changes, quiet)
   }
 
-  #exportState(): ReplicaState {
-    return { cells: liveCells(this.#indexes), clocks: [...this.#frontiers.sources.values()].map((clock) => clock.entry()) }
+  /** Every live cell and known clock; with `writer`, only those of the sources it writes. */
+  #exportState(writer: string | undefined): ReplicaState {
+    const clocks = [...this.#frontiers.sources.values()].filter((clock) => writer === undefined || clock.writer === writer).map((clock) => clock.entry())
+    const sources = writer === undefined ? null : new Set(clocks.map((clock) => clock.source))
+    return { cells: sources?.size === 0 ? [] : liveCells(this.#indexes, sources), clocks }
   }
 
   /**

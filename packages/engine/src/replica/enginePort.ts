@@ -6,7 +6,7 @@ import { configurationOf, type ResolvedOptions } from '../core/engineOptions.ts'
 import type { CellEntry } from '../lattice/cellEntry.ts'
 import type { CellGroup } from '../lattice/cellGroup.ts'
 import type { PeerMerge } from './remoteMerge.ts'
-import type { ClockEntry, LocalWrite, MergeReport, ReplicaPort, ReplicaState } from './replicaPort.ts'
+import type { ClockEntry, ExportOptions, LocalWrite, MergeReport, ReplicaPort, ReplicaState } from './replicaPort.ts'
 import type { ReplicationOutbox } from './replicationOutbox.ts'
 import type { SyncStatus } from './syncStatus.ts'
 import { notifyEach, listenerOf } from '../core/listenerError.ts'
@@ -23,7 +23,8 @@ export interface PortEngine {
   mergeGroups(check: () => readonly CellGroup[], clocks: readonly ClockEntry[]): MergeReport
   /** Counts and keeps an anomaly of peers' state, and logs its count. */
   reportAnomaly(reason: 'invalid_remote_cell' | 'source_conflict', detail: string): void
-  exportState(): ReplicaState
+  /** Every live cell and known clock, or only those of the sources `writer` writes. */
+  exportState(writer: string | undefined): ReplicaState
   /** Tells subscribers that something besides results changed (a notification without changes). */
   notify(): void
   /** Throws when subscribers call the engine without end (`ChangeFeed.assertSettles`): a report from one changes nothing then. */
@@ -65,11 +66,12 @@ export class EnginePort implements ReplicaPort {
   readonly mergeRemoteGroups = (groups: readonly CellGroup[], clocks: readonly ClockEntry[]): MergeReport =>
     this.#engine.mergeGroups(() => groups, arrays('mergeRemoteGroups', groups, clocks))
 
-  readonly exportState = (): ReplicaState => this.#engine.exportState()
+  readonly exportState = (options?: ExportOptions): ReplicaState => this.#engine.exportState(writerOf(options, 'exportState'))
 
-  readonly exportDurableState = (deliver: (state: ReplicaState) => void): void => {
+  readonly exportDurableState = (deliver: (state: ReplicaState) => void, options?: ExportOptions): void => {
     listenerOf(deliver, 'exportDurableState')
-    this.#engine.outbox.release({ ...this.#engine.exportState(), expired: [] }, deliver)
+    const writer = writerOf(options, 'exportDurableState')
+    this.#engine.outbox.release({ ...this.#engine.exportState(writer), expired: [] }, deliver)
   }
 
   readonly reportAnomaly = (reason: 'invalid_remote_cell' | 'source_conflict', detail: string): void => {
@@ -140,6 +142,13 @@ export class EnginePort implements ReplicaPort {
 function arrays(where: string, cells: unknown, clocks: readonly ClockEntry[]): readonly ClockEntry[] {
   if (!Array.isArray(cells) || !Array.isArray(clocks)) throw new TypeError(`${where} needs arrays of cells and clocks`)
   return clocks
+}
+
+/** The `writer` of an export's options from plain JavaScript: a replica id, or undefined for every source. */
+function writerOf(options: ExportOptions | undefined, where: string): string | undefined {
+  const writer: unknown = options?.writer
+  if (options === undefined || (typeof options === 'object' && options !== null && (writer === undefined || (typeof writer === 'string' && writer !== '')))) return writer as string | undefined
+  throw new TypeError(`${where} needs options { writer?: a replica id }, got ${options !== null && typeof options === 'object' ? `writer ${writer === '' ? "''" : String(writer)}` : String(options)}`)
 }
 
 const isCount = (n: unknown): boolean => Number.isSafeInteger(n) && (n as number) >= 0

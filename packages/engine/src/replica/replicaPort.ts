@@ -42,6 +42,16 @@ export interface ReplicaState {
   readonly clocks: readonly ClockEntry[]
 }
 
+/** Which part of a replica's state an export takes. */
+export interface ExportOptions {
+  /**
+   * Only the sources this replica writes: their clocks, and their cells and session tombstones.
+   * A transport that publishes what its replica writes asks for its own id; the cells of other
+   * writers are then never copied out (a replica joined to many peers holds mostly theirs).
+   */
+  readonly writer?: string
+}
+
 /** What merging a peer's state did. */
 export interface MergeReport {
   /** Cells that changed local state. */
@@ -96,21 +106,24 @@ export interface ReplicaPort {
   /**
    * Every live cell and known clock, as they stand now: with a write-ahead log (`openEngine`)
    * this can include batches not yet durable. To publish it to peers, use `exportDurableState`.
+   * With `writer`, only the sources that replica writes (see `ExportOptions`).
    *
    * @example
    * const { cells, clocks } = engine.replica.exportState()
+   * const mine = engine.replica.exportState({ writer: engine.replica.replicaId })
    */
-  exportState(): ReplicaState
+  exportState(options?: ExportOptions): ReplicaState
   /**
    * Every live cell and known clock as they stand now, handed to `deliver` once every operation
    * they reflect is durable (at once for an engine without a write-ahead log), and before any
    * later `onLocalWrite`. The cells are copies. A transport's first publish goes through here, so
-   * a crash cannot leave peers holding state this replica lost.
+   * a crash cannot leave peers holding state this replica lost. With `writer`, only the sources
+   * that replica writes (see `ExportOptions`).
    *
    * @example
-   * port.exportDurableState((state) => doc.transact(() => publishAll(state), origin))
+   * port.exportDurableState((state) => doc.transact(() => publishAll(state), origin), { writer: port.replicaId })
    */
-  exportDurableState(deliver: (state: ReplicaState) => void): void
+  exportDurableState(deliver: (state: ReplicaState) => void, options?: ExportOptions): void
   /**
    * Records an anomaly found while reading peers' state (`invalid_remote_cell`, `source_conflict`).
    * An engine with a write-ahead log logs its count, so recovery counts it too (not its detail).

@@ -246,12 +246,14 @@ export class PerWindowIndex implements WindowIndex {
     return { cells, pending }
   }
 
-  liveCells(out: CellEntry[]): void {
+  liveCells(out: CellEntry[], only: ReadonlySet<string> | null): void {
     for (const w of this.windows()) {
       const cells = (w.values as WindowCells).cells
       const sources = cells.sources()
       for (let i = 0; i < sources.length; i++) {
-        out.push({ address: { window: this.id, key: w.key, start: w.start, source: sources[i] as string }, cell: cells.cellAt(i) })
+        const source = sources[i] as string
+        if (only !== null && !only.has(source)) continue
+        out.push({ address: { window: this.id, key: w.key, start: w.start, source }, cell: cells.cellAt(i) })
       }
     }
   }

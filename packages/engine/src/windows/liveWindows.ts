@@ -47,9 +47,16 @@ export function windowGauges(indexes: readonly WindowIndex[]): { openWindows: nu
   return { openWindows, cells, pending }
 }
 
-/** Every live cell, and the session tombstones, as a full-state exchange carries them. Cells may be live state: copy what you keep. */
-export function liveCells(indexes: readonly WindowIndex[]): CellEntry[] {
+/**
+ * Every live cell, and the session tombstones, as a full-state exchange carries them; with
+ * `sources`, only theirs. Cells may be live state: copy what you keep.
+ *
+ * @example
+ * liveCells(indexes, null) // every cell
+ * liveCells(indexes, new Set(['d1'])) // the cells of source d1
+ */
+export function liveCells(indexes: readonly WindowIndex[], sources: ReadonlySet<string> | null): CellEntry[] {
   const cells: CellEntry[] = []
-  for (const index of indexes) index.liveCells(cells)
+  for (const index of indexes) index.liveCells(cells, sources)
   return cells
 }

@@ -429,13 +429,14 @@ export class SessionWindowIndex implements WindowIndex {
     return { cells, pending }
   }
 
-  liveCells(out: CellEntry[]): void {
+  liveCells(out: CellEntry[], sources: ReadonlySet<string> | null): void {
     const aggregates = this.aggregates
-    const entry = (key: string, f: SessionFragment): CellEntry => {
+    const add = (key: string, f: SessionFragment): void => {
+      if (sources !== null && !sources.has(f.source)) return
       const address = { window: this.id, key, start: f.start, source: f.source }
-      return aggregates === null ? { address, cell: f.cell } : { address, cell: f.cell, aggregates: aggregates.encode(f.states) }
+      out.push(aggregates === null ? { address, cell: f.cell } : { address, cell: f.cell, aggregates: aggregates.encode(f.states) })
     }
-    for (const w of this.windows()) for (const f of w.fragments) out.push(entry(w.key, f))
-    for (const [key, f] of this.tombstones()) out.push(entry(key, f))
+    for (const w of this.windows()) for (const f of w.fragments) add(w.key, f)
+    for (const [key, f] of this.tombstones()) add(key, f)
   }
 }

@@ -85,14 +85,16 @@ export function sliceEntries(series: Iterable<SliceSeries>, aggregates: Aggregat
  *
  * @example
  * const out: CellEntry[] = []
- * liveSliceCells('sliding:3600000:60000', series, null, out)
+ * liveSliceCells('sliding:3600000:60000', series, null, null, out)
  */
-export function liveSliceCells(id: string, series: SliceSeries, aggregates: AggregateSet | null, out: CellEntry[]): void {
+export function liveSliceCells(id: string, series: SliceSeries, aggregates: AggregateSet | null, only: ReadonlySet<string> | null, out: CellEntry[]): void {
   for (const slice of series.slices.values()) {
     for (const [window, part] of namedParts(id, slice)) {
       const sources = part.sources()
       for (let i = 0; i < sources.length; i++) {
-        const address = { window, key: series.key, start: slice.start, source: sources[i] as string }
+        const source = sources[i] as string
+        if (only !== null && !only.has(source)) continue
+        const address = { window, key: series.key, start: slice.start, source }
         out.push(aggregates === null ? { address, cell: part.cellAt(i) } : { address, cell: part.cellAt(i), aggregates: aggregates.encode(part.statesAt(i)) })
       }
     }

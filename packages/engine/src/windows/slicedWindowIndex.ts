@@ -408,8 +408,8 @@ export class SlicedWindowIndex implements WindowIndex {
     return { cells: this.#cells, pending }
   }
 
-  liveCells(out: CellEntry[]): void {
-    for (const series of this.#byKey.values()) liveSliceCells(this.id, series, this.aggregates, out)
+  liveCells(out: CellEntry[], sources: ReadonlySet<string> | null): void {
+    for (const series of this.#byKey.values()) liveSliceCells(this.id, series, this.aggregates, sources, out)
   }
 }
 

@@ -113,8 +113,8 @@ export interface WindowIndex {
   takes(window: string): boolean
   /** Cells held, and events in windows not fired yet (counted once per window). */
   gauges(): { cells: number; pending: number }
-  /** Appends every live cell (and session tombstone) as a full-state exchange carries them. */
-  liveCells(out: CellEntry[]): void
+  /** Appends every live cell (and session tombstone) as a full-state exchange carries them; with `sources`, only theirs. */
+  liveCells(out: CellEntry[], sources: ReadonlySet<string> | null): void
 }
 
 /** A peer's cell for one window (fixed) or one session fragment, with its decoded states and their encodings. */

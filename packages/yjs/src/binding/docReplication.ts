@@ -183,22 +183,18 @@ export class DocReplication implements DocBinding {
       }
       // Once durable here (a batch ingested just before binding may not be yet), before any later
       // write; in this same transaction when it already is.
-      this.#port.exportDurableState((state) => this.#publishState(state, ownMatches ? previous : []))
+      this.#port.exportDurableState((state) => this.#publishState(state, ownMatches ? previous : []), { writer: this.#port.replicaId })
     }, this.#origin)
   }
 
   /**
-   * This replica's whole state into its log. The engine's state also holds peers' cells; the log
-   * carries only the sources this replica writes. The cells `previous` (what the log held at
-   * bind) lists and the engine no longer holds are retired: their windows left live state while
-   * no doc was bound, so no write expired them.
+   * This replica's whole state (the sources it writes, as exported for its id) into its log. The
+   * cells `previous` (what the log held at bind) lists and the engine no longer holds are
+   * retired: their windows left live state while no doc was bound, so no write expired them.
    */
   #publishState(state: ReplicaState, previous: readonly ReadEntry[]): void {
-    const own = this.#port.replicaId
-    const clocks = state.clocks.filter((clock) => clock.writer === own)
-    const sources = new Set(clocks.map((clock) => clock.source))
-    const cells = state.cells.filter((cell) => sources.has(cell.address.source))
-    this.#publish({ cells, clocks, expired: droppedSince(previous, cells, sources) })
+    const { cells, clocks } = state
+    this.#publish({ cells, clocks, expired: droppedSince(previous, cells, new Set(clocks.map((clock) => clock.source))) })
   }
 
   #publish(write: LocalWrite): void {
@@ -311,7 +307,7 @@ export class DocReplication implements DocBinding {
     // Entries this session wrote, deleted while a session of another configuration contests the replica (it
     // takes them for an earlier one's): its whole state goes into its log again, not its meta entry alone. A
     // twin of this session's configuration, alone, deletes only what it supersedes or retires.
-    if (this.#writes && this.#ownMeta.contestedLately && lostEntries(batch.removed.get(this.#own), this.#doc.clientID)) this.#port.exportDurableState((state) => this.#publishState(state, []))
+    if (this.#writes && this.#ownMeta.contestedLately && lostEntries(batch.removed.get(this.#own), this.#doc.clientID)) this.#port.exportDurableState((state) => this.#publishState(state, []), { writer: this.#port.replicaId })
   }
 
   /** Sorts read entries into the merge batch and reports the invalid ones. */
