@@ -18,6 +18,9 @@
  * - through-yjs-one-update-logged: the same join by an engine with a write-ahead log, as
  *   `openEngine({ doc })` runs it: the merge is encoded as a log record (cell groups, CRC-32)
  *   before it is applied. The IndexedDB write itself runs off the main thread and is left out.
+ * - bind-loaded-doc: the same state the other way round: the one update applied to a fresh doc
+ *   first (a persisted doc loaded, or the doc a tab taking over a worker's replica finds), then
+ *   `createEngine` and `bindDoc`, whose first contact reads every log and merges it in one call.
  * - yjs-decode: the same 8 updates applied to a bare `Y.Doc`: what Yjs itself costs, the floor
  *   of through-yjs.
  * - plain-loop: the least work that gives the same window totals from the same groups: nested
@@ -214,6 +217,27 @@ function loggedJoinContender(writers: readonly WriterState[]): Contender {
   }
 }
 
+function boundAfterLoadContender(writers: readonly WriterState[]): Contender {
+  const update = Y.mergeUpdates(writers.map((w) => w.update))
+  return {
+    name: 'bind-loaded-doc',
+    label: "Tidemark bound to a doc that already holds the writers' state: the one update applied to a fresh doc, then createEngine and bindDoc (first contact merges every log in one call)",
+    run: ({ probe, record }) => {
+      const doc = new Y.Doc()
+      Y.applyUpdate(doc, update, 'load')
+      probe.tick()
+      const engine = createEngine({ ...OPTIONS, replicaId: 'reader', now: () => T0 })
+      let changes = 0
+      engine.subscribe((batch) => {
+        changes += batch.length
+      })
+      bindDoc(engine, doc)
+      probe.tick()
+      return engineOutcome(engine, record, { changes })
+    },
+  }
+}
+
 function yjsDecodeContender(writers: readonly WriterState[]): Contender {
   return {
     name: 'yjs-decode',
@@ -298,12 +322,20 @@ export function define(): ProfileDefinition {
       throughYjsContender(writers, false),
       throughYjsContender(writers, true),
       loggedJoinContender(writers),
+      boundAfterLoadContender(writers),
       yjsDecodeContender(writers),
       plainLoopContender(writers),
     ],
     ratios: [
       { name: 'engine/floor', label: 'Tidemark merge throughput as a share of the plain-loop floor', subject: 'tidemark', reference: 'plain-loop', format: 'percent' },
       { name: 'yjs-share', label: 'Yjs alone as a share of the through-Yjs time', subject: 'through-yjs', reference: 'yjs-decode', format: 'percent' },
+      {
+        name: 'loaded/join',
+        label: 'binding a doc that holds the state, as a share of the one-update join (the same decode and merge, in the other order)',
+        subject: 'bind-loaded-doc',
+        reference: 'through-yjs-one-update',
+        format: 'percent',
+      },
     ],
     agree: [
       ['tidemark', 'plain-loop'],
@@ -311,6 +343,7 @@ export function define(): ProfileDefinition {
       ['through-yjs', 'plain-loop'],
       ['through-yjs-one-update', 'plain-loop'],
       ['through-yjs-one-update-logged', 'plain-loop'],
+      ['bind-loaded-doc', 'plain-loop'],
     ],
     showTimes: true,
     showGauges: ['bytesPerCell'],

@@ -12,10 +12,10 @@ import * as streaming100k from '../streaming-100k.ts'
 import { contender, names, seenBy, windowIds } from './recordingEngine.ts'
 
 describe('bench/README.md, the profiles table: the joins', { timeout: 60_000 }, () => {
-  it('merge-8-replicas: 8 writers × 10k live cells; the engine alone (per writer, in one call), through Yjs (per writer, one update), with a write-ahead log, Yjs alone, a plain-loop floor; ms per merge, bytes per cell', () => {
+  it('merge-8-replicas: 8 writers × 10k live cells; the engine alone (per writer, in one call), through Yjs (per writer, one update), with a write-ahead log, bound to a doc that holds the state, Yjs alone, a plain-loop floor; ms per merge, bytes per cell', () => {
     const definition = merge8Replicas.define()
     expect({ cells: definition.events, writers: definition.batches }).toEqual({ cells: 80_000, writers: 8 })
-    expect(names(definition)).toEqual(['tidemark', 'tidemark-one-call', 'through-yjs', 'through-yjs-one-update', 'through-yjs-one-update-logged', 'yjs-decode', 'plain-loop'])
+    expect(names(definition)).toEqual(['tidemark', 'tidemark-one-call', 'through-yjs', 'through-yjs-one-update', 'through-yjs-one-update-logged', 'bind-loaded-doc', 'yjs-decode', 'plain-loop'])
     expect(definition.timeTarget).toEqual({ contender: 'through-yjs-one-update', maxMs: 50 })
     expect(definition.showTimes).toBe(true)
     expect(definition.showGauges).toEqual(['bytesPerCell'])
@@ -23,6 +23,12 @@ describe('bench/README.md, the profiles table: the joins', { timeout: 60_000 }, 
     expect(logged.end.walBytes).toBeGreaterThan(0)
     expect(logged.end.cells).toBe(80_000)
     logged.close?.()
+    // Bound after the load, first contact merges all 8 writers' logs: every window of every key.
+    const loaded = contender(definition, 'bind-loaded-doc').run({ probe: NO_PROBE, record: true })
+    expect({ cells: loaded.end.cells, windows: loaded.end.liveWindows, totals: loaded.totals?.size }).toEqual({ cells: 80_000, windows: 10_000, totals: 10_000 })
+    loaded.close?.()
+    expect(definition.ratios.find((r) => r.name === 'loaded/join')).toMatchObject({ subject: 'bind-loaded-doc', reference: 'through-yjs-one-update', format: 'percent' })
+    expect(definition.agree).toContainEqual(['bind-loaded-doc', 'plain-loop'])
   })
 
   it("aggregates-cost: streaming-100k's ingest and sliding-1h-1m's with and without the sketches (target ≥ 50%), the one-update join with and without them", () => {
