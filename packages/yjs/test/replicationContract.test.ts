@@ -81,13 +81,19 @@ describe('bindDoc options and binding lifetime (README, bindDoc)', () => {
     expect(errors).toEqual([])
   })
 
-  it('measureEvery: the encoded doc is measured for stats().docBytes at most this often, on the binding\'s now', () => {
+  it('measureEvery: the encoded doc is measured for stats().docBytes as found at bind, then at most this often, on the binding\'s now', () => {
     let now = T0
     const doc = new Y.Doc()
+    // A peer's state already in the doc (a persisted doc loaded): measured before first contact merges it.
+    const peer = createEngine({ windows: tumbling(60_000), watermark: manual(), replicaId: 'peer', now: () => now })
+    bindDoc(peer, doc, { now: () => now })
+    peer.ingest(events('p1', 1, 3))
+    const found = Y.encodeStateAsUpdate(doc).byteLength
     const engine = createEngine({ windows: tumbling(60_000), watermark: manual(), replicaId: 'me', now: () => now })
     bindDoc(engine, doc, { now: () => now, measureEvery: 5000 })
     const atBind = engine.stats().docBytes
-    expect(atBind).toBe(Y.encodeStateAsUpdate(doc).byteLength)
+    expect(atBind).toBe(found)
+    expect(engine.stats().cells).toBe(peer.stats().cells)
     now = T0 + 4999
     engine.ingest(events('d1', 1, 1))
     expect(engine.stats().docBytes).toBe(atBind)
