@@ -77,9 +77,8 @@ export class BlockFolds {
 
   /** The folds of `series`'s block starting at ordinal `block`, with the prefix ending at position `at` up to date. */
   prefix(series: FoldedSeries, block: number, at: number): BlockFold {
-    let slot = this.#lastPrefix
-    if (slot === null || slot.series !== series || slot.block !== block) slot = this.#lastPrefix = this.#slot(series, block)
-    else if (slot.version !== series.version) this.#sync(slot, series)
+    const slot = this.#slot(series, block, this.#lastPrefix)
+    this.#lastPrefix = slot
     if (slot.prefixValid <= at) {
       this.#fold(slot, series, slot.prefixValid, at, 1)
       slot.prefixValid = at + 1
@@ -89,9 +88,8 @@ export class BlockFolds {
 
   /** The folds of `series`'s block starting at ordinal `block`, with the suffix starting at position `at` up to date. */
   suffix(series: FoldedSeries, block: number, at: number): BlockFold {
-    let slot = this.#lastSuffix
-    if (slot === null || slot.series !== series || slot.block !== block) slot = this.#lastSuffix = this.#slot(series, block)
-    else if (slot.version !== series.version) this.#sync(slot, series)
+    const slot = this.#slot(series, block, this.#lastSuffix)
+    this.#lastSuffix = slot
     if (slot.suffixFrom > at) {
       // Down to the block's second position at once: the windows a batch changed read their
       // suffixes latest start first, each one position lower than the one before.
@@ -135,12 +133,15 @@ export class BlockFolds {
     }
   }
 
-  /** The slot holding `series`'s block, its stale positions marked (a new slot: every position). */
-  #slot(series: FoldedSeries, block: number): BlockFold {
+  /**
+   * The slot holding `series`'s block, its stale positions marked (a new slot: every position).
+   * `last` (the slot a prefix or a suffix came from last) is tried before the search.
+   */
+  #slot(series: FoldedSeries, block: number, last: BlockFold | null): BlockFold {
     const slots = this.#slots
-    for (let i = 0; i < slots.length; i++) {
-      const slot = slots[i] as BlockFold
-      if (slot.series === series && slot.block === block) {
+    for (let i = -1; i < slots.length; i++) {
+      const slot = i < 0 ? last : (slots[i] as BlockFold)
+      if (slot !== null && slot.series === series && slot.block === block) {
         if (slot.version !== series.version) this.#sync(slot, series)
         return slot
       }
