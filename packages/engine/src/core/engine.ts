@@ -15,7 +15,8 @@ import { DURABLE, EngineJournal } from '../recovery/engineJournal.ts'
 import { countLoggedRefusals, type WalOp, type WriteAheadLog } from '../recovery/writeAheadLog.ts'
 import { EnginePort } from '../replica/enginePort.ts'
 import { PeerMerge } from '../replica/remoteMerge.ts'
-import type { ClockEntry, MergeReport, ReplicaPort, ReplicaState } from '../replica/replicaPort.ts'
+import type { ClockEntry, MergeReport, ReplicaPort } from '../replica/replicaPort.ts'
+import { exportReplicaState } from '../replica/replicaExport.ts'
 import type { SyncStatus } from '../replica/syncStatus.ts'
 import { ReplicationOutbox } from '../replica/replicationOutbox.ts'
 import type { BatchFrontiers, WindowIndex } from '../windows/windowIndex.ts'
@@ -26,7 +27,7 @@ import { DedupMemory } from './dedupMemory.ts'
 import { FutureSources } from './futureSources.ts'
 import { RemoteAnomalies } from '../replica/remoteAnomalies.ts'
 import { BatchPlacement } from '../windows/batchPlacement.ts'
-import { liveCells, queryResults, windowHistory } from '../windows/liveWindows.ts'
+import { queryResults, windowHistory } from '../windows/liveWindows.ts'
 import { type EngineCounts, engineStats } from './engineStats.ts'
 
 const NO_CHANGES: readonly WindowChange[] = Object.freeze([])
@@ -122,7 +123,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
         this.#remoteAnomalies.report(reason, detail)
         this.#journal.refused(reason, 1, this.#liveness.closed)
       },
-      exportState: (writer) => this.#exportState(writer),
+      exportState: (writer) => exportReplicaState(this.#indexes, this.#frontiers.sources.values(), writer),
       notify: () => this.#feed.publish(NO_CHANGES),
       settles: () => this.#feed.assertSettles(),
       assertOpen: () => this.#liveness.assertOpen(),
@@ -409,13 +410,6 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
     if (batch !== null && this.#dedup.due) this.#dedup.purge(this.#indexes, this.#frontiers, batch)
     this.#outbox.flush()
     this.#feed.publish(changes, quiet)
-  }
-
-  /** Every live cell and known clock; with `writer`, only those of the sources it writes. */
-  #exportState(writer: string | undefined): ReplicaState {
-    const clocks = [...this.#frontiers.sources.values()].filter((clock) => writer === undefined || clock.writer === writer).map((clock) => clock.entry())
-    const sources = writer === undefined ? null : new Set(clocks.map((clock) => clock.source))
-    return { cells: sources?.size === 0 ? [] : liveCells(this.#indexes, sources), clocks }
   }
 
   /**

@@ -146,9 +146,14 @@ function arrays(where: string, cells: unknown, clocks: readonly ClockEntry[]): r
 
 /** The `writer` of an export's options from plain JavaScript: a replica id, or undefined for every source. */
 function writerOf(options: ExportOptions | undefined, where: string): string | undefined {
-  const writer: unknown = options?.writer
-  if (options === undefined || (typeof options === 'object' && options !== null && (writer === undefined || (typeof writer === 'string' && writer !== '')))) return writer as string | undefined
-  throw new TypeError(`${where} needs options { writer?: a replica id }, got ${options !== null && typeof options === 'object' ? `writer ${writer === '' ? "''" : String(writer)}` : String(options)}`)
+  if (options === undefined) return undefined
+  const refuse = (got: string): never => {
+    throw new TypeError(`${where} needs options { writer?: a replica id }, got ${got}`)
+  }
+  if (typeof options !== 'object' || options === null) return refuse(String(options))
+  const writer: unknown = options.writer
+  if (writer === undefined || (typeof writer === 'string' && writer !== '')) return writer
+  return refuse(`writer ${writer === '' ? "''" : String(writer)}`)
 }
 
 const isCount = (n: unknown): boolean => Number.isSafeInteger(n) && (n as number) >= 0
