@@ -106,6 +106,15 @@ export function writerStates(): WriterState[] {
   })
 }
 
+/** Counts the changes `engine` hands its subscribers from now on, as an app's one subscriber would take them. */
+function changesSeen(engine: Engine): () => number {
+  let changes = 0
+  engine.subscribe((batch) => {
+    changes += batch.length
+  })
+  return () => changes
+}
+
 function engineOutcome(engine: Engine, record: boolean, extra: Record<string, number> = {}): Outcome {
   const stats = engine.stats()
   let totals: WindowTotals | undefined
@@ -129,16 +138,13 @@ function engineContender(writers: readonly WriterState[]): Contender {
     label: 'Tidemark engine alone: one mergeRemoteGroups per writer replica into a fresh engine (validate, merge, settle, results and corrections)',
     run: ({ probe, record }) => {
       const engine = createEngine({ ...OPTIONS, replicaId: 'reader', now: () => T0 })
-      let changes = 0
-      engine.subscribe((batch) => {
-        changes += batch.length
-      })
+      const changes = changesSeen(engine)
       const port = portOf(engine)
       for (const w of writers) {
         port.mergeRemoteGroups(w.groups, w.clocks)
         probe.tick()
       }
-      return engineOutcome(engine, record, { changes })
+      return engineOutcome(engine, record, { changes: changes() })
     },
   }
 }
@@ -151,12 +157,9 @@ function oneCallContender(writers: readonly WriterState[]): Contender {
     label: 'Tidemark engine alone: every writer\'s cell groups and clocks in one mergeRemoteGroups',
     run: ({ record }) => {
       const engine = createEngine({ ...OPTIONS, replicaId: 'reader', now: () => T0 })
-      let changes = 0
-      engine.subscribe((batch) => {
-        changes += batch.length
-      })
+      const changes = changesSeen(engine)
       portOf(engine).mergeRemoteGroups(groups, clocks)
-      return engineOutcome(engine, record, { changes })
+      return engineOutcome(engine, record, { changes: changes() })
     },
   }
 }
@@ -173,16 +176,13 @@ function throughYjsContender(writers: readonly WriterState[], merged: boolean): 
       const doc = new Y.Doc()
       const engine = createEngine({ ...OPTIONS, replicaId: 'reader', now: () => T0 })
       bindDoc(engine, doc)
-      let changes = 0
-      engine.subscribe((batch) => {
-        changes += batch.length
-      })
+      const changes = changesSeen(engine)
       for (const update of updates) {
         Y.applyUpdate(doc, update, 'peer')
         probe.tick()
       }
       const bytesPerCell = Math.round((writers[0] as WriterState).docBytes / cellsPerWriter)
-      return engineOutcome(engine, record, { changes, bytesPerCell })
+      return engineOutcome(engine, record, { changes: changes(), bytesPerCell })
     },
   }
 }
@@ -206,13 +206,10 @@ function loggedJoinContender(writers: readonly WriterState[]): Contender {
         stats: () => ({ walRecords: lsn, walBytes }),
       })
       bindDoc(engine, doc)
-      let changes = 0
-      engine.subscribe((batch) => {
-        changes += batch.length
-      })
+      const changes = changesSeen(engine)
       Y.applyUpdate(doc, update, 'peer')
       probe.tick()
-      return engineOutcome(engine, record, { changes, walBytes })
+      return engineOutcome(engine, record, { changes: changes(), walBytes })
     },
   }
 }
@@ -227,13 +224,10 @@ function boundAfterLoadContender(writers: readonly WriterState[]): Contender {
       Y.applyUpdate(doc, update, 'load')
       probe.tick()
       const engine = createEngine({ ...OPTIONS, replicaId: 'reader', now: () => T0 })
-      let changes = 0
-      engine.subscribe((batch) => {
-        changes += batch.length
-      })
+      const changes = changesSeen(engine)
       bindDoc(engine, doc)
       probe.tick()
-      return engineOutcome(engine, record, { changes })
+      return engineOutcome(engine, record, { changes: changes() })
     },
   }
 }
