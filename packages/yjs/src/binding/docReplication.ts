@@ -20,7 +20,7 @@ import { syncStatusTracker } from '../transport/syncStatusTracker.ts'
 import type { BindDocOptions } from './bindDocOptions.ts'
 import { engineSyncStatus, type StatusShare } from './engineSyncStatus.ts'
 import { append, contentOf, emptyBatch, type RemoteBatch } from './remoteBatch.ts'
-import { droppedSince, ForeignSessions, lostEntries, metaWritten } from './earlierSession.ts'
+import { ForeignSessions, lostEntries, metaWritten, sinceEarlierSession } from './earlierSession.ts'
 import { OwnMeta } from './ownMeta.ts'
 import { SourceWriters } from './sourceWriters.ts'
 
@@ -133,7 +133,18 @@ export class DocReplication implements DocBinding {
     // size, twice) then meet a young generation that does not yet hold the merge's new state,
     // which collecting them would copy again (binding a doc of 80,000 cells: about a third of its time).
     this.#measure(true)
-    this.#start()
+    // What first contact writes counted as Yjs encodes it for the providers: the doc as found plus
+    // that update is its size (within the few bytes of the update's own header) until the next
+    // measurement, which a quiet doc may not have for a while.
+    const written = (update: Uint8Array, origin: unknown): void => {
+      if (origin === this.#origin) this.#docBytes += update.byteLength
+    }
+    doc.on('update', written)
+    try {
+      this.#start()
+    } finally {
+      doc.off('update', written)
+    }
 
     if (!this.#readOnly) this.#cleanups.push(port.onLocalWrite((write) => this.#publish(write)))
     this.#cleanups.push(port.onClose(() => this.destroy()))
@@ -193,13 +204,16 @@ export class DocReplication implements DocBinding {
   }
 
   /**
-   * This replica's whole state (the sources it writes, as exported for its id) into its log. The
-   * cells `previous` (what the log held at bind) lists and the engine no longer holds are
-   * retired: their windows left live state while no doc was bound, so no write expired them.
+   * This replica's whole state (the sources it writes, as exported for its id) into its log,
+   * except the cells `previous` (what the log held at bind) holds as they are: a reload sends
+   * what changed while no doc was bound, not everything again. The cells `previous` lists and
+   * the engine no longer holds are retired: their windows left live state while no doc was
+   * bound, so no write expired them.
    */
   #publishState(state: ReplicaState, previous: readonly ReadEntry[]): void {
     const { cells, clocks } = state
-    this.#publish({ cells, clocks, expired: droppedSince(previous, cells, new Set(clocks.map((clock) => clock.source))) })
+    const { changed, dropped } = sinceEarlierSession(previous, cells, new Set(clocks.map((clock) => clock.source)))
+    this.#publish({ cells: changed, clocks, expired: dropped })
   }
 
   #publish(write: LocalWrite): void {
