@@ -14,6 +14,7 @@ import { bindDoc } from '../src/binding/bindDoc.ts'
 import type { DocBinding } from '../src/binding/docReplication.ts'
 import { isConfigurationMismatchError } from '../src/schema/configurationMismatchError.ts'
 import { entryKind, META_NAME, readMeta, replicaArrayName } from '../src/schema/docEntry.ts'
+import { exportsOnceDurable } from './fakePort.ts'
 
 const T0 = 1_700_000_040_000 - (1_700_000_040_000 % 60_000)
 /** The configuration of the old build, and of the new deploy (another allowed lateness). */
@@ -269,6 +270,57 @@ describe('a session of another configuration that comes once and goes', () => {
     expect(live.errors).toEqual([])
     expect(groupsOf(room)).toBeGreaterThan(0)
     // A dashboard joining now shows the live session's state.
+    expect(dashboardReads(room, NEW)).toEqual([10, (11 + 20) * 5])
+  })
+})
+
+describe('a stale session of another configuration against a reload that wrote none of its cells again', () => {
+  it.each([
+    ['its state written at bind', false],
+    ['its state written once durable, after the stale tab came and went', true],
+  ])('the reloaded session writes its state back when the stale one deletes the entries it left in place (%s)', (_, durableLater) => {
+    const room = new Y.Doc()
+    const stale = session(OLD, 2, events('da', 1, 10))
+    applyPeerUpdate(room, Y.encodeStateAsUpdate(stale.doc), 'peer')
+    // The new build takes the replica over through the room...
+    const first = session(NEW, 3, events('da', 11, 10))
+    const roomState = Y.encodeStateAsUpdate(room)
+    applyPeerUpdate(room, Y.encodeStateAsUpdate(first.doc), 'peer')
+    applyPeerUpdate(first.doc, roomState, 'room')
+    applyPeerUpdate(room, Y.encodeStateAsUpdate(first.doc, Y.encodeStateVector(room)), 'peer')
+    first.binding.destroy()
+    // ...and reloads: its engine from its checkpoint, its doc from storage (a new Yjs client). Its
+    // cells are in the doc as they are, so it writes none of them: the earlier session's entries hold them.
+    const engine = createEngine({ ...NEW, replicaId: 'a' }) as TidemarkEngine
+    engine.restore(first.engine.checkpoint())
+    const held = exportsOnceDurable(engine.replica)
+    const durable = durableLater ? held.durable : []
+    const replica = durableLater ? held.replica : engine.replica
+    const doc = new Y.Doc()
+    doc.clientID = 4
+    Y.applyUpdate(doc, Y.encodeStateAsUpdate(first.doc), 'storage')
+    const errors: Error[] = []
+    bindDoc({ replica }, doc, { onError: (error) => errors.push(error) })
+    doc.on('update', (update: Uint8Array, origin: unknown) => {
+      if (origin !== 'room') applyPeerUpdate(room, update, 'peer')
+    })
+    applyPeerUpdate(room, Y.encodeStateAsUpdate(doc, Y.encodeStateVector(room)), 'peer')
+    applyPeerUpdate(doc, Y.encodeStateAsUpdate(room, Y.encodeStateVector(doc)), 'room')
+    expect(dashboardReads(room, NEW)).toEqual([10, (11 + 20) * 5])
+
+    // The old tab wakes, syncs with the room once (deleting every entry of the replica's log), and is gone.
+    const news = Y.encodeStateAsUpdate(room, Y.encodeStateVector(stale.doc))
+    applyPeerUpdate(room, Y.encodeStateAsUpdate(stale.doc, Y.encodeStateVector(room)), 'peer')
+    applyPeerUpdate(stale.doc, news, 'peer')
+    applyPeerUpdate(room, Y.encodeStateAsUpdate(stale.doc, Y.encodeStateVector(room)), 'peer')
+    stale.binding.destroy()
+    applyPeerUpdate(doc, Y.encodeStateAsUpdate(room, Y.encodeStateVector(doc)), 'room')
+    expect(durable).toHaveLength(durableLater ? 1 : 0)
+    for (const deliver of durable.splice(0)) deliver()
+
+    expect(errors).toEqual([])
+    expect(configurationOf(room)).toBe(engine.replica.configuration)
+    expect(groupsOf(room)).toBeGreaterThan(0)
     expect(dashboardReads(room, NEW)).toEqual([10, (11 + 20) * 5])
   })
 })

@@ -77,6 +77,14 @@ export class DocReplication implements DocBinding {
   #batch: RemoteBatch = emptyBatch()
   #docBytes = 0
   #measuredAt = Number.NEGATIVE_INFINITY
+  /** Until first contact's state is written (at bind, or once durable): adds the binding's writes to `docBytes`. */
+  #firstWrites: ((update: Uint8Array, origin: unknown) => void) | null = null
+  /**
+   * The Yjs clients (earlier sessions of this replica) whose entries the log held when first
+   * contact wrote this session's state: the cells they hold as they are were not written again,
+   * so their entries carry part of this session's state (`lostEntries`).
+   */
+  #adopted: ReadonlySet<number> = new Set()
   #destroyed = false
 
   constructor(port: ReplicaPort, doc: Y.Doc, options: BindDocOptions) {
@@ -133,17 +141,22 @@ export class DocReplication implements DocBinding {
     // size, twice) then meet a young generation that does not yet hold the merge's new state,
     // which collecting them would copy again (binding a doc of 80,000 cells: about a third of its time).
     this.#measure(true)
-    // What first contact writes counted as Yjs encodes it for the providers: the doc as found plus
-    // that update is its size (within the few bytes of the update's own header) until the next
-    // measurement, which a quiet doc may not have for a while.
-    const written = (update: Uint8Array, origin: unknown): void => {
-      if (origin === this.#origin) this.#docBytes += update.byteLength
+    // What the binding writes until first contact's state is written, counted as Yjs encodes it
+    // for the providers: the doc as found plus those updates is its size (within the few bytes
+    // of each update's own header) until the next measurement, which a quiet doc may not have
+    // for a while.
+    this.#firstWrites = (update, origin) => {
+      if (origin !== this.#origin) return
+      this.#docBytes += update.byteLength
+      this.#reportStatus()
     }
-    doc.on('update', written)
+    doc.on('update', this.#firstWrites)
+    this.#cleanups.push(() => this.#firstContactWritten())
     try {
       this.#start()
-    } finally {
-      doc.off('update', written)
+    } catch (error) {
+      this.#firstContactWritten()
+      throw error
     }
 
     if (!this.#readOnly) this.#cleanups.push(port.onLocalWrite((write) => this.#publish(write)))
@@ -188,8 +201,22 @@ export class DocReplication implements DocBinding {
       for (const read of previous) if (read.kind === 'clock') this.#ownSources.add(read.entry.source)
     }
     this.#merge(groups, clocks)
-    if (!this.#writes) return
+    if (!this.#writes) {
+      this.#firstContactWritten()
+      return
+    }
 
+    let binding = true
+    const publish = (state: ReplicaState): void => {
+      try {
+        // Delivered later (once durable), the log may have changed since bind: read again.
+        const logged = !ownMatches ? [] : binding ? previous : this.#own.reread(this.#foreignSessions.of(own))
+        this.#adopted = ownMatches ? this.#own.writers() : new Set()
+        this.#publishState(state, logged)
+      } finally {
+        this.#firstContactWritten()
+      }
+    }
     this.#doc.transact(() => {
       if (!ownMatches) {
         const write = emptyWrite()
@@ -199,8 +226,21 @@ export class DocReplication implements DocBinding {
       }
       // Once durable here (a batch ingested just before binding may not be yet), before any later
       // write; in this same transaction when it already is.
-      this.#port.exportDurableState((state) => this.#publishState(state, ownMatches ? previous : []), { writer: this.#port.replicaId })
+      this.#port.exportDurableState(publish, { writer: own })
     }, this.#origin)
+    binding = false
+  }
+
+  /** First contact's state is written (or never will be): the binding's writes no longer add to `docBytes`. */
+  #firstContactWritten(): void {
+    const count = this.#firstWrites
+    if (count === null) return
+    this.#firstWrites = null
+    const stop = (): void => this.#doc.off('update', count)
+    // Written inside a transaction (first contact's own, or one the write-ahead log's commit
+    // runs in), its update is still to come: counting stops once every transaction is done.
+    if (this.#doc._transaction === null) stop()
+    else this.#doc.once('afterAllTransactions', stop)
   }
 
   /**
@@ -326,7 +366,7 @@ export class DocReplication implements DocBinding {
     // Entries this session wrote, deleted while a session of another configuration contests the replica (it
     // takes them for an earlier one's): its whole state goes into its log again, not its meta entry alone. A
     // twin of this session's configuration, alone, deletes only what it supersedes or retires.
-    if (this.#writes && this.#ownMeta.contestedLately && lostEntries(batch.removed.get(this.#own), this.#doc.clientID)) this.#port.exportDurableState((state) => this.#publishState(state, []), { writer: this.#port.replicaId })
+    if (this.#writes && this.#ownMeta.contestedLately && lostEntries(batch.removed.get(this.#own), this.#doc.clientID, this.#adopted)) this.#port.exportDurableState((state) => this.#publishState(state, []), { writer: this.#port.replicaId })
   }
 
   /** Sorts read entries into the merge batch and reports the invalid ones. */

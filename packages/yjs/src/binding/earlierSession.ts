@@ -122,13 +122,15 @@ export function metaItem(meta: Y.Map<unknown>, replicaId: string): Y.Item | unde
 
 /**
  * Whether `removed` (items a remote transaction deleted from this session's own log) holds an
- * entry Yjs client `client` (this session) wrote.
+ * entry that carries this session's state: one Yjs client `client` (this session) wrote, or one
+ * of the earlier sessions in `adopted`, whose entries first contact left in place of writing
+ * their cells again.
  *
  * @example
- * if (ownMeta.contestedLately && lostEntries(batch.removed.get(ownLog), doc.clientID)) republishWholeState()
+ * if (ownMeta.contestedLately && lostEntries(batch.removed.get(ownLog), doc.clientID, adopted)) republishWholeState()
  */
-export function lostEntries(removed: readonly Y.Item[] | undefined, client: number): boolean {
-  return removed?.some((item) => item.id.client === client) === true
+export function lostEntries(removed: readonly Y.Item[] | undefined, client: number, adopted: ReadonlySet<number>): boolean {
+  return removed?.some((item) => item.id.client === client || adopted.has(item.id.client)) === true
 }
 
 /**
