@@ -187,16 +187,19 @@ export function boundReplicas(): { docA: Y.Doc; docB: Y.Doc; a: FakePort; b: Fak
 }
 
 /**
- * `replica` with its durable exports held back (as `openEngine`'s gate holds them until the
- * write-ahead log has committed): each waits in `durable` until the test calls it.
+ * `replica` with its durable exports held back, as `openEngine`'s gate holds them until the
+ * write-ahead log has committed: the state is exported when asked for and handed over when the
+ * test calls its entry of `durable`.
  */
 export function exportsOnceDurable(replica: ReplicaPort): { readonly replica: ReplicaPort; readonly durable: (() => void)[] } {
   const durable: (() => void)[] = []
   const held = new Proxy(replica, {
     get: (target, key) =>
       key === 'exportDurableState'
-        ? (deliver: Parameters<ReplicaPort['exportDurableState']>[0], options?: Parameters<ReplicaPort['exportDurableState']>[1]) =>
-            durable.push(() => target.exportDurableState(deliver, options))
+        ? (deliver: Parameters<ReplicaPort['exportDurableState']>[0], options?: Parameters<ReplicaPort['exportDurableState']>[1]) => {
+            const state = target.exportState(options)
+            durable.push(() => deliver(state))
+          }
         : Reflect.get(target, key, target),
   })
   return { replica: held, durable }

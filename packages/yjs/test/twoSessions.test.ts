@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import * as Y from 'yjs'
-import { createEngine, manual, type StreamEvent, type TidemarkEngine, tumbling } from '@tidemark/engine'
+import { createEngine, manual, type ReplicaPort, type StreamEvent, type TidemarkEngine, tumbling } from '@tidemark/engine'
 import { seededRandom } from '@tidemark/seeded-random'
 import { applyPeerUpdate } from '../src/binding/applyPeerUpdate.ts'
 import { bindDoc } from '../src/binding/bindDoc.ts'
@@ -34,18 +34,26 @@ interface Session {
   readonly sent: Uint8Array[]
 }
 
-/** A session of replica `a` under `options`, on a Y.Doc of Yjs client `client` (`engine`: another doc of an engine already bound; `now`: the binding's clock). */
-function session(options: object, client: number, before: StreamEvent[] = [], { engine, now }: { engine?: TidemarkEngine; now?: () => number } = {}): Session {
+/**
+ * A session of replica `a` under `options`, on a Y.Doc of Yjs client `client` (`engine`: another
+ * doc of an engine already bound; `now`: the binding's clock; `doc`: a doc that holds state
+ * already; `replica`: what the binding talks to instead of the engine's port).
+ */
+function session(
+  options: object,
+  client: number,
+  before: StreamEvent[] = [],
+  { engine, now, doc = new Y.Doc(), replica }: { engine?: TidemarkEngine; now?: () => number; doc?: Y.Doc; replica?: ReplicaPort } = {},
+): Session {
   engine ??= createEngine({ ...(options as typeof OLD), replicaId: 'a' }) as TidemarkEngine
   if (before.length > 0) engine.ingest(before)
-  const doc = new Y.Doc()
   doc.clientID = client
   const sent: Uint8Array[] = []
   doc.on('update', (update: Uint8Array, origin: unknown) => {
     if (origin !== 'peer') sent.push(update)
   })
   const errors: Error[] = []
-  const binding = bindDoc(engine, doc, { onError: (error) => errors.push(error), ...(now === undefined ? {} : { now }) })
+  const binding = bindDoc({ replica: replica ?? engine.replica }, doc, { onError: (error) => errors.push(error), ...(now === undefined ? {} : { now }) })
   return { engine, doc, binding, errors, sent }
 }
 
@@ -73,14 +81,36 @@ function exchange(x: Session, y: Session, limit: number, random: () => number = 
   return deliveries
 }
 
-/** What a dashboard of `options` shows after reading `doc` whole: [count, sum] of the one key. */
-function dashboardReads(doc: Y.Doc, options: typeof OLD): [number, number] | undefined {
+/** A dashboard of `options` that read `doc` whole. */
+function dashboardOf(doc: Y.Doc, options: typeof OLD): TidemarkEngine {
   const dashboard = createEngine(options) as TidemarkEngine
   const copy = new Y.Doc()
   bindDoc(dashboard, copy, { readOnly: true, onError: () => undefined })
   applyPeerUpdate(copy, Y.encodeStateAsUpdate(doc), 'room')
-  const r = dashboard.results({ key: 'temp' })[0]
+  return dashboard
+}
+
+/** What a dashboard of `options` shows after reading `doc` whole: [count, sum] of the one key. */
+function dashboardReads(doc: Y.Doc, options: typeof OLD): [number, number] | undefined {
+  const r = dashboardOf(doc, options).results({ key: 'temp' })[0]
   return r === undefined ? undefined : [r.count, r.sum]
+}
+
+/** The same, as the count of each window of the one key by its minute. */
+function countsByMinute(doc: Y.Doc, options: typeof OLD): Record<number, number> {
+  return Object.fromEntries(dashboardOf(doc, options).results({ key: 'temp' }).map((r) => [(r.start - T0) / 60_000, r.count]))
+}
+
+/** Connects two docs as a provider does: each one's missing state now, then every update as it is made. */
+function link(a: Y.Doc, b: Y.Doc): void {
+  a.on('update', (update: Uint8Array, origin: unknown) => {
+    if (origin !== b) Y.applyUpdate(b, update, a)
+  })
+  b.on('update', (update: Uint8Array, origin: unknown) => {
+    if (origin !== a) Y.applyUpdate(a, update, b)
+  })
+  Y.applyUpdate(b, Y.encodeStateAsUpdate(a, Y.encodeStateVector(b)), a)
+  Y.applyUpdate(a, Y.encodeStateAsUpdate(b, Y.encodeStateVector(a)), b)
 }
 
 const configurationOf = (doc: Y.Doc): string | undefined => readMeta(doc.getMap(META_NAME).get('a'))?.configuration
@@ -275,6 +305,35 @@ describe('a session of another configuration that comes once and goes', () => {
 })
 
 describe('a stale session of another configuration against a reload that wrote none of its cells again', () => {
+  it("a dashboard that set the earlier session apart gets the reload's state, written under the reload's own name", () => {
+    // The earlier session wrote its state into the room and went; its device reloads later.
+    const room = new Y.Doc()
+    const earlier = session(NEW, 5, events('da', 1, 10))
+    applyPeerUpdate(room, Y.encodeStateAsUpdate(earlier.doc), 'peer')
+    earlier.binding.destroy()
+    // A stale tab of the old build, which never saw it, writes the replica's meta entry over it (Yjs keeps client 9's).
+    const stale = session(OLD, 9, events('da', 1, 3))
+    applyPeerUpdate(room, Y.encodeStateAsUpdate(stale.doc), 'peer')
+    stale.binding.destroy()
+    // A dashboard connected throughout sets every session of that log apart.
+    const dashboard = createEngine({ ...NEW, replicaId: 'wall' }) as TidemarkEngine
+    const wall = new Y.Doc()
+    bindDoc(dashboard, wall, { readOnly: true, onError: () => undefined })
+    link(room, wall)
+    expect(dashboard.results({ key: 'temp' })).toEqual([])
+    // The device reloads: its engine from its checkpoint, its doc from storage; it binds, then joins the room.
+    const engine = createEngine({ ...NEW, replicaId: 'a' }) as TidemarkEngine
+    engine.restore(earlier.engine.checkpoint())
+    const doc = new Y.Doc()
+    Y.applyUpdate(doc, Y.encodeStateAsUpdate(earlier.doc), 'storage')
+    const reloaded = session(NEW, 11, [], { engine, doc })
+    link(room, reloaded.doc)
+    expect(reloaded.errors).toEqual([])
+    expect(configurationOf(room)).toBe(engine.replica.configuration)
+    expect(countsByMinute(room, NEW)).toEqual({ 0: 10 })
+    expect(dashboard.results({ key: 'temp' }).map((r) => r.count)).toEqual([10])
+  })
+
   it.each([
     ['its state written at bind', false],
     ['its state written once durable, after the stale tab came and went', true],
@@ -326,6 +385,26 @@ describe('a stale session of another configuration against a reload that wrote n
 })
 
 describe('two live sessions of one replica id under the same configuration', () => {
+  it('a state handed over once durable retires only what the log held at bind: the cells a twin wrote meanwhile stay', () => {
+    const y = session(NEW, 2, events('db', 1, 10))
+    const engine = createEngine({ ...NEW, replicaId: 'a' }) as TidemarkEngine
+    engine.ingest(events('da', 1, 10))
+    const doc = new Y.Doc()
+    Y.applyUpdate(doc, Y.encodeStateAsUpdate(y.doc), 'peer')
+    y.sent.splice(0)
+    const held = exportsOnceDurable(engine.replica)
+    const x = session(NEW, 1, [], { engine, doc, replica: held.replica })
+    // The twin takes minute 5 before x's state is durable; x merges it.
+    y.engine.ingest(events('db', 300, 5))
+    exchange(x, y, 1000)
+    expect(x.engine.results({ key: 'temp' }).map((r) => r.count)).toEqual([20, 5])
+    expect(held.durable).toHaveLength(1)
+    for (const deliver of held.durable.splice(0)) deliver()
+    exchange(x, y, 1000)
+    expect(countsByMinute(y.doc, NEW)).toEqual({ 0: 20, 5: 5 })
+    expect(countsByMinute(x.doc, NEW)).toEqual({ 0: 20, 5: 5 })
+  })
+
   it('one retiring a window the other still holds (their watermarks apart) settles: no whole state written back', () => {
     const SAME = { ...NEW, allowedLateness: 0, retention: 0 }
     const reading = (source: string, minute: number): StreamEvent => ({ id: `${source}-${minute}`, source, seq: minute + 1, ts: T0 + minute * 60_000, key: 'k', value: 1 })

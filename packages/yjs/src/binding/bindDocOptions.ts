@@ -17,7 +17,7 @@ export interface BindDocOptions {
   readonly onError?: (error: Error) => void
   /** Processing-time clock for sync status and doc measurement (default `Date.now`). */
   readonly now?: () => number
-  /** Measure the encoded doc for `docBytes` at most this often after bind (where it is measured as found, the binding's writes added until its state is in the doc), in ms of `now` (default 5000): encoding costs about as much as the doc is large. */
+  /** Measure the encoded doc for `docBytes` at most this often after bind (where it is measured as found), in ms of `now` (default 5000): encoding costs about as much as the doc is large. */
   readonly measureEvery?: number
   /** Most replicas a doc may list; further meta entries are refused (default 10,000). */
   readonly maxReplicas?: number

@@ -77,8 +77,6 @@ export class DocReplication implements DocBinding {
   #batch: RemoteBatch = emptyBatch()
   #docBytes = 0
   #measuredAt = Number.NEGATIVE_INFINITY
-  /** Until first contact's state is written (at bind, or once durable): adds the binding's writes to `docBytes`. */
-  #firstWrites: ((update: Uint8Array, origin: unknown) => void) | null = null
   /**
    * The Yjs clients (earlier sessions of this replica) whose entries the log held when first
    * contact wrote this session's state: the cells they hold as they are were not written again,
@@ -141,23 +139,7 @@ export class DocReplication implements DocBinding {
     // size, twice) then meet a young generation that does not yet hold the merge's new state,
     // which collecting them would copy again (binding a doc of 80,000 cells: about a third of its time).
     this.#measure(true)
-    // What the binding writes until first contact's state is written, counted as Yjs encodes it
-    // for the providers: the doc as found plus those updates is its size (within the few bytes
-    // of each update's own header) until the next measurement, which a quiet doc may not have
-    // for a while.
-    this.#firstWrites = (update, origin) => {
-      if (origin !== this.#origin) return
-      this.#docBytes += update.byteLength
-      this.#reportStatus()
-    }
-    doc.on('update', this.#firstWrites)
-    this.#cleanups.push(() => this.#firstContactWritten())
-    try {
-      this.#start()
-    } catch (error) {
-      this.#firstContactWritten()
-      throw error
-    }
+    this.#start()
 
     if (!this.#readOnly) this.#cleanups.push(port.onLocalWrite((write) => this.#publish(write)))
     this.#cleanups.push(port.onClose(() => this.destroy()))
@@ -201,21 +183,19 @@ export class DocReplication implements DocBinding {
       for (const read of previous) if (read.kind === 'clock') this.#ownSources.add(read.entry.source)
     }
     this.#merge(groups, clocks)
-    if (!this.#writes) {
-      this.#firstContactWritten()
-      return
-    }
+    if (!this.#writes) return
 
     let binding = true
     const publish = (state: ReplicaState): void => {
-      try {
-        // Delivered later (once durable), the log may have changed since bind: read again.
-        const logged = !ownMatches ? [] : binding ? previous : this.#own.reread(this.#foreignSessions.of(own))
-        this.#adopted = ownMatches ? this.#own.writers() : new Set()
-        this.#publishState(state, logged)
-      } finally {
-        this.#firstContactWritten()
+      if (!ownMatches) {
+        this.#publishState(state, [])
+        return
       }
+      // The state is as it was at bind. Delivered later (once durable), it leaves out what the log
+      // holds then (a twin may have written meanwhile), and retires only what the log held at bind.
+      const current = binding ? previous : this.#own.reread(this.#foreignSessions.of(own))
+      this.#adopted = this.#own.writers()
+      this.#publishState(state, previous, current)
     }
     this.#doc.transact(() => {
       if (!ownMatches) {
@@ -231,29 +211,18 @@ export class DocReplication implements DocBinding {
     binding = false
   }
 
-  /** First contact's state is written (or never will be): the binding's writes no longer add to `docBytes`. */
-  #firstContactWritten(): void {
-    const count = this.#firstWrites
-    if (count === null) return
-    this.#firstWrites = null
-    const stop = (): void => this.#doc.off('update', count)
-    // Written inside a transaction (first contact's own, or one the write-ahead log's commit
-    // runs in), its update is still to come: counting stops once every transaction is done.
-    if (this.#doc._transaction === null) stop()
-    else this.#doc.once('afterAllTransactions', stop)
-  }
-
   /**
    * This replica's whole state (the sources it writes, as exported for its id) into its log,
-   * except the cells `previous` (what the log held at bind) holds as they are: a reload sends
-   * what changed while no doc was bound, not everything again. The cells `previous` lists and
-   * the engine no longer holds are retired: their windows left live state while no doc was
-   * bound, so no write expired them.
+   * except the cells `current` (the log as it is) holds as they are: a reload sends what changed
+   * while no doc was bound, not everything again. The cells `previous` (what the log held at
+   * bind) lists and the state does not hold are retired: their windows left live state while no
+   * doc was bound, so no write expired them.
    */
-  #publishState(state: ReplicaState, previous: readonly ReadEntry[]): void {
+  #publishState(state: ReplicaState, previous: readonly ReadEntry[], current = previous): void {
     const { cells, clocks } = state
-    const { changed, dropped } = sinceEarlierSession(previous, cells, new Set(clocks.map((clock) => clock.source)))
-    this.#publish({ cells: changed, clocks, expired: dropped })
+    const sources = new Set(clocks.map((clock) => clock.source))
+    const { changed, dropped } = sinceEarlierSession(previous, cells, sources)
+    this.#publish({ cells: current === previous ? changed : sinceEarlierSession(current, cells, sources).changed, clocks, expired: dropped })
   }
 
   #publish(write: LocalWrite): void {
@@ -363,10 +332,18 @@ export class DocReplication implements DocBinding {
       )
     }
     this.#merge(groups, clocks)
-    // Entries this session wrote, deleted while a session of another configuration contests the replica (it
-    // takes them for an earlier one's): its whole state goes into its log again, not its meta entry alone. A
-    // twin of this session's configuration, alone, deletes only what it supersedes or retires.
-    if (this.#writes && this.#ownMeta.contestedLately && lostEntries(batch.removed.get(this.#own), this.#doc.clientID, this.#adopted)) this.#port.exportDurableState((state) => this.#publishState(state, []), { writer: this.#port.replicaId })
+    // Entries this session wrote (or an earlier one's it left in place at bind), deleted while a session of another
+    // configuration contests the replica (it takes them for an earlier one's): its whole state goes into its log
+    // again, not its meta entry alone. A twin of this session's configuration, alone, deletes only what it
+    // supersedes or retires. And a meta entry of another configuration for this replica makes every binding that
+    // sees it set apart the sessions its log then held, the earlier ones this session left entries of among them
+    // (only this session's own meta entry, written back, takes its own session back): its state goes in again,
+    // under its own name, once.
+    const lost = this.#ownMeta.contestedLately && lostEntries(batch.removed.get(this.#own), this.#doc.clientID, this.#adopted)
+    if (this.#writes && (lost || (batch.foreignOwnMeta && this.#adopted.size > 0))) {
+      this.#adopted = new Set()
+      this.#port.exportDurableState((state) => this.#publishState(state, []), { writer: this.#port.replicaId })
+    }
   }
 
   /** Sorts read entries into the merge batch and reports the invalid ones. */
