@@ -304,8 +304,35 @@ describe('a session of another configuration that comes once and goes', () => {
   })
 })
 
-describe('a stale session of another configuration against a reload that wrote none of its cells again', () => {
-  it("a dashboard that set the earlier session apart gets the reload's state, written under the reload's own name", () => {
+describe('a stale session of another configuration against a session reloaded from its persisted doc', () => {
+  it("a dashboard that set the earlier session apart gets the reload's state, its state handed over once durable after it joined the room", () => {
+    const room = new Y.Doc()
+    const earlier = session(NEW, 5, events('da', 1, 10))
+    applyPeerUpdate(room, Y.encodeStateAsUpdate(earlier.doc), 'peer')
+    earlier.binding.destroy()
+    const stale = session(OLD, 9, events('da', 1, 3))
+    applyPeerUpdate(room, Y.encodeStateAsUpdate(stale.doc), 'peer')
+    stale.binding.destroy()
+    const dashboard = createEngine({ ...NEW, replicaId: 'wall' }) as TidemarkEngine
+    const wall = new Y.Doc()
+    bindDoc(dashboard, wall, { readOnly: true, onError: () => undefined })
+    link(room, wall)
+    const engine = createEngine({ ...NEW, replicaId: 'a' }) as TidemarkEngine
+    engine.restore(earlier.engine.checkpoint())
+    const held = exportsOnceDurable(engine.replica)
+    const doc = new Y.Doc()
+    Y.applyUpdate(doc, Y.encodeStateAsUpdate(earlier.doc), 'storage')
+    const reloaded = session(NEW, 11, [], { engine, doc, replica: held.replica })
+    // Its provider connects before the write-ahead log has committed what bind merged.
+    link(room, reloaded.doc)
+    expect(held.durable).toHaveLength(1)
+    for (const deliver of held.durable.splice(0)) deliver()
+    expect(reloaded.errors).toEqual([])
+    expect(configurationOf(room)).toBe(engine.replica.configuration)
+    expect(dashboard.results({ key: 'temp' }).map((r) => r.count)).toEqual([10])
+  })
+
+  it("a dashboard that set the earlier session apart gets the reload's state, written under the reload's own name at bind", () => {
     // The earlier session wrote its state into the room and went; its device reloads later.
     const room = new Y.Doc()
     const earlier = session(NEW, 5, events('da', 1, 10))
@@ -337,7 +364,7 @@ describe('a stale session of another configuration against a reload that wrote n
   it.each([
     ['its state written at bind', false],
     ['its state written once durable, after the stale tab came and went', true],
-  ])('the reloaded session writes its state back when the stale one deletes the entries it left in place (%s)', (_, durableLater) => {
+  ])('the reloaded session writes its state back when the stale one deletes the replica\'s entries (%s)', (_, durableLater) => {
     const room = new Y.Doc()
     const stale = session(OLD, 2, events('da', 1, 10))
     applyPeerUpdate(room, Y.encodeStateAsUpdate(stale.doc), 'peer')
@@ -348,8 +375,7 @@ describe('a stale session of another configuration against a reload that wrote n
     applyPeerUpdate(first.doc, roomState, 'room')
     applyPeerUpdate(room, Y.encodeStateAsUpdate(first.doc, Y.encodeStateVector(room)), 'peer')
     first.binding.destroy()
-    // ...and reloads: its engine from its checkpoint, its doc from storage (a new Yjs client). Its
-    // cells are in the doc as they are, so it writes none of them: the earlier session's entries hold them.
+    // ...and reloads: its engine from its checkpoint, its doc from storage (a new Yjs client).
     const engine = createEngine({ ...NEW, replicaId: 'a' }) as TidemarkEngine
     engine.restore(first.engine.checkpoint())
     const held = exportsOnceDurable(engine.replica)
@@ -385,6 +411,23 @@ describe('a stale session of another configuration against a reload that wrote n
 })
 
 describe('two live sessions of one replica id under the same configuration', () => {
+  it('one bound on a doc holding the other\'s entries settle after a stale session\'s meta entry reaches both', () => {
+    const y = session(NEW, 2, events('db', 1, 10))
+    const engine = createEngine({ ...NEW, replicaId: 'a' }) as TidemarkEngine
+    const doc = new Y.Doc()
+    Y.applyUpdate(doc, Y.encodeStateAsUpdate(y.doc), 'peer')
+    y.sent.splice(0)
+    const x = session(NEW, 1, [], { engine, doc })
+    expect(exchange(x, y, 1000)).toBeLessThan(20)
+    const stale = session(OLD, 9, events('da', 1, 3))
+    const update = Y.encodeStateAsUpdate(stale.doc)
+    stale.binding.destroy()
+    applyPeerUpdate(x.doc, update, 'peer')
+    applyPeerUpdate(y.doc, update, 'peer')
+    expect(exchange(x, y, 1000)).toBeLessThan(100)
+    expect(countsByMinute(x.doc, NEW)).toEqual({ 0: 10 })
+  })
+
   it('a state handed over once durable retires only what the log held at bind: the cells a twin wrote meanwhile stay', () => {
     const y = session(NEW, 2, events('db', 1, 10))
     const engine = createEngine({ ...NEW, replicaId: 'a' }) as TidemarkEngine

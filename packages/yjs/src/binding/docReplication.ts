@@ -20,7 +20,7 @@ import { syncStatusTracker } from '../transport/syncStatusTracker.ts'
 import type { BindDocOptions } from './bindDocOptions.ts'
 import { engineSyncStatus, type StatusShare } from './engineSyncStatus.ts'
 import { append, contentOf, emptyBatch, type RemoteBatch } from './remoteBatch.ts'
-import { ForeignSessions, lostEntries, metaWritten, sinceEarlierSession } from './earlierSession.ts'
+import { droppedSince, ForeignSessions, lostEntries, metaWritten } from './earlierSession.ts'
 import { OwnMeta } from './ownMeta.ts'
 import { SourceWriters } from './sourceWriters.ts'
 
@@ -77,12 +77,6 @@ export class DocReplication implements DocBinding {
   #batch: RemoteBatch = emptyBatch()
   #docBytes = 0
   #measuredAt = Number.NEGATIVE_INFINITY
-  /**
-   * The Yjs clients (earlier sessions of this replica) whose entries the log held when first
-   * contact wrote this session's state: the cells they hold as they are were not written again,
-   * so their entries carry part of this session's state (`lostEntries`).
-   */
-  #adopted: ReadonlySet<number> = new Set()
   #destroyed = false
 
   constructor(port: ReplicaPort, doc: Y.Doc, options: BindDocOptions) {
@@ -185,18 +179,6 @@ export class DocReplication implements DocBinding {
     this.#merge(groups, clocks)
     if (!this.#writes) return
 
-    let binding = true
-    const publish = (state: ReplicaState): void => {
-      if (!ownMatches) {
-        this.#publishState(state, [])
-        return
-      }
-      // The state is as it was at bind. Delivered later (once durable), it leaves out what the log
-      // holds then (a twin may have written meanwhile), and retires only what the log held at bind.
-      const current = binding ? previous : this.#own.reread(this.#foreignSessions.of(own))
-      this.#adopted = this.#own.writers()
-      this.#publishState(state, previous, current)
-    }
     this.#doc.transact(() => {
       if (!ownMatches) {
         const write = emptyWrite()
@@ -206,23 +188,18 @@ export class DocReplication implements DocBinding {
       }
       // Once durable here (a batch ingested just before binding may not be yet), before any later
       // write; in this same transaction when it already is.
-      this.#port.exportDurableState(publish, { writer: own })
+      this.#port.exportDurableState((state) => this.#publishState(state, ownMatches ? previous : []), { writer: this.#port.replicaId })
     }, this.#origin)
-    binding = false
   }
 
   /**
-   * This replica's whole state (the sources it writes, as exported for its id) into its log,
-   * except the cells `current` (the log as it is) holds as they are: a reload sends what changed
-   * while no doc was bound, not everything again. The cells `previous` (what the log held at
-   * bind) lists and the state does not hold are retired: their windows left live state while no
-   * doc was bound, so no write expired them.
+   * This replica's whole state (the sources it writes, as exported for its id) into its log. The
+   * cells `previous` (what the log held at bind) lists and the engine no longer holds are
+   * retired: their windows left live state while no doc was bound, so no write expired them.
    */
-  #publishState(state: ReplicaState, previous: readonly ReadEntry[], current = previous): void {
+  #publishState(state: ReplicaState, previous: readonly ReadEntry[]): void {
     const { cells, clocks } = state
-    const sources = new Set(clocks.map((clock) => clock.source))
-    const { changed, dropped } = sinceEarlierSession(previous, cells, sources)
-    this.#publish({ cells: current === previous ? changed : sinceEarlierSession(current, cells, sources).changed, clocks, expired: dropped })
+    this.#publish({ cells, clocks, expired: droppedSince(previous, cells, new Set(clocks.map((clock) => clock.source))) })
   }
 
   #publish(write: LocalWrite): void {
@@ -332,18 +309,10 @@ export class DocReplication implements DocBinding {
       )
     }
     this.#merge(groups, clocks)
-    // Entries this session wrote (or an earlier one's it left in place at bind), deleted while a session of another
-    // configuration contests the replica (it takes them for an earlier one's): its whole state goes into its log
-    // again, not its meta entry alone. A twin of this session's configuration, alone, deletes only what it
-    // supersedes or retires. And a meta entry of another configuration for this replica makes every binding that
-    // sees it set apart the sessions its log then held, the earlier ones this session left entries of among them
-    // (only this session's own meta entry, written back, takes its own session back): its state goes in again,
-    // under its own name, once.
-    const lost = this.#ownMeta.contestedLately && lostEntries(batch.removed.get(this.#own), this.#doc.clientID, this.#adopted)
-    if (this.#writes && (lost || (batch.foreignOwnMeta && this.#adopted.size > 0))) {
-      this.#adopted = new Set()
-      this.#port.exportDurableState((state) => this.#publishState(state, []), { writer: this.#port.replicaId })
-    }
+    // Entries this session wrote, deleted while a session of another configuration contests the replica (it
+    // takes them for an earlier one's): its whole state goes into its log again, not its meta entry alone. A
+    // twin of this session's configuration, alone, deletes only what it supersedes or retires.
+    if (this.#writes && this.#ownMeta.contestedLately && lostEntries(batch.removed.get(this.#own), this.#doc.clientID)) this.#port.exportDurableState((state) => this.#publishState(state, []), { writer: this.#port.replicaId })
   }
 
   /** Sorts read entries into the merge batch and reports the invalid ones. */
