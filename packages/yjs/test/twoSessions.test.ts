@@ -101,6 +101,29 @@ function countsByMinute(doc: Y.Doc, options: typeof OLD): Record<number, number>
   return Object.fromEntries(dashboardOf(doc, options).results({ key: 'temp' }).map((r) => [(r.start - T0) / 60_000, r.count]))
 }
 
+/**
+ * A reload of the session `earlier` as Yjs client `client`: its engine from its checkpoint, its
+ * doc from storage (a copy of `earlier`'s), bound; with `durableLater`, its first contact's
+ * state held back until the test calls `durable` (as a write-ahead log's commit does).
+ */
+function reloadOf(earlier: Session, client: number, durableLater: boolean): Session & { readonly durable: (() => void)[] } {
+  const engine = createEngine({ ...NEW, replicaId: 'a' }) as TidemarkEngine
+  engine.restore(earlier.engine.checkpoint())
+  const held = exportsOnceDurable(engine.replica)
+  const doc = new Y.Doc()
+  Y.applyUpdate(doc, Y.encodeStateAsUpdate(earlier.doc), 'storage')
+  const reloaded = session(NEW, client, [], { engine, doc, replica: durableLater ? held.replica : engine.replica })
+  return { ...reloaded, durable: held.durable }
+}
+
+/** One sync of a stale tab's doc with the room, both ways, and its answer to what it heard. */
+function wake(room: Y.Doc, stale: Session): void {
+  const news = Y.encodeStateAsUpdate(room, Y.encodeStateVector(stale.doc))
+  applyPeerUpdate(room, Y.encodeStateAsUpdate(stale.doc, Y.encodeStateVector(room)), 'peer')
+  applyPeerUpdate(stale.doc, news, 'peer')
+  applyPeerUpdate(room, Y.encodeStateAsUpdate(stale.doc, Y.encodeStateVector(room)), 'peer')
+}
+
 /** Connects two docs as a provider does: each one's missing state now, then every update as it is made. */
 function link(a: Y.Doc, b: Y.Doc): void {
   a.on('update', (update: Uint8Array, origin: unknown) => {
@@ -221,13 +244,6 @@ describe('a session of another configuration that wakes now and then (a stale ta
     applyPeerUpdate(room, Y.encodeStateAsUpdate(live.doc), 'live')
     applyPeerUpdate(live.doc, Y.encodeStateAsUpdate(room), 'room')
   }
-  /** One sync of a stale tab's doc with the room, both ways, and its answer to what it heard. */
-  function wake(room: Y.Doc, stale: Session): void {
-    const news = Y.encodeStateAsUpdate(room, Y.encodeStateVector(stale.doc))
-    applyPeerUpdate(room, Y.encodeStateAsUpdate(stale.doc, Y.encodeStateVector(room)), 'peer')
-    applyPeerUpdate(stale.doc, news, 'peer')
-    applyPeerUpdate(room, Y.encodeStateAsUpdate(stale.doc, Y.encodeStateVector(room)), 'peer')
-  }
 
   it.each([
     ["the stale tab's meta entry wins the first conflict", 2, 1],
@@ -288,10 +304,7 @@ describe('a session of another configuration that comes once and goes', () => {
     expect(dashboardReads(room, NEW)).toEqual([10, (11 + 20) * 5])
 
     // The old tab wakes, syncs with the room once, answers, and is gone.
-    const news = Y.encodeStateAsUpdate(room, Y.encodeStateVector(stale.doc))
-    applyPeerUpdate(room, Y.encodeStateAsUpdate(stale.doc, Y.encodeStateVector(room)), 'peer')
-    applyPeerUpdate(stale.doc, news, 'peer')
-    applyPeerUpdate(room, Y.encodeStateAsUpdate(stale.doc, Y.encodeStateVector(room)), 'peer')
+    wake(room, stale)
     stale.binding.destroy()
     // The room's news reaches the live tab.
     applyPeerUpdate(live.doc, Y.encodeStateAsUpdate(room, Y.encodeStateVector(live.doc)), 'room')
@@ -305,34 +318,13 @@ describe('a session of another configuration that comes once and goes', () => {
 })
 
 describe('a stale session of another configuration against a session reloaded from its persisted doc', () => {
-  it("a dashboard that set the earlier session apart gets the reload's state, its state handed over once durable after it joined the room", () => {
-    const room = new Y.Doc()
-    const earlier = session(NEW, 5, events('da', 1, 10))
-    applyPeerUpdate(room, Y.encodeStateAsUpdate(earlier.doc), 'peer')
-    earlier.binding.destroy()
-    const stale = session(OLD, 9, events('da', 1, 3))
-    applyPeerUpdate(room, Y.encodeStateAsUpdate(stale.doc), 'peer')
-    stale.binding.destroy()
-    const dashboard = createEngine({ ...NEW, replicaId: 'wall' }) as TidemarkEngine
-    const wall = new Y.Doc()
-    bindDoc(dashboard, wall, { readOnly: true, onError: () => undefined })
-    link(room, wall)
-    const engine = createEngine({ ...NEW, replicaId: 'a' }) as TidemarkEngine
-    engine.restore(earlier.engine.checkpoint())
-    const held = exportsOnceDurable(engine.replica)
-    const doc = new Y.Doc()
-    Y.applyUpdate(doc, Y.encodeStateAsUpdate(earlier.doc), 'storage')
-    const reloaded = session(NEW, 11, [], { engine, doc, replica: held.replica })
-    // Its provider connects before the write-ahead log has committed what bind merged.
-    link(room, reloaded.doc)
-    expect(held.durable).toHaveLength(1)
-    for (const deliver of held.durable.splice(0)) deliver()
-    expect(reloaded.errors).toEqual([])
-    expect(configurationOf(room)).toBe(engine.replica.configuration)
-    expect(dashboard.results({ key: 'temp' }).map((r) => r.count)).toEqual([10])
-  })
+  /** When the reload's first contact writes its state: at bind, or once the write-ahead log has committed (after the room's news reached it). */
+  const WRITTEN: [string, boolean][] = [
+    ['its state written at bind', false],
+    ['its state written once durable', true],
+  ]
 
-  it("a dashboard that set the earlier session apart gets the reload's state, written under the reload's own name at bind", () => {
+  it.each(WRITTEN)("a dashboard that set the earlier session apart gets the reload's state, written under the reload's own name (%s)", (_, durableLater) => {
     // The earlier session wrote its state into the room and went; its device reloads later.
     const room = new Y.Doc()
     const earlier = session(NEW, 5, events('da', 1, 10))
@@ -348,23 +340,19 @@ describe('a stale session of another configuration against a session reloaded fr
     bindDoc(dashboard, wall, { readOnly: true, onError: () => undefined })
     link(room, wall)
     expect(dashboard.results({ key: 'temp' })).toEqual([])
-    // The device reloads: its engine from its checkpoint, its doc from storage; it binds, then joins the room.
-    const engine = createEngine({ ...NEW, replicaId: 'a' }) as TidemarkEngine
-    engine.restore(earlier.engine.checkpoint())
-    const doc = new Y.Doc()
-    Y.applyUpdate(doc, Y.encodeStateAsUpdate(earlier.doc), 'storage')
-    const reloaded = session(NEW, 11, [], { engine, doc })
+    // The device reloads: its engine from its checkpoint, its doc from storage; it binds, then joins the room
+    // (with a write-ahead log, before the log has committed what bind merged).
+    const reloaded = reloadOf(earlier, 11, durableLater)
     link(room, reloaded.doc)
+    expect(reloaded.durable).toHaveLength(durableLater ? 1 : 0)
+    for (const deliver of reloaded.durable.splice(0)) deliver()
     expect(reloaded.errors).toEqual([])
-    expect(configurationOf(room)).toBe(engine.replica.configuration)
+    expect(configurationOf(room)).toBe(reloaded.engine.replica.configuration)
     expect(countsByMinute(room, NEW)).toEqual({ 0: 10 })
     expect(dashboard.results({ key: 'temp' }).map((r) => r.count)).toEqual([10])
   })
 
-  it.each([
-    ['its state written at bind', false],
-    ['its state written once durable, after the stale tab came and went', true],
-  ])('the reloaded session writes its state back when the stale one deletes the replica\'s entries (%s)', (_, durableLater) => {
+  it.each(WRITTEN)('the reloaded session writes its state back when the stale one deletes the replica\'s entries (%s)', (_, durableLater) => {
     const room = new Y.Doc()
     const stale = session(OLD, 2, events('da', 1, 10))
     applyPeerUpdate(room, Y.encodeStateAsUpdate(stale.doc), 'peer')
@@ -376,35 +364,18 @@ describe('a stale session of another configuration against a session reloaded fr
     applyPeerUpdate(room, Y.encodeStateAsUpdate(first.doc, Y.encodeStateVector(room)), 'peer')
     first.binding.destroy()
     // ...and reloads: its engine from its checkpoint, its doc from storage (a new Yjs client).
-    const engine = createEngine({ ...NEW, replicaId: 'a' }) as TidemarkEngine
-    engine.restore(first.engine.checkpoint())
-    const held = exportsOnceDurable(engine.replica)
-    const durable = durableLater ? held.durable : []
-    const replica = durableLater ? held.replica : engine.replica
-    const doc = new Y.Doc()
-    doc.clientID = 4
-    Y.applyUpdate(doc, Y.encodeStateAsUpdate(first.doc), 'storage')
-    const errors: Error[] = []
-    bindDoc({ replica }, doc, { onError: (error) => errors.push(error) })
-    doc.on('update', (update: Uint8Array, origin: unknown) => {
-      if (origin !== 'room') applyPeerUpdate(room, update, 'peer')
-    })
-    applyPeerUpdate(room, Y.encodeStateAsUpdate(doc, Y.encodeStateVector(room)), 'peer')
-    applyPeerUpdate(doc, Y.encodeStateAsUpdate(room, Y.encodeStateVector(doc)), 'room')
+    const reloaded = reloadOf(first, 4, durableLater)
+    link(room, reloaded.doc)
     expect(dashboardReads(room, NEW)).toEqual([10, (11 + 20) * 5])
 
     // The old tab wakes, syncs with the room once (deleting every entry of the replica's log), and is gone.
-    const news = Y.encodeStateAsUpdate(room, Y.encodeStateVector(stale.doc))
-    applyPeerUpdate(room, Y.encodeStateAsUpdate(stale.doc, Y.encodeStateVector(room)), 'peer')
-    applyPeerUpdate(stale.doc, news, 'peer')
-    applyPeerUpdate(room, Y.encodeStateAsUpdate(stale.doc, Y.encodeStateVector(room)), 'peer')
+    wake(room, stale)
     stale.binding.destroy()
-    applyPeerUpdate(doc, Y.encodeStateAsUpdate(room, Y.encodeStateVector(doc)), 'room')
-    expect(durable).toHaveLength(durableLater ? 1 : 0)
-    for (const deliver of durable.splice(0)) deliver()
+    expect(reloaded.durable).toHaveLength(durableLater ? 1 : 0)
+    for (const deliver of reloaded.durable.splice(0)) deliver()
 
-    expect(errors).toEqual([])
-    expect(configurationOf(room)).toBe(engine.replica.configuration)
+    expect(reloaded.errors).toEqual([])
+    expect(configurationOf(room)).toBe(reloaded.engine.replica.configuration)
     expect(groupsOf(room)).toBeGreaterThan(0)
     expect(dashboardReads(room, NEW)).toEqual([10, (11 + 20) * 5])
   })
