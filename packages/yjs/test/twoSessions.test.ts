@@ -233,18 +233,6 @@ describe('giving the replica up is for the engine, and for good', () => {
 })
 
 describe('a session of another configuration that wakes now and then (a stale tab of the old build)', () => {
-  /** `live` stays connected to `room`: each update crosses as it is made. */
-  function connect(room: Y.Doc, live: Session): void {
-    room.on('update', (update: Uint8Array, origin: unknown) => {
-      if (origin !== 'live') applyPeerUpdate(live.doc, update, 'room')
-    })
-    live.doc.on('update', (update: Uint8Array, origin: unknown) => {
-      if (origin !== 'room') applyPeerUpdate(room, update, 'live')
-    })
-    applyPeerUpdate(room, Y.encodeStateAsUpdate(live.doc), 'live')
-    applyPeerUpdate(live.doc, Y.encodeStateAsUpdate(room), 'room')
-  }
-
   it.each([
     ["the stale tab's meta entry wins the first conflict", 2, 1],
     ["the live session's meta entry wins the first conflict", 1, 2],
@@ -254,7 +242,7 @@ describe('a session of another configuration that wakes now and then (a stale ta
     const stale = session(OLD, staleClient, events('da', 1, 10), { now: () => clock.now })
     wake(room, stale)
     const live = session(NEW, liveClient, events('da', 11, 10), { now: () => clock.now })
-    connect(room, live)
+    link(room, live.doc)
     for (let i = 0; i < 4; i++) {
       clock.now += 60_000
       wake(room, stale)
@@ -270,7 +258,7 @@ describe('a session of another configuration that wakes now and then (a stale ta
     const stales = [5, 6].map((client) => session(OLD, client, events('da', 1, 10), { now: () => clock.now }))
     for (const stale of stales) wake(room, stale)
     const live = session(NEW, 1, events('da', 11, 10), { now: () => clock.now })
-    connect(room, live)
+    link(room, live.doc)
     for (const stale of stales) {
       clock.now += 60_000
       wake(room, stale)
