@@ -23,6 +23,7 @@ export const SUITE_PROFILES: readonly SuiteProfile[] = [
   { name: 'sessions-100k', streaming: true },
   { name: 'ordered-stream-flush', streaming: false },
   { name: 'merge-8-replicas', streaming: false },
+  { name: 'reload-100k', streaming: false },
   { name: 'aggregates-accuracy', streaming: false },
   { name: 'aggregates-cost', streaming: false },
 ]

@@ -1,12 +1,14 @@
 /**
- * bench/README.md, "Profiles": merge-8-replicas and aggregates-cost, whose preparation (8 writer
- * replicas bound to Yjs docs, twice with sketches) takes seconds: what they join, which
- * contenders they run and what they report. Nothing is timed.
+ * bench/README.md, "Profiles": merge-8-replicas, aggregates-cost and reload-100k, whose preparation
+ * (8 writer replicas bound to Yjs docs, twice with sketches; an engine of 100k cells bound to its
+ * doc) takes seconds: what they join, which contenders they run and what they report. Nothing is
+ * timed.
  */
 import { describe, expect, it } from 'vitest'
 import * as aggregatesCost from '../aggregates-cost.ts'
 import { NO_PROBE } from '../harness/memory.ts'
 import * as merge8Replicas from '../merge-8-replicas.ts'
+import * as reload100k from '../reload-100k.ts'
 import * as sliding1h1m from '../sliding-1h-1m.ts'
 import * as streaming100k from '../streaming-100k.ts'
 import { contender, names, seenBy, windowIds } from './recordingEngine.ts'
@@ -48,6 +50,32 @@ describe('bench/README.md, the profiles table: the joins', { timeout: 60_000 }, 
     expect(slidingSeen.batches).toEqual(slidingSeen1h.batches)
     expect(windowIds(slidingSeen)).toEqual(windowIds(slidingSeen1h))
     expect(definition.showGauges).toEqual(['bytesPerCell', 'bytesPerCellSketched'])
+  })
+
+
+  it('reload-100k: a restored engine binds its persisted doc, against an empty doc and against restoring and loading alone; the bytes the bind writes', () => {
+    const definition = reload100k.define()
+    expect({ cells: definition.events, batches: definition.batches }).toEqual({ cells: 100_000, batches: 1 })
+    expect(names(definition)).toEqual(['reload', 'fresh-doc', 'restore-load'])
+    expect(definition.showGauges).toEqual(['bytesWritten'])
+    const floor = contender(definition, 'restore-load').run({ probe: NO_PROBE, record: true })
+    const reload = contender(definition, 'reload').run({ probe: NO_PROBE, record: true })
+    const fresh = contender(definition, 'fresh-doc').run({ probe: NO_PROBE, record: true })
+    // Every window of every key, one reading per cell; the floor binds nothing and writes nothing.
+    expect({ cells: floor.end.cells, windows: floor.end.liveWindows, totals: floor.totals?.size, written: floor.end.bytesWritten }).toEqual({ cells: 100_000, windows: 1000, totals: 1000, written: 0 })
+    expect([...(reload.totals ?? [])]).toEqual([...(floor.totals ?? [])])
+    expect([...(fresh.totals ?? [])]).toEqual([...(floor.totals ?? [])])
+    // The reload writes the whole state again in its new session's entries: about what a first bind writes.
+    expect(reload.end.bytesWritten).toBeGreaterThan(0.9 * (fresh.end.bytesWritten as number))
+    for (const run of [floor, reload, fresh]) run.close?.()
+    expect(definition.ratios.map((r) => [r.name, r.subject, r.reference])).toEqual([
+      ['reload/fresh', 'reload', 'fresh-doc'],
+      ['reload/floor', 'reload', 'restore-load'],
+    ])
+    expect(definition.agree).toEqual([
+      ['reload', 'restore-load'],
+      ['fresh-doc', 'restore-load'],
+    ])
   })
 
 })
