@@ -18,7 +18,7 @@
  *
  *   node --expose-gc --import tsx --conditions=@tidemark/source bench/reload-100k.ts
  */
-import { createEngine, type Engine, type EngineCheckpoint, type EngineOptions, manual, type StreamEvent, tumbling } from '@tidemark/engine'
+import { type Engine, type EngineCheckpoint, type EngineOptions, manual, type StreamEvent, TidemarkEngine, tumbling } from '@tidemark/engine'
 import { bindDoc } from '@tidemark/yjs'
 import * as Y from 'yjs'
 import { type Contender, type Outcome, windowTotalId, type WindowTotals } from './harness/contender.ts'
@@ -49,7 +49,7 @@ export interface EarlierSession {
 
 /** The earlier session: ingests every source with its doc bound, then is checkpointed and its doc encoded. */
 export function earlierSession(): EarlierSession {
-  const engine = createEngine(OPTIONS)
+  const engine = new TidemarkEngine(OPTIONS)
   const doc = new Y.Doc()
   bindDoc(engine, doc)
   for (let s = 0; s < SOURCES; s++) engine.ingest(sourceReadings(`d${s}`))
@@ -59,7 +59,7 @@ export function earlierSession(): EarlierSession {
 }
 
 function restored(session: EarlierSession): Engine {
-  const engine = createEngine(OPTIONS)
+  const engine = new TidemarkEngine(OPTIONS)
   engine.restore(session.checkpoint)
   return engine
 }
