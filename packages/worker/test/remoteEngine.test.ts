@@ -128,9 +128,10 @@ function bare(change: WindowChange | undefined): unknown {
 /** `changes` without the ones that repeat their window's last change (the same result object). */
 function withoutRepeats(changes: readonly WindowChange[]): WindowChange[] {
   const last = new Map<string, WindowResult>()
-  return changes.filter(({ result }) => {
+  return changes.filter(({ type, result }) => {
     const id = windowId(result)
-    if (last.get(id) === result) return false
+    // A retraction names the result shown last: the same object, and no repeat.
+    if (type !== 'retract' && last.get(id) === result) return false
     last.set(id, result)
     return true
   })
@@ -261,21 +262,34 @@ describe('a page mirroring a hosted engine', () => {
           return
         }
         // Accumulating: a frame carries a window's last change; each of them is one the engine
-        // emitted, in its order, the last one included, and a correction's previous is what the page held.
+        // emitted, in its order, the last one included, and a correction's previous is what the page
+        // held. A retraction withdraws what the page showed, where the engine withdrew the window:
+        // a window born and withdrawn within one frame is never shown, nor retracted.
         const ownChanges = perWindow(own)
         const engineChanges = perWindow(emitted)
-        expect([...ownChanges.keys()].sort()).toEqual([...engineChanges.keys()].sort())
+        expect([...ownChanges.keys()].filter((id) => !engineChanges.has(id))).toEqual([])
         for (const [id, changes] of engineChanges) {
           const mine = ownChanges.get(id) ?? []
+          if (mine.length === 0) {
+            expect(changes.at(-1)?.type, `${id}: never shown on the page`).toBe('retract')
+            continue
+          }
           let at = 0
           for (const [i, change] of mine.entries()) {
-            while (at < changes.length && !isDeepStrictEqual(bare(changes[at]), bare(change))) at++
-            expect(at, `${id}: page change ${i} (${change.type}) is not among the engine's`).toBeLessThan(changes.length)
             const held = mine[i - 1]
-            expect(change.previous, id).toEqual(change.type === 'correction' && held !== undefined && held.type !== 'retract' ? held.result : undefined)
+            const shown = held !== undefined && held.type !== 'retract' ? held.result : undefined
+            if (change.type === 'retract') {
+              expect(change.result, `${id}: a retraction names what the page showed`).toEqual(shown)
+              while (at < changes.length && changes[at]?.type !== 'retract') at++
+            } else {
+              while (at < changes.length && !isDeepStrictEqual(bare(changes[at]), bare(change))) at++
+            }
+            expect(at, `${id}: page change ${i} (${change.type}) is not among the engine's`).toBeLessThan(changes.length)
+            expect(change.previous, id).toEqual(change.type === 'correction' ? shown : undefined)
             at++
           }
-          expect(bare(mine.at(-1)), id).toEqual(bare(changes.at(-1)))
+          if (changes.at(-1)?.type === 'retract') expect(mine.at(-1)?.type, id).toBe('retract')
+          else expect(bare(mine.at(-1)), id).toEqual(bare(changes.at(-1)))
         }
       }),
       FILE,

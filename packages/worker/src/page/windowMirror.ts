@@ -206,9 +206,12 @@ export class WindowMirror {
     forEachRow(rows, (kind, result, hadPrevious) => {
       if (history(kind, result)) return
       if (kind === 'retract') {
-        this.#delete(result)
+        // What the page showed is what it withdraws: the host folds a window's changes of one
+        // frame into its last, so the page may never have been shown the window (a session born
+        // and moved within the frame), or shown an earlier result of it.
+        const held = this.#delete(result)
         if (this.#histories.delete(result)) unwatched.push(addressOf(result))
-        changes.push({ type: 'retract', result, pane: result.pane })
+        if (held !== undefined) changes.push({ type: 'retract', result: held, pane: held.pane })
         return
       }
       const previous = this.#set(result)
@@ -244,8 +247,7 @@ export class WindowMirror {
     )
     const gone: WindowResult[] = []
     for (const [, byKey] of this.#specs) for (const [, windows] of byKey) for (const result of windows.results) if (!next.has(result)) gone.push(result)
-    const { allowedLateness, retention } = this.#options
-    const expired = (result: WindowResult): boolean => result.end + allowedLateness + retention <= watermark
+    const expired = (result: WindowResult): boolean => this.#leftBy(result, watermark)
     const successors = gone.some((result) => isSessionSpec(result.window) && expired(result)) ? sessionsOf(next) : null
     for (const result of gone) {
       this.#delete(result)
@@ -318,10 +320,11 @@ export class WindowMirror {
    */
   expire(watermark: number): WindowAddress[] {
     const unwatched: WindowAddress[] = []
-    const { allowedLateness, retention } = this.#options
+    const { allowedLateness } = this.#options
     for (const due of this.#expiry.due(watermark)) {
       const result = this.get(due)
-      if (result === undefined || !result.final || result.end + allowedLateness + retention > watermark) continue
+      // A final session a peer grew since it was queued has an entry at its new end's time too.
+      if (result === undefined || !result.final || !this.#leftBy(result, watermark)) continue
       this.#delete(result)
       if (this.#histories.delete(result)) unwatched.push(addressOf(result))
     }
@@ -397,25 +400,43 @@ export class WindowMirror {
     }
     const previous = windows.set(result)
     if (previous === undefined) this.#size++
-    if (result.final && previous?.final !== true) {
-      const { allowedLateness, retention } = this.#options
-      this.#expiry.push({ at: result.end + allowedLateness + retention, window: result.window, key: result.key, start: result.start, end: result.end })
+    // Queued when it turns final, and again when a peer's fragment or tombstone moves a final
+    // session's end (it then leaves at its new end's time, as in the engine). With `retention:
+    // Infinity` a final window never leaves, not even at the watermark's end.
+    const at = this.#leavesAt(result)
+    if (result.final && (previous?.final !== true || previous.end !== result.end) && at !== Number.POSITIVE_INFINITY) {
+      this.#expiry.push({ at, window: result.window, key: result.key, start: result.start, end: result.end })
     }
     return previous
   }
 
-  #delete(address: WindowAddress): void {
+  /** The watermark at which a final `result` leaves: its end plus `allowedLateness` and `retention` (Infinity with `retention: Infinity`: never). */
+  #leavesAt(result: WindowResult): number {
+    const { allowedLateness, retention } = this.#options
+    return retention === Number.POSITIVE_INFINITY ? Number.POSITIVE_INFINITY : result.end + allowedLateness + retention
+  }
+
+  /** Whether `watermark` has passed the time a final `result` leaves at (never with `retention: Infinity`, not even at the end of event time). */
+  #leftBy(result: WindowResult, watermark: number): boolean {
+    const at = this.#leavesAt(result)
+    return at !== Number.POSITIVE_INFINITY && at <= watermark
+  }
+
+  /** Removes the window at `address`; returns the result the mirror held, or undefined when it held none. */
+  #delete(address: WindowAddress): WindowResult | undefined {
     const byKey = this.#specs.get(address.window)
     const windows = byKey?.get(address.key)
-    if (byKey === undefined || windows === undefined || windows.delete(address.start, positionOf(address)) === undefined) return
+    const held = windows?.delete(address.start, positionOf(address))
+    if (byKey === undefined || windows === undefined || held === undefined) return undefined
     this.#size--
-    if (windows.results.length > 0) return
+    if (windows.results.length > 0) return held
     byKey.delete(address.key)
     this.#keys--
     this.#sortedKeys.delete(address.window)
-    if (byKey.size > 0) return
+    if (byKey.size > 0) return held
     this.#specs.delete(address.window)
     this.#sortedSpecs = null
+    return held
   }
 
   #specIds(): string[] {
