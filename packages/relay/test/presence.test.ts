@@ -6,14 +6,16 @@
  */
 import * as encoding from 'lib0/encoding'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import * as Y from 'yjs'
 import { type Relay, startRelay } from '../src/index.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
-import { clockEntry, dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, SECRET, waitFor, waitUntil } from './support/roomClients.ts'
+import { authFrame, updateFrame } from './support/hocuspocusFrames.ts'
+import { clockEntry, dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, rawSocket, relaySocket, replicaLog, SECRET, waitFor, waitUntil } from './support/roomClients.ts'
 
 const FLEET = 'fleet-p'
 const ROOM = `${FLEET}/d1`
 let relay: Relay
-const sockets: ReturnType<typeof relaySocket>[] = []
+const sockets: { destroy(): void }[] = []
 const clients: RoomClient[] = []
 
 async function open(token: Promise<string>): Promise<{ client: RoomClient; socket: ReturnType<typeof relaySocket> }> {
@@ -238,5 +240,45 @@ describe('presence', () => {
     await waitUntil(async () => (await metric(relay.httpUrl, 'tidemark_relay_presence_dropped_total')) > droppedBefore, "the joiner's own presence dropped")
     expect(joiner.closed).toEqual([])
     expect(joiner.denied).toEqual([])
+  })
+
+  it("a writer's own client ids count against the room's 512 presences too: a device writing under 1,100 ids of its own cannot get joining providers refused", async () => {
+    const room = `${FLEET}/d9`
+    const watcherSocket = relaySocket(relay.url)
+    sockets.push(watcherSocket)
+    const watcher = openRoom(watcherSocket, room, await dashboardToken(FLEET))
+    clients.push(watcher)
+    await waitFor(() => watcher.synced(), 'the watcher synced')
+    // One entry of d9's own log under each of 1,100 Yjs client ids: every one of them is the device's.
+    const ids = Array.from({ length: 1_100 }, (_, i) => 10_000 + i)
+    const updates = ids.map((id, i) => {
+      const doc = new Y.Doc()
+      doc.clientID = id
+      replicaLog(doc, 'd9').push([groupEntry('d9-temp', i * 60_000, i % 256)])
+      return Y.encodeStateAsUpdate(doc)
+    })
+    const { ws } = await rawSocket(relay)
+    sockets.push({ destroy: () => ws.terminate() })
+    const before = await metric(relay.httpUrl, 'tidemark_relay_presence_dropped_total')
+    ws.send(authFrame(room, await deviceToken(FLEET, 'd9')))
+    ws.send(updateFrame(room, Y.mergeUpdates(updates)))
+    // 1,000 new presences at once: past the room's 512, the message is dropped whole; the next 100 fit.
+    ws.send(presenceText(room, ids.slice(0, 1_000).map((id) => [id, 1, '{"name":"d9"}'] as const)))
+    ws.send(presenceText(room, ids.slice(1_000).map((id) => [id, 1, '{"name":"d9"}'] as const)))
+    const devicePresences = (observer: RoomClient): number => [...(observer.provider.awareness?.getStates().keys() ?? [])].filter((id) => id >= 10_000 && id < 11_100).length
+    await waitUntil(async () => (await metric(relay.httpUrl, 'tidemark_relay_presence_dropped_total')) > before, 'the 1,000 presences dropped')
+    await waitFor(() => replicaLog(watcher.doc, 'd9').length === 1_100 && devicePresences(watcher) === 100, "the watcher holds every entry and the last 100 presences")
+    // A provider that joins echoes every presence it receives: well under 1,024, it is not refused.
+    const joinerSocket = relaySocket(relay.url)
+    sockets.push(joinerSocket)
+    const joiner = openRoom(joinerSocket, room, await dashboardToken(FLEET))
+    clients.push(joiner)
+    await waitFor(() => joiner.synced() && devicePresences(joiner) === 100, 'the joiner synced, with the presences')
+    // Its own presence, sent after its echo, reaching the watcher says the relay read past the echo.
+    joiner.provider.setAwarenessField('name', 'joiner')
+    await waitFor(() => (presenceOf(watcher, joiner.doc.clientID) as { name?: string } | undefined)?.name === 'joiner', "the joiner's presence on the watcher")
+    expect(joiner.closed).toEqual([])
+    expect(joiner.denied).toEqual([])
+    expect(devicePresences(watcher)).toBe(100)
   })
 })

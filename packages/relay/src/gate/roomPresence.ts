@@ -114,10 +114,14 @@ export class RoomPresence {
     let holders = this.#holders.get(document)
     const { meta, states } = document.awareness
     const claims: number[] = []
+    // Presences this message adds to those the room shows, whoever's ids they are: a writer's
+    // own ids count too (one client may write under any number of them).
+    let added = 0
     for (const { client, clock, present } of entries) {
       const current = meta.get(client)?.clock ?? 0
       // What y-protocols applies: a later clock, or a removal at the same clock of a shown presence.
       if (clock < current || (clock === current && (present || !states.has(client)))) continue
+      if (present && !states.has(client) && states.size + added++ >= MAX_ROOM_PRESENCES) return client
       const writer = writerOfClient(document, client)
       const holder = holders?.get(client)
       if (writer !== null ? gate.grant.replicas.has(writer) : holder === gate) continue
@@ -131,7 +135,6 @@ export class RoomPresence {
       // (shown or not: removing it does not make it anyone's), or shown with no holder known.
       if (writer !== null || (holder !== undefined && !holder.ended) || remote === true || (states.has(client) && remote !== false)) return client
       if (gate.presence.size + claims.length >= MAX_HELD) return client
-      if (!states.has(client) && states.size + claims.length >= MAX_ROOM_PRESENCES) return client
       claims.push(client)
     }
     for (const client of claims) {
