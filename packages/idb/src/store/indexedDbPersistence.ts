@@ -19,7 +19,7 @@ import { markClosed, markOpen } from './openDatabases.ts'
 import { isQuotaExceeded, QuotaError } from './quotaError.ts'
 import { encodeWalRecord } from '../wal/walCodec.ts'
 import { WalCatalog } from '../wal/walCatalog.ts'
-import { readCheckpoint } from '../wal/walRecovery.ts'
+import { isLsn, readCheckpoint, strayRecord } from '../wal/walRecovery.ts'
 
 /** An encoded record waiting for its transaction. */
 interface PendingAppend {
@@ -98,6 +98,8 @@ class IndexedDbPersistence implements Persistence {
   readonly #holes = new Set<number>()
   /** The lsn of a finish of the claim's source whose record failed: durable with the first checkpoint past it, which retires the claim. */
   #failedFinish: number | null = null
+  /** Records `open()` found where this library never leaves one (reported corrupt), by store: the next checkpoint deletes them by key. */
+  #strays: { readonly store: LogStore; readonly key: IDBValidKey }[] = []
 
   constructor(options: IndexedDbPersistenceOptions, factory: IDBFactory, checkpointEvery: CheckpointPolicy) {
     this.#name = options.name
@@ -121,6 +123,7 @@ class IndexedDbPersistence implements Persistence {
     this.#lostReason = null
     this.#catalog.reset()
     this.#holes.clear()
+    this.#strays = []
     let db: IDBDatabase
     try {
       db = await openDatabase(this.#factory, this.#name)
@@ -180,6 +183,8 @@ class IndexedDbPersistence implements Persistence {
       (tx) => tx.objectStore('checkpoints').delete(IDBKeyRange.upperBound(upToLsn, true)),
       (tx) => tx.objectStore('wal').delete(IDBKeyRange.upperBound(upToLsn)),
     ]
+    const strays = this.#strays
+    for (const { store, key } of strays) writes.push((tx) => tx.objectStore(store).delete(key))
     if (lane !== null) {
       stores.push('lateLane')
       writes.push(...laneWrites(lane))
@@ -197,6 +202,7 @@ class IndexedDbPersistence implements Persistence {
       retireClaimed(this.#claim)
     }
     this.#catalog.checkpointed(write)
+    if (this.#strays === strays) this.#strays = []
     this.#newestCheckpoint = Math.max(this.#newestCheckpoint, upToLsn)
     for (const lsn of this.#holes) if (lsn <= upToLsn) this.#holes.delete(lsn)
   }
@@ -280,9 +286,10 @@ class IndexedDbPersistence implements Persistence {
     const checkpoints = tx.objectStore('checkpoints')
     const corrupt: CorruptRecord[] = []
     let checkpoint: Checkpoint | null = null
-    const checkpointKeys = await requested(checkpoints.getAllKeys())
+    const storedCheckpointKeys = await requested(checkpoints.getAllKeys())
+    const checkpointKeys = storedCheckpointKeys.filter(isLsn)
     // Damaged ones included: this handle knows of them, so a checkpoint of its own may replace them.
-    this.#newestCheckpoint = (checkpointKeys.at(-1) as number | undefined) ?? 0
+    this.#newestCheckpoint = checkpointKeys.at(-1) ?? 0
     for (let k = checkpointKeys.length - 1; k >= 0 && checkpoint === null; k--) {
       const key = checkpointKeys[k] as number
       this.#catalog.observeLsn(key)
@@ -290,20 +297,32 @@ class IndexedDbPersistence implements Persistence {
       if (read.ok) checkpoint = read.checkpoint
       else corrupt.push(read.corrupt)
     }
+    const checkpointLsn = checkpoint?.upToLsn ?? 0
     const wal = tx.objectStore('wal')
     const metaStore = tx.objectStore('meta')
     const laneStore = tx.objectStore('lateLane')
-    const [keys, metaValues, metaKeys, laneKeys, laneValues, archiveKeys] = await Promise.all([
-      requested(wal.getAllKeys(IDBKeyRange.lowerBound(checkpoint?.upToLsn ?? 0, true))),
+    const [walKeys, metaValues, metaKeys, laneKeys, laneValues, archiveKeys] = await Promise.all([
+      requested(wal.getAllKeys()),
       requested(metaStore.getAll()),
       requested(metaStore.getAllKeys()),
       requested(laneStore.getAllKeys()),
       requested(laneStore.getAll()),
       this.#catalog.archiving ? requested(tx.objectStore('archive').getAllKeys()) : [],
     ])
+    // The tail: the records after the checkpoint. Anything else there is a stray (reported below).
+    const keys = walKeys.filter((key): key is number => isLsn(key) && key > checkpointLsn)
+    const strays = [
+      ...storedCheckpointKeys.filter((key) => !isLsn(key)).map((key) => ({ store: 'checkpoints' as const, key })),
+      ...walKeys.filter((key) => !isLsn(key) || key <= checkpointLsn).map((key) => ({ store: 'wal' as const, key })),
+    ]
     // One get per record, all in flight at once: in Chromium about twice as fast as one getAll over tens of MB.
     const values = await Promise.all(keys.map((key) => requested(wal.get(key))))
+    const strayValues = await Promise.all(strays.map(({ store, key }) => requested(tx.objectStore(store).get(key))))
     await done
+    strays.forEach((stray, i) => {
+      corrupt.push(strayRecord(stray.store, { key: stray.key, value: strayValues[i] }, checkpointLsn))
+    })
+    this.#strays = strays
     const meta = new Map<string, string>()
     let storedEpoch: unknown
     metaKeys.forEach((key, i) => {
@@ -399,12 +418,13 @@ class IndexedDbPersistence implements Persistence {
     // The store keeps one checkpoint, a few at most: reading every key costs no more than one.
     const keys = (await requested(tx.objectStore('checkpoints').getAllKeys())) as number[]
     if (this.#anotherWriter !== null) return this.#fence(what, this.#anotherWriter)
-    const foreign = keys.find((key) => key > this.#newestCheckpoint)
+    // Keys that are not lsns are strays found at open (another handle writes only lsns).
+    const foreign = keys.find((key) => isLsn(key) && key > this.#newestCheckpoint)
     if (foreign !== undefined) return this.#fence(what, `a checkpoint at lsn ${foreign} that this handle did not write`)
     // Every record it deletes must be one this handle wrote or recovered: another handle may have
     // written into an lsn left free behind it (its own failed write, or one failed before it opened).
     const written = (await requested(tx.objectStore('wal').getAllKeys(IDBKeyRange.upperBound(upToLsn)))) as number[]
-    const taken = written.find((lsn) => !this.#catalog.holds(lsn))
+    const taken = written.find((lsn) => !this.#catalog.holds(lsn) && !this.#strays.some((stray) => stray.store === 'wal' && stray.key === lsn))
     if (taken === undefined) return null
     return this.#fence(what, `lsn ${taken}, which this handle ${this.#holes.has(taken) ? 'failed to write' : 'did not write or recover'}, holds another handle's record`)
   }

@@ -3,7 +3,7 @@ import { encodeCheckpoint } from '../checkpoint/checkpointEnvelope.ts'
 import { type ArchiveKey, type ArchivePort, type ArchiveWrite, ARCHIVE_ROTATED_KEY, noArchiveError } from '../history/archivePort.ts'
 import { LateLaneRecords, type LateLaneWrite } from '../history/lateLaneRecords.ts'
 import type { ArchiveQuery, Checkpoint, CorruptRecord, LateLaneRecord, PersistenceStats, RecoveredLog } from '../store/persistence.ts'
-import { isCorrupt, readLateLaneRecord, readTail, type StoredRecord } from './walRecovery.ts'
+import { isCorrupt, isLsn, readLateLaneRecord, readTail, type StoredRecord } from './walRecovery.ts'
 
 /** What `open()` read from the stores, for `WalCatalog.recovered`. */
 export interface StoredLog {
@@ -71,8 +71,9 @@ export class WalCatalog {
 
   /** Makes later lsns greater than one seen on disk, even in a record that failed to decode. */
   observeLsn(lsn: number): void {
-    // Keys come from storage, where a foreign writer may have put anything.
-    if (typeof lsn === 'number' && lsn > this.#lastLsn) this.#lastLsn = lsn
+    // Keys come from storage, where a foreign writer may have put anything: a fraction or a
+    // number past 2^53 would make every later lsn one no record can be written under.
+    if (isLsn(lsn) && lsn > this.#lastLsn) this.#lastLsn = lsn
   }
 
   /** Whether the log record at `lsn` is one this handle stored or recovered, not yet truncated. */

@@ -75,6 +75,41 @@ export function readLateLaneRecord(key: number, value: unknown): LateLaneRecord 
   return { from: key, entries: read.entries }
 }
 
+/**
+ * True when `key` can be an lsn (a log record's key, a checkpoint's upToLsn): a whole number from
+ * 1 up to 2^53 − 1. Stores written by this library hold no other keys; a foreign or hand-edited
+ * record may.
+ *
+ * @example
+ * isLsn(7) // true
+ * isLsn(2.5) // false
+ * isLsn('7') // false
+ */
+export function isLsn(key: unknown): key is number {
+  return typeof key === 'number' && Number.isSafeInteger(key) && key >= 1
+}
+
+/**
+ * The report of a record found under a key where this library never leaves one: a key that is
+ * not an lsn, or a log record at or behind the checkpoint (whose state does not hold it). Says
+ * what was lost with it when it still decodes.
+ *
+ * @example
+ * strayRecord('wal', { key: 0, value }, 2) // { store: 'wal', key: '0', reason: 'stored under lsn 0, at or behind the checkpoint at lsn 2, whose state does not hold it', kind: 'ingest', lostEvents: 1 }
+ */
+export function strayRecord(store: 'wal' | 'checkpoints', record: { readonly key: IDBValidKey; readonly value: unknown }, checkpointLsn: number): CorruptRecord {
+  const { key, value } = record
+  const reason = isLsn(key)
+    ? `stored under lsn ${key}, at or behind the checkpoint at lsn ${checkpointLsn}, whose state does not hold it`
+    : `stored under ${typeof key === 'string' ? JSON.stringify(key) : String(key)}, which is not an lsn (a whole number >= 1)`
+  const bytes = store === 'wal' ? storedBytes(value) : null
+  const decoded = bytes === null ? null : decodeWalRecord(bytes)
+  if (decoded === null) return { store, key: String(key), reason }
+  const kind = decoded.ok ? decoded.op.kind : decoded.kind
+  const lostEvents = decoded.ok ? (decoded.op.kind === 'ingest' ? decoded.op.events.length : undefined) : decoded.eventCount
+  return { store, key: String(key), reason, ...(kind === undefined ? {} : { kind }), ...(lostEvents === undefined ? {} : { lostEvents }) }
+}
+
 export function isCorrupt<T>(read: T | CorruptRecord): read is CorruptRecord {
   return typeof read === 'object' && read !== null && 'reason' in read && 'store' in read
 }
