@@ -33,6 +33,27 @@ describe('ingest flow control', () => {
     expect([q.inFlight, q.queued, q.pending]).toEqual([60, 0, 2])
   })
 
+  it('whenSent: null when no batch waits on the page; else resolves once the batches enqueued before it were sent, or on close', async () => {
+    const { q, sent } = queue()
+    q.connected(40)
+    void q.enqueue(encodeEvents(events('d1', 1, 30)))
+    expect(q.whenSent()).toBeNull()
+    const receipts = [q.enqueue(encodeEvents(events('d1', 31, 30)))]
+    const order: string[] = []
+    void q.whenSent()?.then(() => order.push(`after ${sent.length} sent`))
+    // A batch enqueued later is not waited for.
+    receipts.push(q.enqueue(encodeEvents(events('d1', 61, 30))))
+    await Promise.resolve()
+    expect(order).toEqual([])
+    q.durable(1, undefined, false)
+    await Promise.resolve()
+    expect(order).toEqual(['after 2 sent'])
+    const closing = q.whenSent()
+    q.close(new Error('closed'))
+    await expect(closing).resolves.toBeUndefined()
+    expect(await Promise.all(receipts.map((r) => r.catch(String)))).toEqual(['Error: closed', 'Error: closed'])
+  })
+
   it('lets one batch larger than the whole window go, alone', () => {
     const { q, sent } = queue(10_000)
     q.connected(100)

@@ -38,6 +38,8 @@ export class HostCalls {
   /** The waiting (unsent) call of each mergeable op, which later ones of that op join. */
   readonly #merging = new Map<MergedOp, number>()
   #next = 1
+  /** Calls waiting, before `add`, for the batches made before them to be sent (`after`). */
+  #deferred = 0
 
   /** Calls not yet answered. */
   get pending(): number {
@@ -51,11 +53,8 @@ export class HostCalls {
   add(call: HostCall, retry: boolean, link: HostLink | null): Promise<unknown> {
     const joined = link === null ? this.#join(call) : null
     if (joined !== null) return joined
-    if (this.#calls.size >= MAX_PENDING_CALLS) {
-      return Promise.reject(
-        new OverflowError('worker host calls', `${this.#calls.size} calls wait on this page for the engine's host (MAX_PENDING_CALLS); await earlier calls before making more`),
-      )
-    }
+    const full = this.#full()
+    if (full !== null) return Promise.reject(full)
     return new Promise((resolve, reject) => {
       const req = this.#next++
       const pending: PendingCall = { call, retry, waiters: [{ resolve, reject }], sent: false }
@@ -63,6 +62,30 @@ export class HostCalls {
       if (link !== null) this.#send(link, req, pending)
       else this.#waits(req, pending)
     })
+  }
+
+  /**
+   * A call made once `ready` resolves (it follows batches that wait on the page), by `add`:
+   * counted against `MAX_PENDING_CALLS` meanwhile, so calls made behind a long queue are bounded too.
+   *
+   * @example
+   * calls.after(queue.whenSent(), () => calls.add({ op: 'tick' }, true, link))
+   */
+  after(ready: Promise<void>, add: () => Promise<unknown>): Promise<unknown> {
+    const full = this.#full()
+    if (full !== null) return Promise.reject(full)
+    this.#deferred++
+    return ready.then(() => {
+      this.#deferred--
+      return add()
+    })
+  }
+
+  /** The refusal of one more call when `MAX_PENDING_CALLS` wait already, else null. */
+  #full(): OverflowError | null {
+    const waiting = this.#calls.size + this.#deferred
+    if (waiting < MAX_PENDING_CALLS) return null
+    return new OverflowError('worker host calls', `${waiting} calls wait on this page for the engine's host (MAX_PENDING_CALLS); await earlier calls before making more`)
   }
 
   /** Sends every call that waits for a host to the one that just welcomed the page. */

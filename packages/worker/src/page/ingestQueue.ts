@@ -53,6 +53,8 @@ export class IngestQueue {
   #closed: Error | null = null
   /** Who waits for the batches up to a request number to settle. */
   #drained: { readonly upTo: number; readonly resolve: () => void }[] = []
+  /** Who waits for the batches up to a request number to be sent (or settled). */
+  #sent: { readonly upTo: number; readonly resolve: () => void }[] = []
 
   constructor(options: IngestQueueOptions) {
     this.#options = options
@@ -179,6 +181,16 @@ export class IngestQueue {
   }
 
   /**
+   * Null when no batch enqueued so far waits on the page (a call made now reaches the host after
+   * every one of them, through the same port); else resolves once each of them was sent to a
+   * host or settled, so a call made then follows them.
+   */
+  whenSent(): Promise<void> | null {
+    if (this.#oldestQueued() === Number.POSITIVE_INFINITY) return null
+    return new Promise((resolve) => this.#sent.push({ upTo: this.#next - 1, resolve }))
+  }
+
+  /**
    * Refuses new batches with `error` and rejects every pending one with it, or with
    * `reachedError` one that was sent to a host (which may have logged it before it went away).
    */
@@ -193,6 +205,7 @@ export class IngestQueue {
     this.#queued = 0
     this.#inFlight = 0
     this.#notifyDrained()
+    this.#notifySent()
   }
 
   /** Refuses new batches (the page is closing) without touching pending ones. */
@@ -215,6 +228,7 @@ export class IngestQueue {
     if (entry.state === 'sent') this.#inFlight -= entry.size
     else this.#queued -= entry.size
     this.#notifyDrained()
+    this.#notifySent()
   }
 
   #notifyDrained(): void {
@@ -229,8 +243,28 @@ export class IngestQueue {
     for (const w of waiting) if (w.upTo < oldest) w.resolve()
   }
 
+  /** The request number of the oldest batch that waits on the page, or Infinity. */
+  #oldestQueued(): number {
+    if (this.#queued === 0) return Number.POSITIVE_INFINITY
+    for (const entry of this.#pending.values()) if (entry.state === 'queued') return entry.req
+    return Number.POSITIVE_INFINITY
+  }
+
+  #notifySent(): void {
+    if (this.#sent.length === 0) return
+    const oldest = this.#oldestQueued()
+    const waiting = this.#sent
+    this.#sent = waiting.filter((w) => w.upTo >= oldest)
+    for (const w of waiting) if (w.upTo < oldest) w.resolve()
+  }
+
   #pump(): void {
     if (this.#paused) return
+    this.#send()
+    this.#notifySent()
+  }
+
+  #send(): void {
     for (const entry of this.#pending.values()) {
       if (entry.state !== 'queued') continue
       // One batch larger than the whole window still goes, alone.

@@ -209,16 +209,16 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
 
   nextSeq(source: string): Promise<number> {
     if (typeof source !== 'string') return Promise.reject(new TypeError(`nextSeq needs a source name (a string), got ${typeof source}`))
-    return this.#call({ op: 'nextSeq', source }, true) as Promise<number>
+    return this.#afterBatches({ op: 'nextSeq', source }) as Promise<number>
   }
 
   async advanceWatermark(t: number): Promise<void> {
     if (typeof t !== 'number' || Number.isNaN(t)) throw new RangeError(`advanceWatermark needs a number, got ${String(t)}`)
-    await this.#call({ op: 'advance', to: t }, true)
+    await this.#afterBatches({ op: 'advance', to: t })
   }
 
   async tick(): Promise<void> {
-    await this.#call({ op: 'tick' }, true)
+    await this.#afterBatches({ op: 'tick' })
   }
 
   async finishSource(source: string): Promise<void> {
@@ -427,6 +427,16 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
       })
       // Withdrawn when the page leaves this host: expected. Anything else is reported.
       .catch(reportUnlessWithdrawn(controller.signal))
+  }
+
+  /**
+   * A repeatable call that reaches the host after the batches ingested before it, as on an
+   * engine beside the app: sent at once when none waits on the page for credits (through the
+   * port the batches took), else once they were sent.
+   */
+  #afterBatches(call: HostCall): Promise<unknown> {
+    const sent = this.#queue.whenSent()
+    return sent === null ? this.#call(call, true) : this.#calls.after(sent, () => this.#call(call, true))
   }
 
   #call(call: HostCall, retry: boolean): Promise<unknown> {

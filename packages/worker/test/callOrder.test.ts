@@ -1,0 +1,64 @@
+/**
+ * The page's calls reach the host after the batches ingested before them, as on `Engine`
+ * (README, "Writes": `nextSeq`, `advanceWatermark` and `tick` run on the host): a batch that
+ * waits on the page for credits is sent before a later call, so `ingest(a); ingest(b);
+ * advanceWatermark(t)` counts `b` in its windows as an engine beside the app would, and
+ * `nextSeq` answers past `b`'s seqs.
+ */
+import { describe, expect, it } from 'vitest'
+import { createEngine, type Engine, manual, type StreamEvent, tumbling } from '@tidemark/engine'
+import { World } from './hostHarness.ts'
+
+/** Readings `from..from + count - 1` of `source`, one per second. */
+function readings(source: string, from: number, count: number): StreamEvent[] {
+  return Array.from({ length: count }, (_, i) => ({ id: `${source}#${from + i}`, source, seq: from + i, ts: (from + i) * 1_000, key: 'k', value: 1 }))
+}
+
+const options = { windows: tumbling(10_000), watermark: manual() }
+
+async function fewCredits() {
+  const world = new World()
+  // Few credits: the later batches wait on the page when the call is made.
+  const host = world.host({ name: 'fleet', engine: options, log: false, credits: 10 })
+  const page = world.page(() => host)
+  await world.run()
+  await page.engine.ready
+  return { world, page, engine: host.host.engine as Engine }
+}
+
+describe("a call after batches that wait on the page for credits", () => {
+  it('advanceWatermark: the batches before it are counted in their windows, none late, as on an engine', async () => {
+    const { world, page, engine } = await fewCredits()
+    const beside = createEngine(options)
+    for (const from of [1, 11, 21]) {
+      void page.engine.ingest(readings('d1', from, 10))
+      beside.ingest(readings('d1', from, 10))
+    }
+    const advanced = page.engine.advanceWatermark(40_000)
+    beside.advanceWatermark(40_000)
+    await world.run()
+    await advanced
+    const shown = (e: Pick<Engine, 'results' | 'lateEvents'>) => ({ windows: e.results().map((r) => [r.start, r.count, r.status]), late: e.lateEvents().length })
+    expect(shown(beside)).toEqual({ windows: [[0, 9, 'on_time'], [10_000, 10, 'on_time'], [20_000, 10, 'on_time'], [30_000, 1, 'on_time']], late: 0 })
+    expect(shown(engine)).toEqual(shown(beside))
+    expect(shown(page.engine)).toEqual(shown(beside))
+  })
+
+  it("nextSeq: answers past the seqs of the batches before it", async () => {
+    const { world, page } = await fewCredits()
+    for (const from of [1, 11, 21]) void page.engine.ingest(readings('d1', from, 10))
+    const next = page.engine.nextSeq('d1')
+    await world.run()
+    expect(await next).toBe(31)
+  })
+
+  it('a call with no batch waiting is sent at once: a batch ingested after it reaches the host after it', async () => {
+    const { world, page, engine } = await fewCredits()
+    const advanced = page.engine.advanceWatermark(20_000)
+    void page.engine.ingest(readings('d1', 1, 5))
+    await world.run()
+    await advanced
+    // Behind the watermark already (no lateness): the readings went to the late lane.
+    expect(engine.lateEvents().length).toBe(5)
+  })
+})
