@@ -276,6 +276,9 @@ export class RelayRoom {
     // A read-only connection applies nothing: a step 2 is offered only for local changes (which the relay will refuse, visibly).
     if (!this.#readOnlyScope || this.#unsent > 0) {
       if (!this.#send(syncMessage(this.name, SYNC_STEP_2, update), true)) return
+      // Answered already (this step 1 answers a silence probe): the step 2 carries what waits for
+      // the pace too, and counts it; sent again, it would be counted off twice.
+      if (this.#answered) this.#outbox.drop()
       this.#inFlight.push(this.#unsent)
       this.#unsent = 0
     }
