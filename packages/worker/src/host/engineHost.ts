@@ -5,7 +5,6 @@ import { randomId } from '../common/randomId.ts'
 import { reportError } from '../common/reportError.ts'
 import { addressOf, type WindowAddress } from '../common/windowAddress.ts'
 import type { EventBatch } from '../protocol/eventColumns.ts'
-import { rowBuffers } from '../protocol/windowRows.ts'
 import { aggregateIdentities } from '../protocol/aggregateIdentities.ts'
 import { type HelloMessage, type HostCall, type HostMessage, type HostMode, type MirroredOptions, PROTOCOL_VERSION, type WireError, wireError } from '../protocol/messages.ts'
 import { lockNames, type WorkerClock, type WorkerLocks } from '../page/platform.ts'
@@ -405,7 +404,8 @@ export class EngineHost {
       frame,
       ...(finished ? { finished: true } : {}),
     }
-    link.send(message, rowBuffers(frame.rows))
+    // A live window the structured clone refuses fails this page, with the reason; the host goes on.
+    if (!client.sendFrame(message, frame)) this.drop(link)
   }
 
   /** Discarding mode: every pane is an increment a page adds up, so none is left out of a frame. */

@@ -1,4 +1,5 @@
 import type { Engine } from '@tidemark/engine'
+import { reportError } from '../common/reportError.ts'
 import type { WorkerClock } from '../page/platform.ts'
 import type { FrameMessage } from '../protocol/messages.ts'
 import { ChangeCompactor } from './changeCompactor.ts'
@@ -88,10 +89,15 @@ export class FramePump {
     const touched = this.#compactor.take()
     const state = readHostState(this.#engine, this.#state)
     this.#state = state
+    // Each page takes the tick's rows whatever happens to another's frame.
     for (const client of this.#clients()) {
-      client.absorb(touched, state.stats.openWindows)
-      client.flush(state, this.#view)
-      client.tellFinished(this.#engine)
+      try {
+        client.absorb(touched, state.stats.openWindows)
+        client.flush(state, this.#view)
+        client.tellFinished(this.#engine)
+      } catch (error) {
+        reportError(error)
+      }
     }
   }
 }

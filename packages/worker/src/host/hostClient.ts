@@ -1,7 +1,7 @@
 import { type Engine, type EngineStats, type LateEvent, type PaneInfo, shallowEqual, type SyncStatus, type WindowResult } from '@tidemark/engine'
 import { AddressMap } from '../common/addressMap.ts'
 import type { WindowAddress } from '../common/windowAddress.ts'
-import type { FrameMessage, HostMessage, LateNews } from '../protocol/messages.ts'
+import { type FrameMessage, type HostMessage, type LateNews, wireError } from '../protocol/messages.ts'
 import { rowBuffers, WindowRowWriter } from '../protocol/windowRows.ts'
 import type { ChangeRow } from './changeCompactor.ts'
 
@@ -93,6 +93,8 @@ export class HostClient {
   #sent: HostState | null = null
   /** The source the page's hello claimed, until the page is told that the engine holds a finish of it. */
   #claim: string | null
+  /** A frame for this page could not be sent (the structured clone refused it): the page was told why, and is sent nothing more. */
+  #refused = false
 
   /** `keepsPanes`: the engine's panes are increments (discarding mode), each one sent; `claim`: the source the page's tab claimed, if its welcome did not say it is finished. */
   constructor(tab: string, link: ClientLink, keepsPanes: boolean, claim: string | null = null) {
@@ -212,11 +214,11 @@ export class HostClient {
    */
   flush(state: HostState, view: HostView): void {
     const sent = this.#sent
-    if (sent === null || this.#unacked >= MAX_UNACKED) return
+    if (sent === null || this.#unacked >= MAX_UNACKED || this.#refused) return
     if (this.#resync) {
       // The watched windows that changed meanwhile are among the history resets: `absorb` kept them.
       const frame: FrameMessage = { ...this.#whole(state, view.results(), view), replace: true }
-      this.link.send(frame, rowBuffers(frame.rows))
+      this.sendFrame(frame, frame)
       return
     }
     const writer = new WindowRowWriter()
@@ -241,7 +243,30 @@ export class HostClient {
     }
     this.#sent = state
     this.#unacked++
-    this.link.send(frame, rowBuffers(rows))
+    this.sendFrame(frame, frame)
+  }
+
+  /**
+   * Sends `message` (a frame, or the welcome carrying `frame`); returns false when the structured
+   * clone refused it (a user aggregate's result holding a function, a Symbol): the page is then
+   * told why (it fails with that reason) and sent nothing more, and the other pages go on.
+   */
+  sendFrame(message: HostMessage, frame: FrameMessage): boolean {
+    if (this.#refused) return false
+    try {
+      this.link.send(message, rowBuffers(frame.rows))
+      return true
+    } catch (error) {
+      this.#refused = true
+      const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error)
+      const reason = `the host cannot send this page the engine's windows (${detail}): a user aggregate's result must be structured-cloneable`
+      try {
+        this.link.send({ t: 'refused', reason, error: wireError(error) }, [])
+      } catch {
+        // The link itself is gone: nothing to tell.
+      }
+      return false
+    }
   }
 
   /** The whole history of each window whose history is due, each after a `history-reset` row. */

@@ -10,6 +10,8 @@ interface PendingCall {
   /** Every caller this call answers (several when waiting calls were merged). */
   readonly waiters: { readonly resolve: (value: unknown) => void; readonly reject: (error: unknown) => void }[]
   sent: boolean
+  /** The last batch (ingest request number) made before the call: re-sent to a next host, the call follows it, and precedes the batches after it. */
+  after: number
 }
 
 /** Calls that may wait on the page at once; past it a call rejects at once with `OverflowError`. */
@@ -50,14 +52,14 @@ export class HostCalls {
    * Registers a call and sends it at once through `link` (the link of a host that welcomed the
    * page, or null when there is none yet). Resolves with the host's answer.
    */
-  add(call: HostCall, retry: boolean, link: HostLink | null): Promise<unknown> {
-    const joined = link === null ? this.#join(call) : null
+  add(call: HostCall, retry: boolean, link: HostLink | null, after = 0): Promise<unknown> {
+    const joined = link === null ? this.#join(call, after) : null
     if (joined !== null) return joined
     const full = this.#full()
     if (full !== null) return Promise.reject(full)
     return new Promise((resolve, reject) => {
       const req = this.#next++
-      const pending: PendingCall = { call, retry, waiters: [{ resolve, reject }], sent: false }
+      const pending: PendingCall = { call, retry, waiters: [{ resolve, reject }], sent: false, after }
       this.#calls.set(req, pending)
       if (link !== null) this.#send(link, req, pending)
       else this.#waits(req, pending)
@@ -88,10 +90,14 @@ export class HostCalls {
     return new OverflowError('worker host calls', `${waiting} calls wait on this page for the engine's host (MAX_PENDING_CALLS); await earlier calls before making more`)
   }
 
-  /** Sends every call that waits for a host to the one that just welcomed the page. */
-  sendWaiting(link: HostLink): void {
+  /**
+   * Sends the calls that wait for a host to the one that welcomed the page, each once the batches
+   * made before it were sent: those whose last earlier batch is before `unsentFrom`, the oldest
+   * batch not sent yet (Infinity: every call).
+   */
+  sendWaiting(link: HostLink, unsentFrom = Number.POSITIVE_INFINITY): void {
     for (const [req, call] of this.#calls) {
-      if (call.sent) continue
+      if (call.sent || call.after >= unsentFrom) continue
       this.#send(link, req, call)
     }
   }
@@ -131,13 +137,14 @@ export class HostCalls {
   }
 
   /** Joins `call` to the waiting call of its op, if it merges and there is one; returns its promise. */
-  #join(call: HostCall): Promise<unknown> | null {
+  #join(call: HostCall, after: number): Promise<unknown> | null {
     if (call.op !== 'tick' && call.op !== 'advance') return null
     const req = this.#merging.get(call.op)
     const into = req === undefined ? undefined : this.#calls.get(req)
     if (into === undefined || into.sent) return null
     // One advance to the highest time answers every advance merged into it; one tick, every tick.
     if (call.op === 'advance' && into.call.op === 'advance' && call.to > into.call.to) into.call = call
+    into.after = Math.max(into.after, after)
     return new Promise((resolve, reject) => {
       into.waiters.push({ resolve, reject })
     })

@@ -30,6 +30,8 @@ export interface IngestQueueOptions {
   readonly maxQueuedEvents: number
   /** Hands one batch to the current host. */
   readonly send: (req: number, batch: EventBatch) => void
+  /** Told before each batch goes, and after the queue sent what it could: `req` is the oldest batch not sent yet (Infinity: none). */
+  readonly unsentFrom?: (req: number) => void
 }
 
 /**
@@ -63,6 +65,11 @@ export class IngestQueue {
   /** Events sent and not yet durable. */
   get inFlight(): number {
     return this.#inFlight
+  }
+
+  /** The request number of the last batch enqueued (0: none yet). */
+  get lastReq(): number {
+    return this.#next - 1
   }
 
   /** Events waiting on the page. */
@@ -261,6 +268,7 @@ export class IngestQueue {
   #pump(): void {
     if (this.#paused) return
     this.#send()
+    this.#options.unsentFrom?.(this.#oldestQueued())
     this.#notifySent()
   }
 
@@ -269,6 +277,7 @@ export class IngestQueue {
       if (entry.state !== 'queued') continue
       // One batch larger than the whole window still goes, alone.
       if (this.#inFlight > 0 && this.#inFlight + entry.size > this.#credits) return
+      this.#options.unsentFrom?.(entry.req)
       entry.state = 'sent'
       entry.reached = true
       this.#queued -= entry.size

@@ -82,6 +82,10 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
     this.#queue = new IngestQueue({
       maxQueuedEvents: options.maxQueuedEvents,
       send: (req, batch) => this.#link?.send({ t: 'ingest', req, batch }),
+      // Calls re-sent to a next host go between the batches as they were made.
+      unsentFrom: (req) => {
+        if (this.#welcomed && this.#link !== null) this.#calls.sendWaiting(this.#link, req)
+      },
     })
     this.#connection = {
       mode: options.mode,
@@ -375,7 +379,6 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
     this.#watchHost(link, welcome.instance)
     for (const address of this.#state.windows.watched()) link.send({ t: 'watch-history', ...address })
     this.#queue.connected(welcome.credits)
-    this.#calls.sendWaiting(link)
     if (welcome.finished === true) this.#retireFinished()
     this.#setConnection({
       state: 'connected',
@@ -436,14 +439,15 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
    */
   #afterBatches(call: HostCall): Promise<unknown> {
     const sent = this.#queue.whenSent()
-    return sent === null ? this.#call(call, true) : this.#calls.after(sent, () => this.#call(call, true))
+    const after = this.#queue.lastReq
+    return sent === null ? this.#call(call, true, after) : this.#calls.after(sent, () => this.#call(call, true, after))
   }
 
-  #call(call: HostCall, retry: boolean): Promise<unknown> {
+  #call(call: HostCall, retry: boolean, after = this.#queue.lastReq): Promise<unknown> {
     const state = this.#connection.state
     if (state === 'closed') return Promise.reject(new Error(CLOSED))
     if (state === 'failed') return Promise.reject(this.#failure)
-    return this.#calls.add(call, retry, this.#welcomed ? this.#link : null)
+    return this.#calls.add(call, retry, this.#welcomed ? this.#link : null, after)
   }
 
   #setConnection(change: Partial<WorkerConnection>): void {
