@@ -133,7 +133,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   })
   idle.attach(hocuspocus)
   admission.attach(hocuspocus)
-  const directory = new FleetDirectory(hocuspocus, o.now, log)
+  const directory = new FleetDirectory(hocuspocus, o.now, log, { maxRooms: o.limits.maxRooms, idle })
   persistence.attachDirectory(directory)
 
   const wss = new WebSocketServer({ noServer: true, maxPayload: o.limits.maxMessageBytes, perMessageDeflate: false })
@@ -176,7 +176,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
           log('info', `closed a socket: too-large (a message over ${o.limits.maxMessageBytes} bytes)`)
         }
       })
-      const guard = new SocketGuard(ws, o.limits, metrics, o.timers, log, socket as Socket)
+      const guard = new SocketGuard(ws, { ...o.limits, pingTimeoutMs: hocuspocus.configuration.timeout }, metrics, o.timers, log, socket as Socket)
       guard.install()
       hocuspocus.handleConnection(ws, request, { socket: guard })
     })

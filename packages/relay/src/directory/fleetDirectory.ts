@@ -6,6 +6,7 @@
  */
 import type { Hocuspocus } from '@hocuspocus/server'
 import { describeError, type RelayLog } from '../relayLog.ts'
+import type { IdleRooms } from '../rooms/idleRooms.ts'
 import { directoryRoom } from '../rooms/roomName.ts'
 
 /**
@@ -43,12 +44,27 @@ export class FleetDirectory {
   /** Rooms to list, by fleet. */
   readonly #queued = new Map<string, Set<string>>()
   readonly #running = new Map<string, Promise<void>>()
+  /** The relay's room limit, which a directory the relay loads counts against like any room. */
+  readonly #rooms: { readonly maxRooms: number; readonly idle: IdleRooms } | undefined
   #closed = false
 
-  constructor(instance: Hocuspocus, now: () => number, log: RelayLog) {
+  constructor(instance: Hocuspocus, now: () => number, log: RelayLog, rooms?: { readonly maxRooms: number; readonly idle: IdleRooms }) {
     this.#instance = instance
     this.#now = now
     this.#log = log
+    this.#rooms = rooms
+  }
+
+  /**
+   * Makes room for `name` if it is not loaded and the relay holds `maxRooms` rooms: unloads the
+   * longest-idle room, or throws (the listing is given up, and tried again at the room's next write).
+   */
+  async #makeRoom(name: string): Promise<void> {
+    const instance = this.#instance
+    const rooms = this.#rooms
+    if (rooms === undefined || instance.documents.has(name) || instance.loadingDocuments.has(name)) return
+    if (instance.documents.size + instance.loadingDocuments.size < rooms.maxRooms) return
+    if (!(await rooms.idle.evictOne())) throw new Error(`${rooms.maxRooms} rooms are loaded, none of them idle`)
   }
 
   /** Makes sure `room` is listed in its fleet's directory (in the background; failures are logged). */
@@ -93,6 +109,7 @@ export class FleetDirectory {
       queued.clear()
       let connection: DirectConnection | undefined
       try {
+        await this.#makeRoom(directoryRoom(fleet))
         connection = await this.#instance.openDirectConnection(directoryRoom(fleet), { tidemark: 'directory' })
         const document = connection.document
         if (document === null) continue

@@ -25,6 +25,12 @@ import type { RelayTimers } from '../relayOptions.ts'
 export interface SocketGuardLimits {
   readonly maxUnauthenticatedBytes: number
   readonly authTimeoutMs: number
+  /**
+   * Hocuspocus' ping interval (its `timeout`): a socket that answers no ping for this long is cut,
+   * with what the relay buffered for it. Hocuspocus itself only closes its room connections, and
+   * leaves the socket, and every byte queued on it, open for as long as the peer's TCP stays up.
+   */
+  readonly pingTimeoutMs?: number
 }
 
 const CLOSE_CODES: Record<SocketRefusalKind | 'malformed-message', number> = {
@@ -79,6 +85,8 @@ export class SocketGuard {
   readonly #log: RelayLog
   #deadline: unknown
   #grace: unknown
+  #liveness: unknown
+  #ponged = true
 
   readonly #transport: { readonly bytesRead: number } | undefined
 
@@ -107,6 +115,34 @@ export class SocketGuard {
     }) as typeof ws.emit
     this.#deadline = this.#timers.setTimeout(() => this.close('auth-timeout'), this.#limits.authTimeoutMs)
     ws.once('close', () => this.#dispose())
+    if (this.#limits.pingTimeoutMs !== undefined) {
+      ws.on('pong', () => {
+        this.#ponged = true
+      })
+      this.#armLiveness(this.#limits.pingTimeoutMs)
+    }
+  }
+
+  /** Every `ms`: a socket that answered no ping since the last check is cut; otherwise pinged again. */
+  #armLiveness(ms: number): void {
+    this.#liveness = this.#timers.setTimeout(() => {
+      this.#liveness = undefined
+      if (this.#closing) return
+      if (!this.#ponged) {
+        this.#log('info', `cut a socket: it answered no ping for ${ms} ms (${this.#ws.bufferedAmount} bytes queued for it)`)
+        this.#closing = true
+        this.#ws.terminate()
+        return
+      }
+      this.#ponged = false
+      try {
+        this.#ws.ping()
+      } catch {
+        this.#ws.terminate()
+        return
+      }
+      this.#armLiveness(ms)
+    }, ms)
   }
 
   /** A room of this socket passed authentication: the deadline no longer applies. */
@@ -200,6 +236,8 @@ export class SocketGuard {
     this.authenticated()
     if (this.#grace !== undefined) this.#timers.clearTimeout(this.#grace)
     this.#grace = undefined
+    if (this.#liveness !== undefined) this.#timers.clearTimeout(this.#liveness)
+    this.#liveness = undefined
     this.#closing = true
   }
 }
