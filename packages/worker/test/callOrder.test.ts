@@ -3,7 +3,8 @@
  * (README, "Writes": `nextSeq`, `advanceWatermark` and `tick` run on the host): a batch that
  * waits on the page for credits is sent before a later call, so `ingest(a); ingest(b);
  * advanceWatermark(t)` counts `b` in its windows as an engine beside the app would, and
- * `nextSeq` answers past `b`'s seqs.
+ * `nextSeq` answers past `b`'s seqs; and a batch ingested after the call, sent in the same turn
+ * as those, does not pass it.
  */
 import { describe, expect, it } from 'vitest'
 import { createEngine, type Engine, manual, type StreamEvent, tumbling } from '@tidemark/engine'
@@ -60,5 +61,66 @@ describe("a call after batches that wait on the page for credits", () => {
     await advanced
     // Behind the watermark already (no lateness): the readings went to the late lane.
     expect(engine.lateEvents().length).toBe(5)
+  })
+})
+
+describe('a call made while batches wait for credits, and a batch ingested after it', () => {
+  it('advanceWatermark: the batch ingested after the call is late, as on an engine beside the app', async () => {
+    const world = new World()
+    const host = world.host({ name: 'fleet', engine: options, log: false, credits: 20 })
+    const page = world.page(() => host)
+    await world.run()
+    await page.engine.ready
+    const engine = host.host.engine as Engine
+    const beside = createEngine(options)
+    // 20 events take every credit; the next 5 wait on the page.
+    const before = [readings('d1', 1, 20), readings('d1', 21, 5)]
+    for (const batch of before) {
+      void page.engine.ingest(batch)
+      beside.ingest(batch)
+    }
+    const advanced = page.engine.advanceWatermark(40_000)
+    beside.advanceWatermark(40_000)
+    // Ingested after the call: behind its watermark, so late.
+    const after = readings('d2', 1, 5)
+    void page.engine.ingest(after)
+    beside.ingest(after)
+    await world.run()
+    await advanced
+    const lateOf = (e: Pick<Engine, 'lateEvents'>, source: string) => e.lateEvents().filter((l) => l.event.source === source).length
+    expect(lateOf(beside, 'd2')).toBe(5)
+    expect(lateOf(engine, 'd2')).toBe(lateOf(beside, 'd2'))
+  })
+
+  it('nextSeq: does not answer past the seqs of a batch ingested after the call', async () => {
+    const world = new World()
+    const host = world.host({ name: 'fleet', engine: options, log: false, credits: 20 })
+    const page = world.page(() => host)
+    await world.run()
+    await page.engine.ready
+    void page.engine.ingest(readings('d1', 1, 20))
+    void page.engine.ingest(readings('d1', 21, 5))
+    const next = page.engine.nextSeq('d1')
+    void page.engine.ingest(readings('d1', 26, 5))
+    await world.run()
+    // On an engine beside the app it answers 26; it must never count the third batch (made after it).
+    expect(await next).toBeLessThanOrEqual(26)
+  })
+
+  it('two advances with a batch between them, made while batches wait: the batch is late for the first', async () => {
+    const world = new World()
+    const host = world.host({ name: 'fleet', engine: options, log: false, credits: 20 })
+    const page = world.page(() => host)
+    await world.run()
+    await page.engine.ready
+    const engine = host.host.engine as Engine
+    void page.engine.ingest(readings('d1', 1, 20))
+    void page.engine.ingest(readings('d1', 21, 5))
+    const first = page.engine.advanceWatermark(40_000)
+    void page.engine.ingest(readings('d2', 1, 5))
+    const second = page.engine.advanceWatermark(50_000)
+    await world.run()
+    await Promise.all([first, second])
+    expect(engine.lateEvents().filter((l) => l.event.source === 'd2').length).toBe(5)
   })
 })

@@ -75,30 +75,6 @@ describe('host calls while no host serves the page', () => {
   })
 })
 
-describe('calls made behind batches that wait on the page', () => {
-  it(`count against the ${MAX_PENDING_CALLS} waiting calls until they are added, then go as added`, async () => {
-    const calls = new HostCalls()
-    let sent!: () => void
-    const ready = new Promise<void>((resolve) => {
-      sent = resolve
-    })
-    const host = link()
-    const deferred = Array.from({ length: MAX_PENDING_CALLS }, (_, i) => calls.after(ready, () => calls.add({ op: 'nextSeq', source: `d${i}` }, true, host)))
-    const refused = await calls.add({ op: 'tick' }, true, null).then(
-      () => null,
-      (error: unknown) => error,
-    )
-    expect(isOverflowError(refused)).toBe(true)
-    expect(host.sent).toEqual([])
-    sent()
-    await Promise.resolve()
-    expect(host.sent.length).toBe(MAX_PENDING_CALLS)
-    for (const { req } of host.sent) calls.reply(req, 7, undefined, false)
-    expect(new Set(await Promise.all(deferred))).toEqual(new Set([7]))
-    expect(calls.pending).toBe(0)
-  })
-})
-
 describe('a call the host cannot read', () => {
   it('is refused with the reason, whatever the message holds', () => {
     const engine = createEngine({ windows: tumbling(1_000) })

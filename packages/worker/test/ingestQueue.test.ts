@@ -33,25 +33,21 @@ describe('ingest flow control', () => {
     expect([q.inFlight, q.queued, q.pending]).toEqual([60, 0, 2])
   })
 
-  it('whenSent: null when no batch waits on the page; else resolves once the batches enqueued before it were sent, or on close', async () => {
-    const { q, sent } = queue()
+  it('says whether a batch waits on the page, and tells before each batch goes which is the oldest not sent yet', () => {
+    const told: number[] = []
+    const sent: number[] = []
+    const q = new IngestQueue({ maxQueuedEvents: 1_000, send: (req) => sent.push(req), unsentFrom: (req) => told.push(req) })
     q.connected(40)
+    expect(told).toEqual([Number.POSITIVE_INFINITY])
     void q.enqueue(encodeEvents(events('d1', 1, 30)))
-    expect(q.whenSent()).toBeNull()
-    const receipts = [q.enqueue(encodeEvents(events('d1', 31, 30)))]
-    const order: string[] = []
-    void q.whenSent()?.then(() => order.push(`after ${sent.length} sent`))
-    // A batch enqueued later is not waited for.
-    receipts.push(q.enqueue(encodeEvents(events('d1', 61, 30))))
-    await Promise.resolve()
-    expect(order).toEqual([])
+    expect(q.waiting).toBe(false)
+    void q.enqueue(encodeEvents(events('d1', 31, 30)))
+    void q.enqueue(encodeEvents(events('d1', 61, 30)))
+    expect({ waiting: q.waiting, sent, lastReq: q.lastReq }).toEqual({ waiting: true, sent: [1], lastReq: 3 })
+    told.length = 0
     q.durable(1, undefined, false)
-    await Promise.resolve()
-    expect(order).toEqual(['after 2 sent'])
-    const closing = q.whenSent()
-    q.close(new Error('closed'))
-    await expect(closing).resolves.toBeUndefined()
-    expect(await Promise.all(receipts.map((r) => r.catch(String)))).toEqual(['Error: closed', 'Error: closed'])
+    // Batch 2 goes (told first), batch 3 waits for credits: the oldest not sent.
+    expect({ told, sent }).toEqual({ told: [2, 3], sent: [1, 2] })
   })
 
   it('lets one batch larger than the whole window go, alone', () => {

@@ -40,8 +40,6 @@ export class HostCalls {
   /** The waiting (unsent) call of each mergeable op, which later ones of that op join. */
   readonly #merging = new Map<MergedOp, number>()
   #next = 1
-  /** Calls waiting, before `add`, for the batches made before them to be sent (`after`). */
-  #deferred = 0
 
   /** Calls not yet answered. */
   get pending(): number {
@@ -66,26 +64,9 @@ export class HostCalls {
     })
   }
 
-  /**
-   * A call made once `ready` resolves (it follows batches that wait on the page), by `add`:
-   * counted against `MAX_PENDING_CALLS` meanwhile, so calls made behind a long queue are bounded too.
-   *
-   * @example
-   * calls.after(queue.whenSent(), () => calls.add({ op: 'tick' }, true, link))
-   */
-  after(ready: Promise<void>, add: () => Promise<unknown>): Promise<unknown> {
-    const full = this.#full()
-    if (full !== null) return Promise.reject(full)
-    this.#deferred++
-    return ready.then(() => {
-      this.#deferred--
-      return add()
-    })
-  }
-
   /** The refusal of one more call when `MAX_PENDING_CALLS` wait already, else null. */
   #full(): OverflowError | null {
-    const waiting = this.#calls.size + this.#deferred
+    const waiting = this.#calls.size
     if (waiting < MAX_PENDING_CALLS) return null
     return new OverflowError('worker host calls', `${waiting} calls wait on this page for the engine's host (MAX_PENDING_CALLS); await earlier calls before making more`)
   }
@@ -141,7 +122,8 @@ export class HostCalls {
     if (call.op !== 'tick' && call.op !== 'advance') return null
     const req = this.#merging.get(call.op)
     const into = req === undefined ? undefined : this.#calls.get(req)
-    if (into === undefined || into.sent) return null
+    // Only calls with no batch made between them merge: a merged call must not pass a batch.
+    if (into === undefined || into.sent || into.after !== after) return null
     // One advance to the highest time answers every advance merged into it; one tick, every tick.
     if (call.op === 'advance' && into.call.op === 'advance' && call.to > into.call.to) into.call = call
     into.after = Math.max(into.after, after)
@@ -155,7 +137,8 @@ export class HostCalls {
     const op = pending.call.op
     if (op !== 'tick' && op !== 'advance') return
     const current = this.#merging.get(op)
-    if (current === undefined || this.#calls.get(current)?.sent !== false) this.#merging.set(op, req)
+    const into = current === undefined ? undefined : this.#calls.get(current)
+    if (into === undefined || into.sent || into.after !== pending.after) this.#merging.set(op, req)
   }
 
   #send(link: HostLink, req: number, pending: PendingCall): void {

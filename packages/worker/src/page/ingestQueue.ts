@@ -55,8 +55,6 @@ export class IngestQueue {
   #closed: Error | null = null
   /** Who waits for the batches up to a request number to settle. */
   #drained: { readonly upTo: number; readonly resolve: () => void }[] = []
-  /** Who waits for the batches up to a request number to be sent (or settled). */
-  #sent: { readonly upTo: number; readonly resolve: () => void }[] = []
 
   constructor(options: IngestQueueOptions) {
     this.#options = options
@@ -187,14 +185,9 @@ export class IngestQueue {
     return new Promise((resolve) => this.#drained.push({ upTo: this.#next - 1, resolve }))
   }
 
-  /**
-   * Null when no batch enqueued so far waits on the page (a call made now reaches the host after
-   * every one of them, through the same port); else resolves once each of them was sent to a
-   * host or settled, so a call made then follows them.
-   */
-  whenSent(): Promise<void> | null {
-    if (this.#oldestQueued() === Number.POSITIVE_INFINITY) return null
-    return new Promise((resolve) => this.#sent.push({ upTo: this.#next - 1, resolve }))
+  /** True when a batch waits on the page (for credits, or for a host): a call made now must wait among them. */
+  get waiting(): boolean {
+    return this.#oldestQueued() !== Number.POSITIVE_INFINITY
   }
 
   /**
@@ -212,7 +205,6 @@ export class IngestQueue {
     this.#queued = 0
     this.#inFlight = 0
     this.#notifyDrained()
-    this.#notifySent()
   }
 
   /** Refuses new batches (the page is closing) without touching pending ones. */
@@ -235,7 +227,6 @@ export class IngestQueue {
     if (entry.state === 'sent') this.#inFlight -= entry.size
     else this.#queued -= entry.size
     this.#notifyDrained()
-    this.#notifySent()
   }
 
   #notifyDrained(): void {
@@ -257,19 +248,11 @@ export class IngestQueue {
     return Number.POSITIVE_INFINITY
   }
 
-  #notifySent(): void {
-    if (this.#sent.length === 0) return
-    const oldest = this.#oldestQueued()
-    const waiting = this.#sent
-    this.#sent = waiting.filter((w) => w.upTo >= oldest)
-    for (const w of waiting) if (w.upTo < oldest) w.resolve()
-  }
 
   #pump(): void {
     if (this.#paused) return
     this.#send()
     this.#options.unsentFrom?.(this.#oldestQueued())
-    this.#notifySent()
   }
 
   #send(): void {

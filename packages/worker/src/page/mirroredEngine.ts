@@ -433,21 +433,20 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
   }
 
   /**
-   * A repeatable call that reaches the host after the batches ingested before it, as on an
-   * engine beside the app: sent at once when none waits on the page for credits (through the
-   * port the batches took), else once they were sent.
+   * A repeatable call that reaches the host between the batches as they were made, as on an
+   * engine beside the app: sent at once when no batch waits on the page (through the port the
+   * batches took); else it waits among them, and the queue sends it (`unsentFrom`) right before
+   * the first batch made after it.
    */
   #afterBatches(call: HostCall): Promise<unknown> {
-    const sent = this.#queue.whenSent()
-    const after = this.#queue.lastReq
-    return sent === null ? this.#call(call, true, after) : this.#calls.after(sent, () => this.#call(call, true, after))
+    return this.#call(call, true, this.#queue.lastReq, this.#queue.waiting)
   }
 
-  #call(call: HostCall, retry: boolean, after = this.#queue.lastReq): Promise<unknown> {
+  #call(call: HostCall, retry: boolean, after = this.#queue.lastReq, hold = false): Promise<unknown> {
     const state = this.#connection.state
     if (state === 'closed') return Promise.reject(new Error(CLOSED))
     if (state === 'failed') return Promise.reject(this.#failure)
-    return this.#calls.add(call, retry, this.#welcomed ? this.#link : null, after)
+    return this.#calls.add(call, retry, this.#welcomed && !hold ? this.#link : null, after)
   }
 
   #setConnection(change: Partial<WorkerConnection>): void {
