@@ -7,7 +7,8 @@
  * as those, does not pass it.
  */
 import { describe, expect, it } from 'vitest'
-import { createEngine, type Engine, manual, type StreamEvent, tumbling } from '@tidemark/engine'
+import { createEngine, type Engine, isOverflowError, manual, type StreamEvent, tumbling } from '@tidemark/engine'
+import { MAX_PENDING_CALLS } from '../src/page/hostCalls.ts'
 import { World } from './hostHarness.ts'
 
 /** Readings `from..from + count - 1` of `source`, one per second. */
@@ -122,5 +123,60 @@ describe('a call made while batches wait for credits, and a batch ingested after
     await world.run()
     await Promise.all([first, second])
     expect(engine.lateEvents().filter((l) => l.event.source === 'd2').length).toBe(5)
+  })
+})
+
+describe('ingest + advanceWatermark per reading while no host serves the page', () => {
+  it('waiting advances merge into one: none is refused while the ingest queue still takes the readings', async () => {
+    const world = new World()
+    let host: ReturnType<World['host']> | null = null
+    const page = world.page(() => host)
+    const refused: unknown[] = []
+    const advances: Promise<void>[] = []
+    const receipts: Promise<unknown>[] = []
+    for (let i = 1; i <= MAX_PENDING_CALLS + 5; i++) {
+      receipts.push(page.engine.ingest([{ id: `d1#${i}`, source: 'd1', seq: i, ts: i, key: 'k', value: 1 }]))
+      const a = page.engine.advanceWatermark(i)
+      a.catch((e) => refused.push(e))
+      advances.push(a)
+    }
+    await world.run()
+    expect(page.engine.connection().queuedEvents).toBe(MAX_PENDING_CALLS + 5)
+    expect(refused.filter(isOverflowError).length).toBe(0)
+    // And once a host serves the page, every advance resolves.
+    host = world.host({ name: 'fleet', engine: options, log: false })
+    page.connector.connect()
+    await world.run(500)
+    await Promise.all(receipts)
+    await Promise.allSettled(advances)
+    expect(refused.length).toBe(0)
+  })
+
+  it('waiting ticks merge into one (tick per reading)', async () => {
+    const world = new World()
+    const page = world.page(() => null)
+    const refused: unknown[] = []
+    for (let i = 1; i <= MAX_PENDING_CALLS + 5; i++) {
+      void page.engine.ingest([{ id: `d1#${i}`, source: 'd1', seq: i, ts: i, key: 'k', value: 1 }]).catch(() => {})
+      page.engine.tick().catch((e) => refused.push(e))
+    }
+    await world.run()
+    expect(refused.filter(isOverflowError).length).toBe(0)
+  })
+})
+
+describe('advanceWatermark(t); command(...) while batches wait on the page for credits', () => {
+  it('the command runs after the advance made before it', async () => {
+    const world = new World()
+    const host = world.host({ name: 'fleet', engine: options, log: false, credits: 10, commands: { watermark: (_p, { engine }) => engine.watermark() } })
+    const page = world.page(() => host)
+    await world.run()
+    await page.engine.ready
+    for (const from of [1, 11, 21]) void page.engine.ingest(readings('d1', from, 10))
+    const advanced = page.engine.advanceWatermark(40_000)
+    const seen = page.engine.command('watermark')
+    await world.run()
+    await advanced
+    expect(await seen).toBe(40_000)
   })
 })

@@ -41,6 +41,12 @@ export class HostCalls {
   readonly #merging = new Map<MergedOp, number>()
   #next = 1
 
+  /** True when a call waits on the page unsent (for a host, or held among batches): a later call must not pass it. */
+  get waiting(): boolean {
+    for (const call of this.#calls.values()) if (!call.sent) return true
+    return false
+  }
+
   /** Calls not yet answered. */
   get pending(): number {
     return this.#calls.size
@@ -54,7 +60,12 @@ export class HostCalls {
     const joined = link === null ? this.#join(call, after) : null
     if (joined !== null) return joined
     const full = this.#full()
-    if (full !== null) return Promise.reject(full)
+    if (full !== null) {
+      // At the bound a waiting tick or advance still joins the last one of its op, which moves
+      // past the batches between them: waiting ticks and advances never reach the bound alone.
+      const merged = link === null ? this.#join(call, after, true) : null
+      return merged ?? Promise.reject(full)
+    }
     return new Promise((resolve, reject) => {
       const req = this.#next++
       const pending: PendingCall = { call, retry, waiters: [{ resolve, reject }], sent: false, after }
@@ -118,12 +129,12 @@ export class HostCalls {
   }
 
   /** Joins `call` to the waiting call of its op, if it merges and there is one; returns its promise. */
-  #join(call: HostCall, after: number): Promise<unknown> | null {
+  #join(call: HostCall, after: number, pastBatches = false): Promise<unknown> | null {
     if (call.op !== 'tick' && call.op !== 'advance') return null
     const req = this.#merging.get(call.op)
     const into = req === undefined ? undefined : this.#calls.get(req)
     // Only calls with no batch made between them merge: a merged call must not pass a batch.
-    if (into === undefined || into.sent || into.after !== after) return null
+    if (into === undefined || into.sent || (into.after !== after && !pastBatches)) return null
     // One advance to the highest time answers every advance merged into it; one tick, every tick.
     if (call.op === 'advance' && into.call.op === 'advance' && call.to > into.call.to) into.call = call
     into.after = Math.max(into.after, after)

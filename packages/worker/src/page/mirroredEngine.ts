@@ -234,7 +234,8 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
 
   command(name: string, payload?: unknown): Promise<unknown> {
     if (typeof name !== 'string') return Promise.reject(new TypeError(`command needs a name (a string), got ${typeof name}`))
-    return this.#call({ op: 'command', name, payload }, false)
+    // Behind a call held among waiting batches, as the app made them.
+    return this.#call({ op: 'command', name, payload }, false, this.#queue.lastReq, this.#calls.waiting)
   }
 
   recovery(): RecoveryReport | null {
