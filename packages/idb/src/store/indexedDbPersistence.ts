@@ -10,7 +10,6 @@ import type {
   ArchiveQuery,
   Checkpoint,
   CheckpointPolicy,
-  CorruptRecord,
   Persistence,
   PersistenceStats,
   RecoveredLog,
@@ -19,7 +18,8 @@ import { markClosed, markOpen } from './openDatabases.ts'
 import { isQuotaExceeded, QuotaError } from './quotaError.ts'
 import { encodeWalRecord } from '../wal/walCodec.ts'
 import { WalCatalog } from '../wal/walCatalog.ts'
-import { isLsn, readCheckpoint, strayRecord } from '../wal/walRecovery.ts'
+import { isLsn } from '../wal/walRecovery.ts'
+import { readStoredLog, type StrayKey } from './storedLog.ts'
 
 /** An encoded record waiting for its transaction. */
 interface PendingAppend {
@@ -99,7 +99,7 @@ class IndexedDbPersistence implements Persistence {
   /** The lsn of a finish of the claim's source whose record failed: durable with the first checkpoint past it, which retires the claim. */
   #failedFinish: number | null = null
   /** Records `open()` found where this library never leaves one (reported corrupt), by store: the next checkpoint deletes them by key. */
-  #strays: { readonly store: LogStore; readonly key: IDBValidKey }[] = []
+  #strays: readonly StrayKey[] = []
 
   constructor(options: IndexedDbPersistenceOptions, factory: IDBFactory, checkpointEvery: CheckpointPolicy) {
     this.#name = options.name
@@ -281,58 +281,11 @@ class IndexedDbPersistence implements Persistence {
   }
 
   async #recover(db: IDBDatabase): Promise<RecoveredLog> {
-    const tx = db.transaction(['checkpoints', 'wal', 'meta', 'lateLane', 'archive'], 'readonly')
-    const done = committed(tx)
-    const checkpoints = tx.objectStore('checkpoints')
-    const corrupt: CorruptRecord[] = []
-    let checkpoint: Checkpoint | null = null
-    const storedCheckpointKeys = await requested(checkpoints.getAllKeys())
-    const checkpointKeys = storedCheckpointKeys.filter(isLsn)
-    // Damaged ones included: this handle knows of them, so a checkpoint of its own may replace them.
-    this.#newestCheckpoint = checkpointKeys.at(-1) ?? 0
-    for (let k = checkpointKeys.length - 1; k >= 0 && checkpoint === null; k--) {
-      const key = checkpointKeys[k] as number
-      this.#catalog.observeLsn(key)
-      const read = readCheckpoint({ key, value: await requested(checkpoints.get(key)) })
-      if (read.ok) checkpoint = read.checkpoint
-      else corrupt.push(read.corrupt)
-    }
-    const checkpointLsn = checkpoint?.upToLsn ?? 0
-    const wal = tx.objectStore('wal')
-    const metaStore = tx.objectStore('meta')
-    const laneStore = tx.objectStore('lateLane')
-    const [walKeys, metaValues, metaKeys, laneKeys, laneValues, archiveKeys] = await Promise.all([
-      requested(wal.getAllKeys()),
-      requested(metaStore.getAll()),
-      requested(metaStore.getAllKeys()),
-      requested(laneStore.getAllKeys()),
-      requested(laneStore.getAll()),
-      this.#catalog.archiving ? requested(tx.objectStore('archive').getAllKeys()) : [],
-    ])
-    // The tail: the records after the checkpoint. Anything else there is a stray (reported below).
-    const keys = walKeys.filter((key): key is number => isLsn(key) && key > checkpointLsn)
-    const strays = [
-      ...storedCheckpointKeys.filter((key) => !isLsn(key)).map((key) => ({ store: 'checkpoints' as const, key })),
-      ...walKeys.filter((key) => !isLsn(key) || key <= checkpointLsn).map((key) => ({ store: 'wal' as const, key })),
-    ]
-    // One get per record, all in flight at once: in Chromium about twice as fast as one getAll over tens of MB.
-    const values = await Promise.all(keys.map((key) => requested(wal.get(key))))
-    const strayValues = await Promise.all(strays.map(({ store, key }) => requested(tx.objectStore(store).get(key))))
-    await done
-    strays.forEach((stray, i) => {
-      corrupt.push(strayRecord(stray.store, { key: stray.key, value: strayValues[i] }, checkpointLsn))
-    })
-    this.#strays = strays
-    const meta = new Map<string, string>()
-    let storedEpoch: unknown
-    metaKeys.forEach((key, i) => {
-      const value = metaValues[i]
-      if (key === WRITER_EPOCH_KEY) storedEpoch = value
-      else if (typeof key === 'string' && typeof value === 'string') meta.set(key, value)
-    })
-    if (this.#epoch !== null && storedEpoch !== this.#epoch) throw new FencedError(this.#label(), this.#epoch, storedEpoch, 'open() refused')
-    const records = (storedKeys: IDBValidKey[], stored: unknown[]) => storedKeys.map((key, i) => ({ key: key as number, value: stored[i] }))
-    return this.#catalog.recovered({ checkpoint, wal: records(keys, values), lateLane: records(laneKeys, laneValues), archiveKeys, meta }, corrupt)
+    const stored = await readStoredLog(db, this.#catalog)
+    this.#newestCheckpoint = stored.newestCheckpoint
+    this.#strays = stored.strays
+    if (this.#epoch !== null && stored.storedEpoch !== this.#epoch) throw new FencedError(this.#label(), this.#epoch, stored.storedEpoch, 'open() refused')
+    return this.#catalog.recovered(stored, stored.corrupt)
   }
 
   /**
