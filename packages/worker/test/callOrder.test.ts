@@ -7,30 +7,14 @@
  * as those, does not pass it.
  */
 import { describe, expect, it } from 'vitest'
-import { createEngine, type Engine, isOverflowError, manual, type StreamEvent, tumbling } from '@tidemark/engine'
+import { fewCredits, lateOf, options, readings, shown } from './callOrderWorld.ts'
+import { createEngine, isOverflowError, } from '@tidemark/engine'
 import { MAX_PENDING_CALLS } from '../src/page/hostCalls.ts'
 import { World } from './hostHarness.ts'
 
-/** Readings `from..from + count - 1` of `source`, one per second. */
-function readings(source: string, from: number, count: number): StreamEvent[] {
-  return Array.from({ length: count }, (_, i) => ({ id: `${source}#${from + i}`, source, seq: from + i, ts: (from + i) * 1_000, key: 'k', value: 1 }))
-}
-
-const options = { windows: tumbling(10_000), watermark: manual() }
-
-async function fewCredits() {
-  const world = new World()
-  // Few credits: the later batches wait on the page when the call is made.
-  const host = world.host({ name: 'fleet', engine: options, log: false, credits: 10 })
-  const page = world.page(() => host)
-  await world.run()
-  await page.engine.ready
-  return { world, page, engine: host.host.engine as Engine }
-}
-
 describe("a call after batches that wait on the page for credits", () => {
   it('advanceWatermark: the batches before it are counted in their windows, none late, as on an engine', async () => {
-    const { world, page, engine } = await fewCredits()
+    const { world, page, engine } = await fewCredits(10)
     const beside = createEngine(options)
     for (const from of [1, 11, 21]) {
       void page.engine.ingest(readings('d1', from, 10))
@@ -40,14 +24,13 @@ describe("a call after batches that wait on the page for credits", () => {
     beside.advanceWatermark(40_000)
     await world.run()
     await advanced
-    const shown = (e: Pick<Engine, 'results' | 'lateEvents'>) => ({ windows: e.results().map((r) => [r.start, r.count, r.status]), late: e.lateEvents().length })
     expect(shown(beside)).toEqual({ windows: [[0, 9, 'on_time'], [10_000, 10, 'on_time'], [20_000, 10, 'on_time'], [30_000, 1, 'on_time']], late: 0 })
     expect(shown(engine)).toEqual(shown(beside))
     expect(shown(page.engine)).toEqual(shown(beside))
   })
 
   it("nextSeq: answers past the seqs of the batches before it", async () => {
-    const { world, page } = await fewCredits()
+    const { world, page } = await fewCredits(10)
     for (const from of [1, 11, 21]) void page.engine.ingest(readings('d1', from, 10))
     const next = page.engine.nextSeq('d1')
     await world.run()
@@ -55,7 +38,7 @@ describe("a call after batches that wait on the page for credits", () => {
   })
 
   it('a call with no batch waiting is sent at once: a batch ingested after it reaches the host after it', async () => {
-    const { world, page, engine } = await fewCredits()
+    const { world, page, engine } = await fewCredits(10)
     const advanced = page.engine.advanceWatermark(20_000)
     void page.engine.ingest(readings('d1', 1, 5))
     await world.run()
@@ -67,12 +50,7 @@ describe("a call after batches that wait on the page for credits", () => {
 
 describe('a call made while batches wait for credits, and a batch ingested after it', () => {
   it('advanceWatermark: the batch ingested after the call is late, as on an engine beside the app', async () => {
-    const world = new World()
-    const host = world.host({ name: 'fleet', engine: options, log: false, credits: 20 })
-    const page = world.page(() => host)
-    await world.run()
-    await page.engine.ready
-    const engine = host.host.engine as Engine
+    const { world, page, engine } = await fewCredits(20)
     const beside = createEngine(options)
     // 20 events take every credit; the next 5 wait on the page.
     const before = [readings('d1', 1, 20), readings('d1', 21, 5)]
@@ -88,17 +66,12 @@ describe('a call made while batches wait for credits, and a batch ingested after
     beside.ingest(after)
     await world.run()
     await advanced
-    const lateOf = (e: Pick<Engine, 'lateEvents'>, source: string) => e.lateEvents().filter((l) => l.event.source === source).length
     expect(lateOf(beside, 'd2')).toBe(5)
     expect(lateOf(engine, 'd2')).toBe(lateOf(beside, 'd2'))
   })
 
   it('nextSeq: does not answer past the seqs of a batch ingested after the call', async () => {
-    const world = new World()
-    const host = world.host({ name: 'fleet', engine: options, log: false, credits: 20 })
-    const page = world.page(() => host)
-    await world.run()
-    await page.engine.ready
+    const { world, page } = await fewCredits(20)
     void page.engine.ingest(readings('d1', 1, 20))
     void page.engine.ingest(readings('d1', 21, 5))
     const next = page.engine.nextSeq('d1')
@@ -109,12 +82,7 @@ describe('a call made while batches wait for credits, and a batch ingested after
   })
 
   it('two advances with a batch between them, made while batches wait: the batch is late for the first', async () => {
-    const world = new World()
-    const host = world.host({ name: 'fleet', engine: options, log: false, credits: 20 })
-    const page = world.page(() => host)
-    await world.run()
-    await page.engine.ready
-    const engine = host.host.engine as Engine
+    const { world, page, engine } = await fewCredits(20)
     void page.engine.ingest(readings('d1', 1, 20))
     void page.engine.ingest(readings('d1', 21, 5))
     const first = page.engine.advanceWatermark(40_000)
@@ -122,7 +90,7 @@ describe('a call made while batches wait for credits, and a batch ingested after
     const second = page.engine.advanceWatermark(50_000)
     await world.run()
     await Promise.all([first, second])
-    expect(engine.lateEvents().filter((l) => l.event.source === 'd2').length).toBe(5)
+    expect(lateOf(engine, 'd2')).toBe(5)
   })
 })
 

@@ -88,6 +88,8 @@ export class HostCalls {
    * batch not sent yet (Infinity: every call).
    */
   sendWaiting(link: HostLink, unsentFrom = Number.POSITIVE_INFINITY): void {
+    // Told before every batch the page sends: most often there is no call at all.
+    if (this.#calls.size === 0) return
     for (const [req, call] of this.#calls) {
       if (call.sent || call.after >= unsentFrom) continue
       this.#send(link, req, call)

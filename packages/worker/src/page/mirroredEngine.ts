@@ -16,6 +16,7 @@ import {
   errorFromWire,
 } from '../protocol/messages.ts'
 import { rowsProblem } from '../protocol/windowRows.ts'
+import { drainForClose } from './closeDrain.ts'
 import { HostCalls } from './hostCalls.ts'
 import type { HostConnector, HostLink, LinkSink } from './hostLink.ts'
 import { IngestQueue } from './ingestQueue.ts'
@@ -46,8 +47,7 @@ export interface MirroredEngineOptions {
 
 const NO_HISTORY: readonly WindowResult[] = Object.freeze([])
 const CLOSED = 'the remote engine is closed'
-/** How long `close()` waits for a host while none serves the page (counted again each time one goes away). */
-export const CLOSE_WAIT_MS = 10_000
+export { CLOSE_WAIT_MS } from './closeDrain.ts'
 
 /**
  * The `RemoteEngine` behind `connectEngine`: the page's mirror of the host engine, fed by
@@ -213,16 +213,16 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
 
   nextSeq(source: string): Promise<number> {
     if (typeof source !== 'string') return Promise.reject(new TypeError(`nextSeq needs a source name (a string), got ${typeof source}`))
-    return this.#afterBatches({ op: 'nextSeq', source }) as Promise<number>
+    return this.#call({ op: 'nextSeq', source }, true, this.#queue.waiting) as Promise<number>
   }
 
   async advanceWatermark(t: number): Promise<void> {
     if (typeof t !== 'number' || Number.isNaN(t)) throw new RangeError(`advanceWatermark needs a number, got ${String(t)}`)
-    await this.#afterBatches({ op: 'advance', to: t })
+    await this.#call({ op: 'advance', to: t }, true, this.#queue.waiting)
   }
 
   async tick(): Promise<void> {
-    await this.#afterBatches({ op: 'tick' })
+    await this.#call({ op: 'tick' }, true, this.#queue.waiting)
   }
 
   async finishSource(source: string): Promise<void> {
@@ -235,7 +235,7 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
   command(name: string, payload?: unknown): Promise<unknown> {
     if (typeof name !== 'string') return Promise.reject(new TypeError(`command needs a name (a string), got ${typeof name}`))
     // Behind a call held among waiting batches, as the app made them.
-    return this.#call({ op: 'command', name, payload }, false, this.#queue.lastReq, this.#calls.waiting)
+    return this.#call({ op: 'command', name, payload }, false, this.#calls.waiting)
   }
 
   recovery(): RecoveryReport | null {
@@ -313,7 +313,10 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
     this.#closing = true
     const closing = new Error(CLOSED)
     this.#queue.stopAccepting(closing)
-    await this.#drainForClose()
+    const drain = drainForClose(this.#queue, this.#options.clock, () => this.#welcomed, CLOSED)
+    this.#closeWatch = drain.watch
+    await drain.drained
+    this.#closeWatch = null
     this.#setConnection({ state: 'closed', leader: false, reason: null })
     this.#queue.close(closing)
     this.#calls.rejectAll(closing)
@@ -325,45 +328,6 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
   }
 
   // ---- internals ----
-
-  /**
-   * Resolves once every batch of this page is durable or failed. While a host serves the page
-   * it waits for that host; while none does (a takeover under way), it waits up to
-   * `CLOSE_WAIT_MS` for the next one, and past that rejects the batches still pending, saying
-   * of each whether it may be in the log (a host it was sent to went away before saying) or is
-   * not (it never reached one). A page that failed has rejected them already.
-   */
-  #drainForClose(): Promise<void> {
-    const { clock } = this.#options
-    return new Promise((resolve) => {
-      let timer: unknown = null
-      const stopTimer = (): void => {
-        if (timer !== null) clock.clearTimeout(timer)
-        timer = null
-      }
-      const watch = (): void => {
-        if (this.#welcomed) {
-          stopTimer()
-          return
-        }
-        timer ??= clock.setTimeout(() => {
-          timer = null
-          const gaveUp = `${CLOSED}: no host served this page within ${CLOSE_WAIT_MS} ms of close()`
-          this.#queue.close(
-            new Error(`${gaveUp}; this batch never reached a host: not in the log`),
-            new Error(`${gaveUp}; this batch's host went away before saying it was durable: it may be in the log (nextSeq(source) tells)`),
-          )
-        }, CLOSE_WAIT_MS)
-      }
-      this.#closeWatch = watch
-      void this.#queue.drained().then(() => {
-        stopTimer()
-        this.#closeWatch = null
-        resolve()
-      })
-      watch()
-    })
-  }
 
   #welcome(link: HostLink, welcome: WelcomeMessage): void {
     const problem = welcomeProblem(welcome, this.#options.aggregates)
@@ -434,20 +398,16 @@ export class MirroredEngine implements RemoteEngine, LinkSink {
   }
 
   /**
-   * A repeatable call that reaches the host between the batches as they were made, as on an
-   * engine beside the app: sent at once when no batch waits on the page (through the port the
-   * batches took); else it waits among them, and the queue sends it (`unsentFrom`) right before
-   * the first batch made after it.
+   * A call to the host in its place among the batches, as on an engine beside the app: sent at
+   * once (through the port the batches took), or, with `hold` (batches or calls made before it
+   * wait on the page), kept among them; the queue sends it (`unsentFrom`) right before the first
+   * batch made after it.
    */
-  #afterBatches(call: HostCall): Promise<unknown> {
-    return this.#call(call, true, this.#queue.lastReq, this.#queue.waiting)
-  }
-
-  #call(call: HostCall, retry: boolean, after = this.#queue.lastReq, hold = false): Promise<unknown> {
+  #call(call: HostCall, retry: boolean, hold = false): Promise<unknown> {
     const state = this.#connection.state
     if (state === 'closed') return Promise.reject(new Error(CLOSED))
     if (state === 'failed') return Promise.reject(this.#failure)
-    return this.#calls.add(call, retry, this.#welcomed && !hold ? this.#link : null, after)
+    return this.#calls.add(call, retry, this.#welcomed && !hold ? this.#link : null, this.#queue.lastReq)
   }
 
   #setConnection(change: Partial<WorkerConnection>): void {
