@@ -1201,7 +1201,35 @@ describe('bad-input catalogue: aggregates', () => {
     })
     expect(() => shy.ingest([{ id: 'a', source: 's', seq: 1, ts: 1, value: 1 }])).toThrow(/^engine stopped: aggregate "shy" \(shy\): result threw camera shy\./)
     expect(() => shy.tick()).toThrow(/^engine stopped: aggregate "shy" \(shy\): result threw camera shy\./)
-    return 3
+    // An encode that throws while the batch's cells go to peers stops it too: peers would never get them.
+    const mute = createEngine({
+      windows: tumbling(10),
+      watermark: manual(),
+      aggregates: {
+        mute: defineAggregate({
+          name: 'mute',
+          init: () => 0,
+          add: (n: number, x: number) => n + x,
+          merge: (a: number, b: number) => a + b,
+          result: (n: number) => n,
+          encode: (n: number) => {
+            if (n > 10) throw new Error('too loud')
+            return new Uint8Array([n])
+          },
+          decode: (bytes: Uint8Array) => bytes[0] ?? 0,
+        }),
+      },
+    })
+    const written: number[] = []
+    mute.replica.onLocalWrite((write) => written.push(write.cells.length))
+    const heard: number[] = []
+    mute.subscribe((changes) => heard.push(changes.length))
+    mute.ingest([{ id: 'a', source: 's', seq: 1, ts: 1, value: 1 }])
+    const muted = /^engine stopped: aggregate "mute" \(mute\): encode threw too loud\./
+    expect(() => mute.ingest([{ id: 'b', source: 's', seq: 2, ts: 2, value: 20 }])).toThrow(muted)
+    expect(() => mute.ingest([{ id: 'c', source: 's', seq: 3, ts: 3, value: 1 }])).toThrow(muted)
+    expect({ written, heard }).toEqual({ written: [1], heard: [1] })
+    return 4
   })
 
   row('B45', 'listeners that are not functions; replica.reportAnomaly with an unknown reason', () => {

@@ -74,7 +74,7 @@ export class AggregateSet {
     if (names.length > MAX_AGGREGATES) throw new RangeError(`aggregates: at most ${MAX_AGGREGATES}, got ${names.length}`)
     for (const name of names) {
       const a = (given as Record<string, unknown>)[name] as Partial<Record<string, unknown>> | null
-      if (name.length > 100) throw new RangeError(`aggregates: a name must be 1 to 100 characters, got ${name.length}`)
+      if (name.length === 0 || name.length > 100) throw new RangeError(`aggregates: a name must be 1 to 100 characters, got ${name.length}`)
       const missing = typeof a === 'object' && a !== null ? FUNCTIONS.find((f) => typeof a[f] !== 'function') : 'an aggregate'
       if (missing !== undefined || typeof a?.configuration !== 'string') {
         throw new TypeError(`aggregates.${name} must be made by quantiles, distinct, latest, histogram or defineAggregate (${missing ?? 'configuration'} is missing)`)
@@ -176,8 +176,18 @@ export class AggregateSet {
     return out
   }
 
+  /** The states' encodings (the empty states' for null); throws naming the aggregate whose `encode` threw. */
   encode(states: States | null): Uint8Array[] {
-    return states === null ? [...this.empty] : this.list.map((a, i) => a.encode(states[i]))
+    if (states === null) return [...this.empty]
+    let i = 0
+    try {
+      return this.list.map((a, j) => {
+        i = j
+        return a.encode(states[j])
+      })
+    } catch (error) {
+      throw this.#threw(i, 'encode', error)
+    }
   }
 
   /** States from their encodings; throws a RangeError naming the aggregate and the problem. */

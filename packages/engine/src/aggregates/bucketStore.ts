@@ -1,3 +1,4 @@
+import { addBucketCounts } from './bucketCount.ts'
 import type { ByteReader } from './byteReader.ts'
 import type { ByteWriter } from './byteWriter.ts'
 
@@ -47,7 +48,7 @@ export function addToStore(store: BucketStore, key: number, count: number, limit
       counts.splice(0, drop)
       store.offset = cutoff
       if (counts.length === 0) counts.push(0)
-      counts[0] = (counts[0] as number) + moved
+      counts[0] = addBucketCounts(counts[0] as number, moved)
     }
     while (store.offset + counts.length <= key) counts.push(0)
   } else if (key < store.offset) {
@@ -58,7 +59,7 @@ export function addToStore(store: BucketStore, key: number, count: number, limit
     }
     key = low
   }
-  counts[key - store.offset] = (counts[key - store.offset] as number) + count
+  counts[key - store.offset] = addBucketCounts(counts[key - store.offset] as number, count)
 }
 
 /**
@@ -105,7 +106,7 @@ export function mergeStoreInto(into: BucketStore, from: BucketStore, limit: numb
     for (let i = 0; i < drop; i++) moved += counts[i] as number
     counts.splice(0, drop)
     if (counts.length === 0) counts.push(0)
-    counts[0] = (counts[0] as number) + moved
+    counts[0] = addBucketCounts(counts[0] as number, moved)
   }
   while (low + counts.length <= top) counts.push(0)
   let i = 0
@@ -114,11 +115,11 @@ export function mergeStoreInto(into: BucketStore, from: BucketStore, limit: numb
     const below = Math.min(cutoff - from.offset, n)
     let moved = 0
     for (; i < below; i++) moved += source[i] as number
-    counts[0] = (counts[0] as number) + moved
+    counts[0] = addBucketCounts(counts[0] as number, moved)
   }
-  // The rest add slot by slot, at a fixed distance (no branch per bucket: adding a zero changes nothing).
+  // The rest add slot by slot, at a fixed distance (adding a zero changes nothing).
   const shift = from.offset - low
-  for (; i < n; i++) counts[i + shift] = (counts[i + shift] as number) + (source[i] as number)
+  for (; i < n; i++) counts[i + shift] = addBucketCounts(counts[i + shift] as number, source[i] as number)
   into.offset = low
 }
 

@@ -1,11 +1,13 @@
 /**
- * `histogram({ bounds, of })`: counts of a window's values in fixed buckets. Counts add, so
- * merge is a commutative monoid (exact in any order; not idempotent).
+ * `histogram({ bounds, of })`: counts of a window's values in fixed buckets. Counts add,
+ * saturating at 2^53 − 1 (`addBucketCounts`), so merge is a commutative monoid (exact in any
+ * order; not idempotent).
  *
  * Encoding (format 1): the format byte `0x48`, the number of buckets (varint, bounds.length + 1,
  * checked), then each count (varint). Decode checks the format byte, the bucket count, each count
- * and the total against 2^53 − 1, and that no byte trails.
+ * against 2^53 − 1, and that no byte trails.
  */
+import { addBucketCounts, MAX_BUCKET_COUNT } from './bucketCount.ts'
 import { exactAggregate } from './aggregateSet.ts'
 import type { StreamEvent } from '../core/event.ts'
 import type { Aggregate } from './aggregate.ts'
@@ -70,12 +72,12 @@ export function histogram(options: HistogramOptions): Aggregate<number[], number
         if (x <= (edges[mid] as number)) hi = mid
         else lo = mid + 1
       }
-      s[lo] = (s[lo] as number) + 1
+      s[lo] = addBucketCounts(s[lo] as number, 1)
       return s
     },
-    merge: (a, b) => a.map((c, i) => c + (b[i] as number)),
+    merge: (a, b) => a.map((c, i) => addBucketCounts(c, b[i] as number)),
     mergeInto(into, from) {
-      for (let i = 0; i < into.length; i++) into[i] = (into[i] as number) + (from[i] as number)
+      for (let i = 0; i < into.length; i++) into[i] = addBucketCounts(into[i] as number, from[i] as number)
       return into
     },
     result: (s) => s.slice(),
@@ -85,14 +87,9 @@ export function histogram(options: HistogramOptions): Aggregate<number[], number
       r.format(FORMAT)
       const n = r.varint('bucket count', size)
       if (n !== size) throw r.fail(`${n} buckets, expected ${size} (bounds.length + 1)`)
+      // Each count is at most 2^53 - 1 (they saturate there); their total may pass it.
       const s: number[] = []
-      let total = 0
-      for (let i = 0; i < n; i++) {
-        const c = r.varint('count', Number.MAX_SAFE_INTEGER)
-        total += c
-        s.push(c)
-      }
-      if (total > Number.MAX_SAFE_INTEGER) throw r.fail(`total count ${total} exceeds 2^53 - 1`)
+      for (let i = 0; i < n; i++) s.push(r.varint('count', MAX_BUCKET_COUNT))
       r.end()
       return s
     },

@@ -4,8 +4,8 @@
  *
  * State: a count of zeros, the exact minimum and maximum, and two bucket stores (positive
  * values by `bucketKey(x)`, negative values by `−bucketKey(−x)`, so both stores list values in
- * ascending order of key). Counts are integers that add, so merge is a commutative monoid,
- * exact in any order; not idempotent. Each store keeps at most `maxBuckets` keys, collapsing its
+ * ascending order of key). Counts are integers that add, saturating at 2^53 − 1
+ * (`addBucketCounts`), so merge is a commutative monoid, exact in any order; not idempotent. Each store keeps at most `maxBuckets` keys, collapsing its
  * lowest keys (the smallest positive values, the most negative values) by the rule in
  * bucketStore.ts, which does not depend on the order of adds and merges either.
  *
@@ -23,6 +23,7 @@
  * at most `maxBuckets` keys, keys within the mapping's range, counts ≥ 1, a total below 2^53),
  * finite `min ≤ max` lying in the lowest and highest non-empty buckets, no -0 and no trailing byte.
  */
+import { addBucketCounts } from './bucketCount.ts'
 import { exactAggregate } from './aggregateSet.ts'
 import type { StreamEvent } from '../core/event.ts'
 import type { Aggregate } from './aggregate.ts'
@@ -124,20 +125,20 @@ export function quantiles(options: QuantilesOptions): Aggregate<QuantileSketch, 
       if (x === 0) x = 0 // -0 and 0 are one value: the minimum's bits must not depend on which came first
       if (x >= MIN_NORMAL) addToStore(s.positive, bucketKey(x, multiplier), 1, limit)
       else if (x <= -MIN_NORMAL) addToStore(s.negative, -bucketKey(-x, multiplier), 1, limit)
-      else s.zero++
+      else s.zero = addBucketCounts(s.zero, 1)
       if (x < s.min) s.min = x
       if (x > s.max) s.max = x
       return s
     },
     merge: (a, b) => ({
-      zero: a.zero + b.zero,
+      zero: addBucketCounts(a.zero, b.zero),
       min: Math.min(a.min, b.min),
       max: Math.max(a.max, b.max),
       positive: mergeStores(a.positive, b.positive, limit),
       negative: mergeStores(a.negative, b.negative, limit),
     }),
     mergeInto(into, from) {
-      into.zero += from.zero
+      into.zero = addBucketCounts(into.zero, from.zero)
       if (from.min < into.min) into.min = from.min
       if (from.max > into.max) into.max = from.max
       mergeStoreInto(into.positive, from.positive, limit)
@@ -152,10 +153,10 @@ export function quantiles(options: QuantilesOptions): Aggregate<QuantileSketch, 
       const zero = r.varint('count of zeros', Number.MAX_SAFE_INTEGER)
       const negative = decodeStore(r, 'negative', limit, keyLimit)
       const positive = decodeStore(r, 'positive', limit, keyLimit)
+      // Each count is at most 2^53 - 1 (they saturate there); their total may pass it.
       let n = zero
       for (const c of negative.counts) n += c
       for (const c of positive.counts) n += c
-      if (n > Number.MAX_SAFE_INTEGER) throw r.fail(`total count ${n} exceeds 2^53 - 1`)
       const s: QuantileSketch = { zero, min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY, positive, negative }
       if (n > 0) {
         s.min = r.float64('minimum')

@@ -405,10 +405,11 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
    * triggers on a tick), purge dedup memory when due, publish to peers, then one notification.
    */
   #settle(batch: BatchFrontiers | null, now: number, tick: boolean, quiet?: boolean): void {
-    // User code (an aggregate's merge or result) may throw partway through the panes.
+    // User code (an aggregate's merge or result) may throw partway through the panes; its encode
+    // while the outbox hands the batch's cells to peers.
     const changes = this.#liveness.guard(() => this.#lifecycle.settle(now, tick))
     if (batch !== null && this.#dedup.due) this.#dedup.purge(this.#indexes, this.#frontiers, batch)
-    this.#outbox.flush()
+    this.#liveness.guard(() => this.#outbox.flush())
     this.#feed.publish(changes, quiet)
   }
 

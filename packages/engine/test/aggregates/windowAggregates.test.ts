@@ -452,6 +452,8 @@ describe('aggregates in windows', () => {
     expect(createEngine({ windows: tumbling(10), aggregates: {} }).replica.configuration).toBe(createEngine({ windows: tumbling(10) }).replica.configuration)
     expect(() => createEngine({ windows: tumbling(10), aggregates: { p: { name: 'p' } } as never })).toThrow(/aggregates\.p must be made by quantiles/)
     expect(() => createEngine({ windows: tumbling(10), aggregates: [] as never })).toThrow(/aggregates must be an object/)
+    expect(() => createEngine({ windows: tumbling(10), aggregates: { '': latest() } })).toThrow(/aggregates: a name must be 1 to 100 characters, got 0/)
+    expect(() => createEngine({ windows: tumbling(10), aggregates: { ['n'.repeat(101)]: latest() } })).toThrow(/a name must be 1 to 100 characters, got 101/)
   })
 
   it('a user aggregate whose merge rounds (a float sum) gives every path the same bits', () => {
