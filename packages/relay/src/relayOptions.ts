@@ -56,6 +56,14 @@ export interface RelayLimits {
    * the other rooms. Default 256 KiB.
    */
   readonly updateBytesPerSecond: number
+  /**
+   * Bytes queued for one socket (what the relay sent it and its peer has not read yet) past which
+   * the socket is cut as `slow-reader`. Past half of it the relay stops reading the socket until
+   * what is queued drains, so what a client asks for (a room's whole state at each join) waits on
+   * what it reads; what its rooms' other clients write still queues. At least 2 × `maxRoomBytes`
+   * (a join's state, sent whole, must fit above the half). Default 4 × `maxRoomBytes` (64 MiB).
+   */
+  readonly maxQueuedBytes: number
 }
 
 /**
@@ -76,6 +84,7 @@ export const DEFAULT_LIMITS: RelayLimits = {
   authTimeoutMs: 10_000,
   partStallMs: 30_000,
   updateBytesPerSecond: 256 << 10,
+  maxQueuedBytes: 64 << 20,
 }
 
 /**
@@ -245,6 +254,18 @@ export function roomsPerSubjectFor(maxRooms: number): number {
   return Math.max(1, Math.floor(maxRooms / 4))
 }
 
+/**
+ * The default `maxQueuedBytes` for a relay whose rooms hold at most `maxRoomBytes`: four rooms'
+ * worth, so a reader whose reading stopped at half of it still takes a whole room's state at a
+ * join, with as much again of its rooms' updates.
+ *
+ * @example
+ * queuedBytesFor(16 << 20) // 67108864
+ */
+export function queuedBytesFor(maxRoomBytes: number): number {
+  return Math.min(Number.MAX_SAFE_INTEGER, 4 * maxRoomBytes)
+}
+
 function positiveInteger(value: unknown, name: string, min = 1): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) throw new RangeError(`startRelay: ${name} must be an integer >= ${min}, got ${String(value)}`)
   return value
@@ -293,9 +314,16 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
   }
   const given = { ...DEFAULT_LIMITS, ...options.limits }
   for (const [name, value] of Object.entries(given)) (TIME_OPTIONS.has(name) ? duration : positiveInteger)(value, `limits.${name}`)
-  const limits: RelayLimits = options.limits?.maxRoomsPerSubject === undefined ? { ...given, maxRoomsPerSubject: roomsPerSubjectFor(given.maxRooms) } : given
+  const limits: RelayLimits = {
+    ...given,
+    maxRoomsPerSubject: options.limits?.maxRoomsPerSubject ?? roomsPerSubjectFor(given.maxRooms),
+    maxQueuedBytes: options.limits?.maxQueuedBytes ?? queuedBytesFor(given.maxRoomBytes),
+  }
   if (limits.maxRoomsPerSubject > limits.maxRooms) {
     throw new RangeError(`startRelay: limits.maxRoomsPerSubject must be at most limits.maxRooms (${limits.maxRooms}), got ${limits.maxRoomsPerSubject}`)
+  }
+  if (limits.maxQueuedBytes < 2 * limits.maxRoomBytes) {
+    throw new RangeError(`startRelay: limits.maxQueuedBytes must be at least 2 × limits.maxRoomBytes (${2 * limits.maxRoomBytes}), got ${limits.maxQueuedBytes}`)
   }
   const persistence = { ...DEFAULT_PERSISTENCE, ...options.persistence }
   for (const [name, value] of Object.entries(persistence)) (TIME_OPTIONS.has(name) ? duration : positiveInteger)(value, `persistence.${name}`)

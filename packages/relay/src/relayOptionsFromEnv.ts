@@ -43,6 +43,7 @@ export const LIMIT_VARIABLES: Readonly<Record<keyof RelayLimits, string>> = {
   authTimeoutMs: 'TIDEMARK_AUTH_TIMEOUT_MS',
   partStallMs: 'TIDEMARK_PART_STALL_MS',
   updateBytesPerSecond: 'TIDEMARK_UPDATE_BYTES_PER_SECOND',
+  maxQueuedBytes: 'TIDEMARK_MAX_QUEUED_BYTES',
 }
 
 const LOG_LEVELS: readonly RelayLogLevel[] = ['info', 'warn', 'error']
@@ -151,6 +152,10 @@ export function relayOptionsFromEnv(env: Readonly<Record<string, string | undefi
   const maxRooms = limits.maxRooms ?? DEFAULT_LIMITS.maxRooms
   if (limits.maxRoomsPerSubject !== undefined && limits.maxRoomsPerSubject > maxRooms) {
     throw new RelayConfigError('TIDEMARK_MAX_ROOMS_PER_SUBJECT', `must be at most TIDEMARK_MAX_ROOMS (${maxRooms}), got ${limits.maxRoomsPerSubject}`)
+  }
+  const maxRoomBytes = limits.maxRoomBytes ?? DEFAULT_LIMITS.maxRoomBytes
+  if (limits.maxQueuedBytes !== undefined && limits.maxQueuedBytes < 2 * maxRoomBytes) {
+    throw new RelayConfigError('TIDEMARK_MAX_QUEUED_BYTES', `must be at least 2 × TIDEMARK_MAX_ROOM_BYTES (${2 * maxRoomBytes}), got ${limits.maxQueuedBytes}`)
   }
   const writeWindowMs = integer(env, 'TIDEMARK_STORE_DEBOUNCE_MS', 1, MAX_TIMER_MS)
   const level = env.TIDEMARK_LOG === undefined || env.TIDEMARK_LOG === '' ? 'warn' : env.TIDEMARK_LOG

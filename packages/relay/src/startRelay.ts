@@ -19,7 +19,7 @@ import { relayHttp } from './http/relayHttp.ts'
 import { RelayMetrics } from './metrics/relayMetrics.ts'
 import { installProcessBackstop } from './processBackstop.ts'
 import { describeError } from './relayLog.ts'
-import { type RelayOptions, resolveRelayOptions } from './relayOptions.ts'
+import { GLOBAL_TIMERS, type RelayOptions, resolveRelayOptions } from './relayOptions.ts'
 import { IdleRooms } from './rooms/idleRooms.ts'
 import { RoomSizes } from './rooms/roomSizes.ts'
 import { GuardedRedis } from './scaleout/guardedRedis.ts'
@@ -176,7 +176,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
           log('info', `closed a socket: too-large (a message over ${o.limits.maxMessageBytes} bytes)`)
         }
       })
-      const guard = new SocketGuard(ws, { ...o.limits, pingTimeoutMs: hocuspocus.configuration.timeout }, metrics, o.timers, log, socket as Socket)
+      const guard = new SocketGuard(ws, { ...o.limits, pingTimeoutMs: hocuspocus.configuration.timeout }, metrics, o.timers, log, socket as Socket, GLOBAL_TIMERS)
       guard.install()
       hocuspocus.handleConnection(ws, request, { socket: guard })
     })

@@ -140,10 +140,11 @@ describe('the Configuration table', () => {
   it('hands each limit variable to its limit', () => {
     const limitRows = rows.filter((row) => LIMIT_OF_VARIABLE.has(row.variable))
     expect(limitRows.map((row) => row.variable).sort()).toEqual(Object.values(LIMIT_VARIABLES).sort())
-    // A distinct value for each, TIDEMARK_MAX_ROOMS the largest (the rooms per subject may not pass it).
+    // A distinct value for each, TIDEMARK_MAX_ROOMS above the rooms per subject, and the queued
+    // bytes above twice the room bytes (neither may pass the other).
     const env: Record<string, string> = { TIDEMARK_AUTH_SECRET: SECRET_TEXT, TIDEMARK_STORE_DEBOUNCE_MS: '777', TIDEMARK_LOG: 'info' }
     limitRows.forEach(({ variable }, i) => {
-      env[variable] = String(variable === 'TIDEMARK_MAX_ROOMS' ? 9_999 : 1_001 + i)
+      env[variable] = String(variable === 'TIDEMARK_MAX_ROOMS' ? 9_999 : variable === 'TIDEMARK_MAX_QUEUED_BYTES' ? 99_999 : 1_001 + i)
     })
     const resolved = resolveRelayOptions(relayOptionsFromEnv(env))
     for (const { variable } of limitRows) expect(resolved.limits[LIMIT_OF_VARIABLE.get(variable) as keyof RelayLimits], variable).toBe(Number(env[variable]))

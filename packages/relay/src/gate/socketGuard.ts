@@ -8,11 +8,20 @@
  * at most `MAX_PENDING_ROOMS` are pending at once. A room's first frame need not be its Auth:
  * a Hocuspocus provider sends what it queued while offline as soon as the socket opens, at times
  * before its token; Hocuspocus queues those frames until the room opens.
+ *
+ * What the relay sends a socket is bounded too. `ws.send` queues without limit once the peer's
+ * TCP window is full, so a peer that reads slower than its rooms change would hold ever more of
+ * the relay's memory. Past half of `maxQueuedBytes` queued, the guard stops reading the socket
+ * until the queue drains (what the peer asks for, a room's state at each join, then waits on what
+ * it reads); past `maxQueuedBytes` the socket is cut. And a peer is alive while it answers pings
+ * or reads what was queued for it: a ping waits behind that queue, so on a slow link under a
+ * large backlog the pong comes late, and Hocuspocus, which counts pongs only, would close the
+ * rooms of a peer still reading its way through them.
  */
 import type WebSocket from 'ws'
 import type { RelayMetrics } from '../metrics/relayMetrics.ts'
 import { MESSAGE, readFrame } from '../protocol/relayFrame.ts'
-import type { SocketRefusalKind } from '../protocol/refusal.ts'
+import type { SocketCutKind, SocketRefusalKind } from '../protocol/refusal.ts'
 import type { RelayLog } from '../relayLog.ts'
 import type { RelayTimers } from '../relayOptions.ts'
 
@@ -31,6 +40,23 @@ export interface SocketGuardLimits {
    * leaves the socket, and every byte queued on it, open for as long as the peer's TCP stays up.
    */
   readonly pingTimeoutMs?: number
+  /**
+   * Bytes queued for the socket (what the relay sent and the peer has not taken yet, ws
+   * `bufferedAmount`) past which it is cut as `slow-reader`, and whose half stops the guard
+   * reading the socket until the queue drains. Unbounded without it.
+   */
+  readonly maxQueuedBytes?: number
+}
+
+/**
+ * The socket under the WebSocket (a `net.Socket`): the bytes it received (frames not yet read
+ * included), the bytes it took to write and those still waiting in it, and its `drain` event.
+ */
+export interface SocketTransport {
+  readonly bytesRead: number
+  readonly bytesWritten: number
+  readonly writableLength: number
+  once(event: 'drain', listener: () => void): unknown
 }
 
 const CLOSE_CODES: Record<SocketRefusalKind | 'malformed-message', number> = {
@@ -82,21 +108,35 @@ export class SocketGuard {
   #pending = 0
   #closing = false
   readonly #timers: RelayTimers
+  readonly #pingTimers: RelayTimers
   readonly #log: RelayLog
   #deadline: unknown
   #grace: unknown
   #liveness: unknown
   #ponged = true
+  /** Liveness checks in a row with no pong and nothing of a backlog read. */
+  #quiet = 0
+  /** Bytes the transport had written at the last liveness check, and whether the relay then had more queued for the peer. */
+  #written = 0
+  #backlog = false
+  /** Reading stopped until the queue drains. */
+  #held = false
+  readonly #emit: WebSocket['emit']
 
-  readonly #transport: { readonly bytesRead: number } | undefined
+  readonly #transport: SocketTransport | undefined
 
   /**
    * `timers`: where the authentication deadline and the closing grace period are armed (the
-   * relay's); `log`: where a refused socket is logged (`info`); `transport`: the socket under
-   * the WebSocket, which counts the bytes received.
+   * relay's); `log`: where a refused socket is logged (`info`); `transport`: the socket under the
+   * WebSocket, which counts the bytes received and written; `pingTimers`: where the liveness
+   * checks are armed (default `timers`). They must run on the clock Hocuspocus pings on (the
+   * real one), as they answer its pings for a peer reading a backlog, and read pongs that come
+   * in real time.
    */
-  constructor(ws: WebSocket, limits: SocketGuardLimits, metrics: RelayMetrics, timers: RelayTimers, log: RelayLog, transport?: { readonly bytesRead: number }) {
+  constructor(ws: WebSocket, limits: SocketGuardLimits, metrics: RelayMetrics, timers: RelayTimers, log: RelayLog, transport?: SocketTransport, pingTimers: RelayTimers = timers) {
     this.#ws = ws
+    this.#emit = ws.emit.bind(ws)
+    this.#pingTimers = pingTimers
     this.#transport = transport
     this.#limits = limits
     this.#metrics = metrics
@@ -107,42 +147,95 @@ export class SocketGuard {
   /** Starts guarding: filters `message` events and arms the authentication deadline. */
   install(): void {
     const ws = this.#ws
-    const emit = ws.emit.bind(ws)
+    const emit = this.#emit
     // Hocuspocus listens to `message` itself; filtering the event is the one way to keep a frame from it.
     ws.emit = ((event: string | symbol, ...args: unknown[]): boolean => {
       if (event === 'message' && !this.#admit(args[0])) return false
       return emit(event, ...args)
     }) as typeof ws.emit
+    const max = this.#limits.maxQueuedBytes
+    if (max !== undefined) {
+      // Everything the relay sends a socket (Hocuspocus' answers, updates, presence) goes through `send`.
+      const send = ws.send.bind(ws)
+      ws.send = ((...args: Parameters<typeof ws.send>): void => {
+        send(...args)
+        if (ws.bufferedAmount > max / 2) this.#pressed(max)
+      }) as typeof ws.send
+    }
     this.#deadline = this.#timers.setTimeout(() => this.close('auth-timeout'), this.#limits.authTimeoutMs)
     ws.once('close', () => this.#dispose())
     if (this.#limits.pingTimeoutMs !== undefined) {
       ws.on('pong', () => {
         this.#ponged = true
       })
-      this.#armLiveness(this.#limits.pingTimeoutMs)
+      this.#armLiveness(this.#limits.pingTimeoutMs / 2)
     }
   }
 
-  /** Every `ms`: a socket that answered no ping since the last check is cut; otherwise pinged again. */
+  /**
+   * Every `ms` (half Hocuspocus' timeout): the socket is pinged, and it is alive if it answered a
+   * ping since the last check, or took some of a backlog the relay had queued for it. Two checks
+   * in a row with neither (the timeout) cut it. A backlog taken counts as a pong for Hocuspocus
+   * too, as the pong waits behind it.
+   */
   #armLiveness(ms: number): void {
-    this.#liveness = this.#timers.setTimeout(() => {
+    this.#liveness = this.#pingTimers.setTimeout(() => {
       this.#liveness = undefined
       if (this.#closing) return
-      if (!this.#ponged) {
-        this.#log('info', `cut a socket: it answered no ping for ${ms} ms (${this.#ws.bufferedAmount} bytes queued for it)`)
-        this.#closing = true
-        this.#ws.terminate()
+      const ws = this.#ws
+      const queued = ws.bufferedAmount
+      const written = this.#transport === undefined ? 0 : this.#transport.bytesWritten - this.#transport.writableLength
+      // Bytes written while nothing waited prove nothing: a gone peer's kernel takes them too.
+      const read = this.#backlog && written > this.#written
+      this.#written = written
+      this.#backlog = queued > 0
+      if (read) this.#emit('pong', Buffer.alloc(0))
+      this.#quiet = this.#ponged || read ? 0 : this.#quiet + 1
+      this.#ponged = false
+      if (this.#quiet >= 2) {
+        this.#cut('unresponsive', `it answered no ping and read nothing for ${2 * ms} ms (${queued} bytes queued for it)`)
         return
       }
-      this.#ponged = false
+      if (this.#held && queued <= (this.#limits.maxQueuedBytes ?? 0) / 2) this.#release()
       try {
-        this.#ws.ping()
+        ws.ping()
       } catch {
-        this.#ws.terminate()
+        ws.terminate()
         return
       }
       this.#armLiveness(ms)
     }, ms)
+  }
+
+  /** More than half of `max` is queued for the socket: past `max` it is cut, otherwise it is no longer read until the queue drains. */
+  #pressed(max: number): void {
+    if (this.#closing) return
+    const queued = this.#ws.bufferedAmount
+    if (queued > max) {
+      this.#cut('slow-reader', `${queued} bytes queued for it, more than ${max}`)
+      return
+    }
+    if (this.#held) return
+    this.#held = true
+    this.#ws.pause()
+    if (this.#transport === undefined) return
+    this.#transport.once('drain', () => {
+      if (this.#held && !this.#closing) this.#release()
+    })
+  }
+
+  /** Reads the socket again. */
+  #release(): void {
+    this.#held = false
+    this.#ws.resume()
+  }
+
+  /** Cuts the socket at once (no close frame: it would wait behind what is queued), letting go what is queued for it. */
+  #cut(kind: SocketCutKind, why: string): void {
+    this.#closing = true
+    this.#metrics.refused(kind)
+    this.#log('info', `cut a socket (${kind}): ${why}`)
+    this.#ws.terminate()
   }
 
   /** A room of this socket passed authentication: the deadline no longer applies. */
@@ -236,7 +329,7 @@ export class SocketGuard {
     this.authenticated()
     if (this.#grace !== undefined) this.#timers.clearTimeout(this.#grace)
     this.#grace = undefined
-    if (this.#liveness !== undefined) this.#timers.clearTimeout(this.#liveness)
+    if (this.#liveness !== undefined) this.#pingTimers.clearTimeout(this.#liveness)
     this.#liveness = undefined
     this.#closing = true
   }

@@ -54,12 +54,22 @@ export type OpenRefusalKind =
 export type SocketRefusalKind = 'auth-timeout' | 'unauthenticated-limit' | 'too-large' | 'shutdown'
 
 /**
+ * Reasons a whole socket is cut, with no close frame (it would wait behind what is queued for
+ * the peer): `slow-reader`, more queued for it than `maxQueuedBytes`; `unresponsive`, it answered
+ * no ping and read nothing of what was queued for it within Hocuspocus' timeout.
+ *
+ * @example
+ * const reason: SocketCutKind = 'slow-reader'
+ */
+export type SocketCutKind = 'slow-reader' | 'unresponsive'
+
+/**
  * Every refusal kind; the `reason` label of `tidemark_relay_refusals_total`.
  *
  * @example
  * const kind: RefusalKind = 'rate-limited'
  */
-export type RefusalKind = UpdateRefusalKind | OpenRefusalKind | SocketRefusalKind
+export type RefusalKind = UpdateRefusalKind | OpenRefusalKind | SocketRefusalKind | SocketCutKind
 
 /** Longest detail kept in a reason: details quote names a client chose. */
 const MAX_DETAIL = 160

@@ -1,0 +1,242 @@
+/**
+ * What the socket guard does with what the relay queues for a socket, and with its pings, on a
+ * fake WebSocket (its `bufferedAmount` and its transport's byte counts set by the test) and the
+ * relay's timers run by hand. The real relay's behaviour is in `slowReader.test.ts`.
+ */
+import { EventEmitter } from 'node:events'
+import { describe, expect, it } from 'vitest'
+import type WebSocket from 'ws'
+import { SocketGuard, type SocketTransport } from '../src/gate/socketGuard.ts'
+import { DEFAULT_LIMITS, queuedBytesFor, RelayConfigError, relayOptionsFromEnv, resolveRelayOptions } from '../src/index.ts'
+import { RelayMetrics } from '../src/metrics/relayMetrics.ts'
+import type { RelayLogLevel } from '../src/relayLog.ts'
+import type { RelayTimers } from '../src/relayOptions.ts'
+import { SECRET, SECRET_TEXT } from './support/roomClients.ts'
+
+const PING_TIMEOUT_MS = 30_000
+const HALF = PING_TIMEOUT_MS / 2
+const MAX_QUEUED = 64 << 20
+
+/** The WebSocket as the guard uses it: `bufferedAmount` is whatever the test says is queued. */
+class FakeSocket extends EventEmitter {
+  bufferedAmount = 0
+  paused = false
+  terminated = false
+  pings = 0
+  sent = 0
+  /** What a `send` adds to `bufferedAmount` (the peer reads nothing meanwhile). */
+  sendQueues = 0
+  send(): void {
+    this.sent++
+    this.bufferedAmount += this.sendQueues
+  }
+  ping(): void {
+    this.pings++
+  }
+  pause(): void {
+    this.paused = true
+  }
+  resume(): void {
+    this.paused = false
+  }
+  terminate(): void {
+    this.terminated = true
+  }
+  close(): void {}
+}
+
+/** The transport: `written` bytes taken by the kernel, as `bytesWritten − writableLength`. */
+class FakeTransport extends EventEmitter implements SocketTransport {
+  bytesRead = 0
+  written = 0
+  get bytesWritten(): number {
+    return this.written
+  }
+  readonly writableLength = 0
+}
+
+/** Timers run by hand: `advance(ms)` runs what falls due, in order. */
+class ManualTimers implements RelayTimers {
+  now = 0
+  readonly #due: { at: number; run: () => void; id: number }[] = []
+  #ids = 0
+  setTimeout(run: () => void, ms: number): unknown {
+    const timer = { at: this.now + ms, run, id: ++this.#ids }
+    this.#due.push(timer)
+    return timer.id
+  }
+  clearTimeout(id: unknown): void {
+    const at = this.#due.findIndex((timer) => timer.id === id)
+    if (at >= 0) this.#due.splice(at, 1)
+  }
+  advance(ms: number): void {
+    const until = this.now + ms
+    for (;;) {
+      this.#due.sort((a, b) => a.at - b.at || a.id - b.id)
+      const next = this.#due[0]
+      if (next === undefined || next.at > until) break
+      this.#due.shift()
+      this.now = next.at
+      next.run()
+    }
+    this.now = until
+  }
+}
+
+function guarded(limits: { maxQueuedBytes?: number } = { maxQueuedBytes: MAX_QUEUED }) {
+  const ws = new FakeSocket()
+  const transport = new FakeTransport()
+  const timers = new ManualTimers()
+  const metrics = new RelayMetrics()
+  const logged: [RelayLogLevel, string][] = []
+  const guard = new SocketGuard(
+    ws as unknown as WebSocket,
+    { maxUnauthenticatedBytes: 1 << 20, authTimeoutMs: 10_000, pingTimeoutMs: PING_TIMEOUT_MS, ...limits },
+    metrics,
+    timers,
+    (level, line) => logged.push([level, line]),
+    transport,
+  )
+  guard.install()
+  guard.authenticated()
+  // Hocuspocus' own pong listener: what it would count as answers to its pings.
+  let hocuspocusPongs = 0
+  ws.on('pong', () => hocuspocusPongs++)
+  const send = (ws as unknown as WebSocket).send.bind(ws) as (data: Uint8Array) => void
+  return { ws, transport, timers, metrics, logged, send: () => send(new Uint8Array(1)), hocuspocusPongs: () => hocuspocusPongs }
+}
+
+describe('what the relay queues for a socket', () => {
+  it('past half of maxQueuedBytes the socket is no longer read, and it is read again once its transport drains', () => {
+    const { ws, transport, send } = guarded()
+    ws.bufferedAmount = MAX_QUEUED / 2
+    send()
+    expect(ws.paused).toBe(false)
+    ws.bufferedAmount = MAX_QUEUED / 2 + 1
+    send()
+    expect(ws.paused).toBe(true)
+    expect(ws.terminated).toBe(false)
+    ws.bufferedAmount = 0
+    transport.emit('drain')
+    expect(ws.paused).toBe(false)
+  })
+
+  it('past maxQueuedBytes the socket is cut at once, counted and logged as slow-reader', () => {
+    const { ws, metrics, logged, send } = guarded()
+    ws.sendQueues = 1 << 20
+    ws.bufferedAmount = MAX_QUEUED - (1 << 20)
+    send()
+    expect(ws.terminated).toBe(false)
+    send()
+    expect(ws.terminated).toBe(true)
+    expect(metrics.refusalCount('slow-reader')).toBe(1)
+    expect(logged).toEqual([['info', `cut a socket (slow-reader): ${MAX_QUEUED + (1 << 20)} bytes queued for it, more than ${MAX_QUEUED}`]])
+    // Cut once: what Hocuspocus still sends it changes nothing.
+    send()
+    expect(metrics.refusalCount('slow-reader')).toBe(1)
+  })
+
+  it('without maxQueuedBytes nothing is bounded', () => {
+    const { ws, send } = guarded({})
+    ws.bufferedAmount = Number.MAX_SAFE_INTEGER
+    send()
+    expect(ws.paused).toBe(false)
+    expect(ws.terminated).toBe(false)
+  })
+
+  it('a held socket whose queue fell to half is read again at the next liveness check, drained or not', () => {
+    const { ws, timers, send } = guarded()
+    ws.bufferedAmount = MAX_QUEUED / 2 + 1
+    send()
+    expect(ws.paused).toBe(true)
+    ws.bufferedAmount = MAX_QUEUED / 4
+    ws.emit('pong')
+    timers.advance(HALF)
+    expect(ws.paused).toBe(false)
+  })
+})
+
+describe('liveness', () => {
+  it('a socket that answers its pings is never cut', () => {
+    const { ws, timers } = guarded()
+    for (let i = 0; i < 20; i++) {
+      timers.advance(HALF)
+      ws.emit('pong')
+    }
+    expect(ws.terminated).toBe(false)
+    expect(ws.pings).toBe(20)
+  })
+
+  it('a socket that neither answers a ping nor reads is cut after the ping timeout, counted as unresponsive', () => {
+    const { ws, timers, transport, metrics, logged } = guarded()
+    ws.bufferedAmount = 4096
+    transport.written = 1000
+    // Its first ping goes at the first check; a ping timeout later, with no answer, it is cut.
+    timers.advance(HALF)
+    expect(ws.pings).toBe(1)
+    timers.advance(HALF)
+    expect(ws.terminated).toBe(false)
+    timers.advance(HALF)
+    expect(ws.terminated).toBe(true)
+    expect(metrics.refusalCount('unresponsive')).toBe(1)
+    expect(logged).toEqual([['info', `cut a socket (unresponsive): it answered no ping and read nothing for ${PING_TIMEOUT_MS} ms (4096 bytes queued for it)`]])
+  })
+
+  it('a socket reading its way through a backlog is alive though its pong waits behind it, and Hocuspocus is told so', () => {
+    const { ws, timers, transport, hocuspocusPongs } = guarded()
+    ws.bufferedAmount = 40 << 20
+    // Five minutes at 64 KiB/s: the backlog shrinks, no pong comes.
+    for (let i = 0; i < 20; i++) {
+      transport.written += 64 * 1024 * (HALF / 1000)
+      ws.bufferedAmount -= 64 * 1024 * (HALF / 1000)
+      timers.advance(HALF)
+      expect(ws.terminated).toBe(false)
+    }
+    // The first check has seen no backlog taken yet; each one after has.
+    expect(hocuspocusPongs()).toBe(19)
+  })
+
+  it('bytes written while nothing was queued prove nothing: a peer gone with the kernel taking its bytes is cut', () => {
+    const { ws, timers, transport, hocuspocusPongs } = guarded()
+    // Each update goes straight to the kernel's buffer (nothing queued in the relay at the checks).
+    for (let i = 0; i < 3; i++) {
+      expect(ws.terminated).toBe(false)
+      transport.written += 10_000
+      timers.advance(HALF)
+    }
+    expect(ws.terminated).toBe(true)
+    expect(hocuspocusPongs()).toBe(0)
+  })
+
+  it('a backlog that stops shrinking no longer counts: the socket is cut one ping timeout after its last read', () => {
+    const { ws, timers, transport } = guarded()
+    ws.bufferedAmount = 1 << 20
+    timers.advance(HALF)
+    transport.written += 1000
+    timers.advance(HALF)
+    timers.advance(HALF)
+    expect(ws.terminated).toBe(false)
+    timers.advance(HALF)
+    expect(ws.terminated).toBe(true)
+  })
+})
+
+describe('maxQueuedBytes', () => {
+  it('defaults to 4 × maxRoomBytes, whatever maxRoomBytes is given', () => {
+    expect(DEFAULT_LIMITS.maxQueuedBytes).toBe(queuedBytesFor(DEFAULT_LIMITS.maxRoomBytes))
+    expect(resolveRelayOptions({ auth: { secret: SECRET } }).limits.maxQueuedBytes).toBe(64 << 20)
+    expect(resolveRelayOptions({ auth: { secret: SECRET }, limits: { maxRoomBytes: 1 << 20 } }).limits.maxQueuedBytes).toBe(4 << 20)
+    expect(resolveRelayOptions({ auth: { secret: SECRET }, limits: { maxQueuedBytes: 40 << 20 } }).limits.maxQueuedBytes).toBe(40 << 20)
+  })
+
+  it('is refused below 2 × maxRoomBytes (a join’s whole state must fit above its half), naming the option or the variable', () => {
+    expect(() => resolveRelayOptions({ auth: { secret: SECRET }, limits: { maxQueuedBytes: (32 << 20) - 1 } })).toThrow(
+      new RangeError(`startRelay: limits.maxQueuedBytes must be at least 2 × limits.maxRoomBytes (${32 << 20}), got ${(32 << 20) - 1}`),
+    )
+    const env = { TIDEMARK_AUTH_SECRET: SECRET_TEXT }
+    expect(relayOptionsFromEnv({ ...env, TIDEMARK_MAX_QUEUED_BYTES: String(32 << 20) }).limits).toEqual({ maxQueuedBytes: 32 << 20 })
+    expect(() => relayOptionsFromEnv({ ...env, TIDEMARK_MAX_ROOM_BYTES: '1000', TIDEMARK_MAX_QUEUED_BYTES: '1999' })).toThrow(
+      new RelayConfigError('TIDEMARK_MAX_QUEUED_BYTES', 'must be at least 2 × TIDEMARK_MAX_ROOM_BYTES (2000), got 1999'),
+    )
+  })
+})
