@@ -9,19 +9,49 @@ import type { BatchFrontiers, WindowIndex } from '../windows/windowIndex.ts'
 export class DedupMemory {
   entries = 0
   atLastPurge = 0
+  /**
+   * The horizon of the last purge: every entry then left was at or above it (-Infinity: none
+   * yet). Placement sets `rememberedBelow` when it remembers an entry below it.
+   */
+  purgedBelow = Number.NEGATIVE_INFINITY
+  /** An entry below `purgedBelow` was remembered since the last purge (an event beyond lateness, kept for the late lane). */
+  rememberedBelow = false
 
   /** True when the count grew enough since the last release to scan the clocks again. */
   get due(): boolean {
     return this.entries > 2 * this.atLastPurge + 4096
   }
 
-  /** Releases dedup memory behind the lateness horizon of every spec. */
+  /**
+   * Releases dedup memory behind the lateness horizon of every spec. With the memory full, every
+   * event that needs an entry asks for a purge: one that can release nothing (the horizon did
+   * not move, and nothing below it was remembered since) skips the pass over every clock, or a
+   * full memory would cost a pass over all of it per refused event.
+   */
   purge(indexes: readonly WindowIndex[], frontiers: Frontiers, batch: BatchFrontiers): void {
     let horizon = Number.POSITIVE_INFINITY
     for (const index of indexes) horizon = Math.min(horizon, index.horizon(batch))
     // No horizon yet (-Infinity); at +Infinity (a watermark advanced to the end of time) every entry goes.
     if (!(horizon > Number.NEGATIVE_INFINITY)) return
-    for (const clock of frontiers.sources.values()) this.entries -= clock.forgetBefore(horizon)
+    if (horizon > this.purgedBelow || this.rememberedBelow) {
+      for (const clock of frontiers.sources.values()) this.entries -= clock.forgetBefore(horizon)
+      this.purgedBelow = horizon
+      this.rememberedBelow = false
+    }
     this.atLastPurge = this.entries
+  }
+
+  /**
+   * Takes the count of a checkpoint's clocks (counted from them) and its last purge's count:
+   * the clocks are new, so the next purge scans them whatever its horizon.
+   *
+   * @example
+   * dedup.restore(entries, checkpoint.dedup.atLastPurge)
+   */
+  restore(entries: number, atLastPurge: number): void {
+    this.entries = entries
+    this.atLastPurge = atLastPurge
+    this.purgedBelow = Number.NEGATIVE_INFINITY
+    this.rememberedBelow = false
   }
 }

@@ -4,7 +4,8 @@ import type { EngineLimits, EngineOptions } from './engineApi.ts'
 import { SessionWindowIndex } from '../windows/sessionWindowIndex.ts'
 import { SlicedWindowIndex } from '../windows/slicedWindowIndex.ts'
 import { boundedOutOfOrderness, checkWatermarkStrategy, type WatermarkStrategy } from '../time/watermarkStrategy.ts'
-import { assertKnownOptions } from './knownOptions.ts'
+import { assertKnownOptions, describeValue } from './knownOptions.ts'
+import { processingClock } from '../time/processingClock.ts'
 import type { WindowIndex } from '../windows/windowIndex.ts'
 import { everyElement, remadeTrigger, type Trigger } from '../windows/trigger.ts'
 import type { Accumulation } from '../windows/windowResult.ts'
@@ -84,12 +85,6 @@ function duration(name: string, value: unknown, fallback: number, infinite: stri
   return value
 }
 
-function describeValue(value: unknown): string {
-  // A maker passed uncalled (`windows: tumbling`, `early: never`): its name, not its source code.
-  if (typeof value === 'function') return 'a function (call it)'
-  return typeof value === 'string' ? `the string '${value}'` : String(value)
-}
-
 /**
  * Checks engine options as `createEngine` does, without making an engine: for a wrapper
  * (`openEngine`) that must refuse bad options before it opens storage. `where` names the
@@ -114,15 +109,7 @@ export function resolveOptions<A extends AggregateDefinitions>(options: EngineOp
       'allowedLateness must be a finite number >= 0 of ms, got Infinity: a window that never turns final is never released (to keep final windows in results() longer, raise retention)',
     )
   }
-  const clock = options.now ?? Date.now
-  if (typeof clock !== 'function') throw new TypeError(`now must be a function returning processing time in ms, got ${describeValue(clock)}`)
-  // Read before an operation changes anything: a Date, a string (`now: Date`) or undefined
-  // turned off maxFutureSkew, idleTimeout and processing-time triggers without a word, and a bigint stopped the engine.
-  const now = (): number => {
-    const t = clock()
-    if (typeof t !== 'number') throw new TypeError(`now must be a function returning processing time in ms, got one returning ${describeValue(t)}`)
-    return t
-  }
+  const now = processingClock(options.now)
   const { early, late } = triggersOf(options.trigger, where)
   const accumulation = options.accumulation ?? 'accumulating'
   if (accumulation !== 'accumulating' && accumulation !== 'discarding') {

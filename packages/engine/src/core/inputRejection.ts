@@ -44,14 +44,49 @@ export function readInputOnce(input: unknown): unknown {
   }
 }
 
-/** The anomaly refusing an input for `reason` (with `detail` when given), also for an input that cannot be read. */
-export function refusal(reason: AnomalyReason, event: unknown, index: number, detail?: string): Anomaly {
-  let anomaly: Anomaly
-  try {
-    anomaly = invalidAnomaly(reason, event, index)
-  } catch {
-    anomaly = { reason, index, detail: 'the input could not be read (a getter threw, or a revoked Proxy)' }
+/**
+ * Every input of a batch as `readInputOnce` gives it, read before any is applied; `UNREADABLE`
+ * also for an element whose read throws (a Proxy over an array), which would otherwise throw
+ * halfway through applying the batch.
+ *
+ * @example
+ * const inputs = readBatchOnce(events) // inputs[i]: the object to validate and keep, or UNREADABLE
+ */
+export function readBatchOnce(events: readonly unknown[]): unknown[] {
+  const n = events.length
+  const inputs = new Array<unknown>(n)
+  for (let i = 0; i < n; i++) {
+    const element = elementOrUnreadable(events, i)
+    inputs[i] = element === UNREADABLE ? UNREADABLE : readInputOnce(element)
   }
+  return inputs
+}
+
+/**
+ * `events[i]`, or `UNREADABLE` when reading it throws (a Proxy over an array).
+ *
+ * @example
+ * refusal('invalid_event', elementOrUnreadable(events, i), i) // names its id when the element can be read
+ */
+export function elementOrUnreadable(events: readonly unknown[], i: number): unknown {
+  try {
+    return events[i]
+  } catch {
+    return UNREADABLE
+  }
+}
+
+/** The anomaly refusing an input for `reason` (with `detail` when given), also for an input that cannot be read (or `UNREADABLE`, all that is known of it). */
+export function refusal(reason: AnomalyReason, event: unknown, index: number, detail?: string): Anomaly {
+  let anomaly: Anomaly | null = null
+  if (event !== UNREADABLE) {
+    try {
+      anomaly = invalidAnomaly(reason, event, index)
+    } catch {
+      // Described below, as an input that could not be read.
+    }
+  }
+  anomaly ??= { reason, index, detail: 'the input could not be read (a getter threw, or a revoked Proxy)' }
   return detail === undefined ? anomaly : { ...anomaly, detail }
 }
 

@@ -68,3 +68,16 @@ function editDistance(a: string, b: string): number {
   }
   return d[rows * cols - 1] as number
 }
+
+/**
+ * An option's value as an error message names it: a function by what to do with it (a maker
+ * passed uncalled, `windows: tumbling`, `early: never`, not its source code), a string quoted.
+ *
+ * @example
+ * describeValue(tumbling) // 'a function (call it)'
+ * describeValue('5') // "the string '5'"
+ */
+export function describeValue(value: unknown): string {
+  if (typeof value === 'function') return 'a function (call it)'
+  return typeof value === 'string' ? `the string '${value}'` : String(value)
+}

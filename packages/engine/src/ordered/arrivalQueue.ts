@@ -1,6 +1,7 @@
 /** Events of one `push` call still waiting, and when that call happened (processing time). */
 export interface Arrival {
-  readonly at: number
+  /** NaN while the clock has read nothing finite since the call (see `ArrivalQueue.heard`). */
+  at: number
   remaining: number
 }
 
@@ -23,13 +24,37 @@ export class ArrivalQueue {
   #head = 0
   /** Length of `#log` at which the next `open` drops the spent records. */
   #limit = SLACK
+  /** Records opened while the clock read NaN or an infinity wait at the end of `#log` for a finite reading. */
+  #unstamped = false
 
-  /** A record for events arriving now; the caller counts them into `remaining`. */
+  /** A record for events arriving at processing time `at`; the caller counts them into `remaining`. */
   open(at: number): Arrival {
+    this.heard(at)
     if (this.#log.length >= this.#limit) this.#dropSpent()
-    const arrival: Arrival = { at, remaining: 0 }
+    const finite = Number.isFinite(at)
+    const arrival: Arrival = { at: finite ? at : Number.NaN, remaining: 0 }
+    if (!finite) this.#unstamped = true
     this.#log.push(arrival)
     return arrival
+  }
+
+  /**
+   * A clock reading: records opened while the clock read NaN or an infinity count as arrived at
+   * the first finite reading after them, as a source heard then counts as heard (docs/bad-input.md,
+   * B17), so one bad reading cannot make the oldest age NaN for as long as its events wait.
+   * They are the records opened since the last finite reading, at the end of the queue; each is
+   * stamped once.
+   *
+   * @example
+   * queue.open(Number.NaN)
+   * queue.heard(1_000)
+   * queue.oldest() // 1000
+   */
+  heard(now: number): void {
+    if (!this.#unstamped || !Number.isFinite(now)) return
+    const log = this.#log
+    for (let i = log.length - 1; i >= 0 && Number.isNaN((log[i] as Arrival).at); i--) (log[i] as Arrival).at = now
+    this.#unstamped = false
   }
 
   /** Records held: those with waiting events, and spent ones not dropped yet. */
@@ -37,7 +62,7 @@ export class ArrivalQueue {
     return this.#log.length - this.#head
   }
 
-  /** Processing time of the oldest arrival that still has a waiting event, or null. */
+  /** Processing time of the oldest arrival that still has a waiting event (NaN: no finite reading since it), or null. */
   oldest(): number | null {
     const log = this.#log
     while (this.#head < log.length && (log[this.#head] as Arrival).remaining === 0) this.#head++

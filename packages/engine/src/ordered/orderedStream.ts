@@ -2,7 +2,7 @@ import { type Anomaly, type AnomalyReason, emptyAnomalyCounts } from '../core/an
 import { type Arrival, ArrivalQueue } from './arrivalQueue.ts'
 import type { IngestReceipt, LateEvent } from '../core/engineApi.ts'
 import type { StreamEvent } from '../core/event.ts'
-import { readInputOnce, refusal, safeInvalidReason, UNREADABLE } from '../core/inputRejection.ts'
+import { elementOrUnreadable, readBatchOnce, refusal, safeInvalidReason, UNREADABLE } from '../core/inputRejection.ts'
 import { compareEventOrder, type OrderedEvent, type PendingEvent, toPendingEvent } from './eventOrder.ts'
 import { finishableClock, finishedDetail, Frontiers } from '../time/frontiers.ts'
 import { LateLane } from '../core/lateLane.ts'
@@ -44,6 +44,10 @@ export class OrderedEventStream implements OrderedStream {
   readonly #anomalies = emptyAnomalyCounts()
   #dedupEntries = 0
   #dedupAfterRelease = 0
+  /** Finality of the last release: every entry then left was at or above it. */
+  #releasedBelow = Number.NEGATIVE_INFINITY
+  /** An entry below `#releasedBelow` was remembered since the last release (a copy below finality, kept for the late lane). */
+  #rememberedBelow = false
   #peakPending = 0
   readonly #counts = {
     pushed: 0,
@@ -91,6 +95,9 @@ export class OrderedEventStream implements OrderedStream {
     const comparisons = buffer.comparisons
     const moves = buffer.moves
     const n = events.length
+    // Every input read before any is applied: an element that throws when read (a Proxy over an
+    // array) is refused, not thrown halfway with the inputs before it applied and never counted.
+    const inputs = readBatchOnce(events)
     let anomalies: Anomaly[] | null = null
     let arrival: Arrival | null = null
     let accepted = 0
@@ -100,13 +107,13 @@ export class OrderedEventStream implements OrderedStream {
     let beyond = 0
     let lastClock: SourceClock | undefined
     for (let i = 0; i < n; i++) {
-      // A class instance (or a Proxy over one) is read once, into the copy kept from here on.
-      const event = readInputOnce(events[i]) as StreamEvent
+      const event = inputs[i] as StreamEvent
       const unreadable = (event as unknown) === UNREADABLE
       const reason = unreadable ? 'invalid_event' : safeInvalidReason(event)
       if (reason !== null) {
         anomalies ??= []
-        anomalies.push(this.#refuse(reason, unreadable ? events[i] : event, i))
+        // An input that could not be read is described from the element itself, when it can be had.
+        anomalies.push(this.#refuse(reason, unreadable ? elementOrUnreadable(events, i) : event, i))
         continue
       }
       const { id, seq, ts } = event
@@ -169,7 +176,9 @@ export class OrderedEventStream implements OrderedStream {
       clock.lastSeen = now
       this.#proof.record(clock, event)
       this.#frontiers.changes.note(clock)
-      this.#dedupEntries += clock.dedupEntries() - before
+      const added = clock.dedupEntries() - before
+      if (added > 0 && ts < this.#releasedBelow) this.#rememberedBelow = true
+      this.#dedupEntries += added
     }
     const rejected = anomalies === null ? 0 : anomalies.length - conflicting
     const counts = this.#counts
@@ -185,7 +194,11 @@ export class OrderedEventStream implements OrderedStream {
     this.#work.pushMoves += buffer.moves - moves
     const held = buffer.size + this.#corrections.length
     if (held > this.#peakPending) this.#peakPending = held
+    this.#arrivals.heard(now)
     this.#frontiers.advance(now)
+    // Here, not in flushReady: what is remembered (so which copies are duplicates) must follow
+    // pushes and watermark moves only, never when the stream was flushed.
+    if (this.#dedupEntries > 2 * this.#dedupAfterRelease + 4096) this.#releaseDedup()
     return { accepted, late, duplicates, beyondLateness: beyond, rejected, anomalies: anomalies ?? NO_ANOMALIES, durable: DURABLE }
   }
 
@@ -210,6 +223,7 @@ export class OrderedEventStream implements OrderedStream {
     const now = this.#options.now()
     const clock = finishableClock(this.#frontiers, source, '', this.#options.maxSources, 'maxSources') ?? this.#frontiers.source(source, now)
     clock.finish()
+    this.#arrivals.heard(now)
     this.#frontiers.advance(now)
   }
 
@@ -220,9 +234,12 @@ export class OrderedEventStream implements OrderedStream {
    * stream.flushReady().map((b) => [b.kind, b.events.map((e) => e.id)]) // [['ready', ['a', 'b']]]
    */
   flushReady(): readonly OrderedBatch[] {
+    // Read first: a reading that is not a number throws before the flush changes anything.
+    const now = this.#options.now()
     this.#counts.flushes++
+    this.#arrivals.heard(now)
     // Between batches: idle sources stop holding the watermark from here.
-    this.#frontiers.advance(this.#options.now())
+    this.#frontiers.advance(now)
     const buffer = this.#buffer
     const comparisons = buffer.comparisons
     const moves = buffer.moves
@@ -232,7 +249,6 @@ export class OrderedEventStream implements OrderedStream {
     this.#work.flushComparisons += buffer.comparisons - comparisons
     this.#work.flushMoves += buffer.moves - moves
     if (this.#corrections.length > 0) this.#emitCorrections(batches)
-    if (this.#dedupEntries > 2 * this.#dedupAfterRelease + 4096) this.#releaseDedup()
     return batches.length === 0 ? NO_BATCHES : batches
   }
 
@@ -288,14 +304,19 @@ export class OrderedEventStream implements OrderedStream {
     const f = this.#frontiers
     const batches = counts.readyBatches + counts.correctionBatches
     const emitted = counts.readyEmitted + counts.correctionsEmitted
+    const now = this.#options.now()
+    this.#arrivals.heard(now)
     const oldest = this.#arrivals.oldest()
+    // NaN while the clock reads NaN (or has read nothing finite since the oldest arrived): 0 then.
+    const age = oldest === null ? 0 : now - oldest
+    const oldestPendingAge = Number.isNaN(age) ? 0 : Math.max(0, age)
     return {
       ...counts,
       anomalies: { ...this.#anomalies },
       pending: this.#buffer.size,
       pendingCorrections: this.#corrections.length,
       peakPending: this.#peakPending,
-      oldestPendingAge: oldest === null ? 0 : Math.max(0, this.#options.now() - oldest),
+      oldestPendingAge,
       batchFragmentation: batches === 0 ? 0 : emitted / batches / this.#options.batchSize,
       compactions: this.#buffer.compactions,
       dedupEntries: this.#dedupEntries,
@@ -373,15 +394,20 @@ export class OrderedEventStream implements OrderedStream {
   /**
    * Releases dedup memory below finality: a copy of such an event can only land on the late
    * lane, never be emitted twice. One pass over remembered entries, so it runs only when they
-   * doubled since the last release (amortized O(1) per event) or a bound is reached.
+   * doubled since the last release (amortized O(1) per event) or a bound is reached. With the
+   * bound reached, every event that needs an entry asks for a release: one that can free
+   * nothing (finality did not move, and nothing below it was remembered since) skips the pass,
+   * or a full memory would cost a pass over all of it per refused event.
    */
   #releaseDedup(): void {
     const finality = this.finality()
-    if (finality !== Number.NEGATIVE_INFINITY) {
+    if (finality > this.#releasedBelow || this.#rememberedBelow) {
       let released = 0
       for (const clock of this.#frontiers.sources.values()) released += clock.forgetBefore(finality)
       this.#dedupEntries -= released
       this.#counts.dedupReleased += released
+      this.#releasedBelow = finality
+      this.#rememberedBelow = false
     }
     this.#dedupAfterRelease = this.#dedupEntries
   }

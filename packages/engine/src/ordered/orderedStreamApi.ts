@@ -77,7 +77,10 @@ export interface OrderedStreamStats {
   /** Late events admitted and waiting for the next `flushReady`. */
   readonly pendingCorrections: number
   readonly peakPending: number
-  /** Processing-time ms since the oldest still-held event arrived; 0 when none is held. */
+  /**
+   * Processing-time ms since the oldest still-held event arrived; 0 when none is held, or while
+   * the clock reads NaN (an event pushed while it read NaN arrived at the next finite reading).
+   */
   readonly oldestPendingAge: number
   /** `flushReady` calls. */
   readonly flushes: number
@@ -175,8 +178,8 @@ export interface OrderedStream {
   /**
    * `W - allowedLateness`: once the events held when `W` last moved are flushed, nothing below
    * it can be emitted any more (until then `flushReady()` can still return held events and
-   * corrections below it). Dedup memory below it is released (amortized: when it doubled, or
-   * when its bound is reached).
+   * corrections below it). Dedup memory below it is released by pushes (amortized: when it
+   * doubled, or when its bound is reached), never by a flush.
    *
    * @example
    * archive.append(stream.flushReady())

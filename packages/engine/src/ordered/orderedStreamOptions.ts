@@ -1,5 +1,6 @@
 import type { OrderedStreamOptions } from './orderedStreamApi.ts'
 import { assertKnownOptions } from '../core/knownOptions.ts'
+import { processingClock } from '../time/processingClock.ts'
 import { boundedOutOfOrderness, checkWatermarkStrategy, type WatermarkStrategy } from '../time/watermarkStrategy.ts'
 
 /** Ordered-stream options with every default filled in and every value checked. */
@@ -52,8 +53,8 @@ export function resolveOrderedStreamOptions(options: OrderedStreamOptions = {}):
   }
   const onLate = options.onLate ?? 'emit_correction'
   if (onLate !== 'emit_correction' && onLate !== 'drop') throw new RangeError(`onLate must be 'emit_correction' or 'drop', got ${String(onLate)}`)
-  const now = options.now ?? Date.now
-  if (typeof now !== 'function') throw new TypeError('now must be a function returning processing time in ms')
+  // Each reading checked, as the engine checks it: one that is not a number throws before the call changes anything.
+  const now = processingClock(options.now)
   return {
     watermark: options.watermark === undefined ? boundedOutOfOrderness(0) : checkWatermarkStrategy(options.watermark),
     idleTimeout,

@@ -87,8 +87,7 @@ function restoreParts(parts: EngineParts, checkpoint: EngineCheckpoint): number 
   // Counted from the clocks, not read: a count that said more than they hold would refuse every event out of seq order as `overflow`, for good.
   let entries = 0
   for (const clock of parts.frontiers.sources.values()) entries += clock.dedupEntries()
-  parts.dedup.entries = entries
-  parts.dedup.atLastPurge = checkpoint.dedup.atLastPurge
+  parts.dedup.restore(entries, checkpoint.dedup.atLastPurge)
   // Past every restored window's timer: the next one armed must not share its place in the order of due panes.
   let timerSeq = checkpoint.timerSeq ?? 0
   for (const w of checkpoint.windows) timerSeq = Math.max(timerSeq, w.timerSeq ?? 0)

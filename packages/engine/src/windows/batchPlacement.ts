@@ -212,7 +212,10 @@ export class BatchPlacement {
       else {
         const before = clock.dedupEntries()
         clock.record(event)
-        dedup.entries += clock.dedupEntries() - before
+        const added = clock.dedupEntries() - before
+        // Below the last purge's horizon (beyond lateness): the next purge must not be skipped.
+        if (added > 0 && ts < dedup.purgedBelow) dedup.rememberedBelow = true
+        dedup.entries += added
       }
       // Listed once per batch for the frontiers, while they follow the clocks that changed.
       if (changes.listing && clock.changedIn !== changes.look) changes.note(clock)

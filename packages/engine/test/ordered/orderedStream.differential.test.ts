@@ -80,8 +80,12 @@ interface ModelSource {
   /** ts of the seq at the prefix. */
   lastPrefixTs: number
   provable: boolean
-  /** Where the proof broke: seqs up to `through` stay proven; `regressed` when ts went backwards along seq. */
-  broke: { through: number; regressed: boolean } | null
+  /** The prefix when the first event without seq arrived (Infinity: none did): seqs above it prove nothing. */
+  seqlessFrom: number
+  /** The first seq of the prefix whose ts is below its predecessor's (0: none). */
+  regressedAt: number
+  /** A seq above the gap came with a ts below the prefix's last: ts goes backwards above the prefix, whatever fills the gap. */
+  regressedAbove: boolean
   /** Seqs above the gap, remembered one by one with their ts. */
   readonly ahead: Map<number, number>
   /** Ids of events without seq, with their ts. */
@@ -175,15 +179,15 @@ class Model {
     if (e.ts > s.maxTs) s.maxTs = e.ts
     if (e.seq === undefined) {
       s.ids.set(e.id, e.ts)
-      if (s.provable) s.broke = { through: s.prefix, regressed: false }
+      s.seqlessFrom = Math.min(s.seqlessFrom, s.prefix)
       s.provable = false
       return
     }
     if (e.seq !== s.prefix + 1) {
       // Above a gap, earlier than the prefix's end: ts went backwards along seq (docs, The proof frontier P).
-      if (e.ts < s.lastPrefixTs && s.provable) {
+      if (e.ts < s.lastPrefixTs) {
         s.provable = false
-        s.broke = { through: s.prefix, regressed: true }
+        s.regressedAbove = true
       }
       s.ahead.set(e.seq, e.ts)
       return
@@ -191,9 +195,9 @@ class Model {
     let seq = e.seq
     let ts = e.ts
     for (;;) {
-      if (ts < s.lastPrefixTs && s.provable) {
+      if (ts < s.lastPrefixTs) {
         s.provable = false
-        s.broke = { through: seq - 1, regressed: true }
+        if (s.regressedAt === 0) s.regressedAt = seq
       }
       s.lastPrefixTs = ts
       s.prefix = seq
@@ -314,7 +318,9 @@ class Model {
           prefixTs: Number.NEGATIVE_INFINITY,
           lastPrefixTs: Number.NEGATIVE_INFINITY,
           provable: true,
-          broke: null,
+          seqlessFrom: Number.POSITIVE_INFINITY,
+          regressedAt: 0,
+          regressedAbove: false,
           ahead: new Map(),
           ids: new Map(),
         }
@@ -345,9 +351,10 @@ class Model {
     if (e.seq === undefined) return tie ? 'fallback' : 'derived'
     const s = this.sources.get(e.source) as ModelSource
     if (s.provable) return e.seq <= s.prefix ? 'proven' : tie ? 'fallback' : 'unknown'
-    const broke = s.broke as { through: number; regressed: boolean }
-    if (e.seq <= broke.through) return 'proven'
-    if (tie || broke.regressed) return 'fallback'
+    // Proven: gap-free and monotone up to it, delivered before any event without seq.
+    if (e.seq <= s.prefix && (s.regressedAt === 0 || e.seq < s.regressedAt) && e.seq <= s.seqlessFrom) return 'proven'
+    // Fallback: a tie, or ts went backwards along seq at or before it (above the gap: anywhere there, as orderEvents judges it).
+    if (tie || (s.regressedAt !== 0 && e.seq >= s.regressedAt) || (s.regressedAbove && e.seq > s.prefix)) return 'fallback'
     return e.seq <= s.prefix ? 'derived' : 'unknown'
   }
 

@@ -59,3 +59,31 @@ describe('inputs that are not plain objects (docs/bad-input.md B07)', () => {
     expect(anomalies.map((a) => [a.reason, a.index])).toEqual([['invalid_event', 2]])
   })
 })
+
+/** A batch (a Proxy over an array, so `Array.isArray` holds) whose element `at` throws when read. */
+function batchThrowingAt(events: StreamEvent[], at: number): StreamEvent[] {
+  return new Proxy(events, {
+    get(target, key, receiver) {
+      if (key === String(at)) throw new Error(`element ${at} cannot be read`)
+      return Reflect.get(target, key, receiver)
+    },
+  })
+}
+
+describe('a batch element that throws when read (docs/bad-input.md B08)', () => {
+  it('the ordered stream refuses it as invalid_event and applies the rest: what it emits is what it counted', () => {
+    const { stream } = manualStream()
+    const batch = [
+      { id: 'a', source: 's', seq: 1, ts: 10, value: 1 },
+      { id: 'b', source: 's', seq: 2, ts: 20, value: 1 },
+      { id: 'c', source: 's', seq: 3, ts: 30, value: 1 },
+    ]
+    const receipt = stream.push(batchThrowingAt(batch, 1))
+    expect(receipt.anomalies).toEqual([{ reason: 'invalid_event', index: 1, detail: 'the input could not be read (a getter threw, or a revoked Proxy)' }])
+    expect([receipt.accepted, receipt.rejected]).toEqual([2, 1])
+    stream.advanceWatermark(100)
+    expect(ids(stream.flushReady())).toEqual(['a', 'c'])
+    const s = stream.stats()
+    expect([s.pushed, s.accepted, s.readyEmitted, s.rejected]).toEqual([3, 2, 2, 1])
+  })
+})
