@@ -5,7 +5,7 @@
  * instance would drop; an unreadable input is an invalid_event in every path, ordered ones too.
  */
 import { describe, expect, it } from 'vitest'
-import { createEngine, manual, type StreamEvent, tumbling, type WalOp } from '../src/index.ts'
+import { createEngine, manual, session, type StreamEvent, tumbling, type WalOp } from '../src/index.ts'
 import { TidemarkEngine } from '../src/core/engine.ts'
 import { createOrderedStream, orderEvents } from '../src/ordered.ts'
 
@@ -99,5 +99,34 @@ describe('events that are not plain objects', () => {
     expect(stream.pending()).toBe(1)
     const ordered = orderEvents([revoked() as StreamEvent, good])
     expect([ordered.ordered.map((e) => e.id), ordered.anomalies.map((a) => a.reason)]).toEqual([['a'], ['invalid_event']])
+  })
+
+  it('a batch element that throws when read (a Proxy over an array) is an invalid_event; the rest is applied once, and the engine serves on', () => {
+    const events: StreamEvent[] = [
+      { id: 'a', source: 'd1', seq: 1, ts: 10, value: 1 },
+      { id: 'b', source: 'd1', seq: 2, ts: 20, value: 2 },
+      { id: 'c', source: 'd1', seq: 3, ts: 30, value: 4 },
+    ]
+    const batch = new Proxy(events, {
+      get(target, key, receiver) {
+        if (key === '1') throw new Error('element 1 cannot be read')
+        return Reflect.get(target, key, receiver)
+      },
+    })
+    for (const withSessions of [false, true]) {
+      const logged: WalOp[] = []
+      const engine = new TidemarkEngine({ windows: withSessions ? [tumbling(100), session(5)] : tumbling(100), watermark: manual(), now: () => 0 })
+      engine.attachLog({ record: (op) => {
+          logged.push(structuredClone(op))
+          return Promise.resolve()
+        }, blocked: null, stats: () => ({ walRecords: logged.length, walBytes: 0 }) })
+      const receipt = engine.ingest(batch)
+      expect([receipt.accepted, receipt.anomalies.map((a) => [a.reason, a.index, a.detail])]).toEqual([2, [['invalid_event', 1, 'the input could not be read (a getter threw, or a revoked Proxy)']]])
+      expect(engine.results().filter((r) => r.window === 'tumbling:100').map((r) => [r.count, r.sum])).toEqual([[2, 5]])
+      const op = logged.at(-1)
+      expect(op?.kind === 'ingest' ? op.events.map((e) => e.id) : op).toEqual(['a', 'c'])
+      expect(engine.ingest([{ id: 'd', source: 'd1', seq: 2, ts: 40, value: 8 }]).accepted).toBe(1)
+      expect(engine.results().filter((r) => r.window === 'tumbling:100').map((r) => r.count)).toEqual([3])
+    }
   })
 })

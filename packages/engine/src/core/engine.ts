@@ -9,7 +9,7 @@ import type { StreamEvent } from './event.ts'
 import { finishableClock, Frontiers } from '../time/frontiers.ts'
 import { LateLane } from './lateLane.ts'
 import { ingestSink } from './ingestSink.ts'
-import { refusal } from './inputRejection.ts'
+import { elementOrUnreadable, refusal } from './inputRejection.ts'
 import type { EngineCheckpoint } from '../recovery/engineCheckpoint.ts'
 import { DURABLE, EngineJournal } from '../recovery/engineJournal.ts'
 import { countLoggedRefusals, type WalOp, type WriteAheadLog } from '../recovery/writeAheadLog.ts'
@@ -140,7 +140,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
       const detail = blocked !== null ? `storage refused: ${blocked.message}` : `batch of ${n} exceeds limits.maxBatch`
       const anomalies: Anomaly[] = []
       // Each names its input's id and source where they can be read, as every anomaly does.
-      for (let i = 0; i < n; i++) anomalies.push(refusal('overflow', events[i], i, detail))
+      for (let i = 0; i < n; i++) anomalies.push(refusal('overflow', elementOrUnreadable(events, i), i, detail))
       this.#anomalies.overflow += n
       this.#counts.ingested += n
       const logged = this.#journal.refused('overflow', n, this.#liveness.closed)

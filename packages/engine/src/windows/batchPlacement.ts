@@ -7,7 +7,7 @@ import { PlacementOrder } from '../ordered/eventOrder.ts'
 import type { FutureSources } from '../core/futureSources.ts'
 import { finishedDetail, type Frontiers } from '../time/frontiers.ts'
 import type { SourceClock } from '../time/sourceClock.ts'
-import { rejectInput, safeInvalidFields } from '../core/inputRejection.ts'
+import { elementOrUnreadable, rejectInput, safeInvalidFields, UNREADABLE } from '../core/inputRejection.ts'
 import type { LateLane } from '../core/lateLane.ts'
 import type { ReplicationOutbox } from '../replica/replicationOutbox.ts'
 import {
@@ -57,6 +57,11 @@ export class BatchPlacement {
   /** Per event of the batch being placed that is not a plain object: its fields, read once (else a hole). */
   readonly #copies: (StreamEvent | undefined)[] = []
   #copied = false
+  /**
+   * The batch had an element that throws when read (a Proxy over an array): every element was
+   * read once into `#copies` (`UNREADABLE` for those), which placement reads instead of the batch.
+   */
+  #detached = false
   /** The aggregates' inputs of the event being placed (reused: placement reads them at once). */
   readonly #inputs: unknown[] = []
   /** The positions of the specs that refused the event being placed (beyond their lateness). */
@@ -107,7 +112,7 @@ export class BatchPlacement {
     const future = now + options.maxFutureSkew
     const reasons = this.#validate(events)
     // Class instances and proxies are placed, logged and kept from the copy their fields were read into.
-    const view = this.#copied ? events.map((event, i) => this.#copies[i] ?? event) : events
+    const view = this.#detached ? (this.#copies.slice(0, n) as StreamEvent[]) : this.#copied ? events.map((event, i) => this.#copies[i] ?? event) : events
     const order = this.#order?.of(view, reasons) ?? null
     // Far from `maxWindows`, no event of the batch can reach it: no room to check per event.
     const roomy = this.windowCount() + this.#maxNewPerEvent * n <= limits.maxWindows
@@ -228,6 +233,7 @@ export class BatchPlacement {
     if (this.#copied) {
       this.#copies.length = 0
       this.#copied = false
+      this.#detached = false
     }
     return { accepted, late, duplicates, conflicting, beyond }
   }
@@ -241,8 +247,36 @@ export class BatchPlacement {
   #validate(events: readonly StreamEvent[]): (AnomalyReason | null)[] {
     const reasons = this.#reasons
     this.#placeCopies = this.#state.options.aggregates !== null
-    for (let i = 0; i < events.length; i++) reasons[i] = this.#check(events[i], i)
+    try {
+      for (let i = 0; i < events.length; i++) reasons[i] = this.#check(events[i], i)
+    } catch {
+      // `#check` throws nothing: reading an element did.
+      this.#readApart(events)
+    }
     return reasons
+  }
+
+  /**
+   * Validates a batch one of whose elements throws when read (a Proxy over an array): each element
+   * is read once, again from the first (what an element answers is what is validated and placed,
+   * whatever it answered before), into `#copies`; one that throws is `invalid_event`.
+   */
+  #readApart(events: readonly StreamEvent[]): void {
+    const reasons = this.#reasons
+    const copies = this.#copies
+    for (let i = 0; i < events.length; i++) {
+      copies[i] = undefined
+      const input = elementOrUnreadable(events, i)
+      if (input === UNREADABLE) {
+        reasons[i] = 'invalid_event'
+        copies[i] = UNREADABLE as unknown as StreamEvent
+        continue
+      }
+      reasons[i] = this.#check(input, i)
+      copies[i] ??= input as StreamEvent
+    }
+    this.#copied = true
+    this.#detached = true
   }
 
   /**
