@@ -322,7 +322,8 @@ export function resolveRelayOptions(options: RelayOptions): ResolvedRelayOptions
   if (limits.maxRoomsPerSubject > limits.maxRooms) {
     throw new RangeError(`startRelay: limits.maxRoomsPerSubject must be at most limits.maxRooms (${limits.maxRooms}), got ${limits.maxRoomsPerSubject}`)
   }
-  if (limits.maxQueuedBytes < 2 * limits.maxRoomBytes) {
+  // Checked when given: the default (4 × maxRoomBytes) stops at 2^53 − 1.
+  if (options.limits?.maxQueuedBytes !== undefined && limits.maxQueuedBytes < 2 * limits.maxRoomBytes) {
     throw new RangeError(`startRelay: limits.maxQueuedBytes must be at least 2 × limits.maxRoomBytes (${2 * limits.maxRoomBytes}), got ${limits.maxQueuedBytes}`)
   }
   const persistence = { ...DEFAULT_PERSISTENCE, ...options.persistence }

@@ -45,14 +45,21 @@ class FakeSocket extends EventEmitter {
   close(): void {}
 }
 
-/** The transport: `written` bytes taken by the kernel, as `bytesWritten − writableLength`. */
+/**
+ * The transport: `written` bytes of completed writes, as `bytesWritten − writableLength`, and
+ * `untaken` bytes of the write under way that the kernel has not taken (`_handle.writeQueueSize`).
+ */
 class FakeTransport extends EventEmitter implements SocketTransport {
   bytesRead = 0
   written = 0
+  untaken = 0
   get bytesWritten(): number {
     return this.written
   }
   readonly writableLength = 0
+  get _handle(): { writeQueueSize: number } {
+    return { writeQueueSize: this.untaken }
+  }
 }
 
 /** Timers run by hand: `advance(ms)` runs what falls due, in order. */
@@ -144,6 +151,23 @@ describe('what the relay queues for a socket', () => {
     expect(ws.terminated).toBe(false)
   })
 
+  it('a socket held and released by liveness checks while its queue never empties keeps one drain listener', () => {
+    const { ws, transport, timers, send } = guarded()
+    // A slow reader whose queue hovers around half of maxQueuedBytes: it never drains to 0, so
+    // the transport never emits 'drain', and each liveness check finds it below half and releases it.
+    for (let i = 0; i < 40; i++) {
+      ws.bufferedAmount = MAX_QUEUED / 2 + 1
+      send()
+      expect(ws.paused).toBe(true)
+      ws.bufferedAmount = MAX_QUEUED / 2 - 1000
+      transport.written += 1000
+      timers.advance(HALF)
+      expect(ws.paused).toBe(false)
+    }
+    expect(ws.terminated).toBe(false)
+    expect(transport.listenerCount('drain')).toBe(1)
+  })
+
   it('a held socket whose queue fell to half is read again at the next liveness check, drained or not', () => {
     const { ws, timers, send } = guarded()
     ws.bufferedAmount = MAX_QUEUED / 2 + 1
@@ -196,6 +220,20 @@ describe('liveness', () => {
     expect(hocuspocusPongs()).toBe(19)
   })
 
+  it('a peer reading one large write is alive: the kernel takes more of it at each check, though the write has not completed', () => {
+    const { ws, timers, transport, hocuspocusPongs } = guarded()
+    // A room's whole state at a join: one 64 MiB write under way, taken at 64 KiB/s.
+    ws.bufferedAmount = 64 << 20
+    transport.untaken = 64 << 20
+    for (let i = 0; i < 20; i++) {
+      transport.untaken -= 64 * 1024 * (HALF / 1000)
+      ws.bufferedAmount -= 64 * 1024 * (HALF / 1000)
+      timers.advance(HALF)
+      expect(ws.terminated).toBe(false)
+    }
+    expect(hocuspocusPongs()).toBe(19)
+  })
+
   it('bytes written while nothing was queued prove nothing: a peer gone with the kernel taking its bytes is cut', () => {
     const { ws, timers, transport, hocuspocusPongs } = guarded()
     // Each update goes straight to the kernel's buffer (nothing queued in the relay at the checks).
@@ -227,6 +265,10 @@ describe('maxQueuedBytes', () => {
     expect(resolveRelayOptions({ auth: { secret: SECRET } }).limits.maxQueuedBytes).toBe(64 << 20)
     expect(resolveRelayOptions({ auth: { secret: SECRET }, limits: { maxRoomBytes: 1 << 20 } }).limits.maxQueuedBytes).toBe(4 << 20)
     expect(resolveRelayOptions({ auth: { secret: SECRET }, limits: { maxQueuedBytes: 40 << 20 } }).limits.maxQueuedBytes).toBe(40 << 20)
+  })
+
+  it('left out, stays a valid default however large maxRoomBytes is (it stops at 2^53 − 1)', () => {
+    expect(resolveRelayOptions({ auth: { secret: SECRET }, limits: { maxRoomBytes: 2 ** 52 } }).limits.maxQueuedBytes).toBe(Number.MAX_SAFE_INTEGER)
   })
 
   it('is refused below 2 × maxRoomBytes (a join’s whole state must fit above its half), naming the option or the variable', () => {

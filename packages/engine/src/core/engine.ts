@@ -406,10 +406,12 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
    */
   #settle(batch: BatchFrontiers | null, now: number, tick: boolean, quiet?: boolean): void {
     // User code (an aggregate's merge or result) may throw partway through the panes; its encode
-    // while the outbox hands the batch's cells to peers.
+    // while the outbox encodes the batch's cells for peers. The transports it hands them to run
+    // outside: they may call the engine (a checkpoint as a write goes out).
     const changes = this.#liveness.guard(() => this.#lifecycle.settle(now, tick))
     if (batch !== null && this.#dedup.due) this.#dedup.purge(this.#indexes, this.#frontiers, batch)
-    this.#liveness.guard(() => this.#outbox.flush())
+    const write = this.#liveness.guard(() => this.#outbox.take())
+    if (write !== null) this.#outbox.send(write)
     this.#feed.publish(changes, quiet)
   }
 

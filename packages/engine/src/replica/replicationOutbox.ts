@@ -84,8 +84,23 @@ export class ReplicationOutbox {
 
   /** Hands everything collected to the listeners, in one write. */
   flush(): void {
-    if (this.#listeners.size === 0) return
-    if (this.#cells.size === 0 && this.#clocks.size === 0 && this.#expired.length === 0) return
+    const write = this.take()
+    if (write !== null) this.send(write)
+  }
+
+  /**
+   * Everything collected, as one write (the aggregates' states encoded: user code, which may
+   * throw), and the outbox emptied; null when no listener wants it or nothing was collected.
+   * `send` hands it on: apart, so the listeners (which may call the engine) run outside the
+   * engine's operation while the encoding runs inside it.
+   *
+   * @example
+   * const write = outbox.take()
+   * if (write !== null) outbox.send(write)
+   */
+  take(): LocalWrite | null {
+    if (this.#listeners.size === 0) return null
+    if (this.#cells.size === 0 && this.#clocks.size === 0 && this.#expired.length === 0) return null
     const aggregates = this.aggregates
     const states = this.#states
     const write: LocalWrite = {
@@ -98,6 +113,11 @@ export class ReplicationOutbox {
     this.#states = new Map()
     this.#clocks = new Set()
     this.#expired = []
+    return write
+  }
+
+  /** Hands a write `take` made to the listeners (through the gate, when there is one). */
+  send(write: LocalWrite): void {
     this.release(write, this.#deliver)
   }
 

@@ -51,12 +51,16 @@ export interface SocketGuardLimits {
 /**
  * The socket under the WebSocket (a `net.Socket`): the bytes it received (frames not yet read
  * included), the bytes it took to write and those still waiting in it, and its `drain` event.
+ * `_handle.writeQueueSize` is Node's count of the bytes of the write under way that the kernel
+ * has not taken yet: a write (a room's whole state at a join) completes only once all of it is
+ * taken, so on a slow link it is the one number that moves while the peer reads it.
  */
 export interface SocketTransport {
   readonly bytesRead: number
   readonly bytesWritten: number
   readonly writableLength: number
-  once(event: 'drain', listener: () => void): unknown
+  readonly _handle?: { readonly writeQueueSize?: number } | null
+  on(event: 'drain', listener: () => void): unknown
 }
 
 const CLOSE_CODES: Record<SocketRefusalKind | 'malformed-message', number> = {
@@ -116,8 +120,12 @@ export class SocketGuard {
   #ponged = true
   /** Liveness checks in a row with no pong and nothing of a backlog read. */
   #quiet = 0
-  /** Bytes the transport had written at the last liveness check, and whether the relay then had more queued for the peer. */
+  /**
+   * At the last liveness check: the bytes of the transport's completed writes, the bytes of the
+   * write under way the kernel had not taken, and whether the relay had more queued for the peer.
+   */
   #written = 0
+  #untaken = 0
   #backlog = false
   /** Reading stopped until the queue drains. */
   #held = false
@@ -162,6 +170,10 @@ export class SocketGuard {
         if (ws.bufferedAmount > max / 2) this.#pressed(max)
       }) as typeof ws.send
     }
+    // One listener for the socket's life: a hold that a liveness check ended leaves none behind.
+    this.#transport?.on('drain', () => {
+      if (this.#held && !this.#closing) this.#release()
+    })
     this.#deadline = this.#timers.setTimeout(() => this.close('auth-timeout'), this.#limits.authTimeoutMs)
     ws.once('close', () => this.#dispose())
     if (this.#limits.pingTimeoutMs !== undefined) {
@@ -184,10 +196,15 @@ export class SocketGuard {
       if (this.#closing) return
       const ws = this.#ws
       const queued = ws.bufferedAmount
-      const written = this.#transport === undefined ? 0 : this.#transport.bytesWritten - this.#transport.writableLength
-      // Bytes written while nothing waited prove nothing: a gone peer's kernel takes them too.
-      const read = this.#backlog && written > this.#written
+      const transport = this.#transport
+      const written = transport === undefined ? 0 : transport.bytesWritten - transport.writableLength
+      const untaken = transport?._handle?.writeQueueSize ?? 0
+      // The kernel took bytes: a write completed (a new one starts only then), or more of the one
+      // under way left Node's queue. Bytes taken while nothing waited prove nothing: a gone
+      // peer's kernel takes them too, until its buffer is full.
+      const read = this.#backlog && (written > this.#written || untaken < this.#untaken)
       this.#written = written
+      this.#untaken = untaken
       this.#backlog = queued > 0
       if (read) this.#emit('pong', Buffer.alloc(0))
       this.#quiet = this.#ponged || read ? 0 : this.#quiet + 1
@@ -218,10 +235,6 @@ export class SocketGuard {
     if (this.#held) return
     this.#held = true
     this.#ws.pause()
-    if (this.#transport === undefined) return
-    this.#transport.once('drain', () => {
-      if (this.#held && !this.#closing) this.#release()
-    })
   }
 
   /** Reads the socket again. */

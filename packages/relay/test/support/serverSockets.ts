@@ -32,7 +32,9 @@ export function serverSockets(slow: { rate?: number | undefined } = {}): WebSock
 
 /**
  * Makes `socket` hand its writes to the kernel at `bytesPerSecond`, 16 KiB at a time, as a slow
- * link takes them: a write completes (and the next one starts) once the link carried it.
+ * link takes them: a write completes (and the next one starts) once the link carried it. Each
+ * slice completes as a write of its own here, where a real socket completes a large write only
+ * once the kernel took all of it (`socketGuardLargeWrite.test.ts` reads one that way).
  */
 export function slowWrites(socket: Duplex, bytesPerSecond: number): void {
   const SLICE = 16 << 10
