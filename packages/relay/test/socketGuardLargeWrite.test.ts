@@ -12,6 +12,7 @@ import WebSocket, { WebSocketServer } from 'ws'
 import { SocketGuard } from '../src/gate/socketGuard.ts'
 import { RelayMetrics } from '../src/metrics/relayMetrics.ts'
 import { GLOBAL_TIMERS } from '../src/relayOptions.ts'
+import { waitFor } from './support/roomClients.ts'
 
 const cleanups: (() => void)[] = []
 afterEach(() => {
@@ -77,8 +78,7 @@ it('a peer reading one large message slowly is not cut as unresponsive while it 
   })
 
   // Until the reader has the whole message (it takes about 1 MB/s here) or the socket is cut.
-  const deadline = Date.now() + 30_000
-  while (received < MESSAGE && !ended && serverSide?.readyState !== WebSocket.CLOSED && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100))
+  await waitFor(() => received >= MESSAGE || ended || serverSide?.readyState === WebSocket.CLOSED, 'the reader to take the whole message or the socket to close', 30_000)
   console.log(`reader took ${received} of ${MESSAGE} bytes in ${Date.now() - started} ms`)
   expect(logged.filter((line) => line.includes('unresponsive'))).toEqual([])
   expect(received).toBeGreaterThanOrEqual(MESSAGE)
