@@ -1,4 +1,5 @@
 import type { Frontiers } from '../time/frontiers.ts'
+import type { SourceClock } from '../time/sourceClock.ts'
 import type { BatchFrontiers, WindowIndex } from '../windows/windowIndex.ts'
 
 /**
@@ -9,13 +10,10 @@ import type { BatchFrontiers, WindowIndex } from '../windows/windowIndex.ts'
 export class DedupMemory {
   entries = 0
   atLastPurge = 0
-  /**
-   * The horizon of the last purge: every entry then left was at or above it (-Infinity: none
-   * yet). Placement sets `rememberedBelow` when it remembers an entry below it.
-   */
-  purgedBelow = Number.NEGATIVE_INFINITY
-  /** An entry below `purgedBelow` was remembered since the last purge (an event beyond lateness, kept for the late lane). */
-  rememberedBelow = false
+  /** The horizon of the last release: every entry then left was at or above it (-Infinity: none yet). */
+  #purgedBelow = Number.NEGATIVE_INFINITY
+  /** An entry below `#purgedBelow` was remembered since the last release (an event beyond lateness, kept for the late lane). */
+  #rememberedBelow = false
 
   /** True when the count grew enough since the last release to scan the clocks again. */
   get due(): boolean {
@@ -23,22 +21,46 @@ export class DedupMemory {
   }
 
   /**
-   * Releases dedup memory behind the lateness horizon of every spec. With the memory full, every
-   * event that needs an entry asks for a purge: one that can release nothing (the horizon did
-   * not move, and nothing below it was remembered since) skips the pass over every clock, or a
-   * full memory would cost a pass over all of it per refused event.
+   * Counts `count` entries a clock remembered for an event at `ts`.
+   *
+   * @example
+   * const before = clock.dedupEntries()
+   * clock.record(event)
+   * dedup.remembered(clock.dedupEntries() - before, event.ts)
    */
+  remembered(count: number, ts: number): void {
+    if (count > 0 && ts < this.#purgedBelow) this.#rememberedBelow = true
+    this.entries += count
+  }
+
+  /** Releases dedup memory behind the lateness horizon of every spec (see `release`). */
   purge(indexes: readonly WindowIndex[], frontiers: Frontiers, batch: BatchFrontiers): void {
     let horizon = Number.POSITIVE_INFINITY
     for (const index of indexes) horizon = Math.min(horizon, index.horizon(batch))
     // No horizon yet (-Infinity); at +Infinity (a watermark advanced to the end of time) every entry goes.
     if (!(horizon > Number.NEGATIVE_INFINITY)) return
-    if (horizon > this.purgedBelow || this.rememberedBelow) {
-      for (const clock of frontiers.sources.values()) this.entries -= clock.forgetBefore(horizon)
-      this.purgedBelow = horizon
-      this.rememberedBelow = false
+    this.release(horizon, frontiers.sources.values())
+  }
+
+  /**
+   * Releases the entries of `clocks` below `horizon`; returns how many. With the memory full,
+   * every event that needs an entry asks for a release: one that can free nothing (the horizon
+   * did not move, and nothing below it was remembered since) skips the pass over every clock, or
+   * a full memory would cost a pass over all of it per refused event.
+   *
+   * @example
+   * dedup.release(finality, frontiers.sources.values()) // the ordered stream, below finality
+   */
+  release(horizon: number, clocks: Iterable<SourceClock>): number {
+    let released = 0
+    if (horizon > this.#purgedBelow || this.#rememberedBelow) {
+      for (const clock of clocks) released += clock.forgetBefore(horizon)
+      this.entries -= released
+      this.#purgedBelow = horizon
+      this.#rememberedBelow = false
     }
     this.atLastPurge = this.entries
+    return released
   }
 
   /**
@@ -51,7 +73,7 @@ export class DedupMemory {
   restore(entries: number, atLastPurge: number): void {
     this.entries = entries
     this.atLastPurge = atLastPurge
-    this.purgedBelow = Number.NEGATIVE_INFINITY
-    this.rememberedBelow = false
+    this.#purgedBelow = Number.NEGATIVE_INFINITY
+    this.#rememberedBelow = false
   }
 }

@@ -1,3 +1,4 @@
+import { DedupMemory } from '../core/dedupMemory.ts'
 import { type Anomaly, type AnomalyReason, emptyAnomalyCounts } from '../core/anomaly.ts'
 import { type Arrival, ArrivalQueue } from './arrivalQueue.ts'
 import type { IngestReceipt, LateEvent } from '../core/engineApi.ts'
@@ -42,12 +43,7 @@ export class OrderedEventStream implements OrderedStream {
   #correctionArrivals: Arrival[] = []
   readonly #lateLane: LateLane
   readonly #anomalies = emptyAnomalyCounts()
-  #dedupEntries = 0
-  #dedupAfterRelease = 0
-  /** Finality of the last release: every entry then left was at or above it. */
-  #releasedBelow = Number.NEGATIVE_INFINITY
-  /** An entry below `#releasedBelow` was remembered since the last release (a copy below finality, kept for the late lane). */
-  #rememberedBelow = false
+  readonly #dedup = new DedupMemory()
   #peakPending = 0
   readonly #counts = {
     pushed: 0,
@@ -139,9 +135,9 @@ export class OrderedEventStream implements OrderedStream {
         anomalies.push(this.#refuse('finished_source', event, i, finishedDetail(event.source)))
         continue
       }
-      if ((seq === undefined || seq !== (clock?.prefix ?? 0) + 1) && this.#dedupEntries >= options.maxDedupEntries) {
+      if ((seq === undefined || seq !== (clock?.prefix ?? 0) + 1) && this.#dedup.entries >= options.maxDedupEntries) {
         this.#releaseDedup()
-        if (this.#dedupEntries >= options.maxDedupEntries) {
+        if (this.#dedup.entries >= options.maxDedupEntries) {
           anomalies ??= []
           anomalies.push(this.#refuse('overflow', event, i, `maxDedupEntries (${options.maxDedupEntries}) reached`))
           continue
@@ -176,9 +172,7 @@ export class OrderedEventStream implements OrderedStream {
       clock.lastSeen = now
       this.#proof.record(clock, event)
       this.#frontiers.changes.note(clock)
-      const added = clock.dedupEntries() - before
-      if (added > 0 && ts < this.#releasedBelow) this.#rememberedBelow = true
-      this.#dedupEntries += added
+      this.#dedup.remembered(clock.dedupEntries() - before, ts)
     }
     const rejected = anomalies === null ? 0 : anomalies.length - conflicting
     const counts = this.#counts
@@ -198,7 +192,7 @@ export class OrderedEventStream implements OrderedStream {
     this.#frontiers.advance(now)
     // Here, not in flushReady: what is remembered (so which copies are duplicates) must follow
     // pushes and watermark moves only, never when the stream was flushed.
-    if (this.#dedupEntries > 2 * this.#dedupAfterRelease + 4096) this.#releaseDedup()
+    if (this.#dedup.due) this.#releaseDedup()
     return { accepted, late, duplicates, beyondLateness: beyond, rejected, anomalies: anomalies ?? NO_ANOMALIES, durable: DURABLE }
   }
 
@@ -319,7 +313,7 @@ export class OrderedEventStream implements OrderedStream {
       oldestPendingAge,
       batchFragmentation: batches === 0 ? 0 : emitted / batches / this.#options.batchSize,
       compactions: this.#buffer.compactions,
-      dedupEntries: this.#dedupEntries,
+      dedupEntries: this.#dedup.entries,
       lateLane: this.#lateLane.size,
       lateLaneTrimmed: this.#lateLane.trimmed,
       sources: f.sources.size,
@@ -400,16 +394,7 @@ export class OrderedEventStream implements OrderedStream {
    * or a full memory would cost a pass over all of it per refused event.
    */
   #releaseDedup(): void {
-    const finality = this.finality()
-    if (finality > this.#releasedBelow || this.#rememberedBelow) {
-      let released = 0
-      for (const clock of this.#frontiers.sources.values()) released += clock.forgetBefore(finality)
-      this.#dedupEntries -= released
-      this.#counts.dedupReleased += released
-      this.#releasedBelow = finality
-      this.#rememberedBelow = false
-    }
-    this.#dedupAfterRelease = this.#dedupEntries
+    this.#counts.dedupReleased += this.#dedup.release(this.finality(), this.#frontiers.sources.values())
   }
 
   #refuse(reason: AnomalyReason, event: unknown, index: number, detail?: string): Anomaly {

@@ -217,10 +217,7 @@ export class BatchPlacement {
       else {
         const before = clock.dedupEntries()
         clock.record(event)
-        const added = clock.dedupEntries() - before
-        // Below the last purge's horizon (beyond lateness): the next purge must not be skipped.
-        if (added > 0 && ts < dedup.purgedBelow) dedup.rememberedBelow = true
-        dedup.entries += added
+        dedup.remembered(clock.dedupEntries() - before, ts)
       }
       // Listed once per batch for the frontiers, while they follow the clocks that changed.
       if (changes.listing && clock.changedIn !== changes.look) changes.note(clock)
