@@ -504,3 +504,23 @@ describe('peers’ state refused before a merge is logged', () => {
     expect(recovered.results()).toEqual(live.results())
   })
 })
+
+describe('replay at the recorded processing time', () => {
+  it('refuses again, as future_ts, an event that was too far ahead of its batch, though the clock at reopen has passed it', async () => {
+    const factory = new IDBFactory()
+    const clock = { now: 1_000 }
+    const options = { ...config, maxFutureSkew: 100, now: () => clock.now, checkpointOnClose: false }
+    const live = await open(factory, 'future', options)
+    // 4 s ahead of the batch's processing time: refused, and logged with the batch.
+    const receipt = live.ingest([reading('d1', 1, 5_000, 1), reading('d1', 2, 1_000, 2)])
+    expect(receipt.anomalies.map((a) => a.reason)).toEqual(['future_ts'])
+    await whenDurable(live)
+    // The tab crashes; it reopens a minute later, when ts 5,000 is no longer ahead of the clock.
+    clock.now = 61_000
+    const recovered = await open(factory, 'future', options)
+    expect(recoveryReport(recovered)).toMatchObject({ replayedRecords: 2, corrupt: [] })
+    expect(visibleState(recovered)).toEqual(visibleState(live))
+    expect(recovered.stats().anomalies.future_ts).toBe(1)
+    expect(count(recovered)).toBe(1)
+  })
+})

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import * as Y from 'yjs'
-import { createEngine, manual, type StreamEvent, sliding, type TidemarkEngine, tumbling, type WindowChange } from '@tidemark/engine'
+import { createEngine, everyElement, manual, quantiles, type ReplicaState, type StreamEvent, sliding, type TidemarkEngine, tumbling, type WindowChange } from '@tidemark/engine'
 import { applyPeerUpdate } from '../src/binding/applyPeerUpdate.ts'
 import { bindDoc } from '../src/binding/bindDoc.ts'
 import { isConfigurationMismatchError } from '../src/schema/configurationMismatchError.ts'
@@ -301,5 +301,83 @@ describe('bindDoc origin (README)', () => {
     engine.ingest(events('d1', 3, 1))
     expect(origins.length).toBeGreaterThanOrEqual(3)
     expect(origins.every((o) => o === origin)).toBe(true)
+  })
+})
+
+describe('local choices (replication.md, Merging peers\' state and What converges)', () => {
+  it('replicas that differ in triggers, accumulation, retention, maxFutureSkew and quantiles\' at merge each other and hold the same state', () => {
+    const shared = { windows: tumbling(60_000), watermark: manual(), allowedLateness: 60_000 }
+    const errors: Error[] = []
+    const replica = (replicaId: string, options: Parameters<typeof createEngine>[0]) => {
+      const doc = new Y.Doc()
+      const engine = createEngine({ ...options, replicaId })
+      bindDoc(engine, doc, { onError: (error) => errors.push(error) })
+      return { engine, doc }
+    }
+    const a = replica('a', { ...shared, trigger: { early: everyElement() }, retention: 0, maxFutureSkew: 5_000, aggregates: { p: quantiles({ at: [0.5] }) } })
+    const b = replica('b', { ...shared, accumulation: 'discarding', aggregates: { p: quantiles({ at: [0.9, 0.99] }) } })
+    const single = createEngine({ ...shared, replicaId: 'single', aggregates: { p: quantiles({ at: [0.5] }) } })
+    // Each replica's updates reach the other as a provider would hand them over, after a first sync.
+    applyPeerUpdate(b.doc, Y.encodeStateAsUpdate(a.doc), 'peer')
+    applyPeerUpdate(a.doc, Y.encodeStateAsUpdate(b.doc), 'peer')
+    a.doc.on('update', (update: Uint8Array, origin: unknown) => origin !== 'peer' && applyPeerUpdate(b.doc, update, 'peer'))
+    b.doc.on('update', (update: Uint8Array, origin: unknown) => origin !== 'peer' && applyPeerUpdate(a.doc, update, 'peer'))
+    for (const [w, source] of [
+      [a, 'sa'],
+      [b, 'sb'],
+    ] as const) {
+      w.engine.ingest(events(source, 1, 5))
+      single.ingest(events(source, 1, 5))
+    }
+    const bPanes: [string, number, number][] = []
+    b.engine.subscribe((changes) => {
+      for (const change of changes) bPanes.push([change.type, change.result.count, change.result.sum])
+    })
+    b.engine.advanceWatermark(T0 + 60_000)
+    a.engine.ingest(events('sa', 6, 3))
+    single.ingest(events('sa', 6, 3))
+    expect(errors).toEqual([])
+    for (const w of [a, b]) expect(w.engine.stats().anomalies).toMatchObject({ invalid_remote_cell: 0, source_conflict: 0 })
+    const state = (engine: { readonly replica: { exportState(): ReplicaState } }) => {
+      const { cells, clocks } = engine.replica.exportState()
+      return {
+        cells: cells.map((c) => JSON.stringify([c.address, { ...c.cell }, c.aggregates?.map((state) => [...state])])).sort(),
+        clocks: clocks.map((c) => JSON.stringify(c)).sort(),
+      }
+    }
+    // Each cell carries its quantile sketch: the states, not only the numbers, are the same on both.
+    expect(a.engine.replica.exportState().cells.map((c) => c.aggregates?.length)).toEqual([1, 1])
+    expect(state(b.engine)).toEqual(state(a.engine))
+    const values = (engine: { results(): readonly { count: number; sum: number }[] }) => engine.results().map((r) => [r.count, r.sum])
+    expect(values(a.engine)).toEqual(values(single))
+    // A discarding replica's results() show its last pane: after its on-time pane (nothing since its early panes),
+    // the pane a's later cell caused, which carries the whole window (semantics.md, Accumulation).
+    expect(bPanes).toEqual([
+      ['on_time', 0, 0],
+      ['correction', 13, 51],
+    ])
+    expect(values(b.engine)).toEqual([[13, 51]])
+  })
+})
+
+describe('the lattice laws (replication.md): two cells of one version', () => {
+  it('come from a conflict or from a replica whose versions restarted; every replica keeps the same one whatever the order, and counts no conflict', () => {
+    // Session 1 of replica a, then session 2 started without its state: both write d1's cell at version 2, with other readings.
+    const first = writer('a')
+    first.engine.ingest(events('d1', 1, 2))
+    const restarted = writer('a')
+    restarted.engine.ingest(events('d1', 3, 2))
+    const sessions = [Y.encodeStateAsUpdate(first.doc), Y.encodeStateAsUpdate(restarted.doc)]
+    const kept = [sessions, [...sessions].reverse()].map((updates, i) => {
+      const doc = new Y.Doc()
+      const reader = createEngine({ windows: tumbling(60_000), watermark: manual(), replicaId: `reader${i}` })
+      bindDoc(reader, doc)
+      for (const update of updates) applyPeerUpdate(doc, update, 'peer')
+      expect(reader.stats().anomalies.source_conflict).toBe(0)
+      const cell = reader.replica.exportState().cells.find((c) => c.address.source === 'd1')?.cell
+      return { version: cell?.version, count: cell?.count, sum: cell?.sum }
+    })
+    expect(kept[0]).toEqual({ version: 2, count: 2, sum: expect.any(Number) as number })
+    expect(kept[1]).toEqual(kept[0])
   })
 })
