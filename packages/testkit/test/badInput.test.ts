@@ -1017,14 +1017,16 @@ describe('bad-input catalogue: aggregates', () => {
       ['spread', new Uint8Array([0x48, 4, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0, 0])],
     ]
     const entries = badStates.map(([name, bytes], i) => {
-      const states = group.aggregates.map((cell) => [...cell])
+      // Each entry a window of its own, its cells written there (a cell moved to another window is refused, B54).
+      const written = sketchedGroup(10 * (i + 1))
+      const states = written.aggregates.map((cell) => [...cell])
       ;(states[0] as Uint8Array[])[at[name]] = bytes
-      return writeGroupEntry({ ...group, start: 10 * (i + 1), aggregates: states })
+      return writeGroupEntry({ ...written, aggregates: states })
     })
     // Framing the binding refuses whole: states per cell out of range, a length past the end, bytes after the last state, not bytes.
     const framing = [new Uint8Array([0]), new Uint8Array([33]), new Uint8Array([4, 0x7f]), Uint8Array.from([...(writeGroupEntry(group)[6] as Uint8Array), 9]), 'not bytes']
-    const framed = framing.map((column, i) => withField(writeGroupEntry({ ...group, start: 500 + 10 * i }), 6, column))
-    expect(sync(peerDoc('peer', [...entries, ...framed, writeGroupEntry({ ...group, start: 900 })], engine.replica.configuration), doc)).toBe(true)
+    const framed = framing.map((column, i) => withField(writeGroupEntry(sketchedGroup(500 + 10 * i)), 6, column))
+    expect(sync(peerDoc('peer', [...entries, ...framed, writeGroupEntry(sketchedGroup(900))], engine.replica.configuration), doc)).toBe(true)
     expect(engine.stats().anomalies.invalid_remote_cell).toBe(badStates.length + framing.length)
     expect(engine.stats().remoteAnomalies.join('\n')).toMatch(/aggregate "latency": quantiles state: /)
     // Every damaged entry's other two cells merged, and the valid entry whole.
@@ -1538,6 +1540,42 @@ describe('bad-input catalogue: checkpoints restore cannot trust', () => {
     engine.restore(states)
     expectServing(engine)
     return cases.length + 1
+  })
+
+  row('B54', 'states that decode but disagree with their cell, and a cell outside its window, through ReplicaPort.mergeRemoteGroups', () => {
+    const engine = withAggregates()
+    const group = sketchedGroup()
+    const { latency, reading, spread } = AGGREGATES
+    const at = { devices: 0, latency: 1, reading: 2, spread: 3 }
+    const sketchOf = (values: readonly number[]) => latency.encode(values.reduce((s, value, i) => latency.add(s, value, { id: `v${i}`, source: 'peer-src', ts: 0, value }), latency.init()))
+    // Cells a, b, c hold one event each, at ts 0, 1, 2: a's latest dated far ahead, b's histogram and c's sketch holding two values.
+    const forged: [keyof typeof at, Uint8Array][] = [
+      ['reading', reading.encode({ ts: 1e12, source: 'peer-src', seq: 0, value: 666 })],
+      ['spread', spread.encode([0, 2, 0, 0])],
+      ['latency', sketchOf([40, 40])],
+    ]
+    const states = group.aggregates.map((cell, i) => cell.map((bytes, a) => (forged[i]?.[0] !== undefined && at[forged[i][0]] === a ? forged[i][1] : bytes)))
+    // The same cells with their last event (and latest) a day ahead: not the window [0, 10)'s.
+    const n = group.keys.length
+    const columns = group.columns.slice()
+    columns.fill(86_400_000, 4 * n, 5 * n)
+    const ahead = reading.encode({ ts: 86_400_000, source: 'peer-src', seq: 0, value: 666 })
+    const moved = { ...group, columns, aggregates: group.aggregates.map((cell) => cell.map((bytes, a) => (a === at.reading ? ahead : bytes))) }
+    const report = engine.replica.mergeRemoteGroups([{ ...group, aggregates: states }, moved], [])
+    expect(report.applied).toBe(0)
+    expect(engine.stats().anomalies.invalid_remote_cell).toBe(3 + moved.keys.length)
+    expect(engine.stats().remoteAnomalies).toEqual([
+      `invalid_remote_cell: cell ["tumbling:10","a",0,"peer-src"]: aggregate "reading" (latest): event time 1000000000000 is past the cell's last event time 0`,
+      `invalid_remote_cell: cell ["tumbling:10","b",0,"peer-src"]: aggregate "spread" (histogram): 2 values in a cell of 1 events`,
+      `invalid_remote_cell: cell ["tumbling:10","c",0,"peer-src"]: aggregate "latency" (quantiles): 2 values in a cell of 1 events`,
+      `invalid_remote_cell: ${moved.keys.length} cell(s) fit no window here`,
+    ])
+    // Nothing of them shows; the honest group merges whole.
+    expect(engine.results({ window: 'tumbling:10' }).filter((r) => r.key !== 'canary')).toEqual([])
+    expect(engine.replica.mergeRemoteGroups([group], []).applied).toBe(group.keys.length)
+    expect(engine.results({ window: 'tumbling:10', key: 'a' })).toMatchObject([{ count: 1, aggregates: { reading: 20, spread: [0, 1, 0, 0] } }])
+    expectServing(engine)
+    return forged.length + 1
   })
 })
 

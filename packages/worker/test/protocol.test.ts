@@ -4,7 +4,7 @@ import { isOverflowError, OverflowError, type PaneInfo, type PaneTiming, type Wi
 import { isLogConfigurationError, isQuotaError, LogConfigurationError, QuotaError } from '@tidemark/idb'
 import { assertSeeded } from '@tidemark/seeded-random/property'
 import { batchProblem, decodeEvents, encodeEvents } from '../src/protocol/eventColumns.ts'
-import { decodeRows, encodeRows, type RowKind, rowsProblem, type WindowRow } from '../src/protocol/windowRows.ts'
+import { decodeRows, encodeRows, type RowKind, rowsProblem, uncloneableAggregate, type WindowRow } from '../src/protocol/windowRows.ts'
 import { envelope, openEnvelope } from '../src/protocol/tabChannel.ts'
 import { errorFromWire, wireError } from '../src/protocol/messages.ts'
 
@@ -160,6 +160,25 @@ describe('window rows', () => {
       'carry each result\'s aggregates',
       200,
     )
+  })
+
+  it('name the aggregate and window of the first result the structured clone refuses, counting rows without aggregates', () => {
+    const base: WindowResult = {
+      window: 'session:5000', key: 'k', start: 0, end: 5000, count: 1, sum: 1, min: 1, max: 1, mean: 1,
+      status: 'provisional', revision: 0, final: false, basis: 'unknown', pane: { timing: 'early', index: 0, onTimeIndex: -1 },
+    }
+    const names = ['p', 'label']
+    const fn = () => 1
+    const rows: WindowRow[] = [
+      { kind: 'history-reset', result: { ...base, key: 'bare' } },
+      { kind: 'provisional', result: withAggregateValues({ ...base, key: 'fine' }, names, [[1, 2], { text: 'ok' }]) },
+      { kind: 'history-reset', result: { ...base, key: 'bare-again' } },
+      { kind: 'provisional', result: withAggregateValues({ ...base, key: 'bad', start: 7_000 }, names, [[3], { format: fn }]) },
+      { kind: 'provisional', result: withAggregateValues({ ...base, key: 'worse' }, names, [fn, null]) },
+    ]
+    expect(uncloneableAggregate(encodeRows(rows))).toMatch(/^aggregate "label" of window "session:5000", key "bad", start 7000: DataCloneError: /)
+    expect(uncloneableAggregate(encodeRows(rows.slice(0, 3)))).toBeNull()
+    expect(uncloneableAggregate(encodeRows([rows[0] as WindowRow]))).toBeNull()
   })
 
   it('keep NaN, infinities and negative zero as they are', () => {

@@ -67,6 +67,30 @@ describe('a frame the structured clone refuses', () => {
     }).toEqual({ escaped: [], first: servedOrTold, second: servedOrTold })
   })
 
+  it('the reason names the aggregate and the window whose result the clone refused', async () => {
+    const world = new World()
+    const host = world.host({ name: 'fleet', engine: options, log: false })
+    const page = world.page(() => host)
+    const escaped: unknown[] = []
+    await run(world, escaped)
+    await page.engine.ready
+    const engine = host.host.engine as Engine
+    engine.ingest([
+      { id: 'g1', source: 'd1', seq: 1, ts: 100, key: 'good', value: 1 },
+      { id: 'b1', source: 'd1', seq: 2, ts: 1_100, key: 'bad', value: 99 },
+    ])
+    await run(world, escaped)
+    expect(page.engine.connection()).toMatchObject({
+      state: 'failed',
+      reason: expect.stringMatching(/^the host cannot send this page the engine's windows \(aggregate "labelled" of window "tumbling:1000", key "bad", start 1000: DataCloneError: .*could not be cloned\.?\): /),
+    })
+    // A page that comes later is told the same.
+    const late = world.page(() => host)
+    await run(world, escaped)
+    expect(late.engine.connection().reason).toMatch(/aggregate "labelled" of window "tumbling:1000", key "bad", start 1000: DataCloneError/)
+    expect(escaped).toEqual([])
+  })
+
   it('a page that comes while such a window is live is welcomed or told why, not left waiting', async () => {
     const world = new World()
     const host = world.host({ name: 'fleet', engine: options, log: false })

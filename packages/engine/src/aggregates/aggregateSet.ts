@@ -22,19 +22,38 @@ export const MAX_AGGREGATES = 32
 
 const FUNCTIONS = ['read', 'checkInput', 'init', 'add', 'merge', 'result', 'encode', 'decode'] as const
 
-/** The built-in aggregates made so far: their merges are exact (see `AggregateSet.exact`). */
-const exactAggregates = new WeakSet<AnyAggregate>()
+/**
+ * What a cell records of its own events, which a state it carries must agree with: how many,
+ * where its window, slice or session fragment starts, and its last event time (a session cell
+ * keeps it to the whole millisecond, floored).
+ */
+export interface CellEvents {
+  readonly count: number
+  readonly start: number
+  readonly maxTs: number
+}
+
+/**
+ * Why `state` cannot be the state of a cell holding `cell`'s events, or null: a hard invariant
+ * of the aggregate (a sketch never holds more values than the cell counted), in O(state).
+ */
+export type CellAgreement<State> = (state: State, cell: CellEvents) => string | null
+
+/** The built-in aggregates made so far: their merges are exact (see `AggregateSet.exact`), and what their states must agree with. */
+const exactAggregates = new WeakMap<AnyAggregate, CellAgreement<unknown>>()
 
 /**
  * Marks a built-in aggregate as exact, and returns it: its states hold integer counts, hash
  * registers or a total order, so merging them has no rounding, and adding an event to a fold of
  * cells gives, bit for bit, the fold of the cells with the event added to one of them.
+ * `agreement` says why a peer's state cannot belong to the cell carrying it (`AggregateSet.disagreement`).
  *
  * @example
- * return exactAggregate({ name: 'histogram', ... })
+ * return exactAggregate({ name: 'histogram', ... }, (counts, cell) => (total(counts) > cell.count ? 'too many values' : null))
  */
-export function exactAggregate<A extends AnyAggregate>(aggregate: A): A {
-  exactAggregates.add(aggregate)
+export function exactAggregate<A extends AnyAggregate>(aggregate: A, agreement: CellAgreement<ReturnType<A['init']>>): A {
+  // A state reaches its agreement only from its own aggregate's `decode`.
+  exactAggregates.set(aggregate, agreement as CellAgreement<unknown>)
   return aggregate
 }
 
@@ -56,6 +75,8 @@ export class AggregateSet {
    * for every pane. A user's aggregate may round (sums of floats), and is folded in the canonical order.
    */
   readonly exact: boolean
+  /** Each aggregate's `CellAgreement`, or null for a user's (whose invariants the engine does not know). */
+  readonly #agreements: readonly (CellAgreement<unknown> | null)[]
 
   constructor(given: Readonly<Record<string, AnyAggregate>>) {
     this.names = Object.keys(given).sort()
@@ -63,6 +84,7 @@ export class AggregateSet {
     this.configuration = this.names.map((name, i) => [name, (this.list[i] as AnyAggregate).configuration])
     this.empty = this.encode(this.init())
     this.exact = this.list.every((a) => exactAggregates.has(a))
+    this.#agreements = this.list.map((a) => exactAggregates.get(a) ?? null)
   }
 
   /** The checked option: null for none (absent or `{}`); throws a TypeError or RangeError naming the problem. */
@@ -200,6 +222,24 @@ export class AggregateSet {
         throw new RangeError(`aggregate ${JSON.stringify(this.names[i])}: ${messageOf(error)}`)
       }
     })
+  }
+
+  /**
+   * Why decoded `states` cannot be those of a cell holding `cell`'s events, naming the aggregate,
+   * or null: what a peer's cell is refused for besides states that do not decode. A state that
+   * disagrees with its cell would poison every window it is merged into (a `latest` past the
+   * cell's last event outranks every later event for good).
+   *
+   * @example
+   * aggregates.disagreement(states, { count: 2, start: 0, maxTs: 20 }) // 'aggregate "spread" (histogram): 3 values in a cell of 2 events'
+   */
+  disagreement(states: States, cell: CellEvents): string | null {
+    const agreements = this.#agreements
+    for (let i = 0; i < agreements.length; i++) {
+      const problem = agreements[i]?.(states[i], cell) ?? null
+      if (problem !== null) return `aggregate ${JSON.stringify(this.names[i])} (${(this.list[i] as AnyAggregate).name}): ${problem}`
+    }
+    return null
   }
 
   /** Order of two cells' states written under one version, by their encodings (`compareBytes`). */

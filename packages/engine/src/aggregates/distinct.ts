@@ -15,7 +15,7 @@ import { ByteReader } from './byteReader.ts'
 import { sameBytes } from './byteOrder.ts'
 import { ByteWriter } from './byteWriter.ts'
 import { hash64 } from './hash64.ts'
-import { addHash, type DistinctSketch, decodeSketch, distinctCount, encodeSketch, mergeSketches, mergeSketchInto } from './hyperLogLog.ts'
+import { addHash, type DistinctSketch, decodeSketch, distinctCount, encodeSketch, explicitLimit, mergeSketches, mergeSketchInto } from './hyperLogLog.ts'
 import { describeInput } from './numericInput.ts'
 
 const FORMAT = 0x44
@@ -86,5 +86,23 @@ export function distinct(options?: DistinctOptions): Aggregate<DistinctSketch, n
       return s
     },
     equals: (a, b) => sameBytes(encode(a), encode(b)),
-  })
+  }, (s, cell) => identitiesProblem(s, cell.count, precision))
+}
+
+/**
+ * Why a sketch cannot come from `count` events, or null: each event adds one identity, so the
+ * exact set holds at most `count` hashes, registers take more than the explicit limit of them,
+ * and each non-zero register needs one.
+ */
+function identitiesProblem(s: DistinctSketch, count: number, precision: number): string | null {
+  const registers = s.registers
+  if (registers === null) {
+    const n = s.hashes.length / 2
+    return n > count ? `${n} identities in a cell of ${count} events` : null
+  }
+  const limit = explicitLimit(precision)
+  if (count <= limit) return `registers (more than ${limit} identities) in a cell of ${count} events`
+  let n = 0
+  for (let i = 0; i < registers.length; i++) if (registers[i] !== 0) n++
+  return n > count ? `${n} non-zero registers in a cell of ${count} events` : null
 }

@@ -94,5 +94,10 @@ export function histogram(options: HistogramOptions): Aggregate<number[], number
       return s
     },
     equals: (a, b) => sameBytes(encode(a), encode(b)),
+  }, (s, cell) => {
+    // Each count is at most 2^53 − 1, the cell's at most 2^40: the float total decides exactly.
+    let n = 0
+    for (const c of s) n += c
+    return n > cell.count ? `${n} values in a cell of ${cell.count} events` : null
   })
 }

@@ -12,7 +12,7 @@
  * comes back exactly). Decode checks finite numbers (no -0: add stores zero as +0), a safe seq, the lengths and code units, and
  * that no byte trails.
  */
-import { exactAggregate } from './aggregateSet.ts'
+import { type CellEvents, exactAggregate } from './aggregateSet.ts'
 import type { StreamEvent } from '../core/event.ts'
 import { MAX_NAME_LENGTH } from '../core/event.ts'
 import type { Aggregate } from './aggregate.ts'
@@ -103,7 +103,20 @@ export function latest(options?: LatestOptions): Aggregate<LatestState, number |
       return s
     },
     equals: (a, b) => sameBytes(encode(a), encode(b)),
-  })
+  }, withinCell)
+}
+
+/**
+ * Why a winning event cannot be one of `cell`'s, or null: its time must lie between the cell's
+ * start and its last event time, else it would outrank the window's real latest. Both to the
+ * whole ms: a session cell keeps its times floored, and a slice is found by rounding division.
+ */
+function withinCell(s: LatestState, cell: CellEvents): string | null {
+  if (s === null) return null
+  if (cell.count === 0) return 'an event in a cell of none'
+  if (Math.floor(s.ts) > cell.maxTs) return `event time ${s.ts} is past the cell's last event time ${cell.maxTs}`
+  if (Math.ceil(s.ts) < cell.start) return `event time ${s.ts} is before the cell's start ${cell.start}`
+  return null
 }
 
 /** The later of two states in the total order (ts, source, seq, value). */

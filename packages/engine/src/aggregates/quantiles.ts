@@ -153,12 +153,8 @@ export function quantiles(options: QuantilesOptions): Aggregate<QuantileSketch, 
       const zero = r.varint('count of zeros', Number.MAX_SAFE_INTEGER)
       const negative = decodeStore(r, 'negative', limit, keyLimit)
       const positive = decodeStore(r, 'positive', limit, keyLimit)
-      // Each count is at most 2^53 - 1 (they saturate there); their total may pass it.
-      let n = zero
-      for (const c of negative.counts) n += c
-      for (const c of positive.counts) n += c
       const s: QuantileSketch = { zero, min: Number.POSITIVE_INFINITY, max: Number.NEGATIVE_INFINITY, positive, negative }
-      if (n > 0) {
+      if (valueCount(s) > 0) {
         s.min = r.float64('minimum')
         s.max = r.float64('maximum')
         if (Object.is(s.min, -0) || Object.is(s.max, -0)) throw r.fail('-0 as minimum or maximum (zero is always +0)')
@@ -176,7 +172,23 @@ export function quantiles(options: QuantilesOptions): Aggregate<QuantileSketch, 
       return s
     },
     equals: (a, b) => sameBytes(encode(a), encode(b)),
+  }, (s, cell) => {
+    const n = valueCount(s)
+    return n > cell.count ? `${n} values in a cell of ${cell.count} events` : null
   })
+}
+
+/**
+ * How many values a sketch holds. Each count is at most 2^53 − 1 (they saturate there); the
+ * total may pass it, rounded, and is then above any count it is compared with.
+ */
+function valueCount(s: QuantileSketch): number {
+  const negative = s.negative.counts
+  const positive = s.positive.counts
+  let n = s.zero
+  for (let i = 0; i < negative.length; i++) n += negative[i] as number
+  for (let i = 0; i < positive.length; i++) n += positive[i] as number
+  return n
 }
 
 /**
@@ -188,9 +200,7 @@ export function quantiles(options: QuantilesOptions): Aggregate<QuantileSketch, 
 function valuesAtRanks(s: QuantileSketch, ranked: readonly { readonly q: number; readonly i: number }[], multiplier: number): number[] {
   const negative = s.negative.counts
   const positive = s.positive.counts
-  let n = s.zero
-  for (let i = 0; i < negative.length; i++) n += negative[i] as number
-  for (let i = 0; i < positive.length; i++) n += positive[i] as number
+  const n = valueCount(s)
   if (n === 0) return []
   const wanted = ranked.length
   const out = new Array<number>(wanted)

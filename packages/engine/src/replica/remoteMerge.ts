@@ -49,8 +49,8 @@ export class PeerMerge {
 
   /**
    * Peers' groups with every cell whose values are impossible, or whose aggregate states do not
-   * decode, reported and left out (the rest of its group stays). Decoded states go with each
-   * group kept (`groupStates`).
+   * decode or disagree with the cell (`AggregateSet.disagreement`), reported and left out (the
+   * rest of its group stays). Decoded states go with each group kept (`groupStates`).
    */
   validGroups(groups: readonly CellGroup[]): readonly CellGroup[] {
     const valid = validCellGroups(groups, (what, problem) => this.#accept(what, problem))
@@ -68,14 +68,25 @@ export class PeerMerge {
       }
       const states: States[] = []
       let bad: Set<number> | null = null
+      const n = group.keys.length
+      const columns = group.columns
       for (let i = 0; i < bytes.length; i++) {
+        let problem: string
         try {
-          states.push(aggregates.decode(bytes[i] as Uint8Array[]))
+          const decoded = aggregates.decode(bytes[i] as Uint8Array[])
+          const cell = { count: columns[i] as number, start: group.start, maxTs: columns[4 * n + i] as number }
+          const disagreement = aggregates.disagreement(decoded, cell)
+          if (disagreement === null) {
+            states.push(decoded)
+            continue
+          }
+          problem = disagreement
         } catch (error) {
-          this.#accept(`cell ${cellKey(group.window, group.keys[i] as string, group.start, group.source)}`, messageOf(error))
-          bad ??= new Set()
-          bad.add(i)
+          problem = messageOf(error)
         }
+        this.#accept(`cell ${cellKey(group.window, group.keys[i] as string, group.start, group.source)}`, problem)
+        bad ??= new Set()
+        bad.add(i)
       }
       if (bad !== null && bad.size === bytes.length) continue
       const kept = bad === null ? group : withoutCells(group, bad)

@@ -7,6 +7,7 @@ import type { AggregateSet } from '../aggregates/aggregateSet.ts'
 import { type Cell, copyCell } from '../lattice/cell.ts'
 import type { CellEntry } from '../lattice/cellEntry.ts'
 import type { CellGroup } from '../lattice/cellGroup.ts'
+import { withoutCells } from '../lattice/cellGroupValidation.ts'
 import type { CellSet } from '../lattice/cellSet.ts'
 import type { SliceIndexSnapshot } from '../recovery/engineCheckpoint.ts'
 import { groupStates } from '../aggregates/aggregateSet.ts'
@@ -166,9 +167,13 @@ export function mergePeerGroups(host: PartsHost, groups: readonly CellGroup[], f
     let keys: readonly string[] | null = null
     const slices: Slice<SliceSeries>[] = []
     const aggregates = g.aggregates
-    for (const group of list) {
+    for (const given of list) {
+      const outside = cellsOutsideSlice(given, start, host.unit)
+      if (outside !== null) counts.invalid += outside.size
+      if (outside !== null && outside.size === given.keys.length) continue
+      const group = outside === null ? given : withoutCells(given, outside)
       const source = group.source
-      const decoded = groupStates.get(group)
+      const decoded = outside === null ? groupStates.get(given) : groupStates.get(given)?.filter((_, i) => !outside.has(i))
       if (keys === null || !sameKeys(keys, group.keys)) {
         keys = group.keys
         slices.length = 0
@@ -205,6 +210,29 @@ export function mergePeerGroups(host: PartsHost, groups: readonly CellGroup[], f
     }
   }
   return counts
+}
+
+/**
+ * The positions of a peer's cells whose last event lies outside their slice `[start, start +
+ * unit)`, or null for none (the common case, in one pass). An event is placed in the slice its
+ * time falls in, so such a cell is not this slice's: its `maxTs` (and a `latest` state agreeing
+ * with it) would reach past every window counting it. `alignedStart` is asked too, as placement
+ * asks it, so no cell placement put here is refused whatever the rounding of a fractional time.
+ *
+ * @example
+ * cellsOutsideSlice(group, 0, 100) // Set {2}: the third cell's last event is at 1e12
+ */
+function cellsOutsideSlice(group: CellGroup, start: number, unit: number): Set<number> | null {
+  const n = group.keys.length
+  const columns = group.columns
+  let outside: Set<number> | null = null
+  for (let i = 0; i < n; i++) {
+    const maxTs = columns[4 * n + i] as number
+    if ((columns[i] as number) === 0 || (maxTs >= start && maxTs < start + unit) || alignedStart(maxTs, unit) === start) continue
+    outside ??= new Set()
+    outside.add(i)
+  }
+  return outside
 }
 
 /**

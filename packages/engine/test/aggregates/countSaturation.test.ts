@@ -1,13 +1,15 @@
 /**
- * Bucket counts near 2^53. A peer's state may hold a count up to 2^53 − 1 (decode accepts each
- * count up to there), and a float sum past 2^53 rounds: adding 1 three times would then differ
- * from adding 3, and replicas holding the same cells would show different counts depending on the
- * order cells and events came. Counts saturate at 2^53 − 1 instead, which every order gives.
+ * Bucket counts near 2^53. A window's states add up its cells' (each cell up to 2^40 events, so
+ * 2^13 full cells pass 2^53), decode accepts each count up to 2^53 − 1, and a float sum past 2^53
+ * rounds: adding 1 three times would then differ from adding 3, and replicas holding the same
+ * cells would show different counts depending on the order cells and events came. Counts
+ * saturate at 2^53 − 1 instead, which every order gives.
  */
 import { describe, expect, it } from 'vitest'
 import { createEngine, groupCellEntries, histogram, manual, quantiles, type TidemarkEngine, tumbling } from '@tidemark/engine'
 import { addBucketCounts, MAX_BUCKET_COUNT } from '../../src/aggregates/bucketCount.ts'
 import { ByteWriter } from '../../src/aggregates/byteWriter.ts'
+import { MAX_CELL_COUNT } from '../../src/lattice/cellGroup.ts'
 
 const MAX = Number.MAX_SAFE_INTEGER
 
@@ -25,19 +27,18 @@ describe('addBucketCounts', () => {
 describe('histogram counts near 2^53', () => {
   const spreadOf = { spread: histogram({ bounds: [10] }) }
 
-  /** A peer's groups whose one cell's histogram holds 2^53 − 1 values in the first bucket. */
+  /** Peers' groups of 2^13 cells, each of 2^40 events in the first bucket: together 2^53, past 2^53 − 1. */
   function peerGroups() {
-    const peer = createEngine({ windows: tumbling(100), watermark: manual(), aggregates: spreadOf, replicaId: 'peer' }) as TidemarkEngine<typeof spreadOf>
-    peer.ingest([{ id: 'p-1', source: 'p', seq: 1, ts: 1, value: 5 }])
-    const { cells, clocks } = peer.replica.exportState()
     const w = new ByteWriter()
     w.byte(0x48)
     w.varint(2)
-    w.varint(MAX)
+    w.varint(MAX_CELL_COUNT)
     w.varint(0)
     const bytes = w.finish()
-    expect(spreadOf.spread.result(spreadOf.spread.decode(bytes))).toEqual([MAX, 0])
-    return { groups: groupCellEntries(cells.map((c) => ({ ...c, aggregates: [bytes] }))), clocks }
+    expect(spreadOf.spread.result(spreadOf.spread.decode(bytes))).toEqual([MAX_CELL_COUNT, 0])
+    const cell = { count: MAX_CELL_COUNT, sum: 5 * MAX_CELL_COUNT, min: 5, max: 5, maxTs: 1, version: 1 }
+    const cells = Array.from({ length: 2 ** 13 }, (_, i) => ({ address: { window: 'tumbling:100', key: '', start: 0, source: `p${i}` }, cell, aggregates: [bytes] }))
+    return { groups: groupCellEntries(cells), clocks: [] }
   }
 
   const local = [1, 2, 3].map((i) => ({ id: `m-${i}`, source: 'm', seq: i, ts: 10 + i, value: 5 }))
@@ -45,9 +46,9 @@ describe('histogram counts near 2^53', () => {
   function shown(order: 'peer first' | 'local first'): unknown[] {
     const engine = createEngine({ windows: tumbling(100), watermark: manual(), aggregates: spreadOf, replicaId: 'me' }) as TidemarkEngine<typeof spreadOf>
     const { groups, clocks } = peerGroups()
-    if (order === 'peer first') engine.replica.mergeRemoteGroups(groups, clocks)
+    if (order === 'peer first') expect(engine.replica.mergeRemoteGroups(groups, clocks).applied).toBe(groups.length)
     for (const event of local) engine.ingest([event])
-    if (order === 'local first') engine.replica.mergeRemoteGroups(groups, clocks)
+    if (order === 'local first') expect(engine.replica.mergeRemoteGroups(groups, clocks).applied).toBe(groups.length)
     return engine.results().map((r) => r.aggregates.spread)
   }
 

@@ -27,6 +27,7 @@ import {
   type WindowChange,
   type WindowSpec,
 } from '../../src/index.ts'
+import { AggregateSet } from '../../src/aggregates/aggregateSet.ts'
 import { createPerWindowEngine } from '../../src/testing/perWindowEngine.ts'
 import { recordChanges } from '../../src/testing/index.ts'
 import { assertSeeded } from '@tidemark/seeded-random/property'
@@ -411,6 +412,128 @@ describe('aggregates in windows', () => {
     const { aggregates: _dropped, ...bare } = group
     engine.replica.mergeRemoteGroups([bare], [])
     expect(engine.stats().remoteAnomalies.at(-1)).toMatch(/carries no aggregate states; this engine keeps 4/)
+  })
+
+  it('a peer’s state that disagrees with its cell is refused, naming the aggregate; honest cells of the group merge', () => {
+    const options = { windows: tumbling(100), watermark: manual(), aggregates: FULL }
+    const peer = createEngine({ ...options, replicaId: 'peer' }) as TidemarkEngine<typeof FULL>
+    const keys = ['a', 'b', 'c', 'd', 'e']
+    // Each key's cell holds two events, at 10 and 20: count 2, maxTs 20.
+    peer.ingest(keys.flatMap((key, i) => [10, 20].map((ts, j) => ({ id: `${key}${j}`, source: 'p1', seq: 2 * i + j + 1, ts, value: 5, key }))))
+    const [group] = groupCellEntries(peer.replica.exportState().cells)
+    if (group?.aggregates === undefined) throw new Error('the peer exports its cells with their states')
+    const at = (name: keyof typeof FULL) => ['devices', 'latency', 'reading', 'spread'].indexOf(name)
+    const three = <S>(a: { init(): S; add(s: S, x: never, e: StreamEvent): S }, inputs: readonly unknown[]) =>
+      inputs.reduce<S>((s, x, i) => a.add(s, x as never, { id: `x${i}`, source: 'p1', ts: 10, value: 5 }), a.init())
+    // Key a: a latest far past the window (it would outrank every event of the window for good);
+    // b: a histogram, c: a sketch, d: a distinct set holding three values of a two-event cell.
+    const forged: Record<string, [number, Uint8Array]> = {
+      a: [at('reading'), FULL.reading.encode({ ts: 1e12, source: 'p1', seq: 1, value: 666 })],
+      b: [at('spread'), FULL.spread.encode([3, 0, 0, 0])],
+      c: [at('latency'), FULL.latency.encode(three(FULL.latency, [5, 5, 5]))],
+      d: [at('devices'), FULL.devices.encode(three(FULL.devices, ['x', 'y', 'z']))],
+    }
+    const states = group.aggregates.map((cell, i) => {
+      const swap = forged[group.keys[i] as string]
+      return cell.map((bytes, a) => (swap !== undefined && swap[0] === a ? swap[1] : bytes))
+    })
+    const engine = createEngine({ ...options, replicaId: 'me' }) as TidemarkEngine<typeof FULL>
+    const report = engine.replica.mergeRemoteGroups([{ ...group, aggregates: states }], [])
+    expect(report.applied).toBe(1)
+    expect(engine.stats().anomalies.invalid_remote_cell).toBe(4)
+    const cell = (key: string) => `invalid_remote_cell: cell \\["tumbling:100","${key}",0,"p1"\\]: aggregate`
+    expect(engine.stats().remoteAnomalies).toEqual([
+      expect.stringMatching(new RegExp(`^${cell('a')} "reading" \\(latest\\): event time 1000000000000 is past the cell's last event time 20$`)),
+      expect.stringMatching(new RegExp(`^${cell('b')} "spread" \\(histogram\\): 3 values in a cell of 2 events$`)),
+      expect.stringMatching(new RegExp(`^${cell('c')} "latency" \\(quantiles\\): 3 values in a cell of 2 events$`)),
+      expect.stringMatching(new RegExp(`^${cell('d')} "devices" \\(distinct\\): 3 identities in a cell of 2 events$`)),
+    ])
+    // The forged latest never pinned the window: a later local event is the window's latest.
+    engine.ingest([{ id: 'm', source: 'm', ts: 50, value: 9, key: 'a' }])
+    engine.advanceWatermark(100)
+    expect(engine.results().map((r) => [r.key, r.count, r.aggregates.reading, r.aggregates.spread])).toEqual([
+      ['a', 1, 9, [1, 0, 0, 0]],
+      ['e', 2, 5, [2, 0, 0, 0]],
+    ])
+  })
+
+  it('each built-in aggregate’s state is held to its cell’s count, start and last event time; a user’s is not', () => {
+    const sum = defineAggregate({
+      name: 'sum',
+      init: () => 0,
+      add: (s: number, x: number) => s + x,
+      merge: (a: number, b: number) => a + b,
+      result: (s: number) => s,
+      encode: (s: number) => new Uint8Array(new Float64Array([s]).buffer),
+      decode: (bytes: Uint8Array) => new Float64Array(bytes.slice().buffer)[0] as number,
+    })
+    const set = new AggregateSet({ ...SMALL, sum })
+    const states = (edit: Partial<Record<keyof typeof SMALL | 'sum', unknown>>) => set.names.map((name) => (name in edit ? edit[name as keyof typeof edit] : (set.list[set.names.indexOf(name)] as { init(): unknown }).init()))
+    const cell = { count: 3, start: 100, maxTs: 150 }
+    const reading = (ts: number) => ({ ts, source: 's', seq: 0, value: 1 })
+    const fill = <S>(a: { init(): S; add(s: S, x: never, e: StreamEvent): S }, inputs: readonly unknown[]) =>
+      inputs.reduce<S>((s, x, i) => a.add(s, x as never, { id: `x${i}`, source: 's', ts: 120, value: 1 }), a.init())
+    expect(set.disagreement(states({ last: reading(150.5), buckets: [0, 1, 1, 1], values: fill(SMALL.values, [1, 2, 3]), sum: 1e300 }), cell)).toBeNull()
+    expect(set.disagreement(states({ last: reading(99.5) }), cell)).toBeNull()
+    expect(set.disagreement(states({ last: reading(151) }), cell)).toBe(`aggregate "last" (latest): event time 151 is past the cell's last event time 150`)
+    expect(set.disagreement(states({ last: reading(99) }), cell)).toBe(`aggregate "last" (latest): event time 99 is before the cell's start 100`)
+    expect(set.disagreement(states({ last: reading(120) }), { ...cell, count: 0 })).toBe('aggregate "last" (latest): an event in a cell of none')
+    expect(set.disagreement(states({ buckets: [0, 2, 1, 1] }), cell)).toBe('aggregate "buckets" (histogram): 4 values in a cell of 3 events')
+    expect(set.disagreement(states({ p: fill(SMALL.p, [1, -1, 0, 1e9]) }), cell)).toBe('aggregate "p" (quantiles): 4 values in a cell of 3 events')
+    // precision 4: registers after 1 identity; 16 registers.
+    const many = fill(SMALL.values, Array.from({ length: 200 }, (_, i) => i))
+    expect(set.disagreement(states({ values: fill(SMALL.values, [1, 2]) }), { ...cell, count: 1 })).toBe('aggregate "values" (distinct): registers (more than 1 identities) in a cell of 1 events')
+    expect(set.disagreement(states({ values: many }), { ...cell, count: 200 })).toBeNull()
+    expect(set.disagreement(states({ values: many }), { ...cell, count: 5 })).toMatch(/^aggregate "values" \(distinct\): \d+ non-zero registers in a cell of 5 events$/)
+  })
+
+  it('a replica’s own cells, at fractional times next to slice and window edges, all merge into a peer that then shows the same', () => {
+    const name = 'a replica’s own cells, at fractional times next to slice and window edges, all merge'
+    const fraction = fc.constantFrom(0, 0.25, 0.999_999_999, -1e-12, 1e-12, -Number.EPSILON)
+    assertSeeded(
+      fc.property(plan, fc.array(fraction, { minLength: 80, maxLength: 80 }), (p, fractions) => {
+        const still = { ...p, advances: [] }
+        const events = eventsOf(still).map((e, i) => ({ ...e, ts: e.ts + (fractions[i] as number) }))
+        const writer = createEngine(optionsOf(still, 'r1')) as TidemarkEngine<AggregateDefinitions>
+        for (const batch of batchesOf(events, still.cuts)) writer.ingest(batch)
+        const state = writer.replica.exportState()
+        const reader = createEngine(optionsOf(still, 'r2')) as TidemarkEngine<AggregateDefinitions>
+        reader.replica.mergeRemoteGroups(groupCellEntries(state.cells), state.clocks)
+        expect(reader.stats().remoteAnomalies).toEqual([])
+        expect(values(reader)).toEqual(values(writer))
+      }),
+      FILE,
+      `aggregates in windows ${name}`,
+      100,
+    )
+  })
+
+  it('a peer’s fixed-window cell whose last event lies outside its window is refused, and its latest with it', () => {
+    const options = { windows: [tumbling(100), sliding(200, 100)], watermark: manual(), aggregates: FULL }
+    const peer = createEngine({ ...options, replicaId: 'peer' }) as TidemarkEngine<typeof FULL>
+    peer.ingest([{ id: '1', source: 'p1', ts: 20, value: 5 }])
+    const { cells, clocks } = peer.replica.exportState()
+    const reading = ['devices', 'latency', 'reading', 'spread'].indexOf('reading')
+    // Cell and latest agree, far past the window [0, 100): the cell is not this window's.
+    const moved = cells.map((entry) => ({
+      ...entry,
+      cell: { ...entry.cell, maxTs: 1e12 },
+      aggregates: (entry.aggregates ?? []).map((bytes, a) => (a === reading ? FULL.reading.encode({ ts: 1e12, source: 'p1', seq: 1, value: 666 }) : bytes)),
+    }))
+    const engine = createEngine({ ...options, replicaId: 'me' }) as TidemarkEngine<typeof FULL>
+    const report = engine.replica.mergeRemote(moved, clocks)
+    expect(report.applied).toBe(0)
+    expect(engine.stats().anomalies.invalid_remote_cell).toBe(cells.length)
+    engine.ingest([{ id: 'm', source: 'm', ts: 50, value: 9 }])
+    engine.advanceWatermark(1_000)
+    expect(engine.results().map((r) => [r.window, r.start, r.aggregates.reading])).toEqual([
+      ['sliding:200:100', -100, 9],
+      ['sliding:200:100', 0, 9],
+      ['tumbling:100', 0, 9],
+    ])
+    // The same cells as the peer wrote them merge.
+    const honest = createEngine({ ...options, replicaId: 'me' }) as TidemarkEngine<typeof FULL>
+    expect(honest.replica.mergeRemote(cells, clocks).applied).toBe(cells.length)
   })
 
   it.each([

@@ -2,7 +2,7 @@ import { type Engine, type EngineStats, type LateEvent, type PaneInfo, shallowEq
 import { AddressMap } from '../common/addressMap.ts'
 import type { WindowAddress } from '../common/windowAddress.ts'
 import { type FrameMessage, type HostMessage, type LateNews, wireError } from '../protocol/messages.ts'
-import { rowBuffers, WindowRowWriter } from '../protocol/windowRows.ts'
+import { rowBuffers, uncloneableAggregate, WindowRowWriter } from '../protocol/windowRows.ts'
 import type { ChangeRow } from './changeCompactor.ts'
 
 /**
@@ -258,7 +258,8 @@ export class HostClient {
       return true
     } catch (error) {
       this.#refused = true
-      const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error)
+      // The aggregate and window at fault, so the app knows which aggregate to fix (cloned one by one, only now).
+      const detail = uncloneableAggregate(frame.rows) ?? (error instanceof Error ? `${error.name}: ${error.message}` : String(error))
       const reason = `the host cannot send this page the engine's windows (${detail}): a user aggregate's result must be structured-cloneable`
       try {
         this.link.send({ t: 'refused', reason, error: wireError(error) }, [])

@@ -86,6 +86,33 @@ export function aggregateValuesReader({ names, values, others }: AggregateValues
 }
 
 /**
+ * The first result of the column the structured clone refuses (a user aggregate's result holding
+ * a function or a Symbol): its aggregate's name, which of the rows with aggregates holds it, and
+ * the clone's error; null when every result can be cloned. Only results of another shape than
+ * numbers are cloned one by one: what a host asks after a frame was refused, not per frame.
+ *
+ * @example
+ * uncloneableResult(column) // { name: 'labelled', row: 3, error: DataCloneError }
+ */
+export function uncloneableResult({ names, values, others }: AggregateValues): { name: string; row: number; error: unknown } | null {
+  let at = 0
+  for (let row = 0; at < values.length; row++) {
+    for (const name of names) {
+      const tag = values[at++] as number
+      if (tag === NUMBER) at++
+      else if (tag === OTHER) {
+        try {
+          structuredClone(others[values[at++] as number])
+        } catch (error) {
+          return { name, row, error }
+        }
+      } else if (tag !== NULL) at += tag
+    }
+  }
+  return null
+}
+
+/**
  * Why a received aggregate column cannot give `rows` rows, or null when it can. Every tag is
  * checked, so a decoder never reads past the column or names an `others` entry that is not there.
  */

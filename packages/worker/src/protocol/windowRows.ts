@@ -1,5 +1,5 @@
 import type { Basis, PaneInfo, PaneTiming, ResultStatus, WindowChangeType, WindowResult } from '@tidemark/engine'
-import { type AggregateValues, AggregateValuesWriter, aggregateValuesProblem, aggregateValuesReader } from './aggregateValues.ts'
+import { type AggregateValues, AggregateValuesWriter, aggregateValuesProblem, aggregateValuesReader, uncloneableResult } from './aggregateValues.ts'
 import { paneInfo } from '@tidemark/engine/adapter'
 
 /**
@@ -197,6 +197,31 @@ export function rowsProblem(rows: unknown): string | null {
   }
   if (aggregates === undefined) return withAggregates === 0 ? null : `${withAggregates} rows have aggregates and the frame has no aggregate column`
   return aggregateValuesProblem(aggregates, withAggregates)
+}
+
+/**
+ * Which aggregate of which window the structured clone refuses in `rows`, and why, as text for a
+ * page's failure reason; null when none does (the clone refused something else).
+ *
+ * @example
+ * uncloneableAggregate(rows) // 'aggregate "labelled" of window "tumbling:1000", key "bad", start 1000: DataCloneError: () => 1 could not be cloned.'
+ */
+export function uncloneableAggregate(rows: WindowRows): string | null {
+  const found = rows.aggregates === undefined ? null : uncloneableResult(rows.aggregates)
+  if (found === null) return null
+  const { ints, nums, strings } = rows
+  // The row is counted among the rows with aggregates: find it among all rows.
+  let left = found.row
+  let i = 0
+  for (; i < ints.length / INTS; i++) {
+    if ((((ints[i * INTS + 2] as number) >> AGGREGATES_SHIFT) & 1) === 0) continue
+    if (left-- === 0) break
+  }
+  const window = strings[ints[i * INTS] as number]
+  const key = strings[ints[i * INTS + 1] as number]
+  const where = window === undefined || key === undefined ? '' : ` of window ${JSON.stringify(window)}, key ${JSON.stringify(key)}, start ${nums[i * NUMS] as number}`
+  const error = found.error instanceof Error ? `${found.error.name}: ${found.error.message}` : String(found.error)
+  return `aggregate ${JSON.stringify(found.name)}${where}: ${error}`
 }
 
 /** Transferables of the rows (their column buffers). */
