@@ -23,7 +23,8 @@ function runOrderedStream(
   options: Omit<OrderedStreamOptions, 'now'>,
   { probe, record }: RunContext,
 ): Outcome {
-  const stream = createOrderedStream({ ...options, now: () => 0 })
+  // Processing time plays no part (no idleTimeout): the fleets are stamped in 2023 while this clock reads 0, so no event is refused as ahead of it.
+  const stream = createOrderedStream({ ...options, now: () => 0, maxFutureSkew: Number.POSITIVE_INFINITY })
   let emitted = 0
   let corrections = 0
   let checksum = CHECKSUM_SEED

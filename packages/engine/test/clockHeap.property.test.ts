@@ -2,7 +2,8 @@
  * `ClockHeap` against the order it promises, found by a scan: random sets (keys from a few
  * values, so ties are common, with -0 beside 0 and both infinities), deletes and builds, and after
  * every operation the same size, top clock and top key (to the sign of a zero) as a scan of the
- * held keys that keeps the lowest, the lower slot among equal ones.
+ * held keys that keeps the lowest, the lower slot among equal ones, and the same clocks tied at the
+ * lowest key (`topTies`).
  */
 import fc from 'fast-check'
 import { describe, it } from 'vitest'
@@ -51,6 +52,16 @@ function scanTop(held: ReadonlyMap<number, number>): string {
   return top < 0 ? '-' : `${top} ${Object.is(topKey, -0) ? '-0' : topKey}`
 }
 
+/** The slots held under the lowest key, in order; the heap's `topTies`, sorted, must list the same. */
+function scanTies(held: ReadonlyMap<number, number>): string {
+  const lowest = Math.min(...held.values())
+  return [...held]
+    .filter(([, k]) => k === lowest)
+    .map(([slot]) => slot)
+    .sort((a, b) => a - b)
+    .join(' ')
+}
+
 function check(plan: { readonly clocks: number; readonly ops: readonly Op[] }): void {
   // A clock's slot is its index: the scan breaks ties by it as the heap must.
   const clocks = Array.from({ length: plan.clocks }, (_, slot) => new SourceClock(`s${slot}`, 0, slot))
@@ -77,10 +88,17 @@ function check(plan: { readonly clocks: number; readonly ops: readonly Op[] }): 
     const got = `${heap.size}: ${top === undefined ? '-' : `${top.slot} ${Object.is(topKey, -0) ? '-0' : topKey}`}`
     const want = `${held.size}: ${scanTop(held)}`
     if (got !== want) throw new Error(`op ${i} (${JSON.stringify(op)}): heap ${got}, scan ${want}`)
+    const tied: SourceClock[] = []
+    heap.topTies(tied)
+    const ties = tied
+      .map((clock) => clock.slot)
+      .sort((a, b) => a - b)
+      .join(' ')
+    if (ties !== scanTies(held)) throw new Error(`op ${i} (${JSON.stringify(op)}): topTies ${ties}, scan ${scanTies(held)}`)
   }
 }
 
 describe('ClockHeap: the lowest key on top, the first known among equal ones', () => {
-  const name = 'size, top clock and top key agree with a scan after every set, delete and build'
+  const name = 'size, top clock, top key and the clocks tied with it agree with a scan after every set, delete and build'
   it(name, () => assertSeeded(fc.property(plans, check), FILE, name, 300), PROPERTY_TIMEOUT)
 })

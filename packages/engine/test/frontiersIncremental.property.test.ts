@@ -342,3 +342,76 @@ describe('Frontiers: nextIdleAt on fractional times', () => {
     )
   })
 })
+
+describe('Frontiers: every source idle, then finished one at a time', () => {
+  // Where W goes once every source is idle (the lowest maxTs of those heard from last) is followed
+  // by heaps while they follow the clocks: finishing sources, in any order, among ties of
+  // lastSeen and of maxTs (signed zeros too), with a source heard again now and then, and a
+  // peer's older copy of a clock raising its maxTs without it being heard.
+  type Step =
+    | { readonly kind: 'finish'; readonly source: number }
+    | { readonly kind: 'hear'; readonly source: number; readonly step: number }
+    | { readonly kind: 'join'; readonly source: number; readonly by: number }
+    | { readonly kind: 'wait' }
+  const idlePlans = fc.integer({ min: 1, max: 40 }).chain((sources) =>
+    fc.record({
+      heard: fc.array(
+        fc.record({ at: fc.constantFrom(0, 1, 2, 2.5), ts: fc.oneof(fc.integer({ min: -2, max: 5 }), fc.constant(-0)) }),
+        { minLength: sources, maxLength: sources },
+      ),
+      steps: fc.array(
+        fc.oneof(
+          { weight: 6, arbitrary: fc.record({ kind: fc.constant<'finish'>('finish'), source: fc.nat(sources - 1) }) },
+          { weight: 1, arbitrary: fc.record({ kind: fc.constant<'hear'>('hear'), source: fc.nat(sources - 1), step: fc.integer({ min: -3, max: 3 }) }) },
+          { weight: 1, arbitrary: fc.record({ kind: fc.constant<'join'>('join'), source: fc.nat(sources - 1), by: fc.integer({ min: 1, max: 3 }) }) },
+          { weight: 1, arbitrary: fc.constant<Step>({ kind: 'wait' }) },
+        ),
+        { minLength: sources, maxLength: sources * 3 },
+      ),
+    }),
+  )
+
+  function checkIdle(plan: { readonly heard: readonly { readonly at: number; readonly ts: number }[]; readonly steps: readonly Step[] }): void {
+    const both = [new Frontiers(boundedOutOfOrderness(0), 10, 0), new Frontiers(boundedOutOfOrderness(0), 10, PASS_ONLY)]
+    const seqs = plan.heard.map(() => 1)
+    const lastTs = plan.heard.map((h) => h.ts)
+    let at = 0
+    const hear = (f: Frontiers, source: number, ts: number) => {
+      const clock = f.source(`s${source}`, at)
+      if (clock.finished) return
+      clock.lastSeen = at
+      clock.record({ seq: seqs[source] as number, id: `s${source}-${seqs[source]}`, ts })
+      clock.changed()
+    }
+    for (let i = 0; i < plan.heard.length; i++) {
+      const { at: heardAt, ts } = plan.heard[i] as { at: number; ts: number }
+      at = heardAt
+      for (const f of both) hear(f, i, ts)
+    }
+    seqs.fill(2)
+    // Calm advances: the heaps follow from here; then every source is idle.
+    for (const f of both) for (let t = 3; t < 9; t++) f.advance(t)
+    at = 100
+    for (const f of both) f.advance(at)
+    for (let i = 0; i < plan.steps.length; i++) {
+      const step = plan.steps[i] as Step
+      if (step.kind === 'wait') at += 20
+      else if (step.kind === 'hear') {
+        at += 1
+        lastTs[step.source] = (lastTs[step.source] as number) + step.step
+        for (const f of both) hear(f, step.source, lastTs[step.source] as number)
+        seqs[step.source] = (seqs[step.source] as number) + 1
+      } else if (step.kind === 'join') {
+        lastTs[step.source] = (lastTs[step.source] as number) + step.by
+        const entry: ClockEntry = { source: `s${step.source}`, writer: 'r2', version: 0, maxTs: lastTs[step.source] as number, prefix: 0, prefixTs: 0, provable: false }
+        for (const f of both) mergeRemoteClocks(f, [entry], REPLICA, plan.heard.length, at, () => {})
+      } else for (const f of both) f.sources.get(`s${step.source}`)?.finish()
+      for (const f of both) f.advance(at)
+      const [got, want] = both.map((f) => observe(f, at)) as [string, string]
+      if (got !== want) throw new Error(`step ${i} (${JSON.stringify(step)}), now ${at}:\n  incremental ${got}\n  reference   ${want}`)
+    }
+  }
+
+  const name = 'W as a pass finds it after every finish, heard source and wait'
+  it(name, () => assertSeeded(fc.property(idlePlans, checkIdle), FILE, name, 300), PROPERTY_TIMEOUT)
+})

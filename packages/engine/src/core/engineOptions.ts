@@ -5,6 +5,8 @@ import { SessionWindowIndex } from '../windows/sessionWindowIndex.ts'
 import { SlicedWindowIndex } from '../windows/slicedWindowIndex.ts'
 import { boundedOutOfOrderness, checkWatermarkStrategy, type WatermarkStrategy } from '../time/watermarkStrategy.ts'
 import { assertKnownOptions, describeValue } from './knownOptions.ts'
+import { durationOption } from './durationOption.ts'
+import { maxFutureSkewOf } from './futureSources.ts'
 import { processingClock } from '../time/processingClock.ts'
 import type { WindowIndex } from '../windows/windowIndex.ts'
 import { everyElement, remadeTrigger, type Trigger } from '../windows/trigger.ts'
@@ -75,16 +77,6 @@ const LIMIT_MINIMUMS: Readonly<Record<keyof EngineLimits, readonly [number, stri
   maxBatch: [1, 'with 0 every batch would be refused'],
 }
 
-/** A duration option: a number >= 0 of ms; Infinity only where `infinite` says what it means. */
-function duration(name: string, value: unknown, fallback: number, infinite: string | null): number {
-  if (value === undefined) return fallback
-  if (typeof value !== 'number' || Number.isNaN(value) || value < 0) {
-    const range = infinite === null ? 'a finite number >= 0' : `a number >= 0 (Infinity: ${infinite})`
-    throw new RangeError(`${name} must be ${range} of ms, got ${describeValue(value)}`)
-  }
-  return value
-}
-
 /**
  * Checks engine options as `createEngine` does, without making an engine: for a wrapper
  * (`openEngine`) that must refuse bad options before it opens storage. `where` names the
@@ -102,7 +94,7 @@ export function resolveOptions<A extends AggregateDefinitions>(options: EngineOp
   if (typeof options !== 'object' || options === null) throw new TypeError(`${where} needs an options object`)
   assertKnownOptions(where, options, ENGINE_OPTION_KEYS, MOVED_ENGINE_OPTIONS)
   const specs = checkSpecs(options.windows)
-  const allowedLateness = duration('allowedLateness', options.allowedLateness, 0, null)
+  const allowedLateness = durationOption('allowedLateness', options.allowedLateness, 0, null)
   if (!Number.isFinite(allowedLateness)) {
     // Infinite lateness: no window would ever turn final, so neither windows nor dedup memory could be released.
     throw new RangeError(
@@ -118,9 +110,9 @@ export function resolveOptions<A extends AggregateDefinitions>(options: EngineOp
   return {
     specs,
     watermark: options.watermark === undefined ? boundedOutOfOrderness(0) : checkWatermarkStrategy(options.watermark),
-    idleTimeout: duration('idleTimeout', options.idleTimeout, Number.POSITIVE_INFINITY, 'sources never turn idle'),
+    idleTimeout: durationOption('idleTimeout', options.idleTimeout, Number.POSITIVE_INFINITY, 'sources never turn idle'),
     allowedLateness,
-    retention: duration('retention', options.retention, 60_000, 'final windows stay in results() until limits.maxWindows refuses new ones'),
+    retention: durationOption('retention', options.retention, 60_000, 'final windows stay in results() until limits.maxWindows refuses new ones'),
     now,
     replicaId: replicaIdOf(options.replicaId),
     limits: limitsOf(options.limits, where),
@@ -128,7 +120,7 @@ export function resolveOptions<A extends AggregateDefinitions>(options: EngineOp
     early,
     late,
     accumulation,
-    maxFutureSkew: duration('maxFutureSkew', options.maxFutureSkew, 86_400_000, 'no event is refused for being ahead of the clock'),
+    maxFutureSkew: maxFutureSkewOf(options.maxFutureSkew),
     aggregates: AggregateSet.of(options.aggregates),
   }
 }

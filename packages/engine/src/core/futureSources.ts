@@ -1,3 +1,8 @@
+import type { Anomaly, AnomalyReason } from './anomaly.ts'
+import { durationOption } from './durationOption.ts'
+import { copyStreamEvent, type StreamEvent } from './event.ts'
+import { invalidAnomaly } from './eventValidation.ts'
+
 /**
  * One source that sent events stamped too far ahead of the engine's clock (`future_ts`).
  *
@@ -16,6 +21,21 @@ export interface FutureSource {
 /** Most sources `stats().futureSources` names; the least recently seen leaves first. */
 export const FUTURE_SOURCES_KEPT = 20
 
+/** `maxFutureSkew` when not given: a day of processing time, which only stops the absurd (docs/semantics.md, clock skew). */
+export const DEFAULT_MAX_FUTURE_SKEW = 86_400_000
+
+/**
+ * `maxFutureSkew` as `createEngine` and `createOrderedStream` take it: ms >= 0, Infinity turning
+ * the check off, the default when absent; a RangeError otherwise.
+ *
+ * @example
+ * maxFutureSkewOf(undefined) // 86400000
+ * maxFutureSkewOf(-1) // RangeError: maxFutureSkew must be a number >= 0 (Infinity: no event is refused for being ahead of the clock) of ms, got -1
+ */
+export function maxFutureSkewOf(value: unknown): number {
+  return durationOption('maxFutureSkew', value, DEFAULT_MAX_FUTURE_SKEW, 'no event is refused for being ahead of the clock')
+}
+
 /**
  * The sources whose events were refused as `future_ts`, with counts: bounded to the
  * `FUTURE_SOURCES_KEPT` most recently seen (a Map keeps insertion order, so re-inserting on
@@ -23,6 +43,23 @@ export const FUTURE_SOURCES_KEPT = 20
  */
 export class FutureSources {
   readonly #bySource = new Map<string, { count: number; lastTs: number }>()
+
+  /**
+   * Refuses a valid event stamped later than `now + skew` (input `index` of its batch): counted
+   * under `future_ts` in `counts`, its source noted, and its anomaly returned, with a copy of the
+   * event to send again once the clock that stamped it is fixed or real time caught up. The
+   * caller leaves every other trace out: no clock, frontier or dedup memory moves for it.
+   *
+   * @example
+   * if (event.ts > now + skew) anomalies.push(futureSources.refuse(event, i, now, skew, counts))
+   */
+  refuse(event: StreamEvent, index: number, now: number, skew: number, counts: Record<AnomalyReason, number>): Anomaly {
+    const { ts, source } = event
+    counts.future_ts++
+    this.note(source, ts)
+    const detail = `ts ${ts} is ${ts - now} ms ahead of now (${now}); maxFutureSkew is ${skew} ms`
+    return { ...invalidAnomaly('future_ts', event, index), detail, event: copyStreamEvent(event) }
+  }
 
   note(source: string, ts: number): void {
     const entry = this.#bySource.get(source)

@@ -45,24 +45,6 @@ export function readInputOnce(input: unknown): unknown {
 }
 
 /**
- * Every input of a batch as `readInputOnce` gives it, read before any is applied; `UNREADABLE`
- * also for an element whose read throws (a Proxy over an array), which would otherwise throw
- * halfway through applying the batch.
- *
- * @example
- * const inputs = readBatchOnce(events) // inputs[i]: the object to validate and keep, or UNREADABLE
- */
-export function readBatchOnce(events: readonly unknown[]): unknown[] {
-  const n = events.length
-  const inputs = new Array<unknown>(n)
-  for (let i = 0; i < n; i++) {
-    const element = elementOrUnreadable(events, i)
-    inputs[i] = element === UNREADABLE ? UNREADABLE : readInputOnce(element)
-  }
-  return inputs
-}
-
-/**
  * `events[i]`, or `UNREADABLE` when reading it throws (a Proxy over an array).
  *
  * @example

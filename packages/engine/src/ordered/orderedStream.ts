@@ -3,9 +3,10 @@ import { type Anomaly, type AnomalyReason, emptyAnomalyCounts } from '../core/an
 import { type Arrival, ArrivalQueue } from './arrivalQueue.ts'
 import type { IngestReceipt, LateEvent } from '../core/engineApi.ts'
 import type { StreamEvent } from '../core/event.ts'
-import { elementOrUnreadable, readBatchOnce, refusal, safeInvalidReason, UNREADABLE } from '../core/inputRejection.ts'
+import { elementOrUnreadable, readInputOnce, refusal, safeInvalidReason, UNREADABLE } from '../core/inputRejection.ts'
 import { compareEventOrder, type OrderedEvent, type PendingEvent, toPendingEvent } from './eventOrder.ts'
 import { finishableClock, finishedDetail, Frontiers } from '../time/frontiers.ts'
+import { FutureSources } from '../core/futureSources.ts'
 import { LateLane } from '../core/lateLane.ts'
 import type { OrderedBatch, OrderedStream, OrderedStreamOptions, OrderedStreamStats } from './orderedStreamApi.ts'
 import { type ResolvedOrderedStreamOptions, resolveOrderedStreamOptions } from './orderedStreamOptions.ts'
@@ -44,6 +45,7 @@ export class OrderedEventStream implements OrderedStream {
   readonly #lateLane: LateLane
   readonly #anomalies = emptyAnomalyCounts()
   readonly #dedup = new DedupMemory()
+  readonly #futureSources = new FutureSources()
   #peakPending = 0
   readonly #counts = {
     pushed: 0,
@@ -85,15 +87,14 @@ export class OrderedEventStream implements OrderedStream {
     const now = options.now()
     const watermark = this.#frontiers.watermark
     const horizon = watermark - options.allowedLateness
+    // Later than this is stamped too far ahead of the clock (NaN when `now` is not a time: then nothing is).
+    const future = now + options.maxFutureSkew
     const admitLate = options.onLate === 'emit_correction'
     const sources = this.#frontiers.sources
     const buffer = this.#buffer
     const comparisons = buffer.comparisons
     const moves = buffer.moves
     const n = events.length
-    // Every input read before any is applied: an element that throws when read (a Proxy over an
-    // array) is refused, not thrown halfway with the inputs before it applied and never counted.
-    const inputs = readBatchOnce(events)
     let anomalies: Anomaly[] | null = null
     let arrival: Arrival | null = null
     let accepted = 0
@@ -103,7 +104,11 @@ export class OrderedEventStream implements OrderedStream {
     let beyond = 0
     let lastClock: SourceClock | undefined
     for (let i = 0; i < n; i++) {
-      const event = inputs[i] as StreamEvent
+      // Each element read once, here: one that throws when read (a Proxy over an array) is refused,
+      // not thrown halfway with the inputs before it applied and never counted. Read as it comes,
+      // not into an array of the batch first: that was an allocation per push.
+      const element = elementOrUnreadable(events, i)
+      const event = (element === UNREADABLE ? UNREADABLE : readInputOnce(element)) as StreamEvent
       const unreadable = (event as unknown) === UNREADABLE
       const reason = unreadable ? 'invalid_event' : safeInvalidReason(event)
       if (reason !== null) {
@@ -113,6 +118,12 @@ export class OrderedEventStream implements OrderedStream {
         continue
       }
       const { id, seq, ts } = event
+      // Before anything else looks at it, as the engine judges it: it leaves no clock, dedup memory or frontier move.
+      if (ts > future) {
+        anomalies ??= []
+        anomalies.push(this.#futureSources.refuse(event, i, now, options.maxFutureSkew, this.#anomalies))
+        continue
+      }
       let clock = lastClock !== undefined && lastClock.name === event.source ? lastClock : sources.get(event.source)
       if (clock === undefined && sources.size >= options.maxSources) {
         anomalies ??= []
@@ -307,6 +318,7 @@ export class OrderedEventStream implements OrderedStream {
     return {
       ...counts,
       anomalies: { ...this.#anomalies },
+      futureSources: this.#futureSources.list(),
       pending: this.#buffer.size,
       pendingCorrections: this.#corrections.length,
       peakPending: this.#peakPending,

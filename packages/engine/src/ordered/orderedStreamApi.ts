@@ -1,6 +1,7 @@
 import type { AnomalyReason } from '../core/anomaly.ts'
 import type { IngestReceipt, LateEvent } from '../core/engineApi.ts'
 import type { StreamEvent } from '../core/event.ts'
+import type { FutureSource } from '../core/futureSources.ts'
 import type { OrderedEvent } from './eventOrder.ts'
 import type { WatermarkStrategy } from '../time/watermarkStrategy.ts'
 
@@ -27,6 +28,17 @@ export interface OrderedStreamOptions {
   readonly onLate?: 'emit_correction' | 'drop'
   /** Processing-time clock; default `Date.now`. */
   readonly now?: () => number
+  /**
+   * Processing-time ms an event's `ts` may be ahead of `now()`, as the engine's option: a later
+   * one is refused with `future_ts` (the anomaly carries a copy of the event) and leaves no trace,
+   * so a device whose clock is a year ahead cannot move `W` a year forward and send every present
+   * reading to the late lane. Default 86,400,000 (a day); Infinity accepts any; a `now()` reading
+   * NaN refuses nothing. Keep it small next to `allowedLateness` (docs/semantics.md, clock skew).
+   *
+   * @example
+   * createOrderedStream({ watermark: boundedOutOfOrderness(5_000), maxFutureSkew: 60_000 }) // a minute of clock drift at most
+   */
+  readonly maxFutureSkew?: number
   /** Events held (waiting plus corrections not yet flushed); beyond it `push` refuses with `overflow`. Default 1,000,000. */
   readonly maxPending?: number
   /** Remembered ids and out-of-order seqs across sources; default 1,000,000. */
@@ -69,9 +81,14 @@ export interface OrderedStreamStats {
   readonly duplicates: number
   /** Put on the late lane (beyond lateness, or `onLate: 'drop'`). */
   readonly beyondLateness: number
-  /** Invalid, or refused by a full bound (`overflow`). */
+  /** Invalid, stamped too far ahead (`future_ts`), or refused by a full bound (`overflow`). */
   readonly rejected: number
   readonly anomalies: Readonly<Record<AnomalyReason, number>>
+  /**
+   * Sources whose events were refused as `future_ts` (stamped more than `maxFutureSkew` ahead of
+   * `now()`), with counts: the 20 most recently seen, least recent first.
+   */
+  readonly futureSources: readonly FutureSource[]
   /** Events waiting for the watermark. */
   readonly pending: number
   /** Late events admitted and waiting for the next `flushReady`. */
@@ -121,7 +138,8 @@ export interface OrderedStream {
    * Validates, dedups and classifies one batch against the watermark as it stood before the call;
    * the watermark moves after it. `accepted + duplicates + beyondLateness + rejected === events.length`;
    * a duplicate whose content provably differs from the first delivery also gets a
-   * `conflicting_duplicate` anomaly, as in `engine.ingest`.
+   * `conflicting_duplicate` anomaly, as in `engine.ingest`. An event stamped more than
+   * `maxFutureSkew` ahead of `now()` is refused with `future_ts` before anything else looks at it.
    *
    * @example
    * const receipt = stream.push(events)

@@ -1,4 +1,5 @@
 import type { OrderedStreamOptions } from './orderedStreamApi.ts'
+import { maxFutureSkewOf } from '../core/futureSources.ts'
 import { assertKnownOptions } from '../core/knownOptions.ts'
 import { processingClock } from '../time/processingClock.ts'
 import { boundedOutOfOrderness, checkWatermarkStrategy, type WatermarkStrategy } from '../time/watermarkStrategy.ts'
@@ -11,6 +12,7 @@ export interface ResolvedOrderedStreamOptions {
   readonly batchSize: number
   readonly onLate: 'emit_correction' | 'drop'
   readonly now: () => number
+  readonly maxFutureSkew: number
   readonly maxPending: number
   readonly maxDedupEntries: number
   readonly maxLateEvents: number
@@ -25,6 +27,7 @@ const ORDERED_STREAM_OPTION_KEYS: readonly (keyof OrderedStreamOptions)[] = [
   'batchSize',
   'onLate',
   'now',
+  'maxFutureSkew',
   'maxPending',
   'maxDedupEntries',
   'maxLateEvents',
@@ -62,6 +65,7 @@ export function resolveOrderedStreamOptions(options: OrderedStreamOptions = {}):
     batchSize: count('batchSize', options.batchSize, 1_000, 1, 'events per emitted batch'),
     onLate,
     now,
+    maxFutureSkew: maxFutureSkewOf(options.maxFutureSkew),
     maxPending: count('maxPending', options.maxPending, 1_000_000, 1, 'with 0 every event would be refused'),
     maxDedupEntries: count('maxDedupEntries', options.maxDedupEntries, 1_000_000, 1, 'with 0 every event out of order or without seq would be refused'),
     maxLateEvents: count('maxLateEvents', options.maxLateEvents, 10_000, 0, '0 keeps no late events, only their count'),

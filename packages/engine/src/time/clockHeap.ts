@@ -64,6 +64,22 @@ export class ClockHeap {
     this.#move(held)
   }
 
+  /**
+   * Adds to `into` every clock held under the lowest key (the top and those tied with it), in no
+   * particular order. Visits those and their children only: below a higher key, none can tie.
+   */
+  topTies(into: SourceClock[]): void {
+    const n = this.#clocks.length
+    if (n === 0) return
+    const lowest = this.#keys[0] as number
+    const pending = [0]
+    for (let i = pending.pop(); i !== undefined; i = pending.pop()) {
+      if (!(this.#keys[i] === lowest)) continue
+      into.push(this.#clocks[i] as SourceClock)
+      for (let child = 4 * i + 1; child <= 4 * i + 4 && child < n; child++) pending.push(child)
+    }
+  }
+
   /** Holds exactly `clocks` under `keys` (same order), in one pass. */
   build(clocks: readonly SourceClock[], keys: readonly number[]): void {
     for (const clock of this.#clocks) this.#at[clock.slot] = 0

@@ -1,4 +1,5 @@
 import { ClockHeap } from './clockHeap.ts'
+import { LastHeard } from './lastHeard.ts'
 import type { SourceClock } from './sourceClock.ts'
 
 /**
@@ -17,9 +18,10 @@ export function idleAt(clock: SourceClock, now: number, idleTimeout: number): bo
  * than found by a pass over every source: `Frontiers` hands over each clock that changed since it
  * last looked (`take`), and the processing time idleness is judged at (`judge`), and reads the
  * lowest `maxTs` of the active sources (W), of the unfinished ones (strict W), the lowest proof
- * (P), the furthest a finished source reached, and the active source silent the longest (the
- * next to turn idle). Each clock costs a few heap moves when it changes; a batch that changes few
- * of many sources costs what those few cost.
+ * (P), the furthest a finished source reached, the active source silent the longest (the
+ * next to turn idle), and, once every source is idle, the lowest `maxTs` of those heard from
+ * last (`LastHeard`, followed only from then on). Each clock costs a few heap moves when it
+ * changes; a batch that changes few of many sources costs what those few cost.
  *
  * Idleness is judged as a scan at `judgedAt` judges it: the active clocks are those not idle
  * then. Moving `judgedAt` forward turns idle exactly the active clocks silent the longest (a
@@ -45,6 +47,9 @@ export class FrontierHeaps {
   readonly #finished = new ClockHeap()
   /** Active sources, by `lastSeen` (always a finite time here): the next to turn idle on top. */
   readonly #silence = new ClockHeap()
+  /** Where `W` goes once every source still counting is idle: followed from the first time that is asked (`lastHeardFloor`) until `rebuild`. */
+  readonly #lastHeard = new LastHeard()
+  #lastHeardFollowed = false
   /** Of the clocks taken since `highest()` was last read, the one with the largest `maxTs` (the first known among equal ones). */
   #highest: SourceClock | null = null
   /**
@@ -87,6 +92,20 @@ export class FrontierHeaps {
     return this.#finished.top()?.maxTs ?? Number.NEGATIVE_INFINITY
   }
 
+  /**
+   * The lowest `maxTs` of the unfinished sources heard from last (-Infinity when there is none):
+   * where `W` goes once every one is idle (`Frontiers` asks only then). The first call after
+   * `rebuild` reads every clock of `sources`; from then on the clocks taken are followed, so each
+   * later call and change costs a few heap moves.
+   */
+  lastHeardFloor(sources: ReadonlyMap<string, SourceClock>): number {
+    if (!this.#lastHeardFollowed) {
+      this.#lastHeard.build(sources.values())
+      this.#lastHeardFollowed = true
+    }
+    return this.#lastHeard.floor()
+  }
+
   /** The active source with the lowest `maxTs` (holding W), the first known among equal ones. */
   watermarkHolder(): SourceClock | null {
     return this.#active.top() ?? null
@@ -126,6 +145,8 @@ export class FrontierHeaps {
     const lastSeen: number[] = []
     this.#highest = null
     this.#judgedAt = judgedAt
+    // Every source idle is rare: the sources heard from last are followed once it happens.
+    this.#lastHeardFollowed = false
     for (const clock of clocks) {
       if (!Number.isFinite(clock.lastSeen)) clock.lastSeen = now
       if (this.#highest === null || clock.maxTs > this.#highest.maxTs) this.#highest = clock
@@ -154,6 +175,7 @@ export class FrontierHeaps {
   take(clock: SourceClock): void {
     const highest = this.#highest
     if (highest === null || clock.maxTs > highest.maxTs || (clock.maxTs === highest.maxTs && clock.slot < highest.slot)) this.#highest = clock
+    if (this.#lastHeardFollowed) this.#lastHeard.take(clock)
     if (clock.finished) {
       this.#counting.delete(clock)
       this.#proofs.delete(clock)

@@ -68,11 +68,14 @@ export class Frontiers {
   readonly #heaps: FrontierHeaps
   /** True while `#heaps` hold every clock as it stands, but for those listed in `changes`. */
   #followed = false
-  /** Passes in a row that found few sources heard from (the heaps are built again after `CALM_ADVANCES`). */
+  /** Passes in a row that found few clocks changed (the heaps are built again after `CALM_ADVANCES`). */
   #calm = 0
   readonly #followCost: number
-  /** While the heaps follow and every source still counting is idle: `#lastHeardFloor()`, until a clock changes (NaN: not found). */
-  #heardFloor = Number.NaN
+  /**
+   * By slot, each clock's `version` at the last pass: a clock whose version moved since changed
+   * (an event, a finish, a peer's copy), which is how a pass counts the clocks a batch changed.
+   */
+  readonly #passedVersions: number[] = []
 
   /**
    * Frontiers under `strategy`, a source turning idle after `idleTimeout` ms of silence.
@@ -131,7 +134,7 @@ export class Frontiers {
   /**
    * True when the heaps can move the frontiers to `now` (a finite time, not before the last
    * judgement, with few clocks changed), the changed clocks taken in; false when a pass is due.
-   * Built again after a few passes in a row found few clocks changed (heard from in the batch).
+   * Built again after a few passes in a row found few clocks changed since the pass before.
    */
   #follows(now: number): boolean {
     if (!(Number.isFinite(now) && now >= this.#judgedAt)) return this.#unfollow()
@@ -149,7 +152,6 @@ export class Frontiers {
     if (!this.#followed) return false
     const changes = this.changes
     if (changes.size * this.#followCost > this.sources.size) return this.#unfollow()
-    if (changes.size > 0) this.#heardFloor = Number.NaN
     for (let i = 0; i < changes.size; i++) {
       const clock = changes.clocks[i] as SourceClock
       // Heard while the processing-time clock gave no finite time: the pass gives it the next one.
@@ -164,7 +166,6 @@ export class Frontiers {
   /** Leaves the heaps behind (built again once changes are few): a pass finds the frontiers. Returns false. */
   #unfollow(): false {
     this.#followed = false
-    this.#heardFloor = Number.NaN
     this.#calm = 0
     this.changes.listing = false
     this.changes.clear()
@@ -181,11 +182,8 @@ export class Frontiers {
     this.idleSources = heaps.idleSources
     this.finishedSources = heaps.finishedSources
     let active = heaps.activeFloor()
-    if (active === Number.POSITIVE_INFINITY) {
-      // Every source still counting is idle: found once, then kept until a clock changes.
-      if (Number.isNaN(this.#heardFloor)) this.#heardFloor = this.#lastHeardFloor()
-      active = Math.max(heaps.finishedReach(), this.#heardFloor)
-    } else this.#heardFloor = Number.NaN
+    // Every source still counting is idle: where the last of them to fall silent held W, from heaps that follow it from then on.
+    if (active === Number.POSITIVE_INFINITY) active = Math.max(heaps.finishedReach(), heaps.lastHeardFloor(this.sources))
     this.#settle(heaps.proofFloor(), active, heaps.countingFloor())
   }
 
@@ -197,8 +195,13 @@ export class Frontiers {
     let finished = Number.NEGATIVE_INFINITY
     let idle = 0
     let finishedSources = 0
-    /** Sources heard from at `now`: about the clocks the batch changed, which `changes` does not list during passes. */
-    let heard = 0
+    /**
+     * Clocks changed since the last pass, which `changes` does not list during passes: by their
+     * versions, not by who was heard at `now` (which also counts those heard before at the same
+     * time: a fake clock, or many operations within a millisecond, would keep the heaps away).
+     */
+    let changed = 0
+    const passed = this.#passedVersions
     // A clock that gave no time turns no source idle: every source counts as active again.
     this.#judgedAt = Number.isNaN(now) ? Number.NEGATIVE_INFINITY : now
     const time = Number.isFinite(now)
@@ -206,7 +209,10 @@ export class Frontiers {
       if (clock.maxTs > this.maxTs) this.maxTs = clock.maxTs
       // Heard while the clock gave no finite time: heard at its next (a pass follows every such reading), so it turns idle in time.
       if (time && !Number.isFinite(clock.lastSeen)) clock.lastSeen = now
-      if (clock.lastSeen === now) heard++
+      if (passed[clock.slot] !== clock.version) {
+        passed[clock.slot] = clock.version
+        changed++
+      }
       // A finished source holds nothing back: nothing unseen can come from it.
       if (clock.finished) {
         finishedSources++
@@ -221,7 +227,7 @@ export class Frontiers {
     }
     this.idleSources = idle
     this.finishedSources = finishedSources
-    this.#calm = heard * this.#followCost <= this.sources.size ? this.#calm + 1 : 0
+    this.#calm = changed * this.#followCost <= this.sources.size ? this.#calm + 1 : 0
     // Every source still counting is idle (or there is none): W may go as far as the last of them
     // to fall silent held it, and as far as a finished source reached, as it would had that one not finished.
     if (active === Number.POSITIVE_INFINITY) active = Math.max(finished, this.#lastHeardFloor())
@@ -233,8 +239,9 @@ export class Frontiers {
    * once every one is idle, where they held `W` just before the last of them turned idle. A
    * judgement every millisecond would have moved `W` there; one that finds them all idle at once
    * (a tick on an interval, the next batch) moves it there too, so `W` does not depend on when
-   * idleness is judged. A pass of its own: every source idle is rare, and the pass over every
-   * source at every batch stays as it is.
+   * idleness is judged. A pass of its own, for a pass over sources: every source idle is rare, and
+   * the pass over every source at every batch stays as it is (heaps that follow the clocks keep
+   * it in `FrontierHeaps.lastHeardFloor`).
    */
   #lastHeardFloor(): number {
     let heard = Number.NEGATIVE_INFINITY

@@ -2,7 +2,7 @@ import type { Anomaly, AnomalyReason } from '../core/anomaly.ts'
 import type { DedupMemory } from '../core/dedupMemory.ts'
 import type { ResolvedOptions } from '../core/engineOptions.ts'
 import { copyStreamEvent, type StreamEvent, streamEventOf } from '../core/event.ts'
-import { invalidAnomaly, invalidReason } from '../core/eventValidation.ts'
+import { invalidReason } from '../core/eventValidation.ts'
 import { PlacementOrder } from '../ordered/eventOrder.ts'
 import type { FutureSources } from '../core/futureSources.ts'
 import { finishedDetail, type Frontiers } from '../time/frontiers.ts'
@@ -354,12 +354,8 @@ export class BatchPlacement {
 
   /** Refuses an event stamped later than `now + maxFutureSkew`, and notes its source. */
   #refuseFuture(event: StreamEvent, i: number, now: number, anomalies: Anomaly[]): void {
-    const { ts, source } = event
-    const skew = this.#state.options.maxFutureSkew
-    const detail = `ts ${ts} is ${ts - now} ms ahead of now (${now}); maxFutureSkew is ${skew} ms`
-    anomalies.push({ ...invalidAnomaly('future_ts', event, i), detail, event: copyStreamEvent(event) })
-    this.#state.anomalies.future_ts++
-    this.#state.futureSources.note(source, ts)
+    const state = this.#state
+    anomalies.push(state.futureSources.refuse(event, i, now, state.options.maxFutureSkew, state.anomalies))
   }
 
   /** Live windows over all specs. */
