@@ -25,6 +25,22 @@ import { checkpointEvents, GLOBAL_RETRY_TIMERS, WalWriter, type WriteRetry, type
 const REPLICA_ID_KEY = 'replicaId'
 /** The configuration the log is written under, kept beside it from the first open on. */
 const CONFIGURATION_KEY = 'configuration'
+/**
+ * The version floor of the replica's sources (`TidemarkEngine.raiseVersionFloor`) and the lsn
+ * of the last record logged before it was raised, kept beside the log from the first recovery
+ * that lost records on: beside it, not in a checkpoint, since a damaged checkpoint takes the
+ * versions it held with it.
+ */
+const VERSION_FLOOR_KEY = 'versionFloor'
+/**
+ * How far a recovery that lost records raises the floor above the highest version it knows of:
+ * more versions than a source writes between two such recoveries (one per event; 2^40 is a
+ * source writing 1,000 events a second for 34 years), and room for 8,191 raises within the
+ * safe integers.
+ */
+const LOSS_VERSION_MARGIN = 2 ** 40
+/** The highest floor a raise sets: every source still has `LOSS_VERSION_MARGIN` versions above it. */
+const MAX_VERSION_FLOOR = Number.MAX_SAFE_INTEGER - LOSS_VERSION_MARGIN
 
 /**
  * The engine checkpoint as `openEngine` stores it: the late lane's entries live in the
@@ -77,7 +93,7 @@ export interface RecoveryReport {
   /** Log records replayed after the checkpoint, and the events in them. */
   readonly replayedRecords: number
   readonly replayedEvents: number
-  /** Records skipped because they failed their checksum, could not be decoded or failed to replay. */
+  /** Records skipped because they failed their checksum, could not be decoded or failed to replay (and a stored version floor that does not read). */
   readonly corrupt: readonly CorruptRecord[]
   /** Events known to be lost with those records. */
   readonly lostEvents: number
@@ -154,11 +170,20 @@ export async function openEngine<A extends AggregateDefinitions = NoAggregates>(
     const restored = performance.now()
     // Windows that turn final from here on (replay included) go to the archive, if there is one; earlier ones are in it already.
     if (persistence.archiveFinal !== undefined) engine.subscribe((changes) => archiveFinals(persistence, changes))
-    const replayed = replay(engine, recovered, corrupt)
+    const floor = storedVersionFloor(recovered, corrupt)
+    const replayed = replay(engine, recovered, corrupt, floor)
     const phases = { readMs: read - started, restoreMs: restored - read, replayMs: performance.now() - restored }
     if (recovered.meta.get(REPLICA_ID_KEY) !== engine.replicaId) await persistence.putMeta(REPLICA_ID_KEY, engine.replicaId)
     // Also beside a log judged by its checkpoint alone (kept by an older version): a later corrupt checkpoint must not leave it unjudged.
     if (recovered.meta.get(CONFIGURATION_KEY) === undefined) await persistence.putMeta(CONFIGURATION_KEY, engine.replica.configuration)
+    if (corrupt.some(lowersVersions)) {
+      // Replay gave back lower versions than peers may hold of this replica's writes: its later
+      // writes start above every one of them. Stored before the engine writes anything above it.
+      const reached = engine.raiseVersionFloor(floor.floor)
+      const raised: VersionFloor = { floor: Math.max(reached, Math.min(reached + LOSS_VERSION_MARGIN, MAX_VERSION_FLOOR)), afterLsn: persistence.lastLsn }
+      await persistence.putMeta(VERSION_FLOOR_KEY, JSON.stringify(raised))
+      engine.raiseVersionFloor(raised.floor)
+    }
     report = {
       replicaId: engine.replicaId,
       checkpointLsn: recovered.checkpoint?.upToLsn ?? null,
@@ -281,11 +306,58 @@ function ownReplicaId(given: string | undefined, recovered: RecoveredLog, checkp
   return stored ?? given
 }
 
-/** Replays the tail in lsn order; an op that throws is reported with the corrupt records and skipped. */
-function replay(engine: TidemarkEngine<AggregateDefinitions>, recovered: RecoveredLog, corrupt: CorruptRecord[]): { records: number; events: number } {
+/** A version floor as kept beside the log: raised after the record at `afterLsn` was logged. */
+interface VersionFloor {
+  readonly floor: number
+  readonly afterLsn: number
+}
+
+/**
+ * The version floor kept beside the log (0: never raised). One that does not read as one (the
+ * store edited by hand) is reported with the corrupt records: the floor it held is lost, and
+ * this recovery raises one again.
+ */
+function storedVersionFloor(recovered: RecoveredLog, corrupt: CorruptRecord[]): VersionFloor {
+  const stored = recovered.meta.get(VERSION_FLOOR_KEY)
+  if (stored === undefined) return { floor: 0, afterLsn: 0 }
+  try {
+    const read = JSON.parse(stored) as VersionFloor
+    if (Number.isSafeInteger(read.floor) && read.floor >= 0 && Number.isSafeInteger(read.afterLsn)) return { floor: read.floor, afterLsn: read.afterLsn }
+  } catch {
+    // Reported below.
+  }
+  corrupt.push({ store: 'meta', key: VERSION_FLOOR_KEY, reason: `not a version floor: ${stored.slice(0, 60)}` })
+  return { floor: 0, afterLsn: 0 }
+}
+
+/**
+ * True for a damaged record after which replay may give this replica's sources lower versions
+ * than it wrote (a log record, a checkpoint, the stored floor); damage to the late lane or the
+ * archive loses history only.
+ */
+function lowersVersions(record: CorruptRecord): boolean {
+  return record.store !== 'lateLane' && record.store !== 'archive'
+}
+
+/**
+ * Replays the tail in lsn order, raising the version floor where it was raised (records logged
+ * after it were written above it; those before it, below); an op that throws is reported with
+ * the corrupt records and skipped.
+ */
+function replay(
+  engine: TidemarkEngine<AggregateDefinitions>,
+  recovered: RecoveredLog,
+  corrupt: CorruptRecord[],
+  floor: VersionFloor,
+): { records: number; events: number } {
   let records = 0
   let events = 0
+  let raised = false
   for (const { lsn, op } of recovered.tail) {
+    if (!raised && lsn > floor.afterLsn) {
+      engine.raiseVersionFloor(floor.floor)
+      raised = true
+    }
     try {
       engine.replay(op)
     } catch (error) {
@@ -296,6 +368,7 @@ function replay(engine: TidemarkEngine<AggregateDefinitions>, recovered: Recover
     records++
     if (op.kind === 'ingest') events += op.events.length
   }
+  if (!raised) engine.raiseVersionFloor(floor.floor)
   return { records, events }
 }
 

@@ -297,6 +297,39 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
   }
 
   /**
+   * Makes every later write of this replica's sources outrank what it wrote of them before a
+   * loss: each source it writes whose version is below `floor` is raised to it, and a source it
+   * takes up from now on starts there, so its next cell and clock carry a version above `floor`.
+   * What `openEngine` does after a recovery that skipped damaged log records or a damaged
+   * checkpoint: replay then gives back lower versions than peers may already hold, and a new
+   * write at one of those would tie with a different cell of the earlier session. Cells keep
+   * their versions: a newer copy a peer still holds is merged back as before. Not logged, nor in
+   * `checkpoint()`: the caller keeps the floor (`openEngine` beside its log) and raises it again
+   * when a later replay reaches the record it was raised after. Returns the highest version of a
+   * source this replica writes, or the floor when that is higher.
+   *
+   * @example
+   * const engine = new TidemarkEngine({ windows: tumbling(60_000), replicaId: 'tab-1' })
+   * engine.ingest([{ id: 'd1-1', source: 'd1', seq: 1, ts: 1_000, value: 1 }])
+   * engine.raiseVersionFloor(0) // 1: d1's version
+   * engine.raiseVersionFloor(2 ** 40) // 2 ** 40: d1's next cell has version 2 ** 40 + 1
+   */
+  raiseVersionFloor(floor: number): number {
+    this.#liveness.assertOpen()
+    if (!Number.isSafeInteger(floor) || floor < 0) throw new RangeError(`raiseVersionFloor needs a safe integer >= 0, got ${String(floor)}`)
+    const frontiers = this.#frontiers
+    if (floor > frontiers.versionFloor) frontiers.versionFloor = floor
+    const raised = frontiers.versionFloor
+    let highest = raised
+    for (const clock of frontiers.sources.values()) {
+      if (clock.writer !== this.replicaId) continue
+      if (clock.version < raised) clock.version = raised
+      else if (clock.version > highest) highest = clock.version
+    }
+    return highest
+  }
+
+  /**
    * Everything needed to continue exactly from here (see `EngineCheckpoint`).
    *
    * @example

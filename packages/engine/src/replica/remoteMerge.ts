@@ -146,6 +146,8 @@ export class PeerMerge {
  * nothing more, and its finish would otherwise lose to the loser's clock wherever both arrive.
  * A clock's `maxTs` is the largest of every copy heard, kept or not (the keeper's included), so
  * replicas that heard the same copies in any order hold the same clock and the same `W`.
+ * An earlier session's finished copy of a clock this replica writes, at a lower version (the
+ * version floor a lossy recovery raised outranks it), finishes the source again here.
  * A clock of a new source past `maxSources` is left out, and bounds `P` from then on
  * (`Frontiers.untrack`): its source's cells still merge, and cannot be proven complete.
  * Returns how many conflicts were seen, and how many clocks were left out (the first one's
@@ -183,6 +185,11 @@ export function mergeRemoteClocks(
       }
     } else if (entry.version > clock.version || (entry.version === clock.version && entry.writer < clock.writer)) {
       clock.adopt(entry, now)
+    } else if (entry.finished === true && !clock.finished && clock.writer === replicaId && entry.writer === replicaId) {
+      // An earlier session of this replica finished the source, in a record its recovery lost
+      // (whose raised version outranks that copy): the promise holds, as a new version of its own.
+      clock.finish()
+      publish(clock)
     } else if (entry.maxTs > clock.maxTs) {
       // maxTs joins every copy (adopt keeps the larger too): which copy of two writers' arrived first changes nothing.
       clock.maxTs = entry.maxTs

@@ -57,6 +57,12 @@ export class Frontiers {
    * so `P` never passes what they proved when they were dropped.
    */
   untrackedProof = Number.POSITIVE_INFINITY
+  /**
+   * The version a clock starts at: 0, unless a recovery that lost log records raised it
+   * (`TidemarkEngine.raiseVersionFloor`), so that a source this replica takes up afterwards
+   * outranks what it may have written of it before. A peer's clock takes the peer's version.
+   */
+  versionFloor = 0
   /** Processing time of the last `advance` (which judged idleness); -Infinity before the first. */
   #judgedAt = Number.NEGATIVE_INFINITY
   /** Bumped by `advance` and `restore`: `holders()` is found again only after one of them. */
@@ -94,12 +100,13 @@ export class Frontiers {
     this.#followCost = followCost
   }
 
-  /** The clock of `name`, created on first sight. */
+  /** The clock of `name`, created on first sight (at version `versionFloor`). */
   source(name: string, now: number): SourceClock {
     let clock = this.sources.get(name)
     if (clock === undefined) {
       // Sources are never forgotten, so the count is a fresh slot.
       clock = new SourceClock(name, now, this.sources.size, this.changes)
+      clock.version = this.versionFloor
       this.sources.set(name, clock)
       clock.changed()
     }
