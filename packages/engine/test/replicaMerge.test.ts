@@ -157,6 +157,23 @@ describe('lattice state merged through the replica port', () => {
     expect([writer(a), writer(b), writer(c)]).toEqual(['a', 'a', 'a'])
   })
 
+  it('a replica that keeps a source against one peer and gives it up to another in one merge publishes no clock of it', () => {
+    const a = replica('a')
+    const b = replica('b')
+    const c = replica('c')
+    for (const r of [a, b, c]) r.engine.ingest([{ id: `${r.engine.replica.replicaId}1`, source: 'dev', seq: 1, ts: 1, value: 1 }])
+    // c wrote the source further: b, keeping it against c, would raise its clock to c's version.
+    c.engine.ingest([2, 3, 4].map((seq) => ({ id: `c${seq}`, source: 'dev', seq, ts: seq, value: 1 })))
+    const fromA = a.writes.at(-1) as LocalWrite
+    const fromC = c.writes.at(-1) as LocalWrite
+    const before = b.writes.length
+    expect(b.engine.replica.mergeRemote([...fromC.cells, ...fromA.cells], [...fromC.clocks, ...fromA.clocks]).conflicts).toBe(2)
+    // b gave the source up to a: a clock of it in b's log would name a, which every peer refuses there.
+    const published = b.writes.slice(before).flatMap((w) => w.clocks)
+    expect(published.filter((clock) => clock.writer !== 'b')).toEqual([])
+    expect(b.engine.replica.exportState().clocks.find((clock) => clock.source === 'dev')?.writer).toBe('a')
+  })
+
   it('a cell for a window spec this replica does not have is counted invalid_remote_cell and ignored', () => {
     const a = replica('a')
     a.engine.replica.mergeRemote(

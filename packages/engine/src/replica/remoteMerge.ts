@@ -142,8 +142,9 @@ export class PeerMerge {
  * replica writes is a `source_conflict`, resolved the same way on every replica (the smaller
  * replica id keeps the source). A replica that keeps it raises its clock's version to the
  * loser's, so its next write outranks every cell the loser wrote and all replicas converge on
- * it; the raised clock goes to `publish` at once, since a keeper that finished the source writes
- * nothing more, and its finish would otherwise lose to the loser's clock wherever both arrive.
+ * it; the raised clock goes to `publish` with this merge (unless a smaller writer's clock in it
+ * took the source), since a keeper that finished the source writes nothing more, and its finish
+ * would otherwise lose to the loser's clock wherever both arrive.
  * A clock's `maxTs` is the largest of every copy heard, kept or not (the keeper's included), so
  * replicas that heard the same copies in any order hold the same clock and the same `W`.
  * An earlier session's finished copy of a clock this replica writes, at a lower version (the
@@ -163,6 +164,7 @@ export function mergeRemoteClocks(
 ): { conflicts: number; untracked: { source: string; count: number } | null } {
   let conflicts = 0
   let untracked: { source: string; count: number } | null = null
+  let raised: SourceClock[] | null = null
   for (const entry of clocks) {
     const clock = frontiers.sources.get(entry.source)
     if (clock !== undefined && clock.writer === replicaId && entry.writer !== replicaId) {
@@ -172,7 +174,8 @@ export function mergeRemoteClocks(
         clock.version = Math.max(clock.version, entry.version)
         clock.maxTs = Math.max(clock.maxTs, entry.maxTs)
         clock.changed()
-        publish(clock)
+        raised ??= []
+        raised.push(clock)
       }
       continue
     }
@@ -196,6 +199,9 @@ export function mergeRemoteClocks(
       clock.changed()
     }
   }
+  // Published once every clock is in: a later one of a smaller writer takes the source, and a
+  // clock naming it in this replica's log would be refused by every peer.
+  if (raised !== null) for (const clock of raised) if (clock.writer === replicaId) publish(clock)
   return { conflicts, untracked }
 }
 
