@@ -246,6 +246,47 @@ describe('Frontiers: the heaps that follow changed clocks answer as a pass over 
   it(name, () => assertSeeded(fc.property(plans, check), FILE, name, 400), PROPERTY_TIMEOUT)
 })
 
+/**
+ * Plans where every source is idle much of the time: many sources, short idle timeouts, clocks
+ * moving far ahead, and among them the operations that move clocks while every one is idle
+ * (finishing them one by one, peers' copies adopted, joined or taking a finish back, a restore, a
+ * source heard again).
+ */
+const quietPlans: fc.Arbitrary<Plan> = fc
+  .record({
+    lag: fc.constantFrom(0, 3),
+    idleTimeout: fc.constantFrom(0, 1, 10),
+    sources: fc.integer({ min: 2, max: 48 }),
+    // 16 as the engine: the heaps follow only the batches that change few of many sources.
+    followCost: fc.constantFrom(0, 0, 1, 16),
+  })
+  .chain((base) =>
+    fc.record({
+      bounded: fc.constant(true),
+      lag: fc.constant(base.lag),
+      idleTimeout: fc.constant(base.idleTimeout),
+      sources: fc.constant(base.sources),
+      maxSources: fc.constantFrom(base.sources + 3, base.sources),
+      followCost: fc.constant(base.followCost),
+      ops: fc.array(
+        fc.oneof(
+          { weight: 4, arbitrary: fc.record({ kind: fc.constant<'events'>('events'), events: fc.array(draft(base.sources), { minLength: 1, maxLength: 3 }), advance: fc.boolean() }) },
+          { weight: 5, arbitrary: fc.record({ kind: fc.constant<'finish'>('finish'), source: fc.nat(base.sources - 1) }) },
+          { weight: 3, arbitrary: fc.record({ kind: fc.constant<'merge'>('merge'), entries: fc.array(entry(base.sources), { minLength: 1, maxLength: 3 }) }) },
+          { weight: 3, arbitrary: fc.record({ kind: fc.constant<'clock'>('clock'), to: now }) },
+          { weight: 4, arbitrary: fc.constant<Op>({ kind: 'tick' }) },
+          { weight: 1, arbitrary: fc.constant<Op>({ kind: 'restore' }) },
+        ),
+        { minLength: 40, maxLength: 120 },
+      ),
+    }),
+  )
+
+describe('Frontiers: the heaps answer as a pass while every source is idle', () => {
+  const name = 'W, strict W, P, counts and holders agree among many idle sources finished, merged, restored and heard again'
+  it(name, () => assertSeeded(fc.property(quietPlans, check), FILE, name, 400), PROPERTY_TIMEOUT)
+})
+
 describe('Frontiers: every source idle', () => {
   it("goes where the sources heard from last hold W, found again when a peer's copy moves one of them", () => {
     const entry = (source: string, maxTs: number, version: number): ClockEntry => ({ source, writer: 'r2', version, maxTs, prefix: 0, prefixTs: 0, provable: false })

@@ -3,7 +3,7 @@
  * replica's later writes outrank every version of its sources it wrote before the loss.
  */
 import { describe, expect, it } from 'vitest'
-import { createEngine, manual, type StreamEvent, TidemarkEngine, tumbling } from '../src/index.ts'
+import { type ClockEntry, createEngine, manual, type StreamEvent, TidemarkEngine, tumbling } from '../src/index.ts'
 
 const at = (source: string, seq: number, ts = seq, value = 1): StreamEvent => ({ id: `${source}-${seq}`, source, seq, ts, value })
 const options = { windows: tumbling(10), watermark: manual(), replicaId: 'a' }
@@ -85,5 +85,41 @@ describe('engine.raiseVersionFloor', () => {
   it.each([-1, 1.5, Number.NaN, 2 ** 53, '5'])('refuses %s: a version is a safe integer >= 0', (floor) => {
     const engine = new TidemarkEngine(options)
     expect(() => engine.raiseVersionFloor(floor as number)).toThrow(/raiseVersionFloor needs a safe integer >= 0/)
+  })
+})
+
+describe('a raised floor and the earlier session’s clock heard from a peer', () => {
+  it('keeps a source first taken up from its earlier session’s clock above the floor: its next cell outranks every earlier copy', () => {
+    const earlier = new TidemarkEngine(options)
+    earlier.ingest([at('d1', 1), at('d1', 2)])
+    const held = earlier.replica.exportState()
+    // Recovered from nothing (its checkpoint damaged), the floor raised; then a peer hands back d1 as the earlier session left it.
+    const engine = new TidemarkEngine(options)
+    engine.raiseVersionFloor(1_000)
+    engine.replica.mergeRemote(held.cells, held.clocks)
+    expect(engine.nextSeq('d1')).toBe(3)
+    engine.ingest([at('d1', 3)])
+    expect(versions(engine)).toEqual({ clocks: { d1: 1_001 }, cells: { 'd1@0': 1_001 } })
+  })
+
+  it('publishes the clock it raised, so peers that hold a later copy of the earlier session end with the same clock', () => {
+    const earlier = new TidemarkEngine(options)
+    earlier.ingest([at('d1', 1), at('d1', 2)])
+    const atB = earlier.replica.exportState().clocks
+    earlier.ingest([at('d1', 3, 13)])
+    const atC = earlier.replica.exportState().clocks
+    const [b, c] = ['b', 'c'].map((replicaId) => new TidemarkEngine({ ...options, replicaId })) as [TidemarkEngine, TidemarkEngine]
+    b.replica.mergeRemote([], atB)
+    c.replica.mergeRemote([], atC)
+    const engine = new TidemarkEngine(options)
+    engine.raiseVersionFloor(1_000)
+    const published: ClockEntry[] = []
+    engine.replica.onLocalWrite((write) => published.push(...write.clocks))
+    engine.replica.mergeRemote([], atB)
+    engine.replica.mergeRemote([], atC)
+    for (const peer of [b, c]) peer.replica.mergeRemote([], [...atB, ...atC, ...published])
+    expect(b.replica.exportState().clocks).toEqual(engine.replica.exportState().clocks)
+    expect(c.replica.exportState().clocks).toEqual(engine.replica.exportState().clocks)
+    expect(versions(engine).clocks).toEqual({ d1: 1_000 })
   })
 })

@@ -26,10 +26,11 @@ const REPLICA_ID_KEY = 'replicaId'
 /** The configuration the log is written under, kept beside it from the first open on. */
 const CONFIGURATION_KEY = 'configuration'
 /**
- * The version floor of the replica's sources (`TidemarkEngine.raiseVersionFloor`) and the lsn
- * of the last record logged before it was raised, kept beside the log from the first recovery
- * that lost records on: beside it, not in a checkpoint, since a damaged checkpoint takes the
- * versions it held with it.
+ * The version floors of the replica's sources (`TidemarkEngine.raiseVersionFloor`), each with
+ * the lsn of the last record logged before it was raised, kept beside the log from the first
+ * recovery that lost records on: beside it, not in a checkpoint, since a damaged checkpoint
+ * takes the versions it held with it. Every floor the tail after the checkpoint was written
+ * under is kept, so replay raises each where it was raised.
  */
 const VERSION_FLOOR_KEY = 'versionFloor'
 /**
@@ -170,8 +171,8 @@ export async function openEngine<A extends AggregateDefinitions = NoAggregates>(
     const restored = performance.now()
     // Windows that turn final from here on (replay included) go to the archive, if there is one; earlier ones are in it already.
     if (persistence.archiveFinal !== undefined) engine.subscribe((changes) => archiveFinals(persistence, changes))
-    const floor = storedVersionFloor(recovered, corrupt)
-    const replayed = replay(engine, recovered, corrupt, floor)
+    const floors = storedVersionFloors(recovered, corrupt)
+    const replayed = replay(engine, recovered, corrupt, floors)
     const phases = { readMs: read - started, restoreMs: restored - read, replayMs: performance.now() - restored }
     if (recovered.meta.get(REPLICA_ID_KEY) !== engine.replicaId) await persistence.putMeta(REPLICA_ID_KEY, engine.replicaId)
     // Also beside a log judged by its checkpoint alone (kept by an older version): a later corrupt checkpoint must not leave it unjudged.
@@ -179,9 +180,9 @@ export async function openEngine<A extends AggregateDefinitions = NoAggregates>(
     if (corrupt.some(lowersVersions)) {
       // Replay gave back lower versions than peers may hold of this replica's writes: its later
       // writes start above every one of them. Stored before the engine writes anything above it.
-      const reached = engine.raiseVersionFloor(floor.floor)
+      const reached = engine.raiseVersionFloor(0)
       const raised: VersionFloor = { floor: Math.max(reached, Math.min(reached + LOSS_VERSION_MARGIN, MAX_VERSION_FLOOR)), afterLsn: persistence.lastLsn }
-      await persistence.putMeta(VERSION_FLOOR_KEY, JSON.stringify(raised))
+      await persistence.putMeta(VERSION_FLOOR_KEY, JSON.stringify([...floorsAfter(floors, recovered.checkpoint?.upToLsn ?? 0), raised]))
       engine.raiseVersionFloor(raised.floor)
     }
     report = {
@@ -313,21 +314,36 @@ interface VersionFloor {
 }
 
 /**
- * The version floor kept beside the log (0: never raised). One that does not read as one (the
- * store edited by hand) is reported with the corrupt records: the floor it held is lost, and
- * this recovery raises one again.
+ * The version floors kept beside the log, in the order they were raised (none: never raised).
+ * A value that does not read as them (the store edited by hand) is reported with the corrupt
+ * records: the floors it held are lost, and this recovery raises one again.
  */
-function storedVersionFloor(recovered: RecoveredLog, corrupt: CorruptRecord[]): VersionFloor {
+function storedVersionFloors(recovered: RecoveredLog, corrupt: CorruptRecord[]): VersionFloor[] {
   const stored = recovered.meta.get(VERSION_FLOOR_KEY)
-  if (stored === undefined) return { floor: 0, afterLsn: 0 }
+  if (stored === undefined) return []
   try {
-    const read = JSON.parse(stored) as VersionFloor
-    if (Number.isSafeInteger(read.floor) && read.floor >= 0 && Number.isSafeInteger(read.afterLsn)) return { floor: read.floor, afterLsn: read.afterLsn }
+    const read: unknown = JSON.parse(stored)
+    if (Array.isArray(read) && read.every(isVersionFloor)) return read.map(({ floor, afterLsn }) => ({ floor, afterLsn }))
   } catch {
     // Reported below.
   }
   corrupt.push({ store: 'meta', key: VERSION_FLOOR_KEY, reason: `not a version floor: ${stored.slice(0, 60)}` })
-  return { floor: 0, afterLsn: 0 }
+  return []
+}
+
+function isVersionFloor(read: unknown): read is VersionFloor {
+  if (typeof read !== 'object' || read === null) return false
+  const { floor, afterLsn } = read as Record<string, unknown>
+  return Number.isSafeInteger(floor) && (floor as number) >= 0 && Number.isSafeInteger(afterLsn)
+}
+
+/**
+ * The floors a replay from the checkpoint at `checkpointLsn` still raises: those raised after
+ * it, and the last one before it (raised first, it holds the sources a new one starts).
+ */
+function floorsAfter(floors: readonly VersionFloor[], checkpointLsn: number): VersionFloor[] {
+  const first = floors.findLastIndex((floor) => floor.afterLsn <= checkpointLsn)
+  return floors.slice(Math.max(first, 0))
 }
 
 /**
@@ -340,24 +356,21 @@ function lowersVersions(record: CorruptRecord): boolean {
 }
 
 /**
- * Replays the tail in lsn order, raising the version floor where it was raised (records logged
- * after it were written above it; those before it, below); an op that throws is reported with
+ * Replays the tail in lsn order, raising each version floor where it was raised (records logged
+ * after one were written above it; those before it, below); an op that throws is reported with
  * the corrupt records and skipped.
  */
 function replay(
   engine: TidemarkEngine<AggregateDefinitions>,
   recovered: RecoveredLog,
   corrupt: CorruptRecord[],
-  floor: VersionFloor,
+  floors: readonly VersionFloor[],
 ): { records: number; events: number } {
   let records = 0
   let events = 0
-  let raised = false
+  let raised = 0
   for (const { lsn, op } of recovered.tail) {
-    if (!raised && lsn > floor.afterLsn) {
-      engine.raiseVersionFloor(floor.floor)
-      raised = true
-    }
+    for (; raised < floors.length && lsn > (floors[raised] as VersionFloor).afterLsn; raised++) engine.raiseVersionFloor((floors[raised] as VersionFloor).floor)
     try {
       engine.replay(op)
     } catch (error) {
@@ -368,7 +381,7 @@ function replay(
     records++
     if (op.kind === 'ingest') events += op.events.length
   }
-  if (!raised) engine.raiseVersionFloor(floor.floor)
+  for (; raised < floors.length; raised++) engine.raiseVersionFloor((floors[raised] as VersionFloor).floor)
   return { records, events }
 }
 

@@ -14,7 +14,7 @@ import * as Y from 'yjs'
 import { bindDoc } from '@tidemark/yjs'
 import { createEngine, type Engine, manual, tumbling } from '@tidemark/engine'
 import { reading, whenDurable } from '@tidemark/engine/testing'
-import { indexedDbPersistence, openEngine, type OpenEngineOptions, recoveryReport } from '../src/index.ts'
+import { indexedDbPersistence, isQuotaError, openEngine, type OpenEngineOptions, recoveryReport } from '../src/index.ts'
 import { damage, fillDisk, raw } from './fakeStorage.ts'
 
 afterEach(() => {
@@ -49,11 +49,11 @@ async function deviceWithPeer(damageLog: (factory: IDBFactory, device: Engine) =
 }
 
 /** Damages the checkpoint the device's last close wrote. */
-async function damageCheckpoint(factory: IDBFactory): Promise<void> {
-  const db = await raw(factory, 'device')
+async function damageCheckpoint(factory: IDBFactory, name = 'device'): Promise<void> {
+  const db = await raw(factory, name)
   const [key] = await db.getAllKeys('checkpoints')
   db.close()
-  await damage(factory, 'device', 'checkpoints', key as number, (bytes) => bytes.length - 1)
+  await damage(factory, name, 'checkpoints', key as number, (bytes) => bytes.length - 1)
 }
 
 describe('a reading acknowledged after a recovery that skipped a damaged record', () => {
@@ -147,7 +147,7 @@ describe('the version floor a recovery that lost records raises', () => {
     const recovered = await open()
     expect(recoveryReport(recovered)).toMatchObject({ lossUnknown: true })
     const floor = 2 ** 40
-    expect(await storedFloor(factory, 'replayed-floor')).toEqual({ floor, afterLsn: 1 })
+    expect(await storedFloor(factory, 'replayed-floor')).toEqual([{ floor, afterLsn: 1 }])
     // d1 was only in the damaged checkpoint: taken up again, it starts at the floor, as a new source does.
     await recovered.ingest([reading('d1', 1, 2, 10), reading('d2', 1, 2, 10)]).durable
     expect(versions(recovered)).toEqual({ d1: floor + 1, d2: floor + 1 })
@@ -155,7 +155,7 @@ describe('the version floor a recovery that lost records raises', () => {
     const replayed = await open()
     expect(recoveryReport(replayed)).toMatchObject({ replayedRecords: 1, corrupt: [] })
     expect(replayed.replica.exportState()).toEqual(recovered.replica.exportState())
-    expect(await storedFloor(factory, 'replayed-floor')).toEqual({ floor, afterLsn: 1 })
+    expect(await storedFloor(factory, 'replayed-floor')).toEqual([{ floor, afterLsn: 1 }])
   })
 
   it('raised again by a second damaged checkpoint, outranks what the device wrote above the first one', async () => {
@@ -227,7 +227,7 @@ describe('the version floor a recovery that lost records raises', () => {
       lossUnknown: false,
     })
     expect(versions(reopened)).toEqual({ d1: 1 + 2 ** 40 })
-    expect(await storedFloor(factory, 'edited-floor')).toEqual({ floor: 1 + 2 ** 40, afterLsn: 1 })
+    expect(await storedFloor(factory, 'edited-floor')).toEqual([{ floor: 1 + 2 ** 40, afterLsn: 1 }])
   })
 })
 
@@ -267,5 +267,106 @@ describe('a finish in a damaged record', () => {
     expect(peer.isFinished('d1')).toBe(true)
     expect(recovered.ingest([reading('d1', 3, 3, 10)]).anomalies.map((a) => a.reason)).toEqual(['finished_source'])
     expect(recovered.replica.exportState().clocks).toEqual(peer.replica.exportState().clocks)
+  })
+})
+
+describe('a source the damaged checkpoint held, taken up again from a peer that holds an older copy of it', () => {
+  it('is written above the floor: the reading acknowledged after the recovery outranks the copy another peer holds of the earlier session', async () => {
+    const factory = new IDBFactory()
+    const open = () => openEngine({ ...options, replicaId: 'a', persistence: indexedDbPersistence({ name: 'taken-up', indexedDB: factory }) })
+    const device = await open()
+    const deviceDoc = new Y.Doc()
+    bindDoc(device, deviceDoc)
+    const [early, late] = ['b', 'c'].map((replicaId) => {
+      const peer = createEngine({ ...options, replicaId })
+      const doc = new Y.Doc()
+      bindDoc(peer, doc)
+      return { peer, doc }
+    }) as [{ peer: Engine; doc: Y.Doc }, { peer: Engine; doc: Y.Doc }]
+    for (let seq = 1; seq <= 3; seq++) await device.ingest([reading('d1', seq, seq, 10 * seq)]).durable
+    sync(deviceDoc, early.doc)
+    // A fourth reading reaches peer c only.
+    await device.ingest([reading('d1', 4, 4, 40)]).durable
+    sync(deviceDoc, late.doc)
+    expect(shown(late.peer)).toEqual([{ count: 4, sum: 100 }])
+    await device.close()
+    await damageCheckpoint(factory, 'taken-up')
+    const recovered = await open()
+    expect(recoveryReport(recovered)).toMatchObject({ lossUnknown: true })
+    // A relay room that holds what peer b holds: d1 comes back as the earlier session left it at b.
+    const recoveredDoc = new Y.Doc()
+    Y.applyUpdate(recoveredDoc, Y.encodeStateAsUpdate(early.doc), 'peer')
+    bindDoc(recovered, recoveredDoc)
+    expect(shown(recovered)).toEqual([{ count: 3, sum: 60 }])
+    await recovered.ingest([reading('d1', recovered.nextSeq('d1'), 5, 1)]).durable
+    sync(recoveredDoc, early.doc)
+    sync(recoveredDoc, late.doc)
+    // Only the reading the damaged checkpoint held is lost; the one acknowledged afterwards holds everywhere.
+    expect(shown(recovered)).toEqual([{ count: 4, sum: 61 }])
+    expect(shown(early.peer)).toEqual(shown(recovered))
+    expect(shown(late.peer)).toEqual(shown(recovered))
+  })
+})
+
+describe('the version floors of two recoveries whose checkpoints failed', () => {
+  it('are both raised again where they were: a third open replays every write with the version it was made at', async () => {
+    const { open, factory } = await deviceWithPeer(async (factory) => {
+      await damage(factory, 'device', 'wal', 2, (bytes) => bytes.length - 1)
+    })
+    // The disk refuses checkpoints (appends still commit) through every open, and no retry comes.
+    fillDisk(['checkpoints'])
+    const timers = { setTimeout: () => 0, clearTimeout: () => {} }
+    const first = await open({ timers })
+    // Written above the first floor, in a window of its own.
+    await first.ingest([reading('d1', first.nextSeq('d1'), 14, 1)]).durable
+    // The tab crashes; the next open finds the damage again and raises a second floor.
+    const second = await open({ timers })
+    expect(second.replica.exportState().cells).toEqual(first.replica.exportState().cells)
+    await second.ingest([reading('d1', second.nextSeq('d1'), 24, 2)]).durable
+    // It crashes too: the third open replays the writes of both sessions.
+    const third = await open({ timers })
+    expect(third.replica.exportState().cells).toEqual(second.replica.exportState().cells)
+    expect(await storedFloor(factory, 'device')).toMatchObject([{ afterLsn: 3 }, { afterLsn: 4 }, { afterLsn: 5 }])
+  })
+
+  it('keep only those a replay from the checkpoint still reaches: the last one behind it, and the ones after', async () => {
+    const factory = new IDBFactory()
+    const open = () => openEngine({ ...options, replicaId: 'a', persistence: indexedDbPersistence({ name: 'pruned', indexedDB: factory }) })
+    let seq = 0
+    // Three times: a reading logged, the tab crashes, and that record is damaged; the recovery's checkpoint commits.
+    for (let crash = 1; crash <= 3; crash++) {
+      const device = await open()
+      await device.ingest([reading('d1', ++seq, seq, 10)]).durable
+      const db = await raw(factory, 'pruned')
+      const lsns = (await db.getAllKeys('wal')) as number[]
+      db.close()
+      await damage(factory, 'pruned', 'wal', lsns[lsns.length - 1] as number, (bytes) => bytes.length - 1)
+    }
+    const device = await open()
+    expect(recoveryReport(device)).toMatchObject({ lostEvents: 1 })
+    const floors = (await storedFloor(factory, 'pruned')) as { floor: number; afterLsn: number }[]
+    expect(floors.map((floor) => floor.floor)).toEqual([2 * 2 ** 40, 3 * 2 ** 40])
+    // The floor of the last recovery holds after a crash: a new source starts above it.
+    await device.ingest([reading('d2', 1, 1, 10)]).durable
+    const replayed = await open()
+    expect(versions(replayed)).toEqual({ d2: 3 * 2 ** 40 + 1 })
+  })
+
+  it('that cannot be stored (a full disk) rejects the open, which takes nothing; opened again once there is room, it is raised', async () => {
+    const { open, factory } = await deviceWithPeer(async (factory) => {
+      await damage(factory, 'device', 'wal', 2, (bytes) => bytes.length - 1)
+    })
+    const freeSpace = fillDisk(['wal', 'checkpoints', 'meta', 'lateLane'])
+    const refused = await open().then(
+      () => null,
+      (error: unknown) => error,
+    )
+    expect(isQuotaError(refused)).toBe(true)
+    expect(await storedFloor(factory, 'device')).toBeUndefined()
+    freeSpace()
+    const device = await open()
+    expect(recoveryReport(device)).toMatchObject({ lostEvents: 1 })
+    expect(shown(device)).toEqual([{ count: 2, sum: 40 }])
+    expect(await storedFloor(factory, 'device')).toEqual([{ floor: 2 + 2 ** 40, afterLsn: 3 }])
   })
 })

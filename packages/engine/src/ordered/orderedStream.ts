@@ -62,6 +62,12 @@ export class OrderedEventStream implements OrderedStream {
     dedupReleased: 0,
   }
   readonly #work = { pushComparisons: 0, pushMoves: 0, flushComparisons: 0, flushMoves: 0 }
+  /**
+   * True while `push` reads and applies its batch, which runs user code (an event's getters, a
+   * Proxy over the array) with the batch half applied and the watermark it judges against read
+   * already: a call of the stream from there is refused (`#assertOutsidePush`).
+   */
+  #pushing = false
 
   /**
    * Same as `createOrderedStream(options)`.
@@ -82,6 +88,17 @@ export class OrderedEventStream implements OrderedStream {
    * stream.push([{ id: 'b', source: 'd1', seq: 2, ts: 2_000, value: 1 }, { id: 'a', source: 'd1', seq: 1, ts: 1_000, value: 1 }]).accepted // 2
    */
   push(events: readonly StreamEvent[]): IngestReceipt {
+    this.#assertOutsidePush()
+    this.#pushing = true
+    try {
+      return this.#pushBatch(events)
+    } finally {
+      this.#pushing = false
+    }
+  }
+
+  /** `push`, with calls of the stream from inside refused. */
+  #pushBatch(events: readonly StreamEvent[]): IngestReceipt {
     if (!Array.isArray(events)) throw new TypeError('push expects an array of events')
     const options = this.#options
     const now = options.now()
@@ -214,6 +231,7 @@ export class OrderedEventStream implements OrderedStream {
    * stream.advanceWatermark(10_000)
    */
   advanceWatermark(t: number): void {
+    this.#assertOutsidePush()
     if (typeof t !== 'number' || Number.isNaN(t)) throw new RangeError(`advanceWatermark needs a number, got ${String(t)}`)
     this.#frontiers.advanceTo(t)
   }
@@ -225,6 +243,7 @@ export class OrderedEventStream implements OrderedStream {
    * stream.finishSource('d1')
    */
   finishSource(source: string): void {
+    this.#assertOutsidePush()
     const now = this.#options.now()
     const clock = finishableClock(this.#frontiers, source, '', this.#options.maxSources, 'maxSources') ?? this.#frontiers.source(source, now)
     clock.finish()
@@ -239,6 +258,7 @@ export class OrderedEventStream implements OrderedStream {
    * stream.flushReady().map((b) => [b.kind, b.events.map((e) => e.id)]) // [['ready', ['a', 'b']]]
    */
   flushReady(): readonly OrderedBatch[] {
+    this.#assertOutsidePush()
     // Read first: a reading that is not a number throws before the flush changes anything.
     const now = this.#options.now()
     this.#counts.flushes++
@@ -395,6 +415,16 @@ export class OrderedEventStream implements OrderedStream {
     this.#counts.correctionBatches += Math.ceil(c / batchSize)
     this.#work.flushComparisons += comparisons
     this.#work.flushMoves += c
+  }
+
+  /**
+   * Throws when called from inside `push` (an event's getter calling the stream): a flush there
+   * would release events the batch then places behind them as on time, and a push would be
+   * judged against a watermark the outer batch no longer holds. The getter's throw refuses its
+   * event (`invalid_event`); the rest of the batch is applied.
+   */
+  #assertOutsidePush(): void {
+    if (this.#pushing) throw new Error('ordered stream called from inside its own push (by a getter of an event being pushed): call it once push returned')
   }
 
   /**

@@ -81,7 +81,7 @@ export interface OrderedStreamStats {
   readonly duplicates: number
   /** Put on the late lane (beyond lateness, or `onLate: 'drop'`). */
   readonly beyondLateness: number
-  /** Invalid, stamped too far ahead (`future_ts`), or refused by a full bound (`overflow`). */
+  /** Invalid, stamped too far ahead (`future_ts`), of a finished source (`finished_source`), or refused by a full bound (`overflow`). */
   readonly rejected: number
   readonly anomalies: Readonly<Record<AnomalyReason, number>>
   /**
@@ -140,6 +140,8 @@ export interface OrderedStream {
    * a duplicate whose content provably differs from the first delivery also gets a
    * `conflicting_duplicate` anomaly, as in `engine.ingest`. An event stamped more than
    * `maxFutureSkew` ahead of `now()` is refused with `future_ts` before anything else looks at it.
+   * The stream refuses calls from inside `push` (an event's getter calling it): they throw, and
+   * the event whose getter threw is refused as `invalid_event`.
    *
    * @example
    * const receipt = stream.push(events)

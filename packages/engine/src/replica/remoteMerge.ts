@@ -148,7 +148,8 @@ export class PeerMerge {
  * A clock's `maxTs` is the largest of every copy heard, kept or not (the keeper's included), so
  * replicas that heard the same copies in any order hold the same clock and the same `W`.
  * An earlier session's finished copy of a clock this replica writes, at a lower version (the
- * version floor a lossy recovery raised outranks it), finishes the source again here.
+ * version floor a lossy recovery raised outranks it), finishes the source again here; one it
+ * takes (of a source it does not hold) is raised to the floor.
  * A clock of a new source past `maxSources` is left out, and bounds `P` from then on
  * (`Frontiers.untrack`): its source's cells still merge, and cannot be proven complete.
  * Returns how many conflicts were seen, and how many clocks were left out (the first one's
@@ -180,14 +181,14 @@ export function mergeRemoteClocks(
       continue
     }
     if (clock === undefined) {
-      if (frontiers.sources.size < maxSources) frontiers.source(entry.source, now).adopt(entry, now)
+      if (frontiers.sources.size < maxSources) adoptCopy(frontiers, frontiers.source(entry.source, now), entry, replicaId, now, publish)
       else {
         frontiers.untrack(entry)
         if (untracked === null) untracked = { source: entry.source, count: 0 }
         untracked.count++
       }
     } else if (entry.version > clock.version || (entry.version === clock.version && entry.writer < clock.writer)) {
-      clock.adopt(entry, now)
+      adoptCopy(frontiers, clock, entry, replicaId, now, publish)
     } else if (entry.finished === true && !clock.finished && clock.writer === replicaId && entry.writer === replicaId) {
       // An earlier session of this replica finished the source, in a record its recovery lost
       // (whose raised version outranks that copy): the promise holds, as a new version of its own.
@@ -203,6 +204,19 @@ export function mergeRemoteClocks(
   // clock naming it in this replica's log would be refused by every peer.
   if (raised !== null) for (const clock of raised) if (clock.writer === replicaId) publish(clock)
   return { conflicts, untracked }
+}
+
+/**
+ * Takes a peer's copy of a clock. A copy of a source this replica writes is its earlier
+ * session's: held at `versionFloor` at least, since that session may have written versions past
+ * the copy that other peers hold, and the next write here must outrank them. Raised, it goes to
+ * `publish`, as the clocks the floor raised do: peers take it over those copies.
+ */
+function adoptCopy(frontiers: Frontiers, clock: SourceClock, entry: ClockEntry, replicaId: string, now: number, publish: (clock: SourceClock) => void): void {
+  clock.adopt(entry, now)
+  if (entry.writer !== replicaId || clock.version >= frontiers.versionFloor) return
+  clock.version = frontiers.versionFloor
+  publish(clock)
 }
 
 /** Routes peers' cell groups to the index of their window spec (or slice part); cells of an unknown spec are invalid. */

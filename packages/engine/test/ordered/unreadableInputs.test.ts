@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest'
 import type { StreamEvent } from '../../src/core/event.ts'
+import type { OrderedStream } from '../../src/ordered/orderedStreamApi.ts'
 import { orderEvents } from '../../src/ordered/orderEvents.ts'
-import { flat, ids, manualStream } from './streamHelpers.ts'
+import { boundedOutOfOrderness } from '../../src/time/watermarkStrategy.ts'
+import { ev, flat, ids, manualStream } from './streamHelpers.ts'
 
 /** A class instance whose `ts` getter answers `first` on its first read and NaN on every later one. */
 class FickleReading {
@@ -86,4 +88,65 @@ describe('a batch element that throws when read (docs/bad-input.md B08)', () => 
     const s = stream.stats()
     expect([s.pushed, s.accepted, s.readyEmitted, s.rejected]).toEqual([3, 2, 2, 1])
   })
+})
+
+describe('an event whose getter calls the stream it is pushed to', () => {
+  /** A class instance whose `ts` getter runs `call` on its first read (a flush, a push), keeping what it returned or threw (and throwing it on). */
+  class MeddlingReading {
+    readonly id = 'm'
+    readonly source = 'm'
+    readonly value = 1
+    readonly seq = 1
+    outcome: unknown = 'not read'
+    readonly #call: () => unknown
+
+    constructor(call: () => unknown) {
+      this.#call = call
+    }
+
+    get ts(): number {
+      if (this.outcome === 'not read') {
+        try {
+          this.outcome = this.#call()
+        } catch (error) {
+          this.outcome = error
+          throw error
+        }
+      }
+      return 50
+    }
+  }
+
+  // Inside push the batch is half applied and its watermark read already: a flush there would release
+  // a's 28 and b's 29 (a's 30 moves W to 30) before b's 28, on time at W 28, is placed behind them.
+  const inner: Record<string, (stream: OrderedStream) => unknown> = {
+    flushReady: (stream) => flat(stream.flushReady()),
+    'push, then flushReady': (stream) => {
+      stream.push([ev('c', 1, 60)])
+      return flat(stream.flushReady())
+    },
+  }
+  for (const [call, run] of Object.entries(inner)) {
+    it(`cannot call ${call} from a getter: the ready events come out in order, each counted once`, () => {
+      const { stream } = manualStream({ watermark: boundedOutOfOrderness(0) })
+      // W 28 (a holds it); b's 29 waits.
+      stream.push([ev('a', 1, 10), ev('a', 2, 28), ev('b', 1, 40), ev('b', 2, 29)])
+      const ready = flat(stream.flushReady())
+      const meddler = new MeddlingReading(() => run(stream))
+      const receipt = stream.push([ev('a', 3, 30), meddler as unknown as StreamEvent, ev('b', 3, 28)])
+      if (Array.isArray(meddler.outcome)) ready.push(...meddler.outcome)
+      stream.advanceWatermark(100)
+      const batches = stream.flushReady()
+      ready.push(...flat(batches.filter((b) => b.kind === 'ready')))
+      const readyTs = ready.map((e) => e.ts)
+      expect(readyTs, `ready ${JSON.stringify(ready.map((e) => e.id))}`).toEqual([...readyTs].sort((x, y) => x - y))
+      const s = stream.stats()
+      expect(s.pushed).toBe(s.accepted + s.duplicates + s.beyondLateness + s.rejected)
+      expect(ready.length + ids(batches, 'correction').length).toBe(s.accepted)
+      // The inner call is refused, and so is the event whose getter made it; the rest is applied.
+      expect(meddler.outcome).toEqual(new Error('ordered stream called from inside its own push (by a getter of an event being pushed): call it once push returned'))
+      expect(receipt.anomalies.map((a) => [a.reason, a.index])).toEqual([['invalid_event', 1]])
+      expect(ready.map((e) => e.id)).toEqual(['a-1', 'a-2', 'b-3', 'b-2', 'a-3', 'b-1'])
+    })
+  }
 })
