@@ -4,13 +4,15 @@
  * makes room by unloading it, and the next write loads it (or another fleet's) again. README,
  * Configuration: `TIDEMARK_MAX_ROOMS` is "rooms loaded at once; one more unloads the longest-idle
  * room, or is refused (`too-many-rooms`)": a directory counts like any room, and a listing with no
- * room to load its directory is given up (logged) and tried again at the room's next write.
+ * room to load its directory is given up (logged) and tried again when a room unloads, or at the
+ * room's next write.
  */
 import { afterAll, afterEach, expect, it } from 'vitest'
-import type { Relay } from '../src/index.ts'
-import { removeDataDirs } from './support/dataDirs.ts'
+import { openPglite, type Relay, type SqlClient } from '../src/index.ts'
+import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
+import { failable } from './support/failableSql.ts'
 import { startTestRelay } from './support/testRelays.ts'
-import { deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, waitFor, waitUntil } from './support/roomClients.ts'
+import { dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, waitFor, waitUntil } from './support/roomClients.ts'
 
 const relays: Relay[] = []
 const sockets: ReturnType<typeof relaySocket>[] = []
@@ -60,4 +62,80 @@ it('never holds more than maxRooms rooms loaded, directories included, while dev
   console.log(`device rooms open: ${open.length} (maxRooms ${maxRooms}); rooms loaded after each device: ${seen.join(', ')}`)
   expect(Math.max(...seen)).toBeLessThanOrEqual(maxRooms)
   expect(open.length).toBeLessThanOrEqual(maxRooms)
+})
+
+it('lists a room whose listing was given up at maxRooms once a room unloads, though the device wrote once and went quiet', async () => {
+  const warnings: string[] = []
+  // Two rooms at most; a room nobody is connected to unloads after a second.
+  const relay = await startTestRelay(relays, { limits: { maxRooms: 2, idleRoomMs: 1_000 }, log: (level, line) => void (level === 'warn' && warnings.push(line)) })
+  // fleet-a/d1 stays connected; its listing loads fleet-a/_directory, which the next room unloads.
+  const first = relaySocket(relay.url)
+  sockets.push(first)
+  const d1 = openRoom(first, 'fleet-a/d1', await deviceToken('fleet-a', 'd1'))
+  clients.push(d1)
+  await waitFor(() => d1.synced(), 'fleet-a/d1 synced')
+  replicaLog(d1.doc, 'd1').push([groupEntry('d1-temp', 60_000)])
+  await waitFor(() => !d1.provider.hasUnsyncedChanges, 'fleet-a/d1 acknowledged')
+  await waitUntil(async () => (await metric(relay.httpUrl, 'tidemark_relay_updates_stored_total')) >= 2, 'fleet-a/d1 and its listing stored')
+
+  // fleet-b/d2 writes once while both rooms are in use: its listing is given up.
+  const second = relaySocket(relay.url)
+  sockets.push(second)
+  const d2 = openRoom(second, 'fleet-b/d2', await deviceToken('fleet-b', 'd2'))
+  await waitFor(() => d2.synced() || d2.denied.length > 0, 'fleet-b/d2 opened')
+  expect(d2.denied).toEqual([])
+  replicaLog(d2.doc, 'd2').push([groupEntry('d2-temp', 60_000)])
+  await waitFor(() => !d2.provider.hasUnsyncedChanges, 'fleet-b/d2 acknowledged')
+  await waitFor(() => warnings.some((line) => line.includes('fleet-b/_directory')), 'the listing of fleet-b/d2 given up')
+  // It goes quiet: it writes nothing more, and its room unloads (idle a second, or unloaded
+  // earlier to make room for the dashboard below).
+  d2.destroy()
+  second.destroy()
+  sockets.pop()
+
+  // A dashboard following fleet-b's directory finds fleet-b/d2.
+  const dashboardSocket = relaySocket(relay.url)
+  sockets.push(dashboardSocket)
+  const directory = openRoom(dashboardSocket, 'fleet-b/_directory', await dashboardToken('fleet-b'))
+  clients.push(directory)
+  const listed = () => directory.doc.getMap('rooms').has('fleet-b/d2')
+  await waitFor(() => listed() || directory.denied.length > 0, 'fleet-b/d2 listed in fleet-b/_directory', 10_000)
+  expect(directory.denied).toEqual([])
+  expect(listed()).toBe(true)
+})
+
+it('a listing whose directory cannot be loaded (the store is down) is not retried over and over by its own failed load', async () => {
+  const warnings: string[] = []
+  const down = failable(await openPglite(freshDataDir()))
+  // Failing after a turn of the event loop, as a store that stops answering does: a retry storm
+  // without one would starve the event loop, and this test with it.
+  const sql: SqlClient = {
+    ...down,
+    query: async (text, params) => {
+      if (down.failing) await new Promise((resolve) => setImmediate(resolve))
+      return down.query(text, params)
+    },
+    transaction: async (work) => {
+      if (down.failing) await new Promise((resolve) => setImmediate(resolve))
+      return down.transaction(work)
+    },
+  }
+  const relay = await startTestRelay(relays, { store: { sql }, log: (level, line) => void (level === 'warn' && warnings.push(line)) })
+  const socket = relaySocket(relay.url)
+  sockets.push(socket)
+  const d1 = openRoom(socket, 'fleet-s/d1', await deviceToken('fleet-s', 'd1'))
+  clients.push(d1)
+  await waitFor(() => d1.synced(), 'fleet-s/d1 synced')
+  down.failing = true
+  replicaLog(d1.doc, 'd1').push([groupEntry('d1-temp', 60_000)])
+  const givenUp = () => warnings.filter((line) => line.includes('rooms in fleet-s/_directory failed')).length
+  await waitFor(() => givenUp() > 0, 'the listing of fleet-s/d1 given up')
+  // A few round trips to the relay: a listing retried at each failed load of its directory
+  // would have failed hundreds of times by then.
+  for (let i = 0; i < 5; i++) await metric(relay.httpUrl, 'tidemark_relay_room_load_failures_total')
+  const failures = await metric(relay.httpUrl, 'tidemark_relay_room_load_failures_total')
+  console.log(`the store down: ${givenUp()} listings given up, ${failures} loads failed`)
+  expect(failures).toBeLessThanOrEqual(2)
+  expect(givenUp()).toBeLessThanOrEqual(2)
+  down.failing = false
 })

@@ -207,7 +207,7 @@ describe('presence', () => {
     expect(sender.closed).toEqual(['tidemark:refused malformed-message 1025 awareness states in one update'])
   })
 
-  it('a room shows at most 512 presences: past that a new one is dropped, so a joining provider, which sends every presence back at once, is not refused', async () => {
+  it('a room shows at most 512 presences: past that a new one is dropped and its sender told why, so a joining provider, which sends every presence back at once, is not refused', async () => {
     const room = `${FLEET}/crowd`
     const watcherSocket = relaySocket(relay.url)
     sockets.push(watcherSocket)
@@ -238,6 +238,9 @@ describe('presence', () => {
     const droppedBefore = await metric(relay.httpUrl, 'tidemark_relay_presence_dropped_total')
     joiner.provider.setAwarenessField('name', 'joiner')
     await waitUntil(async () => (await metric(relay.httpUrl, 'tidemark_relay_presence_dropped_total')) > droppedBefore, "the joiner's own presence dropped")
+    // It is told why, and its room stays open.
+    await waitFor(() => joiner.stateless.length > 0, 'the joiner told its presence was dropped')
+    expect(joiner.stateless).toEqual([JSON.stringify({ tidemark: 'presence-dropped', room, reason: 'room-presence-limit 512' })])
     expect(joiner.closed).toEqual([])
     expect(joiner.denied).toEqual([])
   })

@@ -85,7 +85,7 @@ it("a relay answering another's question passes on the holders it knows elsewher
   flush(b, a, c)
   flush(c, b)
   expect(b.presence.heldByAnother(b.document, attacker, 42)).toBe(true)
-  expect(b.presence.take(b.document, attacker, [{ client: 42, clock: 1, present: true }])).toBe(42)
+  expect(b.presence.take(b.document, attacker, [{ client: 42, clock: 1, present: true }])).toEqual({ client: 42, roomFull: false })
   expect(b.presence.heldByAnother(b.document, gateOf('d9'), 42)).toBe(false)
   // What C passed on is relay A's: A letting it go frees it.
   a.outbox.length = 0

@@ -26,7 +26,7 @@ it('an id another relay holds stays held until that relay lets it go: not freed 
   expect(document.awareness.states.has(42)).toBe(false)
   expect(presence.heldByAnother(document, attacker, 42)).toBe(true)
   expect(presence.heldByAnother(document, victim, 42)).toBe(false)
-  expect(presence.take(document, attacker, [{ client: 42, clock: 5, present: true }])).toBe(42)
+  expect(presence.take(document, attacker, [{ client: 42, clock: 5, present: true }])).toEqual({ client: 42, roomFull: false })
   // Another relay cannot let it go; its own can.
   presence.releasedRemotely(document, 'relay-c', [42])
   expect(presence.heldByAnother(document, attacker, 42)).toBe(true)

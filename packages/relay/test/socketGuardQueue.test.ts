@@ -57,6 +57,8 @@ class FakeTransport extends EventEmitter implements SocketTransport {
     return this.written
   }
   readonly writableLength = 0
+  /** Whether a `drain` is due: the test sets it with what it queues. */
+  writableNeedDrain = false
   get _handle(): { writeQueueSize: number } {
     return { writeQueueSize: this.untaken }
   }
@@ -110,7 +112,7 @@ function guarded(limits: { maxQueuedBytes?: number } = { maxQueuedBytes: MAX_QUE
   let hocuspocusPongs = 0
   ws.on('pong', () => hocuspocusPongs++)
   const send = (ws as unknown as WebSocket).send.bind(ws) as (data: Uint8Array) => void
-  return { ws, transport, timers, metrics, logged, send: () => send(new Uint8Array(1)), hocuspocusPongs: () => hocuspocusPongs }
+  return { ws, transport, timers, metrics, logged, guard, send: () => send(new Uint8Array(1)), hocuspocusPongs: () => hocuspocusPongs }
 }
 
 describe('what the relay queues for a socket', () => {
@@ -177,6 +179,97 @@ describe('what the relay queues for a socket', () => {
     ws.emit('pong')
     timers.advance(HALF)
     expect(ws.paused).toBe(false)
+  })
+})
+
+describe('answers to joins', () => {
+  /**
+   * Joins whose answers wait for room: each admitted one is sent in the microtasks after (queued
+   * whole, the peer reading nothing meanwhile), as Hocuspocus sends it.
+   */
+  function joins({ ws, transport, guard }: ReturnType<typeof guarded>) {
+    const admitted: string[] = []
+    return {
+      admitted,
+      ask: (label: string, bytes: number) =>
+        void guard.roomForAnswer(bytes).then(() => {
+          admitted.push(label)
+          ws.bufferedAmount += bytes
+          transport.writableNeedDrain = true
+        }),
+    }
+  }
+  const settled = () => new Promise((resolve) => setImmediate(resolve))
+
+  it('are admitted while they fit under half of maxQueuedBytes, the rest in order as the queue drains', async () => {
+    const socket = guarded()
+    const { ws, transport } = socket
+    const { admitted, ask } = joins(socket)
+    const room = 12 << 20
+    // Five joins of a 12 MiB room read at once; each admitted answer is queued before the next is weighed.
+    for (const label of ['a', 'b', 'c', 'd', 'e']) ask(label, room)
+    await settled()
+    await settled()
+    expect(admitted).toEqual(['a', 'b'])
+    expect(ws.bufferedAmount).toBe(2 * room)
+    // The peer read some: not enough room yet for one more.
+    ws.bufferedAmount = room + 1
+    await settled()
+    expect(admitted).toEqual(['a', 'b'])
+    ws.bufferedAmount = 0
+    transport.writableNeedDrain = false
+    transport.emit('drain')
+    await settled()
+    await settled()
+    expect(admitted).toEqual(['a', 'b', 'c', 'd'])
+    expect(ws.bufferedAmount).toBe(2 * room)
+    expect(ws.terminated).toBe(false)
+  })
+
+  it('an answer larger than half of maxQueuedBytes waits for an empty queue, not forever', async () => {
+    const socket = guarded()
+    const { ws, transport } = socket
+    const { admitted, ask } = joins(socket)
+    ws.bufferedAmount = 1
+    transport.writableNeedDrain = true
+    ask('large', MAX_QUEUED / 2 + 1)
+    await settled()
+    expect(admitted).toEqual([])
+    ws.bufferedAmount = 0
+    transport.writableNeedDrain = false
+    transport.emit('drain')
+    await settled()
+    expect(admitted).toEqual(['large'])
+  })
+
+  it('a queue under the stream’s high-water mark, with no drain to come, does not hold an answer', async () => {
+    const socket = guarded()
+    const { admitted, ask } = joins(socket)
+    socket.ws.bufferedAmount = 1000
+    ask('a', MAX_QUEUED / 2)
+    await settled()
+    expect(admitted).toEqual(['a'])
+  })
+
+  it('waiting answers are let go when the socket closes, and none wait without maxQueuedBytes', async () => {
+    const socket = guarded()
+    const { ws, transport } = socket
+    const { admitted, ask } = joins(socket)
+    ws.bufferedAmount = MAX_QUEUED / 2
+    transport.writableNeedDrain = true
+    ask('a', 1000)
+    await settled()
+    expect(admitted).toEqual([])
+    ws.emit('close')
+    await settled()
+    expect(admitted).toEqual(['a'])
+
+    const unbounded = guarded({})
+    unbounded.ws.bufferedAmount = Number.MAX_SAFE_INTEGER
+    const other = joins(unbounded)
+    other.ask('b', 1 << 30)
+    await settled()
+    expect(other.admitted).toEqual(['b'])
   })
 })
 

@@ -3,6 +3,11 @@
  * `[firstSeenMs]`. The relay alone writes it (clients' connections to it are read-only),
  * through a server-side direct connection, when a device room is first written or is loaded
  * with content. Dashboards open it read-only and follow it to find the fleet's rooms.
+ *
+ * A listing given up (at `maxRooms` with no room idle, its directory could not be loaded) is
+ * remembered and tried again when a room unloads, as that frees what the directory needs: a
+ * device that writes once and goes quiet would otherwise stay out of its directory until its
+ * next write, and a dashboard following the directory would never see it.
  */
 import type { Hocuspocus } from '@hocuspocus/server'
 import { describeError, type RelayLog } from '../relayLog.ts'
@@ -25,6 +30,9 @@ export const DIRECTORY_MAP = 'rooms'
  */
 export const DIRECTORY_ORIGIN: object = Object.freeze({ tidemark: 'directory' })
 
+/** Rooms remembered for a retry of their listing when the relay sets no `maxRooms`. */
+const MAX_UNLISTED = 10_000
+
 /** Hocuspocus' DirectConnection class (its package exports only a narrower interface of it). */
 type DirectConnection = Awaited<ReturnType<Hocuspocus['openDirectConnection']>>
 
@@ -44,6 +52,15 @@ export class FleetDirectory {
   /** Rooms to list, by fleet. */
   readonly #queued = new Map<string, Set<string>>()
   readonly #running = new Map<string, Promise<void>>()
+  /**
+   * Rooms whose listing was given up, by fleet, the fleet given up longest ago first: listed
+   * again, a fleet at a time, when a room unloads. At most `#maxUnlisted` rooms in all.
+   */
+  readonly #unlisted = new Map<string, Set<string>>()
+  #unlistedRooms = 0
+  readonly #maxUnlisted: number
+  /** A room unloaded while listings were under way: the next given-up fleet is tried once they end. */
+  #retryDue = false
   /** The relay's room limit, which a directory the relay loads counts against like any room. */
   readonly #rooms: { readonly maxRooms: number; readonly idle: IdleRooms } | undefined
   #closed = false
@@ -53,6 +70,7 @@ export class FleetDirectory {
     this.#now = now
     this.#log = log
     this.#rooms = rooms
+    this.#maxUnlisted = rooms?.maxRooms ?? MAX_UNLISTED
   }
 
   /**
@@ -77,14 +95,23 @@ export class FleetDirectory {
     }
     queued.add(room)
     if (!this.#running.has(fleet)) {
-      const run = this.#drain(fleet).finally(() => this.#running.delete(fleet))
+      const run = this.#drain(fleet).finally(() => {
+        this.#running.delete(fleet)
+        if (this.#retryDue && this.#running.size === 0) this.#retryUnlisted()
+      })
       this.#running.set(fleet, run)
     }
   }
 
-  /** The room unloaded: checked again at its next load or write. */
-  forget(room: string): void {
+  /**
+   * The room unloaded: checked again at its next load or write. Its place lets a given-up
+   * listing load its directory: the fleet given up longest ago is listed again. A room whose load
+   * failed (`unloaded` false) frees no such place: were it a directory whose load failed (the
+   * store down), trying its listing again at once would fail again, over and over.
+   */
+  forget(room: string, unloaded = true): void {
     this.#listed.delete(room)
+    if (unloaded) this.#retryUnlisted()
   }
 
   /** Rooms remembered as listed. */
@@ -96,6 +123,52 @@ export class FleetDirectory {
   async close(): Promise<void> {
     this.#closed = true
     await Promise.all(this.#running.values())
+  }
+
+  /**
+   * Lists the rooms of the fleet given up longest ago, once no listing is under way (a listing's
+   * own unloading of an idle room, to load its directory, must not hand that place to another).
+   */
+  #retryUnlisted(): void {
+    if (this.#closed) return
+    if (this.#running.size > 0) {
+      this.#retryDue = true
+      return
+    }
+    this.#retryDue = false
+    const next = this.#unlisted.entries().next()
+    if (next.done === true) return
+    const [fleet, rooms] = next.value
+    this.#unlisted.delete(fleet)
+    this.#unlistedRooms -= rooms.size
+    for (const room of rooms) this.list(room, fleet)
+  }
+
+  /** Remembers rooms whose listing failed, their fleet last in line; returns how many fit. */
+  #giveUp(fleet: string, rooms: readonly string[]): number {
+    let waiting = this.#unlisted.get(fleet)
+    // Last in line: re-inserted behind the fleets given up before it.
+    this.#unlisted.delete(fleet)
+    waiting ??= new Set()
+    let kept = 0
+    for (const room of rooms) {
+      if (waiting.has(room)) kept++
+      else if (this.#unlistedRooms < this.#maxUnlisted) {
+        waiting.add(room)
+        this.#unlistedRooms++
+        kept++
+      }
+    }
+    if (waiting.size > 0) this.#unlisted.set(fleet, waiting)
+    return kept
+  }
+
+  /** Rooms now listed (at a later write, say) no longer wait for a retry. */
+  #listedAfterAll(fleet: string, rooms: readonly string[]): void {
+    const waiting = this.#unlisted.get(fleet)
+    if (waiting === undefined) return
+    for (const room of rooms) if (waiting.delete(room)) this.#unlistedRooms--
+    if (waiting.size === 0) this.#unlisted.delete(fleet)
   }
 
   async #drain(fleet: string): Promise<void> {
@@ -125,8 +198,11 @@ export class FleetDirectory {
         }
         // Only rooms still loaded: an unloaded one is forgotten, and must not come back here.
         for (const room of rooms) if (this.#instance.documents.has(room)) this.#listed.add(room)
+        this.#listedAfterAll(fleet, rooms)
       } catch (error) {
-        this.#log('warn', `listing ${rooms.length} rooms in ${directoryRoom(fleet)} failed (listed again at their next write or load): ${describeError(error)}`)
+        const kept = this.#giveUp(fleet, rooms)
+        const again = kept === rooms.length ? 'listed again when a room unloads, or at their next write or load' : `${rooms.length - kept} of them listed again only at their next write or load, past ${this.#maxUnlisted} rooms waiting`
+        this.#log('warn', `listing ${rooms.length} rooms in ${directoryRoom(fleet)} failed (${again}): ${describeError(error)}`)
       } finally {
         await connection?.disconnect().catch((error: unknown) => this.#log('warn', `closing ${directoryRoom(fleet)} failed: ${describeError(error)}`))
       }

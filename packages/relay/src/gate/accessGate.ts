@@ -19,7 +19,7 @@ import type { TokenVerifier } from '../auth/tokenVerifier.ts'
 import { authorizeUpdate, type StateNeed, type WriteGrant } from '../authorize/authorizeUpdate.ts'
 import type { RelayMetrics } from '../metrics/relayMetrics.ts'
 import { MESSAGE, type PartHeader, type RelayFrame, readAwareness, readFrame, SYNC_STEP } from '../protocol/relayFrame.ts'
-import { OpenRefused, Refusal, refusedPayload } from '../protocol/refusal.ts'
+import { OpenRefused, presenceDroppedPayload, Refusal, refusedPayload } from '../protocol/refusal.ts'
 import { classifyRoom } from '../rooms/roomName.ts'
 import type { RoomSizes } from '../rooms/roomSizes.ts'
 import type { RelayLog } from '../relayLog.ts'
@@ -28,7 +28,7 @@ import { ConnectionGate, type HeldUpdate, type RelayContext } from './connection
 import { acknowledge, applyAsHocuspocus, docVersion } from './hocuspocusSteps.ts'
 import { AssemblingMessages, firstPartProblem, MessageParts } from './messageParts.ts'
 import type { RoomAdmission } from './roomAdmission.ts'
-import { RoomPresence } from './roomPresence.ts'
+import { MAX_ROOM_PRESENCES, RoomPresence } from './roomPresence.ts'
 import type { TokenExpiry } from './tokenExpiry.ts'
 import { UpdateBytes } from './updateBytes.ts'
 
@@ -185,7 +185,8 @@ export class AccessGate implements Extension {
     const end = await gate.turn()
     const frame = readFrame(data)
     try {
-      const decision = gate.ended || this.#closing ? 'drop' : this.#decide(gate, connection, document, frame)
+      let decision = gate.ended || this.#closing ? 'drop' : this.#decide(gate, connection, document, frame)
+      if (decision === 'pass' && frame.ok && frame.type === MESSAGE.sync && frame.step === SYNC_STEP.step1) decision = await this.#roomForAnswer(gate, connection)
       if (decision instanceof Refusal) this.#refuse(gate, connection, data, frame, decision)
       else if (decision === 'drop') this.#neutralize(data, frame)
       else if (decision === 'expired') {
@@ -211,6 +212,16 @@ export class AccessGate implements Extension {
         }
       })
     }
+  }
+
+  /**
+   * A step 1 is answered with what the client lacks of the room, its whole state at a join: the
+   * answer waits until its socket's queue has room for it (`SocketGuard.roomForAnswer`), so that
+   * joins read in one burst do not queue every room at once. Dropped if the connection ended meanwhile.
+   */
+  async #roomForAnswer(gate: ConnectionGate, connection: Connection): Promise<Decision> {
+    await (connection.context as RelayContext).socket?.roomForAnswer(this.#sizes.get(gate.roomName))
+    return gate.ended || this.#closing ? 'drop' : 'pass'
   }
 
   #openRefused(refusal: Refusal): OpenRefused {
@@ -242,9 +253,15 @@ export class AccessGate implements Extension {
         if (!this.#presenceBytes.take(gate.grant.subject, gate.roomName, frame.payload.byteLength)) return this.#dropPresence(gate, 'past its bytes per second')
         const entries = readAwareness(frame.payload)
         if (typeof entries === 'string') return new Refusal('malformed-message', entries)
-        const held = this.presence.take(document, gate, entries)
+        const dropped = this.presence.take(document, gate, entries)
+        if (dropped === null) return 'pass'
+        if (dropped.roomFull) {
+          // Nothing the client did wrong, and nothing else would tell it why it is not shown.
+          connection.sendStateless(presenceDroppedPayload(gate.roomName, MAX_ROOM_PRESENCES))
+          return this.#dropPresence(gate, `the room shows ${MAX_ROOM_PRESENCES} presences`)
+        }
         // Not refused: a client back before the relay saw its old connection close sets its own id.
-        return held === null ? 'pass' : this.#dropPresence(gate, `client ${held} is another connection's or replica's`)
+        return this.#dropPresence(gate, `client ${dropped.client} is another connection's or replica's`)
       }
       case MESSAGE.sync:
       case MESSAGE.syncReply:

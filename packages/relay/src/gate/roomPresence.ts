@@ -31,7 +31,20 @@ const MAX_REMOTE_PER_WRITER = 64
  * provider that joins sends every presence it received back, in one update, which the relay
  * refuses past 1,024 (`readAwareness`).
  */
-const MAX_ROOM_PRESENCES = 512
+export const MAX_ROOM_PRESENCES = 512
+
+/**
+ * A presence message the relay does not take: the first client id whose presence it may not
+ * change, and whether that is only because the room already shows `MAX_ROOM_PRESENCES` (the
+ * sender is told), rather than because the id is someone else's.
+ *
+ * @example
+ * const dropped: DroppedPresence = { client: 42, roomFull: true }
+ */
+export interface DroppedPresence {
+  readonly client: number
+  readonly roomFull: boolean
+}
 
 /**
  * Tells the other relays which writer holds which client ids' presence in a room here, and when
@@ -97,7 +110,7 @@ function shareReplica(a: ReadonlySet<string>, b: ReadonlySet<string>): boolean {
  *
  * @example
  * const presence = new RoomPresence()
- * presence.take(document, gate, entries) // null: taken; else the client id it may not change
+ * presence.take(document, gate, entries) // null: taken; else the client id it may not change, and why
  * presence.release(document, gate) // the connection closed
  */
 export class RoomPresence {
@@ -108,9 +121,10 @@ export class RoomPresence {
 
   /**
    * Takes the client ids whose presence `entries` set for `gate`, all or none: null when it may
-   * apply them all, else the first client id whose presence it may not change.
+   * apply them all, else the first client id whose presence it may not change, and whether only
+   * the room's cap on presences stopped it.
    */
-  take(document: Document, gate: ConnectionGate, entries: readonly AwarenessEntry[]): number | null {
+  take(document: Document, gate: ConnectionGate, entries: readonly AwarenessEntry[]): DroppedPresence | null {
     let holders = this.#holders.get(document)
     const { meta, states } = document.awareness
     const claims: number[] = []
@@ -121,7 +135,7 @@ export class RoomPresence {
       const current = meta.get(client)?.clock ?? 0
       // What y-protocols applies: a later clock, or a removal at the same clock of a shown presence.
       if (clock < current || (clock === current && (present || !states.has(client)))) continue
-      if (present && !states.has(client) && states.size + added++ >= MAX_ROOM_PRESENCES) return client
+      if (present && !states.has(client) && states.size + added++ >= MAX_ROOM_PRESENCES) return { client, roomFull: true }
       const writer = writerOfClient(document, client)
       const holder = holders?.get(client)
       if (writer !== null ? gate.grant.replicas.has(writer) : holder === gate) continue
@@ -129,12 +143,12 @@ export class RoomPresence {
       const remote = writer === null && holder === undefined ? this.#remoteHolder(document, client, gate) : null
       if (!present) {
         if (states.has(client) && clock <= current + 1) continue
-        return client
+        return { client, roomFull: false }
       }
       // Someone's: a replica's, a live connection's here, another writer's through another relay
       // (shown or not: removing it does not make it anyone's), or shown with no holder known.
-      if (writer !== null || (holder !== undefined && !holder.ended) || remote === true || (states.has(client) && remote !== false)) return client
-      if (gate.presence.size + claims.length >= MAX_HELD) return client
+      if (writer !== null || (holder !== undefined && !holder.ended) || remote === true || (states.has(client) && remote !== false)) return { client, roomFull: false }
+      if (gate.presence.size + claims.length >= MAX_HELD) return { client, roomFull: false }
       claims.push(client)
     }
     for (const client of claims) {

@@ -12,11 +12,14 @@
  * What the relay sends a socket is bounded too. `ws.send` queues without limit once the peer's
  * TCP window is full, so a peer that reads slower than its rooms change would hold ever more of
  * the relay's memory. Past half of `maxQueuedBytes` queued, the guard stops reading the socket
- * until the queue drains (what the peer asks for, a room's state at each join, then waits on what
- * it reads); past `maxQueuedBytes` the socket is cut. And a peer is alive while it answers pings
- * or reads what was queued for it: a ping waits behind that queue, so on a slow link under a
- * large backlog the pong comes late, and Hocuspocus, which counts pongs only, would close the
- * rooms of a peer still reading its way through them.
+ * until the queue drains; past `maxQueuedBytes` the socket is cut. Stopping reading is not enough
+ * for what the peer asks for: the joins it sent in one burst are all read before anything is queued,
+ * and each is answered with its room's whole state. So a join's answer is queued only while the
+ * queue has room for it under half of `maxQueuedBytes` (or is empty), in the order the joins came,
+ * and the rest wait until the queue drains: a peer that reads is never cut for what it asked for.
+ * And a peer is alive while it answers pings or reads what was queued for it: a ping waits behind
+ * that queue, so on a slow link under a large backlog the pong comes late, and Hocuspocus, which
+ * counts pongs only, would close the rooms of a peer still reading its way through them.
  */
 import type WebSocket from 'ws'
 import type { RelayMetrics } from '../metrics/relayMetrics.ts'
@@ -50,7 +53,8 @@ export interface SocketGuardLimits {
 
 /**
  * The socket under the WebSocket (a `net.Socket`): the bytes it received (frames not yet read
- * included), the bytes it took to write and those still waiting in it, and its `drain` event.
+ * included), the bytes it took to write and those still waiting in it, and its `drain` event
+ * (and whether one is due).
  * `_handle.writeQueueSize` is Node's count of the bytes of the write under way that the kernel
  * has not taken yet: a write (a room's whole state at a join) completes only once all of it is
  * taken, so on a slow link it is the one number that moves while the peer reads it.
@@ -60,6 +64,8 @@ export interface SocketTransport {
   readonly bytesWritten: number
   readonly writableLength: number
   readonly _handle?: { readonly writeQueueSize?: number } | null
+  /** True while a `drain` event is due: a write found the stream's buffer full, and it has not emptied since. */
+  readonly writableNeedDrain?: boolean
   on(event: 'drain', listener: () => void): unknown
 }
 
@@ -129,6 +135,11 @@ export class SocketGuard {
   #backlog = false
   /** Reading stopped until the queue drains. */
   #held = false
+  /** Answers waiting for room in the queue, in the order they were asked for. */
+  readonly #answers: { readonly bytes: number; readonly admit: () => void }[] = []
+  /** Bytes of answers admitted that may not be queued yet: they are sent in the microtasks after their admission. */
+  #admitted = 0
+  #settling = false
   readonly #emit: WebSocket['emit']
 
   readonly #transport: SocketTransport | undefined
@@ -173,6 +184,7 @@ export class SocketGuard {
     // One listener for the socket's life: a hold that a liveness check ended leaves none behind.
     this.#transport?.on('drain', () => {
       if (this.#held && !this.#closing) this.#release()
+      this.#admitAnswers()
     })
     this.#deadline = this.#timers.setTimeout(() => this.close('auth-timeout'), this.#limits.authTimeoutMs)
     ws.once('close', () => this.#dispose())
@@ -214,6 +226,7 @@ export class SocketGuard {
         return
       }
       if (this.#held && queued <= (this.#limits.maxQueuedBytes ?? 0) / 2) this.#release()
+      this.#admitAnswers()
       try {
         ws.ping()
       } catch {
@@ -235,6 +248,47 @@ export class SocketGuard {
     if (this.#held) return
     this.#held = true
     this.#ws.pause()
+  }
+
+  /**
+   * Resolves once an answer of about `bytes` (a room's state, at a join) may be queued for the
+   * socket: at once without `maxQueuedBytes`, once the socket closes, or once the answers asked for
+   * before it were admitted and the queue, with them, has room for it under half of
+   * `maxQueuedBytes` (an empty queue always has). Send the answer in the microtasks after it
+   * resolves: the next answer is weighed against the queue only after that.
+   *
+   * @example
+   * await guard.roomForAnswer(sizes.get(room))
+   * // Hocuspocus answers the step 1 now
+   */
+  roomForAnswer(bytes: number): Promise<void> {
+    if (this.#limits.maxQueuedBytes === undefined || this.#closing) return Promise.resolve()
+    return new Promise((admit) => {
+      this.#answers.push({ bytes, admit })
+      this.#admitAnswers()
+    })
+  }
+
+  /** Admits the waiting answers that fit, in order (every one once the socket is closing). */
+  #admitAnswers(): void {
+    const half = (this.#limits.maxQueuedBytes ?? 0) / 2
+    for (let next = this.#answers[0]; next !== undefined; next = this.#answers[0]) {
+      const queued = this.#ws.bufferedAmount + this.#admitted
+      // Without a drain to come (what is queued sits under the stream's high-water mark), nothing would admit it later.
+      const drains = this.#admitted > 0 || this.#transport?.writableNeedDrain === true
+      if (!this.#closing && queued > 0 && queued + next.bytes > half && drains) break
+      this.#answers.shift()
+      this.#admitted += next.bytes
+      next.admit()
+    }
+    if (this.#settling || this.#admitted === 0) return
+    this.#settling = true
+    // By the next macrotask the admitted answers were sent, and count in `bufferedAmount`.
+    setImmediate(() => {
+      this.#settling = false
+      this.#admitted = 0
+      this.#admitAnswers()
+    })
   }
 
   /** Reads the socket again. */
@@ -345,5 +399,6 @@ export class SocketGuard {
     if (this.#liveness !== undefined) this.#pingTimers.clearTimeout(this.#liveness)
     this.#liveness = undefined
     this.#closing = true
+    this.#admitAnswers()
   }
 }

@@ -123,6 +123,18 @@ export function refusedPayload(room: string, refusal: Refusal): string {
 }
 
 /**
+ * The stateless payload that tells a client its presence was dropped because its room shows as
+ * many presences as it may (`room-presence-limit <cap>`). Not a refusal: the room's connection
+ * stays open, its updates are taken, and a later presence is taken once others leave.
+ *
+ * @example
+ * presenceDroppedPayload('fleet-a/d07', 512) // '{"tidemark":"presence-dropped","room":"fleet-a/d07","reason":"room-presence-limit 512"}'
+ */
+export function presenceDroppedPayload(room: string, cap: number): string {
+  return JSON.stringify({ tidemark: 'presence-dropped', room, reason: `room-presence-limit ${cap}` })
+}
+
+/**
  * Clips a name a client chose for use in a refusal detail.
  *
  * @example

@@ -101,7 +101,7 @@ export class RoomPersistence implements Extension {
       this.#log('error', `loading ${documentName} failed: ${describeError(error)}`)
       document.destroy()
       // Hocuspocus runs no unload for a refused load: what the store read of it goes here.
-      this.forget(documentName)
+      this.forget(documentName, false)
       throw new OpenRefused(new Refusal('store-unavailable', 'the room could not be loaded'))
     }
     this.#sizes.set(documentName, parts.reduce((n, part) => n + part.bytes.byteLength, 0) + unstored.reduce((n, update) => n + update.byteLength, 0))
@@ -165,13 +165,13 @@ export class RoomPersistence implements Extension {
   /**
    * Drops what the relay keeps per loaded room (size, store tail, idle time, directory listing):
    * after an unload, and after a load that a later extension refused (Redis could not subscribe
-   * it), for which Hocuspocus runs no unload.
+   * it), for which Hocuspocus runs no unload. `unloaded` false: its load failed here.
    */
-  forget(room: string): void {
+  forget(room: string, unloaded = true): void {
     this.#sizes.forget(room)
     this.#store.forget(room)
     this.#idle.forget(room)
-    this.#directory?.forget(room)
+    this.#directory?.forget(room, unloaded)
   }
 
   async #compact(room: string): Promise<void> {
