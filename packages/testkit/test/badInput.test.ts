@@ -54,6 +54,7 @@ import { bindDoc } from '@tidemark/yjs'
 import { isConfigurationMismatchError } from '@tidemark/yjs'
 import { DOC_SCHEMA, META_NAME, replicaArrayName, writeGroupEntry } from '@tidemark/yjs'
 import { readFileSync } from 'node:fs'
+import { createOrderedStream, type OrderedStream } from '@tidemark/engine/ordered'
 
 let cases = 0
 let rows = 0
@@ -1576,6 +1577,47 @@ describe('bad-input catalogue: checkpoints restore cannot trust', () => {
     expect(engine.results({ window: 'tumbling:10', key: 'a' })).toMatchObject([{ count: 1, aggregates: { reading: 20, spread: [0, 1, 0, 0] } }])
     expectServing(engine)
     return forged.length + 1
+  })
+
+  row('B55', 'an event whose getter calls the ordered stream it is being pushed to: push, flushReady, finishSource, advanceWatermark', () => {
+    const calls: Record<string, (stream: OrderedStream) => unknown> = {
+      push: (stream) => stream.push([{ id: 'inner', source: 'd2', seq: 1, ts: 5, value: 1 }]),
+      flushReady: (stream) => stream.flushReady(),
+      finishSource: (stream) => stream.finishSource('d1'),
+      advanceWatermark: (stream) => stream.advanceWatermark(1_000),
+    }
+    for (const [name, call] of Object.entries(calls)) {
+      const stream = createOrderedStream({ watermark: manual(), now: () => 0 })
+      let thrown: unknown = null
+      // A class instance: its fields are read once, from inside push.
+      class Meddling {
+        readonly id = 'meddler'
+        readonly source = 'd1'
+        readonly value = 1
+        get ts(): number {
+          try {
+            call(stream)
+          } catch (error) {
+            thrown = error
+            throw error
+          }
+          return 3
+        }
+      }
+      const receipt = stream.push([{ id: 'a', source: 'd1', seq: 1, ts: 1, value: 1 }, new Meddling() as unknown as StreamEvent, { id: 'b', source: 'd1', seq: 2, ts: 2, value: 1 }])
+      expect(String(thrown), name).toMatch(/ordered stream called from inside its own push/)
+      expect(receipt.anomalies.map((a) => [a.reason, a.index]), name).toEqual([['invalid_event', 1]])
+      // The inner call changed nothing: the watermark did not move, no source was finished, the inner event was not taken.
+      expect(receipt.accepted, name).toBe(2)
+      expect(stream.watermark(), name).toBe(Number.NEGATIVE_INFINITY)
+      const stats = stream.stats()
+      expect(stats.pushed, name).toBe(3)
+      expect(stats.accepted + stats.duplicates + stats.beyondLateness + stats.rejected, name).toBe(stats.pushed)
+      // Served afterwards: the two events come out once, in order.
+      stream.advanceWatermark(10)
+      expect(stream.flushReady().flatMap((batch) => batch.events.map((e) => e.id)), name).toEqual(['a', 'b'])
+    }
+    return Object.keys(calls).length
   })
 })
 
