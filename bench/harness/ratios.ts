@@ -12,6 +12,7 @@ export function windowRatios(floor = 0.35): RatioDefinition[] {
       target: floor,
     },
     ...rulesRatios(),
+    ...cellsRatios(),
     {
       name: 'engine-vs-rxjs',
       label: 'Tidemark speed-up over RxJS',
@@ -38,6 +39,26 @@ export function rulesRatios(): RatioDefinition[] {
       label: 'Tidemark throughput as a share of the rules floor',
       subject: 'tidemark',
       reference: 'rules-loop',
+      format: 'percent',
+    },
+  ]
+}
+
+/** The cells floor's ratios, for profiles that run one (`cells-loop`): what the rules and the replicated cells cost, and what the engine costs on top. */
+export function cellsRatios(): RatioDefinition[] {
+  return [
+    {
+      name: 'cells/floor',
+      label: 'the cells floor (the rules floor keeping a lattice cell per source and window) as a share of the plain-loop floor',
+      subject: 'cells-loop',
+      reference: 'plain-loop',
+      format: 'percent',
+    },
+    {
+      name: 'engine/cells',
+      label: 'Tidemark throughput as a share of the cells floor',
+      subject: 'tidemark',
+      reference: 'cells-loop',
       format: 'percent',
     },
   ]

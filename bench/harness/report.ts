@@ -76,7 +76,7 @@ export function reportMarkdown(run: BenchRun): string {
   lines.push(
     `Ratios are the headline: every profile runs Tidemark, a plain-loop floor and an RxJS 7 peer on the same events in one process, in interleaved rounds after warm-up${processNote(run)}. Times are CPU time of the process (see bench/README.md); ev/s = events per CPU-second.`,
     'Shown: median [min–max over rounds]. `% of floor` is Tidemark throughput as a share of the floor (higher is better; target ≥ 35%, ≥ 40% on streaming-100k; on sliding-1h-1m the floor also slices); `× RxJS` is how many times faster than RxJS (target ≥ 20×). ✓/✗ mark the targets.',
-    'Window totals of Tidemark and RxJS (and of the rules floor, where it runs: one hand-written loop keeping the engine\'s rules, see bench/README.md) are checked equal window by window in every run (the ordered streams: same emitted sequence).',
+    'Window totals of Tidemark and RxJS (and of the rules and cells floors, where they run: one hand-written loop keeping the engine\'s rules, and the same keeping a cell per source as replication needs, see bench/README.md) are checked equal window by window in every run (the ordered streams: same emitted sequence).',
     '',
   )
   lines.push('| profile | events | Tidemark ev/s | floor ev/s | RxJS ev/s | % of floor | × RxJS | other |')

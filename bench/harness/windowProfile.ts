@@ -52,12 +52,14 @@ export function windowProfile(setup: WindowProfileSetup): ProfileDefinition {
       ),
       plainLoopContender(batches, windows),
       rulesLoopContender(batches, { windows, outOfOrderness, allowedLateness, ...idle }, clock),
+      rulesLoopContender(batches, { windows, outOfOrderness, allowedLateness, ...idle, cells: true }, clock),
       rxjsContender(batches, { windows, outOfOrderness, allowedLateness, ...idle }, clock),
     ],
     ratios: windowRatios(setup.floorTarget),
     agree: [
       ['tidemark', 'rxjs'],
       ['tidemark', 'rules-loop'],
+      ['tidemark', 'cells-loop'],
     ],
   }
 }

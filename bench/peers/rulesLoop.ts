@@ -15,11 +15,18 @@
  *   correction carrying the previous result after), an on-time result when the watermark passes
  *   a window's end, and drops a window once final.
  *
- * What it leaves out, each in its favour: per-source lattice cells (replication), the write-ahead
+ * What it leaves out, each in its favour: per-source lattice cells (replication; the cells floor,
+ * `cells: true`, keeps them and nothing more), the write-ahead
  * log's batch, bounds (sources, dedup entries, windows), conflicting-duplicate checks, proof and
  * completeness frontiers, result history, checkpoints, and the late lane's bound. It is the
  * yardstick for "how much of the engine's cost is its rules": its own share of the plain-loop
  * floor is the most any implementation of these rules can reach in the same run.
+ *
+ * The cells floor (`cells: true`, contender `cells-loop`) is the same loop keeping, in each
+ * window, a lattice cell per source (count, sum, min, max, max ts and the source's version, the
+ * state replication merges), the window's result folded from its cells when it emits. Its share
+ * of the plain-loop floor is the most an implementation of the rules that replicates per source,
+ * as Tidemark's contract does, can reach in the same run.
  */
 import type { StreamEvent } from '@tidemark/engine'
 import type { Contender, Outcome, RunContext, WindowTotals } from '../harness/contender.ts'
@@ -35,6 +42,12 @@ export interface RulesLoopOptions {
   readonly idleTimeout?: number
   /** Default one day, as the engine's. */
   readonly maxFutureSkew?: number
+  /**
+   * Keep a lattice cell per source and window, as replication needs (docs/replication.md: a
+   * window's state is its sources' cells, each stamped with its source's version), and fold a
+   * window's result from its cells when it emits: the cells floor. Default false.
+   */
+  readonly cells?: boolean
 }
 
 interface Source {
@@ -49,6 +62,21 @@ interface Source {
   far: Set<number> | null
   /** Ids of events without a seq. */
   ids: Set<string> | null
+  /** The source's clock: one more per event accepted (the cells floor stamps its cells with it). */
+  version: number
+  /** The window the source wrote last and its cell there (the cells floor: most events need no lookup). */
+  lastWindow: Window | null
+  lastCell: SourceCell | null
+}
+
+/** A source's lattice cell of one window (the cells floor). */
+interface SourceCell {
+  count: number
+  sum: number
+  min: number
+  max: number
+  maxTs: number
+  version: number
 }
 
 export interface Window {
@@ -65,6 +93,8 @@ export interface Window {
   changedIn: number
   /** What it last emitted (a correction carries it as `previous`). */
   last: Emission | null
+  /** The cells floor: each source's cell, folded into `count`…`max` when the window emits (else absent). */
+  cells?: Map<Source, SourceCell> | null
 }
 
 export interface Emission {
@@ -139,7 +169,7 @@ export class UploadRules {
     }
     let source = this.#last !== undefined && this.#lastName === name ? this.#last : this.#sources.get(name)
     if (source === undefined) {
-      source = { maxTs: ts, lastSeen: Number.NaN, seenInBatch: true, prefix: 0, ring: null, far: null, ids: null }
+      source = { maxTs: ts, lastSeen: Number.NaN, seenInBatch: true, prefix: 0, ring: null, far: null, ids: null, version: 0, lastWindow: null, lastCell: null }
       this.#sources.set(name, source)
     }
     this.#last = source
@@ -152,6 +182,11 @@ export class UploadRules {
     if (ts > source.maxTs) source.maxTs = ts
     source.seenInBatch = true
     return true
+  }
+
+  /** The source of the event admitted last. */
+  get source(): Source {
+    return this.#last as Source
   }
 
   /** An admitted event that no window took: counted, and a copy kept. */
@@ -200,6 +235,13 @@ export function rulesLoopContender(
   options: RulesLoopOptions,
   clock: (batch: number) => number = () => 0,
 ): Contender {
+  if (options.cells === true) {
+    return {
+      name: 'cells-loop',
+      label: "cells floor: the rules floor keeping, beside each window's result, a lattice cell per source (count, sum, min, max, max ts, version) as replication needs",
+      run: (context) => rulesLoop(batches, options, clock, context),
+    }
+  }
   return {
     name: 'rules-loop',
     label: "rules floor: one hand-written loop keeping the engine's rules (validation, future skew, dedup, watermark, lateness, late list, per-upload emission), no per-source cells",
@@ -214,6 +256,7 @@ function rulesLoop(
   { probe, record }: RunContext,
 ): Outcome {
   const { windows: specs, allowedLateness } = options
+  const cells = options.cells === true
   const rules = new UploadRules(options)
   const sink = new EmissionSink(record)
   const bySpec = specs.map(() => new Map<string, Map<number, Window>>())
@@ -229,6 +272,8 @@ function rulesLoop(
       if (!rules.admit(event, i)) continue
       const { ts, value } = event
       const key = event.key ?? ''
+      const source = cells ? rules.source : null
+      const version = source === null ? 0 : ++source.version
       let admitted = false
       for (let s = 0; s < specs.length; s++) {
         const spec = specs[s] as FixedWindow
@@ -247,15 +292,18 @@ function rulesLoop(
             const start = ordinal * spec.slide
             const end = start + spec.size
             if (end + allowedLateness <= watermark) continue
-            w = { ordinal, start, end, count: 0, sum: 0, min: value, max: value, fired: end <= watermark, revision: 0, changedIn: -1, last: null }
+            w = { ordinal, start, end, count: 0, sum: 0, min: value, max: value, fired: end <= watermark, revision: 0, changedIn: -1, last: null, cells: cells ? new Map() : null }
             windows.set(ordinal, w)
             liveWindows++
           }
           admitted = true
-          w.count++
-          w.sum += value
-          if (value < w.min) w.min = value
-          if (value > w.max) w.max = value
+          if (source !== null) foldIntoCell(source, w, ts, value, version)
+          else {
+            w.count++
+            w.sum += value
+            if (value < w.min) w.min = value
+            if (value > w.max) w.max = value
+          }
           if (w.changedIn !== b) {
             w.changedIn = b
             changed.push({ spec: s, key, window: w })
@@ -289,8 +337,30 @@ function rulesLoop(
   return rulesOutcome(rules, sink, liveWindows, bySpec)
 }
 
+/** The cells floor: `source`'s cell of `w` takes the event (the cell it wrote last needs no lookup). */
+function foldIntoCell(source: Source, w: Window, ts: number, value: number, version: number): void {
+  let cell = source.lastWindow === w ? source.lastCell : null
+  if (cell === null) {
+    const cells = w.cells as Map<Source, SourceCell>
+    cell = cells.get(source) ?? null
+    if (cell === null) {
+      cell = { count: 0, sum: 0, min: value, max: value, maxTs: ts, version }
+      cells.set(source, cell)
+    }
+    source.lastWindow = w
+    source.lastCell = cell
+  }
+  cell.count++
+  cell.sum += value
+  if (value < cell.min) cell.min = value
+  if (value > cell.max) cell.max = value
+  if (ts > cell.maxTs) cell.maxTs = ts
+  cell.version = version
+}
+
 /** A window the upload changed: its provisional result before it fired, a correction (the next revision) after. */
 export function emitChange(w: Window, window: string, key: string, sink: EmissionSink, out: Emission[]): void {
+  if (w.cells) foldCells(w)
   if (w.fired) w.revision++
   w.last = result(w.fired ? 'correction' : 'provisional', window, key, w)
   sink.emit(out, w.last)
@@ -299,6 +369,7 @@ export function emitChange(w: Window, window: string, key: string, sink: Emissio
 /** The watermark moved to `next`: `w` fires on time once it passed its end; true when it leaves (its end plus the lateness passed too). */
 export function settleWindow(w: Window, next: number, allowedLateness: number, window: string, key: string, sink: EmissionSink, out: Emission[]): boolean {
   if (!w.fired && w.end <= next) {
+    if (w.cells) foldCells(w)
     w.fired = true
     w.last = result('on_time', window, key, w)
     sink.emit(out, w.last)
@@ -368,4 +439,22 @@ function remember(source: Source, seq: number | undefined, id: string): void {
     else if (source.far === null || !source.far.delete(next)) return
     source.prefix = next
   }
+}
+
+/** The cells floor: a window's result, folded from its sources' cells. */
+function foldCells(w: Window): void {
+  let count = 0
+  let sum = 0
+  let min = Number.POSITIVE_INFINITY
+  let max = Number.NEGATIVE_INFINITY
+  for (const c of (w.cells as Map<Source, SourceCell>).values()) {
+    count += c.count
+    sum += c.sum
+    if (c.min < min) min = c.min
+    if (c.max > max) max = c.max
+  }
+  w.count = count
+  w.sum = sum
+  w.min = min
+  w.max = max
 }

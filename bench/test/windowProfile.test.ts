@@ -1,7 +1,7 @@
 /**
- * bench/README.md: the window profiles run Tidemark, the plain-loop floor, the rules floor and
- * RxJS on the same events; the rules floor's accepted, duplicate and late-list counts and its
- * window totals equal Tidemark's, and RxJS's window totals are checked equal to Tidemark's,
+ * bench/README.md: the window profiles run Tidemark, the plain-loop floor, the rules floor, the
+ * cells floor and RxJS on the same events; the rules and cells floors' accepted, duplicate and
+ * late-list counts and their window totals equal Tidemark's, and RxJS's window totals are checked equal to Tidemark's,
  * window by window, in every run. Here on a small fleet with late, re-sent and invalid readings.
  */
 import { type StreamEvent, tumbling } from '@tidemark/engine'
@@ -44,28 +44,29 @@ async function run(): Promise<ProfileFigures> {
 }
 
 describe('a window profile', () => {
-  it('checks the window totals of Tidemark against RxJS and the rules floor, window by window', async () => {
+  it('checks the window totals of Tidemark against RxJS and the rules and cells floors, window by window', async () => {
     const figures = await run()
-    expect(figures.contenders.map((c) => c.name)).toEqual(['tidemark', 'plain-loop', 'rules-loop', 'rxjs'])
+    expect(figures.contenders.map((c) => c.name)).toEqual(['tidemark', 'plain-loop', 'rules-loop', 'cells-loop', 'rxjs'])
     for (const pair of [
       ['tidemark', 'rxjs'],
       ['tidemark', 'rules-loop'],
+      ['tidemark', 'cells-loop'],
     ]) {
       const agreement = figures.agreement.find((a) => a.pair.join() === pair.join())
       expect(agreement?.compared, pair.join()).toBeGreaterThan(20)
       expect(agreement?.mismatches).toEqual([])
     }
-    expect(figures.ratios.map((r) => r.name)).toEqual(['engine/floor', 'rules/floor', 'engine/rules', 'engine-vs-rxjs'])
+    expect(figures.ratios.map((r) => r.name)).toEqual(['engine/floor', 'rules/floor', 'engine/rules', 'cells/floor', 'engine/cells', 'engine-vs-rxjs'])
   })
 
-  it('gives the rules floor the accepted, duplicate, late-list and refused counts of Tidemark', async () => {
+  it.each(['rules-loop', 'cells-loop'])('gives the %s floor the accepted, duplicate, late-list and refused counts of Tidemark', async (name) => {
     const figures = await run()
     const engine = figures.contenders.find((c) => c.name === 'tidemark')
-    const rules = figures.contenders.find((c) => c.name === 'rules-loop')
+    const floor = figures.contenders.find((c) => c.name === name)
     expect(engine?.counts.duplicates).toBeGreaterThan(0)
     expect(engine?.counts.beyondLateness).toBeGreaterThan(0)
     expect(engine?.counts.rejected).toBe(2)
-    expect({ accepted: rules?.counts.accepted, duplicates: rules?.counts.duplicates, lateList: rules?.end.lateList, refused: rules?.end.anomalies }).toEqual({
+    expect({ accepted: floor?.counts.accepted, duplicates: floor?.counts.duplicates, lateList: floor?.end.lateList, refused: floor?.end.anomalies }).toEqual({
       accepted: engine?.counts.accepted,
       duplicates: engine?.counts.duplicates,
       lateList: engine?.counts.beyondLateness,
