@@ -34,8 +34,11 @@ describe('maxFutureSkew', () => {
     expect(anomaly?.event).toStrictEqual({ id: 'f', source: 's', seq: 3, ts: 1, key: 'k', value: 2 })
   })
 
-  it('a now() that gives no number (NaN) refuses nothing', () => {
-    const engine = createEngine({ windows: tumbling(10), now: () => Number.NaN, maxFutureSkew: 0 })
+  it.each([Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY])('a now() that reads no finite time (%s) refuses nothing, and the check judges again at the next finite reading', (reading) => {
+    const clock = { now: reading }
+    const engine = createEngine({ windows: tumbling(10), now: () => clock.now, maxFutureSkew: 0 })
     expect(engine.ingest([{ id: 'f', source: 's', ts: 1e12, value: 1 }])).toMatchObject({ accepted: 1, rejected: 0 })
+    clock.now = 1_000
+    expect(engine.ingest([{ id: 'g', source: 's', ts: 1_001, value: 1 }]).anomalies.map((a) => a.reason)).toEqual(['future_ts'])
   })
 })

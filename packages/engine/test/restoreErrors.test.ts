@@ -12,6 +12,7 @@ import {
   afterProcessingTime,
   createEngine,
   type EngineCheckpoint,
+  latest,
   manual,
   quantiles,
   session,
@@ -318,6 +319,56 @@ describe('restore checks the whole checkpoint before it changes anything', () =>
     )
     expectRefused(edited(checkpoint, (c) => (c.windows[session].fragments[1][3] = [])), `checkpoint.windows[${session}].fragments[1][3]: 0 aggregate states, this engine keeps 1`)
     expectRefused(edited(checkpoint, (c) => (c.windows[pending].pendingStates = ['x'])), `checkpoint.windows[${pending}].pendingStates: expected a list of encoded aggregate states (Uint8Array), got an array`)
+  })
+
+  it("cells and their states as peers' are held: a slice cell whose last event lies outside its slice, a sketch of more values than its cell counted", () => {
+    const { checkpoint } = fixture()
+    const session = windowWhere(checkpoint, (w) => w.window === 'session:5' && w.fragments.length > 2)
+    expect(checkpoint.slices?.[0]?.slices[0]?.[1]).toBe(0)
+    // Restored, its windows would show a last event past their end, and it would count in windows past its slice's.
+    expectRefused(
+      edited(checkpoint, (c) => (c.slices[0].slices[0][2][0][1][0][1].maxTs = 25)),
+      'checkpoint.slices[0].slices[0][2][0][1][0][1]: expected a cell of the slice [0, 10), got one whose last event is at 25',
+    )
+    expect(checkpoint.slices?.[1]?.slices[1]?.[1]).toBe(5)
+    expectRefused(
+      edited(checkpoint, (c) => (c.slices[1].slices[1][2][0][1][0][1].maxTs = 3)),
+      'checkpoint.slices[1].slices[1][2][0][1][0][1]: expected a cell of the slice [5, 10), got one whose last event is at 3',
+    )
+    // A format-1 window's cells go to the window's slice: held to it the same way.
+    expectRefused(
+      edited(checkpoint, (c) => (c.windows[0].cells = [['d9', { count: 1, sum: 1, min: 1, max: 1, maxTs: 10, version: 1 }]])),
+      'checkpoint.windows[0].cells[0][1]: expected a cell of the slice [0, 10), got one whose last event is at 10',
+    )
+    // d3's cell counted one event; d1's states hold two values.
+    expectRefused(
+      edited(checkpoint, (c) => (c.slices[0].slices[0][2][0][1][2][2] = structuredClone(c.slices[0].slices[0][2][0][1][0][2]))),
+      'checkpoint.slices[0].slices[0][2][0][1][2][2]: aggregate "median" (quantiles): 2 values in a cell of 1 events',
+    )
+    expectRefused(
+      edited(checkpoint, (c) => (c.windows[session].fragments[2][3] = structuredClone(c.windows[session].fragments[0][3]))),
+      `checkpoint.windows[${session}].fragments[2][3]: aggregate "median" (quantiles): 2 values in a cell of 1 events`,
+    )
+  })
+
+  it.each([
+    ['a fixed window', tumbling(10), (c: Editable) => c.slices[0].slices[0][2][0][1][0]],
+    ['a session', session(5), (c: Editable) => c.windows[0].fragments[0]],
+  ] as const)("a latest whose event lies past its cell's last event (it would outrank every later event for good), in %s's cell", (_, spec, cellOf) => {
+    const last = latest()
+    const withLatest = { windows: spec, watermark: manual(), replicaId: 'a', now: () => 0, aggregates: { last } }
+    const engine = new TidemarkEngine(withLatest)
+    engine.ingest([reading('d1', 1, 1, 3), reading('d1', 2, 2, 4)])
+    const checkpoint = engine.checkpoint()
+    const target = new TidemarkEngine(withLatest)
+    const before = observed(target)
+    const states = (c: Editable) => cellOf(c)[spec.kind === 'session' ? 3 : 2]
+    const at = spec.kind === 'session' ? 'windows[0].fragments[0][3]' : 'slices[0].slices[0][2][0][1][0][2]'
+    const bad = edited(checkpoint, (c) => (states(c)[0] = last.encode({ ts: 9, source: 'd1', seq: 2, value: 4 })))
+    expect(() => target.restore(bad)).toThrow(new TypeError(`checkpoint.${at}: aggregate "last" (latest): event time 9 is past the cell's last event time 2`))
+    expect(observed(target)).toEqual(before)
+    target.restore(checkpoint)
+    expect(target.results()).toEqual(engine.results())
   })
 
   it("an aggregate's decode that calls the engine is refused inside it (B51), and the restore is refused: nothing changed; states are decoded once", () => {

@@ -33,6 +33,20 @@ function reading(source: string, seq: number, ts: number, value = 1) {
 }
 
 describe('nextTickAt', () => {
+  it.each([Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY])(
+    'names no time for a source heard while the clock read %s (it counts as heard at the next finite reading), then the time it turns idle',
+    (noTime) => {
+      const clock = fakeClock(noTime)
+      const engine = createEngine({ windows: tumbling(60_000), idleTimeout: 100, now: clock.read })
+      expect(engine.ingest([reading('d1', 1, 1_000)]).accepted).toBe(1)
+      // Not a time already past: a scheduler waiting `nextTickAt() - now` would tick at once, over and over.
+      expect(engine.nextTickAt()).toBe(Number.POSITIVE_INFINITY)
+      clock.now = 1_000
+      engine.tick()
+      expect(engine.nextTickAt()).toBe(1_101)
+    },
+  )
+
   it('is Infinity while no trigger is armed and sources never turn idle', () => {
     const clock = fakeClock(1_000)
     const engine = createEngine({ windows: tumbling(60_000), now: clock.read })
@@ -448,6 +462,22 @@ describe('ticks in the write-ahead log', () => {
     const replayed = new TidemarkEngine(options)
     for (const op of ops) replayed.replay(op)
     expect(replayed.watermark()).toBe(500)
+    expect(exact(replayed.checkpoint())).toBe(exact(engine.checkpoint()))
+  })
+
+  it('logs the tick that arms the timer of a window changed while the clock gave no time; replay and a checkpoint arm it the same', () => {
+    const clock = fakeClock(Number.NaN)
+    const options: EngineOptions = { windows: tumbling(60_000), trigger: { early: afterProcessingTime(100) }, replicaId: 'r1', now: clock.read }
+    const { engine, ops } = logged(options)
+    engine.ingest([reading('d1', 1, 1_000)])
+    const restored = new TidemarkEngine(options)
+    restored.restore(engine.checkpoint())
+    clock.now = 1_000
+    for (const e of [engine, restored]) e.tick()
+    expect(ops.map((op) => op.kind)).toEqual(['ingest', 'tick'])
+    const replayed = new TidemarkEngine(options)
+    for (const op of ops) replayed.replay(op)
+    for (const e of [engine, restored, replayed]) expect(e.nextTickAt()).toBe(1_100)
     expect(exact(replayed.checkpoint())).toBe(exact(engine.checkpoint()))
   })
 

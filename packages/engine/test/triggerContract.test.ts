@@ -72,6 +72,39 @@ describe('Triggers', () => {
     expect(seen).toEqual(['on_time q 0-10 1', 'provisional b 20-30 1'])
   })
 
+  it.each([
+    ['afterProcessingTime(100)', afterProcessingTime(100), 1_100],
+    ['alignedProcessingTime(300)', alignedProcessingTime(300), 1_200],
+  ] as const)('%s: a change while the clock reads no finite time counts as made at its next finite reading, which arms the timer', (_, early, due) => {
+    for (const noTime of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]) {
+      const { engine, clock, seen } = watched({ windows: tumbling(10_000), watermark: manual(), trigger: { early } }, noTime)
+      engine.ingest([at('a', 5)])
+      // No deadline can be worked out yet.
+      expect(engine.nextTickAt(), String(noTime)).toBe(Number.POSITIVE_INFINITY)
+      clock.now = 1_000
+      engine.tick()
+      expect(engine.nextTickAt(), String(noTime)).toBe(due)
+      clock.now = due
+      engine.tick()
+      expect(seen, String(noTime)).toEqual(['provisional k 0-10000 1'])
+    }
+  })
+
+  it('a late change while the clock reads NaN arms the late timer at the next finite reading', () => {
+    const { engine, clock, seen } = watched({ windows: tumbling(10), watermark: manual(), allowedLateness: 100, trigger: { late: afterProcessingTime(100) } })
+    engine.ingest([at('a', 1)])
+    engine.advanceWatermark(10)
+    clock.now = Number.NaN
+    engine.ingest([at('b', 2)])
+    clock.now = 1_000
+    // Any operation reads the clock: an ingest elsewhere arms it too.
+    engine.ingest([at('c', 25)])
+    expect(engine.nextTickAt()).toBe(1_100)
+    clock.now = 1_100
+    engine.tick()
+    expect(seen.filter((change) => change.includes(' 0-10 '))).toEqual(['provisional k 0-10 1', 'on_time k 0-10 1', 'correction k 0-10 2'])
+  })
+
   it('a window already final that a peer’s cell changes gets its late pane at once, also with late: never()', () => {
     const { engine, seen } = watched({ windows: tumbling(10), watermark: manual(), replicaId: 'r', trigger: { late: never() } })
     engine.ingest([at('a', 1)])

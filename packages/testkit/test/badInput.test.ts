@@ -12,6 +12,7 @@ import { wrap } from 'idb'
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
 import * as Y from 'yjs'
 import {
+  afterProcessingTime,
   ANOMALY_REASONS,
   type AnomalyReason,
   type CellGroup,
@@ -371,7 +372,7 @@ describe('bad-input catalogue: timestamps and clocks', () => {
     return 1
   })
 
-  row('B17', 'the processing-time clock jumps forward, backward, or reads NaN', () => {
+  row('B17', 'the processing-time clock jumps forward, backward, or reads NaN or an infinity', () => {
     clock.now = 1000
     const engine = withCanary({ watermark: boundedOutOfOrderness(0), idleTimeout: 100 })
     engine.ingest([{ id: 'b1', source: 'busy', seq: 1, ts: 40, value: 1 }])
@@ -389,13 +390,14 @@ describe('bad-input catalogue: timestamps and clocks', () => {
     engine.ingest([{ id: 'b2', source: 'busy', seq: 2, ts: 60, value: 1 }])
     expect(engine.watermark()).toBe(60)
     expect(engine.results({ window: 'tumbling:10', key: 'canary' })).toMatchObject([{ count: 1, final: true, basis: 'fallback' }])
-    // A source whose only reading came while the clock read NaN (or Infinity) counts as heard at the
-    // clock's next finite reading: it turns idle from there, and stops holding W back.
-    for (const reading of [Number.NaN, Number.POSITIVE_INFINITY]) {
+    // A source whose only reading came while the clock read NaN or an infinity counts as heard at the
+    // clock's next finite reading: it turns idle from there, and stops holding W back. Its event is
+    // taken: a clock that reads no finite time judges no event ahead of it (maxFutureSkew).
+    for (const reading of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]) {
       clock.now = 1000
       const held = withCanary({ watermark: boundedOutOfOrderness(0), idleTimeout: 100 })
       clock.now = reading
-      held.ingest([{ id: 'q1', source: 'quiet', seq: 1, ts: 5, value: 1 }])
+      expect(held.ingest([{ id: 'q1', source: 'quiet', seq: 1, ts: 5, value: 1 }]), String(reading)).toMatchObject({ accepted: 1, rejected: 0 })
       clock.now = 1050
       held.ingest([{ id: 'b1', source: 'busy', seq: 1, ts: 40, value: 1 }])
       for (const now of [1100, 1151, 1300]) {
@@ -404,8 +406,19 @@ describe('bad-input catalogue: timestamps and clocks', () => {
       }
       expect(held.stats()).toMatchObject({ idleSources: 2, watermarkHeldBy: 'busy' })
       expect(held.watermark()).toBe(1340)
+      // The ordered stream judges its pushes the same way.
+      const stream = createOrderedStream({ now: () => reading, maxFutureSkew: 0 })
+      expect(stream.push([{ id: 'q1', source: 'quiet', seq: 1, ts: 5, value: 1 }]), String(reading)).toMatchObject({ accepted: 1, rejected: 0 })
+      // A window changed then arms its processing-time trigger at the next finite reading.
+      clock.now = reading
+      const timed = engineFor({ trigger: { early: afterProcessingTime(100) } })
+      timed.ingest([{ id: 't1', source: 'timed', seq: 1, ts: 5, value: 1 }])
+      expect(timed.nextTickAt(), String(reading)).toBe(Number.POSITIVE_INFINITY)
+      clock.now = 1000
+      timed.tick()
+      expect(timed.nextTickAt(), String(reading)).toBe(1100)
     }
-    return 6
+    return 12
   })
 })
 
@@ -1491,7 +1504,7 @@ describe('bad-input catalogue: subscribers that never settle', () => {
 })
 
 describe('bad-input catalogue: checkpoints restore cannot trust', () => {
-  row('B53', 'a checkpoint edited, truncated or damaged where no checksum sees it: wrong types, values out of range, lists that are not arrays, a window spec the engine does not have, states that do not decode', () => {
+  row('B53', 'a checkpoint edited, truncated or damaged where no checksum sees it: wrong types, values out of range, lists that are not arrays, a window spec the engine does not have, states that do not decode or disagree with their cell, a cell outside its slice', () => {
     const checkpoint = withCanary().checkpoint()
     // biome-ignore lint/suspicious/noExplicitAny: the row writes into any field, however deep, what no type allows.
     type Editable = Record<string, any>
@@ -1509,6 +1522,8 @@ describe('bad-input catalogue: checkpoints restore cannot trust', () => {
       [(c) => (c.windows[0].revision = '0'), 'checkpoint.windows[0].revision: expected a whole number >= -1, got "0"'],
       [(c) => (c.windows[0].timerAt = Number.POSITIVE_INFINITY), 'checkpoint.windows[0].timerAt: expected a finite time, or NaN for none, got Infinity'],
       [(c) => (c.slices[0].slices[0][2][0][1][0][1].sum = Number.NaN), 'checkpoint.slices[0].slices[0][2][0][1][0][1]: sum must be a number: NaN'],
+      // The canary's cell (ts 3) with its last event in the next slice: held to its slice as a peer's is (B54).
+      [(c) => (c.slices[0].slices[0][2][0][1][0][1].maxTs = 10), 'checkpoint.slices[0].slices[0][2][0][1][0][1]: expected a cell of the slice [0, 10), got one whose last event is at 10'],
       [(c) => (c.windows[0].window = 'tumbling:5'), 'checkpoint.windows[0].window: expected one of "tumbling:10", "sliding:20:5", "session:5", got "tumbling:5"'],
       [(c) => (c.lateLane.entries = {}), 'checkpoint.lateLane.entries: expected an array, got an object'],
       // Truncated: cut before its frontiers.
@@ -1531,16 +1546,28 @@ describe('bad-input catalogue: checkpoints restore cannot trust', () => {
       engine.restore(stored(() => {}))
       expectServing(engine)
     }
-    // With aggregates: states that do not decode, refused naming the aggregate, before anything changes.
-    const withMedian = { aggregates: { median: quantiles({ at: [0.5] }) } } as Partial<EngineOptions>
+    // With aggregates: states that do not decode, or that disagree with their cell as a peer's would
+    // (B54: the canary's cell counted one event, the sketch holds two), refused naming the cell's
+    // place and the aggregate, before anything changes.
+    const median = quantiles({ at: [0.5] })
+    const withMedian = { aggregates: { median } } as Partial<EngineOptions>
     const states = withCanary(withMedian).checkpoint()
-    const bad = structuredClone(states) as Editable
-    bad.slices[0].slices[0][2][0][1][0][2] = [Uint8Array.of(255)]
-    const engine = engineFor(withMedian)
-    expect(() => engine.restore(bad as typeof states)).toThrow(/^checkpoint\.slices\[0\]\.slices\[0\]\[2\]\[0\]\[1\]\[0\]\[2\]: aggregate "median": /)
-    engine.restore(states)
-    expectServing(engine)
-    return cases.length + 1
+    const twice = median.encode([7, 7].reduce((s, value) => median.add(s, value, CANARY), median.init()))
+    const refusals: [Uint8Array, RegExp | string][] = [
+      [Uint8Array.of(255), /^checkpoint\.slices\[0\]\.slices\[0\]\[2\]\[0\]\[1\]\[0\]\[2\]: aggregate "median": /],
+      [twice, 'checkpoint.slices[0].slices[0][2][0][1][0][2]: aggregate "median" (quantiles): 2 values in a cell of 1 events'],
+    ]
+    for (const [bytes, message] of refusals) {
+      const bad = structuredClone(states) as Editable
+      bad.slices[0].slices[0][2][0][1][0][2] = [bytes]
+      const engine = engineFor(withMedian)
+      const before = engine.stats()
+      expect(() => engine.restore(bad as typeof states)).toThrow(message)
+      expect(engine.stats()).toEqual(before)
+      engine.restore(states)
+      expectServing(engine)
+    }
+    return cases.length + refusals.length
   })
 
   row('B54', 'states that decode but disagree with their cell, and a cell outside its window, through ReplicaPort.mergeRemoteGroups', () => {

@@ -236,7 +236,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
     this.#liveness.assertOpen()
     const now = this.#options.now()
     // Nothing due: not logged (ticks on an interval would log a record each, all day), nor announced when a listener made it.
-    const quiet = this.#lifecycle.nextTimerAt() > now && this.#frontiers.settledAt(now)
+    const quiet = this.#lifecycle.nextTimerAt() > now && this.#frontiers.settledAt(now) && !this.#lifecycle.stampsAt(now)
     if (this.#journal.wal !== null && !quiet) this.#journal.record({ kind: 'tick', now })
     this.#frontiers.advance(now)
     this.#settle(null, now, true, quiet)

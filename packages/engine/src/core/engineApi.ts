@@ -66,7 +66,8 @@ export interface EngineOptions<A extends AggregateDefinitions = NoAggregates> {
   readonly accumulation?: Accumulation
   /**
    * Processing-time ms an event's `ts` may be ahead of `now()`: a later one is refused with
-   * `future_ts` and moves no frontier. Default 86,400,000 (a day); Infinity accepts any.
+   * `future_ts` and moves no frontier. Default 86,400,000 (a day); Infinity accepts any; a
+   * `now()` reading no finite time (NaN, an infinity) refuses nothing.
    */
   readonly maxFutureSkew?: number
   /**

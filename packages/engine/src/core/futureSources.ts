@@ -37,6 +37,20 @@ export function maxFutureSkewOf(value: unknown): number {
 }
 
 /**
+ * The latest `ts` an event may carry at processing time `now` under `skew` (ms), read once per
+ * batch so the check per event is one comparison: `now + skew`, or +Infinity while the clock reads
+ * no finite time (`NaN`, an infinity), by which no event can be judged ahead of it (docs/bad-input.md,
+ * B17); a -Infinity reading would otherwise refuse every event.
+ *
+ * @example
+ * latestAdmittedTs(1_000, 100) // 1100: an event stamped 1100.5 is future_ts
+ * latestAdmittedTs(Number.NEGATIVE_INFINITY, 100) // Infinity: nothing is refused
+ */
+export function latestAdmittedTs(now: number, skew: number): number {
+  return Number.isFinite(now) ? now + skew : Number.POSITIVE_INFINITY
+}
+
+/**
  * The sources whose events were refused as `future_ts`, with counts: bounded to the
  * `FUTURE_SOURCES_KEPT` most recently seen (a Map keeps insertion order, so re-inserting on
  * every hit keeps the least recent first). The total stays in `stats().anomalies.future_ts`.

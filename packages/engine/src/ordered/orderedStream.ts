@@ -6,7 +6,7 @@ import type { StreamEvent } from '../core/event.ts'
 import { elementOrUnreadable, readInputOnce, refusal, safeInvalidReason, UNREADABLE } from '../core/inputRejection.ts'
 import { compareEventOrder, type OrderedEvent, type PendingEvent, toPendingEvent } from './eventOrder.ts'
 import { finishableClock, finishedDetail, Frontiers } from '../time/frontiers.ts'
-import { FutureSources } from '../core/futureSources.ts'
+import { FutureSources, latestAdmittedTs } from '../core/futureSources.ts'
 import { LateLane } from '../core/lateLane.ts'
 import type { OrderedBatch, OrderedStream, OrderedStreamOptions, OrderedStreamStats } from './orderedStreamApi.ts'
 import { type ResolvedOrderedStreamOptions, resolveOrderedStreamOptions } from './orderedStreamOptions.ts'
@@ -104,8 +104,8 @@ export class OrderedEventStream implements OrderedStream {
     const now = options.now()
     const watermark = this.#frontiers.watermark
     const horizon = watermark - options.allowedLateness
-    // Later than this is stamped too far ahead of the clock (NaN when `now` is not a time: then nothing is).
-    const future = now + options.maxFutureSkew
+    // Later than this is stamped too far ahead of the clock.
+    const future = latestAdmittedTs(now, options.maxFutureSkew)
     const admitLate = options.onLate === 'emit_correction'
     const sources = this.#frontiers.sources
     const buffer = this.#buffer

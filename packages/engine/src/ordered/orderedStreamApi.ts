@@ -33,7 +33,7 @@ export interface OrderedStreamOptions {
    * one is refused with `future_ts` (the anomaly carries a copy of the event) and leaves no trace,
    * so a device whose clock is a year ahead cannot move `W` a year forward and send every present
    * reading to the late lane. Default 86,400,000 (a day); Infinity accepts any; a `now()` reading
-   * NaN refuses nothing. Keep it small next to `allowedLateness` (docs/semantics.md, clock skew).
+   * no finite time (NaN, an infinity) refuses nothing. Keep it small next to `allowedLateness` (docs/semantics.md, clock skew).
    *
    * @example
    * createOrderedStream({ watermark: boundedOutOfOrderness(5_000), maxFutureSkew: 60_000 }) // a minute of clock drift at most

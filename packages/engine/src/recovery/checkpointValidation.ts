@@ -1,13 +1,14 @@
 /**
  * What `restore` checks before it changes anything (docs/bad-input.md B53): the whole checkpoint
- * against what `captureEngine` writes. Every field's type and range; cells and source clocks by
- * the rules peers' cells and clocks pass (`cellValuesProblem`, `clockEntryProblem`); late events
+ * against what `captureEngine` writes. Every field's type and range; cells, their aggregate states
+ * and source clocks by the rules peers' cells and clocks pass (`cellValuesProblem`, `cellInSlice`,
+ * `AggregateSet.disagreement`, `clockEntryProblem`); late events
  * by the rules of ingest; window specs this engine has; and aggregate states, decoded here (the
  * restore that follows takes them, `checkpointStates`). Fields that older checkpoints lack may be
  * absent. A checkpoint that fails is refused with a TypeError naming the path and the problem:
  * `checkpoint.sources[3]: prefix must be a safe integer >= 0: -1`.
  */
-import type { AggregateSet } from '../aggregates/aggregateSet.ts'
+import type { AggregateSet, CellEvents } from '../aggregates/aggregateSet.ts'
 import { ANOMALY_REASONS, type AnomalyReason } from '../core/anomaly.ts'
 import { configurationOf, type ResolvedOptions } from '../core/engineOptions.ts'
 import { messageOf } from '../core/errorMessage.ts'
@@ -17,8 +18,9 @@ import type { Cell } from '../lattice/cell.ts'
 import { cellValuesProblem, isName, isStateList, isWindowStart } from '../lattice/cellGroupValidation.ts'
 import { clockEntryProblem } from '../replica/remoteValidation.ts'
 import type { ClockEntry } from '../replica/replicaPort.ts'
+import { cellInSlice } from '../windows/sliceParts.ts'
 import { checkpointStates, fragmentId } from '../windows/windowState.ts'
-import { alignedStart, type WindowSpec } from '../windows/windowSpec.ts'
+import { alignedStart, sliceLength, type WindowSpec } from '../windows/windowSpec.ts'
 import type { EngineCheckpoint, SliceIndexSnapshot, SourceClockSnapshot, WindowSnapshot } from './engineCheckpoint.ts'
 
 /** What a checkpoint is checked against: the engine about to restore it. */
@@ -168,12 +170,17 @@ function checkpointShape(target: RestoreTarget): Check {
   const aggregates: AggregateSet | null = target.options.aggregates
   const specs = new Map(target.options.specs.map((s) => [s.id, s]))
   const spec = oneOf([...specs.keys()])
-  /** The states restore decodes (a cell's with events; `count` 1 for slices' cells, which restore always decodes), decoded once here. */
-  const states = (bytes: unknown, count: number, at: string): string | null => {
+  /**
+   * The states restore decodes (a cell's with events; `count` 1 for slices' cells, which restore
+   * always decodes), decoded once here; held to the events of `cell`, when given, as peers' are.
+   */
+  const states = (bytes: unknown, count: number, at: string, cell: CellEvents | null = null): string | null => {
     if (aggregates === null || bytes === undefined || count === 0) return null
     try {
-      checkpointStates.set(bytes as Uint8Array[], aggregates.decode(bytes as Uint8Array[]))
-      return null
+      const decoded = aggregates.decode(bytes as Uint8Array[])
+      checkpointStates.set(bytes as Uint8Array[], decoded)
+      const problem = cell === null ? null : aggregates.disagreement(decoded, cell)
+      return problem === null ? null : `${at}: ${problem}`
     } catch (error) {
       return `${at}: ${messageOf(error)}`
     }
@@ -190,7 +197,9 @@ function checkpointShape(target: RestoreTarget): Check {
       return null
     },
   )
-  const fragment = then<[string, number, Cell, unknown]>(shaped([name, start, cell, optional(stateList)]), (f) => states(f[3], f[2].count, '[3]'))
+  const fragment = then<[string, number, Cell, unknown]>(shaped([name, start, cell, optional(stateList)]), (f) =>
+    states(f[3], f[2].count, '[3]', { count: f[2].count, start: f[1], maxTs: f[2].maxTs }),
+  )
   const window = then<WindowSnapshot>(
     shaped({
       window: spec,
@@ -220,6 +229,13 @@ function checkpointShape(target: RestoreTarget): Check {
       if (!onGrid(spec, w.start, w.end, true)) return `: expected a window of ${spec.id}, got [${w.start}, ${w.end})`
       const fragment = twice(w.fragments, ([source, start]) => fragmentId(source, start), "source's fragment")
       if (fragment !== null) return `.fragments${fragment}`
+      // A format-1 window's cells are restored into the slice at its start.
+      if (spec.kind !== 'session') {
+        for (let k = 0; k < w.cells.length; k++) {
+          const c = (w.cells[k] as WindowSnapshot['cells'][number])[1]
+          if (!cellInSlice(c.count, c.maxTs, w.start, sliceLength(spec))) return `.cells[${k}][1]: ${outsideSlice(c, w.start, sliceLength(spec))}`
+        }
+      }
       return w.pending == null ? null : states(w.pendingStates, 1, '.pendingStates')
     },
   )
@@ -241,7 +257,7 @@ function checkpointShape(target: RestoreTarget): Check {
     sessions: then(listOf(shaped({ window: spec, sealed: listOf(shaped([key, number])), tombstones: listOf(shaped([key, listOf(shaped([name, start, cell]))])) })), (indexes: readonly { window: string }[]) => twice(indexes, (i) => i.window, "spec's state")),
     slices: optional(
       then(
-        listOf(then<SliceIndexSnapshot>(shaped({ window: spec, slices: listOf(shaped([key, start, listOf(shaped([number, listOf(sliceCell)]))])) }), (s) => slicesOffGrid(specs.get(s.window) as WindowSpec, s) ?? slicesTwice(s))),
+        listOf(then<SliceIndexSnapshot>(shaped({ window: spec, slices: listOf(shaped([key, start, listOf(shaped([number, listOf(sliceCell)]))])) }), (s) => slicesOffGrid(specs.get(s.window) as WindowSpec, s) ?? slicesTwice(s) ?? sliceCellsProblem(specs.get(s.window) as WindowSpec, s, aggregates))),
         (indexes: readonly SliceIndexSnapshot[]) => twice(indexes, (i) => i.window, "spec's state"),
       ),
     ),
@@ -276,7 +292,7 @@ function checkpointShape(target: RestoreTarget): Check {
  */
 function onGrid(spec: WindowSpec, start: number, end: number, window: boolean): boolean {
   if (spec.kind === 'session') return start < end && end < Number.POSITIVE_INFINITY
-  const unit = spec.kind === 'sliding' ? spec.slide : spec.kind === 'cumulating' ? spec.step : spec.size
+  const unit = sliceLength(spec)
   const cumulating = spec.kind === 'cumulating'
   // The end of the last window holding the slice: a sliding spec's starts at the slice, a cumulating one's at its period.
   const reach = (cumulating ? alignedStart(start, spec.size) : start) + spec.size
@@ -290,6 +306,37 @@ function slicesOffGrid(spec: WindowSpec, index: SliceIndexSnapshot): string | nu
     for (const [end] of parts) if (!onGrid(spec, start, end, false)) return `.slices[${i}]: expected a slice of ${spec.id}, got one at ${start} counted from the window ending at ${end}`
   }
   return null
+}
+
+/**
+ * Why a fixed spec's slice cells cannot be restored, or null: as peers' cells, each must lie in its
+ * slice (`cellInSlice`) and its aggregate states must agree with it (`AggregateSet.disagreement`,
+ * on the states decoded by the checks before). Restored, a cell past its slice would count in
+ * windows it is no part of, and a `latest` past its cell's last event outrank every later event.
+ */
+function sliceCellsProblem(spec: WindowSpec, index: SliceIndexSnapshot, aggregates: AggregateSet | null): string | null {
+  if (spec.kind === 'session') return null
+  const unit = sliceLength(spec)
+  for (let i = 0; i < index.slices.length; i++) {
+    const [, start, parts] = index.slices[i] as SliceIndexSnapshot['slices'][number]
+    for (let p = 0; p < parts.length; p++) {
+      const cells = (parts[p] as (typeof parts)[number])[1]
+      for (let c = 0; c < cells.length; c++) {
+        const [, cell, bytes] = cells[c] as (typeof cells)[number]
+        const at = `.slices[${i}][2][${p}][1][${c}]`
+        if (!cellInSlice(cell.count, cell.maxTs, start, unit)) return `${at}[1]: ${outsideSlice(cell, start, unit)}`
+        const decoded = aggregates === null || bytes === undefined ? undefined : checkpointStates.get(bytes)
+        const problem = decoded === undefined ? null : (aggregates as AggregateSet).disagreement(decoded, { count: cell.count, start, maxTs: cell.maxTs })
+        if (problem !== null) return `${at}[2]: ${problem}`
+      }
+    }
+  }
+  return null
+}
+
+/** What a cell whose last event lies outside its slice is refused with. */
+function outsideSlice(cell: Cell, start: number, unit: number): string {
+  return `expected a cell of the slice [${start}, ${start + unit}), got one whose last event is at ${cell.maxTs}`
 }
 
 /**

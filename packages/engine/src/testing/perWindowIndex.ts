@@ -15,7 +15,7 @@ import {
   type WindowIndex,
   type WindowTracker,
 } from '../windows/windowIndex.ts'
-import { alignedStart, type WindowSpec } from '../windows/windowSpec.ts'
+import { alignedStart, sliceLength, type WindowSpec } from '../windows/windowSpec.ts'
 import { WindowState, type WindowValues } from '../windows/windowState.ts'
 
 /** A window's own cells, one per source: what folds its value in the per-window placement. */
@@ -64,7 +64,7 @@ export class PerWindowIndex implements WindowIndex {
     this.id = spec.id
     this.#size = spec.size
     this.#cumulating = spec.kind === 'cumulating'
-    this.unit = spec.kind === 'cumulating' ? spec.step : spec.kind === 'sliding' ? spec.slide : spec.size
+    this.unit = sliceLength(spec)
     this.maxNewPerEvent = spec.size / this.unit
   }
 

@@ -326,7 +326,7 @@ export class Frontiers {
    * The processing time at which the next source not idle at the last `advance` turns idle: the
    * first whole millisecond after its `idleTimeout` runs out (a source is idle once `now - lastSeen`
    * exceeds it; a clock read every millisecond sees it then, also on fractional times), the earliest over sources; +Infinity when none can (no `idleTimeout`, or every source idle
-   * already). Read from the heaps while they follow the clocks (the active source silent the
+   * already, or heard only while the clock read no finite time: not known before its next finite reading). Read from the heaps while they follow the clocks (the active source silent the
    * longest), else in one pass over sources: call it per operation, not per event.
    *
    * @example
@@ -341,7 +341,8 @@ export class Frontiers {
     else
       for (const clock of this.sources.values()) {
         // Idle already at the last judgement: it stays idle until it sends again. A finished source never turns idle.
-        if (!clock.finished && !this.#idleAt(clock, this.#judgedAt) && clock.lastSeen < quietest) quietest = clock.lastSeen
+        // One heard at no finite time (NaN, an infinity) counts as heard at the next finite reading, not known yet.
+        if (!clock.finished && Number.isFinite(clock.lastSeen) && !this.#idleAt(clock, this.#judgedAt) && clock.lastSeen < quietest) quietest = clock.lastSeen
       }
     // As the rule judges it in doubles: `lastSeen + timeout` may round to a whole millisecond at which
     // the source is idle already (0.7 + 0.3 is 1, and 1 - 0.7 > 0.3).

@@ -4,7 +4,7 @@ import type { ResolvedOptions } from '../core/engineOptions.ts'
 import { copyStreamEvent, type StreamEvent, streamEventOf } from '../core/event.ts'
 import { invalidReason } from '../core/eventValidation.ts'
 import { PlacementOrder } from '../ordered/eventOrder.ts'
-import type { FutureSources } from '../core/futureSources.ts'
+import { type FutureSources, latestAdmittedTs } from '../core/futureSources.ts'
 import { finishedDetail, type Frontiers } from '../time/frontiers.ts'
 import type { SourceClock } from '../time/sourceClock.ts'
 import { elementOrUnreadable, rejectInput, safeInvalidFields, UNREADABLE } from '../core/inputRejection.ts'
@@ -108,8 +108,8 @@ export class BatchPlacement {
     let duplicates = 0
     let conflicting = 0
     let beyond = 0
-    // Later than this is stamped too far ahead of the clock (NaN when `now` is not a time: then nothing is).
-    const future = now + options.maxFutureSkew
+    // Later than this is stamped too far ahead of the clock.
+    const future = latestAdmittedTs(now, options.maxFutureSkew)
     const reasons = this.#validate(events)
     // Class instances and proxies are placed, logged and kept from the copy their fields were read into.
     const view = this.#detached ? (this.#copies.slice(0, n) as StreamEvent[]) : this.#copied ? events.map((event, i) => this.#copies[i] ?? event) : events

@@ -213,11 +213,23 @@ export function mergePeerGroups(host: PartsHost, groups: readonly CellGroup[], f
 }
 
 /**
- * The positions of a peer's cells whose last event lies outside their slice `[start, start +
- * unit)`, or null for none (the common case, in one pass). An event is placed in the slice its
- * time falls in, so such a cell is not this slice's: its `maxTs` (and a `latest` state agreeing
- * with it) would reach past every window counting it. `alignedStart` is asked too, as placement
- * asks it, so no cell placement put here is refused whatever the rounding of a fractional time.
+ * Whether a cell of `count` events, the last at `maxTs`, can be the slice `[start, start + unit)`'s:
+ * an event is placed in the slice its time falls in, so a cell whose last event lies outside is not
+ * this slice's, and its `maxTs` (and a `latest` state agreeing with it) would reach past every
+ * window counting it. `alignedStart` is asked too, as placement asks it, so no cell placement put
+ * here is refused whatever the rounding of a fractional time. Peers' cells and a checkpoint's are
+ * held to it.
+ *
+ * @example
+ * cellInSlice(1, 1e12, 0, 100) // false
+ */
+export function cellInSlice(count: number, maxTs: number, start: number, unit: number): boolean {
+  return count === 0 || (maxTs >= start && maxTs < start + unit) || alignedStart(maxTs, unit) === start
+}
+
+/**
+ * The positions of a peer's cells not in their slice `[start, start + unit)` (`cellInSlice`), or
+ * null for none (the common case, in one pass).
  *
  * @example
  * cellsOutsideSlice(group, 0, 100) // Set {2}: the third cell's last event is at 1e12
@@ -227,8 +239,7 @@ function cellsOutsideSlice(group: CellGroup, start: number, unit: number): Set<n
   const columns = group.columns
   let outside: Set<number> | null = null
   for (let i = 0; i < n; i++) {
-    const maxTs = columns[4 * n + i] as number
-    if ((columns[i] as number) === 0 || (maxTs >= start && maxTs < start + unit) || alignedStart(maxTs, unit) === start) continue
+    if (cellInSlice(columns[i] as number, columns[4 * n + i] as number, start, unit)) continue
     outside ??= new Set()
     outside.add(i)
   }

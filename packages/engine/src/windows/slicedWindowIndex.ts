@@ -21,7 +21,7 @@ import {
   type WindowIndex,
   type WindowTracker,
 } from './windowIndex.ts'
-import { alignedStart, type WindowSpec } from './windowSpec.ts'
+import { alignedStart, sliceLength, type WindowSpec } from './windowSpec.ts'
 import { restoredStates, WindowState } from './windowState.ts'
 
 /**
@@ -63,7 +63,7 @@ export class SlicedWindowIndex implements WindowIndex {
 
   constructor(spec: WindowSpec & { kind: 'tumbling' | 'sliding' | 'cumulating' }) {
     this.id = spec.id
-    this.unit = spec.kind === 'cumulating' ? spec.step : spec.kind === 'sliding' ? spec.slide : spec.size
+    this.unit = sliceLength(spec)
     this.#reach = spec.size
     this.maxNewPerEvent = this.#reach / this.unit
     this.#geometry = new SliceGeometry(this.unit, this.maxNewPerEvent, spec.kind === 'cumulating')

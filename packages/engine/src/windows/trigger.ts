@@ -94,6 +94,18 @@ export function deadlineOf(trigger: Trigger, now: number): number {
   return Math.floor((now - offsetMs) / periodMs) * periodMs + offsetMs + periodMs
 }
 
+/**
+ * Whether `trigger` fires by processing-time deadlines (`afterProcessingTime`,
+ * `alignedProcessingTime`), so a change arms a timer.
+ *
+ * @example
+ * hasDeadlines(afterProcessingTime(1_000)) // true
+ * hasDeadlines(everyElement()) // false
+ */
+export function hasDeadlines(trigger: Trigger): boolean {
+  return trigger.kind === 'after_processing_time' || trigger.kind === 'aligned_processing_time'
+}
+
 /** The trigger its constructor makes from the same fields, or null when there is none. */
 export function remadeTrigger(value: unknown): Trigger | null {
   if (typeof value !== 'object' || value === null) return null

@@ -5,7 +5,7 @@ import type { ReplicationOutbox } from '../replica/replicationOutbox.ts'
 import { EventTimeQueue } from '../time/eventTimeQueue.ts'
 import type { Frontiers } from '../time/frontiers.ts'
 import { paneInfo } from './paneInfo.ts'
-import { deadlineOf, type Trigger } from './trigger.ts'
+import { deadlineOf, hasDeadlines, type Trigger } from './trigger.ts'
 import type { WindowIndex, WindowTracker } from './windowIndex.ts'
 import { type Accumulation, type Basis, compareResults, type PaneTiming, type ResultStatus, type WindowChange, type WindowChangeType, type WindowResult } from './windowResult.ts'
 import type { PaneTimer, WindowState } from './windowState.ts'
@@ -44,6 +44,12 @@ export class WindowLifecycle implements WindowTracker {
   /** Windows with an armed processing-time trigger, by deadline (entries of cancelled timers are skipped). */
   readonly #timers = new EventTimeQueue<WindowState>()
   #armed = 0
+  /**
+   * Windows changed while the clock read no finite time (NaN, an infinity), so that no deadline
+   * could be worked out: their timers are armed at the clock's next finite reading, as if changed
+   * then (docs/bad-input.md, B17). A Set: a window changed at many such readings is armed once.
+   */
+  readonly #unstamped = new Set<WindowState>()
   /** The last timer armed: timers due together fire in the order they were armed. */
   timerSeq = 0
   /** Windows placement and merges touched since the last settle. */
@@ -75,7 +81,16 @@ export class WindowLifecycle implements WindowTracker {
   }
 
   /**
-   * The deadline of the earliest armed processing-time trigger, +Infinity when none is armed.
+   * Whether a settle at `now` arms the timers of windows changed while the clock read no finite
+   * time: a change, which a tick's log record must replay.
+   */
+  stampsAt(now: number): boolean {
+    return this.#unstamped.size > 0 && Number.isFinite(now)
+  }
+
+  /**
+   * The deadline of the earliest armed processing-time trigger, +Infinity when none is armed (nor
+   * any timer of a window changed while the clock read no finite time: not known before the next finite reading).
    * Entries of cancelled timers ahead of it leave the queue on the way (a tick would skip them).
    */
   nextTimerAt(): number {
@@ -150,16 +165,17 @@ export class WindowLifecycle implements WindowTracker {
   /**
    * Queues a window restored from a checkpoint for its next step, and its armed trigger. Triggers
    * and accumulation are local choices a checkpoint may not share: a timer this engine's trigger
-   * never arms is dropped (what it waited for shows at the window's next pane), and a window with
-   * data no pane showed that kept no discarding part carries its whole value next.
+   * never arms is dropped (what it waited for shows at the window's next pane), a change no timer
+   * waits for under this engine's processing-time trigger (made while the clock read no finite
+   * time) arms one at the next finite reading, and a window with data no pane showed that kept no
+   * discarding part carries its whole value next.
    */
   adopt(w: WindowState): void {
     const { allowedLateness: lateness, early, late } = this.#settings
     if (w.final) this.#leaveAt(w)
     else if (w.fired) this.#unfinal.push(w.end + lateness, w)
     else this.#unfired.push(w.end, w)
-    // Only the processing-time triggers have a deadline.
-    if (!w.final && Number.isNaN(deadlineOf(w.fired ? late : early, 0))) w.timer = null
+    if (!w.final && !hasDeadlines(w.fired ? late : early)) w.timer = null
     if (!this.#discarding) {
       w.pending = null
       w.pendingStates = null
@@ -167,6 +183,9 @@ export class WindowLifecycle implements WindowTracker {
     if (w.timer !== null) {
       this.#timers.push(w.timer.at, w)
       this.#armed++
+    } else if (w.dirty && !w.final && hasDeadlines(w.fired ? late : early)) {
+      // A change no timer was armed for: made while the clock read no finite time.
+      this.#unstamped.add(w)
     }
   }
 
@@ -191,6 +210,7 @@ export class WindowLifecycle implements WindowTracker {
     const F = this.#frontiers.firingFrontier()
     const provisional = this.#early
     const touched = this.#touched
+    if (this.#unstamped.size > 0 && Number.isFinite(now)) this.#stamp(now)
     for (let t = 0; t < touched.size; t++) {
       const w = touched.at(t)
       if (!w.live) continue
@@ -330,11 +350,27 @@ export class WindowLifecycle implements WindowTracker {
   #arm(w: WindowState, trigger: Trigger, now: number): void {
     if (w.timer !== null) return
     const at = deadlineOf(trigger, now)
-    // A clock that gave no usable time arms nothing: the next change tries again.
-    if (!Number.isFinite(at)) return
+    // A clock that gave no usable time arms nothing yet: its next finite reading does (`#stamp`).
+    if (!Number.isFinite(at)) {
+      this.#unstamped.add(w)
+      return
+    }
     w.timer = { at, seq: ++this.timerSeq, late: w.fired }
     this.#timers.push(at, w)
     this.#armed++
+  }
+
+  /**
+   * Arms, at the finite reading `now`, the timers of the windows changed while the clock read no
+   * finite time that no pane has shown since, in the order they were changed.
+   */
+  #stamp(now: number): void {
+    const { early, late } = this.#settings
+    for (const w of this.#unstamped) {
+      const trigger = w.fired ? late : early
+      if (w.live && w.dirty && !w.final && hasDeadlines(trigger)) this.#arm(w, trigger, now)
+    }
+    this.#unstamped.clear()
   }
 
   #cancel(w: WindowState): void {

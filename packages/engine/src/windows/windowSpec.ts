@@ -131,6 +131,17 @@ export function alignedStart(ts: number, size: number): number {
   return r < 0 ? ts - r - size : ts - r
 }
 
+/**
+ * How long a fixed spec's slices are (the slide, the cumulating step, or the tumbling size): an
+ * event is placed in the slice of this length its time falls in.
+ *
+ * @example
+ * sliceLength(sliding(60_000, 10_000)) // 10000
+ */
+export function sliceLength(spec: WindowSpec & { kind: 'tumbling' | 'sliding' | 'cumulating' }): number {
+  return spec.kind === 'cumulating' ? spec.step : spec.kind === 'sliding' ? spec.slide : spec.size
+}
+
 /** Longest distance from an event's time to the end of any window it can belong to, ignoring session growth. */
 export function reach(spec: WindowSpec): number {
   return spec.kind === 'session' ? spec.gap : spec.size

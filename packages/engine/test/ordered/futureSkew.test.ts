@@ -85,11 +85,17 @@ describe('ordered stream: maxFutureSkew', () => {
     expect(byDefault.push([ev('a', 1, NOW + DAY), ev('a', 2, NOW + DAY + 1)])).toMatchObject({ accepted: 1, rejected: 1 })
   })
 
-  it('is off with Infinity, and a now() that reads NaN refuses nothing', () => {
+  it('is off with Infinity, and a now() that reads no finite time (NaN, an infinity) refuses nothing', () => {
     const off = boundedStream({ maxFutureSkew: Number.POSITIVE_INFINITY }).stream
     expect(off.push([ev('a', 1, NOW + YEAR)])).toMatchObject({ accepted: 1, rejected: 0 })
-    const noTime = createOrderedStream({ now: () => Number.NaN, maxFutureSkew: 0 })
-    expect(noTime.push([ev('a', 1, 1e12)])).toMatchObject({ accepted: 1, rejected: 0 })
+    for (const reading of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]) {
+      const clock = { now: reading }
+      const noTime = createOrderedStream({ now: () => clock.now, maxFutureSkew: 0 })
+      expect(noTime.push([ev('a', 1, 1e12)]), String(reading)).toMatchObject({ accepted: 1, rejected: 0 })
+      // Judged again at the next finite reading.
+      clock.now = NOW
+      expect(noTime.push([ev('a', 2, NOW + 1)]).anomalies.map((a) => a.reason), String(reading)).toEqual(['future_ts'])
+    }
   })
 
   it('is checked as the engine checks it', () => {
