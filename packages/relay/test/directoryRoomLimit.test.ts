@@ -139,3 +139,47 @@ it('a listing whose directory cannot be loaded (the store is down) is not retrie
   expect(givenUp()).toBeLessThanOrEqual(2)
   down.failing = false
 })
+
+it('a listing that fails while the store is down unloads at most one idle room, whatever listings and retries follow', async () => {
+  const warnings: string[] = []
+  const down = failable(await openPglite(freshDataDir()))
+  const maxRooms = 6
+  const relay = await startTestRelay(relays, { store: { sql: down }, limits: { maxRooms, idleRoomMs: 600_000 }, log: (level, line) => void (level === 'warn' && warnings.push(line)) })
+  const loaded = () => metric(relay.httpUrl, 'tidemark_relay_rooms_loaded')
+  const device = async (fleet: string, name: string): Promise<RoomClient> => {
+    const socket = relaySocket(relay.url)
+    sockets.push(socket)
+    const client = openRoom(socket, `${fleet}/${name}`, await deviceToken(fleet, name))
+    clients.push(client)
+    await waitFor(() => client.synced(), `${fleet}/${name} synced`)
+    return client
+  }
+  const write = (client: RoomClient, replica: string, start: number) => replicaLog(client.doc, replica).push([groupEntry(`${replica}-temp`, start)])
+  // Three devices of fleet-i write (listed, their directory loaded) and go: four idle rooms.
+  for (const name of ['i1', 'i2', 'i3']) {
+    const client = await device('fleet-i', name)
+    write(client, name, 60_000)
+    await waitFor(() => !client.provider.hasUnsyncedChanges, `fleet-i/${name} acknowledged`)
+  }
+  await waitUntil(async () => (await metric(relay.httpUrl, 'tidemark_relay_updates_stored_total')) >= 4, 'the rooms and their listings stored')
+  for (const client of clients.splice(0)) client.destroy()
+  // Two devices of two other fleets connect: the relay holds maxRooms rooms, four of them idle.
+  const d1 = await device('fleet-a', 'd1')
+  const d2 = await device('fleet-b', 'd2')
+  await waitUntil(async () => (await loaded()) === maxRooms, `${maxRooms} rooms loaded`)
+  down.failing = true
+  const givenUp = () => warnings.filter((line) => line.startsWith('listing ')).length
+  // Each writes, again and again: each write of a room not listed yet asks for a listing. The
+  // first one unloads an idle room for its directory, whose load fails; that place stays free, so
+  // neither the retry its unload arms nor any later listing unloads another.
+  for (let round = 1; round <= 5; round++) {
+    write(d2, 'd2', round * 60_000)
+    await waitFor(() => givenUp() >= 2 * round - 1, `the listing of fleet-b/d2 given up (${round})`)
+    write(d1, 'd1', round * 60_000)
+    await waitFor(() => givenUp() >= 2 * round, `the listing of fleet-a/d1 given up (${round})`)
+  }
+  const left = await loaded()
+  console.log(`the store down: ${givenUp()} listings given up, ${maxRooms - left} idle rooms unloaded for them, ${await metric(relay.httpUrl, 'tidemark_relay_room_load_failures_total')} loads failed`)
+  expect(left).toBeGreaterThanOrEqual(maxRooms - 1)
+  down.failing = false
+})

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import * as Y from 'yjs'
 import { type Relay, startRelay } from '../src/index.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
-import { authFrame, updateFrame } from './support/hocuspocusFrames.ts'
+import { authFrame, presenceText, updateFrame } from './support/hocuspocusFrames.ts'
 import { clockEntry, dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, rawSocket, relaySocket, replicaLog, SECRET, waitFor, waitUntil } from './support/roomClients.ts'
 
 const FLEET = 'fleet-p'
@@ -34,22 +34,6 @@ function forgedPresence(room: string, client: number, clock: number, state: unkn
   encoding.writeVarUint(update, client)
   encoding.writeVarUint(update, clock)
   encoding.writeVarString(update, JSON.stringify(state))
-  const frame = encoding.createEncoder()
-  encoding.writeVarString(frame, room)
-  encoding.writeVarUint(frame, 1)
-  encoding.writeVarUint8Array(frame, encoding.toUint8Array(update))
-  return encoding.toUint8Array(frame)
-}
-
-/** A Hocuspocus awareness message for `room` with the given entries, each state as JSON text. */
-function presenceText(room: string, entries: readonly (readonly [client: number, clock: number, json: string])[]): Uint8Array {
-  const update = encoding.createEncoder()
-  encoding.writeVarUint(update, entries.length)
-  for (const [client, clock, json] of entries) {
-    encoding.writeVarUint(update, client)
-    encoding.writeVarUint(update, clock)
-    encoding.writeVarString(update, json)
-  }
   const frame = encoding.createEncoder()
   encoding.writeVarString(frame, room)
   encoding.writeVarUint(frame, 1)

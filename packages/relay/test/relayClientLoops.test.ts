@@ -1,6 +1,7 @@
 /**
  * `@tidemark/yjs`'s relay client against a real relay started in-process: what it sends when
- * nothing is left to sync, and how fast it talks in a room. The relay's deadlines and rate run on
+ * nothing is left to sync, how fast it talks in a room, and what it tells the app of a presence
+ * the relay does not show. The relay's deadlines and rate run on
  * one fake clock, the client's reconnects and pace on another, so no test waits for time to pass.
  */
 import { afterEach, describe, expect, it } from 'vitest'
@@ -12,7 +13,8 @@ import { bindDoc, connectRelay, type Relay as RelayClient, syncStatusTracker } f
 import { ManualTimers } from '@tidemark/engine/testing'
 import { type Relay, startRelay } from '../src/index.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
-import { SECRET, signToken, waitFor } from './support/roomClients.ts'
+import { authFrame, presenceText, updateFrame } from './support/hocuspocusFrames.ts'
+import { deviceToken, groupEntry, metric, rawSocket, replicaLog, SECRET, signToken, waitFor, waitUntil } from './support/roomClients.ts'
 
 const FLEET = 'fleet-loop'
 const AUTH_TIMEOUT_MS = 1_000
@@ -196,5 +198,73 @@ describe('relay client: presence at the room pace', () => {
     seen.destroy()
     awareness.destroy()
     expect({ rateLimitedRooms: rateLimited(), errors: errors.map((error) => error.message) }).toEqual({ rateLimitedRooms: 0, errors: [] })
+  })
+})
+
+describe('relay client: a presence the relay does not show', () => {
+  it("tells the app once per connection that the room shows as many presences as the relay allows, and the room syncs on", async () => {
+    const relayTimers = new ManualTimers(Date.now())
+    const clientTimers = new ManualTimers(0)
+    const relay = await relayOn(relayTimers)
+    const ws = WebSocket as unknown as new (url: string) => globalThis.WebSocket
+    const room = `${FLEET}/d9`
+    const dashboardToken = await signToken({ sub: 'ops', role: 'dashboard', rooms: [`${FLEET}/*`] })
+    const watcherErrors: Error[] = []
+    const watcher = connectRelay({ url: relay.url, token: dashboardToken, WebSocket: ws, jitter: jitterOn(clientTimers), onError: (error) => watcherErrors.push(error) })
+    clients.push(watcher)
+    const seen = new Awareness(new Y.Doc())
+    watcher.join(seen.doc, room, { awareness: seen })
+    await waitFor(() => syncStatusTracker(seen.doc).status().state === 'connected', 'the watcher in sync')
+
+    // The device writes under 511 client ids of its own and shows a presence for each: with the
+    // watcher's, the room shows the 512 presences it may.
+    const ids = Array.from({ length: 511 }, (_, i) => 10_000 + i)
+    const written = (clientID: number, i: number): Uint8Array => {
+      const doc = new Y.Doc()
+      doc.clientID = clientID
+      replicaLog(doc, 'd9').push([groupEntry('d9-temp', i * 60_000, i % 256)])
+      return Y.encodeStateAsUpdate(doc)
+    }
+    const device = (await rawSocket(relay)).ws
+    device.send(authFrame(room, await deviceToken(FLEET, 'd9')))
+    device.send(updateFrame(room, Y.mergeUpdates(ids.map(written))))
+    device.send(presenceText(room, ids.map((id) => [id, 1, '{"name":"d9"}'] as const)))
+    await waitFor(() => seen.getStates().size === 512, 'the watcher sees 512 presences')
+
+    // A wall joins with a presence of its own: one too many.
+    const errors: Error[] = []
+    const wallRelay = connectRelay({ url: relay.url, token: dashboardToken, WebSocket: ws, jitter: jitterOn(clientTimers), onError: (error) => errors.push(error) })
+    clients.push(wallRelay)
+    const awareness = new Awareness(new Y.Doc())
+    awareness.setLocalStateField('name', 'wall')
+    wallRelay.join(awareness.doc, room, { awareness })
+    const told = `relay ${relay.url}: ${room}: the relay did not show this client's presence (room-presence-limit 512): the room shows as many presences as it allows; the room syncs on, and the presence goes again at its next change`
+    await waitFor(() => errors.length > 0, 'the wall told its presence was not shown')
+    expect(errors.map((error) => error.message)).toEqual([told])
+    expect(syncStatusTracker(awareness.doc).status()).toMatchObject({ state: 'connected', refusal: null })
+    expect(replicaLog(awareness.doc, 'd9').length).toBe(511)
+
+    // Its next change is dropped too, and not told again on this connection; the room syncs on.
+    const dropped = await metric(relay.httpUrl, 'tidemark_relay_presence_dropped_total')
+    awareness.setLocalStateField('name', 'wall 2')
+    await waitUntil(async () => (await metric(relay.httpUrl, 'tidemark_relay_presence_dropped_total')) > dropped, 'the change dropped')
+    // An update the device sends now reaches the wall after what the relay told it of the drop.
+    device.send(updateFrame(room, written(20_000, 511)))
+    await waitFor(() => replicaLog(awareness.doc, 'd9').length === 512, 'the wall has the next update')
+    expect(errors.map((error) => error.message)).toEqual([told])
+    expect(seen.getStates().has(awareness.clientID)).toBe(false)
+
+    // A new connection of the room is told again.
+    wallRelay.disconnect()
+    wallRelay.connect()
+    await waitFor(() => {
+      if (syncStatusTracker(awareness.doc).status().state !== 'connected') clientTimers.advance(1_000)
+      return errors.length > 1
+    }, 'the wall told again on its new connection')
+    expect(errors.map((error) => error.message)).toEqual([told, told])
+    expect(watcherErrors).toEqual([])
+    device.terminate()
+    seen.destroy()
+    awareness.destroy()
   })
 })

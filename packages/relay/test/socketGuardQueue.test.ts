@@ -185,9 +185,10 @@ describe('what the relay queues for a socket', () => {
 describe('answers to joins', () => {
   /**
    * Joins whose answers wait for room: each admitted one is sent in the microtasks after (queued
-   * whole, the peer reading nothing meanwhile), as Hocuspocus sends it.
+   * whole, the peer reading nothing meanwhile), as Hocuspocus sends it; `drainDue` false: what it
+   * queues stays under the stream's high-water mark, so no drain will come.
    */
-  function joins({ ws, transport, guard }: ReturnType<typeof guarded>) {
+  function joins({ ws, transport, guard }: ReturnType<typeof guarded>, drainDue = true) {
     const admitted: string[] = []
     return {
       admitted,
@@ -195,11 +196,29 @@ describe('answers to joins', () => {
         void guard.roomForAnswer(bytes).then(() => {
           admitted.push(label)
           ws.bufferedAmount += bytes
-          transport.writableNeedDrain = true
+          if (drainDue) transport.writableNeedDrain = true
         }),
     }
   }
-  const settled = () => new Promise((resolve) => setImmediate(resolve))
+  /** The answers admitted are sent (the microtasks after their admission), then the guard's timers run what is due: no real time passes. */
+  const settled = async ({ timers }: ReturnType<typeof guarded>) => {
+    await Promise.resolve()
+    timers.advance(0)
+    await Promise.resolve()
+  }
+
+  it('an answer held behind one just admitted is weighed again on the guard’s timers, once that one was sent', async () => {
+    const socket = guarded()
+    const { admitted, ask } = joins(socket, false)
+    ask('small', 1000)
+    ask('large', MAX_QUEUED / 2)
+    // Sent: 1000 bytes queued, under the high-water mark, so no drain will come to admit the large one.
+    await Promise.resolve()
+    expect(admitted).toEqual(['small'])
+    socket.timers.advance(0)
+    await Promise.resolve()
+    expect(admitted).toEqual(['small', 'large'])
+  })
 
   it('are admitted while they fit under half of maxQueuedBytes, the rest in order as the queue drains', async () => {
     const socket = guarded()
@@ -208,19 +227,19 @@ describe('answers to joins', () => {
     const room = 12 << 20
     // Five joins of a 12 MiB room read at once; each admitted answer is queued before the next is weighed.
     for (const label of ['a', 'b', 'c', 'd', 'e']) ask(label, room)
-    await settled()
-    await settled()
+    await settled(socket)
+    await settled(socket)
     expect(admitted).toEqual(['a', 'b'])
     expect(ws.bufferedAmount).toBe(2 * room)
     // The peer read some: not enough room yet for one more.
     ws.bufferedAmount = room + 1
-    await settled()
+    await settled(socket)
     expect(admitted).toEqual(['a', 'b'])
     ws.bufferedAmount = 0
     transport.writableNeedDrain = false
     transport.emit('drain')
-    await settled()
-    await settled()
+    await settled(socket)
+    await settled(socket)
     expect(admitted).toEqual(['a', 'b', 'c', 'd'])
     expect(ws.bufferedAmount).toBe(2 * room)
     expect(ws.terminated).toBe(false)
@@ -233,12 +252,12 @@ describe('answers to joins', () => {
     ws.bufferedAmount = 1
     transport.writableNeedDrain = true
     ask('large', MAX_QUEUED / 2 + 1)
-    await settled()
+    await settled(socket)
     expect(admitted).toEqual([])
     ws.bufferedAmount = 0
     transport.writableNeedDrain = false
     transport.emit('drain')
-    await settled()
+    await settled(socket)
     expect(admitted).toEqual(['large'])
   })
 
@@ -247,7 +266,7 @@ describe('answers to joins', () => {
     const { admitted, ask } = joins(socket)
     socket.ws.bufferedAmount = 1000
     ask('a', MAX_QUEUED / 2)
-    await settled()
+    await settled(socket)
     expect(admitted).toEqual(['a'])
   })
 
@@ -258,17 +277,17 @@ describe('answers to joins', () => {
     ws.bufferedAmount = MAX_QUEUED / 2
     transport.writableNeedDrain = true
     ask('a', 1000)
-    await settled()
+    await settled(socket)
     expect(admitted).toEqual([])
     ws.emit('close')
-    await settled()
+    await settled(socket)
     expect(admitted).toEqual(['a'])
 
     const unbounded = guarded({})
     unbounded.ws.bufferedAmount = Number.MAX_SAFE_INTEGER
     const other = joins(unbounded)
     other.ask('b', 1 << 30)
-    await settled()
+    await settled(unbounded)
     expect(other.admitted).toEqual(['b'])
   })
 })

@@ -150,7 +150,8 @@ export class SocketGuard {
    * WebSocket, which counts the bytes received and written; `pingTimers`: where the liveness
    * checks are armed (default `timers`). They must run on the clock Hocuspocus pings on (the
    * real one), as they answer its pings for a peer reading a backlog, and read pongs that come
-   * in real time.
+   * in real time; the waiting answers to joins are weighed again on them too, once the answers
+   * admitted before were sent.
    */
   constructor(ws: WebSocket, limits: SocketGuardLimits, metrics: RelayMetrics, timers: RelayTimers, log: RelayLog, transport?: SocketTransport, pingTimers: RelayTimers = timers) {
     this.#ws = ws
@@ -283,12 +284,13 @@ export class SocketGuard {
     }
     if (this.#settling || this.#admitted === 0) return
     this.#settling = true
-    // By the next macrotask the admitted answers were sent, and count in `bufferedAmount`.
-    setImmediate(() => {
+    // By the next macrotask the admitted answers were sent, and count in `bufferedAmount`. On the
+    // ping timers: the relay's may be a test's hand-run clock, and the answers must not wait for it.
+    this.#pingTimers.setTimeout(() => {
       this.#settling = false
       this.#admitted = 0
       this.#admitAnswers()
-    })
+    }, 0)
   }
 
   /** Reads the socket again. */

@@ -44,6 +44,18 @@ export function awarenessFrame(room: string, payload: Uint8Array): Uint8Array {
   return messageFrame(room, AWARENESS, (e) => encoding.writeVarUint8Array(e, payload))
 }
 
+/** An awareness message for `room` with the given entries, each state as JSON text (`'null'`: removed). */
+export function presenceText(room: string, entries: readonly (readonly [client: number, clock: number, json: string])[]): Uint8Array {
+  const update = encoding.createEncoder()
+  encoding.writeVarUint(update, entries.length)
+  for (const [client, clock, json] of entries) {
+    encoding.writeVarUint(update, client)
+    encoding.writeVarUint(update, clock)
+    encoding.writeVarString(update, json)
+  }
+  return awarenessFrame(room, encoding.toUint8Array(update))
+}
+
 /** The relay's Part message type (a Sync message over the size limit, in parts). */
 const PART = 100
 

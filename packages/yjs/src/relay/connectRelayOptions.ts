@@ -126,8 +126,9 @@ export interface ConnectRelayOptions {
   readonly WebSocket?: new (url: string) => RelaySocket
   /**
    * Receives what the client could not use or works around: an undecodable message, a token
-   * function that threw, a room the relay could not open now and that joins again (default
-   * `console.error`).
+   * function that threw, a room the relay could not open now and that joins again, a presence the
+   * relay did not show as its room shows as many as it allows (once per connection of the room;
+   * the room syncs on) (default `console.error`).
    */
   readonly onError?: (error: Error) => void
 }

@@ -349,8 +349,10 @@ export class RelayRoom {
     }
     if (typeof message !== 'object' || message === null) return
     const { tidemark, reason } = message
+    // Not a refusal: the room stays open, and only a presence it sent is not shown.
+    if (tidemark === 'presence-dropped') this.#presence?.dropped(String(reason))
     // Past the relay's rate the room is closed next, and joins again: nothing to refuse.
-    if (tidemark === 'refused' && reason !== RATE_LIMITED) this.#refuse(`tidemark:refused ${String(reason)}`, true)
+    else if (tidemark === 'refused' && reason !== RATE_LIMITED) this.#refuse(`tidemark:refused ${String(reason)}`, true)
   }
 
   /** The server closed this room's connection (the socket stays open). */

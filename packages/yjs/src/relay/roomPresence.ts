@@ -38,6 +38,8 @@ export class RoomPresence {
   #shown = false
   /** The clock this client's own state was last withdrawn at (-1: never). */
   #withdrawnAt = -1
+  /** A presence the relay dropped at its room's cap was reported on the current connection. */
+  #droppedReported = false
   /**
    * Clients whose presence changed since the last message: sent together once the task is over,
    * at the room's pace (the relay counts every presence message against the room's rate).
@@ -74,7 +76,21 @@ export class RoomPresence {
   /** The room was authenticated: the local state goes to the relay as if it had just changed. */
   announce(): void {
     this.#shown = false
+    this.#droppedReported = false
     announcePresence(this.#awareness)
+  }
+
+  /**
+   * The relay did not show a presence message of this room: the room shows as many presences as
+   * the relay allows (`reason`, `room-presence-limit <cap>`). The app is told (`onError`) once
+   * per connection of the room (the relay tells each presence message it drops, and the awareness
+   * renews its state every 15 s). The room itself stays: its doc syncs on, and the presence goes
+   * again at its next change or renewal, shown once others left.
+   */
+  dropped(reason: string): void {
+    if (this.#droppedReported) return
+    this.#droppedReported = true
+    this.#link.fail(`${this.#room}: the relay did not show this client's presence (${reason}): the room shows as many presences as it allows; the room syncs on, and the presence goes again at its next change`)
   }
 
   /** Peers seen through this room are gone; their states apply again when they come back. */
