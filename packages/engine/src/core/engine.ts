@@ -6,7 +6,8 @@ import { EngineLiveness } from './engineLiveness.ts'
 import type { Engine, EngineOptions, EngineStats, IngestReceipt, LateEvent } from './engineApi.ts'
 import { type ResolvedOptions, resolveOptions, windowIndexes } from './engineOptions.ts'
 import type { StreamEvent } from './event.ts'
-import { finishableClock, Frontiers } from '../time/frontiers.ts'
+import { Frontiers } from '../time/frontiers.ts'
+import { finishableClock } from '../time/sourceFinish.ts'
 import { LateLane } from './lateLane.ts'
 import { ingestSink } from './ingestSink.ts'
 import { elementOrUnreadable, refusal } from './inputRejection.ts'
@@ -317,16 +318,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
   raiseVersionFloor(floor: number): number {
     this.#liveness.assertOpen()
     if (!Number.isSafeInteger(floor) || floor < 0) throw new RangeError(`raiseVersionFloor needs a safe integer >= 0, got ${String(floor)}`)
-    const frontiers = this.#frontiers
-    if (floor > frontiers.versionFloor) frontiers.versionFloor = floor
-    const raised = frontiers.versionFloor
-    let highest = raised
-    for (const clock of frontiers.sources.values()) {
-      if (clock.writer !== this.replicaId) continue
-      if (clock.version < raised) clock.version = raised
-      else if (clock.version > highest) highest = clock.version
-    }
-    return highest
+    return this.#frontiers.raiseVersionFloor(floor, this.replicaId)
   }
 
   /**

@@ -4,13 +4,15 @@ import { type Arrival, ArrivalQueue } from './arrivalQueue.ts'
 import type { IngestReceipt, LateEvent } from '../core/engineApi.ts'
 import type { StreamEvent } from '../core/event.ts'
 import { elementOrUnreadable, readInputOnce, refusal, safeInvalidReason, UNREADABLE } from '../core/inputRejection.ts'
-import { compareEventOrder, type OrderedEvent, type PendingEvent, toPendingEvent } from './eventOrder.ts'
-import { finishableClock, finishedDetail, Frontiers } from '../time/frontiers.ts'
+import { type PendingEvent, toPendingEvent } from './eventOrder.ts'
+import { Frontiers } from '../time/frontiers.ts'
+import { finishableClock, finishedDetail } from '../time/sourceFinish.ts'
 import { FutureSources, latestAdmittedTs } from '../core/futureSources.ts'
 import { LateLane } from '../core/lateLane.ts'
 import type { OrderedBatch, OrderedStream, OrderedStreamOptions, OrderedStreamStats } from './orderedStreamApi.ts'
 import { type ResolvedOrderedStreamOptions, resolveOrderedStreamOptions } from './orderedStreamOptions.ts'
 import { OrderProof } from '../time/orderProof.ts'
+import { emitCorrections, emitReady } from './orderedEmission.ts'
 import { PendingBuffer } from './pendingBuffer.ts'
 import type { SourceClock } from '../time/sourceClock.ts'
 
@@ -270,10 +272,25 @@ export class OrderedEventStream implements OrderedStream {
     const moves = buffer.moves
     const batches: OrderedBatch[] = []
     const watermark = this.#frontiers.watermark
-    if (buffer.peekTs() < watermark) this.#emitReady(watermark, batches)
+    const { batchSize } = this.#options
+    const counts = this.#counts
+    if (buffer.peekTs() < watermark) {
+      const emitted = emitReady(buffer, watermark, batchSize, this.#frontiers.sources, this.#proof, batches)
+      counts.readyEmitted += emitted
+      counts.readyBatches += Math.ceil(emitted / batchSize)
+    }
     this.#work.flushComparisons += buffer.comparisons - comparisons
     this.#work.flushMoves += buffer.moves - moves
-    if (this.#corrections.length > 0) this.#emitCorrections(batches)
+    const corrections = this.#corrections
+    if (corrections.length > 0) {
+      for (const arrival of this.#correctionArrivals) arrival.remaining--
+      this.#corrections = []
+      this.#correctionArrivals = []
+      this.#work.flushComparisons += emitCorrections(corrections, batchSize, this.#frontiers.sources, this.#proof, batches)
+      this.#work.flushMoves += corrections.length
+      counts.correctionsEmitted += corrections.length
+      counts.correctionBatches += Math.ceil(corrections.length / batchSize)
+    }
     return batches.length === 0 ? NO_BATCHES : batches
   }
 
@@ -355,66 +372,6 @@ export class OrderedEventStream implements OrderedStream {
       watermarkLag: f.maxTs > f.watermark ? f.maxTs - f.watermark : 0,
       work: { ...this.#work },
     }
-  }
-
-  /** Pops every event with `ts < watermark`: the ready subset only, never the backlog. */
-  #emitReady(watermark: number, batches: OrderedBatch[]): void {
-    const buffer = this.#buffer
-    const batchSize = this.#options.batchSize
-    const sources = this.#frontiers.sources
-    let batch: PendingEvent[] = []
-    let previousTs = Number.NaN
-    let clock: SourceClock | undefined
-    let emitted = 0
-    while (buffer.peekTs() < watermark) {
-      const event = buffer.pop()
-      const ts = event.ts
-      const tie = ts === previousTs || ts === buffer.peekTs()
-      previousTs = ts
-      if (clock === undefined || clock.name !== event.source) clock = sources.get(event.source) as SourceClock
-      event.basis = this.#proof.basis(clock, event.seq, tie)
-      batch.push(event)
-      if (batch.length === batchSize) {
-        batches.push({ kind: 'ready', events: batch })
-        emitted += batch.length
-        batch = []
-      }
-    }
-    if (batch.length > 0) {
-      batches.push({ kind: 'ready', events: batch })
-      emitted += batch.length
-    }
-    this.#counts.readyEmitted += emitted
-    this.#counts.readyBatches += Math.ceil(emitted / batchSize)
-  }
-
-  /** Corrections admitted since the last flush, sorted among themselves: O(c log c) in their number. */
-  #emitCorrections(batches: OrderedBatch[]): void {
-    const corrections = this.#corrections
-    for (const arrival of this.#correctionArrivals) arrival.remaining--
-    this.#corrections = []
-    this.#correctionArrivals = []
-    let comparisons = 0
-    corrections.sort((a, b) => {
-      comparisons++
-      return compareEventOrder(a, b)
-    })
-    const sources = this.#frontiers.sources
-    const batchSize = this.#options.batchSize
-    const c = corrections.length
-    for (let i = 0; i < c; i++) {
-      const event = corrections[i] as PendingEvent
-      const tie = (corrections[i - 1]?.ts ?? Number.NaN) === event.ts || (corrections[i + 1]?.ts ?? Number.NaN) === event.ts
-      event.basis = this.#proof.basis(sources.get(event.source) as SourceClock, event.seq, tie)
-    }
-    for (let start = 0; start < c; start += batchSize) {
-      const events: readonly OrderedEvent[] = c <= batchSize ? corrections : corrections.slice(start, start + batchSize)
-      batches.push({ kind: 'correction', events })
-    }
-    this.#counts.correctionsEmitted += c
-    this.#counts.correctionBatches += Math.ceil(c / batchSize)
-    this.#work.flushComparisons += comparisons
-    this.#work.flushMoves += c
   }
 
   /**

@@ -1,5 +1,3 @@
-import { MAX_NAME_LENGTH } from '../core/event.ts'
-import { OverflowError } from '../core/overflowError.ts'
 import type { EngineCheckpoint } from '../recovery/engineCheckpoint.ts'
 import type { ClockEntry } from '../replica/replicaPort.ts'
 import { ClockChanges } from './clockChanges.ts'
@@ -111,6 +109,23 @@ export class Frontiers {
       clock.changed()
     }
     return clock
+  }
+
+  /**
+   * Raises `versionFloor` to `floor` (never lowers it) and every clock `writer` writes to it.
+   * Returns the highest version of those clocks, or the floor when that is higher.
+   * (`TidemarkEngine.raiseVersionFloor` says why and when.)
+   */
+  raiseVersionFloor(floor: number, writer: string): number {
+    if (floor > this.versionFloor) this.versionFloor = floor
+    const raised = this.versionFloor
+    let highest = raised
+    for (const clock of this.sources.values()) {
+      if (clock.writer !== writer) continue
+      if (clock.version < raised) clock.version = raised
+      else if (clock.version > highest) highest = clock.version
+    }
+    return highest
   }
 
   /** Manual strategy: moves W forward (never back). Returns true when it moved. */
@@ -429,37 +444,4 @@ export class Frontiers {
 export interface FrontierHolders {
   readonly proof: string | null
   readonly watermark: string | null
-}
-
-/**
- * The detail of a `finished_source` refusal.
- *
- * @example
- * finishedDetail('d1') // "source 'd1' was finished: it takes no more events"
- */
-export function finishedDetail(source: string): string {
-  return `source '${source}' was finished: it takes no more events`
-}
-
-/**
- * The clock of a source `replicaId` may finish (`engine.finishSource`), or undefined for a source
- * not seen yet that there is room for; a source already finished, by whichever writer, is
- * returned as it is (finishing it again changes nothing). Throws for what cannot be finished: a
- * name that is not one, a source another replica writes and has not finished (only its writer
- * knows that nothing more comes), and a new source past `maxSources` (the option named `limit`).
- *
- * @example
- * finishableClock(frontiers, 'd1', 'tab-1', 10_000)?.finished // false: d1 can be finished
- */
-export function finishableClock(frontiers: Frontiers, source: string, replicaId: string, maxSources: number, limit = 'limits.maxSources'): SourceClock | undefined {
-  if (typeof source !== 'string' || source.length === 0 || source.length > MAX_NAME_LENGTH) {
-    throw new TypeError(`finishSource needs a source name (a non-empty string of at most ${MAX_NAME_LENGTH} units), got ${typeof source === 'string' ? `a string of ${source.length}` : typeof source}`)
-  }
-  const clock = frontiers.sources.get(source)
-  // A source its writer finished takes nothing more from anyone: finishing it again changes nothing.
-  if (clock !== undefined && clock.writer !== replicaId && !clock.finished) {
-    throw new Error(`source '${source}' is written by replica '${clock.writer}': only its writer can finish it`)
-  }
-  if (clock === undefined && frontiers.sources.size >= maxSources) throw new OverflowError('engine', `${limit} (${maxSources}) reached`)
-  return clock
 }

@@ -16,7 +16,7 @@ import type { beforeHandleMessagePayload, Connection, connectedPayload, Document
 import * as Y from 'yjs'
 import { grantAdmits } from '../auth/accessGrant.ts'
 import type { TokenVerifier } from '../auth/tokenVerifier.ts'
-import { authorizeUpdate, type StateNeed, type WriteGrant } from '../authorize/authorizeUpdate.ts'
+import { authorizeUpdate, type WriteGrant } from '../authorize/authorizeUpdate.ts'
 import type { RelayMetrics } from '../metrics/relayMetrics.ts'
 import { MESSAGE, type PartHeader, type RelayFrame, readAwareness, readFrame, SYNC_STEP } from '../protocol/relayFrame.ts'
 import { OpenRefused, presenceDroppedPayload, Refusal, refusedPayload } from '../protocol/refusal.ts'
@@ -24,8 +24,9 @@ import { classifyRoom } from '../rooms/roomName.ts'
 import type { RoomSizes } from '../rooms/roomSizes.ts'
 import type { RelayLog } from '../relayLog.ts'
 import type { RelayLimits } from '../relayOptions.ts'
-import { ConnectionGate, type HeldUpdate, type RelayContext } from './connectionGate.ts'
-import { acknowledge, applyAsHocuspocus, docVersion } from './hocuspocusSteps.ts'
+import { ConnectionGate, type RelayContext } from './connectionGate.ts'
+import { HeldUpdates } from './heldUpdates.ts'
+import { acknowledge, applyAsHocuspocus } from './hocuspocusSteps.ts'
 import { AssemblingMessages, firstPartProblem, MessageParts } from './messageParts.ts'
 import type { RoomAdmission } from './roomAdmission.ts'
 import { MAX_ROOM_PRESENCES, RoomPresence } from './roomPresence.ts'
@@ -48,9 +49,6 @@ export type AccessGateLimits = Pick<RelayLimits, 'updatesPerSecond' | 'updateBur
    */
   readonly maxAssemblingBytes: number
 }
-
-/** Updates one connection may have held (each changed document is checked against each of them). */
-export const MAX_HELD_UPDATES = 1024
 
 const NOTHING: WriteGrant = { replicas: new Set(), sources: new Set() }
 
@@ -82,7 +80,7 @@ export class AccessGate implements Extension {
   readonly #expiry: TokenExpiry
   /** Who holds which client id's presence in each room (told to the other relays through `presence.share`). */
   readonly presence = new RoomPresence()
-  #heldUpdates = 0
+  readonly #held: HeldUpdates
   readonly #assembling: AssemblingMessages<ConnectionGate, Connection>
   readonly #updateBytes: UpdateBytes
   /** The same budget for presence, apart: a provider's echoes never cost its updates. */
@@ -107,6 +105,7 @@ export class AccessGate implements Extension {
     this.#updateBytes = new UpdateBytes(deps.limits.updateBytesPerSecond, deps.limits.maxRoomBytes, deps.now)
     this.#presenceBytes = new UpdateBytes(deps.limits.updateBytesPerSecond, deps.limits.maxRoomBytes, deps.now)
     this.#sizes = deps.sizes
+    this.#held = new HeldUpdates({ metrics: deps.metrics, sizes: deps.sizes, maxHeldBytes: deps.limits.maxHeldBytes })
     this.#admission = deps.admission
     this.#log = deps.log
     this.#now = deps.now
@@ -125,7 +124,7 @@ export class AccessGate implements Extension {
 
   /** Updates currently held, across connections. */
   get heldUpdates(): number {
-    return this.#heldUpdates
+    return this.#held.count
   }
 
   /** Bytes of messages being received in parts, across connections. */
@@ -201,7 +200,7 @@ export class AccessGate implements Extension {
       // Hocuspocus applies the message in the microtasks after this hook resolves.
       setImmediate(() => {
         try {
-          const refusal = this.#releaseHeld(gate, connection, document)
+          const refusal = this.#closing ? null : this.#held.release(gate, connection, document, this.#presentElsewhere(document, gate))
           if (refusal !== null) this.#refuse(gate, connection, null, null, refusal)
         } catch (error) {
           // Thrown out of a timer callback this would end the process.
@@ -315,15 +314,8 @@ export class AccessGate implements Extension {
       return 'pass'
     }
     if (!verdict.missing) return verdict.refusal
-    if (gate.heldBytes + frame.payload.byteLength > this.#limits.maxHeldBytes || gate.held.length >= MAX_HELD_UPDATES) return new Refusal('missing-origin', verdict.detail)
-    // It depends on updates not here yet (sent later in this connection, or lost by a restarted
-    // relay and re-sent by the client's sync step 2): held, checked again after a message once
-    // the document has what it waits for.
-    gate.held.push({ payload: frame.payload.slice(), step: frame.step, needs: verdict.needs, met: 0 })
-    gate.heldBytes += frame.payload.byteLength
-    this.#heldUpdates++
-    this.#metrics.updatesHeld++
-    return 'drop'
+    // It depends on updates not here yet: held, checked again after a message once the document has what it waits for.
+    return this.#held.hold(gate, frame.payload, frame.step, verdict.needs, verdict.detail) ?? 'drop'
   }
 
   /**
@@ -391,42 +383,6 @@ export class AccessGate implements Extension {
     return (client) => this.presence.heldByAnother(document, gate, client)
   }
 
-  /** Applies the held updates that have become applicable, in order, as Hocuspocus would have; a refusal when one never can be. */
-  #releaseHeld(gate: ConnectionGate, connection: Connection, document: Document): Refusal | null {
-    if (gate.held.length === 0 || gate.ended || this.#closing || document.isDestroyed || !document.hasConnection(connection)) return null
-    // Nothing changed since the last look: every held update still waits (a message that changes
-    // nothing must not cost a check of every held byte).
-    if (gate.heldVersion === docVersion(document)) return null
-    let progress = true
-    while (progress && gate.held.length > 0) {
-      progress = false
-      for (let i = 0; i < gate.held.length; i++) {
-        const held = gate.held[i] as HeldUpdate
-        while (held.met < held.needs.length && Y.getState(document.store, (held.needs[held.met] as StateNeed).client) >= (held.needs[held.met] as StateNeed).clock) held.met++
-        if (held.met < held.needs.length) continue
-        const verdict = authorizeUpdate(document, held.payload, gate.grant, this.#presentElsewhere(document, gate))
-        if (!verdict.ok && verdict.missing) {
-          // Its needs were met, so this cannot happen; were it to, it must not be checked again at every message.
-          if (verdict.needs.every(({ client, clock }) => Y.getState(document.store, client) >= clock)) return new Refusal('missing-origin', verdict.detail)
-          held.needs = verdict.needs
-          held.met = 0
-          continue
-        }
-        gate.held.splice(i, 1)
-        gate.heldBytes -= held.payload.byteLength
-        this.#heldUpdates--
-        i--
-        if (!verdict.ok) return verdict.refusal
-        if (!this.#sizes.admits(gate.roomName, document, held.payload.byteLength)) return new Refusal('room-too-large')
-        applyAsHocuspocus(connection, document, held.payload)
-        this.#metrics.updatesIn++
-        progress = true
-      }
-    }
-    gate.heldVersion = docVersion(document)
-    return null
-  }
-
   #neutralize(data: Uint8Array, frame: RelayFrame): void {
     if (frame.ok) data[frame.typeAt] = MESSAGE.queryAwareness
   }
@@ -439,7 +395,7 @@ export class AccessGate implements Extension {
     if (gate.ended) return false
     gate.ended = true
     this.#expiry.disarm(gate)
-    this.#heldUpdates -= gate.dropHeld()
+    this.#held.drop(gate)
     this.#dropParts(gate)
     return true
   }
