@@ -15,6 +15,7 @@ import {
   type Engine,
   type EngineOptions,
   everyElement,
+  manual,
   never,
   sliding,
   type Trigger,
@@ -479,6 +480,52 @@ describe('ticks in the write-ahead log', () => {
     for (const op of ops) replayed.replay(op)
     for (const e of [engine, restored, replayed]) expect(e.nextTickAt()).toBe(1_100)
     expect(exact(replayed.checkpoint())).toBe(exact(engine.checkpoint()))
+  })
+
+  it('a window changed while the clock gave no time, then shown by a pane and gone, leaves nothing due: the tick at the next finite reading is not logged', () => {
+    const clock = fakeClock(Number.NaN)
+    const { engine, ops } = logged({ windows: tumbling(10), watermark: manual(), retention: 0, trigger: { early: afterProcessingTime(100) }, replicaId: 'r1', now: clock.read })
+    engine.ingest([reading('d1', 1, 5)])
+    // Fired on time and final while the clock still read NaN, then left live state.
+    engine.advanceWatermark(100)
+    expect(engine.stats().openWindows).toBe(0)
+    clock.now = 1_000
+    engine.tick()
+    expect(ops.map((op) => op.kind)).toEqual(['ingest', 'advance'])
+    expect(engine.nextTickAt()).toBe(Number.POSITIVE_INFINITY)
+  })
+
+  it('windows changed while the clock gave no time fire their panes in one order live, after a checkpoint restore, and on replay', () => {
+    const clock = fakeClock(0)
+    const options: EngineOptions = { windows: tumbling(10), watermark: manual(), trigger: { early: afterProcessingTime(100) }, replicaId: 'r1', now: clock.read }
+    const { engine, ops } = logged(options)
+    engine.ingest([{ ...reading('d1', 1, 5), key: 'a' }])
+    engine.ingest([{ ...reading('d1', 2, 5), key: 'b' }])
+    clock.now = 100
+    engine.tick()
+    // Changed again while the clock reads NaN, in the other order than the windows were made in.
+    clock.now = Number.NaN
+    engine.ingest([{ ...reading('d1', 3, 6), key: 'b' }])
+    engine.ingest([{ ...reading('d1', 4, 6), key: 'a' }])
+    const restored = new TidemarkEngine(options)
+    restored.restore(engine.checkpoint())
+    const replayed = new TidemarkEngine(options)
+    for (const op of ops) replayed.replay(op)
+    const engines = [engine, restored, replayed]
+    const seen = engines.map((e) => {
+      const lines: string[] = []
+      e.subscribe((changes) => {
+        for (const c of changes) lines.push(`${c.type} ${c.result.key} ${c.result.count}`)
+      })
+      return lines
+    })
+    clock.now = 1_000
+    for (const e of engines) e.tick()
+    clock.now = 1_100
+    for (const e of engines) e.tick()
+    expect(seen[0]).toHaveLength(2)
+    expect(seen[1]).toEqual(seen[0])
+    expect(seen[2]).toEqual(seen[0])
   })
 
   it('logs a tick only when something was due: a trigger, a source turning idle, a clock gone back', () => {

@@ -5,6 +5,8 @@
  * is checked here, with the edges of the processing-time triggers. A fake clock (`now`) and
  * `tick()`; no sleeps.
  */
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
 import { describe, expect, it } from 'vitest'
 import {
   alignedProcessingTime,
@@ -18,7 +20,14 @@ import {
   session,
   type StreamEvent,
   tumbling,
+  type WindowResult,
 } from '../src/index.ts'
+
+/** A full garbage collection, to see what the engine still holds. */
+const collectGarbage = ((): (() => void) => {
+  setFlagsFromString('--expose-gc')
+  return runInNewContext('gc') as () => void
+})()
 
 /** An event of source `s` (or `source`) at `ts`, key `key`. */
 function at(id: string, ts: number, key = 'k', value = 1, source = 's'): StreamEvent {
@@ -103,6 +112,26 @@ describe('Triggers', () => {
     clock.now = 1_100
     engine.tick()
     expect(seen.filter((change) => change.includes(' 0-10 '))).toEqual(['provisional k 0-10 1', 'on_time k 0-10 1', 'correction k 0-10 2'])
+  })
+
+  it('a window changed while the clock reads NaN is let go once it leaves live state, though the clock still reads NaN', async () => {
+    const { engine, seen } = watched({ windows: tumbling(10), watermark: manual(), retention: 0, trigger: { early: afterProcessingTime(100) } }, Number.NaN)
+    let shown: WindowResult | null = null
+    engine.subscribe((changes) => {
+      shown ??= changes[0]?.result ?? null
+    })
+    engine.ingest([at('a', 5)])
+    engine.advanceWatermark(100)
+    expect(seen).toEqual(['on_time k 0-10 1'])
+    expect(engine.stats().openWindows).toBe(0)
+    // The window's result lives as long as the window: held, every window changed while the clock reads NaN would be kept for good.
+    const result = new WeakRef(shown as unknown as WindowResult)
+    shown = null
+    seen.length = 0
+    // A WeakRef made in this job holds its target until the job ends.
+    await new Promise((resolve) => setImmediate(resolve))
+    collectGarbage()
+    expect(result.deref()).toBeUndefined()
   })
 
   it('a window already final that a peer’s cell changes gets its late pane at once, also with late: never()', () => {

@@ -48,6 +48,8 @@ export class WindowLifecycle implements WindowTracker {
    * Windows changed while the clock read no finite time (NaN, an infinity), so that no deadline
    * could be worked out: their timers are armed at the clock's next finite reading, as if changed
    * then (docs/bad-input.md, B17). A Set: a window changed at many such readings is armed once.
+   * A window leaves it with the pane that shows its change, or when it turns final or is
+   * swallowed: it holds live windows only, however long the clock reads no time.
    */
   readonly #unstamped = new Set<WindowState>()
   /** The last timer armed: timers due together fire in the order they were armed. */
@@ -145,7 +147,10 @@ export class WindowLifecycle implements WindowTracker {
 
   swallowed(w: WindowState, gone: boolean): void {
     // A session that stays under a new start keeps its trigger: its pane is still to come.
-    if (gone) this.#cancel(w)
+    if (gone) {
+      this.#cancel(w)
+      this.#unstamped.delete(w)
+    }
     const emitted = w.emitted
     if (emitted !== null) this.#changes.push({ type: 'retract', result: emitted, pane: emitted.pane })
   }
@@ -345,6 +350,8 @@ export class WindowLifecycle implements WindowTracker {
     w.remember(result, this.#settings.historyLimit)
     w.dirty = false
     this.#cancel(w)
+    // Shown: nothing is left for a timer armed at the next finite reading.
+    if (this.#unstamped.size > 0) this.#unstamped.delete(w)
   }
 
   #arm(w: WindowState, trigger: Trigger, now: number): void {
@@ -362,15 +369,18 @@ export class WindowLifecycle implements WindowTracker {
 
   /**
    * Arms, at the finite reading `now`, the timers of the windows changed while the clock read no
-   * finite time that no pane has shown since, in the order they were changed.
+   * finite time that no pane has shown since, in the order `results()` lists them: the order in
+   * which they were changed is not in a checkpoint, and a restored engine must fire their panes in
+   * the order the live one does.
    */
   #stamp(now: number): void {
     const { early, late } = this.#settings
-    for (const w of this.#unstamped) {
+    const unstamped = [...this.#unstamped].sort(compareResults)
+    this.#unstamped.clear()
+    for (const w of unstamped) {
       const trigger = w.fired ? late : early
       if (w.live && w.dirty && !w.final && hasDeadlines(trigger)) this.#arm(w, trigger, now)
     }
-    this.#unstamped.clear()
   }
 
   #cancel(w: WindowState): void {
@@ -404,6 +414,7 @@ export class WindowLifecycle implements WindowTracker {
 
   #markFinal(w: WindowState): void {
     w.final = true
+    if (this.#unstamped.size > 0) this.#unstamped.delete(w)
     this.#leaveAt(w)
   }
 
