@@ -122,4 +122,36 @@ describe('a raised floor and the earlier session’s clock heard from a peer', (
     expect(c.replica.exportState().clocks).toEqual(engine.replica.exportState().clocks)
     expect(versions(engine).clocks).toEqual({ d1: 1_000 })
   })
+  it('is carried by checkpoint() and restore(): a source taken up after the restore starts at the floor', () => {
+    const engine = new TidemarkEngine(options)
+    engine.ingest([at('d1', 1)])
+    engine.raiseVersionFloor(1_000)
+    const resumed = new TidemarkEngine(options)
+    resumed.restore(engine.checkpoint())
+    resumed.ingest([at('d2', 1)])
+    expect(versions(resumed).clocks).toEqual({ d1: 1_000, d2: 1_001 })
+  })
+
+  it('leaves a checkpoint at floor 0 as it was, and restores one of before the floor at 0', () => {
+    const engine = new TidemarkEngine(options)
+    engine.ingest([at('d1', 1)])
+    const checkpoint = engine.checkpoint()
+    expect(checkpoint.frontiers).not.toHaveProperty('versionFloor')
+    const resumed = new TidemarkEngine(options)
+    resumed.restore(checkpoint)
+    resumed.ingest([at('d2', 1)])
+    expect(versions(resumed).clocks).toEqual({ d1: 1, d2: 1 })
+  })
+
+  it.each([-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '7'])('refuses a checkpoint whose versionFloor is %s, before anything changes', (floor) => {
+    const engine = new TidemarkEngine(options)
+    engine.ingest([at('d1', 1)])
+    engine.raiseVersionFloor(1_000)
+    const checkpoint = engine.checkpoint()
+    const damaged = { ...checkpoint, frontiers: { ...checkpoint.frontiers, versionFloor: floor } } as unknown as typeof checkpoint
+    const resumed = new TidemarkEngine(options)
+    expect(() => resumed.restore(damaged)).toThrow(/frontiers\.versionFloor/)
+    resumed.restore(checkpoint)
+    expect(versions(resumed).clocks).toEqual({ d1: 1_000 })
+  })
 })

@@ -304,9 +304,10 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
    * What `openEngine` does after a recovery that skipped damaged log records or a damaged
    * checkpoint: replay then gives back lower versions than peers may already hold, and a new
    * write at one of those would tie with a different cell of the earlier session. Cells keep
-   * their versions: a newer copy a peer still holds is merged back as before. Not logged, nor in
-   * `checkpoint()`: the caller keeps the floor (`openEngine` beside its log) and raises it again
-   * when a later replay reaches the record it was raised after. Returns the highest version of a
+   * their versions: a newer copy a peer still holds is merged back as before. Not logged: the
+   * caller keeps the floor (`openEngine` beside its log) and raises it again when a later replay
+   * reaches the record it was raised after. A `checkpoint()` taken after it carries it, and
+   * `restore` takes it back. Returns the highest version of a
    * source this replica writes, or the floor when that is higher.
    *
    * @example

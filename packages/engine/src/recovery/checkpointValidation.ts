@@ -250,6 +250,7 @@ function checkpointShape(target: RestoreTarget): Check {
       proof: number,
       idleSources: whole,
       untrackedProof: optional(number),
+      versionFloor: optional(whole),
       heldBy: optional(shaped({ proof: nullable(name), watermark: nullable(name) })),
     }),
     sources: listOf(clock),

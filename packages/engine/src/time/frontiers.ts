@@ -403,6 +403,8 @@ export class Frontiers {
         idleSources: this.idleSources,
         // Only when some clock was left out: checkpoints of engines that never did stay as they were.
         ...(this.untrackedProof === Number.POSITIVE_INFINITY ? {} : { untrackedProof: this.untrackedProof }),
+        // Only when raised: a source taken up after a restore starts there as it would have here.
+        ...(this.versionFloor === 0 ? {} : { versionFloor: this.versionFloor }),
         // As judged at the last advance, which a restored engine cannot judge again (it was at another processing time).
         heldBy: this.holders(),
       },
@@ -419,6 +421,7 @@ export class Frontiers {
     this.proof = f.proof
     this.idleSources = f.idleSources
     this.untrackedProof = typeof f.untrackedProof === 'number' ? f.untrackedProof : Number.POSITIVE_INFINITY
+    this.versionFloor = f.versionFloor ?? 0
     this.#moves++
     // Followed again once advances are calm: the heaps are built from the restored clocks.
     this.#unfollow()
