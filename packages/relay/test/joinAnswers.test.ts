@@ -1,14 +1,16 @@
 /**
  * What the relay queues for a socket that joins many rooms at once. Each join's step 1 is answered
- * with the room's whole state; the socket guard stops reading a socket only once half of
- * `maxQueuedBytes` is queued, and the joins already read would each queue their answer. The relay
- * admits a join's answer only while the socket's queue has room for it, and answers the rest as
- * the client reads: a client that reads normally is never cut for what it asked for.
+ * with what the client lacks of the room, the room's whole state at a first join; the socket guard
+ * stops reading a socket only once half of `maxQueuedBytes` is queued, and the joins already read
+ * would each queue their answer. The relay admits a join's answer only while the socket's queue
+ * has room for it, and answers the rest as the client reads: a client that reads normally is never
+ * cut for what it asked for. A client that holds the rooms already is not made to wait.
  */
 import * as decoding from 'lib0/decoding'
 import { afterAll, afterEach, expect, it, vi } from 'vitest'
 import WebSocket from 'ws'
 import * as Y from 'yjs'
+import { SocketGuard } from '../src/gate/socketGuard.ts'
 import type { Relay } from '../src/index.ts'
 import { removeDataDirs } from './support/dataDirs.ts'
 import { authFrame, syncFrame } from './support/hocuspocusFrames.ts'
@@ -35,16 +37,16 @@ afterAll(() => removeDataDirs())
 const SYNC = 0
 const STEP2 = 1
 
-/** The room and payload size of a step 2 answer, or null for any other message. */
-function readStep2(message: Uint8Array): { room: string; bytes: number } | null {
+/** The room and update of a step 2 answer, or null for any other message. */
+function readStep2(message: Uint8Array): { room: string; update: Uint8Array } | null {
   const decoder = decoding.createDecoder(message)
   const room = decoding.readVarString(decoder)
   if (decoding.readVarUint(decoder) !== SYNC || decoding.readVarUint(decoder) !== STEP2) return null
-  return { room, bytes: decoding.readVarUint8Array(decoder).byteLength }
+  return { room, update: decoding.readVarUint8Array(decoder) }
 }
 
-/** Fills `fleet`'s rooms `names`, each with `batches` updates of 4,000 readings (about 800 KiB each), all rooms at once. */
-async function fillRooms(relay: Relay, fleet: string, names: readonly string[], batches: number): Promise<void> {
+/** Fills `fleet`'s rooms `names`, each with `batches` updates of 4,000 readings (about 800 KiB each), all rooms at once; returns their devices. */
+async function fillRooms(relay: Relay, fleet: string, names: readonly string[], batches: number): Promise<RoomClient[]> {
   const socket = relaySocket(relay.url)
   sockets.push(socket)
   const devices = await Promise.all(names.map(async (name) => openRoom(socket, `${fleet}/${name}`, await deviceToken(fleet, name))))
@@ -61,6 +63,56 @@ async function fillRooms(relay: Relay, fleet: string, names: readonly string[], 
     await waitFor(() => devices.every((device) => !device.provider.hasUnsyncedChanges || device.closed.length > 0), `batch ${batch} acknowledged`, 60_000)
   }
   for (const device of devices) expect(device.closed).toEqual([])
+  return devices
+}
+
+/**
+ * The weights the socket guard was asked to find room for, one per join's answer, and how many of
+ * those answers it did not admit at once: they waited for the socket's queue to drain.
+ */
+function answerWaits(): { weights: number[]; waited: number } {
+  const seen = { weights: [] as number[], waited: 0 }
+  const roomForAnswer = SocketGuard.prototype.roomForAnswer
+  vi.spyOn(SocketGuard.prototype, 'roomForAnswer').mockImplementation(function (this: SocketGuard, bytes: number) {
+    seen.weights.push(bytes)
+    let admitted = false
+    const answer = roomForAnswer.call(this, bytes).then(() => {
+      admitted = true
+    })
+    // Queued after `admitted` is set when the guard admitted the answer at once, before otherwise.
+    queueMicrotask(() => {
+      if (!admitted) seen.waited++
+    })
+    return answer
+  })
+  return seen
+}
+
+/**
+ * Joins every room of `docs` in one burst over a raw dashboard socket, each step 1 stating what its
+ * document holds, applies each answer to it, and closes the socket once every room answered.
+ * Returns the bytes of each room's answer (its step 2's update).
+ */
+async function joinInOneBurst(relay: Relay, fleet: string, docs: ReadonlyMap<string, Y.Doc>): Promise<Map<string, number>> {
+  const { ws, closed } = await rawSocket(relay)
+  raw.push(ws)
+  const answered = new Map<string, number>()
+  ws.on('message', (message: Buffer) => {
+    const step2 = readStep2(new Uint8Array(message))
+    if (step2 === null) return
+    Y.applyUpdate(docs.get(step2.room) as Y.Doc, step2.update)
+    answered.set(step2.room, step2.update.byteLength)
+  })
+  let closedWith: { code: number; reason: string } | undefined
+  void closed.then((how) => (closedWith = how))
+  const token = await dashboardToken(fleet)
+  const rooms = [...docs.keys()]
+  const burst = [...rooms.map((room) => authFrame(room, token)), ...rooms.map((room) => syncFrame(room, 0, Y.encodeStateVector(docs.get(room) as Y.Doc)))]
+  for (const frame of burst) ws.send(frame)
+  await waitFor(() => answered.size === rooms.length || closedWith !== undefined, 'every room answered, or the socket closed', 60_000)
+  expect(closedWith).toBeUndefined()
+  ws.terminate()
+  return answered
 }
 
 it('a client joining 20 rooms of about 740 KiB in one write, under 4 MiB queued at most, gets every room and is not cut while it reads', async () => {
@@ -83,7 +135,7 @@ it('a client joining 20 rooms of about 740 KiB in one write, under 4 MiB queued 
   const answered = new Map<string, number>()
   reader.on('message', (message: Buffer) => {
     const step2 = readStep2(new Uint8Array(message))
-    if (step2 !== null) answered.set(step2.room, step2.bytes)
+    if (step2 !== null) answered.set(step2.room, step2.update.byteLength)
   })
   let closedWith: { code: number; reason: string } | undefined
   void closed.then((how) => (closedWith = how))
@@ -126,4 +178,36 @@ it("a dashboard following 1,000 small rooms over one socket, under a queue cap o
   console.log(`a dashboard synced ${rooms.length} rooms in ${Date.now() - started} ms`)
   expect(followed.flatMap((room) => [...room.closed, ...room.denied])).toEqual([])
   for (const [i, name] of written.entries()) expect(replicaLog((followed[i] as RoomClient).doc, name).length).toBe(1)
+})
+
+it('a client rejoining 8 rooms of about 740 KiB that it holds is answered without waiting for its queue to drain; one that lacks them waits as before', async () => {
+  const relay = await startTestRelay(relays, { limits: { maxRoomBytes: 2 << 20, maxQueuedBytes: 4 << 20 } })
+  const names = Array.from({ length: 8 }, (_, i) => `d${i + 1}`)
+  const devices = await fillRooms(relay, 'fleet-r', names, 2)
+  // Readings deleted too: a rejoining client is sent the room's delete set.
+  for (const [i, device] of devices.entries()) replicaLog(device.doc, names[i] as string).delete(10, 5)
+  await waitFor(() => devices.every((device) => !device.provider.hasUnsyncedChanges), 'the deletions acknowledged')
+  const docs = new Map(names.map((name) => [`fleet-r/${name}`, new Y.Doc()]))
+
+  // Under half of 4 MiB, two rooms' whole states fit at once: the others wait for the queue to drain.
+  const first = answerWaits()
+  const joined = await joinInOneBurst(relay, 'fleet-r', docs)
+  console.log(`a client lacking ${names.length} rooms: ${first.waited} answers waited, weighed ${first.weights.join(', ')}`)
+  expect(first.weights).toHaveLength(names.length)
+  for (const weight of first.weights) expect(weight).toBeGreaterThan(512 << 10)
+  expect(first.waited).toBeGreaterThanOrEqual(names.length - 2)
+  for (const bytes of joined.values()) expect(bytes).toBeGreaterThan(512 << 10)
+  vi.restoreAllMocks()
+
+  // The same client back after a blip, holding every room: each answer is the room's delete set.
+  const again = answerWaits()
+  const rejoined = await joinInOneBurst(relay, 'fleet-r', docs)
+  console.log(`the client rejoining holding them: ${again.waited} answers waited, weighed ${again.weights.join(', ')}; answers of ${[...rejoined.values()].join(', ')} bytes`)
+  expect(again.weights).toHaveLength(names.length)
+  expect(again.waited).toBe(0)
+  for (const weight of again.weights) expect(weight).toBeLessThan(1 << 10)
+  for (const bytes of rejoined.values()) expect(bytes).toBeGreaterThan(2)
+  for (const bytes of rejoined.values()) expect(bytes).toBeLessThan(64)
+  for (const [i, name] of names.entries()) expect(replicaLog(docs.get(`fleet-r/${name}`) as Y.Doc, name).length).toBe(replicaLog((devices[i] as RoomClient).doc, name).length)
+  expect(await metric(relay.httpUrl, 'tidemark_relay_refusals_total{reason="slow-reader"}')).toBe(0)
 })

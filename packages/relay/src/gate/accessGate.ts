@@ -27,6 +27,7 @@ import type { RelayLimits } from '../relayOptions.ts'
 import { ConnectionGate, type RelayContext } from './connectionGate.ts'
 import { HeldUpdates } from './heldUpdates.ts'
 import { acknowledge, applyAsHocuspocus } from './hocuspocusSteps.ts'
+import { joinAnswerBytes } from './joinAnswer.ts'
 import { AssemblingMessages, firstPartProblem, MessageParts } from './messageParts.ts'
 import type { RoomAdmission } from './roomAdmission.ts'
 import { MAX_ROOM_PRESENCES, RoomPresence } from './roomPresence.ts'
@@ -52,8 +53,16 @@ export type AccessGateLimits = Pick<RelayLimits, 'updatesPerSecond' | 'updateBur
 
 const NOTHING: WriteGrant = { replicas: new Set(), sources: new Set() }
 
-/** A message goes through, is dropped silently (held, or already refused), is refused, or came after the token expired. */
-type Decision = 'pass' | 'drop' | 'expired' | Refusal
+/** A step 1 that goes through once its socket's queue has room for its answer, of at most `bytes`. */
+class PacedAnswer {
+  constructor(readonly bytes: number) {}
+}
+
+/**
+ * A message goes through, is dropped silently (held, or already refused), is refused, came after
+ * the token expired, or is a step 1 whose answer waits for room.
+ */
+type Decision = 'pass' | 'drop' | 'expired' | Refusal | PacedAnswer
 
 /** The reason a connection whose token expired is closed with. */
 const TOKEN_EXPIRED_CLOSE = 'tidemark:token-expired'
@@ -185,7 +194,7 @@ export class AccessGate implements Extension {
     const frame = readFrame(data)
     try {
       let decision = gate.ended || this.#closing ? 'drop' : this.#decide(gate, connection, document, frame)
-      if (decision === 'pass' && frame.ok && frame.type === MESSAGE.sync && frame.step === SYNC_STEP.step1) decision = await this.#roomForAnswer(gate, connection)
+      if (decision instanceof PacedAnswer) decision = await this.#roomForAnswer(gate, connection, decision.bytes)
       if (decision instanceof Refusal) this.#refuse(gate, connection, data, frame, decision)
       else if (decision === 'drop') this.#neutralize(data, frame)
       else if (decision === 'expired') {
@@ -214,12 +223,13 @@ export class AccessGate implements Extension {
   }
 
   /**
-   * A step 1 is answered with what the client lacks of the room, its whole state at a join: the
-   * answer waits until its socket's queue has room for it (`SocketGuard.roomForAnswer`), so that
-   * joins read in one burst do not queue every room at once. Dropped if the connection ended meanwhile.
+   * A step 1 is answered with what the client lacks of the room, its whole state at a first join:
+   * the answer, of at most `bytes`, waits until its socket's queue has room for it
+   * (`SocketGuard.roomForAnswer`), so that joins read in one burst do not queue every room at
+   * once. Dropped if the connection ended meanwhile.
    */
-  async #roomForAnswer(gate: ConnectionGate, connection: Connection): Promise<Decision> {
-    await (connection.context as RelayContext).socket?.roomForAnswer(this.#sizes.get(gate.roomName))
+  async #roomForAnswer(gate: ConnectionGate, connection: Connection, bytes: number): Promise<Decision> {
+    await (connection.context as RelayContext).socket?.roomForAnswer(bytes)
     return gate.ended || this.#closing ? 'drop' : 'pass'
   }
 
@@ -283,12 +293,15 @@ export class AccessGate implements Extension {
 
   #decideSync(gate: ConnectionGate, connection: Connection, document: Document, frame: RelayFrame & { ok: true }): Decision {
     if (frame.step === SYNC_STEP.step1) {
+      let held: Map<number, number>
       try {
-        Y.decodeStateVector(frame.payload)
-        return 'pass'
+        held = Y.decodeStateVector(frame.payload)
       } catch {
         return new Refusal('malformed-message', 'undecodable state vector')
       }
+      // A client that holds every clock of the room's is sent its delete set alone; one that lacks
+      // some, weighed at the room's whole size (what it lacks is not known unencoded).
+      return new PacedAnswer(joinAnswerBytes(document, gate.roomName, held, frame.payload.byteLength) ?? this.#sizes.get(gate.roomName))
     }
     if (frame.step !== SYNC_STEP.step2 && frame.step !== SYNC_STEP.update) return new Refusal('malformed-message', `unknown sync step ${frame.step}`)
     // Charged before it is decoded: decoding is the cost (a reader's step 2 is decoded too). No

@@ -14,9 +14,11 @@
  * the relay's memory. Past half of `maxQueuedBytes` queued, the guard stops reading the socket
  * until the queue drains; past `maxQueuedBytes` the socket is cut. Stopping reading is not enough
  * for what the peer asks for: the joins it sent in one burst are all read before anything is queued,
- * and each is answered with its room's whole state. So a join's answer is queued only while the
- * queue has room for it under half of `maxQueuedBytes` (or is empty), in the order the joins came,
- * and the rest wait until the queue drains: a peer that reads is never cut for what it asked for.
+ * and each is answered with what the peer lacks of its room, the room's whole state at a first
+ * join. So a join's answer is queued only while the queue has room for it under half of
+ * `maxQueuedBytes` (or is empty), in the order the joins came, and the rest wait until the queue
+ * drains: a peer that reads is never cut for what it asked for. That holds while an answer is
+ * weighed at no less than its size (`joinAnswer.ts`): the guard admits it on its weight.
  * And a peer is alive while it answers pings or reads what was queued for it: a ping waits behind
  * that queue, so on a slow link under a large backlog the pong comes late, and Hocuspocus, which
  * counts pongs only, would close the rooms of a peer still reading its way through them.
@@ -252,14 +254,14 @@ export class SocketGuard {
   }
 
   /**
-   * Resolves once an answer of about `bytes` (a room's state, at a join) may be queued for the
-   * socket: at once without `maxQueuedBytes`, once the socket closes, or once the answers asked for
-   * before it were admitted and the queue, with them, has room for it under half of
-   * `maxQueuedBytes` (an empty queue always has). Send the answer in the microtasks after it
+   * Resolves once an answer of at most `bytes` (what a joining client lacks of a room) may be
+   * queued for the socket: at once without `maxQueuedBytes`, once the socket closes, or once the
+   * answers asked for before it were admitted and the queue, with them, has room for it under half
+   * of `maxQueuedBytes` (an empty queue always has). Send the answer in the microtasks after it
    * resolves: the next answer is weighed against the queue only after that.
    *
    * @example
-   * await guard.roomForAnswer(sizes.get(room))
+   * await guard.roomForAnswer(joinAnswerBytes(document, room, held, payload.byteLength) ?? sizes.get(room))
    * // Hocuspocus answers the step 1 now
    */
   roomForAnswer(bytes: number): Promise<void> {
