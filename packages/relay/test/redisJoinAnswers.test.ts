@@ -1,0 +1,231 @@
+/**
+ * Paced join answers (`SocketGuard.roomForAnswer`) on a relay that shares its rooms through Redis.
+ * A client joins many large rooms at once on relay B, under a queue cap that holds two of them,
+ * while their devices keep writing on relay A: the answers wait for the client's queue to drain,
+ * and meanwhile the devices' writes reach B through Redis and are sent to every connection of
+ * their room, the waiting one included. The client must end with every write exactly once, never
+ * be cut as a slow reader, and the other clients of those rooms on B must keep getting the
+ * writes while the answers wait.
+ */
+import * as decoding from 'lib0/decoding'
+import { afterAll, afterEach, beforeAll, expect, it, vi } from 'vitest'
+import WebSocket from 'ws'
+import * as Y from 'yjs'
+import { type RedisServer, startRedisServer } from '../scripts/redisServer.ts'
+import { SocketGuard } from '../src/gate/socketGuard.ts'
+import type { Relay } from '../src/index.ts'
+import { removeDataDirs } from './support/dataDirs.ts'
+import { authFrame, syncFrame } from './support/hocuspocusFrames.ts'
+import { serverSockets } from './support/serverSockets.ts'
+import { startTestRelay } from './support/testRelays.ts'
+import { dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, rawSocket, relaySocket, replicaLog, waitFor } from './support/roomClients.ts'
+
+let redis: RedisServer
+const relays: Relay[] = []
+const sockets: ReturnType<typeof relaySocket>[] = []
+const clients: RoomClient[] = []
+const raw: WebSocket[] = []
+
+beforeAll(async () => {
+  redis = await startRedisServer()
+})
+
+afterEach(async () => {
+  for (const client of clients.splice(0)) client.destroy()
+  for (const socket of sockets.splice(0)) socket.destroy()
+  for (const ws of raw.splice(0)) ws.terminate()
+  await Promise.all(relays.splice(0).map((relay) => relay.close()))
+  vi.restoreAllMocks()
+})
+
+afterAll(async () => {
+  await redis.stop()
+  removeDataDirs()
+})
+
+const FLEET = 'fleet-rj'
+const MAX_QUEUED = 4 << 20
+/** Readings each device writes before the joins: two batches of 4,000, about 740 KiB a room. */
+const BATCH = 4_000
+const BATCHES = 2
+
+/** Hocuspocus' Sync message type, Yjs' step 2 (the answer to a step 1) and update. */
+const SYNC = 0
+const STEP2 = 1
+const UPDATE = 2
+
+function relay(): Promise<Relay> {
+  return startTestRelay(relays, { redisUrl: redis.url, limits: { maxRoomBytes: 2 << 20, maxQueuedBytes: MAX_QUEUED } })
+}
+
+function socketTo(on: Relay): ReturnType<typeof relaySocket> {
+  const socket = relaySocket(on.url)
+  sockets.push(socket)
+  return socket
+}
+
+/** The room, step and update of a sync step 2 or update message; null for any other message. */
+function readSync(message: Uint8Array): { room: string; step: number; update: Uint8Array } | null {
+  const decoder = decoding.createDecoder(message)
+  const room = decoding.readVarString(decoder)
+  if (decoding.readVarUint(decoder) !== SYNC) return null
+  const step = decoding.readVarUint(decoder)
+  if (step !== STEP2 && step !== UPDATE) return null
+  return { room, step, update: decoding.readVarUint8Array(decoder) }
+}
+
+/** How many of the socket guard's answers did not fit at once and waited for the queue to drain. */
+function answerWaits(): { waited: number } {
+  const seen = { waited: 0 }
+  const roomForAnswer = SocketGuard.prototype.roomForAnswer
+  vi.spyOn(SocketGuard.prototype, 'roomForAnswer').mockImplementation(function (this: SocketGuard, bytes: number) {
+    let admitted = false
+    const answer = roomForAnswer.call(this, bytes).then(() => {
+      admitted = true
+    })
+    // Queued after `admitted` is set when the guard admitted the answer at once, before otherwise.
+    queueMicrotask(() => {
+      if (!admitted) seen.waited++
+    })
+    return answer
+  })
+  return seen
+}
+
+/** Devices on `on`, one per room of `names`, each holding `BATCHES` batches of `BATCH` readings once acknowledged. */
+async function filledDevices(on: Relay, names: readonly string[]): Promise<RoomClient[]> {
+  const socket = socketTo(on)
+  const devices = await Promise.all(names.map(async (name) => openRoom(socket, `${FLEET}/${name}`, await deviceToken(FLEET, name))))
+  clients.push(...devices)
+  await waitFor(() => devices.every((device) => device.synced()), 'the devices synced')
+  for (let batch = 0; batch < BATCHES; batch++) {
+    for (const [i, device] of devices.entries()) {
+      const name = names[i] as string
+      device.doc.transact(() => {
+        const log = replicaLog(device.doc, name)
+        for (let j = 0; j < BATCH; j++) log.push([groupEntry(`${name}-temp`, (batch * BATCH + j) * 60_000, j % 256)])
+      })
+    }
+    await acknowledged(devices, `batch ${batch}`)
+  }
+  return devices
+}
+
+async function acknowledged(devices: readonly RoomClient[], what: string): Promise<void> {
+  await waitFor(() => devices.every((device) => !device.provider.hasUnsyncedChanges || device.closed.length > 0), `${what} acknowledged`, 30_000)
+  for (const device of devices) expect(device.closed).toEqual([])
+}
+
+/** A replica's log, as text: compared whole, a reading lost or applied twice shows. */
+function entries(doc: Y.Doc, replica: string): string {
+  return JSON.stringify(replicaLog(doc, replica).toJSON(), (_key, value: unknown) => (value instanceof Uint8Array ? [...value] : value))
+}
+
+/** Every device writes one more reading, the `round`th after its batches. */
+function writeRound(devices: readonly RoomClient[], names: readonly string[], round: number): void {
+  for (const [i, device] of devices.entries()) {
+    const name = names[i] as string
+    replicaLog(device.doc, name).push([groupEntry(`${name}-temp`, (BATCHES * BATCH + round) * 60_000, round % 256)])
+  }
+}
+
+/**
+ * A raw dashboard socket to `on` on a link of 8 MiB/s, with the relay's side of it and the most
+ * the relay had queued for it after any of its sends; `closedWith` is set once the socket closed.
+ */
+async function slowReader(on: Relay): Promise<{ ws: WebSocket; serverSide: WebSocket; peak: () => number; closedWith: () => { code: number; reason: string } | undefined }> {
+  const slow: { rate?: number } = { rate: 8 << 20 }
+  const made = serverSockets(slow)
+  const { ws, closed } = await rawSocket(on)
+  raw.push(ws)
+  delete slow.rate
+  const serverSide = made.at(-1) as WebSocket
+  let peak = 0
+  const send = serverSide.send.bind(serverSide)
+  serverSide.send = ((...args: Parameters<WebSocket['send']>) => {
+    send(...args)
+    peak = Math.max(peak, serverSide.bufferedAmount)
+  }) as WebSocket['send']
+  let closedWith: { code: number; reason: string } | undefined
+  void closed.then((how) => (closedWith = how))
+  return { ws, serverSide, peak: () => peak, closedWith: () => closedWith }
+}
+
+/** Every join of `rooms` and its step 1 (holding nothing) in one burst: the relay reads them all before it queues any answer. */
+function joinInOneBurst(ws: WebSocket, rooms: readonly string[], token: string): void {
+  for (const room of rooms) ws.send(authFrame(room, token))
+  for (const room of rooms) ws.send(syncFrame(room, 0, Y.encodeStateVector(new Y.Doc())))
+}
+
+it("a client joining 10 rooms of about 740 KiB at once on relay B, under a queue cap of two rooms' bytes, while their devices keep writing on relay A, gets every write once, is not cut, and does not hold up B's other clients", async () => {
+  const a = await relay()
+  const b = await relay()
+  const names = Array.from({ length: 10 }, (_, i) => `d${i + 1}`)
+  const rooms = names.map((name) => `${FLEET}/${name}`)
+  const devices = await filledDevices(a, names)
+
+  // Another dashboard on B follows every room: B holds them, so a join's answer weighs the room.
+  const watcherSocket = socketTo(b)
+  const token = await dashboardToken(FLEET)
+  const watcher = rooms.map((room) => openRoom(watcherSocket, room, token))
+  clients.push(...watcher)
+  const holds = (docs: readonly Y.Doc[], readings: number): boolean => docs.every((doc, i) => replicaLog(doc, names[i] as string).length === readings)
+  await waitFor(() => holds(watcher.map((room) => room.doc), BATCHES * BATCH), 'the watcher on B has every room', 30_000)
+
+  // The joining client, on a link of 8 MiB/s.
+  const reader = await slowReader(b)
+  const docs = new Map(rooms.map((room) => [room, new Y.Doc()]))
+  const answered = new Set<string>()
+  const answerTimes: number[] = []
+  let started = 0
+  // Updates sent to the client for a room before that room's answer: writes that came through Redis while the answer waited.
+  let updatesBeforeAnswer = 0
+  reader.ws.on('message', (message: Buffer) => {
+    const sync = readSync(new Uint8Array(message))
+    if (sync === null) return
+    Y.applyUpdate(docs.get(sync.room) as Y.Doc, sync.update)
+    if (sync.step === STEP2) {
+      answered.add(sync.room)
+      answerTimes.push(Date.now() - started)
+    } else if (!answered.has(sync.room)) updatesBeforeAnswer++
+  })
+  const waits = answerWaits()
+  started = Date.now()
+  joinInOneBurst(reader.ws, rooms, token)
+
+  // The devices write a round, and the watcher on B must have it, while the client's answers come in.
+  let rounds = 0
+  let roundsWhileWaiting = 0
+  let slowestRoundMs = 0
+  const lastRound = (): number => BATCHES * BATCH + rounds
+  while (rounds < 30 && (answered.size < rooms.length || rounds < 5) && reader.closedWith() === undefined) {
+    const waiting = answered.size < rooms.length
+    const sent = Date.now()
+    writeRound(devices, names, rounds++)
+    await acknowledged(devices, `round ${rounds}`)
+    await waitFor(() => holds(watcher.map((room) => room.doc), lastRound()), `the watcher on B has round ${rounds}`, 10_000)
+    slowestRoundMs = Math.max(slowestRoundMs, Date.now() - sent)
+    if (waiting && answered.size < rooms.length) roundsWhileWaiting++
+  }
+
+  await waitFor(() => reader.closedWith() !== undefined || holds([...docs.values()], lastRound()), 'the client has every write of every room', 30_000)
+  console.log(
+    `a client joining ${rooms.length} rooms on B: ${waits.waited} answers waited, at most ${reader.peak()} bytes queued (cap ${MAX_QUEUED}); ` +
+      `${rounds} rounds of writes on A, ${roundsWhileWaiting} reached B's watcher while answers waited (slowest ${slowestRoundMs} ms), ${updatesBeforeAnswer} updates came before their room's answer; answers at ${answerTimes.join(', ')} ms`,
+  )
+  expect(reader.closedWith()).toBeUndefined()
+  expect(reader.serverSide.readyState).toBe(WebSocket.OPEN)
+  expect(answered.size).toBe(rooms.length)
+  expect(waits.waited).toBeGreaterThanOrEqual(rooms.length - 3)
+  expect(roundsWhileWaiting).toBeGreaterThan(0)
+  expect(updatesBeforeAnswer).toBeGreaterThan(0)
+  expect(reader.peak()).toBeLessThanOrEqual(MAX_QUEUED)
+  // Every write once: a reading lost, or applied twice, changes a log's length or content.
+  for (const [i, name] of names.entries()) {
+    expect(replicaLog((devices[i] as RoomClient).doc, name)).toHaveLength(lastRound())
+    expect(entries(docs.get(`${FLEET}/${name}`) as Y.Doc, name)).toEqual(entries((devices[i] as RoomClient).doc, name))
+    expect(entries((watcher[i] as RoomClient).doc, name)).toEqual(entries((devices[i] as RoomClient).doc, name))
+  }
+  expect(await metric(b.httpUrl, 'tidemark_relay_refusals_total{reason="slow-reader"}')).toBe(0)
+  expect(await metric(b.httpUrl, 'tidemark_relay_redis_errors_total')).toBe(0)
+}, 60_000)
