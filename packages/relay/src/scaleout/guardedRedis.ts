@@ -42,6 +42,7 @@ import type { RelayMetrics } from '../metrics/relayMetrics.ts'
 import { describeError, type RelayLog } from '../relayLog.ts'
 import { GLOBAL_TIMERS, type RelayTimers } from '../relayOptions.ts'
 import type { RoomPresence } from '../gate/roomPresence.ts'
+import { LoadAnswers } from './loadAnswers.ts'
 import { ChunkAssembler, chunksOf } from './messageChunks.ts'
 import { type RedisWire, wireOf } from './redisWire.ts'
 import { SharedPresence } from './sharedPresence.ts'
@@ -106,6 +107,8 @@ export class GuardedRedis implements Extension {
   readonly #chunks = new ChunkAssembler(this.#identifier)
   /** Publishes Redis has not answered; dropped while it does not answer. */
   readonly #unanswered: UnansweredPublishes
+  /** Loading rooms, waiting for the other relays' answers to their exchange. */
+  readonly #loadAnswers: LoadAnswers
 
   /**
    * Repairs and the wait for Redis's answers are armed on `options.timers` (the relay's; default
@@ -168,12 +171,20 @@ export class GuardedRedis implements Extension {
       },
     })
     this.#wire = wireOf(this.#redis)
-    // The extension's listener, behind the chunks' assembly.
+    this.#loadAnswers = new LoadAnswers(this.#wire, this.#identifier)
+    // The extension's listener, behind the chunks' assembly and the loading rooms'.
     const wire = this.#wire
     wire.sub.off('messageBuffer', wire.handleIncomingMessage)
     wire.sub.on('messageBuffer', (channel, message) => {
       const whole = this.#chunks.take(channel, message)
-      if (whole !== null) wire.handleIncomingMessage(channel, whole).catch((error: unknown) => this.#log('warn', `a message from Redis could not be applied: ${describeError(error)}`))
+      if (whole === null) return
+      try {
+        if (this.#loadAnswers.take(channel.toString(), whole)) return
+      } catch (error) {
+        this.#log('warn', `a message from Redis could not be applied: ${describeError(error)}`)
+        return
+      }
+      wire.handleIncomingMessage(channel, whole).catch((error: unknown) => this.#log('warn', `a message from Redis could not be applied: ${describeError(error)}`))
     })
   }
 
@@ -226,7 +237,7 @@ export class GuardedRedis implements Extension {
           void this.#share(name, document)
           continue
         }
-        this.#exchange(name, document)
+        void this.#exchange(name, document)
       }
     })
   }
@@ -235,15 +246,23 @@ export class GuardedRedis implements Extension {
    * The exchange for a shared room: who holds which presence here, the state vector, the room's
    * presence (what Redis did not take meanwhile, on a reconnection), and the question for theirs.
    */
-  #exchange(room: string, document: Document): void {
+  #exchange(room: string, document: Document): Promise<number> {
     const wire = this.#wire
     this.#shared?.announce(document, true)
-    void this.#guard(() => wire.publishFirstSyncStep(room, document))
+    // Answered with how many relays took it (this one too); a failed publish counts none (`createClient`).
+    const asked = wire.publishFirstSyncStep(room, document).then(
+      (relays) => (typeof relays === 'number' ? relays : 0),
+      (error: unknown) => {
+        this.#trouble(error)
+        return 0
+      },
+    )
     if (document.awareness.getStates().size > 0) {
       const presence = new OutgoingMessage(room).createAwarenessUpdateMessage(document.awareness).toUint8Array()
       void this.#guard(() => wire.pub.publish(wire.pubKey(room), wire.encodeMessage(presence)))
     }
     void this.#guard(() => wire.requestAwarenessFromOtherInstances(room))
+    return asked
   }
 
   /**
@@ -259,12 +278,14 @@ export class GuardedRedis implements Extension {
   }
 
   /**
-   * Subscribes the room's channel, then publishes its state vector and asks for its presence. A
-   * room whose channel cannot be subscribed (Redis is away) is still opened, served by this relay
-   * alone; it is shared when the connection to Redis is back.
+   * Subscribes the room's channel, then publishes its state vector and asks for its presence, and
+   * waits for the answer of every other relay holding the room (`LoadAnswers`). A room whose
+   * channel cannot be subscribed (Redis is away) is still opened, served by this relay alone; it
+   * is shared when the connection to Redis is back.
    */
   async afterLoadDocument(payload: afterLoadDocumentPayload): Promise<void> {
-    this.#unshared.add(payload.documentName)
+    const room = payload.documentName
+    this.#unshared.add(room)
     this.#shared?.loaded(payload.document)
     // Not connected, or Redis does not answer: the load does not wait for Redis.
     if (this.#wire.pub.status !== 'ready' || this.#wire.sub.status !== 'ready' || this.#unanswered.cutOff) return
@@ -272,8 +293,16 @@ export class GuardedRedis implements Extension {
     const deadline = new Promise<void>((resolve) => {
       timer = this.#timers.setTimeout(resolve, SHARE_WAIT_MS)
     })
-    await Promise.race([this.#share(payload.documentName, payload.document), deadline])
+    const channel = this.#wire.subKey(room)
+    const answered = this.#loadAnswers.loading(channel, payload.document)
+    const shared = this.#share(room, payload.document).then((relays) => {
+      // The other relays that took the exchange hold the room, and answer it.
+      this.#loadAnswers.holders(channel, relays - 1)
+      return answered
+    })
+    await Promise.race([shared, deadline])
     this.#timers.clearTimeout(timer)
+    this.#loadAnswers.loaded(channel)
   }
 
   /** Ends the subscriptions the subscriber renewed on reconnecting for rooms unloaded while Redis was away. */
@@ -284,14 +313,17 @@ export class GuardedRedis implements Extension {
     }
   }
 
-  /** Shares a loaded room through Redis: it stays unshared when its channel cannot be subscribed. */
-  async #share(room: string, document: Document): Promise<void> {
+  /**
+   * Shares a loaded room through Redis: it stays unshared when its channel cannot be subscribed.
+   * Resolves with how many relays (this one too) took its exchange, 0 when there was none.
+   */
+  async #share(room: string, document: Document): Promise<number> {
     const wire = this.#wire
     try {
       await wire.sub.subscribe(wire.subKey(room))
     } catch (error) {
       this.#trouble(error)
-      return
+      return 0
     }
     if (!this.#unshared.delete(room)) {
       // Shared by another call, or unloaded meanwhile: then its unload came before this
@@ -300,9 +332,9 @@ export class GuardedRedis implements Extension {
       if (instance !== undefined && !instance.documents.has(room) && !instance.loadingDocuments.has(room)) {
         void this.#guard(() => wire.sub.unsubscribe(wire.subKey(room)))
       }
-      return
+      return 0
     }
-    this.#exchange(room, document)
+    return this.#exchange(room, document)
   }
 
   /** Publishes a change made here (by a client, the directory, a load) to the other relays. */
