@@ -89,6 +89,21 @@ describe('joinAnswerBytes', () => {
     )
   })
 
+  it('measures a room again once it changed, and only then: a room weighed for one holder is weighed anew after a deletion', () => {
+    const document = new Y.Doc()
+    const log = document.getArray<number>('log')
+    log.push(Array.from({ length: 50 }, (_, i) => i))
+    const holds = () => Y.decodeStateVector(Y.encodeStateVector(document))
+    expect(holderUpdateBytes(document, holds())).toBe(Y.encodeStateAsUpdate(document, Y.encodeStateVector(document)).byteLength)
+    for (const at of [40, 20, 3]) {
+      log.delete(at, 2)
+      const weight = holderUpdateBytes(document, holds())
+      expect(weight).toBe(Y.encodeStateAsUpdate(document, Y.encodeStateVector(document)).byteLength)
+      // Unchanged since: the same measure, without a walk (the structs changed under it would show otherwise).
+      expect(holderUpdateBytes(document, holds())).toBe(weight)
+    }
+  })
+
   it('is null for a client lacking any clock of the room, and for a room holding pending updates', () => {
     const document = written(
       [

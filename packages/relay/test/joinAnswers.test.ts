@@ -73,10 +73,10 @@ async function fillRooms(relay: Relay, fleet: string, names: readonly string[], 
 function answerWaits(): { weights: number[]; waited: number } {
   const seen = { weights: [] as number[], waited: 0 }
   const roomForAnswer = SocketGuard.prototype.roomForAnswer
-  vi.spyOn(SocketGuard.prototype, 'roomForAnswer').mockImplementation(function (this: SocketGuard, bytes: number) {
-    seen.weights.push(bytes)
+  vi.spyOn(SocketGuard.prototype, 'roomForAnswer').mockImplementation(function (this: SocketGuard, weigh: () => number) {
+    seen.weights.push(weigh())
     let admitted = false
-    const answer = roomForAnswer.call(this, bytes).then(() => {
+    const answer = roomForAnswer.call(this, weigh).then(() => {
       admitted = true
     })
     // Queued after `admitted` is set when the guard admitted the answer at once, before otherwise.
@@ -210,4 +210,69 @@ it('a client rejoining 8 rooms of about 740 KiB that it holds is answered withou
   for (const bytes of rejoined.values()) expect(bytes).toBeLessThan(64)
   for (const [i, name] of names.entries()) expect(replicaLog(docs.get(`fleet-r/${name}`) as Y.Doc, name).length).toBe(replicaLog((devices[i] as RoomClient).doc, name).length)
   expect(await metric(relay.httpUrl, 'tidemark_relay_refusals_total{reason="slow-reader"}')).toBe(0)
+})
+
+it('a client rejoining a room it holds, whose answer waits while the device writes to it, is weighed at no less than what it is then sent', async () => {
+  const relay = await startTestRelay(relays, { limits: { maxRoomBytes: 2 << 20, maxQueuedBytes: 4 << 20 } })
+  const [device] = await fillRooms(relay, 'fleet-w', ['d1'], 1)
+  const room = 'fleet-w/d1'
+  const doc = new Y.Doc()
+  await joinInOneBurst(relay, 'fleet-w', new Map([[room, doc]]))
+
+  // The client is back holding the room. Its join's answer waits (as behind a large answer queued
+  // before it) while the device writes a batch the client does not hold yet.
+  let admit = (): void => undefined
+  const waiting = new Promise<void>((resolve) => (admit = resolve))
+  const weights: number[] = []
+  const roomForAnswer = SocketGuard.prototype.roomForAnswer
+  let asked = 0
+  vi.spyOn(SocketGuard.prototype, 'roomForAnswer').mockImplementation(function (this: SocketGuard, weigh: () => number) {
+    asked++
+    weights.push(weigh())
+    // Every weighing the guard makes of it, the last one just before it is sent.
+    return waiting.then(() =>
+      roomForAnswer.call(this, () => {
+        const bytes = weigh()
+        weights.push(bytes)
+        return bytes
+      }),
+    )
+  })
+  const { ws, closed } = await rawSocket(relay)
+  raw.push(ws)
+  // The bytes of every message answering the join: its step 2, then the relay's step 1.
+  let answer = 0
+  let answered = false
+  let broadcasts = 0
+  ws.on('message', (message: Buffer) => {
+    const decoder = decoding.createDecoder(new Uint8Array(message))
+    decoding.readVarString(decoder)
+    if (decoding.readVarUint(decoder) !== SYNC) return
+    const step = decoding.readVarUint(decoder)
+    if (step === 2) broadcasts++
+    else answer += message.byteLength
+    if (step === STEP2) {
+      Y.applyUpdate(doc, decoding.readVarUint8Array(decoder))
+      answered = true
+    }
+  })
+  let closedWith: { code: number; reason: string } | undefined
+  void closed.then((how) => (closedWith = how))
+  ws.send(authFrame(room, await dashboardToken('fleet-w')))
+  ws.send(syncFrame(room, 0, Y.encodeStateVector(doc)))
+  await waitFor(() => asked > 0, 'the join asked for room for its answer')
+  const log = replicaLog((device as RoomClient).doc, 'd1')
+  ;(device as RoomClient).doc.transact(() => {
+    for (let j = 0; j < 4_000; j++) log.push([groupEntry('d1-temp', (4_000 + j) * 60_000, j % 256)])
+  })
+  await waitFor(() => broadcasts === 1 || closedWith !== undefined, 'the client read the batch as it was written', 60_000)
+  admit()
+  await waitFor(() => answered || closedWith !== undefined, 'the join answered, or the socket closed', 60_000)
+  // The relay's step 1 comes in the same tick as the step 2.
+  await new Promise((resolve) => setImmediate(resolve))
+  console.log(`a rejoin answered after the room grew: weighed ${weights.join(', ')}, sent ${answer} bytes`)
+  expect(closedWith).toBeUndefined()
+  expect(replicaLog(doc, 'd1').length).toBe(log.length)
+  expect(answer).toBeGreaterThan(256 << 10)
+  expect(Math.max(...weights)).toBeGreaterThanOrEqual(answer)
 })

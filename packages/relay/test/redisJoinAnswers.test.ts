@@ -79,9 +79,9 @@ function readSync(message: Uint8Array): { room: string; step: number; update: Ui
 function answerWaits(): { waited: number } {
   const seen = { waited: 0 }
   const roomForAnswer = SocketGuard.prototype.roomForAnswer
-  vi.spyOn(SocketGuard.prototype, 'roomForAnswer').mockImplementation(function (this: SocketGuard, bytes: number) {
+  vi.spyOn(SocketGuard.prototype, 'roomForAnswer').mockImplementation(function (this: SocketGuard, weigh: () => number) {
     let admitted = false
-    const answer = roomForAnswer.call(this, bytes).then(() => {
+    const answer = roomForAnswer.call(this, weigh).then(() => {
       admitted = true
     })
     // Queued after `admitted` is set when the guard admitted the answer at once, before otherwise.

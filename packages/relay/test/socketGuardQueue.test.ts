@@ -193,7 +193,7 @@ describe('answers to joins', () => {
     return {
       admitted,
       ask: (label: string, bytes: number) =>
-        void guard.roomForAnswer(bytes).then(() => {
+        void guard.roomForAnswer(() => bytes).then(() => {
           admitted.push(label)
           ws.bufferedAmount += bytes
           if (drainDue) transport.writableNeedDrain = true

@@ -53,9 +53,9 @@ export type AccessGateLimits = Pick<RelayLimits, 'updatesPerSecond' | 'updateBur
 
 const NOTHING: WriteGrant = { replicas: new Set(), sources: new Set() }
 
-/** A step 1 that goes through once its socket's queue has room for its answer, of at most `bytes`. */
+/** A step 1 that goes through once its socket's queue has room for its answer, of at most `weigh()` bytes as the room stands. */
 class PacedAnswer {
-  constructor(readonly bytes: number) {}
+  constructor(readonly weigh: () => number) {}
 }
 
 /**
@@ -194,7 +194,7 @@ export class AccessGate implements Extension {
     const frame = readFrame(data)
     try {
       let decision = gate.ended || this.#closing ? 'drop' : this.#decide(gate, connection, document, frame)
-      if (decision instanceof PacedAnswer) decision = await this.#roomForAnswer(gate, connection, decision.bytes)
+      if (decision instanceof PacedAnswer) decision = await this.#roomForAnswer(gate, connection, decision.weigh)
       if (decision instanceof Refusal) this.#refuse(gate, connection, data, frame, decision)
       else if (decision === 'drop') this.#neutralize(data, frame)
       else if (decision === 'expired') {
@@ -224,12 +224,14 @@ export class AccessGate implements Extension {
 
   /**
    * A step 1 is answered with what the client lacks of the room, its whole state at a first join:
-   * the answer, of at most `bytes`, waits until its socket's queue has room for it
+   * the answer, of at most `weigh()` bytes, waits until its socket's queue has room for it
    * (`SocketGuard.roomForAnswer`), so that joins read in one burst do not queue every room at
-   * once. Dropped if the connection ended meanwhile.
+   * once. Weighed as the room stands each time it is weighed against the queue, the last time
+   * just before it is sent: what the room took while it waited is in it too (a client that held
+   * the room lacks that now). Dropped if the connection ended meanwhile.
    */
-  async #roomForAnswer(gate: ConnectionGate, connection: Connection, bytes: number): Promise<Decision> {
-    await (connection.context as RelayContext).socket?.roomForAnswer(bytes)
+  async #roomForAnswer(gate: ConnectionGate, connection: Connection, weigh: () => number): Promise<Decision> {
+    await (connection.context as RelayContext).socket?.roomForAnswer(weigh)
     return gate.ended || this.#closing ? 'drop' : 'pass'
   }
 
@@ -301,7 +303,7 @@ export class AccessGate implements Extension {
       }
       // A client that holds every clock of the room's is sent its delete set alone; one that lacks
       // some, weighed at the room's whole size (what it lacks is not known unencoded).
-      return new PacedAnswer(joinAnswerBytes(document, gate.roomName, held, frame.payload.byteLength) ?? this.#sizes.get(gate.roomName))
+      return new PacedAnswer(() => joinAnswerBytes(document, gate.roomName, held, frame.payload.byteLength) ?? this.#sizes.get(gate.roomName))
     }
     if (frame.step !== SYNC_STEP.step2 && frame.step !== SYNC_STEP.update) return new Refusal('malformed-message', `unknown sync step ${frame.step}`)
     // Charged before it is decoded: decoding is the cost (a reader's step 2 is decoded too). No

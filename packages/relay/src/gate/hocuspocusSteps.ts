@@ -6,7 +6,7 @@
 import { type Connection, type Document, OutgoingMessage } from '@hocuspocus/server'
 import * as Y from 'yjs'
 
-const docVersions = new WeakMap<Document, { n: number }>()
+const docVersions = new WeakMap<Y.Doc, { n: number }>()
 
 /**
  * A count of `document`'s transactions (from the first call on): held updates are looked at
@@ -17,7 +17,7 @@ const docVersions = new WeakMap<Document, { n: number }>()
  * Y.applyUpdate(document, update)
  * docVersion(document) > before // true
  */
-export function docVersion(document: Document): number {
+export function docVersion(document: Y.Doc): number {
   let version = docVersions.get(document)
   if (version === undefined) {
     const counter = { n: 0 }

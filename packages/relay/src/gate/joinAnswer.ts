@@ -16,6 +16,14 @@
  * an answer larger than it could take the socket's queue past `maxQueuedBytes`.
  */
 import type * as Y from 'yjs'
+import { docVersion } from './hocuspocusSteps.ts'
+
+/**
+ * What each document's update to a client holding all of it weighs, as the document stood at its
+ * `docVersion`: step 1s of holders (a rejoin storm, or a client sending them over and over) walk a
+ * room's structs once per change of the room, not once per message.
+ */
+const holderUpdates = new WeakMap<Y.Doc, { readonly version: number; readonly bytes: number }>()
 
 /** Bytes of a Hocuspocus message besides its payload and its room name: the type, the step, and the payload's length (a varuint, at most 8 bytes below 2^53). */
 const MESSAGE_OVERHEAD = 10
@@ -28,8 +36,7 @@ const MESSAGE_OVERHEAD = 10
  *
  * @example
  * const held = Y.decodeStateVector(payload)
- * const bytes = joinAnswerBytes(document, room, held, payload.byteLength) ?? sizes.get(room)
- * await socket.roomForAnswer(bytes)
+ * await socket.roomForAnswer(() => joinAnswerBytes(document, room, held, payload.byteLength) ?? sizes.get(room))
  */
 export function joinAnswerBytes(document: Y.Doc, room: string, held: ReadonlyMap<number, number>, stateVectorBytes: number): number | null {
   const update = holderUpdateBytes(document, held)
@@ -42,8 +49,8 @@ export function joinAnswerBytes(document: Y.Doc, room: string, held: ReadonlyMap
 /**
  * Bytes of `Y.encodeStateAsUpdate(document, held)`, exactly, when `held` holds every clock of
  * `document`'s (the update is then its delete set alone); null otherwise, or when the document
- * holds pending updates. Walks the document's structs once: no content read, nothing allocated
- * per struct.
+ * holds pending updates. Walks the document's structs once per change of the document (the
+ * measure is kept until the next): no content read, nothing allocated per struct.
  *
  * @example
  * holderUpdateBytes(document, Y.decodeStateVector(Y.encodeStateVector(document))) // Y.encodeStateAsUpdate(document, Y.encodeStateVector(document)).byteLength
@@ -56,6 +63,9 @@ export function holderUpdateBytes(document: Y.Doc, held: ReadonlyMap<number, num
     const last = structs[structs.length - 1]
     if (last !== undefined && (held.get(client) ?? 0) < last.id.clock + last.length) return null
   }
+  const version = docVersion(document)
+  const known = holderUpdates.get(document)
+  if (known?.version === version) return known.bytes
   let deleted = 0
   let deleteSet = 0
   for (const [client, structs] of store.clients) {
@@ -65,7 +75,9 @@ export function holderUpdateBytes(document: Y.Doc, held: ReadonlyMap<number, num
     deleteSet += varUintBytes(client) + varUintBytes(ranges.count) + ranges.bytes
   }
   // No client's structs (a varuint 0), then the delete set.
-  return 1 + varUintBytes(deleted) + deleteSet
+  const bytes = 1 + varUintBytes(deleted) + deleteSet
+  holderUpdates.set(document, { version, bytes })
+  return bytes
 }
 
 /** The delete set's ranges of one client's structs (runs of deleted structs, as Yjs merges them) and the bytes of their clocks and lengths. */

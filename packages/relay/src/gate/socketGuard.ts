@@ -138,7 +138,7 @@ export class SocketGuard {
   /** Reading stopped until the queue drains. */
   #held = false
   /** Answers waiting for room in the queue, in the order they were asked for. */
-  readonly #answers: { readonly bytes: number; readonly admit: () => void }[] = []
+  readonly #answers: { readonly weigh: () => number; readonly admit: () => void }[] = []
   /** Bytes of answers admitted that may not be queued yet: they are sent in the microtasks after their admission. */
   #admitted = 0
   #settling = false
@@ -254,20 +254,22 @@ export class SocketGuard {
   }
 
   /**
-   * Resolves once an answer of at most `bytes` (what a joining client lacks of a room) may be
-   * queued for the socket: at once without `maxQueuedBytes`, once the socket closes, or once the
-   * answers asked for before it were admitted and the queue, with them, has room for it under half
-   * of `maxQueuedBytes` (an empty queue always has). Send the answer in the microtasks after it
-   * resolves: the next answer is weighed against the queue only after that.
+   * Resolves once an answer of at most `weigh()` bytes (what a joining client lacks of a room) may
+   * be queued for the socket: at once without `maxQueuedBytes`, once the socket closes, or once
+   * the answers asked for before it were admitted and the queue, with them, has room for it under
+   * half of `maxQueuedBytes` (an empty queue always has). `weigh` is called each time the answer is
+   * weighed against the queue, so what the room took while the answer waited counts. Send the
+   * answer in the microtasks after it resolves: it is the answer weighed last, and the next one is
+   * weighed against the queue only after that.
    *
    * @example
-   * await guard.roomForAnswer(joinAnswerBytes(document, room, held, payload.byteLength) ?? sizes.get(room))
+   * await guard.roomForAnswer(() => joinAnswerBytes(document, room, held, payload.byteLength) ?? sizes.get(room))
    * // Hocuspocus answers the step 1 now
    */
-  roomForAnswer(bytes: number): Promise<void> {
+  roomForAnswer(weigh: () => number): Promise<void> {
     if (this.#limits.maxQueuedBytes === undefined || this.#closing) return Promise.resolve()
     return new Promise((admit) => {
-      this.#answers.push({ bytes, admit })
+      this.#answers.push({ weigh, admit })
       this.#admitAnswers()
     })
   }
@@ -279,9 +281,11 @@ export class SocketGuard {
       const queued = this.#ws.bufferedAmount + this.#admitted
       // Without a drain to come (what is queued sits under the stream's high-water mark), nothing would admit it later.
       const drains = this.#admitted > 0 || this.#transport?.writableNeedDrain === true
-      if (!this.#closing && queued > 0 && queued + next.bytes > half && drains) break
+      // As the room stands now: no macrotask runs between this and the answer's sending.
+      const bytes = next.weigh()
+      if (!this.#closing && queued > 0 && queued + bytes > half && drains) break
       this.#answers.shift()
-      this.#admitted += next.bytes
+      this.#admitted += bytes
       next.admit()
     }
     if (this.#settling || this.#admitted === 0) return
