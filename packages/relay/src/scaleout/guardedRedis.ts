@@ -42,7 +42,6 @@ import type { RelayMetrics } from '../metrics/relayMetrics.ts'
 import { describeError, type RelayLog } from '../relayLog.ts'
 import { GLOBAL_TIMERS, type RelayTimers } from '../relayOptions.ts'
 import type { RoomPresence } from '../gate/roomPresence.ts'
-import { LoadAnswers } from './loadAnswers.ts'
 import { ChunkAssembler, chunksOf } from './messageChunks.ts'
 import { type RedisWire, wireOf } from './redisWire.ts'
 import { SharedPresence } from './sharedPresence.ts'
@@ -107,8 +106,6 @@ export class GuardedRedis implements Extension {
   readonly #chunks = new ChunkAssembler(this.#identifier)
   /** Publishes Redis has not answered; dropped while it does not answer. */
   readonly #unanswered: UnansweredPublishes
-  /** Loading rooms, waiting for the other relays' answers to their exchange. */
-  readonly #loadAnswers: LoadAnswers
 
   /**
    * Repairs and the wait for Redis's answers are armed on `options.timers` (the relay's; default
@@ -171,20 +168,12 @@ export class GuardedRedis implements Extension {
       },
     })
     this.#wire = wireOf(this.#redis)
-    this.#loadAnswers = new LoadAnswers(this.#wire, this.#identifier)
-    // The extension's listener, behind the chunks' assembly and the loading rooms'.
+    // The extension's listener, behind the chunks' assembly.
     const wire = this.#wire
     wire.sub.off('messageBuffer', wire.handleIncomingMessage)
     wire.sub.on('messageBuffer', (channel, message) => {
       const whole = this.#chunks.take(channel, message)
-      if (whole === null) return
-      try {
-        if (this.#loadAnswers.take(channel.toString(), whole)) return
-      } catch (error) {
-        this.#log('warn', `a message from Redis could not be applied: ${describeError(error)}`)
-        return
-      }
-      wire.handleIncomingMessage(channel, whole).catch((error: unknown) => this.#log('warn', `a message from Redis could not be applied: ${describeError(error)}`))
+      if (whole !== null) wire.handleIncomingMessage(channel, whole).catch((error: unknown) => this.#log('warn', `a message from Redis could not be applied: ${describeError(error)}`))
     })
   }
 
@@ -237,7 +226,7 @@ export class GuardedRedis implements Extension {
           void this.#share(name, document)
           continue
         }
-        void this.#exchange(name, document)
+        this.#exchange(name, document)
       }
     })
   }
@@ -246,23 +235,15 @@ export class GuardedRedis implements Extension {
    * The exchange for a shared room: who holds which presence here, the state vector, the room's
    * presence (what Redis did not take meanwhile, on a reconnection), and the question for theirs.
    */
-  #exchange(room: string, document: Document): Promise<number> {
+  #exchange(room: string, document: Document): void {
     const wire = this.#wire
     this.#shared?.announce(document, true)
-    // Answered with how many relays took it (this one too); a failed publish counts none (`createClient`).
-    const asked = wire.publishFirstSyncStep(room, document).then(
-      (relays) => (typeof relays === 'number' ? relays : 0),
-      (error: unknown) => {
-        this.#trouble(error)
-        return 0
-      },
-    )
+    void this.#guard(() => wire.publishFirstSyncStep(room, document))
     if (document.awareness.getStates().size > 0) {
       const presence = new OutgoingMessage(room).createAwarenessUpdateMessage(document.awareness).toUint8Array()
       void this.#guard(() => wire.pub.publish(wire.pubKey(room), wire.encodeMessage(presence)))
     }
     void this.#guard(() => wire.requestAwarenessFromOtherInstances(room))
-    return asked
   }
 
   /**
@@ -278,14 +259,12 @@ export class GuardedRedis implements Extension {
   }
 
   /**
-   * Subscribes the room's channel, then publishes its state vector and asks for its presence, and
-   * waits for the answer of every other relay holding the room (`LoadAnswers`). A room whose
-   * channel cannot be subscribed (Redis is away) is still opened, served by this relay alone; it
-   * is shared when the connection to Redis is back.
+   * Subscribes the room's channel, then publishes its state vector and asks for its presence. A
+   * room whose channel cannot be subscribed (Redis is away) is still opened, served by this relay
+   * alone; it is shared when the connection to Redis is back.
    */
   async afterLoadDocument(payload: afterLoadDocumentPayload): Promise<void> {
-    const room = payload.documentName
-    this.#unshared.add(room)
+    this.#unshared.add(payload.documentName)
     this.#shared?.loaded(payload.document)
     // Not connected, or Redis does not answer: the load does not wait for Redis.
     if (this.#wire.pub.status !== 'ready' || this.#wire.sub.status !== 'ready' || this.#unanswered.cutOff) return
@@ -293,16 +272,8 @@ export class GuardedRedis implements Extension {
     const deadline = new Promise<void>((resolve) => {
       timer = this.#timers.setTimeout(resolve, SHARE_WAIT_MS)
     })
-    const channel = this.#wire.subKey(room)
-    const answered = this.#loadAnswers.loading(channel, payload.document)
-    const shared = this.#share(room, payload.document).then((relays) => {
-      // The other relays that took the exchange hold the room, and answer it.
-      this.#loadAnswers.holders(channel, relays - 1)
-      return answered
-    })
-    await Promise.race([shared, deadline])
+    await Promise.race([this.#share(payload.documentName, payload.document), deadline])
     this.#timers.clearTimeout(timer)
-    this.#loadAnswers.loaded(channel)
   }
 
   /** Ends the subscriptions the subscriber renewed on reconnecting for rooms unloaded while Redis was away. */
@@ -313,17 +284,14 @@ export class GuardedRedis implements Extension {
     }
   }
 
-  /**
-   * Shares a loaded room through Redis: it stays unshared when its channel cannot be subscribed.
-   * Resolves with how many relays (this one too) took its exchange, 0 when there was none.
-   */
-  async #share(room: string, document: Document): Promise<number> {
+  /** Shares a loaded room through Redis: it stays unshared when its channel cannot be subscribed. */
+  async #share(room: string, document: Document): Promise<void> {
     const wire = this.#wire
     try {
       await wire.sub.subscribe(wire.subKey(room))
     } catch (error) {
       this.#trouble(error)
-      return 0
+      return
     }
     if (!this.#unshared.delete(room)) {
       // Shared by another call, or unloaded meanwhile: then its unload came before this
@@ -332,9 +300,9 @@ export class GuardedRedis implements Extension {
       if (instance !== undefined && !instance.documents.has(room) && !instance.loadingDocuments.has(room)) {
         void this.#guard(() => wire.sub.unsubscribe(wire.subKey(room)))
       }
-      return 0
+      return
     }
-    return this.#exchange(room, document)
+    this.#exchange(room, document)
   }
 
   /** Publishes a change made here (by a client, the directory, a load) to the other relays. */
