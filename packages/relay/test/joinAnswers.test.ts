@@ -14,6 +14,7 @@ import { SocketGuard } from '../src/gate/socketGuard.ts'
 import type { Relay } from '../src/index.ts'
 import { removeDataDirs } from './support/dataDirs.ts'
 import { authFrame, syncFrame } from './support/hocuspocusFrames.ts'
+import { answerWaits, fillRooms } from './support/joinAnswerProbes.ts'
 import { serverSockets } from './support/serverSockets.ts'
 import { startTestRelay } from './support/testRelays.ts'
 import { dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, rawSocket, relaySocket, replicaLog, waitFor } from './support/roomClients.ts'
@@ -46,46 +47,10 @@ function readStep2(message: Uint8Array): { room: string; update: Uint8Array } | 
 }
 
 /** Fills `fleet`'s rooms `names`, each with `batches` updates of 4,000 readings (about 800 KiB each), all rooms at once; returns their devices. */
-async function fillRooms(relay: Relay, fleet: string, names: readonly string[], batches: number): Promise<RoomClient[]> {
+function fillRoomsOn(relay: Relay, fleet: string, names: readonly string[], batches: number): Promise<RoomClient[]> {
   const socket = relaySocket(relay.url)
   sockets.push(socket)
-  const devices = await Promise.all(names.map(async (name) => openRoom(socket, `${fleet}/${name}`, await deviceToken(fleet, name))))
-  clients.push(...devices)
-  await waitFor(() => devices.every((device) => device.synced()), 'the devices synced')
-  for (let batch = 0; batch < batches; batch++) {
-    for (const [i, device] of devices.entries()) {
-      const name = names[i] as string
-      device.doc.transact(() => {
-        const log = replicaLog(device.doc, name)
-        for (let j = 0; j < 4_000; j++) log.push([groupEntry(`${name}-temp`, (batch * 4_000 + j) * 60_000, j % 256)])
-      })
-    }
-    await waitFor(() => devices.every((device) => !device.provider.hasUnsyncedChanges || device.closed.length > 0), `batch ${batch} acknowledged`, 60_000)
-  }
-  for (const device of devices) expect(device.closed).toEqual([])
-  return devices
-}
-
-/**
- * The weights the socket guard was asked to find room for, one per join's answer, and how many of
- * those answers it did not admit at once: they waited for the socket's queue to drain.
- */
-function answerWaits(): { weights: number[]; waited: number } {
-  const seen = { weights: [] as number[], waited: 0 }
-  const roomForAnswer = SocketGuard.prototype.roomForAnswer
-  vi.spyOn(SocketGuard.prototype, 'roomForAnswer').mockImplementation(function (this: SocketGuard, weigh: () => number) {
-    seen.weights.push(weigh())
-    let admitted = false
-    const answer = roomForAnswer.call(this, weigh).then(() => {
-      admitted = true
-    })
-    // Queued after `admitted` is set when the guard admitted the answer at once, before otherwise.
-    queueMicrotask(() => {
-      if (!admitted) seen.waited++
-    })
-    return answer
-  })
-  return seen
+  return fillRooms(socket, clients, fleet, names, batches)
 }
 
 /**
@@ -120,7 +85,7 @@ it('a client joining 20 rooms of about 740 KiB in one write, under 4 MiB queued 
   const made = serverSockets()
   const relay = await startTestRelay(relays, { limits: { maxRoomBytes: 2 << 20, maxQueuedBytes: MAX_QUEUED } })
   const rooms = Array.from({ length: 20 }, (_, i) => `d${i + 1}`)
-  await fillRooms(relay, 'fleet-j', rooms, 2)
+  await fillRoomsOn(relay, 'fleet-j', rooms, 2)
 
   const { ws: reader, closed } = await rawSocket(relay)
   raw.push(reader)
@@ -183,7 +148,7 @@ it("a dashboard following 1,000 small rooms over one socket, under a queue cap o
 it('a client rejoining 8 rooms of about 740 KiB that it holds is answered without waiting for its queue to drain; one that lacks them waits as before', async () => {
   const relay = await startTestRelay(relays, { limits: { maxRoomBytes: 2 << 20, maxQueuedBytes: 4 << 20 } })
   const names = Array.from({ length: 8 }, (_, i) => `d${i + 1}`)
-  const devices = await fillRooms(relay, 'fleet-r', names, 2)
+  const devices = await fillRoomsOn(relay, 'fleet-r', names, 2)
   // Readings deleted too: a rejoining client is sent the room's delete set.
   for (const [i, device] of devices.entries()) replicaLog(device.doc, names[i] as string).delete(10, 5)
   await waitFor(() => devices.every((device) => !device.provider.hasUnsyncedChanges), 'the deletions acknowledged')
@@ -214,7 +179,7 @@ it('a client rejoining 8 rooms of about 740 KiB that it holds is answered withou
 
 it('a client rejoining a room it holds, whose answer waits while the device writes to it, is weighed at no less than what it is then sent', async () => {
   const relay = await startTestRelay(relays, { limits: { maxRoomBytes: 2 << 20, maxQueuedBytes: 4 << 20 } })
-  const [device] = await fillRooms(relay, 'fleet-w', ['d1'], 1)
+  const [device] = await fillRoomsOn(relay, 'fleet-w', ['d1'], 1)
   const room = 'fleet-w/d1'
   const doc = new Y.Doc()
   await joinInOneBurst(relay, 'fleet-w', new Map([[room, doc]]))

@@ -12,13 +12,13 @@ import { afterAll, afterEach, beforeAll, expect, it, vi } from 'vitest'
 import WebSocket from 'ws'
 import * as Y from 'yjs'
 import { type RedisServer, startRedisServer } from '../scripts/redisServer.ts'
-import { SocketGuard } from '../src/gate/socketGuard.ts'
 import type { Relay } from '../src/index.ts'
 import { removeDataDirs } from './support/dataDirs.ts'
 import { authFrame, syncFrame } from './support/hocuspocusFrames.ts'
+import { acknowledged, answerWaits, fillRooms } from './support/joinAnswerProbes.ts'
 import { serverSockets } from './support/serverSockets.ts'
 import { startTestRelay } from './support/testRelays.ts'
-import { dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, rawSocket, relaySocket, replicaLog, waitFor } from './support/roomClients.ts'
+import { dashboardToken, groupEntry, metric, openRoom, type RoomClient, rawSocket, relaySocket, replicaLog, waitFor } from './support/roomClients.ts'
 
 let redis: RedisServer
 const relays: Relay[] = []
@@ -74,48 +74,6 @@ function readSync(message: Uint8Array): { room: string; step: number; update: Ui
   return { room, step, update: decoding.readVarUint8Array(decoder) }
 }
 
-/** How many of the socket guard's answers did not fit at once and waited for the queue to drain. */
-function answerWaits(): { waited: number } {
-  const seen = { waited: 0 }
-  const roomForAnswer = SocketGuard.prototype.roomForAnswer
-  vi.spyOn(SocketGuard.prototype, 'roomForAnswer').mockImplementation(function (this: SocketGuard, weigh: () => number) {
-    let admitted = false
-    const answer = roomForAnswer.call(this, weigh).then(() => {
-      admitted = true
-    })
-    // Queued after `admitted` is set when the guard admitted the answer at once, before otherwise.
-    queueMicrotask(() => {
-      if (!admitted) seen.waited++
-    })
-    return answer
-  })
-  return seen
-}
-
-/** Devices on `on`, one per room of `names`, each holding `BATCHES` batches of `BATCH` readings once acknowledged. */
-async function filledDevices(on: Relay, names: readonly string[]): Promise<RoomClient[]> {
-  const socket = socketTo(on)
-  const devices = await Promise.all(names.map(async (name) => openRoom(socket, `${FLEET}/${name}`, await deviceToken(FLEET, name))))
-  clients.push(...devices)
-  await waitFor(() => devices.every((device) => device.synced()), 'the devices synced')
-  for (let batch = 0; batch < BATCHES; batch++) {
-    for (const [i, device] of devices.entries()) {
-      const name = names[i] as string
-      device.doc.transact(() => {
-        const log = replicaLog(device.doc, name)
-        for (let j = 0; j < BATCH; j++) log.push([groupEntry(`${name}-temp`, (batch * BATCH + j) * 60_000, j % 256)])
-      })
-    }
-    await acknowledged(devices, `batch ${batch}`)
-  }
-  return devices
-}
-
-async function acknowledged(devices: readonly RoomClient[], what: string): Promise<void> {
-  await waitFor(() => devices.every((device) => !device.provider.hasUnsyncedChanges || device.closed.length > 0), `${what} acknowledged`, 30_000)
-  for (const device of devices) expect(device.closed).toEqual([])
-}
-
 /** A replica's log, as text: compared whole, a reading lost or applied twice shows. */
 function entries(doc: Y.Doc, replica: string): string {
   return JSON.stringify(replicaLog(doc, replica).toJSON(), (_key, value: unknown) => (value instanceof Uint8Array ? [...value] : value))
@@ -162,7 +120,7 @@ it("a client joining 10 rooms of about 740 KiB at once on relay B, under a queue
   const b = await relay()
   const names = Array.from({ length: 10 }, (_, i) => `d${i + 1}`)
   const rooms = names.map((name) => `${FLEET}/${name}`)
-  const devices = await filledDevices(a, names)
+  const devices = await fillRooms(socketTo(a), clients, FLEET, names, BATCHES, BATCH)
 
   // Another dashboard on B follows every room: B holds them, so a join's answer weighs the room.
   const watcherSocket = socketTo(b)
