@@ -15,7 +15,7 @@ import { type RedisServer, startRedisServer } from '../scripts/redisServer.ts'
 import type { Relay } from '../src/index.ts'
 import { removeDataDirs } from './support/dataDirs.ts'
 import { authFrame, syncFrame } from './support/hocuspocusFrames.ts'
-import { acknowledged, answerWaits, fillRooms } from './support/joinAnswerProbes.ts'
+import { acknowledged, answerWaits, fillRooms, queuedPeak } from './support/joinAnswerProbes.ts'
 import { serverSockets } from './support/serverSockets.ts'
 import { startTestRelay } from './support/testRelays.ts'
 import { dashboardToken, groupEntry, metric, openRoom, type RoomClient, rawSocket, relaySocket, replicaLog, waitFor } from './support/roomClients.ts'
@@ -98,15 +98,10 @@ async function slowReader(on: Relay): Promise<{ ws: WebSocket; serverSide: WebSo
   raw.push(ws)
   delete slow.rate
   const serverSide = made.at(-1) as WebSocket
-  let peak = 0
-  const send = serverSide.send.bind(serverSide)
-  serverSide.send = ((...args: Parameters<WebSocket['send']>) => {
-    send(...args)
-    peak = Math.max(peak, serverSide.bufferedAmount)
-  }) as WebSocket['send']
+  const peak = queuedPeak(serverSide)
   let closedWith: { code: number; reason: string } | undefined
   void closed.then((how) => (closedWith = how))
-  return { ws, serverSide, peak: () => peak, closedWith: () => closedWith }
+  return { ws, serverSide, peak, closedWith: () => closedWith }
 }
 
 /** Every join of `rooms` and its step 1 (holding nothing) in one burst: the relay reads them all before it queues any answer. */

@@ -4,6 +4,7 @@
  */
 import type { HocuspocusProviderWebsocket } from '@hocuspocus/provider'
 import { expect, vi } from 'vitest'
+import type WebSocket from 'ws'
 import { SocketGuard } from '../../src/gate/socketGuard.ts'
 import { deviceToken, groupEntry, openRoom, type RoomClient, replicaLog, waitFor } from './roomClients.ts'
 
@@ -55,4 +56,15 @@ export function answerWaits(): { weights: number[]; waited: number } {
     return answer
   })
   return seen
+}
+
+/** The most the relay had queued on its side of a socket after any of its sends, read as it goes. */
+export function queuedPeak(serverSide: WebSocket): () => number {
+  let peak = 0
+  const send = serverSide.send.bind(serverSide)
+  serverSide.send = ((...args: Parameters<WebSocket['send']>) => {
+    send(...args)
+    peak = Math.max(peak, serverSide.bufferedAmount)
+  }) as WebSocket['send']
+  return () => peak
 }
