@@ -14,6 +14,7 @@ import {
   type EngineCheckpoint,
   latest,
   manual,
+  never,
   quantiles,
   session,
   sliding,
@@ -349,6 +350,12 @@ describe('restore checks the whole checkpoint before it changes anything', () =>
       edited(checkpoint, (c) => (c.windows[session].fragments[2][3] = structuredClone(c.windows[session].fragments[0][3]))),
       `checkpoint.windows[${session}].fragments[2][3]: aggregate "median" (quantiles): 2 values in a cell of 1 events`,
     )
+    // A discarding pane's part: its states hold what arrived since the last pane, no more values than it counted.
+    const pending = windowWhere(checkpoint, (w) => w.pending?.count === 1 && w.pendingStates !== undefined)
+    expectRefused(
+      edited(checkpoint, (c) => (c.windows[pending].pendingStates = structuredClone(c.slices[0].slices[0][2][0][1][0][2]))),
+      `checkpoint.windows[${pending}].pendingStates: aggregate "median" (quantiles): 2 values in a cell of 1 events`,
+    )
   })
 
   it.each([
@@ -369,6 +376,25 @@ describe('restore checks the whole checkpoint before it changes anything', () =>
     expect(observed(target)).toEqual(before)
     target.restore(checkpoint)
     expect(target.results()).toEqual(engine.results())
+  })
+
+  it("a latest in a fixed window's discarding part whose event lies past the window's end is refused", () => {
+    const last = latest()
+    const discarding = { windows: tumbling(10), watermark: manual(), replicaId: 'a', now: () => 0, aggregates: { last }, accumulation: 'discarding' as const, trigger: { early: never() } }
+    const engine = new TidemarkEngine(discarding)
+    engine.ingest([reading('d1', 1, 1, 3), reading('d1', 2, 2, 4)])
+    const checkpoint = engine.checkpoint()
+    expect(checkpoint.windows[0]?.pending?.count).toBe(2)
+    const target = new TidemarkEngine(discarding)
+    const before = observed(target)
+    const at = (ts: number) => edited(checkpoint, (c) => (c.windows[0].pendingStates = [last.encode({ ts, source: 'd1', seq: 2, value: 7 })]))
+    // Held to the window's end (the part keeps no last event time).
+    expect(() => target.restore(at(11))).toThrow(new TypeError(`checkpoint.windows[0].pendingStates: aggregate "last" (latest): event time 11 is past the cell's last event time 10`))
+    expect(observed(target)).toEqual(before)
+    // Within the window: restored, and shown by the next pane.
+    target.restore(at(9))
+    target.advanceWatermark(10)
+    expect(target.results()[0]?.aggregates).toEqual({ last: 7 })
   })
 
   it("an aggregate's decode that calls the engine is refused inside it (B51), and the restore is refused: nothing changed; states are decoded once", () => {
