@@ -349,9 +349,9 @@ export class OrderedEventStream implements OrderedStream {
     const now = this.#options.now()
     this.#arrivals.heard(now)
     const oldest = this.#arrivals.oldest()
-    // NaN while the clock reads NaN (or has read nothing finite since the oldest arrived): 0 then.
+    // Not finite while the clock reads NaN or an infinity (or has read nothing finite since the oldest arrived): 0 then.
     const age = oldest === null ? 0 : now - oldest
-    const oldestPendingAge = Number.isNaN(age) ? 0 : Math.max(0, age)
+    const oldestPendingAge = Number.isFinite(age) ? Math.max(0, age) : 0
     return {
       ...counts,
       anomalies: { ...this.#anomalies },

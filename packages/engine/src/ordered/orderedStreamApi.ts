@@ -96,7 +96,8 @@ export interface OrderedStreamStats {
   readonly peakPending: number
   /**
    * Processing-time ms since the oldest still-held event arrived; 0 when none is held, or while
-   * the clock reads NaN (an event pushed while it read NaN arrived at the next finite reading).
+   * the clock reads NaN or an infinity (an event pushed while it read one arrived at the next
+   * finite reading).
    */
   readonly oldestPendingAge: number
   /** `flushReady` calls. */

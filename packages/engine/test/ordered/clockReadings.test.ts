@@ -37,7 +37,7 @@ describe('ordered stream: a now() reading that is not a number', () => {
   })
 })
 
-describe('ordered stream: NaN clock readings and oldestPendingAge', () => {
+describe('ordered stream: NaN and infinite clock readings and oldestPendingAge', () => {
   it('an arrival while the clock read NaN counts from the next finite reading', () => {
     let t = Number.NaN
     const stream = createOrderedStream({ watermark: manual(), now: () => t })
@@ -57,5 +57,17 @@ describe('ordered stream: NaN clock readings and oldestPendingAge', () => {
     stream.flushReady()
     t = 2_500
     expect(stream.stats().oldestPendingAge).toBe(500)
+  })
+
+  it('while the clock reads an infinity the age is 0, not Infinity (an alert on the age would fire for a clock that gave no time)', () => {
+    let t = 1_000
+    const stream = createOrderedStream({ watermark: manual(), now: () => t })
+    stream.push([ev('a', 1, 10)])
+    t = Number.POSITIVE_INFINITY
+    expect(stream.stats().oldestPendingAge).toBe(0)
+    t = Number.NEGATIVE_INFINITY
+    expect(stream.stats().oldestPendingAge).toBe(0)
+    t = 1_700
+    expect(stream.stats().oldestPendingAge).toBe(700)
   })
 })
