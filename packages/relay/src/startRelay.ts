@@ -121,8 +121,8 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     expiry,
   })
   const persistence = new RoomPersistence({ store, sizes, idle, metrics, log })
-  const fanOut = new UpdateFanOut(log)
   const redis = o.redisUrl === undefined ? undefined : new GuardedRedis(o.redisUrl, metrics, log, { timers: o.timers, maxUnansweredBytes: 4 * o.limits.maxRoomBytes })
+  const fanOut = new UpdateFanOut(log, redis?.remoteOrigin)
   redis?.sharePresence(gate.presence)
   const hocuspocus = new Hocuspocus({
     name: 'tidemark-relay',

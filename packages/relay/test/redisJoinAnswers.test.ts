@@ -6,7 +6,15 @@
  * their room, the waiting one included. The client must end with every write exactly once, never
  * be cut as a slow reader, and the other clients of those rooms on B must keep getting the
  * writes while the answers wait.
+ *
+ * And a client joining rooms that only relay A holds: B loads each empty, answers the join at once,
+ * and A's answer (the whole room) comes through Redis after. It reaches the client paced like an
+ * answer (a catch-up, `catchUp.ts`), without B's load waiting for A, or for a holder that never
+ * answers; a client that does not read is cut all the same.
  */
+import { defaultConfiguration } from '@hocuspocus/server'
+import { ManualTimers } from '@tidemark/engine/testing'
+import IORedis from 'ioredis'
 import * as decoding from 'lib0/decoding'
 import { afterAll, afterEach, beforeAll, expect, it, vi } from 'vitest'
 import WebSocket from 'ws'
@@ -18,7 +26,9 @@ import { authFrame, syncFrame } from './support/hocuspocusFrames.ts'
 import { acknowledged, answerWaits, fillRooms, queuedPeak } from './support/joinAnswerProbes.ts'
 import { serverSockets } from './support/serverSockets.ts'
 import { startTestRelay } from './support/testRelays.ts'
-import { dashboardToken, groupEntry, metric, openRoom, type RoomClient, rawSocket, relaySocket, replicaLog, waitFor } from './support/roomClients.ts'
+import { dashboardToken, groupEntry, metric, openRoom, type RoomClient, rawSocket, relaySocket, replicaLog, waitFor, waitUntil } from './support/roomClients.ts'
+
+const originalTimeout = defaultConfiguration.timeout
 
 let redis: RedisServer
 const relays: Relay[] = []
@@ -35,6 +45,7 @@ afterEach(async () => {
   for (const socket of sockets.splice(0)) socket.destroy()
   for (const ws of raw.splice(0)) ws.terminate()
   await Promise.all(relays.splice(0).map((relay) => relay.close()))
+  defaultConfiguration.timeout = originalTimeout
   vi.restoreAllMocks()
 })
 
@@ -54,8 +65,9 @@ const SYNC = 0
 const STEP2 = 1
 const UPDATE = 2
 
-function relay(): Promise<Relay> {
-  return startTestRelay(relays, { redisUrl: redis.url, limits: { maxRoomBytes: 2 << 20, maxQueuedBytes: MAX_QUEUED } })
+/** A relay of the group; on `clock` (its timers and time), when given. */
+function relay(clock?: ManualTimers): Promise<Relay> {
+  return startTestRelay(relays, { redisUrl: redis.url, limits: { maxRoomBytes: 2 << 20, maxQueuedBytes: MAX_QUEUED }, ...(clock === undefined ? {} : { now: clock.read, timers: clock }) })
 }
 
 function socketTo(on: Relay): ReturnType<typeof relaySocket> {
@@ -181,4 +193,107 @@ it("a client joining 10 rooms of about 740 KiB at once on relay B, under a queue
   }
   expect(await metric(b.httpUrl, 'tidemark_relay_refusals_total{reason="slow-reader"}')).toBe(0)
   expect(await metric(b.httpUrl, 'tidemark_relay_redis_errors_total')).toBe(0)
+}, 60_000)
+
+/**
+ * Joins all of `rooms` on `on` in one burst, as a raw socket on a slow link reading into a doc per
+ * room; `largest` is the largest sync message's update it took.
+ */
+async function joinRoomsOnSlowLink(on: Relay, rooms: readonly string[]): Promise<Awaited<ReturnType<typeof slowReader>> & { docs: Map<string, Y.Doc>; answered: Set<string>; largest: () => number }> {
+  const reader = await slowReader(on)
+  const docs = new Map(rooms.map((room) => [room, new Y.Doc()]))
+  const answered = new Set<string>()
+  let largest = 0
+  reader.ws.on('message', (message: Buffer) => {
+    const sync = readSync(new Uint8Array(message))
+    if (sync === null) return
+    Y.applyUpdate(docs.get(sync.room) as Y.Doc, sync.update)
+    if (sync.step === STEP2) answered.add(sync.room)
+    largest = Math.max(largest, sync.update.byteLength)
+  })
+  joinInOneBurst(reader.ws, rooms, await dashboardToken(FLEET))
+  return { ...reader, docs, answered, largest: () => largest }
+}
+
+it('a client joining 8 rooms of about 740 KiB at once on relay B, which does not hold them, under a queue cap of two rooms, gets them from relay A paced and is not cut', async () => {
+  const a = await relay()
+  const b = await relay()
+  const names = Array.from({ length: 8 }, (_, i) => `e${i + 1}`)
+  const rooms = names.map((name) => `${FLEET}/${name}`)
+  // Only A holds what the devices wrote: B's data directory is its own, so B loads each room empty
+  // as the client joins it, answers the join at once, and A's answer comes through Redis after.
+  const devices = await fillRooms(socketTo(a), clients, FLEET, names, BATCHES, BATCH)
+
+  const waits = answerWaits()
+  const reader = await joinRoomsOnSlowLink(b, rooms)
+  const holds = (readings: number): boolean => [...reader.docs.values()].every((doc, i) => replicaLog(doc, names[i] as string).length === readings)
+  await waitFor(() => reader.closedWith() !== undefined || holds(BATCHES * BATCH), 'the client has every room, or was cut', 30_000)
+  // Paced: the joins' answers, then the rooms from A that did not fit in the client's queue.
+  const catchUps = waits.weights.length - rooms.length
+  console.log(
+    `a client joining ${rooms.length} rooms B did not hold: ${catchUps} rooms from A paced, ${waits.waited} of ${waits.weights.length} paced sends waited, ` +
+      `largest message ${reader.largest()} bytes, at most ${reader.peak()} bytes queued (cap ${MAX_QUEUED})`,
+  )
+  expect(reader.closedWith()).toBeUndefined()
+  expect(reader.peak()).toBeLessThanOrEqual(MAX_QUEUED)
+  expect(await metric(b.httpUrl, 'tidemark_relay_refusals_total{reason="slow-reader"}')).toBe(0)
+  // The rooms came whole, each in one message, and some of them waited for the client's queue to drain.
+  expect(reader.largest()).toBeGreaterThan(512 << 10)
+  expect(catchUps).toBeGreaterThan(0)
+  expect(waits.waited).toBeGreaterThan(0)
+  for (const [i, name] of names.entries()) expect(entries(reader.docs.get(`${FLEET}/${name}`) as Y.Doc, name)).toEqual(entries((devices[i] as RoomClient).doc, name))
+}, 60_000)
+
+it('a holder of the rooms that never answers (subscribed to their channels, frozen) adds no wait to their loads on relay B: the joins are answered with B\'s clock standing still', async () => {
+  const a = await relay()
+  const names = ['f1', 'f2', 'f3']
+  const rooms = names.map((name) => `${FLEET}/${name}`)
+  const devices = await fillRooms(socketTo(a), clients, FLEET, names, 1, BATCH)
+  // A relay frozen while holding the rooms: Redis keeps it subscribed to their channels, and
+  // counts it among those that took each exchange, but it never answers.
+  const frozen = new IORedis(redis.url)
+  try {
+    await frozen.subscribe(...rooms.map((room) => `tidemark:${room}`))
+    // B's one bound on a load's wait for Redis is a timer on its clock, which never moves here: a
+    // load waiting for the frozen holder would never end, and the joins never be answered.
+    const clock = new ManualTimers(Date.now())
+    const b = await relay(clock)
+    const reader = await joinRoomsOnSlowLink(b, rooms)
+    await waitFor(() => reader.answered.size === rooms.length, "the joins' answers")
+    const publisher = new IORedis(redis.url)
+    const subscribers = (await publisher.call('PUBSUB', 'NUMSUB', ...rooms.map((room) => `tidemark:${room}`)).finally(() => publisher.disconnect())) as (string | number)[]
+    // A, B and the frozen holder on every room's channel.
+    expect(subscribers.filter((_, i) => i % 2 === 1).map(Number)).toEqual(rooms.map(() => 3))
+    // And A's answers, which came after through Redis, reach the client.
+    await waitFor(() => names.every((name) => replicaLog(reader.docs.get(`${FLEET}/${name}`) as Y.Doc, name).length === BATCH), "A's rooms on the client")
+    for (const [i, name] of names.entries()) expect(entries(reader.docs.get(`${FLEET}/${name}`) as Y.Doc, name)).toEqual(entries((devices[i] as RoomClient).doc, name))
+    expect(reader.closedWith()).toBeUndefined()
+  } finally {
+    frozen.disconnect()
+  }
+}, 60_000)
+
+it('a client on relay B that stops reading while the rooms it joined come from relay A is cut once it misses its pings, and what waited for it is let go', async () => {
+  const PING_TIMEOUT_MS = 4_000
+  const a = await relay()
+  const names = Array.from({ length: 8 }, (_, i) => `g${i + 1}`)
+  const rooms = names.map((name) => `${FLEET}/${name}`)
+  await fillRooms(socketTo(a), clients, FLEET, names, BATCHES, BATCH)
+  defaultConfiguration.timeout = PING_TIMEOUT_MS
+  const b = await relay()
+
+  const waits = answerWaits()
+  const reader = await joinRoomsOnSlowLink(b, rooms)
+  // It reads nothing more after the first answer: nor the rooms, nor the relay's pings.
+  await waitFor(() => reader.answered.size > 0, 'a first answer')
+  reader.ws.pause()
+  await waitUntil(
+    async () => reader.serverSide.readyState === WebSocket.CLOSED && (await metric(b.httpUrl, 'tidemark_relay_connections')) === 0,
+    `the relay to cut the client that stopped reading (${reader.serverSide.bufferedAmount} bytes queued for it)`,
+    4 * PING_TIMEOUT_MS,
+  )
+  console.log(`a client that stopped reading: cut with ${waits.waited} of ${waits.weights.length} paced sends having waited, at most ${reader.peak()} bytes queued (cap ${MAX_QUEUED})`)
+  expect(reader.serverSide.bufferedAmount).toBe(0)
+  expect(reader.peak()).toBeLessThanOrEqual(MAX_QUEUED)
+  expect(await metric(b.httpUrl, 'tidemark_relay_refusals_total{reason="unresponsive"}')).toBe(1)
 }, 60_000)

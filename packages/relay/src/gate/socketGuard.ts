@@ -254,8 +254,9 @@ export class SocketGuard {
   }
 
   /**
-   * Resolves once an answer of at most `weigh()` bytes (what a joining client lacks of a room) may
-   * be queued for the socket: at once without `maxQueuedBytes`, once the socket closes, or once
+   * Resolves once an answer of at most `weigh()` bytes (what a joining client lacks of a room, or
+   * a connection's catch-up on what the other relays sent its room: `catchUp.ts`) may be queued
+   * for the socket: at once without `maxQueuedBytes`, once the socket closes, or once
    * the answers asked for before it were admitted and the queue, with them, has room for it under
    * half of `maxQueuedBytes` (an empty queue always has). `weigh` is called each time the answer is
    * weighed against the queue, so what the room took while the answer waited counts. Send the
@@ -274,16 +275,34 @@ export class SocketGuard {
     })
   }
 
+  /**
+   * True when `bytes` may be queued for the socket now, as an answer would be admitted: without
+   * `maxQueuedBytes`, once the socket is closing, or while the queue, with them, stays within half
+   * of `maxQueuedBytes` (an empty queue always has room, and so has one no drain is due for).
+   * Answers waiting do not count: a small update that fits goes out before them.
+   *
+   * @example
+   * if (guard.hasRoomFor(message.byteLength)) connection.send(message)
+   * else await guard.roomForAnswer(() => catchUpBytes()) // then send the catch-up
+   */
+  hasRoomFor(bytes: number): boolean {
+    return this.#limits.maxQueuedBytes === undefined || this.#closing || this.#fits(bytes)
+  }
+
+  /** True when `bytes` fit in the queue beside what is queued and admitted (or no drain is due to admit them later). */
+  #fits(bytes: number): boolean {
+    const queued = this.#ws.bufferedAmount + this.#admitted
+    // Without a drain to come (what is queued sits under the stream's high-water mark), nothing would admit it later.
+    const drains = this.#admitted > 0 || this.#transport?.writableNeedDrain === true
+    return queued === 0 || queued + bytes <= (this.#limits.maxQueuedBytes ?? 0) / 2 || !drains
+  }
+
   /** Admits the waiting answers that fit, in order (every one once the socket is closing). */
   #admitAnswers(): void {
-    const half = (this.#limits.maxQueuedBytes ?? 0) / 2
     for (let next = this.#answers[0]; next !== undefined; next = this.#answers[0]) {
-      const queued = this.#ws.bufferedAmount + this.#admitted
-      // Without a drain to come (what is queued sits under the stream's high-water mark), nothing would admit it later.
-      const drains = this.#admitted > 0 || this.#transport?.writableNeedDrain === true
       // As the room stands now: no macrotask runs between this and the answer's sending.
       const bytes = next.weigh()
-      if (!this.#closing && queued > 0 && queued + bytes > half && drains) break
+      if (!this.#closing && !this.#fits(bytes)) break
       this.#answers.shift()
       this.#admitted += bytes
       next.admit()

@@ -37,8 +37,9 @@ export async function fillRooms(socket: HocuspocusProviderWebsocket, opened: Roo
 }
 
 /**
- * Spies on the socket guard: the weight of each join's answer when it was asked for, and how many
- * of those answers it did not admit at once (they waited for the socket's queue to drain).
+ * Spies on the socket guard: the weight of each answer (to a join, or a catch-up on what the other
+ * relays sent: `catchUp.ts`) when it was asked for, and how many of those answers it did not admit
+ * at once (they waited for the socket's queue to drain).
  */
 export function answerWaits(): { weights: number[]; waited: number } {
   const seen = { weights: [] as number[], waited: 0 }

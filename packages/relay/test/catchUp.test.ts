@@ -1,0 +1,150 @@
+/**
+ * Updates from the other relays (through Redis) reach each connection of their room paced
+ * (`catchUp.ts`): on a real Hocuspocus document with the relay's fan-out, and connections on
+ * fake sockets whose queues the test sets (`guardedSockets.ts`). The real relays' behaviour is
+ * in `redisJoinAnswers.test.ts`.
+ */
+import { type Connection, Document } from '@hocuspocus/server'
+import * as decoding from 'lib0/decoding'
+import { describe, expect, it } from 'vitest'
+import * as Y from 'yjs'
+import { catchingUp } from '../src/gate/catchUp.ts'
+import { sendToOthers } from '../src/rooms/updateFanOut.ts'
+import { guarded, MAX_QUEUED } from './support/guardedSockets.ts'
+
+/** The origin the room's updates from the other relays are applied under. */
+const REMOTE = 'from-redis'
+const ROOM = 'fleet-c/d1'
+
+/** A room with the relay's fan-out, and a doc of another relay that writes it. */
+function room(): { document: Document; elsewhere: Y.Doc; write: (entries: number, origin?: unknown) => void } {
+  const document = new Document(ROOM)
+  expect(sendToOthers(document, REMOTE)).toBe(true)
+  const elsewhere = new Y.Doc()
+  let written = 0
+  return {
+    document,
+    elsewhere,
+    // Another relay's client writes `entries` entries; the update comes under `origin` (default: through Redis).
+    write: (entries, origin = REMOTE) => {
+      const before = Y.encodeStateVector(elsewhere)
+      elsewhere.getArray<string>('log').push(Array.from({ length: entries }, () => `reading ${written++} `.padEnd(100, '.')))
+      Y.applyUpdate(document, Y.encodeStateAsUpdate(elsewhere, before), origin)
+    },
+  }
+}
+
+/**
+ * A client of `document` on a socket whose queue is `queued` bytes (a drain due): it holds the room
+ * as it stands (its join's answer), and takes every message the relay sends it into `doc`.
+ */
+function client(document: Document, queued: number) {
+  const socket = guarded()
+  socket.ws.bufferedAmount = queued
+  socket.transport.writableNeedDrain = queued > 0
+  const doc = new Y.Doc()
+  Y.applyUpdate(doc, Y.encodeStateAsUpdate(document))
+  const sent: number[] = []
+  const connection = {
+    webSocket: socket.ws,
+    context: { socket: socket.guard },
+    send(message: Uint8Array) {
+      sent.push(message.byteLength)
+      socket.ws.bufferedAmount += message.byteLength
+      const decoder = decoding.createDecoder(message)
+      expect(decoding.readVarString(decoder)).toBe(ROOM)
+      expect([decoding.readVarUint(decoder), decoding.readVarUint(decoder)]).toEqual([0, 2])
+      Y.applyUpdate(doc, decoding.readVarUint8Array(decoder))
+    },
+  } as unknown as Connection
+  document.addConnection(connection)
+  /** The peer read everything queued: the transport drains, and what was admitted is sent (microtasks). */
+  const drain = async (): Promise<void> => {
+    socket.ws.bufferedAmount = 0
+    socket.transport.writableNeedDrain = false
+    socket.transport.emit('drain')
+    await Promise.resolve()
+  }
+  return { socket, doc, sent, connection, drain }
+}
+
+const holds = (doc: Y.Doc, document: Document): boolean => Y.equalSnapshots(Y.snapshot(doc), Y.snapshot(document)) && doc.getArray('log').length === document.getArray('log').length
+
+describe('updates from the other relays', () => {
+  it('are sent at once while the socket’s queue has room for them, answers to joins waiting or not', () => {
+    const { document, write } = room()
+    const reader = client(document, MAX_QUEUED / 2 - (4 << 10))
+    // A join's answer of half the queue waits for it to drain.
+    let answered = false
+    void reader.socket.guard.roomForAnswer(() => MAX_QUEUED / 2).then(() => (answered = true))
+    write(10)
+    expect(reader.sent).toHaveLength(1)
+    expect(catchingUp(reader.connection)).toBe(false)
+    expect(holds(reader.doc, document)).toBe(true)
+    expect(answered).toBe(false)
+  })
+
+  it('that do not fit wait, with every later update of the room, for one catch-up once the queue drains; then they go at once again', async () => {
+    const { document, write } = room()
+    const reader = client(document, MAX_QUEUED / 2)
+    const idle = client(document, 0)
+    const weights: (() => number)[] = []
+    const roomForAnswer = reader.socket.guard.roomForAnswer.bind(reader.socket.guard)
+    reader.socket.guard.roomForAnswer = (weigh) => {
+      weights.push(weigh)
+      return roomForAnswer(weigh)
+    }
+    write(2_000)
+    // A later one from Redis, and one from a client of this relay (a connection's own origin): the catch-up carries them.
+    write(1)
+    write(3, idle.connection)
+    expect(reader.sent).toEqual([])
+    expect(catchingUp(reader.connection)).toBe(true)
+    expect(weights).toHaveLength(1)
+    // The other client, whose queue is empty, had each (but its own) at once.
+    expect(idle.sent).toHaveLength(2)
+
+    const weighed = (weights[0] as () => number)()
+    await reader.drain()
+    expect(reader.sent).toEqual([weighed])
+    expect(catchingUp(reader.connection)).toBe(false)
+    expect(holds(reader.doc, document)).toBe(true)
+    write(1)
+    expect(reader.sent).toHaveLength(2)
+    expect(holds(reader.doc, document)).toBe(true)
+    expect(reader.socket.ws.terminated).toBe(false)
+  })
+
+  it('a client whose queue never drains is sent nothing more of the room, and its catch-up is let go, unsent, when its socket closes', async () => {
+    const { document, write } = room()
+    const reader = client(document, MAX_QUEUED / 2)
+    for (let i = 0; i < 50; i++) write(1_000)
+    expect(reader.sent).toEqual([])
+    expect(reader.socket.ws.bufferedAmount).toBe(MAX_QUEUED / 2)
+    reader.socket.ws.readyState = 3
+    reader.socket.ws.emit('close')
+    await Promise.resolve()
+    expect(reader.sent).toEqual([])
+    expect(catchingUp(reader.connection)).toBe(false)
+  })
+
+  it('a catch-up of a connection that left its room (its socket still open) is not sent', async () => {
+    const { document, write } = room()
+    const reader = client(document, MAX_QUEUED / 2)
+    write(2_000)
+    document.removeConnection(reader.connection)
+    await reader.drain()
+    expect(reader.sent).toEqual([])
+    expect(catchingUp(reader.connection)).toBe(false)
+  })
+})
+
+describe('updates made on this relay', () => {
+  it('are not paced: sent at once past half of the queue, to a client not catching up', () => {
+    const { document, write } = room()
+    const reader = client(document, MAX_QUEUED / 2)
+    write(10, null)
+    expect(reader.sent).toHaveLength(1)
+    expect(catchingUp(reader.connection)).toBe(false)
+  })
+})
