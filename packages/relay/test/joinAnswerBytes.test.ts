@@ -9,7 +9,7 @@ import * as encoding from 'lib0/encoding'
 import { describe, expect, it } from 'vitest'
 import * as Y from 'yjs'
 import { assertSeeded } from '@tidemark/seeded-random/property'
-import { holderUpdateBytes, joinAnswerBytes } from '../src/gate/joinAnswer.ts'
+import { answerUpdateBytes, joinAnswerBytes } from '../src/gate/joinAnswer.ts'
 
 const FILE = 'packages/relay/test/joinAnswerBytes.test.ts'
 const ROOM = 'fleet-a/d07'
@@ -81,7 +81,7 @@ describe('joinAnswerBytes', () => {
         expect(weight).toBeGreaterThanOrEqual(sent)
         expect(weight - sent).toBeLessThanOrEqual(20 + held.byteLength - Y.encodeStateVector(document).byteLength)
         // The update (its delete set) is weighed exactly; its frame and the room's state vector are not.
-        expect(holderUpdateBytes(document, Y.decodeStateVector(held))).toBe(Y.encodeStateAsUpdate(document, held).byteLength)
+        expect(answerUpdateBytes(document, Y.decodeStateVector(held))).toBe(Y.encodeStateAsUpdate(document, held).byteLength)
       }),
       FILE,
       'weighs the answer to a client holding every clock at no less than what Hocuspocus sends it, its update exactly (seeded)',
@@ -94,17 +94,17 @@ describe('joinAnswerBytes', () => {
     const log = document.getArray<number>('log')
     log.push(Array.from({ length: 50 }, (_, i) => i))
     const holds = () => Y.decodeStateVector(Y.encodeStateVector(document))
-    expect(holderUpdateBytes(document, holds())).toBe(Y.encodeStateAsUpdate(document, Y.encodeStateVector(document)).byteLength)
+    expect(answerUpdateBytes(document, holds())).toBe(Y.encodeStateAsUpdate(document, Y.encodeStateVector(document)).byteLength)
     for (const at of [40, 20, 3]) {
       log.delete(at, 2)
-      const weight = holderUpdateBytes(document, holds())
+      const weight = answerUpdateBytes(document, holds())
       expect(weight).toBe(Y.encodeStateAsUpdate(document, Y.encodeStateVector(document)).byteLength)
       // Unchanged since: the same measure, without a walk (the structs changed under it would show otherwise).
-      expect(holderUpdateBytes(document, holds())).toBe(weight)
+      expect(answerUpdateBytes(document, holds())).toBe(weight)
     }
   })
 
-  it('is null for a client lacking any clock of the room, and for a room holding pending updates', () => {
+  it('weighs a client lacking one clock of any client, or a client whole, at what it is sent; is null for a room holding pending updates', () => {
     const document = written(
       [
         { writer: 0, op: 'type', at: 0, count: 5 },
@@ -118,11 +118,11 @@ describe('joinAnswerBytes', () => {
     for (const client of own.keys()) {
       const lacking = new Map(own)
       lacking.set(client, (own.get(client) as number) - 1)
-      expect(joinAnswerBytes(document, ROOM, lacking, sv.byteLength)).toBeNull()
+      expect(joinAnswerBytes(document, ROOM, lacking, sv.byteLength)).toBe(answerBytes(document, Y.encodeStateVector(lacking)))
       lacking.delete(client)
-      expect(joinAnswerBytes(document, ROOM, lacking, sv.byteLength)).toBeNull()
+      expect(joinAnswerBytes(document, ROOM, lacking, sv.byteLength)).toBe(answerBytes(document, Y.encodeStateVector(lacking)))
     }
-    expect(joinAnswerBytes(document, ROOM, new Map(), 1)).toBeNull()
+    expect(joinAnswerBytes(document, ROOM, new Map(), 1)).toBe(answerBytes(document, new Uint8Array([0])))
     // An update whose predecessor is missing stays pending in the document, and the answer carries it.
     const writer = new Y.Doc()
     writer.getArray('log').push([1])

@@ -4,7 +4,8 @@
  * stops reading a socket only once half of `maxQueuedBytes` is queued, and the joins already read
  * would each queue their answer. The relay admits a join's answer only while the socket's queue
  * has room for it, and answers the rest as the client reads: a client that reads normally is never
- * cut for what it asked for. A client that holds the rooms already is not made to wait.
+ * cut for what it asked for. A client that holds the rooms already, or lacks only a few updates of
+ * them, is weighed at what it lacks and not made to wait.
  */
 import * as decoding from 'lib0/decoding'
 import { afterAll, afterEach, expect, it, vi } from 'vitest'
@@ -169,6 +170,45 @@ it('a client rejoining 8 rooms of about 740 KiB that it holds is answered withou
   for (const bytes of rejoined.values()) expect(bytes).toBeGreaterThan(2)
   for (const bytes of rejoined.values()) expect(bytes).toBeLessThan(64)
   for (const [i, name] of names.entries()) expect(replicaLog(docs.get(`fleet-r/${name}`) as Y.Doc, name).length).toBe(replicaLog((devices[i] as RoomClient).doc, name).length)
+  expect(await metric(relay.httpUrl, 'tidemark_relay_refusals_total{reason="slow-reader"}')).toBe(0)
+})
+
+it('a client rejoining 8 rooms of about 740 KiB after their devices wrote a few readings is weighed at what it lacks, and answered without waiting; its first join waits as before', async () => {
+  const relay = await startTestRelay(relays, { limits: { maxRoomBytes: 2 << 20, maxQueuedBytes: 4 << 20 } })
+  const names = Array.from({ length: 8 }, (_, i) => `d${i + 1}`)
+  const devices = await fillRoomsOn(relay, 'fleet-l', names, 2)
+  const docs = new Map(names.map((name) => [`fleet-l/${name}`, new Y.Doc()]))
+
+  // Its first join lacks the rooms whole: weighed at them, under half of 4 MiB two fit at once,
+  // and the others wait for the queue to drain (as many as the kernel does not take at once).
+  const first = answerWaits()
+  await joinInOneBurst(relay, 'fleet-l', docs)
+  console.log(`a client lacking ${names.length} rooms: ${first.waited} answers waited, weighed ${first.weights.join(', ')}`)
+  expect(first.weights).toHaveLength(names.length)
+  for (const weight of first.weights) expect(weight).toBeGreaterThan(512 << 10)
+  expect(first.waited).toBeGreaterThan(0)
+  vi.restoreAllMocks()
+
+  // The client's socket drops; meanwhile each device writes three readings, one update each, and deletes one.
+  for (const [i, device] of devices.entries()) {
+    const log = replicaLog(device.doc, names[i] as string)
+    for (let j = 0; j < 3; j++) log.push([groupEntry(`${names[i]}-temp`, (8_000 + j) * 60_000, j)])
+    log.delete(7, 1)
+  }
+  await waitFor(() => devices.every((device) => !device.provider.hasUnsyncedChanges), 'the readings acknowledged')
+
+  const again = answerWaits()
+  const rejoined = await joinInOneBurst(relay, 'fleet-l', docs)
+  const answers = [...rejoined.values()]
+  console.log(`the client rejoining lacking a few readings: ${again.waited} answers waited, weighed ${again.weights.join(', ')}; updates of ${answers.join(', ')} bytes`)
+  expect(again.weights).toHaveLength(names.length)
+  expect(again.waited).toBe(0)
+  // Each answer carries the three readings (about 100 bytes each); its weight, both messages
+  // framed, is no less than its update and near it, not the room's 740 KiB.
+  for (const bytes of answers) expect(bytes).toBeGreaterThan(300)
+  for (const weight of again.weights) expect(weight).toBeGreaterThan(Math.max(...answers))
+  for (const weight of again.weights) expect(weight).toBeLessThan(Math.min(...answers) + 128)
+  for (const [i, name] of names.entries()) expect(replicaLog(docs.get(`fleet-l/${name}`) as Y.Doc, name).toJSON()).toEqual(replicaLog((devices[i] as RoomClient).doc, name).toJSON())
   expect(await metric(relay.httpUrl, 'tidemark_relay_refusals_total{reason="slow-reader"}')).toBe(0)
 })
 

@@ -301,8 +301,8 @@ export class AccessGate implements Extension {
       } catch {
         return new Refusal('malformed-message', 'undecodable state vector')
       }
-      // A client that holds every clock of the room's is sent its delete set alone; one that lacks
-      // some, weighed at the room's whole size (what it lacks is not known unencoded).
+      // Weighed at what the client lacks, measured from the room's structs; at the room's whole
+      // size when the room holds pending updates (the answer carries them too).
       return new PacedAnswer(() => joinAnswerBytes(document, gate.roomName, held, frame.payload.byteLength) ?? this.#sizes.get(gate.roomName))
     }
     if (frame.step !== SYNC_STEP.step2 && frame.step !== SYNC_STEP.update) return new Refusal('malformed-message', `unknown sync step ${frame.step}`)

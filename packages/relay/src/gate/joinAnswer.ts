@@ -4,79 +4,141 @@
  * update `Y.encodeStateAsUpdate(document, held)`, and its own step 1, the document's state vector.
  *
  * The step 2 is what the client lacks: the structs of every client whose clock in the document is
- * past the client's, then the document's whole delete set (Yjs 13.6, `writeStateAsUpdate`), then
- * what the document holds pending, if anything. A client that holds every clock the document
- * holds (a rejoin after a blip) is sent no struct: the update is one byte for "no client", then
- * the delete set, whose encoding (`writeDeleteSet`, V1: varuints) is measured here from the
- * document's structs without building it, and without touching their content. Otherwise the
- * structs' content would have to be encoded to know its size, as Hocuspocus encodes it to send
- * it: the answer is weighed at the room's size instead.
+ * past the client's, from the client's clock on, then the document's whole delete set (Yjs 13.6,
+ * `writeStateAsUpdate`), then what the document holds pending, if anything. Both parts are
+ * measured from the document's structs without encoding them, to the byte:
+ * - the structs a client lacks (`structBytes.ts`, which states the byte layout it follows): the
+ *   first found by a binary search on the client's clock, then only those from it on are read,
+ *   so the cost follows what the client lacks, not the room's size. A client back after a blip
+ *   while devices wrote costs a look at each writer's clock and a read of the few structs written
+ *   meanwhile; a first join reads the whole room, as Hocuspocus does to encode it, once per
+ *   change of the document (`docVersion`): each writer's whole structs are measured once for
+ *   every first join, however many look;
+ * - the delete set (`writeDeleteSet`, V1: varuints), walked over every struct without touching
+ *   their content, once per change of the document (`docVersion`): a storm of joins walks a room
+ *   once, whatever their number.
+ * The framing is counted exactly too, so the weight is the answer's size to the byte (for a
+ * client lacking nothing, the document's state vector is counted at the length of the client's).
+ * A document holding pending updates, or a struct of a kind Yjs 13.6 does not write, is not
+ * measured (null): the caller weighs the answer at the room's size.
  *
  * The weight must not be smaller than the answer: the guard admits an answer on its weight, and
  * an answer larger than it could take the socket's queue past `maxQueuedBytes`.
  */
 import type * as Y from 'yjs'
 import { docVersion } from './hocuspocusSteps.ts'
+import { clientStructsBytes, varUintBytes } from './structBytes.ts'
 
 /**
- * What each document's update to a client holding all of it weighs, as the document stood at its
- * `docVersion`: step 1s of holders (a rejoin storm, or a client sending them over and over) walk a
- * room's structs once per change of the room, not once per message.
+ * Each document's delete set bytes, as the document stood at its `docVersion`: step 1s (a rejoin
+ * storm, or a client sending them over and over) walk a room's structs once per change of the
+ * room, not once per message.
  */
-const holderUpdates = new WeakMap<Y.Doc, { readonly version: number; readonly bytes: number }>()
+const deleteSets = new WeakMap<Y.Doc, { readonly version: number; readonly bytes: number }>()
 
-/** Bytes of a Hocuspocus message besides its payload and its room name: the type, the step, and the payload's length (a varuint, at most 8 bytes below 2^53). */
-const MESSAGE_OVERHEAD = 10
+/**
+ * Each document's writers' whole structs in bytes (what a first join lacks of each), as the
+ * document stood at its `docVersion`: a storm of first joins, each weighed again at every look of
+ * its socket's guard, reads a room's structs once per change of the room. Null for a writer
+ * holding a struct of a kind this does not know.
+ */
+const wholeWriters = new WeakMap<Y.Doc, { readonly version: number; readonly bytes: Map<number, number | null> }>()
+
+/** The bytes of an update to a client, and the number of clients whose structs it carries. */
+interface UpdateMeasure {
+  readonly bytes: number
+  readonly writers: number
+}
 
 /**
  * Bytes the answer to a step 1 stating `held` (its decoded state vector, `stateVectorBytes`
- * long) takes at most, both messages framed, when the client holds every clock of `document`'s;
- * null when it lacks some (or the document holds pending updates, which the answer would carry
- * too).
+ * long) takes at most, both messages framed: what the client lacks of `document`, then the
+ * document's delete set and state vector. Exact for a client lacking anything; for one lacking
+ * nothing, the document's state vector is counted at the length of the client's. Null when the
+ * document holds pending updates (the answer would carry them too) or a struct of a kind this
+ * does not know.
  *
  * @example
  * const held = Y.decodeStateVector(payload)
  * await socket.roomForAnswer(() => joinAnswerBytes(document, room, held, payload.byteLength) ?? sizes.get(room))
  */
 export function joinAnswerBytes(document: Y.Doc, room: string, held: ReadonlyMap<number, number>, stateVectorBytes: number): number | null {
-  const update = holderUpdateBytes(document, held)
+  const update = measureUpdate(document, held)
   if (update === null) return null
-  // The document's state vector names no client the client's does not, at no larger a clock.
+  // A client lacking nothing holds every client the document's state vector names, at no smaller
+  // a clock: the document's is no longer than the client's. Otherwise it is measured.
+  const stateVector = update.writers === 0 ? stateVectorBytes : documentStateVectorBytes(document)
   const roomName = Buffer.byteLength(room) + varUintBytes(Buffer.byteLength(room))
-  return 2 * (roomName + MESSAGE_OVERHEAD) + update + stateVectorBytes
+  return messageBytes(roomName, update.bytes) + messageBytes(roomName, stateVector)
+}
+
+/** Bytes of a Hocuspocus sync message of `payload` bytes: the room's name, the type (Sync, 0) and the step (a varuint each, one byte), then the payload after its length. */
+function messageBytes(roomName: number, payload: number): number {
+  return roomName + 2 + varUintBytes(payload) + payload
 }
 
 /**
- * Bytes of `Y.encodeStateAsUpdate(document, held)`, exactly, when `held` holds every clock of
- * `document`'s (the update is then its delete set alone); null otherwise, or when the document
- * holds pending updates. Walks the document's structs once per change of the document (the
- * measure is kept until the next): no content read, nothing allocated per struct.
+ * Bytes of `Y.encodeStateAsUpdate(document, held)`, exactly; null when the document holds pending
+ * updates or a struct of a kind this does not know. Reads the structs `held` lacks and the
+ * document's delete set (measured once per change of the document).
  *
  * @example
- * holderUpdateBytes(document, Y.decodeStateVector(Y.encodeStateVector(document))) // Y.encodeStateAsUpdate(document, Y.encodeStateVector(document)).byteLength
+ * answerUpdateBytes(document, Y.decodeStateVector(sv)) // Y.encodeStateAsUpdate(document, sv).byteLength
  */
-export function holderUpdateBytes(document: Y.Doc, held: ReadonlyMap<number, number>): number | null {
+export function answerUpdateBytes(document: Y.Doc, held: ReadonlyMap<number, number>): number | null {
+  return measureUpdate(document, held)?.bytes ?? null
+}
+
+/** The update `held` is sent (`writeStateAsUpdate`): the clients it lacks structs of, each one's from its clock on, then the delete set. */
+function measureUpdate(document: Y.Doc, held: ReadonlyMap<number, number>): UpdateMeasure | null {
   const store = document.store
   if (store.pendingStructs !== null || store.pendingDs !== null) return null
-  // Before the walk: a client joining for the first time costs a look at each client's clock.
-  for (const [client, structs] of store.clients) {
-    const last = structs[structs.length - 1]
-    if (last !== undefined && (held.get(client) ?? 0) < last.id.clock + last.length) return null
+  let writers = 0
+  let structs = 0
+  for (const [client, clientStructs] of store.clients) {
+    const last = clientStructs[clientStructs.length - 1]
+    const from = held.get(client) ?? 0
+    if (last === undefined || from >= last.id.clock + last.length) continue
+    const bytes = from === 0 ? wholeWriterBytes(document, client, clientStructs) : clientStructsBytes(clientStructs, client, from)
+    if (bytes === null) return null
+    writers++
+    structs += bytes
   }
+  // The clients' count (a varuint), their structs, then the delete set.
+  return { bytes: varUintBytes(writers) + structs + deleteSetBytes(document), writers }
+}
+
+/** Bytes of all of `client`'s structs in `document` (`clientStructsBytes` from clock 0), read once per change of the document. */
+function wholeWriterBytes(document: Y.Doc, client: number, structs: readonly (Y.Item | Y.GC)[]): number | null {
   const version = docVersion(document)
-  const known = holderUpdates.get(document)
+  let known = wholeWriters.get(document)
+  if (known?.version !== version) {
+    known = { version, bytes: new Map() }
+    wholeWriters.set(document, known)
+  }
+  let bytes = known.bytes.get(client)
+  if (bytes === undefined) {
+    bytes = clientStructsBytes(structs, client, 0)
+    known.bytes.set(client, bytes)
+  }
+  return bytes
+}
+
+/** Bytes of `document`'s delete set (`writeDeleteSet` of the set Yjs builds from its structs), walked once per change of the document. */
+function deleteSetBytes(document: Y.Doc): number {
+  const version = docVersion(document)
+  const known = deleteSets.get(document)
   if (known?.version === version) return known.bytes
   let deleted = 0
-  let deleteSet = 0
-  for (const [client, structs] of store.clients) {
-    const ranges = deletedRangeBytes(structs)
-    if (ranges.count === 0) continue
+  let ranges = 0
+  for (const [client, structs] of document.store.clients) {
+    const clientRanges = deletedRangeBytes(structs)
+    if (clientRanges.count === 0) continue
     deleted++
-    deleteSet += varUintBytes(client) + varUintBytes(ranges.count) + ranges.bytes
+    ranges += varUintBytes(client) + varUintBytes(clientRanges.count) + clientRanges.bytes
   }
-  // No client's structs (a varuint 0), then the delete set.
-  const bytes = 1 + varUintBytes(deleted) + deleteSet
-  holderUpdates.set(document, { version, bytes })
+  const bytes = varUintBytes(deleted) + ranges
+  deleteSets.set(document, { version, bytes })
   return bytes
 }
 
@@ -95,9 +157,12 @@ function deletedRangeBytes(structs: readonly Y.AbstractStruct[]): { count: numbe
   return { count, bytes }
 }
 
-/** Bytes of `n` written as a lib0 varuint (7 bits a byte). */
-function varUintBytes(n: number): number {
-  let bytes = 1
-  for (let rest = n; rest >= 0x80; rest = Math.floor(rest / 0x80)) bytes++
+/** Bytes of `document`'s state vector (`encodeStateVector`): its clients' count, then each client and its clock. */
+function documentStateVectorBytes(document: Y.Doc): number {
+  let bytes = varUintBytes(document.store.clients.size)
+  for (const [client, structs] of document.store.clients) {
+    const last = structs[structs.length - 1]
+    bytes += varUintBytes(client) + varUintBytes(last === undefined ? 0 : last.id.clock + last.length)
+  }
   return bytes
 }
