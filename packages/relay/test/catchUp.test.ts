@@ -8,7 +8,7 @@ import { type Connection, Document } from '@hocuspocus/server'
 import * as decoding from 'lib0/decoding'
 import { describe, expect, it } from 'vitest'
 import * as Y from 'yjs'
-import { catchingUp } from '../src/gate/catchUp.ts'
+import { catchingUp, joinAnswered } from '../src/gate/catchUp.ts'
 import { sendToOthers } from '../src/rooms/updateFanOut.ts'
 import { guarded, MAX_QUEUED } from './support/guardedSockets.ts'
 
@@ -45,11 +45,13 @@ function client(document: Document, queued: number) {
   const doc = new Y.Doc()
   Y.applyUpdate(doc, Y.encodeStateAsUpdate(document))
   const sent: number[] = []
+  const messages: Uint8Array[] = []
   const connection = {
     webSocket: socket.ws,
     context: { socket: socket.guard },
     send(message: Uint8Array) {
       sent.push(message.byteLength)
+      messages.push(message)
       socket.ws.bufferedAmount += message.byteLength
       const decoder = decoding.createDecoder(message)
       expect(decoding.readVarString(decoder)).toBe(ROOM)
@@ -65,7 +67,7 @@ function client(document: Document, queued: number) {
     socket.transport.emit('drain')
     await Promise.resolve()
   }
-  return { socket, doc, sent, connection, drain }
+  return { socket, doc, sent, messages, connection, drain }
 }
 
 const holds = (doc: Y.Doc, document: Document): boolean => Y.equalSnapshots(Y.snapshot(doc), Y.snapshot(document)) && doc.getArray('log').length === document.getArray('log').length
@@ -126,6 +128,63 @@ describe('updates from the other relays', () => {
     await Promise.resolve()
     expect(reader.sent).toEqual([])
     expect(catchingUp(reader.connection)).toBe(false)
+  })
+
+  it('that a storm of the room’s clients did not fit are encoded once for all of them, and held once, not once per client', async () => {
+    const { document, write } = room()
+    // Each client's queue is busy (its join's answer) when the other relay's state comes.
+    const storm = Array.from({ length: 50 }, () => client(document, MAX_QUEUED / 2))
+    write(2_000)
+    for (const reader of storm) expect(catchingUp(reader.connection)).toBe(true)
+    for (const reader of storm) await reader.drain()
+    const encodings = new Set(storm.flatMap((reader) => reader.messages))
+    expect(storm.map((reader) => reader.sent.length)).toEqual(storm.map(() => 1))
+    expect(encodings.size).toBe(1)
+    for (const reader of storm) expect(holds(reader.doc, document)).toBe(true)
+  })
+
+  it('a storm whose clients are sent their catch-up as the room changes between them: each ends with the room', async () => {
+    const { document, write } = room()
+    const storm = Array.from({ length: 5 }, () => client(document, MAX_QUEUED / 2))
+    write(200)
+    write(1, null)
+    for (const reader of storm) {
+      await reader.drain()
+      write(1)
+    }
+    for (const reader of storm) expect(catchingUp(reader.connection)).toBe(false)
+    for (const reader of storm) expect(holds(reader.doc, document)).toBe(true)
+  })
+
+  it('a connection whose join is answered while it waits for its catch-up is sent, after the answer, only what the room took since', async () => {
+    const { document, write } = room()
+    const reader = client(document, MAX_QUEUED / 2)
+    write(2_000)
+    expect(catchingUp(reader.connection)).toBe(true)
+    // Its join's answer goes now (Hocuspocus' step 2): the room as it stands.
+    joinAnswered(reader.connection, document)
+    Y.applyUpdate(reader.doc, Y.encodeStateAsUpdate(document))
+    write(1)
+    expect(reader.sent).toEqual([])
+    await reader.drain()
+    expect(reader.sent).toHaveLength(1)
+    expect(reader.sent[0]).toBeLessThan(1_000)
+    expect(catchingUp(reader.connection)).toBe(false)
+    expect(holds(reader.doc, document)).toBe(true)
+  })
+
+  it('a connection whose join is answered while it waits for its catch-up, the room taking nothing after, is sent no catch-up', async () => {
+    const { document, write } = room()
+    const reader = client(document, MAX_QUEUED / 2)
+    write(2_000)
+    joinAnswered(reader.connection, document)
+    Y.applyUpdate(reader.doc, Y.encodeStateAsUpdate(document))
+    await reader.drain()
+    expect(reader.sent).toEqual([])
+    expect(catchingUp(reader.connection)).toBe(false)
+    expect(holds(reader.doc, document)).toBe(true)
+    write(1)
+    expect(reader.sent).toHaveLength(1)
   })
 
   it('a catch-up of a connection that left its room (its socket still open) is not sent', async () => {

@@ -116,6 +116,24 @@ async function slowReader(on: Relay): Promise<{ ws: WebSocket; serverSide: WebSo
   return { ws, serverSide, peak, closedWith: () => closedWith }
 }
 
+/** Stops the link under the relay's side of a socket carrying anything until the returned function is called. */
+function stallLink(serverSide: WebSocket): () => void {
+  type Write = (chunk: unknown, encoding: unknown, done: (error?: Error | null) => void) => void
+  const socket = (serverSide as unknown as { _socket: { _write: Write } })._socket
+  const write = socket._write
+  let waiting: (() => void) | undefined
+  let stalled = true
+  // A stream hands its writes over one at a time: at most one waits.
+  socket._write = (chunk, encoding, done) => {
+    if (stalled) waiting = () => write.call(socket, chunk, encoding, done)
+    else write.call(socket, chunk, encoding, done)
+  }
+  return () => {
+    stalled = false
+    waiting?.()
+  }
+}
+
 /** Every join of `rooms` and its step 1 (holding nothing) in one burst: the relay reads them all before it queues any answer. */
 function joinInOneBurst(ws: WebSocket, rooms: readonly string[], token: string): void {
   for (const room of rooms) ws.send(authFrame(room, token))
@@ -199,10 +217,15 @@ it("a client joining 10 rooms of about 740 KiB at once on relay B, under a queue
  * Joins all of `rooms` on `on` in one burst, as a raw socket on a slow link reading into a doc per
  * room; `largest` is the largest sync message's update it took.
  */
-async function joinRoomsOnSlowLink(on: Relay, rooms: readonly string[]): Promise<Awaited<ReturnType<typeof slowReader>> & { docs: Map<string, Y.Doc>; answered: Set<string>; largest: () => number }> {
+async function joinRoomsOnSlowLink(
+  on: Relay,
+  rooms: readonly string[],
+): Promise<Awaited<ReturnType<typeof slowReader>> & { docs: Map<string, Y.Doc>; answered: Set<string>; largest: () => number; received: Map<string, number> }> {
   const reader = await slowReader(on)
   const docs = new Map(rooms.map((room) => [room, new Y.Doc()]))
   const answered = new Set<string>()
+  // Bytes of the updates each room was sent (answers, catch-ups and live updates).
+  const received = new Map<string, number>()
   let largest = 0
   reader.ws.on('message', (message: Buffer) => {
     const sync = readSync(new Uint8Array(message))
@@ -210,9 +233,10 @@ async function joinRoomsOnSlowLink(on: Relay, rooms: readonly string[]): Promise
     Y.applyUpdate(docs.get(sync.room) as Y.Doc, sync.update)
     if (sync.step === STEP2) answered.add(sync.room)
     largest = Math.max(largest, sync.update.byteLength)
+    received.set(sync.room, (received.get(sync.room) ?? 0) + sync.update.byteLength)
   })
   joinInOneBurst(reader.ws, rooms, await dashboardToken(FLEET))
-  return { ...reader, docs, answered, largest: () => largest }
+  return { ...reader, docs, answered, largest: () => largest, received }
 }
 
 it('a client joining 8 rooms of about 740 KiB at once on relay B, which does not hold them, under a queue cap of two rooms, gets them from relay A paced and is not cut', async () => {
@@ -242,6 +266,50 @@ it('a client joining 8 rooms of about 740 KiB at once on relay B, which does not
   expect(catchUps).toBeGreaterThan(0)
   expect(waits.waited).toBeGreaterThan(0)
   for (const [i, name] of names.entries()) expect(entries(reader.docs.get(`${FLEET}/${name}`) as Y.Doc, name)).toEqual(entries((devices[i] as RoomClient).doc, name))
+}, 60_000)
+
+it('a client whose answers to its joins on relay B wait while the rooms take a large write on relay A is sent that write once: in the answer, not again in a catch-up', async () => {
+  const a = await relay()
+  const b = await relay()
+  const names = ['w1', 'w2', 'w3', 'w4']
+  const rooms = names.map((name) => `${FLEET}/${name}`)
+  const devices = await fillRooms(socketTo(a), clients, FLEET, names, BATCHES, BATCH)
+  // B holds the rooms whole: a dashboard on B has synced them.
+  const onB = socketTo(b)
+  const observers = await Promise.all(rooms.map(async (room) => openRoom(onB, room, await dashboardToken(FLEET))))
+  clients.push(...observers)
+  const readings = (count: number): boolean => observers.every((observer, i) => replicaLog(observer.doc, names[i] as string).length === count)
+  await waitFor(() => readings(BATCHES * BATCH), 'B holds the rooms')
+
+  // The client joins the four rooms while its link carries nothing for now: two answers fill its
+  // queue past half of the cap, the other two wait.
+  const waits = answerWaits()
+  const reader = await joinRoomsOnSlowLink(b, rooms)
+  const resume = stallLink(reader.serverSide)
+  const queuedRooms = (): number => Math.floor(reader.serverSide.bufferedAmount / (waits.weights[0] ?? Number.POSITIVE_INFINITY))
+  await waitFor(() => waits.weights.length === rooms.length && queuedRooms() === 2, 'two answers queued (no third fits), the others waiting')
+  // Meanwhile the devices write a batch as large as the rooms were (it does not fit in the queue).
+  for (const [i, device] of devices.entries()) {
+    const name = names[i] as string
+    device.doc.transact(() => {
+      const log = replicaLog(device.doc, name)
+      for (let j = 0; j < BATCHES * BATCH; j++) log.push([groupEntry(`${name}-temp`, (BATCHES * BATCH + j) * 60_000, j % 256)])
+    })
+  }
+  await waitFor(() => readings(2 * BATCHES * BATCH), 'B took the batch')
+  resume()
+
+  const holds = (): boolean => reader.docs.size === rooms.length && [...reader.docs.values()].every((doc, i) => replicaLog(doc, names[i] as string).length === 2 * BATCHES * BATCH)
+  await waitFor(() => reader.closedWith() !== undefined || holds(), 'the client has every room, or was cut', 30_000)
+  await waitFor(() => reader.serverSide.bufferedAmount === 0, 'the client read everything queued for it')
+  const sent = rooms.map((room) => reader.received.get(room) ?? 0)
+  const sizes = devices.map((device) => Y.encodeStateAsUpdate(device.doc).byteLength)
+  console.log(`answers that waited while the rooms took a batch: sent ${sent.join(', ')} bytes for rooms of ${sizes.join(', ')} bytes`)
+  expect(reader.closedWith()).toBeUndefined()
+  for (const [i, name] of names.entries()) expect(entries(reader.docs.get(rooms[i] as string) as Y.Doc, name)).toEqual(entries((devices[i] as RoomClient).doc, name))
+  // Each room about once (framing and deletions aside): the two answered at once, then sent the
+  // batch; the two whose answers waited, in their answers alone.
+  for (const [i, bytes] of sent.entries()) expect(bytes, rooms[i]).toBeLessThan(1.1 * (sizes[i] as number))
 }, 60_000)
 
 it('a holder of the rooms that never answers (subscribed to their channels, frozen) adds no wait to their loads on relay B: the joins are answered with B\'s clock standing still', async () => {

@@ -24,6 +24,7 @@ import { classifyRoom } from '../rooms/roomName.ts'
 import type { RoomSizes } from '../rooms/roomSizes.ts'
 import type { RelayLog } from '../relayLog.ts'
 import type { RelayLimits } from '../relayOptions.ts'
+import { joinAnswered } from './catchUp.ts'
 import { ConnectionGate, type RelayContext } from './connectionGate.ts'
 import { HeldUpdates } from './heldUpdates.ts'
 import { acknowledge, applyAsHocuspocus } from './hocuspocusSteps.ts'
@@ -194,7 +195,7 @@ export class AccessGate implements Extension {
     const frame = readFrame(data)
     try {
       let decision = gate.ended || this.#closing ? 'drop' : this.#decide(gate, connection, document, frame)
-      if (decision instanceof PacedAnswer) decision = await this.#roomForAnswer(gate, connection, decision.weigh)
+      if (decision instanceof PacedAnswer) decision = await this.#roomForAnswer(gate, connection, document, decision.weigh)
       if (decision instanceof Refusal) this.#refuse(gate, connection, data, frame, decision)
       else if (decision === 'drop') this.#neutralize(data, frame)
       else if (decision === 'expired') {
@@ -228,11 +229,14 @@ export class AccessGate implements Extension {
    * (`SocketGuard.roomForAnswer`), so that joins read in one burst do not queue every room at
    * once. Weighed as the room stands each time it is weighed against the queue, the last time
    * just before it is sent: what the room took while it waited is in it too (a client that held
-   * the room lacks that now). Dropped if the connection ended meanwhile.
+   * the room lacks that now), so a catch-up the connection waits for need not send that again
+   * (`joinAnswered`). Dropped if the connection ended meanwhile.
    */
-  async #roomForAnswer(gate: ConnectionGate, connection: Connection, weigh: () => number): Promise<Decision> {
+  async #roomForAnswer(gate: ConnectionGate, connection: Connection, document: Document, weigh: () => number): Promise<Decision> {
     await (connection.context as RelayContext).socket?.roomForAnswer(weigh)
-    return gate.ended || this.#closing ? 'drop' : 'pass'
+    if (gate.ended || this.#closing) return 'drop'
+    joinAnswered(connection, document)
+    return 'pass'
   }
 
   #openRefused(refusal: Refusal): OpenRefused {

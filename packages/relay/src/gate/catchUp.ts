@@ -11,10 +11,12 @@
  * Otherwise the connection falls behind: it is sent nothing more of its room until its catch-up,
  * everything the room took since the state before that update (`Y.encodeStateAsUpdate` from that
  * state vector, with the room's deletions), which waits in the socket's queue of answers and is
- * encoded when weighed there. The client ends with every update, in one message, and nothing is
- * held but that state vector (the catch-up weighed last, waiting at the head of the queue, holds
- * its encoding until it is sent). A socket that does not read is cut all the same: by what
- * else is queued for it past `maxQueuedBytes`, or by its missed pings.
+ * encoded when weighed there (a join answered meanwhile carries the room as it stood then, so the
+ * catch-up starts over from there: `joinAnswered`). The client ends with every update, in one
+ * message, and nothing is held but that state vector (the catch-up weighed last, waiting at the
+ * head of the queue, holds its encoding until it is sent; the connections that fell behind on the
+ * same update share both: a room's many clients encode it once). A socket that does not read is
+ * cut all the same: by what else is queued for it past `maxQueuedBytes`, or by its missed pings.
  */
 import { type Connection, type Document, OutgoingMessage } from '@hocuspocus/server'
 import * as Y from 'yjs'
@@ -22,17 +24,30 @@ import type { RelayContext } from './connectionGate.ts'
 import { docVersion } from './hocuspocusSteps.ts'
 
 /**
- * One connection's catch-up: the state its room was in before the update it was not sent, and
- * the message last weighed (with the room's version then).
+ * A catch-up: the state the room was in before the update its connections were not sent, and the
+ * message last weighed (with the room's version then). Every connection that fell behind on the
+ * same update shares it: a storm of a room's clients (each socket's queue busy with its join's
+ * answer when the other relays' state comes) encodes the room, and holds the encoding, once, not
+ * once per client. It is let go once the last of them was sent it (or left).
  */
 interface CatchUp {
   readonly from: Uint8Array
   message: Uint8Array | null
   version: number
+  /** Connections waiting for it. */
+  waiting: number
+  /** The room's version when the connection's join was answered (which carried the room as it stood then): nothing to send while the room did not move since. */
+  readonly answered?: number
 }
 
 /** Connections behind on their room: sent nothing of it until their catch-up. */
 const behind = new WeakMap<Connection, CatchUp>()
+
+/**
+ * The catch-up of the connections that fell behind on one update, by the state before it
+ * (`transaction.beforeState`: one object for every connection that update is sent to).
+ */
+const fromState = new WeakMap<Map<number, number>, CatchUp>()
 
 /**
  * True while `connection` waits for its catch-up: every update of its room reaches it in that.
@@ -58,27 +73,61 @@ export function sendFromRedis(connection: Connection, document: Document, messag
     connection.send(message)
     return
   }
-  const catchUp: CatchUp = { from: Y.encodeStateVector(before), message: null, version: -1 }
+  const catchUp = catchUpFrom(before)
+  catchUp.waiting++
   behind.set(connection, catchUp)
   void socket
-    .roomForAnswer(() => {
-      const next = current(connection, document, catchUp)
-      return next === null ? 0 : next.byteLength
-    })
+    .roomForAnswer(() => current(connection, document)?.byteLength ?? 0)
     .then(() => {
-      const next = current(connection, document, catchUp)
-      behind.delete(connection)
+      const next = current(connection, document)
+      letGo(connection)
       if (next !== null) connection.send(next)
     })
 }
 
-/** The catch-up's message as the room stands now; null once the connection left the room or its socket closed. */
-function current(connection: Connection, document: Document, catchUp: CatchUp): Uint8Array | null {
-  if (document.isDestroyed || document.connections.get(connection.webSocket)?.connection !== connection || connection.webSocket.readyState !== connection.webSocket.OPEN) {
-    catchUp.message = null
+/**
+ * `connection`'s join is answered now (Hocuspocus sends the answer in the microtasks after): the
+ * answer carries everything of the room the client lacks, so the catch-up the connection waits
+ * for, if any, carries only what the room takes from now on, not what the answer sends again.
+ *
+ * @example
+ * await socket.roomForAnswer(weigh)
+ * joinAnswered(connection, document) // Hocuspocus answers the step 1 now
+ */
+export function joinAnswered(connection: Connection, document: Document): void {
+  if (!behind.has(connection)) return
+  letGo(connection)
+  behind.set(connection, { from: Y.encodeStateVector(document), message: null, version: -1, waiting: 1, answered: docVersion(document) })
+}
+
+/** `connection` waits for its catch-up no more: the last connection of a catch-up lets its encoding go. */
+function letGo(connection: Connection): void {
+  const catchUp = behind.get(connection)
+  behind.delete(connection)
+  if (catchUp !== undefined && --catchUp.waiting === 0) catchUp.message = null
+}
+
+/** The catch-up from the room's state `before` an update, shared by the connections that fell behind on it. */
+function catchUpFrom(before: Map<number, number>): CatchUp {
+  let catchUp = fromState.get(before)
+  if (catchUp === undefined) {
+    catchUp = { from: Y.encodeStateVector(before), message: null, version: -1, waiting: 0 }
+    fromState.set(before, catchUp)
+  }
+  return catchUp
+}
+
+/**
+ * `connection`'s catch-up message as the room stands now; null once the connection left the room
+ * or its socket closed, or when the room took nothing since the connection's join was answered.
+ */
+function current(connection: Connection, document: Document): Uint8Array | null {
+  const catchUp = behind.get(connection)
+  if (catchUp === undefined || document.isDestroyed || document.connections.get(connection.webSocket)?.connection !== connection || connection.webSocket.readyState !== connection.webSocket.OPEN) {
     return null
   }
   const version = docVersion(document)
+  if (version === catchUp.answered) return null
   if (catchUp.message === null || catchUp.version !== version) {
     const update = Y.encodeStateAsUpdate(document, catchUp.from)
     catchUp.message = new OutgoingMessage(document.name).createSyncMessage().writeUpdate(update).toUint8Array()
