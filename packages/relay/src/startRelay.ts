@@ -122,7 +122,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   })
   const persistence = new RoomPersistence({ store, sizes, idle, metrics, log })
   const redis = o.redisUrl === undefined ? undefined : new GuardedRedis(o.redisUrl, metrics, log, { timers: o.timers, maxUnansweredBytes: 4 * o.limits.maxRoomBytes })
-  const fanOut = new UpdateFanOut(log, redis?.remoteOrigin)
+  const fanOut = new UpdateFanOut(log, redis?.remoteOrigin, metrics)
   redis?.sharePresence(gate.presence)
   const hocuspocus = new Hocuspocus({
     name: 'tidemark-relay',

@@ -8,7 +8,7 @@ import { type Connection, Document } from '@hocuspocus/server'
 import * as decoding from 'lib0/decoding'
 import { describe, expect, it } from 'vitest'
 import * as Y from 'yjs'
-import { catchingUp, joinAnswered } from '../src/gate/catchUp.ts'
+import { type CatchUpCounts, catchingUp, joinAnswered } from '../src/gate/catchUp.ts'
 import { sendToOthers } from '../src/rooms/updateFanOut.ts'
 import { guarded, MAX_QUEUED } from './support/guardedSockets.ts'
 
@@ -17,14 +17,17 @@ const REMOTE = 'from-redis'
 const ROOM = 'fleet-c/d1'
 
 /** A room with the relay's fan-out, and a doc of another relay that writes it. */
-function room(): { document: Document; elsewhere: Y.Doc; write: (entries: number, origin?: unknown) => void } {
+function room(): { document: Document; elsewhere: Y.Doc; write: (entries: number, origin?: unknown) => void; counts: CatchUpCounts } {
   const document = new Document(ROOM)
-  expect(sendToOthers(document, REMOTE)).toBe(true)
+  // Where the relay's metrics count the catch-ups sent.
+  const counts: CatchUpCounts = { catchUps: 0, catchUpBytes: 0 }
+  expect(sendToOthers(document, REMOTE, counts)).toBe(true)
   const elsewhere = new Y.Doc()
   let written = 0
   return {
     document,
     elsewhere,
+    counts,
     // Another relay's client writes `entries` entries; the update comes under `origin` (default: through Redis).
     write: (entries, origin = REMOTE) => {
       const before = Y.encodeStateVector(elsewhere)
@@ -87,7 +90,7 @@ describe('updates from the other relays', () => {
   })
 
   it('that do not fit wait, with every later update of the room, for one catch-up once the queue drains; then they go at once again', async () => {
-    const { document, write } = room()
+    const { document, write, counts } = room()
     const reader = client(document, MAX_QUEUED / 2)
     const idle = client(document, 0)
     const weights: (() => number)[] = []
@@ -107,8 +110,10 @@ describe('updates from the other relays', () => {
     expect(idle.sent).toHaveLength(2)
 
     const weighed = (weights[0] as () => number)()
+    expect(counts).toEqual({ catchUps: 0, catchUpBytes: 0 })
     await reader.drain()
     expect(reader.sent).toEqual([weighed])
+    expect(counts).toEqual({ catchUps: 1, catchUpBytes: weighed })
     expect(catchingUp(reader.connection)).toBe(false)
     expect(holds(reader.doc, document)).toBe(true)
     write(1)
@@ -118,7 +123,7 @@ describe('updates from the other relays', () => {
   })
 
   it('a client whose queue never drains is sent nothing more of the room, and its catch-up is let go, unsent, when its socket closes', async () => {
-    const { document, write } = room()
+    const { document, write, counts } = room()
     const reader = client(document, MAX_QUEUED / 2)
     for (let i = 0; i < 50; i++) write(1_000)
     expect(reader.sent).toEqual([])
@@ -128,6 +133,7 @@ describe('updates from the other relays', () => {
     await Promise.resolve()
     expect(reader.sent).toEqual([])
     expect(catchingUp(reader.connection)).toBe(false)
+    expect(counts).toEqual({ catchUps: 0, catchUpBytes: 0 })
   })
 
   it('that a storm of the room’s clients did not fit are encoded once for all of them, and held once, not once per client', async () => {

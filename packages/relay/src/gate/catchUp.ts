@@ -40,6 +40,12 @@ interface CatchUp {
   readonly answered?: number
 }
 
+/** Where catch-ups are counted (the relay's metrics): how many were sent, and their bytes. */
+export interface CatchUpCounts {
+  catchUps: number
+  catchUpBytes: number
+}
+
 /** Connections behind on their room: sent nothing of it until their catch-up. */
 const behind = new WeakMap<Connection, CatchUp>()
 
@@ -67,7 +73,7 @@ export function catchingUp(connection: Connection): boolean {
  * @example
  * document.on('update', (update, origin, _doc, transaction) => sendFromRedis(connection, document, message, transaction.beforeState))
  */
-export function sendFromRedis(connection: Connection, document: Document, message: Uint8Array, before: Map<number, number>): void {
+export function sendFromRedis(connection: Connection, document: Document, message: Uint8Array, before: Map<number, number>, counts?: CatchUpCounts): void {
   const socket = (connection.context as RelayContext | undefined)?.socket
   if (socket === undefined || socket.hasRoomFor(message.byteLength)) {
     connection.send(message)
@@ -81,7 +87,12 @@ export function sendFromRedis(connection: Connection, document: Document, messag
     .then(() => {
       const next = current(connection, document)
       letGo(connection)
-      if (next !== null) connection.send(next)
+      if (next === null) return
+      connection.send(next)
+      if (counts !== undefined) {
+        counts.catchUps++
+        counts.catchUpBytes += next.byteLength
+      }
     })
 }
 

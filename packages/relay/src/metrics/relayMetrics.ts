@@ -78,6 +78,10 @@ export class RelayMetrics {
   tokensExpired = 0
   /** Awareness updates dropped for setting the presence of a client id another connection or replica holds. */
   presenceDropped = 0
+  /** Catch-ups sent: what other relays sent a room through Redis that did not fit in a socket's queue, sent later in one message. */
+  catchUps = 0
+  /** Bytes of the catch-ups sent. */
+  catchUpBytes = 0
   readonly #refusals = new Map<RefusalKind, number>()
   readonly #storeFailures = new Map<StoreOperation, number>()
   readonly #store = new Map<StoreOperation, LatencySummary>()
@@ -159,6 +163,10 @@ export class RelayMetrics {
     ])
     metric('tidemark_relay_store_pending_bytes', 'gauge', 'Accepted update bytes waiting for the next store write.', [`tidemark_relay_store_pending_bytes ${gauges.pendingBytes}`])
     metric('tidemark_relay_updates_held_total', 'counter', 'Updates that arrived before the updates they depend on, held until those came.', [`tidemark_relay_updates_held_total ${this.updatesHeld}`])
+    metric('tidemark_relay_catch_ups_total', 'counter', "Catch-ups sent: what the other relays sent a room through Redis that did not fit in a socket's queue, sent once it had room, in one message.", [
+      `tidemark_relay_catch_ups_total ${this.catchUps}`,
+    ])
+    metric('tidemark_relay_catch_up_bytes_total', 'counter', 'Bytes of the catch-ups sent.', [`tidemark_relay_catch_up_bytes_total ${this.catchUpBytes}`])
     metric('tidemark_relay_held_updates', 'gauge', 'Updates held until the updates they depend on arrive.', [`tidemark_relay_held_updates ${gauges.heldUpdates}`])
     metric('tidemark_relay_messages_in_parts_total', 'counter', 'Messages over the message size limit received in parts and put together whole.', [
       `tidemark_relay_messages_in_parts_total ${this.messagesInParts}`,

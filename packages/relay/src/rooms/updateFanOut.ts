@@ -1,6 +1,6 @@
 import { type Document, type Extension, type onLoadDocumentPayload, OutgoingMessage } from '@hocuspocus/server'
 import type * as Y from 'yjs'
-import { catchingUp, sendFromRedis } from '../gate/catchUp.ts'
+import { type CatchUpCounts, catchingUp, sendFromRedis } from '../gate/catchUp.ts'
 import type { RelayLog } from '../relayLog.ts'
 
 /** The name of the update listener every Hocuspocus 3.4 `Document` registers on itself. */
@@ -21,7 +21,7 @@ interface DocObservers {
  * connection (`sendFromRedis`), and a connection waiting for its catch-up is sent none.
  *
  * @example
- * const hocuspocus = new Hocuspocus({ extensions: [new UpdateFanOut(log, redis?.remoteOrigin), persistence] })
+ * const hocuspocus = new Hocuspocus({ extensions: [new UpdateFanOut(log, redis?.remoteOrigin, metrics), persistence] })
  */
 export class UpdateFanOut implements Extension {
   readonly extensionName = 'TidemarkUpdateFanOut'
@@ -29,16 +29,18 @@ export class UpdateFanOut implements Extension {
   readonly priority = 5000
   readonly #log: RelayLog
   readonly #remoteOrigin: unknown
+  readonly #counts: CatchUpCounts | undefined
   #warned = false
 
-  /** `remoteOrigin`: the transaction origin of the updates other relays sent (none without Redis). */
-  constructor(log: RelayLog, remoteOrigin?: unknown) {
+  /** `remoteOrigin`: the transaction origin of the updates other relays sent (none without Redis); `counts`: where catch-ups are counted. */
+  constructor(log: RelayLog, remoteOrigin?: unknown, counts?: CatchUpCounts) {
     this.#log = log
     this.#remoteOrigin = remoteOrigin
+    this.#counts = counts
   }
 
   async onLoadDocument({ document }: onLoadDocumentPayload): Promise<void> {
-    if (!sendToOthers(document, this.#remoteOrigin) && !this.#warned) {
+    if (!sendToOthers(document, this.#remoteOrigin, this.#counts) && !this.#warned) {
       // A Hocuspocus whose document broadcasts differently: keep its behaviour, and say so once.
       this.#warned = true
       this.#log('warn', 'Hocuspocus does not broadcast updates as 3.4 does: every update is sent back to its sender too')
@@ -54,7 +56,7 @@ export class UpdateFanOut implements Extension {
  * @example
  * sendToOthers(document) // true: an update from a connection is sent to the other connections
  */
-export function sendToOthers(document: Document, remoteOrigin?: unknown): boolean {
+export function sendToOthers(document: Document, remoteOrigin?: unknown, counts?: CatchUpCounts): boolean {
   const listeners = (document as unknown as DocObservers)._observers?.get('update')
   const broadcast = listeners === undefined ? undefined : [...listeners].find((listener) => listener.name === HOCUSPOCUS_BROADCAST)
   if (broadcast === undefined) return false
@@ -68,7 +70,7 @@ export function sendToOthers(document: Document, remoteOrigin?: unknown): boolea
       // A connection catching up is sent this update in its catch-up.
       if (connection === origin || catchingUp(connection)) continue
       message ??= new OutgoingMessage(document.name).createSyncMessage().writeUpdate(update).toUint8Array()
-      if (remote) sendFromRedis(connection, document, message, transaction.beforeState)
+      if (remote) sendFromRedis(connection, document, message, transaction.beforeState, counts)
       else connection.send(message)
     }
   })
