@@ -187,8 +187,11 @@ function make(doc: Y.Doc, change: Change): void {
   }
 }
 
-/** The room's document, written by `writers` (their client IDs) through `steps`, each change synced into it as it is made. */
-function written(writerIds: readonly number[], steps: readonly { writer: number; synced: boolean; change: Change }[], gc: boolean): Y.Doc {
+/**
+ * The room's document, written by `writers` (their client IDs) through `steps`, each change synced
+ * into it as it is made; `afterEach` looks at it after each.
+ */
+function written(writerIds: readonly number[], steps: readonly { writer: number; synced: boolean; change: Change }[], gc: boolean, afterEach?: (document: Y.Doc) => void): Y.Doc {
   const document = new Y.Doc({ gc })
   const writers = writerIds.map((id) => {
     const doc = new Y.Doc({ gc })
@@ -200,11 +203,12 @@ function written(writerIds: readonly number[], steps: readonly { writer: number;
     if (change.op === 'legacy json') {
       // Written by an old client straight into the room; the writers get it as they sync.
       Y.applyUpdate(document, legacyJsonUpdate(LEGACY_CLIENT, Y.getState(document.store, LEGACY_CLIENT), change.values))
-      continue
+    } else {
+      if (synced) Y.applyUpdate(doc, Y.encodeStateAsUpdate(document, Y.encodeStateVector(doc)))
+      make(doc, change)
+      Y.applyUpdate(document, Y.encodeStateAsUpdate(doc, Y.encodeStateVector(document)))
     }
-    if (synced) Y.applyUpdate(doc, Y.encodeStateAsUpdate(document, Y.encodeStateVector(doc)))
-    make(doc, change)
-    Y.applyUpdate(document, Y.encodeStateAsUpdate(doc, Y.encodeStateVector(document)))
+    afterEach?.(document)
   }
   return document
 }
@@ -271,6 +275,47 @@ describe('joinAnswerBytes for a client lacking some of the room', () => {
     )
   })
 
+  const KEPT = 'measures the room to the byte after each change, for a first join and one stating clock 1 of each writer (what it measured before is kept across changes) (seeded)'
+  it(KEPT, () => {
+    assertSeeded(
+      fc.property(fc.uniqueArray(fc.nat({ max: 2 ** 32 - 1 }), { minLength: 1, maxLength: 4 }), fc.array(step, { minLength: 1, maxLength: 40 }), fc.boolean(), (writerIds, steps, gc) => {
+        written(writerIds, steps, gc, (document) => {
+          const clients = [...Y.decodeStateVector(Y.encodeStateVector(document)).keys()]
+          for (const held of [new Map<number, number>(), new Map(clients.map((client) => [client, 1]))]) {
+            expect(answerUpdateBytes(document, held)).toBe(Y.encodeStateAsUpdate(document, Y.encodeStateVector(held)).byteLength)
+          }
+        })
+      }),
+      FILE,
+      KEPT,
+      100,
+    )
+  })
+
+  it('measures to the byte a writer whose next entries arrive collected (a GC), merged into its last one', () => {
+    // What a peer that collected a writer's deleted entries sends: a GC struct from `clock` on.
+    const collected = (clock: number, length: number): Uint8Array => {
+      const encoder = encoding.createEncoder()
+      encoding.writeVarUint(encoder, 1)
+      encoding.writeVarUint(encoder, 1)
+      encoding.writeVarUint(encoder, 21)
+      encoding.writeVarUint(encoder, clock)
+      encoding.writeUint8(encoder, 0)
+      encoding.writeVarUint(encoder, length)
+      encoding.writeVarUint(encoder, 0)
+      return encoding.toUint8Array(encoder)
+    }
+    const document = new Y.Doc()
+    Y.applyUpdate(document, collected(0, 100))
+    // The deletions' range grows past 127: one more byte.
+    for (const clock of [100, 200]) {
+      expect(answerUpdateBytes(document, new Map())).toBe(Y.encodeStateAsUpdate(document).byteLength)
+      Y.applyUpdate(document, collected(clock, 100))
+      expect(document.store.clients.get(21)).toHaveLength(1)
+    }
+    expect(answerUpdateBytes(document, new Map())).toBe(Y.encodeStateAsUpdate(document).byteLength)
+  })
+
   it('measures a client holding part of a struct from its clock on, a character split in two as the encoder writes it', () => {
     const writer = new Y.Doc()
     writer.clientID = 7
@@ -282,6 +327,102 @@ describe('joinAnswerBytes for a client lacking some of the room', () => {
       const held = Y.encodeStateVector(new Map([[7, clock]]))
       expect(answerUpdateBytes(document, Y.decodeStateVector(held)), `held at clock ${clock}`).toBe(Y.encodeStateAsUpdate(document, held).byteLength)
     }
+  })
+
+  it('measures a client lacking more than a few structs of a writer from its clock on, wherever the clock falls', () => {
+    // Runs of text and entries, some deleted, past the structs read one by one at each look: the
+    // measure takes the writer's running totals.
+    const writer = new Y.Doc()
+    writer.clientID = 9
+    const notes = writer.getText('notes')
+    const log = writer.getArray<unknown>('log')
+    for (let i = 0; i < 300; i++) {
+      notes.insert(notes.length, `r${i}😀é`)
+      log.push([i, { at: i, label: `é${i}` }])
+      if (i % 7 === 0) notes.delete(Math.floor(notes.length / 2), 3)
+    }
+    const document = new Y.Doc()
+    Y.applyUpdate(document, Y.encodeStateAsUpdate(writer))
+    expect((document.store.clients.get(9) as unknown[]).length).toBeGreaterThan(300)
+    const end = Y.getState(document.store, 9)
+    for (let clock = 0; clock <= end; clock++) {
+      const held = Y.encodeStateVector(new Map([[9, clock]]))
+      expect(answerUpdateBytes(document, Y.decodeStateVector(held)), `held at clock ${clock}`).toBe(Y.encodeStateAsUpdate(document, held).byteLength)
+    }
+  })
+
+  it('reads a writer once per change of the room for 300 looks at joins stating a clock near its start, not once a look', () => {
+    const device = new Y.Doc()
+    device.clientID = 11
+    const settings = device.getMap<number>('settings')
+    device.transact(() => {
+      for (let i = 0; i < 100_000; i++) settings.set(`k${i}`, i)
+    })
+    const document = new Y.Doc()
+    Y.applyUpdate(document, Y.encodeStateAsUpdate(device))
+    const structs = document.store.clients.get(11) as (Y.Item | Y.GC)[]
+    let reads = 0
+    document.store.clients.set(
+      11,
+      new Proxy(structs, {
+        get(target, property, receiver) {
+          if (typeof property === 'string' && /^\d+$/.test(property)) reads++
+          return Reflect.get(target, property, receiver)
+        },
+      }),
+    )
+    // A client stating clock 1 (it holds the room's first entry) lacks the whole room but one
+    // entry; its answer waits and is weighed again at each look of its socket's guard.
+    const statedClocks = [1, 2, 50_000]
+    const sent = statedClocks.map((clock) => Y.encodeStateAsUpdate(document, Y.encodeStateVector(new Map([[11, clock]]))).byteLength)
+    reads = 0
+    for (const clock of statedClocks) answerUpdateBytes(document, new Map([[11, clock]]))
+    const once = reads
+    for (let i = 0; i < 300; i++) {
+      const at = i % statedClocks.length
+      expect(answerUpdateBytes(document, new Map([[11, statedClocks[at] as number]]))).toBe(sent[at])
+    }
+    const perLook = (reads - once) / 300
+    console.log(`300 looks at joins stating clocks ${statedClocks.join(', ')} of ${structs.length} structs: ${once} struct reads first, then ${perLook.toFixed(1)} a look`)
+    // A binary search and the first struct lacked: a few dozen reads a look, not the room.
+    expect(perLook).toBeLessThan(40)
+  })
+
+  it('reads only the entries a device appends to a room of 100,000 entries for a first join weighed after each append, not the room again', () => {
+    const device = new Y.Doc()
+    device.clientID = 11
+    const log = device.getArray<number>('log')
+    device.transact(() => {
+      for (let i = 0; i < 100_000; i++) log.insert(0, [i])
+    })
+    const document = new Y.Doc()
+    Y.applyUpdate(document, Y.encodeStateAsUpdate(device))
+    const structs = document.store.clients.get(11) as (Y.Item | Y.GC)[]
+    let reads = 0
+    document.store.clients.set(
+      11,
+      new Proxy(structs, {
+        get(target, property, receiver) {
+          if (typeof property === 'string' && /^\d+$/.test(property)) reads++
+          return Reflect.get(target, property, receiver)
+        },
+      }),
+    )
+    answerUpdateBytes(document, new Map())
+    let measureReads = 0
+    for (let i = 0; i < 10; i++) {
+      const before = Y.encodeStateVector(document)
+      log.push([i])
+      Y.applyUpdate(document, Y.encodeStateAsUpdate(device, before))
+      const start = reads
+      const weight = answerUpdateBytes(document, new Map())
+      measureReads += reads - start
+      expect(weight).toBe(Y.encodeStateAsUpdate(document).byteLength)
+    }
+    // Each append's measure reads the entry appended and the writer's last before it (the first
+    // may be merged into it), for its bytes and its deletions: not the room.
+    console.log(`10 appends to ${structs.length} structs, a first join weighed after each: ${(measureReads / 10).toFixed(0)} struct reads an append`)
+    expect(measureReads / 10).toBeLessThan(40)
   })
 
   it('reads what 1,000 rejoining clients lack of a room of 100,000 structs, not the room 1,000 times; 1,000 first joins read it once', () => {

@@ -11,12 +11,16 @@
  *   first found by a binary search on the client's clock, then only those from it on are read,
  *   so the cost follows what the client lacks, not the room's size. A client back after a blip
  *   while devices wrote costs a look at each writer's clock and a read of the few structs written
- *   meanwhile; a first join reads the whole room, as Hocuspocus does to encode it, once per
- *   change of the document (`docVersion`): each writer's whole structs are measured once for
- *   every first join, however many look;
+ *   meanwhile (at most `DIRECT_READS` a writer); one lacking more of a writer (a first join, or
+ *   one stating a clock near the start) is measured from the writer's running totals in a binary
+ *   search, however many look and whatever clock each states. The totals are read whole once, as
+ *   Hocuspocus reads the room to encode it, then kept: a change appending to the writer reads its
+ *   new structs, one deleting or splitting some of its structs reads it whole again;
  * - the delete set (`writeDeleteSet`, V1: varuints), walked over every struct without touching
- *   their content, once per change of the document (`docVersion`): a storm of joins walks a room
- *   once, whatever their number.
+ *   their content, once, then kept the same way: a storm of joins walks a room once, whatever
+ *   their number, and a device's readings are walked as they are appended.
+ * What is kept is marked stale by each transaction's cleanup from what Yjs records of the structs
+ * it changed (`markStale`).
  * The framing is counted exactly too, so the weight is the answer's size to the byte (for a
  * client lacking nothing, the document's state vector is counted at the length of the client's).
  * A document holding pending updates, or a struct of a kind Yjs 13.6 does not write, is not
@@ -25,24 +29,52 @@
  * The weight must not be smaller than the answer: the guard admits an answer on its weight, and
  * an answer larger than it could take the socket's queue past `maxQueuedBytes`.
  */
-import type * as Y from 'yjs'
-import { docVersion } from './hocuspocusSteps.ts'
-import { clientStructsBytes, varUintBytes } from './structBytes.ts'
+import * as Y from 'yjs'
+import { clientStructsBytes, runningBytes, varUintBytes } from './structBytes.ts'
 
 /**
- * Each document's delete set bytes, as the document stood at its `docVersion`: step 1s (a rejoin
- * storm, or a client sending them over and over) walk a room's structs once per change of the
- * room, not once per message.
+ * A writer's structs as running totals of their bytes (`runningBytes`), and the clock from which
+ * a change of the document since made them stale (Infinity while they hold).
  */
-const deleteSets = new WeakMap<Y.Doc, { readonly version: number; readonly bytes: number }>()
+interface WriterTotals {
+  totals: Float64Array | null
+  /** Structs the totals count, from the first. */
+  counted: number
+  staleFrom: number
+}
 
 /**
- * Each document's writers' whole structs in bytes (what a first join lacks of each), as the
- * document stood at its `docVersion`: a storm of first joins, each weighed again at every look of
- * its socket's guard, reads a room's structs once per change of the room. Null for a writer
- * holding a struct of a kind this does not know.
+ * A walk over a writer's structs for the delete set's ranges (runs of deleted structs, as Yjs
+ * merges them), up to `walked`: the ranges closed before it, and the run of deleted structs it
+ * ends in (`runLength` 0 when none), not counted yet. Kept up to the writer's last struct, which
+ * an append may change; walked again from there, or from the first after a deletion.
  */
-const wholeWriters = new WeakMap<Y.Doc, { readonly version: number; readonly bytes: Map<number, number | null> }>()
+interface DeletionWalk {
+  ranges: number
+  bytes: number
+  runClock: number
+  runLength: number
+  walked: number
+  staleFrom: number
+  /** The ranges of all the structs, while the walk is not stale. */
+  whole: { readonly count: number; readonly bytes: number } | null
+}
+
+/**
+ * What is kept of each document's writers, marked stale by each change (`markStale`): their
+ * running totals (a storm of joins lacking much of a writer, each weighed again at every look of
+ * its socket's guard, reads the writer's structs once, whatever clock each join states), and the
+ * walk for their delete set ranges. A change that only appends to a writer (a device writing
+ * readings) has only its new structs read; one that deletes or splits some of its structs, the
+ * writer whole.
+ */
+const keptMeasures = new WeakMap<Y.Doc, { readonly writers: Map<number, WriterTotals>; readonly deletions: Map<number, DeletionWalk> }>()
+
+/**
+ * The most structs of a writer a client's lack is measured from by reading them at each look:
+ * past it, from the writer's running totals (read whole once per change of the room).
+ */
+const DIRECT_READS = 128
 
 /** The bytes of an update to a client, and the number of clients whose structs it carries. */
 interface UpdateMeasure {
@@ -99,7 +131,7 @@ function measureUpdate(document: Y.Doc, held: ReadonlyMap<number, number>): Upda
     const last = clientStructs[clientStructs.length - 1]
     const from = held.get(client) ?? 0
     if (last === undefined || from >= last.id.clock + last.length) continue
-    const bytes = from === 0 ? wholeWriterBytes(document, client, clientStructs) : clientStructsBytes(clientStructs, client, from)
+    const bytes = lackedBytes(document, client, clientStructs, from)
     if (bytes === null) return null
     writers++
     structs += bytes
@@ -108,53 +140,119 @@ function measureUpdate(document: Y.Doc, held: ReadonlyMap<number, number>): Upda
   return { bytes: varUintBytes(writers) + structs + deleteSetBytes(document), writers }
 }
 
-/** Bytes of all of `client`'s structs in `document` (`clientStructsBytes` from clock 0), read once per change of the document. */
-function wholeWriterBytes(document: Y.Doc, client: number, structs: readonly (Y.Item | Y.GC)[]): number | null {
-  const version = docVersion(document)
-  let known = wholeWriters.get(document)
-  if (known?.version !== version) {
-    known = { version, bytes: new Map() }
-    wholeWriters.set(document, known)
-  }
-  let bytes = known.bytes.get(client)
-  if (bytes === undefined) {
-    bytes = clientStructsBytes(structs, client, 0)
-    known.bytes.set(client, bytes)
-  }
-  return bytes
+/**
+ * Bytes of `client`'s structs in `document` from `from` on (`clientStructsBytes`): read directly
+ * when they are at most `DIRECT_READS` structs, otherwise from the writer's running totals (read
+ * once per change of the document), a first join's in no read at all.
+ */
+function lackedBytes(document: Y.Doc, client: number, structs: readonly (Y.Item | Y.GC)[], from: number): number | null {
+  const fewLacked = (): boolean => structs.length <= DIRECT_READS || from >= (structs[structs.length - DIRECT_READS] as Y.Item | Y.GC).id.clock
+  if (from > 0 && fewLacked()) return clientStructsBytes(structs, client, from)
+  const totals = writerRunningBytes(document, client, structs)
+  if (totals === null) return null
+  // The count of structs, the client and the first clock (0), then every struct whole.
+  if (from === 0) return varUintBytes(structs.length) + varUintBytes(client) + 1 + (totals[structs.length] as number)
+  return clientStructsBytes(structs, client, from, totals)
 }
 
-/** Bytes of `document`'s delete set (`writeDeleteSet` of the set Yjs builds from its structs), walked once per change of the document. */
+/** `client`'s structs' running totals (`runningBytes`) in `document`: each struct read once, then again only once a change made it stale. */
+function writerRunningBytes(document: Y.Doc, client: number, structs: readonly (Y.Item | Y.GC)[]): Float64Array | null {
+  const { writers } = kept(document)
+  let known = writers.get(client)
+  // A count of structs other than the totals' own is a change `markStale` did not see: read again.
+  if (known === undefined || (known.staleFrom === Infinity && known.counted !== structs.length)) {
+    known = { totals: new Float64Array(0), counted: 0, staleFrom: 0 }
+    writers.set(client, known)
+  }
+  if (known.totals === null || known.staleFrom === Infinity) return known.totals
+  // The structs before the one holding the stale clock are as they were counted.
+  const from = known.staleFrom === 0 || known.counted === 0 ? 0 : Math.min(Y.findIndexSS(structs as (Y.Item | Y.GC)[], known.staleFrom), known.counted)
+  known.totals = runningBytes(structs, known.totals, from)
+  known.counted = structs.length
+  known.staleFrom = Infinity
+  return known.totals
+}
+
+/** What is kept of `document`'s writers, marked stale by every transaction's cleanup from the first call on. */
+function kept(document: Y.Doc): { readonly writers: Map<number, WriterTotals>; readonly deletions: Map<number, DeletionWalk> } {
+  let measures = keptMeasures.get(document)
+  if (measures === undefined) {
+    const created = { writers: new Map<number, WriterTotals>(), deletions: new Map<number, DeletionWalk>() }
+    measures = created
+    keptMeasures.set(document, created)
+    // After the cleanup: the transaction's structs are garbage collected and merged by then.
+    document.on('afterTransactionCleanup', (transaction: Y.Transaction) => {
+      markStale(created.writers, transaction)
+      markStale(created.deletions, transaction)
+    })
+  }
+  return measures
+}
+
+/**
+ * Marks what `transaction` changed of each writer's structs. Yjs records every change of a
+ * struct it made: structs appended (past the writer's clock before), structs split (its
+ * `_mergeStructs`) and deleted, then garbage collected and merged (its delete set). An append
+ * changes the structs from the last before it on (the first new one may be merged into it); a
+ * split or a deletion may merge structs leftwards past it, so the writer is read whole again.
+ */
+function markStale(writers: Map<number, { staleFrom: number }>, transaction: Y.Transaction): void {
+  for (const client of transaction.deleteSet.clients.keys()) writers.delete(client)
+  for (const struct of transaction._mergeStructs) writers.delete(struct.id.client)
+  for (const [client, after] of transaction.afterState) {
+    const before = transaction.beforeState.get(client) ?? 0
+    const known = writers.get(client)
+    if (known !== undefined && after !== before) known.staleFrom = Math.min(known.staleFrom, Math.max(0, before - 1))
+  }
+}
+
+/** Bytes of `document`'s delete set (`writeDeleteSet` of the set Yjs builds from its structs): each writer's structs walked once, then again as far as a change made them stale. */
 function deleteSetBytes(document: Y.Doc): number {
-  const version = docVersion(document)
-  const known = deleteSets.get(document)
-  if (known?.version === version) return known.bytes
+  const { deletions } = kept(document)
   let deleted = 0
   let ranges = 0
   for (const [client, structs] of document.store.clients) {
-    const clientRanges = deletedRangeBytes(structs)
+    const clientRanges = deletedRangeBytes(deletions, client, structs)
     if (clientRanges.count === 0) continue
     deleted++
     ranges += varUintBytes(client) + varUintBytes(clientRanges.count) + clientRanges.bytes
   }
-  const bytes = varUintBytes(deleted) + ranges
-  deleteSets.set(document, { version, bytes })
-  return bytes
+  return varUintBytes(deleted) + ranges
 }
 
-/** The delete set's ranges of one client's structs (runs of deleted structs, as Yjs merges them) and the bytes of their clocks and lengths. */
-function deletedRangeBytes(structs: readonly Y.AbstractStruct[]): { count: number; bytes: number } {
-  let count = 0
-  let bytes = 0
-  for (let i = 0; i < structs.length; i++) {
-    const first = structs[i] as Y.AbstractStruct
-    if (!first.deleted) continue
-    let length = first.length
-    for (let next = structs[i + 1]; next?.deleted === true; next = structs[++i + 1]) length += next.length
-    count++
-    bytes += varUintBytes(first.id.clock) + varUintBytes(length)
+/** The delete set's ranges of one client's structs and the bytes of their clocks and lengths, walked on from where `deletions` kept the walk. */
+function deletedRangeBytes(deletions: Map<number, DeletionWalk>, client: number, structs: readonly Y.AbstractStruct[]): { count: number; bytes: number } {
+  const beforeLast = Math.max(0, structs.length - 1)
+  let walk = deletions.get(client)
+  // A count of structs other than the walk's own is a change `markStale` did not see: walk again.
+  if (walk === undefined || (walk.staleFrom === Infinity && walk.walked !== beforeLast)) {
+    walk = { ranges: 0, bytes: 0, runClock: 0, runLength: 0, walked: 0, staleFrom: 0, whole: null }
+    deletions.set(client, walk)
   }
-  return { count, bytes }
+  if (walk.staleFrom === Infinity && walk.whole !== null) return walk.whole
+  // Stale by an append: the structs before the last one walked are as they were.
+  walkDeletions(structs, walk, beforeLast)
+  walk.staleFrom = Infinity
+  const last = { ...walk }
+  walkDeletions(structs, last, structs.length)
+  walk.whole = last.runLength === 0 ? { count: last.ranges, bytes: last.bytes } : { count: last.ranges + 1, bytes: last.bytes + varUintBytes(last.runClock) + varUintBytes(last.runLength) }
+  return walk.whole
+}
+
+/** Walks `walk` on over `structs` up to `end`: a run of deleted structs ends at the first one not deleted. */
+function walkDeletions(structs: readonly Y.AbstractStruct[], walk: DeletionWalk, end: number): void {
+  for (let i = walk.walked; i < end; i++) {
+    const struct = structs[i] as Y.AbstractStruct
+    if (struct.deleted) {
+      if (walk.runLength === 0) walk.runClock = struct.id.clock
+      walk.runLength += struct.length
+    } else if (walk.runLength > 0) {
+      walk.ranges++
+      walk.bytes += varUintBytes(walk.runClock) + varUintBytes(walk.runLength)
+      walk.runLength = 0
+    }
+  }
+  walk.walked = Math.max(walk.walked, end)
 }
 
 /** Bytes of `document`'s state vector (`encodeStateVector`): its clients' count, then each client and its clock. */

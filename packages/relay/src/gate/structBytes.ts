@@ -33,25 +33,57 @@ import * as Y from 'yjs'
  * on, the first struct from its offset when `clock` falls inside it; null for a struct or content
  * of an unknown kind. `clock` must be below the client's state (`Y.getState`), as Yjs writes
  * none of a client's structs otherwise. Finds the first struct by a binary search, then reads
- * only the structs from it on.
+ * only the structs from it on; given `totals` (the structs' `runningBytes`), only the first of
+ * them: the others' bytes are the difference of two totals.
  *
  * @example
  * const structs = doc.store.clients.get(client) ?? []
  * clientStructsBytes(structs, client, 0) // the client's part of Y.encodeStateAsUpdate(doc)
  */
-export function clientStructsBytes(structs: readonly (Y.Item | Y.GC)[], client: number, clock: number): number | null {
+export function clientStructsBytes(structs: readonly (Y.Item | Y.GC)[], client: number, clock: number, totals?: Float64Array): number | null {
   const head = structs[0]
   if (head === undefined) return 0
   const from = Math.max(clock, head.id.clock)
   const first = Y.findIndexSS(structs as (Y.Item | Y.GC)[], from)
-  let bytes = varUintBytes(structs.length - first) + varUintBytes(client) + varUintBytes(from)
-  for (let i = first; i < structs.length; i++) {
-    const struct = structs[i] as Y.Item | Y.GC
-    const written = structBytes(struct, i === first ? from - struct.id.clock : 0)
+  const struct = structs[first] as Y.Item | Y.GC
+  const firstBytes = structBytes(struct, from - struct.id.clock)
+  if (firstBytes === null) return null
+  let bytes = varUintBytes(structs.length - first) + varUintBytes(client) + varUintBytes(from) + firstBytes
+  if (totals !== undefined) return bytes + (totals[structs.length] as number) - (totals[first + 1] as number)
+  for (let i = first + 1; i < structs.length; i++) {
+    const written = structBytes(structs[i] as Y.Item | Y.GC, 0)
     if (written === null) return null
     bytes += written
   }
   return bytes
+}
+
+/**
+ * The running totals of `structs`' bytes, each written whole: entry `i` holds the bytes of the
+ * structs before index `i` (entry 0 is 0, the last the bytes of them all); null for a struct or
+ * content of an unknown kind. Read once, they measure what a client lacks from any clock in a
+ * binary search and a read of one struct (`clientStructsBytes`). Given `counted`, totals whose
+ * entries up to `from` still hold, only the structs from `from` on are read (into `counted` when
+ * it has room).
+ *
+ * @example
+ * const totals = runningBytes(structs)
+ * clientStructsBytes(structs, client, 1, totals ?? undefined) // reads one struct past the search
+ */
+export function runningBytes(structs: readonly (Y.Item | Y.GC)[], counted?: Float64Array, from = 0): Float64Array | null {
+  let totals = counted ?? new Float64Array(structs.length + 1)
+  if (totals.length < structs.length + 1) {
+    // Room for the writer to grow by half before the totals are copied again.
+    const grown = new Float64Array(Math.ceil((structs.length + 1) * 1.5))
+    grown.set(totals.subarray(0, from + 1))
+    totals = grown
+  }
+  for (let i = from; i < structs.length; i++) {
+    const written = structBytes(structs[i] as Y.Item | Y.GC, 0)
+    if (written === null) return null
+    totals[i + 1] = (totals[i] as number) + written
+  }
+  return totals
 }
 
 /** Bytes of `struct` written from `offset` (`Item.write`, `GC.write`, `Skip.write`); null for an unknown kind. */
