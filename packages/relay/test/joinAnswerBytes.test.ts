@@ -5,27 +5,17 @@
  * several clients, with deletions, with and without garbage collection (seeded).
  */
 import fc from 'fast-check'
-import * as encoding from 'lib0/encoding'
 import { describe, expect, it } from 'vitest'
 import * as Y from 'yjs'
 import { assertSeeded } from '@tidemark/seeded-random/property'
 import { answerUpdateBytes, joinAnswerBytes } from '../src/gate/joinAnswer.ts'
+import { answerBytes as answerBytesIn } from './support/answerMeasures.ts'
 
 const FILE = 'packages/relay/test/joinAnswerBytes.test.ts'
 const ROOM = 'fleet-a/d07'
 
-/** The bytes Hocuspocus sends a client of `held` (encoded) for its step 1: a step 2, then its own step 1. */
-function answerBytes(document: Y.Doc, held: Uint8Array): number {
-  const message = (step: number, payload: Uint8Array): number => {
-    const encoder = encoding.createEncoder()
-    encoding.writeVarString(encoder, ROOM)
-    encoding.writeVarUint(encoder, 0)
-    encoding.writeVarUint(encoder, step)
-    encoding.writeVarUint8Array(encoder, payload)
-    return encoding.length(encoder)
-  }
-  return message(1, Y.encodeStateAsUpdate(document, held)) + message(0, Y.encodeStateVector(document))
-}
+/** The bytes Hocuspocus sends a client of `held` (encoded) in this file's room for its step 1. */
+const answerBytes = (document: Y.Doc, held: Uint8Array): number => answerBytesIn(document, held, ROOM)
 
 /** One client's change: text typed or erased, log entries pushed or dropped, a setting set. */
 interface Edit {

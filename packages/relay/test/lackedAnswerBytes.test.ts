@@ -12,22 +12,13 @@ import { afterAll, describe, expect, it } from 'vitest'
 import * as Y from 'yjs'
 import { assertSeeded } from '@tidemark/seeded-random/property'
 import { answerUpdateBytes, joinAnswerBytes } from '../src/gate/joinAnswer.ts'
+import { answerBytes as answerBytesIn, countStructReads } from './support/answerMeasures.ts'
 
 const FILE = 'packages/relay/test/lackedAnswerBytes.test.ts'
 const ROOM = 'fleet-a/d07'
 
-/** The bytes Hocuspocus sends a client of `held` (encoded) for its step 1: a step 2, then its own step 1. */
-function answerBytes(document: Y.Doc, held: Uint8Array): number {
-  const message = (step: number, payload: Uint8Array): number => {
-    const encoder = encoding.createEncoder()
-    encoding.writeVarString(encoder, ROOM)
-    encoding.writeVarUint(encoder, 0)
-    encoding.writeVarUint(encoder, step)
-    encoding.writeVarUint8Array(encoder, payload)
-    return encoding.length(encoder)
-  }
-  return message(1, Y.encodeStateAsUpdate(document, held)) + message(0, Y.encodeStateVector(document))
-}
+/** The bytes Hocuspocus sends a client of `held` (encoded) in this file's room for its step 1. */
+const answerBytes = (document: Y.Doc, held: Uint8Array): number => answerBytesIn(document, held, ROOM)
 
 /** Text of characters 1 to 4 UTF-8 bytes long, and halves of a surrogate pair alone. */
 const text = fc.string({ unit: fc.constantFrom('a', 'é', '€', '中', '😀', '𐍈', '\ud83d', '\ude00'), minLength: 1, maxLength: 12 })
@@ -361,28 +352,20 @@ describe('joinAnswerBytes for a client lacking some of the room', () => {
     const document = new Y.Doc()
     Y.applyUpdate(document, Y.encodeStateAsUpdate(device))
     const structs = document.store.clients.get(11) as (Y.Item | Y.GC)[]
-    let reads = 0
-    document.store.clients.set(
-      11,
-      new Proxy(structs, {
-        get(target, property, receiver) {
-          if (typeof property === 'string' && /^\d+$/.test(property)) reads++
-          return Reflect.get(target, property, receiver)
-        },
-      }),
-    )
+    // Counts every read of one of the room's structs by index.
+    const counted = countStructReads(document, 11)
     // A client stating clock 1 (it holds the room's first entry) lacks the whole room but one
     // entry; its answer waits and is weighed again at each look of its socket's guard.
     const statedClocks = [1, 2, 50_000]
     const sent = statedClocks.map((clock) => Y.encodeStateAsUpdate(document, Y.encodeStateVector(new Map([[11, clock]]))).byteLength)
-    reads = 0
+    counted.reads = 0
     for (const clock of statedClocks) answerUpdateBytes(document, new Map([[11, clock]]))
-    const once = reads
+    const once = counted.reads
     for (let i = 0; i < 300; i++) {
       const at = i % statedClocks.length
       expect(answerUpdateBytes(document, new Map([[11, statedClocks[at] as number]]))).toBe(sent[at])
     }
-    const perLook = (reads - once) / 300
+    const perLook = (counted.reads - once) / 300
     console.log(`300 looks at joins stating clocks ${statedClocks.join(', ')} of ${structs.length} structs: ${once} struct reads first, then ${perLook.toFixed(1)} a look`)
     // A binary search and the first struct lacked: a few dozen reads a look, not the room.
     expect(perLook).toBeLessThan(40)
@@ -398,25 +381,17 @@ describe('joinAnswerBytes for a client lacking some of the room', () => {
     const document = new Y.Doc()
     Y.applyUpdate(document, Y.encodeStateAsUpdate(device))
     const structs = document.store.clients.get(11) as (Y.Item | Y.GC)[]
-    let reads = 0
-    document.store.clients.set(
-      11,
-      new Proxy(structs, {
-        get(target, property, receiver) {
-          if (typeof property === 'string' && /^\d+$/.test(property)) reads++
-          return Reflect.get(target, property, receiver)
-        },
-      }),
-    )
+    // Counts every read of one of the room's structs by index.
+    const counted = countStructReads(document, 11)
     answerUpdateBytes(document, new Map())
     let measureReads = 0
     for (let i = 0; i < 10; i++) {
       const before = Y.encodeStateVector(document)
       log.push([i])
       Y.applyUpdate(document, Y.encodeStateAsUpdate(device, before))
-      const start = reads
+      const start = counted.reads
       const weight = answerUpdateBytes(document, new Map())
-      measureReads += reads - start
+      measureReads += counted.reads - start
       expect(weight).toBe(Y.encodeStateAsUpdate(document).byteLength)
     }
     // Each append's measure reads the entry appended and the writer's last before it (the first
@@ -443,45 +418,36 @@ describe('joinAnswerBytes for a client lacking some of the room', () => {
     const structs = document.store.clients.get(11) as (Y.Item | Y.GC)[]
     expect(structs.length).toBeGreaterThan(100_000)
     // Counts every read of one of the room's structs by index.
-    let reads = 0
-    document.store.clients.set(
-      11,
-      new Proxy(structs, {
-        get(target, property, receiver) {
-          if (typeof property === 'string' && /^\d+$/.test(property)) reads++
-          return Reflect.get(target, property, receiver)
-        },
-      }),
-    )
+    const counted = countStructReads(document, 11)
     const expected = Y.encodeStateAsUpdate(document, before).byteLength
     const held = Y.decodeStateVector(before)
     // The room's delete set, walked once for all of them.
     answerUpdateBytes(document, held)
-    const walk = reads
+    const walk = counted.reads
     expect(walk).toBeGreaterThanOrEqual(100_000)
     for (let i = 0; i < 1_000; i++) {
       const weight = joinAnswerBytes(document, ROOM, Y.decodeStateVector(before), before.byteLength) as number
       expect(weight).toBeGreaterThanOrEqual(expected)
       expect(weight).toBeLessThan(expected + 64)
     }
-    console.log(`1,000 rejoins lacking 3 structs of ${structs.length}: ${reads - walk} struct reads after the delete set's walk (${walk})`)
+    console.log(`1,000 rejoins lacking 3 structs of ${structs.length}: ${counted.reads - walk} struct reads after the delete set's walk (${walk})`)
     // A binary search and the structs lacked: a few dozen reads a client.
-    expect(reads - walk).toBeLessThan(1_000 * 40)
+    expect(counted.reads - walk).toBeLessThan(1_000 * 40)
     // 1,000 first joins, each weighed at the whole room: its structs are read once for them all,
     // until the room changes.
     const empty = Y.encodeStateVector(new Y.Doc())
     const whole = Y.encodeStateAsUpdate(document, empty).byteLength
     const firstJoin = () => answerUpdateBytes(document, Y.decodeStateVector(empty))
-    reads = 0
+    counted.reads = 0
     expect(firstJoin()).toBe(whole)
-    const once = reads
+    const once = counted.reads
     expect(once).toBeGreaterThanOrEqual(100_000)
     for (let i = 0; i < 1_000; i++) expect(firstJoin()).toBe(whole)
     // A look at the writer's last struct (its clock) a join.
-    expect(reads - once).toBeLessThanOrEqual(1_000)
+    expect(counted.reads - once).toBeLessThanOrEqual(1_000)
     settings.set('after', 1)
     Y.applyUpdate(document, Y.encodeStateAsUpdate(device, Y.encodeStateVector(document)))
     expect(firstJoin()).toBe(Y.encodeStateAsUpdate(document, empty).byteLength)
-    expect(reads).toBeGreaterThanOrEqual(2 * once)
+    expect(counted.reads).toBeGreaterThanOrEqual(2 * once)
   })
 })

@@ -1,0 +1,38 @@
+/**
+ * What the tests of the join answer's weight (`joinAnswer.ts`) measure it against: the bytes
+ * Hocuspocus sends, and the reads of a room's structs a measure makes.
+ */
+import * as encoding from 'lib0/encoding'
+import * as Y from 'yjs'
+
+/** The bytes Hocuspocus sends a client of `held` (encoded) in `room` for its step 1: a step 2, then its own step 1. */
+export function answerBytes(document: Y.Doc, held: Uint8Array, room: string): number {
+  const message = (step: number, payload: Uint8Array): number => {
+    const encoder = encoding.createEncoder()
+    encoding.writeVarString(encoder, room)
+    encoding.writeVarUint(encoder, 0)
+    encoding.writeVarUint(encoder, step)
+    encoding.writeVarUint8Array(encoder, payload)
+    return encoding.length(encoder)
+  }
+  return message(1, Y.encodeStateAsUpdate(document, held)) + message(0, Y.encodeStateVector(document))
+}
+
+/**
+ * Counts every read by index of `client`'s structs in `document`, from now on: the document's list
+ * of them is swapped for a Proxy that counts into `reads` (which a test may set back to 0).
+ */
+export function countStructReads(document: Y.Doc, client: number): { reads: number; readonly structs: readonly (Y.Item | Y.GC)[] } {
+  const structs = document.store.clients.get(client) as (Y.Item | Y.GC)[]
+  const counter = { reads: 0, structs }
+  document.store.clients.set(
+    client,
+    new Proxy(structs, {
+      get(target, property, receiver) {
+        if (typeof property === 'string' && /^\d+$/.test(property)) counter.reads++
+        return Reflect.get(target, property, receiver)
+      },
+    }),
+  )
+  return counter
+}
