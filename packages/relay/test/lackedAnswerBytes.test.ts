@@ -20,6 +20,22 @@ const ROOM = 'fleet-a/d07'
 /** The bytes Hocuspocus sends a client of `held` (encoded) in this file's room for its step 1. */
 const answerBytes = (document: Y.Doc, held: Uint8Array): number => answerBytesIn(document, held, ROOM)
 
+/**
+ * A room of 100,000 structs written by one device (client 11): each setting's first entry is a
+ * struct of its own. The device's doc stays, to write more.
+ */
+function settingsRoom(): { device: Y.Doc; settings: Y.Map<number>; document: Y.Doc } {
+  const device = new Y.Doc()
+  device.clientID = 11
+  const settings = device.getMap<number>('settings')
+  device.transact(() => {
+    for (let i = 0; i < 100_000; i++) settings.set(`k${i}`, i)
+  })
+  const document = new Y.Doc()
+  Y.applyUpdate(document, Y.encodeStateAsUpdate(device))
+  return { device, settings, document }
+}
+
 /** Text of characters 1 to 4 UTF-8 bytes long, and halves of a surrogate pair alone. */
 const text = fc.string({ unit: fc.constantFrom('a', 'é', '€', '中', '😀', '𐍈', '\ud83d', '\ude00'), minLength: 1, maxLength: 12 })
 
@@ -343,14 +359,7 @@ describe('joinAnswerBytes for a client lacking some of the room', () => {
   })
 
   it('reads a writer once per change of the room for 300 looks at joins stating a clock near its start, not once a look', () => {
-    const device = new Y.Doc()
-    device.clientID = 11
-    const settings = device.getMap<number>('settings')
-    device.transact(() => {
-      for (let i = 0; i < 100_000; i++) settings.set(`k${i}`, i)
-    })
-    const document = new Y.Doc()
-    Y.applyUpdate(document, Y.encodeStateAsUpdate(device))
+    const { document } = settingsRoom()
     const structs = document.store.clients.get(11) as (Y.Item | Y.GC)[]
     // Counts every read of one of the room's structs by index.
     const counted = countStructReads(document, 11)
@@ -401,15 +410,7 @@ describe('joinAnswerBytes for a client lacking some of the room', () => {
   })
 
   it('reads what 1,000 rejoining clients lack of a room of 100,000 structs, not the room 1,000 times; 1,000 first joins read it once', () => {
-    const device = new Y.Doc()
-    device.clientID = 11
-    const settings = device.getMap<number>('settings')
-    // Each key's first entry is a struct of its own: 100,000 structs.
-    device.transact(() => {
-      for (let i = 0; i < 100_000; i++) settings.set(`k${i}`, i)
-    })
-    const document = new Y.Doc()
-    Y.applyUpdate(document, Y.encodeStateAsUpdate(device))
+    const { device, settings, document } = settingsRoom()
     const before = Y.encodeStateVector(document)
     // The device writes a few readings while the clients are away, and deletes one.
     for (let i = 0; i < 3; i++) settings.set(`new${i}`, i)
