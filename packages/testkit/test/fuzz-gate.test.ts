@@ -5,12 +5,14 @@
  * `avoidKnownBugs` (the triggers of engine bugs reported by the fuzzer and not fixed yet are
  * taken out); a failure prints the seed, the shrunk case and the command that replays it.
  */
+import { cumulating, manual, session, sliding, tumbling } from '@tidemark/engine'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { type CampaignFailure, iterationSeed, runCampaign } from '../src/fuzz/campaign.ts'
 import { type PlanCase, runPlan } from '../src/fuzz/checks/planRun.ts'
 import { check } from '../src/fuzz/invariant.ts'
-import type { Scenario } from '../src/fuzz/scenario.ts'
+import { newMeter, type Scenario } from '../src/fuzz/scenario.ts'
+import { mostWindowsPerEvent } from '../src/fuzz/scenarios/corrections.ts'
 import { SCENARIOS } from '../src/fuzz/scenarios/index.ts'
 import { opListReductions } from '../src/fuzz/shrink.ts'
 import { describePlan, planReductions, trafficArbitrary } from '../src/fuzz/traffic.ts'
@@ -103,4 +105,26 @@ describe('the campaign runner', () => {
     expect(shrunk.ops.map((op) => op.kind)).toEqual(['crash', 'ingest'])
     expect(shrunk.ops[1]).toMatchObject({ events: [{ key: '__proto__' }, { key: '__proto__' }, { key: '__proto__' }] })
   }, 60_000)
+})
+
+describe('sustained-correction-churn', () => {
+  it('bounds corrections by the windows an event lands in over the drawn specs: an event of a new source after every known one finished corrects each of its 9 windows once', async () => {
+    const scenario = SCENARIOS.find((s) => s.name === 'sustained-correction-churn') as Scenario<PlanCase>
+    const windows = [sliding(20, 5), cumulating(20, 5), cumulating(40, 10)]
+    // 4 sliding windows, 4 and 4 cumulating ones at most; an event at 494 is in 4, 2 and 3 of them.
+    expect(mostWindowsPerEvent(windows)).toBe(12)
+    expect(mostWindowsPerEvent([tumbling(10), session(5), sliding(40, 20)])).toBe(4)
+    // Found by `pnpm fuzz --seed 601207` (iteration 569): the finish makes every window born
+    // fired (the proof frontier passed them all), so the probe is late data in all 9.
+    const testCase: PlanCase = {
+      config: { windows, watermark: manual(), allowedLateness: 0, idleTimeout: Number.POSITIVE_INFINITY, retention: Number.POSITIVE_INFINITY, accumulation: 'accumulating' },
+      ops: [
+        { kind: 'finish', source: 'd0' },
+        { kind: 'probe', events: [{ id: 'probe#1', source: 'probe', seq: 1, ts: 494, value: 1 }] },
+      ],
+    }
+    const meter = newMeter()
+    await scenario.check(testCase, meter)
+    expect(meter.checks).toBeGreaterThan(0)
+  })
 })

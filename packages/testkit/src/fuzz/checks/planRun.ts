@@ -110,8 +110,8 @@ export function checkAccounting(receipt: IngestReceipt, events: readonly unknown
 export interface PlanHooks {
   /** After every op (and the model comparison). */
   afterOp?(engine: TidemarkEngine, step: number, meter: Meter): void
-  /** Once, after the last op. */
-  end?(engine: TidemarkEngine, meter: Meter): void
+  /** Once, after the last op; `testCase` is the plan run. */
+  end?(engine: TidemarkEngine, meter: Meter, testCase: PlanCase): void
 }
 
 export async function runPlan(testCase: PlanCase, meter: Meter, hooks: PlanHooks = {}): Promise<void> {
@@ -324,7 +324,7 @@ export async function runPlan(testCase: PlanCase, meter: Meter, hooks: PlanHooks
   checkEqual(got, want, 'model.stats', testCase.ops.length)
   const reasons = Object.fromEntries(ANOMALY_REASONS.map((r) => [r, (anomalies[r] ?? 0) + (r === 'overflow' ? overflow : 0)]))
   checkEqual({ ...stats.anomalies }, reasons, 'model.anomaly-counts', testCase.ops.length)
-  hooks.end?.(engine, meter)
+  hooks.end?.(engine, meter, testCase)
 }
 
 /** The fold's results that `engine.results()` still shows; each other one must have expired. */
