@@ -201,7 +201,9 @@ it("a client joining 10 rooms of about 740 KiB at once on relay B, under a queue
   expect(answered.size).toBe(rooms.length)
   expect(waits.waited).toBeGreaterThanOrEqual(rooms.length - 3)
   expect(roundsWhileWaiting).toBeGreaterThan(0)
-  expect(updatesBeforeAnswer).toBeGreaterThan(0)
+  // Whether a write reaches the client before its room's answer, or inside the answer or a
+  // catch-up, depends on when B reads the burst's joins: 0 or 241 such updates, about half the
+  // runs each, every write once either way (test/catchUp.test.ts covers both paths as they meet).
   expect(reader.peak()).toBeLessThanOrEqual(MAX_QUEUED)
   // Every write once: a reading lost, or applied twice, changes a log's length or content.
   for (const [i, name] of names.entries()) {
