@@ -12,29 +12,13 @@ import { afterAll, describe, expect, it } from 'vitest'
 import * as Y from 'yjs'
 import { assertSeeded } from '@tidemark/seeded-random/property'
 import { answerUpdateBytes, joinAnswerBytes } from '../src/gate/joinAnswer.ts'
-import { answerBytes as answerBytesIn, countStructReads } from './support/answerMeasures.ts'
+import { answerBytes as answerBytesIn, countStructReads, settingsRoom } from './support/answerMeasures.ts'
 
 const FILE = 'packages/relay/test/lackedAnswerBytes.test.ts'
 const ROOM = 'fleet-a/d07'
 
 /** The bytes Hocuspocus sends a client of `held` (encoded) in this file's room for its step 1. */
 const answerBytes = (document: Y.Doc, held: Uint8Array): number => answerBytesIn(document, held, ROOM)
-
-/**
- * A room of 100,000 structs written by one device (client 11): each setting's first entry is a
- * struct of its own. The device's doc stays, to write more.
- */
-function settingsRoom(): { device: Y.Doc; settings: Y.Map<number>; document: Y.Doc } {
-  const device = new Y.Doc()
-  device.clientID = 11
-  const settings = device.getMap<number>('settings')
-  device.transact(() => {
-    for (let i = 0; i < 100_000; i++) settings.set(`k${i}`, i)
-  })
-  const document = new Y.Doc()
-  Y.applyUpdate(document, Y.encodeStateAsUpdate(device))
-  return { device, settings, document }
-}
 
 /** Text of characters 1 to 4 UTF-8 bytes long, and halves of a surrogate pair alone. */
 const text = fc.string({ unit: fc.constantFrom('a', 'é', '€', '中', '😀', '𐍈', '\ud83d', '\ude00'), minLength: 1, maxLength: 12 })
@@ -81,6 +65,7 @@ type Change =
   | { readonly op: 'push nested'; readonly values: unknown[] }
   | { readonly op: 'set'; readonly key: string; readonly value: unknown; readonly as: 'value' | 'text' | 'map' | 'subdoc' }
   | { readonly op: 'unset'; readonly key: string }
+  | { readonly op: 'set inside'; readonly key: string; readonly value: unknown }
   | { readonly op: 'xml'; readonly at: number; readonly name: string }
   | { readonly op: 'legacy json'; readonly values: unknown[] }
 
@@ -95,6 +80,9 @@ const change: fc.Arbitrary<Change> = fc.oneof(
   fc.record({ op: fc.constant('push nested' as const), values: fc.array(entry, { minLength: 1, maxLength: 4 }) }),
   fc.record({ op: fc.constant('set' as const), key, value: entry, as: fc.constantFrom('value' as const, 'text' as const, 'map' as const, 'subdoc' as const) }),
   fc.record({ op: fc.constant('unset' as const), key }),
+  // An entry of a setting's map, which other writers may have written before (overwritten, it
+  // stays deleted in the map until the setting is overwritten and its children collected).
+  fc.record({ op: fc.constant('set inside' as const), key: fc.constantFrom('value', 'unit'), value: entry }),
   fc.record({ op: fc.constant('xml' as const), at: fc.nat(), name: fc.constantFrom('p', 'é-block', 'li') }),
   fc.record({ op: fc.constant('legacy json' as const), values: fc.array(fc.oneof(fc.integer(), text, fc.constant(null), fc.dictionary(text, fc.integer(), { maxKeys: 2 })), { minLength: 1, maxLength: 4 }) }),
 )
@@ -179,6 +167,11 @@ function make(doc: Y.Doc, change: Change): void {
     case 'unset':
       settings.delete(change.key)
       return
+    case 'set inside': {
+      const map = [...settings.values()].find((value): value is Y.Map<unknown> => value instanceof Y.Map)
+      map?.set(change.key, change.value)
+      return
+    }
     case 'xml': {
       const xml = doc.getXmlFragment('xml')
       const element = new Y.XmlElement(change.name)
@@ -282,10 +275,14 @@ describe('joinAnswerBytes for a client lacking some of the room', () => {
     )
   })
 
-  const KEPT = 'measures the room to the byte after each change, for a first join and one stating clock 1 of each writer (what it measured before is kept across changes) (seeded)'
+  const KEPT =
+    'measures the room to the byte after each change, for a first join and one stating clock 1 of each writer (what it measured before is kept across changes: entries appended, overwritten and deleted, recent and old, own and other writers\', text deleted inside a run, a map collected with its entries) (seeded)'
   it(KEPT, () => {
+    // Half the changes overwrite or delete: what a change alters of the structs measured before.
+    const overwrite = change.filter((made) => made.op === 'set' || made.op === 'unset' || made.op === 'erase' || made.op === 'drop' || made.op === 'set inside')
+    const keptStep = fc.record({ writer: fc.nat({ max: 3 }), synced: fc.boolean(), change: fc.oneof(change, overwrite) })
     assertSeeded(
-      fc.property(fc.uniqueArray(fc.nat({ max: 2 ** 32 - 1 }), { minLength: 1, maxLength: 4 }), fc.array(step, { minLength: 1, maxLength: 40 }), fc.boolean(), (writerIds, steps, gc) => {
+      fc.property(fc.uniqueArray(fc.nat({ max: 2 ** 32 - 1 }), { minLength: 1, maxLength: 4 }), fc.array(keptStep, { minLength: 1, maxLength: 60 }), fc.boolean(), (writerIds, steps, gc) => {
         written(writerIds, steps, gc, (document) => {
           const clients = [...Y.decodeStateVector(Y.encodeStateVector(document)).keys()]
           for (const held of [new Map<number, number>(), new Map(clients.map((client) => [client, 1]))]) {
@@ -295,7 +292,7 @@ describe('joinAnswerBytes for a client lacking some of the room', () => {
       }),
       FILE,
       KEPT,
-      100,
+      150,
     )
   })
 

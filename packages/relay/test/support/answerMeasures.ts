@@ -1,6 +1,7 @@
 /**
  * What the tests of the join answer's weight (`joinAnswer.ts`) measure it against: the bytes
- * Hocuspocus sends, and the reads of a room's structs a measure makes.
+ * Hocuspocus sends, and the reads of a room's structs a measure makes; and the large room the
+ * tests of its cost weigh.
  */
 import * as encoding from 'lib0/encoding'
 import * as Y from 'yjs'
@@ -35,4 +36,20 @@ export function countStructReads(document: Y.Doc, client: number): { reads: numb
     }),
   )
   return counter
+}
+
+/**
+ * A room of 100,000 structs written by one device (client 11): each setting's first entry is a
+ * struct of its own. The device's doc stays, to write more.
+ */
+export function settingsRoom(): { device: Y.Doc; settings: Y.Map<number>; document: Y.Doc } {
+  const device = new Y.Doc()
+  device.clientID = 11
+  const settings = device.getMap<number>('settings')
+  device.transact(() => {
+    for (let i = 0; i < 100_000; i++) settings.set(`k${i}`, i)
+  })
+  const document = new Y.Doc()
+  Y.applyUpdate(document, Y.encodeStateAsUpdate(device))
+  return { device, settings, document }
 }
