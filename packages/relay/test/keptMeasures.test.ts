@@ -11,7 +11,7 @@ import * as Y from 'yjs'
 import { seededRandom } from '@tidemark/seeded-random'
 import { assertSeeded, numRuns, seed } from '@tidemark/seeded-random/property'
 import { answerUpdateBytes } from '../src/gate/joinAnswer.ts'
-import { countStructReads, settingsRoom } from './support/answerMeasures.ts'
+import { countStructReads, settingsRoom, settingsWriters } from './support/answerMeasures.ts'
 
 const FILE = 'packages/relay/test/keptMeasures.test.ts'
 
@@ -224,17 +224,8 @@ describe('the measures a join answer is weighed from, kept across changes of the
 
   it('weighs a room to the byte when first weighed from an observer of a change whose collection replaces other writers\' entries', () => {
     const room = new Y.Doc()
-    const writer = (client: number): Y.Doc => {
-      const doc = new Y.Doc()
-      doc.clientID = client
-      return doc
-    }
-    const sync = (doc: Y.Doc, change: (settings: Y.Map<unknown>) => void): void => {
-      Y.applyUpdate(doc, Y.encodeStateAsUpdate(room, Y.encodeStateVector(doc)))
-      change(doc.getMap('settings'))
-      Y.applyUpdate(room, Y.encodeStateAsUpdate(doc, Y.encodeStateVector(room)))
-    }
-    const [owner, first, second] = [writer(1), writer(2), writer(3)]
+    const sync = settingsWriters(room)
+    const [owner, first, second] = [1, 2, 3]
     sync(owner, (settings) => settings.set('alarm', new Y.Map()))
     sync(first, (settings) => (settings.get('alarm') as Y.Map<number>).set('threshold', 40))
     sync(second, (settings) => (settings.get('alarm') as Y.Map<number>).set('threshold', 45))
@@ -332,17 +323,8 @@ describe('the measures a join answer is weighed from, kept across changes of the
   for (const gc of [true, false]) {
     it(`weighs a room to the byte after a setting holding a map is overwritten, the map's earlier entries written by other writers (gc ${gc ? 'on' : 'off'})`, () => {
       const room = new Y.Doc({ gc })
-      const writer = (client: number): Y.Doc => {
-        const doc = new Y.Doc({ gc })
-        doc.clientID = client
-        return doc
-      }
-      const sync = (doc: Y.Doc, change: (settings: Y.Map<unknown>) => void): void => {
-        Y.applyUpdate(doc, Y.encodeStateAsUpdate(room, Y.encodeStateVector(doc)))
-        change(doc.getMap('settings'))
-        Y.applyUpdate(room, Y.encodeStateAsUpdate(doc, Y.encodeStateVector(room)))
-      }
-      const [owner, first, second] = [writer(1), writer(2), writer(3)]
+      const sync = settingsWriters(room)
+      const [owner, first, second] = [1, 2, 3]
       const weighed = (): void => {
         for (const held of [new Map<number, number>(), new Map([[2, 0]])]) {
           expect(answerUpdateBytes(room, held)).toBe(Y.encodeStateAsUpdate(room, Y.encodeStateVector(held)).byteLength)
@@ -350,11 +332,11 @@ describe('the measures a join answer is weighed from, kept across changes of the
       }
       sync(owner, (settings) => settings.set('alarm', new Y.Map()))
       // One writer sets the map's entries, another overwrites them: the first's stay, deleted.
-      for (const [doc, value] of [
+      for (const [writer, value] of [
         [first, 40],
         [second, 45],
       ] as const) {
-        sync(doc, (settings) => {
+        sync(writer, (settings) => {
           const alarm = settings.get('alarm') as Y.Map<number>
           alarm.set('threshold', value)
           alarm.set('hold', value)

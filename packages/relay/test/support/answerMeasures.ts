@@ -1,7 +1,7 @@
 /**
  * What the tests of the join answer's weight (`joinAnswer.ts`) measure it against: the bytes
- * Hocuspocus sends, and the reads of a room's structs a measure makes; and the large room the
- * tests of its cost weigh.
+ * Hocuspocus sends, and the reads of a room's structs a measure makes; the large room the tests
+ * of its cost weigh, and the writers of a room's settings.
  */
 import * as encoding from 'lib0/encoding'
 import * as Y from 'yjs'
@@ -52,4 +52,23 @@ export function settingsRoom(): { device: Y.Doc; settings: Y.Map<number>; docume
   const document = new Y.Doc()
   Y.applyUpdate(document, Y.encodeStateAsUpdate(device))
   return { device, settings, document }
+}
+
+/**
+ * Writers of `room`'s settings, one doc per Yjs client id: `write(client, change)` brings the
+ * writer up to the room, applies `change` to its settings map and sends the room what it lacks.
+ */
+export function settingsWriters(room: Y.Doc): (client: number, change: (settings: Y.Map<unknown>) => void) => void {
+  const writers = new Map<number, Y.Doc>()
+  return (client, change) => {
+    let doc = writers.get(client)
+    if (doc === undefined) {
+      doc = new Y.Doc({ gc: room.gc })
+      doc.clientID = client
+      writers.set(client, doc)
+    }
+    Y.applyUpdate(doc, Y.encodeStateAsUpdate(room, Y.encodeStateVector(doc)))
+    change(doc.getMap('settings'))
+    Y.applyUpdate(room, Y.encodeStateAsUpdate(doc, Y.encodeStateVector(room)))
+  }
 }
