@@ -24,7 +24,8 @@ import { IdleRooms } from './rooms/idleRooms.ts'
 import { RoomSizes } from './rooms/roomSizes.ts'
 import { GuardedRedis } from './scaleout/guardedRedis.ts'
 import { openPglite } from './store/pgliteClient.ts'
-import { openPostgres } from './store/postgresClient.ts'
+import { openPostgres, sharedDatabaseName } from './store/postgresClient.ts'
+import { RelayedUpdates, relayedHoldMs } from './store/relayedUpdates.ts'
 import { RoomPersistence } from './store/roomPersistence.ts'
 import { UpdateFanOut } from './rooms/updateFanOut.ts'
 import { RoomStore } from './store/roomStore.ts'
@@ -120,8 +121,16 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     now: o.now,
     expiry,
   })
-  const persistence = new RoomPersistence({ store, sizes, idle, metrics, log })
   const redis = o.redisUrl === undefined ? undefined : new GuardedRedis(o.redisUrl, metrics, log, { timers: o.timers, maxUnansweredBytes: 4 * o.limits.maxRoomBytes })
+  // Another relay's store is this one's only when both are on one PostgreSQL database: a PGlite
+  // data directory is never shared, so its relay writes every change that reaches it.
+  const database = redis === undefined || sql.kind === 'pglite' ? null : await sharedDatabaseName(sql)
+  if (redis !== undefined && sql.kind === 'postgres' && database === null) {
+    log('warn', 'PostgreSQL does not tell its system identifier (pg_control_system()): this relay writes every change the other relays send it, as they write its own')
+  }
+  const relayed = database === null ? undefined : new RelayedUpdates(store, { holdMs: relayedHoldMs(o.persistence.writeWindowMs), now: o.now, timers: o.timers, metrics })
+  if (relayed !== undefined && database !== null) redis?.storeMarks(store, relayed, database)
+  const persistence = new RoomPersistence({ store, sizes, idle, metrics, log, ...(relayed === undefined ? {} : { relayed }) })
   const fanOut = new UpdateFanOut(log, redis?.remoteOrigin, metrics)
   redis?.sharePresence(gate.presence)
   const hocuspocus = new Hocuspocus({
@@ -157,6 +166,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
         assemblingBytes: gate.assemblingBytes,
         unsharedRooms: redis?.unsharedRooms ?? 0,
         redisUnansweredBytes: redis?.unansweredBytes ?? 0,
+        relayedHeldBytes: relayed?.bytes ?? 0,
       }),
     }),
   )

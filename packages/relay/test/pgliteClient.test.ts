@@ -157,7 +157,7 @@ it('keeps the write-ahead log of a data directory small: max_wal_size is 64MB fr
     const doc = new Y.Doc()
     doc.on('update', (update: Uint8Array) => store.append('fleet-w/d1', update))
     const checkpoints = (): string[] =>
-      metrics.render({ connections: 0, roomsLoaded: 0, mostRoomsHeldBySubject: 0, storedBytes: 0, pendingBytes: 0, heldUpdates: 0, assemblingBytes: 0, unsharedRooms: 0, redisUnansweredBytes: 0 }).split('\n').filter((line) => line.startsWith('tidemark_relay_store_seconds_count{op="checkpoint"}'))
+      metrics.render({ connections: 0, roomsLoaded: 0, mostRoomsHeldBySubject: 0, storedBytes: 0, pendingBytes: 0, heldUpdates: 0, assemblingBytes: 0, unsharedRooms: 0, redisUnansweredBytes: 0, relayedHeldBytes: 0 }).split('\n').filter((line) => line.startsWith('tidemark_relay_store_seconds_count{op="checkpoint"}'))
     // 1 MiB an update: 15 stay under 16 MiB, the next goes past it.
     for (let i = 0; i < 15; i++) {
       doc.getMap('m').set('k', 'abcdefghijklmnopqrstuvwxyz'.charAt(i).repeat(1 << 20))

@@ -2,7 +2,8 @@
  * Two relay processes on one PostgreSQL, sharing a room through Redis: relay A acknowledges a
  * device's updates and is killed inside its write window, so it never stores them. Relay B
  * holds them in memory (they came through Redis), so the device, moving to B, does not send
- * them again: B must store them. A fresh relay then reads every update back from the database.
+ * them again: B must store them, as A never says it did. A fresh relay then reads every update
+ * back from the database. When A does say it stored them, B writes none of them.
  */
 import { afterAll, expect, it } from 'vitest'
 import * as Y from 'yjs'
@@ -43,8 +44,11 @@ it('updates a killed relay acknowledged but never stored are stored by the relay
   for (let i = 0; i < 10; i++) replicaLog(deviceDoc, 'd1').push([groupEntry('d1-temp', i * 60_000)])
   await waitFor(() => !writer.provider.hasUnsyncedChanges, 'A acknowledged the 10 updates')
   await waitFor(() => replicaLog(reader.doc, 'd1').length === 10, 'B has them through Redis')
-  // B writes what it received through Redis within its own write window.
+  // A never says it stored them: B writes what it received through Redis once its hold ends.
   await waitUntil(async () => (await metric(b.httpUrl, 'tidemark_relay_updates_stored_total')) >= 10, 'B stored the relayed updates')
+  // Each relay here writes to one PostgreSQL database, so B held A's changes first; what B wrote
+  // came from that hold (the updates it got from A's answers to its join were written at once).
+  expect(await metric(b.httpUrl, 'tidemark_relay_relayed_written_total')).toBeGreaterThan(0)
   expect(await metric(a.httpUrl, 'tidemark_relay_updates_stored_total')).toBe(0)
   expect(await a.stop('SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' })
   writer.destroy()
@@ -64,7 +68,7 @@ it('updates a killed relay acknowledged but never stored are stored by the relay
   expect(await c.stop('SIGTERM')).toEqual({ code: 0, signal: null })
 })
 
-it('two relays holding a room store each of its updates once: what one relay took from its client and the other through Redis is one row', async () => {
+it('two relays holding a room store each of its updates once: the relay its client sent it to writes it, the other drops its copy when told it is stored', async () => {
   postgres ??= await startPostgres()
   redis ??= await startRedisServer()
   const shared = { DATABASE_URL: postgres.url, TIDEMARK_AUTH_SECRET: SECRET_TEXT, REDIS_URL: redis.url, TIDEMARK_STORE_DEBOUNCE_MS: '100' }
@@ -76,11 +80,12 @@ it('two relays holding a room store each of its updates once: what one relay too
   await waitFor(() => writer.synced() && reader.synced(), 'both synced')
   for (let i = 0; i < 10; i++) replicaLog(deviceDoc, 'd1').push([groupEntry('d1-temp', i * 60_000)])
   await waitFor(() => replicaLog(reader.doc, 'd1').length === 10, 'B has them through Redis')
-  const written = async (name: string): Promise<number> => (await metric(a.httpUrl, name)) + (await metric(b.httpUrl, name))
-  // Both relays write all 10 (A also lists the room in its fleet's directory, a room of its own);
-  // whichever writes an update second finds it stored.
-  await waitUntil(async () => (await written('tidemark_relay_updates_already_stored_total')) >= 10, 'both relays wrote the updates')
-  expect(await written('tidemark_relay_updates_already_stored_total')).toBe(10)
+  // A writes the 10 updates and says so through Redis; B, holding them, drops its copies.
+  await waitUntil(async () => (await metric(b.httpUrl, 'tidemark_relay_relayed_confirmed_total')) >= 10, 'B heard A stored them')
+  expect(await metric(a.httpUrl, 'tidemark_relay_updates_stored_total')).toBeGreaterThanOrEqual(10)
+  expect(await metric(b.httpUrl, 'tidemark_relay_updates_stored_total')).toBe(0)
+  expect(await metric(b.httpUrl, 'tidemark_relay_relayed_written_total')).toBe(0)
+  expect(await metric(b.httpUrl, 'tidemark_relay_relayed_held_bytes')).toBe(0)
   const sql = await openPostgres(postgres.url, (error) => {
     throw error
   })

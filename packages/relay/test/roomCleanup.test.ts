@@ -115,7 +115,7 @@ it('a room the store cannot read is refused as store-unavailable, counted, and l
   for (let i = 0; i < 3; i++) await expect(hocuspocus.openDirectConnection(`fleet-r/d${i}`)).rejects.toBeInstanceOf(OpenRefused)
   reads = true
   expect(metrics.loadFailures).toBe(3)
-  expect(metrics.render({ connections: 0, roomsLoaded: 0, mostRoomsHeldBySubject: 0, storedBytes: 0, pendingBytes: 0, heldUpdates: 0, assemblingBytes: 0, unsharedRooms: 0, redisUnansweredBytes: 0 })).toContain('tidemark_relay_refusals_total{reason="store-unavailable"} 3')
+  expect(metrics.render({ connections: 0, roomsLoaded: 0, mostRoomsHeldBySubject: 0, storedBytes: 0, pendingBytes: 0, heldUpdates: 0, assemblingBytes: 0, unsharedRooms: 0, redisUnansweredBytes: 0, relayedHeldBytes: 0 })).toContain('tidemark_relay_refusals_total{reason="store-unavailable"} 3')
   expect(hocuspocus.documents.size).toBe(0)
   expect(sizes.rooms).toBe(0)
   expect(store.rooms).toBe(0)

@@ -17,7 +17,7 @@ export type StoreOperation = 'load' | 'flush' | 'compact' | 'checkpoint'
  * Values read at scrape time.
  *
  * @example
- * metrics.render({ connections: 3, roomsLoaded: 2, mostRoomsHeldBySubject: 2, storedBytes: 40_960, pendingBytes: 0, heldUpdates: 0, assemblingBytes: 0, unsharedRooms: 0, redisUnansweredBytes: 0 })
+ * metrics.render({ connections: 3, roomsLoaded: 2, mostRoomsHeldBySubject: 2, storedBytes: 40_960, pendingBytes: 0, heldUpdates: 0, assemblingBytes: 0, unsharedRooms: 0, redisUnansweredBytes: 0, relayedHeldBytes: 0 })
  */
 export interface MetricGauges {
   /** Open WebSocket connections. */
@@ -37,6 +37,8 @@ export interface MetricGauges {
   readonly unsharedRooms: number
   /** Bytes of publishes sent to Redis that it has not answered yet (0 without Redis). */
   readonly redisUnansweredBytes: number
+  /** Bytes of other relays' changes held until they say they stored them (0 without Redis). */
+  readonly relayedHeldBytes: number
 }
 
 /**
@@ -56,6 +58,10 @@ export class RelayMetrics {
   updatesStored = 0
   /** Updates this relay wrote that the store already held (written first by another relay sharing it, or by this one). */
   updatesAlreadyStored = 0
+  /** Changes of other relays not written here: the relay that published them said it stored them. */
+  relayedConfirmed = 0
+  /** Changes of other relays written here: their relay did not say it stored them in time (or this relay closed first). */
+  relayedWritten = 0
   /** Updates held until the updates they depend on arrived. */
   updatesHeld = 0
   /** Messages received in parts and put together whole. */
@@ -144,6 +150,12 @@ export class RelayMetrics {
     metric('tidemark_relay_updates_already_stored_total', 'counter', 'Updates written that the store already held (written first by another relay sharing it, or by this one): no row added.', [
       `tidemark_relay_updates_already_stored_total ${this.updatesAlreadyStored}`,
     ])
+    metric('tidemark_relay_relayed_confirmed_total', 'counter', 'Changes of other relays (through Redis) not written here: the relay that published them said it stored them.', [
+      `tidemark_relay_relayed_confirmed_total ${this.relayedConfirmed}`,
+    ])
+    metric('tidemark_relay_relayed_written_total', 'counter', 'Changes of other relays (through Redis) written here: their relay did not say it stored them in time.', [
+      `tidemark_relay_relayed_written_total ${this.relayedWritten}`,
+    ])
     metric(
       'tidemark_relay_refusals_total',
       'counter',
@@ -191,6 +203,7 @@ export class RelayMetrics {
       `tidemark_relay_unshared_rooms ${gauges.unsharedRooms}`,
     ])
     metric('tidemark_relay_redis_unanswered_bytes', 'gauge', 'Bytes of publishes sent to Redis that it has not answered yet.', [`tidemark_relay_redis_unanswered_bytes ${gauges.redisUnansweredBytes}`])
+    metric('tidemark_relay_relayed_held_bytes', 'gauge', 'Bytes of other relays\' changes held until they say they stored them.', [`tidemark_relay_relayed_held_bytes ${gauges.relayedHeldBytes}`])
     metric('tidemark_relay_redis_publishes_dropped_total', 'counter', 'Messages not published to Redis because it did not answer: the state-vector exchange repairs them once it does.', [
       `tidemark_relay_redis_publishes_dropped_total ${this.redisPublishesDropped}`,
     ])

@@ -37,14 +37,18 @@ import type {
 import { OutgoingMessage } from '@hocuspocus/server'
 import IORedis from 'ioredis'
 import * as encoding from 'lib0/encoding'
+import type { Doc } from 'yjs'
 import { messageYjsSyncStep2 } from 'y-protocols/sync'
 import type { RelayMetrics } from '../metrics/relayMetrics.ts'
 import { describeError, type RelayLog } from '../relayLog.ts'
 import { GLOBAL_TIMERS, type RelayTimers } from '../relayOptions.ts'
 import type { RoomPresence } from '../gate/roomPresence.ts'
+import type { RelayedUpdates } from '../store/relayedUpdates.ts'
+import type { RoomStore } from '../store/roomStore.ts'
 import { ChunkAssembler, chunksOf } from './messageChunks.ts'
 import { type RedisWire, wireOf } from './redisWire.ts'
 import { SharedPresence } from './sharedPresence.ts'
+import { CHANGE_SUFFIX, changeSender, StoredMarks } from './storedMarks.ts'
 import { UnansweredPublishes } from './unansweredPublishes.ts'
 
 /** Redis channel prefix: channels are `tidemark:<room>`. */
@@ -102,6 +106,16 @@ export class GuardedRedis implements Extension {
   readonly #identifier = `tidemark-relay-${process.pid}-${Math.random().toString(36).slice(2)}`
   /** The presence holders shared with the other relays (`sharePresence`); null before. */
   #shared: SharedPresence | null = null
+  /** The prefix of the changes this relay publishes: its identifier marked as a change's (`StoredMarks`). */
+  readonly #changePrefix: Buffer
+  /** The store write marks shared with the other relays (`storeMarks`); null before. */
+  #marks: StoredMarks | null = null
+  /** Where the other relays' changes are held until they say they stored them (`storeMarks`). */
+  #relayed: RelayedUpdates | null = null
+  /** While another relay's change is applied: that relay. */
+  #applyingChangeOf: string | null = null
+  /** Documents whose updates `#heldIfRelayed` sees. */
+  readonly #watched = new WeakSet<Document>()
   /** Messages other relays sent in chunks, put back together. */
   readonly #chunks = new ChunkAssembler(this.#identifier)
   /** Publishes Redis has not answered; dropped while it does not answer. */
@@ -117,6 +131,8 @@ export class GuardedRedis implements Extension {
     this.#timers = options.timers ?? GLOBAL_TIMERS
     this.#metrics = metrics
     this.#log = log
+    const changeIdentifier = Buffer.from(this.#identifier + CHANGE_SUFFIX)
+    this.#changePrefix = Buffer.concat([Buffer.of(changeIdentifier.byteLength), changeIdentifier])
     this.#unanswered = new UnansweredPublishes({
       timers: this.#timers,
       maxBytes: options.maxUnansweredBytes ?? MAX_UNANSWERED_BYTES,
@@ -161,6 +177,7 @@ export class GuardedRedis implements Extension {
             this.#chunks.clear()
             this.#endStaleSubscriptions()
             this.#shared?.subscribe()
+            this.#marks?.subscribe()
           }
           connectedBefore = true
         })
@@ -173,7 +190,18 @@ export class GuardedRedis implements Extension {
     wire.sub.off('messageBuffer', wire.handleIncomingMessage)
     wire.sub.on('messageBuffer', (channel, message) => {
       const whole = this.#chunks.take(channel, message)
-      if (whole !== null) wire.handleIncomingMessage(channel, whole).catch((error: unknown) => this.#log('warn', `a message from Redis could not be applied: ${describeError(error)}`))
+      if (whole === null) return
+      const changeOf = changeSender(whole)
+      // Its own changes come back too; the extension skips only what bears its bare identifier.
+      if (changeOf === this.#identifier) return
+      // The extension applies the message before its first await: the update it makes is seen
+      // (`#heldIfRelayed`) while this is set.
+      this.#applyingChangeOf = changeOf
+      try {
+        wire.handleIncomingMessage(channel, whole).catch((error: unknown) => this.#log('warn', `a message from Redis could not be applied: ${describeError(error)}`))
+      } finally {
+        this.#applyingChangeOf = null
+      }
     })
   }
 
@@ -195,6 +223,25 @@ export class GuardedRedis implements Extension {
   sharePresence(presence: RoomPresence): void {
     this.#shared = new SharedPresence(this.#wire, this.#identifier, presence, (work) => void this.#guard(work))
     this.#shared.subscribe()
+  }
+
+  /**
+   * Shares store write marks with the other relays: this relay tells them when `store` has
+   * written its changes, and holds theirs in `relayed` until they say the same. Only for a store
+   * the other relays may share (PostgreSQL), named `database` (`sharedDatabaseName`): a relay
+   * on another database writes this relay's changes itself. Without it, this relay's changes are
+   * not marked, and every relay writes them.
+   */
+  storeMarks(store: RoomStore, relayed: RelayedUpdates, database: string): void {
+    this.#relayed = relayed
+    this.#marks = new StoredMarks(this.#wire, { identifier: this.#identifier, database }, relayed, (channel, message) => this.#publish(channel, message), (work) => void this.#guard(work))
+    store.writeMarks = this.#marks
+    this.#marks.subscribe()
+  }
+
+  /** An update another relay's change made here: held until that relay says it stored it. */
+  readonly #heldIfRelayed = (update: Uint8Array, origin: unknown, document: Doc): void => {
+    if (this.#applyingChangeOf !== null && origin === this.#wire.redisTransactionOrigin) this.#relayed?.hold((document as Document).name, update, this.#applyingChangeOf)
   }
 
   /** Loaded rooms served by this relay alone, until Redis is back. */
@@ -266,6 +313,10 @@ export class GuardedRedis implements Extension {
   async afterLoadDocument(payload: afterLoadDocumentPayload): Promise<void> {
     this.#unshared.add(payload.documentName)
     this.#shared?.loaded(payload.document)
+    if (this.#relayed !== null && !this.#watched.has(payload.document)) {
+      this.#watched.add(payload.document)
+      payload.document.on('update', this.#heldIfRelayed)
+    }
     // Not connected, or Redis does not answer: the load does not wait for Redis.
     if (this.#wire.pub.status !== 'ready' || this.#wire.sub.status !== 'ready' || this.#unanswered.cutOff) return
     let timer: unknown
@@ -312,7 +363,10 @@ export class GuardedRedis implements Extension {
     encoding.writeVarUint(message.encoder, messageYjsSyncStep2)
     encoding.writeVarUint8Array(message.encoder, payload.update)
     this.#scheduleRepair(payload)
-    this.#publish(this.#wire.pubKey(payload.documentName), this.#wire.encodeMessage(message.toUint8Array()))
+    // Marked as a change only when this relay's store write marks cover it (its store may be the
+    // others'): the others then hold it until they are told it is stored, and write it at once otherwise.
+    const bytes = message.toUint8Array()
+    this.#publish(this.#wire.pubKey(payload.documentName), this.#marks === null ? this.#wire.encodeMessage(bytes) : Buffer.concat([this.#changePrefix, bytes]))
   }
 
   /**

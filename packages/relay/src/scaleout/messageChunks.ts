@@ -11,6 +11,7 @@
  * message are published back to back on one connection, so they arrive in order, and the
  * receiving relay hands the whole message to the extension once its last chunk came.
  */
+import { isOwnMessage } from './storedMarks.ts'
 
 /** The largest message published whole; a larger one is sent in chunks of this size. */
 export const CHUNK_BYTES = 1 << 20
@@ -45,7 +46,7 @@ export class ChunkAssembler {
   readonly #own: string
   readonly #assembling = new Map<string, Assembling>()
 
-  /** `own`: this relay's identifier, whose own messages are not put together. */
+  /** `own`: this relay's identifier, whose own messages (its changes too) are not put together. */
   constructor(own: string) {
     this.#own = own
   }
@@ -57,7 +58,7 @@ export class ChunkAssembler {
     const at = 2 + idLength
     if (message.byteLength < at + 8) return null
     const identifier = message.toString('utf-8', 2, at)
-    if (identifier === this.#own) return null
+    if (isOwnMessage(identifier, this.#own)) return null
     const key = `${channel.toString()}\n${identifier}`
     const index = message.readUInt32BE(at)
     const count = message.readUInt32BE(at + 4)

@@ -82,3 +82,21 @@ export async function openPostgres(url: string, onError: (error: Error) => void,
     close: () => pool.end(),
   }
 }
+
+/**
+ * A name of the database `sql` writes to that relays on the same database read alike and relays
+ * on another read differently: the server cluster's system identifier and the database's name.
+ * Null when the server does not tell them.
+ *
+ * @example
+ * await sharedDatabaseName(sql) // '7391823440125863012/tidemark'
+ */
+export async function sharedDatabaseName(sql: SqlQueryable): Promise<string | null> {
+  try {
+    const result = await sql.query<{ name: string | null }>("select (select system_identifier::text from pg_control_system()) || '/' || current_database() as name")
+    const name = result.rows[0]?.name
+    return typeof name === 'string' && name.length > 0 ? name : null
+  } catch {
+    return null
+  }
+}

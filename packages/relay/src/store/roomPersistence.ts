@@ -24,6 +24,7 @@ import { describeError, type RelayLog } from '../relayLog.ts'
 import type { IdleRooms } from '../rooms/idleRooms.ts'
 import { classifyRoom } from '../rooms/roomName.ts'
 import type { RoomSizes } from '../rooms/roomSizes.ts'
+import type { RelayedUpdates } from './relayedUpdates.ts'
 import type { RoomStore } from './roomStore.ts'
 import { applyStoredParts, type StoredPart } from './storedParts.ts'
 
@@ -54,11 +55,14 @@ export class RoomPersistence implements Extension {
   readonly #idle: IdleRooms
   readonly #metrics: RelayMetrics
   readonly #log: RelayLog
+  readonly #relayed: RelayedUpdates | undefined
   #directory: FleetDirectory | undefined
   #closing = false
 
-  constructor(deps: { readonly store: RoomStore; readonly sizes: RoomSizes; readonly idle: IdleRooms; readonly metrics: RelayMetrics; readonly log: RelayLog }) {
+  /** `relayed` (with Redis): where the other relays' changes wait for them to say they stored them. */
+  constructor(deps: { readonly store: RoomStore; readonly sizes: RoomSizes; readonly idle: IdleRooms; readonly metrics: RelayMetrics; readonly log: RelayLog; readonly relayed?: RelayedUpdates }) {
     this.#store = deps.store
+    this.#relayed = deps.relayed
     this.#sizes = deps.sizes
     deps.store.onCompacted = (room, snapshotBytes) => {
       // A room that unloaded meanwhile keeps no size.
@@ -78,6 +82,8 @@ export class RoomPersistence implements Extension {
   /** The relay is shutting down: rooms unload without waiting, the shutdown stores them. */
   closing(): void {
     this.#closing = true
+    // Whatever the other relays have not said they stored is this relay's to store now.
+    this.#relayed?.releaseAll()
   }
 
   async onLoadDocument({ document, documentName }: onLoadDocumentPayload): Promise<void> {
@@ -85,8 +91,9 @@ export class RoomPersistence implements Extension {
     let unstored: Uint8Array[]
     try {
       // Updates the room took before it last unloaded and the store has not written yet (or
-      // was writing while the read ran): not in what the read returns.
-      const before = this.#store.unstored(documentName)
+      // was writing while the read ran): not in what the read returns. Other relays' changes
+      // held here too: their relay may not have stored them yet (or ever, if it died).
+      const before = [...this.#store.unstored(documentName), ...(this.#relayed?.held(documentName) ?? [])]
       parts = await this.#store.load(documentName)
       unstored = [...before, ...this.#store.unstored(documentName)]
       // Each part on its own: one that Yjs cannot use is set aside, and the room opens with the rest.
@@ -116,9 +123,10 @@ export class RoomPersistence implements Extension {
       // Everything this relay holds is stored through it too, except what it loaded from the
       // store: its clients' updates, the directory's, and those relayed through Redis (the relay
       // their client sent them to may die inside its write window, and its clients, moving here,
-      // would not send again what this relay already holds). Relays sharing a database thus write
-      // an update more than once; the store keeps the first write (rows are keyed by digest).
-      if (transactionOrigin === LOAD_ORIGIN) return
+      // would not send again what this relay already holds). Another relay's changes wait for it
+      // to say it stored them (`RelayedUpdates`), and are written here only if it does not; what
+      // relays sharing a database both write, the store keeps once (rows are keyed by digest).
+      if (transactionOrigin === LOAD_ORIGIN || this.#relayed?.took(update) === true) return
       this.#store.append(documentName, update)
       if (transactionOrigin instanceof Connection) this.#listInDirectory(documentName)
     } catch (error) {

@@ -37,6 +37,18 @@ export interface RoomStoreTiming {
   readonly compactAfterBytes: number
 }
 
+/**
+ * Observes the store's writes of queued updates: every update queued before `begin()` returned
+ * is in that write or an earlier one, and stored once `stored` is called with what it returned.
+ *
+ * @example
+ * store.writeMarks = { begin: () => ++writes, stored: (k) => console.log(`write ${k} stored`) }
+ */
+export interface StoreWriteMarks {
+  begin(): number
+  stored(mark: number): void
+}
+
 /** What the store knows of a room's rows. */
 interface RoomTail {
   rows: number
@@ -97,6 +109,11 @@ export class RoomStore {
   readonly #compacting = new Set<string>()
   /** Told each room's new snapshot size after a compaction. */
   onCompacted: (room: string, snapshotBytes: number) => void = () => undefined
+  /**
+   * Told when each write of queued updates begins (`begin` names it) and when it succeeded
+   * (`stored`): the scale-out tells the other relays, which then drop the copies they hold.
+   */
+  writeMarks: StoreWriteMarks | undefined
   #compactionsSinceVacuum = 0
   /** Bytes written to PGlite since its last checkpoint. */
   #sinceCheckpoint = 0
@@ -244,11 +261,13 @@ export class RoomStore {
     this.#writingBytes = bytes
     this.#writingBatch = new Map(batch)
     const rows = updateRows(batch)
+    const mark = this.writeMarks?.begin()
     const writing = this.#timed('flush', () => this.#sql.transaction((tx) => insertUpdates(tx, rows)))
     this.#writing = writing
     try {
       const stored = await writing
       this.#retryMs = 0
+      if (mark !== undefined) this.writeMarks?.stored(mark)
       this.#metrics.updatesStored += stored.length
       this.#metrics.updatesAlreadyStored += rows.length - stored.length
       const written = stored.reduce((n, row) => n + row.size, 0)
