@@ -5,6 +5,28 @@ import { join } from 'node:path'
 import type { FleetLayout } from './fleetLayout.ts'
 
 /**
+ * Where the relays of a run store their rooms: `pglite`, a PGlite data directory of its own each
+ * (each relay writes every change it receives, its own and those relayed through Redis);
+ * `postgres`, one PostgreSQL server started for the run whose database both relays use through
+ * `DATABASE_URL`, the scale-out the relay's README recommends (a relay drops the changes the
+ * other relay said its store wrote).
+ *
+ * @example
+ * const store: RelayStoreKind = parseBenchFlags(['--store=postgres']).store // 'postgres'
+ */
+export type RelayStoreKind = 'pglite' | 'postgres'
+
+const STORE_KINDS: readonly RelayStoreKind[] = ['pglite', 'postgres']
+
+/**
+ * What a relay's store is called in the benchmark's output.
+ *
+ * @example
+ * `a new A on the same port and ${STORE_NAMES.postgres}` // '… and PostgreSQL database'
+ */
+export const STORE_NAMES: Readonly<Record<RelayStoreKind, string>> = { pglite: 'PGlite directory', postgres: 'PostgreSQL database' }
+
+/**
  * What one run measures.
  *
  * @example
@@ -27,6 +49,8 @@ export interface BenchFlags {
   readonly reconnect: boolean
   /** Path prefix of the `.md` and `.json` results, or null to write none. */
   readonly out: string | null
+  /** Where the relays store their rooms (`--store`, default `pglite`). */
+  readonly store: RelayStoreKind
   /** Write CPU profiles of each relay, the simulator and the dashboards to bench/results/relay-profiles/<process>/ (one per thread). */
   readonly cpuProf: boolean
 }
@@ -38,7 +62,7 @@ export interface BenchFlags {
  */
 export const LIVE_STATE_FILL_SECONDS = 900
 
-const USAGE = `usage: pnpm bench:relay [--minutes=10] [--warmup=900] [--fleets=10] [--devices=100] [--dashboards=2] [--rate=1] [--spread=5000] [--no-reconnect] [--out=bench/results/relay-latest | --no-write] [--cpu-prof]`
+const USAGE = `usage: pnpm bench:relay [--minutes=10] [--warmup=900] [--fleets=10] [--devices=100] [--dashboards=2] [--rate=1] [--spread=5000] [--no-reconnect] [--out=bench/results/relay-latest | --no-write] [--store=pglite|postgres] [--cpu-prof]`
 
 /**
  * Reads the flags; throws with the usage line on an unknown or malformed one.
@@ -53,7 +77,7 @@ export function parseBenchFlags(argv: readonly string[]): BenchFlags {
     if (match === null) throw new Error(`unexpected argument ${arg}\n${USAGE}`)
     values.set(match[1] as string, match[2] ?? 'true')
   }
-  const known = ['minutes', 'warmup', 'fleets', 'devices', 'dashboards', 'rate', 'spread', 'no-reconnect', 'out', 'no-write', 'cpu-prof']
+  const known = ['minutes', 'warmup', 'fleets', 'devices', 'dashboards', 'rate', 'spread', 'no-reconnect', 'out', 'no-write', 'store', 'cpu-prof']
   for (const name of values.keys()) if (!known.includes(name)) throw new Error(`unknown flag --${name}\n${USAGE}`)
   const number = (name: string, fallback: number, integer: boolean, min: number): number => {
     const text = values.get(name)
@@ -66,6 +90,9 @@ export function parseBenchFlags(argv: readonly string[]): BenchFlags {
   }
   const out = values.get('out')
   if (out === 'true' || out === '') throw new Error(`--out takes the path prefix of the results, e.g. --out=bench/results/relay-latest\n${USAGE}`)
+  const storeText = values.get('store') ?? 'pglite'
+  const store = STORE_KINDS.find((kind) => kind === storeText)
+  if (store === undefined) throw new Error(`--store must be one of ${STORE_KINDS.join(', ')}, got ${storeText}\n${USAGE}`)
   return {
     layout: {
       fleets: number('fleets', 10, true, 1),
@@ -78,6 +105,7 @@ export function parseBenchFlags(argv: readonly string[]): BenchFlags {
     reconnectSpreadMs: number('spread', 5000, true, 1),
     reconnect: !values.has('no-reconnect'),
     out: values.has('no-write') ? null : (out ?? 'bench/results/relay-latest'),
+    store,
     cpuProf: values.has('cpu-prof'),
   }
 }

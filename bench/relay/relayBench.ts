@@ -8,29 +8,33 @@
  * one update a second each (one engine batch of 3 readings through `bindDoc`), 2 dashboards per
  * fleet (20), a 10-minute steady phase.
  *
- * Processes: Redis, relay A and relay B (the `tidemark-relay` command, a PGlite store each), the
- * device simulator (deviceSimulator.ts) and the dashboards (dashboardFleet.ts), driven over IPC
- * from this one, which reads every process's CPU time and RSS from /proc.
+ * Processes: Redis, relay A and relay B (the `tidemark-relay` command, a PGlite store each, or
+ * with `--store=postgres` one PostgreSQL server whose database both use), the device simulator
+ * (deviceSimulator.ts) and the dashboards (dashboardFleet.ts), driven over IPC from this one,
+ * which reads every process's CPU time and RSS from /proc.
  *
  * Phases: connect, warm-up, steady (latency, CPU per 1,000 updates, RSS every 10 s with a row a
  * minute), every device socket dropped at once (reconnects jittered over 5 s), relay A restarted
- * (SIGTERM, a new process on the same port and data directory), then the devices leave, A's rooms
+ * (SIGTERM, a new process on the same port and store), then the devices leave, A's rooms
  * unload (compacting) and A's store is read per room. Writes bench/results/relay-latest.{md,json}.
  *
  *   pnpm bench:relay                      # the full run (~30 min)
  *   pnpm bench:relay --minutes=1 --no-write
+ *   pnpm bench:relay --store=postgres     # both relays on one PostgreSQL database
  */
 import { randomBytes } from 'node:crypto'
+import { openPglite, openPostgres } from '@tidemark/relay'
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, setPriority, tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { type PostgresServer, startPostgres } from '../../packages/relay/scripts/postgresServer.ts'
 import { freePort, type RedisServer, startRedisServer } from '../../packages/relay/scripts/redisServer.ts'
-import { parseBenchFlags, profileFlags } from './benchFlags.ts'
+import { parseBenchFlags, profileFlags, STORE_NAMES } from './benchFlags.ts'
 import type { ArrivalFigures, ChildConfig, DeviceCounters, FromDashboards, FromDevices, ToDashboards, ToDevices } from './benchMessages.ts'
 import { ChildChannel } from './childChannel.ts'
 import { machineCpu } from './machineCpu.ts'
-import { processUsage } from './processUsage.ts'
+import { type ProcessUsage, processTreeUsage, processUsage } from './processUsage.ts'
 import type { MinuteRow, ProcessCpu, ReconnectRun, RelayBenchResult } from './relayBenchResult.ts'
 import { killRelays, type RelayExit, type RelayProcess, relayMetrics, spawnRelay } from './relayProcess.ts'
 import { renderRelayReport } from './relayReport.ts'
@@ -45,6 +49,10 @@ const SAMPLE_MS = 10_000
 const SIMULATOR_NICE = 10
 const MB = 1024 * 1024
 const TIMERS = 'nodejs_active_resources{type="Timeout"}'
+/** Changes of the other relay (through Redis) a relay did not write: that relay said its store wrote them. */
+const RELAYED_CONFIRMED = 'tidemark_relay_relayed_confirmed_total'
+/** Changes of the other relay a relay wrote itself (on a store of its own, every one). */
+const RELAYED_WRITTEN = 'tidemark_relay_relayed_written_total'
 const mb = (bytes: number): number => Number((bytes / MB).toFixed(1))
 
 const flags = parseBenchFlags(process.argv.slice(2).filter((arg) => arg !== '--'))
@@ -54,6 +62,7 @@ const deviceCount = layout.fleets * layout.devicesPerFleet
 const profiled = (name: string): string[] => profileFlags(flags, name, RESULTS)
 
 let redis: RedisServer | undefined
+let postgres: PostgresServer | undefined
 let devices: ChildChannel<ToDevices, FromDevices> | undefined
 let dashboards: ChildChannel<ToDashboards, FromDashboards> | undefined
 const temporary: string[] = []
@@ -87,6 +96,7 @@ async function cleanUp(): Promise<void> {
   dashboards?.kill()
   killRelays()
   await redis?.stop().catch(() => undefined)
+  await postgres?.stop().catch(() => undefined)
   for (const dir of temporary) rmSync(dir, { recursive: true, force: true })
 }
 
@@ -104,26 +114,38 @@ async function main(): Promise<RelayBenchResult> {
   redis = await startRedisServer()
   const portA = await freePort()
   const dirA = join(root, 'relay-a')
-  const relayEnv = (dir: string, port: number): Record<string, string> => ({
+  const relayEnv = (store: Record<string, string>, port: number): Record<string, string> => ({
     PORT: String(port),
-    TIDEMARK_DATA_DIR: dir,
+    ...store,
     TIDEMARK_AUTH_SECRET: secret,
     REDIS_URL: (redis as RedisServer).url,
     TIDEMARK_LOG: 'warn',
   })
-  // A relay's first start initializes its PGlite directory (seconds of work, and memory the
-  // relay returns only by reopening the directory on a new thread): the data directory is
-  // initialized by a relay run beforehand, as on any relay deployed before, so the series start
-  // from a relay that opened an existing store.
-  const initStart = Date.now()
-  const init = await spawnRelay('init', relayEnv(dirA, 0))
-  const initRssMb = Math.round(processUsage(init.pid).rssBytes / MB)
-  await init.stop('SIGTERM')
-  const dirB = join(root, 'relay-b')
-  cpSync(dirA, dirB, { recursive: true })
-  say(`relay bench: PGlite directory initialized in ${((Date.now() - initStart) / 1000).toFixed(1)} s by a first relay run (RSS ${initRssMb} MB right after initializing); copied for B`)
+  let storeA: Record<string, string>
+  let storeB: Record<string, string>
+  let initRssMb: number | null = null
+  if (flags.store === 'postgres') {
+    postgres = await startPostgres()
+    storeA = { DATABASE_URL: postgres.url }
+    storeB = storeA
+    say(`relay bench: PostgreSQL started for the run (pid ${postgres.pid}); relays A and B both use its database (DATABASE_URL)`)
+  } else {
+    // A relay's first start initializes its PGlite directory (seconds of work, and memory the
+    // relay returns only by reopening the directory on a new thread): the data directory is
+    // initialized by a relay run beforehand, as on any relay deployed before, so the series start
+    // from a relay that opened an existing store.
+    const dirB = join(root, 'relay-b')
+    storeA = { TIDEMARK_DATA_DIR: dirA }
+    storeB = { TIDEMARK_DATA_DIR: dirB }
+    const initStart = Date.now()
+    const init = await spawnRelay('init', relayEnv(storeA, 0))
+    initRssMb = Math.round(processUsage(init.pid).rssBytes / MB)
+    await init.stop('SIGTERM')
+    cpSync(dirA, dirB, { recursive: true })
+    say(`relay bench: PGlite directory initialized in ${((Date.now() - initStart) / 1000).toFixed(1)} s by a first relay run (RSS ${initRssMb} MB right after initializing); copied for B`)
+  }
   const relayStart = Date.now()
-  let [a, b] = await Promise.all([spawnRelay('A', relayEnv(dirA, portA), profiled('A')), spawnRelay('B', relayEnv(dirB, 0), profiled('B'))])
+  let [a, b] = await Promise.all([spawnRelay('A', relayEnv(storeA, portA), profiled('A')), spawnRelay('B', relayEnv(storeB, 0), profiled('B'))])
   const earlierA: RelayProcess[] = []
   const startRss = { A: Math.round(processUsage(a.pid).rssBytes / MB), B: Math.round(processUsage(b.pid).rssBytes / MB) }
   say(`relay bench: relays up in ${((Date.now() - relayStart) / 1000).toFixed(1)} s (A ${a.url} pid ${a.pid} RSS ${startRss.A} MB, B ${b.url} pid ${b.pid} RSS ${startRss.B} MB, redis pid ${redis.pid})`)
@@ -146,16 +168,21 @@ async function main(): Promise<RelayBenchResult> {
   await sleep(flags.warmupSeconds * 1000)
 
   // Steady phase.
-  const processes = (): Record<string, number> => ({
-    'relay A': a.pid,
-    'relay B': b.pid,
-    redis: (redis as RedisServer).pid,
-    'device simulator': sim.pid,
-    dashboards: dash.pid,
-  })
+  const processes = (): Record<string, () => ProcessUsage> => {
+    const server = postgres
+    return {
+      'relay A': () => processUsage(a.pid),
+      'relay B': () => processUsage(b.pid),
+      redis: () => processUsage((redis as RedisServer).pid),
+      // PostgreSQL serves each connection from a backend process of its own.
+      ...(server === undefined ? {} : { postgres: () => processTreeUsage(server.pid) }),
+      'device simulator': () => processUsage(sim.pid),
+      dashboards: () => processUsage(dash.pid),
+    }
+  }
   const cpuNow = (): Record<string, number> => {
     const out: Record<string, number> = {}
-    for (const [name, pid] of Object.entries(processes())) out[name] = processUsage(pid).cpuMs
+    for (const [name, usage] of Object.entries(processes())) out[name] = usage().cpuMs
     const self = process.cpuUsage()
     out.orchestrator = (self.user + self.system) / 1000
     return out
@@ -179,6 +206,8 @@ async function main(): Promise<RelayBenchResult> {
   const redisStart = await redisStats((redis as RedisServer).port)
   const updatesStart = metric(metricsA, 'tidemark_relay_updates_in_total')
   const outStart = metric(metricsB, 'tidemark_relay_updates_out_total')
+  const confirmedStart = metric(metricsB, RELAYED_CONFIRMED)
+  const writtenStart = metric(metricsB, RELAYED_WRITTEN)
   const rssSeries: [number, number, number][] = []
   const minutes: MinuteRow[] = []
   const steadyMs = flags.minutes * 60_000
@@ -187,7 +216,10 @@ async function main(): Promise<RelayBenchResult> {
   let rowAt = steadyStart
   let rowUpdates = updatesStart
   say('')
-  say('minute | load | latency p50 / p99 / max ms (arrivals) | updates/s | CPU % of a core: A / B / redis / simulator / dashboards / other processes, iowait | RSS MB A / B | heap used MB A / B | loop delay ms p99 / max: A, B | timers A / B | rooms A / B | stored MB A')
+  const shared = flags.store === 'postgres'
+  say(
+    `minute | load | latency p50 / p99 / max ms (arrivals) | updates/s | CPU % of a core: A / B / redis${shared ? ' / postgres' : ''} / simulator / dashboards / other processes, iowait | RSS MB A / B | heap used MB A / B | loop delay ms p99 / max: A, B | timers A / B | rooms A / B | stored MB ${shared ? '(shared database)' : 'A'}`,
+  )
   for (let tick = 1; ; tick++) {
     const due = Math.min(steadyStart + tick * SAMPLE_MS, steadyStart + steadyMs)
     await sleep(due - Date.now())
@@ -229,7 +261,7 @@ async function main(): Promise<RelayBenchResult> {
       minutes.push(row)
       say(
         `${row.minute.toFixed(1).padStart(6)} | ${row.load.toFixed(2)} | ${row.latency.p50} / ${row.latency.p99} / ${row.latency.max} (${figures.arrivals}) | ${row.updatesPerSecond} | ` +
-          `${cpuPercent['relay A']} / ${cpuPercent['relay B']} / ${cpuPercent.redis} / ${cpuPercent['device simulator']} / ${cpuPercent.dashboards} / ${cpuPercent['other processes']}, ${cpuPercent.iowait} | ` +
+          `${cpuPercent['relay A']} / ${cpuPercent['relay B']} / ${cpuPercent.redis}${shared ? ` / ${cpuPercent.postgres}` : ''} / ${cpuPercent['device simulator']} / ${cpuPercent.dashboards} / ${cpuPercent['other processes']}, ${cpuPercent.iowait} | ` +
           `${row.rssMb.A} / ${row.rssMb.B} | ${row.heapUsedMb.A} / ${row.heapUsedMb.B} | ${row.loopDelayMs.A.p99} / ${row.loopDelayMs.A.max}, ${row.loopDelayMs.B.p99} / ${row.loopDelayMs.B.max} | ${row.timers.A} / ${row.timers.B} | ${row.roomsLoaded.A} / ${row.roomsLoaded.B} | ${(row.storedBytesA / 1e6).toFixed(2)}`,
       )
       rowCpu = cpu
@@ -243,11 +275,12 @@ async function main(): Promise<RelayBenchResult> {
   const cpuEnd = cpuNow()
   const machineEnd = machineCpu()
   const rssEnd: Record<string, number> = { orchestrator: process.memoryUsage.rss() / MB }
-  for (const [name, pid] of Object.entries(processes())) rssEnd[name] = processUsage(pid).rssBytes / MB
+  for (const [name, usage] of Object.entries(processes())) rssEnd[name] = usage().rssBytes / MB
   const redisEnd = await redisStats((redis as RedisServer).port)
   const countersEnd = await deviceCounters()
   const updatesSteady = metric(metricsA, 'tidemark_relay_updates_in_total') - updatesStart
   const outSteady = metric(metricsB, 'tidemark_relay_updates_out_total') - outStart
+  const relayedB = { confirmed: metric(metricsB, RELAYED_CONFIRMED) - confirmedStart, written: metric(metricsB, RELAYED_WRITTEN) - writtenStart }
   const steadySeconds = (steadyEnd - steadyStart) / 1000
   const cpu: ProcessCpu[] = Object.keys(cpuEnd).map((name) => {
     const cpuMs = (cpuEnd[name] as number) - (cpuStart[name] as number)
@@ -296,7 +329,7 @@ async function main(): Promise<RelayBenchResult> {
     dash.send({ type: 'phase', name: 'after drop' })
     await sleep(20_000)
 
-    say(`reconnect 2: relay A restarted (SIGTERM, then a new process on the same port and data directory); devices reconnect on their own jitter (base 0.5 s, cap ${flags.reconnectSpreadMs / 1000} s)`)
+    say(`reconnect 2: relay A restarted (SIGTERM, then a new process on the same port and ${STORE_NAMES[flags.store]}); devices reconnect on their own jitter (base 0.5 s, cap ${flags.reconnectSpreadMs / 1000} s)`)
     dash.send({ type: 'phase', name: 'disrupted-restart' })
     const at = Date.now()
     sim.send({ type: 'watch-resync', at, timeoutMs: 180_000 })
@@ -304,14 +337,14 @@ async function main(): Promise<RelayBenchResult> {
     earlierA.push(a)
     const beforeStop = await scrape(a, new Map())
     const exitA = await a.stop('SIGTERM')
-    a = await spawnRelay('A', relayEnv(dirA, portA), profiled('A-restarted'))
+    a = await spawnRelay('A', relayEnv(storeA, portA), profiled('A-restarted'))
     const downtime = Date.now() - at
     const restartResync = (await sim.next('resynced', 240_000)).resync
     dash.send({ type: 'converge', resync: restartResync, timeoutMs: 60_000 })
     const restartConvergence = (await dash.next('converged', 120_000)).convergence
     reconnects.push({
       name: 'relay A restarted',
-      description: `SIGTERM to relay A (it stores every room and closes every socket), a new A on the same port and PGlite directory (down ${(downtime / 1000).toFixed(1)} s); devices reconnect with their jitter (uniform within min(${flags.reconnectSpreadMs / 1000} s, 0.5 s × 2^attempt))`,
+      description: `SIGTERM to relay A (it stores every room and closes every socket), a new A on the same port and ${STORE_NAMES[flags.store]} (down ${(downtime / 1000).toFixed(1)} s); devices reconnect with their jitter (uniform within min(${flags.reconnectSpreadMs / 1000} s, 0.5 s × 2^attempt))`,
       convergence: restartConvergence,
       lastResyncMs: restartResync.lastResyncMs,
       devicesMissing: restartResync.missing.length,
@@ -355,7 +388,13 @@ async function main(): Promise<RelayBenchResult> {
   for (const [i, earlier] of earlierA.entries()) exits[`A (instance ${i + 1})`] = describeExit(await earlier.exited)
   await redis.stop()
   redis = undefined
-  const stored = (await readStoredRooms(dirA)).filter((room) => room.room in final.rawBytes)
+  const server = postgres
+  const storedRooms = await readStoredRooms(
+    server === undefined ? () => openPglite(dirA) : () => openPostgres(server.url, (error) => say(`relay bench: reading the stored rooms: ${error.message}`)),
+  )
+  await server?.stop()
+  postgres = undefined
+  const stored = storedRooms.filter((room) => room.room in final.rawBytes)
   const mean = (values: number[]): number => (values.length === 0 ? Number.NaN : values.reduce((n, v) => n + v, 0) / values.length)
   const raw = Object.values(final.rawBytes)
   const warnings: Record<string, string[]> = {}
@@ -373,6 +412,7 @@ async function main(): Promise<RelayBenchResult> {
     cpu: `${cpus()[0]?.model.trim() ?? 'unknown cpu'} × ${cpus().length}`,
     load: { start: loadStart, end: load1(), max: Math.max(loadMax, load1()) },
     layout,
+    store: flags.store,
     relayRssMb: { afterInit: initRssMb, atStart: startRss },
     minutes: flags.minutes,
     warmupSeconds: flags.warmupSeconds,
@@ -382,6 +422,7 @@ async function main(): Promise<RelayBenchResult> {
       seconds: steadySeconds,
       updates: updatesSteady,
       updatesOutB: outSteady,
+      relayedB,
       arrivals: phaseFigures.steady ?? { latency: { count: 0, p50: Number.NaN, p90: Number.NaN, p99: Number.NaN, max: Number.NaN, mean: Number.NaN }, arrivals: 0, coalesced: 0 },
       expectedArrivals: (countersEnd.sent - countersStart.sent) * layout.dashboardsPerFleet,
       cpu,

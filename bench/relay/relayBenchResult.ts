@@ -2,6 +2,7 @@
  * The figures of one relay benchmark run, as written to `relay-latest.json` and rendered into
  * `relay-latest.md` (relayReport.ts).
  */
+import type { RelayStoreKind } from './benchFlags.ts'
 import type { ArrivalFigures, Convergence } from './benchMessages.ts'
 import type { FleetLayout } from './fleetLayout.ts'
 import type { LatencySummary } from './latencyHistogram.ts'
@@ -33,6 +34,7 @@ export interface MinuteRow {
   /** Timers keeping the event loop alive (`nodejs_active_resources{type="Timeout"}`). */
   readonly timers: { readonly A: number; readonly B: number }
   readonly roomsLoaded: { readonly A: number; readonly B: number }
+  /** Relay A's `tidemark_relay_stored_bytes`: its PGlite directory, or the PostgreSQL database both relays write. */
   readonly storedBytesA: number
 }
 
@@ -82,8 +84,13 @@ export interface RelayBenchResult {
   readonly cpu: string
   readonly load: { readonly start: number; readonly end: number; readonly max: number }
   readonly layout: FleetLayout
-  /** A relay's RSS right after it initialized a new PGlite directory, and A's and B's once started on one initialized before. */
-  readonly relayRssMb: { readonly afterInit: number; readonly atStart: { readonly A: number; readonly B: number } }
+  /** Where the relays stored their rooms (`--store`); absent in runs recorded before the flag, which used PGlite. */
+  readonly store?: RelayStoreKind
+  /**
+   * A relay's RSS right after it initialized a new PGlite directory (null on PostgreSQL: nothing
+   * to initialize), and A's and B's once started on their store.
+   */
+  readonly relayRssMb: { readonly afterInit: number | null; readonly atStart: { readonly A: number; readonly B: number } }
   readonly minutes: number
   readonly warmupSeconds: number
   readonly reconnectSpreadMs: number
@@ -93,6 +100,14 @@ export interface RelayBenchResult {
     readonly seconds: number
     readonly updates: number
     readonly updatesOutB: number
+    /**
+     * Changes of relay A that relay B held over the phase (B and A on one PostgreSQL database):
+     * dropped because A said its store wrote them (`tidemark_relay_relayed_confirmed_total`), or
+     * written by B itself, A not having said so in time (`tidemark_relay_relayed_written_total`).
+     * On PGlite B writes A's changes at once and both are 0. Absent in runs recorded before these
+     * metrics.
+     */
+    readonly relayedB?: { readonly confirmed: number; readonly written: number }
     readonly arrivals: ArrivalFigures
     /** Arrivals the dashboards sampled against the updates they should have seen (devices × dashboards per fleet). */
     readonly expectedArrivals: number
@@ -123,7 +138,7 @@ export interface RelayBenchResult {
     readonly rowsMean: number
     readonly rawMean: number
     readonly updatesPerRoomMean: number
-    /** Rooms still loaded on relay A when it stopped (after its devices left and the idle time passed). */
+    /** Rooms still loaded on relay A when it stopped (after its devices left and the idle time passed). Sizes are of A's PGlite directory, or of the PostgreSQL database both relays wrote. */
     readonly roomsLoadedAtStop: number
   } | null
   readonly health: {

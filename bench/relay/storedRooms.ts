@@ -1,9 +1,9 @@
 /**
- * What a relay's store holds per room once the relay has stopped: its snapshot (the last
- * compaction) and the update rows accepted since, read from the relay's PGlite data directory
- * with the relay's own client.
+ * What a relay store holds per room once its relays have stopped: its snapshot (the last
+ * compaction) and the update rows accepted since, read with the relay's own client (`openPglite`
+ * for a relay's data directory, `openPostgres` for a database the relays share).
  */
-import { openPglite } from '@tidemark/relay'
+import type { SqlClient } from '@tidemark/relay'
 
 /**
  * Stored bytes of one room.
@@ -20,13 +20,15 @@ export interface StoredRoom {
 }
 
 /**
- * Every room stored in the PGlite data directory `dataDir` (the relay using it must have exited).
+ * Every room in the store `open` connects to; the client is closed afterwards. A PGlite
+ * directory can be opened only once its relay has exited.
  *
  * @example
- * const rooms = await readStoredRooms(relayADataDir)
+ * const rooms = await readStoredRooms(() => openPglite(relayADataDir))
+ * const shared = await readStoredRooms(() => openPostgres(postgres.url, (error) => console.error(error)))
  */
-export async function readStoredRooms(dataDir: string): Promise<StoredRoom[]> {
-  const sql = await openPglite(dataDir)
+export async function readStoredRooms(open: () => Promise<SqlClient>): Promise<StoredRoom[]> {
+  const sql = await open()
   try {
     const { rows } = await sql.query<{ room: string; snapshot_bytes: number; rows: number; row_bytes: number }>(`
       select room, sum(snapshot_bytes)::float8 as snapshot_bytes, sum(rows)::float8 as rows, sum(row_bytes)::float8 as row_bytes from (

@@ -4,8 +4,9 @@
  * fleet's directory), what a device sends (one engine batch of temp, humidity and battery
  * stamped `Date.now()`, that passes the relay's per-source authorization; send times spread
  * evenly over the second), when a dashboard has seen a reading and its latency, the warm-up that
- * fills the devices' live state, what the steady phase reads from /proc, and the targets the
- * report marks. No relay, Redis or timing: the pieces the run is made of, on their own.
+ * fills the devices' live state, what the steady phase reads from /proc (a PostgreSQL server with
+ * its backends), the store the relays use (`--store`) as the report names it, and the targets
+ * the report marks. No relay, Redis or timing: the pieces the run is made of, on their own.
  */
 import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
@@ -22,7 +23,7 @@ import { dashboardToken, deviceToken, secretBytes } from '../relay/benchTokens.t
 import { allDevices, BENCH_ENGINE_OPTIONS, deviceIdentity, deviceUpdate, directoryOf, sendOffsetMs } from '../relay/fleetLayout.ts'
 import { leastSquaresSlope } from '../relay/leastSquaresSlope.ts'
 import { machineCpu } from '../relay/machineCpu.ts'
-import { processUsage } from '../relay/processUsage.ts'
+import { processTreeUsage, processUsage } from '../relay/processUsage.ts'
 import type { RelayBenchResult } from '../relay/relayBenchResult.ts'
 import { renderRelayReport } from '../relay/relayReport.ts'
 
@@ -30,16 +31,18 @@ const DEFAULT_LAYOUT = { fleets: 10, devicesPerFleet: 100, dashboardsPerFleet: 2
 
 describe('pnpm bench:relay: the commands', () => {
   it.each([
-    ['the full run: 10 fleets × 100 devices, 2 dashboards each, 15 min of warm-up, 10 steady, reconnects, results written', [], { layout: DEFAULT_LAYOUT, minutes: 10, warmupSeconds: 900, reconnectSpreadMs: 5_000, reconnect: true, out: 'bench/results/relay-latest', cpuProf: false }],
+    ['the full run: 10 fleets × 100 devices, 2 dashboards each, 15 min of warm-up, 10 steady, reconnects, results written', [], { layout: DEFAULT_LAYOUT, minutes: 10, warmupSeconds: 900, reconnectSpreadMs: 5_000, reconnect: true, out: 'bench/results/relay-latest', store: 'pglite', cpuProf: false }],
     ['a quick run, nothing written', ['--minutes=1', '--warmup=10', '--no-write'], { minutes: 1, warmupSeconds: 10, out: null }],
     ['smaller fleets, no reconnect phases', ['--fleets=2', '--devices=10', '--no-reconnect'], { layout: { ...DEFAULT_LAYOUT, fleets: 2, devicesPerFleet: 10 }, reconnect: false }],
     ['dashboards per fleet, updates per device per second', ['--dashboards=3', '--rate=0.5'], { layout: { ...DEFAULT_LAYOUT, dashboardsPerFleet: 3, updatesPerSecond: 0.5 } }],
     ['CPU profiles too', ['--cpu-prof'], { cpuProf: true }],
+    ['both relays on one PostgreSQL database', ['--store=postgres'], { store: 'postgres' }],
+    ['each relay on a PGlite directory of its own, as by default', ['--store=pglite'], { store: 'pglite' }],
   ])('%s', (_, argv, expected) => {
     expect(parseBenchFlags(argv as string[])).toMatchObject(expected)
   })
 
-  it('refuses an unknown flag, a malformed number and an --out without a path, with the usage line', () => {
+  it('refuses an unknown flag, a malformed number, an --out without a path and an unknown store, with the usage line', () => {
     for (const [argv, message] of [
       [['--devics=10'], 'unknown flag --devics'],
       [['--minutes=abc'], '--minutes must be a number >= 0.1, got abc'],
@@ -47,6 +50,8 @@ describe('pnpm bench:relay: the commands', () => {
       [['--rate=0'], '--rate must be a number >= 0.01, got 0'],
       [['--out'], '--out takes the path prefix of the results'],
       [['--out='], '--out takes the path prefix of the results'],
+      [['--store=sqlite'], '--store must be one of pglite, postgres, got sqlite'],
+      [['--store'], '--store must be one of pglite, postgres, got true'],
     ] as const) {
       expect(() => parseBenchFlags(argv), argv.join(' ')).toThrow(message)
       expect(() => parseBenchFlags(argv), argv.join(' ')).toThrow('usage: pnpm bench:relay')
@@ -165,6 +170,18 @@ describe('pnpm bench:relay: what it measures', () => {
     expect(machineCpu().busyMs).toBeGreaterThan(0)
     expect(leastSquaresSlope([[0, 300], [1, 302], [2, 301], [3, 303]])).toBeCloseTo(0.8, 10)
   })
+
+  it('reads the CPU time of a server with the processes it forked (PostgreSQL’s backends), those it reaped included', () => {
+    const before = processTreeUsage(process.pid).cpuMs - processUsage(process.pid).cpuMs
+    // A child that spends 300 ms of CPU, then is reaped: its time moves to this process's children's.
+    const child = spawnSync(process.execPath, ['-e', 'while (process.cpuUsage().user < 300_000);'])
+    expect(child.status).toBe(0)
+    const after = processTreeUsage(process.pid)
+    expect(after.cpuMs - processUsage(process.pid).cpuMs - before).toBeGreaterThanOrEqual(290)
+    // RSS is the server's own: its children map its shared memory again.
+    expect(after.rssBytes / processUsage(process.pid).rssBytes).toBeGreaterThan(0.9)
+    expect(after.rssBytes / processUsage(process.pid).rssBytes).toBeLessThan(1.1)
+  })
 })
 
 describe('pnpm bench:relay: the report', () => {
@@ -175,6 +192,34 @@ describe('pnpm bench:relay: the report', () => {
   it('is the committed results/relay-latest.md, rendered from relay-latest.json, and states the load', () => {
     expect(renderRelayReport(latest)).toBe(readFileSync(join(RESULTS_DIR, 'relay-latest.md'), 'utf8'))
     expect(renderRelayReport(latest)).toContain(`load average (1 min) ${latest.load.start} at start → ${latest.load.end} at end, max ${latest.load.max}`)
+  })
+
+  it('names the store the relays used: their own PGlite directories, or one PostgreSQL database (its CPU and B’s relayed counts shown)', () => {
+    const own = renderRelayReport({ ...latest, store: 'pglite', steady: { ...latest.steady, relayedB: { confirmed: 0, written: 0 } } })
+    expect(own).toContain('each relay is the `tidemark-relay` command with its own PGlite store')
+    expect(own).toContain('| **0** dropped as stored by A, **0** written by B itself (held, A not having said it stored them in time); on a PGlite store of its own B writes every change of A at once, which neither counter counts |')
+    expect(own).not.toContain('PostgreSQL database')
+    const cpu = [...latest.steady.cpu, { name: 'postgres', cpuMs: 12_000, percentOfCore: 2, rssMb: 40 }]
+    const minutes = latest.steady.minutes.map((m) => ({ ...m, cpuPercent: { ...m.cpuPercent, postgres: 2.5 } }))
+    const shared = renderRelayReport({
+      ...latest,
+      store: 'postgres',
+      relayRssMb: { ...latest.relayRssMb, afterInit: null },
+      steady: { ...latest.steady, cpu, minutes, relayedB: { confirmed: 1_200, written: 34 } },
+      reconnects: latest.reconnects.map((run) => ({ ...run, description: run.description.replace('PGlite directory', 'PostgreSQL database') })),
+    })
+    expect(shared).not.toContain('PGlite')
+    expect(shared).toContain('on **one PostgreSQL database** (`DATABASE_URL`')
+    expect(shared).toContain(`\`pnpm bench:relay --minutes=${latest.minutes} --store=postgres\``)
+    expect(shared).toContain(`; the PostgreSQL server both write to ${((1000 * 12_000) / latest.steady.updates).toFixed(0)} ms (2.0% of one core) |`)
+    expect(shared).toContain('| **1,200** dropped as stored by A, **34** written by B itself (held, A not having said it stored them in time) |')
+    expect(shared).toContain('| CPU redis | CPU postgres | CPU simulator |')
+    expect(shared).toContain('| rooms A / B | stored in the shared database |')
+    if (latest.storage !== null) expect(shared).toContain('then the PostgreSQL database both relays write (the sizes are the database\'s, not A\'s share of it) was read per room')
+    const header = shared.split('\n').find((line) => line.startsWith('| minute |')) ?? ''
+    const row = shared.split('\n').find((line) => line.startsWith(`| ${latest.steady.minutes[0]?.minute.toFixed(1)} |`)) ?? ''
+    expect(row.split('|').length).toBe(header.split('|').length)
+    expect(row).toContain(' | 2.5% | ')
   })
 
   it('marks each target ✓/✗: p99 < 100 ms, RSS slope ≤ 1 MB/min, timers and rooms loaded flat, every dashboard converged < 10 s', () => {

@@ -9,7 +9,7 @@ import { openPostgres } from '../src/index.ts'
 import { RelayMetrics } from '../src/metrics/relayMetrics.ts'
 import { RoomStore } from '../src/store/roomStore.ts'
 import { killRelays, spawnRelay } from './support/relayProcess.ts'
-import { type PostgresServer, startPostgres } from './support/postgresServer.ts'
+import { type PostgresServer, startPostgres } from '../scripts/postgresServer.ts'
 import { clockEntry, dashboardToken, deviceToken, deviceUpdates, groupEntry, metric, openRoom, relaySocket, replicaLog, SECRET_TEXT, waitFor, waitUntil } from './support/roomClients.ts'
 
 let postgres: PostgresServer | undefined

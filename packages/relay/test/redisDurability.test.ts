@@ -9,7 +9,7 @@ import { afterAll, expect, it } from 'vitest'
 import * as Y from 'yjs'
 import { type RedisServer, startRedisServer } from '../scripts/redisServer.ts'
 import { openPostgres } from '../src/index.ts'
-import { type PostgresServer, startPostgres } from './support/postgresServer.ts'
+import { type PostgresServer, startPostgres } from '../scripts/postgresServer.ts'
 import { killRelays, spawnRelay } from './support/relayProcess.ts'
 import { dashboardToken, deviceToken, groupEntry, metric, openRoom, relaySocket, replicaLog, SECRET_TEXT, waitFor, waitUntil } from './support/roomClients.ts'
 

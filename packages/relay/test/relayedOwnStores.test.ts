@@ -10,7 +10,7 @@ import * as Y from 'yjs'
 import { type RedisServer, startRedisServer } from '../scripts/redisServer.ts'
 import { openPostgres, type Relay, type RelayOptions } from '../src/index.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
-import { type PostgresServer, startPostgres } from './support/postgresServer.ts'
+import { type PostgresServer, startPostgres } from '../scripts/postgresServer.ts'
 import { dashboardToken, deviceToken, groupEntry, metric, openRoom, type RoomClient, relaySocket, replicaLog, waitFor, waitUntil } from './support/roomClients.ts'
 import { startTestRelay } from './support/testRelays.ts'
 

@@ -1,7 +1,9 @@
 /**
- * A PostgreSQL server for the tests, from Debian's binaries of the newest major version installed
- * (`/usr/lib/postgresql/<version>/bin`, `postgresBin`): a fresh `initdb` in a temporary directory,
- * its own port on 127.0.0.1, stopped by its PID.
+ * Starts a PostgreSQL server for the relay's tests and for `pnpm bench:relay --store=postgres`
+ * (the relays of a run sharing one database), from Debian's binaries of the newest major version
+ * installed (`/usr/lib/postgresql/<version>/bin`, `postgresBin`): a fresh `initdb` in a temporary
+ * directory, its own port on 127.0.0.1, trust authentication, `fsync=off` (nothing outlives the
+ * process), stopped by its PID.
  * As root, the server runs as the `postgres` user (PostgreSQL refuses to run as root).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
@@ -9,7 +11,7 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import pg from 'pg'
-import { freePort } from '../../scripts/redisServer.ts'
+import { freePort } from './redisServer.ts'
 
 /** Where Debian installs each PostgreSQL major version: `<version>/bin`. */
 const POSTGRESQL_ROOT = '/usr/lib/postgresql'
@@ -62,6 +64,16 @@ function asPostgres(): string[] {
   return ['setpriv', '--reuid=postgres', '--regid=postgres', '--init-groups', '--']
 }
 
+/**
+ * Initializes a database cluster in a new temporary directory, starts the server on a free port
+ * and waits (up to 30 s) until it accepts connections. A server that fails to start is killed
+ * and its directory removed.
+ *
+ * @example
+ * const postgres = await startPostgres()
+ * const relay = await spawnRelay('A', { DATABASE_URL: postgres.url, TIDEMARK_AUTH_SECRET: secret })
+ * await postgres.stop()
+ */
 export async function startPostgres(): Promise<PostgresServer> {
   const bin = postgresBin()
   const dir = mkdtempSync(join(tmpdir(), 'tidemark-postgres-'))
@@ -77,7 +89,12 @@ export async function startPostgres(): Promise<PostgresServer> {
     return [full[0] as string, full.slice(1)]
   }
   const [initdb, initArgs] = run('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync'])
-  execFileSync(initdb, initArgs, { stdio: 'pipe' })
+  try {
+    execFileSync(initdb, initArgs, { stdio: 'pipe' })
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true })
+    throw error
+  }
   const port = await freePort()
   const [postgres, args] = run('postgres', ['-D', data, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${dir}`, '-c', 'fsync=off'])
   const child: ChildProcess = spawn(postgres, args, { stdio: ['ignore', 'pipe', 'pipe'] })
@@ -89,10 +106,18 @@ export async function startPostgres(): Promise<PostgresServer> {
     output += chunk.toString()
   })
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  const abandon = async (reason: string): Promise<never> => {
+    if (child.pid !== undefined) {
+      if (child.exitCode === null && child.signalCode === null) process.kill(child.pid, 'SIGKILL')
+      await exited
+    }
+    rmSync(dir, { recursive: true, force: true })
+    throw new Error(`${reason}:\n${output}`)
+  }
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`
   const end = Date.now() + 30_000
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`postgres exited with ${child.exitCode}:\n${output}`)
+    if (child.exitCode !== null) await abandon(`postgres exited with ${child.exitCode}`)
     const client = new pg.Client({ connectionString: url })
     client.on('error', () => undefined)
     try {
@@ -101,10 +126,7 @@ export async function startPostgres(): Promise<PostgresServer> {
       break
     } catch (error) {
       await client.end().catch(() => undefined)
-      if (Date.now() > end) {
-        if (child.pid !== undefined) process.kill(child.pid, 'SIGKILL')
-        throw new Error(`postgres did not accept connections within 30 s (${String(error)}):\n${output}`)
-      }
+      if (Date.now() > end) await abandon(`postgres did not accept connections within 30 s (${String(error)})`)
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
   }
