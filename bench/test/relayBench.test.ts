@@ -189,10 +189,13 @@ describe('pnpm bench:relay: the report', () => {
   const targets = (r: RelayBenchResult) => renderRelayReport(r).split('\n').filter((line) => line.startsWith('| ') && /[✓✗] \|$/.test(line))
   const withSteady = (steady: Partial<RelayBenchResult['steady']>, reconnects = latest.reconnects): RelayBenchResult => ({ ...latest, steady: { ...latest.steady, ...steady }, reconnects })
 
-  it('is the committed results/relay-latest.md, rendered from relay-latest.json, and states the load', () => {
-    expect(renderRelayReport(latest)).toBe(readFileSync(join(RESULTS_DIR, 'relay-latest.md'), 'utf8'))
-    expect(renderRelayReport(latest)).toContain(`load average (1 min) ${latest.load.start} at start → ${latest.load.end} at end, max ${latest.load.max}`)
-  })
+  for (const name of ['relay-latest', 'relay-postgres-latest']) {
+    it(`is the committed results/${name}.md, rendered from ${name}.json, and states the load`, () => {
+      const result = JSON.parse(readFileSync(join(RESULTS_DIR, `${name}.json`), 'utf8')) as RelayBenchResult
+      expect(renderRelayReport(result)).toBe(readFileSync(join(RESULTS_DIR, `${name}.md`), 'utf8'))
+      expect(renderRelayReport(result)).toContain(`load average (1 min) ${result.load.start} at start → ${result.load.end} at end, max ${result.load.max}`)
+    })
+  }
 
   it('names the store the relays used: their own PGlite directories, or one PostgreSQL database (its CPU and B’s relayed counts shown)', () => {
     const own = renderRelayReport({ ...latest, store: 'pglite', steady: { ...latest.steady, relayedB: { confirmed: 0, written: 0 } } })
