@@ -46,6 +46,7 @@ import type { RoomPresence } from '../gate/roomPresence.ts'
 import type { RelayedUpdates } from '../store/relayedUpdates.ts'
 import type { RoomStore } from '../store/roomStore.ts'
 import { ChunkAssembler, chunksOf } from './messageChunks.ts'
+import { PublishQueue, type QueuedPublish } from './publishQueue.ts'
 import { type RedisWire, wireOf } from './redisWire.ts'
 import { SharedPresence } from './sharedPresence.ts'
 import { CHANGE_SUFFIX, changeSender, StoredMarks } from './storedMarks.ts'
@@ -96,8 +97,8 @@ export class GuardedRedis implements Extension {
   readonly #unshared = new Set<string>()
   /** Unloaded rooms whose channel could not be unsubscribed (Redis was away). */
   readonly #stale = new Set<string>()
-  /** Changes published during this event-loop turn, sent together when it ends. */
-  #outgoing: [channel: string, message: Buffer][] = []
+  /** Changes and store write marks, written to Redis in batches. */
+  readonly #outgoing: PublishQueue
   /** The Hocuspocus instance (`onConfigure`), whose loaded rooms a reconnection repairs. */
   #instance: Hocuspocus | undefined
   /** A repair of every loaded room is queued for the end of this event-loop turn. */
@@ -124,15 +125,22 @@ export class GuardedRedis implements Extension {
   /**
    * Repairs and the wait for Redis's answers are armed on `options.timers` (the relay's; default
    * the global ones). Unanswered publishes past `maxUnansweredBytes` (default
-   * `MAX_UNANSWERED_BYTES`) count as Redis not answering.
+   * `MAX_UNANSWERED_BYTES`) count as Redis not answering. Changes are written at least
+   * `publishSpacingMs` apart while they keep coming (default `PUBLISH_SPACING_MS`, in real time).
    */
-  constructor(url: string, metrics: RelayMetrics, log: RelayLog, options: { readonly repairMs?: number; readonly timers?: RelayTimers; readonly maxUnansweredBytes?: number } = {}) {
+  constructor(
+    url: string,
+    metrics: RelayMetrics,
+    log: RelayLog,
+    options: { readonly repairMs?: number; readonly timers?: RelayTimers; readonly maxUnansweredBytes?: number; readonly publishSpacingMs?: number } = {},
+  ) {
     this.#repairMs = options.repairMs ?? REPAIR_MS
     this.#timers = options.timers ?? GLOBAL_TIMERS
     this.#metrics = metrics
     this.#log = log
     const changeIdentifier = Buffer.from(this.#identifier + CHANGE_SUFFIX)
     this.#changePrefix = Buffer.concat([Buffer.of(changeIdentifier.byteLength), changeIdentifier])
+    this.#outgoing = new PublishQueue((batch) => this.#sendPublishes(batch), options.publishSpacingMs === undefined ? {} : { spacingMs: options.publishSpacingMs })
     this.#unanswered = new UnansweredPublishes({
       timers: this.#timers,
       maxBytes: options.maxUnansweredBytes ?? MAX_UNANSWERED_BYTES,
@@ -370,20 +378,16 @@ export class GuardedRedis implements Extension {
   }
 
   /**
-   * Queues a publish for the end of this event-loop turn. Each socket message is handled in a
-   * turn of its own, so publishing at once would cost a write to Redis per update (the client's
-   * auto-pipelining gathers only the commands of one tick); at the end of the loop's I/O phase,
-   * the changes of every socket read in that phase go out in one write, in order.
+   * Queues a publish (`PublishQueue`). Each socket message is handled in a turn of its own, so
+   * publishing at once would cost a write to Redis per update (the client's auto-pipelining
+   * gathers only the commands of one tick); queued, the changes of many sockets go out in one
+   * write, in order.
    */
   #publish(channel: string, message: Buffer): void {
-    this.#outgoing.push([channel, message])
-    if (this.#outgoing.length === 1) setImmediate(() => this.#sendPublishes())
+    this.#outgoing.push(channel, message)
   }
 
-  #sendPublishes(): void {
-    const batch = this.#outgoing
-    if (batch.length === 0) return
-    this.#outgoing = []
+  #sendPublishes(batch: readonly QueuedPublish[]): void {
     const bytes = batch.reduce((sum, [, message]) => sum + message.byteLength, 0)
     void this.#guard(async () => {
       const sent = this.#unanswered.send(bytes, batch.length, () => {
@@ -470,7 +474,7 @@ export class GuardedRedis implements Extension {
    * both connections are closed. The extension's lock client is never used, so not quit.
    */
   async onDestroy(): Promise<void> {
-    this.#sendPublishes()
+    this.#outgoing.stop()
     this.#unanswered.stop()
     for (const room of [...this.#repairs.keys()]) this.#cancelRepair(room)
     let timer: unknown
