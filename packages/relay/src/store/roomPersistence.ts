@@ -58,6 +58,8 @@ export class RoomPersistence implements Extension {
   readonly #relayed: RelayedUpdates | undefined
   #directory: FleetDirectory | undefined
   #closing = false
+  /** The documents of the rooms loaded here (a compaction on a store of this relay alone snapshots them). */
+  readonly #documents = new Map<string, Y.Doc>()
 
   /** `relayed` (with Redis): where the other relays' changes wait for them to say they stored them. */
   constructor(deps: { readonly store: RoomStore; readonly sizes: RoomSizes; readonly idle: IdleRooms; readonly metrics: RelayMetrics; readonly log: RelayLog; readonly relayed?: RelayedUpdates }) {
@@ -68,6 +70,10 @@ export class RoomPersistence implements Extension {
       // A room that unloaded meanwhile keeps no size.
       if (deps.sizes.has(room)) deps.sizes.set(room, snapshotBytes)
       deps.log('info', `compacted ${room}: snapshot ${snapshotBytes} bytes`)
+    }
+    deps.store.roomState = (room) => {
+      const document = this.#documents.get(room)
+      return document === undefined || document.isDestroyed ? undefined : Y.encodeStateAsUpdate(document)
     }
     this.#idle = deps.idle
     this.#metrics = deps.metrics
@@ -112,6 +118,11 @@ export class RoomPersistence implements Extension {
       throw new OpenRefused(new Refusal('store-unavailable', 'the room could not be loaded'))
     }
     this.#sizes.set(documentName, parts.reduce((n, part) => n + part.bytes.byteLength, 0) + unstored.reduce((n, update) => n + update.byteLength, 0))
+    // Every row the store read or will write of the room is applied to it from here on.
+    this.#documents.set(documentName, document)
+    document.on('destroy', () => {
+      if (this.#documents.get(documentName) === document) this.#documents.delete(documentName)
+    })
     if (parts.length > 0 || unstored.length > 0) this.#listInDirectory(documentName)
   }
 
@@ -176,6 +187,7 @@ export class RoomPersistence implements Extension {
    * it), for which Hocuspocus runs no unload. `unloaded` false: its load failed here.
    */
   forget(room: string, unloaded = true): void {
+    this.#documents.delete(room)
     this.#sizes.forget(room)
     this.#store.forget(room)
     this.#idle.forget(room)

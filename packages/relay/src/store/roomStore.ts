@@ -10,7 +10,8 @@
  * as its snapshot plus its update rows. Compaction folds a room's rows into a new snapshot,
  * through a Y.Doc so superseded entries are garbage-collected, and deletes exactly the rows it
  * folded, in one transaction guarded by the snapshot's version: relays sharing one PostgreSQL
- * never lose each other's rows. Stored bytes then plateau under a steady stream of writes.
+ * never lose each other's rows; on PGlite a loaded room is snapshotted from its document
+ * instead (roomCompaction.ts). Stored bytes then plateau under a steady stream of writes.
  * Update rows are keyed by room and digest, so relays sharing a database store each update
  * once (updateRows.ts).
  */
@@ -19,7 +20,8 @@ import type { RelayMetrics, StoreOperation } from '../metrics/relayMetrics.ts'
 import { describeError, type RelayLog } from '../relayLog.ts'
 import { GLOBAL_TIMERS, type RelayTimers } from '../relayOptions.ts'
 import type { SqlClient } from './sqlClient.ts'
-import { applyStoredParts, moveAside, readStoredParts, type SetAsidePart, type StoredPart } from './storedParts.ts'
+import { compactFromRows, compactFromState } from './roomCompaction.ts'
+import { moveAside, readStoredParts, type SetAsidePart, type StoredPart } from './storedParts.ts'
 import { createUpdateTables, insertUpdates, roomHash, updateRows } from './updateRows.ts'
 
 /**
@@ -54,6 +56,8 @@ interface RoomTail {
   rows: number
   bytes: number
   snapshotBytes: number
+  /** The highest seq of the room's rows this relay read or wrote. */
+  lastSeq: bigint
   /** The room's compaction thresholds are scaled by this, in [1, 1.5) (see `thresholdSpread`). */
   readonly spread: number
 }
@@ -114,6 +118,12 @@ export class RoomStore {
    * (`stored`): the scale-out tells the other relays, which then drop the copies they hold.
    */
   writeMarks: StoreWriteMarks | undefined
+  /**
+   * The state of a loaded room as this relay holds it (`Y.encodeStateAsUpdate` of its document),
+   * or undefined. On a store this relay alone writes (PGlite) a compaction then snapshots it
+   * instead of reading the room's rows back (roomCompaction.ts).
+   */
+  roomState: ((room: string) => Uint8Array | undefined) | undefined
   #compactionsSinceVacuum = 0
   /** Bytes written to PGlite since its last checkpoint. */
   #sinceCheckpoint = 0
@@ -169,12 +179,13 @@ export class RoomStore {
   /** The room's snapshot and updates, in the order to apply them (`applyStoredParts`). */
   async load(room: string): Promise<StoredPart[]> {
     const parts = await this.#timed('load', () => readStoredParts(this.#sql, room))
-    const tail: RoomTail = { rows: 0, bytes: 0, snapshotBytes: 0, spread: thresholdSpread(room) }
+    const tail: RoomTail = { rows: 0, bytes: 0, snapshotBytes: 0, lastSeq: 0n, spread: thresholdSpread(room) }
     for (const part of parts) {
       if (part.seq === null) tail.snapshotBytes = part.bytes.byteLength
       else {
         tail.rows++
         tail.bytes += part.bytes.byteLength
+        tail.lastSeq = BigInt(part.seq)
       }
     }
     this.#tails.set(room, tail)
@@ -280,6 +291,8 @@ export class RoomStore {
         if (tail === undefined) continue
         tail.rows++
         tail.bytes += row.size
+        const seq = BigInt(row.seq)
+        if (seq > tail.lastSeq) tail.lastSeq = seq
         grown.add(row.room)
       }
       for (const room of grown) {
@@ -341,41 +354,21 @@ export class RoomStore {
   }
 
   async #compact(room: string): Promise<number | null> {
-    const parts = await readStoredParts(this.#sql, room)
-    const updates = parts.filter((part) => part.seq !== null)
-    if (updates.length === 0) return null
-    const version = parts.find((part) => part.seq === null)?.version ?? null
-    const doc = new Y.Doc()
-    const aside = applyStoredParts(doc, parts, null)
-    // A gap (rows of one client missing in between) leaves structs pending: the state encoding
-    // keeps them as they are, and garbage-collects everything else.
-    const complete = doc.store.pendingStructs === null && doc.store.pendingDs === null
-    const snapshot = Y.encodeStateAsUpdate(doc)
-    doc.destroy()
-    if (!complete) this.#log('warn', `room ${room} has updates that depend on updates it lacks; its snapshot keeps them pending`)
-    // The rows set aside leave with their move; the rest are folded into the snapshot.
-    const movedAside = new Set(aside.map(({ part }) => part.seq))
-    const seqs = updates.map((part) => part.seq as string).filter((seq) => !movedAside.has(seq))
-    const written = await this.#sql.transaction(async (tx) => {
-      const result =
-        version === null
-          ? await tx.query('insert into tidemark_relay_snapshots (room, version, bytes) values ($1, 1, $2) on conflict (room) do nothing', [room, snapshot])
-          : await tx.query('update tidemark_relay_snapshots set version = version + 1, bytes = $2 where room = $1 and version = $3', [room, snapshot, version])
-      // Another relay compacted this room since the read: its snapshot holds these rows.
-      if (result.affected !== 1) return false
-      await moveAside(tx, room, aside)
-      await tx.query('delete from tidemark_relay_updates where room = $1 and seq = any($2::bigint[])', [room, seqs])
-      return true
-    })
-    if (!written) return null
-    this.#noteSetAside(room, aside)
-    const folded = parts.reduce((n, part) => n + part.bytes.byteLength, 0)
-    if (this.#stored !== undefined) this.#stored += snapshot.byteLength - folded
     const tail = this.#tails.get(room)
-    if (tail !== undefined) {
-      tail.rows = Math.max(0, tail.rows - updates.length)
-      tail.bytes = Math.max(0, tail.bytes - updates.reduce((n, part) => n + part.bytes.byteLength, 0))
-      tail.snapshotBytes = snapshot.byteLength
+    // A store this relay alone writes, and the room loaded: its document holds every row up to the last written (roomCompaction.ts).
+    const upTo = tail?.lastSeq
+    const state = this.#sql.kind === 'pglite' && tail !== undefined ? this.roomState?.(room) : undefined
+    if (state !== undefined && tail?.rows === 0) return null
+    const done = state === undefined ? await compactFromRows(this.#sql, room) : await compactFromState(this.#sql, room, state, upTo as bigint, tail?.snapshotBytes ?? 0)
+    if (done === null) return null
+    if (done.incomplete) this.#log('warn', `room ${room} has updates that depend on updates it lacks; its snapshot keeps them pending`)
+    this.#noteSetAside(room, done.aside)
+    if (this.#stored !== undefined) this.#stored += done.snapshotBytes - done.replacedBytes - done.rowBytes
+    const now = this.#tails.get(room)
+    if (now !== undefined) {
+      now.rows = Math.max(0, now.rows - done.rows)
+      now.bytes = Math.max(0, now.bytes - done.rowBytes)
+      now.snapshotBytes = done.snapshotBytes
     }
     if (this.#sql.kind === 'pglite' && ++this.#compactionsSinceVacuum >= VACUUM_EVERY_COMPACTIONS) {
       // PGlite runs no autovacuum: without this, deleted rows' space is never reused.
@@ -383,8 +376,8 @@ export class RoomStore {
       await this.#sql.query('vacuum tidemark_relay_updates')
       await this.#sql.query('vacuum tidemark_relay_snapshots')
     }
-    this.#wrote(snapshot.byteLength)
-    return snapshot.byteLength
+    this.#wrote(done.snapshotBytes)
+    return done.snapshotBytes
   }
 
   /** Counts bytes written to PGlite, and checkpoints it every `CHECKPOINT_EVERY_BYTES` (it has no checkpointer of its own). */

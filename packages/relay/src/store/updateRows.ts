@@ -50,9 +50,11 @@ export interface UpdateRow {
   readonly digest: Buffer
 }
 
-/** What an insert stored: the room and size of each row new to the store. */
+/** What an insert stored: the room, seq and size of each row new to the store. */
 export interface StoredRow {
   readonly room: string
+  /** A number from PGlite, a string from pg (int8). */
+  readonly seq: number | string
   readonly size: number
 }
 
@@ -106,7 +108,7 @@ export async function insertUpdates(tx: SqlQueryable, rows: readonly UpdateRow[]
     const values = chunk.map((_, j) => `($${3 * j + 1}, $${3 * j + 2}, $${3 * j + 3})`).join(', ')
     const params = chunk.flatMap((row) => [row.room, row.bytes, row.digest])
     const result = await tx.query<StoredRow>(
-      `insert into tidemark_relay_updates (room, bytes, digest) values ${values} on conflict (room, digest) do nothing returning room, octet_length(bytes) as size`,
+      `insert into tidemark_relay_updates (room, bytes, digest) values ${values} on conflict (room, digest) do nothing returning room, seq, octet_length(bytes) as size`,
       params,
     )
     stored.push(...result.rows)
