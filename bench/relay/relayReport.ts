@@ -61,7 +61,7 @@ export function renderRelayReport(r: RelayBenchResult): string {
   )
   if (steady.relayedB !== undefined) {
     push(
-      `| changes of relay A that relay B received through Redis over the steady phase (B's \`tidemark_relay_relayed_confirmed_total\` / \`tidemark_relay_relayed_written_total\`) | **${int(steady.relayedB.confirmed)}** dropped as stored by A, **${int(steady.relayedB.written)}** written by B itself (held, A not having said it stored them in time)${shared ? '' : "; on a PGlite store of its own B writes every change of A at once, which neither counter counts"} | – |`,
+      `| changes of relay A that relay B received through Redis over the steady phase (B's \`tidemark_relay_relayed_confirmed_total\` / \`tidemark_relay_relayed_written_total\`) | **${int(steady.relayedB.confirmed)}** dropped as stored by A, **${int(steady.relayedB.written)}** written by B itself (held, A not having said it stored them in time)${shared ? '' : "; on a PGlite store of its own B writes every change of A as a copy (merged per room, within ten write windows), which neither counter counts"} | – |`,
     )
   }
   push(

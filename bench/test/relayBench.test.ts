@@ -200,7 +200,7 @@ describe('pnpm bench:relay: the report', () => {
   it('names the store the relays used: their own PGlite directories, or one PostgreSQL database (its CPU and B’s relayed counts shown)', () => {
     const own = renderRelayReport({ ...latest, store: 'pglite', steady: { ...latest.steady, relayedB: { confirmed: 0, written: 0 } } })
     expect(own).toContain('each relay is the `tidemark-relay` command with its own PGlite store')
-    expect(own).toContain('| **0** dropped as stored by A, **0** written by B itself (held, A not having said it stored them in time); on a PGlite store of its own B writes every change of A at once, which neither counter counts |')
+    expect(own).toContain('| **0** dropped as stored by A, **0** written by B itself (held, A not having said it stored them in time); on a PGlite store of its own B writes every change of A as a copy (merged per room, within ten write windows), which neither counter counts |')
     expect(own).not.toContain('PostgreSQL database')
     const cpu = [...latest.steady.cpu, { name: 'postgres', cpuMs: 12_000, percentOfCore: 2, rssMb: 40 }]
     const minutes = latest.steady.minutes.map((m) => ({ ...m, cpuPercent: { ...m.cpuPercent, postgres: 2.5 } }))

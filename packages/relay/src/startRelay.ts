@@ -130,7 +130,16 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   }
   const relayed = database === null ? undefined : new RelayedUpdates(store, { holdMs: relayedHoldMs(o.persistence.writeWindowMs), now: o.now, timers: o.timers, metrics })
   if (relayed !== undefined && database !== null) redis?.storeMarks(store, relayed, database)
-  const persistence = new RoomPersistence({ store, sizes, idle, metrics, log, ...(relayed === undefined ? {} : { relayed }) })
+  const persistence = new RoomPersistence({
+    store,
+    sizes,
+    idle,
+    metrics,
+    log,
+    ...(relayed === undefined ? {} : { relayed }),
+    // A store of this relay alone keeps the other relays' updates as copies, written merged (relayedCopies.ts).
+    ...(redis !== undefined && sql.kind === 'pglite' ? { copiesOrigin: redis.remoteOrigin } : {}),
+  })
   const fanOut = new UpdateFanOut(log, redis?.remoteOrigin, metrics)
   redis?.sharePresence(gate.presence)
   const hocuspocus = new Hocuspocus({

@@ -7,6 +7,7 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { RelayMetrics } from '../src/metrics/relayMetrics.ts'
 import type { RelayTimers } from '../src/relayOptions.ts'
+import { MAX_TIMER_MS } from '../src/relayOptions.ts'
 import { RelayedUpdates, relayedHoldMs } from '../src/store/relayedUpdates.ts'
 
 const FILE = 'packages/relay/test/relayedUpdates.test.ts'
@@ -155,6 +156,8 @@ describe('RelayedUpdates', () => {
   it('holds for four write windows, at least five seconds', () => {
     expect(relayedHoldMs(500)).toBe(5_000)
     expect(relayedHoldMs(2_000)).toBe(8_000)
+    // A longer timer would fire at once.
+    expect(relayedHoldMs(MAX_TIMER_MS)).toBe(MAX_TIMER_MS)
   })
 
   /**

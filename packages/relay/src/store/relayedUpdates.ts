@@ -16,7 +16,7 @@
  * relay holds, not only what it stored, and are written at once (they are rare).
  */
 import type { RelayMetrics } from '../metrics/relayMetrics.ts'
-import type { RelayTimers } from '../relayOptions.ts'
+import { MAX_TIMER_MS, type RelayTimers } from '../relayOptions.ts'
 
 /** How long a relayed change waits, at least, for its relay to say it stored it (ms). */
 export const RELAYED_HOLD_MS = 5_000
@@ -26,14 +26,15 @@ export const MAX_RELAYED_HELD_BYTES = 16 << 20
 
 /**
  * How long a relay holds relayed changes, given its store's write window: long enough for a
- * relay of the same configuration to write and say so, several windows over.
+ * relay of the same configuration to write and say so, several windows over (at most the longest
+ * timer: one longer would fire at once, and the hold's timer would spin).
  *
  * @example
  * relayedHoldMs(500) // 5000
  * relayedHoldMs(60_000) // 240000
  */
 export function relayedHoldMs(writeWindowMs: number): number {
-  return Math.max(RELAYED_HOLD_MS, 4 * writeWindowMs)
+  return Math.min(Math.max(RELAYED_HOLD_MS, 4 * writeWindowMs), MAX_TIMER_MS)
 }
 
 /** Relays whose last `begin` is remembered; past this many, the one that began a write longest ago is forgotten. */

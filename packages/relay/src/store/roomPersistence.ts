@@ -56,15 +56,29 @@ export class RoomPersistence implements Extension {
   readonly #metrics: RelayMetrics
   readonly #log: RelayLog
   readonly #relayed: RelayedUpdates | undefined
+  readonly #copiesOrigin: string | undefined
   #directory: FleetDirectory | undefined
   #closing = false
   /** The documents of the rooms loaded here (a compaction on a store of this relay alone snapshots them). */
   readonly #documents = new Map<string, Y.Doc>()
 
-  /** `relayed` (with Redis): where the other relays' changes wait for them to say they stored them. */
-  constructor(deps: { readonly store: RoomStore; readonly sizes: RoomSizes; readonly idle: IdleRooms; readonly metrics: RelayMetrics; readonly log: RelayLog; readonly relayed?: RelayedUpdates }) {
+  /**
+   * `relayed` (with Redis, on a store the relays may share): where the other relays' changes wait
+   * for them to say they stored them. `copiesOrigin` (with Redis, on a store of this relay alone):
+   * the origin of the other relays' updates, which the store keeps as copies (`appendCopy`).
+   */
+  constructor(deps: {
+    readonly store: RoomStore
+    readonly sizes: RoomSizes
+    readonly idle: IdleRooms
+    readonly metrics: RelayMetrics
+    readonly log: RelayLog
+    readonly relayed?: RelayedUpdates
+    readonly copiesOrigin?: string
+  }) {
     this.#store = deps.store
     this.#relayed = deps.relayed
+    this.#copiesOrigin = deps.copiesOrigin
     this.#sizes = deps.sizes
     deps.store.onCompacted = (room, snapshotBytes) => {
       // A room that unloaded meanwhile keeps no size.
@@ -134,10 +148,15 @@ export class RoomPersistence implements Extension {
       // Everything this relay holds is stored through it too, except what it loaded from the
       // store: its clients' updates, the directory's, and those relayed through Redis (the relay
       // their client sent them to may die inside its write window, and its clients, moving here,
-      // would not send again what this relay already holds). Another relay's changes wait for it
-      // to say it stored them (`RelayedUpdates`), and are written here only if it does not; what
-      // relays sharing a database both write, the store keeps once (rows are keyed by digest).
+      // would not send again what this relay already holds). On a shared database another relay's
+      // changes wait for it to say it stored them (`RelayedUpdates`), and are written here only if
+      // it does not; what relays sharing a database both write, the store keeps once (rows are
+      // keyed by digest). On a store of this relay alone they are copies, written merged.
       if (transactionOrigin === LOAD_ORIGIN || this.#relayed?.took(update) === true) return
+      if (this.#copiesOrigin !== undefined && transactionOrigin === this.#copiesOrigin) {
+        this.#store.appendCopy(documentName, update)
+        return
+      }
       this.#store.append(documentName, update)
       if (transactionOrigin instanceof Connection) this.#listInDirectory(documentName)
     } catch (error) {

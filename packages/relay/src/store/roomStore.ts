@@ -20,6 +20,7 @@ import type { RelayMetrics, StoreOperation } from '../metrics/relayMetrics.ts'
 import { describeError, type RelayLog } from '../relayLog.ts'
 import { GLOBAL_TIMERS, type RelayTimers } from '../relayOptions.ts'
 import type { SqlClient } from './sqlClient.ts'
+import { copiesWindowMs, RelayedCopies } from './relayedCopies.ts'
 import { compactFromRows, compactFromState } from './roomCompaction.ts'
 import { moveAside, readStoredParts, type SetAsidePart, type StoredPart } from './storedParts.ts'
 import { createUpdateTables, insertUpdates, roomHash, updateRows } from './updateRows.ts'
@@ -132,6 +133,8 @@ export class RoomStore {
   #storedReadAt = 0
   #storedRead: Promise<number> | undefined
   #closed = false
+  /** Copies of the other relays' updates, on a store of this relay alone (`appendCopy`). */
+  readonly #copies: RelayedCopies
 
   private constructor(sql: SqlClient, timing: RoomStoreTiming, metrics: RelayMetrics, log: RelayLog, timers: RelayTimers) {
     this.#sql = sql
@@ -139,6 +142,7 @@ export class RoomStore {
     this.#metrics = metrics
     this.#log = log
     this.#timers = timers
+    this.#copies = new RelayedCopies((room, update) => this.append(room, update), copiesWindowMs(timing.writeWindowMs), timers, log)
   }
 
   /** Creates the tables when missing. `timers`: where the write window and retries are armed (the relay's; default the global ones). */
@@ -147,9 +151,9 @@ export class RoomStore {
     return new RoomStore(sql, timing, metrics, log, timers)
   }
 
-  /** Accepted update bytes not written yet. */
+  /** Accepted update bytes not written yet (copies waiting included). */
   get pendingBytes(): number {
-    return this.#pendingBytes
+    return this.#pendingBytes + this.#copies.bytes
   }
 
   /** Rooms the store keeps a tail for (loaded, or with updates not written yet). */
@@ -159,21 +163,21 @@ export class RoomStore {
 
   /** Accepted update bytes not stored yet: queued, or in a write that has not ended. */
   get unstoredBytes(): number {
-    return this.#pendingBytes + this.#writingBytes
+    return this.pendingBytes + this.#writingBytes
   }
 
   /** True when the room has updates not written yet. */
   hasPending(room: string): boolean {
-    return this.#pending.has(room)
+    return this.#pending.has(room) || this.#copies.has(room)
   }
 
   /**
-   * The room's accepted updates not stored yet: in the write under way, then queued. A room can
+   * The room's accepted updates not stored yet: in the write under way, queued, then copies waiting. A room can
    * unload with some (changes that came through Redis while its unload waited) and load again
    * before they are written: its load applies them after its stored parts.
    */
   unstored(room: string): Uint8Array[] {
-    return [...(this.#writingBatch.get(room) ?? []), ...(this.#pending.get(room) ?? [])]
+    return [...(this.#writingBatch.get(room) ?? []), ...(this.#pending.get(room) ?? []), ...this.#copies.of(room)]
   }
 
   /** The room's snapshot and updates, in the order to apply them (`applyStoredParts`). */
@@ -247,10 +251,19 @@ export class RoomStore {
   }
 
   /**
-   * Writes every update queued so far. Rejects when the write failed: the updates stay queued
-   * and a retry is scheduled.
+   * Queues a copy of an update another relay accepted, on a store of this relay alone: written
+   * merged with the room's other copies, within `copiesWindowMs(writeWindowMs)` (relayedCopies.ts).
+   */
+  appendCopy(room: string, update: Uint8Array): void {
+    this.#copies.add(room, update)
+  }
+
+  /**
+   * Writes every update queued so far, copies waiting included. Rejects when the write failed:
+   * the updates stay queued and a retry is scheduled.
    */
   async flush(): Promise<void> {
+    this.#copies.release()
     // One write at a time: a caller that waited re-checks, as another may have started one.
     while (this.#writing !== undefined) await this.#writing.catch(() => undefined)
     if (this.#pending.size > 0) await this.#write()
@@ -437,6 +450,7 @@ export class RoomStore {
   /** Stops writing (queued updates stay unwritten: flush first) and closes the connection. */
   async close(): Promise<void> {
     this.#closed = true
+    this.#copies.stop()
     if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer)
     this.#timer = undefined
     await this.#writing?.catch(() => undefined)
