@@ -24,6 +24,17 @@ it('runs statements in order off the relay thread: bytea and bigint round-trip, 
     const { rows } = await sql.query<{ id: number; bytes: Uint8Array }>('select id, bytes from t')
     expect(rows).toEqual([{ id: 1, bytes }])
 
+    // Any size, and a view into a larger buffer: what is stored is the view's bytes. What is read
+    // has a buffer of its own (a read value sharing Buffer's pool would carry the pool to the relay's thread).
+    const large = Uint8Array.from({ length: 100_000 }, (_, i) => (i * 7919) % 256)
+    const backing = new Uint8Array([9, 9, 0, 128, 255, 9])
+    const view = backing.subarray(2, 5)
+    await sql.query('insert into t values ($1, $2), ($3, $4), ($5, $6)', [10, large, 11, view, 12, new Uint8Array(0)])
+    const read = (await sql.query<{ id: number; bytes: Uint8Array }>('select id, bytes from t where id >= 10 order by id')).rows
+    expect(read.map((row) => row.bytes)).toEqual([large, new Uint8Array([0, 128, 255]), new Uint8Array(0)])
+    expect(read.map((row) => row.bytes.buffer.byteLength)).toEqual([100_000, 3, 0])
+    await sql.query('delete from t where id >= 10')
+
     const committed = await sql.transaction(async (tx) => {
       await tx.query('insert into t values (2, $1)', [bytes])
       return (await tx.query('insert into t values (3, $1)', [bytes])).affected

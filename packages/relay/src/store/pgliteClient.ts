@@ -25,7 +25,15 @@ const THREAD_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads')
 const { PGlite } = require(workerData.pglite)
 const fail = (error) => ({ message: error instanceof Error ? error.message : String(error), code: error && typeof error.code === 'string' ? error.code : undefined })
-PGlite.create(workerData.dataDir).then(
+// bytea (oid 17) in PostgreSQL's hex text form, through Buffer's native codec (PGlite's own reads
+// and writes each byte in JavaScript). A parsed value is copied out of Buffer's shared pool: a
+// message to the relay's thread would otherwise carry the pool's whole 8 KiB slab.
+const BYTEA = 17
+const bytea = {
+  parsers: { [BYTEA]: (text) => new Uint8Array(Buffer.from(text.slice(2), 'hex')) },
+  serializers: { [BYTEA]: (bytes) => '\\\\x' + Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex') },
+}
+PGlite.create(workerData.dataDir, bytea).then(
   (db) => {
     parentPort.on('message', (message) => {
       if (message.close) {
