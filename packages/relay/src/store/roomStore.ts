@@ -172,9 +172,9 @@ export class RoomStore {
   }
 
   /**
-   * The room's accepted updates not stored yet: in the write under way, queued, then copies waiting. A room can
-   * unload with some (changes that came through Redis while its unload waited) and load again
-   * before they are written: its load applies them after its stored parts.
+   * The room's accepted updates not stored yet: in the write under way, queued, then copies
+   * waiting. A room can unload with some (changes that came through Redis while its unload
+   * waited) and load again before they are written: its load applies them after its stored parts.
    */
   unstored(room: string): Uint8Array[] {
     return [...(this.#writingBatch.get(room) ?? []), ...(this.#pending.get(room) ?? []), ...this.#copies.of(room)]
