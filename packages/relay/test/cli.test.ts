@@ -59,6 +59,17 @@ describe('a relay that cannot start exits 1, naming why', () => {
     }
   })
 
+  it('its data directory in use by another relay (the store opens while the relay loads)', async () => {
+    const dataDir = freshDataDir()
+    const holder = await spawnRelay({ TIDEMARK_DATA_DIR: dataDir, TIDEMARK_AUTH_SECRET: SECRET_TEXT })
+    const result = await runRelayToExit({ TIDEMARK_DATA_DIR: dataDir, TIDEMARK_AUTH_SECRET: SECRET_TEXT })
+    expect(result.code).toBe(1)
+    expect(result.stderr).toBe(
+      `tidemark-relay: could not start: the store could not be opened: the data directory ${dataDir} is in use by process ${holder.pid} (lock file ${dataDir}.lock); one relay at a time opens it. If no relay runs there, delete the lock file\n`,
+    )
+    expect(result.stdout).toBe('')
+  })
+
   it('its database unreachable', async () => {
     // A port nothing listens on: bound, then closed again.
     const probe = createServer()
