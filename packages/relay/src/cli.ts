@@ -9,17 +9,10 @@
  * the reason `tidemark:shutdown` and exits 0 (1 when updates could not be stored). Exit code 2:
  * bad configuration, with a message naming the variable; 1: the relay could not start.
  */
-import { mkdir } from 'node:fs/promises'
 import { describeError } from './relayLog.ts'
 import { RelayConfigError, relayOptionsFromEnv } from './relayOptionsFromEnv.ts'
-import { openPglite } from './store/pgliteClient.ts'
+import { openStore } from './store/openStore.ts'
 import type { SqlClient } from './store/sqlClient.ts'
-
-/** Opens the PGlite store, on its thread, while the relay's modules load (each takes half a second to a second). */
-async function openStore(dataDir: string): Promise<SqlClient> {
-  await mkdir(dataDir, { recursive: true })
-  return openPglite(dataDir)
-}
 
 async function main(): Promise<void> {
   let options: ReturnType<typeof relayOptionsFromEnv>
@@ -32,20 +25,16 @@ async function main(): Promise<void> {
     }
     throw error
   }
-  const opening = options.store !== undefined && 'dataDir' in options.store ? openStore(options.store.dataDir) : undefined
-  // Read once the relay's modules are loaded; a failure is reported then (`startRelay` words it the same).
-  opening?.catch(() => undefined)
+  // The store opens (PGlite compiles its WebAssembly on its own thread, PostgreSQL connects)
+  // while the relay's modules load: each takes half a second to a second.
+  const opening = openStore(options.store, options.log)
+  // Read once the modules are loaded; a failure is reported then.
+  opening.catch(() => undefined)
   const { startRelay } = await import('./startRelay.ts')
-  let sql: SqlClient | undefined
-  try {
-    sql = await opening
-  } catch (error) {
-    process.stderr.write(`tidemark-relay: could not start: the store could not be opened: ${describeError(error)}\n`)
-    process.exit(1)
-  }
   let relay: Awaited<ReturnType<typeof startRelay>>
   try {
-    relay = await startRelay({ ...options, ...(sql === undefined ? {} : { store: { sql } }), guardProcess: true })
+    const sql: SqlClient = await opening
+    relay = await startRelay({ ...options, store: { sql }, guardProcess: true })
   } catch (error) {
     process.stderr.write(`tidemark-relay: could not start: ${describeError(error)}\n`)
     process.exit(1)

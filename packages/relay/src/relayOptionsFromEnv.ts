@@ -79,7 +79,7 @@ function integer(env: Readonly<Record<string, string | undefined>>, variable: st
  * @example
  * const relay = await startRelay(relayOptionsFromEnv(process.env))
  */
-export function relayOptionsFromEnv(env: Readonly<Record<string, string | undefined>>): RelayOptions {
+export function relayOptionsFromEnv(env: Readonly<Record<string, string | undefined>>): RelayOptions & Required<Pick<RelayOptions, 'store' | 'log'>> {
   const host = env.HOST === undefined || env.HOST === '' ? '127.0.0.1' : env.HOST
   const port = integer(env, 'PORT', 0, 65_535) ?? 1234
 

@@ -3,7 +3,6 @@
  * (routes `/healthz`, `/metrics`, `/dev/token`) and its own `ws` server (`maxPayload`, an error
  * listener on every socket: without one, a single invalid-UTF-8 frame ends the process).
  */
-import { mkdir } from 'node:fs/promises'
 import http from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import { Hocuspocus } from '@hocuspocus/server'
@@ -23,8 +22,8 @@ import { GLOBAL_TIMERS, type RelayOptions, resolveRelayOptions } from './relayOp
 import { IdleRooms } from './rooms/idleRooms.ts'
 import { RoomSizes } from './rooms/roomSizes.ts'
 import { GuardedRedis } from './scaleout/guardedRedis.ts'
-import { openPglite } from './store/pgliteClient.ts'
-import { openPostgres, sharedDatabaseName } from './store/postgresClient.ts'
+import { openStore } from './store/openStore.ts'
+import { sharedDatabaseName } from './store/postgresClient.ts'
 import { RelayedUpdates, relayedHoldMs } from './store/relayedUpdates.ts'
 import { RoomPersistence } from './store/roomPersistence.ts'
 import { UpdateFanOut } from './rooms/updateFanOut.ts'
@@ -86,16 +85,10 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
 
   let sql: SqlClient
   try {
-    if ('sql' in o.store) sql = o.store.sql
-    else if ('databaseUrl' in o.store) {
-      sql = await openPostgres(o.store.databaseUrl, (error) => log('warn', `PostgreSQL connection: ${describeError(error)}`))
-    } else {
-      await mkdir(o.store.dataDir, { recursive: true })
-      sql = await openPglite(o.store.dataDir)
-    }
+    sql = await openStore(o.store, log)
   } catch (error) {
     uninstallBackstop()
-    throw new Error(`the store could not be opened: ${describeError(error)}`, { cause: error })
+    throw error
   }
   let store: RoomStore
   try {
