@@ -37,7 +37,6 @@ import type {
 import { OutgoingMessage } from '@hocuspocus/server'
 import IORedis from 'ioredis'
 import * as encoding from 'lib0/encoding'
-import type { Doc } from 'yjs'
 import { messageYjsSyncStep2 } from 'y-protocols/sync'
 import type { RelayMetrics } from '../metrics/relayMetrics.ts'
 import { describeError, type RelayLog } from '../relayLog.ts'
@@ -48,8 +47,9 @@ import type { RoomStore } from '../store/roomStore.ts'
 import { ChunkAssembler, chunksOf } from './messageChunks.ts'
 import { PublishQueue, type QueuedPublish } from './publishQueue.ts'
 import { type RedisWire, wireOf } from './redisWire.ts'
+import { RoomChannels } from './roomChannels.ts'
 import { SharedPresence } from './sharedPresence.ts'
-import { CHANGE_SUFFIX, changeSender, StoredMarks } from './storedMarks.ts'
+import { changeSender, MarkedChanges, StoredMarks } from './storedMarks.ts'
 import { UnansweredPublishes } from './unansweredPublishes.ts'
 
 /** Redis channel prefix: channels are `tidemark:<room>`. */
@@ -93,10 +93,8 @@ export class GuardedRedis implements Extension {
   readonly #metrics: RelayMetrics
   readonly #log: RelayLog
   #down = false
-  /** Loaded rooms whose channel is not subscribed (loaded while Redis was away): served here alone. */
-  readonly #unshared = new Set<string>()
-  /** Unloaded rooms whose channel could not be unsubscribed (Redis was away). */
-  readonly #stale = new Set<string>()
+  /** Which loaded rooms are shared (their channel subscribed), and subscriptions left to end. */
+  readonly #channels: RoomChannels
   /** Changes and store write marks, written to Redis in batches. */
   readonly #outgoing: PublishQueue
   /** The Hocuspocus instance (`onConfigure`), whose loaded rooms a reconnection repairs. */
@@ -107,16 +105,10 @@ export class GuardedRedis implements Extension {
   readonly #identifier = `tidemark-relay-${process.pid}-${Math.random().toString(36).slice(2)}`
   /** The presence holders shared with the other relays (`sharePresence`); null before. */
   #shared: SharedPresence | null = null
-  /** The prefix of the changes this relay publishes: its identifier marked as a change's (`StoredMarks`). */
-  readonly #changePrefix: Buffer
   /** The store write marks shared with the other relays (`storeMarks`); null before. */
   #marks: StoredMarks | null = null
-  /** Where the other relays' changes are held until they say they stored them (`storeMarks`). */
-  #relayed: RelayedUpdates | null = null
-  /** While another relay's change is applied: that relay. */
-  #applyingChangeOf: string | null = null
-  /** Documents whose updates `#heldIfRelayed` sees. */
-  readonly #watched = new WeakSet<Document>()
+  /** This relay's changes as the marks cover them, and the updates the others' make here. */
+  readonly #changes: MarkedChanges
   /** Messages other relays sent in chunks, put back together. */
   readonly #chunks = new ChunkAssembler(this.#identifier)
   /** Publishes Redis has not answered; dropped while it does not answer. */
@@ -138,8 +130,6 @@ export class GuardedRedis implements Extension {
     this.#timers = options.timers ?? GLOBAL_TIMERS
     this.#metrics = metrics
     this.#log = log
-    const changeIdentifier = Buffer.from(this.#identifier + CHANGE_SUFFIX)
-    this.#changePrefix = Buffer.concat([Buffer.of(changeIdentifier.byteLength), changeIdentifier])
     this.#outgoing = new PublishQueue((batch) => this.#sendPublishes(batch), options.publishSpacingMs === undefined ? {} : { spacingMs: options.publishSpacingMs })
     this.#unanswered = new UnansweredPublishes({
       timers: this.#timers,
@@ -178,12 +168,12 @@ export class GuardedRedis implements Extension {
           // delivered meanwhile (the subscriber's channels are subscribed again by now). Or the
           // subscriber's first connection, with rooms loaded before it.
           const subscriber = client === this.#wire.sub
-          if (connectedBefore || (subscriber && this.#unshared.size > 0)) this.#repairAll()
+          if (connectedBefore || (subscriber && this.#channels.unshared > 0)) this.#repairAll()
           // Only once the subscriber is ready has it subscribed its channels again: ended before, one would come back.
           if (subscriber) {
             // Chunks were lost while it was away: the messages they began are dropped.
             this.#chunks.clear()
-            this.#endStaleSubscriptions()
+            this.#channels.endStale()
             this.#shared?.subscribe()
             this.#marks?.subscribe()
           }
@@ -193,6 +183,13 @@ export class GuardedRedis implements Extension {
       },
     })
     this.#wire = wireOf(this.#redis)
+    this.#changes = new MarkedChanges(this.#identifier, this.#wire)
+    this.#channels = new RoomChannels(this.#wire, {
+      rooms: () => this.#instance,
+      cutOff: () => this.#unanswered.cutOff,
+      shared: (room, document) => this.#exchange(room, document),
+      trouble: (error) => this.#trouble(error),
+    })
     // The extension's listener, behind the chunks' assembly.
     const wire = this.#wire
     wire.sub.off('messageBuffer', wire.handleIncomingMessage)
@@ -202,14 +199,9 @@ export class GuardedRedis implements Extension {
       const changeOf = changeSender(whole)
       // Its own changes come back too; the extension skips only what bears its bare identifier.
       if (changeOf === this.#identifier) return
-      // The extension applies the message before its first await: the update it makes is seen
-      // (`#heldIfRelayed`) while this is set.
-      this.#applyingChangeOf = changeOf
-      try {
+      this.#changes.applying(changeOf, () => {
         wire.handleIncomingMessage(channel, whole).catch((error: unknown) => this.#log('warn', `a message from Redis could not be applied: ${describeError(error)}`))
-      } finally {
-        this.#applyingChangeOf = null
-      }
+      })
     })
   }
 
@@ -241,20 +233,22 @@ export class GuardedRedis implements Extension {
    * not marked, and every relay writes them.
    */
   storeMarks(store: RoomStore, relayed: RelayedUpdates, database: string): void {
-    this.#relayed = relayed
-    this.#marks = new StoredMarks(this.#wire, { identifier: this.#identifier, database }, relayed, (channel, message) => this.#publish(channel, message), (work) => void this.#guard(work))
+    this.#changes.hold(relayed)
+    this.#marks = new StoredMarks(
+      this.#wire,
+      { identifier: this.#identifier, database },
+      relayed,
+      (channel, message) => this.#publish(channel, message),
+      (work) => void this.#guard(work),
+      (why) => this.#log('warn', why),
+    )
     store.writeMarks = this.#marks
     this.#marks.subscribe()
   }
 
-  /** An update another relay's change made here: held until that relay says it stored it. */
-  readonly #heldIfRelayed = (update: Uint8Array, origin: unknown, document: Doc): void => {
-    if (this.#applyingChangeOf !== null && origin === this.#wire.redisTransactionOrigin) this.#relayed?.hold((document as Document).name, update, this.#applyingChangeOf)
-  }
-
   /** Loaded rooms served by this relay alone, until Redis is back. */
   get unsharedRooms(): number {
-    return this.#unshared.size
+    return this.#channels.unshared
   }
 
   /** Bytes of publishes sent to Redis that it has not answered yet. */
@@ -264,7 +258,7 @@ export class GuardedRedis implements Extension {
 
   /** Unloaded rooms whose channel could not be unsubscribed: their subscriptions end when Redis is back. */
   get staleSubscriptions(): number {
-    return this.#stale.size
+    return this.#channels.stale
   }
 
   /**
@@ -277,8 +271,8 @@ export class GuardedRedis implements Extension {
     setImmediate(() => {
       this.#repairAllQueued = false
       for (const [name, document] of this.#instance?.documents ?? []) {
-        if (this.#unshared.has(name)) {
-          void this.#share(name, document)
+        if (this.#channels.isUnshared(name)) {
+          void this.#channels.share(name, document)
           continue
         }
         this.#exchange(name, document)
@@ -309,7 +303,7 @@ export class GuardedRedis implements Extension {
   #answeredAgain(): void {
     if (this.#down) this.#log('warn', 'Redis is reachable again')
     this.#down = false
-    this.#endStaleSubscriptions()
+    this.#channels.endStale()
     this.#repairAll()
   }
 
@@ -319,49 +313,17 @@ export class GuardedRedis implements Extension {
    * alone; it is shared when the connection to Redis is back.
    */
   async afterLoadDocument(payload: afterLoadDocumentPayload): Promise<void> {
-    this.#unshared.add(payload.documentName)
+    this.#channels.loaded(payload.documentName)
     this.#shared?.loaded(payload.document)
-    if (this.#relayed !== null && !this.#watched.has(payload.document)) {
-      this.#watched.add(payload.document)
-      payload.document.on('update', this.#heldIfRelayed)
-    }
+    this.#changes.watch(payload.document)
     // Not connected, or Redis does not answer: the load does not wait for Redis.
     if (this.#wire.pub.status !== 'ready' || this.#wire.sub.status !== 'ready' || this.#unanswered.cutOff) return
     let timer: unknown
     const deadline = new Promise<void>((resolve) => {
       timer = this.#timers.setTimeout(resolve, SHARE_WAIT_MS)
     })
-    await Promise.race([this.#share(payload.documentName, payload.document), deadline])
+    await Promise.race([this.#channels.share(payload.documentName, payload.document), deadline])
     this.#timers.clearTimeout(timer)
-  }
-
-  /** Ends the subscriptions the subscriber renewed on reconnecting for rooms unloaded while Redis was away. */
-  #endStaleSubscriptions(): void {
-    for (const room of this.#stale) {
-      if (this.#unshared.has(room) || this.#instance?.documents.has(room) === true) this.#stale.delete(room)
-      else this.#unsubscribe(room)
-    }
-  }
-
-  /** Shares a loaded room through Redis: it stays unshared when its channel cannot be subscribed. */
-  async #share(room: string, document: Document): Promise<void> {
-    const wire = this.#wire
-    try {
-      await wire.sub.subscribe(wire.subKey(room))
-    } catch (error) {
-      this.#trouble(error)
-      return
-    }
-    if (!this.#unshared.delete(room)) {
-      // Shared by another call, or unloaded meanwhile: then its unload came before this
-      // subscription, which ends here unless the room is loaded again.
-      const instance = this.#instance
-      if (instance !== undefined && !instance.documents.has(room) && !instance.loadingDocuments.has(room)) {
-        void this.#guard(() => wire.sub.unsubscribe(wire.subKey(room)))
-      }
-      return
-    }
-    this.#exchange(room, document)
   }
 
   /** Publishes a change made here (by a client, the directory, a load) to the other relays. */
@@ -374,7 +336,7 @@ export class GuardedRedis implements Extension {
     // Marked as a change only when this relay's store write marks cover it (its store may be the
     // others'): the others then hold it until they are told it is stored, and write it at once otherwise.
     const bytes = message.toUint8Array()
-    this.#publish(this.#wire.pubKey(payload.documentName), this.#marks === null ? this.#wire.encodeMessage(bytes) : Buffer.concat([this.#changePrefix, bytes]))
+    this.#publish(this.#wire.pubKey(payload.documentName), this.#changes.framed(bytes))
   }
 
   /**
@@ -438,34 +400,9 @@ export class GuardedRedis implements Extension {
   async afterUnloadDocument(payload: afterUnloadDocumentPayload): Promise<void> {
     const room = payload.documentName
     this.#cancelRepair(room)
-    this.#unshared.delete(room)
-    if (payload.instance.documents.has(room) || payload.instance.loadingDocuments.has(room)) return
+    if (!this.#channels.unloaded(room)) return
     this.#shared?.unloaded(room)
     this.#chunks.forget(this.#wire.subKey(room))
-    // Also a room that seems never subscribed: a subscription made after a failed attempt, or
-    // renewed by the client, would otherwise outlive it (an unneeded unsubscribe is harmless).
-    this.#unsubscribe(room)
-  }
-
-  /**
-   * Ends the subscription of an unloaded room, without waiting: a command to an unreachable Redis
-   * fails only after the client's retries. When it fails, the client subscribes the channel again
-   * when it reconnects, so it is ended then.
-   */
-  #unsubscribe(room: string): void {
-    // Redis does not answer: ended once it does.
-    if (this.#unanswered.cutOff) {
-      this.#stale.add(room)
-      return
-    }
-    const wire = this.#wire
-    wire.sub.unsubscribe(wire.subKey(room)).then(
-      () => this.#stale.delete(room),
-      (error: unknown) => {
-        this.#stale.add(room)
-        this.#trouble(error)
-      },
-    )
   }
 
   /**

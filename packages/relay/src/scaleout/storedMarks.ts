@@ -14,6 +14,8 @@
  * its own (the relay's identifier first), then an empty room name, which the extension's own
  * handler reads and ignores, then JSON.
  */
+import type { Document } from '@hocuspocus/server'
+import type { Doc } from 'yjs'
 import type { RelayedUpdates } from '../store/relayedUpdates.ts'
 import type { StoreWriteMarks } from '../store/roomStore.ts'
 
@@ -67,7 +69,7 @@ type Mark = { readonly t: 'begin' | 'stored'; readonly k: number; readonly d: st
  * `writeMarks`), and passes the other relays' to `relayed`.
  *
  * @example
- * const marks = new StoredMarks(wire, { identifier, database: await sharedDatabaseName(sql) }, relayed, (channel, message) => publishInOrder(channel, message), guard)
+ * const marks = new StoredMarks(wire, { identifier, database: await sharedDatabaseName(sql) }, relayed, publishInOrder, guard, (why) => log('warn', why))
  * store.writeMarks = marks
  * marks.subscribe()
  */
@@ -79,19 +81,29 @@ export class StoredMarks implements StoreWriteMarks {
   readonly #relayed: RelayedUpdates
   readonly #publish: (channel: string, message: Buffer) => void
   readonly #guard: (work: () => Promise<unknown>) => void
+  readonly #refused: (why: string) => void
   #writes = 0
 
   /**
    * `own`: this relay's identifier and the database its store writes to. `publish` sends a message
-   * in order with the relay's changes; `guard` runs a Redis command, counting and logging its failure.
+   * in order with the relay's changes; `guard` runs a Redis command, counting and logging its failure;
+   * `refused` is told why a message on the marks' channel is not a mark.
    */
-  constructor(wire: MarksWire, own: { readonly identifier: string; readonly database: string }, relayed: RelayedUpdates, publish: (channel: string, message: Buffer) => void, guard: (work: () => Promise<unknown>) => void) {
+  constructor(
+    wire: MarksWire,
+    own: { readonly identifier: string; readonly database: string },
+    relayed: RelayedUpdates,
+    publish: (channel: string, message: Buffer) => void,
+    guard: (work: () => Promise<unknown>) => void,
+    refused: (why: string) => void,
+  ) {
     this.#wire = wire
     this.#identifier = own.identifier
     this.#database = own.database
     this.#relayed = relayed
     this.#publish = publish
     this.#guard = guard
+    this.#refused = refused
     wire.sub.on('messageBuffer', (channel, message) => {
       if (channel.toString() === STORED_CHANNEL) this.#receive(message)
     })
@@ -119,22 +131,100 @@ export class StoredMarks implements StoreWriteMarks {
   #receive(data: Buffer): void {
     const length = data[0] ?? 0
     const sender = data.toString('utf8', 1, 1 + length)
-    if (sender === this.#identifier || data[1 + length] !== NO_ROOM) return
-    let mark: unknown
-    try {
-      mark = JSON.parse(data.toString('utf8', 2 + length))
-    } catch {
+    // Its own marks come back too.
+    if (sender === this.#identifier) return
+    const mark = data[1 + length] === NO_ROOM ? markOf(data.toString('utf8', 2 + length)) : 'no empty room name before it'
+    if (typeof mark === 'string') {
+      this.#refused(`a store write mark from '${sender}' was refused: ${mark}`)
       return
     }
-    if (typeof mark !== 'object' || mark === null) return
-    const { t, k, d } = mark as Record<string, unknown>
-    if (typeof k !== 'number' || !Number.isSafeInteger(k)) return
     // Stored, if at all, in another database than this relay's: what it sent is written here.
-    if (d !== this.#database) {
+    if (mark.d !== this.#database) {
       this.#relayed.storesElsewhere(sender)
       return
     }
-    if (t === 'begin') this.#relayed.begun(sender, k)
-    else if (t === 'stored') this.#relayed.stored(sender, k)
+    if (mark.t === 'begin') this.#relayed.begun(sender, mark.k)
+    else this.#relayed.stored(sender, mark.k)
+  }
+}
+
+/** The mark `text` holds, or why it holds none. */
+function markOf(text: string): Mark | string {
+  let mark: unknown
+  try {
+    mark = JSON.parse(text)
+  } catch {
+    return 'not JSON'
+  }
+  if (typeof mark !== 'object' || mark === null) return 'not an object'
+  const { t, k, d } = mark as Record<string, unknown>
+  if (t !== 'begin' && t !== 'stored') return `t must be 'begin' or 'stored'`
+  if (typeof k !== 'number' || !Number.isSafeInteger(k)) return 'k must be a safe integer'
+  if (typeof d !== 'string') return 'd must be a database name'
+  return { t, k, d }
+}
+
+/**
+ * The changes that store write marks cover. Sent: once this relay's store writes are marked
+ * (`hold`), its changes go out framed with its identifier and `CHANGE_SUFFIX`. Received: each
+ * update another relay's marked change makes here is held in `relayed` until that relay says it
+ * stored it.
+ *
+ * @example
+ * const changes = new MarkedChanges(identifier, wire)
+ * changes.hold(relayed)
+ * changes.watch(document)
+ * changes.applying(changeSender(message), () => wire.handleIncomingMessage(channel, message))
+ */
+export class MarkedChanges {
+  readonly #wire: Pick<MarksWire, 'encodeMessage'> & { readonly redisTransactionOrigin: string }
+  /** This relay's identifier marked as a change's, framed as the extension frames it (length first). */
+  readonly #prefix: Buffer
+  #relayed: RelayedUpdates | null = null
+  /** While another relay's change is applied: that relay. */
+  #applyingOf: string | null = null
+  /** Documents whose updates `#heldIfRelayed` sees. */
+  readonly #watched = new WeakSet<Doc>()
+
+  constructor(identifier: string, wire: Pick<MarksWire, 'encodeMessage'> & { readonly redisTransactionOrigin: string }) {
+    this.#wire = wire
+    const marked = Buffer.from(identifier + CHANGE_SUFFIX)
+    this.#prefix = Buffer.concat([Buffer.of(marked.byteLength), marked])
+  }
+
+  /** From now on, this relay's changes go out marked and the others' are held in `relayed`. */
+  hold(relayed: RelayedUpdates): void {
+    this.#relayed = relayed
+  }
+
+  /** A change made here, framed for Redis: marked once `hold` was called. */
+  framed(message: Uint8Array): Buffer {
+    return this.#relayed === null ? this.#wire.encodeMessage(message) : Buffer.concat([this.#prefix, message])
+  }
+
+  /** Follows a loaded room's updates, to hold those that other relays' changes make. */
+  watch(document: Document): void {
+    if (this.#relayed === null || this.#watched.has(document)) return
+    this.#watched.add(document)
+    document.on('update', this.#heldIfRelayed)
+  }
+
+  /**
+   * Runs `apply`, which applies a message `sender` published as a change (null: not a change)
+   * before its first await: the update it makes is seen (`#heldIfRelayed`) meanwhile.
+   */
+  applying(sender: string | null, apply: () => void): void {
+    this.#applyingOf = sender
+    try {
+      apply()
+    } finally {
+      this.#applyingOf = null
+    }
+  }
+
+  /** An update another relay's change made here: held until that relay says it stored it. */
+  readonly #heldIfRelayed = (update: Uint8Array, origin: unknown, document: Doc): void => {
+    // Only rooms' documents are watched.
+    if (this.#applyingOf !== null && origin === this.#wire.redisTransactionOrigin) this.#relayed?.hold((document as Document).name, update, this.#applyingOf)
   }
 }
