@@ -22,6 +22,7 @@ import { GLOBAL_TIMERS, type RelayTimers } from '../relayOptions.ts'
 import type { SqlClient } from './sqlClient.ts'
 import { copiesWindowMs, RelayedCopies } from './relayedCopies.ts'
 import { compactFromRows, compactFromState } from './roomCompaction.ts'
+import { StoreUpkeep } from './storeUpkeep.ts'
 import { moveAside, readStoredParts, type SetAsidePart, type StoredPart } from './storedParts.ts'
 import { createUpdateTables, insertUpdates, roomHash, updateRows } from './updateRows.ts'
 
@@ -73,16 +74,7 @@ function thresholdSpread(room: string): number {
   return 1 + (roomHash(room) % 1024) / 2048
 }
 
-const STORED_BYTES = `select (
-  (select coalesce(sum(octet_length(bytes)), 0) from tidemark_relay_snapshots) +
-  (select coalesce(sum(octet_length(bytes)), 0) from tidemark_relay_updates))::float8 as n`
-
-const STORED_BYTES_READ_EVERY_MS = 60_000
 const MAX_PENDING_PER_ROOM = 64
-const HEALTH_TIMEOUT_MS = 2000
-const VACUUM_EVERY_COMPACTIONS = 100
-/** PGlite runs no checkpointer: the store checkpoints it after writing this many bytes (its log then stays near `max_wal_size`, see pgliteClient.ts). */
-const CHECKPOINT_EVERY_BYTES = 16 << 20
 
 /**
  * The room store over a `SqlClient`.
@@ -125,13 +117,8 @@ export class RoomStore {
    * instead of reading the room's rows back (roomCompaction.ts).
    */
   roomState: ((room: string) => Uint8Array | undefined) | undefined
-  #compactionsSinceVacuum = 0
-  /** Bytes written to PGlite since its last checkpoint. */
-  #sinceCheckpoint = 0
-  /** Stored bytes as counted from the last read of the database plus this relay's writes since. */
-  #stored: number | undefined
-  #storedReadAt = 0
-  #storedRead: Promise<number> | undefined
+  /** Stored bytes, the health check, PGlite's vacuum and checkpoints. */
+  readonly #upkeep: StoreUpkeep
   #closed = false
   /** Copies of the other relays' updates, on a store of this relay alone (`appendCopy`). */
   readonly #copies: RelayedCopies
@@ -142,6 +129,7 @@ export class RoomStore {
     this.#metrics = metrics
     this.#log = log
     this.#timers = timers
+    this.#upkeep = new StoreUpkeep(sql, (op, work) => this.#timed(op, work), log)
     this.#copies = new RelayedCopies((room, update) => this.append(room, update), copiesWindowMs(timing.writeWindowMs), timers, log)
   }
 
@@ -211,7 +199,7 @@ export class RoomStore {
     this.#noteSetAside(room, aside)
     const tail = this.#tails.get(room)
     for (const { part } of aside) {
-      if (this.#stored !== undefined) this.#stored -= part.bytes.byteLength
+      this.#upkeep.removed(part.bytes.byteLength)
       if (tail === undefined) continue
       if (part.seq === null) tail.snapshotBytes = 0
       else {
@@ -295,8 +283,7 @@ export class RoomStore {
       this.#metrics.updatesStored += stored.length
       this.#metrics.updatesAlreadyStored += rows.length - stored.length
       const written = stored.reduce((n, row) => n + row.size, 0)
-      if (this.#stored !== undefined) this.#stored += written
-      this.#wrote(written)
+      this.#upkeep.wrote(written)
       const grown = new Set<string>()
       for (const row of stored) {
         // A room unloaded meanwhile is not tracked any more (it compacts at its next load).
@@ -376,34 +363,16 @@ export class RoomStore {
     if (done === null) return null
     if (done.incomplete) this.#log('warn', `room ${room} has updates that depend on updates it lacks; its snapshot keeps them pending`)
     this.#noteSetAside(room, done.aside)
-    if (this.#stored !== undefined) this.#stored += done.snapshotBytes - done.replacedBytes - done.rowBytes
+    this.#upkeep.removed(done.replacedBytes + done.rowBytes)
     const now = this.#tails.get(room)
     if (now !== undefined) {
       now.rows = Math.max(0, now.rows - done.rows)
       now.bytes = Math.max(0, now.bytes - done.rowBytes)
       now.snapshotBytes = done.snapshotBytes
     }
-    if (this.#sql.kind === 'pglite' && ++this.#compactionsSinceVacuum >= VACUUM_EVERY_COMPACTIONS) {
-      // PGlite runs no autovacuum: without this, deleted rows' space is never reused.
-      this.#compactionsSinceVacuum = 0
-      await this.#sql.query('vacuum tidemark_relay_updates')
-      await this.#sql.query('vacuum tidemark_relay_snapshots')
-    }
-    this.#wrote(done.snapshotBytes)
+    await this.#upkeep.compacted()
+    this.#upkeep.wrote(done.snapshotBytes)
     return done.snapshotBytes
-  }
-
-  /** Counts bytes written to PGlite, and checkpoints it every `CHECKPOINT_EVERY_BYTES` (it has no checkpointer of its own). */
-  #wrote(bytes: number): void {
-    if (this.#sql.kind !== 'pglite') return
-    this.#sinceCheckpoint += bytes
-    if (this.#sinceCheckpoint < CHECKPOINT_EVERY_BYTES) return
-    this.#sinceCheckpoint = 0
-    this.#checkpoint().catch((error: unknown) => this.#log('warn', `checkpointing the store failed: ${describeError(error)}`))
-  }
-
-  #checkpoint(): Promise<unknown> {
-    return this.#timed('checkpoint', () => this.#sql.query('checkpoint'))
   }
 
   /** Drops what the store knows of an unloaded room (its rows stay stored). */
@@ -411,40 +380,14 @@ export class RoomStore {
     this.#tails.delete(room)
   }
 
-  /**
-   * Bytes of snapshots and updates stored: read from the database at most once a minute (other
-   * relays may share it), counted from this relay's writes and compactions in between.
-   */
-  async storedBytes(): Promise<number> {
-    const now = Date.now()
-    if (this.#stored === undefined || now - this.#storedReadAt >= STORED_BYTES_READ_EVERY_MS) {
-      this.#storedRead ??= this.#sql
-        .query<{ n: number }>(STORED_BYTES)
-        .then((result) => {
-          this.#stored = Number(result.rows[0]?.n ?? 0)
-          this.#storedReadAt = Date.now()
-          return this.#stored
-        })
-        .finally(() => {
-          this.#storedRead = undefined
-        })
-      if (this.#stored === undefined) return this.#storedRead
-      this.#storedRead.catch(() => undefined)
-    }
-    return this.#stored
+  /** Bytes of snapshots and updates stored (`StoreUpkeep.storedBytes`). */
+  storedBytes(): Promise<number> {
+    return this.#upkeep.storedBytes()
   }
 
   /** Resolves when the store answers a query within 2 s. */
-  async check(): Promise<void> {
-    let timer: ReturnType<typeof setTimeout> | undefined
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`the store did not answer within ${HEALTH_TIMEOUT_MS} ms`)), HEALTH_TIMEOUT_MS)
-    })
-    try {
-      await Promise.race([this.#sql.query('select 1'), late])
-    } finally {
-      clearTimeout(timer)
-    }
+  check(): Promise<void> {
+    return this.#upkeep.check()
   }
 
   /** Stops writing (queued updates stay unwritten: flush first) and closes the connection. */
@@ -456,7 +399,7 @@ export class RoomStore {
     await this.#writing?.catch(() => undefined)
     await this.#compactions
     // What the log holds past the last checkpoint is replayed at the next open: less of it, a faster start.
-    if (this.#sql.kind === 'pglite') await this.#checkpoint().catch((error: unknown) => this.#log('warn', `checkpointing the store before closing failed: ${describeError(error)}`))
+    if (this.#sql.kind === 'pglite') await this.#upkeep.checkpoint().catch((error: unknown) => this.#log('warn', `checkpointing the store before closing failed: ${describeError(error)}`))
     await this.#sql.close()
   }
 
