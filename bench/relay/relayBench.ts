@@ -35,7 +35,7 @@ import type { ArrivalFigures, ChildConfig, DeviceCounters, FromDashboards, FromD
 import { ChildChannel } from './childChannel.ts'
 import { machineCpu } from './machineCpu.ts'
 import { type ProcessUsage, processTreeUsage, processUsage } from './processUsage.ts'
-import type { MinuteRow, ProcessCpu, ReconnectRun, RelayBenchResult } from './relayBenchResult.ts'
+import { type MinuteRow, outsideHeapSlope, type ProcessCpu, type ReconnectRun, type RelayBenchResult } from './relayBenchResult.ts'
 import { killRelays, type RelayExit, type RelayProcess, relayMetrics, spawnRelay } from './relayProcess.ts'
 import { renderRelayReport } from './relayReport.ts'
 import { leastSquaresSlope } from './leastSquaresSlope.ts'
@@ -252,6 +252,7 @@ async function main(): Promise<RelayBenchResult> {
         cpuPercent,
         rssMb: { A: Number(rssA.toFixed(1)), B: Number(rssB.toFixed(1)) },
         heapUsedMb: { A: mb(metric(metricsA, 'nodejs_heap_size_used_bytes')), B: mb(metric(metricsB, 'nodejs_heap_size_used_bytes')) },
+        heapTotalMb: { A: mb(metric(metricsA, 'nodejs_heap_size_total_bytes')), B: mb(metric(metricsB, 'nodejs_heap_size_total_bytes')) },
         arrayBuffersMb: { A: mb(metric(metricsA, 'nodejs_array_buffers_bytes')), B: mb(metric(metricsB, 'nodejs_array_buffers_bytes')) },
         loopDelayMs: { A: loopDelay(metricsA), B: loopDelay(metricsB) },
         timers: { A: metric(metricsA, TIMERS), B: metric(metricsB, TIMERS) },
@@ -434,6 +435,7 @@ async function main(): Promise<RelayBenchResult> {
       rssSeries,
       rssSlopeMbPerMinute: { A: slope(1), B: slope(2) },
       rssSlopeSecondHalf: { A: slope(1, steadySeconds / 2), B: slope(2, steadySeconds / 2) },
+      outsideHeapSlope: { A: outsideHeapSlope(minutes, 'A'), B: outsideHeapSlope(minutes, 'B') },
       redis: {
         commandsPerUpdate: Number(((redisEnd.commandsProcessed - redisStart.commandsProcessed) / updatesSteady).toFixed(2)),
         bytesInPerUpdate: Math.round((redisEnd.netInputBytes - redisStart.netInputBytes) / updatesSteady),

@@ -6,6 +6,7 @@ import type { RelayStoreKind } from './benchFlags.ts'
 import type { ArrivalFigures, Convergence } from './benchMessages.ts'
 import type { FleetLayout } from './fleetLayout.ts'
 import type { LatencySummary } from './latencyHistogram.ts'
+import { leastSquaresSlope } from './leastSquaresSlope.ts'
 
 /**
  * One row of the per-minute table of the steady phase.
@@ -27,6 +28,12 @@ export interface MinuteRow {
   readonly rssMb: { readonly A: number; readonly B: number }
   /** V8 heap in use (`nodejs_heap_size_used_bytes`), garbage not yet collected included. */
   readonly heapUsedMb: { readonly A: number; readonly B: number }
+  /**
+   * V8 heap size (`nodejs_heap_size_total_bytes`): RSS minus it is the relay's memory outside
+   * the JS heap (PGlite's WebAssembly memory on its own thread, Node's own, buffers). Absent in
+   * records taken before the bench read it.
+   */
+  readonly heapTotalMb?: { readonly A: number; readonly B: number }
   /** ArrayBuffers of the relay's thread (`nodejs_array_buffers_bytes`; PGlite's memory is on its own thread). */
   readonly arrayBuffersMb: { readonly A: number; readonly B: number }
   /** The event loop's delay over this minute (`nodejs_eventloop_lag_p99_seconds`, `_max_seconds`), in ms. */
@@ -126,6 +133,12 @@ export interface RelayBenchResult {
     readonly rssSlopeMbPerMinute: { readonly A: number; readonly B: number }
     /** The same over its second half: growth that levels off shows here as a smaller slope. */
     readonly rssSlopeSecondHalf: { readonly A: number; readonly B: number }
+    /**
+     * Least-squares slope of the memory outside the JS heap (RSS − V8 heap size, from the rows
+     * a minute), MB per minute: what of the RSS slope is not the JS heap's. Absent in records
+     * taken before the bench read the heap's size.
+     */
+    readonly outsideHeapSlope?: { readonly A: number; readonly B: number }
     /** Redis commands processed and bytes moved per device update over the steady phase. */
     readonly redis: { readonly commandsPerUpdate: number; readonly bytesInPerUpdate: number; readonly bytesOutPerUpdate: number }
   }
@@ -153,4 +166,16 @@ export interface RelayBenchResult {
     readonly relayWarnings: Readonly<Record<string, readonly string[]>>
     readonly relayExits: Readonly<Record<string, string>>
   }
+}
+
+/**
+ * Least-squares slope, MB per minute, of a relay's memory outside the JS heap (RSS − V8 heap
+ * size) over the rows a minute; NaN when the rows lack the heap's size.
+ *
+ * @example
+ * outsideHeapSlope(result.steady.minutes, 'B') // 0.3: B's growth outside the JS heap
+ */
+export function outsideHeapSlope(minutes: readonly MinuteRow[], relay: 'A' | 'B'): number {
+  const points = minutes.flatMap((m): [number, number][] => (m.heapTotalMb === undefined ? [] : [[m.minute, m.rssMb[relay] - m.heapTotalMb[relay]]]))
+  return Number(leastSquaresSlope(points).toFixed(2))
 }

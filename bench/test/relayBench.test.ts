@@ -24,7 +24,7 @@ import { allDevices, BENCH_ENGINE_OPTIONS, deviceIdentity, deviceUpdate, directo
 import { leastSquaresSlope } from '../relay/leastSquaresSlope.ts'
 import { machineCpu } from '../relay/machineCpu.ts'
 import { processTreeUsage, processUsage } from '../relay/processUsage.ts'
-import type { RelayBenchResult } from '../relay/relayBenchResult.ts'
+import { outsideHeapSlope, type RelayBenchResult } from '../relay/relayBenchResult.ts'
 import { renderRelayReport } from '../relay/relayReport.ts'
 
 const DEFAULT_LAYOUT = { fleets: 10, devicesPerFleet: 100, dashboardsPerFleet: 2, updatesPerSecond: 1 }
@@ -223,6 +223,18 @@ describe('pnpm bench:relay: the report', () => {
     const row = shared.split('\n').find((line) => line.startsWith(`| ${latest.steady.minutes[0]?.minute.toFixed(1)} |`)) ?? ''
     expect(row.split('|').length).toBe(header.split('|').length)
     expect(row).toContain(' | 2.5% | ')
+  })
+
+  it('splits the RSS slope: the part outside the JS heap (RSS − V8 heap size, a sample a minute), when the record read the heap’s size', () => {
+    // B's RSS grows 3 MB a minute, its JS heap 1: 2 MB a minute outside it; A's grows with its heap.
+    const minutes = latest.steady.minutes.map((m, i) => ({ ...m, minute: i + 1, rssMb: { A: 600 + i, B: 600 + 3 * i }, heapTotalMb: { A: 100 + i, B: 100 + i } }))
+    expect(outsideHeapSlope(minutes, 'A')).toBe(0)
+    expect(outsideHeapSlope(minutes, 'B')).toBe(2)
+    expect(Number.isNaN(outsideHeapSlope(latest.steady.minutes.map(({ heapTotalMb: _, ...m }) => m), 'A'))).toBe(true)
+    const rssRow = (r: RelayBenchResult) => targets(r).find((line) => line.startsWith('| relay RSS')) ?? ''
+    expect(rssRow(withSteady({ outsideHeapSlope: { A: 0.1, B: 2.5 } }))).toContain('; of it outside the JS heap (RSS − V8 heap size, a sample a minute): slope A 0.10, B 2.50 MB/min |')
+    const { outsideHeapSlope: _, ...without } = latest.steady
+    expect(rssRow({ ...latest, steady: without })).not.toContain('outside the JS heap')
   })
 
   it('marks each target ✓/✗: p99 < 100 ms, RSS slope ≤ 1 MB/min, timers and rooms loaded flat, every dashboard converged < 10 s', () => {
