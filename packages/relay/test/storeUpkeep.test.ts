@@ -81,7 +81,7 @@ it('the first read that fails rejects to its caller', async () => {
   expect(warnings).toEqual([])
 })
 
-it('PGlite is vacuumed every 100 compactions and checkpointed every 16 MiB written', async () => {
+it('PGlite is vacuumed every 100 compactions and checkpointed every 16 MiB written and before it closes', async () => {
   const { sql, upkeep } = upkeepOn('pglite')
   for (let i = 0; i < 99; i++) await upkeep.compacted()
   expect(sql.statements).toEqual([])
@@ -94,11 +94,14 @@ it('PGlite is vacuumed every 100 compactions and checkpointed every 16 MiB writt
   expect(sql.statements).toEqual(['checkpoint'])
   upkeep.wrote(8 << 20)
   expect(sql.statements).toEqual(['checkpoint'])
+  await upkeep.beforeClose()
+  expect(sql.statements).toEqual(['checkpoint', 'checkpoint'])
 })
 
 it('a PostgreSQL server is left to its own autovacuum and checkpointer', async () => {
   const { sql, upkeep } = upkeepOn('postgres')
   for (let i = 0; i < 200; i++) await upkeep.compacted()
   upkeep.wrote(64 << 20)
+  await upkeep.beforeClose()
   expect(sql.statements).toEqual([])
 })

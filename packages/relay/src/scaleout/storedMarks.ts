@@ -164,6 +164,9 @@ function markOf(text: string): Mark | string {
   return { t, k, d }
 }
 
+/** Of the extension's framing, what `MarkedChanges` uses: its framing, and the origin under which it applies the other relays' messages. */
+type ChangesWire = Pick<MarksWire, 'encodeMessage'> & { readonly redisTransactionOrigin: string }
+
 /**
  * The changes that store write marks cover. Sent: once this relay's store writes are marked
  * (`hold`), its changes go out framed with its identifier and `CHANGE_SUFFIX`. Received: each
@@ -177,7 +180,7 @@ function markOf(text: string): Mark | string {
  * changes.applying(changeSender(message), () => wire.handleIncomingMessage(channel, message))
  */
 export class MarkedChanges {
-  readonly #wire: Pick<MarksWire, 'encodeMessage'> & { readonly redisTransactionOrigin: string }
+  readonly #wire: ChangesWire
   /** This relay's identifier marked as a change's, framed as the extension frames it (length first). */
   readonly #prefix: Buffer
   #relayed: RelayedUpdates | null = null
@@ -186,7 +189,7 @@ export class MarkedChanges {
   /** Documents whose updates `#heldIfRelayed` sees. */
   readonly #watched = new WeakSet<Doc>()
 
-  constructor(identifier: string, wire: Pick<MarksWire, 'encodeMessage'> & { readonly redisTransactionOrigin: string }) {
+  constructor(identifier: string, wire: ChangesWire) {
     this.#wire = wire
     const marked = Buffer.from(identifier + CHANGE_SUFFIX)
     this.#prefix = Buffer.concat([Buffer.of(marked.byteLength), marked])

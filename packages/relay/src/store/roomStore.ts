@@ -398,8 +398,7 @@ export class RoomStore {
     this.#timer = undefined
     await this.#writing?.catch(() => undefined)
     await this.#compactions
-    // What the log holds past the last checkpoint is replayed at the next open: less of it, a faster start.
-    if (this.#sql.kind === 'pglite') await this.#upkeep.checkpoint().catch((error: unknown) => this.#log('warn', `checkpointing the store before closing failed: ${describeError(error)}`))
+    await this.#upkeep.beforeClose()
     await this.#sql.close()
   }
 

@@ -73,9 +73,18 @@ export class StoreUpkeep {
     await this.#sql.query('vacuum tidemark_relay_snapshots')
   }
 
-  /** Checkpoints the store (PGlite: what its log holds past the last checkpoint is replayed at the next open). */
+  /** Checkpoints the store. */
   checkpoint(): Promise<unknown> {
     return this.#timed('checkpoint', () => this.#sql.query('checkpoint'))
+  }
+
+  /**
+   * Before the store closes: on PGlite, a checkpoint (what its log holds past the last one is
+   * replayed at the next open: less of it, a faster start). A failure is logged, not thrown.
+   */
+  async beforeClose(): Promise<void> {
+    if (this.#sql.kind !== 'pglite') return
+    await this.checkpoint().catch((error: unknown) => this.#log('warn', `checkpointing the store before closing failed: ${describeError(error)}`))
   }
 
   /**
