@@ -89,11 +89,13 @@ it('an unloaded room is forgotten by the sizes, the store and its fleet director
     const connection = await hocuspocus.openDirectConnection(room)
     directory.list(room, 'fleet-r')
     await waitFor(() => directory.listedRooms === 1, `${room} listed`)
+    expect(directory.isListed(room)).toBe(true)
     listedAtMost = Math.max(listedAtMost, directory.listedRooms)
     expect(sizes.has(room)).toBe(true)
     await connection.disconnect()
     await waitFor(() => hocuspocus.documents.size === 0, `${room} and the directory unloaded`)
     expect(directory.listedRooms).toBe(0)
+    expect(directory.isListed(room)).toBe(false)
   }
   expect(listedAtMost).toBe(1)
   expect(sizes.rooms).toBe(0)

@@ -85,6 +85,17 @@ export class FleetDirectory {
     if (!(await rooms.idle.evictOne())) throw new Error(`${rooms.maxRooms} rooms are loaded, none of them idle`)
   }
 
+  /**
+   * Whether `room` is known to be listed (until it unloads): most changes come from rooms
+   * already listed, and this answers without parsing the name.
+   *
+   * @example
+   * if (!directory.isListed(room)) directory.list(room, fleetOf(room))
+   */
+  isListed(room: string): boolean {
+    return this.#listed.has(room)
+  }
+
   /** Makes sure `room` is listed in its fleet's directory (in the background; failures are logged). */
   list(room: string, fleet: string): void {
     if (this.#listed.has(room) || this.#closed) return

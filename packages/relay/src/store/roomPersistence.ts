@@ -218,7 +218,10 @@ export class RoomPersistence implements Extension {
   }
 
   #listInDirectory(room: string): void {
+    const directory = this.#directory
+    // Called on every change a client writes: a room already listed needs no name parsed.
+    if (directory === undefined || directory.isListed(room)) return
     const kind = classifyRoom(room)
-    if (kind.kind === 'device') this.#directory?.list(room, kind.fleet)
+    if (kind.kind === 'device') directory.list(room, kind.fleet)
   }
 }
