@@ -168,3 +168,39 @@ it('a relay starting beside a long read of the store (a dump, a report) opens it
   }
   expect(errors).toEqual([])
 })
+
+it('three hundred rooms loading at once (a fleet back after a restart) are read together, a few statements in all, each room its own parts', async () => {
+  postgres ??= await startPostgres()
+  const pool = await openPostgres(postgres.url, () => undefined)
+  let reads = 0
+  const sql: typeof pool = {
+    kind: pool.kind,
+    query: (text, params) => {
+      if (text.includes('any($1::text[])')) reads++
+      return pool.query(text, params)
+    },
+    transaction: (work) => pool.transaction(work),
+    close: () => pool.close(),
+  }
+  const store = await RoomStore.open(sql, { writeWindowMs: 60_000, compactAfterRows: 100_000, compactAfterBytes: 1 << 30 }, new RelayMetrics(), () => undefined)
+  try {
+    const rooms = Array.from({ length: 300 }, (_, r) => `fleet-s/d${r}`)
+    const docs = rooms.map((room, r) => {
+      const { doc, updates } = deviceUpdates(`d${r}`, [0, 60_000, 120_000].slice(0, 1 + (r % 3)))
+      for (const update of updates) store.append(room, update)
+      return doc
+    })
+    await store.flush()
+    const loaded = await Promise.all(rooms.map((room) => store.load(room)))
+    // Two reads start at once; the 298 rooms asked for meanwhile go 50 a read.
+    expect(reads).toBe(2 + Math.ceil(298 / 50))
+    expect(loaded.map((parts) => parts.length)).toEqual(rooms.map((_, r) => 1 + (r % 3)))
+    for (const [r, parts] of loaded.entries()) {
+      const doc = new Y.Doc()
+      for (const part of parts) Y.applyUpdate(doc, part.bytes)
+      expect(replicaLog(doc, `d${r}`).toJSON()).toEqual(replicaLog(docs[r] as Y.Doc, `d${r}`).toJSON())
+    }
+  } finally {
+    await store.close()
+  }
+})

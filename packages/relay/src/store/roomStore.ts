@@ -23,7 +23,8 @@ import type { SqlClient } from './sqlClient.ts'
 import { copiesWindowMs, RelayedCopies } from './relayedCopies.ts'
 import { compactFromRows, compactFromState } from './roomCompaction.ts'
 import { StoreUpkeep } from './storeUpkeep.ts'
-import { moveAside, readStoredParts, type SetAsidePart, type StoredPart } from './storedParts.ts'
+import { RoomReads } from './roomReads.ts'
+import { moveAside, type SetAsidePart, type StoredPart } from './storedParts.ts'
 import { createUpdateTables, insertUpdates, roomHash, updateRows } from './updateRows.ts'
 
 /**
@@ -122,6 +123,8 @@ export class RoomStore {
   #closed = false
   /** Copies of the other relays' updates, on a store of this relay alone (`appendCopy`). */
   readonly #copies: RelayedCopies
+  /** Reads of loading rooms, gathered. */
+  readonly #reads: RoomReads
 
   private constructor(sql: SqlClient, timing: RoomStoreTiming, metrics: RelayMetrics, log: RelayLog, timers: RelayTimers) {
     this.#sql = sql
@@ -130,6 +133,7 @@ export class RoomStore {
     this.#log = log
     this.#timers = timers
     this.#upkeep = new StoreUpkeep(sql, (op, work) => this.#timed(op, work), log)
+    this.#reads = new RoomReads(sql, (work) => this.#timed('load', work))
     this.#copies = new RelayedCopies((room, update) => this.append(room, update), copiesWindowMs(timing.writeWindowMs), timers, log)
   }
 
@@ -168,9 +172,12 @@ export class RoomStore {
     return [...(this.#writingBatch.get(room) ?? []), ...(this.#pending.get(room) ?? []), ...this.#copies.of(room)]
   }
 
-  /** The room's snapshot and updates, in the order to apply them (`applyStoredParts`). */
+  /**
+   * The room's snapshot and updates, in the order to apply them (`applyStoredParts`). Rooms that
+   * load while others are being read are read together (`RoomReads`).
+   */
   async load(room: string): Promise<StoredPart[]> {
-    const parts = await this.#timed('load', () => readStoredParts(this.#sql, room))
+    const parts = await this.#reads.read(room)
     const tail: RoomTail = { rows: 0, bytes: 0, snapshotBytes: 0, lastSeq: 0n, spread: thresholdSpread(room) }
     for (const part of parts) {
       if (part.seq === null) tail.snapshotBytes = part.bytes.byteLength

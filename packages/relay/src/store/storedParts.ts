@@ -22,19 +22,46 @@ export interface SetAsidePart {
   readonly reason: string
 }
 
-/** Snapshot and update rows of a room, read in one statement: one consistent view of both. */
-const READ_ROOM = `
-  select 0 as part, version::text as version, null::bigint as seq, bytes from tidemark_relay_snapshots where room = $1
+/**
+ * Snapshots and update rows of rooms, read in one statement: one consistent view of both, for
+ * every room asked (a reconnect storm loads hundreds of rooms at once: one statement each kept
+ * a pool's connections, or PGlite's one thread, busy with hundreds).
+ */
+const READ_ROOMS = `
+  select room, 0 as part, version::text as version, null::bigint as seq, bytes from tidemark_relay_snapshots where room = any($1::text[])
   union all
-  select 1, null, seq, bytes from tidemark_relay_updates where room = $1
-  order by part, seq`
+  select room, 1, null, seq, bytes from tidemark_relay_updates where room = any($1::text[])
+  order by room, part, seq`
 
 interface RoomRow {
+  readonly room: string
   readonly part: number
   readonly version: string | null
   /** A number from PGlite, a string from pg (int8). */
   readonly seq: number | string | null
   readonly bytes: Uint8Array
+}
+
+/**
+ * The stored parts of each of `rooms`, by room: its snapshot first (if it has one), then its
+ * update rows in order. A room with nothing stored is absent.
+ *
+ * @example
+ * const parts = await readRoomsParts(sql, ['fleet-a/d07', 'fleet-a/d08'])
+ * parts.get('fleet-a/d07') // [{ seq: null, version: '3', bytes }, { seq: '41', version: null, bytes }]
+ */
+export async function readRoomsParts(sql: SqlQueryable, rooms: readonly string[]): Promise<Map<string, StoredPart[]>> {
+  const { rows } = await sql.query<RoomRow>(READ_ROOMS, [rooms])
+  const parts = new Map<string, StoredPart[]>()
+  for (const row of rows) {
+    let list = parts.get(row.room)
+    if (list === undefined) {
+      list = []
+      parts.set(row.room, list)
+    }
+    list.push({ seq: row.seq === null ? null : String(row.seq), version: row.version, bytes: row.bytes })
+  }
+  return parts
 }
 
 /**
@@ -44,8 +71,7 @@ interface RoomRow {
  * const parts = await readStoredParts(sql, 'fleet-a/d07') // [{ seq: null, version: '3', bytes }, { seq: '41', version: null, bytes }]
  */
 export async function readStoredParts(sql: SqlQueryable, room: string): Promise<StoredPart[]> {
-  const rows = await sql.query<RoomRow>(READ_ROOM, [room])
-  return rows.rows.map((row) => ({ seq: row.seq === null ? null : String(row.seq), version: row.version, bytes: row.bytes }))
+  return (await readRoomsParts(sql, [room])).get(room) ?? []
 }
 
 /** The bytes of an empty update (no structs, no deletions). */
