@@ -13,6 +13,7 @@ import { FleetDirectory } from './directory/fleetDirectory.ts'
 import { AccessGate } from './gate/accessGate.ts'
 import { RoomAdmission } from './gate/roomAdmission.ts'
 import { SocketGuard } from './gate/socketGuard.ts'
+import { gatherWrites } from './gate/socketWrites.ts'
 import { TokenExpiry } from './gate/tokenExpiry.ts'
 import { relayHttp } from './http/relayHttp.ts'
 import { RelayMetrics } from './metrics/relayMetrics.ts'
@@ -188,6 +189,8 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
           log('info', `closed a socket: too-large (a message over ${o.limits.maxMessageBytes} bytes)`)
         }
       })
+      // The frames sent to the socket in one turn (the changes one read of Redis brought its rooms) leave in one write.
+      gatherWrites(ws, socket as Socket)
       const guard = new SocketGuard(ws, { ...o.limits, pingTimeoutMs: hocuspocus.configuration.timeout }, metrics, o.timers, log, socket as Socket, GLOBAL_TIMERS)
       guard.install()
       hocuspocus.handleConnection(ws, request, { socket: guard })
