@@ -33,50 +33,17 @@ import type { Contender, Outcome, RunContext, WindowTotals } from '../harness/co
 import { windowTotalId } from '../harness/contender.ts'
 import type { FixedWindow } from './fixedWindows.ts'
 import { PROCESSING_START } from './tidemark.ts'
+import { type Source, type SourceCell, UploadRules, type UploadRulesOptions } from './uploadRules.ts'
 
-export interface RulesLoopOptions {
+export interface RulesLoopOptions extends UploadRulesOptions {
   readonly windows: readonly FixedWindow[]
-  readonly outOfOrderness: number
   readonly allowedLateness: number
-  /** Processing-time ms; default Infinity. */
-  readonly idleTimeout?: number
-  /** Default one day, as the engine's. */
-  readonly maxFutureSkew?: number
   /**
    * Keep a lattice cell per source and window, as replication needs (docs/replication.md: a
    * window's state is its sources' cells, each stamped with its source's version), and fold a
    * window's result from its cells when it emits: the cells floor. Default false.
    */
   readonly cells?: boolean
-}
-
-interface Source {
-  maxTs: number
-  lastSeen: number
-  seenInBatch: boolean
-  /** Every seq up to here was seen. */
-  prefix: number
-  /** Seqs seen above `prefix + 1` and within `RING` of it, by `seq & RING_MASK` (made on first use). */
-  ring: Uint8Array | null
-  /** Seqs seen further ahead than the ring reaches. */
-  far: Set<number> | null
-  /** Ids of events without a seq. */
-  ids: Set<string> | null
-  /** The source's clock: one more per event accepted (the cells floor stamps its cells with it). */
-  version: number
-  /** The window the source wrote last and its cell there (the cells floor: most events need no lookup). */
-  lastWindow: Window | null
-  lastCell: SourceCell | null
-}
-
-/** A source's lattice cell of one window (the cells floor). */
-interface SourceCell {
-  count: number
-  sum: number
-  min: number
-  max: number
-  maxTs: number
-  version: number
 }
 
 export interface Window {
@@ -109,107 +76,6 @@ export interface Emission {
   readonly max: number
   readonly revision: number
   readonly previous: Emission | null
-}
-
-interface Anomaly {
-  readonly reason: string
-  readonly index: number
-  readonly detail: string
-}
-
-const DAY = 86_400_000
-/** How far ahead of a source's prefix its seqs are kept in a ring (a power of two). */
-const RING = 4096
-const RING_MASK = RING - 1
-
-/**
- * The rules every upload goes through before any window: validation, future skew, dedup per
- * source and the per-source clocks, and the watermark moved between uploads.
- */
-export class UploadRules {
-  readonly #sources = new Map<string, Source>()
-  readonly #outOfOrderness: number
-  readonly #idleTimeout: number
-  readonly #skew: number
-  readonly anomalies: Anomaly[] = []
-  /** Copies of the events no window admitted any more. */
-  readonly late: StreamEvent[] = []
-  watermark = Number.NEGATIVE_INFINITY
-  accepted = 0
-  duplicates = 0
-  #now = 0
-  #future = 0
-  #last: Source | undefined
-  #lastName = ''
-
-  constructor(options: RulesLoopOptions) {
-    this.#outOfOrderness = options.outOfOrderness
-    this.#idleTimeout = options.idleTimeout ?? Number.POSITIVE_INFINITY
-    this.#skew = options.maxFutureSkew ?? DAY
-  }
-
-  /** An upload starts at processing time `now`. */
-  begin(now: number): void {
-    this.#now = now
-    this.#future = now + this.#skew
-    this.#last = undefined
-  }
-
-  /** True when `event` (at `index` of its upload) is valid, not too far ahead and not a duplicate: it is then remembered. */
-  admit(event: StreamEvent, index: number): boolean {
-    const reason = invalid(event)
-    if (reason !== null) {
-      this.anomalies.push({ reason: 'invalid_event', index, detail: reason })
-      return false
-    }
-    const { source: name, seq, ts } = event
-    if (ts > this.#future) {
-      this.anomalies.push({ reason: 'future_ts', index, detail: `ts ${ts} is ${ts - this.#now} ms ahead of now` })
-      return false
-    }
-    let source = this.#last !== undefined && this.#lastName === name ? this.#last : this.#sources.get(name)
-    if (source === undefined) {
-      source = { maxTs: ts, lastSeen: Number.NaN, seenInBatch: true, prefix: 0, ring: null, far: null, ids: null, version: 0, lastWindow: null, lastCell: null }
-      this.#sources.set(name, source)
-    }
-    this.#last = source
-    this.#lastName = name
-    if (seen(source, seq, event.id)) {
-      this.duplicates++
-      return false
-    }
-    remember(source, seq, event.id)
-    if (ts > source.maxTs) source.maxTs = ts
-    source.seenInBatch = true
-    return true
-  }
-
-  /** The source of the event admitted last. */
-  get source(): Source {
-    return this.#last as Source
-  }
-
-  /** An admitted event that no window took: counted, and a copy kept. */
-  refuse(event: StreamEvent): void {
-    this.late.push({ ...event })
-  }
-
-  /** The upload ended: moves the watermark (per source max ts − out-of-orderness, min over sources not idle, never back); true when it moved. */
-  end(): boolean {
-    const now = this.#now
-    let active = Number.POSITIVE_INFINITY
-    for (const source of this.#sources.values()) {
-      if (source.seenInBatch) {
-        source.lastSeen = now
-        source.seenInBatch = false
-      }
-      if (now - source.lastSeen <= this.#idleTimeout && source.maxTs < active) active = source.maxTs
-    }
-    const next = active === Number.POSITIVE_INFINITY ? this.watermark : Math.max(this.watermark, active - this.#outOfOrderness)
-    if (next <= this.watermark) return false
-    this.watermark = next
-    return true
-  }
 }
 
 /** Where a rules floor's emissions go: counted, and the fired values kept when the run is recorded. */
@@ -391,54 +257,6 @@ export function rulesOutcome(rules: UploadRules, sink: EmissionSink, liveWindows
 export function result(type: Emission['type'], window: string, key: string, w: Window): Emission {
   // Only a correction carries what it replaces, as the engine's changes: results do not chain.
   return { type, window, key, start: w.start, end: w.end, count: w.count, sum: w.sum, min: w.min, max: w.max, revision: w.revision, previous: type === 'correction' ? w.last : null }
-}
-
-/** Why the engine would refuse `event` as invalid_event, or null (the checks of docs/semantics.md, Events). */
-function invalid(event: StreamEvent): string | null {
-  if (typeof event !== 'object' || event === null) return 'not an object'
-  const { id, source, ts, value, seq, key } = event
-  if (typeof id !== 'string' || id === '' || id.length > 1024) return 'id'
-  if (typeof source !== 'string' || source === '' || source.length > 1024) return 'source'
-  if (typeof ts !== 'number' || !Number.isFinite(ts) || Math.abs(ts) > 2 ** 53 / 1000) return 'ts'
-  if (typeof value !== 'number' || !Number.isFinite(value)) return 'value'
-  if (seq !== undefined && (!Number.isSafeInteger(seq) || seq < 1)) return 'seq'
-  if (key !== undefined && (typeof key !== 'string' || key.length > 1024)) return 'key'
-  return null
-}
-
-function seen(source: Source, seq: number | undefined, id: string): boolean {
-  if (seq === undefined) return source.ids?.has(id) === true
-  if (seq <= source.prefix) return true
-  if (seq - source.prefix < RING && source.ring !== null && source.ring[seq & RING_MASK] === 1) return true
-  return source.far?.has(seq) === true
-}
-
-function remember(source: Source, seq: number | undefined, id: string): void {
-  if (seq === undefined) {
-    source.ids ??= new Set()
-    source.ids.add(id)
-    return
-  }
-  if (seq !== source.prefix + 1) {
-    if (seq - source.prefix < RING) {
-      source.ring ??= new Uint8Array(RING)
-      source.ring[seq & RING_MASK] = 1
-    } else {
-      source.far ??= new Set()
-      source.far.add(seq)
-    }
-    return
-  }
-  source.prefix = seq
-  const ring = source.ring
-  if (ring === null) return
-  // The seqs seen ahead that now join the prefix.
-  for (;;) {
-    const next = source.prefix + 1
-    if (ring[next & RING_MASK] === 1) ring[next & RING_MASK] = 0
-    else if (source.far === null || !source.far.delete(next)) return
-    source.prefix = next
-  }
 }
 
 /** The cells floor: a window's result, folded from its sources' cells. */

@@ -16,7 +16,8 @@
 import type { StreamEvent } from '@tidemark/engine'
 import type { Contender, Outcome, RunContext } from '../harness/contender.ts'
 import type { FixedWindow } from './fixedWindows.ts'
-import { type Emission, EmissionSink, emitChange, rulesOutcome, type RulesLoopOptions, settleWindow, UploadRules, type Window } from './rulesLoop.ts'
+import { type Emission, EmissionSink, emitChange, rulesOutcome, type RulesLoopOptions, settleWindow, type Window } from './rulesLoop.ts'
+import { UploadRules } from './uploadRules.ts'
 import { PROCESSING_START } from './tidemark.ts'
 
 interface Slice {
@@ -64,7 +65,7 @@ function slicedRulesLoop(
   const { window: spec, allowedLateness } = options
   const { slide, size } = spec
   const perWindow = size / slide
-  const rules = new UploadRules({ ...options, windows: [spec] })
+  const rules = new UploadRules(options)
   const sink = new EmissionSink(record)
   const byKey = new Map<string, Series>()
   const changed: Series[] = []
