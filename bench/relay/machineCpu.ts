@@ -4,6 +4,7 @@
  * it says how much of the cores the benchmark could have had.
  */
 import { readFileSync } from 'node:fs'
+import { loadavg } from 'node:os'
 
 /** Clock ticks per second of /proc/stat (USER_HZ, 100 on Linux). */
 const USER_HZ = 100
@@ -36,4 +37,14 @@ export function machineCpu(): MachineCpu {
   const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = line.trim().split(/\s+/).slice(1).map(Number)
   const ms = (ticks: number): number => (ticks * 1000) / USER_HZ
   return { busyMs: ms(user + nice + system + irq + softirq + steal), idleMs: ms(idle), iowaitMs: ms(iowait), stealMs: ms(steal) }
+}
+
+/**
+ * The machine's 1-minute load average, to two decimals: what the run's figures were measured under.
+ *
+ * @example
+ * loadAverage() // 2.41
+ */
+export function loadAverage(): number {
+  return Number((loadavg()[0] as number).toFixed(2))
 }
