@@ -136,6 +136,18 @@ export interface ArrivalFigures {
 }
 
 /**
+ * How long a process's event loop kept work waiting over an interval, p99 and max, in ms
+ * (`monitorEventLoopDelay`, 10 ms resolution, as the relays' `/metrics` report theirs).
+ *
+ * @example
+ * const delay: LoopDelay = { p99: 31.2, max: 88.1 }
+ */
+export interface LoopDelay {
+  readonly p99: number
+  readonly max: number
+}
+
+/**
  * The dashboards to the orchestrator.
  *
  * @example
@@ -143,7 +155,7 @@ export interface ArrivalFigures {
  */
 export type FromDashboards =
   | { readonly type: 'ready'; readonly rooms: readonly number[]; readonly sourcesSeen: readonly number[] }
-  | { readonly type: 'interval'; readonly figures: ArrivalFigures }
+  | { readonly type: 'interval'; readonly figures: ArrivalFigures; readonly loopDelayMs: LoopDelay }
   | { readonly type: 'converged'; readonly convergence: Convergence }
   | { readonly type: 'totals'; readonly phases: Readonly<Record<string, ArrivalFigures>>; readonly refusals: number; readonly errors: number; readonly engineAnomalies: number }
   | { readonly type: 'error'; readonly message: string }

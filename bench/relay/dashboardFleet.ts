@@ -12,6 +12,7 @@
 import type { CellEntry, CellGroup, ClockEntry, Engine, MergeReport, ReplicaPort } from '@tidemark/engine'
 import { createEngine } from '@tidemark/engine'
 import { connectRelay, followRooms, type Relay, type RoomFollower } from '@tidemark/yjs'
+import { monitorEventLoopDelay } from 'node:perf_hooks'
 import WebSocket from 'ws'
 import type { ArrivalFigures, ChildConfig, Convergence, DeviceResync, FromDashboards, ToDashboards } from './benchMessages.ts'
 import { dashboardToken, secretBytes } from './benchTokens.ts'
@@ -50,6 +51,13 @@ const phases = new Map<string, Arrivals>()
 let phase = new Arrivals()
 phases.set('connect', phase)
 let interval = new Arrivals()
+/**
+ * This process's event-loop delay over the running interval: the twenty dashboards share one
+ * loop here (in a deployment each has its own machine), so an update may wait behind the others'
+ * merges, and that wait is part of the latency measured.
+ */
+const loopDelay = monitorEventLoopDelay({ resolution: 10 })
+loopDelay.enable()
 let recording = false
 let unconfirmed = 0
 let errors = 0
@@ -211,8 +219,9 @@ process.on('message', (message: ToDashboards) => {
       startPhase(message.name)
       break
     case 'interval':
-      send({ type: 'interval', figures: interval.figures() })
+      send({ type: 'interval', figures: interval.figures(), loopDelayMs: { p99: Number((loopDelay.percentile(99) / 1e6).toFixed(1)), max: Number((loopDelay.max / 1e6).toFixed(1)) } })
       interval = new Arrivals()
+      loopDelay.reset()
       break
     case 'converge':
       converge(message.resync, message.timeoutMs)

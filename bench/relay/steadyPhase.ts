@@ -6,7 +6,7 @@
  */
 import { cpus } from 'node:os'
 import type { BenchFlags } from './benchFlags.ts'
-import type { ArrivalFigures, DeviceCounters } from './benchMessages.ts'
+import type { ArrivalFigures, DeviceCounters, LoopDelay } from './benchMessages.ts'
 import { leastSquaresSlope } from './leastSquaresSlope.ts'
 import { loadAverage, machineCpu } from './machineCpu.ts'
 import { type ProcessUsage, processTreeUsage, processUsage } from './processUsage.ts'
@@ -24,7 +24,7 @@ const RELAYED_WRITTEN = 'tidemark_relay_relayed_written_total'
 
 const mb = (bytes: number): number => Number((bytes / MB).toFixed(1))
 /** A relay's event-loop delay since its previous scrape, p99 and max, in ms. */
-const loopDelay = (values: Map<string, number>): { p99: number; max: number } => ({
+const loopDelay = (values: Map<string, number>): LoopDelay => ({
   p99: Number((1000 * metric(values, 'nodejs_eventloop_lag_p99_seconds')).toFixed(1)),
   max: Number((1000 * metric(values, 'nodejs_eventloop_lag_max_seconds')).toFixed(1)),
 })
@@ -73,9 +73,9 @@ export async function measureSteady(rig: RelayRig, flags: BenchFlags): Promise<S
     sim.send({ type: 'counters' })
     return (await sim.next('counters')).counters
   }
-  const interval = async (): Promise<ArrivalFigures> => {
+  const interval = async (): Promise<{ figures: ArrivalFigures; loopDelayMs: LoopDelay }> => {
     dash.send({ type: 'interval' })
-    return (await dash.next('interval')).figures
+    return await dash.next('interval')
   }
   dash.send({ type: 'phase', name: 'steady' })
   await interval()
@@ -100,7 +100,7 @@ export async function measureSteady(rig: RelayRig, flags: BenchFlags): Promise<S
   say('')
   const shared = flags.store === 'postgres'
   say(
-    `minute | load | latency p50 / p99 / max ms (arrivals) | updates/s | CPU % of a core: A / B / redis${shared ? ' / postgres' : ''} / simulator / dashboards / other processes, iowait | RSS MB A / B | heap used MB A / B | loop delay ms p99 / max: A, B | timers A / B | rooms A / B | stored MB ${shared ? '(shared database)' : 'A'}`,
+    `minute | load | latency p50 / p99 / max ms (arrivals) | updates/s | CPU % of a core: A / B / redis${shared ? ' / postgres' : ''} / simulator / dashboards / other processes, iowait | RSS MB A / B | heap used MB A / B | loop delay ms p99 / max: A, B, dashboards | timers A / B | rooms A / B | stored MB ${shared ? '(shared database)' : 'A'}`,
   )
   for (let tick = 1; ; tick++) {
     const due = Math.min(steadyStart + tick * SAMPLE_MS, steadyStart + steadyMs)
@@ -117,7 +117,7 @@ export async function measureSteady(rig: RelayRig, flags: BenchFlags): Promise<S
       const machine = machineCpu()
       metricsA = await scrape(rig, rig.a, metricsA)
       metricsB = await scrape(rig, b, metricsB)
-      const figures = await interval()
+      const { figures, loopDelayMs: dashboardsDelay } = await interval()
       const updates = metric(metricsA, 'tidemark_relay_updates_in_total')
       const wall = now - rowAt
       const cpuPercent: Record<string, number> = {}
@@ -136,7 +136,7 @@ export async function measureSteady(rig: RelayRig, flags: BenchFlags): Promise<S
         heapUsedMb: { A: mb(metric(metricsA, 'nodejs_heap_size_used_bytes')), B: mb(metric(metricsB, 'nodejs_heap_size_used_bytes')) },
         heapTotalMb: { A: mb(metric(metricsA, 'nodejs_heap_size_total_bytes')), B: mb(metric(metricsB, 'nodejs_heap_size_total_bytes')) },
         arrayBuffersMb: { A: mb(metric(metricsA, 'nodejs_array_buffers_bytes')), B: mb(metric(metricsB, 'nodejs_array_buffers_bytes')) },
-        loopDelayMs: { A: loopDelay(metricsA), B: loopDelay(metricsB) },
+        loopDelayMs: { A: loopDelay(metricsA), B: loopDelay(metricsB), dashboards: dashboardsDelay },
         timers: { A: metric(metricsA, TIMERS), B: metric(metricsB, TIMERS) },
         roomsLoaded: { A: metric(metricsA, 'tidemark_relay_rooms_loaded'), B: metric(metricsB, 'tidemark_relay_rooms_loaded') },
         storedBytesA: metric(metricsA, 'tidemark_relay_stored_bytes'),
@@ -145,7 +145,7 @@ export async function measureSteady(rig: RelayRig, flags: BenchFlags): Promise<S
       say(
         `${row.minute.toFixed(1).padStart(6)} | ${row.load.toFixed(2)} | ${row.latency.p50} / ${row.latency.p99} / ${row.latency.max} (${figures.arrivals}) | ${row.updatesPerSecond} | ` +
           `${cpuPercent['relay A']} / ${cpuPercent['relay B']} / ${cpuPercent.redis}${shared ? ` / ${cpuPercent.postgres}` : ''} / ${cpuPercent['device simulator']} / ${cpuPercent.dashboards} / ${cpuPercent['other processes']}, ${cpuPercent.iowait} | ` +
-          `${row.rssMb.A} / ${row.rssMb.B} | ${row.heapUsedMb.A} / ${row.heapUsedMb.B} | ${row.loopDelayMs.A.p99} / ${row.loopDelayMs.A.max}, ${row.loopDelayMs.B.p99} / ${row.loopDelayMs.B.max} | ${row.timers.A} / ${row.timers.B} | ${row.roomsLoaded.A} / ${row.roomsLoaded.B} | ${(row.storedBytesA / 1e6).toFixed(2)}`,
+          `${row.rssMb.A} / ${row.rssMb.B} | ${row.heapUsedMb.A} / ${row.heapUsedMb.B} | ${row.loopDelayMs.A.p99} / ${row.loopDelayMs.A.max}, ${row.loopDelayMs.B.p99} / ${row.loopDelayMs.B.max}, ${dashboardsDelay.p99} / ${dashboardsDelay.max} | ${row.timers.A} / ${row.timers.B} | ${row.roomsLoaded.A} / ${row.roomsLoaded.B} | ${(row.storedBytesA / 1e6).toFixed(2)}`,
       )
       rowCpu = cpu
       rowMachine = machine

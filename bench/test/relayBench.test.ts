@@ -237,6 +237,21 @@ describe('pnpm bench:relay: the report', () => {
     expect(rssRow({ ...latest, steady: without })).not.toContain('outside the JS heap')
   })
 
+  it('shows the dashboards’ process’s event-loop delay beside the relays’ when the rows carry it (records before it render as they were)', () => {
+    const minutes = latest.steady.minutes.map((m, i) => ({ ...m, loopDelayMs: { ...m.loopDelayMs, dashboards: { p99: 40 + i, max: 90.5 } } }))
+    const report = renderRelayReport(withSteady({ minutes }))
+    const header = report.split('\n').find((line) => line.startsWith('| minute |')) ?? ''
+    const row = report.split('\n').find((line) => line.startsWith(`| ${latest.steady.minutes[0]?.minute.toFixed(1)} |`)) ?? ''
+    expect(header).toContain('| event-loop delay p99 / max ms, A · B · dashboards |')
+    const first = latest.steady.minutes[0] as (typeof latest.steady.minutes)[number]
+    expect(row).toContain(`| ${first.loopDelayMs.A.p99} / ${first.loopDelayMs.A.max} · ${first.loopDelayMs.B.p99} / ${first.loopDelayMs.B.max} · 40 / 90.5 |`)
+    expect(row.split('|').length).toBe(header.split('|').length)
+    expect(report).toContain("the dashboards' event-loop delay is their one process's")
+    const before = renderRelayReport(latest)
+    expect(before).toContain('| event-loop delay p99 / max ms, A · B |')
+    expect(before).not.toContain("the dashboards' event-loop delay")
+  })
+
   it('marks each target ✓/✗: p99 < 100 ms, RSS slope ≤ 1 MB/min, timers and rooms loaded flat, every dashboard converged < 10 s', () => {
     const met = withSteady(
       { arrivals: { ...latest.steady.arrivals, latency: { ...latest.steady.arrivals.latency, p99: 99 } }, rssSlopeMbPerMinute: { A: 1, B: -2 } },
