@@ -5,7 +5,7 @@
  * watermark moved between uploads (max ts − out-of-orderness, min over sources not idle, never
  * backwards). Written as the engine's rules demand and no more (docs/semantics.md, Events).
  */
-import type { StreamEvent } from '@tidemark/engine'
+import type { Cell, StreamEvent } from '@tidemark/engine'
 
 export interface UploadRulesOptions {
   readonly outOfOrderness: number
@@ -35,15 +35,8 @@ export interface Source {
   lastCell: SourceCell | null
 }
 
-/** A source's lattice cell of one window (the cells floor). */
-export interface SourceCell {
-  count: number
-  sum: number
-  min: number
-  max: number
-  maxTs: number
-  version: number
-}
+/** A source's lattice cell of one window (the cells floor): the engine's cell, as replication merges it. */
+export type SourceCell = Cell
 
 interface Anomaly {
   readonly reason: string
