@@ -1,4 +1,4 @@
-import type { StreamEvent } from '../core/event.ts'
+import type { StreamEvent } from '../input/event.ts'
 
 /**
  * An aggregate: a value computed over a window's events and kept as plain-data state that

@@ -1,4 +1,4 @@
-import { assertKnownOptions } from '../core/knownOptions.ts'
+import { assertKnownOptions } from '../options/knownOptions.ts'
 
 /**
  * Checks an aggregate factory's options: an object (or absent when `required` is false) with no

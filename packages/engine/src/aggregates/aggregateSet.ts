@@ -1,5 +1,5 @@
-import type { StreamEvent } from '../core/event.ts'
-import { messageOf } from '../core/errorMessage.ts'
+import type { StreamEvent } from '../input/event.ts'
+import { messageOf } from '../errors/errorMessage.ts'
 import type { AnyAggregate } from './aggregate.ts'
 import { compareBytes } from './byteOrder.ts'
 

@@ -8,7 +8,7 @@
  * register value, that the mode is the canonical one, and that no byte trails.
  */
 import { exactAggregate } from './aggregateSet.ts'
-import type { StreamEvent } from '../core/event.ts'
+import type { StreamEvent } from '../input/event.ts'
 import type { Aggregate } from './aggregate.ts'
 import { checkAggregateOptions, numberOption } from './aggregateOptions.ts'
 import { ByteReader } from './byteReader.ts'

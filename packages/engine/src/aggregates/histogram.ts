@@ -9,7 +9,7 @@
  */
 import { addBucketCounts, MAX_BUCKET_COUNT } from './bucketCount.ts'
 import { exactAggregate } from './aggregateSet.ts'
-import type { StreamEvent } from '../core/event.ts'
+import type { StreamEvent } from '../input/event.ts'
 import type { Aggregate } from './aggregate.ts'
 import { checkAggregateOptions, isListOf } from './aggregateOptions.ts'
 import { ByteReader } from './byteReader.ts'

@@ -13,8 +13,8 @@
  * that no byte trails.
  */
 import { type CellEvents, exactAggregate } from './aggregateSet.ts'
-import type { StreamEvent } from '../core/event.ts'
-import { MAX_NAME_LENGTH } from '../core/event.ts'
+import type { StreamEvent } from '../input/event.ts'
+import { MAX_NAME_LENGTH } from '../input/event.ts'
 import type { Aggregate } from './aggregate.ts'
 import { checkAggregateOptions } from './aggregateOptions.ts'
 import { ByteReader } from './byteReader.ts'

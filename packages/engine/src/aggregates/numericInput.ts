@@ -1,4 +1,4 @@
-import type { StreamEvent } from '../core/event.ts'
+import type { StreamEvent } from '../input/event.ts'
 
 /**
  * The input of a numeric aggregate without `of`: the event's value.

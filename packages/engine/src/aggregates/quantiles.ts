@@ -25,7 +25,7 @@
  */
 import { addBucketCounts } from './bucketCount.ts'
 import { exactAggregate } from './aggregateSet.ts'
-import type { StreamEvent } from '../core/event.ts'
+import type { StreamEvent } from '../input/event.ts'
 import type { Aggregate } from './aggregate.ts'
 import { checkAggregateOptions, isListOf, numberOption } from './aggregateOptions.ts'
 import { addToStore, type BucketStore, decodeStore, encodeStore, mergeStoreInto, mergeStores } from './bucketStore.ts'

@@ -1,6 +1,6 @@
-import { OverflowError } from './overflowError.ts'
+import { OverflowError } from '../errors/overflowError.ts'
 import type { WindowChange } from '../windows/windowResult.ts'
-import { notifyEach, listenerOf } from './listenerError.ts'
+import { notifyEach, listenerOf } from '../errors/listenerError.ts'
 
 type Listener = (changes: readonly WindowChange[]) => void
 

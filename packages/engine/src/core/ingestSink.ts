@@ -1,6 +1,6 @@
 import type { IngestReceipt } from './engineApi.ts'
-import type { StreamEvent } from './event.ts'
-import { OverflowError } from './overflowError.ts'
+import type { StreamEvent } from '../input/event.ts'
+import { OverflowError } from '../errors/overflowError.ts'
 
 /**
  * `engine.writable`: a WritableStream of batches. A write completes once its batch is

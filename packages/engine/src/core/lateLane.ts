@@ -1,6 +1,6 @@
 import type { LateEvent } from './engineApi.ts'
-import { copyStreamEvent, type StreamEvent } from './event.ts'
-import { plainConstructor } from './plainConstructor.ts'
+import { copyStreamEvent, type StreamEvent } from '../input/event.ts'
+import { plainConstructor } from '../input/plainConstructor.ts'
 
 /** A `LateEvent` being built: its fields writable. */
 type LateFields = { -readonly [K in keyof LateEvent]: LateEvent[K] }

@@ -1,4 +1,4 @@
-import { plainConstructor } from '../core/plainConstructor.ts'
+import { plainConstructor } from '../input/plainConstructor.ts'
 
 /**
  * Lattice cells (docs/replication.md).

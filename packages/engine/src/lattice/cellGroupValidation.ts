@@ -4,7 +4,7 @@
  * A group with some bad cells goes on without them; each refusal is reported with its reason.
  */
 import { MAX_AGGREGATES } from '../aggregates/aggregateSet.ts'
-import { MAX_ABS_TS, MAX_NAME_LENGTH } from '../core/event.ts'
+import { MAX_ABS_TS, MAX_NAME_LENGTH } from '../input/event.ts'
 import { type Cell, cellKey } from './cell.ts'
 import { type CellGroup, GROUP_COLUMNS, groupCell, MAX_CELL_COUNT, MAX_GROUP_CELLS, packCellGroup } from './cellGroup.ts'
 

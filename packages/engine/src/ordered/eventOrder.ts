@@ -1,5 +1,5 @@
-import type { StreamEvent } from '../core/event.ts'
-import { plainConstructor } from '../core/plainConstructor.ts'
+import type { StreamEvent } from '../input/event.ts'
+import { plainConstructor } from '../input/plainConstructor.ts'
 import type { Basis } from '../windows/windowResult.ts'
 
 /**

@@ -1,7 +1,7 @@
-import type { AnomalyReason } from '../core/anomaly.ts'
+import type { AnomalyReason } from '../input/anomaly.ts'
 import type { IngestReceipt, LateEvent } from '../core/engineApi.ts'
-import type { StreamEvent } from '../core/event.ts'
-import type { FutureSource } from '../core/futureSources.ts'
+import type { StreamEvent } from '../input/event.ts'
+import type { FutureSource } from '../input/futureSources.ts'
 import type { OrderedEvent } from './eventOrder.ts'
 import type { WatermarkStrategy } from '../time/watermarkStrategy.ts'
 

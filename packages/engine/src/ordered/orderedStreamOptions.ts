@@ -1,6 +1,6 @@
 import type { OrderedStreamOptions } from './orderedStreamApi.ts'
-import { maxFutureSkewOf } from '../core/futureSources.ts'
-import { assertKnownOptions } from '../core/knownOptions.ts'
+import { maxFutureSkewOf } from '../input/futureSources.ts'
+import { assertKnownOptions } from '../options/knownOptions.ts'
 import { processingClock } from '../time/processingClock.ts'
 import { boundedOutOfOrderness, checkWatermarkStrategy, type WatermarkStrategy } from '../time/watermarkStrategy.ts'
 

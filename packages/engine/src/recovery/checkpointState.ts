@@ -3,10 +3,10 @@
  * late lane, counters and dedup memory (the `EngineCheckpoint` shape).
  */
 import type { AggregateSet } from '../aggregates/aggregateSet.ts'
-import type { AnomalyReason } from '../core/anomaly.ts'
-import type { DedupMemory } from '../core/dedupMemory.ts'
+import type { AnomalyReason } from '../input/anomaly.ts'
+import type { DedupMemory } from '../windows/dedupMemory.ts'
 import type { EngineLiveness } from '../core/engineLiveness.ts'
-import type { FutureSources } from '../core/futureSources.ts'
+import type { FutureSources } from '../input/futureSources.ts'
 import type { EngineCheckpoint, SessionIndexSnapshot, SliceIndexSnapshot, WindowSnapshot } from './engineCheckpoint.ts'
 import { configurationOf, type ResolvedOptions } from '../core/engineOptions.ts'
 import { checkpointRefusal } from './checkpointValidation.ts'

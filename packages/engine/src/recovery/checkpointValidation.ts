@@ -9,11 +9,11 @@
  * `checkpoint.sources[3]: prefix must be a safe integer >= 0: -1`.
  */
 import type { AggregateSet, CellEvents } from '../aggregates/aggregateSet.ts'
-import { ANOMALY_REASONS, type AnomalyReason } from '../core/anomaly.ts'
+import { ANOMALY_REASONS, type AnomalyReason } from '../input/anomaly.ts'
 import { configurationOf, type ResolvedOptions } from '../core/engineOptions.ts'
-import { messageOf } from '../core/errorMessage.ts'
-import { MAX_ABS_TS, MAX_NAME_LENGTH } from '../core/event.ts'
-import { describeInvalid, invalidReason } from '../core/eventValidation.ts'
+import { messageOf } from '../errors/errorMessage.ts'
+import { MAX_ABS_TS, MAX_NAME_LENGTH } from '../input/event.ts'
+import { describeInvalid, invalidReason } from '../input/eventValidation.ts'
 import type { Cell } from '../lattice/cell.ts'
 import { cellValuesProblem, isName, isStateList, isWindowStart } from '../lattice/cellGroupValidation.ts'
 import { clockEntryProblem } from '../replica/remoteValidation.ts'

@@ -1,7 +1,7 @@
-import type { AnomalyReason } from '../core/anomaly.ts'
+import type { AnomalyReason } from '../input/anomaly.ts'
 import type { Cell } from '../lattice/cell.ts'
 import type { LateEvent } from '../core/engineApi.ts'
-import type { FutureSource } from '../core/futureSources.ts'
+import type { FutureSource } from '../input/futureSources.ts'
 import type { Basis, WindowResult } from '../windows/windowResult.ts'
 
 /**

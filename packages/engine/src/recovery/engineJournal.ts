@@ -3,8 +3,8 @@
  * operations it records there, and the last write the log refused, which `stats()` shows as
  * `persistenceError` until another replaces it.
  */
-import type { AnomalyReason } from '../core/anomaly.ts'
-import { messageOf } from '../core/errorMessage.ts'
+import type { AnomalyReason } from '../input/anomaly.ts'
+import { messageOf } from '../errors/errorMessage.ts'
 import type { WalOp, WriteAheadLog } from './writeAheadLog.ts'
 
 /** What an operation resolves with when there is nothing to make durable. */

@@ -1,5 +1,5 @@
-import type { AnomalyReason } from '../core/anomaly.ts'
-import type { StreamEvent } from '../core/event.ts'
+import type { AnomalyReason } from '../input/anomaly.ts'
+import type { StreamEvent } from '../input/event.ts'
 import type { CellGroup } from '../lattice/cellGroup.ts'
 import type { ClockEntry, LocalWrite } from '../replica/replicaPort.ts'
 

@@ -9,7 +9,7 @@ import type { PeerMerge } from './remoteMerge.ts'
 import type { ClockEntry, ExportOptions, LocalWrite, MergeReport, ReplicaPort, ReplicaState } from './replicaPort.ts'
 import type { ReplicationOutbox } from './replicationOutbox.ts'
 import type { SyncStatus } from './syncStatus.ts'
-import { notifyEach, listenerOf } from '../core/listenerError.ts'
+import { notifyEach, listenerOf } from '../errors/listenerError.ts'
 
 const LOCAL_SYNC: SyncStatus = Object.freeze({ state: 'local', lastSync: null, pendingLocalUpdates: 0, peers: 0, refusal: null })
 

@@ -1,4 +1,4 @@
-import type { AnomalyReason } from '../core/anomaly.ts'
+import type { AnomalyReason } from '../input/anomaly.ts'
 
 /** Peers' state problems: counted by reason, and their details kept, newest last, bounded (`stats().remoteAnomalies`). */
 export class RemoteAnomalies {

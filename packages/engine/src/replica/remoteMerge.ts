@@ -1,5 +1,5 @@
 import { groupStates, type States } from '../aggregates/aggregateSet.ts'
-import { messageOf } from '../core/errorMessage.ts'
+import { messageOf } from '../errors/errorMessage.ts'
 import { cellKey } from '../lattice/cell.ts'
 import { type CellGroup, groupCellEntries } from '../lattice/cellGroup.ts'
 import { validCellGroups, withoutCells } from '../lattice/cellGroupValidation.ts'

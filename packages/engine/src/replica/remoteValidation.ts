@@ -1,5 +1,5 @@
 import { cellValuesProblem, isName, isStateList, isWindowStart } from '../lattice/cellGroupValidation.ts'
-import { MAX_ABS_TS } from '../core/event.ts'
+import { MAX_ABS_TS } from '../input/event.ts'
 import { MAX_AGGREGATES } from '../aggregates/aggregateSet.ts'
 import type { CellEntry } from '../lattice/cellEntry.ts'
 import type { ClockEntry } from './replicaPort.ts'

@@ -4,7 +4,7 @@ import type { CellAddress } from '../lattice/cellAddress.ts'
 import type { CellEntry } from '../lattice/cellEntry.ts'
 import type { LocalWrite } from './replicaPort.ts'
 import type { SourceClock } from '../time/sourceClock.ts'
-import { notifyEach, listenerOf } from '../core/listenerError.ts'
+import { notifyEach, listenerOf } from '../errors/listenerError.ts'
 
 /**
  * What the local replica wrote since the last batch ended, waiting to be handed to the

@@ -1,6 +1,6 @@
 import type { EngineStats, LateEvent } from '../core/engineApi.ts'
 import type { SyncStatus } from '../replica/syncStatus.ts'
-import type { StreamEvent } from '../core/event.ts'
+import type { StreamEvent } from '../input/event.ts'
 import type { ObservedEngine } from '../view/engineFeed.ts'
 import type { PaneInfo, ResultQuery, WindowChange, WindowResult } from '../windows/windowResult.ts'
 

@@ -1,5 +1,5 @@
 import type { AggregateSet, States } from '../aggregates/aggregateSet.ts'
-import type { StreamEvent } from '../core/event.ts'
+import type { StreamEvent } from '../input/event.ts'
 import { addToCell, type Cell, emptyCell } from '../lattice/cell.ts'
 import type { Aggregate } from '../lattice/cellSet.ts'
 import { CellSet } from '../lattice/cellSet.ts'

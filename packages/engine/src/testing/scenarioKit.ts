@@ -1,6 +1,6 @@
 import type { AggregateDefinitions } from '../aggregates/aggregate.ts'
 import type { Engine } from '../core/engineApi.ts'
-import type { StreamEvent } from '../core/event.ts'
+import type { StreamEvent } from '../input/event.ts'
 import type { NoAggregates, WindowChange } from '../windows/windowResult.ts'
 
 /**

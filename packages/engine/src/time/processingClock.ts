@@ -1,4 +1,4 @@
-import { describeValue } from '../core/knownOptions.ts'
+import { describeValue } from '../options/knownOptions.ts'
 
 /**
  * The `now` option as the engine and the ordered stream read it (default `Date.now`): a

@@ -1,4 +1,4 @@
-import type { StreamEvent } from '../core/event.ts'
+import type { StreamEvent } from '../input/event.ts'
 import type { SourceClockSnapshot } from '../recovery/engineCheckpoint.ts'
 import type { ClockEntry } from '../replica/replicaPort.ts'
 import type { ClockChanges } from './clockChanges.ts'

@@ -2,8 +2,8 @@
  * The finish rule (docs/replication.md): a source is finished by its writer only, once; a finished
  * source takes no more events, from anyone.
  */
-import { MAX_NAME_LENGTH } from '../core/event.ts'
-import { OverflowError } from '../core/overflowError.ts'
+import { MAX_NAME_LENGTH } from '../input/event.ts'
+import { OverflowError } from '../errors/overflowError.ts'
 import type { Frontiers } from './frontiers.ts'
 import type { SourceClock } from './sourceClock.ts'
 

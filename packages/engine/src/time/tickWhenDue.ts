@@ -1,5 +1,5 @@
 import type { Engine } from '../core/engineApi.ts'
-import { reportListenerError } from '../core/listenerError.ts'
+import { reportListenerError } from '../errors/listenerError.ts'
 
 /** One-shot timers, as `tickWhenDue` arms them (`ManualTimers` from `@tidemark/engine/testing` in tests). */
 export interface TickTimers {

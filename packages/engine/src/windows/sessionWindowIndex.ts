@@ -1,6 +1,6 @@
 import type { SessionIndexSnapshot, SliceIndexSnapshot } from '../recovery/engineCheckpoint.ts'
 import type { AggregateSet, States } from '../aggregates/aggregateSet.ts'
-import type { StreamEvent } from '../core/event.ts'
+import type { StreamEvent } from '../input/event.ts'
 import { absorbCell, addToCell, copyCell, emptyCell, tombstone } from '../lattice/cell.ts'
 import type { CellGroup } from '../lattice/cellGroup.ts'
 import type { CellEntry } from '../lattice/cellEntry.ts'

@@ -1,5 +1,5 @@
 import type { AggregateSet, States } from '../aggregates/aggregateSet.ts'
-import type { StreamEvent } from '../core/event.ts'
+import type { StreamEvent } from '../input/event.ts'
 import { type Aggregate, CellSet } from '../lattice/cellSet.ts'
 import type { SliceGeometry } from './sliceGeometry.ts'
 import type { WindowState, WindowValues } from './windowState.ts'

@@ -1,5 +1,5 @@
 import type { AggregateSet, States } from '../aggregates/aggregateSet.ts'
-import type { StreamEvent } from '../core/event.ts'
+import type { StreamEvent } from '../input/event.ts'
 import { type Cell, copyCell, emptyCell } from '../lattice/cell.ts'
 import type { CellGroup } from '../lattice/cellGroup.ts'
 import type { CellSet } from '../lattice/cellSet.ts'

@@ -1,4 +1,4 @@
-import type { StreamEvent } from '../../src/core/event.ts'
+import type { StreamEvent } from '../../src/input/event.ts'
 import type { Aggregate } from '../../src/aggregates/aggregate.ts'
 
 /** An event carrying `value`, the i-th of its source. */

@@ -2,7 +2,7 @@ import { seededRandom } from '@tidemark/seeded-random'
 import { assertSeeded } from '@tidemark/seeded-random/property'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import type { StreamEvent } from '../../src/core/event.ts'
+import type { StreamEvent } from '../../src/input/event.ts'
 import { latest } from '@tidemark/engine'
 import { bytesOf, shuffled } from './aggregateEvents.ts'
 

@@ -1,5 +1,5 @@
 import fc from 'fast-check'
-import type { StreamEvent } from '../../src/core/event.ts'
+import type { StreamEvent } from '../../src/input/event.ts'
 
 /** `__proto__` and `constructor` are ordinary sources here: keys must be safe everywhere. */
 export const SOURCES = ['a', 'b', '__proto__', 'constructor'] as const

@@ -9,7 +9,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { assertFreshSeeded, PROPERTY_TIMEOUT } from '@tidemark/seeded-random/property'
-import type { StreamEvent } from '../../src/core/event.ts'
+import type { StreamEvent } from '../../src/input/event.ts'
 import { orderEvents } from '../../src/ordered/orderEvents.ts'
 import type { OrderedEvent } from '../../src/ordered/eventOrder.ts'
 import { ev, flat, manualStream } from './streamHelpers.ts'

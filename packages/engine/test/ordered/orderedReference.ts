@@ -1,5 +1,5 @@
-import type { StreamEvent } from '../../src/core/event.ts'
-import { invalidReason } from '../../src/core/eventValidation.ts'
+import type { StreamEvent } from '../../src/input/event.ts'
+import { invalidReason } from '../../src/input/eventValidation.ts'
 
 /**
  * The obviously-correct model of the ordered stream: keep every held event in a plain array,

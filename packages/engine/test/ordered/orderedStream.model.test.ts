@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import type { StreamEvent } from '../../src/core/event.ts'
+import type { StreamEvent } from '../../src/input/event.ts'
 import type { OrderedEvent } from '../../src/ordered/eventOrder.ts'
 import { createOrderedStream } from '../../src/ordered/orderedStream.ts'
 import type { OrderedBatch, OrderedStream } from '../../src/ordered/orderedStreamApi.ts'

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import type { StreamEvent } from '../../src/core/event.ts'
+import type { StreamEvent } from '../../src/input/event.ts'
 import { createOrderedStream } from '../../src/ordered/orderedStream.ts'
 import { boundedOutOfOrderness } from '../../src/time/watermarkStrategy.ts'
 import { ev, ids, manualStream } from './streamHelpers.ts'

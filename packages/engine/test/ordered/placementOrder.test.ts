@@ -8,7 +8,7 @@
  */
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import type { StreamEvent } from '../../src/core/event.ts'
+import type { StreamEvent } from '../../src/input/event.ts'
 import { compareEventOrder, PlacementOrder } from '../../src/ordered/eventOrder.ts'
 import { assertSeeded } from '@tidemark/seeded-random/property'
 

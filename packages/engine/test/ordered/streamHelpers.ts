@@ -1,4 +1,4 @@
-import type { StreamEvent } from '../../src/core/event.ts'
+import type { StreamEvent } from '../../src/input/event.ts'
 import type { OrderedEvent } from '../../src/ordered/eventOrder.ts'
 import { createOrderedStream } from '../../src/ordered/orderedStream.ts'
 import type { OrderedBatch, OrderedStreamOptions } from '../../src/ordered/orderedStreamApi.ts'

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import type { StreamEvent } from '../../src/core/event.ts'
+import type { StreamEvent } from '../../src/input/event.ts'
 import type { OrderedStream } from '../../src/ordered/orderedStreamApi.ts'
 import { orderEvents } from '../../src/ordered/orderEvents.ts'
 import { boundedOutOfOrderness } from '../../src/time/watermarkStrategy.ts'

@@ -1,6 +1,6 @@
 import type { Frontiers } from '../time/frontiers.ts'
 import type { SourceClock } from '../time/sourceClock.ts'
-import type { BatchFrontiers, WindowIndex } from '../windows/windowIndex.ts'
+import type { BatchFrontiers, WindowIndex } from './windowIndex.ts'
 
 /**
  * How many entries the source clocks hold in dedup memory, and when to release the ones

@@ -1,5 +1,5 @@
 import type { Anomaly, AnomalyReason } from './anomaly.ts'
-import { durationOption } from './durationOption.ts'
+import { durationOption } from '../options/durationOption.ts'
 import { copyStreamEvent, type StreamEvent } from './event.ts'
 import { invalidAnomaly } from './eventValidation.ts'
 
