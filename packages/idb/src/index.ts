@@ -13,9 +13,9 @@ export { decodeCheckpoint, encodeCheckpoint } from './checkpoint/checkpointEnvel
 export { checkpointPolicy, DEFAULT_CHECKPOINT_EVERY } from './checkpoint/checkpointPolicy.ts'
 export { indexedDbPersistence } from './store/indexedDbPersistence.ts'
 export { SCHEMA_VERSION } from './store/indexedDbSchema.ts'
-export { FencedError, isFencedError } from './store/fencedError.ts'
+export { FencedError, isFencedError } from './persistence/fencedError.ts'
 export { isLogConfigurationError, LogConfigurationError } from './logConfigurationError.ts'
-export { isQuotaError, QuotaError } from './store/quotaError.ts'
+export { isQuotaError, QuotaError } from './persistence/quotaError.ts'
 export { claimSource } from './sourceClaim.ts'
 export { deleteSource, listSources } from './sourceCleanup.ts'
 export { sourceDatabaseName } from './sourceRegistry.ts'
@@ -23,7 +23,7 @@ export { openEngine, recoveryReport } from './openEngine.ts'
 export { decodeWalRecord, encodeWalRecord } from './wal/walCodec.ts'
 
 export type { CheckpointDecodeResult } from './checkpoint/checkpointEnvelope.ts'
-export type { FencedErrorOptions } from './store/fencedError.ts'
+export type { FencedErrorOptions } from './persistence/fencedError.ts'
 export type { ArchiveKey, ArchivePort, ArchiveWrite } from './history/archivePort.ts'
 export type { IndexedDbPersistenceOptions } from './store/indexedDbOptions.ts'
 export type {
@@ -39,7 +39,7 @@ export type {
   RecoveredLog,
   WalOpKind,
   WalRecord,
-} from './store/persistence.ts'
+} from './persistence/persistence.ts'
 export type { OpenEngineOptions, RecoveryReport } from './openEngine.ts'
 export type { ClaimSourceOptions, SourceClaim, SourceMemory } from './sourceClaim.ts'
 export type { SourceCleanupOptions, SourceListing } from './sourceCleanup.ts'

@@ -19,7 +19,7 @@ import type {
   LateLaneSnapshot,
   Persistence,
   RecoveredLog,
-} from './store/persistence.ts'
+} from './persistence/persistence.ts'
 import { checkpointEvents, GLOBAL_RETRY_TIMERS, WalWriter, type WriteRetry, type WriteRetryTimers } from './wal/walWriter.ts'
 
 const REPLICA_ID_KEY = 'replicaId'

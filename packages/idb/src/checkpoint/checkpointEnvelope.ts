@@ -4,7 +4,7 @@
  */
 
 import { type EnvelopeKind, seal, unseal } from '../wal/recordEnvelope.ts'
-import type { Checkpoint } from '../store/persistence.ts'
+import type { Checkpoint } from '../persistence/persistence.ts'
 
 const CHECKPOINT: EnvelopeKind = { magic: 0x50434d54, kind: 0, name: 'checkpoint', first: 'upToLsn' }
 

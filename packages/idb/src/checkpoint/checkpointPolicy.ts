@@ -1,5 +1,5 @@
 import { assertKnownOptions } from '@tidemark/engine/adapter'
-import type { CheckpointPolicy } from '../store/persistence.ts'
+import type { CheckpointPolicy } from '../persistence/persistence.ts'
 
 /**
  * Checkpoint after 100,000 logged events or 30 s, whichever comes first.

@@ -4,7 +4,7 @@
  * type (0 final, 1 retract), bits 1-2 status, bits 3-4 basis, bit 5 final, bits 6-7 pane timing.
  */
 import type { Basis, PaneTiming, ResultStatus, WindowResult } from '@tidemark/engine'
-import type { ArchivedChange } from '../store/persistence.ts'
+import type { ArchivedChange } from '../persistence/persistence.ts'
 import { StringTable } from '../wal/walStrings.ts'
 import { HISTORY_MAGIC, type HistoryColumns, readColumns, writeColumns } from './historyColumns.ts'
 

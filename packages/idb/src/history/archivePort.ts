@@ -1,5 +1,5 @@
 import type { WindowResult } from '@tidemark/engine'
-import type { ArchivedChange, ArchiveQuery, CorruptRecord } from '../store/persistence.ts'
+import type { ArchivedChange, ArchiveQuery, CorruptRecord } from '../persistence/persistence.ts'
 
 /**
  * Key of one archive record: its sequence number, how many changes it holds and the range

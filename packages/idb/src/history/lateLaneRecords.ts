@@ -1,7 +1,7 @@
 import type { LateEvent } from '@tidemark/engine'
 import { encodeHistoryRecord } from './historyRecord.ts'
 import { LATE_LANE_COLUMNS } from './lateLaneColumns.ts'
-import type { LateLaneRecord, LateLaneSnapshot } from '../store/persistence.ts'
+import type { LateLaneRecord, LateLaneSnapshot } from '../persistence/persistence.ts'
 
 /** Past this many records, the next checkpoint writes the lane whole, as one record. */
 export const MAX_LATE_LANE_RECORDS = 16

@@ -15,7 +15,7 @@ import type { WalOp } from '@tidemark/engine'
 import { reportListenerError } from '@tidemark/engine/adapter'
 import type { IndexedDbPersistenceOptions } from './indexedDbOptions.ts'
 import type { LogStore, LogWrite } from './indexedDbSchema.ts'
-import type { RecoveredLog } from './persistence.ts'
+import type { RecoveredLog } from '../persistence/persistence.ts'
 
 type Claim = IndexedDbPersistenceOptions['claim'] | null
 

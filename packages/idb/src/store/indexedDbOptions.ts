@@ -2,7 +2,7 @@
 import { assertKnownOptions } from '@tidemark/engine/adapter'
 import { checkpointPolicy } from '../checkpoint/checkpointPolicy.ts'
 import { type ArchivePort, checkArchive } from '../history/archivePort.ts'
-import type { CheckpointPolicy } from './persistence.ts'
+import type { CheckpointPolicy } from '../persistence/persistence.ts'
 
 /**
  * Options of `indexedDbPersistence`: only `name` is required.

@@ -2,7 +2,7 @@ import type { WalOp, WindowResult } from '@tidemark/engine'
 import { checkpointPolicy } from '../checkpoint/checkpointPolicy.ts'
 import { finishesClaimed, recoveredFinish, retireClaimed, withFinishMark } from './claimRetirement.ts'
 import { abortQuietly, committed, ignore, requested } from './idbRequests.ts'
-import { FencedError, isFencedError } from './fencedError.ts'
+import { FencedError, isFencedError } from '../persistence/fencedError.ts'
 import { checkIndexedDbOptions, type IndexedDbPersistenceOptions } from './indexedDbOptions.ts'
 import { archiveWrites, errorName, type LogStore, type LogWrite, laneWrites, openDatabase, WRITER_EPOCH_KEY } from './indexedDbSchema.ts'
 import type {
@@ -13,9 +13,9 @@ import type {
   Persistence,
   PersistenceStats,
   RecoveredLog,
-} from './persistence.ts'
+} from '../persistence/persistence.ts'
 import { markClosed, markOpen } from './openDatabases.ts'
-import { isQuotaExceeded, QuotaError } from './quotaError.ts'
+import { isQuotaExceeded, QuotaError } from '../persistence/quotaError.ts'
 import { encodeWalRecord } from '../wal/walCodec.ts'
 import { WalCatalog } from '../wal/walCatalog.ts'
 import { isLsn } from '../wal/walRecovery.ts'

@@ -14,7 +14,7 @@ import type {
   Persistence,
   PersistenceStats,
   RecoveredLog,
-} from './persistence.ts'
+} from '../persistence/persistence.ts'
 
 /**
  * Options of `memoryPersistence`; all optional.

@@ -8,7 +8,7 @@ import type { StoredLog, WalCatalog } from '../wal/walCatalog.ts'
 import { isLsn, readCheckpoint, type StoredRecord, strayRecord } from '../wal/walRecovery.ts'
 import { committed, requested } from './idbRequests.ts'
 import { WRITER_EPOCH_KEY } from './indexedDbSchema.ts'
-import type { Checkpoint, CorruptRecord } from './persistence.ts'
+import type { Checkpoint, CorruptRecord } from '../persistence/persistence.ts'
 
 /** A record under a key where this library never leaves one. */
 export interface StrayKey {

@@ -2,7 +2,7 @@ import type { WindowResult } from '@tidemark/engine'
 import { encodeCheckpoint } from '../checkpoint/checkpointEnvelope.ts'
 import { type ArchiveKey, type ArchivePort, type ArchiveWrite, ARCHIVE_ROTATED_KEY, noArchiveError } from '../history/archivePort.ts'
 import { LateLaneRecords, type LateLaneWrite } from '../history/lateLaneRecords.ts'
-import type { ArchiveQuery, Checkpoint, CorruptRecord, LateLaneRecord, PersistenceStats, RecoveredLog } from '../store/persistence.ts'
+import type { ArchiveQuery, Checkpoint, CorruptRecord, LateLaneRecord, PersistenceStats, RecoveredLog } from '../persistence/persistence.ts'
 import { isCorrupt, isLsn, readLateLaneRecord, readTail, type StoredRecord } from './walRecovery.ts'
 
 /** What `open()` read from the stores, for `WalCatalog.recovered`. */

@@ -45,7 +45,7 @@ import type { WalOp } from '@tidemark/engine'
 import type { AnomalyReason, CellGroup, ClockEntry } from '@tidemark/engine'
 import { cellCount, encodeAggregateColumn, GROUP_COLUMNS, readAggregateColumn } from '@tidemark/engine/adapter'
 import { crc32 } from './crc32.ts'
-import type { WalOpKind } from '../store/persistence.ts'
+import type { WalOpKind } from '../persistence/persistence.ts'
 import { columnsLength, eventFloats, eventRefs, KNOWN_REASONS, layColumns, readClocks, readEvents, readGroups, readRejected, viewColumns } from './walColumns.ts'
 import { StringTable } from './walStrings.ts'
 

@@ -1,8 +1,8 @@
 import { decodeCheckpoint } from '../checkpoint/checkpointEnvelope.ts'
 import { decodeHistoryRecord } from '../history/historyRecord.ts'
 import { LATE_LANE_COLUMNS } from '../history/lateLaneColumns.ts'
-import type { Checkpoint, CorruptRecord, LateLaneRecord, WalRecord } from '../store/persistence.ts'
-import { notBytes, storedBytes } from '../store/storedBytes.ts'
+import type { Checkpoint, CorruptRecord, LateLaneRecord, WalRecord } from '../persistence/persistence.ts'
+import { notBytes, storedBytes } from '../persistence/storedBytes.ts'
 import { decodeWalRecord } from './walCodec.ts'
 
 /** A value as a store returned it, under its key (the lsn, or the checkpoint's upToLsn). */

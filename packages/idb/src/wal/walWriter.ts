@@ -1,8 +1,8 @@
 import type { LocalWrite, WalOp, WriteAheadLog } from '@tidemark/engine'
 import { cellCount, messageOf, reportListenerError } from '@tidemark/engine/adapter'
 import { DurableFrontier } from './durableFrontier.ts'
-import { isFencedError } from '../store/fencedError.ts'
-import type { CheckpointPolicy, LateLaneSnapshot, Persistence } from '../store/persistence.ts'
+import { isFencedError } from '../persistence/fencedError.ts'
+import type { CheckpointPolicy, LateLaneSnapshot, Persistence } from '../persistence/persistence.ts'
 
 /** Delays between attempts to recover from a failed write: the first, doubling up to the last. */
 export interface WriteRetry {

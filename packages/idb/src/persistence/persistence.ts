@@ -1,7 +1,7 @@
 import type { LateEvent, ResultQuery, WalOp, WindowResult } from '@tidemark/engine'
 
 /**
- * The kinds of logged operation: `ingest`, `advance`, `tick`, `merge`, `refuse`.
+ * The kinds of logged operation: `ingest`, `advance`, `tick`, `merge`, `refuse`, `finish`.
  *
  * @example
  * const kind: WalOpKind = 'ingest'
@@ -11,7 +11,8 @@ export type WalOpKind = WalOp['kind']
 /**
  * An operation read back from the write-ahead log, in append order: an ingest batch (its
  * valid events, the processing time and the invalid inputs by reason), a watermark advance,
- * a tick, or a merge of peers' cells and clocks.
+ * a tick, a merge of peers' cells and clocks, a batch or peers' state refused (counts only), or
+ * a source finished.
  */
 export interface WalRecord {
   /** Monotone position of the record in this log, starting at 1. */
