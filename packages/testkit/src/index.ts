@@ -1,10 +1,11 @@
 export { checkAggregateLaws } from './aggregates/checkAggregateLaws.ts'
-export { ChangeFold } from './model/changeFold.ts'
+export { ChangeFold, DiscardingFold, wholeValues } from './model/changeFold.ts'
 export { ReferenceModel } from './model/referenceModel.ts'
 export { modelValidation } from './model/modelValidation.ts'
 export { compareResults } from './model/resultIdentity.ts'
 export { runPlanOp, streamPlan } from './model/streamPlan.ts'
 
 export type { AggregateLawOptions, AggregateUnderTest } from './aggregates/checkAggregateLaws.ts'
+export type { FoldedValue } from './model/changeFold.ts'
 export type { ModelConfig, ModelReceipt } from './model/referenceModel.ts'
 export type { PlanOp, StreamPlan, WindowKind } from './model/streamPlan.ts'

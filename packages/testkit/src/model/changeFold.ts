@@ -71,10 +71,18 @@ export interface FoldedValue {
  * carries the whole window again and replaces the total; `final` repeats the last pane and adds
  * nothing; `retract` drops the window. Each change is checked as it comes: a `previous` must be
  * the last pane of its window, a retraction must name it.
+ *
+ * @example
+ * const fold = new DiscardingFold()
+ * engine.subscribe((changes) => fold.apply(changes))
+ * // ... ingest, tick ...
+ * // the discarding panes add up to what an accumulating engine shows:
+ * expect(fold.totals()).toEqual(wholeValues(accumulatingEngine.results()))
  */
 export class DiscardingFold {
   readonly #totals = new Map<string, { value: FoldedValue; last: WindowResult }>()
 
+  /** Folds `changes` in, checking each; throws naming the change that breaks the rules. */
   apply(changes: readonly WindowChange[]): void {
     for (const change of changes) this.#applyOne(change)
   }
@@ -130,6 +138,9 @@ function foldedOf(r: WindowResult): FoldedValue {
 /**
  * The values an accumulating engine shows, keyed like `DiscardingFold.totals`: what the
  * discarding panes of the same input must add up to.
+ *
+ * @example
+ * expect(discarding.totals()).toEqual(wholeValues(accumulatingEngine.results()))
  */
 export function wholeValues(results: readonly WindowResult[]): Map<string, FoldedValue> {
   return new Map(results.map((r) => [resultId(r), foldedOf(r)]))
