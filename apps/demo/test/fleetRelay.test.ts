@@ -148,8 +148,12 @@ describe('the fleet through a relay', { timeout: 60_000 }, () => {
       const tokenUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/dev/token`
       const { advance, dashboard, statuses } = await fleetOnRelay({}, { relay: { url: relay.url, tokenUrl } })
       await advance(1_000)
-      await eventually(() => statuses().every((s) => s.relayRefusal !== null) && dashboard().syncStatus().refusal !== null, 'every refusal shown')
-      for (const status of statuses()) expect(status).toMatchObject({ relayState: 'offline', relayRefusal: 'tidemark:bad-signature' })
+      await eventually(() => statuses().length === 3 && statuses().every((s) => s.relayRefusal !== null) && dashboard().syncStatus().refusal !== null, 'every refusal shown')
+      expect(statuses().map((s) => [s.id, s.relayState, s.relayRefusal])).toEqual([
+        ['d01', 'offline', 'tidemark:bad-signature'],
+        ['d02', 'offline', 'tidemark:bad-signature'],
+        ['d03', 'offline', 'tidemark:bad-signature'],
+      ])
       expect(dashboard().syncStatus().refusal).toBe('tidemark:bad-signature')
       await advance(2_000)
       expect(dashboard().stats().sources).toBe(0)

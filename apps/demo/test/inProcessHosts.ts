@@ -203,14 +203,16 @@ export function inProcessHosts(options: {
     },
     /** Stops every live host as its last page leaving would: its cleanup, then its engine closed. */
     async shutdown(): Promise<void> {
+      const failures: unknown[] = []
       for (const { host, started } of [...live.values()]) {
-        await started.catch(() => {})
+        await started.catch((error: unknown) => failures.push(new Error(`host ${host.name} did not start`, { cause: error })))
         host.dead = true
         host.timers.clear()
         host.cleanup?.()
-        await host.engine?.close().catch(() => {})
+        await host.engine?.close().catch((error: unknown) => failures.push(new Error(`host ${host.name} did not close`, { cause: error })))
       }
       live.clear()
+      if (failures.length > 0) throw new AggregateError(failures, `${failures.length} host(s) failed at shutdown: ${failures.map((f) => `${(f as Error).message}: ${String((f as Error).cause)}`).join('; ')}`)
     },
   }
 }

@@ -17,7 +17,7 @@ import { type Relay, startRelay } from '@tidemark/relay'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { DEFAULT_SETTINGS } from '../src/fleet/fleetSettings.ts'
 import type { RelayConfig } from '../src/fleet/fleetWiring.ts'
-import { DEVICE_RECONNECT_BOUND_MS } from '../src/fleet/relayReconnect.ts'
+import { DEVICE_RECONNECT_BOUND_MS, RELAY_RECONNECT } from '../src/fleet/relayReconnect.ts'
 import { closeRelayFleets, eventually, relayFleet } from './relayFleet.ts'
 
 const SECRET = new TextEncoder().encode('tidemark demo tests: a relay secret of 32+ bytes')
@@ -121,6 +121,9 @@ describe('a relay restart under the fleet', { timeout: 240_000 }, () => {
       const repro = `TIDEMARK_SEED=${seed} RESTART_SEEDS=1 npx vitest run --project demo apps/demo/test/relayRestart.test.ts`
       // Every device came back, and their spread is what this test is about: more than the idle timeout (3 s).
       expect(Object.keys(outcome.back).length, `every device and the dashboard back (repro: ${repro})`).toBe(13)
+      // The jitter spreads the devices past the idle timeout, and never past its cap (one 100 ms step of fake time).
+      expect(outcome.spreadMs, `devices' return spread, seed ${seed}: it must exceed the idle timeout for this test to hold (repro: ${repro})`).toBeGreaterThan(DEFAULT_SETTINGS.idleTimeoutMs)
+      expect(outcome.lastDeviceMs, `last device back, seed ${seed} (repro: ${repro})`).toBeLessThanOrEqual(RELAY_RECONNECT.capMs + 100)
       expect(outcome.violations, `finality violations after the restart, seed ${seed} (repro: ${repro}): ${JSON.stringify(outcome)}`).toBe(0)
     })
   }

@@ -166,8 +166,8 @@ describe('placement into slices', () => {
         replica.replica.mergeRemote(structuredClone(state.cells), structuredClone(state.clocks))
         const shown = new Map(replica.results().map((r) => [exact([r.window, r.key, r.start, r.end]), exact([r.count, r.sum, r.min, r.max])]))
         for (const r of engine.results()) {
-          const there = shown.get(exact([r.window, r.key, r.start, r.end]))
-          if (there !== undefined) expect(there).toBe(exact([r.count, r.sum, r.min, r.max]))
+          const id = exact([r.window, r.key, r.start, r.end])
+          expect(shown.get(id), id).toBe(exact([r.count, r.sum, r.min, r.max]))
         }
       }),
       FILE,

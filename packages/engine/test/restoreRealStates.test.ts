@@ -8,7 +8,7 @@ function opts(extra: Record<string, unknown>, replicaId = 'me', clock = { now: 0
   return { windows: specs, watermark: manual(), replicaId, now: () => clock.now, retention: 40, ...extra } as unknown as EngineOptions<Record<string, never>>
 }
 
-function roundTrip(extra: Record<string, unknown>, drive: (e: TidemarkEngine, clock: { now: number }) => void): void {
+function roundTrip(extra: Record<string, unknown>, drive: (e: TidemarkEngine, clock: { now: number }) => void): TidemarkEngine {
   const clock = { now: 0 }
   const e = new TidemarkEngine(opts(extra, 'me', clock))
   drive(e, clock)
@@ -16,6 +16,7 @@ function roundTrip(extra: Record<string, unknown>, drive: (e: TidemarkEngine, cl
   const t = new TidemarkEngine(opts(extra, 'me', { now: clock.now }))
   t.restore(structuredClone(cp))
   expect(t.checkpoint()).toEqual(cp)
+  return t
 }
 
 const ev = (i: number, ts: number, value = 1, extra: Partial<StreamEvent> = {}): StreamEvent => ({ id: `e${i}`, source: 's', seq: i, ts, value, key: 'k', ...extra })
@@ -36,7 +37,12 @@ describe('real checkpoints restore', () => {
   it('future sources', () => roundTrip({ maxFutureSkew: 10 }, (e, c) => { c.now = 5; e.ingest([ev(1, 1e6), ev(2, MAX)]) }))
   it('ids without seq, long ids and keys', () => roundTrip({}, (e) => { e.ingest([{ id: 'i'.repeat(1024), source: 's'.repeat(1024), ts: 1, value: 1, key: 'k'.repeat(1024) }]) }))
   it('seq gaps', () => roundTrip({}, (e) => { e.ingest([ev(1, 1), ev(5, 2), ev(9, -MAX)]) }))
-  it('finished source', async () => { const p: Promise<unknown>[] = []; roundTrip({}, (e) => { e.ingest([ev(1, 1)]); p.push(e.finishSource('s').catch(() => {})) }); await Promise.all(p) })
+  it('finished source', async () => {
+    const finishing: Promise<unknown>[] = []
+    const restored = roundTrip({}, (e) => { e.ingest([ev(1, 1)]); finishing.push(e.finishSource('s')) })
+    await Promise.all(finishing)
+    expect([restored.stats().sources, restored.stats().finishedSources]).toEqual([1, 1])
+  })
   it('peer sessions merged, tombstones', () => roundTrip({}, (e) => {
     const peer = new TidemarkEngine(opts({}, 'peer'))
     peer.ingest([{ id: 'p1', source: 'p', seq: 1, ts: 1, value: 1, key: 'k' }, { id: 'p2', source: 'p', seq: 2, ts: 20, value: 1, key: 'k' }])

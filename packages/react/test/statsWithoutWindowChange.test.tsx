@@ -49,17 +49,20 @@ it('shows a log write that failed after its batch, and the batches refused while
   const persistence = memoryPersistence()
   let full = false
   const append = persistence.append.bind(persistence)
-  persistence.append = (op) => (full ? Promise.reject(new Error('QuotaExceededError: disk full')) : append(op))
+  const diskFull = 'QuotaExceededError: disk full'
+  persistence.append = (op) => (full ? Promise.reject(new Error(diskFull)) : append(op))
   const engine = await openEngine({ windows: tumbling(10), persistence })
   const scheduler = mount(engine)
   full = true
   const first = engine.ingest([reading(1)])
   act(() => scheduler.flush())
   expect(screen.getByTestId('health').textContent).toBe('ok | overflow 0 | ingested 1')
-  await first.durable.catch(() => undefined)
+  // Published, then its write failed: durable rejects with the log's error (an Error instance: the exact message).
+  await expect(first.durable).rejects.toThrow(new Error(diskFull))
   act(() => scheduler.flush())
   expect(screen.getByTestId('health').textContent).toBe('QuotaExceededError: disk full | overflow 0 | ingested 1')
-  for (let i = 2; i <= 4; i++) await engine.ingest([reading(i)]).durable.catch(() => undefined)
+  // Refused whole while the log is blocked: each durable rejects with the same error.
+  for (let i = 2; i <= 4; i++) await expect(engine.ingest([reading(i)]).durable).rejects.toThrow(new Error(diskFull))
   act(() => scheduler.flush())
   expect(screen.getByTestId('health').textContent).toBe(shown(engine.stats()))
   expect(screen.getByTestId('health').textContent).toBe('QuotaExceededError: disk full | overflow 3 | ingested 4')

@@ -5,7 +5,7 @@
  * `avoidKnownBugs` (the triggers of engine bugs reported by the fuzzer and not fixed yet are
  * taken out); a failure prints the seed, the shrunk case and the command that replays it.
  */
-import { cumulating, manual, session, sliding, tumbling } from '@tidemark/engine'
+import { createEngine, cumulating, manual, session, sliding, tumbling } from '@tidemark/engine'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { type CampaignFailure, iterationSeed, runCampaign } from '../src/fuzz/campaign.ts'
@@ -126,5 +126,10 @@ describe('sustained-correction-churn', () => {
     const meter = newMeter()
     await scenario.check(testCase, meter)
     expect(meter.checks).toBeGreaterThan(0)
+    // The same case on an engine alone: the probe corrects each of its 9 windows once.
+    const engine = createEngine({ ...testCase.config, replicaId: 'gate' })
+    void engine.finishSource('d0')
+    const receipt = engine.ingest([{ id: 'probe#1', source: 'probe', seq: 1, ts: 494, value: 1 }])
+    expect([receipt.accepted, receipt.late, engine.stats().corrections]).toEqual([1, 1, 9])
   })
 })

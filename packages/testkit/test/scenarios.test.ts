@@ -275,7 +275,7 @@ describe('completeness basis', () => {
     engine.ingest([reading('b', 1, 12, 5, 'other')])
     const corrections = log.take().filter((c) => c.type === 'correction')
     expect(corrections.map((c) => c.result.key)).toEqual(['other'])
-    expect(corrections[0]?.result.basis).not.toBe('unknown')
+    expect(corrections[0]?.result.basis).toBe('proven')
   })
 })
 

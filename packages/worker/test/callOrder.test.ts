@@ -78,7 +78,7 @@ describe('a call made while batches wait for credits, and a batch ingested after
     void page.engine.ingest(readings('d1', 26, 5))
     await world.run()
     // On an engine beside the app it answers 26; it must never count the third batch (made after it).
-    expect(await next).toBeLessThanOrEqual(26)
+    expect(await next).toBe(26)
   })
 
   it('two advances with a batch between them, made while batches wait: the batch is late for the first', async () => {
@@ -124,12 +124,16 @@ describe('ingest + advanceWatermark per reading while no host serves the page', 
     const world = new World()
     const page = world.page(() => null)
     const refused: unknown[] = []
+    const ingestRefused: unknown[] = []
     for (let i = 1; i <= MAX_PENDING_CALLS + 5; i++) {
-      void page.engine.ingest([{ id: `d1#${i}`, source: 'd1', seq: i, ts: i, key: 'k', value: 1 }]).catch(() => {})
+      page.engine.ingest([{ id: `d1#${i}`, source: 'd1', seq: i, ts: i, key: 'k', value: 1 }]).catch((e) => ingestRefused.push(e))
       page.engine.tick().catch((e) => refused.push(e))
     }
     await world.run()
-    expect(refused.filter(isOverflowError).length).toBe(0)
+    // The readings all still wait in the ingest queue, and neither a tick nor a reading was refused.
+    expect(page.engine.connection().queuedEvents).toBe(MAX_PENDING_CALLS + 5)
+    expect(ingestRefused).toEqual([])
+    expect(refused).toEqual([])
   })
 })
 

@@ -49,6 +49,7 @@ export class World {
   readonly locks = new FakeLockManager()
   readonly indexedDB = new IDBFactory()
   #hosts = 0
+  #pages = 0
 
   /** A host; `withoutLocks` gives it no Web Locks (single mode on an insecure origin). */
   host(options: HostEngineOptions, role: HostRole = { mode: 'shared', steal: false }, withoutLocks = false): TestHost {
@@ -63,7 +64,8 @@ export class World {
 
   /** A page connected through a connector that links to whichever host `to()` names. */
   page(to: () => TestHost | null, options: { config?: unknown; maxQueuedEvents?: number; withoutLocks?: boolean; aggregates?: AggregateDefinitions; mode?: HostMode; ownsHost?: boolean; claim?: WorkerSourceClaim } = {}): TestPage {
-    const tab = `tab-${Math.random().toString(36).slice(2)}`
+    // Numbered per world, so a test's tabs are the same on every run (and distinct from hand-named 'tab-1').
+    const tab = `page-tab-${++this.#pages}`
     const connector = new TestConnector(to)
     const locks: WorkerLocks | null = options.withoutLocks === true ? null : this.locks.as(tab)
     const engine = new MirroredEngine({

@@ -6,6 +6,9 @@ import { BroadcastChannelProvider, type OpenTabChannel } from '../src/transport/
 import { syncStatusTracker } from '../src/transport/syncStatusTracker.ts'
 import { boundReplicas, cellOf, cellTable, clockOf, fakePort } from './fakePort.ts'
 
+/** Global BroadcastChannels opened by this file's tests, for a name no other test shares. */
+let globalChannels = 0
+
 /** In-memory tabs: frames are queued and delivered by `flush`, so tests control the interleaving. */
 function memoryTabs() {
   const endpoints = new Map<string, Set<(frame: Uint8Array) => void>>()
@@ -127,7 +130,8 @@ describe('BroadcastChannelProvider', () => {
     let now = 1_000
     const tracker = syncStatusTracker(docA, { now: () => now })
     const a = fakePort('a')
-    bindDoc(a, docA, { now: () => now })
+    // Measured after every batch: docBytes is the doc's encoded size as it stands.
+    bindDoc(a, docA, { now: () => now, measureEvery: 0 })
     expect(tracker.status().state).toBe('local')
     const pa = new BroadcastChannelProvider(docA, 'fleet', { channel: tabs.open })
     // The channel is open, but no other tab has answered: not connected.
@@ -141,7 +145,7 @@ describe('BroadcastChannelProvider', () => {
     tabs.flush()
     expect(tracker.status()).toEqual({ state: 'connected', lastSync: 5_000, pendingLocalUpdates: 0, peers: 1, refusal: null })
     expect(a.statuses.at(-1)?.status).toEqual(tracker.status())
-    expect(a.statuses.at(-1)?.docBytes).toBeGreaterThan(0)
+    expect(a.statuses.at(-1)?.docBytes).toBe(Y.encodeStateAsUpdate(docA).byteLength)
     pa.disconnect()
     expect(tracker.status().state).toBe('offline')
     a.write([cellOf('d1', 'temp', T0, 3)])
@@ -181,7 +185,7 @@ describe('BroadcastChannelProvider', () => {
   it('syncs through the Node 20 global BroadcastChannel', async () => {
     const { docA, docB, a, b } = boundReplicas()
     a.write([cellOf('d1', 'temp', T0, 4)], [clockOf('d1', 'a', T0 + 4, 4)])
-    const name = `tidemark-test-${Math.random()}`
+    const name = `tidemark-test-broadcastChannelProvider-${++globalChannels}`
     const pa = new BroadcastChannelProvider(docA, name)
     const synced = new Promise<void>((resolve) => pa.on('sync', (s) => s && resolve()))
     const pb = new BroadcastChannelProvider(docB, name)

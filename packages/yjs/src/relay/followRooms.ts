@@ -144,7 +144,8 @@ class DirectoryFollower implements RoomFollower {
     this.#rooms = this.#directory.getMap(DIRECTORY_ROOMS)
     // The directory's status first: a dashboard that may not read it shows that refusal.
     const share = engineSyncStatus(port).share(false)
-    const tracker = syncStatusTracker(this.#directory)
+    // On the rooms' clock (`bind.now`): the engine's status folds the directory's with theirs.
+    const tracker = syncStatusTracker(this.#directory, bind.now === undefined ? {} : { now: bind.now })
     this.#cleanups.push(
       tracker.subscribe((status) => {
         share.report(status, 0)

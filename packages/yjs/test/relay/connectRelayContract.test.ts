@@ -343,17 +343,33 @@ describe('connectRelay: the README contract', () => {
       reads++
       return token
     }
-    const { relay, errors } = relayClient(testRelay().url, readToken, { maxPendingRooms: 2 })
-    const docs = Array.from({ length: 6 }, (_, i) => {
+    // Each room whose Auth went out, under the read of the token it carries (1 for the first read).
+    const authedAt: { read: number; room: string }[] = []
+    class AuthRecordingSocket extends WebSocket {
+      override send(data: Uint8Array): void {
+        const decoder = decoding.createDecoder(data)
+        const room = decoding.readVarString(decoder)
+        if (decoding.readVarUint(decoder) === MESSAGE_AUTH) authedAt.push({ read: reads, room })
+        super.send(data)
+      }
+    }
+    const { relay, errors } = relayClient(testRelay().url, readToken, { maxPendingRooms: 2, WebSocket: AuthRecordingSocket as never })
+    const rooms = Array.from({ length: 6 }, (_, i) => `fleet-a/d0${i + 1}`)
+    const docs = rooms.map((room) => {
       const doc = new Y.Doc()
-      relay.join(doc, `fleet-a/d0${i + 1}`)
+      relay.join(doc, room)
       return doc
     })
     await Promise.all(docs.map((doc, i) => untilStatus(doc, `room ${i + 1} in sync`, (s) => s.state === 'connected')))
     expect(testRelay().sockets()).toBe(1)
-    // Six rooms, two at a time, each wave once at most one is still opening: more than one read on one socket.
-    expect(reads).toBeGreaterThan(1)
-    expect(reads).toBeLessThanOrEqual(6)
+    // Six rooms, two at a time, each wave once at most one is still opening: every read
+    // authenticates a wave (the first one two rooms), never one read per room.
+    const perRead = Array.from({ length: reads }, (_, i) => authedAt.filter((a) => a.read === i + 1).map((a) => a.room))
+    expect(perRead[0]).toEqual(['fleet-a/d01', 'fleet-a/d02'])
+    expect(perRead.every((wave) => wave.length >= 1)).toBe(true)
+    expect(perRead.flat().sort()).toEqual(rooms)
+    expect(reads).toBeGreaterThanOrEqual(3)
+    expect(reads).toBeLessThanOrEqual(5)
     expect(errors).toEqual([])
     relay.destroy()
   })

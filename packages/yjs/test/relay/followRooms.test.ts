@@ -165,7 +165,7 @@ describe('followRooms', () => {
     const refillTimers = new FakeTimers()
     let clock = 50_000
     const engine = fleetEngine('wall')
-    const follower = followRooms(engine, dashboard.relay, { directory: DIRECTORY, refill: { boundMs: 4_000, timers: refillTimers, now: () => clock } })
+    const follower = followRooms(engine, dashboard.relay, { directory: DIRECTORY, bind: { now: () => clock }, refill: { boundMs: 4_000, timers: refillTimers, now: () => clock } })
     await untilEngine(engine, 'd01 in sync', () => follower.rooms().get('fleet-a/d01')?.state === 'connected')
     await until('the rejoin of fleet-a/d02 scheduled', () => relayTimers.delays().length > 0, (notify) => relayTimers.subscribe(notify))
     // Held: nothing merged while d02 has not synced and the bound has not run out.
@@ -173,7 +173,10 @@ describe('followRooms', () => {
     expect(counted(engine)).toBe(0)
     // The rooms' sync status reaches the engine meanwhile: d01 and the directory connected, d02 still connecting.
     expect(engine.syncStatus()).toMatchObject({ state: 'connecting', refusal: null })
-    expect(engine.syncStatus().lastSync).not.toBeNull()
+    // d01 and the directory synced on the binding's clock (`bind.now`), which the engine holds too.
+    expect(follower.rooms().get('fleet-a/d01')).toMatchObject({ state: 'connected', lastSync: 50_000 })
+    expect(follower.rooms().get('fleet-a/d02')?.lastSync).toBeNull()
+    expect(engine.syncStatus().lastSync).toBe(50_000)
     expect(refillTimers.delays()).toEqual([4_000])
     clock += 1_234
     refillTimers.runAll()

@@ -6,6 +6,7 @@ import { createEngine, manual, type StreamEvent, type SyncStatus, type TidemarkE
 import WebSocket from 'ws'
 import * as Y from 'yjs'
 import { bindDoc } from '../../src/binding/bindDoc.ts'
+import type { BindDocOptions } from '../../src/binding/bindDocOptions.ts'
 import { connectRelay } from '../../src/relay/connectRelay.ts'
 import type { ConnectRelayOptions } from '../../src/relay/connectRelayOptions.ts'
 import type { Relay } from '../../src/relay/relayApi.ts'
@@ -116,11 +117,11 @@ export function readings(source: string, n: number, from = 1): StreamEvent[] {
   return Array.from({ length: n }, (_, i) => ({ id: `${source}-${from + i}`, source, seq: from + i, ts: T0 + (from + i) * 1000, key: 'temp', value: from + i }))
 }
 
-/** A device: its engine bound to a fresh doc, joined to its room. */
-export function device(relay: Relay, room: string, replicaId: string): { engine: TidemarkEngine; doc: Y.Doc } {
+/** A device: its engine bound to a fresh doc (with `bind`'s options), joined to its room. */
+export function device(relay: Relay, room: string, replicaId: string, bind: BindDocOptions = {}): { engine: TidemarkEngine; doc: Y.Doc } {
   const engine = fleetEngine(replicaId)
   const doc = new Y.Doc()
-  bindDoc(engine, doc)
+  bindDoc(engine, doc, bind)
   relay.join(doc, room)
   return { engine, doc }
 }

@@ -95,14 +95,16 @@ describe('relay client: sync', () => {
     let held = new Promise<void>((resolve) => (release = resolve))
     server.hold = () => held
     const { relay, errors } = relayClient(server.url, token)
-    const { engine, doc } = device(relay, 'fleet-a/d01', 'd01')
+    let clock = 1_000
+    const { engine, doc } = device(relay, 'fleet-a/d01', 'd01', { now: () => clock })
     // What the binding wrote before the join (its meta entry) counts as one update, each batch as one more.
     expect(statusOf(doc)).toMatchObject({ state: 'connecting', pendingLocalUpdates: 1 })
     engine.ingest(readings('d01', 3))
     expect(statusOf(doc).pendingLocalUpdates).toBe(2)
     // The relay answered (its step 2) but holds our step 2: in sync, and both still pending.
+    clock = 2_000
     await untilStatus(doc, 'the relay answered', (s) => s.state === 'connected')
-    expect(statusOf(doc)).toMatchObject({ state: 'connected', pendingLocalUpdates: 2, refusal: null })
+    expect(statusOf(doc)).toMatchObject({ state: 'connected', lastSync: 2_000, pendingLocalUpdates: 2, refusal: null })
     expect(engine.syncStatus()).toMatchObject({ state: 'connected', pendingLocalUpdates: 2 })
     engine.ingest(readings('d01', 2, 4))
     expect(statusOf(doc).pendingLocalUpdates).toBe(3)
@@ -112,10 +114,11 @@ describe('relay client: sync', () => {
     held = new Promise<void>((resolve) => (release = resolve))
     engine.ingest(readings('d01', 1, 6))
     expect(engine.syncStatus().pendingLocalUpdates).toBe(1)
+    // Each acknowledgement is a sync: the last one moves lastSync to its time.
+    clock = 3_000
     release()
     await untilEngine(engine, 'the live update acknowledged', () => engine.syncStatus().pendingLocalUpdates === 0)
-    const lastSync = engine.syncStatus().lastSync
-    expect(lastSync).not.toBeNull()
+    expect(engine.syncStatus()).toMatchObject({ state: 'connected', lastSync: 3_000, pendingLocalUpdates: 0 })
     expect(errors).toEqual([])
     relay.destroy()
   })
@@ -131,6 +134,12 @@ describe('relay client: sync', () => {
     await untilEngine(engineB.engine, "a's readings at b", () => counted(engineB.engine) === 4)
     engineB.engine.ingest(readings('b', 2))
     await untilEngine(engineA.engine, "b's readings at a", () => counted(engineA.engine) === 6)
+    // Both hold a's four readings and b's two, in the same windows.
+    const cells = (engine: TidemarkEngine) => engine.results({ key: 'temp' }).map((r) => [r.start, r.count, r.sum])
+    expect(counted(engineB.engine)).toBe(6)
+    expect(cells(engineA.engine)).toEqual(cells(engineB.engine))
+    expect(engineA.engine.results({ key: 'temp' }).reduce((n, r) => n + r.sum, 0)).toBe(1 + 2 + 3 + 4 + 1 + 2)
+    expect([...a.errors, ...b.errors]).toEqual([])
     a.relay.destroy()
     b.relay.destroy()
   })
@@ -233,10 +242,14 @@ describe('relay client: sync', () => {
     const docB = new Y.Doc()
     a.relay.join(docA, 'fleet-a/d01', { awareness: new Awareness(docA) })
     const roomB = b.relay.join(docB, 'fleet-a/d01', { awareness: new Awareness(docB) })
-    await untilStatus(docA, 'a sees b', (s) => s.peers === 1)
-    await untilStatus(docB, 'b sees a', (s) => s.peers === 1)
+    await untilStatus(docA, 'a in sync and sees b', (s) => s.state === 'connected' && s.peers === 1)
+    await untilStatus(docB, 'b in sync and sees a', (s) => s.state === 'connected' && s.peers === 1)
+    expect(statusOf(docA)).toMatchObject({ state: 'connected', peers: 1, refusal: null })
+    expect(statusOf(docB)).toMatchObject({ state: 'connected', peers: 1, refusal: null })
     roomB.destroy()
     await untilStatus(docA, 'b gone', (s) => s.peers === 0)
+    expect(statusOf(docA)).toMatchObject({ state: 'connected', peers: 0, refusal: null })
+    expect([...a.errors, ...b.errors]).toEqual([])
     a.relay.destroy()
     b.relay.destroy()
   })
