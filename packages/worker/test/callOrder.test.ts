@@ -95,7 +95,8 @@ describe('a call made while batches wait for credits, and a batch ingested after
 })
 
 describe('ingest + advanceWatermark per reading while no host serves the page', () => {
-  it('waiting advances merge into one: none is refused while the ingest queue still takes the readings', async () => {
+  // 10,005 one-reading ingests served one by one once the host comes: about 2 s on an idle machine.
+  it('waiting advances merge into one: none is refused while the ingest queue still takes the readings', { timeout: 30_000 }, async () => {
     const world = new World()
     let host: ReturnType<World['host']> | null = null
     const page = world.page(() => host)
