@@ -3,6 +3,7 @@
  * table lists (newest first, `correction` or `after final`, a correction counted once by its
  * window and revision), retention, the hosts' frame, and the reconnect bound.
  */
+import { readFileSync } from 'node:fs'
 import type { WindowChange, WindowResult } from '@tidemark/engine'
 import { describe, expect, it } from 'vitest'
 import { CorrectionLedger } from '../src/fleet/correctionLedger.ts'
@@ -35,24 +36,38 @@ describe('Late data', () => {
   })
 })
 
-describe('Decisions and Limits: the figures the README names', () => {
-  it('retention is the chart’s 40 windows, on the devices and the dashboard', () => {
-    expect(CHART_WINDOWS).toBe(40)
+/** The README, its lines joined (a sentence may wrap anywhere). */
+const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8').replace(/\s+/g, ' ')
+
+/** The number the README states where `pattern` (one capture group) matches, once. */
+function stated(pattern: RegExp): number {
+  const found = [...README.matchAll(new RegExp(pattern.source, 'g'))]
+  expect(found.length, `the README states ${pattern} once`).toBe(1)
+  return Number((found[0] as RegExpMatchArray)[1])
+}
+
+describe('Decisions and Limits: the figures the README names are the code’s', () => {
+  it('retention is the chart’s windows, on the devices and the dashboard', () => {
+    const windows = stated(/Retention\*\* is the chart's (\d+) windows/)
+    expect(CHART_WINDOWS).toBe(windows)
     const settings = { ...DEFAULT_SETTINGS, windowMs: 5_000 }
-    expect(fleetEngineOptions(settings, () => 0).retention).toBe(40 * 5_000)
-    expect(dashboardEngineOptions(settings, () => 0).retention).toBe(40 * 5_000)
+    expect(fleetEngineOptions(settings, () => 0).retention).toBe(windows * 5_000)
+    expect(dashboardEngineOptions(settings, () => 0).retention).toBe(windows * 5_000)
   })
 
-  it('a device’s host sends its pages changes at most every 250 ms', () => {
-    expect(deviceHostOptions('d01', {} as HostPlatform).frameMs).toBe(250)
+  it('a device’s host sends its pages changes at most every frameMs', () => {
+    expect(deviceHostOptions('d01', {} as HostPlatform).frameMs).toBe(stated(/sends its pages changes at most every (\d+) ms \(`frameMs`\)/))
   })
 
-  it('relay reconnects start at 300 ms and are capped at 5 s, and a device is awaited 7 s (the 5 s cap and 2 s to be heard)', () => {
-    expect(RELAY_RECONNECT).toEqual({ baseMs: 300, capMs: 5_000 })
-    expect(DEVICE_RECONNECT_BOUND_MS).toBe(7_000)
+  it('relay reconnects: their start and cap, and how long a device is awaited (the cap and 2 s to be heard)', () => {
+    const capMs = 1_000 * stated(/attempt `n` waits up to `min\((\d+) s, \d+ ms · 2\^n\)`/)
+    const baseMs = stated(/attempt `n` waits up to `min\(\d+ s, (\d+) ms · 2\^n\)`/)
+    expect(RELAY_RECONNECT).toEqual({ baseMs, capMs })
+    expect(DEVICE_RECONNECT_BOUND_MS).toBe(1_000 * stated(/(\d+) s passed \(`DEVICE_RECONNECT_BOUND_MS`/))
+    expect(DEVICE_RECONNECT_BOUND_MS).toBe(capMs + 2_000)
   })
 
-  it('a fleet has at most 64 devices', () => {
-    expect(MAX_DEVICES).toBe(64)
+  it('a fleet has at most MAX_DEVICES devices', () => {
+    expect(MAX_DEVICES).toBe(stated(/memory and sockets grow with the fleet \(at most (\d+) devices\)/))
   })
 })
