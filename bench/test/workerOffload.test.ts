@@ -6,12 +6,16 @@
  * the fleets and the floor, the control's time per batch, the main-thread figures read from a
  * Chrome trace between two marks, and the targets the report marks. On fake timers; no browser.
  */
+import { readFileSync } from 'node:fs'
 import { createEngine, type StreamEvent } from '@tidemark/engine'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { controlSpinMs, DEVICE_LOADS, MILLION, parseOffloadArgs, SCENARIOS, TAKEOVER_TRIALS } from '../browser/offloadPlan.ts'
 import { type MainThread, mainThread, type OffloadReport, report, type TraceEvent } from '../browser/offloadReport.ts'
 import { feedBatches, FILL_ENGINE, fill, MILLION_ENGINE, millionBatches, scenarioEngine, simulate } from '../browser/worker-offload/fleetLoad.ts'
 import type { OffloadResult } from '../browser/worker-offload/result.ts'
+
+/** bench/README.md, which describes the worker-offload scenarios. */
+const OFFLOAD_README = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
 
 afterEach(() => {
   vi.useRealTimers()
@@ -32,16 +36,13 @@ describe('worker-offload.ts: the command line', () => {
 })
 
 describe('worker-offload: the scenarios', () => {
-  it('devices: 48 and 200 devices at 20 readings per second, 200 at 100, and the floor: 200 tiles with no reading', () => {
-    expect(SCENARIOS).toEqual(['devices', 'million', 'memory', 'takeover'])
-    expect(DEVICE_LOADS).toEqual(
-      expect.arrayContaining([
-        { devices: 200, rate: 0 },
-        { devices: 48, rate: 20 },
-        { devices: 200, rate: 20 },
-        { devices: 200, rate: 100 },
-      ]),
-    )
+  it('the scenarios and device loads are those bench/README.md describes: 48 and 200 devices at 20 readings per second, 200 at 100, and the floor of 200 tiles', () => {
+    // The worker-offload section: its bullets name the scenarios, its table's rows the device loads.
+    const section = OFFLOAD_README.slice(OFFLOAD_README.indexOf('- **devices**'), OFFLOAD_README.indexOf('| 10^6 events |'))
+    expect(SCENARIOS).toEqual([...section.matchAll(/^- \*\*(\w+)\*\*:/gm)].map((m) => m[1]))
+    const rate = section.match(/devices send (\d+) readings per second each/)?.[1]
+    const rows = [...section.matchAll(/^\| (floor, (\d+) tiles, no readings|(\d+) devices(?:, (\d+) readings\/s)?) \|/gm)]
+    expect(DEVICE_LOADS).toEqual(rows.map((m) => (m[2] !== undefined ? { devices: Number(m[2]), rate: 0 } : { devices: Number(m[3]), rate: Number(m[4] ?? rate) })))
   })
 
   it('devices: the fleet sends one message every 100 ms with every device’s readings, 20 per device per second, each device its own source and key', async () => {
@@ -120,8 +121,11 @@ describe('worker-offload: the scenarios', () => {
     expect(engine.results()).toHaveLength(12_000)
   })
 
-  it('takeover: the leader closed in 5 trials, frozen in 3 with the `freeze` event and 3 without', () => {
-    expect(TAKEOVER_TRIALS).toEqual({ closed: 5, frozen: 3 })
+  it('takeover: as many trials as bench/README.md says (the leader closed; frozen with the `freeze` event and as many without)', () => {
+    const closed = OFFLOAD_README.match(/the leader closed\s+\((\d+) trials\)/)?.[1]
+    const frozen = OFFLOAD_README.match(/\((\d+) trials with the\s+`freeze` event the browser fires, (\d+) with it swallowed/)
+    expect(frozen?.[1]).toBe(frozen?.[2])
+    expect(TAKEOVER_TRIALS).toEqual({ closed: Number(closed), frozen: Number(frozen?.[1]) })
   })
 })
 
