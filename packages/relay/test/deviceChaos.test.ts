@@ -282,8 +282,15 @@ async function run(seed: number, kind: RelayKind): Promise<string> {
   const expected = JSON.stringify(values(truthOf(devices)))
   const board = (): Engine => dashboard.engine as Engine
   const same = (): boolean => JSON.stringify(values(board())) === expected
-  await until(() => dashboard.follower?.rooms().size === DEVICES && board().syncStatus().state === 'connected' && same(), 'the dashboard shows the ground truth').catch(() => undefined)
-  const story = `${profile}, relay ${kind}, producers ${mode}, offline by ${cutOffline ? 'cut' : 'disconnect'}, ${KEYS} keys, checkpoint every ${checkpointEvents} events:\n${log.join('\n')}\ncounters ${JSON.stringify(devices.map((d) => [d.id, d.sent.length, d.counters]))}`
+  // Not thrown here: a timeout fails at the assertions below, which say what was pending (the
+  // rooms and connection, or the values with their diff).
+  const waited = await until(() => dashboard.follower?.rooms().size === DEVICES && board().syncStatus().state === 'connected' && same(), 'the dashboard shows the ground truth').then(
+    () => 'reached',
+    (error: Error) => error.message,
+  )
+  const story = `${profile}, relay ${kind}, producers ${mode}, offline by ${cutOffline ? 'cut' : 'disconnect'}, ${KEYS} keys, checkpoint every ${checkpointEvents} events (wait: ${waited}):\n${log.join('\n')}\ncounters ${JSON.stringify(devices.map((d) => [d.id, d.sent.length, d.counters]))}`
+  // The dashboard follows every device's room and is connected.
+  expect([dashboard.follower?.rooms().size, board().syncStatus().state], `the dashboard's rooms followed and connection state; ${story}`).toEqual([DEVICES, 'connected'])
   // Each device's own engine holds its readings exactly once.
   for (const device of devices) expect.soft(values(device.engine as Engine), `${device.id}'s own engine; ${story}`).toEqual(values(truthOf([device])))
   expect(values(board()), `the dashboard; ${story}`).toEqual(values(truthOf(devices)))

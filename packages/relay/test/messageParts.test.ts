@@ -8,16 +8,19 @@
  * of its messages takes nothing with it. Parts the relay does not put together: partsRefused.test.ts.
  */
 import { createEngine, manual, type StreamEvent, type TidemarkEngine, tumbling } from '@tidemark/engine'
+import { ManualTimers } from '@tidemark/engine/testing'
 import { bindDoc, connectRelay, followRooms, type Relay as RelayClient, syncStatusTracker } from '@tidemark/yjs'
+import * as decoding from 'lib0/decoding'
 import * as encoding from 'lib0/encoding'
-import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
 import WebSocket from 'ws'
 import { Awareness } from 'y-protocols/awareness'
 import * as Y from 'yjs'
+import { ConnectionGate } from '../src/gate/connectionGate.ts'
 import type { Relay, RelayOptions } from '../src/index.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
 import { startTestRelay } from './support/testRelays.ts'
-import { authFrame, awarenessFrame, partFrame, syncFrame } from './support/hocuspocusFrames.ts'
+import { authFrame, awarenessFrame, PART, partFrame, syncFrame } from './support/hocuspocusFrames.ts'
 import { dashboardToken, metric, openRoom, type RoomClient, relaySocket, scrapeMetrics, signToken, waitFor, waitUntil } from './support/roomClients.ts'
 
 const T0 = 1_700_000_040_000
@@ -26,8 +29,10 @@ const relays: Relay[] = []
 const clients: RelayClient[] = []
 const rooms: RoomClient[] = []
 const sockets: ReturnType<typeof relaySocket>[] = []
+const restores: (() => void)[] = []
 
 afterEach(async () => {
+  for (const restore of restores.splice(0)) restore()
   for (const client of clients.splice(0)) client.destroy()
   for (const room of rooms.splice(0)) room.destroy()
   for (const socket of sockets.splice(0)) socket.destroy()
@@ -264,22 +269,36 @@ async function observe(relay: Relay, room: string): Promise<RoomClient> {
 describe('a room connection closed in the middle of its messages', () => {
   it('a token expiring while parts are on their way: the parts in flight are dropped, and the device joins again and syncs', async () => {
     const limit = 8 << 10
-    const relay = await relayWith({ limits: { maxMessageBytes: limit } })
+    // The relay's clock and deadlines are the test's: the token expires when the test moves the
+    // clock, once the relay has taken parts of the backlog and the rest is held in the uplink.
+    const clock = new ManualTimers(Math.floor(Date.now() / 1000) * 1000)
+    const relay = await relayWith({ limits: { maxMessageBytes: limit }, now: clock.read, timers: clock })
     const options = { windows: tumbling(60_000), watermark: manual(), allowedLateness: 86_400_000 }
     const device = createEngine({ ...options, replicaId: 'r' }) as TidemarkEngine
     const doc = new Y.Doc()
     bindDoc(device, doc)
-    // About 15 parts, sent 200 ms apart (a slow uplink): the first token expires among them.
+    // About 15 parts: the first 3 go out, the rest wait in the uplink until released.
     device.ingest(readings('dr', 1, 3_000, (i) => i % 97))
     let reads = 0
     const claims = { sub: 'r', role: 'device', rooms: ['fleet-p/r'], replicas: ['r'], sources: ['dr'] }
-    const token = () => signToken(claims, ++reads === 1 ? { expiresAt: Math.floor(Date.now() / 1000) + 2 } : {})
+    // The first token expires a minute of the relay's clock from now, the next ones a day.
+    const token = () => signToken(claims, { expiresAt: Math.floor((clock.now + (++reads === 1 ? 60_000 : 86_400_000)) / 1000) })
+    const uplink = heldUplink(3)
     const errors: Error[] = []
-    const client = connectRelay({ url: relay.url, token, WebSocket: slowUplink(200), jitter: JITTER, maxMessageBytes: limit, onError: (e) => errors.push(e) })
+    const client = connectRelay({ url: relay.url, token, WebSocket: uplink.WebSocket, jitter: JITTER, maxMessageBytes: limit, onError: (e) => errors.push(e) })
     clients.push(client)
     client.join(doc, 'fleet-p/r')
+    await waitFor(() => uplink.held() > 0, 'parts held in the uplink')
+    await waitUntil(async () => (await metric(relay.httpUrl, 'tidemark_relay_assembling_bytes')) === uplink.partBytes(), 'the first 3 parts taken')
+    // At exp the relay closes the room connection: the parts it took are let go.
+    clock.advance(60_000)
+    expect(await metric(relay.httpUrl, 'tidemark_relay_tokens_expired_total')).toBe(1)
+    expect(await metric(relay.httpUrl, 'tidemark_relay_assembling_bytes')).toBe(0)
+    // The rest of the message reaches the relay after its connection closed, then the device joins again.
+    uplink.release()
     await waitFor(() => inSync(device) || device.syncStatus().refusal !== null, 'the backlog acknowledged', 60_000)
     expect(device.syncStatus().refusal).toBeNull()
+    expect(reads).toBe(2)
     expect(await metric(relay.httpUrl, 'tidemark_relay_tokens_expired_total')).toBe(1)
     expect(errors.filter((e) => /4413|refused/.test(e.message))).toEqual([])
     await untilEqual(dashboard(relay, 'fleet-p', options), device, 'a dashboard shows the backlog')
@@ -298,8 +317,17 @@ describe('a room connection closed in the middle of its messages', () => {
     }
     // Behind 600 step 1s: the first 299 parts of a message, and a presence; then the socket closes.
     const parts = Array.from({ length: 299 }, (_, i) => partFrame('fleet-p/d1', i, 300, 300 * 800, new Uint8Array(800).fill(1)))
+    const turns = watchTurns()
     await closeBehindQueue(relay, 'fleet-p/d1', await dashboardToken('fleet-p'), [...parts, presence(1, 'ops')])
-    await expect(waitUntil(async () => (await metric(relay.httpUrl, 'tidemark_relay_assembling_bytes')) > 0, 'parts taken after the close', 1_500)).rejects.toThrow(/timed out/)
+    // Every message the socket sent has had its turn (the step 1 that opened the room, 600 more,
+    // 299 parts, a presence): what the relay took of them is in the metric now, and nothing of
+    // theirs is still to come.
+    await waitFor(() => turns.started === 901 && turns.waiting === 0, 'every message of the closed socket handled').catch((error: Error) => {
+      throw new Error(`${error.message}: ${JSON.stringify(turns)}`)
+    })
+    // The parts and the presence (the last 300) were still waiting when the connection closed.
+    expect(turns.afterEnd).toBeGreaterThanOrEqual(300)
+    expect(await metric(relay.httpUrl, 'tidemark_relay_assembling_bytes')).toBe(0)
     // The same dashboard's presence on a new connection is its own again.
     const observer = await observe(relay, 'fleet-p/d1')
     await waitFor(() => observer.synced(), 'an observer in sync')
@@ -311,23 +339,69 @@ describe('a room connection closed in the middle of its messages', () => {
   }, 30_000)
 })
 
-/** A `ws` WebSocket that sends one frame every `gapMs` (a slow uplink: what is sent waits in the client's buffers). */
-function slowUplink(gapMs: number): typeof WebSocket {
-  return class SlowUplink extends WebSocket {
-    readonly #queue: Parameters<WebSocket['send']>[0][] = []
-    #sending = false
+/**
+ * Counts the message turns of this process's relays (`ConnectionGate.turn`, one per message a
+ * room connection received, in order): how many started, how many have not ended yet (the
+ * message is not yet decided and applied or dropped), and how many came after their connection
+ * had ended. Restored after the test.
+ */
+function watchTurns(): { readonly started: number; readonly waiting: number; readonly afterEnd: number } {
+  const turn = ConnectionGate.prototype.turn
+  const turns = { started: 0, waiting: 0, afterEnd: 0 }
+  const spy = vi.spyOn(ConnectionGate.prototype, 'turn').mockImplementation(async function (this: ConnectionGate) {
+    turns.started++
+    turns.waiting++
+    const end = await turn.call(this)
+    if (this.ended) turns.afterEnd++
+    return () => {
+      turns.waiting--
+      end()
+    }
+  })
+  restores.push(() => spy.mockRestore())
+  return turns
+}
+
+/**
+ * A `ws` WebSocket class whose sockets send their first `passed` Part messages and then hold
+ * everything they send (what a slow uplink has not sent yet) until `release()`, after which
+ * they send as usual. A socket closed meanwhile sends nothing of what it held. `partBytes` is
+ * what the Part messages it sent carried of their message.
+ */
+function heldUplink(passed: number): { readonly WebSocket: typeof WebSocket; held(): number; partBytes(): number; release(): void } {
+  const queue: { readonly socket: WebSocket; readonly send: () => void }[] = []
+  let parts = 0
+  let partBytes = 0
+  let holding = true
+  /** The bytes of its message a Part message carries, or null for another message. */
+  const carried = (data: unknown): number | null => {
+    if (!(data instanceof Uint8Array)) return null
+    const decoder = decoding.createDecoder(data)
+    decoding.readVarString(decoder)
+    if (decoding.readVarUint(decoder) !== PART) return null
+    for (let field = 0; field < 3; field++) decoding.readVarUint(decoder) // index, count, total
+    return decoding.readVarUint8Array(decoder).byteLength
+  }
+  class HeldUplink extends WebSocket {
     override send(data: Parameters<WebSocket['send']>[0]): void {
-      this.#queue.push(data)
-      if (!this.#sending) this.#next()
+      const bytes = holding && queue.length === 0 ? carried(data) : null
+      if (holding && (queue.length > 0 || (bytes !== null && ++parts > passed))) {
+        queue.push({ socket: this, send: () => super.send(data) })
+        return
+      }
+      if (bytes !== null) partBytes += bytes
+      super.send(data)
     }
-    #next(): void {
-      const data = this.#queue.shift()
-      this.#sending = data !== undefined
-      if (data === undefined) return
-      if (this.readyState === WebSocket.OPEN) super.send(data)
-      setTimeout(() => this.#next(), gapMs)
-    }
-  } as unknown as typeof WebSocket
+  }
+  return {
+    WebSocket: HeldUplink as unknown as typeof WebSocket,
+    held: () => queue.length,
+    partBytes: () => partBytes,
+    release() {
+      holding = false
+      for (const { socket, send } of queue.splice(0)) if (socket.readyState === WebSocket.OPEN) send()
+    },
+  }
 }
 
 /** A raw socket with `room` open on it (its connection established). */

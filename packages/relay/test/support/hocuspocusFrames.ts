@@ -57,7 +57,7 @@ export function presenceText(room: string, entries: readonly (readonly [client: 
 }
 
 /** The relay's Part message type (a Sync message over the size limit, in parts). */
-const PART = 100
+export const PART = 100
 
 /** Part `index` of `count` of a message of `total` bytes in `room`. */
 export function partFrame(room: string, index: number, count: number, total: number, bytes: Uint8Array): Uint8Array {
