@@ -327,7 +327,7 @@ export class TidemarkEngine<A extends AggregateDefinitions = NoAggregates> imple
    *
    * @example
    * const engine = new TidemarkEngine({ windows: tumbling(60_000) })
-   * const bytes = encodeEngineCheckpoint(engine.checkpoint(), lsn)
+   * const bytes = encodeEngineCheckpoint(engine.checkpoint()) // from @tidemark/idb
    */
   checkpoint(): EngineCheckpoint {
     // A stopped engine's state is half updated, as is one in the middle of its own operation: a checkpoint of it would outlive the log's truth.

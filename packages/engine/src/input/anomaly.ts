@@ -63,7 +63,7 @@ export const ANOMALY_REASONS: readonly AnomalyReason[] = [
  * One refused input with its reason, or one conflicting duplicate (`conflicting_duplicate`).
  *
  * @example
- * const a: Anomaly = { reason: 'invalid_ts', index: 3, id: 'd1-9', detail: 'ts must be a finite number' }
+ * const a: Anomaly = { reason: 'invalid_ts', index: 3, id: 'd1-9', detail: 'ts must be a finite number within ±9007199254740.992 ms, got NaN' }
  */
 export interface Anomaly {
   /** Why the input was refused. */

@@ -242,7 +242,7 @@ export class OrderedEventStream implements OrderedStream {
    * Finishes a source: it stops holding the watermark, and its later events are refused (see `OrderedStream.finishSource`).
    *
    * @example
-   * stream.finishSource('d1')
+   * stream.finishSource('d9') // d9 was switched off for good
    */
   finishSource(source: string): void {
     this.#assertOutsidePush()

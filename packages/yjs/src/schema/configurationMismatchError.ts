@@ -3,7 +3,7 @@
  * configuration or doc schema: its cells mean something else, so none of them is merged.
  *
  * @example
- * createEngine({ windows, doc, onReplicationError: (e) => { if (isConfigurationMismatchError(e)) warn(e.message) } })
+ * bindDoc(createEngine({ windows }), doc, { onError: (e) => { if (isConfigurationMismatchError(e)) warn(e.message) } })
  */
 export class ConfigurationMismatchError extends Error {
   /** The replica whose state is refused. */
@@ -34,10 +34,9 @@ export class ConfigurationMismatchError extends Error {
  * Type guard for `ConfigurationMismatchError`, also across realms.
  *
  * @example
- * const engine = createEngine({
- *   windows: tumbling(60_000),
- *   doc,
- *   onReplicationError: (error) => {
+ * const engine = createEngine({ windows: tumbling(60_000) })
+ * bindDoc(engine, doc, {
+ *   onError: (error) => {
  *     if (isConfigurationMismatchError(error)) console.warn(`peer ${error.replicaId} counts other windows`)
  *   },
  * })
