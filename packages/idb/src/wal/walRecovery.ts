@@ -95,7 +95,7 @@ export function isLsn(key: unknown): key is number {
  * what was lost with it when it still decodes.
  *
  * @example
- * strayRecord('wal', { key: 0, value }, 2) // { store: 'wal', key: '0', reason: 'stored under lsn 0, at or behind the checkpoint at lsn 2, whose state does not hold it', kind: 'ingest', lostEvents: 1 }
+ * strayRecord('wal', { key: 1, value }, 2) // { store: 'wal', key: '1', reason: 'stored under lsn 1, at or behind the checkpoint at lsn 2, whose state does not hold it', kind: 'ingest', lostEvents: 1 }
  */
 export function strayRecord(store: 'wal' | 'checkpoints', record: { readonly key: IDBValidKey; readonly value: unknown }, checkpointLsn: number): CorruptRecord {
   const { key, value } = record

@@ -31,7 +31,7 @@ export interface PostgresTimeouts {
  * otherwise end the process.
  *
  * @example
- * const sql = await openPostgres(process.env.DATABASE_URL, (error) => console.error(error))
+ * const sql = await openPostgres(process.env.DATABASE_URL ?? 'postgres://127.0.0.1/tidemark', (error) => console.error(error))
  */
 export async function openPostgres(url: string, onError: (error: Error) => void, timeouts: PostgresTimeouts = { connectMs: 5000, queryMs: QUERY_TIMEOUT_MS }): Promise<SqlClient> {
   const pool = new pg.Pool({

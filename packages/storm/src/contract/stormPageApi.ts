@@ -147,7 +147,7 @@ export interface StormPageApi {
  * `tidemarkStormReport` (a Playwright binding) on every context before its pages load.
  *
  * @example
- * const api = await page.evaluate(() => (globalThis as StormGlobals).tidemarkStorm?.source)
+ * const source = await page.evaluate(() => (globalThis as StormGlobals).tidemarkStorm?.source)
  */
 export interface StormGlobals {
   tidemarkStorm?: StormPageApi

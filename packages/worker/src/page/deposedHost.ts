@@ -9,8 +9,8 @@ import type { HostMode } from '../protocol/messages.ts'
  * makes it wait.
  *
  * @example
- * deposedFailure('another host took the log', 'shared', null) // '…reload this page'
- * deposedFailure('another host took the log', 'leader', locks) // null: a takeover
+ * deposedFailure('another host took the log', 'shared', false) // '…reload this page'
+ * deposedFailure('another host took the log', 'leader', true) // null: a takeover
  */
 export function deposedFailure(reason: string, mode: HostMode, hasLocks: boolean): string | null {
   if (mode === 'single') {
