@@ -14,7 +14,8 @@ import { eventValue, finiteInput } from './numericInput.ts'
  *   a canonical order, so replicas still agree bit for bit.
  * - `idempotent: true` only if also `merge(a, a) ≡ a` (a lattice join). Not needed by the engine.
  * - `encode` gives equal bytes for equal states (sort what has no order); `decode(encode(s)) ≡ s`;
- *   `decode` throws on bytes it did not write (any error becomes a RangeError naming the aggregate)
+ *   `decode` throws on bytes it did not write (another error becomes a RangeError naming the aggregate;
+ *   a RangeError passes as it is, and the engine names the aggregate when it decodes a cell)
  *   and bounds what it allocates. Put a version byte first, to change the layout later.
  * - `merge` does not modify its arguments; `add` may update its state in place.
  *
@@ -68,8 +69,8 @@ const REQUIRED = ['init', 'add', 'merge', 'result', 'encode', 'decode'] as const
 
 /**
  * A user's aggregate, checked: the required functions are functions, no unknown key, a name,
- * and `encode(init())` is a Uint8Array. `decode` errors come back as RangeErrors naming the
- * aggregate, as the engine expects of hostile bytes. Throws a TypeError for a bad definition.
+ * and `encode(init())` is a Uint8Array. `decode` errors come back as RangeErrors (others wrapped
+ * in one naming the aggregate), as the engine expects of hostile bytes. Throws a TypeError for a bad definition.
  *
  * @example
  * const sumOfSquares = defineAggregate({
