@@ -1,29 +1,15 @@
 import type { CellAddress } from '../lattice/cellAddress.ts'
 import type { CellEntry } from '../lattice/cellEntry.ts'
 import type { CellGroup } from '../lattice/cellGroup.ts'
+import type { ClockEntry } from '../time/sourceClock.ts'
 import type { SyncStatus } from './syncStatus.ts'
+
+export type { ClockEntry } from '../time/sourceClock.ts'
 
 /**
  * The seam between an engine and whatever replicates its lattice state (Yjs today).
  * Everything here is plain data; the engine never sees the transport.
  */
-
-/** A source's clock as replicated: single-writer, newer `version` wins. */
-export interface ClockEntry {
-  readonly source: string
-  /** Replica that writes this source. */
-  readonly writer: string
-  readonly maxTs: number
-  /** Highest seq with 1..prefix all seen. */
-  readonly prefix: number
-  /** Largest ts in the gap-free prefix. */
-  readonly prefixTs: number
-  /** False once the source can prove nothing (ts went backwards along seq, or no seq). */
-  readonly provable: boolean
-  /** True once its writer finished the source (`engine.finishSource`); absent from peers that predate it. */
-  readonly finished?: boolean
-  readonly version: number
-}
 
 /**
  * What one local batch wrote: to be published to peers in one transaction. The cells are the

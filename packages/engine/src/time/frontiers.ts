@@ -1,8 +1,6 @@
-import type { EngineCheckpoint } from '../recovery/engineCheckpoint.ts'
-import type { ClockEntry } from '../replica/replicaPort.ts'
 import { ClockChanges } from './clockChanges.ts'
 import { FrontierHeaps } from './frontierHeaps.ts'
-import { SourceClock } from './sourceClock.ts'
+import { type ClockEntry, SourceClock, type SourceClockSnapshot } from './sourceClock.ts'
 import type { WatermarkStrategy } from './watermarkStrategy.ts'
 
 /**
@@ -393,7 +391,7 @@ export class Frontiers {
   }
 
   /** The frontiers and every source clock, for a checkpoint. */
-  snapshot(): Pick<EngineCheckpoint, 'frontiers' | 'sources'> {
+  snapshot(): FrontiersSnapshot {
     return {
       frontiers: {
         watermark: this.watermark,
@@ -413,7 +411,7 @@ export class Frontiers {
   }
 
   /** Loads frontiers and source clocks from a checkpoint (`snapshot()`), into fresh frontiers. */
-  restore(checkpoint: Pick<EngineCheckpoint, 'frontiers' | 'sources'>): void {
+  restore(checkpoint: FrontiersSnapshot): void {
     const f = checkpoint.frontiers
     this.watermark = f.watermark
     this.strictWatermark = f.strictWatermark
@@ -441,6 +439,27 @@ export class Frontiers {
   firingFrontier(): number {
     return Math.max(this.proof, this.watermark)
   }
+}
+
+/**
+ * The frontiers and every source clock as a checkpoint keeps them: what `Frontiers.snapshot()`
+ * gives and `restore` takes (`EngineCheckpoint` extends it, so a whole checkpoint is one).
+ */
+export interface FrontiersSnapshot {
+  readonly frontiers: {
+    readonly watermark: number
+    readonly strictWatermark: number
+    readonly maxTs: number
+    readonly proof: number
+    readonly idleSources: number
+    /** The bound on the proof frontier from peers' clocks left out past `maxSources` (absent when none was). */
+    readonly untrackedProof?: number
+    /** The version a source this replica takes up starts at (`raiseVersionFloor`); absent when 0. */
+    readonly versionFloor?: number
+    /** The sources holding P and W at the last advance (`stats().proofHeldBy`, `watermarkHeldBy`); absent from checkpoints that predate them. */
+    readonly heldBy?: { readonly proof: string | null; readonly watermark: string | null }
+  }
+  readonly sources: readonly SourceClockSnapshot[]
 }
 
 /** The sources holding `P` and `W` where they are (`Frontiers.holders`), by name. */

@@ -1,5 +1,5 @@
 import type { EventStamp, SourceClock } from './sourceClock.ts'
-import type { Basis } from '../windows/windowResult.ts'
+import type { Basis } from './basis.ts'
 
 /** How a source's `seq` stopped proving order, as far as its events delivered so far show. */
 interface ProofBreak {

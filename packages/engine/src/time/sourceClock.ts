@@ -1,11 +1,46 @@
 import type { StreamEvent } from '../input/event.ts'
-import type { SourceClockSnapshot } from '../recovery/engineCheckpoint.ts'
-import type { ClockEntry } from '../replica/replicaPort.ts'
 import type { ClockChanges } from './clockChanges.ts'
 import { SeqRing } from './seqRing.ts'
 
 /** What a source clock remembers of an event: its seq, id and event time. */
 export type EventStamp = Pick<StreamEvent, 'seq' | 'id' | 'ts'>
+
+/** A source's clock as replicated: single-writer, newer `version` wins. */
+export interface ClockEntry {
+  readonly source: string
+  /** Replica that writes this source. */
+  readonly writer: string
+  readonly maxTs: number
+  /** Highest seq with 1..prefix all seen. */
+  readonly prefix: number
+  /** Largest ts in the gap-free prefix. */
+  readonly prefixTs: number
+  /** False once the source can prove nothing (ts went backwards along seq, or no seq). */
+  readonly provable: boolean
+  /** True once its writer finished the source (`engine.finishSource`); absent from peers that predate it. */
+  readonly finished?: boolean
+  readonly version: number
+}
+
+export interface SourceClockSnapshot {
+  readonly name: string
+  readonly writer: string
+  readonly version: number
+  readonly maxTs: number
+  readonly lastSeen: number
+  readonly prefix: number
+  /** Highest seq remembered, also above a gap whose dedup memory was released (what `engine.nextSeq` counts from). */
+  readonly highestSeq: number
+  readonly prefixTs: number
+  readonly lastPrefixTs: number
+  readonly provable: boolean
+  /** The source was finished (absent from checkpoints that predate finishing). */
+  readonly finished?: boolean
+  /** [seq, ts] seen above a gap. */
+  readonly ahead: readonly (readonly [number, number])[]
+  /** [id, ts] of events without seq. */
+  readonly ids: readonly (readonly [string, number])[]
+}
 
 /**
  * Per-source clock and dedup memory (docs/semantics.md: duplicates, the proof frontier).

@@ -1,16 +1,14 @@
 import type { Anomaly, AnomalyReason } from '../input/anomaly.ts'
 import type { DedupMemory } from './dedupMemory.ts'
-import type { ResolvedOptions } from '../core/engineOptions.ts'
+import type { LateEventSink, PlacementOptions, WriteOutbox } from './placementPorts.ts'
 import { copyStreamEvent, type StreamEvent, streamEventOf } from '../input/event.ts'
 import { invalidReason } from '../input/eventValidation.ts'
-import { PlacementOrder } from '../ordered/eventOrder.ts'
+import { PlacementOrder } from '../input/eventOrder.ts'
 import { type FutureSources, latestAdmittedTs } from '../input/futureSources.ts'
 import type { Frontiers } from '../time/frontiers.ts'
 import { finishedDetail } from '../time/sourceFinish.ts'
 import type { SourceClock } from '../time/sourceClock.ts'
 import { elementOrUnreadable, rejectInput, safeInvalidFields, UNREADABLE } from '../input/inputRejection.ts'
-import type { LateLane } from '../core/lateLane.ts'
-import type { ReplicationOutbox } from '../replica/replicationOutbox.ts'
 import {
   ADMITTED_LATE,
   type BatchFrontiers,
@@ -32,12 +30,12 @@ export interface PlacementTally {
 
 /** What placement reads and writes: the engine's state, shared. */
 export interface PlacementState {
-  readonly options: ResolvedOptions
+  readonly options: PlacementOptions
   readonly replicaId: string
   readonly indexes: readonly WindowIndex[]
   readonly frontiers: Frontiers
-  readonly lateLane: LateLane
-  readonly outbox: ReplicationOutbox
+  readonly lateLane: LateEventSink
+  readonly outbox: WriteOutbox
   readonly dedup: DedupMemory
   readonly anomalies: Record<AnomalyReason, number>
   readonly tracker: WindowTracker

@@ -1,4 +1,4 @@
-import type { SessionIndexSnapshot, SliceIndexSnapshot } from '../recovery/engineCheckpoint.ts'
+import type { SessionIndexSnapshot, SliceIndexSnapshot } from './windowSnapshot.ts'
 import type { AggregateSet, States } from '../aggregates/aggregateSet.ts'
 import type { StreamEvent } from '../input/event.ts'
 import { absorbCell, addToCell, copyCell, emptyCell, tombstone } from '../lattice/cell.ts'

@@ -1,7 +1,7 @@
 import type { AggregateSet, States } from '../aggregates/aggregateSet.ts'
 import type { StreamEvent } from '../input/event.ts'
 import type { Cell } from '../lattice/cell.ts'
-import type { SessionIndexSnapshot, SliceIndexSnapshot } from '../recovery/engineCheckpoint.ts'
+import type { SessionIndexSnapshot, SliceIndexSnapshot } from './windowSnapshot.ts'
 import type { CellGroup } from '../lattice/cellGroup.ts'
 import type { CellEntry } from '../lattice/cellEntry.ts'
 import type { WindowState } from './windowState.ts'

@@ -1,7 +1,7 @@
 import type { AggregateSet, States } from '../aggregates/aggregateSet.ts'
 import type { Cell } from '../lattice/cell.ts'
 import type { Aggregate } from '../lattice/cellSet.ts'
-import type { ReplicationOutbox } from '../replica/replicationOutbox.ts'
+import type { WriteOutbox } from './placementPorts.ts'
 import { EventTimeQueue } from '../time/eventTimeQueue.ts'
 import type { Frontiers } from '../time/frontiers.ts'
 import { paneInfo } from './paneInfo.ts'
@@ -33,7 +33,7 @@ export class WindowLifecycle implements WindowTracker {
   readonly #settings: LifecycleSettings
   readonly #frontiers: Frontiers
   readonly #indexes: readonly WindowIndex[]
-  readonly #outbox: ReplicationOutbox
+  readonly #outbox: WriteOutbox
   readonly #writes: (source: string) => boolean
   /** Windows not yet fired, by end. */
   readonly #unfired = new EventTimeQueue<WindowState>()
@@ -110,7 +110,7 @@ export class WindowLifecycle implements WindowTracker {
     settings: LifecycleSettings,
     frontiers: Frontiers,
     indexes: readonly WindowIndex[],
-    outbox: ReplicationOutbox,
+    outbox: WriteOutbox,
     writes: (source: string) => boolean,
   ) {
     this.#settings = settings

@@ -1,7 +1,7 @@
 import type { AggregateDefinitions, AggregateResults, AnyAggregate } from '../aggregates/aggregate.ts'
+import type { Basis } from '../time/basis.ts'
 
-/** How the engine knows a window is complete (docs/semantics.md, Basis). */
-export type Basis = 'proven' | 'derived' | 'fallback' | 'unknown'
+export type { Basis } from '../time/basis.ts'
 
 /** Lifecycle of a window result. */
 export type ResultStatus = 'provisional' | 'on_time' | 'corrected'

@@ -1,7 +1,7 @@
 import type { AggregateSet, States } from '../aggregates/aggregateSet.ts'
 import { type Cell, copyCell } from '../lattice/cell.ts'
 import type { Aggregate } from '../lattice/cellSet.ts'
-import type { WindowSnapshot } from '../recovery/engineCheckpoint.ts'
+import type { WindowSnapshot } from './windowSnapshot.ts'
 import type { Basis, PaneInfo, ResultStatus, WindowResult } from './windowResult.ts'
 
 const NO_FRAGMENTS: readonly SessionFragment[] = Object.freeze([])

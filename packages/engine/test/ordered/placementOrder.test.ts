@@ -9,7 +9,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import type { StreamEvent } from '../../src/input/event.ts'
-import { compareEventOrder, PlacementOrder } from '../../src/ordered/eventOrder.ts'
+import { compareEventOrder, PlacementOrder } from '../../src/input/eventOrder.ts'
 import { assertSeeded } from '@tidemark/seeded-random/property'
 
 const FILE = 'packages/engine/test/ordered/placementOrder.test.ts'

@@ -1,4 +1,4 @@
-import type { Engine } from '../core/engineApi.ts'
+import type { Engine } from './engineApi.ts'
 import { reportListenerError } from '../errors/listenerError.ts'
 
 /** One-shot timers, as `tickWhenDue` arms them (`ManualTimers` from `@tidemark/engine/testing` in tests). */
