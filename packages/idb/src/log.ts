@@ -6,6 +6,6 @@
  *
  * @module @tidemark/idb/log
  */
-export { claimLog, logDatabaseName } from './logClaim.ts'
+export { claimLog, logDatabaseName } from './claims/logClaim.ts'
 
-export type { ClaimLogOptions, LogClaim, LogLocks } from './logClaim.ts'
+export type { ClaimLogOptions, LogClaim, LogLocks } from './claims/logClaim.ts'

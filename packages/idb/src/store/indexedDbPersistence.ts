@@ -17,8 +17,8 @@ import type {
 import { markClosed, markOpen } from './openDatabases.ts'
 import { isQuotaExceeded, QuotaError } from '../persistence/quotaError.ts'
 import { encodeWalRecord } from '../wal/walCodec.ts'
-import { WalCatalog } from '../wal/walCatalog.ts'
-import { isLsn } from '../wal/walRecovery.ts'
+import { WalCatalog } from './walCatalog.ts'
+import { isLsn } from './walRecovery.ts'
 import { readStoredLog, type StrayKey } from './storedLog.ts'
 
 /** An encoded record waiting for its transaction. */

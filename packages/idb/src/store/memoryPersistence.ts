@@ -3,8 +3,8 @@ import { assertKnownOptions } from '@tidemark/engine/adapter'
 import { checkpointPolicy } from '../checkpoint/checkpointPolicy.ts'
 import { ARCHIVE_ROTATED_KEY, type ArchiveKey, type ArchivePort, checkArchive } from '../history/archivePort.ts'
 import { encodeWalRecord } from '../wal/walCodec.ts'
-import { WalCatalog } from '../wal/walCatalog.ts'
-import { readCheckpoint } from '../wal/walRecovery.ts'
+import { WalCatalog } from './walCatalog.ts'
+import { readCheckpoint } from './walRecovery.ts'
 import type {
   ArchivedChange,
   ArchiveQuery,

@@ -4,8 +4,8 @@
  * stored where this library never leaves one (a key that is not an lsn, a log record at or behind
  * the checkpoint) are strays: reported as corrupt, and deleted by key by the next checkpoint.
  */
-import type { StoredLog, WalCatalog } from '../wal/walCatalog.ts'
-import { isLsn, readCheckpoint, type StoredRecord, strayRecord } from '../wal/walRecovery.ts'
+import type { StoredLog, WalCatalog } from './walCatalog.ts'
+import { isLsn, readCheckpoint, type StoredRecord, strayRecord } from './walRecovery.ts'
 import { committed, requested } from './idbRequests.ts'
 import { WRITER_EPOCH_KEY } from './indexedDbSchema.ts'
 import type { Checkpoint, CorruptRecord } from '../persistence/persistence.ts'

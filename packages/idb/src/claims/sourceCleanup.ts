@@ -8,7 +8,7 @@
  */
 import { assertKnownOptions, messageOf } from '@tidemark/engine/adapter'
 import { claimedHere } from './sourceClaim.ts'
-import { isOpenHere } from './store/openDatabases.ts'
+import { isOpenHere } from '../store/openDatabases.ts'
 import { isSourceOf, type SourceRegistryStorage, sourceDatabaseName, sourceRegistry } from './sourceRegistry.ts'
 import { type SourceLocks, sourceLockName, sourceLocks } from './webLocks.ts'
 

@@ -3,7 +3,7 @@ import { decodeHistoryRecord } from '../history/historyRecord.ts'
 import { LATE_LANE_COLUMNS } from '../history/lateLaneColumns.ts'
 import type { Checkpoint, CorruptRecord, LateLaneRecord, WalRecord } from '../persistence/persistence.ts'
 import { notBytes, storedBytes } from '../persistence/storedBytes.ts'
-import { decodeWalRecord } from './walCodec.ts'
+import { decodeWalRecord } from '../wal/walCodec.ts'
 
 /** A value as a store returned it, under its key (the lsn, or the checkpoint's upToLsn). */
 export interface StoredRecord {

@@ -9,9 +9,9 @@ import {
   type WindowChange,
 } from '@tidemark/engine'
 import { assertKnownOptions, checkEngineOptions, ENGINE_OPTION_KEYS } from '@tidemark/engine/adapter'
-import { decodeEngineCheckpoint, encodeEngineCheckpoint } from './checkpoint/checkpointCodec.ts'
-import { checkpointPolicy } from './checkpoint/checkpointPolicy.ts'
-import { laneFromRecords } from './history/lateLaneRecords.ts'
+import { decodeEngineCheckpoint, encodeEngineCheckpoint } from '../checkpoint/checkpointCodec.ts'
+import { checkpointPolicy } from '../checkpoint/checkpointPolicy.ts'
+import { laneFromRecords } from '../history/lateLaneRecords.ts'
 import { LogConfigurationError } from './logConfigurationError.ts'
 import type {
   CheckpointPolicy,
@@ -19,8 +19,8 @@ import type {
   LateLaneSnapshot,
   Persistence,
   RecoveredLog,
-} from './persistence/persistence.ts'
-import { checkpointEvents, GLOBAL_RETRY_TIMERS, WalWriter, type WriteRetry, type WriteRetryTimers } from './wal/walWriter.ts'
+} from '../persistence/persistence.ts'
+import { checkpointEvents, GLOBAL_RETRY_TIMERS, WalWriter, type WriteRetry, type WriteRetryTimers } from '../wal/walWriter.ts'
 
 const REPLICA_ID_KEY = 'replicaId'
 /** The configuration the log is written under, kept beside it from the first open on. */

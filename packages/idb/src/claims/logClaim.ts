@@ -1,7 +1,7 @@
 import { MAX_NAME_LENGTH } from '@tidemark/engine'
 import { assertKnownOptions } from '@tidemark/engine/adapter'
-import { committed, requested } from './store/idbRequests.ts'
-import { openDatabase, WRITER_EPOCH_KEY } from './store/indexedDbSchema.ts'
+import { committed, requested } from '../store/idbRequests.ts'
+import { openDatabase, WRITER_EPOCH_KEY } from '../store/indexedDbSchema.ts'
 import { noWebLocksError } from './webLocks.ts'
 
 /**
