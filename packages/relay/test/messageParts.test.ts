@@ -5,34 +5,35 @@
  * dashboard exactly; a reconfigured replica's step 2 (its deletions of its old log with its new
  * entries) reaches it as one, so the dashboard never merges the old log; a presence over the
  * limit is withdrawn instead of sent, and the room syncs on; a connection closed in the middle
- * of its messages takes nothing with it. Parts the relay does not put together: partsRefused.test.ts.
+ * of its messages takes nothing with it, and each message it drops is counted once
+ * (`tidemark_relay_closed_connection_messages_dropped_total`). Parts the relay does not put
+ * together: partsRefused.test.ts.
  */
 import { createEngine, manual, type StreamEvent, type TidemarkEngine, tumbling } from '@tidemark/engine'
 import { ManualTimers } from '@tidemark/engine/testing'
 import { bindDoc, connectRelay, followRooms, type Relay as RelayClient, syncStatusTracker } from '@tidemark/yjs'
 import * as decoding from 'lib0/decoding'
 import * as encoding from 'lib0/encoding'
-import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
+import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import { Awareness } from 'y-protocols/awareness'
 import * as Y from 'yjs'
-import { ConnectionGate } from '../src/gate/connectionGate.ts'
 import type { Relay, RelayOptions } from '../src/index.ts'
 import { freshDataDir, removeDataDirs } from './support/dataDirs.ts'
 import { startTestRelay } from './support/testRelays.ts'
-import { authFrame, awarenessFrame, PART, partFrame, syncFrame } from './support/hocuspocusFrames.ts'
+import { authFrame, messageFrame, PART, partFrame, presenceText, syncFrame } from './support/hocuspocusFrames.ts'
 import { dashboardToken, metric, openRoom, type RoomClient, relaySocket, scrapeMetrics, signToken, waitFor, waitUntil } from './support/roomClients.ts'
 
 const T0 = 1_700_000_040_000
 const JITTER = { baseMs: 50, capMs: 200 }
+/** Hocuspocus' BroadcastStateless message type, which the relay refuses from clients. */
+const MESSAGE_BROADCAST_STATELESS = 6
 const relays: Relay[] = []
 const clients: RelayClient[] = []
 const rooms: RoomClient[] = []
 const sockets: ReturnType<typeof relaySocket>[] = []
-const restores: (() => void)[] = []
 
 afterEach(async () => {
-  for (const restore of restores.splice(0)) restore()
   for (const client of clients.splice(0)) client.destroy()
   for (const room of rooms.splice(0)) room.destroy()
   for (const socket of sockets.splice(0)) socket.destroy()
@@ -307,60 +308,81 @@ describe('a room connection closed in the middle of its messages', () => {
 
   it('messages still waiting for their turn when the socket closes take nothing: no parts, no presence kept for a connection that is gone', async () => {
     const relay = await relayWith({ limits: { maxMessageBytes: 8 << 10, maxRoomBytes: 256 << 10 } })
-    const presence = (clock: number, name: string): Uint8Array => {
-      const update = encoding.createEncoder()
-      encoding.writeVarUint(update, 1)
-      encoding.writeVarUint(update, 4242)
-      encoding.writeVarUint(update, clock)
-      encoding.writeVarString(update, JSON.stringify({ name }))
-      return awarenessFrame('fleet-p/d1', encoding.toUint8Array(update))
-    }
-    // Behind 600 step 1s: the first 299 parts of a message, and a presence; then the socket closes.
-    const parts = Array.from({ length: 299 }, (_, i) => partFrame('fleet-p/d1', i, 300, 300 * 800, new Uint8Array(800).fill(1)))
-    const turns = watchTurns()
-    await closeBehindQueue(relay, 'fleet-p/d1', await dashboardToken('fleet-p'), [...parts, presence(1, 'ops')])
-    // Every message the socket sent has had its turn (the step 1 that opened the room, 600 more,
-    // 299 parts, a presence): what the relay took of them is in the metric now, and nothing of
-    // theirs is still to come.
-    await waitFor(() => turns.started === 901 && turns.waiting === 0, 'every message of the closed socket handled').catch((error: Error) => {
-      throw new Error(`${error.message}: ${JSON.stringify(turns)}`)
+    const room = 'fleet-p/d1'
+    const presence = (client: number, clock: number, name: string): Uint8Array => presenceText(room, [[client, clock, JSON.stringify({ name })]])
+    const shown = (observer: RoomClient, client: number) => (observer.provider.awareness?.getStates().get(client) as { name?: string } | undefined)?.name
+    // Another connection holds client 777's presence: while the closing socket's connection is
+    // open, each of its messages setting it is dropped and counted as a presence dropped.
+    const observer = await observe(relay, room)
+    await waitFor(() => observer.synced(), 'an observer in sync')
+    const holder = await openRaw(relay, room, await dashboardToken('fleet-p'))
+    holder.send(presence(777, 1, 'holder'))
+    await waitFor(() => shown(observer, 777) === 'holder', "the holder's presence shown")
+    expect(await metric(relay.httpUrl, 'tidemark_relay_presence_dropped_total')).toBe(0)
+    // Behind 600 of those: the first 299 parts of a message, and a presence of its own; then the socket closes.
+    const squats = Array.from({ length: 600 }, () => presence(777, 2, 'squatter'))
+    const parts = Array.from({ length: 299 }, (_, i) => partFrame(room, i, 300, 300 * 800, new Uint8Array(800).fill(1)))
+    await closeBehindQueue(relay, room, await dashboardToken('fleet-p'), [...squats, ...parts, presence(4242, 1, 'ops')])
+    // Each of the 900 messages behind the open room is counted once: as a presence dropped while
+    // its connection was open, or as dropped for its connection having ended. Parts or a presence
+    // taken count in neither, so the sum reaches 900 only once every message has had its turn and
+    // the last 300 all came after the connection ended.
+    const dropped = async () => ({
+      closed: await metric(relay.httpUrl, 'tidemark_relay_closed_connection_messages_dropped_total'),
+      presence: await metric(relay.httpUrl, 'tidemark_relay_presence_dropped_total'),
     })
-    // The parts and the presence (the last 300) were still waiting when the connection closed.
-    expect(turns.afterEnd).toBeGreaterThanOrEqual(300)
+    let counts = await dropped()
+    await waitUntil(async () => {
+      counts = await dropped()
+      return counts.closed + counts.presence === 900
+    }, 'every message of the closed socket handled').catch((error: Error) => {
+      throw new Error(`${error.message}: ${JSON.stringify(counts)}`)
+    })
+    expect(counts.closed).toBe(900 - counts.presence)
+    expect(counts.presence).toBeLessThanOrEqual(600)
     expect(await metric(relay.httpUrl, 'tidemark_relay_assembling_bytes')).toBe(0)
     // The same dashboard's presence on a new connection is its own again.
-    const observer = await observe(relay, 'fleet-p/d1')
-    await waitFor(() => observer.synced(), 'an observer in sync')
-    const again = await openRaw(relay, 'fleet-p/d1', await dashboardToken('fleet-p'))
-    again.send(presence(2, 'ops again'))
-    await waitFor(() => (observer.provider.awareness?.getStates().get(4242) as { name?: string } | undefined)?.name === 'ops again', 'the presence shown')
-    expect(await metric(relay.httpUrl, 'tidemark_relay_presence_dropped_total')).toBe(0)
+    const again = await openRaw(relay, room, await dashboardToken('fleet-p'))
+    again.send(presence(4242, 2, 'ops again'))
+    await waitFor(() => shown(observer, 4242) === 'ops again', 'the presence shown')
+    expect(await dropped()).toEqual(counts)
     again.close()
+    holder.close()
+  }, 30_000)
+
+  it('counts each message of an ended room connection once: those waiting for their turn, those sent after it, none after the next Auth', async () => {
+    const relay = await relayWith()
+    const room = 'fleet-p/d2'
+    const closedDropped = () => metric(relay.httpUrl, 'tidemark_relay_closed_connection_messages_dropped_total')
+    const ws = await openRaw(relay, room, await dashboardToken('fleet-p'))
+    const stepOne = () => syncFrame(room, 0, Y.encodeStateVector(new Y.Doc()))
+    let received = 0
+    ws.on('message', () => received++)
+    // Refused (clients may not broadcast) with 50 step 1s sent behind it: the connection ends in
+    // the refused message's turn, so each of the 50 is dropped, waiting for its turn or on arrival.
+    ws.send(messageFrame(room, MESSAGE_BROADCAST_STATELESS, (e) => encoding.writeVarString(e, 'to all')))
+    for (let i = 0; i < 50; i++) ws.send(stepOne())
+    await waitUntil(async () => (await closedDropped()) >= 50, 'the 50 step 1s dropped')
+    expect(await closedDropped()).toBe(50)
+    expect(await metric(relay.httpUrl, 'tidemark_relay_refusals_total{reason="malformed-message"}')).toBe(1)
+    // Sent once the connection had ended: dropped on arrival, until the room's next Auth.
+    for (let i = 0; i < 20; i++) ws.send(stepOne())
+    await waitUntil(async () => (await closedDropped()) >= 70, 'the 20 later step 1s dropped')
+    expect(await closedDropped()).toBe(70)
+    // What the client got: the refusal and the room's CLOSE, no answer to any of the 70.
+    await waitFor(() => received >= 2, 'the refusal and the CLOSE')
+    expect(received).toBe(2)
+    // The room's next Auth opens it again, and its messages go through uncounted.
+    const before = received
+    ws.send(authFrame(room, await dashboardToken('fleet-p')))
+    await waitFor(() => received > before, 'authenticated again')
+    const opened = received
+    for (let i = 0; i < 10; i++) ws.send(stepOne())
+    await waitFor(() => received >= opened + 10, 'the 10 step 1s answered')
+    expect(await closedDropped()).toBe(70)
+    ws.close()
   }, 30_000)
 })
-
-/**
- * Counts the message turns of this process's relays (`ConnectionGate.turn`, one per message a
- * room connection received, in order): how many started, how many have not ended yet (the
- * message is not yet decided and applied or dropped), and how many came after their connection
- * had ended. Restored after the test.
- */
-function watchTurns(): { readonly started: number; readonly waiting: number; readonly afterEnd: number } {
-  const turn = ConnectionGate.prototype.turn
-  const turns = { started: 0, waiting: 0, afterEnd: 0 }
-  const spy = vi.spyOn(ConnectionGate.prototype, 'turn').mockImplementation(async function (this: ConnectionGate) {
-    turns.started++
-    turns.waiting++
-    const end = await turn.call(this)
-    if (this.ended) turns.afterEnd++
-    return () => {
-      turns.waiting--
-      end()
-    }
-  })
-  restores.push(() => spy.mockRestore())
-  return turns
-}
 
 /**
  * A `ws` WebSocket class whose sockets send their first `passed` Part messages and then hold
@@ -419,10 +441,9 @@ async function openRaw(relay: Relay, room: string, token: string): Promise<WebSo
   return ws
 }
 
-/** Opens `room` on a raw socket, sends 600 step 1s and then `frames`, and closes the socket while they wait for their turn. */
+/** Opens `room` on a raw socket, sends `frames`, and closes the socket while they wait for their turn. */
 async function closeBehindQueue(relay: Relay, room: string, token: string, frames: readonly Uint8Array[]): Promise<void> {
   const ws = await openRaw(relay, room, token)
-  for (let i = 0; i < 600; i++) ws.send(syncFrame(room, 0, Y.encodeStateVector(new Y.Doc())))
   for (const frame of frames) ws.send(frame)
   const closed = new Promise((resolve) => ws.once('close', resolve))
   ws.close()

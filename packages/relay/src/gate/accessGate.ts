@@ -194,7 +194,7 @@ export class AccessGate implements Extension {
     const end = await gate.turn()
     const frame = readFrame(data)
     try {
-      let decision = gate.ended || this.#closing ? 'drop' : this.#decide(gate, connection, document, frame)
+      let decision = this.#dropsAll(gate) ? 'drop' : this.#decide(gate, connection, document, frame)
       if (decision instanceof PacedAnswer) decision = await this.#roomForAnswer(gate, connection, document, decision.weigh)
       if (decision instanceof Refusal) this.#refuse(gate, connection, data, frame, decision)
       else if (decision === 'drop') this.#neutralize(data, frame)
@@ -234,9 +234,21 @@ export class AccessGate implements Extension {
    */
   async #roomForAnswer(gate: ConnectionGate, connection: Connection, document: Document, weigh: () => number): Promise<Decision> {
     await (connection.context as RelayContext).socket?.roomForAnswer(weigh)
-    if (gate.ended || this.#closing) return 'drop'
+    if (this.#dropsAll(gate)) return 'drop'
     joinAnswered(connection, document)
     return 'pass'
+  }
+
+  /**
+   * Whether a message of `gate`'s is dropped unread: the relay is shutting down, or its
+   * connection ended (closed, refused, expired), counted in
+   * `tidemark_relay_closed_connection_messages_dropped_total`.
+   */
+  #dropsAll(gate: ConnectionGate): boolean {
+    if (this.#closing) return true
+    if (!gate.ended) return false
+    this.#metrics.closedConnectionMessagesDropped++
+    return true
   }
 
   #openRefused(refusal: Refusal): OpenRefused {

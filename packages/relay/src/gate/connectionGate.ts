@@ -58,7 +58,7 @@ export class ConnectionGate {
   readonly presence = new Set<number>()
   /** The message being received in parts, or null. */
   parts: MessageParts | null = null
-  /** Refused or expired: its messages are dropped until Hocuspocus closes it. */
+  /** Refused, expired or closed: its messages still waiting for their turn are dropped (`tidemark_relay_closed_connection_messages_dropped_total`). */
   ended = false
   #chain: Promise<void> = Promise.resolve()
 

@@ -108,7 +108,8 @@ export class SocketGuard {
   readonly #open = new Set<string>()
   /**
    * Rooms whose connection on this socket closed (refused, expired, left), until their next
-   * Auth: what the client had in flight for them is dropped, uncharged. Hocuspocus would queue it
+   * Auth: what the client had in flight for them is dropped, uncharged (counted in
+   * `tidemark_relay_closed_connection_messages_dropped_total`). Hocuspocus would queue it
    * and replay it into the room's next connection, where a message's later parts, their first
    * gone with the old one, would refuse it; the client sends again what the relay did not take.
    */
@@ -395,7 +396,10 @@ export class SocketGuard {
     }
     if (this.#open.has(frame.room)) return true
     if (this.#ended.has(frame.room)) {
-      if (frame.type !== MESSAGE.auth) return false
+      if (frame.type !== MESSAGE.auth) {
+        this.#metrics.closedConnectionMessagesDropped++
+        return false
+      }
       this.#ended.delete(frame.room)
     }
     let charged = this.#pendingByRoom.get(frame.room)

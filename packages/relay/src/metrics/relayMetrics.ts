@@ -84,6 +84,18 @@ export class RelayMetrics {
   tokensExpired = 0
   /** Awareness updates dropped for setting the presence of a client id another connection or replica holds. */
   presenceDropped = 0
+  /**
+   * Messages dropped unapplied because the room connection they were sent on had
+   * already ended (its socket closed, the room refused, its token expired): those still waiting
+   * for their turn when it ended, and those that arrived after it, until the room's next Auth on
+   * the socket. Messages dropped because the relay is shutting down, or because it closed their
+   * whole socket, are not counted.
+   *
+   * @example
+   * metrics.closedConnectionMessagesDropped++ // a message reached its turn after its connection ended
+   * metrics.render(gauges) // … tidemark_relay_closed_connection_messages_dropped_total 1
+   */
+  closedConnectionMessagesDropped = 0
   /** Catch-ups sent: what other relays sent a room through Redis that did not fit in a socket's queue, sent later in one message. */
   catchUps = 0
   /** Bytes of the catch-ups sent. */
@@ -193,6 +205,12 @@ export class RelayMetrics {
     metric('tidemark_relay_presence_dropped_total', 'counter', "Awareness updates dropped: for setting the presence of a client id another connection or replica holds, or past the sender's presence bytes per second.", [
       `tidemark_relay_presence_dropped_total ${this.presenceDropped}`,
     ])
+    metric(
+      'tidemark_relay_closed_connection_messages_dropped_total',
+      'counter',
+      'Messages dropped unapplied because their room connection had already ended (socket closed, room refused, token expired): waiting for their turn when it ended, or arriving after it.',
+      [`tidemark_relay_closed_connection_messages_dropped_total ${this.closedConnectionMessagesDropped}`],
+    )
     metric('tidemark_relay_room_load_failures_total', 'counter', 'Rooms whose load failed.', [`tidemark_relay_room_load_failures_total ${this.loadFailures}`])
     metric('tidemark_relay_store_parts_set_aside_total', 'counter', 'Stored snapshots and update rows Yjs could not use, moved to tidemark_relay_set_aside.', [
       `tidemark_relay_store_parts_set_aside_total ${this.partsSetAside}`,
