@@ -19,7 +19,7 @@
  */
 export { MAX_AGGREGATES } from './aggregates/aggregateSet.ts'
 export { ChangeFeed } from './core/changeFeed.ts'
-export { checkEngineOptions, ENGINE_OPTION_KEYS } from './core/engineOptions.ts'
+export { checkEngineOptions, ENGINE_OPTION_KEYS } from './config/engineOptions.ts'
 export { ingestSink } from './core/ingestSink.ts'
 export { reportListenerError } from './errors/listenerError.ts'
 export { messageOf } from './errors/errorMessage.ts'

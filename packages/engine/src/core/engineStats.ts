@@ -1,7 +1,7 @@
 import type { DedupMemory } from '../windows/dedupMemory.ts'
 import type { EngineStats } from './engineApi.ts'
 import type { FutureSources } from '../input/futureSources.ts'
-import type { LateLane } from './lateLane.ts'
+import type { LateLane } from '../windows/lateLane.ts'
 import type { AnomalyReason } from '../input/anomaly.ts'
 import type { EngineJournal } from '../recovery/engineJournal.ts'
 import type { EnginePort } from '../replica/enginePort.ts'

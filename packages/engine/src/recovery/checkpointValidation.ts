@@ -10,7 +10,7 @@
  */
 import type { AggregateSet, CellEvents } from '../aggregates/aggregateSet.ts'
 import { ANOMALY_REASONS, type AnomalyReason } from '../input/anomaly.ts'
-import { configurationOf, type ResolvedOptions } from '../core/engineOptions.ts'
+import { configurationOf, type ResolvedOptions } from '../config/engineOptions.ts'
 import { messageOf } from '../errors/errorMessage.ts'
 import { MAX_ABS_TS, MAX_NAME_LENGTH } from '../input/event.ts'
 import { describeInvalid, invalidReason } from '../input/eventValidation.ts'

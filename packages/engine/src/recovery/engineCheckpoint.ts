@@ -1,5 +1,5 @@
 import type { AnomalyReason } from '../input/anomaly.ts'
-import type { LateEvent } from '../core/engineApi.ts'
+import type { LateEvent } from '../windows/lateLane.ts'
 import type { FutureSource } from '../input/futureSources.ts'
 import type { FrontiersSnapshot } from '../time/frontiers.ts'
 import type { SessionIndexSnapshot, SliceIndexSnapshot, WindowSnapshot } from '../windows/windowSnapshot.ts'

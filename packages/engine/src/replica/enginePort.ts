@@ -2,7 +2,7 @@
  * An engine's replica port: what a transport (the Yjs binding) drives, and where it reports
  * back: its sync status and document size, the last replication error, and the engine's close.
  */
-import { configurationOf, type ResolvedOptions } from '../core/engineOptions.ts'
+import { configurationOf, type ResolvedOptions } from '../config/engineOptions.ts'
 import type { CellEntry } from '../lattice/cellEntry.ts'
 import type { CellGroup } from '../lattice/cellGroup.ts'
 import type { PeerMerge } from './remoteMerge.ts'

@@ -1,6 +1,6 @@
 import type { Engine, EngineOptions } from '../core/engineApi.ts'
 import { TidemarkEngine } from '../core/engine.ts'
-import { indexFor, windowIndexes } from '../core/engineOptions.ts'
+import { indexFor, windowIndexes } from '../config/engineOptions.ts'
 import { PerWindowIndex } from './perWindowIndex.ts'
 
 /**

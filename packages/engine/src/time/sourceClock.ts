@@ -22,6 +22,10 @@ export interface ClockEntry {
   readonly version: number
 }
 
+/**
+ * One source's clock as a checkpoint keeps it (an entry of `FrontiersSnapshot.sources`): what
+ * `SourceClock.snapshot()` gives and `SourceClock.restore` takes.
+ */
 export interface SourceClockSnapshot {
   readonly name: string
   readonly writer: string

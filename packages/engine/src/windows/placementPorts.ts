@@ -7,8 +7,8 @@ import type { WindowSpec } from './windowSpec.ts'
 
 /*
  * What placement and the window lifecycle use of the engine's other parts, declared here so the
- * windows depend on nothing above them: the engine's `ResolvedOptions` (core/engineOptions.ts),
- * `LateLane` (core/lateLane.ts) and `ReplicationOutbox` (replica/replicationOutbox.ts) are these.
+ * windows depend on nothing above them: the engine's `ResolvedOptions` (config/engineOptions.ts),
+ * `LateLane` (lateLane.ts) and `ReplicationOutbox` (replica/replicationOutbox.ts) are these.
  */
 
 /** The options placement reads (the engine's resolved options: every default filled in, every value checked). */

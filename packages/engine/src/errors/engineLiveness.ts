@@ -1,4 +1,4 @@
-import { messageOf } from '../errors/errorMessage.ts'
+import { messageOf } from './errorMessage.ts'
 
 /**
  * Whether an engine still serves: open, closed by its owner, or stopped because an operation

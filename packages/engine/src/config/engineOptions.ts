@@ -1,6 +1,5 @@
 import { AggregateSet } from '../aggregates/aggregateSet.ts'
 import type { AggregateDefinitions } from '../aggregates/aggregate.ts'
-import type { EngineLimits, EngineOptions } from './engineApi.ts'
 import { SessionWindowIndex } from '../windows/sessionWindowIndex.ts'
 import { SlicedWindowIndex } from '../windows/slicedWindowIndex.ts'
 import { boundedOutOfOrderness, checkWatermarkStrategy, type WatermarkStrategy } from '../time/watermarkStrategy.ts'
@@ -9,9 +8,78 @@ import { durationOption } from '../options/durationOption.ts'
 import { maxFutureSkewOf } from '../input/futureSources.ts'
 import { processingClock } from '../time/processingClock.ts'
 import type { WindowIndex } from '../windows/windowIndex.ts'
-import { everyElement, remadeTrigger, type Trigger } from '../windows/trigger.ts'
-import type { Accumulation } from '../windows/windowResult.ts'
+import { everyElement, remadeTrigger, type Trigger, type TriggerOptions } from '../windows/trigger.ts'
+import type { Accumulation, NoAggregates } from '../windows/windowResult.ts'
 import { cumulating, session, sliding, tumbling, type WindowSpec } from '../windows/windowSpec.ts'
+
+/**
+ * Bounds on every buffer; reaching one refuses input with `overflow` instead of growing.
+ *
+ * @example
+ * createEngine({ windows: tumbling(60_000), limits: { maxWindows: 10_000, maxBatch: 5_000 } })
+ */
+export interface EngineLimits {
+  /** Live windows across specs and keys (default 100,000). */
+  readonly maxWindows?: number
+  /** Remembered event ids and out-of-order seqs across sources (default 1,000,000). */
+  readonly maxDedupEntries?: number
+  /** Entries kept on the late lane; older ones are trimmed and counted (default 10,000). */
+  readonly maxLateEvents?: number
+  /** Known sources (default 100,000). */
+  readonly maxSources?: number
+  /** Events in one `ingest` call (default 1,000,000). */
+  readonly maxBatch?: number
+}
+
+/**
+ * What `createEngine` and `openEngine` take; only `windows` is required. `A` is the type of
+ * `aggregates`, from which results get their `aggregates` field's type.
+ *
+ * @example
+ * const options: EngineOptions = { windows: [tumbling(60_000), sliding(60_000, 10_000)], watermark: boundedOutOfOrderness(5_000), allowedLateness: 30_000 }
+ * const engine = createEngine(options)
+ */
+export interface EngineOptions<A extends AggregateDefinitions = NoAggregates> {
+  /** One window spec or several (`tumbling`, `sliding`, `cumulating`, `session`); every event is placed in every spec. */
+  readonly windows: WindowSpec | readonly WindowSpec[]
+  /** Default `boundedOutOfOrderness(0)`. */
+  readonly watermark?: WatermarkStrategy
+  /** Processing-time ms after which a silent source stops holding the watermark; default Infinity. */
+  readonly idleTimeout?: number
+  /** Event-time ms a fired window still accepts corrections; default 0. */
+  readonly allowedLateness?: number
+  /** Event-time ms a final window stays in `results()` before it leaves live state; default 60,000. */
+  readonly retention?: number
+  /** Processing-time clock in ms; default `Date.now`. A call whose reading is not a number (a Date, `now: Date`'s string) throws a TypeError before it changes anything. */
+  readonly now?: () => number
+  /** Bounds on every buffer (see `EngineLimits`). */
+  readonly limits?: EngineLimits
+  /** This replica's id, the writer of every source it ingests; default a random UUID (another random id where `crypto.randomUUID` is missing: an insecure origin). */
+  readonly replicaId?: string
+  /**
+   * When panes besides the on-time one fire: `early` (before the window fires on time) and
+   * `late` (after it, while late data is admitted), each `everyElement()` by default
+   * (docs/semantics.md, Triggers and accumulation).
+   */
+  readonly trigger?: TriggerOptions
+  /**
+   * What each pane carries: `'accumulating'` (default), the whole window, corrections with
+   * `previous`; or `'discarding'`, only what arrived since the window's last pane.
+   */
+  readonly accumulation?: Accumulation
+  /**
+   * Processing-time ms an event's `ts` may be ahead of `now()`: a later one is refused with
+   * `future_ts` and moves no frontier. Default 86,400,000 (a day); Infinity accepts any; a
+   * `now()` reading no finite time (NaN, an infinity) refuses nothing.
+   */
+  readonly maxFutureSkew?: number
+  /**
+   * Aggregates computed over each window's events beside count, sum, min and max, by the name
+   * `result.aggregates` shows them under: `quantiles`, `distinct`, `latest`, `histogram`,
+   * `defineAggregate` (docs/semantics.md, Aggregates). Replicas must configure the same ones.
+   */
+  readonly aggregates?: A
+}
 
 /** Options with every default filled in and every value checked. */
 export interface ResolvedOptions {

@@ -1,6 +1,21 @@
-import type { LateEvent } from './engineApi.ts'
+import type { AnomalyReason } from '../input/anomaly.ts'
 import { copyStreamEvent, type StreamEvent } from '../input/event.ts'
 import { plainConstructor } from '../input/plainConstructor.ts'
+
+/**
+ * An event that a window refused, and why.
+ *
+ * @example
+ * for (const { event, window, reason } of engine.lateEvents()) console.log(event.id, window, reason) // for example: c tumbling:60000 beyond_lateness
+ */
+export interface LateEvent {
+  /** A copy of the refused event. */
+  readonly event: StreamEvent
+  /** Id of the window spec that refused it, when one did. */
+  readonly window?: string
+  /** Why it was refused: `beyond_lateness` for the engine's late lane. */
+  readonly reason: AnomalyReason
+}
 
 /** A `LateEvent` being built: its fields writable. */
 type LateFields = { -readonly [K in keyof LateEvent]: LateEvent[K] }
