@@ -1,7 +1,7 @@
 import type { AnomalyReason } from '../input/anomaly.ts'
 import type { LateEvent } from '../windows/lateLane.ts'
 import type { FutureSource } from '../input/futureSources.ts'
-import type { FrontiersSnapshot } from '../time/frontiers.ts'
+import type { FrontiersSnapshot } from '../time/frontiersSnapshot.ts'
 import type { SessionIndexSnapshot, SliceIndexSnapshot, WindowSnapshot } from '../windows/windowSnapshot.ts'
 
 export type { SourceClockSnapshot } from '../time/sourceClock.ts'
